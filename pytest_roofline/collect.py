@@ -1,0 +1,119 @@
+"""Collection: a prediction file becomes one pytest item per prediction, located at the prediction's YAML line."""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from .scoring import PointError, Verdict, score
+from .spec import Prediction, Spec, SpecError, load_spec
+
+__all__ = ["PredictionFile", "PredictionItem", "PredictionMismatch", "matches_patterns", "VERDICT_KEY"]
+
+VERDICT_KEY = pytest.StashKey[Verdict]()
+
+
+class PredictionMismatch(AssertionError):
+    """A prediction outside its tolerance (the only exception an xfail prediction is allowed to raise)."""
+
+    def __init__(self, verdict: Verdict):
+        super().__init__(verdict.reason)
+        self.verdict = verdict
+
+
+class EngineError(Exception):
+    """The measurement a prediction needs failed (engine died, point errored)."""
+
+
+def matches_patterns(path: Path, rootdir: Path, patterns: list[str]) -> bool:
+    try:
+        rel = path.resolve().relative_to(rootdir.resolve()).as_posix()
+    except ValueError:
+        rel = path.as_posix()
+    return any(fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(rel, "*/" + pat) or fnmatch.fnmatch(path.name, pat)
+               for pat in patterns)
+
+
+class PredictionFile(pytest.File):
+    """A YAML prediction file."""
+
+    spec: Spec | None = None
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from .plugin import get_session
+
+        rs = get_session(self.config)
+        try:
+            self.spec = load_spec(self.path)
+        except SpecError as exc:
+            raise self.CollectError(str(exc)) from None
+        except OSError as exc:
+            raise self.CollectError(f"{self.path}: cannot read: {exc}") from None
+        rs.register_spec(self.spec)
+        for pred in self.spec.predictions:
+            measured = rs.measured and pred.error is None and pred.q.measure is not None
+            if measured:
+                def check(roofline_measurements: Any) -> None:  # noqa: ARG001 - the fixture starts engines lazily
+                    pass
+            else:
+                def check() -> None:
+                    pass
+            item = PredictionItem.from_parent(self, name=pred.id, callobj=check, prediction=pred, spec=self.spec)
+            item.add_marker(pytest.mark.roofline)
+            if pred.error is None:
+                item.add_marker(pytest.mark.roofline_measured if pred.q.measure else pytest.mark.roofline_math)
+                for m in pred.marks:
+                    self.config.addinivalue_line("markers", f"{m}: declared in {self.path.name}")
+                    item.add_marker(getattr(pytest.mark, m))
+                mode = rs.mode_for(pred)
+                if pred.xfail is not None and pred.xfail.applies(mode):
+                    item.add_marker(pytest.mark.xfail(reason=pred.xfail.reason, strict=pred.xfail.strict,
+                                                      raises=PredictionMismatch))
+            yield item
+
+
+class PredictionItem(pytest.Function):
+    """One prediction. Scoring (and any measurement it needs) happens in setup, so a dead engine is an ERROR."""
+
+    def __init__(self, *, prediction: Prediction, spec: Spec, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.prediction = prediction
+        self.spec = spec
+
+    def setup(self) -> None:
+        if self.prediction.error is not None:
+            raise self.prediction.error
+        super().setup()
+        from .plugin import get_session
+
+        rs = get_session(self.config)
+        verdict = rs.score(self.spec, self.prediction, self.funcargs.get("roofline_measurements"))
+        self.stash[VERDICT_KEY] = verdict
+        if verdict.status == "error":
+            raise EngineError(verdict.reason + (f"\n--- engine log tail ---\n{verdict.log_tail}" if verdict.log_tail
+                                                else ""))
+
+    def runtest(self) -> None:
+        verdict = self.stash[VERDICT_KEY]
+        if verdict.status == "skip":
+            pytest.skip(verdict.reason)
+        if verdict.status == "fail":
+            raise PredictionMismatch(verdict)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        p = self.prediction
+        label = p.quantity + (f" at {', '.join(f'{k}={v}' for k, v in p.at_text.items())}" if p.at_text else "")
+        return self.path, p.line - 1, f"{p.id}: {label}"
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        exc = excinfo.value
+        if isinstance(exc, PredictionMismatch):
+            return exc.verdict.explain()
+        if isinstance(exc, SpecError):
+            return f"invalid prediction: {exc}"
+        if isinstance(exc, (EngineError, PointError)):
+            return str(exc)
+        return super().repr_failure(excinfo, style=style)  # type: ignore[arg-type]

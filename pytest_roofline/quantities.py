@@ -1,0 +1,734 @@
+"""The quantity registry: every named thing a prediction can be about.
+
+Each :class:`Quantity` knows its dimension (so ``1,742 tok/s`` is checked to fit), which ``at:`` parameters it
+takes, how the analytical model computes it from a :class:`~pytest_roofline.setup.Setup` (``model``), and how
+it is extracted from a measurement (``measure``). A quantity with only ``model`` is checked in CPU-only mode;
+one with only ``measure`` needs a GPU, an endpoint or a replayed results file; one with both is checked
+against the model in CPU-only mode and against the measurement otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from . import analytical as an
+from .setup import Setup, SetupError
+from .units import format_value
+
+__all__ = [
+    "AtParam", "AT_PARAMS", "Quantity", "QUANTITIES", "ModelValue", "MeasuredValue", "NotMeasured",
+    "Thresholds", "get_quantity", "PointKey",
+]
+
+
+class NotMeasured(Exception):
+    """The measurement this quantity needs is not available (the reason says why and how to get it)."""
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Definitions a user can tune in the YAML ``thresholds:`` section."""
+
+    knee_gain: float = 0.10  # throughput knee: smallest concurrency whose doubling adds less than this fraction
+    ttft_knee_ratio: float = 2.0  # TTFT knee: smallest concurrency with p99 TTFT > ratio × p50 TTFT
+    contamination: float = 0.10  # prefix-cache hit rate above which a point is marked contaminated
+
+
+@dataclass(frozen=True)
+class AtParam:
+    name: str
+    dimension: str  # a units.DIMENSIONS key, "lengths" (list of token counts) or "choice"
+    description: str
+    choices: tuple[str, ...] = ()
+    expandable: bool = False  # accepts "every" (one test per sweep point)
+
+
+AT_PARAMS: dict[str, AtParam] = {p.name: p for p in [
+    AtParam("batch", "count", "decode batch size B (running sequences per step)"),
+    AtParam("concurrency", "count", "closed-loop concurrency of a sweep point; 'every' = each swept concurrency",
+            expandable=True),
+    AtParam("rate", "request_rate", "open-loop arrival rate of a sweep point (req/s); 'every' = each swept rate",
+            expandable=True),
+    AtParam("context", "count", "KV context per sequence in tokens (default: workload.kv_context)"),
+    AtParam("prompt_tokens", "count", "prompt length in tokens (default: workload.input_len)"),
+    AtParam("request_tokens", "count", "tokens per request for a max-concurrency figure (default: max_model_len)"),
+    AtParam("pool", "bytes", "a KV pool size, e.g. 30 GiB"),
+    AtParam("k", "count", "projection input width K"),
+    AtParam("m", "count", "projection output width M"),
+    AtParam("dtype_bytes", "count", "bytes per element of a projection (default 2)"),
+    AtParam("lengths", "lengths", "sequence lengths of a static batch, e.g. [20, 50, 80, 200]"),
+    AtParam("spacing", "time", "deterministic inter-arrival spacing, e.g. 20 ms"),
+    AtParam("arrival_rate", "request_rate", "Poisson arrival rate of a dynamic batcher, e.g. 50 req/s"),
+    AtParam("percentile", "choice", "percentile an SLO is judged at", choices=("p50", "p90", "p95", "p99", "mean")),
+    AtParam("ttft", "time", "TTFT SLO (default: slo.ttft)"),
+    AtParam("tpot", "time", "TPOT SLO (default: slo.tpot)"),
+    AtParam("dtype", "choice", "tensor-core dtype of a ridge point", choices=("bf16", "fp16", "fp8", "tf32", "int8")),
+]}
+
+
+@dataclass(frozen=True)
+class ModelValue:
+    value: Any
+    inputs: Mapping[str, str] = field(default_factory=dict)
+    explanation: str = ""
+
+
+@dataclass(frozen=True)
+class MeasuredValue:
+    value: Any
+    points: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    contaminated: bool = False
+
+
+PointKey = tuple  # ("closed", concurrency) | ("open", rate)
+
+ModelFn = Callable[[Setup, Mapping[str, Any]], ModelValue]
+MeasureFn = Callable[[Any, Mapping[str, Any], Setup, Thresholds], MeasuredValue]
+
+
+@dataclass(frozen=True)
+class Quantity:
+    name: str
+    dimension: str
+    description: str
+    kind: str = "number"  # number | optional_number | bool | enum
+    at: tuple[str, ...] = ()
+    required_at: tuple[str, ...] = ()
+    model: ModelFn | None = None
+    measure: MeasureFn | None = None
+    choices: tuple[str, ...] = ()
+    #: sweep points the measurement needs: "at" (the point named in at:), "all" (every swept point), "batch1", None
+    points: str | None = None
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        return tuple(m for m, f in (("math", self.model), ("measured", self.measure)) if f is not None)
+
+
+QUANTITIES: dict[str, Quantity] = {}
+
+
+def _register(q: Quantity) -> Quantity:
+    QUANTITIES[q.name] = q
+    return q
+
+
+def get_quantity(name: str) -> Quantity:
+    return QUANTITIES[name]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# helpers shared by the model functions
+# --------------------------------------------------------------------------------------------------------------
+def _batch(setup: Setup, at: Mapping[str, Any]) -> float:
+    if "batch" in at:
+        return float(at["batch"])
+    if "concurrency" in at:
+        return float(at["concurrency"])
+    raise SetupError("needs at: {batch: B} (or at: {concurrency: C})")
+
+
+def _kv_seq(setup: Setup, at: Mapping[str, Any]) -> float:
+    return setup.kv_bytes_per_seq_at(at.get("context"))
+
+
+def _roofline_inputs(setup: Setup, at: Mapping[str, Any]) -> dict[str, str]:
+    d = setup.describe()
+    ctx = at.get("context", setup.kv_context_tokens)
+    d["kv_per_seq"] = (f"{ctx:,.0f} tokens × {setup.kv_bytes_per_token:,.0f} B = "
+                       f"{format_value(setup.kv_bytes_per_seq_at(ctx), 'bytes', 'GB', digits=5)}")
+    d["flop_per_token"] = f"2 × {float(setup.model.active_param_count()):,.0f} = {setup.flop_per_token:.5g} FLOP"
+    return d
+
+
+def _step(setup: Setup, at: Mapping[str, Any]) -> an.DecodeStep:
+    return an.decode_step(
+        _batch(setup, at), weight_bytes=setup.weight_bytes, flop_per_token=setup.flop_per_token,
+        kv_bytes_per_seq=_kv_seq(setup, at), hbm_bytes_per_s=setup.hbm_bytes_per_s,
+        peak_flop_per_s=setup.peak_flop_per_s,
+    )
+
+
+def _step_q(name: str, dim: str, attr: str, desc: str, *, kind: str = "number", measure: MeasureFn | None = None,
+            points: str | None = None, choices: tuple[str, ...] = ()) -> Quantity:
+    def model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
+        s = _step(setup, at)
+        return ModelValue(getattr(s, attr), _roofline_inputs(setup, at),
+                          f"decode step at B={s.batch:g}: t_mem {s.t_mem_s * 1e3:.4g} ms, t_comp {s.t_comp_s * 1e3:.4g} ms,"
+                          f" {s.bound}-bound")
+
+    return _register(Quantity(name, dim, desc, kind=kind, at=("batch", "concurrency", "context"), model=model,
+                              measure=measure, points=points, choices=choices))
+
+
+def _fact(name: str, dim: str, desc: str, fn: Callable[[Setup, Mapping[str, Any]], Any],
+          at: tuple[str, ...] = (), kind: str = "number", required: tuple[str, ...] = (),
+          measure: MeasureFn | None = None, points: str | None = None, explain: str = "") -> Quantity:
+    def model(setup: Setup, at_: Mapping[str, Any]) -> ModelValue:
+        return ModelValue(fn(setup, at_), _roofline_inputs(setup, at_), explain)
+
+    return _register(Quantity(name, dim, desc, kind=kind, at=at, required_at=required, model=model,
+                              measure=measure, points=points))
+
+
+def _pure(name: str, dim: str, desc: str, fn: Callable[[Mapping[str, Any]], Any], at: tuple[str, ...],
+          required: tuple[str, ...], kind: str = "number", explain: Callable[[Mapping[str, Any]], str] | None = None
+          ) -> Quantity:
+    """A quantity computed from its at: parameters alone (batching arithmetic, projection traffic)."""
+
+    def model(setup: Setup, at_: Mapping[str, Any]) -> ModelValue:
+        inputs = {k: _show(v) for k, v in at_.items()}
+        return ModelValue(fn(at_), inputs, explain(at_) if explain else "")
+
+    return _register(Quantity(name, dim, desc, kind=kind, at=at, required_at=required, model=model))
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_show(x) for x in v) + "]"
+    if isinstance(v, float) and v.is_integer():
+        return f"{v:,.0f}"
+    return f"{v:,}" if isinstance(v, (int, float)) else str(v)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# measurement extraction
+# --------------------------------------------------------------------------------------------------------------
+def _point(meas: Any, at: Mapping[str, Any]) -> Mapping[str, Any]:
+    if "concurrency" in at:
+        return meas.point(concurrency=int(at["concurrency"]))
+    if "rate" in at:
+        return meas.point(rate=float(at["rate"]))
+    if "batch" in at:
+        return meas.point(concurrency=int(at["batch"]))
+    raise NotMeasured("needs at: {concurrency: C} or at: {rate: R} to pick a sweep point")
+
+
+def _client(meas: Any, at: Mapping[str, Any], th: Thresholds, path: Sequence[str], what: str) -> MeasuredValue:
+    pt = _point(meas, at)
+    val: Any = pt.get("client") or {}
+    for key in path:
+        val = val.get(key) if isinstance(val, Mapping) else None
+    if val is None:
+        raise NotMeasured(f"point {pt.get('id')} has no {what} (the results file does not record it)")
+    return MeasuredValue(val, (str(pt.get("id")),), tuple(_point_notes(pt, th)), _contaminated(pt, th))
+
+
+def _contaminated(pt: Mapping[str, Any], th: Thresholds) -> bool:
+    rate = (pt.get("server") or {}).get("prefix_cache_hit_rate")
+    if rate is not None:
+        return rate > th.contamination
+    return bool(pt.get("contaminated"))
+
+
+def _point_notes(pt: Mapping[str, Any], th: Thresholds) -> list[str]:
+    notes = []
+    rate = (pt.get("server") or {}).get("prefix_cache_hit_rate")
+    if rate is not None and rate > th.contamination:
+        notes.append(f"point {pt.get('id')} is contaminated: prefix-cache hit rate {rate:.0%} > "
+                     f"{th.contamination:.0%} — prompts were served partly from cache")
+    for flag in pt.get("flags") or ():
+        notes.append(f"point {pt.get('id')}: {flag}")
+    return notes
+
+
+def _client_q(name: str, dim: str, desc: str, path: Sequence[str], what: str, model: ModelFn | None = None) -> Quantity:
+    def measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+        mv = _client(meas, at, th, path, what)
+        return mv
+
+    return _register(Quantity(name, dim, desc, at=("concurrency", "rate", "batch", "context"), measure=measure,
+                              model=model, points="at"))
+
+
+def _closed_points(meas: Any) -> list[Mapping[str, Any]]:
+    pts = [p for p in meas.points() if p.get("mode", "closed") == "closed" and p.get("concurrency")]
+    return sorted(pts, key=lambda p: p["concurrency"])
+
+
+def throughput_knee(points: Sequence[tuple[float, float]], gain_threshold: float) -> float | None:
+    """Smallest concurrency whose doubling adds less than ``gain_threshold`` (a fraction) of throughput.
+
+    ``points`` are (concurrency, aggregate throughput) pairs. Gaps other than a doubling are normalised to a
+    per-doubling gain: ``(X2/X1) ** (1/log2(c2/c1)) − 1``. None when throughput keeps growing (only flattening).
+    """
+    pts = sorted(points)
+    for (c1, x1), (c2, x2) in zip(pts, pts[1:]):
+        if c2 <= c1 or x1 <= 0:
+            continue
+        gain = (x2 / x1) ** (1.0 / math.log2(c2 / c1)) - 1.0
+        if gain < gain_threshold:
+            return c1
+    return None
+
+
+def ttft_knee(points: Sequence[tuple[float, float, float]], ratio: float) -> float | None:
+    """Smallest concurrency whose p99 TTFT exceeds ``ratio`` × its p50 TTFT; ``points`` = (c, p50, p99)."""
+    for c, p50, p99 in sorted(points):
+        if p50 and p99 > ratio * p50:
+            return c
+    return None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the registry
+# --------------------------------------------------------------------------------------------------------------
+def _ridge(setup: Setup, at: Mapping[str, Any]) -> float:
+    dtype = at.get("dtype") or setup.compute_dtype
+    return an.ridge_flop_per_byte(setup.hardware.peak_for(dtype), setup.hbm_bytes_per_s)
+
+
+_fact("ridge_point", "intensity", "peak FLOP/s ÷ peak HBM bytes/s: the intensity where a kernel turns compute-bound",
+      _ridge, at=("dtype",))
+_fact("param_count", "count", "total parameters, computed from the architecture", lambda s, a: s.model.param_count())
+_fact("active_param_count", "count", "parameters touched per token (MoE: routed experts only)",
+      lambda s, a: s.model.active_param_count())
+_fact("weight_bytes", "bytes", "bytes of weights read per decode step (all parameters × bytes/param)",
+      lambda s, a: s.weight_bytes)
+_fact("flop_per_token", "flops", "linear FLOPs per generated token, 2 × active parameters",
+      lambda s, a: s.flop_per_token)
+_fact("kv_bytes_per_token", "bytes", "KV-cache bytes per token: 2 × layers × kv_heads × head_dim × bytes",
+      lambda s, a: s.kv_bytes_per_token)
+_fact("kv_bytes_per_seq", "bytes", "KV-cache bytes of one sequence at the KV context", _kv_seq, at=("context",))
+_fact("kv_bytes_per_block", "bytes", "bytes of one vLLM KV block over all layers (page size × layers)",
+      lambda s, a: s.bytes_per_block)
+
+_step_q("decode_intensity", "intensity", "KV-inclusive arithmetic intensity of a decode step at batch B",
+        "intensity_flop_per_byte")
+_step_q("weight_only_intensity", "intensity", "weight-only arithmetic intensity of a decode step (KV ignored)",
+        "weight_only_intensity_flop_per_byte")
+_step_q("t_mem", "time", "memory time of a decode step: (weights + B × KV per seq) ÷ bandwidth", "t_mem_s")
+_step_q("t_comp", "time", "compute time of a decode step: B × 2P ÷ peak FLOP/s", "t_comp_s")
+_step_q("t_step", "time", "modelled decode step time, max(t_mem, t_comp)", "t_step_s")
+_step_q("decode_bytes", "bytes", "bytes moved by one decode step (weights + KV)", "bytes_moved")
+_step_q("decode_flops", "flops", "linear FLOPs of one decode step", "flops")
+_step_q("kv_total_bytes", "bytes", "KV bytes read by one decode step at batch B", "kv_total_bytes")
+_step_q("decode_bound", "ratio", "which roof binds a decode step: memory or compute", "bound", kind="enum",
+        choices=("memory", "compute"))
+
+
+def _attainable(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
+    s = _step(setup, at)
+    return ModelValue(s.flops / s.t_step_s, _roofline_inputs(setup, at), "decode FLOPs ÷ modelled step time")
+
+
+def _utilisation(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
+    s = _step(setup, at)
+    return ModelValue(s.flops / s.t_step_s / setup.peak_flop_per_s, _roofline_inputs(setup, at),
+                      "attainable FLOP/s ÷ peak FLOP/s")
+
+
+_register(Quantity("attainable_flop_rate", "flop_rate", "FLOP/s a decode step attains under the roofline",
+                   at=("batch", "concurrency", "context"), model=_attainable))
+_register(Quantity("compute_utilization", "ratio", "attainable ÷ peak FLOP/s of a decode step",
+                   at=("batch", "concurrency", "context"), model=_utilisation))
+
+
+def _measured_output_tput(meas, at, setup, th):
+    return _client(meas, at, th, ("output_throughput_tok_s",), "output throughput")
+
+
+def _measured_per_request(meas, at, setup, th):
+    return _client(meas, at, th, ("per_request_output_tok_s", "mean"), "per-request throughput")
+
+
+_step_q("output_throughput", "throughput", "aggregate output tokens/s at batch/concurrency B "
+        "(model: B ÷ t_step; measured: the sweep point's output throughput)", "throughput_tok_per_s",
+        measure=_measured_output_tput, points="at")
+_step_q("per_request_throughput", "throughput", "output tokens/s each request sees at B "
+        "(model: 1 ÷ t_step; measured: mean per-request output tok/s)", "per_request_tok_per_s",
+        measure=_measured_per_request, points="at")
+
+_fact("intensity_asymptote", "intensity", "limit of the KV-inclusive intensity as B → ∞: 2P ÷ KV bytes per seq",
+      lambda s, a: an.intensity_asymptote_flop_per_byte(s.flop_per_token, _kv_seq(s, a)), at=("context",))
+_fact("half_saturation_batch", "count", "batch where throughput reaches half its asymptote: weights ÷ KV per seq",
+      lambda s, a: an.half_saturation_batch(s.weight_bytes, _kv_seq(s, a)), at=("context",))
+_fact("throughput_asymptote", "throughput", "memory-bound throughput limit: bandwidth ÷ KV bytes per seq",
+      lambda s, a: an.throughput_asymptote_tok_per_s(s.hbm_bytes_per_s, _kv_seq(s, a)), at=("context",))
+_fact("compute_roof", "throughput", "compute-bound throughput limit: peak FLOP/s ÷ 2P",
+      lambda s, a: an.compute_roof_tok_per_s(s.peak_flop_per_s, s.flop_per_token))
+_fact("t_comp_per_seq", "time", "compute time each added sequence costs a decode step",
+      lambda s, a: s.flop_per_token / s.peak_flop_per_s)
+_fact("t_mem_per_seq", "time", "memory time each added sequence costs a decode step (its KV read)",
+      lambda s, a: _kv_seq(s, a) / s.hbm_bytes_per_s, at=("context",))
+_fact("t_mem_intercept", "time", "memory time of the weight read alone (B → 0)",
+      lambda s, a: s.weight_bytes / s.hbm_bytes_per_s)
+
+
+def _knee_model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
+    k = an.roofline_knee(weight_bytes=setup.weight_bytes, flop_per_token=setup.flop_per_token,
+                         kv_bytes_per_seq=_kv_seq(setup, at), hbm_bytes_per_s=setup.hbm_bytes_per_s,
+                         peak_flop_per_s=setup.peak_flop_per_s)
+    return ModelValue(k.batch, _roofline_inputs(setup, at), k.reason)
+
+
+def _knee_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    pts = _closed_points(meas)
+    usable = [(p["concurrency"], (p.get("client") or {}).get("output_throughput_tok_s")) for p in pts]
+    usable = [(c, x) for c, x in usable if x]
+    if len(usable) < 2:
+        raise NotMeasured("the throughput knee needs at least two closed-loop sweep points")
+    knee = throughput_knee(usable, th.knee_gain)
+    gains = ", ".join(f"{c2:g}: {x2 / x1 - 1:+.0%}" for (c1, x1), (c2, x2) in zip(usable, usable[1:]))
+    note = (f"knee = smallest concurrency whose doubling adds < {th.knee_gain:.0%} throughput; gains: {gains}")
+    contaminated = any(_contaminated(p, th) for p in pts)
+    return MeasuredValue(knee, tuple(str(p.get("id")) for p in pts),
+                         (note, *[n for p in pts for n in _point_notes(p, th)]), contaminated)
+
+
+_register(Quantity("knee_concurrency", "count", "where decode stops being memory-bound. Model: the roofline knee "
+                   "B* where t_comp = t_mem (or none, with the reason). Measured: the smallest concurrency whose "
+                   "doubling adds less than thresholds.knee_gain of aggregate throughput (none = only flattening)",
+                   kind="optional_number", at=("context",), model=_knee_model, measure=_knee_measure, points="all"))
+_fact("weight_only_knee", "count", "the naive knee with KV ignored: the batch where weight-only intensity = ridge",
+      lambda s, a: an.roofline_knee(weight_bytes=s.weight_bytes, flop_per_token=s.flop_per_token, kv_bytes_per_seq=0.0,
+                                    hbm_bytes_per_s=s.hbm_bytes_per_s, peak_flop_per_s=s.peak_flop_per_s).batch)
+_fact("max_context_for_knee", "count", "largest KV context (tokens) at which a roofline knee exists",
+      lambda s, a: an.max_context_for_knee_tokens(flop_per_token=s.flop_per_token, peak_flop_per_s=s.peak_flop_per_s,
+                                                  hbm_bytes_per_s=s.hbm_bytes_per_s,
+                                                  kv_bytes_per_token=s.kv_bytes_per_token))
+_fact("batch1_ceiling", "throughput", "batch-1 decode ceiling from the weight read alone: bandwidth ÷ weight bytes",
+      lambda s, a: an.batch1_ceiling_tok_per_s(s.hbm_bytes_per_s, s.weight_bytes))
+
+
+def _batch1_point(meas: Any) -> Mapping[str, Any]:
+    for p in meas.points():
+        if p.get("id") == "batch1":
+            return p
+    return meas.point(concurrency=1)
+
+
+def _batch1_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    pt = _batch1_point(meas)
+    x = (pt.get("client") or {}).get("output_throughput_tok_s")
+    if x is None:
+        raise NotMeasured(f"point {pt.get('id')} has no output throughput")
+    return MeasuredValue(x, (str(pt.get("id")),), tuple(_point_notes(pt, th)), _contaminated(pt, th))
+
+
+def _batch1_fraction(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    mv = _batch1_measure(meas, at, setup, th)
+    ceiling = an.batch1_ceiling_tok_per_s(setup.hbm_bytes_per_s, setup.weight_bytes)
+    return MeasuredValue(mv.value / ceiling, mv.points,
+                         (f"{mv.value:,.1f} tok/s ÷ ceiling {ceiling:,.1f} tok/s", *mv.notes), mv.contaminated)
+
+
+_register(Quantity("batch1_throughput", "throughput", "single-request decode tokens/s (model: KV-inclusive "
+                   "decode step at B=1; measured: the 'batch1' point, else the concurrency-1 point)",
+                   at=("context",), model=lambda s, a: ModelValue(_step(s, {**a, "batch": 1}).throughput_tok_per_s,
+                                                                  _roofline_inputs(s, a), "1 ÷ t_step(B=1)"),
+                   measure=_batch1_measure, points="batch1"))
+_register(Quantity("batch1_fraction_of_ceiling", "ratio", "measured batch-1 tok/s ÷ the weight-read ceiling",
+                   measure=_batch1_fraction, points="batch1"))
+_fact("prefill_floor", "time", "compute floor of a prefill (TTFT floor): prompt tokens × 2P ÷ peak FLOP/s",
+      lambda s, a: an.prefill_floor_s(int(a.get("prompt_tokens", s.input_len)), s.flop_per_token, s.peak_flop_per_s),
+      at=("prompt_tokens",))
+
+
+# --- vLLM KV accounting ----------------------------------------------------------------------------------------
+def kv_accounting(setup: Setup) -> an.KVAccounting:
+    """vLLM's KV pool for ``setup`` (see analytical.vllm_kv_accounting for every term)."""
+    act = setup.activation_bytes
+    if act is None:
+        act = an.estimate_activation_bytes(
+            hidden_size=setup.model.hidden_size, intermediate_size=setup.model.intermediate_size,
+            vocab_size=setup.model.vocab_size, max_num_batched_tokens=setup.max_num_batched_tokens,
+            max_num_seqs=setup.max_num_seqs,
+        )
+    non_torch = setup.non_torch_bytes if setup.non_torch_bytes is not None else an.default_non_torch_bytes(setup.device)
+    graphs = setup.cuda_graph_bytes
+    if graphs is None:
+        from . import vllm_defaults
+
+        budgeted = setup.device == "cuda" and not setup.enforce_eager and vllm_defaults.cuda_graph_memory_budgeted(
+            setup.engine_version)
+        graphs = an.default_cuda_graph_bytes() if budgeted else 0.0
+    total = setup.total_memory_bytes if setup.kv_cache_memory_bytes is None else (setup.hardware.memory_bytes or 0)
+    return an.vllm_kv_accounting(
+        total_memory_bytes=float(total), gpu_memory_utilization=setup.gpu_memory_utilization,
+        weight_bytes=setup.weight_bytes, activation_bytes=float(act), non_torch_bytes=float(non_torch),
+        cuda_graph_bytes=float(graphs), bytes_per_block=setup.bytes_per_block, block_size=setup.block_size,
+        kv_cache_memory_bytes=setup.kv_cache_memory_bytes,
+    )
+
+
+def _kv_inputs(setup: Setup) -> dict[str, str]:
+    acc = kv_accounting(setup)
+    d = setup.describe()
+    gib = lambda b: format_value(b, "bytes", "GiB", digits=4)  # noqa: E731
+    if setup.kv_cache_memory_bytes is not None:
+        d["kv_pool"] = f"explicit {gib(setup.kv_cache_memory_bytes)} (kv_cache_memory_bytes / VLLM_CPU_KVCACHE_SPACE)"
+    else:
+        d["budget"] = f"{setup.gpu_memory_utilization:g} × {gib(setup.total_memory_bytes)} = {gib(acc.budget_bytes)}"
+        d["weights"] = gib(acc.weight_bytes)
+        d["activation_reserve"] = gib(acc.activation_bytes)
+        d["non_torch_reserve"] = gib(acc.non_torch_bytes)
+        d["cuda_graph_reserve"] = gib(acc.cuda_graph_bytes)
+    d["available_kv"] = gib(acc.available_kv_bytes)
+    d["bytes_per_block"] = f"{setup.bytes_per_block:,.0f} B (block_size {setup.block_size})"
+    return d
+
+
+def _kv_q(name: str, dim: str, desc: str, fn: Callable[[an.KVAccounting, Setup, Mapping[str, Any]], Any],
+          measure_key: str | None, at: tuple[str, ...] = (), measure_fn: MeasureFn | None = None) -> Quantity:
+    def model(setup: Setup, at_: Mapping[str, Any]) -> ModelValue:
+        acc = kv_accounting(setup)
+        return ModelValue(fn(acc, setup, at_), _kv_inputs(setup),
+                          "budget − weights − activation − non-torch − CUDA graphs, ÷ bytes per block")
+
+    def measure(meas: Any, at_: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+        rep = meas.engine_report()
+        val = rep.get(measure_key) if rep else None
+        if val is None:
+            raise NotMeasured(f"the engine did not report {measure_key} (no startup log or cache_config_info)")
+        if measure_key == "available_kv_cache_gib":
+            val = float(val) * 2**30
+        return MeasuredValue(val, ("engine",), tuple(_report_notes(rep)))
+
+    return _register(Quantity(name, dim, desc, at=at, model=model,
+                              measure=measure_fn or (measure if measure_key else None), points=None))
+
+
+def _report_notes(rep: Mapping[str, Any]) -> list[str]:
+    cc = rep.get("cross_check") or {}
+    notes = []
+    if cc.get("detail"):
+        notes.append(("cross-check ok: " if cc.get("ok") else "CROSS-CHECK FAILED: ") + str(cc["detail"]))
+    return notes
+
+
+def _request_tokens(setup: Setup, at: Mapping[str, Any]) -> int:
+    if "request_tokens" in at:
+        return int(at["request_tokens"])
+    if setup.max_model_len:
+        return setup.max_model_len
+    return setup.input_len + setup.output_len
+
+
+def _max_conc_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    rep = meas.engine_report() or {}
+    req = _request_tokens(setup, at)
+    blocks, bs = rep.get("num_gpu_blocks"), rep.get("block_size") or setup.block_size
+    if rep.get("max_concurrency") is not None and rep.get("max_concurrency_tokens_per_request") == req:
+        return MeasuredValue(rep["max_concurrency"], ("engine",), ("as printed in the startup log",))
+    if blocks is None and rep.get("kv_cache_tokens") is not None:
+        blocks = rep["kv_cache_tokens"] // bs
+    if blocks is None:
+        raise NotMeasured("the engine reported neither its block count nor its KV tokens")
+    return MeasuredValue(blocks / math.ceil(req / bs), ("engine",),
+                         (f"{blocks:,} blocks ÷ ceil({req:,} / {bs}) blocks per request",))
+
+
+_kv_q("kv_budget_bytes", "bytes", "vLLM's memory budget: gpu_memory_utilization × total device memory",
+      lambda acc, s, a: acc.budget_bytes, None)
+_kv_q("available_kv_bytes", "bytes", "the KV pool vLLM allocates (log: 'Available KV cache memory')",
+      lambda acc, s, a: acc.available_kv_bytes, "available_kv_cache_gib")
+_kv_q("num_gpu_blocks", "count", "KV-cache blocks vLLM allocates (log '# GPU blocks' / cache_config_info)",
+      lambda acc, s, a: acc.num_blocks, "num_gpu_blocks")
+_kv_q("kv_cache_tokens", "count", "tokens the KV pool holds (log 'KV cache size: N tokens')",
+      lambda acc, s, a: acc.kv_tokens, "kv_cache_tokens")
+_kv_q("max_concurrency", "ratio", "requests of request_tokens that fit the KV pool at once, as vLLM prints it",
+      lambda acc, s, a: acc.max_concurrency(_request_tokens(s, a)), None, at=("request_tokens",),
+      measure_fn=_max_conc_measure)
+
+
+def _no_preempt_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    pts = [p for p in _closed_points(meas) if (p.get("server") or {}).get("preemptions") is not None]
+    if not pts:
+        raise NotMeasured("no sweep point recorded the preemption counter (/metrics not scraped)")
+    clean = [p["concurrency"] for p in pts if p["server"]["preemptions"] == 0]
+    best = max(clean) if clean else 0
+    return MeasuredValue(best, tuple(str(p.get("id")) for p in pts),
+                         ("largest swept concurrency with zero preemptions (a lower bound)",))
+
+
+_kv_q("max_concurrency_without_preemption", "count", "requests of input+output tokens the KV pool holds before "
+      "vLLM must preempt (model: KV tokens ÷ (input_len + output_len); measured: largest swept concurrency with "
+      "zero preemptions)", lambda acc, s, a: math.floor(acc.kv_tokens / (s.input_len + s.output_len)), None,
+      measure_fn=_no_preempt_measure)
+_fact("max_num_seqs", "count", "vLLM's running-batch cap (default by version and GPU)", lambda s, a: s.max_num_seqs)
+_fact("max_num_batched_tokens", "count", "vLLM's per-step token budget (default by version and GPU)",
+      lambda s, a: s.max_num_batched_tokens)
+
+# --- KV pool sizing (lesson §11) --------------------------------------------------------------------------------
+_fact("kv_pool_sequences", "count", "whole sequences of the KV context that fit a pool",
+      lambda s, a: an.kv_pool_sizing(float(a["pool"]), _kv_seq(s, a), 1).sequences_fit, at=("pool", "context"),
+      required=("pool",))
+_fact("kv_required_bytes", "bytes", "KV bytes B sequences of the KV context need",
+      lambda s, a: _batch(s, a) * _kv_seq(s, a), at=("batch", "concurrency", "context"))
+_fact("kv_pool_fits", "ratio", "whether B sequences of the KV context fit a pool (true/false)",
+      lambda s, a: an.kv_pool_sizing(float(a["pool"]), _kv_seq(s, a), int(_batch(s, a))).fits,
+      at=("pool", "batch", "concurrency", "context"), kind="bool", required=("pool",))
+_fact("kv_pool_shortfall", "bytes", "bytes by which B sequences exceed a pool (0 when they fit)",
+      lambda s, a: an.kv_pool_sizing(float(a["pool"]), _kv_seq(s, a), int(_batch(s, a))).shortfall_bytes,
+      at=("pool", "batch", "concurrency", "context"), required=("pool",))
+
+# --- projection traffic (lesson §2) ---------------------------------------------------------------------------
+_PROJ_AT = ("batch", "k", "m", "dtype_bytes")
+
+
+def _proj(attr: str) -> Callable[[Mapping[str, Any]], Any]:
+    return lambda a: getattr(an.projection_traffic(int(a["batch"]), int(a["k"]), int(a["m"]),
+                                                   int(a.get("dtype_bytes", 2))), attr)
+
+
+for _name, _dim, _attr, _desc in [
+    ("projection_weight_bytes", "bytes", "weight_bytes", "weight bytes of one K×M projection"),
+    ("projection_input_bytes", "bytes", "input_bytes", "input activation bytes, dtype × B × K"),
+    ("projection_output_bytes", "bytes", "output_bytes", "output activation bytes, dtype × B × M"),
+    ("projection_total_bytes", "bytes", "total_bytes", "weights + input + output bytes of a projection"),
+    ("projection_flops", "flops", "flops", "FLOPs of a projection, 2 × B × K × M"),
+    ("projection_intensity", "intensity", "intensity_flop_per_byte", "projection intensity counting activations"),
+    ("projection_weight_only_intensity", "intensity", "weight_only_intensity_flop_per_byte",
+     "projection intensity counting weights only"),
+    ("projection_activation_share", "ratio", "activation_share", "share of projection traffic that is activations"),
+]:
+    _pure(_name, _dim, _desc, _proj(_attr), _PROJ_AT, ("batch", "k", "m"))
+
+# --- static and dynamic batching (lesson §7–8) ----------------------------------------------------------------
+for _name, _dim, _attr, _desc in [
+    ("static_slots", "count", "allocated_slots", "token slots a static batch allocates: n × max(lengths)"),
+    ("static_useful_tokens", "count", "useful_tokens", "tokens a static batch actually generates: Σ lengths"),
+    ("static_padded_slots", "count", "padded_slots", "padded (idle) slots of a static batch"),
+    ("static_padded_ratio", "ratio", "padded_ratio", "padded slots ÷ allocated slots"),
+]:
+    _pure(_name, _dim, _desc, (lambda attr: lambda a: getattr(an.static_batch_padding(list(a["lengths"])), attr))(_attr),
+          ("lengths",), ("lengths",))
+
+_pure("aggregation_wait_mean", "time", "mean wait to fill a batch of B under deterministic spacing",
+      lambda a: an.deterministic_aggregation_wait(float(a["spacing"]), int(a["batch"])).mean_s,
+      ("spacing", "batch"), ("spacing", "batch"))
+_pure("aggregation_wait_max", "time", "the first request's wait to fill a batch of B under deterministic spacing",
+      lambda a: an.deterministic_aggregation_wait(float(a["spacing"]), int(a["batch"])).max_s,
+      ("spacing", "batch"), ("spacing", "batch"))
+_pure("poisson_first_wait", "time", "expected wait of a batch's first request under Poisson arrivals: (B − 1) ÷ λ "
+      "(an Erlang mean, not a maximum)", lambda a: an.poisson_first_wait_s(float(a["arrival_rate"]), int(a["batch"])),
+      ("arrival_rate", "batch"), ("arrival_rate", "batch"))
+
+
+# --- measured serving quantities ------------------------------------------------------------------------------
+def _prefill_model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
+    return ModelValue(an.prefill_floor_s(setup.input_len, setup.flop_per_token, setup.peak_flop_per_s),
+                      setup.describe(), "model gives the unloaded TTFT floor only (prefill compute)")
+
+
+_client_q("total_throughput", "throughput", "input + output tokens/s of a sweep point",
+          ("total_throughput_tok_s",), "total throughput")
+_client_q("request_throughput", "request_rate", "completed requests/s of a sweep point",
+          ("request_throughput_req_s",), "request throughput")
+for _metric, _label in (("ttft", "time to first token"), ("tpot", "time per output token (excl. the first)"),
+                        ("itl", "inter-token latency (chunk gaps)"), ("e2e", "end-to-end request latency")):
+    for _stat in ("mean", "p50", "p90", "p95", "p99"):
+        _client_q(f"{_metric}_{_stat}", "time", f"{_stat} {_label} at a sweep point", (f"{_metric}_ms", _stat),
+                  f"{_metric} {_stat}")
+
+
+def _ms_to_s_wrap(q: Quantity) -> None:
+    inner = q.measure
+
+    def measure(meas, at, setup, th):  # the results file stores *_ms; quantities work in seconds
+        mv = inner(meas, at, setup, th)
+        return MeasuredValue(mv.value / 1e3, mv.points, mv.notes, mv.contaminated)
+
+    QUANTITIES[q.name] = Quantity(**{**q.__dict__, "measure": measure})
+
+
+for _q in list(QUANTITIES.values()):
+    if _q.name.split("_")[0] in ("ttft", "tpot", "itl", "e2e") and _q.name.split("_")[-1] in (
+            "mean", "p50", "p90", "p95", "p99"):
+        _ms_to_s_wrap(_q)
+
+
+def _ttft_knee_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    pts = _closed_points(meas)
+    rows = [(p["concurrency"], (p.get("client") or {}).get("ttft_ms", {}).get("p50"),
+             (p.get("client") or {}).get("ttft_ms", {}).get("p99")) for p in pts]
+    rows = [r for r in rows if r[1] is not None and r[2] is not None]
+    if not rows:
+        raise NotMeasured("the TTFT knee needs TTFT p50/p99 at closed-loop sweep points")
+    knee = ttft_knee(rows, th.ttft_knee_ratio)
+    detail = ", ".join(f"{c:g}: {p99 / p50:.1f}×" for c, p50, p99 in rows)
+    return MeasuredValue(knee, tuple(str(p.get("id")) for p in pts),
+                         (f"TTFT knee = smallest concurrency with p99 > {th.ttft_knee_ratio:g} × p50; "
+                          f"p99/p50: {detail}", *[n for p in pts for n in _point_notes(p, th)]),
+                         any(_contaminated(p, th) for p in pts))
+
+
+_register(Quantity("ttft_knee_concurrency", "count", "smallest concurrency whose p99 TTFT exceeds "
+                   "thresholds.ttft_knee_ratio × its p50 TTFT (none = never)", kind="optional_number",
+                   measure=_ttft_knee_measure, points="all"))
+
+
+def _little_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    pt = _point(meas, at)
+    ll = (pt.get("client") or {}).get("littles_law") or {}
+    if ll.get("ratio") is not None:
+        ratio = ll["ratio"]
+    elif ll.get("lambda_W") is not None and ll.get("L"):
+        ratio = ll["lambda_W"] / ll["L"]
+    else:
+        raise NotMeasured(f"point {pt.get('id')} has no Little's-law record")
+    detail = (f"L (time-averaged in flight) = {ll.get('L', float('nan')):.3g}, λ·W = {ll.get('lambda_W', float('nan')):.3g}")
+    return MeasuredValue(ratio, (str(pt.get("id")),), (detail,))
+
+
+_register(Quantity("littles_law_ratio", "ratio", "λ·W ÷ L at a sweep point: throughput (req/s) × mean latency "
+                   "over the time-averaged requests in flight; 1.0 when Little's law holds",
+                   at=("concurrency", "rate"), measure=_little_measure, points="at"))
+
+
+def _goodput(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> an.Goodput:
+    pts = _closed_points(meas)
+    rows = []
+    for p in pts:
+        c = p.get("client") or {}
+        if c.get("output_throughput_tok_s") is None:
+            continue
+        rows.append({"concurrency": p["concurrency"], "output_throughput_tok_s": c["output_throughput_tok_s"],
+                     "ttft_ms": c.get("ttft_ms") or {}, "tpot_ms": c.get("tpot_ms") or {}})
+    if not rows:
+        raise NotMeasured("goodput needs closed-loop sweep points with TTFT/TPOT percentiles")
+    return an.goodput(rows, ttft_ms_max=float(at["ttft"]) * 1e3, tpot_ms_max=float(at["tpot"]) * 1e3,
+                      percentile=str(at.get("percentile", "p99")))
+
+
+def _goodput_measure(meas, at, setup, th) -> MeasuredValue:
+    g = _goodput(meas, at, setup, th)
+    return MeasuredValue(g.goodput_tok_per_s, (), (_goodput_note(g, at),))
+
+
+def _goodput_c_measure(meas, at, setup, th) -> MeasuredValue:
+    g = _goodput(meas, at, setup, th)
+    return MeasuredValue(g.concurrency, (), (_goodput_note(g, at),))
+
+
+def _goodput_note(g: an.Goodput, at: Mapping[str, Any]) -> str:
+    return (f"SLO TTFT < {float(at['ttft']) * 1e3:g} ms and TPOT < {float(at['tpot']) * 1e3:g} ms at "
+            f"{at.get('percentile', 'p99')}: best {g.goodput_tok_per_s or 0:,.1f} tok/s at concurrency "
+            f"{g.concurrency}; raw max {g.raw_max_tok_per_s:,.1f} tok/s")
+
+
+_register(Quantity("goodput", "throughput", "the highest output throughput among sweep points that meet every SLO "
+                   "(TTFT and TPOT at the chosen percentile)", at=("percentile", "ttft", "tpot"),
+                   measure=_goodput_measure, points="all"))
+_register(Quantity("goodput_concurrency", "count", "the sweep concurrency where goodput is reached",
+                   kind="optional_number", at=("percentile", "ttft", "tpot"), measure=_goodput_c_measure, points="all"))
+
+
+def _server_q(name: str, dim: str, desc: str, key: str) -> None:
+    def measure(meas, at, setup, th) -> MeasuredValue:
+        pt = _point(meas, at)
+        val = (pt.get("server") or {}).get(key)
+        if val is None:
+            raise NotMeasured(f"point {pt.get('id')} has no server-side {key} (/metrics not scraped)")
+        return MeasuredValue(val, (str(pt.get("id")),), tuple(_point_notes(pt, th)))
+
+    _register(Quantity(name, dim, desc, at=("concurrency", "rate"), measure=measure, points="at"))
+
+
+_server_q("preemptions", "count", "preemptions vLLM counted during a sweep point", "preemptions")
+_server_q("prefix_cache_hit_rate", "ratio", "prefix-cache hits ÷ queries (tokens) during a sweep point",
+          "prefix_cache_hit_rate")

@@ -1,0 +1,1 @@
+"""Reporting: the terminal table, pytest-html columns and extras, and the standalone HTML scorecard."""

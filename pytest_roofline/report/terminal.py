@@ -1,0 +1,48 @@
+"""The compact table printed at the end of a pytest run (fits 100 columns)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+__all__ = ["summary_table", "OUTCOME_WORD"]
+
+OUTCOME_WORD = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "xfailed": "XFAIL", "xpassed": "XPASS",
+                "error": "ERROR"}
+
+
+def _outcome(report: Any) -> str:
+    if hasattr(report, "wasxfail"):
+        return "xfailed" if report.skipped else "xpassed"
+    if report.when == "setup" and report.failed:
+        return "error"
+    return report.outcome
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def summary_table(reports: Iterable[Any], width: int = 100) -> list[str]:
+    """One line per prediction: id, quantity, predicted, measured (or model), error, verdict."""
+    rows = []
+    for r in reports:
+        v = r.roofline
+        got = v.get("measured_text") if v.get("mode") == "measured" else v.get("model_text")
+        src = "meas" if v.get("mode") == "measured" else "model"
+        rows.append((v["id"], v["quantity"], v.get("predicted_text") or "", f"{got or '—'}", src,
+                     v.get("error_text", "").split(" (")[0] or ("" if v.get("status") != "skip" else "—"),
+                     OUTCOME_WORD.get(_outcome(r), _outcome(r).upper())))
+    fixed = 2 + 14 + 14 + 5 + 9 + 6 + 6  # separators and the narrow columns
+    flex = max(20, width - fixed)
+    id_w, q_w = int(flex * 0.55), flex - int(flex * 0.55)
+    head = f"{'id':<{id_w}} {'quantity':<{q_w}} {'predicted':>13} {'measured/model':>14} {'src':<5} {'error':>8} verdict"
+    lines = [head, "-" * min(width, len(head) + 2)]
+    for pid, q, pred, got, src, err, verdict in rows:
+        lines.append(f"{_clip(pid, id_w):<{id_w}} {_clip(q, q_w):<{q_w}} {_clip(pred, 13):>13} {_clip(got, 14):>14} "
+                     f"{src:<5} {_clip(err, 8):>8} {verdict}")
+    counts: dict[str, int] = {}
+    for *_, verdict in rows:
+        counts[verdict] = counts.get(verdict, 0) + 1
+    lines.append(", ".join(f"{n} {k.lower()}" for k, n in sorted(counts.items())))
+    return lines

@@ -1,0 +1,914 @@
+"""The prediction-file format: loading, validation with file:line errors, and its JSON Schema.
+
+The YAML is read as PyYAML *nodes* (``yaml.compose``), never with ``safe_load``: every value keeps its line, and
+every scalar keeps the text the user wrote, so ``1e3`` is a number, ``4.80`` keeps its precision and ``on`` is
+never silently ``True``. The same field tables drive the validator and :func:`json_schema`.
+
+A problem in the setup sections makes the whole file an error; a problem in one prediction makes only that
+prediction an error (reported as its own test), so one typo never hides the others.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import yaml
+
+from . import quantities as qreg
+from .tolerance import Tolerance, ToleranceError, TOLERANCE_HELP, parse_tolerance
+from .units import DEFAULT_UNIT, UnitError, parse_number, parse_value
+
+__all__ = [
+    "SpecError", "Spec", "Prediction", "Predicted", "Expectation", "Sweep", "load_spec", "loads_spec", "json_schema",
+    "TOP_FIELDS", "PREDICTION_FIELDS",
+]
+
+
+class SpecError(ValueError):
+    """A problem in a prediction file, with the file, the line and what to write instead."""
+
+    def __init__(self, message: str, *, file: str = "<string>", line: int | None = None, hint: str = ""):
+        self.file, self.line, self.message, self.hint = file, line, message, hint
+        where = f"{file}:{line}" if line else file
+        super().__init__(f"{where}: {message}" + (f"\n    fix: {hint}" if hint else ""))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# field tables (the validator and the JSON Schema both read these)
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class F:
+    kind: str  # str | number | int | bool | map | list | any | value
+    doc: str
+    required: bool = False
+    enum: tuple[str, ...] = ()
+
+
+TOP_FIELDS: dict[str, F] = {
+    "title": F("str", "a title for the scorecard"),
+    "description": F("str", "free text"),
+    "notes": F("str", "free text"),
+    "hardware": F("any", "catalog id of the exact chip (e.g. a100-sxm4-80gb), or a mapping {id: ..., <field>: "
+                         "override}", required=True),
+    "model": F("any", "preset name (qwen3-8b), a path to a HF config.json, or a mapping {name: ..., <field>: "
+                      "override} / a nominal model {params: 8.0e9, num_layers: 32, num_kv_heads: 8, head_dim: 128}",
+               required=True),
+    "engine": F("map", "the serving engine: {name: vllm, version: '0.26.0', model: <HF id or path to serve>, args: "
+                       "{gpu_memory_utilization: 0.9, ...}, env: {...}, reserves: {activation: 0.4 GiB, ...}}"),
+    "workload": F("map", "{input_len: 1024, output_len: 1024, kv_context: 1000, sampling: {temperature: 0.8}}"),
+    "sweep": F("map", "{mode: closed, concurrency: [1, 2, 4], requests_per_point: 10x, warmup: 2}"),
+    "slo": F("map", "{ttft: 500 ms, tpot: 50 ms, percentile: p99}: defaults for goodput predictions"),
+    "defaults": F("map", "{tolerance: ±10%, math_tolerance: ±0.5%, xfail_strict: true}"),
+    "thresholds": F("map", "{knee_gain: 10%, ttft_knee_ratio: 2, contamination: 10%}"),
+    "predictions": F("list", "the predictions, each a test", required=True),
+}
+PREDICTION_FIELDS: dict[str, F] = {
+    "id": F("str", "a unique id; -k selects by it", required=True),
+    "quantity": F("str", "a quantity from the registry (see `roofline quantities`)"),
+    "at": F("map", "where it applies: {concurrency: 64}, {batch: 16}, {concurrency: every}, ..."),
+    "predicted": F("value", "the value in ink with its unit ('1,742 tok/s', '56.34 GiB'), 'model' to take the "
+                            "model's value, none, true/false, or a word such as memory/compute"),
+    "tolerance": F("any", f"the tolerance for the measured check: {TOLERANCE_HELP}"),
+    "math_tolerance": F("any", "the tolerance of the CPU-only math check (default: half a unit in the last digit "
+                               "written, or defaults.math_tolerance)"),
+    "xfail": F("any", "expected to fail: a reason, or {reason: ..., strict: true, mode: math|measured|both}"),
+    "notes": F("str", "free notes, shown in the scorecard"),
+    "setup": F("map", "per-prediction setup overrides: {hardware: ..., model: ..., workload: {...}, engine: {...}}"),
+    "marks": F("list", "extra pytest marker names for selection with -m"),
+    "table": F("map", "a table of predictions: {at: batch, quantities: [t_mem, ...], rows: [[1, 4.82 ms, ...]]}"),
+}
+ENGINE_FIELDS: dict[str, F] = {
+    "name": F("str", "the engine (vllm)", enum=("vllm",)),
+    "version": F("str", "the engine version the predictions assume (its defaults are used), e.g. '0.26.0'"),
+    "model": F("str", "what the engine serves: a HF id or a local path (default: the model preset's HF id)"),
+    "args": F("map", "engine arguments (gpu_memory_utilization, max_model_len, block_size, max_num_seqs, "
+                     "max_num_batched_tokens, dtype, kv_cache_dtype, enforce_eager, enable_prefix_caching, ...)"),
+    "env": F("map", "environment variables for the engine process"),
+    "reserves": F("map", "non-KV memory reserves: {activation: 0.4 GiB, non_torch: 0.5 GiB, cuda_graphs: 0.5 GiB}"),
+    "cpu_kvcache_space": F("value", "CPU engine KV pool (VLLM_CPU_KVCACHE_SPACE), e.g. 1 GiB"),
+    "startup_timeout": F("value", "how long to wait for readiness, e.g. 10 min"),
+}
+WORKLOAD_FIELDS: dict[str, F] = {
+    "input_len": F("int", "prompt tokens per request (exact)"),
+    "output_len": F("int", "output tokens per request (exact, ignore_eos)"),
+    "kv_context": F("number", "KV tokens per sequence the decode model charges (default input_len + output_len/2)"),
+    "sampling": F("map", "sampling parameters sent with each request (temperature, top_p, top_k)"),
+    "shared_prefix_len": F("int", "leading tokens shared by every request of a point (default 0: none)"),
+    "seed": F("int", "seed of the prompts and arrival schedules"),
+}
+SWEEP_FIELDS: dict[str, F] = {
+    "mode": F("str", "closed (fixed concurrency) or open (arrival rate)", enum=("closed", "open")),
+    "concurrency": F("list", "closed-loop concurrencies to run"),
+    "rates": F("list", "open-loop arrival rates (req/s)"),
+    "burstiness": F("number", "open loop: gamma shape (1 = Poisson)"),
+    "requests_per_point": F("value", "requests per point: a number, or '10x' for 10 × concurrency"),
+    "duration": F("value", "run each point this long instead, e.g. 3 min"),
+    "warmup": F("int", "warm-up requests per point, excluded from statistics"),
+    "batch1": F("map", "a dedicated batch-1 run: {requests: 4, output_len: 1000}"),
+    "request_timeout": F("value", "per-request timeout, e.g. 120 s"),
+}
+SLO_FIELDS = {"ttft": F("value", "TTFT SLO, e.g. 500 ms"), "tpot": F("value", "TPOT SLO, e.g. 50 ms"),
+              "percentile": F("str", "p50 | p90 | p95 | p99", enum=("p50", "p90", "p95", "p99", "mean"))}
+DEFAULTS_FIELDS = {"tolerance": F("any", "default tolerance of measured checks"),
+                   "math_tolerance": F("any", "default tolerance of math checks"),
+                   "xfail_strict": F("bool", "whether xfails are strict (default true)")}
+THRESHOLD_FIELDS = {"knee_gain": F("value", "throughput knee: doubling concurrency adds less than this, e.g. 10%"),
+                    "ttft_knee_ratio": F("number", "TTFT knee: p99 > this × p50 (default 2)"),
+                    "contamination": F("value", "prefix-cache hit rate above which a point is contaminated, e.g. 10%")}
+XFAIL_FIELDS = {"reason": F("str", "why it is expected to fail", required=True),
+                "strict": F("bool", "an unexpected pass fails the run (default true)"),
+                "mode": F("str", "which check is expected to fail", enum=("math", "measured", "both"))}
+TABLE_FIELDS = {"at": F("str", "the at-parameter in the first column (e.g. batch)", required=True),
+                "quantities": F("list", "the quantity of each further column", required=True),
+                "rows": F("list", "rows: [at-value, value, value, ...]", required=True)}
+
+_BOOL_TRAPS = {"on", "off", "yes", "no", "y", "n"}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the model a loaded file becomes
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Predicted:
+    kind: str  # number | model | none | bool | word
+    value: Any  # SI float, bool, str or None
+    text: str
+    unit: str = ""
+    half_ulp_si: float = 0.0
+
+
+@dataclass(frozen=True)
+class Expectation:
+    reason: str
+    strict: bool = True
+    mode: str = "both"  # math | measured | both
+
+    def applies(self, mode: str) -> bool:
+        return self.mode in ("both", mode)
+
+
+@dataclass
+class Prediction:
+    """One test: a quantity at a place, a value in ink and a tolerance (after table/`every` expansion)."""
+
+    id: str
+    quantity: str
+    at: dict[str, Any]
+    predicted: Predicted
+    tolerance: Tolerance | None
+    math_tolerance: Tolerance | None
+    xfail: Expectation | None
+    notes: str
+    setup: dict[str, Any]
+    marks: list[str]
+    line: int
+    file: str
+    at_text: dict[str, str] = field(default_factory=dict)
+    error: SpecError | None = None  # a prediction that did not validate becomes an error test
+
+    @property
+    def q(self) -> qreg.Quantity:
+        return qreg.get_quantity(self.quantity)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    mode: str = "closed"
+    concurrency: tuple[int, ...] = ()
+    rates: tuple[float, ...] = ()
+    burstiness: float = 1.0
+    requests_per_point: int | None = None
+    requests_per_concurrency: float | None = 10.0
+    duration_s: float | None = None
+    warmup: int = 1
+    batch1: Mapping[str, Any] | None = None
+    request_timeout_s: float = 600.0
+
+    def num_requests(self, concurrency: int | None) -> int:
+        if self.requests_per_point is not None:
+            return self.requests_per_point
+        return max(1, int(round((self.requests_per_concurrency or 10.0) * (concurrency or 1))))
+
+
+@dataclass
+class Spec:
+    path: str
+    title: str
+    hardware: str
+    hardware_overrides: dict[str, Any]
+    model: Any
+    model_overrides: dict[str, Any]
+    engine: dict[str, Any]
+    workload: dict[str, Any]
+    sweep: Sweep
+    slo: dict[str, Any]
+    thresholds: qreg.Thresholds
+    default_tolerance: Tolerance | None
+    default_math_tolerance: Tolerance | None
+    xfail_strict: bool
+    predictions: list[Prediction]
+    notes: str = ""
+    raw_setup: dict[str, Any] = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# node helpers
+# ----------------------------------------------------------------------------------------------------------------
+class _Ctx:
+    def __init__(self, file: str):
+        self.file = file
+
+    def err(self, node: yaml.Node | None, message: str, hint: str = "") -> SpecError:
+        line = node.start_mark.line + 1 if node is not None else None
+        return SpecError(message, file=self.file, line=line, hint=hint)
+
+    def mapping(self, node: yaml.Node, what: str, fields: Mapping[str, F] | None) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+        if not isinstance(node, yaml.MappingNode):
+            raise self.err(node, f"{what} must be a mapping (key: value lines)", _hint_for(fields))
+        out: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        for k, v in node.value:
+            if not isinstance(k, yaml.ScalarNode):
+                raise self.err(k, f"{what}: keys must be plain words")
+            key = k.value
+            if key in out:
+                raise self.err(k, f"{what}: key {key!r} appears twice", "remove one of them")
+            if fields is not None and key not in fields:
+                raise self.err(k, f"{what}: unknown key {key!r}", _did_you_mean(key, fields))
+            out[key] = (k, v)
+        if fields is not None:
+            for name, f in fields.items():
+                if f.required and name not in out:
+                    raise self.err(node, f"{what}: missing required key {name!r}", f"add `{name}:` — {f.doc}")
+        return out
+
+    def scalar(self, node: yaml.Node, what: str) -> str:
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.err(node, f"{what} must be a single value, not a {'list' if isinstance(node, yaml.SequenceNode) else 'mapping'}")
+        return node.value
+
+    def string(self, node: yaml.Node, what: str, enum: tuple[str, ...] = ()) -> str:
+        text = self.scalar(node, what)
+        if enum and text not in enum:
+            raise self.err(node, f"{what}: {text!r} is not one of {', '.join(enum)}", _did_you_mean(text, enum))
+        return text
+
+    def boolean(self, node: yaml.Node, what: str) -> bool:
+        text = self.scalar(node, what).strip()
+        if text.lower() == "true":
+            return True
+        if text.lower() == "false":
+            return False
+        if text.lower() in _BOOL_TRAPS:
+            raise self.err(node, f"{what}: {text!r} is ambiguous (YAML 1.1 reads it as a boolean, other parsers as a "
+                                 "string)", "write true or false")
+        raise self.err(node, f"{what}: expected true or false, got {text!r}", "write true or false")
+
+    def number(self, node: yaml.Node, what: str) -> float:
+        text = self.scalar(node, what)
+        try:
+            value, _half, unit = parse_number(text)
+        except UnitError:
+            raise self.err(node, f"{what}: {text!r} is not a number", "write e.g. 1024, 1,024, 0.9 or 8.0e9") from None
+        if unit:
+            raise self.err(node, f"{what}: expected a bare number, got unit {unit!r}", f"write {text.split()[0]}")
+        return value
+
+    def integer(self, node: yaml.Node, what: str) -> int:
+        v = self.number(node, what)
+        if not float(v).is_integer():
+            raise self.err(node, f"{what}: expected a whole number, got {v:g}")
+        return int(v)
+
+    def value(self, node: yaml.Node, what: str, dimension: str) -> float:
+        text = self.scalar(node, what)
+        try:
+            return parse_value(text, dimension).si
+        except UnitError as exc:
+            raise self.err(node, f"{what}: {exc}", f"write e.g. {_example(dimension)}") from None
+
+    def plain(self, node: yaml.Node) -> Any:
+        """Plain data for free-form mappings (engine args, env, sampling); scalars keep YAML 1.2-ish typing."""
+        if isinstance(node, yaml.MappingNode):
+            return {k.value: self.plain(v) for k, v in node.value}
+        if isinstance(node, yaml.SequenceNode):
+            return [self.plain(v) for v in node.value]
+        text = node.value
+        if node.style in ("'", '"'):
+            return text
+        low = text.lower()
+        if low in ("true", "false"):
+            return low == "true"
+        if low in ("null", "~", ""):
+            return None
+        if low in _BOOL_TRAPS:
+            raise self.err(node, f"{text!r} is ambiguous (YAML 1.1 reads it as a boolean)",
+                           "write true or false, or quote it")
+        try:
+            v, _h, unit = parse_number(text)
+            if not unit:
+                return int(v) if re.fullmatch(r"[-+]?[\d,_]+", text.strip()) else v
+        except UnitError:
+            pass
+        return text
+
+
+def _did_you_mean(word: str, options: Mapping[str, Any] | tuple[str, ...] | list[str]) -> str:
+    names = list(options)
+    close = difflib.get_close_matches(word, names, n=3, cutoff=0.5)
+    if close:
+        return f"did you mean {' or '.join(repr(c) for c in close)}?"
+    return "known keys: " + ", ".join(names)
+
+
+def _hint_for(fields: Mapping[str, F] | None) -> str:
+    return ("keys: " + ", ".join(fields)) if fields else ""
+
+
+def _example(dimension: str) -> str:
+    return {"throughput": "1,742 tok/s", "time": "500 ms", "bytes": "56.34 GiB", "bandwidth": "2,039 GB/s",
+            "flops": "16.4 GFLOP", "flop_rate": "312 TFLOP/s", "intensity": "153 FLOP/byte", "ratio": "75% or 0.75",
+            "count": "22,959", "request_rate": "50 req/s"}.get(dimension, "a number")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# loading
+# ----------------------------------------------------------------------------------------------------------------
+def load_spec(path: str | Path) -> Spec:
+    p = Path(path)
+    return loads_spec(p.read_text(encoding="utf-8"), file=str(path))
+
+
+def loads_spec(text: str, *, file: str = "<string>") -> Spec:
+    ctx = _Ctx(file)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise SpecError(f"YAML does not parse: {exc.problem or exc}", file=file,
+                        line=mark.line + 1 if mark else None,
+                        hint="check indentation and quoting; quote values containing ': ' or '#'") from None
+    if root is None:
+        raise SpecError("the file is empty", file=file, hint="start with hardware:, model: and predictions:")
+    top = ctx.mapping(root, "the file", TOP_FIELDS)
+
+    hw_node = top["hardware"][1]
+    hardware, hw_over = _hardware(ctx, hw_node)
+    model, model_over = _model(ctx, top["model"][1])
+    engine = _engine(ctx, top["engine"][1]) if "engine" in top else {"name": "vllm"}
+    workload = _workload(ctx, top["workload"][1]) if "workload" in top else {}
+    sweep = _sweep(ctx, top["sweep"][1]) if "sweep" in top else Sweep()
+    slo = _slo(ctx, top["slo"][1]) if "slo" in top else {}
+    thresholds = _thresholds(ctx, top["thresholds"][1]) if "thresholds" in top else qreg.Thresholds()
+    dtol = dmtol = None
+    xfail_strict = True
+    if "defaults" in top:
+        d = ctx.mapping(top["defaults"][1], "defaults", DEFAULTS_FIELDS)
+        if "tolerance" in d:
+            dtol = _tolerance(ctx, d["tolerance"][1], "ratio", "", "defaults.tolerance", relative_only=True)
+        if "math_tolerance" in d:
+            dmtol = _tolerance(ctx, d["math_tolerance"][1], "ratio", "", "defaults.math_tolerance", relative_only=True)
+        if "xfail_strict" in d:
+            xfail_strict = ctx.boolean(d["xfail_strict"][1], "defaults.xfail_strict")
+
+    spec = Spec(
+        path=file, title=ctx.scalar(top["title"][1], "title") if "title" in top else Path(file).stem,
+        hardware=hardware, hardware_overrides=hw_over, model=model, model_overrides=model_over, engine=engine,
+        workload=workload, sweep=sweep, slo=slo, thresholds=thresholds, default_tolerance=dtol,
+        default_math_tolerance=dmtol, xfail_strict=xfail_strict, predictions=[],
+        notes=ctx.scalar(top["notes"][1], "notes") if "notes" in top else "",
+    )
+    _check_setup(ctx, spec, hw_node)
+    preds_node = top["predictions"][1]
+    if not isinstance(preds_node, yaml.SequenceNode):
+        raise ctx.err(preds_node, "predictions must be a list (each item starts with '- id: ...')")
+    if not preds_node.value:
+        raise ctx.err(preds_node, "predictions is empty", "add at least one prediction")
+    seen: dict[str, int] = {}
+    for node in preds_node.value:
+        for pred in _predictions(ctx, spec, node):
+            if pred.id in seen and pred.error is None:
+                pred.error = SpecError(f"prediction id {pred.id!r} is used twice (first on line {seen[pred.id]})",
+                                       file=file, line=pred.line, hint="give each prediction a unique id")
+            seen.setdefault(pred.id, pred.line)
+            spec.predictions.append(pred)
+    return spec
+
+
+def _check_setup(ctx: _Ctx, spec: Spec, hw_node: yaml.Node) -> None:
+    """Resolve hardware/model once so a typo there is reported at its line, with did-you-mean."""
+    from . import architecture, hardware
+
+    try:
+        hardware.get_hardware(spec.hardware)
+    except Exception as exc:  # UnknownHardwareError carries its own did-you-mean
+        raise ctx.err(hw_node, str(exc)) from None
+    try:
+        spec.raw_setup = {"ok": True}
+        from .setup import build_setup
+
+        build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides, model_ref=spec.model,
+                    model_overrides=spec.model_overrides, engine=spec.engine, workload=spec.workload)
+    except (architecture.UnknownModelError, ValueError, KeyError, TypeError) as exc:
+        raise SpecError(f"setup does not resolve: {exc}", file=ctx.file, line=None,
+                        hint="check the hardware:, model:, engine: and workload: sections") from None
+
+
+def _hardware(ctx: _Ctx, node: yaml.Node) -> tuple[str, dict[str, Any]]:
+    if isinstance(node, yaml.ScalarNode):
+        return node.value, {}
+    m = ctx.mapping(node, "hardware", None)
+    if "id" not in m:
+        raise ctx.err(node, "hardware mapping needs an id", "hardware: {id: a100-sxm4-80gb, hbm_bytes_per_s: 1.8e12}")
+    over = {k: _override_value(ctx, v) for k, (kn, v) in m.items() if k != "id"}
+    return ctx.scalar(m["id"][1], "hardware.id"), over
+
+
+def _override_value(ctx: _Ctx, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.ScalarNode):
+        text = node.value
+        for dim in ("bytes", "bandwidth", "flop_rate"):
+            try:
+                v = parse_value(text, dim)
+                if v.unit:
+                    return v.si
+            except UnitError:
+                continue
+    return ctx.plain(node)
+
+
+def _model(ctx: _Ctx, node: yaml.Node) -> tuple[Any, dict[str, Any]]:
+    if isinstance(node, yaml.ScalarNode):
+        return node.value, {}
+    m = ctx.mapping(node, "model", None)
+    data = {k: _override_value(ctx, v) for k, (kn, v) in m.items()}
+    if "params" in data:
+        for key in ("num_layers", "num_kv_heads", "head_dim"):
+            if key not in data:
+                raise ctx.err(node, f"a nominal model needs {key}",
+                              "model: {name: nominal-8b, params: 8.0e9, num_layers: 32, num_kv_heads: 8, head_dim: 128}")
+        return data, {}
+    if "name" not in data:
+        raise ctx.err(node, "model mapping needs a name (a preset or a path) or params (a nominal model)")
+    name = data.pop("name")
+    return name, data
+
+
+def _engine(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
+    m = ctx.mapping(node, "engine", ENGINE_FIELDS)
+    out: dict[str, Any] = {"name": "vllm"}
+    for key, (kn, v) in m.items():
+        if key in ("name", "version", "model"):
+            out[key] = ctx.string(v, f"engine.{key}", ENGINE_FIELDS[key].enum)
+        elif key in ("args", "env"):
+            out[key] = ctx.plain(ctx_map_check(ctx, v, f"engine.{key}"))
+        elif key == "reserves":
+            r = ctx.mapping(v, "engine.reserves", {"activation": F("value", ""), "non_torch": F("value", ""),
+                                                   "cuda_graphs": F("value", "")})
+            out[key] = {k: ctx.value(vv, f"engine.reserves.{k}", "bytes") for k, (kk, vv) in r.items()}
+        elif key == "cpu_kvcache_space":
+            out[key] = ctx.value(v, "engine.cpu_kvcache_space", "bytes")
+        elif key == "startup_timeout":
+            out[key] = ctx.value(v, "engine.startup_timeout", "time")
+    args = out.get("args") or {}
+    for key in ("gpu_memory_utilization",):
+        if key in args and not isinstance(args[key], (int, float)):
+            raise ctx.err(node, f"engine.args.{key} must be a number, got {args[key]!r}")
+    return out
+
+
+def ctx_map_check(ctx: _Ctx, node: yaml.Node, what: str) -> yaml.Node:
+    if not isinstance(node, yaml.MappingNode):
+        raise ctx.err(node, f"{what} must be a mapping")
+    return node
+
+
+def _workload(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
+    m = ctx.mapping(node, "workload", WORKLOAD_FIELDS)
+    out: dict[str, Any] = {}
+    for key, (kn, v) in m.items():
+        f = WORKLOAD_FIELDS[key]
+        if f.kind == "int":
+            out[key] = ctx.integer(v, f"workload.{key}")
+        elif f.kind == "number":
+            out[key] = ctx.number(v, f"workload.{key}")
+        else:
+            out[key] = ctx.plain(ctx_map_check(ctx, v, f"workload.{key}"))
+    return out
+
+
+def _sweep(ctx: _Ctx, node: yaml.Node) -> Sweep:
+    m = ctx.mapping(node, "sweep", SWEEP_FIELDS)
+    kw: dict[str, Any] = {}
+    for key, (kn, v) in m.items():
+        if key == "mode":
+            kw["mode"] = ctx.string(v, "sweep.mode", SWEEP_FIELDS["mode"].enum)
+        elif key == "concurrency":
+            items = v.value if isinstance(v, yaml.SequenceNode) else [v]
+            kw["concurrency"] = tuple(ctx.integer(i, "sweep.concurrency") for i in items)
+            if any(c < 1 for c in kw["concurrency"]):
+                raise ctx.err(v, "sweep.concurrency values must be >= 1")
+        elif key == "rates":
+            items = v.value if isinstance(v, yaml.SequenceNode) else [v]
+            kw["rates"] = tuple(ctx.value(i, "sweep.rates", "request_rate") for i in items)
+        elif key == "burstiness":
+            kw["burstiness"] = ctx.number(v, "sweep.burstiness")
+        elif key == "requests_per_point":
+            text = ctx.scalar(v, "sweep.requests_per_point").strip()
+            if text.endswith("x"):
+                kw["requests_per_concurrency"] = ctx.number(yaml.ScalarNode("tag:yaml.org,2002:str", text[:-1],
+                                                                            v.start_mark, v.end_mark),
+                                                            "sweep.requests_per_point")
+            else:
+                kw["requests_per_point"] = ctx.integer(v, "sweep.requests_per_point")
+                kw["requests_per_concurrency"] = None
+        elif key == "duration":
+            kw["duration_s"] = ctx.value(v, "sweep.duration", "time")
+        elif key == "warmup":
+            kw["warmup"] = ctx.integer(v, "sweep.warmup")
+        elif key == "batch1":
+            kw["batch1"] = ctx.plain(ctx_map_check(ctx, v, "sweep.batch1"))
+        elif key == "request_timeout":
+            kw["request_timeout_s"] = ctx.value(v, "sweep.request_timeout", "time")
+    return Sweep(**kw)
+
+
+def _slo(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
+    m = ctx.mapping(node, "slo", SLO_FIELDS)
+    out: dict[str, Any] = {}
+    for key, (kn, v) in m.items():
+        if key == "percentile":
+            out[key] = ctx.string(v, "slo.percentile", SLO_FIELDS["percentile"].enum)
+        else:
+            out[key] = ctx.value(v, f"slo.{key}", "time")
+    return out
+
+
+def _thresholds(ctx: _Ctx, node: yaml.Node) -> qreg.Thresholds:
+    m = ctx.mapping(node, "thresholds", THRESHOLD_FIELDS)
+    kw = {}
+    for key, (kn, v) in m.items():
+        kw[key] = ctx.number(v, f"thresholds.{key}") if key == "ttft_knee_ratio" else ctx.value(
+            v, f"thresholds.{key}", "ratio")
+    return qreg.Thresholds(**kw)
+
+
+def _tolerance(ctx: _Ctx, node: yaml.Node, dimension: str, unit: str, what: str, *, relative_only: bool = False
+               ) -> Tolerance:
+    try:
+        if isinstance(node, yaml.SequenceNode):
+            return parse_tolerance([ctx.scalar(n, what) for n in node.value], dimension, unit)
+        tol = parse_tolerance(ctx.scalar(node, what), dimension, unit)
+    except ToleranceError as exc:
+        raise ctx.err(node, f"{what}: {exc}", TOLERANCE_HELP) from None
+    if relative_only and (tol.abs_lo is not None or tol.abs_hi is not None or tol.lower is not None
+                          or tol.upper is not None):
+        raise ctx.err(node, f"{what}: a default tolerance must be relative (it applies to every quantity)",
+                      "write e.g. ±10%")
+    return tol
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# predictions
+# ----------------------------------------------------------------------------------------------------------------
+def _predictions(ctx: _Ctx, spec: Spec, node: yaml.Node) -> Iterator[Prediction]:
+    line = node.start_mark.line + 1
+    pid = f"line{line}"
+    try:
+        m = ctx.mapping(node, "prediction", PREDICTION_FIELDS)
+        pid = ctx.scalar(m["id"][1], "id") if "id" in m else pid
+        if not re.fullmatch(r"[\w.\-]+", pid):
+            raise ctx.err(m["id"][1], f"id {pid!r} may only contain letters, digits, '_', '-' and '.'",
+                          "write e.g. throughput-c64")
+        if "table" in m:
+            yield from _table(ctx, spec, m, pid, line)
+            return
+        for key in ("quantity", "predicted"):
+            if key not in m:
+                raise ctx.err(node, f"prediction {pid!r}: missing {key!r}", PREDICTION_FIELDS[key].doc)
+        yield from _one(ctx, spec, m, pid, line, m["quantity"][1], m["predicted"][1], m.get("at", (None, None))[1])
+    except SpecError as exc:
+        yield _error_prediction(spec, pid, line, exc)
+
+
+def _error_prediction(spec: Spec, pid: str, line: int, exc: SpecError) -> Prediction:
+    return Prediction(id=pid, quantity="", at={}, predicted=Predicted("none", None, ""), tolerance=None,
+                      math_tolerance=None, xfail=None, notes="", setup={}, marks=[], line=exc.line or line,
+                      file=spec.path, error=exc)
+
+
+def _quantity(ctx: _Ctx, node: yaml.Node) -> qreg.Quantity:
+    name = ctx.scalar(node, "quantity")
+    if name not in qreg.QUANTITIES:
+        raise ctx.err(node, f"unknown quantity {name!r}", _did_you_mean(name, qreg.QUANTITIES)
+                      + " (`roofline quantities` lists them all)")
+    return qreg.QUANTITIES[name]
+
+
+def _at(ctx: _Ctx, spec: Spec, q: qreg.Quantity, node: yaml.Node | None) -> list[tuple[dict[str, Any], dict[str, str]]]:
+    """Parse at:, expanding 'every' and lists into one (values, texts) pair per test."""
+    if node is None:
+        combos: list[tuple[dict[str, Any], dict[str, str]]] = [({}, {})]
+    else:
+        m = ctx.mapping(node, "at", None)
+        combos = [({}, {})]
+        for key, (kn, v) in m.items():
+            if key not in q.at:
+                allowed = ", ".join(q.at) or "nothing (remove at:)"
+                raise ctx.err(kn, f"quantity {q.name!r} takes no at-parameter {key!r}",
+                              f"{_did_you_mean(key, q.at) if q.at else ''} it takes: {allowed}".strip())
+            param = qreg.AT_PARAMS[key]
+            options = _at_values(ctx, spec, param, v)
+            combos = [({**vals, key: val}, {**texts, key: text}) for vals, texts in combos for val, text in options]
+    out = []
+    for vals, texts in combos:
+        _defaults_for_at(spec, q, vals, texts)
+        missing = [r for r in q.required_at if r not in vals]
+        if missing:
+            raise ctx.err(node, f"quantity {q.name!r} needs at: {{{', '.join(f'{r}: ...' for r in missing)}}}",
+                          "; ".join(f"{r}: {qreg.AT_PARAMS[r].description}" for r in missing))
+        out.append((vals, texts))
+    return out
+
+
+def _defaults_for_at(spec: Spec, q: qreg.Quantity, vals: dict[str, Any], texts: dict[str, str]) -> None:
+    for key in ("ttft", "tpot", "percentile"):
+        if key in q.at and key not in vals:
+            if key in spec.slo:
+                vals[key] = spec.slo[key]
+            elif key == "percentile":
+                vals[key] = "p99"
+    if q.name in ("goodput", "goodput_concurrency") and not {"ttft", "tpot"} <= vals.keys():
+        vals.setdefault("ttft", float("inf"))
+        vals.setdefault("tpot", float("inf"))
+
+
+def _at_values(ctx: _Ctx, spec: Spec, param: qreg.AtParam, node: yaml.Node) -> list[tuple[Any, str]]:
+    what = f"at.{param.name}"
+    if param.dimension == "lengths":
+        if not isinstance(node, yaml.SequenceNode):
+            raise ctx.err(node, f"{what} must be a list of token counts", "write e.g. [20, 50, 80, 200]")
+        vals = [ctx.integer(n, what) for n in node.value]
+        return [(vals, "[" + ", ".join(map(str, vals)) + "]")]
+    if isinstance(node, yaml.ScalarNode) and node.value in ("every", "each", "all"):
+        if not param.expandable:
+            raise ctx.err(node, f"{what}: 'every' only applies to concurrency and rate")
+        pool = spec.sweep.concurrency if param.name == "concurrency" else spec.sweep.rates
+        if not pool:
+            raise ctx.err(node, f"{what}: every — but the sweep section lists no {param.name} values",
+                          f"add sweep: {{{'concurrency: [1, 2, 4]' if param.name == 'concurrency' else 'rates: [1, 2]'}}}")
+        return [(float(x) if param.name == "rate" else x, f"{x:g}") for x in pool]
+    nodes = node.value if isinstance(node, yaml.SequenceNode) else [node]
+    out = []
+    for n in nodes:
+        text = ctx.scalar(n, what)
+        if param.dimension == "choice":
+            out.append((ctx.string(n, what, param.choices), text))
+        elif param.dimension == "count":
+            v = ctx.number(n, what)
+            out.append((int(v) if float(v).is_integer() else v, text))
+        else:
+            out.append((ctx.value(n, what, param.dimension), text))
+    return out
+
+
+def _predicted(ctx: _Ctx, q: qreg.Quantity, node: yaml.Node, what: str) -> Predicted:
+    text = ctx.scalar(node, what).strip()
+    low = text.lower()
+    if low == "model":
+        if q.model is None:
+            raise ctx.err(node, f"{what}: quantity {q.name!r} has no model value", "write the value you predict")
+        return Predicted("model", None, text)
+    if q.kind == "bool":
+        if low in ("true", "pass", "fits", "feasible"):
+            return Predicted("bool", True, text)
+        if low in ("false", "fail", "fails", "infeasible"):
+            return Predicted("bool", False, text)
+        raise ctx.err(node, f"{what}: quantity {q.name!r} is true/false, got {text!r}", "write true or false")
+    if q.kind == "enum":
+        if low not in q.choices:
+            raise ctx.err(node, f"{what}: {text!r} is not one of {', '.join(q.choices)}", _did_you_mean(low, q.choices))
+        return Predicted("word", low, text)
+    if low in ("none", "null", "~"):
+        if q.kind != "optional_number":
+            raise ctx.err(node, f"{what}: quantity {q.name!r} always has a value; 'none' does not fit",
+                          f"write e.g. {_example(q.dimension)}")
+        return Predicted("none", None, text)
+    if low in _BOOL_TRAPS or low in ("true", "false"):
+        raise ctx.err(node, f"{what}: {text!r} is not a number (YAML 1.1 would read it as a boolean)",
+                      f"write e.g. {_example(q.dimension)}")
+    try:
+        v = parse_value(text, q.dimension)
+    except UnitError as exc:
+        raise ctx.err(node, f"{what}: {exc}", f"write e.g. {_example(q.dimension)}") from None
+    return Predicted("number", v.si, text, v.unit, v.half_ulp_si)
+
+
+def _common(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], q: qreg.Quantity | None,
+            unit: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"notes": "", "setup": {}, "marks": [], "xfail": None, "tolerance": None,
+                           "math_tolerance": None}
+    dim = q.dimension if q else "ratio"
+    if "tolerance" in m:
+        out["tolerance"] = _tolerance(ctx, m["tolerance"][1], dim, unit, "tolerance")
+    if "math_tolerance" in m:
+        out["math_tolerance"] = _tolerance(ctx, m["math_tolerance"][1], dim, unit, "math_tolerance")
+    if "notes" in m:
+        out["notes"] = ctx.scalar(m["notes"][1], "notes")
+    if "setup" in m:
+        s = ctx.mapping(m["setup"][1], "setup", {k: TOP_FIELDS[k] for k in ("hardware", "model", "engine", "workload")})
+        setup: dict[str, Any] = {}
+        for key, (kn, v) in s.items():
+            if key == "hardware":
+                setup["hardware"], setup["hardware_overrides"] = _hardware(ctx, v)
+            elif key == "model":
+                setup["model"], setup["model_overrides"] = _model(ctx, v)
+            elif key == "engine":
+                setup["engine"] = {**spec.engine, **_engine(ctx, v)}
+            elif key == "workload":
+                setup["workload"] = {**spec.workload, **_workload(ctx, v)}
+        out["setup"] = setup
+    if "marks" in m:
+        v = m["marks"][1]
+        items = v.value if isinstance(v, yaml.SequenceNode) else [v]
+        out["marks"] = [ctx.string(i, "marks") for i in items]
+        for name in out["marks"]:
+            if not re.fullmatch(r"[A-Za-z_]\w*", name):
+                raise ctx.err(v, f"marks: {name!r} is not a valid marker name", "use letters, digits and '_'")
+    if "xfail" in m:
+        v = m["xfail"][1]
+        if isinstance(v, yaml.ScalarNode):
+            out["xfail"] = Expectation(v.value, spec.xfail_strict, "both")
+        else:
+            x = ctx.mapping(v, "xfail", XFAIL_FIELDS)
+            out["xfail"] = Expectation(
+                ctx.scalar(x["reason"][1], "xfail.reason"),
+                ctx.boolean(x["strict"][1], "xfail.strict") if "strict" in x else spec.xfail_strict,
+                ctx.string(x["mode"][1], "xfail.mode", XFAIL_FIELDS["mode"].enum) if "mode" in x else "both",
+            )
+    return out
+
+
+def _resolve_setup_check(ctx: _Ctx, spec: Spec, setup: Mapping[str, Any], node: yaml.Node) -> None:
+    if not setup:
+        return
+    from .setup import build_setup
+
+    try:
+        build_setup(hardware_ref=setup.get("hardware", spec.hardware),
+                    hardware_overrides=setup.get("hardware_overrides", spec.hardware_overrides if "hardware" not in setup else {}),
+                    model_ref=setup.get("model", spec.model),
+                    model_overrides=setup.get("model_overrides", spec.model_overrides if "model" not in setup else {}),
+                    engine=setup.get("engine", spec.engine), workload=setup.get("workload", spec.workload))
+    except Exception as exc:
+        raise ctx.err(node, f"setup override does not resolve: {exc}") from None
+
+
+def _one(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], pid: str, line: int,
+         qnode: yaml.Node, pnode: yaml.Node, atnode: yaml.Node | None) -> Iterator[Prediction]:
+    q = _quantity(ctx, qnode)
+    predicted = _predicted(ctx, q, pnode, "predicted")
+    unit = predicted.unit or DEFAULT_UNIT.get(q.dimension, "")
+    common = _common(ctx, spec, m, q, unit)
+    if "setup" in m:
+        _resolve_setup_check(ctx, spec, common["setup"], m["setup"][1])
+    if common["tolerance"] is not None and predicted.kind in ("bool", "word", "none") and not (
+            common["tolerance"].lower is not None or common["tolerance"].upper is not None):
+        raise ctx.err(m["tolerance"][1], f"a tolerance does not apply to a {predicted.kind} prediction",
+                      "remove tolerance: (the check is exact)")
+    combos = _at(ctx, spec, q, atnode)
+    for vals, texts in combos:
+        suffix = "" if len(combos) == 1 else "[" + ",".join(f"{k}={t}" for k, t in texts.items()) + "]"
+        yield Prediction(id=pid + suffix, quantity=q.name, at=vals, predicted=predicted,
+                         tolerance=common["tolerance"] or spec.default_tolerance,
+                         math_tolerance=common["math_tolerance"] or spec.default_math_tolerance,
+                         xfail=common["xfail"], notes=common["notes"], setup=common["setup"], marks=common["marks"],
+                         line=line, file=spec.path, at_text=texts)
+
+
+def _table(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], pid: str, line: int
+           ) -> Iterator[Prediction]:
+    for key in ("quantity", "predicted", "at"):
+        if key in m:
+            raise ctx.err(m[key][0], f"a table prediction takes no {key!r}; the table holds them")
+    t = ctx.mapping(m["table"][1], "table", TABLE_FIELDS)
+    at_name = ctx.scalar(t["at"][1], "table.at")
+    if at_name not in qreg.AT_PARAMS:
+        raise ctx.err(t["at"][1], f"table.at: unknown at-parameter {at_name!r}", _did_you_mean(at_name, qreg.AT_PARAMS))
+    qnodes = t["quantities"][1]
+    if not isinstance(qnodes, yaml.SequenceNode):
+        raise ctx.err(qnodes, "table.quantities must be a list of quantity names")
+    qs = []
+    for qn in qnodes.value:
+        try:
+            qs.append(_quantity(ctx, qn))
+        except SpecError as exc:
+            yield _error_prediction(spec, pid, line, exc)
+            return
+    rows = t["rows"][1]
+    if not isinstance(rows, yaml.SequenceNode):
+        raise ctx.err(rows, "table.rows must be a list of rows")
+    for row in rows.value:
+        rline = row.start_mark.line + 1
+        try:
+            if not isinstance(row, yaml.SequenceNode) or len(row.value) != len(qs) + 1:
+                raise ctx.err(row, f"each row needs {len(qs) + 1} cells ({at_name}, then one per quantity)")
+            at_node = yaml.MappingNode("tag:yaml.org,2002:map", [(yaml.ScalarNode("tag:yaml.org,2002:str", at_name,
+                                                                                  row.start_mark, row.end_mark),
+                                                                  row.value[0])], row.start_mark, row.end_mark)
+            for q, cell in zip(qs, row.value[1:]):
+                predicted = _predicted(ctx, q, cell, f"row {at_name}={row.value[0].value} {q.name}")
+                unit = predicted.unit or DEFAULT_UNIT.get(q.dimension, "")
+                common = _common(ctx, spec, m, q, unit)
+                for vals, texts in _at(ctx, spec, q, at_node):
+                    cid = f"{pid}[{at_name}={row.value[0].value}:{q.name}]"
+                    yield Prediction(id=cid, quantity=q.name, at=vals, predicted=predicted,
+                                     tolerance=common["tolerance"] or spec.default_tolerance,
+                                     math_tolerance=common["math_tolerance"] or spec.default_math_tolerance,
+                                     xfail=common["xfail"], notes=common["notes"], setup=common["setup"],
+                                     marks=common["marks"], line=rline, file=spec.path, at_text=texts)
+        except SpecError as exc:
+            yield _error_prediction(spec, f"{pid}[line{rline}]", rline, exc)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# JSON Schema, generated from the same tables
+# ----------------------------------------------------------------------------------------------------------------
+def _schema_of(fields: Mapping[str, F], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    props: dict[str, Any] = {}
+    for name, f in fields.items():
+        s: dict[str, Any] = {"description": f.doc}
+        if f.kind == "str":
+            s["type"] = "string"
+        elif f.kind in ("number", "int"):
+            s["type"] = ["number", "string"] if f.kind == "number" else ["integer", "string"]
+        elif f.kind == "bool":
+            s["type"] = "boolean"
+        elif f.kind == "map":
+            s["type"] = "object"
+        elif f.kind == "list":
+            s["type"] = "array"
+        elif f.kind == "value":
+            s["type"] = ["string", "number"]
+        if f.enum:
+            s["enum"] = list(f.enum)
+        props[name] = s
+    if extra:
+        for k, v in extra.items():
+            props[k] = {**props.get(k, {}), **v}
+    out = {"type": "object", "additionalProperties": False, "properties": props}
+    req = [n for n, f in fields.items() if f.required]
+    if req:
+        out["required"] = req
+    return out
+
+
+def json_schema() -> dict[str, Any]:
+    """A JSON Schema (draft 2020-12) of the prediction format, for editors with a YAML language server."""
+    from . import hardware
+
+    quantity_names = sorted(qreg.QUANTITIES)
+    hw_ids = sorted(hardware.CATALOG)
+    at_props = {}
+    for p in qreg.AT_PARAMS.values():
+        s: dict[str, Any] = {"description": p.description}
+        if p.dimension == "lengths":
+            s["type"] = "array"
+            s["items"] = {"type": "integer"}
+        elif p.choices:
+            s["enum"] = list(p.choices)
+        else:
+            s["type"] = ["number", "string", "array"] if p.expandable else ["number", "string"]
+        at_props[p.name] = s
+    prediction = _schema_of(PREDICTION_FIELDS, {
+        "quantity": {"enum": quantity_names},
+        "at": {"type": "object", "additionalProperties": False, "properties": at_props},
+        "xfail": {"oneOf": [{"type": "string"}, _schema_of(XFAIL_FIELDS)]},
+        "table": _schema_of(TABLE_FIELDS, {"quantities": {"type": "array", "items": {"enum": quantity_names}}}),
+        "predicted": {"type": ["string", "number", "boolean", "null"]},
+        "tolerance": {"type": ["string", "array"]},
+        "math_tolerance": {"type": ["string", "array"]},
+    })
+    prediction["anyOf"] = [{"required": ["quantity", "predicted"]}, {"required": ["table"]}]
+    prediction["required"] = ["id"]
+    hw_schema = {"anyOf": [{"type": "string", "enum": hw_ids}, {"type": "string"},
+                           {"type": "object", "required": ["id"], "properties": {"id": {"enum": hw_ids}}}]}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://pytest-roofline.invalid/predictions.schema.json",
+        "title": "pytest-roofline prediction file",
+        **_schema_of(TOP_FIELDS, {
+            "hardware": hw_schema,
+            "model": {"type": ["string", "object"]},
+            "engine": _schema_of(ENGINE_FIELDS),
+            "workload": _schema_of(WORKLOAD_FIELDS),
+            "sweep": _schema_of(SWEEP_FIELDS),
+            "slo": _schema_of(SLO_FIELDS),
+            "defaults": _schema_of(DEFAULTS_FIELDS),
+            "thresholds": _schema_of(THRESHOLD_FIELDS),
+            "predictions": {"type": "array", "items": prediction},
+        }),
+    }

@@ -1,0 +1,185 @@
+"""Numbers with units, as people write them in a prediction file.
+
+``parse_value("1,742 tok/s", "throughput")`` returns a :class:`Value` holding the number in SI base units
+(tokens/s, seconds, bytes, FLOP, FLOP/s, bytes/s, fraction), the unit as written, and the precision the
+writer claimed (half a unit in the last written digit), which the CPU-only math check uses as its tolerance.
+
+GB is 1e9 bytes and GiB is 2**30 bytes; the two are never mixed up (the notebook's KV-block miss was one).
+The raw text is parsed here, not by PyYAML, so ``1e3`` is a number and ``4.80`` keeps its two decimals.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+__all__ = ["DIMENSIONS", "UnitError", "Value", "parse_value", "parse_number", "format_value", "unit_scale"]
+
+
+class UnitError(ValueError):
+    """A number or unit that does not parse, or a unit that does not fit the quantity."""
+
+
+_BYTES = {
+    "B": 1.0, "byte": 1.0, "bytes": 1.0,
+    "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+    "KiB": 2.0**10, "MiB": 2.0**20, "GiB": 2.0**30, "TiB": 2.0**40,
+}
+_TIME = {"s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9,
+         "min": 60.0, "minutes": 60.0, "h": 3600.0}
+_FLOP_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+
+
+def _flop_units(suffixes: tuple[str, ...]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for prefix, scale in _FLOP_PREFIX.items():
+        for word in ("FLOP", "FLOPs"):
+            for suffix in suffixes:
+                out[f"{prefix}{word}{suffix}"] = scale
+    return out
+
+
+#: dimension -> {unit as written -> factor to the SI base unit}; "" is the bare number.
+DIMENSIONS: dict[str, dict[str, float]] = {
+    "throughput": {"tok/s": 1.0, "tokens/s": 1.0, "tok/sec": 1.0, "tokens/sec": 1.0, "": 1.0},
+    "request_rate": {"req/s": 1.0, "requests/s": 1.0, "rps": 1.0, "": 1.0},
+    "time": {**_TIME},
+    "bytes": {**_BYTES, "": 1.0},
+    "bandwidth": {f"{u}/s": f for u, f in _BYTES.items()} | {"": 1.0},
+    "flops": _flop_units(("",)) | {"": 1.0},
+    "flop_rate": _flop_units(("/s",)) | {p + "FLOPS": s for p, s in _FLOP_PREFIX.items()} | {"": 1.0},
+    "intensity": {"FLOP/byte": 1.0, "FLOP/B": 1.0, "FLOPs/byte": 1.0, "FLOPs/B": 1.0, "": 1.0},
+    "ratio": {"%": 0.01, "": 1.0, "x": 1.0},
+    "count": {"": 1.0, "tokens": 1.0, "tok": 1.0, "blocks": 1.0, "sequences": 1.0, "seqs": 1.0, "requests": 1.0,
+              "reqs": 1.0, "slots": 1.0, "params": 1.0, "x": 1.0},
+}
+
+#: the unit each dimension is shown in when the writer gave none
+DEFAULT_UNIT = {"throughput": "tok/s", "request_rate": "req/s", "time": "ms", "bytes": "B", "bandwidth": "GB/s",
+                "flops": "FLOP", "flop_rate": "TFLOP/s", "intensity": "FLOP/byte", "ratio": "", "count": ""}
+
+_NUMBER_RE = re.compile(
+    r"""^\s*(?P<sign>[-+−]?)\s*
+        (?P<mant>(?:\d{1,3}(?:,\d{3})+|\d+(?:_\d+)*)(?:\.(?P<frac>\d*))?|\.(?P<frac2>\d+))
+        (?:[eE](?P<exp>[-+]?\d+))?
+        \s*(?P<unit>.*?)\s*$""",
+    re.VERBOSE,
+)
+
+
+@dataclass(frozen=True)
+class Value:
+    """A parsed number: ``si`` in base units, ``unit`` as written, ``half_ulp_si`` the claimed precision."""
+
+    si: float
+    unit: str
+    text: str
+    half_ulp_si: float
+
+    @property
+    def scale(self) -> float:
+        return self.si / self.written if self.written else 1.0
+
+    @property
+    def written(self) -> float:
+        return _written_number(self.text)
+
+
+def _written_number(text: str) -> float:
+    m = _NUMBER_RE.match(text)
+    if not m:
+        return math.nan
+    return _number_from_match(m)
+
+
+def _number_from_match(m: re.Match) -> float:
+    mant = m.group("mant").replace(",", "").replace("_", "")
+    exp = int(m.group("exp") or 0)
+    sign = -1.0 if m.group("sign") in ("-", "−") else 1.0
+    return sign * float(mant) * 10.0**exp
+
+
+def parse_number(text: str | int | float) -> tuple[float, float, str]:
+    """Parse a bare number written by a person: ``(value, half_ulp, unit_text)``.
+
+    Accepts thousands separators (``22,959``), underscores, decimals and exponents (``8.0e9``, ``1e3``).
+    """
+    if isinstance(text, bool):
+        raise UnitError(f"expected a number, got {text!r}")
+    if isinstance(text, (int, float)):
+        text = repr(text) if isinstance(text, float) else str(text)
+    m = _NUMBER_RE.match(str(text))
+    if not m:
+        raise UnitError(f"{text!r} is not a number (write e.g. 1,742 or 8.0e9)")
+    value = _number_from_match(m)
+    frac = m.group("frac") if m.group("frac") is not None else (m.group("frac2") or "")
+    exp = int(m.group("exp") or 0)
+    half_ulp = 0.5 * 10.0 ** (exp - len(frac))
+    return value, half_ulp, m.group("unit").strip()
+
+
+def unit_scale(dimension: str, unit: str) -> float:
+    """Factor from ``unit`` to the SI base unit of ``dimension``; :class:`UnitError` when it does not fit."""
+    try:
+        table = DIMENSIONS[dimension]
+    except KeyError:
+        raise UnitError(f"unknown dimension {dimension!r}") from None
+    if unit in table:
+        return table[unit]
+    for key, factor in table.items():  # forgiving about case for word units (Tok/s, MS is not forgiven)
+        if key and key.lower() == unit.lower() and key not in ("ms", "Ms", "MB", "mB"):
+            return factor
+    accepted = ", ".join(sorted(k for k in table if k)) or "a bare number"
+    raise UnitError(f"unit {unit!r} does not fit a {dimension.replace('_', ' ')} quantity (use one of: {accepted})")
+
+
+def parse_value(text: str | int | float, dimension: str) -> Value:
+    """Parse ``text`` as a value of ``dimension`` (see :data:`DIMENSIONS`)."""
+    raw = str(text).strip()
+    value, half_ulp, unit = parse_number(raw)
+    factor = unit_scale(dimension, unit)
+    return Value(si=value * factor, unit=unit, text=raw, half_ulp_si=half_ulp * factor)
+
+
+def format_value(si: float | None, dimension: str, unit: str | None = None, *, digits: int = 4) -> str:
+    """Format an SI value in ``unit`` (or the dimension's default) with ``digits`` significant figures."""
+    if si is None:
+        return "—"
+    if isinstance(si, bool):
+        return "true" if si else "false"
+    if isinstance(si, str):
+        return si
+    if unit is None:
+        unit = DEFAULT_UNIT.get(dimension, "")
+        if dimension == "bytes":
+            unit = _auto_bytes_unit(si)
+        if dimension == "ratio":
+            unit = "%"
+    try:
+        factor = unit_scale(dimension, unit)
+    except UnitError:
+        factor, unit = 1.0, ""
+    x = si / factor
+    return f"{_fmt_sig(x, digits)} {unit}".strip()
+
+
+def _auto_bytes_unit(si: float) -> str:
+    a = abs(si)
+    if a >= 2**30:
+        return "GiB"
+    if a >= 2**20:
+        return "MiB"
+    if a >= 2**10:
+        return "KiB"
+    return "B"
+
+
+def _fmt_sig(x: float, digits: int) -> str:
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    magnitude = math.floor(math.log10(abs(x)))
+    if magnitude >= 15 or magnitude <= -5:
+        return f"{x:.{digits - 1}e}"
+    decimals = max(0, digits - 1 - magnitude)
+    return f"{x:,.{decimals}f}"
