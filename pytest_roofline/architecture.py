@@ -1,0 +1,972 @@
+"""Model architecture: shapes from HF ``config.json``, parameter counts, KV-cache bytes.
+
+Parameter counts are computed from the architecture, never typed in. The count follows the HF
+modules one by one:
+
+* attention: q_proj ``hidden x heads*head_dim``, k_proj/v_proj ``hidden x kv_heads*head_dim``,
+  o_proj ``heads*head_dim x hidden`` (explicit ``head_dim`` wins over ``hidden/heads``), optional
+  q/k/v biases (Qwen2: always; Llama/Qwen3: ``attention_bias``), optional o_proj bias
+  (Llama/Qwen3 ``attention_bias``), optional per-head-dim q/k RMSNorm weights (Qwen3);
+* MLP: gate/up/down ``3 x hidden x intermediate`` (+ biases when ``mlp_bias``);
+* MoE layers: router ``hidden x num_experts`` (no bias), ``num_experts`` experts of
+  ``3 x hidden x moe_intermediate_size``, optional shared expert (+ its 1-wide gate, Qwen2-MoE);
+  which layers are MoE follows HF: ``i not in mlp_only_layers and (i+1) % decoder_sparse_step == 0``;
+* two RMSNorm weight vectors per layer and one final norm (``hidden`` each);
+* the input embedding ``vocab x hidden``, plus an lm_head of the same size when untied.
+
+``active_param_count`` is what one token touches: attention, router, the top-k experts, the shared
+expert, norms, the input embedding and the lm_head. ``streamed_param_count`` is what a decode step
+reads from memory: the active count without the input embedding table (one row is gathered), the
+figure model_anchors.md §5 uses for its weight-read floors.
+
+KV bytes follow vLLM: ``2 (K and V) x layers x kv_heads x head_dim x dtype_bytes`` per token; a vLLM
+page holds ``block_size`` tokens of one layer, and under tensor parallelism ``kv_heads`` is per rank
+(``max(1, kv_heads // tp)``, replicated when tp exceeds the KV heads).
+
+Preset configs are shipped here as the HF ``config.json`` facts (keys and values as on the Hub),
+not as counts: presets go through :func:`from_hf_config` like any local file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+__all__ = [
+    "ModelArch",
+    "ModelArchError",
+    "ModelConfigError",
+    "UnsupportedModelError",
+    "UnknownModelError",
+    "ModelOverrideError",
+    "KV_DTYPE_BYTES",
+    "WEIGHT_DTYPE_BYTES",
+    "SUPPORTED_MODEL_TYPES",
+    "PRESETS",
+    "kv_dtype_bytes",
+    "weight_dtype_bytes",
+    "from_hf_config",
+    "nominal",
+    "get_model",
+    "presets",
+    "with_overrides",
+]
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class ModelArchError(ValueError):
+    """Base class for architecture errors."""
+
+
+class ModelConfigError(ModelArchError):
+    """A config.json that is missing a key or holds an impossible value."""
+
+
+class UnsupportedModelError(ModelConfigError):
+    """A config.json whose ``model_type`` this module does not know how to count."""
+
+
+class UnknownModelError(ModelArchError, LookupError):
+    """Neither a preset name nor a path to a config.json."""
+
+
+class ModelOverrideError(ModelArchError):
+    """An override names an unknown field or gives a value of the wrong kind."""
+
+
+# --------------------------------------------------------------------------- dtypes
+
+KV_DTYPE_BYTES: Mapping[str, int] = {
+    "auto": 2,  # vLLM's default: the model dtype; every preset is 16-bit
+    "bf16": 2,
+    "bfloat16": 2,
+    "fp16": 2,
+    "float16": 2,
+    "half": 2,
+    "fp8": 1,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "fp32": 4,
+    "float32": 4,
+}
+
+WEIGHT_DTYPE_BYTES: Mapping[str, float] = {
+    "auto": 2,
+    "bf16": 2,
+    "bfloat16": 2,
+    "fp16": 2,
+    "float16": 2,
+    "half": 2,
+    "fp32": 4,
+    "float32": 4,
+    "fp8": 1,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "int8": 1,
+    "int4": 0.5,
+    "fp4": 0.5,
+    "nvfp4": 0.5,
+}
+
+
+def _dtype_key(dtype: str) -> str:
+    return str(dtype).strip().lower().replace("-", "_")
+
+
+def kv_dtype_bytes(kv_dtype: str) -> int:
+    """Bytes per KV element: bf16/fp16/auto 2, fp8 (e4m3/e5m2) 1, fp32 4."""
+    try:
+        return KV_DTYPE_BYTES[_dtype_key(kv_dtype)]
+    except KeyError:
+        raise ModelArchError(
+            f"unknown KV-cache dtype {kv_dtype!r}; known: {', '.join(KV_DTYPE_BYTES)}"
+        ) from None
+
+
+def weight_dtype_bytes(dtype: str) -> float:
+    """Bytes per weight: bf16/fp16 2, fp8/int8 1, int4/fp4 0.5, fp32 4."""
+    try:
+        return WEIGHT_DTYPE_BYTES[_dtype_key(dtype)]
+    except KeyError:
+        raise ModelArchError(
+            f"unknown weight dtype {dtype!r}; known: {', '.join(WEIGHT_DTYPE_BYTES)}"
+        ) from None
+
+
+# --------------------------------------------------------------------------- the architecture
+
+_INT_FIELDS = (
+    "num_layers",
+    "hidden_size",
+    "num_attention_heads",
+    "num_kv_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "num_experts",
+    "num_experts_per_tok",
+    "moe_intermediate_size",
+    "shared_expert_intermediate_size",
+    "decoder_sparse_step",
+)
+_BOOL_FIELDS = (
+    "tie_word_embeddings",
+    "qk_norm",
+    "attention_bias",
+    "o_proj_bias",
+    "mlp_bias",
+    "shared_expert_gate",
+)
+
+
+@dataclass(frozen=True)
+class ModelArch:
+    """A decoder-only transformer's shape. All counts are derived; nothing is typed in."""
+
+    name: str
+    num_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    qk_norm: bool = False
+    attention_bias: bool = False  # biases on q/k/v projections
+    o_proj_bias: bool = False  # bias on o_proj (Llama/Qwen3 attention_bias; never Qwen2)
+    mlp_bias: bool = False  # biases on gate/up/down (Llama mlp_bias)
+    # MoE (num_experts == 0 means dense)
+    num_experts: int = 0
+    num_experts_per_tok: int = 0
+    moe_intermediate_size: int = 0
+    shared_expert_intermediate_size: int = 0
+    shared_expert_gate: bool = False
+    decoder_sparse_step: int = 1
+    mlp_only_layers: tuple[int, ...] = ()
+    # a model given by numbers alone (param_count returns this figure)
+    nominal_params: float | None = None
+    # facts carried along for other modules (not used in the counts)
+    model_type: str | None = None
+    max_position_embeddings: int | None = None
+    torch_dtype: str | None = None
+    source: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in _INT_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                if isinstance(value, float) and value.is_integer():
+                    object.__setattr__(self, name, int(value))
+                else:
+                    raise ModelArchError(f"{self.name}: {name} must be an integer, got {value!r}")
+            if getattr(self, name) < 0:
+                raise ModelArchError(f"{self.name}: {name} must not be negative, got {value!r}")
+        for name in _BOOL_FIELDS:
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise ModelArchError(f"{self.name}: {name} must be true or false, got {value!r}")
+        try:
+            layers = tuple(sorted({int(i) for i in self.mlp_only_layers}))
+        except (TypeError, ValueError):
+            raise ModelArchError(
+                f"{self.name}: mlp_only_layers must be a list of layer indices, got {self.mlp_only_layers!r}"
+            ) from None
+        object.__setattr__(self, "mlp_only_layers", layers)
+
+        for name in ("num_layers", "num_kv_heads", "head_dim"):
+            if getattr(self, name) <= 0:
+                raise ModelArchError(f"{self.name}: {name} must be positive, got {getattr(self, name)!r}")
+
+        if self.nominal_params is not None:
+            if isinstance(self.nominal_params, bool) or not isinstance(self.nominal_params, (int, float)):
+                raise ModelArchError(f"{self.name}: nominal_params must be a number, got {self.nominal_params!r}")
+            if not (math.isfinite(self.nominal_params) and self.nominal_params > 0):
+                raise ModelArchError(f"{self.name}: nominal_params must be positive, got {self.nominal_params!r}")
+            return
+
+        for name in ("hidden_size", "num_attention_heads", "vocab_size"):
+            if getattr(self, name) <= 0:
+                raise ModelArchError(f"{self.name}: {name} must be positive, got {getattr(self, name)!r}")
+        if self.num_attention_heads % self.num_kv_heads:
+            raise ModelArchError(
+                f"{self.name}: num_attention_heads ({self.num_attention_heads}) must be a multiple of "
+                f"num_kv_heads ({self.num_kv_heads})"
+            )
+        if self.num_experts:
+            if not 0 < self.num_experts_per_tok <= self.num_experts:
+                raise ModelArchError(
+                    f"{self.name}: num_experts_per_tok must be in 1..num_experts ({self.num_experts}), "
+                    f"got {self.num_experts_per_tok}"
+                )
+            if self.moe_intermediate_size <= 0:
+                raise ModelArchError(f"{self.name}: an MoE model needs moe_intermediate_size > 0")
+            if self.decoder_sparse_step <= 0:
+                raise ModelArchError(f"{self.name}: decoder_sparse_step must be positive")
+        elif self.num_experts_per_tok or self.shared_expert_intermediate_size:
+            raise ModelArchError(
+                f"{self.name}: num_experts_per_tok/shared_expert_intermediate_size set on a dense model "
+                f"(num_experts = 0)"
+            )
+        bad = [i for i in self.mlp_only_layers if not 0 <= i < self.num_layers]
+        if bad:
+            raise ModelArchError(f"{self.name}: mlp_only_layers {bad} outside 0..{self.num_layers - 1}")
+        if self.num_dense_layers and self.intermediate_size <= 0:
+            raise ModelArchError(f"{self.name}: dense MLP layers need intermediate_size > 0")
+
+    # -- structure ------------------------------------------------------------------
+
+    @property
+    def is_nominal(self) -> bool:
+        return self.nominal_params is not None
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    def is_moe_layer(self, layer: int) -> bool:
+        """HF Qwen-MoE rule (Mixtral: every layer): not in mlp_only_layers and (i+1) % step == 0."""
+        return (
+            self.num_experts > 0
+            and layer not in self.mlp_only_layers
+            and (layer + 1) % self.decoder_sparse_step == 0
+        )
+
+    @property
+    def num_moe_layers(self) -> int:
+        return sum(1 for i in range(self.num_layers) if self.is_moe_layer(i))
+
+    @property
+    def num_dense_layers(self) -> int:
+        return self.num_layers - self.num_moe_layers
+
+    @property
+    def gqa_group_size(self) -> int:
+        return self.num_attention_heads // self.num_kv_heads if self.num_attention_heads else 0
+
+    # -- parameter counts (per piece) -----------------------------------------------
+
+    def _require_shape(self, what: str) -> None:
+        if self.is_nominal:
+            raise ModelArchError(
+                f"{self.name} is a nominal model (P = {self.nominal_params:.4g}); it has no {what} breakdown"
+            )
+
+    def attention_param_count(self) -> int:
+        """One layer's attention: q/k/v/o weights, biases, q/k norm weights."""
+        self._require_shape("attention")
+        h, q_dim, kv_dim = self.hidden_size, self.num_attention_heads * self.head_dim, self.num_kv_heads * self.head_dim
+        n = h * q_dim + 2 * h * kv_dim + q_dim * h
+        if self.attention_bias:
+            n += q_dim + 2 * kv_dim
+        if self.o_proj_bias:
+            n += h
+        if self.qk_norm:
+            n += 2 * self.head_dim
+        return n
+
+    def dense_mlp_param_count(self) -> int:
+        """One dense layer's gate/up/down projections (+ biases)."""
+        self._require_shape("MLP")
+        h, i = self.hidden_size, self.intermediate_size
+        return 3 * h * i + ((2 * i + h) if self.mlp_bias else 0)
+
+    def expert_param_count(self) -> int:
+        """One routed expert (gate/up/down, no biases)."""
+        self._require_shape("expert")
+        return 3 * self.hidden_size * self.moe_intermediate_size
+
+    def router_param_count(self) -> int:
+        self._require_shape("router")
+        return self.hidden_size * self.num_experts
+
+    def shared_expert_param_count(self) -> int:
+        self._require_shape("shared expert")
+        n = 3 * self.hidden_size * self.shared_expert_intermediate_size
+        return n + (self.hidden_size if self.shared_expert_gate else 0)
+
+    def layer_param_count(self, layer: int, *, active: bool = False) -> int:
+        """Parameters of decoder layer ``layer``; ``active`` counts only the top-k experts."""
+        self._require_shape("layer")
+        if not 0 <= layer < self.num_layers:
+            raise IndexError(f"{self.name} has layers 0..{self.num_layers - 1}, not {layer}")
+        n = self.attention_param_count() + 2 * self.hidden_size  # + input/post-attention RMSNorm
+        if self.is_moe_layer(layer):
+            experts = self.num_experts_per_tok if active else self.num_experts
+            n += self.router_param_count() + experts * self.expert_param_count() + self.shared_expert_param_count()
+        else:
+            n += self.dense_mlp_param_count()
+        return n
+
+    def embedding_param_count(self) -> int:
+        """The input embedding ``vocab x hidden`` (an untied lm_head is counted separately)."""
+        if self.is_nominal:
+            return 0
+        return self.vocab_size * self.hidden_size
+
+    def lm_head_param_count(self) -> int:
+        """The untied lm_head; 0 when tied to the input embedding."""
+        if self.is_nominal or self.tie_word_embeddings:
+            return 0
+        return self.vocab_size * self.hidden_size
+
+    def non_embedding_param_count(self) -> int:
+        """Decoder layers and the final norm, without the embedding and lm_head."""
+        self._require_shape("non-embedding")
+        return sum(self.layer_param_count(i) for i in range(self.num_layers)) + self.hidden_size
+
+    # -- parameter counts (spec'd) ----------------------------------------------------
+
+    def param_count(self) -> int | float:
+        """Total parameters (``nominal_params`` for a nominal model)."""
+        if self.is_nominal:
+            return self.nominal_params  # type: ignore[return-value]
+        return self.non_embedding_param_count() + self.embedding_param_count() + self.lm_head_param_count()
+
+    def active_param_count(self) -> int | float:
+        """Parameters one token touches: MoE counts the top-k experts (+ shared, router)."""
+        if self.is_nominal:
+            return self.nominal_params  # type: ignore[return-value]
+        layers = sum(self.layer_param_count(i, active=True) for i in range(self.num_layers))
+        return layers + self.hidden_size + self.embedding_param_count() + self.lm_head_param_count()
+
+    def streamed_param_count(self) -> int | float:
+        """Parameters a decode step reads: active params without the input embedding table.
+
+        Tied models keep the shared matrix (the lm_head reads it). A nominal model streams P.
+        """
+        if self.is_nominal:
+            return self.nominal_params  # type: ignore[return-value]
+        embedding = 0 if self.tie_word_embeddings else self.embedding_param_count()
+        return self.active_param_count() - embedding
+
+    def weight_bytes(self, dtype: str = "bf16") -> float:
+        """Total weight bytes at ``dtype`` (bf16/fp16 2, fp8/int8 1, int4 0.5 bytes/param)."""
+        return self.param_count() * weight_dtype_bytes(dtype)
+
+    # -- KV cache ---------------------------------------------------------------------
+
+    def kv_heads_per_rank(self, tensor_parallel_size: int = 1) -> int:
+        """KV heads one TP rank holds: ``max(1, kv_heads // tp)`` as vLLM does (replicated when tp > kv)."""
+        tp = tensor_parallel_size
+        if isinstance(tp, bool) or not isinstance(tp, int) or tp <= 0:
+            raise ModelArchError(f"tensor_parallel_size must be a positive integer, got {tp!r}")
+        kv = self.num_kv_heads
+        if tp <= kv and kv % tp:
+            raise ModelArchError(
+                f"{self.name}: {kv} KV heads cannot be split evenly over tensor_parallel_size={tp}"
+            )
+        if tp > kv and tp % kv:
+            raise ModelArchError(
+                f"{self.name}: tensor_parallel_size={tp} is not a multiple of the {kv} KV heads "
+                f"(vLLM replicates KV heads only when tp is a multiple)"
+            )
+        return max(1, kv // tp)
+
+    def kv_bytes_per_token(self, kv_dtype: str = "bf16") -> int:
+        """Whole-model KV bytes per token: 2 x layers x kv_heads x head_dim x bytes."""
+        return 2 * self.num_layers * self.num_kv_heads * self.head_dim * kv_dtype_bytes(kv_dtype)
+
+    def kv_bytes_per_block(
+        self, block_size: int, kv_dtype: str = "bf16", tensor_parallel_size: int = 1
+    ) -> int:
+        """vLLM bytes per block on one rank, all layers: 2 x kv_heads_per_rank x head_dim x bytes x block x layers."""
+        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0:
+            raise ModelArchError(f"block_size must be a positive integer, got {block_size!r}")
+        return self.kv_page_bytes_per_layer(block_size, kv_dtype, tensor_parallel_size) * self.num_layers
+
+    def kv_page_bytes_per_layer(
+        self, block_size: int, kv_dtype: str = "bf16", tensor_parallel_size: int = 1
+    ) -> int:
+        """vLLM ``page_size_bytes`` of one layer: 2 x kv_heads_per_rank x head_dim x bytes x block."""
+        heads = self.kv_heads_per_rank(tensor_parallel_size)
+        return 2 * heads * self.head_dim * kv_dtype_bytes(kv_dtype) * block_size
+
+    # -- misc -------------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        """Counts and shape as plain data (for reports and results files)."""
+        out: dict[str, Any] = {
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "source"
+        }
+        out["mlp_only_layers"] = list(self.mlp_only_layers)
+        out["source"] = self.source
+        out["param_count"] = self.param_count()
+        out["active_param_count"] = self.active_param_count()
+        out["embedding_param_count"] = self.embedding_param_count()
+        out["lm_head_param_count"] = self.lm_head_param_count()
+        out["kv_bytes_per_token_bf16"] = self.kv_bytes_per_token("bf16")
+        return out
+
+
+# --------------------------------------------------------------------------- HF config.json
+
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "qwen2_moe")
+
+_ARCHITECTURE_TO_TYPE = {
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "MixtralForCausalLM": "mixtral",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
+}
+
+_MISSING = object()
+
+
+def _load_config(path: Path) -> tuple[dict[str, Any], Path]:
+    path = Path(path).expanduser()
+    if path.is_dir():
+        path = path / "config.json"
+    if not path.is_file():
+        raise ModelConfigError(f"no config.json at {path}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ModelConfigError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ModelConfigError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data, path
+
+
+def from_hf_config(config: Mapping[str, Any] | str | Path, name: str | None = None) -> ModelArch:
+    """Build a :class:`ModelArch` from an HF ``config.json`` (a mapping, a file, or a model directory).
+
+    Supports Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE, Mixtral and Qwen2-MoE configs.
+    ``head_dim`` is taken when present (not null), else ``hidden_size / num_attention_heads``;
+    ``num_key_value_heads`` defaults to ``num_attention_heads``; ``tie_word_embeddings`` defaults to
+    false, the default of every supported transformers config class.
+    """
+    origin: str
+    if isinstance(config, (str, Path)):
+        data, path = _load_config(Path(config))
+        origin = str(path)
+        default_name = data.get("_name_or_path") or path.parent.name
+    elif isinstance(config, Mapping):
+        data = dict(config)
+        origin = "config mapping"
+        default_name = data.get("_name_or_path") or "model"
+    else:
+        raise ModelConfigError(f"expected a config mapping or a path, got {type(config).__name__}")
+
+    model_type = data.get("model_type")
+    if model_type is None:
+        archs = data.get("architectures") or []
+        inferred = [_ARCHITECTURE_TO_TYPE[a] for a in archs if a in _ARCHITECTURE_TO_TYPE]
+        if not inferred:
+            raise ModelConfigError(
+                f"{origin}: missing required key 'model_type' (and no known 'architectures' entry); "
+                f"supported model types: {', '.join(SUPPORTED_MODEL_TYPES)}"
+            )
+        model_type = inferred[0]
+    model_type = str(model_type)
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        raise UnsupportedModelError(
+            f"{origin}: model_type {model_type!r} is not supported; supported: "
+            f"{', '.join(SUPPORTED_MODEL_TYPES)}"
+        )
+    where = f"{origin} (model_type {model_type})"
+
+    def get(key: str, default: Any = _MISSING) -> Any:
+        value = data.get(key, None)
+        if value is None:
+            if default is _MISSING:
+                raise ModelConfigError(f"{where}: missing required key {key!r}")
+            return default
+        return value
+
+    def get_int(key: str, default: Any = _MISSING) -> int:
+        value = get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
+            raise ModelConfigError(f"{where}: key {key!r} must be an integer, got {value!r}")
+        return int(value)
+
+    def get_bool(key: str, default: bool) -> bool:
+        value = get(key, default)
+        if not isinstance(value, bool):
+            raise ModelConfigError(f"{where}: key {key!r} must be true or false, got {value!r}")
+        return value
+
+    hidden = get_int("hidden_size")
+    layers = get_int("num_hidden_layers")
+    heads = get_int("num_attention_heads")
+    kv_heads = get_int("num_key_value_heads", heads)
+    vocab = get_int("vocab_size")
+    if heads <= 0:
+        raise ModelConfigError(f"{where}: num_attention_heads must be positive, got {heads}")
+    if data.get("head_dim") is not None:
+        head_dim = get_int("head_dim")
+    else:
+        if hidden % heads:
+            raise ModelConfigError(
+                f"{where}: no 'head_dim' and hidden_size {hidden} is not divisible by "
+                f"num_attention_heads {heads}"
+            )
+        head_dim = hidden // heads
+
+    kw: dict[str, Any] = dict(
+        num_layers=layers,
+        hidden_size=hidden,
+        num_attention_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        vocab_size=vocab,
+        tie_word_embeddings=get_bool("tie_word_embeddings", False),
+        model_type=model_type,
+        max_position_embeddings=get_int("max_position_embeddings", 0) or None,
+        torch_dtype=str(data["torch_dtype"]) if data.get("torch_dtype") is not None else None,
+    )
+
+    if model_type in ("llama", "qwen3", "qwen3_moe"):
+        bias = get_bool("attention_bias", False)
+        kw.update(attention_bias=bias, o_proj_bias=bias)
+    elif model_type in ("qwen2", "qwen2_moe"):
+        kw.update(attention_bias=True, o_proj_bias=False)  # Qwen2Attention: qkv bias, no o_proj bias
+    if model_type == "llama":
+        kw["mlp_bias"] = get_bool("mlp_bias", False)
+    if model_type in ("qwen3", "qwen3_moe"):
+        kw["qk_norm"] = True
+
+    if model_type in ("qwen3_moe", "qwen2_moe"):
+        kw.update(
+            num_experts=get_int("num_experts"),
+            num_experts_per_tok=get_int("num_experts_per_tok"),
+            moe_intermediate_size=get_int("moe_intermediate_size"),
+            decoder_sparse_step=get_int("decoder_sparse_step", 1),
+            mlp_only_layers=tuple(get("mlp_only_layers", ())),
+        )
+        if model_type == "qwen2_moe":
+            shared = get_int("shared_expert_intermediate_size", 0)
+            kw.update(shared_expert_intermediate_size=shared, shared_expert_gate=shared > 0)
+        # intermediate_size sizes the dense layers; it is required only if some layer is dense
+        step, only = kw["decoder_sparse_step"], set(kw["mlp_only_layers"])
+        has_dense = kw["num_experts"] == 0 or any(
+            i in only or (i + 1) % max(step, 1) for i in range(layers)
+        )
+        kw["intermediate_size"] = get_int("intermediate_size") if has_dense else get_int("intermediate_size", 0)
+    elif model_type == "mixtral":
+        per_expert = get_int("intermediate_size")
+        kw.update(
+            num_experts=get_int("num_local_experts"),
+            num_experts_per_tok=get_int("num_experts_per_tok"),
+            moe_intermediate_size=per_expert,
+            intermediate_size=per_expert,
+        )
+    else:
+        kw["intermediate_size"] = get_int("intermediate_size")
+
+    try:
+        return ModelArch(name=str(name or default_name), source=origin, **kw)
+    except ModelArchError as exc:
+        raise ModelConfigError(f"{where}: {exc}") from exc
+
+
+def nominal(
+    params: float,
+    *,
+    num_layers: int,
+    num_kv_heads: int,
+    head_dim: int,
+    name: str = "nominal",
+    num_attention_heads: int | None = None,
+    max_position_embeddings: int | None = None,
+) -> ModelArch:
+    """A model given by numbers alone: ``param_count() == params``; KV bytes from the shape.
+
+    E.g. the lesson's ``nominal(8.0e9, num_layers=32, num_kv_heads=8, head_dim=128)``:
+    131,072 KV bytes per token in bf16 and 16.0e9 weight bytes.
+    """
+    return ModelArch(
+        name=name,
+        num_layers=num_layers,
+        hidden_size=0,
+        num_attention_heads=num_attention_heads or 0,
+        num_kv_heads=num_kv_heads,
+        head_dim=head_dim,
+        intermediate_size=0,
+        vocab_size=0,
+        tie_word_embeddings=False,
+        nominal_params=params,
+        max_position_embeddings=max_position_embeddings,
+        source=f"nominal: P = {params:.6g}",
+    )
+
+
+# --------------------------------------------------------------------------- presets
+
+# HF config.json facts of the preset models (the keys the counts need, plus a few facts other modules
+# read: max_position_embeddings for vLLM's default max_model_len, torch_dtype, rope_theta).
+PRESETS: Mapping[str, dict[str, Any]] = {
+    "qwen3-8b": {
+        "source": "Qwen/Qwen3-8B config.json (copy at huggingface.co/thejaminator/qwen-hook-layer-9, "
+        "model_anchors.md §5; GenZ Model_sets/alibaba.py)",
+        "aliases": ("Qwen/Qwen3-8B", "Qwen/Qwen3-8B-Base", "qwen3_8b"),
+        "config": {
+            "architectures": ["Qwen3ForCausalLM"],
+            "model_type": "qwen3",
+            "hidden_size": 4096,
+            "intermediate_size": 12288,
+            "num_hidden_layers": 36,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "vocab_size": 151936,
+            "tie_word_embeddings": False,
+            "attention_bias": False,
+            "max_position_embeddings": 40960,
+            "rope_theta": 1000000,
+            "rms_norm_eps": 1e-06,
+            "torch_dtype": "bfloat16",
+        },
+    },
+    "llama-3.1-8b": {
+        "source": "meta-llama/Llama-3.1-8B config.json (copy at huggingface.co/NbAiLab/nb-llama-3.1-8B, "
+        "model_anchors.md §5; citsjtu2020/LLM-Prof sglang/Model_Config.md)",
+        "aliases": (
+            "meta-llama/Llama-3.1-8B",
+            "meta-llama/Llama-3.1-8B-Instruct",
+            "meta-llama/Meta-Llama-3.1-8B",
+            "meta-llama/Meta-Llama-3.1-8B-Instruct",
+            "llama3.1-8b",
+            "llama-3.1-8b-instruct",
+        ),
+        "config": {
+            "architectures": ["LlamaForCausalLM"],
+            "model_type": "llama",
+            "hidden_size": 4096,
+            "intermediate_size": 14336,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "vocab_size": 128256,
+            "tie_word_embeddings": False,
+            "attention_bias": False,
+            "mlp_bias": False,
+            "max_position_embeddings": 131072,
+            "rope_theta": 500000.0,
+            "rms_norm_eps": 1e-05,
+            "torch_dtype": "bfloat16",
+        },
+    },
+    "llama-3.1-70b": {
+        "source": "meta-llama/Llama-3.1-70B config.json (hidden 8192, 80 layers, 64/8 heads, "
+        "intermediate 28672, vocab 128256, untied)",
+        "aliases": (
+            "meta-llama/Llama-3.1-70B",
+            "meta-llama/Llama-3.1-70B-Instruct",
+            "meta-llama/Meta-Llama-3.1-70B",
+            "meta-llama/Meta-Llama-3.1-70B-Instruct",
+            "llama3.1-70b",
+            "llama-3.1-70b-instruct",
+        ),
+        "config": {
+            "architectures": ["LlamaForCausalLM"],
+            "model_type": "llama",
+            "hidden_size": 8192,
+            "intermediate_size": 28672,
+            "num_hidden_layers": 80,
+            "num_attention_heads": 64,
+            "num_key_value_heads": 8,
+            "vocab_size": 128256,
+            "tie_word_embeddings": False,
+            "attention_bias": False,
+            "mlp_bias": False,
+            "max_position_embeddings": 131072,
+            "rope_theta": 500000.0,
+            "rms_norm_eps": 1e-05,
+            "torch_dtype": "bfloat16",
+        },
+    },
+    "mistral-7b": {
+        "source": "mistralai/Mistral-7B-v0.3 config.json (v0.3: vocab extended to 32768; shapes as "
+        "Mistral-7B-v0.1/v0.2; projection shapes cross-checked against a public Mistral-7B-v0.3 "
+        "per-linear shape table)",
+        "aliases": (
+            "mistral-7b-v0.3",
+            "mistralai/Mistral-7B-v0.3",
+            "mistralai/Mistral-7B-Instruct-v0.3",
+            "mistral-7b-instruct-v0.3",
+        ),
+        "config": {
+            "architectures": ["MistralForCausalLM"],
+            "model_type": "mistral",
+            "hidden_size": 4096,
+            "intermediate_size": 14336,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "vocab_size": 32768,
+            "tie_word_embeddings": False,
+            "sliding_window": None,
+            "max_position_embeddings": 32768,
+            "rope_theta": 1000000.0,
+            "rms_norm_eps": 1e-05,
+            "torch_dtype": "bfloat16",
+        },
+    },
+    "qwen2.5-7b": {
+        "source": "Qwen/Qwen2.5-7B config.json (28 layers, hidden 3584, 28/4 heads, intermediate 18944, "
+        "vocab 152064, untied, qkv bias; module shapes as printed for Qwen2-7B, same shape)",
+        "aliases": ("Qwen/Qwen2.5-7B", "qwen2.5_7b"),
+        "config": {
+            "architectures": ["Qwen2ForCausalLM"],
+            "model_type": "qwen2",
+            "hidden_size": 3584,
+            "intermediate_size": 18944,
+            "num_hidden_layers": 28,
+            "num_attention_heads": 28,
+            "num_key_value_heads": 4,
+            "vocab_size": 152064,
+            "tie_word_embeddings": False,
+            "max_position_embeddings": 131072,
+            "rope_theta": 1000000.0,
+            "rms_norm_eps": 1e-06,
+            "use_sliding_window": False,
+            "torch_dtype": "bfloat16",
+        },
+    },
+    "qwen2.5-7b-instruct": {
+        "source": "Qwen/Qwen2.5-7B-Instruct config.json (as Qwen2.5-7B; max_position_embeddings 32768)",
+        "aliases": ("Qwen/Qwen2.5-7B-Instruct",),
+        "config": {
+            "architectures": ["Qwen2ForCausalLM"],
+            "model_type": "qwen2",
+            "hidden_size": 3584,
+            "intermediate_size": 18944,
+            "num_hidden_layers": 28,
+            "num_attention_heads": 28,
+            "num_key_value_heads": 4,
+            "vocab_size": 152064,
+            "tie_word_embeddings": False,
+            "max_position_embeddings": 32768,
+            "rope_theta": 1000000.0,
+            "rms_norm_eps": 1e-06,
+            "use_sliding_window": False,
+            "torch_dtype": "bfloat16",
+        },
+    },
+    "qwen3-30b-a3b": {
+        "source": "Qwen/Qwen3-30B-A3B config.json (48 layers, hidden 2048, 32/4 heads, head_dim 128, "
+        "128 experts of 768, 8 active, no shared expert, vocab 151936, untied)",
+        "aliases": ("Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B-Base", "qwen3_30b_a3b", "qwen3-moe-30b"),
+        "config": {
+            "architectures": ["Qwen3MoeForCausalLM"],
+            "model_type": "qwen3_moe",
+            "hidden_size": 2048,
+            "intermediate_size": 6144,
+            "moe_intermediate_size": 768,
+            "num_hidden_layers": 48,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 4,
+            "head_dim": 128,
+            "num_experts": 128,
+            "num_experts_per_tok": 8,
+            "decoder_sparse_step": 1,
+            "mlp_only_layers": [],
+            "norm_topk_prob": True,
+            "vocab_size": 151936,
+            "tie_word_embeddings": False,
+            "attention_bias": False,
+            "max_position_embeddings": 40960,
+            "rope_theta": 1000000.0,
+            "rms_norm_eps": 1e-06,
+            "torch_dtype": "bfloat16",
+        },
+    },
+}
+
+
+def _norm(name: str) -> str:
+    return str(name).strip().lower()
+
+
+_PRESET_LOOKUP: dict[str, str] = {}
+for _pid, _entry in PRESETS.items():
+    for _key in (_pid, *_entry["aliases"]):
+        _nk = _norm(_key)
+        if _nk in _PRESET_LOOKUP and _PRESET_LOOKUP[_nk] != _pid:  # pragma: no cover - invariant
+            raise RuntimeError(f"model alias {_key!r} names both {_PRESET_LOOKUP[_nk]} and {_pid}")
+        _PRESET_LOOKUP[_nk] = _pid
+del _pid, _entry, _key, _nk
+
+
+def presets() -> list[str]:
+    """Preset model ids."""
+    return list(PRESETS)
+
+
+@lru_cache(maxsize=None)
+def _preset(preset_id: str) -> ModelArch:
+    entry = PRESETS[preset_id]
+    arch = from_hf_config(entry["config"], name=preset_id)
+    return dataclasses.replace(arch, source=f"preset {preset_id}: {entry['source']}")
+
+
+def get_model(name_or_path: str | Path | ModelArch) -> ModelArch:
+    """A preset (case-insensitive; HF ids like ``Qwen/Qwen3-8B`` work) or a path.
+
+    A path may be a ``config.json`` file or a model directory containing one; an existing path wins
+    over a preset of the same spelling. Anything else raises :class:`UnknownModelError`.
+    """
+    if isinstance(name_or_path, ModelArch):
+        return name_or_path
+    text = str(name_or_path)
+    path = Path(text).expanduser()
+    try:
+        exists = path.exists()
+    except OSError:
+        exists = False
+    if exists:
+        return from_hf_config(path)
+    preset_id = _PRESET_LOOKUP.get(_norm(text))
+    if preset_id is not None:
+        return _preset(preset_id)
+    if text.endswith(".json") or text.startswith((".", "/", "~")):
+        raise UnknownModelError(f"no config.json at {text!r} (and it is not a preset: {', '.join(PRESETS)})")
+    pool = list(_PRESET_LOOKUP)
+    hits: list[str] = []
+    for hit in difflib.get_close_matches(_norm(text), pool, n=3, cutoff=0.5):
+        if _PRESET_LOOKUP[hit] not in hits:
+            hits.append(_PRESET_LOOKUP[hit])
+    msg = f"unknown model {text!r}."
+    if hits:
+        msg += f" Did you mean: {', '.join(hits)}?"
+    msg += f" Presets: {', '.join(PRESETS)}; or give a path to a config.json or a model directory."
+    raise UnknownModelError(msg)
+
+
+# --------------------------------------------------------------------------- overrides
+
+_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(ModelArch) if f.name != "source")
+_HF_FIELD_ALIASES = {
+    "num_hidden_layers": "num_layers",
+    "num_key_value_heads": "num_kv_heads",
+    "num_local_experts": "num_experts",
+}
+
+
+def _coerce_int(value: Any, where: str) -> int:
+    if isinstance(value, bool):
+        raise ModelOverrideError(f"{where}: expected an integer, got {value!r}")
+    if isinstance(value, str):
+        try:
+            value = float(value.replace("_", "").replace(",", ""))
+        except ValueError:
+            raise ModelOverrideError(f"{where}: cannot read {value!r} as an integer") from None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int):
+        raise ModelOverrideError(f"{where}: expected an integer, got {value!r}")
+    return value
+
+
+def _coerce_bool(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no"):
+        return value.strip().lower() in ("true", "yes")
+    raise ModelOverrideError(f"{where}: expected true or false, got {value!r}")
+
+
+def with_overrides(arch: ModelArch | str, overrides: Mapping[str, Any] | None) -> ModelArch:
+    """A copy of ``arch`` with fields replaced (HF key names like ``num_hidden_layers`` accepted).
+
+    Counts are recomputed from the new shape. Note ``head_dim`` is a field of its own: overriding
+    ``hidden_size`` or ``num_attention_heads`` does not change it. The overridden fields are
+    recorded in ``source``. Unknown fields raise :class:`ModelOverrideError` with a did-you-mean.
+    """
+    arch = get_model(arch) if isinstance(arch, str) else arch
+    if not overrides:
+        return arch
+    if not isinstance(overrides, Mapping):
+        raise ModelOverrideError(f"model overrides must be a mapping, got {type(overrides).__name__}")
+    changes: dict[str, Any] = {}
+    for raw_key, value in overrides.items():
+        key = _HF_FIELD_ALIASES.get(str(raw_key), str(raw_key))
+        where = f"model override {raw_key}"
+        if key not in _FIELD_NAMES:
+            pool = list(_FIELD_NAMES) + list(_HF_FIELD_ALIASES)
+            close = difflib.get_close_matches(str(raw_key), pool, n=3, cutoff=0.5)
+            hint = f" Did you mean: {', '.join(close)}?" if close else ""
+            raise ModelOverrideError(
+                f"unknown model field {raw_key!r} in overrides for {arch.name}.{hint} "
+                f"Fields: {', '.join(_FIELD_NAMES)}"
+            )
+        if key in _INT_FIELDS:
+            changes[key] = _coerce_int(value, where)
+        elif key in _BOOL_FIELDS:
+            changes[key] = _coerce_bool(value, where)
+        elif key == "mlp_only_layers":
+            if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+                raise ModelOverrideError(f"{where}: expected a list of layer indices")
+            changes[key] = tuple(_coerce_int(v, where) for v in value)
+        elif key == "nominal_params":
+            if value is None:
+                changes[key] = None
+            else:
+                try:
+                    changes[key] = float(str(value).replace("_", "").replace(",", "")) if isinstance(value, str) else value
+                except ValueError:
+                    raise ModelOverrideError(f"{where}: cannot read {value!r} as a number") from None
+        elif key == "max_position_embeddings":
+            changes[key] = None if value is None else _coerce_int(value, where)
+        else:  # name, model_type, torch_dtype
+            if value is not None and not isinstance(value, str):
+                raise ModelOverrideError(f"{where}: expected text, got {value!r}")
+            changes[key] = value
+    note = f"user override: {', '.join(str(k) for k in overrides)}"
+    changes["source"] = f"{arch.source}; {note}" if arch.source else note
+    try:
+        return dataclasses.replace(arch, **changes)
+    except ModelArchError as exc:
+        raise ModelOverrideError(f"overrides for {arch.name}: {exc}") from exc
