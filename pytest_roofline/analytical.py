@@ -1,0 +1,817 @@
+"""The analytical model: pure functions over plain numbers.
+
+Everything here takes and returns SI base units -- bytes, FLOP, seconds, bytes/s, FLOP/s, tokens/s -- and
+every argument and field name carries its unit.  Nothing here knows about chips, models or vLLM versions:
+callers look those up (``hardware``, ``architecture``, ``vllm_defaults``) and pass numbers in.  Results are
+small frozen dataclasses.
+
+The decode model is the nominal once-per-step traffic model used by both seeds (Pope et al. 2022 style):
+
+* one decode step at batch ``B`` reads every streamed weight byte once (shared by the batch) and each
+  sequence's own KV cache once;
+* it does ``flop_per_token`` (= 2 x streamed parameters) of linear-layer FLOPs per sequence;
+* step time is ``max(t_mem, t_comp)`` with ``t_mem = (W + B*kv_seq)/BW`` and ``t_comp = B*F_tok/peak``.
+
+Attention FLOPs, activation traffic, KV writes, launch overhead and scheduler time are deliberately left out;
+the measured-vs-model gap is what the tests of a live sweep are for.
+
+Symbols used in docstrings: ``W`` weight bytes streamed per step, ``F_tok`` FLOP per token (2P),
+``kv_seq`` KV bytes read per sequence per step (context x KV bytes per token), ``BW`` HBM bytes/s,
+``peak`` dense FLOP/s.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    # roofline and decode
+    "DecodeStep",
+    "Knee",
+    "ridge_flop_per_byte",
+    "attainable_flop_per_s",
+    "decode_step",
+    "decode_table",
+    "intensity_asymptote_flop_per_byte",
+    "half_saturation_batch",
+    "throughput_asymptote_tok_per_s",
+    "compute_roof_tok_per_s",
+    "t_comp_per_seq_s",
+    "t_mem_per_seq_s",
+    "t_mem_intercept_s",
+    "roofline_knee",
+    "weight_only_knee_batch",
+    "max_context_for_knee_tokens",
+    "batch1_ceiling_tok_per_s",
+    "prefill_floor_s",
+    # projection traffic
+    "ProjectionTraffic",
+    "projection_traffic",
+    # vLLM KV accounting
+    "KVAccounting",
+    "vllm_kv_accounting",
+    "estimate_activation_bytes",
+    "SAMPLER_BYTES_PER_LOGIT",
+    "DEFAULT_NON_TORCH_BYTES",
+    "DEFAULT_CUDA_GRAPH_BYTES",
+    # pool sizing, batching, queues, goodput
+    "PoolSizing",
+    "kv_pool_sizing",
+    "Padding",
+    "static_batch_padding",
+    "AggregationWait",
+    "deterministic_aggregation_wait",
+    "poisson_first_wait_s",
+    "erlang_cdf",
+    "erlang_wait_quantile_s",
+    "littles_law_l",
+    "SweepRow",
+    "Goodput",
+    "goodput",
+]
+
+GIB = 2**30
+
+
+def _positive(name: str, value: float) -> float:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return value
+
+
+def _non_negative(name: str, value: float) -> float:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a non-negative finite number, got {value!r}")
+    return value
+
+
+# --------------------------------------------------------------------------------------------------------
+# Roofline basics
+# --------------------------------------------------------------------------------------------------------
+
+
+def ridge_flop_per_byte(peak_flop_per_s: float, hbm_bytes_per_s: float) -> float:
+    """The roofline ridge point: the intensity (FLOP/byte) above which a kernel is compute-bound.
+
+    A100 SXM: 312e12 / 2.039e12 = 153.0; A100 PCIe: 312e12 / 1.935e12 = 161.2; H100 SXM: 295.2.
+    """
+    return _positive("peak_flop_per_s", peak_flop_per_s) / _positive("hbm_bytes_per_s", hbm_bytes_per_s)
+
+
+def attainable_flop_per_s(intensity_flop_per_byte: float, *, hbm_bytes_per_s: float,
+                          peak_flop_per_s: float) -> float:
+    """Roofline attainable FLOP/s: ``min(peak, intensity x BW)``.
+
+    The lesson's batch-1 example: 1.00 FLOP/byte x 3.35e12 B/s = 3.35e12 FLOP/s, 0.34 % of 989e12.
+    """
+    _non_negative("intensity_flop_per_byte", intensity_flop_per_byte)
+    return min(_positive("peak_flop_per_s", peak_flop_per_s),
+               intensity_flop_per_byte * _positive("hbm_bytes_per_s", hbm_bytes_per_s))
+
+
+@dataclass(frozen=True)
+class DecodeStep:
+    """One decode step at a given batch under the nominal traffic model.
+
+    ``intensity_flop_per_byte`` includes KV traffic; ``weight_only_intensity_flop_per_byte`` divides by the
+    weight bytes alone (the "intensity ~ B" of both seeds).  ``throughput_tok_per_s`` is the aggregate
+    (batch / t_step); ``per_request_tok_per_s`` is 1 / t_step, what each sequence sees.
+    """
+
+    batch: float
+    weight_bytes: float
+    kv_total_bytes: float
+    bytes_moved: float
+    flops: float
+    intensity_flop_per_byte: float
+    weight_only_intensity_flop_per_byte: float
+    t_mem_s: float
+    t_comp_s: float
+    t_step_s: float
+    bound: str
+    throughput_tok_per_s: float
+    per_request_tok_per_s: float
+    achieved_flop_per_s: float
+
+
+def decode_step(batch: float, *, weight_bytes: float, flop_per_token: float, kv_bytes_per_seq: float,
+                hbm_bytes_per_s: float, peak_flop_per_s: float) -> DecodeStep:
+    """Model one decode step of ``batch`` sequences.
+
+    ``weight_bytes`` are the bytes streamed per step (read once, shared across the batch);
+    ``flop_per_token`` is 2 x streamed parameters; ``kv_bytes_per_seq`` is context tokens x KV bytes per
+    token (each sequence reads its own cache every step).  ``batch`` may be fractional for analysis.
+
+    ``bound`` is ``"compute"`` only when t_comp strictly exceeds t_mem (a tie counts as memory-bound).
+    """
+    _positive("batch", batch)
+    _non_negative("weight_bytes", weight_bytes)
+    _positive("flop_per_token", flop_per_token)
+    _non_negative("kv_bytes_per_seq", kv_bytes_per_seq)
+    _positive("hbm_bytes_per_s", hbm_bytes_per_s)
+    _positive("peak_flop_per_s", peak_flop_per_s)
+    kv_total = batch * kv_bytes_per_seq
+    moved = weight_bytes + kv_total
+    if moved <= 0:
+        raise ValueError("a decode step must move some bytes (weight_bytes + batch * kv_bytes_per_seq > 0)")
+    flops = batch * flop_per_token
+    t_mem = moved / hbm_bytes_per_s
+    t_comp = flops / peak_flop_per_s
+    t_step = max(t_mem, t_comp)
+    return DecodeStep(
+        batch=batch,
+        weight_bytes=weight_bytes,
+        kv_total_bytes=kv_total,
+        bytes_moved=moved,
+        flops=flops,
+        intensity_flop_per_byte=flops / moved,
+        weight_only_intensity_flop_per_byte=(flops / weight_bytes) if weight_bytes > 0 else math.inf,
+        t_mem_s=t_mem,
+        t_comp_s=t_comp,
+        t_step_s=t_step,
+        bound="compute" if t_comp > t_mem else "memory",
+        throughput_tok_per_s=batch / t_step,
+        per_request_tok_per_s=1.0 / t_step,
+        achieved_flop_per_s=flops / t_step,
+    )
+
+
+def decode_table(batches: Iterable[float], *, weight_bytes: float, flop_per_token: float,
+                 kv_bytes_per_seq: float, hbm_bytes_per_s: float, peak_flop_per_s: float) -> list[DecodeStep]:
+    """:func:`decode_step` for each batch, in the order given (the lesson's sweep table)."""
+    return [decode_step(b, weight_bytes=weight_bytes, flop_per_token=flop_per_token,
+                        kv_bytes_per_seq=kv_bytes_per_seq, hbm_bytes_per_s=hbm_bytes_per_s,
+                        peak_flop_per_s=peak_flop_per_s) for b in batches]
+
+
+# --------------------------------------------------------------------------------------------------------
+# Closed forms of the decode curve
+# --------------------------------------------------------------------------------------------------------
+
+
+def intensity_asymptote_flop_per_byte(flop_per_token: float, kv_bytes_per_seq: float) -> float:
+    """KV-inclusive intensity as B -> infinity: ``F_tok / kv_seq`` (infinite when there is no KV traffic).
+
+    Lesson: 16.0e9 / 134,217,728 = 119.209; notebook: 16.38 GB / 0.147 GB = 111.4.
+    """
+    _positive("flop_per_token", flop_per_token)
+    if _non_negative("kv_bytes_per_seq", kv_bytes_per_seq) == 0:
+        return math.inf
+    return flop_per_token / kv_bytes_per_seq
+
+
+def half_saturation_batch(weight_bytes: float, kv_bytes_per_seq: float) -> float:
+    """Batch at which memory-bound throughput reaches half its asymptote: ``W / kv_seq``.
+
+    There the KV traffic equals the weight traffic.  Notebook: 16.38 / 0.147 = 111.
+    """
+    _non_negative("weight_bytes", weight_bytes)
+    return weight_bytes / _positive("kv_bytes_per_seq", kv_bytes_per_seq)
+
+
+def throughput_asymptote_tok_per_s(hbm_bytes_per_s: float, kv_bytes_per_seq: float) -> float:
+    """Memory-bound aggregate throughput as B -> infinity: ``BW / kv_seq`` (each token then costs only its KV).
+
+    Notebook: 2,039 GB/s / 0.147 GB = 13,870 tok/s.
+    """
+    return _positive("hbm_bytes_per_s", hbm_bytes_per_s) / _positive("kv_bytes_per_seq", kv_bytes_per_seq)
+
+
+def compute_roof_tok_per_s(peak_flop_per_s: float, flop_per_token: float) -> float:
+    """Compute-bound throughput ceiling: ``peak / F_tok``.  Notebook: 312e12 / 16.38e9 = 19,000 tok/s."""
+    return _positive("peak_flop_per_s", peak_flop_per_s) / _positive("flop_per_token", flop_per_token)
+
+
+def t_comp_per_seq_s(flop_per_token: float, peak_flop_per_s: float) -> float:
+    """Compute-time slope per added sequence: ``F_tok / peak`` (lesson: 0.016178 ms)."""
+    return _positive("flop_per_token", flop_per_token) / _positive("peak_flop_per_s", peak_flop_per_s)
+
+
+def t_mem_per_seq_s(kv_bytes_per_seq: float, hbm_bytes_per_s: float) -> float:
+    """Memory-time slope per added sequence: ``kv_seq / BW`` (lesson: 0.040065 ms)."""
+    return _non_negative("kv_bytes_per_seq", kv_bytes_per_seq) / _positive("hbm_bytes_per_s", hbm_bytes_per_s)
+
+
+def t_mem_intercept_s(weight_bytes: float, hbm_bytes_per_s: float) -> float:
+    """Memory time at zero batch, the weight read: ``W / BW`` (lesson: 4.7761 ms)."""
+    return _non_negative("weight_bytes", weight_bytes) / _positive("hbm_bytes_per_s", hbm_bytes_per_s)
+
+
+def batch1_ceiling_tok_per_s(hbm_bytes_per_s: float, weight_bytes: float) -> float:
+    """Weights-only batch-1 decode ceiling: ``BW / W``.
+
+    Notebook: 2,039e9 / 16.38e9 = 124.5 tok/s on the SXM card, 118.1 on the 1,935 GB/s PCIe card.  The
+    KV-inclusive batch-1 value is ``decode_step(1, ...).throughput_tok_per_s`` (123.4 at 1k context).
+    """
+    return _positive("hbm_bytes_per_s", hbm_bytes_per_s) / _positive("weight_bytes", weight_bytes)
+
+
+def prefill_floor_s(prompt_tokens: float, flop_per_token: float, peak_flop_per_s: float) -> float:
+    """Compute floor of a prefill, the lower bound on TTFT: ``tokens x F_tok / peak``.
+
+    Linear-layer FLOPs only (attention's quadratic term is ignored, so this stays a floor).  Notebook:
+    1,000 x 16.38e9 / 312e12 = 52.5 ms ("53 ms").
+    """
+    _non_negative("prompt_tokens", prompt_tokens)
+    return prompt_tokens * _positive("flop_per_token", flop_per_token) / _positive("peak_flop_per_s",
+                                                                                   peak_flop_per_s)
+
+
+# --------------------------------------------------------------------------------------------------------
+# The knee
+# --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Knee:
+    """Where decode turns compute-bound (t_comp = t_mem), if it ever does.
+
+    ``batch`` is ``None`` when the KV-inclusive intensity asymptote does not exceed the ridge; ``reason`` then
+    says why in words.  ``weight_only_batch`` is the knee with KV ignored (the "naive" knee), which equals the
+    ridge for 2-byte weights and scales with bytes per parameter.
+    """
+
+    batch: float | None
+    reason: str
+    weight_only_batch: float
+    ridge_flop_per_byte: float
+    intensity_asymptote_flop_per_byte: float
+    kv_bytes_per_seq: float
+
+
+def weight_only_knee_batch(*, weight_bytes: float, flop_per_token: float, hbm_bytes_per_s: float,
+                           peak_flop_per_s: float) -> float:
+    """Knee with KV traffic ignored: ``(W/BW) / (F_tok/peak) = ridge x W / F_tok``."""
+    _positive("weight_bytes", weight_bytes)
+    return (weight_bytes / _positive("hbm_bytes_per_s", hbm_bytes_per_s)) / (
+        _positive("flop_per_token", flop_per_token) / _positive("peak_flop_per_s", peak_flop_per_s))
+
+
+def roofline_knee(*, weight_bytes: float, flop_per_token: float, kv_bytes_per_seq: float,
+                  hbm_bytes_per_s: float, peak_flop_per_s: float) -> Knee:
+    """Solve t_comp(B) = t_mem(B): ``B* = (W/BW) / (F_tok/peak - kv_seq/BW)``.
+
+    A positive solution exists only when the compute slope per sequence exceeds the memory slope, i.e. when
+    the KV-inclusive intensity asymptote ``F_tok/kv_seq`` is above the ridge ``peak/BW``.  Otherwise
+    ``batch`` is ``None`` and throughput only flattens toward ``BW/kv_seq``.
+    """
+    ridge = ridge_flop_per_byte(peak_flop_per_s, hbm_bytes_per_s)
+    asymptote = intensity_asymptote_flop_per_byte(flop_per_token, kv_bytes_per_seq)
+    weight_only = weight_only_knee_batch(weight_bytes=weight_bytes, flop_per_token=flop_per_token,
+                                         hbm_bytes_per_s=hbm_bytes_per_s, peak_flop_per_s=peak_flop_per_s)
+    if asymptote <= ridge:
+        reason = (f"no knee: KV-inclusive intensity asymptote {asymptote:.1f} FLOP/byte "
+                  f"{'=' if asymptote == ridge else '<'} ridge {ridge:.1f} FLOP/byte — throughput only flattens")
+        return Knee(None, reason, weight_only, ridge, asymptote, kv_bytes_per_seq)
+    # F_tok/peak - kv_seq/BW, written so that it is positive whenever asymptote > ridge, rounding included.
+    denominator_s = (flop_per_token / peak_flop_per_s) * (1.0 - ridge / asymptote)
+    batch = (weight_bytes / hbm_bytes_per_s) / denominator_s
+    if math.isinf(asymptote):
+        reason = f"knee at B = {batch:.1f}: no KV traffic, so the weight-only knee (ridge {ridge:.1f} FLOP/byte)"
+    else:
+        reason = (f"knee at B = {batch:.1f}: KV-inclusive intensity asymptote {asymptote:.1f} FLOP/byte > "
+                  f"ridge {ridge:.1f} FLOP/byte")
+    return Knee(batch, reason, weight_only, ridge, asymptote, kv_bytes_per_seq)
+
+
+def max_context_for_knee_tokens(*, flop_per_token: float, kv_bytes_per_token: float, hbm_bytes_per_s: float,
+                                peak_flop_per_s: float) -> float:
+    """Longest context at which a KV-inclusive knee still exists: ``(F_tok/peak) x BW / kv_bytes_per_token``.
+
+    A knee exists only for contexts strictly below this.  Qwen3-8B on A100-80 SXM: 726 tokens counting all
+    8.19e9 parameters as streamed FLOP-doing weights, 671 when the input embedding (a lookup) is excluded.
+    """
+    return (_positive("flop_per_token", flop_per_token) / _positive("peak_flop_per_s", peak_flop_per_s)
+            * _positive("hbm_bytes_per_s", hbm_bytes_per_s) / _positive("kv_bytes_per_token", kv_bytes_per_token))
+
+
+# --------------------------------------------------------------------------------------------------------
+# Projection traffic (lesson section 2)
+# --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProjectionTraffic:
+    """DRAM traffic and FLOPs of one ``[B,K] x [K,M]`` projection, weights and activations counted once."""
+
+    batch: int
+    k: int
+    m: int
+    dtype_bytes: float
+    weight_bytes: float
+    input_bytes: float
+    output_bytes: float
+    total_bytes: float
+    flops: float
+    intensity_flop_per_byte: float
+    weight_only_intensity_flop_per_byte: float
+    activation_share_of_traffic: float
+
+
+def projection_traffic(batch: int, k: int, m: int, dtype_bytes: float = 2) -> ProjectionTraffic:
+    """Traffic of ``Y[B,M] = X[B,K] @ W[K,M]``: weight ``dt*K*M``, input ``dt*B*K``, output ``dt*B*M``;
+    ``2*B*K*M`` FLOPs.  ``activation_share_of_traffic`` = (input + output) / total.
+
+    Lesson example B = 32, K = M = 4096: 33,554,432 + 262,144 + 262,144 = 34,078,720 bytes,
+    1,073,741,824 FLOPs, 31.51 FLOP/byte (32.00 weight-only), activations ~1.5 % of traffic.
+    """
+    for name, v in (("batch", batch), ("k", k), ("m", m), ("dtype_bytes", dtype_bytes)):
+        _positive(name, v)
+    w = dtype_bytes * k * m
+    x = dtype_bytes * batch * k
+    y = dtype_bytes * batch * m
+    total = w + x + y
+    flops = 2 * batch * k * m
+    return ProjectionTraffic(batch, k, m, dtype_bytes, w, x, y, total, flops, flops / total, flops / w,
+                             (x + y) / total)
+
+
+# --------------------------------------------------------------------------------------------------------
+# vLLM KV accounting (reference/vllm_facts.md section 2)
+# --------------------------------------------------------------------------------------------------------
+
+#: Bytes live per logit in vLLM's dummy sampler pass during the profile run: the lm_head output in the model
+#: dtype (2), its float32 upcast (4), softmax probabilities in float32 (4), and a top-p/top-k sort's float32
+#: values (4) plus int64 indices (8).  An estimate of the sampler's peak, not a measurement.
+SAMPLER_BYTES_PER_LOGIT = 2 + 4 + 4 + 4 + 8
+
+#: Default non-torch reserve at TP=1: memory allocated outside PyTorch's allocator after the instance starts
+#: (cuBLAS/cuBLASLt workspaces, NCCL communicators -- none at TP=1 -- and driver-side buffers).  vLLM's own
+#: profiling printouts at TP=1 on 80 GB cards show ~0.16 GiB ("non_torch_memory takes 0.16GiB", vLLM PR
+#: #12126 sanity run); TP>1 adds NCCL buffers and grows it to GiBs.  Pass a measured value when you have one.
+DEFAULT_NON_TORCH_BYTES = int(0.16 * GIB)
+
+#: Default CUDA-graph reserve: capturing the default set of decode batch sizes (up to 2 x max_num_seqs,
+#: capped at 512) for a 7-8B dense model at TP=1 typically reports "Graph capturing finished ..., took
+#: 0.3-0.9 GiB"; 0.5 GiB is a middle value, not derived from the shape.  Charged against the KV budget only
+#: where vLLM budgets graph memory (from 0.21 by default, vllm_facts.md section 2); before that, pass 0 --
+#: graphs were captured after KV allocation, inside the 1 - utilisation headroom.
+DEFAULT_CUDA_GRAPH_BYTES = GIB // 2
+
+
+def estimate_activation_bytes(*, hidden_size: int, intermediate_size: int, vocab_size: int,
+                              max_num_batched_tokens: int, max_num_seqs: int, dtype_bytes: float = 2,
+                              num_attention_heads: int | None = None, num_kv_heads: int | None = None,
+                              head_dim: int | None = None,
+                              sampler_bytes_per_logit: float = SAMPLER_BYTES_PER_LOGIT) -> int:
+    """Estimate the torch peak increase of vLLM's profile run (the ``activation`` term of the KV budget).
+
+    Basis (vllm_facts.md section 2: ``non_kv = weights + torch_peak_increase(profile_run) + non_torch``):
+    vLLM profiles by running one dummy forward pass over ``max_num_batched_tokens`` tokens, then a dummy
+    sampler pass over ``max_num_seqs`` requests.  The estimate is the sum of the two peaks:
+
+    * forward peak = ``max_num_batched_tokens x dtype_bytes x per-token live elements`` where the live
+      elements are the larger of the MLP peak -- residual (h) + layer input (h) + gate/up output (2I) +
+      activated product (I) -- and, when attention shapes are given, the attention peak -- residual (h) +
+      input (h) + fused QKV output ((n_q + 2 n_kv) d) + attention output (n_q d).  Activations of one layer
+      are freed before the next, so this is per layer, not times the layer count.
+    * sampler peak = ``max_num_seqs x vocab_size x sampler_bytes_per_logit`` (see
+      :data:`SAMPLER_BYTES_PER_LOGIT`).  With a 150k vocabulary this term dominates.
+
+    Qwen3-8B with vLLM 0.26's A100 defaults (2,048 tokens, 256 seqs): 0.18 GB + 0.86 GB = 1.04 GB.
+    Allocator rounding, torch.compile buffers and attention workspaces are not modelled.
+    """
+    for name, v in (("hidden_size", hidden_size), ("intermediate_size", intermediate_size),
+                    ("vocab_size", vocab_size), ("max_num_batched_tokens", max_num_batched_tokens),
+                    ("max_num_seqs", max_num_seqs), ("dtype_bytes", dtype_bytes)):
+        _positive(name, v)
+    per_token_elems = 2 * hidden_size + 3 * intermediate_size
+    if num_attention_heads is not None and head_dim is not None:
+        n_kv = num_kv_heads if num_kv_heads is not None else num_attention_heads
+        attn_elems = 2 * hidden_size + (num_attention_heads + 2 * n_kv) * head_dim + num_attention_heads * head_dim
+        per_token_elems = max(per_token_elems, attn_elems)
+    forward_peak = max_num_batched_tokens * dtype_bytes * per_token_elems
+    sampler_peak = max_num_seqs * vocab_size * sampler_bytes_per_logit
+    return int(math.ceil(forward_peak + sampler_peak))
+
+
+@dataclass(frozen=True)
+class KVAccounting:
+    """vLLM V1's KV-cache sizing, term by term (vllm_facts.md section 2).
+
+    * ``budget_bytes`` = ``ceil(total_memory_bytes x gpu_memory_utilization)`` -- a fraction of *total*
+      device memory, per instance (``None`` with an explicit pool).
+    * ``weight_bytes`` -- the model weights as loaded ("Model loading took ... GiB").
+    * ``activation_bytes`` -- torch peak increase during the profile run (:func:`estimate_activation_bytes`).
+    * ``non_torch_bytes`` -- non-torch allocations since instance creation (cuBLAS, NCCL, ...).
+    * ``cuda_graph_bytes`` -- the CUDA-graph estimate, budgeted from vLLM 0.21 by default (0 before).
+    * ``available_kv_bytes`` = budget - all four reserves ("Available KV cache memory"), or the explicit pool
+      (``--kv-cache-memory-bytes``, or ``VLLM_CPU_KVCACHE_SPACE`` on the CPU backend) which bypasses the budget.
+    * ``num_blocks`` = ``available_kv_bytes // bytes_per_block`` (0 when nothing is left; vLLM then refuses to
+      start); ``kv_tokens`` = ``num_blocks x block_size``.
+
+    From 0.27 vLLM measures ``non_kv`` as total consumed memory plus transient peak headroom rather than the
+    sum above; the four terms remain a fair decomposition of the same memory.
+    """
+
+    total_memory_bytes: float | None
+    gpu_memory_utilization: float | None
+    budget_bytes: int | None
+    weight_bytes: float
+    activation_bytes: float
+    non_torch_bytes: float
+    cuda_graph_bytes: float
+    non_kv_bytes: float
+    available_kv_bytes: float
+    bytes_per_block: int
+    block_size: int
+    num_blocks: int
+    kv_tokens: int
+    explicit_pool: bool
+
+    @property
+    def available_kv_gib(self) -> float:
+        """``available_kv_bytes`` in GiB, as vLLM's "Available KV cache memory" line prints it."""
+        return self.available_kv_bytes / GIB
+
+    @property
+    def kv_pool_bytes(self) -> int:
+        """Bytes actually allocated to blocks: ``num_blocks x bytes_per_block``."""
+        return self.num_blocks * self.bytes_per_block
+
+    def blocks_per_request(self, request_tokens: int) -> int:
+        """Blocks a full-attention request of ``request_tokens`` tokens occupies: ``ceil(tokens / block_size)``."""
+        _positive("request_tokens", request_tokens)
+        return -(-int(request_tokens) // self.block_size)
+
+    def max_concurrency(self, request_tokens: int) -> float:
+        """Requests of ``request_tokens`` tokens that fit at once, as vLLM prints it ("Maximum concurrency
+        for N tokens per request: X.XXx"): ``num_blocks / ceil(request_tokens / block_size)``."""
+        return self.num_blocks / self.blocks_per_request(request_tokens)
+
+    def logged_kv_tokens(self, max_model_len: int) -> int:
+        """The "KV cache size: N tokens" figure of vLLM 0.21+: ``int(max_concurrency(max_model_len) x
+        max_model_len)``; equals ``kv_tokens`` when max_model_len is a multiple of the block size."""
+        return int(self.max_concurrency(max_model_len) * max_model_len)
+
+
+def vllm_kv_accounting(*, bytes_per_block: int, block_size: int, total_memory_bytes: float | None = None,
+                       gpu_memory_utilization: float | None = None, weight_bytes: float | None = None,
+                       activation_bytes: float | None = None, non_torch_bytes: float | None = None,
+                       cuda_graph_bytes: float | None = None,
+                       kv_cache_memory_bytes: float | None = None) -> KVAccounting:
+    """Predict vLLM's KV pool and ``num_gpu_blocks`` (see :class:`KVAccounting` for each term).
+
+    ``bytes_per_block`` is the all-layer page size, ``2 x layers x kv_heads x head_dim x kv_dtype_bytes x
+    block_size`` for standard attention (Qwen3-8B, block 16: 2,359,296).  Without ``kv_cache_memory_bytes``
+    the total, utilisation and all four reserves must be given (use 0 explicitly to drop one; the module's
+    ``DEFAULT_*`` constants and :func:`estimate_activation_bytes` supply documented estimates).
+    """
+    bytes_per_block = int(_positive("bytes_per_block", bytes_per_block))
+    block_size = int(_positive("block_size", block_size))
+    reserves = {"weight_bytes": weight_bytes, "activation_bytes": activation_bytes,
+                "non_torch_bytes": non_torch_bytes, "cuda_graph_bytes": cuda_graph_bytes}
+    if kv_cache_memory_bytes is not None:
+        available = _non_negative("kv_cache_memory_bytes", kv_cache_memory_bytes)
+        budget = None
+        if total_memory_bytes is not None and gpu_memory_utilization is not None:
+            budget = math.ceil(total_memory_bytes * gpu_memory_utilization)
+        vals = {k: (_non_negative(k, v) if v is not None else 0.0) for k, v in reserves.items()}
+        explicit = True
+    else:
+        if total_memory_bytes is None or gpu_memory_utilization is None:
+            raise ValueError("give total_memory_bytes and gpu_memory_utilization, or kv_cache_memory_bytes")
+        _positive("total_memory_bytes", total_memory_bytes)
+        if not 0 < gpu_memory_utilization <= 1:
+            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization!r}")
+        missing = [k for k, v in reserves.items() if v is None]
+        if missing:
+            raise ValueError(f"without kv_cache_memory_bytes these reserves are required: {', '.join(missing)}")
+        vals = {k: _non_negative(k, v) for k, v in reserves.items()}
+        budget = math.ceil(total_memory_bytes * gpu_memory_utilization)
+        available = budget - sum(vals.values())
+        explicit = False
+    non_kv = sum(vals.values())
+    num_blocks = max(0, int(available // bytes_per_block))
+    return KVAccounting(
+        total_memory_bytes=total_memory_bytes,
+        gpu_memory_utilization=gpu_memory_utilization,
+        budget_bytes=budget,
+        weight_bytes=vals["weight_bytes"],
+        activation_bytes=vals["activation_bytes"],
+        non_torch_bytes=vals["non_torch_bytes"],
+        cuda_graph_bytes=vals["cuda_graph_bytes"],
+        non_kv_bytes=non_kv,
+        available_kv_bytes=available,
+        bytes_per_block=bytes_per_block,
+        block_size=block_size,
+        num_blocks=num_blocks,
+        kv_tokens=num_blocks * block_size,
+        explicit_pool=explicit,
+    )
+
+
+# --------------------------------------------------------------------------------------------------------
+# KV pool sizing (lesson section 11)
+# --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PoolSizing:
+    """Does a batch of full-context sequences fit a KV pool?  ``shortfall_bytes`` is 0 when it fits."""
+
+    pool_bytes: float
+    kv_bytes_per_seq: float
+    batch: int
+    max_sequences: int
+    required_bytes: float
+    fits: bool
+    shortfall_bytes: float
+    headroom_bytes: float
+
+
+def kv_pool_sizing(pool_bytes: float, kv_bytes_per_seq: float, batch: int) -> PoolSizing:
+    """Lesson section 11: a 30 GiB pool holds floor(30 GiB / 128 MiB) = 240 sequences; B = 256 needs 32 GiB
+    (short by 2 GiB); B = 128 needs 16 GiB (fits).  Block metadata and allocator headroom are ignored."""
+    _non_negative("pool_bytes", pool_bytes)
+    _positive("kv_bytes_per_seq", kv_bytes_per_seq)
+    _non_negative("batch", batch)
+    required = batch * kv_bytes_per_seq
+    return PoolSizing(
+        pool_bytes=pool_bytes,
+        kv_bytes_per_seq=kv_bytes_per_seq,
+        batch=batch,
+        max_sequences=int(pool_bytes // kv_bytes_per_seq),
+        required_bytes=required,
+        fits=required <= pool_bytes,
+        shortfall_bytes=max(0.0, required - pool_bytes),
+        headroom_bytes=max(0.0, pool_bytes - required),
+    )
+
+
+# --------------------------------------------------------------------------------------------------------
+# Static batching (lesson section 8)
+# --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Padding:
+    """Token slots of a static batch that runs ``max(lengths)`` steps for every row."""
+
+    n: int
+    max_length_tokens: int
+    allocated_slots: int
+    useful_tokens: int
+    padded_slots: int
+    padded_ratio: float
+
+
+def static_batch_padding(lengths: Sequence[int]) -> Padding:
+    """Lesson: [20, 50, 80, 200] -> 800 slots, 350 useful, 450 padded (56.25 %)."""
+    lengths = [int(x) for x in lengths]
+    if not lengths:
+        raise ValueError("lengths must not be empty")
+    if min(lengths) < 0:
+        raise ValueError("lengths must be non-negative")
+    longest = max(lengths)
+    if longest == 0:
+        raise ValueError("at least one length must be positive")
+    allocated = len(lengths) * longest
+    useful = sum(lengths)
+    padded = allocated - useful
+    return Padding(len(lengths), longest, allocated, useful, padded, padded / allocated)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Dynamic batching and queues (lesson sections 6-7)
+# --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AggregationWait:
+    """Per-request aggregation waits of one batch (arrival order), their mean and maximum."""
+
+    waits_s: tuple[float, ...]
+    mean_s: float
+    max_s: float
+
+
+def deterministic_aggregation_wait(spacing_s: float, target_batch: int) -> AggregationWait:
+    """Arrivals every ``spacing_s``; request ``i`` waits for the ``B-1-i`` that follow it.
+
+    Lesson: 20 ms spacing, B = 8 -> waits 140, 120, ..., 0 ms; mean 70.0 ms, max 140.0 ms.
+    """
+    _non_negative("spacing_s", spacing_s)
+    target_batch = int(_positive("target_batch", target_batch))
+    waits = tuple((target_batch - 1 - i) * spacing_s for i in range(target_batch))
+    return AggregationWait(waits, sum(waits) / target_batch, waits[0])
+
+
+def poisson_first_wait_s(rate_per_s: float, target_batch: int) -> float:
+    """Expected wait of the first request of a batch under Poisson arrivals: the Erlang(B-1, λ) mean
+    ``(B-1)/λ``.  Lesson: λ = 50/s, B = 8 -> 140 ms; exercise λ = 25/s, B = 4 -> 120 ms."""
+    _positive("rate_per_s", rate_per_s)
+    return (int(_positive("target_batch", target_batch)) - 1) / rate_per_s
+
+
+def erlang_cdf(t_s: float, rate_per_s: float, shape: int) -> float:
+    """P(sum of ``shape`` Exp(λ) gaps <= t) = ``1 - Σ_{n<k} e^{-λt} (λt)^n / n!`` (1 for shape 0, t >= 0)."""
+    _positive("rate_per_s", rate_per_s)
+    if shape < 0:
+        raise ValueError("shape must be >= 0")
+    if t_s < 0:
+        return 0.0
+    if shape == 0:
+        return 1.0
+    x = rate_per_s * t_s
+    if x == 0:
+        return 0.0
+    log_x = math.log(x)
+    survival = math.fsum(math.exp(-x + n * log_x - math.lgamma(n + 1)) for n in range(shape))
+    return min(1.0, max(0.0, 1.0 - survival))
+
+
+def erlang_wait_quantile_s(rate_per_s: float, target_batch: int, q: float) -> float:
+    """Quantile ``q`` of the first request's aggregation wait under Poisson arrivals, Erlang(B-1, λ).
+
+    The mean (:func:`poisson_first_wait_s`) is not a hard maximum: the tail is unbounded, so e.g. the 0.99
+    quantile lies well above it.  Solved by bisection on the CDF.
+    """
+    _positive("rate_per_s", rate_per_s)
+    shape = int(_positive("target_batch", target_batch)) - 1
+    if not 0 <= q < 1:
+        raise ValueError(f"q must be in [0, 1), got {q!r}")
+    if shape == 0 or q == 0:
+        return 0.0
+    lo, hi = 0.0, max(1.0, float(shape))
+    while erlang_cdf(hi, 1.0, shape) < q:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if erlang_cdf(mid, 1.0, shape) < q:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-15 * max(1.0, hi):
+            break
+    return 0.5 * (lo + hi) / rate_per_s
+
+
+def littles_law_l(throughput_req_per_s: float, mean_latency_s: float) -> float:
+    """Little's law ``L = λ W``: mean requests in the system from throughput (req/s) and mean latency (s).
+
+    In a closed-loop sweep at concurrency C this should come back as ~C at every point.
+    """
+    return _non_negative("throughput_req_per_s", throughput_req_per_s) * _non_negative("mean_latency_s",
+                                                                                       mean_latency_s)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Goodput under SLOs
+# --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One sweep point: concurrency, output tok/s, and TTFT/TPOT percentiles in ms keyed ``"p50"``, ``"p99"``."""
+
+    concurrency: int
+    output_tok_per_s: float
+    ttft_ms: Mapping[str, float]
+    tpot_ms: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class Goodput:
+    """Best throughput among rows meeting every SLO at one percentile, against the raw maximum.
+
+    ``best_*`` are ``None`` when no row meets the SLOs.  ``raw_to_goodput_ratio`` is raw max / goodput (the
+    notebook's "gap", 1.75-4.8x); ``goodput_fraction`` is its inverse.
+    """
+
+    percentile: str
+    ttft_ms_max: float | None
+    tpot_ms_max: float | None
+    best_tok_per_s: float | None
+    best_row: Any
+    best_concurrency: int | None
+    raw_max_tok_per_s: float
+    raw_max_concurrency: int
+    raw_to_goodput_ratio: float | None
+    goodput_fraction: float | None
+    passing_concurrencies: tuple[int, ...]
+
+
+def _percentile_key(percentile: str | float) -> str:
+    if isinstance(percentile, str):
+        key = percentile.strip().lower()
+        if key in ("median", "p50"):
+            return "p50"
+        if not key.startswith("p"):
+            key = "p" + key
+        return key
+    value = float(percentile)
+    return f"p{int(value)}" if value == int(value) else f"p{value:g}"
+
+
+def _field(row: Any, *names: str) -> Any:
+    for name in names:
+        if isinstance(row, Mapping):
+            if name in row:
+                return row[name]
+        elif hasattr(row, name):
+            return getattr(row, name)
+    raise KeyError(f"sweep row has none of {names}")
+
+
+def _pct(values: Mapping[str, float], key: str) -> float:
+    if key in values:
+        return values[key]
+    if key == "p50" and "median" in values:
+        return values["median"]
+    raise KeyError(f"percentile {key!r} missing from {sorted(values)}")
+
+
+def goodput(rows: Iterable[Any], *, ttft_ms_max: float | None, tpot_ms_max: float | None,
+            percentile: str | float = "p99", inclusive: bool = True) -> Goodput:
+    """Goodput of a sweep table under TTFT/TPOT SLOs evaluated at one percentile (DistServe's framing).
+
+    ``rows`` are :class:`SweepRow` objects or mappings with ``concurrency``, ``output_tok_per_s`` and
+    ``ttft_ms``/``tpot_ms`` percentile dicts.  An SLO of ``None`` is not checked.  ``inclusive`` compares with
+    ``<=`` (``False`` for a strict ``<``).  Notebook sweep, TTFT 500 ms / TPOT 50 ms: p99 -> C=8 at 639.5
+    tok/s; p50 -> C=32 at 1,763.3; raw max 3,088.2 at C=128.
+    """
+    key = _percentile_key(percentile)
+    rows = list(rows)
+    if not rows:
+        raise ValueError("goodput needs at least one row")
+
+    def ok(value: float, limit: float | None) -> bool:
+        if limit is None:
+            return True
+        return value <= limit if inclusive else value < limit
+
+    best = None
+    best_tput = -math.inf
+    raw_row = None
+    raw_tput = -math.inf
+    passing: list[int] = []
+    for row in rows:
+        tput = float(_field(row, "output_tok_per_s", "throughput_tok_per_s"))
+        conc = int(_field(row, "concurrency"))
+        if tput > raw_tput:
+            raw_tput, raw_row = tput, row
+        if ok(_pct(_field(row, "ttft_ms"), key), ttft_ms_max) and ok(_pct(_field(row, "tpot_ms"), key),
+                                                                     tpot_ms_max):
+            passing.append(conc)
+            if tput > best_tput:
+                best_tput, best = tput, row
+    raw_conc = int(_field(raw_row, "concurrency"))
+    if best is None:
+        return Goodput(key, ttft_ms_max, tpot_ms_max, None, None, None, raw_tput, raw_conc, None, None, ())
+    return Goodput(
+        percentile=key,
+        ttft_ms_max=ttft_ms_max,
+        tpot_ms_max=tpot_ms_max,
+        best_tok_per_s=best_tput,
+        best_row=best,
+        best_concurrency=int(_field(best, "concurrency")),
+        raw_max_tok_per_s=raw_tput,
+        raw_max_concurrency=raw_conc,
+        raw_to_goodput_ratio=(raw_tput / best_tput) if best_tput > 0 else None,
+        goodput_fraction=best_tput / raw_tput if raw_tput > 0 else None,
+        passing_concurrencies=tuple(passing),
+    )
