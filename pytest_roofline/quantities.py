@@ -152,7 +152,7 @@ def _step(setup: Setup, at: Mapping[str, Any]) -> an.DecodeStep:
     )
 
 
-def _step_q(name: str, dim: str, attr: str, desc: str, *, kind: str = "number", measure: MeasureFn | None = None,
+def _step_q(name: str, dim: str, desc: str, attr: str, *, kind: str = "number", measure: MeasureFn | None = None,
             points: str | None = None, choices: tuple[str, ...] = ()) -> Quantity:
     def model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
         s = _step(setup, at)
@@ -245,7 +245,8 @@ def _client_q(name: str, dim: str, desc: str, path: Sequence[str], what: str, mo
 
 
 def _closed_points(meas: Any) -> list[Mapping[str, Any]]:
-    pts = [p for p in meas.points() if p.get("mode", "closed") == "closed" and p.get("concurrency")]
+    pts = [p for p in meas.points()
+           if p.get("mode", "closed") == "closed" and p.get("concurrency") and p.get("id") != "batch1"]
     return sorted(pts, key=lambda p: p["concurrency"])
 
 
@@ -438,14 +439,14 @@ def kv_accounting(setup: Setup) -> an.KVAccounting:
             vocab_size=setup.model.vocab_size, max_num_batched_tokens=setup.max_num_batched_tokens,
             max_num_seqs=setup.max_num_seqs,
         )
-    non_torch = setup.non_torch_bytes if setup.non_torch_bytes is not None else an.default_non_torch_bytes(setup.device)
+    non_torch = setup.non_torch_bytes if setup.non_torch_bytes is not None else (an.DEFAULT_NON_TORCH_BYTES if setup.device == "cuda" else 0.0)
     graphs = setup.cuda_graph_bytes
     if graphs is None:
         from . import vllm_defaults
 
-        budgeted = setup.device == "cuda" and not setup.enforce_eager and vllm_defaults.cuda_graph_memory_budgeted(
-            setup.engine_version)
-        graphs = an.default_cuda_graph_bytes() if budgeted else 0.0
+        budgeted = (setup.device == "cuda" and not setup.enforce_eager and setup.engine_version is not None
+                    and vllm_defaults.cuda_graph_memory_budgeted(setup.engine_version))
+        graphs = an.DEFAULT_CUDA_GRAPH_BYTES if budgeted else 0.0
     total = setup.total_memory_bytes if setup.kv_cache_memory_bytes is None else (setup.hardware.memory_bytes or 0)
     return an.vllm_kv_accounting(
         total_memory_bytes=float(total), gpu_memory_utilization=setup.gpu_memory_utilization,
@@ -555,7 +556,7 @@ _fact("max_num_batched_tokens", "count", "vLLM's per-step token budget (default 
 
 # --- KV pool sizing (lesson §11) --------------------------------------------------------------------------------
 _fact("kv_pool_sequences", "count", "whole sequences of the KV context that fit a pool",
-      lambda s, a: an.kv_pool_sizing(float(a["pool"]), _kv_seq(s, a), 1).sequences_fit, at=("pool", "context"),
+      lambda s, a: an.kv_pool_sizing(float(a["pool"]), _kv_seq(s, a), 1).max_sequences, at=("pool", "context"),
       required=("pool",))
 _fact("kv_required_bytes", "bytes", "KV bytes B sequences of the KV context need",
       lambda s, a: _batch(s, a) * _kv_seq(s, a), at=("batch", "concurrency", "context"))
@@ -584,7 +585,7 @@ for _name, _dim, _attr, _desc in [
     ("projection_intensity", "intensity", "intensity_flop_per_byte", "projection intensity counting activations"),
     ("projection_weight_only_intensity", "intensity", "weight_only_intensity_flop_per_byte",
      "projection intensity counting weights only"),
-    ("projection_activation_share", "ratio", "activation_share", "share of projection traffic that is activations"),
+    ("projection_activation_share", "ratio", "activation_share_of_traffic", "share of projection traffic that is activations"),
 ]:
     _pure(_name, _dim, _desc, _proj(_attr), _PROJ_AT, ("batch", "k", "m"))
 
@@ -610,11 +611,6 @@ _pure("poisson_first_wait", "time", "expected wait of a batch's first request un
 
 
 # --- measured serving quantities ------------------------------------------------------------------------------
-def _prefill_model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
-    return ModelValue(an.prefill_floor_s(setup.input_len, setup.flop_per_token, setup.peak_flop_per_s),
-                      setup.describe(), "model gives the unloaded TTFT floor only (prefill compute)")
-
-
 _client_q("total_throughput", "throughput", "input + output tokens/s of a sweep point",
           ("total_throughput_tok_s",), "total throughput")
 _client_q("request_throughput", "request_rate", "completed requests/s of a sweep point",
@@ -687,28 +683,33 @@ def _goodput(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> 
         c = p.get("client") or {}
         if c.get("output_throughput_tok_s") is None:
             continue
-        rows.append({"concurrency": p["concurrency"], "output_throughput_tok_s": c["output_throughput_tok_s"],
+        rows.append({"concurrency": p["concurrency"], "output_tok_per_s": c["output_throughput_tok_s"],
                      "ttft_ms": c.get("ttft_ms") or {}, "tpot_ms": c.get("tpot_ms") or {}})
     if not rows:
         raise NotMeasured("goodput needs closed-loop sweep points with TTFT/TPOT percentiles")
-    return an.goodput(rows, ttft_ms_max=float(at["ttft"]) * 1e3, tpot_ms_max=float(at["tpot"]) * 1e3,
+    return an.goodput(rows, ttft_ms_max=_slo_ms(at["ttft"]), tpot_ms_max=_slo_ms(at["tpot"]),
                       percentile=str(at.get("percentile", "p99")))
+
+
+def _slo_ms(seconds: float) -> float | None:
+    return None if math.isinf(seconds) else seconds * 1e3
 
 
 def _goodput_measure(meas, at, setup, th) -> MeasuredValue:
     g = _goodput(meas, at, setup, th)
-    return MeasuredValue(g.goodput_tok_per_s, (), (_goodput_note(g, at),))
+    return MeasuredValue(g.best_tok_per_s, (), (_goodput_note(g, at),))
 
 
 def _goodput_c_measure(meas, at, setup, th) -> MeasuredValue:
     g = _goodput(meas, at, setup, th)
-    return MeasuredValue(g.concurrency, (), (_goodput_note(g, at),))
+    return MeasuredValue(g.best_concurrency, (), (_goodput_note(g, at),))
 
 
 def _goodput_note(g: an.Goodput, at: Mapping[str, Any]) -> str:
     return (f"SLO TTFT < {float(at['ttft']) * 1e3:g} ms and TPOT < {float(at['tpot']) * 1e3:g} ms at "
-            f"{at.get('percentile', 'p99')}: best {g.goodput_tok_per_s or 0:,.1f} tok/s at concurrency "
-            f"{g.concurrency}; raw max {g.raw_max_tok_per_s:,.1f} tok/s")
+            f"{at.get('percentile', 'p99')}: best {g.best_tok_per_s or 0:,.1f} tok/s at concurrency "
+            f"{g.best_concurrency}; raw max {g.raw_max_tok_per_s:,.1f} tok/s; "
+            f"SLOs are strict upper bounds (value < SLO is not required: value ≤ SLO passes)")
 
 
 _register(Quantity("goodput", "throughput", "the highest output throughput among sweep points that meet every SLO "

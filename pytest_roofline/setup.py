@@ -179,9 +179,9 @@ def build_setup(
     device = "cpu" if hw.family == "cpu" else "cuda"
     version = engine.get("version")
     args = dict(engine.get("args", {}))
-    defaults = vllm_defaults.VllmDefaults.for_setup(
-        str(version) if version else None, device=device, device_name=hw.name, total_memory_bytes=hw.memory_bytes
-    )
+    # without a version, the newest release's defaults (vllm_facts.md covers up to 0.33)
+    defaults = vllm_defaults.defaults_for(str(version) if version else "0.33.0", device=device,
+                                          device_name=hw.name, total_memory_bytes=hw.memory_bytes)
     reserves = dict(engine.get("reserves", {}))
     input_len = int(workload.get("input_len", 1024))
     output_len = int(workload.get("output_len", 1024))
@@ -213,7 +213,7 @@ def build_setup(
         non_torch_bytes=_opt(reserves.get("non_torch")),
         cuda_graph_bytes=_opt(reserves.get("cuda_graphs")),
         engine_args=args,
-        sources={"defaults": defaults.describe() if hasattr(defaults, "describe") else ""},
+        sources=dict(defaults.sources),
     )
 
 

@@ -719,7 +719,8 @@ def _common(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]],
     if "notes" in m:
         out["notes"] = ctx.scalar(m["notes"][1], "notes")
     if "setup" in m:
-        s = ctx.mapping(m["setup"][1], "setup", {k: TOP_FIELDS[k] for k in ("hardware", "model", "engine", "workload")})
+        s = ctx.mapping(m["setup"][1], "setup", {k: F(TOP_FIELDS[k].kind, TOP_FIELDS[k].doc)
+                                                  for k in ("hardware", "model", "engine", "workload")})
         setup: dict[str, Any] = {}
         for key, (kn, v) in s.items():
             if key == "hardware":
@@ -784,16 +785,17 @@ def _one(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], pi
         suffix = "" if len(combos) == 1 else "[" + ",".join(f"{k}={t}" for k, t in texts.items()) + "]"
         yield Prediction(id=pid + suffix, quantity=q.name, at=vals, predicted=predicted,
                          tolerance=common["tolerance"] or spec.default_tolerance,
-                         math_tolerance=common["math_tolerance"] or spec.default_math_tolerance,
+                         math_tolerance=common["math_tolerance"],
                          xfail=common["xfail"], notes=common["notes"], setup=common["setup"], marks=common["marks"],
                          line=line, file=spec.path, at_text=texts)
 
 
 def _table(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], pid: str, line: int
            ) -> Iterator[Prediction]:
-    for key in ("quantity", "predicted", "at"):
+    for key in ("quantity", "predicted"):
         if key in m:
             raise ctx.err(m[key][0], f"a table prediction takes no {key!r}; the table holds them")
+    fixed = m["at"][1] if "at" in m else None  # at-parameters shared by every cell (e.g. {k: 4096, m: 4096})
     t = ctx.mapping(m["table"][1], "table", TABLE_FIELDS)
     at_name = ctx.scalar(t["at"][1], "table.at")
     if at_name not in qreg.AT_PARAMS:
@@ -816,18 +818,20 @@ def _table(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], 
         try:
             if not isinstance(row, yaml.SequenceNode) or len(row.value) != len(qs) + 1:
                 raise ctx.err(row, f"each row needs {len(qs) + 1} cells ({at_name}, then one per quantity)")
+            shared = list(fixed.value) if isinstance(fixed, yaml.MappingNode) else []
             at_node = yaml.MappingNode("tag:yaml.org,2002:map", [(yaml.ScalarNode("tag:yaml.org,2002:str", at_name,
                                                                                   row.start_mark, row.end_mark),
-                                                                  row.value[0])], row.start_mark, row.end_mark)
+                                                                  row.value[0]), *shared], row.start_mark,
+                                       row.end_mark)
             for q, cell in zip(qs, row.value[1:]):
                 predicted = _predicted(ctx, q, cell, f"row {at_name}={row.value[0].value} {q.name}")
                 unit = predicted.unit or DEFAULT_UNIT.get(q.dimension, "")
                 common = _common(ctx, spec, m, q, unit)
                 for vals, texts in _at(ctx, spec, q, at_node):
-                    cid = f"{pid}[{at_name}={row.value[0].value}:{q.name}]"
+                    cid = f"{pid}[{at_name}={texts.get(at_name, row.value[0].value)}:{q.name}]"
                     yield Prediction(id=cid, quantity=q.name, at=vals, predicted=predicted,
                                      tolerance=common["tolerance"] or spec.default_tolerance,
-                                     math_tolerance=common["math_tolerance"] or spec.default_math_tolerance,
+                                     math_tolerance=common["math_tolerance"],
                                      xfail=common["xfail"], notes=common["notes"], setup=common["setup"],
                                      marks=common["marks"], line=rline, file=spec.path, at_text=texts)
         except SpecError as exc:

@@ -178,6 +178,8 @@ def _auto_bytes_unit(si: float) -> str:
 def _fmt_sig(x: float, digits: int) -> str:
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
+    if float(x).is_integer() and abs(x) < 1e15:
+        return f"{x:,.0f}"
     magnitude = math.floor(math.log10(abs(x)))
     if magnitude >= 15 or magnitude <= -5:
         return f"{x:.{digits - 1}e}"
