@@ -1,0 +1,462 @@
+"""The load generator against a small streaming server on 127.0.0.1 (real HTTP/1.1 over loopback).
+
+No assertion here depends on speed; the benchmark (benchmarks/loadgen_bench.py) measures that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from pytest_roofline.loadgen import (
+    LoadgenError,
+    LoadSpec,
+    Progress,
+    arrival_offsets,
+    build_prompt,
+    completions_url,
+    run_load,
+)
+from pytest_roofline.stats import summarize
+
+SECRET = "sk-test-0123456789abcdef"
+
+
+class StreamServer:
+    """An asyncio server speaking vLLM's streaming /v1/completions over HTTP/1.1 keep-alive.
+
+    Each request streams ``max_tokens`` token chunks ``interval`` seconds apart, then a usage chunk,
+    ``data: [DONE]`` and the last chunk.  Behaviour per request index (parsed from X-Request-Id):
+    ``http_error`` index -> status, ``stream_error``, ``truncate``, ``stall``, ``usage_delta`` index -> n.
+    """
+
+    def __init__(self, interval: float = 0.001, *, fragment: bool = False, close_after: bool = False,
+                 announce_close: bool = False):
+        self.interval = interval
+        self.fragment = fragment
+        self.close_after = close_after
+        self.announce_close = announce_close
+        self.http_error: dict[int, int] = {}
+        self.stream_error: set[int] = set()
+        self.truncate: set[int] = set()
+        self.stall: set[int] = set()
+        self.usage_delta: dict[int, int] = {}
+        self.echo_auth_in_error = False
+        self.requests: list[dict] = []
+        self.active = 0
+        self.max_active = 0
+        self.connections = 0
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._server = None
+        self.port = 0
+
+    # lifecycle
+    def __enter__(self):
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def __exit__(self, *exc):
+        async def _stop():
+            self._server.close()
+            for t in [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]:
+                t.cancel()
+        asyncio.run_coroutine_threadsafe(_stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _run(self):
+        asyncio.set_event_loop(self._loop)
+
+        async def start():
+            self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+            self.port = self._server.sockets[0].getsockname()[1]
+            self._ready.set()
+
+        self._loop.run_until_complete(start())
+        self._loop.run_forever()
+
+    # protocol
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.connections += 1
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {}
+                for line in lines[1:]:
+                    if line:
+                        k, _, v = line.partition(":")
+                        headers[k.strip().lower()] = v.strip()
+                body = await reader.readexactly(int(headers.get("content-length", 0)))
+                payload = json.loads(body) if body else None
+                rid = headers.get("x-request-id", "")
+                index = int(rid.rsplit("-", 1)[1]) if rid else -1
+                self.requests.append({"index": index, "rid": rid, "path": path, "method": method,
+                                      "headers": headers, "body": payload, "arrival": time.perf_counter(),
+                                      "active_at_arrival": self.active})
+                keep = await self._respond(writer, reader, index, payload, headers)
+                if not keep:
+                    return
+        finally:
+            try:
+                writer.close()
+            except Exception:
+                pass
+
+    def _chunk(self, data: bytes, ext: bool = False) -> bytes:
+        size = f"{len(data):x}" + (";x=1" if ext else "")
+        return size.encode() + b"\r\n" + data + b"\r\n"
+
+    async def _write(self, writer, data: bytes):
+        if self.fragment and len(data) > 8:
+            # split every write in three pieces that travel in separate segments
+            cuts = [0, 3, len(data) // 2, len(data)]
+            for a, b in zip(cuts, cuts[1:]):
+                writer.write(data[a:b])
+                await writer.drain()
+                await asyncio.sleep(0.0003)
+        else:
+            writer.write(data)
+            await writer.drain()
+
+    async def _respond(self, writer, reader, index, payload, headers) -> bool:
+        if index in self.stall:
+            await reader.read()  # until the client gives up and closes
+            return False
+        if index in self.http_error:
+            status = self.http_error[index]
+            msg = {"error": {"message": "injected failure", "code": status}}
+            if self.echo_auth_in_error:
+                msg["error"]["auth"] = headers.get("authorization", "")
+            body = json.dumps(msg).encode()
+            writer.write(f"HTTP/1.1 {status} Error\r\ncontent-type: application/json\r\n"
+                         f"content-length: {len(body)}\r\n\r\n".encode() + body)
+            await writer.drain()
+            return True
+        n = int(payload["max_tokens"])
+        self.active += 1
+        self.max_active = max(self.max_active, self.active)
+        hdr = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
+        if self.announce_close:
+            hdr += b"connection: close\r\n"
+        writer.write(hdr + b"\r\n")
+        created = int(time.time())
+        for k in range(n):
+            await asyncio.sleep(self.interval)
+            ev = {"id": f"cmpl-{index}", "object": "text_completion", "created": created, "model": "m",
+                  "choices": [{"index": 0, "text": f" t{k}", "logprobs": None,
+                               "finish_reason": "length" if k == n - 1 else None, "stop_reason": None}],
+                  "usage": None}
+            await self._write(writer, self._chunk(b"data: " + json.dumps(ev).encode() + b"\n\n", ext=k == 1))
+            if k == 0 and index in self.truncate:
+                self.active -= 1
+                writer.transport.abort()
+                return False
+            if k == 0 and index in self.stream_error:
+                err = {"error": {"message": "engine exploded", "type": "InternalServerError", "code": 500}}
+                await self._write(writer, self._chunk(b"data: " + json.dumps(err).encode() + b"\n\n"))
+                break
+        prompt_len = len(payload["prompt"])
+        comp = n + self.usage_delta.get(index, 0)
+        usage = {"id": f"cmpl-{index}", "object": "text_completion", "created": created, "model": "m",
+                 "choices": [], "usage": {"prompt_tokens": prompt_len, "completion_tokens": comp,
+                                          "total_tokens": prompt_len + comp}}
+        # usage and [DONE] in one chunk, with a trailer section after the last chunk
+        tail = b"data: " + json.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n"
+        self.active -= 1  # before the final write: the client may send its next request right after it
+        await self._write(writer, self._chunk(tail) + b"0\r\nx-trailer: 1\r\n\r\n")
+        if self.close_after or self.announce_close:
+            writer.close()
+            return False
+        return True
+
+
+def spec(**kw) -> LoadSpec:
+    base = dict(model="tiny", token_id_range=(5, 300), mode="closed", concurrency=4, num_requests=12,
+                input_len=16, output_len=4, seed=7, point_id="closed-c4")
+    base.update(kw)
+    return LoadSpec(**base)
+
+
+def measured(server: StreamServer, result) -> list[dict]:
+    warm = {r.request_id for r in result.records if r.warmup}
+    return [q for q in server.requests if q["rid"] not in warm]
+
+
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_request_bodies_prompts_and_headers():
+    s = spec(warmup_requests=2, extra_body={"temperature": 0.0, "top_p": 1.0})
+    with StreamServer() as srv:
+        res = run_load(srv.url, s, api_key=SECRET)
+    assert len(res.records) == 14 and all(r.ok for r in res.records), [r.error for r in res.records]
+    assert [r.index for r in res.records] == list(range(14))
+    by_rid = {q["rid"]: q for q in srv.requests}
+    for r in res.records:
+        q = by_rid[r.request_id]
+        body = q["body"]
+        assert q["method"] == "POST" and q["path"] == "/v1/completions"
+        assert body["prompt"] == build_prompt(s, r.index)
+        assert len(body["prompt"]) == 16
+        assert all(5 <= t < 300 for t in body["prompt"])
+        assert body["model"] == "tiny" and body["max_tokens"] == 4
+        assert body["ignore_eos"] is True and body["stream"] is True
+        assert body["stream_options"] == {"include_usage": True}
+        assert body["temperature"] == 0.0 and body["top_p"] == 1.0
+        assert q["headers"]["authorization"] == f"Bearer {SECRET}"
+        assert r.prompt_tokens == 16 and r.completion_tokens == 4
+        assert len(r.chunk_times_s) == 4
+        assert r.sent_s < r.first_token_s <= r.chunk_times_s[-1] <= r.end_s
+        assert r.chunk_times_s == sorted(r.chunk_times_s)
+    assert res.timestamp_source in ("kernel", "user", "mixed")
+    assert res.url == f"{srv.url}/v1/completions"
+
+
+def test_prompts_unique_across_requests_and_points():
+    prompts = []
+    with StreamServer() as srv:
+        for pid in ("closed-c4", "closed-c8"):
+            run_load(srv.url, spec(point_id=pid, warmup_requests=3))
+        prompts = [tuple(q["body"]["prompt"]) for q in srv.requests]
+    assert len(prompts) == 30
+    assert len(set(prompts)) == 30
+    # deterministic: the same (seed, point, index) gives the same prompt, another seed a different one
+    assert build_prompt(spec(), 5) == build_prompt(spec(), 5)
+    assert build_prompt(spec(seed=8), 5) != build_prompt(spec(), 5)
+
+
+def test_prompts_unique_even_in_a_tiny_id_space():
+    s = spec(input_len=2, token_id_range=(10, 20), num_requests=100)   # only 100 distinct prompts exist
+    ps = {tuple(build_prompt(s, i)) for i in range(100)}
+    assert len(ps) == 100 and all(len(p) == 2 for p in ps)
+    with pytest.raises(ValueError):
+        build_prompt(s, 100)
+
+
+def test_shared_prefix_only_when_asked():
+    s = spec(input_len=24, shared_prefix_len=8)
+    with StreamServer() as srv:
+        run_load(srv.url, s)
+    prompts = [q["body"]["prompt"] for q in srv.requests]
+    assert all(len(p) == 24 for p in prompts)
+    assert len({tuple(p[:8]) for p in prompts}) == 1
+    assert len({tuple(p[8:]) for p in prompts}) == len(prompts)
+    plain = [build_prompt(spec(input_len=24), i) for i in range(12)]
+    assert len({tuple(p[:8]) for p in plain}) == 12
+
+
+def test_closed_loop_concurrency_reached_never_exceeded():
+    s = spec(concurrency=5, num_requests=40, output_len=6, warmup_requests=0)
+    with StreamServer(interval=0.002) as srv:
+        res = run_load(srv.url, s)
+    assert srv.max_active == 5
+    assert max(q["active_at_arrival"] for q in srv.requests) <= 4
+    assert srv.connections == 5  # keep-alive: one connection per worker
+    # client side: at no instant more than 5 requests between send and end
+    events = sorted([(r.sent_s, 1) for r in res.records] + [(r.end_s, -1) for r in res.records],
+                    key=lambda e: (e[0], e[1]))
+    level = peak = 0
+    for _, d in events:
+        level += d
+        peak = max(peak, level)
+    assert peak == 5
+    c = summarize(res)
+    assert c["completed"] == 40 and c["failed"] == 0
+    assert 0 < c["mean_in_flight"] <= 5
+
+
+@pytest.mark.parametrize("burstiness", [1.0, 0.5])
+def test_open_loop_follows_the_seeded_schedule(burstiness):
+    s = spec(mode="open", concurrency=None, rate_req_s=200.0, burstiness=burstiness, num_requests=30,
+             warmup_requests=2, output_len=3)
+    with StreamServer() as srv:
+        res = run_load(srv.url, s)
+    meas = [r for r in res.records if not r.warmup]
+    offsets = np.array([r.scheduled_s - res.measure_start_s for r in meas])
+    np.testing.assert_allclose(offsets, arrival_offsets(s), atol=1e-9)
+    assert offsets[0] == 0.0
+    warm = [r for r in res.records if r.warmup]
+    assert len(warm) == 2 and all(r.scheduled_s is not None for r in warm)
+    for r in meas:
+        assert r.schedule_lag_s is not None and r.schedule_lag_s >= 0
+    c = summarize(res)
+    assert c["schedule_lag_ms"]["p50"] is not None
+    assert c["completed"] == 30
+
+
+def test_schedule_is_seeded_gamma():
+    s = spec(mode="open", concurrency=None, rate_req_s=50.0, burstiness=0.25, num_requests=20000)
+    a = arrival_offsets(s)
+    np.testing.assert_array_equal(a, arrival_offsets(s))
+    assert not np.array_equal(a, arrival_offsets(spec(mode="open", concurrency=None, rate_req_s=50.0,
+                                                       burstiness=0.25, num_requests=20000, seed=1)))
+    gaps = np.diff(a)
+    # gamma(k, 1/(r k)): mean 1/r, coefficient of variation² 1/k (seeded, so these are fixed numbers)
+    assert gaps.mean() == pytest.approx(1 / 50, rel=0.05)
+    assert gaps.var() / gaps.mean() ** 2 == pytest.approx(4.0, rel=0.1)
+    # duration-limited: every arrival before the horizon, and the schedule reaches it
+    d = arrival_offsets(spec(mode="open", concurrency=None, rate_req_s=1000.0, num_requests=None,
+                             duration_s=3.0))
+    assert d.max() < 3.0 and d.max() > 2.9 and len(d) == pytest.approx(3000, rel=0.1)
+
+
+def test_open_loop_cap_holds_arrivals_and_records_lag():
+    s = spec(mode="open", concurrency=1, rate_req_s=1000.0, num_requests=8, output_len=5)
+    with StreamServer(interval=0.002) as srv:
+        res = run_load(srv.url, s)
+    assert srv.max_active == 1
+    lags = [r.schedule_lag_s for r in res.records]
+    assert all(lag is not None for lag in lags)
+    # the 8th arrival (after ~7 ms) had to wait for 7 earlier requests of >= 10 ms each
+    assert lags[-1] > 0.05
+
+
+def test_warmup_excluded():
+    s = spec(warmup_requests=5, num_requests=7)
+    with StreamServer() as srv:
+        res = run_load(srv.url, s)
+    warm = [r for r in res.records if r.warmup]
+    assert [r.index for r in warm] == [0, 1, 2, 3, 4]
+    assert all(r.end_s <= res.measure_start_s for r in warm)
+    assert all(r.sent_s >= res.measure_start_s for r in res.records if not r.warmup)
+    c = summarize(res)
+    assert c["completed"] == 7
+    assert len(res.measured) == 7
+
+
+def test_usage_mismatch_reported():
+    with StreamServer() as srv:
+        srv.usage_delta = {3: -1, 8: +2}
+        res = run_load(srv.url, spec())
+    c = summarize(res)
+    assert c["token_count_mismatches"] == 2
+    assert c["completed"] == 12
+    assert res.records[3].completion_tokens == 3
+
+
+def test_server_errors_count_as_failed():
+    with StreamServer() as srv:
+        srv.http_error = {2: 500, 5: 429}
+        srv.stream_error = {7}
+        srv.truncate = {9}
+        res = run_load(srv.url, spec(num_requests=14))
+    c = summarize(res)
+    assert c["failed"] == 4 and c["completed"] == 10
+    errs = {r.index: r.error for r in res.records if not r.ok}
+    assert set(errs) == {2, 5, 7, 9}
+    assert errs[2].startswith("HTTP 500") and "injected failure" in errs[2]
+    assert errs[5].startswith("HTTP 429")
+    assert "engine exploded" in errs[7]
+    assert "closed the connection" in errs[9]
+    assert res.records[2].http_status == 500
+
+
+def test_api_key_sent_but_never_shown():
+    with StreamServer() as srv:
+        srv.http_error = {1: 401}
+        srv.echo_auth_in_error = True
+        s = spec()
+        res = run_load(srv.url, s, api_key=SECRET)
+        assert all(q["headers"]["authorization"] == f"Bearer {SECRET}" for q in srv.requests)
+    for text in (repr(res), str(res), repr(s), repr(res.records), json.dumps(res.to_dict()),
+                 str([r.to_dict() for r in res.records])):
+        assert SECRET not in text
+    assert "***" in res.records[1].error
+    with StreamServer() as srv:
+        run_load(srv.url, spec(num_requests=2))
+        assert all("authorization" not in q["headers"] for q in srv.requests)
+
+
+def test_framing_split_across_segments_extensions_and_trailers():
+    with StreamServer(fragment=True) as srv:
+        res = run_load(srv.url, spec(num_requests=6, output_len=5))
+    assert all(r.ok for r in res.records), [r.error for r in res.records]
+    assert all(len(r.chunk_times_s) == 5 and r.completion_tokens == 5 for r in res.records)
+
+
+@pytest.mark.parametrize("announce", [True, False])
+def test_server_closing_connections(announce):
+    # announce=True: "Connection: close"; False: the server silently closes after each response, so the
+    # next request on the reused connection fails before any response byte and is retried once.
+    with StreamServer(close_after=not announce, announce_close=announce) as srv:
+        res = run_load(srv.url, spec(concurrency=2, num_requests=8))
+    assert all(r.ok for r in res.records), [r.error for r in res.records]
+    assert srv.connections >= 8
+
+
+def test_request_timeout_counts_as_failed():
+    with StreamServer() as srv:
+        srv.stall = {3}
+        res = run_load(srv.url, spec(num_requests=6, request_timeout_s=0.3))
+    bad = [r for r in res.records if not r.ok]
+    assert [r.index for r in bad] == [3]
+    assert "timed out" in bad[0].error
+    assert summarize(res)["failed"] == 1
+
+
+def test_duration_limited_closed_loop_and_progress():
+    seen: list[Progress] = []
+    s = spec(num_requests=None, duration_s=0.4, output_len=3, concurrency=3)
+    with StreamServer(interval=0.002) as srv:
+        res = run_load(srv.url, s, on_progress=seen.append)
+    meas = res.measured
+    assert len(meas) >= 3
+    assert all(r.sent_s < res.measure_start_s + 0.4 for r in meas)
+    assert all(r.ok for r in meas)
+    assert seen and seen[-1].phase == "measure" and seen[-1].completed == len(meas)
+    assert seen[-1].in_flight == 0
+
+
+def test_unreachable_server_raises():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(LoadgenError):
+        run_load(f"http://127.0.0.1:{port}", spec(num_requests=2))
+
+
+def test_records_round_trip_and_urls():
+    with StreamServer() as srv:
+        res = run_load(srv.url + "/v1", spec(num_requests=3))
+    d = json.loads(json.dumps(res.to_dict()))
+    assert len(d["records"]) == 3 and d["records"][0]["status"] == "ok"
+    assert d["started_at"].endswith("Z")
+    assert completions_url("http://h:8000") == ("h", 8000, "/v1/completions", "h:8000")
+    assert completions_url("http://h:8000/v1/")[2] == "/v1/completions"
+    with pytest.raises(ValueError):
+        completions_url("https://h")
+
+
+@pytest.mark.parametrize("bad", [
+    dict(mode="closed", concurrency=None),
+    dict(mode="open", rate_req_s=None),
+    dict(mode="open", rate_req_s=float("inf")),
+    dict(num_requests=None, duration_s=None),
+    dict(input_len=0),
+    dict(token_id_range=(5, 5)),
+    dict(shared_prefix_len=17),
+    dict(extra_body={"prompt": [1]}),
+    dict(extra_body={"stream": False}),
+    dict(mode="sideways"),
+])
+def test_spec_validation(bad):
+    with pytest.raises(ValueError):
+        spec(**bad).validate()
