@@ -172,6 +172,9 @@ def score(spec: Spec, pred: Prediction, mode: str, measurement: Any = None, *,
             v.model_inputs = dict(mv.inputs)
             v.model_explanation = mv.explanation
         except (SetupError, ValueError, ZeroDivisionError) as exc:
+            if effective == "math" and q.measure is not None:
+                v.status, v.reason = "skip", f"the model cannot compute {q.name} here ({exc}); {MEASURE_HOW}"
+                return v
             if effective == "math":
                 v.status, v.reason = "error", f"the model cannot compute {q.name}: {exc}"
                 return v

@@ -13,7 +13,10 @@ from typing import Any, Mapping
 from . import architecture, hardware, vllm_defaults
 from .units import format_value
 
-__all__ = ["Setup", "SetupError", "build_setup", "WEIGHT_BYTES_PER_PARAM"]
+__all__ = ["Setup", "SetupError", "build_setup", "WEIGHT_BYTES_PER_PARAM", "TINY_MODEL"]
+
+#: the project's own tiny CPU test model (pytest_roofline.tinymodel), usable as `model: roofline-tiny`
+TINY_MODEL = "roofline-tiny"
 
 
 class SetupError(ValueError):
@@ -170,6 +173,10 @@ def build_setup(
         else:
             arch = architecture.get_model(str(m.pop("name")))
         model_overrides = {**m, **model_overrides}
+    elif str(model_ref) == TINY_MODEL:
+        from . import tinymodel
+
+        arch = architecture.from_hf_config(tinymodel.config_dict(), name=TINY_MODEL)
     else:
         arch = architecture.get_model(str(model_ref))
     if model_overrides:

@@ -120,6 +120,11 @@ _TRAINING_TEXT = [
 ]
 
 
+def config_dict(arch: TinyArch = TINY_ARCH) -> dict:
+    """The HF config.json of the tiny model (what `model: roofline-tiny` resolves to)."""
+    return _config_dict(arch)
+
+
 def _config_dict(arch: TinyArch = TINY_ARCH) -> dict:
     return {
         "architectures": ["LlamaForCausalLM"],

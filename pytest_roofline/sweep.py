@@ -1,0 +1,353 @@
+"""Live measurement: start (or reach) the engine, run the planned sweep points, write results as they finish.
+
+:class:`Measurements` is the object behind the ``roofline_measurements`` fixture. For each prediction file it
+resolves a *target* — a vLLM engine it launches (``--gpu``) or a running server (``--endpoint``) — shared by
+every file with the same engine configuration, runs exactly the points the selected predictions need
+(plan.py), once each, and serves them to the quantity registry like a replayed file. A point that cannot be
+measured (the engine died) becomes a :class:`~pytest_roofline.scoring.PointError` carrying the engine log tail;
+every point measured before it stays in the results file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from . import gpu as gpu_mod
+from . import hardware as hw_mod
+from .plan import PointPlan, needs_engine, plan_points
+from .quantities import NotMeasured
+from .results import RecordedMeasurement, ResultsWriter, new_results
+from .scoring import PointError
+from .spec import Spec
+
+__all__ = ["Measurements", "engine_config_for", "TINY_MODEL", "run_point"]
+
+#: the model name a prediction file uses for the project's own tiny CPU model
+TINY_MODEL = "roofline-tiny"
+DEFAULT_TOKEN_ID_RANGE = (1000, 20000)  # ordinary BPE ids for real models (no special tokens there)
+
+
+def _is_tiny(spec: Spec) -> bool:
+    return spec.model == TINY_MODEL
+
+
+def engine_config_for(spec: Spec, *, device: str) -> Any:
+    """The vLLM launch configuration a prediction file describes (``engine.args`` map to CLI flags)."""
+    from .engine import EngineConfig
+
+    args = dict(spec.engine.get("args") or {})
+    if _is_tiny(spec):
+        from . import tinymodel
+
+        model = str(tinymodel.make_tiny_model(tinymodel.default_model_dir()))
+        served = TINY_MODEL
+    else:
+        model = spec.engine.get("model") or str(spec.model)
+        served = None
+    known = {}
+    for key in ("dtype", "max_model_len", "tensor_parallel_size", "gpu_memory_utilization", "block_size",
+                "max_num_seqs", "max_num_batched_tokens", "enforce_eager", "enable_prefix_caching"):
+        if key in args:
+            known[key] = args.pop(key)
+    extra: list[str] = []
+    for key, value in args.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            extra.append(flag)
+        elif value is False:
+            extra.append("--no-" + key.replace("_", "-"))
+        elif value is not None:
+            extra += [flag, str(value)]
+    kv_space = spec.engine.get("cpu_kvcache_space")
+    return EngineConfig(
+        model=model, served_model_name=served, device=device,
+        kv_cache_space_gib=int(round(kv_space / 2**30)) if kv_space else None,
+        extra_args=extra, env={str(k): str(v) for k, v in (spec.engine.get("env") or {}).items()}, **known,
+    )
+
+
+def run_point(target: Any, plan: PointPlan, spec: Spec, *, out_dir: Path, token_id_range: tuple[int, int],
+              contamination: float, api_key: str | None = None) -> dict[str, Any]:
+    """Measure one point: offer the load, scrape /metrics around and during it, summarise both sides."""
+    from . import loadgen, scrape, stats
+
+    sampling = dict(spec.workload.get("sampling") or {})
+    load = loadgen.LoadSpec(
+        model=target.served_model_name, token_id_range=token_id_range, mode=plan.mode,
+        concurrency=plan.concurrency, rate_req_s=plan.rate_req_s, burstiness=plan.burstiness,
+        num_requests=plan.num_requests, duration_s=plan.duration_s, warmup_requests=plan.warmup_requests,
+        input_len=plan.input_len, output_len=plan.output_len, seed=int(spec.workload.get("seed", 0)),
+        point_id=plan.id, shared_prefix_len=int(spec.workload.get("shared_prefix_len", 0)), extra_body=sampling,
+        request_timeout_s=spec.sweep.request_timeout_s,
+    )
+
+    def snapshot() -> dict | None:
+        try:
+            return scrape.scrape_metrics(target.base_url, api_key=api_key, model_name=target.served_model_name)
+        except Exception:  # /metrics is optional (an endpoint may not expose it)
+            return None
+
+    before = snapshot()
+    scraper = scrape.MetricsScraper(target.base_url, interval_s=0.25, api_key=api_key,
+                                    model_name=target.served_model_name).start()
+    try:
+        result = loadgen.run_load(target.base_url, load, api_key=api_key)
+    finally:
+        timeline = scraper.stop()
+    after = snapshot()
+    client = stats.summarize(result)
+    server = scrape.summarize(before, after, timeline, contamination_threshold=contamination)
+    requests_file = out_dir / f"{plan.id}.requests.jsonl"
+    with requests_file.open("w", encoding="utf-8") as fh:
+        for rec in result.records:
+            fh.write(json.dumps(rec.to_dict()) + "\n")
+    point = {**plan.to_dict(), "started_at": result.started_at, "finished_at": result.finished_at,
+             "duration_s": getattr(result, "duration_s", None), "client": client, "server": server,
+             "contaminated": bool(server and server.get("contaminated")), "flags": [],
+             "requests_file": requests_file.name}
+    if getattr(result, "aborted", None):
+        point["flags"].append(f"aborted: {result.aborted}")
+    return point
+
+
+@dataclass
+class _Run:
+    """The state of one (spec, target) sweep."""
+
+    spec: Spec
+    plans: list[PointPlan]
+    writer: ResultsWriter | None = None
+    done: bool = False
+    failed: dict[str, PointError] = field(default_factory=dict)
+    fatal: PointError | None = None
+    hardware_override: str | None = None
+
+    def measurement(self) -> "_LiveMeasurement":
+        return _LiveMeasurement(self)
+
+
+class _LiveMeasurement(RecordedMeasurement):
+    def __init__(self, run: _Run):
+        super().__init__(run.writer.data if run.writer else {"points": []}, source="live sweep")
+        self.run = run
+
+    def point(self, *, concurrency: int | None = None, rate: float | None = None) -> Mapping[str, Any]:
+        try:
+            return super().point(concurrency=concurrency, rate=rate)
+        except NotMeasured:
+            for pid, err in self.run.failed.items():
+                p = next((p for p in self.run.plans if p.id == pid), None)
+                if p and ((concurrency is not None and p.concurrency == concurrency and p.mode == "closed")
+                          or (rate is not None and p.rate_req_s == rate)):
+                    raise err from None
+            raise
+
+    def points(self) -> list[Mapping[str, Any]]:
+        if self.run.failed:
+            first = next(iter(self.run.failed.values()))
+            raise PointError(f"the sweep is incomplete ({', '.join(self.run.failed)} not measured): {first}",
+                             first.log_tail)
+        return super().points()
+
+    def engine_report(self) -> Mapping[str, Any] | None:
+        rep = super().engine_report()
+        if rep is None and self.run.fatal is not None:
+            raise self.run.fatal
+        return rep
+
+
+class Measurements:
+    """Live measurement provider for one pytest session."""
+
+    def __init__(self, *, mode: str, gpu: str | None, endpoint: str | None, endpoint_key_env: str | None,
+                 out_dir: Path, reanchor: bool, plans: dict[str, list[PointPlan]]):
+        self.mode, self.gpu, self.endpoint, self.endpoint_key_env = mode, gpu, endpoint, endpoint_key_env
+        self.out_dir = Path(out_dir)
+        self.reanchor = reanchor
+        self.plans = plans
+        self.targets: dict[str, Any] = {}
+        self.target_errors: dict[str, PointError] = {}
+        self.runs: dict[str, _Run] = {}
+        self.detected: Any = None
+        self._detected_done = False
+        self.timings: list[tuple[str, float]] = []
+
+    @classmethod
+    def from_options(cls, rs: Any, items: list[Any]) -> "Measurements":
+        by_spec: dict[str, list[Any]] = {}
+        specs: dict[str, Spec] = {}
+        for item in items:
+            by_spec.setdefault(item.spec.path, []).append(item.prediction)
+            specs[item.spec.path] = item.spec
+        plans = {path: plan_points(specs[path], preds) for path, preds in by_spec.items() if needs_engine(preds)}
+        return cls(mode=rs.mode, gpu=rs.gpu, endpoint=rs.endpoint, endpoint_key_env=rs.endpoint_key_env,
+                   out_dir=rs.out_dir, reanchor=rs.reanchor, plans=plans)
+
+    # ---- hardware -----------------------------------------------------------------------------------------
+    def _detect(self) -> Any:
+        if not self._detected_done:
+            self._detected_done = True
+            self.detected = gpu_mod.detect() if self.gpu and self.gpu != "cpu" else None
+        return self.detected
+
+    def _check_hardware(self, spec: Spec) -> str | None:
+        """None when the spec's hardware is what runs; the detected id when re-anchoring; else an error."""
+        declared = hw_mod.get_hardware(spec.hardware)
+        if self.mode != "engine":
+            return None
+        if self.gpu == "cpu":
+            if declared.family != "cpu":
+                raise PointError(f"--gpu cpu runs the CPU build of vLLM, but {spec.path} declares hardware "
+                                 f"{declared.id} ({declared.name}); use a prediction file for hardware: cpu "
+                                 "(e.g. predictions/cpu-tiny.yaml)")
+            return None
+        det = self._detect()
+        if det is None:
+            raise PointError(f"--gpu {self.gpu}: no NVIDIA GPU detected on this machine (nvidia-smi not found "
+                             "or it lists no GPU); run without --gpu for the math alone, or --gpu cpu")
+        if det.variant is None:
+            raise PointError(f"detected GPU {det.name!r} is not in the hardware catalog; measure it with "
+                             f"--reanchor after adding it, or declare its figures in the YAML")
+        family = self.gpu.lower()
+        if hw_mod.get_hardware(det.variant).family != family and det.variant != family:
+            raise PointError(f"--gpu {self.gpu} but the detected device is {det.name} ({det.variant})")
+        if det.variant != declared.id:
+            got = hw_mod.get_hardware(det.variant)
+            if self.reanchor:
+                return got.id
+            raise PointError(
+                f"the YAML plans on {declared.id} but this machine has {got.id} ({det.name}).\n"
+                f"  declared: {declared.hbm_bytes_per_s / 1e9:,.0f} GB/s, "
+                f"{declared.peak_for('bf16') / 1e12:,.0f} TFLOP/s bf16, ridge {declared.ridge_flop_per_byte():.1f}\n"
+                f"  detected: {got.hbm_bytes_per_s / 1e9:,.0f} GB/s, {got.peak_for('bf16') / 1e12:,.0f} TFLOP/s "
+                f"bf16, ridge {got.ridge_flop_per_byte():.1f}\n"
+                "  fix the YAML's hardware, or pass --reanchor to compute model values for the detected device "
+                "(values in ink never move)")
+        return None
+
+    def hardware_override(self, spec: Spec) -> str | None:
+        run = self.runs.get(spec.path)
+        return run.hardware_override if run else None
+
+    # ---- targets ------------------------------------------------------------------------------------------
+    def _target(self, spec: Spec) -> Any:
+        from .engine import Endpoint, EngineError, EndpointError
+
+        if self.mode == "endpoint":
+            key = "endpoint"
+            if key not in self.targets and key not in self.target_errors:
+                try:
+                    self.targets[key] = Endpoint(self.endpoint, api_key_env=self.endpoint_key_env or None).connect()
+                except (EndpointError, OSError) as exc:
+                    self.target_errors[key] = PointError(f"--endpoint: {exc}")
+        else:
+            cfg = engine_config_for(spec, device="cpu" if self.gpu == "cpu" else "cuda")
+            key = cfg.key()
+            if key not in self.targets and key not in self.target_errors:
+                from .engine import Engine
+
+                self.out_dir.mkdir(parents=True, exist_ok=True)
+                log_path = self.out_dir / f"engine-{key}.log"
+                eng = Engine(cfg, log_path)
+                t0 = time.monotonic()
+                try:
+                    timeout = float(spec.engine.get("startup_timeout") or 900.0)
+                    eng.start(timeout_s=timeout)
+                    self.targets[key] = eng
+                    self.timings.append((f"engine start ({Path(spec.path).name})", time.monotonic() - t0))
+                except EngineError as exc:
+                    self.target_errors[key] = PointError(f"the engine did not start: {exc}",
+                                                         getattr(exc, "log_tail", "") or eng.log_tail(60))
+        if key in self.target_errors:
+            raise self.target_errors[key]
+        return self.targets[key]
+
+    # ---- the sweep ----------------------------------------------------------------------------------------
+    def for_spec(self, spec: Spec) -> _LiveMeasurement:
+        run = self.runs.get(spec.path)
+        if run is None:
+            run = self.runs[spec.path] = _Run(spec, self.plans.get(spec.path, []))
+            try:
+                run.hardware_override = self._check_hardware(spec)
+                self._sweep(run)
+            except PointError as exc:
+                run.fatal = exc
+        if run.fatal is not None and run.writer is None:
+            raise run.fatal
+        return run.measurement()
+
+    def _sweep(self, run: _Run) -> None:
+        spec = run.spec
+        target = self._target(spec)
+        stem = Path(spec.path).stem
+        out = self.out_dir / stem
+        out.mkdir(parents=True, exist_ok=True)
+        det = self._detect()
+        setup = {
+            "predictions_file": spec.path,
+            "hardware": {"declared": spec.hardware, "detected": det.to_dict() if det else None,
+                         "reanchored_to": run.hardware_override},
+            "model": {"name": spec.model if isinstance(spec.model, str) else spec.model.get("name"),
+                      "path": getattr(getattr(target, "config", None), "model", None)},
+            "engine": target.launch_info(),
+            "workload": dict(spec.workload),
+            "mode": self.mode,
+        }
+        run.writer = ResultsWriter(out / "results.json", new_results(setup))
+        run.writer.set_engine_report(target.report())
+        token_range = tuple(spec.workload.get("token_id_range") or ())
+        if not token_range:
+            if _is_tiny(spec):
+                from . import tinymodel
+
+                token_range = (tinymodel.PROMPT_TOKEN_ID_MIN, tinymodel.PROMPT_TOKEN_ID_MAX + 1)
+            else:
+                token_range = DEFAULT_TOKEN_ID_RANGE
+        api_key = getattr(target, "api_key", None)
+        for i, plan in enumerate(run.plans):
+            t0 = time.monotonic()
+            try:
+                target.check_alive()
+                point = run_point(target, plan, spec, out_dir=out, token_id_range=token_range,  # type: ignore[arg-type]
+                                  contamination=spec.thresholds.contamination, api_key=api_key)
+                target.check_alive()
+            except Exception as exc:  # engine died, or the load could not run: this point and the rest fail
+                tail = target.log_tail(60) if hasattr(target, "log_tail") else ""
+                err = PointError(f"point {plan.id} could not be measured: {exc}", tail)
+                for rest in run.plans[i:]:
+                    run.failed[rest.id] = err if rest is plan else PointError(
+                        f"point {rest.id} was not measured: the sweep stopped at {plan.id} ({exc})", tail)
+                run.writer.add_error(plan.id, str(exc), tail)
+                run.writer.finish("aborted")
+                return
+            run.writer.add_point(point)
+            self.timings.append((f"{stem}:{plan.id}", time.monotonic() - t0))
+        run.writer.finish("complete")
+
+    def results_paths(self) -> list[Path]:
+        return [r.writer.path for r in self.runs.values() if r.writer is not None]
+
+    def summary_lines(self) -> list[str]:
+        lines = []
+        for path in self.results_paths():
+            lines.append(f"roofline results: {path}")
+        for key, t in self.targets.items():
+            if hasattr(t, "log_path"):
+                lines.append(f"roofline engine log: {t.log_path}")
+        if self.timings:
+            total = sum(s for _, s in self.timings)
+            lines.append("roofline timings: " + ", ".join(f"{n} {s:.1f}s" for n, s in self.timings)
+                         + f" (total {total:.1f}s)")
+        return lines
+
+    def close(self) -> None:
+        for t in self.targets.values():
+            try:
+                t.stop()
+            except Exception:  # teardown must never mask the run's outcome
+                pass
