@@ -281,8 +281,6 @@ def summarize(
     queries = _delta(before, after, "prefix_cache_queries", resets)
     hits = _delta(before, after, "prefix_cache_hits", resets)
     hit_rate = (hits / queries) if (queries and hits is not None) else None
-    if hit_rate is None and queries == 0:
-        hit_rate = 0.0
     preempt = _delta(before, after, "num_preemptions", resets)
 
     snaps = [s for s in (before, after) if s is not None]
