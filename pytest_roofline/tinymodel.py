@@ -263,7 +263,6 @@ def make_tiny_model(dest: Path, *, seed: int = 0) -> Path:
     if is_tiny_model(dest, seed=seed):
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     try:
         tokenizer = _train_tokenizer(TINY_ARCH.vocab_size)
