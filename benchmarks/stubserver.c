@@ -8,10 +8,12 @@
  * final usage chunk, "data: [DONE]" and the terminating zero-size chunk.
  *
  * Log (--log FILE), written as requests finish and flushed at exit (SIGTERM/SIGINT):
- *   R <request-id> <arrival_ns> <prompt_tokens> <max_tokens> <n_sent> <status> <t1_ns> <t2_ns> ...
+ *   R <request-id> <arrival_ns> <arrival_read_ns> <prompt_tokens> <max_tokens> <n_sent> <status> <t1_ns> ...
  *   T <scheduled_ns> <start_ns> <end_ns> <tokens_written>        (one line per tick that had work)
  * All times are CLOCK_MONOTONIC nanoseconds (the clock behind Python's time.perf_counter on Linux).
- * Each token time is taken immediately before the write() that carries it.  The request id comes from
+ * Each token time is taken immediately before the write() that carries it.  <arrival_ns> is the kernel
+ * receive timestamp (SO_TIMESTAMPNS, mapped from CLOCK_REALTIME) of the read that completed the request,
+ * so it does not depend on how soon this process got to the socket; <arrival_read_ns> is when it was read.  The request id comes from
  * the X-Request-Id header (else "anon-<n>").
  *
  * Other endpoints: GET /health (200), GET /v1/models.  Single-threaded, epoll, TCP_NODELAY.
@@ -50,6 +52,8 @@ typedef struct Conn {
     /* current stream */
     char rid[128];
     int64_t arrival_ns;
+    int64_t arrival_read_ns;
+    int64_t last_rx_ns;     /* kernel receive stamp of the latest read (CLOCK_MONOTONIC) */
     int prompt_tokens;
     int max_tokens;
     int sent;
@@ -66,6 +70,8 @@ static long backlog_writes = 0;
 static long total_tokens = 0;
 static long total_requests = 0;
 static int epfd;
+
+static int64_t rt_offset_ns = 0; /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 
 static int64_t now_ns(void) {
     struct timespec ts;
@@ -130,8 +136,8 @@ static int flush_out(Conn *c) {
 
 static void log_request(Conn *c, const char *status) {
     if (!logf) return;
-    fprintf(logf, "R %s %lld %d %d %d %s", c->rid, (long long)c->arrival_ns, c->prompt_tokens, c->max_tokens,
-            c->sent, status);
+    fprintf(logf, "R %s %lld %lld %d %d %d %s", c->rid, (long long)c->arrival_ns, (long long)c->arrival_read_ns,
+            c->prompt_tokens, c->max_tokens, c->sent, status);
     for (int i = 0; i < c->sent; i++) fprintf(logf, " %lld", (long long)c->times[i]);
     fputc('\n', logf);
 }
@@ -255,7 +261,8 @@ static int handle_input(Conn *c) {
             } else {
                 snprintf(c->rid, sizeof c->rid, "anon-%ld", anon_counter++);
             }
-            c->arrival_ns = t_arrival;
+            c->arrival_read_ns = t_arrival;
+            c->arrival_ns = (c->last_rx_ns && c->last_rx_ns <= t_arrival) ? c->last_rx_ns : t_arrival;
             c->max_tokens = json_int(body, body_len, "max_tokens", 16);
             if (c->max_tokens < 1) c->max_tokens = 1;
             c->prompt_tokens = count_prompt_tokens(body, body_len);
@@ -287,9 +294,20 @@ static void on_readable(Conn *c) {
             c->in_cap = c->in_cap ? c->in_cap * 2 : 131072;
             c->in = realloc(c->in, c->in_cap);
         }
-        ssize_t r = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+        char cbuf[CMSG_SPACE(sizeof(struct timespec))];
+        struct iovec iov = {.iov_base = c->in + c->in_len, .iov_len = c->in_cap - c->in_len};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                             .msg_controllen = sizeof cbuf};
+        ssize_t r = recvmsg(c->fd, &msg, 0);
         if (r > 0) {
             c->in_len += r;
+            for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
+                    struct timespec ts;
+                    memcpy(&ts, CMSG_DATA(cm), sizeof ts);
+                    c->last_rx_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec - rt_offset_ns;
+                }
+            }
             continue;
         }
         if (r == 0) { conn_close(c); return; }
@@ -376,6 +394,22 @@ int main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     created_ts = (long)time(NULL);
+    {
+        int64_t best = INT64_MAX;
+        for (int i = 0; i < 64; i++) {
+            struct timespec a, r, b;
+            clock_gettime(CLOCK_MONOTONIC, &a);
+            clock_gettime(CLOCK_REALTIME, &r);
+            clock_gettime(CLOCK_MONOTONIC, &b);
+            int64_t an = (int64_t)a.tv_sec * 1000000000LL + a.tv_nsec;
+            int64_t bn = (int64_t)b.tv_sec * 1000000000LL + b.tv_nsec;
+            int64_t rn = (int64_t)r.tv_sec * 1000000000LL + r.tv_nsec;
+            if (bn - an < best) {
+                best = bn - an;
+                rt_offset_ns = rn - (an + bn) / 2;
+            }
+        }
+    }
 
     int lfd = socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
@@ -422,6 +456,7 @@ int main(int argc, char **argv) {
                     int cfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
                     if (cfd < 0) break;
                     setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                    setsockopt(cfd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
                     Conn *c = calloc(1, sizeof(Conn));
                     c->fd = cfd;
                     struct epoll_event cev = {.events = EPOLLIN, .data.ptr = c};

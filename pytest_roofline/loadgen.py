@@ -279,6 +279,9 @@ class LoadResult:
             (``{"p50", "p99", "max"}``), a self-check of client overload; ``None`` without kernel stamps.
         url: the completions URL the load was sent to.
         aborted: why the run stopped early (connections kept failing), else ``None``.
+        coalesced_chunks: token chunks that arrived in the same read as the previous chunk of their
+            request (the client read the socket later than the gap between them); they carry that read's
+            time, an upper bound.  A few are normal; many mean the client machine was overloaded.
     """
 
     spec: LoadSpec
@@ -293,6 +296,7 @@ class LoadResult:
     read_lag_ms: dict[str, float] | None = None
     url: str = ""
     aborted: str | None = None
+    coalesced_chunks: int = 0
 
     @property
     def measured(self) -> list[RequestRecord]:
@@ -334,6 +338,7 @@ class LoadResult:
             "clock_offset_drift_ns": self.clock_offset_drift_ns,
             "read_lag_ms": self.read_lag_ms,
             "aborted": self.aborted,
+            "coalesced_chunks": self.coalesced_chunks,
         }
         if include_records:
             d["records"] = [r.to_dict() for r in self.records]
@@ -648,6 +653,7 @@ class _Engine:
         self.connect_failures = 0
         self.aborted: str | None = None
         self._last_progress = 0.0
+        self.coalesced = 0
 
     # ---- request construction -------------------------------------------------------------------------
 
@@ -1177,8 +1183,27 @@ class _Engine:
             usage = None
             done = False
             loads = json.loads
+            last_read = None
+            drift = self.offset_ns_end != self.offset_ns
+            coalesced = 0
             for k in range(0, len(pieces), 2):
                 piece = pieces[k + 1]
+                if not buf and piece[-2:] == b"\n\n":
+                    # fast path: the read holds whole events only, and they are all plain token chunks
+                    # (compact JSON, non-empty choices, no usage object, no error).  A quote inside a JSON
+                    # string is escaped, so these byte patterns can only be JSON structure.
+                    n = piece.count(b'"choices":[{')
+                    if n and piece.count(b"data:") == n and b'"usage":{' not in piece \
+                            and b'"error"' not in piece and b"\r" not in piece:
+                        t_ns = pieces[k]
+                        t_s = to_perf(t_ns) if drift else t_ns * 1e-9
+                        coalesced += n if t_ns == last_read else n - 1
+                        last_read = t_ns
+                        if n == 1:
+                            chunk_times.append(t_s)
+                        else:
+                            chunk_times.extend([t_s] * n)
+                        continue
                 buf = buf + piece if buf else piece
                 if b"\n\n" not in buf and b"\r\n\r\n" not in buf:
                     continue
@@ -1206,6 +1231,9 @@ class _Engine:
                         if obj.get("choices"):
                             if t_s is None:
                                 t_s = to_perf(pieces[k])
+                            if last_read == pieces[k]:
+                                coalesced += 1
+                            last_read = pieces[k]
                             chunk_times.append(t_s)
                         u = obj.get("usage")
                         if u:
@@ -1214,6 +1242,7 @@ class _Engine:
                         if e:
                             ok = False
                             error = "stream error: " + (str(e.get("message", e)) if isinstance(e, dict) else str(e))
+            self.coalesced += coalesced
             rec.chunk_times_s = chunk_times
             if chunk_times:
                 rec.first_token_s = chunk_times[0]
@@ -1458,7 +1487,7 @@ def run_load(
         spec=spec, records=records, run_start_s=run_start, measure_start_s=measure.start or run_start,
         run_end_s=run_end, wall_anchor=wall_anchor, perf_anchor_s=perf_anchor, timestamp_source=source,
         clock_offset_drift_ns=int(eng.offset_ns_end - eng.offset_ns), read_lag_ms=lag, url=eng.url,
-        aborted=eng.aborted,
+        aborted=eng.aborted, coalesced_chunks=eng.coalesced,
     )
 
 

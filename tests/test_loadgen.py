@@ -37,8 +37,9 @@ class StreamServer:
     """
 
     def __init__(self, interval: float = 0.001, *, fragment: bool = False, close_after: bool = False,
-                 announce_close: bool = False):
+                 announce_close: bool = False, compact: bool = True):
         self.interval = interval
+        self.dumps = (lambda o: json.dumps(o, separators=(",", ":"))) if compact else json.dumps
         self.fragment = fragment
         self.close_after = close_after
         self.announce_close = announce_close
@@ -164,14 +165,14 @@ class StreamServer:
                   "choices": [{"index": 0, "text": f" t{k}", "logprobs": None,
                                "finish_reason": "length" if k == n - 1 else None, "stop_reason": None}],
                   "usage": None}
-            await self._write(writer, self._chunk(b"data: " + json.dumps(ev).encode() + b"\n\n", ext=k == 1))
+            await self._write(writer, self._chunk(b"data: " + self.dumps(ev).encode() + b"\n\n", ext=k == 1))
             if k == 0 and index in self.truncate:
                 self.active -= 1
                 writer.transport.abort()
                 return False
             if k == 0 and index in self.stream_error:
                 err = {"error": {"message": "engine exploded", "type": "InternalServerError", "code": 500}}
-                await self._write(writer, self._chunk(b"data: " + json.dumps(err).encode() + b"\n\n"))
+                await self._write(writer, self._chunk(b"data: " + self.dumps(err).encode() + b"\n\n"))
                 break
         prompt_len = len(payload["prompt"])
         comp = n + self.usage_delta.get(index, 0)
@@ -179,7 +180,7 @@ class StreamServer:
                  "choices": [], "usage": {"prompt_tokens": prompt_len, "completion_tokens": comp,
                                           "total_tokens": prompt_len + comp}}
         # usage and [DONE] in one chunk, with a trailer section after the last chunk
-        tail = b"data: " + json.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n"
+        tail = b"data: " + self.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n"
         self.active -= 1  # before the final write: the client may send its next request right after it
         await self._write(writer, self._chunk(tail) + b"0\r\nx-trailer: 1\r\n\r\n")
         if self.close_after or self.announce_close:
@@ -385,11 +386,17 @@ def test_api_key_sent_but_never_shown():
         assert all("authorization" not in q["headers"] for q in srv.requests)
 
 
-def test_framing_split_across_segments_extensions_and_trailers():
-    with StreamServer(fragment=True) as srv:
+@pytest.mark.parametrize("fragment,compact", [(True, True), (True, False), (False, False)])
+def test_framing_split_across_segments_extensions_and_trailers(fragment, compact):
+    # fragment: every write split over three TCP segments (partial chunk-size lines and events);
+    # compact=False: JSON with spaces, which bypasses the parser's fast path for token chunks
+    with StreamServer(fragment=fragment, compact=compact) as srv:
+        srv.usage_delta = {2: 1}
         res = run_load(srv.url, spec(num_requests=6, output_len=5))
     assert all(r.ok for r in res.records), [r.error for r in res.records]
-    assert all(len(r.chunk_times_s) == 5 and r.completion_tokens == 5 for r in res.records)
+    assert all(len(r.chunk_times_s) == 5 for r in res.records)
+    assert [r.completion_tokens for r in res.records] == [5, 5, 6, 5, 5, 5]
+    assert summarize(res)["token_count_mismatches"] == 1
 
 
 @pytest.mark.parametrize("announce", [True, False])

@@ -1,0 +1,373 @@
+"""Benchmark of the load generator: is it the bottleneck, and does its clock lie?
+
+    .venv/bin/python benchmarks/loadgen_bench.py [--duration 20] [--points 256x10000,256x4000]
+                                                 [--clients roofline,aiohttp,httpx,vllm]
+
+For every point (streams × tick interval) and every client:
+
+1. compile and start ``stubserver.c`` pinned to CPU 0 (``taskset``): it emits one token per active stream
+   per tick, all streams on the same tick (the worst case, like one batched decode step), and logs the
+   CLOCK_MONOTONIC send time of every token and the arrival time of every request;
+2. run the client pinned to CPU 1 (``bench_clients.py``) as a closed loop at the point's concurrency for
+   ``--duration`` seconds (64-token prompts, 256 output tokens);
+3. sample the CPU time (utime + stime of the whole process tree) of client and server every 0.2 s;
+4. compare, over the steady window (the middle 70 % of the span between the first and the last request
+   arrival at the server), the server's truth with what the client recorded for the same requests.
+
+Columns: offered tok/s = streams / tick; achieved = tokens the server emitted in the steady window per
+second (a client that reacts late to a finished stream leaves its slot idle); ITL p99 of the client's
+pooled chunk gaps vs the same gaps from the server's send times; ts lag = client chunk time − server send
+time; TTFT error = client TTFT − (first token send − request arrival) at the server; CPU % of one core over
+the window.  Results are printed and written to ``benchmarks/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+BUILD = HERE / "build"
+PY = sys.executable
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# processes
+# ---------------------------------------------------------------------------------------------------------
+
+
+def build_server() -> Path:
+    BUILD.mkdir(exist_ok=True)
+    exe = BUILD / "stubserver"
+    src = HERE / "stubserver.c"
+    if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if cc is None:
+            sys.exit("no C compiler (cc) found")
+        subprocess.run([cc, "-O2", "-o", str(exe), str(src)], check=True)
+    return exe
+
+
+def tree_cpu_s(pid: int) -> float:
+    """utime + stime (s) of ``pid`` and all its descendants (threads are included in each /proc/PID/stat)."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, float] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        rest = raw[raw.rindex(")") + 2:].split()
+        ppid = int(rest[1])
+        children.setdefault(ppid, []).append(int(d))
+        stats[int(d)] = (int(rest[11]) + int(rest[12])) / CLK_TCK
+    total = 0.0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        total += stats.get(p, 0.0)
+        todo.extend(children.get(p, []))
+    return total
+
+
+def system_busy_s() -> float:
+    """Busy CPU seconds of the whole machine so far (all CPUs, from /proc/stat)."""
+    f = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in f[1:9])
+    return (user + nice + system + irq + softirq + steal) / CLK_TCK
+
+
+def wait_quiet(threshold_pct: float, max_wait_s: float) -> float:
+    """Wait until other processes use less than ``threshold_pct`` % of one core (over 1 s); return the
+    load seen last (in % of one core)."""
+    t_end = time.perf_counter() + max_wait_s
+    while True:
+        b0, t0 = system_busy_s(), time.perf_counter()
+        time.sleep(1.0)
+        load = (system_busy_s() - b0) / (time.perf_counter() - t0) * 100
+        if load < threshold_pct or time.perf_counter() > t_end:
+            return load
+
+
+def have_taskset() -> bool:
+    return shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
+
+
+def pinned(cpu: int, argv: list[str]) -> list[str]:
+    return ["taskset", "-c", str(cpu), *argv] if have_taskset() else argv
+
+
+@dataclass
+class Run:
+    client: str
+    streams: int
+    interval_us: int
+    log: Path
+    out: Path
+    # (t, client tree cpu s, server cpu s, whole machine busy s)
+    cpu_samples: list[tuple[float, float, float, float]] = field(default_factory=list)
+    quiet_before: float | None = None
+    server_stderr: str = ""
+    client_rc: int = 0
+    client_stderr: str = ""
+
+
+def run_one(server_exe: Path, client: str, streams: int, interval_us: int, args) -> Run:
+    tag = f"{client}-c{streams}-i{interval_us}"
+    logs = BUILD / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    run = Run(client, streams, interval_us, logs / f"{tag}.log", logs / f"{tag}.json")
+    srv = subprocess.Popen(pinned(0, [str(server_exe), "--port", "0", "--interval-us", str(interval_us),
+                                      "--log", str(run.log)]),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = srv.stdout.readline().split()
+        port = int(line[1])
+        cmd = pinned(1, [PY, str(HERE / "bench_clients.py"), client, "--url", f"http://127.0.0.1:{port}",
+                         "--concurrency", str(streams), "--input-len", str(args.input_len),
+                         "--output-len", str(args.output_len), "--duration", str(args.duration),
+                         "--interval-s", str(interval_us / 1e6), "--out", str(run.out)])
+        env = dict(os.environ, PYTHONPATH=str(ROOT), TOKENIZERS_PARALLELISM="false", VLLM_LOGGING_LEVEL="WARNING")
+        cli = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        deadline = time.perf_counter() + args.duration * 4 + 180
+        while cli.poll() is None:
+            run.cpu_samples.append((time.perf_counter(), tree_cpu_s(cli.pid), tree_cpu_s(srv.pid), system_busy_s()))
+            if time.perf_counter() > deadline:
+                cli.kill()
+                break
+            time.sleep(0.2)
+        run.client_rc = cli.wait()
+        run.client_stderr = cli.stderr.read()[-3000:]
+    finally:
+        srv.send_signal(signal.SIGTERM)
+        try:
+            _, err = srv.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            _, err = srv.communicate()
+        run.server_stderr = err.strip()
+    return run
+
+
+# ---------------------------------------------------------------------------------------------------------
+# analysis
+# ---------------------------------------------------------------------------------------------------------
+
+
+def parse_log(path: Path):
+    reqs: dict[str, dict] = {}
+    ticks = []
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if not parts:
+                continue
+            if parts[0] == "R":
+                rid = parts[1]
+                reqs[rid] = {
+                    "arrival": int(parts[2]) * 1e-9, "arrival_read": int(parts[3]) * 1e-9,
+                    "prompt": int(parts[4]), "max": int(parts[5]),
+                    "status": parts[7], "times": np.array(parts[8:], dtype=np.int64) * 1e-9,
+                }
+            elif parts[0] == "T":
+                ticks.append((int(parts[1]), int(parts[2]), int(parts[3]), int(parts[4])))
+    return reqs, np.array(ticks, dtype=np.float64).reshape(-1, 4)
+
+
+def interp_cpu(samples, t0, t1, which):
+    ts = np.array([s[0] for s in samples])
+    cs = np.array([s[which] for s in samples])
+    if len(ts) < 2 or t1 <= t0:
+        return None
+    return float((np.interp(t1, ts, cs) - np.interp(t0, ts, cs)) / (t1 - t0) * 100.0)
+
+
+def analyse(run: Run) -> dict:
+    if not run.out.exists():
+        return {"client": run.client, "error": f"client failed (rc={run.client_rc}): {run.client_stderr[-400:]}"}
+    cdata = json.loads(run.out.read_text())
+    sreqs, ticks = parse_log(run.log)
+    arrivals = sorted(r["arrival"] for r in sreqs.values())
+    a0, a1 = arrivals[0], arrivals[-1]
+    w0, w1 = a0 + 0.15 * (a1 - a0), a0 + 0.85 * (a1 - a0)
+    tick_start = ticks[:, 1] * 1e-9
+    in_win = (tick_start >= w0) & (tick_start < w1)
+    tokens = ticks[in_win, 3].sum()
+    busy = ((ticks[in_win, 2] - ticks[in_win, 1]) * 1e-9).sum()
+    achieved = tokens / (w1 - w0)
+    offered = run.streams / (run.interval_us * 1e-6)
+    itl_c, itl_s, lag, ttft_err = [], [], [], []
+    matched = skipped = 0
+    for cr in cdata["requests"]:
+        sr = sreqs.get(cr["rid"])
+        if sr is None or not cr["ok"] or sr["status"] != "ok" or not (w0 <= sr["arrival"] < w1):
+            continue
+        c = np.asarray(cr["chunks"], dtype=np.float64)
+        s = sr["times"]
+        if len(c) != len(s) or len(c) == 0:
+            skipped += 1
+            continue
+        matched += 1
+        itl_c.append(np.diff(c))
+        itl_s.append(np.diff(s))
+        lag.append(c - s)
+        ttft_err.append((c[0] - cr["sent"]) - (s[0] - sr["arrival"]))
+    res = {
+        "client": run.client, "streams": run.streams, "interval_ms": run.interval_us / 1000,
+        "offered": offered, "achieved": achieved, "pct": 100 * achieved / offered,
+        "reported": cdata.get("reported_output_tok_s"),
+        "matched_requests": matched, "skipped_requests": skipped,
+        "client_cpu": interp_cpu(run.cpu_samples, w0, w1, 1),
+        "server_cpu": interp_cpu(run.cpu_samples, w0, w1, 2),
+        "machine_cpu": interp_cpu(run.cpu_samples, w0, w1, 3),
+        "server_busy_pct": 100 * busy / (w1 - w0),
+        "server_ceiling_tok_s": tokens / busy if busy > 0 else None,
+        "notes": cdata.get("notes"),
+    }
+    if res["machine_cpu"] is not None and res["client_cpu"] is not None and res["server_cpu"] is not None:
+        res["other_cpu"] = max(0.0, res["machine_cpu"] - res["client_cpu"] - res["server_cpu"])
+    else:
+        res["other_cpu"] = None
+    if matched:
+        ic, is_, lg = np.concatenate(itl_c) * 1e3, np.concatenate(itl_s) * 1e3, np.concatenate(lag) * 1e3
+        te = np.array(ttft_err) * 1e3
+        res.update({
+            "itl_mean_client": float(ic.mean()), "itl_p99_client": float(np.percentile(ic, 99)),
+            "itl_mean_true": float(is_.mean()), "itl_p99_true": float(np.percentile(is_, 99)),
+            "lag_p50": float(np.percentile(lg, 50)), "lag_p99": float(np.percentile(lg, 99)),
+            "ttft_err_mean": float(te.mean()), "ttft_err_p99": float(np.percentile(te, 99)),
+        })
+        res["itl_p99_delta"] = res["itl_p99_client"] - res["itl_p99_true"]
+    return res
+
+
+# ---------------------------------------------------------------------------------------------------------
+# reporting
+# ---------------------------------------------------------------------------------------------------------
+
+HEAD = ("| client | streams × tick | offered tok/s | achieved tok/s (server) | % of offered | "
+        "ITL p99 client (true) ms | ΔITL p99 ms | ts lag p50/p99 ms | TTFT err mean/p99 ms | client CPU % | "
+        "server CPU % | other procs CPU % |")
+SEP = "|---" * (HEAD.count("|") - 1) + "|"
+
+
+def fmt(x, spec=".2f"):
+    return "—" if x is None else format(x, spec)
+
+
+def row(r: dict) -> str:
+    if "error" in r:
+        return f"| {r['client']} | | | | | | | | | | | {r['error'][:80]} |"
+    point = f"{r['streams']} × {r['interval_ms']:g} ms"
+    itl = f"{fmt(r.get('itl_p99_client'))} ({fmt(r.get('itl_p99_true'))})"
+    lag = f"{fmt(r.get('lag_p50'))} / {fmt(r.get('lag_p99'))}"
+    tt = f"{fmt(r.get('ttft_err_mean'))} / {fmt(r.get('ttft_err_p99'))}"
+    return (f"| {r['client']} | {point} | {r['offered']:,.0f} | {r['achieved']:,.0f} | {r['pct']:.1f} | {itl} | "
+            f"{fmt(r.get('itl_p99_delta'), '+.2f')} | {lag} | {tt} | {fmt(r['client_cpu'], '.0f')} | "
+            f"{fmt(r['server_cpu'], '.0f')} | {fmt(r.get('other_cpu'), '.0f')} |")
+
+
+def environment() -> str:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"{os.cpu_count()} CPUs ({cpu}), kernel {platform.release()}, Python {platform.python_version()}, "
+            f"pinning {'on (server CPU 0, client CPU 1)' if have_taskset() else 'OFF (no taskset / 1 CPU)'}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--duration", type=float, default=20.0, help="seconds of load per client and point")
+    ap.add_argument("--points", default="256x10000,256x4000", help="STREAMSxINTERVAL_US,...")
+    ap.add_argument("--clients", default="roofline,aiohttp,httpx,vllm")
+    ap.add_argument("--input-len", type=int, default=64)
+    ap.add_argument("--output-len", type=int, default=256)
+    ap.add_argument("--quiet-pct", type=float, default=10.0,
+                    help="before each run wait until other processes use less than this %% of one core")
+    ap.add_argument("--quiet-wait", type=float, default=120.0, help="give up waiting for quiet after this long")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per client and point; the table keeps the run "
+                    "with the least interference from other processes")
+    ap.add_argument("--markdown", default=str(HERE / "RESULTS.md"), help="'' to skip writing the file")
+    args = ap.parse_args()
+
+    exe = build_server()
+    points = [tuple(int(x) for x in p.split("x")) for p in args.points.split(",")]
+    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    results = []
+    print(environment())
+    print(HEAD)
+    print(SEP)
+    for streams, interval_us in points:
+        for client in clients:
+            best = None
+            for _ in range(args.repeat):
+                quiet = wait_quiet(args.quiet_pct, args.quiet_wait)
+                run = run_one(exe, client, streams, interval_us, args)
+                r = analyse(run)
+                r["server_stderr"] = run.server_stderr
+                r["quiet_before"] = quiet
+                if best is None or (r.get("other_cpu") or 0) < (best.get("other_cpu") or 0):
+                    best = r
+            results.append(best)
+            print(row(best), flush=True)
+    notes = []
+    for r in results:
+        if "error" in r:
+            continue
+        notes.append(
+            f"- {r['client']} @ {r['streams']}×{r['interval_ms']:g} ms: {r['matched_requests']} requests matched "
+            f"({r['skipped_requests']} skipped); server tick loop busy {r['server_busy_pct']:.1f} % of the window "
+            f"→ server ceiling ≈ {fmt(r['server_ceiling_tok_s'], ',.0f')} tok/s"
+            + (f"; client-reported {r['reported']:,.0f} tok/s" if r.get("reported") else "")
+            + (f"; {json.dumps(r['notes'])}" if r.get("notes") else "")
+        )
+    for line in notes:
+        print(line)
+    if args.markdown:
+        md = [
+            "# Load-generator benchmark",
+            "",
+            f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC with "
+            f"`benchmarks/loadgen_bench.py --duration {args.duration:g} --points {args.points} "
+            f"--clients {args.clients}`.",
+            f"Machine: {environment()}.",
+            f"Closed loop, {args.input_len}-token prompts, {args.output_len} output tokens, all streams emitting on the "
+            "same server tick.  Steady window = middle 70 % of the request-arrival span.  See the module "
+            "docstring of loadgen_bench.py for the column definitions.",
+            "",
+            HEAD,
+            SEP,
+            *[row(r) for r in results],
+            "",
+            "Details:",
+            "",
+            *notes,
+            "",
+        ]
+        Path(args.markdown).write_text("\n".join(md))
+        print(f"wrote {args.markdown}")
+
+
+if __name__ == "__main__":
+    main()
