@@ -72,9 +72,15 @@ def _wait_gone(pids, timeout_s: float) -> set[int]:
 
 
 def _port_free(port: int) -> bool:
+    """Nobody listens on the port and a new server (SO_REUSEADDR, as uvicorn sets) could bind it."""
+    with socket.socket() as c:
+        if c.connect_ex(("127.0.0.1", port)) == 0:
+            return False
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
+            s.listen()
             return True
         except OSError:
             return False
@@ -183,6 +189,113 @@ def test_build_report_real_cpu_log_without_metrics():
     assert r["kv_cache_tokens"] == KV_TOKENS_1GIB and r["available_kv_cache_gib"] == 1.0
     assert r["num_gpu_blocks"] is None and "engine not running" in r["reasons"]["num_gpu_blocks"]
     assert r["cross_check"]["ok"] is None
+
+
+# --------------------------------------------------------------------------- lifecycle with a stand-in vLLM
+# A small HTTP server started the way Engine starts vLLM (``python -m vllm... --port P``): fast checks of the
+# teardown layers without the real engine. It spawns a grandchild, like vLLM spawns EngineCore.
+
+FAKE_VLLM = r"""
+import http.server, json, os, signal, subprocess, sys
+args = sys.argv[1:]
+port, model = int(args[args.index("--port") + 1]), args[args.index("--model") + 1]
+mode = os.environ.get("FAKE_VLLM_MODE", "")
+if "ignore-term" in mode:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+kid = ("import os, signal, time\n"
+       + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if "ignore-term" in mode else "")
+       + ("os.setsid()\n" if "escape" in mode else "")
+       + "time.sleep(600)\n")
+subprocess.Popen([sys.executable, "-c", kid])
+print("(EngineCore pid=1) INFO 11-29 12:50:17 [kv_cache_utils.py:1] GPU KV cache size: 1,024 tokens, "
+      "Maximum concurrency for 512 tokens per request: 2.00x", flush=True)
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def do_GET(self):
+        if self.path == "/health":
+            body = b""
+        elif self.path == "/v1/models":
+            body = json.dumps({"data": [{"id": model, "max_model_len": 512}]}).encode()
+        else:
+            self.send_response(404); self.end_headers(); return
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+"""
+
+
+@pytest.fixture
+def fake_python(tmp_path):
+    """An executable that, called as ``X -m vllm.entrypoints.openai.api_server ...``, runs FAKE_VLLM."""
+    src = tmp_path / "fake_vllm.py"
+    src.write_text(FAKE_VLLM)
+    exe = tmp_path / "fakepython"
+    exe.write_text(f'#!/bin/sh\nshift 2\nexec "{sys.executable}" "{src}" "$@"\n')
+    exe.chmod(0o755)
+    return str(exe)
+
+
+def _wait_kids(e: Engine, n: int, timeout_s: float = 10) -> set[int]:
+    end = time.monotonic() + timeout_s
+    while len(e.pids()) < n and time.monotonic() < end:
+        time.sleep(0.05)
+    return e.pids()
+
+
+@pytest.mark.parametrize("mode,rc", [("", -signal.SIGTERM), ("ignore-term", -signal.SIGKILL),
+                                     ("escape", -signal.SIGTERM)])
+def test_stand_in_lifecycle_and_stop(fake_python, tmp_path, monkeypatch, mode, rc):
+    monkeypatch.setenv("FAKE_VLLM_MODE", mode)
+    e = Engine(EngineConfig(model="tiny", served_model_name="tiny"), tmp_path / "e.log",
+               python_executable=fake_python, stop_timeout_s=1.5)
+    with e:
+        assert e.is_alive() and e.served_model_name == "tiny" and e.max_model_len == 512
+        pids = _wait_kids(e, 2)
+        assert len(pids) >= 2 and e.pid in pids
+        watchdog = e._watchdog.proc.pid
+        port = e.port
+        assert parse_startup_log(e.log_path.read_text())["kv_cache_tokens"] == 1024
+    t = time.monotonic()
+    assert e.stop() == rc  # idempotent: already stopped by __exit__
+    assert time.monotonic() - t < 0.5
+    assert not _wait_gone(pids | {watchdog}, 5)
+    assert _port_free(port)
+
+
+STAND_IN_PARENT = r"""
+import json, sys, time
+from pathlib import Path
+from pytest_roofline.engine import Engine, EngineConfig
+e = Engine(EngineConfig(model="tiny"), Path(sys.argv[2]), python_executable=sys.argv[1], watchdog_grace_s=2).start(30)
+end = time.monotonic() + 10
+while len(e.pids()) < 2 and time.monotonic() < end:
+    time.sleep(0.05)
+print(json.dumps({"pids": sorted(e.pids()), "port": e.port, "watchdog": e._watchdog.proc.pid}), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_stand_in_parent_death(fake_python, tmp_path, sig):
+    """SIGKILL: the watchdog ends the group; SIGTERM: the handler stops engines, then KeyboardInterrupt;
+    SIGINT: KeyboardInterrupt, then atexit stops the engine."""
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    kid = subprocess.Popen([sys.executable, "-c", STAND_IN_PARENT, fake_python, str(tmp_path / "e.log")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = kid.stdout.readline()
+        assert line, kid.stderr.read()
+        info = json.loads(line)
+        kid.send_signal(sig)
+        kid.wait(timeout=30)
+        assert not _wait_gone(set(info["pids"]) | {info["watchdog"]}, 10)
+        assert _port_free(info["port"])
+        if sig != signal.SIGKILL:
+            assert "KeyboardInterrupt" in kid.stderr.read()
+    finally:
+        if kid.poll() is None:
+            kid.kill()
 
 
 # --------------------------------------------------------------------------- Endpoint (stub server)
