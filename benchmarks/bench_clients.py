@@ -10,6 +10,7 @@ CLIENT is one of:
   aiohttp-uvloop  the same on uvloop
   httpx           a minimal httpx client (aiter_lines)
   vllm            vllm bench serve (run in-process; count-based, so --duration sets --num-prompts)
+  c-ref           refclient.c, a minimal C epoll client (the measurement floor; built by loadgen_bench.py)
 
 Output JSON: {"client", "requests": [{"rid", "sent", "chunks": [...], "ok"}], "notes"}.  Times are
 time.perf_counter() seconds (CLOCK_MONOTONIC, the stub server's clock).  Every client sends the request id
@@ -223,6 +224,18 @@ def run_vllm(args) -> dict:
             "notes": {"num_prompts": num}}
 
 
+def run_cref(args) -> dict:
+    import subprocess
+    from urllib.parse import urlsplit
+
+    exe = Path(__file__).resolve().parent / "build" / "refclient"
+    port = urlsplit(args.url).port
+    tmp = Path(args.out).with_suffix(".cref.json")
+    subprocess.run([str(exe), str(port), str(args.concurrency), str(args.input_len), str(args.output_len),
+                    str(args.duration), str(tmp)], check=True)
+    return json.loads(tmp.read_text())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("client")
@@ -241,6 +254,7 @@ def main() -> None:
         "aiohttp-uvloop": lambda a: run_aiohttp(a, use_uvloop=True),
         "httpx": run_httpx,
         "vllm": run_vllm,
+        "c-ref": run_cref,
     }
     res = runners[args.client](args)
     res["client"] = args.client

@@ -50,10 +50,11 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 # ---------------------------------------------------------------------------------------------------------
 
 
-def build_server() -> Path:
+def build(name: str) -> Path:
+    """Compile benchmarks/<name>.c into benchmarks/build/<name> (when missing or stale)."""
     BUILD.mkdir(exist_ok=True)
-    exe = BUILD / "stubserver"
-    src = HERE / "stubserver.c"
+    exe = BUILD / name
+    src = HERE / f"{name}.c"
     if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
         cc = shutil.which("cc") or shutil.which("gcc")
         if cc is None:
@@ -300,7 +301,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=float, default=20.0, help="seconds of load per client and point")
     ap.add_argument("--points", default="256x10000,256x4000", help="STREAMSxINTERVAL_US,...")
-    ap.add_argument("--clients", default="roofline,aiohttp,httpx,vllm")
+    ap.add_argument("--clients", default="c-ref,roofline,aiohttp,httpx,vllm",
+                    help="any of c-ref, roofline, roofline-user, aiohttp, aiohttp-uvloop, httpx, vllm")
     ap.add_argument("--input-len", type=int, default=64)
     ap.add_argument("--output-len", type=int, default=256)
     ap.add_argument("--quiet-pct", type=float, default=10.0,
@@ -311,7 +313,9 @@ def main() -> None:
     ap.add_argument("--markdown", default=str(HERE / "RESULTS.md"), help="'' to skip writing the file")
     args = ap.parse_args()
 
-    exe = build_server()
+    exe = build("stubserver")
+    if "c-ref" in args.clients:
+        build("refclient")
     points = [tuple(int(x) for x in p.split("x")) for p in args.points.split(",")]
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
     results = []
