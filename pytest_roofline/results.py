@@ -131,7 +131,7 @@ class RecordedMeasurement:
         return list(self.data.get("points") or [])
 
     def point(self, *, concurrency: int | None = None, rate: float | None = None) -> Mapping[str, Any]:
-        for p in self.points():
+        for p in RecordedMeasurement.points(self):
             if p.get("id") == "batch1":
                 continue
             if concurrency is not None and p.get("mode", "closed") == "closed" and p.get("concurrency") == concurrency:
@@ -140,7 +140,7 @@ class RecordedMeasurement:
                     float(p["rate_req_s"]) - rate) < 1e-9:
                 return p
         what = f"concurrency {concurrency}" if concurrency is not None else f"rate {rate:g} req/s"
-        have = ", ".join(str(p.get("id")) for p in self.points()) or "none"
+        have = ", ".join(str(p.get("id")) for p in RecordedMeasurement.points(self)) or "none"
         raise NotMeasured(f"the {self.source} has no point at {what} (it has: {have})")
 
     def engine_report(self) -> Mapping[str, Any] | None:
