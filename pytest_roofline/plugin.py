@@ -28,8 +28,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "vLLM with the project's tiny model. Without --gpu/--endpoint/--replay only the math is checked.")
     g.addoption("--endpoint", dest="roofline_endpoint", metavar="URL",
                 help="measure an already running OpenAI-compatible server instead of starting vLLM")
-    g.addoption("--endpoint-key-env", dest="roofline_endpoint_key_env", metavar="VAR", default="OPENAI_API_KEY",
-                help="environment variable holding the endpoint's API key (never printed; default OPENAI_API_KEY)")
+    g.addoption("--endpoint-key-env", dest="roofline_endpoint_key_env", metavar="VAR", default=None,
+                help="environment variable holding the endpoint's API key (never printed; default: "
+                     "OPENAI_API_KEY when it is set, else no key)")
     g.addoption("--replay", dest="roofline_replay", metavar="RESULTS.json",
                 help="score predictions against a stored results file, without an engine")
     g.addoption("--roofline-out", dest="roofline_out", metavar="DIR",
@@ -73,7 +74,7 @@ class RooflineSession:
         opt = config.getoption
         self.gpu: str | None = opt("roofline_gpu")
         self.endpoint: str | None = opt("roofline_endpoint")
-        self.endpoint_key_env: str = opt("roofline_endpoint_key_env")
+        self.endpoint_key_env: str | None = opt("roofline_endpoint_key_env")
         self.replay: str | None = opt("roofline_replay")
         self.reanchor: bool = bool(opt("roofline_reanchor"))
         self.scorecard: str | None = opt("roofline_scorecard")
@@ -204,9 +205,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     rs = session.config.stash.get(SESSION_KEY, None)
-    if rs is None or not rs.scorecard:
-        return
+    if rs is None or not rs.scorecard or hasattr(session.config, "workerinput"):
+        return  # scorecards are written by the controller only
     from .report.scorecard import write_scorecard_from_session
 
-    write_scorecard_from_session(rs, Path(rs.scorecard))
-    os.environ.get("PYTEST_XDIST_WORKER")  # scorecards are written by the controller only
+    path = write_scorecard_from_session(rs, Path(rs.scorecard))
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    if tr is not None:
+        tr.write_line(f"roofline scorecard: {path}")

@@ -11,7 +11,7 @@ every point measured before it stays in the results file.
 from __future__ import annotations
 
 import json
-import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,7 +242,10 @@ class Measurements:
             key = "endpoint"
             if key not in self.targets and key not in self.target_errors:
                 try:
-                    self.targets[key] = Endpoint(self.endpoint, api_key_env=self.endpoint_key_env or None).connect()
+                    key_env = self.endpoint_key_env
+                    if key_env is None and os.environ.get("OPENAI_API_KEY"):
+                        key_env = "OPENAI_API_KEY"
+                    self.targets[key] = Endpoint(self.endpoint, api_key_env=key_env or None).connect()
                 except (EndpointError, OSError) as exc:
                     self.target_errors[key] = PointError(f"--endpoint: {exc}")
         else:

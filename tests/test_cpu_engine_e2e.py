@@ -123,3 +123,26 @@ sweep.run_point = run_point
     while _group_members(pgid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _group_members(pgid) == []
+
+
+def test_endpoint_mode_runs_only_the_selected_points(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """`--endpoint URL` against a running CPU vLLM: selecting one prediction measures only its point, and the
+    engine's KV capacity is read from /metrics (cache_config_info) since there is no startup log to read."""
+    from pytest_roofline import tinymodel
+    from pytest_roofline.engine import Engine, EngineConfig
+
+    model_dir = tinymodel.make_tiny_model(tinymodel.default_model_dir())
+    cfg = EngineConfig(model=str(model_dir), served_model_name="roofline-tiny", device="cpu", dtype="bfloat16",
+                       max_model_len=1024, enforce_eager=True, kv_cache_space_gib=1, max_num_seqs=16)
+    shutil.copy(CPU_TINY, pytester.path / "cpu-tiny.roofline.yaml")
+    out = tmp_path / "run"
+    with Engine(cfg, tmp_path / "engine.log").start(timeout_s=600) as eng:
+        result = pytester.runpytest_subprocess(
+            "--endpoint", eng.base_url, "--endpoint-key-env", "", "--roofline-out", str(out), "-p", "no:html",
+            "cpu-tiny.roofline.yaml::kv-tokens", "cpu-tiny.roofline.yaml::littles-law[concurrency=2]",
+            timeout=300)
+        result.assert_outcomes(passed=2)
+    results = json.loads((out / "cpu-tiny.roofline" / "results.json").read_text())
+    assert [p["id"] for p in results["points"]] == ["closed-c2"]
+    assert results["engine_report"]["kv_cache_tokens"] == 2_097_152
+    assert results["setup"]["mode"] == "endpoint"
