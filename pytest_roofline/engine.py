@@ -210,12 +210,6 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def _port_in_use(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        return s.connect_ex((host if host not in ("0.0.0.0", "") else "127.0.0.1", port)) == 0
-
-
 def _proc_table() -> dict[int, tuple[str, int, int]] | None:
     """pid -> (state, ppid, pgrp) from /proc; None where there is no /proc."""
     if not os.path.isdir("/proc"):
@@ -370,7 +364,8 @@ class _Watchdog:
 
 _LIVE: set["Engine"] = set()
 _LIVE_LOCK = threading.Lock()
-_HOOKS_INSTALLED = False
+_ATEXIT_INSTALLED = False
+_SIGTERM_INSTALLED = False
 
 
 def _stop_all(timeout_s: float = 10.0) -> None:
@@ -382,13 +377,13 @@ def _stop_all(timeout_s: float = 10.0) -> None:
 
 
 def _install_hooks() -> None:
-    global _HOOKS_INSTALLED
-    if _HOOKS_INSTALLED:
-        return
-    _HOOKS_INSTALLED = True
-    atexit.register(_stop_all)
-    if threading.current_thread() is not threading.main_thread():
-        return
+    global _ATEXIT_INSTALLED, _SIGTERM_INSTALLED
+    if not _ATEXIT_INSTALLED:
+        _ATEXIT_INSTALLED = True
+        atexit.register(_stop_all)
+    if _SIGTERM_INSTALLED or threading.current_thread() is not threading.main_thread():
+        return  # signal handlers can only be set from the main thread
+    _SIGTERM_INSTALLED = True
     prev = signal.getsignal(signal.SIGTERM)
     if prev is signal.SIG_IGN:
         return  # someone decided this process ignores SIGTERM: respect it
@@ -605,12 +600,13 @@ class Engine:
 
     def __init__(self, config: EngineConfig, log_path: Path, *, port: int | None = None,
                  python_executable: str | None = None, stop_timeout_s: float = 30.0,
-                 watchdog_grace_s: float = 5.0) -> None:
+                 watchdog_grace_s: float = 5.0, orphan_grace_s: float = 3.0) -> None:
         self.config = config
         self.log_path = Path(log_path)
         self.python_executable = python_executable or sys.executable
         self.stop_timeout_s = stop_timeout_s
         self.watchdog_grace_s = watchdog_grace_s
+        self.orphan_grace_s = orphan_grace_s
         self._requested_port = port
         self.port: int | None = port
         self._proc: subprocess.Popen | None = None
@@ -666,8 +662,8 @@ class Engine:
         attempts = 1 if self._requested_port is not None else 3
         for attempt in range(attempts):
             t0 = time.monotonic()
-            self._spawn(append=attempt > 0)
             try:
+                self._spawn(append=attempt > 0)
                 self._wait_ready(deadline, timeout_s)
             except EngineStartError as e:
                 retry = ("address already in use" in e.log_tail.lower()
@@ -693,16 +689,21 @@ class Engine:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_fh = open(self.log_path, "ab" if append else "wb")
         main_thread = threading.current_thread() is threading.main_thread()
-        self._proc = subprocess.Popen(
-            self.argv,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log_fh,
-            stderr=subprocess.STDOUT,
-            env=self.config.launch_env(),
-            start_new_session=True,  # own session and process group (pgid == pid)
-            close_fds=True,
-            preexec_fn=_make_preexec(signal.SIGTERM if main_thread else None, os.getpid()),
-        )
+        try:
+            self._proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log_fh,
+                stderr=subprocess.STDOUT,
+                env=self.config.launch_env(),
+                start_new_session=True,  # own session and process group (pgid == pid)
+                close_fds=True,
+                preexec_fn=_make_preexec(signal.SIGTERM if main_thread else None, os.getpid()),
+            )
+        except OSError as e:
+            self._log_fh.close()
+            self._log_fh = None
+            raise EngineStartError(f"could not run {self.argv[0]!r}: {e}") from e
         with _LIVE_LOCK:
             _LIVE.add(self)
         try:
@@ -817,6 +818,10 @@ class Engine:
         try:
             self._remember_descendants()
             self._known_pids.discard(os.getpid())
+            if proc.poll() is not None:
+                # The main process is already gone (crashed or killed): what is left are orphans
+                # with nobody to coordinate a clean shutdown, so give them a short grace only.
+                timeout_s = min(timeout_s, self.orphan_grace_s)
             _signal_quietly(os.killpg, pgid, signal.SIGTERM)
             for p in self._known_pids:
                 _signal_quietly(os.kill, p, signal.SIGTERM)

@@ -148,6 +148,13 @@ def test_start_failure_raises_with_log_tail(tmp_path):
     e.stop()  # idempotent after a failed start
 
 
+def test_start_with_missing_executable(tmp_path):
+    e = Engine(EngineConfig(model="m"), tmp_path / "e.log", python_executable=str(tmp_path / "nope"))
+    with pytest.raises(EngineStartError, match="could not run"):
+        e.start(timeout_s=5)
+    assert not e.is_alive() and e.stop() is None
+
+
 def test_start_timeout_kills_group(tmp_path):
     fake = tmp_path / "fakepy"
     # Never answers HTTP; spawns a grandchild to check the whole group goes.
@@ -524,7 +531,9 @@ def test_engine_killed_is_detected_then_stop_cleans_up(engine):
     assert engine.log_tail(5).count("\n") <= 4
     orphans = _live(pids - {engine.pid})
     print("orphans after SIGKILL of the API server:", orphans)  # EngineCore/worker may outlive it ...
-    engine.stop()  # ... until stop() ends the whole group
+    t = time.monotonic()
+    engine.stop()  # ... until stop() ends the whole group (orphans get a short grace only)
+    assert time.monotonic() - t < engine.orphan_grace_s + 12
     assert not _wait_gone(pids, 5)
     assert not process_group_members(pgid)
     assert _port_free(port)
