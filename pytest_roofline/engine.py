@@ -600,13 +600,15 @@ class Engine:
 
     def __init__(self, config: EngineConfig, log_path: Path, *, port: int | None = None,
                  python_executable: str | None = None, stop_timeout_s: float = 30.0,
-                 watchdog_grace_s: float = 5.0, orphan_grace_s: float = 3.0) -> None:
+                 watchdog_grace_s: float = 5.0, orphan_grace_s: float = 3.0,
+                 use_watchdog: bool = True) -> None:
         self.config = config
         self.log_path = Path(log_path)
         self.python_executable = python_executable or sys.executable
         self.stop_timeout_s = stop_timeout_s
         self.watchdog_grace_s = watchdog_grace_s
         self.orphan_grace_s = orphan_grace_s
+        self.use_watchdog = use_watchdog
         self._requested_port = port
         self.port: int | None = port
         self._proc: subprocess.Popen | None = None
@@ -706,10 +708,10 @@ class Engine:
             raise EngineStartError(f"could not run {self.argv[0]!r}: {e}") from e
         with _LIVE_LOCK:
             _LIVE.add(self)
-        try:
-            self._watchdog = _Watchdog(self._proc.pid, self.watchdog_grace_s)
-        except OSError:
-            self._watchdog = None  # the other layers still apply
+        self._watchdog = None
+        if self.use_watchdog:
+            with contextlib.suppress(OSError):  # without it the other layers still apply
+                self._watchdog = _Watchdog(self._proc.pid, self.watchdog_grace_s)
 
     def _wait_ready(self, deadline: float, timeout_s: float) -> None:
         assert self._proc is not None

@@ -305,6 +305,36 @@ def test_stand_in_parent_death(fake_python, tmp_path, sig):
             kid.kill()
 
 
+PDEATHSIG_PARENT = r"""
+import json, sys, time
+from pathlib import Path
+from pytest_roofline.engine import Engine, EngineConfig
+e = Engine(EngineConfig(model="tiny"), Path(sys.argv[2]), python_executable=sys.argv[1], use_watchdog=False).start(30)
+print(json.dumps({"pid": e.pid}), flush=True)
+time.sleep(600)
+"""
+
+
+def test_stand_in_pdeathsig_alone(fake_python, tmp_path):
+    """Without the watchdog, PR_SET_PDEATHSIG still ends the engine's main process when the parent is SIGKILLed."""
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    kid = subprocess.Popen([sys.executable, "-c", PDEATHSIG_PARENT, fake_python, str(tmp_path / "e.log")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = kid.stdout.readline()
+        assert line, kid.stderr.read()
+        pid = json.loads(line)["pid"]
+        kid.kill()
+        kid.wait(timeout=10)
+        assert not _wait_gone({pid}, 5)
+        # its own child (not covered by PDEATHSIG) is left to the watchdog in real use; end it here
+        for p in process_group_members(pid):
+            os.kill(p, signal.SIGKILL)
+    finally:
+        if kid.poll() is None:
+            kid.kill()
+
+
 # --------------------------------------------------------------------------- Endpoint (stub server)
 
 
