@@ -557,7 +557,7 @@ def test_engine_killed_is_detected_then_stop_cleans_up(engine):
     with pytest.raises(EngineDied) as ei:
         engine.check_alive()
     assert "SIGKILL" in str(ei.value) and ei.value.returncode == -signal.SIGKILL
-    assert "KV cache size" in ei.value.log_tail or ei.value.log_tail  # the tail of the real log
+    assert "INFO" in ei.value.log_tail and ei.value.log_tail in str(ei.value)  # the tail of the real log
     assert engine.log_tail(5).count("\n") <= 4
     orphans = _live(pids - {engine.pid})
     print("orphans after SIGKILL of the API server:", orphans)  # EngineCore/worker may outlive it ...
