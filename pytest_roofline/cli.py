@@ -127,6 +127,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
             print(exc)
             bad += 1
             continue
+        except OSError as exc:
+            print(f"{f}: cannot read: {exc.strerror or exc}")
+            bad += 1
+            continue
         errors = [p.error for p in spec.predictions if p.error is not None]
         for e in errors:
             print(e)
@@ -162,7 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     pr.add_argument("--batch", help="comma-separated batch sizes (default 1,2,4,...,256)")
     pr.add_argument("--dtype", default="bf16", help="weight dtype: bf16, fp8, int4 (default bf16)")
     pr.add_argument("--engine-version", help="vLLM version (for defaults)")
-    pr.add_argument("--json", action="store_true", help="one JSON object per batch, then a summary object")
+    pr.add_argument("--json", action="store_true",
+                    help="JSON lines: one object per batch, each carrying the ridge, asymptote and knee")
     pr.set_defaults(fn=_cmd_predict)
     sub.add_parser("quantities", help="list every quantity").set_defaults(fn=_cmd_quantities)
     sub.add_parser("hardware", help="list the hardware catalog").set_defaults(fn=_cmd_hardware)

@@ -90,6 +90,11 @@ class PredictionItem(pytest.Function):
         from .plugin import get_session
 
         rs = get_session(self.config)
+        if rs.mode == "replay":
+            try:  # a missing or invalid results file stops the run as a usage error, not one ERROR per item
+                rs.replay_measurement()
+            except pytest.UsageError as exc:
+                pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
         verdict = rs.score(self.spec, self.prediction, self.funcargs.get("roofline_measurements"))
         self.stash[VERDICT_KEY] = verdict
         if verdict.status == "error":
@@ -98,8 +103,8 @@ class PredictionItem(pytest.Function):
 
     def runtest(self) -> None:
         verdict = self.stash[VERDICT_KEY]
-        if verdict.status == "skip":
-            pytest.skip(verdict.reason)
+        if verdict.status == "skip":  # reported at the prediction's YAML line, not at this line
+            raise pytest.skip.Exception(verdict.reason, _use_item_location=True)
         if verdict.status == "fail":
             raise PredictionMismatch(verdict)
 
@@ -111,7 +116,7 @@ class PredictionItem(pytest.Function):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         exc = excinfo.value
         if isinstance(exc, PredictionMismatch):
-            return exc.verdict.explain()
+            return f"{exc.verdict.explain()}\n{self.location[0]}:{self.prediction.line}: PredictionMismatch"
         if isinstance(exc, SpecError):
             return f"invalid prediction: {exc}"
         if isinstance(exc, (EngineError, PointError)):

@@ -381,7 +381,7 @@ def loads_spec(text: str, *, file: str = "<string>") -> Spec:
         default_math_tolerance=dmtol, xfail_strict=xfail_strict, predictions=[],
         notes=ctx.scalar(top["notes"][1], "notes") if "notes" in top else "",
     )
-    _check_setup(ctx, spec, hw_node)
+    _check_setup(ctx, spec, hw_node, top["model"][1])
     preds_node = top["predictions"][1]
     if not isinstance(preds_node, yaml.SequenceNode):
         raise ctx.err(preds_node, "predictions must be a list (each item starts with '- id: ...')")
@@ -398,21 +398,24 @@ def loads_spec(text: str, *, file: str = "<string>") -> Spec:
     return spec
 
 
-def _check_setup(ctx: _Ctx, spec: Spec, hw_node: yaml.Node) -> None:
+def _check_setup(ctx: _Ctx, spec: Spec, hw_node: yaml.Node, model_node: yaml.Node | None = None) -> None:
     """Resolve hardware/model once so a typo there is reported at its line, with did-you-mean."""
     from . import architecture, hardware
 
     try:
         hardware.get_hardware(spec.hardware)
     except Exception as exc:  # UnknownHardwareError carries its own did-you-mean
-        raise ctx.err(hw_node, str(exc)) from None
+        raise ctx.err(hw_node, str(exc), "`roofline hardware` lists the catalog ids") from None
     try:
         spec.raw_setup = {"ok": True}
         from .setup import build_setup
 
         build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides, model_ref=spec.model,
                     model_overrides=spec.model_overrides, engine=spec.engine, workload=spec.workload)
-    except (architecture.UnknownModelError, ValueError, KeyError, TypeError) as exc:
+    except architecture.UnknownModelError as exc:  # its message carries the did-you-mean and the presets
+        raise ctx.err(model_node, f"setup does not resolve: {exc}",
+                      "write a preset name, a path to a config.json, or a nominal model mapping") from None
+    except (ValueError, KeyError, TypeError) as exc:
         raise SpecError(f"setup does not resolve: {exc}", file=ctx.file, line=None,
                         hint="check the hardware:, model:, engine: and workload: sections") from None
 
@@ -577,6 +580,11 @@ def _tolerance(ctx: _Ctx, node: yaml.Node, dimension: str, unit: str, what: str,
 def _predictions(ctx: _Ctx, spec: Spec, node: yaml.Node) -> Iterator[Prediction]:
     line = node.start_mark.line + 1
     pid = f"line{line}"
+    if isinstance(node, yaml.MappingNode):  # name the error test by its id even when another key is wrong
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == "id" and isinstance(v, yaml.ScalarNode) and re.fullmatch(
+                    r"[\w.\-]+", v.value):
+                pid = v.value
     try:
         m = ctx.mapping(node, "prediction", PREDICTION_FIELDS)
         pid = ctx.scalar(m["id"][1], "id") if "id" in m else pid
@@ -618,8 +626,9 @@ def _at(ctx: _Ctx, spec: Spec, q: qreg.Quantity, node: yaml.Node | None) -> list
         for key, (kn, v) in m.items():
             if key not in q.at:
                 allowed = ", ".join(q.at) or "nothing (remove at:)"
+                close = difflib.get_close_matches(key, q.at, n=3, cutoff=0.5)
                 raise ctx.err(kn, f"quantity {q.name!r} takes no at-parameter {key!r}",
-                              f"{_did_you_mean(key, q.at) if q.at else ''} it takes: {allowed}".strip())
+                              (_did_you_mean(key, close) + " " if close else "") + f"it takes: {allowed}")
             param = qreg.AT_PARAMS[key]
             options = _at_values(ctx, spec, param, v)
             combos = [({**vals, key: val}, {**texts, key: text}) for vals, texts in combos for val, text in options]
@@ -882,10 +891,10 @@ def json_schema() -> dict[str, Any]:
         if p.dimension == "lengths":
             s["type"] = "array"
             s["items"] = {"type": "integer"}
-        elif p.choices:
-            s["enum"] = list(p.choices)
-        else:
-            s["type"] = ["number", "string", "array"] if p.expandable else ["number", "string"]
+        elif p.choices:  # one choice, or a list of them (one test each)
+            s["anyOf"] = [{"enum": list(p.choices)}, {"type": "array", "items": {"enum": list(p.choices)}}]
+        else:  # a value, a list of values (one test each), or 'every' for a sweep's points
+            s["type"] = ["number", "string", "array"]
         at_props[p.name] = s
     prediction = _schema_of(PREDICTION_FIELDS, {
         "quantity": {"enum": quantity_names},

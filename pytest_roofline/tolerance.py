@@ -77,8 +77,9 @@ class Tolerance:
         lo, hi = self.bounds(ref)
         if self.exact:
             return x == ref
-        # a hair of float slack so that 0.1 + 0.2 style noise never flips a verdict
-        eps = 1e-12 * max(1.0, abs(x), abs(lo) if math.isfinite(lo) else 0.0, abs(hi) if math.isfinite(hi) else 0.0)
+        # a hair of float slack so that 0.1 + 0.2 style noise never flips a verdict; relative to the values only
+        # (an absolute floor would be unit-dependent: 1e-12 is a wide margin around a 1 µs value in seconds)
+        eps = 1e-12 * max(abs(x), abs(lo) if math.isfinite(lo) else 0.0, abs(hi) if math.isfinite(hi) else 0.0)
         ok_lo = x > lo if (self.lower_strict and self.lower is not None and lo == self.lower) else x >= lo - eps
         ok_hi = x < hi if (self.upper_strict and self.upper is not None and hi == self.upper) else x <= hi + eps
         return ok_lo and ok_hi
