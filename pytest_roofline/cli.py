@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -97,8 +98,9 @@ def _cmd_hardware(args: argparse.Namespace) -> int:
     for hid, h in hardware.CATALOG.items():
         if h.hbm_bytes_per_s:
             fp8 = h.peak_flop_per_s.get("fp8")
+            fp8_text = f"{fp8 / 1e12:,.1f}" if fp8 else "—"  # no FP8 tensor cores (A100)
             print(f"{hid:<16} {h.memory_bytes / 2**30:>8.2f} GiB {h.hbm_bytes_per_s / 1e9:>7,.0f} "
-                  f"{h.peak_flop_per_s['bf16'] / 1e12:>8,.1f} {fp8 / 1e12 if fp8 else float('nan'):>8,.1f} "
+                  f"{h.peak_flop_per_s['bf16'] / 1e12:>8,.1f} {fp8_text:>8} "
                   f"{h.ridge_flop_per_byte():>7.1f}  {h.name}")
         else:
             print(f"{hid:<16} {'—':>12} {'—':>7} {'—':>8} {'—':>8} {'—':>7}  {h.name}")
@@ -188,6 +190,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         return args.fn(args)
+    except BrokenPipeError:  # `roofline quantities | head`: the reader left; no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (SetupError, ValueError, KeyError) as exc:
         print(f"roofline: {exc}", file=sys.stderr)
         return 2

@@ -236,7 +236,7 @@ def test_hardware_lists_the_catalog(capsys):
     assert rc == 0
     rows = {line.split()[0]: line for line in out.splitlines()[1:]}
     a100 = rows["a100-sxm4-80gb"].split()
-    assert a100[1:5] == ["80.00", "GiB", "2,039", "312.0"] and a100[6] == "153.0"  # 312 ÷ 2.039 = 153.02
+    assert a100[1:7] == ["80.00", "GiB", "2,039", "312.0", "—", "153.0"]  # no FP8; 312 ÷ 2.039 = 153.02
     h100 = rows["h100-sxm"].split()
     assert h100[3:7] == ["3,350", "989.0", "1,979.0", "295.2"]  # 989 ÷ 3.35 = 295.22
     pcie = rows["a100-pcie-80gb"].split()
