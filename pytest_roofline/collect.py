@@ -90,13 +90,11 @@ class PredictionItem(pytest.Function):
         from .plugin import get_session
 
         rs = get_session(self.config)
-        if rs.mode == "replay":
-            try:  # a missing or invalid results file stops the run as a usage error, not one ERROR per item
-                rs.replay_measurement()
-            except pytest.UsageError as exc:
-                pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
         verdict = rs.score(self.spec, self.prediction, self.funcargs.get("roofline_measurements"))
         self.stash[VERDICT_KEY] = verdict
+        for key in ("predicted_text", "model_text", "measured_text", "error_text", "tolerance_text"):
+            if getattr(verdict, key):  # JUnit XML properties, set before any report of this item is built
+                self.user_properties.append((f"roofline_{key.removesuffix('_text')}", getattr(verdict, key)))
         if verdict.status == "error":
             raise EngineError(verdict.reason + (f"\n--- engine log tail ---\n{verdict.log_tail}" if verdict.log_tail
                                                 else ""))

@@ -92,6 +92,8 @@ class RooflineSession:
         self.verdicts: list[Verdict] = []
         self._replay_data: dict[str, Any] | None = None
         self.provider: Any = None  # sweep.Measurements, built lazily by the fixture
+        if self.replay:
+            self.replay_measurement()  # a missing or invalid results file is a usage error before collection
 
     @property
     def measured(self) -> bool:
@@ -177,12 +179,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         verdict = item.stash.get(VERDICT_KEY, None)
         if verdict is not None:
             report.roofline = verdict.to_dict()  # plain dict: travels across xdist too
-            for key in ("predicted_text", "model_text", "measured_text", "error_text", "tolerance_text"):
-                val = getattr(verdict, key)
-                if val:
-                    item.user_properties.append((f"roofline_{key.removesuffix('_text')}", val))
-            if report.failed:
-                report.sections.append(("roofline", verdict.explain()))
     return report
 
 
@@ -212,4 +208,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     path = write_scorecard_from_session(rs, Path(rs.scorecard))
     tr = session.config.pluginmanager.get_plugin("terminalreporter")
     if tr is not None:
+        tr.ensure_newline()  # the progress line is still open at this point
+        if getattr(getattr(tr, "_tw", None), "width_of_current_line", 0):
+            tr.write("\n")  # -q: the dots are not tied to a file path, so ensure_newline leaves them open
         tr.write_line(f"roofline scorecard: {path}")
