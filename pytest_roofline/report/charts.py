@@ -1,0 +1,635 @@
+"""The scorecard's charts, as inline SVG (see :mod:`.svg`): the analytical model's curves against the sweep.
+
+Each function takes the prediction file's :class:`~pytest_roofline.spec.Spec`, its resolved
+:class:`~pytest_roofline.setup.Setup` (or None when it does not resolve), the results dict (or None in math
+mode) and the verdict dicts with their outcomes, and returns a :class:`Figure` or None when it has nothing to
+draw. No pytest import.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .. import analytical as an
+from ..quantities import Thresholds, throughput_knee, ttft_knee
+from .common import OUTCOME_COLOR, is_number
+from .svg import PALETTE, Axis, Chart, compact_number
+
+__all__ = ["Figure", "closed_points", "is_contaminated", "sweep_batches", "throughput_chart",
+           "per_request_chart", "ttft_chart", "tpot_chart", "littles_chart", "timeline_charts", "roofline_chart",
+           "goodput_rows", "model_step"]
+
+C_MODEL = PALETTE["blue"]
+C_MEAS = PALETTE["red"]
+C_P50 = PALETTE["sky"]
+C_P99 = PALETTE["red"]
+C_SLO = "#b2182b"
+C_KNEE_MODEL = PALETTE["blue"]
+C_KNEE_MEAS = PALETTE["red"]
+C_GOODPUT = PALETTE["green"]
+C_CONTAM = PALETTE["orange"]
+
+
+@dataclass
+class Figure:
+    key: str
+    title: str
+    svg: str
+    caption: str = ""
+    wide: bool = False
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# data helpers
+# ----------------------------------------------------------------------------------------------------------------
+def _get(d: Any, *path: str) -> Any:
+    for k in path:
+        if not isinstance(d, Mapping):
+            return None
+        d = d.get(k)
+    return d
+
+
+def closed_points(results: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """Closed-loop sweep points with a concurrency, in concurrency order (the 'batch1' point excluded)."""
+    if not results:
+        return []
+    pts = [p for p in results.get("points") or [] if p.get("id") != "batch1" and p.get("mode", "closed") == "closed"
+           and is_number(p.get("concurrency"))]
+    return sorted(pts, key=lambda p: p["concurrency"])
+
+
+def is_contaminated(p: Mapping[str, Any], th: Thresholds) -> bool:
+    rate = _get(p, "server", "prefix_cache_hit_rate")
+    if is_number(rate):
+        return rate > th.contamination
+    return bool(p.get("contaminated"))
+
+
+def sweep_batches(spec: Any, results: Mapping[str, Any] | None) -> list[float]:
+    """The concurrencies the charts span: the swept ones, else those the predictions name, else 1…256."""
+    vals: set[float] = {float(p["concurrency"]) for p in closed_points(results)}
+    vals |= {float(c) for c in getattr(spec.sweep, "concurrency", ()) or ()}
+    for pred in spec.predictions:
+        for k in ("concurrency", "batch"):
+            x = pred.at.get(k) if isinstance(pred.at, dict) else None
+            if is_number(x) and x > 0:
+                vals.add(float(x))
+    if not vals:
+        vals = {2.0 ** k for k in range(9)}
+    return sorted(vals)
+
+
+def _x_axis(batches: Sequence[float], label: str = "concurrency (closed loop) = decode batch B") -> Axis:
+    lo, hi = min(batches), max(batches)
+    lo = min(lo, 1.0)
+    hi = max(hi, lo * 4)
+    ticks = [2.0 ** k for k in range(int(math.floor(math.log2(lo))), int(math.ceil(math.log2(hi))) + 1)]
+    return Axis(lo / 1.25, hi * 1.25, "log", label, ticks=ticks, fmt=lambda t: f"{t:g}", base=2)
+
+
+def _geom(lo: float, hi: float, n: int = 120) -> list[float]:
+    return [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)]
+
+
+def model_step(setup: Any, batch: float) -> an.DecodeStep:
+    return an.decode_step(batch, weight_bytes=setup.weight_bytes, flop_per_token=setup.flop_per_token,
+                          kv_bytes_per_seq=setup.kv_bytes_per_seq, hbm_bytes_per_s=setup.hbm_bytes_per_s,
+                          peak_flop_per_s=setup.peak_flop_per_s)
+
+
+def _ink(verdicts: Sequence[tuple[dict[str, Any], str, Any]], quantity: str) -> list[tuple[dict[str, Any], str, Any]]:
+    out = []
+    for v, outcome, pred in verdicts:
+        if v.get("quantity") != quantity or pred is None:
+            continue
+        if is_number(v.get("predicted_value")):
+            out.append((v, outcome, pred))
+    return out
+
+
+def _at_batch(pred: Any) -> float | None:
+    for k in ("concurrency", "batch"):
+        x = pred.at.get(k)
+        if is_number(x):
+            return float(x)
+    return None
+
+
+def _si(x: float, unit: str) -> str:
+    """3.12e14, 'FLOP/s' → '312 TFLOP/s'."""
+    c = compact_number(x)
+    return f"{c[:-1]} {c[-1]}{unit}" if c[-1:].isalpha() else f"{c} {unit}"
+
+
+def _fmt_tok(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
+
+
+def _ylim(values: Sequence[float], floor: float = 0.0, headroom: float = 1.12) -> tuple[float, float]:
+    vals = [v for v in values if is_number(v)]
+    hi = max(vals) * headroom if vals else 1.0
+    return floor, hi if hi > floor else floor + 1
+
+
+def goodput_rows(results: Mapping[str, Any] | None, spec: Any) -> list[an.Goodput]:
+    """Goodput at p50 and p99 (and the SLO's own percentile) under the file's SLO, from the closed points."""
+    pts = closed_points(results)
+    rows = []
+    for p in pts:
+        c = p.get("client") or {}
+        if not is_number(c.get("output_throughput_tok_s")) or not c.get("ttft_ms") or not c.get("tpot_ms"):
+            continue
+        rows.append({"concurrency": p["concurrency"], "output_tok_per_s": c["output_throughput_tok_s"],
+                     "ttft_ms": c["ttft_ms"], "tpot_ms": c["tpot_ms"]})
+    slo = spec.slo or {}
+    if not rows or not ({"ttft", "tpot"} & slo.keys()):
+        return []
+    out = []
+    pcts = ["p50", "p99"]
+    if slo.get("percentile") and slo["percentile"] not in pcts:
+        pcts.append(slo["percentile"])
+    for pct in pcts:
+        try:
+            out.append(an.goodput(rows, ttft_ms_max=slo["ttft"] * 1e3 if "ttft" in slo else None,
+                                  tpot_ms_max=slo["tpot"] * 1e3 if "tpot" in slo else None, percentile=pct))
+        except (KeyError, ValueError):
+            continue
+    return out
+
+
+def _slo_goodput(results: Mapping[str, Any] | None, spec: Any) -> an.Goodput | None:
+    pct = (spec.slo or {}).get("percentile", "p99")
+    for g in goodput_rows(results, spec):
+        if g.percentile == pct:
+            return g
+    return None
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# throughput
+# ----------------------------------------------------------------------------------------------------------------
+def _model_curves(setup: Any, x: Axis) -> dict[str, Any] | None:
+    """The model's throughput curve and landmarks over the x axis, or None when the setup cannot give them."""
+    if setup is None:
+        return None
+    try:
+        return {
+            "curve": [(b, model_step(setup, b).throughput_tok_per_s) for b in _geom(x.lo, x.hi)],
+            "knee": an.roofline_knee(weight_bytes=setup.weight_bytes, flop_per_token=setup.flop_per_token,
+                                     kv_bytes_per_seq=setup.kv_bytes_per_seq, hbm_bytes_per_s=setup.hbm_bytes_per_s,
+                                     peak_flop_per_s=setup.peak_flop_per_s),
+            "half": an.half_saturation_batch(setup.weight_bytes, setup.kv_bytes_per_seq),
+            "asym": an.throughput_asymptote_tok_per_s(setup.hbm_bytes_per_s, setup.kv_bytes_per_seq),
+            "roof": an.compute_roof_tok_per_s(setup.peak_flop_per_s, setup.flop_per_token),
+        }
+    except (ValueError, ZeroDivisionError, AttributeError):  # SetupError is a ValueError
+        return None
+
+
+def _model_at(setup: Any, c: float, attr: str) -> float | None:
+    try:
+        return float(getattr(model_step(setup, c), attr))
+    except (ValueError, ZeroDivisionError, AttributeError):
+        return None
+
+
+def throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
+                     verdicts: Sequence[tuple[dict[str, Any], str, Any]]) -> Figure | None:
+    th = spec.thresholds
+    x = _x_axis(sweep_batches(spec, results))
+    m = _model_curves(setup, x)
+    pts = closed_points(results)
+    meas = [(float(p["concurrency"]), float(_get(p, "client", "output_throughput_tok_s"))) for p in pts
+            if is_number(_get(p, "client", "output_throughput_tok_s"))]
+    if m is None and not meas:
+        return None
+    inks = _ink(verdicts, "output_throughput")
+    ys = ([y for _, y in m["curve"]] if m else []) + [y for _, y in meas] + [float(v["predicted_value"])
+                                                                              for v, _, _ in inks]
+    ymax = max(ys) * 1.12
+    if m is not None:
+        if m["asym"] <= ymax * 1.6:
+            ymax = max(ymax, m["asym"] * 1.08)
+        if m["roof"] <= ymax * 1.25:
+            ymax = max(ymax, m["roof"] * 1.06)
+    subtitle = (f"{setup.hardware.id} · {setup.model.name} · {setup.kv_context_tokens:,.0f} tokens of KV per "
+                f"sequence" if setup is not None else "measured only: the setup gives the model no curve")
+    if setup is not None and m is None:
+        subtitle += " (the chip has no bandwidth/peak figures, so the model draws no curve)"
+    ch = Chart(x, Axis(0, ymax, "linear", "aggregate output tok/s"), width=600, height=340,
+               title="Aggregate throughput vs concurrency", subtitle=subtitle,
+               description="measured aggregate output throughput per sweep point against the decode-roofline model")
+    mknee = throughput_knee(meas, th.knee_gain) if len(meas) >= 2 else None
+    if m is not None and m["knee"].batch is None:
+        ch.note(f"model: no knee — KV-inclusive intensity never reaches the ridge; throughput only flattens "
+                f"(half-saturation B = {m['half']:,.0f})", color=C_KNEE_MODEL)
+    if mknee is None and len(meas) >= 2:
+        ch.note(f"measured: no knee through C = {max(c for c, _ in meas):g} (each doubling adds ≥ "
+                f"{th.knee_gain:.0%})", color=C_KNEE_MEAS)
+    if m is not None:
+        knee, half = m["knee"], m["half"]
+        ch.hline(m["asym"], color=C_MODEL, dash="2 4", width=1.2, text_anchor="start",
+                 text=f"memory asymptote BW ÷ KV/seq = {_fmt_tok(m['asym'])} tok/s")
+        ch.hline(m["roof"], color=PALETTE["purple"], dash="2 4", text=f"compute roof = {_fmt_tok(m['roof'])} tok/s",
+                 width=1.2, text_anchor="start")
+        ch.line(m["curve"], color=C_MODEL, width=2.2, label="model: B ÷ max(t_mem, t_comp)",
+                title="decode-roofline model (decode only: no prefill, no engine overhead)")
+        if knee.batch is not None and x.contains(knee.batch):
+            ch.vline(knee.batch, color=C_KNEE_MODEL, text=f"model knee B* = {knee.batch:,.0f}", label=None)
+        elif knee.batch is None:
+            ch.vline(half, color=C_KNEE_MODEL, dash="6 4", text=f"half-saturation B = {half:,.0f}", text_pos=0.1,
+                     text_side="left" if half > x.hi / 3 else "right")
+    if mknee is not None:
+        ch.vline(mknee, color=C_KNEE_MEAS, text=f"measured knee C = {mknee:g}", text_pos=0.09,
+                 text_side="right" if mknee < x.hi / 3 else "left")
+    if meas:
+        contaminated = {float(p["concurrency"]) for p in pts if is_contaminated(p, th)}
+        tips = []
+        for c, y in meas:
+            mv = _model_at(setup, c, "throughput_tok_per_s") if m is not None else None
+            tips.append(f"C={c:g}: {y:,.1f} tok/s measured" + (f"; model {mv:,.1f} ({y / mv:.0%} of the model)"
+                                                                 if mv else "")
+                        + (" — contaminated (prefix-cache hits)" if c in contaminated else ""))
+        ch.line(meas, color=C_MEAS, width=1.6, opacity=0.85)
+        ch.markers(meas, color=C_MEAS, label="measured", titles=tips)
+        cont = [(c, y) for c, y in meas if c in contaminated]
+        if cont:
+            ch.markers(cont, color=C_CONTAM, marker="circle", size=8, hollow=True,
+                       label="contaminated (prefix-cache hits)")
+    _ink_markers(ch, inks, setup, "tok/s")
+    g = _slo_goodput(results, spec)
+    if g is not None and g.best_concurrency is not None:
+        ch.markers([(float(g.best_concurrency), g.best_tok_per_s)], color=C_GOODPUT, marker="star", size=6,
+                   label=f"goodput ({g.percentile} SLO)",
+                   titles=[f"goodput at {g.percentile}: {g.best_tok_per_s:,.1f} tok/s at C={g.best_concurrency}; "
+                           f"raw max {g.raw_max_tok_per_s:,.1f} at C={g.raw_max_concurrency}"])
+        ch.annotate(float(g.best_concurrency), g.best_tok_per_s, f"goodput {_fmt_tok(g.best_tok_per_s)}",
+                    color=C_GOODPUT, dx=-9, dy=-12, anchor="end", weight="600")
+    cap = ""
+    if m is not None:
+        knee, half = m["knee"], m["half"]
+        cap = ("Model: aggregate tok/s = B ÷ t_step with t_step = max((W + B·KV/seq) ÷ BW, B·2P ÷ peak). "
+               + (f"Model knee at B* = {knee.batch:,.1f}. " if knee.batch is not None else
+                  f"No roofline knee ({knee.reason.split(': ', 1)[-1]}); half-saturation at B = {half:,.1f}. "))
+    if len(meas) >= 2:
+        cap += (f"Measured knee (doubling adds < {th.knee_gain:.0%}): "
+                + (f"C = {mknee:g}." if mknee is not None else "none — only flattening."))
+    return Figure("throughput", ch.title, ch.render(), cap)
+
+
+def _ink_markers(ch: Chart, inks: Sequence[tuple[dict[str, Any], str, Any]], setup: Any, unit: str) -> None:
+    """Diamonds for the values in ink, coloured by outcome; hollow when computed for another setup."""
+    first = True
+    for v, outcome, pred in inks:
+        b = _at_batch(pred)
+        if b is None:
+            continue
+        other = bool(pred.setup)
+        y = float(v["predicted_value"])
+        hw = pred.setup.get("hardware") if other else None
+        tip = (f"{v['id']}: ink {v.get('predicted_text')} at C={b:g} — {outcome}"
+               + (f" (computed for {hw or 'another setup'})" if other else "")
+               + (f"; measured {v.get('measured_text')}" if v.get("measured_text") else "")
+               + (f"; model {v.get('model_text')}" if v.get("model_text") else ""))
+        ch.markers([(b, y)], color=OUTCOME_COLOR.get(outcome, "#333"), marker="diamond", size=5, hollow=other,
+                   titles=[tip], stroke="#111" if not other else None,
+                   label="ink (colour = outcome)" if first else None)
+        first = False
+        label = str(v.get("predicted_text") or "")
+        if other and hw:
+            label += f" ({hw})"
+        if other:
+            ch.annotate(b, y, label, color="#555", dx=8, dy=14, size=10)
+        else:
+            ch.annotate(b, y, label, color="#222", dx=-7, dy=-8, anchor="end", size=10)
+
+
+def per_request_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
+                      verdicts: Sequence[tuple[dict[str, Any], str, Any]]) -> Figure | None:
+    th = spec.thresholds
+    x = _x_axis(sweep_batches(spec, results))
+    curve: list[tuple[float, float]] = []
+    ceiling = None
+    if setup is not None:
+        try:
+            curve = [(b, model_step(setup, b).per_request_tok_per_s) for b in _geom(x.lo, x.hi)]
+            ceiling = an.batch1_ceiling_tok_per_s(setup.hbm_bytes_per_s, setup.weight_bytes)
+        except (ValueError, ZeroDivisionError, AttributeError):
+            curve, ceiling = [], None
+    pts = closed_points(results)
+    meas = []
+    for p in pts:
+        per = _get(p, "client", "per_request_output_tok_s")
+        val = per.get("mean", per.get("p50")) if isinstance(per, Mapping) else per
+        if is_number(val):
+            meas.append((float(p["concurrency"]), float(val)))
+    if not curve and not meas:
+        return None
+    inks = _ink(verdicts, "per_request_throughput")
+    ys = ([y for _, y in curve] + [y for _, y in meas] + [float(v["predicted_value"]) for v, _, _ in inks]
+          + ([ceiling] if ceiling else []))
+    ch = Chart(x, Axis(0, max(ys) * 1.12, "linear", "output tok/s per request"), width=600, height=340,
+               title="Per-request throughput vs concurrency",
+               subtitle="what one user sees: 1 ÷ t_step (model) against the mean per-request tok/s",
+               description="per-request decode speed against concurrency")
+    if ceiling:
+        ch.hline(ceiling, color=PALETTE["purple"], dash="2 4", width=1.2,
+                 text=f"batch-1 ceiling BW ÷ W = {ceiling:,.1f} tok/s")
+    if curve:
+        ch.line(curve, color=C_MODEL, width=2.2, label="model: 1 ÷ t_step")
+    if meas:
+        contaminated = {float(p["concurrency"]) for p in pts if is_contaminated(p, th)}
+        ch.line(meas, color=C_MEAS, width=1.6, opacity=0.85)
+        tips = []
+        for c, y in meas:
+            mv = _model_at(setup, c, "per_request_tok_per_s") if curve else None
+            tips.append(f"C={c:g}: {y:,.1f} tok/s per request" + (f"; model {mv:,.1f}" if mv else ""))
+        ch.markers(meas, color=C_MEAS, label="measured (mean)", titles=tips)
+        cont = [(c, y) for c, y in meas if c in contaminated]
+        if cont:
+            ch.markers(cont, color=C_CONTAM, size=8, hollow=True, label="contaminated (prefix-cache hits)")
+    b1 = next((p for p in (results or {}).get("points") or [] if p.get("id") == "batch1"), None)
+    if b1 is not None and is_number(_get(b1, "client", "output_throughput_tok_s")):
+        y = float(b1["client"]["output_throughput_tok_s"])
+        ch.markers([(1.0, y)], color=PALETTE["black"], marker="square", size=4, label="clean batch-1 run",
+                   titles=[f"batch1 point: {y:,.1f} tok/s" + (f" = {y / ceiling:.1%} of the weight-read ceiling"
+                                                              if ceiling else "")])
+    _ink_markers(ch, inks, setup, "tok/s")
+    return Figure("per_request", ch.title, ch.render(),
+                  "Each request gets one token per decode step, so per-request speed is 1 ÷ t_step; the gap to the "
+                  "batch-1 ceiling is what the neighbours cost.")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# latency
+# ----------------------------------------------------------------------------------------------------------------
+def _latency_series(pts: Sequence[Mapping[str, Any]], metric: str, stat: str) -> list[tuple[float, float]]:
+    out = []
+    for p in pts:
+        val = _get(p, "client", metric, stat)
+        if is_number(val):
+            out.append((float(p["concurrency"]), float(val)))
+    return out
+
+
+def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
+               verdicts: Sequence[tuple[dict[str, Any], str, Any]]) -> Figure | None:
+    pts = closed_points(results)
+    p50 = _latency_series(pts, "ttft_ms", "p50")
+    p99 = _latency_series(pts, "ttft_ms", "p99")
+    if not (p50 or p99):
+        return None
+    th = spec.thresholds
+    x = _x_axis(sweep_batches(spec, results))
+    slo = (spec.slo or {}).get("ttft")
+    floor = None
+    if setup is not None:
+        try:
+            floor = an.prefill_floor_s(setup.input_len, setup.flop_per_token, setup.peak_flop_per_s) * 1e3
+        except (ValueError, AttributeError):
+            floor = None
+    vals = [y for _, y in p50 + p99] + ([slo * 1e3] if slo else []) + ([floor] if floor else [])
+    lo, hi = min(vals) / 1.6, max(vals) * 1.6
+    ch = Chart(x, Axis(lo, hi, "log", "TTFT (ms, log scale)"), width=600, height=340,
+               title="Time to first token vs concurrency",
+               subtitle="p50 and p99 per sweep point; the latency price of the throughput",
+               description="TTFT percentiles against concurrency with the SLO")
+    g = _slo_goodput(results, spec)
+    if g is not None and g.best_concurrency is not None:
+        ch.note(f"goodput ({g.percentile}): C = {g.best_concurrency} — {g.best_tok_per_s:,.1f} tok/s "
+                f"(raw max {g.raw_max_tok_per_s:,.1f} at C = {g.raw_max_concurrency})", color=C_GOODPUT)
+    elif g is not None:
+        ch.note(f"no sweep point meets the SLO at {g.percentile}", color=C_SLO)
+    if g is not None and g.best_concurrency is not None:
+        ch.vband(g.best_concurrency / 1.12, g.best_concurrency * 1.12, color=C_GOODPUT, opacity=0.16)
+    if slo:
+        ch.hline(slo * 1e3, color=C_SLO, dash="7 4", text=f"SLO TTFT {slo * 1e3:g} ms", label=None, width=1.6,
+                 text_anchor="start")
+    if floor:
+        ch.hline(floor, color=C_MODEL, dash="2 4", text=f"prefill compute floor {floor:,.1f} ms (model)",
+                 width=1.2)
+    ch.line(p50, color=C_P50, width=2, label="p50")
+    ch.markers(p50, color=C_P50, titles=[f"C={c:g}: p50 TTFT {y:,.0f} ms" for c, y in p50])
+    ch.line(p99, color=C_P99, width=2, label="p99")
+    ch.markers(p99, color=C_P99, titles=[f"C={c:g}: p99 TTFT {y:,.0f} ms" for c, y in p99])
+    cont = {float(p["concurrency"]) for p in pts if is_contaminated(p, th)}
+    cpts = [(c, y) for c, y in p50 if c in cont]
+    if cpts:
+        ch.markers(cpts, color=C_CONTAM, size=8, hollow=True, label="contaminated (prefix-cache hits)")
+    if floor:
+        below = [(c, y) for c, y in p50 if y < floor]
+        for c, y in below:
+            ch.annotate(c, y, "below the floor: cache hits", color=C_CONTAM, dx=8, dy=12, size=10)
+    rows = [(float(p["concurrency"]), _get(p, "client", "ttft_ms", "p50"), _get(p, "client", "ttft_ms", "p99"))
+            for p in pts]
+    rows = [r for r in rows if is_number(r[1]) and is_number(r[2])]
+    mk = ttft_knee(rows, th.ttft_knee_ratio) if rows else None
+    if mk is not None:
+        ch.vline(mk, color=C_KNEE_MEAS, text=f"measured TTFT knee C = {mk:g}",
+                 text_pos=0.0)
+    for v, outcome, pred in _ink(verdicts, "ttft_knee_concurrency"):
+        c = float(v["predicted_value"])
+        ch.vline(c, color="#444", dash="3 3", text=f"ink TTFT knee C = {c:g}", text_pos=0.08,
+                 text_side="right")
+    return Figure("ttft", ch.title, ch.render(),
+                  "The green band marks the goodput point: the highest-throughput concurrency whose "
+                  f"{(spec.slo or {}).get('percentile', 'p99')} TTFT and TPOT both meet the SLO.")
+
+
+def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
+               verdicts: Sequence[tuple[dict[str, Any], str, Any]]) -> Figure | None:
+    pts = closed_points(results)
+    p50 = _latency_series(pts, "tpot_ms", "p50")
+    p99 = _latency_series(pts, "tpot_ms", "p99")
+    if setup is None and not (p50 or p99):
+        return None
+    th = spec.thresholds
+    x = _x_axis(sweep_batches(spec, results))
+    model = []
+    if setup is not None:
+        try:
+            model = [(b, model_step(setup, b).t_step_s * 1e3) for b in _geom(x.lo, x.hi)]
+        except (ValueError, ZeroDivisionError, AttributeError):
+            model = []
+    slo = (spec.slo or {}).get("tpot")
+    vals = [y for _, y in p50 + p99 + model] + ([slo * 1e3] if slo else [])
+    if not vals:
+        return None
+    ch = Chart(x, Axis(0, max(vals) * 1.15, "linear", "TPOT (ms)"), width=600, height=340,
+               title="Time per output token vs concurrency" if (p50 or p99) else "Decode step time vs batch (model)",
+               subtitle="p50 and p99 per sweep point against the modelled decode step" if (p50 or p99) else
+               "the model's t_step = max(t_mem, t_comp): the floor under TPOT",
+               description="TPOT percentiles and the modelled decode step time")
+    g = _slo_goodput(results, spec)
+    if g is not None and g.best_concurrency is not None:
+        ch.vband(g.best_concurrency / 1.12, g.best_concurrency * 1.12, color=C_GOODPUT, opacity=0.16)
+    if slo:
+        ch.hline(slo * 1e3, color=C_SLO, dash="7 4", text=f"SLO TPOT {slo * 1e3:g} ms", width=1.6)
+    if model:
+        ch.line(model, color=C_MODEL, width=2.2, label="model t_step (decode only)")
+    if p50:
+        ch.line(p50, color=C_P50, width=2, label="p50")
+        ch.markers(p50, color=C_P50, titles=[
+            f"C={c:g}: p50 TPOT {y:,.2f} ms" + (f"; model {_model_at(setup, c, 't_step_s') * 1e3:,.2f} ms "
+                                                 f"({y / (_model_at(setup, c, 't_step_s') * 1e3):.2f}×)" if model else "")
+            for c, y in p50])
+    if p99:
+        ch.line(p99, color=C_P99, width=2, label="p99")
+        ch.markers(p99, color=C_P99, titles=[f"C={c:g}: p99 TPOT {y:,.2f} ms" for c, y in p99])
+    cont = {float(p["concurrency"]) for p in pts if is_contaminated(p, th)}
+    cpts = [(c, y) for c, y in p50 if c in cont]
+    if cpts:
+        ch.markers(cpts, color=C_CONTAM, size=8, hollow=True, label="contaminated (prefix-cache hits)")
+    clean = [(c, y) for c, y in p50 if c not in cont]
+    if clean and model:
+        c, y = clean[-1]
+        m = model_step(setup, c).t_step_s * 1e3
+        ch.annotate(c, y, f"{y / m:.1f}× the model", color=C_MEAS, dx=-8, dy=-8, anchor="end")
+    return Figure("tpot", ch.title, ch.render(),
+                  "The model is a decode-only roofline: measured TPOT above it is prefill sharing the steps plus "
+                  "per-step engine overhead.")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Little's law
+# ----------------------------------------------------------------------------------------------------------------
+def littles_chart(spec: Any, results: Mapping[str, Any] | None,
+                  verdicts: Sequence[tuple[dict[str, Any], str, Any]]) -> Figure | None:
+    pts = closed_points(results)
+    series = []
+    for p in pts:
+        ll = _get(p, "client", "littles_law") or {}
+        r = ll.get("ratio")
+        if not is_number(r) and is_number(ll.get("lambda_W")) and ll.get("L"):
+            r = ll["lambda_W"] / ll["L"]
+        if is_number(r):
+            series.append((float(p["concurrency"]), float(r), ll))
+    if not series:
+        return None
+    tol = 0.02
+    for v, _, _ in _ink(verdicts, "littles_law_ratio"):
+        if is_number(v.get("lo")) and is_number(v.get("hi")) and is_number(v.get("reference_value")):
+            tol = max(abs(v["hi"] - v["reference_value"]), abs(v["reference_value"] - v["lo"]))
+            break
+    dev = max(abs(r - 1) for _, r, _ in series)
+    span = max(tol * 2.5, dev * 1.4, 0.01)
+    x = _x_axis(sweep_batches(spec, results))
+    ch = Chart(x, Axis(1 - span, 1 + span, "linear", "λ·W ÷ L", fmt=lambda t: f"{t:.3g}"), width=600, height=260,
+               title="Little's law per sweep point",
+               subtitle="throughput (req/s) × mean latency ÷ requests in flight — 1.0 when the loop is what it claims",
+               description="Little's law ratio per point with the tolerance band")
+    ch.hband(1 - tol, 1 + tol, color=C_GOODPUT, opacity=0.14, label=f"1 ± {tol:.0%} (the prediction's tolerance)")
+    ch.hline(1.0, color="#555", dash=None, width=1)
+    ok = [(c, r) for c, r, _ in series if abs(r - 1) <= tol + 1e-12]
+    bad = [(c, r) for c, r, _ in series if abs(r - 1) > tol + 1e-12]
+    tips = {c: f"C={c:g}: L={ll.get('L', float('nan')):.3g}, λ={ll.get('lambda_req_s', float('nan')):.3g} req/s, "
+               f"W={ll.get('W_s', float('nan')):.3g} s, λW={ll.get('lambda_W', float('nan')):.3g} → ratio {r:.3f}"
+            for c, r, ll in series}
+    ch.markers(ok, color=C_GOODPUT, label="holds", titles=[tips[c] for c, _ in ok])
+    if bad:
+        ch.markers(bad, color=C_MEAS, marker="cross", label="off", titles=[tips[c] for c, _ in bad])
+    for c, r, _ in series:
+        ch.annotate(c, r, f"{r:.3f}", dx=0, dy=-9, anchor="middle", size=9.5, color="#333")
+    return Figure("littles", ch.title, ch.render(),
+                  "In a closed loop at concurrency C, L is C; a ratio away from 1 means the load generator was not "
+                  "holding what it claims (or the latency it reports is not the latency requests spent).")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# server timeline
+# ----------------------------------------------------------------------------------------------------------------
+def timeline_charts(spec: Any, results: Mapping[str, Any] | None) -> list[Figure]:
+    out = []
+    th = spec.thresholds
+    for p in closed_points(results) + [p for p in (results or {}).get("points") or [] if p.get("mode") == "open"]:
+        tl = _get(p, "server", "timeline") or []
+        tl = [r for r in tl if isinstance(r, Mapping) and is_number(r.get("t_s"))]
+        if len(tl) < 2:
+            continue
+        ts = [float(r["t_s"]) for r in tl]
+        run = [(float(r["t_s"]), float(r["running"])) for r in tl if is_number(r.get("running"))]
+        wait = [(float(r["t_s"]), float(r["waiting"])) for r in tl if is_number(r.get("waiting"))]
+        kv = [(float(r["t_s"]), float(r["kv_cache_usage"]) * 100) for r in tl if is_number(r.get("kv_cache_usage"))]
+        pre = [(float(r["t_s"]), float(r["preemptions"])) for r in tl if is_number(r.get("preemptions"))]
+        ymax = max([y for _, y in run + wait] + [1.0]) * 1.15
+        cont = is_contaminated(p, th)
+        label = f"C = {p['concurrency']:g}" if is_number(p.get("concurrency")) else str(p.get("id"))
+        hit = _get(p, "server", "prefix_cache_hit_rate")
+        ch = Chart(Axis(min(ts), max(ts), "linear", "time into the point (s)"),
+                   Axis(0, ymax, "linear", "requests"), y2=Axis(0, 100, "linear", "KV cache %", fmt=lambda t: f"{t:g}%"),
+                   width=420, height=220, title=f"{p.get('id')} ({label})",
+                   subtitle=("⚠ contaminated: " if cont else "") + (
+                       f"prefix-cache hit rate {hit:.0%}" if is_number(hit) else ""),
+                   margin_left=52, description="server-side running/waiting requests and KV-cache usage over time")
+        ch.line(kv, color=PALETTE["purple"], width=1.5, axis="y2", label="KV cache %", opacity=0.9)
+        ch.line(run, color=C_MODEL, width=2, label="running", step=True)
+        ch.line(wait, color=PALETTE["orange"], width=2, label="waiting", step=True)
+        if pre:
+            bumps = [(t, y) for (t, y), (_, y0) in zip(pre[1:], pre[:-1]) if y > y0]
+            if bumps:
+                ch.markers([(t, ymax / 1.15 * 1.05) for t, _ in bumps], color=C_MEAS, marker="down", size=4,
+                           label="preemption", titles=[f"t={t:g} s: preemptions → {y:g}" for t, y in bumps])
+        out.append(Figure(f"timeline-{p.get('id')}", ch.title, ch.render()))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the roofline itself
+# ----------------------------------------------------------------------------------------------------------------
+def roofline_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None) -> Figure | None:
+    if setup is None:
+        return None
+    try:
+        bw, peak = setup.hbm_bytes_per_s, setup.peak_flop_per_s
+        ridge = an.ridge_flop_per_byte(peak, bw)
+        batches = sweep_batches(spec, results)
+        steps = [model_step(setup, b) for b in batches]
+        asym = an.intensity_asymptote_flop_per_byte(setup.flop_per_token, setup.kv_bytes_per_seq)
+    except (ValueError, ZeroDivisionError, AttributeError):
+        return None
+    intens = [s.intensity_flop_per_byte for s in steps] + [s.weight_only_intensity_flop_per_byte for s in steps]
+    lo_i = min(min(intens), ridge) / 2.5
+    hi_i = max(max(i for i in intens if math.isfinite(i)), ridge) * 2.5
+    y_lo = lo_i * bw / 3
+    ch = Chart(Axis(lo_i, hi_i, "log", "arithmetic intensity (FLOP/byte, log)"),
+               Axis(y_lo, peak * 2.2, "log", "FLOP/s (log)"), width=600, height=340,
+               title="Roofline of the decode step",
+               subtitle=f"ridge {ridge:,.1f} FLOP/byte = {_si(peak, 'FLOP/s')} ÷ {_si(bw, 'B/s')}",
+               description="roofline with decode steps at each swept batch")
+    roof = [(i, min(peak, i * bw)) for i in _geom(lo_i, hi_i, 160)]
+    ch.line(roof, color="#333", width=2.2, label="roof: min(peak, I × BW)")
+    ch.vline(ridge, color=PALETTE["purple"], dash="4 3", text=f"ridge {ridge:,.0f}", text_pos=0.02,
+             text_side="left")
+    if math.isfinite(asym) and ch.x.contains(asym):
+        ch.vline(asym, color=C_MODEL, dash="2 4", text=f"KV-inclusive asymptote {asym:,.0f}", text_pos=0.85,
+                 text_side="left" if asym < ridge else "right")
+    ch.markers([(s.weight_only_intensity_flop_per_byte, min(peak, s.weight_only_intensity_flop_per_byte * bw))
+                for s in steps], color=PALETTE["grey"], hollow=True, size=3.5, label="weight-only intensity (≈ B)",
+               titles=[f"B={s.batch:g}: weight-only intensity {s.weight_only_intensity_flop_per_byte:,.1f}"
+                       for s in steps])
+    ch.markers([(s.intensity_flop_per_byte, s.achieved_flop_per_s) for s in steps], color=C_MODEL, size=4,
+               label="model decode step (KV included)",
+               titles=[f"B={s.batch:g}: intensity {s.intensity_flop_per_byte:,.1f} FLOP/byte, "
+                       f"{_si(s.achieved_flop_per_s, 'FLOP/s')} ({s.bound}-bound)" for s in steps])
+    for s in steps:
+        if s.batch in (batches[0], batches[-1]) or len(steps) <= 6:
+            ch.annotate(s.intensity_flop_per_byte, s.achieved_flop_per_s, f"B={s.batch:g}", dx=-6, dy=-7,
+                        anchor="end", size=9.5, color=C_MODEL)
+    meas = []
+    for p in closed_points(results):
+        x = _get(p, "client", "output_throughput_tok_s")
+        if is_number(x):
+            s = model_step(setup, float(p["concurrency"]))
+            meas.append((s.intensity_flop_per_byte, float(x) * setup.flop_per_token, float(p["concurrency"]), s))
+    if meas:
+        ch.markers([(i, f) for i, f, _, _ in meas], color=C_MEAS, marker="triangle", size=4,
+                   label="measured tok/s × 2P",
+                   titles=[f"C={c:g}: {_si(f, 'FLOP/s')} achieved = {f / s.achieved_flop_per_s:.0%} of the "
+                           f"model, {f / peak:.1%} of peak" for _, f, c, s in meas])
+    return Figure("roofline", ch.title, ch.render(),
+                  "Blue: each swept batch's decode step under the model (KV traffic included), which never passes "
+                  "the KV-inclusive asymptote; grey: the same batch with KV ignored (intensity ≈ B)."
+                  + (" Red: the measured throughput turned into FLOP/s." if meas else ""))

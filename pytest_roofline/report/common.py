@@ -1,0 +1,419 @@
+"""What the HTML reports share: outcomes, sort keys, a verdict explained in words, and the tolerance-band chart.
+
+Everything here works on the plain verdict dict (``scoring.Verdict.to_dict()``, which is what travels on a
+pytest report as ``report.roofline``), so the pytest-html hooks and the standalone scorecard describe a
+prediction in the same words. No pytest import.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Iterable, Mapping
+
+from ..units import format_value
+from .svg import PALETTE, esc
+
+__all__ = [
+    "OUTCOMES", "OUTCOME_LABEL", "OUTCOME_COLOR", "outcome_of_verdict", "outcome_of_report", "sort_key", "fmt",
+    "at_text", "label_of", "is_number", "explain_lines", "explain_html", "band_svg", "EXPLAIN_CSS",
+]
+
+#: outcomes in the order they are listed (worst first)
+OUTCOMES = ("error", "failed", "xpassed", "xfailed", "skipped", "passed")
+OUTCOME_LABEL = {"passed": "pass", "failed": "FAIL", "xfailed": "xfail", "xpassed": "XPASS", "skipped": "skip",
+                 "error": "ERROR"}
+OUTCOME_COLOR = {"passed": PALETTE["green"], "failed": PALETTE["red"], "xfailed": "#9c6ade",
+                 "xpassed": PALETTE["orange"], "skipped": PALETTE["grey"], "error": "#a50f15"}
+
+
+def is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# outcomes
+# ----------------------------------------------------------------------------------------------------------------
+def outcome_of_verdict(v: Mapping[str, Any], xfail: Any = None) -> str:
+    """The pytest outcome a verdict gives: ``xfail`` is the prediction's ``spec.Expectation`` (or None)."""
+    status = v.get("status")
+    if status == "error":
+        return "error"
+    if status == "skip":
+        return "skipped"
+    applies = xfail is not None and xfail.applies(v.get("mode", "math"))
+    if status == "fail":
+        return "xfailed" if applies else "failed"
+    if status == "pass":
+        if applies:
+            return "failed" if getattr(xfail, "strict", True) else "xpassed"
+        return "passed"
+    return "skipped"
+
+
+def outcome_of_report(report: Any) -> str:
+    """The outcome of a pytest report, as the terminal summary and pytest-html name it."""
+    if hasattr(report, "wasxfail"):
+        return "xfailed" if report.skipped else ("failed" if report.failed else "xpassed")
+    if getattr(report, "when", "call") in ("setup", "teardown", "collect") and report.failed:
+        return "error"
+    return str(report.outcome)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# sort keys
+# ----------------------------------------------------------------------------------------------------------------
+def sort_key(x: Any) -> str:
+    """A fixed-width string whose lexicographic order is the numeric order of ``x``.
+
+    pytest-html 4.2 compares sortable cells as strings (``a[key] > b[key]`` in its sort.js), so numeric cells
+    carry this key first. Layout: a class digit (0 = −∞, 1 = negative, 2 = zero, 3 = positive, 4 = +∞,
+    9 = no number), then for finite values a 3-digit biased decimal exponent and 16 mantissa digits; negative
+    values complement both so that larger magnitudes sort first.
+    """
+    if not isinstance(x, (int, float)) or isinstance(x, bool) or x != x:
+        return "9" + "0" * 19
+    if x == math.inf:
+        return "4" + "0" * 19
+    if x == -math.inf:
+        return "0" + "0" * 19
+    if x == 0:
+        return "2" + "0" * 19
+    mant, _, exp = f"{abs(float(x)):.15e}".partition("e")
+    digits = mant.replace(".", "")
+    e = int(exp) + 400
+    if x > 0:
+        return f"3{e:03d}{digits}"
+    comp = "".join(str(9 - int(d)) for d in digits)
+    return f"1{999 - e:03d}{comp}"
+
+
+def text_sort_key(s: str) -> str:
+    """Strings sort as themselves (lower-cased), after a fixed class digit so empty cells sort last."""
+    return ("1" + s.lower()) if s else "9"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# formatting
+# ----------------------------------------------------------------------------------------------------------------
+def fmt(v: Mapping[str, Any], si: Any, digits: int = 5) -> str:
+    """A value of this verdict's quantity, in the unit the prediction was written in."""
+    if si is None:
+        return "none"
+    if isinstance(si, bool):
+        return "true" if si else "false"
+    if isinstance(si, str):
+        return si
+    return _trim(format_value(float(si), v.get("dimension", "count"), v.get("unit") or None, digits=digits))
+
+
+def _trim(text: str) -> str:
+    """'0.24000 FLOP/byte' → '0.24 FLOP/byte' (significant-figure padding reads as false precision here)."""
+    m = re.match(r"^([-+−]?[\d,]*\.\d*?)0+(?=\s|$)", text)
+    if m is None or "e" in text.split(" ")[0].lower():
+        return text
+    head = m.group(1).rstrip(".")
+    return head + text[m.end():]
+
+
+def at_text(v: Mapping[str, Any]) -> str:
+    at = v.get("at") or {}
+    return ", ".join(f"{k}={val}" for k, val in at.items())
+
+
+def label_of(v: Mapping[str, Any]) -> str:
+    a = at_text(v)
+    return f"{v.get('quantity', '')}" + (f" at {a}" if a else "")
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.2%}" if abs(x) < 0.1 else (f"{x:+.1%}" if abs(x) < 10 else f"{x:+.0%}")
+
+
+def _checked_name(v: Mapping[str, Any]) -> str:
+    return "measured" if v.get("mode") == "measured" else "the model"
+
+
+def _reference_name(v: Mapping[str, Any]) -> str:
+    return "the model" if str(v.get("predicted_text", "")).strip().lower() == "model" else "the ink"
+
+
+def _bounds(v: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The allowed interval (±inf where open), or None when the check was not a numeric band."""
+    lo, hi = v.get("lo"), v.get("hi")
+    if not v.get("tolerance_text") or v.get("tolerance_text") == "exact" and lo is None and hi is None:
+        return None
+    if lo is None and hi is None:
+        return None
+    return (lo if lo is not None else -math.inf, hi if hi is not None else math.inf)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the verdict in words
+# ----------------------------------------------------------------------------------------------------------------
+def explain_lines(v: Mapping[str, Any]) -> list[str]:
+    """The diff in words and numbers: what was compared, by how much it is off, and where the band lies."""
+    out: list[str] = []
+    status = v.get("status")
+    if status in ("skip", "error"):
+        out.append(("Not checked: " if status == "skip" else "Could not be scored: ") + str(v.get("reason", "")))
+        return out
+    ref, chk = v.get("reference_value"), v.get("checked_value")
+    who, ref_who = _checked_name(v), _reference_name(v)
+    if not (is_number(ref) and is_number(chk)):
+        if ref is None and chk is None and v.get("predicted_text"):
+            out.append(f"{ref_who.capitalize()} says {v.get('predicted_text')}; {who} agrees.")
+        else:
+            same = ref == chk
+            out.append(f"{ref_who.capitalize()} says {fmt(v, ref) if ref is not None else v.get('predicted_text', 'none')}"
+                       f"; {who} gives {fmt(v, chk)}: {'a match' if same else 'they differ'}"
+                       f"{' (an exact check)' if v.get('tolerance_text') == 'exact' else ''}.")
+        return out
+    ref, chk = float(ref), float(chk)
+    point = ""
+    if v.get("mode") == "measured" and v.get("measured_points"):
+        pts = v["measured_points"]
+        point = f" (point{'s' if len(pts) > 1 else ''} {', '.join(pts[:4])}{'…' if len(pts) > 4 else ''})"
+    diff = ref - chk
+    if diff == 0:
+        out.append(f"{who.capitalize()} gives {fmt(v, chk)}{point}, exactly {ref_who}'s {fmt(v, ref)}.")
+    else:
+        rel = diff / abs(chk) if chk else None
+        direction = "above" if diff > 0 else "below"
+        rel_txt = f"{abs(rel):.2%} " if rel is not None and abs(rel) < 0.1 else (
+            f"{abs(rel):.1%} " if rel is not None else "")
+        line = (f"{who.capitalize()} gives {fmt(v, chk)}{point}; {ref_who} says {fmt(v, ref)}, {rel_txt}{direction} it "
+                f"({'+' if diff > 0 else '−'}{fmt(v, abs(diff))}).")
+        if chk and ref and (ref / chk > 1.5 or chk / ref > 1.5) and ref / chk > 0:
+            line += f" That is {max(ref / chk, chk / ref):.2f}× {'too high' if ref > chk else 'too low'}."
+        out.append(line)
+    b = _bounds(v)
+    if b is not None:
+        lo, hi = b
+        lo_t = fmt(v, lo) if math.isfinite(lo) else "−∞"
+        hi_t = fmt(v, hi) if math.isfinite(hi) else "+∞"
+        band = f"The tolerance {v.get('tolerance_text')} around {ref_who} allows [{lo_t}, {hi_t}]"
+        if chk < lo:
+            band += f"; {who} is below it by {fmt(v, lo - chk)}."
+        elif chk > hi:
+            band += f"; {who} is above it by {fmt(v, chk - hi)}."
+        else:
+            if math.isfinite(lo) and math.isfinite(hi) and hi > lo:
+                band += f"; {who} is inside, at {(chk - lo) / (hi - lo):.0%} of the band's width."
+            else:
+                band += f"; {who} is inside."
+        out.append(band)
+    elif v.get("tolerance_text"):
+        out.append(f"Tolerance: {v.get('tolerance_text')}.")
+    mv = v.get("model_value")
+    if v.get("mode") == "measured" and is_number(mv) and _reference_name(v) == "the ink" and chk:
+        ink_vs_model = (ref - float(mv)) / abs(float(mv)) if mv else None
+        meas_of_model = chk / float(mv) if mv else None
+        parts = [f"The model gives {fmt(v, mv)}"]
+        if ink_vs_model is not None:
+            parts.append(f"the ink is {_pct(ink_vs_model)} off the model (the arithmetic)")
+        if meas_of_model is not None:
+            parts.append(f"the measurement is {meas_of_model:.1%} of the model (the model against reality)")
+        out.append(": ".join(parts[:1]) + ("; " + "; ".join(parts[1:]) if len(parts) > 1 else "") + ".")
+    return out
+
+
+def explain_html(v: Mapping[str, Any], outcome: str | None = None, *, chart: bool = True,
+                 heading: bool = True) -> str:
+    """A self-contained HTML fragment: the diff in words and numbers, the band chart, the model's inputs,
+    and for a miss the diagnosis. Styled by :data:`EXPLAIN_CSS` (class names all start with ``rl-``)."""
+    parts = ['<div class="rl-explain">']
+    if heading:
+        oc = outcome or ""
+        badge = (f'<span class="rl-badge rl-{esc(oc)}">{esc(OUTCOME_LABEL.get(oc, oc))}</span> ' if oc else "")
+        parts.append(f'<div class="rl-head">{badge}<b>{esc(v.get("id", ""))}</b> — {esc(label_of(v))}'
+                     f' <span class="rl-mode">[{esc(v.get("mode", ""))} check]</span></div>')
+    left = ["<ul class=\"rl-words\">" + "".join(f"<li>{esc(s)}</li>" for s in explain_lines(v)) + "</ul>"]
+    if chart:
+        svg = band_svg(v, width=520, height=64, labels=True)
+        if svg:
+            left.append(f'<div class="rl-band">{svg}</div>')
+    rows = [("predicted (ink)", v.get("predicted_text") or "—")]
+    if v.get("model_text"):
+        rows.append(("model", v["model_text"]))
+    if v.get("mode") == "measured":
+        rows.append(("measured", v.get("measured_text") or "—"))
+    if v.get("error_text"):
+        rows.append(("error", f"{v['error_text']}  (ink − {'measured' if v.get('mode') == 'measured' else 'model'}, "
+                              f"relative to {'measured' if v.get('mode') == 'measured' else 'the model'})"))
+    if v.get("tolerance_text"):
+        b = _bounds(v)
+        allowed = ""
+        if b is not None:
+            lo, hi = b
+            allowed = (f"  → allowed [{fmt(v, lo) if math.isfinite(lo) else '−∞'}, "
+                       f"{fmt(v, hi) if math.isfinite(hi) else '+∞'}]")
+        rows.append(("tolerance", v["tolerance_text"] + allowed))
+    rows.append(("verdict", f"{v.get('status', '').upper()} — {v.get('reason', '')}"))
+    right = '<table class="rl-kv">' + "".join(f"<tr><th>{esc(k)}</th><td>{esc(val)}</td></tr>"
+                                              for k, val in rows) + "</table>"
+    parts.append(f'<div class="rl-cols"><div class="rl-left">{"".join(left)}</div>'
+                 f'<div class="rl-right">{right}</div></div>')
+    if v.get("xfail_reason"):
+        parts.append(f'<p class="rl-xfail"><b>Expected to miss:</b> {esc(" ".join(v["xfail_reason"].split()))}</p>')
+    if v.get("diagnosis"):
+        parts.append('<p class="rl-sub">Diagnosis</p><ul class="rl-diag">'
+                     + "".join(f"<li>{esc(d)}</li>" for d in v["diagnosis"]) + "</ul>")
+    if v.get("model_explanation") or v.get("model_inputs"):
+        summ = f"How the model got {v.get('model_text') or 'its value'}" + (
+            f": {v['model_explanation']}" if v.get("model_explanation") else "")
+        inputs = ""
+        if v.get("model_inputs"):
+            inputs = ('<table class="rl-kv rl-inputs">' + "".join(
+                f"<tr><th>{esc(k)}</th><td>{esc(val)}</td></tr>" for k, val in v["model_inputs"].items()) + "</table>")
+        parts.append(f'<details class="rl-model"{" open" if v.get("status") == "fail" else ""}>'
+                     f"<summary>{esc(summ)}</summary>{inputs}</details>")
+    if v.get("measured_notes"):
+        parts.append('<p class="rl-sub">About the measurement</p><ul class="rl-notes">'
+                     + "".join(f"<li>{esc(n)}</li>" for n in v["measured_notes"]) + "</ul>")
+    if v.get("contaminated"):
+        parts.append('<p class="rl-warn">The measurement is contaminated by prefix-cache hits: prompts were served '
+                     "partly from cache, so latency and throughput look better than a cold cache would give.</p>")
+    if v.get("notes"):
+        parts.append(f'<p class="rl-notes-text"><b>Notes:</b> {esc(" ".join(str(v["notes"]).split()))}</p>')
+    if v.get("log_tail"):
+        parts.append(f'<p class="rl-sub">Engine log tail</p><pre class="rl-log">{esc(v["log_tail"])}</pre>')
+    if v.get("file"):
+        parts.append(f'<p class="rl-where">{esc(v["file"])}:{esc(v.get("line", ""))}</p>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the tolerance band
+# ----------------------------------------------------------------------------------------------------------------
+def band_svg(v: Mapping[str, Any], *, width: int = 200, height: int = 22, labels: bool = False) -> str:
+    """The checked value against its tolerance band, as a small inline SVG ('' when there is nothing to draw).
+
+    Shaded: the allowed interval around the reference; black tick: the value in ink; filled dot: the value
+    checked (the measurement, or the model in a math check), coloured by the verdict; hollow diamond: the
+    model's value in a measured check. With ``labels`` the ends of the band and the values are written out.
+    """
+    ref, chk = v.get("reference_value"), v.get("checked_value")
+    if not (is_number(ref) and is_number(chk)):
+        return ""
+    ref, chk = float(ref), float(chk)
+    b = _bounds(v) or (ref, ref)
+    lo, hi = b
+    ink = v.get("predicted_value")
+    model = v.get("model_value") if v.get("mode") == "measured" else None
+    vals = [x for x in (lo, hi, ref, chk, ink if is_number(ink) else None, model if is_number(model) else None)
+            if x is not None and math.isfinite(x)]
+    dmin, dmax = min(vals), max(vals)
+    use_log = dmin > 0 and dmax / dmin > 30
+    if use_log:
+        f = lambda x: math.log10(x)  # noqa: E731
+    else:
+        f = lambda x: x  # noqa: E731
+    a, z = f(dmin), f(dmax)
+    span = z - a
+    if span <= 0:
+        span = abs(a) * 0.02 or 1.0
+        a, z = a - span, z + span
+        span = z - a
+    a, z = a - span * 0.12, z + span * 0.12
+    pad_l, pad_r = (10, 10)
+    top = 14 if labels else 3
+    bar_h = height - top - (16 if labels else 3)
+
+    def X(x: float) -> float:
+        if x == -math.inf:
+            return pad_l - 2
+        if x == math.inf:
+            return width - pad_r + 2
+        if use_log and x <= 0:
+            return pad_l - 2
+        return pad_l + (f(x) - a) / (z - a) * (width - pad_l - pad_r)
+
+    status = v.get("status", "")
+    color = {"pass": PALETTE["green"], "fail": PALETTE["red"]}.get(status, PALETTE["grey"])
+    cy = top + bar_h / 2
+    title = (f"allowed [{fmt(v, lo) if math.isfinite(lo) else '−∞'}, {fmt(v, hi) if math.isfinite(hi) else '+∞'}]; "
+             f"ink {v.get('predicted_text') or '—'}; {'measured' if v.get('mode') == 'measured' else 'model'} "
+             f"{fmt(v, chk)}" + (f"; model {fmt(v, model)}" if is_number(model) else ""))
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="rl-bandsvg" viewBox="0 0 {width} {height}" '
+           f'width="{width}" height="{height}" role="img" aria-label="{esc(title)}" font-size="10" '
+           f'font-family="system-ui, sans-serif"><title>{esc(title)}</title>']
+    out.append(f'<line x1="{pad_l}" y1="{cy:.1f}" x2="{width - pad_r}" y2="{cy:.1f}" stroke="#bbb"/>')
+    x0, x1 = max(pad_l - 2, X(lo)), min(width - pad_r + 2, X(hi))
+    band_col = "#9ecae1" if status != "fail" else "#fcbba1"
+    out.append(f'<rect x="{x0:.1f}" y="{top:.1f}" width="{max(1.5, x1 - x0):.1f}" height="{bar_h:.1f}" '
+               f'fill="{band_col}" stroke="#6a9fc7" stroke-width="0.8" rx="2"/>')
+    if not math.isfinite(lo):
+        out.append(f'<path d="M{x0 + 6:.1f},{top:.1f}L{x0:.1f},{cy:.1f}L{x0 + 6:.1f},{top + bar_h:.1f}" fill="none" '
+                   'stroke="#6a9fc7"/>')
+    if not math.isfinite(hi):
+        out.append(f'<path d="M{x1 - 6:.1f},{top:.1f}L{x1:.1f},{cy:.1f}L{x1 - 6:.1f},{top + bar_h:.1f}" fill="none" '
+                   'stroke="#6a9fc7"/>')
+    if is_number(ink):
+        xi = X(float(ink))
+        out.append(f'<line x1="{xi:.1f}" y1="{top - 2:.1f}" x2="{xi:.1f}" y2="{top + bar_h + 2:.1f}" stroke="#111" '
+                   f'stroke-width="2"><title>ink {esc(v.get("predicted_text", ""))}</title></line>')
+    elif ref is not None:
+        xr = X(ref)
+        out.append(f'<line x1="{xr:.1f}" y1="{top - 2:.1f}" x2="{xr:.1f}" y2="{top + bar_h + 2:.1f}" stroke="#111" '
+                   f'stroke-width="2" stroke-dasharray="2 2"><title>reference {esc(fmt(v, ref))}</title></line>')
+    if is_number(model):
+        xm, k = X(float(model)), min(5.0, bar_h / 2)
+        out.append(f'<polygon points="{xm:.1f},{cy - k:.1f} {xm + k:.1f},{cy:.1f} {xm:.1f},{cy + k:.1f} '
+                   f'{xm - k:.1f},{cy:.1f}" fill="white" stroke="{PALETTE["blue"]}" stroke-width="1.6">'
+                   f'<title>model {esc(fmt(v, model))}</title></polygon>')
+    xc, r = X(chk), min(4.5, bar_h / 2)
+    out.append(f'<circle cx="{xc:.1f}" cy="{cy:.1f}" r="{r:.1f}" fill="{color}" stroke="white" stroke-width="1">'
+               f'<title>{"measured" if v.get("mode") == "measured" else "model"} {esc(fmt(v, chk))}</title></circle>')
+    if labels:
+        def lab(x: float, y: float, s: str, anchor: str, col: str = "#444") -> str:
+            return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{col}">{esc(s)}</text>'
+
+        if math.isfinite(lo):
+            out.append(lab(max(x0, 2), height - 3, fmt(v, lo, 4), "start" if x0 < width / 2 else "end"))
+        if math.isfinite(hi) and hi != lo:
+            out.append(lab(min(x1, width - 2), height - 3, fmt(v, hi, 4), "end" if x1 > width / 2 else "start"))
+        who = "measured" if v.get("mode") == "measured" else "model"
+        out.append(lab(xc, 10, f"{who} {fmt(v, chk, 4)}", "middle" if 60 < xc < width - 60 else (
+            "start" if xc <= 60 else "end"), color))
+        if is_number(ink) and abs(X(float(ink)) - xc) > 90:
+            xi = X(float(ink))
+            out.append(lab(xi, 10, f"ink {v.get('predicted_text', '')}",
+                           "middle" if 60 < xi < width - 60 else ("start" if xi <= 60 else "end"), "#111"))
+    out.append("</svg>")
+    return "".join(out)
+
+
+EXPLAIN_CSS = """
+.rl-explain{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif;font-size:13px;line-height:1.45;
+  color:#222;max-width:980px;padding:6px 2px}
+.rl-explain .rl-head{font-size:14px;margin-bottom:4px}
+.rl-explain .rl-mode{color:#666;font-size:12px}
+.rl-explain ul{margin:4px 0 6px 18px;padding:0}
+.rl-explain .rl-words li{margin:2px 0}
+.rl-explain table.rl-kv{border-collapse:collapse;margin:6px 0;font-size:12.5px}
+.rl-explain table.rl-kv th{text-align:left;font-weight:600;color:#444;padding:2px 12px 2px 0;vertical-align:top;
+  white-space:nowrap;border:none;background:none}
+.rl-explain table.rl-kv td{padding:2px 0;border:none;font-variant-numeric:tabular-nums}
+.rl-explain .rl-sub{font-weight:600;margin:8px 0 2px;color:#333}
+.rl-explain .rl-xfail{background:#f3ecfb;border-left:3px solid #9c6ade;padding:4px 8px;margin:6px 0}
+.rl-explain .rl-warn{background:#fff4e0;border-left:3px solid #E69F00;padding:4px 8px;margin:6px 0}
+.rl-explain .rl-cols{display:flex;flex-wrap:wrap;gap:4px 28px;align-items:flex-start}
+.rl-explain .rl-left{flex:1 1 480px;min-width:320px}
+.rl-explain .rl-right{flex:0 1 auto}
+.rl-explain details.rl-model summary{cursor:pointer;font-weight:600;color:#333;margin:6px 0 2px}
+.rl-explain .rl-where{color:#777;font-size:11.5px;margin:4px 0 0}
+.rl-explain pre.rl-log{background:#f6f6f6;padding:6px;max-height:240px;overflow:auto;font-size:11.5px}
+.rl-badge{display:inline-block;border-radius:9px;padding:0 7px;font-size:11.5px;font-weight:600;color:#fff;
+  line-height:18px}
+.rl-badge.rl-passed{background:#009E73}.rl-badge.rl-failed{background:#D55E00}.rl-badge.rl-xfailed{background:#9c6ade}
+.rl-badge.rl-xpassed{background:#E69F00}.rl-badge.rl-skipped{background:#8a8a8a}.rl-badge.rl-error{background:#a50f15}
+"""
+
+
+def counts(outcomes: Iterable[str]) -> dict[str, int]:
+    out = {k: 0 for k in OUTCOMES}
+    for o in outcomes:
+        out[o] = out.get(o, 0) + 1
+    return out

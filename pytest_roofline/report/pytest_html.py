@@ -1,0 +1,342 @@
+"""pytest-html (>= 4.2) integration: sortable prediction columns, an explanation extra per prediction, and the
+roofline setup in the environment table.
+
+``plugin.py`` registers :class:`HtmlHooks` only when the ``html`` plugin is loaded, so the hook names below
+(``pytest_html_*``) are validated against pytest-html's hookspecs and a run without pytest-html never sees them.
+
+Sorting: pytest-html 4.2 reads each sortable cell's inner HTML (``<td.*?>(.*?)</td>``, basereport.py
+``_hydrate_data``) and sorts rows by comparing those strings (sort.js ``genericSort``). Every numeric cell here
+therefore starts with a hidden, fixed-width key (:func:`common.sort_key`) whose string order is the numeric
+order, so "9.5 %" sorts below "10 %" and "−3" below "2". Cells are single-line (the regex does not cross
+newlines) and every row gets every cell, including setup/teardown/collection-error rows that carry no verdict,
+so the columns never shift.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from .common import (EXPLAIN_CSS, OUTCOMES, OUTCOME_LABEL, at_text, counts, esc, explain_html, fmt, is_number,
+                     outcome_of_report, sort_key, text_sort_key)
+
+__all__ = ["HtmlHooks", "COLUMNS"]
+
+#: (data key, header, header tooltip); the key is what pytest-html's sort uses (``col-<key>`` / data-column-type)
+COLUMNS = (
+    ("rl_quantity", "Quantity", "the quantity predicted, and where (at:)"),
+    ("rl_predicted", "Predicted (ink)", "the value written before measuring; sorts by its value in SI units"),
+    ("rl_model", "Model", "the analytical model's value; sorts numerically"),
+    ("rl_measured", "Measured", "the measured value (--gpu, --endpoint or --replay); sorts numerically"),
+    ("rl_error", "Error %", "(ink − checked) ÷ checked, where checked is the measurement (or the model in a math "
+                            "check); sorts by the size of the error"),
+    ("rl_abserr", "Error (abs)", "ink − checked, in the prediction's unit; sorts by size (in SI units)"),
+    ("rl_tolerance", "Tolerance", "the band the checked value must fall in; sorts by the band's relative width"),
+    ("rl_reason", "Reason", "why the prediction passed, failed or was skipped"),
+)
+INSERT_AT = 2  # after Result and Test, before Duration and Links
+
+
+def _cell(key: str, sort: str, html: str = "", title: str = "") -> str:
+    t = f' title="{esc(title)}"' if title else ""
+    # one line: pytest-html's cell regex does not match across newlines
+    html = html.replace("\n", " ")
+    return f'<td class="col-{key}"{t}><span class="rl-sk" hidden>{sort}</span>{html}</td>'
+
+
+def _tolerance_width(v: dict[str, Any]) -> float | None:
+    lo, hi, ref = v.get("lo"), v.get("hi"), v.get("reference_value")
+    if not v.get("tolerance_text"):
+        return None
+    if v.get("tolerance_text") == "exact":
+        return 0.0
+    if lo is None or hi is None:
+        return math.inf
+    if is_number(ref) and ref:
+        return (float(hi) - float(lo)) / 2 / abs(float(ref))
+    return float(hi) - float(lo)
+
+
+def row_cells(v: dict[str, Any] | None) -> list[str]:
+    """The roofline cells of one results-table row (empty but sortable cells when ``v`` is None)."""
+    if not v:
+        return [_cell(key, sort_key(None) if key not in ("rl_quantity", "rl_reason") else text_sort_key(""))
+                for key, _, _ in COLUMNS]
+    q = v.get("quantity", "")
+    at = at_text(v)
+    qhtml = f'<span class="rl-q">{esc(q)}</span>' + (f' <span class="rl-at">@ {esc(at)}</span>' if at else "")
+    pred_val = v.get("predicted_value")
+    if not is_number(pred_val) and str(v.get("predicted_text", "")).strip().lower() == "model":
+        pred_val = v.get("model_value")
+    err_rel, err_abs = v.get("error_rel"), v.get("error_abs")
+    measured = v.get("measured_text") if v.get("mode") == "measured" else ""
+    contaminated = ' <span class="rl-contam" title="prefix-cache hits: contaminated point">⚠</span>' if v.get(
+        "contaminated") else ""
+    err_txt = ""
+    if is_number(err_rel):
+        err_txt = f"{err_rel:+.2%}" if abs(err_rel) < 10 else f"{err_rel:+.0%}"
+    abs_txt = ""
+    if is_number(err_abs):
+        abs_txt = ("+" if err_abs >= 0 else "−") + fmt(v, abs(err_abs))
+    return [
+        _cell("rl_quantity", text_sort_key(f"{q} {at}".strip()), qhtml),
+        _cell("rl_predicted", sort_key(pred_val), esc(v.get("predicted_text") or "")),
+        _cell("rl_model", sort_key(v.get("model_value")), esc(v.get("model_text") or "")),
+        _cell("rl_measured", sort_key(v.get("measured_value") if measured else None),
+              esc(measured or "") + contaminated),
+        _cell("rl_error", sort_key(abs(err_rel) if is_number(err_rel) else None), esc(err_txt)),
+        _cell("rl_abserr", sort_key(abs(err_abs) if is_number(err_abs) else None), esc(abs_txt)),
+        _cell("rl_tolerance", sort_key(_tolerance_width(v)), esc(str(v.get("tolerance_text") or "").split(" (")[0]),
+              title=str(v.get("tolerance_text") or "")),
+        _cell("rl_reason", text_sort_key(str(v.get("reason", ""))), esc(" ".join(str(v.get("reason", "")).split())),
+              title=str(v.get("reason", ""))),
+    ]
+
+
+class HtmlHooks:
+    """Hooks into pytest-html; registered by plugin.py only when pytest-html is loaded."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self._verdicts: list[tuple[dict[str, Any], str]] = []
+
+    # --- columns ------------------------------------------------------------------------------------------
+    def pytest_html_results_table_header(self, cells: list[str]) -> None:
+        head = [f'<th class="sortable" data-column-type="{key}" title="{esc(tip)}">{esc(name)}</th>'
+                for key, name, tip in COLUMNS]
+        cells[INSERT_AT:INSERT_AT] = head
+
+    def pytest_html_results_table_row(self, report: Any, cells: list[str]) -> None:
+        cells[INSERT_AT:INSERT_AT] = row_cells(getattr(report, "roofline", None))
+
+    # --- extras -------------------------------------------------------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        report = yield
+        if not self.config.getoption("htmlpath", None):
+            return report
+        from ..collect import VERDICT_KEY, PredictionItem
+
+        if not isinstance(item, PredictionItem):
+            return report
+        if not (report.when == "call" or (report.when == "setup" and report.outcome != "passed")):
+            return report
+        verdict = item.stash.get(VERDICT_KEY, None)
+        if verdict is None:
+            return report
+        from pytest_html import extras
+
+        v = verdict.to_dict()
+        html = explain_html(v, _outcome_for_extra(v, item, report))
+        report.extras = [*getattr(report, "extras", []), extras.html(html)]
+        return report
+
+    # --- summary ------------------------------------------------------------------------------------------
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        v = getattr(report, "roofline", None)
+        if v:
+            self._verdicts.append((v, outcome_of_report(report)))
+
+    def pytest_html_results_summary(self, prefix: list[str], summary: list[str], postfix: list[str],
+                                    session: pytest.Session) -> None:
+        prefix.append(f"<style>{EXPLAIN_CSS}{_TABLE_CSS}</style>")
+        if not self._verdicts:
+            return
+        c = counts(o for _, o in self._verdicts)
+        parts = ", ".join(f'<span class="rl-badge rl-{o}">{c[o]} {OUTCOME_LABEL[o]}</span>' for o in OUTCOMES if c[o])
+        measured = sum(1 for v, _ in self._verdicts if v.get("mode") == "measured")
+        text = (f'<p class="rl-summary"><b>Roofline predictions:</b> {parts} — {measured} checked against a '
+                f'measurement, {len(self._verdicts) - measured} against the analytical model.')
+        card = self.config.getoption("roofline_scorecard", None)
+        if card:
+            text += f' Standalone scorecard: <code>{esc(card)}</code>.'
+        summary.append(text + "</p>")
+
+    # --- environment table --------------------------------------------------------------------------------
+    def _metadata(self) -> dict[str, Any] | None:
+        try:
+            from pytest_metadata.plugin import metadata_key
+        except ImportError:  # pragma: no cover - pytest-html depends on pytest-metadata
+            return None
+        return self.config.stash.get(metadata_key, None)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        md = self._metadata()
+        if md is None:
+            return
+        from ..plugin import get_session
+
+        rs = get_session(self.config)
+        md.update(environment_from_specs(list(rs.specs.values()), rs.mode, cwd=str(self.config.rootpath)))
+        if rs.mode == "math":
+            md.setdefault("GPU (detected)", "none needed (math mode: the analytical model only)")
+        else:
+            md.setdefault("GPU (detected)", "not known yet (filled in from the results at the end of the run)")
+        md.setdefault("GPU driver", "—")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        # runs before pytest-html's own (trylast) sessionfinish renders the report; the environment dict it
+        # captured at session start is this same object, so late facts (detected GPU, engine version) show up
+        md = self._metadata()
+        if md is None:
+            return
+        from ..plugin import get_session
+
+        rs = get_session(self.config)
+        detected = getattr(rs.provider, "detected_gpu", None) if rs.provider is not None else None
+        if detected is not None:
+            det = detected.to_dict() if hasattr(detected, "to_dict") else detected
+            md.update(environment_from_results({"setup": {"hardware": {"detected": det}}}))
+        for data in session_results(rs):
+            md.update(environment_from_results(data))
+
+
+def _outcome_for_extra(v: dict[str, Any], item: Any, report: Any) -> str:
+    """The outcome the row will show (xfail marks are applied by pytest's own makereport wrapper, whose order
+    relative to this one is not fixed, so it is derived from the verdict and the item's xfail mark)."""
+    if report.when == "setup" and report.failed:
+        return "error"
+    status = v.get("status")
+    mark = item.get_closest_marker("xfail")
+    if status == "skip":
+        return "skipped"
+    if mark is not None:
+        strict = mark.kwargs.get("strict", _ini_strict_xfail(item.config))
+        if status == "fail":
+            return "xfailed"
+        return "failed" if strict else "xpassed"
+    return {"pass": "passed", "fail": "failed", "error": "error"}.get(status, "skipped")
+
+
+def _ini_strict_xfail(config: Any) -> bool:
+    for name in ("strict_xfail", "xfail_strict"):  # pytest 9 renamed it; the old name stays an alias
+        try:
+            return bool(config.getini(name))
+        except ValueError:
+            continue
+    return False
+
+
+_TABLE_CSS = """
+#results-table td[class^="col-rl_"]{font-variant-numeric:tabular-nums;white-space:nowrap}
+#results-table td.col-rl_reason{white-space:normal;max-width:420px;font-size:12px;color:#333}
+#results-table td.col-rl_quantity .rl-at{color:#666;font-size:12px}
+#results-table .rl-contam{color:#E69F00;font-weight:bold}
+#results-table .rl-explain table.rl-kv th,#results-table .rl-explain table.rl-kv td{border:none;padding:1px 12px 1px 0;
+  background:none;font-size:12.5px}
+#results-table .rl-explain table.rl-kv{width:auto;margin:4px 0}
+#results-table .rl-explain ul{margin:4px 0 6px 18px}
+.rl-summary{margin:6px 0}
+.rl-summary .rl-badge{margin-right:2px}
+"""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# environment facts (also used by the scorecard's setup panel)
+# ----------------------------------------------------------------------------------------------------------------
+def _join(values: list[str]) -> str:
+    seen: list[str] = []
+    for v in values:
+        if v and v not in seen:
+            seen.append(v)
+    return "; ".join(seen)
+
+
+def environment_from_specs(specs: list[Any], mode: str, cwd: str | None = None) -> dict[str, str]:
+    """GPU (declared), model, engine, workload from the prediction files of the run."""
+    from .scorecard import spec_setup
+
+    gpus, models, engines, workloads = [], [], [], []
+    for spec in specs:
+        setup = spec_setup(spec)
+        if setup is not None:
+            gpus.append(f"{setup.hardware.id} ({setup.hardware.name})")
+            models.append(f"{setup.model.name}" + (f" — serves {spec.engine.get('model')}" if spec.engine.get("model")
+                                                   else ""))
+        else:
+            gpus.append(str(spec.hardware))
+            models.append(str(spec.model if isinstance(spec.model, str) else getattr(spec.model, "get",
+                                                                                     lambda k: None)("name")))
+        eng = spec.engine or {}
+        engines.append(f"{eng.get('name', 'vllm')} {eng.get('version') or '(version not given)'}")
+        wl = spec.workload or {}
+        if wl:
+            workloads.append(", ".join(f"{k}={v}" for k, v in wl.items() if not isinstance(v, dict)))
+    out = {"Roofline mode": {"math": "math only (analytical model, no measurement)", "engine": "engine (--gpu)",
+                             "endpoint": "endpoint (--endpoint)", "replay": "replay (--replay)"}.get(mode, mode)}
+    if specs:
+        out["GPU (declared)"] = _join(gpus)
+        out["Model"] = _join(models)
+        out["Engine"] = _join(engines)
+        if workloads:
+            out["Workload"] = _join(workloads)
+    from ..results import git_commit
+
+    out["Commit"] = git_commit(cwd) or "unknown (not a git checkout)"
+    return out
+
+
+def environment_from_results(data: dict[str, Any]) -> dict[str, str]:
+    """GPU (detected), driver, engine version, commit and the results file from a results dict."""
+    out: dict[str, str] = {}
+    setup = data.get("setup") or {}
+    hw = setup.get("hardware") or {}
+    det = hw.get("detected")
+    if isinstance(det, dict) and det:
+        name = det.get("name") or "?"
+        count = det.get("count") or 1
+        variant = det.get("variant")
+        mem = det.get("memory_total_mib")
+        out["GPU (detected)"] = (f"{count} × " if count and count > 1 else "") + name + (
+            f" [{variant}]" if variant else " [not in the catalog]") + (f", {mem:,} MiB" if mem else "")
+        if det.get("driver_version"):
+            out["GPU driver"] = str(det["driver_version"])
+    elif det:
+        out["GPU (detected)"] = str(det)
+    elif hw.get("declared"):
+        out["GPU (detected)"] = (f"none recorded (the results are {data.get('source', 'measured')}; declared "
+                                 f"{hw['declared']})")
+    eng = setup.get("engine") or {}
+    rep = data.get("engine_report") or {}
+    version = rep.get("version") or eng.get("version")
+    if eng.get("name") or version:
+        out["Engine"] = f"{eng.get('name', 'vllm')} {version or '?'}" + (
+            f" (KV on {rep['kv_device']})" if rep.get("kv_device") else "")
+    model = setup.get("model") or {}
+    if model.get("name"):
+        out["Model"] = str(model["name"]) + (f" ({model['path']})" if model.get("path") else "")
+    wl = setup.get("workload") or {}
+    if wl:
+        out["Workload"] = ", ".join(f"{k}={v}" for k, v in wl.items() if not isinstance(v, (dict, list)))
+    if setup.get("commit"):
+        out["Commit"] = str(setup["commit"])
+    if data.get("_path"):
+        out["Results file"] = f"{data['_path']} ({data.get('source', 'measured')}, {data.get('status', '?')})"
+    return out
+
+
+def session_results(rs: Any) -> list[dict[str, Any]]:
+    """The results dicts of a run: the replayed file, or the files the live provider wrote (if it says)."""
+    from ..results import ResultsError, load_results
+
+    paths: list[str] = []
+    if rs.mode == "replay" and rs.replay:
+        paths.append(str(rs.replay))
+    elif rs.provider is not None and hasattr(rs.provider, "results_paths"):
+        try:
+            paths.extend(str(p) for p in rs.provider.results_paths())
+        except Exception:  # noqa: BLE001 - the provider is optional; the report must not crash the run
+            pass
+    out = []
+    for p in paths:
+        try:
+            data = dict(load_results(p))
+        except (ResultsError, OSError):
+            continue
+        data["_path"] = p
+        out.append(data)
+    return out

@@ -1,0 +1,788 @@
+"""The standalone scorecard: one self-contained HTML file per run, viewable offline.
+
+The page makes no network request of any kind: CSS is inline, charts are inline SVG (:mod:`.charts`), there is
+no script and no web font, and a Content-Security-Policy meta tag (``default-src 'none'``) tells the browser to
+refuse anything else. It shows, per prediction file: the setup, a verdict summary, the charts (throughput,
+per-request speed, TTFT, TPOT, Little's law, the roofline, server timelines), the sweep points, goodput, and
+every prediction drawn against its tolerance band with the explanation one click away.
+
+Entry points:
+
+* :func:`render_scorecard` — the core: spec(s), verdict dicts and a results dict → HTML text;
+* :func:`write_scorecard_from_session` — what the pytest plugin calls at session end (``--roofline-scorecard``);
+* :func:`render_from_files` — what the CLI calls: scores a prediction file against a results file (or the
+  model alone) and renders it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..scoring import DEFAULT_MEASURED_TOLERANCE, PointError, Verdict, score
+from ..setup import Setup, SetupError, build_setup
+from ..spec import Spec, load_spec
+from ..units import format_value
+from . import charts as ch
+from .common import (EXPLAIN_CSS, OUTCOME_LABEL, OUTCOMES, band_svg, counts, esc, explain_html, fmt, is_number,
+                     label_of, outcome_of_verdict)
+
+__all__ = ["render_scorecard", "write_scorecard_from_session", "render_from_files", "score_spec", "spec_setup",
+           "CSP"]
+
+#: the page's Content-Security-Policy: nothing may be fetched; only inline styles and data: images render
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+
+
+def spec_setup(spec: Spec) -> Setup | None:
+    """The file-level setup of a prediction file (None when it does not resolve)."""
+    try:
+        return build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides,
+                           model_ref=spec.model, model_overrides=spec.model_overrides, engine=spec.engine,
+                           workload=spec.workload)
+    except (SetupError, ValueError, KeyError, TypeError):
+        return None
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# scoring from files
+# ----------------------------------------------------------------------------------------------------------------
+def score_spec(spec: Spec, data: Mapping[str, Any] | None, *, default_tolerance: str = DEFAULT_MEASURED_TOLERANCE,
+               source: str = "results file") -> list[dict[str, Any]]:
+    """Score every prediction of ``spec``: against ``data`` where the quantity is measurable, else the model."""
+    from ..results import RecordedMeasurement
+
+    measurement = RecordedMeasurement(data, source=source) if data is not None else None
+    out = []
+    for pred in spec.predictions:
+        if pred.error is not None:
+            out.append(Verdict(id=pred.id, quantity=pred.quantity or "?", dimension="count", mode="math",
+                               status="error", reason=str(pred.error), file=pred.file, line=pred.line).to_dict())
+            continue
+        mode = "measured" if data is not None and pred.q.measure is not None else "math"
+        try:
+            v = score(spec, pred, mode, measurement, default_tolerance=default_tolerance)
+        except PointError as exc:
+            v = Verdict(id=pred.id, quantity=pred.quantity, dimension=pred.q.dimension, mode=mode, status="error",
+                        reason=str(exc), file=pred.file, line=pred.line, log_tail=exc.log_tail)
+        out.append(v.to_dict())
+    return out
+
+
+def render_from_files(predictions_yaml: Path | str, results_json: Path | str | None = None) -> str:
+    """Score ``predictions_yaml`` against ``results_json`` (or the analytical model alone) and render it."""
+    from ..results import load_results
+
+    spec = load_spec(predictions_yaml)
+    data = None
+    if results_json is not None:
+        data = dict(load_results(results_json))
+        data["_path"] = str(results_json)
+    verdicts = score_spec(spec, data, source=f"results file {Path(results_json).name}" if results_json else "")
+    return render_scorecard(spec, verdicts, data)
+
+
+def write_scorecard_from_session(rs: Any, path: Path | str) -> Path:
+    """Render the run held by a ``plugin.RooflineSession`` and write it atomically to ``path``."""
+    from .pytest_html import session_results
+
+    verdicts = [v.to_dict() if hasattr(v, "to_dict") else dict(v) for v in (rs.verdicts or [])]
+    if not verdicts:  # e.g. the xdist controller: the verdicts travelled on the reports instead
+        verdicts = [dict(v) for v in getattr(rs, "reported_verdicts", None) or []]
+    specs = list((rs.specs or {}).values())
+    if not specs:
+        for f in dict.fromkeys(v.get("file") for v in verdicts if v.get("file")):
+            try:
+                specs.append(load_spec(f))
+            except Exception:  # noqa: BLE001 - a file that no longer loads is left out of the page
+                continue
+    results = session_results(rs)
+    try:
+        html = render_scorecard(specs, verdicts, results or None, mode=rs.mode)
+    except Exception as exc:  # noqa: BLE001 - a report bug must not turn a finished run into an INTERNALERROR
+        html = _fallback_page(verdicts, exc)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".scorecard-", suffix=".html", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(html)
+    os.replace(tmp, path)
+    return path
+
+
+def _fallback_page(verdicts: Sequence[Mapping[str, Any]], exc: Exception) -> str:
+    """A plain table of the verdicts, written when the full page fails to render (with the error shown)."""
+    import traceback
+
+    rows = "".join(f"<tr><td>{esc(v.get('id', ''))}</td><td>{esc(v.get('status', ''))}</td>"
+                   f"<td>{esc(v.get('predicted_text', ''))}</td><td>{esc(v.get('model_text', ''))}</td>"
+                   f"<td>{esc(v.get('measured_text', ''))}</td><td>{esc(v.get('reason', ''))}</td></tr>"
+                   for v in verdicts)
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}"><title>pytest-roofline scorecard</title>'
+            f"</head><body><h1>pytest-roofline scorecard (plain)</h1><p>The full scorecard could not be rendered: "
+            f"{esc(exc)}</p><table><tr><th>id</th><th>status</th><th>ink</th><th>model</th><th>measured</th>"
+            f"<th>reason</th></tr>{rows}</table><pre>{esc(tb)}</pre></body></html>\n")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# rendering
+# ----------------------------------------------------------------------------------------------------------------
+def _display_path(p: str) -> str:
+    """A path relative to the working directory when it lies below it (pages get shared; /home/... does not)."""
+    try:
+        return Path(p).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
+        return str(p)
+
+
+def _same_file(a: str | None, b: str | None) -> bool:
+    if not a or not b:
+        return False
+    pa, pb = Path(a), Path(b)
+    try:
+        if pa.resolve() == pb.resolve():
+            return True
+    except OSError:
+        pass
+    return pa.as_posix().endswith(pb.as_posix()) or pb.as_posix().endswith(pa.as_posix())
+
+
+def _results_for(spec: Spec, results: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    for r in results:
+        if _same_file((r.get("setup") or {}).get("predictions_file"), spec.path):
+            return r
+    return results[0] if len(results) == 1 else None
+
+
+def render_scorecard(spec: Spec | Sequence[Spec], verdicts: Sequence[Mapping[str, Any]],
+                     results: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None, *,
+                     mode: str | None = None, title: str | None = None, generated_at: str | None = None) -> str:
+    """The scorecard page for one or more prediction files.
+
+    ``verdicts`` are ``Verdict.to_dict()`` dicts (matched to their file by ``file``); ``results`` is a results
+    dict (docs/results-schema.md), a list of them (matched by ``setup.predictions_file``), or None for a
+    math-only run. ``mode`` is the run's mode for the header (derived when not given).
+    """
+    specs = [spec] if isinstance(spec, Spec) else list(spec)
+    res_list: list[Mapping[str, Any]] = [] if results is None else (
+        [results] if isinstance(results, Mapping) else list(results))
+    if mode is None:
+        mode = "replay" if res_list else "math"
+    generated_at = generated_at or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    by_file: dict[str, list[Mapping[str, Any]]] = {}
+    for v in verdicts:
+        by_file.setdefault(str(v.get("file", "")), []).append(v)
+    sections = []
+    all_outcomes: list[tuple[Mapping[str, Any], str, Any]] = []
+    for i, s in enumerate(specs):
+        vs = by_file.pop(str(s.path), [])
+        if not vs and len(specs) == 1:
+            vs = [v for lst in by_file.values() for v in lst]
+        rows = _with_outcomes(s, vs)
+        all_outcomes.extend(rows)
+        sections.append(_spec_section(s, rows, _results_for(s, res_list), mode, anchor=f"spec{i}",
+                                      single=len(specs) == 1))
+    page_title = title or (specs[0].title or Path(specs[0].path).name if len(specs) == 1 else
+                           f"pytest-roofline scorecard — {len(specs)} prediction files")
+    head = _page_header(page_title, specs, res_list, mode, generated_at, all_outcomes)
+    body = head + "".join(sections) + _footer(generated_at)
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<meta name="generator" content="pytest-roofline">'
+            f"<title>{esc(page_title)}</title><style>{PAGE_CSS}{EXPLAIN_CSS}</style></head>"
+            f'<body><main class="page">{body}</main></body></html>\n')
+
+
+def _with_outcomes(spec: Spec, verdicts: Iterable[Mapping[str, Any]]) -> list[tuple[dict[str, Any], str, Any]]:
+    preds = {p.id: p for p in spec.predictions}
+    out = []
+    for v in verdicts:
+        pred = preds.get(v.get("id"))
+        out.append((dict(v), outcome_of_verdict(v, pred.xfail if pred is not None else None), pred))
+    order = {p.id: i for i, p in enumerate(spec.predictions)}
+    out.sort(key=lambda r: order.get(r[0].get("id"), 1 << 30))
+    return out
+
+
+# --- header and summary -----------------------------------------------------------------------------------------
+_MODE_TEXT = {"math": "math only — each value in ink checked against the analytical model; nothing measured",
+              "replay": "replayed — measurable predictions scored against a stored results file",
+              "engine": "live — measured on a vLLM engine started by the run",
+              "endpoint": "live — measured against a running endpoint"}
+
+
+def _page_header(title: str, specs: Sequence[Spec], results: Sequence[Mapping[str, Any]], mode: str,
+                 generated_at: str, rows: Sequence[tuple[Mapping[str, Any], str, Any]]) -> str:
+    c = counts(o for _, o, _ in rows)
+    total = sum(c.values())
+    src = ""
+    for r in results:
+        label = r.get("_path") or "results"
+        src += (f'<div class="src">results: <code>{esc(label)}</code> — {esc(r.get("source", "measured"))}, '
+                f'{esc(r.get("status", "?"))}'
+                + (f', created {esc(r.get("created_at"))}' if r.get("created_at") else "") + "</div>")
+        if r.get("source") == "transcribed":
+            src += ('<div class="src note">Transcribed, not measured by pytest-roofline'
+                    + (f": {esc(' '.join(str(r['transcription']).split()))}" if r.get("transcription") else ".")
+                    + "</div>")
+    bar = "".join(f'<span class="seg rl-{o}" style="flex:{c[o]}" title="{c[o]} {OUTCOME_LABEL[o]}"></span>'
+                  for o in OUTCOMES if c[o])
+    pills = " ".join(f'<span class="rl-badge rl-{o}">{c[o]} {OUTCOME_LABEL[o]}</span>' for o in OUTCOMES if c[o])
+    nav = ""
+    if len(specs) > 1:
+        nav = '<nav class="files">' + " · ".join(
+            f'<a href="#spec{i}">{esc(s.title or Path(s.path).name)}</a>' for i, s in enumerate(specs)) + "</nav>"
+    return (f'<header class="top"><div class="brand">pytest-roofline scorecard</div><h1>{esc(title)}</h1>'
+            f'<div class="mode mode-{esc(mode)}">{esc(_MODE_TEXT.get(mode, mode))}</div>{src}'
+            f'<div class="totals"><div class="bar">{bar}</div><div class="pills">{pills}'
+            f'<span class="of">of {total} prediction{"s" if total != 1 else ""}</span></div></div>{nav}</header>')
+
+
+def _footer(generated_at: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        ver = version("pytest-roofline")
+    except Exception:  # noqa: BLE001
+        ver = "?"
+    return (f'<footer>Generated {esc(generated_at)} by pytest-roofline {esc(ver)}. This page is self-contained: '
+            "no scripts, no fonts, no requests.</footer>")
+
+
+# --- one prediction file ---------------------------------------------------------------------------------------
+def _spec_section(spec: Spec, rows: list[tuple[dict[str, Any], str, Any]], results: Mapping[str, Any] | None,
+                  mode: str, *, anchor: str, single: bool) -> str:
+    setup = spec_setup(spec)
+    parts = [f'<section class="spec" id="{anchor}">']
+    if not single:
+        parts.append(f"<h2 class=\"spec-title\">{esc(spec.title or Path(spec.path).name)}</h2>")
+    parts.append(f'<div class="file">{esc(_display_path(spec.path))}</div>')
+    if spec.notes:
+        parts.append(f'<p class="spec-notes">{esc(" ".join(spec.notes.split()))}</p>')
+    parts.append('<div class="grid2">')
+    parts.append(_summary_card(rows, _headlines(spec, setup, results)))
+    parts.append(_setup_card(spec, setup, results))
+    parts.append("</div>")
+    figs = _figures(spec, setup, results, rows)
+    if figs:
+        parts.append('<h3>Charts</h3><div class="charts">')
+        for f in figs:
+            parts.append(f'<figure class="chart{" wide" if f.wide else ""}" id="{anchor}-{esc(f.key)}">{f.svg}'
+                         + (f"<figcaption>{esc(f.caption)}</figcaption>" if f.caption else "") + "</figure>")
+        parts.append("</div>")
+    timelines = ch.timeline_charts(spec, results) if results else []
+    if results:
+        parts.append("<h3>Server-side timeline per point</h3>")
+        if timelines:
+            parts.append('<p class="hint">Running and waiting requests and KV-cache usage as /metrics reported them '
+                         "during each point; red marks are preemptions. The knee shows here (waiting &gt; 0, cache "
+                         "pinned) before it shows in the client's numbers.</p>")
+            parts.append('<div class="charts small">' + "".join(
+                f'<figure class="chart" id="{anchor}-{esc(f.key)}">{f.svg}</figure>' for f in timelines) + "</div>")
+        else:
+            parts.append('<p class="missing">The results file has no server timeline (/metrics was not scraped '
+                         "during the sweep), so running/waiting requests, KV-cache usage and preemptions over time "
+                         "cannot be drawn.</p>")
+        parts.append(_points_table(spec, setup, results))
+        parts.append(_goodput_table(spec, results))
+        parts.append(_errors(results))
+    parts.append(_predictions_table(rows, measured=any(v.get("mode") == "measured" for v, _, _ in rows),
+                                    anchor=anchor))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _figures(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | None,
+             rows: Sequence[tuple[dict[str, Any], str, Any]]) -> list[ch.Figure]:
+    out: list[ch.Figure | None] = []
+    for fn in (ch.throughput_chart, ch.ttft_chart, ch.tpot_chart, ch.per_request_chart):
+        try:
+            out.append(fn(spec, setup, results, rows))
+        except Exception as exc:  # noqa: BLE001 - one chart failing must not lose the whole page
+            out.append(_failed_figure(fn.__name__, exc))
+    try:
+        out.append(ch.littles_chart(spec, results, rows))
+    except Exception as exc:  # noqa: BLE001
+        out.append(_failed_figure("littles_chart", exc))
+    try:
+        out.append(ch.roofline_chart(spec, setup, results))
+    except Exception as exc:  # noqa: BLE001
+        out.append(_failed_figure("roofline_chart", exc))
+    return [f for f in out if f is not None]
+
+
+def _failed_figure(name: str, exc: Exception) -> ch.Figure:
+    return ch.Figure(name, name, f'<p class="missing">{esc(name)} could not be drawn: {esc(exc)}</p>')
+
+
+def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """The numbers the run is about, one line each: knees, goodput, how far reality sits below the model."""
+    from .. import analytical as an
+    from ..quantities import throughput_knee, ttft_knee
+
+    out: list[tuple[str, str]] = []
+    th = spec.thresholds
+    pts = ch.closed_points(results)
+    triples = [(float(p["concurrency"]), float(p["client"]["output_throughput_tok_s"]), p) for p in pts
+               if is_number((p.get("client") or {}).get("output_throughput_tok_s"))]
+    meas = [(c, x) for c, x, _ in triples]
+    if setup is not None:
+        try:
+            knee = an.roofline_knee(weight_bytes=setup.weight_bytes, flop_per_token=setup.flop_per_token,
+                                    kv_bytes_per_seq=setup.kv_bytes_per_seq, hbm_bytes_per_s=setup.hbm_bytes_per_s,
+                                    peak_flop_per_s=setup.peak_flop_per_s)
+            half = an.half_saturation_batch(setup.weight_bytes, setup.kv_bytes_per_seq)
+            model_txt = (f"model B* = {knee.batch:,.0f}" if knee.batch is not None else
+                         f"model: none (asymptote {knee.intensity_asymptote_flop_per_byte:,.0f} < ridge "
+                         f"{knee.ridge_flop_per_byte:,.0f} FLOP/byte; half-saturation B = {half:,.0f})")
+        except (ValueError, ZeroDivisionError, SetupError):
+            model_txt = ""
+        if len(meas) >= 2:
+            mk = throughput_knee(meas, th.knee_gain)
+            meas_txt = f"measured C = {mk:g}" if mk is not None else f"measured: none through C = {meas[-1][0]:g}"
+            out.append(("throughput knee", f"{model_txt} · {meas_txt}" if model_txt else meas_txt))
+        elif model_txt:
+            out.append(("throughput knee", model_txt))
+        clean = [(c, x) for c, x, p in triples if not ch.is_contaminated(p, th)]
+        if clean:
+            c, x = clean[-1]
+            try:
+                m = ch.model_step(setup, c).throughput_tok_per_s
+                out.append(("measured ÷ model", f"{x / m:.0%} at C = {c:g} (the largest clean point: "
+                                                 f"{x:,.1f} vs {m:,.1f} tok/s)"))
+            except (ValueError, SetupError):
+                pass
+        elif not meas:
+            try:
+                out.append(("batch-1 ceiling", f"{an.batch1_ceiling_tok_per_s(setup.hbm_bytes_per_s, setup.weight_bytes):,.1f}"
+                                               " tok/s (bandwidth ÷ weight bytes)"))
+                out.append(("memory asymptote", f"{an.throughput_asymptote_tok_per_s(setup.hbm_bytes_per_s, setup.kv_bytes_per_seq):,.0f}"
+                                                " tok/s (bandwidth ÷ KV per sequence)"))
+            except (ValueError, SetupError):
+                pass
+    rows = [(float(p["concurrency"]), (p.get("client") or {}).get("ttft_ms", {}).get("p50"),
+             (p.get("client") or {}).get("ttft_ms", {}).get("p99")) for p in pts]
+    rows = [r for r in rows if is_number(r[1]) and is_number(r[2])]
+    if rows:
+        tk = ttft_knee(rows, th.ttft_knee_ratio)
+        out.append(("TTFT knee", (f"measured C = {tk:g}" if tk is not None else "measured: none")
+                    + f" (p99 > {th.ttft_knee_ratio:g} × p50)"))
+    g = next((g for g in ch.goodput_rows(results, spec) if g.percentile == (spec.slo or {}).get("percentile", "p99")),
+             None)
+    if g is not None:
+        out.append((f"goodput ({g.percentile} SLO)",
+                    (f"{g.best_tok_per_s:,.1f} tok/s at C = {g.best_concurrency}" if g.best_tok_per_s is not None
+                     else "no point meets the SLO")
+                    + f" · raw max {g.raw_max_tok_per_s:,.1f} at C = {g.raw_max_concurrency}"
+                    + (f" ({g.raw_to_goodput_ratio:.2f}×)" if g.raw_to_goodput_ratio else "")))
+    cont = [p for p in pts if ch.is_contaminated(p, th)]
+    if cont:
+        out.append(("contaminated", f"{len(cont)} of {len(pts)} points (prefix-cache hits > {th.contamination:.0%}): "
+                                    + ", ".join(str(p.get("id")) for p in cont)))
+    return out
+
+
+def _summary_card(rows: Sequence[tuple[dict[str, Any], str, Any]], headlines: Sequence[tuple[str, str]] = ()) -> str:
+    c = counts(o for _, o, _ in rows)
+    total = sum(c.values()) or 1
+    by_mode: dict[str, dict[str, int]] = {}
+    for v, o, _ in rows:
+        by_mode.setdefault(v.get("mode", "math"), {}).setdefault(o, 0)
+        by_mode[v.get("mode", "math")][o] += 1
+    bar = "".join(f'<span class="seg rl-{o}" style="flex:{c[o]}" title="{c[o]} {OUTCOME_LABEL[o]}"></span>'
+                  for o in OUTCOMES if c[o])
+    lines = [f'<div class="card summary"><h3>Verdicts</h3><div class="bar big">{bar}</div><table class="counts">']
+    for o in OUTCOMES:
+        if c[o]:
+            lines.append(f'<tr><td><span class="rl-badge rl-{o}">{OUTCOME_LABEL[o]}</span></td>'
+                         f'<td class="num">{c[o]}</td><td class="pct">{c[o] / total:.0%}</td>'
+                         f"<td class=\"what\">{esc(_OUTCOME_WORDS[o])}</td></tr>")
+    lines.append("</table>")
+    if by_mode:
+        lines.append('<p class="bymode">' + "; ".join(
+            f"{sum(d.values())} {'measured' if m == 'measured' else 'math'} check{'s' if sum(d.values()) != 1 else ''}"
+            f" ({', '.join(f'{n} {OUTCOME_LABEL[o]}' for o, n in sorted(d.items(), key=lambda kv: OUTCOMES.index(kv[0])))})"
+            for m, d in sorted(by_mode.items())) + "</p>")
+    if headlines:
+        lines.append("<h4>Headline numbers</h4>" + _dl(headlines).replace("<dl>", '<dl class="headlines">', 1))
+    misses = [(v, o) for v, o, _ in rows if v.get("status") == "fail" and is_number(v.get("error_rel"))]
+    misses.sort(key=lambda r: -abs(r[0]["error_rel"]))
+    if misses:
+        lines.append('<h4>Largest misses</h4><table class="misses">')
+        for v, o in misses[:6]:
+            lines.append(f'<tr><td><span class="rl-badge rl-{o}">{OUTCOME_LABEL[o]}</span></td>'
+                         f'<td><a href="#p-{esc(_slug(v["id"]))}">{esc(v["id"])}</a></td>'
+                         f'<td class="num">{esc(v.get("predicted_text", ""))}</td>'
+                         f'<td class="num">{esc(v.get("measured_text") or v.get("model_text") or "")}</td>'
+                         f'<td class="num err">{_err_pct(v)}</td></tr>')
+        lines.append("</table>")
+    lines.append("</div>")
+    return "".join(lines)
+
+
+_OUTCOME_WORDS = {"passed": "within tolerance", "failed": "outside tolerance, not expected",
+                  "xfailed": "missed, as the file says it would (xfail)",
+                  "xpassed": "expected to miss but landed inside", "skipped": "not checkable in this mode",
+                  "error": "could not be scored"}
+
+
+def _err_pct(v: Mapping[str, Any]) -> str:
+    r = v.get("error_rel")
+    if not is_number(r):
+        return ""
+    return f"{r:+.2%}" if abs(r) < 0.1 else (f"{r:+.1%}" if abs(r) < 10 else f"{r:+.0%}")
+
+
+def _slug(s: str) -> str:
+    return "".join(ch_ if ch_.isalnum() or ch_ in "-_" else "-" for ch_ in str(s))
+
+
+def _dl(items: Iterable[tuple[str, Any]]) -> str:
+    return "<dl>" + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items if v not in (None, "")) + "</dl>"
+
+
+def _setup_card(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | None) -> str:
+    out = ['<div class="card setup"><h3>Setup</h3>']
+    rsetup = (results or {}).get("setup") or {}
+    hw_det = (rsetup.get("hardware") or {}).get("detected")
+    chip: list[tuple[str, Any]] = []
+    model: list[tuple[str, Any]] = []
+    if setup is not None:
+        d = setup.describe()
+        chip.append(("declared", d.get("hardware")))
+        if isinstance(hw_det, Mapping):
+            chip.append(("detected", f"{hw_det.get('name')} [{hw_det.get('variant') or 'not in catalog'}]"
+                         + (f", driver {hw_det['driver_version']}" if hw_det.get("driver_version") else "")))
+        elif results is not None:
+            chip.append(("detected", "— (not detected: " + str(results.get("source", "?")) + " run)"))
+        for k in ("hbm_bandwidth", f"peak_{setup.compute_dtype}", "memory"):
+            if d.get(k):
+                chip.append((k.replace("_", " "), d[k]))
+        try:
+            chip.append(("ridge", f"{setup.peak_flop_per_s / setup.hbm_bytes_per_s:,.1f} FLOP/byte"))
+        except SetupError:
+            pass
+        model += [("model", d.get("model")), ("parameters", d.get("params")), ("weights", d.get("weights")),
+                  ("KV per token", d.get("kv_bytes_per_token")), ("KV context", d.get("kv_context")),
+                  ("KV per sequence", format_value(setup.kv_bytes_per_seq, "bytes", "GB", digits=4))]
+    else:
+        chip.append(("declared", spec.hardware))
+        model.append(("model", spec.model if isinstance(spec.model, str) else str(spec.model)))
+        model.append(("", "the setup does not resolve, so the model's curves are not drawn"))
+    eng = spec.engine or {}
+    engine = [("engine", f"{eng.get('name', 'vllm')} {eng.get('version') or '(version not given)'}"),
+              ("serves", eng.get("model"))]
+    if eng.get("args"):
+        engine.append(("args", ", ".join(f"{k}={v}" for k, v in eng["args"].items())))
+    if setup is not None:
+        engine.append(("defaults used", f"gpu_memory_utilization {setup.gpu_memory_utilization:g}, block_size "
+                                        f"{setup.block_size}, max_num_seqs {setup.max_num_seqs}, "
+                                        f"max_num_batched_tokens {setup.max_num_batched_tokens:,}"))
+    rep = (results or {}).get("engine_report") or {}
+    if rep:
+        bits = []
+        if rep.get("version"):
+            bits.append(f"version {rep['version']}")
+        if rep.get("num_gpu_blocks") is not None:
+            bits.append(f"{rep['num_gpu_blocks']:,} blocks")
+        if rep.get("kv_cache_tokens") is not None:
+            bits.append(f"{rep['kv_cache_tokens']:,} KV tokens")
+        if rep.get("available_kv_cache_gib") is not None:
+            bits.append(f"{rep['available_kv_cache_gib']:g} GiB pool")
+        if rep.get("kv_device"):
+            bits.append(f"KV on {rep['kv_device']}")
+        engine.append(("engine says", ", ".join(bits)))
+        cc = rep.get("cross_check") or {}
+        if cc.get("detail"):
+            engine.append(("cross-check", ("ok — " if cc.get("ok") else "FAILED — ") + str(cc["detail"])))
+    wl = spec.workload or {}
+    work: list[tuple[str, Any]] = []
+    if wl.get("input_len") or wl.get("output_len"):
+        work.append(("lengths", f"{wl.get('input_len', '?')} in / {wl.get('output_len', '?')} out"))
+    if wl.get("kv_context"):
+        work.append(("KV context", f"{float(wl['kv_context']):,.0f} tokens"))
+    if wl.get("sampling"):
+        work.append(("sampling", ", ".join(f"{k}={v}" for k, v in wl["sampling"].items())))
+    sw = spec.sweep
+    if sw.concurrency:
+        work.append(("sweep", f"{sw.mode} loop, concurrency {', '.join(str(c) for c in sw.concurrency)}"))
+    if sw.rates:
+        work.append(("rates", ", ".join(f"{r:g}" for r in sw.rates) + " req/s"))
+    slo = spec.slo or {}
+    if slo:
+        work.append(("SLO", " and ".join(f"{k.upper()} ≤ {v * 1e3:g} ms" for k, v in slo.items() if k != "percentile")
+                     + (f" at {slo['percentile']}" if slo.get("percentile") else "")))
+    th = spec.thresholds
+    work.append(("thresholds", f"knee: doubling adds < {th.knee_gain:.0%}; TTFT knee: p99 > {th.ttft_knee_ratio:g}"
+                               f" × p50; contaminated: prefix-cache hits > {th.contamination:.0%}"))
+    run = []
+    if results is not None:
+        run += [("source", results.get("source")), ("status", results.get("status")),
+                ("created", results.get("created_at")), ("host", rsetup.get("host")),
+                ("commit", rsetup.get("commit"))]
+    for title, items in (("Chip", chip), ("Model", model), ("Engine", engine), ("Workload", work), ("Run", run)):
+        items = [(k, v) for k, v in items if v not in (None, "")]
+        if items:
+            out.append(f'<div class="sg"><h4>{title}</h4>{_dl(items)}</div>')
+    out.append("</div>")
+    return "".join(out)
+
+
+# --- sweep points ------------------------------------------------------------------------------------------------
+def _num_or(x: Any, f: str = "{:,.1f}", dash: str = "—") -> str:
+    return f.format(x) if is_number(x) else dash
+
+
+def _points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) -> str:
+    pts = list(results.get("points") or [])
+    if not pts:
+        return '<p class="missing">The results file has no sweep points.</p>'
+    th = spec.thresholds
+    floor_ms = None
+    if setup is not None:
+        try:
+            from ..analytical import prefill_floor_s
+
+            floor_ms = prefill_floor_s(setup.input_len, setup.flop_per_token, setup.peak_flop_per_s) * 1e3
+        except (ValueError, SetupError):
+            floor_ms = None
+    heads = [("point", ""), ("C", "concurrency"), ("agg tok/s", "aggregate output tok/s"),
+             ("model", "the decode-roofline model's aggregate tok/s at this batch"), ("÷ model", "measured ÷ model"),
+             ("per-req", "mean per-request output tok/s"), ("TTFT p50/p99", "ms"), ("TPOT p50/p99", "ms"),
+             ("run/wait", "most requests running / waiting (server)"), ("KV", "peak KV-cache usage"),
+             ("cache hits", "prefix-cache hit rate"), ("preempt", "preemptions"),
+             ("λW ÷ L", "Little's law: throughput × mean latency ÷ requests in flight"), ("flags", "")]
+    head = "<tr>" + "".join(f'<th title="{esc(t)}">{esc(h)}</th>' if t else f"<th>{esc(h)}</th>"
+                            for h, t in heads) + "</tr>"
+    body = []
+    for p in pts:
+        c = p.get("client") or {}
+        s = p.get("server") or {}
+        conc = p.get("concurrency")
+        model_tps = None
+        if setup is not None and is_number(conc):
+            try:
+                model_tps = ch.model_step(setup, float(conc)).throughput_tok_per_s
+            except (ValueError, SetupError):
+                model_tps = None
+        agg = c.get("output_throughput_tok_s")
+        per = c.get("per_request_output_tok_s")
+        per = per.get("mean", per.get("p50")) if isinstance(per, Mapping) else per
+        ttft = c.get("ttft_ms") or {}
+        tpot = c.get("tpot_ms") or {}
+        ll = c.get("littles_law") or {}
+        ratio = ll.get("ratio")
+        if not is_number(ratio) and is_number(ll.get("lambda_W")) and ll.get("L"):
+            ratio = ll["lambda_W"] / ll["L"]
+        ll_ok = is_number(ratio) and abs(ratio - 1) <= 0.02
+        cont = ch.is_contaminated(p, th)
+        flags = list(p.get("flags") or [])
+        if (floor_ms is not None and is_number(ttft.get("p50")) and ttft["p50"] < floor_ms
+                and not any(str(f).startswith("ttft_p50_below_prefill_floor") for f in flags)):
+            flags.append(f"TTFT p50 below the {floor_ms:,.0f} ms prefill floor")
+        flags = list(dict.fromkeys(flags))
+        hit = s.get("prefix_cache_hit_rate")
+        cls = ' class="contam"' if cont else ""
+        warn = ' <span class="warn" title="contaminated">⚠</span>' if cont else ""
+        notes = [str(x) for x in (s.get("note"), c.get("note"), p.get("note")) if x]
+        if notes:
+            warn += f' <span class="info" title="{esc(" / ".join(notes))}">i</span>'
+        ll_mark = ""
+        if is_number(ratio):
+            ll_mark = ' <span class="ok">✓</span>' if ll_ok else ' <span class="bad">✗</span>'
+        ratio_model = agg / model_tps if is_number(agg) and model_tps else None
+        hot = " hot" if cont else ""
+        cells = [
+            f"{esc(p.get('id'))}{warn}",
+            _num_or(conc, "{:g}"), _num_or(agg), _num_or(model_tps, "{:,.0f}"), _num_or(ratio_model, "{:.0%}"),
+            _num_or(per),
+            f"{_num_or(ttft.get('p50'), '{:,.0f}')} / {_num_or(ttft.get('p99'), '{:,.0f}')}",
+            f"{_num_or(tpot.get('p50'), '{:,.2f}')} / {_num_or(tpot.get('p99'), '{:,.2f}')}",
+            f"{_num_or(s.get('max_num_requests_running'), '{:g}')} / "
+            f"{_num_or(s.get('max_num_requests_waiting'), '{:g}')}",
+            _num_or(s.get("max_kv_cache_usage"), "{:.0%}"), _num_or(hit, "{:.1%}"),
+            _num_or(s.get("preemptions"), "{:g}"), _num_or(ratio, "{:.3f}") + ll_mark, esc("; ".join(flags)),
+        ]
+        classes = ["", "num", "num", "num model", "num", "num", "num", "num", "num", "num", f"num{hot}", "num",
+                   "num", "flags"]
+        body.append(f"<tr{cls}>" + "".join(f'<td class="{k}">{c}</td>' if k else f"<td>{c}</td>"
+                                           for k, c in zip(classes, cells)) + "</tr>")
+    note = ('<p class="hint">⚠ marks a contaminated point: its prefix-cache hit rate is above '
+            f"{th.contamination:.0%}, so prompts were partly served from cache and its TTFT and throughput look "
+            "better than a cold cache would give. Model tok/s is the decode-only roofline at that batch.</p>")
+    return (f'<h3>Sweep points</h3><div class="scroll"><table class="points">{head}{"".join(body)}</table></div>'
+            + note)
+
+
+def _goodput_table(spec: Spec, results: Mapping[str, Any]) -> str:
+    rows = ch.goodput_rows(results, spec)
+    if not rows:
+        return ""
+    slo = spec.slo or {}
+    lines = ['<h3>Goodput</h3><table class="goodput"><tr><th>percentile</th><th>SLO</th><th>goodput</th>'
+             "<th>points meeting the SLO</th><th>raw max</th><th>raw ÷ goodput</th></tr>"]
+    for g in rows:
+        slo_txt = " and ".join(f"{k.upper()} ≤ {v * 1e3:g} ms" for k, v in slo.items() if k != "percentile")
+        best = (f"{g.best_tok_per_s:,.1f} tok/s at C = {g.best_concurrency}" if g.best_tok_per_s is not None
+                else "none meets it")
+        mark = " ★" if g.percentile == slo.get("percentile") else ""
+        lines.append(f"<tr><td>{esc(g.percentile)}{mark}</td><td>{esc(slo_txt)}</td><td class=\"num\">{esc(best)}</td>"
+                     f"<td>{esc(', '.join(str(c) for c in g.passing_concurrencies) or '—')}</td>"
+                     f"<td class=\"num\">{g.raw_max_tok_per_s:,.1f} tok/s at C = {g.raw_max_concurrency}</td>"
+                     f"<td class=\"num\">{_num_or(g.raw_to_goodput_ratio, '{:.2f}×')}</td></tr>")
+    lines.append("</table><p class=\"hint\">Goodput is the highest throughput among sweep points whose TTFT and "
+                 "TPOT both meet the SLO at that percentile; the gap to the raw maximum is what an SLO costs. "
+                 "★ = the file's own SLO percentile.</p>")
+    return "".join(lines)
+
+
+def _errors(results: Mapping[str, Any]) -> str:
+    errs = results.get("errors") or []
+    if not errs:
+        return ""
+    return ('<h3>Errors during the run</h3><ul class="errors">' + "".join(
+        f"<li><b>{esc(e.get('point') or 'run')}</b>: {esc(e.get('message', ''))}"
+        + (f"<pre>{esc(e['log_tail'])}</pre>" if e.get("log_tail") else "") + "</li>" for e in errs) + "</ul>")
+
+
+# --- predictions ------------------------------------------------------------------------------------------------
+def _predictions_table(rows: Sequence[tuple[dict[str, Any], str, Any]], *, measured: bool, anchor: str) -> str:
+    if not rows:
+        return '<h3>Predictions</h3><p class="missing">No predictions were scored.</p>'
+    cols = ["", "prediction", "quantity", "ink", "model"] + (["measured"] if measured else []) + [
+        "error", "tolerance", "against the band"]
+    head = "<tr>" + "".join(f"<th>{esc(c)}</th>" for c in cols) + "</tr>"
+    body = []
+    for v, o, pred in rows:
+        band = band_svg(v, width=190, height=22)
+        meas_cell = ""
+        if measured:
+            meas_cell = (f'<td class="num">{esc(v.get("measured_text") or "")}'
+                         + (' <span class="warn" title="contaminated by prefix-cache hits">⚠</span>'
+                            if v.get("contaminated") else "") + "</td>")
+        at = label_of(v)
+        body.append(
+            f'<tbody class="pred rl-{o}" id="p-{esc(_slug(v.get("id", "")))}"><tr class="main">'
+            f'<td><span class="rl-badge rl-{o}">{OUTCOME_LABEL.get(o, o)}</span></td>'
+            f'<td class="pid">{esc(v.get("id", ""))}</td><td class="q">{esc(at)}</td>'
+            f'<td class="num ink">{esc(v.get("predicted_text") or "")}</td>'
+            f'<td class="num">{esc(v.get("model_text") or "")}</td>{meas_cell}'
+            f'<td class="num err">{_err_pct(v)}</td>'
+            f'<td class="tol" title="{esc(v.get("tolerance_text") or "")}">{esc(_short_tol(v))}</td>'
+            f'<td class="band">{band}</td></tr>'
+            f'<tr class="more"><td></td><td colspan="{len(cols) - 1}"><details><summary>{esc(_short_reason(v))}'
+            f"</summary>{explain_html(v, o, heading=False)}</details></td></tr></tbody>")
+    legend = ('<p class="hint">Against the band: shaded = the allowed interval around the reference; black tick = '
+              "the value in ink; dot = the value checked (measured, or the model in a math check), green inside and "
+              "red outside; hollow diamond = the model in a measured check. Click a row's reason for the "
+              "explanation.</p>")
+    return (f'<h3>Predictions</h3>{legend}<div class="scroll"><table class="preds" id="{anchor}-predictions">'
+            f"<thead>{head}</thead>{''.join(body)}</table></div>")
+
+
+def _short_tol(v: Mapping[str, Any]) -> str:
+    t = str(v.get("tolerance_text") or "")
+    return t.split(" (", 1)[0]
+
+
+def _short_reason(v: Mapping[str, Any]) -> str:
+    r = " ".join(str(v.get("reason", "")).split())
+    if v.get("xfail_reason") and v.get("status") == "fail":
+        r += " — expected: " + " ".join(str(v["xfail_reason"]).split())
+    return r if len(r) < 260 else r[:257] + "…"
+
+
+PAGE_CSS = """
+*{box-sizing:border-box}
+body{margin:0;background:#f4f5f7;color:#1d1f23;font-family:system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',
+  Arial,sans-serif;font-size:14px;line-height:1.45}
+.page{max-width:1280px;margin:0 auto;padding:22px 26px 40px}
+header.top{background:#fff;border-radius:10px;padding:18px 22px;box-shadow:0 1px 3px rgba(0,0,0,.08);margin-bottom:18px}
+.brand{font-size:12px;letter-spacing:.08em;text-transform:uppercase;color:#0072B2;font-weight:600}
+h1{font-size:24px;margin:4px 0 6px}
+h2.spec-title{font-size:20px;margin:26px 0 2px}
+h3{font-size:16px;margin:22px 0 8px}
+h4{font-size:13px;margin:10px 0 4px;color:#444;text-transform:uppercase;letter-spacing:.04em}
+.mode{display:inline-block;background:#eef4fa;color:#0b4f7c;border-radius:6px;padding:2px 9px;font-size:13px}
+.mode-math{background:#f0f0f0;color:#444}
+.src{color:#555;font-size:12.5px;margin-top:4px}.src.note{color:#8a5a00}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
+.totals{margin-top:12px}
+.bar{display:flex;height:10px;border-radius:5px;overflow:hidden;background:#eee;max-width:720px}
+.bar.big{height:14px;max-width:none;margin:6px 0 10px}
+.bar .seg.rl-passed{background:#009E73}.bar .seg.rl-failed{background:#D55E00}.bar .seg.rl-xfailed{background:#9c6ade}
+.bar .seg.rl-xpassed{background:#E69F00}.bar .seg.rl-skipped{background:#b5b5b5}.bar .seg.rl-error{background:#a50f15}
+.pills{margin-top:6px}.pills .rl-badge{margin-right:3px}.of{color:#666;font-size:12.5px;margin-left:4px}
+nav.files{margin-top:10px;font-size:13px}
+nav.files a{color:#0072B2}
+.file{color:#666;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
+.spec-notes{color:#444;max-width:1000px;margin:6px 0 0}
+.grid2{display:grid;grid-template-columns:minmax(320px,5fr) 7fr;gap:16px;margin-top:14px}
+.card{background:#fff;border-radius:10px;padding:12px 16px;box-shadow:0 1px 3px rgba(0,0,0,.08)}
+.card h3{margin:2px 0 6px}
+table.counts{border-collapse:collapse}
+table.counts td{padding:2px 8px 2px 0}
+table.counts td.num{font-weight:600;text-align:right;font-variant-numeric:tabular-nums}
+table.counts td.pct{color:#777;text-align:right;font-size:12px}
+table.counts td.what{color:#555;font-size:12.5px}
+.bymode{color:#555;font-size:12.5px;margin:8px 0 4px}
+dl.headlines{display:grid;grid-template-columns:max-content 1fr;gap:2px 10px;margin:0 0 6px;font-size:12.5px}
+dl.headlines dt{color:#666}dl.headlines dd{margin:0}
+.info{display:inline-block;width:14px;height:14px;border-radius:7px;background:#0072B2;color:#fff;font-size:10px;
+  line-height:14px;text-align:center;font-style:italic;font-weight:700;font-family:Georgia,serif;cursor:help}
+table.misses{border-collapse:collapse;font-size:12.5px}
+table.misses td{padding:2px 8px 2px 0}
+table.misses a{color:#0b4f7c;text-decoration:none}
+.card.setup{display:grid;grid-template-columns:1fr 1fr;gap:0 18px}
+.card.setup h3{grid-column:1/-1}
+.sg dl{display:grid;grid-template-columns:max-content 1fr;gap:1px 10px;margin:0;font-size:12.5px}
+.sg dt{color:#666}.sg dd{margin:0;font-variant-numeric:tabular-nums}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:14px}
+.charts.small{grid-template-columns:repeat(auto-fill,minmax(400px,1fr))}
+figure.chart{margin:0;background:#fff;border-radius:10px;padding:10px 10px 8px;box-shadow:0 1px 3px rgba(0,0,0,.08)}
+figure.chart.wide{grid-column:1/-1}
+figure.chart svg.rl-chart{width:100%;height:auto;display:block}
+figcaption{color:#555;font-size:12px;margin:4px 4px 0}
+.hint{color:#555;font-size:12.5px;max-width:1100px}
+.missing{color:#7a5a00;background:#fff8e6;border-radius:6px;padding:6px 10px;display:inline-block}
+.scroll{overflow-x:auto;background:#fff;border-radius:10px;box-shadow:0 1px 3px rgba(0,0,0,.08)}
+table.points,table.preds,table.goodput{border-collapse:collapse;width:100%;font-size:12.5px}
+table.goodput{background:#fff;border-radius:10px;box-shadow:0 1px 3px rgba(0,0,0,.08);width:auto}
+table.points th,table.preds th,table.goodput th{text-align:left;background:#f7f8fa;color:#333;font-weight:600;
+  padding:6px 7px;border-bottom:1px solid #e3e5e8;white-space:nowrap}
+table.points td,table.goodput td{padding:4px 7px;border-bottom:1px solid #f0f1f3}
+table.points td:first-child{white-space:nowrap}
+table.preds td.tol{white-space:nowrap}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.model{color:#0b4f7c}
+tr.contam td{background:#fff8ec}
+td.hot{color:#b35c00;font-weight:600}
+.warn{color:#E69F00;font-weight:700}
+.ok{color:#009E73;font-weight:700}.bad{color:#D55E00;font-weight:700}
+td.flags{color:#8a5a00;font-size:12px}
+table.preds tbody.pred tr.main td{padding:5px 8px 0;vertical-align:middle}
+table.preds tbody.pred tr.more td{padding:0 8px 5px;border-bottom:1px solid #eceef1}
+table.preds td.pid{font-weight:600;max-width:260px;overflow-wrap:anywhere}
+table.preds td.q{max-width:240px}
+table.preds td.q{color:#333}
+table.preds td.ink{font-weight:600}
+table.preds td.err{color:#333}
+table.preds tbody.rl-failed td.err,table.preds tbody.rl-error td.err{color:#D55E00;font-weight:600}
+table.preds td.band{width:200px}
+table.preds details summary{cursor:pointer;color:#555;font-size:12px;list-style-position:inside}
+table.preds details[open] summary{color:#111}
+table.preds tbody.rl-failed{background:#fff6f2}
+table.preds tbody.rl-error{background:#fdf0f0}
+ul.errors pre{background:#f6f6f6;padding:6px;max-height:200px;overflow:auto}
+footer{margin-top:30px;color:#777;font-size:12px}
+@media (max-width:900px){.grid2{grid-template-columns:1fr}.card.setup{grid-template-columns:1fr}
+  .charts{grid-template-columns:1fr}}
+@media print{body{background:#fff}.card,figure.chart,.scroll,header.top{box-shadow:none;border:1px solid #ddd}}
+"""
