@@ -207,14 +207,15 @@ def _point(meas: Any, at: Mapping[str, Any]) -> Mapping[str, Any]:
     raise NotMeasured("needs at: {concurrency: C} or at: {rate: R} to pick a sweep point")
 
 
-def _client(meas: Any, at: Mapping[str, Any], th: Thresholds, path: Sequence[str], what: str) -> MeasuredValue:
+def _client(meas: Any, at: Mapping[str, Any], th: Thresholds, path: Sequence[str], what: str,
+            setup: Setup | None = None) -> MeasuredValue:
     pt = _point(meas, at)
     val: Any = pt.get("client") or {}
     for key in path:
         val = val.get(key) if isinstance(val, Mapping) else None
     if val is None:
         raise NotMeasured(f"point {pt.get('id')} has no {what} (the results file does not record it)")
-    return MeasuredValue(val, (str(pt.get("id")),), tuple(_point_notes(pt, th)), _contaminated(pt, th))
+    return MeasuredValue(val, (str(pt.get("id")),), tuple(_point_notes(pt, th, setup)), _contaminated(pt, th))
 
 
 def _contaminated(pt: Mapping[str, Any], th: Thresholds) -> bool:
@@ -224,8 +225,18 @@ def _contaminated(pt: Mapping[str, Any], th: Thresholds) -> bool:
     return bool(pt.get("contaminated"))
 
 
-def _point_notes(pt: Mapping[str, Any], th: Thresholds) -> list[str]:
+def _point_notes(pt: Mapping[str, Any], th: Thresholds, setup: Setup | None = None) -> list[str]:
     notes = []
+    ttft_p50_ms = ((pt.get("client") or {}).get("ttft_ms") or {}).get("p50")
+    if setup is not None and ttft_p50_ms is not None and pt.get("input_len"):
+        try:
+            floor_s = an.prefill_floor_s(int(pt["input_len"]), setup.flop_per_token, setup.peak_flop_per_s)
+        except (SetupError, ValueError):
+            floor_s = None
+        if floor_s is not None and ttft_p50_ms / 1e3 < floor_s:
+            notes.append(f"point {pt.get('id')}: TTFT p50 {ttft_p50_ms:,.0f} ms is below the {floor_s * 1e3:,.1f} ms "
+                         f"compute floor of a {int(pt['input_len']):,}-token prefill — prompts were (partly) served "
+                         "from the prefix cache")
     rate = (pt.get("server") or {}).get("prefix_cache_hit_rate")
     if rate is not None and rate > th.contamination:
         notes.append(f"point {pt.get('id')} is contaminated: prefix-cache hit rate {rate:.0%} > "
@@ -237,8 +248,7 @@ def _point_notes(pt: Mapping[str, Any], th: Thresholds) -> list[str]:
 
 def _client_q(name: str, dim: str, desc: str, path: Sequence[str], what: str, model: ModelFn | None = None) -> Quantity:
     def measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
-        mv = _client(meas, at, th, path, what)
-        return mv
+        return _client(meas, at, th, path, what, setup)
 
     return _register(Quantity(name, dim, desc, at=("concurrency", "rate", "batch", "context"), measure=measure,
                               model=model, points="at"))
@@ -329,11 +339,11 @@ _register(Quantity("compute_utilization", "ratio", "attainable ÷ peak FLOP/s of
 
 
 def _measured_output_tput(meas, at, setup, th):
-    return _client(meas, at, th, ("output_throughput_tok_s",), "output throughput")
+    return _client(meas, at, th, ("output_throughput_tok_s",), "output throughput", setup)
 
 
 def _measured_per_request(meas, at, setup, th):
-    return _client(meas, at, th, ("per_request_output_tok_s", "mean"), "per-request throughput")
+    return _client(meas, at, th, ("per_request_output_tok_s", "mean"), "per-request throughput", setup)
 
 
 _step_q("output_throughput", "throughput", "aggregate output tokens/s at batch/concurrency B "
@@ -377,7 +387,7 @@ def _knee_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds
     note = (f"knee = smallest concurrency whose doubling adds < {th.knee_gain:.0%} throughput; gains: {gains}")
     contaminated = any(_contaminated(p, th) for p in pts)
     return MeasuredValue(knee, tuple(str(p.get("id")) for p in pts),
-                         (note, *[n for p in pts for n in _point_notes(p, th)]), contaminated)
+                         (note, *[n for p in pts for n in _point_notes(p, th, setup)]), contaminated)
 
 
 _register(Quantity("knee_concurrency", "count", "where decode stops being memory-bound. Model: the roofline knee "
@@ -649,7 +659,7 @@ def _ttft_knee_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thres
     detail = ", ".join(f"{c:g}: {p99 / p50:.1f}×" for c, p50, p99 in rows)
     return MeasuredValue(knee, tuple(str(p.get("id")) for p in pts),
                          (f"TTFT knee = smallest concurrency with p99 > {th.ttft_knee_ratio:g} × p50; "
-                          f"p99/p50: {detail}", *[n for p in pts for n in _point_notes(p, th)]),
+                          f"p99/p50: {detail}", *[n for p in pts for n in _point_notes(p, th, setup)]),
                          any(_contaminated(p, th) for p in pts))
 
 
