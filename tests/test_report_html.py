@@ -367,3 +367,13 @@ def test_explain_lines_math_check() -> None:
                         "(−0.24 FLOP/byte).")
     assert lines[1] == ("The tolerance ±0.5 FLOP/byte around the ink allows [160.5 FLOP/byte, 161.5 FLOP/byte]; "
                         "the model is inside, at 74% of the band's width.")
+
+
+def test_plain_pytest_project_keeps_its_environment_table(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain="def test_ok():\n    assert True\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--html", "r.html", "--self-contained-html")
+    result.assert_outcomes(passed=1)
+    parser, data = parse_report(pytester.path / "r.html")
+    assert not any(k.startswith(("Roofline", "GPU")) for k in data["environment"])
+    (nodeid, t), = _rows(data)
+    assert len(t["resultsTableRow"]) == len(parser.headers)  # the (empty) roofline cells stay aligned

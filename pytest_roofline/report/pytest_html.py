@@ -170,6 +170,8 @@ class HtmlHooks:
         from ..plugin import get_session
 
         rs = get_session(self.config)
+        if not rs.specs:
+            return  # no prediction files in this run: leave other projects' environment tables alone
         md.update(environment_from_specs(list(rs.specs.values()), rs.mode, cwd=str(self.config.rootpath)))
         if rs.mode == "math":
             md.setdefault("GPU (detected)", "none needed (math mode: the analytical model only)")
@@ -187,6 +189,8 @@ class HtmlHooks:
         from ..plugin import get_session
 
         rs = get_session(self.config)
+        if not rs.specs and rs.mode == "math":
+            return
         detected = getattr(rs.provider, "detected_gpu", None) if rs.provider is not None else None
         if detected is not None:
             det = detected.to_dict() if hasattr(detected, "to_dict") else detected

@@ -17,7 +17,6 @@ Entry points:
 from __future__ import annotations
 
 import datetime as _dt
-import math
 import os
 import tempfile
 from pathlib import Path
@@ -28,7 +27,7 @@ from ..setup import Setup, SetupError, build_setup
 from ..spec import Spec, load_spec
 from ..units import format_value
 from . import charts as ch
-from .common import (EXPLAIN_CSS, OUTCOME_LABEL, OUTCOMES, band_svg, counts, esc, explain_html, fmt, is_number,
+from .common import (EXPLAIN_CSS, OUTCOME_LABEL, OUTCOMES, band_svg, counts, esc, explain_html, is_number,
                      label_of, outcome_of_verdict)
 
 __all__ = ["render_scorecard", "write_scorecard_from_session", "render_from_files", "score_spec", "spec_setup",
