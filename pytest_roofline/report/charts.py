@@ -17,7 +17,7 @@ from ..quantities import Thresholds, throughput_knee, ttft_knee
 from .common import OUTCOME_COLOR, is_number
 from .svg import PALETTE, Axis, Chart, compact_number
 
-__all__ = ["Figure", "closed_points", "is_contaminated", "sweep_batches", "throughput_chart",
+__all__ = ["Figure", "closed_points", "is_contaminated", "cache_hit_reason", "sweep_batches", "throughput_chart",
            "per_request_chart", "ttft_chart", "tpot_chart", "littles_chart", "timeline_charts", "roofline_chart",
            "goodput_rows", "model_step"]
 
@@ -61,11 +61,30 @@ def closed_points(results: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
     return sorted(pts, key=lambda p: p["concurrency"])
 
 
-def is_contaminated(p: Mapping[str, Any], th: Thresholds) -> bool:
+def cache_hit_reason(p: Mapping[str, Any], th: Thresholds, setup: Any = None) -> str | None:
+    """Why a point's numbers are flattered by prefix-cache hits, or None: a hit rate above the threshold (as
+    the quantities judge it), or — given the setup — a TTFT p50 below the compute floor of the prompt's
+    prefill, which only cached prompts can beat."""
     rate = _get(p, "server", "prefix_cache_hit_rate")
     if is_number(rate):
-        return rate > th.contamination
-    return bool(p.get("contaminated"))
+        if rate > th.contamination:
+            return f"prefix-cache hit rate {rate:.0%} > {th.contamination:.0%}"
+    elif p.get("contaminated"):
+        return "marked contaminated in the results file"
+    p50 = _get(p, "client", "ttft_ms", "p50")
+    if setup is not None and is_number(p50):
+        try:
+            n = int(p["input_len"]) if is_number(p.get("input_len")) else setup.input_len
+            floor = an.prefill_floor_s(n, setup.flop_per_token, setup.peak_flop_per_s) * 1e3
+        except (ValueError, AttributeError, ZeroDivisionError):
+            return None
+        if p50 < floor:
+            return f"TTFT p50 {p50:,.0f} ms is below the {floor:,.1f} ms compute floor of its prefill"
+    return None
+
+
+def is_contaminated(p: Mapping[str, Any], th: Thresholds, setup: Any = None) -> bool:
+    return cache_hit_reason(p, th, setup) is not None
 
 
 def sweep_batches(spec: Any, results: Mapping[str, Any] | None) -> list[float]:
@@ -246,7 +265,7 @@ def throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         ch.vline(mknee, color=C_KNEE_MEAS, text=f"measured knee C = {mknee:g}", text_pos=0.09,
                  text_side="right" if mknee < x.hi / 3 else "left")
     if meas:
-        contaminated = {float(p["concurrency"]) for p in pts if is_contaminated(p, th)}
+        contaminated = {float(p["concurrency"]) for p in pts if is_contaminated(p, th, setup)}
         tips = []
         for c, y in meas:
             mv = _model_at(setup, c, "throughput_tok_per_s") if m is not None else None
@@ -341,7 +360,7 @@ def per_request_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if curve:
         ch.line(curve, color=C_MODEL, width=2.2, label="model: 1 ÷ t_step")
     if meas:
-        contaminated = {float(p["concurrency"]) for p in pts if is_contaminated(p, th)}
+        contaminated = {float(p["concurrency"]) for p in pts if is_contaminated(p, th, setup)}
         ch.line(meas, color=C_MEAS, width=1.6, opacity=0.85)
         tips = []
         for c, y in meas:
@@ -415,7 +434,7 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     ch.markers(p50, color=C_P50, titles=[f"C={c:g}: p50 TTFT {y:,.0f} ms" for c, y in p50])
     ch.line(p99, color=C_P99, width=2, label="p99")
     ch.markers(p99, color=C_P99, titles=[f"C={c:g}: p99 TTFT {y:,.0f} ms" for c, y in p99])
-    cont = {float(p["concurrency"]) for p in pts if is_contaminated(p, th)}
+    cont = {float(p["concurrency"]) for p in pts if is_contaminated(p, th, setup)}
     cpts = [(c, y) for c, y in p50 if c in cont]
     if cpts:
         ch.markers(cpts, color=C_CONTAM, size=8, hollow=True, label="contaminated (prefix-cache hits)")
@@ -479,7 +498,7 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if p99:
         ch.line(p99, color=C_P99, width=2, label="p99")
         ch.markers(p99, color=C_P99, titles=[f"C={c:g}: p99 TPOT {y:,.2f} ms" for c, y in p99])
-    cont = {float(p["concurrency"]) for p in pts if is_contaminated(p, th)}
+    cont = {float(p["concurrency"]) for p in pts if is_contaminated(p, th, setup)}
     cpts = [(c, y) for c, y in p50 if c in cont]
     if cpts:
         ch.markers(cpts, color=C_CONTAM, size=8, hollow=True, label="contaminated (prefix-cache hits)")

@@ -349,7 +349,7 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
             out.append(("throughput knee", f"{model_txt} · {meas_txt}" if model_txt else meas_txt))
         elif model_txt:
             out.append(("throughput knee", model_txt))
-        clean = [(c, x) for c, x, p in triples if not ch.is_contaminated(p, th)]
+        clean = [(c, x) for c, x, p in triples if not ch.is_contaminated(p, th, setup)]
         if clean:
             c, x = clean[-1]
             try:
@@ -381,9 +381,9 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
                      else "no point meets the SLO")
                     + f" · raw max {g.raw_max_tok_per_s:,.1f} at C = {g.raw_max_concurrency}"
                     + (f" ({g.raw_to_goodput_ratio:.2f}×)" if g.raw_to_goodput_ratio else "")))
-    cont = [p for p in pts if ch.is_contaminated(p, th)]
+    cont = [p for p in pts if ch.is_contaminated(p, th, setup)]
     if cont:
-        out.append(("contaminated", f"{len(cont)} of {len(pts)} points (prefix-cache hits > {th.contamination:.0%}): "
+        out.append(("contaminated", f"{len(cont)} of {len(pts)} points flattered by prefix-cache hits: "
                                     + ", ".join(str(p.get("id")) for p in cont)))
     return out
 
@@ -581,15 +581,19 @@ def _points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) -
         if not is_number(ratio) and is_number(ll.get("lambda_W")) and ll.get("L"):
             ratio = ll["lambda_W"] / ll["L"]
         ll_ok = is_number(ratio) and abs(ratio - 1) <= 0.02
-        cont = ch.is_contaminated(p, th)
+        why = ch.cache_hit_reason(p, th, setup)
+        cont = why is not None
         flags = list(p.get("flags") or [])
-        if (floor_ms is not None and is_number(ttft.get("p50")) and ttft["p50"] < floor_ms
+        pt_floor = floor_ms
+        if floor_ms is not None and is_number(p.get("input_len")) and setup is not None:
+            pt_floor = floor_ms * float(p["input_len"]) / setup.input_len
+        if (pt_floor is not None and is_number(ttft.get("p50")) and ttft["p50"] < pt_floor
                 and not any(str(f).startswith("ttft_p50_below_prefill_floor") for f in flags)):
-            flags.append(f"TTFT p50 below the {floor_ms:,.0f} ms prefill floor")
+            flags.append(f"TTFT p50 below the {pt_floor:,.1f} ms prefill compute floor: prefix-cache hits")
         flags = list(dict.fromkeys(flags))
         hit = s.get("prefix_cache_hit_rate")
         cls = ' class="contam"' if cont else ""
-        warn = ' <span class="warn" title="contaminated">⚠</span>' if cont else ""
+        warn = f' <span class="warn" title="contaminated: {esc(why)}">⚠</span>' if cont else ""
         notes = [str(x) for x in (s.get("note"), c.get("note"), p.get("note")) if x]
         if notes:
             warn += f' <span class="info" title="{esc(" / ".join(notes))}">i</span>'
@@ -614,8 +618,9 @@ def _points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) -
         body.append(f"<tr{cls}>" + "".join(f'<td class="{k}">{c}</td>' if k else f"<td>{c}</td>"
                                            for k, c in zip(classes, cells)) + "</tr>")
     note = ('<p class="hint">⚠ marks a contaminated point: its prefix-cache hit rate is above '
-            f"{th.contamination:.0%}, so prompts were partly served from cache and its TTFT and throughput look "
-            "better than a cold cache would give. Model tok/s is the decode-only roofline at that batch.</p>")
+            f"{th.contamination:.0%}, or its TTFT p50 beats the compute floor of its prefill — prompts were partly "
+            "served from cache, so its TTFT and throughput look better than a cold cache would give. Model tok/s "
+            "is the decode-only roofline at that batch.</p>")
     return (f'<h3>Sweep points</h3><div class="scroll"><table class="points">{head}{"".join(body)}</table></div>'
             + note)
 
