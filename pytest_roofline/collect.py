@@ -8,7 +8,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from .scoring import PointError, Verdict, score
+from .scoring import PointError, Verdict
 from .spec import Prediction, Spec, SpecError, load_spec
 
 __all__ = ["PredictionFile", "PredictionItem", "PredictionMismatch", "matches_patterns", "VERDICT_KEY"]

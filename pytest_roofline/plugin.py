@@ -7,7 +7,6 @@ parses options once into a :class:`RooflineSession` kept in ``config.stash``.
 from __future__ import annotations
 
 import datetime as _dt
-import os
 from pathlib import Path
 from typing import Any, Iterator
 

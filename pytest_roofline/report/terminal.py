@@ -19,7 +19,7 @@ def _outcome(report: Any) -> str:
 
 
 def _clip(text: str, width: int) -> str:
-    text = " ".join(str(text).split())
+    text = " ".join(str(text).split()).replace(" FLOP/byte", " FLOP/B")
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
@@ -33,10 +33,14 @@ def summary_table(reports: Iterable[Any], width: int = 100) -> list[str]:
         rows.append((v["id"], v["quantity"], v.get("predicted_text") or "", f"{got or '—'}", src,
                      v.get("error_text", "").split(" (")[0] or ("" if v.get("status") != "skip" else "—"),
                      OUTCOME_WORD.get(_outcome(r), _outcome(r).upper())))
-    fixed = 2 + 14 + 14 + 5 + 9 + 6 + 6  # separators and the narrow columns
-    flex = max(20, width - fixed)
-    id_w, q_w = int(flex * 0.55), flex - int(flex * 0.55)
-    head = f"{'id':<{id_w}} {'quantity':<{q_w}} {'predicted':>13} {'measured/model':>14} {'src':<5} {'error':>8} verdict"
+    # the id is what a reader looks up in the YAML: it gets the room it needs first, the quantity the rest
+    fixed = 13 + 14 + 5 + 8 + 7 + 6  # predicted, measured/model, src, error, verdict, and the separators
+    flex = max(24, width - fixed)
+    longest_id = max((len(r[0]) for r in rows), default=2)
+    id_w = max(2, min(longest_id, flex - 12))
+    q_w = max(8, flex - id_w)
+    head = (f"{'id':<{id_w}} {'quantity':<{q_w}} {'predicted':>13} {'measured/model':>14} {'src':<5} {'error':>8} "
+            "verdict")
     lines = [head, "-" * min(width, len(head) + 2)]
     for pid, q, pred, got, src, err, verdict in rows:
         lines.append(f"{_clip(pid, id_w):<{id_w}} {_clip(q, q_w):<{q_w}} {_clip(pred, 13):>13} {_clip(got, 14):>14} "
