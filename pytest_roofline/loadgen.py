@@ -372,6 +372,11 @@ class Progress:
 
 _KIND_PROMPT, _KIND_PREFIX, _KIND_SCHEDULE, _KIND_WARMUP_SCHEDULE, _KIND_PERMUTATION = range(5)
 
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+
 
 def _entropy(spec: LoadSpec) -> list[int]:
     digest = hashlib.sha256(spec.point_id.encode("utf-8")).digest()
@@ -382,19 +387,32 @@ def _rng(spec: LoadSpec, *spawn_key: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(_entropy(spec), spawn_key=spawn_key))
 
 
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on a uint64 array (wrapping arithmetic)."""
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
 class _PromptMaker:
-    """Builds prompt token ids as a pure function of (seed, point_id, index)."""
+    """Builds prompt token ids as a pure function of (seed, point_id, index), vectorised over indices.
+
+    Token ``j`` of request ``i`` is ``low + h(key, i, j) mod V`` with ``h`` a SplitMix64 hash and ``key``
+    derived from (seed, point_id); so prompts are independent uniform draws, cheap to build in batches.
+    """
 
     def __init__(self, spec: LoadSpec) -> None:
         self.spec = spec
         low, high = spec.token_id_range
         self.low, self.vocab = int(low), int(high) - int(low)
+        self.key = np.array([_rng(spec, _KIND_PROMPT).integers(0, 2**63, dtype=np.int64)], dtype=np.uint64)
         self.prefix = (
             [int(x) for x in _rng(spec, _KIND_PREFIX).integers(low, high, size=spec.shared_prefix_len)]
             if spec.shared_prefix_len
             else []
         )
         self.free = spec.input_len - spec.shared_prefix_len
+        self._cols = (np.arange(1, self.free + 1, dtype=np.uint64) * _GOLDEN)[None, :]
         # Small id spaces: take the digits (base V) of a seeded affine permutation of [0, V**free), so that
         # prompts are guaranteed distinct.  Large spaces: independent uniform draws (collisions need luck
         # better than 1 in 2**62).
@@ -412,12 +430,16 @@ class _PromptMaker:
                 b = 1
             self.perm_b = b
 
-    def __call__(self, index: int) -> list[int]:
+    def tails(self, indices: Sequence[int]) -> list[list[int]]:
+        """The non-shared part of the prompts of ``indices``."""
         spec = self.spec
         if self.space is None:
-            rng = _rng(spec, _KIND_PROMPT, index)
-            tail = rng.integers(self.low, self.low + self.vocab, size=self.free).tolist()
-        else:
+            idx = np.asarray(indices, dtype=np.uint64)
+            rows = _mix64(self.key ^ _mix64(idx * _GOLDEN + _GOLDEN))[:, None]
+            z = _mix64(rows + self._cols)
+            return (z % np.uint64(self.vocab)).astype(np.int64).__add__(self.low).tolist()
+        out = []
+        for index in indices:
             if index >= self.space and self.free:
                 raise ValueError(
                     f"only {self.space} distinct prompts exist for input_len={spec.input_len}, "
@@ -428,7 +450,15 @@ class _PromptMaker:
             for _ in range(self.free):
                 x, d = divmod(x, self.vocab)
                 tail.append(self.low + d)
-        return self.prefix + tail
+            out.append(tail)
+        return out
+
+    def many(self, indices: Sequence[int]) -> list[list[int]]:
+        """The prompts of ``indices``."""
+        return [self.prefix + t for t in self.tails(indices)]
+
+    def __call__(self, index: int) -> list[int]:
+        return self.many([index])[0]
 
 
 def build_prompt(spec: LoadSpec, index: int) -> list[int]:
@@ -628,6 +658,14 @@ class _Engine:
             head.append(f"Authorization: Bearer {api_key}")
         self._head_prefix = ("\r\n".join(head) + "\r\n").encode("latin-1")
         self._make_prompt = _PromptMaker(spec)
+        # the JSON body is json.dumps(request_body(...), separators=(",", ":")), assembled from a template
+        marker = "\x00prompt\x00"
+        tmpl = json.dumps({**request_body(spec, []), "prompt": marker}, separators=(",", ":"))
+        pre, sep, post = tmpl.partition(json.dumps(marker))
+        assert sep and json.dumps(marker) not in post
+        self._body_pre = (pre + "[").encode()
+        self._body_post = ("]" + post).encode()
+        self._tok_bytes = [str(i).encode("ascii") for i in range(int(spec.token_id_range[1]))]
         rid = "".join(c if (c.isalnum() or c in "-_.") else "_" for c in spec.point_id)[:64]
         self._rid_prefix = f"{rid}-{os.urandom(4).hex()}"
         self.ep = select.epoll()
@@ -657,15 +695,25 @@ class _Engine:
     # ---- request construction -------------------------------------------------------------------------
 
     def build(self, index: int, warmup: bool) -> _Req:
-        rid = f"{self._rid_prefix}-{index}"
-        body = json.dumps(request_body(self.spec, self._make_prompt(index)), separators=(",", ":")).encode()
-        payload = b"".join((
-            self._head_prefix,
-            b"X-Request-Id: ", rid.encode("ascii"), b"\r\n",
-            b"Content-Length: ", str(len(body)).encode("ascii"), b"\r\n\r\n",
-            body,
-        ))
-        return _Req(index, rid, warmup, payload)
+        return self.build_many(range(index, index + 1), warmup)[0]
+
+    def build_many(self, indices: Iterable[int], warmup: bool) -> list[_Req]:
+        """Pre-serialise requests (HTTP head and JSON body) for ``indices``."""
+        indices = list(indices)
+        out = []
+        pre, post, tab, head = self._body_pre, self._body_post, self._tok_bytes, self._head_prefix
+        join = b",".join
+        for index, prompt in zip(indices, self._make_prompt.many(indices)):
+            rid = f"{self._rid_prefix}-{index}"
+            body = b"".join((pre, join(map(tab.__getitem__, prompt)), post))
+            payload = b"".join((
+                head,
+                b"X-Request-Id: ", rid.encode("ascii"), b"\r\n",
+                b"Content-Length: ", str(len(body)).encode("ascii"), b"\r\n\r\n",
+                body,
+            ))
+            out.append(_Req(index, rid, warmup, payload))
+        return out
 
     # ---- connections ----------------------------------------------------------------------------------
 
@@ -1144,16 +1192,15 @@ class _Engine:
         req.phase = ph
         return req
 
-    def _topup(self, ph: _Phase, n: int = 8) -> bool:
-        """Duration-limited closed loop: keep enough pre-built requests (idle-time work)."""
-        if ph.total is not None or ph.schedule is not None:
-            return False
-        if len(ph.reqs) - ph.sent >= 2 * ph.cap + 64:
-            return False
-        for _ in range(n):
-            ph.reqs.append(self.build(ph.next_index, ph.warmup))
-            ph.next_index += 1
-        return True
+    def _low_on_requests(self, ph: _Phase) -> bool:
+        """Duration-limited closed loop: fewer than two rounds of pre-built requests left?"""
+        return ph.total is None and ph.schedule is None and len(ph.reqs) - ph.sent < 2 * ph.cap
+
+    def _topup(self, ph: _Phase) -> None:
+        """Duration-limited closed loop: pre-build a few more requests (idle-time work, ~1 ms at most)."""
+        n = max(4, min(64, 16384 // self.spec.input_len))
+        ph.reqs.extend(self.build_many(range(ph.next_index, ph.next_index + n), ph.warmup))
+        ph.next_index += n
 
     # ---- finalisation (runs when the loop is idle) ----------------------------------------------------
 
@@ -1341,7 +1388,7 @@ class _Engine:
                 self._progress(ph, now)
             if self._phase_over(ph, next_i, n_sched):
                 break
-            if finalize_q:
+            if finalize_q or self._low_on_requests(ph):
                 wait = 0.0
             elif next_i < n_sched:
                 wait = sched_abs[next_i] - now
@@ -1353,10 +1400,12 @@ class _Engine:
                 wait = 0.1
             events = ep_poll(wait)
             if not events:
-                if finalize_q:
-                    self._finalize(finalize_q.popleft())
-                else:
+                # idle: keep enough requests pre-built (so that building never delays a send), then
+                # finalise finished requests one at a time
+                if self._low_on_requests(ph):
                     self._topup(ph)
+                elif finalize_q:
+                    self._finalize(finalize_q.popleft())
                 continue
             for fd, ev in events:
                 conn = conns.get(fd)
@@ -1398,7 +1447,7 @@ def _plan(eng: _Engine, spec: LoadSpec) -> list[_Phase]:
     if w:
         ph = _Phase("warmup", True)
         ph.total = w
-        ph.reqs = [eng.build(i, True) for i in range(w)]
+        ph.reqs = eng.build_many(range(w), True)
         ph.next_index = w
         if spec.mode == "closed":
             ph.cap = min(spec.concurrency or 1, w)
@@ -1417,7 +1466,7 @@ def _plan(eng: _Engine, spec: LoadSpec) -> list[_Phase]:
         ph.cap = cap_open
         ph.total = len(ph.schedule)
         n = ph.total
-    ph.reqs = [eng.build(w + i, False) for i in range(n)]
+    ph.reqs = eng.build_many(range(w, w + n), False)
     ph.next_index = w + n
     phases.append(ph)
     return phases
