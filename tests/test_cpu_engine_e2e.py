@@ -62,8 +62,10 @@ def _target(self, spec):
 sweep.Measurements._target = _target
 """)
     t0 = time.monotonic()
+    scorecard = tmp_path / "scorecard.html"
     result = pytester.runpytest_subprocess("--gpu", "cpu", "--roofline-out", str(out), "-p", "no:html",
-                                           "--junitxml", str(tmp_path / "junit.xml"), timeout=600)
+                                           "--junitxml", str(tmp_path / "junit.xml"),
+                                           "--roofline-scorecard", str(scorecard), timeout=600)
     elapsed = time.monotonic() - t0
     print(f"cpu-tiny end to end: {elapsed:.1f} s")  # shown with -s / in the CI log of a failure
     result.assert_outcomes(passed=21)
@@ -85,6 +87,21 @@ sweep.Measurements._target = _target
     assert logs and "KV cache size: 2,097,152 tokens" in logs[0].read_text()
     pgid = int((tmp_path / "pgid").read_text())
     assert _group_members(pgid) == [], "engine processes survived the session"
+    # the same scorecard as for a replayed run, now from live measurements
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_report_scorecard import Page, assert_self_contained
+
+    page = Page()
+    page.feed(scorecard.read_text())
+    assert_self_contained(page)
+    figs = {f["attrs"]["id"]: f for f in page.find("figure", class_="chart")}
+    for key in ("throughput", "ttft", "tpot", "littles"):
+        assert f"spec0-{key}" in figs, key
+        assert page.inside(figs[f"spec0-{key}"], "circle"), f"{key}: no measured points drawn"
+    timelines = [k for k in figs if k.startswith("spec0-timeline-")]
+    assert len(timelines) == 6  # one server-side timeline per measured point
 
 
 def test_engine_killed_mid_sweep(pytester: pytest.Pytester, tmp_path: Path) -> None:
