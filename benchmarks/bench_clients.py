@@ -232,7 +232,7 @@ def run_cref(args) -> dict:
     port = urlsplit(args.url).port
     tmp = Path(args.out).with_suffix(".cref.json")
     subprocess.run([str(exe), str(port), str(args.concurrency), str(args.input_len), str(args.output_len),
-                    str(args.duration), str(tmp)], check=True)
+                    str(args.duration), str(tmp)], check=True)  # stderr goes to the orchestrator's report
     return json.loads(tmp.read_text())
 
 

@@ -134,6 +134,9 @@ def run_one(server_exe: Path, client: str, streams: int, interval_us: int, args)
     logs = BUILD / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     run = Run(client, streams, interval_us, logs / f"{tag}.log", logs / f"{tag}.json")
+    for stale in logs.glob(f"{tag}.*"):
+        if stale.is_file():
+            stale.unlink()
     srv = subprocess.Popen(pinned(0, [str(server_exe), "--port", "0", "--interval-us", str(interval_us),
                                       "--log", str(run.log)]),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -81,9 +81,15 @@ static void send_next(Conn *c) {
     c->cur = r;
     c->tail_len = 0;
     r->sent = now_s();
-    ssize_t w = write(c->fd, msg, hl + body_len);
+    size_t off = 0, total = hl + body_len;
+    while (off < total) {
+        ssize_t w = write(c->fd, msg + off, total - off);
+        if (w > 0) { off += w; continue; }
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) { usleep(20); continue; }
+        perror("write");
+        exit(1);
+    }
     free(msg);
-    if (w != hl + body_len) { perror("write"); exit(1); }
 }
 
 int main(int argc, char **argv) {
