@@ -204,7 +204,8 @@ def interp_cpu(samples, t0, t1, which):
 
 def analyse(run: Run) -> dict:
     if not run.out.exists():
-        return {"client": run.client, "error": f"client failed (rc={run.client_rc}): {run.client_stderr[-400:]}"}
+        tail = " ".join(run.client_stderr.strip().splitlines()[-2:])
+        return {"client": run.client, "error": f"client failed (rc={run.client_rc}): {tail[-300:]}"}
     cdata = json.loads(run.out.read_text())
     sreqs, ticks = parse_log(run.log)
     arrivals = sorted(r["arrival"] for r in sreqs.values())
@@ -277,7 +278,7 @@ def fmt(x, spec=".2f"):
 
 def row(r: dict) -> str:
     if "error" in r:
-        return f"| {r['client']} | | | | | | | | | | | {r['error'][:80]} |"
+        return f"| {r['client']} | | | | | | | | | | | {r['error'][:160].replace('|', '/')} |"
     point = f"{r['streams']} × {r['interval_ms']:g} ms"
     itl = f"{fmt(r.get('itl_p99_client'))} ({fmt(r.get('itl_p99_true'))})"
     lag = f"{fmt(r.get('lag_p50'))} / {fmt(r.get('lag_p99'))}"
@@ -334,7 +335,8 @@ def main() -> None:
                 r = analyse(run)
                 r["server_stderr"] = run.server_stderr
                 r["quiet_before"] = quiet
-                if best is None or (r.get("other_cpu") or 0) < (best.get("other_cpu") or 0):
+                if best is None or ("error" in best and "error" not in r) or (
+                        "error" not in r and (r.get("other_cpu") or 0) < (best.get("other_cpu") or 0)):
                     best = r
             results.append(best)
             print(row(best), flush=True)

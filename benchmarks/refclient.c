@@ -45,7 +45,7 @@ static double now_s(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static Rec *recs;
+static Rec **recs; /* pointers: connections hold Rec* across reallocations of this array */
 static long nrecs, caprecs;
 static long next_id;
 static int port, conc, in_len, out_len;
@@ -64,10 +64,10 @@ static void send_next(Conn *c) {
     if (now_s() >= t_end) { c->cur = NULL; return; }
     if (nrecs == caprecs) {
         caprecs = caprecs ? caprecs * 2 : 4096;
-        recs = realloc(recs, caprecs * sizeof(Rec));
+        recs = realloc(recs, caprecs * sizeof(Rec *));
     }
-    Rec *r = &recs[nrecs++];
-    memset(r, 0, sizeof *r);
+    Rec *r = calloc(1, sizeof(Rec));
+    recs[nrecs++] = r;
     r->id = next_id++;
     r->cap = out_len + 4;
     r->chunks = malloc(sizeof(double) * r->cap);
@@ -152,7 +152,7 @@ int main(int argc, char **argv) {
     FILE *f = fopen(outpath, "w");
     fprintf(f, "{\"requests\":[");
     for (long i = 0; i < nrecs; i++) {
-        Rec *r = &recs[i];
+        Rec *r = recs[i];
         fprintf(f, "%s{\"rid\":\"ref-%ld\",\"sent\":%.9f,\"ok\":%s,\"chunks\":[", i ? "," : "", r->id, r->sent,
                 r->ok ? "true" : "false");
         for (int j = 0; j < r->n; j++) fprintf(f, "%s%.9f", j ? "," : "", r->chunks[j]);
