@@ -378,8 +378,12 @@ def _knee_model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
 
 def _knee_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     pts = _closed_points(meas)
-    usable = [(p["concurrency"], (p.get("client") or {}).get("output_throughput_tok_s")) for p in pts]
-    usable = [(c, x) for c, x in usable if x]
+
+    def tput(p: Mapping[str, Any]) -> float | None:  # the steady-window figure where the run recorded it
+        c = p.get("client") or {}
+        return c.get("steady_output_throughput_tok_s") or c.get("output_throughput_tok_s")
+
+    usable = [(c, x) for c, x in ((p["concurrency"], tput(p)) for p in pts) if x]
     if len(usable) < 2:
         raise NotMeasured("the throughput knee needs at least two closed-loop sweep points")
     knee = throughput_knee(usable, th.knee_gain)
@@ -671,9 +675,7 @@ _register(Quantity("ttft_knee_concurrency", "count", "smallest concurrency whose
 def _little_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     pt = _point(meas, at)
     ll = (pt.get("client") or {}).get("littles_law") or {}
-    if ll.get("ratio") is not None:
-        ratio = ll["ratio"]
-    elif ll.get("lambda_W") is not None and ll.get("L"):
+    if ll.get("lambda_W") is not None and ll.get("L"):
         ratio = ll["lambda_W"] / ll["L"]
     else:
         raise NotMeasured(f"point {pt.get('id')} has no Little's-law record")

@@ -66,6 +66,17 @@ GLOSSARY: dict[str, str] = {
         "Output tokens of all completed requests (usage completion_tokens) divided by the measurement "
         "window, in tokens per second."
     ),
+    "steady_output_throughput_tok_s": (
+        "Output tokens that arrived inside the steady window divided by its length, in tokens per second. "
+        "The steady window runs from the start of the measurement window to the last measured send: after "
+        "it no new request starts and the requests in flight only drain, so the offered load is no longer "
+        "the nominal one. Each chunk counts completion_tokens / chunks of its request. The throughput knee "
+        "uses this figure (the ramp-down tail of a short closed-loop point otherwise flattens the curve)."
+    ),
+    "steady_mean_in_flight": (
+        "The time-averaged number of requests in flight over the steady window (see "
+        "steady_output_throughput_tok_s): the concurrency the server actually saw while the load was on."
+    ),
     "total_throughput_tok_s": (
         "Prompt plus output tokens of all completed requests (usage prompt_tokens + completion_tokens) "
         "divided by the measurement window, in tokens per second."
@@ -189,6 +200,8 @@ def summarize_records(
     else:
         out_tput = total_tput = req_tput = mean_in_flight = None
 
+    steady_tput, steady_in_flight = _steady(measured, completed, out_tok, window_start_s)
+
     w_s = float(np.mean(e2e)) if e2e else None
     lam_w = req_tput * w_s if (req_tput is not None and w_s is not None) else None
     littles = {
@@ -215,6 +228,8 @@ def summarize_records(
         "completed": len(completed),
         "failed": failed,
         "output_throughput_tok_s": out_tput,
+        "steady_output_throughput_tok_s": steady_tput,
+        "steady_mean_in_flight": steady_in_flight,
         "total_throughput_tok_s": total_tput,
         "request_throughput_req_s": req_tput,
         "per_request_output_tok_s": distribution(per_req),
@@ -227,6 +242,32 @@ def summarize_records(
         "littles_law": littles,
         "token_count_mismatches": mismatches,
     }
+
+
+def _steady(measured: Sequence[RequestRecord], completed: Sequence[RequestRecord], out_tok: Sequence[int],
+            window_start_s: float) -> tuple[float | None, float | None]:
+    """Throughput and in-flight over the steady window: measurement start → the last measured send."""
+    sends = [r.sent_s for r in measured if r.sent_s is not None]
+    if not sends:
+        return None, None
+    end = max(sends)
+    span = end - window_start_s
+    if span <= 0:
+        return None, None
+    tokens = 0.0
+    for r, n in zip(completed, out_tok):
+        chunks = r.chunk_times_s
+        if chunks:
+            per_chunk = n / len(chunks)
+            tokens += per_chunk * sum(1 for t in chunks if window_start_s <= t <= end)
+    busy = 0.0
+    for r in measured:
+        if r.sent_s is None:
+            continue
+        lo, hi = max(r.sent_s, window_start_s), min(r.end_s if r.end_s is not None else end, end)
+        if hi > lo:
+            busy += hi - lo
+    return tokens / span, busy / span
 
 
 def summarize(result: LoadResult) -> dict[str, Any]:

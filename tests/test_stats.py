@@ -12,7 +12,8 @@ from pytest_roofline.stats import GLOSSARY, distribution, summarize, summarize_r
 CLIENT_KEYS = {
     "completed", "failed", "output_throughput_tok_s", "total_throughput_tok_s", "request_throughput_req_s",
     "per_request_output_tok_s", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "schedule_lag_ms",
-    "mean_in_flight", "littles_law", "token_count_mismatches",
+    "mean_in_flight", "littles_law", "token_count_mismatches", "steady_output_throughput_tok_s",
+    "steady_mean_in_flight",
 }
 DIST_KEYS = {"mean", "p50", "p90", "p95", "p99"}
 
@@ -79,6 +80,14 @@ def test_counts_and_throughput(mixed):
     assert c["total_throughput_tok_s"] == pytest.approx((6 + 31) / 1.1)     # prompts 10 + 11 + 10
     assert c["request_throughput_req_s"] == pytest.approx(3 / 1.1)
     assert c["token_count_mismatches"] == 1                                 # r2's prompt_tokens
+
+
+def test_steady_window(mixed):
+    """Steady window 100.0 .. 101.0 (r4, the last measured send): r1's 3 chunks and r2's 2 fall inside, r4's
+    only chunk (101.05) after it -> 5 tokens / 1.0 s. In flight: r1 0.26 + r2 0.30 + r3 0.20 + r4 0 = 0.76 s."""
+    c = summarize(result(mixed, 100.0))
+    assert c["steady_output_throughput_tok_s"] == pytest.approx(5.0)
+    assert c["steady_mean_in_flight"] == pytest.approx(0.76)
 
 
 def test_ttft(mixed):
