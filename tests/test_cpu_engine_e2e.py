@@ -149,7 +149,7 @@ def test_endpoint_mode_runs_only_the_selected_points(pytester: pytest.Pytester, 
 
     model_dir = tinymodel.make_tiny_model(tinymodel.default_model_dir())
     cfg = EngineConfig(model=str(model_dir), served_model_name="roofline-tiny", device="cpu", dtype="bfloat16",
-                       max_model_len=1024, enforce_eager=True, kv_cache_space_gib=1, max_num_seqs=16)
+                       max_model_len=1024, enforce_eager=True, kv_cache_space_gib=1, max_num_seqs=8)
     shutil.copy(CPU_TINY, pytester.path / "cpu-tiny.roofline.yaml")
     out = tmp_path / "run"
     with Engine(cfg, tmp_path / "engine.log").start(timeout_s=600) as eng:
