@@ -10,7 +10,8 @@ For every point (streams × tick interval) and every client:
    CLOCK_MONOTONIC send time of every token and the arrival time of every request;
 2. run the client pinned to CPU 1 (``bench_clients.py``) as a closed loop at the point's concurrency for
    ``--duration`` seconds (64-token prompts, 256 output tokens);
-3. sample the CPU time (utime + stime of the whole process tree) of client and server every 0.2 s;
+3. sample the CPU time (utime + stime of the whole process tree) of client and server every 0.2 s (this
+   orchestrator pins itself to CPU 0, next to the server, to stay off the client's CPU);
 4. compare, over the steady window (the middle 70 % of the span between the first and the last request
    arrival at the server), the server's truth with what the client recorded for the same requests.
 
@@ -63,10 +64,17 @@ def build(name: str) -> Path:
     return exe
 
 
-def tree_cpu_s(pid: int) -> float:
-    """utime + stime (s) of ``pid`` and all its descendants (threads are included in each /proc/PID/stat)."""
+def _proc_cpu_s(pid: int) -> float:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    rest = raw[raw.rindex(")") + 2:].split()
+    return (int(rest[11]) + int(rest[12])) / CLK_TCK
+
+
+def _descendants(pid: int) -> list[int]:
     children: dict[int, list[int]] = {}
-    stats: dict[int, float] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -74,17 +82,30 @@ def tree_cpu_s(pid: int) -> float:
             raw = Path(f"/proc/{d}/stat").read_text()
         except OSError:
             continue
-        rest = raw[raw.rindex(")") + 2:].split()
-        ppid = int(rest[1])
-        children.setdefault(ppid, []).append(int(d))
-        stats[int(d)] = (int(rest[11]) + int(rest[12])) / CLK_TCK
-    total = 0.0
-    todo = [pid]
+        children.setdefault(int(raw[raw.rindex(")") + 2:].split()[1]), []).append(int(d))
+    out, todo = [], [pid]
     while todo:
         p = todo.pop()
-        total += stats.get(p, 0.0)
+        out.append(p)
         todo.extend(children.get(p, []))
-    return total
+    return out
+
+
+class TreeCPU:
+    """utime + stime (s) of a process and its descendants (each /proc/PID/stat covers all its threads).
+    The tree is rescanned every 2 s; in between only the known pids are read, to keep the sampler light."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.pids: list[int] = [pid]
+        self.t_scan = 0.0
+
+    def __call__(self) -> float:
+        now = time.perf_counter()
+        if now - self.t_scan > 2.0:
+            self.pids = _descendants(self.pid)
+            self.t_scan = now
+        return sum(_proc_cpu_s(p) for p in self.pids)
 
 
 def system_busy_s() -> float:
@@ -150,8 +171,9 @@ def run_one(server_exe: Path, client: str, streams: int, interval_us: int, args)
         env = dict(os.environ, PYTHONPATH=str(ROOT), TOKENIZERS_PARALLELISM="false", VLLM_LOGGING_LEVEL="WARNING")
         cli = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
         deadline = time.perf_counter() + args.duration * 4 + 180
+        cli_cpu, srv_cpu = TreeCPU(cli.pid), TreeCPU(srv.pid)
         while cli.poll() is None:
-            run.cpu_samples.append((time.perf_counter(), tree_cpu_s(cli.pid), tree_cpu_s(srv.pid), system_busy_s()))
+            run.cpu_samples.append((time.perf_counter(), cli_cpu(), srv_cpu(), system_busy_s()))
             if time.perf_counter() > deadline:
                 cli.kill()
                 break
@@ -312,11 +334,12 @@ def main() -> None:
     ap.add_argument("--quiet-pct", type=float, default=10.0,
                     help="before each run wait until other processes use less than this %% of one core")
     ap.add_argument("--quiet-wait", type=float, default=120.0, help="give up waiting for quiet after this long")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per client and point; the table keeps the run "
-                    "with the least interference from other processes")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per client and point (all are reported)")
     ap.add_argument("--markdown", default=str(HERE / "RESULTS.md"), help="'' to skip writing the file")
     args = ap.parse_args()
 
+    if have_taskset():
+        os.sched_setaffinity(0, {0})  # keep this sampler off the client's CPU
     exe = build("stubserver")
     if "c-ref" in args.clients:
         build("refclient")
@@ -328,18 +351,16 @@ def main() -> None:
     print(SEP)
     for streams, interval_us in points:
         for client in clients:
-            best = None
-            for _ in range(args.repeat):
+            for k in range(args.repeat):
                 quiet = wait_quiet(args.quiet_pct, args.quiet_wait)
                 run = run_one(exe, client, streams, interval_us, args)
                 r = analyse(run)
                 r["server_stderr"] = run.server_stderr
                 r["quiet_before"] = quiet
-                if best is None or ("error" in best and "error" not in r) or (
-                        "error" not in r and (r.get("other_cpu") or 0) < (best.get("other_cpu") or 0)):
-                    best = r
-            results.append(best)
-            print(row(best), flush=True)
+                if args.repeat > 1:
+                    r["client"] = f"{client} #{k + 1}"
+                results.append(r)
+                print(row(r), flush=True)
     notes = []
     for r in results:
         if "error" in r:
