@@ -21,13 +21,13 @@ import re
 import shutil
 import subprocess
 import sys
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_report_fixture import notebook_results, write_notebook_results  # noqa: E402
+from test_report_html import parse_fragment as _tags  # noqa: E402
 
 from pytest_roofline.report.scorecard import CSP, render_scorecard, score_spec  # noqa: E402
 from pytest_roofline.spec import load_spec  # noqa: E402
@@ -63,25 +63,6 @@ def chromium(tmp_path: Path, url: str, *extra: str) -> tuple[str, list[str]]:
         if params["url"].split("//")[0].lower() in NETWORK_SCHEMES:
             page_urls.append(params["url"])
     return proc.stdout, page_urls
-
-
-class _Tags(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.text = ""
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_data(self, data: str) -> None:
-        self.text += data
-
-
-def _tags(html: str) -> _Tags:
-    p = _Tags()
-    p.feed(html)
-    return p
 
 
 def test_the_detector_sees_a_page_that_uses_the_network(tmp_path: Path) -> None:
