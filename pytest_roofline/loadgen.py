@@ -72,7 +72,9 @@ _RESERVED_BODY_KEYS = ("model", "prompt", "max_tokens", "stream")
 
 
 class LoadgenError(RuntimeError):
-    """Raised when a load run cannot be carried out at all (bad spec, server unreachable at start)."""
+    """Raised when a load run cannot be carried out at all (host not resolvable, server unreachable at the
+    start).  An invalid :class:`LoadSpec` raises ``ValueError``; failures of single requests are recorded,
+    not raised."""
 
 
 # --------------------------------------------------------------------------------------------------------

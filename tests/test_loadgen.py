@@ -432,6 +432,18 @@ def test_duration_limited_closed_loop_and_progress():
     assert seen[-1].in_flight == 0
 
 
+def test_user_space_timestamps_fallback(monkeypatch):
+    # without ancillary data (no kernel receive stamps) every read is stamped with perf_counter
+    from pytest_roofline import loadgen
+
+    monkeypatch.setattr(loadgen, "_ANC_SIZE", 0)
+    with StreamServer() as srv:
+        res = run_load(srv.url, spec(num_requests=4))
+    assert res.timestamp_source == "user" and res.read_lag_ms is None
+    assert all(r.ok and len(r.chunk_times_s) == 4 for r in res.records)
+    assert all(r.sent_s < r.first_token_s <= r.end_s for r in res.records)
+
+
 def test_unreachable_server_raises():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
