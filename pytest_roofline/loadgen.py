@@ -667,7 +667,8 @@ class _Engine:
         assert sep and json.dumps(marker) not in post
         self._body_pre = (pre + "[").encode()
         self._body_post = ("]" + post).encode()
-        self._tok_bytes = [str(i).encode("ascii") for i in range(int(spec.token_id_range[1]))]
+        high = int(spec.token_id_range[1])
+        self._tok_bytes = [str(i).encode("ascii") for i in range(high)] if high <= 1 << 21 else None
         rid = "".join(c if (c.isalnum() or c in "-_.") else "_" for c in spec.point_id)[:64]
         self._rid_prefix = f"{rid}-{os.urandom(4).hex()}"
         self.ep = select.epoll()
@@ -707,7 +708,8 @@ class _Engine:
         join = b",".join
         for index, prompt in zip(indices, self._make_prompt.many(indices)):
             rid = f"{self._rid_prefix}-{index}"
-            body = b"".join((pre, join(map(tab.__getitem__, prompt)), post))
+            ids = join(map(tab.__getitem__, prompt)) if tab is not None else ",".join(map(str, prompt)).encode()
+            body = b"".join((pre, ids, post))
             payload = b"".join((
                 head,
                 b"X-Request-Id: ", rid.encode("ascii"), b"\r\n",
