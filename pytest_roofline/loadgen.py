@@ -574,7 +574,7 @@ _BODY_CHUNKED, _BODY_LENGTH, _BODY_CLOSE, _BODY_TRAILER = range(4)
 
 
 class _Conn:
-    __slots__ = ("sock", "fd", "state", "req", "out", "head", "mode", "left", "pend", "ka", "used")
+    __slots__ = ("sock", "fd", "state", "req", "out", "head", "mode", "left", "pend", "ka", "used", "t_open")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
@@ -588,6 +588,7 @@ class _Conn:
         self.pend = b""      # a partial chunk-size line (or trailer section) carried to the next read
         self.ka = True       # keep-alive after this response
         self.used = 0        # responses completed on this connection
+        self.t_open = perf_counter()
 
     def __repr__(self) -> str:
         return f"_Conn(fd={self.fd}, state={self.state})"
@@ -1428,6 +1429,12 @@ class _Engine:
         self._progress(ph, perf_counter(), force=True)
 
     def _check_timeouts(self, now: float, timeout_s: float) -> None:
+        for conn in [c for c in self.conns.values() if c.state == _ST_CONNECTING and now - c.t_open > timeout_s]:
+            req = conn.req
+            conn.req = None
+            self._close_conn(conn)
+            if req is not None:
+                self._fail(req, f"connect timed out after {timeout_s:g} s")
         late = [r for r in self.running.values() if r.sent is not None and now - r.sent > timeout_s]
         for req in late:
             for conn in list(self.conns.values()):
