@@ -101,10 +101,10 @@ GLOSSARY: dict[str, str] = {
     ),
     "littles_law": (
         "A consistency check by Little's law, L = λ·W: L is mean_in_flight, λ (lambda_req_s) is the request "
-        "throughput, W (W_s) is the mean E2E latency of completed requests in seconds; ratio = L / (λ·W). "
-        "It is close to 1 in a steady, error-free run; it moves above 1 when failed requests held slots, "
-        "when responses took long after their last token, or when the window holds long ramp-up/ramp-down "
-        "phases."
+        "throughput, W (W_s) is the mean E2E latency of completed requests in seconds; ratio = (λ·W) / L, "
+        "what Little's law gives back over the concurrency actually held. It is close to 1 in a steady, "
+        "error-free run; it drops below 1 when failed requests held slots, when responses took long after "
+        "their last token, or when the window holds long ramp-up/ramp-down phases."
     ),
     "token_count_mismatches": (
         "Completed requests whose server-reported usage differs from what was requested: prompt_tokens ≠ "
@@ -209,7 +209,7 @@ def summarize_records(
         "lambda_req_s": req_tput,
         "W_s": w_s,
         "lambda_W": lam_w,
-        "ratio": (mean_in_flight / lam_w) if (mean_in_flight is not None and lam_w) else None,
+        "ratio": (lam_w / mean_in_flight) if (mean_in_flight and lam_w is not None) else None,
     }
 
     lag = None
