@@ -107,7 +107,7 @@ SWEEP_FIELDS: dict[str, F] = {
     "burstiness": F("number", "open loop: gamma shape (1 = Poisson)"),
     "requests_per_point": F("value", "requests per point: a number, or '10x' for 10 × concurrency"),
     "duration": F("value", "run each point this long instead, e.g. 3 min"),
-    "warmup": F("int", "warm-up requests per point, excluded from statistics"),
+    "warmup": F("int", "warm-up requests per point, excluded from statistics (closed loop: at least one per client)"),
     "batch1": F("map", "a dedicated batch-1 run: {requests: 4, output_len: 1000}"),
     "request_timeout": F("value", "per-request timeout, e.g. 120 s"),
 }

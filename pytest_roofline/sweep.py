@@ -93,7 +93,7 @@ def run_point(target: Any, plan: PointPlan, spec: Spec, *, out_dir: Path, token_
             return None
 
     before = snapshot()
-    scraper = scrape.MetricsScraper(target.base_url, interval_s=0.25, api_key=api_key,
+    scraper = scrape.ProcessScraper(target.base_url, interval_s=0.5, api_key=api_key,
                                     model_name=target.served_model_name).start()
     try:
         result = loadgen.run_load(target.base_url, load, api_key=api_key)
