@@ -32,6 +32,7 @@ class Thresholds:
     """Definitions a user can tune in the YAML ``thresholds:`` section."""
 
     knee_gain: float = 0.10  # throughput knee: smallest concurrency whose doubling adds less than this fraction
+    queue_fraction: float = 0.10  # a point queues when vLLM's mean queue time exceeds this share of mean E2E
     ttft_knee_ratio: float = 2.0  # TTFT knee: smallest concurrency with p99 TTFT > ratio × p50 TTFT
     contamination: float = 0.10  # prefix-cache hit rate above which a point is marked contaminated
 
@@ -564,6 +565,39 @@ _kv_q("max_concurrency_without_preemption", "count", "requests of input+output t
       "vLLM must preempt (model: KV tokens ÷ (input_len + output_len); measured: largest swept concurrency with "
       "zero preemptions)", lambda acc, s, a: math.floor(acc.kv_tokens / (s.input_len + s.output_len)), None,
       measure_fn=_no_preempt_measure)
+def _admission_model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
+    acc = kv_accounting(setup)
+    kv_seqs = math.floor(acc.kv_tokens / (setup.input_len + setup.output_len))
+    limit = min(setup.max_num_seqs, kv_seqs)
+    why = "max_num_seqs" if setup.max_num_seqs <= kv_seqs else "KV pool"
+    return ModelValue(limit, {**_kv_inputs(setup), "max_num_seqs": str(setup.max_num_seqs),
+                              "kv_sequences": f"{acc.kv_tokens:,} tokens ÷ {setup.input_len + setup.output_len:,} "
+                                              f"= {kv_seqs:,}"},
+                      f"min(max_num_seqs {setup.max_num_seqs}, KV sequences {kv_seqs:,}): the {why} binds")
+
+
+def _admission_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    rows = []
+    for p in _closed_points(meas):
+        q = ((p.get("server") or {}).get("queue_ms") or {}).get("mean")
+        e2e = ((p.get("client") or {}).get("e2e_ms") or {}).get("mean")
+        if q is not None and e2e:
+            rows.append((p["concurrency"], q, e2e, str(p.get("id"))))
+    if not rows:
+        raise NotMeasured("needs vLLM's request_queue_time histogram on /metrics at closed-loop sweep points")
+    clean = [c for c, q, e2e, _ in rows if q <= th.queue_fraction * e2e]
+    detail = ", ".join(f"{c:g}: {q:,.1f} ms of {e2e:,.0f} ms" for c, q, e2e, _ in rows)
+    return MeasuredValue(max(clean) if clean else 0, tuple(r[3] for r in rows),
+                         (f"largest swept concurrency whose mean server-side queue time stays under "
+                          f"{th.queue_fraction:.0%} of its mean E2E latency (a lower bound on the engine's limit); "
+                          f"queue/E2E: {detail}",))
+
+
+_register(Quantity("max_concurrency_without_queueing", "count", "the most concurrent requests vLLM runs before "
+                   "new ones wait for a slot (the server-side knee). Model: min(max_num_seqs, KV sequences of "
+                   "input_len + output_len tokens). Measured: the largest swept concurrency whose mean "
+                   "vllm:request_queue_time stays under thresholds.queue_fraction of its mean E2E latency",
+                   model=_admission_model, measure=_admission_measure, points="all"))
 _fact("max_num_seqs", "count", "vLLM's running-batch cap (default by version and GPU)", lambda s, a: s.max_num_seqs)
 _fact("max_num_batched_tokens", "count", "vLLM's per-step token budget (default by version and GPU)",
       lambda s, a: s.max_num_batched_tokens)

@@ -110,6 +110,8 @@ SWEEP_FIELDS: dict[str, F] = {
     "warmup": F("int", "warm-up requests per point, excluded from statistics (closed loop: at least one per client)"),
     "batch1": F("map", "a dedicated batch-1 run: {requests: 4, output_len: 1000}"),
     "request_timeout": F("value", "per-request timeout, e.g. 120 s"),
+    "timeline": F("value", "poll /metrics this often while a point runs, for the server-side timeline (e.g. "
+                           "1 s; default off: before/after snapshots only — polling perturbed the CPU engine)"),
 }
 SLO_FIELDS = {"ttft": F("value", "TTFT SLO, e.g. 500 ms"), "tpot": F("value", "TPOT SLO, e.g. 50 ms"),
               "percentile": F("str", "p50 | p90 | p95 | p99", enum=("p50", "p90", "p95", "p99", "mean"))}
@@ -117,6 +119,8 @@ DEFAULTS_FIELDS = {"tolerance": F("any", "default tolerance of measured checks")
                    "math_tolerance": F("any", "default tolerance of math checks"),
                    "xfail_strict": F("bool", "whether xfails are strict (default true)")}
 THRESHOLD_FIELDS = {"knee_gain": F("value", "throughput knee: doubling concurrency adds less than this, e.g. 10%"),
+                    "queue_fraction": F("value", "a point queues when vLLM's mean queue time exceeds this share of "
+                                                 "its mean E2E latency, e.g. 10%"),
                     "ttft_knee_ratio": F("number", "TTFT knee: p99 > this × p50 (default 2)"),
                     "contamination": F("value", "prefix-cache hit rate above which a point is contaminated, e.g. 10%")}
 XFAIL_FIELDS = {"reason": F("str", "why it is expected to fail", required=True),
@@ -187,6 +191,7 @@ class Sweep:
     warmup: int = 1
     batch1: Mapping[str, Any] | None = None
     request_timeout_s: float = 600.0
+    timeline_interval_s: float | None = None
 
     def num_requests(self, concurrency: int | None) -> int:
         if self.requests_per_point is not None:
@@ -536,6 +541,11 @@ def _sweep(ctx: _Ctx, node: yaml.Node) -> Sweep:
             kw["batch1"] = ctx.plain(ctx_map_check(ctx, v, "sweep.batch1"))
         elif key == "request_timeout":
             kw["request_timeout_s"] = ctx.value(v, "sweep.request_timeout", "time")
+        elif key == "timeline":
+            if ctx.scalar(v, "sweep.timeline").strip().lower() in ("off", "false", "none", "no"):
+                kw["timeline_interval_s"] = None
+            else:
+                kw["timeline_interval_s"] = ctx.value(v, "sweep.timeline", "time")
     return Sweep(**kw)
 
 

@@ -68,7 +68,13 @@ sweep.Measurements._target = _target
                                            "--roofline-scorecard", str(scorecard), timeout=600)
     elapsed = time.monotonic() - t0
     print(f"cpu-tiny end to end: {elapsed:.1f} s")  # shown with -s / in the CI log of a failure
-    result.assert_outcomes(passed=21)
+    outcomes = result.parseoutcomes()
+    # 21 predictions pass; the client-visible throughput knee is a documented non-strict xfail (noise on two
+    # shared cores), so it may show either way; nothing fails, errors or is skipped
+    assert outcomes.get("passed", 0) == 21, outcomes
+    assert outcomes.get("xfailed", 0) + outcomes.get("xpassed", 0) == 1, outcomes
+    assert not {"failed", "errors", "skipped"} & outcomes.keys(), outcomes
+    assert "saturation" in result.stdout.str()
     text = result.stdout.str()
     assert "roofline timings: engine start" in text
     results = json.loads((out / "cpu-tiny.roofline" / "results.json").read_text())
@@ -100,8 +106,8 @@ sweep.Measurements._target = _target
     for key in ("throughput", "ttft", "tpot", "littles"):
         assert f"spec0-{key}" in figs, key
         assert page.inside(figs[f"spec0-{key}"], "circle"), f"{key}: no measured points drawn"
-    timelines = [k for k in figs if k.startswith("spec0-timeline-")]
-    assert len(timelines) == 6  # one server-side timeline per measured point
+    # the file leaves the /metrics timeline off (polling perturbs the CPU engine): no timeline charts
+    assert not [k for k in figs if k.startswith("spec0-timeline-")]
 
 
 def test_engine_killed_mid_sweep(pytester: pytest.Pytester, tmp_path: Path) -> None:
@@ -125,9 +131,9 @@ sweep.run_point = run_point
                                            "-rE", timeout=600)
     text = result.stdout.str()
     # passed: 6 from the model and the engine's startup report, Little's law and cache hygiene at c1 and c2.
-    # errors: those two at c4..c32 (8), the two knees (need every point) and no-preemption (c32): never
+    # errors: those two at c4..c32 (8), the three knees (need every point) and no-preemption (c32): never
     # xfail or skip.
-    result.assert_outcomes(passed=10, errors=11)
+    result.assert_outcomes(passed=10, errors=12)
     assert "engine log tail" in text
     assert "point closed-c4 could not be measured" in text
     results = json.loads((out / "kill.roofline" / "results.json").read_text())
