@@ -99,8 +99,7 @@ sweep.Measurements._target = _target
     sys.path.insert(0, str(Path(__file__).parent))
     from test_report_scorecard import Page, assert_self_contained
 
-    page = Page()
-    page.feed(scorecard.read_text())
+    page = Page(scorecard.read_text())
     assert_self_contained(page)
     figs = {f["attrs"]["id"]: f for f in page.find("figure", class_="chart")}
     for key in ("throughput", "ttft", "tpot", "littles"):
