@@ -252,6 +252,29 @@ def _portable_tokenizer_config(folder: Path) -> None:
 
 
 def make_tiny_model(dest: Path, *, seed: int = 0) -> Path:
+    """Make the tiny Llama model in ``dest`` (in a child process); return ``dest``.
+
+    torch and transformers are imported only in the child: loaded into a long-lived pytest process that also
+    runs the load generator and engine tests, the model build crashed that process (a segmentation fault seen
+    in a full test run). A failure raises with the child's error; a foreign folder at ``dest`` raises
+    ``FileExistsError`` as the in-process builder does.
+    """
+    import subprocess
+    import sys
+
+    dest = Path(dest).expanduser()
+    if is_tiny_model(dest, seed=seed):
+        return dest
+    proc = subprocess.run([sys.executable, "-m", "pytest_roofline.tinymodel", str(dest), str(seed)],
+                          capture_output=True, text=True)
+    if proc.returncode == 3:
+        raise FileExistsError(proc.stderr.strip().splitlines()[-1])
+    if proc.returncode != 0:
+        raise RuntimeError(f"making the tiny model in {dest} failed:\n{proc.stderr[-3000:]}")
+    return dest
+
+
+def _make_tiny_model_here(dest: Path, *, seed: int = 0) -> Path:
     """Make the tiny Llama model (tokenizer + bf16 weights) in ``dest``; return ``dest``.
 
     Deterministic for a given ``seed`` and fully offline. Idempotent: when ``dest``
@@ -306,3 +329,13 @@ def make_tiny_model(dest: Path, *, seed: int = 0) -> Path:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":  # the child of make_tiny_model: DEST SEED
+    import sys as _sys
+
+    try:
+        _make_tiny_model_here(Path(_sys.argv[1]), seed=int(_sys.argv[2]))
+    except FileExistsError as _exc:
+        print(_exc, file=_sys.stderr)
+        raise SystemExit(3) from None
