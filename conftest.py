@@ -1,0 +1,11 @@
+"""Repository-wide test set-up.
+
+pytester's in-process runs (``runpytest`` without ``_subprocess``) snapshot ``sys.modules`` and drop every module
+first imported during the run. If httpcore were first imported inside such a run, httpx would keep mapping
+exceptions against that dropped module's classes, and a later ``httpcore.ConnectError`` would escape httpx's
+``HTTPError`` (seen in a full CI run: the engine tests' readiness polling crashed with "Connection refused").
+Importing both here puts them in every snapshot's baseline.
+"""
+
+import httpcore  # noqa: F401
+import httpx  # noqa: F401
