@@ -23,9 +23,8 @@ class SetupError(ValueError):
     """A setup that cannot be resolved (unknown chip, model, dtype...)."""
 
 
-#: bytes per parameter for the weight dtypes a user may name
-WEIGHT_BYTES_PER_PARAM = {"bf16": 2.0, "bfloat16": 2.0, "fp16": 2.0, "float16": 2.0, "half": 2.0, "auto": 2.0,
-                          "fp8": 1.0, "int8": 1.0, "int4": 0.5, "fp4": 0.5, "nvfp4": 0.5, "fp32": 4.0, "float32": 4.0}
+#: bytes per parameter for the weight dtypes a user may name (the architecture module's table)
+WEIGHT_BYTES_PER_PARAM = architecture.WEIGHT_DTYPE_BYTES
 #: which tensor-core peak a weight dtype computes at (weight-only int4 dequantises to bf16)
 COMPUTE_DTYPE = {"bf16": "bf16", "bfloat16": "bf16", "auto": "bf16", "fp16": "fp16", "float16": "fp16",
                  "half": "fp16", "fp8": "fp8", "int8": "int8", "int4": "bf16", "fp4": "fp4", "nvfp4": "fp4",
@@ -63,7 +62,7 @@ class Setup:
     # --- derived numbers -------------------------------------------------------------------------------
     @property
     def weight_bytes(self) -> float:
-        return float(self.model.param_count()) * WEIGHT_BYTES_PER_PARAM[self.weight_dtype]
+        return float(self.model.weight_bytes(self.weight_dtype))
 
     @property
     def flop_per_token(self) -> float:
