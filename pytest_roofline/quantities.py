@@ -209,14 +209,15 @@ def _point(meas: Any, at: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _client(meas: Any, at: Mapping[str, Any], th: Thresholds, path: Sequence[str], what: str,
-            setup: Setup | None = None) -> MeasuredValue:
+            setup: Setup | None = None, scale: float = 1.0) -> MeasuredValue:
     pt = _point(meas, at)
     val: Any = pt.get("client") or {}
     for key in path:
         val = val.get(key) if isinstance(val, Mapping) else None
     if val is None:
         raise NotMeasured(f"point {pt.get('id')} has no {what} (the results file does not record it)")
-    return MeasuredValue(val, (str(pt.get("id")),), tuple(_point_notes(pt, th, setup)), _contaminated(pt, th))
+    return MeasuredValue(val * scale, (str(pt.get("id")),), tuple(_point_notes(pt, th, setup)),
+                         _contaminated(pt, th))
 
 
 def _contaminated(pt: Mapping[str, Any], th: Thresholds) -> bool:
@@ -247,9 +248,10 @@ def _point_notes(pt: Mapping[str, Any], th: Thresholds, setup: Setup | None = No
     return notes
 
 
-def _client_q(name: str, dim: str, desc: str, path: Sequence[str], what: str, model: ModelFn | None = None) -> Quantity:
+def _client_q(name: str, dim: str, desc: str, path: Sequence[str], what: str, model: ModelFn | None = None,
+              scale: float = 1.0) -> Quantity:
     def measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
-        return _client(meas, at, th, path, what, setup)
+        return _client(meas, at, th, path, what, setup, scale)
 
     return _register(Quantity(name, dim, desc, at=("concurrency", "rate", "batch", "context"), measure=measure,
                               model=model, points="at"))
@@ -666,24 +668,9 @@ _client_q("request_throughput", "request_rate", "completed requests/s of a sweep
 for _metric, _label in (("ttft", "time to first token"), ("tpot", "time per output token (excl. the first)"),
                         ("itl", "inter-token latency (chunk gaps)"), ("e2e", "end-to-end request latency")):
     for _stat in ("mean", "p50", "p90", "p95", "p99"):
+        # the results file stores *_ms; quantities work in seconds
         _client_q(f"{_metric}_{_stat}", "time", f"{_stat} {_label} at a sweep point", (f"{_metric}_ms", _stat),
-                  f"{_metric} {_stat}")
-
-
-def _ms_to_s_wrap(q: Quantity) -> None:
-    inner = q.measure
-
-    def measure(meas, at, setup, th):  # the results file stores *_ms; quantities work in seconds
-        mv = inner(meas, at, setup, th)
-        return MeasuredValue(mv.value / 1e3, mv.points, mv.notes, mv.contaminated)
-
-    QUANTITIES[q.name] = Quantity(**{**q.__dict__, "measure": measure})
-
-
-for _q in list(QUANTITIES.values()):
-    if _q.name.split("_")[0] in ("ttft", "tpot", "itl", "e2e") and _q.name.split("_")[-1] in (
-            "mean", "p50", "p90", "p95", "p99"):
-        _ms_to_s_wrap(_q)
+                  f"{_metric} {_stat}", scale=1e-3)
 
 
 def _ttft_knee_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:

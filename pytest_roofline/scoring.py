@@ -310,6 +310,7 @@ def diagnose(v: Verdict, pred: Prediction) -> list[str]:
                    f"non-torch {inputs.get('non_torch_reserve', '?')}, graphs {inputs.get('cuda_graph_reserve', '?')}")
         mem = inputs.get("memory", "")
         if "GiB" in mem:
+            short = 1 - 1e9 / 2**30  # a budget read as N GB instead of N GiB: 6.87% short
             out.append("check GiB vs GB: the card's memory is " + mem + " — a budget taken from the decimal figure "
-                       "is 7.4% smaller (the notebook's slip)")
+                       f"is {short:.1%} smaller (the notebook's slip)")
     return out

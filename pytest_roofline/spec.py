@@ -217,7 +217,6 @@ class Spec:
     xfail_strict: bool
     predictions: list[Prediction]
     notes: str = ""
-    raw_setup: dict[str, Any] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -412,7 +411,6 @@ def _check_setup(ctx: _Ctx, spec: Spec, hw_node: yaml.Node, model_node: yaml.Nod
     except Exception as exc:  # UnknownHardwareError carries its own did-you-mean
         raise ctx.err(hw_node, str(exc), "`roofline hardware` lists the catalog ids") from None
     try:
-        spec.raw_setup = {"ok": True}
         from .setup import build_setup
 
         build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides, model_ref=spec.model,
