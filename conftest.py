@@ -11,8 +11,8 @@ import httpcore  # noqa: F401
 import httpx  # noqa: F401
 
 # the same for the project's own modules that the plugin imports lazily (engine state, atexit hooks)
-import pytest_roofline.engine  # noqa: F401,E402
-import pytest_roofline.loadgen  # noqa: F401,E402
+import pytest_roofline.measure.engine  # noqa: F401,E402
+import pytest_roofline.measure.loadgen  # noqa: F401,E402
 import pytest_roofline.report.scorecard  # noqa: F401,E402
-import pytest_roofline.scrape  # noqa: F401,E402
-import pytest_roofline.sweep  # noqa: F401,E402
+import pytest_roofline.measure.scrape  # noqa: F401,E402
+import pytest_roofline.measure.sweep  # noqa: F401,E402

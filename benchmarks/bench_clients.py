@@ -4,7 +4,7 @@
         --duration S --out FILE.json
 
 CLIENT is one of:
-  roofline        pytest_roofline.loadgen.run_load (the project's client)
+  roofline        pytest_roofline.measure.loadgen.run_load (the project's client)
   roofline-user   the same with kernel receive timestamps switched off (user-space read times)
   aiohttp         a minimal aiohttp client (iter_any + SSE split, the vllm bench serve pattern)
   aiohttp-uvloop  the same on uvloop
@@ -49,7 +49,7 @@ def _payload(input_len: int, output_len: int, rng: random.Random) -> dict:
 
 def run_roofline(args, kernel_ts: bool = True) -> dict:
     sys.path.insert(0, str(ROOT))
-    from pytest_roofline import loadgen
+    from pytest_roofline.measure import loadgen
 
     if not kernel_ts:
         loadgen._ANC_SIZE = 0  # no ancillary buffer: recvmsg returns no kernel stamp -> user time
@@ -59,7 +59,7 @@ def run_roofline(args, kernel_ts: bool = True) -> dict:
         seed=1, point_id="bench",
     )
     res = loadgen.run_load(args.url, spec)
-    from pytest_roofline.stats import summarize
+    from pytest_roofline.measure.stats import summarize
 
     c = summarize(res)
     reqs = [{"rid": r.request_id, "sent": r.sent_s, "chunks": r.chunk_times_s, "ok": r.ok}

@@ -18,9 +18,10 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from . import analytical as an
-from . import hardware, quantities
-from .setup import SetupError, build_setup
+from pytest_roofline.model import analytical as an
+from pytest_roofline.model import hardware
+from pytest_roofline.quantities import registry as quantities
+from pytest_roofline.model.setup import SetupError, build_setup
 
 __all__ = ["main", "predict_rows"]
 
@@ -108,7 +109,7 @@ def _cmd_hardware(args: argparse.Namespace) -> int:
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
-    from .spec import json_schema
+    from pytest_roofline.format.spec import json_schema
 
     text = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
     if args.output:
@@ -119,7 +120,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from .spec import SpecError, load_spec
+    from pytest_roofline.format.spec import SpecError, load_spec
 
     bad = 0
     for f in args.files:
@@ -142,7 +143,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .report.scorecard import render_from_files
+    from pytest_roofline.report.scorecard import render_from_files
 
     html = render_from_files(Path(args.predictions), Path(args.results) if args.results else None)
     Path(args.output).write_text(html, encoding="utf-8")
@@ -151,7 +152,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_tiny_model(args: argparse.Namespace) -> int:
-    from . import tinymodel
+    from pytest_roofline.measure import tinymodel
 
     dest = Path(args.dest) if args.dest else tinymodel.default_model_dir()
     print(tinymodel.make_tiny_model(dest))

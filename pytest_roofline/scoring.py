@@ -17,11 +17,11 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
-from . import quantities as qreg
-from .setup import Setup, SetupError, build_setup
-from .spec import Prediction, Spec
-from .tolerance import Tolerance, parse_tolerance
-from .units import format_value
+from pytest_roofline.quantities import registry as qreg
+from pytest_roofline.model.setup import Setup, SetupError, build_setup
+from pytest_roofline.format.spec import Prediction, Spec
+from pytest_roofline.format.tolerance import Tolerance, parse_tolerance
+from pytest_roofline.units import format_value
 
 __all__ = ["Verdict", "PointError", "setup_for", "score", "DEFAULT_MEASURED_TOLERANCE", "MEASURE_HOW"]
 
@@ -244,7 +244,7 @@ def _math_tolerance(pred: Prediction, file_default: Tolerance | None = None) -> 
 def _half_text(pred: Prediction) -> str:
     h = pred.predicted.half_ulp_si
     unit = pred.predicted.unit
-    from .units import unit_scale
+    from pytest_roofline.units import unit_scale
 
     try:
         scale = unit_scale(pred.q.dimension, unit)

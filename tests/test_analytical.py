@@ -14,8 +14,8 @@ import math
 
 import pytest
 
-from pytest_roofline import analytical as an
-from pytest_roofline import vllm_defaults as vd
+from pytest_roofline.model import analytical as an
+from pytest_roofline.model import vllm_defaults as vd
 
 GIB = 2**30
 MIB = 2**20

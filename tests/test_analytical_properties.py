@@ -7,7 +7,7 @@ import math
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from pytest_roofline import analytical as an
+from pytest_roofline.model import analytical as an
 
 
 def pos(lo: float, hi: float):

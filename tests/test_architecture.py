@@ -12,8 +12,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from pytest_roofline import architecture as arch_mod
-from pytest_roofline.architecture import (
+from pytest_roofline.model import architecture as arch_mod
+from pytest_roofline.model.architecture import (
     ModelArch,
     ModelArchError,
     ModelConfigError,

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from pytest_roofline import cli
-from pytest_roofline.quantities import QUANTITIES
+from pytest_roofline.quantities.registry import QUANTITIES
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -245,7 +245,7 @@ def test_hardware_lists_the_catalog(capsys):
 
 
 def test_schema_command_prints_the_schema(capsys, tmp_path):
-    from pytest_roofline.spec import json_schema
+    from pytest_roofline.format.spec import json_schema
 
     rc, out, _ = roofline(capsys, "schema")
     assert rc == 0 and json.loads(out) == json_schema()

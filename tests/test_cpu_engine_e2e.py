@@ -52,7 +52,7 @@ def test_cpu_tiny_end_to_end(pytester: pytest.Pytester, tmp_path: Path) -> None:
     shutil.copy(CPU_TINY, pytester.path / "cpu-tiny.roofline.yaml")
     out = tmp_path / "run"
     pytester.makeconftest(f"""
-import json, pytest_roofline.sweep as sweep
+import json, pytest_roofline.measure.sweep as sweep
 _orig = sweep.Measurements._target
 def _target(self, spec):
     t = _orig(self, spec)
@@ -115,7 +115,7 @@ def test_engine_killed_mid_sweep(pytester: pytest.Pytester, tmp_path: Path) -> N
     pytester.path.joinpath("kill.roofline.yaml").write_text(spec)
     out = tmp_path / "run"
     pytester.makeconftest(f"""
-import os, signal, pytest_roofline.sweep as sweep
+import os, signal, pytest_roofline.measure.sweep as sweep
 _orig = sweep.run_point
 _count = [0]
 def run_point(target, plan, *a, **kw):
@@ -149,8 +149,8 @@ sweep.run_point = run_point
 def test_endpoint_mode_runs_only_the_selected_points(pytester: pytest.Pytester, tmp_path: Path) -> None:
     """`--endpoint URL` against a running CPU vLLM: selecting one prediction measures only its point, and the
     engine's KV capacity is read from /metrics (cache_config_info) since there is no startup log to read."""
-    from pytest_roofline import tinymodel
-    from pytest_roofline.engine import Engine, EngineConfig
+    from pytest_roofline.measure import tinymodel
+    from pytest_roofline.measure.engine import Engine, EngineConfig
 
     model_dir = tinymodel.make_tiny_model(tinymodel.default_model_dir())
     cfg = EngineConfig(model=str(model_dir), served_model_name="roofline-tiny", device="cpu", dtype="bfloat16",

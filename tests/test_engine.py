@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pytest_roofline.engine import (
+from pytest_roofline.measure.engine import (
     Endpoint,
     EndpointError,
     Engine,
@@ -32,9 +32,9 @@ from pytest_roofline.engine import (
     build_report,
     process_group_members,
 )
-from pytest_roofline.enginelog import parse_startup_log
-from pytest_roofline.scrape import MetricsScraper, parse_metrics
-from pytest_roofline.tinymodel import TINY_KV_BYTES_PER_TOKEN, default_model_dir, make_tiny_model, prompt_token_ids
+from pytest_roofline.measure.enginelog import parse_startup_log
+from pytest_roofline.measure.scrape import MetricsScraper, parse_metrics
+from pytest_roofline.measure.tinymodel import TINY_KV_BYTES_PER_TOKEN, default_model_dir, make_tiny_model, prompt_token_ids
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
@@ -273,7 +273,7 @@ def test_stand_in_lifecycle_and_stop(fake_python, tmp_path, monkeypatch, mode, r
 STAND_IN_PARENT = r"""
 import json, sys, time
 from pathlib import Path
-from pytest_roofline.engine import Engine, EngineConfig
+from pytest_roofline.measure.engine import Engine, EngineConfig
 e = Engine(EngineConfig(model="tiny"), Path(sys.argv[2]), python_executable=sys.argv[1], watchdog_grace_s=2).start(30)
 end = time.monotonic() + 10
 while len(e.pids()) < 2 and time.monotonic() < end:
@@ -308,7 +308,7 @@ def test_stand_in_parent_death(fake_python, tmp_path, sig):
 PDEATHSIG_PARENT = r"""
 import json, sys, time
 from pathlib import Path
-from pytest_roofline.engine import Engine, EngineConfig
+from pytest_roofline.measure.engine import Engine, EngineConfig
 e = Engine(EngineConfig(model="tiny"), Path(sys.argv[2]), python_executable=sys.argv[1], use_watchdog=False).start(30)
 print(json.dumps({"pid": e.pid}), flush=True)
 time.sleep(600)
@@ -499,7 +499,7 @@ def test_engine_as_endpoint(engine, monkeypatch):
 CHILD = r"""
 import json, sys, time
 from pathlib import Path
-from pytest_roofline.engine import Engine, EngineConfig
+from pytest_roofline.measure.engine import Engine, EngineConfig
 cfg = EngineConfig(model=sys.argv[1], device="cpu", dtype="bfloat16", max_model_len=1024,
                    enforce_eager=True, kv_cache_space_gib=1)
 e = Engine(cfg, Path(sys.argv[2])).start(timeout_s=240)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline.enginelog import LOG_FIELDS, parse_log_prefix, parse_number, parse_startup_log
+from pytest_roofline.measure.enginelog import LOG_FIELDS, parse_log_prefix, parse_number, parse_startup_log
 
 DATA = Path(__file__).parent / "data"
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_roofline import hardware as hw
-from pytest_roofline.hardware import (
+from pytest_roofline.model import hardware as hw
+from pytest_roofline.model.hardware import (
     CATALOG,
     AmbiguousHardwareError,
     HardwareError,

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from pytest_roofline.loadgen import (
+from pytest_roofline.measure.loadgen import (
     LoadgenError,
     LoadSpec,
     Progress,
@@ -23,7 +23,7 @@ from pytest_roofline.loadgen import (
     completions_url,
     run_load,
 )
-from pytest_roofline.stats import summarize
+from pytest_roofline.measure.stats import summarize
 
 SECRET = "sk-test-0123456789abcdef"
 
@@ -434,7 +434,7 @@ def test_duration_limited_closed_loop_and_progress():
 
 def test_user_space_timestamps_fallback(monkeypatch):
     # without ancillary data (no kernel receive stamps) every read is stamped with perf_counter
-    from pytest_roofline import loadgen
+    from pytest_roofline.measure import loadgen
 
     monkeypatch.setattr(loadgen, "_ANC_SIZE", 0)
     with StreamServer() as srv:

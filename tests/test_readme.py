@@ -2,7 +2,9 @@
 
 from pathlib import Path
 
-from pytest_roofline import quantities, stats
+from pytest_roofline.quantities import registry as quantities
+
+from pytest_roofline.measure import stats
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 

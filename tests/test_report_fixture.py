@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pytest_roofline.results import load_results
+from pytest_roofline.measure.results import load_results
 
 # concurrency: (agg tok/s, per-req tok/s, ttft p50, ttft p99, tpot p50, tpot p99, λW, prefix-cache hit rate)
 NOTEBOOK_TABLE = {

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_report_fixture import write_notebook_results  # noqa: E402
 
 from pytest_roofline.report.common import explain_lines, sort_key  # noqa: E402
-from pytest_roofline.report.pytest_html import COLUMNS, row_cells  # noqa: E402
+from pytest_roofline.pytest_plugin.html import COLUMNS, row_cells  # noqa: E402
 
 pytest.importorskip("pytest_html")
 

@@ -14,7 +14,7 @@ from test_report_fixture import notebook_results, write_notebook_results  # noqa
 
 from pytest_roofline.report.scorecard import (CSP, render_from_files, render_scorecard, score_spec,  # noqa: E402
                                               write_scorecard_from_session)
-from pytest_roofline.spec import loads_spec  # noqa: E402
+from pytest_roofline.format.spec import loads_spec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DAY3 = ROOT / "predictions" / "day3.yaml"

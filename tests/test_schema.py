@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 import yaml
 
-from pytest_roofline import spec
+from pytest_roofline.format import spec
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = REPO / "pytest_roofline" / "schema" / "predictions.schema.json"
@@ -37,7 +37,7 @@ def test_schema_names_every_field_the_loader_accepts(schema):
     item = schema["properties"]["predictions"]["items"]
     assert set(item["properties"]) == set(spec.PREDICTION_FIELDS)
     assert schema["additionalProperties"] is False and item["additionalProperties"] is False
-    from pytest_roofline.quantities import AT_PARAMS, QUANTITIES
+    from pytest_roofline.quantities.registry import AT_PARAMS, QUANTITIES
 
     assert set(item["properties"]["quantity"]["enum"]) == set(QUANTITIES)
     assert set(item["properties"]["at"]["properties"]) == set(AT_PARAMS)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline.scrape import (
+from pytest_roofline.measure.scrape import (
     MetricsScraper,
     histogram_delta,
     histogram_quantile,

@@ -8,7 +8,7 @@ import textwrap
 import hypothesis  # noqa: F401  (imported here once: pytester's inline runs would re-import it each time)
 import pytest
 
-from pytest_roofline.spec import Spec, SpecError, loads_spec
+from pytest_roofline.format.spec import Spec, SpecError, loads_spec
 
 HEAD = """\
 hardware: h100-sxm
@@ -312,7 +312,7 @@ def test_a_default_tolerance_must_be_relative():
 def test_shipped_files_load_without_errors():
     from pathlib import Path
 
-    from pytest_roofline.spec import load_spec
+    from pytest_roofline.format.spec import load_spec
 
     root = Path(__file__).resolve().parent.parent / "predictions"
     for name in ("day3.yaml", "batching-and-throughput.yaml"):

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pytest_roofline.loadgen import LoadResult, LoadSpec, RequestRecord
-from pytest_roofline.stats import GLOSSARY, distribution, summarize, summarize_records
+from pytest_roofline.measure.loadgen import LoadResult, LoadSpec, RequestRecord
+from pytest_roofline.measure.stats import GLOSSARY, distribution, summarize, summarize_records
 
 CLIENT_KEYS = {
     "completed", "failed", "output_throughput_tok_s", "total_throughput_tok_s", "request_throughput_req_s",

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_roofline import tinymodel as tm
+from pytest_roofline.measure import tinymodel as tm
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from pytest_roofline.tolerance import TOLERANCE_HELP, Tolerance, ToleranceError, parse_tolerance
+from pytest_roofline.format.tolerance import TOLERANCE_HELP, Tolerance, ToleranceError, parse_tolerance
 
 
 def bounds(text, ref, dimension="ratio", unit=""):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_roofline import vllm_defaults as vd
+from pytest_roofline.model import vllm_defaults as vd
 
 GIB = 2**30
 

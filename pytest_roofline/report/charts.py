@@ -1,7 +1,7 @@
 """The scorecard's charts, as inline SVG (see :mod:`.svg`): the analytical model's curves against the sweep.
 
-Each function takes the prediction file's :class:`~pytest_roofline.spec.Spec`, its resolved
-:class:`~pytest_roofline.setup.Setup` (or None when it does not resolve), the results dict (or None in math
+Each function takes the prediction file's :class:`~pytest_roofline.format.spec.Spec`, its resolved
+:class:`~pytest_roofline.model.setup.Setup` (or None when it does not resolve), the results dict (or None in math
 mode) and the verdict dicts with their outcomes, and returns a :class:`Figure` or None when it has nothing to
 draw. No pytest import.
 """
@@ -12,10 +12,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .. import analytical as an
-from ..quantities import Thresholds, throughput_knee, ttft_knee
-from .common import OUTCOME_COLOR, is_number
-from .svg import PALETTE, Axis, Chart, compact_number
+from pytest_roofline.model import analytical as an
+from pytest_roofline.quantities.registry import Thresholds, throughput_knee, ttft_knee
+from pytest_roofline.report.common import OUTCOME_COLOR, is_number
+from pytest_roofline.report.svg import PALETTE, Axis, Chart, compact_number
 
 __all__ = ["Figure", "closed_points", "is_contaminated", "cache_hit_reason", "sweep_batches", "throughput_chart",
            "per_request_chart", "ttft_chart", "tpot_chart", "littles_chart", "timeline_charts", "roofline_chart",

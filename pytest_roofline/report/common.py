@@ -11,8 +11,8 @@ import math
 import re
 from typing import Any, Iterable, Mapping
 
-from ..units import format_value
-from .svg import PALETTE, esc
+from pytest_roofline.units import format_value
+from pytest_roofline.report.svg import PALETTE, esc
 
 __all__ = [
     "OUTCOMES", "OUTCOME_LABEL", "OUTCOME_COLOR", "outcome_of_verdict", "outcome_of_report", "sort_key", "fmt",

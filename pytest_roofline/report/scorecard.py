@@ -22,12 +22,12 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..scoring import DEFAULT_MEASURED_TOLERANCE, PointError, Verdict, score
-from ..setup import Setup, SetupError, build_setup
-from ..spec import Spec, load_spec
-from ..units import format_value
-from . import charts as ch
-from .common import (EXPLAIN_CSS, OUTCOME_LABEL, OUTCOMES, band_svg, counts, esc, explain_html, is_number,
+from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, PointError, Verdict, score
+from pytest_roofline.model.setup import Setup, SetupError, build_setup
+from pytest_roofline.format.spec import Spec, load_spec
+from pytest_roofline.units import format_value
+from pytest_roofline.report import charts as ch
+from pytest_roofline.report.common import (EXPLAIN_CSS, OUTCOME_LABEL, OUTCOMES, band_svg, counts, esc, explain_html, is_number,
                      label_of, outcome_of_verdict)
 
 __all__ = ["render_scorecard", "write_scorecard_from_session", "render_from_files", "score_spec", "spec_setup",
@@ -53,7 +53,7 @@ def spec_setup(spec: Spec) -> Setup | None:
 def score_spec(spec: Spec, data: Mapping[str, Any] | None, *, default_tolerance: str = DEFAULT_MEASURED_TOLERANCE,
                source: str = "results file") -> list[dict[str, Any]]:
     """Score every prediction of ``spec``: against ``data`` where the quantity is measurable, else the model."""
-    from ..results import RecordedMeasurement
+    from pytest_roofline.measure.results import RecordedMeasurement
 
     measurement = RecordedMeasurement(data, source=source) if data is not None else None
     out = []
@@ -74,7 +74,7 @@ def score_spec(spec: Spec, data: Mapping[str, Any] | None, *, default_tolerance:
 
 def render_from_files(predictions_yaml: Path | str, results_json: Path | str | None = None) -> str:
     """Score ``predictions_yaml`` against ``results_json`` (or the analytical model alone) and render it."""
-    from ..results import load_results
+    from pytest_roofline.measure.results import load_results
 
     spec = load_spec(predictions_yaml)
     data = None
@@ -87,7 +87,7 @@ def render_from_files(predictions_yaml: Path | str, results_json: Path | str | N
 
 def write_scorecard_from_session(rs: Any, path: Path | str) -> Path:
     """Render the run held by a ``plugin.RooflineSession`` and write it atomically to ``path``."""
-    from .pytest_html import session_results
+    from pytest_roofline.pytest_plugin.html import session_results
 
     verdicts = [v.to_dict() if hasattr(v, "to_dict") else dict(v) for v in (rs.verdicts or [])]
     if not verdicts:  # e.g. the xdist controller: the verdicts travelled on the reports instead
@@ -323,8 +323,8 @@ def _failed_figure(name: str, exc: Exception) -> ch.Figure:
 
 def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     """The numbers the run is about, one line each: knees, goodput, how far reality sits below the model."""
-    from .. import analytical as an
-    from ..quantities import throughput_knee, ttft_knee
+    from pytest_roofline.model import analytical as an
+    from pytest_roofline.quantities.registry import throughput_knee, ttft_knee
 
     out: list[tuple[str, str]] = []
     th = spec.thresholds
@@ -547,7 +547,7 @@ def _points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) -
     floor_ms = None
     if setup is not None:
         try:
-            from ..analytical import prefill_floor_s
+            from pytest_roofline.model.analytical import prefill_floor_s
 
             floor_ms = prefill_floor_s(setup.input_len, setup.flop_per_token, setup.peak_flop_per_s) * 1e3
         except (ValueError, SetupError):

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .common import (EXPLAIN_CSS, OUTCOMES, OUTCOME_LABEL, at_text, counts, esc, explain_html, fmt, is_number,
+from pytest_roofline.report.common import (EXPLAIN_CSS, OUTCOMES, OUTCOME_LABEL, at_text, counts, esc, explain_html, fmt, is_number,
                      outcome_of_report, sort_key, text_sort_key)
 
 __all__ = ["HtmlHooks", "COLUMNS"]
@@ -117,7 +117,7 @@ class HtmlHooks:
         report = yield
         if not self.config.getoption("htmlpath", None):
             return report
-        from ..collect import VERDICT_KEY, PredictionItem
+        from pytest_roofline.pytest_plugin.collect import VERDICT_KEY, PredictionItem
 
         if not isinstance(item, PredictionItem):
             return report
@@ -167,7 +167,7 @@ class HtmlHooks:
         md = self._metadata()
         if md is None:
             return
-        from ..plugin import get_session
+        from pytest_roofline.pytest_plugin.plugin import get_session
 
         rs = get_session(self.config)
         if not rs.specs:
@@ -186,7 +186,7 @@ class HtmlHooks:
         md = self._metadata()
         if md is None:
             return
-        from ..plugin import get_session
+        from pytest_roofline.pytest_plugin.plugin import get_session
 
         rs = get_session(self.config)
         if not rs.specs and rs.mode == "math":
@@ -252,7 +252,7 @@ def _join(values: list[str]) -> str:
 
 def environment_from_specs(specs: list[Any], mode: str, cwd: str | None = None) -> dict[str, str]:
     """GPU (declared), model, engine, workload from the prediction files of the run."""
-    from .scorecard import spec_setup
+    from pytest_roofline.report.scorecard import spec_setup
 
     gpus, models, engines, workloads = [], [], [], []
     for spec in specs:
@@ -278,7 +278,7 @@ def environment_from_specs(specs: list[Any], mode: str, cwd: str | None = None) 
         out["Engine"] = _join(engines)
         if workloads:
             out["Workload"] = _join(workloads)
-    from ..results import git_commit
+    from pytest_roofline.measure.results import git_commit
 
     out["Commit"] = git_commit(cwd) or "unknown (not a git checkout)"
     return out
@@ -325,7 +325,7 @@ def environment_from_results(data: dict[str, Any]) -> dict[str, str]:
 
 def session_results(rs: Any) -> list[dict[str, Any]]:
     """The results dicts of a run: the replayed file, or the files the live provider wrote (if it says)."""
-    from ..results import ResultsError, load_results
+    from pytest_roofline.measure.results import ResultsError, load_results
 
     paths: list[str] = []
     if rs.mode == "replay" and rs.replay:

@@ -460,7 +460,7 @@ class ProcessScraper(MetricsScraper):
         env = dict(os.environ)
         if self._api_key:
             env[self._KEY_ENV] = self._api_key
-        argv = [sys.executable, "-m", "pytest_roofline.scrape", self.base_url, str(self.interval_s),
+        argv = [sys.executable, "-m", "pytest_roofline.measure.scrape", self.base_url, str(self.interval_s),
                 self.model_name or "", str(self.timeout_s)]
         self._proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.DEVNULL, env=env)
         return self

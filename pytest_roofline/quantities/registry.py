@@ -1,7 +1,7 @@
 """The quantity registry: every named thing a prediction can be about.
 
 Each :class:`Quantity` knows its dimension (so ``1,742 tok/s`` is checked to fit), which ``at:`` parameters it
-takes, how the analytical model computes it from a :class:`~pytest_roofline.setup.Setup` (``model``), and how
+takes, how the analytical model computes it from a :class:`~pytest_roofline.model.setup.Setup` (``model``), and how
 it is extracted from a measurement (``measure``). A quantity with only ``model`` is checked in CPU-only mode;
 one with only ``measure`` needs a GPU, an endpoint or a replayed results file; one with both is checked
 against the model in CPU-only mode and against the measurement otherwise.
@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from . import analytical as an
-from .setup import Setup, SetupError
-from .units import format_value
+from pytest_roofline.model import analytical as an
+from pytest_roofline.model.setup import Setup, SetupError
+from pytest_roofline.units import format_value
 
 __all__ = [
     "AtParam", "AT_PARAMS", "Quantity", "QUANTITIES", "ModelValue", "MeasuredValue", "NotMeasured",
@@ -459,7 +459,7 @@ def kv_accounting(setup: Setup) -> an.KVAccounting:
     non_torch = setup.non_torch_bytes if setup.non_torch_bytes is not None else (an.DEFAULT_NON_TORCH_BYTES if setup.device == "cuda" else 0.0)
     graphs = setup.cuda_graph_bytes
     if graphs is None:
-        from . import vllm_defaults
+        from pytest_roofline.model import vllm_defaults
 
         budgeted = (setup.device == "cuda" and not setup.enforce_eager and setup.engine_version is not None
                     and vllm_defaults.cuda_graph_memory_budgeted(setup.engine_version))

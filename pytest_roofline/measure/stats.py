@@ -1,7 +1,7 @@
 """The metric glossary and the per-point client statistics.
 
 :data:`GLOSSARY` defines every client metric once; the README and the HTML report print it verbatim.
-:func:`summarize` turns a :class:`~pytest_roofline.loadgen.LoadResult` into the ``client`` object of a
+:func:`summarize` turns a :class:`~pytest_roofline.measure.loadgen.LoadResult` into the ``client`` object of a
 results-file point (docs/results-schema.md).
 
 This module never imports pytest.
@@ -13,7 +13,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from pytest_roofline.loadgen import LoadResult, RequestRecord
+from pytest_roofline.measure.loadgen import LoadResult, RequestRecord
 
 __all__ = ["GLOSSARY", "PERCENTILES", "distribution", "summarize", "summarize_records"]
 
@@ -271,7 +271,7 @@ def _steady(measured: Sequence[RequestRecord], completed: Sequence[RequestRecord
 
 
 def summarize(result: LoadResult) -> dict[str, Any]:
-    """The ``client`` object of a results-file point for one :func:`~pytest_roofline.loadgen.run_load` run.
+    """The ``client`` object of a results-file point for one :func:`~pytest_roofline.measure.loadgen.run_load` run.
 
     The window starts at ``result.measure_start_s`` and ends with the last measured request.
     """

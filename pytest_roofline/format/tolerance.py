@@ -20,7 +20,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from .units import UnitError, parse_number, unit_scale
+from pytest_roofline.units import UnitError, parse_number, unit_scale
 
 __all__ = ["Tolerance", "ToleranceError", "parse_tolerance", "TOLERANCE_HELP"]
 

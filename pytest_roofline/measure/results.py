@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
-from .quantities import NotMeasured
+from pytest_roofline.quantities.registry import NotMeasured
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "ResultsError", "ResultsWriter", "RecordedMeasurement", "load_results",
            "new_results", "git_commit"]

@@ -44,8 +44,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from .enginelog import parse_startup_log
-from .scrape import fetch_metrics_text, parse_metrics
+from pytest_roofline.measure.enginelog import parse_startup_log
+from pytest_roofline.measure.scrape import fetch_metrics_text, parse_metrics
 
 __all__ = [
     "EngineConfig",

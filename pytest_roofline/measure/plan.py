@@ -1,6 +1,6 @@
 """Plan: which sweep points the *selected* predictions need (so ``-k one-prediction`` runs one point).
 
-Pure functions over a :class:`~pytest_roofline.spec.Spec`; no pytest import, nothing measured here.
+Pure functions over a :class:`~pytest_roofline.format.spec.Spec`; no pytest import, nothing measured here.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
-from .spec import Prediction, Spec
+from pytest_roofline.format.spec import Prediction, Spec
 
 __all__ = ["PointPlan", "plan_points", "needs_engine"]
 

@@ -8,8 +8,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from .scoring import PointError, Verdict
-from .spec import Prediction, Spec, SpecError, load_spec
+from pytest_roofline.scoring import PointError, Verdict
+from pytest_roofline.format.spec import Prediction, Spec, SpecError, load_spec
 
 __all__ = ["PredictionFile", "PredictionItem", "PredictionMismatch", "matches_patterns", "VERDICT_KEY"]
 
@@ -43,7 +43,7 @@ class PredictionFile(pytest.File):
     spec: Spec | None = None
 
     def collect(self) -> Iterator[pytest.Item]:
-        from .plugin import get_session
+        from pytest_roofline.pytest_plugin.plugin import get_session
 
         rs = get_session(self.config)
         try:
@@ -87,7 +87,7 @@ class PredictionItem(pytest.Function):
         if self.prediction.error is not None:
             raise self.prediction.error
         super().setup()
-        from .plugin import get_session
+        from pytest_roofline.pytest_plugin.plugin import get_session
 
         rs = get_session(self.config)
         verdict = rs.score(self.spec, self.prediction, self.funcargs.get("roofline_measurements"))

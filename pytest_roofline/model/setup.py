@@ -10,12 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from . import architecture, hardware, vllm_defaults
-from .units import format_value
+from pytest_roofline.model import architecture
+
+from pytest_roofline.model import hardware
+
+from pytest_roofline.model import vllm_defaults
+from pytest_roofline.units import format_value
 
 __all__ = ["Setup", "SetupError", "build_setup", "WEIGHT_BYTES_PER_PARAM", "TINY_MODEL"]
 
-#: the project's own tiny CPU test model (pytest_roofline.tinymodel), usable as `model: roofline-tiny`
+#: the project's own tiny CPU test model (pytest_roofline.measure.tinymodel), usable as `model: roofline-tiny`
 TINY_MODEL = "roofline-tiny"
 
 
@@ -173,7 +177,7 @@ def build_setup(
             arch = architecture.get_model(str(m.pop("name")))
         model_overrides = {**m, **model_overrides}
     elif str(model_ref) == TINY_MODEL:
-        from . import tinymodel
+        from pytest_roofline.measure import tinymodel
 
         arch = architecture.from_hf_config(tinymodel.config_dict(), name=TINY_MODEL)
     else:

@@ -12,9 +12,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from .collect import VERDICT_KEY, PredictionFile, PredictionItem, matches_patterns
-from .scoring import DEFAULT_MEASURED_TOLERANCE, PointError, Verdict, score
-from .spec import Prediction, Spec
+from pytest_roofline.pytest_plugin.collect import VERDICT_KEY, PredictionFile, PredictionItem, matches_patterns
+from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, PointError, Verdict, score
+from pytest_roofline.format.spec import Prediction, Spec
 
 SESSION_KEY = pytest.StashKey["RooflineSession"]()
 DEFAULT_PATTERNS = ["predictions/*.yaml", "predictions/*.yml", "*.roofline.yaml", "*.roofline.yml"]
@@ -56,7 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     config.stash[SESSION_KEY] = RooflineSession(config)
     if config.pluginmanager.hasplugin("html"):
-        from .report.pytest_html import HtmlHooks
+        from pytest_roofline.pytest_plugin.html import HtmlHooks
 
         config.pluginmanager.register(HtmlHooks(config), "roofline-html")
 
@@ -105,7 +105,7 @@ class RooflineSession:
         self.specs[spec.path] = spec
 
     def replay_measurement(self) -> Any:
-        from .results import RecordedMeasurement, ResultsError, load_results
+        from pytest_roofline.measure.results import RecordedMeasurement, ResultsError, load_results
 
         if self._replay_data is None:
             try:
@@ -151,7 +151,7 @@ def roofline_measurements(request: pytest.FixtureRequest) -> Iterator[Any]:
     if rs.mode == "replay":
         yield _ReplayProvider(rs)
         return
-    from .sweep import Measurements
+    from pytest_roofline.measure.sweep import Measurements
 
     selected = [i for i in request.session.items if isinstance(i, PredictionItem)]
     provider = Measurements.from_options(rs, selected)
@@ -185,7 +185,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     rs = config.stash.get(SESSION_KEY, None)
     if rs is None or not rs.show_summary:
         return
-    from .report.terminal import summary_table
+    from pytest_roofline.report.terminal import summary_table
 
     reports = [r for reps in terminalreporter.stats.values() for r in reps if getattr(r, "roofline", None)]
     if not reports:
@@ -202,7 +202,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     rs = session.config.stash.get(SESSION_KEY, None)
     if rs is None or not rs.scorecard or hasattr(session.config, "workerinput"):
         return  # scorecards are written by the controller only
-    from .report.scorecard import write_scorecard_from_session
+    from pytest_roofline.report.scorecard import write_scorecard_from_session
 
     path = write_scorecard_from_session(rs, Path(rs.scorecard))
     tr = session.config.pluginmanager.get_plugin("terminalreporter")

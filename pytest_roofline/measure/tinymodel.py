@@ -265,7 +265,7 @@ def make_tiny_model(dest: Path, *, seed: int = 0) -> Path:
     dest = Path(dest).expanduser()
     if is_tiny_model(dest, seed=seed):
         return dest
-    proc = subprocess.run([sys.executable, "-m", "pytest_roofline.tinymodel", str(dest), str(seed)],
+    proc = subprocess.run([sys.executable, "-m", "pytest_roofline.measure.tinymodel", str(dest), str(seed)],
                           capture_output=True, text=True)
     if proc.returncode == 3:
         raise FileExistsError(proc.stderr.strip().splitlines()[-1])

@@ -18,9 +18,9 @@ from typing import Any, Iterator, Mapping
 
 import yaml
 
-from . import quantities as qreg
-from .tolerance import Tolerance, ToleranceError, TOLERANCE_HELP, parse_tolerance
-from .units import DEFAULT_UNIT, UnitError, parse_number, parse_value
+from pytest_roofline.quantities import registry as qreg
+from pytest_roofline.format.tolerance import Tolerance, ToleranceError, TOLERANCE_HELP, parse_tolerance
+from pytest_roofline.units import DEFAULT_UNIT, UnitError, parse_number, parse_value
 
 __all__ = [
     "SpecError", "Spec", "Prediction", "Predicted", "Expectation", "Sweep", "load_spec", "loads_spec", "json_schema",
@@ -404,14 +404,15 @@ def loads_spec(text: str, *, file: str = "<string>") -> Spec:
 
 def _check_setup(ctx: _Ctx, spec: Spec, hw_node: yaml.Node, model_node: yaml.Node | None = None) -> None:
     """Resolve hardware/model once so a typo there is reported at its line, with did-you-mean."""
-    from . import architecture, hardware
+    from pytest_roofline.model import architecture
+    from pytest_roofline.model import hardware
 
     try:
         hardware.get_hardware(spec.hardware)
     except Exception as exc:  # UnknownHardwareError carries its own did-you-mean
         raise ctx.err(hw_node, str(exc), "`roofline hardware` lists the catalog ids") from None
     try:
-        from .setup import build_setup
+        from pytest_roofline.model.setup import build_setup
 
         build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides, model_ref=spec.model,
                     model_overrides=spec.model_overrides, engine=spec.engine, workload=spec.workload)
@@ -773,7 +774,7 @@ def _common(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]],
 def _resolve_setup_check(ctx: _Ctx, spec: Spec, setup: Mapping[str, Any], node: yaml.Node) -> None:
     if not setup:
         return
-    from .setup import build_setup
+    from pytest_roofline.model.setup import build_setup
 
     try:
         build_setup(hardware_ref=setup.get("hardware", spec.hardware),
@@ -889,7 +890,7 @@ def _schema_of(fields: Mapping[str, F], extra: Mapping[str, Any] | None = None) 
 
 def json_schema() -> dict[str, Any]:
     """A JSON Schema (draft 2020-12) of the prediction format, for editors with a YAML language server."""
-    from . import hardware
+    from pytest_roofline.model import hardware
 
     quantity_names = sorted(qreg.QUANTITIES)
     hw_ids = sorted(hardware.CATALOG)

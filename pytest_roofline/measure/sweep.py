@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import gpu as gpu_mod
-from . import hardware as hw_mod
-from .plan import PointPlan, needs_engine, plan_points
-from .quantities import NotMeasured
-from .results import RecordedMeasurement, ResultsWriter, new_results
-from .scoring import PointError
-from .spec import Spec
+from pytest_roofline.measure import gpu as gpu_mod
+from pytest_roofline.model import hardware as hw_mod
+from pytest_roofline.measure.plan import PointPlan, needs_engine, plan_points
+from pytest_roofline.quantities.registry import NotMeasured
+from pytest_roofline.measure.results import RecordedMeasurement, ResultsWriter, new_results
+from pytest_roofline.scoring import PointError
+from pytest_roofline.format.spec import Spec
 
 __all__ = ["Measurements", "engine_config_for", "TINY_MODEL", "run_point"]
 
@@ -38,11 +38,11 @@ def _is_tiny(spec: Spec) -> bool:
 
 def engine_config_for(spec: Spec, *, device: str) -> Any:
     """The vLLM launch configuration a prediction file describes (``engine.args`` map to CLI flags)."""
-    from .engine import EngineConfig
+    from pytest_roofline.measure.engine import EngineConfig
 
     args = dict(spec.engine.get("args") or {})
     if _is_tiny(spec):
-        from . import tinymodel
+        from pytest_roofline.measure import tinymodel
 
         model = str(tinymodel.make_tiny_model(tinymodel.default_model_dir()))
         served = TINY_MODEL
@@ -74,7 +74,9 @@ def engine_config_for(spec: Spec, *, device: str) -> Any:
 def run_point(target: Any, plan: PointPlan, spec: Spec, *, out_dir: Path, token_id_range: tuple[int, int],
               contamination: float, api_key: str | None = None) -> dict[str, Any]:
     """Measure one point: offer the load, scrape /metrics around and during it, summarise both sides."""
-    from . import loadgen, scrape, stats
+    from pytest_roofline.measure import loadgen
+    from pytest_roofline.measure import scrape
+    from pytest_roofline.measure import stats
 
     sampling = dict(spec.workload.get("sampling") or {})
     load = loadgen.LoadSpec(
@@ -241,7 +243,7 @@ class Measurements:
 
     # ---- targets ------------------------------------------------------------------------------------------
     def _target(self, spec: Spec) -> Any:
-        from .engine import Endpoint, EngineError, EndpointError
+        from pytest_roofline.measure.engine import Endpoint, EngineError, EndpointError
 
         if self.mode == "endpoint":
             key = "endpoint"
@@ -257,7 +259,7 @@ class Measurements:
             cfg = engine_config_for(spec, device="cpu" if self.gpu == "cpu" else "cuda")
             key = cfg.key()
             if key not in self.targets and key not in self.target_errors:
-                from .engine import Engine
+                from pytest_roofline.measure.engine import Engine
 
                 self.out_dir.mkdir(parents=True, exist_ok=True)
                 log_path = self.out_dir / f"engine-{key}.log"
@@ -311,7 +313,7 @@ class Measurements:
         token_range = tuple(spec.workload.get("token_id_range") or ())
         if not token_range:
             if _is_tiny(spec):
-                from . import tinymodel
+                from pytest_roofline.measure import tinymodel
 
                 token_range = (tinymodel.PROMPT_TOKEN_ID_MIN, tinymodel.PROMPT_TOKEN_ID_MAX + 1)
             else:
