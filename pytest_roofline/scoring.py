@@ -22,20 +22,13 @@ from pytest_roofline.model.setup import Setup, SetupError, build_setup
 from pytest_roofline.format.spec import Prediction, Spec
 from pytest_roofline.format.tolerance import Tolerance, parse_tolerance
 from pytest_roofline.units import format_value
+from pytest_roofline.errors import PointError
 
 __all__ = ["Verdict", "PointError", "setup_for", "score", "DEFAULT_MEASURED_TOLERANCE", "MEASURE_HOW"]
 
 DEFAULT_MEASURED_TOLERANCE = "±10%"
 MEASURE_HOW = ("needs a measurement: run with --gpu <family> (a GPU box), --gpu cpu (the CPU build of vLLM), "
                "--endpoint URL or --replay RESULTS.json")
-
-
-class PointError(Exception):
-    """A sweep point could not be measured (engine died, requests failed); carries the engine's log tail."""
-
-    def __init__(self, message: str, log_tail: str = ""):
-        super().__init__(message)
-        self.log_tail = log_tail
 
 
 @dataclass

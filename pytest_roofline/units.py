@@ -13,12 +13,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from pytest_roofline.errors import UnitError
 
 __all__ = ["DIMENSIONS", "UnitError", "Value", "parse_value", "parse_number", "format_value", "unit_scale"]
-
-
-class UnitError(ValueError):
-    """A number or unit that does not parse, or a unit that does not fit the quantity."""
 
 
 _BYTES = {

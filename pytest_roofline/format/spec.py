@@ -21,20 +21,12 @@ import yaml
 from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.format.tolerance import Tolerance, ToleranceError, TOLERANCE_HELP, parse_tolerance
 from pytest_roofline.units import DEFAULT_UNIT, UnitError, parse_number, parse_value
+from pytest_roofline.errors import SpecError
 
 __all__ = [
     "SpecError", "Spec", "Prediction", "Predicted", "Expectation", "Sweep", "load_spec", "loads_spec", "json_schema",
     "TOP_FIELDS", "PREDICTION_FIELDS",
 ]
-
-
-class SpecError(ValueError):
-    """A problem in a prediction file, with the file, the line and what to write instead."""
-
-    def __init__(self, message: str, *, file: str = "<string>", line: int | None = None, hint: str = ""):
-        self.file, self.line, self.message, self.hint = file, line, message, hint
-        where = f"{file}:{line}" if line else file
-        super().__init__(f"{where}: {message}" + (f"\n    fix: {hint}" if hint else ""))
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -21,16 +21,13 @@ import re
 from dataclasses import dataclass
 
 from pytest_roofline.units import UnitError, parse_number, unit_scale
+from pytest_roofline.errors import ToleranceError
 
 __all__ = ["Tolerance", "ToleranceError", "parse_tolerance", "TOLERANCE_HELP"]
 
 TOLERANCE_HELP = (
     "write ±10%, +5%/-20%, ±0.5 ms, 1,600..1,900 tok/s, >= 600 tok/s, <= +10% or exact"
 )
-
-
-class ToleranceError(ValueError):
-    """A tolerance that does not parse."""
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ import httpx
 
 from pytest_roofline.measure.enginelog import parse_startup_log
 from pytest_roofline.measure.scrape import fetch_metrics_text, parse_metrics
+from pytest_roofline.errors import EngineError, EngineStartError, EngineDied, EndpointError
 
 __all__ = [
     "EngineConfig",
@@ -67,30 +68,6 @@ _SECRET_MARKERS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 
 
 # --------------------------------------------------------------------------- errors
-
-
-class EngineError(RuntimeError):
-    """An engine problem; ``log_tail`` holds the end of the engine log (may be empty)."""
-
-    def __init__(self, message: str, *, log_tail: str = "", returncode: int | None = None) -> None:
-        self.log_tail = log_tail
-        self.returncode = returncode
-        self.brief = message
-        if log_tail:
-            message = f"{message}\n--- engine log (last lines) ---\n{log_tail.rstrip()}"
-        super().__init__(message)
-
-
-class EngineStartError(EngineError):
-    """The engine did not become ready (exited, or timed out)."""
-
-
-class EngineDied(EngineError):
-    """The engine process is gone while it was expected to run."""
-
-
-class EndpointError(RuntimeError):
-    """An already-running server (``--endpoint``) could not be used."""
 
 
 # --------------------------------------------------------------------------- config

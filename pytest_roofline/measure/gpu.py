@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
+from pytest_roofline.errors import GPUDetectionError
 
 __all__ = [
     "DetectedGPU",
@@ -38,10 +39,6 @@ CATALOG_IDS = (
     "h100-sxm", "h100-pcie", "h100-nvl", "h200", "h200-nvl", "b200",
     "l4", "l40s", "rtx-4090", "mi300x",
 )
-
-
-class GPUDetectionError(RuntimeError):
-    """nvidia-smi is installed but did not answer (driver not loaded, no permission, ...)."""
 
 
 @dataclass

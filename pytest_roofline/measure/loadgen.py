@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
+from pytest_roofline.errors import LoadgenError
 
 __all__ = [
     "LoadSpec",
@@ -69,12 +70,6 @@ _ANC_SIZE = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") e
 _NS = 1_000_000_000
 
 _RESERVED_BODY_KEYS = ("model", "prompt", "max_tokens", "stream")
-
-
-class LoadgenError(RuntimeError):
-    """Raised when a load run cannot be carried out at all (host not resolvable, server unreachable at the
-    start).  An invalid :class:`LoadSpec` raises ``ValueError``; failures of single requests are recorded,
-    not raised."""
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -16,17 +16,14 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
-from pytest_roofline.quantities.registry import NotMeasured
+from pytest_roofline.errors import NotMeasured
+from pytest_roofline.errors import ResultsError
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "ResultsError", "ResultsWriter", "RecordedMeasurement", "load_results",
            "new_results", "git_commit"]
 
 SCHEMA = "pytest-roofline/results"
 SCHEMA_VERSION = 1
-
-
-class ResultsError(ValueError):
-    """A results file that cannot be read or is not a pytest-roofline results file."""
 
 
 def _now() -> str:

@@ -20,9 +20,9 @@ from typing import Any, Mapping
 from pytest_roofline.measure import gpu as gpu_mod
 from pytest_roofline.model import hardware as hw_mod
 from pytest_roofline.measure.plan import PointPlan, needs_engine, plan_points
-from pytest_roofline.quantities.registry import NotMeasured
+from pytest_roofline.errors import NotMeasured
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsWriter, new_results
-from pytest_roofline.scoring import PointError
+from pytest_roofline.errors import PointError
 from pytest_roofline.format.spec import Spec
 
 __all__ = ["Measurements", "engine_config_for", "TINY_MODEL", "run_point"]

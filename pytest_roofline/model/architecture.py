@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
+from pytest_roofline.errors import ModelArchError, ModelConfigError, UnsupportedModelError, UnknownModelError, ModelOverrideError
 
 __all__ = [
     "ModelArch",
@@ -60,26 +61,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- errors
-
-
-class ModelArchError(ValueError):
-    """Base class for architecture errors."""
-
-
-class ModelConfigError(ModelArchError):
-    """A config.json that is missing a key or holds an impossible value."""
-
-
-class UnsupportedModelError(ModelConfigError):
-    """A config.json whose ``model_type`` this module does not know how to count."""
-
-
-class UnknownModelError(ModelArchError, LookupError):
-    """Neither a preset name nor a path to a config.json."""
-
-
-class ModelOverrideError(ModelArchError):
-    """An override names an unknown field or gives a value of the wrong kind."""
 
 
 # --------------------------------------------------------------------------- dtypes

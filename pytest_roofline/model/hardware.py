@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
+from pytest_roofline.errors import HardwareError, UnknownHardwareError, AmbiguousHardwareError, HardwareMismatchError, HardwareOverrideError
 
 __all__ = [
     "HardwareSpec",
@@ -61,26 +62,6 @@ USER_OVERRIDE = "user override"
 
 
 # --------------------------------------------------------------------------- errors
-
-
-class HardwareError(ValueError):
-    """Base class for hardware catalog errors."""
-
-
-class UnknownHardwareError(HardwareError, LookupError):
-    """A name that is neither a catalog id, an alias nor a family."""
-
-
-class AmbiguousHardwareError(HardwareError):
-    """A family name (``--gpu a100``) that several variants share, with nothing to pick one."""
-
-
-class HardwareMismatchError(HardwareError):
-    """The family, the declared variant and the detected device disagree."""
-
-
-class HardwareOverrideError(HardwareError):
-    """A YAML override names an unknown field or gives a value of the wrong kind."""
 
 
 # --------------------------------------------------------------------------- dtypes

@@ -16,15 +16,12 @@ from pytest_roofline.model import hardware
 
 from pytest_roofline.model import vllm_defaults
 from pytest_roofline.units import format_value
+from pytest_roofline.errors import SetupError
 
 __all__ = ["Setup", "SetupError", "build_setup", "WEIGHT_BYTES_PER_PARAM", "TINY_MODEL"]
 
 #: the project's own tiny CPU test model (pytest_roofline.measure.tinymodel), usable as `model: roofline-tiny`
 TINY_MODEL = "roofline-tiny"
-
-
-class SetupError(ValueError):
-    """A setup that cannot be resolved (unknown chip, model, dtype...)."""
 
 
 #: bytes per parameter for the weight dtypes a user may name (the architecture module's table)

@@ -8,24 +8,13 @@ from typing import Any, Iterator
 
 import pytest
 
-from pytest_roofline.scoring import PointError, Verdict
+from pytest_roofline.errors import PointError, PredictionMismatch
+from pytest_roofline.scoring import Verdict
 from pytest_roofline.format.spec import Prediction, Spec, SpecError, load_spec
 
 __all__ = ["PredictionFile", "PredictionItem", "PredictionMismatch", "matches_patterns", "VERDICT_KEY"]
 
 VERDICT_KEY = pytest.StashKey[Verdict]()
-
-
-class PredictionMismatch(AssertionError):
-    """A prediction outside its tolerance (the only exception an xfail prediction is allowed to raise)."""
-
-    def __init__(self, verdict: Verdict):
-        super().__init__(verdict.reason)
-        self.verdict = verdict
-
-
-class EngineError(Exception):
-    """The measurement a prediction needs failed (engine died, point errored)."""
 
 
 def matches_patterns(path: Path, rootdir: Path, patterns: list[str]) -> bool:
@@ -96,7 +85,7 @@ class PredictionItem(pytest.Function):
             if getattr(verdict, key):  # JUnit XML properties, set before any report of this item is built
                 self.user_properties.append((f"roofline_{key.removesuffix('_text')}", getattr(verdict, key)))
         if verdict.status == "error":
-            raise EngineError(verdict.reason + (f"\n--- engine log tail ---\n{verdict.log_tail}" if verdict.log_tail
+            raise PointError(verdict.reason + (f"\n--- engine log tail ---\n{verdict.log_tail}" if verdict.log_tail
                                                 else ""))
 
     def runtest(self) -> None:
@@ -117,6 +106,6 @@ class PredictionItem(pytest.Function):
             return f"{exc.verdict.explain()}\n{self.location[0]}:{self.prediction.line}: PredictionMismatch"
         if isinstance(exc, SpecError):
             return f"invalid prediction: {exc}"
-        if isinstance(exc, (EngineError, PointError)):
+        if isinstance(exc, PointError):
             return str(exc)
         return super().repr_failure(excinfo, style=style)  # type: ignore[arg-type]

@@ -16,15 +16,12 @@ from typing import Any, Callable, Mapping, Sequence
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model.setup import Setup, SetupError
 from pytest_roofline.units import format_value
+from pytest_roofline.errors import NotMeasured
 
 __all__ = [
     "AtParam", "AT_PARAMS", "Quantity", "QUANTITIES", "ModelValue", "MeasuredValue", "NotMeasured",
     "Thresholds", "get_quantity", "PointKey",
 ]
-
-
-class NotMeasured(Exception):
-    """The measurement this quantity needs is not available (the reason says why and how to get it)."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,198 @@
+"""Every exception pytest-roofline raises, in one tree under one root a caller can catch.
+
+::
+
+    RooflineError
+    ├── UnitError                 a number or unit that does not parse, or does not fit the quantity  (ValueError)
+    ├── ToleranceError            a tolerance that does not parse                                     (ValueError)
+    ├── HardwareError             the hardware catalog                                                (ValueError)
+    │   ├── UnknownHardwareError  not a catalog id, alias or family                                   (LookupError)
+    │   ├── AmbiguousHardwareError  a family several variants share, nothing to pick one
+    │   ├── HardwareMismatchError   family, declared variant and detected device disagree
+    │   └── HardwareOverrideError   a YAML override with an unknown field or a wrong kind of value
+    ├── ModelArchError            model architecture                                                  (ValueError)
+    │   ├── ModelConfigError      a config.json missing a key or holding an impossible value
+    │   │   └── UnsupportedModelError  a model_type this project cannot count
+    │   ├── UnknownModelError     neither a preset nor a path to a config.json                        (LookupError)
+    │   └── ModelOverrideError    an override with an unknown field or a wrong kind of value
+    ├── SetupError                a setup that cannot be resolved (chip, model, dtype...)             (ValueError)
+    ├── SimulationError           the serving model cannot simulate a setup/workload                  (ValueError)
+    ├── CalibrationError          measured points that cannot identify a calibration                  (ValueError)
+    ├── SpecError                 a prediction file problem, with file, line and the fix              (ValueError)
+    ├── NotMeasured               the measurement a quantity needs is not available (says why)
+    ├── ResultsError              a results file that cannot be read                                 (ValueError)
+    ├── MeasureError              the measurement path                                                (RuntimeError)
+    │   ├── PointError            a sweep point could not be measured; carries the engine's log tail
+    │   ├── LoadgenError          a load run that cannot be carried out at all
+    │   ├── GPUDetectionError     nvidia-smi is installed but did not answer
+    │   ├── EndpointError         an already-running server (--endpoint) could not be used
+    │   └── EngineError           an engine problem; carries the engine's log tail
+    │       ├── EngineStartError  the engine did not become ready
+    │       └── EngineDied        the engine process is gone while it was expected to run
+    └── PredictionMismatch        a prediction outside its tolerance                                  (AssertionError)
+
+The built-in base named on the right is also a base, so ``except ValueError`` keeps working where it did.
+This module imports nothing from the package; every layer may import it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "RooflineError", "UnitError", "ToleranceError",
+    "HardwareError", "UnknownHardwareError", "AmbiguousHardwareError", "HardwareMismatchError",
+    "HardwareOverrideError",
+    "ModelArchError", "ModelConfigError", "UnsupportedModelError", "UnknownModelError", "ModelOverrideError",
+    "SetupError", "SimulationError", "CalibrationError", "SpecError", "NotMeasured", "ResultsError",
+    "MeasureError", "PointError", "LoadgenError", "GPUDetectionError", "EndpointError",
+    "EngineError", "EngineStartError", "EngineDied", "PredictionMismatch",
+]
+
+
+class RooflineError(Exception):
+    """The root: ``except RooflineError`` catches every error this package raises on purpose."""
+
+
+# --------------------------------------------------------------------------- values and catalogs
+
+
+class UnitError(RooflineError, ValueError):
+    """A number or unit that does not parse, or a unit that does not fit the quantity."""
+
+
+class ToleranceError(RooflineError, ValueError):
+    """A tolerance that does not parse."""
+
+
+class HardwareError(RooflineError, ValueError):
+    """Base class for hardware catalog errors."""
+
+
+class UnknownHardwareError(HardwareError, LookupError):
+    """A name that is neither a catalog id, an alias nor a family."""
+
+
+class AmbiguousHardwareError(HardwareError):
+    """A family name (``--gpu a100``) that several variants share, with nothing to pick one."""
+
+
+class HardwareMismatchError(HardwareError):
+    """The family, the declared variant and the detected device disagree."""
+
+
+class HardwareOverrideError(HardwareError):
+    """A YAML override names an unknown field or gives a value of the wrong kind."""
+
+
+class ModelArchError(RooflineError, ValueError):
+    """Base class for architecture errors."""
+
+
+class ModelConfigError(ModelArchError):
+    """A config.json that is missing a key or holds an impossible value."""
+
+
+class UnsupportedModelError(ModelConfigError):
+    """A config.json whose ``model_type`` this project does not know how to count."""
+
+
+class UnknownModelError(ModelArchError, LookupError):
+    """Neither a preset name nor a path to a config.json."""
+
+
+class ModelOverrideError(ModelArchError):
+    """An override names an unknown field or gives a value of the wrong kind."""
+
+
+class SetupError(RooflineError, ValueError):
+    """A setup that cannot be resolved (unknown chip, model, dtype...)."""
+
+
+class SimulationError(RooflineError, ValueError):
+    """The serving model cannot simulate this setup and workload (the message says which value and why)."""
+
+
+class CalibrationError(RooflineError, ValueError):
+    """Measured points that cannot identify the calibration's parameters (the message says which and why)."""
+
+
+# --------------------------------------------------------------------------- the prediction format
+
+
+class SpecError(RooflineError, ValueError):
+    """A problem in a prediction file, with the file, the line and what to write instead."""
+
+    def __init__(self, message: str, *, file: str = "<string>", line: int | None = None, hint: str = ""):
+        self.file, self.line, self.message, self.hint = file, line, message, hint
+        where = f"{file}:{line}" if line else file
+        super().__init__(f"{where}: {message}" + (f"\n    fix: {hint}" if hint else ""))
+
+
+# --------------------------------------------------------------------------- measurement
+
+
+class NotMeasured(RooflineError):
+    """The measurement this quantity needs is not available (the reason says why and how to get it)."""
+
+
+class ResultsError(RooflineError, ValueError):
+    """A results file that cannot be read or is not a pytest-roofline results file."""
+
+
+class MeasureError(RooflineError, RuntimeError):
+    """Base class for failures of the measurement path (engine, endpoint, load generator, GPU detection)."""
+
+
+class PointError(MeasureError):
+    """A sweep point could not be measured (engine died, requests failed); carries the engine's log tail."""
+
+    def __init__(self, message: str, log_tail: str = ""):
+        super().__init__(message)
+        self.log_tail = log_tail
+
+
+class LoadgenError(MeasureError):
+    """A load run that cannot be carried out at all (host not resolvable, server unreachable at the start).
+
+    An invalid ``LoadSpec`` raises ``ValueError``; failures of single requests are recorded, not raised."""
+
+
+class GPUDetectionError(MeasureError):
+    """nvidia-smi is installed but did not answer (driver not loaded, no permission, ...)."""
+
+
+class EndpointError(MeasureError):
+    """An already-running server (``--endpoint``) could not be used."""
+
+
+class EngineError(MeasureError):
+    """An engine problem; ``log_tail`` holds the end of the engine log (may be empty)."""
+
+    def __init__(self, message: str, *, log_tail: str = "", returncode: int | None = None) -> None:
+        self.log_tail = log_tail
+        self.returncode = returncode
+        if log_tail:
+            message = f"{message}\n--- engine log (last lines) ---\n{log_tail.rstrip()}"
+        super().__init__(message)
+
+
+class EngineStartError(EngineError):
+    """The engine did not become ready (exited, or timed out)."""
+
+
+class EngineDied(EngineError):
+    """The engine process is gone while it was expected to run."""
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+class PredictionMismatch(RooflineError, AssertionError):
+    """A prediction outside its tolerance (the only exception an xfail prediction is allowed to raise).
+
+    ``verdict`` is the scored verdict (``pytest_roofline.scoring.Verdict``)."""
+
+    def __init__(self, verdict: Any):
+        super().__init__(verdict.reason)
+        self.verdict = verdict
