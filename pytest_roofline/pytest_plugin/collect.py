@@ -11,6 +11,7 @@ import pytest
 from pytest_roofline.errors import PointError, PredictionMismatch
 from pytest_roofline.scoring import Verdict
 from pytest_roofline.format.spec import Prediction, Spec, SpecError, load_spec
+from pytest_roofline.pytest_plugin.session import get_session
 
 __all__ = ["PredictionFile", "PredictionItem", "PredictionMismatch", "matches_patterns", "VERDICT_KEY"]
 
@@ -32,7 +33,6 @@ class PredictionFile(pytest.File):
     spec: Spec | None = None
 
     def collect(self) -> Iterator[pytest.Item]:
-        from pytest_roofline.pytest_plugin.plugin import get_session
 
         rs = get_session(self.config)
         try:
@@ -76,7 +76,6 @@ class PredictionItem(pytest.Function):
         if self.prediction.error is not None:
             raise self.prediction.error
         super().setup()
-        from pytest_roofline.pytest_plugin.plugin import get_session
 
         rs = get_session(self.config)
         verdict = rs.score(self.spec, self.prediction, self.funcargs.get("roofline_measurements"))

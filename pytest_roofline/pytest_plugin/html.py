@@ -19,6 +19,9 @@ from typing import Any
 
 import pytest
 
+from pytest_roofline.pytest_plugin.collect import VERDICT_KEY, PredictionItem
+from pytest_roofline.pytest_plugin.session import get_session, session_results
+from pytest_roofline.report.environment import environment_from_results, environment_from_specs
 from pytest_roofline.report.common import (EXPLAIN_CSS, OUTCOMES, OUTCOME_LABEL, at_text, counts, esc, explain_html, fmt, is_number,
                      outcome_of_report, sort_key, text_sort_key)
 
@@ -117,7 +120,6 @@ class HtmlHooks:
         report = yield
         if not self.config.getoption("htmlpath", None):
             return report
-        from pytest_roofline.pytest_plugin.collect import VERDICT_KEY, PredictionItem
 
         if not isinstance(item, PredictionItem):
             return report
@@ -167,7 +169,6 @@ class HtmlHooks:
         md = self._metadata()
         if md is None:
             return
-        from pytest_roofline.pytest_plugin.plugin import get_session
 
         rs = get_session(self.config)
         if not rs.specs:
@@ -186,7 +187,6 @@ class HtmlHooks:
         md = self._metadata()
         if md is None:
             return
-        from pytest_roofline.pytest_plugin.plugin import get_session
 
         rs = get_session(self.config)
         if not rs.specs and rs.mode == "math":
@@ -237,110 +237,3 @@ _TABLE_CSS = """
 .rl-summary{margin:6px 0}
 .rl-summary .rl-badge{margin-right:2px}
 """
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# environment facts (also used by the scorecard's setup panel)
-# ----------------------------------------------------------------------------------------------------------------
-def _join(values: list[str]) -> str:
-    seen: list[str] = []
-    for v in values:
-        if v and v not in seen:
-            seen.append(v)
-    return "; ".join(seen)
-
-
-def environment_from_specs(specs: list[Any], mode: str, cwd: str | None = None) -> dict[str, str]:
-    """GPU (declared), model, engine, workload from the prediction files of the run."""
-    from pytest_roofline.report.scorecard import spec_setup
-
-    gpus, models, engines, workloads = [], [], [], []
-    for spec in specs:
-        setup = spec_setup(spec)
-        if setup is not None:
-            gpus.append(f"{setup.hardware.id} ({setup.hardware.name})")
-            models.append(f"{setup.model.name}" + (f" — serves {spec.engine.get('model')}" if spec.engine.get("model")
-                                                   else ""))
-        else:
-            gpus.append(str(spec.hardware))
-            models.append(str(spec.model if isinstance(spec.model, str) else getattr(spec.model, "get",
-                                                                                     lambda k: None)("name")))
-        eng = spec.engine or {}
-        engines.append(f"{eng.get('name', 'vllm')} {eng.get('version') or '(version not given)'}")
-        wl = spec.workload or {}
-        if wl:
-            workloads.append(", ".join(f"{k}={v}" for k, v in wl.items() if not isinstance(v, dict)))
-    out = {"Roofline mode": {"math": "math only (analytical model, no measurement)", "engine": "engine (--gpu)",
-                             "endpoint": "endpoint (--endpoint)", "replay": "replay (--replay)"}.get(mode, mode)}
-    if specs:
-        out["GPU (declared)"] = _join(gpus)
-        out["Model"] = _join(models)
-        out["Engine"] = _join(engines)
-        if workloads:
-            out["Workload"] = _join(workloads)
-    from pytest_roofline.measure.results import git_commit
-
-    out["Commit"] = git_commit(cwd) or "unknown (not a git checkout)"
-    return out
-
-
-def environment_from_results(data: dict[str, Any]) -> dict[str, str]:
-    """GPU (detected), driver, engine version, commit and the results file from a results dict."""
-    out: dict[str, str] = {}
-    setup = data.get("setup") or {}
-    hw = setup.get("hardware") or {}
-    det = hw.get("detected")
-    if isinstance(det, dict) and det:
-        name = det.get("name") or "?"
-        count = det.get("count") or 1
-        variant = det.get("variant")
-        mem = det.get("memory_total_mib")
-        out["GPU (detected)"] = (f"{count} × " if count and count > 1 else "") + name + (
-            f" [{variant}]" if variant else " [not in the catalog]") + (f", {mem:,} MiB" if mem else "")
-        if det.get("driver_version"):
-            out["GPU driver"] = str(det["driver_version"])
-    elif det:
-        out["GPU (detected)"] = str(det)
-    elif hw.get("declared"):
-        out["GPU (detected)"] = (f"none recorded (the results are {data.get('source', 'measured')}; declared "
-                                 f"{hw['declared']})")
-    eng = setup.get("engine") or {}
-    rep = data.get("engine_report") or {}
-    version = rep.get("version") or eng.get("version")
-    if eng.get("name") or version:
-        out["Engine"] = f"{eng.get('name', 'vllm')} {version or '?'}" + (
-            f" (KV on {rep['kv_device']})" if rep.get("kv_device") else "")
-    model = setup.get("model") or {}
-    if model.get("name"):
-        out["Model"] = str(model["name"]) + (f" ({model['path']})" if model.get("path") else "")
-    wl = setup.get("workload") or {}
-    if wl:
-        out["Workload"] = ", ".join(f"{k}={v}" for k, v in wl.items() if not isinstance(v, (dict, list)))
-    if setup.get("commit"):
-        out["Commit"] = str(setup["commit"])
-    if data.get("_path"):
-        out["Results file"] = f"{data['_path']} ({data.get('source', 'measured')}, {data.get('status', '?')})"
-    return out
-
-
-def session_results(rs: Any) -> list[dict[str, Any]]:
-    """The results dicts of a run: the replayed file, or the files the live provider wrote (if it says)."""
-    from pytest_roofline.measure.results import ResultsError, load_results
-
-    paths: list[str] = []
-    if rs.mode == "replay" and rs.replay:
-        paths.append(str(rs.replay))
-    elif rs.provider is not None and hasattr(rs.provider, "results_paths"):
-        try:
-            paths.extend(str(p) for p in rs.provider.results_paths())
-        except Exception:  # noqa: BLE001 - the provider is optional; the report must not crash the run
-            pass
-    out = []
-    for p in paths:
-        try:
-            data = dict(load_results(p))
-        except (ResultsError, OSError):
-            continue
-        data["_path"] = p
-        out.append(data)
-    return out

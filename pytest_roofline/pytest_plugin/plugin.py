@@ -12,12 +12,15 @@ from typing import Any, Iterator
 
 import pytest
 
+from pytest_roofline.format.spec import Spec
+from pytest_roofline.measure.sweep import Measurements
 from pytest_roofline.pytest_plugin.collect import VERDICT_KEY, PredictionFile, PredictionItem, matches_patterns
-from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, PointError, Verdict, score
-from pytest_roofline.format.spec import Prediction, Spec
-
-SESSION_KEY = pytest.StashKey["RooflineSession"]()
-DEFAULT_PATTERNS = ["predictions/*.yaml", "predictions/*.yml", "*.roofline.yaml", "*.roofline.yml"]
+from pytest_roofline.pytest_plugin.html import HtmlHooks
+from pytest_roofline.pytest_plugin.session import (DEFAULT_PATTERNS, SESSION_KEY, RooflineSession, get_session,
+                                                   session_results)
+from pytest_roofline.report.scorecard import write_scorecard
+from pytest_roofline.report.terminal import summary_table
+from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -54,83 +57,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "roofline_measured: a prediction that needs a measurement (--gpu, --endpoint, --replay)",
     ):
         config.addinivalue_line("markers", line)
-    config.stash[SESSION_KEY] = RooflineSession(config)
+    rs = config.stash[SESSION_KEY] = RooflineSession(config)
+    config.pluginmanager.register(_VerdictCollector(rs), "roofline-verdicts")
     if config.pluginmanager.hasplugin("html"):
-        from pytest_roofline.pytest_plugin.html import HtmlHooks
-
         config.pluginmanager.register(HtmlHooks(config), "roofline-html")
-
-
-def get_session(config: pytest.Config) -> "RooflineSession":
-    return config.stash[SESSION_KEY]
-
-
-class RooflineSession:
-    """Options parsed once, the specs collected, and the measurement providers of this run."""
-
-    def __init__(self, config: pytest.Config):
-        self.config = config
-        opt = config.getoption
-        self.gpu: str | None = opt("roofline_gpu")
-        self.endpoint: str | None = opt("roofline_endpoint")
-        self.endpoint_key_env: str | None = opt("roofline_endpoint_key_env")
-        self.replay: str | None = opt("roofline_replay")
-        self.reanchor: bool = bool(opt("roofline_reanchor"))
-        self.scorecard: str | None = opt("roofline_scorecard")
-        self.show_summary = not opt("roofline_no_summary")
-        chosen = [n for n, v in (("--gpu", self.gpu), ("--endpoint", self.endpoint), ("--replay", self.replay)) if v]
-        if len(chosen) > 1:
-            raise pytest.UsageError(f"choose one of --gpu, --endpoint and --replay (got {' and '.join(chosen)})")
-        self.mode = "engine" if self.gpu else "endpoint" if self.endpoint else "replay" if self.replay else "math"
-        out = opt("roofline_out")
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        self.out_dir = Path(out) if out else Path(str(config.rootpath)) / "roofline-runs" / stamp
-        self.default_tolerance = config.getini("roofline_default_tolerance") or DEFAULT_MEASURED_TOLERANCE
-        self.patterns = list(config.getini("roofline_patterns") or DEFAULT_PATTERNS)
-        self.specs: dict[str, Spec] = {}
-        self.verdicts: list[Verdict] = []
-        self._replay_data: dict[str, Any] | None = None
-        self.provider: Any = None  # sweep.Measurements, built lazily by the fixture
-        if self.replay:
-            self.replay_measurement()  # a missing or invalid results file is a usage error before collection
-
-    @property
-    def measured(self) -> bool:
-        return self.mode != "math"
-
-    def mode_for(self, pred: Prediction) -> str:
-        return "measured" if self.measured and pred.q.measure is not None else "math"
-
-    def register_spec(self, spec: Spec) -> None:
-        self.specs[spec.path] = spec
-
-    def replay_measurement(self) -> Any:
-        from pytest_roofline.measure.results import RecordedMeasurement, ResultsError, load_results
-
-        if self._replay_data is None:
-            try:
-                self._replay_data = load_results(self.replay)  # type: ignore[arg-type]
-            except ResultsError as exc:
-                raise pytest.UsageError(f"--replay: {exc}") from None
-        return RecordedMeasurement(self._replay_data, source=f"replayed file {self.replay}")
-
-    def score(self, spec: Spec, pred: Prediction, measurements: Any) -> Verdict:
-        mode = self.mode_for(pred)
-        measurement = None
-        hw_override = None
-        if mode == "measured":
-            try:
-                measurement = measurements.for_spec(spec) if measurements is not None else None
-                hw_override = getattr(measurements, "hardware_override", lambda s: None)(spec)
-            except PointError as exc:
-                v = Verdict(id=pred.id, quantity=pred.quantity, dimension=pred.q.dimension, mode="measured",
-                            status="error", reason=str(exc), file=pred.file, line=pred.line, log_tail=exc.log_tail)
-                self.verdicts.append(v)
-                return v
-        verdict = score(spec, pred, mode, measurement, default_tolerance=self.default_tolerance,
-                        hardware_override=hw_override)
-        self.verdicts.append(verdict)
-        return verdict
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> PredictionFile | None:
@@ -151,8 +81,6 @@ def roofline_measurements(request: pytest.FixtureRequest) -> Iterator[Any]:
     if rs.mode == "replay":
         yield _ReplayProvider(rs)
         return
-    from pytest_roofline.measure.sweep import Measurements
-
     selected = [i for i in request.session.items if isinstance(i, PredictionItem)]
     provider = Measurements.from_options(rs, selected)
     rs.provider = provider
@@ -181,12 +109,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+class _VerdictCollector:
+    """Keeps the verdict each test report carries (on an xdist controller, the only place verdicts arrive)."""
+
+    def __init__(self, rs: RooflineSession):
+        self.rs = rs
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        verdict = getattr(report, "roofline", None)
+        if verdict:
+            self.rs.reported_verdicts[report.nodeid] = dict(verdict)
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     rs = config.stash.get(SESSION_KEY, None)
     if rs is None or not rs.show_summary:
         return
-    from pytest_roofline.report.terminal import summary_table
-
     reports = [r for reps in terminalreporter.stats.values() for r in reps if getattr(r, "roofline", None)]
     if not reports:
         return
@@ -202,9 +140,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     rs = session.config.stash.get(SESSION_KEY, None)
     if rs is None or not rs.scorecard or hasattr(session.config, "workerinput"):
         return  # scorecards are written by the controller only
-    from pytest_roofline.report.scorecard import write_scorecard_from_session
-
-    path = write_scorecard_from_session(rs, Path(rs.scorecard))
+    # the verdicts scored in this process, or (an xdist controller scores none) those the workers' reports carried
+    verdicts = [v.to_dict() for v in rs.verdicts] or list(rs.reported_verdicts.values())
+    path = write_scorecard(list(rs.specs.values()), verdicts, session_results(rs), mode=rs.mode,
+                           path=Path(rs.scorecard))
     tr = session.config.pluginmanager.get_plugin("terminalreporter")
     if tr is not None:
         tr.ensure_newline()  # the progress line is still open at this point

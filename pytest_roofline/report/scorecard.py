@@ -9,7 +9,7 @@ every prediction drawn against its tolerance band with the explanation one click
 Entry points:
 
 * :func:`render_scorecard` — the core: spec(s), verdict dicts and a results dict → HTML text;
-* :func:`write_scorecard_from_session` — what the pytest plugin calls at session end (``--roofline-scorecard``);
+* :func:`write_scorecard` — what the pytest plugin calls at session end (``--roofline-scorecard``);
 * :func:`render_from_files` — what the CLI calls: scores a prediction file against a results file (or the
   model alone) and renders it.
 """
@@ -22,29 +22,25 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, PointError, Verdict, score
-from pytest_roofline.model.setup import Setup, SetupError, build_setup
+from pytest_roofline.errors import PointError
 from pytest_roofline.format.spec import Spec, load_spec
+from pytest_roofline.measure.results import RecordedMeasurement, load_results
+from pytest_roofline.model import analytical as an
+from pytest_roofline.errors import SetupError
+from pytest_roofline.model.setup import Setup
+from pytest_roofline.quantities.registry import throughput_knee, ttft_knee
+from pytest_roofline.report.environment import spec_setup
+from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, Verdict, score
 from pytest_roofline.units import format_value
 from pytest_roofline.report import charts as ch
 from pytest_roofline.report.common import (EXPLAIN_CSS, OUTCOME_LABEL, OUTCOMES, band_svg, counts, esc, explain_html, is_number,
                      label_of, outcome_of_verdict)
 
-__all__ = ["render_scorecard", "write_scorecard_from_session", "render_from_files", "score_spec", "spec_setup",
+__all__ = ["render_scorecard", "write_scorecard", "render_from_files", "score_spec",
            "CSP"]
 
 #: the page's Content-Security-Policy: nothing may be fetched; only inline styles and data: images render
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
-
-
-def spec_setup(spec: Spec) -> Setup | None:
-    """The file-level setup of a prediction file (None when it does not resolve)."""
-    try:
-        return build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides,
-                           model_ref=spec.model, model_overrides=spec.model_overrides, engine=spec.engine,
-                           workload=spec.workload)
-    except (SetupError, ValueError, KeyError, TypeError):
-        return None
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -53,8 +49,6 @@ def spec_setup(spec: Spec) -> Setup | None:
 def score_spec(spec: Spec, data: Mapping[str, Any] | None, *, default_tolerance: str = DEFAULT_MEASURED_TOLERANCE,
                source: str = "results file") -> list[dict[str, Any]]:
     """Score every prediction of ``spec``: against ``data`` where the quantity is measurable, else the model."""
-    from pytest_roofline.measure.results import RecordedMeasurement
-
     measurement = RecordedMeasurement(data, source=source) if data is not None else None
     out = []
     for pred in spec.predictions:
@@ -74,8 +68,6 @@ def score_spec(spec: Spec, data: Mapping[str, Any] | None, *, default_tolerance:
 
 def render_from_files(predictions_yaml: Path | str, results_json: Path | str | None = None) -> str:
     """Score ``predictions_yaml`` against ``results_json`` (or the analytical model alone) and render it."""
-    from pytest_roofline.measure.results import load_results
-
     spec = load_spec(predictions_yaml)
     data = None
     if results_json is not None:
@@ -85,23 +77,21 @@ def render_from_files(predictions_yaml: Path | str, results_json: Path | str | N
     return render_scorecard(spec, verdicts, data)
 
 
-def write_scorecard_from_session(rs: Any, path: Path | str) -> Path:
-    """Render the run held by a ``plugin.RooflineSession`` and write it atomically to ``path``."""
-    from pytest_roofline.pytest_plugin.html import session_results
+def write_scorecard(specs: Sequence[Spec], verdicts: Sequence[Mapping[str, Any]],
+                    results: Sequence[Mapping[str, Any]], *, mode: str, path: Path | str) -> Path:
+    """Render a finished run (its specs, verdict dicts and results dicts) and write it atomically to ``path``.
 
-    verdicts = [v.to_dict() if hasattr(v, "to_dict") else dict(v) for v in (rs.verdicts or [])]
-    if not verdicts:  # e.g. the xdist controller: the verdicts travelled on the reports instead
-        verdicts = [dict(v) for v in getattr(rs, "reported_verdicts", None) or []]
-    specs = list((rs.specs or {}).values())
+    Specs may be empty (an xdist controller collects none): they are then loaded from the verdicts' files."""
+    verdicts = [dict(v) for v in verdicts]
+    specs = list(specs)
     if not specs:
         for f in dict.fromkeys(v.get("file") for v in verdicts if v.get("file")):
             try:
                 specs.append(load_spec(f))
             except Exception:  # noqa: BLE001 - a file that no longer loads is left out of the page
                 continue
-    results = session_results(rs)
     try:
-        html = render_scorecard(specs, verdicts, results or None, mode=rs.mode)
+        html = render_scorecard(specs, verdicts, list(results) or None, mode=mode)
     except Exception as exc:  # noqa: BLE001 - a report bug must not turn a finished run into an INTERNALERROR
         html = _fallback_page(verdicts, exc)
     path = Path(path)
@@ -323,8 +313,6 @@ def _failed_figure(name: str, exc: Exception) -> ch.Figure:
 
 def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     """The numbers the run is about, one line each: knees, goodput, how far reality sits below the model."""
-    from pytest_roofline.model import analytical as an
-    from pytest_roofline.quantities.registry import throughput_knee, ttft_knee
 
     out: list[tuple[str, str]] = []
     th = spec.thresholds
@@ -547,9 +535,8 @@ def _points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) -
     floor_ms = None
     if setup is not None:
         try:
-            from pytest_roofline.model.analytical import prefill_floor_s
 
-            floor_ms = prefill_floor_s(setup.input_len, setup.flop_per_token, setup.peak_flop_per_s) * 1e3
+            floor_ms = an.prefill_floor_s(setup.input_len, setup.flop_per_token, setup.peak_flop_per_s) * 1e3
         except (ValueError, SetupError):
             floor_ms = None
     heads = [("point", ""), ("C", "concurrency"), ("agg tok/s", "aggregate output tok/s"),
