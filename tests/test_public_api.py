@@ -1,0 +1,32 @@
+"""The package's public API: one ``__all__``, every name resolves, and importing the model stays light."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest_roofline
+
+
+def test_every_public_name_resolves() -> None:
+    for name in pytest_roofline.__all__:
+        assert getattr(pytest_roofline, name) is not None, name
+    assert issubclass(pytest_roofline.SpecError, pytest_roofline.RooflineError)
+    assert pytest_roofline.analytical.ridge_flop_per_byte(312e12, 2.039e12) == 312e12 / 2.039e12
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    try:
+        pytest_roofline.no_such_name  # noqa: B018
+    except AttributeError as exc:
+        assert "no_such_name" in str(exc)
+    else:  # pragma: no cover
+        raise AssertionError("expected AttributeError")
+
+
+def test_the_model_layer_imports_no_measurement_stack() -> None:
+    code = ("import sys, pytest_roofline\n"
+            "s = pytest_roofline.build_setup(hardware_ref='a100-sxm4-80gb', model_ref='llama-3.1-8b')\n"
+            "print(sorted(m for m in ('httpx', 'numpy', 'prometheus_client', 'pytest') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
