@@ -50,9 +50,10 @@ def _payload(input_len: int, output_len: int, rng: random.Random) -> dict:
 def run_roofline(args, kernel_ts: bool = True) -> dict:
     sys.path.insert(0, str(ROOT))
     from pytest_roofline.measure import loadgen
+    from pytest_roofline.measure.loadgen import _http1
 
     if not kernel_ts:
-        loadgen._ANC_SIZE = 0  # no ancillary buffer: recvmsg returns no kernel stamp -> user time
+        _http1._ANC_SIZE = 0  # no ancillary buffer: recvmsg returns no kernel stamp -> user time
     spec = loadgen.LoadSpec(
         model="stub", token_id_range=(10, 300), mode="closed", concurrency=args.concurrency,
         duration_s=args.duration, input_len=args.input_len, output_len=args.output_len,

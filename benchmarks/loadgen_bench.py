@@ -378,12 +378,12 @@ def main() -> None:
         md = [
             "# Load-generator benchmark",
             "",
-            f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC with "
+            f"Measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC with "
             f"`benchmarks/loadgen_bench.py --duration {args.duration:g} --points {args.points} "
             f"--clients {args.clients}`.",
             f"Machine: {environment()}.",
-            f"Closed loop, {args.input_len}-token prompts, {args.output_len} output tokens, all streams emitting on the "
-            "same server tick.  Steady window = middle 70 % of the request-arrival span.  See the module "
+            f"Closed loop, {args.input_len}-token prompts, {args.output_len} output tokens, all streams emitting on "
+            "the same server tick.  Steady window = middle 70 % of the request-arrival span.  See the module "
             "docstring of loadgen_bench.py for the column definitions.",
             "",
             HEAD,

@@ -1,18 +1,21 @@
 """The ``roofline`` command.
 
-``roofline predict``      the analytical decode table for a chip, a model, a context and batch sizes
+``roofline predict``      the analytical decode table for a chip, a model, a context and batch sizes;
+                          ``--simulate [FILE.yaml]``: the serving model's predicted sweep (``--results`` beside it)
 ``roofline quantities``   every quantity a prediction can name, with its dimension and at-parameters
 ``roofline hardware``     the hardware catalog
 ``roofline schema``       the JSON Schema of the prediction format (for a YAML language server)
 ``roofline check FILE``   validate prediction files without running pytest
 ``roofline report``       render a standalone HTML scorecard from a predictions file and a results file
 ``roofline tiny-model``   make the project's tiny CPU test model (offline, deterministic)
+``roofline calibrate``    fit the serving model's constants to measured points, write a calibration file
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -22,6 +25,7 @@ from pytest_roofline.model import analytical as an
 from pytest_roofline.model import hardware
 from pytest_roofline.quantities import registry as quantities
 from pytest_roofline.model.setup import SetupError, build_setup
+from pytest_roofline.units import GB, GIB
 
 __all__ = ["main", "predict_rows"]
 
@@ -43,7 +47,7 @@ def predict_rows(*, hardware_id: str, model: str, context_tokens: float, batches
             "weight_only_intensity_flop_per_byte": s.weight_only_intensity_flop_per_byte,
             "t_mem_ms": s.t_mem_s * 1e3, "t_comp_ms": s.t_comp_s * 1e3, "t_step_ms": s.t_step_s * 1e3,
             "bound": s.bound, "throughput_tok_per_s": s.throughput_tok_per_s,
-            "per_request_tok_per_s": s.per_request_tok_per_s, "kv_total_gib": s.kv_total_bytes / 2**30,
+            "per_request_tok_per_s": s.per_request_tok_per_s, "kv_total_gib": s.kv_total_bytes / GIB,
         })
     knee = an.roofline_knee(**kw)
     return {
@@ -61,7 +65,142 @@ def predict_rows(*, hardware_id: str, model: str, context_tokens: float, batches
     }
 
 
+#: predicted field -> (client section key, statistic) of a recorded point (results-schema.md)
+_MEASURED_FIELDS = {
+    "output_throughput_tok_per_s": ("output_throughput_tok_s", None),
+    "per_request_output_tok_per_s": ("per_request_output_tok_s", "mean"),
+    "ttft_p50_ms": ("ttft_ms", "p50"), "ttft_p99_ms": ("ttft_ms", "p99"),
+    "tpot_p50_ms": ("tpot_ms", "p50"), "tpot_p99_ms": ("tpot_ms", "p99"),
+    "itl_p99_ms": ("itl_ms", "p99"),
+}
+
+
+def _measured_point(doc: dict | None, concurrency: int | None, rate: float | None) -> dict[str, float]:
+    """The recorded values of the closed-loop point at ``concurrency`` (or the open-loop one at ``rate``)."""
+    if not doc:
+        return {}
+    for pt in doc.get("points") or []:
+        if pt.get("id") == "batch1":
+            continue
+        if concurrency is not None and not (pt.get("mode") == "closed" and pt.get("concurrency") == concurrency):
+            continue
+        if rate is not None and not (pt.get("mode") == "open" and pt.get("rate_req_s") is not None
+                                     and abs(float(pt["rate_req_s"]) - rate) <= 1e-9 * max(1.0, rate)):
+            continue
+        client = pt.get("client") or {}
+        out = {}
+        for name, (key, stat) in _MEASURED_FIELDS.items():
+            v = client.get(key)
+            if isinstance(v, dict):
+                v = v.get(stat) if stat else None
+            if isinstance(v, (int, float)):
+                out[name] = float(v)
+        return out
+    return {}
+
+
+def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict]]:
+    """The serving model's predicted sweep: from a prediction file (its setup, constants and sweep, as the
+    scorer simulates it) or from the flags."""
+    from pytest_roofline.model import serving as sv
+
+    if isinstance(args.simulate, str):
+        from pytest_roofline.format.spec import load_spec
+        from pytest_roofline.scoring import serving_sweep_for
+
+        spec = load_spec(args.simulate)
+        setup = build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides,
+                            model_ref=spec.model, model_overrides=spec.model_overrides, engine=spec.engine,
+                            workload=spec.workload)
+        sweep = serving_sweep_for(spec, None, setup)
+        keys = [p.key for p in sweep.points if p.key[0] != "batch1"]
+        if args.concurrency:
+            keys = [("closed", float(c)) for c in _int_list(args.concurrency)]
+        preds = [sweep.predict(k)[1] for k in keys]
+        title = f"{spec.title} · {sweep.source}"
+    else:
+        if not (args.hardware and args.model):
+            raise ValueError("--simulate needs a prediction file, or --hardware and --model")
+        engine = {"name": "vllm", "version": args.engine_version} if args.engine_version else {}
+        setup = build_setup(hardware_ref=args.hardware, model_ref=args.model, model_overrides={"dtype": args.dtype},
+                            engine=engine, workload={"input_len": args.input_len, "output_len": args.output_len})
+        eng = sv.EngineConfig.from_setup(setup)
+        constants = sv.default_constants(setup)
+        if args.rate:
+            workloads = [sv.workload_for_point(setup, rate_req_per_s=float(r)) for r in args.rate.split(",")]
+        else:
+            workloads = [sv.workload_for_point(setup, concurrency=c)
+                         for c in _int_list(args.concurrency or "1,2,4,8,16,32,64,128")]
+        preds = sv.simulate_sweep(setup, workloads, engine=eng, constants=constants)
+        title = "default constants"
+    eng = sv.EngineConfig.from_setup(setup)
+    head = (f"{setup.hardware.id} · {setup.model.name} · {setup.engine_name} {setup.engine_version or ''} · "
+            f"in {setup.input_len} / out {setup.output_len} tokens · max_num_seqs {eng.max_num_seqs}, "
+            f"max_num_batched_tokens {eng.max_num_batched_tokens}, chunked prefill "
+            f"{'on' if eng.chunked_prefill else 'off'}, {eng.num_gpu_blocks:,} KV blocks · {title}")
+    doc = None
+    if args.results:
+        from pytest_roofline.measure.results import load_results
+
+        doc = load_results(args.results)
+    rows = []
+    for p in preds:
+        row = {("concurrency" if p.concurrency is not None and p.rate_req_per_s is None else "rate"):
+               (p.concurrency if p.rate_req_per_s is None else p.rate_req_per_s), **p.to_dict()}
+        if p.rate_req_per_s is not None:
+            row["rate"] = p.rate_req_per_s
+        meas = _measured_point(doc, p.concurrency if p.rate_req_per_s is None else None, p.rate_req_per_s)
+        if doc is not None:
+            row["measured"] = meas
+            row["error"] = {k: (row[k] / v - 1.0) if v else None for k, v in meas.items()}
+        rows.append(row)
+    return head, rows
+
+
+def _int_list(text: str) -> list[int]:
+    return [int(x) for x in str(text).split(",") if x.strip()]
+
+
+def _cmd_predict_simulate(args: argparse.Namespace) -> int:
+    head, rows = _simulate_rows(args)
+    if args.json:
+        for row in rows:  # JSON lines: one object per sweep point
+            print(json.dumps(row))
+        return 0
+    print(head)
+    cols = [("output_throughput_tok_per_s", "agg tok/s", ".1f"), ("per_request_output_tok_per_s", "tok/s/req", ".1f"),
+            ("ttft_p50_ms", "TTFT p50", ".0f"), ("ttft_p99_ms", "TTFT p99", ".0f"), ("tpot_p50_ms", "TPOT p50", ".2f"),
+            ("tpot_p99_ms", "TPOT p99", ".2f"), ("itl_p99_ms", "ITL p99", ".1f")]
+    key = "rate" if rows and "rate" in rows[0] else "concurrency"
+    print(f"{'C' if key == 'concurrency' else 'req/s':>6} " + " ".join(f"{c[1]:>18}" for c in cols)
+          + f" {'run':>6} {'KV %':>5} {'preempt':>7} {'queue ms':>8}  dominant term")
+    errs: dict[str, list[float]] = {}
+    for r in rows:
+        cells = []
+        for name, _, fmt in cols:
+            pred = format(r[name], fmt) if math.isfinite(r[name]) else "—"
+            meas = r.get("measured", {}).get(name)
+            if meas is not None:
+                err = r["error"][name]
+                errs.setdefault(name, []).append(abs(err))
+                cells.append(f"{pred}|{format(meas, fmt)} {err:+.0%}".rjust(18))
+            else:
+                cells.append(f"{pred:>18}")
+        top = max(r["time_shares"], key=r["time_shares"].get) if r["time_shares"] else "—"
+        point = f"{r['rate']:g}/s" if "rate" in r else f"{r['concurrency']:g}"  # a file may sweep both
+        print(f"{point:>6} " + " ".join(cells) + f" {r['mean_running_batch']:>6.1f} {100 * r['max_kv_usage']:>5.1f} "
+              f"{r['preemptions']:>7} {r['mean_queue_ms']:>8.1f}  {top} {r['time_shares'].get(top, 0):.0%}")
+    if errs:
+        print("cells: predicted|measured error · mean |error|: " + ", ".join(
+            f"{n} {sum(v) / len(v):.1%} (n={len(v)})" for n, v in errs.items()))
+    return 0
+
+
 def _cmd_predict(args: argparse.Namespace) -> int:
+    if args.simulate is not None:
+        return _cmd_predict_simulate(args)
+    if not (args.hardware and args.model):
+        raise ValueError("predict needs --hardware and --model (or --simulate FILE.yaml)")
     batches = [int(b) for b in args.batch.split(",")] if args.batch else [1, 2, 4, 8, 16, 32, 64, 128, 256]
     data = predict_rows(hardware_id=args.hardware, model=args.model, context_tokens=args.context, batches=batches,
                         engine_version=args.engine_version, dtype=args.dtype)
@@ -100,7 +239,7 @@ def _cmd_hardware(args: argparse.Namespace) -> int:
         if h.hbm_bytes_per_s:
             fp8 = h.peak_flop_per_s.get("fp8")
             fp8_text = f"{fp8 / 1e12:,.1f}" if fp8 else "—"  # no FP8 tensor cores (A100)
-            print(f"{hid:<16} {h.memory_bytes / 2**30:>8.2f} GiB {h.hbm_bytes_per_s / 1e9:>7,.0f} "
+            print(f"{hid:<16} {h.memory_bytes / GIB:>8.2f} GiB {h.hbm_bytes_per_s / GB:>7,.0f} "
                   f"{h.peak_flop_per_s['bf16'] / 1e12:>8,.1f} {fp8_text:>8} "
                   f"{h.ridge_flop_per_byte():>7.1f}  {h.name}")
         else:
@@ -159,18 +298,75 @@ def _cmd_tiny_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    """Fit the serving model's constants to measured points; print values ± 1σ and residuals; write the file."""
+    from pytest_roofline.errors import CalibrationError
+    from pytest_roofline.format.spec import load_spec
+    from pytest_roofline.measure.calibpoints import measured_points, parse_point_selector, select_points
+    from pytest_roofline.measure.results import load_results
+    from pytest_roofline.model import calibration, serving
+
+    docs = [(f, load_results(f)) for f in args.results]
+
+    def run_of(d: dict) -> tuple:
+        st = d.get("setup") or {}
+        return ((st.get("hardware") or {}).get("declared"), (st.get("model") or {}).get("name"),
+                (st.get("engine") or {}).get("version"), json.dumps(st.get("workload") or {}, sort_keys=True))
+
+    differ = {str(f): run_of(d) for f, d in docs if run_of(d) != run_of(docs[0][1])}
+    if differ:
+        raise CalibrationError(f"the results files are not of one setup (hardware, model, engine version, "
+                               f"workload): {docs[0][0]} has {run_of(docs[0][1])}, "
+                               + "; ".join(f"{f} has {r}" for f, r in differ.items()))
+    pred_file = args.predictions or (docs[0][1].get("setup") or {}).get("predictions_file")
+    if not pred_file:
+        raise CalibrationError("the results file does not name its predictions file: pass --predictions FILE.yaml")
+    spec = load_spec(pred_file)
+    setup = build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides,
+                        model_ref=spec.model, model_overrides=spec.model_overrides, engine=spec.engine,
+                        workload=spec.workload)
+    points = [p for _, d in docs for p in measured_points(d)]
+    if args.points:
+        points = select_points(points, parse_point_selector(args.points))
+    points, screened = calibration.screen_points(points, setup)
+    for note in screened:
+        print(f"note: {note}")
+    base = serving.default_constants(setup)
+    fields = [f.strip() for f in args.fit.split(",") if f.strip()] if args.fit else None
+    print(f"calibrating {setup.hardware.id} / {setup.model.name} / {setup.engine_name} "
+          f"{setup.engine_version or ''} on {', '.join(p.label for p in points)} "
+          f"({', '.join(fields or type(base).FIELDS_FITTABLE)})", flush=True)
+    result = calibration.fit(points, base, predict=calibration.serving_predictor(setup), fields=fields)
+    print(result.describe())
+    cal = calibration.calibration_from_fit(result, setup, sources=[str(f) for f, _ in docs],
+                                           notes=args.notes or "")
+    if args.output:
+        calibration.dump_calibration(cal, args.output)
+        print(f"wrote {args.output}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="roofline", description="pytest-roofline: performance predictions as tests")
     sub = p.add_subparsers(dest="cmd", required=True)
     pr = sub.add_parser("predict", help="print the analytical decode table")
-    pr.add_argument("--hardware", "--gpu", required=True, help="catalog id, e.g. a100-sxm4-80gb (see `roofline hardware`)")
-    pr.add_argument("--model", required=True, help="preset (qwen3-8b) or path to a HF config.json")
+    pr.add_argument("--hardware", "--gpu", help="catalog id, e.g. a100-sxm4-80gb (see `roofline hardware`)")
+    pr.add_argument("--model", help="preset (qwen3-8b) or path to a HF config.json")
     pr.add_argument("--context", type=float, default=1024, help="KV context per sequence in tokens (default 1024)")
     pr.add_argument("--batch", help="comma-separated batch sizes (default 1,2,4,...,256)")
     pr.add_argument("--dtype", default="bf16", help="weight dtype: bf16, fp8, int4 (default bf16)")
     pr.add_argument("--engine-version", help="vLLM version (for defaults)")
     pr.add_argument("--json", action="store_true",
                     help="JSON lines: one object per batch, each carrying the ridge, asymptote and knee")
+    pr.add_argument("--simulate", nargs="?", const=True, metavar="FILE.yaml",
+                    help="the serving model's predicted sweep: for a prediction file's setup and sweep, or (without "
+                         "a file) for --hardware/--model/--input-len/--output-len/--concurrency or --rate")
+    pr.add_argument("--results", help="with --simulate: a results file; prints the measured value and the error "
+                                      "beside each predicted one")
+    pr.add_argument("--input-len", type=int, default=1024, help="with --simulate: prompt tokens (default 1024)")
+    pr.add_argument("--output-len", type=int, default=1024, help="with --simulate: output tokens (default 1024)")
+    pr.add_argument("--concurrency", help="with --simulate: comma-separated closed-loop concurrencies")
+    pr.add_argument("--rate", help="with --simulate: comma-separated open-loop request rates (req/s)")
     pr.set_defaults(fn=_cmd_predict)
     sub.add_parser("quantities", help="list every quantity").set_defaults(fn=_cmd_quantities)
     sub.add_parser("hardware", help="list the hardware catalog").set_defaults(fn=_cmd_hardware)
@@ -188,7 +384,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     tm = sub.add_parser("tiny-model", help="make the tiny CPU test model")
     tm.add_argument("--dest")
     tm.set_defaults(fn=_cmd_tiny_model)
+    cb = sub.add_parser("calibrate", help="fit the serving model's constants to measured points")
+    cb.add_argument("results", nargs="+", help="results files (results.json) of the same setup")
+    cb.add_argument("--points", help="which points to fit on, e.g. C=1,C=64 or R=4,R=32 (default: all)")
+    cb.add_argument("--fit", help="comma-separated constants to fit (default: ServingConstants.FIELDS_FITTABLE)")
+    cb.add_argument("--predictions", help="the prediction file of the run (default: the one the results name)")
+    cb.add_argument("--notes", help="a note stored in the calibration file")
+    cb.add_argument("-o", "--output", help="write the calibration file (YAML) here")
+    cb.set_defaults(fn=_cmd_calibrate)
     args = p.parse_args(argv)
+    if args.cmd == "predict" and args.simulate is None and not (args.hardware and args.model):
+        pr.error("the following arguments are required: --hardware, --model (or --simulate [FILE.yaml])")
     try:
         return args.fn(args)
     except BrokenPipeError:  # `roofline quantities | head`: the reader left; no traceback

@@ -31,6 +31,8 @@
     │       └── EngineDied        the engine process is gone while it was expected to run
     └── PredictionMismatch        a prediction outside its tolerance                                  (AssertionError)
 
+    CalibrationMismatchWarning    a calibration file used on a setup it was not fitted on         (UserWarning)
+
 The built-in base named on the right is also a base, so ``except ValueError`` keeps working where it did.
 This module imports nothing from the package; every layer may import it.
 """
@@ -46,7 +48,7 @@ __all__ = [
     "ModelArchError", "ModelConfigError", "UnsupportedModelError", "UnknownModelError", "ModelOverrideError",
     "SetupError", "SimulationError", "CalibrationError", "SpecError", "NotMeasured", "ResultsError",
     "MeasureError", "PointError", "LoadgenError", "GPUDetectionError", "EndpointError",
-    "EngineError", "EngineStartError", "EngineDied", "PredictionMismatch",
+    "EngineError", "EngineStartError", "EngineDied", "PredictionMismatch", "CalibrationMismatchWarning",
 ]
 
 
@@ -196,3 +198,10 @@ class PredictionMismatch(RooflineError, AssertionError):
     def __init__(self, verdict: Any):
         super().__init__(verdict.reason)
         self.verdict = verdict
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+class CalibrationMismatchWarning(UserWarning):
+    """A prediction file names a calibration fitted on another setup; the message names what differs."""

@@ -9,26 +9,58 @@ Two checks exist:
   value when the prediction says ``predicted: model``), within ``tolerance``.
 
 No pytest import here: the plugin turns a verdict's ``status`` into pass/fail/skip and applies xfail marks.
+
+A :class:`Verdict` is built while a prediction is scored and is final once :func:`score` returns it (assigning
+to a field then raises ``dataclasses.FrozenInstanceError``). Its ``status`` and ``mode`` are str-valued enums, so
+``verdict.status == "pass"``, the JSON of :meth:`Verdict.to_dict` and the JUnit properties read as before.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import FrozenInstanceError, asdict, dataclass, field, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
 
-from pytest_roofline.quantities import registry as qreg
-from pytest_roofline.model.setup import Setup, SetupError, build_setup
-from pytest_roofline.format.spec import Prediction, Spec
-from pytest_roofline.format.tolerance import Tolerance, parse_tolerance
-from pytest_roofline.units import format_value
 from pytest_roofline.errors import PointError
+from pytest_roofline.format.spec import PredictedKind, Prediction, Spec
+from pytest_roofline.format.tolerance import Tolerance, parse_tolerance
+from pytest_roofline.measure import plan as mplan
+from pytest_roofline.model import serving as sv
+from pytest_roofline.model.setup import Setup, SetupError, build_setup
+from pytest_roofline.quantities import registry as qreg
+from pytest_roofline.quantities.measurement import Measurement
+from pytest_roofline.quantities.registry import QuantityKind
+from pytest_roofline.quantities.serving_values import TERM_LABELS, ServingSweep, SweepPoint, dominant_term, shares_text
+from pytest_roofline.units import GB, GIB, format_value
 
-__all__ = ["Verdict", "PointError", "setup_for", "score", "DEFAULT_MEASURED_TOLERANCE", "MEASURE_HOW"]
+__all__ = ["Verdict", "VerdictStatus", "VerdictMode", "PointError", "setup_for", "score", "diagnose",
+           "serving_sweep_for", "column_model",
+           "DEFAULT_MEASURED_TOLERANCE", "MEASURE_HOW"]
 
 DEFAULT_MEASURED_TOLERANCE = "±10%"
 MEASURE_HOW = ("needs a measurement: run with --gpu <family> (a GPU box), --gpu cpu (the CPU build of vLLM), "
                "--endpoint URL or --replay RESULTS.json")
+
+
+class VerdictStatus(StrEnum):
+    """How a prediction came out; the plugin maps it to a pytest outcome (xfail marks aside)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"  # not checkable in this run (e.g. a measured quantity without a measurement)
+    ERROR = "error"  # could not be scored: the setup does not resolve, the engine died, the file is invalid
+
+
+class VerdictMode(StrEnum):
+    """What the ink value was checked against."""
+
+    MATH = "math"  # the analytical model (CPU-only mode, and model-only quantities in every mode)
+    MEASURED = "measured"  # a measurement (--gpu, --endpoint, --replay)
 
 
 @dataclass
@@ -36,8 +68,8 @@ class Verdict:
     id: str
     quantity: str
     dimension: str
-    mode: str  # math | measured
-    status: str  # pass | fail | skip | error
+    mode: VerdictMode
+    status: VerdictStatus
     reason: str
     file: str = ""
     line: int = 0
@@ -50,6 +82,16 @@ class Verdict:
     model_text: str = ""
     model_inputs: dict[str, str] = field(default_factory=dict)
     model_explanation: str = ""
+    #: which model the model_* fields (the "model" column) hold: roofline | serving | "" (none computes it)
+    model_source: str = ""
+    #: both models' values, where each computes the quantity (the reports show them side by side)
+    roofline_value: Any = None
+    roofline_text: str = ""
+    serving_value: Any = None
+    serving_text: str = ""
+    serving_explanation: str = ""
+    #: the serving model's share of busy time by term at the point (weights, kv, prefill_compute, overhead, ...)
+    serving_shares: dict[str, float] = field(default_factory=dict)
     measured_value: Any = None
     measured_text: str = ""
     measured_points: list[str] = field(default_factory=list)
@@ -68,8 +110,40 @@ class Verdict:
     diagnosis: list[str] = field(default_factory=list)
     log_tail: str = ""
 
+    def __post_init__(self) -> None:
+        self.__dict__["_final"] = False
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self.__dict__.get("_final"):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}: a scored Verdict is final")
+        if name == "status":
+            value = VerdictStatus(value)
+        elif name == "mode":
+            value = VerdictMode(value)
+        object.__setattr__(self, name, value)
+
+    def final(self) -> Verdict:
+        """Mark this verdict as scored: no field can be assigned any more. Returns the verdict."""
+        self.__dict__["_final"] = True
+        return self
+
+    @classmethod
+    def for_error(cls, pred: Prediction, exc: BaseException, *, mode: VerdictMode | str) -> Verdict:
+        """The ERROR verdict of a prediction that could not be scored: a :class:`PointError` (its point could not
+        be measured; the engine log tail is kept) or the prediction's own validation error."""
+        try:
+            dimension = pred.q.dimension if pred.error is None else "count"
+        except KeyError:
+            dimension = "count"
+        return cls(id=pred.id, quantity=pred.quantity or "?", dimension=dimension, mode=VerdictMode(mode),
+                   status=VerdictStatus.ERROR, reason=str(exc), file=pred.file, line=pred.line,
+                   log_tail=getattr(exc, "log_tail", "") or "").final()
+
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able values (enums as their strings, infinite bounds as None): what travels on a pytest
+        report (across xdist too) and what the reports read."""
         d = asdict(self)
+        d["status"], d["mode"] = self.status.value, self.mode.value
         for k in ("lo", "hi"):
             if d[k] is not None and not math.isfinite(d[k]):
                 d[k] = None
@@ -82,23 +156,30 @@ class Verdict:
     def display_unit(self) -> str | None:
         return self.unit if self.unit_given else None
 
+    def _bound_text(self, bound: float | None, open_text: str) -> str:
+        return self.fmt(bound) if bound is not None and math.isfinite(bound) else open_text
+
     def explain(self) -> str:
         """Multi-line text for a failure: predicted, model, measured, error, and the model's inputs."""
         lines = [f"{self.id}: {self.quantity}" + (f" at {_at_text(self.at)}" if self.at else "") + f" [{self.mode}]",
                  f"  predicted : {self.predicted_text or '—'}"]
         if self.model_text:
-            lines.append(f"  model     : {self.model_text}")
-        if self.mode == "measured":
+            lines.append(f"  model     : {self.model_text}" + (f" ({self.model_source})" if self.model_source else ""))
+        if self.roofline_text and self.serving_text:
+            lines.append(f"  models    : roofline {self.roofline_text} · serving {self.serving_text}")
+        if self.mode is VerdictMode.MEASURED:
             lines.append(f"  measured  : {self.measured_text or '—'}"
                          + (f"  (points: {', '.join(self.measured_points)})" if self.measured_points else ""))
         if self.error_text:
             lines.append(f"  error     : {self.error_text}")
         if self.tolerance_text:
-            lines.append(f"  tolerance : {self.tolerance_text}  → allowed [{self.fmt(self.lo) if self.lo is not None and math.isfinite(self.lo) else '−∞'}, "
-                         f"{self.fmt(self.hi) if self.hi is not None and math.isfinite(self.hi) else '+∞'}]")
+            lines.append(f"  tolerance : {self.tolerance_text}  → allowed [{self._bound_text(self.lo, '−∞')}, "
+                         f"{self._bound_text(self.hi, '+∞')}]")
         lines.append(f"  verdict   : {self.status.upper()} — {self.reason}")
         if self.model_explanation:
             lines.append(f"  model says: {self.model_explanation}")
+        if self.serving_explanation and self.serving_explanation != self.model_explanation:
+            lines.append(f"  serving   : {self.serving_explanation}")
         for d in self.diagnosis:
             lines.append(f"  diagnosis : {d}")
         for n in self.measured_notes:
@@ -138,25 +219,38 @@ def _value_text(v: Any, dimension: str, unit: str | None) -> str:
     return format_value(float(v), dimension, unit, digits=5)
 
 
-def score(spec: Spec, pred: Prediction, mode: str, measurement: Any = None, *,
+def _final(fn: Callable[..., Verdict]) -> Callable[..., Verdict]:
+    """The verdict a scoring function returns is final (see :meth:`Verdict.final`)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Verdict:
+        return fn(*args, **kwargs).final()
+
+    return wrapper
+
+
+@_final
+def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Measurement | None = None, *,
           default_tolerance: str = DEFAULT_MEASURED_TOLERANCE, hardware_override: str | None = None) -> Verdict:
     """Score one prediction. ``mode`` is "math" or "measured" (``measurement`` then gives the values)."""
+    mode = VerdictMode(mode)
     q = pred.q
     unit = pred.predicted.unit
-    v = Verdict(id=pred.id, quantity=q.name, dimension=q.dimension, mode=mode, status="skip", reason="",
+    v = Verdict(id=pred.id, quantity=q.name, dimension=q.dimension, mode=mode, status=VerdictStatus.SKIP, reason="",
                 file=pred.file, line=pred.line, at=dict(pred.at_text), unit=unit,
-                unit_given=pred.predicted.kind == "number",
+                unit_given=pred.predicted.kind is PredictedKind.NUMBER,
                 predicted_text=pred.predicted.text, predicted_value=pred.predicted.value, notes=pred.notes,
                 xfail_reason=pred.xfail.reason if pred.xfail else "")
-    effective = mode if (mode == "math" or q.measure is not None) else "math"
+    effective = mode if (mode is VerdictMode.MATH or q.measure is not None) else VerdictMode.MATH
     v.mode = effective
 
     setup: Setup | None = None
     try:
         setup = setup_for(spec, pred, hardware_override=hardware_override)
     except (SetupError, ValueError, KeyError) as exc:
-        v.status, v.reason = "error", f"setup does not resolve: {exc}"
+        v.status, v.reason = VerdictStatus.ERROR, f"setup does not resolve: {exc}"
         return v
+    roofline_error: Exception | None = None
     if q.model is not None:
         try:
             mv = q.model(setup, pred.at)
@@ -164,46 +258,63 @@ def score(spec: Spec, pred: Prediction, mode: str, measurement: Any = None, *,
             v.model_text = _value_text(v.model_value, q.dimension, v.display_unit)
             v.model_inputs = dict(mv.inputs)
             v.model_explanation = mv.explanation
+            v.model_source = "roofline"
         except (SetupError, ValueError, ZeroDivisionError) as exc:
-            if effective == "math" and q.measure is not None:
-                v.status, v.reason = "skip", f"the model cannot compute {q.name} here ({exc}); {MEASURE_HOW}"
-                return v
-            if effective == "math":
-                v.status, v.reason = "error", f"the model cannot compute {q.name}: {exc}"
-                return v
-            v.model_text = f"(model: {exc})"
-
-    if effective == "math":
-        if q.model is None:
-            v.status, v.reason = "skip", MEASURE_HOW
+            roofline_error = exc
+    _serving_column(v, spec, pred, setup, hardware_override)
+    if roofline_error is not None and v.model_source != "serving":
+        # the roofline cannot compute it here, and the serving model does not stand in
+        err = roofline_error
+        if effective is VerdictMode.MATH and q.measure is not None:
+            v.status, v.reason = VerdictStatus.SKIP, f"the model cannot compute {q.name} here ({err}); {MEASURE_HOW}"
             return v
-        return _compare(v, pred, pred.predicted.value if pred.predicted.kind != "model" else v.model_value,
-                        v.model_value, _math_tolerance(pred, spec.default_math_tolerance), "model")
+        if effective is VerdictMode.MATH:
+            v.status, v.reason = VerdictStatus.ERROR, f"the model cannot compute {q.name}: {err}"
+            return v
+        v.model_text = f"(model: {err})"
+
+    if effective is VerdictMode.MATH:
+        if not v.model_source:
+            v.status, v.reason = VerdictStatus.SKIP, MEASURE_HOW
+            if v.serving_text:
+                v.reason += (f" (the serving model predicts {v.serving_text}; `model_column: serving` checks the "
+                             "ink against it without a measurement)")
+            return v
+        if v.model_source == "serving":  # the serving model stands in for the measurement: the measured band
+            tol = pred.math_tolerance or pred.tolerance or parse_tolerance(default_tolerance, q.dimension, unit)
+            against = "serving model"
+        else:
+            tol, against = _math_tolerance(pred, spec.default_math_tolerance), "model"
+        ink = pred.predicted.value if pred.predicted.kind is not PredictedKind.MODEL else v.model_value
+        return _compare(v, pred, ink, v.model_value, tol, against)
 
     # measured
+    if q.measure is None or measurement is None:
+        v.status, v.reason = VerdictStatus.SKIP, MEASURE_HOW
+        return v
     try:
         meas = q.measure(measurement, pred.at, setup, spec.thresholds)
     except qreg.NotMeasured as exc:
-        v.status, v.reason = "skip", str(exc)
+        v.status, v.reason = VerdictStatus.SKIP, str(exc)
         return v
     except PointError as exc:
-        v.status, v.reason, v.log_tail = "error", str(exc), exc.log_tail
+        v.status, v.reason, v.log_tail = VerdictStatus.ERROR, str(exc), exc.log_tail
         return v
     v.measured_value = _plain(meas.value)
     v.measured_text = _value_text(v.measured_value, q.dimension, v.display_unit)
     v.measured_points = list(meas.points)
     v.measured_notes = list(meas.notes)
     v.contaminated = meas.contaminated
-    if pred.predicted.kind == "model":
-        if v.model_value is None and q.kind != "optional_number":
-            v.status, v.reason = "error", f"predicted: model, but the model has no value ({v.model_text})"
+    if pred.predicted.kind is PredictedKind.MODEL:
+        if v.model_value is None and q.kind is not QuantityKind.OPTIONAL_NUMBER:
+            v.status, v.reason = VerdictStatus.ERROR, f"predicted: model, but the model has no value ({v.model_text})"
             return v
         reference = v.model_value
     else:
         reference = pred.predicted.value
     tol = pred.tolerance or parse_tolerance(default_tolerance, q.dimension, unit)
     out = _compare(v, pred, reference, v.measured_value, tol, "measured")
-    if out.contaminated and out.status == "pass":
+    if out.contaminated and out.status is VerdictStatus.PASS:
         out.reason += " (but the measurement is contaminated by prefix-cache hits; see notes)"
     return out
 
@@ -250,11 +361,12 @@ def _compare(v: Verdict, pred: Prediction, reference: Any, checked: Any, tol: To
     v.reference_value = reference
     v.checked_value = checked
     v.tolerance_text = tol.text
-    kind = pred.predicted.kind if pred.predicted.kind != "model" else (
-        "number" if isinstance(reference, (int, float)) and not isinstance(reference, bool) else "word")
-    if kind in ("bool", "word") or isinstance(reference, (bool, str)):
+    kind = pred.predicted.kind if pred.predicted.kind is not PredictedKind.MODEL else (
+        PredictedKind.NUMBER if isinstance(reference, (int, float)) and not isinstance(reference, bool)
+        else PredictedKind.WORD)
+    if kind in (PredictedKind.BOOL, PredictedKind.WORD) or isinstance(reference, (bool, str)):
         ok = reference == checked
-        v.status = "pass" if ok else "fail"
+        v.status = VerdictStatus.PASS if ok else VerdictStatus.FAIL
         v.reason = f"{against} {_value_text(checked, v.dimension, v.display_unit)} " + (
             "matches" if ok else f"differs from {_value_text(reference, v.dimension, v.display_unit)}")
         v.tolerance_text = "exact"
@@ -269,7 +381,7 @@ def _compare(v: Verdict, pred: Prediction, reference: Any, checked: Any, tol: To
             v.reason = f"predicted {pred.predicted.text}, {against} gives none"
             if against == "model" and v.model_explanation:
                 v.reason += f" ({v.model_explanation})"
-        v.status = "pass" if ok else "fail"
+        v.status = VerdictStatus.PASS if ok else VerdictStatus.FAIL
         v.tolerance_text = "exact" if ok or reference is None else tol.text
         return v
     if tol.needs_reference or reference is not None:
@@ -284,8 +396,8 @@ def _compare(v: Verdict, pred: Prediction, reference: Any, checked: Any, tol: To
     v.error_rel = v.error_abs / abs(float(checked)) if checked else None
     v.error_text = (f"{v.error_rel:+.2%}" if v.error_rel is not None else "") + (
         f" ({'+' if v.error_abs >= 0 else '−'}{v.fmt(abs(v.error_abs))})")
-    v.status = "pass" if ok else "fail"
-    ref_name = "model" if (against == "measured" and pred.predicted.kind == "model") else "predicted"
+    v.status = VerdictStatus.PASS if ok else VerdictStatus.FAIL
+    ref_name = "model" if (against == "measured" and pred.predicted.kind is PredictedKind.MODEL) else "predicted"
     v.reason = (f"{against} {v.fmt(float(checked))} is {'within' if ok else 'outside'} {tol.text} of "
                 f"{ref_name} {v.fmt(float(reference))}")
     if not ok:
@@ -294,16 +406,147 @@ def _compare(v: Verdict, pred: Prediction, reference: Any, checked: Any, tol: To
 
 
 def diagnose(v: Verdict, pred: Prediction) -> list[str]:
-    """Where the model can tell, name the term that explains a miss (e.g. GiB vs GB in a KV budget)."""
-    out: list[str] = []
+    """Where the model can tell, name the term that explains a miss (e.g. GiB vs GB in a KV budget; for a
+    measured miss, the term that dominates the serving model's step time at that point)."""
+    out: list[str] = _serving_diagnosis(v)
     if pred.quantity in ("num_gpu_blocks", "kv_cache_tokens", "available_kv_bytes") and v.predicted_value:
         inputs = v.model_inputs
         out.append("KV pool = utilisation × total memory − weights − activation − non-torch − CUDA graphs; "
-                   f"model used {inputs.get('budget', '?')}, reserves activation {inputs.get('activation_reserve', '?')}, "
+                   f"model used {inputs.get('budget', '?')}, "
+                   f"reserves activation {inputs.get('activation_reserve', '?')}, "
                    f"non-torch {inputs.get('non_torch_reserve', '?')}, graphs {inputs.get('cuda_graph_reserve', '?')}")
         mem = inputs.get("memory", "")
         if "GiB" in mem:
-            short = 1 - 1e9 / 2**30  # a budget read as N GB instead of N GiB: 6.87% short
+            short = 1 - GB / GIB  # a budget read as N GB instead of N GiB: 6.87% short
             out.append("check GiB vs GB: the card's memory is " + mem + " — a budget taken from the decimal figure "
                        f"is {short:.1%} smaller (the notebook's slip)")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the step-level serving model beside the roofline
+# ----------------------------------------------------------------------------------------------------------------
+def column_model(model_column: str, *, model_prediction: bool, roofline: bool, serving: bool,
+                 math_mode: bool = False) -> str:
+    """Which model the "model" column shows (and CPU-only mode checks against): roofline | serving | "".
+
+    ``model_column: serving`` — the serving model wherever it computes the quantity; ``roofline`` — the decode
+    roofline wherever it does (a ``predicted: model`` of a quantity only the serving model computes still takes
+    it). The default (``auto``): the roofline for the quantities it computes (ink written from its arithmetic,
+    as the notebook's was), the serving model for the measured quantities only it computes and for every
+    ``predicted: model``; but CPU-only mode checks an ink value against the serving model only when the file asks
+    for it with ``model_column: serving`` (``math_mode``: the default then checks what it always checked).
+    """
+    if model_column == "auto" and math_mode and not model_prediction:
+        return "roofline" if roofline else ""
+    if model_column == "serving":
+        return "serving" if serving else ("roofline" if roofline else "")
+    if model_column == "roofline":
+        return "roofline" if roofline else ("serving" if serving and model_prediction else "")
+    if model_prediction:
+        return "serving" if serving else ("roofline" if roofline else "")
+    return "roofline" if roofline else ("serving" if serving else "")
+
+
+def _serving_column(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hardware_override: str | None) -> None:
+    """Fill the verdict's roofline_*/serving_* fields and, where the column takes it, put the serving model's
+    value into model_* (the roofline's stays in roofline_*)."""
+    q = pred.q
+    if v.model_source == "roofline":
+        v.roofline_value, v.roofline_text = v.model_value, v.model_text
+    if q.serving is None:
+        return
+    try:
+        sweep = serving_sweep_for(spec, pred, setup, hardware_override=hardware_override)
+        mv = q.serving(sweep, pred.at, spec.thresholds)
+    except (SetupError, ValueError, ZeroDivisionError, KeyError) as exc:
+        v.serving_explanation = f"the serving model does not compute it here: {exc}"
+        return
+    v.serving_value = _plain(mv.value)
+    v.serving_text = _value_text(v.serving_value, q.dimension, v.display_unit)
+    v.serving_explanation = mv.explanation
+    try:
+        _p, pp = sweep.at(pred.at)
+        v.serving_shares = {k: float(x) for k, x in pp.time_shares.items()}
+    except (SetupError, ValueError, KeyError):
+        pass  # a whole-sweep quantity (a knee, goodput): no single point's shares
+    source = column_model(spec.model_column, model_prediction=pred.predicted.kind is PredictedKind.MODEL,
+                          roofline=v.model_source == "roofline", serving=True, math_mode=v.mode == VerdictMode.MATH)
+    if source == "serving":
+        v.model_value, v.model_text, v.model_source = v.serving_value, v.serving_text, "serving"
+        v.model_inputs = dict(mv.inputs)
+        v.model_explanation = mv.explanation
+        if spec.calibration is not None and pred.setup:
+            differs = list(spec.calibration.mismatches(setup))
+            if differs:
+                v.model_inputs["calibration_mismatch"] = "; ".join(differs)
+
+
+def _setup_key(pred: Prediction | None, hardware_override: str | None) -> str:
+    return json.dumps([pred.setup if pred is not None else {}, hardware_override], sort_keys=True, default=str)
+
+
+def serving_sweep_for(spec: Spec, pred: Prediction | None, setup: Setup, *,
+                      hardware_override: str | None = None) -> ServingSweep:
+    """The serving model's sweep for a file (and a prediction's setup overrides), built once and cached on the
+    spec: every prediction at the same setup shares its simulated points.
+
+    Constants: the serving model's defaults for the setup, replaced by the file's calibration, then by its
+    ``serving:`` overrides. Points: the file's sweep as the load generator runs it (``measure.plan``); a point
+    a prediction names that the sweep lacks is added on demand with the sweep's own rules.
+    """
+    key = _setup_key(pred, hardware_override)
+    cached = spec.serving_cache.get(key)
+    if cached is not None:
+        return cached
+    constants = sv.default_constants(setup)
+    source = "default constants"
+    if spec.calibration is not None:
+        constants = spec.calibration.serving_constants(setup)
+        source = f"calibration {Path(spec.calibration_path or '').name}"
+    if spec.serving_overrides:
+        constants = constants.replace(**spec.serving_overrides)
+        source += " + the file's serving: constants"
+
+    def point(pp: mplan.PointPlan) -> SweepPoint:
+        n = pp.num_requests
+        if n is None:  # a duration-based sweep: the requests that duration holds at the nominal load
+            n = spec.sweep.num_requests(pp.concurrency) if pp.concurrency else max(
+                10, int((pp.rate_req_s or 1.0) * (pp.duration_s or 30.0)))
+        own = pp.id == "batch1"  # the batch-1 run may set its own lengths; sweep points take the setup's
+        return SweepPoint(id=pp.id, concurrency=pp.concurrency if pp.mode == "closed" else None,
+                          rate_req_per_s=pp.rate_req_s if pp.mode == "open" else None, num_requests=int(n),
+                          burstiness=pp.burstiness, input_len=pp.input_len if own else None,
+                          output_len=pp.output_len if own else None)
+
+    plans = mplan.all_points(spec)
+    if spec.sweep.batch1 is not None:
+        plans.append(mplan.batch1_point(spec))
+
+    def make_point(kind: str, value: float) -> SweepPoint:
+        sweep = replace(spec.sweep, concurrency=(int(value),) if kind == "closed" else (),
+                        rates=(float(value),) if kind == "open" else ())
+        return point(mplan.all_points(replace(spec, sweep=sweep))[0])
+
+    out = ServingSweep(setup=setup, points=[point(p) for p in plans], constants=constants,
+                       engine=sv.EngineConfig.from_setup(setup), source=source, make_point=make_point,
+                       seed=int((spec.workload or {}).get("seed", 0)))
+    spec.serving_cache[key] = out
+    return out
+
+
+def _serving_diagnosis(v: Verdict) -> list[str]:
+    """A measured miss: what the serving model predicts there and the term that dominates its step time."""
+    if v.mode != VerdictMode.MEASURED or not v.serving_shares:
+        return []
+    out = []
+    top = dominant_term(v.serving_shares)
+    extra = dominant_term(v.serving_shares, beyond_roofline=True)
+    line = f"the serving model predicts {v.serving_text} here; its busy time: {shares_text(v.serving_shares)}"
+    if top is not None:
+        line += f" — dominated by {TERM_LABELS.get(top[0], top[0])} ({top[1]:.0%})"
+    out.append(line)
+    if v.model_source == "roofline" and extra is not None and extra[1] >= 0.05:
+        out.append(f"the decode roofline leaves out {TERM_LABELS.get(extra[0], extra[0])}: "
+                   f"{extra[1]:.0%} of the step time at this point")
     return out

@@ -4,7 +4,8 @@
 (tokens/s, seconds, bytes, FLOP, FLOP/s, bytes/s, fraction), the unit as written, and the precision the
 writer claimed (half a unit in the last written digit), which the CPU-only math check uses as its tolerance.
 
-GB is 1e9 bytes and GiB is 2**30 bytes; the two are never mixed up (the notebook's KV-block miss was one).
+GB is 1e9 bytes and GiB is 2**30 bytes; the two are never mixed up (the "Day 3" seed notebook's KV-block
+miss was one; docs/sources.md). ``GIB``, ``MIB``, ``GB``... below are the package's one copy of each.
 The raw text is parsed here, not by PyYAML, so ``1e3`` is a number and ``4.80`` keeps its two decimals.
 """
 
@@ -13,15 +14,22 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+
 from pytest_roofline.errors import UnitError
 
-__all__ = ["DIMENSIONS", "UnitError", "Value", "parse_value", "parse_number", "format_value", "unit_scale"]
+__all__ = ["DIMENSIONS", "DEFAULT_UNIT", "UnitError", "Value", "parse_value", "parse_number", "format_value",
+           "unit_scale", "to_si", "to_int", "parse_printed_number",
+           "KIB", "MIB", "GIB", "TIB", "KB", "MB", "GB", "TB"]
 
+#: binary byte units (what drivers and vLLM's "GiB" log lines count in)
+KIB, MIB, GIB, TIB = 2**10, 2**20, 2**30, 2**40
+#: decimal byte units (what datasheets print: "80 GB", "2,039 GB/s")
+KB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
 
 _BYTES = {
     "B": 1.0, "byte": 1.0, "bytes": 1.0,
-    "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
-    "KiB": 2.0**10, "MiB": 2.0**20, "GiB": 2.0**30, "TiB": 2.0**40,
+    "kB": float(KB), "KB": float(KB), "MB": float(MB), "GB": float(GB), "TB": float(TB),
+    "KiB": float(KIB), "MiB": float(MIB), "GiB": float(GIB), "TiB": float(TIB),
 }
 _TIME = {"s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9,
          "min": 60.0, "minutes": 60.0, "h": 3600.0}
@@ -45,7 +53,9 @@ DIMENSIONS: dict[str, dict[str, float]] = {
     "bytes": {**_BYTES, "": 1.0},
     "bandwidth": {f"{u}/s": f for u, f in _BYTES.items()} | {"": 1.0},
     "flops": _flop_units(("",)) | {"": 1.0},
-    "flop_rate": _flop_units(("/s",)) | {p + "FLOPS": s for p, s in _FLOP_PREFIX.items()} | {"": 1.0},
+    # integer tensor peaks are quoted in OP/s ("624 TOPS"); they count as FLOP/s here
+    "flop_rate": _flop_units(("/s",)) | {p + w: s for p, s in _FLOP_PREFIX.items() for w in ("FLOPS", "OP/s", "OPS")}
+    | {"": 1.0},
     "intensity": {"FLOP/byte": 1.0, "FLOP/B": 1.0, "FLOPs/byte": 1.0, "FLOPs/B": 1.0, "": 1.0},
     "ratio": {"%": 0.01, "": 1.0, "x": 1.0},
     "count": {"": 1.0, "tokens": 1.0, "tok": 1.0, "blocks": 1.0, "sequences": 1.0, "seqs": 1.0, "requests": 1.0,
@@ -90,11 +100,11 @@ def _written_number(text: str) -> float:
     return _number_from_match(m)
 
 
-def _number_from_match(m: re.Match) -> float:
+def _number_from_match(m: re.Match[str]) -> float:
     mant = m.group("mant").replace(",", "").replace("_", "")
     exp = int(m.group("exp") or 0)
     sign = -1.0 if m.group("sign") in ("-", "−") else 1.0
-    return sign * float(mant) * 10.0**exp
+    return sign * float(f"{mant}e{exp}")  # one correctly rounded conversion ("8.2e9" is 8200000000.0)
 
 
 def parse_number(text: str | int | float) -> tuple[float, float, str]:
@@ -114,6 +124,52 @@ def parse_number(text: str | int | float) -> tuple[float, float, str]:
     exp = int(m.group("exp") or 0)
     half_ulp = 0.5 * 10.0 ** (exp - len(frac))
     return value, half_ulp, m.group("unit").strip()
+
+
+def parse_printed_number(text: str) -> int | float:
+    """A bare number as a program prints it: ``"2,097,152"`` -> 2097152 (int), ``"2048.00"`` -> 2048.0.
+
+    An int when written without a fraction or an exponent, else a float; a unit or other text is a
+    :class:`UnitError`.
+    """
+    m = _NUMBER_RE.match(str(text))
+    if not m or m.group("unit"):
+        raise UnitError(f"{text!r} is not a bare number")
+    value = _number_from_match(m)
+    if m.group("frac") is None and m.group("frac2") is None and m.group("exp") is None:
+        digits = int(m.group("mant").replace(",", "").replace("_", ""))
+        return -digits if value < 0 else digits
+    return value
+
+
+def to_si(value: str | int | float, dimension: str) -> float:
+    """A number already in SI base units, or text with a unit of ``dimension`` (``"2,039 GB/s"``), as SI.
+
+    Numbers pass through unchanged (as floats); text goes through :func:`parse_value`.
+    """
+    if isinstance(value, bool):
+        raise UnitError(f"expected a number, got {value!r}")
+    if isinstance(value, (int, float)):
+        return float(value)
+    if not isinstance(value, str):
+        raise UnitError(f"expected a number, got {type(value).__name__} {value!r}")
+    return parse_value(value, dimension).si
+
+
+def to_int(value: str | int | float) -> int:
+    """A whole number given as an int, an integral float or text (``"151,936"``, ``"4e3"``)."""
+    if isinstance(value, bool):
+        raise UnitError(f"expected an integer, got {value!r}")
+    if isinstance(value, str):
+        try:
+            value = parse_value(value, "count").si
+        except UnitError:
+            raise UnitError(f"cannot read {value!r} as an integer") from None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not isinstance(value, int):
+        raise UnitError(f"expected an integer, got {value!r}")
+    return value
 
 
 def unit_scale(dimension: str, unit: str) -> float:
@@ -163,11 +219,11 @@ def format_value(si: float | None, dimension: str, unit: str | None = None, *, d
 
 def _auto_bytes_unit(si: float) -> str:
     a = abs(si)
-    if a >= 2**30:
+    if a >= GIB:
         return "GiB"
-    if a >= 2**20:
+    if a >= MIB:
         return "MiB"
-    if a >= 2**10:
+    if a >= KIB:
         return "KiB"
     return "B"
 

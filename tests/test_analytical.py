@@ -1,11 +1,11 @@
 """The analytical model against the seeds' own printed numbers.
 
-Oracles are the digits printed in the two seeds (``/work/shared/seeds``): 002 is the lesson "Batching and
-Throughput" (nominal 8B model on an H100 SXM), 000 the "Day 3 -- Benchmark the Endpoint" notebook (Qwen3-8B on
-an A100-SXM4-80GB, vLLM 0.26.0).  A printed value is checked to its own precision: "4.82" must lie within
-half a unit of its last digit (0.005), "1,742" within 0.5, "~19,000" within its stated rounding.  Where a seed
-rounded an input (the notebook's 0.147 GB of KV per sequence) both the rounded inputs and the exact inputs are
-tested, and the size of the difference is pinned down.
+Oracles are the digits printed in the project's two seed documents (unpublished; ``docs/sources.md`` says what
+each is): the lesson "Batching and Throughput" (nominal 8B model on an H100 SXM) and the "Day 3 -- Benchmark the
+Endpoint" notebook (Qwen3-8B on an A100-SXM4-80GB, vLLM 0.26.0).  A printed value is checked to its own
+precision: "4.82" must lie within half a unit of its last digit (0.005), "1,742" within 0.5, "~19,000" within its
+stated rounding.  Where a seed rounded an input (the notebook's 0.147 GB of KV per sequence) both the rounded
+inputs and the exact inputs are tested, and the size of the difference is pinned down.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def test_lesson_table_every_column(batch, mem_ms, comp_ms, intensity, tok_s):
 def test_decode_table_matches_the_lesson_row_by_row():
     rows = an.decode_table([b for b, *_ in LESSON_TABLE], **LESSON)
     assert [r.batch for r in rows] == [1, 2, 4, 8, 16, 32, 64, 128, 256]
-    for row, (_, _, _, _, tok_s) in zip(rows, LESSON_TABLE):
+    for row, (_, _, _, _, tok_s) in zip(rows, LESSON_TABLE, strict=True):
         assert_printed(row.throughput_tok_per_s, tok_s)
 
 
@@ -385,7 +385,8 @@ def test_max_context_for_knee_qwen3_a100():
     all_params = an.max_context_for_knee_tokens(flop_per_token=2 * QWEN3_PARAMS, kv_bytes_per_token=QWEN3_KV_TOKEN,
                                                 **SXM)
     assert round(all_params) == 726
-    # model_anchors.md §5: 671 when the input embedding (a lookup, no matmul) is not counted
+    # 671 when the input embedding (a lookup, no matmul) is not counted:
+    # (2 x 7,568,405,504 / 312e12) x 2,039e9 / 147,456 = 670.9
     no_embed = an.max_context_for_knee_tokens(flop_per_token=2 * (QWEN3_PARAMS - QWEN3_EMBED_PARAMS),
                                               kv_bytes_per_token=QWEN3_KV_TOKEN, **SXM)
     assert round(no_embed) == 671

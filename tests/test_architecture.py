@@ -1,6 +1,6 @@
 """Model architecture: parameter counts, KV bytes, HF config loading, presets, overrides.
 
-Expected values are worked out here by hand from the config facts (and model_anchors.md §5),
+Expected values are worked out here by hand from the config facts (the Hub's config.json of each model),
 independently of the module's per-piece helpers.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from pytest_roofline.model import architecture as arch_mod
@@ -126,7 +126,7 @@ def test_dense_active_equals_total():
 
 
 def test_streamed_params_exclude_the_input_embedding():
-    # model_anchors.md §5: bf16 weight-read floor uses 7.57 B (Qwen3-8B) / 7.50 B (Llama-3.1-8B)
+    # a bf16 weight-read floor streams 7.57 B (Qwen3-8B) / 7.50 B (Llama-3.1-8B): all but the input embedding
     assert get_model("qwen3-8b").streamed_param_count() == 8_190_735_360 - 622_329_856
     assert round(get_model("qwen3-8b").streamed_param_count() / 1e9, 2) == 7.57
     assert round(get_model("llama-3.1-8b").streamed_param_count() / 1e9, 2) == 7.50
@@ -141,10 +141,10 @@ def test_kv_bytes_per_token_anchors():
 
 
 def test_vllm_bytes_per_block_anchors():
-    q, l = get_model("qwen3-8b"), get_model("llama-3.1-8b")
-    assert q.kv_page_bytes_per_layer(16) == 65_536 == l.kv_page_bytes_per_layer(16)
+    q, llama = get_model("qwen3-8b"), get_model("llama-3.1-8b")
+    assert q.kv_page_bytes_per_layer(16) == 65_536 == llama.kv_page_bytes_per_layer(16)
     assert q.kv_bytes_per_block(16) == int(2.25 * MIB)
-    assert l.kv_bytes_per_block(16) == 2 * MIB
+    assert llama.kv_bytes_per_block(16) == 2 * MIB
 
 
 def test_kv_dtypes():
@@ -207,12 +207,12 @@ def test_tiny_cpu_model_from_config_dict():
     embed = 312 * 128
     per_layer = 128 * 128 + 2 * 128 * 64 + 128 * 128 + 3 * 128 * 256 + 2 * 128
     body = 2 * per_layer + 128
-    assert body + embed == 335_488  # the figure cpu-engine.md quotes (no separate lm_head)
+    assert body + embed == 335_488  # the count with the 312 x 128 matrix counted once (no separate lm_head)
     # untied: the lm_head is a second 312 x 128 matrix
     assert m.param_count() == body + 2 * embed == 375_424
     assert m.param_count() - m.lm_head_param_count() == 335_488
     assert m.kv_bytes_per_token() == 512
-    # cpu-engine.md: 1 GiB of KV / 512 B = 2,097,152 tokens, as vLLM's log printed
+    # 1 GiB of KV / 512 B = 2,097,152 tokens, as vLLM's log printed (docs/sources.md, the CPU engine)
     assert (2**30) // m.kv_bytes_per_token() == 2_097_152
 
 
@@ -465,6 +465,7 @@ def dense_models(draw):
     )
 
 
+@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(dense_models(), st.integers(1, 4))
 def test_kv_bytes_scale_linearly_with_layers(m, k):
     bigger = with_overrides(m, {"num_layers": m.num_layers * k})
@@ -472,6 +473,7 @@ def test_kv_bytes_scale_linearly_with_layers(m, k):
     assert bigger.kv_bytes_per_block(16) == k * m.kv_bytes_per_block(16)
 
 
+@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(dense_models(), st.integers(1, 4))
 def test_kv_bytes_scale_linearly_with_kv_heads(m, k):
     bigger = with_overrides(
@@ -480,18 +482,21 @@ def test_kv_bytes_scale_linearly_with_kv_heads(m, k):
     assert bigger.kv_bytes_per_token() == k * m.kv_bytes_per_token()
 
 
+@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(dense_models(), st.sampled_from([1, 16, 32, 128]))
 def test_block_is_block_size_tokens(m, block):
     assert m.kv_bytes_per_block(block) == block * m.kv_bytes_per_token()
     assert m.kv_bytes_per_block(block, "fp8") * 2 == m.kv_bytes_per_block(block, "bf16")
 
 
+@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(dense_models(), st.sampled_from([1, 2, 4, 8]))
 def test_tp_ranks_partition_the_kv_heads(m, tp):
     assume(m.num_kv_heads % tp == 0)
     assert tp * m.kv_bytes_per_block(16, tensor_parallel_size=tp) == m.kv_bytes_per_block(16)
 
 
+@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(dense_models())
 def test_dense_counts_are_consistent(m):
     assert m.active_param_count() == m.param_count()
@@ -515,6 +520,7 @@ def moe_models(draw):
     )
 
 
+@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(moe_models())
 def test_moe_active_is_at_most_total(m):
     assert m.active_param_count() <= m.param_count()
@@ -522,6 +528,7 @@ def test_moe_active_is_at_most_total(m):
     assert m.param_count() - m.active_param_count() == inactive
 
 
+@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(moe_models())
 def test_moe_does_not_change_kv_bytes(m):
     dense = with_overrides(m, {"num_experts": 0, "num_experts_per_tok": 0, "moe_intermediate_size": 0})
@@ -533,3 +540,64 @@ def test_module_has_no_pytest_import():
 
     text = pathlib.Path(arch_mod.__file__).read_text()
     assert "import pytest" not in text
+
+
+# --------------------------------------------------------------------------- presets are data; the tiny model
+
+
+def test_presets_come_from_the_data_file():
+    import json
+    from importlib import resources
+
+    raw = json.loads(resources.files("pytest_roofline.model").joinpath("data", arch_mod.PRESETS_FILE)
+                     .read_text(encoding="utf-8"))["presets"]
+    assert list(raw) == list(arch_mod.PRESETS)
+    for pid, entry in raw.items():
+        assert arch_mod.PRESETS[pid]["source"] == entry["source"]
+        assert get_model(pid).source.startswith(f"preset {pid}: ")
+    # a "like" entry repeats its base's config except for the keys it gives
+    instruct = arch_mod.PRESETS["qwen2.5-7b-instruct"]["config"]
+    base = arch_mod.PRESETS["qwen2.5-7b"]["config"]
+    assert raw["qwen2.5-7b-instruct"]["like"] == "qwen2.5-7b"
+    assert {k: v for k, v in instruct.items() if base[k] != v} == {"max_position_embeddings": 32768}
+    assert get_model("qwen2.5-7b-instruct").param_count() == get_model("qwen2.5-7b").param_count()
+
+
+def test_a_bad_preset_file_is_named(monkeypatch):
+    cases = [
+        ({"presets": {}}, "non-empty"),
+        ({"presets": {"m": {"aliases": [], "config": {}}}}, "needs the source"),
+        ({"presets": {"m": {"source": "s", "config": {}, "like": "nope"}}}, "must name a preset given before"),
+        ({"presets": {"m": {"source": "s", "config": {}, "extra": 1}}}, "expected source, aliases, config"),
+    ]
+    for data, message in cases:
+        monkeypatch.setattr(arch_mod.catalog, "load_data", lambda _name, data=data: data)
+        with pytest.raises(ModelArchError, match=message):
+            arch_mod._load_presets()
+
+
+def test_the_tiny_model_is_a_model_layer_fact():
+    from pytest_roofline.model import tiny
+
+    m = tiny.tiny_arch()
+    assert m.name == tiny.TINY_MODEL == "roofline-tiny"
+    # by hand: per layer q 128x128, k/v 2 x 128x64, o 128x128, MLP 3 x 128x256, two norms of 128
+    per_layer = 128 * 128 + 2 * 128 * 64 + 128 * 128 + 3 * 128 * 256 + 2 * 128
+    assert m.param_count() == 2 * per_layer + 128 + 2 * 300 * 128 == 372_352 == tiny.TINY_ARCH.num_parameters
+    assert tiny.TINY_ARCH.kv_bytes_per_token == m.kv_bytes_per_token("bf16") == 2 * 2 * 1 * 64 * 2
+    assert tiny.TINY_ARCH.weights_bytes == 2 * 372_352
+    assert tiny.config_dict()["head_dim"] == 64 and tiny.config_dict()["dtype"] == "bfloat16"
+
+
+def test_the_tiny_model_resolves_without_the_measure_layer():
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from pytest_roofline.model.setup import build_setup\n"
+            "s = build_setup(hardware_ref='cpu', model_ref='roofline-tiny')\n"
+            "assert s.model.param_count() == 372352, s.model.param_count()\n"
+            "bad = [m for m in sys.modules if m.startswith('pytest_roofline.measure')]\n"
+            "assert not bad, bad\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

@@ -32,9 +32,15 @@ from pytest_roofline.measure.engine import (
     build_report,
     process_group_members,
 )
+from pytest_roofline.measure.engine._served import ServedModel, model_ids, pick_served_model
 from pytest_roofline.measure.enginelog import parse_startup_log
-from pytest_roofline.measure.scrape import MetricsScraper, parse_metrics
-from pytest_roofline.measure.tinymodel import TINY_KV_BYTES_PER_TOKEN, default_model_dir, make_tiny_model, prompt_token_ids
+from pytest_roofline.measure.scrape import MetricsScraper
+from pytest_roofline.measure.tinymodel import (
+    TINY_KV_BYTES_PER_TOKEN,
+    default_model_dir,
+    make_tiny_model,
+    prompt_token_ids,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
@@ -184,9 +190,19 @@ def test_build_report_cross_check_detects_mismatch():
     blocks, bs, mml = 1000, 16, 1000
     tokens = int(blocks / -(-mml // bs) * mml)
     log2 = parse_startup_log(f"INFO 01-01 00:00:00 [x.py:1] GPU KV cache size: {tokens:,} tokens")
-    r = build_report(log=log2, log_reason=None, metrics={"cache_config": {"num_gpu_blocks": "1000", "block_size": "16"}},
+    cc = {"cache_config": {"num_gpu_blocks": "1000", "block_size": "16"}}
+    r = build_report(log=log2, log_reason=None, metrics=cc,
                      metrics_reason=None, version=None, version_source=None, max_model_len=mml)
     assert r["cross_check"]["ok"] is True
+
+
+def test_served_model_selection_is_one_rule():
+    # Engine._on_models and Endpoint.connect both pick with it: the named model, else the first one
+    data = [{"id": "a", "max_model_len": 512}, {"id": "b", "max_model_len": "2048"}]
+    assert pick_served_model(data, None) == ServedModel("a", 512)
+    assert pick_served_model(data, "b") == ServedModel("b", None)  # a max_model_len that is no int is unknown
+    assert pick_served_model(data, "c") is None
+    assert model_ids(data) == ["a", "b"]
 
 
 def test_build_report_real_cpu_log_without_metrics():
@@ -268,6 +284,15 @@ def test_stand_in_lifecycle_and_stop(fake_python, tmp_path, monkeypatch, mode, r
     assert time.monotonic() - t < 0.5
     assert not _wait_gone(pids | {watchdog}, 5)
     assert _port_free(port)
+
+
+def test_stand_in_serving_another_model_fails_start(fake_python, tmp_path):
+    # the stand-in serves its --model as the id and ignores --served-model-name
+    e = Engine(EngineConfig(model="tiny", served_model_name="other"), tmp_path / "e.log",
+               python_executable=fake_python, stop_timeout_s=1.5)
+    with pytest.raises(EngineStartError, match=r"server serves \['tiny'\], not 'other'"):
+        e.start(timeout_s=30)
+    assert not e.is_alive()
 
 
 STAND_IN_PARENT = r"""
@@ -391,6 +416,14 @@ def test_endpoint_never_shows_the_key(stub_server, monkeypatch):
     assert r["kv_device"] is None and "no startup log" in r["reasons"]["kv_device"]
     assert r["weights_gib"] is None and "weights_gib" in r["reasons"]
     assert r["max_concurrency"] == 2048.0  # from cache_config_info's kv_cache_max_concurrency
+
+
+def test_endpoint_named_model_must_be_served(stub_server, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_TEST_KEY", _StubHandler.key)
+    with pytest.raises(EndpointError, match=r"serves \['/tmp/tm1'\], not 'nope'"):
+        Endpoint(stub_server, api_key_env="ROOFLINE_TEST_KEY", served_model_name="nope").connect(timeout_s=5)
+    ep = Endpoint(stub_server, api_key_env="ROOFLINE_TEST_KEY", served_model_name="/tmp/tm1").connect(timeout_s=5)
+    assert ep.served_model_name == "/tmp/tm1" and ep.available_models == ["/tmp/tm1"]
 
 
 def test_endpoint_wrong_key_error_has_no_key(stub_server, monkeypatch):

@@ -129,7 +129,7 @@ class StreamServer:
         if self.fragment and len(data) > 8:
             # split every write in three pieces that travel in separate segments
             cuts = [0, 3, len(data) // 2, len(data)]
-            for a, b in zip(cuts, cuts[1:]):
+            for a, b in zip(cuts, cuts[1:], strict=False):
                 writer.write(data[a:b])
                 await writer.drain()
                 await asyncio.sleep(0.0003)
@@ -434,9 +434,9 @@ def test_duration_limited_closed_loop_and_progress():
 
 def test_user_space_timestamps_fallback(monkeypatch):
     # without ancillary data (no kernel receive stamps) every read is stamped with perf_counter
-    from pytest_roofline.measure import loadgen
+    from pytest_roofline.measure.loadgen import _http1
 
-    monkeypatch.setattr(loadgen, "_ANC_SIZE", 0)
+    monkeypatch.setattr(_http1, "_ANC_SIZE", 0)
     with StreamServer() as srv:
         res = run_load(srv.url, spec(num_requests=4))
     assert res.timestamp_source == "user" and res.read_lag_ms is None
@@ -479,3 +479,211 @@ def test_records_round_trip_and_urls():
 def test_spec_validation(bad):
     with pytest.raises(ValueError):
         spec(**bad).validate()
+
+
+# --------------------------------------------------------------------------------------------------------
+# Unit tests of the two decoders, without a server: the HTTP/1.1 response framing of one connection
+# (loadgen._http1.Connection) and the SSE decoder of one streamed completion (loadgen._sse).
+
+from pytest_roofline.measure.loadgen import _http1  # noqa: E402
+from pytest_roofline.measure.loadgen._sse import decode_completion_stream  # noqa: E402
+
+
+def _event(k: int, last: bool = False, *, compact: bool = True) -> bytes:
+    """One token event as vLLM's completions endpoint writes it (``data: {json}\\n\\n``)."""
+    ev = {"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "m",
+          "choices": [{"index": 0, "text": f" t{k}", "logprobs": None,
+                       "finish_reason": "length" if last else None, "stop_reason": None}], "usage": None}
+    sep = (",", ":") if compact else (", ", ": ")
+    return b"data: " + json.dumps(ev, separators=sep).encode() + b"\n\n"
+
+
+USAGE_EVENT = (b'data: {"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[],'
+               b'"usage":{"prompt_tokens":16,"completion_tokens":3,"total_tokens":19}}\n\n')
+DONE_EVENT = b"data: [DONE]\n\n"
+
+
+class _FakeSocket:
+    """What Connection needs of a socket: a file number, and recvmsg handing out prepared reads."""
+
+    def __init__(self, reads=(), ancs=None):
+        self.reads, self.ancs = list(reads), ancs
+
+    def fileno(self):
+        return 99
+
+    def recvmsg(self, bufsize, ancbufsize=0, flags=0):
+        data = self.reads.pop(0)
+        anc = self.ancs.pop(0) if self.ancs is not None else []
+        return data, anc, 0, None
+
+
+def _conn() -> _http1.Connection:
+    c = _http1.Connection(_FakeSocket(), 0.0)
+    c.req = object()
+    c.begin([])
+    c.state = _http1.HEAD
+    return c
+
+
+def _chunk(data: bytes, ext: bytes = b"") -> bytes:
+    return f"{len(data):x}".encode() + ext + b"\r\n" + data + b"\r\n"
+
+
+CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+EVENTS = [_event(0), _event(1), _event(2, last=True), USAGE_EVENT, DONE_EVENT]
+BODY = b"".join(EVENTS)
+# one chunk per event, a chunk extension on two of them, a trailer section after the last chunk
+CHUNKED_RESPONSE = (CHUNKED_HEAD + _chunk(EVENTS[0]) + _chunk(EVENTS[1], b";x=1") + _chunk(EVENTS[2])
+                    + _chunk(EVENTS[3] + EVENTS[4], b'; name="q"') + b"0\r\nx-trailer: 1\r\nx-other: 2\r\n\r\n")
+
+# where each body byte sits in CHUNKED_RESPONSE (found by walking the chunk data written above)
+BODY_POSITIONS = []
+for _data in (EVENTS[0], EVENTS[1], EVENTS[2], EVENTS[3] + EVENTS[4]):
+    _start = CHUNKED_RESPONSE.index(_data)
+    BODY_POSITIONS += range(_start, _start + len(_data))
+
+
+def _feed_all(conn, reads):
+    """Feed ``reads`` (read i stamped i); the results of every read."""
+    return [conn.feed(data, t) for t, data in enumerate(reads)]
+
+
+def test_chunked_decoder_every_split_point():
+    # the response in two reads, split at every byte: same body, DONE exactly once, at the last read
+    n = len(CHUNKED_RESPONSE)
+    for cut in range(1, n):
+        c = _conn()
+        results = _feed_all(c, [CHUNKED_RESPONSE[:cut], CHUNKED_RESPONSE[cut:]])
+        assert results == [_http1.MORE, _http1.DONE], cut
+        assert b"".join(c.pieces[1::2]) == BODY, cut
+        assert c.status == 200 and c.ka
+        # each body byte carries the stamp of the read it arrived in
+        stamps = [t for t, p in zip(c.pieces[::2], c.pieces[1::2], strict=True) for _ in p]
+        assert stamps == [0 if pos < cut else 1 for pos in BODY_POSITIONS], cut
+
+
+def test_chunked_decoder_one_byte_per_read():
+    c = _conn()
+    reads = [CHUNKED_RESPONSE[i:i + 1] for i in range(len(CHUNKED_RESPONSE))]
+    results = _feed_all(c, reads)
+    assert results[-1] == _http1.DONE and set(results[:-1]) == {_http1.MORE}
+    assert b"".join(c.pieces[1::2]) == BODY
+    # every body byte came in its own read, so each piece is one byte long and stamped with its position
+    assert all(len(p) == 1 for p in c.pieces[1::2])
+    assert c.pieces[::2] == BODY_POSITIONS
+
+
+def test_chunked_decoder_trailer_and_last_chunk_variants():
+    for tail in (b"0\r\n\r\n", b"0;ext=1\r\n\r\n", b"0\r\nx-a: 1\r\n\r\n"):
+        response = CHUNKED_HEAD + _chunk(BODY) + tail
+        for cut in range(len(response) - len(tail), len(response)):
+            c = _conn()
+            assert _feed_all(c, [response[:cut], response[cut:]])[-1] == _http1.DONE, (tail, cut)
+            assert b"".join(c.pieces[1::2]) == BODY
+
+
+def test_chunked_decoder_rejects_bad_framing():
+    for bad in (b"zz\r\n", b"-5\r\nhello\r\n"):
+        c = _conn()
+        assert _feed_all(c, [CHUNKED_HEAD, bad]) == [_http1.MORE, _http1.FAILED]
+        assert c.error == "bad chunk size"
+    c = _conn()
+    assert c.feed(b"garbage\r\n\r\n", 0) == _http1.FAILED and "bad status line" in c.error
+    c = _conn()
+    assert c.feed(b"HTTP/1.1 200 OK\r\n" + b"x-pad: " + b"a" * 70000, 0) == _http1.FAILED
+    assert c.error == "response head too large"
+
+
+def test_interim_length_and_close_delimited_responses():
+    c = _conn()
+    body = b'{"error": {"message": "injected failure"}}'
+    response = (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 500 Error\r\ncontent-length: "
+                + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body)
+    assert _feed_all(c, [response[:30], response[30:]]) == [_http1.MORE, _http1.DONE]
+    assert c.status == 500 and not c.ka and b"".join(c.pieces[1::2]) == body
+    c = _conn()
+    assert c.feed(b"HTTP/1.0 200 OK\r\n\r\nabc", 0) == _http1.MORE and c.feed(b"def", 1) == _http1.MORE
+    assert c.at_eof() == _http1.DONE and b"".join(c.pieces[1::2]) == b"abcdef" and not c.ka
+
+
+def test_cut_stream_is_an_error_and_says_whether_anything_arrived():
+    c = _conn()
+    assert c.awaiting_response
+    assert c.feed(CHUNKED_HEAD + _chunk(EVENTS[0])[:10], 0) == _http1.MORE
+    assert not c.awaiting_response
+    assert c.at_eof() == _http1.FAILED and "closed the connection" in c.error
+
+
+def test_connection_read_stamps_reads_and_takes_whole_chunks_directly():
+    # kernel stamps: CLOCK_REALTIME timespecs mapped onto perf_counter ns with the connection's offset
+    import struct as _struct
+    import time as _time
+
+    offset = _time.clock_gettime_ns(_time.CLOCK_REALTIME) - _time.perf_counter_ns()
+    reads = [CHUNKED_HEAD] + [_chunk(e) for e in EVENTS] + [b"0\r\n\r\n"]
+    t0 = _time.perf_counter_ns() - 10_000_000  # 10 ms ago, so the stamps are in the past
+    stamps = [t0 + 1000 * i for i in range(len(reads))]
+    ancs = [[(socket.SOL_SOCKET, 35, _struct.pack("@qq", *divmod(t + offset, 10**9)))] for t in stamps]
+    c = _http1.Connection(_FakeSocket(reads, ancs), 0.0, offset)
+    c.req = object()
+    c.begin([])
+    c.state = _http1.HEAD
+    results = [c.read() for _ in reads]
+    assert results == [_http1.MORE] * (len(reads) - 1) + [_http1.DONE]
+    assert c.pieces[1::2] == EVENTS  # one piece per event, each whole
+    assert c.pieces[::2] == stamps[1:-1] and c.t_read == stamps[-1]
+    assert len(c.lag) == len(reads) and min(c.lag) >= 0 and c.user_reads == 0
+    # without ancillary data: user-space read times, counted
+    c = _http1.Connection(_FakeSocket([b"", b"x"]), 0.0)
+    assert c.read() == _http1.STRAY and c.user_reads == 1 and len(c.lag) == 0  # a close on an idle connection
+
+
+def test_sse_decoder_every_split_point():
+    n = len(BODY)
+    ends = []  # byte offset just past each token event
+    pos = 0
+    for e in EVENTS:
+        pos += len(e)
+        ends.append(pos)
+    token_ends = ends[:3]
+    for cut in range(1, n):
+        s = decode_completion_stream([100, BODY[:cut], 200, BODY[cut:]])
+        want = [100e-9 if end <= cut else 200e-9 for end in token_ends]
+        assert s.chunk_times_s == pytest.approx(want, rel=1e-12), cut
+        assert s.usage == {"prompt_tokens": 16, "completion_tokens": 3, "total_tokens": 19}
+        assert s.done and s.stream_error is None and s.parse_error is None
+
+
+def test_sse_decoder_multi_event_reads_crlf_and_spaces():
+    # all events in one read: every token event gets that read's time, two of them coalesced
+    s = decode_completion_stream([5, BODY])
+    assert s.chunk_times_s == pytest.approx([5e-9] * 3, rel=1e-12) and s.coalesced == 2 and s.done
+    # the same stream with CRLF line ends and non-compact JSON (the full parser, not the byte-pattern path)
+    spaced = [_event(0, compact=False), _event(1, compact=False), _event(2, True, compact=False)]
+    crlf = b"".join(e.replace(b"\n", b"\r\n") for e in spaced + [USAGE_EVENT, DONE_EVENT])
+    pieces = []
+    for t, i in enumerate(range(0, len(crlf), 7)):
+        pieces += [t, crlf[i:i + 7]]
+    s = decode_completion_stream(pieces)
+    assert len(s.chunk_times_s) == 3 and s.done and s.usage["completion_tokens"] == 3
+    # each token event is stamped with the read holding its terminating blank line
+    want = []
+    pos = 0
+    for e in spaced:
+        pos += len(e.replace(b"\n", b"\r\n"))
+        want.append(((pos - 1) // 7) * 1e-9)
+    assert s.chunk_times_s == pytest.approx(want, rel=1e-12)
+
+
+def test_sse_decoder_cut_stream_errors_and_conversion():
+    cut = BODY[:len(EVENTS[0]) + 20]  # the second event is incomplete: not counted, no [DONE]
+    s = decode_completion_stream([1, cut])
+    assert len(s.chunk_times_s) == 1 and not s.done and s.usage is None
+    err = b'data: {"error":{"message":"engine exploded","type":"InternalServerError","code":500}}\n\n'
+    s = decode_completion_stream([1, EVENTS[0], 2, err, 3, b"data: {not json\n\n", 4, DONE_EVENT])
+    assert s.stream_error == "stream error: engine exploded"
+    assert s.parse_error == "unparseable SSE data: b'{not json'"
+    assert s.chunk_times_s == pytest.approx([1e-9], rel=1e-12) and s.done
+    s = decode_completion_stream([10, EVENTS[0], 20, EVENTS[1] + EVENTS[2]], to_seconds=lambda t: t / 10)
+    assert s.chunk_times_s == [1.0, 2.0, 2.0] and s.coalesced == 1

@@ -197,8 +197,8 @@ def test_replayed_page_tables(replayed: Page) -> None:
     assert "639.5 tok/s at C = 8" in gtext and "1,763.3 tok/s at C = 32" in gtext and "4.83×" in gtext
     preds = replayed.find("table", class_="preds")[0]
     heads = [" ".join(h["text"].split()) for h in replayed.inside(replayed.inside(preds, "thead")[0], "th")]
-    assert heads == ["", "prediction", "quantity", "ink", "model", "measured", "error", "tolerance",
-                     "against the band"]
+    assert heads == ["", "prediction", "quantity", "ink", "model", "measured", "roofline", "serving", "error",
+                     "tolerance", "against the band"]
     bodies = replayed.inside(preds, "tbody")
     assert len(bodies) == 1 + 1 + 1 + 8 + 1
     for b in bodies:
@@ -220,7 +220,10 @@ def test_math_mode_page(tmp_path: Path) -> None:
     assert "math only" in page.text
     figs = {f["attrs"]["id"] for f in page.find("figure", class_="chart")}
     assert {"spec0-throughput", "spec0-tpot", "spec0-per_request", "spec0-roofline"} <= figs
-    assert "spec0-ttft" not in figs and "spec0-littles" not in figs
+    # nothing measured: no Little's law; the TTFT chart draws only the serving model's predicted p50/p99
+    assert "spec0-littles" not in figs
+    ttft = next(f for f in page.find("figure", class_="chart") if f["attrs"]["id"] == "spec0-ttft")
+    assert "serving model p99" in ttft["text"] and "p50" in ttft["text"]
     preds = page.find("table", class_="preds")[0]
     heads = [" ".join(h["text"].split()) for h in page.inside(page.inside(preds, "thead")[0], "th")]
     assert "measured" not in heads

@@ -254,3 +254,54 @@ def test_precision_of_written_decimals_and_exponents(mantissa, decimals, exp):
     assert value == pytest.approx(mantissa * 10.0 ** (exp - decimals), rel=1e-12)
     assert half == pytest.approx(0.5 * 10.0 ** (exp - decimals), rel=1e-12)
     assert not math.isnan(value)
+
+
+# --------------------------------------------------------------------------- the one home of units and parsers
+
+
+def test_byte_constants_are_the_binary_and_decimal_units():
+    from pytest_roofline import units
+
+    assert (units.KIB, units.MIB, units.GIB, units.TIB) == (1024, 1024 * 1024, 1024**3, 1024**4)
+    assert (units.KB, units.MB, units.GB, units.TB) == (1000, 1000**2, 1000**3, 1000**4)
+    assert units.GIB / units.GB == pytest.approx(1.073741824)
+    assert parse_value("1 GiB", "bytes").si == units.GIB and parse_value("1 GB", "bytes").si == units.GB
+
+
+def test_an_exponent_is_one_correctly_rounded_conversion():
+    # "8.2e9" is the double nearest 8.2 x 10^9, as float() reads it; 8.2 * 1e9 would be one ulp lower
+    assert parse_value("8.2e9", "count").si == float("8.2e9") == 8_200_000_000.0
+    assert parse_value("1.8e12 B/s", "bandwidth").si == 1.8e12
+
+
+def test_printed_numbers_keep_int_or_float():
+    from pytest_roofline.units import parse_printed_number
+
+    assert parse_printed_number("2,097,152") == 2_097_152 and isinstance(parse_printed_number("2,097,152"), int)
+    assert parse_printed_number("2048.00") == 2048.0 and isinstance(parse_printed_number("2048.00"), float)
+    assert parse_printed_number("56.34") == 56.34
+    with pytest.raises(UnitError):
+        parse_printed_number("12 GiB")
+    with pytest.raises(UnitError):
+        parse_printed_number("n/a")
+
+
+def test_to_si_passes_numbers_and_reads_text_with_units():
+    from pytest_roofline.units import to_si
+
+    assert to_si(1.555e12, "bandwidth") == 1.555e12 and to_si(3, "bytes") == 3.0
+    assert to_si("2,039 GB/s", "bandwidth") == 2039e9
+    assert to_si("80 GiB", "bytes") == 80 * 2**30
+    assert to_si("624 TOPS", "flop_rate") == 624e12 and to_si("989 TFLOP/s", "flop_rate") == 989e12
+    for bad in (True, None, [1], "3 TFLOP/s"):
+        with pytest.raises(UnitError):
+            to_si(bad, "bandwidth")  # type: ignore[arg-type]
+
+
+def test_to_int_reads_whole_numbers_only():
+    from pytest_roofline.units import to_int
+
+    assert to_int(36) == 36 and to_int(36.0) == 36 and to_int("151,936") == 151_936 and to_int("4e3") == 4000
+    for bad in (True, 2.5, "2.5", "ten", None):
+        with pytest.raises(UnitError):
+            to_int(bad)  # type: ignore[arg-type]

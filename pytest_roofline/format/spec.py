@@ -10,9 +10,12 @@ prediction an error (reported as its own test), so one typo never hides the othe
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
+import warnings
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -21,10 +24,12 @@ import yaml
 from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.format.tolerance import Tolerance, ToleranceError, TOLERANCE_HELP, parse_tolerance
 from pytest_roofline.units import DEFAULT_UNIT, UnitError, parse_number, parse_value
-from pytest_roofline.errors import SpecError
+from pytest_roofline.errors import CalibrationError, CalibrationMismatchWarning, SpecError
+from pytest_roofline.model import calibration, serving
+from pytest_roofline.model.setup import build_setup
 
 __all__ = [
-    "SpecError", "Spec", "Prediction", "Predicted", "Expectation", "Sweep", "load_spec", "loads_spec", "json_schema",
+    "SpecError", "Spec", "Prediction", "Predicted", "PredictedKind", "Expectation", "Sweep", "load_spec", "loads_spec", "json_schema",
     "TOP_FIELDS", "PREDICTION_FIELDS",
 ]
 
@@ -56,6 +61,16 @@ TOP_FIELDS: dict[str, F] = {
     "slo": F("map", "{ttft: 500 ms, tpot: 50 ms, percentile: p99}: defaults for goodput predictions"),
     "defaults": F("map", "{tolerance: ±10%, math_tolerance: ±0.5%, xfail_strict: true}"),
     "thresholds": F("map", "{knee_gain: 10%, ttft_knee_ratio: 2, contamination: 10%}"),
+    "serving": F("map", "constants of the step-level serving model, overriding its defaults and any calibration: "
+                        "{hbm_efficiency: 80%, flop_efficiency: 75%, mem_latency: 3 us, step_overhead: 3.3 ms, "
+                        "per_seq_overhead: 0.05 ms} (`roofline predict --simulate` shows what they give)"),
+    "calibration": F("str", "a calibration file written by `roofline calibrate` (a path relative to this file): "
+                            "its fitted constants replace the serving model's defaults"),
+    "model_column": F("str", "which model the 'model' column shows and CPU-only mode checks the ink against: "
+                             "roofline (the decode roofline where it computes the quantity) or serving (the serving "
+                             "model where it does). Default: the roofline for the quantities it computes, the "
+                             "serving model for the measured ones only it computes, and for predicted: model",
+                      enum=("roofline", "serving")),
     "predictions": F("list", "the predictions, each a test", required=True),
 }
 PREDICTION_FIELDS: dict[str, F] = {
@@ -128,13 +143,26 @@ _BOOL_TRAPS = {"on", "off", "yes", "no", "y", "n"}
 # ----------------------------------------------------------------------------------------------------------------
 # the model a loaded file becomes
 # ----------------------------------------------------------------------------------------------------------------
+class PredictedKind(StrEnum):
+    """How the value in ink was written (``predicted:``)."""
+
+    NUMBER = "number"  # a number with its unit, e.g. 1,742 tok/s (value: SI float)
+    MODEL = "model"  # "model": the analytical model's value is the prediction (value: None)
+    NONE = "none"  # "none": the quantity does not exist here, e.g. no knee (value: None)
+    BOOL = "bool"  # true / false (value: bool)
+    WORD = "word"  # one of the quantity's choices, e.g. memory (value: str)
+
+
 @dataclass(frozen=True)
 class Predicted:
-    kind: str  # number | model | none | bool | word
+    kind: PredictedKind
     value: Any  # SI float, bool, str or None
     text: str
     unit: str = ""
     half_ulp_si: float = 0.0
+
+    def __post_init__(self) -> None:  # built with the kind's value ("number") as well as the member
+        object.__setattr__(self, "kind", PredictedKind(self.kind))
 
 
 @dataclass(frozen=True)
@@ -209,6 +237,15 @@ class Spec:
     xfail_strict: bool
     predictions: list[Prediction]
     notes: str = ""
+    #: ServingConstants field -> value (SI) from the file's serving: section
+    serving_overrides: dict[str, float] = field(default_factory=dict)
+    calibration_path: str | None = None
+    calibration: Any = None  # model.calibration.Calibration, loaded with the file
+    model_column: str = "auto"  # auto | roofline | serving
+    #: problems that do not stop the file (a calibration fitted on another setup), also issued as warnings
+    warnings: list[str] = field(default_factory=list)
+    #: the serving model's simulated sweeps, per setup (filled by scoring; one simulation per point, not per test)
+    serving_cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -244,7 +281,7 @@ class _Ctx:
     def scalar(self, node: yaml.Node, what: str) -> str:
         if not isinstance(node, yaml.ScalarNode):
             raise self.err(node, f"{what} must be a single value, not a {'list' if isinstance(node, yaml.SequenceNode) else 'mapping'}")
-        return node.value
+        return str(node.value)
 
     def string(self, node: yaml.Node, what: str, enum: tuple[str, ...] = ()) -> str:
         text = self.scalar(node, what)
@@ -293,7 +330,7 @@ class _Ctx:
         if isinstance(node, yaml.SequenceNode):
             return [self.plain(v) for v in node.value]
         text = node.value
-        if node.style in ("'", '"'):
+        if isinstance(node, yaml.ScalarNode) and node.style in ("'", '"'):
             return text
         low = text.lower()
         if low in ("true", "false"):
@@ -378,6 +415,12 @@ def loads_spec(text: str, *, file: str = "<string>") -> Spec:
         notes=ctx.scalar(top["notes"][1], "notes") if "notes" in top else "",
     )
     _check_setup(ctx, spec, hw_node, top["model"][1])
+    if "serving" in top:
+        spec.serving_overrides = _serving(ctx, top["serving"][1])
+    if "model_column" in top:
+        spec.model_column = ctx.string(top["model_column"][1], "model_column", TOP_FIELDS["model_column"].enum)
+    if "calibration" in top:
+        _calibration(ctx, spec, top["calibration"][1])
     preds_node = top["predictions"][1]
     if not isinstance(preds_node, yaml.SequenceNode):
         raise ctx.err(preds_node, "predictions must be a list (each item starts with '- id: ...')")
@@ -414,6 +457,81 @@ def _check_setup(ctx: _Ctx, spec: Spec, hw_node: yaml.Node, model_node: yaml.Nod
     except (ValueError, KeyError, TypeError) as exc:
         raise SpecError(f"setup does not resolve: {exc}", file=ctx.file, line=None,
                         hint="check the hardware:, model:, engine: and workload: sections") from None
+
+
+_SERVING_EXAMPLE = {"time": "a time, e.g. 3.3 ms", "ratio": "a share of the peak, e.g. 80%",
+                    "bandwidth": "a bandwidth, e.g. 20 GB/s", "flop_rate": "a FLOP rate, e.g. 100 GFLOP/s"}
+
+
+def _constant_dimension(name: str) -> str:
+    if name.endswith("_bytes_per_s"):
+        return "bandwidth"
+    if name.endswith("_flop_per_s"):
+        return "flop_rate"
+    return "time" if name.endswith("_s") else "ratio"
+
+
+def serving_fields() -> dict[str, str]:
+    """The keys a ``serving:`` section takes: ServingConstants field -> its dimension (time for ``*_s``, a
+    bandwidth for ``*_bytes_per_s``, a FLOP rate for ``*_flop_per_s``, else a share of the peak)."""
+    return {f.name: _constant_dimension(f.name) for f in dataclasses.fields(serving.ServingConstants)}
+
+
+def _serving(ctx: _Ctx, node: yaml.Node) -> dict[str, float]:
+    fields = serving_fields()
+    # a time constant may be written without its unit suffix (step_overhead: 3.3 ms for step_overhead_s)
+    accepted = {**{k.removesuffix("_s"): F("value", "") for k, d in fields.items() if d == "time"},
+                **{k: F("value", "") for k in fields}}
+    m = ctx.mapping(node, "serving", accepted)
+    out: dict[str, float] = {}
+    for key, (kn, v) in m.items():
+        name = key if key in fields else key + "_s"
+        if name in out:
+            raise ctx.err(kn, f"serving: {key!r} is given twice (as {name} and {name.removesuffix('_s')})",
+                          "keep one of them")
+        what = f"serving.{key}"
+        if fields[name] == "time":
+            value = ctx.value(v, what, "time")
+            if not 0.0 <= value < 10.0:
+                raise ctx.err(v, f"{what}: {ctx.scalar(v, what)} is not a plausible per-step time",
+                              "write a time between 0 and a few ms, e.g. 3.3 ms or 5 us")
+        elif fields[name] in ("bandwidth", "flop_rate"):
+            value = ctx.value(v, what, fields[name])
+            if not value > 0:
+                raise ctx.err(v, f"{what}: must be positive", f"write e.g. {_example(fields[name])}")
+        else:
+            value = ctx.value(v, what, "ratio")
+            if not 0.0 < value <= 1.0:
+                raise ctx.err(v, f"{what}: {ctx.scalar(v, what)} is not a share of the peak (0 < x <= 1)",
+                              "write e.g. 80% or 0.8")
+        out[name] = value
+    return out
+
+
+def _calibration(ctx: _Ctx, spec: Spec, node: yaml.Node) -> None:
+    text = ctx.scalar(node, "calibration").strip()
+    path = Path(text) if Path(text).is_absolute() else Path(spec.path).parent / text
+    try:
+        cal = calibration.load_calibration(path)
+    except OSError as exc:
+        raise ctx.err(node, f"calibration: cannot read {path}: {exc.strerror or exc}",
+                      "write the path of a file `roofline calibrate -o FILE` wrote, relative to this file") from None
+    except (CalibrationError, ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
+        raise ctx.err(node, f"calibration: {path} is not a calibration file: {exc}",
+                      "regenerate it with `roofline calibrate RESULTS.json -o FILE`") from None
+    spec.calibration_path, spec.calibration = str(path), cal
+    try:
+        setup = build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides,
+                            model_ref=spec.model, model_overrides=spec.model_overrides, engine=spec.engine,
+                            workload=spec.workload)
+    except (ValueError, KeyError, TypeError):
+        return
+    differs = list(cal.mismatches(setup))
+    if differs:
+        msg = (f"{ctx.file}:{node.start_mark.line + 1}: calibration {text} was fitted on another setup "
+               f"({'; '.join(differs)}); its constants are used anyway — recalibrate on this setup to trust them")
+        spec.warnings.append(msg)
+        warnings.warn(CalibrationMismatchWarning(msg), stacklevel=2)
 
 
 def _hardware(ctx: _Ctx, node: yaml.Node) -> tuple[str, dict[str, Any]]:
@@ -604,7 +722,7 @@ def _predictions(ctx: _Ctx, spec: Spec, node: yaml.Node) -> Iterator[Prediction]
 
 
 def _error_prediction(spec: Spec, pid: str, line: int, exc: SpecError) -> Prediction:
-    return Prediction(id=pid, quantity="", at={}, predicted=Predicted("none", None, ""), tolerance=None,
+    return Prediction(id=pid, quantity="", at={}, predicted=Predicted(PredictedKind.NONE, None, ""), tolerance=None,
                       math_tolerance=None, xfail=None, notes="", setup={}, marks=[], line=exc.line or line,
                       file=spec.path, error=exc)
 
@@ -672,7 +790,7 @@ def _at_values(ctx: _Ctx, spec: Spec, param: qreg.AtParam, node: yaml.Node) -> l
                           f"add sweep: {{{'concurrency: [1, 2, 4]' if param.name == 'concurrency' else 'rates: [1, 2]'}}}")
         return [(float(x) if param.name == "rate" else x, f"{x:g}") for x in pool]
     nodes = node.value if isinstance(node, yaml.SequenceNode) else [node]
-    out = []
+    out: list[tuple[Any, str]] = []
     for n in nodes:
         text = ctx.scalar(n, what)
         if param.dimension == "choice":
@@ -689,24 +807,24 @@ def _predicted(ctx: _Ctx, q: qreg.Quantity, node: yaml.Node, what: str) -> Predi
     text = ctx.scalar(node, what).strip()
     low = text.lower()
     if low == "model":
-        if q.model is None:
+        if q.model is None and q.serving is None:
             raise ctx.err(node, f"{what}: quantity {q.name!r} has no model value", "write the value you predict")
-        return Predicted("model", None, text)
-    if q.kind == "bool":
+        return Predicted(PredictedKind.MODEL, None, text)
+    if q.kind is qreg.QuantityKind.BOOL:
         if low in ("true", "pass", "fits", "feasible"):
-            return Predicted("bool", True, text)
+            return Predicted(PredictedKind.BOOL, True, text)
         if low in ("false", "fail", "fails", "infeasible"):
-            return Predicted("bool", False, text)
+            return Predicted(PredictedKind.BOOL, False, text)
         raise ctx.err(node, f"{what}: quantity {q.name!r} is true/false, got {text!r}", "write true or false")
-    if q.kind == "enum":
+    if q.kind is qreg.QuantityKind.ENUM:
         if low not in q.choices:
             raise ctx.err(node, f"{what}: {text!r} is not one of {', '.join(q.choices)}", _did_you_mean(low, q.choices))
-        return Predicted("word", low, text)
+        return Predicted(PredictedKind.WORD, low, text)
     if low in ("none", "null", "~"):
-        if q.kind != "optional_number":
+        if q.kind is not qreg.QuantityKind.OPTIONAL_NUMBER:
             raise ctx.err(node, f"{what}: quantity {q.name!r} always has a value; 'none' does not fit",
                           f"write e.g. {_example(q.dimension)}")
-        return Predicted("none", None, text)
+        return Predicted(PredictedKind.NONE, None, text)
     if low in _BOOL_TRAPS or low in ("true", "false"):
         raise ctx.err(node, f"{what}: {text!r} is not a number (YAML 1.1 would read it as a boolean)",
                       f"write e.g. {_example(q.dimension)}")
@@ -714,7 +832,7 @@ def _predicted(ctx: _Ctx, q: qreg.Quantity, node: yaml.Node, what: str) -> Predi
         v = parse_value(text, q.dimension)
     except UnitError as exc:
         raise ctx.err(node, f"{what}: {exc}", f"write e.g. {_example(q.dimension)}") from None
-    return Predicted("number", v.si, text, v.unit, v.half_ulp_si)
+    return Predicted(PredictedKind.NUMBER, v.si, text, v.unit, v.half_ulp_si)
 
 
 def _common(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], q: qreg.Quantity | None,
@@ -786,7 +904,7 @@ def _one(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], pi
     common = _common(ctx, spec, m, q, unit)
     if "setup" in m:
         _resolve_setup_check(ctx, spec, common["setup"], m["setup"][1])
-    if common["tolerance"] is not None and predicted.kind in ("bool", "word", "none") and not (
+    if common["tolerance"] is not None and predicted.kind in (PredictedKind.BOOL, PredictedKind.WORD, PredictedKind.NONE) and not (
             common["tolerance"].lower is not None or common["tolerance"].upper is not None):
         raise ctx.err(m["tolerance"][1], f"a tolerance does not apply to a {predicted.kind} prediction",
                       "remove tolerance: (the check is exact)")
@@ -923,6 +1041,10 @@ def json_schema() -> dict[str, Any]:
             "slo": _schema_of(SLO_FIELDS),
             "defaults": _schema_of(DEFAULTS_FIELDS),
             "thresholds": _schema_of(THRESHOLD_FIELDS),
+            "serving": _schema_of({**{k.removesuffix("_s"): F("value", f"{k}: a time, e.g. 3.3 ms")
+                                      for k, d in serving_fields().items() if d == "time"},
+                                   **{k: F("value", f"{k}: {_SERVING_EXAMPLE[d]}")
+                                      for k, d in serving_fields().items()}}),
             "predictions": {"type": "array", "items": prediction},
         }),
     }

@@ -19,9 +19,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
-from pytest_roofline.units import UnitError, parse_number, unit_scale
 from pytest_roofline.errors import ToleranceError
+from pytest_roofline.units import UnitError, parse_number, unit_scale
 
 __all__ = ["Tolerance", "ToleranceError", "parse_tolerance", "TOLERANCE_HELP"]
 
@@ -85,7 +86,7 @@ class Tolerance:
 _PCT = r"(\d+(?:\.\d*)?|\.\d+)\s*%"
 
 
-def parse_tolerance(text: str | list | tuple, dimension: str, default_unit: str = "") -> Tolerance:
+def parse_tolerance(text: str | list[Any] | tuple[Any, ...], dimension: str, default_unit: str = "") -> Tolerance:
     """Parse a tolerance for a quantity of ``dimension``; a bare absolute number takes ``default_unit``."""
     if isinstance(text, (list, tuple)):
         if len(text) != 2:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pytest_roofline.units import parse_printed_number as parse_number  # "2,097,152" -> 2097152
+
 __all__ = ["parse_startup_log", "parse_log_prefix", "parse_number", "LOG_FIELDS"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -37,14 +39,6 @@ _PREFIX = re.compile(
 _MAX_LINE = 400  # matched lines are kept, cut to this length (the config line is kilobytes)
 _NUM = r"(\d[\d,]*(?:\.\d+)?)"  # 2,097,152 | 2048.00 | 56.34
 _FLOAT = r"(\d+(?:\.\d+)?)"  # facts §1: "([\d.]+) GiB" covers both %.2f and format_gib
-
-
-def parse_number(s: str) -> float | int:
-    """``"2,097,152"`` -> 2097152; ``"2048.00"`` -> 2048.0."""
-    s = s.replace(",", "").strip()
-    if re.fullmatch(r"\d+", s):
-        return int(s)
-    return float(s)
 
 
 # name -> compiled regex. Searched anywhere in the message (not anchored).

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pytest_roofline.errors import GPUDetectionError
+from pytest_roofline.units import MIB
 
 __all__ = [
     "DetectedGPU",
@@ -56,7 +57,7 @@ class DetectedGPU:
 
     @property
     def memory_total_bytes(self) -> int | None:
-        return None if self.memory_total_mib is None else self.memory_total_mib * 2**20
+        return None if self.memory_total_mib is None else self.memory_total_mib * MIB
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -70,6 +70,11 @@ def _batch1(spec: Spec) -> PointPlan:
     )
 
 
+def batch1_point(spec: Spec) -> PointPlan:
+    """The point of the dedicated batch-1 run (``sweep.batch1``), as it is measured."""
+    return _batch1(spec)
+
+
 def all_points(spec: Spec) -> list[PointPlan]:
     return [_closed(spec, c) for c in spec.sweep.concurrency] + [_open(spec, r) for r in spec.sweep.rates]
 

@@ -26,6 +26,8 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from pytest_roofline.quantities.analysis import Thresholds
+
 __all__ = [
     "parse_metrics",
     "fetch_metrics_text",
@@ -39,7 +41,8 @@ __all__ = [
     "HISTOGRAMS",
 ]
 
-DEFAULT_CONTAMINATION_THRESHOLD = 0.05
+#: the one contamination default: the quantities' Thresholds (README: a hit rate above 10 % marks a point)
+DEFAULT_CONTAMINATION_THRESHOLD = Thresholds().contamination
 
 # quantity -> candidate exposed names, newest first (vllm_facts.md §4 renames).
 _GAUGES: dict[str, tuple[str, ...]] = {

@@ -15,7 +15,8 @@ import numpy as np
 
 from pytest_roofline.measure.loadgen import LoadResult, RequestRecord
 
-__all__ = ["GLOSSARY", "PERCENTILES", "distribution", "summarize", "summarize_records"]
+__all__ = ["GLOSSARY", "PERCENTILES", "distribution", "summarize", "summarize_records", "measurement_window_s",
+           "measured_duration_s"]
 
 #: Percentiles reported for every distribution (with ``mean``), as keys ``p50`` ... ``p99``.
 PERCENTILES: tuple[int, ...] = (50, 90, 95, 99)
@@ -148,6 +149,22 @@ def _prompt_tokens(r: RequestRecord) -> int:
     return r.prompt_tokens if r.prompt_tokens is not None else r.input_len
 
 
+def measurement_window_s(records: Sequence[RequestRecord], window_start_s: float,
+                         window_end_s: float | None = None) -> tuple[float, float]:
+    """The (start, end) ``perf_counter`` times the point's rates are taken over: from ``window_start_s`` to
+    ``window_end_s``, by default the end of the last measured (non-warm-up) request."""
+    if window_end_s is None:
+        ends = [r.end_s for r in records if not r.warmup and r.end_s is not None]
+        window_end_s = max(ends) if ends else window_start_s
+    return window_start_s, window_end_s
+
+
+def measured_duration_s(result: LoadResult) -> float:
+    """Seconds of the measurement window of one run: the divisor of every throughput in its ``client`` stats."""
+    start, end = measurement_window_s(result.records, result.measure_start_s)
+    return end - start
+
+
 def summarize_records(
     records: Sequence[RequestRecord],
     window_start_s: float,
@@ -163,9 +180,7 @@ def summarize_records(
     measured = [r for r in records if not r.warmup]
     completed = [r for r in measured if r.ok]
     failed = len(measured) - len(completed)
-    if window_end_s is None:
-        ends = [r.end_s for r in measured if r.end_s is not None]
-        window_end_s = max(ends) if ends else window_start_s
+    window_start_s, window_end_s = measurement_window_s(records, window_start_s, window_end_s)
     duration = window_end_s - window_start_s
 
     out_tok = [_output_tokens(r) for r in completed]
@@ -184,6 +199,9 @@ def summarize_records(
             if e > 0:
                 per_req.append(n / e)
 
+    out_tput: float | None
+    total_tput: float | None
+    req_tput: float | None
     if duration > 0:
         out_tput = sum(out_tok) / duration
         total_tput = (sum(out_tok) + sum(prompt_tok)) / duration

@@ -15,25 +15,26 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, cast
 
-from pytest_roofline.measure import gpu as gpu_mod
-from pytest_roofline.model import hardware as hw_mod
-from pytest_roofline.measure.plan import PointPlan, needs_engine, plan_points
-from pytest_roofline.errors import NotMeasured
-from pytest_roofline.measure.results import RecordedMeasurement, ResultsWriter, new_results
-from pytest_roofline.errors import PointError
+from pytest_roofline.errors import NotMeasured, PointError
 from pytest_roofline.format.spec import Spec
+from pytest_roofline.measure import gpu as gpu_mod
+from pytest_roofline.measure.plan import PointPlan, needs_engine, plan_points
+from pytest_roofline.measure.results import RecordedMeasurement, ResultsWriter, new_results, point_record
+from pytest_roofline.measure.target import MeasurementProvider, Target
+from pytest_roofline.model import hardware as hw_mod
+from pytest_roofline.model.tiny import TINY_MODEL
+from pytest_roofline.quantities.measurement import ClientStats, EngineReport, PointRecord, ServerStats
+from pytest_roofline.units import GIB
 
 __all__ = ["Measurements", "engine_config_for", "TINY_MODEL", "run_point"]
 
-#: the model name a prediction file uses for the project's own tiny CPU model
-TINY_MODEL = "roofline-tiny"
 DEFAULT_TOKEN_ID_RANGE = (1000, 20000)  # ordinary BPE ids for real models (no special tokens there)
 
 
 def _is_tiny(spec: Spec) -> bool:
-    return spec.model == TINY_MODEL
+    return bool(spec.model == TINY_MODEL)
 
 
 def engine_config_for(spec: Spec, *, device: str) -> Any:
@@ -66,17 +67,15 @@ def engine_config_for(spec: Spec, *, device: str) -> Any:
     kv_space = spec.engine.get("cpu_kvcache_space")
     return EngineConfig(
         model=model, served_model_name=served, device=device,
-        kv_cache_space_gib=int(round(kv_space / 2**30)) if kv_space else None,
+        kv_cache_space_gib=int(round(kv_space / GIB)) if kv_space else None,
         extra_args=extra, env={str(k): str(v) for k, v in (spec.engine.get("env") or {}).items()}, **known,
     )
 
 
-def run_point(target: Any, plan: PointPlan, spec: Spec, *, out_dir: Path, token_id_range: tuple[int, int],
-              contamination: float, api_key: str | None = None) -> dict[str, Any]:
+def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, token_id_range: tuple[int, int],
+              contamination: float, api_key: str | None = None) -> PointRecord:
     """Measure one point: offer the load, scrape /metrics around and during it, summarise both sides."""
-    from pytest_roofline.measure import loadgen
-    from pytest_roofline.measure import scrape
-    from pytest_roofline.measure import stats
+    from pytest_roofline.measure import loadgen, scrape, stats
 
     sampling = dict(spec.workload.get("sampling") or {})
     load = loadgen.LoadSpec(
@@ -88,7 +87,7 @@ def run_point(target: Any, plan: PointPlan, spec: Spec, *, out_dir: Path, token_
         request_timeout_s=spec.sweep.request_timeout_s,
     )
 
-    def snapshot() -> dict | None:
+    def snapshot() -> dict[str, Any] | None:
         try:
             return scrape.scrape_metrics(target.base_url, api_key=api_key, model_name=target.served_model_name)
         except Exception:  # /metrics is optional (an endpoint may not expose it)
@@ -113,13 +112,11 @@ def run_point(target: Any, plan: PointPlan, spec: Spec, *, out_dir: Path, token_
     with requests_file.open("w", encoding="utf-8") as fh:
         for rec in result.records:
             fh.write(json.dumps(rec.to_dict()) + "\n")
-    point = {**plan.to_dict(), "started_at": result.started_at, "finished_at": result.finished_at,
-             "duration_s": getattr(result, "duration_s", None), "client": client, "server": server,
-             "contaminated": bool(server and server.get("contaminated")), "flags": [],
-             "requests_file": requests_file.name}
-    if getattr(result, "aborted", None):
-        point["flags"].append(f"aborted: {result.aborted}")
-    return point
+    return point_record(plan.to_dict(), started_at=result.started_at, finished_at=result.finished_at,
+                        duration_s=stats.measured_duration_s(result), client=cast(ClientStats, client),
+                        server=cast("ServerStats | None", server),
+                        requests_file=requests_file.name,
+                        flags=[f"aborted: {result.aborted}"] if result.aborted else [])
 
 
 @dataclass
@@ -143,7 +140,7 @@ class _LiveMeasurement(RecordedMeasurement):
         super().__init__(run.writer.data if run.writer else {"points": []}, source="live sweep")
         self.run = run
 
-    def point(self, *, concurrency: int | None = None, rate: float | None = None) -> Mapping[str, Any]:
+    def point(self, *, concurrency: int | None = None, rate: float | None = None) -> PointRecord:
         try:
             return super().point(concurrency=concurrency, rate=rate)
         except NotMeasured:
@@ -154,21 +151,21 @@ class _LiveMeasurement(RecordedMeasurement):
                     raise err from None
             raise
 
-    def points(self) -> list[Mapping[str, Any]]:
+    def points(self) -> list[PointRecord]:
         if self.run.failed:
             first = next(iter(self.run.failed.values()))
             raise PointError(f"the sweep is incomplete ({', '.join(self.run.failed)} not measured): {first}",
                              first.log_tail)
         return super().points()
 
-    def engine_report(self) -> Mapping[str, Any] | None:
+    def engine_report(self) -> EngineReport | None:
         rep = super().engine_report()
         if rep is None and self.run.fatal is not None:
             raise self.run.fatal
         return rep
 
 
-class Measurements:
+class Measurements(MeasurementProvider):
     """Live measurement provider for one pytest session."""
 
     def __init__(self, *, mode: str, gpu: str | None, endpoint: str | None, endpoint_key_env: str | None,
@@ -177,10 +174,10 @@ class Measurements:
         self.out_dir = Path(out_dir)
         self.reanchor = reanchor
         self.plans = plans
-        self.targets: dict[str, Any] = {}
+        self.targets: dict[str, Target] = {}
         self.target_errors: dict[str, PointError] = {}
         self.runs: dict[str, _Run] = {}
-        self.detected: Any = None
+        self.detected: gpu_mod.DetectedGPU | None = None
         self._detected_done = False
         self.timings: list[tuple[str, float]] = []
 
@@ -196,7 +193,12 @@ class Measurements:
                    out_dir=rs.out_dir, reanchor=rs.reanchor, plans=plans)
 
     # ---- hardware -----------------------------------------------------------------------------------------
-    def _detect(self) -> Any:
+    @property
+    def detected_gpu(self) -> gpu_mod.DetectedGPU | None:
+        """The GPU detected for this run, once a sweep looked (``--gpu FAMILY``); None before, or with none."""
+        return self.detected
+
+    def _detect(self) -> gpu_mod.DetectedGPU | None:
         if not self._detected_done:
             self._detected_done = True
             self.detected = gpu_mod.detect() if self.gpu and self.gpu != "cpu" else None
@@ -242,8 +244,8 @@ class Measurements:
         return run.hardware_override if run else None
 
     # ---- targets ------------------------------------------------------------------------------------------
-    def _target(self, spec: Spec) -> Any:
-        from pytest_roofline.measure.engine import Endpoint, EngineError, EndpointError
+    def _target(self, spec: Spec) -> Target:
+        from pytest_roofline.measure.engine import Endpoint, EndpointError, EngineError
 
         if self.mode == "endpoint":
             key = "endpoint"
@@ -318,16 +320,16 @@ class Measurements:
                 token_range = (tinymodel.PROMPT_TOKEN_ID_MIN, tinymodel.PROMPT_TOKEN_ID_MAX + 1)
             else:
                 token_range = DEFAULT_TOKEN_ID_RANGE
-        api_key = getattr(target, "api_key", None)
+        api_key = target.api_key
         for i, plan in enumerate(run.plans):
             t0 = time.monotonic()
             try:
                 target.check_alive()
-                point = run_point(target, plan, spec, out_dir=out, token_id_range=token_range,  # type: ignore[arg-type]
+                point = run_point(target, plan, spec, out_dir=out, token_id_range=token_range,
                                   contamination=spec.thresholds.contamination, api_key=api_key)
                 target.check_alive()
             except Exception as exc:  # engine died, or the load could not run: this point and the rest fail
-                tail = target.log_tail(60) if hasattr(target, "log_tail") else ""
+                tail = target.log_tail(60)
                 err = PointError(f"point {plan.id} could not be measured: {exc}", tail)
                 for rest in run.plans[i:]:
                     run.failed[rest.id] = err if rest is plan else PointError(

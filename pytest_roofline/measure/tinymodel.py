@@ -3,11 +3,8 @@
 Nothing is downloaded: the tokenizer is a byte-level BPE trained in-process with
 ``tokenizers`` on fixed text, and the weights are drawn from a seeded generator.
 
-Architecture notes (see /work/shared/reference/cpu-engine.md):
-- head_dim must be 64 -- the CPU attention kernel rejects head_dim=16 at the first
-  request ("Unsupported CPU attention configuration: head_dim=16").
-- KV bytes per token = 2 (K and V) x layers x kv_heads x head_dim x dtype bytes
-  = 2 x 2 x 1 x 64 x 2 = 512 B, so a 1 GiB CPU KV cache holds exactly 2,097,152 tokens.
+The architecture (config.json, parameter and KV counts, why head_dim is 64) is a model fact and lives in
+``pytest_roofline/model/tiny.py``; this module builds that exact model.
 """
 
 from __future__ import annotations
@@ -17,12 +14,24 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pytest_roofline.model.tiny import (
+    BOS_ID,
+    EOS_ID,
+    SPECIAL_TOKENS,
+    TINY_ARCH,
+    TINY_MODEL,
+    UNK_ID,
+    TinyArch,
+    config_dict,
+)
+
 __all__ = [
+    "TINY_MODEL",
     "TinyArch",
     "TINY_ARCH",
+    "config_dict",
     "TINY_KV_BYTES_PER_TOKEN",
     "SPECIAL_TOKENS",
     "PROMPT_TOKEN_ID_MIN",
@@ -41,57 +50,8 @@ FINGERPRINT_FILE = "roofline-tiny-model.json"
 ENV_MODEL_DIR = "ROOFLINE_TINY_MODEL_DIR"
 
 
-@dataclass(frozen=True)
-class TinyArch:
-    """Architecture facts of the tiny model (what the analytical side needs)."""
-
-    model_type: str = "llama"
-    hidden_size: int = 128
-    num_hidden_layers: int = 2
-    num_attention_heads: int = 2
-    num_key_value_heads: int = 1
-    head_dim: int = 64
-    intermediate_size: int = 256
-    vocab_size: int = 300
-    max_position_embeddings: int = 4096
-    dtype: str = "bfloat16"
-    dtype_bytes: int = 2
-    tie_word_embeddings: bool = False
-
-    @property
-    def kv_bytes_per_token(self) -> int:
-        # 2 (K and V) x layers x kv_heads x head_dim x dtype bytes
-        return 2 * self.num_hidden_layers * self.num_key_value_heads * self.head_dim * self.dtype_bytes
-
-    @property
-    def num_parameters(self) -> int:
-        h, i, v, L = self.hidden_size, self.intermediate_size, self.vocab_size, self.num_hidden_layers
-        q = h * self.num_attention_heads * self.head_dim
-        kv = 2 * h * self.num_key_value_heads * self.head_dim
-        o = self.num_attention_heads * self.head_dim * h
-        mlp = 3 * h * i
-        per_layer = q + kv + o + mlp + 2 * h  # two RMSNorm weights
-        emb = v * h
-        head = 0 if self.tie_word_embeddings else v * h
-        return L * per_layer + emb + head + h  # final norm
-
-    @property
-    def weights_bytes(self) -> int:
-        return self.num_parameters * self.dtype_bytes
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["kv_bytes_per_token"] = self.kv_bytes_per_token
-        d["num_parameters"] = self.num_parameters
-        return d
-
-
-TINY_ARCH = TinyArch()
 TINY_KV_BYTES_PER_TOKEN = TINY_ARCH.kv_bytes_per_token  # 512
 
-# Special tokens take ids 0..2 (Llama's conventional unk/bos/eos ids).
-SPECIAL_TOKENS = ("<unk>", "<s>", "</s>")
-UNK_ID, BOS_ID, EOS_ID = 0, 1, 2
 # Token ids a prompt may use: every id that is not a special token.
 PROMPT_TOKEN_ID_MIN = len(SPECIAL_TOKENS)
 PROMPT_TOKEN_ID_MAX = TINY_ARCH.vocab_size - 1  # inclusive
@@ -120,37 +80,13 @@ _TRAINING_TEXT = [
 ]
 
 
-def config_dict(arch: TinyArch = TINY_ARCH) -> dict:
-    """The HF config.json of the tiny model (what `model: roofline-tiny` resolves to)."""
-    return _config_dict(arch)
-
-
-def _config_dict(arch: TinyArch = TINY_ARCH) -> dict:
-    return {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": arch.model_type,
-        "hidden_size": arch.hidden_size,
-        "num_hidden_layers": arch.num_hidden_layers,
-        "num_attention_heads": arch.num_attention_heads,
-        "num_key_value_heads": arch.num_key_value_heads,
-        "head_dim": arch.head_dim,
-        "intermediate_size": arch.intermediate_size,
-        "vocab_size": arch.vocab_size,
-        "max_position_embeddings": arch.max_position_embeddings,
-        "tie_word_embeddings": arch.tie_word_embeddings,
-        "bos_token_id": BOS_ID,
-        "eos_token_id": EOS_ID,
-        "dtype": arch.dtype,
-    }
-
-
 def fingerprint(*, seed: int = 0) -> str:
     """A short hash of everything that determines the produced model."""
     payload = json.dumps(
         {
             "generator": _GENERATOR_VERSION,
             "seed": seed,
-            "config": _config_dict(),
+            "config": config_dict(),
             "special": list(SPECIAL_TOKENS),
             "text": _TRAINING_TEXT,
         },
@@ -220,7 +156,7 @@ def _build_model(seed: int):
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = dict(_config_dict())
+    cfg = dict(config_dict())
     cfg.pop("architectures")
     cfg.pop("model_type")
     config = LlamaConfig(**cfg)

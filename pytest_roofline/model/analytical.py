@@ -18,6 +18,10 @@ the measured-vs-model gap is what the tests of a live sweep are for.
 Symbols used in docstrings: ``W`` weight bytes streamed per step, ``F_tok`` FLOP per token (2P),
 ``kv_seq`` KV bytes read per sequence per step (context x KV bytes per token), ``BW`` HBM bytes/s,
 ``peak`` dense FLOP/s.
+
+"The lesson" ("Batching and Throughput") and "the notebook" ("Day 3 -- Benchmark the Endpoint") are the project's
+two seed documents; they have no public page, and ``docs/sources.md`` says what each is and what it measured.
+The vLLM facts are cited by release and path in vLLM's source (github.com/vllm-project/vllm at tag ``vX.Y.Z``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pytest_roofline.units import GIB
 
 __all__ = [
     # roofline and decode
@@ -73,7 +79,6 @@ __all__ = [
     "goodput",
 ]
 
-GIB = 2**30
 
 
 def _positive(name: str, value: float) -> float:
@@ -370,7 +375,8 @@ def projection_traffic(batch: int, k: int, m: int, dtype_bytes: float = 2) -> Pr
 
 
 # --------------------------------------------------------------------------------------------------------
-# vLLM KV accounting (reference/vllm_facts.md section 2)
+# vLLM KV accounting (v0.10-0.26: vllm/utils/mem_utils.py memory_profiling; v0.33: vllm/v1/worker/gpu_worker.py
+# Worker.determine_available_memory, vllm/v1/worker/utils.py request_memory)
 # --------------------------------------------------------------------------------------------------------
 
 #: Bytes live per logit in vLLM's dummy sampler pass during the profile run: the lm_head output in the model
@@ -387,7 +393,8 @@ DEFAULT_NON_TORCH_BYTES = int(0.16 * GIB)
 #: Default CUDA-graph reserve: capturing the default set of decode batch sizes (up to 2 x max_num_seqs,
 #: capped at 512) for a 7-8B dense model at TP=1 typically reports "Graph capturing finished ..., took
 #: 0.3-0.9 GiB"; 0.5 GiB is a middle value, not derived from the shape.  Charged against the KV budget only
-#: where vLLM budgets graph memory (from 0.21 by default, vllm_facts.md section 2); before that, pass 0 --
+#: where vLLM budgets graph memory (from 0.21 by default: vllm/envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS);
+#: before that, pass 0 --
 #: graphs were captured after KV allocation, inside the 1 - utilisation headroom.
 DEFAULT_CUDA_GRAPH_BYTES = GIB // 2
 
@@ -399,7 +406,8 @@ def estimate_activation_bytes(*, hidden_size: int, intermediate_size: int, vocab
                               sampler_bytes_per_logit: float = SAMPLER_BYTES_PER_LOGIT) -> int:
     """Estimate the torch peak increase of vLLM's profile run (the ``activation`` term of the KV budget).
 
-    Basis (vllm_facts.md section 2: ``non_kv = weights + torch_peak_increase(profile_run) + non_torch``):
+    Basis (vLLM 0.10-0.26 vllm/utils/mem_utils.py ``memory_profiling``:
+    ``non_kv = weights + torch_peak_increase(profile_run) + non_torch``):
     vLLM profiles by running one dummy forward pass over ``max_num_batched_tokens`` tokens, then a dummy
     sampler pass over ``max_num_seqs`` requests.  The estimate is the sum of the two peaks:
 
@@ -430,7 +438,8 @@ def estimate_activation_bytes(*, hidden_size: int, intermediate_size: int, vocab
 
 @dataclass(frozen=True)
 class KVAccounting:
-    """vLLM V1's KV-cache sizing, term by term (vllm_facts.md section 2).
+    """vLLM V1's KV-cache sizing, term by term (v0.33: vllm/v1/worker/gpu_worker.py ``determine_available_memory``,
+    vllm/v1/core/kv_cache_utils.py; the budget in vllm/v1/worker/utils.py ``request_memory``).
 
     * ``budget_bytes`` = ``ceil(total_memory_bytes x gpu_memory_utilization)`` -- a fraction of *total*
       device memory, per instance (``None`` with an explicit pool).
@@ -520,7 +529,7 @@ def vllm_kv_accounting(*, bytes_per_block: int, block_size: int, total_memory_by
         missing = [k for k, v in reserves.items() if v is None]
         if missing:
             raise ValueError(f"without kv_cache_memory_bytes these reserves are required: {', '.join(missing)}")
-        vals = {k: _non_negative(k, v) for k, v in reserves.items()}
+        vals = {k: _non_negative(k, v) for k, v in reserves.items() if v is not None}  # none is None here
         budget = math.ceil(total_memory_bytes * gpu_memory_utilization)
         available = budget - sum(vals.values())
         explicit = False

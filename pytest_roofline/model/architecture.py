@@ -17,27 +17,39 @@ modules one by one:
 ``active_param_count`` is what one token touches: attention, router, the top-k experts, the shared
 expert, norms, the input embedding and the lm_head. ``streamed_param_count`` is what a decode step
 reads from memory: the active count without the input embedding table (one row is gathered), the
-figure model_anchors.md §5 uses for its weight-read floors.
+figure a weight-read floor uses (Qwen3-8B: 7.57e9 of its 8.19e9 parameters).
 
 KV bytes follow vLLM: ``2 (K and V) x layers x kv_heads x head_dim x dtype_bytes`` per token; a vLLM
 page holds ``block_size`` tokens of one layer, and under tensor parallelism ``kv_heads`` is per rank
 (``max(1, kv_heads // tp)``, replicated when tp exceeds the KV heads).
 
-Preset configs are shipped here as the HF ``config.json`` facts (keys and values as on the Hub),
-not as counts: presets go through :func:`from_hf_config` like any local file.
+Preset configs are shipped as data, ``pytest_roofline/model/data/model_presets.json``: the HF
+``config.json`` facts (keys and values as on the Hub), not counts; presets go through
+:func:`from_hf_config` like any local file. Adding a model is adding an entry there.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Mapping
-from pytest_roofline.errors import ModelArchError, ModelConfigError, UnsupportedModelError, UnknownModelError, ModelOverrideError
+from types import MappingProxyType
+from typing import Any
+
+from pytest_roofline.errors import (
+    ModelArchError,
+    ModelConfigError,
+    ModelOverrideError,
+    UnitError,
+    UnknownModelError,
+    UnsupportedModelError,
+)
+from pytest_roofline.model import catalog, dtypes
+from pytest_roofline.units import to_int, to_si
 
 __all__ = [
     "ModelArch",
@@ -46,8 +58,6 @@ __all__ = [
     "UnsupportedModelError",
     "UnknownModelError",
     "ModelOverrideError",
-    "KV_DTYPE_BYTES",
-    "WEIGHT_DTYPE_BYTES",
     "SUPPORTED_MODEL_TYPES",
     "PRESETS",
     "kv_dtype_bytes",
@@ -60,66 +70,23 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------- errors
-
-
-# --------------------------------------------------------------------------- dtypes
-
-KV_DTYPE_BYTES: Mapping[str, int] = {
-    "auto": 2,  # vLLM's default: the model dtype; every preset is 16-bit
-    "bf16": 2,
-    "bfloat16": 2,
-    "fp16": 2,
-    "float16": 2,
-    "half": 2,
-    "fp8": 1,
-    "fp8_e4m3": 1,
-    "fp8_e5m2": 1,
-    "fp32": 4,
-    "float32": 4,
-}
-
-WEIGHT_DTYPE_BYTES: Mapping[str, float] = {
-    "auto": 2,
-    "bf16": 2,
-    "bfloat16": 2,
-    "fp16": 2,
-    "float16": 2,
-    "half": 2,
-    "fp32": 4,
-    "float32": 4,
-    "fp8": 1,
-    "fp8_e4m3": 1,
-    "fp8_e5m2": 1,
-    "int8": 1,
-    "int4": 0.5,
-    "fp4": 0.5,
-    "nvfp4": 0.5,
-}
-
-
-def _dtype_key(dtype: str) -> str:
-    return str(dtype).strip().lower().replace("-", "_")
+# --------------------------------------------------------------------------- dtypes (the table is model/dtypes.py)
 
 
 def kv_dtype_bytes(kv_dtype: str) -> int:
     """Bytes per KV element: bf16/fp16/auto 2, fp8 (e4m3/e5m2) 1, fp32 4."""
-    try:
-        return KV_DTYPE_BYTES[_dtype_key(kv_dtype)]
-    except KeyError:
-        raise ModelArchError(
-            f"unknown KV-cache dtype {kv_dtype!r}; known: {', '.join(KV_DTYPE_BYTES)}"
-        ) from None
+    row = dtypes.lookup(kv_dtype)
+    if row is None or row.kv_bytes is None:
+        raise ModelArchError(f"unknown KV-cache dtype {kv_dtype!r}; known: {', '.join(dtypes.names('kv'))}")
+    return row.kv_bytes
 
 
 def weight_dtype_bytes(dtype: str) -> float:
     """Bytes per weight: bf16/fp16 2, fp8/int8 1, int4/fp4 0.5, fp32 4."""
-    try:
-        return WEIGHT_DTYPE_BYTES[_dtype_key(dtype)]
-    except KeyError:
-        raise ModelArchError(
-            f"unknown weight dtype {dtype!r}; known: {', '.join(WEIGHT_DTYPE_BYTES)}"
-        ) from None
+    row = dtypes.lookup(dtype)
+    if row is None or row.weight_bytes is None:
+        raise ModelArchError(f"unknown weight dtype {dtype!r}; known: {', '.join(dtypes.names('weight'))}")
+    return row.weight_bytes
 
 
 # --------------------------------------------------------------------------- the architecture
@@ -604,7 +571,8 @@ def nominal(
 ) -> ModelArch:
     """A model given by numbers alone: ``param_count() == params``; KV bytes from the shape.
 
-    E.g. the lesson's ``nominal(8.0e9, num_layers=32, num_kv_heads=8, head_dim=128)``:
+    E.g. the "Batching and Throughput" seed's model (docs/sources.md),
+    ``nominal(8.0e9, num_layers=32, num_kv_heads=8, head_dim=128)``:
     131,072 KV bytes per token in bf16 and 16.0e9 weight bytes.
     """
     return ModelArch(
@@ -625,200 +593,42 @@ def nominal(
 
 # --------------------------------------------------------------------------- presets
 
-# HF config.json facts of the preset models (the keys the counts need, plus a few facts other modules
-# read: max_position_embeddings for vLLM's default max_model_len, torch_dtype, rope_theta).
-PRESETS: Mapping[str, dict[str, Any]] = {
-    "qwen3-8b": {
-        "source": "Qwen/Qwen3-8B config.json (copy at huggingface.co/thejaminator/qwen-hook-layer-9, "
-        "model_anchors.md §5; GenZ Model_sets/alibaba.py)",
-        "aliases": ("Qwen/Qwen3-8B", "Qwen/Qwen3-8B-Base", "qwen3_8b"),
-        "config": {
-            "architectures": ["Qwen3ForCausalLM"],
-            "model_type": "qwen3",
-            "hidden_size": 4096,
-            "intermediate_size": 12288,
-            "num_hidden_layers": 36,
-            "num_attention_heads": 32,
-            "num_key_value_heads": 8,
-            "head_dim": 128,
-            "vocab_size": 151936,
-            "tie_word_embeddings": False,
-            "attention_bias": False,
-            "max_position_embeddings": 40960,
-            "rope_theta": 1000000,
-            "rms_norm_eps": 1e-06,
-            "torch_dtype": "bfloat16",
-        },
-    },
-    "llama-3.1-8b": {
-        "source": "meta-llama/Llama-3.1-8B config.json (copy at huggingface.co/NbAiLab/nb-llama-3.1-8B, "
-        "model_anchors.md §5; citsjtu2020/LLM-Prof sglang/Model_Config.md)",
-        "aliases": (
-            "meta-llama/Llama-3.1-8B",
-            "meta-llama/Llama-3.1-8B-Instruct",
-            "meta-llama/Meta-Llama-3.1-8B",
-            "meta-llama/Meta-Llama-3.1-8B-Instruct",
-            "llama3.1-8b",
-            "llama-3.1-8b-instruct",
-        ),
-        "config": {
-            "architectures": ["LlamaForCausalLM"],
-            "model_type": "llama",
-            "hidden_size": 4096,
-            "intermediate_size": 14336,
-            "num_hidden_layers": 32,
-            "num_attention_heads": 32,
-            "num_key_value_heads": 8,
-            "vocab_size": 128256,
-            "tie_word_embeddings": False,
-            "attention_bias": False,
-            "mlp_bias": False,
-            "max_position_embeddings": 131072,
-            "rope_theta": 500000.0,
-            "rms_norm_eps": 1e-05,
-            "torch_dtype": "bfloat16",
-        },
-    },
-    "llama-3.1-70b": {
-        "source": "meta-llama/Llama-3.1-70B config.json (hidden 8192, 80 layers, 64/8 heads, "
-        "intermediate 28672, vocab 128256, untied)",
-        "aliases": (
-            "meta-llama/Llama-3.1-70B",
-            "meta-llama/Llama-3.1-70B-Instruct",
-            "meta-llama/Meta-Llama-3.1-70B",
-            "meta-llama/Meta-Llama-3.1-70B-Instruct",
-            "llama3.1-70b",
-            "llama-3.1-70b-instruct",
-        ),
-        "config": {
-            "architectures": ["LlamaForCausalLM"],
-            "model_type": "llama",
-            "hidden_size": 8192,
-            "intermediate_size": 28672,
-            "num_hidden_layers": 80,
-            "num_attention_heads": 64,
-            "num_key_value_heads": 8,
-            "vocab_size": 128256,
-            "tie_word_embeddings": False,
-            "attention_bias": False,
-            "mlp_bias": False,
-            "max_position_embeddings": 131072,
-            "rope_theta": 500000.0,
-            "rms_norm_eps": 1e-05,
-            "torch_dtype": "bfloat16",
-        },
-    },
-    "mistral-7b": {
-        "source": "mistralai/Mistral-7B-v0.3 config.json (v0.3: vocab extended to 32768; shapes as "
-        "Mistral-7B-v0.1/v0.2; projection shapes cross-checked against a public Mistral-7B-v0.3 "
-        "per-linear shape table)",
-        "aliases": (
-            "mistral-7b-v0.3",
-            "mistralai/Mistral-7B-v0.3",
-            "mistralai/Mistral-7B-Instruct-v0.3",
-            "mistral-7b-instruct-v0.3",
-        ),
-        "config": {
-            "architectures": ["MistralForCausalLM"],
-            "model_type": "mistral",
-            "hidden_size": 4096,
-            "intermediate_size": 14336,
-            "num_hidden_layers": 32,
-            "num_attention_heads": 32,
-            "num_key_value_heads": 8,
-            "vocab_size": 32768,
-            "tie_word_embeddings": False,
-            "sliding_window": None,
-            "max_position_embeddings": 32768,
-            "rope_theta": 1000000.0,
-            "rms_norm_eps": 1e-05,
-            "torch_dtype": "bfloat16",
-        },
-    },
-    "qwen2.5-7b": {
-        "source": "Qwen/Qwen2.5-7B config.json (28 layers, hidden 3584, 28/4 heads, intermediate 18944, "
-        "vocab 152064, untied, qkv bias; module shapes as printed for Qwen2-7B, same shape)",
-        "aliases": ("Qwen/Qwen2.5-7B", "qwen2.5_7b"),
-        "config": {
-            "architectures": ["Qwen2ForCausalLM"],
-            "model_type": "qwen2",
-            "hidden_size": 3584,
-            "intermediate_size": 18944,
-            "num_hidden_layers": 28,
-            "num_attention_heads": 28,
-            "num_key_value_heads": 4,
-            "vocab_size": 152064,
-            "tie_word_embeddings": False,
-            "max_position_embeddings": 131072,
-            "rope_theta": 1000000.0,
-            "rms_norm_eps": 1e-06,
-            "use_sliding_window": False,
-            "torch_dtype": "bfloat16",
-        },
-    },
-    "qwen2.5-7b-instruct": {
-        "source": "Qwen/Qwen2.5-7B-Instruct config.json (as Qwen2.5-7B; max_position_embeddings 32768)",
-        "aliases": ("Qwen/Qwen2.5-7B-Instruct",),
-        "config": {
-            "architectures": ["Qwen2ForCausalLM"],
-            "model_type": "qwen2",
-            "hidden_size": 3584,
-            "intermediate_size": 18944,
-            "num_hidden_layers": 28,
-            "num_attention_heads": 28,
-            "num_key_value_heads": 4,
-            "vocab_size": 152064,
-            "tie_word_embeddings": False,
-            "max_position_embeddings": 32768,
-            "rope_theta": 1000000.0,
-            "rms_norm_eps": 1e-06,
-            "use_sliding_window": False,
-            "torch_dtype": "bfloat16",
-        },
-    },
-    "qwen3-30b-a3b": {
-        "source": "Qwen/Qwen3-30B-A3B config.json (48 layers, hidden 2048, 32/4 heads, head_dim 128, "
-        "128 experts of 768, 8 active, no shared expert, vocab 151936, untied)",
-        "aliases": ("Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B-Base", "qwen3_30b_a3b", "qwen3-moe-30b"),
-        "config": {
-            "architectures": ["Qwen3MoeForCausalLM"],
-            "model_type": "qwen3_moe",
-            "hidden_size": 2048,
-            "intermediate_size": 6144,
-            "moe_intermediate_size": 768,
-            "num_hidden_layers": 48,
-            "num_attention_heads": 32,
-            "num_key_value_heads": 4,
-            "head_dim": 128,
-            "num_experts": 128,
-            "num_experts_per_tok": 8,
-            "decoder_sparse_step": 1,
-            "mlp_only_layers": [],
-            "norm_topk_prob": True,
-            "vocab_size": 151936,
-            "tie_word_embeddings": False,
-            "attention_bias": False,
-            "max_position_embeddings": 40960,
-            "rope_theta": 1000000.0,
-            "rms_norm_eps": 1e-06,
-            "torch_dtype": "bfloat16",
-        },
-    },
-}
+#: the package data file the presets are read from (pytest_roofline/model/data/)
+PRESETS_FILE = "model_presets.json"
+
+
+def _load_presets() -> dict[str, dict[str, Any]]:
+    """HF config.json facts per preset (the keys the counts need, plus facts other modules read:
+    max_position_embeddings for vLLM's default max_model_len, torch_dtype); ``like`` entries resolved."""
+    raw = catalog.load_data(PRESETS_FILE).get("presets")
+    if not isinstance(raw, dict) or not raw:
+        raise ModelArchError(f"{PRESETS_FILE}: expected a non-empty object under 'presets'")
+    out: dict[str, dict[str, Any]] = {}
+    for pid, entry in raw.items():
+        where = f"{PRESETS_FILE} preset {pid!r}"
+        if not isinstance(entry, dict) or set(entry) - {"source", "aliases", "like", "config"}:
+            raise ModelArchError(f"{where}: expected source, aliases, config (and optionally like)")
+        if not (isinstance(entry.get("source"), str) and entry["source"]):
+            raise ModelArchError(f"{where}: every preset needs the source of its config facts")
+        config = entry.get("config")
+        if not isinstance(config, dict) or not isinstance(entry.get("aliases", []), list):
+            raise ModelArchError(f"{where}: config must be an object and aliases a list")
+        if "like" in entry:
+            if entry["like"] not in out:
+                raise ModelArchError(f"{where}: like {entry['like']!r} must name a preset given before it")
+            config = {**out[entry["like"]]["config"], **config}
+        out[pid] = {"source": entry["source"], "aliases": tuple(entry.get("aliases", ())), "config": config}
+    return out
+
+
+PRESETS: Mapping[str, dict[str, Any]] = MappingProxyType(_load_presets())
 
 
 def _norm(name: str) -> str:
     return str(name).strip().lower()
 
 
-_PRESET_LOOKUP: dict[str, str] = {}
-for _pid, _entry in PRESETS.items():
-    for _key in (_pid, *_entry["aliases"]):
-        _nk = _norm(_key)
-        if _nk in _PRESET_LOOKUP and _PRESET_LOOKUP[_nk] != _pid:  # pragma: no cover - invariant
-            raise RuntimeError(f"model alias {_key!r} names both {_PRESET_LOOKUP[_nk]} and {_pid}")
-        _PRESET_LOOKUP[_nk] = _pid
-del _pid, _entry, _key, _nk
+_PRESET_INDEX = catalog.NameIndex(((pid, entry["aliases"]) for pid, entry in PRESETS.items()), _norm)
 
 
 def presets() -> list[str]:
@@ -826,7 +636,7 @@ def presets() -> list[str]:
     return list(PRESETS)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _preset(preset_id: str) -> ModelArch:
     entry = PRESETS[preset_id]
     arch = from_hf_config(entry["config"], name=preset_id)
@@ -849,16 +659,12 @@ def get_model(name_or_path: str | Path | ModelArch) -> ModelArch:
         exists = False
     if exists:
         return from_hf_config(path)
-    preset_id = _PRESET_LOOKUP.get(_norm(text))
+    preset_id = _PRESET_INDEX.get(text)
     if preset_id is not None:
         return _preset(preset_id)
     if text.endswith(".json") or text.startswith((".", "/", "~")):
         raise UnknownModelError(f"no config.json at {text!r} (and it is not a preset: {', '.join(PRESETS)})")
-    pool = list(_PRESET_LOOKUP)
-    hits: list[str] = []
-    for hit in difflib.get_close_matches(_norm(text), pool, n=3, cutoff=0.5):
-        if _PRESET_LOOKUP[hit] not in hits:
-            hits.append(_PRESET_LOOKUP[hit])
+    hits = _PRESET_INDEX.suggest(text)
     msg = f"unknown model {text!r}."
     if hits:
         msg += f" Did you mean: {', '.join(hits)}?"
@@ -876,27 +682,43 @@ _HF_FIELD_ALIASES = {
 }
 
 
-def _coerce_int(value: Any, where: str) -> int:
-    if isinstance(value, bool):
-        raise ModelOverrideError(f"{where}: expected an integer, got {value!r}")
-    if isinstance(value, str):
-        try:
-            value = float(value.replace("_", "").replace(",", ""))
-        except ValueError:
-            raise ModelOverrideError(f"{where}: cannot read {value!r} as an integer") from None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if not isinstance(value, int):
-        raise ModelOverrideError(f"{where}: expected an integer, got {value!r}")
-    return value
+def _int(value: Any, where: str) -> int:
+    try:
+        return to_int(value)
+    except UnitError as exc:
+        raise ModelOverrideError(f"{where}: {exc}") from None
 
 
-def _coerce_bool(value: Any, where: str) -> bool:
+def _bool(value: Any, where: str) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no"):
         return value.strip().lower() in ("true", "yes")
     raise ModelOverrideError(f"{where}: expected true or false, got {value!r}")
+
+
+def _convert(key: str, value: Any, where: str) -> Any:
+    if key in _INT_FIELDS:
+        return _int(value, where)
+    if key in _BOOL_FIELDS:
+        return _bool(value, where)
+    if key == "mlp_only_layers":
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            raise ModelOverrideError(f"{where}: expected a list of layer indices")
+        return tuple(_int(v, where) for v in value)
+    if key == "nominal_params":
+        if not isinstance(value, str):
+            return value  # None or a number; ModelArch checks it
+        try:
+            return to_si(value, "count")
+        except UnitError:
+            raise ModelOverrideError(f"{where}: cannot read {value!r} as a number") from None
+    if key == "max_position_embeddings":
+        return None if value is None else _int(value, where)
+    # name, model_type, torch_dtype
+    if value is not None and not isinstance(value, str):
+        raise ModelOverrideError(f"{where}: expected text, got {value!r}")
+    return value
 
 
 def with_overrides(arch: ModelArch | str, overrides: Mapping[str, Any] | None) -> ModelArch:
@@ -909,45 +731,9 @@ def with_overrides(arch: ModelArch | str, overrides: Mapping[str, Any] | None) -
     arch = get_model(arch) if isinstance(arch, str) else arch
     if not overrides:
         return arch
-    if not isinstance(overrides, Mapping):
-        raise ModelOverrideError(f"model overrides must be a mapping, got {type(overrides).__name__}")
-    changes: dict[str, Any] = {}
-    for raw_key, value in overrides.items():
-        key = _HF_FIELD_ALIASES.get(str(raw_key), str(raw_key))
-        where = f"model override {raw_key}"
-        if key not in _FIELD_NAMES:
-            pool = list(_FIELD_NAMES) + list(_HF_FIELD_ALIASES)
-            close = difflib.get_close_matches(str(raw_key), pool, n=3, cutoff=0.5)
-            hint = f" Did you mean: {', '.join(close)}?" if close else ""
-            raise ModelOverrideError(
-                f"unknown model field {raw_key!r} in overrides for {arch.name}.{hint} "
-                f"Fields: {', '.join(_FIELD_NAMES)}"
-            )
-        if key in _INT_FIELDS:
-            changes[key] = _coerce_int(value, where)
-        elif key in _BOOL_FIELDS:
-            changes[key] = _coerce_bool(value, where)
-        elif key == "mlp_only_layers":
-            if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-                raise ModelOverrideError(f"{where}: expected a list of layer indices")
-            changes[key] = tuple(_coerce_int(v, where) for v in value)
-        elif key == "nominal_params":
-            if value is None:
-                changes[key] = None
-            else:
-                try:
-                    changes[key] = float(str(value).replace("_", "").replace(",", "")) if isinstance(value, str) else value
-                except ValueError:
-                    raise ModelOverrideError(f"{where}: cannot read {value!r} as a number") from None
-        elif key == "max_position_embeddings":
-            changes[key] = None if value is None else _coerce_int(value, where)
-        else:  # name, model_type, torch_dtype
-            if value is not None and not isinstance(value, str):
-                raise ModelOverrideError(f"{where}: expected text, got {value!r}")
-            changes[key] = value
+    changes = catalog.field_changes(overrides, kind="model", owner=arch.name, field_names=_FIELD_NAMES,
+                                    convert=_convert, error=ModelOverrideError, key_aliases=_HF_FIELD_ALIASES)
     note = f"user override: {', '.join(str(k) for k in overrides)}"
     changes["source"] = f"{arch.source}; {note}" if arch.source else note
-    try:
-        return dataclasses.replace(arch, **changes)
-    except ModelArchError as exc:
-        raise ModelOverrideError(f"overrides for {arch.name}: {exc}") from exc
+    return catalog.replace_checked(arch, changes, catch=ModelArchError, error=ModelOverrideError,
+                                   prefix=f"overrides for {arch.name}: ")

@@ -7,29 +7,16 @@ units in its name, and :meth:`Setup.describe` lists those inputs for failure mes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
-from pytest_roofline.model import architecture
-
-from pytest_roofline.model import hardware
-
-from pytest_roofline.model import vllm_defaults
-from pytest_roofline.units import format_value
 from pytest_roofline.errors import SetupError
+from pytest_roofline.model import architecture, dtypes, hardware, vllm_defaults
+from pytest_roofline.model.tiny import TINY_MODEL, tiny_arch
+from pytest_roofline.units import format_value
 
-__all__ = ["Setup", "SetupError", "build_setup", "WEIGHT_BYTES_PER_PARAM", "TINY_MODEL"]
-
-#: the project's own tiny CPU test model (pytest_roofline.measure.tinymodel), usable as `model: roofline-tiny`
-TINY_MODEL = "roofline-tiny"
-
-
-#: bytes per parameter for the weight dtypes a user may name (the architecture module's table)
-WEIGHT_BYTES_PER_PARAM = architecture.WEIGHT_DTYPE_BYTES
-#: which tensor-core peak a weight dtype computes at (weight-only int4 dequantises to bf16)
-COMPUTE_DTYPE = {"bf16": "bf16", "bfloat16": "bf16", "auto": "bf16", "fp16": "fp16", "float16": "fp16",
-                 "half": "fp16", "fp8": "fp8", "int8": "int8", "int4": "bf16", "fp4": "fp4", "nvfp4": "fp4",
-                 "fp32": "tf32", "float32": "tf32"}
+__all__ = ["Setup", "SetupError", "build_setup", "TINY_MODEL"]
 
 
 @dataclass(frozen=True)
@@ -95,7 +82,7 @@ class Setup:
 
     @property
     def compute_dtype(self) -> str:
-        return COMPUTE_DTYPE.get(self.weight_dtype, "bf16")
+        return dtypes.compute_dtype(self.weight_dtype)
 
     @property
     def peak_flop_per_s(self) -> float:
@@ -111,7 +98,7 @@ class Setup:
             raise SetupError(f"hardware {self.hardware.id!r} has no memory size; set hardware.memory_bytes")
         return float(mem)
 
-    def with_changes(self, **changes: Any) -> "Setup":
+    def with_changes(self, **changes: Any) -> Setup:
         return replace(self, **changes)
 
     def describe(self) -> dict[str, str]:
@@ -127,7 +114,8 @@ class Setup:
             pass
         if self.hardware.memory_bytes:
             mem = float(self.hardware.memory_bytes)
-            out["memory"] = f"{format_value(mem, 'bytes', 'GiB', digits=5)} = {format_value(mem, 'bytes', 'GB', digits=5)}"
+            gib, gb = format_value(mem, "bytes", "GiB", digits=5), format_value(mem, "bytes", "GB", digits=5)
+            out["memory"] = f"{gib} = {gb}"
         out["model"] = self.model.name
         out["params"] = f"{float(self.model.param_count()):,.0f}"
         out["weights"] = f"{format_value(self.weight_bytes, 'bytes', 'GB', digits=5)} ({self.weight_dtype})"
@@ -138,10 +126,11 @@ class Setup:
 
 
 def _dtype(name: str | None, what: str) -> str:
-    d = (name or "bf16").lower()
-    if d not in WEIGHT_BYTES_PER_PARAM:
-        raise SetupError(f"unknown {what} {name!r}; use one of {', '.join(sorted(WEIGHT_BYTES_PER_PARAM))}")
-    return {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "auto": "bf16", "float32": "fp32"}.get(d, d)
+    """The canonical weight dtype (``auto`` is the presets' bf16); the dtype table is model/dtypes.py."""
+    d = dtypes.weight_dtype(name or "bf16")
+    if d is None:
+        raise SetupError(f"unknown {what} {name!r}; use one of {', '.join(sorted(dtypes.names('weight')))}")
+    return d
 
 
 def build_setup(
@@ -174,9 +163,7 @@ def build_setup(
             arch = architecture.get_model(str(m.pop("name")))
         model_overrides = {**m, **model_overrides}
     elif str(model_ref) == TINY_MODEL:
-        from pytest_roofline.measure import tinymodel
-
-        arch = architecture.from_hf_config(tinymodel.config_dict(), name=TINY_MODEL)
+        arch = tiny_arch()
     else:
         arch = architecture.get_model(str(model_ref))
     if model_overrides:
@@ -186,7 +173,7 @@ def build_setup(
     device = "cpu" if hw.family == "cpu" else "cuda"
     version = engine.get("version")
     args = dict(engine.get("args", {}))
-    # without a version, the newest release's defaults (vllm_facts.md covers up to 0.33)
+    # without a version, the newest release's defaults (the releases read run up to 0.33; model/vllm_defaults.py)
     defaults = vllm_defaults.defaults_for(str(version) if version else "0.33.0", device=device,
                                           device_name=hw.name, total_memory_bytes=hw.memory_bytes)
     reserves = dict(engine.get("reserves", {}))

@@ -1,8 +1,9 @@
 """vLLM defaults by version and device, each with where it comes from.
 
-Every value here is taken from ``reference/vllm_facts.md`` (read from the vLLM sdists 0.6.3 ... 0.33.0); the
-section is cited next to each rule.  The facts cover the V1 engine from 0.10 on; answers for older versions
-are marked as such in their ``source`` strings (or are ``None`` where the facts say nothing).
+Every value here was read from vLLM's own source at its release tags (the PyPI sdists of 0.6.3 ... 0.33.0,
+the same tree as github.com/vllm-project/vllm at ``vX.Y.Z``); the file and function are cited next to each
+rule as ``vX.Y: path (function)``.  The rules cover the V1 engine from 0.10 on; answers for older versions are
+marked as such in their ``source`` strings (or are ``None`` where nothing was read).
 
 Pure data and arithmetic: no vLLM import, no pytest import.
 """
@@ -10,9 +11,12 @@ Pure data and arithmetic: no vLLM import, no pytest import.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping, NamedTuple
+from typing import NamedTuple
+
+from pytest_roofline.units import GIB
 
 __all__ = [
     "VllmVersion",
@@ -28,9 +32,8 @@ __all__ = [
     "FIRST_COVERED_VERSION",
 ]
 
-GIB = 2**30
 
-#: The oldest release whose V1 defaults vllm_facts.md describes (the tables of section 3 start at v0.10).
+#: The oldest release whose V1 defaults were read (v0.10.0: the first V1-only default tables).
 FIRST_COVERED_VERSION = (0, 10, 0)
 
 
@@ -70,19 +73,19 @@ def parse_version(version: str | tuple[int, ...] | VllmVersion) -> VllmVersion:
 
 
 def _covered_note(v: VllmVersion) -> str:
-    return "" if v >= FIRST_COVERED_VERSION else " [pre-0.10: outside vllm_facts.md's coverage, assumed]"
+    return "" if v >= FIRST_COVERED_VERSION else " [pre-0.10: older than the releases read, assumed]"
 
 
-# --- §3 "Other defaults" / §2: gpu_memory_utilization -------------------------------------------------
+# --- gpu_memory_utilization ---------------------------------------------------------------------------
 
 
 def default_gpu_memory_utilization(version: str | tuple[int, ...]) -> float:
-    """0.9 up to 0.19, 0.92 from 0.20 (vllm_facts.md §2 and §3: config/cache.py; changed in the release
-    that turned CUDA-graph memory profiling on)."""
+    """0.9 up to 0.19, 0.92 from 0.20 (v0.20: vllm/config/cache.py ``CacheConfig.gpu_memory_utilization``;
+    changed in the release that turned CUDA-graph memory profiling on)."""
     return 0.92 if parse_version(version) >= (0, 20, 0) else 0.9
 
 
-# --- §2 "Block size" ----------------------------------------------------------------------------------
+# --- block size -------------------------------------------------------------------------------------------
 
 _GPU_DEVICES = {"cuda", "gpu", "rocm"}
 
@@ -97,12 +100,13 @@ def _normalise_device(device: str) -> str:
 
 
 def default_block_size(device: str = "cuda") -> int:
-    """16 tokens on GPU (``CacheConfig.DEFAULT_BLOCK_SIZE``), 128 on CPU (platforms/cpu.py) -- vllm_facts.md
-    §2.  Attention backends may override it (ROCm AITER 64, MLA paths, CPU MLA 16); not modelled here."""
+    """16 tokens on GPU (v0.33: vllm/config/cache.py ``CacheConfig.DEFAULT_BLOCK_SIZE``), 128 on CPU (v0.33:
+    vllm/platforms/cpu.py ``update_block_size_for_backend``).  Attention backends may override it (ROCm AITER 64,
+    MLA paths, CPU MLA 16; vllm/platforms/interface.py); not modelled here."""
     return 128 if _normalise_device(device) == "cpu" else 16
 
 
-# --- §3 table: scheduler limits (arg_utils.py get_batch_defaults) ----------------------------------------
+# --- scheduler limits (arg_utils.py get_batch_defaults) ------------------------------------------------------
 
 
 def _scheduler_tier(v: VllmVersion, device: str, device_name: str, total_memory_bytes: float | None) -> str:
@@ -111,16 +115,17 @@ def _scheduler_tier(v: VllmVersion, device: str, device_name: str, total_memory_
     if total_memory_bytes is None:
         raise ValueError("total_memory_bytes is required for a GPU (the default limits are tiered by memory)")
     name = device_name.lower()
-    # §3: the >=160 GiB tier (B200/B300) exists only from 0.28.
+    # v0.28: the >=160 GiB tier (B200/B300) first appears in get_batch_defaults.
     if v >= (0, 28, 0) and total_memory_bytes >= 160 * GIB:
         return "160gib"
-    # §3: >=70 GiB excluding any name containing "a100" (PR #17885) and GB10.
+    # >=70 GiB excluding any name containing "a100" (github.com/vllm-project/vllm/pull/17885) and GB10.
     if total_memory_bytes >= 70 * GIB and "a100" not in name and "gb10" not in name:
         return "70gib"
     return "other"
 
 
-#: (max_num_seqs, max_num_batched_tokens) per tier and usage context, vllm_facts.md §3.
+#: (max_num_seqs, max_num_batched_tokens) per tier and usage context (v0.33: vllm/engine/arg_utils.py
+#: ``EngineArgs.get_batch_defaults``; the same table without the 160 GiB tier in v0.10).
 _SCHEDULER_TABLE: dict[tuple[str, str], tuple[int, int]] = {
     ("160gib", "serve"): (1024, 16384),
     ("160gib", "llm"): (1024, 16384),
@@ -146,7 +151,7 @@ def default_scheduler_limits(version: str | tuple[int, ...], *, device: str = "c
                              total_memory_bytes: float | None = None, usage: str = "serve",
                              world_size: int = 1, performance_mode: str = "balanced",
                              max_model_len: int | None = None) -> tuple[int, int]:
-    """Default ``(max_num_seqs, max_num_batched_tokens)`` -- vllm_facts.md §3 (arg_utils.py get_batch_defaults).
+    """Default ``(max_num_seqs, max_num_batched_tokens)`` (v0.33: vllm/engine/arg_utils.py ``get_batch_defaults``).
 
     * GPU >= 160 GiB (0.28+ only): 1024 / 16384.
     * GPU >= 70 GiB whose name lacks "a100" (and is not GB10): 1024 / 8192 for ``vllm serve`` (LLM class
@@ -179,11 +184,13 @@ def default_scheduler_limits(version: str | tuple[int, ...], *, device: str = "c
     return seqs, tokens
 
 
-# --- §2 "CUDA graphs" ---------------------------------------------------------------------------------
+# --- CUDA graphs ------------------------------------------------------------------------------------------
 
 
 def cuda_graph_memory_budgeted(version: str | tuple[int, ...]) -> bool:
-    """Whether the CUDA-graph memory estimate is subtracted from the KV budget by default (vllm_facts.md §2).
+    """Whether the CUDA-graph memory estimate is subtracted from the KV budget by default (v0.33:
+    vllm/v1/worker/gpu_worker.py ``determine_available_memory``; the switch is vllm/envs.py
+    ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``).
 
     Up to 0.17 graphs were captured after KV allocation and had to fit in the 1 - utilisation headroom; 0.18-0.19
     had it opt-in (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0`` by default); the default is on "as of v0.21.0"
@@ -193,13 +200,14 @@ def cuda_graph_memory_budgeted(version: str | tuple[int, ...]) -> bool:
     return parse_version(version) >= (0, 21, 0)
 
 
-# --- §3 "Chunked prefill" / "Prefix caching" ---------------------------------------------------------
+# --- chunked prefill / prefix caching ---------------------------------------------------------------
 
 
 def default_enable_prefix_caching(version: str | tuple[int, ...], *, generative: bool = True,
                                   riscv: bool = False) -> bool | None:
     """On by default for generative models in V1 (v0.10 "V1 always uses chunked prefills and prefix caching
-    for non-pooling tasks"; ``CacheConfig.enable_prefix_caching = True`` since 0.12) -- vllm_facts.md §3.
+    for non-pooling tasks", v0.10: vllm/engine/arg_utils.py ``_set_default_args_v1``; vllm/config/cache.py
+    ``CacheConfig.enable_prefix_caching = True`` since 0.12).
     Off for pooling models and on RISC-V CPUs.  ``None`` before 0.10 (not covered)."""
     v = parse_version(version)
     if v < FIRST_COVERED_VERSION:
@@ -210,7 +218,8 @@ def default_enable_prefix_caching(version: str | tuple[int, ...], *, generative:
 def default_enable_chunked_prefill(version: str | tuple[int, ...], *, generative: bool = True,
                                    encoder_decoder: bool = False, riscv: bool = False) -> bool | None:
     """Always on in V1 for generative decoder models; off for encoder-decoder models (0.33:
-    ``is_chunked_prefill_supported``) and on RISC-V CPUs -- vllm_facts.md §3.  ``None`` before 0.10."""
+    ``is_chunked_prefill_supported``, vllm/config/model.py) and on RISC-V CPUs (v0.10: vllm/engine/arg_utils.py
+    ``_set_default_args_v1``).  ``None`` before 0.10."""
     v = parse_version(version)
     if v < FIRST_COVERED_VERSION:
         return None
@@ -270,26 +279,31 @@ def defaults_for(version: str | tuple[int, ...], *, device: str = "cuda", device
     util = default_gpu_memory_utilization(v)
     sources = {
         "gpu_memory_utilization": (
-            f"vllm_facts.md §2/§3: config/cache.py default {util} ({'0.20+' if util == 0.92 else '<=0.19'})"
+            f"vLLM v0.20: vllm/config/cache.py default {util} ({'0.20+' if util == 0.92 else '<=0.19'})"
             + ("; on CPU (0.20+) it scales the NUMA node's memory" if dev == "cpu" else "") + note),
-        "block_size": ("vllm_facts.md §2: platforms/cpu.py update_block_size_for_backend (CPU 128)"
+        "block_size": ("vLLM v0.33: vllm/platforms/cpu.py update_block_size_for_backend (CPU 128)"
                        if dev == "cpu" else
-                       "vllm_facts.md §2: CacheConfig.DEFAULT_BLOCK_SIZE = 16 (backends may override)") + note,
-        "max_num_seqs": f"vllm_facts.md §3: arg_utils.py get_batch_defaults, {tier_text}, usage={_usage(usage)}"
+                       "vLLM v0.33: vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE = 16 (backends may "
+                       "override)") + note,
+        "max_num_seqs": f"vLLM v0.33: vllm/engine/arg_utils.py get_batch_defaults, {tier_text}, "
+                        f"usage={_usage(usage)}"
                         + (f", performance_mode={performance_mode}" if performance_mode != "balanced" else "")
                         + note,
-        "max_num_batched_tokens": f"vllm_facts.md §3: arg_utils.py get_batch_defaults, {tier_text}, "
+        "max_num_batched_tokens": f"vLLM v0.33: vllm/engine/arg_utils.py get_batch_defaults, {tier_text}, "
                                   f"usage={_usage(usage)}"
                                   + (f", performance_mode={performance_mode}" if performance_mode != "balanced"
                                      else "") + note,
-        "cuda_graph_memory_budgeted": ("vllm_facts.md §2: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default on "
-                                       "as of v0.21.0 (opt-in 0.18-0.19, absent before)") if dev == "cuda" else
+        "cuda_graph_memory_budgeted": ("vLLM v0.21: vllm/envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default "
+                                       "on as of v0.21.0 (opt-in 0.18-0.19, absent before)") if dev == "cuda" else
                                       "CPU backend: no CUDA graphs to budget",
-        "enable_prefix_caching": ("vllm_facts.md §3: V1 prefix caching on for generative models "
+        "enable_prefix_caching": ("vLLM v0.12: vllm/config/cache.py V1 prefix caching on for generative models "
                                   "(CacheConfig.enable_prefix_caching = True since 0.12)")
-                                 if v >= FIRST_COVERED_VERSION else "not covered by vllm_facts.md (pre-0.10)",
-        "enable_chunked_prefill": ("vllm_facts.md §3: V1 always chunks prefills for generative decoder models")
-                                  if v >= FIRST_COVERED_VERSION else "not covered by vllm_facts.md (pre-0.10)",
+                                 if v >= FIRST_COVERED_VERSION else "not covered: older than the releases read "
+                                                                   "(pre-0.10)",
+        "enable_chunked_prefill": ("vLLM v0.10: vllm/engine/arg_utils.py _set_default_args_v1, V1 always "
+                                   "chunks prefills for generative decoder models")
+                                  if v >= FIRST_COVERED_VERSION else "not covered: older than the releases read "
+                                                                    "(pre-0.10)",
     }
     return VllmDefaults(
         version=v,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import fnmatch
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 import pytest
 
 from pytest_roofline.errors import PointError, PredictionMismatch
+from pytest_roofline.measure.target import MeasurementProvider
 from pytest_roofline.scoring import Verdict
 from pytest_roofline.format.spec import Prediction, Spec, SpecError, load_spec
 from pytest_roofline.pytest_plugin.session import get_session
@@ -19,12 +20,28 @@ VERDICT_KEY = pytest.StashKey[Verdict]()
 
 
 def matches_patterns(path: Path, rootdir: Path, patterns: list[str]) -> bool:
+    """Whether ``path`` matches one of the glob ``patterns``, path-segment by segment: ``*`` never crosses a ``/``
+    (so ``predictions/*.yaml`` leaves ``predictions/recorded/x.yaml`` alone), ``**`` spans any number of
+    folders, and a pattern may match the path's tail (``predictions/*.yaml`` also matches
+    ``sub/predictions/a.yaml``)."""
     try:
         rel = path.resolve().relative_to(rootdir.resolve()).as_posix()
     except ValueError:
         rel = path.as_posix()
-    return any(fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(rel, "*/" + pat) or fnmatch.fnmatch(path.name, pat)
-               for pat in patterns)
+    parts = [p for p in rel.split("/") if p]
+    return any(_match_tail(parts, [p for p in pat.split("/") if p]) for pat in patterns)
+
+
+def _match_tail(parts: list[str], pat: list[str]) -> bool:
+    return any(_match_segments(parts[i:], pat) for i in range(len(parts)))
+
+
+def _match_segments(parts: list[str], pat: list[str]) -> bool:
+    if not pat:
+        return not parts
+    if pat[0] == "**":
+        return any(_match_segments(parts[i:], pat[1:]) for i in range(len(parts) + 1))
+    return bool(parts) and fnmatch.fnmatchcase(parts[0], pat[0]) and _match_segments(parts[1:], pat[1:])
 
 
 class PredictionFile(pytest.File):
@@ -78,7 +95,8 @@ class PredictionItem(pytest.Function):
         super().setup()
 
         rs = get_session(self.config)
-        verdict = rs.score(self.spec, self.prediction, self.funcargs.get("roofline_measurements"))
+        provider = cast("MeasurementProvider | None", self.funcargs.get("roofline_measurements"))
+        verdict = rs.score(self.spec, self.prediction, provider)
         self.stash[VERDICT_KEY] = verdict
         for key in ("predicted_text", "model_text", "measured_text", "error_text", "tolerance_text"):
             if getattr(verdict, key):  # JUnit XML properties, set before any report of this item is built

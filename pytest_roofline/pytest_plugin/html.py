@@ -31,8 +31,12 @@ __all__ = ["HtmlHooks", "COLUMNS"]
 COLUMNS = (
     ("rl_quantity", "Quantity", "the quantity predicted, and where (at:)"),
     ("rl_predicted", "Predicted (ink)", "the value written before measuring; sorts by its value in SI units"),
-    ("rl_model", "Model", "the analytical model's value; sorts numerically"),
+    ("rl_model", "Model", "the model column's value (the file's model_column: the decode roofline or the serving "
+                          "model); sorts numerically"),
     ("rl_measured", "Measured", "the measured value (--gpu, --endpoint or --replay); sorts numerically"),
+    ("rl_roofline", "Roofline", "the decode roofline's value, where it computes the quantity; sorts numerically"),
+    ("rl_serving", "Serving", "the step-level serving model's value, where it computes the quantity; sorts "
+                              "numerically"),
     ("rl_error", "Error %", "(ink − checked) ÷ checked, where checked is the measurement (or the model in a math "
                             "check); sorts by the size of the error"),
     ("rl_abserr", "Error (abs)", "ink − checked, in the prediction's unit; sorts by size (in SI units)"),
@@ -89,6 +93,10 @@ def row_cells(v: dict[str, Any] | None) -> list[str]:
         _cell("rl_model", sort_key(v.get("model_value")), esc(v.get("model_text") or "")),
         _cell("rl_measured", sort_key(v.get("measured_value") if measured else None),
               esc(measured or "") + contaminated),
+        _cell("rl_roofline", sort_key(v.get("roofline_value") if v.get("roofline_text") else None),
+              esc(v.get("roofline_text") or "")),
+        _cell("rl_serving", sort_key(v.get("serving_value") if v.get("serving_text") else None),
+              esc(v.get("serving_text") or ""), title=str(v.get("serving_explanation") or "")),
         _cell("rl_error", sort_key(abs(err_rel) if is_number(err_rel) else None), esc(err_txt)),
         _cell("rl_abserr", sort_key(abs(err_abs) if is_number(err_abs) else None), esc(abs_txt)),
         _cell("rl_tolerance", sort_key(_tolerance_width(v)), esc(str(v.get("tolerance_text") or "").split(" (")[0]),
@@ -191,10 +199,9 @@ class HtmlHooks:
         rs = get_session(self.config)
         if not rs.specs and rs.mode == "math":
             return
-        detected = getattr(rs.provider, "detected_gpu", None) if rs.provider is not None else None
+        detected = rs.provider.detected_gpu if rs.provider is not None else None
         if detected is not None:
-            det = detected.to_dict() if hasattr(detected, "to_dict") else detected
-            md.update(environment_from_results({"setup": {"hardware": {"detected": det}}}))
+            md.update(environment_from_results({"setup": {"hardware": {"detected": detected.to_dict()}}}))
         for data in session_results(rs):
             md.update(environment_from_results(data))
 

@@ -12,8 +12,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from pytest_roofline.format.spec import Spec
 from pytest_roofline.measure.sweep import Measurements
+from pytest_roofline.measure.target import MeasurementProvider, ReplayProvider
 from pytest_roofline.pytest_plugin.collect import VERDICT_KEY, PredictionFile, PredictionItem, matches_patterns
 from pytest_roofline.pytest_plugin.html import HtmlHooks
 from pytest_roofline.pytest_plugin.session import (DEFAULT_PATTERNS, SESSION_KEY, RooflineSession, get_session,
@@ -75,11 +75,11 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Prediction
 
 
 @pytest.fixture(scope="session")
-def roofline_measurements(request: pytest.FixtureRequest) -> Iterator[Any]:
+def roofline_measurements(request: pytest.FixtureRequest) -> Iterator[MeasurementProvider]:
     """The run's measurement provider: a replayed file, or live sweeps (engines start on first use)."""
     rs = get_session(request.config)
     if rs.mode == "replay":
-        yield _ReplayProvider(rs)
+        yield ReplayProvider(rs.replay_measurement())
         return
     selected = [i for i in request.session.items if isinstance(i, PredictionItem)]
     provider = Measurements.from_options(rs, selected)
@@ -88,14 +88,6 @@ def roofline_measurements(request: pytest.FixtureRequest) -> Iterator[Any]:
         yield provider
     finally:
         provider.close()
-
-
-class _ReplayProvider:
-    def __init__(self, rs: RooflineSession):
-        self.rs = rs
-
-    def for_spec(self, spec: Spec) -> Any:
-        return self.rs.replay_measurement()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -131,7 +123,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.write_sep("=", "roofline predictions")
     for line in summary_table(reports, width=min(terminalreporter._tw.fullwidth, 120)):
         terminalreporter.write_line(line)
-    if rs.provider is not None and getattr(rs.provider, "summary_lines", None):
+    if rs.provider is not None:
         for line in rs.provider.summary_lines():
             terminalreporter.write_line(line)
 

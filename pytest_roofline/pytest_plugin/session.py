@@ -10,7 +10,8 @@ import pytest
 
 from pytest_roofline.errors import PointError, ResultsError
 from pytest_roofline.format.spec import Prediction, Spec
-from pytest_roofline.measure.results import RecordedMeasurement, load_results
+from pytest_roofline.measure.results import RecordedMeasurement, ResultsData, load_results
+from pytest_roofline.measure.target import MeasurementProvider
 from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, Verdict, score
 
 __all__ = ["RooflineSession", "SESSION_KEY", "DEFAULT_PATTERNS", "get_session", "session_results"]
@@ -49,8 +50,8 @@ class RooflineSession:
         self.verdicts: list[Verdict] = []
         #: verdict dicts that arrived on test reports (an xdist controller scores nothing itself), by node id
         self.reported_verdicts: dict[str, dict[str, Any]] = {}
-        self._replay_data: dict[str, Any] | None = None
-        self.provider: Any = None  # sweep.Measurements, built lazily by the fixture
+        self._replay_data: ResultsData | None = None
+        self.provider: MeasurementProvider | None = None  # sweep.Measurements, built lazily by the fixture
         if self.replay:
             self.replay_measurement()  # a missing or invalid results file is a usage error before collection
 
@@ -64,7 +65,7 @@ class RooflineSession:
     def register_spec(self, spec: Spec) -> None:
         self.specs[spec.path] = spec
 
-    def replay_measurement(self) -> Any:
+    def replay_measurement(self) -> RecordedMeasurement:
         if self._replay_data is None:
             try:
                 self._replay_data = load_results(self.replay)  # type: ignore[arg-type]
@@ -72,17 +73,17 @@ class RooflineSession:
                 raise pytest.UsageError(f"--replay: {exc}") from None
         return RecordedMeasurement(self._replay_data, source=f"replayed file {self.replay}")
 
-    def score(self, spec: Spec, pred: Prediction, measurements: Any) -> Verdict:
+    def score(self, spec: Spec, pred: Prediction, measurements: MeasurementProvider | None) -> Verdict:
         mode = self.mode_for(pred)
         measurement = None
         hw_override = None
         if mode == "measured":
             try:
-                measurement = measurements.for_spec(spec) if measurements is not None else None
-                hw_override = getattr(measurements, "hardware_override", lambda s: None)(spec)
+                if measurements is not None:
+                    measurement = measurements.for_spec(spec)
+                    hw_override = measurements.hardware_override(spec)
             except PointError as exc:
-                v = Verdict(id=pred.id, quantity=pred.quantity, dimension=pred.q.dimension, mode="measured",
-                            status="error", reason=str(exc), file=pred.file, line=pred.line, log_tail=exc.log_tail)
+                v = Verdict.for_error(pred, exc, mode="measured")
                 self.verdicts.append(v)
                 return v
         verdict = score(spec, pred, mode, measurement, default_tolerance=self.default_tolerance,
@@ -96,7 +97,7 @@ def session_results(rs: Any) -> list[dict[str, Any]]:
     paths: list[str] = []
     if rs.mode == "replay" and rs.replay:
         paths.append(str(rs.replay))
-    elif rs.provider is not None and hasattr(rs.provider, "results_paths"):
+    elif rs.provider is not None:
         try:
             paths.extend(str(p) for p in rs.provider.results_paths())
         except Exception:  # noqa: BLE001 - the provider is optional; the report must not crash the run

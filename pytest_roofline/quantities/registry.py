@@ -10,28 +10,40 @@ against the model in CPU-only mode and against the measurement otherwise.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any, Callable, Mapping, Sequence, cast
 
+from pytest_roofline.errors import NotMeasured
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model.setup import Setup, SetupError
-from pytest_roofline.units import format_value
-from pytest_roofline.errors import NotMeasured
+from pytest_roofline.quantities.analysis import (
+    Thresholds,
+    closed_points,
+    goodput_table,
+    is_contaminated,
+    point_notes,
+    throughput_knee,
+    ttft_knee,
+)
+from pytest_roofline.quantities.measurement import (
+    BATCH1_ID,
+    EngineReport,
+    Measurement,
+    PointRecord,
+    client_stats,
+    client_value,
+    concurrency,
+    point_id,
+    server_value,
+)
+from pytest_roofline.quantities.serving_values import ServingSweep, shares_text
+from pytest_roofline.units import GIB, format_value
 
 __all__ = [
     "AtParam", "AT_PARAMS", "Quantity", "QUANTITIES", "ModelValue", "MeasuredValue", "NotMeasured",
-    "Thresholds", "get_quantity", "PointKey",
+    "Thresholds", "get_quantity", "QuantityKind", "QuantityPoints",
 ]
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """Definitions a user can tune in the YAML ``thresholds:`` section."""
-
-    knee_gain: float = 0.10  # throughput knee: smallest concurrency whose doubling adds less than this fraction
-    queue_fraction: float = 0.10  # a point queues when vLLM's mean queue time exceeds this share of mean E2E
-    ttft_knee_ratio: float = 2.0  # TTFT knee: smallest concurrency with p99 TTFT > ratio × p50 TTFT
-    contamination: float = 0.10  # prefix-cache hit rate above which a point is marked contaminated
 
 
 @dataclass(frozen=True)
@@ -81,10 +93,27 @@ class MeasuredValue:
     contaminated: bool = False
 
 
-PointKey = tuple  # ("closed", concurrency) | ("open", rate)
+class QuantityKind(StrEnum):
+    """What a quantity's value is, which decides how a prediction of it is written and compared."""
+
+    NUMBER = "number"  # a number with a unit, compared within a tolerance
+    OPTIONAL_NUMBER = "optional_number"  # a number, or none (e.g. a knee that does not exist)
+    BOOL = "bool"  # true / false, compared exactly
+    ENUM = "enum"  # one of Quantity.choices, compared exactly
+
+
+class QuantityPoints(StrEnum):
+    """Which sweep points a quantity's measurement needs (measure.plan measures exactly those)."""
+
+    AT = "at"  # the point its at: names (concurrency, rate or batch)
+    ALL = "all"  # every swept point (knees, goodput)
+    BATCH1 = "batch1"  # the batch-1 point (else the concurrency-1 point)
+
 
 ModelFn = Callable[[Setup, Mapping[str, Any]], ModelValue]
-MeasureFn = Callable[[Any, Mapping[str, Any], Setup, Thresholds], MeasuredValue]
+MeasureFn = Callable[[Measurement, Mapping[str, Any], Setup, Thresholds], MeasuredValue]
+#: the serving model's value: (the simulated sweep, at, thresholds) -> ModelValue (see serving_values)
+ServingFn = Callable[["ServingSweep", Mapping[str, Any], Thresholds], ModelValue]
 
 
 @dataclass(frozen=True)
@@ -92,14 +121,21 @@ class Quantity:
     name: str
     dimension: str
     description: str
-    kind: str = "number"  # number | optional_number | bool | enum
+    kind: QuantityKind = QuantityKind.NUMBER
     at: tuple[str, ...] = ()
     required_at: tuple[str, ...] = ()
     model: ModelFn | None = None
     measure: MeasureFn | None = None
     choices: tuple[str, ...] = ()
-    #: sweep points the measurement needs: "at" (the point named in at:), "all" (every swept point), "batch1", None
-    points: str | None = None
+    #: sweep points the measurement needs; None: none (the engine's own report, or nothing measured)
+    points: QuantityPoints | None = None
+    #: the step-level serving model's value of a measured quantity (quantities/serving_values.py), or None
+    serving: ServingFn | None = None
+
+    def __post_init__(self) -> None:  # registrations may name kinds by their value ("bool")
+        object.__setattr__(self, "kind", QuantityKind(self.kind))
+        if self.points is not None:
+            object.__setattr__(self, "points", QuantityPoints(self.points))
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -150,8 +186,9 @@ def _step(setup: Setup, at: Mapping[str, Any]) -> an.DecodeStep:
     )
 
 
-def _step_q(name: str, dim: str, desc: str, attr: str, *, kind: str = "number", measure: MeasureFn | None = None,
-            points: str | None = None, choices: tuple[str, ...] = ()) -> Quantity:
+def _step_q(name: str, dim: str, desc: str, attr: str, *, kind: QuantityKind = QuantityKind.NUMBER,
+            measure: MeasureFn | None = None,
+            points: QuantityPoints | None = None, choices: tuple[str, ...] = ()) -> Quantity:
     def model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
         s = _step(setup, at)
         return ModelValue(getattr(s, attr), _roofline_inputs(setup, at),
@@ -163,8 +200,8 @@ def _step_q(name: str, dim: str, desc: str, attr: str, *, kind: str = "number", 
 
 
 def _fact(name: str, dim: str, desc: str, fn: Callable[[Setup, Mapping[str, Any]], Any],
-          at: tuple[str, ...] = (), kind: str = "number", required: tuple[str, ...] = (),
-          measure: MeasureFn | None = None, points: str | None = None, explain: str = "") -> Quantity:
+          at: tuple[str, ...] = (), kind: QuantityKind = QuantityKind.NUMBER, required: tuple[str, ...] = (),
+          measure: MeasureFn | None = None, points: QuantityPoints | None = None, explain: str = "") -> Quantity:
     def model(setup: Setup, at_: Mapping[str, Any]) -> ModelValue:
         return ModelValue(fn(setup, at_), _roofline_inputs(setup, at_), explain)
 
@@ -173,7 +210,8 @@ def _fact(name: str, dim: str, desc: str, fn: Callable[[Setup, Mapping[str, Any]
 
 
 def _pure(name: str, dim: str, desc: str, fn: Callable[[Mapping[str, Any]], Any], at: tuple[str, ...],
-          required: tuple[str, ...], kind: str = "number", explain: Callable[[Mapping[str, Any]], str] | None = None
+          required: tuple[str, ...], kind: QuantityKind = QuantityKind.NUMBER,
+          explain: Callable[[Mapping[str, Any]], str] | None = None
           ) -> Quantity:
     """A quantity computed from its at: parameters alone (batching arithmetic, projection traffic)."""
 
@@ -195,7 +233,7 @@ def _show(v: Any) -> str:
 # --------------------------------------------------------------------------------------------------------------
 # measurement extraction
 # --------------------------------------------------------------------------------------------------------------
-def _point(meas: Any, at: Mapping[str, Any]) -> Mapping[str, Any]:
+def _point(meas: Measurement, at: Mapping[str, Any]) -> PointRecord:
     if "concurrency" in at:
         return meas.point(concurrency=int(at["concurrency"]))
     if "rate" in at:
@@ -205,83 +243,23 @@ def _point(meas: Any, at: Mapping[str, Any]) -> Mapping[str, Any]:
     raise NotMeasured("needs at: {concurrency: C} or at: {rate: R} to pick a sweep point")
 
 
-def _client(meas: Any, at: Mapping[str, Any], th: Thresholds, path: Sequence[str], what: str,
+def _client(meas: Measurement, at: Mapping[str, Any], th: Thresholds, path: Sequence[str], what: str,
             setup: Setup | None = None, scale: float = 1.0) -> MeasuredValue:
     pt = _point(meas, at)
-    val: Any = pt.get("client") or {}
-    for key in path:
-        val = val.get(key) if isinstance(val, Mapping) else None
+    val = client_value(pt, *path)
     if val is None:
         raise NotMeasured(f"point {pt.get('id')} has no {what} (the results file does not record it)")
-    return MeasuredValue(val * scale, (str(pt.get("id")),), tuple(_point_notes(pt, th, setup)),
-                         _contaminated(pt, th))
-
-
-def _contaminated(pt: Mapping[str, Any], th: Thresholds) -> bool:
-    rate = (pt.get("server") or {}).get("prefix_cache_hit_rate")
-    if rate is not None:
-        return rate > th.contamination
-    return bool(pt.get("contaminated"))
-
-
-def _point_notes(pt: Mapping[str, Any], th: Thresholds, setup: Setup | None = None) -> list[str]:
-    notes = []
-    ttft_p50_ms = ((pt.get("client") or {}).get("ttft_ms") or {}).get("p50")
-    if setup is not None and ttft_p50_ms is not None and pt.get("input_len"):
-        try:
-            floor_s = an.prefill_floor_s(int(pt["input_len"]), setup.flop_per_token, setup.peak_flop_per_s)
-        except (SetupError, ValueError):
-            floor_s = None
-        if floor_s is not None and ttft_p50_ms / 1e3 < floor_s:
-            notes.append(f"point {pt.get('id')}: TTFT p50 {ttft_p50_ms:,.0f} ms is below the {floor_s * 1e3:,.1f} ms "
-                         f"compute floor of a {int(pt['input_len']):,}-token prefill — prompts were (partly) served "
-                         "from the prefix cache")
-    rate = (pt.get("server") or {}).get("prefix_cache_hit_rate")
-    if rate is not None and rate > th.contamination:
-        notes.append(f"point {pt.get('id')} is contaminated: prefix-cache hit rate {rate:.0%} > "
-                     f"{th.contamination:.0%} — prompts were served partly from cache")
-    for flag in pt.get("flags") or ():
-        notes.append(f"point {pt.get('id')}: {flag}")
-    return notes
+    return MeasuredValue(val * scale, (point_id(pt),), tuple(point_notes(pt, th, setup)),
+                         is_contaminated(pt, th))
 
 
 def _client_q(name: str, dim: str, desc: str, path: Sequence[str], what: str, model: ModelFn | None = None,
               scale: float = 1.0) -> Quantity:
-    def measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    def measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
         return _client(meas, at, th, path, what, setup, scale)
 
     return _register(Quantity(name, dim, desc, at=("concurrency", "rate", "batch", "context"), measure=measure,
-                              model=model, points="at"))
-
-
-def _closed_points(meas: Any) -> list[Mapping[str, Any]]:
-    pts = [p for p in meas.points()
-           if p.get("mode", "closed") == "closed" and p.get("concurrency") and p.get("id") != "batch1"]
-    return sorted(pts, key=lambda p: p["concurrency"])
-
-
-def throughput_knee(points: Sequence[tuple[float, float]], gain_threshold: float) -> float | None:
-    """Smallest concurrency whose doubling adds less than ``gain_threshold`` (a fraction) of throughput.
-
-    ``points`` are (concurrency, aggregate throughput) pairs. Gaps other than a doubling are normalised to a
-    per-doubling gain: ``(X2/X1) ** (1/log2(c2/c1)) − 1``. None when throughput keeps growing (only flattening).
-    """
-    pts = sorted(points)
-    for (c1, x1), (c2, x2) in zip(pts, pts[1:]):
-        if c2 <= c1 or x1 <= 0:
-            continue
-        gain = (x2 / x1) ** (1.0 / math.log2(c2 / c1)) - 1.0
-        if gain < gain_threshold:
-            return c1
-    return None
-
-
-def ttft_knee(points: Sequence[tuple[float, float, float]], ratio: float) -> float | None:
-    """Smallest concurrency whose p99 TTFT exceeds ``ratio`` × its p50 TTFT; ``points`` = (c, p50, p99)."""
-    for c, p50, p99 in sorted(points):
-        if p50 and p99 > ratio * p50:
-            return c
-    return None
+                              model=model, points=QuantityPoints.AT))
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -317,7 +295,7 @@ _step_q("t_step", "time", "modelled decode step time, max(t_mem, t_comp)", "t_st
 _step_q("decode_bytes", "bytes", "bytes moved by one decode step (weights + KV)", "bytes_moved")
 _step_q("decode_flops", "flops", "linear FLOPs of one decode step", "flops")
 _step_q("kv_total_bytes", "bytes", "KV bytes read by one decode step at batch B", "kv_total_bytes")
-_step_q("decode_bound", "ratio", "which roof binds a decode step: memory or compute", "bound", kind="enum",
+_step_q("decode_bound", "ratio", "which roof binds a decode step: memory or compute", "bound", kind=QuantityKind.ENUM,
         choices=("memory", "compute"))
 
 
@@ -338,20 +316,20 @@ _register(Quantity("compute_utilization", "ratio", "attainable ÷ peak FLOP/s of
                    at=("batch", "concurrency", "context"), model=_utilisation))
 
 
-def _measured_output_tput(meas, at, setup, th):
+def _measured_output_tput(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     return _client(meas, at, th, ("output_throughput_tok_s",), "output throughput", setup)
 
 
-def _measured_per_request(meas, at, setup, th):
+def _measured_per_request(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     return _client(meas, at, th, ("per_request_output_tok_s", "mean"), "per-request throughput", setup)
 
 
 _step_q("output_throughput", "throughput", "aggregate output tokens/s at batch/concurrency B "
         "(model: B ÷ t_step; measured: the sweep point's output throughput)", "throughput_tok_per_s",
-        measure=_measured_output_tput, points="at")
+        measure=_measured_output_tput, points=QuantityPoints.AT)
 _step_q("per_request_throughput", "throughput", "output tokens/s each request sees at B "
         "(model: 1 ÷ t_step; measured: mean per-request output tok/s)", "per_request_tok_per_s",
-        measure=_measured_per_request, points="at")
+        measure=_measured_per_request, points=QuantityPoints.AT)
 
 _fact("intensity_asymptote", "intensity", "limit of the KV-inclusive intensity as B → ∞: 2P ÷ KV bytes per seq",
       lambda s, a: an.intensity_asymptote_flop_per_byte(s.flop_per_token, _kv_seq(s, a)), at=("context",))
@@ -376,28 +354,29 @@ def _knee_model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
     return ModelValue(k.batch, _roofline_inputs(setup, at), k.reason)
 
 
-def _knee_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
-    pts = _closed_points(meas)
+def _knee_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    pts = closed_points(meas.points())
 
-    def tput(p: Mapping[str, Any]) -> float | None:  # the steady-window figure where the run recorded it
-        c = p.get("client") or {}
+    def tput(p: PointRecord) -> float | None:  # the steady-window figure where the run recorded it
+        c = client_stats(p)
         return c.get("steady_output_throughput_tok_s") or c.get("output_throughput_tok_s")
 
-    usable = [(c, x) for c, x in ((p["concurrency"], tput(p)) for p in pts) if x]
+    usable = [(float(c), x) for c, x in ((concurrency(p), tput(p)) for p in pts) if x]
     if len(usable) < 2:
         raise NotMeasured("the throughput knee needs at least two closed-loop sweep points")
     knee = throughput_knee(usable, th.knee_gain)
     gains = ", ".join(f"{c2:g}: {x2 / x1 - 1:+.0%}" for (c1, x1), (c2, x2) in zip(usable, usable[1:]))
     note = (f"knee = smallest concurrency whose doubling adds < {th.knee_gain:.0%} throughput; gains: {gains}")
-    contaminated = any(_contaminated(p, th) for p in pts)
-    return MeasuredValue(knee, tuple(str(p.get("id")) for p in pts),
-                         (note, *[n for p in pts for n in _point_notes(p, th, setup)]), contaminated)
+    contaminated = any(is_contaminated(p, th) for p in pts)
+    return MeasuredValue(knee, tuple(point_id(p) for p in pts),
+                         (note, *[n for p in pts for n in point_notes(p, th, setup)]), contaminated)
 
 
 _register(Quantity("knee_concurrency", "count", "where decode stops being memory-bound. Model: the roofline knee "
                    "B* where t_comp = t_mem (or none, with the reason). Measured: the smallest concurrency whose "
                    "doubling adds less than thresholds.knee_gain of aggregate throughput (none = only flattening)",
-                   kind="optional_number", at=("context",), model=_knee_model, measure=_knee_measure, points="all"))
+                   kind=QuantityKind.OPTIONAL_NUMBER, at=("context",), model=_knee_model, measure=_knee_measure,
+                   points=QuantityPoints.ALL))
 _fact("weight_only_knee", "count", "the naive knee with KV ignored: the batch where weight-only intensity = ridge",
       lambda s, a: an.roofline_knee(weight_bytes=s.weight_bytes, flop_per_token=s.flop_per_token, kv_bytes_per_seq=0.0,
                                     hbm_bytes_per_s=s.hbm_bytes_per_s, peak_flop_per_s=s.peak_flop_per_s).batch)
@@ -409,22 +388,22 @@ _fact("batch1_ceiling", "throughput", "batch-1 decode ceiling from the weight re
       lambda s, a: an.batch1_ceiling_tok_per_s(s.hbm_bytes_per_s, s.weight_bytes))
 
 
-def _batch1_point(meas: Any) -> Mapping[str, Any]:
+def _batch1_point(meas: Measurement) -> PointRecord:
     for p in meas.points():
-        if p.get("id") == "batch1":
+        if p.get("id") == BATCH1_ID:
             return p
     return meas.point(concurrency=1)
 
 
-def _batch1_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+def _batch1_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     pt = _batch1_point(meas)
-    x = (pt.get("client") or {}).get("output_throughput_tok_s")
+    x = client_value(pt, "output_throughput_tok_s")
     if x is None:
         raise NotMeasured(f"point {pt.get('id')} has no output throughput")
-    return MeasuredValue(x, (str(pt.get("id")),), tuple(_point_notes(pt, th)), _contaminated(pt, th))
+    return MeasuredValue(x, (point_id(pt),), tuple(point_notes(pt, th)), is_contaminated(pt, th))
 
 
-def _batch1_fraction(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+def _batch1_fraction(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     mv = _batch1_measure(meas, at, setup, th)
     ceiling = an.batch1_ceiling_tok_per_s(setup.hbm_bytes_per_s, setup.weight_bytes)
     return MeasuredValue(mv.value / ceiling, mv.points,
@@ -435,9 +414,9 @@ _register(Quantity("batch1_throughput", "throughput", "single-request decode tok
                    "decode step at B=1; measured: the 'batch1' point, else the concurrency-1 point)",
                    at=("context",), model=lambda s, a: ModelValue(_step(s, {**a, "batch": 1}).throughput_tok_per_s,
                                                                   _roofline_inputs(s, a), "1 ÷ t_step(B=1)"),
-                   measure=_batch1_measure, points="batch1"))
+                   measure=_batch1_measure, points=QuantityPoints.BATCH1))
 _register(Quantity("batch1_fraction_of_ceiling", "ratio", "measured batch-1 tok/s ÷ the weight-read ceiling",
-                   measure=_batch1_fraction, points="batch1"))
+                   measure=_batch1_fraction, points=QuantityPoints.BATCH1))
 _fact("prefill_floor", "time", "compute floor of a prefill (TTFT floor): prompt tokens × 2P ÷ peak FLOP/s",
       lambda s, a: an.prefill_floor_s(int(a.get("prompt_tokens", s.input_len)), s.flop_per_token, s.peak_flop_per_s),
       at=("prompt_tokens",))
@@ -494,20 +473,20 @@ def _kv_q(name: str, dim: str, desc: str, fn: Callable[[an.KVAccounting, Setup, 
         return ModelValue(fn(acc, setup, at_), _kv_inputs(setup),
                           "budget − weights − activation − non-torch − CUDA graphs, ÷ bytes per block")
 
-    def measure(meas: Any, at_: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    def measure(meas: Measurement, at_: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
         rep = meas.engine_report()
-        val = rep.get(measure_key) if rep else None
+        val = cast(Mapping[str, Any], rep).get(measure_key) if rep and measure_key else None
         if val is None:
             raise NotMeasured(f"the engine did not report {measure_key} (no startup log or cache_config_info)")
         if measure_key == "available_kv_cache_gib":
-            val = float(val) * 2**30
-        return MeasuredValue(val, ("engine",), tuple(_report_notes(rep)))
+            val = float(val) * GIB
+        return MeasuredValue(val, ("engine",), tuple(_report_notes(rep or {})))
 
     return _register(Quantity(name, dim, desc, at=at, model=model,
                               measure=measure_fn or (measure if measure_key else None), points=None))
 
 
-def _report_notes(rep: Mapping[str, Any]) -> list[str]:
+def _report_notes(rep: EngineReport) -> list[str]:
     cc = rep.get("cross_check") or {}
     notes = []
     if cc.get("detail"):
@@ -523,14 +502,15 @@ def _request_tokens(setup: Setup, at: Mapping[str, Any]) -> int:
     return setup.input_len + setup.output_len
 
 
-def _max_conc_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+def _max_conc_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     rep = meas.engine_report() or {}
     req = _request_tokens(setup, at)
     blocks, bs = rep.get("num_gpu_blocks"), rep.get("block_size") or setup.block_size
     if rep.get("max_concurrency") is not None and rep.get("max_concurrency_tokens_per_request") == req:
         return MeasuredValue(rep["max_concurrency"], ("engine",), ("as printed in the startup log",))
-    if blocks is None and rep.get("kv_cache_tokens") is not None:
-        blocks = rep["kv_cache_tokens"] // bs
+    kv_tokens = rep.get("kv_cache_tokens")
+    if blocks is None and kv_tokens is not None:
+        blocks = kv_tokens // bs
     if blocks is None:
         raise NotMeasured("the engine reported neither its block count nor its KV tokens")
     return MeasuredValue(blocks / math.ceil(req / bs), ("engine",),
@@ -550,13 +530,13 @@ _kv_q("max_concurrency", "ratio", "requests of request_tokens that fit the KV po
       measure_fn=_max_conc_measure)
 
 
-def _no_preempt_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
-    pts = [p for p in _closed_points(meas) if (p.get("server") or {}).get("preemptions") is not None]
+def _no_preempt_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    pts = [p for p in closed_points(meas.points()) if server_value(p, "preemptions") is not None]
     if not pts:
         raise NotMeasured("no sweep point recorded the preemption counter (/metrics not scraped)")
-    clean = [p["concurrency"] for p in pts if p["server"]["preemptions"] == 0]
+    clean = [concurrency(p) for p in pts if server_value(p, "preemptions") == 0]
     best = max(clean) if clean else 0
-    return MeasuredValue(best, tuple(str(p.get("id")) for p in pts),
+    return MeasuredValue(best, tuple(point_id(p) for p in pts),
                          ("largest swept concurrency with zero preemptions (a lower bound)",))
 
 
@@ -575,13 +555,13 @@ def _admission_model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
                       f"min(max_num_seqs {setup.max_num_seqs}, KV sequences {kv_seqs:,}): the {why} binds")
 
 
-def _admission_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+def _admission_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     rows = []
-    for p in _closed_points(meas):
-        q = ((p.get("server") or {}).get("queue_ms") or {}).get("mean")
-        e2e = ((p.get("client") or {}).get("e2e_ms") or {}).get("mean")
+    for p in closed_points(meas.points()):
+        q = server_value(p, "queue_ms", "mean")
+        e2e = client_value(p, "e2e_ms", "mean")
         if q is not None and e2e:
-            rows.append((p["concurrency"], q, e2e, str(p.get("id"))))
+            rows.append((concurrency(p), q, e2e, point_id(p)))
     if not rows:
         raise NotMeasured("needs vLLM's request_queue_time histogram on /metrics at closed-loop sweep points")
     clean = [c for c, q, e2e, _ in rows if q <= th.queue_fraction * e2e]
@@ -596,7 +576,7 @@ _register(Quantity("max_concurrency_without_queueing", "count", "the most concur
                    "new ones wait for a slot (the server-side knee). Model: min(max_num_seqs, KV sequences of "
                    "input_len + output_len tokens). Measured: the largest swept concurrency whose mean "
                    "vllm:request_queue_time stays under thresholds.queue_fraction of its mean E2E latency",
-                   model=_admission_model, measure=_admission_measure, points="all"))
+                   model=_admission_model, measure=_admission_measure, points=QuantityPoints.ALL))
 _fact("max_num_seqs", "count", "vLLM's running-batch cap (default by version and GPU)", lambda s, a: s.max_num_seqs)
 _fact("max_num_batched_tokens", "count", "vLLM's per-step token budget (default by version and GPU)",
       lambda s, a: s.max_num_batched_tokens)
@@ -609,7 +589,7 @@ _fact("kv_required_bytes", "bytes", "KV bytes B sequences of the KV context need
       lambda s, a: _batch(s, a) * _kv_seq(s, a), at=("batch", "concurrency", "context"))
 _fact("kv_pool_fits", "ratio", "whether B sequences of the KV context fit a pool (true/false)",
       lambda s, a: an.kv_pool_sizing(float(a["pool"]), _kv_seq(s, a), int(_batch(s, a))).fits,
-      at=("pool", "batch", "concurrency", "context"), kind="bool", required=("pool",))
+      at=("pool", "batch", "concurrency", "context"), kind=QuantityKind.BOOL, required=("pool",))
 _fact("kv_pool_shortfall", "bytes", "bytes by which B sequences exceed a pool (0 when they fit)",
       lambda s, a: an.kv_pool_sizing(float(a["pool"]), _kv_seq(s, a), int(_batch(s, a))).shortfall_bytes,
       at=("pool", "batch", "concurrency", "context"), required=("pool",))
@@ -670,51 +650,44 @@ for _metric, _label in (("ttft", "time to first token"), ("tpot", "time per outp
                   f"{_metric} {_stat}", scale=1e-3)
 
 
-def _ttft_knee_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
-    pts = _closed_points(meas)
-    rows = [(p["concurrency"], (p.get("client") or {}).get("ttft_ms", {}).get("p50"),
-             (p.get("client") or {}).get("ttft_ms", {}).get("p99")) for p in pts]
+def _ttft_knee_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    pts = closed_points(meas.points())
+    rows = [(concurrency(p), client_value(p, "ttft_ms", "p50"), client_value(p, "ttft_ms", "p99")) for p in pts]
     rows = [r for r in rows if r[1] is not None and r[2] is not None]
     if not rows:
         raise NotMeasured("the TTFT knee needs TTFT p50/p99 at closed-loop sweep points")
     knee = ttft_knee(rows, th.ttft_knee_ratio)
     detail = ", ".join(f"{c:g}: {p99 / p50:.1f}×" for c, p50, p99 in rows)
-    return MeasuredValue(knee, tuple(str(p.get("id")) for p in pts),
+    return MeasuredValue(knee, tuple(point_id(p) for p in pts),
                          (f"TTFT knee = smallest concurrency with p99 > {th.ttft_knee_ratio:g} × p50; "
-                          f"p99/p50: {detail}", *[n for p in pts for n in _point_notes(p, th, setup)]),
-                         any(_contaminated(p, th) for p in pts))
+                          f"p99/p50: {detail}", *[n for p in pts for n in point_notes(p, th, setup)]),
+                         any(is_contaminated(p, th) for p in pts))
 
 
 _register(Quantity("ttft_knee_concurrency", "count", "smallest concurrency whose p99 TTFT exceeds "
-                   "thresholds.ttft_knee_ratio × its p50 TTFT (none = never)", kind="optional_number",
-                   measure=_ttft_knee_measure, points="all"))
+                   "thresholds.ttft_knee_ratio × its p50 TTFT (none = never)", kind=QuantityKind.OPTIONAL_NUMBER,
+                   measure=_ttft_knee_measure, points=QuantityPoints.ALL))
 
 
-def _little_measure(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+def _little_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     pt = _point(meas, at)
-    ll = (pt.get("client") or {}).get("littles_law") or {}
-    if ll.get("lambda_W") is not None and ll.get("L"):
-        ratio = ll["lambda_W"] / ll["L"]
+    ll = client_stats(pt).get("littles_law") or {}
+    lam_w, in_flight = ll.get("lambda_W"), ll.get("L")
+    if lam_w is not None and in_flight:
+        ratio = lam_w / in_flight
     else:
         raise NotMeasured(f"point {pt.get('id')} has no Little's-law record")
     detail = (f"L (time-averaged in flight) = {ll.get('L', float('nan')):.3g}, λ·W = {ll.get('lambda_W', float('nan')):.3g}")
-    return MeasuredValue(ratio, (str(pt.get("id")),), (detail,))
+    return MeasuredValue(ratio, (point_id(pt),), (detail,))
 
 
 _register(Quantity("littles_law_ratio", "ratio", "λ·W ÷ L at a sweep point: throughput (req/s) × mean latency "
                    "over the time-averaged requests in flight; 1.0 when Little's law holds",
-                   at=("concurrency", "rate"), measure=_little_measure, points="at"))
+                   at=("concurrency", "rate"), measure=_little_measure, points=QuantityPoints.AT))
 
 
-def _goodput(meas: Any, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> an.Goodput:
-    pts = _closed_points(meas)
-    rows = []
-    for p in pts:
-        c = p.get("client") or {}
-        if c.get("output_throughput_tok_s") is None:
-            continue
-        rows.append({"concurrency": p["concurrency"], "output_tok_per_s": c["output_throughput_tok_s"],
-                     "ttft_ms": c.get("ttft_ms") or {}, "tpot_ms": c.get("tpot_ms") or {}})
+def _goodput(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> an.Goodput:
+    rows = goodput_table(meas.points())
     if not rows:
         raise NotMeasured("goodput needs closed-loop sweep points with TTFT/TPOT percentiles")
     return an.goodput(rows, ttft_ms_max=_slo_ms(at["ttft"]), tpot_ms_max=_slo_ms(at["tpot"]),
@@ -725,12 +698,12 @@ def _slo_ms(seconds: float) -> float | None:
     return None if math.isinf(seconds) else seconds * 1e3
 
 
-def _goodput_measure(meas, at, setup, th) -> MeasuredValue:
+def _goodput_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     g = _goodput(meas, at, setup, th)
     return MeasuredValue(g.best_tok_per_s, (), (_goodput_note(g, at),))
 
 
-def _goodput_c_measure(meas, at, setup, th) -> MeasuredValue:
+def _goodput_c_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     g = _goodput(meas, at, setup, th)
     return MeasuredValue(g.best_concurrency, (), (_goodput_note(g, at),))
 
@@ -744,22 +717,157 @@ def _goodput_note(g: an.Goodput, at: Mapping[str, Any]) -> str:
 
 _register(Quantity("goodput", "throughput", "the highest output throughput among sweep points that meet every SLO "
                    "(TTFT and TPOT at the chosen percentile)", at=("percentile", "ttft", "tpot"),
-                   measure=_goodput_measure, points="all"))
+                   measure=_goodput_measure, points=QuantityPoints.ALL))
 _register(Quantity("goodput_concurrency", "count", "the sweep concurrency where goodput is reached",
-                   kind="optional_number", at=("percentile", "ttft", "tpot"), measure=_goodput_c_measure, points="all"))
+                   kind=QuantityKind.OPTIONAL_NUMBER, at=("percentile", "ttft", "tpot"), measure=_goodput_c_measure,
+                   points=QuantityPoints.ALL))
 
 
 def _server_q(name: str, dim: str, desc: str, key: str) -> None:
-    def measure(meas, at, setup, th) -> MeasuredValue:
+    def measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
         pt = _point(meas, at)
-        val = (pt.get("server") or {}).get(key)
+        val = server_value(pt, key)
         if val is None:
             raise NotMeasured(f"point {pt.get('id')} has no server-side {key} (/metrics not scraped)")
-        return MeasuredValue(val, (str(pt.get("id")),), tuple(_point_notes(pt, th)))
+        return MeasuredValue(val, (point_id(pt),), tuple(point_notes(pt, th)))
 
-    _register(Quantity(name, dim, desc, at=("concurrency", "rate"), measure=measure, points="at"))
+    _register(Quantity(name, dim, desc, at=("concurrency", "rate"), measure=measure, points=QuantityPoints.AT))
 
 
 _server_q("preemptions", "count", "preemptions vLLM counted during a sweep point", "preemptions")
 _server_q("prefix_cache_hit_rate", "ratio", "prefix-cache hits ÷ queries (tokens) during a sweep point",
           "prefix_cache_hit_rate")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the step-level serving model's values of the measured quantities
+# --------------------------------------------------------------------------------------------------------------
+def _sim_explanation(point_id: str, pp: Any) -> str:
+    return (f"serving model, {point_id}: {pp.num_requests:,} requests simulated in {pp.steps:,} engine steps, "
+            f"mean running batch {pp.mean_running_batch:.1f} (max {pp.max_running_batch}), "
+            f"{pp.preemptions:,} preemptions; busy time: {shares_text(pp.time_shares)}")
+
+
+def _serve_point(attr: str, scale: float = 1.0) -> ServingFn:
+    def serving(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
+        p, pp = sweep.at(at)
+        return ModelValue(float(getattr(pp, attr)) * scale, sweep.inputs(), _sim_explanation(p.id, pp))
+
+    return serving
+
+
+def _serve_total(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
+    p, pp = sweep.at(at)
+    tokens_in = p.input_len or sweep.setup.input_len
+    # each completed request brings its prompt and its output: total = request rate × (in + out) tokens
+    total = pp.output_throughput_tok_per_s + pp.request_throughput_req_per_s * tokens_in
+    return ModelValue(total, sweep.inputs(), _sim_explanation(p.id, pp))
+
+
+def _serve_ttft_knee(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
+    rows = [(float(c), pp.ttft_p50_ms, pp.ttft_p99_ms) for c, pp in sweep.closed()]
+    if not rows:
+        raise SetupError("the TTFT knee needs closed-loop sweep points (sweep: {concurrency: [...]})")
+    knee = ttft_knee(rows, th.ttft_knee_ratio)
+    detail = ", ".join(f"{c:g}: {p99 / p50:.1f}×" for c, p50, p99 in rows if p50)
+    return ModelValue(None if knee is None else int(knee), sweep.inputs(),
+                      f"serving model: smallest concurrency with p99 TTFT > {th.ttft_knee_ratio:g} × p50; "
+                      f"p99/p50: {detail}")
+
+
+def _serve_knee(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
+    if "context" in at:
+        raise SetupError("at: {context: ...} is a decode-roofline parameter")
+    rows = [(float(c), pp.output_throughput_tok_per_s) for c, pp in sweep.closed()]
+    if len(rows) < 2:
+        raise SetupError("the throughput knee needs at least two closed-loop sweep points")
+    knee = throughput_knee(rows, th.knee_gain)
+    gains = ", ".join(f"{c2:g}: {x2 / x1 - 1:+.0%}" for (c1, x1), (c2, x2) in zip(rows, rows[1:], strict=False) if x1)
+    return ModelValue(None if knee is None else int(knee), sweep.inputs(),
+                      f"serving model: smallest concurrency whose doubling adds < {th.knee_gain:.0%} throughput; "
+                      f"gains: {gains}")
+
+
+def _serve_goodput_g(sweep: ServingSweep, at: Mapping[str, Any]) -> an.Goodput:
+    pct = str(at.get("percentile", "p99"))
+    if pct not in ("p50", "p99", "mean"):
+        raise SetupError(f"the serving model predicts p50, p99 and mean latencies, not {pct}")
+    rows = [{"concurrency": c, "output_tok_per_s": pp.output_throughput_tok_per_s,
+             "ttft_ms": {"p50": pp.ttft_p50_ms, "p99": pp.ttft_p99_ms, "mean": pp.ttft_mean_ms},
+             "tpot_ms": {"p50": pp.tpot_p50_ms, "p99": pp.tpot_p99_ms, "mean": pp.tpot_mean_ms}}
+            for c, pp in sweep.closed()]
+    if not rows:
+        raise SetupError("goodput needs closed-loop sweep points")
+    return an.goodput(rows, ttft_ms_max=_slo_ms(at["ttft"]), tpot_ms_max=_slo_ms(at["tpot"]), percentile=pct)
+
+
+def _serve_goodput(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
+    g = _serve_goodput_g(sweep, at)
+    return ModelValue(g.best_tok_per_s, sweep.inputs(), "serving model: " + _goodput_note(g, at))
+
+
+def _serve_goodput_c(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
+    g = _serve_goodput_g(sweep, at)
+    return ModelValue(g.best_concurrency, sweep.inputs(), "serving model: " + _goodput_note(g, at))
+
+
+def _serve_batch1(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
+    if "context" in at:
+        raise SetupError("at: {context: ...} is a decode-roofline parameter")
+    p, pp = sweep.batch1()
+    return ModelValue(pp.output_throughput_tok_per_s, sweep.inputs(), _sim_explanation(p.id, pp))
+
+
+def _serve_batch1_fraction(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
+    p, pp = sweep.batch1()
+    ceiling = an.batch1_ceiling_tok_per_s(sweep.setup.hbm_bytes_per_s, sweep.setup.weight_bytes)
+    return ModelValue(pp.output_throughput_tok_per_s / ceiling, sweep.inputs(),
+                      f"serving model: {pp.output_throughput_tok_per_s:,.1f} tok/s at batch 1 ÷ ceiling "
+                      f"{ceiling:,.1f} tok/s; " + _sim_explanation(p.id, pp))
+
+
+def _serve_no_queue(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
+    rows = [(c, pp.mean_queue_ms, pp.e2e_mean_ms) for c, pp in sweep.closed()]
+    if not rows:
+        raise SetupError("needs closed-loop sweep points")
+    clean = [c for c, q, e2e in rows if q <= th.queue_fraction * e2e]
+    detail = ", ".join(f"{c}: {q:,.1f} ms of {e2e:,.0f} ms" for c, q, e2e in rows)
+    return ModelValue(max(clean) if clean else 0, sweep.inputs(),
+                      f"serving model: largest swept concurrency whose mean queue time stays under "
+                      f"{th.queue_fraction:.0%} of its mean E2E latency; queue/E2E: {detail}")
+
+
+def _serve_no_preempt(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
+    rows = [(c, pp.preemptions) for c, pp in sweep.closed()]
+    if not rows:
+        raise SetupError("needs closed-loop sweep points")
+    clean = [c for c, n in rows if n == 0]
+    return ModelValue(max(clean) if clean else 0, sweep.inputs(),
+                      "serving model: largest swept concurrency with zero preemptions; preemptions: "
+                      + ", ".join(f"{c}: {n:,}" for c, n in rows))
+
+
+def _with_serving(name: str, fn: ServingFn) -> None:
+    QUANTITIES[name] = replace(QUANTITIES[name], serving=fn)
+
+
+for _name, _attr, _scale in [
+    ("output_throughput", "output_throughput_tok_per_s", 1.0),
+    ("per_request_throughput", "per_request_output_tok_per_s", 1.0),
+    ("request_throughput", "request_throughput_req_per_s", 1.0),
+    ("preemptions", "preemptions", 1.0),
+    # the simulator reports latencies in ms; quantities work in seconds
+    ("ttft_mean", "ttft_mean_ms", 1e-3), ("ttft_p50", "ttft_p50_ms", 1e-3), ("ttft_p99", "ttft_p99_ms", 1e-3),
+    ("tpot_mean", "tpot_mean_ms", 1e-3), ("tpot_p50", "tpot_p50_ms", 1e-3), ("tpot_p99", "tpot_p99_ms", 1e-3),
+    ("itl_p50", "itl_p50_ms", 1e-3), ("itl_p99", "itl_p99_ms", 1e-3), ("e2e_mean", "e2e_mean_ms", 1e-3),
+]:
+    _with_serving(_name, _serve_point(_attr, _scale))
+_with_serving("total_throughput", _serve_total)
+_with_serving("ttft_knee_concurrency", _serve_ttft_knee)
+_with_serving("knee_concurrency", _serve_knee)
+_with_serving("goodput", _serve_goodput)
+_with_serving("goodput_concurrency", _serve_goodput_c)
+_with_serving("batch1_throughput", _serve_batch1)
+_with_serving("batch1_fraction_of_ceiling", _serve_batch1_fraction)
+_with_serving("max_concurrency_without_queueing", _serve_no_queue)
+_with_serving("max_concurrency_without_preemption", _serve_no_preempt)

@@ -13,13 +13,16 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from pytest_roofline.model import analytical as an
-from pytest_roofline.quantities.registry import Thresholds, throughput_knee, ttft_knee
+from pytest_roofline.quantities.analysis import (closed_points, goodput_rows,
+                                                 is_flattered, throughput_knee, ttft_knee)
+from pytest_roofline.quantities.serving_values import TERM_LABELS, dominant_term, shares_text
+from pytest_roofline.scoring import serving_sweep_for
 from pytest_roofline.report.common import OUTCOME_COLOR, is_number
 from pytest_roofline.report.svg import PALETTE, Axis, Chart, compact_number
 
-__all__ = ["Figure", "closed_points", "is_contaminated", "cache_hit_reason", "sweep_batches", "throughput_chart",
+__all__ = ["Figure", "sweep_batches", "throughput_chart",
            "per_request_chart", "ttft_chart", "tpot_chart", "littles_chart", "timeline_charts", "roofline_chart",
-           "goodput_rows", "model_step"]
+           "model_step", "serving_points"]
 
 C_MODEL = PALETTE["blue"]
 C_MEAS = PALETTE["red"]
@@ -30,6 +33,8 @@ C_KNEE_MODEL = PALETTE["blue"]
 C_KNEE_MEAS = PALETTE["red"]
 C_GOODPUT = PALETTE["green"]
 C_CONTAM = PALETTE["orange"]
+C_SERV = PALETTE["green"]
+C_SERV_P99 = PALETTE["purple"]
 
 
 @dataclass
@@ -50,41 +55,6 @@ def _get(d: Any, *path: str) -> Any:
             return None
         d = d.get(k)
     return d
-
-
-def closed_points(results: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
-    """Closed-loop sweep points with a concurrency, in concurrency order (the 'batch1' point excluded)."""
-    if not results:
-        return []
-    pts = [p for p in results.get("points") or [] if p.get("id") != "batch1" and p.get("mode", "closed") == "closed"
-           and is_number(p.get("concurrency"))]
-    return sorted(pts, key=lambda p: p["concurrency"])
-
-
-def cache_hit_reason(p: Mapping[str, Any], th: Thresholds, setup: Any = None) -> str | None:
-    """Why a point's numbers are flattered by prefix-cache hits, or None: a hit rate above the threshold (as
-    the quantities judge it), or — given the setup — a TTFT p50 below the compute floor of the prompt's
-    prefill, which only cached prompts can beat."""
-    rate = _get(p, "server", "prefix_cache_hit_rate")
-    if is_number(rate):
-        if rate > th.contamination:
-            return f"prefix-cache hit rate {rate:.0%} > {th.contamination:.0%}"
-    elif p.get("contaminated"):
-        return "marked contaminated in the results file"
-    p50 = _get(p, "client", "ttft_ms", "p50")
-    if setup is not None and is_number(p50):
-        try:
-            n = int(p["input_len"]) if is_number(p.get("input_len")) else setup.input_len
-            floor = an.prefill_floor_s(n, setup.flop_per_token, setup.peak_flop_per_s) * 1e3
-        except (ValueError, AttributeError, ZeroDivisionError):
-            return None
-        if p50 < floor:
-            return f"TTFT p50 {p50:,.0f} ms is below the {floor:,.1f} ms compute floor of its prefill"
-    return None
-
-
-def is_contaminated(p: Mapping[str, Any], th: Thresholds, setup: Any = None) -> bool:
-    return cache_hit_reason(p, th, setup) is not None
 
 
 def sweep_batches(spec: Any, results: Mapping[str, Any] | None) -> list[float]:
@@ -147,44 +117,31 @@ def _fmt_tok(x: float) -> str:
     return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
 
 
-def _ylim(values: Sequence[float], floor: float = 0.0, headroom: float = 1.12) -> tuple[float, float]:
-    vals = [v for v in values if is_number(v)]
-    hi = max(vals) * headroom if vals else 1.0
-    return floor, hi if hi > floor else floor + 1
-
-
-def goodput_rows(results: Mapping[str, Any] | None, spec: Any) -> list[an.Goodput]:
-    """Goodput at p50 and p99 (and the SLO's own percentile) under the file's SLO, from the closed points."""
-    pts = closed_points(results)
-    rows = []
-    for p in pts:
-        c = p.get("client") or {}
-        if not is_number(c.get("output_throughput_tok_s")) or not c.get("ttft_ms") or not c.get("tpot_ms"):
-            continue
-        rows.append({"concurrency": p["concurrency"], "output_tok_per_s": c["output_throughput_tok_s"],
-                     "ttft_ms": c["ttft_ms"], "tpot_ms": c["tpot_ms"]})
-    slo = spec.slo or {}
-    if not rows or not ({"ttft", "tpot"} & slo.keys()):
-        return []
-    out = []
-    pcts = ["p50", "p99"]
-    if slo.get("percentile") and slo["percentile"] not in pcts:
-        pcts.append(slo["percentile"])
-    for pct in pcts:
-        try:
-            out.append(an.goodput(rows, ttft_ms_max=slo["ttft"] * 1e3 if "ttft" in slo else None,
-                                  tpot_ms_max=slo["tpot"] * 1e3 if "tpot" in slo else None, percentile=pct))
-        except (KeyError, ValueError):
-            continue
-    return out
-
-
 def _slo_goodput(results: Mapping[str, Any] | None, spec: Any) -> an.Goodput | None:
     pct = (spec.slo or {}).get("percentile", "p99")
-    for g in goodput_rows(results, spec):
+    for g in goodput_rows(results, spec.slo):
         if g.percentile == pct:
             return g
     return None
+
+
+def serving_points(spec: Any, setup: Any) -> list[tuple[float, Any]]:
+    """The serving model's closed-loop sweep points as (concurrency, PointPrediction), or [] when it cannot run.
+
+    The same simulation the verdicts used (cached on the spec), so a chart never simulates a point twice."""
+    if setup is None or not getattr(spec, "sweep", None) or not spec.sweep.concurrency:
+        return []
+    try:
+        return [(float(c), pp) for c, pp in serving_sweep_for(spec, None, setup).closed()]
+    except (ValueError, ZeroDivisionError, AttributeError, KeyError):  # SetupError/SimulationError: ValueErrors
+        return []
+
+
+def _serving_tip(c: float, pp: Any, what: str) -> str:
+    top = dominant_term(pp.time_shares)
+    return (f"C={c:g}: serving model {what}; busy time {shares_text(pp.time_shares)}"
+            + (f" — dominated by {TERM_LABELS.get(top[0], top[0])}" if top else "")
+            + (f"; {pp.preemptions:,} preemptions" if pp.preemptions else ""))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -223,11 +180,13 @@ def throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     pts = closed_points(results)
     meas = [(float(p["concurrency"]), float(_get(p, "client", "output_throughput_tok_s"))) for p in pts
             if is_number(_get(p, "client", "output_throughput_tok_s"))]
-    if m is None and not meas:
+    serv = [(c, pp.output_throughput_tok_per_s, pp) for c, pp in serving_points(spec, setup)]
+    if m is None and not meas and not serv:
         return None
     inks = _ink(verdicts, "output_throughput")
     ys = ([y for _, y in m["curve"]] if m else []) + [y for _, y in meas] + [float(v["predicted_value"])
                                                                               for v, _, _ in inks]
+    ys += [y for _, y, _ in serv]
     ymax = max(ys) * 1.12
     if m is not None:
         if m["asym"] <= ymax * 1.6:
@@ -256,6 +215,14 @@ def throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
                  width=1.2, text_anchor="start")
         ch.line(m["curve"], color=C_MODEL, width=2.2, label="model: B ÷ max(t_mem, t_comp)",
                 title="decode-roofline model (decode only: no prefill, no engine overhead)")
+    if serv:
+        ch.line([(c, y) for c, y, _ in serv], color=C_SERV, width=2.0, dash="6 3",
+                label="serving model (step-level vLLM simulation)",
+                title="serving model: prefill, engine overhead, scheduling and KV pool included")
+        ch.markers([(c, y) for c, y, _ in serv], color=C_SERV, marker="square", size=3.5,
+                   titles=[_serving_tip(c, pp, f"{y:,.1f} tok/s") for c, y, pp in serv])
+    if m is not None:
+        knee, half = m["knee"], m["half"]
         if knee.batch is not None and x.contains(knee.batch):
             ch.vline(knee.batch, color=C_KNEE_MODEL, text=f"model knee B* = {knee.batch:,.0f}", label=None)
         elif knee.batch is None:
@@ -265,7 +232,7 @@ def throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         ch.vline(mknee, color=C_KNEE_MEAS, text=f"measured knee C = {mknee:g}", text_pos=0.09,
                  text_side="right" if mknee < x.hi / 3 else "left")
     if meas:
-        contaminated = {float(p["concurrency"]) for p in pts if is_contaminated(p, th, setup)}
+        contaminated = {float(p["concurrency"]) for p in pts if is_flattered(p, th, setup)}
         tips = []
         for c, y in meas:
             mv = _model_at(setup, c, "throughput_tok_per_s") if m is not None else None
@@ -296,6 +263,14 @@ def throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if len(meas) >= 2:
         cap += (f"Measured knee (doubling adds < {th.knee_gain:.0%}): "
                 + (f"C = {mknee:g}." if mknee is not None else "none — only flattening."))
+    if serv:
+        sknee = throughput_knee([(c, y) for c, y, _ in serv], th.knee_gain) if len(serv) >= 2 else None
+        c_hi, _y, pp_hi = serv[-1]
+        top = dominant_term(pp_hi.time_shares, beyond_roofline=True)
+        cap += (" Serving model (dashed green): the step-level simulation of the sweep"
+                + (f", knee C = {sknee:g}" if sknee is not None else ", no knee")
+                + (f"; at C = {c_hi:g} {TERM_LABELS.get(top[0], top[0])} takes {top[1]:.0%} of its step time, "
+                   "a term the decode roofline leaves out." if top else "."))
     return Figure("throughput", ch.title, ch.render(), cap)
 
 
@@ -360,7 +335,7 @@ def per_request_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if curve:
         ch.line(curve, color=C_MODEL, width=2.2, label="model: 1 ÷ t_step")
     if meas:
-        contaminated = {float(p["concurrency"]) for p in pts if is_contaminated(p, th, setup)}
+        contaminated = {float(p["concurrency"]) for p in pts if is_flattered(p, th, setup)}
         ch.line(meas, color=C_MEAS, width=1.6, opacity=0.85)
         tips = []
         for c, y in meas:
@@ -399,7 +374,10 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     pts = closed_points(results)
     p50 = _latency_series(pts, "ttft_ms", "p50")
     p99 = _latency_series(pts, "ttft_ms", "p99")
-    if not (p50 or p99):
+    sp = serving_points(spec, setup)
+    s50 = [(c, pp.ttft_p50_ms) for c, pp in sp if pp.ttft_p50_ms > 0]
+    s99 = [(c, pp.ttft_p99_ms) for c, pp in sp if pp.ttft_p99_ms > 0]
+    if not (p50 or p99 or s50):
         return None
     th = spec.thresholds
     x = _x_axis(sweep_batches(spec, results))
@@ -410,7 +388,7 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
             floor = an.prefill_floor_s(setup.input_len, setup.flop_per_token, setup.peak_flop_per_s) * 1e3
         except (ValueError, AttributeError):
             floor = None
-    vals = [y for _, y in p50 + p99] + ([slo * 1e3] if slo else []) + ([floor] if floor else [])
+    vals = [y for _, y in p50 + p99 + s50 + s99] + ([slo * 1e3] if slo else []) + ([floor] if floor else [])
     lo, hi = min(vals) / 1.6, max(vals) * 1.6
     ch = Chart(x, Axis(lo, hi, "log", "TTFT (ms, log scale)"), width=600, height=340,
                title="Time to first token vs concurrency",
@@ -430,11 +408,20 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if floor:
         ch.hline(floor, color=C_MODEL, dash="2 4", text=f"prefill compute floor {floor:,.1f} ms (model)",
                  width=1.2)
-    ch.line(p50, color=C_P50, width=2, label="p50")
-    ch.markers(p50, color=C_P50, titles=[f"C={c:g}: p50 TTFT {y:,.0f} ms" for c, y in p50])
-    ch.line(p99, color=C_P99, width=2, label="p99")
-    ch.markers(p99, color=C_P99, titles=[f"C={c:g}: p99 TTFT {y:,.0f} ms" for c, y in p99])
-    cont = {float(p["concurrency"]) for p in pts if is_contaminated(p, th, setup)}
+    if s50:
+        ch.line(s50, color=C_SERV, width=1.8, dash="6 3", label="serving model p50")
+        ch.line(s99, color=C_SERV_P99, width=1.8, dash="6 3", label="serving model p99")
+        ch.markers(s99, color=C_SERV_P99, marker="square", size=3.5,
+                   titles=[_serving_tip(c, pp, f"p99 TTFT {pp.ttft_p99_ms:,.0f} ms, p50 {pp.ttft_p50_ms:,.0f} ms, "
+                                              f"mean queue {pp.mean_queue_ms:,.0f} ms") for c, pp in sp
+                           if pp.ttft_p99_ms > 0])
+    if p50:
+        ch.line(p50, color=C_P50, width=2, label="p50")
+        ch.markers(p50, color=C_P50, titles=[f"C={c:g}: p50 TTFT {y:,.0f} ms" for c, y in p50])
+    if p99:
+        ch.line(p99, color=C_P99, width=2, label="p99")
+        ch.markers(p99, color=C_P99, titles=[f"C={c:g}: p99 TTFT {y:,.0f} ms" for c, y in p99])
+    cont = {float(p["concurrency"]) for p in pts if is_flattered(p, th, setup)}
     cpts = [(c, y) for c, y in p50 if c in cont]
     if cpts:
         ch.markers(cpts, color=C_CONTAM, size=8, hollow=True, label="contaminated (prefix-cache hits)")
@@ -453,9 +440,13 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         c = float(v["predicted_value"])
         ch.vline(c, color="#444", dash="3 3", text=f"ink TTFT knee C = {c:g}", text_pos=0.08,
                  text_side="right")
-    return Figure("ttft", ch.title, ch.render(),
-                  "The green band marks the goodput point: the highest-throughput concurrency whose "
-                  f"{(spec.slo or {}).get('percentile', 'p99')} TTFT and TPOT both meet the SLO.")
+    cap = ("The green band marks the goodput point: the highest-throughput concurrency whose "
+           f"{(spec.slo or {}).get('percentile', 'p99')} TTFT and TPOT both meet the SLO.")
+    if s50:
+        sk = ttft_knee([(c, pp.ttft_p50_ms, pp.ttft_p99_ms) for c, pp in sp], th.ttft_knee_ratio)
+        cap += (" Dashed: the serving model's p50 and p99 (prefills queue behind the token budget and each other)"
+                + (f"; its TTFT knee is C = {sk:g}." if sk is not None else "; it predicts no TTFT knee."))
+    return Figure("ttft", ch.title, ch.render(), cap)
 
 
 def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
@@ -474,7 +465,9 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         except (ValueError, ZeroDivisionError, AttributeError):
             model = []
     slo = (spec.slo or {}).get("tpot")
-    vals = [y for _, y in p50 + p99 + model] + ([slo * 1e3] if slo else [])
+    sp = serving_points(spec, setup)
+    s50 = [(c, pp.tpot_p50_ms) for c, pp in sp if pp.tpot_p50_ms > 0]
+    vals = [y for _, y in p50 + p99 + model + s50] + ([slo * 1e3] if slo else [])
     if not vals:
         return None
     ch = Chart(x, Axis(0, max(vals) * 1.15, "linear", "TPOT (ms)"), width=600, height=340,
@@ -489,6 +482,12 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         ch.hline(slo * 1e3, color=C_SLO, dash="7 4", text=f"SLO TPOT {slo * 1e3:g} ms", width=1.6)
     if model:
         ch.line(model, color=C_MODEL, width=2.2, label="model t_step (decode only)")
+    if s50:
+        ch.line(s50, color=C_SERV, width=2.0, dash="6 3", label="serving model p50 TPOT")
+        ch.markers(s50, color=C_SERV, marker="square", size=3.5,
+                   titles=[_serving_tip(c, pp, f"p50 TPOT {pp.tpot_p50_ms:,.2f} ms (p99 {pp.tpot_p99_ms:,.2f} ms, "
+                                              f"p99 ITL {pp.itl_p99_ms:,.1f} ms)") for c, pp in sp
+                           if pp.tpot_p50_ms > 0])
     if p50:
         ch.line(p50, color=C_P50, width=2, label="p50")
         ch.markers(p50, color=C_P50, titles=[
@@ -498,7 +497,7 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if p99:
         ch.line(p99, color=C_P99, width=2, label="p99")
         ch.markers(p99, color=C_P99, titles=[f"C={c:g}: p99 TPOT {y:,.2f} ms" for c, y in p99])
-    cont = {float(p["concurrency"]) for p in pts if is_contaminated(p, th, setup)}
+    cont = {float(p["concurrency"]) for p in pts if is_flattered(p, th, setup)}
     cpts = [(c, y) for c, y in p50 if c in cont]
     if cpts:
         ch.markers(cpts, color=C_CONTAM, size=8, hollow=True, label="contaminated (prefix-cache hits)")
@@ -507,9 +506,15 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         c, y = clean[-1]
         m = model_step(setup, c).t_step_s * 1e3
         ch.annotate(c, y, f"{y / m:.1f}× the model", color=C_MEAS, dx=-8, dy=-8, anchor="end")
-    return Figure("tpot", ch.title, ch.render(),
-                  "The model is a decode-only roofline: measured TPOT above it is prefill sharing the steps plus "
-                  "per-step engine overhead.")
+    cap = ("The model is a decode-only roofline: measured TPOT above it is prefill sharing the steps plus "
+           "per-step engine overhead.")
+    if s50:
+        c_hi, pp_hi = sp[-1]
+        top = dominant_term(pp_hi.time_shares, beyond_roofline=True)
+        cap += (" The serving model (dashed green) adds both: "
+                + (f"at C = {c_hi:g}, {TERM_LABELS.get(top[0], top[0])} is {top[1]:.0%} of its step time."
+                   if top else "its steps carry them."))
+    return Figure("tpot", ch.title, ch.render(), cap)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -574,7 +579,7 @@ def timeline_charts(spec: Any, results: Mapping[str, Any] | None) -> list[Figure
         kv = [(float(r["t_s"]), float(r["kv_cache_usage"]) * 100) for r in tl if is_number(r.get("kv_cache_usage"))]
         pre = [(float(r["t_s"]), float(r["preemptions"])) for r in tl if is_number(r.get("preemptions"))]
         ymax = max([y for _, y in run + wait] + [1.0]) * 1.15
-        cont = is_contaminated(p, th)
+        cont = is_flattered(p, th)
         label = f"C = {p['concurrency']:g}" if is_number(p.get("concurrency")) else str(p.get("id"))
         hit = _get(p, "server", "prefix_cache_hit_rate")
         ch = Chart(Axis(min(ts), max(ts), "linear", "time into the point (s)"),

@@ -215,6 +215,10 @@ def explain_lines(v: Mapping[str, Any]) -> list[str]:
         if meas_of_model is not None:
             parts.append(f"the measurement is {meas_of_model:.1%} of the model (the model against reality)")
         out.append(": ".join(parts[:1]) + ("; " + "; ".join(parts[1:]) if len(parts) > 1 else "") + ".")
+    sv = v.get("serving_value")
+    if (v.get("mode") == "measured" and is_number(sv) and v.get("model_source") != "serving" and float(sv)
+            and chk):
+        out.append(f"The serving model gives {fmt(v, sv)}: the measurement is {chk / float(sv):.1%} of it.")
     return out
 
 
@@ -235,7 +239,11 @@ def explain_html(v: Mapping[str, Any], outcome: str | None = None, *, chart: boo
             left.append(f'<div class="rl-band">{svg}</div>')
     rows = [("predicted (ink)", v.get("predicted_text") or "—")]
     if v.get("model_text"):
-        rows.append(("model", v["model_text"]))
+        rows.append(("model", v["model_text"] + (f" ({v['model_source']})" if v.get("model_source") else "")))
+    if v.get("roofline_text") and v.get("model_source") != "roofline":
+        rows.append(("decode roofline", v["roofline_text"]))
+    if v.get("serving_text") and v.get("model_source") != "serving":
+        rows.append(("serving model", v["serving_text"]))
     if v.get("mode") == "measured":
         rows.append(("measured", v.get("measured_text") or "—"))
     if v.get("error_text"):
@@ -268,6 +276,9 @@ def explain_html(v: Mapping[str, Any], outcome: str | None = None, *, chart: boo
                 f"<tr><th>{esc(k)}</th><td>{esc(val)}</td></tr>" for k, val in v["model_inputs"].items()) + "</table>")
         parts.append(f'<details class="rl-model"{" open" if v.get("status") == "fail" else ""}>'
                      f"<summary>{esc(summ)}</summary>{inputs}</details>")
+    if v.get("serving_explanation") and v.get("serving_explanation") != v.get("model_explanation"):
+        parts.append(f'<p class="rl-sub">The serving model</p><p class="rl-serving">'
+                     f'{esc(v["serving_explanation"])}</p>')
     if v.get("measured_notes"):
         parts.append('<p class="rl-sub">About the measurement</p><ul class="rl-notes">'
                      + "".join(f"<li>{esc(n)}</li>" for n in v["measured_notes"]) + "</ul>")

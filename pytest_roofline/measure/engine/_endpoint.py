@@ -1,0 +1,154 @@
+""":class:`Endpoint`: an already-running OpenAI-compatible vLLM server (``--endpoint URL``)."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from pytest_roofline.errors import EndpointError
+from pytest_roofline.measure.engine._report import build_report, get_metrics, get_version
+from pytest_roofline.measure.engine._served import model_ids, pick_served_model
+
+__all__ = ["Endpoint", "redact_url"]
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any ``user:password@`` replaced by ``***@``."""
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+        return urlunsplit((parts.scheme, "***@" + host, parts.path, parts.query, parts.fragment))
+    return url
+
+
+class Endpoint:
+    """An already-running OpenAI-compatible vLLM server (``--endpoint URL``).
+
+    The API key is read from the environment variable named ``api_key_env`` and is never part of
+    repr/str or any error message. Its report comes from /metrics (and /version) only.
+    """
+
+    def __init__(self, base_url: str, *, api_key_env: str | None = None,
+                 served_model_name: str | None = None, timeout_s: float = 10.0) -> None:
+        url = base_url.strip().rstrip("/")
+        if url.endswith("/v1"):
+            url = url[:-3]
+        if not urlsplit(url).scheme:
+            url = "http://" + url
+        self.base_url = url
+        self.api_key_env = api_key_env
+        self.timeout_s = timeout_s
+        self._served_model_name = served_model_name
+        self._requested_model = served_model_name
+        self.max_model_len: int | None = None
+        self.available_models: list[str] = []
+        self.__key: str | None = None
+        if api_key_env:
+            value = os.environ.get(api_key_env)
+            if not value:
+                raise EndpointError(f"environment variable {api_key_env} (API key for {redact_url(url)}) "
+                                    "is not set or empty")
+            self.__key = value
+
+    def __repr__(self) -> str:
+        return (f"Endpoint({redact_url(self.base_url)!r}, api_key_env={self.api_key_env!r}, "
+                f"served_model_name={self._served_model_name!r})")
+
+    __str__ = __repr__
+
+    @property
+    def api_key(self) -> str | None:
+        return self.__key
+
+    @property
+    def served_model_name(self) -> str | None:
+        return self._served_model_name
+
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.__key}"} if self.__key else {}
+
+    def _err(self, what: str) -> EndpointError:
+        return EndpointError(f"{redact_url(self.base_url)}: {what}")
+
+    def connect(self, timeout_s: float = 30.0) -> Endpoint:
+        """Wait until /v1/models answers and pick the served model; raises EndpointError."""
+        deadline = time.monotonic() + timeout_s
+        last = "no answer"
+        with httpx.Client(timeout=self.timeout_s) as client:
+            while True:
+                try:
+                    r = client.get(self.base_url + "/v1/models", headers=self.auth_headers())
+                    if r.status_code in (401, 403):
+                        src = f"${self.api_key_env}" if self.api_key_env else "no API key given"
+                        raise self._err(f"/v1/models refused the request (HTTP {r.status_code}; key from {src})")
+                    if r.status_code == 200:
+                        data = r.json().get("data") or []
+                        self.available_models = model_ids(data)
+                        if not data:
+                            raise self._err("/v1/models lists no model")
+                        want = self._requested_model
+                        served = pick_served_model(data, want)
+                        if served is None:
+                            raise self._err(f"serves {self.available_models}, not {want!r}")
+                        self._served_model_name = served.name
+                        self.max_model_len = served.max_model_len
+                        return self
+                    last = f"HTTP {r.status_code}"
+                except httpx.HTTPError as e:
+                    last = type(e).__name__
+                except ValueError:
+                    last = "/v1/models did not return JSON"
+                if time.monotonic() > deadline:
+                    raise self._err(f"not reachable within {timeout_s:.0f} s ({last})")
+                time.sleep(0.5)
+
+    start = connect
+
+    def is_alive(self) -> bool:
+        try:
+            r = httpx.get(self.base_url + "/health", headers=self.auth_headers(), timeout=5)
+            if r.status_code == 200:
+                return True
+            r = httpx.get(self.base_url + "/v1/models", headers=self.auth_headers(), timeout=5)
+            return r.status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def check_alive(self) -> None:
+        if not self.is_alive():
+            raise self._err("the server stopped answering (/health, /v1/models)")
+
+    def log_tail(self, n_lines: int = 50) -> str:
+        return ""
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        """Nothing to stop: the server is not ours."""
+        return None
+
+    def __enter__(self) -> Endpoint:
+        return self.connect()
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def report(self) -> dict[str, Any]:
+        with httpx.Client() as client:
+            version = get_version(client, self.base_url, self.auth_headers())
+            metrics, mreason = get_metrics(client, self.base_url, self.__key, self._served_model_name)
+        rep = build_report(log=None, log_reason="endpoint mode: no startup log", metrics=metrics,
+                           metrics_reason=mreason, version=version,
+                           version_source="/version" if version else None,
+                           max_model_len=self.max_model_len)
+        rep["mode"] = "endpoint"
+        rep["startup_s"] = None
+        return rep
+
+    def launch_info(self) -> dict[str, Any]:
+        return {"name": "vllm", "version": None, "argv": [], "env": {}, "log_file": None,
+                "endpoint": redact_url(self.base_url), "api_key_env": self.api_key_env}

@@ -1,0 +1,333 @@
+""":class:`Engine`: a vLLM server subprocess we start, wait for, ask for its self-report, and tear down."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+from pytest_roofline.errors import EngineDied, EngineError, EngineStartError
+from pytest_roofline.measure.engine import _process
+from pytest_roofline.measure.engine._config import EngineConfig, redact_env
+from pytest_roofline.measure.engine._report import (
+    build_report,
+    engine_version_from_metadata,
+    get_metrics,
+    get_version,
+)
+from pytest_roofline.measure.engine._served import model_ids, pick_served_model
+from pytest_roofline.measure.enginelog import parse_startup_log
+
+__all__ = ["Engine"]
+
+
+class Engine:
+    """A vLLM server subprocess. Use as a context manager or call ``start()`` / ``stop()``."""
+
+    def __init__(self, config: EngineConfig, log_path: Path, *, port: int | None = None,
+                 python_executable: str | None = None, stop_timeout_s: float = 30.0,
+                 watchdog_grace_s: float = 5.0, orphan_grace_s: float = 3.0,
+                 use_watchdog: bool = True) -> None:
+        self.config = config
+        self.log_path = Path(log_path)
+        self.python_executable = python_executable or sys.executable
+        self.stop_timeout_s = stop_timeout_s
+        self.watchdog_grace_s = watchdog_grace_s
+        self.orphan_grace_s = orphan_grace_s
+        self.use_watchdog = use_watchdog
+        self._requested_port = port
+        self.port: int | None = port
+        self._proc: subprocess.Popen | None = None
+        self._log_fh: IO[bytes] | None = None
+        self._watchdog: _process.Watchdog | None = None
+        self._known_pids: set[int] = set()
+        self._state = "new"  # new | starting | ready | stopping | stopped
+        self._lock = threading.RLock()
+        self._served_model_name: str | None = config.served_model_name
+        self.max_model_len: int | None = config.max_model_len
+        self.startup_s: float | None = None
+        self.returncode: int | None = None
+        self.argv: list[str] | None = None
+
+    def __repr__(self) -> str:
+        return (f"Engine(model={self.config.model!r}, port={self.port}, pid={self.pid}, "
+                f"state={self._state})")
+
+    # -- properties
+    @property
+    def base_url(self) -> str:
+        host = self.config.host if self.config.host not in ("0.0.0.0", "", "::") else "127.0.0.1"
+        if self.port is None:
+            raise EngineError("engine not started: no port yet")
+        return f"http://{host}:{self.port}"
+
+    @property
+    def served_model_name(self) -> str | None:
+        return self._served_model_name
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def pgid(self) -> int | None:
+        return self.pid  # start_new_session=True: the child leads its own group
+
+    api_key: str | None = None
+
+    def auth_headers(self) -> dict[str, str]:
+        return {}
+
+    # -- lifecycle
+    def start(self, timeout_s: float = 600.0) -> Engine:
+        """Launch and wait until /health and /v1/models answer; raises EngineStartError."""
+        with self._lock:
+            if self._state != "new":
+                raise EngineError(f"engine already {self._state}")
+            self._state = "starting"
+        _process.install_hooks()
+        deadline = time.monotonic() + timeout_s
+        attempts = 1 if self._requested_port is not None else 3
+        for attempt in range(attempts):
+            t0 = time.monotonic()
+            try:
+                self._spawn(append=attempt > 0)
+                self._wait_ready(deadline, timeout_s)
+            except EngineStartError as e:
+                retry = ("address already in use" in e.log_tail.lower()
+                         and attempt + 1 < attempts and time.monotonic() < deadline - 10)
+                self._teardown(self.stop_timeout_s)
+                if retry:
+                    self._state = "starting"
+                    continue
+                self._state = "stopped"
+                raise
+            except BaseException:
+                self._teardown(self.stop_timeout_s)
+                self._state = "stopped"
+                raise
+            self.startup_s = time.monotonic() - t0
+            self._state = "ready"
+            return self
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _spawn(self, *, append: bool) -> None:
+        self.port = self._requested_port or _process.free_port(self.config.host)
+        self.argv = self.config.argv(self.python_executable, self.port)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log_fh = open(self.log_path, "ab" if append else "wb")
+        main_thread = threading.current_thread() is threading.main_thread()
+        try:
+            self._proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log_fh,
+                stderr=subprocess.STDOUT,
+                env=self.config.launch_env(),
+                start_new_session=True,  # own session and process group (pgid == pid)
+                close_fds=True,
+                preexec_fn=_process.make_preexec(signal.SIGTERM if main_thread else None, os.getpid()),
+            )
+        except OSError as e:
+            self._log_fh.close()
+            self._log_fh = None
+            raise EngineStartError(f"could not run {self.argv[0]!r}: {e}") from e
+        _process.register(self)
+        self._watchdog = None
+        if self.use_watchdog:
+            with contextlib.suppress(OSError):  # without it the other layers still apply
+                self._watchdog = _process.Watchdog(self._proc.pid, self.watchdog_grace_s)
+
+    def _wait_ready(self, deadline: float, timeout_s: float) -> None:
+        assert self._proc is not None
+        stage = "/health"
+        with httpx.Client(timeout=5.0) as client:
+            while True:
+                rc = self._proc.poll()
+                if rc is not None:
+                    raise EngineStartError(
+                        f"vLLM exited during startup ({_process.describe_returncode(rc)}); log: {self.log_path}",
+                        log_tail=self.log_tail(60), returncode=rc)
+                if time.monotonic() > deadline:
+                    raise EngineStartError(
+                        f"vLLM not ready after {timeout_s:.0f} s (waiting for {stage}); log: {self.log_path}",
+                        log_tail=self.log_tail(60))
+                with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, TypeError):
+                    if stage == "/health":
+                        if client.get(self.base_url + "/health").status_code == 200:
+                            stage = "/v1/models"
+                    if stage == "/v1/models":
+                        r = client.get(self.base_url + "/v1/models")
+                        if r.status_code == 200:
+                            data = r.json()["data"]
+                            if data:
+                                self._on_models(data)
+                                return
+                time.sleep(0.25)
+
+    def _on_models(self, data: list[dict]) -> None:
+        want = self.config.served_model_name
+        served = pick_served_model(data, want)
+        if served is None:
+            raise EngineStartError(f"server serves {model_ids(data)}, not {want!r}", log_tail=self.log_tail(20))
+        self._served_model_name = served.name
+        if served.max_model_len is not None:
+            self.max_model_len = served.max_model_len
+
+    def is_alive(self) -> bool:
+        """True while the vLLM main process runs."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def check_alive(self) -> None:
+        """Raise EngineDied (with the log tail) if the engine is gone."""
+        if self._proc is None:
+            raise EngineError("engine was never started")
+        rc = self._proc.poll()
+        if rc is not None:
+            raise EngineDied(f"vLLM engine (pid {self._proc.pid}) is gone: {_process.describe_returncode(rc)}; "
+                             f"log: {self.log_path}", log_tail=self.log_tail(60), returncode=rc)
+
+    def log_tail(self, n_lines: int = 50) -> str:
+        """The last ``n_lines`` lines of the engine log ("" if there is none)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                chunk = min(size, max(65536, n_lines * 400))
+                f.seek(size - chunk)
+                data = f.read().decode(errors="replace")
+        except OSError:
+            return ""
+        lines = data.splitlines()
+        if chunk < size and lines:
+            lines = lines[1:]  # first line may be cut
+        return "\n".join(lines[-n_lines:])
+
+    def pids(self) -> set[int]:
+        """Live pids of the engine: its process group plus descendants that left it."""
+        if self._proc is None:
+            return set()
+        self._remember_descendants()
+        live = _process.process_group_members(self._proc.pid)
+        live |= {p for p in self._known_pids if _process.pid_alive(p)}
+        return live
+
+    def _remember_descendants(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._known_pids |= _process.descendants(self._proc.pid)
+
+    def stop(self, timeout_s: float | None = None) -> int | None:
+        """End the whole process group (SIGTERM, wait, SIGKILL). Idempotent; returns the exit code."""
+        with self._lock:
+            if self._proc is None or self._state == "stopped":
+                return self.returncode
+            self._state = "stopping"
+        self._teardown(self.stop_timeout_s if timeout_s is None else timeout_s)
+        self._state = "stopped"
+        return self.returncode
+
+    def _group_gone(self, pgid: int) -> bool:
+        return (not _process.process_group_members(pgid)
+                and not any(_process.pid_alive(p) for p in self._known_pids))
+
+    def _kill_hard(self, pgid: int) -> None:
+        _process.signal_quietly(os.killpg, pgid, signal.SIGKILL)
+        for p in list(self._known_pids):
+            _process.signal_quietly(os.kill, p, signal.SIGKILL)
+
+    def _teardown(self, timeout_s: float) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        pgid = proc.pid
+        all_clear = False
+        try:
+            self._remember_descendants()
+            self._known_pids.discard(os.getpid())
+            if proc.poll() is not None:
+                # The main process is already gone (crashed or killed): what is left are orphans
+                # with nobody to coordinate a clean shutdown, so give them a short grace only.
+                timeout_s = min(timeout_s, self.orphan_grace_s)
+            _process.signal_quietly(os.killpg, pgid, signal.SIGTERM)
+            for p in self._known_pids:
+                _process.signal_quietly(os.kill, p, signal.SIGTERM)
+            deadline = time.monotonic() + timeout_s
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            while time.monotonic() < deadline and not self._group_gone(pgid):
+                time.sleep(0.1)
+            if not self._group_gone(pgid):
+                self._kill_hard(pgid)
+                end = time.monotonic() + 10
+                while time.monotonic() < end and not self._group_gone(pgid):
+                    time.sleep(0.05)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+            all_clear = self._group_gone(pgid)
+        except BaseException:
+            # Interrupted (a second Ctrl-C): kill now, and leave the watchdog armed.
+            self._kill_hard(pgid)
+            raise
+        finally:
+            self.returncode = proc.poll()
+            if self._watchdog is not None:
+                self._watchdog.release(all_clear)
+                self._watchdog = None
+            if self._log_fh is not None:
+                with contextlib.suppress(OSError):
+                    self._log_fh.close()
+                self._log_fh = None
+            _process.unregister(self)
+
+    def __enter__(self) -> Engine:
+        if self._state == "new":
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- self-report
+    def report(self) -> dict[str, Any]:
+        """``engine_report`` (docs/results-schema.md): the startup log and cache_config_info, cross-checked."""
+        try:
+            log = parse_startup_log(self.log_path.read_text(errors="replace"))
+            log_reason = None
+        except OSError as e:
+            log, log_reason = None, f"log not readable ({e})"
+        version: str | None = None
+        vsrc: str | None = None
+        metrics: dict | None = None
+        mreason: str | None = "engine not running"
+        if self.is_alive():
+            with httpx.Client() as client:
+                version = get_version(client, self.base_url, {})
+                vsrc = "/version" if version else None
+                metrics, mreason = get_metrics(client, self.base_url, None, self.served_model_name)
+        if version is None and log and log.get("version"):
+            version, vsrc = log["version"], "log"
+        if version is None:
+            v, dist = engine_version_from_metadata()
+            if v:
+                version, vsrc = v, f"importlib.metadata ({dist})"
+        rep = build_report(log=log, log_reason=log_reason, metrics=metrics, metrics_reason=mreason,
+                           version=version, version_source=vsrc, max_model_len=self.max_model_len,
+                           configured_block_size=self.config.block_size)
+        rep["startup_s"] = self.startup_s
+        rep["mode"] = "engine"
+        return rep
+
+    def launch_info(self) -> dict[str, Any]:
+        """``setup.engine`` for the results file (secret-looking env values redacted)."""
+        v, _ = engine_version_from_metadata()
+        return {"name": "vllm", "version": v, "argv": list(self.argv or []),
+                "env": redact_env(self.config.env_overrides()), "log_file": str(self.log_path),
+                "config_key": self.config.key(), "startup_s": self.startup_s}

@@ -1,0 +1,187 @@
+"""Prompts, request bodies and the open-loop arrival schedule: pure functions of a :class:`LoadSpec`.
+
+Prompts are token-id lists, deterministic in (seed, point_id, index); the arrival schedule is a seeded gamma
+process.  Nothing here touches a socket or a clock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pytest_roofline.measure.loadgen._records import LoadSpec
+
+__all__ = ["PromptMaker", "BodyTemplate", "build_prompt", "request_body", "arrival_offsets"]
+
+# spawn keys of the seeded streams (one per use, so that they never overlap)
+_KIND_PROMPT, _KIND_PREFIX, _KIND_SCHEDULE, _KIND_WARMUP_SCHEDULE, _KIND_PERMUTATION = range(5)
+
+# SplitMix64's golden-ratio increment and its finaliser's multipliers and shifts, as in Vigna's reference
+# implementation (https://prng.di.unimi.it/splitmix64.c; Stafford's "Mix13" variant of the mixer).
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+
+
+def _entropy(spec: LoadSpec) -> list[int]:
+    digest = hashlib.sha256(spec.point_id.encode("utf-8")).digest()
+    return [int(spec.seed), int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:16], "little")]
+
+
+def _rng(spec: LoadSpec, *spawn_key: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(_entropy(spec), spawn_key=spawn_key))
+
+
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on a uint64 array (wrapping arithmetic)."""
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+class PromptMaker:
+    """Builds prompt token ids as a pure function of (seed, point_id, index), vectorised over indices.
+
+    Token ``j`` of request ``i`` is ``low + h(key, i, j) mod V`` with ``h`` a SplitMix64 hash and ``key``
+    derived from (seed, point_id); so prompts are independent uniform draws, cheap to build in batches.
+    """
+
+    def __init__(self, spec: LoadSpec) -> None:
+        self.spec = spec
+        low, high = spec.token_id_range
+        self.low, self.vocab = int(low), int(high) - int(low)
+        self.key = np.array([_rng(spec, _KIND_PROMPT).integers(0, 2**63, dtype=np.int64)], dtype=np.uint64)
+        self.prefix = (
+            [int(x) for x in _rng(spec, _KIND_PREFIX).integers(low, high, size=spec.shared_prefix_len)]
+            if spec.shared_prefix_len
+            else []
+        )
+        self.free = spec.input_len - spec.shared_prefix_len
+        self._cols = (np.arange(1, self.free + 1, dtype=np.uint64) * _GOLDEN)[None, :]
+        # Small id spaces: take the digits (base V) of a seeded affine permutation of [0, V**free), so that
+        # prompts are guaranteed distinct.  Large spaces: independent uniform draws (collisions need luck
+        # better than 1 in 2**62).
+        self.space: int | None = None
+        if self.free * math.log2(max(self.vocab, 2)) < 62:
+            self.space = self.vocab**self.free
+            rng = _rng(spec, _KIND_PERMUTATION)
+            self.perm_a = int(rng.integers(0, self.space))
+            b = 1
+            for _ in range(1000):
+                b = int(rng.integers(1, self.space)) if self.space > 1 else 1
+                if math.gcd(b, self.space) == 1:
+                    break
+            else:
+                b = 1
+            self.perm_b = b
+
+    def tails(self, indices: Sequence[int]) -> list[list[int]]:
+        """The non-shared part of the prompts of ``indices``."""
+        spec = self.spec
+        if self.space is None:
+            idx = np.asarray(indices, dtype=np.uint64)
+            rows = _mix64(self.key ^ _mix64(idx * _GOLDEN + _GOLDEN))[:, None]
+            z = _mix64(rows + self._cols)
+            return (z % np.uint64(self.vocab)).astype(np.int64).__add__(self.low).tolist()
+        out = []
+        for index in indices:
+            if index >= self.space and self.free:
+                raise ValueError(
+                    f"only {self.space} distinct prompts exist for input_len={spec.input_len}, "
+                    f"shared_prefix_len={spec.shared_prefix_len} and {self.vocab} token ids"
+                )
+            x = (self.perm_a + index * self.perm_b) % self.space
+            tail = []
+            for _ in range(self.free):
+                x, d = divmod(x, self.vocab)
+                tail.append(self.low + d)
+            out.append(tail)
+        return out
+
+    def many(self, indices: Sequence[int]) -> list[list[int]]:
+        """The prompts of ``indices``."""
+        return [self.prefix + t for t in self.tails(indices)]
+
+    def __call__(self, index: int) -> list[int]:
+        return self.many([index])[0]
+
+
+def build_prompt(spec: LoadSpec, index: int) -> list[int]:
+    """The prompt (token ids, exactly ``spec.input_len`` of them) of request ``index`` of the point.
+
+    Deterministic in (seed, point_id, index); distinct for every index of a point, and (with overwhelming
+    probability) across points.  The first ``shared_prefix_len`` tokens are the same for all requests.
+    """
+    return PromptMaker(spec)(index)
+
+
+def request_body(spec: LoadSpec, prompt: Sequence[int]) -> dict[str, Any]:
+    """The JSON body sent for one request (before serialisation)."""
+    body: dict[str, Any] = {
+        "model": spec.model,
+        "prompt": list(prompt),
+        "max_tokens": spec.output_len,
+        "ignore_eos": True,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    body.update(spec.extra_body)
+    return body
+
+
+class BodyTemplate:
+    """Serialises :func:`request_body` fast: the bytes of ``json.dumps(request_body(spec, prompt),
+    separators=(",", ":"))``, assembled from the text around the prompt and a table of token-id digits."""
+
+    def __init__(self, spec: LoadSpec) -> None:
+        marker = "\x00prompt\x00"
+        tmpl = json.dumps({**request_body(spec, []), "prompt": marker}, separators=(",", ":"))
+        pre, sep, post = tmpl.partition(json.dumps(marker))
+        assert sep and json.dumps(marker) not in post
+        self.pre = (pre + "[").encode()
+        self.post = ("]" + post).encode()
+        high = int(spec.token_id_range[1])
+        self.digits = [str(i).encode("ascii") for i in range(high)] if high <= 1 << 21 else None
+
+    def body(self, prompt: Sequence[int]) -> bytes:
+        """The serialised body carrying ``prompt``."""
+        tab = self.digits
+        ids = b",".join(map(tab.__getitem__, prompt)) if tab is not None else ",".join(map(str, prompt)).encode()
+        return b"".join((self.pre, ids, self.post))
+
+
+def arrival_offsets(spec: LoadSpec, count: int | None = None, *, warmup: bool = False) -> np.ndarray:
+    """Open loop: send times of the requests, seconds after the phase start (the first is 0).
+
+    Gaps are ``gamma(shape=burstiness, scale=1/(rate*burstiness))`` drawn from a generator seeded by
+    (seed, point_id) (a separate stream for the warm-up phase).  With ``count`` the first ``count`` arrivals
+    are returned; otherwise the spec's limits apply (``num_requests`` and/or arrivals before ``duration_s``).
+    """
+    if spec.rate_req_s is None:
+        raise ValueError("arrival_offsets needs rate_req_s")
+    rng = _rng(spec, _KIND_WARMUP_SCHEDULE if warmup else _KIND_SCHEDULE)
+    shape = float(spec.burstiness)
+    scale = 1.0 / (spec.rate_req_s * shape)
+    limit = count if count is not None else spec.num_requests
+    horizon = None if count is not None else spec.duration_s
+    out: list[np.ndarray] = []
+    t = 0.0
+    n = 0
+    while limit is None or n < limit:
+        gaps = rng.gamma(shape, scale, size=1024)
+        times = t + np.concatenate(([0.0], np.cumsum(gaps)))
+        offs, t = times[:-1], float(times[-1])
+        if horizon is not None:
+            offs = offs[offs < horizon]
+        out.append(offs)
+        n += len(offs)
+        if horizon is not None and t >= horizon:
+            break
+    res = np.concatenate(out) if out else np.zeros(0)
+    return res[:limit] if limit is not None else res

@@ -1,0 +1,299 @@
+"""The load generator's public data model: what to offer (:class:`LoadSpec`), what was measured per request
+(:class:`RequestRecord`), the outcome of a run (:class:`LoadResult`) and progress reports (:class:`Progress`).
+
+All ``*_s`` times are ``time.perf_counter()`` seconds; :class:`LoadResult` carries the one wall-clock anchor
+that converts them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["LoadSpec", "RequestRecord", "LoadResult", "Progress", "RESERVED_BODY_KEYS"]
+
+# body fields the load generator owns; ``LoadSpec.extra_body`` may not override them
+RESERVED_BODY_KEYS = ("model", "prompt", "max_tokens", "stream")
+
+
+@dataclass(kw_only=True)
+class LoadSpec:
+    """What load to offer for one sweep point.
+
+    Attributes:
+        model: the ``model`` field sent in every request (the served model name).
+        token_id_range: half-open range ``[low, high)`` of token ids used to build prompts; pass a range
+            that avoids the model's special tokens.
+        mode: ``"closed"`` (``concurrency`` workers, each sending its next request as soon as its previous
+            one finished) or ``"open"`` (arrivals at ``rate_req_s`` from a seeded Poisson/gamma schedule,
+            optionally capped at ``concurrency`` requests in flight; arrivals that find the cap full wait in
+            a FIFO queue and the wait shows up as schedule lag).
+        concurrency: closed loop: number of workers (required); open loop: optional in-flight cap.
+        rate_req_s: open loop: mean arrival rate in requests per second (required in open mode).
+        burstiness: open loop: gamma shape of the inter-arrival gaps (1.0 = Poisson), the same convention as
+            ``vllm bench serve --burstiness``: ``shape=burstiness, scale=1/(rate*burstiness)``.
+        num_requests: stop after this many measured requests (warm-up not included).
+        duration_s: stop sending new measured requests after this many seconds; requests in flight at the
+            deadline run to completion.  At least one of ``num_requests`` and ``duration_s`` is required;
+            with both, whichever comes first stops the run.
+        warmup_requests: requests sent before the measurement phase, in the same load shape, flagged
+            ``warmup=True`` and excluded from statistics; the measurement phase starts once they finished.
+        input_len: exact prompt length in tokens (the prompt is sent as a token-id list).
+        output_len: ``max_tokens``; ``ignore_eos`` is set so the server generates exactly this many.
+        seed: seeds prompts and the arrival schedule (together with ``point_id``).
+        point_id: the sweep point's id; prompts differ between points with different ids.
+        shared_prefix_len: number of leading tokens shared by all requests of the point (0 = none).
+        extra_body: extra JSON fields merged into every request body (``temperature``, ``top_p``, ...).
+            They may not override ``model``, ``prompt``, ``max_tokens`` or ``stream``.
+        request_timeout_s: a request still running after this long is aborted and counted as failed.
+    """
+
+    model: str
+    token_id_range: tuple[int, int]
+    mode: str = "closed"
+    concurrency: int | None = None
+    rate_req_s: float | None = None
+    burstiness: float = 1.0
+    num_requests: int | None = None
+    duration_s: float | None = None
+    warmup_requests: int = 0
+    input_len: int = 128
+    output_len: int = 128
+    seed: int = 0
+    point_id: str = "point"
+    shared_prefix_len: int = 0
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    request_timeout_s: float = 600.0
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` when the spec is inconsistent."""
+        if self.mode not in ("closed", "open"):
+            raise ValueError(f"mode must be 'closed' or 'open', not {self.mode!r}")
+        if self.mode == "closed":
+            if not self.concurrency or self.concurrency < 1:
+                raise ValueError("closed loop needs concurrency >= 1")
+        else:
+            if self.rate_req_s is None or not self.rate_req_s > 0 or math.isinf(self.rate_req_s):
+                raise ValueError("open loop needs a finite rate_req_s > 0")
+            if not self.burstiness > 0:
+                raise ValueError("burstiness must be > 0")
+            if self.concurrency is not None and self.concurrency < 1:
+                raise ValueError("concurrency cap must be >= 1")
+        if self.num_requests is None and self.duration_s is None:
+            raise ValueError("give num_requests or duration_s (or both)")
+        if self.num_requests is not None and self.num_requests < 0:
+            raise ValueError("num_requests must be >= 0")
+        if self.duration_s is not None and not self.duration_s > 0:
+            raise ValueError("duration_s must be > 0")
+        if self.warmup_requests < 0:
+            raise ValueError("warmup_requests must be >= 0")
+        if self.input_len < 1 or self.output_len < 1:
+            raise ValueError("input_len and output_len must be >= 1")
+        low, high = self.token_id_range
+        if not (0 <= low < high):
+            raise ValueError(f"token_id_range must be [low, high) with 0 <= low < high, not {self.token_id_range}")
+        if not (0 <= self.shared_prefix_len <= self.input_len):
+            raise ValueError("shared_prefix_len must be in [0, input_len]")
+        if self.shared_prefix_len == self.input_len and (self.num_requests or 0) + self.warmup_requests > 1:
+            raise ValueError("shared_prefix_len == input_len would make every prompt identical")
+        if self.seed < 0:
+            raise ValueError("seed must be >= 0")
+        for key in RESERVED_BODY_KEYS:
+            if key in self.extra_body:
+                raise ValueError(f"extra_body may not override {key!r}")
+        if not self.request_timeout_s > 0:
+            raise ValueError("request_timeout_s must be > 0")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as a JSON-serialisable dict."""
+        d = dataclasses.asdict(self)
+        d["token_id_range"] = list(self.token_id_range)
+        return d
+
+
+@dataclass
+class RequestRecord:
+    """Everything measured about one request.  All ``*_s`` times are ``time.perf_counter()`` seconds.
+
+    Attributes:
+        index: position in the run's request sequence (warm-up requests come first, then measured ones);
+            it also seeds the prompt.
+        request_id: the ``X-Request-Id`` header sent with the request.
+        warmup: True for warm-up requests (excluded from statistics).
+        input_len, output_len: the requested prompt length and ``max_tokens``.
+        scheduled_s: open loop: when the schedule said to send it; ``None`` in a closed loop.
+        sent_s: taken right before the request was written to the socket (``None`` if never sent).
+        first_token_s: arrival of the first SSE chunk carrying tokens (non-empty ``choices``).
+        chunk_times_s: arrival of every SSE chunk carrying tokens, in order (the first is ``first_token_s``).
+        end_s: when the response was complete (or the request failed).
+        prompt_tokens, completion_tokens: from the server's final ``usage`` chunk (``None`` if absent).
+        status: ``"ok"`` or ``"error"``.
+        error: the error text for failed requests.
+        http_status: the HTTP status code of the response, if one arrived.
+        attempts: 2 when the request was re-sent because a reused keep-alive connection was closed by the
+            server before any response byte arrived.
+    """
+
+    index: int
+    request_id: str
+    warmup: bool
+    input_len: int
+    output_len: int
+    scheduled_s: float | None = None
+    sent_s: float | None = None
+    first_token_s: float | None = None
+    chunk_times_s: list[float] = field(default_factory=list)
+    end_s: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    status: str = "error"
+    error: str | None = None
+    http_status: int | None = None
+    attempts: int = 1
+
+    @property
+    def ok(self) -> bool:
+        """True when the request completed successfully."""
+        return self.status == "ok"
+
+    @property
+    def ttft_s(self) -> float | None:
+        """Send → first token chunk, seconds."""
+        if self.sent_s is None or self.first_token_s is None:
+            return None
+        return self.first_token_s - self.sent_s
+
+    @property
+    def e2e_s(self) -> float | None:
+        """Send → last token chunk, seconds (vLLM's E2E latency)."""
+        if self.sent_s is None or not self.chunk_times_s:
+            return None
+        return self.chunk_times_s[-1] - self.sent_s
+
+    @property
+    def itls_s(self) -> list[float]:
+        """Gaps between consecutive token chunks, seconds."""
+        t = self.chunk_times_s
+        return [t[i] - t[i - 1] for i in range(1, len(t))]
+
+    @property
+    def schedule_lag_s(self) -> float | None:
+        """Open loop: actual send − scheduled send, seconds."""
+        if self.scheduled_s is None or self.sent_s is None:
+            return None
+        return self.sent_s - self.scheduled_s
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as a JSON-serialisable dict."""
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class LoadResult:
+    """The outcome of :func:`~pytest_roofline.measure.loadgen.run_load`.
+
+    Attributes:
+        spec: the spec that was run.
+        records: one :class:`RequestRecord` per request, warm-up included, in index order.
+        run_start_s: ``perf_counter`` when the run began (warm-up included).
+        measure_start_s: ``perf_counter`` when the measurement phase began (the open-loop schedule's
+            time zero); statistics use the window from here to the last measured request's end.
+        run_end_s: ``perf_counter`` when the run ended.
+        wall_anchor: ``time.time()`` taken at ``perf_counter() == perf_anchor_s``; see :meth:`wall_time`.
+        perf_anchor_s: the ``perf_counter`` half of the anchor.
+        timestamp_source: ``"kernel"`` when chunk arrival times came from kernel receive timestamps,
+            ``"user"`` when from ``perf_counter`` at read time, ``"mixed"`` when both were needed.
+        clock_offset_drift_ns: change of the CLOCK_REALTIME − CLOCK_MONOTONIC offset over the run
+            (non-zero only if the wall clock was stepped; kernel stamps are then interpolated).
+        read_lag_ms: how late user space read the socket after the kernel stamped the data
+            (``{"p50", "p99", "max"}``), a self-check of client overload; ``None`` without kernel stamps.
+        url: the completions URL the load was sent to.
+        aborted: why the run stopped early (connections kept failing), else ``None``.
+        coalesced_chunks: token chunks that arrived in the same read as the previous chunk of their
+            request (the client read the socket later than the gap between them); they carry that read's
+            time, an upper bound.  A few are normal; many mean the client machine was overloaded.
+    """
+
+    spec: LoadSpec
+    records: list[RequestRecord]
+    run_start_s: float
+    measure_start_s: float
+    run_end_s: float
+    wall_anchor: float
+    perf_anchor_s: float
+    timestamp_source: str = "user"
+    clock_offset_drift_ns: int = 0
+    read_lag_ms: dict[str, float] | None = None
+    url: str = ""
+    aborted: str | None = None
+    coalesced_chunks: int = 0
+
+    @property
+    def measured(self) -> list[RequestRecord]:
+        """The non-warm-up records."""
+        return [r for r in self.records if not r.warmup]
+
+    def wall_time(self, t_perf: float) -> float:
+        """Convert a ``perf_counter`` time of this run to a ``time.time()`` wall-clock time."""
+        return self.wall_anchor + (t_perf - self.perf_anchor_s)
+
+    def iso(self, t_perf: float) -> str:
+        """A ``perf_counter`` time of this run as an ISO-8601 UTC string."""
+        t = _dt.datetime.fromtimestamp(self.wall_time(t_perf), tz=_dt.UTC)
+        return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+    @property
+    def started_at(self) -> str:
+        """Wall-clock start of the run (ISO-8601 UTC)."""
+        return self.iso(self.run_start_s)
+
+    @property
+    def finished_at(self) -> str:
+        """Wall-clock end of the run (ISO-8601 UTC)."""
+        return self.iso(self.run_end_s)
+
+    def to_dict(self, include_records: bool = True) -> dict[str, Any]:
+        """The result as a JSON-serialisable dict (records optional)."""
+        d = {
+            "spec": self.spec.to_dict(),
+            "url": self.url,
+            "run_start_s": self.run_start_s,
+            "measure_start_s": self.measure_start_s,
+            "run_end_s": self.run_end_s,
+            "wall_anchor": self.wall_anchor,
+            "perf_anchor_s": self.perf_anchor_s,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "timestamp_source": self.timestamp_source,
+            "clock_offset_drift_ns": self.clock_offset_drift_ns,
+            "read_lag_ms": self.read_lag_ms,
+            "aborted": self.aborted,
+            "coalesced_chunks": self.coalesced_chunks,
+        }
+        if include_records:
+            d["records"] = [r.to_dict() for r in self.records]
+        return d
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Passed to ``on_progress`` (at most every 0.2 s and once at the end of each phase).
+
+    Attributes:
+        phase: ``"warmup"`` or ``"measure"``.
+        sent, completed, failed: counts for the phase so far.
+        in_flight: requests currently in flight.
+        total: the phase's request count when known in advance (``None`` for duration-limited closed loops).
+        elapsed_s: seconds since the phase started.
+    """
+
+    phase: str
+    sent: int
+    completed: int
+    failed: int
+    in_flight: int
+    total: int | None
+    elapsed_s: float

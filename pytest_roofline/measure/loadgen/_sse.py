@@ -1,0 +1,127 @@
+"""The server-sent-events decoder for a streamed ``/v1/completions`` response.
+
+Input: the de-chunked body of one response as a flat list ``[t_ns, bytes, t_ns, bytes, ...]``, one pair per
+socket read, ``t_ns`` being the read's time.  Output: a :class:`CompletionStream` with the arrival time of
+every token-carrying event (each event gets the time of the read that completed it), the final ``usage``
+object, whether ``data: [DONE]`` arrived, and the errors the stream reported.
+
+The event grammar is the WHATWG HTML "Server-sent events" one as far as vLLM uses it
+(https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation): events end at a
+blank line, lines end in LF or CRLF, only ``data:`` fields matter, and each ``data:`` line carries one JSON
+object or the ``[DONE]`` sentinel (vLLM's OpenAI server writes ``data: {json}\\n\\n`` per chunk and
+``data: [DONE]\\n\\n`` last: vllm/entrypoints/openai/completion/serving.py at v0.32.0).
+
+A fast path skips JSON parsing for reads that hold whole plain token events only (compact JSON, non-empty
+``choices``, no ``usage`` object, no ``error``).  A quote inside a JSON string is escaped, so the byte
+patterns it counts can only be JSON structure; anything else takes the full path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CompletionStream", "decode_completion_stream"]
+
+
+@dataclass(slots=True)
+class CompletionStream:
+    """What one streamed completion said.
+
+    Attributes:
+        chunk_times_s: arrival time (seconds) of every event with a non-empty ``choices``, in order.
+        usage: the last non-empty ``usage`` object (``None`` when none arrived).
+        done: ``data: [DONE]`` arrived.
+        stream_error: the last ``error`` object an event carried, as text (``"stream error: ..."``).
+        parse_error: the first ``data:`` payload that was not JSON, as text.
+        coalesced: token events that arrived in the same read as the previous token event.
+    """
+
+    chunk_times_s: list[float] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    done: bool = False
+    stream_error: str | None = None
+    parse_error: str | None = None
+    coalesced: int = 0
+
+
+def _ns_to_s(t_ns: int) -> float:
+    return t_ns * 1e-9
+
+
+def decode_completion_stream(pieces: Sequence[Any], to_seconds: Callable[[int], float] | None = None
+                             ) -> CompletionStream:
+    """Decode the SSE events of one response body given as ``[t_ns, bytes, t_ns, bytes, ...]``.
+
+    ``to_seconds`` maps a read's ``t_ns`` to seconds; ``None`` means ``t_ns * 1e-9``.  Events still
+    incomplete at the end (a cut stream) are ignored.
+    """
+    chunk_times: list[float] = []
+    add_time = chunk_times.append
+    buf = b""
+    usage: Any = None
+    done = False
+    stream_error: str | None = None
+    parse_error: str | None = None
+    loads = json.loads
+    last_read = None
+    coalesced = 0
+    convert = to_seconds is not None
+    to_s: Callable[[int], float] = to_seconds if to_seconds is not None else _ns_to_s
+    for k in range(0, len(pieces), 2):
+        piece = pieces[k + 1]
+        if not buf and piece[-2:] == b"\n\n":
+            n = piece.count(b'"choices":[{')
+            if n and piece.count(b"data:") == n and b'"usage":{' not in piece \
+                    and b'"error"' not in piece and b"\r" not in piece:
+                t_ns = pieces[k]
+                t_s = to_s(t_ns) if convert else t_ns * 1e-9
+                coalesced += n if t_ns == last_read else n - 1
+                last_read = t_ns
+                if n == 1:
+                    add_time(t_s)
+                else:
+                    chunk_times.extend([t_s] * n)
+                continue
+        buf = buf + piece if buf else piece
+        if b"\n\n" not in buf and b"\r\n\r\n" not in buf:
+            continue
+        if b"\r" in buf:
+            buf = buf.replace(b"\r\n", b"\n")
+        events = buf.split(b"\n\n")
+        buf = events.pop()
+        t_read = pieces[k]
+        t_ev: float | None = None
+        for ev in events:
+            for line in ev.split(b"\n"):
+                if line[:5] != b"data:":
+                    continue
+                data = line[5:].strip()
+                if data == b"[DONE]":
+                    done = True
+                    continue
+                try:
+                    obj = loads(data)
+                except ValueError:
+                    if parse_error is None:
+                        parse_error = f"unparseable SSE data: {data[:200]!r}"
+                    continue
+                if not isinstance(obj, dict):
+                    continue
+                if obj.get("choices"):
+                    if t_ev is None:
+                        t_ev = to_s(t_read) if convert else t_read * 1e-9
+                    if last_read == t_read:
+                        coalesced += 1
+                    last_read = t_read
+                    add_time(t_ev)
+                u = obj.get("usage")
+                if u:
+                    usage = u
+                e = obj.get("error")
+                if e:
+                    stream_error = "stream error: " + (str(e.get("message", e)) if isinstance(e, dict) else str(e))
+    return CompletionStream(chunk_times_s=chunk_times, usage=usage, done=done, stream_error=stream_error,
+                            parse_error=parse_error, coalesced=coalesced)

@@ -1,0 +1,714 @@
+"""Calibration of the serving model's constants from measured sweep points, and the calibration file.
+
+The serving model (:mod:`pytest_roofline.model.serving`) prices a step from the spec sheet at achievable
+fractions of peak (``hbm_efficiency``, ``flop_efficiency``) plus fixed costs (``step_overhead_s``,
+``per_seq_overhead_s``, ``mem_latency_s``). Their defaults come from published figures; a real engine on a real
+machine has its own. This module fits the fields in ``ServingConstants.FIELDS_FITTABLE`` (or a subset the user
+names) to a few measured points — typically batch-1 and one high-concurrency point — so the rest of the sweep
+is predicted from two measurements.
+
+The fit
+    Unknowns are the logarithms of the constants (all positive), so a step of 0.1 is a 10% change whatever the
+    unit; an efficiency (a share of peak, in (0, 1]) is fitted through its logit, so it never leaves (0, 1).
+    Residuals are weighted log-errors ``w × ln(predicted ÷ measured)`` of aggregate output throughput, TPOT p50
+    and TTFT p50 at every given point (:data:`DEFAULT_WEIGHTS`). They are minimised by Levenberg–Marquardt with
+    finite-difference Jacobians, written here in pure Python: the problem has at most a handful of unknowns, so
+    a 6 × 6 normal-equation solve is instant, and scipy (not installed in this project) would be a large
+    dependency for it. The simulator is deterministic for a fixed seed but piecewise (a step holds whole
+    tokens), so the difference step is a few percent, not machine epsilon. :func:`screen_points` first drops a
+    TTFT no constants can explain (below the prompt's compute floor at 100% of peak).
+
+Identifiability
+    At the optimum the Gauss–Newton matrix ``H = JᵀJ`` gives the covariance ``σ² H⁻¹``, with σ² the residual
+    variance (``RSS ÷ (n − p)``), never taken below a measurement-noise floor of :data:`NOISE_FLOOR_LOG` (5% per
+    value). Each parameter is measured on its own scale, max(fitted value, starting value), so an overhead the
+    fit drove towards zero is judged against the size it was expected to have. A parameter whose 1σ exceeds
+    :data:`MAX_LOG_SD` (50%) of that scale, or that lies in a direction ``H`` cannot see (an eigenvalue under
+    :data:`RANK_RTOL` of the largest: rank deficiency), is *not identified*: :func:`fit` raises
+    :class:`~pytest_roofline.errors.CalibrationError` naming those parameters, the ones they trade off against,
+    and a subset that can be fitted (itself fitted once to check), which the caller may then ask for explicitly
+    (``fields=``; ``roofline calibrate --fit``).
+
+The calibration file (YAML, :class:`Calibration`) records what the constants were fitted on — hardware id,
+model, engine name and version, engine limits, workload — with the fitted values, their uncertainties, the
+points and their residuals, and the date. :meth:`Calibration.mismatches` names what differs when it is applied
+to another setup (a warning for the caller to show, never a failure).
+
+Reading results files is not done here (model layer): callers pass :class:`MeasuredPoint` objects
+(``pytest_roofline.measure.calibpoints`` makes them from a results file).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_roofline.errors import CalibrationError
+from pytest_roofline.model import analytical as an
+from pytest_roofline.model import serving
+
+__all__ = [
+    "MeasuredPoint", "screen_points", "PointFit", "FitResult", "Calibration", "fit", "serving_predictor",
+    "calibration_from_fit", "load_calibration", "dump_calibration", "METRICS", "DEFAULT_WEIGHTS",
+    "NOISE_FLOOR_LOG", "MAX_LOG_SD", "RANK_RTOL", "SCHEMA", "SCHEMA_VERSION",
+]
+
+SCHEMA = "pytest-roofline/calibration"
+SCHEMA_VERSION = 1
+
+#: the metrics the fit compares, as PointPrediction attribute names (and MeasuredPoint fields)
+METRICS = ("output_throughput_tok_per_s", "tpot_p50_ms", "ttft_p50_ms")
+#: weight of each metric's log-error. TTFT p50 counts half: in a closed loop it is set by how prefills collide
+#: with each other (arrival waves), which moves a lot between runs of the same point, while throughput and TPOT
+#: are averages over thousands of tokens.
+DEFAULT_WEIGHTS: Mapping[str, float] = {"output_throughput_tok_per_s": 1.0, "tpot_p50_ms": 1.0, "ttft_p50_ms": 0.5}
+#: the smallest residual standard deviation (log units) the uncertainty assumes: ~5% run-to-run noise
+NOISE_FLOOR_LOG = 0.05
+#: a parameter whose fitted log has a 1σ above this (≈ ±50%) is reported as not identified
+MAX_LOG_SD = 0.5
+#: eigenvalues of JᵀJ below this fraction of the largest mark a direction the points cannot see
+RANK_RTOL = 1e-6
+#: finite-difference step in log space (3%): larger than the simulator's step-quantisation wiggle
+FD_STEP_LOG = 0.03
+#: the value a zero-default parameter starts from when it is fitted (log space needs a positive start)
+ZERO_START = {"_s": 1e-4, "efficiency": 0.5}
+
+
+# ----------------------------------------------------------------------------------------- measured points
+@dataclass(frozen=True)
+class MeasuredPoint:
+    """One measured sweep point: where it ran and what it measured (``None`` = not measured)."""
+
+    id: str
+    concurrency: int | None = None
+    rate_req_per_s: float | None = None
+    burstiness: float = 1.0
+    num_requests: int | None = None
+    input_len: int | None = None
+    output_len: int | None = None
+    output_throughput_tok_per_s: float | None = None
+    tpot_p50_ms: float | None = None
+    ttft_p50_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    itl_p99_ms: float | None = None
+
+    @property
+    def label(self) -> str:
+        if self.concurrency is not None and self.rate_req_per_s is None:
+            return f"C={self.concurrency}"
+        if self.rate_req_per_s is not None:
+            return f"R={self.rate_req_per_s:g}"
+        return self.id
+
+    def value(self, metric: str) -> float | None:
+        v = getattr(self, metric)
+        return None if v is None or not (v > 0) or not math.isfinite(v) else float(v)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__ if getattr(self, k) is not None}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> MeasuredPoint:
+        known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        return cls(**known)
+
+
+#: predict(constants, point) -> {metric: value}; the serving model by default (serving_predictor)
+Predictor = Callable[[Any, MeasuredPoint], Mapping[str, float]]
+
+
+def serving_predictor(setup: Any, *, engine: Any = None, **workload_kw: Any) -> Predictor:
+    """A :data:`Predictor` that simulates each point with the serving model on ``setup``.
+
+    The point's own input/output lengths and request count are used where it records them (the same workload
+    the load generator ran), else the setup's.
+    """
+    def predict(constants: Any, point: MeasuredPoint) -> Mapping[str, float]:
+        s = setup
+        changes = {}
+        if point.input_len and point.input_len != setup.input_len:
+            changes["input_len"] = int(point.input_len)
+        if point.output_len and point.output_len != setup.output_len:
+            changes["output_len"] = int(point.output_len)
+        if changes:
+            s = setup.with_changes(**changes)
+        kw = dict(workload_kw)
+        if point.rate_req_per_s is not None:
+            kw["rate_req_per_s"] = float(point.rate_req_per_s)
+            if point.burstiness != 1.0:
+                kw["burstiness"] = float(point.burstiness)
+        else:
+            kw["concurrency"] = int(point.concurrency or 1)
+        if point.num_requests:
+            kw["num_requests"] = int(point.num_requests)
+        wl = serving.workload_for_point(s, **kw)
+        pred = serving.simulate(s, wl, engine=engine, constants=constants)
+        return {m: float(getattr(pred, m)) for m in METRICS}
+
+    return predict
+
+
+def screen_points(points: Sequence[MeasuredPoint], setup: Any) -> tuple[list[MeasuredPoint], list[str]]:
+    """Drop measured values no constants can explain, with a note for each.
+
+    A TTFT p50 below the prompt's compute floor at 100% of the chip's peak FLOP/s (prompt tokens × 2P ÷ peak)
+    cannot come from a full prefill: prefix-cache hits or a transcription slip. Fitting it would drive the
+    compute efficiency to its bound to chase an impossible value, so that TTFT is left out of the fit (the
+    other metrics of the point stay). Setups without a peak figure (the ``cpu`` pseudo-device) are not screened.
+    """
+    try:
+        peak = float(setup.peak_flop_per_s)
+    except Exception:  # no datasheet peak (cpu): nothing to screen against
+        return list(points), []
+    out, notes = [], []
+    for pt in points:
+        ttft = pt.value("ttft_p50_ms")
+        n_in = pt.input_len or setup.input_len
+        if ttft is not None and n_in:
+            floor_ms = 1e3 * an.prefill_floor_s(int(n_in), setup.flop_per_token, peak)
+            if ttft < floor_ms:
+                notes.append(f"{pt.label}: TTFT p50 {ttft:,.4g} ms is below the {n_in}-token prefill's compute floor "
+                             f"({floor_ms:,.4g} ms at 100% of peak): left out of the fit (prefix-cache hits?)")
+                pt = dataclasses.replace(pt, ttft_p50_ms=None)
+        out.append(pt)
+    return out, notes
+
+
+# ----------------------------------------------------------------------------------------- fit result
+@dataclass(frozen=True)
+class PointFit:
+    """One point after the fit: measured, predicted and the log-residual ln(pred ÷ meas) per metric."""
+
+    id: str
+    label: str
+    measured: Mapping[str, float]
+    predicted: Mapping[str, float]
+    residuals: Mapping[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "label": self.label, "measured": {k: _round(v) for k, v in self.measured.items()},
+                "predicted": {k: _round(v) for k, v in self.predicted.items()},
+                "log_residual": {k: _round(v, 4) for k, v in self.residuals.items()}}
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """What :func:`fit` found: the constants, the fitted values with 1σ uncertainties, the residuals."""
+
+    constants: Any  # ServingConstants (all fields: fitted ones replaced)
+    fitted: tuple[str, ...]
+    values: Mapping[str, float]
+    uncertainty: Mapping[str, float]  # 1σ, in the parameter's own unit (first order: value × σ_log)
+    log_sd: Mapping[str, float]  # 1σ of ln(value): a relative uncertainty
+    points: tuple[PointFit, ...]
+    rms_log_residual: float
+    iterations: int
+    warnings: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """The fitted values with uncertainty, then the residuals per point (the CLI prints this)."""
+        lines = ["fitted constants (1σ from the Gauss–Newton covariance at the optimum):"]
+        for name in self.fitted:
+            v, u, r = self.values[name], self.uncertainty[name], self.log_sd[name]
+            lines.append(f"  {name:<24} {_fmt(name, v):>12}  ± {_fmt(name, u):<11} (±{100 * r:.1f}%)")
+        lines.append("residuals per point (predicted vs measured; error = predicted ÷ measured − 1):")
+        for p in self.points:
+            cells = []
+            for m in METRICS:
+                if m in p.measured and m in p.predicted:
+                    cells.append(f"{_short(m)} {p.predicted[m]:,.4g} vs {p.measured[m]:,.4g} "
+                                 f"({100 * math.expm1(p.residuals[m]):+.1f}%)")
+            lines.append(f"  {p.label:<8} " + "; ".join(cells))
+        lines.append(f"rms log-residual {self.rms_log_residual:.4f} after {self.iterations} iterations")
+        lines += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+def _short(metric: str) -> str:
+    return {"output_throughput_tok_per_s": "tok/s", "tpot_p50_ms": "TPOT p50 ms", "ttft_p50_ms": "TTFT p50 ms"}.get(
+        metric, metric)
+
+
+def _fmt(name: str, v: float) -> str:
+    if name.endswith("_s") and abs(v) < 1e-9:
+        return "0 s"
+    if name.endswith("_s"):
+        return f"{v * 1e3:.4g} ms" if abs(v) >= 1e-3 else f"{v * 1e6:.4g} us"
+    return f"{v:.4g}"
+
+
+def _round(v: float, digits: int = 6) -> float:
+    return float(f"{v:.{digits}g}")
+
+
+# ----------------------------------------------------------------------------------------- small linear algebra
+def _solve(a: list[list[float]], b: list[float]) -> list[float]:
+    """Gaussian elimination with partial pivoting (a is n × n, n small)."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for col in range(n):
+        piv = max(range(col, n), key=lambda r: abs(m[r][col]))
+        if abs(m[piv][col]) < 1e-300:
+            raise ZeroDivisionError("singular")
+        m[col], m[piv] = m[piv], m[col]
+        for r in range(col + 1, n):
+            f = m[r][col] / m[col][col]
+            if f:
+                for c in range(col, n + 1):
+                    m[r][c] -= f * m[col][c]
+    x = [0.0] * n
+    for r in range(n - 1, -1, -1):
+        x[r] = (m[r][n] - sum(m[r][c] * x[c] for c in range(r + 1, n))) / m[r][r]
+    return x
+
+
+def _eigh(a: list[list[float]], sweeps: int = 100) -> tuple[list[float], list[list[float]]]:
+    """Eigenvalues and eigenvectors (columns) of a small symmetric matrix, by cyclic Jacobi rotations."""
+    n = len(a)
+    m = [row[:] for row in a]
+    v = [[1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]
+    for _ in range(sweeps):
+        off = sum(m[i][j] ** 2 for i in range(n) for j in range(n) if i != j)
+        scale = sum(m[i][i] ** 2 for i in range(n)) or 1.0
+        if off <= 1e-30 * scale:
+            break
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                if abs(m[p][q]) < 1e-300:
+                    continue
+                theta = (m[q][q] - m[p][p]) / (2.0 * m[p][q])
+                t = (1.0 if theta >= 0 else -1.0) / (abs(theta) + math.sqrt(theta * theta + 1.0))
+                c = 1.0 / math.sqrt(t * t + 1.0)
+                s = t * c
+                for k in range(n):
+                    mkp, mkq = m[k][p], m[k][q]
+                    m[k][p], m[k][q] = c * mkp - s * mkq, s * mkp + c * mkq
+                for k in range(n):
+                    mpk, mqk = m[p][k], m[q][k]
+                    m[p][k], m[q][k] = c * mpk - s * mqk, s * mpk + c * mqk
+                for k in range(n):
+                    vkp, vkq = v[k][p], v[k][q]
+                    v[k][p], v[k][q] = c * vkp - s * vkq, s * vkp + c * vkq
+    return [m[i][i] for i in range(n)], v
+
+
+def _jtj(jac: list[list[float]]) -> list[list[float]]:
+    p = len(jac[0]) if jac else 0
+    return [[sum(row[i] * row[j] for row in jac) for j in range(p)] for i in range(p)]
+
+
+# ----------------------------------------------------------------------------------------- the fit
+def _start_value(name: str, base: float) -> float:
+    if _is_share(name):
+        return min(max(base, 0.02), 0.98) if base > 0 else ZERO_START["efficiency"]
+    if base > 0:
+        return base
+    return ZERO_START["_s"]
+
+
+def _is_share(name: str) -> bool:
+    """A share of a peak figure, bounded to (0, 1] (the serving model refuses more)."""
+    return name.endswith("efficiency")
+
+
+def _to_x(name: str, v: float) -> float:
+    return math.log(v / (1.0 - v)) if _is_share(name) else math.log(v)
+
+
+def _to_v(name: str, x: float) -> float:
+    if _is_share(name):
+        x = max(min(x, 30.0), -30.0)
+        return 1.0 / (1.0 + math.exp(-x))
+    return math.exp(x)
+
+
+def fit(points: Sequence[MeasuredPoint], base: Any, *, predict: Predictor, fields: Sequence[str] | None = None,
+        weights: Mapping[str, float] | None = None, max_iterations: int = 40,
+        max_log_sd: float = MAX_LOG_SD, _check_subset: bool = True) -> FitResult:
+    """Fit ``fields`` (default: ``type(base).FIELDS_FITTABLE``) of the constants ``base`` to ``points``.
+
+    ``predict(constants, point)`` returns ``{metric: value}`` for :data:`METRICS`. Raises
+    :class:`CalibrationError` when there is nothing to fit, or when the points cannot identify a parameter (the
+    message names it, what it is confounded with, and the subset that could be fitted with ``fields=``; the
+    exception carries them as ``unidentified`` and ``identifiable``). The proposed subset is itself fitted
+    before it is proposed (``_check_subset``): the model is nonlinear, so a subset that looks identifiable at
+    one optimum need not be from the defaults.
+    """
+    names = tuple(fields) if fields is not None else tuple(getattr(type(base), "FIELDS_FITTABLE", ()))
+    known = base.to_dict()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise CalibrationError(f"unknown constant(s) {', '.join(unknown)}; fittable: "
+                               f"{', '.join(getattr(type(base), 'FIELDS_FITTABLE', ()) or known)}")
+    if not names:
+        raise CalibrationError("no parameters to fit")
+    w = dict(DEFAULT_WEIGHTS if weights is None else weights)
+    obs: list[tuple[int, str, float, float]] = []  # (point index, metric, ln(measured), weight)
+    for i, pt in enumerate(points):
+        for m in METRICS:
+            v = pt.value(m)
+            if v is not None and w.get(m, 0.0) > 0:
+                obs.append((i, m, math.log(v), w[m]))
+    p = len(names)
+    if len(obs) < p:
+        raise CalibrationError(
+            f"{len(obs)} measured value(s) ({', '.join(pt.label for pt in points) or 'no points'}) cannot determine "
+            f"{p} parameters ({', '.join(names)}): give more points, or fit fewer with --fit")
+    used = {o[0] for o in obs}
+    loads = {(pt.concurrency, pt.rate_req_per_s) for i, pt in enumerate(points) if i in used}
+
+    cache: dict[tuple[float, ...], tuple[list[float], list[Mapping[str, float]]]] = {}
+
+    def constants_at(x: Sequence[float]) -> Any:
+        return base.replace(**{n: _to_v(n, xi) for n, xi in zip(names, x, strict=True)})
+
+    def residuals(x: Sequence[float]) -> tuple[list[float], list[Mapping[str, float]]]:
+        key = tuple(round(xi, 12) for xi in x)
+        if key not in cache:
+            c = constants_at(x)
+            preds = [predict(c, pt) for pt in points]
+            r = []
+            for i, m, lm, wt in obs:
+                v = preds[i][m]
+                if not (v > 0) or not math.isfinite(v):
+                    raise CalibrationError(f"the model predicts {m} = {v} at {points[i].label}: cannot fit a log-error")
+                r.append(wt * (math.log(v) - lm))
+            cache[key] = (r, preds)
+        return cache[key]
+
+    def jacobian(x: list[float], r0: list[float], central: bool) -> list[list[float]]:
+        cols = []
+        for j in range(p):
+            xp = x[:]
+            xp[j] += FD_STEP_LOG
+            rp = residuals(xp)[0]
+            if central:
+                xm = x[:]
+                xm[j] -= FD_STEP_LOG
+                rm = residuals(xm)[0]
+                cols.append([(a - b) / (2 * FD_STEP_LOG) for a, b in zip(rp, rm, strict=True)])
+            else:
+                cols.append([(a - b) / FD_STEP_LOG for a, b in zip(rp, r0, strict=True)])
+        return [[cols[j][k] for j in range(p)] for k in range(len(r0))]
+
+    def scaled_jacobian(x: list[float], r0: list[float], scale: Sequence[float]) -> list[list[float]]:
+        """d residual / d (value ÷ scale), by differences of FD_STEP_LOG × scale in the value: central where
+        both sides are allowed, one-sided at a bound (an efficiency's 1, an overhead's 0)."""
+        cols = []
+        for j, n in enumerate(names):
+            v = _to_v(n, x[j])
+            dv = FD_STEP_LOG * scale[j]
+            hi_ok = not (_is_share(n) and v + dv >= 1.0)
+            lo_ok = v - dv > 0.0
+            xp, xm = x[:], x[:]
+            xp[j] = _to_x(n, v + dv) if hi_ok else x[j]
+            xm[j] = _to_x(n, v - dv) if lo_ok else x[j]
+            rp = residuals(xp)[0] if hi_ok else r0
+            rm = residuals(xm)[0] if lo_ok else r0
+            span = (dv if hi_ok else 0.0) + (dv if lo_ok else 0.0)
+            cols.append([(a - b) * scale[j] / span for a, b in zip(rp, rm, strict=True)])
+        return [[cols[j][k] for j in range(p)] for k in range(len(r0))]
+
+    x = [_to_x(n, _start_value(n, float(known[n]))) for n in names]
+    r, _ = residuals(x)
+    cost = sum(v * v for v in r)
+    mu = 1e-2
+    it = 0
+    while it < max_iterations:
+        it += 1
+        jac = jacobian(x, r, central=False)
+        h = _jtj(jac)
+        g = [sum(jac[k][i] * r[k] for k in range(len(r))) for i in range(p)]
+        hmax = max(max(h[i][i] for i in range(p)), 1e-12)
+        improved = False
+        for _ in range(12):
+            a = [[h[i][j] + (mu * (h[i][i] + 1e-9 * hmax) if i == j else 0.0) for j in range(p)] for i in range(p)]
+            try:
+                step = _solve(a, [-gi for gi in g])
+            except ZeroDivisionError:
+                mu *= 10
+                continue
+            big = max(abs(s) for s in step)
+            if big > 2.0:  # never more than a factor e² per iteration
+                step = [s * 2.0 / big for s in step]
+            xn = [xi + si for xi, si in zip(x, step, strict=True)]
+            rn, _ = residuals(xn)
+            cn = sum(v * v for v in rn)
+            if cn < cost:
+                rel = (cost - cn) / max(cost, 1e-300)
+                x, r, cost = xn, rn, cn
+                mu = max(mu / 3.0, 1e-7)
+                improved = True
+                break
+            mu *= 4.0
+        if not improved or rel < 1e-7 or cost < 1e-14:
+            break
+
+    # --- uncertainty and identifiability at the optimum. Each parameter is measured on its own scale:
+    # max(fitted value, starting value), so an overhead the fit drove towards 0 is judged by how well the points
+    # pin it down against the size it was expected to have, not against its own vanishing size.
+    vals = [_to_v(n, xi) for n, xi in zip(names, x, strict=True)]
+    scale = [max(v, _start_value(n, float(known[n]))) for n, v in zip(names, vals, strict=True)]
+    jac = scaled_jacobian(x, r, scale)  # d r / d (v / scale)
+    h = _jtj(jac)
+    n_obs = len(r)
+    sigma2 = max(cost / (n_obs - p) if n_obs > p else 0.0, NOISE_FLOOR_LOG ** 2)
+    eigval, eigvec = _eigh(h)
+    lam_max = max(max(eigval), 0.0)
+    deficient = [k for k, lam in enumerate(eigval) if lam <= RANK_RTOL * lam_max or lam <= 1e-18]
+    sd_scaled = []
+    for i in range(p):
+        acc = 0.0
+        for k, lam in enumerate(eigval):
+            if k not in deficient:
+                acc += eigvec[i][k] ** 2 / lam
+        sd_scaled.append(math.sqrt(acc * sigma2))
+    bad: dict[str, str] = {}
+    for k in deficient:
+        involved = [names[i] for i in range(p) if abs(eigvec[i][k]) > 0.3]
+        for n in involved:
+            others = [o for o in involved if o != n]
+            bad[n] = ("has no measurable effect on the fitted metrics at these points" if not others else
+                      f"is confounded with {', '.join(others)} (only a combination is determined)")
+    for i, n in enumerate(names):
+        if n not in bad and sd_scaled[i] > max_log_sd:
+            partners = _partners(h, i, names)
+            bad[n] = (f"is determined only to ±{_fmt(n, sd_scaled[i] * scale[i])} (1σ; fitted {_fmt(n, vals[i])})"
+                      + (f", trading off against {', '.join(partners)}" if partners else ""))
+    if bad:
+        keep = _identifiable_subset(h, names, sigma2, max_log_sd)
+        if keep and _check_subset:
+            # the model is nonlinear: a subset that looks identifiable from this optimum may not be from the
+            # defaults it would start at. Fit it to be sure, and propose what that fit accepts.
+            try:
+                fit(points, base, predict=predict, fields=keep, weights=weights, max_iterations=max_iterations,
+                    max_log_sd=max_log_sd)
+            except CalibrationError as sub:
+                keep = tuple(getattr(sub, "identifiable", ()))
+        where = ", ".join(sorted({pt.label for pt in points}))
+        hint = (f"pass --fit {','.join(keep)} (fields={list(keep)}) to fit the identifiable subset and keep the "
+                "others at their defaults" if keep else "no subset of them is identifiable from these points")
+        one_load = len(loads) <= 1
+        err = CalibrationError(
+            f"the points ({where}) cannot identify {', '.join(bad)}: "
+            + "; ".join(f"{n} {why}" for n, why in bad.items())
+            + (". All points run at one load, so per-step overhead and bandwidth/compute terms cannot be told "
+               "apart: add a point at a very different concurrency or rate" if one_load else "")
+            + f". {hint}")
+        err.unidentified = tuple(bad)  # type: ignore[attr-defined]
+        err.identifiable = keep  # type: ignore[attr-defined]
+        raise err
+    log_sd = [sd_scaled[i] * scale[i] / vals[i] for i in range(p)]
+
+    values = {n: _to_v(n, xi) for n, xi in zip(names, x, strict=True)}
+    preds = residuals(x)[1]
+    fits = []
+    for i, pt in enumerate(points):
+        meas: dict[str, float] = {}
+        for m in METRICS:
+            mv = pt.value(m)
+            if mv is not None:
+                meas[m] = mv
+        pred = {m: float(preds[i][m]) for m in METRICS if m in preds[i]}
+        res = {m: math.log(pred[m] / meas[m]) for m in meas if m in pred}
+        fits.append(PointFit(pt.id, pt.label, meas, pred, res))
+    warnings = []
+    for n, v in values.items():
+        if _is_share(n) and v > 0.995:
+            warnings.append(f"{n} = {v:.3g} sits at its bound of 1: the points ask for more than the catalog's "
+                            "peak (a model that fits in cache, or a term the model misses)")
+        elif not _is_share(n) and v < 1e-3 * _start_value(n, float(known[n])):
+            warnings.append(f"{n} was driven to ~0 ({_fmt(n, v)}): the points leave no room for it")
+    rms = math.sqrt(cost / max(n_obs, 1))
+    return FitResult(
+        constants=constants_at(x), fitted=names, values=values,
+        uncertainty={n: values[n] * sd for n, sd in zip(names, log_sd, strict=True)},
+        log_sd=dict(zip(names, log_sd, strict=True)), points=tuple(fits), rms_log_residual=rms, iterations=it,
+        warnings=tuple(warnings),
+    )
+
+
+def _partners(h: list[list[float]], i: int, names: Sequence[str]) -> list[str]:
+    out = []
+    for j, n in enumerate(names):
+        if j != i and h[i][i] > 0 and h[j][j] > 0:
+            corr = h[i][j] / math.sqrt(h[i][i] * h[j][j])
+            if abs(corr) > 0.9:
+                out.append(n)
+    return out
+
+
+def _sub_sd(h: list[list[float]], idx: Sequence[int], sigma2: float) -> list[float] | None:
+    sub = [[h[i][j] for j in idx] for i in idx]
+    ev, vec = _eigh(sub)
+    lam_max = max(max(ev), 0.0)
+    if any(lam <= RANK_RTOL * lam_max or lam <= 1e-18 for lam in ev):
+        return None
+    return [math.sqrt(sigma2 * sum(vec[a][k] ** 2 / ev[k] for k in range(len(idx)))) for a in range(len(idx))]
+
+
+def _identifiable_subset(h: list[list[float]], names: Sequence[str], sigma2: float,
+                         max_log_sd: float) -> tuple[str, ...]:
+    """Drop the least determined parameter until the rest are identified (from the same Jacobian)."""
+    idx = list(range(len(names)))
+    while idx:
+        sd = _sub_sd(h, idx, sigma2)
+        if sd is not None and max(sd) <= max_log_sd:
+            return tuple(names[i] for i in idx)
+        if sd is None:  # rank deficient: drop the one with the least information
+            worst = min(idx, key=lambda i: h[i][i])
+        else:
+            worst = idx[max(range(len(idx)), key=lambda a: sd[a])]
+        idx.remove(worst)
+    return ()
+
+
+# ----------------------------------------------------------------------------------------- the calibration file
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration file's content: what was fitted, on what, with what uncertainty."""
+
+    hardware_id: str
+    model_name: str
+    engine_name: str
+    engine_version: str | None
+    input_len: int
+    output_len: int
+    constants: Mapping[str, float]  # every ServingConstants field (fitted ones replaced)
+    fitted: tuple[str, ...]
+    uncertainty: Mapping[str, float]  # 1σ of each fitted constant, in its unit
+    points: tuple[Mapping[str, Any], ...] = ()  # PointFit.to_dict() of each point it was fitted on
+    engine_limits: Mapping[str, int] = field(default_factory=dict)  # max_num_seqs, max_num_batched_tokens, ...
+    device: str = "cuda"
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    created_at: str = ""
+    sources: tuple[str, ...] = ()  # results files the points came from
+    rms_log_residual: float | None = None
+    notes: str = ""
+
+    def serving_constants(self, setup: Any) -> Any:
+        """The serving model's constants for ``setup``: its own defaults with this file's *fitted* values put in
+        (the others were defaults when the file was made, and stay the defaults of the setup it is used on)."""
+        base = serving.default_constants(setup)
+        known = base.to_dict()
+        return base.replace(**{k: float(self.constants[k]) for k in self.fitted if k in known})
+
+    def mismatches(self, setup: Any) -> list[str]:
+        """What differs between the setup this was fitted on and ``setup`` (empty: the same)."""
+        out: list[str] = []
+
+        def cmp(what: str, mine: Any, theirs: Any) -> None:
+            if mine is not None and theirs is not None and str(mine) != str(theirs):
+                out.append(f"{what}: calibrated on {mine}, used on {theirs}")
+
+        cmp("hardware", self.hardware_id, getattr(setup.hardware, "id", None))
+        cmp("model", self.model_name, getattr(setup.model, "name", None))
+        cmp("engine", self.engine_name, setup.engine_name)
+        cmp("engine version", self.engine_version, setup.engine_version)
+        cmp("device", self.device, setup.device)
+        cmp("weight dtype", self.weight_dtype, setup.weight_dtype)
+        cmp("kv dtype", self.kv_dtype, setup.kv_dtype)
+        cmp("workload input_len", self.input_len, setup.input_len)
+        cmp("workload output_len", self.output_len, setup.output_len)
+        for key in ("max_num_seqs", "max_num_batched_tokens", "block_size", "tensor_parallel_size"):
+            cmp(key, self.engine_limits.get(key), getattr(setup, key, None))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "created_at": self.created_at,
+            "hardware": self.hardware_id, "device": self.device, "model": self.model_name,
+            "dtypes": {"weights": self.weight_dtype, "kv_cache": self.kv_dtype},
+            "engine": {"name": self.engine_name, "version": self.engine_version, **dict(self.engine_limits)},
+            "workload": {"input_len": self.input_len, "output_len": self.output_len},
+            "constants": {k: _round(float(v)) for k, v in self.constants.items()},
+            "fitted": list(self.fitted),
+            "uncertainty": {k: _round(float(v), 3) for k, v in self.uncertainty.items()},
+            "rms_log_residual": None if self.rms_log_residual is None else _round(self.rms_log_residual, 4),
+            "points": [dict(p) for p in self.points],
+            "sources": list(self.sources),
+            "notes": self.notes,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], *, file: str = "<calibration>") -> Calibration:
+        if not isinstance(d, Mapping):
+            raise CalibrationError(f"{file}: a calibration file is a mapping (schema {SCHEMA})")
+        if d.get("schema") != SCHEMA:
+            raise CalibrationError(f"{file}: not a calibration file (schema is {d.get('schema')!r}, "
+                                   f"expected {SCHEMA!r}); make one with `roofline calibrate`")
+        if int(d.get("schema_version", 0)) > SCHEMA_VERSION:
+            raise CalibrationError(f"{file}: schema_version {d.get('schema_version')} is newer than this "
+                                   f"pytest-roofline reads ({SCHEMA_VERSION})")
+        try:
+            eng = dict(d.get("engine") or {})
+            wl = dict(d.get("workload") or {})
+            dt = dict(d.get("dtypes") or {})
+            constants = {str(k): float(v) for k, v in dict(d["constants"]).items()}
+            fitted = tuple(str(x) for x in d.get("fitted") or ())
+            missing = [n for n in fitted if n not in constants]
+            if missing:
+                raise CalibrationError(f"{file}: fitted constant(s) {', '.join(missing)} have no value")
+            return cls(
+                hardware_id=str(d["hardware"]), model_name=str(d["model"]),
+                engine_name=str(eng.pop("name", "vllm")),
+                engine_version=None if eng.get("version") is None else str(eng.pop("version")),
+                input_len=int(wl["input_len"]), output_len=int(wl["output_len"]),
+                constants=constants, fitted=fitted,
+                uncertainty={str(k): float(v) for k, v in dict(d.get("uncertainty") or {}).items()},
+                points=tuple(dict(p) for p in d.get("points") or ()),
+                engine_limits={str(k): int(v) for k, v in eng.items() if k != "version" and v is not None},
+                device=str(d.get("device", "cuda")), weight_dtype=str(dt.get("weights", "bf16")),
+                kv_dtype=str(dt.get("kv_cache", "bf16")), created_at=str(d.get("created_at", "")),
+                sources=tuple(str(s) for s in d.get("sources") or ()),
+                rms_log_residual=None if d.get("rms_log_residual") is None else float(d["rms_log_residual"]),
+                notes=str(d.get("notes") or ""),
+            )
+        except CalibrationError:
+            raise
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CalibrationError(f"{file}: malformed calibration file ({type(exc).__name__}: {exc})") from None
+
+
+def calibration_from_fit(result: FitResult, setup: Any, *, sources: Sequence[str] = (), notes: str = "",
+                         created_at: str | None = None) -> Calibration:
+    """The :class:`Calibration` recording ``result`` fitted on ``setup``."""
+    return Calibration(
+        hardware_id=str(setup.hardware.id), model_name=str(setup.model.name), engine_name=setup.engine_name,
+        engine_version=setup.engine_version, input_len=int(setup.input_len), output_len=int(setup.output_len),
+        constants=dict(result.constants.to_dict()), fitted=tuple(result.fitted),
+        uncertainty=dict(result.uncertainty), points=tuple(p.to_dict() for p in result.points),
+        engine_limits={k: int(getattr(setup, k)) for k in ("max_num_seqs", "max_num_batched_tokens", "block_size",
+                                                            "tensor_parallel_size")},
+        device=setup.device, weight_dtype=setup.weight_dtype, kv_dtype=setup.kv_dtype,
+        created_at=created_at or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        sources=tuple(str(s) for s in sources), rms_log_residual=result.rms_log_residual, notes=notes,
+    )
+
+
+def dump_calibration(cal: Calibration, path: str | Path) -> None:
+    text = ("# pytest-roofline calibration: serving-model constants fitted by `roofline calibrate`\n"
+            + yaml.safe_dump(cal.to_dict(), sort_keys=False, allow_unicode=True, width=110))
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def load_calibration(path: str | Path) -> Calibration:
+    """Read a calibration file; :class:`CalibrationError` with the file name when it cannot be used."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CalibrationError(f"{p}: cannot read the calibration file ({exc.strerror or exc})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CalibrationError(f"{p}: not valid YAML ({exc})") from None
+    return Calibration.from_dict(data, file=str(p))

@@ -1,0 +1,161 @@
+"""Measurement analysis, defined once: which points form the sweep, the knees, contamination by prefix-cache hits,
+goodput rows. The quantity registry (verdicts) and the report (charts, scorecard headlines) both call these, so a
+chart can never disagree with the verdict beside it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_roofline.errors import SetupError
+from pytest_roofline.model import analytical as an
+from pytest_roofline.quantities.measurement import (
+    PointRecord,
+    client_value,
+    concurrency,
+    is_sweep_point,
+    point_id,
+    prefix_cache_hit_rate,
+)
+
+__all__ = ["Thresholds", "closed_points", "throughput_knee", "ttft_knee", "is_contaminated", "cache_hit_reason", "is_flattered",
+           "point_notes", "goodput_rows", "goodput_table"]
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Definitions a user can tune in the YAML ``thresholds:`` section."""
+
+    knee_gain: float = 0.10  # throughput knee: smallest concurrency whose doubling adds less than this fraction
+    queue_fraction: float = 0.10  # a point queues when vLLM's mean queue time exceeds this share of mean E2E
+    ttft_knee_ratio: float = 2.0  # TTFT knee: smallest concurrency with p99 TTFT > ratio × p50 TTFT
+    contamination: float = 0.10  # prefix-cache hit rate above which a point is marked contaminated
+
+
+def closed_points(points: Iterable[PointRecord] | Mapping[str, Any] | None) -> list[PointRecord]:
+    """The closed-loop sweep points (the batch-1 point and open-loop rates excluded), in concurrency order.
+
+    Takes a list of points or a whole results dict (its ``points``)."""
+    if points is None:
+        return []
+    if isinstance(points, Mapping):
+        points = points.get("points") or []
+    return sorted((p for p in points if is_sweep_point(p)), key=concurrency)
+
+
+def throughput_knee(points: Sequence[tuple[float, float]], gain_threshold: float) -> float | None:
+    """Smallest concurrency whose doubling adds less than ``gain_threshold`` (a fraction) of throughput.
+
+    ``points`` are (concurrency, aggregate throughput) pairs. Gaps other than a doubling are normalised to a
+    per-doubling gain: ``(X2/X1) ** (1/log2(c2/c1)) − 1``. None when throughput keeps growing (only flattening).
+    """
+    pts = sorted(points)
+    for (c1, x1), (c2, x2) in zip(pts, pts[1:], strict=False):
+        if c2 <= c1 or x1 <= 0:
+            continue
+        gain = (x2 / x1) ** (1.0 / math.log2(c2 / c1)) - 1.0
+        if gain < gain_threshold:
+            return c1
+    return None
+
+
+def ttft_knee(points: Sequence[tuple[float, float, float]], ratio: float) -> float | None:
+    """Smallest concurrency whose p99 TTFT exceeds ``ratio`` × its p50 TTFT; ``points`` = (c, p50, p99)."""
+    for c, p50, p99 in sorted(points):
+        if p50 and p99 > ratio * p50:
+            return c
+    return None
+
+
+def is_contaminated(pt: PointRecord, th: Thresholds) -> bool:
+    """A point whose prefix-cache hit rate is above ``th.contamination`` (or that its file marks contaminated)."""
+    rate = prefix_cache_hit_rate(pt)
+    if rate is not None:
+        return rate > th.contamination
+    return bool(pt.get("contaminated"))
+
+
+def _prefill_floor_ms(pt: PointRecord, setup: Any) -> float | None:
+    """The compute floor of the point's prompt prefill at peak FLOP/s, in ms (None when it cannot be worked out)."""
+    n = pt.get("input_len") or getattr(setup, "input_len", None)
+    if setup is None or not n:
+        return None
+    try:
+        return an.prefill_floor_s(int(n), setup.flop_per_token, setup.peak_flop_per_s) * 1e3
+    except (SetupError, ValueError, AttributeError, ZeroDivisionError):
+        return None
+
+
+def cache_hit_reason(pt: PointRecord, th: Thresholds, setup: Any = None) -> str | None:
+    """Why a point's numbers are flattered by prefix-cache hits, or None: a hit rate above the threshold, or —
+    given the setup — a TTFT p50 below the compute floor of the prompt's prefill, which only cached prompts beat."""
+    rate = prefix_cache_hit_rate(pt)
+    if rate is not None:
+        if rate > th.contamination:
+            return f"prefix-cache hit rate {rate:.0%} > {th.contamination:.0%}"
+    elif pt.get("contaminated"):
+        return "marked contaminated in the results file"
+    p50 = client_value(pt, "ttft_ms", "p50")
+    floor = _prefill_floor_ms(pt, setup)
+    if isinstance(p50, (int, float)) and floor is not None and p50 < floor:
+        return f"TTFT p50 {p50:,.0f} ms is below the {floor:,.1f} ms compute floor of its prefill"
+    return None
+
+
+def is_flattered(pt: PointRecord, th: Thresholds, setup: Any = None) -> bool:
+    """A point whose numbers prefix-cache hits flatter (:func:`cache_hit_reason` gives the reason)."""
+    return cache_hit_reason(pt, th, setup) is not None
+
+
+def point_notes(pt: PointRecord, th: Thresholds, setup: Any = None) -> list[str]:
+    """What a verdict that uses this point must say about it: cache hits (by rate or by the prefill floor) and the
+    flags the measurement raised."""
+    notes = []
+    p50 = client_value(pt, "ttft_ms", "p50")
+    floor = _prefill_floor_ms(pt, setup) if pt.get("input_len") else None
+    if isinstance(p50, (int, float)) and floor is not None and p50 < floor:
+        notes.append(f"point {pt.get('id')}: TTFT p50 {p50:,.0f} ms is below the {floor:,.1f} ms "
+                     f"compute floor of a {int(pt['input_len']):,}-token prefill — prompts were (partly) served "
+                     "from the prefix cache")
+    rate = prefix_cache_hit_rate(pt)
+    if rate is not None and rate > th.contamination:
+        notes.append(f"point {pt.get('id')} is contaminated: prefix-cache hit rate {rate:.0%} > "
+                     f"{th.contamination:.0%} — prompts were served partly from cache")
+    for flag in pt.get("flags") or ():
+        notes.append(f"point {point_id(pt)}: {flag}")
+    return notes
+
+
+def goodput_table(points: Iterable[PointRecord] | Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The sweep points as goodput rows (``analytical.goodput``'s input): the closed points that recorded an
+    output throughput, with their TTFT and TPOT distributions."""
+    rows = []
+    for p in closed_points(points):
+        tput = client_value(p, "output_throughput_tok_s")
+        if tput is None:
+            continue
+        rows.append({"concurrency": concurrency(p), "output_tok_per_s": tput,
+                     "ttft_ms": client_value(p, "ttft_ms") or {}, "tpot_ms": client_value(p, "tpot_ms") or {}})
+    return rows
+
+
+def goodput_rows(points: Iterable[PointRecord] | Mapping[str, Any] | None,
+                 slo: Mapping[str, Any] | None) -> list[an.Goodput]:
+    """Goodput at p50 and p99 (and the SLO's own percentile) under a file's ``slo:`` (seconds), from the sweep."""
+    rows = [r for r in goodput_table(points) if r["ttft_ms"] and r["tpot_ms"]]
+    slo = slo or {}
+    if not rows or not ({"ttft", "tpot"} & slo.keys()):
+        return []
+    out = []
+    pcts = ["p50", "p99"]
+    if slo.get("percentile") and slo["percentile"] not in pcts:
+        pcts.append(slo["percentile"])
+    for pct in pcts:
+        try:
+            out.append(an.goodput(rows, ttft_ms_max=slo["ttft"] * 1e3 if "ttft" in slo else None,
+                                  tpot_ms_max=slo["tpot"] * 1e3 if "tpot" in slo else None, percentile=pct))
+        except (KeyError, ValueError):
+            continue
+    return out

@@ -1,0 +1,243 @@
+"""The measurement a scorer reads: its :class:`Measurement` interface and the records it serves.
+
+A measurement is whatever answers "what was measured at this sweep point, and what did the engine say about
+itself": a replayed results file (``measure.results.RecordedMeasurement``), a live sweep
+(``measure.sweep._LiveMeasurement``), or a sweep against a running endpoint (the same class). The quantity
+registry reads only this interface, so every provider is checked against one contract.
+
+The records are the results file's JSON objects (``docs/results-schema.md``), typed at that boundary as
+``TypedDict``s with the unit in every field name (``ttft_ms``, ``output_throughput_tok_s``). Every key may be
+missing or ``null`` (a file transcribed from a notebook holds only what the notebook printed), so they are
+declared ``total=False`` and read through the accessors below instead of ``dict.get(...) or {}`` chains.
+
+Nothing here measures, reads a file or imports the measurement layer: this is the contract the layers above
+(``measure``, ``scoring``, ``report``) meet on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Any, Protocol, TypedDict, cast, runtime_checkable
+
+__all__ = [
+    "Distribution", "LittlesLaw", "ClientStats", "ServerStats", "TimelineSample", "PointRecord", "CrossCheck",
+    "EngineReport", "PointMode", "Measurement", "point_id", "point_mode", "client_stats", "server_stats",
+    "client_value", "server_value", "concurrency", "prefix_cache_hit_rate", "is_sweep_point", "BATCH1_ID",
+]
+
+#: the id of the batch-1 point (``sweep.batch1``), kept apart from the concurrency sweep
+BATCH1_ID = "batch1"
+
+
+class PointMode(StrEnum):
+    """How a sweep point offered its load (the point's ``mode``)."""
+
+    CLOSED = "closed"  # a fixed number of clients, each sending its next request when the last one finished
+    OPEN = "open"  # requests arrive on a seeded schedule at ``rate_req_s``
+
+
+class Distribution(TypedDict, total=False):
+    """Summary statistics of one per-request metric, in the unit its key names (``ttft_ms`` → ms)."""
+
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    p99: float | None
+    count: float | None  # server-side histograms: how many observations the delta holds
+
+
+class LittlesLaw(TypedDict, total=False):
+    """L = λ·W over a point: time-averaged requests in flight against throughput × mean latency."""
+
+    L: float | None
+    lambda_req_s: float | None
+    W_s: float | None
+    lambda_W: float | None
+    ratio: float | None
+
+
+class ClientStats(TypedDict, total=False):
+    """A point's ``client`` object: what the load generator saw (``measure.stats.summarize``)."""
+
+    completed: int
+    failed: int
+    output_throughput_tok_s: float | None
+    steady_output_throughput_tok_s: float | None
+    steady_mean_in_flight: float | None
+    total_throughput_tok_s: float | None
+    request_throughput_req_s: float | None
+    per_request_output_tok_s: Distribution
+    ttft_ms: Distribution
+    tpot_ms: Distribution
+    itl_ms: Distribution
+    e2e_ms: Distribution
+    schedule_lag_ms: Distribution | None
+    mean_in_flight: float | None
+    littles_law: LittlesLaw
+    token_count_mismatches: int
+    note: str
+
+
+class TimelineSample(TypedDict, total=False):
+    """One poll of the engine's /metrics during a point; ``t_s`` is seconds since the point started."""
+
+    t_s: float
+    running: float | None
+    waiting: float | None
+    kv_cache_usage: float | None
+    preemptions: float | None
+
+
+class ServerStats(TypedDict, total=False):
+    """A point's ``server`` object: the engine's /metrics deltas over the point (``measure.scrape.summarize``)."""
+
+    prefix_cache_hit_rate: float | None
+    prefix_cache_queries: float | None
+    prefix_cache_hits: float | None
+    preemptions: int | None
+    max_num_requests_running: float | None
+    max_num_requests_waiting: float | None
+    max_kv_cache_usage: float | None
+    prompt_tokens: float | None
+    generation_tokens: float | None
+    ttft_ms: Distribution | None
+    itl_ms: Distribution | None
+    tpot_ms: Distribution | None
+    e2e_ms: Distribution | None
+    queue_ms: Distribution | None
+    prefill_ms: Distribution | None
+    decode_ms: Distribution | None
+    inference_ms: Distribution | None
+    timeline: list[TimelineSample]
+    counter_resets: list[str]
+    contamination_threshold: float
+    contaminated: bool
+    note: str  # a transcribed file: where the figures came from
+
+
+class PointRecord(TypedDict, total=False):
+    """One sweep point of a results file (``docs/results-schema.md``, "Point")."""
+
+    id: str
+    mode: str  # a PointMode value
+    concurrency: int | None
+    rate_req_s: float | None
+    burstiness: float
+    input_len: int
+    output_len: int
+    num_requests: int | None
+    warmup_requests: int
+    started_at: str | None
+    finished_at: str | None
+    duration_s: float | None  # the measurement window: first measured send to the last measured response
+    client: ClientStats
+    server: ServerStats | None
+    contaminated: bool | None
+    flags: list[str]
+    requests_file: str | None
+
+
+class CrossCheck(TypedDict, total=False):
+    ok: bool | None
+    detail: str
+
+
+class EngineReport(TypedDict, total=False):
+    """What the engine said about itself: startup log and /metrics (``measure.engine.build_report``)."""
+
+    version: str | None
+    version_source: str | None
+    kv_device: str | None
+    num_gpu_blocks: int | None
+    block_size: int | None
+    kv_cache_tokens: int | None
+    available_kv_cache_gib: float | None  # GiB = 2**30 bytes, as vLLM prints it
+    max_concurrency: float | None
+    max_concurrency_tokens_per_request: int | None
+    weights_gib: float | None
+    max_model_len: int | None
+    sources: dict[str, Any]
+    source_reasons: dict[str, Any]
+    cross_check: CrossCheck
+    reasons: dict[str, str]
+    mode: str
+    startup_s: float | None
+
+
+@runtime_checkable
+class Measurement(Protocol):
+    """What the quantity registry reads. ``point()`` raises ``errors.NotMeasured`` (the point is not in the
+    sweep: the prediction is skipped) or ``errors.PointError`` (it should have been measured and could not be:
+    an ERROR with the engine's log tail)."""
+
+    def points(self) -> Sequence[PointRecord]:
+        """Every measured point, in the order measured."""
+        ...
+
+    def point(self, *, concurrency: int | None = None, rate: float | None = None) -> PointRecord:
+        """The closed-loop point at ``concurrency`` or the open-loop point at ``rate`` (batch-1 excluded)."""
+        ...
+
+    def engine_report(self) -> EngineReport | None:
+        """The engine's own report, or None when the run has none."""
+        ...
+
+
+# --------------------------------------------------------------------------------------------------------------
+# typed accessors: a missing key and a JSON null read the same
+# --------------------------------------------------------------------------------------------------------------
+def point_id(pt: PointRecord) -> str:
+    return str(pt.get("id"))
+
+
+def point_mode(pt: PointRecord) -> PointMode | None:
+    """The point's mode; a point that names none is a closed-loop point (the schema's default), one that names
+    a mode this version does not know has None."""
+    try:
+        return PointMode(pt.get("mode") or PointMode.CLOSED)
+    except ValueError:
+        return None
+
+
+def is_sweep_point(pt: PointRecord) -> bool:
+    """A closed-loop point of the concurrency sweep (not the batch-1 point, not an open-loop rate)."""
+    return point_mode(pt) is PointMode.CLOSED and bool(pt.get("concurrency")) and pt.get("id") != BATCH1_ID
+
+
+def concurrency(pt: PointRecord) -> int:
+    """The point's closed-loop concurrency (0 for a point that has none: open loop, or not recorded)."""
+    c = pt.get("concurrency")
+    return c if c is not None else 0
+
+
+def client_stats(pt: PointRecord) -> ClientStats:
+    return pt.get("client") or {}
+
+
+def server_stats(pt: PointRecord) -> ServerStats:
+    """The point's server-side figures; empty when /metrics was not scraped (``"server": null``)."""
+    return pt.get("server") or {}
+
+
+def _walk(obj: Mapping[str, Any], path: Sequence[str]) -> Any:
+    val: Any = obj
+    for key in path:
+        val = val.get(key) if isinstance(val, Mapping) else None
+    return val
+
+
+def client_value(pt: PointRecord, *path: str) -> Any:
+    """A client-side figure by its key path, e.g. ``client_value(pt, "ttft_ms", "p50")``; None when absent."""
+    return _walk(cast(Mapping[str, Any], client_stats(pt)), path)
+
+
+def server_value(pt: PointRecord, *path: str) -> Any:
+    """A server-side figure by its key path, e.g. ``server_value(pt, "queue_ms", "mean")``; None when absent."""
+    return _walk(cast(Mapping[str, Any], server_stats(pt)), path)
+
+
+def prefix_cache_hit_rate(pt: PointRecord) -> float | None:
+    rate = server_stats(pt).get("prefix_cache_hit_rate")
+    return None if rate is None else float(rate)
