@@ -7,7 +7,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: install demo test demo-cpu-engine replay scorecard bench clean
+.PHONY: install demo test demo-cpu-engine replay scorecard bench bench-model lint clean
 
 $(STAMP): pyproject.toml scripts/install.sh
 	PY=$(PY) bash scripts/install.sh
@@ -31,6 +31,10 @@ replay: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/loadgen_bench.py
+
+bench-model: $(STAMP)
+	$(BIN)/python benchmarks/serving_speed.py
+	$(BIN)/python benchmarks/model_accuracy.py
 
 clean:
 	rm -rf $(VENV) roofline-runs .pytest_cache

