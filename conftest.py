@@ -13,6 +13,6 @@ import httpx  # noqa: F401
 # the same for the project's own modules that the plugin imports lazily (engine state, atexit hooks)
 import pytest_roofline.measure.engine  # noqa: F401,E402
 import pytest_roofline.measure.loadgen  # noqa: F401,E402
-import pytest_roofline.report.scorecard  # noqa: F401,E402
 import pytest_roofline.measure.scrape  # noqa: F401,E402
 import pytest_roofline.measure.sweep  # noqa: F401,E402
+import pytest_roofline.report.scorecard  # noqa: F401,E402

@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import itertools
 import json
-import os
 import random
 import sys
 import time
@@ -160,7 +159,7 @@ def run_httpx(args) -> dict:
 
 def make_tokenizer(path: Path) -> None:
     """A small word-level Hugging Face tokenizer (offline) for vllm bench serve's random dataset."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, decoders
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}

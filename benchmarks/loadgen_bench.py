@@ -19,7 +19,10 @@ Columns: offered tok/s = streams / tick; achieved = tokens the server emitted in
 second (a client that reacts late to a finished stream leaves its slot idle); ITL p99 of the client's
 pooled chunk gaps vs the same gaps from the server's send times; ts lag = client chunk time − server send
 time; TTFT error = client TTFT − (first token send − request arrival) at the server; CPU % of one core over
-the window.  Results are printed and written to ``benchmarks/RESULTS.md``.
+the window.  Results are printed and written to ``benchmarks/RESULTS.md`` (``--markdown ''`` skips that).
+
+The figures need a quiet machine; ``loadgen_cpu_bench.py`` measures the client's own CPU cost per token
+without a server, which moves much less with busy neighbours.
 """
 
 from __future__ import annotations

@@ -18,13 +18,16 @@ import json
 import math
 import os
 import sys
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
+from pytest_roofline.errors import RooflineError
+from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, parse_limit
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import hardware
-from pytest_roofline.quantities import registry as quantities
 from pytest_roofline.model.setup import SetupError, build_setup
+from pytest_roofline.quantities import registry as quantities
 from pytest_roofline.units import GB, GIB
 
 __all__ = ["main", "predict_rows"]
@@ -157,8 +160,27 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict]]:
     return head, rows
 
 
-def _int_list(text: str) -> list[int]:
-    return [int(x) for x in str(text).split(",") if x.strip()]
+def _int_list(text: str, what: str = "--concurrency") -> list[int]:
+    """``"1,2,4"`` -> ``[1, 2, 4]``; a ValueError naming the flag and the bad item otherwise."""
+    out = []
+    for item in str(text).split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if not item.isdigit() or int(item) < 1:
+            raise ValueError(f"{what}: {item[:40]!r} is not a whole number >= 1 (write e.g. 1,2,4)")
+        out.append(int(item))
+    if not out:
+        raise ValueError(f"{what}: no values given (write e.g. 1,2,4)")
+    return out
+
+
+def _batch_list(text: str) -> list[int]:
+    """argparse type of ``--batch``: an error message argparse prints on one line, with exit status 2."""
+    try:
+        return _int_list(text, "--batch")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--batch: ")) from None
 
 
 def _cmd_predict_simulate(args: argparse.Namespace) -> int:
@@ -201,7 +223,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         return _cmd_predict_simulate(args)
     if not (args.hardware and args.model):
         raise ValueError("predict needs --hardware and --model (or --simulate FILE.yaml)")
-    batches = [int(b) for b in args.batch.split(",")] if args.batch else [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    batches = args.batch or [1, 2, 4, 8, 16, 32, 64, 128, 256]
     data = predict_rows(hardware_id=args.hardware, model=args.model, context_tokens=args.context, batches=batches,
                         engine_version=args.engine_version, dtype=args.dtype)
     if args.json:
@@ -252,19 +274,35 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
     text = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        _write(args.output, text)
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _write(path: str | Path, text: str) -> None:
+    """Write an output file; a missing folder or no permission is one line (``OSError`` caught by main)."""
+    p = Path(path)
+    if p.is_dir():
+        raise IsADirectoryError(21, "is a directory; give a file name", str(p))
+    if not p.parent.is_dir():
+        raise FileNotFoundError(2, "its folder does not exist; create it first", str(p))
+    p.write_text(text, encoding="utf-8")
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    changes = dict(parse_limit(text) for text in (getattr(args, "limit", None) or []))
+    return DEFAULT_LIMITS.with_changes(**changes)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from pytest_roofline.format.spec import SpecError, load_spec
 
     bad = 0
+    limits = _limits(args)
     for f in args.files:
         try:
-            spec = load_spec(f)
+            spec = load_spec(f, limits=limits)
         except SpecError as exc:
             print(exc)
             bad += 1
@@ -284,8 +322,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from pytest_roofline.report.scorecard import render_from_files
 
+    out = Path(args.output)
+    if not out.parent.is_dir():  # before the work: a typo in -o must not cost a render
+        raise FileNotFoundError(2, "its folder does not exist; create it first", str(out))
+    for given in (args.predictions, args.results):
+        if given and Path(given).is_dir():
+            raise IsADirectoryError(21, "is a directory; give the file (e.g. DIR/results.json)", given)
     html = render_from_files(Path(args.predictions), Path(args.results) if args.results else None)
-    Path(args.output).write_text(html, encoding="utf-8")
+    _write(out, html)
     print(f"wrote {args.output}")
     return 0
 
@@ -293,8 +337,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_tiny_model(args: argparse.Namespace) -> int:
     from pytest_roofline.measure import tinymodel
 
-    dest = Path(args.dest) if args.dest else tinymodel.default_model_dir()
-    print(tinymodel.make_tiny_model(dest))
+    dest = Path(args.dest).expanduser() if args.dest else tinymodel.default_model_dir()
+    if not tinymodel.is_tiny_model(dest):  # a real write probe first: a bad destination is one line, not a child's
+        try:  # traceback minutes later
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.rmdir(tempfile.mkdtemp(prefix=f".{dest.name}.probe.", dir=dest.parent))
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot write the model there ({exc.strerror or exc})", str(dest)) from None
+    try:
+        print(tinymodel.make_tiny_model(dest))
+    except RuntimeError as exc:
+        lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+        print(f"roofline: making the tiny model in {dest} failed: {lines[-1] if lines else exc}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -353,7 +408,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pr.add_argument("--hardware", "--gpu", help="catalog id, e.g. a100-sxm4-80gb (see `roofline hardware`)")
     pr.add_argument("--model", help="preset (qwen3-8b) or path to a HF config.json")
     pr.add_argument("--context", type=float, default=1024, help="KV context per sequence in tokens (default 1024)")
-    pr.add_argument("--batch", help="comma-separated batch sizes (default 1,2,4,...,256)")
+    pr.add_argument("--batch", type=_batch_list, help="comma-separated batch sizes (default 1,2,4,...,256)")
     pr.add_argument("--dtype", default="bf16", help="weight dtype: bf16, fp8, int4 (default bf16)")
     pr.add_argument("--engine-version", help="vLLM version (for defaults)")
     pr.add_argument("--json", action="store_true",
@@ -375,6 +430,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sc.set_defaults(fn=_cmd_schema)
     ck = sub.add_parser("check", help="validate prediction files")
     ck.add_argument("files", nargs="+")
+    ck.add_argument("--limit", action="append", metavar="NAME=N",
+                    help="raise a loader limit (max_yaml_nodes, max_tests_per_prediction, max_tests_per_file, "
+                         "max_value_length); repeatable")
     ck.set_defaults(fn=_cmd_check)
     rp = sub.add_parser("report", help="render a standalone HTML scorecard from files")
     rp.add_argument("predictions")
@@ -400,8 +458,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `roofline quantities | head`: the reader left; no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (SetupError, ValueError, KeyError) as exc:
+    except (RooflineError, SetupError, ValueError, KeyError) as exc:
         print(f"roofline: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a missing input, an unwritable or missing output folder: the path and the reason
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"roofline: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
 
 

@@ -16,6 +16,7 @@
     │   ├── UnknownModelError     neither a preset nor a path to a config.json                        (LookupError)
     │   └── ModelOverrideError    an override with an unknown field or a wrong kind of value
     ├── SetupError                a setup that cannot be resolved (chip, model, dtype...)             (ValueError)
+    │   └── SetupValueError       an impossible value; ``field`` names it (workload.input_len)
     ├── SimulationError           the serving model cannot simulate a setup/workload                  (ValueError)
     ├── CalibrationError          measured points that cannot identify a calibration                  (ValueError)
     ├── SpecError                 a prediction file problem, with file, line and the fix              (ValueError)
@@ -46,7 +47,7 @@ __all__ = [
     "HardwareError", "UnknownHardwareError", "AmbiguousHardwareError", "HardwareMismatchError",
     "HardwareOverrideError",
     "ModelArchError", "ModelConfigError", "UnsupportedModelError", "UnknownModelError", "ModelOverrideError",
-    "SetupError", "SimulationError", "CalibrationError", "SpecError", "NotMeasured", "ResultsError",
+    "SetupError", "SetupValueError", "SimulationError", "CalibrationError", "SpecError", "NotMeasured", "ResultsError",
     "MeasureError", "PointError", "LoadgenError", "GPUDetectionError", "EndpointError",
     "EngineError", "EngineStartError", "EngineDied", "PredictionMismatch", "CalibrationMismatchWarning",
 ]
@@ -109,6 +110,17 @@ class ModelOverrideError(ModelArchError):
 
 class SetupError(RooflineError, ValueError):
     """A setup that cannot be resolved (unknown chip, model, dtype...)."""
+
+
+class SetupValueError(SetupError):
+    """An impossible setup value (a negative input_len, gpu_memory_utilization outside (0, 1]...).
+
+    ``field`` is its dotted place in a prediction file (``workload.input_len``, ``engine.args.max_num_seqs``), so
+    the loader can name the YAML line it came from."""
+
+    def __init__(self, message: str, *, field: str):
+        super().__init__(message)
+        self.field = field
 
 
 class SimulationError(RooflineError, ValueError):

@@ -301,6 +301,12 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
         v.status, v.reason, v.log_tail = VerdictStatus.ERROR, str(exc), exc.log_tail
         return v
     v.measured_value = _plain(meas.value)
+    if isinstance(v.measured_value, float) and not math.isfinite(v.measured_value):
+        # NaN compares false with every bound and ±inf passes an open one: a figure that is not a number was not
+        # measured, and is never scored (an ERROR, not a pass or a skip)
+        v.status = VerdictStatus.ERROR
+        v.reason = f"the measured value is {v.measured_value!r}, not a measurement (points: {', '.join(meas.points)})"
+        return v
     v.measured_text = _value_text(v.measured_value, q.dimension, v.display_unit)
     v.measured_points = list(meas.points)
     v.measured_notes = list(meas.notes)

@@ -66,13 +66,43 @@ DIMENSIONS: dict[str, dict[str, float]] = {
 DEFAULT_UNIT = {"throughput": "tok/s", "request_rate": "req/s", "time": "ms", "bytes": "B", "bandwidth": "GB/s",
                 "flops": "FLOP", "flop_rate": "TFLOP/s", "intensity": "FLOP/byte", "ratio": "", "count": ""}
 
+# The number is matched at the start and the unit is the stripped rest of the text: a regex ending in a lazy
+# ``(.*?)\s*$`` backtracks quadratically over a long run of spaces (a 16k-character value took seconds).
 _NUMBER_RE = re.compile(
-    r"""^\s*(?P<sign>[-+−]?)\s*
+    r"""\s*(?P<sign>[-+−]?)\s*
         (?P<mant>(?:\d{1,3}(?:,\d{3})+|\d+(?:_\d+)*)(?:\.(?P<frac>\d*))?|\.(?P<frac2>\d+))
-        (?:[eE](?P<exp>[-+]?\d+))?
-        \s*(?P<unit>.*?)\s*$""",
+        (?:[eE](?P<exp>[-+]?\d+))?""",
     re.VERBOSE,
 )
+#: exponents beyond this many digits are out of any float's range (and ``int()`` refuses over 4,300 digits)
+_MAX_EXP_DIGITS = 6
+
+
+class _Number:
+    """A number matched at the start of a text, and the unit text after it (linear in the text's length)."""
+
+    __slots__ = ("m", "unit")
+
+    def __init__(self, m: re.Match[str], unit: str):
+        self.m, self.unit = m, unit
+
+    def group(self, name: str) -> str | None:
+        return self.unit if name == "unit" else self.m.group(name)
+
+
+def _match_number(text: str) -> _Number | None:
+    m = _NUMBER_RE.match(text)
+    if not m:
+        return None
+    exp = m.group("exp")
+    if exp is not None and len(exp.lstrip("+-").lstrip("0")) > _MAX_EXP_DIGITS:
+        raise UnitError(f"{_short(text)} has an exponent outside the range of a number")
+    return _Number(m, text[m.end():].strip())
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """``repr`` of a text, cut to ``limit`` characters (an error message must not echo a megabyte)."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text):,} characters)"
 
 
 @dataclass(frozen=True)
@@ -94,14 +124,17 @@ class Value:
 
 
 def _written_number(text: str) -> float:
-    m = _NUMBER_RE.match(text)
+    try:
+        m = _match_number(text)
+    except UnitError:
+        return math.nan
     if not m:
         return math.nan
     return _number_from_match(m)
 
 
-def _number_from_match(m: re.Match[str]) -> float:
-    mant = m.group("mant").replace(",", "").replace("_", "")
+def _number_from_match(m: _Number) -> float:
+    mant = (m.group("mant") or "").replace(",", "").replace("_", "")
     exp = int(m.group("exp") or 0)
     sign = -1.0 if m.group("sign") in ("-", "−") else 1.0
     return sign * float(f"{mant}e{exp}")  # one correctly rounded conversion ("8.2e9" is 8200000000.0)
@@ -116,14 +149,17 @@ def parse_number(text: str | int | float) -> tuple[float, float, str]:
         raise UnitError(f"expected a number, got {text!r}")
     if isinstance(text, (int, float)):
         text = repr(text) if isinstance(text, float) else str(text)
-    m = _NUMBER_RE.match(str(text))
+    text = str(text)
+    m = _match_number(text)
     if not m:
-        raise UnitError(f"{text!r} is not a number (write e.g. 1,742 or 8.0e9)")
+        raise UnitError(f"{_short(text)} is not a number (write e.g. 1,742 or 8.0e9)")
     value = _number_from_match(m)
+    if not math.isfinite(value):
+        raise UnitError(f"{_short(text)} is too large for a number (it overflows a 64-bit float)")
     frac = m.group("frac") if m.group("frac") is not None else (m.group("frac2") or "")
     exp = int(m.group("exp") or 0)
-    half_ulp = 0.5 * 10.0 ** (exp - len(frac))
-    return value, half_ulp, m.group("unit").strip()
+    half_ulp = float(f"5e{exp - len(frac) - 1}")  # 0.5 * 10**(exp - digits), never an OverflowError
+    return value, half_ulp, m.unit
 
 
 def parse_printed_number(text: str) -> int | float:
@@ -132,12 +168,15 @@ def parse_printed_number(text: str) -> int | float:
     An int when written without a fraction or an exponent, else a float; a unit or other text is a
     :class:`UnitError`.
     """
-    m = _NUMBER_RE.match(str(text))
-    if not m or m.group("unit"):
-        raise UnitError(f"{text!r} is not a bare number")
+    text = str(text)
+    m = _match_number(text)
+    if not m or m.unit:
+        raise UnitError(f"{_short(text)} is not a bare number")
     value = _number_from_match(m)
+    if not math.isfinite(value):
+        raise UnitError(f"{_short(text)} is too large for a number (it overflows a 64-bit float)")
     if m.group("frac") is None and m.group("frac2") is None and m.group("exp") is None:
-        digits = int(m.group("mant").replace(",", "").replace("_", ""))
+        digits = int(str(m.group("mant")).replace(",", "").replace("_", ""))
         return -digits if value < 0 else digits
     return value
 
@@ -164,7 +203,7 @@ def to_int(value: str | int | float) -> int:
         try:
             value = parse_value(value, "count").si
         except UnitError:
-            raise UnitError(f"cannot read {value!r} as an integer") from None
+            raise UnitError(f"cannot read {_short(value)} as an integer") from None
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if not isinstance(value, int):
@@ -184,7 +223,7 @@ def unit_scale(dimension: str, unit: str) -> float:
         if key and key.lower() == unit.lower() and key not in ("ms", "Ms", "MB", "mB"):
             return factor
     accepted = ", ".join(sorted(k for k in table if k)) or "a bare number"
-    raise UnitError(f"unit {unit!r} does not fit a {dimension.replace('_', ' ')} quantity (use one of: {accepted})")
+    raise UnitError(f"unit {_short(unit)} does not fit a {dimension.replace('_', ' ')} quantity (use one of: {accepted})")
 
 
 def parse_value(text: str | int | float, dimension: str) -> Value:
@@ -192,7 +231,10 @@ def parse_value(text: str | int | float, dimension: str) -> Value:
     raw = str(text).strip()
     value, half_ulp, unit = parse_number(raw)
     factor = unit_scale(dimension, unit)
-    return Value(si=value * factor, unit=unit, text=raw, half_ulp_si=half_ulp * factor)
+    si = value * factor
+    if not math.isfinite(si):
+        raise UnitError(f"{_short(raw)} is too large for a number once in base units (it overflows a 64-bit float)")
+    return Value(si=si, unit=unit, text=raw, half_ulp_si=half_ulp * factor)
 
 
 def format_value(si: float | None, dimension: str, unit: str | None = None, *, digits: int = 4) -> str:

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from pytest_roofline.measure import gpu
-from pytest_roofline.measure.gpu import CATALOG_IDS, DetectedGPU, GPUDetectionError, detect, match_variant, parse_nvidia_smi_csv
+from pytest_roofline.measure.gpu import (
+    CATALOG_IDS,
+    DetectedGPU,
+    GPUDetectionError,
+    detect,
+    match_variant,
+    parse_nvidia_smi_csv,
+)
 
 SMI_LINES = """\
 0, NVIDIA H200, 143771, 570.124.06, 00000000:18:00.0, GPU-6c3a1f52-8d0b-4e36-9a57-1b2c3d4e5f60, 9.0

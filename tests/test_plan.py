@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
-from pytest_roofline.measure.plan import needs_engine, plan_points
 from pytest_roofline.format.spec import loads_spec
+from pytest_roofline.measure.plan import needs_engine, plan_points
 
 SPEC = textwrap.dedent("""
     hardware: a100-sxm4-80gb

@@ -2,9 +2,8 @@
 
 from pathlib import Path
 
-from pytest_roofline.quantities import registry as quantities
-
 from pytest_roofline.measure import stats
+from pytest_roofline.quantities import registry as quantities
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 

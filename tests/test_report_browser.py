@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_report_fixture import notebook_results, write_notebook_results  # noqa: E402
 from test_report_html import parse_fragment as _tags  # noqa: E402
 
-from pytest_roofline.report.scorecard import CSP, render_scorecard, score_spec  # noqa: E402
 from pytest_roofline.format.spec import load_spec  # noqa: E402
+from pytest_roofline.report.scorecard import CSP, render_scorecard, score_spec  # noqa: E402
 
 CHROMIUM = next((p for p in (os.environ.get("ROOFLINE_CHROMIUM"), shutil.which("chromium"),
                              shutil.which("chromium-browser"), shutil.which("google-chrome"),

@@ -15,8 +15,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from test_report_fixture import write_notebook_results  # noqa: E402
 
-from pytest_roofline.report.common import explain_lines, sort_key  # noqa: E402
 from pytest_roofline.pytest_plugin.html import COLUMNS, row_cells  # noqa: E402
+from pytest_roofline.report.common import explain_lines, sort_key  # noqa: E402
 
 pytest.importorskip("pytest_html")
 
@@ -294,7 +294,7 @@ def test_math_mode_report_has_no_measured_values(project: pytest.Pytester) -> No
     result.assert_outcomes(passed=4, skipped=4, xfailed=1, errors=1)
     _, data = parse_report(project.path / "r.html")
     keys = [k for k, _, _ in COLUMNS]
-    for nodeid, t in _rows(data):
+    for _nodeid, t in _rows(data):
         meas = parse_cell(t["resultsTableRow"][2 + keys.index("rl_measured")])
         assert meas.text == ""
     env = data["environment"]

@@ -12,9 +12,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from test_report_fixture import notebook_results, write_notebook_results  # noqa: E402
 
-from pytest_roofline.report.scorecard import (CSP, render_from_files, render_scorecard, score_spec,  # noqa: E402
-                                              write_scorecard)
 from pytest_roofline.format.spec import loads_spec  # noqa: E402
+from pytest_roofline.report.scorecard import CSP, render_from_files, render_scorecard, score_spec, write_scorecard  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DAY3 = ROOT / "predictions" / "day3.yaml"

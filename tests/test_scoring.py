@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pytest_roofline.format.spec import load_spec, loads_spec
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.scoring import score
-from pytest_roofline.format.spec import load_spec, loads_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDED = json.loads((ROOT / "predictions" / "recorded" / "day3-2026-07-31.results.json").read_text())

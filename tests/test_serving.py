@@ -450,3 +450,44 @@ def test_trace_records_every_step_and_the_kv_pool_is_per_rank(a100, a100_engine)
     override = build_setup(hardware_ref="a100-sxm4-80gb", model_ref="qwen3-8b",
                            engine={"name": "vllm", "version": "0.26.0", "args": {"num_gpu_blocks_override": 512}})
     assert sv.EngineConfig.from_setup(override).num_gpu_blocks == 512
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the open-loop schedule is the load generator's (model/workload.py, one function for both)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _loadgen_offsets(rate, burstiness, seed, point_id, n):
+    from pytest_roofline.measure.loadgen import arrival_offsets
+    from pytest_roofline.measure.loadgen._records import LoadSpec
+
+    spec = LoadSpec(model="m", token_id_range=(10, 1000), mode="open", rate_req_s=rate, burstiness=burstiness,
+                    num_requests=n, seed=seed, point_id=point_id)
+    spec.validate()
+    return [float(x) for x in arrival_offsets(spec)]
+
+
+@pytest.mark.parametrize("rate,burstiness,seed,point_id", [(2.0, 1.0, 0, "open-r2"), (8.0, 0.3, 5, "open-r8")])
+def test_simulator_arrivals_are_the_load_generators_send_times(a100, rate, burstiness, seed, point_id):
+    sent = _loadgen_offsets(rate, burstiness, seed, point_id, 120)
+    w = sv.workload_for_point(a100, rate_req_per_s=rate, burstiness=burstiness, num_requests=120, seed=seed,
+                              point_id=point_id)
+    assert sv._arrival_times(w) == sent  # the same floats, not the same distribution
+    # another point id (or seed) is another sample: the schedule is keyed by both, as the load generator's
+    other = sv.workload_for_point(a100, rate_req_per_s=rate, burstiness=burstiness, num_requests=120, seed=seed,
+                                  point_id=point_id + "x")
+    assert sv._arrival_times(other) != sent
+
+
+def test_simulated_open_loop_point_runs_on_the_sent_schedule(a100, a100_engine):
+    # at 0.05 req/s a 256-in / 8-out request (~0.1 s) almost never meets another, so the simulated run ends one
+    # lone request's E2E after the load generator's last send time
+    n, seed, pid = 12, 3, "open-r0.05"
+    sent = _loadgen_offsets(0.05, 1.0, seed, pid, n)
+    assert all(b - a > 1.0 for a, b in zip(sent, sent[1:]))  # no overlaps in this sample
+    w = sv.workload_for_point(a100, rate_req_per_s=0.05, num_requests=n, input_len=256, output_len=8, seed=seed,
+                              point_id=pid)
+    p = sv.simulate(a100, w, engine=a100_engine)
+    lone = sv.simulate(a100, sv.Workload(input_len=sv.LengthDist(256), output_len=sv.LengthDist(8), num_requests=1,
+                                         concurrency=1), engine=a100_engine)
+    assert p.duration_s == pytest.approx(sent[-1] + lone.e2e_mean_ms / 1e3, rel=1e-9)

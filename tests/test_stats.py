@@ -142,7 +142,7 @@ def test_littles_law_on_a_closed_schedule():
     """Two workers, back-to-back 1 s requests from t=10 to t=14: L = 2, λ = 8 / 4 s = 2/s, W = 1 s."""
     records = []
     i = 0
-    for worker in range(2):
+    for _worker in range(2):
         for k in range(4):
             t0 = 10.0 + k
             records.append(rec(i, t0, [t0 + 0.25, t0 + 0.5, t0 + 1.0], t0 + 1.0))

@@ -10,27 +10,38 @@ prediction an error (reported as its own test), so one typo never hides the othe
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import difflib
+import math
 import re
 import warnings
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import yaml
 
-from pytest_roofline.quantities import registry as qreg
-from pytest_roofline.format.tolerance import Tolerance, ToleranceError, TOLERANCE_HELP, parse_tolerance
-from pytest_roofline.units import DEFAULT_UNIT, UnitError, parse_number, parse_value
-from pytest_roofline.errors import CalibrationError, CalibrationMismatchWarning, SpecError
+from pytest_roofline.errors import (
+    CalibrationError,
+    CalibrationMismatchWarning,
+    HardwareError,
+    ModelArchError,
+    SetupValueError,
+    SpecError,
+)
+from pytest_roofline.format.limits import DEFAULT_LIMITS, MAX_DEPTH, Limits, how_to_raise
+from pytest_roofline.format.tolerance import TOLERANCE_HELP, Tolerance, ToleranceError, parse_tolerance
 from pytest_roofline.model import calibration, serving
 from pytest_roofline.model.setup import build_setup
+from pytest_roofline.quantities import registry as qreg
+from pytest_roofline.units import DEFAULT_UNIT, UnitError, parse_number, parse_value
 
 __all__ = [
     "SpecError", "Spec", "Prediction", "Predicted", "PredictedKind", "Expectation", "Sweep", "load_spec", "loads_spec", "json_schema",
-    "TOP_FIELDS", "PREDICTION_FIELDS",
+    "TOP_FIELDS", "PREDICTION_FIELDS", "Limits",
 ]
 
 
@@ -210,7 +221,7 @@ class Sweep:
     duration_s: float | None = None
     warmup: int = 1
     batch1: Mapping[str, Any] | None = None
-    request_timeout_s: float = 600.0
+    request_timeout_s: float | None = None  # None: derived from each point's lengths (measure.sweep)
     timeline_interval_s: float | None = None
 
     def num_requests(self, concurrency: int | None) -> int:
@@ -252,8 +263,9 @@ class Spec:
 # node helpers
 # ----------------------------------------------------------------------------------------------------------------
 class _Ctx:
-    def __init__(self, file: str):
+    def __init__(self, file: str, limits: Limits = DEFAULT_LIMITS):
         self.file = file
+        self.limits = limits
 
     def err(self, node: yaml.Node | None, message: str, hint: str = "") -> SpecError:
         line = node.start_mark.line + 1 if node is not None else None
@@ -283,6 +295,15 @@ class _Ctx:
             raise self.err(node, f"{what} must be a single value, not a {'list' if isinstance(node, yaml.SequenceNode) else 'mapping'}")
         return str(node.value)
 
+    def text(self, node: yaml.Node, what: str) -> str:
+        """A scalar that is read as a number, a unit or a tolerance: at most ``limits.max_value_length`` long."""
+        text = self.scalar(node, what)
+        if len(text) > self.limits.max_value_length:
+            raise self.err(node, f"{what}: a value of {len(text):,} characters is longer than max_value_length "
+                                 f"({self.limits.max_value_length:,}); a number with its unit is a few characters",
+                           how_to_raise("max_value_length"))
+        return text
+
     def string(self, node: yaml.Node, what: str, enum: tuple[str, ...] = ()) -> str:
         text = self.scalar(node, what)
         if enum and text not in enum:
@@ -301,13 +322,14 @@ class _Ctx:
         raise self.err(node, f"{what}: expected true or false, got {text!r}", "write true or false")
 
     def number(self, node: yaml.Node, what: str) -> float:
-        text = self.scalar(node, what)
+        text = self.text(node, what)
         try:
             value, _half, unit = parse_number(text)
         except UnitError:
             raise self.err(node, f"{what}: {text!r} is not a number", "write e.g. 1024, 1,024, 0.9 or 8.0e9") from None
         if unit:
-            raise self.err(node, f"{what}: expected a bare number, got unit {unit!r}", f"write {text.split()[0]}")
+            raise self.err(node, f"{what}: expected a bare number, got unit {unit[:40]!r}",
+                           f"write {text.split()[0][:40]}")
         return value
 
     def integer(self, node: yaml.Node, what: str) -> int:
@@ -317,7 +339,7 @@ class _Ctx:
         return int(v)
 
     def value(self, node: yaml.Node, what: str, dimension: str) -> float:
-        text = self.scalar(node, what)
+        text = self.text(node, what)
         try:
             return parse_value(text, dimension).si
         except UnitError as exc:
@@ -326,6 +348,9 @@ class _Ctx:
     def plain(self, node: yaml.Node) -> Any:
         """Plain data for free-form mappings (engine args, env, sampling); scalars keep YAML 1.2-ish typing."""
         if isinstance(node, yaml.MappingNode):
+            for k, _v in node.value:
+                if not isinstance(k, yaml.ScalarNode):
+                    raise self.err(k, "keys must be plain words, not a list or a mapping")
             return {k.value: self.plain(v) for k, v in node.value}
         if isinstance(node, yaml.SequenceNode):
             return [self.plain(v) for v in node.value]
@@ -370,20 +395,131 @@ def _example(dimension: str) -> str:
 # ----------------------------------------------------------------------------------------------------------------
 # loading
 # ----------------------------------------------------------------------------------------------------------------
-def load_spec(path: str | Path) -> Spec:
-    p = Path(path)
-    return loads_spec(p.read_text(encoding="utf-8"), file=str(path))
+def load_spec(path: str | Path, *, limits: Limits | None = None) -> Spec:
+    """Read a prediction file (UTF-8; an OSError when it cannot be read, a SpecError for anything in it)."""
+    data = Path(path).read_bytes()
+    return loads_spec(_decode(data, str(path)), file=str(path), limits=limits)
 
 
-def loads_spec(text: str, *, file: str = "<string>") -> Spec:
-    ctx = _Ctx(file)
+def _decode(data: bytes, file: str) -> str:
+    """The file's text; a file that is not UTF-8 is a SpecError at the line of its first bad byte."""
+    for bom, name in ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+                      (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")):
+        if data.startswith(bom):
+            raise SpecError(f"the file is {name} (it starts with a {name} byte-order mark); prediction files are "
+                            "UTF-8", file=file, line=1, hint="save it as UTF-8 (in most editors: 'Save with "
+                            "encoding' → UTF-8)")
+    if data.startswith(codecs.BOM_UTF8):  # a UTF-8 BOM is allowed at the start of a YAML stream (YAML 1.2, 5.2)
+        data = data[len(codecs.BOM_UTF8):]
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise SpecError(f"byte 0x{data[exc.start]:02x} at column {column} is not UTF-8 ({exc.reason})", file=file,
+                        line=line, hint="save the file as UTF-8 (a Latin-1 or Windows-1252 'é' is one byte that "
+                                        "UTF-8 does not accept)") from None
+
+
+#: characters YAML does not allow in a stream (PyYAML's reader refuses them with a traceback-only error)
+_NON_PRINTABLE = re.compile("[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\U00010000-\U0010FFFF]")
+
+
+def _check_characters(text: str, file: str) -> None:
+    m = _NON_PRINTABLE.search(text)
+    if m is None:
+        return
+    pos, ch = m.start(), m.group()
+    line = text.count("\n", 0, pos) + 1
+    column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    name = {"\x00": "a NUL byte", "\x07": "a BEL character", "\x1b": "an ESC character"}.get(ch, "a control character")
+    hint = "remove it" + (" (a NUL byte often means the file is UTF-16 or binary, not UTF-8 text)"
+                          if ch == "\x00" else "; write control characters in a quoted string as escapes (\"\\t\")")
+    raise SpecError(f"{name} (U+{ord(ch):04X}) at column {column}: YAML does not allow it", file=file, line=line,
+                    hint=hint)
+
+
+class _LimitedLoader(yaml.SafeLoader):
+    """PyYAML's safe composer, counting as it composes: nesting depth, recursive aliases and the number of nodes
+    with every alias expanded — so an alias bomb is refused when it is counted, never expanded."""
+
+    def __init__(self, stream: str, limits: Limits, file: str):
+        super().__init__(stream)
+        self.limits, self.file = limits, file
+        self._depth = 0
+        self._open: list[str] = []  # anchors of the collections being composed
+        self._sizes: dict[int, int] = {}  # id(node) -> its node count with aliases expanded
+
+    def _error(self, mark: Any, message: str, hint: str) -> SpecError:
+        return SpecError(message, file=self.file, line=mark.line + 1 if mark is not None else None, hint=hint)
+
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:  # noqa: N803 - PyYAML's name
+        # refused while scanning: PyYAML's scanner does work per open flow level for every token (quadratic)
+        if self.flow_level >= MAX_DEPTH:
+            raise self._error(self.get_mark(), f"mappings and lists nest more than {MAX_DEPTH} levels deep here",
+                              "a prediction file nests a few levels; flatten this value")
+        super().fetch_flow_collection_start(TokenClass)
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor in self._open:
+                self.get_event()
+                raise self._error(event.start_mark, f"the alias *{event.anchor} is inside its own anchor "
+                                  f"&{event.anchor} (a recursive alias has no end)",
+                                  "copy the values instead of referring to the mapping or list that holds them")
+            return super().compose_node(parent, index)
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise self._error(event.start_mark, f"mappings and lists nest more than {MAX_DEPTH} levels deep here",
+                              "a prediction file nests a few levels; flatten this value")
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None:
+            self._open.append(anchor)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+            if anchor is not None:
+                self._open.pop()
+        if isinstance(node, yaml.SequenceNode):
+            size = 1 + sum(self._sizes.get(id(child), 1) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            size = 1 + sum(self._sizes.get(id(k), 1) + self._sizes.get(id(v), 1) for k, v in node.value)
+        else:
+            size = 1
+        self._sizes[id(node)] = size
+        if size > self.limits.max_yaml_nodes:
+            raise self._error(node.start_mark, f"this value holds more than max_yaml_nodes "
+                              f"({self.limits.max_yaml_nodes:,}) YAML nodes once its aliases are expanded "
+                              f"({size:,}; an alias bomb?)", how_to_raise("max_yaml_nodes"))
+        return node
+
+
+def _compose(text: str, file: str, limits: Limits) -> yaml.Node | None:
+    _check_characters(text, file)
+    loader = _LimitedLoader(text, limits, file)
+    try:
+        return loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise SpecError(f"YAML does not parse: {exc.problem or exc}", file=file,
                         line=mark.line + 1 if mark else None,
                         hint="check indentation and quoting; quote values containing ': ' or '#'") from None
+    except yaml.YAMLError as exc:  # a reader error the character check did not foresee
+        raise SpecError(f"YAML does not parse: {exc}", file=file, hint="save the file as plain UTF-8 text") from None
+    except RecursionError:
+        raise SpecError("the YAML nests too deeply to be read", file=file,
+                        hint="a prediction file nests a few levels; flatten it") from None
+    finally:
+        loader.dispose()
+
+
+def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = None) -> Spec:
+    """Load a prediction file's text; every problem in it is a :class:`SpecError` naming the file and line."""
+    limits = limits or DEFAULT_LIMITS
+    ctx = _Ctx(file, limits)
+    root = _compose(text, file, limits)
     if root is None:
         raise SpecError("the file is empty", file=file, hint="start with hardware:, model: and predictions:")
     top = ctx.mapping(root, "the file", TOP_FIELDS)
@@ -414,7 +550,7 @@ def loads_spec(text: str, *, file: str = "<string>") -> Spec:
         default_math_tolerance=dmtol, xfail_strict=xfail_strict, predictions=[],
         notes=ctx.scalar(top["notes"][1], "notes") if "notes" in top else "",
     )
-    _check_setup(ctx, spec, hw_node, top["model"][1])
+    _check_setup(ctx, spec, hw_node, top["model"][1], root)
     if "serving" in top:
         spec.serving_overrides = _serving(ctx, top["serving"][1])
     if "model_column" in top:
@@ -429,6 +565,10 @@ def loads_spec(text: str, *, file: str = "<string>") -> Spec:
     seen: dict[str, int] = {}
     for node in preds_node.value:
         for pred in _predictions(ctx, spec, node):
+            if len(spec.predictions) >= limits.max_tests_per_file:
+                raise SpecError(f"the file expands into more than max_tests_per_file "
+                                f"({limits.max_tests_per_file:,}) tests (reached at this prediction)", file=file,
+                                line=pred.line, hint=how_to_raise("max_tests_per_file"))
             if pred.id in seen and pred.error is None:
                 pred.error = SpecError(f"prediction id {pred.id!r} is used twice (first on line {seen[pred.id]})",
                                        file=file, line=pred.line, hint="give each prediction a unique id")
@@ -437,10 +577,37 @@ def loads_spec(text: str, *, file: str = "<string>") -> Spec:
     return spec
 
 
-def _check_setup(ctx: _Ctx, spec: Spec, hw_node: yaml.Node, model_node: yaml.Node | None = None) -> None:
+def _find(node: yaml.Node | None, path: str) -> yaml.Node | None:
+    """The node at a dotted ``path`` under a mapping node, or the deepest one found on the way."""
+    for key in path.split("."):
+        if not isinstance(node, yaml.MappingNode):
+            return node
+        nxt = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+        if nxt is None:
+            return node
+        node = nxt
+    return node
+
+
+def _setup_error_node(exc: BaseException, section: yaml.Node | None) -> yaml.Node | None:
+    """Where in a setup section (the file, or a prediction's setup:) the value an error is about was written."""
+    if isinstance(exc, SetupValueError):
+        return _find(section, exc.field)
+    for kind, key in ((HardwareError, "hardware"), (ModelArchError, "model")):
+        if isinstance(exc, kind):
+            node = _find(section, key)
+            if isinstance(node, yaml.MappingNode):  # an override: the key the message names
+                for k, v in node.value:
+                    if isinstance(k, yaml.ScalarNode) and re.search(rf"\b{re.escape(k.value)}\b", str(exc)):
+                        return v
+            return node
+    return None
+
+
+def _check_setup(ctx: _Ctx, spec: Spec, hw_node: yaml.Node, model_node: yaml.Node | None = None,
+                 root: yaml.Node | None = None) -> None:
     """Resolve hardware/model once so a typo there is reported at its line, with did-you-mean."""
-    from pytest_roofline.model import architecture
-    from pytest_roofline.model import hardware
+    from pytest_roofline.model import architecture, hardware
 
     try:
         hardware.get_hardware(spec.hardware)
@@ -455,7 +622,9 @@ def _check_setup(ctx: _Ctx, spec: Spec, hw_node: yaml.Node, model_node: yaml.Nod
         raise ctx.err(model_node, f"setup does not resolve: {exc}",
                       "write a preset name, a path to a config.json, or a nominal model mapping") from None
     except (ValueError, KeyError, TypeError) as exc:
-        raise SpecError(f"setup does not resolve: {exc}", file=ctx.file, line=None,
+        node = _setup_error_node(exc, root)
+        raise SpecError(f"setup does not resolve: {exc}", file=ctx.file,
+                        line=node.start_mark.line + 1 if node is not None else None,
                         hint="check the hardware:, model:, engine: and workload: sections") from None
 
 
@@ -577,7 +746,7 @@ def _model(ctx: _Ctx, node: yaml.Node) -> tuple[Any, dict[str, Any]]:
 def _engine(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
     m = ctx.mapping(node, "engine", ENGINE_FIELDS)
     out: dict[str, Any] = {"name": "vllm"}
-    for key, (kn, v) in m.items():
+    for key, (_kn, v) in m.items():
         if key in ("name", "version", "model"):
             out[key] = ctx.string(v, f"engine.{key}", ENGINE_FIELDS[key].enum)
         elif key in ("args", "env"):
@@ -606,7 +775,7 @@ def ctx_map_check(ctx: _Ctx, node: yaml.Node, what: str) -> yaml.Node:
 def _workload(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
     m = ctx.mapping(node, "workload", WORKLOAD_FIELDS)
     out: dict[str, Any] = {}
-    for key, (kn, v) in m.items():
+    for key, (_kn, v) in m.items():
         f = WORKLOAD_FIELDS[key]
         if f.kind == "int":
             out[key] = ctx.integer(v, f"workload.{key}")
@@ -620,7 +789,7 @@ def _workload(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
 def _sweep(ctx: _Ctx, node: yaml.Node) -> Sweep:
     m = ctx.mapping(node, "sweep", SWEEP_FIELDS)
     kw: dict[str, Any] = {}
-    for key, (kn, v) in m.items():
+    for key, (_kn, v) in m.items():
         if key == "mode":
             kw["mode"] = ctx.string(v, "sweep.mode", SWEEP_FIELDS["mode"].enum)
         elif key == "concurrency":
@@ -661,7 +830,7 @@ def _sweep(ctx: _Ctx, node: yaml.Node) -> Sweep:
 def _slo(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
     m = ctx.mapping(node, "slo", SLO_FIELDS)
     out: dict[str, Any] = {}
-    for key, (kn, v) in m.items():
+    for key, (_kn, v) in m.items():
         if key == "percentile":
             out[key] = ctx.string(v, "slo.percentile", SLO_FIELDS["percentile"].enum)
         else:
@@ -672,7 +841,7 @@ def _slo(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
 def _thresholds(ctx: _Ctx, node: yaml.Node) -> qreg.Thresholds:
     m = ctx.mapping(node, "thresholds", THRESHOLD_FIELDS)
     kw = {}
-    for key, (kn, v) in m.items():
+    for key, (_kn, v) in m.items():
         kw[key] = ctx.number(v, f"thresholds.{key}") if key == "ttft_knee_ratio" else ctx.value(
             v, f"thresholds.{key}", "ratio")
     return qreg.Thresholds(**kw)
@@ -682,8 +851,8 @@ def _tolerance(ctx: _Ctx, node: yaml.Node, dimension: str, unit: str, what: str,
                ) -> Tolerance:
     try:
         if isinstance(node, yaml.SequenceNode):
-            return parse_tolerance([ctx.scalar(n, what) for n in node.value], dimension, unit)
-        tol = parse_tolerance(ctx.scalar(node, what), dimension, unit)
+            return parse_tolerance([ctx.text(n, what) for n in node.value], dimension, unit)
+        tol = parse_tolerance(ctx.text(node, what), dimension, unit)
     except ToleranceError as exc:
         raise ctx.err(node, f"{what}: {exc}", TOLERANCE_HELP) from None
     if relative_only and (tol.abs_lo is not None or tol.abs_hi is not None or tol.lower is not None
@@ -742,6 +911,7 @@ def _at(ctx: _Ctx, spec: Spec, q: qreg.Quantity, node: yaml.Node | None) -> list
     else:
         m = ctx.mapping(node, "at", None)
         combos = [({}, {})]
+        expanded: list[tuple[str, list[tuple[Any, str]]]] = []
         for key, (kn, v) in m.items():
             if key not in q.at:
                 allowed = ", ".join(q.at) or "nothing (remove at:)"
@@ -749,7 +919,14 @@ def _at(ctx: _Ctx, spec: Spec, q: qreg.Quantity, node: yaml.Node | None) -> list
                 raise ctx.err(kn, f"quantity {q.name!r} takes no at-parameter {key!r}",
                               (_did_you_mean(key, close) + " " if close else "") + f"it takes: {allowed}")
             param = qreg.AT_PARAMS[key]
-            options = _at_values(ctx, spec, param, v)
+            expanded.append((key, _at_values(ctx, spec, param, v)))
+        tests = math.prod(len(options) for _key, options in expanded)
+        if tests > ctx.limits.max_tests_per_prediction:
+            sizes = " × ".join(f"{len(options)} {key}" for key, options in expanded)
+            raise ctx.err(node, f"at: expands into {tests:,} tests ({sizes}), more than max_tests_per_prediction "
+                                f"({ctx.limits.max_tests_per_prediction:,})",
+                          "split it into several predictions, or " + how_to_raise("max_tests_per_prediction"))
+        for key, options in expanded:
             combos = [({**vals, key: val}, {**texts, key: text}) for vals, texts in combos for val, text in options]
     out = []
     for vals, texts in combos:
@@ -804,7 +981,7 @@ def _at_values(ctx: _Ctx, spec: Spec, param: qreg.AtParam, node: yaml.Node) -> l
 
 
 def _predicted(ctx: _Ctx, q: qreg.Quantity, node: yaml.Node, what: str) -> Predicted:
-    text = ctx.scalar(node, what).strip()
+    text = ctx.text(node, what).strip()
     low = text.lower()
     if low == "model":
         if q.model is None and q.serving is None:
@@ -850,7 +1027,7 @@ def _common(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]],
         s = ctx.mapping(m["setup"][1], "setup", {k: F(TOP_FIELDS[k].kind, TOP_FIELDS[k].doc)
                                                   for k in ("hardware", "model", "engine", "workload")})
         setup: dict[str, Any] = {}
-        for key, (kn, v) in s.items():
+        for key, (_kn, v) in s.items():
             if key == "hardware":
                 setup["hardware"], setup["hardware_overrides"] = _hardware(ctx, v)
             elif key == "model":
@@ -893,7 +1070,8 @@ def _resolve_setup_check(ctx: _Ctx, spec: Spec, setup: Mapping[str, Any], node: 
                     model_overrides=setup.get("model_overrides", spec.model_overrides if "model" not in setup else {}),
                     engine=setup.get("engine", spec.engine), workload=setup.get("workload", spec.workload))
     except Exception as exc:
-        raise ctx.err(node, f"setup override does not resolve: {exc}") from None
+        raise ctx.err(_setup_error_node(exc, node) or node, f"setup override does not resolve: {exc}",
+                      "fix this value of the prediction's setup: (it overrides the file's sections)") from None
 
 
 def _one(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], pid: str, line: int,

@@ -24,11 +24,15 @@ from typing import Any
 from pytest_roofline.errors import ToleranceError
 from pytest_roofline.units import UnitError, parse_number, unit_scale
 
-__all__ = ["Tolerance", "ToleranceError", "parse_tolerance", "TOLERANCE_HELP"]
+__all__ = ["Tolerance", "ToleranceError", "parse_tolerance", "TOLERANCE_HELP", "MAX_TOLERANCE_LENGTH"]
 
 TOLERANCE_HELP = (
     "write ±10%, +5%/-20%, ±0.5 ms, 1,600..1,900 tok/s, >= 600 tok/s, <= +10% or exact"
 )
+
+
+#: the longest tolerance text read (the longest form, ``[1,600.000 tok/s, 1,900.000 tok/s]``, is ~40 characters)
+MAX_TOLERANCE_LENGTH = 200
 
 
 @dataclass(frozen=True)
@@ -91,10 +95,18 @@ def parse_tolerance(text: str | list[Any] | tuple[Any, ...], dimension: str, def
     if isinstance(text, (list, tuple)):
         if len(text) != 2:
             raise ToleranceError(f"a range needs two ends, got {len(text)} ({TOLERANCE_HELP})")
-        lo = _abs(str(text[0]), dimension, default_unit)
-        hi = _abs(str(text[1]), dimension, default_unit)
+        if any(len(str(t)) > MAX_TOLERANCE_LENGTH for t in text):
+            raise ToleranceError(f"a range end is longer than {MAX_TOLERANCE_LENGTH} characters ({TOLERANCE_HELP})")
+        try:
+            lo = _abs(str(text[0]), dimension, default_unit)
+            hi = _abs(str(text[1]), dimension, default_unit)
+        except UnitError as exc:
+            raise ToleranceError(f"tolerance [{text[0]}, {text[1]}]: {exc}") from None
         return _range(f"[{text[0]}, {text[1]}]", lo, hi)
     raw = str(text).strip()
+    if len(raw) > MAX_TOLERANCE_LENGTH:  # the grammar's regexes backtrack on long texts; no tolerance is this long
+        raise ToleranceError(f"tolerance {raw[:40]!r}... is {len(raw):,} characters long; a tolerance is at most "
+                             f"{MAX_TOLERANCE_LENGTH} ({TOLERANCE_HELP})")
     s = raw.replace("+-", "±").replace("+/-", "±").replace("−", "-").replace("≥", ">=").replace("≤", "<=")
     if s.lower() in ("exact", "exactly", "0", "±0", "±0%"):
         return Tolerance(raw, exact=True)

@@ -51,6 +51,7 @@ def measured_points(doc: Mapping[str, Any], *, include_batch1: bool = False) -> 
             ttft_p50_ms=_pct(c, "ttft_ms", "p50"),
             ttft_p99_ms=_pct(c, "ttft_ms", "p99"),
             itl_p99_ms=_pct(c, "itl_ms", "p99"),
+            prefix_cache_hit_rate=_num((p.get("server") or {}).get("prefix_cache_hit_rate")),
         ))
     return out
 

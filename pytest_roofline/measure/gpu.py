@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
+
 from pytest_roofline.errors import GPUDetectionError
 from pytest_roofline.units import MIB
 
@@ -191,7 +192,7 @@ def detect_all(*, timeout_s: float = 20.0, respect_visible_devices: bool = True)
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None
-    fields = QUERY_FIELDS
+    fields: tuple[str, ...] = QUERY_FIELDS
     try:
         cp = _run_smi(exe, fields, timeout_s)
         if cp.returncode != 0 and "compute_cap" in (cp.stdout + cp.stderr):

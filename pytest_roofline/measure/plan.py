@@ -5,8 +5,9 @@ Pure functions over a :class:`~pytest_roofline.format.spec.Spec`; no pytest impo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from pytest_roofline.format.spec import Prediction, Spec
 

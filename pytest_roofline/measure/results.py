@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import socket
 import subprocess
@@ -21,11 +22,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
+from pytest_roofline import redact
 from pytest_roofline.errors import NotMeasured, ResultsError
 from pytest_roofline.quantities.measurement import (
     BATCH1_ID,
     ClientStats,
     EngineReport,
+    LoadgenChecks,
     Measurement,
     PointMode,
     PointRecord,
@@ -58,6 +61,7 @@ class EngineSetup(TypedDict, total=False):
 
     name: str
     version: str | None
+    version_source: str | None  # endpoint mode: "/version" when the server answered it
     argv: list[str] | None
     env: dict[str, str] | None
     log_file: str | None
@@ -104,14 +108,15 @@ class ResultsData(TypedDict, total=False):
 
 def point_record(plan: Mapping[str, Any], *, started_at: str | None, finished_at: str | None,
                  duration_s: float | None, client: ClientStats, server: ServerStats | None,
-                 requests_file: str | None, flags: Sequence[str] = ()) -> PointRecord:
+                 requests_file: str | None, flags: Sequence[str] = (),
+                 loadgen: LoadgenChecks | None = None) -> PointRecord:
     """A measured point: the plan's fields (id, mode, concurrency, rate, lengths, request counts), then what was
     measured. ``duration_s`` is the measurement window (the one ``client``'s throughputs are rates over); it
-    replaces the plan's requested duration."""
+    replaces the plan's requested duration. ``loadgen``: the load generator's self-checks of the run."""
     measured: dict[str, Any] = {
         "started_at": started_at, "finished_at": finished_at, "duration_s": duration_s, "client": client,
         "server": server, "contaminated": bool(server and server.get("contaminated")), "flags": list(flags),
-        "requests_file": requests_file}
+        "requests_file": requests_file, "loadgen": loadgen}
     return cast(PointRecord, {**plan, **measured})
 
 
@@ -144,11 +149,15 @@ def new_results(setup: RunSetup | Mapping[str, Any], *, source: str = "measured"
 
 
 class ResultsWriter:
-    """Owns one results file; every change is flushed at once with an atomic replace."""
+    """Owns one results file; every change is flushed at once with an atomic replace.
+
+    Everything it is given passes the one redaction step first (:func:`pytest_roofline.redact.redact_data`): the
+    engine's arguments, what the server answered, error messages and log tails reach the file, and the scoring
+    that reads :attr:`data`, with every secret the run knows or that looks like one replaced by ``***``."""
 
     def __init__(self, path: Path, data: ResultsData):
         self.path = Path(path)
-        self.data = data
+        self.data = cast(ResultsData, redact.redact_data(data))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.flush()
 
@@ -156,20 +165,21 @@ class ResultsWriter:
         self.data["updated_at"] = _now()
         fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=self.path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(self.data, fh, indent=1, default=_json_default)
+            json.dump(redact.redact_data(self.data), fh, indent=1, default=_json_default)
             fh.write("\n")
         os.replace(tmp, self.path)
 
     def set_engine_report(self, report: EngineReport | Mapping[str, Any] | None) -> None:
-        self.data["engine_report"] = cast(EngineReport, dict(report)) if report else None
+        self.data["engine_report"] = cast(EngineReport, redact.redact_data(dict(report))) if report else None
         self.flush()
 
     def add_point(self, point: PointRecord) -> None:
-        self.data["points"].append(cast(PointRecord, dict(point)))
+        self.data["points"].append(cast(PointRecord, redact.redact_data(dict(point))))
         self.flush()
 
     def add_error(self, point_id: str | None, message: str, log_tail: str = "") -> None:
-        self.data["errors"].append({"point": point_id, "message": message, "log_tail": log_tail})
+        self.data["errors"].append({"point": point_id, "message": redact.redact_text(message),
+                                    "log_tail": redact.redact_text(log_tail)})
         self.flush()
 
     def finish(self, status: str = "complete") -> None:
@@ -188,14 +198,33 @@ def _json_default(o: Any) -> Any:
 
 
 def load_results(path: str | os.PathLike[str]) -> ResultsData:
-    """Read and check a results file; :class:`ResultsError` names what is wrong."""
+    """Read and check a results file; :class:`ResultsError` names what is wrong (the file, and the field).
+
+    Everything the scorer and the reports read is checked here, once: a file that is a directory, unreadable, not
+    UTF-8, not JSON, nested too deeply, or that holds NaN/±Infinity, a string where a number belongs, or a string
+    where an object belongs is refused with the path of the field, never read into a verdict."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        raw = p.read_bytes()
     except FileNotFoundError:
         raise ResultsError(f"{p}: no such results file") from None
+    except IsADirectoryError:
+        raise ResultsError(f"{p}: is a directory, not a results file (give the results.json inside it)") from None
+    except PermissionError:
+        raise ResultsError(f"{p}: cannot be read (permission denied)") from None
+    except OSError as exc:
+        raise ResultsError(f"{p}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsError(f"{p}: not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r}); a results "
+                           "file is UTF-8 JSON") from None
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise ResultsError(f"{p}: nested too deeply to be a results file") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ResultsError(f"{p}: not a pytest-roofline results file (expected \"schema\": \"{SCHEMA}\")")
     if data.get("schema_version") != SCHEMA_VERSION:
@@ -203,7 +232,132 @@ def load_results(path: str | os.PathLike[str]) -> ResultsData:
                            f"(this pytest-roofline reads version {SCHEMA_VERSION})")
     if not isinstance(data.get("points"), list):
         raise ResultsError(f"{p}: \"points\" must be a list")
+    problem = _first_non_finite(data) or _check_shape(data)
+    if problem is not None:
+        raise ResultsError(f"{p}: {problem}")
     return cast(ResultsData, data)
+
+
+# --- the shape of what the scorer and the reports read (docs/results-schema.md) --------------------------------
+_NUM, _INT, _STR, _BOOL, _OBJ, _LIST, _DIST = "number", "integer", "string", "true/false", "object", "list", "dist"
+_CLIENT: dict[str, str] = {
+    **{k: _NUM for k in ("completed", "failed", "output_throughput_tok_s", "steady_output_throughput_tok_s",
+                         "steady_mean_in_flight", "total_throughput_tok_s", "request_throughput_req_s",
+                         "mean_in_flight", "token_count_mismatches")},
+    **{k: _DIST for k in ("per_request_output_tok_s", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "schedule_lag_ms",
+                          "littles_law")},
+}
+_SERVER: dict[str, str] = {
+    **{k: _NUM for k in ("prefix_cache_hit_rate", "prefix_cache_queries", "prefix_cache_hits", "preemptions",
+                         "max_num_requests_running", "max_num_requests_waiting", "max_kv_cache_usage",
+                         "prompt_tokens", "generation_tokens", "contamination_threshold")},
+    **{k: _DIST for k in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "queue_ms", "prefill_ms", "decode_ms",
+                          "inference_ms")},
+    "timeline": _LIST, "counter_resets": _LIST, "contaminated": _BOOL, "not_measured": _OBJ,
+}
+_POINT: dict[str, str] = {
+    "id": _STR, "mode": _STR, "concurrency": _INT, "rate_req_s": _NUM, "burstiness": _NUM, "input_len": _INT,
+    "output_len": _INT, "num_requests": _INT, "warmup_requests": _INT, "duration_s": _NUM, "client": _OBJ,
+    "server": _OBJ, "contaminated": _BOOL, "flags": _LIST, "requests_file": _STR, "loadgen": _OBJ,
+}
+_ENGINE_REPORT: dict[str, str] = {
+    **{k: _NUM for k in ("num_gpu_blocks", "block_size", "kv_cache_tokens", "available_kv_cache_gib",
+                         "max_concurrency", "max_concurrency_tokens_per_request", "weights_gib", "max_model_len",
+                         "startup_s")},
+    "version": _STR, "sources": _OBJ, "source_reasons": _OBJ, "cross_check": _OBJ, "reasons": _OBJ,
+}
+#: the statistics of a distribution (and of littles_law) that are read as numbers
+_DIST_NUMBERS = frozenset({"mean", "median", "min", "max", "p50", "p90", "p95", "p99", "count", "L", "lambda_req_s",
+                           "W_s", "lambda_W", "ratio"})
+_TOP: dict[str, str] = {"setup": _OBJ, "engine_report": _OBJ, "errors": _LIST, "status": _STR, "source": _STR}
+_SETUP: dict[str, str] = {k: _OBJ for k in ("hardware", "model", "engine", "workload")}
+
+
+def _kind_problem(value: Any, kind: str, where: str) -> str | None:
+    """What is wrong with ``value`` at ``where`` for ``kind`` (null is always allowed: a figure not measured)."""
+    if value is None:
+        return None
+    ok = {
+        _NUM: isinstance(value, (int, float)) and not isinstance(value, bool),
+        _INT: isinstance(value, int) and not isinstance(value, bool),
+        _STR: isinstance(value, str),
+        _BOOL: isinstance(value, bool),
+        _OBJ: isinstance(value, dict),
+        _LIST: isinstance(value, list),
+        _DIST: isinstance(value, dict),
+    }[kind]
+    if not ok:
+        want = "an object" if kind in (_OBJ, _DIST) else ("a list" if kind == _LIST else f"a {kind}")
+        got = f"the string {value!r}" if isinstance(value, str) else f"a {_json_type(value)}"
+        if len(got) > 60:
+            got = got[:60] + "…"
+        return f"{where}: expected {want} or null, got {got}"
+    if kind == _DIST:
+        for stat, x in value.items():
+            if stat not in _DIST_NUMBERS:  # notes, estimated_from, resolution_ms: not read as figures
+                continue
+            bad = _kind_problem(x, _NUM, f"{where}.{stat}")
+            if bad:
+                return bad
+    return None
+
+
+def _json_type(value: Any) -> str:
+    return {bool: "true/false", int: "number", float: "number", str: "string", list: "list", dict: "object"}.get(
+        type(value), type(value).__name__)
+
+
+def _fields_problem(obj: dict[str, Any], fields: Mapping[str, str], where: str) -> str | None:
+    for key, kind in fields.items():
+        bad = _kind_problem(obj.get(key), kind, f"{where}.{key}" if where else key)
+        if bad:
+            return bad
+    return None
+
+
+def _check_shape(data: dict[str, Any]) -> str | None:
+    """The first field whose type is not what docs/results-schema.md says, as ``path: expected ..., got ...``."""
+    bad = _fields_problem(data, _TOP, "")
+    if bad:
+        return bad
+    bad = _fields_problem(data.get("setup") or {}, _SETUP, "setup")
+    if bad:
+        return bad
+    bad = _fields_problem(data.get("engine_report") or {}, _ENGINE_REPORT, "engine_report")
+    if bad:
+        return bad
+    for i, err in enumerate(data.get("errors") or []):
+        if not isinstance(err, dict):
+            return f"errors[{i}]: expected an object, got {_json_type(err)}"
+    for i, pt in enumerate(data["points"]):
+        where = f"points[{i}]"
+        if not isinstance(pt, dict):
+            got = f"the string {pt!r}"[:60] if isinstance(pt, str) else f"a {_json_type(pt)}"
+            return f"{where}: expected an object (a sweep point), got {got}"
+        bad = (_fields_problem(pt, _POINT, where) or _fields_problem(pt.get("client") or {}, _CLIENT, where + ".client")
+               or _fields_problem(pt.get("server") or {}, _SERVER, where + ".server"))
+        if bad:
+            return bad
+        for j, sample in enumerate((pt.get("server") or {}).get("timeline") or []):
+            if not isinstance(sample, dict):
+                return f"{where}.server.timeline[{j}]: expected an object, got a {_json_type(sample)}"
+    return None
+
+
+def _first_non_finite(data: Any) -> str | None:
+    """The path of the first NaN or ±Infinity in the document (Python's json reads them; JSON has none), walked
+    without recursion."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, val = stack.pop()
+        if isinstance(val, float) and not math.isfinite(val):
+            return (f"{where or 'the document'}: {val!r} is not a measured value (a figure that was not measured is "
+                    "null, with the reason)")
+        if isinstance(val, dict):
+            stack.extend((f"{where}.{k}" if where else str(k), v) for k, v in reversed(list(val.items())))
+        elif isinstance(val, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in reversed(list(enumerate(val))))
+    return None
 
 
 class RecordedMeasurement(Measurement):

@@ -9,14 +9,15 @@ This module never imports pytest.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from pytest_roofline.measure.loadgen import LoadResult, RequestRecord
 
 __all__ = ["GLOSSARY", "PERCENTILES", "distribution", "summarize", "summarize_records", "measurement_window_s",
-           "measured_duration_s"]
+           "measured_duration_s", "failure_reasons", "loadgen_checks"]
 
 #: Percentiles reported for every distribution (with ``mean``), as keys ``p50`` ... ``p99``.
 PERCENTILES: tuple[int, ...] = (50, 90, 95, 99)
@@ -296,3 +297,33 @@ def summarize(result: LoadResult) -> dict[str, Any]:
     return summarize_records(
         result.records, result.measure_start_s, open_loop=result.spec.mode == "open"
     )
+
+
+def failure_reasons(records: Sequence[RequestRecord], *, limit: int = 3, width: int = 200) -> list[tuple[str, int]]:
+    """The first ``limit`` distinct reasons requests failed, each with how many failed for it, in the order first
+    seen (warm-up included). A reason is the request's error text cut to ``width`` characters."""
+    seen: dict[str, int] = {}
+    for r in records:
+        if r.ok:
+            continue
+        reason = " ".join(str(r.error or "request failed").split())
+        if len(reason) > width:
+            reason = reason[:width] + "…"
+        seen[reason] = seen.get(reason, 0) + 1
+    return list(seen.items())[:limit]
+
+
+def loadgen_checks(result: LoadResult) -> dict[str, Any]:
+    """The load generator's self-checks of one run, as a point stores them (``loadgen`` in
+    docs/results-schema.md): where the arrival stamps came from, how late user space read the socket after the
+    kernel stamped it, how many token chunks arrived coalesced, the wall-clock step over the run, and the
+    measurement window's start relative to the run's start."""
+    return {
+        "timestamp_source": result.timestamp_source,
+        "read_lag_ms": result.read_lag_ms,
+        "coalesced_chunks": result.coalesced_chunks,
+        "clock_offset_drift_ns": result.clock_offset_drift_ns,
+        "measure_start_offset_s": result.measure_start_s - result.run_start_s,
+        "request_timeout_s": result.spec.request_timeout_s,
+        "aborted": result.aborted,
+    }

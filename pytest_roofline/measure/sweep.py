@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from pytest_roofline import redact
 from pytest_roofline.errors import NotMeasured, PointError
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.measure import gpu as gpu_mod
@@ -25,12 +26,66 @@ from pytest_roofline.measure.results import RecordedMeasurement, ResultsWriter, 
 from pytest_roofline.measure.target import MeasurementProvider, Target
 from pytest_roofline.model import hardware as hw_mod
 from pytest_roofline.model.tiny import TINY_MODEL
-from pytest_roofline.quantities.measurement import ClientStats, EngineReport, PointRecord, ServerStats
+from pytest_roofline.quantities.measurement import ClientStats, EngineReport, LoadgenChecks, PointRecord, ServerStats
 from pytest_roofline.units import GIB
 
-__all__ = ["Measurements", "engine_config_for", "TINY_MODEL", "run_point"]
+__all__ = ["Measurements", "engine_config_for", "TINY_MODEL", "run_point", "default_request_timeout_s",
+           "failed_point_reason", "ALLOWED_FAILED_REQUESTS"]
 
 DEFAULT_TOKEN_ID_RANGE = (1000, 20000)  # ordinary BPE ids for real models (no special tokens there)
+
+#: failed requests a point may have and still be measured: none. A point with any failed request (an HTTP error,
+#: an error event, a malformed or cut stream, a timeout) is an ERROR, and the load generator stops the point at
+#: the first one (LoadSpec.max_failures): latencies and throughputs over the requests that happened to succeed
+#: describe another experiment than the one predicted, and a point of failures has none to give.
+ALLOWED_FAILED_REQUESTS = 0
+
+#: the default per-request timeout (sweep.request_timeout unset): a floor plus the request's tokens at floor rates
+#: far below any serving engine's (5 output tok/s, 200 prompt tok/s): 10 s + 64 / 5 + 128 / 200 = 23.4 s for the
+#: tiny CPU workload, 10 + 1024 / 5 + 1024 / 200 = 220 s for the notebook's 1k/1k; a server that never answers
+#: then ends the point in one timeout
+REQUEST_TIMEOUT_FLOOR_S = 10.0
+REQUEST_TIMEOUT_OUTPUT_TOK_S = 5.0
+REQUEST_TIMEOUT_PROMPT_TOK_S = 200.0
+
+
+def default_request_timeout_s(input_len: int, output_len: int) -> float:
+    """The per-request timeout when the file sets none, from the point's lengths (see REQUEST_TIMEOUT_*)."""
+    return (REQUEST_TIMEOUT_FLOOR_S + output_len / REQUEST_TIMEOUT_OUTPUT_TOK_S
+            + input_len / REQUEST_TIMEOUT_PROMPT_TOK_S)
+
+
+def failed_point_reason(result: Any, *, allowed: int = ALLOWED_FAILED_REQUESTS) -> str | None:
+    """Why a load run is not a measurement (None when it is): more failed requests than ``allowed``, a run the
+    load generator aborted, or no measured request completed. Says how many failed and the first reasons."""
+    from pytest_roofline.measure import stats
+
+    records = list(result.records)
+    measured = [r for r in records if not r.warmup]
+    warm = [r for r in records if r.warmup]
+    failed = sum(1 for r in measured if not r.ok)
+    warm_failed = sum(1 for r in warm if not r.ok)
+    completed = len(measured) - failed
+    if failed + warm_failed <= allowed and result.aborted is None and completed > 0:
+        return None
+    planned = result.spec.num_requests
+    parts = [f"{failed} of {len(measured)} measured requests failed"
+             + (f", {planned - len(measured)} of {planned} planned never sent"
+                if planned is not None and planned > len(measured) else "")]
+    if warm:
+        parts.append(f"{warm_failed} of {len(warm)} warm-up requests failed")
+    what = "; ".join(parts)
+    if failed + warm_failed == 0 and result.aborted is None:
+        return f"{what}: no measured request completed, so nothing was measured"
+    reasons = "; ".join(f"{why!r} ×{n}" for why, n in stats.failure_reasons(records))
+    rule = ("any failed request makes a point an error" if allowed == 0
+            else f"at most {allowed} failed requests are allowed")
+    out = f"{what} ({rule}; no figure is taken from it)"
+    if reasons:
+        out += f"; first reasons: {reasons}"
+    if result.aborted:
+        out += f"; the load generator stopped the point ({result.aborted})"
+    return out
 
 
 def _is_tiny(spec: Spec) -> bool:
@@ -84,7 +139,8 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
         num_requests=plan.num_requests, duration_s=plan.duration_s, warmup_requests=plan.warmup_requests,
         input_len=plan.input_len, output_len=plan.output_len, seed=int(spec.workload.get("seed", 0)),
         point_id=plan.id, shared_prefix_len=int(spec.workload.get("shared_prefix_len", 0)), extra_body=sampling,
-        request_timeout_s=spec.sweep.request_timeout_s,
+        request_timeout_s=spec.sweep.request_timeout_s or default_request_timeout_s(plan.input_len, plan.output_len),
+        max_failures=ALLOWED_FAILED_REQUESTS,
     )
 
     def snapshot() -> dict[str, Any] | None:
@@ -105,18 +161,20 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
         result = loadgen.run_load(target.base_url, load, api_key=api_key)
     finally:
         timeline = scraper.stop() if scraper else []
-    after = snapshot()
-    client = stats.summarize(result)
-    server = scrape.summarize(before, after, timeline, contamination_threshold=contamination)
     requests_file = out_dir / f"{plan.id}.requests.jsonl"
     with requests_file.open("w", encoding="utf-8") as fh:
         for rec in result.records:
-            fh.write(json.dumps(rec.to_dict()) + "\n")
+            fh.write(json.dumps(redact.redact_data(rec.to_dict())) + "\n")
+    failure = failed_point_reason(result)
+    if failure is not None:  # not a measurement: the sweep records the error, the point is never stored
+        raise PointError(f"{failure} (requests: {requests_file.name})")
+    after = snapshot()
+    client = stats.summarize(result)
+    server = scrape.summarize(before, after, timeline, contamination_threshold=contamination)
     return point_record(plan.to_dict(), started_at=result.started_at, finished_at=result.finished_at,
                         duration_s=stats.measured_duration_s(result), client=cast(ClientStats, client),
                         server=cast("ServerStats | None", server),
-                        requests_file=requests_file.name,
-                        flags=[f"aborted: {result.aborted}"] if result.aborted else [])
+                        requests_file=requests_file.name, loadgen=cast(LoadgenChecks, stats.loadgen_checks(result)))
 
 
 @dataclass
@@ -131,7 +189,7 @@ class _Run:
     fatal: PointError | None = None
     hardware_override: str | None = None
 
-    def measurement(self) -> "_LiveMeasurement":
+    def measurement(self) -> _LiveMeasurement:
         return _LiveMeasurement(self)
 
 
@@ -182,7 +240,7 @@ class Measurements(MeasurementProvider):
         self.timings: list[tuple[str, float]] = []
 
     @classmethod
-    def from_options(cls, rs: Any, items: list[Any]) -> "Measurements":
+    def from_options(cls, rs: Any, items: list[Any]) -> Measurements:
         by_spec: dict[str, list[Any]] = {}
         specs: dict[str, Spec] = {}
         for item in items:
@@ -222,22 +280,22 @@ class Measurements(MeasurementProvider):
         if det.variant is None:
             raise PointError(f"detected GPU {det.name!r} is not in the hardware catalog; measure it with "
                              f"--reanchor after adding it, or declare its figures in the YAML")
-        family = self.gpu.lower()
-        if hw_mod.get_hardware(det.variant).family != family and det.variant != family:
-            raise PointError(f"--gpu {self.gpu} but the detected device is {det.name} ({det.variant})")
-        if det.variant != declared.id:
-            got = hw_mod.get_hardware(det.variant)
-            if self.reanchor:
-                return got.id
-            raise PointError(
-                f"the YAML plans on {declared.id} but this machine has {got.id} ({det.name}).\n"
-                f"  declared: {declared.hbm_bytes_per_s / 1e9:,.0f} GB/s, "
-                f"{declared.peak_for('bf16') / 1e12:,.0f} TFLOP/s bf16, ridge {declared.ridge_flop_per_byte():.1f}\n"
-                f"  detected: {got.hbm_bytes_per_s / 1e9:,.0f} GB/s, {got.peak_for('bf16') / 1e12:,.0f} TFLOP/s "
-                f"bf16, ridge {got.ridge_flop_per_byte():.1f}\n"
-                "  fix the YAML's hardware, or pass --reanchor to compute model values for the detected device "
-                "(values in ink never move)")
-        return None
+        try:  # the catalog's one rule: the detected device must be a variant of --gpu's family (or its id)
+            runs = hw_mod.resolve(self.gpu, detected=det.variant)
+        except hw_mod.HardwareError as exc:
+            raise PointError(f"--gpu {self.gpu}: {exc}") from None
+        if runs.id == declared.id:
+            return None
+        if self.reanchor:
+            return runs.id
+        raise PointError(
+            f"the YAML plans on {declared.id} but this machine has {runs.id} ({det.name}).\n"
+            f"  declared: {declared.hbm_bytes_per_s / 1e9:,.0f} GB/s, "
+            f"{declared.peak_for('bf16') / 1e12:,.0f} TFLOP/s bf16, ridge {declared.ridge_flop_per_byte():.1f}\n"
+            f"  detected: {runs.hbm_bytes_per_s / 1e9:,.0f} GB/s, {runs.peak_for('bf16') / 1e12:,.0f} TFLOP/s "
+            f"bf16, ridge {runs.ridge_flop_per_byte():.1f}\n"
+            "  fix the YAML's hardware, or pass --reanchor to compute model values for the detected device "
+            "(values in ink never move)")
 
     def hardware_override(self, spec: Spec) -> str | None:
         run = self.runs.get(spec.path)
@@ -348,7 +406,7 @@ class Measurements(MeasurementProvider):
         lines = []
         for path in self.results_paths():
             lines.append(f"roofline results: {path}")
-        for key, t in self.targets.items():
+        for _key, t in self.targets.items():
             if hasattr(t, "log_path"):
                 lines.append(f"roofline engine log: {t.log_path}")
         if self.timings:

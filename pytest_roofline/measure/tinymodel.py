@@ -166,12 +166,12 @@ def _build_model(seed: int):
     # result does not depend on transformers' init scheme or global RNG state.
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        for name, p in sorted(model.named_parameters(), key=lambda kv: kv[0]):
+        for _name, p in sorted(model.named_parameters(), key=lambda kv: kv[0]):
             if p.dim() == 1:  # RMSNorm weights
                 p.fill_(1.0)
             else:
                 p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float32) * 0.02)
-    model = model.to(torch.bfloat16)
+    model = model.bfloat16()  # every floating parameter and buffer, as .to(torch.bfloat16) does
     n = sum(p.numel() for p in model.parameters())
     if n != TINY_ARCH.num_parameters:
         raise RuntimeError(f"tiny model has {n} parameters, expected {TINY_ARCH.num_parameters}")

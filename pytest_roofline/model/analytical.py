@@ -767,11 +767,19 @@ def _field(row: Any, *names: str) -> Any:
 
 
 def _pct(values: Mapping[str, float], key: str) -> float:
-    if key in values:
-        return values[key]
-    if key == "p50" and "median" in values:
-        return values["median"]
+    if key in values and values[key] is not None:
+        return _finite(values[key], key)
+    if key == "p50" and values.get("median") is not None:
+        return _finite(values["median"], "median")
     raise KeyError(f"percentile {key!r} missing from {sorted(values)}")
+
+
+def _finite(value: Any, what: str) -> float:
+    """``value`` as a finite float; ValueError for NaN, ±inf, a string, a bool (a figure that is not a number must
+    never meet an SLO)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{what} is {value!r}, not a finite number")
+    return float(value)
 
 
 def goodput(rows: Iterable[Any], *, ttft_ms_max: float | None, tpot_ms_max: float | None,
@@ -799,7 +807,7 @@ def goodput(rows: Iterable[Any], *, ttft_ms_max: float | None, tpot_ms_max: floa
     raw_tput = -math.inf
     passing: list[int] = []
     for row in rows:
-        tput = float(_field(row, "output_tok_per_s", "throughput_tok_per_s"))
+        tput = _finite(_field(row, "output_tok_per_s", "throughput_tok_per_s"), "output_tok_per_s")
         conc = int(_field(row, "concurrency"))
         if tput > raw_tput:
             raw_tput, raw_row = tput, row

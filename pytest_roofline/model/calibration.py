@@ -18,6 +18,17 @@ The fit
     tokens), so the difference step is a few percent, not machine epsilon. :func:`screen_points` first drops a
     TTFT no constants can explain (below the prompt's compute floor at 100% of peak).
 
+Prefix-cache hits
+    A point that records its server's prefix-cache hit rate is simulated with it (:func:`serving_predictor`):
+    a hit skips that share of the prompt's prefill, which lowers the prefill work in the mixed steps that
+    throughput and TPOT average over — the run-average hit rate is the right input for those. TTFT is another
+    matter: its median depends on *which* requests hit and *when* (vLLM hashes whole 16-token blocks, so a
+    request hits all of its shared prefix or none; the notebook's C=64 point drained from 45% to 16% hits
+    during the run), which one average rate does not describe. So a point whose hit rate is above the
+    contamination threshold (``quantities.analysis.Thresholds().contamination``, 10%; :data:`CONTAMINATION`
+    here, as the model layer may not import that layer) contributes no TTFT residual (:func:`screen_points`):
+    without this the fit lowers ``flop_efficiency`` to explain a TTFT set by cache hits and arrival waves.
+
 Identifiability
     At the optimum the Gauss–Newton matrix ``H = JᵀJ`` gives the covariance ``σ² H⁻¹``, with σ² the residual
     variance (``RSS ÷ (n − p)``), never taken below a measurement-noise floor of :data:`NOISE_FLOOR_LOG` (5% per
@@ -77,6 +88,9 @@ MAX_LOG_SD = 0.5
 RANK_RTOL = 1e-6
 #: finite-difference step in log space (3%): larger than the simulator's step-quantisation wiggle
 FD_STEP_LOG = 0.03
+#: prefix-cache hit rate above which a point's TTFT is left out of the fit; the same value as
+#: ``quantities.analysis.Thresholds().contamination`` (tests/test_calibration.py checks they agree)
+CONTAMINATION = 0.10
 #: the value a zero-default parameter starts from when it is fitted (log space needs a positive start)
 ZERO_START = {"_s": 1e-4, "efficiency": 0.5}
 
@@ -98,6 +112,8 @@ class MeasuredPoint:
     ttft_p50_ms: float | None = None
     ttft_p99_ms: float | None = None
     itl_p99_ms: float | None = None
+    #: the server's prefix-cache hit rate over the point (hits ÷ queried prompt tokens), where recorded
+    prefix_cache_hit_rate: float | None = None
 
     @property
     def label(self) -> str:
@@ -124,12 +140,18 @@ class MeasuredPoint:
 Predictor = Callable[[Any, MeasuredPoint], Mapping[str, float]]
 
 
-def serving_predictor(setup: Any, *, engine: Any = None, **workload_kw: Any) -> Predictor:
+def serving_predictor(setup: Any, *, engine: Any = None, measured_hit_rates: bool = True,
+                      **workload_kw: Any) -> Predictor:
     """A :data:`Predictor` that simulates each point with the serving model on ``setup``.
 
     The point's own input/output lengths and request count are used where it records them (the same workload
-    the load generator ran), else the setup's.
+    the load generator ran), else the setup's; its id is the load generator's point id, which (with the
+    workload's ``seed``, passed in ``workload_kw``) gives the simulator the arrival times the load generator
+    sent on. A recorded prefix-cache hit rate is simulated (``Workload.prefix_hit_rate``) when
+    ``measured_hit_rates`` is true (the default) and the engine caches prefixes.
     """
+    engine_cfg = engine if engine is not None else serving.EngineConfig.from_setup(setup)
+
     def predict(constants: Any, point: MeasuredPoint) -> Mapping[str, float]:
         s = setup
         changes = {}
@@ -148,26 +170,43 @@ def serving_predictor(setup: Any, *, engine: Any = None, **workload_kw: Any) -> 
             kw["concurrency"] = int(point.concurrency or 1)
         if point.num_requests:
             kw["num_requests"] = int(point.num_requests)
+        kw.setdefault("point_id", point.id)  # with the workload's seed: the arrivals the load generator sent
+        hit = point.prefix_cache_hit_rate
+        if measured_hit_rates and hit and hit > 0 and engine_cfg.enable_prefix_caching:
+            kw["prefix_hit_rate"] = min(float(hit), 0.999)
         wl = serving.workload_for_point(s, **kw)
-        pred = serving.simulate(s, wl, engine=engine, constants=constants)
+        pred = serving.simulate(s, wl, engine=engine_cfg, constants=constants)
         return {m: float(getattr(pred, m)) for m in METRICS}
 
     return predict
 
 
-def screen_points(points: Sequence[MeasuredPoint], setup: Any) -> tuple[list[MeasuredPoint], list[str]]:
+def screen_points(points: Sequence[MeasuredPoint], setup: Any, *,
+                  contamination: float = CONTAMINATION) -> tuple[list[MeasuredPoint], list[str]]:
     """Drop measured values no constants can explain, with a note for each.
+
+    A TTFT p50 measured with a prefix-cache hit rate above ``contamination`` is left out (the module's
+    "Prefix-cache hits": cache hits, not the constants, set it); its throughput and TPOT stay.
 
     A TTFT p50 below the prompt's compute floor at 100% of the chip's peak FLOP/s (prompt tokens × 2P ÷ peak)
     cannot come from a full prefill: prefix-cache hits or a transcription slip. Fitting it would drive the
     compute efficiency to its bound to chase an impossible value, so that TTFT is left out of the fit (the
     other metrics of the point stay). Setups without a peak figure (the ``cpu`` pseudo-device) are not screened.
     """
+    contaminated, notes = [], []
+    for pt in points:
+        hit = pt.prefix_cache_hit_rate
+        if hit is not None and hit > contamination and pt.value("ttft_p50_ms") is not None:
+            notes.append(f"{pt.label}: prefix-cache hit rate {100 * hit:.1f}% > {100 * contamination:g}%: its TTFT "
+                         "p50 is left out of the fit (set by which requests hit, not by the prefill's cost)")
+            pt = dataclasses.replace(pt, ttft_p50_ms=None)
+        contaminated.append(pt)
+    points = contaminated
     try:
         peak = float(setup.peak_flop_per_s)
     except Exception:  # no datasheet peak (cpu): nothing to screen against
-        return list(points), []
-    out, notes = [], []
+        return list(points), notes
+    out = []
     for pt in points:
         ttft = pt.value("ttft_p50_ms")
         n_in = pt.input_len or setup.input_len

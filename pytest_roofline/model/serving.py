@@ -1,7 +1,8 @@
 """The step-level serving model of vLLM: predict a whole sweep from the spec sheet.
 
 A pure-Python, discrete-event simulation of a vLLM V1-style engine (model layer: imports only ``errors``,
-``units`` and ``pytest_roofline.model.*``; no pytest, no numpy, no I/O).
+``units`` and ``pytest_roofline.model.*``; no pytest, no I/O; numpy only through ``model.workload``, whose
+open-loop arrival schedule is the load generator's own, drawn with numpy).
 
 Public API (the interface the other layers code against)
 ---------------------------------------------------------
@@ -9,7 +10,10 @@ Public API (the interface the other layers code against)
                            POISSON, GAMMA (open loop, ``burstiness`` = gamma shape, as ``vllm bench serve``).
 ``LengthDist``             token lengths: ``fixed`` (default), ``uniform`` (``low``..``high``, default the
                            ``--random-range-ratio``-style [mean/2, 3 mean/2]) or ``normal`` (``std``); ``sample``.
-``Workload``               lengths, request count, arrival process, seed, ``ignore_eos``, ``prefix_hit_rate``.
+``Workload``               lengths, request count, arrival process, seed and ``point_id`` (with the seed, they
+                           seed the arrival schedule exactly as the load generator's ``LoadSpec.seed`` and
+                           ``point_id`` do: ``model.workload.arrival_offsets_s``), ``ignore_eos``,
+                           ``prefix_hit_rate``.
 ``EngineConfig``           scheduler limits, block size, KV pool (``num_gpu_blocks``), chunked prefill (V1) or
                            not (0.5-era V0), prefix caching, TP; ``EngineConfig.from_setup(setup)``.
 ``ServingConstants``       the efficiency fractions and overheads; ``default_constants(setup)`` documents each
@@ -99,9 +103,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pytest_roofline.errors import SimulationError
+from pytest_roofline.errors import SetupError, SimulationError
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import vllm_defaults
+from pytest_roofline.model import workload as _schedule
+from pytest_roofline.model.setup import kv_accounting as setup_kv_accounting
 
 __all__ = [
     "ArrivalKind", "LengthDist", "Workload", "EngineConfig", "ServingConstants", "StepCost", "step_cost",
@@ -182,6 +188,7 @@ class Workload:
     seed: int = 0
     ignore_eos: bool = True
     prefix_hit_rate: float = 0.0
+    point_id: str = "point"  # the load generator's LoadSpec.point_id (and default): seeds the arrival schedule
 
     def __post_init__(self) -> None:
         if self.num_requests < 1:
@@ -208,35 +215,11 @@ class Workload:
 
 
 def kv_accounting(setup: Any) -> an.KVAccounting:
-    """vLLM's KV pool for ``setup``: ``analytical.vllm_kv_accounting`` with the reserves the quantity registry
-    uses (activation estimate, non-torch and CUDA-graph defaults), weights per TP rank."""
-    tp = max(1, int(setup.tensor_parallel_size))
-    act = setup.activation_bytes
-    if act is None:
-        act = an.estimate_activation_bytes(
-            hidden_size=setup.model.hidden_size, intermediate_size=setup.model.intermediate_size or 1,
-            vocab_size=setup.model.vocab_size, max_num_batched_tokens=setup.max_num_batched_tokens,
-            max_num_seqs=setup.max_num_seqs)
-    non_torch = setup.non_torch_bytes
-    if non_torch is None:
-        non_torch = an.DEFAULT_NON_TORCH_BYTES if setup.device == "cuda" else 0.0
-    graphs = setup.cuda_graph_bytes
-    if graphs is None:
-        budgeted = (setup.device == "cuda" and not setup.enforce_eager and setup.engine_version is not None
-                    and vllm_defaults.cuda_graph_memory_budgeted(setup.engine_version))
-        graphs = an.DEFAULT_CUDA_GRAPH_BYTES if budgeted else 0.0
-    mem = setup.hardware.memory_bytes
-    if setup.kv_cache_memory_bytes is None and not mem:
-        raise SimulationError(f"hardware {setup.hardware.id!r} has no memory size and the setup no explicit KV "
-                              "pool: set engine.cpu_kvcache_space or engine.args.kv_cache_memory_bytes")
+    """vLLM's KV pool for ``setup`` (``model.setup.kv_accounting``), a SimulationError when it cannot be worked out."""
     try:
-        return an.vllm_kv_accounting(
-            total_memory_bytes=float(mem) if mem else None, gpu_memory_utilization=setup.gpu_memory_utilization,
-            weight_bytes=setup.weight_bytes / tp, activation_bytes=float(act), non_torch_bytes=float(non_torch),
-            cuda_graph_bytes=float(graphs), bytes_per_block=setup.bytes_per_block, block_size=setup.block_size,
-            kv_cache_memory_bytes=setup.kv_cache_memory_bytes)
-    except ValueError as exc:
-        raise SimulationError(f"KV accounting: {exc}") from None
+        return setup_kv_accounting(setup)
+    except SetupError as exc:
+        raise SimulationError(str(exc)) from None
 
 
 def _bool_arg(args: Mapping[str, Any], key: str, default: bool) -> bool:
@@ -433,6 +416,7 @@ class _CostModel:
         tp = int(engine.tensor_parallel_size)
         self.tp = tp
         bw = setup.hardware.hbm_bytes_per_s or constants.host_mem_bytes_per_s
+        peak: float | None
         try:
             peak = float(setup.peak_flop_per_s)
         except Exception:  # the cpu pseudo-device has no peaks
@@ -463,13 +447,13 @@ class _CostModel:
         self.lin_flop_per_token = 2.0 * (streamed - head) / tp
         self.head_flop_per_seq = 2.0 * head / tp
         kv_heads_rank = arch.kv_heads_per_rank(tp) if tp > 1 else arch.num_kv_heads
-        self.kv_bytes_per_token = float(setup.kv_bytes_per_token) * kv_heads_rank / arch.num_kv_heads
+        self.kv_bytes_per_token: float = float(setup.kv_bytes_per_token) * kv_heads_rank / arch.num_kv_heads
         if arch.is_nominal:
             qd = arch.num_kv_heads * arch.head_dim  # unknown query heads: assume MHA-sized queries = KV width
         else:
             qd = arch.num_attention_heads * arch.head_dim
-        self.attn_flop_per_pair = 4.0 * arch.num_layers * qd / tp
-        self.fixed_latency_s = (KERNELS_PER_LAYER * arch.num_layers + 1) * constants.mem_latency_s
+        self.attn_flop_per_pair: float = 4.0 * arch.num_layers * qd / tp
+        self.fixed_latency_s: float = (KERNELS_PER_LAYER * arch.num_layers + 1) * constants.mem_latency_s
         self.step_overhead_s = constants.step_overhead_s
         self.per_seq_overhead_s = constants.per_seq_overhead_s
         self.allreduce_per_token_s = 0.0
@@ -491,7 +475,7 @@ class _CostModel:
         distinct = self.num_experts * (1.0 - (1.0 - self.top_k / self.num_experts) ** n_tokens)
         return self.dense_weight_bytes + self.moe_layers * distinct * self.expert_bytes_per_layer
 
-    def time(self, n_dec: int, dec_ctx: int, pf_tokens: int, pf_kv_tokens: int, pf_pairs: float,
+    def time(self, n_dec: int, dec_ctx: float, pf_tokens: int, pf_kv_tokens: int, pf_pairs: float,
              n_seqs: int) -> float:
         """Step time; the same arithmetic for the bulk and the step-by-step paths."""
         n_tok = n_dec + pf_tokens
@@ -505,7 +489,7 @@ class _CostModel:
             t += self.allreduce_fixed_s + self.allreduce_per_token_s * n_tok
         return t
 
-    def terms(self, n_dec: int, dec_ctx: int, pf_tokens: int, pf_kv_tokens: int, pf_pairs: float,
+    def terms(self, n_dec: int, dec_ctx: float, pf_tokens: int, pf_kv_tokens: int, pf_pairs: float,
               n_seqs: int) -> StepCost:
         n_tok = n_dec + pf_tokens
         w = self.weight_bytes(n_tok) / self.bw
@@ -593,10 +577,14 @@ class PointPrediction:
     steps: int
     time_shares: Mapping[str, float] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["time_shares"] = dict(self.time_shares)
         return d
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
 
 
 def _percentile(sorted_vals: Sequence[float], q: float) -> float:
@@ -658,21 +646,17 @@ class _Req:
         self.preempted = False
 
 
-def _arrival_times(workload: Workload, rng: random.Random) -> list[float]:
+def _arrival_times(workload: Workload) -> list[float]:
+    """The open-loop send times: the load generator's schedule for the same (rate, burstiness, seed, point_id)."""
     shape = float(workload.burstiness) if workload.arrival is ArrivalKind.GAMMA else 1.0
-    rate = float(workload.rate_req_per_s)  # type: ignore[arg-type]
-    scale = 1.0 / (rate * shape)
-    t = 0.0
-    out = [0.0]
-    for _ in range(workload.num_requests - 1):
-        t += rng.gammavariate(shape, scale)
-        out.append(t)
-    return out
+    return _schedule.arrival_offsets_s(rate_req_per_s=float(workload.rate_req_per_s),  # type: ignore[arg-type]
+                                       burstiness=shape, seed=workload.seed, stream_id=workload.point_id,
+                                       count=workload.num_requests).tolist()
 
 
 class _Sim:
     def __init__(self, setup: Any, workload: Workload, engine: EngineConfig, constants: ServingConstants,
-                 bulk: bool, trace: list | None = None) -> None:
+                 bulk: bool, trace: list[StepRecord] | None = None) -> None:
         self.trace = trace
         if trace is not None:
             bulk = False
@@ -697,7 +681,7 @@ class _Sim:
         self.arrivals: deque[_Req] = deque()  # future arrivals (open loop), sorted
         self.closed = workload.arrival is ArrivalKind.CLOSED
         if not self.closed:
-            times = _arrival_times(workload, rng)
+            times = _arrival_times(workload)
             for i, t in enumerate(times):
                 self.arrivals.append(_Req(i, self.prompts[i], self.outs[i], t, -1))
         self.next_idx = 0
@@ -871,7 +855,7 @@ class _Sim:
         if len(self.running) > self.max_run:
             self.max_run = len(self.running)
 
-    def _shares_add(self, n_dec: int, dec_ctx: int, pf_tok: int, pf_kv: int, pf_pairs: float, n_seqs: int,
+    def _shares_add(self, n_dec: int, dec_ctx: float, pf_tok: int, pf_kv: int, pf_pairs: float, n_seqs: int,
                     mult: int = 1) -> None:
         sc = self.cost.terms(n_dec, dec_ctx, pf_tok, pf_kv, pf_pairs, n_seqs)
         sh = self.shares
@@ -1091,28 +1075,27 @@ class _Sim:
         out_tok = sum(r.out for r in done)
         busy = self.busy or 1.0
         total_share = sum(self.shares.values()) or 1.0
-        mean = lambda xs: sum(xs) / len(xs) if xs else math.nan  # noqa: E731
         return PointPrediction(
             concurrency=self.w.concurrency, rate_req_per_s=self.w.rate_req_per_s, num_requests=len(done),
             duration_s=duration,
             output_throughput_tok_per_s=out_tok / duration if duration > 0 else math.nan,
             request_throughput_req_per_s=len(done) / duration if duration > 0 else math.nan,
-            per_request_output_tok_per_s=mean(per_req),
-            ttft_p50_ms=_percentile(ttft, 50), ttft_p99_ms=_percentile(ttft, 99), ttft_mean_ms=mean(ttft),
+            per_request_output_tok_per_s=_mean(per_req),
+            ttft_p50_ms=_percentile(ttft, 50), ttft_p99_ms=_percentile(ttft, 99), ttft_mean_ms=_mean(ttft),
             tpot_p50_ms=_percentile(tpot, 50) if tpot else math.nan,
             tpot_p99_ms=_percentile(tpot, 99) if tpot else math.nan,
-            tpot_mean_ms=mean(tpot) if tpot else math.nan,
+            tpot_mean_ms=_mean(tpot) if tpot else math.nan,
             itl_p50_ms=itl_p50, itl_p99_ms=itl_p99,
-            e2e_mean_ms=mean(e2e) * 1e3,
+            e2e_mean_ms=_mean(e2e) * 1e3,
             mean_running_batch=self.run_area / busy, max_running_batch=self.max_run,
             max_kv_usage=self.max_blocks / self.pool, mean_kv_usage=self.kv_area / busy / self.pool,
-            preemptions=self.preemptions, mean_queue_ms=mean(queue), steps=self.steps,
+            preemptions=self.preemptions, mean_queue_ms=_mean(queue), steps=self.steps,
             time_shares={k: v / total_share for k, v in self.shares.items()},
         )
 
 
 def simulate(setup: Any, workload: Workload, *, engine: EngineConfig | None = None,
-             constants: ServingConstants | None = None, trace: list | None = None,
+             constants: ServingConstants | None = None, trace: list[StepRecord] | None = None,
              _bulk: bool = True) -> PointPrediction:
     """Simulate one sweep point.  ``trace``: a list to append a :class:`StepRecord` per step to (runs step by
     step); ``_bulk=False`` runs every step request by request (the slow reference the tests compare with)."""
@@ -1133,11 +1116,13 @@ def simulate_sweep(setup: Any, workloads: Sequence[Workload], **kw: Any) -> list
 def workload_for_point(setup: Any, *, concurrency: int | None = None, rate_req_per_s: float | None = None,
                        num_requests: int | None = None, requests_per_concurrency: float = 10.0,
                        burstiness: float = 1.0, seed: int = 0, input_len: int | LengthDist | None = None,
-                       output_len: int | LengthDist | None = None, prefix_hit_rate: float = 0.0) -> Workload:
+                       output_len: int | LengthDist | None = None, prefix_hit_rate: float = 0.0,
+                       point_id: str = "point") -> Workload:
     """The workload a sweep point sends (lengths from the Setup unless given), as the load generator does:
     closed loop at ``concurrency`` with ``num_requests`` (default ``requests_per_concurrency x C``), or open loop
     at ``rate_req_per_s`` (Poisson when ``burstiness`` is 1, gamma otherwise; default ``max(10, 30 x rate)``
-    requests, as measure/plan.py)."""
+    requests, as measure/plan.py). ``seed`` and ``point_id`` are the load generator's (the prediction file's
+    ``workload.seed`` and the sweep point's id): together they give the same arrival times it sends on."""
     def dist(x: int | LengthDist | None, default: int) -> LengthDist:
         if isinstance(x, LengthDist):
             return x
@@ -1150,9 +1135,9 @@ def workload_for_point(setup: Any, *, concurrency: int | None = None, rate_req_p
         kind = ArrivalKind.POISSON if burstiness == 1.0 else ArrivalKind.GAMMA
         return Workload(input_len=inp, output_len=out, num_requests=int(n), arrival=kind,
                         concurrency=concurrency, rate_req_per_s=float(rate_req_per_s), burstiness=float(burstiness),
-                        seed=seed, prefix_hit_rate=prefix_hit_rate)
+                        seed=seed, prefix_hit_rate=prefix_hit_rate, point_id=point_id)
     if concurrency is None:
         raise SimulationError("give concurrency (closed loop) or rate_req_per_s (open loop)")
     n = num_requests if num_requests is not None else max(1, int(round(requests_per_concurrency * concurrency)))
     return Workload(input_len=inp, output_len=out, num_requests=int(n), arrival=ArrivalKind.CLOSED,
-                    concurrency=int(concurrency), seed=seed, prefix_hit_rate=prefix_hit_rate)
+                    concurrency=int(concurrency), seed=seed, prefix_hit_rate=prefix_hit_rate, point_id=point_id)

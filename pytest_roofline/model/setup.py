@@ -7,16 +7,18 @@ units in its name, and :meth:`Setup.describe` lists those inputs for failure mes
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pytest_roofline.errors import SetupError
+from pytest_roofline.errors import SetupError, SetupValueError
+from pytest_roofline.model import analytical as an
 from pytest_roofline.model import architecture, dtypes, hardware, vllm_defaults
 from pytest_roofline.model.tiny import TINY_MODEL, tiny_arch
 from pytest_roofline.units import format_value
 
-__all__ = ["Setup", "SetupError", "build_setup", "TINY_MODEL"]
+__all__ = ["Setup", "SetupError", "SetupValueError", "build_setup", "TINY_MODEL"]
 
 
 @dataclass(frozen=True)
@@ -173,9 +175,16 @@ def build_setup(
     device = "cpu" if hw.family == "cpu" else "cuda"
     version = engine.get("version")
     args = dict(engine.get("args", {}))
+    _check_values(engine, args, workload)
     # without a version, the newest release's defaults (the releases read run up to 0.33; model/vllm_defaults.py)
-    defaults = vllm_defaults.defaults_for(str(version) if version else "0.33.0", device=device,
-                                          device_name=hw.name, total_memory_bytes=hw.memory_bytes)
+    try:
+        defaults = vllm_defaults.defaults_for(str(version) if version else "0.33.0", device=device,
+                                              device_name=hw.name, total_memory_bytes=hw.memory_bytes)
+    except (ValueError, TypeError) as exc:
+        if version is None:
+            raise
+        raise SetupValueError(f"engine.version: {exc}; write a release such as '0.26.0' (quoted)",
+                              field="engine.version") from None
     reserves = dict(engine.get("reserves", {}))
     input_len = int(workload.get("input_len", 1024))
     output_len = int(workload.get("output_len", 1024))
@@ -213,3 +222,86 @@ def build_setup(
 
 def _opt(x: Any) -> float | None:
     return None if x is None else float(x)
+
+
+# --------------------------------------------------------------------------- impossible values
+# name -> (whole number?, lowest allowed, lowest is allowed itself?, highest allowed or None, what it is)
+_WORKLOAD_LIMITS: dict[str, tuple[bool, float, bool, float | None, str]] = {
+    "input_len": (True, 1, True, None, "prompt tokens per request"),
+    "output_len": (True, 1, True, None, "output tokens per request"),
+    "kv_context": (False, 0, False, None, "KV tokens per sequence"),
+    "shared_prefix_len": (True, 0, True, None, "shared prefix tokens"),
+    "seed": (True, 0, True, None, "a seed"),
+}
+_ARG_LIMITS: dict[str, tuple[bool, float, bool, float | None, str]] = {
+    # vLLM refuses gpu_memory_utilization outside (0, 1]: CacheConfig declares it Field(gt=0, le=1)
+    # (vllm/config/cache.py, vLLM v0.32.0, github.com/vllm-project/vllm)
+    "gpu_memory_utilization": (False, 0, False, 1.0, "a share of the device memory, 0 < x <= 1"),
+    "block_size": (True, 1, True, None, "tokens per KV block"),
+    "max_num_seqs": (True, 1, True, None, "sequences per step"),
+    "max_num_batched_tokens": (True, 1, True, None, "tokens per step"),
+    "max_model_len": (True, 1, True, None, "tokens per sequence"),
+    "tensor_parallel_size": (True, 1, True, None, "devices"),
+    "kv_cache_memory_bytes": (False, 0, False, None, "bytes"),
+}
+
+
+def _check_value(value: Any, field: str, limits: tuple[bool, float, bool, float | None, str]) -> None:
+    whole, low, low_ok, high, what = limits
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SetupValueError(f"{field}: expected a number ({what}), got {value!r}", field=field)
+    if not math.isfinite(value):
+        raise SetupValueError(f"{field}: {value!r} is not a finite number ({what})", field=field)
+    if whole and not float(value).is_integer():
+        raise SetupValueError(f"{field}: expected a whole number ({what}), got {value!r}", field=field)
+    if value < low or (value == low and not low_ok) or (high is not None and value > high):
+        bound = (f"{'>=' if low_ok else '>'} {low:g}" + (f" and <= {high:g}" if high is not None else ""))
+        raise SetupValueError(f"{field}: {value!r} is impossible: it must be {bound} ({what})", field=field)
+
+
+def _check_values(engine: Mapping[str, Any], args: Mapping[str, Any], workload: Mapping[str, Any]) -> None:
+    """Refuse values no engine can run, before they become a negative KV size or a silent skip."""
+    for key, limits in _WORKLOAD_LIMITS.items():
+        _check_value(workload.get(key), f"workload.{key}", limits)
+    shared, prompt = workload.get("shared_prefix_len"), workload.get("input_len", 1024)
+    if isinstance(shared, (int, float)) and isinstance(prompt, (int, float)) and shared > prompt:
+        raise SetupValueError(f"workload.shared_prefix_len: {shared} is longer than the prompt (input_len "
+                              f"{prompt})", field="workload.shared_prefix_len")
+    for key, limits in _ARG_LIMITS.items():
+        _check_value(args.get(key), f"engine.args.{key}", limits)
+    _check_value(engine.get("cpu_kvcache_space"), "engine.cpu_kvcache_space", (False, 0, False, None, "bytes"))
+    for key, value in dict(engine.get("reserves") or {}).items():
+        _check_value(value, f"engine.reserves.{key}", (False, 0, True, None, "bytes"))
+
+
+def kv_accounting(setup: Setup) -> an.KVAccounting:
+    """vLLM's KV pool for ``setup``, the one place the serving model and the quantities take it from:
+    ``analytical.vllm_kv_accounting`` with the weights one tensor-parallel rank holds, the profile run's
+    activation estimate and the non-torch / CUDA-graph reserves of the engine version (each overridable)."""
+    tp = max(1, int(setup.tensor_parallel_size))
+    act = setup.activation_bytes
+    if act is None:
+        act = an.estimate_activation_bytes(
+            hidden_size=setup.model.hidden_size, intermediate_size=setup.model.intermediate_size or 1,
+            vocab_size=setup.model.vocab_size, max_num_batched_tokens=setup.max_num_batched_tokens,
+            max_num_seqs=setup.max_num_seqs)
+    non_torch = setup.non_torch_bytes
+    if non_torch is None:
+        non_torch = an.DEFAULT_NON_TORCH_BYTES if setup.device == "cuda" else 0.0
+    graphs = setup.cuda_graph_bytes
+    if graphs is None:
+        budgeted = (setup.device == "cuda" and not setup.enforce_eager and setup.engine_version is not None
+                    and vllm_defaults.cuda_graph_memory_budgeted(setup.engine_version))
+        graphs = an.DEFAULT_CUDA_GRAPH_BYTES if budgeted else 0.0
+    mem = setup.hardware.memory_bytes
+    total = setup.total_memory_bytes if setup.kv_cache_memory_bytes is None else (float(mem) if mem else None)
+    try:
+        return an.vllm_kv_accounting(
+            total_memory_bytes=total, gpu_memory_utilization=setup.gpu_memory_utilization,
+            weight_bytes=setup.weight_bytes / tp, activation_bytes=float(act), non_torch_bytes=float(non_torch),
+            cuda_graph_bytes=float(graphs), bytes_per_block=int(setup.bytes_per_block), block_size=setup.block_size,
+            kv_cache_memory_bytes=setup.kv_cache_memory_bytes)
+    except ValueError as exc:
+        raise SetupError(f"KV accounting: {exc}") from None

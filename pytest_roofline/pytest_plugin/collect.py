@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, cast
+from typing import Any, cast
 
 import pytest
 
 from pytest_roofline.errors import PointError, PredictionMismatch
-from pytest_roofline.measure.target import MeasurementProvider
-from pytest_roofline.scoring import Verdict
+from pytest_roofline.format.limits import DEFAULT_LIMITS, INI_OPTIONS, Limits, positive_int
 from pytest_roofline.format.spec import Prediction, Spec, SpecError, load_spec
+from pytest_roofline.measure.target import MeasurementProvider
 from pytest_roofline.pytest_plugin.session import get_session
+from pytest_roofline.scoring import Verdict
 
-__all__ = ["PredictionFile", "PredictionItem", "PredictionMismatch", "matches_patterns", "VERDICT_KEY"]
+__all__ = ["PredictionFile", "PredictionItem", "PredictionMismatch", "matches_patterns", "VERDICT_KEY", "limits_from_ini"]
 
 VERDICT_KEY = pytest.StashKey[Verdict]()
 
@@ -44,6 +46,19 @@ def _match_segments(parts: list[str], pat: list[str]) -> bool:
     return bool(parts) and fnmatch.fnmatchcase(parts[0], pat[0]) and _match_segments(parts[1:], pat[1:])
 
 
+def limits_from_ini(config: pytest.Config) -> Limits:
+    """The loader's limits, with any the ini file raises (``roofline_max_yaml_nodes = 2000000``)."""
+    changes = {}
+    for name, option in INI_OPTIONS.items():
+        value = config.getini(option)
+        if value not in (None, ""):
+            try:
+                changes[name] = positive_int(value, option)
+            except ValueError as exc:
+                raise pytest.UsageError(f"ini option {exc}") from None
+    return DEFAULT_LIMITS.with_changes(**changes)
+
+
 class PredictionFile(pytest.File):
     """A YAML prediction file."""
 
@@ -53,7 +68,7 @@ class PredictionFile(pytest.File):
 
         rs = get_session(self.config)
         try:
-            self.spec = load_spec(self.path)
+            self.spec = load_spec(self.path, limits=limits_from_ini(self.config))
         except SpecError as exc:
             raise self.CollectError(str(exc)) from None
         except OSError as exc:
@@ -90,11 +105,14 @@ class PredictionItem(pytest.Function):
         self.spec = spec
 
     def setup(self) -> None:
-        if self.prediction.error is not None:
+        rs = get_session(self.config)
+        if self.prediction.error is not None:  # an ERROR verdict, so the summary table and scorecard list it
+            verdict = Verdict.for_error(self.prediction, self.prediction.error, mode="math")
+            self.stash[VERDICT_KEY] = verdict
+            rs.verdicts.append(verdict)
             raise self.prediction.error
         super().setup()
 
-        rs = get_session(self.config)
         provider = cast("MeasurementProvider | None", self.funcargs.get("roofline_measurements"))
         verdict = rs.score(self.spec, self.prediction, provider)
         self.stash[VERDICT_KEY] = verdict
@@ -116,6 +134,18 @@ class PredictionItem(pytest.Function):
         p = self.prediction
         label = p.quantity + (f" at {', '.join(f'{k}={v}' for k, v in p.at_text.items())}" if p.at_text else "")
         return self.path, p.line - 1, f"{p.id}: {label}"
+
+    def brief_longrepr(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+        """The report of a setup ERROR this plugin raised on purpose (an invalid prediction, an unmeasured
+        point): the message alone, as ``pytest.fail(..., pytrace=False)`` shows one, instead of the plugin's own
+        traceback (pytest formats setup errors without :meth:`repr_failure`). None for any other exception."""
+        if not isinstance(excinfo.value, (SpecError, PointError)):
+            return None
+        try:
+            pytest.fail(self.repr_failure(excinfo), pytrace=False)
+        except pytest.fail.Exception:
+            return pytest.ExceptionInfo.from_current().getrepr(style="value")
+        return None  # pragma: no cover - pytest.fail always raises
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         exc = excinfo.value

@@ -15,15 +15,28 @@ so the columns never shift.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from pytest_roofline.pytest_plugin.collect import VERDICT_KEY, PredictionItem
 from pytest_roofline.pytest_plugin.session import get_session, session_results
+from pytest_roofline.report.common import (
+    EXPLAIN_CSS,
+    OUTCOME_LABEL,
+    OUTCOMES,
+    at_text,
+    counts,
+    esc,
+    explain_html,
+    fmt,
+    is_number,
+    outcome_of_report,
+    sort_key,
+    text_sort_key,
+)
 from pytest_roofline.report.environment import environment_from_results, environment_from_specs
-from pytest_roofline.report.common import (EXPLAIN_CSS, OUTCOMES, OUTCOME_LABEL, at_text, counts, esc, explain_html, fmt, is_number,
-                     outcome_of_report, sort_key, text_sort_key)
 
 __all__ = ["HtmlHooks", "COLUMNS"]
 
@@ -203,7 +216,14 @@ class HtmlHooks:
         if detected is not None:
             md.update(environment_from_results({"setup": {"hardware": {"detected": detected.to_dict()}}}))
         for data in session_results(rs):
-            md.update(environment_from_results(data))
+            if _readable(data):  # a results file is checked when it is read; this hook must never end pytest
+                md.update(environment_from_results(data))
+
+
+def _readable(data: Any) -> bool:
+    """A results document whose ``setup`` and ``engine_report`` the environment table can read (objects or null)."""
+    return isinstance(data, Mapping) and all(isinstance(data.get(k) or {}, Mapping)
+                                             for k in ("setup", "engine_report"))
 
 
 def _outcome_for_extra(v: dict[str, Any], item: Any, report: Any) -> str:
@@ -211,7 +231,7 @@ def _outcome_for_extra(v: dict[str, Any], item: Any, report: Any) -> str:
     relative to this one is not fixed, so it is derived from the verdict and the item's xfail mark)."""
     if report.when == "setup" and report.failed:
         return "error"
-    status = v.get("status")
+    status = v.get("status", "")
     mark = item.get_closest_marker("xfail")
     if status == "skip":
         return "skipped"

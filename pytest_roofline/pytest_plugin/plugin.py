@@ -6,18 +6,31 @@ parses options once into a :class:`RooflineSession` kept in ``config.stash``.
 
 from __future__ import annotations
 
-import datetime as _dt
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
+from pytest_roofline import redact
+from pytest_roofline.format.limits import DEFAULT_LIMITS, INI_OPTIONS
 from pytest_roofline.measure.sweep import Measurements
 from pytest_roofline.measure.target import MeasurementProvider, ReplayProvider
-from pytest_roofline.pytest_plugin.collect import VERDICT_KEY, PredictionFile, PredictionItem, matches_patterns
+from pytest_roofline.pytest_plugin.collect import (
+    VERDICT_KEY,
+    PredictionFile,
+    PredictionItem,
+    limits_from_ini,
+    matches_patterns,
+)
 from pytest_roofline.pytest_plugin.html import HtmlHooks
-from pytest_roofline.pytest_plugin.session import (DEFAULT_PATTERNS, SESSION_KEY, RooflineSession, get_session,
-                                                   session_results)
+from pytest_roofline.pytest_plugin.session import (
+    DEFAULT_PATTERNS,
+    SESSION_KEY,
+    RooflineSession,
+    get_session,
+    session_results,
+)
 from pytest_roofline.report.scorecard import write_scorecard
 from pytest_roofline.report.terminal import summary_table
 from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE
@@ -48,6 +61,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   type="linelist", default=DEFAULT_PATTERNS)
     parser.addini("roofline_default_tolerance", "tolerance of measured checks that give none",
                   default=DEFAULT_MEASURED_TOLERANCE)
+    for name, option in INI_OPTIONS.items():  # the loader's limits (format/limits.py); raise one for a big file
+        parser.addini(option, f"limit of a prediction file: {name} (default {getattr(DEFAULT_LIMITS, name):,})",
+                      default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -58,6 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
     ):
         config.addinivalue_line("markers", line)
     rs = config.stash[SESSION_KEY] = RooflineSession(config)
+    limits_from_ini(config)  # a bad limit in the ini file is a usage error before collection
     config.pluginmanager.register(_VerdictCollector(rs), "roofline-verdicts")
     if config.pluginmanager.hasplugin("html"):
         config.pluginmanager.register(HtmlHooks(config), "roofline-html")
@@ -97,8 +114,31 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             isinstance(item, PredictionItem) and report.when == "setup" and report.outcome != "passed"):
         verdict = item.stash.get(VERDICT_KEY, None)
         if verdict is not None:
-            report.roofline = verdict.to_dict()  # plain dict: travels across xdist too
+            report.roofline = redact.redact_data(verdict.to_dict())  # plain dict: travels across xdist too
+    if isinstance(item, PredictionItem) and report.when == "setup" and call.excinfo is not None:
+        brief = item.brief_longrepr(call.excinfo)  # the message alone, not the plugin's traceback
+        if brief is not None:
+            report.longrepr = brief
+    if isinstance(item, PredictionItem):
+        _redact_report(report)
     return report
+
+
+def _redact_report(report: pytest.TestReport) -> None:
+    """The one redaction step on everything a prediction's report carries to the terminal, JUnit XML and
+    pytest-html: the failure text (it quotes servers and engine logs), the properties and captured sections."""
+    lr = report.longrepr
+    if isinstance(lr, str):
+        report.longrepr = redact.redact_text(lr)
+    elif isinstance(lr, tuple) and len(lr) == 3:  # a skip: (path, line, reason)
+        report.longrepr = (lr[0], lr[1], redact.redact_text(lr[2]))
+    elif lr is not None:
+        text = str(lr)
+        clean = redact.redact_text(text)
+        if clean != text:  # keep pytest's own structure unless it holds something to hide
+            report.longrepr = clean
+    report.user_properties = [(k, redact.redact_data(v)) for k, v in report.user_properties]
+    report.sections = [(title, redact.redact_text(body)) for title, body in report.sections]
 
 
 class _VerdictCollector:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_roofline import redact
 from pytest_roofline.errors import PointError, ResultsError
 from pytest_roofline.format.spec import Prediction, Spec
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsData, load_results
@@ -20,7 +22,7 @@ SESSION_KEY = pytest.StashKey["RooflineSession"]()
 DEFAULT_PATTERNS = ["predictions/*.yaml", "predictions/*.yml", "*.roofline.yaml", "*.roofline.yml"]
 
 
-def get_session(config: pytest.Config) -> "RooflineSession":
+def get_session(config: pytest.Config) -> RooflineSession:
     return config.stash[SESSION_KEY]
 
 
@@ -33,6 +35,8 @@ class RooflineSession:
         self.gpu: str | None = opt("roofline_gpu")
         self.endpoint: str | None = opt("roofline_endpoint")
         self.endpoint_key_env: str | None = opt("roofline_endpoint_key_env")
+        if self.endpoint:  # known to the redaction step in every process, an xdist controller included
+            redact.remember(os.environ.get(self.endpoint_key_env or "OPENAI_API_KEY") or "")
         self.replay: str | None = opt("roofline_replay")
         self.reanchor: bool = bool(opt("roofline_reanchor"))
         self.scorecard: str | None = opt("roofline_scorecard")
@@ -64,6 +68,11 @@ class RooflineSession:
 
     def register_spec(self, spec: Spec) -> None:
         self.specs[spec.path] = spec
+        engine = spec.engine or {}
+        for section in ("args", "env"):  # secret-looking engine values are redacted by value from collection on
+            values = engine.get(section)
+            if isinstance(values, dict):
+                redact.remember(*(str(v) for k, v in values.items() if redact.is_secret_name(k) and v is not None))
 
     def replay_measurement(self) -> RecordedMeasurement:
         if self._replay_data is None:

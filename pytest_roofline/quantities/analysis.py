@@ -9,10 +9,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_roofline.errors import SetupError
+from pytest_roofline.errors import PointError, SetupError
 from pytest_roofline.model import analytical as an
 from pytest_roofline.quantities.measurement import (
     PointRecord,
+    client_number,
     client_value,
     concurrency,
     is_sweep_point,
@@ -133,12 +134,28 @@ def goodput_table(points: Iterable[PointRecord] | Mapping[str, Any] | None) -> l
     output throughput, with their TTFT and TPOT distributions."""
     rows = []
     for p in closed_points(points):
-        tput = client_value(p, "output_throughput_tok_s")
+        tput = client_number(p, "output_throughput_tok_s")
         if tput is None:
             continue
         rows.append({"concurrency": concurrency(p), "output_tok_per_s": tput,
-                     "ttft_ms": client_value(p, "ttft_ms") or {}, "tpot_ms": client_value(p, "tpot_ms") or {}})
+                     "ttft_ms": _distribution(p, "ttft_ms"), "tpot_ms": _distribution(p, "tpot_ms")})
     return rows
+
+
+def _distribution(pt: PointRecord, key: str) -> dict[str, float]:
+    """The recorded statistics of one client distribution, numbers only (absent ones left out); PointError when
+    the file holds something else there."""
+    d = client_value(pt, key)
+    if d is None:
+        return {}
+    if not isinstance(d, Mapping):
+        raise PointError(f"point {point_id(pt)}: client.{key} is a {type(d).__name__}, not an object")
+    out = {}
+    for stat in d:
+        x = client_number(pt, key, str(stat))
+        if x is not None:
+            out[str(stat)] = x
+    return out
 
 
 def goodput_rows(points: Iterable[PointRecord] | Mapping[str, Any] | None,

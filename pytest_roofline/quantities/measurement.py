@@ -16,14 +16,19 @@ Nothing here measures, reads a file or imports the measurement layer: this is th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
+from numbers import Real
 from typing import Any, Protocol, TypedDict, cast, runtime_checkable
 
+from pytest_roofline.errors import PointError
+
 __all__ = [
-    "Distribution", "LittlesLaw", "ClientStats", "ServerStats", "TimelineSample", "PointRecord", "CrossCheck",
-    "EngineReport", "PointMode", "Measurement", "point_id", "point_mode", "client_stats", "server_stats",
+    "Distribution", "LittlesLaw", "ClientStats", "ServerStats", "TimelineSample", "LoadgenChecks", "PointRecord",
+    "CrossCheck", "EngineReport", "PointMode", "Measurement", "point_id", "point_mode", "client_stats", "server_stats",
     "client_value", "server_value", "concurrency", "prefix_cache_hit_rate", "is_sweep_point", "BATCH1_ID",
+    "client_number", "server_number", "measured_number", "point_failure",
 ]
 
 #: the id of the batch-1 point (``sweep.batch1``), kept apart from the concurrency sweep
@@ -46,6 +51,10 @@ class Distribution(TypedDict, total=False):
     p95: float | None
     p99: float | None
     count: float | None  # server-side histograms: how many observations the delta holds
+    # server-side histograms only: the percentiles are estimates interpolated in vLLM's buckets
+    estimated_from: str  # "histogram buckets"
+    exact: list[str]  # the statistics that are exact: ["count", "mean"]
+    resolution_ms: dict[str, list[float | None]]  # per percentile: [lower, upper] edge of its bucket (None: +Inf)
 
 
 class LittlesLaw(TypedDict, total=False):
@@ -111,10 +120,24 @@ class ServerStats(TypedDict, total=False):
     decode_ms: Distribution | None
     inference_ms: Distribution | None
     timeline: list[TimelineSample]
+    not_measured: dict[str, str]  # figure -> why it is null (e.g. max_* without a timeline)
     counter_resets: list[str]
     contamination_threshold: float
     contaminated: bool
     note: str  # a transcribed file: where the figures came from
+
+
+class LoadgenChecks(TypedDict, total=False):
+    """A point's ``loadgen`` object: the load generator's self-checks of its run (``measure.stats.loadgen_checks``),
+    so a results file shows how it was measured."""
+
+    timestamp_source: str  # "kernel" (SO_TIMESTAMPNS receive stamps) | "user" (perf_counter at read) | "mixed"
+    read_lag_ms: dict[str, float] | None  # kernel stamp → user-space read: p50, p99, max; None without kernel stamps
+    coalesced_chunks: int  # token chunks that arrived in the same read as the previous chunk of their request
+    clock_offset_drift_ns: int  # change of CLOCK_REALTIME − CLOCK_MONOTONIC over the run (a stepped wall clock)
+    measure_start_offset_s: float  # the measurement window's start, seconds after the run (warm-up) started
+    request_timeout_s: float  # the per-request timeout in effect
+    aborted: str | None  # why the load generator stopped the run early, else None
 
 
 class PointRecord(TypedDict, total=False):
@@ -137,6 +160,7 @@ class PointRecord(TypedDict, total=False):
     contaminated: bool | None
     flags: list[str]
     requests_file: str | None
+    loadgen: LoadgenChecks | None
 
 
 class CrossCheck(TypedDict, total=False):
@@ -241,3 +265,42 @@ def server_value(pt: PointRecord, *path: str) -> Any:
 def prefix_cache_hit_rate(pt: PointRecord) -> float | None:
     rate = server_stats(pt).get("prefix_cache_hit_rate")
     return None if rate is None else float(rate)
+
+
+def measured_number(value: Any, where: str) -> float | None:
+    """``value`` as a measured number: None when absent (a key missing or null); raises
+    :class:`~pytest_roofline.errors.PointError` naming ``where`` when it is not a finite number (NaN, ±inf, a string,
+    a bool, a list...): a figure that is not a number was not measured, and must never be scored as one."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Real):
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+        raise PointError(f"{where} is {shown} ({type(value).__name__}), not a number: it cannot be scored")
+    x = float(value)
+    if not math.isfinite(x):
+        raise PointError(f"{where} is {x!r}, not a measured value: it cannot be scored")
+    return x
+
+
+def client_number(pt: PointRecord, *path: str) -> float | None:
+    """A client-side figure that must be a number (see :func:`measured_number`); None when absent."""
+    return measured_number(client_value(pt, *path), f"point {point_id(pt)}: client.{'.'.join(path)}")
+
+
+def server_number(pt: PointRecord, *path: str) -> float | None:
+    """A server-side figure that must be a number (see :func:`measured_number`); None when absent."""
+    return measured_number(server_value(pt, *path), f"point {point_id(pt)}: server.{'.'.join(path)}")
+
+
+def point_failure(pt: PointRecord) -> str | None:
+    """Why a stored point is not a measurement, or None: requests failed in it, or none completed. A live sweep never
+    stores such a point (measure.sweep makes it an error); a file written otherwise may hold one."""
+    failed = client_number(pt, "failed")
+    completed = client_number(pt, "completed")
+    if failed:
+        of = f" of {failed + completed:g}" if completed is not None else ""
+        return (f"point {point_id(pt)}: {failed:g}{of} measured requests failed; a point with failed requests "
+                "is not a measurement")
+    if completed == 0:
+        return f"point {point_id(pt)}: no measured request completed (completed: 0); nothing was measured"
+    return None

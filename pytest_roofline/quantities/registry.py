@@ -10,13 +10,14 @@ against the model in CPU-only mode and against the measurement otherwise.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Callable, Mapping, Sequence, cast
+from typing import Any, cast
 
-from pytest_roofline.errors import NotMeasured
+from pytest_roofline.errors import NotMeasured, PointError
 from pytest_roofline.model import analytical as an
-from pytest_roofline.model.setup import Setup, SetupError
+from pytest_roofline.model.setup import Setup, SetupError, kv_accounting
 from pytest_roofline.quantities.analysis import (
     Thresholds,
     closed_points,
@@ -31,11 +32,12 @@ from pytest_roofline.quantities.measurement import (
     EngineReport,
     Measurement,
     PointRecord,
-    client_stats,
-    client_value,
+    client_number,
     concurrency,
+    measured_number,
+    point_failure,
     point_id,
-    server_value,
+    server_number,
 )
 from pytest_roofline.quantities.serving_values import ServingSweep, shares_text
 from pytest_roofline.units import GIB, format_value
@@ -192,8 +194,8 @@ def _step_q(name: str, dim: str, desc: str, attr: str, *, kind: QuantityKind = Q
     def model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
         s = _step(setup, at)
         return ModelValue(getattr(s, attr), _roofline_inputs(setup, at),
-                          f"decode step at B={s.batch:g}: t_mem {s.t_mem_s * 1e3:.4g} ms, t_comp {s.t_comp_s * 1e3:.4g} ms,"
-                          f" {s.bound}-bound")
+                          f"decode step at B={s.batch:g}: t_mem {s.t_mem_s * 1e3:.4g} ms, "
+                          f"t_comp {s.t_comp_s * 1e3:.4g} ms, {s.bound}-bound")
 
     return _register(Quantity(name, dim, desc, kind=kind, at=("batch", "concurrency", "context"), model=model,
                               measure=measure, points=points, choices=choices))
@@ -233,20 +235,44 @@ def _show(v: Any) -> str:
 # --------------------------------------------------------------------------------------------------------------
 # measurement extraction
 # --------------------------------------------------------------------------------------------------------------
+def _checked(pt: PointRecord) -> PointRecord:
+    """``pt``, or PointError when it is not a measurement (failed requests, none completed): an ERROR, never a value
+    taken from requests that did not happen."""
+    why = point_failure(pt)
+    if why is not None:
+        raise PointError(why)
+    return pt
+
+
 def _point(meas: Measurement, at: Mapping[str, Any]) -> PointRecord:
     if "concurrency" in at:
-        return meas.point(concurrency=int(at["concurrency"]))
+        return _checked(meas.point(concurrency=int(at["concurrency"])))
     if "rate" in at:
-        return meas.point(rate=float(at["rate"]))
+        return _checked(meas.point(rate=float(at["rate"])))
     if "batch" in at:
-        return meas.point(concurrency=int(at["batch"]))
+        return _checked(meas.point(concurrency=int(at["batch"])))
     raise NotMeasured("needs at: {concurrency: C} or at: {rate: R} to pick a sweep point")
+
+
+def _sweep_points(meas: Measurement) -> list[PointRecord]:
+    """The closed-loop sweep points, each checked (:func:`_checked`): a whole-sweep figure (a knee, goodput, the
+    preemption and queueing limits) needs every point it reads to be a measurement."""
+    return [_checked(p) for p in closed_points(meas.points())]
+
+
+def _engine_report(meas: Measurement) -> Mapping[str, Any]:
+    rep = meas.engine_report()
+    if rep is None:
+        return {}
+    if not isinstance(rep, Mapping):
+        raise PointError(f"engine_report is a {type(rep).__name__}, not an object: it cannot be scored")
+    return rep
 
 
 def _client(meas: Measurement, at: Mapping[str, Any], th: Thresholds, path: Sequence[str], what: str,
             setup: Setup | None = None, scale: float = 1.0) -> MeasuredValue:
     pt = _point(meas, at)
-    val = client_value(pt, *path)
+    val = client_number(pt, *path)
     if val is None:
         raise NotMeasured(f"point {pt.get('id')} has no {what} (the results file does not record it)")
     return MeasuredValue(val * scale, (point_id(pt),), tuple(point_notes(pt, th, setup)),
@@ -355,11 +381,10 @@ def _knee_model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
 
 
 def _knee_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
-    pts = closed_points(meas.points())
+    pts = _sweep_points(meas)
 
     def tput(p: PointRecord) -> float | None:  # the steady-window figure where the run recorded it
-        c = client_stats(p)
-        return c.get("steady_output_throughput_tok_s") or c.get("output_throughput_tok_s")
+        return client_number(p, "steady_output_throughput_tok_s") or client_number(p, "output_throughput_tok_s")
 
     usable = [(float(c), x) for c, x in ((concurrency(p), tput(p)) for p in pts) if x]
     if len(usable) < 2:
@@ -391,13 +416,13 @@ _fact("batch1_ceiling", "throughput", "batch-1 decode ceiling from the weight re
 def _batch1_point(meas: Measurement) -> PointRecord:
     for p in meas.points():
         if p.get("id") == BATCH1_ID:
-            return p
-    return meas.point(concurrency=1)
+            return _checked(p)
+    return _checked(meas.point(concurrency=1))
 
 
 def _batch1_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     pt = _batch1_point(meas)
-    x = client_value(pt, "output_throughput_tok_s")
+    x = client_number(pt, "output_throughput_tok_s")
     if x is None:
         raise NotMeasured(f"point {pt.get('id')} has no output throughput")
     return MeasuredValue(x, (point_id(pt),), tuple(point_notes(pt, th)), is_contaminated(pt, th))
@@ -423,30 +448,6 @@ _fact("prefill_floor", "time", "compute floor of a prefill (TTFT floor): prompt 
 
 
 # --- vLLM KV accounting ----------------------------------------------------------------------------------------
-def kv_accounting(setup: Setup) -> an.KVAccounting:
-    """vLLM's KV pool for ``setup`` (see analytical.vllm_kv_accounting for every term)."""
-    act = setup.activation_bytes
-    if act is None:
-        act = an.estimate_activation_bytes(
-            hidden_size=setup.model.hidden_size, intermediate_size=setup.model.intermediate_size,
-            vocab_size=setup.model.vocab_size, max_num_batched_tokens=setup.max_num_batched_tokens,
-            max_num_seqs=setup.max_num_seqs,
-        )
-    non_torch = setup.non_torch_bytes if setup.non_torch_bytes is not None else (an.DEFAULT_NON_TORCH_BYTES if setup.device == "cuda" else 0.0)
-    graphs = setup.cuda_graph_bytes
-    if graphs is None:
-        from pytest_roofline.model import vllm_defaults
-
-        budgeted = (setup.device == "cuda" and not setup.enforce_eager and setup.engine_version is not None
-                    and vllm_defaults.cuda_graph_memory_budgeted(setup.engine_version))
-        graphs = an.DEFAULT_CUDA_GRAPH_BYTES if budgeted else 0.0
-    total = setup.total_memory_bytes if setup.kv_cache_memory_bytes is None else (setup.hardware.memory_bytes or 0)
-    return an.vllm_kv_accounting(
-        total_memory_bytes=float(total), gpu_memory_utilization=setup.gpu_memory_utilization,
-        weight_bytes=setup.weight_bytes, activation_bytes=float(act), non_torch_bytes=float(non_torch),
-        cuda_graph_bytes=float(graphs), bytes_per_block=setup.bytes_per_block, block_size=setup.block_size,
-        kv_cache_memory_bytes=setup.kv_cache_memory_bytes,
-    )
 
 
 def _kv_inputs(setup: Setup) -> dict[str, str]:
@@ -474,13 +475,13 @@ def _kv_q(name: str, dim: str, desc: str, fn: Callable[[an.KVAccounting, Setup, 
                           "budget − weights − activation − non-torch − CUDA graphs, ÷ bytes per block")
 
     def measure(meas: Measurement, at_: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
-        rep = meas.engine_report()
-        val = cast(Mapping[str, Any], rep).get(measure_key) if rep and measure_key else None
+        rep = cast(EngineReport, _engine_report(meas))
+        val = measured_number(rep.get(measure_key), f"engine_report.{measure_key}") if measure_key else None
         if val is None:
             raise NotMeasured(f"the engine did not report {measure_key} (no startup log or cache_config_info)")
         if measure_key == "available_kv_cache_gib":
             val = float(val) * GIB
-        return MeasuredValue(val, ("engine",), tuple(_report_notes(rep or {})))
+        return MeasuredValue(val, ("engine",), tuple(_report_notes(rep)))
 
     return _register(Quantity(name, dim, desc, at=at, model=model,
                               measure=measure_fn or (measure if measure_key else None), points=None))
@@ -488,7 +489,9 @@ def _kv_q(name: str, dim: str, desc: str, fn: Callable[[an.KVAccounting, Setup, 
 
 def _report_notes(rep: EngineReport) -> list[str]:
     cc = rep.get("cross_check") or {}
-    notes = []
+    notes: list[str] = []
+    if not isinstance(cc, Mapping):
+        return notes
     if cc.get("detail"):
         notes.append(("cross-check ok: " if cc.get("ok") else "CROSS-CHECK FAILED: ") + str(cc["detail"]))
     return notes
@@ -503,12 +506,17 @@ def _request_tokens(setup: Setup, at: Mapping[str, Any]) -> int:
 
 
 def _max_conc_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
-    rep = meas.engine_report() or {}
+    rep = _engine_report(meas)
+
+    def num(key: str) -> float | None:
+        return measured_number(rep.get(key), f"engine_report.{key}")
+
     req = _request_tokens(setup, at)
-    blocks, bs = rep.get("num_gpu_blocks"), rep.get("block_size") or setup.block_size
-    if rep.get("max_concurrency") is not None and rep.get("max_concurrency_tokens_per_request") == req:
-        return MeasuredValue(rep["max_concurrency"], ("engine",), ("as printed in the startup log",))
-    kv_tokens = rep.get("kv_cache_tokens")
+    blocks, bs = num("num_gpu_blocks"), int(num("block_size") or setup.block_size)
+    printed = num("max_concurrency")
+    if printed is not None and rep.get("max_concurrency_tokens_per_request") == req:
+        return MeasuredValue(printed, ("engine",), ("as printed in the startup log",))
+    kv_tokens = num("kv_cache_tokens")
     if blocks is None and kv_tokens is not None:
         blocks = kv_tokens // bs
     if blocks is None:
@@ -531,10 +539,10 @@ _kv_q("max_concurrency", "ratio", "requests of request_tokens that fit the KV po
 
 
 def _no_preempt_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
-    pts = [p for p in closed_points(meas.points()) if server_value(p, "preemptions") is not None]
+    pts = [p for p in _sweep_points(meas) if server_number(p, "preemptions") is not None]
     if not pts:
         raise NotMeasured("no sweep point recorded the preemption counter (/metrics not scraped)")
-    clean = [concurrency(p) for p in pts if server_value(p, "preemptions") == 0]
+    clean = [concurrency(p) for p in pts if server_number(p, "preemptions") == 0]
     best = max(clean) if clean else 0
     return MeasuredValue(best, tuple(point_id(p) for p in pts),
                          ("largest swept concurrency with zero preemptions (a lower bound)",))
@@ -557,9 +565,9 @@ def _admission_model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
 
 def _admission_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     rows = []
-    for p in closed_points(meas.points()):
-        q = server_value(p, "queue_ms", "mean")
-        e2e = client_value(p, "e2e_ms", "mean")
+    for p in _sweep_points(meas):
+        q = server_number(p, "queue_ms", "mean")
+        e2e = client_number(p, "e2e_ms", "mean")
         if q is not None and e2e:
             rows.append((concurrency(p), q, e2e, point_id(p)))
     if not rows:
@@ -612,19 +620,23 @@ for _name, _dim, _attr, _desc in [
     ("projection_intensity", "intensity", "intensity_flop_per_byte", "projection intensity counting activations"),
     ("projection_weight_only_intensity", "intensity", "weight_only_intensity_flop_per_byte",
      "projection intensity counting weights only"),
-    ("projection_activation_share", "ratio", "activation_share_of_traffic", "share of projection traffic that is activations"),
+    ("projection_activation_share", "ratio", "activation_share_of_traffic",
+     "share of projection traffic that is activations"),
 ]:
     _pure(_name, _dim, _desc, _proj(_attr), _PROJ_AT, ("batch", "k", "m"))
 
 # --- static and dynamic batching (lesson §7–8) ----------------------------------------------------------------
+def _static_padding(attr: str) -> Callable[[Mapping[str, Any]], Any]:
+    return lambda a: getattr(an.static_batch_padding(list(a["lengths"])), attr)
+
+
 for _name, _dim, _attr, _desc in [
     ("static_slots", "count", "allocated_slots", "token slots a static batch allocates: n × max(lengths)"),
     ("static_useful_tokens", "count", "useful_tokens", "tokens a static batch actually generates: Σ lengths"),
     ("static_padded_slots", "count", "padded_slots", "padded (idle) slots of a static batch"),
     ("static_padded_ratio", "ratio", "padded_ratio", "padded slots ÷ allocated slots"),
 ]:
-    _pure(_name, _dim, _desc, (lambda attr: lambda a: getattr(an.static_batch_padding(list(a["lengths"])), attr))(_attr),
-          ("lengths",), ("lengths",))
+    _pure(_name, _dim, _desc, _static_padding(_attr), ("lengths",), ("lengths",))
 
 _pure("aggregation_wait_mean", "time", "mean wait to fill a batch of B under deterministic spacing",
       lambda a: an.deterministic_aggregation_wait(float(a["spacing"]), int(a["batch"])).mean_s,
@@ -651,9 +663,9 @@ for _metric, _label in (("ttft", "time to first token"), ("tpot", "time per outp
 
 
 def _ttft_knee_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
-    pts = closed_points(meas.points())
-    rows = [(concurrency(p), client_value(p, "ttft_ms", "p50"), client_value(p, "ttft_ms", "p99")) for p in pts]
-    rows = [r for r in rows if r[1] is not None and r[2] is not None]
+    pts = _sweep_points(meas)
+    raw = [(float(concurrency(p)), client_number(p, "ttft_ms", "p50"), client_number(p, "ttft_ms", "p99")) for p in pts]
+    rows = [(c, p50, p99) for c, p50, p99 in raw if p50 is not None and p99 is not None]
     if not rows:
         raise NotMeasured("the TTFT knee needs TTFT p50/p99 at closed-loop sweep points")
     knee = ttft_knee(rows, th.ttft_knee_ratio)
@@ -671,13 +683,12 @@ _register(Quantity("ttft_knee_concurrency", "count", "smallest concurrency whose
 
 def _little_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     pt = _point(meas, at)
-    ll = client_stats(pt).get("littles_law") or {}
-    lam_w, in_flight = ll.get("lambda_W"), ll.get("L")
+    lam_w, in_flight = client_number(pt, "littles_law", "lambda_W"), client_number(pt, "littles_law", "L")
     if lam_w is not None and in_flight:
         ratio = lam_w / in_flight
     else:
         raise NotMeasured(f"point {pt.get('id')} has no Little's-law record")
-    detail = (f"L (time-averaged in flight) = {ll.get('L', float('nan')):.3g}, λ·W = {ll.get('lambda_W', float('nan')):.3g}")
+    detail = f"L (time-averaged in flight) = {in_flight:.3g}, λ·W = {lam_w:.3g}"
     return MeasuredValue(ratio, (point_id(pt),), (detail,))
 
 
@@ -687,11 +698,16 @@ _register(Quantity("littles_law_ratio", "ratio", "λ·W ÷ L at a sweep point: t
 
 
 def _goodput(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> an.Goodput:
-    rows = goodput_table(meas.points())
+    rows = goodput_table(_sweep_points(meas))
     if not rows:
         raise NotMeasured("goodput needs closed-loop sweep points with TTFT/TPOT percentiles")
-    return an.goodput(rows, ttft_ms_max=_slo_ms(at["ttft"]), tpot_ms_max=_slo_ms(at["tpot"]),
-                      percentile=str(at.get("percentile", "p99")))
+    pct = str(at.get("percentile", "p99"))
+    try:
+        return an.goodput(rows, ttft_ms_max=_slo_ms(at["ttft"]), tpot_ms_max=_slo_ms(at["tpot"]), percentile=pct)
+    except KeyError as exc:  # a sweep point that did not record the SLO's percentile
+        raise NotMeasured(f"goodput at {pct} needs TTFT and TPOT {pct} at every sweep point ({exc.args[0]})") from None
+    except ValueError as exc:  # a figure that is not a number
+        raise PointError(f"goodput cannot be computed from the sweep: {exc}") from None
 
 
 def _slo_ms(seconds: float) -> float | None:
@@ -726,7 +742,7 @@ _register(Quantity("goodput_concurrency", "count", "the sweep concurrency where 
 def _server_q(name: str, dim: str, desc: str, key: str) -> None:
     def measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
         pt = _point(meas, at)
-        val = server_value(pt, key)
+        val = server_number(pt, key)
         if val is None:
             raise NotMeasured(f"point {pt.get('id')} has no server-side {key} (/metrics not scraped)")
         return MeasuredValue(val, (point_id(pt),), tuple(point_notes(pt, th)))

@@ -88,7 +88,8 @@ class ServingSweep:
     def workload(self, p: SweepPoint) -> sv.Workload:
         return sv.workload_for_point(self.setup, concurrency=p.concurrency, rate_req_per_s=p.rate_req_per_s,
                                      num_requests=p.num_requests, burstiness=p.burstiness, input_len=p.input_len,
-                                     output_len=p.output_len, seed=self.seed)
+                                     output_len=p.output_len, seed=self.seed,
+                                     point_id=p.id)  # the load generator's point_id: same arrivals
 
     def predict(self, key: tuple[str, float]) -> tuple[SweepPoint, sv.PointPrediction]:
         p = self._find(key)

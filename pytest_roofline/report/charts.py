@@ -9,16 +9,17 @@ draw. No pytest import.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from pytest_roofline.model import analytical as an
-from pytest_roofline.quantities.analysis import (closed_points, goodput_rows,
-                                                 is_flattered, throughput_knee, ttft_knee)
+from pytest_roofline.quantities.analysis import closed_points, goodput_rows, is_flattered, throughput_knee, ttft_knee
+from pytest_roofline.quantities.measurement import concurrency
 from pytest_roofline.quantities.serving_values import TERM_LABELS, dominant_term, shares_text
-from pytest_roofline.scoring import serving_sweep_for
 from pytest_roofline.report.common import OUTCOME_COLOR, is_number
 from pytest_roofline.report.svg import PALETTE, Axis, Chart, compact_number
+from pytest_roofline.scoring import serving_sweep_for
 
 __all__ = ["Figure", "sweep_batches", "throughput_chart",
            "per_request_chart", "ttft_chart", "tpot_chart", "littles_chart", "timeline_charts", "roofline_chart",
@@ -59,7 +60,7 @@ def _get(d: Any, *path: str) -> Any:
 
 def sweep_batches(spec: Any, results: Mapping[str, Any] | None) -> list[float]:
     """The concurrencies the charts span: the swept ones, else those the predictions name, else 1…256."""
-    vals: set[float] = {float(p["concurrency"]) for p in closed_points(results)}
+    vals: set[float] = {float(concurrency(p)) for p in closed_points(results)}
     vals |= {float(c) for c in getattr(spec.sweep, "concurrency", ()) or ()}
     for pred in spec.predictions:
         for k in ("concurrency", "batch"):
@@ -178,7 +179,7 @@ def throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     x = _x_axis(sweep_batches(spec, results))
     m = _model_curves(setup, x)
     pts = closed_points(results)
-    meas = [(float(p["concurrency"]), float(_get(p, "client", "output_throughput_tok_s"))) for p in pts
+    meas = [(float(concurrency(p)), float(_get(p, "client", "output_throughput_tok_s"))) for p in pts
             if is_number(_get(p, "client", "output_throughput_tok_s"))]
     serv = [(c, pp.output_throughput_tok_per_s, pp) for c, pp in serving_points(spec, setup)]
     if m is None and not meas and not serv:
@@ -232,7 +233,7 @@ def throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         ch.vline(mknee, color=C_KNEE_MEAS, text=f"measured knee C = {mknee:g}", text_pos=0.09,
                  text_side="right" if mknee < x.hi / 3 else "left")
     if meas:
-        contaminated = {float(p["concurrency"]) for p in pts if is_flattered(p, th, setup)}
+        contaminated = {float(concurrency(p)) for p in pts if is_flattered(p, th, setup)}
         tips = []
         for c, y in meas:
             mv = _model_at(setup, c, "throughput_tok_per_s") if m is not None else None
@@ -247,7 +248,7 @@ def throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
                        label="contaminated (prefix-cache hits)")
     _ink_markers(ch, inks, setup, "tok/s")
     g = _slo_goodput(results, spec)
-    if g is not None and g.best_concurrency is not None:
+    if g is not None and g.best_concurrency is not None and g.best_tok_per_s is not None:
         ch.markers([(float(g.best_concurrency), g.best_tok_per_s)], color=C_GOODPUT, marker="star", size=6,
                    label=f"goodput ({g.percentile} SLO)",
                    titles=[f"goodput at {g.percentile}: {g.best_tok_per_s:,.1f} tok/s at C={g.best_concurrency}; "
@@ -319,7 +320,7 @@ def per_request_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         per = _get(p, "client", "per_request_output_tok_s")
         val = per.get("mean", per.get("p50")) if isinstance(per, Mapping) else per
         if is_number(val):
-            meas.append((float(p["concurrency"]), float(val)))
+            meas.append((float(concurrency(p)), float(val)))
     if not curve and not meas:
         return None
     inks = _ink(verdicts, "per_request_throughput")
@@ -335,7 +336,7 @@ def per_request_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if curve:
         ch.line(curve, color=C_MODEL, width=2.2, label="model: 1 ÷ t_step")
     if meas:
-        contaminated = {float(p["concurrency"]) for p in pts if is_flattered(p, th, setup)}
+        contaminated = {float(concurrency(p)) for p in pts if is_flattered(p, th, setup)}
         ch.line(meas, color=C_MEAS, width=1.6, opacity=0.85)
         tips = []
         for c, y in meas:
@@ -421,7 +422,7 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if p99:
         ch.line(p99, color=C_P99, width=2, label="p99")
         ch.markers(p99, color=C_P99, titles=[f"C={c:g}: p99 TTFT {y:,.0f} ms" for c, y in p99])
-    cont = {float(p["concurrency"]) for p in pts if is_flattered(p, th, setup)}
+    cont = {float(concurrency(p)) for p in pts if is_flattered(p, th, setup)}
     cpts = [(c, y) for c, y in p50 if c in cont]
     if cpts:
         ch.markers(cpts, color=C_CONTAM, size=8, hollow=True, label="contaminated (prefix-cache hits)")
@@ -429,14 +430,14 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         below = [(c, y) for c, y in p50 if y < floor]
         for c, y in below:
             ch.annotate(c, y, "below the floor: cache hits", color=C_CONTAM, dx=8, dy=12, size=10)
-    rows = [(float(p["concurrency"]), _get(p, "client", "ttft_ms", "p50"), _get(p, "client", "ttft_ms", "p99"))
+    rows = [(float(concurrency(p)), _get(p, "client", "ttft_ms", "p50"), _get(p, "client", "ttft_ms", "p99"))
             for p in pts]
     rows = [r for r in rows if is_number(r[1]) and is_number(r[2])]
     mk = ttft_knee(rows, th.ttft_knee_ratio) if rows else None
     if mk is not None:
         ch.vline(mk, color=C_KNEE_MEAS, text=f"measured TTFT knee C = {mk:g}",
                  text_pos=0.0)
-    for v, outcome, pred in _ink(verdicts, "ttft_knee_concurrency"):
+    for v, _outcome, _pred in _ink(verdicts, "ttft_knee_concurrency"):
         c = float(v["predicted_value"])
         ch.vline(c, color="#444", dash="3 3", text=f"ink TTFT knee C = {c:g}", text_pos=0.08,
                  text_side="right")
@@ -490,14 +491,16 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
                            if pp.tpot_p50_ms > 0])
     if p50:
         ch.line(p50, color=C_P50, width=2, label="p50")
-        ch.markers(p50, color=C_P50, titles=[
-            f"C={c:g}: p50 TPOT {y:,.2f} ms" + (f"; model {_model_at(setup, c, 't_step_s') * 1e3:,.2f} ms "
-                                                 f"({y / (_model_at(setup, c, 't_step_s') * 1e3):.2f}×)" if model else "")
-            for c, y in p50])
+        def tip(c: float, y: float) -> str:
+            step_s = _model_at(setup, c, "t_step_s") if model else None
+            return f"C={c:g}: p50 TPOT {y:,.2f} ms" + (f"; model {step_s * 1e3:,.2f} ms ({y / (step_s * 1e3):.2f}×)"
+                                                       if step_s is not None else "")
+
+        ch.markers(p50, color=C_P50, titles=[tip(c, y) for c, y in p50])
     if p99:
         ch.line(p99, color=C_P99, width=2, label="p99")
         ch.markers(p99, color=C_P99, titles=[f"C={c:g}: p99 TPOT {y:,.2f} ms" for c, y in p99])
-    cont = {float(p["concurrency"]) for p in pts if is_flattered(p, th, setup)}
+    cont = {float(concurrency(p)) for p in pts if is_flattered(p, th, setup)}
     cpts = [(c, y) for c, y in p50 if c in cont]
     if cpts:
         ch.markers(cpts, color=C_CONTAM, size=8, hollow=True, label="contaminated (prefix-cache hits)")
@@ -530,7 +533,7 @@ def littles_chart(spec: Any, results: Mapping[str, Any] | None,
         if not is_number(r) and is_number(ll.get("lambda_W")) and ll.get("L"):
             r = ll["lambda_W"] / ll["L"]
         if is_number(r):
-            series.append((float(p["concurrency"]), float(r), ll))
+            series.append((float(concurrency(p)), float(r), ll))
     if not series:
         return None
     tol = 0.02
@@ -583,7 +586,8 @@ def timeline_charts(spec: Any, results: Mapping[str, Any] | None) -> list[Figure
         label = f"C = {p['concurrency']:g}" if is_number(p.get("concurrency")) else str(p.get("id"))
         hit = _get(p, "server", "prefix_cache_hit_rate")
         ch = Chart(Axis(min(ts), max(ts), "linear", "time into the point (s)"),
-                   Axis(0, ymax, "linear", "requests"), y2=Axis(0, 100, "linear", "KV cache %", fmt=lambda t: f"{t:g}%"),
+                   Axis(0, ymax, "linear", "requests"),
+                   y2=Axis(0, 100, "linear", "KV cache %", fmt=lambda t: f"{t:g}%"),
                    width=420, height=220, title=f"{p.get('id')} ({label})",
                    subtitle=("⚠ contaminated: " if cont else "") + (
                        f"prefix-cache hit rate {hit:.0%}" if is_number(hit) else ""),
@@ -646,8 +650,8 @@ def roofline_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None) -> 
     for p in closed_points(results):
         x = _get(p, "client", "output_throughput_tok_s")
         if is_number(x):
-            s = model_step(setup, float(p["concurrency"]))
-            meas.append((s.intensity_flop_per_byte, float(x) * setup.flop_per_token, float(p["concurrency"]), s))
+            s = model_step(setup, float(concurrency(p)))
+            meas.append((s.intensity_flop_per_byte, float(x) * setup.flop_per_token, float(concurrency(p)), s))
     if meas:
         ch.markers([(i, f) for i, f, _, _ in meas], color=C_MEAS, marker="triangle", size=4,
                    label="measured tok/s × 2P",

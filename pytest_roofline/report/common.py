@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeGuard
 
-from pytest_roofline.units import format_value
 from pytest_roofline.report.svg import PALETTE, esc
+from pytest_roofline.units import format_value
 
 __all__ = [
     "OUTCOMES", "OUTCOME_LABEL", "OUTCOME_COLOR", "outcome_of_verdict", "outcome_of_report", "sort_key", "fmt",
@@ -27,7 +28,8 @@ OUTCOME_COLOR = {"passed": PALETTE["green"], "failed": PALETTE["red"], "xfailed"
                  "xpassed": PALETTE["orange"], "skipped": PALETTE["grey"], "error": "#a50f15"}
 
 
-def is_number(x: Any) -> bool:
+def is_number(x: object) -> TypeGuard[float]:
+    """A finite int or float (not a bool); narrows ``x`` to a number where it holds."""
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 

@@ -19,23 +19,41 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from pytest_roofline.errors import PointError
+from pytest_roofline import redact
+from pytest_roofline.errors import PointError, SetupError
 from pytest_roofline.format.spec import Spec, load_spec
 from pytest_roofline.measure.results import RecordedMeasurement, load_results
 from pytest_roofline.model import analytical as an
-from pytest_roofline.errors import SetupError
 from pytest_roofline.model.setup import Setup
-from pytest_roofline.quantities.analysis import (cache_hit_reason, closed_points, goodput_rows, is_flattered,
-                                                 throughput_knee, ttft_knee)
+from pytest_roofline.quantities.analysis import (
+    cache_hit_reason,
+    closed_points,
+    goodput_rows,
+    is_flattered,
+    throughput_knee,
+    ttft_knee,
+)
+from pytest_roofline.quantities.measurement import client_value, concurrency
+from pytest_roofline.report import charts as ch
+from pytest_roofline.report.common import (
+    EXPLAIN_CSS,
+    OUTCOME_LABEL,
+    OUTCOMES,
+    band_svg,
+    counts,
+    esc,
+    explain_html,
+    is_number,
+    label_of,
+    outcome_of_verdict,
+)
 from pytest_roofline.report.environment import spec_setup
 from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, Verdict, score
 from pytest_roofline.units import format_value
-from pytest_roofline.report import charts as ch
-from pytest_roofline.report.common import (EXPLAIN_CSS, OUTCOME_LABEL, OUTCOMES, band_svg, counts, esc, explain_html, is_number,
-                     label_of, outcome_of_verdict)
 
 __all__ = ["render_scorecard", "write_scorecard", "render_from_files", "score_spec",
            "CSP"]
@@ -81,10 +99,11 @@ def write_scorecard(specs: Sequence[Spec], verdicts: Sequence[Mapping[str, Any]]
     """Render a finished run (its specs, verdict dicts and results dicts) and write it atomically to ``path``.
 
     Specs may be empty (an xdist controller collects none): they are then loaded from the verdicts' files."""
-    verdicts = [dict(v) for v in verdicts]
+    verdicts = [redact.redact_data(dict(v)) for v in verdicts]  # texts that quote a server or the engine's args
+    results = [redact.redact_data(dict(r)) for r in results]
     specs = list(specs)
     if not specs:
-        for f in dict.fromkeys(v.get("file") for v in verdicts if v.get("file")):
+        for f in dict.fromkeys(v["file"] for v in verdicts if v.get("file")):
             try:
                 specs.append(load_spec(f))
             except Exception:  # noqa: BLE001 - a file that no longer loads is left out of the page
@@ -93,6 +112,7 @@ def write_scorecard(specs: Sequence[Spec], verdicts: Sequence[Mapping[str, Any]]
         html = render_scorecard(specs, verdicts, list(results) or None, mode=mode)
     except Exception as exc:  # noqa: BLE001 - a report bug must not turn a finished run into an INTERNALERROR
         html = _fallback_page(verdicts, exc)
+    html = redact.redact_known(html)  # and no secret value the run was given, whatever reached the page
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".scorecard-", suffix=".html", dir=path.parent)
@@ -162,7 +182,7 @@ def render_scorecard(spec: Spec | Sequence[Spec], verdicts: Sequence[Mapping[str
         [results] if isinstance(results, Mapping) else list(results))
     if mode is None:
         mode = "replay" if res_list else "math"
-    generated_at = generated_at or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    generated_at = generated_at or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     by_file: dict[str, list[Mapping[str, Any]]] = {}
     for v in verdicts:
         by_file.setdefault(str(v.get("file", "")), []).append(v)
@@ -192,10 +212,10 @@ def _with_outcomes(spec: Spec, verdicts: Iterable[Mapping[str, Any]]) -> list[tu
     preds = {p.id: p for p in spec.predictions}
     out = []
     for v in verdicts:
-        pred = preds.get(v.get("id"))
+        pred = preds.get(v.get("id", ""))
         out.append((dict(v), outcome_of_verdict(v, pred.xfail if pred is not None else None), pred))
     order = {p.id: i for i, p in enumerate(spec.predictions)}
-    out.sort(key=lambda r: order.get(r[0].get("id"), 1 << 30))
+    out.sort(key=lambda r: order.get(r[0].get("id", ""), 1 << 30))
     return out
 
 
@@ -319,8 +339,8 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
     out: list[tuple[str, str]] = []
     th = spec.thresholds
     pts = closed_points(results)
-    triples = [(float(p["concurrency"]), float(p["client"]["output_throughput_tok_s"]), p) for p in pts
-               if is_number((p.get("client") or {}).get("output_throughput_tok_s"))]
+    triples = [(float(concurrency(p)), float(client_value(p, "output_throughput_tok_s")), p) for p in pts
+               if is_number(client_value(p, "output_throughput_tok_s"))]
     meas = [(c, x) for c, x, _ in triples]
     if setup is not None:
         try:
@@ -350,14 +370,14 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
                 pass
         elif not meas:
             try:
-                out.append(("batch-1 ceiling", f"{an.batch1_ceiling_tok_per_s(setup.hbm_bytes_per_s, setup.weight_bytes):,.1f}"
-                                               " tok/s (bandwidth ÷ weight bytes)"))
-                out.append(("memory asymptote", f"{an.throughput_asymptote_tok_per_s(setup.hbm_bytes_per_s, setup.kv_bytes_per_seq):,.0f}"
-                                                " tok/s (bandwidth ÷ KV per sequence)"))
+                ceiling = an.batch1_ceiling_tok_per_s(setup.hbm_bytes_per_s, setup.weight_bytes)
+                out.append(("batch-1 ceiling", f"{ceiling:,.1f} tok/s (bandwidth ÷ weight bytes)"))
+                asymptote = an.throughput_asymptote_tok_per_s(setup.hbm_bytes_per_s, setup.kv_bytes_per_seq)
+                out.append(("memory asymptote", f"{asymptote:,.0f} tok/s (bandwidth ÷ KV per sequence)"))
             except (ValueError, SetupError):
                 pass
-    rows = [(float(p["concurrency"]), (p.get("client") or {}).get("ttft_ms", {}).get("p50"),
-             (p.get("client") or {}).get("ttft_ms", {}).get("p99")) for p in pts]
+    rows = [(float(concurrency(p)), client_value(p, "ttft_ms", "p50"), client_value(p, "ttft_ms", "p99"))
+            for p in pts]
     rows = [r for r in rows if is_number(r[1]) and is_number(r[2])]
     if rows:
         tk = ttft_knee(rows, th.ttft_knee_ratio)
@@ -390,6 +410,11 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
     return out
 
 
+def _outcome_rank(item: tuple[str, int]) -> int:
+    """Sort key of an (outcome, count) pair: the outcomes' listing order, worst first."""
+    return OUTCOMES.index(item[0])
+
+
 def _summary_card(rows: Sequence[tuple[dict[str, Any], str, Any]], headlines: Sequence[tuple[str, str]] = ()) -> str:
     c = counts(o for _, o, _ in rows)
     total = sum(c.values()) or 1
@@ -409,7 +434,7 @@ def _summary_card(rows: Sequence[tuple[dict[str, Any], str, Any]], headlines: Se
     if by_mode:
         lines.append('<p class="bymode">' + "; ".join(
             f"{sum(d.values())} {'measured' if m == 'measured' else 'math'} check{'s' if sum(d.values()) != 1 else ''}"
-            f" ({', '.join(f'{n} {OUTCOME_LABEL[o]}' for o, n in sorted(d.items(), key=lambda kv: OUTCOMES.index(kv[0])))})"
+            f" ({', '.join(f'{n} {OUTCOME_LABEL[o]}' for o, n in sorted(d.items(), key=_outcome_rank))})"
             for m, d in sorted(by_mode.items())) + "</p>")
     if headlines:
         lines.append("<h4>Headline numbers</h4>" + _dl(headlines).replace("<dl>", '<dl class="headlines">', 1))
@@ -481,13 +506,13 @@ def _setup_card(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | No
     engine = [("engine", f"{eng.get('name', 'vllm')} {eng.get('version') or '(version not given)'}"),
               ("serves", eng.get("model"))]
     if eng.get("args"):
-        engine.append(("args", ", ".join(f"{k}={v}" for k, v in eng["args"].items())))
+        engine.append(("args", ", ".join(f"{k}={v}" for k, v in redact.redact_mapping(eng["args"]).items())))
     if setup is not None:
         engine.append(("defaults used", f"gpu_memory_utilization {setup.gpu_memory_utilization:g}, block_size "
                                         f"{setup.block_size}, max_num_seqs {setup.max_num_seqs}, "
                                         f"max_num_batched_tokens {setup.max_num_batched_tokens:,}"))
     if setup is not None:
-        source = (f"calibration {Path(spec.calibration_path).name}" if spec.calibration is not None
+        source = (f"calibration {Path(spec.calibration_path or '').name}" if spec.calibration is not None
                   else "default constants") + (" + the file's serving: constants" if spec.serving_overrides else "")
         engine.append(("serving model", f"{source}; model column: "
                        + {"auto": "roofline where it computes, else serving"}.get(spec.model_column,
@@ -679,7 +704,7 @@ def _predictions_table(rows: Sequence[tuple[dict[str, Any], str, Any]], *, measu
         "roofline", "serving", "error", "tolerance", "against the band"]
     head = "<tr>" + "".join(f"<th>{esc(c)}</th>" for c in cols) + "</tr>"
     body = []
-    for v, o, pred in rows:
+    for v, o, _pred in rows:
         band = band_svg(v, width=190, height=22)
         meas_cell = ""
         if measured:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 from xml.sax.saxutils import escape as _xml_escape
 
 __all__ = ["Axis", "Chart", "PALETTE", "esc", "compact_number", "nice_ticks", "log_ticks"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 __all__ = ["summary_table", "OUTCOME_WORD"]
 
@@ -34,6 +35,13 @@ def _short(text: str) -> str:
     return head if any(ch.isdigit() for ch in head) else text
 
 
+def _error_message(reason: str) -> str:
+    """The first line of an error without its ``file:line:`` prefix (the id already says which prediction)."""
+    first = reason.strip().splitlines()[0] if reason.strip() else reason
+    head, sep, rest = first.partition(": ")
+    return rest if sep and ":" in head and head.rsplit(":", 1)[-1].isdigit() else first
+
+
 def summary_table(reports: Iterable[Any], width: int = 100) -> list[str]:
     """One line per prediction: id, quantity, predicted, measured (or model), src, both models' values where
     they exist (the decode roofline's and the serving model's, without units), error, verdict."""
@@ -43,7 +51,11 @@ def summary_table(reports: Iterable[Any], width: int = 100) -> list[str]:
         got = v.get("measured_text") if v.get("mode") == "measured" else v.get("model_text")
         src = "meas" if v.get("mode") == "measured" else ("serv" if v.get("model_source") == "serving" else "model")
         roof = v.get("roofline_text") or (v.get("model_text") if v.get("model_source") == "roofline" else "")
-        rows.append((v["id"], v["quantity"], v.get("predicted_text") or "", f"{got or '—'}", src,
+        quantity = v.get("quantity") or ""
+        if v.get("status") == "error" and quantity in ("", "?"):  # an invalid prediction: what is wrong with it
+            quantity = _error_message(str(v.get("reason") or "invalid prediction"))
+            src = ""
+        rows.append((v["id"], quantity, v.get("predicted_text") or "", f"{got or '—'}", src,
                      _short(roof), _short(v.get("serving_text") or ""),
                      v.get("error_text", "").split(" (")[0] or ("" if v.get("status") != "skip" else "—"),
                      OUTCOME_WORD.get(_outcome(r), _outcome(r).upper())))

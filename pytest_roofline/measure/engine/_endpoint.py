@@ -5,26 +5,21 @@ from __future__ import annotations
 import os
 import time
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 
+from pytest_roofline import redact
 from pytest_roofline.errors import EndpointError
 from pytest_roofline.measure.engine._report import build_report, get_metrics, get_version
-from pytest_roofline.measure.engine._served import model_ids, pick_served_model
+from pytest_roofline.measure.engine._served import model_ids, pick_served_model, served_entries
 
 __all__ = ["Endpoint", "redact_url"]
 
 
 def redact_url(url: str) -> str:
-    """``url`` with any ``user:password@`` replaced by ``***@``."""
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        if parts.port:
-            host += f":{parts.port}"
-        return urlunsplit((parts.scheme, "***@" + host, parts.path, parts.query, parts.fragment))
-    return url
+    """``url`` with any ``user:password@`` replaced by ``***@`` (:func:`pytest_roofline.redact.redact_url`)."""
+    return redact.redact_url(url)
 
 
 class Endpoint:
@@ -55,6 +50,7 @@ class Endpoint:
                 raise EndpointError(f"environment variable {api_key_env} (API key for {redact_url(url)}) "
                                     "is not set or empty")
             self.__key = value
+            redact.remember(value)  # from here on the key is replaced wherever it would be written
 
     def __repr__(self) -> str:
         return (f"Endpoint({redact_url(self.base_url)!r}, api_key_env={self.api_key_env!r}, "
@@ -74,7 +70,7 @@ class Endpoint:
         return {"Authorization": f"Bearer {self.__key}"} if self.__key else {}
 
     def _err(self, what: str) -> EndpointError:
-        return EndpointError(f"{redact_url(self.base_url)}: {what}")
+        return EndpointError(redact.redact_text(f"{self.base_url}: {what}", [self.__key]))
 
     def connect(self, timeout_s: float = 30.0) -> Endpoint:
         """Wait until /v1/models answers and pick the served model; raises EndpointError."""
@@ -88,7 +84,11 @@ class Endpoint:
                         src = f"${self.api_key_env}" if self.api_key_env else "no API key given"
                         raise self._err(f"/v1/models refused the request (HTTP {r.status_code}; key from {src})")
                     if r.status_code == 200:
-                        data = r.json().get("data") or []
+                        try:
+                            data = served_entries(r.json())
+                        except ValueError as exc:  # not JSON, or not OpenAI's shape: the server is not usable
+                            raise self._err(str(exc) if "/v1/models" in str(exc)
+                                            else "/v1/models did not return JSON") from None
                         self.available_models = model_ids(data)
                         if not data:
                             raise self._err("/v1/models lists no model")
@@ -150,5 +150,9 @@ class Endpoint:
         return rep
 
     def launch_info(self) -> dict[str, Any]:
-        return {"name": "vllm", "version": None, "argv": [], "env": {}, "log_file": None,
+        """How the server runs, as far as it says: its version from ``/version`` (None when it does not answer)."""
+        with httpx.Client() as client:
+            version = get_version(client, self.base_url, self.auth_headers())
+        return {"name": "vllm", "version": version, "version_source": "/version" if version else None,
+                "argv": [], "env": {}, "log_file": None,
                 "endpoint": redact_url(self.base_url), "api_key_env": self.api_key_env}

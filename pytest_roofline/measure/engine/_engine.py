@@ -14,6 +14,7 @@ from typing import IO, Any
 
 import httpx
 
+from pytest_roofline import redact
 from pytest_roofline.errors import EngineDied, EngineError, EngineStartError
 from pytest_roofline.measure.engine import _process
 from pytest_roofline.measure.engine._config import EngineConfig, redact_env
@@ -81,10 +82,14 @@ class Engine:
     def pgid(self) -> int | None:
         return self.pid  # start_new_session=True: the child leads its own group
 
-    api_key: str | None = None
+    @property
+    def api_key(self) -> str | None:
+        """The key the server requires when its arguments set one (``engine.args.api_key``); never printed."""
+        return self.config.api_key()
 
     def auth_headers(self) -> dict[str, str]:
-        return {}
+        key = self.api_key
+        return {"Authorization": f"Bearer {key}"} if key else {}
 
     # -- lifecycle
     def start(self, timeout_s: float = 600.0) -> Engine:
@@ -165,7 +170,7 @@ class Engine:
                         if client.get(self.base_url + "/health").status_code == 200:
                             stage = "/v1/models"
                     if stage == "/v1/models":
-                        r = client.get(self.base_url + "/v1/models")
+                        r = client.get(self.base_url + "/v1/models", headers=self.auth_headers())
                         if r.status_code == 200:
                             data = r.json()["data"]
                             if data:
@@ -209,7 +214,7 @@ class Engine:
         lines = data.splitlines()
         if chunk < size and lines:
             lines = lines[1:]  # first line may be cut
-        return "\n".join(lines[-n_lines:])
+        return redact.redact_text("\n".join(lines[-n_lines:]))  # the log prints the engine's arguments
 
     def pids(self) -> set[int]:
         """Live pids of the engine: its process group plus descendants that left it."""
@@ -309,9 +314,9 @@ class Engine:
         mreason: str | None = "engine not running"
         if self.is_alive():
             with httpx.Client() as client:
-                version = get_version(client, self.base_url, {})
+                version = get_version(client, self.base_url, self.auth_headers())
                 vsrc = "/version" if version else None
-                metrics, mreason = get_metrics(client, self.base_url, None, self.served_model_name)
+                metrics, mreason = get_metrics(client, self.base_url, self.api_key, self.served_model_name)
         if version is None and log and log.get("version"):
             version, vsrc = log["version"], "log"
         if version is None:
@@ -326,8 +331,8 @@ class Engine:
         return rep
 
     def launch_info(self) -> dict[str, Any]:
-        """``setup.engine`` for the results file (secret-looking env values redacted)."""
+        """``setup.engine`` for the results file (secret-looking arguments and env values redacted)."""
         v, _ = engine_version_from_metadata()
-        return {"name": "vllm", "version": v, "argv": list(self.argv or []),
+        return {"name": "vllm", "version": v, "argv": redact.redact_argv(self.argv or []),
                 "env": redact_env(self.config.env_overrides()), "log_file": str(self.log_path),
                 "config_key": self.config.key(), "startup_s": self.startup_s}

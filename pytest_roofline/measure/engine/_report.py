@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from pytest_roofline import redact
 from pytest_roofline.measure.scrape import fetch_metrics_text, parse_metrics
 from pytest_roofline.units import GIB
 
@@ -208,4 +209,5 @@ def get_metrics(client: httpx.Client, base_url: str, api_key: str | None,
     try:
         return parse_metrics(text, model_name=model_name), None
     except Exception as e:  # noqa: BLE001 - a malformed exposition is reported, not raised
-        return None, f"/metrics could not be parsed ({type(e).__name__}: {e})"
+        # the parser quotes the offending line, which may hold whatever the server echoed (its auth header)
+        return None, redact.redact_text(f"/metrics could not be parsed ({type(e).__name__}: {e})", [api_key])

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_roofline import redact
 from pytest_roofline.errors import LoadgenError
 from pytest_roofline.measure.loadgen._http1 import (
     BROKEN,
@@ -152,6 +153,7 @@ class EventLoop:
         self._redispatch = False
         self.connect_failures = 0
         self.aborted: str | None = None
+        self.failures = 0  # finalised requests that failed (every phase), for LoadSpec.max_failures
         self._last_progress = 0.0
         self.coalesced = 0
 
@@ -508,11 +510,16 @@ class EventLoop:
             error = "request failed"
         rec.error = self._scrub(error)
         self.records[req.index] = rec
+        if not ok:
+            self.failures += 1
+            limit = spec.max_failures
+            if limit is not None and self.failures > limit and self.aborted is None:
+                self.aborted = (f"aborted: {self.failures} request(s) failed, more than the {limit} allowed "
+                                f"(first: {rec.error})")
 
     def _scrub(self, text: str | None) -> str | None:
-        if text is None or not self._secret:
-            return text
-        return text.replace(self._secret, "***")
+        """A request's error text (it quotes the server's answer) through the one redaction step."""
+        return None if text is None else redact.redact_text(text, [self._secret])
 
     def finalize_all(self) -> None:
         q = self.finalize_q
@@ -530,10 +537,12 @@ class EventLoop:
                                   elapsed_s=now - ph.start))
 
     def _phase_over(self, ph: Phase, next_i: int, n_sched: int) -> bool:
-        if self.in_flight or self.pending:
+        if self.in_flight:
             return False
-        if self.aborted is not None:
+        if self.aborted is not None:  # nothing more is sent: requests still waiting for a slot are dropped
             return True
+        if self.pending:
+            return False
         if ph.schedule is not None:
             return next_i >= n_sched
         if ph.total is not None and ph.sent >= ph.total:

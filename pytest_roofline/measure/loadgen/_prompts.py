@@ -6,7 +6,6 @@ process.  Nothing here touches a socket or a clock.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Sequence
@@ -15,11 +14,14 @@ from typing import Any
 import numpy as np
 
 from pytest_roofline.measure.loadgen._records import LoadSpec
+from pytest_roofline.model import workload as _workload
 
 __all__ = ["PromptMaker", "BodyTemplate", "build_prompt", "request_body", "arrival_offsets"]
 
-# spawn keys of the seeded streams (one per use, so that they never overlap)
-_KIND_PROMPT, _KIND_PREFIX, _KIND_SCHEDULE, _KIND_WARMUP_SCHEDULE, _KIND_PERMUTATION = range(5)
+# spawn keys of the seeded streams (one per use, so that they never overlap); the model layer owns them, since
+# the serving model draws the same arrival schedule (model/workload.py)
+_KIND_PROMPT, _KIND_PREFIX, _KIND_PERMUTATION = (_workload.STREAM_PROMPT, _workload.STREAM_PREFIX,
+                                                 _workload.STREAM_PERMUTATION)
 
 # SplitMix64's golden-ratio increment and its finaliser's multipliers and shifts, as in Vigna's reference
 # implementation (https://prng.di.unimi.it/splitmix64.c; Stafford's "Mix13" variant of the mixer).
@@ -29,13 +31,8 @@ _M2 = np.uint64(0x94D049BB133111EB)
 _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 
 
-def _entropy(spec: LoadSpec) -> list[int]:
-    digest = hashlib.sha256(spec.point_id.encode("utf-8")).digest()
-    return [int(spec.seed), int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:16], "little")]
-
-
 def _rng(spec: LoadSpec, *spawn_key: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence(_entropy(spec), spawn_key=spawn_key))
+    return _workload.seeded_rng(spec.seed, spec.point_id, *spawn_key)
 
 
 def _mix64(z: np.ndarray) -> np.ndarray:
@@ -160,28 +157,13 @@ def arrival_offsets(spec: LoadSpec, count: int | None = None, *, warmup: bool = 
     """Open loop: send times of the requests, seconds after the phase start (the first is 0).
 
     Gaps are ``gamma(shape=burstiness, scale=1/(rate*burstiness))`` drawn from a generator seeded by
-    (seed, point_id) (a separate stream for the warm-up phase).  With ``count`` the first ``count`` arrivals
+    (seed, point_id) (a separate stream for the warm-up phase): ``model.workload.arrival_offsets_s``, the
+    schedule the serving model simulates.  With ``count`` the first ``count`` arrivals
     are returned; otherwise the spec's limits apply (``num_requests`` and/or arrivals before ``duration_s``).
     """
     if spec.rate_req_s is None:
         raise ValueError("arrival_offsets needs rate_req_s")
-    rng = _rng(spec, _KIND_WARMUP_SCHEDULE if warmup else _KIND_SCHEDULE)
-    shape = float(spec.burstiness)
-    scale = 1.0 / (spec.rate_req_s * shape)
-    limit = count if count is not None else spec.num_requests
-    horizon = None if count is not None else spec.duration_s
-    out: list[np.ndarray] = []
-    t = 0.0
-    n = 0
-    while limit is None or n < limit:
-        gaps = rng.gamma(shape, scale, size=1024)
-        times = t + np.concatenate(([0.0], np.cumsum(gaps)))
-        offs, t = times[:-1], float(times[-1])
-        if horizon is not None:
-            offs = offs[offs < horizon]
-        out.append(offs)
-        n += len(offs)
-        if horizon is not None and t >= horizon:
-            break
-    res = np.concatenate(out) if out else np.zeros(0)
-    return res[:limit] if limit is not None else res
+    return _workload.arrival_offsets_s(
+        rate_req_per_s=spec.rate_req_s, burstiness=spec.burstiness, seed=spec.seed, stream_id=spec.point_id,
+        count=count if count is not None else spec.num_requests,
+        horizon_s=None if count is not None else spec.duration_s, warmup=warmup)

@@ -49,6 +49,10 @@ class LoadSpec:
         extra_body: extra JSON fields merged into every request body (``temperature``, ``top_p``, ...).
             They may not override ``model``, ``prompt``, ``max_tokens`` or ``stream``.
         request_timeout_s: a request still running after this long is aborted and counted as failed.
+        max_failures: stop the run (``LoadResult.aborted`` says why) once more than this many requests
+            failed, warm-up included; ``None`` (the default) never stops for failures. The sweep passes its
+            allowed failures (0: a point with any failed request is an error), so a server that answers
+            every request with an error, or never answers, ends the point after one timeout, not N.
     """
 
     model: str
@@ -67,6 +71,7 @@ class LoadSpec:
     shared_prefix_len: int = 0
     extra_body: dict[str, Any] = field(default_factory=dict)
     request_timeout_s: float = 600.0
+    max_failures: int | None = None
 
     def validate(self) -> None:
         """Raise ``ValueError`` when the spec is inconsistent."""
@@ -106,6 +111,8 @@ class LoadSpec:
                 raise ValueError(f"extra_body may not override {key!r}")
         if not self.request_timeout_s > 0:
             raise ValueError("request_timeout_s must be > 0")
+        if self.max_failures is not None and self.max_failures < 0:
+            raise ValueError("max_failures must be >= 0 (or None)")
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as a JSON-serialisable dict."""

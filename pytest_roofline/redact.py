@@ -1,0 +1,241 @@
+"""The one redaction step: every text the plugin stores or prints that came from a server, from the engine's
+arguments or from its environment goes through here first, so no secret given to a run is ever written down.
+
+Two ways a secret is found, both applied by :func:`redact_text`:
+
+- **by value**: the exact strings this process knows are secret (:func:`remember`): the endpoint's API key
+  (``--endpoint-key-env`` / ``OPENAI_API_KEY``), and every ``engine.args`` / ``engine.env`` value whose name
+  looks secret. Every occurrence is replaced, whatever surrounds it (a server that echoes the key back into
+  ``/metrics``, an SSE event or an error body).
+- **by pattern**: ``Authorization: ...`` headers, ``Bearer ...`` / ``Basic ...`` credentials, ``name: value`` /
+  ``name=value`` / ``--name value`` pairs whose name looks secret (:func:`is_secret_name`), and ``user:pass@``
+  in URLs, for secrets this process was never told about.
+
+Structured data is redacted by :func:`redact_data` (values under secret-looking keys, secret flags' values in
+argument lists, every string by :func:`redact_text`); :func:`redact_mapping` and :func:`redact_argv` are its
+two common cases. Everything is replaced by :data:`REDACTED`.
+
+This module imports nothing from the package (layer 1, beside ``errors`` and ``units``).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["REDACTED", "MIN_SECRET_LEN", "is_secret_name", "remember", "known_secrets", "forget_all",
+           "redact_text", "redact_known", "redact_url", "redact_data", "redact_mapping", "redact_argv"]
+
+#: what a secret is replaced by
+REDACTED = "***"
+#: shorter values are not replaced by value (a one-letter "key" would rewrite every word); patterns still apply
+MIN_SECRET_LEN = 4
+
+# A name is secret when its last word (split at "_", "-", "." and case changes: "HF_TOKEN", "hf-token", "api_key",
+# "OPENAI_API_KEY", "X-Api-Key", "db.password", "apiKey") is one of these, or any word is one of _SECRET_ANYWHERE.
+# In an LLM tool "token" is mostly a unit, so first_token, max_token, prompt_token are not secrets, nor is a name
+# that ends in a word saying it holds a name, a path or a count (api_key_env, token_id_range, ssl_keyfile).
+_SECRET_LAST = frozenset({"token", "key", "apikey", "secret", "password", "passwd", "pwd", "passphrase",
+                          "credential", "credentials", "auth", "authorization", "bearer", "cookie"})
+_SECRET_ANYWHERE = frozenset({"password", "passwd", "passphrase", "secret", "credential", "credentials", "apikey",
+                              "authorization"})
+_NOT_SECRET_LAST = frozenset({"env", "var", "name", "names", "file", "path", "dir", "len", "length", "count", "id",
+                              "ids", "type", "kind", "range", "s", "ms", "source", "url", "file", "keyfile"})
+_UNIT_TOKEN = frozenset({"first", "last", "next", "output", "input", "prompt", "per", "max", "min", "num",
+                         "special", "bos", "eos", "pad", "unk", "start", "end", "stop", "generation", "completion"})
+_NOT_SECRET_KEY = frozenset({"config", "cache", "sort", "point", "dict", "prefix", "primary", "lookup", "group"})
+#: single words that are secret names on their own in free text ("password: x"); bare "token"/"key" are not
+_BARE_SECRET = frozenset({"password", "passwd", "passphrase", "secret", "apikey", "credentials", "credential"})
+#: a cheap first test: every secret name contains one of these
+_HINTS = ("key", "token", "secret", "pass", "pwd", "cred", "auth", "bearer", "cookie")
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+
+_lock = threading.Lock()
+_known: set[str] = set()
+_known_re: re.Pattern[str] | None = None
+
+
+def is_secret_name(name: object) -> bool:
+    """True when ``name`` (an argument, variable, header or field name) looks like it holds a secret:
+    ``api_key``, ``--api-key``, ``HF_TOKEN``, ``OPENAI_API_KEY``, ``db_password``, ``Authorization``; not
+    ``max_num_batched_tokens``, ``first_token_s``, ``api_key_env`` or ``token_id_range``."""
+    if not isinstance(name, str) or len(name) > 200:
+        return False
+    low = name.lower()
+    if not any(h in low for h in _HINTS):
+        return False
+    words = [w.lower() for w in _WORD_SPLIT.split(name.lstrip("-")) if w]
+    if not words or words[-1] in _NOT_SECRET_LAST:
+        return False
+    if set(words) & _SECRET_ANYWHERE:
+        return True
+    last, before = words[-1], (words[-2] if len(words) > 1 else "")
+    if last == "token" and before in _UNIT_TOKEN:
+        return False
+    if last == "key" and before in _NOT_SECRET_KEY:
+        return False
+    return last in _SECRET_LAST
+
+
+def _secret_pair_name(name: str) -> bool:
+    """:func:`is_secret_name` for a name found in free text: a bare "token" or "key" ("per token: 512 B") is not
+    enough there."""
+    if not is_secret_name(name):
+        return False
+    words = [w for w in _WORD_SPLIT.split(name.lstrip("-")) if w]
+    return len(words) > 1 or words[0].lower() in _BARE_SECRET or name.lower() in ("authorization",)
+
+
+def remember(*values: object) -> None:
+    """Add secret values this process knows; from now on :func:`redact_text` replaces each occurrence."""
+    global _known_re
+    new = {v for v in values if isinstance(v, str) and len(v.strip()) >= MIN_SECRET_LEN}
+    if not new:
+        return
+    with _lock:
+        if new <= _known:
+            return
+        _known.update(new)
+        # longest first, so a secret that contains another is replaced whole
+        _known_re = re.compile("|".join(re.escape(v) for v in sorted(_known, key=len, reverse=True)))
+
+
+def known_secrets() -> frozenset[str]:
+    """The values :func:`remember` was given (for tests; never print them)."""
+    with _lock:
+        return frozenset(_known)
+
+
+def forget_all() -> None:
+    """Drop every remembered value (tests only)."""
+    global _known_re
+    with _lock:
+        _known.clear()
+        _known_re = None
+
+
+# ``Authorization: Bearer x`` / ``"authorization": "x"`` / ``Proxy-Authorization=x``: the whole value, scheme kept
+_AUTH_HEADER = re.compile(
+    r"""(?i)\b((?:proxy-)?authorization|x-api-key|api-key)(["']?\s*[:=]\s*["']?)"""
+    r"""((?:bearer|basic|token|digest)\s+)?([^\s"',;&<>{}]+)""")
+# a credential after its scheme anywhere in text: ``Bearer sk-...``
+_SCHEME = re.compile(r"\b((?i:bearer)|Basic)(\s+)([A-Za-z0-9._~+/=:-]{4,})")
+# ``name: value`` / ``name=value`` / ``"name": "value"`` / ``'name': 'value'`` (JSON, Python reprs, env dumps,
+# query strings); the callback keeps the pair unless the name looks secret
+_PAIR = re.compile(r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]{0,80})(?P<sep>["']?\s{0,5}[:=]\s{0,5}(?P<q>["']?))"""
+                   r"""(?P<value>[^\s"',;&<>{}\[\]()]+)""")
+# ``--api-key VALUE`` in a command line written as text
+_FLAG = re.compile(r"(?<![\w-])(?P<name>--?[A-Za-z][\w-]{0,80})(?P<sep>\s+)(?P<value>[^\s\"'-][^\s\"']*)")
+# ``scheme://user:pass@host`` / ``scheme://token@host``
+_URL_CREDS = re.compile(r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]{0,20}://)([^/\s@\"'<>]+)@")
+
+
+_SCHEMES = frozenset({"bearer", "basic", "digest", "token"})
+
+
+def _pair(m: re.Match[str]) -> str:
+    name = m.group("name")
+    if not _secret_pair_name(name) or m.group("value") == REDACTED or m.group("value").lower() in _SCHEMES:
+        return m.group(0)
+    return f"{name}{m.group('sep')}{REDACTED}"
+
+
+def redact_text(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` with every known secret (remembered ones and ``secrets``) and every secret-looking pattern
+    replaced by :data:`REDACTED`. Linear in the length of ``text``."""
+    if not isinstance(text, str) or not text:
+        return text
+    extra = [s for s in secrets if isinstance(s, str) and len(s.strip()) >= MIN_SECRET_LEN]
+    for s in sorted(extra, key=len, reverse=True):
+        text = text.replace(s, REDACTED)
+    known = _known_re
+    if known is not None:
+        text = known.sub(REDACTED, text)
+    if "@" in text:
+        text = _URL_CREDS.sub(lambda m: m.group(1) + REDACTED + "@", text)
+    low = text.lower()
+    if "Basic" not in text and not any(h in low for h in _HINTS):  # no pattern below can match (most text)
+        return text
+    if "auth" in low or "api-key" in low:
+        text = _AUTH_HEADER.sub(lambda m: m.group(1) + m.group(2) + (m.group(3) or "") + REDACTED, text)
+    if "bearer" in low or "Basic" in text:
+        text = _SCHEME.sub(lambda m: m.group(1) + m.group(2) + REDACTED
+                           if m.group(3) != REDACTED else m.group(0), text)
+    text = _PAIR.sub(_pair, text)
+    text = _FLAG.sub(_pair, text)
+    return text
+
+
+def redact_known(text: str) -> str:
+    """``text`` with only the remembered secret values replaced (no patterns): for a finished page or document,
+    whose markup a pattern could mistake for a ``name=value`` pair."""
+    known = _known_re
+    return known.sub(REDACTED, text) if known is not None and isinstance(text, str) else text
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any ``user:password@`` replaced by ``***@`` (and any other secret in it redacted)."""
+    return redact_text(url)
+
+
+def redact_argv(argv: Sequence[object], secrets: Iterable[str | None] = ()) -> list[Any]:
+    """A command line with the value of every secret-looking flag replaced: ``--api-key X`` and
+    ``--api-key=X`` become ``--api-key ***`` and ``--api-key=***``; every element is also :func:`redact_text`-ed."""
+    secrets = list(secrets)
+    out: list[Any] = []
+    hide_next = False
+    for a in argv:
+        if not isinstance(a, str):
+            out.append(redact_data(a, secrets))
+            hide_next = False
+            continue
+        if hide_next and not a.startswith("--"):
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        hide_next = False
+        if a.startswith("-") and len(a) > 1:
+            name, eq, _value = a.partition("=")
+            if is_secret_name(name):
+                if eq:
+                    out.append(f"{name}={REDACTED}")
+                    continue
+                hide_next = True
+        out.append(redact_text(a, secrets))
+    return out
+
+
+def redact_mapping(m: Mapping[Any, Any], secrets: Iterable[str | None] = ()) -> dict[Any, Any]:
+    """``m`` with the values of secret-looking keys replaced and everything else :func:`redact_data`-ed."""
+    secrets = list(secrets)
+    return {k: (REDACTED if is_secret_name(k) and v not in (None, "", False) else redact_data(v, secrets))
+            for k, v in m.items()}
+
+
+def redact_data(obj: Any, secrets: Iterable[str | None] = (), *, _depth: int = 0) -> Any:
+    """A copy of JSON-like data (dicts, lists, tuples, strings, numbers) with every secret redacted: values
+    under secret-looking keys, values after secret-looking flags in lists, and secrets inside any string.
+    Other objects are returned as they are."""
+    secrets = secrets if isinstance(secrets, list) else list(secrets)
+    if _depth > 200:  # deeper than any results file; never recurse without bound
+        return obj
+    if isinstance(obj, str):
+        return redact_text(obj, secrets)
+    if isinstance(obj, Mapping):
+        out = {}
+        for k, v in obj.items():
+            key = redact_text(k, secrets) if isinstance(k, str) else k
+            if is_secret_name(k) and isinstance(v, str) and v:
+                out[key] = REDACTED
+            else:
+                out[key] = redact_data(v, secrets, _depth=_depth + 1)
+        return out
+    if isinstance(obj, list):
+        if any(isinstance(a, str) and a.startswith("-") for a in obj):
+            return redact_argv(obj, secrets)
+        return [redact_data(v, secrets, _depth=_depth + 1) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(redact_data(v, secrets, _depth=_depth + 1) for v in obj)
+    return obj
