@@ -1,6 +1,7 @@
 # Two commands on a fresh machine:
 #   make demo   - the main job on the embedded default: every prediction file, CPU-only math mode
 #   make test   - the test suite (starts the real CPU build of vLLM for the engine tests)
+#   make lint   - ruff over the Python tree and mypy over the package (both configured in pyproject.toml)
 # Both install everything first (once): a venv with the package, the test tools and vLLM's CPU build.
 PY      ?= python3
 VENV    := .venv
@@ -20,6 +21,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests
+
+LINT_PATHS := pytest_roofline tests benchmarks conftest.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/python -m mypy
 
 demo-cpu-engine: $(STAMP)
 	$(BIN)/python -m pytest --gpu cpu predictions/cpu-tiny.yaml --roofline-scorecard roofline-runs/cpu-tiny-scorecard.html

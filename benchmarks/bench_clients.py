@@ -65,7 +65,8 @@ def run_roofline(args, kernel_ts: bool = True) -> dict:
     reqs = [{"rid": r.request_id, "sent": r.sent_s, "chunks": r.chunk_times_s, "ok": r.ok}
             for r in res.records]
     return {"requests": reqs, "reported_output_tok_s": c["output_throughput_tok_s"],
-            "notes": {"timestamp_source": res.timestamp_source, "read_lag_ms": res.read_lag_ms, "coalesced_chunks": res.coalesced_chunks}}
+            "notes": {"timestamp_source": res.timestamp_source, "read_lag_ms": res.read_lag_ms,
+                      "coalesced_chunks": res.coalesced_chunks}}
 
 
 async def _aiohttp_main(args) -> dict:

@@ -19,8 +19,9 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, parse_limit
@@ -78,7 +79,7 @@ _MEASURED_FIELDS = {
 }
 
 
-def _measured_point(doc: dict | None, concurrency: int | None, rate: float | None) -> dict[str, float]:
+def _measured_point(doc: Mapping[str, Any] | None, concurrency: int | None, rate: float | None) -> dict[str, float]:
     """The recorded values of the closed-loop point at ``concurrency`` (or the open-loop one at ``rate``)."""
     if not doc:
         return {}
@@ -261,7 +262,8 @@ def _cmd_hardware(args: argparse.Namespace) -> int:
         if h.hbm_bytes_per_s:
             fp8 = h.peak_flop_per_s.get("fp8")
             fp8_text = f"{fp8 / 1e12:,.1f}" if fp8 else "—"  # no FP8 tensor cores (A100)
-            print(f"{hid:<16} {h.memory_bytes / GIB:>8.2f} GiB {h.hbm_bytes_per_s / GB:>7,.0f} "
+            mem_text = f"{h.memory_bytes / GIB:>8.2f} GiB" if h.memory_bytes else "—"
+            print(f"{hid:<16} {mem_text:>12} {h.hbm_bytes_per_s / GB:>7,.0f} "
                   f"{h.peak_flop_per_s['bf16'] / 1e12:>8,.1f} {fp8_text:>8} "
                   f"{h.ridge_flop_per_byte():>7.1f}  {h.name}")
         else:
@@ -363,7 +365,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
     docs = [(f, load_results(f)) for f in args.results]
 
-    def run_of(d: dict) -> tuple:
+    def run_of(d: Mapping[str, Any]) -> tuple[Any, ...]:
         st = d.get("setup") or {}
         return ((st.get("hardware") or {}).get("declared"), (st.get("model") or {}).get("name"),
                 (st.get("engine") or {}).get("version"), json.dumps(st.get("workload") or {}, sort_keys=True))
@@ -383,7 +385,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     points = [p for _, d in docs for p in measured_points(d)]
     if args.points:
         points = select_points(points, parse_point_selector(args.points))
-    points, screened = calibration.screen_points(points, setup)
+    points, screened = calibration.screen_points(points, setup, contamination=spec.thresholds.contamination)
     for note in screened:
         print(f"note: {note}")
     base = serving.default_constants(setup)
@@ -391,7 +393,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     print(f"calibrating {setup.hardware.id} / {setup.model.name} / {setup.engine_name} "
           f"{setup.engine_version or ''} on {', '.join(p.label for p in points)} "
           f"({', '.join(fields or type(base).FIELDS_FITTABLE)})", flush=True)
-    result = calibration.fit(points, base, predict=calibration.serving_predictor(setup), fields=fields)
+    seed = int((spec.workload or {}).get("seed", 0))  # with each point's id: the load generator's arrivals
+    result = calibration.fit(points, base, predict=calibration.serving_predictor(setup, seed=seed), fields=fields)
     print(result.describe())
     cal = calibration.calibration_from_fit(result, setup, sources=[str(f) for f, _ in docs],
                                            notes=args.notes or "")

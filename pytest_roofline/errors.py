@@ -130,6 +130,12 @@ class SimulationError(RooflineError, ValueError):
 class CalibrationError(RooflineError, ValueError):
     """Measured points that cannot identify the calibration's parameters (the message says which and why)."""
 
+    #: when parameters are unidentifiable: their names, the subset the points can identify, and the notes on the
+    #: parameters held at their defaults (``model.calibration.fit`` sets them; empty otherwise)
+    unidentified: tuple[str, ...] = ()
+    identifiable: tuple[str, ...] = ()
+    held_back: tuple[str, ...] = ()
+
 
 # --------------------------------------------------------------------------- the prediction format
 

@@ -42,7 +42,7 @@ _SECRET_LAST = frozenset({"token", "key", "apikey", "secret", "password", "passw
 _SECRET_ANYWHERE = frozenset({"password", "passwd", "passphrase", "secret", "credential", "credentials", "apikey",
                               "authorization"})
 _NOT_SECRET_LAST = frozenset({"env", "var", "name", "names", "file", "path", "dir", "len", "length", "count", "id",
-                              "ids", "type", "kind", "range", "s", "ms", "source", "url", "file", "keyfile"})
+                              "ids", "type", "kind", "range", "s", "ms", "source", "url", "keyfile"})
 _UNIT_TOKEN = frozenset({"first", "last", "next", "output", "input", "prompt", "per", "max", "min", "num",
                          "special", "bos", "eos", "pad", "unk", "start", "end", "stop", "generation", "completion"})
 _NOT_SECRET_KEY = frozenset({"config", "cache", "sort", "point", "dict", "prefix", "primary", "lookup", "group"})
@@ -122,9 +122,10 @@ _AUTH_HEADER = re.compile(
     r"""((?:bearer|basic|token|digest)\s+)?([^\s"',;&<>{}]+)""")
 # a credential after its scheme anywhere in text: ``Bearer sk-...``
 _SCHEME = re.compile(r"\b((?i:bearer)|Basic)(\s+)([A-Za-z0-9._~+/=:-]{4,})")
-# ``name: value`` / ``name=value`` / ``"name": "value"`` / ``'name': 'value'`` (JSON, Python reprs, env dumps,
+# ``name: value`` / ``name=value`` / ``"name": "value"`` / ``'name': ['value']`` (JSON, Python reprs, env dumps,
 # query strings); the callback keeps the pair unless the name looks secret
-_PAIR = re.compile(r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]{0,80})(?P<sep>["']?\s{0,5}[:=]\s{0,5}(?P<q>["']?))"""
+_PAIR = re.compile(r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]{0,80})"""
+                   r"""(?P<sep>["']?\s{0,5}[:=]\s{0,5}(?:\[\s{0,5})?(?P<q>["']?))"""
                    r"""(?P<value>[^\s"',;&<>{}\[\]()]+)""")
 # ``--api-key VALUE`` in a command line written as text
 _FLAG = re.compile(r"(?<![\w-])(?P<name>--?[A-Za-z][\w-]{0,80})(?P<sep>\s+)(?P<value>[^\s\"'-][^\s\"']*)")

@@ -156,9 +156,11 @@ def parse_number(text: str | int | float) -> tuple[float, float, str]:
     value = _number_from_match(m)
     if not math.isfinite(value):
         raise UnitError(f"{_short(text)} is too large for a number (it overflows a 64-bit float)")
-    frac = m.group("frac") if m.group("frac") is not None else (m.group("frac2") or "")
+    frac = m.group("frac") or m.group("frac2") or ""
     exp = int(m.group("exp") or 0)
     half_ulp = float(f"5e{exp - len(frac) - 1}")  # 0.5 * 10**(exp - digits), never an OverflowError
+    if not math.isfinite(half_ulp):  # "0e999": a zero whose last digit claims a precision of ±inf
+        raise UnitError(f"{_short(text)} has an exponent outside the range of a number")
     return value, half_ulp, m.unit
 
 
@@ -200,10 +202,11 @@ def to_int(value: str | int | float) -> int:
     if isinstance(value, bool):
         raise UnitError(f"expected an integer, got {value!r}")
     if isinstance(value, str):
+        text = value
         try:
-            value = parse_value(value, "count").si
+            value = parse_value(text, "count").si
         except UnitError:
-            raise UnitError(f"cannot read {_short(value)} as an integer") from None
+            raise UnitError(f"cannot read {_short(text)} as an integer") from None
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if not isinstance(value, int):
@@ -223,7 +226,8 @@ def unit_scale(dimension: str, unit: str) -> float:
         if key and key.lower() == unit.lower() and key not in ("ms", "Ms", "MB", "mB"):
             return factor
     accepted = ", ".join(sorted(k for k in table if k)) or "a bare number"
-    raise UnitError(f"unit {_short(unit)} does not fit a {dimension.replace('_', ' ')} quantity (use one of: {accepted})")
+    raise UnitError(f"unit {_short(unit)} does not fit a {dimension.replace('_', ' ')} quantity "
+                    f"(use one of: {accepted})")
 
 
 def parse_value(text: str | int | float, dimension: str) -> Value:
@@ -232,7 +236,7 @@ def parse_value(text: str | int | float, dimension: str) -> Value:
     value, half_ulp, unit = parse_number(raw)
     factor = unit_scale(dimension, unit)
     si = value * factor
-    if not math.isfinite(si):
+    if not (math.isfinite(si) and math.isfinite(half_ulp * factor)):
         raise UnitError(f"{_short(raw)} is too large for a number once in base units (it overflows a 64-bit float)")
     return Value(si=si, unit=unit, text=raw, half_ulp_si=half_ulp * factor)
 

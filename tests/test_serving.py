@@ -491,3 +491,31 @@ def test_simulated_open_loop_point_runs_on_the_sent_schedule(a100, a100_engine):
     lone = sv.simulate(a100, sv.Workload(input_len=sv.LengthDist(256), output_len=sv.LengthDist(8), num_requests=1,
                                          concurrency=1), engine=a100_engine)
     assert p.duration_s == pytest.approx(sent[-1] + lone.e2e_mean_ms / 1e3, rel=1e-9)
+
+
+def test_past_the_ridge_a_decode_step_is_compute_bound_so_weights_leave_the_time_shares(a100, a100_engine):
+    # The day3 preemption hunt's C = 256 point shows weights ~1% and decode compute ~20% of the time. That is the
+    # roofline, not a bookkeeping slip: a decode step's linear layers read the weights once (15.14 GB at 80% of
+    # 2,039 GB/s) and do 2 x P_body FLOPs per token (+ the lm_head per sequence) at 75% of 312 TFLOP/s, so past
+    # B* decodes the FLOPs take longer than the read, and the step's linear part is charged to compute.
+    t_weights = QWEN3_STREAMED_BYTES / (0.8 * A100_BW)
+    flop_per_decode = QWEN3_FLOP_PER_TOKEN_BODY + QWEN3_FLOP_HEAD
+    b_star = t_weights * 0.75 * A100_PEAK / flop_per_decode  # ~136 sequences
+    assert 120 < b_star < 150
+    below, above = 128, 224  # C = 128's running batch; C = 256's mean running batch of decodes
+    ctx = 1500
+    lo = sv.step_cost(a100, ZERO, decode_ctx_tokens=[ctx] * below, engine=a100_engine)
+    hi = sv.step_cost(a100, ZERO, decode_ctx_tokens=[ctx] * above, engine=a100_engine)
+    assert lo.weights_s == pytest.approx(t_weights, rel=1e-9) and lo.decode_compute_s == 0.0
+    assert hi.weights_s == 0.0
+    assert hi.decode_compute_s == pytest.approx(above * flop_per_decode / (0.75 * A100_PEAK), rel=1e-9)
+    # the KV read (147,456 B per token of context) is bandwidth-bound in both, and is the largest term
+    assert hi.kv_s == pytest.approx(above * ctx * QWEN3_KV_PER_TOKEN / (0.8 * A100_BW), rel=1e-9)
+    assert hi.kv_s > hi.decode_compute_s
+    # in the simulated sweep point the same happens: most of C = 256's steps run > B* decodes
+    trace: list = []
+    p = sv.simulate(a100, closed(a100, 256, 1024), engine=a100_engine, trace=trace)
+    past = sum(r.time_s for r in trace if r.decode_seqs > b_star and r.prefill_tokens == 0)
+    assert past > 0.4 * sum(r.time_s for r in trace)
+    assert p.time_shares["weights"] < 0.05 < p.time_shares["decode_compute"]
+    assert p.time_shares["kv"] == max(p.time_shares.values())

@@ -363,3 +363,21 @@ def test_a_chip_without_roofline_figures_still_gets_the_serving_curve() -> None:
     start = html.index('id="spec0-throughput"')
     figure = html[start:html.index("</figure>", start)]
     assert "serving model (step-level vLLM simulation)" in figure
+
+
+def test_per_request_chart_draws_the_serving_models_curve() -> None:
+    """The per-request chart carries the serving model's mean per-request tok/s (output ÷ E2E, as measured) at
+    every swept concurrency, beside the roofline's 1 ÷ t_step, which has no prefill and no overhead."""
+    from pytest_roofline.report import charts
+
+    spec = load_spec(DAY3)
+    setup = scoring.setup_for(spec, spec.predictions[0])
+    fig = charts.per_request_chart(spec, setup, load_results(DAY3_RESULTS), [])
+    assert fig is not None
+    assert "serving model (step-level vLLM simulation)" in fig.svg
+    for c in (1, 8, 128):
+        direct = _direct(spec, concurrency=c, setup=setup)
+        assert f"C={c}: serving model {direct.per_request_output_tok_per_s:,.1f} tok/s per request" in fig.svg
+        # one request's stream pays its TTFT and every step's overhead: below the decode roofline's 1 / t_step
+        assert direct.per_request_output_tok_per_s < charts.model_step(setup, c).per_request_tok_per_s
+    assert "Serving model (dashed green)" in fig.caption

@@ -40,7 +40,8 @@ from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.units import DEFAULT_UNIT, UnitError, parse_number, parse_value
 
 __all__ = [
-    "SpecError", "Spec", "Prediction", "Predicted", "PredictedKind", "Expectation", "Sweep", "load_spec", "loads_spec", "json_schema",
+    "SpecError", "Spec", "Prediction", "Predicted", "PredictedKind", "Expectation", "Sweep", "load_spec", "loads_spec",
+    "json_schema",
     "TOP_FIELDS", "PREDICTION_FIELDS", "Limits",
 ]
 
@@ -271,7 +272,8 @@ class _Ctx:
         line = node.start_mark.line + 1 if node is not None else None
         return SpecError(message, file=self.file, line=line, hint=hint)
 
-    def mapping(self, node: yaml.Node, what: str, fields: Mapping[str, F] | None) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+    def mapping(self, node: yaml.Node, what: str,
+                fields: Mapping[str, F] | None) -> dict[str, tuple[yaml.Node, yaml.Node]]:
         if not isinstance(node, yaml.MappingNode):
             raise self.err(node, f"{what} must be a mapping (key: value lines)", _hint_for(fields))
         out: dict[str, tuple[yaml.Node, yaml.Node]] = {}
@@ -292,7 +294,8 @@ class _Ctx:
 
     def scalar(self, node: yaml.Node, what: str) -> str:
         if not isinstance(node, yaml.ScalarNode):
-            raise self.err(node, f"{what} must be a single value, not a {'list' if isinstance(node, yaml.SequenceNode) else 'mapping'}")
+            raise self.err(node, f"{what} must be a single value, "
+                                 f"not a {'list' if isinstance(node, yaml.SequenceNode) else 'mapping'}")
         return str(node.value)
 
     def text(self, node: yaml.Node, what: str) -> str:
@@ -461,10 +464,10 @@ class _LimitedLoader(yaml.SafeLoader):
         super().fetch_flow_collection_start(TokenClass)
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
+        event = self.peek_event()  # type: ignore[no-untyped-call]  # types-PyYAML leaves Parser's methods untyped
         if isinstance(event, yaml.AliasEvent):
             if event.anchor in self._open:
-                self.get_event()
+                self.get_event()  # type: ignore[no-untyped-call]  # types-PyYAML leaves Parser's methods untyped
                 raise self._error(event.start_mark, f"the alias *{event.anchor} is inside its own anchor "
                                   f"&{event.anchor} (a recursive alias has no end)",
                                   "copy the values instead of referring to the mapping or list that holds them")
@@ -477,7 +480,7 @@ class _LimitedLoader(yaml.SafeLoader):
         if anchor is not None:
             self._open.append(anchor)
         try:
-            node = super().compose_node(parent, index)
+            node: Any = super().compose_node(parent, index)
         finally:
             self._depth -= 1
             if anchor is not None:
@@ -582,7 +585,8 @@ def _find(node: yaml.Node | None, path: str) -> yaml.Node | None:
     for key in path.split("."):
         if not isinstance(node, yaml.MappingNode):
             return node
-        nxt = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+        nxt: yaml.Node | None = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key),
+                                     None)
         if nxt is None:
             return node
         node = nxt
@@ -599,7 +603,7 @@ def _setup_error_node(exc: BaseException, section: yaml.Node | None) -> yaml.Nod
             if isinstance(node, yaml.MappingNode):  # an override: the key the message names
                 for k, v in node.value:
                     if isinstance(k, yaml.ScalarNode) and re.search(rf"\b{re.escape(k.value)}\b", str(exc)):
-                        return v
+                        return v if isinstance(v, yaml.Node) else node
             return node
     return None
 
@@ -735,7 +739,8 @@ def _model(ctx: _Ctx, node: yaml.Node) -> tuple[Any, dict[str, Any]]:
         for key in ("num_layers", "num_kv_heads", "head_dim"):
             if key not in data:
                 raise ctx.err(node, f"a nominal model needs {key}",
-                              "model: {name: nominal-8b, params: 8.0e9, num_layers: 32, num_kv_heads: 8, head_dim: 128}")
+                              "model: {name: nominal-8b, params: 8.0e9, num_layers: 32, num_kv_heads: 8, "
+                              "head_dim: 128}")
         return data, {}
     if "name" not in data:
         raise ctx.err(node, "model mapping needs a name (a preset or a path) or params (a nominal model)")
@@ -964,7 +969,8 @@ def _at_values(ctx: _Ctx, spec: Spec, param: qreg.AtParam, node: yaml.Node) -> l
         pool = spec.sweep.concurrency if param.name == "concurrency" else spec.sweep.rates
         if not pool:
             raise ctx.err(node, f"{what}: every — but the sweep section lists no {param.name} values",
-                          f"add sweep: {{{'concurrency: [1, 2, 4]' if param.name == 'concurrency' else 'rates: [1, 2]'}}}")
+                          "add sweep: {"
+                          f"{'concurrency: [1, 2, 4]' if param.name == 'concurrency' else 'rates: [1, 2]'}}}")
         return [(float(x) if param.name == "rate" else x, f"{x:g}") for x in pool]
     nodes = node.value if isinstance(node, yaml.SequenceNode) else [node]
     out: list[tuple[Any, str]] = []
@@ -1065,7 +1071,8 @@ def _resolve_setup_check(ctx: _Ctx, spec: Spec, setup: Mapping[str, Any], node: 
 
     try:
         build_setup(hardware_ref=setup.get("hardware", spec.hardware),
-                    hardware_overrides=setup.get("hardware_overrides", spec.hardware_overrides if "hardware" not in setup else {}),
+                    hardware_overrides=setup.get("hardware_overrides",
+                                                 spec.hardware_overrides if "hardware" not in setup else {}),
                     model_ref=setup.get("model", spec.model),
                     model_overrides=setup.get("model_overrides", spec.model_overrides if "model" not in setup else {}),
                     engine=setup.get("engine", spec.engine), workload=setup.get("workload", spec.workload))
@@ -1082,8 +1089,9 @@ def _one(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], pi
     common = _common(ctx, spec, m, q, unit)
     if "setup" in m:
         _resolve_setup_check(ctx, spec, common["setup"], m["setup"][1])
-    if common["tolerance"] is not None and predicted.kind in (PredictedKind.BOOL, PredictedKind.WORD, PredictedKind.NONE) and not (
-            common["tolerance"].lower is not None or common["tolerance"].upper is not None):
+    if (common["tolerance"] is not None
+            and predicted.kind in (PredictedKind.BOOL, PredictedKind.WORD, PredictedKind.NONE)
+            and not (common["tolerance"].lower is not None or common["tolerance"].upper is not None)):
         raise ctx.err(m["tolerance"][1], f"a tolerance does not apply to a {predicted.kind} prediction",
                       "remove tolerance: (the check is exact)")
     combos = _at(ctx, spec, q, atnode)

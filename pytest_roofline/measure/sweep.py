@@ -4,8 +4,9 @@
 resolves a *target* — a vLLM engine it launches (``--gpu``) or a running server (``--endpoint``) — shared by
 every file with the same engine configuration, runs exactly the points the selected predictions need
 (plan.py), once each, and serves them to the quantity registry like a replayed file. A point that cannot be
-measured (the engine died) becomes a :class:`~pytest_roofline.scoring.PointError` carrying the engine log tail;
-every point measured before it stays in the results file.
+measured (the engine died, or any of its requests failed: :data:`ALLOWED_FAILED_REQUESTS`) becomes a
+:class:`~pytest_roofline.errors.PointError` carrying the engine log tail, never a stored point; every point
+measured before it stays in the results file.
 """
 
 from __future__ import annotations
@@ -133,8 +134,11 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
     from pytest_roofline.measure import loadgen, scrape, stats
 
     sampling = dict(spec.workload.get("sampling") or {})
+    served = target.served_model_name
+    if served is None:  # a started engine or a connected endpoint has learnt it from /v1/models
+        raise PointError(f"point {plan.id}: the target has no served model name to send requests to")
     load = loadgen.LoadSpec(
-        model=target.served_model_name, token_id_range=token_id_range, mode=plan.mode,
+        model=served, token_id_range=token_id_range, mode=plan.mode,
         concurrency=plan.concurrency, rate_req_s=plan.rate_req_s, burstiness=plan.burstiness,
         num_requests=plan.num_requests, duration_s=plan.duration_s, warmup_requests=plan.warmup_requests,
         input_len=plan.input_len, output_len=plan.output_len, seed=int(spec.workload.get("seed", 0)),
@@ -223,6 +227,11 @@ class _LiveMeasurement(RecordedMeasurement):
         return rep
 
 
+def _gb_per_s(bytes_per_s: float | None) -> str:
+    """A memory bandwidth for a message, in GB/s (1e9 bytes/s)."""
+    return f"{bytes_per_s / 1e9:,.0f} GB/s" if bytes_per_s else "no bandwidth figure"
+
+
 class Measurements(MeasurementProvider):
     """Live measurement provider for one pytest session."""
 
@@ -265,7 +274,7 @@ class Measurements(MeasurementProvider):
     def _check_hardware(self, spec: Spec) -> str | None:
         """None when the spec's hardware is what runs; the detected id when re-anchoring; else an error."""
         declared = hw_mod.get_hardware(spec.hardware)
-        if self.mode != "engine":
+        if self.mode != "engine" or self.gpu is None:  # engine mode is the one with --gpu (pytest_plugin.session)
             return None
         if self.gpu == "cpu":
             if declared.family != "cpu":
@@ -290,9 +299,9 @@ class Measurements(MeasurementProvider):
             return runs.id
         raise PointError(
             f"the YAML plans on {declared.id} but this machine has {runs.id} ({det.name}).\n"
-            f"  declared: {declared.hbm_bytes_per_s / 1e9:,.0f} GB/s, "
+            f"  declared: {_gb_per_s(declared.hbm_bytes_per_s)}, "
             f"{declared.peak_for('bf16') / 1e12:,.0f} TFLOP/s bf16, ridge {declared.ridge_flop_per_byte():.1f}\n"
-            f"  detected: {runs.hbm_bytes_per_s / 1e9:,.0f} GB/s, {runs.peak_for('bf16') / 1e12:,.0f} TFLOP/s "
+            f"  detected: {_gb_per_s(runs.hbm_bytes_per_s)}, {runs.peak_for('bf16') / 1e12:,.0f} TFLOP/s "
             f"bf16, ridge {runs.ridge_flop_per_byte():.1f}\n"
             "  fix the YAML's hardware, or pass --reanchor to compute model values for the detected device "
             "(values in ink never move)")
@@ -312,6 +321,8 @@ class Measurements(MeasurementProvider):
                     key_env = self.endpoint_key_env
                     if key_env is None and os.environ.get("OPENAI_API_KEY"):
                         key_env = "OPENAI_API_KEY"
+                    if self.endpoint is None:  # endpoint mode is the one with --endpoint URL (pytest_plugin.session)
+                        raise EndpointError("no --endpoint URL given")
                     self.targets[key] = Endpoint(self.endpoint, api_key_env=key_env or None).connect()
                 except (EndpointError, OSError) as exc:
                     self.target_errors[key] = PointError(f"--endpoint: {exc}")

@@ -315,14 +315,14 @@ class ModelArch:
 
     def param_count(self) -> int | float:
         """Total parameters (``nominal_params`` for a nominal model)."""
-        if self.is_nominal:
-            return self.nominal_params  # type: ignore[return-value]
+        if self.nominal_params is not None:  # a nominal model (is_nominal)
+            return self.nominal_params
         return self.non_embedding_param_count() + self.embedding_param_count() + self.lm_head_param_count()
 
     def active_param_count(self) -> int | float:
         """Parameters one token touches: MoE counts the top-k experts (+ shared, router)."""
-        if self.is_nominal:
-            return self.nominal_params  # type: ignore[return-value]
+        if self.nominal_params is not None:  # a nominal model (is_nominal)
+            return self.nominal_params
         layers = sum(self.layer_param_count(i, active=True) for i in range(self.num_layers))
         return layers + self.hidden_size + self.embedding_param_count() + self.lm_head_param_count()
 
@@ -331,8 +331,8 @@ class ModelArch:
 
         Tied models keep the shared matrix (the lm_head reads it). A nominal model streams P.
         """
-        if self.is_nominal:
-            return self.nominal_params  # type: ignore[return-value]
+        if self.nominal_params is not None:  # a nominal model (is_nominal)
+            return self.nominal_params
         embedding = 0 if self.tie_word_embeddings else self.embedding_param_count()
         return self.active_param_count() - embedding
 

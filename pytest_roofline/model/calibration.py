@@ -22,9 +22,12 @@ Prefix-cache hits
     A point that records its server's prefix-cache hit rate is simulated with it (:func:`serving_predictor`):
     a hit skips that share of the prompt's prefill, which lowers the prefill work in the mixed steps that
     throughput and TPOT average over — the run-average hit rate is the right input for those. TTFT is another
-    matter: its median depends on *which* requests hit and *when* (vLLM hashes whole 16-token blocks, so a
-    request hits all of its shared prefix or none; the notebook's C=64 point drained from 45% to 16% hits
-    during the run), which one average rate does not describe. So a point whose hit rate is above the
+    matter: its median depends on *which* requests hit and *when*. vLLM hashes full blocks of ``block_size``
+    tokens, each hash chained on its parent's (vllm/v1/core/kv_cache_utils.py, ``hash_block_tokens``), so a
+    request hits the whole blocks of its longest cached prefix: hits come per request, some requests with
+    most of their prompt cached and others with none, not as the same share of every prompt; and the rate
+    moves during a run (the notebook's C=64 point drained from 45% to 16%). One average rate does not
+    describe the TTFT distribution that follows. So a point whose hit rate is above the
     contamination threshold (``quantities.analysis.Thresholds().contamination``, 10%; :data:`CONTAMINATION`
     here, as the model layer may not import that layer) contributes no TTFT residual (:func:`screen_points`):
     without this the fit lowers ``flop_efficiency`` to explain a TTFT set by cache hits and arrival waves.
@@ -38,7 +41,10 @@ Identifiability
     :data:`RANK_RTOL` of the largest: rank deficiency), is *not identified*: :func:`fit` raises
     :class:`~pytest_roofline.errors.CalibrationError` naming those parameters, the ones they trade off against,
     and a subset that can be fitted (itself fitted once to check), which the caller may then ask for explicitly
-    (``fields=``; ``roofline calibrate --fit``).
+    (``fields=``; ``roofline calibrate --fit``). Without named fields, ``flop_efficiency`` is held at its
+    default when no point has a usable TTFT p50: TTFT is the one metric that prices a prefill on its own, and
+    read off the prefill share of high-load throughput it absorbs every batch-dependent cost the model holds
+    fixed (the notebook's C=1/C=64 fit put it at 0.40 that way and doubled every low-load TTFT).
 
 The calibration file (YAML, :class:`Calibration`) records what the constants were fitted on — hardware id,
 model, engine name and version, engine limits, workload — with the fitted values, their uncertainties, the
@@ -150,7 +156,7 @@ def serving_predictor(setup: Any, *, engine: Any = None, measured_hit_rates: boo
     sent on. A recorded prefix-cache hit rate is simulated (``Workload.prefix_hit_rate``) when
     ``measured_hit_rates`` is true (the default) and the engine caches prefixes.
     """
-    engine_cfg = engine if engine is not None else serving.EngineConfig.from_setup(setup)
+    engine_cfg = engine if engine is not None else serving.EngineConfig.from_setup(setup)  # prefix caching?
 
     def predict(constants: Any, point: MeasuredPoint) -> Mapping[str, float]:
         s = setup
@@ -175,7 +181,7 @@ def serving_predictor(setup: Any, *, engine: Any = None, measured_hit_rates: boo
         if measured_hit_rates and hit and hit > 0 and engine_cfg.enable_prefix_caching:
             kw["prefix_hit_rate"] = min(float(hit), 0.999)
         wl = serving.workload_for_point(s, **kw)
-        pred = serving.simulate(s, wl, engine=engine_cfg, constants=constants)
+        pred = serving.simulate(s, wl, engine=engine, constants=constants)
         return {m: float(getattr(pred, m)) for m in METRICS}
 
     return predict
@@ -389,6 +395,18 @@ def fit(points: Sequence[MeasuredPoint], base: Any, *, predict: Predictor, field
     if not names:
         raise CalibrationError("no parameters to fit")
     w = dict(DEFAULT_WEIGHTS if weights is None else weights)
+    held_back: list[str] = []
+    if (fields is None and "flop_efficiency" in names and len(names) > 1 and w.get("ttft_p50_ms", 0.0) > 0
+            and not any(pt.value("ttft_p50_ms") is not None for pt in points)):
+        # A prefill's own cost is seen directly only in TTFT. Without one, flop_efficiency would be read off
+        # the prefill share of high-load mixed steps, where it trades off against every other batch-dependent
+        # cost the model holds at its default (per-sequence overhead, sampling, the API server): the fit would
+        # charge those to the prefill and stretch every prompt at low load. So it is held at its published
+        # default unless the caller names it.
+        names = tuple(n for n in names if n != "flop_efficiency")
+        held_back.append(f"flop_efficiency kept at its default ({known['flop_efficiency']:.3g}): no point has a "
+                         "usable TTFT p50, the one metric that measures a prefill's cost (name it in fields= / "
+                         "--fit to fit it anyway)")
     obs: list[tuple[int, str, float, float]] = []  # (point index, metric, ln(measured), weight)
     for i, pt in enumerate(points):
         for m in METRICS:
@@ -540,9 +558,10 @@ def fit(points: Sequence[MeasuredPoint], base: Any, *, predict: Predictor, field
             + "; ".join(f"{n} {why}" for n, why in bad.items())
             + (". All points run at one load, so per-step overhead and bandwidth/compute terms cannot be told "
                "apart: add a point at a very different concurrency or rate" if one_load else "")
-            + f". {hint}")
-        err.unidentified = tuple(bad)  # type: ignore[attr-defined]
-        err.identifiable = keep  # type: ignore[attr-defined]
+            + f". {hint}" + "".join(f"; {n}" for n in held_back))
+        err.unidentified = tuple(bad)
+        err.identifiable = keep
+        err.held_back = tuple(held_back)
         raise err
     log_sd = [sd_scaled[i] * scale[i] / vals[i] for i in range(p)]
 
@@ -558,7 +577,7 @@ def fit(points: Sequence[MeasuredPoint], base: Any, *, predict: Predictor, field
         pred = {m: float(preds[i][m]) for m in METRICS if m in preds[i]}
         res = {m: math.log(pred[m] / meas[m]) for m in meas if m in pred}
         fits.append(PointFit(pt.id, pt.label, meas, pred, res))
-    warnings = []
+    warnings = list(held_back)
     for n, v in values.items():
         if _is_share(n) and v > 0.995:
             warnings.append(f"{n} = {v:.3g} sits at its bound of 1: the points ask for more than the catalog's "

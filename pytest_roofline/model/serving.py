@@ -649,9 +649,13 @@ class _Req:
 def _arrival_times(workload: Workload) -> list[float]:
     """The open-loop send times: the load generator's schedule for the same (rate, burstiness, seed, point_id)."""
     shape = float(workload.burstiness) if workload.arrival is ArrivalKind.GAMMA else 1.0
-    return _schedule.arrival_offsets_s(rate_req_per_s=float(workload.rate_req_per_s),  # type: ignore[arg-type]
-                                       burstiness=shape, seed=workload.seed, stream_id=workload.point_id,
-                                       count=workload.num_requests).tolist()
+    rate = workload.rate_req_per_s
+    if rate is None:  # Workload refuses an open-loop point without one; a closed loop has no send times
+        raise SimulationError("open-loop arrival times need rate_req_per_s")
+    offsets: list[float] = _schedule.arrival_offsets_s(rate_req_per_s=float(rate), burstiness=shape,
+                                                       seed=workload.seed, stream_id=workload.point_id,
+                                                       count=workload.num_requests).tolist()
+    return offsets
 
 
 class _Sim:

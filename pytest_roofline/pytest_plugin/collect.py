@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -16,7 +16,11 @@ from pytest_roofline.measure.target import MeasurementProvider
 from pytest_roofline.pytest_plugin.session import get_session
 from pytest_roofline.scoring import Verdict
 
-__all__ = ["PredictionFile", "PredictionItem", "PredictionMismatch", "matches_patterns", "VERDICT_KEY", "limits_from_ini"]
+if TYPE_CHECKING:  # the type pytest's own Function.repr_failure returns; pytest does not re-export it
+    from _pytest._code.code import TerminalRepr
+
+__all__ = ["PredictionFile", "PredictionItem", "PredictionMismatch", "matches_patterns", "VERDICT_KEY",
+           "limits_from_ini"]
 
 VERDICT_KEY = pytest.StashKey[Verdict]()
 
@@ -76,6 +80,7 @@ class PredictionFile(pytest.File):
         rs.register_spec(self.spec)
         for pred in self.spec.predictions:
             measured = rs.measured and pred.error is None and pred.q.measure is not None
+            check: Callable[..., None]  # the fixture it names is its only difference
             if measured:
                 def check(roofline_measurements: Any) -> None:  # noqa: ARG001 - the fixture starts engines lazily
                     pass
@@ -139,20 +144,27 @@ class PredictionItem(pytest.Function):
         """The report of a setup ERROR this plugin raised on purpose (an invalid prediction, an unmeasured
         point): the message alone, as ``pytest.fail(..., pytrace=False)`` shows one, instead of the plugin's own
         traceback (pytest formats setup errors without :meth:`repr_failure`). None for any other exception."""
-        if not isinstance(excinfo.value, (SpecError, PointError)):
+        message = self._own_message(excinfo.value)
+        if message is None or not isinstance(excinfo.value, (SpecError, PointError)):
             return None
         try:
-            pytest.fail(self.repr_failure(excinfo), pytrace=False)
+            pytest.fail(message, pytrace=False)
         except pytest.fail.Exception:
             return pytest.ExceptionInfo.from_current().getrepr(style="value")
         return None  # pragma: no cover - pytest.fail always raises
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        exc = excinfo.value
+    def _own_message(self, exc: BaseException) -> str | None:
+        """The plugin's own words for an exception it raises on purpose; None for any other exception."""
         if isinstance(exc, PredictionMismatch):
             return f"{exc.verdict.explain()}\n{self.location[0]}:{self.prediction.line}: PredictionMismatch"
         if isinstance(exc, SpecError):
             return f"invalid prediction: {exc}"
         if isinstance(exc, PointError):
             return str(exc)
-        return super().repr_failure(excinfo, style=style)  # type: ignore[arg-type]
+        return None
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
+        # ``style`` keeps Node.repr_failure's signature; pytest's Function.repr_failure takes none (it reads --tb
+        # itself), so it is not passed on
+        message = self._own_message(excinfo.value)
+        return message if message is not None else super().repr_failure(excinfo)

@@ -114,8 +114,9 @@ def row_cells(v: dict[str, Any] | None) -> list[str]:
         _cell("rl_abserr", sort_key(abs(err_abs) if is_number(err_abs) else None), esc(abs_txt)),
         _cell("rl_tolerance", sort_key(_tolerance_width(v)), esc(str(v.get("tolerance_text") or "").split(" (")[0]),
               title=str(v.get("tolerance_text") or "")),
-        _cell("rl_reason", text_sort_key(str(v.get("reason", ""))), esc(" ".join(str(v.get("reason", "")).split())),
-              title=str(v.get("reason", ""))),
+        # one line: pytest-html reads each cell back with a regex that stops at a newline (a SpecError's "fix:")
+        _cell("rl_reason", text_sort_key(" ".join(str(v.get("reason", "")).split())),
+              esc(" ".join(str(v.get("reason", "")).split())), title=" ".join(str(v.get("reason", "")).split())),
     ]
 
 

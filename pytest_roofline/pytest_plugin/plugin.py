@@ -6,6 +6,7 @@ parses options once into a :class:`RooflineSession` kept in ``config.stash``.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from pytest_roofline import redact
 from pytest_roofline.format.limits import DEFAULT_LIMITS, INI_OPTIONS
 from pytest_roofline.measure.sweep import Measurements
 from pytest_roofline.measure.target import MeasurementProvider, ReplayProvider
+from pytest_roofline.model import hardware
 from pytest_roofline.pytest_plugin.collect import (
     VERDICT_KEY,
     PredictionFile,
@@ -36,9 +38,22 @@ from pytest_roofline.report.terminal import summary_table
 from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE
 
 
+def parse_gpu(value: str) -> str:
+    """``--gpu``'s value, checked where it is declared (a usage error before anything is collected): ``cpu``, a
+    family of the hardware catalog (``a100``) or one of its variant ids/aliases (``a100-sxm4-80gb``)."""
+    text = value.strip()
+    if text.lower() == "cpu" or text.lower() in hardware.families():
+        return text
+    try:
+        hardware.get_hardware(text)
+    except hardware.HardwareError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (or 'cpu' for the CPU build of vLLM)") from None
+    return text
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("roofline", "pytest-roofline: performance predictions as tests")
-    g.addoption("--gpu", dest="roofline_gpu", metavar="FAMILY",
+    g.addoption("--gpu", dest="roofline_gpu", metavar="FAMILY", type=parse_gpu,
                 help="measure on this machine: a GPU family (a100, h100, h200, ...) or 'cpu' for the CPU build of "
                      "vLLM with the project's tiny model. Without --gpu/--endpoint/--replay only the math is checked.")
     g.addoption("--endpoint", dest="roofline_endpoint", metavar="URL",

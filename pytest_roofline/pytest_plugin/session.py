@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from pytest_roofline import redact
-from pytest_roofline.errors import PointError, ResultsError
+from pytest_roofline.errors import PointError, ResultsError, ToleranceError
 from pytest_roofline.format.spec import Prediction, Spec
+from pytest_roofline.format.tolerance import parse_tolerance
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsData, load_results
 from pytest_roofline.measure.target import MeasurementProvider
 from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, Verdict, score
@@ -49,6 +50,11 @@ class RooflineSession:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         self.out_dir = Path(out) if out else Path(str(config.rootpath)) / "roofline-runs" / stamp
         self.default_tolerance = config.getini("roofline_default_tolerance") or DEFAULT_MEASURED_TOLERANCE
+        try:  # parsed once here: a bad ini value is one usage error, not an ERROR per prediction
+            parse_tolerance(self.default_tolerance, "ratio")
+        except ToleranceError as exc:
+            raise pytest.UsageError(f"ini roofline_default_tolerance = {self.default_tolerance!r}: {exc}; it applies "
+                                    "to every measured quantity, so write a relative one, e.g. ±10%") from None
         self.patterns = list(config.getini("roofline_patterns") or DEFAULT_PATTERNS)
         self.specs: dict[str, Spec] = {}
         self.verdicts: list[Verdict] = []
@@ -76,8 +82,10 @@ class RooflineSession:
 
     def replay_measurement(self) -> RecordedMeasurement:
         if self._replay_data is None:
+            if self.replay is None:  # only replay mode (--replay FILE) measures from a file
+                raise pytest.UsageError("--replay: no results file given")
             try:
-                self._replay_data = load_results(self.replay)  # type: ignore[arg-type]
+                self._replay_data = load_results(self.replay)
             except ResultsError as exc:
                 raise pytest.UsageError(f"--replay: {exc}") from None
         return RecordedMeasurement(self._replay_data, source=f"replayed file {self.replay}")

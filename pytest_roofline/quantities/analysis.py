@@ -21,8 +21,8 @@ from pytest_roofline.quantities.measurement import (
     prefix_cache_hit_rate,
 )
 
-__all__ = ["Thresholds", "closed_points", "throughput_knee", "ttft_knee", "is_contaminated", "cache_hit_reason", "is_flattered",
-           "point_notes", "goodput_rows", "goodput_table"]
+__all__ = ["Thresholds", "closed_points", "throughput_knee", "ttft_knee", "is_contaminated", "cache_hit_reason",
+           "is_flattered", "point_notes", "goodput_rows", "goodput_table"]
 
 
 @dataclass(frozen=True)

@@ -453,7 +453,10 @@ _fact("prefill_floor", "time", "compute floor of a prefill (TTFT floor): prompt 
 def _kv_inputs(setup: Setup) -> dict[str, str]:
     acc = kv_accounting(setup)
     d = setup.describe()
-    gib = lambda b: format_value(b, "bytes", "GiB", digits=4)  # noqa: E731
+
+    def gib(b: float | None) -> str:
+        return format_value(b, "bytes", "GiB", digits=4)
+
     if setup.kv_cache_memory_bytes is not None:
         d["kv_pool"] = f"explicit {gib(setup.kv_cache_memory_bytes)} (kv_cache_memory_bytes / VLLM_CPU_KVCACHE_SPACE)"
     else:

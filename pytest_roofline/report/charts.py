@@ -321,11 +321,13 @@ def per_request_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         val = per.get("mean", per.get("p50")) if isinstance(per, Mapping) else per
         if is_number(val):
             meas.append((float(concurrency(p)), float(val)))
-    if not curve and not meas:
+    serv = [(c, float(pp.per_request_output_tok_per_s), pp) for c, pp in serving_points(spec, setup)
+            if is_number(pp.per_request_output_tok_per_s) and pp.per_request_output_tok_per_s > 0]
+    if not curve and not meas and not serv:
         return None
     inks = _ink(verdicts, "per_request_throughput")
     ys = ([y for _, y in curve] + [y for _, y in meas] + [float(v["predicted_value"]) for v, _, _ in inks]
-          + ([ceiling] if ceiling else []))
+          + ([ceiling] if ceiling else []) + [y for _, y, _ in serv])
     ch = Chart(x, Axis(0, max(ys) * 1.12, "linear", "output tok/s per request"), width=600, height=340,
                title="Per-request throughput vs concurrency",
                subtitle="what one user sees: 1 ÷ t_step (model) against the mean per-request tok/s",
@@ -335,6 +337,12 @@ def per_request_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
                  text=f"batch-1 ceiling BW ÷ W = {ceiling:,.1f} tok/s")
     if curve:
         ch.line(curve, color=C_MODEL, width=2.2, label="model: 1 ÷ t_step")
+    if serv:
+        ch.line([(c, y) for c, y, _ in serv], color=C_SERV, width=2.0, dash="6 3",
+                label="serving model (step-level vLLM simulation)",
+                title="serving model: mean per-request output tok/s (tokens ÷ E2E), prefill and overhead included")
+        ch.markers([(c, y) for c, y, _ in serv], color=C_SERV, marker="square", size=3.5,
+                   titles=[_serving_tip(c, pp, f"{y:,.1f} tok/s per request") for c, y, pp in serv])
     if meas:
         contaminated = {float(concurrency(p)) for p in pts if is_flattered(p, th, setup)}
         ch.line(meas, color=C_MEAS, width=1.6, opacity=0.85)
@@ -353,9 +361,16 @@ def per_request_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
                    titles=[f"batch1 point: {y:,.1f} tok/s" + (f" = {y / ceiling:.1%} of the weight-read ceiling"
                                                               if ceiling else "")])
     _ink_markers(ch, inks, setup, "tok/s")
-    return Figure("per_request", ch.title, ch.render(),
-                  "Each request gets one token per decode step, so per-request speed is 1 ÷ t_step; the gap to the "
-                  "batch-1 ceiling is what the neighbours cost.")
+    cap = ("Each request gets one token per decode step, so per-request speed is 1 ÷ t_step; the gap to the "
+           "batch-1 ceiling is what the neighbours cost.")
+    if serv:
+        c_hi, _y, pp_hi = serv[-1]
+        top = dominant_term(pp_hi.time_shares, beyond_roofline=True)
+        cap += (" Serving model (dashed green): the mean over simulated requests of output tokens ÷ E2E latency, "
+                "as measured (first-token wait, and the steps its neighbours' prefills stretch, included)"
+                + (f"; at C = {c_hi:g} {TERM_LABELS.get(top[0], top[0])} takes {top[1]:.0%} of the step time."
+                   if top else "."))
+    return Figure("per_request", ch.title, ch.render(), cap)
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -167,7 +167,8 @@ def explain_lines(v: Mapping[str, Any]) -> list[str]:
             out.append(f"{ref_who.capitalize()} says {v.get('predicted_text')}; {who} agrees.")
         else:
             same = ref == chk
-            out.append(f"{ref_who.capitalize()} says {fmt(v, ref) if ref is not None else v.get('predicted_text', 'none')}"
+            ref_text = fmt(v, ref) if ref is not None else v.get("predicted_text", "none")
+            out.append(f"{ref_who.capitalize()} says {ref_text}"
                        f"; {who} gives {fmt(v, chk)}: {'a match' if same else 'they differ'}"
                        f"{' (an exact check)' if v.get('tolerance_text') == 'exact' else ''}.")
         return out
@@ -319,10 +320,10 @@ def band_svg(v: Mapping[str, Any], *, width: int = 200, height: int = 22, labels
             if x is not None and math.isfinite(x)]
     dmin, dmax = min(vals), max(vals)
     use_log = dmin > 0 and dmax / dmin > 30
-    if use_log:
-        f = lambda x: math.log10(x)  # noqa: E731
-    else:
-        f = lambda x: x  # noqa: E731
+
+    def f(x: float) -> float:
+        return math.log10(x) if use_log else x
+
     a, z = f(dmin), f(dmax)
     span = z - a
     if span <= 0:

@@ -88,7 +88,7 @@ def render_from_files(predictions_yaml: Path | str, results_json: Path | str | N
     spec = load_spec(predictions_yaml)
     data = None
     if results_json is not None:
-        data = dict(load_results(results_json))
+        data = redact.redact_data(dict(load_results(results_json)))  # a file written before redaction existed
         data["_path"] = str(results_json)
     verdicts = score_spec(spec, data, source=f"results file {Path(results_json).name}" if results_json else "")
     return render_scorecard(spec, verdicts, data)

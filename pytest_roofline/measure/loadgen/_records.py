@@ -221,7 +221,9 @@ class LoadResult:
         aborted: why the run stopped early (connections kept failing), else ``None``.
         coalesced_chunks: token chunks that arrived in the same read as the previous chunk of their
             request (the client read the socket later than the gap between them); they carry that read's
-            time, an upper bound.  A few are normal; many mean the client machine was overloaded.
+            time, an upper bound.  A few are normal.  Many with a small ``read_lag_ms`` mean the server sent
+            several chunks at once (seen on a saturated CPU engine, by vLLM's own client too); many with a
+            large read lag mean the client read late (an overloaded client machine).
     """
 
     spec: LoadSpec
