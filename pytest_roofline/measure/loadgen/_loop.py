@@ -253,7 +253,7 @@ class EventLoop:
         conn.req = None
         if req is not None:
             req.http_status = conn.status
-        return req  # type: ignore[return-value]
+        return req
 
     def preconnect(self, n: int, timeout_s: float = 30.0) -> None:
         """Open up to ``n`` idle keep-alive connections before the run (not timed)."""
