@@ -799,15 +799,22 @@ class _Sim:
                 if not self.engine.chunked_prefill and n_new > budget:
                     break
                 n_new = min(n_new, budget)
-                if not self._alloc(req, n_new):
+                if not self._admit(req, n_new, sched):
                     break
-                self.waiting.popleft()
-                self.running.append(req)
-                if req.scheduled_at < 0:
-                    req.scheduled_at = self.now
-                sched.append((req, n_new))
                 budget -= n_new
         return sched
+
+    def _admit(self, req: _Req, n_new: int, sched: list[tuple[_Req, int]]) -> bool:
+        """Move the head of the waiting queue into the running batch with ``n_new`` tokens this step, if its KV
+        blocks can be allocated (False, and nothing changes, when they cannot)."""
+        if not self._alloc(req, n_new):
+            return False
+        self.waiting.popleft()
+        self.running.append(req)
+        if req.scheduled_at < 0:
+            req.scheduled_at = self.now
+        sched.append((req, n_new))
+        return True
 
     def _schedule_v0(self) -> list[tuple[_Req, int]]:
         budget = self.engine.max_num_batched_tokens
@@ -820,13 +827,8 @@ class _Sim:
             n_new = req.prompt + req.produced - req.computed
             if n_new > budget and sched:
                 break
-            if not self._alloc(req, n_new):
+            if not self._admit(req, n_new, sched):
                 break
-            self.waiting.popleft()
-            self.running.append(req)
-            if req.scheduled_at < 0:
-                req.scheduled_at = self.now
-            sched.append((req, n_new))
             budget -= n_new
             if budget <= 0:
                 break
