@@ -23,12 +23,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_roofline.errors import RooflineError
+from pytest_roofline.errors import NotMeasured, RooflineError
 from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, parse_limit
+from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import hardware
 from pytest_roofline.model.setup import SetupError, build_setup
 from pytest_roofline.quantities import registry as quantities
+from pytest_roofline.quantities.measurement import client_value
 from pytest_roofline.units import GB, GIB
 
 __all__ = ["main", "predict_rows"]
@@ -83,24 +85,16 @@ def _measured_point(doc: Mapping[str, Any] | None, concurrency: int | None, rate
     """The recorded values of the closed-loop point at ``concurrency`` (or the open-loop one at ``rate``)."""
     if not doc:
         return {}
-    for pt in doc.get("points") or []:
-        if pt.get("id") == "batch1":
-            continue
-        if concurrency is not None and not (pt.get("mode") == "closed" and pt.get("concurrency") == concurrency):
-            continue
-        if rate is not None and not (pt.get("mode") == "open" and pt.get("rate_req_s") is not None
-                                     and abs(float(pt["rate_req_s"]) - rate) <= 1e-9 * max(1.0, rate)):
-            continue
-        client = pt.get("client") or {}
-        out = {}
-        for name, (key, stat) in _MEASURED_FIELDS.items():
-            v = client.get(key)
-            if isinstance(v, dict):
-                v = v.get(stat) if stat else None
-            if isinstance(v, (int, float)):
-                out[name] = float(v)
-        return out
-    return {}
+    try:
+        pt = RecordedMeasurement(doc).point(concurrency=concurrency, rate=rate)
+    except NotMeasured:
+        return {}
+    out = {}
+    for name, (key, stat) in _MEASURED_FIELDS.items():
+        v = client_value(pt, key, *([stat] if stat else []))
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[name] = float(v)
+    return out
 
 
 def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict]]:

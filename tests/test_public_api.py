@@ -30,3 +30,12 @@ def test_the_model_layer_imports_no_measurement_stack() -> None:
             "print(sorted(m for m in ('httpx', 'numpy', 'prometheus_client', 'pytest') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_loading_the_plugin_imports_no_numpy_or_http_stack() -> None:
+    """The plugin loads in every pytest run of every project it is installed in: the measurement stack (numpy,
+    httpx, prometheus_client) is imported only when something is measured or a schedule is drawn."""
+    code = ("import sys, pytest_roofline.pytest_plugin.plugin\n"
+            "print(sorted(m for m in ('httpx', 'numpy', 'prometheus_client') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -12,12 +12,14 @@ from __future__ import annotations
 import datetime as dt
 import html
 import json
-import os
-import stat
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_gpu_mode import _fake_smi  # noqa: E402  (the fake nvidia-smi the GPU-mode tests use)
 
 REPO = Path(__file__).resolve().parent.parent
 CPU_TINY = REPO / "predictions" / "cpu-tiny.yaml"
@@ -82,12 +84,7 @@ def test_html_environment_shows_the_gpu_detected_before_the_sweep_stopped(
     file records the detection), and the report's environment must still name the GPU that was found."""
     pytest.importorskip("pytest_html")
     pytester.makefile(".roofline.yaml", plan=SPEC)
-    bin_dir = pytester.path / "bin"
-    bin_dir.mkdir()
-    smi = bin_dir / "nvidia-smi"
-    smi.write_text(f"#!/bin/sh\necho '{SMI_LINE}'\n")
-    smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    monkeypatch.setenv("PATH", _fake_smi(pytester.path, SMI_LINE))
     result = pytester.runpytest("--gpu", "a100", "--html", "report.html", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, errors=1)
     assert "plans on a100-pcie-80gb but this machine has a100-sxm4-80gb" in result.stdout.str()

@@ -708,6 +708,11 @@ def littles_law_l(throughput_req_per_s: float, mean_latency_s: float) -> float:
                                                                                        mean_latency_s)
 
 
+#: prefix-cache hit rate above which a sweep point's numbers count as flattered by the cache ("contaminated"):
+#: the one default, read by the quantities' Thresholds, the /metrics scraper and calibration (README: 10 %)
+DEFAULT_CONTAMINATION_HIT_RATE = 0.10
+
+
 # --------------------------------------------------------------------------------------------------------
 # Goodput under SLOs
 # --------------------------------------------------------------------------------------------------------

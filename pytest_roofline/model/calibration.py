@@ -28,8 +28,8 @@ Prefix-cache hits
     most of their prompt cached and others with none, not as the same share of every prompt; and the rate
     moves during a run (the notebook's C=64 point drained from 45% to 16%). One average rate does not
     describe the TTFT distribution that follows. So a point whose hit rate is above the
-    contamination threshold (``quantities.analysis.Thresholds().contamination``, 10%; :data:`CONTAMINATION`
-    here, as the model layer may not import that layer) contributes no TTFT residual (:func:`screen_points`):
+    contamination threshold (``analytical.DEFAULT_CONTAMINATION_HIT_RATE``, 10%, which
+    ``quantities.analysis.Thresholds`` also defaults to) contributes no TTFT residual (:func:`screen_points`):
     without this the fit lowers ``flop_efficiency`` to explain a TTFT set by cache hits and arrival waves.
 
 Identifiability
@@ -94,9 +94,8 @@ MAX_LOG_SD = 0.5
 RANK_RTOL = 1e-6
 #: finite-difference step in log space (3%): larger than the simulator's step-quantisation wiggle
 FD_STEP_LOG = 0.03
-#: prefix-cache hit rate above which a point's TTFT is left out of the fit; the same value as
-#: ``quantities.analysis.Thresholds().contamination`` (tests/test_calibration.py checks they agree)
-CONTAMINATION = 0.10
+#: prefix-cache hit rate above which a point's TTFT is left out of the fit (the project's one contamination default)
+CONTAMINATION = an.DEFAULT_CONTAMINATION_HIT_RATE
 #: the value a zero-default parameter starts from when it is fitted (log space needs a positive start)
 ZERO_START = {"_s": 1e-4, "efficiency": 0.5}
 

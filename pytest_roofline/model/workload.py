@@ -21,8 +21,10 @@ Pure: no I/O, no clock; the same arguments always give the same array.
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where a schedule is drawn, not when the plugin loads (every pytest start)
+    import numpy as np
 
 __all__ = ["seeded_rng", "arrival_offsets_s", "STREAM_PROMPT", "STREAM_PREFIX", "STREAM_SCHEDULE",
            "STREAM_WARMUP_SCHEDULE", "STREAM_PERMUTATION"]
@@ -40,6 +42,7 @@ def _entropy(seed: int, stream_id: str) -> list[int]:
 
 def seeded_rng(seed: int, stream_id: str, *spawn_key: int) -> np.random.Generator:
     """The generator of one stream of one point: seeded by (seed, sha256(stream_id)) and the spawn key."""
+    import numpy as np
     return np.random.default_rng(np.random.SeedSequence(_entropy(seed, stream_id), spawn_key=spawn_key))
 
 
@@ -51,6 +54,8 @@ def arrival_offsets_s(*, rate_req_per_s: float, burstiness: float = 1.0, seed: i
     ``count`` arrivals, or (with ``horizon_s``) those before the horizon, whichever comes first; one of them is
     required. ``warmup`` draws the warm-up phase's schedule from its own stream.
     """
+    import numpy as np
+
     if not (rate_req_per_s > 0 and np.isfinite(rate_req_per_s)):
         raise ValueError("arrival_offsets_s needs a finite rate_req_per_s > 0")
     if not burstiness > 0:

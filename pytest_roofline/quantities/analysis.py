@@ -32,7 +32,7 @@ class Thresholds:
     knee_gain: float = 0.10  # throughput knee: smallest concurrency whose doubling adds less than this fraction
     queue_fraction: float = 0.10  # a point queues when vLLM's mean queue time exceeds this share of mean E2E
     ttft_knee_ratio: float = 2.0  # TTFT knee: smallest concurrency with p99 TTFT > ratio × p50 TTFT
-    contamination: float = 0.10  # prefix-cache hit rate above which a point is marked contaminated
+    contamination: float = an.DEFAULT_CONTAMINATION_HIT_RATE  # prefix-cache hit rate marking a point contaminated
 
 
 def closed_points(points: Iterable[PointRecord] | Mapping[str, Any] | None) -> list[PointRecord]:
