@@ -14,61 +14,398 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import os
 import sys
 import tempfile
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_roofline.errors import NotMeasured, RooflineError
+from pytest_roofline.errors import HardwareOverrideError, ModelOverrideError, NotMeasured, RooflineError, UnitError
 from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, parse_limit
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.model import analytical as an
-from pytest_roofline.model import hardware
-from pytest_roofline.model.setup import SetupError, build_setup
+from pytest_roofline.model import dtypes, hardware, vllm_defaults
+from pytest_roofline.model.setup import Setup, SetupError, build_setup, kv_accounting
 from pytest_roofline.quantities import registry as quantities
 from pytest_roofline.quantities.measurement import client_value
-from pytest_roofline.units import GB, GIB
+from pytest_roofline.units import GB, GIB, MIB, parse_printed_number, to_int, to_si
 
-__all__ = ["main", "predict_rows"]
+__all__ = ["main", "predict_rows", "kv_pool"]
 
 
-def predict_rows(*, hardware_id: str, model: str, context_tokens: float, batches: Sequence[int],
-                 engine_version: str | None = None, dtype: str = "bf16") -> dict:
-    """The analytical table as plain data: one row per batch plus ridge, asymptote and knee."""
-    setup = build_setup(hardware_ref=hardware_id, model_ref=model, model_overrides={"dtype": dtype},
-                        engine={"name": "vllm", "version": engine_version} if engine_version else {},
-                        workload={"kv_context": context_tokens})
-    kw = dict(weight_bytes=setup.weight_bytes, flop_per_token=setup.flop_per_token,
-              kv_bytes_per_seq=setup.kv_bytes_per_seq, hbm_bytes_per_s=setup.hbm_bytes_per_s,
-              peak_flop_per_s=setup.peak_flop_per_s)
+# --------------------------------------------------------------------------------------------------------------
+# setup flags: --tp, --kv-cache-dtype, --set hardware.X=... -> the same build_setup inputs a YAML file gives
+# --------------------------------------------------------------------------------------------------------------
+#: the sections ``--set`` writes into, as a prediction file names them
+_SET_SECTIONS = ("hardware", "model", "engine", "workload")
+#: engine.<key> that ``--set`` takes besides ``engine.args.<arg>`` and ``engine.reserves.<term>`` (text values);
+#: ``entrypoint`` is serve (``vllm serve``) or llm (the offline ``LLM`` class)
+_ENGINE_TEXT_KEYS = ("version", "model", "entrypoint")
+_RESERVES = ("activation", "non_torch", "cuda_graphs")
+
+
+def _flag_type(parse: Any, what: str) -> Any:
+    """An argparse ``type=``: ``parse(text)``, a ValueError becoming argparse's one-line usage error."""
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except (ValueError, RooflineError) as exc:
+            raise argparse.ArgumentTypeError(f"{str(text)[:60]!r}: {exc}") from None
+    convert.__name__ = what  # argparse names the type in "invalid <name> value" messages
+    return convert
+
+
+def _whole_at_least_1(text: str) -> int:
+    n = parse_printed_number(text)
+    if not isinstance(n, int) or n < 1:
+        raise ValueError("must be a whole number >= 1")
+    return n
+
+
+def _share_of_memory(text: str) -> float:
+    x = float(to_si(text, "ratio"))  # 0.9 or 90%
+    if not (math.isfinite(x) and 0 < x <= 1):  # vLLM refuses it outside (0, 1] too (setup.py cites where)
+        raise ValueError("must be a share of the device memory, 0 < x <= 1 (e.g. 0.9 or 90%)")
+    return x
+
+
+def _release(text: str) -> str:
+    vllm_defaults.parse_version(text)  # a release such as 0.8.5 or v0.33.0; a date or a word is refused
+    return text.strip()
+
+
+def _kv_cache_dtype(text: str) -> str:
+    known = dtypes.names("kv")  # the one dtype table; read at call time (what the KV model accepts)
+    if dtypes.dtype_key(text) not in known:
+        raise ValueError(f"unknown KV-cache dtype; use one of {', '.join(known)}")
+    return text.strip()
+
+
+def _entrypoint(text: str) -> str:
+    e = text.strip().lower()
+    if e not in ("serve", "llm"):
+        raise ValueError("use serve (vllm serve, the OpenAI server) or llm (the offline LLM class)")
+    return e
+
+
+def _set_item(text: str) -> tuple[tuple[str, ...], str]:
+    """``hardware.memory_bytes=80GiB`` -> ``(("hardware", "memory_bytes"), "80GiB")``; the section checked."""
+    path_text, eq, value = str(text).partition("=")
+    path = tuple(p.strip() for p in path_text.split("."))
+    if not eq or not all(path) or len(path) < 2:
+        raise ValueError("write SECTION.FIELD=VALUE, e.g. hardware.hbm_bytes_per_s=3.0e12, model.num_layers=40 "
+                         "or engine.args.max_num_seqs=128")
+    section = path[0]
+    if section not in _SET_SECTIONS:
+        raise ValueError(f"unknown section {section!r}; --set takes {', '.join(s + '.<field>' for s in _SET_SECTIONS)}")
+    if section == "engine":
+        _engine_path(path)
+    elif section == "workload":
+        _workload_path(path)
+    elif section == "hardware" and len(path) > 2 and path[1] != "peak_flop_per_s":
+        raise ValueError(f"hardware.{path[1]} has no parts; only hardware.peak_flop_per_s.<dtype> does")
+    elif section == "model" and len(path) > 2 and (path[1] != "quantization" or len(path) > 3):
+        raise ValueError(f"model.{'.'.join(path[1:])}: a model field has no parts; only model.quantization.<key> "
+                         "does (method, bits, group_size, zero_point, ...)")
+    return path, value.strip()
+
+
+def _engine_path(path: tuple[str, ...]) -> None:
+    key = path[1]
+    if key in ("args", "env") and len(path) == 3:  # env: the engine's environment (VLLM_USE_V1=0: the V0 engine)
+        return
+    if key == "reserves" and len(path) == 3 and path[2] in _RESERVES:
+        return
+    if key in (*_ENGINE_TEXT_KEYS, "cpu_kvcache_space") and len(path) == 2:
+        return
+    raise ValueError(f"unknown engine field {'.'.join(path[1:])!r}; known: engine.args.<vLLM argument>, "
+                     "engine.env.<VARIABLE>, "
+                     f"{', '.join('engine.reserves.' + r for r in _RESERVES)}, "
+                     f"{', '.join('engine.' + k for k in (*_ENGINE_TEXT_KEYS, 'cpu_kvcache_space'))}")
+
+
+def _workload_path(path: tuple[str, ...]) -> None:
+    from pytest_roofline.format.spec import WORKLOAD_FIELDS
+
+    known = [k for k, f in WORKLOAD_FIELDS.items() if f.kind in ("int", "number")]
+    if len(path) != 2 or path[1] not in known:
+        raise ValueError(f"unknown workload field {'.'.join(path[1:])!r}; known: "
+                         + ", ".join(f"workload.{k}" for k in known))
+
+
+def _arg_value(text: str) -> Any:
+    """An ``engine.args`` value as the YAML reader would type it: true/false, a number (``8,192``, ``1e3``; a
+    size with a byte unit, ``4GiB``, as bytes), else the text (``fp8``, ``awq``)."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("null", "none", "~"):
+        return None
+    try:
+        return parse_printed_number(text)
+    except RooflineError:
+        pass
+    try:
+        return to_si(text, "bytes")
+    except RooflineError:
+        return text.strip()
+
+
+def _typed(path: tuple[str, ...], value: str) -> Any:
+    """The value of one ``--set`` as the section reads it (the unit parser, ``pytest_roofline/units.py``)."""
+    section = path[0]
+    if section == "model" and len(path) == 3:  # model.quantization.bits=4: typed as the YAML reader would
+        return _arg_value(value)
+    if section in ("hardware", "model"):
+        return value  # the catalog converts it with the field's own unit (hardware.py, architecture.py)
+    if section == "workload":
+        from pytest_roofline.format.spec import WORKLOAD_FIELDS
+
+        return to_int(value) if WORKLOAD_FIELDS[path[1]].kind == "int" else to_si(value, "count")
+    if path[1] in ("reserves", "cpu_kvcache_space"):
+        return to_si(value, "bytes")
+    if path[1] == "args":
+        return _arg_value(value)
+    return value
+
+
+def _put(tree: dict[str, Any], path: tuple[str, ...], value: Any, given: dict[tuple[str, ...], str],
+         flag: str) -> None:
+    """Write ``value`` at ``path``; the same field given twice with different values is a usage error."""
+    if path in given and _get(tree, path) != value:
+        raise ValueError(f"{'.'.join(path)} is given twice ({given[path]} and {flag}); give it once")
+    given[path] = flag
+    node = tree
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+
+
+def _get(tree: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = tree
+    for key in path:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return node
+
+
+#: flag -> (its dest in the namespace, where it goes in a prediction file's setup)
+_SETUP_FLAGS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("--dtype", "dtype", ("model", "dtype")),
+    ("--tp", "tensor_parallel_size", ("engine", "args", "tensor_parallel_size")),
+    ("--pp", "pipeline_parallel_size", ("engine", "args", "pipeline_parallel_size")),
+    ("--kv-cache-dtype", "kv_cache_dtype", ("engine", "args", "kv_cache_dtype")),
+    ("--quantization", "quantization", ("engine", "args", "quantization")),
+    ("--engine-version", "engine_version", ("engine", "version")),
+    ("--entrypoint", "entrypoint", ("engine", "entrypoint")),
+    ("--gpu-memory-utilization", "gpu_memory_utilization", ("engine", "args", "gpu_memory_utilization")),
+    ("--max-model-len", "max_model_len", ("engine", "args", "max_model_len")),
+    ("--max-num-seqs", "max_num_seqs", ("engine", "args", "max_num_seqs")),
+    ("--max-num-batched-tokens", "max_num_batched_tokens", ("engine", "args", "max_num_batched_tokens")),
+    ("--block-size", "block_size", ("engine", "args", "block_size")),
+)
+
+
+def _setup_tree(args: argparse.Namespace, base: Mapping[str, Any] | None = None,
+                workload: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The setup sections the flags describe, over ``base`` (a prediction file's own sections): plain data in
+    the shape a YAML file has, for :func:`build_setup`."""
+    tree: dict[str, Any] = copy.deepcopy(dict(base or {}))
+    tree.setdefault("engine", {}).setdefault("name", "vllm")
+    given: dict[tuple[str, ...], str] = {}
+    for flag, dest, path in _SETUP_FLAGS:
+        value = getattr(args, dest, None)
+        if value is not None:
+            _put(tree, path, value, given, flag)
+    for key, value in (workload or {}).items():
+        if value is not None:
+            _put(tree, ("workload", key), value, given, f"--{key.replace('_', '-')}")
+    for path, text in getattr(args, "set", None) or []:
+        try:
+            value = _typed(path, text)
+        except RooflineError as exc:
+            raise UnitError(f"--set {'.'.join(path)}={text[:60]}: {exc}") from None
+        _put(tree, path, value, given, f"--set {'.'.join(path)}")
+    return tree
+
+
+def _merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``, mapping by mapping (``peak_flop_per_s.bf16`` keeps the file's fp8 override)."""
+    out = dict(base)
+    for key, value in top.items():
+        below = out.get(key)
+        out[key] = _merged(below, value) if isinstance(below, Mapping) and isinstance(value, Mapping) else value
+    return out
+
+
+def _build(hardware_ref: Any, model_ref: Any, tree: Mapping[str, Any], *, hardware_overrides: Mapping[str, Any]
+           | None = None, model_overrides: Mapping[str, Any] | None = None) -> Setup:
+    """:func:`build_setup` over the sections (the one resolution of a setup, as for a YAML file); an error in a
+    ``--set`` field says so, and a warning (an engine version the project does not know) goes to stderr."""
+    hw_over = _merged(hardware_overrides or {}, tree.get("hardware", {}))
+    model_over = _merged(model_overrides or {}, tree.get("model", {}))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            setup = build_setup(hardware_ref=hardware_ref, hardware_overrides=hw_over, model_ref=model_ref,
+                                model_overrides=model_over, engine=tree.get("engine"), workload=tree.get("workload"))
+        except (HardwareOverrideError, ModelOverrideError) as exc:
+            raise type(exc)(f"--set: {exc}") from None
+    for w in caught:
+        print(f"roofline: warning: {w.message}", file=sys.stderr)
+    return setup
+
+
+def predict_rows(*, hardware_id: str | None = None, model: str | None = None, context_tokens: float | None = None,
+                 batches: Sequence[int], engine_version: str | None = None, dtype: str = "bf16",
+                 setup: Setup | None = None) -> dict:
+    """The analytical table as plain data: one row per batch plus ridge, asymptote and knee, and the KV pool
+    (:func:`kv_pool`).  ``setup``: an already resolved :class:`Setup` (what the CLI's flags built); without it
+    one is built from ``hardware_id``, ``model``, ``context_tokens``, ``engine_version`` and ``dtype``."""
+    if setup is None:
+        if not (hardware_id and model):
+            raise ValueError("predict_rows needs a setup, or hardware_id and model")
+        setup = build_setup(hardware_ref=hardware_id, model_ref=model, model_overrides={"dtype": dtype},
+                            engine={"name": "vllm", "version": engine_version} if engine_version else {},
+                            workload={"kv_context": 1024 if context_tokens is None else context_tokens})
+    # one GPU's share under tensor parallelism (its weights, FLOPs and KV heads at its own bandwidth and peak),
+    # plus the step's all-reduces (Setup.allreduce); at TP = 1 the whole model, no all-reduce
+    multi = setup.num_gpus > 1
+    kw = dict(weight_bytes=setup.weight_bytes_per_gpu if multi else setup.weight_bytes,
+              flop_per_token=setup.flop_per_token_per_gpu if multi else setup.flop_per_token,
+              kv_bytes_per_seq=setup.kv_bytes_per_seq_per_gpu_at(None) if multi else setup.kv_bytes_per_seq,
+              hbm_bytes_per_s=setup.hbm_bytes_per_s, peak_flop_per_s=setup.peak_flop_per_s)
+    allreduce = setup.allreduce() if setup.tensor_parallel_size > 1 else None
     rows = []
+    decode_error = None
+    try:
+        setup.require_single_stage("the decode table")
+    except SetupError as exc:
+        decode_error, batches = str(exc), []
     for b in batches:
-        s = an.decode_step(b, **kw)
+        s = an.decode_step(b, **kw, allreduce_s=allreduce.time_s(b) if allreduce else 0.0)
         rows.append({
             "batch": b, "intensity_flop_per_byte": s.intensity_flop_per_byte,
             "weight_only_intensity_flop_per_byte": s.weight_only_intensity_flop_per_byte,
             "t_mem_ms": s.t_mem_s * 1e3, "t_comp_ms": s.t_comp_s * 1e3, "t_step_ms": s.t_step_s * 1e3,
             "bound": s.bound, "throughput_tok_per_s": s.throughput_tok_per_s,
             "per_request_tok_per_s": s.per_request_tok_per_s, "kv_total_gib": s.kv_total_bytes / GIB,
+            "t_allreduce_ms": s.t_allreduce_s * 1e3,
         })
     knee = an.roofline_knee(**kw)
+    w, kv_seq = kw["weight_bytes"], kw["kv_bytes_per_seq"]
     return {
-        "hardware": setup.hardware.id, "model": setup.model.name, "context_tokens": context_tokens,
+        "hardware": setup.hardware.id, "model": setup.model.name, "context_tokens": setup.kv_context_tokens,
         "weight_bytes": setup.weight_bytes, "kv_bytes_per_token": setup.kv_bytes_per_token,
+        "kv_bytes_per_token_per_gpu": setup.kv_bytes_per_token_per_gpu,
         "ridge_flop_per_byte": an.ridge_flop_per_byte(setup.peak_flop_per_s, setup.hbm_bytes_per_s),
-        "intensity_asymptote_flop_per_byte": an.intensity_asymptote_flop_per_byte(setup.flop_per_token,
-                                                                                  setup.kv_bytes_per_seq),
-        "half_saturation_batch": an.half_saturation_batch(setup.weight_bytes, setup.kv_bytes_per_seq),
-        "throughput_asymptote_tok_per_s": an.throughput_asymptote_tok_per_s(setup.hbm_bytes_per_s,
-                                                                            setup.kv_bytes_per_seq),
-        "batch1_ceiling_tok_per_s": an.batch1_ceiling_tok_per_s(setup.hbm_bytes_per_s, setup.weight_bytes),
-        "knee_batch": knee.batch, "knee_reason": knee.reason,
+        "intensity_asymptote_flop_per_byte": an.intensity_asymptote_flop_per_byte(kw["flop_per_token"], kv_seq),
+        "half_saturation_batch": an.half_saturation_batch(w, kv_seq),
+        "throughput_asymptote_tok_per_s": an.throughput_asymptote_tok_per_s(setup.hbm_bytes_per_s, kv_seq),
+        "batch1_ceiling_tok_per_s": an.batch1_ceiling_tok_per_s(setup.hbm_bytes_per_s, w),
+        "knee_batch": knee.batch, "knee_reason": knee.reason, "decode_error": decode_error,
+        **kv_pool(setup),
         "rows": rows,
     }
+
+
+#: the engine settings the KV pool and the scheduler depend on, shown with where each value came from:
+#: shown name -> (Setup attribute, key of Setup.sources)
+_ENGINE_SETTINGS = {
+    "engine": ("engine_kind", "engine"), "entrypoint": ("engine_entrypoint", "usage"),
+    **{name: (name, name) for name in ("gpu_memory_utilization", "block_size", "max_num_seqs",
+                                       "max_num_batched_tokens", "enable_chunked_prefill", "enable_prefix_caching")},
+}
+
+#: vLLM's max_model_len when none is given: the model config's position limit (max_position_embeddings first
+#: among the keys it reads; vllm/config.py ``_get_and_verify_max_len``, vLLM v0.6.3, github.com/vllm-project/vllm)
+_MAX_MODEL_LEN_DEFAULT = ("the model's max_position_embeddings, vLLM's default max_model_len (vllm/config.py "
+                          "_get_and_verify_max_len)")
+
+
+def _max_model_len(setup: Setup) -> tuple[int | None, str]:
+    if setup.max_model_len:
+        return int(setup.max_model_len), "given (engine.args.max_model_len)"
+    mpe = getattr(setup.model, "max_position_embeddings", None)
+    if mpe:
+        return int(mpe), _MAX_MODEL_LEN_DEFAULT
+    return None, "not known: the model has no max_position_embeddings; give --max-model-len"
+
+
+def kv_pool(setup: Setup) -> dict[str, Any]:
+    """The KV pool vLLM allocates for ``setup`` (``model.setup.kv_accounting``, the accounting every quantity
+    uses) as plain data with units in the names, and the engine settings behind it with their sources.
+
+    When the pool cannot be computed (a chip without a memory figure), the numbers are None and
+    ``kv_pool_error`` says why."""
+    mml, mml_source = _max_model_len(setup)
+    scheme = getattr(setup, "quantization", None)  # model.quantization.QuantScheme, or None: unquantized
+    settings = {}
+    for name, (attr, key) in _ENGINE_SETTINGS.items():
+        value = getattr(setup, attr, None)
+        if value is None and key not in setup.sources:
+            continue  # not resolved for this setup
+        given = name in (setup.engine_args or {})
+        source = "given (engine.args." + name + ")" if given else setup.sources.get(key, "the project's default")
+        settings[name] = {"value": value, "source": source}
+    out: dict[str, Any] = {
+        "engine": setup.engine_name, "engine_version": setup.engine_version,
+        "entrypoint": getattr(setup, "engine_entrypoint", None) or "serve",
+        "tensor_parallel_size": int(setup.tensor_parallel_size),
+        "pipeline_parallel_size": int(getattr(setup, "pipeline_parallel_size", 1) or 1),
+        "weight_dtype": setup.weight_dtype, "kv_cache_dtype": setup.kv_dtype,
+        "quantization": scheme.label() if scheme is not None else None,
+        "num_gpus": int(setup.num_gpus), "weight_bytes_per_gpu": float(setup.weight_bytes_per_gpu),
+        "block_size_tokens": int(setup.block_size),
+        "max_model_len_tokens": mml, "max_model_len_source": mml_source,
+        "engine_settings": settings,
+    }
+    pool: dict[str, Any] = dict.fromkeys(
+        ("num_gpu_blocks", "kv_cache_tokens", "kv_bytes_per_block", "kv_budget_bytes",
+         "activation_bytes", "non_torch_bytes", "cuda_graph_bytes", "available_kv_bytes", "available_kv_gib",
+         "max_concurrency_at_max_model_len"))
+    try:
+        acc = kv_accounting(setup)
+    except (SetupError, ValueError) as exc:
+        return {**out, **pool, "kv_pool_error": str(exc)}
+    pool.update(
+        num_gpu_blocks=acc.num_blocks, kv_cache_tokens=acc.kv_tokens, kv_bytes_per_block=acc.bytes_per_block,
+        kv_budget_bytes=acc.budget_bytes,
+        activation_bytes=acc.activation_bytes, non_torch_bytes=acc.non_torch_bytes,
+        cuda_graph_bytes=acc.cuda_graph_bytes, available_kv_bytes=acc.available_kv_bytes,
+        available_kv_gib=acc.available_kv_gib,
+        max_concurrency_at_max_model_len=acc.max_concurrency(mml) if mml else None,
+    )
+    return {**out, **pool, "kv_pool_error": None}
+
+
+def _kv_pool_lines(data: Mapping[str, Any]) -> list[str]:
+    """The KV pool and the engine settings as text, under the decode table."""
+    tp, pp = data["tensor_parallel_size"], data["pipeline_parallel_size"]
+    where = (f"{data['engine']} {data['engine_version'] or '(newest known release)'} {data['entrypoint']} · "
+             f"TP {tp} · PP {pp} · weights {data['weight_dtype']}"
+             + (f" ({data['quantization']})" if data["quantization"] else "") + f" · KV {data['kv_cache_dtype']}")
+    if data["kv_pool_error"]:
+        lines = [f"KV pool ({where}): not computed: {data['kv_pool_error']}"]
+    else:
+        budget = (f"of the {data['kv_budget_bytes'] / GIB:,.2f} GiB budget" if data["kv_budget_bytes"] is not None
+                  else "(an explicit pool)")
+        lines = [f"KV pool ({where}): {data['num_gpu_blocks']:,} GPU blocks × {data['block_size_tokens']} tokens = "
+                 f"{data['kv_cache_tokens']:,} KV tokens · {data['kv_bytes_per_block'] / MIB:,.2f} MiB per block · "
+                 f"available KV {data['available_kv_gib']:,.2f} GiB {budget} · weights per GPU "
+                 f"{data['weight_bytes_per_gpu'] / GIB:,.2f} GiB"]
+        mml = data["max_model_len_tokens"]
+        conc = data["max_concurrency_at_max_model_len"]
+        lines.append(f"max concurrency at max_model_len {mml:,} tokens: {conc:.2f}x ({data['max_model_len_source']})"
+                     if mml else f"max concurrency: {data['max_model_len_source']}")
+    lines.append("engine settings:")
+    for name, s in data["engine_settings"].items():
+        lines.append(f"  {name:<24} {s['value']!s:>8}  {s['source']}")
+    return lines
 
 
 #: predicted field -> (client section key, statistic) of a recorded point (results-schema.md)
@@ -106,10 +443,14 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict]]:
         from pytest_roofline.format.spec import load_spec
         from pytest_roofline.scoring import serving_sweep_for
 
+        if args.hardware or args.model:  # the file names its chip and model; a field of either is a --set
+            raise ValueError("--simulate FILE.yaml takes the file's hardware and model; change a field of them with "
+                             "--set hardware.FIELD=VALUE / --set model.FIELD=VALUE, or drop the file")
         spec = load_spec(args.simulate)
-        setup = build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides,
-                            model_ref=spec.model, model_overrides=spec.model_overrides, engine=spec.engine,
-                            workload=spec.workload)
+        tree = _setup_tree(args, base={"engine": spec.engine, "workload": spec.workload},
+                           workload={"input_len": args.input_len, "output_len": args.output_len})
+        setup = _build(spec.hardware, spec.model, tree, hardware_overrides=spec.hardware_overrides,
+                       model_overrides=spec.model_overrides)
         sweep = serving_sweep_for(spec, None, setup)
         keys = [p.key for p in sweep.points if p.key[0] != "batch1"]
         if args.concurrency:
@@ -119,9 +460,8 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict]]:
     else:
         if not (args.hardware and args.model):
             raise ValueError("--simulate needs a prediction file, or --hardware and --model")
-        engine = {"name": "vllm", "version": args.engine_version} if args.engine_version else {}
-        setup = build_setup(hardware_ref=args.hardware, model_ref=args.model, model_overrides={"dtype": args.dtype},
-                            engine=engine, workload={"input_len": args.input_len, "output_len": args.output_len})
+        tree = _setup_tree(args, workload={"input_len": args.input_len, "output_len": args.output_len})
+        setup = _build(args.hardware, args.model, tree)
         eng = sv.EngineConfig.from_setup(setup)
         constants = sv.default_constants(setup)
         if args.rate:
@@ -219,21 +559,35 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     if not (args.hardware and args.model):
         raise ValueError("predict needs --hardware and --model (or --simulate FILE.yaml)")
     batches = args.batch or [1, 2, 4, 8, 16, 32, 64, 128, 256]
-    data = predict_rows(hardware_id=args.hardware, model=args.model, context_tokens=args.context, batches=batches,
-                        engine_version=args.engine_version, dtype=args.dtype)
+    tree = _setup_tree(args, workload={"kv_context": args.context})
+    tree.setdefault("workload", {}).setdefault("kv_context", 1024)  # the table's default KV context
+    data = predict_rows(setup=_build(args.hardware, args.model, tree), batches=batches)
     if args.json:
         meta = {k: v for k, v in data.items() if k != "rows"}
         for row in data["rows"]:  # JSON lines: one object per batch, each carrying the ridge, asymptote and knee
             print(json.dumps({**row, **meta}))
+        if not data["rows"]:  # no decode table (PP > 1): the KV pool and the rest still, in one object
+            print(json.dumps(meta))
         return 0
+    per_gpu = ""
+    if data["tensor_parallel_size"] * data["pipeline_parallel_size"] > 1:
+        per_gpu = (f" · per GPU: weights {data['weight_bytes_per_gpu'] / 1e9:,.2f} GB, KV "
+                   f"{data['kv_bytes_per_token_per_gpu']:,.0f} B/token")
     print(f"{data['hardware']} · {data['model']} · KV context {data['context_tokens']:,.0f} tokens · "
-          f"weights {data['weight_bytes'] / 1e9:,.2f} GB · KV {data['kv_bytes_per_token']:,.0f} B/token")
-    print(f"{'B':>5} {'t_mem ms':>9} {'t_comp ms':>9} {'t_step ms':>9} {'FLOP/byte':>9} {'tok/s':>11} "
-          f"{'tok/s/req':>9} {'KV GiB':>8}  bound")
+          f"weights {data['weight_bytes'] / 1e9:,.2f} GB · KV {data['kv_bytes_per_token']:,.0f} B/token{per_gpu}")
+    if data["decode_error"]:
+        print(f"decode table: {data['decode_error']}")
+    tp = data["tensor_parallel_size"] > 1  # the all-reduce column: t_step = max(t_mem, t_comp) + all-reduce
+    if data["rows"]:
+        print(f"{'B':>5} {'t_mem ms':>9} {'t_comp ms':>9} {'t_step ms':>9} {'FLOP/byte':>9} {'tok/s':>11} "
+              f"{'tok/s/req':>9} {'KV GiB':>8} " + (f"{'AR ms':>7} " if tp else "") + " bound")
     for r in data["rows"]:
         print(f"{r['batch']:>5} {r['t_mem_ms']:>9.2f} {r['t_comp_ms']:>9.2f} {r['t_step_ms']:>9.2f} "
               f"{r['intensity_flop_per_byte']:>9.2f} {r['throughput_tok_per_s']:>11,.1f} "
-              f"{r['per_request_tok_per_s']:>9.1f} {r['kv_total_gib']:>8.2f}  {r['bound']}")
+              f"{r['per_request_tok_per_s']:>9.1f} {r['kv_total_gib']:>8.2f} "
+              + (f"{r['t_allreduce_ms']:>7.3f} " if tp else "") + f" {r['bound']}")
+    for line in _kv_pool_lines(data):
+        print(line)
     print(f"ridge {data['ridge_flop_per_byte']:.1f} FLOP/byte · intensity asymptote "
           f"{data['intensity_asymptote_flop_per_byte']:.1f} FLOP/byte · half-saturation B "
           f"{data['half_saturation_batch']:.1f} · throughput asymptote {data['throughput_asymptote_tok_per_s']:,.0f} "
@@ -398,25 +752,68 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_number(text: str) -> float:
+    x = float(to_si(text, "count"))
+    if not (math.isfinite(x) and x > 0):
+        raise ValueError("must be a positive number")
+    return x
+
+
+def _add_setup_flags(pr: argparse.ArgumentParser) -> None:
+    """The flags that describe a setup; each is the prediction-file field ``_SETUP_FLAGS`` names."""
+    g = pr.add_argument_group("setup (each flag is the prediction-file field named; they apply to --simulate too)")
+    whole = _flag_type(_whole_at_least_1, "N")
+    g.add_argument("--tp", "--tensor-parallel-size", dest="tensor_parallel_size", type=whole, metavar="N",
+                   help="tensor-parallel GPUs (engine.args.tensor_parallel_size)")
+    g.add_argument("--pp", "--pipeline-parallel-size", dest="pipeline_parallel_size", type=whole, metavar="N",
+                   help="pipeline-parallel stages (engine.args.pipeline_parallel_size)")
+    g.add_argument("--kv-cache-dtype", type=_flag_type(_kv_cache_dtype, "dtype"), metavar="DTYPE",
+                   help="KV-cache dtype as vLLM names it: auto (the model's dtype), fp8, fp8_e4m3, fp8_e5m2, ... "
+                        "(engine.args.kv_cache_dtype)")
+    g.add_argument("--quantization", metavar="METHOD",
+                   help="the checkpoint's quantization as vLLM names it: fp8, awq, gptq, ... "
+                        "(engine.args.quantization)")
+    g.add_argument("--engine-version", type=_flag_type(_release, "version"), metavar="X.Y.Z",
+                   help="the vLLM release whose defaults apply (engine.version; default: the newest known)")
+    g.add_argument("--entrypoint", type=_flag_type(_entrypoint, "entrypoint"), metavar="serve|llm",
+                   help="vllm serve or the offline LLM class: their defaults differ (engine.entrypoint)")
+    g.add_argument("--gpu-memory-utilization", type=_flag_type(_share_of_memory, "share"), metavar="X",
+                   help="share of each GPU's memory vLLM budgets, 0 < X <= 1 (engine.args.gpu_memory_utilization)")
+    g.add_argument("--max-model-len", type=whole, metavar="N", help="engine.args.max_model_len (tokens)")
+    g.add_argument("--max-num-seqs", type=whole, metavar="N", help="engine.args.max_num_seqs")
+    g.add_argument("--max-num-batched-tokens", type=whole, metavar="N", help="engine.args.max_num_batched_tokens")
+    g.add_argument("--block-size", type=whole, metavar="N", help="tokens per KV block (engine.args.block_size)")
+    g.add_argument("--set", action="append", type=_flag_type(_set_item, "SECTION.FIELD=VALUE"),
+                   metavar="SECTION.FIELD=VALUE",
+                   help="any other field, as a prediction file writes it, values with units: "
+                        "hardware.hbm_bytes_per_s=3.0e12, hardware.memory_bytes=80GiB, "
+                        "hardware.peak_flop_per_s.bf16=989TFLOP/s, model.num_layers=40, engine.args.X=Y, "
+                        "engine.reserves.activation=1GiB, workload.kv_context=4096; repeatable")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="roofline", description="pytest-roofline: performance predictions as tests")
     sub = p.add_subparsers(dest="cmd", required=True)
     pr = sub.add_parser("predict", help="print the analytical decode table")
     pr.add_argument("--hardware", "--gpu", help="catalog id, e.g. a100-sxm4-80gb (see `roofline hardware`)")
     pr.add_argument("--model", help="preset (qwen3-8b) or path to a HF config.json")
-    pr.add_argument("--context", type=float, default=1024, help="KV context per sequence in tokens (default 1024)")
+    pr.add_argument("--context", type=_flag_type(_positive_number, "tokens"),
+                    help="KV context per sequence in tokens (default 1024)")
     pr.add_argument("--batch", type=_batch_list, help="comma-separated batch sizes (default 1,2,4,...,256)")
-    pr.add_argument("--dtype", default="bf16", help="weight dtype: bf16, fp8, int4 (default bf16)")
-    pr.add_argument("--engine-version", help="vLLM version (for defaults)")
+    pr.add_argument("--dtype", help="weight dtype: bf16, fp8, int4 (default: the model's, bf16)")
+    _add_setup_flags(pr)
     pr.add_argument("--json", action="store_true",
-                    help="JSON lines: one object per batch, each carrying the ridge, asymptote and knee")
+                    help="JSON lines: one object per batch, each carrying the ridge, asymptote, knee and the KV "
+                         "pool (num_gpu_blocks, kv_cache_tokens, available_kv_bytes, weight_bytes_per_gpu, ...)")
     pr.add_argument("--simulate", nargs="?", const=True, metavar="FILE.yaml",
                     help="the serving model's predicted sweep: for a prediction file's setup and sweep, or (without "
                          "a file) for --hardware/--model/--input-len/--output-len/--concurrency or --rate")
     pr.add_argument("--results", help="with --simulate: a results file; prints the measured value and the error "
                                       "beside each predicted one")
-    pr.add_argument("--input-len", type=int, default=1024, help="with --simulate: prompt tokens (default 1024)")
-    pr.add_argument("--output-len", type=int, default=1024, help="with --simulate: output tokens (default 1024)")
+    pr.add_argument("--input-len", type=_flag_type(_whole_at_least_1, "tokens"),
+                    help="with --simulate: prompt tokens (default 1024, or the file's)")
+    pr.add_argument("--output-len", type=_flag_type(_whole_at_least_1, "tokens"),
+                    help="with --simulate: output tokens (default 1024, or the file's)")
     pr.add_argument("--concurrency", help="with --simulate: comma-separated closed-loop concurrencies")
     pr.add_argument("--rate", help="with --simulate: comma-separated open-loop request rates (req/s)")
     pr.set_defaults(fn=_cmd_predict)

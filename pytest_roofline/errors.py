@@ -25,7 +25,7 @@
     ├── MeasureError              the measurement path                                                (RuntimeError)
     │   ├── PointError            a sweep point could not be measured; carries the engine's log tail
     │   ├── LoadgenError          a load run that cannot be carried out at all
-    │   ├── GPUDetectionError     nvidia-smi is installed but did not answer
+    │   ├── GPUDetectionError     a GPU tool (nvidia-smi, amd-smi, rocm-smi) is installed but did not answer
     │   ├── EndpointError         an already-running server (--endpoint) could not be used
     │   └── EngineError           an engine problem; carries the engine's log tail
     │       ├── EngineStartError  the engine did not become ready
@@ -33,6 +33,7 @@
     └── PredictionMismatch        a prediction outside its tolerance                                  (AssertionError)
 
     CalibrationMismatchWarning    a calibration file used on a setup it was not fitted on         (UserWarning)
+    UnknownEngineVersionWarning   an engine version outside the releases known; names the one used (UserWarning)
 
 The built-in base named on the right is also a base, so ``except ValueError`` keeps working where it did.
 This module imports nothing from the package; every layer may import it.
@@ -50,6 +51,7 @@ __all__ = [
     "SetupError", "SetupValueError", "SimulationError", "CalibrationError", "SpecError", "NotMeasured", "ResultsError",
     "MeasureError", "PointError", "LoadgenError", "GPUDetectionError", "EndpointError",
     "EngineError", "EngineStartError", "EngineDied", "PredictionMismatch", "CalibrationMismatchWarning",
+    "UnknownEngineVersionWarning",
 ]
 
 
@@ -179,7 +181,7 @@ class LoadgenError(MeasureError):
 
 
 class GPUDetectionError(MeasureError):
-    """nvidia-smi is installed but did not answer (driver not loaded, no permission, ...)."""
+    """A GPU tool (nvidia-smi, amd-smi, rocm-smi) is installed but failed, hung or printed something else."""
 
 
 class EndpointError(MeasureError):
@@ -223,3 +225,8 @@ class PredictionMismatch(RooflineError, AssertionError):
 
 class CalibrationMismatchWarning(UserWarning):
     """A prediction file names a calibration fitted on another setup; the message names what differs."""
+
+
+class UnknownEngineVersionWarning(UserWarning):
+    """An engine version older or newer than the releases whose defaults were read; the message names the
+    nearest known release, whose defaults are used instead."""

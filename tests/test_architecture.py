@@ -276,8 +276,8 @@ def test_missing_key_is_named():
 
 
 def test_unsupported_model_type_is_named():
-    with pytest.raises(UnsupportedModelError, match="'deepseek_v3'.*llama"):
-        from_hf_config({**TINY_CONFIG, "model_type": "deepseek_v3"})
+    with pytest.raises(UnsupportedModelError, match="'mamba'.*llama"):
+        from_hf_config({**TINY_CONFIG, "model_type": "mamba"})
 
 
 def test_bad_values_are_config_errors():

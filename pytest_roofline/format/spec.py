@@ -64,7 +64,9 @@ TOP_FIELDS: dict[str, F] = {
     "hardware": F("any", "catalog id of the exact chip (e.g. a100-sxm4-80gb), or a mapping {id: ..., <field>: "
                          "override}", required=True),
     "model": F("any", "preset name (qwen3-8b), a path to a HF config.json, or a mapping {name: ..., <field>: "
-                      "override} / a nominal model {params: 8.0e9, num_layers: 32, num_kv_heads: 8, head_dim: 128}",
+                      "override} / a nominal model {params: 8.0e9, num_layers: 32, num_kv_heads: 8, head_dim: 128}; "
+                      "a weight-quantization scheme as {name: ..., quantization: {method: awq, bits: 4, group_size: "
+                      "128}} (a checkpoint's config.json quantization_config is read by itself)",
                required=True),
     "engine": F("map", "the serving engine: {name: vllm, version: '0.26.0', model: <HF id or path to serve>, args: "
                        "{gpu_memory_utilization: 0.9, ...}, env: {...}, reserves: {activation: 0.4 GiB, ...}}"),
@@ -103,9 +105,13 @@ PREDICTION_FIELDS: dict[str, F] = {
 ENGINE_FIELDS: dict[str, F] = {
     "name": F("str", "the engine (vllm)", enum=("vllm",)),
     "version": F("str", "the engine version the predictions assume (its defaults are used), e.g. '0.26.0'"),
+    "entrypoint": F("str", "whose defaults the model uses: serve (vllm serve, the default) or llm (the offline "
+                           "LLM class; the measurement path still launches vllm serve)", enum=("serve", "llm")),
     "model": F("str", "what the engine serves: a HF id or a local path (default: the model preset's HF id)"),
     "args": F("map", "engine arguments (gpu_memory_utilization, max_model_len, block_size, max_num_seqs, "
-                     "max_num_batched_tokens, dtype, kv_cache_dtype, enforce_eager, enable_prefix_caching, ...)"),
+                     "max_num_batched_tokens, dtype (the activation dtype), kv_cache_dtype (auto: the activation "
+                     "dtype), quantization (vLLM's --quantization: fp8, awq, awq_marlin, gptq, ...), enforce_eager, "
+                     "enable_prefix_caching, ...)"),
     "env": F("map", "environment variables for the engine process"),
     "reserves": F("map", "non-KV memory reserves: {activation: 0.4 GiB, non_torch: 0.5 GiB, cuda_graphs: 0.5 GiB}"),
     "cpu_kvcache_space": F("value", "CPU engine KV pool (VLLM_CPU_KVCACHE_SPACE), e.g. 1 GiB"),
@@ -752,7 +758,7 @@ def _engine(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
     m = ctx.mapping(node, "engine", ENGINE_FIELDS)
     out: dict[str, Any] = {"name": "vllm"}
     for key, (_kn, v) in m.items():
-        if key in ("name", "version", "model"):
+        if key in ("name", "version", "model", "entrypoint"):
             out[key] = ctx.string(v, f"engine.{key}", ENGINE_FIELDS[key].enum)
         elif key in ("args", "env"):
             out[key] = ctx.plain(ctx_map_check(ctx, v, f"engine.{key}"))

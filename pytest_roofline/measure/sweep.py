@@ -285,7 +285,8 @@ class Measurements(MeasurementProvider):
         det = self._detect()
         if det is None:
             raise PointError(f"--gpu {self.gpu}: no NVIDIA GPU detected on this machine (nvidia-smi not found "
-                             "or it lists no GPU); run without --gpu for the math alone, or --gpu cpu")
+                             "or it lists no GPU; nor an AMD GPU from amd-smi / rocm-smi); run without --gpu for "
+                             "the math alone, or --gpu cpu")
         if det.variant is None:
             raise PointError(f"detected GPU {det.name!r} is not in the hardware catalog; measure it with "
                              f"--reanchor after adding it, or declare its figures in the YAML")

@@ -53,6 +53,13 @@ __all__ = [
     "max_context_for_knee_tokens",
     "batch1_ceiling_tok_per_s",
     "prefill_floor_s",
+    # tensor parallelism
+    "AllReduceCost",
+    "ring_allreduce_time_s",
+    "tensor_parallel_allreduce",
+    "DEFAULT_ALLREDUCE_LATENCY_S",
+    "ACTIVATION_BYTES",
+    "ALLREDUCES_PER_LAYER",
     # projection traffic
     "ProjectionTraffic",
     "projection_traffic",
@@ -140,15 +147,19 @@ class DecodeStep:
     throughput_tok_per_s: float
     per_request_tok_per_s: float
     achieved_flop_per_s: float
+    t_allreduce_s: float = 0.0
 
 
 def decode_step(batch: float, *, weight_bytes: float, flop_per_token: float, kv_bytes_per_seq: float,
-                hbm_bytes_per_s: float, peak_flop_per_s: float) -> DecodeStep:
+                hbm_bytes_per_s: float, peak_flop_per_s: float, allreduce_s: float = 0.0) -> DecodeStep:
     """Model one decode step of ``batch`` sequences.
 
     ``weight_bytes`` are the bytes streamed per step (read once, shared across the batch);
     ``flop_per_token`` is 2 x streamed parameters; ``kv_bytes_per_seq`` is context tokens x KV bytes per
     token (each sequence reads its own cache every step).  ``batch`` may be fractional for analysis.
+    Under tensor parallelism every argument is one GPU's share (its weights, its FLOPs, its KV heads, its
+    bandwidth and peak) and ``allreduce_s`` is the step's all-reduce time (:func:`tensor_parallel_allreduce`),
+    added after the roofline: ``t_step = max(t_mem, t_comp) + allreduce_s`` (0 at TP = 1).
 
     ``bound`` is ``"compute"`` only when t_comp strictly exceeds t_mem (a tie counts as memory-bound).
     """
@@ -162,10 +173,13 @@ def decode_step(batch: float, *, weight_bytes: float, flop_per_token: float, kv_
     moved = weight_bytes + kv_total
     if moved <= 0:
         raise ValueError("a decode step must move some bytes (weight_bytes + batch * kv_bytes_per_seq > 0)")
+    _non_negative("allreduce_s", allreduce_s)
     flops = batch * flop_per_token
     t_mem = moved / hbm_bytes_per_s
     t_comp = flops / peak_flop_per_s
     t_step = max(t_mem, t_comp)
+    if allreduce_s:
+        t_step += allreduce_s
     return DecodeStep(
         batch=batch,
         weight_bytes=weight_bytes,
@@ -181,6 +195,7 @@ def decode_step(batch: float, *, weight_bytes: float, flop_per_token: float, kv_
         throughput_tok_per_s=batch / t_step,
         per_request_tok_per_s=1.0 / t_step,
         achieved_flop_per_s=flops / t_step,
+        t_allreduce_s=float(allreduce_s),
     )
 
 
@@ -263,6 +278,100 @@ def prefill_floor_s(prompt_tokens: float, flop_per_token: float, peak_flop_per_s
     _non_negative("prompt_tokens", prompt_tokens)
     return prompt_tokens * _positive("flop_per_token", flop_per_token) / _positive("peak_flop_per_s",
                                                                                    peak_flop_per_s)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Tensor parallelism: the all-reduces of a Megatron-style layer
+# --------------------------------------------------------------------------------------------------------
+
+#: Bytes per activation element an all-reduce moves (bf16/fp16 hidden states; vLLM all-reduces in the model's
+#: activation dtype).
+ACTIVATION_BYTES = 2
+
+#: All-reduces per decoder layer in a Megatron-style tensor-parallel transformer: one after the attention
+#: output projection and one after the MLP down projection (both row-parallel), Shoeybi et al., "Megatron-LM"
+#: (arXiv:1909.08053), section 3 and figure 3 (the ``g`` operators); in vLLM the all-reduce is inside
+#: ``RowParallelLinear.forward`` (vllm/model_executor/layers/linear.py, ``reduce_results``).
+ALLREDUCES_PER_LAYER = 2
+
+#: Fixed latency of one all-reduce call when the catalog entry gives none: llm-analysis's minimum message
+#: latency per TP communication, 8 us (cli99/llm-analysis, ``get_latency_fwd_per_tp_comm``; GenZ uses a few us
+#: per collective as well).  The serving model's ``ServingConstants.allreduce_latency_s`` defaults to it.
+DEFAULT_ALLREDUCE_LATENCY_S = 8e-6
+
+
+def ring_allreduce_time_s(message_bytes: float, *, num_ranks: int, link_bytes_per_s: float,
+                          latency_s: float) -> float:
+    """One ring all-reduce of ``message_bytes`` over ``num_ranks`` GPUs: ``2 (N-1)/N x bytes / link + latency``.
+
+    A ring all-reduce is a reduce-scatter plus an all-gather, each sending ``(N-1)/N`` of the message over every
+    GPU's link (Patarasuk & Yuan 2009; the same form as llm-analysis ``get_latency_fwd_per_tp_comm`` and GenZ's
+    collective model).  ``link_bytes_per_s`` is one direction of one GPU's link.  0 for a single rank.
+    Example: 8 tokens x 4,096 x 2 B = 65,536 B over 2 ranks at 300 GB/s: 1 x 65,536 / 300e9 + 8 us = 8.218 us.
+    """
+    if isinstance(num_ranks, bool) or not isinstance(num_ranks, int) or num_ranks < 1:
+        raise ValueError(f"num_ranks must be a positive integer, got {num_ranks!r}")
+    _non_negative("message_bytes", message_bytes)
+    _non_negative("latency_s", latency_s)
+    if num_ranks == 1:
+        return 0.0
+    return 2.0 * (num_ranks - 1) / num_ranks * message_bytes / _positive("link_bytes_per_s", link_bytes_per_s) \
+        + latency_s
+
+
+@dataclass(frozen=True)
+class AllReduceCost:
+    """The all-reduce time of one forward pass over a tensor-parallel group, linear in the tokens it carries:
+    ``time_s(tokens) = fixed_s + per_token_s x tokens`` (``calls`` ring all-reduces of ``tokens x
+    bytes_per_token_per_call`` each, :func:`ring_allreduce_time_s`)."""
+
+    num_ranks: int
+    calls: int
+    bytes_per_token_per_call: float
+    link_bytes_per_s: float | None
+    latency_s: float
+
+    @property
+    def fixed_s(self) -> float:
+        """The latency part: ``calls x latency`` (0 at one rank)."""
+        return 0.0 if self.num_ranks == 1 else self.calls * self.latency_s
+
+    @property
+    def per_token_s(self) -> float:
+        """The bandwidth part per token: ``calls x 2 (N-1)/N x bytes_per_token / link`` (0 at one rank)."""
+        if self.num_ranks == 1:
+            return 0.0
+        assert self.link_bytes_per_s
+        return self.calls * 2.0 * (self.num_ranks - 1) / self.num_ranks * self.bytes_per_token_per_call \
+            / self.link_bytes_per_s
+
+    def time_s(self, tokens: float) -> float:
+        """All-reduce time of a forward pass over ``tokens`` tokens (a decode step at batch B carries B)."""
+        _non_negative("tokens", tokens)
+        return 0.0 if self.num_ranks == 1 else self.fixed_s + self.per_token_s * tokens
+
+
+def tensor_parallel_allreduce(*, num_ranks: int, num_layers: int, hidden_size: int,
+                              link_bytes_per_s: float | None, latency_s: float = DEFAULT_ALLREDUCE_LATENCY_S,
+                              activation_bytes: float = ACTIVATION_BYTES,
+                              allreduces_per_layer: int = ALLREDUCES_PER_LAYER) -> AllReduceCost:
+    """The all-reduces of a TP group of ``num_ranks`` GPUs: ``allreduces_per_layer`` per layer (2, Megatron-LM
+    arXiv:1909.08053), each of ``hidden_size x activation_bytes`` bytes per token over one direction of the link.
+
+    Llama-3.1-70B at TP = 4 on H100 SXM (NVLink 4, 900 GB/s bidirectional -> 450e9 one way), batch 1:
+    160 calls x (2 x 3/4 x 16,384 B / 450e9 + 8 us) = 160 x 8.0546 us = 1.2887 ms.
+    """
+    if isinstance(num_ranks, bool) or not isinstance(num_ranks, int) or num_ranks < 1:
+        raise ValueError(f"num_ranks must be a positive integer, got {num_ranks!r}")
+    _non_negative("latency_s", latency_s)
+    if num_ranks > 1:
+        _positive("link_bytes_per_s", link_bytes_per_s if link_bytes_per_s is not None else 0.0)
+        _positive("hidden_size", hidden_size)
+        _positive("num_layers", num_layers)
+    return AllReduceCost(num_ranks=num_ranks, calls=allreduces_per_layer * int(num_layers),
+                         bytes_per_token_per_call=float(hidden_size) * float(activation_bytes),
+                         link_bytes_per_s=float(link_bytes_per_s) if link_bytes_per_s else None,
+                         latency_s=float(latency_s))
 
 
 # --------------------------------------------------------------------------------------------------------

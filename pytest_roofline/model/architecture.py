@@ -48,7 +48,7 @@ from pytest_roofline.errors import (
     UnknownModelError,
     UnsupportedModelError,
 )
-from pytest_roofline.model import catalog, dtypes
+from pytest_roofline.model import catalog, dtypes, kv_cache
 from pytest_roofline.units import to_int, to_si
 
 __all__ = [
@@ -104,6 +104,15 @@ _INT_FIELDS = (
     "moe_intermediate_size",
     "shared_expert_intermediate_size",
     "decoder_sparse_step",
+    "norms_per_layer",
+    "learned_position_embeddings",
+    "word_embed_proj_dim",
+    "q_lora_rank",
+    "kv_lora_rank",
+    "qk_nope_head_dim",
+    "qk_rope_head_dim",
+    "v_head_dim",
+    "encoder_params",
 )
 _BOOL_FIELDS = (
     "tie_word_embeddings",
@@ -112,7 +121,17 @@ _BOOL_FIELDS = (
     "o_proj_bias",
     "mlp_bias",
     "shared_expert_gate",
+    "gated_mlp",
+    "norm_bias",
+    "final_norm",
+    "lm_head_bias",
+    "router_bias",
 )
+
+#: the attention kinds a layer can have (HF ``layer_types`` spelling)
+FULL_ATTENTION = "full_attention"
+SLIDING_ATTENTION = "sliding_attention"
+LAYER_TYPES = (FULL_ATTENTION, SLIDING_ATTENTION)
 
 
 @dataclass(frozen=True)
@@ -140,12 +159,35 @@ class ModelArch:
     shared_expert_gate: bool = False
     decoder_sparse_step: int = 1
     mlp_only_layers: tuple[int, ...] = ()
+    router_bias: bool = False  # DeepSeek-V3's e_score_correction_bias (num_experts wide)
+    # module shapes of the non-Llama families
+    gated_mlp: bool = True  # gate/up/down (SwiGLU, GeGLU); False: fc1/fc2 (OPT, Phi-2, GPT-NeoX, Falcon)
+    norm_bias: bool = False  # LayerNorm with a bias (OPT, Phi-2, GPT-NeoX, Falcon); RMSNorm has none
+    norms_per_layer: int = 2  # Gemma-2/3: 4; Phi-2 and Falcon-7B (parallel attention): 1
+    final_norm: bool = True  # OPT-350m (do_layer_norm_before false) has none
+    lm_head_bias: bool = False  # Phi-2
+    learned_position_embeddings: int = 0  # rows of a learned position table (OPT: max_position + 2)
+    word_embed_proj_dim: int = 0  # OPT: embedding width when it differs from hidden (project_in/out)
+    # multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank > 0 means MLA
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    # parameters the checkpoint loads outside the decoder (Gemma-3's SigLIP vision tower + projector):
+    # in param_count (weight memory), never in the active / streamed counts
+    encoder_params: int = 0
+    # attention kind per layer (empty: every layer full attention) and the sliding window in tokens
+    layer_types: tuple[str, ...] = ()
+    sliding_window: int | None = None
     # a model given by numbers alone (param_count returns this figure)
     nominal_params: float | None = None
     # facts carried along for other modules (not used in the counts)
     model_type: str | None = None
     max_position_embeddings: int | None = None
     torch_dtype: str | None = None
+    # config.json's ``quantization_config``, raw and unparsed (model/quantization.py reads it)
+    quantization_config: Mapping[str, Any] | None = field(default=None, compare=False)
     source: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -169,6 +211,7 @@ class ModelArch:
                 f"{self.name}: mlp_only_layers must be a list of layer indices, got {self.mlp_only_layers!r}"
             ) from None
         object.__setattr__(self, "mlp_only_layers", layers)
+        self._check_layer_types()
 
         for name in ("num_layers", "num_kv_heads", "head_dim"):
             if getattr(self, name) <= 0:
@@ -210,7 +253,50 @@ class ModelArch:
         if self.num_dense_layers and self.intermediate_size <= 0:
             raise ModelArchError(f"{self.name}: dense MLP layers need intermediate_size > 0")
 
+    def _check_layer_types(self) -> None:
+        if isinstance(self.layer_types, (str, bytes)) or not isinstance(self.layer_types, (list, tuple)):
+            raise ModelArchError(f"{self.name}: layer_types must be a list, got {self.layer_types!r}")
+        kinds = tuple(str(k) for k in self.layer_types)
+        bad = sorted(set(kinds) - set(LAYER_TYPES))
+        if bad:
+            raise ModelArchError(f"{self.name}: layer_types {bad} unknown; known: {', '.join(LAYER_TYPES)}")
+        if kinds and len(kinds) != self.num_layers:
+            raise ModelArchError(
+                f"{self.name}: layer_types has {len(kinds)} entries for {self.num_layers} layers"
+            )
+        object.__setattr__(self, "layer_types", kinds)
+        window = self.sliding_window
+        if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
+            raise ModelArchError(f"{self.name}: sliding_window must be a positive integer, got {window!r}")
+        if SLIDING_ATTENTION in kinds and window is None:
+            raise ModelArchError(f"{self.name}: sliding_attention layers need a sliding_window")
+        if self.norms_per_layer < 1 and self.nominal_params is None:
+            raise ModelArchError(f"{self.name}: norms_per_layer must be at least 1")
+        if self.kv_lora_rank and not (self.qk_rope_head_dim and self.qk_nope_head_dim and self.v_head_dim):
+            raise ModelArchError(
+                f"{self.name}: MLA (kv_lora_rank > 0) needs qk_nope_head_dim, qk_rope_head_dim and v_head_dim"
+            )
+
     # -- structure ------------------------------------------------------------------
+
+    @property
+    def is_mla(self) -> bool:
+        """Multi-head latent attention (DeepSeek-V2/V3): one compressed latent per token per layer."""
+        return self.kv_lora_rank > 0
+
+    def layer_kind(self, layer: int) -> str:
+        """``full_attention`` or ``sliding_attention`` for decoder layer ``layer``."""
+        if not 0 <= layer < self.num_layers:
+            raise IndexError(f"{self.name} has layers 0..{self.num_layers - 1}, not {layer}")
+        return self.layer_types[layer] if self.layer_types else FULL_ATTENTION
+
+    @property
+    def num_sliding_layers(self) -> int:
+        return sum(1 for kind in self.layer_types if kind == SLIDING_ATTENTION)
+
+    @property
+    def num_full_attention_layers(self) -> int:
+        return self.num_layers - self.num_sliding_layers
 
     @property
     def is_nominal(self) -> bool:
@@ -248,9 +334,16 @@ class ModelArch:
                 f"{self.name} is a nominal model (P = {self.nominal_params:.4g}); it has no {what} breakdown"
             )
 
+    def norm_param_count(self) -> int:
+        """One norm: RMSNorm ``hidden`` weights; LayerNorm with a bias ``2 x hidden``."""
+        self._require_shape("norm")
+        return self.hidden_size * (2 if self.norm_bias else 1)
+
     def attention_param_count(self) -> int:
-        """One layer's attention: q/k/v/o weights, biases, q/k norm weights."""
+        """One layer's attention: q/k/v/o weights, biases, q/k norm weights (MLA: the latent projections)."""
         self._require_shape("attention")
+        if self.is_mla:
+            return self._mla_param_count()
         h, q_dim, kv_dim = self.hidden_size, self.num_attention_heads * self.head_dim, self.num_kv_heads * self.head_dim
         n = h * q_dim + 2 * h * kv_dim + q_dim * h
         if self.attention_bias:
@@ -261,11 +354,30 @@ class ModelArch:
             n += 2 * self.head_dim
         return n
 
+    def _mla_param_count(self) -> int:
+        """DeepSeek-V2/V3 attention (HF ``DeepseekV3Attention``): q_a_proj + q_a_layernorm + q_b_proj (or one
+        q_proj when ``q_lora_rank`` is null), kv_a_proj_with_mqa ``hidden x (kv_lora + rope)``, kv_a_layernorm,
+        kv_b_proj ``kv_lora x heads*(nope + v)``, o_proj ``heads*v x hidden``."""
+        h, heads = self.hidden_size, self.num_attention_heads
+        qk_head = self.qk_nope_head_dim + self.qk_rope_head_dim
+        if self.q_lora_rank:
+            n = h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * heads * qk_head
+        else:
+            n = h * heads * qk_head
+        n += h * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
+        n += self.kv_lora_rank * heads * (self.qk_nope_head_dim + self.v_head_dim)
+        n += heads * self.v_head_dim * h
+        if self.attention_bias:  # q_a / q and kv_a projections
+            n += (self.q_lora_rank or heads * qk_head) + self.kv_lora_rank + self.qk_rope_head_dim
+        return n
+
     def dense_mlp_param_count(self) -> int:
-        """One dense layer's gate/up/down projections (+ biases)."""
+        """One dense layer's MLP: gate/up/down (gated) or fc1/fc2 (plain), + biases."""
         self._require_shape("MLP")
         h, i = self.hidden_size, self.intermediate_size
-        return 3 * h * i + ((2 * i + h) if self.mlp_bias else 0)
+        if self.gated_mlp:
+            return 3 * h * i + ((2 * i + h) if self.mlp_bias else 0)
+        return 2 * h * i + ((i + h) if self.mlp_bias else 0)
 
     def expert_param_count(self) -> int:
         """One routed expert (gate/up/down, no biases)."""
@@ -274,7 +386,7 @@ class ModelArch:
 
     def router_param_count(self) -> int:
         self._require_shape("router")
-        return self.hidden_size * self.num_experts
+        return self.hidden_size * self.num_experts + (self.num_experts if self.router_bias else 0)
 
     def shared_expert_param_count(self) -> int:
         self._require_shape("shared expert")
@@ -286,7 +398,7 @@ class ModelArch:
         self._require_shape("layer")
         if not 0 <= layer < self.num_layers:
             raise IndexError(f"{self.name} has layers 0..{self.num_layers - 1}, not {layer}")
-        n = self.attention_param_count() + 2 * self.hidden_size  # + input/post-attention RMSNorm
+        n = self.attention_param_count() + self.norms_per_layer * self.norm_param_count()
         if self.is_moe_layer(layer):
             experts = self.num_experts_per_tok if active else self.num_experts
             n += self.router_param_count() + experts * self.expert_param_count() + self.shared_expert_param_count()
@@ -294,22 +406,36 @@ class ModelArch:
             n += self.dense_mlp_param_count()
         return n
 
+    @property
+    def embed_dim(self) -> int:
+        """Width of the token embedding (OPT's ``word_embed_proj_dim``; else ``hidden_size``)."""
+        return self.word_embed_proj_dim or self.hidden_size
+
     def embedding_param_count(self) -> int:
-        """The input embedding ``vocab x hidden`` (an untied lm_head is counted separately)."""
+        """The input embedding ``vocab x embed_dim`` plus a learned position table (an untied lm_head is
+        counted separately)."""
         if self.is_nominal:
             return 0
-        return self.vocab_size * self.hidden_size
+        return self.vocab_size * self.embed_dim + self.learned_position_embeddings * self.hidden_size
 
     def lm_head_param_count(self) -> int:
-        """The untied lm_head; 0 when tied to the input embedding."""
-        if self.is_nominal or self.tie_word_embeddings:
+        """The untied lm_head (+ its bias); 0 when tied to the input embedding."""
+        if self.is_nominal:
             return 0
-        return self.vocab_size * self.hidden_size
+        bias = self.vocab_size if self.lm_head_bias else 0
+        return bias if self.tie_word_embeddings else self.vocab_size * self.embed_dim + bias
+
+    def projection_param_count(self) -> int:
+        """OPT's project_in/project_out (``embed_dim x hidden`` each, no bias) when embed_dim != hidden."""
+        if self.is_nominal or self.embed_dim == self.hidden_size:
+            return 0
+        return 2 * self.embed_dim * self.hidden_size
 
     def non_embedding_param_count(self) -> int:
-        """Decoder layers and the final norm, without the embedding and lm_head."""
+        """Decoder layers, the final norm and any embedding projections, without the embedding and lm_head."""
         self._require_shape("non-embedding")
-        return sum(self.layer_param_count(i) for i in range(self.num_layers)) + self.hidden_size
+        final = self.norm_param_count() if self.final_norm else 0
+        return sum(self.layer_param_count(i) for i in range(self.num_layers)) + final + self.projection_param_count()
 
     # -- parameter counts (spec'd) ----------------------------------------------------
 
@@ -317,14 +443,16 @@ class ModelArch:
         """Total parameters (``nominal_params`` for a nominal model)."""
         if self.nominal_params is not None:  # a nominal model (is_nominal)
             return self.nominal_params
-        return self.non_embedding_param_count() + self.embedding_param_count() + self.lm_head_param_count()
+        return (self.non_embedding_param_count() + self.embedding_param_count() + self.lm_head_param_count()
+                + self.encoder_params)
 
     def active_param_count(self) -> int | float:
         """Parameters one token touches: MoE counts the top-k experts (+ shared, router)."""
         if self.nominal_params is not None:  # a nominal model (is_nominal)
             return self.nominal_params
         layers = sum(self.layer_param_count(i, active=True) for i in range(self.num_layers))
-        return layers + self.hidden_size + self.embedding_param_count() + self.lm_head_param_count()
+        rest = self.non_embedding_param_count() - sum(self.layer_param_count(i) for i in range(self.num_layers))
+        return layers + rest + self.embedding_param_count() + self.lm_head_param_count()
 
     def streamed_param_count(self) -> int | float:
         """Parameters a decode step reads: active params without the input embedding table.
@@ -333,7 +461,8 @@ class ModelArch:
         """
         if self.nominal_params is not None:  # a nominal model (is_nominal)
             return self.nominal_params
-        embedding = 0 if self.tie_word_embeddings else self.embedding_param_count()
+        positions = self.learned_position_embeddings * self.hidden_size
+        embedding = positions if self.tie_word_embeddings else self.embedding_param_count()
         return self.active_param_count() - embedding
 
     def weight_bytes(self, dtype: str = "bf16") -> float:
@@ -343,10 +472,16 @@ class ModelArch:
     # -- KV cache ---------------------------------------------------------------------
 
     def kv_heads_per_rank(self, tensor_parallel_size: int = 1) -> int:
-        """KV heads one TP rank holds: ``max(1, kv_heads // tp)`` as vLLM does (replicated when tp > kv)."""
+        """KV heads one TP rank holds: ``max(1, kv_heads // tp)`` as vLLM does (replicated when tp > kv).
+
+        MLA caches one latent "head" per layer that every rank holds whole: 1 at any TP (vLLM v0.10.2:
+        vllm/config/__init__.py ``ModelConfig.get_num_kv_heads`` returns 1 when ``use_mla``).
+        """
         tp = tensor_parallel_size
         if isinstance(tp, bool) or not isinstance(tp, int) or tp <= 0:
             raise ModelArchError(f"tensor_parallel_size must be a positive integer, got {tp!r}")
+        if self.is_mla:
+            return 1
         kv = self.num_kv_heads
         if tp <= kv and kv % tp:
             raise ModelArchError(
@@ -359,24 +494,63 @@ class ModelArch:
             )
         return max(1, kv // tp)
 
+    def kv_elements_per_token_per_layer(self, tensor_parallel_size: int = 1) -> int:
+        """KV elements one layer caches per token on one rank.
+
+        Standard attention: ``2 (K and V) x kv_heads_per_rank x head_dim``. MLA: the compressed latent
+        ``kv_lora_rank + qk_rope_head_dim``, no factor 2, not split by TP (vLLM v0.10.2:
+        vllm/v1/kv_cache_interface.py ``AttentionSpec.page_size_bytes``, "For MLA we only store a single
+        latent vector", coef 1; ``ModelConfig.get_head_size`` = kv_lora_rank + qk_rope_head_dim; v0.32:
+        ``MLAAttentionSpec`` with ``head_size_v = 0``).
+        """
+        if self.is_mla:
+            self.kv_heads_per_rank(tensor_parallel_size)  # validates tp
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * self.kv_heads_per_rank(tensor_parallel_size) * self.head_dim
+
     def kv_bytes_per_token(self, kv_dtype: str = "bf16") -> int:
-        """Whole-model KV bytes per token: 2 x layers x kv_heads x head_dim x bytes."""
+        """Whole-model KV bytes per token in every layer: 2 x layers x kv_heads x head_dim x bytes (MLA:
+        layers x (kv_lora_rank + qk_rope_head_dim) x bytes). A sliding-window layer holds only its window,
+        see :meth:`kv_bytes_for_context`."""
+        if self.is_mla:
+            return self.num_layers * self.kv_elements_per_token_per_layer() * kv_dtype_bytes(kv_dtype)
         return 2 * self.num_layers * self.num_kv_heads * self.head_dim * kv_dtype_bytes(kv_dtype)
 
+    def kv_bytes_for_context(self, context_tokens: int, kv_dtype: str = "bf16", tensor_parallel_size: int = 1) -> int:
+        """KV bytes one sequence of ``context_tokens`` needs on one rank, token by token (no block rounding):
+        full-attention layers hold every token, sliding-window layers at most ``sliding_window`` of them."""
+        per_layer = self.kv_elements_per_token_per_layer(tensor_parallel_size) * kv_dtype_bytes(kv_dtype)
+        ctx = max(0, int(context_tokens))
+        window = min(ctx, self.sliding_window) if self.sliding_window else ctx
+        return per_layer * (self.num_full_attention_layers * ctx + self.num_sliding_layers * window)
+
     def kv_bytes_per_block(
-        self, block_size: int, kv_dtype: str = "bf16", tensor_parallel_size: int = 1
+        self,
+        block_size: int,
+        kv_dtype: str = "bf16",
+        tensor_parallel_size: int = 1,
+        engine_version: str | None = None,
+        device: str = "cuda",
     ) -> int:
-        """vLLM bytes per block on one rank, all layers: 2 x kv_heads_per_rank x head_dim x bytes x block x layers."""
+        """The bytes vLLM divides the KV pool by to count blocks, on one rank.
+
+        Every layer in one pool (uniform models, V0, V1 before the hybrid KV manager): page x layers.
+        Under V1's hybrid KV manager (interleaved sliding-window models): page x group_size, see
+        :func:`pytest_roofline.model.kv_cache.kv_cache_layout`.
+        """
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0:
             raise ModelArchError(f"block_size must be a positive integer, got {block_size!r}")
-        return self.kv_page_bytes_per_layer(block_size, kv_dtype, tensor_parallel_size) * self.num_layers
+        return kv_cache.kv_cache_layout(
+            self, block_size=block_size, kv_dtype=kv_dtype, tensor_parallel_size=tensor_parallel_size,
+            engine_version=engine_version, device=device,
+        ).bytes_per_block
 
     def kv_page_bytes_per_layer(
         self, block_size: int, kv_dtype: str = "bf16", tensor_parallel_size: int = 1
     ) -> int:
-        """vLLM ``page_size_bytes`` of one layer: 2 x kv_heads_per_rank x head_dim x bytes x block."""
-        heads = self.kv_heads_per_rank(tensor_parallel_size)
-        return 2 * heads * self.head_dim * kv_dtype_bytes(kv_dtype) * block_size
+        """vLLM ``page_size_bytes`` of one layer: 2 x kv_heads_per_rank x head_dim x bytes x block
+        (MLA: (kv_lora_rank + qk_rope_head_dim) x bytes x block)."""
+        return self.kv_elements_per_token_per_layer(tensor_parallel_size) * kv_dtype_bytes(kv_dtype) * block_size
 
     # -- misc -------------------------------------------------------------------------
 
@@ -386,6 +560,8 @@ class ModelArch:
             f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "source"
         }
         out["mlp_only_layers"] = list(self.mlp_only_layers)
+        out["layer_types"] = list(self.layer_types)
+        out["quantization_config"] = None if self.quantization_config is None else dict(self.quantization_config)
         out["source"] = self.source
         out["param_count"] = self.param_count()
         out["active_param_count"] = self.active_param_count()
@@ -397,7 +573,11 @@ class ModelArch:
 
 # --------------------------------------------------------------------------- HF config.json
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "qwen2_moe")
+SUPPORTED_MODEL_TYPES = (
+    "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "qwen2_moe",
+    "opt", "phi", "phi3", "gemma", "gemma2", "gemma3_text", "gemma3", "gpt_neox", "falcon",
+    "deepseek_v2", "deepseek_v3",
+)
 
 _ARCHITECTURE_TO_TYPE = {
     "LlamaForCausalLM": "llama",
@@ -407,6 +587,25 @@ _ARCHITECTURE_TO_TYPE = {
     "Qwen3MoeForCausalLM": "qwen3_moe",
     "MixtralForCausalLM": "mixtral",
     "Qwen2MoeForCausalLM": "qwen2_moe",
+    "OPTForCausalLM": "opt",
+    "PhiForCausalLM": "phi",
+    "Phi3ForCausalLM": "phi3",
+    "GemmaForCausalLM": "gemma",
+    "Gemma2ForCausalLM": "gemma2",
+    "Gemma3ForCausalLM": "gemma3_text",
+    "Gemma3ForConditionalGeneration": "gemma3",
+    "GPTNeoXForCausalLM": "gpt_neox",
+    "FalconForCausalLM": "falcon",
+    "RWForCausalLM": "falcon",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+}
+
+#: HF config keys some families spell differently (Falcon's original RW config; transformers'
+#: FalconConfig attribute_map / __init__ kwargs)
+_KEY_ALIASES = {
+    "falcon": {"num_hidden_layers": ("n_layer",), "num_attention_heads": ("n_head",),
+               "num_kv_heads": ("n_head_kv",), "hidden_size": ("n_embed",)},
 }
 
 _MISSING = object()
@@ -427,13 +626,25 @@ def _load_config(path: Path) -> tuple[dict[str, Any], Path]:
     return data, path
 
 
+def _raw_quantization_config(data: Mapping[str, Any], where: str) -> Mapping[str, Any] | None:
+    """config.json's ``quantization_config`` as a read-only mapping (None when absent)."""
+    raw = data.get("quantization_config")
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ModelConfigError(f"{where}: quantization_config must be an object, got {raw!r}")
+    return MappingProxyType(dict(raw))
+
+
 def from_hf_config(config: Mapping[str, Any] | str | Path, name: str | None = None) -> ModelArch:
     """Build a :class:`ModelArch` from an HF ``config.json`` (a mapping, a file, or a model directory).
 
-    Supports Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE, Mixtral and Qwen2-MoE configs.
-    ``head_dim`` is taken when present (not null), else ``hidden_size / num_attention_heads``;
-    ``num_key_value_heads`` defaults to ``num_attention_heads``; ``tie_word_embeddings`` defaults to
-    false, the default of every supported transformers config class.
+    Supports Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE, Mixtral, Qwen2-MoE, OPT, Phi (phi-2), Phi-3, Gemma,
+    Gemma-2, Gemma-3 (``gemma3_text``, or ``gemma3`` with a ``text_config``: the vision tower is not
+    counted), GPT-NeoX (Pythia), Falcon and DeepSeek-V2/V3 configs. ``head_dim`` is taken when present
+    (not null), else ``hidden_size / num_attention_heads`` (DeepSeek: ``qk_nope + qk_rope``);
+    ``num_key_value_heads`` defaults to ``num_attention_heads``; ``tie_word_embeddings`` defaults as the
+    family's transformers config class does (true for Gemma, Falcon and OPT, false otherwise).
     """
     origin: str
     if isinstance(config, (str, Path)):
@@ -464,9 +675,35 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str | None = No
             f"{', '.join(SUPPORTED_MODEL_TYPES)}"
         )
     where = f"{origin} (model_type {model_type})"
+    return _arch_from_config(data, model_type, where, name=str(name or default_name), origin=origin)
+
+
+def _arch_from_config(data: Mapping[str, Any], model_type: str, where: str, *, name: str, origin: str) -> ModelArch:
+    """The family-by-family reading of a config.json (keys and HF defaults per transformers' config classes)."""
+    if model_type == "gemma3":  # the multimodal wrapper: the language model is text_config (vision not counted)
+        text = data.get("text_config")
+        if not isinstance(text, Mapping):
+            raise ModelConfigError(f"{where}: a gemma3 config needs a text_config object")
+        merged = {**dict(text), "model_type": "gemma3_text"}
+        for key in ("torch_dtype", "quantization_config"):
+            if merged.get(key) is None and data.get(key) is not None:
+                merged[key] = data[key]
+        arch = _arch_from_config(merged, "gemma3_text", where, name=name, origin=origin)
+        vision = data.get("vision_config")
+        if vision is None:
+            return arch
+        if not isinstance(vision, Mapping):
+            raise ModelConfigError(f"{where}: vision_config must be an object")
+        return dataclasses.replace(arch, model_type="gemma3",
+                                   encoder_params=_siglip_param_count(vision, arch.hidden_size, where))
+
+    aliases = _KEY_ALIASES.get(model_type, {})
 
     def get(key: str, default: Any = _MISSING) -> Any:
         value = data.get(key, None)
+        for alt in aliases.get(key, ()):
+            if value is None:
+                value = data.get(alt, None)
         if value is None:
             if default is _MISSING:
                 raise ModelConfigError(f"{where}: missing required key {key!r}")
@@ -488,12 +725,25 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str | None = No
     hidden = get_int("hidden_size")
     layers = get_int("num_hidden_layers")
     heads = get_int("num_attention_heads")
-    kv_heads = get_int("num_key_value_heads", heads)
     vocab = get_int("vocab_size")
     if heads <= 0:
         raise ModelConfigError(f"{where}: num_attention_heads must be positive, got {heads}")
+    if model_type == "falcon":
+        # FalconAttention: new_decoder_architecture -> num_kv_heads; multi_query -> 1; else one per head
+        if get_bool("new_decoder_architecture", False):
+            kv_heads = get_int("num_kv_heads", heads)
+        elif get_bool("multi_query", True):
+            kv_heads = 1
+        else:
+            kv_heads = heads
+    elif model_type == "opt":
+        kv_heads = heads
+    else:
+        kv_heads = get_int("num_key_value_heads", heads)
     if data.get("head_dim") is not None:
         head_dim = get_int("head_dim")
+    elif model_type in ("deepseek_v2", "deepseek_v3"):
+        head_dim = get_int("qk_nope_head_dim") + get_int("qk_rope_head_dim")
     else:
         if hidden % heads:
             raise ModelConfigError(
@@ -502,6 +752,10 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str | None = No
             )
         head_dim = hidden // heads
 
+    # tie_word_embeddings defaults: False for Llama/Qwen/Mistral/Phi/NeoX/DeepSeek config classes; True for
+    # Gemma (1/2/3) and Falcon (transformers GemmaConfig/Gemma2Config/Gemma3TextConfig/FalconConfig) and OPT
+    # (PretrainedConfig's default, OPTConfig passes it through)
+    tied_default = model_type in ("gemma", "gemma2", "gemma3_text", "falcon", "opt")
     kw: dict[str, Any] = dict(
         num_layers=layers,
         hidden_size=hidden,
@@ -509,10 +763,11 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str | None = No
         num_kv_heads=kv_heads,
         head_dim=head_dim,
         vocab_size=vocab,
-        tie_word_embeddings=get_bool("tie_word_embeddings", False),
+        tie_word_embeddings=get_bool("tie_word_embeddings", tied_default),
         model_type=model_type,
         max_position_embeddings=get_int("max_position_embeddings", 0) or None,
         torch_dtype=str(data["torch_dtype"]) if data.get("torch_dtype") is not None else None,
+        quantization_config=_raw_quantization_config(data, where),
     )
 
     if model_type in ("llama", "qwen3", "qwen3_moe"):
@@ -522,8 +777,8 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str | None = No
         kw.update(attention_bias=True, o_proj_bias=False)  # Qwen2Attention: qkv bias, no o_proj bias
     if model_type == "llama":
         kw["mlp_bias"] = get_bool("mlp_bias", False)
-    if model_type in ("qwen3", "qwen3_moe"):
-        kw["qk_norm"] = True
+    if model_type in ("qwen3", "qwen3_moe", "gemma3_text"):
+        kw["qk_norm"] = True  # q_norm / k_norm over head_dim (Qwen3Attention, Gemma3Attention)
 
     if model_type in ("qwen3_moe", "qwen2_moe"):
         kw.update(
@@ -550,13 +805,161 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str | None = No
             moe_intermediate_size=per_expert,
             intermediate_size=per_expert,
         )
+    elif model_type in ("deepseek_v2", "deepseek_v3"):
+        _deepseek(kw, get, get_int, layers, model_type)
+    elif model_type == "opt":
+        # OPTDecoderLayer: q/k/v/out_proj and fc1/fc2 with bias (enable_bias), two LayerNorms with bias;
+        # OPTDecoder: learned positions (max_position_embeddings + 2 offset rows), project_in/out when
+        # word_embed_proj_dim != hidden, final_layer_norm only when do_layer_norm_before
+        bias = get_bool("enable_bias", True)
+        kw.update(
+            intermediate_size=get_int("ffn_dim"), gated_mlp=False, mlp_bias=bias, attention_bias=bias,
+            o_proj_bias=bias, norm_bias=get_bool("layer_norm_elementwise_affine", True),
+            learned_position_embeddings=get_int("max_position_embeddings") + 2,
+            word_embed_proj_dim=get_int("word_embed_proj_dim", hidden),
+            final_norm=get_bool("do_layer_norm_before", True) and not get_bool("_remove_final_layer_norm", False),
+        )
+    elif model_type == "phi":
+        # PhiDecoderLayer (phi-2): q/k/v/dense with bias, fc1/fc2 with bias, ONE input LayerNorm (parallel
+        # attention and MLP), final LayerNorm, lm_head with bias; optional q/k LayerNorms (qk_layernorm)
+        kw.update(
+            intermediate_size=get_int("intermediate_size"), gated_mlp=False, mlp_bias=True,
+            attention_bias=True, o_proj_bias=True, norm_bias=True, norms_per_layer=1, lm_head_bias=True,
+        )
+        if get_bool("qk_layernorm", False):
+            raise UnsupportedModelError(f"{where}: phi with qk_layernorm is not supported")
+    elif model_type == "phi3":
+        # Phi3: fused qkv_proj and gate_up_proj (same parameter count as separate projections), no biases
+        kw["intermediate_size"] = get_int("intermediate_size")
+    elif model_type in ("gemma", "gemma2", "gemma3_text"):
+        # GemmaMLP gate/up/down (GeGLU); Gemma2/3 layers carry 4 RMSNorms (input, post_attention,
+        # pre_feedforward, post_feedforward), Gemma 2
+        kw.update(intermediate_size=get_int("intermediate_size"),
+                  norms_per_layer=2 if model_type == "gemma" else 4,
+                  attention_bias=get_bool("attention_bias", False))
+        kw["o_proj_bias"] = kw["attention_bias"]
+    elif model_type == "gpt_neox":
+        # GPTNeoXLayer: input/post_attention LayerNorms (bias), fused query_key_value and dense with bias
+        # (attention_bias, default true), dense_h_to_4h / dense_4h_to_h with bias; final_layer_norm;
+        # embed_in and an untied embed_out
+        bias = get_bool("attention_bias", True)
+        kw.update(intermediate_size=get_int("intermediate_size"), gated_mlp=False, mlp_bias=True,
+                  attention_bias=bias, o_proj_bias=bias, norm_bias=True)
+    elif model_type == "falcon":
+        # FalconDecoderLayer: query_key_value / dense / dense_h_to_4h / dense_4h_to_h with bias = config.bias;
+        # parallel_attn: one input_layernorm, or ln_attn + ln_mlp (new_decoder_architecture with
+        # num_ln_in_parallel_attn 2, its default there); sequential: input + post_attention LayerNorms
+        bias = get_bool("bias", False)
+        parallel = get_bool("parallel_attn", True)
+        new_arch = get_bool("new_decoder_architecture", False)
+        n_ln = get_int("num_ln_in_parallel_attn", 2 if new_arch else 1)
+        kw.update(intermediate_size=get_int("ffn_hidden_size", 4 * hidden), gated_mlp=False, mlp_bias=bias,
+                  attention_bias=bias, o_proj_bias=bias, norm_bias=True,
+                  norms_per_layer=(n_ln if new_arch else 1) if parallel else 2)
     else:
         kw["intermediate_size"] = get_int("intermediate_size")
 
+    _layer_types(kw, data, get, get_int, get_bool, layers, model_type, where)
     try:
-        return ModelArch(name=str(name or default_name), source=origin, **kw)
+        return ModelArch(name=name, source=origin, **kw)
     except ModelArchError as exc:
         raise ModelConfigError(f"{where}: {exc}") from exc
+
+
+def _siglip_param_count(vision: Mapping[str, Any], text_hidden: int, where: str) -> int:
+    """Gemma-3's vision tower and projector, module by module (transformers siglip/modeling_siglip.py
+    ``SiglipVisionTransformer`` without the pooling head, gemma3/modeling_gemma3.py
+    ``Gemma3MultiModalProjector``): patch conv ``3 x patch^2 x h + h``, a position table of
+    ``(image/patch)^2 x h``, per layer two LayerNorms (bias) ``4h``, q/k/v/out with bias ``4(h^2 + h)``,
+    fc1/fc2 with bias ``2 x h x i + i + h``; the post LayerNorm ``2h``; the projection ``h x text_hidden``
+    and its RMSNorm ``h``."""
+    def num(key: str, default: int | None = None) -> int:
+        value = vision.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
+            raise ModelConfigError(f"{where}: vision_config.{key} must be an integer, got {value!r}")
+        return int(value)
+
+    if vision.get("vision_use_head"):
+        raise UnsupportedModelError(f"{where}: a SigLIP vision tower with its pooling head is not counted")
+    h, i, layers = num("hidden_size"), num("intermediate_size"), num("num_hidden_layers")
+    patch, image, channels = num("patch_size"), num("image_size"), num("num_channels", 3)
+    embeddings = channels * patch * patch * h + h + (image // patch) ** 2 * h
+    per_layer = 4 * h + 4 * (h * h + h) + 2 * h * i + i + h
+    projector = h * text_hidden + h
+    return embeddings + layers * per_layer + 2 * h + projector
+
+
+def _deepseek(kw: dict[str, Any], get: Any, get_int: Any, layers: int, model_type: str) -> None:
+    """DeepSeek-V2/V3 (HF DeepseekV3DecoderLayer): MLA attention; MoE layers where
+    ``i >= first_k_dense_replace and i % moe_layer_freq == 0``; routed experts of moe_intermediate_size,
+    ``n_shared_experts`` shared experts as one MLP of ``moe_intermediate_size x n_shared``; V3's router
+    carries an ``e_score_correction_bias`` (topk_method ``noaux_tc``)."""
+    q_lora = get("q_lora_rank", 0) or 0
+    kw.update(
+        q_lora_rank=int(q_lora), kv_lora_rank=get_int("kv_lora_rank"),
+        qk_nope_head_dim=get_int("qk_nope_head_dim"), qk_rope_head_dim=get_int("qk_rope_head_dim"),
+        v_head_dim=get_int("v_head_dim"), attention_bias=bool(get("attention_bias", False)),
+        intermediate_size=get_int("intermediate_size"),
+    )
+    experts = get_int("n_routed_experts", 0)
+    if experts:
+        first_dense = get_int("first_k_dense_replace", 0)
+        freq = max(1, get_int("moe_layer_freq", 1))
+        shared = get_int("n_shared_experts", 0)
+        moe_inter = get_int("moe_intermediate_size")
+        kw.update(
+            num_experts=experts, num_experts_per_tok=get_int("num_experts_per_tok"),
+            moe_intermediate_size=moe_inter, shared_expert_intermediate_size=moe_inter * shared,
+            mlp_only_layers=tuple(i for i in range(layers) if i < first_dense or i % freq),
+            router_bias=get("topk_method", "greedy" if model_type == "deepseek_v2" else "noaux_tc") == "noaux_tc",
+        )
+
+
+def _layer_types(kw: dict[str, Any], data: Mapping[str, Any], get: Any, get_int: Any, get_bool: Any,
+                 layers: int, model_type: str, where: str) -> None:
+    """Per-layer attention kinds, as transformers' config classes derive ``layer_types``:
+
+    * an explicit ``layer_types`` list wins (newer transformers write it into config.json);
+    * Gemma-2: even layers slide (``Gemma2Config``: sliding when ``(i + 1) % 2``);
+    * Gemma-3: ``(i + 1) % sliding_window_pattern`` layers slide, every 6th is global (pattern 6: 5 local : 1);
+    * Mistral with a ``sliding_window`` (v0.1: 4096): every layer slides;
+    * Qwen2/Qwen2-MoE with ``use_sliding_window``: layers ``>= max_window_layers`` slide.
+
+    Phi-3's ``sliding_window`` (2047 in Phi-3-mini-4k) and Llama/Qwen3 configs are read as full attention.
+    """
+    window = data.get("sliding_window")
+    raw = data.get("layer_types")
+    kinds: tuple[str, ...] = ()
+    if raw is not None:
+        if isinstance(raw, (str, bytes)) or not isinstance(raw, (list, tuple)):
+            raise ModelConfigError(f"{where}: layer_types must be a list, got {raw!r}")
+        kinds = tuple(str(k) for k in raw)
+        unknown = sorted(set(kinds) - set(LAYER_TYPES))
+        if unknown:
+            raise ModelConfigError(f"{where}: layer_types {unknown} unknown; known: {', '.join(LAYER_TYPES)}")
+        if len(kinds) != layers:
+            raise ModelConfigError(f"{where}: layer_types has {len(kinds)} entries for {layers} layers")
+        if SLIDING_ATTENTION not in kinds:
+            kinds, window = (), None
+    elif model_type == "gemma2":
+        kinds = tuple(SLIDING_ATTENTION if (i + 1) % 2 else FULL_ATTENTION for i in range(layers))
+    elif model_type == "gemma3_text":
+        pattern = get_int("sliding_window_pattern", 6)
+        kinds = tuple(SLIDING_ATTENTION if (i + 1) % pattern else FULL_ATTENTION for i in range(layers))
+    elif model_type == "mistral" and window is not None:
+        kinds = (SLIDING_ATTENTION,) * layers
+    elif model_type in ("qwen2", "qwen2_moe") and get_bool("use_sliding_window", False) and window is not None:
+        start = get_int("max_window_layers", layers)
+        kinds = tuple(SLIDING_ATTENTION if i >= start else FULL_ATTENTION for i in range(layers))
+        if SLIDING_ATTENTION not in kinds:
+            kinds = ()
+    if not kinds:
+        return
+    if window is None:
+        raise ModelConfigError(f"{where}: sliding-window layers but no 'sliding_window' size")
+    if isinstance(window, bool) or not isinstance(window, (int, float)) or not float(window).is_integer():
+        raise ModelConfigError(f"{where}: key 'sliding_window' must be an integer, got {window!r}")
+    kw.update(layer_types=kinds, sliding_window=int(window))
 
 
 def nominal(
@@ -568,22 +971,29 @@ def nominal(
     name: str = "nominal",
     num_attention_heads: int | None = None,
     max_position_embeddings: int | None = None,
+    hidden_size: int | None = None,
+    intermediate_size: int | None = None,
+    vocab_size: int | None = None,
 ) -> ModelArch:
     """A model given by numbers alone: ``param_count() == params``; KV bytes from the shape.
 
     E.g. the "Batching and Throughput" seed's model (docs/sources.md),
     ``nominal(8.0e9, num_layers=32, num_kv_heads=8, head_dim=128)``:
     131,072 KV bytes per token in bf16 and 16.0e9 weight bytes.
+
+    ``hidden_size`` / ``intermediate_size`` / ``vocab_size`` are optional and only feed the profile-run
+    activation estimate of the KV accounting; without hidden and vocab sizes that estimate is unavailable
+    and the accounting takes 0 (say ``engine.reserves.activation`` to give it).
     """
     return ModelArch(
         name=name,
         num_layers=num_layers,
-        hidden_size=0,
+        hidden_size=hidden_size or 0,
         num_attention_heads=num_attention_heads or 0,
         num_kv_heads=num_kv_heads,
         head_dim=head_dim,
-        intermediate_size=0,
-        vocab_size=0,
+        intermediate_size=intermediate_size or 0,
+        vocab_size=vocab_size or 0,
         tie_word_embeddings=False,
         nominal_params=params,
         max_position_embeddings=max_position_embeddings,
@@ -715,6 +1125,16 @@ def _convert(key: str, value: Any, where: str) -> Any:
             raise ModelOverrideError(f"{where}: cannot read {value!r} as a number") from None
     if key == "max_position_embeddings":
         return None if value is None else _int(value, where)
+    if key == "layer_types":
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            raise ModelOverrideError(f"{where}: expected a list of {' / '.join(LAYER_TYPES)} per layer")
+        return tuple(str(v) for v in value)
+    if key == "sliding_window":
+        return None if value is None else _int(value, where)
+    if key == "quantization_config":
+        if value is not None and not isinstance(value, Mapping):
+            raise ModelOverrideError(f"{where}: expected a mapping (config.json's quantization_config)")
+        return None if value is None else MappingProxyType(dict(value))
     # name, model_type, torch_dtype
     if value is not None and not isinstance(value, str):
         raise ModelOverrideError(f"{where}: expected text, got {value!r}")

@@ -6,10 +6,13 @@ canonical key (``bfloat16`` -> ``bf16``, ``fp8_e4m3`` -> ``fp8``, ``nvfp4`` -> `
 that carry ``tensor_peak`` are the keys of a chip's ``peak_flop_per_s`` in the hardware catalog.
 
 Bytes: bf16/fp16 2, fp8/int8 1, int4/fp4 0.5, fp32 4 (the storage sizes of the formats).  ``auto`` is vLLM's
-"the model's own dtype"; every preset and the tiny model are bf16, so it counts as bf16 (2 bytes, bf16 peak).
-KV-cache dtypes are those vLLM's ``--kv-cache-dtype`` takes (``auto``, ``fp8``, ``fp8_e4m3``, ``fp8_e5m2``;
-vLLM ``vllm/config/cache.py`` ``CacheDType``) plus the 16/32-bit model dtypes.  Weight-only int4 dequantises
-to bf16 for the matmul, so it computes at the bf16 peak; fp32 weights compute at the TF32 tensor peak.
+"the model's own dtype"; where nothing says otherwise it counts as bf16 (2 bytes, bf16 peak) -- the setup
+resolves ``--dtype auto`` to the config's ``torch_dtype`` and ``kv_cache_dtype auto`` to that activation dtype
+(model/setup.py).  KV-cache dtypes are those vLLM's ``--kv-cache-dtype`` takes (``auto``, ``fp8``,
+``fp8_e4m3``, ``fp8_e5m2``; vLLM ``vllm/config/cache.py`` ``CacheDType``) plus the 16/32-bit model dtypes;
+int4/int8 are weight formats only here.  Weight-only int4 dequantises to bf16 for the matmul, so it computes at
+the bf16 peak; fp32 weights compute at the TF32 tensor peak.  A quantized checkpoint (bits, groups, scales,
+full-width tensors) is a scheme in model/quantization.py, which reads its dtypes from this table.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ _ROWS = (
     DType("tf32", (), None, None, "tf32", True),
     DType("int8", (), 1, None, "int8", True),
     DType("fp4", ("nvfp4",), 0.5, None, "fp4", True),
-    DType("fp32", ("float32",), 4, 4, "tf32", True),
+    DType("fp32", ("float32", "float"), 4, 4, "tf32", True),
     DType("int4", (), 0.5, None, "bf16", False),
     DType("auto", (), 2, 2, AUTO_DTYPE, False),
 )

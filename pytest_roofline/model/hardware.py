@@ -4,6 +4,19 @@ Units are SI base units and live in the names: ``memory_bytes`` (bytes), ``hbm_b
 (bytes/s, vendor datasheet, decimal: 2,039 GB/s = 2.039e12), ``peak_flop_per_s`` (FLOP/s, dense
 tensor-core peaks; the ``int8`` entry is OP/s). GB = 1e9 bytes, GiB = 2**30 bytes.
 
+``interconnect_bytes_per_s`` is the datasheet's bidirectional total per GPU over the link named in
+``interconnect`` (NVLink 4: 900 GB/s = 450 each way; PCIe Gen4 x16: 64 GB/s). ``interconnect_latency_s``
+is the fixed cost of one all-reduce call over that link (seconds), the floor a tensor-parallel step pays
+twice per layer however small the message: 8 us on NVLink/NVSwitch as llm-analysis assumes
+(``gpu_configs/*.json`` ``intra_node_min_message_latency``; aiconfigurator's ``p2p_latency`` is 10 us,
+GenZ's all-reduce starts at 5 us), more over PCIe (8-GPU nccl-tests runs measure 40-55 us for 8 bytes,
+github.com/NVIDIA/nccl/issues/1530 and /1439). ``None`` where there is no link to model (the ``cpu``
+pseudo-device); a prediction file may override it like any other figure.
+
+Multi-die parts appear as the software sees them: an MI250X module is two GCDs and ROCm (so vLLM) shows
+each as its own 64 GB device, so the ``mi250x`` entry is one GCD. Blackwell superchips (``gb200``) are
+per GPU.
+
 ``memory_bytes`` is what the driver reports (``nvidia-smi --query-gpu=memory.total`` MiB x 2**20,
 or ``rocm-smi --showmeminfo vram`` bytes), not the datasheet's rounded figure: the A100's "80 GB"
 is 81,920 MiB = 80 GiB of HBM2e, the H100 SXM's "80 GB" is 81,559 MiB, the H200's "141 GB" is
@@ -134,6 +147,7 @@ class HardwareSpec:
     interconnect_bytes_per_s: float | None
     sources: Mapping[str, str] = field(hash=False, compare=False)
     aliases: tuple[str, ...] = ()
+    interconnect_latency_s: float | None = None
 
     def __post_init__(self) -> None:
         peaks = {normalize_dtype(k): float(v) for k, v in dict(self.peak_flop_per_s).items()}
@@ -151,7 +165,7 @@ class HardwareSpec:
                 object.__setattr__(self, "memory_bytes", int(memory))
             if memory <= 0:
                 raise HardwareError(f"{self.id}: memory_bytes must be positive, got {self.memory_bytes!r}")
-        for name in ("hbm_bytes_per_s", "interconnect_bytes_per_s"):
+        for name in ("hbm_bytes_per_s", "interconnect_bytes_per_s", "interconnect_latency_s"):
             value = getattr(self, name)
             if value is not None:
                 value = float(value)
@@ -374,7 +388,8 @@ def resolve(
 # --------------------------------------------------------------------------- overrides
 
 _UNIT_KIND = {"memory_bytes": ("bytes", "bytes"), "hbm_bytes_per_s": ("bandwidth", "bytes/s"),
-              "interconnect_bytes_per_s": ("bandwidth", "bytes/s"), "peak_flop_per_s": ("flop_rate", "FLOP/s")}
+              "interconnect_bytes_per_s": ("bandwidth", "bytes/s"), "peak_flop_per_s": ("flop_rate", "FLOP/s"),
+              "interconnect_latency_s": ("time", "s")}
 
 
 def _figure(value: Any, key: str, where: str) -> float:
@@ -383,7 +398,12 @@ def _figure(value: Any, key: str, where: str) -> float:
     try:
         num = to_si(value, dimension)
     except UnitError as exc:
-        raise HardwareOverrideError(f"{where}: {exc} (this field is in {shown})") from None
+        try:  # a bare number written as text ("8e-6") is in the field's SI unit; the time table has no bare unit
+            num = float(str(value).replace(",", "")) if dimension == "time" else math.nan
+        except ValueError:
+            num = math.nan
+        if math.isnan(num):
+            raise HardwareOverrideError(f"{where}: {exc} (this field is in {shown})") from None
     if not (math.isfinite(num) and num > 0):
         raise HardwareOverrideError(f"{where}: must be a positive number, got {value!r}")
     return num
@@ -412,7 +432,7 @@ def _convert(spec: HardwareSpec, key: str, value: Any, where: str) -> Any:
         if not float(num).is_integer():
             raise HardwareOverrideError(f"{where}: must be a whole number of bytes, got {value!r}")
         return int(num)
-    if key in ("hbm_bytes_per_s", "interconnect_bytes_per_s"):
+    if key in ("hbm_bytes_per_s", "interconnect_bytes_per_s", "interconnect_latency_s"):
         return None if value is None else _figure(value, key, where)
     if key == "aliases":
         if isinstance(value, str) or not isinstance(value, (list, tuple)):

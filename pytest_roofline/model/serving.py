@@ -64,9 +64,12 @@ Linear layers and attention are separate kernels, so each is bounded on its own 
   n tokens after a computed tokens reads a + n tokens of KV.
 * ``F_attn``: 4 x layers x q_heads x head_dim per (query, key) pair; causal for prefill chunks
   (``n a + n (n + 1) / 2`` pairs), ``context`` pairs per decoding sequence.
-* TP = t: weights, FLOPs and KV divided over t GPUs (KV by ``kv_heads_per_rank``), plus 2 ring all-reduces per
-  layer of ``tokens x hidden x 2`` bytes: ``2 (t-1)/t x bytes / (link x interconnect_efficiency) + latency``,
-  with the link = half the catalog's bidirectional ``interconnect_bytes_per_s``.
+* TP = t: weights, FLOPs and KV divided over t GPUs (the per-GPU figures of the Setup: KV by
+  ``kv_heads_per_rank``, replicated K/V heads when t > KV heads), plus 2 ring all-reduces per layer of
+  ``tokens x hidden x 2`` bytes: ``2 (t-1)/t x bytes / (link x interconnect_efficiency) + latency``, with the
+  link = half the catalog's bidirectional ``interconnect_bytes_per_s`` and the latency the catalog's
+  ``interconnect_latency_s`` (8 us without one) -- ``analytical.tensor_parallel_allreduce`` via
+  ``Setup.allreduce``, the one home the roofline uses too.  Pipeline parallelism is refused (SimulationError).
 * dtypes change bytes (``Setup.weight_dtype``, ``Setup.kv_dtype``), not code.
 
 When both terms of each ``max`` are memory-bound this is ``analytical.decode_step`` at ``e_m BW``: the decode
@@ -118,8 +121,8 @@ __all__ = [
 #: kernels per decoder layer charged the fixed memory latency: the QKV, output, gate/up and down GEMMs and the
 #: attention kernel (norms and activations are fused into these by vLLM's compiled graphs); plus one lm_head.
 KERNELS_PER_LAYER = 5
-#: bytes per activation element in an all-reduce (bf16 hidden states)
-ACTIVATION_BYTES = 2
+#: bytes per activation element in an all-reduce (bf16 hidden states); its home is model/analytical.py
+ACTIVATION_BYTES = an.ACTIVATION_BYTES
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -252,12 +255,18 @@ class EngineConfig:
     @classmethod
     def from_setup(cls, setup: Any) -> EngineConfig:
         """The scheduler limits resolved in the Setup (vllm_defaults + engine.args), the KV pool from
-        :func:`kv_accounting` (or ``num_gpu_blocks_override``), chunked prefill / prefix caching from the
-        version's defaults (pre-0.10 = V0: no chunking) unless engine.args set them."""
+        :func:`kv_accounting` (or ``num_gpu_blocks_override``), chunked prefill / prefix caching as the Setup
+        resolved them from vllm_defaults (V0: chunking only for > 32K contexts from 0.5.3, no prefix caching;
+        V1: both on) unless engine.args set them."""
         args = dict(setup.engine_args or {})
-        version = setup.engine_version or "0.33.0"
-        chunk_default = vllm_defaults.default_enable_chunked_prefill(version)
-        prefix_default = vllm_defaults.default_enable_prefix_caching(version)
+        version = setup.engine_version or str(vllm_defaults.NEWEST_KNOWN_VERSION)
+        chunk_default = getattr(setup, "enable_chunked_prefill", None)
+        if chunk_default is None:
+            chunk_default = vllm_defaults.default_enable_chunked_prefill(
+                version, max_model_len=getattr(setup, "max_model_len", None))
+        prefix_default = getattr(setup, "enable_prefix_caching", None)
+        if prefix_default is None:
+            prefix_default = vllm_defaults.default_enable_prefix_caching(version)
         blocks = args.get("num_gpu_blocks_override")
         num_blocks = int(blocks) if blocks is not None else kv_accounting(setup).num_blocks
         return cls(
@@ -288,7 +297,8 @@ class ServingConstants:
     step_overhead_s: float
     per_seq_overhead_s: float
     interconnect_efficiency: float = 0.8
-    allreduce_latency_s: float = 8e-6
+    #: None: the catalog entry's ``interconnect_latency_s``, else ``analytical.DEFAULT_ALLREDUCE_LATENCY_S``
+    allreduce_latency_s: float | None = None
     host_mem_bytes_per_s: float | None = None
     host_peak_flop_per_s: float | None = None
 
@@ -307,7 +317,7 @@ class ServingConstants:
             if not 0 < getattr(self, name) <= 1:
                 raise SimulationError(f"ServingConstants.{name} must be in (0, 1], got {getattr(self, name)!r}")
         for name in ("mem_latency_s", "step_overhead_s", "per_seq_overhead_s", "allreduce_latency_s"):
-            if getattr(self, name) < 0:
+            if getattr(self, name) is not None and getattr(self, name) < 0:
                 raise SimulationError(f"ServingConstants.{name} must be >= 0, got {getattr(self, name)!r}")
         for name in ("host_mem_bytes_per_s", "host_peak_flop_per_s"):
             v = getattr(self, name)
@@ -352,8 +362,9 @@ CONSTANT_SOURCES: Mapping[str, str] = {
     "per_seq_overhead_s": "10 us (cuda): per running sequence per step (scheduler bookkeeping, sampler, output "
                           "processing); an order-of-magnitude estimate, no public measurement (sources.d)",
     "interconnect_efficiency": "0.8: the same empirical factor aiconfigurator applies to bandwidth",
-    "allreduce_latency_s": "8 us: llm-analysis's minimum message latency per TP communication "
-                           "(cli99/llm-analysis gpu_configs/*.json, get_latency_fwd_per_tp_comm)",
+    "allreduce_latency_s": "the catalog entry's interconnect_latency_s; without one 8 us "
+                           "(analytical.DEFAULT_ALLREDUCE_LATENCY_S): llm-analysis's minimum message latency per TP "
+                           "communication (cli99/llm-analysis gpu_configs/*.json, get_latency_fwd_per_tp_comm)",
     "cpu": "device cpu (vLLM CPU engine, tiny model): UNCALIBRATED order-of-magnitude defaults: 2 ms per step "
            "(eager PyTorch dispatch of a few hundred ops + the Python engine loop), 50 us per sequence, "
            "20 GB/s and 100 GFLOP/s of host memory and compute, 10% FLOP efficiency (the tiny model's GEMMs have "
@@ -412,8 +423,16 @@ class _CostModel:
     """Per-setup coefficients of the step cost, computed once."""
 
     def __init__(self, setup: Any, constants: ServingConstants, engine: EngineConfig) -> None:
-        arch = setup.model
         tp = int(engine.tensor_parallel_size)
+        if int(getattr(setup, "tensor_parallel_size", 1)) != tp:  # an EngineConfig of another TP degree
+            setup = setup.with_changes(tensor_parallel_size=tp)
+        pp = int(getattr(setup, "pipeline_parallel_size", 1))
+        if pp > 1:
+            raise SimulationError(f"pipeline_parallel_size={pp}: the serving model simulates one tensor-parallel "
+                                  "group; vLLM's pipeline keeps several batches in flight through the stages "
+                                  "(vllm/v1/engine/core.py batch queue), which it does not model. The KV pool and "
+                                  "per-stage memory of a PP setup are modelled (roofline quantities)")
+        arch = setup.model
         self.tp = tp
         bw = setup.hardware.hbm_bytes_per_s or constants.host_mem_bytes_per_s
         peak: float | None
@@ -440,14 +459,17 @@ class _CostModel:
             self.expert_params = float(arch.expert_param_count())
             self.num_experts = int(arch.num_experts)
             self.top_k = int(arch.num_experts_per_tok)
-        # bytes read every step regardless of routing (dense part), per GPU
+        # bytes read every step regardless of routing (dense part), per GPU: the 1/TP share of the streamed weights
+        # plus the K/V heads a rank replicates when TP > num_kv_heads (Setup.kv_replica_weight_bytes, 0 otherwise)
         routed_active = self.moe_layers * self.top_k * self.expert_params
         self.dense_weight_bytes = (streamed - routed_active) * wbytes / tp
+        if tp > 1:
+            self.dense_weight_bytes += float(setup.kv_replica_weight_bytes)
         self.expert_bytes_per_layer = self.expert_params * wbytes / tp
         self.lin_flop_per_token = 2.0 * (streamed - head) / tp
         self.head_flop_per_seq = 2.0 * head / tp
-        kv_heads_rank = arch.kv_heads_per_rank(tp) if tp > 1 else arch.num_kv_heads
-        self.kv_bytes_per_token: float = float(setup.kv_bytes_per_token) * kv_heads_rank / arch.num_kv_heads
+        # one GPU's KV bytes per token (its KV heads: Setup.kv_bytes_per_token_per_gpu, the roofline's figure)
+        self.kv_bytes_per_token: float = float(setup.kv_bytes_per_token_per_gpu)
         if arch.is_nominal:
             qd = arch.num_kv_heads * arch.head_dim  # unknown query heads: assume MHA-sized queries = KV width
         else:
@@ -459,15 +481,15 @@ class _CostModel:
         self.allreduce_per_token_s = 0.0
         self.allreduce_fixed_s = 0.0
         if tp > 1:
-            link = setup.hardware.interconnect_bytes_per_s
-            if not link:
-                raise SimulationError(f"tensor_parallel_size={tp} on {setup.hardware.id!r}, which has no "
-                                      "interconnect_bytes_per_s: set it in the YAML hardware overrides")
-            unidir = float(link) / 2.0 * constants.interconnect_efficiency
-            hidden = arch.hidden_size if not arch.is_nominal else arch.num_kv_heads * arch.head_dim
-            n_ar = 2 * arch.num_layers
-            self.allreduce_per_token_s = n_ar * 2.0 * (tp - 1) / tp * hidden * ACTIVATION_BYTES / unidir
-            self.allreduce_fixed_s = n_ar * constants.allreduce_latency_s
+            # the two ring all-reduces per layer: analytical.tensor_parallel_allreduce through Setup.allreduce, over
+            # one link direction at interconnect_efficiency, the latency from the catalog unless set here
+            try:
+                ar = setup.allreduce(link_efficiency=constants.interconnect_efficiency,
+                                     latency_s=constants.allreduce_latency_s)
+            except SetupError as exc:
+                raise SimulationError(str(exc)) from None
+            self.allreduce_per_token_s = ar.per_token_s
+            self.allreduce_fixed_s = ar.fixed_s
 
     def weight_bytes(self, n_tokens: int) -> float:
         if not self.moe_layers:

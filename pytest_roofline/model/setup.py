@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_roofline.errors import SetupError, SetupValueError
 from pytest_roofline.model import analytical as an
-from pytest_roofline.model import architecture, dtypes, hardware, vllm_defaults
+from pytest_roofline.model import architecture, dtypes, hardware, quantization, vllm_defaults
 from pytest_roofline.model.tiny import TINY_MODEL, tiny_arch
 from pytest_roofline.units import format_value
 
@@ -30,8 +30,11 @@ class Setup:
     engine_name: str = "vllm"
     engine_version: str | None = None
     device: str = "cuda"
-    weight_dtype: str = "bf16"
+    weight_dtype: str = "bf16"  # the stored width of quantized weights (the scheme's), else of all weights
     kv_dtype: str = "bf16"
+    # the model dtype vLLM computes in (``--dtype``; auto: config.json's torch_dtype); KV ``auto`` follows it
+    activation_dtype: str = "bf16"
+    quantization: Any = None  # model.quantization.QuantScheme of a quantized checkpoint, or None
     input_len: int = 1024
     output_len: int = 1024
     kv_context_tokens: float = 1536.0
@@ -41,6 +44,7 @@ class Setup:
     max_num_batched_tokens: int = 2048
     max_model_len: int | None = None
     tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
     enforce_eager: bool = False
     kv_cache_memory_bytes: float | None = None
     activation_bytes: float | None = None
@@ -48,10 +52,20 @@ class Setup:
     cuda_graph_bytes: float | None = None
     engine_args: Mapping[str, Any] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)
+    # resolved in build_setup from model/vllm_defaults.py (engine.args win): entrypoint serve | llm, engine
+    # v0 | v1, and chunked prefill / prefix caching (None: not resolved, the serving model asks vllm_defaults)
+    engine_entrypoint: str = "serve"
+    engine_kind: str | None = None
+    enable_chunked_prefill: bool | None = None
+    enable_prefix_caching: bool | None = None
 
     # --- derived numbers -------------------------------------------------------------------------------
     @property
     def weight_bytes(self) -> float:
+        """All weights: under a quantization scheme the quantized linears, their scales and zero points and the
+        full-width rest at the activation dtype (model/quantization.py); else every parameter at weight_dtype."""
+        if self.quantization is not None:
+            return float(quantization.weight_bytes(self.quantization, self.model, self.activation_dtype))
         return float(self.model.weight_bytes(self.weight_dtype))
 
     @property
@@ -72,7 +86,185 @@ class Setup:
 
     @property
     def bytes_per_block(self) -> float:
-        return float(self.model.kv_bytes_per_block(self.block_size, self.kv_dtype, self.tensor_parallel_size))
+        """Bytes of one KV block on one GPU: its KV heads (per TP rank) x the layers its PP stage holds (the
+        largest stage at PP > 1)."""
+        if self.pipeline_parallel_size == 1:
+            return float(self.model.kv_bytes_per_block(self.block_size, self.kv_dtype, self.tensor_parallel_size,
+                                                       self.engine_version, self.device))
+        return float(self.stage_bytes_per_block(self.pp_stage_layers.index(max(self.pp_stage_layers))))
+
+    # --- parallelism: the one home of every per-GPU figure ---------------------------------------------
+    # What a tensor-parallel rank holds, as vLLM builds the layers (vLLM v0.10.0,
+    # vllm/model_executor/layers/linear.py and vocab_parallel_embedding.py):
+    # * split over the TP ranks: q/k/v and gate/up (ColumnParallelLinear / QKVParallelLinear /
+    #   MergedColumnParallelLinear: output dimension), o_proj and down_proj (RowParallelLinear: input dimension),
+    #   the routed experts (FusedMoE: each expert's intermediate dimension), the input embedding and the lm_head
+    #   (VocabParallelEmbedding / ParallelLMHead: the vocabulary, padded to a multiple of 64 -- the padding,
+    #   < 64 rows, is left out here);
+    # * replicated on every rank: the RMSNorm weights, the MoE router (ReplicatedLinear) and the row-parallel
+    #   biases -- together under 0.05% of any preset's weights, left out so the split is exactly 1/TP;
+    # * the K/V projections when TP > num_kv_heads: QKVParallelLinear keeps one KV head per rank and
+    #   replicates it (``num_kv_head_replicas = tp // num_kv_heads``): counted (``kv_replica_weight_bytes``),
+    #   since it grows with TP.
+    # Pipeline parallelism gives each stage a contiguous range of layers (vllm/distributed/utils.py
+    # ``get_pp_indices``: an even split, the remainder spread over the stages before the last, from the second
+    # to last backwards), the input embedding on the first stage, the final norm and the lm_head on the last
+    # (with tied embeddings the last stage holds the shared matrix too).
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs one engine uses: ``tensor_parallel_size x pipeline_parallel_size``."""
+        return int(self.tensor_parallel_size) * int(self.pipeline_parallel_size)
+
+    @property
+    def pp_stage_layers(self) -> tuple[int, ...]:
+        """Decoder layers of each pipeline stage, as vLLM's ``get_pp_indices`` partitions them (no
+        ``VLLM_PP_LAYER_PARTITION``): 80 layers over 3 stages -> (27, 27, 26)."""
+        n, pp = int(self.model.num_layers), int(self.pipeline_parallel_size)
+        parts = [n // pp] * pp
+        for i in range(2, n % pp + 2):
+            parts[-i] += 1
+        return tuple(parts)
+
+    def _stage_range(self, stage: int) -> range:
+        start = sum(self.pp_stage_layers[:stage])
+        return range(start, start + self.pp_stage_layers[stage])
+
+    def _kv_replica_params_per_layer(self) -> float:
+        """K/V projection parameters one rank holds beyond its 1/TP share when TP > num_kv_heads."""
+        arch, tp = self.model, int(self.tensor_parallel_size)
+        if arch.is_nominal or tp == 1 or getattr(arch, "kv_lora_rank", None):
+            return 0.0
+        per_rank = arch.kv_heads_per_rank(tp)
+        if per_rank * tp == arch.num_kv_heads:
+            return 0.0
+        heads = per_rank - arch.num_kv_heads / tp  # KV heads held beyond the even share
+        per_head = 2 * arch.head_dim * (arch.hidden_size + (1 if arch.attention_bias else 0))  # k and v
+        return float(heads * per_head)
+
+    @property
+    def kv_replica_weight_bytes(self) -> float:
+        """Bytes of the replicated K/V projections one rank holds beyond its 1/TP share (0 unless TP >
+        num_kv_heads), over all layers (the largest PP stage at PP > 1), at the mean bytes per parameter."""
+        extra = self._kv_replica_params_per_layer()
+        if not extra:
+            return 0.0
+        per_param = self.weight_bytes / float(self.model.param_count())
+        return extra * max(self.pp_stage_layers) * per_param
+
+    def stage_weight_bytes_per_gpu(self, stage: int) -> float:
+        """Weight bytes one GPU of pipeline stage ``stage`` holds: the stage's share / TP (+ K/V replicas)."""
+        tp = int(self.tensor_parallel_size)
+        if self.pipeline_parallel_size == 1:
+            return self.weight_bytes / tp + self.kv_replica_weight_bytes
+        arch = self.model
+        rng = self._stage_range(stage)
+        if arch.is_nominal:
+            share = len(rng) / arch.num_layers
+        else:
+            params = float(sum(arch.layer_param_count(i) for i in rng))
+            last = stage == self.pipeline_parallel_size - 1
+            if stage == 0 or (last and arch.tie_word_embeddings):
+                params += arch.embedding_param_count()
+            if last:
+                params += arch.lm_head_param_count() + arch.hidden_size  # + the final norm
+            share = params / float(arch.param_count())
+        per_param = self.weight_bytes / float(arch.param_count())
+        return float(self.weight_bytes * share / tp + self._kv_replica_params_per_layer() * len(rng) * per_param)
+
+    @property
+    def weight_bytes_per_gpu(self) -> float:
+        """Weight bytes one GPU holds: ``weight_bytes / TP`` (+ replicated K/V heads); at PP > 1 the largest
+        stage's.  At TP = PP = 1 exactly ``weight_bytes``.  Shares are by parameter count, so a quantized
+        checkpoint's full-width embedding is spread at the mean bytes per parameter (exact for TP, approximate
+        for the first and last PP stage)."""
+        if self.num_gpus == 1:
+            return self.weight_bytes
+        return max(self.stage_weight_bytes_per_gpu(s) for s in range(self.pipeline_parallel_size))
+
+    @property
+    def flop_per_token_per_gpu(self) -> float:
+        """Linear FLOPs per token one GPU does: ``flop_per_token / TP`` (each TP rank computes its shard)."""
+        return self.flop_per_token / int(self.tensor_parallel_size)
+
+    @property
+    def kv_bytes_per_token_per_gpu(self) -> float:
+        """KV bytes per token one GPU holds: its KV heads (``ModelArch.kv_heads_per_rank``: replicated when TP >
+        num_kv_heads) x the layers of its PP stage (the largest).  At TP = PP = 1 exactly ``kv_bytes_per_token``;
+        Llama-3.1-70B at TP = 8: 2 x 80 x 1 x 128 x 2 = 40,960 B, an eighth of its 327,680."""
+        if self.num_gpus == 1:
+            return self.kv_bytes_per_token
+        tp = int(self.tensor_parallel_size)
+        rank_share = (float(self.model.kv_bytes_per_block(self.block_size, self.kv_dtype, tp))
+                      / float(self.model.kv_bytes_per_block(self.block_size, self.kv_dtype, 1)))
+        return float(self.kv_bytes_per_token * rank_share * max(self.pp_stage_layers) / self.model.num_layers)
+
+    def kv_bytes_per_seq_per_gpu_at(self, context_tokens: float | None) -> float:
+        ctx = self.kv_context_tokens if context_tokens is None else context_tokens
+        return ctx * self.kv_bytes_per_token_per_gpu
+
+    def stage_bytes_per_block(self, stage: int) -> int:
+        """One GPU's block of pipeline stage ``stage``: the per-rank page of one layer x the stage's layers."""
+        page = self.model.kv_page_bytes_per_layer(self.block_size, self.kv_dtype, self.tensor_parallel_size)
+        return int(page) * self.pp_stage_layers[stage]
+
+    @property
+    def link_bytes_per_s(self) -> float | None:
+        """One direction of one GPU's interconnect: half the catalog's bidirectional ``interconnect_bytes_per_s``
+        (NVLink 4 on H100 SXM: 900 GB/s -> 450 GB/s), the bandwidth a ring all-reduce step sends at."""
+        link = self.hardware.interconnect_bytes_per_s
+        return float(link) / 2.0 if link else None
+
+    @property
+    def allreduce_latency_s(self) -> float:
+        """The fixed cost of one all-reduce: the catalog entry's ``interconnect_latency_s`` where it has one,
+        else ``analytical.DEFAULT_ALLREDUCE_LATENCY_S`` (8 us, llm-analysis)."""
+        lat = getattr(self.hardware, "interconnect_latency_s", None)
+        return float(lat) if lat is not None else an.DEFAULT_ALLREDUCE_LATENCY_S
+
+    def allreduce(self, *, link_efficiency: float = 1.0, latency_s: float | None = None) -> an.AllReduceCost:
+        """The TP all-reduces of one forward pass (``analytical.tensor_parallel_allreduce``): 2 per layer of
+        ``hidden x 2`` bytes per token over :attr:`link_bytes_per_s` x ``link_efficiency``.  Raises SetupError
+        at TP > 1 on hardware without an interconnect figure."""
+        tp = int(self.tensor_parallel_size)
+        arch = self.model
+        link = self.link_bytes_per_s
+        if tp > 1 and not link:
+            raise SetupError(f"tensor_parallel_size={tp} on {self.hardware.id!r}, which has no interconnect "
+                             "figure: set it in the YAML: hardware: {id: ..., interconnect_bytes_per_s: 900e9}")
+        hidden = arch.hidden_size if arch.hidden_size else arch.num_kv_heads * arch.head_dim
+        layers = max(self.pp_stage_layers) if self.pipeline_parallel_size > 1 else arch.num_layers
+        return an.tensor_parallel_allreduce(
+            num_ranks=tp, num_layers=int(layers), hidden_size=int(hidden),
+            link_bytes_per_s=(link * link_efficiency) if link else None,
+            latency_s=self.allreduce_latency_s if latency_s is None else float(latency_s))
+
+    def decode_step(self, batch: float, context_tokens: float | None = None) -> an.DecodeStep:
+        """The decode roofline of this setup at ``batch`` (``analytical.decode_step``), one GPU's share under TP --
+        its weights, FLOPs, KV heads, bandwidth and peak -- plus the step's all-reduces; the throughput is the TP
+        group's.  At TP = 1 the whole-model figures and no all-reduce.  The one place the quantities and the
+        report build the roofline step from."""
+        self.require_single_stage("the decode roofline")
+        return an.decode_step(
+            batch, weight_bytes=self.weight_bytes_per_gpu, flop_per_token=self.flop_per_token_per_gpu,
+            kv_bytes_per_seq=self.kv_bytes_per_seq_per_gpu_at(context_tokens), hbm_bytes_per_s=self.hbm_bytes_per_s,
+            peak_flop_per_s=self.peak_flop_per_s,
+            allreduce_s=self.allreduce().time_s(batch) if self.tensor_parallel_size > 1 else 0.0)
+
+    def roofline_knee(self, context_tokens: float | None = None) -> an.Knee:
+        """Where this setup's decode turns compute-bound (``analytical.roofline_knee`` on one GPU's share; the
+        all-reduce time adds to both sides of t_comp = t_mem and does not move it)."""
+        self.require_single_stage("the decode roofline")
+        return an.roofline_knee(weight_bytes=self.weight_bytes_per_gpu, flop_per_token=self.flop_per_token_per_gpu,
+                                kv_bytes_per_seq=self.kv_bytes_per_seq_per_gpu_at(context_tokens),
+                                hbm_bytes_per_s=self.hbm_bytes_per_s, peak_flop_per_s=self.peak_flop_per_s)
+
+    def require_single_stage(self, what: str) -> None:
+        """Refuse a model value that is not modelled under pipeline parallelism (SetupError naming it)."""
+        if self.pipeline_parallel_size > 1:
+            raise SetupError(f"{what} is not modelled at pipeline_parallel_size={self.pipeline_parallel_size}: "
+                             "a decode step then passes the stages in turn while vLLM keeps several batches in "
+                             "flight; the model covers PP for memory and the KV pool only")
 
     @property
     def hbm_bytes_per_s(self) -> float:
@@ -84,6 +276,14 @@ class Setup:
 
     @property
     def compute_dtype(self) -> str:
+        """The peak the matmuls run at: a scheme's (W8A8 at fp8/int8 where the chip has that peak -- vLLM falls
+        back to a weight-only Marlin kernel on chips without FP8, vllm/model_executor/layers/quantization/fp8.py
+        -- W4A16 at the activation dtype); without a scheme the weight dtype's (dtypes.compute_dtype)."""
+        if self.quantization is not None:
+            d = self.quantization.compute_dtype(self.activation_dtype)
+            if d not in (getattr(self.hardware, "peak_flop_per_s", None) or {}):
+                d = self.activation_dtype
+            return dtypes.compute_dtype(d)
         return dtypes.compute_dtype(self.weight_dtype)
 
     @property
@@ -120,7 +320,13 @@ class Setup:
             out["memory"] = f"{gib} = {gb}"
         out["model"] = self.model.name
         out["params"] = f"{float(self.model.param_count()):,.0f}"
-        out["weights"] = f"{format_value(self.weight_bytes, 'bytes', 'GB', digits=5)} ({self.weight_dtype})"
+        what = self.quantization.label() if self.quantization is not None else self.weight_dtype
+        out["weights"] = f"{format_value(self.weight_bytes, 'bytes', 'GB', digits=5)} ({what})"
+        if self.num_gpus > 1:
+            out["parallel"] = (f"tensor_parallel_size {self.tensor_parallel_size} x pipeline_parallel_size "
+                               f"{self.pipeline_parallel_size} = {self.num_gpus} GPUs")
+            out["weights_per_gpu"] = format_value(self.weight_bytes_per_gpu, "bytes", "GB", digits=5)
+            out["kv_bytes_per_token_per_gpu"] = f"{self.kv_bytes_per_token_per_gpu:,.0f} B"
         out["kv_bytes_per_token"] = f"{self.kv_bytes_per_token:,.0f} B ({self.kv_dtype})"
         out["kv_context"] = f"{self.kv_context_tokens:,.0f} tokens"
         out["engine"] = f"{self.engine_name} {self.engine_version or '(version not given)'}"
@@ -133,6 +339,53 @@ def _dtype(name: str | None, what: str) -> str:
     if d is None:
         raise SetupError(f"unknown {what} {name!r}; use one of {', '.join(sorted(dtypes.names('weight')))}")
     return d
+
+
+#: vLLM ``--dtype`` choices (vllm/config/model.py ``ModelDType``, v0.10.0: auto, half, float16, bfloat16,
+#: float, float32)
+_ACTIVATION_DTYPES = ("auto", "half", "float16", "fp16", "bfloat16", "bf16", "float", "float32", "fp32")
+
+
+def _activation_dtype(name: Any, arch: Any) -> str:
+    """The model dtype vLLM computes in: ``--dtype`` (auto: config.json's torch_dtype, a float32 checkpoint
+    served at bf16 as vLLM's auto does on GPUs with bf16; no torch_dtype: bf16)."""
+    raw = "auto" if name is None else str(name)
+    if dtypes.dtype_key(raw) not in _ACTIVATION_DTYPES:
+        choices = ", ".join(_ACTIVATION_DTYPES[:6])
+        raise SetupValueError(f"engine.args.dtype: {name!r} is not a vLLM --dtype ({choices}); a quantized "
+                              "checkpoint is described by model.quantization or engine.args.quantization",
+                              field="engine.args.dtype")
+    if dtypes.dtype_key(raw) == "auto":
+        raw = getattr(arch, "torch_dtype", None) or dtypes.AUTO_DTYPE
+    d = dtypes.canonical(raw)
+    return d if d in ("bf16", "fp16") else dtypes.AUTO_DTYPE
+
+
+def _kv_dtype(name: Any) -> str:
+    """An explicit ``kv_cache_dtype``: one vLLM offers (``CacheDType``, vllm/config/cache.py: auto, fp8,
+    fp8_e4m3, fp8_e5m2, and the 16-bit model dtypes); int4/int8 are weight formats, not KV-cache dtypes."""
+    row = dtypes.lookup(str(name))
+    if row is None or row.kv_bytes is None:
+        known = ", ".join(["auto", *(n for n in dtypes.names("kv") if n != "auto")])
+        raise SetupValueError(f"engine.args.kv_cache_dtype: {name!r} is not a KV-cache dtype vLLM offers; use one "
+                              f"of: {known}", field="engine.args.kv_cache_dtype")
+    return row.key
+
+
+def _quant_scheme(yaml_q: Any, vllm_name: Any, arch: Any) -> Any:
+    """The weight-quantization scheme: the YAML's ``model.quantization`` first, then vLLM's ``--quantization``
+    (with the checkpoint's quantization_config), then the checkpoint's own config.json block; None: unquantized.
+    ``quantization: none`` in the YAML drops a checkpoint's scheme."""
+    hf = getattr(arch, "quantization_config", None)
+    if yaml_q is not None:
+        if isinstance(yaml_q, str) and yaml_q.strip().lower() in ("none", "off", "false"):
+            return None
+        return quantization.from_spec(yaml_q)
+    if vllm_name not in (None, "", "none"):
+        return quantization.from_vllm_name(str(vllm_name), hf)
+    if hf is not None:
+        return quantization.from_hf_quantization_config(hf, f"{arch.name} config.json")
+    return None
 
 
 def build_setup(
@@ -152,8 +405,6 @@ def build_setup(
         hw = hardware.with_overrides(hw, hardware_overrides)
 
     model_overrides = dict(model_overrides or {})
-    weight_dtype = _dtype(model_overrides.pop("dtype", None) or engine.get("args", {}).get("dtype"), "weight dtype")
-    kv_dtype_raw = model_overrides.pop("kv_cache_dtype", None) or engine.get("args", {}).get("kv_cache_dtype")
     if isinstance(model_ref, Mapping):
         m = dict(model_ref)
         if "params" in m:
@@ -168,23 +419,28 @@ def build_setup(
         arch = tiny_arch()
     else:
         arch = architecture.get_model(str(model_ref))
+    eargs = engine.get("args") or {}
+    weights_raw = model_overrides.pop("dtype", None)  # model: {dtype: fp8}: every weight at that width
+    kv_dtype_raw = model_overrides.pop("kv_cache_dtype", None) or eargs.get("kv_cache_dtype")
+    quant_raw = model_overrides.pop("quantization", None)
     if model_overrides:
         arch = architecture.with_overrides(arch, model_overrides)
-    kv_dtype = weight_dtype if kv_dtype_raw in (None, "auto") else _dtype(kv_dtype_raw, "kv_cache_dtype")
+    activation_dtype = _activation_dtype(eargs.get("dtype"), arch)
+    scheme = _quant_scheme(quant_raw, eargs.get("quantization"), arch)
+    if scheme is not None and weights_raw is not None:
+        raise SetupError(f"model.dtype {weights_raw!r} and a quantization scheme ({scheme.label()}) both set the "
+                         "weight width; keep one (model.dtype means: every weight at that dtype)")
+    weight_dtype = (scheme.weight_dtype if scheme is not None else
+                    _dtype(weights_raw, "weight dtype") if weights_raw is not None else activation_dtype)
+    # vLLM's kv_cache_dtype "auto" is the model (activation) dtype, never the weight-quantization width
+    kv_dtype = activation_dtype if kv_dtype_raw in (None, "auto") else _kv_dtype(kv_dtype_raw)
 
     device = "cpu" if hw.family == "cpu" else "cuda"
     version = engine.get("version")
     args = dict(engine.get("args", {}))
     _check_values(engine, args, workload)
-    # without a version, the newest release's defaults (the releases read run up to 0.33; model/vllm_defaults.py)
-    try:
-        defaults = vllm_defaults.defaults_for(str(version) if version else "0.33.0", device=device,
-                                              device_name=hw.name, total_memory_bytes=hw.memory_bytes)
-    except (ValueError, TypeError) as exc:
-        if version is None:
-            raise
-        raise SetupValueError(f"engine.version: {exc}; write a release such as '0.26.0' (quoted)",
-                              field="engine.version") from None
+    tp, pp = _check_parallel(arch, args)
+    defaults = _engine_defaults(hw, arch, engine, args, version, device, tp * pp)
     reserves = dict(engine.get("reserves", {}))
     input_len = int(workload.get("input_len", 1024))
     output_len = int(workload.get("output_len", 1024))
@@ -201,6 +457,8 @@ def build_setup(
         device=device,
         weight_dtype=weight_dtype,
         kv_dtype=kv_dtype,
+        activation_dtype=activation_dtype,
+        quantization=scheme,
         input_len=input_len,
         output_len=output_len,
         kv_context_tokens=kv_context_tokens,
@@ -209,7 +467,8 @@ def build_setup(
         max_num_seqs=int(args.get("max_num_seqs", defaults.max_num_seqs)),
         max_num_batched_tokens=int(args.get("max_num_batched_tokens", defaults.max_num_batched_tokens)),
         max_model_len=int(args["max_model_len"]) if args.get("max_model_len") is not None else None,
-        tensor_parallel_size=int(args.get("tensor_parallel_size", 1)),
+        tensor_parallel_size=tp,
+        pipeline_parallel_size=pp,
         enforce_eager=bool(args.get("enforce_eager", False)),
         kv_cache_memory_bytes=float(kv_mem) if kv_mem is not None else None,
         activation_bytes=_opt(reserves.get("activation")),
@@ -217,7 +476,57 @@ def build_setup(
         cuda_graph_bytes=_opt(reserves.get("cuda_graphs")),
         engine_args=args,
         sources=dict(defaults.sources),
+        engine_entrypoint=defaults.usage,
+        engine_kind=defaults.engine,
+        enable_chunked_prefill=_flag(args.get("enable_chunked_prefill"), defaults.enable_chunked_prefill),
+        enable_prefix_caching=_flag(args.get("enable_prefix_caching"), defaults.enable_prefix_caching),
     )
+
+
+def _flag(value: Any, default: bool) -> bool:
+    """An engine.args on/off value (``true``, ``"on"``, ``0``...), else the version's default."""
+    if value is None:
+        return bool(default)
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def _engine_defaults(hw: Any, arch: Any, engine: Mapping[str, Any], args: Mapping[str, Any], version: Any,
+                     device: str, world_size: int) -> vllm_defaults.VllmDefaults:
+    """The engine's defaults for this setup (model/vllm_defaults.py, the one home): by version (without one, the
+    newest release read), device, ``engine.entrypoint`` (serve | llm), the engine V0/V1 (``VLLM_USE_V1`` in
+    engine.env, else vLLM's own choice) and, for V0, the max_model_len (engine.args, else the model's
+    max_position_embeddings, as vLLM derives it)."""
+    env = dict(engine.get("env") or {})
+    use_v1 = env.get("VLLM_USE_V1")
+    forced = None if use_v1 is None else ("v1" if _flag(use_v1, True) else "v0")
+    max_model_len = args.get("max_model_len") or getattr(arch, "max_position_embeddings", None)
+    chunked = args.get("enable_chunked_prefill")
+    try:
+        return vllm_defaults.defaults_for(
+            str(version) if version else str(vllm_defaults.NEWEST_KNOWN_VERSION),
+            device="rocm" if str(getattr(hw, "vendor", "")).lower() == "amd" else device,
+            device_name=hw.name, total_memory_bytes=hw.memory_bytes,
+            usage=str(engine.get("entrypoint") or "serve"), world_size=world_size,
+            max_model_len=int(max_model_len) if max_model_len else None, engine=forced,
+            compute_capability=getattr(hw, "compute_capability", None),
+            kv_cache_dtype=str(args.get("kv_cache_dtype") or "auto"),
+            sliding_window=bool(getattr(arch, "sliding_window", None)),
+            enable_chunked_prefill=None if chunked is None else _flag(chunked, False),
+            stacklevel=4)
+    except (ValueError, TypeError) as exc:
+        if "max_model_len" in str(exc):
+            raise SetupValueError(f"engine.args.max_model_len: {exc} (the model has no max_position_embeddings)",
+                                  field="engine.args.max_model_len") from None
+        if forced is not None and "has no V" in str(exc):
+            raise SetupValueError(f"engine.env.VLLM_USE_V1: {exc}", field="engine.env.VLLM_USE_V1") from None
+        if "usage" in str(exc):
+            raise SetupValueError(f"engine.entrypoint: {exc}", field="engine.entrypoint") from None
+        if version is None:
+            raise
+        raise SetupValueError(f"engine.version: {exc}; write a release such as '0.26.0' (quoted)",
+                              field="engine.version") from None
 
 
 def _opt(x: Any) -> float | None:
@@ -242,6 +551,7 @@ _ARG_LIMITS: dict[str, tuple[bool, float, bool, float | None, str]] = {
     "max_num_batched_tokens": (True, 1, True, None, "tokens per step"),
     "max_model_len": (True, 1, True, None, "tokens per sequence"),
     "tensor_parallel_size": (True, 1, True, None, "devices"),
+    "pipeline_parallel_size": (True, 1, True, None, "pipeline stages"),
     "kv_cache_memory_bytes": (False, 0, False, None, "bytes"),
 }
 
@@ -276,15 +586,47 @@ def _check_values(engine: Mapping[str, Any], args: Mapping[str, Any], workload: 
         _check_value(value, f"engine.reserves.{key}", (False, 0, True, None, "bytes"))
 
 
+def _check_parallel(arch: Any, args: Mapping[str, Any]) -> tuple[int, int]:
+    """``engine.args.tensor_parallel_size`` / ``pipeline_parallel_size``, refused at their YAML field where vLLM
+    refuses them: the attention heads must divide evenly over the TP ranks (vLLM v0.10.0 vllm/config.py
+    ``ModelConfig.verify_with_parallel_config``: "Total number of attention heads (...) must be divisible by
+    tensor parallel size"), and the KV heads must split evenly or be replicated a whole number of times
+    (QKVParallelLinear, vllm/model_executor/layers/linear.py: ``divide(tp_size, total_num_kv_heads)``); a
+    pipeline stage needs at least one layer."""
+    tp = int(args.get("tensor_parallel_size", 1))
+    pp = int(args.get("pipeline_parallel_size", 1))
+    field_tp = "engine.args.tensor_parallel_size"
+    if tp > 1:
+        heads = int(arch.num_attention_heads or 0)
+        if heads and heads % tp:
+            raise SetupValueError(f"{field_tp}: {arch.name} has {heads} attention heads, which do not divide over "
+                                  f"{tp} GPUs (vLLM refuses it); use a divisor of {heads}", field=field_tp)
+        try:
+            arch.kv_heads_per_rank(tp)
+        except architecture.ModelArchError as exc:
+            raise SetupValueError(f"{field_tp}: {exc}", field=field_tp) from None
+    if pp > int(arch.num_layers):
+        field_pp = "engine.args.pipeline_parallel_size"
+        raise SetupValueError(f"{field_pp}: {pp} stages for the {arch.num_layers} layers of {arch.name}: every "
+                              "stage needs at least one layer", field=field_pp)
+    return tp, pp
+
+
 def kv_accounting(setup: Setup) -> an.KVAccounting:
     """vLLM's KV pool for ``setup``, the one place the serving model and the quantities take it from:
     ``analytical.vllm_kv_accounting`` with the weights one tensor-parallel rank holds, the profile run's
     activation estimate and the non-torch / CUDA-graph reserves of the engine version (each overridable)."""
     tp = max(1, int(setup.tensor_parallel_size))
     act = setup.activation_bytes
+    if act is None and not (setup.model.hidden_size > 0 and setup.model.vocab_size > 0):
+        act = 0.0  # a nominal model without hidden_size/vocab_size: no profile-run estimate (stated in the inputs)
     if act is None:
+        # one TP rank's profile run holds its 1/TP slice of the MLP intermediate (column-parallel gate/up) but the
+        # full hidden state and, in V1, the full-vocabulary logits: the LogitsProcessor all-gathers them to every
+        # rank (vllm/platforms/interface.py Platform.use_all_gather: true under VLLM_USE_V1, vLLM v0.8-v0.10)
         act = an.estimate_activation_bytes(
-            hidden_size=setup.model.hidden_size, intermediate_size=setup.model.intermediate_size or 1,
+            hidden_size=setup.model.hidden_size,
+            intermediate_size=max(1, (setup.model.intermediate_size or 1) // tp),
             vocab_size=setup.model.vocab_size, max_num_batched_tokens=setup.max_num_batched_tokens,
             max_num_seqs=setup.max_num_seqs)
     non_torch = setup.non_torch_bytes
@@ -297,11 +639,20 @@ def kv_accounting(setup: Setup) -> an.KVAccounting:
         graphs = an.DEFAULT_CUDA_GRAPH_BYTES if budgeted else 0.0
     mem = setup.hardware.memory_bytes
     total = setup.total_memory_bytes if setup.kv_cache_memory_bytes is None else (float(mem) if mem else None)
+    # one GPU's pool: its memory budget, its weights (the per-rank share) and its block (its KV heads x its stage's
+    # layers); every rank reports the same count, the smallest over all ranks (vLLM v0.10.0
+    # vllm/v1/core/kv_cache_utils.py get_kv_cache_configs: "Change the num_blocks of each rank to the smallest
+    # among all ranks"), which at PP > 1 is the stage with the least room
+    stages = range(max(1, int(setup.pipeline_parallel_size)))
     try:
-        return an.vllm_kv_accounting(
+        accs = [an.vllm_kv_accounting(
             total_memory_bytes=total, gpu_memory_utilization=setup.gpu_memory_utilization,
-            weight_bytes=setup.weight_bytes / tp, activation_bytes=float(act), non_torch_bytes=float(non_torch),
-            cuda_graph_bytes=float(graphs), bytes_per_block=int(setup.bytes_per_block), block_size=setup.block_size,
-            kv_cache_memory_bytes=setup.kv_cache_memory_bytes)
+            weight_bytes=(setup.weight_bytes / tp if len(stages) == 1 and tp == 1
+                          else setup.stage_weight_bytes_per_gpu(stage)),
+            activation_bytes=float(act), non_torch_bytes=float(non_torch),
+            cuda_graph_bytes=float(graphs),
+            bytes_per_block=int(setup.bytes_per_block if len(stages) == 1 else setup.stage_bytes_per_block(stage)),
+            block_size=setup.block_size, kv_cache_memory_bytes=setup.kv_cache_memory_bytes) for stage in stages]
     except ValueError as exc:
         raise SetupError(f"KV accounting: {exc}") from None
+    return min(accs, key=lambda a: a.num_blocks)

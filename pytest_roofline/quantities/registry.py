@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from pytest_roofline.errors import NotMeasured, PointError
 from pytest_roofline.model import analytical as an
+from pytest_roofline.model import kv_cache
 from pytest_roofline.model.setup import Setup, SetupError, kv_accounting
 from pytest_roofline.quantities.analysis import (
     Thresholds,
@@ -171,21 +172,51 @@ def _kv_seq(setup: Setup, at: Mapping[str, Any]) -> float:
     return setup.kv_bytes_per_seq_at(at.get("context"))
 
 
+# The decode roofline at tensor parallelism: every GPU of the group runs the same step on its shard, so the step
+# time is one GPU's -- its weights (Setup.weight_bytes_per_gpu), its KV heads (kv_bytes_per_token_per_gpu), its
+# FLOPs (flop_per_token / TP), its own bandwidth and peak -- plus the step's all-reduces (Setup.allreduce,
+# analytical.tensor_parallel_allreduce); throughput is the whole group's (B sequences per step).  At TP = 1 each
+# per-GPU figure is the whole-model one and the all-reduce time is 0, so every value is as before.  Pipeline
+# parallelism is modelled for memory and the KV pool only (Setup.require_single_stage refuses the rest).
+def _kv_seq_gpu(setup: Setup, at: Mapping[str, Any]) -> float:
+    return setup.kv_bytes_per_seq_per_gpu_at(at.get("context"))
+
+
+def _w_gpu(setup: Setup) -> float:
+    setup.require_single_stage("the decode roofline")
+    return setup.weight_bytes_per_gpu
+
+
+def _f_gpu(setup: Setup) -> float:
+    setup.require_single_stage("the decode roofline")
+    return setup.flop_per_token_per_gpu
+
+
+
+
 def _roofline_inputs(setup: Setup, at: Mapping[str, Any]) -> dict[str, str]:
     d = setup.describe()
     ctx = at.get("context", setup.kv_context_tokens)
     d["kv_per_seq"] = (f"{ctx:,.0f} tokens × {setup.kv_bytes_per_token:,.0f} B = "
                        f"{format_value(setup.kv_bytes_per_seq_at(ctx), 'bytes', 'GB', digits=5)}")
     d["flop_per_token"] = f"2 × {float(setup.model.active_param_count()):,.0f} = {setup.flop_per_token:.5g} FLOP"
+    if setup.tensor_parallel_size > 1 and setup.pipeline_parallel_size == 1:
+        tp = setup.tensor_parallel_size
+        d["kv_per_seq_per_gpu"] = (f"{ctx:,.0f} tokens × {setup.kv_bytes_per_token_per_gpu:,.0f} B = "
+                                   f"{format_value(setup.kv_bytes_per_seq_per_gpu_at(ctx), 'bytes', 'GB', digits=5)}")
+        d["flop_per_token_per_gpu"] = f"{setup.flop_per_token:.5g} ÷ {tp} = {setup.flop_per_token_per_gpu:.5g} FLOP"
+        try:
+            ar = setup.allreduce()
+            d["allreduce"] = (f"{ar.calls} all-reduces × (2 × {tp - 1}/{tp} × {ar.bytes_per_token_per_call:,.0f} B "
+                              f"per token ÷ {format_value(ar.link_bytes_per_s, 'bandwidth', 'GB/s', digits=4)} "
+                              f"+ {ar.latency_s * 1e6:.3g} us)")
+        except SetupError:
+            pass
     return d
 
 
 def _step(setup: Setup, at: Mapping[str, Any]) -> an.DecodeStep:
-    return an.decode_step(
-        _batch(setup, at), weight_bytes=setup.weight_bytes, flop_per_token=setup.flop_per_token,
-        kv_bytes_per_seq=_kv_seq(setup, at), hbm_bytes_per_s=setup.hbm_bytes_per_s,
-        peak_flop_per_s=setup.peak_flop_per_s,
-    )
+    return setup.decode_step(_batch(setup, at), at.get("context"))
 
 
 def _step_q(name: str, dim: str, desc: str, attr: str, *, kind: QuantityKind = QuantityKind.NUMBER,
@@ -193,9 +224,12 @@ def _step_q(name: str, dim: str, desc: str, attr: str, *, kind: QuantityKind = Q
             points: QuantityPoints | None = None, choices: tuple[str, ...] = ()) -> Quantity:
     def model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
         s = _step(setup, at)
+        ar = f", + all-reduce {s.t_allreduce_s * 1e3:.4g} ms (TP {setup.tensor_parallel_size})" \
+            if s.t_allreduce_s else ""
+        per_gpu = " per GPU" if setup.tensor_parallel_size > 1 else ""
         return ModelValue(getattr(s, attr), _roofline_inputs(setup, at),
-                          f"decode step at B={s.batch:g}: t_mem {s.t_mem_s * 1e3:.4g} ms, "
-                          f"t_comp {s.t_comp_s * 1e3:.4g} ms, {s.bound}-bound")
+                          f"decode step at B={s.batch:g}{per_gpu}: t_mem {s.t_mem_s * 1e3:.4g} ms, "
+                          f"t_comp {s.t_comp_s * 1e3:.4g} ms, {s.bound}-bound{ar}")
 
     return _register(Quantity(name, dim, desc, kind=kind, at=("batch", "concurrency", "context"), model=model,
                               measure=measure, points=points, choices=choices))
@@ -308,8 +342,15 @@ _fact("flop_per_token", "flops", "linear FLOPs per generated token, 2 × active 
 _fact("kv_bytes_per_token", "bytes", "KV-cache bytes per token: 2 × layers × kv_heads × head_dim × bytes",
       lambda s, a: s.kv_bytes_per_token)
 _fact("kv_bytes_per_seq", "bytes", "KV-cache bytes of one sequence at the KV context", _kv_seq, at=("context",))
-_fact("kv_bytes_per_block", "bytes", "bytes of one vLLM KV block over all layers (page size × layers)",
-      lambda s, a: s.bytes_per_block)
+_fact("kv_bytes_per_block", "bytes", "bytes of one vLLM KV block over all layers (page size × layers; one GPU's: "
+      "its KV heads under TP, its stage's layers under PP)", lambda s, a: s.bytes_per_block)
+_fact("weight_bytes_per_gpu", "bytes", "weight bytes one GPU holds: weight_bytes ÷ TP (+ K/V heads replicated when "
+      "TP > KV heads; the largest pipeline stage's under PP); = weight_bytes on one GPU",
+      lambda s, a: s.weight_bytes_per_gpu)
+_fact("kv_bytes_per_token_per_gpu", "bytes", "KV bytes per token one GPU holds: its KV heads (replicated when TP > "
+      "KV heads) × its stage's layers; = kv_bytes_per_token on one GPU", lambda s, a: s.kv_bytes_per_token_per_gpu)
+_fact("num_gpus", "count", "GPUs one engine uses: tensor_parallel_size × pipeline_parallel_size",
+      lambda s, a: s.num_gpus)
 
 _step_q("decode_intensity", "intensity", "KV-inclusive arithmetic intensity of a decode step at batch B",
         "intensity_flop_per_byte")
@@ -317,10 +358,12 @@ _step_q("weight_only_intensity", "intensity", "weight-only arithmetic intensity 
         "weight_only_intensity_flop_per_byte")
 _step_q("t_mem", "time", "memory time of a decode step: (weights + B × KV per seq) ÷ bandwidth", "t_mem_s")
 _step_q("t_comp", "time", "compute time of a decode step: B × 2P ÷ peak FLOP/s", "t_comp_s")
-_step_q("t_step", "time", "modelled decode step time, max(t_mem, t_comp)", "t_step_s")
-_step_q("decode_bytes", "bytes", "bytes moved by one decode step (weights + KV)", "bytes_moved")
-_step_q("decode_flops", "flops", "linear FLOPs of one decode step", "flops")
-_step_q("kv_total_bytes", "bytes", "KV bytes read by one decode step at batch B", "kv_total_bytes")
+_step_q("t_step", "time", "modelled decode step time, max(t_mem, t_comp) (+ t_allreduce under TP)", "t_step_s")
+_step_q("t_allreduce", "time", "all-reduce time of a decode step at batch B under TP: 2 per layer of B × hidden × 2 "
+        "bytes, ring: 2 (N-1)/N × bytes ÷ one link direction + latency per call (0 on one GPU)", "t_allreduce_s")
+_step_q("decode_bytes", "bytes", "bytes moved by one decode step (weights + KV; one GPU's under TP)", "bytes_moved")
+_step_q("decode_flops", "flops", "linear FLOPs of one decode step (one GPU's under TP)", "flops")
+_step_q("kv_total_bytes", "bytes", "KV bytes read by one decode step at batch B (one GPU's under TP)", "kv_total_bytes")
 _step_q("decode_bound", "ratio", "which roof binds a decode step: memory or compute", "bound", kind=QuantityKind.ENUM,
         choices=("memory", "compute"))
 
@@ -357,26 +400,27 @@ _step_q("per_request_throughput", "throughput", "output tokens/s each request se
         "(model: 1 ÷ t_step; measured: mean per-request output tok/s)", "per_request_tok_per_s",
         measure=_measured_per_request, points=QuantityPoints.AT)
 
-_fact("intensity_asymptote", "intensity", "limit of the KV-inclusive intensity as B → ∞: 2P ÷ KV bytes per seq",
-      lambda s, a: an.intensity_asymptote_flop_per_byte(s.flop_per_token, _kv_seq(s, a)), at=("context",))
-_fact("half_saturation_batch", "count", "batch where throughput reaches half its asymptote: weights ÷ KV per seq",
-      lambda s, a: an.half_saturation_batch(s.weight_bytes, _kv_seq(s, a)), at=("context",))
-_fact("throughput_asymptote", "throughput", "memory-bound throughput limit: bandwidth ÷ KV bytes per seq",
-      lambda s, a: an.throughput_asymptote_tok_per_s(s.hbm_bytes_per_s, _kv_seq(s, a)), at=("context",))
-_fact("compute_roof", "throughput", "compute-bound throughput limit: peak FLOP/s ÷ 2P",
-      lambda s, a: an.compute_roof_tok_per_s(s.peak_flop_per_s, s.flop_per_token))
+_fact("intensity_asymptote", "intensity", "limit of the KV-inclusive intensity as B → ∞: 2P ÷ KV bytes per seq "
+      "(per GPU under TP)",
+      lambda s, a: an.intensity_asymptote_flop_per_byte(_f_gpu(s), _kv_seq_gpu(s, a)), at=("context",))
+_fact("half_saturation_batch", "count", "batch where throughput reaches half its asymptote: weights ÷ KV per seq "
+      "(per GPU under TP)",
+      lambda s, a: an.half_saturation_batch(_w_gpu(s), _kv_seq_gpu(s, a)), at=("context",))
+_fact("throughput_asymptote", "throughput", "memory-bound throughput limit: bandwidth ÷ KV bytes per seq (one GPU's "
+      "bandwidth ÷ its share of the KV under TP: the group's throughput)",
+      lambda s, a: an.throughput_asymptote_tok_per_s(s.hbm_bytes_per_s, _kv_seq_gpu(s, a)), at=("context",))
+_fact("compute_roof", "throughput", "compute-bound throughput limit: peak FLOP/s ÷ 2P (TP × peak ÷ 2P for the group)",
+      lambda s, a: an.compute_roof_tok_per_s(s.peak_flop_per_s, _f_gpu(s)))
 _fact("t_comp_per_seq", "time", "compute time each added sequence costs a decode step",
-      lambda s, a: s.flop_per_token / s.peak_flop_per_s)
+      lambda s, a: _f_gpu(s) / s.peak_flop_per_s)
 _fact("t_mem_per_seq", "time", "memory time each added sequence costs a decode step (its KV read)",
-      lambda s, a: _kv_seq(s, a) / s.hbm_bytes_per_s, at=("context",))
-_fact("t_mem_intercept", "time", "memory time of the weight read alone (B → 0)",
-      lambda s, a: s.weight_bytes / s.hbm_bytes_per_s)
+      lambda s, a: _kv_seq_gpu(s, a) / s.hbm_bytes_per_s, at=("context",))
+_fact("t_mem_intercept", "time", "memory time of the weight read alone (B → 0; one GPU's share under TP)",
+      lambda s, a: _w_gpu(s) / s.hbm_bytes_per_s)
 
 
 def _knee_model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
-    k = an.roofline_knee(weight_bytes=setup.weight_bytes, flop_per_token=setup.flop_per_token,
-                         kv_bytes_per_seq=_kv_seq(setup, at), hbm_bytes_per_s=setup.hbm_bytes_per_s,
-                         peak_flop_per_s=setup.peak_flop_per_s)
+    k = setup.roofline_knee(at.get("context"))
     return ModelValue(k.batch, _roofline_inputs(setup, at), k.reason)
 
 
@@ -403,14 +447,21 @@ _register(Quantity("knee_concurrency", "count", "where decode stops being memory
                    kind=QuantityKind.OPTIONAL_NUMBER, at=("context",), model=_knee_model, measure=_knee_measure,
                    points=QuantityPoints.ALL))
 _fact("weight_only_knee", "count", "the naive knee with KV ignored: the batch where weight-only intensity = ridge",
-      lambda s, a: an.roofline_knee(weight_bytes=s.weight_bytes, flop_per_token=s.flop_per_token, kv_bytes_per_seq=0.0,
+      lambda s, a: an.roofline_knee(weight_bytes=_w_gpu(s), flop_per_token=_f_gpu(s), kv_bytes_per_seq=0.0,
                                     hbm_bytes_per_s=s.hbm_bytes_per_s, peak_flop_per_s=s.peak_flop_per_s).batch)
 _fact("max_context_for_knee", "count", "largest KV context (tokens) at which a roofline knee exists",
-      lambda s, a: an.max_context_for_knee_tokens(flop_per_token=s.flop_per_token, peak_flop_per_s=s.peak_flop_per_s,
+      lambda s, a: an.max_context_for_knee_tokens(flop_per_token=_f_gpu(s), peak_flop_per_s=s.peak_flop_per_s,
                                                   hbm_bytes_per_s=s.hbm_bytes_per_s,
-                                                  kv_bytes_per_token=s.kv_bytes_per_token))
-_fact("batch1_ceiling", "throughput", "batch-1 decode ceiling from the weight read alone: bandwidth ÷ weight bytes",
-      lambda s, a: an.batch1_ceiling_tok_per_s(s.hbm_bytes_per_s, s.weight_bytes))
+                                                  kv_bytes_per_token=s.kv_bytes_per_token_per_gpu))
+
+
+def _batch1_ceiling(setup: Setup) -> float:
+    """Bandwidth ÷ weight bytes, one GPU's share under TP (the all-reduces are left out: the weight read alone)."""
+    return an.batch1_ceiling_tok_per_s(setup.hbm_bytes_per_s, _w_gpu(setup))
+
+
+_fact("batch1_ceiling", "throughput", "batch-1 decode ceiling from the weight read alone: bandwidth ÷ weight bytes "
+      "(one GPU's bandwidth ÷ its weights under TP)", lambda s, a: _batch1_ceiling(s))
 
 
 def _batch1_point(meas: Measurement) -> PointRecord:
@@ -430,7 +481,7 @@ def _batch1_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: 
 
 def _batch1_fraction(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     mv = _batch1_measure(meas, at, setup, th)
-    ceiling = an.batch1_ceiling_tok_per_s(setup.hbm_bytes_per_s, setup.weight_bytes)
+    ceiling = _batch1_ceiling(setup)
     return MeasuredValue(mv.value / ceiling, mv.points,
                          (f"{mv.value:,.1f} tok/s ÷ ceiling {ceiling:,.1f} tok/s", *mv.notes), mv.contaminated)
 
@@ -442,8 +493,9 @@ _register(Quantity("batch1_throughput", "throughput", "single-request decode tok
                    measure=_batch1_measure, points=QuantityPoints.BATCH1))
 _register(Quantity("batch1_fraction_of_ceiling", "ratio", "measured batch-1 tok/s ÷ the weight-read ceiling",
                    measure=_batch1_fraction, points=QuantityPoints.BATCH1))
-_fact("prefill_floor", "time", "compute floor of a prefill (TTFT floor): prompt tokens × 2P ÷ peak FLOP/s",
-      lambda s, a: an.prefill_floor_s(int(a.get("prompt_tokens", s.input_len)), s.flop_per_token, s.peak_flop_per_s),
+_fact("prefill_floor", "time", "compute floor of a prefill (TTFT floor): prompt tokens × 2P ÷ peak FLOP/s (÷ TP; "
+      "the all-reduces are left out of the floor)",
+      lambda s, a: an.prefill_floor_s(int(a.get("prompt_tokens", s.input_len)), _f_gpu(s), s.peak_flop_per_s),
       at=("prompt_tokens",))
 
 
@@ -463,6 +515,9 @@ def _kv_inputs(setup: Setup) -> dict[str, str]:
         d["budget"] = f"{setup.gpu_memory_utilization:g} × {gib(setup.total_memory_bytes)} = {gib(acc.budget_bytes)}"
         d["weights"] = gib(acc.weight_bytes)
         d["activation_reserve"] = gib(acc.activation_bytes)
+        if setup.activation_bytes is None and not (setup.model.hidden_size > 0 and setup.model.vocab_size > 0):
+            d["activation_reserve"] += (" (no estimate: a nominal model without hidden_size/vocab_size; "
+                                        "give engine.reserves.activation)")
         d["non_torch_reserve"] = gib(acc.non_torch_bytes)
         d["cuda_graph_reserve"] = gib(acc.cuda_graph_bytes)
     d["available_kv"] = gib(acc.available_kv_bytes)
@@ -534,11 +589,18 @@ _kv_q("available_kv_bytes", "bytes", "the KV pool vLLM allocates (log: 'Availabl
       lambda acc, s, a: acc.available_kv_bytes, "available_kv_cache_gib")
 _kv_q("num_gpu_blocks", "count", "KV-cache blocks vLLM allocates (log '# GPU blocks' / cache_config_info)",
       lambda acc, s, a: acc.num_blocks, "num_gpu_blocks")
+def _sliding_capacity(acc: an.KVAccounting, s: Setup, request_tokens: int | None) -> kv_cache.KVCapacity | None:
+    """vLLM's reported figures for a model with sliding-window layers (model/kv_cache.py); None otherwise."""
+    return kv_cache.setup_capacity(s, acc.num_blocks, request_tokens)
+
+
 _kv_q("kv_cache_tokens", "count", "tokens the KV pool holds (log 'KV cache size: N tokens')",
-      lambda acc, s, a: acc.kv_tokens, "kv_cache_tokens")
+      lambda acc, s, a: (c.kv_cache_tokens if (c := _sliding_capacity(acc, s, None)) else acc.kv_tokens),
+      "kv_cache_tokens")
 _kv_q("max_concurrency", "ratio", "requests of request_tokens that fit the KV pool at once, as vLLM prints it",
-      lambda acc, s, a: acc.max_concurrency(_request_tokens(s, a)), None, at=("request_tokens",),
-      measure_fn=_max_conc_measure)
+      lambda acc, s, a: (c.max_concurrency if (c := _sliding_capacity(acc, s, _request_tokens(s, a)))
+                         and c.max_concurrency is not None else acc.max_concurrency(_request_tokens(s, a))),
+      None, at=("request_tokens",), measure_fn=_max_conc_measure)
 
 
 def _no_preempt_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
@@ -839,7 +901,7 @@ def _serve_batch1(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) ->
 
 def _serve_batch1_fraction(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
     p, pp = sweep.batch1()
-    ceiling = an.batch1_ceiling_tok_per_s(sweep.setup.hbm_bytes_per_s, sweep.setup.weight_bytes)
+    ceiling = _batch1_ceiling(sweep.setup)
     return ModelValue(pp.output_throughput_tok_per_s / ceiling, sweep.inputs(),
                       f"serving model: {pp.output_throughput_tok_per_s:,.1f} tok/s at batch 1 ÷ ceiling "
                       f"{ceiling:,.1f} tok/s; " + _sim_explanation(p.id, pp))

@@ -85,9 +85,9 @@ def _geom(lo: float, hi: float, n: int = 120) -> list[float]:
 
 
 def model_step(setup: Any, batch: float) -> an.DecodeStep:
-    return an.decode_step(batch, weight_bytes=setup.weight_bytes, flop_per_token=setup.flop_per_token,
-                          kv_bytes_per_seq=setup.kv_bytes_per_seq, hbm_bytes_per_s=setup.hbm_bytes_per_s,
-                          peak_flop_per_s=setup.peak_flop_per_s)
+    """The setup's own decode roofline step (Setup.decode_step: one GPU's share and the all-reduces under TP)."""
+    step: an.DecodeStep = setup.decode_step(batch)
+    return step
 
 
 def _ink(verdicts: Sequence[tuple[dict[str, Any], str, Any]], quantity: str) -> list[tuple[dict[str, Any], str, Any]]:
@@ -155,12 +155,10 @@ def _model_curves(setup: Any, x: Axis) -> dict[str, Any] | None:
     try:
         return {
             "curve": [(b, model_step(setup, b).throughput_tok_per_s) for b in _geom(x.lo, x.hi)],
-            "knee": an.roofline_knee(weight_bytes=setup.weight_bytes, flop_per_token=setup.flop_per_token,
-                                     kv_bytes_per_seq=setup.kv_bytes_per_seq, hbm_bytes_per_s=setup.hbm_bytes_per_s,
-                                     peak_flop_per_s=setup.peak_flop_per_s),
-            "half": an.half_saturation_batch(setup.weight_bytes, setup.kv_bytes_per_seq),
-            "asym": an.throughput_asymptote_tok_per_s(setup.hbm_bytes_per_s, setup.kv_bytes_per_seq),
-            "roof": an.compute_roof_tok_per_s(setup.peak_flop_per_s, setup.flop_per_token),
+            "knee": setup.roofline_knee(),  # per GPU under TP, as the quantities compute it
+            "half": an.half_saturation_batch(setup.weight_bytes_per_gpu, setup.kv_bytes_per_seq_per_gpu_at(None)),
+            "asym": an.throughput_asymptote_tok_per_s(setup.hbm_bytes_per_s, setup.kv_bytes_per_seq_per_gpu_at(None)),
+            "roof": an.compute_roof_tok_per_s(setup.peak_flop_per_s, setup.flop_per_token_per_gpu),
         }
     except (ValueError, ZeroDivisionError, AttributeError):  # SetupError is a ValueError
         return None

@@ -344,10 +344,8 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
     meas = [(c, x) for c, x, _ in triples]
     if setup is not None:
         try:
-            knee = an.roofline_knee(weight_bytes=setup.weight_bytes, flop_per_token=setup.flop_per_token,
-                                    kv_bytes_per_seq=setup.kv_bytes_per_seq, hbm_bytes_per_s=setup.hbm_bytes_per_s,
-                                    peak_flop_per_s=setup.peak_flop_per_s)
-            half = an.half_saturation_batch(setup.weight_bytes, setup.kv_bytes_per_seq)
+            knee = setup.roofline_knee()  # per GPU under TP (Setup.roofline_knee), as the quantities compute it
+            half = an.half_saturation_batch(setup.weight_bytes_per_gpu, setup.kv_bytes_per_seq_per_gpu_at(None))
             model_txt = (f"model B* = {knee.batch:,.0f}" if knee.batch is not None else
                          f"model: none (asymptote {knee.intensity_asymptote_flop_per_byte:,.0f} < ridge "
                          f"{knee.ridge_flop_per_byte:,.0f} FLOP/byte; half-saturation B = {half:,.0f})")
@@ -370,9 +368,10 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
                 pass
         elif not meas:
             try:
-                ceiling = an.batch1_ceiling_tok_per_s(setup.hbm_bytes_per_s, setup.weight_bytes)
+                ceiling = an.batch1_ceiling_tok_per_s(setup.hbm_bytes_per_s, setup.weight_bytes_per_gpu)
                 out.append(("batch-1 ceiling", f"{ceiling:,.1f} tok/s (bandwidth ÷ weight bytes)"))
-                asymptote = an.throughput_asymptote_tok_per_s(setup.hbm_bytes_per_s, setup.kv_bytes_per_seq)
+                asymptote = an.throughput_asymptote_tok_per_s(setup.hbm_bytes_per_s,
+                                                              setup.kv_bytes_per_seq_per_gpu_at(None))
                 out.append(("memory asymptote", f"{asymptote:,.0f} tok/s (bandwidth ÷ KV per sequence)"))
             except (ValueError, SetupError):
                 pass

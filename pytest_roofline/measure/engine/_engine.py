@@ -25,7 +25,7 @@ from pytest_roofline.measure.engine._report import (
     get_version,
 )
 from pytest_roofline.measure.engine._served import model_ids, pick_served_model
-from pytest_roofline.measure.enginelog import parse_startup_log
+from pytest_roofline.measure.enginelog import parse_startup_log, startup_failure_reason
 
 __all__ = ["Engine"]
 
@@ -158,8 +158,10 @@ class Engine:
             while True:
                 rc = self._proc.poll()
                 if rc is not None:
+                    why = self._startup_failure_reason()
                     raise EngineStartError(
-                        f"vLLM exited during startup ({_process.describe_returncode(rc)}); log: {self.log_path}",
+                        f"vLLM exited during startup ({_process.describe_returncode(rc)})"
+                        f"{f': {why}' if why else ''}; log: {self.log_path}",
                         log_tail=self.log_tail(60), returncode=rc)
                 if time.monotonic() > deadline:
                     raise EngineStartError(
@@ -177,6 +179,13 @@ class Engine:
                                 self._on_models(data)
                                 return
                 time.sleep(0.25)
+
+    def _startup_failure_reason(self) -> str | None:
+        """What the startup log says made vLLM fail (no room for the KV cache); None if it does not say."""
+        try:
+            return startup_failure_reason(self.log_path.read_text(errors="replace"))
+        except OSError:
+            return None
 
     def _on_models(self, data: list[dict]) -> None:
         want = self.config.served_model_name
