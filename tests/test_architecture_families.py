@@ -214,6 +214,8 @@ def test_layer_types_follow_each_family():
     assert [i for i in range(62) if g3.layer_kind(i) == "full_attention"] == list(range(5, 62, 6))
     assert get_model("mistral-7b-v0.1").num_sliding_layers == 32
     assert get_model("mistral-7b").num_sliding_layers == 0  # v0.3: sliding_window null
+    phi3 = get_model("phi-3-mini-4k")  # sliding_window 2047, not interleaved: vLLM applies it to every layer
+    assert phi3.num_sliding_layers == 32 and phi3.sliding_window == 2047
     # an explicit layer_types list wins
     cfg = dict(arch_mod.PRESETS["gemma-3-1b"]["config"])
     cfg["layer_types"] = ["full_attention"] * 13 + ["sliding_attention"] * 13

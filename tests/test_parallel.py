@@ -271,8 +271,13 @@ def test_setup_allreduce_uses_one_link_direction_and_the_catalog_latency():
     ar = s.allreduce()
     assert ar.link_bytes_per_s == 450e9
     assert ar.latency_s == s.allreduce_latency_s
-    assert s.allreduce_latency_s == getattr(s.hardware, "interconnect_latency_s", None) or \
-        s.allreduce_latency_s == an.DEFAULT_ALLREDUCE_LATENCY_S
+    # the catalog entry's interconnect_latency_s (8 us for NVLink parts), else the 8 us default
+    catalog = getattr(s.hardware, "interconnect_latency_s", None)
+    assert s.allreduce_latency_s == (catalog if catalog is not None else an.DEFAULT_ALLREDUCE_LATENCY_S)
+    # a hardware override of the latency reaches the all-reduce (20 us: 160 calls -> 3.2 ms of latency)
+    slow = build_setup(hardware_ref="h100-sxm", hardware_overrides={"interconnect_latency_s": 20e-6},
+                       model_ref="llama-3.1-70b", engine={"version": "0.33.0", "args": {"tensor_parallel_size": 4}})
+    assert slow.allreduce().fixed_s == pytest.approx(160 * 20e-6, rel=1e-12)
 
 
 def test_tp_without_an_interconnect_figure_is_a_clear_error():

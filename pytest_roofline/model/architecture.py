@@ -19,9 +19,17 @@ expert, norms, the input embedding and the lm_head. ``streamed_param_count`` is 
 reads from memory: the active count without the input embedding table (one row is gathered), the
 figure a weight-read floor uses (Qwen3-8B: 7.57e9 of its 8.19e9 parameters).
 
-KV bytes follow vLLM: ``2 (K and V) x layers x kv_heads x head_dim x dtype_bytes`` per token; a vLLM
-page holds ``block_size`` tokens of one layer, and under tensor parallelism ``kv_heads`` is per rank
-(``max(1, kv_heads // tp)``, replicated when tp exceeds the KV heads).
+Other families map onto the same pieces: fc1/fc2 MLPs (``gated_mlp`` false: OPT, Phi-2, GPT-NeoX, Falcon),
+LayerNorms with a bias (``norm_bias``), one or four norms per layer (Phi-2/Falcon-7B, Gemma-2/3), OPT's
+learned positions and project_in/out, Phi-2's lm_head bias, DeepSeek's multi-head latent attention
+(``kv_lora_rank``, ``q_lora_rank``, ...) with shared experts and dense first layers, and Gemma-3's vision
+tower (``encoder_params``: weights, never active).
+
+KV bytes follow vLLM: ``2 (K and V) x layers x kv_heads x head_dim x dtype_bytes`` per token (MLA: one
+latent of ``kv_lora_rank + qk_rope_head_dim`` per layer, the same on every rank); a vLLM page holds
+``block_size`` tokens of one layer, and under tensor parallelism ``kv_heads`` is per rank
+(``max(1, kv_heads // tp)``, replicated when tp exceeds the KV heads). ``layer_types`` marks
+sliding-window layers; how vLLM groups them into blocks at each version is model/kv_cache.py.
 
 Preset configs are shipped as data, ``pytest_roofline/model/data/model_presets.json``: the HF
 ``config.json`` facts (keys and values as on the Hub), not counts; presets go through
@@ -922,10 +930,15 @@ def _layer_types(kw: dict[str, Any], data: Mapping[str, Any], get: Any, get_int:
     * an explicit ``layer_types`` list wins (newer transformers write it into config.json);
     * Gemma-2: even layers slide (``Gemma2Config``: sliding when ``(i + 1) % 2``);
     * Gemma-3: ``(i + 1) % sliding_window_pattern`` layers slide, every 6th is global (pattern 6: 5 local : 1);
-    * Mistral with a ``sliding_window`` (v0.1: 4096): every layer slides;
-    * Qwen2/Qwen2-MoE with ``use_sliding_window``: layers ``>= max_window_layers`` slide.
+    * Mistral, Mixtral and Phi-3 with a ``sliding_window`` (Mistral-7B-v0.1: 4096, Phi-3-mini-4k: 2047):
+      every layer slides -- vLLM gives a model that is not interleaved the config's window as the
+      model-level ``CacheConfig.sliding_window`` that every Attention layer takes (vLLM v0.10.2:
+      vllm/engine/arg_utils.py ``create_engine_config``, "Only set CacheConfig.sliding_window if the model
+      is all sliding window"; vllm/attention/layer.py ``Attention.__init__``);
+    * Qwen2/Qwen2-MoE with ``use_sliding_window``: layers ``>= max_window_layers`` slide (transformers'
+      Qwen2Config drops the window otherwise).
 
-    Phi-3's ``sliding_window`` (2047 in Phi-3-mini-4k) and Llama/Qwen3 configs are read as full attention.
+    Llama and Qwen3 configs are read as full attention.
     """
     window = data.get("sliding_window")
     raw = data.get("layer_types")
@@ -946,7 +959,7 @@ def _layer_types(kw: dict[str, Any], data: Mapping[str, Any], get: Any, get_int:
     elif model_type == "gemma3_text":
         pattern = get_int("sliding_window_pattern", 6)
         kinds = tuple(SLIDING_ATTENTION if (i + 1) % pattern else FULL_ATTENTION for i in range(layers))
-    elif model_type == "mistral" and window is not None:
+    elif model_type in ("mistral", "mixtral", "phi3") and window is not None:
         kinds = (SLIDING_ATTENTION,) * layers
     elif model_type in ("qwen2", "qwen2_moe") and get_bool("use_sliding_window", False) and window is not None:
         start = get_int("max_window_layers", layers)
