@@ -163,8 +163,9 @@ def test_v065_to_010_memory_profiling_message(version, file):
 def test_v072_v0_and_v1():
     # 0.7.2 engine/llm_engine.py:235 "Initializing a V0 LLM engine (v%s) with config: %s, use_cached_outputs=%s, "
     # with VllmConfig.__str__ (config.py): "model=%r, ... tensor_parallel_size=4, pipeline_parallel_size=1, ...".
-    # 0.7.2 executor/executor_base.py:110 "# %s blocks: %d, # CPU blocks: %d" (device_name "cuda") and :113
-    # "Maximum concurrency for %s tokens per request: %.2fx": 25640 * 16 / 2048 = 200.31.
+    # 0.7.2 executor/executor_base.py:110 "# %s blocks: %d, # CPU blocks: %d" with current_platform.dispatch_key
+    # ("CUDA", platforms/cuda.py) and :115 "Maximum concurrency for %s tokens per request: %.2fx":
+    # 25640 * 16 / 2048 = 200.31.
     v0 = parse_startup_log(
         "INFO 02-18 10:12:00 [llm_engine.py:235] Initializing a V0 LLM engine (v0.7.2) with config: "
         "model='neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8', speculative_config=None, "
@@ -173,12 +174,12 @@ def test_v072_v0_and_v1():
         "pipeline_parallel_size=1, disable_custom_all_reduce=False, quantization=fp8, enforce_eager=False, "
         "kv_cache_dtype=auto,  device_config=cuda, seed=0, enable_prefix_caching=False, "
         "chunked_prefill_enabled=False, use_async_output_proc=True, use_cached_outputs=False, \n"
-        "INFO 02-18 10:13:03 [executor_base.py:110] # cuda blocks: 25640, # CPU blocks: 3276\n"
+        "INFO 02-18 10:13:03 [executor_base.py:110] # CUDA blocks: 25640, # CPU blocks: 3276\n"
         "INFO 02-18 10:13:03 [executor_base.py:115] Maximum concurrency for 2048 tokens per request: 200.31x\n")
     assert v0["version"] == "0.7.2" and v0["engine"] == "V0"
     assert v0["engine_config"]["tensor_parallel_size"] == 4 and v0["engine_config"]["quantization"] == "fp8"
     assert v0["engine_config"]["max_seq_len"] == 2048 and v0["engine_config"]["kv_cache_dtype"] == "auto"
-    assert v0["kv_device"] == "cuda" and v0["num_gpu_blocks"] == 25640 and v0["num_cpu_blocks"] == 3276
+    assert v0["kv_device"] == "CUDA" and v0["num_gpu_blocks"] == 25640 and v0["num_cpu_blocks"] == 3276
     assert v0["max_concurrency"] == pytest.approx(25640 * 16 / 2048, abs=0.005)
     # 0.7.2 V1: v1/engine/core.py:47 "Initializing a V1 LLM engine (v%s) with config: %s";
     # v1/core/kv_cache_utils.py:407 "# GPU blocks: %d" and :410 the uncommaed "Maximum concurrency ..." line.
@@ -372,3 +373,71 @@ def test_engine_start_failure_names_the_reason(tmp_path):
     head = str(ei.value).split("\n--- engine log")[0]
     assert "-0.53 GiB" in head
     e.stop()
+
+
+def test_kv_memory_min_is_taken_within_the_last_start():
+    # A failed start (-0.53 GiB) then a restart in the same log that fits (51.47 GiB): the headline is the
+    # restart's figure and no failure is reported (the restart printed its KV cache size after the error).
+    init = "INFO 08-01 10:00:00 [core.py:70] Initializing a V1 LLM engine (v0.10.0) with config: model='m'\n"
+    log = (init + "INFO 08-01 10:00:10 [gpu_worker.py:255] Available KV cache memory: -0.53 GiB\n"
+           "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+           "initializing the engine.\n"
+           + init + "INFO 08-01 10:05:10 [gpu_worker.py:255] Available KV cache memory: 51.47 GiB\n"
+           "INFO 08-01 10:05:11 [kv_cache_utils.py:833] GPU KV cache size: 421,600 tokens\n")
+    d = parse_startup_log(log)
+    assert d["available_kv_cache_gib"] == 51.47 and d["available_kv_cache_gib_per_worker"] == [51.47]
+    assert d["failure_reason"] is None
+    assert [o["values"]["kv_gib"] for o in d["occurrences"] if o["pattern"] == "available_kv"] == [-0.53, 51.47]
+
+
+def test_v064_tinyllama_h200_numbers_are_consistent():
+    # A 0.6.4 start of TinyLlama-1.1B (config.json: 22 layers, 4 KV heads, head_dim 64, bf16) on one H200
+    # (139.80 GiB as torch reports it), lines from the 0.6.4 format strings (worker/worker.py:233,
+    # executor/gpu_executor.py:113/117). By hand: kv = 139.80 * 0.90 - (2.38 + 0.73) = 122.71 GiB; a 16-token
+    # block is 22 * 4 * 64 * 2 (K,V) * 2 B * 16 = 360,448 B; 365,549 blocks * 360,448 B = 122.7124 GiB, which
+    # "%.2f" prints as 122.71 (any count in 122.705..122.715 GiB / 360,448 B = 365,527..365,557 would);
+    # concurrency = 365,549 * 16 / 2048 = 2855.85.
+    d = parse_startup_log(
+        "INFO 04-28 04:07:51 worker.py:232] Memory profiling results: total_gpu_memory=139.80GiB "
+        "initial_memory_usage=2.71GiB peak_torch_memory=2.38GiB memory_usage_post_profile=2.81Gib "
+        "non_torch_memory=0.73GiB kv_cache_size=122.71GiB gpu_memory_utilization=0.90\n"
+        "INFO 04-28 04:07:52 gpu_executor.py:113] # GPU blocks: 365549, # CPU blocks: 11915\n"
+        "INFO 04-28 04:07:52 gpu_executor.py:117] Maximum concurrency for 2048 tokens per request: 2855.85x\n")
+    assert d["available_kv_cache_gib"] == 122.71 == pytest.approx(139.80 * 0.90 - (2.38 + 0.73))
+    block_b = 22 * 4 * 64 * 2 * 2 * 16
+    assert d["num_gpu_blocks"] == 365549
+    assert 122.705 * 2**30 // block_b <= d["num_gpu_blocks"] <= 122.715 * 2**30 // block_b
+    assert d["max_concurrency"] == pytest.approx(365549 * 16 / 2048, abs=0.005)
+
+
+def test_published_ray_log_vllm_issue_12773():
+    # Lines as published in https://github.com/vllm-project/vllm/issues/12773 (DeepSeek-R1 on MI300A nodes,
+    # V0 with Ray; worker/model_runner.py "Loading model weights took %.4f GB" with / float(2**30)).
+    log = ("INFO 02-05 09:11:53 model_runner.py:1118] Loading model weights took 18.4303 GB\n"
+           "(RayWorkerWrapper pid=1039658) INFO 02-05 09:11:53 model_runner.py:1118] Loading model weights took "
+           "18.4303 GB\n"
+           "(RayWorkerWrapper pid=394715, ip=10.65.144.3) DEBUG 02-05 09:08:18 shm_broadcast.py:282] Connecting to "
+           "tcp://127.0.0.1:49717 [repeated 23x across cluster]\n"
+           "(RayWorkerWrapper pid=394716, ip=10.65.144.3) INFO 02-05 09:08:19 rocm.py:121] Using Triton MLA "
+           "backend. [repeated 31x across cluster]\n")
+    s = read_startup_log(log)
+    assert s.facts["weights_gib"] == 18.4303 and s.facts["weights_gib_per_worker"] == [18.4303, 18.4303]
+    assert [o.worker for o in s.occurrences] == [None, "RayWorkerWrapper pid=1039658"]
+    assert s.unparsed == [] and s.facts["failure_reason"] is None
+    assert parse_log_prefix(log.splitlines()[3])["message"] == "Using Triton MLA backend."
+
+
+def test_published_v1_lines_vllm_issue_21348():
+    # Lines as published in https://github.com/vllm-project/vllm/issues/21348 (Qwen3-235B-A22B-FP8, TP=4, V1):
+    # v1/worker/gpu_worker.py "Available KV cache memory: %.2f GiB", v1/core/kv_cache_utils.py
+    # "GPU KV cache size: %s tokens" (f"{n:,}").
+    d = parse_startup_log("Available KV cache memory: 8.11 GiB\nGPU KV cache size: 178,880 tokens\n")
+    assert d["available_kv_cache_gib"] == 8.11 and d["kv_cache_tokens"] == 178880 and d["kv_device"] == "GPU"
+
+
+@pytest.mark.parametrize("device", ["cuda", "rocm"])
+def test_v073_to_011_device_name_blocks(device):
+    # 0.7.3-0.11 executor/executor_base.py: "# %s blocks: %d, # CPU blocks: %d" with current_platform.device_name
+    # ("cuda" in platforms/cuda.py, "rocm" in platforms/rocm.py).
+    d = parse_startup_log(f"INFO 09-01 10:00:00 [executor_base.py:114] # {device} blocks: 11180, # CPU blocks: 4096")
+    assert d["kv_device"] == device and d["num_gpu_blocks"] == 11180 and d["num_cpu_blocks"] == 4096

@@ -25,8 +25,9 @@ a ``*_gib`` name. No vLLM format read here divides by 1e9.
 **Repeated lines.** Every match is kept as an :class:`Occurrence` (pattern, worker, values, line number), so
 per-worker and target-vs-draft values are never lost. The headline value of each fact follows one rule:
 
-- KV memory per worker (``available_kv_cache_gib``): the minimum over every report (V1 "Available KV cache
-  memory", V0 0.6.5+ "the rest of the memory reserved for KV Cache", 0.6.4 "kv_cache_size="): vLLM sizes the
+- KV memory per worker (``available_kv_cache_gib``): the minimum over the reports of the last engine start
+  (V1 "Available KV cache memory", V0 0.6.5+ "the rest of the memory reserved for KV Cache", 0.6.4
+  "kv_cache_size="; an engine start begins at each "Initializing ... LLM engine" line): vLLM sizes the
   cache for the tightest worker (V0 executor ``determine_num_available_blocks`` takes ``min`` over workers; V1
   ``EngineCore._initialize_kv_caches`` sizes every worker with the same block count).
 - Weights (``weights_gib``): each "Initializing ... LLM engine" line starts a new engine start; within the last
@@ -66,9 +67,9 @@ __all__ = [
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 # One "(name pid=N)" or Ray's "(name pid=N, ip=A.B.C.D)" process prefix; name may hold spaces ("VllmWorker rank=0").
-_PROC = r"\((?P<pname>[^()]*?) ?pid=(?P<ppid>\d+)(?:, ip=(?P<pip>[0-9A-Fa-f.:]+))?\)"
+_PROC = r"\((?P<pname>[^()]*?)pid=(?P<ppid>\d+)(?:, ip=(?P<pip>[0-9A-Fa-f.:]+))?\)"
 _PROC_RE = re.compile(_PROC)
-_PROC_NC = r"\([^()]*? ?pid=\d+(?:, ip=[0-9A-Fa-f.:]+)?\)"  # the same, without groups
+_PROC_NC = r"\([^()]*?pid=\d+(?:, ip=[0-9A-Fa-f.:]+)?\)"  # the same, without groups
 _PROCS = r"(?:" + _PROC_NC + r"\s*)*"
 
 # [junk] [(proc pid=N) ...] LEVEL [YYYY-]MM-DD HH:MM:SS[.mmm] [file.py:line] message
@@ -107,8 +108,9 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
     ),
     # vLLM V0 0.4.1: f"# GPU blocks: {n}, # CPU blocks: {m}" (executor/gpu_executor.py, ray_gpu_executor.py);
     # 0.4.3-0.6.6: "# GPU blocks: %d, # CPU blocks: %d" (gpu_executor.py, distributed_gpu_executor.py; "# TPU",
-    # "# HPU" on those backends); 0.7.0-0.11: "# %s blocks: %d, # CPU blocks: %d" with current_platform.device_name
-    # (executor/executor_base.py) -> "# cuda blocks: ...".
+    # "# HPU" on those backends); "# %s blocks: %d, # CPU blocks: %d" in executor/executor_base.py with
+    # current_platform.dispatch_key in 0.7.0-0.7.2 ("# CUDA blocks: ...") and .device_name in 0.7.3-0.11
+    # ("# cuda blocks: ...", "# rocm blocks: ..."; vllm/platforms/cuda.py, rocm.py).
     "v0_blocks": re.compile(
         r"# (?P<device>\w+) blocks: (?P<dev_blocks>\d+), # CPU blocks: (?P<cpu_blocks>\d+)"
     ),
@@ -220,6 +222,20 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"max seq len \((?P<max_len>\d+)\) is larger than the maximum number of tokens that can be stored in "
         r"KV cache \((?P<tokens>\d+)\)"
     ),
+}
+
+# A literal each pattern's match contains: a cheap test before the regex runs (kilobyte-long lines stay fast).
+_NEEDS: dict[str, str] = {
+    "kv_cache_size": "KV cache size: ", "max_concurrency": "Maximum concurrency for ", "v0_blocks": " blocks: ",
+    "v1_gpu_blocks": "# GPU blocks: ", "v0_cpu_blocks": "# CPU blocks: ", "cache_config_info_log": "cache_config_info",
+    "available_kv": "Available KV cache memory: ", "memory_profiling_time": "Memory profiling takes ",
+    "v0_instance_budget": "the current vLLM instance", "v0_memory_profile": "model weights take ",
+    "v064_memory_profile": "Memory profiling results: ", "model_loading": "Model loading took ",
+    "v0_loading_model_weights": "Loading model weights took ", "loading_weights": "Loading weights took ",
+    "graph_capture": "Graph capturing finished", "cudagraph_estimate": "Estimated CUDA graph memory",
+    "cpu_kv_set": "for KV cache on node", "cpu_kv_default": "VLLM_CPU_KVCACHE_SPACE not set",
+    "cpu_kv_default_old": "VLLM_CPU_KVCACHE_SPACE (GiB)", "init_engine": "init engine (", "version": "",  # "" = always
+    "no_cache_memory": "No available memory", "kv_too_small": "KV cache is needed", "kv_too_small_v0": "stored in KV",
 }
 
 # A message holding one of these looks like a format above; if no pattern reads it, it is reported unparsed.
@@ -461,6 +477,8 @@ def read_startup_log(text: str) -> StartupLog:
             worker_of_last = worker
         matched = False
         for name, pat in _PATTERNS.items():
+            if _NEEDS[name] not in msg:
+                continue
             m = pat.search(msg)
             if not m:
                 continue
@@ -525,7 +543,8 @@ def read_startup_log(text: str) -> StartupLog:
     reported = [o.values["blocks"] for o in occ if o.pattern in _SUCCESS and "blocks" in o.values]
     f["num_gpu_blocks_reported"] = reported or None
 
-    kv = [o.values[_KV_MEMORY[o.pattern]] for o in occ if o.pattern in _KV_MEMORY]
+    kv_occ = [o for o in occ if o.pattern in _KV_MEMORY]
+    kv = [o.values[_KV_MEMORY[o.pattern]] for o in kv_occ if o.engine_start == kv_occ[-1].engine_start]
     if kv:
         f["available_kv_cache_gib"] = min(kv)
         f["available_kv_cache_gib_per_worker"] = kv
