@@ -30,7 +30,7 @@ from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, parse_limit
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import dtypes, hardware, vllm_defaults
-from pytest_roofline.model.setup import Setup, SetupError, build_setup, kv_accounting
+from pytest_roofline.model.setup import Setup, SetupError, build_setup, kv_accounting, reported_kv
 from pytest_roofline.quantities import registry as quantities
 from pytest_roofline.quantities.measurement import client_value
 from pytest_roofline.units import GB, GIB, MIB, parse_printed_number, to_int, to_si
@@ -372,13 +372,15 @@ def kv_pool(setup: Setup) -> dict[str, Any]:
         acc = kv_accounting(setup)
     except (SetupError, ValueError) as exc:
         return {**out, **pool, "kv_pool_error": str(exc)}
+    reported = reported_kv(setup, acc, mml)
     pool.update(
-        num_gpu_blocks=acc.num_blocks, kv_cache_tokens=acc.kv_tokens, kv_bytes_per_block=acc.bytes_per_block,
+        num_gpu_blocks=acc.num_blocks, kv_cache_tokens=reported.kv_cache_tokens,
+        kv_bytes_per_block=acc.bytes_per_block,
         kv_budget_bytes=acc.budget_bytes,
         activation_bytes=acc.activation_bytes, non_torch_bytes=acc.non_torch_bytes,
         cuda_graph_bytes=acc.cuda_graph_bytes, available_kv_bytes=acc.available_kv_bytes,
         available_kv_gib=acc.available_kv_gib,
-        max_concurrency_at_max_model_len=acc.max_concurrency(mml) if mml else None,
+        max_concurrency_at_max_model_len=reported.max_concurrency if mml else None,
     )
     return {**out, **pool, "kv_pool_error": None}
 
@@ -394,8 +396,10 @@ def _kv_pool_lines(data: Mapping[str, Any]) -> list[str]:
     else:
         budget = (f"of the {data['kv_budget_bytes'] / GIB:,.2f} GiB budget" if data["kv_budget_bytes"] is not None
                   else "(an explicit pool)")
-        lines = [f"KV pool ({where}): {data['num_gpu_blocks']:,} GPU blocks × {data['block_size_tokens']} tokens = "
-                 f"{data['kv_cache_tokens']:,} KV tokens · {data['kv_bytes_per_block'] / MIB:,.2f} MiB per block · "
+        blocks, bs, tokens = data["num_gpu_blocks"], data["block_size_tokens"], data["kv_cache_tokens"]
+        size = (f"{blocks:,} GPU blocks × {bs} tokens = {tokens:,} KV tokens" if blocks * bs == tokens else
+                f"{blocks:,} GPU blocks of {bs} tokens; vLLM reports {tokens:,} KV tokens (sliding-window layers)")
+        lines = [f"KV pool ({where}): {size} · {data['kv_bytes_per_block'] / MIB:,.2f} MiB per block · "
                  f"available KV {data['available_kv_gib']:,.2f} GiB {budget} · weights per GPU "
                  f"{data['weight_bytes_per_gpu'] / GIB:,.2f} GiB"]
         mml = data["max_model_len_tokens"]

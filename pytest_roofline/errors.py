@@ -22,6 +22,7 @@
     ├── SpecError                 a prediction file problem, with file, line and the fix              (ValueError)
     ├── NotMeasured               the measurement a quantity needs is not available (says why)
     ├── ResultsError              a results file that cannot be read                                 (ValueError)
+    │   └── ResultsMismatchError  a results file of another run (GPU, model, engine, lengths, points)
     ├── MeasureError              the measurement path                                                (RuntimeError)
     │   ├── PointError            a sweep point could not be measured; carries the engine's log tail
     │   ├── LoadgenError          a load run that cannot be carried out at all
@@ -49,6 +50,7 @@ __all__ = [
     "HardwareOverrideError",
     "ModelArchError", "ModelConfigError", "UnsupportedModelError", "UnknownModelError", "ModelOverrideError",
     "SetupError", "SetupValueError", "SimulationError", "CalibrationError", "SpecError", "NotMeasured", "ResultsError",
+    "ResultsMismatchError",
     "MeasureError", "PointError", "LoadgenError", "GPUDetectionError", "EndpointError",
     "EngineError", "EngineStartError", "EngineDied", "PredictionMismatch", "CalibrationMismatchWarning",
     "UnknownEngineVersionWarning",
@@ -160,6 +162,14 @@ class NotMeasured(RooflineError):
 
 class ResultsError(RooflineError, ValueError):
     """A results file that cannot be read or is not a pytest-roofline results file."""
+
+
+class ResultsMismatchError(ResultsError):
+    """A results file that does not belong to the predictions it is scored against; ``differences`` lists why."""
+
+    def __init__(self, message: str, differences: list[str] | None = None):
+        super().__init__(message)
+        self.differences = list(differences or [])
 
 
 class MeasureError(RooflineError, RuntimeError):

@@ -3,8 +3,9 @@
 Two checks exist:
 
 * **math** (CPU-only mode, and for model-only quantities in every mode): the value in ink against the
-  analytical model's value, within the *math tolerance* — by default half a unit in the last digit written
-  (``1,742`` claims ±0.5), or ``math_tolerance`` from the prediction / ``defaults``.
+  analytical model's value, within the *math tolerance*: the prediction's ``math_tolerance``, else its own
+  ``tolerance``, else the precision written — half a unit in the last digit (``1,742`` claims ±0.5) — widened by
+  ``defaults.math_tolerance`` (see :func:`_math_tolerance`).
 * **measured** (``--gpu``, ``--endpoint``, ``--replay``): the measured value against the ink value (or the model's
   value when the prediction says ``predicted: model``), within ``tolerance``.
 
@@ -284,7 +285,7 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
             tol = pred.math_tolerance or pred.tolerance or parse_tolerance(default_tolerance, q.dimension, unit)
             against = "serving model"
         else:
-            tol, against = _math_tolerance(pred, spec.default_math_tolerance), "model"
+            tol, against = _math_tolerance(pred, spec.default_math_tolerance, spec.default_tolerance), "model"
         ink = pred.predicted.value if pred.predicted.kind is not PredictedKind.MODEL else v.model_value
         return _compare(v, pred, ink, v.model_value, tol, against)
 
@@ -334,21 +335,56 @@ def _plain(x: Any) -> Any:
         return x
 
 
-def _math_tolerance(pred: Prediction, file_default: Tolerance | None = None) -> Tolerance:
-    """The prediction's own math_tolerance, else the precision written, widened by the file's default."""
+def _math_tolerance(pred: Prediction, file_default: Tolerance | None = None,
+                    file_measured_default: Tolerance | None = None) -> Tolerance:
+    """The tolerance of the math check, from what the user wrote, first match wins:
+
+    1. the prediction's own ``math_tolerance``;
+    2. the prediction's own ``tolerance`` (written on the prediction, not inherited from ``defaults.tolerance``):
+       a writer who says ``4350 ±15%`` claims ±15%, not the ±0.5 its last digit would claim; the band is never
+       narrower than the precision written;
+    3. the precision written (half a unit in the last digit), widened by ``defaults.math_tolerance``.
+
+    The text names which one applied (the failure shows it and how to change it)."""
     if pred.math_tolerance is not None:
-        return pred.math_tolerance
+        t = pred.math_tolerance
+        return replace(t, text=f"{t.text} (math_tolerance)")
     h = pred.predicted.half_ulp_si
     precision = Tolerance(f"±{_half_text(pred)} (precision written)", abs_lo=h, abs_hi=h)
-    if file_default is None or not isinstance(pred.predicted.value, float):
+    if not isinstance(pred.predicted.value, float):
         return precision
     ref = pred.predicted.value
+    own = pred.tolerance if pred.tolerance is not None and pred.tolerance is not file_measured_default else None
+    if own is not None:
+        if own.exact:
+            return precision
+        return _widened(precision, own, ref, f"{own.text} (the prediction's tolerance)")
+    if file_default is None:
+        return precision
+    return _widened(precision, file_default, ref,
+                    f"{file_default.text} (defaults.math_tolerance; precision written ±{_half_text(pred)})")
+
+
+def _widened(precision: Tolerance, tol: Tolerance, ref: float, text: str) -> Tolerance:
+    """The union of the precision written and ``tol`` around ``ref`` (the precision itself when it is wider)."""
     lo1, hi1 = precision.bounds(ref)
-    lo2, hi2 = file_default.bounds(ref)
+    lo2, hi2 = tol.bounds(ref)
     if lo2 >= lo1 and hi2 <= hi1:
         return precision
-    return Tolerance(f"{file_default.text} (file default; precision written ±{_half_text(pred)})",
-                     lower=min(lo1, lo2), upper=max(hi1, hi2))
+    lo, hi = min(lo1, lo2), max(hi1, hi2)
+    return Tolerance(text, lower=lo if math.isfinite(lo) else None, upper=hi if math.isfinite(hi) else None)
+
+
+def _math_hint(tol_text: str) -> str:
+    """How to change the tolerance a failed math check applied."""
+    if tol_text.endswith("(math_tolerance)"):
+        return "the math check applied the prediction's math_tolerance; widen it there if the ink was rounded"
+    if "(the prediction's tolerance)" in tol_text:
+        return ("the math check applied the prediction's tolerance; write math_tolerance: on the prediction to "
+                "check the arithmetic with another band")
+    return ("the math check applied the precision written (half a unit in the last digit); to allow more, write "
+            "tolerance: or math_tolerance: (e.g. ±1%) on the prediction, or defaults: {math_tolerance: ±1%} for "
+            "the file")
 
 
 def _half_text(pred: Prediction) -> str:
@@ -408,6 +444,8 @@ def _compare(v: Verdict, pred: Prediction, reference: Any, checked: Any, tol: To
                 f"{ref_name} {v.fmt(float(reference))}")
     if not ok:
         v.diagnosis = diagnose(v, pred)
+        if against == "model":
+            v.reason += f" ({_math_hint(tol.text)})"
     return v
 
 

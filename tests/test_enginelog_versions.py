@@ -95,6 +95,8 @@ def test_v063_blocks_concurrency_and_speculative_draft():
     assert d["max_concurrency_tokens_per_request"] == 4096
     assert d["engine_config"]["enable_prefix_caching"] is False
     assert d["engine_config"]["chunked_prefill_enabled"] is False
+    assert d["engine_config"]["speculative_config"] == ("SpeculativeConfig(draft_model='JackFram/llama-68m', "
+                                                         "num_spec_tokens=5)")
 
 
 def test_v064_memory_profiling_results_and_v1_blocks():
@@ -126,7 +128,7 @@ def test_v064_memory_profiling_results_and_v1_blocks():
     assert v1["num_gpu_blocks"] == 7406 and v1["num_cpu_blocks"] is None and v1["weights_gib"] == LLAMA2_7B_GIB
 
 
-@pytest.mark.parametrize("version,file", [("0.6.5", "worker.py:225"), ("0.7.2", "[worker.py:251]"),
+@pytest.mark.parametrize("version,file", [("0.6.5", "worker.py:225]"), ("0.7.2", "worker.py:251]"),
                                           ("0.8.5", "[worker.py:272]"), ("0.10.0", "[worker.py:279]")])
 def test_v065_to_010_memory_profiling_message(version, file):
     # worker/worker.py (0.6.5-0.10) logs ONE message over three lines:
@@ -167,15 +169,15 @@ def test_v072_v0_and_v1():
     # ("CUDA", platforms/cuda.py) and :115 "Maximum concurrency for %s tokens per request: %.2fx":
     # 25640 * 16 / 2048 = 200.31.
     v0 = parse_startup_log(
-        "INFO 02-18 10:12:00 [llm_engine.py:235] Initializing a V0 LLM engine (v0.7.2) with config: "
+        "INFO 02-18 10:12:00 llm_engine.py:235] Initializing a V0 LLM engine (v0.7.2) with config: "
         "model='neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8', speculative_config=None, "
         "tokenizer='neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8', skip_tokenizer_init=False, dtype=torch.bfloat16, "
         "max_seq_len=2048, download_dir=None, load_format=LoadFormat.AUTO, tensor_parallel_size=4, "
         "pipeline_parallel_size=1, disable_custom_all_reduce=False, quantization=fp8, enforce_eager=False, "
         "kv_cache_dtype=auto,  device_config=cuda, seed=0, enable_prefix_caching=False, "
         "chunked_prefill_enabled=False, use_async_output_proc=True, use_cached_outputs=False, \n"
-        "INFO 02-18 10:13:03 [executor_base.py:110] # CUDA blocks: 25640, # CPU blocks: 3276\n"
-        "INFO 02-18 10:13:03 [executor_base.py:115] Maximum concurrency for 2048 tokens per request: 200.31x\n")
+        "INFO 02-18 10:13:03 executor_base.py:110] # CUDA blocks: 25640, # CPU blocks: 3276\n"
+        "INFO 02-18 10:13:03 executor_base.py:115] Maximum concurrency for 2048 tokens per request: 200.31x\n")
     assert v0["version"] == "0.7.2" and v0["engine"] == "V0"
     assert v0["engine_config"]["tensor_parallel_size"] == 4 and v0["engine_config"]["quantization"] == "fp8"
     assert v0["engine_config"]["max_seq_len"] == 2048 and v0["engine_config"]["kv_cache_dtype"] == "auto"
@@ -184,10 +186,10 @@ def test_v072_v0_and_v1():
     # 0.7.2 V1: v1/engine/core.py:47 "Initializing a V1 LLM engine (v%s) with config: %s";
     # v1/core/kv_cache_utils.py:407 "# GPU blocks: %d" and :410 the uncommaed "Maximum concurrency ..." line.
     v1 = parse_startup_log(
-        "INFO 02-18 10:12:00 [core.py:47] Initializing a V1 LLM engine (v0.7.2) with config: model='m', "
+        "INFO 02-18 10:12:00 core.py:47] Initializing a V1 LLM engine (v0.7.2) with config: model='m', "
         "max_seq_len=2048, tensor_parallel_size=1\n"
-        "INFO 02-18 10:13:03 [kv_cache_utils.py:407] # GPU blocks: 25640\n"
-        "INFO 02-18 10:13:03 [kv_cache_utils.py:410] Maximum concurrency for 2048 tokens per request: 200.31x\n")
+        "INFO 02-18 10:13:03 kv_cache_utils.py:407] # GPU blocks: 25640\n"
+        "INFO 02-18 10:13:03 kv_cache_utils.py:410] Maximum concurrency for 2048 tokens per request: 200.31x\n")
     assert v1["engine"] == "V1" and v1["num_gpu_blocks"] == 25640 and v1["num_cpu_blocks"] is None
     assert v1["max_concurrency_tokens_per_request"] == 2048
 
@@ -441,3 +443,14 @@ def test_v073_to_011_device_name_blocks(device):
     # ("cuda" in platforms/cuda.py, "rocm" in platforms/rocm.py).
     d = parse_startup_log(f"INFO 09-01 10:00:00 [executor_base.py:114] # {device} blocks: 11180, # CPU blocks: 4096")
     assert d["kv_device"] == device and d["num_gpu_blocks"] == 11180 and d["num_cpu_blocks"] == 4096
+
+
+def test_engine_report_names_a_failed_start_as_the_reason():
+    from pytest_roofline.measure.engine._report import build_report
+
+    log = parse_startup_log("INFO 08-01 10:00:10 [gpu_worker.py:255] Available KV cache memory: -0.53 GiB\n"
+                            "ValueError: No available memory for the cache blocks. Try increasing "
+                            "`gpu_memory_utilization` when initializing the engine.\n")
+    rep = build_report(log=log, log_reason=None, metrics=None, metrics_reason="engine not running",
+                       version=None, version_source=None, max_model_len=None, configured_block_size=16)
+    assert "-0.53 GiB" in rep["reasons"]["kv_cache_tokens"]

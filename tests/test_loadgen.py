@@ -460,8 +460,9 @@ def test_records_round_trip_and_urls():
     assert d["started_at"].endswith("Z")
     assert completions_url("http://h:8000") == ("h", 8000, "/v1/completions", "h:8000")
     assert completions_url("http://h:8000/v1/")[2] == "/v1/completions"
+    assert completions_url("https://h")[:2] == ("h", 443)  # TLS: tests/test_chat_https.py
     with pytest.raises(ValueError):
-        completions_url("https://h")
+        completions_url("ftp://h")
 
 
 @pytest.mark.parametrize("bad", [

@@ -32,6 +32,7 @@ from pytest_roofline.errors import (
     SetupValueError,
     SpecError,
 )
+from pytest_roofline.format.engine_command import check_command
 from pytest_roofline.format.limits import DEFAULT_LIMITS, MAX_DEPTH, Limits, how_to_raise
 from pytest_roofline.format.tolerance import TOLERANCE_HELP, Tolerance, ToleranceError, parse_tolerance
 from pytest_roofline.model import calibration, serving
@@ -116,6 +117,12 @@ ENGINE_FIELDS: dict[str, F] = {
     "reserves": F("map", "non-KV memory reserves: {activation: 0.4 GiB, non_torch: 0.5 GiB, cuda_graphs: 0.5 GiB}"),
     "cpu_kvcache_space": F("value", "CPU engine KV pool (VLLM_CPU_KVCACHE_SPACE), e.g. 1 GiB"),
     "startup_timeout": F("value", "how long to wait for readiness, e.g. 10 min"),
+    "python": F("str", "the Python interpreter that runs the server (python -m vllm.entrypoints.openai.api_server), "
+                       "e.g. /opt/vllm-venv/bin/python: vLLM in its own venv (default: pytest's own interpreter)"),
+    "command": F("list", "the server's argv as a template instead, e.g. [docker, run, --rm, --gpus, all, --network, "
+                         "host, vllm/vllm-openai:v0.10.0, --model, '{model}', --port, '{port}']; placeholders "
+                         "{model} {port} {host} {served_model_name} {args} (the flags from engine.args; appended "
+                         "when not placed); {port} is required: the plugin picks the port and checks health on it"),
 }
 WORKLOAD_FIELDS: dict[str, F] = {
     "input_len": F("int", "prompt tokens per request (exact)"),
@@ -124,6 +131,10 @@ WORKLOAD_FIELDS: dict[str, F] = {
     "sampling": F("map", "sampling parameters sent with each request (temperature, top_p, top_k)"),
     "shared_prefix_len": F("int", "leading tokens shared by every request of a point (default 0: none)"),
     "seed": F("int", "seed of the prompts and arrival schedules"),
+    "api": F("str", "the API the load generator calls: completions (/v1/completions, token-id prompts of exactly "
+                    "input_len, the default) or chat (/v1/chat/completions: a text message the server wraps in the "
+                    "model's chat template, so the prompt is about input_len words plus the template's tokens; "
+                    "the server's usage.prompt_tokens is recorded)", enum=("completions", "chat")),
 }
 SWEEP_FIELDS: dict[str, F] = {
     "mode": F("str", "closed (fixed concurrency) or open (arrival rate)", enum=("closed", "open")),
@@ -770,6 +781,18 @@ def _engine(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
             out[key] = ctx.value(v, "engine.cpu_kvcache_space", "bytes")
         elif key == "startup_timeout":
             out[key] = ctx.value(v, "engine.startup_timeout", "time")
+        elif key == "python":
+            out[key] = ctx.string(v, "engine.python")
+        elif key == "command":
+            if not isinstance(v, yaml.SequenceNode):
+                raise ctx.err(v, "engine.command must be a list (an argv), e.g. [docker, run, ..., --port, '{port}']")
+            out[key] = [ctx.string(i, "engine.command") for i in v.value]
+            try:
+                check_command(out[key])
+            except ValueError as e:
+                raise ctx.err(v, str(e)) from None
+    if "python" in out and "command" in out:
+        raise ctx.err(node, "give engine.python or engine.command, not both (a command names its own interpreter)")
     args = out.get("args") or {}
     for key in ("gpu_memory_utilization",):
         if key in args and not isinstance(args[key], (int, float)):
@@ -792,6 +815,8 @@ def _workload(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
             out[key] = ctx.integer(v, f"workload.{key}")
         elif f.kind == "number":
             out[key] = ctx.number(v, f"workload.{key}")
+        elif f.kind == "str":
+            out[key] = ctx.string(v, f"workload.{key}", f.enum)
         else:
             out[key] = ctx.plain(ctx_map_check(ctx, v, f"workload.{key}"))
     return out

@@ -13,9 +13,9 @@ a ``*_gib`` name. No vLLM format read here divides by 1e9.
 
 **Line prefix** (vllm/logger.py ``_FORMAT``; the parser does not anchor on it):
 
-- 0.4-0.7: ``INFO 07-31 12:34:56 worker.py:249] msg`` (no ``[`` before the file)
+- 0.4-0.7.3: ``INFO 07-31 12:34:56 worker.py:249] msg`` (``%(filename)s:%(lineno)d]``, no ``[``)
 - 0.8-0.10: ``INFO 07-31 12:34:56 [worker.py:249] msg``; 0.11: ``[%(fileinfo)s:%(lineno)d]`` (a path may show)
-- 0.12+: ``(EngineCore_DP0 pid=123) INFO 07-31 12:34:56 [kv_cache_utils.py:2327] msg``
+- later (0.32 / 0.33): ``(EngineCore_DP0 pid=123) INFO 07-31 12:34:56 [kv_cache_utils.py:2327] msg``
 - a multiprocessing worker's ``(VllmWorkerProcess pid=12) `` (V0, vllm/executor/multiproc_worker_utils.py
   ``_add_prefix``, on every line it writes, continuation lines included), ``(VllmWorker rank=0 pid=12) ``
   (V1 0.10, v1/executor/multiproc_executor.py), Ray's ``(RayWorkerWrapper pid=123, ip=10.0.0.1) `` and its log
@@ -28,8 +28,9 @@ per-worker and target-vs-draft values are never lost. The headline value of each
 - KV memory per worker (``available_kv_cache_gib``): the minimum over the reports of the last engine start
   (V1 "Available KV cache memory", V0 0.6.5+ "the rest of the memory reserved for KV Cache", 0.6.4
   "kv_cache_size="; an engine start begins at each "Initializing ... LLM engine" line): vLLM sizes the
-  cache for the tightest worker (V0 executor ``determine_num_available_blocks`` takes ``min`` over workers; V1
-  ``EngineCore._initialize_kv_caches`` sizes every worker with the same block count).
+  cache for the tightest worker (V0 executor/distributed_gpu_executor.py ``determine_num_available_blocks`` takes
+  the ``min`` over workers; V1 v1/core/kv_cache_utils.py ``unify_kv_cache_configs`` gives every worker the
+  minimum block count, 0.10).
 - Weights (``weights_gib``): each "Initializing ... LLM engine" line starts a new engine start; within the last
   start that loaded a model, a worker's first load is the target model and its later loads are draft models
   (speculative decoding loads the draft after the target). The headline is the first worker's target load;
@@ -251,7 +252,8 @@ _ANCHORS = re.compile(
 _CONFIG_KEYS = ("model", "dtype", "max_seq_len", "tensor_parallel_size", "pipeline_parallel_size",
                 "quantization", "kv_cache_dtype", "enable_prefix_caching", "chunked_prefill_enabled",
                 "enforce_eager", "speculative_config")
-_CONFIG_RE = re.compile(r"(?<![\w.])(" + "|".join(_CONFIG_KEYS) + r")=('[^']*'|\"[^\"]*\"|[^,\s)]+)")
+_CONFIG_RE = re.compile(r"(?<![\w.])(" + "|".join(_CONFIG_KEYS)
+                        + r")=('[^']*'|\"[^\"]*\"|[\w.]+\([^()]*\)|[^,\s)]+)")
 
 LOG_FIELDS = (
     "version",

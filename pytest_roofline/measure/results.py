@@ -38,6 +38,7 @@ from pytest_roofline.quantities.measurement import (
 )
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "ResultsError", "ResultsWriter", "RecordedMeasurement", "load_results",
+           "check_results",
            "new_results", "git_commit", "point_record", "ResultsData", "RunSetup", "HardwareSetup", "ModelSetup",
            "EngineSetup", "ErrorRecord", "PointRecord", "ClientStats", "ServerStats", "EngineReport"]
 
@@ -232,10 +233,16 @@ def load_results(path: str | os.PathLike[str]) -> ResultsData:
                            f"(this pytest-roofline reads version {SCHEMA_VERSION})")
     if not isinstance(data.get("points"), list):
         raise ResultsError(f"{p}: \"points\" must be a list")
-    problem = _first_non_finite(data) or _check_shape(data)
-    if problem is not None:
-        raise ResultsError(f"{p}: {problem}")
+    check_results(data, p)
     return cast(ResultsData, data)
+
+
+def check_results(data: Mapping[str, Any], where: str | os.PathLike[str]) -> None:
+    """The one check of a results document's figures and shape (a file read back, or one a peer reader built):
+    :class:`ResultsError` names ``where`` and the first field that is wrong."""
+    problem = _first_non_finite(data) or _check_shape(dict(data))
+    if problem is not None:
+        raise ResultsError(f"{where}: {problem}")
 
 
 # --- the shape of what the scorer and the reports read (docs/results-schema.md) --------------------------------

@@ -124,7 +124,8 @@ def engine_config_for(spec: Spec, *, device: str) -> Any:
     return EngineConfig(
         model=model, served_model_name=served, device=device,
         kv_cache_space_gib=int(round(kv_space / GIB)) if kv_space else None,
-        extra_args=extra, env={str(k): str(v) for k, v in (spec.engine.get("env") or {}).items()}, **known,
+        extra_args=extra, env={str(k): str(v) for k, v in (spec.engine.get("env") or {}).items()},
+        python=spec.engine.get("python"), command=spec.engine.get("command"), **known,
     )
 
 
@@ -144,7 +145,7 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
         input_len=plan.input_len, output_len=plan.output_len, seed=int(spec.workload.get("seed", 0)),
         point_id=plan.id, shared_prefix_len=int(spec.workload.get("shared_prefix_len", 0)), extra_body=sampling,
         request_timeout_s=spec.sweep.request_timeout_s or default_request_timeout_s(plan.input_len, plan.output_len),
-        max_failures=ALLOWED_FAILED_REQUESTS,
+        max_failures=ALLOWED_FAILED_REQUESTS, api=str(spec.workload.get("api", "completions")),
     )
 
     def snapshot() -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_roofline.errors import SetupError, SetupValueError
 from pytest_roofline.model import analytical as an
-from pytest_roofline.model import architecture, dtypes, hardware, quantization, vllm_defaults
+from pytest_roofline.model import architecture, dtypes, hardware, kv_cache, quantization, vllm_defaults
 from pytest_roofline.model.tiny import TINY_MODEL, tiny_arch
 from pytest_roofline.units import format_value
 
@@ -656,3 +656,27 @@ def kv_accounting(setup: Setup) -> an.KVAccounting:
     except ValueError as exc:
         raise SetupError(f"KV accounting: {exc}") from None
     return min(accs, key=lambda a: a.num_blocks)
+
+
+@dataclass(frozen=True)
+class ReportedKV:
+    """The KV figures vLLM prints for a pool: "KV cache size: N tokens" and "Maximum concurrency for L tokens per
+    request"; the one place the registry and the CLI take them from."""
+
+    kv_cache_tokens: int
+    max_concurrency: float | None
+    rule: str
+
+
+def reported_kv(setup: Setup, acc: an.KVAccounting, request_tokens: int | None = None) -> ReportedKV:
+    """What vLLM reports for ``acc``'s pool: the sliding-window/hybrid rules of ``model/kv_cache.py`` where the
+    model has sliding layers, else ``num_blocks x block_size`` tokens and ``num_blocks / cdiv(L, block_size)``."""
+    cap = kv_cache.setup_capacity(setup, acc.num_blocks, request_tokens)
+    length = request_tokens or setup.max_model_len
+    if cap is not None:
+        conc = cap.max_concurrency
+        if conc is None and length:
+            conc = acc.max_concurrency(int(length))
+        return ReportedKV(cap.kv_cache_tokens, conc, cap.rule)
+    return ReportedKV(acc.kv_tokens, acc.max_concurrency(int(length)) if length else None,
+                      "full attention: num_blocks x block_size tokens")

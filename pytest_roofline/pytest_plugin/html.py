@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.pytest_plugin.collect import VERDICT_KEY, PredictionItem
+from pytest_roofline.pytest_plugin.collect import VERDICT_KEY, PredictionItem, wants_file
 from pytest_roofline.pytest_plugin.session import get_session, session_results
 from pytest_roofline.report.common import (
     EXPLAIN_CSS,
@@ -126,15 +126,42 @@ class HtmlHooks:
     def __init__(self, config: pytest.Config):
         self.config = config
         self._verdicts: list[tuple[dict[str, Any], str]] = []
+        #: whether the roofline columns are in this report: only once the run collected prediction files, so a
+        #: project without any sees pytest-html's report unchanged
+        self.columns = False
 
     # --- columns ------------------------------------------------------------------------------------------
-    def pytest_html_results_table_header(self, cells: list[str]) -> None:
-        head = [f'<th class="sortable" data-column-type="{key}" title="{esc(tip)}">{esc(name)}</th>'
-                for key, name, tip in COLUMNS]
-        cells[INSERT_AT:INSERT_AT] = head
+    # pytest-html asks for the header at session start, before anything is collected, and keeps it in its
+    # report data (``ReportData.table_header``, read back when each row is stored and when the page is written).
+    # The columns are therefore added to that header at the first sign of a prediction file: a collector of
+    # this plugin (the collection of the file, or its collection error's row), or, on an xdist controller that
+    # collects nothing, a worker's collected ids naming one; every row after that gets the cells.
+    def _enable_columns(self) -> None:
+        if self.columns:
+            return
+        header = _html_table_header(self.config)
+        if header is None:  # a pytest-html this code does not know: no columns rather than shifted ones
+            return
+        header[INSERT_AT:INSERT_AT] = [
+            f'<th class="sortable" data-column-type="{key}" title="{esc(tip)}">{esc(name)}</th>'
+            for key, name, tip in COLUMNS]
+        self.columns = True
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if not self.columns and any(self._is_prediction_id(i) for i in ids):
+            self._enable_columns()
+
+    def _is_prediction_id(self, nodeid: str) -> bool:
+        path = nodeid.split("::", 1)[0]
+        return path.endswith((".yaml", ".yml")) and wants_file(self.config, self.config.rootpath / path)
 
     def pytest_html_results_table_row(self, report: Any, cells: list[str]) -> None:
-        cells[INSERT_AT:INSERT_AT] = row_cells(getattr(report, "roofline", None))
+        if not self.columns and (getattr(report, "roofline", None) or get_session(self.config).collected_predictions
+                                 or self._is_prediction_id(report.nodeid)):
+            self._enable_columns()
+        if self.columns:
+            cells[INSERT_AT:INSERT_AT] = row_cells(getattr(report, "roofline", None))
 
     # --- extras -------------------------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -165,6 +192,8 @@ class HtmlHooks:
 
     def pytest_html_results_summary(self, prefix: list[str], summary: list[str], postfix: list[str],
                                     session: pytest.Session) -> None:
+        if not self.columns and not self._verdicts:
+            return  # no predictions in this run: the report is pytest-html's own
         prefix.append(f"<style>{EXPLAIN_CSS}{_TABLE_CSS}</style>")
         if not self._verdicts:
             return
@@ -188,6 +217,8 @@ class HtmlHooks:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if get_session(self.config).collected_predictions:
+            self._enable_columns()
         md = self._metadata()
         if md is None:
             return
@@ -219,6 +250,16 @@ class HtmlHooks:
         for data in session_results(rs):
             if _readable(data):  # a results file is checked when it is read; this hook must never end pytest
                 md.update(environment_from_results(data))
+
+
+def _html_table_header(config: pytest.Config) -> list[str] | None:
+    """pytest-html's results-table header, as its report keeps it (pytest-html 4.x: the registered report
+    plugin's ``_report.table_header``), or None where that is not found."""
+    for plugin in config.pluginmanager.get_plugins():
+        header = getattr(getattr(plugin, "_report", None), "table_header", None)
+        if isinstance(header, list) and type(plugin).__module__.startswith("pytest_html"):
+            return header
+    return None
 
 
 def _readable(data: Any) -> bool:

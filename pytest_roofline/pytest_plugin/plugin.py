@@ -7,6 +7,7 @@ parses options once into a :class:`RooflineSession` kept in ``config.stash``.
 from __future__ import annotations
 
 import argparse
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from pytest_roofline.pytest_plugin.collect import (
     PredictionFile,
     PredictionItem,
     limits_from_ini,
-    matches_patterns,
+    wants_file,
 )
 from pytest_roofline.pytest_plugin.html import HtmlHooks
 from pytest_roofline.pytest_plugin.session import (
@@ -51,25 +52,71 @@ def parse_gpu(value: str) -> str:
     return text
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+#: the options (short name, ``--roofline-`` name, argparse keywords). The ``--roofline-`` names are always
+#: registered; a short name is added only after the project's initial conftests and every other plugin have added
+#: theirs, and only where it is still free, so a project whose conftest defines ``--gpu`` keeps its own (pytest
+#: loads entry-point plugins, this one included, before the rootdir conftests: registering ``--gpu`` up front
+#: made *their* ``addoption`` crash with argparse's "conflicting option string").
+OPTIONS: tuple[tuple[str | None, str, dict[str, Any]], ...] = (
+    ("--gpu", "--roofline-gpu", dict(
+        dest="roofline_gpu", metavar="FAMILY", type=parse_gpu,
+        help="measure on this machine: a GPU family (a100, h100, h200, ...) or 'cpu' for the CPU build of vLLM "
+             "with the project's tiny model. Without --gpu/--endpoint/--replay only the math is checked.")),
+    ("--endpoint", "--roofline-endpoint", dict(
+        dest="roofline_endpoint", metavar="URL",
+        help="measure an already running OpenAI-compatible server instead of starting vLLM")),
+    ("--endpoint-key-env", "--roofline-endpoint-key-env", dict(
+        dest="roofline_endpoint_key_env", metavar="VAR", default=None,
+        help="environment variable holding the endpoint's API key (never printed; default: OPENAI_API_KEY when "
+             "it is set, else no key)")),
+    ("--replay", "--roofline-replay", dict(
+        dest="roofline_replay", metavar="RESULTS.json",
+        help="score predictions against a stored results file, without an engine")),
+    ("--reanchor", "--roofline-reanchor", dict(
+        dest="roofline_reanchor", action="store_true",
+        help="when the detected GPU differs from the YAML's hardware, compute model values for the detected "
+             "device (values in ink never move) instead of stopping")),
+)
+_SHORT_NAMES_ADDED: weakref.WeakSet[pytest.Parser] = weakref.WeakSet()
+
+
+def _add_short_names(parser: pytest.Parser) -> None:
+    """Add each short name that no conftest or other plugin has taken (once per parser)."""
+    if parser in _SHORT_NAMES_ADDED:
+        return
+    _SHORT_NAMES_ADDED.add(parser)
+    group = parser.getgroup("roofline")
+    for short, long, keywords in OPTIONS:
+        if short is None:
+            continue
+        try:
+            group.addoption(short, **{**keywords, "help": f"same as {long} (unless the project defines {short})"})
+        except (argparse.ArgumentError, ValueError):
+            continue  # the project's own option keeps the name; ours stays reachable under its --roofline- name
+
+
+def _conftest_registered(pluginmanager: pytest.PytestPluginManager) -> bool:
+    """Whether a conftest is already registered: this plugin was then loaded late (``pytest_plugins`` in a
+    conftest), after ``pytest_load_initial_conftests`` began, so its wrapper below will not run."""
+    return any(Path(str(getattr(p, "__file__", "") or "")).name == "conftest.py" for p in pluginmanager.get_plugins())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> Any:
+    try:
+        return (yield)
+    finally:  # the rootdir conftests have added their options now: take the short names that are left
+        _add_short_names(parser)
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     g = parser.getgroup("roofline", "pytest-roofline: performance predictions as tests")
-    g.addoption("--gpu", dest="roofline_gpu", metavar="FAMILY", type=parse_gpu,
-                help="measure on this machine: a GPU family (a100, h100, h200, ...) or 'cpu' for the CPU build of "
-                     "vLLM with the project's tiny model. Without --gpu/--endpoint/--replay only the math is checked.")
-    g.addoption("--endpoint", dest="roofline_endpoint", metavar="URL",
-                help="measure an already running OpenAI-compatible server instead of starting vLLM")
-    g.addoption("--endpoint-key-env", dest="roofline_endpoint_key_env", metavar="VAR", default=None,
-                help="environment variable holding the endpoint's API key (never printed; default: "
-                     "OPENAI_API_KEY when it is set, else no key)")
-    g.addoption("--replay", dest="roofline_replay", metavar="RESULTS.json",
-                help="score predictions against a stored results file, without an engine")
+    for _short, long, keywords in OPTIONS:
+        g.addoption(long, **keywords)
     g.addoption("--roofline-out", dest="roofline_out", metavar="DIR",
                 help="folder for results files and engine logs (default: roofline-runs/<timestamp>)")
     g.addoption("--roofline-scorecard", dest="roofline_scorecard", metavar="PATH",
                 help="write a standalone HTML scorecard of the run")
-    g.addoption("--reanchor", dest="roofline_reanchor", action="store_true",
-                help="when the detected GPU differs from the YAML's hardware, compute model values for the "
-                     "detected device (values in ink never move) instead of stopping")
     g.addoption("--no-roofline-summary", dest="roofline_no_summary", action="store_true",
                 help="do not print the prediction table at the end of the run")
     parser.addini("roofline_patterns", "glob patterns of prediction files (matched against the path from rootdir)",
@@ -79,6 +126,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     for name, option in INI_OPTIONS.items():  # the loader's limits (format/limits.py); raise one for a big file
         parser.addini(option, f"limit of a prediction file: {name} (default {getattr(DEFAULT_LIMITS, name):,})",
                       default="")
+    if _conftest_registered(pluginmanager):  # loaded by a conftest's pytest_plugins: the wrapper has gone by
+        _add_short_names(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -96,14 +145,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> PredictionFile | None:
-    if file_path.suffix not in (".yaml", ".yml"):
+    if not wants_file(parent.config, file_path):  # collect.wants_file: foreign YAML is left to the project
         return None
-    rs = get_session(parent.config)
-    explicit = any(Path(a.split("::")[0]).resolve() == file_path.resolve() for a in parent.config.args
-                   if a and not a.startswith("-"))
-    if explicit or matches_patterns(file_path, parent.config.rootpath, rs.patterns):
-        return PredictionFile.from_parent(parent, path=file_path)
-    return None
+    get_session(parent.config).collected_predictions = True
+    return PredictionFile.from_parent(parent, path=file_path)
 
 
 @pytest.fixture(scope="session")

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_roofline import redact
-from pytest_roofline.errors import PointError, ResultsError, ToleranceError
+from pytest_roofline.errors import GPUDetectionError, PointError, ResultsError, ToleranceError
 from pytest_roofline.format.spec import Prediction, Spec
 from pytest_roofline.format.tolerance import parse_tolerance
+from pytest_roofline.measure import gpu as gpu_mod
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsData, load_results
 from pytest_roofline.measure.target import MeasurementProvider
 from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, Verdict, score
@@ -46,6 +48,10 @@ class RooflineSession:
         if len(chosen) > 1:
             raise pytest.UsageError(f"choose one of --gpu, --endpoint and --replay (got {' and '.join(chosen)})")
         self.mode = "engine" if self.gpu else "endpoint" if self.endpoint else "replay" if self.replay else "math"
+        if not hasattr(config, "workerinput"):  # checked once, by the controller, before anything is collected
+            _refuse_live_mode_under_xdist(config, self.mode)
+            if self.gpu and self.gpu.lower() != "cpu" and not _only_collecting_or_help(config):
+                _require_a_gpu(config, self.gpu)
         out = opt("roofline_out")
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         self.out_dir = Path(out) if out else Path(str(config.rootpath)) / "roofline-runs" / stamp
@@ -56,6 +62,11 @@ class RooflineSession:
             raise pytest.UsageError(f"ini roofline_default_tolerance = {self.default_tolerance!r}: {exc}; it applies "
                                     "to every measured quantity, so write a relative one, e.g. ±10%") from None
         self.patterns = list(config.getini("roofline_patterns") or DEFAULT_PATTERNS)
+        #: patterns the project wrote itself collect every file they match; the default ones only files that are
+        #: recognisably prediction files (collect.looks_like_prediction_file), so foreign YAML is left alone
+        self.patterns_explicit = self.patterns != DEFAULT_PATTERNS
+        #: whether this process collected (or tried to collect) a prediction file: pytest-html columns follow it
+        self.collected_predictions = False
         self.specs: dict[str, Spec] = {}
         self.verdicts: list[Verdict] = []
         #: verdict dicts that arrived on test reports (an xdist controller scores nothing itself), by node id
@@ -107,6 +118,46 @@ class RooflineSession:
                         hardware_override=hw_override)
         self.verdicts.append(verdict)
         return verdict
+
+
+def option_name(config: pytest.Config, short: str) -> str:
+    """The name the user gave an option by: ``--roofline-gpu`` when they wrote that (or the project's conftest
+    owns ``--gpu``), else the short one."""
+    long = "--roofline-" + short.removeprefix("--")
+    written = any(a == long or a.startswith(long + "=") for a in config.invocation_params.args)
+    return long if written else short
+
+
+def _only_collecting_or_help(config: pytest.Config) -> bool:
+    return bool(config.option.collectonly or getattr(config.option, "help", False)
+                or getattr(config.option, "version", False))
+
+
+def _refuse_live_mode_under_xdist(config: pytest.Config, mode: str) -> None:
+    """One engine (or one load generator against one server) serves a run: pytest-xdist workers would each start
+    their own and measure each other's load, so a live run refuses ``-n`` instead of measuring that."""
+    workers = getattr(config.option, "numprocesses", None)
+    if mode not in ("engine", "endpoint") or not workers or _only_collecting_or_help(config):
+        return
+    name = option_name(config, "--gpu" if mode == "engine" else "--endpoint")
+    what = "one engine serves every prediction" if mode == "engine" else "one load generator measures the server"
+    raise pytest.UsageError(f"{name} runs on one worker ({what}; each pytest-xdist worker would start its own): "
+                            f"drop -n {workers}, or run with -p no:xdist")
+
+
+def _require_a_gpu(config: pytest.Config, gpu: str) -> None:
+    """``--gpu FAMILY`` on a machine without a GPU is one usage error at start-up, not an ERROR per prediction."""
+    name = option_name(config, "--gpu")
+    fix = f"run without {name} for the math alone, or {name} cpu for the CPU build of vLLM"
+    try:
+        found = gpu_mod.detect()
+    except GPUDetectionError as exc:
+        raise pytest.UsageError(f"{name} {gpu}: the GPU could not be detected: {exc}; {fix}") from None
+    if found is None:
+        tools = [t for t in ("nvidia-smi", "amd-smi", "rocm-smi") if shutil.which(t)]
+        why = (f"{', '.join(tools)} lists no visible GPU" if tools
+               else "nvidia-smi, amd-smi and rocm-smi: not found")
+        raise pytest.UsageError(f"{name} {gpu}: no NVIDIA/AMD GPU found ({why}); {fix}")
 
 
 def session_results(rs: Any) -> list[dict[str, Any]]:

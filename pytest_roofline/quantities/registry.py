@@ -17,8 +17,7 @@ from typing import Any, cast
 
 from pytest_roofline.errors import NotMeasured, PointError
 from pytest_roofline.model import analytical as an
-from pytest_roofline.model import kv_cache
-from pytest_roofline.model.setup import Setup, SetupError, kv_accounting
+from pytest_roofline.model.setup import Setup, SetupError, kv_accounting, reported_kv
 from pytest_roofline.quantities.analysis import (
     Thresholds,
     closed_points,
@@ -589,17 +588,10 @@ _kv_q("available_kv_bytes", "bytes", "the KV pool vLLM allocates (log: 'Availabl
       lambda acc, s, a: acc.available_kv_bytes, "available_kv_cache_gib")
 _kv_q("num_gpu_blocks", "count", "KV-cache blocks vLLM allocates (log '# GPU blocks' / cache_config_info)",
       lambda acc, s, a: acc.num_blocks, "num_gpu_blocks")
-def _sliding_capacity(acc: an.KVAccounting, s: Setup, request_tokens: int | None) -> kv_cache.KVCapacity | None:
-    """vLLM's reported figures for a model with sliding-window layers (model/kv_cache.py); None otherwise."""
-    return kv_cache.setup_capacity(s, acc.num_blocks, request_tokens)
-
-
 _kv_q("kv_cache_tokens", "count", "tokens the KV pool holds (log 'KV cache size: N tokens')",
-      lambda acc, s, a: (c.kv_cache_tokens if (c := _sliding_capacity(acc, s, None)) else acc.kv_tokens),
-      "kv_cache_tokens")
+      lambda acc, s, a: reported_kv(s, acc).kv_cache_tokens, "kv_cache_tokens")
 _kv_q("max_concurrency", "ratio", "requests of request_tokens that fit the KV pool at once, as vLLM prints it",
-      lambda acc, s, a: (c.max_concurrency if (c := _sliding_capacity(acc, s, _request_tokens(s, a)))
-                         and c.max_concurrency is not None else acc.max_concurrency(_request_tokens(s, a))),
+      lambda acc, s, a: reported_kv(s, acc, _request_tokens(s, a)).max_concurrency,
       None, at=("request_tokens",), measure_fn=_max_conc_measure)
 
 

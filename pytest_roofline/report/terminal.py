@@ -1,14 +1,28 @@
-"""The compact table printed at the end of a pytest run (fits 100 columns)."""
+"""The table printed at the end of a pytest run, and the one-line form of a verdict.
+
+The table fits the terminal's width (80 columns in a typical CI log) without making two rows look the same:
+the columns are sized to what they hold, a number is never cut, the columns a reader can do without (the two
+models' values, then the quantity) give way first, and an id too long for its column loses its middle, never
+its end, so ``littles-law[concurrency=16]`` and ``littles-law[concurrency=1]`` stay two different rows.
+``-q`` shortens the table to the rows that failed and the count; ``-qq`` prints the count alone.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["summary_table", "OUTCOME_WORD"]
+__all__ = ["summary_table", "failure_line", "elide_ids", "OUTCOME_WORD", "FAILING_WORDS"]
 
 OUTCOME_WORD = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "xfailed": "XFAIL", "xpassed": "XPASS",
                 "error": "ERROR"}
+#: the rows ``-q`` keeps: what a reader has to act on
+FAILING_WORDS = ("FAIL", "ERROR", "XPASS")
+
+#: the narrowest an elided id may become (below it the table overflows rather than hide which row is which)
+MIN_ID_WIDTH = 12
+#: the narrowest quantity column worth showing
+MIN_QUANTITY_WIDTH = 8
 
 
 def _outcome(report: Any) -> str:
@@ -16,11 +30,14 @@ def _outcome(report: Any) -> str:
         return "xfailed" if report.skipped else "xpassed"
     if report.when == "setup" and report.failed:
         return "error"
-    return report.outcome
+    return str(report.outcome)
+
+
+def _plain(text: Any) -> str:
+    return " ".join(str(text or "").split()).replace(" FLOP/byte", " FLOP/B")
 
 
 def _clip(text: str, width: int) -> str:
-    text = " ".join(str(text).split()).replace(" FLOP/byte", " FLOP/B")
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
@@ -42,37 +59,131 @@ def _error_message(reason: str) -> str:
     return rest if sep and ":" in head and head.rsplit(":", 1)[-1].isdigit() else first
 
 
-def summary_table(reports: Iterable[Any], width: int = 100) -> list[str]:
-    """One line per prediction: id, quantity, predicted, measured (or model), src, both models' values where
-    they exist (the decode roofline's and the serving model's, without units), error, verdict."""
-    rows = []
+def _elide_one(pid: str, width: int, head: int) -> str:
+    if len(pid) <= width:
+        return pid
+    head = max(1, min(head, width - 2))
+    return pid[:head] + "…" + pid[len(pid) - (width - 1 - head):]
+
+
+def elide_ids(ids: Sequence[str], width: int) -> dict[str, str | None]:
+    """Each id shortened to ``width`` characters by cutting its middle (the end tells parametrized ids apart:
+    the tail of ``littles-law[concurrency=16]`` survives), the cut chosen so that no two different ids read the
+    same. Where no cut keeps them apart (``sweep[batch=128:output_throughput]`` and ``…256…`` differ only in
+    the middle), an id too long for the column maps to None: the table then prints it whole on a line of its
+    own (a wrapped row beats an ambiguous one)."""
+    unique = list(dict.fromkeys(ids))
+    if width >= max((len(i) for i in unique), default=0):
+        return {i: i for i in unique}
+
+    def preferred(pid: str) -> int:  # keep the name before any '[' when it fits in half the column
+        base = pid.split("[", 1)[0]
+        return min(len(base), max(4, (width - 1) // 2 - 1))
+
+    if width >= MIN_ID_WIDTH:  # the preferred cut, then cuts that keep more and more of the tail
+        for shift in range(0, width):
+            out = {i: _elide_one(i, width, preferred(i) - shift) for i in unique}
+            if len(set(out.values())) == len(unique):
+                return dict(out)
+    return {i: (i if len(i) <= width else None) for i in unique}
+
+
+def failure_line(v: Mapping[str, Any]) -> str:
+    """A verdict in one line (``--tb=line``, the short summary, JUnit's failure message): the id, the verdict,
+    the value in ink against what it was checked with, the error and the tolerance applied."""
+    status = str(v.get("status") or "").upper()
+    if status == "ERROR":
+        return f"{v.get('id')}: ERROR {_error_message(str(v.get('reason') or ''))}"
+    mode = v.get("mode")
+    what = "measured" if mode == "measured" else "model"
+    got = v.get("measured_text") if mode == "measured" else v.get("model_text")
+    parts = [f"{v.get('id')}: {status} {v.get('quantity')} predicted {_plain(v.get('predicted_text')) or '—'}",
+             f"{what} {_plain(got) or '—'}"]
+    tail = []
+    if v.get("error_text"):
+        tail.append(f"error {_plain(v['error_text']).split(' (')[0]}")
+    if v.get("tolerance_text"):
+        tail.append(f"tolerance {_plain(v['tolerance_text'])}")
+    return ", ".join(parts) + (f" ({'; '.join(tail)})" if tail else "")
+
+
+_COLUMNS = ("id", "quantity", "predicted", "measured/model", "src", "roofline", "serving", "error", "verdict")
+_RIGHT = {"predicted", "measured/model", "roofline", "serving", "error"}
+
+
+def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) -> list[str]:
+    """The table: one line per prediction (id, quantity, predicted, measured or model value, its source, both
+    models' values where they exist, error, verdict), then the counts. ``verbosity`` is pytest's: -1 (``-q``)
+    keeps the FAIL/ERROR/XPASS rows and the counts, -2 (``-qq``) the counts alone."""
+    rows: list[dict[str, str]] = []
     for r in reports:
         v = r.roofline
-        got = v.get("measured_text") if v.get("mode") == "measured" else v.get("model_text")
-        src = "meas" if v.get("mode") == "measured" else ("serv" if v.get("model_source") == "serving" else "model")
+        measured = v.get("mode") == "measured"
+        got = v.get("measured_text") if measured else v.get("model_text")
+        src = "meas" if measured else ("serv" if v.get("model_source") == "serving" else "model")
         roof = v.get("roofline_text") or (v.get("model_text") if v.get("model_source") == "roofline" else "")
         quantity = v.get("quantity") or ""
         if v.get("status") == "error" and quantity in ("", "?"):  # an invalid prediction: what is wrong with it
             quantity = _error_message(str(v.get("reason") or "invalid prediction"))
             src = ""
-        rows.append((v["id"], quantity, v.get("predicted_text") or "", f"{got or '—'}", src,
-                     _short(roof), _short(v.get("serving_text") or ""),
-                     v.get("error_text", "").split(" (")[0] or ("" if v.get("status") != "skip" else "—"),
-                     OUTCOME_WORD.get(_outcome(r), _outcome(r).upper())))
-    # the id is what a reader looks up in the YAML: it gets the room it needs first, the quantity the rest
-    fixed = 13 + 14 + 5 + 8 + 8 + 8 + 7 + 8  # predicted, measured/model, src, roofline, serving, error, verdict, gaps
-    flex = max(24, width - fixed)
-    longest_id = max((len(r[0]) for r in rows), default=2)
-    id_w = max(2, min(longest_id, flex - 8))
-    q_w = max(8, flex - id_w)
-    head = (f"{'id':<{id_w}} {'quantity':<{q_w}} {'predicted':>13} {'measured/model':>14} {'src':<5} "
-            f"{'roofline':>8} {'serving':>8} {'error':>8} verdict")
-    lines = [head, "-" * min(width, len(head) + 2)]
-    for pid, q, pred, got, src, roof, serv, err, verdict in rows:
-        lines.append(f"{_clip(pid, id_w):<{id_w}} {_clip(q, q_w):<{q_w}} {_clip(pred, 13):>13} {_clip(got, 14):>14} "
-                     f"{src:<5} {_clip(roof, 8):>8} {_clip(serv, 8):>8} {_clip(err, 8):>8} {verdict}")
+        rows.append({
+            "id": str(v["id"]), "quantity": _plain(quantity), "predicted": _plain(v.get("predicted_text")),
+            "measured/model": _plain(got) or "—", "src": src, "roofline": _short(roof),
+            "serving": _short(v.get("serving_text") or ""),
+            "error": str(v.get("error_text") or "").split(" (")[0] or ("" if v.get("status") != "skip" else "—"),
+            "verdict": OUTCOME_WORD.get(_outcome(r), _outcome(r).upper()),
+        })
     counts: dict[str, int] = {}
-    for *_, verdict in rows:
-        counts[verdict] = counts.get(verdict, 0) + 1
-    lines.append(", ".join(f"{n} {k.lower()}" for k, n in sorted(counts.items())))
+    for row in rows:
+        counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
+    count_line = ", ".join(f"{n} {k.lower()}" for k, n in sorted(counts.items()))
+    if verbosity <= -2:
+        return [f"roofline predictions: {count_line}"]
+    if verbosity == -1:
+        rows = [row for row in rows if row["verdict"] in FAILING_WORDS]
+        if not rows:
+            return [count_line]
+    return _layout(rows, width) + [count_line]
+
+
+def _layout(rows: list[dict[str, str]], width: int) -> list[str]:
+    natural = {c: max([len(c)] + [len(row[c]) for row in rows]) for c in _COLUMNS}
+    for c in ("roofline", "serving"):  # a column no row fills is not shown
+        if not any(row[c] for row in rows):
+            natural[c] = 0
+    shown = {c: natural[c] for c in _COLUMNS if natural[c] and c != "quantity"}
+
+    def total(cols: Mapping[str, int]) -> int:
+        return sum(cols.values()) + len(cols) - 1
+
+    # the id gets what it needs first; the models' columns stay only with room for a readable quantity too
+    for c in ("roofline", "serving"):
+        if c in shown and total(shown) + MIN_QUANTITY_WIDTH + 5 > width:
+            del shown[c]
+    room = width - total(shown) - 1
+    if room >= MIN_QUANTITY_WIDTH:
+        shown["quantity"] = min(natural["quantity"], room)
+    elif total(shown) > width:  # no room for the quantity, nor for the whole ids: they lose their middles
+        shown["id"] = max(MIN_ID_WIDTH, shown["id"] - (total(shown) - width))
+    ids = elide_ids([row["id"] for row in rows], shown["id"])
+    shown["id"] = max(len(x) for x in ids.values() if x is not None) if any(ids.values()) else MIN_ID_WIDTH
+    order = [c for c in _COLUMNS if c in shown]
+    error_rows_lose_message = "quantity" not in shown
+
+    def cell(c: str, text: str) -> str:
+        w = shown[c]
+        if c == "id":
+            text = ids[text] or ""
+        elif c == "quantity":
+            text = _clip(text, w)
+        return f"{text:>{w}}" if c in _RIGHT else f"{text:<{w}}"
+
+    head = " ".join(cell(c, c) if c != "id" else f"{'id':<{shown['id']}}" for c in order).rstrip()
+    lines = [head, "-" * min(width, len(head))]
+    for row in rows:
+        if ids[row["id"]] is None:  # too long to cut without ambiguity: whole, on its own line
+            lines.append(row["id"])
+        lines.append(" ".join(cell(c, row[c]) for c in order).rstrip())
+        if error_rows_lose_message and row["verdict"] == "ERROR" and row["src"] == "":
+            lines.append(_clip("  " + row["quantity"], width))  # what is wrong, on its own line
     return lines

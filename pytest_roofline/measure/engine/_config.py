@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_roofline import redact
+from pytest_roofline.format.engine_command import check_command, expand_command
 
 __all__ = ["EngineConfig", "VLLM_ENTRYPOINT", "redact_env"]
 
@@ -46,6 +47,11 @@ class EngineConfig:
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     host: str = "127.0.0.1"
+    # How to run the server (engine.python / engine.command): None = this interpreter, ``python -m`` the
+    # OpenAI server. ``python``: another interpreter (a venv that holds vLLM). ``command``: an argv template
+    # (COMMAND_PLACEHOLDERS), e.g. a container; the plugin still owns the port, health check, log and teardown.
+    python: str | None = None
+    command: list[str] | None = None
 
     def __post_init__(self) -> None:
         self.model = str(self.model)
@@ -67,6 +73,15 @@ class EngineConfig:
                     " (use extra_args ['--kv-cache-memory-bytes', N] for other sizes)")
             self.kv_cache_space_gib = int(v)
         self.extra_args = [str(a) for a in self.extra_args]
+        if self.python is not None and self.command is not None:
+            raise ValueError("give engine.python or engine.command, not both (a command names its own interpreter)")
+        if self.python is not None:
+            self.python = str(self.python)
+            if not self.python:
+                raise ValueError("engine.python must be a path to a Python interpreter")
+        if self.command is not None:
+            self.command = [str(a) for a in self.command]
+            check_command(self.command)
         self.env = {str(k): str(v) for k, v in self.env.items()}
         # every secret this engine is given is known to the redaction step before anything is written
         redact.remember(*(v for k, v in self.env.items() if redact.is_secret_name(k)))
@@ -91,9 +106,18 @@ class EngineConfig:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def argv(self, python_executable: str, port: int) -> list[str]:
-        """The command line (a list, never a shell string)."""
-        a = [python_executable, "-m", VLLM_ENTRYPOINT, "--model", self.model,
-             "--host", self.host, "--port", str(int(port))]
+        """The command line (a list, never a shell string): ``engine.command`` filled in, else
+        ``<python> -m vllm.entrypoints.openai.api_server`` with ``engine.python`` or ``python_executable``."""
+        if self.command is not None:
+            values = {"model": self.model, "port": str(int(port)), "host": self.host,
+                      "served_model_name": self.served_model_name or self.model}
+            return expand_command(self.command, values, self.vllm_flags())
+        return [self.python or python_executable, "-m", VLLM_ENTRYPOINT, "--model", self.model,
+                "--host", self.host, "--port", str(int(port))] + self.vllm_flags()
+
+    def vllm_flags(self) -> list[str]:
+        """The server flags this configuration sets (everything but the model, host and port)."""
+        a: list[str] = []
         if self.served_model_name:
             a += ["--served-model-name", self.served_model_name]
         if self.dtype:

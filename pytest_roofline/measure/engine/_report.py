@@ -135,6 +135,8 @@ def build_report(
             why.append(f"log: {log_reason}")
         if cc is None:
             why.append(f"metrics: {metrics_reason}")
+        if lg.get("failure_reason"):
+            why.append(f"log: the start failed: {lg['failure_reason']}")
         reasons[name] = "; ".join(why) or "not printed by this engine version"
         return None
 

@@ -1,4 +1,6 @@
-"""Load generator: closed- and open-loop streaming load against an OpenAI-compatible ``/v1/completions``.
+"""Load generator: closed- and open-loop streaming load against an OpenAI-compatible ``/v1/completions`` or
+``/v1/chat/completions`` (``LoadSpec.api``), over ``http://`` or ``https://`` (TLS in memory, kernel receive
+timestamps kept: ``_http1``).
 
 The hot path is a single-threaded ``epoll`` loop over raw non-blocking TCP sockets that speak HTTP/1.1
 keep-alive with chunked server-sent events.  It is built so that the client is neither the throughput
@@ -33,7 +35,7 @@ This package never imports pytest.
 from __future__ import annotations
 
 from pytest_roofline.errors import LoadgenError
-from pytest_roofline.measure.loadgen._http1 import completions_url
+from pytest_roofline.measure.loadgen._http1 import completions_url, target_url, tls_context
 from pytest_roofline.measure.loadgen._prompts import arrival_offsets, build_prompt, request_body
 from pytest_roofline.measure.loadgen._records import LoadResult, LoadSpec, Progress, RequestRecord
 from pytest_roofline.measure.loadgen._run import run_load
@@ -49,4 +51,6 @@ __all__ = [
     "arrival_offsets",
     "request_body",
     "completions_url",
+    "target_url",
+    "tls_context",
 ]

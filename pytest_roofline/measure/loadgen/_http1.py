@@ -11,6 +11,14 @@ closing of the connection (§6.3).  There is one chunked decoder, :meth:`Connect
 short-cuts only the common read that is exactly one whole chunk (one server write of one SSE event), which
 gives the same result.
 
+TLS (``https://``): the socket stays a plain socket read with ``recvmsg`` (an ``ssl.SSLSocket`` has no
+``recvmsg``, so it would lose the kernel stamps); the TLS record layer runs in memory, an ``ssl.SSLObject``
+between two ``ssl.MemoryBIO`` (the ``ssl`` module's "Memory BIO Support",
+https://docs.python.org/3/library/ssl.html#memory-bio-support). A read's ciphertext goes into the incoming
+BIO and the plaintext that comes out gets the read's kernel stamp: a token is usable by the client once the
+record that carries it is complete, which is the read that completed it. Records that carry no application
+data (a TLS 1.3 session ticket after the handshake) are consumed and never reach the HTTP decoder.
+
 Kernel receive timestamps: with ``SO_TIMESTAMPNS`` set on a socket, ``recvmsg`` returns an ``SCM_TIMESTAMPNS``
 control message holding a ``struct timespec`` on ``CLOCK_REALTIME`` (socket(7), "SO_TIMESTAMPNS"; the
 kernel's Documentation/networking/timestamping.rst).  A connection maps it onto ``perf_counter`` nanoseconds
@@ -20,6 +28,7 @@ with the REALTIME − perf_counter offset it is given, and records how late user
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 import time
 import urllib.parse
@@ -27,12 +36,13 @@ from array import array
 from typing import Any
 
 __all__ = [
-    "completions_url", "request_head", "frame_request", "open_socket", "Connection",
-    "CONNECTING", "IDLE", "SENDING", "HEAD", "BODY", "MORE", "DONE", "FAILED", "BROKEN", "STRAY",
+    "completions_url", "target_url", "API_PATHS", "request_head", "frame_request", "open_socket", "Connection",
+    "tls_context", "CONNECTING", "HANDSHAKE", "IDLE", "SENDING", "HEAD", "BODY", "MORE", "DONE", "FAILED",
+    "BROKEN", "STRAY",
 ]
 
-# connection states
-CONNECTING, IDLE, SENDING, HEAD, BODY = range(5)
+# connection states (HANDSHAKE: TCP is up, the TLS handshake is not done yet)
+CONNECTING, IDLE, SENDING, HEAD, BODY, HANDSHAKE = range(6)
 # how the body of the current response is delimited
 CHUNKED, LENGTH, CLOSE, TRAILER = range(4)
 # what a read did: the response goes on / is complete / is malformed (``error``) / the socket failed or
@@ -53,24 +63,50 @@ _NS = 1_000_000_000
 perf_counter_ns = time.perf_counter_ns
 
 
-def completions_url(base_url: str) -> tuple[str, int, str, str]:
-    """Split ``base_url`` into (host, port, path, Host header) for ``/v1/completions``.
+#: The OpenAI-compatible route of each API the load generator speaks (vLLM serves both:
+#: vllm/entrypoints/openai/api_server.py at v0.32.0).
+API_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
-    ``http://h:p`` and ``http://h:p/v1`` both map to ``/v1/completions``; a URL already ending in
-    ``/completions`` is used as is.  Only plain ``http`` is supported by the streaming client.
+
+def target_url(base_url: str, api: str = "completions") -> tuple[str, str, int, str, str]:
+    """Split ``base_url`` into (scheme, host, port, path, Host header) for ``api``'s route.
+
+    ``http(s)://h:p`` and ``http(s)://h:p/v1`` both map to ``/v1/completions`` (``/v1/chat/completions`` for
+    ``api="chat"``); a URL whose path already ends in that route's last part is used as is.  ``https`` uses
+    TLS (port 443 by default).
     """
+    if api not in API_PATHS:
+        raise ValueError(f"api must be one of {', '.join(API_PATHS)}, not {api!r}")
     u = urllib.parse.urlsplit(base_url)
-    if u.scheme != "http":
-        raise ValueError(f"only http:// URLs are supported by the load generator, not {base_url!r}")
+    if u.scheme not in ("http", "https"):
+        raise ValueError(f"only http:// and https:// URLs are supported by the load generator, not {base_url!r}")
     host = u.hostname or "127.0.0.1"
-    port = u.port or 80
+    port = u.port or (443 if u.scheme == "https" else 80)
+    route = API_PATHS[api]
     path = u.path.rstrip("/")
-    if not path.endswith("/completions"):
-        path = path + "/completions" if path.endswith("/v1") else path + "/v1/completions"
+    if not path.endswith(route.rsplit("/", 1)[-1] if api == "completions" else route.removeprefix("/v1")):
+        path = path + route.removeprefix("/v1") if path.endswith("/v1") else path + route
     host_hdr = f"[{host}]" if ":" in host else host
     if u.port:
         host_hdr += f":{u.port}"
-    return host, port, path, host_hdr
+    return u.scheme, host, port, path, host_hdr
+
+
+def completions_url(base_url: str) -> tuple[str, int, str, str]:
+    """(host, port, path, Host header) of ``/v1/completions`` at ``base_url`` (:func:`target_url`)."""
+    return target_url(base_url)[1:]
+
+
+def tls_context(*, ca_bundle: str | None = None, insecure: bool = False) -> ssl.SSLContext:
+    """The client TLS context of a run: certificates verified against the system's trust store (and
+    ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` where set: ``ssl.create_default_context``), or against ``ca_bundle``
+    (a PEM file) when given; ``insecure`` switches verification off (a self-signed test server)."""
+    ctx = ssl.create_default_context(cafile=ca_bundle)
+    if insecure:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
 
 
 def request_head(path: str, host_hdr: str, api_key: str | None) -> bytes:
@@ -128,10 +164,18 @@ class Connection:
     """
 
     __slots__ = ("sock", "fd", "state", "req", "out", "head", "mode", "left", "pend", "ka", "used", "t_open",
-                 "pieces", "status", "error", "recvmsg", "offset_ns", "lag", "user_reads", "t_read")
+                 "pieces", "status", "error", "recvmsg", "offset_ns", "lag", "user_reads", "t_read",
+                 "tls", "tls_in", "tls_out")
 
-    def __init__(self, sock: socket.socket, t_open: float, offset_ns: int = 0, lag: array | None = None) -> None:
+    def __init__(self, sock: socket.socket, t_open: float, offset_ns: int = 0, lag: array | None = None,
+                 tls: ssl.SSLContext | None = None, server_hostname: str | None = None) -> None:
         self.sock = sock
+        # TLS in memory (see the module docstring): ciphertext in tls_in / out of tls_out, plaintext via tls
+        self.tls: ssl.SSLObject | None = None
+        self.tls_in = self.tls_out = None
+        if tls is not None:
+            self.tls_in, self.tls_out = ssl.MemoryBIO(), ssl.MemoryBIO()
+            self.tls = tls.wrap_bio(self.tls_in, self.tls_out, server_side=False, server_hostname=server_hostname)
         self.recvmsg = sock.recvmsg
         self.offset_ns = offset_ns
         self.lag = lag if lag is not None else array("q")
@@ -165,6 +209,74 @@ class Connection:
         self.pieces = pieces
         self.status = None
 
+    def handshake(self) -> bool | None:
+        """One step of the TLS handshake: True when it is done, None when it waits for the server (the bytes
+        to send are in ``out``), False when it failed (``error``)."""
+        assert self.tls is not None
+        try:
+            self.tls.do_handshake()
+            done: bool | None = True
+        except ssl.SSLWantReadError:
+            done = None
+        except (ssl.SSLError, ssl.CertificateError) as exc:
+            self.error = f"TLS handshake failed: {exc}"
+            return False
+        self.out += self.tls_out.read()  # type: ignore[union-attr]
+        return done
+
+    def handshake_read(self) -> bool | None:
+        """Feed one read of the server's handshake bytes in and take the next :meth:`handshake` step."""
+        try:
+            data = self.sock.recv(_RECV_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError as exc:
+            self.error = f"TLS handshake failed: {exc}"
+            return False
+        if not data:
+            self.error = "TLS handshake failed: the server closed the connection"
+            return False
+        self.tls_in.write(data)  # type: ignore[union-attr]
+        return self.handshake()
+
+    def encrypt(self, data: bytes) -> bytes:
+        """``data`` as TLS records (the bytes to put on the socket); the identity without TLS."""
+        if self.tls is None:
+            return data
+        self.tls.write(data)
+        return self.tls_out.read()  # type: ignore[union-attr]
+
+    def _decrypt(self, data: bytes) -> tuple[bytes, bool]:
+        """The plaintext that the ciphertext ``data`` completes, and whether the server ended the TLS session
+        (close_notify, or a TCP close: ``data`` empty)."""
+        tls, tin = self.tls, self.tls_in
+        assert tls is not None and tin is not None
+        if not data:
+            tin.write_eof()
+        else:
+            tin.write(data)
+        out = []
+        eof = not data
+        while True:
+            try:
+                piece = tls.read(_RECV_BYTES)
+            except ssl.SSLWantReadError:
+                break
+            except ssl.SSLZeroReturnError:
+                eof = True
+                break
+            except ssl.SSLError as exc:
+                if not eof:
+                    self.error = f"TLS error: {exc}"
+                eof = True
+                break
+            if not piece:
+                break
+            out.append(piece)
+        if self.tls_out.pending:  # type: ignore[union-attr]  # a reply the record layer owes (a key update)
+            self.out += self.tls_out.read()  # type: ignore[union-attr]
+        return b"".join(out), eof
+
     @property
     def awaiting_response(self) -> bool:
         """No byte of the response has arrived yet."""
@@ -190,6 +302,17 @@ class Connection:
         else:
             t = t_user
             self.user_reads += 1
+        if self.tls is not None:
+            data, eof = self._decrypt(data)
+            if not data and not eof:
+                return MORE  # records without application data (a session ticket), or a partial record
+            if eof and data:  # plaintext and the end of the session in one read: decode the data first
+                if self.req is None:
+                    return STRAY
+                r = self.feed(data, t)
+                if r != MORE:
+                    return r
+                data = b""
         if self.req is None:  # an idle connection: the server closed it, or broke the protocol
             return STRAY
         if not data:

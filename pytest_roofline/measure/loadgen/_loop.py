@@ -16,6 +16,7 @@ import math
 import os
 import select
 import socket
+import ssl
 import time
 from array import array
 from collections.abc import Callable, Iterable
@@ -30,14 +31,16 @@ from pytest_roofline.measure.loadgen._http1 import (
     CONNECTING,
     DONE,
     FAILED,
+    HANDSHAKE,
     HEAD,
     IDLE,
     SENDING,
     Connection,
-    completions_url,
     frame_request,
     open_socket,
     request_head,
+    target_url,
+    tls_context,
 )
 from pytest_roofline.measure.loadgen._prompts import BodyTemplate, PromptMaker
 from pytest_roofline.measure.loadgen._records import LoadSpec, Progress, RequestRecord
@@ -114,11 +117,13 @@ class EventLoop:
     """The epoll loop of one run."""
 
     def __init__(self, base_url: str, spec: LoadSpec, api_key: str | None,
-                 on_progress: Callable[[Progress], None] | None) -> None:
+                 on_progress: Callable[[Progress], None] | None, tls: ssl.SSLContext | None = None) -> None:
         self.spec = spec
         self.on_progress = on_progress
-        self.host, self.port, self.path, host_hdr = completions_url(base_url)
-        self.url = f"http://{host_hdr}{self.path}"
+        scheme, self.host, self.port, self.path, host_hdr = target_url(base_url, spec.api)
+        self.url = f"{scheme}://{host_hdr}{self.path}"
+        # https: every connection runs TLS in memory over its plain socket (_http1's docstring)
+        self.tls: ssl.SSLContext | None = (tls or tls_context()) if scheme == "https" else None
         if api_key is not None and any(c in api_key for c in "\r\n\0"):
             raise ValueError("api_key contains a control character")
         self._secret = api_key or None
@@ -131,6 +136,7 @@ class EventLoop:
         self._head = request_head(self.path, host_hdr, api_key)
         self._make_prompt = PromptMaker(spec)
         self._body = BodyTemplate(spec)
+        self._chat = spec.api == "chat"
         rid = "".join(c if (c.isalnum() or c in "-_.") else "_" for c in spec.point_id)[:64]
         self._rid_prefix = f"{rid}-{os.urandom(4).hex()}"
         self.ep = select.epoll()
@@ -177,8 +183,15 @@ class EventLoop:
     def _open_conn(self, req: _Req | None) -> None:
         """Open a connection; send ``req`` on it once connected (or park it idle when ``req`` is None)."""
         sock = open_socket(self.family)
-        conn = Connection(sock, perf_counter(), self.offset_ns, self.read_lag)
+        conn = Connection(sock, perf_counter(), self.offset_ns, self.read_lag, self.tls, self.host)
         err = sock.connect_ex(self.addr)
+        if err == 0 and conn.tls is not None:  # TCP is up at once (loopback): the handshake starts
+            self.conns[conn.fd] = conn
+            self.connecting += 1
+            conn.req = req
+            self.ep.register(conn.fd, select.EPOLLIN)
+            self._start_handshake(conn)
+            return
         if err == 0:
             self.conns[conn.fd] = conn
             self.ep.register(conn.fd, select.EPOLLIN)
@@ -201,8 +214,12 @@ class EventLoop:
         self.connect_failures = 0
 
     def _on_connect_event(self, conn: Connection, ev: int) -> None:
-        self.connecting -= 1
         err = conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if not (err or ev & (select.EPOLLERR | select.EPOLLHUP)) and conn.tls is not None:
+            self.ep.modify(conn.fd, select.EPOLLIN)
+            self._start_handshake(conn)  # still "connecting" until the handshake is done
+            return
+        self.connecting -= 1
         req = conn.req
         conn.req = None
         if err or ev & (select.EPOLLERR | select.EPOLLHUP):
@@ -221,6 +238,60 @@ class EventLoop:
         else:
             self.idle.append(conn)
 
+    # ---- TLS handshake (non-blocking: the connection counts as connecting until it is done) ------------
+
+    def _start_handshake(self, conn: Connection) -> None:
+        conn.state = HANDSHAKE
+        self._handshake_step(conn, conn.handshake())
+
+    def _on_handshake_event(self, conn: Connection, ev: int) -> None:
+        if ev & select.EPOLLOUT and conn.out:
+            self._flush_raw(conn)
+        if ev & (select.EPOLLIN | select.EPOLLERR | select.EPOLLHUP) and conn.fd in self.conns:
+            self._handshake_step(conn, conn.handshake_read())
+
+    def _flush_raw(self, conn: Connection) -> None:
+        """Send what the handshake owes the server; EPOLLOUT while some is left."""
+        try:
+            n = conn.sock.send(conn.out)
+        except (BlockingIOError, InterruptedError):
+            n = 0
+        except OSError as exc:
+            conn.error = f"TLS handshake failed: {exc}"
+            self._handshake_step(conn, False)
+            return
+        conn.out = conn.out[n:]
+        self.ep.modify(conn.fd, select.EPOLLIN | (select.EPOLLOUT if conn.out else 0))
+
+    def _handshake_step(self, conn: Connection, done: bool | None) -> None:
+        if done is not False and conn.out:
+            self._flush_raw(conn)
+            if conn.fd not in self.conns:
+                return
+        if done is None:
+            return
+        self.connecting -= 1
+        req = conn.req
+        conn.req = None
+        if done is False:
+            self.conns.pop(conn.fd, None)
+            try:
+                self.ep.unregister(conn.fd)
+            except (OSError, ValueError):
+                pass
+            conn.sock.close()
+            self.connect_failures += 1
+            if self.connect_failures > 2 * self.phase.cap + 16 and self.aborted is None:
+                self.aborted = f"aborted: {conn.error} ({self.connect_failures} times in a row)"
+            if req is not None:
+                self._fail(req, conn.error)
+            return
+        self._connected(conn)
+        if req is not None:
+            self._send(conn, req)
+        else:
+            self.idle.append(conn)
+
     def _connect_failed(self, req: _Req | None, err: int) -> None:
         self.connect_failures += 1
         msg = f"connect to {self.host}:{self.port} failed: {os.strerror(err)}"
@@ -233,7 +304,7 @@ class EventLoop:
         if self.conns.pop(conn.fd, None) is None:
             return
         self.ts_user_reads += conn.user_reads
-        if conn.state == CONNECTING:
+        if conn.state in (CONNECTING, HANDSHAKE):
             self.connecting -= 1
         try:
             self.ep.unregister(conn.fd)
@@ -263,16 +334,20 @@ class EventLoop:
             if conn.state == IDLE and conn.req is None and conn not in self.idle:
                 self.idle.append(conn)
         deadline = perf_counter() + timeout_s
+        why = ""
         while self.connecting and perf_counter() < deadline:
             for fd, ev in self.ep.poll(0.05):
                 c = self.conns.get(fd)
                 if c is not None and c.state == CONNECTING:
                     self._on_connect_event(c, ev)
+                elif c is not None and c.state == HANDSHAKE:
+                    self._on_handshake_event(c, ev)
+                    why = c.error or why
         for conn in list(self.conns.values()):
-            if conn.state == CONNECTING:
+            if conn.state in (CONNECTING, HANDSHAKE):
                 self._close_conn(conn)
         if n and not self.idle:
-            raise LoadgenError(f"cannot connect to {self.host}:{self.port}")
+            raise LoadgenError(f"cannot connect to {self.host}:{self.port}" + (f": {why}" if why else ""))
         self.connect_failures = 0
 
     # ---- sending --------------------------------------------------------------------------------------
@@ -282,7 +357,7 @@ class EventLoop:
         req.pieces = []
         req.http_status = None
         conn.begin(req.pieces)
-        data = req.payload
+        data = req.payload if conn.tls is None else conn.encrypt(req.payload)
         t = perf_counter()
         try:
             n = conn.sock.send(data)
@@ -480,7 +555,7 @@ class EventLoop:
             error = f"HTTP {req.http_status}: {text}"
         elif pieces:
             drift = self.offset_ns_end != self.offset_ns
-            stream = decode_completion_stream(pieces, self._to_perf if drift else None)
+            stream = decode_completion_stream(pieces, self._to_perf if drift else None, self._chat)
             if stream.stream_error is not None:
                 ok = False
                 error = stream.stream_error
@@ -614,6 +689,9 @@ class EventLoop:
                 if conn.state == CONNECTING:
                     self._on_connect_event(conn, ev)
                     continue
+                if conn.state == HANDSHAKE:
+                    self._on_handshake_event(conn, ev)
+                    continue
                 if ev & EPOLLOUT and conn.out:
                     self._on_writable(conn)
                 if ev & (EPOLLIN | EPOLLERRHUP) and conn.fd in conns:
@@ -626,7 +704,8 @@ class EventLoop:
         self._progress(ph, perf_counter(), force=True)
 
     def _check_timeouts(self, now: float, timeout_s: float) -> None:
-        for conn in [c for c in self.conns.values() if c.state == CONNECTING and now - c.t_open > timeout_s]:
+        for conn in [c for c in self.conns.values()
+                     if c.state in (CONNECTING, HANDSHAKE) and now - c.t_open > timeout_s]:
             req = self._detach(conn)
             self._close_conn(conn)
             if req is not None:

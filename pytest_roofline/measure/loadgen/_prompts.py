@@ -2,6 +2,12 @@
 
 Prompts are token-id lists, deterministic in (seed, point_id, index); the arrival schedule is a seeded gamma
 process.  Nothing here touches a socket or a clock.
+
+The chat API takes text, not token ids, and the load generator has no tokenizer: a chat prompt is the same
+token-id list written as words, token id ``i`` becoming ``CHAT_WORDS[(i - low) % len(CHAT_WORDS)]``, one
+space-separated word per id.  The words are short, common English words (most are one token with their leading
+space in byte-level BPE vocabularies), but the token count is the server's: the chat template adds its own
+tokens, and ``usage.prompt_tokens`` in the response is what the request really cost.
 """
 
 from __future__ import annotations
@@ -16,7 +22,15 @@ import numpy as np
 from pytest_roofline.measure.loadgen._records import LoadSpec
 from pytest_roofline.model import workload as _workload
 
-__all__ = ["PromptMaker", "BodyTemplate", "build_prompt", "request_body", "arrival_offsets"]
+__all__ = ["PromptMaker", "BodyTemplate", "build_prompt", "request_body", "arrival_offsets", "CHAT_WORDS",
+           "chat_text"]
+
+#: The words a chat prompt is written in (one per prompt token id; see the module docstring).
+CHAT_WORDS = tuple("""the of and to in is that it for was on are as with his they at be this from have or one had
+by word but not what all were we when your can said there use an each which she do how their if will up other
+about out many then them these so some her would make like him into time has look two more write go see number
+no way could people my than first water been call who oil its now find long down day did get come made may
+part""".split())
 
 # spawn keys of the seeded streams (one per use, so that they never overlap); the model layer owns them, since
 # the serving model draws the same arrival schedule (model/workload.py)
@@ -118,8 +132,27 @@ def build_prompt(spec: LoadSpec, index: int) -> list[int]:
     return PromptMaker(spec)(index)
 
 
+def chat_text(spec: LoadSpec, prompt: Sequence[int]) -> str:
+    """The user message that carries ``prompt`` (token ids) in a chat request."""
+    low, n = int(spec.token_id_range[0]), len(CHAT_WORDS)
+    return " ".join(CHAT_WORDS[(int(i) - low) % n] for i in prompt)
+
+
 def request_body(spec: LoadSpec, prompt: Sequence[int]) -> dict[str, Any]:
     """The JSON body sent for one request (before serialisation)."""
+    if spec.api == "chat":
+        # vLLM's ChatCompletionRequest: messages, max_completion_tokens (max_tokens is its deprecated alias),
+        # ignore_eos, stream_options (vllm/entrypoints/openai/chat_completion/protocol.py at v0.32.0)
+        chat: dict[str, Any] = {
+            "model": spec.model,
+            "messages": [{"role": "user", "content": chat_text(spec, prompt)}],
+            "max_completion_tokens": spec.output_len,
+            "ignore_eos": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        chat.update(spec.extra_body)
+        return chat
     body: dict[str, Any] = {
         "model": spec.model,
         "prompt": list(prompt),
@@ -138,6 +171,19 @@ class BodyTemplate:
 
     def __init__(self, spec: LoadSpec) -> None:
         marker = "\x00prompt\x00"
+        self.chat = spec.api == "chat"
+        if self.chat:
+            # the user message is a string: pre + words + post (the words need no JSON escaping)
+            base = request_body(spec, [])
+            base["messages"] = [{"role": "user", "content": marker}]
+            tmpl = json.dumps(base, separators=(",", ":"))
+            pre, sep, post = tmpl.partition(json.dumps(marker)[1:-1])
+            assert sep and marker not in post
+            self.pre, self.post = pre.encode(), post.encode()
+            low, n = int(spec.token_id_range[0]), len(CHAT_WORDS)
+            self.low, self.words = low, [CHAT_WORDS[k % n].encode("ascii") for k in range(n)]
+            self.digits = None
+            return
         tmpl = json.dumps({**request_body(spec, []), "prompt": marker}, separators=(",", ":"))
         pre, sep, post = tmpl.partition(json.dumps(marker))
         assert sep and json.dumps(marker) not in post
@@ -148,6 +194,9 @@ class BodyTemplate:
 
     def body(self, prompt: Sequence[int]) -> bytes:
         """The serialised body carrying ``prompt``."""
+        if self.chat:
+            words, low, n = self.words, self.low, len(self.words)
+            return b"".join((self.pre, b" ".join([words[(int(i) - low) % n] for i in prompt]), self.post))
         tab = self.digits
         ids = b",".join(map(tab.__getitem__, prompt)) if tab is not None else ",".join(map(str, prompt)).encode()
         return b"".join((self.pre, ids, self.post))

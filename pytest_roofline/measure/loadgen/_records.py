@@ -16,7 +16,9 @@ from typing import Any
 __all__ = ["LoadSpec", "RequestRecord", "LoadResult", "Progress", "RESERVED_BODY_KEYS"]
 
 # body fields the load generator owns; ``LoadSpec.extra_body`` may not override them
-RESERVED_BODY_KEYS = ("model", "prompt", "max_tokens", "stream")
+RESERVED_BODY_KEYS = ("model", "prompt", "messages", "max_tokens", "max_completion_tokens", "stream")
+#: the APIs the load generator speaks (their routes: ``_http1.API_PATHS``)
+APIS = ("completions", "chat")
 
 
 @dataclass(kw_only=True)
@@ -41,7 +43,9 @@ class LoadSpec:
             with both, whichever comes first stops the run.
         warmup_requests: requests sent before the measurement phase, in the same load shape, flagged
             ``warmup=True`` and excluded from statistics; the measurement phase starts once they finished.
-        input_len: exact prompt length in tokens (the prompt is sent as a token-id list).
+        input_len: exact prompt length in tokens (the prompt is sent as a token-id list); with ``api="chat"``
+            the number of words of the user message (the server's ``usage.prompt_tokens`` says how many tokens
+            that and the chat template made).
         output_len: ``max_tokens``; ``ignore_eos`` is set so the server generates exactly this many.
         seed: seeds prompts and the arrival schedule (together with ``point_id``).
         point_id: the sweep point's id; prompts differ between points with different ids.
@@ -53,6 +57,8 @@ class LoadSpec:
             failed, warm-up included; ``None`` (the default) never stops for failures. The sweep passes its
             allowed failures (0: a point with any failed request is an error), so a server that answers
             every request with an error, or never answers, ends the point after one timeout, not N.
+        api: ``"completions"`` (``/v1/completions``, token-id prompts) or ``"chat"`` (``/v1/chat/completions``:
+            one user message; tokens are the stream's non-empty ``choices[0].delta.content``).
     """
 
     model: str
@@ -72,9 +78,12 @@ class LoadSpec:
     extra_body: dict[str, Any] = field(default_factory=dict)
     request_timeout_s: float = 600.0
     max_failures: int | None = None
+    api: str = "completions"
 
     def validate(self) -> None:
         """Raise ``ValueError`` when the spec is inconsistent."""
+        if self.api not in APIS:
+            raise ValueError(f"api must be one of {', '.join(APIS)}, not {self.api!r}")
         if self.mode not in ("closed", "open"):
             raise ValueError(f"mode must be 'closed' or 'open', not {self.mode!r}")
         if self.mode == "closed":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import ssl
 import time
 from collections.abc import Callable
 
@@ -56,15 +57,17 @@ def run_load(
     *,
     api_key: str | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> LoadResult:
     """Offer the load described by ``spec`` to ``base_url`` and record every request.
 
     Args:
-        base_url: the server root (``http://host:port``) or its ``/v1`` URL; requests go to
-            ``/v1/completions``.
+        base_url: the server root (``http://host:port`` or ``https://...``) or its ``/v1`` URL; requests go
+            to ``/v1/completions`` (``/v1/chat/completions`` when ``spec.api == "chat"``).
         spec: the load to offer (validated first).
         api_key: sent as ``Authorization: Bearer <key>``; never stored in records, errors or reprs.
         on_progress: optional callback receiving :class:`Progress`, called from the running thread.
+        tls: the TLS context of an ``https`` URL (default: :func:`tls_context`, certificates verified).
 
     Returns:
         A :class:`LoadResult` with one record per request that was sent (warm-up first).
@@ -78,7 +81,7 @@ def run_load(
     ``LoadResult.aborted`` says why.
     """
     spec.validate()
-    loop = EventLoop(base_url, spec, api_key, on_progress)
+    loop = EventLoop(base_url, spec, api_key, on_progress, tls)
     gc_was_enabled = gc.isenabled()
     try:
         phases = _plan(loop, spec)

@@ -1,4 +1,4 @@
-"""The server-sent-events decoder for a streamed ``/v1/completions`` response.
+"""The server-sent-events decoder for a streamed ``/v1/completions`` or ``/v1/chat/completions`` response.
 
 Input: the de-chunked body of one response as a flat list ``[t_ns, bytes, t_ns, bytes, ...]``, one pair per
 socket read, ``t_ns`` being the read's time.  Output: a :class:`CompletionStream` with the arrival time of
@@ -11,8 +11,15 @@ blank line, lines end in LF or CRLF, only ``data:`` fields matter, and each ``da
 object or the ``[DONE]`` sentinel (vLLM's OpenAI server writes ``data: {json}\\n\\n`` per chunk and
 ``data: [DONE]\\n\\n`` last: vllm/entrypoints/openai/completion/serving.py at v0.32.0).
 
+A chat stream's token events are the ones whose ``choices[0].delta`` carries non-empty ``content`` (or
+``reasoning_content`` / ``reasoning``, a reasoning model's tokens): vLLM's first chat event carries only
+``delta: {role: assistant, content: ""}``, sent as the first output arrives, and is not a token
+(vllm/entrypoints/openai/chat_completion/serving.py at v0.32.0, ``first_iteration``; ``vllm bench serve``
+counts the same way).
+
 A fast path skips JSON parsing for reads that hold whole plain token events only (compact JSON, non-empty
-``choices``, no ``usage`` object, no ``error``).  A quote inside a JSON string is escaped, so the byte
+``choices``, no ``usage`` object, no ``error``; for chat also one non-empty ``"content":"`` per event and no
+``role``).  A quote inside a JSON string is escaped, so the byte
 patterns it counts can only be JSON structure; anything else takes the full path.
 """
 
@@ -51,12 +58,21 @@ def _ns_to_s(t_ns: int) -> float:
     return t_ns * 1e-9
 
 
-def decode_completion_stream(pieces: Sequence[Any], to_seconds: Callable[[int], float] | None = None
-                             ) -> CompletionStream:
+def _chat_token(obj: dict[str, Any]) -> bool:
+    """A chat event that carries output tokens (see the module docstring)."""
+    first = obj["choices"][0]
+    delta = first.get("delta") if isinstance(first, dict) else None
+    if not isinstance(delta, dict):
+        return False
+    return bool(delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning"))
+
+
+def decode_completion_stream(pieces: Sequence[Any], to_seconds: Callable[[int], float] | None = None,
+                             chat: bool = False) -> CompletionStream:
     """Decode the SSE events of one response body given as ``[t_ns, bytes, t_ns, bytes, ...]``.
 
     ``to_seconds`` maps a read's ``t_ns`` to seconds; ``None`` means ``t_ns * 1e-9``.  Events still
-    incomplete at the end (a cut stream) are ignored.
+    incomplete at the end (a cut stream) are ignored.  ``chat``: a ``/v1/chat/completions`` stream.
     """
     chunk_times: list[float] = []
     add_time = chunk_times.append
@@ -75,7 +91,9 @@ def decode_completion_stream(pieces: Sequence[Any], to_seconds: Callable[[int], 
         if not buf and piece[-2:] == b"\n\n":
             n = piece.count(b'"choices":[{')
             if n and piece.count(b"data:") == n and b'"usage":{' not in piece \
-                    and b'"error"' not in piece and b"\r" not in piece:
+                    and b'"error"' not in piece and b"\r" not in piece \
+                    and (not chat or (piece.count(b'"content":"') == n and b'"content":""' not in piece
+                                      and b'"role"' not in piece)):
                 t_ns = pieces[k]
                 t_s = to_s(t_ns) if convert else t_ns * 1e-9
                 coalesced += n if t_ns == last_read else n - 1
@@ -110,7 +128,7 @@ def decode_completion_stream(pieces: Sequence[Any], to_seconds: Callable[[int], 
                     continue
                 if not isinstance(obj, dict):
                     continue
-                if obj.get("choices"):
+                if obj.get("choices") and (not chat or _chat_token(obj)):
                     if t_ev is None:
                         t_ev = to_s(t_read) if convert else t_read * 1e-9
                     if last_read == t_read:

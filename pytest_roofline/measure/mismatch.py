@@ -1,0 +1,145 @@
+"""Whether a results file belongs to the predictions it is about to be scored against.
+
+A replayed file is only evidence for a prediction file when it measured the same thing: the same GPU, model,
+engine version, workload lengths and sweep points. :func:`compare` lists every difference (the run is refused
+with them unless ``--roofline-allow-mismatch``) and, separately, what the file cannot say (a ``vllm bench serve``
+file records no GPU): those are shown as "not checked", never taken as a match or a mismatch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_roofline.errors import HardwareError, ModelArchError, ResultsMismatchError
+from pytest_roofline.format.spec import Spec
+from pytest_roofline.model import architecture, hardware
+from pytest_roofline.quantities.measurement import BATCH1_ID, PointMode, point_mode
+
+__all__ = ["Comparison", "compare", "refuse_message", "ALLOW_OPTION"]
+
+ALLOW_OPTION = "--roofline-allow-mismatch"
+#: relative slack on mean token lengths read from a peer's totals (token counts ÷ requests)
+_LENGTH_SLACK = 0.02
+
+
+@dataclass
+class Comparison:
+    differences: list[str] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
+
+    @property
+    def belongs(self) -> bool:
+        return not self.differences
+
+    def summary(self) -> str:
+        parts = ["; ".join(self.differences)] if self.differences else []
+        if self.unchecked:
+            parts.append("not checked: " + "; ".join(self.unchecked))
+        return " — ".join(parts)
+
+
+def _hw_id(name: str | None) -> str | None:
+    if not name:
+        return None
+    try:
+        return hardware.get_hardware(name).id
+    except HardwareError:
+        return name.strip().lower()
+
+
+def _model_ids(*names: Any) -> set[str]:
+    out: set[str] = set()
+    for n in names:
+        if not isinstance(n, str) or not n.strip():
+            continue
+        out.add(n.strip().lower())
+        if n.lower() in {p.lower() for p in architecture.presets()} or "/" in n and not n.startswith(("/", ".")):
+            try:
+                out.add(architecture.get_model(n).name.lower())
+            except (ModelArchError, OSError, ValueError):
+                pass
+    return out
+
+
+def _len_differs(have: float, want: float) -> bool:
+    return abs(have - want) > max(1.0, _LENGTH_SLACK * want)
+
+
+def compare(data: Mapping[str, Any], spec: Spec) -> Comparison:
+    """The differences between the run ``data`` recorded and the one ``spec`` predicts, and what ``data`` cannot
+    say (its ``setup.unchecked``, and fields it leaves empty)."""
+    cmp = Comparison()
+    setup = data.get("setup") or {}
+    unchecked = dict(setup.get("unchecked") or {})
+    hw = setup.get("hardware") or {}
+    detected = (hw.get("detected") or {}) if isinstance(hw.get("detected"), dict) else {}
+    have_hw = hw.get("reanchored_to") or detected.get("variant") or hw.get("declared")
+    if have_hw:
+        if _hw_id(str(have_hw)) != _hw_id(spec.hardware):
+            cmp.differences.append(f"GPU: the file ran on {have_hw}, the predictions are for {spec.hardware}")
+    else:
+        cmp.unchecked.append("GPU (" + unchecked.get("hardware", "the file records none") + ")")
+    model = setup.get("model") or {}
+    have_models = _model_ids(model.get("name"), model.get("path"))
+    want_models = _model_ids(spec.model if isinstance(spec.model, str) else None, (spec.engine or {}).get("model"))
+    if have_models and want_models:
+        if not have_models & want_models:
+            cmp.differences.append(f"model: the file served {model.get('name') or model.get('path')}, the "
+                                   f"predictions are for {spec.model}")
+    else:
+        cmp.unchecked.append("model (" + unchecked.get("model", "the file names none") + ")")
+    engine = setup.get("engine") or {}
+    have_v = engine.get("version") or (data.get("engine_report") or {}).get("version")
+    want_v = (spec.engine or {}).get("version")
+    if have_v and want_v:
+        if str(have_v).strip().lstrip("v") != str(want_v).strip().lstrip("v"):
+            cmp.differences.append(f"engine version: the file ran vLLM {have_v}, the predictions are for {want_v}")
+    elif want_v:
+        cmp.unchecked.append("engine version (" + unchecked.get("engine_version", "the file records none") + ")")
+    if unchecked.get("engine_report"):
+        cmp.unchecked.append("KV-cache figures (" + unchecked["engine_report"] + ")")
+    points = [p for p in data.get("points") or [] if isinstance(p, dict) and p.get("id") != BATCH1_ID]
+    wl = spec.workload or {}
+    for key, what in (("input_len", "input"), ("output_len", "output")):
+        want = wl.get(key)
+        if not isinstance(want, (int, float)):
+            continue
+        have = sorted({p.get(key) for p in points if isinstance(p.get(key), (int, float))})
+        off = [h for h in have if _len_differs(float(h), float(want))]
+        if off:
+            cmp.differences.append(f"workload: {what} length {', '.join(f'{h:g}' for h in off)} tokens in the "
+                                   f"file, {want:g} in the predictions")
+    want_c = set(spec.sweep.concurrency)
+    want_r = {round(float(r), 9) for r in spec.sweep.rates}
+    extra: list[str] = []
+    for p in points:
+        mode = point_mode(p)  # type: ignore[arg-type]
+        if mode is PointMode.CLOSED and p.get("concurrency") is not None and p["concurrency"] not in want_c:
+            extra.append(f"C={p['concurrency']}")
+        elif mode is PointMode.OPEN and p.get("rate_req_s") is not None and round(float(p["rate_req_s"]),
+                                                                                     9) not in want_r:
+            extra.append(f"{float(p['rate_req_s']):g} req/s")
+    if extra:
+        sweep = ", ".join([f"C={c}" for c in sorted(want_c)] + [f"{r:g} req/s" for r in sorted(want_r)]) or "none"
+        cmp.differences.append(f"sweep points: the file has {', '.join(extra)}, not in the predictions' sweep "
+                               f"({sweep})")
+    return cmp
+
+
+def refuse_message(where: str, spec: Spec, cmp: Comparison) -> str:
+    lines = [f"{where} does not belong to {spec.path}:"]
+    lines += [f"  - {d}" for d in cmp.differences]
+    if cmp.unchecked:
+        lines.append("  not checked (the file does not say): " + "; ".join(cmp.unchecked))
+    lines.append(f"  score it anyway with {ALLOW_OPTION} (every verdict and the scorecard then say so)")
+    return "\n".join(lines)
+
+
+def check(data: Mapping[str, Any], spec: Spec, where: str, *, allow: bool) -> Comparison:
+    """:func:`compare`, raising :class:`ResultsMismatchError` on a difference unless ``allow``."""
+    cmp = compare(data, spec)
+    if cmp.differences and not allow:
+        raise ResultsMismatchError(refuse_message(where, spec, cmp), cmp.differences)
+    return cmp

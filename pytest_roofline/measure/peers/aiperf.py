@@ -1,0 +1,139 @@
+"""AIPerf's ``profile_export_aiperf.json`` (and GenAI-Perf's ``profile_export_genai_perf.json``, the same shape)
+read as a results document: one file is one sweep point.
+
+The format, from AIPerf's own export model (ai-dynamo/aiperf v0.13.0, https://github.com/ai-dynamo/aiperf,
+``src/aiperf/common/models/export_models.py`` ``JsonExportData`` schema 1.4): top-level metrics by tag
+(``request_throughput``, ``request_latency``, ``time_to_first_token``, ``inter_token_latency``,
+``inter_chunk_latency``, ``output_token_throughput``, ``input_sequence_length``, ``output_sequence_length``,
+``request_count``, ``error_request_count``, ``benchmark_duration``), each ``{"unit", "avg", "p50", "p90",
+"p95", "p99", ...}`` in its display unit (``ms`` for latencies, ``sec`` for the duration), plus ``input_config``.
+
+Units are converted from each metric's own ``unit`` (ns, us, ms, s). Definitions (AIPerf
+``docs/metrics-reference.md``): AIPerf's ITL = (latency − TTFT) ÷ (OSL − 1), vLLM's TPOT, read as ``tpot_ms``;
+its inter-chunk latency is vLLM's ITL, read as ``itl_ms``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from pytest_roofline.errors import ResultsError
+from pytest_roofline.measure.peers._common import (
+    closed_point_id,
+    load_json,
+    number,
+    open_point_id,
+    results_document,
+)
+from pytest_roofline.measure.results import ResultsData
+from pytest_roofline.quantities.measurement import Distribution, PointRecord
+
+__all__ = ["FORMAT", "is_aiperf", "load", "aiperf_point"]
+
+FORMAT = "AIPerf"
+_TO_MS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3, "sec": 1e3, "seconds": 1e3}
+
+
+def is_aiperf(doc: Any) -> bool:
+    return (isinstance(doc, dict) and isinstance(doc.get("time_to_first_token") or doc.get("request_latency"), dict)
+            and ("aiperf_version" in doc or "input_config" in doc or "request_throughput" in doc))
+
+
+def _metric(doc: Mapping[str, Any], tag: str) -> Mapping[str, Any] | None:
+    m = doc.get(tag)
+    return m if isinstance(m, dict) else None
+
+
+def _ms_dist(doc: Mapping[str, Any], tag: str, where: str) -> Distribution | None:
+    m = _metric(doc, tag)
+    if m is None:
+        return None
+    unit = str(m.get("unit", "")).strip().lower()
+    if unit not in _TO_MS:
+        raise ResultsError(f"{where}: {tag} is in {unit!r}, not a time unit this reader converts (ns, us, ms, s)")
+    k = _TO_MS[unit]
+    out = {s: (number(m.get(src)) * k if number(m.get(src)) is not None else None)  # type: ignore[operator]
+           for s, src in (("mean", "avg"), ("p50", "p50"), ("p90", "p90"), ("p95", "p95"), ("p99", "p99"))}
+    return cast(Distribution, out)
+
+
+def _avg(doc: Mapping[str, Any], tag: str) -> float | None:
+    m = _metric(doc, tag)
+    return number(m.get("avg")) if m else None
+
+
+def _seconds(doc: Mapping[str, Any], tag: str) -> float | None:
+    m = _metric(doc, tag)
+    if m is None or number(m.get("avg")) is None:
+        return None
+    unit = str(m.get("unit", "sec")).strip().lower()
+    return float(number(m.get("avg")) or 0.0) * _TO_MS.get(unit, 1e3) / 1e3
+
+
+def _loadgen(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    cfg = doc.get("input_config") or {}
+    return cfg.get("loadgen") or cfg.get("load") or {}
+
+
+def aiperf_point(doc: Mapping[str, Any], where: str) -> PointRecord:
+    lg = _loadgen(doc)
+    conc, rate = number(lg.get("concurrency")), number(lg.get("request_rate"))
+    if rate:
+        mode, pid = "open", open_point_id(rate)
+    elif conc:
+        mode, pid = "closed", closed_point_id(int(conc))
+    else:
+        raise ResultsError(f"{where}: input_config names neither a concurrency nor a request rate")
+    lam = _avg(doc, "request_throughput")
+    e2e = _ms_dist(doc, "request_latency", where)
+    client: dict[str, Any] = {
+        "completed": int(_avg(doc, "request_count") or 0) or None,
+        "failed": int(_avg(doc, "error_request_count") or 0),
+        "output_throughput_tok_s": _avg(doc, "output_token_throughput"),
+        "request_throughput_req_s": lam,
+        "ttft_ms": _ms_dist(doc, "time_to_first_token", where),
+        "tpot_ms": _ms_dist(doc, "inter_token_latency", where),  # AIPerf's ITL is vLLM's TPOT (docstring)
+        "itl_ms": _ms_dist(doc, "inter_chunk_latency", where),
+        "e2e_ms": e2e,
+    }
+    not_reported = {"server": "the AIPerf profile export holds no engine /metrics deltas (AIPerf writes them to "
+                              "server_metrics_export.jsonl)"}
+    w_ms = number((e2e or {}).get("mean"))
+    if mode == "closed" and lam is not None and w_ms is not None and conc:
+        client["littles_law"] = {"L": conc, "lambda_req_s": lam, "W_s": w_ms / 1e3, "lambda_W": lam * w_ms / 1e3,
+                                 "ratio": lam * w_ms / 1e3 / conc,
+                                 "note": "L is AIPerf's --concurrency (no time-averaged count in the export)"}
+    else:
+        not_reported["littles_law"] = "needs a closed loop, request_throughput and request_latency"
+    isl, osl = _avg(doc, "input_sequence_length"), _avg(doc, "output_sequence_length")
+    return cast(PointRecord, {
+        "id": pid, "mode": mode, "concurrency": int(conc) if mode == "closed" and conc else None,
+        "rate_req_s": rate if mode == "open" else None,
+        "input_len": int(round(isl)) if isl is not None else None,
+        "output_len": int(round(osl)) if osl is not None else None,
+        "num_requests": client["completed"], "duration_s": _seconds(doc, "benchmark_duration"),
+        "client": client, "server": None, "contaminated": None, "flags": [], "requests_file": None, "loadgen": None,
+        "not_reported": not_reported, "source_file": where,
+    })
+
+
+def load(path: Path) -> ResultsData:
+    doc = load_json(path)
+    if not is_aiperf(doc):
+        raise ResultsError(f"{path}: not an AIPerf/GenAI-Perf profile export")
+    pt = aiperf_point(doc, str(path))
+    cfg = doc.get("input_config") or {}
+    names = ((cfg.get("endpoint") or {}).get("model_names") or cfg.get("model_names") or [])
+    model = str(names[0]) if isinstance(names, list) and len(names) == 1 else None
+    setup = {"hardware": {"declared": None, "detected": None}, "model": {"name": model, "path": None},
+             "engine": {"name": None, "version": None, "notes": "imported from an AIPerf profile export"},
+             "workload": {k: pt.get(k) for k in ("input_len", "output_len") if pt.get(k) is not None}}
+    unchecked = {"hardware": "the profile export records no GPU (only --gpu-telemetry does, elsewhere)",
+                 "engine_version": "the profile export records no server version",
+                 "engine_report": "the profile export records no KV-cache figures"}
+    if model is None:
+        unchecked["model"] = "input_config names no single model"
+    return results_document(source=FORMAT, where=str(path), points=[pt], setup=setup, unchecked=unchecked,
+                            notes=f"imported from AIPerf {doc.get('aiperf_version') or ''}".strip())

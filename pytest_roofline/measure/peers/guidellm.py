@@ -1,0 +1,152 @@
+"""GuideLLM's benchmarks JSON (``guidellm benchmark --outputs json``) read as a results document.
+
+The format, from GuideLLM's own schemas (vllm-project/guidellm v0.8.1, https://github.com/vllm-project/guidellm,
+``src/guidellm/benchmark/schemas/report.py`` ``GenerativeBenchmarksReport``, ``benchmark.py``
+``GenerativeBenchmark``, ``metrics.py`` ``GenerativeMetrics``, ``schemas/base/statistics.py``
+``StatusDistributionSummary``): ``{"metadata": {"version", "guidellm_version", ...}, "config": ...,
+"benchmarks": [...]}``; each benchmark has ``config.strategy`` (``type_`` synchronous | concurrent (``streams``) |
+throughput | constant / poisson (``rate``, req/s)), ``duration`` (s) and ``metrics.<name>.successful`` with
+``mean``, ``median``, ``count`` and ``percentiles`` (``p50``, ``p90``, ``p95``, ``p99``, ...).
+
+Definitions differ from vLLM's and are converted, not copied by name (GuideLLM ``schemas/request_stats.py``):
+GuideLLM's ``inter_token_latency_ms`` is (last − first token) ÷ (output − 1), which is vLLM's (and this
+project's) TPOT, so it is read as ``tpot_ms``; GuideLLM's ``time_per_output_token_ms`` includes the first token and
+has no counterpart here; the gaps between streamed chunks (vLLM's ITL) are not reported, so ``itl_ms`` is absent.
+``request_latency`` is in seconds (×1000 → ``e2e_ms``); ``request_concurrency`` is the time-averaged count in
+flight, the L of Little's law.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from pytest_roofline.errors import ResultsError
+from pytest_roofline.measure.peers._common import (
+    closed_point_id,
+    load_json,
+    number,
+    open_point_id,
+    results_document,
+)
+from pytest_roofline.measure.results import ResultsData
+from pytest_roofline.quantities.measurement import Distribution, PointRecord
+
+__all__ = ["FORMAT", "is_guidellm", "load", "guidellm_point"]
+
+FORMAT = "GuideLLM"
+
+
+def is_guidellm(doc: Any) -> bool:
+    return (isinstance(doc, dict) and isinstance(doc.get("benchmarks"), list)
+            and (("guidellm_version" in (doc.get("metadata") or {})) or any(
+                isinstance(b, dict) and b.get("type_") == "generative_benchmark" for b in doc["benchmarks"])))
+
+
+def _ok(metrics: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    m = metrics.get(name)
+    s = m.get("successful") if isinstance(m, dict) else None
+    return s if isinstance(s, dict) else None
+
+
+def _dist(metrics: Mapping[str, Any], name: str, scale: float = 1.0) -> Distribution | None:
+    s = _ok(metrics, name)
+    if s is None:
+        return None
+    pct = s.get("percentiles") if isinstance(s.get("percentiles"), dict) else {}
+    out: dict[str, Any] = {}
+    for key, x in (("mean", s.get("mean")), ("p50", s.get("median")), ("p90", pct.get("p90")),
+                   ("p95", pct.get("p95")), ("p99", pct.get("p99")), ("count", s.get("count"))):
+        v = number(x)
+        out[key] = v * scale if v is not None and key != "count" else v
+    return cast(Distribution, out)
+
+
+def guidellm_point(bench: Mapping[str, Any], where: str) -> PointRecord:
+    strategy = ((bench.get("config") or {}).get("strategy") or {})
+    kind = strategy.get("type_")
+    metrics = bench.get("metrics") or {}
+    flags: list[str] = []
+    if kind == "synchronous":
+        mode, conc, rate = "closed", 1, None
+    elif kind == "concurrent" and number(strategy.get("streams")):
+        mode, conc, rate = "closed", int(number(strategy.get("streams")) or 0), None
+    elif kind in ("constant", "poisson") and number(strategy.get("rate")):
+        mode, conc, rate = "open", None, number(strategy.get("rate"))
+        if kind == "constant":
+            flags.append("GuideLLM constant rate: evenly spaced arrivals, not Poisson")
+    else:
+        raise ResultsError(f"{where}: GuideLLM strategy {kind!r} has no sweep point here (synchronous, concurrent, "
+                           "constant and poisson do; throughput sends as fast as it can)")
+    totals = metrics.get("request_totals") or {}
+    completed = number(totals.get("successful"))
+    in_len = number((_ok(metrics, "prompt_token_count") or {}).get("mean"))
+    out_len = number((_ok(metrics, "output_token_count") or {}).get("mean"))
+    lam = number((_ok(metrics, "requests_per_second") or {}).get("mean"))
+    client: dict[str, Any] = {
+        "completed": int(completed) if completed is not None else None,
+        "failed": int((number(totals.get("errored")) or 0) + (number(totals.get("incomplete")) or 0)),
+        "output_throughput_tok_s": number((_ok(metrics, "output_tokens_per_second") or {}).get("mean")),
+        "total_throughput_tok_s": number((_ok(metrics, "tokens_per_second") or {}).get("mean")),
+        "request_throughput_req_s": lam,
+        "ttft_ms": _dist(metrics, "time_to_first_token_ms"),
+        "tpot_ms": _dist(metrics, "inter_token_latency_ms"),  # GuideLLM's ITL is vLLM's TPOT (docstring)
+        "e2e_ms": _dist(metrics, "request_latency", 1e3),  # seconds -> ms
+    }
+    not_reported = {"itl_ms": "GuideLLM reports no gaps between streamed chunks (its ITL is the per-request "
+                              "TPOT, read as tpot_ms)",
+                    "server": "GuideLLM does not scrape the engine's /metrics"}
+    conc_avg = number((_ok(metrics, "request_concurrency") or {}).get("mean"))
+    w_s = number((_ok(metrics, "request_latency") or {}).get("mean"))
+    if conc_avg and lam is not None and w_s is not None:
+        client["mean_in_flight"] = conc_avg
+        client["littles_law"] = {"L": conc_avg, "lambda_req_s": lam, "W_s": w_s, "lambda_W": lam * w_s,
+                                 "ratio": lam * w_s / conc_avg,
+                                 "note": "L = GuideLLM's time-averaged request_concurrency"}
+    else:
+        not_reported["littles_law"] = "needs request_concurrency, requests_per_second and request_latency"
+    return cast(PointRecord, {
+        "id": closed_point_id(conc) if mode == "closed" and conc else open_point_id(rate or 0.0),
+        "mode": mode, "concurrency": conc, "rate_req_s": rate,
+        "input_len": int(round(in_len)) if in_len is not None else None,
+        "output_len": int(round(out_len)) if out_len is not None else None,
+        "num_requests": int(number(totals.get("total")) or 0) or None,
+        "duration_s": number(bench.get("duration")), "client": client, "server": None, "contaminated": None,
+        "flags": flags, "requests_file": None, "loadgen": None, "not_reported": not_reported, "source_file": where,
+    })
+
+
+def load(path: Path) -> ResultsData:
+    doc = load_json(path)
+    if not is_guidellm(doc):
+        raise ResultsError(f"{path}: not GuideLLM benchmarks JSON (expected metadata.guidellm_version and benchmarks)")
+    points = []
+    skipped = []
+    for i, b in enumerate(doc["benchmarks"]):
+        try:
+            points.append(guidellm_point(b, f"{path}: benchmarks[{i}]"))
+        except ResultsError as exc:
+            skipped.append(str(exc))
+    if not points:
+        raise ResultsError(f"{path}: no GuideLLM benchmark maps to a sweep point ({'; '.join(skipped)})")
+    models = set()
+    for b in doc["benchmarks"]:
+        backend = (b.get("config") or {}).get("backend") or {}
+        m = backend.get("model") or (backend.get("attributes") or {}).get("model")
+        if m:
+            models.add(str(m))
+    ins = {p.get("input_len") for p in points} - {None}
+    outs = {p.get("output_len") for p in points} - {None}
+    setup = {"hardware": {"declared": None, "detected": None},
+             "model": {"name": next(iter(models)) if len(models) == 1 else None, "path": None},
+             "engine": {"name": None, "version": None, "notes": "imported from GuideLLM benchmarks JSON"},
+             "workload": {**({"input_len": ins.pop()} if len(ins) == 1 else {}),
+                          **({"output_len": outs.pop()} if len(outs) == 1 else {})}}
+    unchecked = {"hardware": "GuideLLM records no GPU", "engine_version": "GuideLLM records no server version",
+                 "engine_report": "GuideLLM records no KV-cache figures"}
+    if not models:
+        unchecked["model"] = "the file names no model"
+    return results_document(source=FORMAT, where=str(path), points=points, setup=setup, unchecked=unchecked,
+                            notes="imported from GuideLLM " + str((doc.get("metadata") or {}).get(
+                                "guidellm_version") or "") + ("; skipped: " + "; ".join(skipped) if skipped else ""))

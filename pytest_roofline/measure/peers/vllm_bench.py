@@ -1,0 +1,324 @@
+"""``vllm bench serve --save-result`` JSON and ``vllm bench sweep serve`` output, read as a results document.
+
+The format, from vLLM's own source (``vllm/benchmarks/serve.py`` at v0.32.0, the end of ``benchmark()`` and
+``main()``; the same keys since v0.10 less ``failed``, ``max_*`` and ``rtfx``,
+https://github.com/vllm-project/vllm/blob/v0.32.0/vllm/benchmarks/serve.py):
+
+* the run: ``date``, ``backend``, ``model_id``, ``tokenizer_id``, ``num_prompts``, ``request_rate`` (the string
+  ``"inf"`` for no rate), ``burstiness``, ``max_concurrency``; every ``--metadata KEY=VALUE`` as a top-level key;
+* totals: ``duration`` (s), ``completed``, ``failed``, ``total_input_tokens``, ``total_output_tokens``,
+  ``request_throughput`` (req/s), ``output_throughput`` and ``total_token_throughput`` (tok/s);
+* per metric of ``--percentile-metrics`` (default ``ttft,tpot,itl``; ``vllm bench sweep`` adds ``e2el``):
+  ``mean_<m>_ms``, ``median_<m>_ms``, ``std_<m>_ms`` and ``p<P>_<m>_ms`` for each ``--metric-percentiles`` P;
+* ``latencies`` (s, one per request) is kept even without ``--save-detailed`` since v0.30.
+
+Definitions are vLLM's, which are the project's too: TTFT to the first streamed chunk, TPOT = (latency − TTFT) ÷
+(output tokens − 1) per request, ITL the gaps between streamed chunks pooled over requests.
+
+``vllm bench sweep serve`` (``vllm/benchmarks/sweep/serve.py`` at v0.32.0) writes
+``<output_dir>/<experiment>/SERVE-…-BENCH-…/run=<n>.json`` (a ``bench serve`` file plus ``run_number`` and the
+swept parameters), ``warmup.json`` (``run_number`` −1) and ``summary.json`` (the runs again, as a list). The
+repeats of one point are merged by taking the run of median output throughput; the others are listed in the
+point's notes.
+
+Mapping to a sweep point: ``request_rate`` ``"inf"`` with ``--max-concurrency C`` is the closed-loop point C
+(``closed-cC``); a finite rate is the open-loop point at that rate (``open-r<rate>``, a concurrency cap noted);
+``--metadata roofline_point=batch1`` (or a file named ``batch1*.json``) marks the batch-1 run. What vLLM does not
+record is absent with the reason: the GPU, the engine version and server-side figures (no /metrics scrape),
+unless ``--metadata roofline_hardware=… roofline_engine_version=…`` names them or a ``vllm serve`` log in the
+directory gives the version and the KV-cache lines.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from pytest_roofline.errors import ResultsError
+from pytest_roofline.measure.peers._common import (
+    closed_point_id,
+    number,
+    open_point_id,
+    read_json_text,
+    results_document,
+)
+from pytest_roofline.measure.results import ResultsData
+from pytest_roofline.quantities.measurement import BATCH1_ID, Distribution, PointRecord
+
+__all__ = ["FORMAT", "is_bench_serve", "read_bench_serve_file", "read_bench_dir", "bench_point"]
+
+FORMAT = "vllm bench serve"
+
+#: vLLM's metric name -> the project's distribution key
+_METRICS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2el": "e2e_ms"}
+#: metadata keys (``--metadata KEY=VALUE``) this reader understands
+META_POINT, META_HARDWARE, META_ENGINE_VERSION = "roofline_point", "roofline_hardware", "roofline_engine_version"
+
+
+def is_bench_serve(doc: Any) -> bool:
+    """A ``vllm bench serve`` result: an object with its run keys and its throughput totals."""
+    return (isinstance(doc, dict) and "duration" in doc and "completed" in doc and "output_throughput" in doc
+            and ("model_id" in doc or "request_rate" in doc))
+
+
+def _distribution(doc: Mapping[str, Any], metric: str) -> Distribution | None:
+    prefix_keys = {k: v for k, v in doc.items() if isinstance(k, str) and k.endswith(f"_{metric}_ms")}
+    if not prefix_keys:
+        return None
+    dist: dict[str, Any] = {}
+    for key, value in prefix_keys.items():
+        stat = key[: -len(f"_{metric}_ms")]
+        x = number(value)
+        if stat == "mean":
+            dist["mean"] = x
+        elif stat == "median":
+            dist["p50"] = x
+        elif stat == "std":
+            dist["std"] = x
+        elif stat.startswith("p") and stat[1:].replace(".", "", 1).isdigit():
+            dist[stat] = x  # p99, p90, p99.9: --metric-percentiles
+    return cast(Distribution, dist) if dist else None
+
+
+def _closed_concurrency(doc: Mapping[str, Any]) -> int | None:
+    c = number(doc.get("max_concurrency"))
+    return int(c) if c is not None and c == int(c) and c >= 1 else None
+
+
+def _rate(doc: Mapping[str, Any]) -> float | None:
+    r = doc.get("request_rate")
+    if r in (None, "inf", "Infinity") or (isinstance(r, float) and r == float("inf")):
+        return None
+    x = number(r) if not isinstance(r, str) else number(_float_or_none(r))
+    return x
+
+
+def _float_or_none(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> PointRecord:
+    """One ``vllm bench serve`` result as a sweep point (the mapping in the module's docstring)."""
+    completed = number(doc.get("completed"))
+    if completed is None:
+        raise ResultsError(f"{where}: \"completed\" is not a number; not a vllm bench serve result")
+    rate = _rate(doc)
+    conc = _closed_concurrency(doc)
+    flags: list[str] = []
+    not_reported: dict[str, str] = {
+        "server": "vllm bench serve does not scrape the engine's /metrics (no preemptions, queue, KV usage, "
+                  "prefix-cache hits)",
+        "per_request_output_tok_s": "vllm bench serve reports no per-request output rate without --save-detailed",
+        "mean_in_flight": "vllm bench serve records no time-averaged count of requests in flight",
+    }
+    if rate is None:
+        if conc is None:
+            conc = int(number(doc.get("num_prompts")) or completed)
+            flags.append("no --max-concurrency and no --request-rate: every request was sent at once (a burst), "
+                         f"read as concurrency {conc}")
+        mode, pid = "closed", closed_point_id(conc)
+    else:
+        mode, pid = "open", open_point_id(rate)
+        if conc is not None:
+            flags.append(f"open loop at {rate:g} req/s capped at --max-concurrency {conc}")
+    if batch1:
+        pid = BATCH1_ID
+    n_in, n_out = number(doc.get("total_input_tokens")), number(doc.get("total_output_tokens"))
+    input_len = int(round(n_in / completed)) if n_in is not None and completed else None
+    output_len = int(round(n_out / completed)) if n_out is not None and completed else None
+    client: dict[str, Any] = {
+        "completed": int(completed),
+        "failed": int(number(doc.get("failed")) or 0) if "failed" in doc else None,
+        "output_throughput_tok_s": number(doc.get("output_throughput")),
+        "total_throughput_tok_s": number(doc.get("total_token_throughput")),
+        "request_throughput_req_s": number(doc.get("request_throughput")),
+    }
+    if "failed" not in doc:
+        not_reported["failed"] = "vllm bench serve before v0.12 does not report failed requests"
+    for metric, key in _METRICS.items():
+        dist = _distribution(doc, metric)
+        if dist is not None:
+            client[key] = dist
+        else:
+            not_reported[key] = (f"not in the file: vllm bench serve reports {metric} only when "
+                                 f"--percentile-metrics includes it")
+    e2e = client.get("e2e_ms") or {}
+    w_s = number(e2e.get("mean")) / 1e3 if number(e2e.get("mean")) is not None else None
+    lat = doc.get("latencies")
+    if w_s is None and isinstance(lat, list) and lat and all(number(x) is not None for x in lat):
+        w_s = statistics.fmean(float(x) for x in lat)  # seconds, one per request (kept since v0.30)
+    lam = client["request_throughput_req_s"]
+    if mode == "closed" and w_s is not None and lam is not None:
+        client["littles_law"] = {
+            "L": float(conc or 0), "lambda_req_s": lam, "W_s": w_s, "lambda_W": lam * w_s,
+            "ratio": lam * w_s / conc if conc else None,
+            "note": "L is the number of clients (--max-concurrency): the file records no time-averaged count in "
+                    "flight; λ = request_throughput, W = mean end-to-end latency"}
+    else:
+        not_reported["littles_law"] = ("needs the mean end-to-end latency (--percentile-metrics …,e2el) and a "
+                                       "closed loop (--max-concurrency)" if mode == "closed" else
+                                       "an open-loop file records no count of requests in flight")
+    num_prompts = number(doc.get("num_prompts"))
+    return cast(PointRecord, {
+        "id": pid, "mode": mode, "concurrency": conc if mode == "closed" else None,
+        "rate_req_s": rate, "burstiness": number(doc.get("burstiness")),
+        "input_len": input_len, "output_len": output_len,
+        "num_requests": int(num_prompts) if num_prompts is not None else None,
+        "duration_s": number(doc.get("duration")), "started_at": None, "finished_at": None,
+        "client": client, "server": None, "contaminated": None, "flags": flags, "requests_file": None,
+        "loadgen": None, "not_reported": not_reported, "source_file": where,
+    })
+
+
+def _is_batch1(doc: Mapping[str, Any], path: Path) -> bool:
+    return str(doc.get(META_POINT, "")).strip() == BATCH1_ID or path.name.startswith(BATCH1_ID)
+
+
+def _docs_of(path: Path) -> list[dict[str, Any]]:
+    """The results in one file: one JSON object, or several (``--append-result`` writes one per line)."""
+    text = read_json_text(path)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            docs = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as exc:
+            raise ResultsError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        return [d for d in docs if isinstance(d, dict)]
+    if isinstance(doc, list):  # sweep summary.json: the runs of one point
+        return [d for d in doc if isinstance(d, dict)]
+    return [doc] if isinstance(doc, dict) else []
+
+
+def _setup(docs: Sequence[Mapping[str, Any]], engine_version: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+    models = sorted({str(d.get("model_id")) for d in docs if d.get("model_id")})
+    hw = sorted({str(d.get(META_HARDWARE)) for d in docs if d.get(META_HARDWARE)})
+    versions = sorted({str(d.get(META_ENGINE_VERSION)) for d in docs if d.get(META_ENGINE_VERSION)})
+    version = versions[0] if len(versions) == 1 else engine_version
+    unchecked: dict[str, str] = {}
+    if not hw:
+        unchecked["hardware"] = ("vllm bench serve does not record the GPU (add --metadata "
+                                 f"{META_HARDWARE}=<catalog id> to say it)")
+    if version is None:
+        unchecked["engine_version"] = ("vllm bench serve does not record the server's vLLM version (add --metadata "
+                                       f"{META_ENGINE_VERSION}=X.Y.Z, or put the vllm serve log in the folder)")
+    inputs = {p for d in docs if (p := _avg(d, "total_input_tokens")) is not None}
+    outputs = {p for d in docs if (p := _avg(d, "total_output_tokens")) is not None}
+    workload: dict[str, Any] = {}
+    if len(inputs) == 1:
+        workload["input_len"] = inputs.pop()
+    if len(outputs) == 1:
+        workload["output_len"] = outputs.pop()
+    setup = {
+        "hardware": {"declared": hw[0] if len(hw) == 1 else None, "detected": None},
+        "model": {"name": models[0] if len(models) == 1 else (", ".join(models) or None),
+                  "path": models[0] if len(models) == 1 else None},
+        "engine": {"name": "vllm", "version": version, "notes": "imported from vllm bench serve results"},
+        "workload": workload,
+    }
+    return setup, unchecked
+
+
+def _avg(doc: Mapping[str, Any], key: str) -> int | None:
+    n, c = number(doc.get(key)), number(doc.get("completed"))
+    return int(round(n / c)) if n is not None and c else None
+
+
+def read_bench_serve_file(path: Path) -> ResultsData:
+    """One ``--save-result`` file (or an ``--append-result`` file of several runs)."""
+    return _document([(path, d) for d in _docs_of(path) if is_bench_serve(d)], str(path), engine_log=None)
+
+
+def read_bench_dir(path: Path) -> ResultsData:
+    """A folder of ``--save-result`` files (``sweep_c1.json`` … ``sweep_c128.json``) or a ``vllm bench sweep
+    serve`` output folder, with an optional ``vllm serve`` log (``*.log``) for the version and the KV cache."""
+    found: list[tuple[Path, dict[str, Any]]] = []
+    sweep_runs: dict[Path, list[tuple[Path, dict[str, Any]]]] = {}
+    for f in sorted(path.rglob("*.json")):
+        if f.name in ("summary.json", "warmup.json") or f.name.endswith(".failure.json"):
+            continue  # summary.json repeats the run=<n>.json files; warm-up and failures are not measurements
+        for d in _docs_of(f):
+            if not is_bench_serve(d):
+                continue
+            if f.name.startswith("run=") and "run_number" in d:
+                sweep_runs.setdefault(f.parent, []).append((f, d))
+            else:
+                found.append((f, d))
+    notes: list[str] = []
+    for folder, runs in sorted(sweep_runs.items()):
+        runs.sort(key=lambda r: number(r[1].get("output_throughput")) or 0.0)
+        f, d = runs[(len(runs) - 1) // 2]
+        others = ", ".join(f"{g.name}: {number(e.get('output_throughput')) or 0:,.1f} tok/s"
+                           for g, e in runs if g is not f)
+        d = {**d, "_merged_note": f"median of {len(runs)} runs of {folder.name} by output throughput ({f.name})"
+             + (f"; the others: {others}" if others else "")}
+        found.append((f, d))
+        notes.append(folder.name)
+    if not found:
+        raise ResultsError(f"{path}: no vllm bench serve results (*.json with duration, completed, "
+                           "output_throughput) in this folder")
+    logs = sorted(path.glob("*.log"))
+    return _document(found, str(path), engine_log=logs[0] if logs else None)
+
+
+def _document(found: Sequence[tuple[Path, dict[str, Any]]], where: str, *, engine_log: Path | None) -> ResultsData:
+    if not found:
+        raise ResultsError(f"{where}: not a vllm bench serve result (expected duration, completed, "
+                           "output_throughput, model_id)")
+    points = []
+    for f, d in found:
+        pt = bench_point(d, str(f), batch1=_is_batch1(d, f))
+        if d.get("_merged_note"):
+            pt["flags"] = [*pt.get("flags", []), str(d["_merged_note"])]
+        points.append(pt)
+    points.sort(key=lambda p: (p.get("id") != BATCH1_ID, p.get("mode") != "closed", p.get("concurrency") or 0,
+                               p.get("rate_req_s") or 0.0))
+    report, version = _engine_report(engine_log) if engine_log else (None, None)
+    setup, unchecked = _setup([d for _, d in found if not _is_batch1(d, _)], version)
+    if report is None:
+        unchecked["engine_report"] = ("no vllm serve log in the folder: KV-cache figures (num_gpu_blocks, "
+                                      "kv_cache_tokens) are not in vllm bench serve files")
+    sweep_pts = [p for p in points if p.get("id") != BATCH1_ID]
+    if sweep_pts:  # the workload is the sweep's, not the batch-1 run's
+        setup["workload"] = {k: v for k, v in setup["workload"].items()}
+    note = (f"imported from {len(found)} vllm bench serve result(s)"
+            + (f" and the engine log {engine_log.name}" if engine_log else ""))
+    return results_document(source=FORMAT, where=where, points=points, setup=setup, engine_report=report,
+                            notes=note, unchecked=unchecked)
+
+
+def _engine_report(log_path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The engine's report on itself from a ``vllm serve`` log (the parser the live engine uses)."""
+    from pytest_roofline.measure.engine._report import build_report
+    from pytest_roofline.measure.enginelog import parse_startup_log
+
+    try:
+        text = log_path.read_text(errors="replace")
+    except OSError as exc:
+        raise ResultsError(f"{log_path}: cannot be read ({exc.strerror})") from None
+    log = parse_startup_log(text)
+    version = log.get("version")
+    report = build_report(log=log, log_reason=None, metrics=None, metrics_reason="a vllm bench serve import has no "
+                          "/metrics scrape", version=version, version_source="log" if version else None,
+                          max_model_len=None)
+    report["mode"] = "imported"
+    return report, version
+
+
+def load(path: Path) -> ResultsData:
+    return read_bench_dir(path) if path.is_dir() else read_bench_serve_file(path)
+
+
+def sniff(path: Path) -> bool:
+    """Whether ``path`` holds a vllm bench serve result (a file) — cheap, for format detection."""
+    try:
+        return any(is_bench_serve(d) for d in _docs_of(path))
+    except ResultsError:
+        return False
+
