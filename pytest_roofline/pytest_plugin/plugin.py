@@ -70,8 +70,9 @@ OPTIONS: tuple[tuple[str | None, str, dict[str, Any]], ...] = (
         help="environment variable holding the endpoint's API key (never printed; default: OPENAI_API_KEY when "
              "it is set, else no key)")),
     ("--replay", "--roofline-replay", dict(
-        dest="roofline_replay", metavar="RESULTS.json",
-        help="score predictions against a stored results file, without an engine")),
+        dest="roofline_replay", metavar="RESULTS",
+        help="score predictions against stored results, without an engine: a results.json, or vllm bench serve "
+             "--save-result files (a file or a folder), GuideLLM benchmarks JSON, an AIPerf profile export")),
     ("--reanchor", "--roofline-reanchor", dict(
         dest="roofline_reanchor", action="store_true",
         help="when the detected GPU differs from the YAML's hardware, compute model values for the detected "
@@ -119,6 +120,9 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
                 help="write a standalone HTML scorecard of the run")
     g.addoption("--no-roofline-summary", dest="roofline_no_summary", action="store_true",
                 help="do not print the prediction table at the end of the run")
+    g.addoption("--roofline-allow-mismatch", dest="roofline_allow_mismatch", action="store_true",
+                help="score a replayed results file that does not belong to the predictions (another GPU, model, "
+                     "engine version, lengths or sweep points) instead of refusing it; every verdict says so")
     parser.addini("roofline_patterns", "glob patterns of prediction files (matched against the path from rootdir)",
                   type="linelist", default=DEFAULT_PATTERNS)
     parser.addini("roofline_default_tolerance", "tolerance of measured checks that give none",

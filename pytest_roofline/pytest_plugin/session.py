@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from pytest_roofline import redact
-from pytest_roofline.errors import GPUDetectionError, PointError, ResultsError, ToleranceError
+from pytest_roofline.errors import GPUDetectionError, PointError, ResultsError, ResultsMismatchError, ToleranceError
 from pytest_roofline.format.spec import Prediction, Spec
 from pytest_roofline.format.tolerance import parse_tolerance
 from pytest_roofline.measure import gpu as gpu_mod
+from pytest_roofline.measure import mismatch
+from pytest_roofline.measure.peers import load_any
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsData, load_results
 from pytest_roofline.measure.target import MeasurementProvider
 from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, Verdict, score
@@ -42,6 +44,9 @@ class RooflineSession:
             redact.remember(os.environ.get(self.endpoint_key_env or "OPENAI_API_KEY") or "")
         self.replay: str | None = opt("roofline_replay")
         self.reanchor: bool = bool(opt("roofline_reanchor"))
+        self.allow_mismatch: bool = bool(opt("roofline_allow_mismatch", False))
+        #: per prediction file: how the replayed file compares with it (``measure.mismatch``)
+        self.mismatches: dict[str, mismatch.Comparison] = {}
         self.scorecard: str | None = opt("roofline_scorecard")
         self.show_summary = not opt("roofline_no_summary")
         chosen = [n for n, v in (("--gpu", self.gpu), ("--endpoint", self.endpoint), ("--replay", self.replay)) if v]
@@ -90,13 +95,23 @@ class RooflineSession:
             values = engine.get(section)
             if isinstance(values, dict):
                 redact.remember(*(str(v) for k, v in values.items() if redact.is_secret_name(k) and v is not None))
+        if self.replay and self._replay_data is not None:
+            self.mismatches[spec.path] = mismatch.compare(self._replay_data, spec)
+
+    def refused(self) -> list[str]:
+        """The refusal message of every collected prediction file the replayed file does not belong to (empty
+        with ``--roofline-allow-mismatch``)."""
+        if self.allow_mismatch:
+            return []
+        return [mismatch.refuse_message(f"--replay {self.replay}", self.specs[path], cmp)
+                for path, cmp in self.mismatches.items() if cmp.differences and path in self.specs]
 
     def replay_measurement(self) -> RecordedMeasurement:
         if self._replay_data is None:
             if self.replay is None:  # only replay mode (--replay FILE) measures from a file
                 raise pytest.UsageError("--replay: no results file given")
             try:
-                self._replay_data = load_results(self.replay)
+                self._replay_data = load_any(self.replay)
             except ResultsError as exc:
                 raise pytest.UsageError(f"--replay: {exc}") from None
         return RecordedMeasurement(self._replay_data, source=f"replayed file {self.replay}")
@@ -114,8 +129,19 @@ class RooflineSession:
                 v = Verdict.for_error(pred, exc, mode="measured")
                 self.verdicts.append(v)
                 return v
+        cmp = self.mismatches.get(spec.path)
+        if mode == "measured" and cmp is not None and cmp.differences and not self.allow_mismatch:
+            v = Verdict.for_error(pred, PointError(str(ResultsMismatchError(mismatch.refuse_message(
+                f"--replay {self.replay}", spec, cmp), cmp.differences))), mode="measured")
+            self.verdicts.append(v)
+            return v
         verdict = score(spec, pred, mode, measurement, default_tolerance=self.default_tolerance,
                         hardware_override=hw_override)
+        if mode == "measured" and cmp is not None and cmp.differences:  # allowed: the verdict says so
+            note = (f"measured on a results file that does not belong to this prediction file "
+                    f"({mismatch.ALLOW_OPTION}): {'; '.join(cmp.differences)}")
+            verdict.measured_notes = [note, *verdict.measured_notes]
+            verdict.reason = f"{verdict.reason} [MISMATCHED RESULTS, allowed: {'; '.join(cmp.differences)}]"
         self.verdicts.append(verdict)
         return verdict
 
@@ -173,9 +199,12 @@ def session_results(rs: Any) -> list[dict[str, Any]]:
     out = []
     for p in paths:
         try:
-            data = dict(load_results(p))
+            data = dict(load_any(p) if rs.mode == "replay" else load_results(p))
         except (ResultsError, OSError):
             continue
         data["_path"] = p
+        differ = sorted({d for c in getattr(rs, "mismatches", {}).values() for d in c.differences})
+        if rs.mode == "replay" and differ:  # only reached with --roofline-allow-mismatch: the scorecard says so
+            data["mismatch"] = differ
         out.append(data)
     return out

@@ -9,6 +9,7 @@ its end, so ``littles-law[concurrency=16]`` and ``littles-law[concurrency=1]`` s
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -80,12 +81,19 @@ def elide_ids(ids: Sequence[str], width: int) -> dict[str, str | None]:
         base = pid.split("[", 1)[0]
         return min(len(base), max(4, (width - 1) // 2 - 1))
 
-    if width >= MIN_ID_WIDTH:  # the preferred cut, then cuts that keep more and more of the tail
-        for shift in range(0, width):
-            out = {i: _elide_one(i, width, preferred(i) - shift) for i in unique}
-            if len(set(out.values())) == len(unique):
-                return dict(out)
-    return {i: (i if len(i) <= width else None) for i in unique}
+    out: dict[str, str | None] = {i: (i if len(i) <= width else None) for i in unique}
+    taken = {i for i in unique if len(i) <= width}
+    pending = [i for i in unique if len(i) > width]
+    shift = 0
+    while pending and width >= MIN_ID_WIDTH and shift < width:  # the preferred cut, then longer tails
+        cut = {i: _elide_one(i, width, preferred(i) - shift) for i in pending}
+        seen = Counter(cut.values())
+        for i in [i for i in pending if seen[cut[i]] == 1 and cut[i] not in taken]:
+            out[i] = cut[i]
+            taken.add(cut[i])
+            pending.remove(i)
+        shift += 1
+    return out
 
 
 def failure_line(v: Mapping[str, Any]) -> str:
