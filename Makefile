@@ -7,16 +7,22 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
+MATH_STAMP := $(VENV)/.installed-math
 
 .PHONY: install demo test demo-cpu-engine replay scorecard bench bench-model lint clean
 
 $(STAMP): pyproject.toml scripts/install.sh
 	PY=$(PY) bash scripts/install.sh
-	touch $(STAMP)
+	touch $(STAMP) $(MATH_STAMP)
+
+# the math demo needs only the package: no vLLM, no torch, no browser (scripts/install.sh --math)
+$(MATH_STAMP): pyproject.toml scripts/install.sh
+	PY=$(PY) bash scripts/install.sh --math
+	touch $(MATH_STAMP)
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(MATH_STAMP)
 	$(BIN)/python -m pytest predictions/
 
 test: $(STAMP)

@@ -56,9 +56,10 @@ def run_roofline(args, kernel_ts: bool = True) -> dict:
     spec = loadgen.LoadSpec(
         model="stub", token_id_range=(10, 300), mode="closed", concurrency=args.concurrency,
         duration_s=args.duration, input_len=args.input_len, output_len=args.output_len,
-        seed=1, point_id="bench",
+        seed=1, point_id="bench", api=args.api,
     )
-    res = loadgen.run_load(args.url, spec)
+    tls = loadgen.tls_context(ca_bundle=args.ca_bundle) if args.url.startswith("https") else None
+    res = loadgen.run_load(args.url, spec, tls=tls)
     from pytest_roofline.measure.stats import summarize
 
     c = summarize(res)
@@ -247,7 +248,12 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=20.0)
     ap.add_argument("--interval-s", type=float, default=0.01, help="server tick (vllm: sizes --num-prompts)")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--api", default="completions", choices=("completions", "chat"),
+                    help="roofline clients only: the API to call")
+    ap.add_argument("--ca-bundle", default=None, help="roofline clients, https: the server certificate (PEM)")
     args = ap.parse_args()
+    if (args.api != "completions" or args.url.startswith("https")) and not args.client.startswith("roofline"):
+        sys.exit(f"{args.client}: only the roofline clients run --api chat / https here")
     runners = {
         "roofline": run_roofline,
         "roofline-user": lambda a: run_roofline(a, kernel_ts=False),

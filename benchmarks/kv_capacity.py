@@ -85,6 +85,7 @@ class Outcome:
     error_pct: float | None = None
     others: dict[str, tuple[float, float | None]] = field(default_factory=dict)
     assumed: list[str] = field(default_factory=list)
+    diagnostics: list[str] = field(default_factory=list)
     xfail: str | None = None
 
     @property
@@ -158,10 +159,12 @@ def _model(report: Mapping[str, Any]) -> tuple[Any, Any]:
     return ref, arch
 
 
-def build_report_setup(report: Mapping[str, Any], *, name_version: bool = True) -> tuple[Setup, list[str]]:
+def build_report_setup(report: Mapping[str, Any], *, name_version: bool = True,
+                       memory_bytes: float | None = None) -> tuple[Setup, list[str]]:
     """The report's setup as a prediction file would state it, and the defaults assumed for unstated fields.
 
-    Raises :class:`NotExpressible` with the reason when the project cannot express it."""
+    ``memory_bytes`` overrides the catalog's device memory (a diagnostic only: the scored prediction always
+    uses the catalog). Raises :class:`NotExpressible` with the reason when the project cannot express it."""
     hw_ref = _hardware(report)
     model_ref, arch = _model(report)
     assumed: list[str] = []
@@ -181,7 +184,8 @@ def build_report_setup(report: Mapping[str, Any], *, name_version: bool = True) 
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            setup = build_setup(hardware_ref=hw_ref, model_ref=model_ref, engine=engine, workload={})
+            setup = build_setup(hardware_ref=hw_ref, model_ref=model_ref, engine=engine, workload={},
+                                hardware_overrides={"memory_bytes": int(memory_bytes)} if memory_bytes else None)
     except (RooflineError, ValueError, KeyError, TypeError) as exc:
         raise NotExpressible(f"setup: {exc}") from None
     for w in caught:
@@ -238,6 +242,20 @@ def score(report: Mapping[str, Any], *, name_version: bool = True) -> Outcome:
         out.others[name] = (pub, values[name])
     if out.metric is None:
         out.status, out.reason = "not expressible", "no published figure to compare"
+        return out
+    total_gib = (report.get("published") or {}).get("total_gpu_memory_gib")
+    if total_gib and name_version:
+        # how much of the error is the catalog's memory figure: the same setup with the total the log printed
+        # (torch's view, what vLLM budgets) in place of the catalog's
+        try:
+            alt, _ = build_report_setup(report, name_version=True, memory_bytes=float(total_gib) * GIB)
+            alt_value = _model_values(alt)[out.metric]
+            out.diagnostics.append(
+                f"with the log's own device total ({float(total_gib):.2f} GiB, catalog "
+                f"{float(setup.hardware.memory_bytes) / GIB:.2f} GiB): {_fmt(out.metric, alt_value)} "
+                f"({_err(error_pct(alt_value, float(out.published or 0)))})")
+        except (NotExpressible, RooflineError, ValueError, KeyError, TypeError):
+            pass
     return out
 
 
@@ -290,6 +308,7 @@ def render(named: list[Outcome], unnamed: list[Outcome], targets: Mapping[str, f
             e = error_pct(pred, pub) if pred is not None else None
             lines.append(f"{pad}  {'':<9} {name:<16} {_fmt(name, pub):>13} {_fmt(name, pred):>13} {_err(e):>8}")
         lines.extend(f"{pad}    assumed: {a}" for a in o.assumed)
+        lines.extend(f"{pad}    diagnostic: {d}" for d in o.diagnostics)
         if o.xfail:
             lines.append(f"{pad}    known miss: {o.xfail}")
     lines.append("")

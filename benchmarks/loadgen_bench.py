@@ -2,6 +2,12 @@
 
     .venv/bin/python benchmarks/loadgen_bench.py [--duration 20] [--points 256x10000,256x4000]
                                                  [--clients roofline,aiohttp,httpx,vllm]
+                                                 [--apis completions,chat] [--schemes http,https]
+
+``--apis`` and ``--schemes`` multiply the roofline clients' runs: each point is also run against the stub's
+``/v1/chat/completions`` (vLLM's chat stream format) and over TLS (``stubserver.c`` built with ``-DSTUB_TLS``
+against OpenSSL, a self-signed certificate made with the ``openssl`` CLI for the run).  The other clients run
+completions over http only.
 
 For every point (streams × tick interval) and every client:
 
@@ -54,17 +60,32 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 # ---------------------------------------------------------------------------------------------------------
 
 
-def build(name: str) -> Path:
-    """Compile benchmarks/<name>.c into benchmarks/build/<name> (when missing or stale)."""
+def build(name: str, *, tls: bool = False) -> Path:
+    """Compile benchmarks/<name>.c into benchmarks/build/<name> (``<name>-tls`` with ``-DSTUB_TLS`` and
+    OpenSSL) when missing or stale."""
     BUILD.mkdir(exist_ok=True)
-    exe = BUILD / name
+    exe = BUILD / (f"{name}-tls" if tls else name)
     src = HERE / f"{name}.c"
     if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
         cc = shutil.which("cc") or shutil.which("gcc")
         if cc is None:
             sys.exit("no C compiler (cc) found")
-        subprocess.run([cc, "-O2", "-o", str(exe), str(src)], check=True)
+        flags = ["-DSTUB_TLS"] if tls else []
+        libs = ["-lssl", "-lcrypto"] if tls else []
+        subprocess.run([cc, "-O2", *flags, "-o", str(exe), str(src), *libs], check=True)
     return exe
+
+
+def self_signed_cert() -> tuple[Path, Path]:
+    """A throw-away certificate for localhost / 127.0.0.1 (the openssl CLI), for the TLS runs."""
+    cert, key = BUILD / "bench-cert.pem", BUILD / "bench-key.pem"
+    if not cert.exists():
+        if shutil.which("openssl") is None:
+            sys.exit("--schemes https needs the openssl CLI")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "7", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True, capture_output=True)
+    return cert, key
 
 
 def _proc_cpu_s(pid: int) -> float:
@@ -140,7 +161,7 @@ def pinned(cpu: int, argv: list[str]) -> list[str]:
 
 @dataclass
 class Run:
-    client: str
+    client: str  # the client, with " chat" / " https" when the run used them
     streams: int
     interval_us: int
     log: Path
@@ -153,24 +174,29 @@ class Run:
     client_stderr: str = ""
 
 
-def run_one(server_exe: Path, client: str, streams: int, interval_us: int, args) -> Run:
-    tag = f"{client}-c{streams}-i{interval_us}"
+def run_one(server_exe: Path, client: str, streams: int, interval_us: int, args, *, api: str = "completions",
+            cert: tuple[Path, Path] | None = None) -> Run:
+    label = client + (" chat" if api == "chat" else "") + (" https" if cert else "")
+    tag = f"{label.replace(' ', '-')}-c{streams}-i{interval_us}"
     logs = BUILD / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    run = Run(client, streams, interval_us, logs / f"{tag}.log", logs / f"{tag}.json")
+    run = Run(label, streams, interval_us, logs / f"{tag}.log", logs / f"{tag}.json")
     for stale in logs.glob(f"{tag}.*"):
         if stale.is_file():
             stale.unlink()
+    tls_args = ["--cert", str(cert[0]), "--key", str(cert[1])] if cert else []
     srv = subprocess.Popen(pinned(0, [str(server_exe), "--port", "0", "--interval-us", str(interval_us),
-                                      "--log", str(run.log)]),
+                                      "--log", str(run.log), *tls_args]),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = srv.stdout.readline().split()
         port = int(line[1])
-        cmd = pinned(1, [PY, str(HERE / "bench_clients.py"), client, "--url", f"http://127.0.0.1:{port}",
+        url = f"https://localhost:{port}" if cert else f"http://127.0.0.1:{port}"
+        extra = ["--api", api] + (["--ca-bundle", str(cert[0])] if cert else [])
+        cmd = pinned(1, [PY, str(HERE / "bench_clients.py"), client, "--url", url,
                          "--concurrency", str(streams), "--input-len", str(args.input_len),
                          "--output-len", str(args.output_len), "--duration", str(args.duration),
-                         "--interval-s", str(interval_us / 1e6), "--out", str(run.out)])
+                         "--interval-s", str(interval_us / 1e6), "--out", str(run.out), *extra])
         env = dict(os.environ, PYTHONPATH=str(ROOT), TOKENIZERS_PARALLELISM="false", VLLM_LOGGING_LEVEL="WARNING")
         cli = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
         deadline = time.perf_counter() + args.duration * 4 + 180
@@ -339,11 +365,18 @@ def main() -> None:
     ap.add_argument("--quiet-wait", type=float, default=120.0, help="give up waiting for quiet after this long")
     ap.add_argument("--repeat", type=int, default=1, help="runs per client and point (all are reported)")
     ap.add_argument("--markdown", default=str(HERE / "RESULTS.md"), help="'' to skip writing the file")
+    ap.add_argument("--apis", default="completions",
+                    help="completions,chat: the APIs the roofline clients call (the others: completions)")
+    ap.add_argument("--schemes", default="http", help="http,https: TLS runs for the roofline clients")
     args = ap.parse_args()
 
     if have_taskset():
         os.sched_setaffinity(0, {0})  # keep this sampler off the client's CPU
     exe = build("stubserver")
+    apis = [a.strip() for a in args.apis.split(",") if a.strip()]
+    schemes = [x.strip() for x in args.schemes.split(",") if x.strip()]
+    exe_tls = build("stubserver", tls=True) if "https" in schemes else None
+    cert = self_signed_cert() if "https" in schemes else None
     if "c-ref" in args.clients:
         build("refclient")
     points = [tuple(int(x) for x in p.split("x")) for p in args.points.split(",")]
@@ -352,18 +385,24 @@ def main() -> None:
     print(environment())
     print(HEAD)
     print(SEP)
+    variants = [(api, scheme) for scheme in schemes for api in apis]
     for streams, interval_us in points:
         for client in clients:
-            for k in range(args.repeat):
-                quiet = wait_quiet(args.quiet_pct, args.quiet_wait)
-                run = run_one(exe, client, streams, interval_us, args)
-                r = analyse(run)
-                r["server_stderr"] = run.server_stderr
-                r["quiet_before"] = quiet
-                if args.repeat > 1:
-                    r["client"] = f"{client} #{k + 1}"
-                results.append(r)
-                print(row(r), flush=True)
+            for api, scheme in variants if client.startswith("roofline") else [("completions", "http")]:
+                if (api, scheme) != ("completions", "http") and not client.startswith("roofline"):
+                    continue
+                for k in range(args.repeat):
+                    quiet = wait_quiet(args.quiet_pct, args.quiet_wait)
+                    https = scheme == "https"
+                    run = run_one(exe_tls if https and exe_tls else exe, client, streams, interval_us, args,
+                                  api=api, cert=cert if https else None)
+                    r = analyse(run)
+                    r["server_stderr"] = run.server_stderr
+                    r["quiet_before"] = quiet
+                    if args.repeat > 1:
+                        r["client"] = f"{run.client} #{k + 1}"
+                    results.append(r)
+                    print(row(r), flush=True)
     notes = []
     for r in results:
         if "error" in r:
@@ -383,7 +422,7 @@ def main() -> None:
             "",
             f"Measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC with "
             f"`benchmarks/loadgen_bench.py --duration {args.duration:g} --points {args.points} "
-            f"--clients {args.clients}`.",
+            f"--clients {args.clients} --apis {args.apis} --schemes {args.schemes}`.",
             f"Machine: {environment()}.",
             f"Closed loop, {args.input_len}-token prompts, {args.output_len} output tokens, all streams emitting on "
             "the same server tick.  Steady window = middle 70 % of the request-arrival span.  See the module "

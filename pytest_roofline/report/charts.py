@@ -45,6 +45,26 @@ class Figure:
     svg: str
     caption: str = ""
     wide: bool = False
+    #: the same chart with the other y scale (the scorecard offers a toggle), and what the toggle says
+    alt_svg: str = ""
+    alt_label: str = ""
+
+
+#: the y-axis scales a value chart can be drawn with ("auto": log where the values span ``LOG_SPAN`` or more)
+Y_SCALES = ("auto", "log", "linear")
+LOG_SPAN = 8.0
+
+
+def choose_scale(values: Sequence[float], y_scale: str = "auto") -> str:
+    """"log" or "linear" for a value axis: the choice made, or under "auto" log when the positive values span
+    LOG_SPAN× or more (the notebook's 88.8 … 3,088 tok/s span 35×: on a linear axis C = 1–8 sit on the x axis)."""
+    if y_scale not in Y_SCALES:
+        raise ValueError(f"y_scale must be one of {', '.join(Y_SCALES)}, not {y_scale!r}")
+    if y_scale != "auto":
+        return y_scale
+    pos = [v for v in values if is_number(v) and v > 0 and math.isfinite(v)]
+    return "log" if pos and len(pos) == len([v for v in values if is_number(v)]) and max(pos) / min(pos) >= LOG_SPAN \
+        else "linear"
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -172,7 +192,22 @@ def _model_at(setup: Any, c: float, attr: str) -> float | None:
 
 
 def throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
-                     verdicts: Sequence[tuple[dict[str, Any], str, Any]]) -> Figure | None:
+                     verdicts: Sequence[tuple[dict[str, Any], str, Any]], *, y_scale: str = "auto") -> Figure | None:
+    """Aggregate throughput; drawn with a log y axis where the values span 8× or more (``y_scale`` "auto"), and
+    the figure carries the other scale as ``alt_svg``."""
+    # the measured points and the values in ink decide the scale: the model curve starts near zero at B → 0
+    first = _throughput_chart(spec, setup, results, verdicts, y_scale)
+    if first is None:
+        return None
+    fig, scale = first
+    other = _throughput_chart(spec, setup, results, verdicts, "linear" if scale == "log" else "log")
+    if other is not None:
+        fig.alt_svg, fig.alt_label = other[0].svg, f"{'linear' if scale == 'log' else 'log'} y axis"
+    return fig
+
+
+def _throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
+                      verdicts: Sequence[tuple[dict[str, Any], str, Any]], y_scale: str) -> tuple[Figure, str] | None:
     th = spec.thresholds
     x = _x_axis(sweep_batches(spec, results))
     m = _model_curves(setup, x)
@@ -186,17 +221,21 @@ def throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     ys = ([y for _, y in m["curve"]] if m else []) + [y for _, y in meas] + [float(v["predicted_value"])
                                                                               for v, _, _ in inks]
     ys += [y for _, y, _ in serv]
-    ymax = max(ys) * 1.12
+    points = [y for _, y in meas] + [float(v["predicted_value"]) for v, _, _ in inks] + [y for _, y, _ in serv]
+    scale = choose_scale(points or ys, y_scale)
+    ymax = max(ys) * (1.12 if scale == "linear" else 1.6)
     if m is not None:
         if m["asym"] <= ymax * 1.6:
-            ymax = max(ymax, m["asym"] * 1.08)
+            ymax = max(ymax, m["asym"] * (1.08 if scale == "linear" else 1.5))
         if m["roof"] <= ymax * 1.25:
-            ymax = max(ymax, m["roof"] * 1.06)
+            ymax = max(ymax, m["roof"] * (1.06 if scale == "linear" else 1.5))
+    ymin = 0.0 if scale == "linear" else min(v for v in (points or ys) if v > 0) / 1.8
     subtitle = (f"{setup.hardware.id} · {setup.model.name} · {setup.kv_context_tokens:,.0f} tokens of KV per "
                 f"sequence" if setup is not None else "measured only: the setup gives the model no curve")
     if setup is not None and m is None:
         subtitle += " (the chip has no bandwidth/peak figures, so the model draws no curve)"
-    ch = Chart(x, Axis(0, ymax, "linear", "aggregate output tok/s"), width=600, height=340,
+    ch = Chart(x, Axis(ymin, ymax, scale, "aggregate output tok/s" + (" (log scale)" if scale == "log" else "")),
+               width=600, height=340,
                title="Aggregate throughput vs concurrency", subtitle=subtitle,
                description="measured aggregate output throughput per sweep point against the decode-roofline model")
     mknee = throughput_knee(meas, th.knee_gain) if len(meas) >= 2 else None
@@ -242,17 +281,21 @@ def throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         ch.markers(meas, color=C_MEAS, label="measured", titles=tips)
         cont = [(c, y) for c, y in meas if c in contaminated]
         if cont:
-            ch.markers(cont, color=C_CONTAM, marker="circle", size=8, hollow=True,
+            ch.markers(cont, color=C_CONTAM, marker="circle", size=8, ring=True,
                        label="contaminated (prefix-cache hits)")
     _ink_markers(ch, inks, setup, "tok/s")
     g = _slo_goodput(results, spec)
     if g is not None and g.best_concurrency is not None and g.best_tok_per_s is not None:
-        ch.markers([(float(g.best_concurrency), g.best_tok_per_s)], color=C_GOODPUT, marker="star", size=6,
+        ch.markers([(float(g.best_concurrency), g.best_tok_per_s)], color=C_GOODPUT, marker="star", size=6, dodge=True,
                    label=f"goodput ({g.percentile} SLO)",
                    titles=[f"goodput at {g.percentile}: {g.best_tok_per_s:,.1f} tok/s at C={g.best_concurrency}; "
                            f"raw max {g.raw_max_tok_per_s:,.1f} at C={g.raw_max_concurrency}"])
         ch.annotate(float(g.best_concurrency), g.best_tok_per_s, f"goodput {_fmt_tok(g.best_tok_per_s)}",
                     color=C_GOODPUT, dx=-9, dy=-12, anchor="end", weight="600")
+    if scale == "log":
+        cap_scale = "The y axis is logarithmic (the values span 8× or more); the toggle shows it linear. "
+    else:
+        cap_scale = ""
     cap = ""
     if m is not None:
         knee, half = m["knee"], m["half"]
@@ -270,7 +313,7 @@ def throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
                 + (f", knee C = {sknee:g}" if sknee is not None else ", no knee")
                 + (f"; at C = {c_hi:g} {TERM_LABELS.get(top[0], top[0])} takes {top[1]:.0%} of its step time, "
                    "a term the decode roofline leaves out." if top else "."))
-    return Figure("throughput", ch.title, ch.render(), cap)
+    return Figure("throughput", ch.title, ch.render(), cap_scale + cap), scale
 
 
 def _ink_markers(ch: Chart, inks: Sequence[tuple[dict[str, Any], str, Any]], setup: Any, unit: str) -> None:
@@ -289,7 +332,7 @@ def _ink_markers(ch: Chart, inks: Sequence[tuple[dict[str, Any], str, Any]], set
                + (f"; model {v.get('model_text')}" if v.get("model_text") else ""))
         ch.markers([(b, y)], color=OUTCOME_COLOR.get(outcome, "#333"), marker="diamond", size=5, hollow=other,
                    titles=[tip], stroke="#111" if not other else None,
-                   label="ink (colour = outcome)" if first else None)
+                   label="ink (colour = outcome)" if first else None, dodge=True)
         first = False
         label = str(v.get("predicted_text") or "")
         if other and hw:
@@ -351,11 +394,11 @@ def per_request_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         ch.markers(meas, color=C_MEAS, label="measured (mean)", titles=tips)
         cont = [(c, y) for c, y in meas if c in contaminated]
         if cont:
-            ch.markers(cont, color=C_CONTAM, size=8, hollow=True, label="contaminated (prefix-cache hits)")
+            ch.markers(cont, color=C_CONTAM, size=8, ring=True, label="contaminated (prefix-cache hits)")
     b1 = next((p for p in (results or {}).get("points") or [] if p.get("id") == "batch1"), None)
     if b1 is not None and is_number(_get(b1, "client", "output_throughput_tok_s")):
         y = float(b1["client"]["output_throughput_tok_s"])
-        ch.markers([(1.0, y)], color=PALETTE["black"], marker="square", size=4, label="clean batch-1 run",
+        ch.markers([(1.0, y)], color=PALETTE["black"], marker="square", size=4, label="clean batch-1 run", dodge=True,
                    titles=[f"batch1 point: {y:,.1f} tok/s" + (f" = {y / ceiling:.1%} of the weight-read ceiling"
                                                               if ceiling else "")])
     _ink_markers(ch, inks, setup, "tok/s")
@@ -438,7 +481,7 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     cont = {float(concurrency(p)) for p in pts if is_flattered(p, th, setup)}
     cpts = [(c, y) for c, y in p50 if c in cont]
     if cpts:
-        ch.markers(cpts, color=C_CONTAM, size=8, hollow=True, label="contaminated (prefix-cache hits)")
+        ch.markers(cpts, color=C_CONTAM, size=8, ring=True, label="contaminated (prefix-cache hits)")
     if floor:
         below = [(c, y) for c, y in p50 if y < floor]
         for c, y in below:
@@ -486,8 +529,10 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         return None
     ch = Chart(x, Axis(0, max(vals) * 1.15, "linear", "TPOT (ms)"), width=600, height=340,
                title="Time per output token vs concurrency" if (p50 or p99) else "Decode step time vs batch (model)",
-               subtitle="p50 and p99 per sweep point against the modelled decode step" if (p50 or p99) else
-               "the model's t_step = max(t_mem, t_comp): the floor under TPOT",
+               subtitle=("p50 and p99 per sweep point against the modelled decode step" if (p50 or p99) else
+                         "the model's t_step = max(t_mem, t_comp): the floor under TPOT")
+               + (f" (modelled at {setup.kv_context_tokens:,.0f} tokens of KV per sequence)"
+                  if setup is not None and model else ""),
                description="TPOT percentiles and the modelled decode step time")
     g = _slo_goodput(results, spec)
     if g is not None and g.best_concurrency is not None:
@@ -516,7 +561,7 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     cont = {float(concurrency(p)) for p in pts if is_flattered(p, th, setup)}
     cpts = [(c, y) for c, y in p50 if c in cont]
     if cpts:
-        ch.markers(cpts, color=C_CONTAM, size=8, hollow=True, label="contaminated (prefix-cache hits)")
+        ch.markers(cpts, color=C_CONTAM, size=8, ring=True, label="contaminated (prefix-cache hits)")
     clean = [(c, y) for c, y in p50 if c not in cont]
     if clean and model:
         c, y = clean[-1]

@@ -17,7 +17,8 @@ from pytest_roofline.units import format_value
 
 __all__ = [
     "OUTCOMES", "OUTCOME_LABEL", "OUTCOME_COLOR", "outcome_of_verdict", "outcome_of_report", "sort_key", "fmt",
-    "at_text", "label_of", "is_number", "explain_lines", "explain_html", "band_svg", "EXPLAIN_CSS",
+    "at_text", "label_of", "is_number", "explain_lines", "explain_html", "band_svg", "band_values", "band_domain",
+    "EXPLAIN_CSS", "id_html",
 ]
 
 #: outcomes in the order they are listed (worst first)
@@ -116,6 +117,15 @@ def _trim(text: str) -> str:
         return text
     head = m.group(1).rstrip(".")
     return head + text[m.end():]
+
+
+def id_html(pid: str) -> str:
+    """A prediction id as HTML that may wrap only between its tokens, never inside one: each token (up to and
+    including a ``[`` or ``,``) is a ``<span class="rl-tok">`` kept whole by ``white-space: nowrap``, with a
+    ``<wbr>`` between them. ``littles-law[concurrency=16]`` breaks after ``[`` or not at all, so C=16 never
+    reads as C=1 at a line end."""
+    toks = re.findall(r"[^\[,]*[\[,]|[^\[,]+", str(pid))
+    return "<wbr>".join(f'<span class="rl-tok">{esc(t)}</span>' for t in toks if t)
 
 
 def at_text(v: Mapping[str, Any]) -> str:
@@ -301,12 +311,37 @@ def explain_html(v: Mapping[str, Any], outcome: str | None = None, *, chart: boo
 # ----------------------------------------------------------------------------------------------------------------
 # the tolerance band
 # ----------------------------------------------------------------------------------------------------------------
-def band_svg(v: Mapping[str, Any], *, width: int = 200, height: int = 22, labels: bool = False) -> str:
+def band_values(v: Mapping[str, Any]) -> list[float]:
+    """The finite values a band drawing of ``v`` spans (bounds, reference, checked, ink, model)."""
+    ref, chk = v.get("reference_value"), v.get("checked_value")
+    if not (is_number(ref) and is_number(chk)):
+        return []
+    lo, hi = _bounds(v) or (float(ref), float(ref))
+    ink = v.get("predicted_value")
+    model = v.get("model_value") if v.get("mode") == "measured" else None
+    return [float(x) for x in (lo, hi, ref, chk, ink, model) if is_number(x) and math.isfinite(float(x))]
+
+
+def band_domain(vs: Iterable[Mapping[str, Any]]) -> tuple[float, float] | None:
+    """The ratios to the reference that the bands of ``vs`` span (None when no band has a positive reference)."""
+    ratios = []
+    for v in vs:
+        ref = v.get("reference_value")
+        if is_number(ref) and float(ref) > 0:
+            ratios += [x / float(ref) for x in band_values(v)]
+    return (min(ratios), max(ratios)) if ratios else None
+
+
+def band_svg(v: Mapping[str, Any], *, width: int = 200, height: int = 22, labels: bool = False,
+             domain: tuple[float, float] | None = None) -> str:
     """The checked value against its tolerance band, as a small inline SVG ('' when there is nothing to draw).
 
     Shaded: the allowed interval around the reference; black tick: the value in ink; filled dot: the value
     checked (the measurement, or the model in a math check), coloured by the verdict; hollow diamond: the
     model's value in a measured check. With ``labels`` the ends of the band and the values are written out.
+    ``domain`` (lowest, highest ratio to the reference, see :func:`band_domain`) gives rows of one quantity the
+    same relative scale, so a miss of −58% sits further from its band than one of −28%; every marker stays a
+    full radius inside the drawing.
     """
     ref, chk = v.get("reference_value"), v.get("checked_value")
     if not (is_number(ref) and is_number(chk)):
@@ -318,6 +353,8 @@ def band_svg(v: Mapping[str, Any], *, width: int = 200, height: int = 22, labels
     model = v.get("model_value") if v.get("mode") == "measured" else None
     vals = [x for x in (lo, hi, ref, chk, ink if is_number(ink) else None, model if is_number(model) else None)
             if x is not None and math.isfinite(x)]
+    if domain is not None and ref > 0:  # a shared scale, as ratios to the reference
+        vals += [ref * float(d) for d in domain if math.isfinite(d)]
     dmin, dmax = min(vals), max(vals)
     use_log = dmin > 0 and dmax / dmin > 30
 
@@ -331,7 +368,7 @@ def band_svg(v: Mapping[str, Any], *, width: int = 200, height: int = 22, labels
         a, z = a - span, z + span
         span = z - a
     a, z = a - span * 0.12, z + span * 0.12
-    pad_l, pad_r = (10, 10)
+    pad_l, pad_r = (9, 9)  # > the diamond's 5 px half-width + its stroke: no marker is cut at an edge
     top = 14 if labels else 3
     bar_h = height - top - (16 if labels else 3)
 
@@ -372,14 +409,14 @@ def band_svg(v: Mapping[str, Any], *, width: int = 200, height: int = 22, labels
         xr = X(ref)
         out.append(f'<line x1="{xr:.1f}" y1="{top - 2:.1f}" x2="{xr:.1f}" y2="{top + bar_h + 2:.1f}" stroke="#111" '
                    f'stroke-width="2" stroke-dasharray="2 2"><title>reference {esc(fmt(v, ref))}</title></line>')
-    if is_number(model):
-        xm, k = X(float(model)), min(5.0, bar_h / 2)
-        out.append(f'<polygon points="{xm:.1f},{cy - k:.1f} {xm + k:.1f},{cy:.1f} {xm:.1f},{cy + k:.1f} '
-                   f'{xm - k:.1f},{cy:.1f}" fill="white" stroke="{PALETTE["blue"]}" stroke-width="1.6">'
-                   f'<title>model {esc(fmt(v, model))}</title></polygon>')
     xc, r = X(chk), min(4.5, bar_h / 2)
     out.append(f'<circle cx="{xc:.1f}" cy="{cy:.1f}" r="{r:.1f}" fill="{color}" stroke="white" stroke-width="1">'
                f'<title>{"measured" if v.get("mode") == "measured" else "model"} {esc(fmt(v, chk))}</title></circle>')
+    if is_number(model):
+        xm, k = X(float(model)), min(5.0, bar_h / 2)
+        out.append(f'<polygon points="{xm:.1f},{cy - k:.1f} {xm + k:.1f},{cy:.1f} {xm:.1f},{cy + k:.1f} '
+                   f'{xm - k:.1f},{cy:.1f}" fill="none" stroke="{PALETTE["blue"]}" stroke-width="1.6">'
+                   f'<title>model {esc(fmt(v, model))}</title></polygon>')
     if labels:
         def lab(x: float, y: float, s: str, anchor: str, col: str = "#444") -> str:
             return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{col}">{esc(s)}</text>'
@@ -419,6 +456,7 @@ EXPLAIN_CSS = """
 .rl-explain details.rl-model summary{cursor:pointer;font-weight:600;color:#333;margin:6px 0 2px}
 .rl-explain .rl-where{color:#777;font-size:11.5px;margin:4px 0 0}
 .rl-explain pre.rl-log{background:#f6f6f6;padding:6px;max-height:240px;overflow:auto;font-size:11.5px}
+.rl-tok{white-space:nowrap}
 .rl-badge{display:inline-block;border-radius:9px;padding:0 7px;font-size:11.5px;font-weight:600;color:#fff;
   line-height:18px}
 .rl-badge.rl-passed{background:#009E73}.rl-badge.rl-failed{background:#D55E00}.rl-badge.rl-xfailed{background:#9c6ade}

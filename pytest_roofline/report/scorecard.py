@@ -26,7 +26,9 @@ from typing import Any
 from pytest_roofline import redact
 from pytest_roofline.errors import PointError, SetupError
 from pytest_roofline.format.spec import Spec, load_spec
-from pytest_roofline.measure.results import RecordedMeasurement, load_results
+from pytest_roofline.measure import mismatch
+from pytest_roofline.measure.peers import load_any
+from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model.setup import Setup
 from pytest_roofline.quantities.analysis import (
@@ -43,10 +45,12 @@ from pytest_roofline.report.common import (
     EXPLAIN_CSS,
     OUTCOME_LABEL,
     OUTCOMES,
+    band_domain,
     band_svg,
     counts,
     esc,
     explain_html,
+    id_html,
     is_number,
     label_of,
     outcome_of_verdict,
@@ -83,19 +87,33 @@ def score_spec(spec: Spec, data: Mapping[str, Any] | None, *, default_tolerance:
     return out
 
 
-def render_from_files(predictions_yaml: Path | str, results_json: Path | str | None = None) -> str:
-    """Score ``predictions_yaml`` against ``results_json`` (or the analytical model alone) and render it."""
+def render_from_files(predictions_yaml: Path | str, results_json: Path | str | None = None, *,
+                      allow_mismatch: bool = False) -> str:
+    """Score ``predictions_yaml`` against ``results_json`` (or the analytical model alone) and render it.
+
+    ``results_json``: any format ``measure.peers.load_any`` reads (a results.json, vllm bench serve files, ...);
+    one that does not belong to the predictions raises ``ResultsMismatchError`` unless ``allow_mismatch``."""
     spec = load_spec(predictions_yaml)
     data = None
     if results_json is not None:
-        data = redact.redact_data(dict(load_results(results_json)))  # a file written before redaction existed
+        data = redact.redact_data(dict(load_any(results_json)))  # a file written before redaction existed
         data["_path"] = str(results_json)
+        cmp = mismatch.check(data, spec, str(results_json), allow=allow_mismatch)
+        if cmp.differences:
+            data["mismatch"] = list(cmp.differences)
     verdicts = score_spec(spec, data, source=f"results file {Path(results_json).name}" if results_json else "")
+    if data is not None and data.get("mismatch"):
+        note = f"scored against a results file that does not belong to it: {'; '.join(data['mismatch'])}"
+        for v in verdicts:
+            if v.get("mode") == "measured":
+                v["measured_notes"] = [note, *(v.get("measured_notes") or [])]
+                v["reason"] = f"{v.get('reason', '')} [MISMATCHED RESULTS, allowed]"
     return render_scorecard(spec, verdicts, data)
 
 
 def write_scorecard(specs: Sequence[Spec], verdicts: Sequence[Mapping[str, Any]],
-                    results: Sequence[Mapping[str, Any]], *, mode: str, path: Path | str) -> Path:
+                    results: Sequence[Mapping[str, Any]], *, mode: str, path: Path | str,
+                    y_scale: str = "auto") -> Path:
     """Render a finished run (its specs, verdict dicts and results dicts) and write it atomically to ``path``.
 
     Specs may be empty (an xdist controller collects none): they are then loaded from the verdicts' files."""
@@ -109,7 +127,7 @@ def write_scorecard(specs: Sequence[Spec], verdicts: Sequence[Mapping[str, Any]]
             except Exception:  # noqa: BLE001 - a file that no longer loads is left out of the page
                 continue
     try:
-        html = render_scorecard(specs, verdicts, list(results) or None, mode=mode)
+        html = render_scorecard(specs, verdicts, list(results) or None, mode=mode, y_scale=y_scale)
     except Exception as exc:  # noqa: BLE001 - a report bug must not turn a finished run into an INTERNALERROR
         html = _fallback_page(verdicts, exc)
     html = redact.redact_known(html)  # and no secret value the run was given, whatever reached the page
@@ -118,6 +136,9 @@ def write_scorecard(specs: Sequence[Spec], verdicts: Sequence[Mapping[str, Any]]
     fd, tmp = tempfile.mkstemp(prefix=".scorecard-", suffix=".html", dir=path.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(html)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a page for people is readable like any other artefact
     os.replace(tmp, path)
     return path
 
@@ -170,13 +191,18 @@ def _results_for(spec: Spec, results: Sequence[Mapping[str, Any]]) -> Mapping[st
 
 def render_scorecard(spec: Spec | Sequence[Spec], verdicts: Sequence[Mapping[str, Any]],
                      results: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None, *,
-                     mode: str | None = None, title: str | None = None, generated_at: str | None = None) -> str:
+                     mode: str | None = None, title: str | None = None, generated_at: str | None = None,
+                     y_scale: str = "auto") -> str:
     """The scorecard page for one or more prediction files.
 
     ``verdicts`` are ``Verdict.to_dict()`` dicts (matched to their file by ``file``); ``results`` is a results
     dict (docs/results-schema.md), a list of them (matched by ``setup.predictions_file``), or None for a
-    math-only run. ``mode`` is the run's mode for the header (derived when not given).
+    math-only run. ``mode`` is the run's mode for the header (derived when not given). ``y_scale`` is the
+    throughput chart's y axis: "auto" (log where the values span 8× or more), "log" or "linear"; the page
+    offers the other one with a toggle.
     """
+    if y_scale not in ch.Y_SCALES:
+        raise ValueError(f"y_scale must be one of {', '.join(ch.Y_SCALES)}, not {y_scale!r}")
     specs = [spec] if isinstance(spec, Spec) else list(spec)
     res_list: list[Mapping[str, Any]] = [] if results is None else (
         [results] if isinstance(results, Mapping) else list(results))
@@ -195,7 +221,7 @@ def render_scorecard(spec: Spec | Sequence[Spec], verdicts: Sequence[Mapping[str
         rows = _with_outcomes(s, vs)
         all_outcomes.extend(rows)
         sections.append(_spec_section(s, rows, _results_for(s, res_list), mode, anchor=f"spec{i}",
-                                      single=len(specs) == 1))
+                                      single=len(specs) == 1, y_scale=y_scale))
     page_title = title or (specs[0].title or Path(specs[0].path).name if len(specs) == 1 else
                            f"pytest-roofline scorecard — {len(specs)} prediction files")
     head = _page_header(page_title, specs, res_list, mode, generated_at, all_outcomes)
@@ -237,6 +263,13 @@ def _page_header(title: str, specs: Sequence[Spec], results: Sequence[Mapping[st
         src += (f'<div class="src">results: <code>{esc(label)}</code> — {esc(r.get("source", "measured"))}, '
                 f'{esc(r.get("status", "?"))}'
                 + (f', created {esc(r.get("created_at"))}' if r.get("created_at") else "") + "</div>")
+        if r.get("mismatch"):
+            src += ('<div class="src note rl-mismatch" style="color:#b00020"><strong>Mismatched results, scored anyway '
+                    '(--roofline-allow-mismatch):</strong> ' + esc("; ".join(map(str, r["mismatch"]))) + "</div>")
+        unchecked = (r.get("setup") or {}).get("unchecked") or {}
+        if unchecked:
+            src += ('<div class="src note">Not checked (the file does not say): '
+                    + esc("; ".join(f"{k}: {v}" for k, v in unchecked.items())) + "</div>")
         if r.get("source") == "transcribed":
             src += ('<div class="src note">Transcribed, not measured by pytest-roofline'
                     + (f": {esc(' '.join(str(r['transcription']).split()))}" if r.get("transcription") else ".")
@@ -267,7 +300,7 @@ def _footer(generated_at: str) -> str:
 
 # --- one prediction file ---------------------------------------------------------------------------------------
 def _spec_section(spec: Spec, rows: list[tuple[dict[str, Any], str, Any]], results: Mapping[str, Any] | None,
-                  mode: str, *, anchor: str, single: bool) -> str:
+                  mode: str, *, anchor: str, single: bool, y_scale: str = "auto") -> str:
     setup = spec_setup(spec)
     parts = [f'<section class="spec" id="{anchor}">']
     if not single:
@@ -281,11 +314,18 @@ def _spec_section(spec: Spec, rows: list[tuple[dict[str, Any], str, Any]], resul
     parts.append(_summary_card(rows, _headlines(spec, setup, results)))
     parts.append(_setup_card(spec, setup, results))
     parts.append("</div>")
-    figs = _figures(spec, setup, results, rows)
+    figs = _figures(spec, setup, results, rows, y_scale=y_scale)
     if figs:
         parts.append('<h3>Charts</h3><div class="charts">')
         for f in figs:
-            parts.append(f'<figure class="chart{" wide" if f.wide else ""}" id="{anchor}-{esc(f.key)}">{f.svg}'
+            fid = f"{anchor}-{esc(f.key)}"
+            if f.alt_svg:  # a CSS-only toggle (the page runs no script): the checkbox swaps the two drawings
+                body = (f'<input type="checkbox" class="rl-alt" id="{fid}-alt">'
+                        f'<label class="rl-alt" for="{fid}-alt">show with a {esc(f.alt_label)}</label>'
+                        f'<div class="rl-main">{f.svg}</div><div class="rl-other">{f.alt_svg}</div>')
+            else:
+                body = f.svg
+            parts.append(f'<figure class="chart{" wide" if f.wide else ""}" id="{fid}">{body}'
                          + (f"<figcaption>{esc(f.caption)}</figcaption>" if f.caption else "") + "</figure>")
         parts.append("</div>")
     timelines = ch.timeline_charts(spec, results) if results else []
@@ -311,9 +351,13 @@ def _spec_section(spec: Spec, rows: list[tuple[dict[str, Any], str, Any]], resul
 
 
 def _figures(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | None,
-             rows: Sequence[tuple[dict[str, Any], str, Any]]) -> list[ch.Figure]:
+             rows: Sequence[tuple[dict[str, Any], str, Any]], *, y_scale: str = "auto") -> list[ch.Figure]:
     out: list[ch.Figure | None] = []
-    for fn in (ch.throughput_chart, ch.ttft_chart, ch.tpot_chart, ch.per_request_chart):
+    try:
+        out.append(ch.throughput_chart(spec, setup, results, rows, y_scale=y_scale))
+    except Exception as exc:  # noqa: BLE001 - one chart failing must not lose the whole page
+        out.append(_failed_figure("throughput_chart", exc))
+    for fn in (ch.ttft_chart, ch.tpot_chart, ch.per_request_chart):
         try:
             out.append(fn(spec, setup, results, rows))
         except Exception as exc:  # noqa: BLE001 - one chart failing must not lose the whole page
@@ -443,7 +487,7 @@ def _summary_card(rows: Sequence[tuple[dict[str, Any], str, Any]], headlines: Se
         lines.append('<h4>Largest misses</h4><table class="misses">')
         for v, o in misses[:6]:
             lines.append(f'<tr><td><span class="rl-badge rl-{o}">{OUTCOME_LABEL[o]}</span></td>'
-                         f'<td><a href="#p-{esc(_slug(v["id"]))}">{esc(v["id"])}</a></td>'
+                         f'<td><a href="#p-{esc(_slug(v["id"]))}">{id_html(v["id"])}</a></td>'
                          f'<td class="num">{esc(v.get("predicted_text", ""))}</td>'
                          f'<td class="num">{esc(v.get("measured_text") or v.get("model_text") or "")}</td>'
                          f'<td class="num err">{_err_pct(v)}</td></tr>')
@@ -703,8 +747,13 @@ def _predictions_table(rows: Sequence[tuple[dict[str, Any], str, Any]], *, measu
         "roofline", "serving", "error", "tolerance", "against the band"]
     head = "<tr>" + "".join(f"<th>{esc(c)}</th>" for c in cols) + "</tr>"
     body = []
+    # rows of one quantity share a relative band scale (their drawings read as one column of a chart)
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for v, _o, _p in rows:
+        groups.setdefault((str(v.get("quantity")), str(v.get("mode"))), []).append(v)
+    domains = {k: band_domain(vs) for k, vs in groups.items()}
     for v, o, _pred in rows:
-        band = band_svg(v, width=190, height=22)
+        band = band_svg(v, width=156, height=22, domain=domains.get((str(v.get("quantity")), str(v.get("mode")))))
         meas_cell = ""
         if measured:
             meas_cell = (f'<td class="num">{esc(v.get("measured_text") or "")}'
@@ -714,7 +763,7 @@ def _predictions_table(rows: Sequence[tuple[dict[str, Any], str, Any]], *, measu
         body.append(
             f'<tbody class="pred rl-{o}" id="p-{esc(_slug(v.get("id", "")))}"><tr class="main">'
             f'<td><span class="rl-badge rl-{o}">{OUTCOME_LABEL.get(o, o)}</span></td>'
-            f'<td class="pid">{esc(v.get("id", ""))}</td><td class="q">{esc(at)}</td>'
+            f'<td class="pid">{id_html(v.get("id", ""))}</td><td class="q">{esc(at)}</td>'
             f'<td class="num ink">{esc(v.get("predicted_text") or "")}</td>'
             f'<td class="num">{esc(v.get("model_text") or "")}</td>{meas_cell}'
             f'<td class="num model">{esc(v.get("roofline_text") or "")}</td>'
@@ -796,6 +845,12 @@ figure.chart{margin:0;background:#fff;border-radius:10px;padding:10px 10px 8px;b
 figure.chart.wide{grid-column:1/-1}
 figure.chart svg.rl-chart{width:100%;height:auto;display:block}
 figcaption{color:#555;font-size:12px;margin:4px 4px 0}
+figure.chart input.rl-alt{margin:0 4px 4px 2px;vertical-align:middle}
+figure.chart label.rl-alt{font-size:12px;color:#555;cursor:pointer;vertical-align:middle}
+figure.chart .rl-other{display:none}
+figure.chart input.rl-alt:checked~.rl-main{display:none}
+figure.chart input.rl-alt:checked~.rl-other{display:block}
+@media print{figure.chart input.rl-alt,figure.chart label.rl-alt{display:none}}
 .hint{color:#555;font-size:12.5px;max-width:1100px}
 .missing{color:#7a5a00;background:#fff8e6;border-radius:6px;padding:6px 10px;display:inline-block}
 .scroll{overflow-x:auto;background:#fff;border-radius:10px;box-shadow:0 1px 3px rgba(0,0,0,.08)}
@@ -815,13 +870,15 @@ td.hot{color:#b35c00;font-weight:600}
 td.flags{color:#8a5a00;font-size:12px}
 table.preds tbody.pred tr.main td{padding:5px 8px 0;vertical-align:middle}
 table.preds tbody.pred tr.more td{padding:0 8px 5px;border-bottom:1px solid #eceef1}
-table.preds td.pid{font-weight:600;max-width:260px;overflow-wrap:anywhere}
+table.preds td.pid{font-weight:600;max-width:260px;overflow-wrap:normal;word-break:normal}
 table.preds td.q{max-width:240px}
 table.preds td.q{color:#333}
 table.preds td.ink{font-weight:600}
 table.preds td.err{color:#333}
 table.preds tbody.rl-failed td.err,table.preds tbody.rl-error td.err{color:#D55E00;font-weight:600}
-table.preds td.band{width:200px}
+table.preds td.band{width:160px}
+table.preds td.num{white-space:normal;overflow-wrap:normal;word-break:normal}
+table.preds tbody.pred tr.main td.num{padding:5px 5px 0}
 table.preds details summary{cursor:pointer;color:#555;font-size:12px;list-style-position:inside}
 table.preds details[open] summary{color:#111}
 table.preds tbody.rl-failed{background:#fff6f2}

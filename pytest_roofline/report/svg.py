@@ -7,6 +7,16 @@ browsers show on hover without any JavaScript.
 The model is deliberately small: a :class:`Chart` has an x axis, a y axis and an optional second y axis (each
 linear or logarithmic), and collects layers (lines, markers, reference lines, bands, labels) that are drawn in
 the order they were added. ``render()`` returns the SVG text.
+
+Two things are settled when the chart is rendered, not when a layer is added, so that they see every layer:
+
+* **labels** (``annotate`` and the texts of ``hline``/``vline``) go to the first of their candidate positions
+  whose box crosses no curve, reference line, marker or earlier label and stays inside the plot (the preferred
+  position first; the least crowded one when none is free). A placed label carries ``class="rl-label"`` and
+  ``data-box="x0 y0 x1 y1"``, the box the placement used;
+* **markers** drawn with ``dodge=True`` (values in ink, the goodput star, single points) step sideways by ±1,
+  ±2… diameters until they cover no other marker; the markers of a series stay on their curve. Every marker
+  carries ``data-r``, its radius, so its extent can be checked.
 """
 
 from __future__ import annotations
@@ -25,7 +35,7 @@ PALETTE = {
     "sky": "#56B4E9", "yellow": "#F0E442", "black": "#222222", "grey": "#8a8a8a", "lightgrey": "#d9d9d9",
 }
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
-_CHAR_W = 0.56  # average glyph width as a fraction of the font size, for layout estimates
+_CHAR_W = 0.62  # average glyph width as a fraction of the font size, for layout estimates (DejaVu Sans: ~0.6)
 
 
 def esc(text: object) -> str:
@@ -119,6 +129,84 @@ class Axis:
         return self.lo - eps <= v <= self.hi + eps
 
 
+def _radius(shape: str, size: float) -> float:
+    """How far a marker reaches from its centre (stroke included), for overlaps and label placement."""
+    return size * {"diamond": 1.35, "triangle": 1.3, "up": 1.3, "down": 1.3, "star": 1.6}.get(shape, 1.0) + 1
+
+
+@dataclass
+class _MarkerRec:
+    cx: float
+    cy: float
+    shape: str
+    color: str
+    size: float
+    hollow: bool
+    tip: str | None
+    stroke: str | None
+    css_class: str
+    overlay: bool
+    dodge: bool
+    ring: bool
+    shift: float = 0.0
+
+    @property
+    def r(self) -> float:
+        return _radius(self.shape, self.size)
+
+    @property
+    def x(self) -> float:
+        return self.cx + self.shift
+
+
+@dataclass
+class _LabelRec:
+    text: str
+    color: str
+    size: float
+    weight: str
+    candidates: list[tuple[float, float, str]]  # (x, baseline y, anchor), preferred first
+    own: tuple[tuple[float, float], tuple[float, float]] | None = None  # the reference line it labels
+    marker: _MarkerRec | None = None  # the marker it labels (follows its sideways dodge)
+
+
+Box = tuple[float, float, float, float]
+
+
+def text_box(x: float, y: float, text: str, size: float, anchor: str) -> Box:
+    """The estimated box (x0, y0, x1, y1) of a text whose baseline starts / is centred / ends at (x, y)."""
+    w = len(text) * size * _CHAR_W
+    x0 = x if anchor == "start" else (x - w / 2 if anchor == "middle" else x - w)
+    return (x0, y - size * 0.8, x0 + w, y + size * 0.25)
+
+
+def segment_hits_box(a: tuple[float, float], b: tuple[float, float], box: Box) -> bool:
+    """Whether the segment a–b crosses or lies in the box (Liang–Barsky clipping)."""
+    x0, y0, x1, y1 = box
+    (ax, ay), (bx, by) = a, b
+    if max(ax, bx) < x0 or min(ax, bx) > x1 or max(ay, by) < y0 or min(ay, by) > y1:
+        return False
+    dx, dy = bx - ax, by - ay
+    t0, t1 = 0.0, 1.0
+    for p, q in ((-dx, ax - x0), (dx, x1 - ax), (-dy, ay - y0), (dy, y1 - ay)):
+        if p == 0:
+            if q < 0:
+                return False
+            continue
+        t = q / p
+        if p < 0:
+            t0 = max(t0, t)
+        else:
+            t1 = min(t1, t)
+        if t0 > t1:
+            return False
+    return True
+
+
+def boxes_overlap(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
 @dataclass
 class _Legend:
     label: str
@@ -150,12 +238,28 @@ class Chart:
     _overlay: list[str] = field(default_factory=list)
     _legend: list[_Legend] = field(default_factory=list)
     _notes: list[tuple[str, str]] = field(default_factory=list)
+    _segments: list[tuple[tuple[float, float], tuple[float, float]]] = field(default_factory=list)
+    _markers: list[_MarkerRec] = field(default_factory=list)
+    _labels: list[_LabelRec] = field(default_factory=list)
 
     # --- geometry -----------------------------------------------------------------------------------------
+    def _subtitle_lines(self) -> list[str]:
+        """The subtitle, wrapped at word boundaries to the chart's width."""
+        if not self.subtitle:
+            return []
+        room = max(10, int((self.width - self.margin_left - 8) / (10.5 * _CHAR_W)))
+        lines: list[str] = []
+        for word in self.subtitle.split(" "):
+            if lines and len(lines[-1]) + 1 + len(word) <= room:
+                lines[-1] += " " + word
+            else:
+                lines.append(word)
+        return lines
+
     @property
     def _top(self) -> float:
-        return (self.margin_top + (22 if self.title else 6) + (16 if self.subtitle else 0) + 15 * len(self._notes)
-                + (4 if self._notes else 0))
+        return (self.margin_top + (22 if self.title else 6) + 16 * len(self._subtitle_lines())
+                + 15 * len(self._notes) + (4 if self._notes else 0))
 
     @property
     def _right(self) -> float:
@@ -201,6 +305,7 @@ class Chart:
             if len(seg) < 2:
                 continue
             d = " ".join(f"{_num(a)},{_num(b)}" for a, b in seg)
+            self._segments.extend(zip(seg[:-1], seg[1:]))
             tip = f"<title>{esc(title)}</title>" if title else ""
             self._layers.append(f'<polyline points="{d}" {attrs}>{tip}</polyline>' if tip else
                                 f'<polyline points="{d}" {attrs}/>')
@@ -209,9 +314,12 @@ class Chart:
 
     def markers(self, pts: Iterable[tuple[float, float]], *, color: str, marker: str = "circle", size: float = 4.5,
                 label: str | None = None, titles: Sequence[str] | None = None, hollow: bool = False,
-                axis: str = "y", stroke: str | None = None, css_class: str = "", overlay: bool = True) -> None:
+                axis: str = "y", stroke: str | None = None, css_class: str = "", overlay: bool = True,
+                dodge: bool = False, ring: bool = False) -> None:
         """One marker per point; ``titles`` become hover tooltips. Markers outside the axes are clamped to the
-        edge and drawn as an arrowhead so an off-scale value is still visible."""
+        edge and drawn as an arrowhead so an off-scale value is still visible. ``dodge``: step sideways off any
+        marker this one would cover; ``ring``: an outline with no fill, marking a point another series draws
+        without hiding it."""
         ax = self._ax(axis)
         for i, (x, y) in enumerate(pts):
             if x is None or y is None or not (math.isfinite(x) and math.isfinite(y)):
@@ -224,51 +332,10 @@ class Chart:
                 shape = "up" if y == ax.hi else "down"
             cx, cy = self.px(x), self.py(y, axis)
             tip = titles[i] if titles and i < len(titles) else None
-            self._marker(cx, cy, shape, color, size, hollow, tip, stroke, css_class, overlay)
+            self._markers.append(_MarkerRec(cx, cy, shape, color, size, hollow or ring, tip, stroke, css_class,
+                                            overlay, dodge, ring))
         if label:
-            self._legend.append(_Legend(label, color, "marker", marker=marker, hollow=hollow))
-
-    def _marker(self, cx: float, cy: float, shape: str, color: str, size: float, hollow: bool, tip: str | None,
-                stroke: str | None, css_class: str, overlay: bool) -> None:
-        fill = "white" if hollow else color
-        st = stroke or color
-        sw = 2 if hollow else 1
-        cls = f' class="{esc(css_class)}"' if css_class else ""
-        s = size
-        if shape == "circle":
-            el = f'<circle cx="{_num(cx)}" cy="{_num(cy)}" r="{_num(s)}"'
-        elif shape == "square":
-            el = f'<rect x="{_num(cx - s)}" y="{_num(cy - s)}" width="{_num(2 * s)}" height="{_num(2 * s)}"'
-        elif shape == "diamond":
-            k = s * 1.35
-            el = (f'<polygon points="{_num(cx)},{_num(cy - k)} {_num(cx + k)},{_num(cy)} {_num(cx)},{_num(cy + k)} '
-                  f'{_num(cx - k)},{_num(cy)}"')
-        elif shape in ("triangle", "up"):
-            k = s * 1.3
-            el = (f'<polygon points="{_num(cx)},{_num(cy - k)} {_num(cx + k)},{_num(cy + k * 0.8)} '
-                  f'{_num(cx - k)},{_num(cy + k * 0.8)}"')
-        elif shape == "down":
-            k = s * 1.3
-            el = (f'<polygon points="{_num(cx)},{_num(cy + k)} {_num(cx + k)},{_num(cy - k * 0.8)} '
-                  f'{_num(cx - k)},{_num(cy - k * 0.8)}"')
-        elif shape == "star":
-            k = s * 1.6
-            pts = []
-            for j in range(10):
-                r = k if j % 2 == 0 else k * 0.45
-                a = math.pi / 2 + j * math.pi / 5
-                pts.append(f"{_num(cx + r * math.cos(a))},{_num(cy - r * math.sin(a))}")
-            el = f'<polygon points="{" ".join(pts)}"'
-        elif shape == "cross":
-            k = s
-            el = (f'<path d="M{_num(cx - k)},{_num(cy - k)}L{_num(cx + k)},{_num(cy + k)}M{_num(cx - k)},{_num(cy + k)}'
-                  f'L{_num(cx + k)},{_num(cy - k)}" stroke-width="2.2"')
-            fill = "none"
-        else:
-            raise ValueError(f"unknown marker {shape!r}")
-        body = f'{el}{cls} fill="{fill}" stroke="{st}"' + (f' stroke-width="{sw}"' if shape != "cross" else "")
-        target = self._overlay if overlay else self._layers
-        target.append(f"{body}><title>{esc(tip)}</title></{el.split()[0][1:]}>" if tip else f"{body}/>")
+            self._legend.append(_Legend(label, color, "marker", marker=marker, hollow=hollow or ring))
 
     def hline(self, y: float, *, color: str, label: str | None = None, dash: str | None = "6 4", axis: str = "y",
               text: str | None = None, width: float = 1.5, text_anchor: str = "end") -> None:
@@ -277,12 +344,17 @@ class Chart:
         if y is None or not math.isfinite(y) or not ax.contains(y):
             return
         yy = self.py(y, axis)
+        seg = ((float(self.margin_left), yy), (float(self._right), yy))
+        self._segments.append(seg)
         self._layers.append(f'<line x1="{_num(self.margin_left)}" y1="{_num(yy)}" x2="{_num(self._right)}" '
                             f'y2="{_num(yy)}" stroke="{color}" stroke-width="{_num(width)}"'
                             + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
         if text:
-            tx = self._right - 4 if text_anchor == "end" else self.margin_left + 4
-            self._overlay.append(_label(tx, yy - 4, text, color, anchor=text_anchor))
+            lx, rx = self.margin_left + 4, self._right - 4
+            ends = [(rx, "end"), (lx, "start")] if text_anchor == "end" else [(lx, "start"), (rx, "end")]
+            xs = ends + [(lx + (rx - lx) * f, "middle") for f in (0.5, 0.3, 0.7)]
+            cands = [(tx, yy + dy, anc) for dy in (-4.0, 13.0) for tx, anc in xs]
+            self._labels.append(_LabelRec(text, color, 11, "normal", cands, own=seg))
         if label:
             self._legend.append(_Legend(label, color, "line", dash, width=width))
 
@@ -292,15 +364,18 @@ class Chart:
         if x is None or not math.isfinite(x) or not self.x.contains(x):
             return
         xx = self.px(x)
+        seg = ((xx, float(self._top)), (xx, float(self._top + self._plot_h)))
+        self._segments.append(seg)
         self._layers.append(f'<line x1="{_num(xx)}" y1="{_num(self._top)}" x2="{_num(xx)}" '
                             f'y2="{_num(self._top + self._plot_h)}" stroke="{color}" stroke-width="{_num(width)}"'
                             + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
         if text:
-            ty = self._top + 11 + text_pos * self._plot_h
-            if text_side == "right":
-                self._overlay.append(_label(xx + 4, ty, text, color, anchor="start"))
-            else:
-                self._overlay.append(_label(xx - 4, ty, text, color, anchor="end"))
+            sides = [(xx + 4, "start"), (xx - 4, "end")]
+            if text_side != "right":
+                sides.reverse()
+            poss = [text_pos] + [k / 10 for k in range(10) if abs(k / 10 - text_pos) > 1e-9]
+            cands = [(tx, self._top + 11 + p * (self._plot_h - 14), anc) for p in poss for tx, anc in sides]
+            self._labels.append(_LabelRec(text, color, 11, "normal", cands, own=seg))
         if label:
             self._legend.append(_Legend(label, color, "line", dash, width=width))
 
@@ -338,20 +413,84 @@ class Chart:
         ax = self._ax(axis)
         if (self.x.scale == "log" and x <= 0) or (ax.scale == "log" and y <= 0):
             return
-        tx, ty = self.px(x) + dx, self.py(min(max(y, ax.lo), ax.hi), axis) + dy
-        w = len(text) * size * _CHAR_W
-        if anchor == "start" and tx + w > self._right:
-            tx, anchor = self.px(x) - dx, "end"
-        elif anchor == "end" and tx - w < self.margin_left:
-            tx, anchor = self.px(x) - dx, "start"
-        ty = min(max(ty, self._top + size), self._top + self._plot_h - 2)
-        self._overlay.append(_label(tx, ty, text, color, anchor=anchor, size=size, weight=weight))
+        px, py = self.px(x), self.py(min(max(y, ax.lo), ax.hi), axis)
+        flip = {"start": "end", "end": "start", "middle": "middle"}
+        g = max(abs(dx), abs(dy), 7.0)
+        cands = [(dx, dy, anchor), (-dx, dy, flip[anchor]), (dx, -dy + size * 0.7, anchor),
+                 (-dx, -dy + size * 0.7, flip[anchor])]
+        for k in (1.0, 1.7, 2.6, 3.8, 5.2, 7.0):
+            d = g * k
+            cands += [(-d, -d * 0.6, "end"), (d, -d * 0.6, "start"), (-d, d * 0.6 + size * 0.7, "end"),
+                      (d, d * 0.6 + size * 0.7, "start"), (0, -d, "middle"), (0, d + size * 0.7, "middle"),
+                      (-d, size * 0.35, "end"), (d, size * 0.35, "start")]
+        marker = self._markers[-1] if self._markers and abs(self._markers[-1].cx - px) < 0.01 and abs(
+            self._markers[-1].cy - py) < 0.01 else None
+        self._labels.append(_LabelRec(text, color, size, weight, [(px + a, py + b, c) for a, b, c in cands],
+                                      marker=marker))
 
     def note(self, text: str, *, color: str = "#555") -> None:
         """A line of text between the subtitle and the plot (call before adding layers: it moves the plot down)."""
-        if self._layers or self._overlay:
+        if self._layers or self._overlay or self._markers or self._labels:
             raise RuntimeError("Chart.note() must be called before anything is drawn")
         self._notes.append((text, color))
+
+    # --- placement ----------------------------------------------------------------------------------------
+    def _dodge(self) -> None:
+        """Move each ``dodge`` marker sideways until it covers no marker placed before it (series first)."""
+        placed = [m for m in self._markers if not m.dodge]
+        for m in (m for m in self._markers if m.dodge):
+            step = m.r / 2
+            for k in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6, -6):
+                m.shift = k * step
+                if self.margin_left <= m.x <= self._right and not any(
+                        math.hypot(m.x - o.x, m.cy - o.cy) < (m.r + o.r) * 0.8 for o in placed):
+                    break
+            else:
+                m.shift = 0.0
+            placed.append(m)
+
+    def _place_labels(self) -> list[str]:
+        left, right, top, bottom = self.margin_left, self._right, self._top, self._top + self._plot_h
+        boxes: list[Box] = []
+        out = []
+        for lab in self._labels:
+            shift = lab.marker.shift if lab.marker is not None else 0.0
+            best: tuple[float, tuple[float, float, str], Box] | None = None
+            for cx, cy, anc in lab.candidates:
+                box = text_box(cx + shift, cy, lab.text, lab.size, anc)
+                if box[0] < left + 1 or box[2] > right - 1 or box[1] < top + 1 or box[3] > bottom - 1:
+                    continue
+                cost = 0.0
+                for a, b in self._segments:
+                    if (a, b) != lab.own and segment_hits_box(a, b, box):
+                        cost += 1
+                        if cost >= 3:
+                            break
+                cost += sum(2 for m in self._markers if boxes_overlap(box, (m.x - m.r, m.cy - m.r, m.x + m.r,
+                                                                             m.cy + m.r)))
+                cost += sum(3 for o in boxes if boxes_overlap((box[0] - 3, box[1] - 1, box[2] + 3, box[3] + 1), o))
+                if best is None or cost < best[0]:
+                    best = (cost, (cx + shift, cy, anc), box)
+                if cost == 0:
+                    break
+            if best is None:  # no candidate fits in the plot: keep the preferred one, clamped inside
+                cx, cy, anc = lab.candidates[0]
+                cx += shift
+                w = len(lab.text) * lab.size * _CHAR_W
+                if anc == "start":
+                    cx = min(cx, right - 1 - w)
+                elif anc == "end":
+                    cx = max(cx, left + 1 + w)
+                cy = min(max(cy, top + lab.size), bottom - 2)
+                best = (0.0, (cx, cy, anc), text_box(cx, cy, lab.text, lab.size, anc))
+            _, (x, y, anc), box = best
+            boxes.append(box)
+            data = " ".join(_num(v) for v in box)
+            # a white halo under the glyphs: a reference line that must cross a label does not strike it through
+            out.append(_label(x, y, lab.text, lab.color, anchor=anc, size=lab.size, weight=lab.weight,
+                              extra=f' class="rl-label" data-box="{data}" stroke="white" stroke-width="3" '
+                                    'stroke-linejoin="round" paint-order="stroke"'))
+        return out
 
     # --- output -------------------------------------------------------------------------------------------
     def _legend_rows(self) -> list[list[tuple[_Legend, float]]]:
@@ -385,26 +524,28 @@ class Chart:
                    f'width="{_num(right - left)}" height="{_num(bottom - top + 4)}"/></clipPath></defs>')
         if self.title:
             out.append(_label(left, self.margin_top + 15, self.title, "#111", anchor="start", size=13, weight="600"))
-        if self.subtitle:
-            out.append(_label(left, self.margin_top + 31, self.subtitle, "#555", anchor="start", size=10.5))
-        y0 = self.margin_top + (22 if self.title else 6) + (16 if self.subtitle else 0)
+        sub = self._subtitle_lines()
+        for i, text in enumerate(sub):
+            out.append(_label(left, self.margin_top + 31 + 16 * i, text, "#555", anchor="start", size=10.5))
+        y0 = self.margin_top + (22 if self.title else 6) + 16 * len(sub)
         for i, (text, color) in enumerate(self._notes):
             out.append(_label(left, y0 + 13 + 15 * i, text, color, anchor="start", size=10.5, weight="600"))
         out.append(f'<rect x="{_num(left)}" y="{_num(top)}" width="{_num(right - left)}" '
                    f'height="{_num(bottom - top)}" fill="#fcfcfd" stroke="#c8c8c8"/>')
         # grid and ticks
+        xfmt, yfmt = _tick_format(self.x), _tick_format(self.y)
         for t in self.x.tick_values():
             xx = self.px(t)
             if not (left - 0.5 <= xx <= right + 0.5):
                 continue
             out.append(f'<line x1="{_num(xx)}" y1="{_num(top)}" x2="{_num(xx)}" y2="{_num(bottom)}" stroke="#ececec"/>')
-            out.append(_label(xx, bottom + 14, self.x.fmt(t), "#444", anchor="middle"))
+            out.append(_label(xx, bottom + 14, xfmt(t), "#444", anchor="middle"))
         for t in self.y.tick_values():
             yy = self.py(t)
             if not (top - 0.5 <= yy <= bottom + 0.5):
                 continue
             out.append(f'<line x1="{_num(left)}" y1="{_num(yy)}" x2="{_num(right)}" y2="{_num(yy)}" stroke="#ececec"/>')
-            out.append(_label(left - 5, yy + 3.5, self.y.fmt(t), "#444", anchor="end"))
+            out.append(_label(left - 5, yy + 3.5, yfmt(t), "#444", anchor="end"))
         if self.y2 is not None:
             for t in self.y2.tick_values():
                 yy = self.py(t, "y2")
@@ -421,10 +562,16 @@ class Chart:
             cx, cy = 13, (top + bottom) / 2
             out.append(f'<text x="{_num(cx)}" y="{_num(cy)}" fill="#333" text-anchor="middle" '
                        f'transform="rotate(-90 {_num(cx)} {_num(cy)})">{esc(self.y.label)}</text>')
+        self._dodge()
         out.append(f'<g clip-path="url(#{clip})">')
         out.extend(self._layers)
+        out.extend(_marker_svg(m.x, m.cy, m.shape, m.color, m.size, m.hollow, m.tip, m.stroke, m.css_class, m.ring)
+                   for m in self._markers if not m.overlay)
         out.append("</g>")
         out.extend(self._overlay)
+        out.extend(_marker_svg(m.x, m.cy, m.shape, m.color, m.size, m.hollow, m.tip, m.stroke, m.css_class, m.ring)
+                   for m in self._markers if m.overlay)
+        out.extend(self._place_labels())
         # legend
         ly = self.height + 4
         for row in legend_rows:
@@ -436,6 +583,19 @@ class Chart:
             ly += 16
         out.append("</svg>")
         return "".join(out)
+
+
+def _tick_format(axis: Axis) -> Callable[[float], str]:
+    """The axis' tick formatter; the default one writes every tick of an axis that reaches 10k in the same
+    style (1k, 10k, not 1,000 next to 10k)."""
+    if axis.fmt is not compact_number:
+        return axis.fmt
+    if not any(abs(t) >= 1e4 for t in axis.tick_values()):
+        return compact_number
+
+    def fmt(t: float) -> str:
+        return f"{t / 1e3:.3g}k" if 1e3 <= abs(t) < 1e4 else compact_number(t)
+    return fmt
 
 
 def _label(x: float, y: float, text: str, color: str, *, anchor: str = "start", size: float = 11,
@@ -454,6 +614,48 @@ def _legend_swatch(item: _Legend, x: float, y: float) -> str:
     if item.kind == "band":
         return (f'<rect x="{_num(x)}" y="{_num(y - 5)}" width="20" height="10" fill="{item.color}" '
                 f'opacity="0.3"/>')
-    tmp = Chart(Axis(0, 1), Axis(0, 1))
-    tmp._marker(x + 10, y, item.marker, item.color, 4.5, item.hollow, None, None, "", True)
-    return tmp._overlay[0]
+    return _marker_svg(x + 10, y, item.marker, item.color, 4.5, item.hollow, None, None, "", legend=True)
+
+
+def _marker_svg(cx: float, cy: float, shape: str, color: str, size: float, hollow: bool, tip: str | None,
+                stroke: str | None, css_class: str, ring: bool = False, legend: bool = False) -> str:
+    """One marker's SVG element (``data-r``, its reach, on markers in the plot; none on a legend swatch)."""
+    fill = "none" if ring else ("white" if hollow else color)
+    st = stroke or color
+    sw = 2 if hollow else 1
+    cls = f' class="{esc(css_class)}"' if css_class else ""
+    s = size
+    if shape == "circle":
+        el = f'<circle cx="{_num(cx)}" cy="{_num(cy)}" r="{_num(s)}"'
+    elif shape == "square":
+        el = f'<rect x="{_num(cx - s)}" y="{_num(cy - s)}" width="{_num(2 * s)}" height="{_num(2 * s)}"'
+    elif shape == "diamond":
+        k = s * 1.35
+        el = (f'<polygon points="{_num(cx)},{_num(cy - k)} {_num(cx + k)},{_num(cy)} {_num(cx)},{_num(cy + k)} '
+              f'{_num(cx - k)},{_num(cy)}"')
+    elif shape in ("triangle", "up"):
+        k = s * 1.3
+        el = (f'<polygon points="{_num(cx)},{_num(cy - k)} {_num(cx + k)},{_num(cy + k * 0.8)} '
+              f'{_num(cx - k)},{_num(cy + k * 0.8)}"')
+    elif shape == "down":
+        k = s * 1.3
+        el = (f'<polygon points="{_num(cx)},{_num(cy + k)} {_num(cx + k)},{_num(cy - k * 0.8)} '
+              f'{_num(cx - k)},{_num(cy - k * 0.8)}"')
+    elif shape == "star":
+        k = s * 1.6
+        pts = []
+        for j in range(10):
+            r = k if j % 2 == 0 else k * 0.45
+            a = math.pi / 2 + j * math.pi / 5
+            pts.append(f"{_num(cx + r * math.cos(a))},{_num(cy - r * math.sin(a))}")
+        el = f'<polygon points="{" ".join(pts)}"'
+    elif shape == "cross":
+        k = s
+        el = (f'<path d="M{_num(cx - k)},{_num(cy - k)}L{_num(cx + k)},{_num(cy + k)}M{_num(cx - k)},{_num(cy + k)}'
+              f'L{_num(cx + k)},{_num(cy - k)}" stroke-width="2.2"')
+        fill = "none"
+    else:
+        raise ValueError(f"unknown marker {shape!r}")
+    body = (f'{el}{cls} fill="{fill}" stroke="{st}"' + (f' stroke-width="{sw}"' if shape != "cross" else "")
+            + ("" if legend else f' data-r="{_num(_radius(shape, size))}"'))
+    return f"{body}><title>{esc(tip)}</title></{el.split()[0][1:]}>" if tip else f"{body}/>"

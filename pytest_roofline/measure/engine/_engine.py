@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -83,6 +84,10 @@ class Engine:
         return self.pid  # start_new_session=True: the child leads its own group
 
     @property
+    def _other_interpreter(self) -> bool:
+        return self.config.python is not None or self.config.command is not None
+
+    @property
     def api_key(self) -> str | None:
         """The key the server requires when its arguments set one (``engine.args.api_key``); never printed."""
         return self.config.api_key()
@@ -92,8 +97,9 @@ class Engine:
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     # -- lifecycle
-    def start(self, timeout_s: float = 600.0) -> Engine:
-        """Launch and wait until /health and /v1/models answer; raises EngineStartError."""
+    def start(self, timeout_s: float = 600.0, on_wait: Callable[[str], None] | None = None) -> Engine:
+        """Launch and wait until /health and /v1/models answer; raises EngineStartError. ``on_wait`` is called
+        with the endpoint still awaited (``/health``, ``/v1/models``) on every poll while it waits (4 Hz)."""
         with self._lock:
             if self._state != "new":
                 raise EngineError(f"engine already {self._state}")
@@ -105,7 +111,7 @@ class Engine:
             t0 = time.monotonic()
             try:
                 self._spawn(append=attempt > 0)
-                self._wait_ready(deadline, timeout_s)
+                self._wait_ready(deadline, timeout_s, on_wait)
             except EngineStartError as e:
                 retry = ("address already in use" in e.log_tail.lower()
                          and attempt + 1 < attempts and time.monotonic() < deadline - 10)
@@ -151,7 +157,8 @@ class Engine:
             with contextlib.suppress(OSError):  # without it the other layers still apply
                 self._watchdog = _process.Watchdog(self._proc.pid, self.watchdog_grace_s)
 
-    def _wait_ready(self, deadline: float, timeout_s: float) -> None:
+    def _wait_ready(self, deadline: float, timeout_s: float,
+                    on_wait: Callable[[str], None] | None = None) -> None:
         assert self._proc is not None
         stage = "/health"
         with httpx.Client(timeout=5.0) as client:
@@ -178,6 +185,8 @@ class Engine:
                             if data:
                                 self._on_models(data)
                                 return
+                if on_wait is not None:
+                    on_wait(stage)
                 time.sleep(0.25)
 
     def _startup_failure_reason(self) -> str | None:
@@ -328,7 +337,7 @@ class Engine:
                 metrics, mreason = get_metrics(client, self.base_url, self.api_key, self.served_model_name)
         if version is None and log and log.get("version"):
             version, vsrc = log["version"], "log"
-        if version is None:
+        if version is None and not self._other_interpreter:
             v, dist = engine_version_from_metadata()
             if v:
                 version, vsrc = v, f"importlib.metadata ({dist})"
@@ -341,7 +350,12 @@ class Engine:
 
     def launch_info(self) -> dict[str, Any]:
         """``setup.engine`` for the results file (secret-looking arguments and env values redacted)."""
-        v, _ = engine_version_from_metadata()
+        # engine.python / engine.command run another vLLM than this environment's: its version comes from the
+        # server (/version, engine_report), not from this interpreter's metadata
+        v = None if self._other_interpreter else engine_version_from_metadata()[0]
+        if v is None and self.is_alive():
+            with httpx.Client() as client:
+                v = get_version(client, self.base_url, self.auth_headers())
         return {"name": "vllm", "version": v, "argv": redact.redact_argv(self.argv or []),
                 "env": redact_env(self.config.env_overrides()), "log_file": str(self.log_path),
                 "config_key": self.config.key(), "startup_s": self.startup_s}

@@ -43,8 +43,8 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         for f in sorted(p.rglob("*.json")):
             if vllm_bench.sniff(f):
                 return vllm_bench.FORMAT
-        raise ResultsError(f"{p}: a folder with no results this project reads (its own results.json, or vllm "
-                           "bench serve --save-result files)")
+        raise ResultsError(f"{p}: is a directory with no results this project reads (give a results.json, or a "
+                           "folder of vllm bench serve --save-result files)")
     if not p.exists():
         raise ResultsError(f"{p}: no such results file")
     doc = _try_json(p)
@@ -56,11 +56,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return aiperf.FORMAT
     if vllm_bench.sniff(p):
         return vllm_bench.FORMAT
-    if isinstance(doc, dict) and "schema" in doc:
-        return OWN  # our own reader names what is wrong with the schema field
-    raise ResultsError(f"{p}: not a results file this project reads: expected a pytest-roofline results.json, a "
-                       "vllm bench serve --save-result file, GuideLLM benchmarks JSON or an AIPerf/GenAI-Perf "
-                       "profile export")
+    return OWN  # not JSON, unreadable, or no known format: our own reader names what is wrong
 
 
 def _try_json(path: Path) -> Any:

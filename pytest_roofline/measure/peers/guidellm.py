@@ -54,7 +54,7 @@ def _dist(metrics: Mapping[str, Any], name: str, scale: float = 1.0) -> Distribu
     s = _ok(metrics, name)
     if s is None:
         return None
-    pct = s.get("percentiles") if isinstance(s.get("percentiles"), dict) else {}
+    pct: Mapping[str, Any] = s["percentiles"] if isinstance(s.get("percentiles"), dict) else {}
     out: dict[str, Any] = {}
     for key, x in (("mean", s.get("mean")), ("p50", s.get("median")), ("p90", pct.get("p90")),
                    ("p95", pct.get("p95")), ("p99", pct.get("p99")), ("count", s.get("count"))):
