@@ -3,7 +3,7 @@
 It implements :class:`pytest_roofline.measure.progress.SweepProgress`. Lines go to the terminal reporter's
 writer with pytest's output capture suspended for the write (as pytest's own live logging does), so they show
 with ``-s`` and without it. On a terminal one line per point is rewritten in place (``\\r``) at most every
-:data:`TTY_INTERVAL_S`; anywhere else (a CI log, a pipe) nothing is rewritten: a plain line when the engine
+:data:`TTY_INTERVAL_S`, and its end replaces it; anywhere else (a CI log, a pipe) nothing is rewritten: a plain line when the engine
 starts and is ready, when a point starts, every :data:`PLAIN_INTERVAL_S` while it runs, and when it ends.
 ``-qq`` silences it.
 """
@@ -70,11 +70,6 @@ class TerminalProgress:
             return None
         writer = config.get_terminal_writer()
         capman = config.pluginmanager.get_plugin("capturemanager")
-        file = getattr(writer, "_file", None)
-        try:
-            tty = bool(file is not None and file.isatty())
-        except (ValueError, OSError):
-            tty = False
 
         @contextlib.contextmanager
         def suspend() -> Iterator[None]:
@@ -84,6 +79,12 @@ class TerminalProgress:
             with capman.global_and_fixture_disabled():
                 yield
 
+        with suspend():  # while a test runs, fd 1 is pytest's capture file: ask the terminal, not the capture
+            file = getattr(writer, "_file", None)
+            try:
+                tty = bool(file is not None and file.isatty())
+            except (ValueError, OSError):
+                tty = False
         return cls(writer, tty=tty, suspend=suspend)
 
     # ---- drawing ------------------------------------------------------------------------------------------
@@ -97,6 +98,11 @@ class TerminalProgress:
         width = self._width() - 1
         return text if len(text) <= width else text[: width - 1] + "…"
 
+    def _flush(self) -> None:
+        flush = getattr(self.writer, "flush", None)
+        if flush is not None:
+            flush()
+
     def _pending_text(self) -> bool:
         """Whether pytest left text on the current line (its progress dots, a test's name under -v)."""
         return bool(getattr(self.writer, "width_of_current_line", 0))
@@ -104,15 +110,16 @@ class TerminalProgress:
     def _line(self, text: str) -> None:
         """A line of its own (closing any in-place line first)."""
         with self.suspend():
-            if self._open:
-                self.writer.write("\n")
+            if self._open:  # the point's (or engine's) last word replaces its progress line
+                text = self._fit(text)
+                self.writer.write("\r" + text + " " * max(0, self._open - len(text)) + "\n")
                 self._open = 0
-            elif self._pending_text():
+                self._flush()
+                return
+            if self._pending_text():
                 self.writer.write("\n")  # pytest's progress dots or the test's name are still on this line
             self.writer.line(self._fit(text))
-            flush = getattr(self.writer, "flush", None)
-            if flush is not None:
-                flush()
+            self._flush()
 
     def _inplace(self, text: str) -> None:
         """Rewrite the current progress line (terminal only)."""
@@ -122,9 +129,7 @@ class TerminalProgress:
                 self.writer.write("\n")
             self.writer.write("\r" + text + " " * max(0, self._open - len(text)))
             self._open = len(text)
-            flush = getattr(self.writer, "flush", None)
-            if flush is not None:
-                flush()
+            self._flush()
 
     def _due(self, key: str) -> bool:
         now = self.clock()
