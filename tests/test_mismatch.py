@@ -40,7 +40,10 @@ def test_differences_listed():
     cmp = mismatch.compare(load_any(DAY3_DIR), load_spec(CPU_TINY))
     text = "\n".join(cmp.differences)
     assert "input length 1024 tokens in the file, 128" in text and "output length 1024" in text
-    assert "sweep points: the file has C=64, C=128" in text
+    assert "sweep points" not in text  # C=1..128 holds all of cpu-tiny's C=1..32: a fuller run, not another grid
+    text = "\n".join(mismatch.compare(load_any(DAY3_DIR), load_spec(ROOT / "predictions" / "cpu-open-loop.yaml"))
+                      .differences)
+    assert "sweep points: the file has C=1, C=2" in text and "and lacks 2 req/s, 4 req/s" in text
 
 
 def test_peer_file_says_what_it_could_not_check():

@@ -185,6 +185,14 @@ def test_tb_line_prints_one_line_per_missed_prediction(small):
     assert "model inputs" not in out and "predicted :" not in out  # the explanation is not printed
 
 
+def test_tb_line_holds_under_xdist(small):
+    """The report travels from a worker as pytest's own exception report, its one-line verdict kept."""
+    result = small.runpytest(*NO_HTML, "--tb=line", "--no-roofline-summary", "-n", "2")
+    lines = [ln for ln in result.outlines if ln.startswith("x.roofline.yaml:")]
+    assert len(lines) == 1 and lines[0].startswith(f"x.roofline.yaml:{RIDGE_WRONG_LINE}: ridge-wrong: FAIL")
+    assert "predicted :" not in result.stdout.str()
+
+
 def test_tb_no_prints_no_explanation_and_the_summary_line_says_what_missed(small):
     result = small.runpytest(*NO_HTML, "--tb=no", "-rf", "--no-roofline-summary")
     assert "predicted :" not in result.stdout.str()

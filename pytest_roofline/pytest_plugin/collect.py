@@ -14,7 +14,7 @@ from pytest_roofline.errors import PointError, PredictionMismatch
 from pytest_roofline.format.limits import DEFAULT_LIMITS, INI_OPTIONS, Limits, positive_int
 from pytest_roofline.format.spec import Prediction, Spec, SpecError, load_spec
 from pytest_roofline.measure.target import MeasurementProvider
-from pytest_roofline.pytest_plugin.longrepr import CrashLine, PredictionRepr
+from pytest_roofline.pytest_plugin.longrepr import prediction_longrepr
 from pytest_roofline.pytest_plugin.session import get_session
 from pytest_roofline.report.junit import junit_properties
 from pytest_roofline.report.terminal import failure_line
@@ -217,6 +217,7 @@ class PredictionItem(pytest.Function):
         # itself), so it is not passed on
         message = self._own_message(excinfo.value)
         if isinstance(excinfo.value, PredictionMismatch) and message is not None:  # shaped so that --tb applies
-            crash = CrashLine(self.location[0], self.prediction.line, failure_line(excinfo.value.verdict.to_dict()))
-            return PredictionRepr(message, crash, self.config.getoption("tbstyle", "auto"))
+            return prediction_longrepr(message, path=self.location[0], lineno=self.prediction.line,
+                                       message=failure_line(excinfo.value.verdict.to_dict()),
+                                       style=self.config.getoption("tbstyle", "auto"))
         return message if message is not None else super().repr_failure(excinfo)

@@ -3,9 +3,9 @@
 It implements :class:`pytest_roofline.measure.progress.SweepProgress`. Lines go to the terminal reporter's
 writer with pytest's output capture suspended for the write (as pytest's own live logging does), so they show
 with ``-s`` and without it. On a terminal one line per point is rewritten in place (``\\r``) at most every
-:data:`TTY_INTERVAL_S`, and its end replaces it; anywhere else (a CI log, a pipe) nothing is rewritten: a plain line when the engine
-starts and is ready, when a point starts, every :data:`PLAIN_INTERVAL_S` while it runs, and when it ends.
-``-qq`` silences it.
+:data:`TTY_INTERVAL_S`, and the point's end replaces it; anywhere else (a CI log, a pipe) nothing is
+rewritten: a plain line when the engine starts and is ready, when a point starts, every
+:data:`PLAIN_INTERVAL_S` while it runs, and when it ends. ``-qq`` silences it.
 """
 
 from __future__ import annotations

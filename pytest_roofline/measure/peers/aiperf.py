@@ -73,7 +73,12 @@ def _seconds(doc: Mapping[str, Any], tag: str) -> float | None:
 
 
 def _loadgen(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The load: ``input_config.phases[kind=profiling]`` (``concurrency``, ``rate``) in v0.13, ``loadgen`` before."""
     cfg = doc.get("input_config") or {}
+    for phase in cfg.get("phases") or []:
+        if isinstance(phase, dict) and phase.get("kind", "profiling") == "profiling":
+            return {"concurrency": phase.get("concurrency"),
+                    "request_rate": phase.get("rate", phase.get("request_rate"))}
     return cfg.get("loadgen") or cfg.get("load") or {}
 
 
@@ -92,6 +97,7 @@ def aiperf_point(doc: Mapping[str, Any], where: str) -> PointRecord:
         "completed": int(_avg(doc, "request_count") or 0) or None,
         "failed": int(_avg(doc, "error_request_count") or 0),
         "output_throughput_tok_s": _avg(doc, "output_token_throughput"),
+        "total_throughput_tok_s": _avg(doc, "total_token_throughput"),
         "request_throughput_req_s": lam,
         "ttft_ms": _ms_dist(doc, "time_to_first_token", where),
         "tpot_ms": _ms_dist(doc, "inter_token_latency", where),  # AIPerf's ITL is vLLM's TPOT (docstring)
@@ -101,20 +107,41 @@ def aiperf_point(doc: Mapping[str, Any], where: str) -> PointRecord:
     not_reported = {"server": "the AIPerf profile export holds no engine /metrics deltas (AIPerf writes them to "
                               "server_metrics_export.jsonl)"}
     w_ms = number((e2e or {}).get("mean"))
-    if mode == "closed" and lam is not None and w_ms is not None and conc:
-        client["littles_law"] = {"L": conc, "lambda_req_s": lam, "W_s": w_ms / 1e3, "lambda_W": lam * w_ms / 1e3,
-                                 "ratio": lam * w_ms / 1e3 / conc,
-                                 "note": "L is AIPerf's --concurrency (no time-averaged count in the export)"}
+    eff = _avg(doc, "effective_concurrency")  # v0.13: the time-averaged count of requests in flight
+    in_flight = eff if eff else (conc if mode == "closed" else None)
+    if in_flight and lam is not None and w_ms is not None:
+        client["mean_in_flight"] = eff
+        client["littles_law"] = {"L": in_flight, "lambda_req_s": lam, "W_s": w_ms / 1e3,
+                                 "lambda_W": lam * w_ms / 1e3, "ratio": lam * w_ms / 1e3 / in_flight,
+                                 "note": ("L = AIPerf's effective_concurrency (time-averaged)" if eff else
+                                          "L is AIPerf's --concurrency (no time-averaged count in the export)")}
     else:
-        not_reported["littles_law"] = "needs a closed loop, request_throughput and request_latency"
+        not_reported["littles_law"] = "needs request_throughput, request_latency and a count of requests in flight"
     isl, osl = _avg(doc, "input_sequence_length"), _avg(doc, "output_sequence_length")
+    flags: list[str] = []
+    # AIPerf counts ISL/OSL (and so output_token_throughput) by re-tokenizing the text client-side; the server's
+    # own count (usage_*_tokens, v0.13) is what the engine generated, as vllm bench serve counts
+    u_in, u_out = _avg(doc, "usage_prompt_tokens"), _avg(doc, "usage_completion_tokens")
+    total_u_out, dur = _avg(doc, "total_usage_completion_tokens"), _seconds(doc, "benchmark_duration")
+    if u_out is not None and osl is not None and abs(u_out - osl) > 0.5:
+        flags.append(f"AIPerf counted {osl:g} output tokens per request by re-tokenizing the text, the server "
+                     f"{u_out:g} (usage); the server's count is used")
+    if total_u_out is not None and dur:
+        own = client["output_throughput_tok_s"]
+        client["output_throughput_tok_s"] = total_u_out / dur
+        if own is not None and abs(own - total_u_out / dur) > 0.005 * own:
+            flags.append(f"output throughput = server-counted tokens ÷ benchmark_duration = {total_u_out / dur:,.1f} "
+                         f"tok/s (AIPerf's own output_token_throughput, {own:,.1f}, counts re-tokenized text)")
+    isl = u_in if u_in is not None else isl
+    osl = u_out if u_out is not None else osl
     return cast(PointRecord, {
         "id": pid, "mode": mode, "concurrency": int(conc) if mode == "closed" and conc else None,
         "rate_req_s": rate if mode == "open" else None,
         "input_len": int(round(isl)) if isl is not None else None,
         "output_len": int(round(osl)) if osl is not None else None,
         "num_requests": client["completed"], "duration_s": _seconds(doc, "benchmark_duration"),
-        "client": client, "server": None, "contaminated": None, "flags": [], "requests_file": None, "loadgen": None,
+        "client": client, "server": None, "contaminated": None, "flags": flags, "requests_file": None,
+        "loadgen": None,
         "not_reported": not_reported, "source_file": where,
     })
 
@@ -125,7 +152,8 @@ def load(path: Path) -> ResultsData:
         raise ResultsError(f"{path}: not an AIPerf/GenAI-Perf profile export")
     pt = aiperf_point(doc, str(path))
     cfg = doc.get("input_config") or {}
-    names = ((cfg.get("endpoint") or {}).get("model_names") or cfg.get("model_names") or [])
+    names = ((cfg.get("endpoint") or {}).get("model_names") or cfg.get("model_names")
+             or [m.get("name") for m in (cfg.get("models") or {}).get("items") or [] if isinstance(m, dict)])
     model = str(names[0]) if isinstance(names, list) and len(names) == 1 else None
     setup = {"hardware": {"declared": None, "detected": None}, "model": {"name": model, "path": None},
              "engine": {"name": None, "version": None, "notes": "imported from an AIPerf profile export"},
