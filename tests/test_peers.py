@@ -186,3 +186,19 @@ def test_real_vllm_bench_serve_files_replay(pytester: pytest.Pytester, tmp_path:
     # a finding, kept: at C=4 with 40 requests, λ·W = 3.65 against the 4 clients (0.911 in the file), because
     # vllm bench serve's closed loop drains at the end and the file has no time-averaged count in flight
     assert any(line.startswith("FAILED") and "littles-law[concurrency=4]" in line for line in out.splitlines())
+
+
+def test_real_aiperf_export_uses_the_servers_token_counts():
+    """A profile_export_aiperf.json written by the real AIPerf 0.13.0 against the CPU engine (tiny model, C=4,
+    40 requests, 128 in / 64 out). AIPerf re-tokenizes the streamed text and counts 109.6 output tokens a request
+    where the server generated 64 (usage_completion_tokens): the server's count is used, and the throughput is
+    2,560 server-counted tokens ÷ 4.337 s = 590.3 tok/s, not AIPerf's 1,008.4."""
+    data = load_any(PEERS / "aiperf-cpu-tiny" / "profile_export_aiperf.json")
+    (pt,) = data["points"]
+    assert pt["id"] == "closed-c4" and pt["input_len"] == 128 and pt["output_len"] == 64
+    assert pt["client"]["output_throughput_tok_s"] == pytest.approx(2560 / 4.33700992)
+    assert any("re-tokenizing" in f for f in pt["flags"])
+    assert data["setup"]["model"]["name"] == "roofline-tiny"
+    # λ·W = 9.2005 req/s × 0.38846 s = 3.574 against the 4 clients
+    assert pt["client"]["littles_law"]["lambda_W"] == pytest.approx(9.200452945658876 * 0.38846167555)
+    assert pt["client"]["littles_law"]["L"] == 4

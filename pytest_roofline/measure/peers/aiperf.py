@@ -107,16 +107,18 @@ def aiperf_point(doc: Mapping[str, Any], where: str) -> PointRecord:
     not_reported = {"server": "the AIPerf profile export holds no engine /metrics deltas (AIPerf writes them to "
                               "server_metrics_export.jsonl)"}
     w_ms = number((e2e or {}).get("mean"))
-    eff = _avg(doc, "effective_concurrency")  # v0.13: the time-averaged count of requests in flight
-    in_flight = eff if eff else (conc if mode == "closed" else None)
-    if in_flight and lam is not None and w_ms is not None:
+    # v0.13's effective_concurrency is the time-averaged count in flight, but it equals request_throughput × mean
+    # request_latency to 1e-7 in a real export (tests/data/peers/aiperf-cpu-tiny): it is λ·W itself, so it cannot
+    # check Little's law; L is the configured --concurrency, as for vllm bench serve
+    eff = _avg(doc, "effective_concurrency")
+    if eff is not None:
         client["mean_in_flight"] = eff
-        client["littles_law"] = {"L": in_flight, "lambda_req_s": lam, "W_s": w_ms / 1e3,
-                                 "lambda_W": lam * w_ms / 1e3, "ratio": lam * w_ms / 1e3 / in_flight,
-                                 "note": ("L = AIPerf's effective_concurrency (time-averaged)" if eff else
-                                          "L is AIPerf's --concurrency (no time-averaged count in the export)")}
+    if mode == "closed" and conc and lam is not None and w_ms is not None:
+        client["littles_law"] = {"L": conc, "lambda_req_s": lam, "W_s": w_ms / 1e3, "lambda_W": lam * w_ms / 1e3,
+                                 "ratio": lam * w_ms / 1e3 / conc,
+                                 "note": "L is AIPerf's --concurrency (its effective_concurrency is λ·W itself)"}
     else:
-        not_reported["littles_law"] = "needs request_throughput, request_latency and a count of requests in flight"
+        not_reported["littles_law"] = "needs a closed loop, request_throughput and request_latency"
     isl, osl = _avg(doc, "input_sequence_length"), _avg(doc, "output_sequence_length")
     flags: list[str] = []
     # AIPerf counts ISL/OSL (and so output_token_throughput) by re-tokenizing the text client-side; the server's
