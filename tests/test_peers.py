@@ -127,8 +127,8 @@ def test_guidellm_definitions_converted():
     assert c4["tpot_ms"]["p50"] == 5.5  # GuideLLM's inter_token_latency_ms is vLLM's TPOT
     assert "itl_ms" not in c4 and "itl_ms" in by["closed-c4"]["not_reported"]
     assert c4["e2e_ms"]["mean"] == pytest.approx(390.0)  # 0.39 s -> ms
-    # L = request_concurrency 3.9; λW = 10 req/s × 0.39 s = 3.9 -> ratio 1
-    assert c4["littles_law"]["ratio"] == pytest.approx(1.0)
+    # L = the 4 streams; λW = 10 req/s × 0.39 s = 3.9 -> ratio 0.975 (request_concurrency, 3.9, is shown, not used)
+    assert c4["littles_law"]["ratio"] == pytest.approx(0.975) and c4["mean_in_flight"] == 3.9
     assert by["closed-c1"]["input_len"] == 128 and by["closed-c1"]["output_len"] == 64
 
 
@@ -202,3 +202,36 @@ def test_real_aiperf_export_uses_the_servers_token_counts():
     # λ·W = 9.2005 req/s × 0.38846 s = 3.574 against the 4 clients
     assert pt["client"]["littles_law"]["lambda_W"] == pytest.approx(9.200452945658876 * 0.38846167555)
     assert pt["client"]["littles_law"]["L"] == 4
+
+
+def test_guidellm_empty_distributions_are_absent_not_zero(tmp_path: Path):
+    """GuideLLM writes mean/median/percentiles 0.0 with count 0 when no request succeeded (seen in a real run whose
+    20 requests all got HTTP 400): those figures are absent, never 0."""
+    doc = json.loads((PEERS / "guidellm-benchmarks.json").read_text())
+    bench = doc["benchmarks"][1]
+    for m in bench["metrics"].values():
+        if isinstance(m, dict) and isinstance(m.get("successful"), dict):
+            m["successful"] = {**m["successful"], "mean": 0.0, "median": 0.0, "count": 0,
+                               "percentiles": {k: 0.0 for k in m["successful"]["percentiles"]}}
+    bench["metrics"]["request_totals"] = {"successful": 0, "errored": 96, "incomplete": 0, "total": 96}
+    f = tmp_path / "benchmarks.json"
+    f.write_text(json.dumps(doc))
+    c4 = {p["id"]: p for p in load_any(f)["points"]}["closed-c4"]["client"]
+    assert c4["completed"] == 0 and c4["failed"] == 96
+    assert c4["ttft_ms"] is None and c4["output_throughput_tok_s"] is None and "littles_law" not in c4
+
+
+def test_real_guidellm_file():
+    """benchmarks.json written by the real GuideLLM 0.8.1 against the CPU engine (tiny model, concurrent with 2
+    streams, 20 requests, synthetic 128 in / 64 out, /v1/completions)."""
+    data = load_any(PEERS / "guidellm-cpu-tiny" / "benchmarks.json")
+    assert detect_format(PEERS / "guidellm-cpu-tiny" / "benchmarks.json") == "GuideLLM"
+    (pt,) = data["points"]
+    c = pt["client"]
+    assert pt["id"] == "closed-c2" and pt["input_len"] == 128 and pt["output_len"] == 64
+    assert c["completed"] == 20 and c["failed"] == 0
+    # GuideLLM's own request_concurrency is λ·W (5.219 req/s × 0.3679 s = 1.920): shown, but L is the 2 streams
+    assert c["mean_in_flight"] == pytest.approx(c["request_throughput_req_s"] * c["e2e_ms"]["mean"] / 1e3)
+    assert c["littles_law"]["L"] == 2.0
+    assert c["tpot_ms"]["count"] == 20 * 63  # token-weighted: 63 gaps per 64-token request
+    assert data["setup"]["model"]["name"] == "roofline-tiny"

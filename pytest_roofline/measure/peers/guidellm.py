@@ -12,8 +12,10 @@ Definitions differ from vLLM's and are converted, not copied by name (GuideLLM `
 GuideLLM's ``inter_token_latency_ms`` is (last − first token) ÷ (output − 1), which is vLLM's (and this
 project's) TPOT, so it is read as ``tpot_ms``; GuideLLM's ``time_per_output_token_ms`` includes the first token and
 has no counterpart here; the gaps between streamed chunks (vLLM's ITL) are not reported, so ``itl_ms`` is absent.
-``request_latency`` is in seconds (×1000 → ``e2e_ms``); ``request_concurrency`` is the time-averaged count in
-flight, the L of Little's law.
+``request_latency`` is in seconds (×1000 → ``e2e_ms``); ``request_concurrency`` (the time-averaged count in
+flight) is kept as ``mean_in_flight`` but is λ·W itself, so Little's law takes L = the configured streams.
+``inter_token_latency_ms`` is summarised over tokens, not requests (its ``count`` is the number of gaps). A
+distribution with ``count`` 0 (no successful request) is written as zeros by GuideLLM and read as absent.
 """
 
 from __future__ import annotations
@@ -45,9 +47,13 @@ def is_guidellm(doc: Any) -> bool:
 
 
 def _ok(metrics: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    """The successful requests' summary of ``name``; None when there is none or it summarises no value (GuideLLM
+    writes all-zero statistics with ``count`` 0 for an empty distribution: absent, not 0)."""
     m = metrics.get(name)
     s = m.get("successful") if isinstance(m, dict) else None
-    return s if isinstance(s, dict) else None
+    if not isinstance(s, dict) or number(s.get("count")) == 0:
+        return None
+    return s
 
 
 def _dist(metrics: Mapping[str, Any], name: str, scale: float = 1.0) -> Distribution | None:
@@ -61,6 +67,15 @@ def _dist(metrics: Mapping[str, Any], name: str, scale: float = 1.0) -> Distribu
         v = number(x)
         out[key] = v * scale if v is not None and key != "count" else v
     return cast(Distribution, out)
+
+
+def _token_weighted(dist: Distribution | None) -> Distribution | None:
+    """GuideLLM summarises inter_token_latency_ms over tokens, not requests (a real file: count 1,260 = 20
+    requests × 63 gaps), so its percentiles weight long requests more than vLLM's per-request TPOT does."""
+    if dist is None:
+        return None
+    return cast(Distribution, {**dist, "note": "GuideLLM's inter_token_latency_ms: per-request (last − first token) "
+                               "÷ (output − 1), summarised over output tokens (token-weighted percentiles)"})
 
 
 def guidellm_point(bench: Mapping[str, Any], where: str) -> PointRecord:
@@ -91,21 +106,26 @@ def guidellm_point(bench: Mapping[str, Any], where: str) -> PointRecord:
         "total_throughput_tok_s": number((_ok(metrics, "tokens_per_second") or {}).get("mean")),
         "request_throughput_req_s": lam,
         "ttft_ms": _dist(metrics, "time_to_first_token_ms"),
-        "tpot_ms": _dist(metrics, "inter_token_latency_ms"),  # GuideLLM's ITL is vLLM's TPOT (docstring)
+        "tpot_ms": _token_weighted(_dist(metrics, "inter_token_latency_ms")),  # GuideLLM's ITL = vLLM's TPOT
         "e2e_ms": _dist(metrics, "request_latency", 1e3),  # seconds -> ms
     }
     not_reported = {"itl_ms": "GuideLLM reports no gaps between streamed chunks (its ITL is the per-request "
                               "TPOT, read as tpot_ms)",
                     "server": "GuideLLM does not scrape the engine's /metrics"}
+    # request_concurrency is GuideLLM's time-averaged count in flight, but in a real file it equals
+    # requests_per_second × mean request_latency to 1e-15 (tests/data/peers/guidellm-cpu-tiny): it is λ·W itself,
+    # so it cannot check Little's law; L is the configured streams, as for vllm bench serve
     conc_avg = number((_ok(metrics, "request_concurrency") or {}).get("mean"))
-    w_s = number((_ok(metrics, "request_latency") or {}).get("mean"))
-    if conc_avg and lam is not None and w_s is not None:
+    if conc_avg is not None:
         client["mean_in_flight"] = conc_avg
-        client["littles_law"] = {"L": conc_avg, "lambda_req_s": lam, "W_s": w_s, "lambda_W": lam * w_s,
-                                 "ratio": lam * w_s / conc_avg,
-                                 "note": "L = GuideLLM's time-averaged request_concurrency"}
+    w_s = number((_ok(metrics, "request_latency") or {}).get("mean"))
+    if mode == "closed" and conc and lam is not None and w_s is not None:
+        client["littles_law"] = {"L": float(conc), "lambda_req_s": lam, "W_s": w_s, "lambda_W": lam * w_s,
+                                 "ratio": lam * w_s / conc,
+                                 "note": "L is the configured streams (GuideLLM's request_concurrency is λ·W itself)"}
     else:
-        not_reported["littles_law"] = "needs request_concurrency, requests_per_second and request_latency"
+        not_reported["littles_law"] = ("needs a closed loop (synchronous / concurrent), requests_per_second and "
+                                       "request_latency")
     return cast(PointRecord, {
         "id": closed_point_id(conc) if mode == "closed" and conc else open_point_id(rate or 0.0),
         "mode": mode, "concurrency": conc, "rate_req_s": rate,

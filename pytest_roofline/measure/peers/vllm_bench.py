@@ -274,16 +274,14 @@ def read_bench_dir(path: Path) -> ResultsData:
                 sweep_runs.setdefault(f.parent, []).append((f, d))
             else:
                 found.append((f, d))
-    notes: list[str] = []
     for folder, runs in sorted(sweep_runs.items()):
         runs.sort(key=lambda r: number(r[1].get("output_throughput")) or 0.0)
-        f, d = runs[(len(runs) - 1) // 2]
+        f, d = runs[(len(runs) - 1) // 2]  # the median run (the lower middle one of an even count)
         others = ", ".join(f"{g.name}: {number(e.get('output_throughput')) or 0:,.1f} tok/s"
                            for g, e in runs if g is not f)
         d = {**d, "_merged_note": f"median of {len(runs)} runs of {folder.name} by output throughput ({f.name})"
              + (f"; the others: {others}" if others else "")}
         found.append((f, d))
-        notes.append(folder.name)
     if not found:
         raise ResultsError(f"{path}: no vllm bench serve results (*.json with duration, completed, "
                            "output_throughput) in this folder")
@@ -304,13 +302,11 @@ def _document(found: Sequence[tuple[Path, dict[str, Any]]], where: str, *, engin
     points.sort(key=lambda p: (p.get("id") != BATCH1_ID, p.get("mode") != "closed", p.get("concurrency") or 0,
                                p.get("rate_req_s") or 0.0))
     report, version = _engine_report(engine_log) if engine_log else (None, None)
-    setup, unchecked = _setup([d for _, d in found if not _is_batch1(d, _)], version)
+    # the workload is the sweep's, not the batch-1 run's (the Day 3 batch-1 run generated 1,000 tokens, not 1,024)
+    setup, unchecked = _setup([d for f, d in found if not _is_batch1(d, f)], version)
     if report is None:
         unchecked["engine_report"] = ("no vllm serve log in the folder: KV-cache figures (num_gpu_blocks, "
                                       "kv_cache_tokens) are not in vllm bench serve files")
-    sweep_pts = [p for p in points if p.get("id") != BATCH1_ID]
-    if sweep_pts:  # the workload is the sweep's, not the batch-1 run's
-        setup["workload"] = {k: v for k, v in setup["workload"].items()}
     note = (f"imported from {len(found)} vllm bench serve result(s)"
             + (f" and the engine log {engine_log.name}" if engine_log else ""))
     return results_document(source=FORMAT, where=where, points=points, setup=setup, engine_report=report,
