@@ -249,7 +249,9 @@ def test_a_measured_miss_names_the_term_that_dominates_it() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ the reports
-def test_terminal_table_shows_both_models(pytester: pytest.Pytester) -> None:
+def test_terminal_table_shows_both_models(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the two models' columns are the first to give way on a narrow terminal (report/terminal.py): at 120 they show
+    monkeypatch.setenv("COLUMNS", "120")
     pytester.path.joinpath("d.roofline.yaml").write_text(DAY3.read_text(encoding="utf-8"), encoding="utf-8")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:html", "--replay",
                                            str(DAY3_RESULTS), "-k", "throughput-c16")
