@@ -250,6 +250,15 @@ def test_minus_qq_silences_the_display(pytester, slow_server):
     assert not [ln for ln in result.outlines if ln.startswith("roofline: ") and "point" in ln]
 
 
+def test_no_roofline_progress_silences_the_display_and_keeps_the_table(pytester, slow_server):
+    (pytester.path / "p.roofline.yaml").write_text(SPEC)
+    result = pytester.runpytest("-p", "no:cacheprovider", "p.roofline.yaml", "--endpoint", slow_server + "/v1",
+                                "--roofline-out", "out", "--no-roofline-progress")
+    assert result.ret == 0
+    assert not [ln for ln in result.outlines if ln.startswith("roofline: ") and "point" in ln]
+    assert any("roofline predictions" in ln for ln in result.outlines)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # once against the real CPU engine
 # ---------------------------------------------------------------------------------------------------------------

@@ -121,6 +121,8 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
                 help="write a standalone HTML scorecard of the run")
     g.addoption("--no-roofline-summary", dest="roofline_no_summary", action="store_true",
                 help="do not print the prediction table at the end of the run")
+    g.addoption("--no-roofline-progress", dest="roofline_no_progress", action="store_true",
+                help="do not print the live sweep progress (engine start, each point)")
     g.addoption("--roofline-allow-mismatch", dest="roofline_allow_mismatch", action="store_true",
                 help="score a replayed results file that does not belong to the predictions (another GPU, model, "
                      "engine version, lengths or sweep points) instead of refusing it; every verdict says so")
@@ -177,7 +179,8 @@ def roofline_measurements(request: pytest.FixtureRequest) -> Iterator[Measuremen
         return
     selected = [i for i in request.session.items if isinstance(i, PredictionItem)]
     provider = Measurements.from_options(rs, selected)
-    provider.progress = TerminalProgress.for_config(request.config)  # the engine's start and each point, live
+    provider.progress = (None if request.config.getoption("roofline_no_progress")
+                         else TerminalProgress.for_config(request.config))  # the engine's start and each point, live
     rs.provider = provider
     try:
         yield provider
