@@ -8,7 +8,7 @@ import textwrap
 import hypothesis  # noqa: F401  (imported here once: pytester's inline runs would re-import it each time)
 import pytest
 
-from pytest_roofline.format.spec import Spec, SpecError, loads_spec
+from pytest_roofline.format.spec import Spec, SpecError, load_spec, loads_spec
 
 HEAD = """\
 hardware: h100-sxm
@@ -362,3 +362,25 @@ def test_yaml_syntax_error_through_pytest(pytester):
     result = pytester.runpytest("-p", "no:html", "-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*preds.roofline.yaml:6: YAML does not parse*"])
+
+
+def test_a_count_written_with_a_multiplier_gets_both_readings_as_the_fix(tmp_path):
+    # 2k tokens: 2 x 1,000 = 2,000, or 2 x 1,024 = 2,048 if the writer meant a power of 2 (the review's trap was a
+    # "fix" that said "write 2k")
+    f = tmp_path / "p.yaml"
+    f.write_text("hardware: h100-sxm\nmodel: llama-3.1-8b\nworkload: {input_len: 1024, output_len: 128, "
+                 "kv_context: 2k}\npredictions:\n  - {id: a, quantity: kv_bytes_per_token, predicted: 131072 B}\n")
+    with pytest.raises(SpecError) as exc:
+        load_spec(f)
+    text = str(exc.value)
+    assert "p.yaml:3" in text and "2,000" in text and "2,048" in text and "write 2k" not in text
+
+
+def test_an_unquoted_engine_version_is_refused_as_the_schema_does(tmp_path):
+    # YAML reads an unquoted 0.10 as the float 0.1, and the JSON Schema (engine.version: string) refuses a number
+    f = tmp_path / "p.yaml"
+    f.write_text("hardware: h100-sxm\nmodel: llama-3.1-8b\nengine: {name: vllm, version: 0.10}\n"
+                 "predictions:\n  - {id: a, quantity: kv_bytes_per_token, predicted: 131072 B}\n")
+    with pytest.raises(SpecError) as exc:
+        load_spec(f)
+    assert "p.yaml:3" in str(exc.value) and 'version: "0.10"' in str(exc.value)

@@ -348,8 +348,13 @@ class _Ctx:
         except UnitError:
             raise self.err(node, f"{what}: {text!r} is not a number", "write e.g. 1024, 1,024, 0.9 or 8.0e9") from None
         if unit:
-            raise self.err(node, f"{what}: expected a bare number, got unit {unit[:40]!r}",
-                           f"write {text.split()[0][:40]}")
+            multiplier = _SHORTHAND_MULTIPLIERS.get(unit)
+            if multiplier is not None:  # 2k: say what it stands for, both ways people mean it
+                dec, binary = value * multiplier[0], value * multiplier[1]
+                fix = f"write the number itself: {dec:,.0f} (or {binary:,.0f} if '{unit}' meant a power of 2)"
+            else:
+                fix = f"write the number alone, without {unit[:40]!r}: {value:g}"
+            raise self.err(node, f"{what}: expected a bare number, got unit {unit[:40]!r}", fix)
         return value
 
     def integer(self, node: yaml.Node, what: str) -> int:
@@ -392,6 +397,12 @@ class _Ctx:
         except UnitError:
             pass
         return text
+
+
+#: the shorthand multipliers people write after a count (``2k`` tokens): the decimal and the binary reading
+_SHORTHAND_MULTIPLIERS: dict[str, tuple[float, float]] = {
+    "k": (1e3, 2.0**10), "K": (1e3, 2.0**10), "M": (1e6, 2.0**20), "G": (1e9, 2.0**30),
+}
 
 
 def _did_you_mean(word: str, options: Mapping[str, Any] | tuple[str, ...] | list[str]) -> str:
@@ -769,6 +780,10 @@ def _engine(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
     m = ctx.mapping(node, "engine", ENGINE_FIELDS)
     out: dict[str, Any] = {"name": "vllm"}
     for key, (_kn, v) in m.items():
+        if key == "version" and isinstance(v, yaml.ScalarNode) and v.tag.endswith((":float", ":int")):
+            # YAML (and the JSON Schema an editor checks) reads an unquoted 0.10 as the number 0.1
+            raise ctx.err(v, f"engine.version: {v.value} unquoted is a number to YAML (0.10 would read as 0.1)",
+                          f"write it quoted: version: \"{v.value}\"")
         if key in ("name", "version", "model", "entrypoint"):
             out[key] = ctx.string(v, f"engine.{key}", ENGINE_FIELDS[key].enum)
         elif key in ("args", "env"):
