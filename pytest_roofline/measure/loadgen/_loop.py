@@ -223,12 +223,7 @@ class EventLoop:
         req = conn.req
         conn.req = None
         if err or ev & (select.EPOLLERR | select.EPOLLHUP):
-            self.conns.pop(conn.fd, None)
-            try:
-                self.ep.unregister(conn.fd)
-            except (OSError, ValueError):
-                pass
-            conn.sock.close()
+            self._discard(conn)
             self._connect_failed(req, err or errno.ECONNRESET)
             return
         self.ep.modify(conn.fd, select.EPOLLIN)
@@ -274,12 +269,7 @@ class EventLoop:
         req = conn.req
         conn.req = None
         if done is False:
-            self.conns.pop(conn.fd, None)
-            try:
-                self.ep.unregister(conn.fd)
-            except (OSError, ValueError):
-                pass
-            conn.sock.close()
+            self._discard(conn)
             self.connect_failures += 1
             if self.connect_failures > 2 * self.phase.cap + 16 and self.aborted is None:
                 self.aborted = f"aborted: {conn.error} ({self.connect_failures} times in a row)"
@@ -291,6 +281,15 @@ class EventLoop:
             self._send(conn, req)
         else:
             self.idle.append(conn)
+
+    def _discard(self, conn: Connection) -> None:
+        """Forget a connection that never carried a request (a failed connect or handshake) and close it."""
+        self.conns.pop(conn.fd, None)
+        try:
+            self.ep.unregister(conn.fd)
+        except (OSError, ValueError):
+            pass
+        conn.sock.close()
 
     def _connect_failed(self, req: _Req | None, err: int) -> None:
         self.connect_failures += 1
