@@ -48,6 +48,8 @@ bench: $(STAMP)
 bench-model: $(STAMP)
 	$(BIN)/python benchmarks/serving_speed.py
 	$(BIN)/python benchmarks/model_accuracy.py
+	$(BIN)/python benchmarks/kv_capacity.py
+	$(BIN)/python benchmarks/quantized_checkpoints.py
 
 clean:
 	rm -rf $(VENV) roofline-runs .pytest_cache
