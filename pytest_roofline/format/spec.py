@@ -38,7 +38,7 @@ from pytest_roofline.format.tolerance import TOLERANCE_HELP, Tolerance, Toleranc
 from pytest_roofline.model import calibration, serving
 from pytest_roofline.model.setup import build_setup
 from pytest_roofline.quantities import registry as qreg
-from pytest_roofline.units import DEFAULT_UNIT, UnitError, parse_number, parse_value
+from pytest_roofline.units import DEFAULT_UNIT, GB, GIB, KB, KIB, MB, MIB, UnitError, parse_number, parse_value
 
 __all__ = [
     "SpecError", "Spec", "Prediction", "Predicted", "PredictedKind", "Expectation", "Sweep", "load_spec", "loads_spec",
@@ -400,8 +400,8 @@ class _Ctx:
 
 
 #: the shorthand multipliers people write after a count (``2k`` tokens): the decimal and the binary reading
-_SHORTHAND_MULTIPLIERS: dict[str, tuple[float, float]] = {
-    "k": (1e3, 2.0**10), "K": (1e3, 2.0**10), "M": (1e6, 2.0**20), "G": (1e9, 2.0**30),
+_SHORTHAND_MULTIPLIERS: dict[str, tuple[int, int]] = {
+    "k": (KB, KIB), "K": (KB, KIB), "M": (MB, MIB), "G": (GB, GIB),
 }
 
 
