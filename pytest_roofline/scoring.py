@@ -285,7 +285,7 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
             tol = pred.math_tolerance or pred.tolerance or parse_tolerance(default_tolerance, q.dimension, unit)
             against = "serving model"
         else:
-            tol, against = _math_tolerance(pred, spec.default_math_tolerance, spec.default_tolerance), "model"
+            tol, against = _math_tolerance(pred, spec.default_math_tolerance), "model"
         ink = pred.predicted.value if pred.predicted.kind is not PredictedKind.MODEL else v.model_value
         return _compare(v, pred, ink, v.model_value, tol, against)
 
@@ -335,8 +335,7 @@ def _plain(x: Any) -> Any:
         return x
 
 
-def _math_tolerance(pred: Prediction, file_default: Tolerance | None = None,
-                    file_measured_default: Tolerance | None = None) -> Tolerance:
+def _math_tolerance(pred: Prediction, file_default: Tolerance | None = None) -> Tolerance:
     """The tolerance of the math check, from what the user wrote, first match wins:
 
     1. the prediction's own ``math_tolerance``;
@@ -354,7 +353,7 @@ def _math_tolerance(pred: Prediction, file_default: Tolerance | None = None,
     if not isinstance(pred.predicted.value, float):
         return precision
     ref = pred.predicted.value
-    own = pred.tolerance if pred.tolerance is not None and pred.tolerance is not file_measured_default else None
+    own = pred.tolerance if pred.tolerance_written else None
     if own is not None:
         if own.exact:
             return precision

@@ -222,6 +222,7 @@ class Prediction:
     file: str
     at_text: dict[str, str] = field(default_factory=dict)
     error: SpecError | None = None  # a prediction that did not validate becomes an error test
+    tolerance_written: bool = False  # ``tolerance`` was written on the prediction, not taken from defaults.tolerance
 
     @property
     def q(self) -> qreg.Quantity:
@@ -1145,6 +1146,7 @@ def _one(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], pi
         suffix = "" if len(combos) == 1 else "[" + ",".join(f"{k}={t}" for k, t in texts.items()) + "]"
         yield Prediction(id=pid + suffix, quantity=q.name, at=vals, predicted=predicted,
                          tolerance=common["tolerance"] or spec.default_tolerance,
+                         tolerance_written=common["tolerance"] is not None,
                          math_tolerance=common["math_tolerance"],
                          xfail=common["xfail"], notes=common["notes"], setup=common["setup"], marks=common["marks"],
                          line=line, file=spec.path, at_text=texts)
@@ -1191,6 +1193,7 @@ def _table(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], 
                     cid = f"{pid}[{at_name}={texts.get(at_name, row.value[0].value)}:{q.name}]"
                     yield Prediction(id=cid, quantity=q.name, at=vals, predicted=predicted,
                                      tolerance=common["tolerance"] or spec.default_tolerance,
+                                     tolerance_written=common["tolerance"] is not None,
                                      math_tolerance=common["math_tolerance"],
                                      xfail=common["xfail"], notes=common["notes"], setup=common["setup"],
                                      marks=common["marks"], line=rline, file=spec.path, at_text=texts)
