@@ -108,7 +108,8 @@ class RooflineSession:
         return [mismatch.refuse_message(f"--replay {self.replay}", self.specs[path], cmp)
                 for path, cmp in self.mismatches.items() if cmp.differences and path in self.specs]
 
-    def replay_measurement(self) -> RecordedMeasurement:
+    def replay_data(self) -> ResultsData:
+        """The replayed file (any format ``load_any`` reads), read once per run."""
         if self._replay_data is None:
             if self.replay is None:  # only replay mode (--replay FILE) measures from a file
                 raise pytest.UsageError("--replay: no results file given")
@@ -116,7 +117,10 @@ class RooflineSession:
                 self._replay_data = load_any(self.replay)
             except ResultsError as exc:
                 raise pytest.UsageError(f"--replay: {exc}") from None
-        return RecordedMeasurement(self._replay_data, source=f"replayed file {self.replay}")
+        return self._replay_data
+
+    def replay_measurement(self) -> RecordedMeasurement:
+        return RecordedMeasurement(self.replay_data(), source=f"replayed file {self.replay}")
 
     def score(self, spec: Spec, pred: Prediction, measurements: MeasurementProvider | None) -> Verdict:
         mode = self.mode_for(pred)
@@ -206,8 +210,8 @@ def session_results(rs: Any) -> list[dict[str, Any]]:
     out = []
     for p in paths:
         try:
-            data = dict(load_any(p) if rs.mode == "replay" else load_results(p))
-        except (ResultsError, OSError):
+            data = dict(rs.replay_data() if rs.mode == "replay" else load_results(p))
+        except (ResultsError, OSError, pytest.UsageError):
             continue
         data["_path"] = p
         differ = sorted({d for c in getattr(rs, "mismatches", {}).values() for d in c.differences})
