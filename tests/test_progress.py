@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _openai_stub import StubHandler
 
 from pytest_roofline.measure.progress import EngineWait, PointUpdate, output_tok_per_s
 from pytest_roofline.pytest_plugin import progress as progress_mod
@@ -148,21 +149,8 @@ def test_a_reporter_that_raises_is_switched_off_not_the_sweep():
 # ---------------------------------------------------------------------------------------------------------------
 # a whole run through pytest, against a small streaming server
 # ---------------------------------------------------------------------------------------------------------------
-class SlowStream(http.server.BaseHTTPRequestHandler):
+class SlowStream(StubHandler):
     """An OpenAI-compatible completions server that streams each token 0.05 s after the last."""
-
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *a):
-        pass
-
-    def _send(self, code: int, body: dict | str, ctype: str = "application/json") -> None:
-        data = (body if isinstance(body, str) else json.dumps(body)).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def do_GET(self):
         if self.path == "/health":
@@ -174,16 +162,8 @@ class SlowStream(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-
-        def chunk(obj) -> None:
-            data = b"data: " + (obj if isinstance(obj, bytes) else json.dumps(obj).encode()) + b"\n\n"
-            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            self.wfile.flush()
-
+        self.start_stream()
+        chunk = self.chunk
         n = int(body.get("max_tokens", 4))
         for k in range(n):
             time.sleep(0.05)
@@ -192,9 +172,7 @@ class SlowStream(http.server.BaseHTTPRequestHandler):
         prompt = body.get("prompt") or []
         chunk({"id": "c", "object": "text_completion", "model": "roofline-tiny", "choices": [],
                "usage": {"prompt_tokens": len(prompt), "completion_tokens": n, "total_tokens": len(prompt) + n}})
-        chunk(b"[DONE]")
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        self.end_stream()
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from pathlib import Path
 import hypothesis  # (imported at the top also because pytester's inline runs would re-import it each time)
 import hypothesis.strategies
 import pytest
+from _openai_stub import StubHandler
 
 from pytest_roofline import redact
 from pytest_roofline.measure.engine import Endpoint, EngineConfig
@@ -223,7 +224,7 @@ def test_metrics_parse_error_is_scrubbed_even_for_an_unremembered_key(echo_metri
 # --------------------------------------------------------------------------- an echoing server, end to end
 
 
-class EchoServer(http.server.BaseHTTPRequestHandler):
+class EchoServer(StubHandler):
     """An OpenAI-compatible server that puts the request's Authorization header into every answer.
 
     The first point (closed-c1) streams normally (the header echoed inside each SSE event); in the second
@@ -232,25 +233,13 @@ class EchoServer(http.server.BaseHTTPRequestHandler):
     ``metrics_mode``: "label" puts the header into vllm:cache_config_info's labels (parsed and stored in the
     engine report), "broken" appends a line quoting it that the Prometheus parser rejects."""
 
-    protocol_version = "HTTP/1.1"
     metrics_mode = "label"
     seen: list[str | None] = []
-
-    def log_message(self, *a):
-        pass
 
     def _auth(self) -> str:
         auth = self.headers.get("Authorization")
         EchoServer.seen.append(auth)
         return auth or ""
-
-    def _send(self, code: int, body: str | dict, ctype: str = "application/json") -> None:
-        data = (body if isinstance(body, str) else json.dumps(body)).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def do_GET(self):
         auth = self._auth()
@@ -279,16 +268,8 @@ class EchoServer(http.server.BaseHTTPRequestHandler):
         if failing and index == 1:
             return self._send(500, {"error": {"message": f"rejected the request with Authorization: {auth}",
                                               "type": "InternalServerError", "code": 500}})
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-
-        def chunk(obj) -> None:
-            data = b"data: " + (obj if isinstance(obj, bytes) else json.dumps(obj).encode()) + b"\n\n"
-            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            self.wfile.flush()
-
+        self.start_stream()
+        chunk = self.chunk
         n = int(body.get("max_tokens", 4))
         for k in range(n):
             chunk({"id": f"cmpl-{index}", "object": "text_completion", "model": auth,
@@ -299,9 +280,7 @@ class EchoServer(http.server.BaseHTTPRequestHandler):
         prompt = body.get("prompt") or []
         chunk({"id": f"cmpl-{index}", "object": "text_completion", "model": auth, "choices": [],
                "usage": {"prompt_tokens": len(prompt), "completion_tokens": n, "total_tokens": len(prompt) + n}})
-        chunk(b"[DONE]")
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        self.end_stream()
 
 
 @pytest.fixture
