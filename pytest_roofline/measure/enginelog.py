@@ -501,44 +501,9 @@ def read_startup_log(text: str) -> StartupLog:
             unparsed.append(line if len(line) <= _MAX_LINE else line[:_MAX_LINE] + " ...")
 
     for o in occ:  # last occurrence wins for once-per-engine facts
-        v = o.values
-        p = o.pattern
-        if p == "kv_cache_size":
-            f["kv_device"], f["kv_cache_tokens"] = v["device"], v["tokens"]
-            f["kv_includes_host"] = v["includes_host"]
-        elif p == "max_concurrency":
-            f["max_concurrency_tokens_per_request"], f["max_concurrency"] = v["tokens_per_request"], v["concurrency"]
-        elif p in ("v0_blocks", "v1_gpu_blocks", "v0_cpu_blocks", "cache_config_info_log"):
-            if "device" in v:
-                f["kv_device"] = v["device"]
-            f["num_gpu_blocks"] = v["blocks"]
-            if p == "v0_blocks":
-                f["num_cpu_blocks"] = v["cpu_blocks"]
-        elif p == "loading_weights":
-            f["loading_weights_s"] = v["seconds"]
-        elif p == "graph_capture":
-            f["graph_capture_s"], f["graph_capture_gib"] = v["seconds"], v["gib"]
-        elif p == "cudagraph_estimate":
-            f["cudagraph_estimate_gib"] = v["gib"]
-        elif p in ("cpu_kv_set", "cpu_kv_default", "cpu_kv_default_old"):
-            f["cpu_kv_cache_mode"], f["cpu_kv_cache_gib"] = v["mode"], v["kv_gib"]
-            if p == "cpu_kv_set":
-                f["cpu_node_total_gib"] = v["node_total_gib"]
-        elif p == "init_engine":
-            f["init_engine_s"], f["compilation_s"] = v["seconds"], v["compilation_s"]
-        elif p == "version":
-            f["version"] = v["version"]
-            if v["engine"]:
-                f["engine"] = v["engine"]
-        elif p == "memory_profiling_time":
-            f["memory_profiling_s"] = v["seconds"]
-        elif p in ("v0_instance_budget", "v064_memory_profile"):
-            f["total_gpu_memory_gib"], f["gpu_memory_utilization"] = v["total_gib"], v["utilization"]
-            if p == "v064_memory_profile":
-                f["non_torch_memory_gib"] = v["non_torch_gib"]
-        elif p == "v0_memory_profile":
-            f["profile_weights_gib"], f["non_torch_memory_gib"] = v["weights_gib"], v["non_torch_gib"]
-            f["activation_peak_gib"] = v["activation_peak_gib"]
+        for key, name in _FACTS.get(o.pattern, ()):
+            if key in o.values and (o.values[key] or name != "engine"):  # a line without "V0"/"V1" keeps it
+                f[name] = o.values[key]
     if f["engine"] is None and any(o.pattern == "v1_gpu_blocks" for o in occ):
         f["engine"] = "V1"  # "# GPU blocks: %d" with no CPU part is V1 only (0.6.4-0.7.3)
     f["engine_config"] = engine_config
@@ -570,6 +535,29 @@ def read_startup_log(text: str) -> StartupLog:
     f["failure_reason"] = _failure_reason(occ)
     f["unparsed"] = unparsed or None
     return StartupLog(facts=f, occurrences=occ, lines=lines, unparsed=unparsed)
+
+
+#: which value of which line is which fact (``parse_startup_log``'s keys); a value a line does not carry is not set
+_BLOCKS = (("device", "kv_device"), ("blocks", "num_gpu_blocks"), ("cpu_blocks", "num_cpu_blocks"))
+_CPU_KV = (("mode", "cpu_kv_cache_mode"), ("kv_gib", "cpu_kv_cache_gib"), ("node_total_gib", "cpu_node_total_gib"))
+_BUDGET = (("total_gib", "total_gpu_memory_gib"), ("utilization", "gpu_memory_utilization"))
+_FACTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "kv_cache_size": (("device", "kv_device"), ("tokens", "kv_cache_tokens"), ("includes_host", "kv_includes_host")),
+    "max_concurrency": (("tokens_per_request", "max_concurrency_tokens_per_request"),
+                        ("concurrency", "max_concurrency")),
+    "v0_blocks": _BLOCKS, "v1_gpu_blocks": _BLOCKS, "v0_cpu_blocks": _BLOCKS, "cache_config_info_log": _BLOCKS,
+    "loading_weights": (("seconds", "loading_weights_s"),),
+    "graph_capture": (("seconds", "graph_capture_s"), ("gib", "graph_capture_gib")),
+    "cudagraph_estimate": (("gib", "cudagraph_estimate_gib"),),
+    "cpu_kv_set": _CPU_KV, "cpu_kv_default": _CPU_KV, "cpu_kv_default_old": _CPU_KV,
+    "init_engine": (("seconds", "init_engine_s"), ("compilation_s", "compilation_s")),
+    "version": (("version", "version"), ("engine", "engine")),
+    "memory_profiling_time": (("seconds", "memory_profiling_s"),),
+    "v0_instance_budget": _BUDGET,
+    "v064_memory_profile": (*_BUDGET, ("non_torch_gib", "non_torch_memory_gib")),
+    "v0_memory_profile": (("weights_gib", "profile_weights_gib"), ("non_torch_gib", "non_torch_memory_gib"),
+                          ("activation_peak_gib", "activation_peak_gib")),
+}
 
 
 def _failure_reason(occ: list[Occurrence]) -> str | None:
