@@ -272,14 +272,11 @@ def predict_rows(*, hardware_id: str | None = None, model: str | None = None, co
         setup = build_setup(hardware_ref=hardware_id, model_ref=model, model_overrides={"dtype": dtype},
                             engine={"name": "vllm", "version": engine_version} if engine_version else {},
                             workload={"kv_context": 1024 if context_tokens is None else context_tokens})
-    # one GPU's share under tensor parallelism (its weights, FLOPs and KV heads at its own bandwidth and peak),
-    # plus the step's all-reduces (Setup.allreduce); at TP = 1 the whole model, no all-reduce
-    multi = setup.num_gpus > 1
-    kw = dict(weight_bytes=setup.weight_bytes_per_gpu if multi else setup.weight_bytes,
-              flop_per_token=setup.flop_per_token_per_gpu if multi else setup.flop_per_token,
-              kv_bytes_per_seq=setup.kv_bytes_per_seq_per_gpu_at(None) if multi else setup.kv_bytes_per_seq,
+    # one GPU's share under tensor parallelism (its weights, FLOPs and KV heads at its own bandwidth and peak; on
+    # one GPU the whole model): the decode steps come from Setup.decode_step, as the quantities take them
+    kw = dict(weight_bytes=setup.weight_bytes_per_gpu, flop_per_token=setup.flop_per_token_per_gpu,
+              kv_bytes_per_seq=setup.kv_bytes_per_seq_per_gpu_at(None),
               hbm_bytes_per_s=setup.hbm_bytes_per_s, peak_flop_per_s=setup.peak_flop_per_s)
-    allreduce = setup.allreduce() if setup.tensor_parallel_size > 1 else None
     rows = []
     decode_error = None
     try:
@@ -287,7 +284,7 @@ def predict_rows(*, hardware_id: str | None = None, model: str | None = None, co
     except SetupError as exc:
         decode_error, batches = str(exc), []
     for b in batches:
-        s = an.decode_step(b, **kw, allreduce_s=allreduce.time_s(b) if allreduce else 0.0)
+        s = setup.decode_step(b)
         rows.append({
             "batch": b, "intensity_flop_per_byte": s.intensity_flop_per_byte,
             "weight_only_intensity_flop_per_byte": s.weight_only_intensity_flop_per_byte,
