@@ -20,6 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("format",),
     ("measure",),
     ("scoring",),
+    ("history",),
     ("report",),
     ("pytest_plugin", "cli"),
 ]
@@ -33,6 +34,7 @@ ALLOWED_THIRD_PARTY = {
     "prometheus_client": {"measure"},
     "socket": {"measure"},
     "subprocess": {"measure"},
+    "sqlalchemy": {"history"},
 }
 
 

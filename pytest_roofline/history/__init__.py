@@ -1,0 +1,1 @@
+"""Runs over time: a store of past runs (a directory by default, a database by URI), drift and comparison."""
