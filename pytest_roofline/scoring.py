@@ -560,7 +560,7 @@ def serving_sweep_for(spec: Spec, pred: Prediction | None, setup: Setup, *,
         return SweepPoint(id=pp.id, concurrency=pp.concurrency if pp.mode == "closed" else None,
                           rate_req_per_s=pp.rate_req_s if pp.mode == "open" else None, num_requests=int(n),
                           burstiness=pp.burstiness, input_len=pp.input_len if own else None,
-                          output_len=pp.output_len if own else None)
+                          output_len=pp.output_len if own else None, warmup_requests=pp.warmup_requests)
 
     plans = mplan.all_points(spec)
     if spec.sweep.batch1 is not None:
@@ -571,9 +571,12 @@ def serving_sweep_for(spec: Spec, pred: Prediction | None, setup: Setup, *,
                         rates=(float(value),) if kind == "open" else ())
         return point(mplan.all_points(replace(spec, sweep=sweep))[0])
 
+    from pytest_roofline.measure import sweep as msweep
+
     out = ServingSweep(setup=setup, points=[point(p) for p in plans], constants=constants,
                        engine=sv.EngineConfig.from_setup(setup), source=source, make_point=make_point,
-                       seed=int((spec.workload or {}).get("seed", 0)))
+                       seed=int((spec.workload or {}).get("seed", 0)),
+                       shape=msweep.workload_shape(spec).serving_kwargs())  # the load generator's workload
     spec.serving_cache[key] = out
     return out
 

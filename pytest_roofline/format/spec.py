@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -32,12 +33,14 @@ from pytest_roofline.errors import (
     SetupValueError,
     SpecError,
 )
+from pytest_roofline.format import workloads as workload_fields
 from pytest_roofline.format.engine_command import check_command
 from pytest_roofline.format.limits import DEFAULT_LIMITS, MAX_DEPTH, Limits, how_to_raise
 from pytest_roofline.format.tolerance import TOLERANCE_HELP, Tolerance, ToleranceError, parse_tolerance
 from pytest_roofline.model import calibration, serving
 from pytest_roofline.model.setup import build_setup
 from pytest_roofline.quantities import registry as qreg
+from pytest_roofline.redact import redact_url
 from pytest_roofline.units import DEFAULT_UNIT, GB, GIB, KB, KIB, MB, MIB, UnitError, parse_number, parse_value
 
 __all__ = [
@@ -97,6 +100,9 @@ PREDICTION_FIELDS: dict[str, F] = {
     "tolerance": F("any", f"the tolerance for the measured check: {TOLERANCE_HELP}"),
     "math_tolerance": F("any", "the tolerance of the CPU-only math check (default: half a unit in the last digit "
                                "written, or defaults.math_tolerance)"),
+    "drift": F("any", "this prediction's drift threshold with --roofline-history: how far its measured value may move "
+                      "from the baseline run(s) on the same setup, e.g. 5% or +10%/-3% (default: defaults.drift, "
+                      "else --roofline-drift)"),
     "xfail": F("any", "expected to fail: a reason, or {reason: ..., strict: true, mode: math|measured|both}"),
     "notes": F("str", "free notes, shown in the scorecard"),
     "setup": F("map", "per-prediction setup overrides: {hardware: ..., model: ..., workload: {...}, engine: {...}}"),
@@ -123,10 +129,24 @@ ENGINE_FIELDS: dict[str, F] = {
                          "host, vllm/vllm-openai:v0.10.0, --model, '{model}', --port, '{port}']; placeholders "
                          "{model} {port} {host} {served_model_name} {args} (the flags from engine.args; appended "
                          "when not placed); {port} is required: the plugin picks the port and checks health on it"),
+    "replicas": F("int", "--endpoint: identical engine replicas behind the endpoint's load balancer (default 1); "
+                         "throughput at concurrency C scales to replicas × one replica's at C ÷ replicas, latencies "
+                         "are one replica's at C ÷ replicas, KV capacity and batch-1 figures stay per replica"),
+    "replica_metrics": F("list", "--endpoint: each replica's own /metrics base URL, one per replica, e.g. "
+                                 "[http://10.0.0.5:8000, http://10.0.0.6:8000] (--roofline-replica-metrics wins); "
+                                 "a load balancer's /metrics is one replica's at most"),
 }
 WORKLOAD_FIELDS: dict[str, F] = {
-    "input_len": F("int", "prompt tokens per request (exact)"),
-    "output_len": F("int", "output tokens per request (exact, ignore_eos)"),
+    "input_len": F("length", "prompt tokens per request: a number (exact), or a distribution {dist: uniform, min: 64, "
+                             "max: 512} | {dist: normal, mean: 256, std: 64, min: 16, max: 1024} | {dist: file, "
+                             "path: lens.txt, order: sample|sequential}"),
+    "output_len": F("length", "output tokens per request (ignore_eos): a number (exact) or a distribution as "
+                              "input_len"),
+    "dataset": F("map", "prompts from a file: {path: prompts.jsonl, format: jsonl|sharegpt, prompt_field: prompt, "
+                        "output_field: output_len, order: sequential|sample, tokenizer: path/to/tokenizer.json}"),
+    "prefix_share": F("number", "share of each prompt's tokens that is a prefix common to all requests, in [0, 1)"),
+    "ramp_up": F("map", "open loop: the rate rises over each point's requests, as vllm bench serve --ramp-up-*: "
+                        "{strategy: linear|exponential, start_rps: 1, end_rps: 8}"),
     "kv_context": F("number", "KV tokens per sequence the decode model charges (default input_len + output_len/2)"),
     "sampling": F("map", "sampling parameters sent with each request (temperature, top_p, top_k)"),
     "shared_prefix_len": F("int", "leading tokens shared by every request of a point (default 0: none)"),
@@ -153,6 +173,7 @@ SLO_FIELDS = {"ttft": F("value", "TTFT SLO, e.g. 500 ms"), "tpot": F("value", "T
               "percentile": F("str", "p50 | p90 | p95 | p99", enum=("p50", "p90", "p95", "p99", "mean"))}
 DEFAULTS_FIELDS = {"tolerance": F("any", "default tolerance of measured checks"),
                    "math_tolerance": F("any", "default tolerance of math checks"),
+                   "drift": F("any", "default drift threshold of this file's predictions (e.g. 5%)"),
                    "xfail_strict": F("bool", "whether xfails are strict (default true)")}
 THRESHOLD_FIELDS = {"knee_gain": F("value", "throughput knee: doubling concurrency adds less than this, e.g. 10%"),
                     "queue_fraction": F("value", "a point queues when vLLM's mean queue time exceeds this share of "
@@ -223,6 +244,8 @@ class Prediction:
     at_text: dict[str, str] = field(default_factory=dict)
     error: SpecError | None = None  # a prediction that did not validate becomes an error test
     tolerance_written: bool = False  # ``tolerance`` was written on the prediction, not taken from defaults.tolerance
+    #: the drift threshold written for it (``drift: 5%``, or the file's ``defaults.drift``); "" when none is written
+    drift: str = ""
 
     @property
     def q(self) -> qreg.Quantity:
@@ -276,6 +299,8 @@ class Spec:
     warnings: list[str] = field(default_factory=list)
     #: the serving model's simulated sweeps, per setup (filled by scoring; one simulation per point, not per test)
     serving_cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: ``defaults.drift``: the drift threshold of predictions that write none ("" when the file gives none)
+    default_drift: str = ""
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -566,6 +591,7 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
     thresholds = _thresholds(ctx, top["thresholds"][1]) if "thresholds" in top else qreg.Thresholds()
     dtol = dmtol = None
     xfail_strict = True
+    default_drift = ""
     if "defaults" in top:
         d = ctx.mapping(top["defaults"][1], "defaults", DEFAULTS_FIELDS)
         if "tolerance" in d:
@@ -574,6 +600,7 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
             dmtol = _tolerance(ctx, d["math_tolerance"][1], "ratio", "", "defaults.math_tolerance", relative_only=True)
         if "xfail_strict" in d:
             xfail_strict = ctx.boolean(d["xfail_strict"][1], "defaults.xfail_strict")
+        default_drift = _drift(ctx, d["drift"][1], "defaults.drift") if "drift" in d else ""
 
     spec = Spec(
         path=file, title=ctx.scalar(top["title"][1], "title") if "title" in top else Path(file).stem,
@@ -582,6 +609,7 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
         default_math_tolerance=dmtol, xfail_strict=xfail_strict, predictions=[],
         notes=ctx.scalar(top["notes"][1], "notes") if "notes" in top else "",
     )
+    spec.default_drift = default_drift
     _check_setup(ctx, spec, hw_node, top["model"][1], root)
     if "serving" in top:
         spec.serving_overrides = _serving(ctx, top["serving"][1])
@@ -799,6 +827,21 @@ def _engine(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
             out[key] = ctx.value(v, "engine.startup_timeout", "time")
         elif key == "python":
             out[key] = ctx.string(v, "engine.python")
+        elif key == "replicas":
+            out[key] = ctx.integer(v, "engine.replicas")
+            if not 1 <= out[key] <= 4096:
+                raise ctx.err(v, f"engine.replicas: {out[key]} is not a number of replicas",
+                              "write how many identical engines serve behind the endpoint, e.g. replicas: 2")
+        elif key == "replica_metrics":
+            if not isinstance(v, yaml.SequenceNode) or not v.value:
+                raise ctx.err(v, "engine.replica_metrics must be a list of URLs, one per replica",
+                              "e.g. replica_metrics: [http://10.0.0.5:8000, http://10.0.0.6:8000]")
+            urls = [ctx.string(i, "engine.replica_metrics") for i in v.value]
+            for item, url in zip(v.value, urls, strict=True):
+                if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
+                    raise ctx.err(item, f"engine.replica_metrics: {redact_url(url)!r} is not an http(s) URL",
+                                  "write the replica's base URL, e.g. http://10.0.0.5:8000 (/metrics is added)")
+            out[key] = urls
         elif key == "command":
             if not isinstance(v, yaml.SequenceNode):
                 raise ctx.err(v, "engine.command must be a list (an argv), e.g. [docker, run, ..., --port, '{port}']")
@@ -809,6 +852,9 @@ def _engine(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
                 raise ctx.err(v, str(e)) from None
     if "python" in out and "command" in out:
         raise ctx.err(node, "give engine.python or engine.command, not both (a command names its own interpreter)")
+    if "replica_metrics" in out and len(out["replica_metrics"]) != out.get("replicas", 1):
+        raise ctx.err(m["replica_metrics"][1], f"engine.replica_metrics names {len(out['replica_metrics'])} URL(s) "
+                      f"for replicas: {out.get('replicas', 1)}", "give one /metrics URL per replica")
     args = out.get("args") or {}
     for key in ("gpu_memory_utilization",):
         if key in args and not isinstance(args[key], (int, float)):
@@ -827,7 +873,9 @@ def _workload(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, (_kn, v) in m.items():
         f = WORKLOAD_FIELDS[key]
-        if f.kind == "int":
+        if f.kind == "length" or key in ("dataset", "prefix_share", "ramp_up"):  # format/workloads.py
+            out.update(workload_fields.parse_field(ctx, key, v))
+        elif f.kind == "int":
             out[key] = ctx.integer(v, f"workload.{key}")
         elif f.kind == "number":
             out[key] = ctx.number(v, f"workload.{key}")
@@ -912,6 +960,29 @@ def _tolerance(ctx: _Ctx, node: yaml.Node, dimension: str, unit: str, what: str,
         raise ctx.err(node, f"{what}: a default tolerance must be relative (it applies to every quantity)",
                       "write e.g. ±10%")
     return tol
+
+
+DRIFT_HELP = ("write a relative threshold: 5% (either way), +10%/-3% (a rise of 10% or a fall of 3%) or "
+              "<= +10% (rises only)")
+
+
+def parse_drift_threshold(text: str) -> Tolerance:
+    """A drift threshold (``drift: 5%`` in the YAML, ``--roofline-drift 5%``): how far a measured value may move
+    from its baseline, relative to the baseline. The tolerance grammar's relative forms (``5%``, ``±5%``,
+    ``+10%/-3%``, ``<= +10%``, ``exact``); an absolute one is refused, since one threshold serves every quantity."""
+    tol = parse_tolerance(str(text), "ratio")
+    if any(v is not None for v in (tol.abs_lo, tol.abs_hi, tol.lower, tol.upper)):
+        raise ToleranceError(f"drift threshold {str(text)!r} is not relative to the baseline; {DRIFT_HELP}")
+    return tol
+
+
+def _drift(ctx: _Ctx, node: yaml.Node, what: str) -> str:
+    text = ctx.text(node, what)
+    try:
+        parse_drift_threshold(text)
+    except ToleranceError as exc:
+        raise ctx.err(node, f"{what}: {exc}", DRIFT_HELP) from None
+    return text
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -1068,7 +1139,8 @@ def _predicted(ctx: _Ctx, q: qreg.Quantity, node: yaml.Node, what: str) -> Predi
 def _common(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], q: qreg.Quantity | None,
             unit: str) -> dict[str, Any]:
     out: dict[str, Any] = {"notes": "", "setup": {}, "marks": [], "xfail": None, "tolerance": None,
-                           "math_tolerance": None}
+                           "math_tolerance": None,
+                           "drift": _drift(ctx, m["drift"][1], "drift") if "drift" in m else spec.default_drift}
     dim = q.dimension if q else "ratio"
     if "tolerance" in m:
         out["tolerance"] = _tolerance(ctx, m["tolerance"][1], dim, unit, "tolerance")
@@ -1088,7 +1160,10 @@ def _common(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]],
             elif key == "engine":
                 setup["engine"] = {**spec.engine, **_engine(ctx, v)}
             elif key == "workload":
-                setup["workload"] = {**spec.workload, **_workload(ctx, v)}
+                own = _workload(ctx, v)  # a length written here replaces the file's distribution too
+                base = {k: x for k, x in spec.workload.items()
+                        if not (k in ("input_dist", "output_dist") and k.replace("_dist", "_len") in own)}
+                setup["workload"] = {**base, **own}
         out["setup"] = setup
     if "marks" in m:
         v = m["marks"][1]
@@ -1147,7 +1222,7 @@ def _one(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], pi
         yield Prediction(id=pid + suffix, quantity=q.name, at=vals, predicted=predicted,
                          tolerance=common["tolerance"] or spec.default_tolerance,
                          tolerance_written=common["tolerance"] is not None,
-                         math_tolerance=common["math_tolerance"],
+                         math_tolerance=common["math_tolerance"], drift=common["drift"],
                          xfail=common["xfail"], notes=common["notes"], setup=common["setup"], marks=common["marks"],
                          line=line, file=spec.path, at_text=texts)
 
@@ -1194,7 +1269,7 @@ def _table(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], 
                     yield Prediction(id=cid, quantity=q.name, at=vals, predicted=predicted,
                                      tolerance=common["tolerance"] or spec.default_tolerance,
                                      tolerance_written=common["tolerance"] is not None,
-                                     math_tolerance=common["math_tolerance"],
+                                     math_tolerance=common["math_tolerance"], drift=common["drift"],
                                      xfail=common["xfail"], notes=common["notes"], setup=common["setup"],
                                      marks=common["marks"], line=rline, file=spec.path, at_text=texts)
         except SpecError as exc:
@@ -1258,6 +1333,7 @@ def json_schema() -> dict[str, Any]:
         "predicted": {"type": ["string", "number", "boolean", "null"]},
         "tolerance": {"type": ["string", "array"]},
         "math_tolerance": {"type": ["string", "array"]},
+        "drift": {"type": "string"},
     })
     prediction["anyOf"] = [{"required": ["quantity", "predicted"]}, {"required": ["table"]}]
     prediction["required"] = ["id"]
@@ -1271,7 +1347,8 @@ def json_schema() -> dict[str, Any]:
             "hardware": hw_schema,
             "model": {"type": ["string", "object"]},
             "engine": _schema_of(ENGINE_FIELDS),
-            "workload": _schema_of(WORKLOAD_FIELDS),
+            "workload": _schema_of(WORKLOAD_FIELDS, {k: {"type": ["integer", "string", "object"]}
+                                                     for k in ("input_len", "output_len")}),
             "sweep": _schema_of(SWEEP_FIELDS),
             "slo": _schema_of(SLO_FIELDS),
             "defaults": _schema_of(DEFAULTS_FIELDS),

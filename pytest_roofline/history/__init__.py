@@ -1,1 +1,93 @@
-"""Runs over time: a store of past runs (a directory by default, a database by URI), drift and comparison."""
+"""Runs over time: a store of past runs (a directory by default, a database by URI), drift and comparison.
+
+:func:`open_store` turns a ``--roofline-history`` value into a :class:`HistoryStore`:
+
+- a plain path or ``file://...`` → :class:`DirectoryStore` (plain JSON files; the default);
+- ``sqlite:///path.db``, ``postgresql+psycopg://user@host:port/db``, ``mysql+pymysql://...`` → :class:`SqlStore`
+  (SQLAlchemy Core, imported only then; ``pip install 'pytest-roofline[history]'``);
+- anything else (``s3://``, ``gs://``, ``http://``) is refused with a :class:`~pytest_roofline.errors.HistoryError`
+  that says what is supported: object stores offer neither an atomic append nor, portably, a conditional write,
+  which an index several runners add to at once needs. Keep a directory and sync it to the bucket instead.
+
+Credentials in a URI never reach a message: every one is passed through :func:`pytest_roofline.redact.redact_url`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from pytest_roofline.errors import HistoryError, HistoryIndexRebuiltWarning
+from pytest_roofline.history._compare import ComparisonRow, compare_runs, comparison_json, render_comparison
+from pytest_roofline.history._drift import (
+    DEFAULT_BASELINE,
+    DEFAULT_DRIFT,
+    Drift,
+    DriftPolicy,
+    DriftStatus,
+    drift_counts,
+    drift_for,
+    parse_baseline,
+)
+from pytest_roofline.history._recording import build_records, relative_file, setup_key, spec_setup_key, stored_value
+from pytest_roofline.history._records import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    HistoryStore,
+    RunRecord,
+    RunSummary,
+    SetupKey,
+    StoredValue,
+    prediction_key,
+)
+from pytest_roofline.history._sql import SqlStore
+from pytest_roofline.history._store import DirectoryStore, new_run_id, read_run_dir
+from pytest_roofline.redact import redact_url
+
+__all__ = [
+    "SCHEMA", "SCHEMA_VERSION", "SetupKey", "StoredValue", "RunSummary", "RunRecord", "HistoryStore",
+    "prediction_key", "HistoryError", "HistoryIndexRebuiltWarning",
+    "DirectoryStore", "SqlStore", "open_store", "new_run_id", "read_run_dir", "SQL_SCHEMES",
+    # drift, comparison and recording (H2)
+    "DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "Drift", "drift_for", "drift_counts",
+    "parse_baseline", "ComparisonRow", "compare_runs", "render_comparison", "comparison_json", "build_records",
+    "setup_key", "spec_setup_key", "relative_file", "stored_value",
+]
+
+#: the URI schemes (before any ``+driver``) that open a database store
+SQL_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
+
+
+def open_store(uri: str | os.PathLike[str], *, create: bool = True) -> HistoryStore:
+    """The history store ``uri`` names: a directory (a path or ``file://``) or a database (an SQLAlchemy URL).
+
+    Raises :class:`HistoryError` for a scheme that is not supported, a missing driver (naming what to install)
+    or a database that cannot be reached; the URI in every message has its credentials redacted."""
+    if isinstance(uri, os.PathLike):
+        return DirectoryStore(Path(uri), create=create)
+    text = str(uri).strip()
+    if not text:
+        raise HistoryError("an empty history URI: give a directory, file://..., sqlite:///x.db or postgresql+psycopg://...")
+    m = _SCHEME.match(text)
+    if m is None:  # a plain path (a one-letter "scheme" is a Windows drive: a path too)
+        return DirectoryStore(Path(text), create=create)
+    scheme = m.group(1).lower()
+    if scheme == "file":
+        parts = urlsplit(text)
+        if parts.netloc not in ("", "localhost"):
+            raise HistoryError(f"{redact_url(text)}: a file:// URI names a path on this machine "
+                               "(file:///abs/path or file://localhost/abs/path), not on a host")
+        return DirectoryStore(Path(unquote(parts.path)), create=create)
+    if scheme.split("+", 1)[0] in SQL_SCHEMES:
+        return SqlStore(text, create=create)  # imports SQLAlchemy only now; says what to install when missing
+    raise HistoryError(
+        f"{redact_url(text)}: history storage {scheme}:// is not supported. Use a directory (a path or file://...; "
+        "the default: plain JSON files that git and CI artefacts keep) or a database by SQLAlchemy URL "
+        "(sqlite:///history.db, postgresql+psycopg://user@host:5432/db). Object stores (s3://, gs://, az://) are "
+        "not supported on purpose: several runners append to one index at once, which needs an atomic append or a "
+        "transaction, and object stores offer neither append nor, portably, a conditional write. Keep the history "
+        "in a directory and sync that directory with the bucket (aws s3 sync, gsutil rsync) before and after the "
+        "run, or point several runners at one database.")

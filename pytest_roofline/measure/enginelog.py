@@ -63,6 +63,7 @@ __all__ = [
     "LOG_FIELDS",
     "Occurrence",
     "StartupLog",
+    "workers_seen",
 ]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -601,3 +602,88 @@ def parse_startup_log(text: str) -> dict[str, Any]:
     printed: ``"GPU"``, ``"CPU"`` (V1), or ``"cuda"``/``"GPU"`` (V0 "# <device> blocks" line). Before 0.30 the CPU
     backend also printed "GPU" (vLLM's kv_cache_utils.py)."""
     return read_startup_log(text).as_dict()
+
+
+# --------------------------------------------------------------------------- the workers a startup log shows
+#
+# Which process prefixes are model workers (one per TP x PP rank of each data-parallel engine), as vLLM prints them:
+#
+# - V0 multiprocessing: ``(VllmWorkerProcess pid=N)`` (vllm/executor/multiproc_worker_utils.py, 0.4-0.10); the
+#   rank-0 worker runs inside the engine process and prints without a prefix.
+# - V1 multiprocessing: ``(VllmWorker rank=R pid=N)`` (0.8-0.9), ``(VllmWorker TP1 pid=N)`` (0.10), and in 0.11
+#   and 0.32 ``(VllmWorker-R pid=N)`` (the multiprocessing.Process name ``f"VllmWorker-{rank}"``) then ``(Worker
+#   pid=N)`` and, once the parallel groups exist, ``(Worker_PP1_TP0 pid=N)`` with a ``_DPd`` / ``_PPp`` / ``_TPt``
+#   part for each dimension larger than 1 (WorkerProc.setup_proc_title_and_log_prefix in
+#   vllm/v1/executor/multiproc_executor.py, read at v0.11.0 and v0.32.0).
+# - Ray: ``(RayWorkerWrapper pid=N, ip=A)`` on every line a worker actor prints (Ray's log prefix; the ip is the
+#   node's), deduplicated across the cluster unless ``RAY_DEDUP_LOGS=0``.
+# - Every worker's rank, when it prints it: ``rank R in world size W is assigned as DP rank d, PP rank p, [PCP rank
+#   c, ]TP rank t[, EP rank ...]`` (vllm/distributed/parallel_state.py, 0.8+; the PCP part is in 0.32, not in 0.11)
+#   and ``world_size=W rank=R local_rank=L distributed_init_method=...`` (same file).
+_WORKER_NAME = re.compile(r"^(?:VllmWorkerProcess|VllmWorker\b|VllmWorker-\d+|Worker(?:_|$)|RayWorkerWrapper)")
+_NAME_RANK = re.compile(r"^VllmWorker(?:-| rank=)(\d+)\b")
+_NAME_DIM = re.compile(r"(?:_| )(DP|PP|TP)(\d+)(?=_|\s|$)")
+_ASSIGNED = re.compile(r"\brank (\d+) in world size (\d+) is assigned as DP rank (\d+), PP rank (\d+), "
+                       r"(?:PCP rank \d+, )?TP rank (\d+)")
+_INIT_RANK = re.compile(r"\bworld_size=(\d+) rank=(\d+) local_rank=(\d+) distributed_init_method=")
+
+
+def workers_seen(text: str, *, tensor_parallel_size: int = 1, pipeline_parallel_size: int = 1) -> list[dict[str, Any]]:
+    """The model workers a vLLM log shows, one dict per process: ``rank`` (the worker's index in its engine's
+    data-parallel x pipeline x tensor grid, ``dp x PP x TP + pp x TP + tp``, when the log says it), ``dp_rank``,
+    ``pp_rank``, ``tp_rank``, ``pid``, ``ip`` (Ray's node address; None for a local process), ``name`` (the prefix,
+    e.g. ``"Worker_TP1"``; ``"driver"`` for the rank-0 worker inside a V0 engine process), ``executor``
+    (``"mp"``, ``"ray"`` or ``"driver"``) and ``lineno`` (where it first appeared). Sorted by rank, unknown ranks
+    last. The prefixes read are listed in the comment above."""
+    tp, pp = max(1, int(tensor_parallel_size)), max(1, int(pipeline_parallel_size))
+    found: dict[tuple[str | None, int | None], dict[str, Any]] = {}
+
+    def entry(key: tuple[str | None, int | None], name: str, lineno: int) -> dict[str, Any]:
+        w = found.get(key)
+        if w is None:
+            w = found[key] = {"rank": None, "dp_rank": None, "pp_rank": None, "tp_rank": None, "pid": key[1],
+                              "ip": key[0], "name": name, "lineno": lineno,
+                              "executor": "ray" if name.startswith("RayWorkerWrapper") or key[0] else
+                              ("driver" if name == "driver" else "mp")}
+        elif name.startswith(("Worker_", "VllmWorker ")):
+            w["name"] = name  # the prefix that names the grid position ("Worker_TP1" over "VllmWorker-1")
+        return w
+
+    for i, raw in enumerate(text.splitlines(), 1):
+        line = _ANSI.sub("", raw).rstrip()
+        if not line:
+            continue
+        line = _REPEATED.sub("", line)
+        pm = _PREFIX.match(line) or _PROC_ONLY.match(line)
+        msg = pm.group("message") if pm else line
+        procs = list(_PROC_RE.finditer(pm.group("procs"))) if pm else []
+        w: dict[str, Any] | None = None
+        if procs:
+            last = procs[-1]
+            name = last.group("pname").strip()
+            if not _WORKER_NAME.match(name):
+                continue  # the API server, an EngineCore, a bare Ray actor "(pid=N, ip=A)"
+            w = entry((last.group("pip"), int(last.group("ppid"))), name, i)
+            nr = _NAME_RANK.match(name)
+            if nr and w["rank"] is None:
+                w["rank"] = int(nr.group(1))
+            for dim, n in _NAME_DIM.findall(name):
+                w[{"DP": "dp_rank", "PP": "pp_rank", "TP": "tp_rank"}[dim]] = int(n)
+        am = _ASSIGNED.search(msg)
+        im = _INIT_RANK.search(msg) if am is None else None
+        if (am or im) and w is None and pm is not None and not procs:
+            w = entry((None, None), "driver", i)  # V0: rank 0 runs in the engine process, unprefixed
+        if w is None:
+            continue
+        if am:
+            w["rank"] = int(am.group(1))
+            w["dp_rank"], w["pp_rank"], w["tp_rank"] = int(am.group(3)), int(am.group(4)), int(am.group(5))
+        elif im and w["rank"] is None:
+            w["rank"] = int(im.group(2))
+    out = list(found.values())
+    for w in out:
+        if w["pp_rank"] is not None or w["tp_rank"] is not None:
+            # the grid position wins over a printed rank: with data parallelism vLLM numbers ranks across engines
+            w["rank"] = ((w["dp_rank"] or 0) * pp + (w["pp_rank"] or 0)) * tp + (w["tp_rank"] or 0)
+    out.sort(key=lambda w: (w["rank"] is None, w["rank"] if w["rank"] is not None else 0, w["lineno"]))
+    return out

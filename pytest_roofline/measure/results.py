@@ -139,6 +139,23 @@ def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
     return None
 
 
+def git_branch(cwd: str | os.PathLike[str] | None = None) -> str | None:
+    """The checked-out branch (None on a detached HEAD, as CI checkouts often are, or outside git); CI's own
+    ``GITHUB_HEAD_REF``/``GITHUB_REF_NAME`` name it there."""
+    for var in ("GITHUB_HEAD_REF", "GITHUB_REF_NAME"):
+        if os.environ.get(var):
+            return os.environ[var]
+    try:
+        out = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=cwd, capture_output=True, text=True,
+                             timeout=5)
+        name = out.stdout.strip()
+        if out.returncode == 0 and name and name != "HEAD":
+            return name
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return None
+
+
 def new_results(setup: RunSetup | Mapping[str, Any], *, source: str = "measured") -> ResultsData:
     now = _now()
     return {
@@ -271,6 +288,7 @@ _POINT: dict[str, str] = {
     "id": _STR, "mode": _STR, "concurrency": _INT, "rate_req_s": _NUM, "burstiness": _NUM, "input_len": _INT,
     "output_len": _INT, "num_requests": _INT, "warmup_requests": _INT, "duration_s": _NUM, "client": _OBJ,
     "server": _OBJ, "contaminated": _BOOL, "flags": _LIST, "requests_file": _STR, "loadgen": _OBJ,
+    "workload": _OBJ,  # the workload as run (measure/workloads.py): distributions, dataset + sha256, realised lengths
 }
 _ENGINE_REPORT: dict[str, str] = {
     **{k: _NUM for k in ("num_gpu_blocks", "block_size", "kv_cache_tokens", "available_kv_cache_gib",

@@ -39,6 +39,10 @@ __all__ = [
     "histogram_stats",
     "histogram_bucket",
     "summarize",
+    "replica_entry",
+    "aggregate_replicas",
+    "REPLICA_COUNTERS",
+    "REPLICA_GAUGE_PEAKS",
     "MetricsScraper",
     "DEFAULT_CONTAMINATION_THRESHOLD",
     "HISTOGRAMS",
@@ -357,6 +361,92 @@ def summarize(
     out["counter_resets"] = sorted(set(resets))
     out["contamination_threshold"] = contamination_threshold
     out["contaminated"] = bool(hit_rate is not None and hit_rate > contamination_threshold)
+    return out
+
+
+# --------------------------------------------------------------------------- several replicas
+
+#: counter deltas of a point that add up over replicas: each replica counts only its own requests and tokens, so
+#: the deployment's count is the sum (a request is served by exactly one replica)
+REPLICA_COUNTERS = ("prefix_cache_queries", "prefix_cache_hits", "preemptions", "prompt_tokens",
+                    "generation_tokens", "requests_succeeded")
+#: gauge peaks of a point: each replica's own peak; the deployment's figure is the busiest replica's (the maximum),
+#: never a sum — eight running on each of two engines is not one engine running sixteen, and the KV usage is a
+#: fraction of each replica's own pool
+REPLICA_GAUGE_PEAKS = ("max_num_requests_running", "max_num_requests_waiting", "max_kv_cache_usage")
+
+
+def replica_entry(url: str, before: dict | None, after: dict | None, timeline: list[dict] | None, *,
+                  contamination_threshold: float = DEFAULT_CONTAMINATION_THRESHOLD) -> dict[str, Any]:
+    """One replica's share of a point: :func:`summarize` over its own /metrics snapshots, with its (redacted)
+    ``url`` and ``requests_succeeded`` (the delta of ``vllm:request_success_total``: the requests it finished)."""
+    summary = summarize(before, after, timeline, contamination_threshold=contamination_threshold) or {}
+    resets: list[str] = []
+    return {"url": redact.redact_url(url),
+            "requests_succeeded": _delta(before, after, "request_success", resets), **summary}
+
+
+def _sum_or_none(values: list[Any]) -> int | float | None:
+    if not values or any(v is None for v in values):
+        return None  # one replica that did not say makes the deployment's sum unknown, never a partial sum
+    return _num(sum(values))
+
+
+def _sum_histograms(hists: list[dict | None]) -> dict | None:
+    """The bucket-wise sum of the replicas' histogram deltas (the same bucket bounds on every replica of one
+    vLLM version): the distribution over every request the deployment served."""
+    present = [h for h in hists if h is not None]
+    if not present or len(present) != len(hists):
+        return None
+    by_le: dict[float, float] = {}
+    for h in present:
+        for le, c in h["buckets"]:
+            by_le[le] = by_le.get(le, 0.0) + c
+    return {"name": present[0].get("name"), "buckets": sorted(by_le.items()),
+            "sum": sum(h["sum"] for h in present), "count": sum(h["count"] for h in present)}
+
+
+def aggregate_replicas(urls: list[str], befores: list[dict | None], afters: list[dict | None],
+                       timelines: list[list[dict]] | None = None, *,
+                       contamination_threshold: float = DEFAULT_CONTAMINATION_THRESHOLD) -> dict[str, Any]:
+    """A point's ``server`` object for a deployment of several replicas, from each replica's own /metrics
+    snapshots before and after the point (``befores[i]``, ``afters[i]`` of ``urls[i]``; ``timelines[i]`` its
+    polls while the point ran, if any).
+
+    - counters (:data:`REPLICA_COUNTERS`) are summed; the prefix-cache hit rate is Σhits ÷ Σqueries;
+    - gauge peaks (:data:`REPLICA_GAUGE_PEAKS`) are the maximum over the replicas (the busiest one), not a sum;
+    - server-side latency distributions (``ttft_ms`` ...) come from the bucket-wise sum of the replicas'
+      histogram deltas: the distribution over every request the deployment served;
+    - ``replicas`` keeps every replica's own figures (:func:`replica_entry`), ``replica_count`` how many.
+    """
+    timelines = timelines or [[] for _ in urls]
+    replicas = [replica_entry(u, b, a, t, contamination_threshold=contamination_threshold)
+                for u, b, a, t in zip(urls, befores, afters, timelines, strict=True)]
+    deltas = [{key: histogram_delta(((b or {}).get("histograms") or {}).get(key),
+                                    ((a or {}).get("histograms") or {}).get(key)) for key in HISTOGRAMS}
+              for b, a in zip(befores, afters, strict=True)]
+    out: dict[str, Any] = {key: _sum_or_none([r.get(key) for r in replicas]) for key in REPLICA_COUNTERS}
+    if out["preemptions"] is not None:
+        out["preemptions"] = int(out["preemptions"])
+    queries, hits = out["prefix_cache_queries"], out["prefix_cache_hits"]
+    out["prefix_cache_hit_rate"] = (hits / queries) if (queries and hits is not None) else None
+    not_measured: dict[str, str] = {}
+    for key in REPLICA_GAUGE_PEAKS:
+        vals = [r.get(key) for r in replicas]
+        out[key] = _max(vals) if all(v is not None for v in vals) else None
+        if out[key] is None:
+            not_measured[key] = "not every replica's peak was measured (sweep.timeline off): the maximum is unknown"
+    for key in HISTOGRAMS:
+        hist = _sum_histograms([d.get(key) for d in deltas])
+        out[f"{key}_ms"] = histogram_stats(hist)
+    out["timeline"] = []  # each replica keeps its own (their clocks differ by the poll); none is merged
+    out["not_measured"] = not_measured
+    out["counter_resets"] = sorted({k for r in replicas for k in r.get("counter_resets") or []})
+    out["contamination_threshold"] = contamination_threshold
+    out["contaminated"] = bool(out["prefix_cache_hit_rate"] is not None
+                               and out["prefix_cache_hit_rate"] > contamination_threshold)
+    out["replica_count"] = len(replicas)
+    out["replicas"] = replicas
     return out
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_roofline import redact
-from pytest_roofline.errors import NotMeasured, PointError
+from pytest_roofline.errors import NotMeasured, PointError, SpecError, WorkloadError
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.measure import gpu as gpu_mod
 from pytest_roofline.measure.plan import PointPlan, needs_engine, plan_points
@@ -33,7 +33,7 @@ from pytest_roofline.quantities.measurement import ClientStats, EngineReport, Lo
 from pytest_roofline.units import GIB
 
 __all__ = ["Measurements", "engine_config_for", "TINY_MODEL", "run_point", "default_request_timeout_s",
-           "failed_point_reason", "ALLOWED_FAILED_REQUESTS"]
+           "failed_point_reason", "ALLOWED_FAILED_REQUESTS", "replica_count", "replica_metrics_for"]
 
 DEFAULT_TOKEN_ID_RANGE = (1000, 20000)  # ordinary BPE ids for real models (no special tokens there)
 
@@ -95,8 +95,35 @@ def _is_tiny(spec: Spec) -> bool:
     return bool(spec.model == TINY_MODEL)
 
 
-def engine_config_for(spec: Spec, *, device: str) -> Any:
-    """The vLLM launch configuration a prediction file describes (``engine.args`` map to CLI flags)."""
+def _engine_arg_line(path: str, key: str) -> int | None:
+    """The line of ``engine.args.<key>`` (else of ``engine.args``, else ``engine``) in the YAML file; None if unread."""
+    import yaml
+
+    try:
+        root = yaml.compose(Path(path).read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    node: Any = root
+    line = None
+    for name in ("engine", "args", key):
+        if not isinstance(node, yaml.MappingNode):
+            break
+        hit = next(((k, v) for k, v in node.value if getattr(k, "value", None) == name), None)
+        if hit is None:
+            break
+        line, node = hit[0].start_mark.line + 1, hit[1]
+    return line
+
+
+#: engine.args keys that spread one server over several nodes: the single-box GPU count says nothing then
+_MULTI_NODE_ARGS = ("nnodes", "node_rank", "data_parallel_size_local", "data_parallel_address")
+
+
+def engine_config_for(spec: Spec, *, device: str, gpus_visible: int | None = None) -> Any:
+    """The vLLM launch configuration a prediction file describes (``engine.args`` map to CLI flags).
+
+    ``gpus_visible``: the GPUs detected on this machine; a single-node ``mp`` run whose tensor x pipeline x data
+    parallel workers need more is refused here, at the file's ``engine.args`` line, before any engine starts."""
     from pytest_roofline.measure.engine import EngineConfig
 
     args = dict(spec.engine.get("args") or {})
@@ -109,7 +136,9 @@ def engine_config_for(spec: Spec, *, device: str) -> Any:
         model = spec.engine.get("model") or str(spec.model)
         served = None
     known = {}
-    for key in ("dtype", "max_model_len", "tensor_parallel_size", "gpu_memory_utilization", "block_size",
+    multi_node = any(k in args for k in _MULTI_NODE_ARGS)
+    for key in ("dtype", "max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+                "distributed_executor_backend", "gpu_memory_utilization", "block_size",
                 "max_num_seqs", "max_num_batched_tokens", "enforce_eager", "enable_prefix_caching"):
         if key in args:
             known[key] = args.pop(key)
@@ -123,25 +152,54 @@ def engine_config_for(spec: Spec, *, device: str) -> Any:
         elif value is not None:
             extra += [flag, str(value)]
     kv_space = spec.engine.get("cpu_kvcache_space")
-    return EngineConfig(
-        model=model, served_model_name=served, device=device,
-        kv_cache_space_gib=int(round(kv_space / GIB)) if kv_space else None,
-        extra_args=extra, env={str(k): str(v) for k, v in (spec.engine.get("env") or {}).items()},
-        python=spec.engine.get("python"), command=spec.engine.get("command"), **known,
-    )
+    try:
+        cfg = EngineConfig(
+            model=model, served_model_name=served, device=device,
+            kv_cache_space_gib=int(round(kv_space / GIB)) if kv_space else None,
+            extra_args=extra, env={str(k): str(v) for k, v in (spec.engine.get("env") or {}).items()},
+            python=spec.engine.get("python"), command=spec.engine.get("command"), **known,
+        )
+    except ValueError as e:
+        bad = next((k for k in known if k in str(e)), "")
+        raise SpecError(f"engine.args: {e}", file=spec.path, line=_engine_arg_line(spec.path, bad)) from None
+    world = cfg.world_size()
+    if (gpus_visible is not None and device == "cuda" and world > gpus_visible and not multi_node
+            and cfg.distributed_executor_backend != "ray"):
+        # one node, vLLM's multiprocessing executor: every worker needs a GPU of this machine
+        dims = " x ".join(f"{n} {cfg_v}" for n, cfg_v in (("TP", cfg.tensor_parallel_size),
+                                                           ("PP", cfg.pipeline_parallel_size),
+                                                           ("DP", cfg.data_parallel_size)) if cfg_v > 1)
+        key = next((k for k in ("pipeline_parallel_size", "data_parallel_size", "tensor_parallel_size")
+                    if getattr(cfg, k) > 1), "tensor_parallel_size")
+        raise SpecError(
+            f"engine.args: {dims} = {world} workers, one GPU each, but this machine shows {gpus_visible} GPU"
+            f"{'s' if gpus_visible != 1 else ''}", file=spec.path, line=_engine_arg_line(spec.path, key),
+            hint="lower the parallel sizes to fit this machine, or run across nodes with "
+                 "distributed_executor_backend: ray (README: Scaling out)")
+    return cfg
 
 
 def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, token_id_range: tuple[int, int],
               contamination: float, api_key: str | None = None,
-              on_progress: Callable[[Any], None] | None = None) -> PointRecord:
+              on_progress: Callable[[Any], None] | None = None,
+              replica_metrics: list[str] | None = None) -> PointRecord:
     """Measure one point: offer the load, scrape /metrics around and during it, summarise both sides.
-    ``on_progress`` receives the load generator's ``loadgen.Progress`` while the load runs."""
-    from pytest_roofline.measure import loadgen, scrape, stats
+    ``on_progress`` receives the load generator's ``loadgen.Progress`` while the load runs.
+
+    ``replica_metrics``: the base URLs of each replica's own /metrics behind a load balancer (the deployment's
+    shape, :func:`replica_metrics_for`); each is scraped before, after (and, with ``sweep.timeline``, during) the
+    point and the point's server figures are summed or maxed over them (``scrape.aggregate_replicas``). A replica
+    whose /metrics does not answer makes the point an error naming it. With several replicas and no such URLs the
+    load balancer's /metrics (one replica's numbers at best) is not read at all."""
+    from pytest_roofline.measure import loadgen, scrape, stats, workloads
 
     sampling = dict(spec.workload.get("sampling") or {})
     served = target.served_model_name
     if served is None:  # a started engine or a connected endpoint has learnt it from /v1/models
         raise PointError(f"point {plan.id}: the target has no served model name to send requests to")
+    shape = workload_shape(spec, plan, for_load=True)  # lengths, dataset, prefix, ramp-up: measure/workloads.py
+    # a workload.prefix_share's hits are deliberate: only hits beyond that share contaminate the point
+    contamination = min(1.0, contamination + shape.prefix_share)
     load = loadgen.LoadSpec(
         model=served, token_id_range=token_id_range, mode=plan.mode,
         concurrency=plan.concurrency, rate_req_s=plan.rate_req_s, burstiness=plan.burstiness,
@@ -150,26 +208,41 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
         point_id=plan.id, shared_prefix_len=int(spec.workload.get("shared_prefix_len", 0)), extra_body=sampling,
         request_timeout_s=spec.sweep.request_timeout_s or default_request_timeout_s(plan.input_len, plan.output_len),
         max_failures=ALLOWED_FAILED_REQUESTS, api=str(spec.workload.get("api", "completions")),
+        **shape.load_kwargs(),
     )
 
-    def snapshot() -> dict[str, Any] | None:
-        try:
-            return scrape.scrape_metrics(target.base_url, api_key=api_key, model_name=target.served_model_name)
-        except Exception:  # /metrics is optional (an endpoint may not expose it)
-            return None
+    urls = list(replica_metrics or [])
+    replicas = replica_count(spec)
 
-    before = snapshot()
+    # where the point's server figures come from: the endpoint's own /metrics (optional: a server may not expose
+    # it), or each replica's behind a load balancer (required: a replica that does not answer is an error). With
+    # several replicas and no per-replica URLs, none: the balancer's /metrics is one replica's, never the whole
+    sources = urls if urls else ([target.base_url] if replicas == 1 else [])
+
+    def snapshot(url: str) -> dict[str, Any] | None:
+        try:
+            return scrape.scrape_metrics(url, api_key=api_key, model_name=target.served_model_name)
+        except Exception as exc:
+            if not urls:  # /metrics is optional (an endpoint may not expose it)
+                return None
+            raise PointError(redact.redact_text(  # a replica that cannot be read: an error, never a silent zero
+                f"point {plan.id}: replica /metrics {redact.redact_url(url)} could not be read "
+                f"({type(exc).__name__}: {exc}); every replica's /metrics must answer to measure the deployment",
+                [api_key])) from None
+
+    befores = [snapshot(u) for u in sources]
     # The server-side timeline is opt-in (sweep.timeline): on this project's 2-core machine, polling the CPU
     # engine's /metrics while a point ran — from a thread or from a child process, every 0.25 s or every 2 s —
     # cut a closed loop of 8 to 1.3–2.6 requests in flight and delayed the client's reads by up to 1.1 s;
     # without polling the same point held 7.9 in flight. Counters and histograms need only before/after.
     interval = spec.sweep.timeline_interval_s
-    scraper = (scrape.ProcessScraper(target.base_url, interval_s=interval, api_key=api_key,
-                                     model_name=target.served_model_name).start() if interval else None)
+    scrapers = [scrape.ProcessScraper(u, interval_s=interval, api_key=api_key,
+                                      model_name=target.served_model_name).start()
+                for u in (sources if interval else [])]
     try:
         result = loadgen.run_load(target.base_url, load, api_key=api_key, on_progress=on_progress)
     finally:
-        timeline = scraper.stop() if scraper else []
+        timelines = [sc.stop() for sc in scrapers] if scrapers else [[] for _ in sources]
     requests_file = out_dir / f"{plan.id}.requests.jsonl"
     with requests_file.open("w", encoding="utf-8") as fh:
         for rec in result.records:
@@ -177,13 +250,61 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
     failure = failed_point_reason(result)
     if failure is not None:  # not a measurement: the sweep records the error, the point is never stored
         raise PointError(f"{failure} (requests: {requests_file.name})")
-    after = snapshot()
+    afters = [snapshot(u) for u in sources]
     client = stats.summarize(result)
-    server = scrape.summarize(before, after, timeline, contamination_threshold=contamination)
-    return point_record(plan.to_dict(), started_at=result.started_at, finished_at=result.finished_at,
-                        duration_s=stats.measured_duration_s(result), client=cast(ClientStats, client),
-                        server=cast("ServerStats | None", server),
-                        requests_file=requests_file.name, loadgen=cast(LoadgenChecks, stats.loadgen_checks(result)))
+    server: dict[str, Any] | None
+    if urls:  # counters summed, gauge peaks maxed over the replicas (scrape.aggregate_replicas)
+        server = scrape.aggregate_replicas(urls, befores, afters, timelines, contamination_threshold=contamination)
+    elif sources:
+        server = scrape.summarize(befores[0], afters[0], timelines[0], contamination_threshold=contamination)
+    else:
+        server = {"replica_count": replicas, "replicas": [], "note": (
+            f"{replicas} replicas and no per-replica /metrics (--roofline-replica-metrics or engine.replica_metrics): "
+            "the load balancer's /metrics shows one replica at most, so no server-side figure was taken")}
+    record = point_record(plan.to_dict(), started_at=result.started_at, finished_at=result.finished_at,
+                          duration_s=stats.measured_duration_s(result), client=cast(ClientStats, client),
+                          server=cast("ServerStats | None", server), requests_file=requests_file.name,
+                          loadgen=cast(LoadgenChecks, stats.loadgen_checks(result)))
+    if shape != workloads.ResolvedWorkload():  # the workload as run: its description and realised lengths
+        record["workload"] = {**shape.to_dict(), "realised": workloads.realised(result.records)}  # type: ignore
+    return record
+
+
+def workload_shape(spec: Spec, plan: PointPlan | None = None, *, for_load: bool = False) -> Any:
+    """The file's shared workload description (``measure.workloads.resolve``); the batch-1 run keeps its fixed
+    lengths. A dataset is tokenized with the served model's tokenizer (the tiny model's own)."""
+    from pytest_roofline.measure import workloads
+
+    if plan is not None and plan.id == "batch1":
+        return workloads.ResolvedWorkload()
+    model_dir = None
+    if _is_tiny(spec):
+        from pytest_roofline.measure import tinymodel
+
+        model_dir = tinymodel.default_model_dir()
+    elif spec.engine.get("model") and Path(str(spec.engine["model"])).is_dir():
+        model_dir = Path(str(spec.engine["model"]))
+    try:
+        return workloads.resolve(spec.workload, model_dir=model_dir, for_load=for_load)
+    except WorkloadError as exc:
+        raise PointError(f"{spec.path}: {exc}") from None
+
+
+def replica_count(spec: Spec) -> int:
+    """Replicas behind the measured endpoint (``engine.replicas``; 1 when the file does not say)."""
+    return int(spec.engine.get("replicas") or 1)
+
+
+def replica_metrics_for(spec: Spec, cli_urls: list[str] | None) -> list[str]:
+    """The per-replica /metrics base URLs of a file's deployment: ``--roofline-replica-metrics`` (the command line
+    wins), else ``engine.replica_metrics``; empty when neither says. Their number must be ``engine.replicas``."""
+    urls = [u.strip().rstrip("/") for u in (cli_urls or spec.engine.get("replica_metrics") or [])]
+    replicas = replica_count(spec)
+    if urls and len(urls) != replicas:
+        where = "--roofline-replica-metrics" if cli_urls else "engine.replica_metrics"
+        raise PointError(f"{spec.path}: {where} names {len(urls)} /metrics URL(s) for engine.replicas: {replicas}; "
+                         "give one per replica")
+    return urls
 
 
 @dataclass
@@ -264,8 +385,11 @@ class Measurements(MeasurementProvider):
     """Live measurement provider for one pytest session."""
 
     def __init__(self, *, mode: str, gpu: str | None, endpoint: str | None, endpoint_key_env: str | None,
-                 out_dir: Path, reanchor: bool, plans: dict[str, list[PointPlan]]):
+                 out_dir: Path, reanchor: bool, plans: dict[str, list[PointPlan]],
+                 replica_metrics: list[str] | None = None):
         self.mode, self.gpu, self.endpoint, self.endpoint_key_env = mode, gpu, endpoint, endpoint_key_env
+        #: --roofline-replica-metrics: each replica's /metrics base URL behind --endpoint (None: the files say)
+        self.replica_metrics = list(replica_metrics) if replica_metrics else None
         self.out_dir = Path(out_dir)
         self.reanchor = reanchor
         self.plans = plans
@@ -287,7 +411,8 @@ class Measurements(MeasurementProvider):
             specs[item.spec.path] = item.spec
         plans = {path: plan_points(specs[path], preds) for path, preds in by_spec.items() if needs_engine(preds)}
         return cls(mode=rs.mode, gpu=rs.gpu, endpoint=rs.endpoint, endpoint_key_env=rs.endpoint_key_env,
-                   out_dir=rs.out_dir, reanchor=rs.reanchor, plans=plans)
+                   out_dir=rs.out_dir, reanchor=rs.reanchor, plans=plans,
+                   replica_metrics=getattr(rs, "replica_metrics", None))
 
     # ---- hardware -----------------------------------------------------------------------------------------
     @property
@@ -358,7 +483,12 @@ class Measurements(MeasurementProvider):
                 except (EndpointError, OSError) as exc:
                     self.target_errors[key] = PointError(f"--endpoint: {exc}")
         else:
-            cfg = engine_config_for(spec, device="cpu" if self.gpu == "cpu" else "cuda")
+            det = self._detect() if self.gpu and self.gpu != "cpu" else None
+            try:
+                cfg = engine_config_for(spec, device="cpu" if self.gpu == "cpu" else "cuda",
+                                        gpus_visible=det.count if det is not None else None)
+            except SpecError as exc:  # e.g. TP x PP beyond this machine's GPUs: every prediction of the file errors
+                raise PointError(str(exc)) from None
             key = cfg.key()
             if key not in self.targets and key not in self.target_errors:
                 from pytest_roofline.measure.engine import Engine
@@ -398,6 +528,11 @@ class Measurements(MeasurementProvider):
 
     def _sweep(self, run: _Run) -> None:
         spec = run.spec
+        if self.mode != "endpoint" and replica_count(spec) > 1:
+            raise PointError(f"{spec.path}: engine.replicas: {replica_count(spec)} describes a deployment of several "
+                             "replicas behind a load balancer; --gpu starts one engine: measure the deployment with "
+                             "--endpoint URL --roofline-replica-metrics URL ... (one per replica)")
+        replica_urls = replica_metrics_for(spec, self.replica_metrics)
         target = self._target(spec)
         stem = Path(spec.path).stem
         out = self.out_dir / stem
@@ -413,7 +548,12 @@ class Measurements(MeasurementProvider):
             "workload": dict(spec.workload),
             "mode": self.mode,
         }
+        if replica_count(spec) > 1 or replica_urls:
+            setup["deployment"] = {"replicas": replica_count(spec),
+                                   "replica_metrics": [redact.redact_url(u) for u in replica_urls]}
         run.writer = ResultsWriter(out / "results.json", new_results(setup))
+        if hasattr(target, "metrics_base_url"):  # an endpoint: its KV report from a replica's own /metrics
+            target.metrics_base_url = replica_urls[0] if replica_urls else None
         run.writer.set_engine_report(target.report())
         token_range = tuple(spec.workload.get("token_id_range") or ())
         if not token_range:
@@ -431,7 +571,8 @@ class Measurements(MeasurementProvider):
                 target.check_alive()
                 point = run_point(target, plan, spec, out_dir=out, token_id_range=token_range,
                                   contamination=spec.thresholds.contamination, api_key=api_key,
-                                  on_progress=tracker.on_progress if self.progress is not None else None)
+                                  on_progress=tracker.on_progress if self.progress is not None else None,
+                                  replica_metrics=replica_urls)
                 target.check_alive()
                 tracker.done(None)
             except Exception as exc:  # engine died, or the load could not run: this point and the rest fail

@@ -8,12 +8,14 @@ Public API (the interface the other layers code against)
 ---------------------------------------------------------
 ``ArrivalKind``            CLOSED (C clients, each sends its next request when its previous one finished),
                            POISSON, GAMMA (open loop, ``burstiness`` = gamma shape, as ``vllm bench serve``).
-``LengthDist``             token lengths: ``fixed`` (default), ``uniform`` (``low``..``high``, default the
-                           ``--random-range-ratio``-style [mean/2, 3 mean/2]) or ``normal`` (``std``); ``sample``.
+``LengthDist``             token lengths (``model.workload.LengthDist``, the load generator's own): ``fixed``,
+                           ``uniform``, ``normal``, ``file``; per-request draws by ``workload.request_lengths``.
 ``Workload``               lengths, request count, arrival process, seed and ``point_id`` (with the seed, they
                            seed the arrival schedule exactly as the load generator's ``LoadSpec.seed`` and
                            ``point_id`` do: ``model.workload.arrival_offsets_s``), ``ignore_eos``,
-                           ``prefix_hit_rate``.
+                           ``prefix_hit_rate``, and the shared workload description: ``dataset``
+                           (``workload.DatasetLengths``), ``prefix_share`` / ``shared_prefix_len``, ``ramp_up``,
+                           ``warmup_requests`` (not simulated; their prefixes are cached before the point).
 ``EngineConfig``           scheduler limits, block size, KV pool (``num_gpu_blocks``), chunked prefill (V1) or
                            not (0.5-era V0), prefix caching, TP; ``EngineConfig.from_setup(setup)``.
 ``ServingConstants``       the efficiency fractions and overheads; ``default_constants(setup)`` documents each
@@ -46,7 +48,10 @@ or decodes only; a prompt is never split and decodes wait while prefills run.
 Prefix caching (``Workload.prefix_hit_rate`` h, needs ``enable_prefix_caching``): a new request starts with
 ``floor(h x prompt / block_size)`` whole blocks already computed (at most prompt - 1 tokens, as vLLM always computes
 the last one); the prefill computes the rest, attending over the cached part.  A recomputed (preempted) request
-gets no hits.
+gets no hits.  A shared prefix (``prefix_share`` / ``shared_prefix_len``, the prompts the load generator sends)
+gives request i the whole blocks of its prefix that an earlier request or the warm-up already computed
+(``workload.prefix_cache_hits``); ``PointPrediction.prefix_cache_hit_rate`` is hits / prompt tokens, vLLM's
+``vllm:prefix_cache_hits`` / ``vllm:prefix_cache_queries``.
 
 Step cost (per GPU; ``step_cost``)
 -----------------------------------
@@ -99,7 +104,6 @@ import dataclasses
 import enum
 import math
 import numbers
-import random
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -111,6 +115,7 @@ from pytest_roofline.model import analytical as an
 from pytest_roofline.model import vllm_defaults
 from pytest_roofline.model import workload as _schedule
 from pytest_roofline.model.setup import kv_accounting as setup_kv_accounting
+from pytest_roofline.model.workload import DatasetLengths, LengthDist, RampUp
 
 __all__ = [
     "ArrivalKind", "LengthDist", "Workload", "EngineConfig", "ServingConstants", "StepCost", "step_cost",
@@ -136,47 +141,7 @@ class ArrivalKind(enum.Enum):
     GAMMA = "gamma"
 
 
-@dataclass(frozen=True)
-class LengthDist:
-    """Token lengths: ``fixed`` at ``mean``; ``uniform`` in [low, high] (inclusive; default [mean/2, 3 mean/2]);
-    ``normal`` with ``std`` (clipped to [low or 1, high or inf]).  Samples are integers >= 1."""
-
-    mean: int
-    kind: str = "fixed"
-    low: int | None = None
-    high: int | None = None
-    std: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("fixed", "uniform", "normal"):
-            raise SimulationError(f"length kind must be fixed, uniform or normal, not {self.kind!r}")
-        if not (isinstance(self.mean, int) and self.mean >= 1):
-            raise SimulationError(f"length mean must be an integer >= 1, got {self.mean!r}")
-        if self.kind == "normal" and (self.std is None or self.std < 0):
-            raise SimulationError("a normal length needs std >= 0")
-        lo, hi = self.bounds()
-        if lo < 1 or hi < lo:
-            raise SimulationError(f"length bounds must satisfy 1 <= low <= high, got [{lo}, {hi}]")
-
-    def bounds(self) -> tuple[int, float]:
-        if self.kind == "uniform":
-            lo = self.low if self.low is not None else max(1, self.mean // 2)
-            hi = self.high if self.high is not None else self.mean + self.mean // 2
-            return int(lo), int(hi)
-        return (int(self.low) if self.low is not None else 1,
-                float(self.high) if self.high is not None else math.inf)
-
-    def sample(self, rng: random.Random, n: int) -> list[int]:
-        if self.kind == "fixed":
-            return [self.mean] * n
-        lo, hi = self.bounds()
-        if self.kind == "uniform":
-            return [rng.randint(int(lo), int(hi)) for _ in range(n)]
-        out = []
-        for _ in range(n):
-            x = int(round(rng.gauss(self.mean, float(self.std or 0.0))))
-            out.append(int(min(max(x, lo), hi)))
-        return out
+# LengthDist: the one length distribution, model.workload.LengthDist (imported above, re-exported here)
 
 
 @dataclass(frozen=True)
@@ -192,6 +157,11 @@ class Workload:
     ignore_eos: bool = True
     prefix_hit_rate: float = 0.0
     point_id: str = "point"  # the load generator's LoadSpec.point_id (and default): seeds the arrival schedule
+    dataset: DatasetLengths | None = None  # per-request lengths from a dataset's entries (workload.request_lengths)
+    prefix_share: float = 0.0  # the shared prefix the load generator's prompts carry (workload.prefix_lens)
+    shared_prefix_len: int = 0
+    ramp_up: RampUp | None = None  # open loop: the rate rises over the requests (workload.arrival_offsets_s)
+    warmup_requests: int = 0  # the load generator's warm-up: not simulated, but its prefixes are cached
 
     def __post_init__(self) -> None:
         if self.num_requests < 1:
@@ -207,6 +177,8 @@ class Workload:
                 raise SimulationError("burstiness must be > 0")
         if not 0.0 <= self.prefix_hit_rate < 1.0:
             raise SimulationError("prefix_hit_rate must be in [0, 1)")
+        if not 0.0 <= self.prefix_share < 1.0:
+            raise SimulationError("prefix_share must be in [0, 1)")
         if not self.ignore_eos:
             raise SimulationError("the serving model generates exactly output_len tokens: ignore_eos must be "
                                   "true (EOS timing is not modelled)")
@@ -598,6 +570,9 @@ class PointPrediction:
     mean_queue_ms: float
     steps: int
     time_shares: Mapping[str, float] = field(default_factory=dict)
+    #: prompt tokens served by the prefix cache from the workload's shared prefix / prompt tokens (first
+    #: computations; ``prefix_hit_rate``'s synthetic hits are not counted)
+    prefix_cache_hit_rate: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -676,7 +651,8 @@ def _arrival_times(workload: Workload) -> list[float]:
         raise SimulationError("open-loop arrival times need rate_req_per_s")
     offsets: list[float] = _schedule.arrival_offsets_s(rate_req_per_s=float(rate), burstiness=shape,
                                                        seed=workload.seed, stream_id=workload.point_id,
-                                                       count=workload.num_requests).tolist()
+                                                       count=workload.num_requests,
+                                                       ramp_up=workload.ramp_up).tolist()
     return offsets
 
 
@@ -693,13 +669,27 @@ class _Sim:
         self.bs = engine.block_size
         self.free = engine.num_gpu_blocks - 1  # vLLM's null block
         self.pool = engine.num_gpu_blocks - 1
-        rng = random.Random(workload.seed)
         n = workload.num_requests
-        self.prompts = workload.input_len.sample(rng, n)
-        self.outs = workload.output_len.sample(rng, n)
+        # the load generator's own per-request draws (same seed, point id and phase): model/workload.py
+        lengths = _schedule.request_lengths(n, input_len=workload.input_len, output_len=workload.output_len,
+                                            dataset=workload.dataset, seed=workload.seed,
+                                            stream_id=workload.point_id)
+        self.prompts, self.outs = lengths.input_lens, lengths.output_lens
         self.hit = workload.prefix_hit_rate
         if self.hit > 0 and not engine.enable_prefix_caching:
             raise SimulationError("prefix_hit_rate > 0 needs an engine with enable_prefix_caching")
+        self.prefix_hits = [0] * n
+        if (workload.prefix_share or workload.shared_prefix_len) and engine.enable_prefix_caching:
+            pkw: dict[str, Any] = {"prefix_share": workload.prefix_share,
+                                   "shared_prefix_len": workload.shared_prefix_len}
+            warm_prefix = 0
+            if workload.warmup_requests:
+                warm = _schedule.request_lengths(workload.warmup_requests, input_len=workload.input_len,
+                                                 output_len=workload.output_len, dataset=workload.dataset,
+                                                 seed=workload.seed, stream_id=workload.point_id, warmup=True)
+                warm_prefix = max(_schedule.prefix_lens(warm.input_lens, **pkw))
+            self.prefix_hits = _schedule.prefix_cache_hits(self.prompts, _schedule.prefix_lens(self.prompts, **pkw),
+                                                           block_size=self.bs, warm_prefix=warm_prefix)
         for p, o in zip(self.prompts, self.outs, strict=True):
             if -(-(p + o) // self.bs) > self.pool:
                 raise SimulationError(f"a request of {p} + {o} tokens needs more KV blocks than the pool holds "
@@ -777,10 +767,13 @@ class _Sim:
         return victim
 
     def _initial_computed(self, req: _Req) -> int:
-        if self.hit <= 0 or req.preempted:
+        if req.preempted:
             return 0
+        shared = self.prefix_hits[req.idx]
+        if self.hit <= 0:
+            return shared
         cached = int(self.hit * req.prompt) // self.bs * self.bs
-        return min(cached, req.prompt - 1)
+        return max(min(cached, req.prompt - 1), shared)
 
     def _schedule_v1(self) -> list[tuple[_Req, int]]:
         budget = self.engine.max_num_batched_tokens
@@ -1119,6 +1112,7 @@ class _Sim:
             max_kv_usage=self.max_blocks / self.pool, mean_kv_usage=self.kv_area / busy / self.pool,
             preemptions=self.preemptions, mean_queue_ms=_mean(queue), steps=self.steps,
             time_shares={k: v / total_share for k, v in self.shares.items()},
+            prefix_cache_hit_rate=sum(self.prefix_hits) / max(sum(self.prompts), 1),
         )
 
 
@@ -1145,17 +1139,25 @@ def workload_for_point(setup: Any, *, concurrency: int | None = None, rate_req_p
                        num_requests: int | None = None, requests_per_concurrency: float = 10.0,
                        burstiness: float = 1.0, seed: int = 0, input_len: int | LengthDist | None = None,
                        output_len: int | LengthDist | None = None, prefix_hit_rate: float = 0.0,
-                       point_id: str = "point") -> Workload:
+                       point_id: str = "point", dataset: DatasetLengths | None = None, prefix_share: float = 0.0,
+                       shared_prefix_len: int = 0, ramp_up: RampUp | None = None,
+                       warmup_requests: int = 0) -> Workload:
     """The workload a sweep point sends (lengths from the Setup unless given), as the load generator does:
     closed loop at ``concurrency`` with ``num_requests`` (default ``requests_per_concurrency x C``), or open loop
     at ``rate_req_per_s`` (Poisson when ``burstiness`` is 1, gamma otherwise; default ``max(10, 30 x rate)``
     requests, as measure/plan.py). ``seed`` and ``point_id`` are the load generator's (the prediction file's
-    ``workload.seed`` and the sweep point's id): together they give the same arrival times it sends on."""
+    ``workload.seed`` and the sweep point's id): together they give the same arrival times it sends on, and
+    the same per-request lengths (``dataset``, ``prefix_share``, ``shared_prefix_len``, ``ramp_up`` and
+    ``warmup_requests`` are the rest of the load generator's description: model/workload.py)."""
     def dist(x: int | LengthDist | None, default: int) -> LengthDist:
         if isinstance(x, LengthDist):
             return x
         return LengthDist(int(x if x is not None else default))
 
+    shape: dict[str, Any] = {"dataset": dataset, "prefix_share": float(prefix_share),
+                             "shared_prefix_len": int(shared_prefix_len), "warmup_requests": int(warmup_requests)}
+    if ramp_up is not None:
+        shape["ramp_up"] = ramp_up
     inp = dist(input_len, int(setup.input_len))
     out = dist(output_len, int(setup.output_len))
     if rate_req_per_s is not None:
@@ -1163,9 +1165,10 @@ def workload_for_point(setup: Any, *, concurrency: int | None = None, rate_req_p
         kind = ArrivalKind.POISSON if burstiness == 1.0 else ArrivalKind.GAMMA
         return Workload(input_len=inp, output_len=out, num_requests=int(n), arrival=kind,
                         concurrency=concurrency, rate_req_per_s=float(rate_req_per_s), burstiness=float(burstiness),
-                        seed=seed, prefix_hit_rate=prefix_hit_rate, point_id=point_id)
+                        seed=seed, prefix_hit_rate=prefix_hit_rate, point_id=point_id, **shape)
     if concurrency is None:
         raise SimulationError("give concurrency (closed loop) or rate_req_per_s (open loop)")
     n = num_requests if num_requests is not None else max(1, int(round(requests_per_concurrency * concurrency)))
     return Workload(input_len=inp, output_len=out, num_requests=int(n), arrival=ArrivalKind.CLOSED,
-                    concurrency=int(concurrency), seed=seed, prefix_hit_rate=prefix_hit_rate, point_id=point_id)
+                    concurrency=int(concurrency), seed=seed, prefix_hit_rate=prefix_hit_rate, point_id=point_id,
+                    **shape)

@@ -58,6 +58,10 @@ class Setup:
     engine_kind: str | None = None
     enable_chunked_prefill: bool | None = None
     enable_prefix_caching: bool | None = None
+    #: identical engine replicas behind one endpoint's load balancer (``engine.replicas``; 1: one engine). The
+    #: model side scales by it in one place, :meth:`replica_load` / :meth:`deployment_total` (used by the
+    #: quantities' registry); every other figure of a Setup is one replica's
+    replicas: int = 1
 
     # --- derived numbers -------------------------------------------------------------------------------
     @property
@@ -92,6 +96,23 @@ class Setup:
             return float(self.model.kv_bytes_per_block(self.block_size, self.kv_dtype, self.tensor_parallel_size,
                                                        self.engine_version, self.device))
         return float(self.stage_bytes_per_block(self.pp_stage_layers.index(max(self.pp_stage_layers))))
+
+    # --- replicas: the one home of the deployment's scaling ------------------------------------------------
+    # With R identical replicas behind a load balancer that splits the load evenly (round robin, least
+    # outstanding requests), each replica sees 1/R of it: a closed loop of C clients is C/R clients per replica
+    # (C/R requests in flight on each, Little's law L = λW per replica), an open loop of λ req/s is λ/R per
+    # replica. So the deployment's throughputs at load x are R × one replica's at x/R; the latencies every request
+    # sees (TTFT, TPOT, ITL, E2E, its own tokens/s) are one replica's at x/R; the KV pool, its blocks and the
+    # batch-1 run are each replica's own. An uneven split (sticky sessions, hashing on a prefix, one replica
+    # slower) loads the busiest replica beyond x/R: its latencies are higher and the total lower than this says.
+
+    def replica_load(self, load: float) -> float:
+        """One replica's share of a deployment's load (clients or req/s) under an even split: ``load / R``."""
+        return float(load) / int(self.replicas)
+
+    def deployment_total(self, per_replica: float) -> float:
+        """A deployment's total of a per-replica rate or count (throughput, preemptions): ``R × per_replica``."""
+        return float(per_replica) * int(self.replicas)
 
     # --- parallelism: the one home of every per-GPU figure ---------------------------------------------
     # What a tensor-parallel rank holds, as vLLM builds the layers (vLLM v0.10.0,
@@ -330,6 +351,9 @@ class Setup:
         out["kv_bytes_per_token"] = f"{self.kv_bytes_per_token:,.0f} B ({self.kv_dtype})"
         out["kv_context"] = f"{self.kv_context_tokens:,.0f} tokens"
         out["engine"] = f"{self.engine_name} {self.engine_version or '(version not given)'}"
+        if self.replicas > 1:
+            out["replicas"] = (f"{self.replicas} (an even split assumed: each replica sees 1/{self.replicas} of "
+                               "the load)")
         return out
 
 
@@ -480,7 +504,18 @@ def build_setup(
         engine_kind=defaults.engine,
         enable_chunked_prefill=_flag(args.get("enable_chunked_prefill"), defaults.enable_chunked_prefill),
         enable_prefix_caching=_flag(args.get("enable_prefix_caching"), defaults.enable_prefix_caching),
+        replicas=_replicas(engine.get("replicas")),
     )
+
+
+def _replicas(value: Any) -> int:
+    """``engine.replicas``: a whole number of replicas, at least 1 (1 when absent)."""
+    if value is None:
+        return 1
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value) or value < 1:
+        raise SetupValueError(f"engine.replicas must be a whole number of replicas >= 1, got {value!r}",
+                              field="engine.replicas")
+    return int(value)
 
 
 def _flag(value: Any, default: bool) -> bool:
@@ -552,6 +587,7 @@ _ARG_LIMITS: dict[str, tuple[bool, float, bool, float | None, str]] = {
     "max_model_len": (True, 1, True, None, "tokens per sequence"),
     "tensor_parallel_size": (True, 1, True, None, "devices"),
     "pipeline_parallel_size": (True, 1, True, None, "pipeline stages"),
+    "data_parallel_size": (True, 1, True, None, "engine replicas"),
     "kv_cache_memory_bytes": (False, 0, False, None, "bytes"),
 }
 

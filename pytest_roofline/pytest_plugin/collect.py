@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from pytest_roofline.errors import PointError, PredictionMismatch
+from pytest_roofline.errors import PointError, PredictionDrifted, PredictionMismatch
 from pytest_roofline.format.limits import DEFAULT_LIMITS, INI_OPTIONS, Limits, positive_int
 from pytest_roofline.format.spec import Prediction, Spec, SpecError, load_spec
 from pytest_roofline.measure.target import MeasurementProvider
@@ -23,10 +23,12 @@ from pytest_roofline.scoring import Verdict
 if TYPE_CHECKING:  # the type pytest's own Function.repr_failure returns; pytest does not re-export it
     from _pytest._code.code import TerminalRepr
 
-__all__ = ["PredictionFile", "PredictionItem", "PredictionMismatch", "matches_patterns", "VERDICT_KEY",
+__all__ = ["PredictionFile", "PredictionItem", "PredictionMismatch", "matches_patterns", "VERDICT_KEY", "DRIFT_KEY",
            "limits_from_ini", "looks_like_prediction_file", "wants_file"]
 
 VERDICT_KEY = pytest.StashKey[Verdict]()
+#: the prediction's drift against the stored history (a plain dict; only with --roofline-history)
+DRIFT_KEY = pytest.StashKey[dict[str, Any]]()
 
 
 def matches_patterns(path: Path, rootdir: Path, patterns: list[str]) -> bool:
@@ -171,6 +173,9 @@ class PredictionItem(pytest.Function):
         provider = cast("MeasurementProvider | None", self.funcargs.get("roofline_measurements"))
         verdict = rs.score(self.spec, self.prediction, provider)
         self.stash[VERDICT_KEY] = verdict
+        drift = rs.drift_of(self.spec, self.prediction, verdict)
+        if drift is not None:
+            self.stash[DRIFT_KEY] = drift
         # JUnit XML properties (numbers, the unit in the name), set before any report of this item is built
         self.user_properties.extend(junit_properties(verdict.to_dict()))
         if verdict.status == "error":
@@ -183,6 +188,9 @@ class PredictionItem(pytest.Function):
             raise pytest.skip.Exception(verdict.reason, _use_item_location=True)
         if verdict.status == "fail":
             raise PredictionMismatch(verdict)
+        drift = self.stash.get(DRIFT_KEY, None)
+        if drift is not None and drift.get("status") == "drifted" and get_session(self.config).drift_fail:
+            raise PredictionDrifted(verdict, drift)  # --roofline-drift-fail, like --benchmark-compare-fail
 
     def reportinfo(self) -> tuple[Path, int, str]:
         p = self.prediction
@@ -206,6 +214,9 @@ class PredictionItem(pytest.Function):
         """The plugin's own words for an exception it raises on purpose; None for any other exception."""
         if isinstance(exc, PredictionMismatch):
             return f"{exc.verdict.explain()}\n{self.location[0]}:{self.prediction.line}: PredictionMismatch"
+        if isinstance(exc, PredictionDrifted):
+            return (f"drifted: {exc.drift.get('text')} (--roofline-drift-fail)\n{exc.verdict.explain()}\n"
+                    f"{self.location[0]}:{self.prediction.line}: PredictionDrifted")
         if isinstance(exc, SpecError):
             return f"invalid prediction: {exc}"
         if isinstance(exc, PointError):

@@ -57,6 +57,9 @@ COLUMNS = (
     ("rl_reason", "Reason", "why the prediction passed, failed or was skipped"),
 )
 INSERT_AT = 2  # after Result and Test, before Duration and Links
+#: the column a run with --roofline-history adds after the others
+DRIFT_COLUMN = ("rl_drift", "Drift", "the measured value's change against the baseline run(s) on the same setup "
+                                     "(--roofline-history); sorts by the size of the change")
 
 
 def _cell(key: str, sort: str, html: str = "", title: str = "") -> str:
@@ -120,6 +123,18 @@ def row_cells(v: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def drift_cell(d: Mapping[str, Any] | None) -> str:
+    """The Drift cell of a row: the change and the status, the whole drift line as the tooltip."""
+    if not d or d.get("status") in (None, "not_measured"):
+        return _cell(DRIFT_COLUMN[0], sort_key(None))
+    change = d.get("change_rel")
+    word = {"drifted": "DRIFTED", "new": "new", "prediction_changed": "ink changed", "steady": "steady"}.get(
+        str(d.get("status")), str(d.get("status")))
+    shown = (f"{change * 100:+.1f}% " if is_number(change) else "") + word
+    return _cell(DRIFT_COLUMN[0], sort_key(abs(change) if is_number(change) else None), esc(shown),
+                 title=str(d.get("text") or ""))
+
+
 class HtmlHooks:
     """Hooks into pytest-html; registered by plugin.py only when pytest-html is loaded."""
 
@@ -142,9 +157,10 @@ class HtmlHooks:
         header = _html_table_header(self.config)
         if header is None:  # a pytest-html this code does not know: no columns rather than shifted ones
             return
+        columns = COLUMNS + ((DRIFT_COLUMN,) if get_session(self.config).history_enabled else ())
         header[INSERT_AT:INSERT_AT] = [
             f'<th class="sortable" data-column-type="{key}" title="{esc(tip)}">{esc(name)}</th>'
-            for key, name, tip in COLUMNS]
+            for key, name, tip in columns]
         self.columns = True
 
     @pytest.hookimpl(optionalhook=True)
@@ -161,7 +177,9 @@ class HtmlHooks:
                                  or self._is_prediction_id(report.nodeid)):
             self._enable_columns()
         if self.columns:
-            cells[INSERT_AT:INSERT_AT] = row_cells(getattr(report, "roofline", None))
+            cells[INSERT_AT:INSERT_AT] = row_cells(getattr(report, "roofline", None)) + (
+                [drift_cell(getattr(report, "roofline_drift", None))]
+                if get_session(self.config).history_enabled else [])
 
     # --- extras -------------------------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)

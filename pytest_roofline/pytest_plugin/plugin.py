@@ -20,11 +20,18 @@ from pytest_roofline.measure.sweep import Measurements
 from pytest_roofline.measure.target import MeasurementProvider, ReplayProvider
 from pytest_roofline.model import hardware
 from pytest_roofline.pytest_plugin.collect import (
+    DRIFT_KEY,
     VERDICT_KEY,
     PredictionFile,
     PredictionItem,
     limits_from_ini,
     wants_file,
+)
+from pytest_roofline.pytest_plugin.history import (
+    HistoryToWorkers,
+    parse_baseline_option,
+    parse_drift_option,
+    store_session,
 )
 from pytest_roofline.pytest_plugin.html import HtmlHooks
 from pytest_roofline.pytest_plugin.progress import TerminalProgress
@@ -32,11 +39,12 @@ from pytest_roofline.pytest_plugin.session import (
     DEFAULT_PATTERNS,
     SESSION_KEY,
     RooflineSession,
+    _only_collecting_or_help,
     get_session,
     session_results,
 )
 from pytest_roofline.report.scorecard import write_scorecard
-from pytest_roofline.report.terminal import summary_table
+from pytest_roofline.report.terminal import drift_lines, summary_table
 from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE
 
 
@@ -51,6 +59,21 @@ def parse_gpu(value: str) -> str:
     except hardware.HardwareError as exc:
         raise argparse.ArgumentTypeError(f"{exc} (or 'cpu' for the CPU build of vLLM)") from None
     return text
+
+
+def parse_replica_metrics(value: str) -> str:
+    """``--roofline-replica-metrics``'s value: an http(s) base URL (``/metrics`` is added), checked where it is
+    declared; ``host:port`` alone means http."""
+    from urllib.parse import urlsplit
+
+    text = value.strip().rstrip("/")
+    if "://" not in text:
+        text = "http://" + text
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise argparse.ArgumentTypeError(f"{redact.redact_url(value)!r} is not an http(s) URL of a replica, e.g. "
+                                         "http://10.0.0.5:8000")
+    return text.removesuffix("/metrics")
 
 
 #: the options (short name, ``--roofline-`` name, argparse keywords). The ``--roofline-`` names are always
@@ -123,9 +146,31 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
                 help="do not print the prediction table at the end of the run")
     g.addoption("--no-roofline-progress", dest="roofline_no_progress", action="store_true",
                 help="do not print the live sweep progress (engine start, each point)")
+    g.addoption("--roofline-replica-metrics", dest="roofline_replica_metrics", metavar="URL", action="append",
+                default=None, type=parse_replica_metrics,
+                help="with --endpoint in front of several replicas: one replica's own /metrics base URL (repeat once "
+                     "per replica, as many as the file's engine.replicas); wins over engine.replica_metrics")
     g.addoption("--roofline-allow-mismatch", dest="roofline_allow_mismatch", action="store_true",
                 help="score a replayed results file that does not belong to the predictions (another GPU, model, "
                      "engine version, lengths or sweep points) instead of refusing it; every verdict says so")
+    g.addoption("--roofline-history", dest="roofline_history", metavar="URI",
+                help="store this run (results, verdicts, environment) in a history and report each measured "
+                     "prediction's drift against it: a directory, file://..., sqlite:///x.db or "
+                     "postgresql+psycopg://user@host:port/db (default: $ROOFLINE_HISTORY, else ini roofline_history)")
+    g.addoption("--roofline-history-label", dest="roofline_history_label", metavar="TEXT",
+                help="a label stored with the run, e.g. the CI runner's GPU label")
+    g.addoption("--roofline-drift", dest="roofline_drift", metavar="THRESHOLD", type=parse_drift_option,
+                help="how far a measured value may move from its baseline before it is reported as drifted: 10%% "
+                     "(the default), +10%%/-3%%, <= +5%%; a prediction's own drift: in the YAML wins")
+    g.addoption("--roofline-drift-baseline", dest="roofline_drift_baseline", metavar="previous|median:N",
+                type=parse_baseline_option,
+                help="the baseline: the previous run on the same setup (default) or the median of the last N")
+    g.addoption("--roofline-drift-fail", dest="roofline_drift_fail", action="store_true",
+                help="a drifted prediction's test fails (as --benchmark-compare-fail does)")
+    parser.addini("roofline_history", "history store of runs (see --roofline-history)", default="")
+    parser.addini("roofline_history_label", "label stored with each run (see --roofline-history-label)", default="")
+    parser.addini("roofline_drift", "drift threshold (see --roofline-drift; default 10%)", default="")
+    parser.addini("roofline_drift_baseline", "drift baseline: previous or median:N", default="")
     parser.addini("roofline_patterns", "glob patterns of prediction files (matched against the path from rootdir; "
                   "with the default patterns only files that look like prediction files are collected, with "
                   "patterns you set every file they match)", type="linelist", default=DEFAULT_PATTERNS)
@@ -148,6 +193,13 @@ def pytest_configure(config: pytest.Config) -> None:
     rs = config.stash[SESSION_KEY] = RooflineSession(config)
     limits_from_ini(config)  # a bad limit in the ini file is a usage error before collection
     config.pluginmanager.register(_VerdictCollector(rs), "roofline-verdicts")
+    if rs.history_enabled and not hasattr(config, "workerinput"):
+        if not _only_collecting_or_help(config):
+            rs.open_history()  # once, on the controller: a store that cannot be opened is a usage error
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(HistoryToWorkers(rs), "roofline-history-xdist")
+    elif rs.history_enabled:  # an xdist worker: the index as the controller read it
+        rs.history_runs = HistoryToWorkers.runs_from(config.workerinput)  # type: ignore[attr-defined]
     if config.pluginmanager.hasplugin("html"):
         config.pluginmanager.register(HtmlHooks(config), "roofline-html")
 
@@ -196,6 +248,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         verdict = item.stash.get(VERDICT_KEY, None)
         if verdict is not None:
             report.roofline = redact.redact_data(verdict.to_dict())  # plain dict: travels across xdist too
+        drift = item.stash.get(DRIFT_KEY, None)
+        if drift is not None:
+            report.roofline_drift = redact.redact_data(drift)
     if isinstance(item, PredictionItem) and report.when == "setup" and call.excinfo is not None:
         brief = item.brief_longrepr(call.excinfo)  # the message alone, not the plugin's traceback
         if brief is not None:
@@ -232,36 +287,72 @@ class _VerdictCollector:
         verdict = getattr(report, "roofline", None)
         if verdict:
             self.rs.reported_verdicts[report.nodeid] = dict(verdict)
+        drift = getattr(report, "roofline_drift", None)
+        if drift:
+            self.rs.reported_drifts[report.nodeid] = dict(drift)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     rs = config.stash.get(SESSION_KEY, None)
-    if rs is None or not rs.show_summary:
+    if rs is None or not (rs.show_summary or rs.history_enabled):
         return
     reports = [r for reps in terminalreporter.stats.values() for r in reps if getattr(r, "roofline", None)]
     if not reports:
         return
     verbosity = config.get_verbosity()  # -q: the failing rows and the count; -qq: the count alone
-    if verbosity > -2:
-        terminalreporter.write_sep("=", "roofline predictions")
-    for line in summary_table(reports, width=min(terminalreporter._tw.fullwidth, 120), verbosity=verbosity):
-        terminalreporter.write_line(line)
-    if rs.provider is not None and verbosity > -2:
-        for line in rs.provider.summary_lines():
+    width = min(terminalreporter._tw.fullwidth, 120)
+    if rs.show_summary:
+        if verbosity > -2:
+            terminalreporter.write_sep("=", "roofline predictions")
+        for line in summary_table(reports, width=width, verbosity=verbosity):
+            terminalreporter.write_line(line)
+        if rs.provider is not None and verbosity > -2:
+            for line in rs.provider.summary_lines():
+                terminalreporter.write_line(line)
+    if rs.history_enabled:  # the drift section is not the table: --no-roofline-summary keeps it
+        drifts = [(r.roofline["id"], r.roofline_drift) for r in reports if getattr(r, "roofline_drift", None)]
+        lines = drift_lines(drifts, rs.drift_policy.describe(), verbosity=verbosity, width=width)
+        if lines and verbosity > -2:
+            terminalreporter.write_sep("-" if rs.show_summary else "=", "roofline drift")
+        for line in lines:
             terminalreporter.write_line(line)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     rs = session.config.stash.get(SESSION_KEY, None)
-    if rs is None or not rs.scorecard or hasattr(session.config, "workerinput"):
-        return  # scorecards are written by the controller only
+    if rs is None or hasattr(session.config, "workerinput"):
+        return  # scorecards and history are written by the controller only
+    _write_scorecard(session, rs)
+    if rs.history_enabled:
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        for line in store_session(rs):  # after the scorecard: the run is added to the store
+            if tr is not None:
+                _end_open_line(tr)
+                tr.write_line(line)
+
+
+def _end_open_line(tr: Any) -> None:
+    tr.ensure_newline()  # the progress line is still open at this point
+    if getattr(getattr(tr, "_tw", None), "width_of_current_line", 0):
+        tr.write("\n")  # -q: the dots are not tied to a file path, so ensure_newline leaves them open
+
+
+def _write_scorecard(session: pytest.Session, rs: RooflineSession) -> None:
+    if not rs.scorecard:
+        return
     # the verdicts scored in this process, or (an xdist controller scores none) those the workers' reports carried
     verdicts = [v.to_dict() for v in rs.verdicts] or list(rs.reported_verdicts.values())
     path = write_scorecard(list(rs.specs.values()), verdicts, session_results(rs), mode=rs.mode,
-                           path=Path(rs.scorecard))
+                           path=Path(rs.scorecard), drifts=_drifts_by_verdict(rs) if rs.history_enabled else None)
     tr = session.config.pluginmanager.get_plugin("terminalreporter")
     if tr is not None:
         tr.ensure_newline()  # the progress line is still open at this point
         if getattr(getattr(tr, "_tw", None), "width_of_current_line", 0):
             tr.write("\n")  # -q: the dots are not tied to a file path, so ensure_newline leaves them open
         tr.write_line(f"roofline scorecard: {path}")
+
+
+def _drifts_by_verdict(rs: RooflineSession) -> dict[tuple[str, str], dict[str, Any]]:
+    """Each drift by (file, prediction id), the pair a verdict dict carries."""
+    drifts = list(rs.reported_drifts.values())
+    return {(str(d.get("file")), str(d.get("id"))): d for d in drifts}

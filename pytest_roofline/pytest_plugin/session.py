@@ -15,6 +15,19 @@ from pytest_roofline import redact
 from pytest_roofline.errors import GPUDetectionError, PointError, ResultsError, ResultsMismatchError, ToleranceError
 from pytest_roofline.format.spec import Prediction, Spec
 from pytest_roofline.format.tolerance import parse_tolerance
+from pytest_roofline.history import (
+    DEFAULT_BASELINE,
+    DEFAULT_DRIFT,
+    DriftPolicy,
+    HistoryError,
+    HistoryStore,
+    RunSummary,
+    drift_for,
+    open_store,
+    relative_file,
+    spec_setup_key,
+    stored_value,
+)
 from pytest_roofline.measure import gpu as gpu_mod
 from pytest_roofline.measure import mismatch
 from pytest_roofline.measure.peers import load_any
@@ -43,6 +56,11 @@ class RooflineSession:
         self.endpoint_key_env: str | None = opt("roofline_endpoint_key_env")
         if self.endpoint:  # known to the redaction step in every process, an xdist controller included
             redact.remember(os.environ.get(self.endpoint_key_env or "OPENAI_API_KEY") or "")
+        #: --roofline-replica-metrics: each replica's own /metrics behind --endpoint (measure.sweep.replica_metrics_for)
+        self.replica_metrics: list[str] | None = opt("roofline_replica_metrics", None) or None
+        if self.replica_metrics and not self.endpoint:
+            raise pytest.UsageError("--roofline-replica-metrics names the /metrics of the replicas behind --endpoint "
+                                    "URL; give --endpoint too")
         self.replay: str | None = opt("roofline_replay")
         self.reanchor: bool = bool(opt("roofline_reanchor"))
         self.allow_mismatch: bool = bool(opt("roofline_allow_mismatch", False))
@@ -50,6 +68,7 @@ class RooflineSession:
         self.mismatches: dict[str, mismatch.Comparison] = {}
         self.scorecard: str | None = opt("roofline_scorecard")
         self.show_summary = not opt("roofline_no_summary")
+        self._init_history(config)
         chosen = [option_name(config, n) for n, v in (("--gpu", self.gpu), ("--endpoint", self.endpoint),
                                                       ("--replay", self.replay)) if v]
         if len(chosen) > 1:
@@ -83,6 +102,77 @@ class RooflineSession:
         if self.replay:
             self.replay_measurement()  # a missing or invalid results file is a usage error before collection
 
+    # ---- history and drift ---------------------------------------------------------------------------------
+    def _init_history(self, config: pytest.Config) -> None:
+        """``--roofline-history`` (else ``ROOFLINE_HISTORY``, else ini ``roofline_history``), the label and the
+        drift policy, checked here: a bad ini threshold or baseline is a usage error before collection."""
+        opt = config.getoption
+        self.history_uri: str | None = (opt("roofline_history", None) or os.environ.get("ROOFLINE_HISTORY")
+                                        or config.getini("roofline_history") or None)
+        self.history_label: str | None = (opt("roofline_history_label", None)
+                                          or config.getini("roofline_history_label") or None)
+        threshold = opt("roofline_drift", None) or config.getini("roofline_drift") or DEFAULT_DRIFT
+        baseline = opt("roofline_drift_baseline", None) or config.getini("roofline_drift_baseline") or DEFAULT_BASELINE
+        try:
+            self.drift_policy = DriftPolicy(str(threshold).strip(), str(baseline).strip())
+        except ValueError as exc:  # ToleranceError is one
+            raise pytest.UsageError(f"roofline drift: {exc}") from None
+        self.drift_fail: bool = bool(opt("roofline_drift_fail", False))
+        self.started_at = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.history_store: HistoryStore | None = None
+        #: the store's index as read once at session start (on an xdist worker: what the controller sent)
+        self.history_runs: list[RunSummary] = []
+        #: drift dicts that arrived on test reports, by node id (the controller's view, xdist included)
+        self.reported_drifts: dict[str, dict[str, Any]] = {}
+
+    @property
+    def history_enabled(self) -> bool:
+        return bool(self.history_uri)
+
+    def open_history(self) -> None:
+        """The controller opens the store once and reads its index; a store that cannot be opened is a usage
+        error (its URI redacted)."""
+        if not self.history_uri or self.history_store is not None:
+            return
+        try:
+            self.history_store = open_store(self.history_uri)
+            self.history_runs = list(self.history_store.runs())
+        except (HistoryError, OSError) as exc:
+            raise pytest.UsageError(f"--roofline-history {redact.redact_url(self.history_uri)}: "
+                                    f"{redact.redact_text(str(exc))}") from None
+
+    def runs_for_workers(self) -> list[dict[str, Any]]:
+        """What an xdist worker needs of the index: per setup, the newest runs the baseline can use (a
+        prediction missing on some nights reaches further back, so a margin over the window)."""
+        keep = max(1, self.drift_policy.window) * 3
+        by_setup: dict[Any, list[RunSummary]] = {}
+        for r in self.history_runs:
+            by_setup.setdefault(r.setup, []).append(r)
+        return [r.to_dict() for runs in by_setup.values() for r in runs[-keep:]]
+
+    def results_for_spec(self, spec: Spec) -> dict[str, Any] | None:
+        """The results dict this file's measurements were written to (replayed or live), if any yet."""
+        if self.mode == "replay":
+            try:
+                return dict(self.replay_data())
+            except pytest.UsageError:
+                return None
+        run = getattr(self.provider, "runs", {}).get(spec.path) if self.provider is not None else None
+        writer = getattr(run, "writer", None)
+        return dict(writer.data) if writer is not None else None
+
+    def drift_of(self, spec: Spec, pred: Prediction, verdict: Verdict) -> dict[str, Any] | None:
+        """The prediction's drift against the stored runs of its setup, as a plain dict for its test report (None
+        without a history)."""
+        if not self.history_enabled:
+            return None
+        setup = spec_setup_key(spec, self.results_for_spec(spec), self.gpu)
+        value = stored_value(verdict.to_dict(), file=relative_file(verdict.file or spec.path, self.config.rootpath),
+                             drift_text=pred.drift)
+        d = drift_for([value], self.history_runs, self.drift_policy, setup=setup)[value.key]
+        return {**d.to_dict(), "id": pred.id, "file": verdict.file or spec.path, "drift_text": pred.drift,
+                "setup": dataclasses.asdict(setup), "against": self.drift_policy.describe()}
+
     @property
     def measured(self) -> bool:
         return self.mode != "math"
@@ -92,6 +182,10 @@ class RooflineSession:
 
     def register_spec(self, spec: Spec) -> None:
         self.specs[spec.path] = spec
+        replicas = int((spec.engine or {}).get("replicas") or 1)
+        if self.replica_metrics and len(self.replica_metrics) != replicas:
+            raise pytest.UsageError(f"--roofline-replica-metrics is given {len(self.replica_metrics)} time(s), but "
+                                    f"{spec.path} says engine.replicas: {replicas}; give one URL per replica")
         engine = spec.engine or {}
         for section in ("args", "env"):  # secret-looking engine values are redacted by value from collection on
             values = engine.get(section)

@@ -125,6 +125,10 @@ class ServerStats(TypedDict, total=False):
     contamination_threshold: float
     contaminated: bool
     note: str  # a transcribed file: where the figures came from
+    # a deployment of several replicas (measure.scrape.aggregate_replicas): counters summed, gauge peaks maxed
+    requests_succeeded: int | None  # Δ vllm:request_success_total, summed over the replicas
+    replica_count: int
+    replicas: list[dict[str, Any]]  # each replica's own figures (url redacted, requests_succeeded, ...)
 
 
 class LoadgenChecks(TypedDict, total=False):
@@ -188,6 +192,7 @@ class EngineReport(TypedDict, total=False):
     reasons: dict[str, str]
     mode: str
     startup_s: float | None
+    workers: dict[str, Any] | None  # expected / seen / missing_ranks (measure.engine workers_report)
 
 
 @runtime_checkable

@@ -944,3 +944,84 @@ _with_serving("batch1_throughput", _serve_batch1)
 _with_serving("batch1_fraction_of_ceiling", _serve_batch1_fraction)
 _with_serving("max_concurrency_without_queueing", _serve_no_queue)
 _with_serving("max_concurrency_without_preemption", _serve_no_preempt)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# a deployment of several replicas (engine.replicas): the one place the quantities scale by it
+# --------------------------------------------------------------------------------------------------------------
+#: rates and counts a deployment sums over its replicas: R × one replica's at 1/R of the load (Setup.replica_load,
+#: Setup.deployment_total); each request is served by one replica, so the deployment's tokens, requests and
+#: preemptions per second add up
+REPLICA_TOTALS = frozenset({"output_throughput", "total_throughput", "request_throughput", "preemptions"})
+#: analyses over the whole sweep of one engine (knees, goodput, the largest clean concurrency): not scaled by the
+#: model at R > 1 (the sweep's concurrencies are the deployment's; an even split would put each at R × one
+#: replica's, but the serving model simulates whole clients per replica): predict them in ink
+REPLICA_SWEEP_ANALYSES = frozenset({"knee_concurrency", "ttft_knee_concurrency", "goodput", "goodput_concurrency",
+                                    "max_concurrency_without_queueing", "max_concurrency_without_preemption"})
+_LOADS = ("concurrency", "rate")
+
+
+def replica_scaling(name: str) -> str:
+    """How quantity ``name`` at a deployment's load relates to one replica (README, "several replicas"):
+    ``total`` (R × one replica's at load/R), ``share`` (one replica's at load/R: latencies, per-request
+    throughput, a decode step at the concurrency), ``sweep`` (not scaled by the model) or ``replica`` (one
+    replica's own: KV pool and blocks, batch-1, facts, anything at: batch)."""
+    if name in REPLICA_TOTALS:
+        return "total"
+    if name in REPLICA_SWEEP_ANALYSES:
+        return "sweep"
+    q = QUANTITIES[name]
+    return "share" if set(q.at) & set(_LOADS) else "replica"
+
+
+def _sweep_refusal(name: str, replicas: int) -> SetupError:
+    return SetupError(f"{name} is a whole-sweep analysis of one engine; with engine.replicas: {replicas} the model "
+                      "does not scale it (an even split puts the deployment's at about replicas × one replica's): "
+                      "predict it in ink, the measured value is still scored")
+
+
+def _scaled_note(setup: Setup, how: str, at: Mapping[str, Any]) -> str:
+    load = next(f"{k} {at[k]} → {setup.replica_load(float(at[k])):g} per replica" for k in _LOADS if k in at)
+    return (f"{setup.replicas} replicas, an even split assumed ({load}); "
+            + (f"× {setup.replicas} replicas" if how == "total" else "one replica's value"))
+
+
+def _replica_model(name: str, fn: ModelFn) -> ModelFn:
+    def model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
+        how = replica_scaling(name)
+        if setup.replicas == 1 or how == "replica":
+            return fn(setup, at)
+        if how == "sweep":
+            raise _sweep_refusal(name, setup.replicas)
+        if "batch" in at or not set(at) & set(_LOADS):  # one engine's decode batch: no deployment load to split
+            return fn(setup, at)
+        share = {k: (setup.replica_load(float(v)) if k in _LOADS else v) for k, v in at.items()}
+        mv = fn(setup, share)
+        value = setup.deployment_total(mv.value) if how == "total" and mv.value is not None else mv.value
+        return ModelValue(value, {**mv.inputs, "replicas": str(setup.replicas)},
+                          f"{mv.explanation}; {_scaled_note(setup, how, at)}")
+
+    return model
+
+
+def _replica_serving(name: str, fn: ServingFn) -> ServingFn:
+    def serving(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
+        setup, how = sweep.setup, replica_scaling(name)
+        if setup.replicas == 1 or how == "replica":
+            return fn(sweep, at, th)  # (the batch-1 run and whole-engine facts are each replica's own)
+        if how == "sweep":
+            raise _sweep_refusal(name, setup.replicas)
+        if not set(at) & set(_LOADS):
+            return fn(sweep, at, th)
+        mv = fn(sweep, at, th)  # ServingSweep.at simulates one replica at its share of the load
+        value = setup.deployment_total(mv.value) if how == "total" and mv.value is not None else mv.value
+        return ModelValue(value, {**mv.inputs, "replicas": str(setup.replicas)},
+                          f"{mv.explanation}; {_scaled_note(setup, how, at)}")
+
+    return serving
+
+
+for _name, _q in list(QUANTITIES.items()):
+    QUANTITIES[_name] = replace(
+        _q, model=_replica_model(_name, _q.model) if _q.model is not None else None,
+        serving=_replica_serving(_name, _q.serving) if _q.serving is not None else None)

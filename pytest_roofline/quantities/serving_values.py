@@ -48,6 +48,7 @@ class SweepPoint:
     burstiness: float = 1.0
     input_len: int | None = None
     output_len: int | None = None
+    warmup_requests: int = 0  # not simulated; a shared prefix is cached by them before the point
 
     @property
     def key(self) -> tuple[str, float]:
@@ -69,6 +70,10 @@ class ServingSweep:
     source: str = "default constants"  # or "calibration <file>", "+ serving: overrides"
     make_point: Callable[[str, float], SweepPoint] | None = None
     seed: int = 0
+    #: the file's shared workload description as ``serving.workload_for_point`` arguments (length
+    #: distributions, dataset lengths, prefix share, ramp-up: ``measure.workloads.ResolvedWorkload``); the
+    #: batch-1 run keeps its fixed lengths
+    shape: Mapping[str, Any] = field(default_factory=dict)
     _cache: dict[tuple[str, float], sv.PointPrediction] = field(default_factory=dict, repr=False)
     _extra: dict[tuple[str, float], SweepPoint] = field(default_factory=dict, repr=False)
 
@@ -86,10 +91,18 @@ class ServingSweep:
         return p
 
     def workload(self, p: SweepPoint) -> sv.Workload:
+        shape: dict[str, Any] = {} if p.id == "batch1" else dict(self.shape)
+        lengths: dict[str, Any] = {
+            "input_len": p.input_len if p.input_len is not None else shape.pop("input_len", None),
+            "output_len": p.output_len if p.output_len is not None else shape.pop("output_len", None)}
+        shape.pop("input_len", None)
+        shape.pop("output_len", None)
+        if p.rate_req_per_s is None:
+            shape.pop("ramp_up", None)  # a ramp-up shapes open-loop arrivals only
         return sv.workload_for_point(self.setup, concurrency=p.concurrency, rate_req_per_s=p.rate_req_per_s,
-                                     num_requests=p.num_requests, burstiness=p.burstiness, input_len=p.input_len,
-                                     output_len=p.output_len, seed=self.seed,
-                                     point_id=p.id)  # the load generator's point_id: same arrivals
+                                     num_requests=p.num_requests, burstiness=p.burstiness, seed=self.seed,
+                                     point_id=p.id,  # the load generator's point_id: same arrivals and lengths
+                                     warmup_requests=p.warmup_requests, **lengths, **shape)
 
     def predict(self, key: tuple[str, float]) -> tuple[SweepPoint, sv.PointPrediction]:
         p = self._find(key)
@@ -102,17 +115,23 @@ class ServingSweep:
         return p, self._cache[key]
 
     def at(self, at: Mapping[str, Any]) -> tuple[SweepPoint, sv.PointPrediction]:
-        """The point an ``at:`` names: a closed-loop concurrency or an open-loop rate."""
+        """The point an ``at:`` names: a closed-loop concurrency or an open-loop rate — the deployment's load, so
+        with ``engine.replicas`` R the point simulated is one replica's at 1/R of it."""
         if "context" in at:
             raise SetupError("the serving model simulates the workload's own lengths; at: {context: ...} is a "
                              "decode-roofline parameter (use a setup: {workload: ...} override instead)")
-        if "concurrency" in at:
-            return self.predict(("closed", float(at["concurrency"])))
+        if "concurrency" in at:  # a deployment's clients; each of its replicas sees its share (Setup.replica_load)
+            clients = self.setup.replica_load(float(at["concurrency"]))
+            if not clients.is_integer():
+                raise SetupError(f"concurrency {at['concurrency']} over {self.setup.replicas} replicas is not a whole "
+                                 "number of clients per replica; the serving model simulates whole clients (choose "
+                                 "a concurrency that is a multiple of engine.replicas)")
+            return self.predict(("closed", clients))
         if "batch" in at:  # a decode batch of B running sequences: the roofline's question, not a sweep point
             raise SetupError("at: {batch: B} is one decode step of B sequences (the decode roofline); the serving "
                              "model predicts sweep points: at: {concurrency: C} or at: {rate: R}")
-        if "rate" in at:
-            return self.predict(("open", float(at["rate"])))
+        if "rate" in at:  # a deployment's arrival rate: each replica's share
+            return self.predict(("open", self.setup.replica_load(float(at["rate"]))))
         raise SetupError("needs at: {concurrency: C} or at: {rate: R} to pick a sweep point")
 
     def closed(self) -> list[tuple[int, sv.PointPrediction]]:

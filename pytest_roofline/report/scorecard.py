@@ -26,6 +26,7 @@ from typing import Any
 from pytest_roofline import redact
 from pytest_roofline.errors import PointError, SetupError
 from pytest_roofline.format.spec import Spec, load_spec
+from pytest_roofline.history import drift_counts
 from pytest_roofline.measure import mismatch
 from pytest_roofline.measure.peers import load_any
 from pytest_roofline.measure.results import RecordedMeasurement
@@ -113,10 +114,13 @@ def render_from_files(predictions_yaml: Path | str, results_json: Path | str | N
 
 def write_scorecard(specs: Sequence[Spec], verdicts: Sequence[Mapping[str, Any]],
                     results: Sequence[Mapping[str, Any]], *, mode: str, path: Path | str,
-                    y_scale: str = "auto") -> Path:
+                    y_scale: str = "auto", drifts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> Path:
     """Render a finished run (its specs, verdict dicts and results dicts) and write it atomically to ``path``.
 
-    Specs may be empty (an xdist controller collects none): they are then loaded from the verdicts' files."""
+    Specs may be empty (an xdist controller collects none): they are then loaded from the verdicts' files.
+    ``drifts`` (with a history): each prediction's drift dict by (file, id); the page gets a Drift column."""
+    if drifts is not None:  # a verdict dict's "drift" key is what the predictions table and the header read
+        verdicts = [{**v, "drift": drifts.get((str(v.get("file")), str(v.get("id"))))} for v in verdicts]
     verdicts = [redact.redact_data(dict(v)) for v in verdicts]  # texts that quote a server or the engine's args
     results = [redact.redact_data(dict(r)) for r in results]
     specs = list(specs)
@@ -281,6 +285,10 @@ def _page_header(title: str, specs: Sequence[Spec], results: Sequence[Mapping[st
     if len(specs) > 1:
         nav = '<nav class="files">' + " · ".join(
             f'<a href="#spec{i}">{esc(s.title or Path(s.path).name)}</a>' for i, s in enumerate(specs)) + "</nav>"
+    drifts = [v["drift"] for v, _o, _p in rows if v.get("drift")]
+    if drifts:  # with a history: how this run compares with the stored ones
+        src += (f'<div class="src rl-drift-line">drift: {esc(drift_counts(drifts))} vs '
+                f'{esc(str(drifts[0].get("against") or "the stored runs"))}</div>')
     return (f'<header class="top"><div class="brand">pytest-roofline scorecard</div><h1>{esc(title)}</h1>'
             f'<div class="mode mode-{esc(mode)}">{esc(_MODE_TEXT.get(mode, mode))}</div>{src}'
             f'<div class="totals"><div class="bar">{bar}</div><div class="pills">{pills}'
@@ -743,8 +751,9 @@ def _errors(results: Mapping[str, Any]) -> str:
 def _predictions_table(rows: Sequence[tuple[dict[str, Any], str, Any]], *, measured: bool, anchor: str) -> str:
     if not rows:
         return '<h3>Predictions</h3><p class="missing">No predictions were scored.</p>'
+    with_drift = any("drift" in v for v, _o, _p in rows)  # a run with a history
     cols = ["", "prediction", "quantity", "ink", "model"] + (["measured"] if measured else []) + [
-        "roofline", "serving", "error", "tolerance", "against the band"]
+        "roofline", "serving", "error", "tolerance", "against the band"] + (["drift"] if with_drift else [])
     head = "<tr>" + "".join(f"<th>{esc(c)}</th>" for c in cols) + "</tr>"
     body = []
     # rows of one quantity share a relative band scale (their drawings read as one column of a chart)
@@ -771,7 +780,7 @@ def _predictions_table(rows: Sequence[tuple[dict[str, Any], str, Any]], *, measu
             f'{esc(v.get("serving_text") or "")}</td>'
             f'<td class="num err">{_err_pct(v)}</td>'
             f'<td class="tol" title="{esc(v.get("tolerance_text") or "")}">{esc(_short_tol(v))}</td>'
-            f'<td class="band">{band}</td></tr>'
+            f'<td class="band">{band}</td>{_drift_cell(v) if with_drift else ""}</tr>'
             f'<tr class="more"><td></td><td colspan="{len(cols) - 1}"><details><summary>{esc(_short_reason(v))}'
             f"</summary>{explain_html(v, o, heading=False)}</details></td></tr></tbody>")
     legend = ('<p class="hint">Against the band: shaded = the allowed interval around the reference; black tick = '
@@ -780,6 +789,19 @@ def _predictions_table(rows: Sequence[tuple[dict[str, Any], str, Any]], *, measu
               "explanation.</p>")
     return (f'<h3>Predictions</h3>{legend}<div class="scroll"><table class="preds" id="{anchor}-predictions">'
             f"<thead>{head}</thead>{''.join(body)}</table></div>")
+
+
+def _drift_cell(v: Mapping[str, Any]) -> str:
+    """The drift badge of a row: the change against the baseline, the whole line as its tooltip."""
+    d = v.get("drift") or {}
+    status = str(d.get("status") or "")
+    if not status or status == "not_measured":
+        return '<td class="drift"></td>'
+    change = d.get("change_rel")
+    short = f"{change * 100:+.1f}%" if isinstance(change, (int, float)) else status.replace("_", " ")
+    word = {"drifted": "DRIFTED", "new": "new", "prediction_changed": "ink changed"}.get(status, "")
+    return (f'<td class="drift rl-drift-{esc(status)}" title="{esc(d.get("text") or "")}">{esc(short)}'
+            + (f' <span class="rl-badge rl-drift-{esc(status)}">{esc(word)}</span>' if word else "") + "</td>")
 
 
 def _short_tol(v: Mapping[str, Any]) -> str:
@@ -796,6 +818,8 @@ def _short_reason(v: Mapping[str, Any]) -> str:
 
 PAGE_CSS = """
 *{box-sizing:border-box}
+.rl-badge.rl-drift-drifted{background:#D55E00}.rl-badge.rl-drift-new{background:#0072B2}
+.rl-badge.rl-drift-prediction_changed{background:#9c6ade}td.drift{white-space:nowrap;text-align:right}
 body{margin:0;background:#f4f5f7;color:#1d1f23;font-family:system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',
   Arial,sans-serif;font-size:14px;line-height:1.45}
 .page{max-width:1280px;margin:0 auto;padding:22px 26px 40px}

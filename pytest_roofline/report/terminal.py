@@ -9,11 +9,12 @@ its end, so ``littles-law[concurrency=16]`` and ``littles-law[concurrency=1]`` s
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["summary_table", "failure_line", "elide_ids", "OUTCOME_WORD", "FAILING_WORDS"]
+__all__ = ["summary_table", "failure_line", "elide_ids", "drift_lines", "OUTCOME_WORD", "FAILING_WORDS"]
 
 OUTCOME_WORD = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "xfailed": "XFAIL", "xpassed": "XPASS",
                 "error": "ERROR"}
@@ -195,3 +196,29 @@ def _layout(rows: list[dict[str, str]], width: int) -> list[str]:
         if error_rows_lose_message and row["verdict"] == "ERROR" and row["src"] == "":
             lines.append(_clip("  " + row["quantity"], width))  # what is wrong, on its own line
     return lines
+
+
+#: the drift statuses listed one per line (the others are only counted)
+_DRIFT_LISTED = ("drifted", "prediction_changed")
+
+
+def drift_lines(drifts: Sequence[tuple[str, Mapping[str, Any]]], against: str, *, verbosity: int = 0,
+                width: int = 120) -> list[str]:
+    """The "roofline drift" section: each drifted prediction (and each whose ink changed) with its one-line
+    drift, then the count line (``1 drifted, 20 steady, 1 new vs the previous run``); -qq the count alone."""
+    from pytest_roofline.history import drift_counts
+
+    if not drifts:
+        return []
+    count = f"roofline drift: {drift_counts([d for _i, d in drifts])} vs {against}"
+    if verbosity <= -2:
+        return [count]
+    listed = [(pid, d) for pid, d in drifts if d.get("status") in _DRIFT_LISTED]
+    idw = min(max((len(p) for p, _d in listed), default=0), 40)
+    lines = []
+    for pid, d in listed:
+        word = "DRIFTED" if d.get("status") == "drifted" else "CHANGED"
+        head = f"{pid:<{idw}} {word:<7} "
+        for i, part in enumerate(textwrap.wrap(_plain(d.get("text")), max(30, width - len(head))) or [""]):
+            lines.append((head if i == 0 else " " * len(head)) + part)  # wrapped, never cut: it says the baseline
+    return lines + [count]

@@ -13,7 +13,33 @@ from typing import Any
 from pytest_roofline import redact
 from pytest_roofline.format.engine_command import check_command, expand_command
 
-__all__ = ["EngineConfig", "VLLM_ENTRYPOINT", "redact_env"]
+__all__ = ["EngineConfig", "VLLM_ENTRYPOINT", "redact_env", "EXECUTOR_BACKENDS", "cpu_threads_bind"]
+
+#: ``engine.args.distributed_executor_backend`` values the plugin passes on. vLLM's
+#: ``--distributed-executor-backend`` takes ``ray``, ``mp``, ``uni`` and ``external_launcher``
+#: (vllm/config/parallel.py ``DistributedExecutorBackend`` at v0.11.0 and v0.32.0); ``uni`` is one worker in the
+#: engine process and ``external_launcher`` is torchrun's, neither a server's multi-worker mode, so only these two.
+EXECUTOR_BACKENDS = ("mp", "ray")
+
+
+def cpu_threads_bind(world_size: int, cpus: list[int]) -> str | None:
+    """``VLLM_CPU_OMP_THREADS_BIND`` for ``world_size`` CPU workers on ``cpus``: contiguous equal shares joined by
+    ``|`` (``"0|1"`` for 2 workers on 2 cores); None when there are fewer CPUs than workers.
+
+    vLLM's CPU backend binds each local worker's OpenMP threads to the list in this variable; its default
+    ``auto`` gives each worker a NUMA node of its own and refuses a start with more local workers than allowed
+    NUMA nodes ("Not enough allowed NUMA nodes to bind threads of 2 local CPUWorkers",
+    vllm/utils/ompmultiprocessing.py at v0.32.0), which is every TP=2 run on a one-node machine."""
+    if world_size < 2 or len(cpus) < world_size:
+        return None
+    cpus = sorted(cpus)
+    share = len(cpus) // world_size
+    parts = []
+    for r in range(world_size):
+        mine = cpus[r * share:(r + 1) * share]
+        parts.append(f"{mine[0]}-{mine[-1]}" if len(mine) > 1 and mine[-1] - mine[0] == len(mine) - 1
+                     else ",".join(str(c) for c in mine))
+    return "|".join(parts)
 
 # The OpenAI-compatible server module.  It is run with ``python -m``, not through the ``vllm`` console
 # script: that script starts with importlib.metadata.version("vllm") (vllm/entrypoints/cli/main.py at
@@ -37,6 +63,12 @@ class EngineConfig:
     dtype: str | None = None
     max_model_len: int | None = None
     tensor_parallel_size: int = 1
+    # --pipeline-parallel-size, --data-parallel-size, --distributed-executor-backend: flags of the server in
+    # vllm/engine/arg_utils.py at v0.11.0 and at v0.32.0 (both read); the engine runs tensor x pipeline x data
+    # parallel workers (world_size())
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    distributed_executor_backend: str | None = None  # None = vLLM's choice (mp on one node); "mp" | "ray"
     gpu_memory_utilization: float | None = None
     block_size: int | None = None
     max_num_seqs: int | None = None
@@ -57,8 +89,15 @@ class EngineConfig:
         self.model = str(self.model)
         if self.device not in ("cuda", "cpu"):
             raise ValueError(f"device must be 'cuda' or 'cpu', got {self.device!r}")
-        if self.tensor_parallel_size < 1:
-            raise ValueError("tensor_parallel_size must be >= 1")
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
+        if self.distributed_executor_backend is not None:
+            self.distributed_executor_backend = str(self.distributed_executor_backend)
+            if self.distributed_executor_backend not in EXECUTOR_BACKENDS:
+                raise ValueError(f"distributed_executor_backend must be one of {', '.join(EXECUTOR_BACKENDS)}, "
+                                 f"got {self.distributed_executor_backend!r}")
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError("gpu_memory_utilization must be in (0, 1]")
         if self.kv_cache_space_gib is not None:
@@ -86,6 +125,17 @@ class EngineConfig:
         # every secret this engine is given is known to the redaction step before anything is written
         redact.remember(*(v for k, v in self.env.items() if redact.is_secret_name(k)))
         redact.remember(*_secret_flag_values(self.extra_args))
+
+    def world_size(self) -> int:
+        """Model workers the engine starts: tensor x pipeline parallel, times the data-parallel engines."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
+
+    def expected_workers(self) -> list[dict[str, int]]:
+        """Every worker's grid position, ``{"rank", "dp_rank", "pp_rank", "tp_rank"}``, rank =
+        ``(dp x PP + pp) x TP + tp`` (the numbering :func:`pytest_roofline.measure.enginelog.workers_seen` uses)."""
+        tp, pp = self.tensor_parallel_size, self.pipeline_parallel_size
+        return [{"rank": (d * pp + p) * tp + t, "dp_rank": d, "pp_rank": p, "tp_rank": t}
+                for d in range(self.data_parallel_size) for p in range(pp) for t in range(tp)]
 
     def api_key(self) -> str | None:
         """The key the server will require on ``/v1`` paths, or None: ``--api-key`` in the arguments, else
@@ -126,6 +176,12 @@ class EngineConfig:
             a += ["--max-model-len", str(self.max_model_len)]
         if self.tensor_parallel_size != 1:
             a += ["--tensor-parallel-size", str(self.tensor_parallel_size)]
+        if self.pipeline_parallel_size != 1:
+            a += ["--pipeline-parallel-size", str(self.pipeline_parallel_size)]
+        if self.data_parallel_size != 1:
+            a += ["--data-parallel-size", str(self.data_parallel_size)]
+        if self.distributed_executor_backend is not None:
+            a += ["--distributed-executor-backend", self.distributed_executor_backend]
         if self.gpu_memory_utilization is not None:
             a += ["--gpu-memory-utilization", repr(float(self.gpu_memory_utilization))]
         if self.block_size is not None:
@@ -154,6 +210,17 @@ class EngineConfig:
             o["HF_HUB_OFFLINE"] = "1"  # a local model never needs the hub
         if self.device == "cpu" and self.kv_cache_space_gib is not None:
             o["VLLM_CPU_KVCACHE_SPACE"] = str(self.kv_cache_space_gib)
+        if self.distributed_executor_backend == "ray":
+            # Ray folds lines that several workers print into one "[repeated Nx across cluster]" line
+            # (ray/_private/ray_logging.py LogDeduplicator; RAY_DEDUP_LOGS=0 turns it off): without this the log
+            # would not show every worker's start
+            o["RAY_DEDUP_LOGS"] = "0"
+        local = self.world_size() if self.distributed_executor_backend != "ray" else 1
+        if self.device == "cpu" and local > 1 and "VLLM_CPU_OMP_THREADS_BIND" not in self.env \
+                and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ and hasattr(os, "sched_getaffinity"):
+            bind = cpu_threads_bind(local, sorted(os.sched_getaffinity(0)))
+            if bind:
+                o["VLLM_CPU_OMP_THREADS_BIND"] = bind
         o.update(self.env)
         return o
 

@@ -43,6 +43,10 @@ class Endpoint:
         self._requested_model = served_model_name
         self.max_model_len: int | None = None
         self.available_models: list[str] = []
+        #: where the engine report's /metrics is read (cache_config_info: the KV pool): None = ``base_url``. Behind
+        #: a load balancer that is one replica's own /metrics (``--roofline-replica-metrics``): every replica of a
+        #: deployment runs the same engine configuration, so one replica's pool is each replica's
+        self.metrics_base_url: str | None = None
         self.__key: str | None = None
         if api_key_env:
             value = os.environ.get(api_key_env)
@@ -140,13 +144,16 @@ class Endpoint:
     def report(self) -> dict[str, Any]:
         with httpx.Client() as client:
             version = get_version(client, self.base_url, self.auth_headers())
-            metrics, mreason = get_metrics(client, self.base_url, self.__key, self._served_model_name)
+            metrics, mreason = get_metrics(client, (self.metrics_base_url or self.base_url).rstrip("/"), self.__key,
+                                           self._served_model_name)
         rep = build_report(log=None, log_reason="endpoint mode: no startup log", metrics=metrics,
                            metrics_reason=mreason, version=version,
                            version_source="/version" if version else None,
                            max_model_len=self.max_model_len)
         rep["mode"] = "endpoint"
         rep["startup_s"] = None
+        if self.metrics_base_url:
+            rep["metrics_from"] = redact_url(self.metrics_base_url)  # one replica's: the KV figures are per replica
         return rep
 
     def launch_info(self) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -24,9 +25,11 @@ from pytest_roofline.measure.engine._report import (
     engine_version_from_metadata,
     get_metrics,
     get_version,
+    missing_workers_sentence,
+    workers_report,
 )
 from pytest_roofline.measure.engine._served import model_ids, pick_served_model
-from pytest_roofline.measure.enginelog import parse_startup_log, startup_failure_reason
+from pytest_roofline.measure.enginelog import parse_startup_log, startup_failure_reason, workers_seen
 
 __all__ = ["Engine"]
 
@@ -58,6 +61,8 @@ class Engine:
         self.startup_s: float | None = None
         self.returncode: int | None = None
         self.argv: list[str] | None = None
+        #: local processes of the engine still alive after the last teardown (SIGTERM, grace, SIGKILL): pids
+        self.survivors: list[int] = []
 
     def __repr__(self) -> str:
         return (f"Engine(model={self.config.model!r}, port={self.port}, pid={self.pid}, "
@@ -126,6 +131,7 @@ class Engine:
                 self._state = "stopped"
                 raise
             self.startup_s = time.monotonic() - t0
+            self._remember_descendants()  # every worker is up now: remember it even if it later leaves the group
             self._state = "ready"
             return self
         raise AssertionError("unreachable")  # pragma: no cover
@@ -168,12 +174,12 @@ class Engine:
                     why = self._startup_failure_reason()
                     raise EngineStartError(
                         f"vLLM exited during startup ({_process.describe_returncode(rc)})"
-                        f"{f': {why}' if why else ''}; log: {self.log_path}",
+                        f"{f': {why}' if why else ''}; {self._workers_note()}log: {self.log_path}",
                         log_tail=self.log_tail(60), returncode=rc)
                 if time.monotonic() > deadline:
                     raise EngineStartError(
-                        f"vLLM not ready after {timeout_s:.0f} s (waiting for {stage}); log: {self.log_path}",
-                        log_tail=self.log_tail(60))
+                        f"vLLM not ready after {timeout_s:.0f} s (waiting for {stage}); {self._workers_note()}"
+                        f"log: {self.log_path}", log_tail=self.log_tail(60))
                 with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, TypeError):
                     if stage == "/health":
                         if client.get(self.base_url + "/health").status_code == 200:
@@ -187,7 +193,27 @@ class Engine:
                                 return
                 if on_wait is not None:
                     on_wait(stage)
+                self._remember_descendants()  # a worker that leaves the group is still ours if the start fails
                 time.sleep(0.25)
+
+    def workers(self) -> dict[str, Any]:
+        """``engine_report.workers``: the workers this configuration starts (tensor x pipeline x data parallel),
+        the ones the log has shown so far (rank, pid, ip; ``enginelog.workers_seen``) and the ranks still missing."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            text = ""
+        c = self.config
+        seen = workers_seen(text, tensor_parallel_size=c.tensor_parallel_size,
+                            pipeline_parallel_size=c.pipeline_parallel_size)
+        return workers_report(c.expected_workers(), seen, c.distributed_executor_backend)
+
+    def _workers_note(self) -> str:
+        """``"<which ranks never appeared>; "`` for a startup error of a multi-worker engine, else ``""``."""
+        if self.config.world_size() <= 1:
+            return ""
+        sentence = missing_workers_sentence(self.workers())
+        return f"{sentence}; " if sentence else "every worker appeared in the log; "
 
     def _startup_failure_reason(self) -> str | None:
         """What the startup log says made vLLM fail (no room for the KV cache); None if it does not say."""
@@ -247,6 +273,24 @@ class Engine:
         if self._proc is not None and self._proc.poll() is None:
             self._known_pids |= _process.descendants(self._proc.pid)
 
+    def _remember_logged_workers(self) -> None:
+        """Local workers the log names (rank, pid) that are still alive and started after this engine did: a
+        worker that left the process group and lost its parent before it was seen in the process tree."""
+        if self._proc is None or self.config.world_size() <= 1:
+            return
+        t0 = _process.start_ticks(self._proc.pid)
+        if t0 is None:
+            return
+        for w in self.workers()["seen"]:
+            pid = w.get("pid")
+            if pid and not w.get("ip") and pid != os.getpid():
+                t = _process.start_ticks(pid)
+                # a process older than the engine is not one of its workers (its pid was in the log of an
+                # earlier start); the pid of a worker that already exited could only have been reused since
+                # by a process started after it, which this does not tell apart
+                if t is not None and t >= t0:
+                    self._known_pids.add(pid)
+
     def stop(self, timeout_s: float | None = None) -> int | None:
         """End the whole process group (SIGTERM, wait, SIGKILL). Idempotent; returns the exit code."""
         with self._lock:
@@ -274,6 +318,7 @@ class Engine:
         all_clear = False
         try:
             self._remember_descendants()
+            self._remember_logged_workers()
             self._known_pids.discard(os.getpid())
             if proc.poll() is not None:
                 # The main process is already gone (crashed or killed): what is left are orphans
@@ -295,6 +340,12 @@ class Engine:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
             all_clear = self._group_gone(pgid)
+            self.survivors = sorted(_process.process_group_members(pgid)
+                                    | {p for p in self._known_pids if _process.pid_alive(p)})
+            if self.survivors:
+                warnings.warn(f"vLLM engine (pid {pgid}): {len(self.survivors)} process(es) survived SIGKILL: "
+                              f"{self.survivors} (uninterruptible, or not ours to signal); log: {self.log_path}",
+                              RuntimeWarning, stacklevel=3)
         except BaseException:
             # Interrupted (a second Ctrl-C): kill now, and leave the watchdog armed.
             self._kill_hard(pgid)
@@ -343,7 +394,7 @@ class Engine:
                 version, vsrc = v, f"importlib.metadata ({dist})"
         rep = build_report(log=log, log_reason=log_reason, metrics=metrics, metrics_reason=mreason,
                            version=version, version_source=vsrc, max_model_len=self.max_model_len,
-                           configured_block_size=self.config.block_size)
+                           configured_block_size=self.config.block_size, workers=self.workers())
         rep["startup_s"] = self.startup_s
         rep["mode"] = "engine"
         return rep

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 __all__ = [
     "free_port", "process_group_members", "descendants", "pid_alive", "signal_quietly", "make_preexec",
-    "Watchdog", "register", "unregister", "install_hooks", "stop_all", "describe_returncode",
+    "Watchdog", "register", "unregister", "install_hooks", "stop_all", "describe_returncode", "start_ticks",
 ]
 
 
@@ -86,6 +86,17 @@ def descendants(root: int) -> set[int]:
                 out.add(c)
                 stack.append(c)
     return out
+
+
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (``/proc/<pid>/stat`` field 22, ``starttime``, proc(5));
+    None where it cannot be read. Tells a process apart from a later one that reused its pid."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            rest = f.read().decode(errors="replace").rsplit(")", 1)[-1].split()
+        return int(rest[19])  # fields after "(comm)" start at field 3: field 22 is rest[19]
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def pid_alive(pid: int) -> bool:

@@ -18,7 +18,37 @@ from pytest_roofline import redact
 from pytest_roofline.measure.scrape import fetch_metrics_text, parse_metrics
 from pytest_roofline.units import GIB
 
-__all__ = ["build_report", "engine_version_from_metadata", "get_version", "get_metrics"]
+__all__ = ["build_report", "engine_version_from_metadata", "get_version", "get_metrics", "workers_report",
+           "missing_workers_sentence"]
+
+
+def workers_report(expected: list[dict[str, int]], seen: list[dict[str, Any]],
+                   backend: str | None) -> dict[str, Any]:
+    """``engine_report.workers``: the workers the configuration starts (``EngineConfig.expected_workers``), those
+    the log showed (``enginelog.workers_seen``: rank, pid, ip, name) and the ranks it never showed."""
+    seen_ranks = {w["rank"] for w in seen if w.get("rank") is not None}
+    missing = [e["rank"] for e in expected if e["rank"] not in seen_ranks]
+    unranked = [w for w in seen if w.get("rank") is None]
+    return {"expected": len(expected), "executor": backend or "mp", "seen": seen,
+            "missing_ranks": missing, "unranked": len(unranked)}
+
+
+def missing_workers_sentence(rep: dict[str, Any]) -> str | None:
+    """One sentence for a startup error: which ranks never appeared in the log (None when all did, or for a
+    single-worker engine)."""
+    if rep["expected"] <= 1 or not rep["missing_ranks"]:
+        return None
+    seen = [w for w in rep["seen"] if w.get("rank") is not None]
+    where = ", ".join(f"rank {w['rank']} (pid {w['pid']}{', ' + w['ip'] if w.get('ip') else ''})" for w in seen)
+    out = (f"{len(seen)} of {rep['expected']} workers appeared in the log"
+           f"{': ' + where if where else ''}; never seen: rank{'s' if len(rep['missing_ranks']) > 1 else ''} "
+           + ", ".join(str(r) for r in rep["missing_ranks"]))
+    if rep["unranked"]:
+        out += f" ({rep['unranked']} more worker process{'es' if rep['unranked'] > 1 else ''} printed no rank)"
+    if rep["executor"] == "ray":
+        out += ("; Ray workers on other nodes print through the Ray driver: check `ray status` and each node's "
+                "/tmp/ray/session_latest/logs")
+    return out
 
 
 def engine_version_from_metadata() -> tuple[str | None, str | None]:
@@ -112,6 +142,7 @@ def build_report(
     version_source: str | None,
     max_model_len: int | None,
     configured_block_size: int | None = None,
+    workers: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Assemble ``engine_report`` (docs/results-schema.md) from the parsed sources.
 
@@ -184,6 +215,7 @@ def build_report(
                            "metrics": metrics_reason if cc is None else None},
         "cross_check": _cross_check(log, cc, max_model_len or lg.get("max_concurrency_tokens_per_request")),
         "reasons": reasons,
+        "workers": workers,
     }
 
 

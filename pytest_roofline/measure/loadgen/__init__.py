@@ -27,7 +27,9 @@ The modules, each private by name (import from this package):
 * ``_http1``: the target URL, the request head, and the response framing of one connection (one chunked
   decoder);
 * ``_sse``: the SSE decoder of one streamed completion;
-* ``_loop``: the epoll event loop and dispatcher; ``_run``: :func:`run_load`.
+* ``_loop``: the epoll event loop and dispatcher; ``_run``: :func:`run_load`;
+* ``_multiproc``: the same load spread over several client processes (``LoadSpec.processes``), merged into one
+  record on one clock.
 
 This package never imports pytest.
 """
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 from pytest_roofline.errors import LoadgenError
 from pytest_roofline.measure.loadgen._http1 import completions_url, target_url, tls_context
+from pytest_roofline.measure.loadgen._multiproc import resolve_processes, usable_cores
 from pytest_roofline.measure.loadgen._prompts import arrival_offsets, build_prompt, request_body
 from pytest_roofline.measure.loadgen._records import LoadResult, LoadSpec, Progress, RequestRecord
 from pytest_roofline.measure.loadgen._run import run_load
@@ -53,4 +56,6 @@ __all__ = [
     "completions_url",
     "target_url",
     "tls_context",
+    "resolve_processes",
+    "usable_cores",
 ]

@@ -92,6 +92,8 @@ class Phase:
         self.total: int | None = None   # request count, None = duration-limited
         self.duration: float | None = None
         self.deadline: float | None = None
+        self.stride = 1                 # index step between requests (a worker of N processes: N)
+        self.start_at: float | None = None  # shared start (perf_counter s) of a multi-process run
         self.start = 0.0
         self.sent = 0
         self.done = 0
@@ -173,9 +175,11 @@ class EventLoop:
         indices = list(indices)
         head, body, prefix = self._head, self._body.body, self._rid_prefix
         out = []
-        for index, prompt in zip(indices, self._make_prompt.many(indices), strict=True):
+        maker = self._make_prompt
+        for index, prompt in zip(indices, maker.many(indices), strict=True):
             rid = f"{prefix}-{index}"
-            out.append(_Req(index, rid, warmup, frame_request(head, rid, body(prompt))))
+            n_out = maker.lengths(index)[1] if maker.spec.variable else None  # per-request lengths: _prompts
+            out.append(_Req(index, rid, warmup, frame_request(head, rid, body(prompt, n_out))))
         return out
 
     # ---- connections ----------------------------------------------------------------------------------
@@ -507,7 +511,7 @@ class EventLoop:
             req = ph.reqs[i]
         else:  # only in duration-limited closed loops, when the idle-time top-up fell behind
             req = self.build(ph.next_index, ph.warmup)
-            ph.next_index += 1
+            ph.next_index += ph.stride
             ph.reqs.append(req)
         ph.reqs[i] = None  # type: ignore[call-overload]  # drop the reference once taken
         ph.sent += 1
@@ -520,8 +524,8 @@ class EventLoop:
 
     def _topup(self, ph: Phase) -> None:
         """Duration-limited closed loop: pre-build a few more requests (idle-time work, ~1 ms at most)."""
-        n = max(4, min(64, 16384 // self.spec.input_len))
-        ph.reqs.extend(self.build_many(range(ph.next_index, ph.next_index + n), ph.warmup))
+        n = max(4, min(64, 16384 // self.spec.input_len)) * ph.stride
+        ph.reqs.extend(self.build_many(range(ph.next_index, ph.next_index + n, ph.stride), ph.warmup))
         ph.next_index += n
 
     # ---- finalisation (runs when the loop is idle) ----------------------------------------------------
@@ -536,9 +540,10 @@ class EventLoop:
 
     def _finalize(self, req: _Req) -> None:
         spec = self.spec
+        n_in, n_out = self._make_prompt.lengths(req.index)
         rec = RequestRecord(
             index=req.index, request_id=req.rid, warmup=req.warmup,
-            input_len=spec.input_len, output_len=spec.output_len,
+            input_len=n_in, output_len=n_out,
             scheduled_s=req.scheduled, sent_s=req.sent, attempts=req.attempts,
             http_status=req.http_status,
         )
@@ -634,7 +639,7 @@ class EventLoop:
         EPOLLOUT = select.EPOLLOUT
         EPOLLERRHUP = select.EPOLLERR | select.EPOLLHUP
         self._last_progress = 0.0
-        ph.start = perf_counter()
+        ph.start = perf_counter() if ph.start_at is None else ph.start_at
         if ph.duration is not None:
             ph.deadline = ph.start + ph.duration
         sched = ph.schedule

@@ -3,6 +3,14 @@
 Prompts are token-id lists, deterministic in (seed, point_id, index); the arrival schedule is a seeded gamma
 process.  Nothing here touches a socket or a clock.
 
+Per-request lengths, datasets and a shared prefix come from the one workload description the serving model
+also reads (``model.workload``): request ``index`` is position ``index`` of the warm-up phase when
+``index < warmup_requests``, else position ``index - warmup_requests`` of the measured phase, and its lengths are
+``spec.lengths(...)`` at that position (``model.workload.request_lengths``, the simulator's own draw).  A
+variable-length prompt is its shared prefix (``model.workload.prefix_lens`` tokens of one seeded sequence,
+token ``j`` a SplitMix64 hash of (prefix key, j)) followed by a tail hashed from (key, index, j), or a dataset
+entry's token ids.
+
 The chat API takes text, not token ids, and the load generator has no tokenizer: a chat prompt is the same
 token-id list written as words, token id ``i`` becoming ``CHAT_WORDS[(i - low) % len(CHAT_WORDS)]``, one
 space-separated word per id.  The words are short, common English words (most are one token with their leading
@@ -65,6 +73,7 @@ class PromptMaker:
 
     def __init__(self, spec: LoadSpec) -> None:
         self.spec = spec
+        self._lens: dict[tuple[bool, int], Any] = {}  # (warm-up?, block) -> that block's RequestLengths
         low, high = spec.token_id_range
         self.low, self.vocab = int(low), int(high) - int(low)
         self.key = np.array([_rng(spec, _KIND_PROMPT).integers(0, 2**63, dtype=np.int64)], dtype=np.uint64)
@@ -73,13 +82,13 @@ class PromptMaker:
             if spec.shared_prefix_len
             else []
         )
-        self.free = spec.input_len - spec.shared_prefix_len
+        self.free = max(spec.input_len - spec.shared_prefix_len, 0)
         self._cols = (np.arange(1, self.free + 1, dtype=np.uint64) * _GOLDEN)[None, :]
         # Small id spaces: take the digits (base V) of a seeded affine permutation of [0, V**free), so that
         # prompts are guaranteed distinct.  Large spaces: independent uniform draws (collisions need luck
         # better than 1 in 2**62).
         self.space: int | None = None
-        if self.free * math.log2(max(self.vocab, 2)) < 62:
+        if not spec.variable and self.free * math.log2(max(self.vocab, 2)) < 62:
             self.space = self.vocab**self.free
             rng = _rng(spec, _KIND_PERMUTATION)
             self.perm_a = int(rng.integers(0, self.space))
@@ -91,6 +100,52 @@ class PromptMaker:
             else:
                 b = 1
             self.perm_b = b
+
+    # -- per-request lengths (the workload description's draw) -------------------------------------------
+    def _phase(self, index: int) -> tuple[bool, int]:
+        w = self.spec.warmup_requests
+        return (True, index) if index < w else (False, index - w)
+
+    def _drawn(self, index: int) -> tuple[int, int, int]:
+        warm, pos = self._phase(index)
+        key = (warm, pos // 1024)
+        lens = self._lens.get(key)
+        if lens is None:
+            lens = self._lens[key] = self.spec.lengths(1024, warmup=warm, start=key[1] * 1024)
+        k = pos % 1024
+        return lens.input_lens[k], lens.output_lens[k], (lens.entries[k] if lens.entries else -1)
+
+    def lengths(self, index: int) -> tuple[int, int]:
+        """(input tokens, max_tokens) of request ``index``."""
+        if not self.spec.variable:
+            return self.spec.input_len, self.spec.output_len
+        n_in, n_out, _ = self._drawn(index)
+        return n_in, n_out
+
+    def _variable(self, indices: Sequence[int]) -> list[list[int]]:
+        spec = self.spec
+        out: list[list[int]] = []
+        for index in indices:
+            n_in, _, entry = self._drawn(index)
+            if entry >= 0:
+                out.append(list(spec.dataset_prompts[entry]))
+                continue
+            p = _workload.prefix_lens([n_in], prefix_share=spec.prefix_share,
+                                      shared_prefix_len=spec.shared_prefix_len)[0]
+            row = self.key ^ _mix64(np.array([index], dtype=np.uint64) * _GOLDEN + _GOLDEN)
+            out.append(self.prefix_tokens(p) + self._hashed(row, n_in - p))
+        return out
+
+    def _hashed(self, row_key: Any, n: int) -> list[int]:
+        if n <= 0:
+            return []
+        z = _mix64(np.asarray(row_key, dtype=np.uint64).reshape(1) + np.arange(1, n + 1, dtype=np.uint64) * _GOLDEN)
+        return (z % np.uint64(self.vocab)).astype(np.int64).__add__(self.low).tolist()
+
+    def prefix_tokens(self, n: int) -> list[int]:
+        """The first ``n`` tokens of the point's shared prefix (variable-length path): one sequence for all."""
+        pkey = _mix64(self.key ^ np.uint64(0x5EED_0F_0000_0001))
+        return self._hashed(pkey, n)
 
     def tails(self, indices: Sequence[int]) -> list[list[int]]:
         """The non-shared part of the prompts of ``indices``."""
@@ -117,6 +172,8 @@ class PromptMaker:
 
     def many(self, indices: Sequence[int]) -> list[list[int]]:
         """The prompts of ``indices``."""
+        if self.spec.variable:
+            return self._variable(indices)
         return [self.prefix + t for t in self.tails(indices)]
 
     def __call__(self, index: int) -> list[int]:
@@ -124,7 +181,8 @@ class PromptMaker:
 
 
 def build_prompt(spec: LoadSpec, index: int) -> list[int]:
-    """The prompt (token ids, exactly ``spec.input_len`` of them) of request ``index`` of the point.
+    """The prompt (token ids, exactly ``spec.input_len`` of them, or the request's drawn length) of request
+    ``index`` of the point.
 
     Deterministic in (seed, point_id, index); distinct for every index of a point, and (with overwhelming
     probability) across points.  The first ``shared_prefix_len`` tokens are the same for all requests.
@@ -172,6 +230,7 @@ class BodyTemplate:
     def __init__(self, spec: LoadSpec) -> None:
         marker = "\x00prompt\x00"
         self.chat = spec.api == "chat"
+        self.output_len = spec.output_len
         if self.chat:
             # the user message is a string: pre + words + post (the words need no JSON escaping)
             base = request_body(spec, [])
@@ -192,8 +251,12 @@ class BodyTemplate:
         high = int(spec.token_id_range[1])
         self.digits = [str(i).encode("ascii") for i in range(high)] if high <= 1 << 21 else None
 
-    def body(self, prompt: Sequence[int]) -> bytes:
-        """The serialised body carrying ``prompt``."""
+    def body(self, prompt: Sequence[int], output_len: int | None = None) -> bytes:
+        """The serialised body carrying ``prompt`` (and ``output_len`` as its max tokens, default the spec's)."""
+        if output_len is not None and output_len != self.output_len:
+            key = b'"max_completion_tokens":' if self.chat else b'"max_tokens":'
+            old = key + str(self.output_len).encode()
+            return self.body(prompt).replace(old, key + str(int(output_len)).encode(), 1)
         if self.chat:
             words, low, n = self.words, self.low, len(self.words)
             return b"".join((self.pre, b" ".join([words[(int(i) - low) % n] for i in prompt]), self.post))
@@ -215,4 +278,5 @@ def arrival_offsets(spec: LoadSpec, count: int | None = None, *, warmup: bool = 
     return _workload.arrival_offsets_s(
         rate_req_per_s=spec.rate_req_s, burstiness=spec.burstiness, seed=spec.seed, stream_id=spec.point_id,
         count=count if count is not None else spec.num_requests,
-        horizon_s=None if count is not None else spec.duration_s, warmup=warmup)
+        horizon_s=None if count is not None else spec.duration_s, warmup=warmup,
+        ramp_up=None if warmup else spec.ramp_up)

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_roofline.model import workload as _workload
+
 __all__ = ["LoadSpec", "RequestRecord", "LoadResult", "Progress", "RESERVED_BODY_KEYS"]
 
 # body fields the load generator owns; ``LoadSpec.extra_body`` may not override them
@@ -59,6 +61,20 @@ class LoadSpec:
             every request with an error, or never answers, ends the point after one timeout, not N.
         api: ``"completions"`` (``/v1/completions``, token-id prompts) or ``"chat"`` (``/v1/chat/completions``:
             one user message; tokens are the stream's non-empty ``choices[0].delta.content``).
+        processes: client processes the load is spread over (``_multiproc``): 1 (the default) runs the one
+            epoll loop in the calling thread; N > 1 splits the streams (closed loop) or deals out the one
+            seeded arrival schedule (open loop: every N-th arrival) over N worker processes and merges their
+            records; ``"auto"`` takes as many as one core cannot feed, at most the usable cores.
+        input_dist, output_dist: per-request length distributions (``model.workload.LengthDist``) instead of
+            the fixed ``input_len``/``output_len`` (which then stay the nominal means); drawn per request by
+            ``model.workload.request_lengths``, the serving model's own draw.
+        dataset: the token lengths of a dataset's entries (``model.workload.DatasetLengths``) and
+            ``dataset_prompts`` their token ids (completions API only): request i sends entry
+            ``dataset.entries(...)[i]``, with its own output length when the entry has one.
+        prefix_share: the first ``floor(prefix_share x input_len)`` tokens of every prompt are common to all
+            requests (``model.workload.prefix_lens``); exclusive with ``shared_prefix_len``.
+        ramp_up: open loop: the rate rises from ``ramp_up.start_rps`` to ``end_rps`` over ``num_requests``
+            (``vllm bench serve --ramp-up-strategy``; ``model.workload.arrival_offsets_s``).
     """
 
     model: str
@@ -79,6 +95,26 @@ class LoadSpec:
     request_timeout_s: float = 600.0
     max_failures: int | None = None
     api: str = "completions"
+    processes: int | str = 1
+    input_dist: _workload.LengthDist | None = None
+    output_dist: _workload.LengthDist | None = None
+    dataset: _workload.DatasetLengths | None = None
+    dataset_prompts: tuple[tuple[int, ...], ...] = ()
+    prefix_share: float = 0.0
+    ramp_up: _workload.RampUp | None = None
+
+    @property
+    def variable(self) -> bool:
+        """True when requests differ in length or share a fractional prefix (the per-request path)."""
+        return bool(self.input_dist is not None or self.output_dist is not None or self.dataset is not None
+                    or self.prefix_share)
+
+    def lengths(self, count: int, *, warmup: bool = False, start: int = 0) -> _workload.RequestLengths:
+        """The lengths of requests ``start .. start+count-1`` of a phase: ``model.workload.request_lengths``."""
+        return _workload.request_lengths(
+            count, input_len=self.input_dist or _workload.LengthDist(self.input_len),
+            output_len=self.output_dist or _workload.LengthDist(self.output_len), dataset=self.dataset,
+            seed=self.seed, stream_id=self.point_id, warmup=warmup, start=start)
 
     def validate(self) -> None:
         """Raise ``ValueError`` when the spec is inconsistent."""
@@ -122,11 +158,34 @@ class LoadSpec:
             raise ValueError("request_timeout_s must be > 0")
         if self.max_failures is not None and self.max_failures < 0:
             raise ValueError("max_failures must be >= 0 (or None)")
+        if not 0.0 <= self.prefix_share < 1.0:
+            raise ValueError("prefix_share must be in [0, 1)")
+        if self.prefix_share and self.shared_prefix_len:
+            raise ValueError("give shared_prefix_len or prefix_share, not both")
+        if self.input_dist is not None and self.shared_prefix_len >= self.input_dist.bounds()[0]:
+            raise ValueError("shared_prefix_len must be shorter than the shortest input length")
+        if self.dataset is not None:
+            if self.api != "completions":
+                raise ValueError("a dataset is sent as token ids: it needs api='completions'")
+            if len(self.dataset_prompts) != len(self.dataset.input_lens) or any(
+                    len(p) != n for p, n in zip(self.dataset_prompts, self.dataset.input_lens)):
+                raise ValueError("dataset_prompts must hold each entry's token ids (dataset.input_lens long)")
+            if self.prefix_share or self.shared_prefix_len:
+                raise ValueError("a shared prefix is for synthetic prompts, not a dataset's")
+        if self.ramp_up is not None and (self.mode != "open" or self.num_requests is None):
+            raise ValueError("a ramp-up needs an open loop with num_requests (the rate rises over them)")
+        if self.processes != "auto" and (isinstance(self.processes, bool) or not isinstance(self.processes, int)
+                                         or self.processes < 1):
+            raise ValueError(f"processes must be an integer >= 1 or 'auto', not {self.processes!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as a JSON-serialisable dict."""
         d = dataclasses.asdict(self)
         d["token_id_range"] = list(self.token_id_range)
+        for key in ("input_dist", "output_dist", "dataset", "ramp_up"):
+            v = getattr(self, key)
+            d[key] = v.to_dict() if v is not None else None
+        d["dataset_prompts"] = len(self.dataset_prompts)  # the prompts themselves are the dataset file's
         return d
 
 
@@ -233,6 +292,11 @@ class LoadResult:
             time, an upper bound.  A few are normal.  Many with a small ``read_lag_ms`` mean the server sent
             several chunks at once (seen on a saturated CPU engine, by vLLM's own client too); many with a
             large read lag mean the client read late (an overloaded client machine).
+        processes: how many client processes ran the load (``LoadSpec.processes`` resolved).
+        process_sync: with more than one process, how well their clocks and starts agreed:
+            ``clock_bracket_ms`` (the widest parent-worker round trip that bracketed a worker's clock read:
+            every worker's clock lay inside it, so they are one clock to within it) and ``start_late_ms``
+            (how late the latest worker began a phase after the shared start); ``None`` for one process.
     """
 
     spec: LoadSpec
@@ -248,6 +312,8 @@ class LoadResult:
     url: str = ""
     aborted: str | None = None
     coalesced_chunks: int = 0
+    processes: int = 1
+    process_sync: dict[str, float] | None = None
 
     @property
     def measured(self) -> list[RequestRecord]:
@@ -290,6 +356,8 @@ class LoadResult:
             "read_lag_ms": self.read_lag_ms,
             "aborted": self.aborted,
             "coalesced_chunks": self.coalesced_chunks,
+            "processes": self.processes,
+            "process_sync": self.process_sync,
         }
         if include_records:
             d["records"] = [r.to_dict() for r in self.records]

@@ -1,4 +1,7 @@
-""":func:`run_load`: plan the phases of a run, drive the event loop through them, assemble the result."""
+""":func:`run_load`: plan the phases of a run, drive the event loop through them, assemble the result.
+
+:func:`run_part` runs one process's share of a run (all of it when ``processes == 1``);
+:mod:`~pytest_roofline.measure.loadgen._multiproc` runs N of them in worker processes and merges them."""
 
 from __future__ import annotations
 
@@ -9,46 +12,66 @@ from collections.abc import Callable
 
 import numpy as np
 
+from pytest_roofline.measure.loadgen import _multiproc
 from pytest_roofline.measure.loadgen._loop import EventLoop, Phase, clock_offset_ns
+from pytest_roofline.measure.loadgen._multiproc import Part
 from pytest_roofline.measure.loadgen._prompts import arrival_offsets
 from pytest_roofline.measure.loadgen._records import LoadResult, LoadSpec, Progress
 
-__all__ = ["run_load"]
+__all__ = ["run_load", "run_part"]
 
 perf_counter = time.perf_counter
+WHOLE = Part(0, 1)
 
 
-def _plan(loop: EventLoop, spec: LoadSpec) -> list[Phase]:
-    """Build the phases and pre-serialise their requests."""
+def _plan(loop: EventLoop, spec: LoadSpec, part: Part = WHOLE) -> list[Phase]:
+    """Build the phases of ``part``'s share of the run and pre-serialise their requests.
+
+    Part k of n takes the requests whose run index is k modulo n (so prompts and request ids are those of
+    the one-process run), its share of the closed loop's streams, and in an open loop every n-th arrival of
+    the one seeded schedule (offsets unchanged).  Every part has the same phases, so they can start together.
+    """
     phases: list[Phase] = []
     w = spec.warmup_requests
-    cap_open = spec.concurrency or 10**9
+    k, n = part.k, part.n
+    cap_open = part.share(spec.concurrency) if spec.concurrency else 10**9
+    streams = part.share(spec.concurrency or 1)
     if w:
         ph = Phase("warmup", True)
-        ph.total = w
-        ph.reqs = loop.build_many(range(w), True)
+        warm = range(k, w, n)
+        ph.total = len(warm)
+        ph.reqs = loop.build_many(warm, True)
         ph.next_index = w
+        ph.stride = n
         if spec.mode == "closed":
-            ph.cap = min(spec.concurrency or 1, w)
+            ph.cap = min(streams, len(warm))
         else:
-            ph.schedule = arrival_offsets(spec, w, warmup=True)
+            ph.schedule = arrival_offsets(spec, w, warmup=True)[k::n]
             ph.cap = cap_open
         phases.append(ph)
     ph = Phase("measure", False)
+    ph.stride = n
     if spec.mode == "closed":
-        ph.cap = spec.concurrency or 1
-        ph.total = spec.num_requests
+        ph.cap = streams
+        ph.total = part.share(spec.num_requests) if spec.num_requests is not None else None
         ph.duration = spec.duration_s
-        n = spec.num_requests if spec.num_requests is not None else max(4 * ph.cap, 256)
+        count = ph.total if ph.total is not None else max(4 * ph.cap, 256)
     else:
-        ph.schedule = arrival_offsets(spec)
+        ph.schedule = arrival_offsets(spec)[k::n]
         ph.cap = cap_open
-        ph.total = len(ph.schedule)
-        n = ph.total
-    ph.reqs = loop.build_many(range(w, w + n), False)
-    ph.next_index = w + n
+        ph.total = count = len(ph.schedule)
+    ph.reqs = loop.build_many(range(w + k, w + k + n * count, n), False)
+    ph.next_index = w + k + n * count
     phases.append(ph)
     return phases
+
+
+def _wait_until(t: float) -> None:
+    """Sleep, then spin the last 2 ms, until ``perf_counter() >= t``."""
+    while (left := t - perf_counter()) > 0.002:
+        time.sleep(left - 0.002)
+    while perf_counter() < t:
+        pass
 
 
 def run_load(
@@ -74,24 +97,52 @@ def run_load(
 
     Raises:
         ValueError: invalid spec.
-        LoadgenError: the server could not be reached at the start of the run.
+        LoadgenError: the server could not be reached at the start of the run, or (``spec.processes > 1``)
+            a worker process failed or died: the error names it.
 
     The run blocks the calling thread (one epoll loop, no threads) and pauses the cyclic garbage collector
     while it runs.  If connections keep being refused mid-run the run stops early and
-    ``LoadResult.aborted`` says why.
+    ``LoadResult.aborted`` says why.  With ``spec.processes`` > 1 (or ``"auto"`` resolving to more than one)
+    the calling thread waits for N worker processes instead, each running its share (``_multiproc``).
     """
     spec.validate()
+    n = _multiproc.resolve_processes(spec)
+    if n > 1:
+        return _multiproc.run_processes(run_part, base_url, spec, n, api_key=api_key, on_progress=on_progress,
+                                        tls=tls)
+    return run_part(base_url, spec, api_key=api_key, on_progress=on_progress, tls=tls)[0]
+
+
+def run_part(
+    base_url: str,
+    spec: LoadSpec,
+    *,
+    api_key: str | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    tls: ssl.SSLContext | None = None,
+    part: Part = WHOLE,
+    sync: Callable[[str], float] | None = None,
+    rid_nonce: str | None = None,
+) -> tuple[LoadResult, bytes]:
+    """Run ``part``'s share of ``spec`` in this thread: the result (records with their run-wide indices) and
+    the raw read lags (int64 ns) for pooling.  ``sync(phase_name)`` is called before each phase and returns
+    the shared ``perf_counter`` time it starts at (the barrier of a multi-process run); ``rid_nonce``
+    replaces the random part of the request ids' prefix (every worker of a run uses the parent's, so the
+    ids are those of one run)."""
+    spec.validate()
     loop = EventLoop(base_url, spec, api_key, on_progress, tls)
+    if rid_nonce is not None:
+        loop._rid_prefix = f"{loop._rid_prefix.rsplit('-', 1)[0]}-{rid_nonce}"
     gc_was_enabled = gc.isenabled()
     try:
-        phases = _plan(loop, spec)
+        phases = _plan(loop, spec, part)
         measure = phases[-1]
         if spec.mode == "closed":
-            loop.phase.cap = spec.concurrency or 1
-            loop.preconnect(spec.concurrency or 1)
+            loop.phase.cap = max(1, measure.cap)
+            loop.preconnect(max(1, measure.cap))
         else:
             loop.phase.cap = 32
-            loop.preconnect(min(spec.concurrency or 32, 32, max(1, measure.total or 1)))
+            loop.preconnect(min(measure.cap, 32, max(1, measure.total or 1)))
         if gc_was_enabled:
             gc.collect()
             gc.disable()
@@ -101,6 +152,9 @@ def run_load(
         for ph in phases:
             if ph is measure:
                 loop.finalize_all()
+            if sync is not None:
+                ph.start_at = sync(ph.name)
+                _wait_until(ph.start_at)
             loop.run_phase(ph)
             if loop.aborted is not None:
                 break
@@ -130,4 +184,4 @@ def run_load(
         run_end_s=run_end, wall_anchor=wall_anchor, perf_anchor_s=perf_anchor, timestamp_source=source,
         clock_offset_drift_ns=int(loop.offset_ns_end - loop.offset_ns), read_lag_ms=lag, url=loop.url,
         aborted=loop.aborted, coalesced_chunks=loop.coalesced,
-    )
+    ), loop.read_lag.tobytes()

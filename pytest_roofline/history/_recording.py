@@ -1,0 +1,146 @@
+"""A session's verdicts, results and environment → the :class:`RunRecord` s a store keeps (one per setup).
+
+Pure: the plugin gathers the verdict dicts, the results dicts, the environment facts, the commit and the label,
+and this module groups them by :class:`SetupKey` and builds the records. :func:`setup_key` is the one function
+that says which setup a prediction file ran on; the plugin uses it both to store a run and to pick the runs
+drift compares with, so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_roofline.format.spec import Spec
+from pytest_roofline.history._records import RunRecord, RunSummary, SetupKey, StoredValue, prediction_key
+
+__all__ = ["setup_key", "spec_setup_key", "relative_file", "stored_value", "results_for_file", "build_records"]
+
+
+def _text(x: Any) -> str:
+    return str(x).strip() if x not in (None, "") else ""
+
+
+def setup_key(*, hardware: str, model: str, engine_version: str | None = None,
+              results: Mapping[str, Any] | None = None, gpu: str | None = None) -> SetupKey:
+    """The setup a prediction file ran on.
+
+    hardware: the detected GPU's catalog variant (``setup.hardware.detected.variant`` of the results file) when a
+    GPU was detected and is in the catalog, ``cpu`` with ``--gpu cpu``, else the declared id (the results file's,
+    else the YAML's). model: the results file's model name, else the YAML's. engine version: the engine's own
+    report (``engine_report.version``: its startup log or ``/version``), the results file's launch record, the
+    YAML's ``engine.version``, else ``unknown``."""
+    setup = (results or {}).get("setup") or {}
+    hw = setup.get("hardware") or {}
+    detected = hw.get("detected") if isinstance(hw, Mapping) else None
+    variant = _text(detected.get("variant")) if isinstance(detected, Mapping) else ""
+    if variant:
+        hw_id = variant
+    elif gpu is not None and gpu.strip().lower() == "cpu":
+        hw_id = "cpu"
+    else:
+        hw_id = (_text(hw.get("declared")) if isinstance(hw, Mapping) else "") or _text(hardware) or "unknown"
+    m = setup.get("model") or {}
+    model_name = (_text(m.get("name")) if isinstance(m, Mapping) else "") or _text(model) or "unknown"
+    report = (results or {}).get("engine_report") or {}
+    engine = setup.get("engine") or {}
+    version = (_text(report.get("version")) if isinstance(report, Mapping) else "") or (
+        _text(engine.get("version")) if isinstance(engine, Mapping) else "") or _text(engine_version) or "unknown"
+    return SetupKey(hw_id, model_name, version)
+
+
+def spec_setup_key(spec: Spec, results: Mapping[str, Any] | None = None, gpu: str | None = None) -> SetupKey:
+    """:func:`setup_key` of a loaded prediction file (and the results measured for it, when there are any)."""
+    model = spec.model if isinstance(spec.model, str) else (spec.model or {}).get("name") or "custom"
+    return setup_key(hardware=str(spec.hardware), model=str(model), engine_version=(spec.engine or {}).get("version"),
+                     results=results, gpu=gpu)
+
+
+def relative_file(file: str, rootdir: str | os.PathLike[str] | None) -> str:
+    """A prediction file's path relative to the project root (``predictions/day3.yaml``), so runners with
+    different checkout paths agree; a file outside the root keeps its path."""
+    if not file or rootdir is None:
+        return file
+    try:
+        return Path(file).resolve().relative_to(Path(rootdir).resolve()).as_posix()
+    except (ValueError, OSError):
+        return file
+
+
+def _number(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def stored_value(verdict: Mapping[str, Any], *, file: str, drift_text: str = "") -> StoredValue:
+    """One verdict dict (``Verdict.to_dict()``) as the index keeps it; ``file`` is the path relative to the root."""
+    at = {str(k): str(v) for k, v in (verdict.get("at") or {}).items()}
+    pid = str(verdict.get("id") or "")
+    return StoredValue(
+        key=prediction_key(file, pid, at), prediction_id=pid, file=file, quantity=str(verdict.get("quantity") or ""),
+        dimension=str(verdict.get("dimension") or ""), status=str(verdict.get("status") or ""),
+        mode=str(verdict.get("mode") or ""), at=at, unit=str(verdict.get("unit") or ""),
+        measured=_number(verdict.get("measured_value")), model=_number(verdict.get("model_value")),
+        predicted=_number(verdict.get("predicted_value")), lo=_number(verdict.get("lo")),
+        hi=_number(verdict.get("hi")), predicted_text=str(verdict.get("predicted_text") or ""),
+        measured_text=str(verdict.get("measured_text") or ""), drift_text=drift_text)
+
+
+def results_for_file(results: Sequence[Mapping[str, Any]], file: str) -> Mapping[str, Any] | None:
+    """The results dict measured for a prediction file: the one whose ``setup.predictions_file`` is that file
+    (same path, else same name), else the only one there is (a replayed file), else None."""
+    def named(r: Mapping[str, Any]) -> str:
+        return str((r.get("setup") or {}).get("predictions_file") or "")
+
+    target = Path(file)
+    for r in results:  # the same path
+        if named(r) and Path(named(r)).resolve() == target.resolve():
+            return r
+    for r in results:  # the same file name (recorded on another machine)
+        if named(r) and Path(named(r)).name == target.name:
+            return r
+    return results[0] if len(results) == 1 else None
+
+
+def build_records(verdicts: Iterable[Mapping[str, Any]], *, setups: Mapping[str, SetupKey],
+                  results: Sequence[Mapping[str, Any]] = (), environment: Mapping[str, str] | None = None,
+                  started_at: str, mode: str, commit: str | None = None, branch: str | None = None,
+                  label: str | None = None, rootdir: str | os.PathLike[str] | None = None,
+                  drift_texts: Mapping[str, str] | None = None) -> list[RunRecord]:
+    """The session's runs, one per setup (in the order their first verdict came).
+
+    ``setups`` maps each verdict's ``file`` to its SetupKey (from :func:`spec_setup_key`); a verdict whose file
+    has none goes under the key of its file's name with unknown parts. ``drift_texts`` maps a prediction key to its
+    YAML ``drift:`` text. The run id is left to the store (``HistoryStore.add`` gives it)."""
+    groups: dict[SetupKey, list[Mapping[str, Any]]] = {}
+    for v in verdicts:
+        file = str(v.get("file") or "")
+        key = setups.get(file) or SetupKey("unknown", "unknown", "unknown")
+        groups.setdefault(key, []).append(v)
+    records = []
+    for key, vs in groups.items():
+        values = []
+        counts: dict[str, int] = {}
+        files = {str(v.get("file") or "") for v in vs}
+        for v in vs:
+            rel = relative_file(str(v.get("file") or ""), rootdir)
+            at = {str(k): str(x) for k, x in (v.get("at") or {}).items()}
+            key_of = prediction_key(rel, str(v.get("id") or ""), at)
+            sv = stored_value(v, file=rel, drift_text=(drift_texts or {}).get(key_of, ""))
+            values.append(sv)
+            counts[sv.status] = counts.get(sv.status, 0) + 1
+        own: list[Mapping[str, Any]] = []
+        for f in sorted(files):
+            r = results_for_file(results, f)
+            if r is not None and all(r is not o for o in own):
+                own.append(r)
+        summary = RunSummary(run_id="", setup=key, started_at=started_at, mode=mode, commit=commit, branch=branch,
+                             label=label, counts=counts, values=tuple(values))
+        records.append(RunRecord(summary=summary, verdicts=tuple(dict(v) for v in vs),
+                                 results=tuple({k: x for k, x in r.items() if k != "_path"} for r in own),
+                                 environment=dict(environment or {})))
+    return records

@@ -1,0 +1,213 @@
+"""A history in a database, by SQLAlchemy URL: for a team whose runners share one history.
+
+Two tables, created when absent (SQLAlchemy Core 2.x; no ORM)::
+
+    roofline_runs       run_id (primary key), hardware, model, engine_version, started_at, mode, commit, branch,
+                        label, schema_version, summary (the RunSummary as JSON text)
+                        index (hardware, model, engine_version, started_at)
+    roofline_run_files  run_id, name, content: the same files, under the same names and with the same text, that
+                        a directory store writes (run.json, verdicts.json, environment.json, results/000-*.json)
+
+A run is inserted in one transaction (its row and all its files, or nothing), so concurrent runners never see
+half a run; the primary key makes a taken run id fail the insert, and ``add`` retries with a new suffix.
+``runs`` selects the summaries only (one indexed query). Works on SQLite (``sqlite:///path.db``) and
+PostgreSQL (``postgresql+psycopg://user@host:port/db``, psycopg 3); other SQLAlchemy dialects should work but
+are not tested.
+
+SQLAlchemy is imported when a store is opened, never when the layer is imported.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from pytest_roofline.errors import HistoryError
+from pytest_roofline.history._records import SCHEMA_VERSION, RunRecord, RunSummary, SetupKey
+from pytest_roofline.history._store import (
+    _RUN_ID,
+    _ordered,
+    _with_new_suffix,
+    gc_paused,
+    new_run_id,
+    record_files,
+    record_from_files,
+    redact_summary,
+    summary_from_json,
+    summary_to_json,
+)
+from pytest_roofline.redact import redact_text, redact_url
+
+__all__ = ["SqlStore", "RUNS_TABLE", "FILES_TABLE"]
+
+RUNS_TABLE = "roofline_runs"
+FILES_TABLE = "roofline_run_files"
+_MAX_TRIES = 20
+#: the extra to install for each dialect's driver (what a missing-driver message names)
+_DRIVER_HINT = {
+    "postgresql": "pip install 'pytest-roofline[history]' (SQLAlchemy and psycopg 3; use postgresql+psycopg://)",
+    "postgres": "pip install 'pytest-roofline[history]' (SQLAlchemy and psycopg 3; use postgresql+psycopg://)",
+    "mysql": "pip install 'pytest-roofline[history]' pymysql (and use mysql+pymysql://)",
+    "mariadb": "pip install 'pytest-roofline[history]' pymysql (and use mariadb+pymysql://)",
+    "sqlite": "pip install 'pytest-roofline[history]'",
+}
+
+
+def _tables(sa: Any) -> tuple[Any, Any, Any]:
+    md = sa.MetaData()
+    runs = sa.Table(
+        RUNS_TABLE, md,
+        sa.Column("run_id", sa.String(96), primary_key=True),
+        sa.Column("hardware", sa.String(160), nullable=False),
+        sa.Column("model", sa.String(160), nullable=False),
+        sa.Column("engine_version", sa.String(160), nullable=False),
+        sa.Column("started_at", sa.String(40), nullable=False),
+        sa.Column("mode", sa.String(32), nullable=False),
+        sa.Column("commit", sa.String(80)),
+        sa.Column("branch", sa.String(255)),
+        sa.Column("label", sa.String(255)),
+        sa.Column("schema_version", sa.Integer, nullable=False),
+        sa.Column("summary", sa.Text, nullable=False),
+        sa.Index("ix_roofline_runs_setup_time", "hardware", "model", "engine_version", "started_at"),
+    )
+    files = sa.Table(
+        FILES_TABLE, md,
+        sa.Column("run_id", sa.String(96), sa.ForeignKey(f"{RUNS_TABLE}.run_id"), primary_key=True),
+        sa.Column("name", sa.String(255), primary_key=True),
+        sa.Column("content", sa.Text, nullable=False),
+    )
+    return md, runs, files
+
+
+class SqlStore:
+    """A history in a database by SQLAlchemy URL (``sqlite:///h.db``, ``postgresql+psycopg://u@host:5432/db``)."""
+
+    def __init__(self, url: str, *, create: bool = True, **engine_kwargs: Any):
+        self._url = str(url)
+        try:
+            import sqlalchemy as sa
+        except ImportError as exc:
+            raise HistoryError(f"{self.uri}: a database history needs SQLAlchemy: "
+                               f"pip install 'pytest-roofline[history]' ({exc})") from exc
+        self._sa = sa
+        try:
+            self._engine = sa.create_engine(self._url, future=True, **engine_kwargs)
+        except ImportError as exc:
+            raise HistoryError(f"{self.uri}: the database driver is not installed ({exc}); "
+                               f"{self._hint()}") from exc
+        except Exception as exc:  # ArgumentError (a malformed URL), NoSuchModuleError (an unknown dialect)
+            raise HistoryError(f"{self.uri}: not a database URL SQLAlchemy can open "
+                               f"({type(exc).__name__}: {redact_text(str(exc))}); {self._hint()}") from exc
+        self._md, self._runs, self._files = _tables(sa)
+        try:
+            if create:
+                self._md.create_all(self._engine, checkfirst=True)
+            else:
+                with self._engine.connect() as conn:
+                    conn.execute(sa.select(self._runs.c.run_id).limit(1))
+        except Exception as exc:
+            self._engine.dispose()
+            raise self._error("cannot open the history database", exc) from exc
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def uri(self) -> str:
+        return redact_url(self._url)
+
+    def __repr__(self) -> str:
+        return f"SqlStore({self.uri!r})"
+
+    def _hint(self) -> str:
+        scheme = self._url.split(":", 1)[0].split("+", 1)[0].lower()
+        return _DRIVER_HINT.get(scheme, "pip install 'pytest-roofline[history]' and the dialect's driver")
+
+    def _error(self, what: str, exc: BaseException) -> HistoryError:
+        detail = redact_text(str(getattr(exc, "orig", None) or exc)).strip().splitlines()
+        text = " ".join(line.strip() for line in detail[:4])
+        return HistoryError(f"{self.uri}: {what} ({type(exc).__name__}: {text})")
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> SqlStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ writing
+
+    def add(self, record: RunRecord) -> RunSummary:
+        """Insert ``record`` (its row and every file) in one transaction; a taken run id draws a new suffix."""
+        sa = self._sa
+        s = redact_summary(record.summary)
+        run_id = s.run_id if _RUN_ID.match(s.run_id or "") else new_run_id(s.started_at, s.commit)
+        for _ in range(_MAX_TRIES):
+            stored = replace(s, run_id=run_id, location=run_id)
+            files = record_files(record, stored)
+            row = {"run_id": run_id, "hardware": s.setup.hardware, "model": s.setup.model,
+                   "engine_version": s.setup.engine_version, "started_at": s.started_at, "mode": s.mode,
+                   "commit": s.commit, "branch": s.branch, "label": s.label, "schema_version": SCHEMA_VERSION,
+                   "summary": json.dumps(summary_to_json(stored, compact=True), ensure_ascii=False,
+                                         separators=(",", ":"))}
+            try:
+                with self._engine.begin() as conn:
+                    conn.execute(self._runs.insert(), [row])
+                    conn.execute(self._files.insert(), [{"run_id": run_id, "name": n, "content": t} for n, t in files])
+                return stored
+            except sa.exc.IntegrityError as exc:
+                if self._exists(run_id):  # the id is taken (another runner, the same second and commit)
+                    run_id = _with_new_suffix(run_id, s.started_at, s.commit)
+                    continue
+                raise self._error(f"cannot store run {run_id}", exc) from exc
+            except Exception as exc:
+                raise self._error(f"cannot store run {run_id}", exc) from exc
+        raise HistoryError(f"{self.uri}: no free run id after {_MAX_TRIES} tries")  # pragma: no cover
+
+    def _exists(self, run_id: str) -> bool:
+        sa = self._sa
+        with self._engine.connect() as conn:
+            return conn.execute(sa.select(self._runs.c.run_id).where(self._runs.c.run_id == run_id)).first() \
+                is not None
+
+    # ------------------------------------------------------------------ reading
+
+    def runs(self, setup: SetupKey | None = None) -> Sequence[RunSummary]:
+        """Every stored run (of ``setup`` when given), oldest first: one query over the summaries."""
+        sa = self._sa
+        q = sa.select(self._runs.c.summary)
+        if setup is not None:
+            q = q.where(self._runs.c.hardware == setup.hardware, self._runs.c.model == setup.model,
+                        self._runs.c.engine_version == setup.engine_version)
+        q = q.order_by(self._runs.c.started_at, self._runs.c.run_id)
+        try:
+            with self._engine.connect() as conn:
+                texts = conn.execute(q).scalars().all()
+        except Exception as exc:
+            raise self._error("cannot read the runs", exc) from exc
+        out = []
+        with gc_paused():
+            for text in texts:
+                try:
+                    d = json.loads(text)
+                except ValueError as exc:
+                    raise HistoryError(f"{self.uri}: a corrupt summary in {RUNS_TABLE} ({exc})") from exc
+                out.append(summary_from_json(d, f"{self.uri} {RUNS_TABLE}"))
+        return _ordered(out)
+
+    def load(self, run_id: str) -> RunRecord:
+        """One run in full, from its files."""
+        sa = self._sa
+        q = sa.select(self._files.c.name, self._files.c.content).where(self._files.c.run_id == run_id)
+        try:
+            with self._engine.connect() as conn:
+                rows = conn.execute(q).all()
+        except Exception as exc:
+            raise self._error(f"cannot read run {run_id}", exc) from exc
+        if not rows:
+            raise HistoryError(f"{self.uri}: no run {run_id}")
+        record = record_from_files({str(n): str(c) for n, c in rows}, f"{self.uri} run {run_id}")
+        return replace(record, summary=replace(record.summary, location=run_id))

@@ -1,0 +1,543 @@
+"""The default history store: a directory of plain, pretty-printed JSON files, git- and artefact-friendly.
+
+Layout (``SetupKey.parts()`` are the three directory levels)::
+
+    <root>/index.jsonl                                  one RunSummary per line (its values as columns):
+                                                        all that runs() reads
+    <root>/.index.lock                                  the flock that serialises index writers
+    <root>/<hardware>/<model>/<engine_version>/<run_id>/
+        run.json                                        the RunSummary (written last: its presence = complete)
+        verdicts.json                                   every prediction's verdict
+        environment.json                                the run's environment facts
+        results/000-<source>.json                       the results files, verbatim (readable by --roofline-replay)
+
+``add`` never overwrites: the run directory is created with an exclusive ``mkdir`` and, when it exists (two
+runners, same second, same commit), a new random suffix is drawn. The index line is appended under an exclusive
+``fcntl.flock`` only after every file of the run is written and ``run.json`` is synced, so a crash leaves a run
+directory without an index line, never a line without files. ``runs`` reads the index only (under a shared
+lock); a missing index, a truncated last line or a corrupt line is rebuilt from the ``run.json`` files, and a
+:class:`~pytest_roofline.errors.HistoryIndexRebuiltWarning` says so. A file of a newer ``schema_version`` is
+refused with a :class:`~pytest_roofline.errors.HistoryError`.
+
+Every text written is passed through :func:`pytest_roofline.redact.redact_data` once more (the plugin already
+redacts verdicts and results; the store does not rely on it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import gc
+import json
+import os
+import re
+import secrets
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import MISSING, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pytest_roofline.errors import HistoryError, HistoryIndexRebuiltWarning
+from pytest_roofline.history._records import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    RunRecord,
+    RunSummary,
+    SetupKey,
+    StoredValue,
+    prediction_key,
+)
+from pytest_roofline.redact import redact_data, redact_text, redact_url
+
+__all__ = ["DirectoryStore", "new_run_id", "read_run_dir", "record_files", "record_from_files", "INDEX_NAME"]
+
+INDEX_NAME = "index.jsonl"
+_LOCK_NAME = ".index.lock"
+_RUN_ID = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[A-Za-z0-9._+-]{1,40}-[0-9a-f]{6}$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+#: how often add() draws a new suffix before giving up (2**24 suffixes per second and commit: never reached)
+_MAX_TRIES = 50
+
+
+# --------------------------------------------------------------------------- ids and (de)serialisation
+
+
+def _stamp(started_at: str) -> str:
+    """``2026-12-01T02:00:00Z`` (or any ISO-8601 time) → ``20261201T020000Z`` in UTC; now when unparseable."""
+    try:
+        t = datetime.fromisoformat(started_at.replace("Z", "+00:00"))
+        t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    except (ValueError, AttributeError):
+        t = datetime.now(UTC)
+    return t.strftime("%Y%m%dT%H%M%SZ")
+
+
+def new_run_id(started_at: str, commit: str | None) -> str:
+    """``<YYYYmmddTHHMMSSZ>-<commit[:12] or nocommit>-<6 random hex>``: sortable by time, unique in a store."""
+    c = _UNSAFE.sub("_", (commit or "").strip())[:12].strip("._") or "nocommit"
+    return f"{_stamp(started_at)}-{c}-{secrets.token_hex(3)}"
+
+
+def _with_new_suffix(run_id: str, started_at: str, commit: str | None) -> str:
+    if _RUN_ID.match(run_id):
+        return f"{run_id[:-6]}{secrets.token_hex(3)}"
+    return new_run_id(started_at, commit)
+
+
+#: the fields of a StoredValue, in the order an index line's value rows hold them
+_VALUE_FIELDS: tuple[str, ...] = tuple(StoredValue.__dataclass_fields__)
+_VALUE_DEFAULTS: dict[str, Any] = {
+    name: (f.default if f.default is not MISSING else (f.default_factory() if f.default_factory is not MISSING
+                                                        else None))
+    for name, f in StoredValue.__dataclass_fields__.items()}
+_plans: dict[tuple[str, ...], tuple[tuple[tuple[int, str], ...], tuple[str, ...]]] = {}
+
+
+def _encode_values(values: Sequence[StoredValue]) -> dict[str, Any]:
+    """The values of one summary as columns: ``{"fields": [...], "rows": [[...], ...]}`` (an index line stays a
+    third smaller and loads faster than one object per value). ``key`` is left out (null) where it is the one
+    :func:`~pytest_roofline.history._records.prediction_key` derives from file, id and ``at``."""
+    rows = []
+    for v in values:
+        row = [getattr(v, f) for f in _VALUE_FIELDS]
+        if v.key == prediction_key(v.file, v.prediction_id, v.at):
+            row[0] = None
+        rows.append(row)
+    return {"fields": list(_VALUE_FIELDS), "rows": rows}
+
+
+def _plan(names: tuple[str, ...]) -> tuple[tuple[tuple[int, str], ...], tuple[str, ...]]:
+    plan = _plans.get(names)
+    if plan is None:
+        known = tuple((i, n) for i, n in enumerate(names) if n in _VALUE_DEFAULTS)  # a newer minor field: ignored
+        missing = tuple(n for n in _VALUE_FIELDS if n not in names)
+        plan = _plans[names] = (known, missing)
+    return plan
+
+
+def _decode_values(obj: Any) -> tuple[StoredValue, ...]:
+    """StoredValues from :func:`_encode_values`' columns, or from a list of dicts (run.json's form)."""
+    if isinstance(obj, list):
+        return tuple(StoredValue.from_dict(v) for v in obj)
+    names = tuple(obj["fields"])
+    known, missing = _plan(names)
+    new, key_of = object.__new__, prediction_key
+    out = []
+    if len(known) == len(names) and not missing:  # the fields this version writes: the fast path
+        width = len(names)
+        for row in obj["rows"]:
+            if len(row) != width:
+                raise ValueError(f"a value row of {len(row)} columns for {width} fields")
+            # every field set without running __init__ (50,000 values load in a fraction of the time): the
+            # object is the one __init__ would make, field for field
+            v = new(StoredValue)
+            d = v.__dict__
+            d.update(zip(names, row))
+            if d["key"] is None:
+                d["key"] = key_of(d["file"], d["prediction_id"], d["at"])
+            out.append(v)
+        return tuple(out)
+    for row in obj["rows"]:  # written by another version: fields added or left out
+        if len(row) != len(names):
+            raise ValueError(f"a value row of {len(row)} columns for {len(names)} fields")
+        d = {n: row[i] for i, n in known}
+        out.append(StoredValue(**{**_VALUE_DEFAULTS, **{k: x for k, x in d.items() if x is not None},
+                                  "key": d.get("key") or key_of(str(d.get("file") or ""),
+                                                                str(d.get("prediction_id") or ""),
+                                                                d.get("at") or {})}))
+    return tuple(out)
+
+
+def summary_to_json(summary: RunSummary, *, compact: bool = False) -> dict[str, Any]:
+    """A summary as JSON data: every value as an object (``run.json``) or, ``compact``, as columns (an index
+    line, a database row)."""
+    d = summary.to_dict()
+    if compact:
+        d["values"] = _encode_values(summary.values)
+    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **d}
+
+
+def _is_newer(d: Any) -> bool:
+    return isinstance(d, dict) and isinstance(d.get("schema_version"), int) and d["schema_version"] > SCHEMA_VERSION
+
+
+def _check_schema(d: Any, where: str) -> None:
+    if not isinstance(d, dict):
+        raise HistoryError(f"{where}: not a JSON object")
+    version = d.get("schema_version")
+    if d.get("schema") not in (None, SCHEMA) or not isinstance(version, int):
+        raise HistoryError(f"{where}: not a pytest-roofline history file (expected \"schema\": \"{SCHEMA}\" and an "
+                           f"integer \"schema_version\")")
+    if version > SCHEMA_VERSION:
+        raise HistoryError(f"{where}: schema_version {version} is newer than this pytest-roofline reads "
+                           f"({SCHEMA_VERSION}); upgrade pytest-roofline to read this history")
+
+
+def summary_from_json(d: Any, where: str) -> RunSummary:
+    """A RunSummary from a run.json / index line / database row; HistoryError when it is not one or of a newer
+    schema."""
+    _check_schema(d, where)
+    try:
+        setup = d["setup"]
+        return RunSummary(run_id=str(d["run_id"]), setup=SetupKey(str(setup["hardware"]), str(setup["model"]),
+                                                                  str(setup["engine_version"])),
+                          started_at=str(d["started_at"]), mode=str(d.get("mode") or ""), commit=d.get("commit"),
+                          branch=d.get("branch"), label=d.get("label"), counts=dict(d.get("counts") or {}),
+                          values=_decode_values(d.get("values") or []), location=str(d.get("location") or ""))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise HistoryError(f"{where}: not a run summary ({type(exc).__name__}: {exc})") from exc
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def _results_name(n: int, results: Mapping[str, Any]) -> str:
+    name = _UNSAFE.sub("_", str(results.get("source") or "results")).strip("._")[:40] or "results"
+    return f"results/{n:03d}-{name}.json"
+
+
+def record_files(record: RunRecord, summary: RunSummary) -> list[tuple[str, str]]:
+    """The (relative name, text) of every file of a stored run, ``run.json`` last: the same names and contents
+    in a directory store and in a database store's ``roofline_run_files`` table."""
+    verdicts = [redact_data(dict(v)) for v in record.verdicts]
+    environment = redact_data({str(k): v for k, v in record.environment.items()})
+    files = [(_results_name(n, r), _dumps(redact_data(dict(r)))) for n, r in enumerate(record.results)]
+    files.append(("verdicts.json", _dumps({"schema": SCHEMA, "schema_version": SCHEMA_VERSION,
+                                           "verdicts": verdicts})))
+    files.append(("environment.json", _dumps({"schema": SCHEMA, "schema_version": SCHEMA_VERSION,
+                                              "environment": environment})))
+    files.append(("run.json", _dumps(summary_to_json(summary))))
+    return files
+
+
+def redact_summary(summary: RunSummary) -> RunSummary:
+    """The free-text fields of a summary (label, branch, commit, the values' texts) redacted; keys unchanged."""
+    def t(x: str | None) -> str | None:
+        return redact_text(x) if isinstance(x, str) else x
+
+    values = tuple(replace(v, predicted_text=t(v.predicted_text) or "", measured_text=t(v.measured_text) or "")
+                   for v in summary.values)
+    return replace(summary, label=t(summary.label), branch=t(summary.branch), commit=t(summary.commit),
+                   values=values)
+
+
+def record_from_files(files: Mapping[str, str], where: str) -> RunRecord:
+    """A RunRecord from the texts of a stored run's files (names as :func:`record_files` gives them)."""
+    def load(name: str) -> Any:
+        text = files.get(name)
+        if text is None:
+            raise HistoryError(f"{where}: {name} is missing (an incomplete run?)")
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise HistoryError(f"{where}/{name}: not valid JSON ({exc})") from exc
+
+    summary = summary_from_json(load("run.json"), f"{where}/run.json")
+    verdicts_doc = load("verdicts.json")
+    _check_schema(verdicts_doc, f"{where}/verdicts.json")
+    env_doc = load("environment.json")
+    _check_schema(env_doc, f"{where}/environment.json")
+
+    def order(name: str) -> tuple[int, str]:
+        head = name.removeprefix("results/").split("-", 1)[0]
+        return (int(head) if head.isdigit() else 10**9, name)  # an unnumbered name: last
+
+    results = []
+    for name in sorted((n for n in files if n.startswith("results/") and n.endswith(".json")), key=order):
+        r = load(name)
+        if not isinstance(r, dict):
+            raise HistoryError(f"{where}/{name}: not a results file (a JSON object)")
+        results.append(r)
+    verdicts = verdicts_doc.get("verdicts") or []
+    environment = env_doc.get("environment") or {}
+    if not isinstance(verdicts, list) or not isinstance(environment, dict):
+        raise HistoryError(f"{where}: verdicts.json / environment.json hold the wrong kind of value")
+    return RunRecord(summary=summary, verdicts=tuple(verdicts), results=tuple(results),
+                     environment={str(k): str(v) for k, v in environment.items()})
+
+
+def read_run_dir(path: str | os.PathLike[str]) -> RunRecord:
+    """One stored run read from its directory (``<root>/<hw>/<model>/<engine>/<run_id>/``), wherever it lies: a
+    store, a downloaded CI artefact, a copy."""
+    p = Path(path)
+    if not (p / "run.json").is_file():
+        raise HistoryError(f"{p}: not a stored run directory (no run.json)")
+    files: dict[str, str] = {}
+    try:
+        for f in [*p.glob("*.json"), *(p / "results").glob("*.json")]:
+            files[f.relative_to(p).as_posix()] = f.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise HistoryError(f"{p}: cannot read the run ({exc})") from exc
+    return record_from_files(files, str(p))
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while an index is decoded: the tens of thousands of objects it makes
+    hold no cycles, and the collections they would trigger are most of the load time otherwise."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+# --------------------------------------------------------------------------- the store
+
+
+class DirectoryStore:
+    """A history in a directory of plain files (the default; see the module docstring for the layout)."""
+
+    def __init__(self, root: str | os.PathLike[str], *, create: bool = True):
+        self.root = Path(root).expanduser()
+        if create:
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise HistoryError(f"history directory {self.root}: cannot create it ({exc})") from exc
+        elif not self.root.is_dir():
+            raise HistoryError(f"history directory {self.root} does not exist")
+        self.index_path = self.root / INDEX_NAME
+        self._lock_path = self.root / _LOCK_NAME
+
+    @property
+    def uri(self) -> str:
+        return redact_url(str(self.root))
+
+    def __repr__(self) -> str:
+        return f"DirectoryStore({self.uri!r})"
+
+    def close(self) -> None:
+        """Nothing to release: every call opens and closes its own files."""
+
+    def __enter__(self) -> DirectoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ locking
+
+    @contextlib.contextmanager
+    def _locked(self, exclusive: bool) -> Iterator[None]:
+        try:
+            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError:
+            if exclusive:
+                raise
+            yield  # a read-only copy (an unpacked artefact): nobody writes there, read without the lock
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)  # releases the flock
+
+    # ------------------------------------------------------------------ writing
+
+    def add(self, record: RunRecord) -> RunSummary:
+        """Store ``record`` as a new run and return its summary as stored (its final ``run_id`` and
+        ``location``). The run id of ``record.summary`` is kept when it is free, else a new suffix is drawn;
+        nothing already stored is ever replaced."""
+        s = redact_summary(record.summary)
+        run_id = s.run_id if s.run_id and _RUN_ID.match(s.run_id) else new_run_id(s.started_at, s.commit)
+        setup_dir = self.root.joinpath(*s.setup.parts())
+        try:
+            setup_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise HistoryError(f"history directory {self.root}: cannot create {setup_dir} ({exc})") from exc
+        for _ in range(_MAX_TRIES):
+            run_dir = setup_dir / run_id
+            try:
+                run_dir.mkdir()  # exclusive: fails when another run (this or another runner) holds the id
+                break
+            except FileExistsError:
+                run_id = _with_new_suffix(run_id, s.started_at, s.commit)
+            except OSError as exc:
+                raise HistoryError(f"history directory {self.root}: cannot create {run_dir} ({exc})") from exc
+        else:  # pragma: no cover - 50 collisions of 24 random bits
+            raise HistoryError(f"history directory {self.root}: no free run id after {_MAX_TRIES} tries")
+        stored = replace(s, run_id=run_id, location=run_dir.relative_to(self.root).as_posix())
+        try:
+            for name, text in record_files(record, stored):
+                target = run_dir / name
+                target.parent.mkdir(exist_ok=True)
+                if name == "run.json":  # last, atomically and synced: its presence means the run is complete
+                    tmp = run_dir / ".run.json.tmp"
+                    with open(tmp, "w", encoding="utf-8") as fh:
+                        fh.write(text)
+                        fh.flush()
+                        os.fsync(fh.fileno())
+                    os.replace(tmp, target)
+                else:
+                    target.write_text(text, encoding="utf-8")
+            self._append_index(stored)
+        except OSError as exc:
+            raise HistoryError(f"history directory {self.root}: cannot write run {run_id} ({exc})") from exc
+        return stored
+
+    def _append_index(self, summary: RunSummary) -> None:
+        line = json.dumps(summary_to_json(summary, compact=True), ensure_ascii=False, separators=(",", ":"))
+        data = (line + "\n").encode("utf-8")
+        with self._locked(exclusive=True):
+            fd = os.open(self.index_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            try:
+                # a line cut by an earlier crash would swallow this one: start on a fresh line
+                size = os.fstat(fd).st_size
+                if size:
+                    with open(self.index_path, "rb") as fh:
+                        fh.seek(size - 1)
+                        if fh.read(1) != b"\n":
+                            data = b"\n" + data
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    # ------------------------------------------------------------------ reading
+
+    def _read_index(self, want: tuple[str, str, str] | None = None) -> tuple[list[RunSummary], str]:
+        """The index's summaries (of the setup whose parts are ``want``, when given) and "" when it is sound,
+        else what is wrong with it ("missing", ...)."""
+        try:
+            raw = self.index_path.read_bytes()
+        except FileNotFoundError:
+            return [], "missing"
+        except OSError as exc:
+            raise HistoryError(f"{self.index_path}: cannot read the index ({exc})") from exc
+        if not raw:
+            return [], "empty"
+        lines = raw.split(b"\n")
+        with gc_paused():
+            return self._parse_lines(lines, want)
+
+    def _parse_lines(self, lines: list[bytes], want: tuple[str, str, str] | None) -> tuple[list[RunSummary], str]:
+        out: list[RunSummary] = []
+        truncated = lines[-1] != b""
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+            except ValueError:
+                return out, (f"truncated (line {n})" if truncated and n == len(lines) else f"corrupt (line {n})")
+            try:
+                if want is not None and isinstance(d, dict) and not _is_newer(d):
+                    setup = d["setup"]  # another setup's line: its values are not decoded at all
+                    if SetupKey(str(setup["hardware"]), str(setup["model"]),
+                                str(setup["engine_version"])).parts() != want:
+                        continue
+                out.append(summary_from_json(d, f"{self.index_path}:{n}"))
+            except (KeyError, TypeError) as exc:
+                return out, f"corrupt (line {n}: no setup: {exc})"
+            except HistoryError as exc:
+                if _is_newer(d):
+                    raise
+                return out, f"corrupt (line {n}: {exc})"
+        if truncated:
+            return out, "truncated (no newline at the end)"
+        return out, ""
+
+    def _scan_runs(self) -> tuple[list[RunSummary], list[str]]:
+        found: list[RunSummary] = []
+        skipped: list[str] = []
+        for f in sorted(self.root.glob("*/*/*/*/run.json")):
+            where = f.relative_to(self.root).as_posix()
+            try:
+                d = json.loads(f.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                skipped.append(f"{where} ({type(exc).__name__})")
+                continue
+            try:
+                s = summary_from_json(d, str(f))
+            except HistoryError:
+                if _is_newer(d):
+                    raise
+                skipped.append(f"{where} (not a run summary)")
+                continue
+            found.append(replace(s, location=f.parent.relative_to(self.root).as_posix()))
+        return found, skipped
+
+    def rebuild_index(self, reason: str = "rebuilt on request") -> int:
+        """Rewrite the index from the ``run.json`` files (under the writers' lock); returns the number of runs."""
+        with self._locked(exclusive=True):
+            return self._rebuild_locked(reason)
+
+    def _rebuild_locked(self, reason: str) -> int:
+        found, skipped = self._scan_runs()
+        found = _ordered(found)
+        tmp = self.root / f".{INDEX_NAME}.{secrets.token_hex(4)}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for s in found:
+                fh.write(json.dumps(summary_to_json(s, compact=True), ensure_ascii=False, separators=(",", ":")))
+                fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.index_path)
+        if reason:
+            warnings.warn(HistoryIndexRebuiltWarning(
+                f"{self.index_path} was {reason}; rebuilt it from the run.json files of {len(found)} stored run(s)"
+                + (f"; skipped {len(skipped)} unreadable: {', '.join(skipped[:5])}" if skipped else "")),
+                stacklevel=3)
+        return len(found)
+
+    def _summaries(self, want: tuple[str, str, str] | None = None) -> list[RunSummary]:
+        with self._locked(exclusive=False):
+            found, problem = self._read_index(want)
+        if not problem:
+            return found
+        if problem in ("missing", "empty") and not any(self.root.glob("*/*/*/*/run.json")):
+            return []  # a new, empty store: nothing to rebuild, nothing to warn about
+        with self._locked(exclusive=True):
+            found, problem = self._read_index(want)  # another process may have repaired it meanwhile
+            if not problem:
+                return found
+            self._rebuild_locked(problem)
+            found, problem = self._read_index(want)
+        if problem:  # pragma: no cover - we just wrote it
+            raise HistoryError(f"{self.index_path}: still {problem} after rebuilding it")
+        return found
+
+    def runs(self, setup: SetupKey | None = None) -> Sequence[RunSummary]:
+        """Every stored run (of ``setup`` when given: compared by its path-safe parts), oldest first, from the
+        index only."""
+        return _ordered(self._summaries(setup.parts() if setup is not None else None))
+
+    def _run_dir(self, run_id: str) -> Path:
+        if not _RUN_ID.match(run_id):
+            raise HistoryError(f"{run_id!r} is not a run id of this store (expected YYYYmmddTHHMMSSZ-<commit>-<hex>)")
+        hits = list(self.root.glob(f"*/*/*/{run_id}/run.json"))  # the layout finds it without the index
+        if hits:
+            return hits[0].parent
+        raise HistoryError(f"history directory {self.root}: no run {run_id}")
+
+    def load(self, run_id: str) -> RunRecord:
+        """One run in full (summary, verdicts, results files, environment)."""
+        run_dir = self._run_dir(run_id)
+        record = read_run_dir(run_dir)
+        return replace(record, summary=replace(record.summary, location=run_dir.relative_to(self.root).as_posix()))
+
+
+def _ordered(found: Sequence[RunSummary]) -> list[RunSummary]:
+    """Oldest first (by the ISO start time, then the run id); one summary per run id."""
+    seen: dict[str, RunSummary] = {}
+    for s in found:
+        seen.setdefault(s.run_id, s)
+    return sorted(seen.values(), key=lambda s: (_sort_time(s.started_at), s.run_id))
+
+
+def _sort_time(started_at: str) -> str:
+    """A start time in one comparable form (UTC, ``YYYYmmddTHHMMSSZ``); an unparseable one as written."""
+    try:
+        t = datetime.fromisoformat(started_at.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        return str(started_at)
+    t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    return t.strftime("%Y%m%dT%H%M%S.%fZ")

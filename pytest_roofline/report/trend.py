@@ -1,0 +1,610 @@
+"""The trend page: every prediction's numbers night by night, from a history store's index alone.
+
+``roofline history URI`` renders it. Like the scorecard it is one self-contained HTML file: inline CSS and SVG,
+no script, no font, no request (the same Content-Security-Policy), light or dark as the reader's system prefers.
+
+What it reads: the :class:`~pytest_roofline.history.RunSummary` lines a store's ``runs()`` returns — never a
+run's full record, so a history of hundreds of nights renders in about a second. What it shows:
+
+* one section per hardware × model. Runs of different engine versions are different setups for drift (they are
+  never each other's baseline), but an upgrade is what a reader looks for, so a section holds every version of its
+  hardware × model on one time axis, and a vertical rule labelled with the new version marks each change;
+* a summary table: each prediction's latest status, its latest measured (or model) value, its drift against the
+  previous night of the same setup, and on how many nights it was checked;
+* one small chart per prediction: the measured value night by night (each point coloured by that night's verdict),
+  the predicted band (lo..hi, shaded, stepping where the YAML changed) and the model's value as a line (it moves
+  when the model or the YAML changes). A math-only prediction draws its model line alone. Hovering a point shows
+  the night's date, commit and engine version; the latest ten nights are also listed under the chart.
+
+Entry points: :func:`render_trend` (runs → HTML text) and :func:`write_trend` (a store → a file, atomically).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import hashlib
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_roofline import redact
+from pytest_roofline.history import (
+    DEFAULT_BASELINE,
+    DEFAULT_DRIFT,
+    Drift,
+    DriftPolicy,
+    HistoryStore,
+    RunSummary,
+    StoredValue,
+    drift_for,
+)
+from pytest_roofline.report.common import (
+    EXPLAIN_CSS,
+    OUTCOME_COLOR,
+    OUTCOME_LABEL,
+    fmt,
+    id_html,
+    is_number,
+)
+from pytest_roofline.report.scorecard import CSP, PAGE_CSS
+from pytest_roofline.report.svg import PALETTE, Axis, Chart, _Legend, compact_number, esc, nice_ticks
+from pytest_roofline.units import DEFAULT_UNIT, UnitError, format_value, unit_scale
+
+__all__ = ["render_trend", "write_trend", "select_runs", "TREND_CSS", "DEFAULT_OUTPUT", "TABLE_NIGHTS"]
+
+#: where ``roofline history`` writes the page when ``-o`` is not given
+DEFAULT_OUTPUT = "roofline-history.html"
+#: how many of the latest nights the table under each chart lists
+TABLE_NIGHTS = 10
+
+#: a stored verdict status → the outcome name the reports' badges and colours use
+_OUTCOME_OF_STATUS = {"pass": "passed", "fail": "failed", "skip": "skipped", "error": "error"}
+_VERSION_COLOR = PALETTE["purple"]
+_MODEL_COLOR = PALETTE["blue"]
+_BAND_COLOR = PALETTE["sky"]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# selecting and grouping runs
+# ----------------------------------------------------------------------------------------------------------------
+def select_runs(runs: Iterable[RunSummary], *, setup: Sequence[str] = (), last: int | None = None) -> list[RunSummary]:
+    """The runs the page shows, oldest first.
+
+    ``setup``: keep a run when its setup text (``hardware · model · vllm version``) contains any of these texts
+    (case-insensitive); ``last``: keep only the latest ``last`` runs of each hardware × model."""
+    wanted = [s.strip().lower() for s in setup if s and s.strip()]
+    kept = [r for r in runs if not wanted or any(w in r.setup.text().lower() for w in wanted)]
+    kept.sort(key=lambda r: (r.started_at, r.run_id))
+    if last is not None:
+        if last < 1:
+            raise ValueError("--last must be a whole number >= 1")
+        by_group: dict[tuple[str, str], list[RunSummary]] = {}
+        for r in kept:
+            by_group.setdefault(_group_key(r), []).append(r)
+        keep_ids = {r.run_id for g in by_group.values() for r in g[-last:]}
+        kept = [r for r in kept if r.run_id in keep_ids]
+    return kept
+
+
+def _group_key(r: RunSummary) -> tuple[str, str]:
+    return (r.setup.hardware, r.setup.model)
+
+
+@dataclass
+class _Series:
+    """One prediction across the nights of a group: ``values[i]`` is night ``i``'s value (None: not in that run)."""
+
+    key: str
+    values: list[StoredValue | None]
+    latest: StoredValue = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.latest = next(v for v in reversed(self.values) if v is not None)
+
+    @property
+    def measured_any(self) -> bool:
+        return any(v is not None and is_number(v.measured) for v in self.values)
+
+
+@dataclass
+class _Group:
+    hardware: str
+    model: str
+    runs: list[RunSummary]
+    series: list[_Series]
+
+    @property
+    def versions(self) -> list[str]:
+        return list(dict.fromkeys(r.setup.engine_version for r in self.runs))
+
+
+def _groups(runs: Sequence[RunSummary]) -> list[_Group]:
+    by: dict[tuple[str, str], list[RunSummary]] = {}
+    for r in runs:
+        by.setdefault(_group_key(r), []).append(r)
+    out = []
+    for (hw, model), rs in sorted(by.items()):
+        order: dict[str, int] = {}
+        # the latest run's predictions first, in its order; then those only older runs held, newest first
+        for r in reversed(rs):
+            for v in r.values:
+                order.setdefault(v.key, len(order))
+        latest_keys = [v.key for v in rs[-1].values]
+        keys = list(dict.fromkeys(latest_keys + sorted(order, key=order.__getitem__)))
+        index = {k: i for i, k in enumerate(keys)}
+        table: list[list[StoredValue | None]] = [[None] * len(rs) for _ in keys]
+        for n, r in enumerate(rs):
+            for v in r.values:
+                table[index[v.key]][n] = v
+        out.append(_Group(hw, model, rs, [_Series(k, table[index[k]]) for k in keys]))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# drift: the one definition is pytest_roofline.history.drift_for (its statuses, baselines and thresholds)
+# ----------------------------------------------------------------------------------------------------------------
+def _night_drifts(group: _Group, policy: DriftPolicy) -> dict[int, dict[str, Drift]]:
+    """The drift of each of the latest :data:`TABLE_NIGHTS` nights of ``group``, against the earlier nights of its
+    own setup (``drift_for`` keeps only those), by night index and prediction key."""
+    out: dict[int, dict[str, Drift]] = {}
+    n = len(group.runs)
+    for i in range(max(0, n - TABLE_NIGHTS), n):
+        r = group.runs[i]
+        try:
+            out[i] = drift_for(r.values, group.runs[:i], policy, setup=r.setup)
+        except Exception:  # noqa: BLE001 - a drift bug must not cost the whole page; the column says n/a
+            out[i] = {}
+    return out
+
+
+def _drift_html(d: Drift | None, *, short: bool = False) -> str:
+    if d is None:
+        return '<span class="drift none">—</span>'
+    status = d.status.value
+    if short:
+        text = (f"{d.change_rel * 100:+.1f}%" if d.change_rel is not None and d.baseline is not None else
+                {"new": "new", "not_measured": "—"}.get(status, status.replace("_", " ")))
+        if status == "prediction_changed":
+            text += " (ink changed)"
+        return f'<span class="drift drift-{esc(status)}" title="{esc(d.text)}">{esc(text)}</span>'
+    return f'<span class="drift drift-{esc(status)}">{esc(d.text)}</span>'
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# numbers in the prediction's unit
+# ----------------------------------------------------------------------------------------------------------------
+def _display_unit(s: _Series) -> tuple[str, float]:
+    """The unit the series is drawn in (the unit its latest night was written in, else the dimension's default)
+    and its factor to SI."""
+    v = s.latest
+    unit = v.unit or DEFAULT_UNIT.get(v.dimension, "")
+    if not v.unit and v.dimension == "bytes":
+        biggest = max((abs(x) for x in _all_numbers(s)), default=0.0)
+        unit = format_value(biggest, "bytes").split(" ")[-1] if biggest else "B"
+    if not v.unit and v.dimension == "ratio":
+        unit = "%"
+    try:
+        return unit, unit_scale(v.dimension, unit)
+    except UnitError:
+        return "", 1.0
+
+
+def _all_numbers(s: _Series) -> list[float]:
+    out = []
+    for v in s.values:
+        if v is None:
+            continue
+        out += [float(x) for x in (v.measured, v.model, v.lo, v.hi, v.predicted) if is_number(x)]
+    return out
+
+
+def _fmt(v: StoredValue, si: float | None) -> str:
+    """A value of ``v``'s quantity in the unit its prediction was written in (as the scorecard writes it)."""
+    if si is None or not is_number(si):
+        return "—"
+    return _fmt_si(v.dimension, v.unit, float(si))
+
+
+@functools.lru_cache(maxsize=4096)
+def _fmt_si(dimension: str, unit: str, si: float) -> str:
+    """Cached: a band or a model value repeats night after night (500 nights × 100 predictions stay fast)."""
+    return fmt({"dimension": dimension, "unit": unit}, si, digits=4)
+
+
+def _band_text(v: StoredValue) -> str:
+    return _band_text_of(v.dimension, v.unit, v.predicted_text, v.lo, v.hi)
+
+
+@functools.lru_cache(maxsize=4096)
+def _band_text_of(dimension: str, unit: str, predicted_text: str, lo_si: float | None, hi_si: float | None) -> str:
+    if lo_si is None and hi_si is None:
+        return predicted_text or "—"
+    lo = _fmt_si(dimension, unit, lo_si) if lo_si is not None else "−∞"
+    hi = _fmt_si(dimension, unit, hi_si) if hi_si is not None else "+∞"
+    return f"{predicted_text} [{lo}, {hi}]" if predicted_text else f"[{lo}, {hi}]"
+
+
+def _night(r: RunSummary) -> str:
+    """``2026-12-01 02:00`` from the run's ISO start (UTC)."""
+    t = r.started_at.replace("T", " ").rstrip("Z")
+    return t[:16]
+
+
+def _commit(r: RunSummary) -> str:
+    return (r.commit or "")[:12] or "no commit"
+
+
+def _status_color(status: str) -> str:
+    return OUTCOME_COLOR.get(_OUTCOME_OF_STATUS.get(status, "skipped"), PALETTE["grey"])
+
+
+def _badge(status: str) -> str:
+    o = _OUTCOME_OF_STATUS.get(status, "skipped")
+    return f'<span class="rl-badge rl-{o}">{esc(OUTCOME_LABEL.get(o, status))}</span>'
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the chart
+# ----------------------------------------------------------------------------------------------------------------
+class _TrendChart(Chart):
+    """A :class:`Chart` with one more layer: a band whose bounds step from night to night."""
+
+    def step_band(self, spans: Iterable[tuple[float, float, float | None, float | None]], *, color: str,
+                  opacity: float = 0.22, label: str | None = None, title: str | None = None) -> None:
+        """Shaded rectangles ``x0..x1`` × ``lo..hi`` (None: open on that side, drawn to the axis' edge)."""
+        drawn = False
+        for x0, x1, lo, hi in spans:
+            y_lo = self.y.lo if lo is None else max(self.y.lo, min(self.y.hi, lo))
+            y_hi = self.y.hi if hi is None else max(self.y.lo, min(self.y.hi, hi))
+            if y_hi < y_lo:
+                continue
+            xa, xb = self.px(x0), self.px(x1)
+            ya, yb = self.py(y_hi), self.py(y_lo)
+            h = max(yb - ya, 1.5)  # an exact band (lo == hi) is a thin strip, still visible
+            tip = f"<title>{esc(title)}</title>" if title else ""
+            self._layers.append(f'<rect class="rl-band" x="{xa:.2f}" y="{ya - (h - (yb - ya)) / 2:.2f}" '
+                                f'width="{xb - xa:.2f}" height="{h:.2f}" fill="{color}" opacity="{opacity}">'
+                                f"{tip}</rect>")
+            drawn = True
+        if drawn and label:
+            self._legend.append(_Legend(label, color, "band"))
+
+
+def _x_ticks(n: int, target: int = 5) -> list[float]:
+    if n <= target:
+        return [float(i) for i in range(n)]
+    step = max(1, math.ceil((n - 1) / (target - 1)))
+    ticks = list(range(0, n, step))
+    if n - 1 - ticks[-1] >= step / 2:
+        ticks.append(n - 1)
+    elif ticks[-1] != n - 1:
+        ticks[-1] = n - 1
+    return [float(t) for t in ticks]
+
+
+def _tick_format(ticks: Sequence[float]) -> Callable[[float], str]:
+    """Tick labels with as many decimals as the step needs, so neighbouring ticks never read the same
+    (511.5, 512, 512.5 B rather than 512, 512, 512); millions and up in the compact k/M/G style."""
+    steps = [b - a for a, b in zip(ticks, ticks[1:]) if b > a]
+    step = min(steps) if steps else 1.0
+    if max((abs(t) for t in ticks), default=0.0) >= 1e6 and step >= 1e4:
+        return lambda t: compact_number(t, 4)
+    decimals = next((d for d in range(10) if all(abs(round(t, d) - t) < step * 1e-3 for t in ticks)), 10)
+    return lambda t: f"{t:,.{decimals}f}"
+
+
+def _spans(values: Sequence[StoredValue | None], get: Callable[[StoredValue], Any]) -> list[tuple[int, int, Any]]:
+    """Maximal runs of nights ``a..b`` over which ``get(value)`` is the same (nights without a value split)."""
+    out: list[tuple[int, int, Any]] = []
+    for i, v in enumerate(values):
+        if v is None:
+            continue
+        g = get(v)
+        if out and out[-1][1] == i - 1 and out[-1][2] == g:
+            out[-1] = (out[-1][0], i, g)
+        else:
+            out.append((i, i, g))
+    return out
+
+
+def _chart(group: _Group, s: _Series, *, width: int = 560, height: int = 230) -> str:
+    runs = group.runs
+    n = len(runs)
+    unit, scale = _display_unit(s)
+    years = sorted({r.started_at[:4] for r in runs})
+    dates = [_night(r)[5:10] for r in runs] if len(years) == 1 else [_night(r)[:10] for r in runs]
+
+    def d(x: float | None) -> float | None:
+        return None if x is None or not is_number(x) else float(x) / scale
+
+    nums = [x / scale for x in _all_numbers(s)]
+    lo, hi = (min(nums), max(nums)) if nums else (0.0, 1.0)
+    span = hi - lo
+    if span <= 0:
+        span = abs(hi) * 0.1 or 1.0
+        lo, hi = lo - span / 2, hi + span / 2
+        span = hi - lo
+    lo, hi = lo - span * 0.12, hi + span * 0.12
+    if nums and min(nums) >= 0 > lo:  # a quantity that cannot be negative: no negative axis
+        lo = 0.0
+    ticks = _x_ticks(n)
+    x_axis = Axis(-0.5, n - 0.5, ticks=ticks, fmt=lambda t: dates[int(round(t))] if 0 <= round(t) < n else "",
+                  label=f"night (UTC, {years[0]})" if len(years) == 1 else "night (UTC)")
+    y_ticks = nice_ticks(lo, hi, 4)
+    y_axis = Axis(lo, hi, ticks=y_ticks, label=unit, fmt=_tick_format(y_ticks))
+    v0 = s.latest
+    title = v0.prediction_id + (" · " + ", ".join(f"{k}={x}" for k, x in v0.at.items())
+                                if v0.at and "[" not in v0.prediction_id else "")
+    c = _TrendChart(x_axis, y_axis, width=width, height=height, title=_clip(title, 70),
+                    margin_right=28 if len(years) == 1 else 40,
+                    subtitle=f"{v0.quantity} — {v0.file}",
+                    description=f"{v0.quantity} of {v0.prediction_id}, {n} night{'s' if n != 1 else ''}")
+    # the predicted band, stepping where the YAML changed
+    band_spans = [(a - 0.5, b + 0.5, d(lo_hi[0]), d(lo_hi[1]))
+                  for a, b, lo_hi in _spans(s.values, lambda v: (v.lo, v.hi)) if lo_hi != (None, None)]
+    c.step_band(band_spans, color=_BAND_COLOR, label="predicted band",
+                title=f"predicted {_band_text(v0)} (latest)")
+    # the model's value, as a step line across the nights it was computed
+    model_pts: list[tuple[float, float]] = []
+    for a, b, m in _spans(s.values, lambda v: v.model):
+        if m is None or not is_number(m):
+            model_pts.append((math.nan, math.nan))
+            continue
+        if model_pts and model_pts[-1][0] != a - 0.5:
+            model_pts.append((math.nan, math.nan))
+        model_pts += [(a - 0.5, float(m) / scale), (b + 0.5, float(m) / scale)]
+    if any(is_number(p[1]) for p in model_pts):
+        c.line(model_pts, color=_MODEL_COLOR, width=1.8, dash="5 3", label="model",
+               title=f"model {_fmt(v0, v0.model)} (latest)")
+    # engine-version changes
+    for i in range(1, n):
+        if runs[i].setup.engine_version != runs[i - 1].setup.engine_version:
+            c.vline(i - 0.5, color=_VERSION_COLOR, dash="3 3", width=1.4,
+                    text=f"vllm {_clip(runs[i].setup.engine_version, 24)}")
+    # the measured value, each night coloured by its verdict
+    if s.measured_any:
+        if n <= 150:  # beyond that the nights are a pixel apart: the points alone read better than a zigzag
+            pts = [(float(i), d(v.measured) if v is not None else None) for i, v in enumerate(s.values)]
+            c.line([(x, y if y is not None else math.nan) for x, y in pts], color="#9aa3ad", width=1.2)
+        size = 3.6 if n <= 60 else (2.4 if n <= 150 else 1.7)
+        by_status: dict[str, tuple[list[tuple[float, float]], list[str]]] = {}
+        for i, v in enumerate(s.values):
+            if v is None or not is_number(v.measured):
+                continue
+            p, t = by_status.setdefault(v.status, ([], []))
+            p.append((float(i), float(v.measured) / scale))
+            t.append(_tip(runs[i], v))
+        for status in ("pass", "fail", "error", "skip"):
+            if status in by_status:
+                p, t = by_status.pop(status)
+                c.markers(p, color=_status_color(status), size=size, titles=t,
+                          label=f"measured · {OUTCOME_LABEL.get(_OUTCOME_OF_STATUS[status], status)}",
+                          css_class=f"rl-pt rl-pt-{status}")
+        for status, (p, t) in by_status.items():  # a status this page does not know: grey
+            c.markers(p, color=PALETTE["grey"], size=size, titles=t, label=f"measured · {status}",
+                      css_class="rl-pt")
+    return c.render()
+
+
+def _tip(r: RunSummary, v: StoredValue) -> str:
+    return (f"{_night(r)} UTC · {_commit(r)} · vllm {r.setup.engine_version} — measured {_fmt(v, v.measured)}, "
+            f"model {_fmt(v, v.model)}, predicted {_band_text(v)}: {v.status}")
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the page
+# ----------------------------------------------------------------------------------------------------------------
+def _anchor(gi: int, key: str) -> str:
+    return f"t{gi}-" + hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _nights_table(group: _Group, s: _Series, drifts: Mapping[int, Mapping[str, Drift]]) -> str:
+    rows = []
+    shown = 0
+    for i in range(len(group.runs) - 1, -1, -1):
+        v = s.values[i]
+        if v is None:
+            continue
+        if shown >= TABLE_NIGHTS:
+            break
+        r = group.runs[i]
+        drift = _drift_html(drifts[i].get(s.key), short=True) if i in drifts else ""
+        rows.append(f"<tr><td>{esc(_night(r))}</td><td><code>{esc(_commit(r))}</code></td>"
+                    f"<td>{esc(r.setup.engine_version)}</td><td>{_badge(v.status)}</td>"
+                    f'<td class="num">{esc(_fmt(v, v.measured))}</td><td class="num model">{esc(_fmt(v, v.model))}'
+                    f'</td><td class="num">{esc(_band_text(v))}</td><td>{drift}</td></tr>')
+        shown += 1
+    total = sum(v is not None for v in s.values)
+    head = ("<tr><th>night (UTC)</th><th>commit</th><th>vllm</th><th>status</th><th>measured</th><th>model</th>"
+            "<th>predicted</th><th>drift</th></tr>")
+    more = f'<p class="more">latest {shown} of {total} nights</p>' if total > shown else ""
+    return f'<table class="nights">{head}{"".join(rows)}</table>{more}'
+
+
+def _summary_table(gi: int, group: _Group, latest: Mapping[str, Drift], baseline_words: str) -> str:
+    rows = []
+    last_night = len(group.runs) - 1
+    for s in group.series:
+        v = s.latest
+        stale = s.values[last_night] is None
+        value = v.measured if is_number(v.measured) else v.model
+        which = "measured" if is_number(v.measured) else "model"
+        drift = ('<span class="drift none">not in the latest run</span>' if stale else
+                 '<span class="drift none">— (a math check: only measured values drift)</span>'
+                 if v.mode != "measured" else _drift_html(latest.get(s.key)))
+        nights = sum(x is not None for x in s.values)
+        measured_nights = sum(x is not None and is_number(x.measured) for x in s.values)
+        at = ", ".join(f"{k}={x}" for k, x in v.at.items())
+        rows.append(f'<tr class="st-{esc(v.status)}"><td class="pid"><a href="#{_anchor(gi, s.key)}">'
+                    f"{id_html(v.prediction_id)}</a></td>"
+                    f"<td>{esc(v.quantity)}" + (f' <span class="at">at {esc(at)}</span>' if at else "") + "</td>"
+                    f"<td>{_badge(v.status)}</td><td class=\"num\">{esc(_fmt(v, value))}"
+                    f' <span class="which">{which}</span></td><td>{drift}</td>'
+                    f'<td class="num">{nights}' + (f" ({measured_nights} measured)" if measured_nights not in
+                                                   (0, nights) else "") + "</td></tr>")
+    head = (f"<tr><th>prediction</th><th>quantity</th><th>latest</th><th>latest value</th>"
+            f"<th>drift vs {esc(baseline_words)}</th><th>nights</th></tr>")
+    return f'<div class="scroll"><table class="summary">{head}{"".join(rows)}</table></div>'
+
+
+def _group_section(gi: int, group: _Group, policy: DriftPolicy) -> str:
+    first, last = group.runs[0], group.runs[-1]
+    versions = group.versions
+    ver = " → ".join(f"vllm {v}" for v in versions[-6:]) + (" (and earlier)" if len(versions) > 6 else "")
+    drifts = _night_drifts(group, policy)
+    group.series = _attention_order(group, drifts.get(len(group.runs) - 1, {}))
+    counts: dict[str, int] = {}
+    for v in last.values:
+        counts[v.status] = counts.get(v.status, 0) + 1
+    pills = " ".join(f"{_badge(st)} {n}" for st, n in sorted(counts.items(), key=lambda kv: _rank(kv[0])))
+    label = f", {esc(last.label)}" if last.label else ""
+    parts = [f'<section class="setup" id="g{gi}"><h2 class="spec-title">{esc(group.hardware)} · '
+             f"{esc(group.model)}</h2>"
+             f'<div class="meta">{esc(ver)} · {len(group.runs)} night{"s" if len(group.runs) != 1 else ""} '
+             f"from {esc(_night(first))} to {esc(_night(last))} UTC · latest run <code>{esc(last.run_id)}</code>"
+             f" ({esc(_commit(last))}{label}) · {pills}</div>",
+             _summary_table(gi, group, drifts.get(len(group.runs) - 1, {}), _baseline_words(policy)),
+             '<div class="trends">']
+    for s in group.series:
+        parts.append(f'<figure class="chart trend" id="{_anchor(gi, s.key)}">'
+                     f'<div class="tchart">{_chart(group, s)}</div>'
+                     f'<div class="ttable">{_nights_table(group, s, drifts)}</div></figure>')
+    parts.append("</div></section>")
+    return "".join(parts)
+
+
+def _attention_order(group: _Group, latest: Mapping[str, Drift]) -> list[_Series]:
+    """What a reader looks for in the morning first: predictions that failed last night, then those whose number
+    moved (drifted, or the ink changed), then those that failed on an earlier night shown; each in file order."""
+    last = len(group.runs) - 1
+
+    def rank(s: _Series) -> int:
+        now = s.values[last]
+        if now is not None and now.status in ("fail", "error"):
+            return 0
+        d = latest.get(s.key)
+        if now is not None and d is not None and d.status.value in ("drifted", "prediction_changed"):
+            return 1
+        if any(v is not None and v.status in ("fail", "error") for v in s.values):
+            return 2
+        return 3
+
+    return sorted(group.series, key=rank)  # stable: file order within a rank
+
+
+def _baseline_words(policy: DriftPolicy) -> str:
+    return "previous night" if policy.window == 1 else f"median of {policy.window} nights"
+
+
+def _rank(status: str) -> int:
+    order = ("error", "fail", "skip", "pass")
+    return order.index(status) if status in order else len(order)
+
+
+def render_trend(runs: Sequence[RunSummary], *, title: str | None = None, source: str = "",
+                 drift: str = DEFAULT_DRIFT, baseline: str = DEFAULT_BASELINE, generated_at: str | None = None) -> str:
+    """The trend page for ``runs`` (any order; :func:`select_runs` filters them). ``source`` names the store in
+    the header (credentials masked); ``drift`` and ``baseline`` are the drift policy of the drift columns, as
+    ``--roofline-drift`` and ``--roofline-drift-baseline`` take them (a prediction's own ``drift:`` wins)."""
+    policy = DriftPolicy(drift, baseline)
+    runs = sorted(runs, key=lambda r: (r.started_at, r.run_id))
+    generated_at = generated_at or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    page_title = title or "pytest-roofline trend"
+    groups = _groups(runs)
+    nav = ""
+    if len(groups) > 1:
+        nav = '<nav class="files">' + " · ".join(f'<a href="#g{i}">{esc(g.hardware)} · {esc(g.model)}</a>'
+                                                 for i, g in enumerate(groups)) + "</nav>"
+    src = f'<div class="src">history: <code>{esc(redact.redact_text(source))}</code></div>' if source else ""
+    span = (f"{len(runs)} run{'s' if len(runs) != 1 else ''} from {esc(_night(runs[0]))} to "
+            f"{esc(_night(runs[-1]))} UTC" if runs else "no runs stored yet")
+    hint = ('<p class="hint">Each chart: the measured value night by night (points coloured by that night\'s '
+            "verdict), the predicted band shaded, the model's value dashed. A purple rule marks a new vLLM version. "
+            f"Drift: a measured value against {esc(policy.describe())} of the same setup (hardware, model, engine "
+            f"version), beyond {esc(policy.threshold_text)} unless the prediction sets its own drift:. Hover a point "
+            "for its date, commit and version.</p>")
+    head = (f'<header class="top"><div class="brand">pytest-roofline trend</div><h1>{esc(page_title)}</h1>'
+            f'{src}<div class="src">{span}</div>{nav}{hint}</header>')
+    body = head + ("".join(_group_section(i, g, policy) for i, g in enumerate(groups)) or
+                   '<p class="missing">The store holds no runs yet: run pytest with --roofline-history.</p>')
+    body += (f"<footer>Generated {esc(generated_at)} by pytest-roofline. This page is self-contained: no scripts, "
+             "no fonts, no requests.</footer>")
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<meta name="color-scheme" content="light dark">'
+            f'<meta name="generator" content="pytest-roofline">'
+            f"<title>{esc(page_title)}</title><style>{PAGE_CSS}{EXPLAIN_CSS}{TREND_CSS}</style></head>"
+            f'<body><main class="page">{body}</main></body></html>\n')
+
+
+def write_trend(store: HistoryStore, path: Path | str, *, setup: Sequence[str] = (), last: int | None = None,
+                drift: str = DEFAULT_DRIFT, baseline: str = DEFAULT_BASELINE,
+                title: str | None = None) -> tuple[Path, int]:
+    """Render ``store``'s index (filtered as :func:`select_runs` does) and write it atomically to ``path``;
+    returns the path and the number of runs drawn."""
+    runs = select_runs(store.runs(), setup=setup, last=last)
+    html = redact.redact_known(render_trend(runs, title=title, source=store.uri, drift=drift, baseline=baseline))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".trend-", suffix=".html", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(html)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; the page is an artefact for people, like the scorecard
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path, len(runs)
+
+
+TREND_CSS = """
+.meta{color:#555;font-size:12.5px;margin:2px 0 10px}.meta .rl-badge{margin-left:6px}
+table.summary{border-collapse:collapse;width:100%;font-size:12.5px}
+table.summary th{text-align:left;background:#f7f8fa;color:#333;font-weight:600;padding:6px 7px;
+  border-bottom:1px solid #e3e5e8;white-space:nowrap}
+table.summary td{padding:4px 7px;border-bottom:1px solid #f0f1f3;vertical-align:top}
+table.summary td.pid a{color:#0b4f7c;text-decoration:none;font-weight:600}
+table.summary tr.st-fail td{background:#fff6f2}
+table.summary .at,table.summary .which,table.summary .stale,p.more{color:#777;font-size:11.5px}
+.drift-drifted{color:#D55E00;font-weight:600}.drift-steady{color:#2b6e4f}.drift.none{color:#999}
+.drift-new,.drift-not_measured,.drift-prediction_changed{color:#8a5a00}
+.trends{display:grid;grid-template-columns:1fr;gap:12px;margin-top:14px}
+figure.chart.trend{display:grid;grid-template-columns:minmax(360px,560px) 1fr;gap:10px 16px;align-items:start}
+table.nights{border-collapse:collapse;font-size:11.5px;width:100%}
+table.nights th{text-align:left;color:#444;font-weight:600;padding:2px 6px;border-bottom:1px solid #e3e5e8;
+  white-space:nowrap}
+table.nights td{padding:2px 6px;border-bottom:1px solid #f0f1f3;white-space:nowrap}
+table.nights code{font-size:11px}
+p.more{margin:3px 6px}
+@media (max-width:1000px){figure.chart.trend{grid-template-columns:1fr}}
+@media (prefers-color-scheme:dark){
+  body{background:#15171b;color:#e4e6ea}
+  header.top,.card,figure.chart,.scroll{background:#1e2127;box-shadow:0 1px 3px rgba(0,0,0,.5)}
+  h4,.meta,.src,.hint,figcaption,table.nights th{color:#b9bec7}
+  .brand,nav.files a,table.summary td.pid a{color:#6cb8ee}
+  table.summary th{background:#262a31;color:#dfe2e6;border-bottom-color:#353a42}
+  table.summary td,table.nights td{border-bottom-color:#2b2f36}
+  table.summary tr.st-fail td{background:#3a2620}
+  td.model{color:#8cc4ee}.drift-steady{color:#5fc79a}.drift-drifted{color:#ff8a4c}
+  .missing{background:#3a3220;color:#f1d38a}
+  svg.rl-chart rect[fill="#fcfcfd"]{fill:#181a1f;stroke:#3a3f47}
+  svg.rl-chart line[stroke="#ececec"]{stroke:#2c3038}
+  svg.rl-chart text[fill="#111"],svg.rl-chart text[fill="#222"],svg.rl-chart text[fill="#333"],
+  svg.rl-chart text[fill="#444"],svg.rl-chart text[fill="#555"]{fill:#c9cdd3}
+  svg.rl-chart text.rl-label{stroke:#181a1f}
+  svg.rl-chart [fill="white"]{fill:#181a1f}
+}
+"""

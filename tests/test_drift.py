@@ -1,0 +1,220 @@
+"""Drift, run comparison and run recording: pure functions, checked with numbers worked out by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_roofline.errors import ToleranceError
+from pytest_roofline.format.spec import SpecError, loads_spec
+from pytest_roofline.history import (
+    DriftPolicy,
+    DriftStatus,
+    RunSummary,
+    SetupKey,
+    StoredValue,
+    build_records,
+    compare_runs,
+    drift_counts,
+    drift_for,
+    render_comparison,
+    setup_key,
+)
+
+SETUP = SetupKey("h100-sxm5-80gb", "qwen3-8b", "0.32.0")
+OTHER = SetupKey("a100-sxm4-80gb", "qwen3-8b", "0.32.0")
+KEY = "predictions/x.yaml::tput-c64"
+
+
+def value(measured: float | None, *, mode: str = "measured", predicted_text: str = "1,742 tok/s",
+          drift_text: str = "", lo: float | None = 1567.8, hi: float | None = 1916.2) -> StoredValue:
+    return StoredValue(key=KEY, prediction_id="tput-c64", file="predictions/x.yaml", quantity="output_throughput",
+                       dimension="throughput", status="pass", mode=mode, unit="tok/s", measured=measured,
+                       predicted=1742.0, lo=lo, hi=hi, predicted_text=predicted_text, drift_text=drift_text)
+
+
+def run(day: int, measured: float | None, *, setup: SetupKey = SETUP, commit: str | None = None,
+        month: int = 11, **kw: object) -> RunSummary:
+    values = () if measured is None else (value(measured, **kw),)  # type: ignore[arg-type]
+    return RunSummary(run_id=f"2026{month:02d}{day:02d}T020000Z-c{day}-aaaaaa", setup=setup,
+                      started_at=f"2026-{month:02d}-{day:02d}T02:00:00Z", mode="engine", commit=commit,
+                      values=values)
+
+
+def one(values: list[StoredValue], runs: list[RunSummary], policy: DriftPolicy, setup: SetupKey = SETUP):
+    return drift_for(values, runs, policy, setup=setup)[KEY]
+
+
+def test_previous_run_beyond_threshold() -> None:
+    # 1,000 → 1,124 tok/s: (1124 − 1000) / 1000 = +12.4%, beyond ±10%
+    d = one([value(1124.0)], [run(29, 990.0), run(30, 1000.0, commit="abc1234")], DriftPolicy("10%"))
+    assert d.status is DriftStatus.DRIFTED
+    assert d.baseline == 1000.0
+    assert d.change_rel == pytest.approx(0.124)
+    assert d.text == "+12.4% vs previous run (2026-11-30, abc1234), beyond 10%"
+    assert d.baseline_run_ids == ("20261130T020000Z-c30-aaaaaa",)
+
+
+def test_within_threshold_is_steady() -> None:
+    # 1,000 → 1,049: +4.9%, within ±5%
+    d = one([value(1049.0)], [run(30, 1000.0)], DriftPolicy("±5%"))
+    assert d.status is DriftStatus.STEADY
+    assert d.text.startswith("+4.9% vs previous run (2026-11-30), within ±5%")
+
+
+def test_median_of_five_with_an_outlier() -> None:
+    # the last five nights 1000, 1010, 5000 (an outlier), 990, 1020 → sorted 990, 1000, 1010, 1020, 5000: median
+    # 1010; now 1136.25 → (1136.25 − 1010) / 1010 = +12.5%. The mean (1804) would have hidden the rise.
+    nights = [run(20, 3000.0), run(26, 1000.0), run(27, 1010.0), run(28, 5000.0), run(29, 990.0), run(30, 1020.0)]
+    d = one([value(1136.25)], nights, DriftPolicy("±5%", "median:5"))
+    assert d.baseline == 1010.0
+    assert d.change_rel == pytest.approx(0.125)
+    assert d.status is DriftStatus.DRIFTED
+    assert d.text == "+12.5% vs median of 5 runs (2026-11-26..30), beyond ±5%"
+    assert len(d.baseline_dates) == 5 and d.baseline_dates[0].startswith("2026-11-26")
+
+
+def test_missing_nights_are_skipped_not_counted() -> None:
+    # nights 27 and 29 did not measure it: the median of 3 takes 26, 28, 30 (1000, 1100, 1200 → 1100)
+    nights = [run(26, 1000.0), run(27, None), run(28, 1100.0), run(29, 1500.0, mode="math"), run(30, 1200.0)]
+    d = one([value(1100.0)], nights, DriftPolicy("5%", "median:3"))
+    assert d.baseline == 1100.0 and d.change_rel == 0.0 and d.status is DriftStatus.STEADY
+    assert d.baseline_run_ids == ("20261126T020000Z-c26-aaaaaa", "20261128T020000Z-c28-aaaaaa",
+                                  "20261130T020000Z-c30-aaaaaa")
+
+
+def test_median_of_an_even_count_and_a_span_across_months() -> None:
+    # Nov 30 and Dec 1: 1000 and 1200 → median 1100; now 1100 → 0.0%
+    d = one([value(1100.0)], [run(30, 1000.0), run(1, 1200.0, month=12)], DriftPolicy("5%", "median:4"))
+    assert d.baseline == 1100.0
+    assert "median of 2 runs (2026-11-30..2026-12-01)" in d.text
+
+
+def test_sign_flip() -> None:
+    # a latency-difference quantity going from −2 to +1: (1 − (−2)) / |−2| = +150%
+    d = one([value(1.0, lo=None, hi=None)], [run(30, -2.0, lo=None, hi=None)], DriftPolicy("10%"))
+    assert d.change_rel == pytest.approx(1.5) and d.status is DriftStatus.DRIFTED
+    assert d.text.startswith("+150.0%")
+
+
+def test_zero_baseline() -> None:
+    # 0 preemptions → 3: no relative change exists; any move from zero is beyond a relative threshold
+    d = one([value(3.0, lo=None, hi=None)], [run(30, 0.0, lo=None, hi=None)], DriftPolicy("10%"))
+    assert d.change_rel is None and d.status is DriftStatus.DRIFTED
+    assert d.text.startswith("0 → 3 vs previous run")
+    d0 = one([value(0.0, lo=None, hi=None)], [run(30, 0.0, lo=None, hi=None)], DriftPolicy("10%"))
+    assert d0.change_rel == 0.0 and d0.status is DriftStatus.STEADY
+
+
+def test_one_sided_and_asymmetric_thresholds() -> None:
+    # +10%/-3%: a fall of 4% drifts, a rise of 8% does not
+    p = DriftPolicy("+10%/-3%")
+    assert one([value(960.0)], [run(30, 1000.0)], p).status is DriftStatus.DRIFTED
+    assert one([value(1080.0)], [run(30, 1000.0)], p).status is DriftStatus.STEADY
+    # <= +5%: only rises count; a fall of 50% is steady
+    assert one([value(500.0)], [run(30, 1000.0)], DriftPolicy("<= +5%")).status is DriftStatus.STEADY
+
+
+def test_per_prediction_threshold_wins() -> None:
+    # +12.4% with drift: 20% in the YAML → steady although the option says 10%
+    d = one([value(1124.0, drift_text="20%")], [run(30, 1000.0)], DriftPolicy("10%"))
+    assert d.status is DriftStatus.STEADY and d.threshold_text == "20%"
+
+
+def test_only_the_same_setup_is_a_baseline() -> None:
+    d = one([value(1124.0)], [run(30, 1000.0, setup=OTHER)], DriftPolicy("10%"))
+    assert d.status is DriftStatus.NEW
+
+
+def test_not_measured_and_new() -> None:
+    assert one([value(None)], [run(30, 1000.0)], DriftPolicy()).status is DriftStatus.NOT_MEASURED
+    assert one([value(812.0, mode="math")], [run(30, 1000.0)], DriftPolicy()).status is DriftStatus.NOT_MEASURED
+    assert one([value(1000.0)], [], DriftPolicy()).status is DriftStatus.NEW
+
+
+def test_prediction_changed() -> None:
+    # the ink moved from 1,742 to 1,900 tok/s: the +30% may be the edit, not the machine
+    d = one([value(1300.0, predicted_text="1,900 tok/s")], [run(30, 1000.0)], DriftPolicy("10%"))
+    assert d.status is DriftStatus.PREDICTION_CHANGED
+    assert "1,742 tok/s → 1,900 tok/s" in d.text and d.text.startswith("+30.0%")
+
+
+def test_counts_line() -> None:
+    ds = [one([value(1124.0)], [run(30, 1000.0)], DriftPolicy()), one([value(1000.0)], [], DriftPolicy())]
+    assert drift_counts(ds, DriftPolicy()) == "1 drifted, 1 new vs the previous run"
+    assert drift_counts([d.to_dict() for d in ds], DriftPolicy("5%", "median:5")) == (
+        "1 drifted, 1 new vs the median of the last 5 runs")
+
+
+@pytest.mark.parametrize("bad", ["1,600..1,900", ">= 5 ms", "fast"])
+def test_bad_thresholds(bad: str) -> None:
+    with pytest.raises(ToleranceError):
+        DriftPolicy(bad)
+
+
+@pytest.mark.parametrize("bad", ["median", "median:0", "mean:5", "last"])
+def test_bad_baselines(bad: str) -> None:
+    with pytest.raises(ValueError, match="previous or median:N"):
+        DriftPolicy("5%", bad)
+
+
+YAML = """
+hardware: h100-sxm
+model: qwen3-8b
+engine: {version: "0.32.0"}
+defaults: {drift: 7%}
+predictions:
+  - id: a
+    quantity: kv_bytes_per_token
+    predicted: 144 KiB
+  - id: b
+    quantity: kv_bytes_per_token
+    predicted: 144 KiB
+    drift: +10%/-3%
+"""
+
+
+def test_yaml_drift_key_and_default() -> None:
+    spec = loads_spec(YAML, file="x.yaml")
+    assert [p.drift for p in spec.predictions] == ["7%", "+10%/-3%"]
+
+
+def test_yaml_bad_drift_names_its_line() -> None:
+    # line 13 of YAML (it starts with a blank line) is b's drift:
+    bad = YAML.replace("drift: +10%/-3%", "drift: 0.9..1.1")
+    err = loads_spec(bad, file="x.yaml").predictions[1].error
+    assert isinstance(err, SpecError) and err.line == 13 and "not relative to the baseline" in str(err)
+    with pytest.raises(SpecError, match=r"x.yaml:5: defaults.drift"):  # the file's default: the file stops
+        loads_spec(YAML.replace("drift: 7%", "drift: fast"), file="x.yaml")
+
+
+def test_setup_key_sources() -> None:
+    detected = {"setup": {"hardware": {"declared": "h100-pcie-80gb", "detected": {"variant": "h100-sxm5-80gb"}},
+                          "model": {"name": "qwen3-8b"}, "engine": {"version": "0.31.0"}},
+                "engine_report": {"version": "0.32.0"}}
+    assert setup_key(hardware="h100-pcie-80gb", model="m", engine_version="0.30", results=detected) == SetupKey(
+        "h100-sxm5-80gb", "qwen3-8b", "0.32.0")
+    assert setup_key(hardware="cpu", model="roofline-tiny", engine_version=None, gpu="cpu") == SetupKey(
+        "cpu", "roofline-tiny", "unknown")
+    assert setup_key(hardware="a100-sxm4-80gb", model="qwen3-8b", engine_version="0.26.0") == SetupKey(
+        "a100-sxm4-80gb", "qwen3-8b", "0.26.0")
+
+
+def test_build_records_groups_by_setup_and_makes_paths_relative(tmp_path) -> None:
+    f1, f2 = str(tmp_path / "predictions" / "a.yaml"), str(tmp_path / "predictions" / "b.yaml")
+    vs = [{"id": "x", "file": f1, "status": "pass", "mode": "measured", "measured_value": 2.0, "at": {}},
+          {"id": "y", "file": f2, "status": "fail", "mode": "math", "model_value": 3.0, "at": {"batch": "16"}}]
+    recs = build_records(vs, setups={f1: SETUP, f2: OTHER}, started_at="2026-12-01T02:00:00Z", mode="engine",
+                         rootdir=tmp_path, label="h100", drift_texts={"predictions/a.yaml::x": "5%"})
+    assert [r.summary.setup for r in recs] == [SETUP, OTHER]
+    assert recs[0].summary.values[0].key == "predictions/a.yaml::x" and recs[0].summary.values[0].drift_text == "5%"
+    assert recs[1].summary.values[0].key == "predictions/b.yaml::y::batch=16"
+    assert recs[1].summary.counts == {"fail": 1} and recs[0].summary.label == "h100"
+
+
+def test_compare_and_render() -> None:
+    a, b = run(30, 1000.0), run(1, 1250.0, month=12)
+    rows = compare_runs(a, b)
+    assert len(rows) == 1 and rows[0].change_rel == pytest.approx(0.25)  # 1000 → 1250: +25%
+    lines = render_comparison(a, b, rows)
+    assert all(len(line) <= 120 for line in lines)
+    assert any("1,000 tok/s" in line and "1,250 tok/s" in line and "+25.0%" in line for line in lines)
