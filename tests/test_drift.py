@@ -218,3 +218,15 @@ def test_compare_and_render() -> None:
     lines = render_comparison(a, b, rows)
     assert all(len(line) <= 120 for line in lines)
     assert any("1,000 tok/s" in line and "1,250 tok/s" in line and "+25.0%" in line for line in lines)
+
+
+def test_topology_is_part_of_the_setup_key() -> None:
+    """A TP=4 run and a TP=8 run of one model on one chip, or a 2-replica deployment and one engine, are different
+    setups: neither is the other's drift baseline."""
+    from pytest_roofline.history._recording import topology_suffix
+
+    assert topology_suffix({}) == ""
+    assert topology_suffix({"args": {"tensor_parallel_size": 1}}) == ""
+    assert topology_suffix({"args": {"tensor_parallel_size": 4}}) == "-tp4"
+    assert topology_suffix({"args": {"tensor_parallel_size": 2, "pipeline_parallel_size": 2}}) == "-tp2-pp2"
+    assert topology_suffix({"args": {"tensor_parallel_size": 8}, "replicas": 2}) == "-tp8-r2"

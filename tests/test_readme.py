@@ -22,3 +22,15 @@ def test_the_two_commands_and_the_ci_agree() -> None:
     ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
     assert "make demo" in README and "make test" in README
     assert "make test" in ci
+
+
+def test_every_link_to_a_heading_finds_it() -> None:
+    """Each ``[text](#anchor)`` names a heading of the README (GitHub's anchors: lower case, punctuation dropped,
+    spaces to hyphens), so a renamed section cannot leave a dead link."""
+    import re
+
+    text = README
+    anchors = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+               for h in re.findall(r"^#+ (.*)$", text, re.M)}
+    dead = sorted(a for a in re.findall(r"\]\(#([^)]+)\)", text) if a not in anchors)
+    assert not dead, dead

@@ -17,7 +17,7 @@ from typing import Any
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.history._records import RunRecord, RunSummary, SetupKey, StoredValue, prediction_key
 
-__all__ = ["setup_key", "spec_setup_key", "relative_file", "stored_value", "results_for_file", "build_records"]
+__all__ = ["setup_key", "spec_setup_key", "topology_suffix", "relative_file", "stored_value", "results_for_file", "build_records"]
 
 
 def _text(x: Any) -> str:
@@ -55,8 +55,26 @@ def setup_key(*, hardware: str, model: str, engine_version: str | None = None,
 def spec_setup_key(spec: Spec, results: Mapping[str, Any] | None = None, gpu: str | None = None) -> SetupKey:
     """:func:`setup_key` of a loaded prediction file (and the results measured for it, when there are any)."""
     model = spec.model if isinstance(spec.model, str) else (spec.model or {}).get("name") or "custom"
-    return setup_key(hardware=str(spec.hardware), model=str(model), engine_version=(spec.engine or {}).get("version"),
-                     results=results, gpu=gpu)
+    key = setup_key(hardware=str(spec.hardware), model=str(model), engine_version=(spec.engine or {}).get("version"),
+                    results=results, gpu=gpu)
+    suffix = topology_suffix(spec.engine or {})
+    return SetupKey(key.hardware + suffix, key.model, key.engine_version) if suffix else key
+
+
+def topology_suffix(engine: Mapping[str, Any]) -> str:
+    """How many GPUs and replicas a setup spans, as a suffix of its hardware id (``-tp4``, ``-tp2-pp2``, ``-r2``;
+    empty for one GPU and one replica): a TP=8 run and a TP=4 run of one model on one chip are different setups,
+    and neither is a baseline of the other."""
+    args = engine.get("args") or {}
+    parts = []
+    for key, tag in (("tensor_parallel_size", "tp"), ("pipeline_parallel_size", "pp"), ("data_parallel_size", "dp")):
+        value = args.get(key) if isinstance(args, Mapping) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 1:
+            parts.append(f"{tag}{value}")
+    replicas = engine.get("replicas")
+    if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas > 1:
+        parts.append(f"r{replicas}")
+    return "".join(f"-{p}" for p in parts)
 
 
 def relative_file(file: str, rootdir: str | os.PathLike[str] | None) -> str:
