@@ -17,7 +17,8 @@ from typing import Any
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.history._records import RunRecord, RunSummary, SetupKey, StoredValue, prediction_key
 
-__all__ = ["setup_key", "spec_setup_key", "topology_suffix", "relative_file", "stored_value", "results_for_file", "build_records"]
+__all__ = ["setup_key", "spec_setup_key", "topology_suffix", "relative_file", "stored_value", "results_for_file",
+           "build_records"]
 
 
 def _text(x: Any) -> str:
