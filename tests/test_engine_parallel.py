@@ -274,7 +274,7 @@ def test_every_worker_is_seen_and_ended_even_out_of_the_group(fake_tp_python, tm
         # each worker left the engine's process group (setsid), and is still one of the engine's pids
         assert all(os.getpgid(p) != e.pgid for p in worker_pids)
         assert worker_pids <= e.pids()
-    assert not _gone(worker_pids | {e.pid}, 5) and e.survivors == []
+    assert not _gone(worker_pids | {e.pid}, 30) and e.survivors == []
 
 
 def test_a_rank_that_never_starts_is_named_in_the_startup_error(fake_tp_python, tmp_path, monkeypatch):
@@ -286,7 +286,7 @@ def test_a_rank_that_never_starts_is_named_in_the_startup_error(fake_tp_python, 
     msg = str(ei.value)
     assert "1 of 2 workers appeared in the log: rank 0 (pid " in msg and "never seen: rank 1" in msg
     seen = workers_seen(e.log_path.read_text(), tensor_parallel_size=2)
-    assert not _gone({x["pid"] for x in seen}, 5)  # the rank-0 worker that did start was ended too
+    assert not _gone({x["pid"] for x in seen}, 30)  # the rank-0 worker that did start was ended too
 
 
 # --------------------------------------------------------------------------- the real CPU engine, TP=2
