@@ -75,8 +75,12 @@ def _stamp(started_at: str) -> str:
 
 
 def new_run_id(started_at: str, commit: str | None) -> str:
-    """``<YYYYmmddTHHMMSSZ>-<commit[:12] or nocommit>-<6 random hex>``: sortable by time, unique in a store."""
-    c = _UNSAFE.sub("_", (commit or "").strip())[:12].strip("._") or "nocommit"
+    """``<YYYYmmddTHHMMSSZ>-<commit[:12] or nocommit>[-dirty]-<6 random hex>``: sortable by time, unique in a
+    store; a checkout with uncommitted changes (``git_commit``'s ``-dirty`` suffix) keeps the mark whole."""
+    text = (commit or "").strip()
+    dirty = text.endswith("-dirty")
+    c = _UNSAFE.sub("_", text.removesuffix("-dirty"))[:12].strip("._") or "nocommit"
+    c += "-dirty" if dirty and c != "nocommit" else ""
     return f"{_stamp(started_at)}-{c}-{secrets.token_hex(3)}"
 
 
