@@ -55,6 +55,10 @@ class VerdictStatus(StrEnum):
     FAIL = "fail"
     SKIP = "skip"  # not checkable in this run (e.g. a measured quantity without a measurement)
     ERROR = "error"  # could not be scored: the setup does not resolve, the engine died, the file is invalid
+    #: measured, but the value's confidence interval straddles a tolerance boundary: the measurement cannot say
+    #: on which side the truth lies (``requests_to_decide`` says how many more requests would). Neither a pass nor
+    #: a failure of the prediction; the plugin reports it as a skip by default (--roofline-inconclusive)
+    INCONCLUSIVE = "inconclusive"
 
 
 class VerdictMode(StrEnum):
@@ -98,6 +102,14 @@ class Verdict:
     measured_points: list[str] = field(default_factory=list)
     measured_notes: list[str] = field(default_factory=list)
     contaminated: bool = False
+    #: the measured value's confidence interval (SI, like measured_value; None: unbounded on that side or none
+    #: recorded), its text ("[110, 234] ms (95%, n=29, order-statistic)") and, for an INCONCLUSIVE verdict, about
+    #: how many more requests at the point would move the interval off the tolerance boundary (None: cannot say)
+    measured_lo: float | None = None
+    measured_hi: float | None = None
+    interval_text: str = ""
+    interval: dict[str, Any] = field(default_factory=dict)
+    requests_to_decide: int | None = None
     reference_value: Any = None
     checked_value: Any = None
     error_rel: float | None = None
@@ -145,7 +157,7 @@ class Verdict:
         report (across xdist too) and what the reports read."""
         d = asdict(self)
         d["status"], d["mode"] = self.status.value, self.mode.value
-        for k in ("lo", "hi"):
+        for k in ("lo", "hi", "measured_lo", "measured_hi"):
             if d[k] is not None and not math.isfinite(d[k]):
                 d[k] = None
         return d
@@ -171,6 +183,8 @@ class Verdict:
         if self.mode is VerdictMode.MEASURED:
             lines.append(f"  measured  : {self.measured_text or '—'}"
                          + (f"  (points: {', '.join(self.measured_points)})" if self.measured_points else ""))
+            if self.interval_text:
+                lines.append(f"  interval  : {self.interval_text}")
         if self.error_text:
             lines.append(f"  error     : {self.error_text}")
         if self.tolerance_text:
@@ -320,10 +334,57 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
     else:
         reference = pred.predicted.value
     tol = pred.tolerance or parse_tolerance(default_tolerance, q.dimension, unit)
+    _interval_fields(v, meas.interval)
     out = _compare(v, pred, reference, v.measured_value, tol, "measured")
+    _inconclusive(out)
     if out.contaminated and out.status is VerdictStatus.PASS:
         out.reason += " (but the measurement is contaminated by prefix-cache hits; see notes)"
     return out
+
+
+def _interval_fields(v: Verdict, interval: Mapping[str, Any] | None) -> None:
+    """Copy the measured value's interval (the registry's, SI) onto the verdict, with its text."""
+    if not interval or isinstance(v.measured_value, (bool, str)) or v.measured_value is None:
+        return
+    from pytest_roofline.measure.stats import Interval
+
+    iv = Interval.from_json(dict(interval))
+    v.interval = {k: val for k, val in dict(interval).items()}
+    v.measured_lo = iv.lo if math.isfinite(iv.lo) else None
+    v.measured_hi = iv.hi if math.isfinite(iv.hi) else None
+    lo = v.fmt(iv.lo) if math.isfinite(iv.lo) else "−∞"
+    hi = v.fmt(iv.hi) if math.isfinite(iv.hi) else "+∞"
+    requests = interval.get("requests")
+    behind = f"n={iv.n}" + (f" from {requests} requests" if requests and requests != iv.n else "")
+    v.interval_text = f"[{lo}, {hi}] ({iv.level:.0%}, {iv.method}, {behind})"
+    if not (math.isfinite(iv.lo) and math.isfinite(iv.hi)) and iv.note:
+        v.interval_text += f": {iv.note}"
+
+
+def _inconclusive(v: Verdict) -> None:
+    """A measured pass or fail whose interval straddles a finite tolerance boundary becomes INCONCLUSIVE, with how
+    many more requests would decide it (``measure.stats.requests_to_decide``; the most any straddled boundary
+    needs)."""
+    if v.status not in (VerdictStatus.PASS, VerdictStatus.FAIL) or not v.interval:
+        return
+    from pytest_roofline.measure.stats import Interval, requests_to_decide
+
+    iv = Interval.from_json(dict(v.interval))
+    straddled = [b for b in (v.lo, v.hi) if b is not None and math.isfinite(b) and iv.straddles(b)]
+    if not straddled:
+        return
+    requests = int(v.interval.get("requests") or iv.n)
+    needs = [requests_to_decide(iv, b, requests) for b in straddled]
+    v.requests_to_decide = None if any(n is None for n in needs) else max(n for n in needs if n is not None)
+    was = "within" if v.status is VerdictStatus.PASS else "outside"
+    v.status = VerdictStatus.INCONCLUSIVE
+    bounds = " and ".join(v.fmt(b) for b in straddled)
+    v.reason = (f"measured {v.measured_text} is {was} the band, but its {iv.level:.0%} interval "
+                f"{v.interval_text.split(' (')[0]} straddles the tolerance boundary {bounds}: the measurement cannot "
+                "tell on which side the value lies; " + (
+                    f"about {v.requests_to_decide} more requests at the point would decide it"
+                    if v.requests_to_decide is not None else "more requests may not decide it"))
+    v.diagnosis = []
 
 
 def _plain(x: Any) -> Any:

@@ -13,7 +13,7 @@ CLIENT_KEYS = {
     "completed", "failed", "output_throughput_tok_s", "total_throughput_tok_s", "request_throughput_req_s",
     "per_request_output_tok_s", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "schedule_lag_ms",
     "mean_in_flight", "littles_law", "token_count_mismatches", "steady_output_throughput_tok_s",
-    "steady_mean_in_flight",
+    "steady_mean_in_flight", "steady_window", "steady", "intervals",  # issue 13: steady window and intervals
 }
 DIST_KEYS = {"mean", "p50", "p90", "p95", "p99"}
 

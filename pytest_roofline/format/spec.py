@@ -168,6 +168,12 @@ SWEEP_FIELDS: dict[str, F] = {
     "request_timeout": F("value", "per-request timeout, e.g. 120 s"),
     "timeline": F("value", "poll /metrics this often while a point runs, for the server-side timeline (e.g. "
                            "1 s; default off: before/after snapshots only — polling perturbed the CPU engine)"),
+    "adaptive": F("bool", "stop each point once its predictions' verdicts are decided (requests_per_point or "
+                          "duration stays the cap); default false"),
+    "repeats": F("int", "run each point this many times (default 1); each figure is then the mean of the repeats "
+                        "with a Student-t interval over them, and the results keep every repeat"),
+    "steady_state": F("str", "detect (the default: each point's warm-up and drain are measured and left out of its "
+                             "intervals) or off (the whole measurement window)", enum=("detect", "off")),
 }
 SLO_FIELDS = {"ttft": F("value", "TTFT SLO, e.g. 500 ms"), "tpot": F("value", "TPOT SLO, e.g. 50 ms"),
               "percentile": F("str", "p50 | p90 | p95 | p99", enum=("p50", "p90", "p95", "p99", "mean"))}
@@ -265,6 +271,9 @@ class Sweep:
     batch1: Mapping[str, Any] | None = None
     request_timeout_s: float | None = None  # None: derived from each point's lengths (measure.sweep)
     timeline_interval_s: float | None = None
+    adaptive: bool = False  # sweep.adaptive: stop a point once its verdicts are decided (measure/adaptive.py)
+    repeats: int = 1  # sweep.repeats: runs of each point (measure.stats.combine_repeats)
+    steady_state: str = "detect"  # sweep.steady_state: detect | off (measure.stats.steady_window)
 
     def num_requests(self, concurrency: int | None) -> int:
         if self.requests_per_point is not None:
@@ -919,6 +928,14 @@ def _sweep(ctx: _Ctx, node: yaml.Node) -> Sweep:
             kw["batch1"] = ctx.plain(ctx_map_check(ctx, v, "sweep.batch1"))
         elif key == "request_timeout":
             kw["request_timeout_s"] = ctx.value(v, "sweep.request_timeout", "time")
+        elif key == "adaptive":
+            kw["adaptive"] = ctx.boolean(v, "sweep.adaptive")
+        elif key == "repeats":
+            kw["repeats"] = ctx.integer(v, "sweep.repeats")
+            if kw["repeats"] < 1:
+                raise ctx.err(v, "sweep.repeats must be >= 1")
+        elif key == "steady_state":
+            kw["steady_state"] = ctx.string(v, "sweep.steady_state", SWEEP_FIELDS["steady_state"].enum)
         elif key == "timeline":
             if ctx.scalar(v, "sweep.timeline").strip().lower() in ("off", "false", "none", "no"):
                 kw["timeline_interval_s"] = None

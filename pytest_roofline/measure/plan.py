@@ -1,17 +1,56 @@
 """Plan: which sweep points the *selected* predictions need (so ``-k one-prediction`` runs one point).
 
 Pure functions over a :class:`~pytest_roofline.format.spec.Spec`; no pytest import, nothing measured here.
+
+Each point also carries the *decision targets* of the predictions that read it (:class:`DecisionTarget`): the
+tolerance band of a per-point prediction, in the SI unit of the statistic the adaptive sweep measures
+(``measure/adaptive.py``), so that a point can stop once every band is decided without this layer knowing the
+scoring rules. A prediction whose band depends on several points (a knee, Little's law's "at every point") gives
+no target; it is listed in :attr:`PointPlan.untargeted` and reads the point at whatever count it stops.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from pytest_roofline.format.spec import Prediction, Spec
+from pytest_roofline.format.spec import PredictedKind, Prediction, Spec
 
-__all__ = ["PointPlan", "plan_points", "needs_engine"]
+__all__ = ["PointPlan", "DecisionTarget", "plan_points", "needs_engine", "targets_for", "STATISTIC_OF_QUANTITY",
+           "is_knee_only", "KNEE_QUANTITIES"]
+
+
+@dataclass(frozen=True)
+class DecisionTarget:
+    """The band a per-point prediction's measured statistic must fall in (SI units; None: unbounded side).
+
+    ``statistic`` names what ``measure/adaptive.py`` computes from the point's requests, with an interval:
+    ``output_throughput`` / ``request_throughput`` (tok/s, req/s over the steady window), ``per_request_throughput``
+    (the mean of each request's tok/s), ``ttft_p99``, ``tpot_p50``, ``e2e_mean``, ``itl_p99`` ... (seconds)."""
+
+    quantity: str
+    statistic: str
+    lo: float | None
+    hi: float | None
+    prediction_id: str
+    #: the prediction reads this point through the AND of its targets here (a goodput's SLOs: a point meets the
+    #: SLO when TTFT *and* TPOT do), so one target decided outside decides the others too
+    conjunction: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+#: measured per-point quantity -> the statistic adaptive.py measures for it (the same figure the registry reads
+#: from the point's client stats: quantities/registry.py)
+STATISTIC_OF_QUANTITY: dict[str, str] = {
+    "output_throughput": "output_throughput",
+    "per_request_throughput": "per_request_throughput",
+    "request_throughput": "request_throughput",
+    **{f"{m}_{s}": f"{m}_{s}" for m in ("ttft", "tpot", "itl", "e2e") for s in ("mean", "p50", "p90", "p95", "p99")},
+}
 
 
 @dataclass(frozen=True)
@@ -28,9 +67,17 @@ class PointPlan:
     input_len: int
     output_len: int
     burstiness: float = 1.0
+    #: the bands of the per-point predictions that read this point (adaptive sweeps stop on them)
+    targets: tuple[DecisionTarget, ...] = field(default=(), compare=False)
+    #: ids of predictions that read this point but give no per-point band (Little's law, knees, hygiene)
+    untargeted: tuple[str, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The point as the results file records it (its decision targets are recorded by the adaptive sweep)."""
+        d = asdict(self)
+        d.pop("targets")
+        d.pop("untargeted")
+        return d
 
     @property
     def sort_key(self) -> tuple:
@@ -99,15 +146,76 @@ def points_for(spec: Spec, pred: Prediction) -> list[PointPlan]:
     return []
 
 
+def _band(pred: Prediction) -> tuple[float | None, float | None] | None:
+    """The prediction's measured tolerance band in SI units; None when it cannot be known before scoring (a
+    ``predicted: model`` reference, a word, no tolerance written or inherited)."""
+    if pred.tolerance is None or pred.predicted.kind is not PredictedKind.NUMBER:
+        return None
+    value = pred.predicted.value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    lo, hi = pred.tolerance.bounds(float(value))
+    return (lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None)
+
+
+def targets_for(spec: Spec, pred: Prediction, point: PointPlan) -> tuple[DecisionTarget, ...]:
+    """The decision targets ``pred`` puts on ``point`` (empty when its band is not a per-point band).
+
+    A per-point client quantity (``output_throughput at: {concurrency: 16}``) gives its tolerance band. A goodput
+    prediction gives, at every closed sweep point, the SLOs as one-sided bands on the chosen percentile
+    (``ttft_p99 <= 500 ms``, ``tpot_p99 <= 50 ms``): whether each point meets them decides which point is the
+    goodput, though the goodput's own band (a throughput at a point not known in advance) is no per-point target."""
+    if point.id == "batch1":
+        return ()
+    stat = STATISTIC_OF_QUANTITY.get(pred.quantity)
+    if stat is not None and pred.q.points is not None and pred.q.points != "all":
+        band = _band(pred)
+        if band is None:
+            return ()
+        return (DecisionTarget(pred.quantity, stat, band[0], band[1], pred.id),)
+    if pred.quantity in ("goodput", "goodput_concurrency") and point.mode == "closed":
+        pct = str(pred.at.get("percentile", spec.slo.get("percentile", "p99")))
+        out = []
+        for metric in ("ttft", "tpot"):
+            limit = pred.at.get(metric, spec.slo.get(metric))
+            if isinstance(limit, (int, float)) and math.isfinite(limit):
+                out.append(DecisionTarget(f"{metric}_{pct}", f"{metric}_{pct}", None, float(limit), pred.id,
+                                          conjunction=True))
+        return tuple(out)
+    return ()
+
+
 def plan_points(spec: Spec, predictions: Iterable[Prediction]) -> list[PointPlan]:
-    """Unique points the given predictions need, in run order (batch-1 first, then rising load)."""
+    """Unique points the given predictions need, in run order (batch-1 first, then rising load), each with the
+    decision targets (and the untargeted predictions) of the predictions that read it."""
     seen: dict[str, PointPlan] = {}
+    targets: dict[str, list[DecisionTarget]] = {}
+    untargeted: dict[str, list[str]] = {}
     for pred in predictions:
         if pred.error is not None:
             continue
         for p in points_for(spec, pred):
             seen.setdefault(p.id, p)
-    return sorted(seen.values(), key=lambda p: p.sort_key)
+            got = targets_for(spec, pred, p)
+            if got:
+                targets.setdefault(p.id, []).extend(t for t in got if t not in targets.get(p.id, []))
+            elif pred.id not in untargeted.setdefault(p.id, []):
+                untargeted[p.id].append(pred.id)
+    out = [replace(p, targets=tuple(targets.get(pid, ())), untargeted=tuple(untargeted.get(pid, ())))
+           for pid, p in seen.items()]
+    return sorted(out, key=lambda p: p.sort_key)
+
+
+def is_knee_only(point: PointPlan, predictions: Iterable[Prediction]) -> bool:
+    """Whether only throughput-knee predictions read ``point`` (an adaptive sweep may then skip it when the knee's
+    bisection does not need it: adaptive.knee_bisection)."""
+    ids = set(point.untargeted) | {t.prediction_id for t in point.targets}
+    quantities = {p.quantity for p in predictions if p.id in ids}
+    return bool(quantities) and quantities <= set(KNEE_QUANTITIES) and point.mode == "closed" and point.id != "batch1"
+
+
+#: quantities whose only use of the closed sweep is the throughput knee (bisection can find it: adaptive.py)
+KNEE_QUANTITIES = ("knee_concurrency",)
 
 
 def needs_engine(predictions: Iterable[Prediction]) -> bool:

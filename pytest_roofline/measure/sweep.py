@@ -11,6 +11,7 @@ measured before it stays in the results file.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -23,7 +24,7 @@ from pytest_roofline import redact
 from pytest_roofline.errors import NotMeasured, PointError, SpecError, WorkloadError
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.measure import gpu as gpu_mod
-from pytest_roofline.measure.plan import PointPlan, needs_engine, plan_points
+from pytest_roofline.measure.plan import PointPlan, is_knee_only, needs_engine, plan_points
 from pytest_roofline.measure.progress import EngineWait, PointUpdate, SweepProgress, output_tok_per_s
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsWriter, new_results, point_record
 from pytest_roofline.measure.target import MeasurementProvider, Target
@@ -182,7 +183,7 @@ def engine_config_for(spec: Spec, *, device: str, gpus_visible: int | None = Non
 def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, token_id_range: tuple[int, int],
               contamination: float, api_key: str | None = None,
               on_progress: Callable[[Any], None] | None = None,
-              replica_metrics: list[str] | None = None) -> PointRecord:
+              replica_metrics: list[str] | None = None, stop_check: Any = None) -> PointRecord:
     """Measure one point: offer the load, scrape /metrics around and during it, summarise both sides.
     ``on_progress`` receives the load generator's ``loadgen.Progress`` while the load runs.
 
@@ -190,7 +191,11 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
     shape, :func:`replica_metrics_for`); each is scraped before, after (and, with ``sweep.timeline``, during) the
     point and the point's server figures are summed or maxed over them (``scrape.aggregate_replicas``). A replica
     whose /metrics does not answer makes the point an error naming it. With several replicas and no such URLs the
-    load balancer's /metrics (one replica's numbers at best) is not read at all."""
+    load balancer's /metrics (one replica's numbers at best) is not read at all.
+
+    ``stop_check``: an adaptive sweep's :class:`~pytest_roofline.measure.adaptive.AdaptiveStop`: the point ends
+    once its targets are decided (its ``summary`` becomes the point's ``adaptive`` section). A multi-process load
+    generator cannot stop early: the point then runs to its cap, and the section says so."""
     from pytest_roofline.measure import loadgen, scrape, stats, workloads
 
     sampling = dict(spec.workload.get("sampling") or {})
@@ -239,19 +244,35 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
     scrapers = [scrape.ProcessScraper(u, interval_s=interval, api_key=api_key,
                                       model_name=target.served_model_name).start()
                 for u in (sources if interval else [])]
+    from pytest_roofline.measure.loadgen import _multiproc
+
+    one_process = _multiproc.resolve_processes(load) == 1
+    repeats = max(1, spec.sweep.repeats)
+    if repeats > 1:  # sweep.repeats: every repeat runs to its cap (the adaptive rule decides single runs)
+        stop_check = None
+    results: list[Any] = []  # one per repeat; repeat k > 0 sends fresh prompts (seed + k): no repeat hits the cache
+    files: list[str] = []
     try:
-        result = loadgen.run_load(target.base_url, load, api_key=api_key, on_progress=on_progress)
+        for k in range(repeats):
+            run = load if k == 0 else dataclasses.replace(load, seed=load.seed + k)
+            result = loadgen.run_load(target.base_url, run, api_key=api_key, on_progress=on_progress,
+                                      stop_check=stop_check if one_process else None)
+            results.append(result)
+            requests_file = out_dir / (f"{plan.id}.requests.jsonl" if k == 0 else f"{plan.id}.r{k + 1}.requests.jsonl")
+            files.append(requests_file.name)
+            with requests_file.open("w", encoding="utf-8") as fh:
+                for rec in result.records:
+                    fh.write(json.dumps(redact.redact_data(rec.to_dict())) + "\n")
+            failure = failed_point_reason(result)
+            if failure is not None:  # not a measurement: the sweep records the error, the point is never stored
+                raise PointError(f"{failure} (requests: {requests_file.name})")
     finally:
         timelines = [sc.stop() for sc in scrapers] if scrapers else [[] for _ in sources]
-    requests_file = out_dir / f"{plan.id}.requests.jsonl"
-    with requests_file.open("w", encoding="utf-8") as fh:
-        for rec in result.records:
-            fh.write(json.dumps(redact.redact_data(rec.to_dict())) + "\n")
-    failure = failed_point_reason(result)
-    if failure is not None:  # not a measurement: the sweep records the error, the point is never stored
-        raise PointError(f"{failure} (requests: {requests_file.name})")
+    result, requests_file = results[0], out_dir / files[0]
     afters = [snapshot(u) for u in sources]
-    client = stats.summarize(result)
+    # each repeat's figures with its steady window and intervals (measure.stats.steady_summary); several repeats
+    # are averaged, with a Student-t interval over them (stats.combine_repeats)
+    client = stats.combine_repeats([stats.summarize(r, steady_state=spec.sweep.steady_state) for r in results])
     server: dict[str, Any] | None
     if urls:  # counters summed, gauge peaks maxed over the replicas (scrape.aggregate_replicas)
         server = scrape.aggregate_replicas(urls, befores, afters, timelines, contamination_threshold=contamination)
@@ -261,12 +282,19 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
         server = {"replica_count": replicas, "replicas": [], "note": (
             f"{replicas} replicas and no per-replica /metrics (--roofline-replica-metrics or engine.replica_metrics): "
             "the load balancer's /metrics shows one replica at most, so no server-side figure was taken")}
-    record = point_record(plan.to_dict(), started_at=result.started_at, finished_at=result.finished_at,
-                          duration_s=stats.measured_duration_s(result), client=cast(ClientStats, client),
+    record = point_record(plan.to_dict(), started_at=result.started_at, finished_at=results[-1].finished_at,
+                          duration_s=sum(stats.measured_duration_s(r) for r in results) / len(results),
+                          client=cast(ClientStats, client),
                           server=cast("ServerStats | None", server), requests_file=requests_file.name,
                           loadgen=cast(LoadgenChecks, stats.loadgen_checks(result)))
+    if len(results) > 1:  # every repeat's per-request file (the first is requests_file)
+        record["requests_files"] = files  # type: ignore[typeddict-unknown-key]
     if shape != workloads.ResolvedWorkload():  # the workload as run: its description and realised lengths
-        record["workload"] = {**shape.to_dict(), "realised": workloads.realised(result.records)}  # type: ignore
+        record["workload"] = {**shape.to_dict(),  # type: ignore
+                              "realised": workloads.realised([x for r in results for x in r.records])}
+    if stop_check is not None:  # the adaptive sweep's decision: looks, targets, why it stopped (measure/adaptive.py)
+        record["adaptive"] = {**stop_check.summary(result.records),  # type: ignore[typeddict-unknown-key]
+                              **({} if one_process else {"note": "multi-process load generator: ran to the cap"})}
     return record
 
 
@@ -386,13 +414,15 @@ class Measurements(MeasurementProvider):
 
     def __init__(self, *, mode: str, gpu: str | None, endpoint: str | None, endpoint_key_env: str | None,
                  out_dir: Path, reanchor: bool, plans: dict[str, list[PointPlan]],
-                 replica_metrics: list[str] | None = None):
+                 replica_metrics: list[str] | None = None, knee_only: dict[str, set[str]] | None = None):
         self.mode, self.gpu, self.endpoint, self.endpoint_key_env = mode, gpu, endpoint, endpoint_key_env
         #: --roofline-replica-metrics: each replica's /metrics base URL behind --endpoint (None: the files say)
         self.replica_metrics = list(replica_metrics) if replica_metrics else None
         self.out_dir = Path(out_dir)
         self.reanchor = reanchor
         self.plans = plans
+        #: per file, the ids of points only a throughput knee reads (an adaptive sweep bisects over them)
+        self.knee_only = dict(knee_only or {})
         self.targets: dict[str, Target] = {}
         self.target_errors: dict[str, PointError] = {}
         self.runs: dict[str, _Run] = {}
@@ -410,9 +440,10 @@ class Measurements(MeasurementProvider):
             by_spec.setdefault(item.spec.path, []).append(item.prediction)
             specs[item.spec.path] = item.spec
         plans = {path: plan_points(specs[path], preds) for path, preds in by_spec.items() if needs_engine(preds)}
+        knee_only = {path: {p.id for p in pts if is_knee_only(p, by_spec[path])} for path, pts in plans.items()}
         return cls(mode=rs.mode, gpu=rs.gpu, endpoint=rs.endpoint, endpoint_key_env=rs.endpoint_key_env,
                    out_dir=rs.out_dir, reanchor=rs.reanchor, plans=plans,
-                   replica_metrics=getattr(rs, "replica_metrics", None))
+                   replica_metrics=getattr(rs, "replica_metrics", None), knee_only=knee_only)
 
     # ---- hardware -----------------------------------------------------------------------------------------
     @property
@@ -564,7 +595,19 @@ class Measurements(MeasurementProvider):
             else:
                 token_range = DEFAULT_TOKEN_ID_RANGE
         api_key = target.api_key
-        for i, plan in enumerate(run.plans):
+        order: Any = run.plans
+        if spec.sweep.adaptive:  # the highest concurrency first (its latency verdicts decide the points below it),
+            from pytest_roofline.measure import adaptive  # then a knee's points as its bisection asks for them
+
+            order = adaptive.SweepOrder(run.plans, self.knee_only.get(spec.path, ()), spec.thresholds.knee_gain)
+        decided: list[tuple[PointPlan, list[Any]]] = []
+        measured_ids: set[str] = set()
+        for i, plan in enumerate(order):
+            stop: Any = None
+            implied: list[Any] = []
+            if spec.sweep.adaptive:
+                reduced, implied = adaptive.implied_by(plan, decided)
+                stop = adaptive.AdaptiveStop(reduced)
             t0 = time.monotonic()
             tracker = _PointTracker(self, Path(spec.path).name, plan, i + 1, len(run.plans))
             try:
@@ -572,21 +615,31 @@ class Measurements(MeasurementProvider):
                 point = run_point(target, plan, spec, out_dir=out, token_id_range=token_range,
                                   contamination=spec.thresholds.contamination, api_key=api_key,
                                   on_progress=tracker.on_progress if self.progress is not None else None,
-                                  replica_metrics=replica_urls)
+                                  replica_metrics=replica_urls, stop_check=stop)
                 target.check_alive()
                 tracker.done(None)
             except Exception as exc:  # engine died, or the load could not run: this point and the rest fail
                 tracker.done(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
                 tail = target.log_tail(60)
                 err = PointError(f"point {plan.id} could not be measured: {exc}", tail)
-                for rest in run.plans[i:]:
+                for rest in [plan] + [p for p in run.plans if p.id not in measured_ids and p is not plan]:
                     run.failed[rest.id] = err if rest is plan else PointError(
                         f"point {rest.id} was not measured: the sweep stopped at {plan.id} ({exc})", tail)
                 run.writer.add_error(plan.id, str(exc), tail)
                 run.writer.finish("aborted")
                 return
+            if stop is not None and "adaptive" in point:  # (sweep.repeats > 1: every repeat ran to its cap)
+                decided.append((plan, list(stop.decisions) + implied))
+                point["adaptive"]["implied"] = [d.to_dict() for d in implied]  # type: ignore[typeddict-item]
+            if spec.sweep.adaptive:
+                order.record(plan, point)
+            measured_ids.add(plan.id)
             run.writer.add_point(point)
             self.timings.append((f"{stem}:{plan.id}", time.monotonic() - t0))
+        if spec.sweep.adaptive and order.skipped:  # knee-only points the bisection did not need: not run
+            run.writer.data["setup"]["adaptive_not_run"] = {  # type: ignore[typeddict-unknown-key]
+                "points": [p.id for p in order.skipped],
+                "reason": "only the throughput knee reads them, and its bisection over the grid did not need them"}
         run.writer.finish("complete")
 
     # ---- progress -----------------------------------------------------------------------------------------

@@ -24,9 +24,15 @@ if TYPE_CHECKING:  # the type pytest's own Function.repr_failure returns; pytest
     from _pytest._code.code import TerminalRepr
 
 __all__ = ["PredictionFile", "PredictionItem", "PredictionMismatch", "matches_patterns", "VERDICT_KEY", "DRIFT_KEY",
+           "INCONCLUSIVE_POLICIES",
            "limits_from_ini", "looks_like_prediction_file", "wants_file"]
 
 VERDICT_KEY = pytest.StashKey[Verdict]()
+#: what an INCONCLUSIVE verdict (its measured interval straddles a tolerance boundary) becomes in pytest:
+#: ``skip`` (the default: a skip the counts line calls "inconclusive" — it must not read as a pass in CI, and it is
+#: not a failure of the prediction either: the measurement could not tell), ``fail`` (a CI that must decide every
+#: prediction), ``pass`` (a CI that only fails on decided misses)
+INCONCLUSIVE_POLICIES = ("skip", "fail", "pass")
 #: the prediction's drift against the stored history (a plain dict; only with --roofline-history)
 DRIFT_KEY = pytest.StashKey[dict[str, Any]]()
 
@@ -186,6 +192,12 @@ class PredictionItem(pytest.Function):
         verdict = self.stash[VERDICT_KEY]
         if verdict.status == "skip":  # reported at the prediction's YAML line, not at this line
             raise pytest.skip.Exception(verdict.reason, _use_item_location=True)
+        if verdict.status == "inconclusive":
+            policy = get_session(self.config).inconclusive
+            if policy == "fail":
+                raise PredictionMismatch(verdict)
+            if policy == "skip":
+                raise pytest.skip.Exception(f"INCONCLUSIVE: {verdict.reason}", _use_item_location=True)
         if verdict.status == "fail":
             raise PredictionMismatch(verdict)
         drift = self.stash.get(DRIFT_KEY, None)

@@ -295,6 +295,8 @@ def _outcome_for_extra(v: dict[str, Any], item: Any, report: Any) -> str:
     mark = item.get_closest_marker("xfail")
     if status == "skip":
         return "skipped"
+    if status == "inconclusive":
+        return "inconclusive"
     if mark is not None:
         strict = mark.kwargs.get("strict", _ini_strict_xfail(item.config))
         if status == "fail":

@@ -21,6 +21,7 @@ from pytest_roofline.measure.target import MeasurementProvider, ReplayProvider
 from pytest_roofline.model import hardware
 from pytest_roofline.pytest_plugin.collect import (
     DRIFT_KEY,
+    INCONCLUSIVE_POLICIES,
     VERDICT_KEY,
     PredictionFile,
     PredictionItem,
@@ -167,6 +168,12 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
                 help="the baseline: the previous run on the same setup (default) or the median of the last N")
     g.addoption("--roofline-drift-fail", dest="roofline_drift_fail", action="store_true",
                 help="a drifted prediction's test fails (as --benchmark-compare-fail does)")
+    g.addoption("--roofline-inconclusive", dest="roofline_inconclusive", choices=INCONCLUSIVE_POLICIES,
+                default=None, help="what a measured verdict whose confidence interval straddles its tolerance "
+                                   "boundary becomes: skip (the default: reported as 'inconclusive', neither a pass "
+                                   "nor a failure), fail, or pass")
+    parser.addini("roofline_inconclusive", "outcome of an inconclusive verdict: skip | fail | pass (see "
+                  "--roofline-inconclusive)", default="")
     parser.addini("roofline_history", "history store of runs (see --roofline-history)", default="")
     parser.addini("roofline_history_label", "label stored with each run (see --roofline-history-label)", default="")
     parser.addini("roofline_drift", "drift threshold (see --roofline-drift; default 10%)", default="")
@@ -275,6 +282,15 @@ def _redact_report(report: pytest.TestReport) -> None:
             report.longrepr = clean
     report.user_properties = [(k, redact.redact_data(v)) for k, v in report.user_properties]
     report.sections = [(title, redact.redact_text(body)) for title, body in report.sections]
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    """An inconclusive verdict reported as a skip gets its own category: "inconclusive" in the counts line, ``I``
+    in the progress line, INCONCLUSIVE in -v, so it never reads as a pass nor hides among the skips."""
+    verdict = getattr(report, "roofline", None)
+    if verdict and verdict.get("status") == "inconclusive" and report.skipped and report.when == "call":
+        return "inconclusive", "I", ("INCONCLUSIVE", {"purple": True})
+    return None
 
 
 class _VerdictCollector:

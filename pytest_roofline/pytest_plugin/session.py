@@ -118,6 +118,11 @@ class RooflineSession:
         except ValueError as exc:  # ToleranceError is one
             raise pytest.UsageError(f"roofline drift: {exc}") from None
         self.drift_fail: bool = bool(opt("roofline_drift_fail", False))
+        #: what an INCONCLUSIVE verdict becomes: skip (default) | fail | pass (--roofline-inconclusive)
+        self.inconclusive: str = str(opt("roofline_inconclusive", None) or config.getini("roofline_inconclusive")
+                                     or "skip").strip()
+        if self.inconclusive not in ("skip", "fail", "pass"):
+            raise pytest.UsageError(f"roofline_inconclusive must be skip, fail or pass, not {self.inconclusive!r}")
         self.started_at = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.history_store: HistoryStore | None = None
         #: the store's index as read once at session start (on an xdist worker: what the controller sent)

@@ -87,6 +87,13 @@ class ClientStats(TypedDict, total=False):
     littles_law: LittlesLaw
     token_count_mismatches: int
     note: str
+    # since issue 13 (measure.stats.steady_summary / combine_repeats): the steady window chosen and why, the figures
+    # over it, each figure's confidence interval keyed by its dot-joined path ("ttft_ms.p99"), every repeat's own
+    # client object (sweep.repeats >= 2)
+    steady_window: dict[str, Any]
+    steady: dict[str, Any]
+    intervals: dict[str, dict[str, Any]]
+    repeats: list[dict[str, Any]]
 
 
 class TimelineSample(TypedDict, total=False):

@@ -33,6 +33,7 @@ from pytest_roofline.quantities.measurement import (
     Measurement,
     PointRecord,
     client_number,
+    client_value,
     concurrency,
     measured_number,
     point_failure,
@@ -93,6 +94,10 @@ class MeasuredValue:
     points: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     contaminated: bool = False
+    #: the value's confidence interval, as the results file stores it (``client.intervals``, docs/results-schema.md:
+    #: estimate, lo, hi (null: unbounded), level, method, n, requests, note), in the quantity's SI unit; None when
+    #: the point recorded none (a file from before intervals, a transcribed one)
+    interval: Mapping[str, Any] | None = None
 
 
 class QuantityKind(StrEnum):
@@ -305,11 +310,27 @@ def _engine_report(meas: Measurement) -> Mapping[str, Any]:
 def _client(meas: Measurement, at: Mapping[str, Any], th: Thresholds, path: Sequence[str], what: str,
             setup: Setup | None = None, scale: float = 1.0) -> MeasuredValue:
     pt = _point(meas, at)
-    val = client_number(pt, *path)
+    interval = _client_interval(pt, path, scale)
+    val = client_number(pt, *path) if interval is None else float(interval["estimate"]) / scale
     if val is None:
         raise NotMeasured(f"point {pt.get('id')} has no {what} (the results file does not record it)")
-    return MeasuredValue(val * scale, (point_id(pt),), tuple(point_notes(pt, th, setup)),
-                         is_contaminated(pt, th))
+    # an unbounded side ("p99 from 80 samples: no upper bound at 95%") is said by the verdict's interval text
+    return MeasuredValue(val * scale, (point_id(pt),), tuple(point_notes(pt, th, setup)), is_contaminated(pt, th),
+                         interval)
+
+
+def _client_interval(pt: PointRecord, path: Sequence[str], scale: float) -> dict[str, Any] | None:
+    """The figure's interval over the point's steady window (``client.intervals``, written by a live sweep since
+    issue 13), scaled to SI; None for a point without one, which is then scored on its stored figure as before."""
+    ivs = client_value(pt, "intervals")
+    iv = ivs.get(".".join(path)) if isinstance(ivs, Mapping) else None
+    if not isinstance(iv, Mapping) or measured_number(iv.get("estimate"), "interval estimate") is None:
+        return None
+    out = dict(iv)
+    for k in ("estimate", "lo", "hi"):
+        if out.get(k) is not None:
+            out[k] = float(out[k]) * scale
+    return out
 
 
 def _client_q(name: str, dim: str, desc: str, path: Sequence[str], what: str, model: ModelFn | None = None,

@@ -22,11 +22,14 @@ __all__ = [
 ]
 
 #: outcomes in the order they are listed (worst first)
-OUTCOMES = ("error", "failed", "xpassed", "xfailed", "skipped", "passed")
+OUTCOMES = ("error", "failed", "xpassed", "inconclusive", "xfailed", "skipped", "passed")
 OUTCOME_LABEL = {"passed": "pass", "failed": "FAIL", "xfailed": "xfail", "xpassed": "XPASS", "skipped": "skip",
-                 "error": "ERROR"}
+                 "error": "ERROR", "inconclusive": "inconclusive"}
+#: inconclusive (the measured interval straddles a tolerance boundary): Okabe-Ito's reddish purple, apart from
+#: pass green, fail vermillion and skip grey
 OUTCOME_COLOR = {"passed": PALETTE["green"], "failed": PALETTE["red"], "xfailed": "#9c6ade",
-                 "xpassed": PALETTE["orange"], "skipped": PALETTE["grey"], "error": "#a50f15"}
+                 "xpassed": PALETTE["orange"], "skipped": PALETTE["grey"], "error": "#a50f15",
+                 "inconclusive": "#CC79A7"}
 
 
 def is_number(x: object) -> TypeGuard[float]:
@@ -44,6 +47,8 @@ def outcome_of_verdict(v: Mapping[str, Any], xfail: Any = None) -> str:
         return "error"
     if status == "skip":
         return "skipped"
+    if status == "inconclusive":
+        return "inconclusive"
     applies = xfail is not None and xfail.applies(v.get("mode", "math"))
     if status == "fail":
         return "xfailed" if applies else "failed"
@@ -60,6 +65,8 @@ def outcome_of_report(report: Any) -> str:
         return "xfailed" if report.skipped else ("failed" if report.failed else "xpassed")
     if getattr(report, "when", "call") in ("setup", "teardown", "collect") and report.failed:
         return "error"
+    if report.skipped and (getattr(report, "roofline", None) or {}).get("status") == "inconclusive":
+        return "inconclusive"
     return str(report.outcome)
 
 
@@ -216,6 +223,12 @@ def explain_lines(v: Mapping[str, Any]) -> list[str]:
             else:
                 band += f"; {who} is inside."
         out.append(band)
+        if v.get("status") == "inconclusive":
+            more = v.get("requests_to_decide")
+            out.append(f"But the measurement's interval {v.get('interval_text')} straddles the band's edge: "
+                       "inconclusive, neither a pass nor a miss"
+                       + (f"; about {more} more requests at the point would decide it." if more is not None
+                          else "."))
     elif v.get("tolerance_text"):
         out.append(f"Tolerance: {v.get('tolerance_text')}.")
     mv = v.get("model_value")
@@ -259,6 +272,11 @@ def explain_html(v: Mapping[str, Any], outcome: str | None = None, *, chart: boo
         rows.append(("serving model", v["serving_text"]))
     if v.get("mode") == "measured":
         rows.append(("measured", v.get("measured_text") or "—"))
+        if v.get("interval_text"):
+            rows.append(("interval", v["interval_text"]))
+        if v.get("status") == "inconclusive":
+            more = v.get("requests_to_decide")
+            rows.append(("to decide", f"about {more} more requests" if more is not None else "cannot say"))
     if v.get("error_text"):
         rows.append(("error", f"{v['error_text']}  (ink − {'measured' if v.get('mode') == 'measured' else 'model'}, "
                               f"relative to {'measured' if v.get('mode') == 'measured' else 'the model'})"))
@@ -461,6 +479,7 @@ EXPLAIN_CSS = """
   line-height:18px}
 .rl-badge.rl-passed{background:#009E73}.rl-badge.rl-failed{background:#D55E00}.rl-badge.rl-xfailed{background:#9c6ade}
 .rl-badge.rl-xpassed{background:#E69F00}.rl-badge.rl-skipped{background:#8a8a8a}.rl-badge.rl-error{background:#a50f15}
+.rl-badge.rl-inconclusive{background:#CC79A7}
 """
 
 

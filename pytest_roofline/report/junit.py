@@ -68,10 +68,14 @@ def junit_properties(v: Mapping[str, Any]) -> list[tuple[str, str]]:
         err = _number(v.get("error_abs"), factor)
         if err is not None:
             props.append((f"roofline_error_{suffix}", err))
-        for bound, name in (("lo", "allowed_min"), ("hi", "allowed_max")):
+        for bound, name in (("lo", "allowed_min"), ("hi", "allowed_max"), ("measured_lo", "measured_ci_lo"),
+                            ("measured_hi", "measured_ci_hi")):  # the band, then the measured value's interval
             text = _number(v.get(bound), factor)
             if text is not None:
                 props.append((f"roofline_{name}_{suffix}", text))
+    more = _number(v.get("requests_to_decide"))
+    if more is not None:  # an inconclusive verdict: about how many more requests would decide it
+        props.append(("roofline_requests_to_decide", more))
     if v.get("tolerance_text"):  # the rule as written (``±15%``, ``exact``): which tolerance was applied
         props.append(("roofline_tolerance", str(v["tolerance_text"])))
     return props

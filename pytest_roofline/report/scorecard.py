@@ -507,7 +507,8 @@ def _summary_card(rows: Sequence[tuple[dict[str, Any], str, Any]], headlines: Se
 _OUTCOME_WORDS = {"passed": "within tolerance", "failed": "outside tolerance, not expected",
                   "xfailed": "missed, as the file says it would (xfail)",
                   "xpassed": "expected to miss but landed inside", "skipped": "not checkable in this mode",
-                  "error": "could not be scored"}
+                  "error": "could not be scored",
+                  "inconclusive": "the measured interval straddles the band's edge: more requests would decide"}
 
 
 def _err_pct(v: Mapping[str, Any]) -> str:
@@ -838,6 +839,7 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:
 .bar.big{height:14px;max-width:none;margin:6px 0 10px}
 .bar .seg.rl-passed{background:#009E73}.bar .seg.rl-failed{background:#D55E00}.bar .seg.rl-xfailed{background:#9c6ade}
 .bar .seg.rl-xpassed{background:#E69F00}.bar .seg.rl-skipped{background:#b5b5b5}.bar .seg.rl-error{background:#a50f15}
+.bar .seg.rl-inconclusive{background:#CC79A7}
 .pills{margin-top:6px}.pills .rl-badge{margin-right:3px}.of{color:#666;font-size:12.5px;margin-left:4px}
 nav.files{margin-top:10px;font-size:13px}
 nav.files a{color:#0072B2}

@@ -14,12 +14,16 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["summary_table", "failure_line", "elide_ids", "drift_lines", "OUTCOME_WORD", "FAILING_WORDS"]
+__all__ = ["summary_table", "failure_line", "elide_ids", "drift_lines", "OUTCOME_WORD", "FAILING_WORDS",
+           "INCONCLUSIVE_WORD"]
 
 OUTCOME_WORD = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "xfailed": "XFAIL", "xpassed": "XPASS",
                 "error": "ERROR"}
-#: the rows ``-q`` keeps: what a reader has to act on
-FAILING_WORDS = ("FAIL", "ERROR", "XPASS")
+#: the rows ``-q`` keeps: what a reader has to act on (an inconclusive verdict needs more requests)
+FAILING_WORDS = ("FAIL", "ERROR", "XPASS", "INCONCLUSIVE")
+#: the verdict word of a prediction whose measured interval straddles its tolerance boundary, whatever pytest
+#: outcome --roofline-inconclusive gave it
+INCONCLUSIVE_WORD = "INCONCLUSIVE"
 
 #: the narrowest an elided id may become (below it the table overflows rather than hide which row is which)
 MIN_ID_WIDTH = 12
@@ -113,6 +117,10 @@ def failure_line(v: Mapping[str, Any]) -> str:
         tail.append(f"error {_plain(v['error_text']).split(' (')[0]}")
     if v.get("tolerance_text"):
         tail.append(f"tolerance {_plain(v['tolerance_text'])}")
+    if v.get("interval_text") and status == INCONCLUSIVE_WORD:
+        tail.append(f"interval {_plain(v['interval_text'])}")
+        more = v.get("requests_to_decide")
+        tail.append(f"~{more} more requests would decide it" if more is not None else "more requests may not decide")
     return ", ".join(parts) + (f" ({'; '.join(tail)})" if tail else "")
 
 
@@ -140,7 +148,8 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
             "measured/model": _plain(got) or "—", "src": src, "roofline": _short(roof),
             "serving": _short(v.get("serving_text") or ""),
             "error": str(v.get("error_text") or "").split(" (")[0] or ("" if v.get("status") != "skip" else "—"),
-            "verdict": OUTCOME_WORD.get(_outcome(r), _outcome(r).upper()),
+            "verdict": INCONCLUSIVE_WORD if v.get("status") == "inconclusive" and not hasattr(r, "wasxfail")
+            else OUTCOME_WORD.get(_outcome(r), _outcome(r).upper()),
         })
     counts: dict[str, int] = {}
     for row in rows:

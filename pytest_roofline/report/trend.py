@@ -63,7 +63,8 @@ DEFAULT_OUTPUT = "roofline-history.html"
 TABLE_NIGHTS = 10
 
 #: a stored verdict status → the outcome name the reports' badges and colours use
-_OUTCOME_OF_STATUS = {"pass": "passed", "fail": "failed", "skip": "skipped", "error": "error"}
+_OUTCOME_OF_STATUS = {"pass": "passed", "fail": "failed", "skip": "skipped", "error": "error",
+                      "inconclusive": "inconclusive"}
 _VERSION_COLOR = PALETTE["purple"]
 _MODEL_COLOR = PALETTE["blue"]
 _BAND_COLOR = PALETTE["sky"]
@@ -379,7 +380,7 @@ def _chart(group: _Group, s: _Series, *, width: int = 560, height: int = 230) ->
             p, t = by_status.setdefault(v.status, ([], []))
             p.append((float(i), float(v.measured) / scale))
             t.append(_tip(runs[i], v))
-        for status in ("pass", "fail", "error", "skip"):
+        for status in ("pass", "fail", "error", "skip", "inconclusive"):
             if status in by_status:
                 p, t = by_status.pop(status)
                 c.markers(p, color=_status_color(status), size=size, titles=t,
@@ -506,7 +507,7 @@ def _baseline_words(policy: DriftPolicy) -> str:
 
 
 def _rank(status: str) -> int:
-    order = ("error", "fail", "skip", "pass")
+    order = ("error", "fail", "inconclusive", "skip", "pass")
     return order.index(status) if status in order else len(order)
 
 

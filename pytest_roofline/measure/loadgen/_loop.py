@@ -164,6 +164,11 @@ class EventLoop:
         self.failures = 0  # finalised requests that failed (every phase), for LoadSpec.max_failures
         self._last_progress = 0.0
         self.coalesced = 0
+        #: the adaptive sweep's stop check (``run_load(stop_check=...)``): once it gives a reason, nothing more is
+        #: sent, requests in flight finish and are recorded, due but unsent ones are dropped (never recorded)
+        self.stop_check: Any = None
+        self.stopped: str | None = None
+        self.measured: list[RequestRecord] = []  # finalised measured (non-warm-up) records, for the stop check
 
     # ---- request construction -------------------------------------------------------------------------
 
@@ -480,7 +485,7 @@ class EventLoop:
     def _dispatch_once(self) -> None:
         ph = self.phase
         cap = ph.cap
-        while self.in_flight < cap and self.aborted is None:
+        while self.in_flight < cap and self.aborted is None and self.stopped is None:
             if self.pending:
                 req = self.pending.popleft()
             else:
@@ -589,6 +594,8 @@ class EventLoop:
             error = "request failed"
         rec.error = self._scrub(error)
         self.records[req.index] = rec
+        if not rec.warmup:
+            self.measured.append(rec)
         if not ok:
             self.failures += 1
             limit = spec.max_failures
@@ -618,8 +625,8 @@ class EventLoop:
     def _phase_over(self, ph: Phase, next_i: int, n_sched: int) -> bool:
         if self.in_flight:
             return False
-        if self.aborted is not None:  # nothing more is sent: requests still waiting for a slot are dropped
-            return True
+        if self.aborted is not None or self.stopped is not None:
+            return True  # nothing more is sent: requests still waiting for a slot are dropped
         if self.pending:
             return False
         if ph.schedule is not None:
@@ -652,7 +659,7 @@ class EventLoop:
         self._dispatch()
         while True:
             now = perf_counter()
-            if next_i < n_sched and sched_abs[next_i] <= now:
+            if next_i < n_sched and sched_abs[next_i] <= now and self.stopped is None:
                 while next_i < n_sched and sched_abs[next_i] <= now:
                     req = self._take(ph)
                     req.scheduled = sched_abs[next_i]
@@ -665,6 +672,9 @@ class EventLoop:
                 if ph.deadline is not None and self.in_flight < ph.cap:
                     self._dispatch()
                 self._progress(ph, now)
+                if (self.stop_check is not None and not ph.warmup and self.stopped is None
+                        and self.stop_check.wants_look(ph.done, now - ph.start)):
+                    self._look(ph, now)
             if self._phase_over(ph, next_i, n_sched):
                 break
             if finalize_q or self._low_on_requests(ph):
@@ -706,6 +716,17 @@ class EventLoop:
                 # never idle (overload): finalise anyway so that raw response bytes do not pile up
                 self._finalize(finalize_q.popleft())
         self._progress(ph, perf_counter(), force=True)
+
+    def _look(self, ph: Phase, now: float) -> None:
+        """One look of the stop check: finalise what finished, hand it the measured records and the window over
+        which every received token belongs to a finished request (up to the oldest in-flight send)."""
+        self.finalize_all()
+        sent = [r.sent for r in self.running.values() if r.sent is not None]
+        horizon = min(sent) if sent else now
+        reason = self.stop_check(self.measured, (ph.start, horizon), now - ph.start)
+        if reason:
+            self.stopped = str(reason)
+            self.pending.clear()
 
     def _check_timeouts(self, now: float, timeout_s: float) -> None:
         for conn in [c for c in self.conns.values()

@@ -9,6 +9,7 @@ import gc
 import ssl
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -81,6 +82,7 @@ def run_load(
     api_key: str | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     tls: ssl.SSLContext | None = None,
+    stop_check: Any = None,
 ) -> LoadResult:
     """Offer the load described by ``spec`` to ``base_url`` and record every request.
 
@@ -91,6 +93,11 @@ def run_load(
         api_key: sent as ``Authorization: Bearer <key>``; never stored in records, errors or reprs.
         on_progress: optional callback receiving :class:`Progress`, called from the running thread.
         tls: the TLS context of an ``https`` URL (default: :func:`tls_context`, certificates verified).
+        stop_check: ends the measurement early (``measure.adaptive.AdaptiveStop``): ``wants_look(completed,
+            elapsed_s)`` is asked every 0.1 s; when it says yes it is called with the finished measured records,
+            the window ``(measure start, oldest in-flight send)`` and the elapsed seconds, and a reason it returns
+            stops the run: nothing more is sent, requests in flight finish and are recorded, an open loop's due
+            but unsent requests are dropped. One process only (``spec.processes`` must resolve to 1).
 
     Returns:
         A :class:`LoadResult` with one record per request that was sent (warm-up first).
@@ -107,10 +114,12 @@ def run_load(
     """
     spec.validate()
     n = _multiproc.resolve_processes(spec)
+    if n > 1 and stop_check is not None:
+        raise ValueError(f"stop_check needs a one-process load generator (spec.processes resolves to {n})")
     if n > 1:
         return _multiproc.run_processes(run_part, base_url, spec, n, api_key=api_key, on_progress=on_progress,
                                         tls=tls)
-    return run_part(base_url, spec, api_key=api_key, on_progress=on_progress, tls=tls)[0]
+    return run_part(base_url, spec, api_key=api_key, on_progress=on_progress, tls=tls, stop_check=stop_check)[0]
 
 
 def run_part(
@@ -123,6 +132,7 @@ def run_part(
     part: Part = WHOLE,
     sync: Callable[[str], float] | None = None,
     rid_nonce: str | None = None,
+    stop_check: Any = None,
 ) -> tuple[LoadResult, bytes]:
     """Run ``part``'s share of ``spec`` in this thread: the result (records with their run-wide indices) and
     the raw read lags (int64 ns) for pooling.  ``sync(phase_name)`` is called before each phase and returns
@@ -131,6 +141,7 @@ def run_part(
     ids are those of one run)."""
     spec.validate()
     loop = EventLoop(base_url, spec, api_key, on_progress, tls)
+    loop.stop_check = stop_check
     if rid_nonce is not None:
         loop._rid_prefix = f"{loop._rid_prefix.rsplit('-', 1)[0]}-{rid_nonce}"
     gc_was_enabled = gc.isenabled()
