@@ -65,7 +65,8 @@ sweep.Measurements._target = _target
     scorecard = tmp_path / "scorecard.html"
     result = pytester.runpytest_subprocess("--gpu", "cpu", "--roofline-out", str(out), "-p", "no:html",
                                            "--junitxml", str(tmp_path / "junit.xml"),
-                                           "--roofline-scorecard", str(scorecard), timeout=600)
+                                           "--roofline-scorecard", str(scorecard),
+                                           "--roofline-history", str(tmp_path / "history"), timeout=600)
     elapsed = time.monotonic() - t0
     print(f"cpu-tiny end to end: {elapsed:.1f} s")  # shown with -s / in the CI log of a failure
     outcomes = result.parseoutcomes()
@@ -93,6 +94,18 @@ sweep.Measurements._target = _target
     assert logs and "KV cache size: 2,097,152 tokens" in logs[0].read_text()
     pgid = int((tmp_path / "pgid").read_text())
     assert _group_members(pgid) == [], "engine processes survived the session"
+    # the live run is stored in the history: its setup from the engine's own report, its results file verbatim
+    from pytest_roofline.history import SetupKey, open_store
+
+    store = open_store(str(tmp_path / "history"))
+    (run,) = store.runs()
+    assert run.setup == SetupKey("cpu", "roofline-tiny", rep["version"]) and run.mode == "engine"
+    assert f"stored run {run.run_id}" in text
+    stored = store.load(run.run_id)
+    assert [p["id"] for p in stored.results[0]["points"]] == [p["id"] for p in results["points"]]
+    assert len(stored.verdicts) == 22  # every prediction, keyed by its path relative to the rootdir
+    tokens = run.value("cpu-tiny.roofline.yaml::kv-tokens")
+    assert tokens is not None and tokens.measured == rep["kv_cache_tokens"] and tokens.status == "pass"
     # the same scorecard as for a replayed run, now from live measurements
     import sys
 
