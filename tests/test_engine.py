@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from _fake_vllm import HEALTH_SERVER, fake_interpreter
 
 from pytest_roofline.measure.engine import (
     Endpoint,
@@ -232,31 +233,13 @@ kid = ("import os, signal, time\n"
 subprocess.Popen([sys.executable, "-c", kid])
 print("(EngineCore pid=1) INFO 11-29 12:50:17 [kv_cache_utils.py:1] GPU KV cache size: 1,024 tokens, "
       "Maximum concurrency for 512 tokens per request: 2.00x", flush=True)
-class H(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
-    def do_GET(self):
-        if self.path == "/health":
-            body = b""
-        elif self.path == "/v1/models":
-            body = json.dumps({"data": [{"id": model, "max_model_len": 512}]}).encode()
-        else:
-            self.send_response(404); self.end_headers(); return
-        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
-        self.wfile.write(body)
-http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
-"""
+""" + HEALTH_SERVER
 
 
 @pytest.fixture
 def fake_python(tmp_path):
     """An executable that, called as ``X -m vllm.entrypoints.openai.api_server ...``, runs FAKE_VLLM."""
-    src = tmp_path / "fake_vllm.py"
-    src.write_text(FAKE_VLLM)
-    exe = tmp_path / "fakepython"
-    exe.write_text(f'#!/bin/sh\nshift 2\nexec "{sys.executable}" "{src}" "$@"\n')
-    exe.chmod(0o755)
-    return str(exe)
+    return fake_interpreter(tmp_path, FAKE_VLLM, "fake_vllm")
 
 
 def _wait_kids(e: Engine, n: int, timeout_s: float = 10) -> set[int]:

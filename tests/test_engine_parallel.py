@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from _fake_vllm import HEALTH_SERVER, fake_interpreter
 
 from pytest_roofline.errors import EngineStartError, SpecError
 from pytest_roofline.format.spec import load_spec
@@ -218,30 +218,12 @@ for r in range(tp):
 time.sleep(0.5)
 if missing is not None:
     sys.exit(1)
-class H(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
-    def do_GET(self):
-        if self.path == "/health":
-            body = b""
-        elif self.path == "/v1/models":
-            body = json.dumps({"data": [{"id": model, "max_model_len": 512}]}).encode()
-        else:
-            self.send_response(404); self.end_headers(); return
-        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
-        self.wfile.write(body)
-http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
-"""
+""" + HEALTH_SERVER
 
 
 @pytest.fixture
 def fake_tp_python(tmp_path):
-    src = tmp_path / "fake_tp.py"
-    src.write_text(FAKE_TP)
-    exe = tmp_path / "fakepython"
-    exe.write_text(f'#!/bin/sh\nshift 2\nexec "{sys.executable}" "{src}" "$@"\n')
-    exe.chmod(0o755)
-    return str(exe)
+    return fake_interpreter(tmp_path, FAKE_TP, "fake_tp")
 
 
 def _alive(pids) -> set[int]:
