@@ -34,3 +34,27 @@ def fake_interpreter(tmp_path: Path, source: str, name: str) -> str:
     exe.write_text(f'#!/bin/sh\nshift 2\nexec "{sys.executable}" "{src}" "$@"\n')
     exe.chmod(0o755)
     return str(exe)
+
+
+def live_pids(pids: set[int] | list[int]) -> set[int]:
+    """Those of ``pids`` still running (a zombie is not)."""
+    import psutil
+
+    out = set()
+    for p in pids:
+        try:
+            if psutil.Process(p).status() != psutil.STATUS_ZOMBIE:
+                out.add(p)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def wait_gone(pids: set[int] | list[int], timeout_s: float) -> set[int]:
+    """Wait up to ``timeout_s`` for ``pids`` to end; those still running then."""
+    import time
+
+    end = time.monotonic() + timeout_s
+    while (left := live_pids(pids)) and time.monotonic() < end:
+        time.sleep(0.05)
+    return left

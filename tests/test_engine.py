@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from _fake_vllm import HEALTH_SERVER, fake_interpreter
+from _fake_vllm import HEALTH_SERVER, fake_interpreter, live_pids, wait_gone
 
 from pytest_roofline.measure.engine import (
     Endpoint,
@@ -53,29 +53,6 @@ KV_TOKENS_1GIB = 2**30 // TINY_KV_BYTES_PER_TOKEN  # 2,097,152
 def cpu_config(model: Path) -> EngineConfig:
     return EngineConfig(model=str(model), device="cpu", dtype="bfloat16", max_model_len=1024,
                         enforce_eager=True, kv_cache_space_gib=1, env={"HF_HUB_OFFLINE": "1"})
-
-
-def _live(pids) -> set[int]:
-    import psutil
-
-    out = set()
-    for p in pids:
-        try:
-            if psutil.Process(p).status() != psutil.STATUS_ZOMBIE:
-                out.add(p)
-        except psutil.NoSuchProcess:
-            pass
-    return out
-
-
-def _wait_gone(pids, timeout_s: float) -> set[int]:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        left = _live(pids)
-        if not left:
-            return left
-        time.sleep(0.2)
-    return _live(pids)
 
 
 def _port_free(port: int) -> bool:
@@ -265,7 +242,7 @@ def test_stand_in_lifecycle_and_stop(fake_python, tmp_path, monkeypatch, mode, r
     t = time.monotonic()
     assert e.stop() == rc  # idempotent: already stopped by __exit__
     assert time.monotonic() - t < 0.5
-    assert not _wait_gone(pids | {watchdog}, 5)
+    assert not wait_gone(pids | {watchdog}, 5)
     assert _port_free(port)
 
 
@@ -304,7 +281,7 @@ def test_stand_in_parent_death(fake_python, tmp_path, sig):
         info = json.loads(line)
         kid.send_signal(sig)
         kid.wait(timeout=30)
-        assert not _wait_gone(set(info["pids"]) | {info["watchdog"]}, 10)
+        assert not wait_gone(set(info["pids"]) | {info["watchdog"]}, 10)
         assert _port_free(info["port"])
         if sig != signal.SIGKILL:
             assert "KeyboardInterrupt" in kid.stderr.read()
@@ -334,7 +311,7 @@ def test_stand_in_pdeathsig_alone(fake_python, tmp_path):
         pid = json.loads(line)["pid"]
         kid.kill()
         kid.wait(timeout=10)
-        assert not _wait_gone({pid}, 5)
+        assert not wait_gone({pid}, 5)
         # its own child (not covered by PDEATHSIG) is left to the watchdog in real use; end it here
         for p in process_group_members(pid):
             os.kill(p, signal.SIGKILL)
@@ -548,7 +525,7 @@ def test_parent_death_takes_the_engine_with_it(tiny_model, tmp_path):
             kid.wait(timeout=60)
             info = infos[sig]
             watched = set(info["pids"]) | ({info["watchdog"]} if info["watchdog"] else set())
-            left = _wait_gone(watched, 30)
+            left = wait_gone(watched, 30)
             assert not left, f"{sig.name}: processes left behind: {left}"
             assert not process_group_members(info["pid"])
             assert _port_free(info["port"])
@@ -575,12 +552,12 @@ def test_engine_killed_is_detected_then_stop_cleans_up(engine):
     assert "SIGKILL" in str(ei.value) and ei.value.returncode == -signal.SIGKILL
     assert "INFO" in ei.value.log_tail and ei.value.log_tail in str(ei.value)  # the tail of the real log
     assert engine.log_tail(5).count("\n") <= 4
-    orphans = _live(pids - {engine.pid})
+    orphans = live_pids(pids - {engine.pid})
     print("orphans after SIGKILL of the API server:", orphans)  # EngineCore/worker may outlive it ...
     t = time.monotonic()
     engine.stop()  # ... until stop() ends the whole group (orphans get a short grace only)
     assert time.monotonic() - t < engine.orphan_grace_s + 12
-    assert not _wait_gone(pids, 5)
+    assert not wait_gone(pids, 5)
     assert not process_group_members(pgid)
     assert _port_free(port)
     assert engine.stop() == -signal.SIGKILL  # idempotent

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import time
 from pathlib import Path
 
 import pytest
-from _fake_vllm import HEALTH_SERVER, fake_interpreter
+from _fake_vllm import HEALTH_SERVER, fake_interpreter, wait_gone
 
 from pytest_roofline.errors import EngineStartError, SpecError
 from pytest_roofline.format.spec import load_spec
@@ -226,26 +225,6 @@ def fake_tp_python(tmp_path):
     return fake_interpreter(tmp_path, FAKE_TP, "fake_tp")
 
 
-def _alive(pids) -> set[int]:
-    import psutil
-
-    out = set()
-    for p in pids:
-        try:
-            if psutil.Process(p).status() != psutil.STATUS_ZOMBIE:
-                out.add(p)
-        except psutil.NoSuchProcess:
-            pass
-    return out
-
-
-def _gone(pids, timeout_s: float) -> set[int]:
-    end = time.monotonic() + timeout_s
-    while (left := _alive(pids)) and time.monotonic() < end:
-        time.sleep(0.05)
-    return left
-
-
 def test_every_worker_is_seen_and_ended_even_out_of_the_group(fake_tp_python, tmp_path):
     e = Engine(EngineConfig(model="tiny", tensor_parallel_size=3), tmp_path / "e.log",
                python_executable=fake_tp_python, stop_timeout_s=2)
@@ -256,7 +235,7 @@ def test_every_worker_is_seen_and_ended_even_out_of_the_group(fake_tp_python, tm
         # each worker left the engine's process group (setsid), and is still one of the engine's pids
         assert all(os.getpgid(p) != e.pgid for p in worker_pids)
         assert worker_pids <= e.pids()
-    assert not _gone(worker_pids | {e.pid}, 30) and e.survivors == []
+    assert not wait_gone(worker_pids | {e.pid}, 30) and e.survivors == []
 
 
 def test_a_rank_that_never_starts_is_named_in_the_startup_error(fake_tp_python, tmp_path, monkeypatch):
@@ -268,7 +247,7 @@ def test_a_rank_that_never_starts_is_named_in_the_startup_error(fake_tp_python, 
     msg = str(ei.value)
     assert "1 of 2 workers appeared in the log: rank 0 (pid " in msg and "never seen: rank 1" in msg
     seen = workers_seen(e.log_path.read_text(), tensor_parallel_size=2)
-    assert not _gone({x["pid"] for x in seen}, 30)  # the rank-0 worker that did start was ended too
+    assert not wait_gone({x["pid"] for x in seen}, 30)  # the rank-0 worker that did start was ended too
 
 
 # --------------------------------------------------------------------------- the real CPU engine, TP=2
@@ -292,5 +271,5 @@ def test_cpu_engine_tp2_workers_seen_and_torn_down(tmp_path):
         everything = e.pids()
     finally:
         e.stop()
-    assert not _gone(everything, 10), "engine processes left after stop"
+    assert not wait_gone(everything, 10), "engine processes left after stop"
     assert e.survivors == []
