@@ -4,6 +4,7 @@ runs at its end. What a run *is* and how drift is computed live in :mod:`pytest_
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,21 +23,21 @@ __all__ = ["parse_drift_option", "parse_baseline_option", "HistoryToWorkers", "s
 _WORKER_KEY = "roofline_history_runs"
 
 
-def parse_drift_option(value: str) -> str:
-    """``--roofline-drift``'s value, checked where it is declared (a usage error before collection)."""
-    try:
-        parse_drift_threshold(value)
-    except ToleranceError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return value.strip()
+def _option_type(check: Callable[[str], object], errors: tuple[type[Exception], ...]) -> Callable[[str], str]:
+    """An argparse ``type=`` that runs ``check`` on the value (a bad one is a usage error before collection) and
+    keeps the text, stripped."""
+    def parse(value: str) -> str:
+        try:
+            check(value)
+        except errors as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return value.strip()
+    return parse
 
 
-def parse_baseline_option(value: str) -> str:
-    try:
-        parse_baseline(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return value.strip()
+#: ``--roofline-drift`` and ``--roofline-drift-baseline``, checked where they are declared
+parse_drift_option = _option_type(parse_drift_threshold, (ToleranceError,))
+parse_baseline_option = _option_type(parse_baseline, (ValueError,))
 
 
 class HistoryToWorkers:
