@@ -109,6 +109,7 @@ def compare_point(plan: PointPlan, records: list[RequestRecord], rule: adaptive.
     same = all(adapt_v.get(k) == v for k, v in fixed_v.items())
     return {"point": plan.id, "fixed_requests": len(records), "fixed_s": _span_s(records),
             "adaptive_requests": len(used), "adaptive_s": _span_s(used), "same_verdicts": same,
+            "discarded": sum(1 for r in used if r.discarded),
             "targets": [(k, v, adapt_v.get(k, "-")) for k, v in fixed_v.items()], "decisions": decisions,
             "stopped": stop.stopped or ("no target left: stopped at the floor" if not reduced.targets else None)}
 
@@ -166,15 +167,17 @@ def recorded_cpu(rule: adaptive.StoppingRule) -> list[dict]:
 
 def _print(rows: list[dict], title: str, budget_min: float | None = None) -> None:
     print(f"\n{title}")
-    print(f"{'point':<28}{'fixed req':>10}{'adaptive':>10}{'fixed min':>11}{'adapt min':>11}  same verdicts")
+    print(f"{'point':<28}{'fixed req':>10}{'adaptive':>10}{'discarded':>10}{'fixed min':>11}{'adapt min':>11}"
+          "  same verdicts")
     for r in rows:
-        print(f"{r['point']:<28}{r['fixed_requests']:>10}{r['adaptive_requests']:>10}"
+        print(f"{r['point']:<28}{r['fixed_requests']:>10}{r['adaptive_requests']:>10}{r['discarded']:>10}"
               f"{r['fixed_s'] / 60:>11.2f}{r['adaptive_s'] / 60:>11.2f}  {'yes' if r['same_verdicts'] else 'NO'}")
     fixed = sum(r["fixed_s"] for r in rows) / 60
     used = sum(r["adaptive_s"] for r in rows) / 60
     freq = sum(r["fixed_requests"] for r in rows)
     areq = sum(r["adaptive_requests"] for r in rows)
-    print(f"{'total':<28}{freq:>10}{areq:>10}{fixed:>11.2f}{used:>11.2f}  "
+    disc = sum(r["discarded"] for r in rows)
+    print(f"{'total':<28}{freq:>10}{areq:>10}{disc:>10}{fixed:>11.2f}{used:>11.2f}  "
           f"{'all' if all(r['same_verdicts'] for r in rows) else 'NOT all'}")
     print(f"adaptive / fixed: {used / fixed:.1%} of the minutes, {areq / freq:.1%} of the requests")
     if budget_min:
@@ -264,12 +267,22 @@ def main() -> int:
     ap.add_argument("-v", "--verbose", action="store_true", help="every target's verdicts")
     args = ap.parse_args()
     rule = adaptive.StoppingRule(max_looks=args.looks)
+    shares, differing = [], []
     for seed in range(args.seeds):
         rows = notebook_replay(rule, seed)
         _print(rows, f"(1) Day 3 notebook, per-request draws from its per-point statistics (seed {seed})",
                NOTEBOOK_MINUTES)
         if args.verbose or seed == 0:
             _print_targets(rows)
+        shares.append(sum(r["adaptive_s"] for r in rows) / 60 / NOTEBOOK_MINUTES)
+        if not all(r["same_verdicts"] for r in rows):
+            differing.append(seed)
+    if shares:
+        within = sum(1 for x in shares if x <= 1 / 3)
+        print(f"\n(1) over {len(shares)} seeds: the adaptive sweep took {min(shares):.1%} to {max(shares):.1%} of the "
+              f"notebook's {NOTEBOOK_MINUTES:g} GPU-minutes, mean {sum(shares) / len(shares):.1%}, median "
+              f"{sorted(shares)[len(shares) // 2]:.1%}; <= 1/3 on {within} of {len(shares)}; verdicts differing from "
+              f"the fixed count's on seeds {differing or 'none'}")
     rows = recorded_cpu(rule)
     if rows:
         _print(rows, "(2) the CPU engine's recorded per-request runs")

@@ -180,7 +180,9 @@ def test_throughput_target_uses_only_finished_tokens():
 def test_a_point_without_targets_stops_at_its_floor():
     recs = _records(np.full(64, 0.05), concurrency=4)
     stop, used = adaptive.replay_point(_plan([], cap=64), recs)
-    assert stop.looks_taken == [4] and len(used) <= 8  # one round of 4, plus the 4 in flight
+    # one round of 4; the 4 sent as those finished are in flight at the look, cancelled and discarded
+    assert stop.looks_taken == [4] and len(used) <= 8
+    assert sum(r.in_sample for r in used) == 4 and all(r.discarded for r in used if not r.in_sample)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -245,19 +247,34 @@ class _StopAfter:
         return f"enough after {len(records)}"
 
 
-def test_closed_loop_stops_early_and_lets_in_flight_requests_finish():
-    s = spec(concurrency=3, num_requests=400, output_len=4, warmup_requests=3)
-    stop = _StopAfter(12)
-    with StreamServer(interval=0.002) as srv:
+def test_closed_loop_stop_cancels_the_requests_in_flight_and_keeps_the_decided_sample():
+    # 3 clients of 100-token streams at 5 ms a token (~0.5 s a request); the check stops at the 3rd completion.
+    # At that moment the clients whose requests finished first have sent their next ones: those are in flight and
+    # are cancelled (status "discarded", cut short: fewer than 100 chunks), never drained to the end.
+    from pytest_roofline.measure import stats
+    from pytest_roofline.measure.sweep import failed_point_reason
+
+    s = spec(concurrency=3, num_requests=60, output_len=100, warmup_requests=0)
+    stop = _StopAfter(3)
+    with StreamServer(interval=0.005) as srv:
         res = run_load(srv.url, s, stop_check=stop)
         sent = len(srv.requests)
-    measured = [r for r in res.records if not r.warmup]
-    assert stop.seen is not None and stop.seen >= 12
-    # nothing sent after the stop but the requests already in flight (at most the 3 clients), each recorded
-    assert stop.seen <= len(measured) <= stop.seen + 3 < 400
-    assert all(r.ok for r in measured) and sent == len(res.records)
     start, horizon = stop.windows[0]
     assert start == pytest.approx(res.measure_start_s) and horizon >= start
+    kept = [r for r in res.records if r.in_sample]
+    discarded = [r for r in res.records if r.discarded]
+    assert stop.seen is not None and stop.seen >= 3 and sent == len(res.records) < 60
+    # the sample is the requests sent by the horizon: all finished, all ok
+    assert kept and all(r.ok and r.sent_s is not None and r.sent_s <= horizon for r in kept)
+    # every other request sent was discarded: cut in flight, or finished but sent after the horizon
+    assert len(kept) + len(discarded) == len(res.records)
+    assert discarded and all(r.sent_s is not None and r.sent_s >= horizon for r in discarded)
+    cut = [r for r in discarded if len(r.chunk_times_s) < 100]
+    assert cut and all("adaptive stop" in (r.error or "") for r in discarded)
+    # neither a failure nor a measurement
+    assert failed_point_reason(res) is None and res.measured == kept
+    assert stats.summarize(res, steady_state="off")["completed"] == len(kept)
+    assert stats.failure_reasons(res.records) == []
 
 
 def test_open_loop_stop_drops_due_requests_that_were_never_sent():
@@ -267,7 +284,9 @@ def test_open_loop_stop_drops_due_requests_that_were_never_sent():
         res = run_load(srv.url, s, stop_check=stop)
         sent = len(srv.requests)
     assert stop.seen is not None and len(res.records) < 400
-    assert sent == len(res.records) and all(r.ok for r in res.records)  # every sent request, and only those
+    # every sent request is recorded, and only those: the ones sent by the horizon measured, the rest discarded
+    assert sent == len(res.records) and all(r.ok or r.discarded for r in res.records)
+    assert all(r.ok for r in res.records if r.sent_s is not None and r.sent_s < stop.windows[0][1])
 
 
 def test_adaptive_stop_through_the_load_generator():

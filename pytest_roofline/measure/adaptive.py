@@ -37,9 +37,13 @@ distribution-free order statistics) and no equally spaced information, which a d
 percentile does not have. The looks are planned before the point starts (their number fixes the level), and no
 look beyond the last planned one is taken.
 
-**In-flight requests at a stop.** When the rule stops a point, nothing more is sent; the requests in flight finish
-and are measured (as at the end of any fixed-count point: the closed loop drains), and requests an open loop had
-due but not yet sent are dropped, never sent, never recorded.
+**Requests in flight at a stop.** When the rule stops a point, nothing more is sent, and the sample is the one the
+rule decided on: the requests sent by the horizon. Every request sent after it leaves the sample with status
+``discarded`` (``RequestRecord.in_sample`` is false: neither a measurement nor a failure): the ones still in flight
+are cancelled, their connections closed, which makes vLLM abort them, so the GPU does not finish work nobody reads
+(a fixed-count point's drain, up to one more request duration per point); the ones that already finished are kept
+in the per-request file but out of the sample, which would otherwise favour the fast late requests. Requests an
+open loop had due but not yet sent are dropped, never sent, never recorded.
 
 **Order.** :func:`adaptive_order` runs the closed loop from the highest concurrency down, and :func:`implied_by`
 drops a latency target a point measured before decides: a TTFT or TPOT band met at a higher concurrency is met
@@ -131,7 +135,7 @@ def _quantile(statistic: str) -> float | None:
 
 
 def _completed(records: Sequence[RequestRecord]) -> list[RequestRecord]:
-    done = [r for r in records if not r.warmup and r.ok and r.end_s is not None]
+    done = [r for r in records if r.in_sample and r.ok and r.end_s is not None]
     done.sort(key=lambda r: r.end_s or 0.0)
     return done
 
@@ -450,10 +454,13 @@ def replay_point(plan: PointPlan, records: Sequence[RequestRecord], rule: Stoppi
                  *, window_start_s: float | None = None) -> tuple[AdaptiveStop, list[RequestRecord]]:
     """Run a recorded point's measured requests through the stopping rule as if it ran live.
 
-    Looks happen at the completions the live loop would look at; at a stop at time ``t`` the requests sent by
-    ``t`` finish and are kept (the live rule lets in-flight requests finish), the rest were never sent. Returns
-    the stop check (its decisions, looks, reason) and the records the adaptive point would have measured."""
-    measured = [r for r in records if not r.warmup]
+    Looks happen at the completions the live loop would look at. At a stop at time ``t`` the live loop keeps the
+    requests sent by the horizon (the oldest send still in flight; all of them have finished) and discards the
+    rest it had sent: the ones in flight are cancelled at ``t`` (their copies here end at ``t``, status
+    ``discarded``), the ones already finished are marked ``discarded`` too; requests not yet sent by ``t`` never
+    are. Returns the stop check (its decisions, looks, reason) and every record the adaptive point would have
+    sent, discarded ones included (the GPU worked on them until ``t``)."""
+    measured = [r for r in records if r.in_sample]
     ends = sorted(r.end_s for r in measured if r.end_s is not None)
     t0 = window_start_s if window_start_s is not None else min(
         (r.sent_s for r in measured if r.sent_s is not None), default=0.0)
@@ -463,8 +470,17 @@ def replay_point(plan: PointPlan, records: Sequence[RequestRecord], rule: Stoppi
             continue
         finished = [r for r in measured if r.end_s is not None and r.end_s <= t]
         sent = [r for r in measured if r.sent_s is not None and r.sent_s <= t]
-        if stop(finished, (t0, records_horizon(sent, t)), t - t0):
-            return stop, sent
+        horizon = records_horizon(sent, t)
+        if stop(finished, (t0, horizon), t - t0):
+            out = []
+            for r in sent:
+                in_flight = r.end_s is None or r.end_s > t
+                if in_flight or (r.sent_s is not None and r.sent_s > horizon):
+                    r = replace(r, status="discarded", end_s=t if in_flight else r.end_s,
+                                chunk_times_s=[c for c in r.chunk_times_s if c <= t],
+                                error="discarded at the adaptive stop (replayed)")
+                out.append(r)
+            return stop, out
     return stop, list(measured)
 
 

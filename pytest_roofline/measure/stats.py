@@ -180,7 +180,7 @@ def measurement_window_s(records: Sequence[RequestRecord], window_start_s: float
     """The (start, end) ``perf_counter`` times the point's rates are taken over: from ``window_start_s`` to
     ``window_end_s``, by default the end of the last measured (non-warm-up) request."""
     if window_end_s is None:
-        ends = [r.end_s for r in records if not r.warmup and r.end_s is not None]
+        ends = [r.end_s for r in records if r.in_sample and r.end_s is not None]
         window_end_s = max(ends) if ends else window_start_s
     return window_start_s, window_end_s
 
@@ -203,7 +203,7 @@ def summarize_records(
     ``window_end_s`` defaults to the end of the last measured request.  ``open_loop`` selects whether
     ``schedule_lag_ms`` is reported.  See :data:`GLOSSARY` for every figure.
     """
-    measured = [r for r in records if not r.warmup]
+    measured = [r for r in records if r.in_sample]
     completed = [r for r in measured if r.ok]
     failed = len(measured) - len(completed)
     window_start_s, window_end_s = measurement_window_s(records, window_start_s, window_end_s)
@@ -336,7 +336,7 @@ def failure_reasons(records: Sequence[RequestRecord], *, limit: int = 3, width: 
     seen (warm-up included). A reason is the request's error text cut to ``width`` characters."""
     seen: dict[str, int] = {}
     for r in records:
-        if r.ok:
+        if r.ok or r.discarded:
             continue
         reason = " ".join(str(r.error or "request failed").split())
         if len(reason) > width:
@@ -349,8 +349,16 @@ def loadgen_checks(result: LoadResult) -> dict[str, Any]:
     """The load generator's self-checks of one run, as a point stores them (``loadgen`` in
     docs/results-schema.md): where the arrival stamps came from, how late user space read the socket after the
     kernel stamped it, how many token chunks arrived coalesced, the wall-clock step over the run, and the
-    measurement window's start relative to the run's start."""
+    measurement window's start relative to the run's start; how many client processes ran it (as asked:
+    ``processes_requested``, an int or "auto"; as run: ``processes``), how well their clocks and starts agreed
+    (``process_sync``, None for one process) and the CPUs the client could run on (``client_cores``)."""
+    from pytest_roofline.measure.loadgen import usable_cores
+
     return {
+        "processes": result.processes,
+        "processes_requested": result.spec.processes,
+        "process_sync": result.process_sync,
+        "client_cores": usable_cores(),
         "timestamp_source": result.timestamp_source,
         "read_lag_ms": result.read_lag_ms,
         "coalesced_chunks": result.coalesced_chunks,
@@ -778,7 +786,7 @@ def steady_window(records: Sequence[RequestRecord], window_start_s: float, *, co
                   method: str = "detect") -> SteadyWindow:
     """The steady window of one point (see :class:`SteadyWindow`); ``concurrency`` is the closed loop's target
     (``None`` in an open loop: MSER-5 alone decides the warm-up end)."""
-    measured = sorted((r for r in records if not r.warmup and r.sent_s is not None), key=lambda r: r.sent_s or 0.0)
+    measured = sorted((r for r in records if r.in_sample and r.sent_s is not None), key=lambda r: r.sent_s or 0.0)
     ok = [r for r in measured if r.ok]
     ends = [r.end_s for r in measured if r.end_s is not None]
     if method == "off" or not ok:
@@ -841,7 +849,7 @@ def steady_statistics(records: Sequence[RequestRecord], window: SteadyWindow, le
     in send order, throughputs batch-means intervals over sub-windows of the steady window. ITL pools every
     token gap of the window's requests (its ``n`` counts gaps, ``requests`` the requests behind them)."""
     keep = set(window.indices)
-    rs = sorted((r for r in records if r.index in keep and not r.warmup), key=lambda r: r.sent_s or 0.0)
+    rs = sorted((r for r in records if r.index in keep and r.in_sample), key=lambda r: r.sent_s or 0.0)
     per_metric: dict[str, list[float]] = {"ttft_ms": [], "tpot_ms": [], "itl_ms": [], "e2e_ms": [],
                                           "per_request_output_tok_s": []}
     for r in rs:
@@ -871,7 +879,7 @@ def steady_statistics(records: Sequence[RequestRecord], window: SteadyWindow, le
     chunk_w: list[float] = []
     chunk_total_w: list[float] = []
     done_t: list[float] = []
-    for r in (r for r in records if not r.warmup and r.ok):
+    for r in (r for r in records if r.in_sample and r.ok):
         n_out = _output_tokens(r)
         if r.chunk_times_s:
             per = n_out / len(r.chunk_times_s)

@@ -15,7 +15,7 @@ import dataclasses
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -65,7 +65,7 @@ def failed_point_reason(result: Any, *, allowed: int = ALLOWED_FAILED_REQUESTS) 
     from pytest_roofline.measure import stats
 
     records = list(result.records)
-    measured = [r for r in records if not r.warmup]
+    measured = [r for r in records if r.in_sample]  # a request an adaptive stop discarded is neither
     warm = [r for r in records if r.warmup]
     failed = sum(1 for r in measured if not r.ok)
     warm_failed = sum(1 for r in warm if not r.ok)
@@ -213,6 +213,7 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
         point_id=plan.id, shared_prefix_len=int(spec.workload.get("shared_prefix_len", 0)), extra_body=sampling,
         request_timeout_s=spec.sweep.request_timeout_s or default_request_timeout_s(plan.input_len, plan.output_len),
         max_failures=ALLOWED_FAILED_REQUESTS, api=str(spec.workload.get("api", "completions")),
+        processes=spec.sweep.load_processes,  # sweep.processes (auto is 1 when adaptive: format/spec.py)
         **shape.load_kwargs(),
     )
 
@@ -298,9 +299,11 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
     return record
 
 
-def workload_shape(spec: Spec, plan: PointPlan | None = None, *, for_load: bool = False) -> Any:
+def workload_shape(spec: Spec, plan: PointPlan | None = None, *, for_load: bool = False,
+                   workload: Mapping[str, Any] | None = None) -> Any:
     """The file's shared workload description (``measure.workloads.resolve``); the batch-1 run keeps its fixed
-    lengths. A dataset is tokenized with the served model's tokenizer (the tiny model's own)."""
+    lengths. A dataset is tokenized with the served model's tokenizer (the tiny model's own). ``workload``: a
+    prediction's ``setup: {workload: ...}`` (already merged over the file's by format/spec.py) in its place."""
     from pytest_roofline.measure import workloads
 
     if plan is not None and plan.id == "batch1":
@@ -312,8 +315,11 @@ def workload_shape(spec: Spec, plan: PointPlan | None = None, *, for_load: bool 
         model_dir = tinymodel.default_model_dir()
     elif spec.engine.get("model") and Path(str(spec.engine["model"])).is_dir():
         model_dir = Path(str(spec.engine["model"]))
+    args = spec.engine.get("args") or {}  # a chat dataset is counted with the template the server is given
+    template = args.get("chat_template", args.get("chat-template"))
     try:
-        return workloads.resolve(spec.workload, model_dir=model_dir, for_load=for_load)
+        return workloads.resolve(spec.workload if workload is None else workload, model_dir=model_dir,
+                                 for_load=for_load, chat_template=str(template) if template else None)
     except WorkloadError as exc:
         raise PointError(f"{spec.path}: {exc}") from None
 

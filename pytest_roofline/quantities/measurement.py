@@ -149,6 +149,10 @@ class LoadgenChecks(TypedDict, total=False):
     measure_start_offset_s: float  # the measurement window's start, seconds after the run (warm-up) started
     request_timeout_s: float  # the per-request timeout in effect
     aborted: str | None  # why the load generator stopped the run early, else None
+    processes: int  # client processes that ran the load (LoadSpec.processes resolved; sweep.processes)
+    processes_requested: int | str  # sweep.processes as written: a whole number or "auto"
+    process_sync: dict[str, float] | None  # clock_bracket_ms, start_late_ms over the processes; None for one
+    client_cores: int  # the CPUs the client process could run on (its affinity mask)
 
 
 class PointRecord(TypedDict, total=False):

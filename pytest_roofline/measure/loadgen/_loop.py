@@ -57,7 +57,7 @@ class _Req:
 
     __slots__ = (
         "index", "rid", "warmup", "payload", "scheduled", "sent", "end", "pieces", "ok",
-        "error", "http_status", "attempts", "phase",
+        "error", "http_status", "attempts", "phase", "discarded",
     )
 
     def __init__(self, index: int, rid: str, warmup: bool, payload: bytes) -> None:
@@ -74,6 +74,7 @@ class _Req:
         self.http_status: int | None = None
         self.attempts = 1
         self.phase: Phase | None = None
+        self.discarded = False  # in flight at an adaptive stop: its connection was closed (RequestRecord.discarded)
 
     def __repr__(self) -> str:  # never show the payload: it carries the Authorization header
         return f"_Req(index={self.index}, rid={self.rid!r})"
@@ -589,6 +590,13 @@ class EventLoop:
                     ok, error = False, "stream ended without data: [DONE]"
         elif ok:
             ok, error = False, "empty response"
+        if req.discarded:  # cancelled at an adaptive stop: neither a measurement nor a failure
+            rec.status = "discarded"
+            rec.error = req.error
+            self.records[req.index] = rec
+            if not rec.warmup:
+                self.measured.append(rec)
+            return
         rec.status = "ok" if ok else "error"
         if not ok and error is None:
             error = "request failed"
@@ -727,6 +735,41 @@ class EventLoop:
         if reason:
             self.stopped = str(reason)
             self.pending.clear()
+            self._discard_after(ph, horizon)
+
+    def _discard_after(self, ph: Phase, horizon: float) -> None:
+        """At an adaptive stop: every request sent after ``horizon`` (the oldest send still in flight) leaves the
+        sample. The ones in flight are cancelled: their connections are closed, which makes vLLM abort them (its
+        routes are wrapped in ``with_cancellation`` and the engine aborts a request whose stream is cancelled:
+        ``vllm/entrypoints/serve/utils/api_utils.py`` and ``vllm/v1/engine/async_llm.py`` at v0.32.0), so the
+        GPU stops working on requests whose results nobody needs. The ones that already finished are kept in the
+        record but marked too: a sample that kept the fast late requests and lost the slow ones would be biased,
+        and the stop check decided on the requests sent by the horizon alone (``measure/adaptive.py _cohort``)."""
+        for conn in self.conns.values():  # still connecting: never sent, so dropped like the pending ones
+            if conn.req is not None and conn.state in (CONNECTING, HANDSHAKE):
+                conn.req = None
+                self.in_flight -= 1
+        by_req = {id(c.req): c for c in self.conns.values() if c.req is not None}
+        t_end = perf_counter_ns()
+        for req in list(self.running.values()):
+            holder = by_req.get(id(req))
+            if holder is not None:
+                self._detach(holder)
+                self._close_conn(holder)
+            self.in_flight -= 1
+            self.running.pop(req.index, None)
+            req.ok = False
+            req.discarded = True
+            req.error = "discarded: in flight when the adaptive stop decided the point (its connection was closed)"
+            req.end = t_end
+            self.finalize_q.append(req)
+            ph.done += 1
+        self.finalize_all()
+        for rec in self.measured:
+            if rec.ok and rec.sent_s is not None and rec.sent_s > horizon:
+                rec.status = "discarded"
+                rec.error = ("discarded: sent after the oldest request still in flight when the adaptive stop "
+                             "decided the point (kept out of the sample, which would otherwise favour fast requests)")
 
     def _check_timeouts(self, now: float, timeout_s: float) -> None:
         for conn in [c for c in self.conns.values()

@@ -337,7 +337,7 @@ def merge(spec: LoadSpec, parts: list[tuple[LoadResult, bytes, list[float]]], *,
         lag = {"p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99)), "max": float(ms.max())}
     n = len(parts)
     aborted = [f"worker {k + 1} of {n}: {res.aborted}" for k, res in enumerate(results) if res.aborted]
-    failed = [r for r in records if not r.ok]
+    failed = [r for r in records if not r.ok and not r.discarded]
     limit = spec.max_failures
     if not aborted and limit is not None and len(failed) > limit:
         aborted.append(f"aborted: {len(failed)} request(s) failed, more than the {limit} allowed "
