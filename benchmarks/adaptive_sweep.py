@@ -229,6 +229,7 @@ def live_cpu_tiny(timeout_s: float) -> None:  # pragma: no cover - needs the CPU
             res = sorted(out.rglob("results.json"))
             points = json.loads(res[-1].read_text())["points"] if res else []
             per_point = {p["id"]: (p.get("client") or {}).get("completed", 0) for p in points}
+            discarded = sum(int((p.get("adaptive") or {}).get("discarded") or 0) for p in points)
             measured_s = sum(p.get("duration_s") or 0.0 for p in points)
             outcomes = _junit_outcomes(junit) if junit.exists() else {}
             runs[name] = (per_point, measured_s, outcomes)
@@ -246,7 +247,8 @@ def live_cpu_tiny(timeout_s: float) -> None:  # pragma: no cover - needs the CPU
                                  " between points)")
                     _print_targets(rows)
             tail = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-300:]
-            print(f"\n(3) live cpu-tiny, {name}: {sum(per_point.values())} measured requests, "
+            print(f"\n(3) live cpu-tiny, {name}: {sum(per_point.values())} measured requests"
+                  + (f" (+{discarded} sent and discarded at the stops)" if discarded else "") + ", "
                   f"{measured_s:.1f} s of measurement windows, {wall:.0f} s wall (engine start included)")
             print("    " + "  ".join(f"{k}: {v}" for k, v in sorted(per_point.items(), key=lambda kv: kv[0])))
             print(f"    pytest: {tail}")
@@ -268,6 +270,7 @@ def main() -> int:
     args = ap.parse_args()
     rule = adaptive.StoppingRule(max_looks=args.looks)
     shares, differing = [], []
+    kinds: dict[str, int] = {}  # fixed verdict -> adaptive verdict, where they differ
     for seed in range(args.seeds):
         rows = notebook_replay(rule, seed)
         _print(rows, f"(1) Day 3 notebook, per-request draws from its per-point statistics (seed {seed})",
@@ -277,12 +280,18 @@ def main() -> int:
         shares.append(sum(r["adaptive_s"] for r in rows) / 60 / NOTEBOOK_MINUTES)
         if not all(r["same_verdicts"] for r in rows):
             differing.append(seed)
+        for r in rows:
+            for _key, fixed, adapt in r["targets"]:
+                if fixed != adapt:
+                    kinds[f"{fixed} -> {adapt}"] = kinds.get(f"{fixed} -> {adapt}", 0) + 1
     if shares:
         within = sum(1 for x in shares if x <= 1 / 3)
         print(f"\n(1) over {len(shares)} seeds: the adaptive sweep took {min(shares):.1%} to {max(shares):.1%} of the "
               f"notebook's {NOTEBOOK_MINUTES:g} GPU-minutes, mean {sum(shares) / len(shares):.1%}, median "
               f"{sorted(shares)[len(shares) // 2]:.1%}; <= 1/3 on {within} of {len(shares)}; verdicts differing from "
               f"the fixed count's on seeds {differing or 'none'}")
+        print("    where they differ (fixed at 95% -> adaptive): "
+              + (", ".join(f"{k} x{v}" for k, v in sorted(kinds.items())) or "nowhere"))
     rows = recorded_cpu(rule)
     if rows:
         _print(rows, "(2) the CPU engine's recorded per-request runs")

@@ -257,6 +257,12 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
                 predicted_text=pred.predicted.text, predicted_value=pred.predicted.value, notes=pred.notes,
                 xfail_reason=pred.xfail.reason if pred.xfail else "")
     effective = mode if (mode is VerdictMode.MATH or q.measure is not None) else VerdictMode.MATH
+    # a prediction whose setup: is not what this run launches or sends: its math is checked, never a measurement of
+    # another engine, model or workload (measure.plan.override_refusal)
+    not_this_run = mplan.override_refusal(spec, pred) if effective is VerdictMode.MEASURED else None
+    if not_this_run is not None:
+        effective = VerdictMode.MATH
+        v.measured_notes = [not_this_run]
     v.mode = effective
 
     setup: Setup | None = None
@@ -277,11 +283,19 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
         except (SetupError, ValueError, ZeroDivisionError) as exc:
             roofline_error = exc
     _serving_column(v, spec, pred, setup, hardware_override)
+    if (effective is VerdictMode.MATH and not v.model_source and v.serving_explanation.startswith(_SERVING_FAILED)
+            and column_model(spec.model_column, model_prediction=pred.predicted.kind is PredictedKind.MODEL,
+                             roofline=False, serving=True, math_mode=True) == "serving"):
+        # the serving model alone is this prediction's check and cannot run it (e.g. a setup: {workload: ...}
+        # whose requests do not fit the KV pool): an error naming why, never a silent skip
+        v.status, v.reason = VerdictStatus.ERROR, v.serving_explanation
+        return v
     if roofline_error is not None and v.model_source != "serving":
         # the roofline cannot compute it here, and the serving model does not stand in
         err = roofline_error
         if effective is VerdictMode.MATH and q.measure is not None:
-            v.status, v.reason = VerdictStatus.SKIP, f"the model cannot compute {q.name} here ({err}); {MEASURE_HOW}"
+            v.status, v.reason = (VerdictStatus.SKIP,
+                                  f"the model cannot compute {q.name} here ({err}); {not_this_run or MEASURE_HOW}")
             return v
         if effective is VerdictMode.MATH:
             v.status, v.reason = VerdictStatus.ERROR, f"the model cannot compute {q.name}: {err}"
@@ -290,7 +304,9 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
 
     if effective is VerdictMode.MATH:
         if not v.model_source:
-            v.status, v.reason = VerdictStatus.SKIP, MEASURE_HOW
+            v.status, v.reason = VerdictStatus.SKIP, not_this_run or MEASURE_HOW
+            if v.serving_explanation.startswith(_SERVING_FAILED):
+                v.reason += f" ({v.serving_explanation})"
             if v.serving_text:
                 v.reason += (f" (the serving model predicts {v.serving_text}; `model_column: serving` checks the "
                              "ink against it without a measurement)")
@@ -552,6 +568,10 @@ def column_model(model_column: str, *, model_prediction: bool, roofline: bool, s
     return "roofline" if roofline else ("serving" if serving else "")
 
 
+#: how a verdict's serving explanation starts when the serving model could not compute the quantity
+_SERVING_FAILED = "the serving model does not compute it here"
+
+
 def _serving_column(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hardware_override: str | None) -> None:
     """Fill the verdict's roofline_*/serving_* fields and, where the column takes it, put the serving model's
     value into model_* (the roofline's stays in roofline_*)."""
@@ -564,7 +584,7 @@ def _serving_column(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hard
         sweep = serving_sweep_for(spec, pred, setup, hardware_override=hardware_override)
         mv = q.serving(sweep, pred.at, spec.thresholds)
     except (SetupError, ValueError, ZeroDivisionError, KeyError) as exc:
-        v.serving_explanation = f"the serving model does not compute it here: {exc}"
+        v.serving_explanation = f"{_SERVING_FAILED}: {exc}"
         return
     v.serving_value = _plain(mv.value)
     v.serving_text = _value_text(v.serving_value, q.dimension, v.display_unit)
@@ -625,7 +645,7 @@ def serving_sweep_for(spec: Spec, pred: Prediction | None, setup: Setup, *,
 
     plans = mplan.all_points(spec)
     if spec.sweep.batch1 is not None:
-        plans.append(mplan.batch1_point(spec))
+        plans.append(mplan.batch1_point(spec, workload=pred.setup.get("workload") if pred is not None else None))
 
     def make_point(kind: str, value: float) -> SweepPoint:
         sweep = replace(spec.sweep, concurrency=(int(value),) if kind == "closed" else (),
@@ -634,10 +654,18 @@ def serving_sweep_for(spec: Spec, pred: Prediction | None, setup: Setup, *,
 
     from pytest_roofline.measure import sweep as msweep
 
+    # a prediction's setup: {workload: ...} (merged over the file's by format/spec.py) is simulated as the load
+    # generator would send it: its distributions, dataset, prefix share and seed, not the file's
+    own = pred.setup.get("workload") if pred is not None else None
+    origin = "the file's workload:" if own is None else "the prediction's setup: {workload: ...}"
+    try:
+        shape = msweep.workload_shape(spec, workload=own).serving_kwargs()  # the load generator's workload
+    except PointError as exc:
+        raise SetupError(f"{origin} cannot be simulated: {exc}") from None
     out = ServingSweep(setup=setup, points=[point(p) for p in plans], constants=constants,
                        engine=sv.EngineConfig.from_setup(setup), source=source, make_point=make_point,
-                       seed=int((spec.workload or {}).get("seed", 0)),
-                       shape=msweep.workload_shape(spec).serving_kwargs())  # the load generator's workload
+                       seed=int((own if own is not None else spec.workload or {}).get("seed", 0)),
+                       shape=shape, workload_origin=origin)
     spec.serving_cache[key] = out
     return out
 

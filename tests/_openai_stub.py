@@ -1,7 +1,8 @@
 """A base for the small OpenAI-compatible test servers (tests import it by name: pytest puts tests/ on sys.path).
 
 ``send`` answers with a whole body; ``start_stream``, ``chunk`` and ``end_stream`` write a chunked SSE
-completions stream the way vLLM does (``data: {...}`` events, then ``data: [DONE]``)."""
+completions stream the way vLLM does (``data: {...}`` events, then ``data: [DONE]``); ``stream_chat`` writes a
+whole chat-completions stream."""
 
 from __future__ import annotations
 
@@ -39,3 +40,17 @@ class StubHandler(http.server.BaseHTTPRequestHandler):
         self.chunk(b"[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def stream_chat(self, n_tokens: int, prompt_tokens: int) -> None:
+        """A chat-completions stream as vLLM's server sends it (vllm/entrypoints/openai/chat_completion/serving.py
+        at v0.32.0): a role-only first event, one ``delta.content`` event per token, a usage event with empty
+        ``choices`` (``stream_options.include_usage``), then ``[DONE]``."""
+        obj = {"id": "chat", "object": "chat.completion.chunk", "model": "m"}
+        self.start_stream()
+        self.chunk({**obj, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
+        for k in range(n_tokens):
+            self.chunk({**obj, "choices": [{"index": 0, "delta": {"content": f" t{k}"},
+                                            "finish_reason": "length" if k == n_tokens - 1 else None}]})
+        self.chunk({**obj, "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n_tokens,
+                                                    "total_tokens": prompt_tokens + n_tokens}})
+        self.end_stream()

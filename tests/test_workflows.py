@@ -215,10 +215,10 @@ def test_dry_run_prints_a_pytest_command_line_the_plugin_accepts(tmp_path: Path,
     argv = shlex.split(pytest_line)
     assert argv[:5] == [sys.executable, "-m", "pytest", "--gpu", "a100"]
     files = [a for a in argv if a.endswith(".yaml")]
-    # predictions/ holds three files planned on an A100 (day3, day3-experiments, llama-3.1-70b-tp8-a100: each
-    # `hardware: a100-sxm4-80gb`) and none of the H100, L40S or CPU ones
-    assert sorted(files) == ["predictions/day3-experiments.yaml", "predictions/day3.yaml",
-                             "predictions/llama-3.1-70b-tp8-a100.yaml"]
+    # predictions/ holds four files planned on an A100 (day3, day3-experiments, day3-experiments-8k,
+    # llama-3.1-70b-tp8-a100: each `hardware: a100-sxm4-80gb`) and none of the H100, L40S or CPU ones
+    assert sorted(files) == ["predictions/day3-experiments-8k.yaml", "predictions/day3-experiments.yaml",
+                             "predictions/day3.yaml", "predictions/llama-3.1-70b-tp8-a100.yaml"]
     assert {_declared_hardware(f) for f in files} == {"a100-sxm4-80gb"}
     out, history = knobs["ROOFLINE_OUT"], knobs["ROOFLINE_HISTORY"]
     pairs = {argv[i]: argv[i + 1] for i in range(len(argv) - 1) if argv[i].startswith("--")}
@@ -230,7 +230,7 @@ def test_dry_run_prints_a_pytest_command_line_the_plugin_accepts(tmp_path: Path,
     assert shlex.split(trend_line) == [sys.executable, "-m", "pytest_roofline.cli", "history", history,
                                        "-o", f"{out}/trend.html"]
     # pytest parses that exact line with the plugin loaded: --collect-only needs no GPU (the plugin's own rule)
-    # and collects every prediction of the three files; an unknown option would be usage error 4
+    # and collects every prediction of the four files; an unknown option would be usage error 4
     collect = subprocess.run([*argv, "--collect-only", "-q", "-p", "no:cacheprovider"], cwd=ROOT,
                              capture_output=True, text=True, timeout=300)
     assert collect.returncode == 0, collect.stdout[-3000:] + collect.stderr[-3000:]

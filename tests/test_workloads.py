@@ -348,11 +348,15 @@ def test_shipped_sharegpt_sample_parses():
 
 # ------------------------------------------------------------------------------------------ the CPU engine
 
+# the one-line chat template of tests/test_engine_command.py (the tiny model's tokenizer has none)
+CHAT_TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+
 
 @pytest.mark.engine
 def test_cpu_engine_counts_exactly_the_drawn_prompt_tokens(tmp_path):
     """The server's prompt-token counter rises by the sum of the drawn input lengths (warm-up included), for a
-    uniform length and for a JSONL dataset tokenized with the tiny model's own tokenizer."""
+    uniform length and for a JSONL dataset tokenized with the tiny model's own tokenizer; and through the chat API
+    a ShareGPT file's texts cost, per request, the tokenizer + chat template count the model side charged."""
     from pytest_roofline.measure import loadgen, scrape
     from pytest_roofline.measure.engine import Engine, EngineConfig
     from pytest_roofline.measure.tinymodel import (
@@ -364,7 +368,8 @@ def test_cpu_engine_counts_exactly_the_drawn_prompt_tokens(tmp_path):
 
     model = make_tiny_model(default_model_dir())
     e = Engine(EngineConfig(model=str(model), device="cpu", dtype="bfloat16", max_model_len=1024, enforce_eager=True,
-                            kv_cache_space_gib=1, env={"HF_HUB_OFFLINE": "1"}), tmp_path / "engine.log")
+                            kv_cache_space_gib=1, env={"HF_HUB_OFFLINE": "1"},
+                            extra_args=["--chat-template", CHAT_TEMPLATE]), tmp_path / "engine.log")
     e.start(timeout_s=240)
     try:
         def run(**kw):
@@ -397,6 +402,28 @@ def test_cpu_engine_counts_exactly_the_drawn_prompt_tokens(tmp_path):
         assert [r.input_len for r in res.records] == expect
         assert server["prompt_tokens"] == sum(expect)
         assert [r.completion_tokens for r in res.records][2:] == [3, 5, 2, 3, 5, 2]
+
+        # a ShareGPT file through the chat API (tests/test_chat_datasets.py): each first human turn is the user
+        # message; the model side counted the template the server was started with, rendered by transformers
+        sg = DATA / "chat_dataset.sharegpt.json"
+        chat = mw.resolve({"api": "chat", "dataset": {"path": str(sg), "source": sg.name, "format": "sharegpt",
+                                                      "sha256": wl_sha(sg), "order": "sequential"}},
+                          model_dir=model, for_load=True, chat_template=CHAT_TEMPLATE)
+        assert chat.chat is not None and chat.chat.method == "chat template" and not chat.dataset.estimated
+        from tokenizers import Tokenizer
+
+        # independently: the tiny tokenizer's count of the template written out by hand, "user: <text>\nassistant:"
+        tok = Tokenizer.from_file(str(model / "tokenizer.json"))
+        lens = tuple(len(tok.encode(f"user: {t}\nassistant:", add_special_tokens=False).ids)
+                     for t in chat.dataset_texts)
+        assert chat.dataset.input_lens == lens
+        res, server = run(api="chat", **chat.load_kwargs())
+        expect = [lens[0], lens[1]] + [lens[k % 3] for k in range(6)]  # warm-up 0, 1, then 0, 1, 2, 0, 1, 2
+        assert [r.input_len for r in res.records] == expect
+        assert [r.prompt_tokens for r in res.records] == expect  # the server's usage, request by request
+        assert server["prompt_tokens"] == sum(expect)
+        outs = chat.dataset.output_lens  # the gpt turns' token counts, sent as max_completion_tokens
+        assert [r.completion_tokens for r in res.records] == [outs[0], outs[1]] + [outs[k % 3] for k in range(6)]
     finally:
         e.stop()
 

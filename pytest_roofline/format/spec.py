@@ -174,6 +174,9 @@ SWEEP_FIELDS: dict[str, F] = {
                         "with a Student-t interval over them, and the results keep every repeat"),
     "steady_state": F("str", "detect (the default: each point's warm-up and drain are measured and left out of its "
                              "intervals) or off (the whole measurement window)", enum=("detect", "off")),
+    "processes": F("int", "client processes the load generator spreads each point over: a whole number >= 1 (default "
+                          "1: one epoll loop on one core) or auto (as many as the offered token rate needs; 1 with "
+                          "adaptive: true, whose stopping rule needs one process)"),
 }
 SLO_FIELDS = {"ttft": F("value", "TTFT SLO, e.g. 500 ms"), "tpot": F("value", "TPOT SLO, e.g. 50 ms"),
               "percentile": F("str", "p50 | p90 | p95 | p99", enum=("p50", "p90", "p95", "p99", "mean"))}
@@ -274,6 +277,13 @@ class Sweep:
     adaptive: bool = False  # sweep.adaptive: stop a point once its verdicts are decided (measure/adaptive.py)
     repeats: int = 1  # sweep.repeats: runs of each point (measure.stats.combine_repeats)
     steady_state: str = "detect"  # sweep.steady_state: detect | off (measure.stats.steady_window)
+    processes: int | str = 1  # sweep.processes: an int >= 1 or "auto" (measure.loadgen.LoadSpec.processes)
+
+    @property
+    def load_processes(self) -> int | str:
+        """``processes`` as the load generator is given it: ``auto`` is 1 in an adaptive sweep (the stopping rule
+        watches one process's records; an explicit count > 1 with ``adaptive: true`` is refused at load time)."""
+        return 1 if self.adaptive and self.processes == "auto" else self.processes
 
     def num_requests(self, concurrency: int | None) -> int:
         if self.requests_per_point is not None:
@@ -936,12 +946,43 @@ def _sweep(ctx: _Ctx, node: yaml.Node) -> Sweep:
                 raise ctx.err(v, "sweep.repeats must be >= 1")
         elif key == "steady_state":
             kw["steady_state"] = ctx.string(v, "sweep.steady_state", SWEEP_FIELDS["steady_state"].enum)
+        elif key == "processes":
+            kw["processes"] = _processes(ctx, v)
         elif key == "timeline":
             if ctx.scalar(v, "sweep.timeline").strip().lower() in ("off", "false", "none", "no"):
                 kw["timeline_interval_s"] = None
             else:
                 kw["timeline_interval_s"] = ctx.value(v, "sweep.timeline", "time")
+    if kw.get("adaptive") and isinstance(kw.get("processes"), int) and kw["processes"] > 1:
+        raise ctx.err(m["processes"][1], f"sweep.processes: {kw['processes']} client processes cannot stop a point "
+                      f"early, and sweep.adaptive: true (line {m['adaptive'][1].start_mark.line + 1}) needs that",
+                      "write processes: 1 (or auto, which is 1 in an adaptive sweep), or adaptive: false to run "
+                      "every point to its cap over several processes")
     return Sweep(**kw)
+
+
+_PROCESSES_HINT = "write a whole number of client processes >= 1 (e.g. processes: 2) or processes: auto"
+
+
+def _processes(ctx: _Ctx, node: yaml.Node) -> int | str:
+    """``sweep.processes``: a whole number >= 1 or ``auto``. More processes than this machine's CPUs is allowed
+    (the file may be checked on a laptop and measured on a bigger box; the point records ``client_cores``)."""
+    if not isinstance(node, yaml.ScalarNode):
+        raise ctx.err(node, "sweep.processes must be a single value, not a "
+                            f"{'list' if isinstance(node, yaml.SequenceNode) else 'mapping'}", _PROCESSES_HINT)
+    text = ctx.scalar(node, "sweep.processes").strip()
+    if text == "auto":
+        return "auto"
+    if text.lower() in ("true", "false") or text.lower() in _BOOL_TRAPS:
+        raise ctx.err(node, f"sweep.processes: {text!r} is not a number of processes", _PROCESSES_HINT)
+    try:
+        value = ctx.number(node, "sweep.processes")
+    except SpecError:
+        raise ctx.err(node, f"sweep.processes: {text!r} is not a number of processes", _PROCESSES_HINT) from None
+    if not float(value).is_integer() or value < 1:
+        raise ctx.err(node, f"sweep.processes: {text} is not a number of processes (a whole number >= 1)",
+                      _PROCESSES_HINT)
+    return int(value)
 
 
 def _slo(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
@@ -1178,8 +1219,15 @@ def _common(ctx: _Ctx, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]],
                 setup["engine"] = {**spec.engine, **_engine(ctx, v)}
             elif key == "workload":
                 own = _workload(ctx, v)  # a length written here replaces the file's distribution too
+                prefix = {"prefix_share", "shared_prefix_len"}  # and either prefix form replaces the other
                 base = {k: x for k, x in spec.workload.items()
-                        if not (k in ("input_dist", "output_dist") and k.replace("_dist", "_len") in own)}
+                        if not (k in ("input_dist", "output_dist") and k.replace("_dist", "_len") in own)
+                        and not (k in prefix and prefix & set(own))}
+                if "input_len" in own and "dataset" in base and "dataset" not in own:
+                    raise ctx.err(next((vn for kn2, vn in v.value if kn2.value == "input_len"), v),
+                                  "setup.workload.input_len: the file's workload.dataset sets every prompt's length, "
+                                  "so this input_len would be neither sent nor simulated",
+                                  "give this prediction a dataset: of its own here, or move it to a file without one")
                 setup["workload"] = {**base, **own}
         out["setup"] = setup
     if "marks" in m:
@@ -1366,7 +1414,8 @@ def json_schema() -> dict[str, Any]:
             "engine": _schema_of(ENGINE_FIELDS),
             "workload": _schema_of(WORKLOAD_FIELDS, {k: {"type": ["integer", "string", "object"]}
                                                      for k in ("input_len", "output_len")}),
-            "sweep": _schema_of(SWEEP_FIELDS),
+            "sweep": _schema_of(SWEEP_FIELDS, {"processes": {"anyOf": [  # a whole number >= 1, or auto
+                {"type": "integer", "minimum": 1}, {"type": "string", "pattern": "^(auto|[1-9][0-9]*)$"}]}}),
             "slo": _schema_of(SLO_FIELDS),
             "defaults": _schema_of(DEFAULTS_FIELDS),
             "thresholds": _schema_of(THRESHOLD_FIELDS),

@@ -12,14 +12,14 @@ no target; it is listed in :attr:`PointPlan.untargeted` and reads the point at w
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pytest_roofline.format.spec import PredictedKind, Prediction, Spec
 
 __all__ = ["PointPlan", "DecisionTarget", "plan_points", "needs_engine", "targets_for", "STATISTIC_OF_QUANTITY",
-           "is_knee_only", "KNEE_QUANTITIES"]
+           "is_knee_only", "KNEE_QUANTITIES", "workload_override", "override_refusal", "MODEL_ONLY_WORKLOAD_KEYS"]
 
 
 @dataclass(frozen=True)
@@ -108,19 +108,24 @@ def _open(spec: Spec, rate: float) -> PointPlan:
     )
 
 
-def _batch1(spec: Spec) -> PointPlan:
+def _batch1(spec: Spec, workload: Mapping[str, Any] | None = None) -> PointPlan:
     b1 = dict(spec.sweep.batch1 or {})
+    lens = {k: int(b1.get(k, spec.workload.get(k, 1024))) for k in ("input_len", "output_len")}
+    for k in lens:  # a length the prediction's own workload writes (its mean, for a distribution) wins
+        if workload is not None and workload.get(k) is not None and workload.get(k) != spec.workload.get(k):
+            lens[k] = int(workload[k])
     return PointPlan(
         id="batch1", mode="closed", concurrency=1, rate_req_s=None, num_requests=int(b1.get("requests", 4)),
-        duration_s=None, warmup_requests=int(b1.get("warmup", 1)),
-        input_len=int(b1.get("input_len", spec.workload.get("input_len", 1024))),
-        output_len=int(b1.get("output_len", spec.workload.get("output_len", 1024))),
+        duration_s=None, warmup_requests=int(b1.get("warmup", 1)), input_len=lens["input_len"],
+        output_len=lens["output_len"],
     )
 
 
-def batch1_point(spec: Spec) -> PointPlan:
-    """The point of the dedicated batch-1 run (``sweep.batch1``), as it is measured."""
-    return _batch1(spec)
+def batch1_point(spec: Spec, *, workload: Mapping[str, Any] | None = None) -> PointPlan:
+    """The point of the dedicated batch-1 run (``sweep.batch1``), as it is measured. ``workload``: a prediction's
+    ``setup: {workload: ...}``, whose lengths replace the run's (the serving model's batch-1 point for it; the
+    measured run refuses such a prediction: :func:`override_refusal`)."""
+    return _batch1(spec, workload)
 
 
 def all_points(spec: Spec) -> list[PointPlan]:
@@ -185,14 +190,93 @@ def targets_for(spec: Spec, pred: Prediction, point: PointPlan) -> tuple[Decisio
     return ()
 
 
+#: workload fields only the models read (the decode roofline's KV context per sequence); every other field of
+#: ``workload:`` changes what the load generator sends (measure/sweep.py ``run_point``)
+MODEL_ONLY_WORKLOAD_KEYS = ("kv_context",)
+
+
+def _described(workload: Mapping[str, Any], key: str) -> str:
+    if key in ("input_len", "output_len"):
+        dist = workload.get(key.replace("_len", "_dist"))
+        if dist:
+            d = dist if dist.get("dist") != "file" else {"dist": "file", "path": dist.get("source")}
+            return "{" + ", ".join(f"{k}: {v}" for k, v in d.items()) + "}"
+    if key == "dataset" and workload.get("dataset"):
+        return str(workload["dataset"].get("source") or workload["dataset"].get("path"))
+    value = workload.get(key)
+    return "none" if value is None else str(value)
+
+
+def workload_override(spec: Spec, pred: Prediction) -> dict[str, tuple[str, str]]:
+    """The fields of ``workload:`` a prediction's ``setup: {workload: ...}`` changes that the load generator
+    sends: field -> (the file's, the prediction's), as written (a distribution as its parameters, a dataset as its
+    path). Empty when the prediction has no override, or one that changes only what the models read."""
+    own = pred.setup.get("workload")
+    if own is None:
+        return {}
+    keys = {k.replace("_dist", "_len") for k in (*own, *spec.workload)} - set(MODEL_ONLY_WORKLOAD_KEYS)
+    out = {}
+    for key in sorted(keys):
+        names = (key, key.replace("_len", "_dist")) if key in ("input_len", "output_len") else (key,)
+        # a field the file leaves out and one written as its zero (seed 0, prefix_share 0) send the same requests
+        if any((spec.workload.get(n) or None) != (own.get(n) or None) for n in names):
+            out[key] = (_described(spec.workload, key), _described(own, key))
+    return out
+
+
+def _changed(file_value: Any, own: Any) -> bool:
+    return (file_value or None) != (own or None)
+
+
+def override_refusal(spec: Spec, pred: Prediction) -> str | None:
+    """Why a measured run does not measure ``pred`` (None: it does), when the prediction's ``setup:`` describes
+    something other than what the run sends or launches. A measured run launches (or connects to, or replays) one
+    engine per prediction file, its ``engine:`` and ``model:``, and sends its ``workload:`` at every point; every
+    prediction reads those points at its concurrency or rate (``Measurement.point``) and the engine's own report
+    (the KV blocks). So a prediction whose ``setup: {engine: ...}`` or ``{model: ...}`` differs from the file's, or
+    whose ``setup: {workload: ...}`` changes what the load generator sends, would be scored against another
+    engine's or another workload's figures: it is checked against the model instead, as without a GPU (the
+    verdict says why: ``scoring.score``), and needs no point. A workload override of a quantity read from the
+    engine's report alone (the KV blocks) sends no requests, and stays measured; so does an override of
+    ``kv_context`` (the models read it, nothing sends it). A ``setup: {hardware: ...}`` override stays measured:
+    the run measures the card it runs on, and a prediction written for another card (day3.yaml's PCIe draft) is
+    the comparison the user asked for."""
+    if pred.q.measure is None:
+        return None
+    what: list[str] = []
+    own_engine = pred.setup.get("engine")
+    if own_engine is not None:
+        keys = sorted(k for k in set(own_engine) | set(spec.engine) if _changed(spec.engine.get(k), own_engine.get(k)))
+        if keys:
+            what.append("setup: {engine: ...} changes the engine the run launches ("
+                        + "; ".join(f"{k}: {own_engine.get(k)!r} here, {spec.engine.get(k)!r} in the file"
+                                    for k in keys) + ")")
+    if "model" in pred.setup and (pred.setup.get("model") != spec.model
+                                  or _changed(spec.model_overrides, pred.setup.get("model_overrides"))):
+        what.append(f"setup: {{model: ...}} names another model ({pred.setup.get('model')!r} here, "
+                    f"{spec.model!r} in the file)")
+    changed = workload_override(spec, pred) if pred.q.points is not None else {}
+    if changed:
+        what.append("setup: {workload: ...} changes what the load generator sends ("
+                    + "; ".join(f"{k}: {mine} here, {theirs} in the file" for k, (theirs, mine) in changed.items())
+                    + ")")
+    if not what:
+        return None
+    return (f"not measured: its {' and its '.join(what)}, and a measured run measures one engine, one model and "
+            "one workload per prediction file, so it would be scored against the file's figures; it is checked "
+            "against the model instead, as without a GPU. To measure it, move it to a prediction file whose "
+            "engine:, model: and workload: are that setup (pytest runs several files in one session)")
+
+
 def plan_points(spec: Spec, predictions: Iterable[Prediction]) -> list[PointPlan]:
     """Unique points the given predictions need, in run order (batch-1 first, then rising load), each with the
-    decision targets (and the untargeted predictions) of the predictions that read it."""
+    decision targets (and the untargeted predictions) of the predictions that read it. A prediction the measured
+    run refuses (:func:`override_refusal`) needs no point."""
     seen: dict[str, PointPlan] = {}
     targets: dict[str, list[DecisionTarget]] = {}
     untargeted: dict[str, list[str]] = {}
     for pred in predictions:
-        if pred.error is not None:
+        if pred.error is not None or override_refusal(spec, pred) is not None:
             continue
         for p in points_for(spec, pred):
             seen.setdefault(p.id, p)

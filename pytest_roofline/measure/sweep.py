@@ -24,7 +24,7 @@ from pytest_roofline import redact
 from pytest_roofline.errors import NotMeasured, PointError, SpecError, WorkloadError
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.measure import gpu as gpu_mod
-from pytest_roofline.measure.plan import PointPlan, is_knee_only, needs_engine, plan_points
+from pytest_roofline.measure.plan import PointPlan, is_knee_only, needs_engine, override_refusal, plan_points
 from pytest_roofline.measure.progress import EngineWait, PointUpdate, SweepProgress, output_tok_per_s
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsWriter, new_results, point_record
 from pytest_roofline.measure.target import MeasurementProvider, Target
@@ -90,6 +90,28 @@ def failed_point_reason(result: Any, *, allowed: int = ALLOWED_FAILED_REQUESTS) 
     if result.aborted:
         out += f"; the load generator stopped the point ({result.aborted})"
     return out
+
+
+#: how long a point waits, after an adaptive stop cancelled requests, for the server to show none running
+ABORT_SETTLE_TIMEOUT_S = 5.0
+
+
+def _settle_after_discards(result: Any, sources: list[str], snapshot: Any) -> float | None:
+    """After an adaptive stop closed the connections of requests in flight, wait (at most
+    :data:`ABORT_SETTLE_TIMEOUT_S`) until every source's ``vllm:num_requests_running`` and ``..._waiting`` read 0,
+    so that the point's after-scrape and the next point do not see the aborted requests still scheduled. Returns
+    the seconds waited (None: nothing was cancelled or no /metrics to read; the timeout: they never all read 0)."""
+    if not sources or not any(r.discarded for r in result.records):
+        return None
+    t0 = time.monotonic()
+    while True:
+        snaps = [snapshot(u) for u in sources]
+        if all(s is None or (not s.get("num_requests_running") and not s.get("num_requests_waiting"))
+               for s in snaps):
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > ABORT_SETTLE_TIMEOUT_S:
+            return time.monotonic() - t0
+        time.sleep(0.05)
 
 
 def _is_tiny(spec: Spec) -> bool:
@@ -270,6 +292,7 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
     finally:
         timelines = [sc.stop() for sc in scrapers] if scrapers else [[] for _ in sources]
     result, requests_file = results[0], out_dir / files[0]
+    settle_s = _settle_after_discards(result, sources, snapshot)
     afters = [snapshot(u) for u in sources]
     # each repeat's figures with its steady window and intervals (measure.stats.steady_summary); several repeats
     # are averaged, with a Student-t interval over them (stats.combine_repeats)
@@ -295,6 +318,8 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
                               "realised": workloads.realised([x for r in results for x in r.records])}
     if stop_check is not None:  # the adaptive sweep's decision: looks, targets, why it stopped (measure/adaptive.py)
         record["adaptive"] = {**stop_check.summary(result.records),  # type: ignore[typeddict-unknown-key]
+                              "discarded": sum(1 for r in result.records if r.discarded),
+                              "abort_settle_s": settle_s,
                               **({} if one_process else {"note": "multi-process load generator: ran to the cap"})}
     return record
 
@@ -445,7 +470,10 @@ class Measurements(MeasurementProvider):
         for item in items:
             by_spec.setdefault(item.spec.path, []).append(item.prediction)
             specs[item.spec.path] = item.spec
-        plans = {path: plan_points(specs[path], preds) for path, preds in by_spec.items() if needs_engine(preds)}
+        # a prediction whose setup: is not what the file's run launches or sends is checked against the model only
+        # (plan.override_refusal): it needs neither a point nor an engine
+        plans = {path: plan_points(specs[path], preds) for path, preds in by_spec.items()
+                 if needs_engine([p for p in preds if override_refusal(specs[path], p) is None])}
         knee_only = {path: {p.id for p in pts if is_knee_only(p, by_spec[path])} for path, pts in plans.items()}
         return cls(mode=rs.mode, gpu=rs.gpu, endpoint=rs.endpoint, endpoint_key_env=rs.endpoint_key_env,
                    out_dir=rs.out_dir, reanchor=rs.reanchor, plans=plans,

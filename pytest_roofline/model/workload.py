@@ -55,7 +55,8 @@ __all__ = ["seeded_rng", "arrival_offsets_s", "STREAM_PROMPT", "STREAM_PREFIX", 
            "STREAM_DATASET_ENTRY", "LengthDist", "DatasetLengths", "DatasetEntry", "RampUp", "RequestLengths",
            "request_lengths", "prefix_lens", "prefix_cache_hits", "parse_length", "parse_length_file", "parse_sharegpt",
            "parse_jsonl",
-           "length_stats", "estimate_tokens", "LENGTH_KINDS", "ORDERS", "RAMP_STRATEGIES"]
+           "length_stats", "estimate_tokens", "CHAT_TOKENS_PER_MESSAGE", "CHAT_REPLY_PRIMING_TOKENS",
+           "LENGTH_KINDS", "ORDERS", "RAMP_STRATEGIES"]
 
 #: spawn keys of the seeded streams of one point (one per use, so that they never overlap)
 STREAM_PROMPT, STREAM_PREFIX, STREAM_SCHEDULE, STREAM_WARMUP_SCHEDULE, STREAM_PERMUTATION = range(5)
@@ -486,6 +487,15 @@ def estimate_tokens(text: str) -> int:
     """A token count without a tokenizer: ``ceil(chars / 4)`` (OpenAI's rule of thumb of ~4 characters per
     English token, https://help.openai.com/en/articles/4936856), at least 1. Results flag it as estimated."""
     return max(1, -(-len(text) // 4))
+
+
+#: The prompt tokens a chat template adds around one message, and those that prime the reply, when the real
+#: template cannot be rendered (no tokenizer or template at hand): OpenAI's count for its chat models, "every
+#: message follows <|start|>{role/name}\n{content}<|end|>\n" (3 tokens, plus the role's own, 1 for "user") and
+#: "every reply is primed with <|start|>assistant<|message|>" (3), num_tokens_from_messages in
+#: https://github.com/openai/openai-cookbook/blob/main/examples/How_to_count_tokens_with_tiktoken.ipynb. Other
+#: templates differ (a system prompt, a BOS token); results flag such counts as estimated.
+CHAT_TOKENS_PER_MESSAGE, CHAT_REPLY_PRIMING_TOKENS = 3 + 1, 3
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_roofline.errors import SetupError, SimulationError
+from pytest_roofline.errors import SetupError, SimulationError, WorkloadError
 from pytest_roofline.model import serving as sv
 from pytest_roofline.model.setup import Setup
 
@@ -74,6 +74,9 @@ class ServingSweep:
     #: distributions, dataset lengths, prefix share, ramp-up: ``measure.workloads.ResolvedWorkload``); the
     #: batch-1 run keeps its fixed lengths
     shape: Mapping[str, Any] = field(default_factory=dict)
+    #: where ``shape`` and the setup's lengths come from, for a point that cannot be simulated: the file's
+    #: ``workload:`` or a prediction's ``setup: {workload: ...}`` override (it then names the prediction)
+    workload_origin: str = "the file's workload:"
     _cache: dict[tuple[str, float], sv.PointPrediction] = field(default_factory=dict, repr=False)
     _extra: dict[tuple[str, float], SweepPoint] = field(default_factory=dict, repr=False)
 
@@ -110,8 +113,9 @@ class ServingSweep:
             try:
                 self._cache[key] = sv.simulate(self.setup, self.workload(p), engine=self.engine,
                                                constants=self.constants)
-            except (SimulationError, ZeroDivisionError) as exc:
-                raise SetupError(f"the serving model cannot simulate point {p.id}: {exc}") from None
+            except (SimulationError, WorkloadError, ZeroDivisionError) as exc:
+                raise SetupError(f"the serving model cannot simulate point {p.id} with {self.workload_origin}: "
+                                 f"{exc}") from None
         return p, self._cache[key]
 
     def at(self, at: Mapping[str, Any]) -> tuple[SweepPoint, sv.PointPrediction]:

@@ -16,6 +16,16 @@ token-id list written as words, token id ``i`` becoming ``CHAT_WORDS[(i - low) %
 space-separated word per id.  The words are short, common English words (most are one token with their leading
 space in byte-level BPE vocabularies), but the token count is the server's: the chat template adds its own
 tokens, and ``usage.prompt_tokens`` in the response is what the request really cost.
+
+A dataset sent through the chat API is sent as its text, as ``vllm bench serve --backend openai-chat`` sends
+it (``async_request_openai_chat_completions`` in vllm/benchmarks/lib/endpoint_request_func.py at v0.32.0):
+entry k's prompt (ShareGPT: the first human turn, ``ShareGPTDataset`` in vllm/benchmarks/datasets/datasets.py at
+v0.32.0; JSONL: the prompt field) is the one user message and ``max_completion_tokens`` the request's output
+length. vLLM's client wraps the text in one ``{"type": "text"}`` content part; the server turns a string content
+into that one part first and then joins a message's text parts with newlines for a template that takes string
+content (``_parse_chat_message_content`` and ``_parse_chat_message_content_parts`` in vllm/renderers/chat_utils.py
+at v0.32.0), so both bodies give the server the same conversation; the plain string is sent here. The prompt
+is then a ``str`` (:data:`Prompt`), which :class:`BodyTemplate` writes JSON-escaped.
 """
 
 from __future__ import annotations
@@ -31,7 +41,10 @@ from pytest_roofline.measure.loadgen._records import LoadSpec
 from pytest_roofline.model import workload as _workload
 
 __all__ = ["PromptMaker", "BodyTemplate", "build_prompt", "request_body", "arrival_offsets", "CHAT_WORDS",
-           "chat_text"]
+           "chat_text", "Prompt"]
+
+#: a request's prompt: token ids, or (a dataset entry sent through the chat API) the text of its user message
+Prompt = list[int] | str
 
 #: The words a chat prompt is written in (one per prompt token id; see the module docstring).
 CHAT_WORDS = tuple("""the of and to in is that it for was on are as with his they at be this from have or one had
@@ -122,13 +135,13 @@ class PromptMaker:
         n_in, n_out, _ = self._drawn(index)
         return n_in, n_out
 
-    def _variable(self, indices: Sequence[int]) -> list[list[int]]:
+    def _variable(self, indices: Sequence[int]) -> list[Prompt]:
         spec = self.spec
-        out: list[list[int]] = []
+        out: list[Prompt] = []
         for index in indices:
             n_in, _, entry = self._drawn(index)
-            if entry >= 0:
-                out.append(list(spec.dataset_prompts[entry]))
+            if entry >= 0:  # a dataset entry: its token ids, or through the chat API its text
+                out.append(spec.dataset_texts[entry] if spec.dataset_texts else list(spec.dataset_prompts[entry]))
                 continue
             p = _workload.prefix_lens([n_in], prefix_share=spec.prefix_share,
                                       shared_prefix_len=spec.shared_prefix_len)[0]
@@ -170,51 +183,59 @@ class PromptMaker:
             out.append(tail)
         return out
 
-    def many(self, indices: Sequence[int]) -> list[list[int]]:
+    def many(self, indices: Sequence[int]) -> list[Prompt]:
         """The prompts of ``indices``."""
         if self.spec.variable:
             return self._variable(indices)
         return [self.prefix + t for t in self.tails(indices)]
 
-    def __call__(self, index: int) -> list[int]:
+    def __call__(self, index: int) -> Prompt:
         return self.many([index])[0]
 
 
-def build_prompt(spec: LoadSpec, index: int) -> list[int]:
+def build_prompt(spec: LoadSpec, index: int) -> Prompt:
     """The prompt (token ids, exactly ``spec.input_len`` of them, or the request's drawn length) of request
     ``index`` of the point.
 
     Deterministic in (seed, point_id, index); distinct for every index of a point, and (with overwhelming
-    probability) across points.  The first ``shared_prefix_len`` tokens are the same for all requests.
+    probability) across points.  The first ``shared_prefix_len`` tokens are the same for all requests.  A
+    dataset entry sent through the chat API is its text (module docstring).
     """
     return PromptMaker(spec)(index)
 
 
-def chat_text(spec: LoadSpec, prompt: Sequence[int]) -> str:
-    """The user message that carries ``prompt`` (token ids) in a chat request."""
+def chat_text(spec: LoadSpec, prompt: Prompt | Sequence[int]) -> str:
+    """The user message that carries ``prompt`` in a chat request: a dataset entry's text as it is, token ids as
+    words."""
+    if isinstance(prompt, str):
+        return prompt
     low, n = int(spec.token_id_range[0]), len(CHAT_WORDS)
     return " ".join(CHAT_WORDS[(int(i) - low) % n] for i in prompt)
 
 
-def request_body(spec: LoadSpec, prompt: Sequence[int]) -> dict[str, Any]:
-    """The JSON body sent for one request (before serialisation)."""
+def request_body(spec: LoadSpec, prompt: Prompt | Sequence[int], output_len: int | None = None) -> dict[str, Any]:
+    """The JSON body sent for one request (before serialisation); ``output_len``: its max tokens (default the
+    spec's; a per-request length is ``PromptMaker.lengths(index)[1]``)."""
+    n_out = spec.output_len if output_len is None else int(output_len)
     if spec.api == "chat":
         # vLLM's ChatCompletionRequest: messages, max_completion_tokens (max_tokens is its deprecated alias),
         # ignore_eos, stream_options (vllm/entrypoints/openai/chat_completion/protocol.py at v0.32.0)
         chat: dict[str, Any] = {
             "model": spec.model,
             "messages": [{"role": "user", "content": chat_text(spec, prompt)}],
-            "max_completion_tokens": spec.output_len,
+            "max_completion_tokens": n_out,
             "ignore_eos": True,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
         chat.update(spec.extra_body)
         return chat
+    if isinstance(prompt, str):
+        raise ValueError("a text prompt is sent through the chat API only (api='chat')")
     body: dict[str, Any] = {
         "model": spec.model,
         "prompt": list(prompt),
-        "max_tokens": spec.output_len,
+        "max_tokens": n_out,
         "ignore_eos": True,
         "stream": True,
         "stream_options": {"include_usage": True},
@@ -224,8 +245,9 @@ def request_body(spec: LoadSpec, prompt: Sequence[int]) -> dict[str, Any]:
 
 
 class BodyTemplate:
-    """Serialises :func:`request_body` fast: the bytes of ``json.dumps(request_body(spec, prompt),
-    separators=(",", ":"))``, assembled from the text around the prompt and a table of token-id digits."""
+    """Serialises :func:`request_body` fast: the bytes of ``json.dumps(request_body(spec, prompt, output_len),
+    separators=(",", ":"))``, assembled from the text around the prompt and a table of token-id digits (a text
+    prompt: its JSON string escape, as ``json.dumps`` writes it)."""
 
     def __init__(self, spec: LoadSpec) -> None:
         marker = "\x00prompt\x00"
@@ -251,18 +273,23 @@ class BodyTemplate:
         high = int(spec.token_id_range[1])
         self.digits = [str(i).encode("ascii") for i in range(high)] if high <= 1 << 21 else None
 
-    def body(self, prompt: Sequence[int], output_len: int | None = None) -> bytes:
+    def body(self, prompt: Prompt | Sequence[int], output_len: int | None = None) -> bytes:
         """The serialised body carrying ``prompt`` (and ``output_len`` as its max tokens, default the spec's)."""
+        post = self.post
         if output_len is not None and output_len != self.output_len:
+            # the max tokens come after the prompt: replaced in the text after it, never inside a prompt's text
             key = b'"max_completion_tokens":' if self.chat else b'"max_tokens":'
-            old = key + str(self.output_len).encode()
-            return self.body(prompt).replace(old, key + str(int(output_len)).encode(), 1)
+            post = post.replace(key + str(self.output_len).encode(), key + str(int(output_len)).encode(), 1)
+        if isinstance(prompt, str):
+            if not self.chat:
+                raise ValueError("a text prompt is sent through the chat API only (api='chat')")
+            return b"".join((self.pre, json.dumps(prompt)[1:-1].encode("ascii"), post))
         if self.chat:
             words, low, n = self.words, self.low, len(self.words)
-            return b"".join((self.pre, b" ".join([words[(int(i) - low) % n] for i in prompt]), self.post))
+            return b"".join((self.pre, b" ".join([words[(int(i) - low) % n] for i in prompt]), post))
         tab = self.digits
         ids = b",".join(map(tab.__getitem__, prompt)) if tab is not None else ",".join(map(str, prompt)).encode()
-        return b"".join((self.pre, ids, self.post))
+        return b"".join((self.pre, ids, post))
 
 
 def arrival_offsets(spec: LoadSpec, count: int | None = None, *, warmup: bool = False) -> np.ndarray:

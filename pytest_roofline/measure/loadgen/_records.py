@@ -69,7 +69,9 @@ class LoadSpec:
             the fixed ``input_len``/``output_len`` (which then stay the nominal means); drawn per request by
             ``model.workload.request_lengths``, the serving model's own draw.
         dataset: the token lengths of a dataset's entries (``model.workload.DatasetLengths``) and
-            ``dataset_prompts`` their token ids (completions API only): request i sends entry
+            ``dataset_prompts`` their token ids (completions API) or ``dataset_texts`` their prompt texts (chat
+            API: the text is the one user message, and ``dataset.input_lens`` the prompt tokens the server is
+            expected to count, chat template included; ``measure.workloads``): request i sends entry
             ``dataset.entries(...)[i]``, with its own output length when the entry has one.
         prefix_share: the first ``floor(prefix_share x input_len)`` tokens of every prompt are common to all
             requests (``model.workload.prefix_lens``); exclusive with ``shared_prefix_len``.
@@ -100,6 +102,7 @@ class LoadSpec:
     output_dist: _workload.LengthDist | None = None
     dataset: _workload.DatasetLengths | None = None
     dataset_prompts: tuple[tuple[int, ...], ...] = ()
+    dataset_texts: tuple[str, ...] = ()
     prefix_share: float = 0.0
     ramp_up: _workload.RampUp | None = None
 
@@ -165,9 +168,13 @@ class LoadSpec:
         if self.input_dist is not None and self.shared_prefix_len >= self.input_dist.bounds()[0]:
             raise ValueError("shared_prefix_len must be shorter than the shortest input length")
         if self.dataset is not None:
-            if self.api != "completions":
-                raise ValueError("a dataset is sent as token ids: it needs api='completions'")
-            if len(self.dataset_prompts) != len(self.dataset.input_lens) or any(
+            if self.api == "chat":
+                if len(self.dataset_texts) != len(self.dataset.input_lens) or self.dataset_prompts:
+                    raise ValueError("a dataset is sent through the chat API as text: dataset_texts must hold each "
+                                     "entry's prompt text (and dataset_prompts be empty)")
+            elif self.dataset_texts:
+                raise ValueError("dataset_texts are sent through the chat API only: give api='chat'")
+            elif len(self.dataset_prompts) != len(self.dataset.input_lens) or any(
                     len(p) != n for p, n in zip(self.dataset_prompts, self.dataset.input_lens)):
                 raise ValueError("dataset_prompts must hold each entry's token ids (dataset.input_lens long)")
             if self.prefix_share or self.shared_prefix_len:
@@ -186,6 +193,7 @@ class LoadSpec:
             v = getattr(self, key)
             d[key] = v.to_dict() if v is not None else None
         d["dataset_prompts"] = len(self.dataset_prompts)  # the prompts themselves are the dataset file's
+        d["dataset_texts"] = len(self.dataset_texts)
         return d
 
 
@@ -205,7 +213,9 @@ class RequestRecord:
         chunk_times_s: arrival of every SSE chunk carrying tokens, in order (the first is ``first_token_s``).
         end_s: when the response was complete (or the request failed).
         prompt_tokens, completion_tokens: from the server's final ``usage`` chunk (``None`` if absent).
-        status: ``"ok"`` or ``"error"``.
+        status: ``"ok"``, ``"error"`` or ``"discarded"``: left out of the sample by an adaptive stop (in flight
+            when the point was decided, its connection closed; or sent after the oldest request then in flight).
+            A discarded request is neither a measurement nor a failure (:attr:`in_sample`).
         error: the error text for failed requests.
         http_status: the HTTP status code of the response, if one arrived.
         attempts: 2 when the request was re-sent because a reused keep-alive connection was closed by the
@@ -233,6 +243,16 @@ class RequestRecord:
     def ok(self) -> bool:
         """True when the request completed successfully."""
         return self.status == "ok"
+
+    @property
+    def discarded(self) -> bool:
+        """Left out of the sample by an adaptive stop (see :attr:`status`)."""
+        return self.status == "discarded"
+
+    @property
+    def in_sample(self) -> bool:
+        """A measured request: not a warm-up and not discarded by an adaptive stop (it may have failed)."""
+        return not self.warmup and self.status != "discarded"
 
     @property
     def ttft_s(self) -> float | None:
@@ -317,8 +337,8 @@ class LoadResult:
 
     @property
     def measured(self) -> list[RequestRecord]:
-        """The non-warm-up records."""
-        return [r for r in self.records if not r.warmup]
+        """The measured records: neither warm-up nor discarded by an adaptive stop (:attr:`RequestRecord.in_sample`)."""
+        return [r for r in self.records if r.in_sample]
 
     def wall_time(self, t_perf: float) -> float:
         """Convert a ``perf_counter`` time of this run to a ``time.time()`` wall-clock time."""
