@@ -230,6 +230,7 @@ def live_cpu_tiny(timeout_s: float) -> None:  # pragma: no cover - needs the CPU
             points = json.loads(res[-1].read_text())["points"] if res else []
             per_point = {p["id"]: (p.get("client") or {}).get("completed", 0) for p in points}
             discarded = sum(int((p.get("adaptive") or {}).get("discarded") or 0) for p in points)
+            settle = [float(x) for p in points if (x := (p.get("adaptive") or {}).get("abort_settle_s")) is not None]
             measured_s = sum(p.get("duration_s") or 0.0 for p in points)
             outcomes = _junit_outcomes(junit) if junit.exists() else {}
             runs[name] = (per_point, measured_s, outcomes)
@@ -248,7 +249,9 @@ def live_cpu_tiny(timeout_s: float) -> None:  # pragma: no cover - needs the CPU
                     _print_targets(rows)
             tail = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-300:]
             print(f"\n(3) live cpu-tiny, {name}: {sum(per_point.values())} measured requests"
-                  + (f" (+{discarded} sent and discarded at the stops)" if discarded else "") + ", "
+                  + (f" (+{discarded} sent and discarded at the stops; the server showed none running "
+                     f"{max(settle):.2f} s after the stop at most)" if discarded and settle else
+                     f" (+{discarded} sent and discarded at the stops)" if discarded else "") + ", "
                   f"{measured_s:.1f} s of measurement windows, {wall:.0f} s wall (engine start included)")
             print("    " + "  ".join(f"{k}: {v}" for k, v in sorted(per_point.items(), key=lambda kv: kv[0])))
             print(f"    pytest: {tail}")

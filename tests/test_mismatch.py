@@ -67,7 +67,7 @@ def test_replay_refuses_a_mismatched_file(pytester: pytest.Pytester):
 def test_allow_mismatch_says_so_in_every_verdict_and_the_scorecard(pytester: pytest.Pytester):
     card = pytester.path / "card.html"
     r = pytester.runpytest_subprocess(*NO_HTML, "--replay", str(RECORDED), str(H100), "--roofline-allow-mismatch",
-                                      "--roofline-scorecard", str(card), "-k", "kv", "-rA", timeout=300)
+                                      "--roofline-scorecard", str(card), "-k", "blocks", "-rA", timeout=300)
     out = r.stdout.str()
     assert "MISMATCHED RESULTS, allowed" in out, out[-3000:]
     html = card.read_text()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -14,6 +12,12 @@ from pytest_roofline.errors import PointError, PredictionDrifted, PredictionMism
 from pytest_roofline.format.limits import DEFAULT_LIMITS, INI_OPTIONS, Limits, positive_int
 from pytest_roofline.format.spec import Prediction, Spec, SpecError, load_spec
 from pytest_roofline.measure.target import MeasurementProvider
+from pytest_roofline.pytest_plugin.base import (  # the collection rule lives in the light module the entry uses
+    INCONCLUSIVE_POLICIES,
+    looks_like_prediction_file,
+    matches_patterns,
+    wants_file,
+)
 from pytest_roofline.pytest_plugin.longrepr import prediction_longrepr
 from pytest_roofline.pytest_plugin.session import get_session
 from pytest_roofline.report.junit import junit_properties
@@ -28,84 +32,8 @@ __all__ = ["PredictionFile", "PredictionItem", "PredictionMismatch", "matches_pa
            "limits_from_ini", "looks_like_prediction_file", "wants_file"]
 
 VERDICT_KEY = pytest.StashKey[Verdict]()
-#: what an INCONCLUSIVE verdict (its measured interval straddles a tolerance boundary) becomes in pytest:
-#: ``skip`` (the default: a skip the counts line calls "inconclusive" — it must not read as a pass in CI, and it is
-#: not a failure of the prediction either: the measurement could not tell), ``fail`` (a CI that must decide every
-#: prediction), ``pass`` (a CI that only fails on decided misses)
-INCONCLUSIVE_POLICIES = ("skip", "fail", "pass")
 #: the prediction's drift against the stored history (a plain dict; only with --roofline-history)
 DRIFT_KEY = pytest.StashKey[dict[str, Any]]()
-
-
-def matches_patterns(path: Path, rootdir: Path, patterns: list[str]) -> bool:
-    """Whether ``path`` matches one of the glob ``patterns``, path-segment by segment: ``*`` never crosses a ``/``
-    (so ``predictions/*.yaml`` leaves ``predictions/recorded/x.yaml`` alone), ``**`` spans any number of
-    folders, and a pattern may match the path's tail (``predictions/*.yaml`` also matches
-    ``sub/predictions/a.yaml``)."""
-    try:
-        rel = path.resolve().relative_to(rootdir.resolve()).as_posix()
-    except ValueError:
-        rel = path.as_posix()
-    parts = [p for p in rel.split("/") if p]
-    return any(_match_tail(parts, [p for p in pat.split("/") if p]) for pat in patterns)
-
-
-def _match_tail(parts: list[str], pat: list[str]) -> bool:
-    return any(_match_segments(parts[i:], pat) for i in range(len(parts)))
-
-
-def _match_segments(parts: list[str], pat: list[str]) -> bool:
-    if not pat:
-        return not parts
-    if pat[0] == "**":
-        return any(_match_segments(parts[i:], pat[1:]) for i in range(len(parts) + 1))
-    return bool(parts) and fnmatch.fnmatchcase(parts[0], pat[0]) and _match_segments(parts[1:], pat[1:])
-
-
-#: how much of a YAML file the collector peeks at to recognise a prediction file (the keys are at the top)
-SNIFF_BYTES = 256 * 1024
-#: the editor comment the project's files carry (``# yaml-language-server: $schema=.../predictions.schema.json``)
-_SCHEMA_COMMENT = re.compile(r"^[ \t]*#.*\$schema[ \t]*[=:][ \t]*\S*predictions\.schema\.json", re.MULTILINE)
-#: a top-level (column 0) key of a block mapping, bare or quoted
-_TOP_KEY = re.compile(r"""^(["']?)(predictions|hardware|model)\1[ \t]*:""", re.MULTILINE)
-
-
-def looks_like_prediction_file(path: Path, limit_bytes: int = SNIFF_BYTES) -> bool:
-    """Whether a YAML file is recognisably a prediction file, from its first ``limit_bytes`` without parsing it
-    and without raising: the ``$schema`` comment naming ``predictions.schema.json``, or top-level
-    ``predictions:`` and ``hardware:``/``model:`` keys. A list, a mapping without ``predictions:``, a binary
-    or unreadable file is not one."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(limit_bytes)
-    except OSError:
-        return False
-    text = head.decode("utf-8", errors="replace")
-    if _SCHEMA_COMMENT.search(text):
-        return True
-    keys = {m.group(2) for m in _TOP_KEY.finditer(text)}
-    return "predictions" in keys and bool(keys & {"hardware", "model"})
-
-
-def named_on_command_line(config: pytest.Config, path: Path) -> bool:
-    """Whether ``path`` is one of the run's arguments (``pytest predictions/day3.yaml``, a node id included)."""
-    target = path.resolve()
-    base = config.invocation_params.dir
-    return any((base / a.split("::")[0]).resolve() == target for a in config.args if a and not a.startswith("-"))
-
-
-def wants_file(config: pytest.Config, path: Path) -> bool:
-    """The collection rule: a ``.yaml``/``.yml`` file is a prediction file when it is named on the command line,
-    matches a ``roofline_patterns`` value the project wrote, or matches the default patterns *and* is
-    recognisably a prediction file. Anything else (a project's own YAML under ``predictions/``) is left alone."""
-    if path.suffix not in (".yaml", ".yml"):
-        return False
-    if named_on_command_line(config, path):
-        return True
-    rs = get_session(config)
-    if not matches_patterns(path, config.rootpath, rs.patterns):
-        return False
-    return rs.patterns_explicit or looks_like_prediction_file(path)
 
 
 def limits_from_ini(config: pytest.Config) -> Limits:

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.pytest_plugin.collect import VERDICT_KEY, PredictionItem, wants_file
+from pytest_roofline.pytest_plugin.base import is_prediction_nodeid
+from pytest_roofline.pytest_plugin.collect import VERDICT_KEY, PredictionItem
 from pytest_roofline.pytest_plugin.session import get_session, session_results
 from pytest_roofline.report.common import (
     EXPLAIN_CSS,
@@ -169,8 +170,7 @@ class HtmlHooks:
             self._enable_columns()
 
     def _is_prediction_id(self, nodeid: str) -> bool:
-        path = nodeid.split("::", 1)[0]
-        return path.endswith((".yaml", ".yml")) and wants_file(self.config, self.config.rootpath / path)
+        return is_prediction_nodeid(self.config, nodeid)
 
     def pytest_html_results_table_row(self, report: Any, cells: list[str]) -> None:
         if not self.columns and (getattr(report, "roofline", None) or get_session(self.config).collected_predictions

@@ -33,12 +33,11 @@ from pytest_roofline.measure import mismatch
 from pytest_roofline.measure.peers import load_any
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsData, load_results
 from pytest_roofline.measure.target import MeasurementProvider
+from pytest_roofline.pytest_plugin.base import DEFAULT_PATTERNS, SESSION_KEY, patterns_of
 from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, Verdict, score
 
 __all__ = ["RooflineSession", "SESSION_KEY", "DEFAULT_PATTERNS", "get_session", "session_results"]
 
-SESSION_KEY = pytest.StashKey["RooflineSession"]()
-DEFAULT_PATTERNS = ["predictions/*.yaml", "predictions/*.yml", "*.roofline.yaml", "*.roofline.yml"]
 
 
 def get_session(config: pytest.Config) -> RooflineSession:
@@ -87,10 +86,9 @@ class RooflineSession:
         except ToleranceError as exc:
             raise pytest.UsageError(f"ini roofline_default_tolerance = {self.default_tolerance!r}: {exc}; it applies "
                                     "to every measured quantity, so write a relative one, e.g. ±10%") from None
-        self.patterns = list(config.getini("roofline_patterns") or DEFAULT_PATTERNS)
         #: patterns the project wrote itself collect every file they match; the default ones only files that are
-        #: recognisably prediction files (collect.looks_like_prediction_file), so foreign YAML is left alone
-        self.patterns_explicit = self.patterns != DEFAULT_PATTERNS
+        #: recognisably prediction files (base.looks_like_prediction_file), so foreign YAML is left alone
+        self.patterns, self.patterns_explicit = patterns_of(config)
         #: whether this process collected (or tried to collect) a prediction file: pytest-html columns follow it
         self.collected_predictions = False
         self.specs: dict[str, Spec] = {}

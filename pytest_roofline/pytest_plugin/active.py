@@ -1,0 +1,204 @@
+"""The plugin at work: what happens once a run has something to do with predictions.
+
+The entry module (``plugin.py``) imports none of this. It calls :func:`activate` in ``pytest_configure`` when a
+roofline option, ini value or ``ROOFLINE_HISTORY`` is set, else when the first prediction file is collected (or,
+on a pytest-xdist controller, when a worker collected one); its hooks hand over to the functions here only once
+the run's :class:`RooflineSession` exists. A project without predictions therefore never imports the model, the
+prediction format, the measurement path, the history or the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_roofline import redact
+from pytest_roofline.measure.sweep import Measurements
+from pytest_roofline.measure.target import MeasurementProvider, ReplayProvider
+from pytest_roofline.pytest_plugin.base import SESSION_KEY
+from pytest_roofline.pytest_plugin.collect import DRIFT_KEY, VERDICT_KEY, PredictionItem, limits_from_ini
+from pytest_roofline.pytest_plugin.history import HistoryToWorkers, store_session
+from pytest_roofline.pytest_plugin.html import HtmlHooks
+from pytest_roofline.pytest_plugin.progress import TerminalProgress
+from pytest_roofline.pytest_plugin.session import (
+    RooflineSession,
+    _only_collecting_or_help,
+    get_session,
+    session_results,
+)
+from pytest_roofline.report.scorecard import write_scorecard
+from pytest_roofline.report.terminal import drift_lines, summary_table
+
+__all__ = ["activate", "VerdictCollector", "VERDICTS_PLUGIN", "HTML_PLUGIN", "measurements", "finish_report",
+           "collection_finish", "terminal_summary", "session_finish"]
+
+#: the names the helper plugins are registered under
+VERDICTS_PLUGIN = "roofline-verdicts"
+HTML_PLUGIN = "roofline-html"
+
+
+def activate(config: pytest.Config) -> RooflineSession:
+    """The run's session (options parsed once, a bad one a usage error) and the helper plugins: the verdict
+    collector, the history's xdist hand-over, the pytest-html hooks. Once per config."""
+    rs = config.stash.get(SESSION_KEY, None)
+    if rs is not None:
+        return rs
+    rs = config.stash[SESSION_KEY] = RooflineSession(config)
+    limits_from_ini(config)  # a bad limit in the ini file is a usage error before collection
+    config.pluginmanager.register(VerdictCollector(rs), VERDICTS_PLUGIN)
+    if rs.history_enabled and not hasattr(config, "workerinput"):
+        if not _only_collecting_or_help(config):
+            rs.open_history()  # once, on the controller: a store that cannot be opened is a usage error
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(HistoryToWorkers(rs), "roofline-history-xdist")
+    elif rs.history_enabled:  # an xdist worker: the index as the controller read it
+        rs.history_runs = HistoryToWorkers.runs_from(config.workerinput)  # type: ignore[attr-defined]
+    if config.pluginmanager.hasplugin("html"):
+        config.pluginmanager.register(HtmlHooks(config), HTML_PLUGIN)
+    return rs
+
+
+class VerdictCollector:
+    """Keeps the verdict each test report carries (on an xdist controller, the only place verdicts arrive)."""
+
+    def __init__(self, rs: RooflineSession):
+        self.rs = rs
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        verdict = getattr(report, "roofline", None)
+        if verdict:
+            self.rs.reported_verdicts[report.nodeid] = dict(verdict)
+        drift = getattr(report, "roofline_drift", None)
+        if drift:
+            self.rs.reported_drifts[report.nodeid] = dict(drift)
+
+
+def collection_finish(session: pytest.Session, rs: RooflineSession) -> None:
+    """A replayed file that does not belong to a collected prediction file stops the run with the differences
+    (measure.mismatch), once, before anything is scored; an xdist worker leaves it to each verdict (an ERROR)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    refused = rs.refused()
+    if refused:
+        pytest.exit("\n".join(refused), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def measurements(request: pytest.FixtureRequest) -> Iterator[MeasurementProvider]:
+    """The ``roofline_measurements`` fixture's body: a replayed file, or live sweeps (engines start on first use)."""
+    rs = get_session(request.config)
+    if rs.mode == "replay":
+        yield ReplayProvider(rs.replay_measurement())
+        return
+    selected = [i for i in request.session.items if isinstance(i, PredictionItem)]
+    provider = Measurements.from_options(rs, selected)
+    provider.progress = (None if request.config.getoption("roofline_no_progress")
+                         else TerminalProgress.for_config(request.config))  # the engine's start and each point, live
+    rs.provider = provider
+    try:
+        yield provider
+    finally:
+        provider.close()
+
+
+def finish_report(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport) -> pytest.TestReport:
+    """A prediction's report: its verdict (and drift) as plain dicts that travel across xdist, the plugin's own
+    message instead of its traceback for a setup ERROR, and everything redacted."""
+    if not isinstance(item, PredictionItem):
+        return report
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        verdict = item.stash.get(VERDICT_KEY, None)
+        if verdict is not None:
+            report.roofline = redact.redact_data(verdict.to_dict())  # type: ignore[attr-defined]
+        drift = item.stash.get(DRIFT_KEY, None)
+        if drift is not None:
+            report.roofline_drift = redact.redact_data(drift)  # type: ignore[attr-defined]
+    if report.when == "setup" and call.excinfo is not None:
+        brief = item.brief_longrepr(call.excinfo)  # the message alone, not the plugin's traceback
+        if brief is not None:
+            report.longrepr = brief
+    _redact_report(report)
+    return report
+
+
+def _redact_report(report: pytest.TestReport) -> None:
+    """The one redaction step on everything a prediction's report carries to the terminal, JUnit XML and
+    pytest-html: the failure text (it quotes servers and engine logs), the properties and captured sections."""
+    lr = report.longrepr
+    if isinstance(lr, str):
+        report.longrepr = redact.redact_text(lr)
+    elif isinstance(lr, tuple) and len(lr) == 3:  # a skip: (path, line, reason)
+        report.longrepr = (lr[0], lr[1], redact.redact_text(lr[2]))
+    elif lr is not None:
+        text = str(lr)
+        clean = redact.redact_text(text)
+        if clean != text:  # keep pytest's own structure unless it holds something to hide
+            report.longrepr = clean
+    report.user_properties = [(k, redact.redact_data(v)) for k, v in report.user_properties]
+    report.sections = [(title, redact.redact_text(body)) for title, body in report.sections]
+
+
+def terminal_summary(terminalreporter: Any, config: pytest.Config, rs: RooflineSession) -> None:
+    """The prediction table (and the drift section) at the end of the run."""
+    if not (rs.show_summary or rs.history_enabled):
+        return
+    reports = [r for reps in terminalreporter.stats.values() for r in reps if getattr(r, "roofline", None)]
+    if not reports:
+        return
+    verbosity = config.get_verbosity()  # -q: the failing rows and the count; -qq: the count alone
+    width = min(terminalreporter._tw.fullwidth, 120)
+    if rs.show_summary:
+        if verbosity > -2:
+            terminalreporter.write_sep("=", "roofline predictions")
+        for line in summary_table(reports, width=width, verbosity=verbosity):
+            terminalreporter.write_line(line)
+        if rs.provider is not None and verbosity > -2:
+            for line in rs.provider.summary_lines():
+                terminalreporter.write_line(line)
+    if rs.history_enabled:  # the drift section is not the table: --no-roofline-summary keeps it
+        drifts = [(r.roofline["id"], r.roofline_drift) for r in reports if getattr(r, "roofline_drift", None)]
+        lines = drift_lines(drifts, rs.drift_policy.describe(), verbosity=verbosity, width=width)
+        if lines and verbosity > -2:
+            terminalreporter.write_sep("-" if rs.show_summary else "=", "roofline drift")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+def session_finish(session: pytest.Session, rs: RooflineSession) -> None:
+    """The scorecard and the history's new runs, written by the controller only."""
+    if hasattr(session.config, "workerinput"):
+        return
+    _write_scorecard(session, rs)
+    if rs.history_enabled:
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        for line in store_session(rs):  # after the scorecard: the run is added to the store
+            if tr is not None:
+                _end_open_line(tr)
+                tr.write_line(line)
+
+
+def _end_open_line(tr: Any) -> None:
+    tr.ensure_newline()  # the progress line is still open at this point
+    if getattr(getattr(tr, "_tw", None), "width_of_current_line", 0):
+        tr.write("\n")  # -q: the dots are not tied to a file path, so ensure_newline leaves them open
+
+
+def _write_scorecard(session: pytest.Session, rs: RooflineSession) -> None:
+    if not rs.scorecard:
+        return
+    # the verdicts scored in this process, or (an xdist controller scores none) those the workers' reports carried
+    verdicts = [v.to_dict() for v in rs.verdicts] or list(rs.reported_verdicts.values())
+    path = write_scorecard(list(rs.specs.values()), verdicts, session_results(rs), mode=rs.mode,
+                           path=Path(rs.scorecard), drifts=_drifts_by_verdict(rs) if rs.history_enabled else None)
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    if tr is not None:
+        _end_open_line(tr)
+        tr.write_line(f"roofline scorecard: {path}")
+
+
+def _drifts_by_verdict(rs: RooflineSession) -> dict[tuple[str, str], dict[str, Any]]:
+    """Each drift by (file, prediction id), the pair a verdict dict carries."""
+    drifts = list(rs.reported_drifts.values())
+    return {(str(d.get("file")), str(d.get("id"))): d for d in drifts}
