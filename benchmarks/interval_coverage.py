@@ -15,7 +15,12 @@ Then, for each statistic, it prints:
 * ``CV det`` / ``CV off``: the run-to-run coefficient of variation of the estimate with steady-state detection
   (sweep.steady_state: detect) and without it (the whole measurement window, the rule before).
 
-Usage: python benchmarks/interval_coverage.py [--repeats 16] [--concurrency 4] [--requests 64]
+Then the same repeats as ``sweep.repeats: 3`` reports them (``stats.combine_repeats``): every 3 consecutive repeats
+give a Student-t interval of the mean and a next-run interval (``next_lo``/``next_hi``: where the next 3 repeats'
+mean should land); each is checked against the following 3 repeats' mean. Nominal for exchangeable runs: 91 % for
+the interval of the mean (P(|T2| < t(0.975, 2)/√2)) and 95 % for the next-run interval.
+
+Usage: python benchmarks/interval_coverage.py [--repeats 16] [--concurrency 4] [--requests 64] [--group 3]
 Keep it to a few minutes; the figures go into benchmarks/RESULTS-intervals.md.
 """
 
@@ -51,12 +56,41 @@ def _cv(x: np.ndarray) -> float:
     return float(x.std(ddof=1) / abs(x.mean())) if x.size > 1 and x.mean() else math.nan
 
 
+def _repeats_coverage(clients: list[dict], group: int) -> None:
+    """``sweep.repeats: group`` as the product reports it (``stats.combine_repeats``): for every run of ``group``
+    consecutive repeats, does its interval hold the value of the next ``group`` repeats (the next sweep's)?"""
+    if group < 2 or len(clients) < 2 * group:
+        return
+    windows = [stats.combine_repeats(clients[i:i + group]) for i in range(len(clients) - group + 1)]
+    # a t-interval of the mean over k exchangeable repeats holds the next k repeats' mean with probability
+    # P(|T(k-1)| < t(0.975, k-1) / sqrt(2)): 0.907 for k = 3 (tests/test_intervals.py), the next-run interval 0.95
+    print(f"\nsweep.repeats: {group}, as reported (stats.combine_repeats), against the next {group} repeats' value "
+          f"({len(windows) - group} overlapping pairs per figure)")
+    print(f"{'statistic':<26} {'CI→next':>8} {'next-run→next':>14}")
+    tot_ci = tot_pi = tot = 0
+    for key in FIGURES:
+        ci = pi = n = 0
+        for a, b in zip(windows, windows[group:]):
+            iv = a["intervals"].get(key)
+            nxt = _value(b, key, steady=True) if key not in b["intervals"] else b["intervals"][key]["estimate"]
+            if iv is None or nxt is None or iv.get("lo") is None or iv.get("next_lo") is None:
+                continue
+            n += 1
+            ci += iv["lo"] <= nxt <= iv["hi"]
+            pi += iv["next_lo"] <= nxt <= iv["next_hi"]
+        tot_ci, tot_pi, tot = tot_ci + ci, tot_pi + pi, tot + n
+        print(f"{key:<26} {ci / max(n, 1):>8.0%} {pi / max(n, 1):>14.0%}")
+    print(f"{'all figures':<26} {tot_ci / max(tot, 1):>8.0%} {tot_pi / max(tot, 1):>14.0%}   "
+          f"(nominal for exchangeable runs: {'91%' if group == 3 else 'see the docstring'} and 95%)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=16)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--requests", type=int, default=64)
     ap.add_argument("--warmup", type=int, default=4)
+    ap.add_argument("--group", type=int, default=3, help="sweep.repeats to evaluate (0: skip that table)")
     args = ap.parse_args()
 
     model_dir = tinymodel.make_tiny_model(tinymodel.default_model_dir())
@@ -105,6 +139,7 @@ def main() -> int:
         note = f"  ({unbounded} unbounded)" if unbounded else ""
         print(f"{key:<26} {n_run:>6} {hits_ci / max(pairs, 1):>8.0%} {hits_pi / max(pairs, 1):>8.0%} "
               f"{_cv(det):>7.1%} {_cv(off):>7.1%} {det.mean():>12.4g} ± {det.std(ddof=1):<8.3g}{note}")
+    _repeats_coverage(clients_det, args.group)
     print("\nCI→next: the 95% interval of repeat i holds repeat i+1's estimate (a perfect CI of a mean: ~83%, "
           "see the docstring);\nPI→next: the same interval widened by √2 (a prediction interval for the next run's "
           "estimate: ~95% if runs were exchangeable);\nCV det/off: run-to-run coefficient of variation with "

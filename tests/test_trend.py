@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import json
 import math
 import os
 import re
@@ -24,6 +25,7 @@ import subprocess
 import time
 import zlib
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -121,8 +123,39 @@ def figure(html: str, prediction_id: str) -> tuple[ET.Element, str]:
     raise AssertionError(f"no chart for {prediction_id}")
 
 
-def points(svg: ET.Element) -> list[ET.Element]:
-    return [e for e in svg.iter() if "rl-pt" in (e.get("class") or "")]
+@dataclass(frozen=True)
+class Point:
+    """One measured point read back from a chart: its centre (px), its colour and its tooltip."""
+
+    cx: float
+    cy: float
+    color: str
+    tip: str | None
+
+
+def points(svg: ET.Element) -> list[Point]:
+    """The measured points, left to right. The points of one verdict are one ``<path class="rl-pt ...">`` whose
+    subpaths ``Mx,yh0`` are the discs (drawn by the stroke's round caps, in the stroke's colour); a point's tooltip
+    is the ``<title>`` of the invisible hover strip (``<g class="rl-hover">``, ``Mx0,yHx1``) through its centre,
+    the topmost (last drawn) where strips cross, as a browser shows it."""
+    strips = []
+    for g in svg.iter(f"{SVG_NS}g"):
+        if "rl-hover" in (g.get("class") or ""):
+            for path in g.iter(f"{SVG_NS}path"):
+                m = re.fullmatch(r"M([-\d.]+),([-\d.]+)H([-\d.]+)", path.get("d") or "")
+                assert m is not None, path.get("d")
+                title = path.find(f"{SVG_NS}title")
+                strips.append((float(m[1]), float(m[2]), float(m[3]), title.text if title is not None else None))
+    out = []
+    for e in svg.iter():
+        if "rl-pt" not in (e.get("class") or ""):
+            continue
+        assert e.tag == f"{SVG_NS}path" and e.get("stroke-linecap") == "round", e.tag
+        for x, y in re.findall(r"M([-\d.]+),([-\d.]+)h0", e.get("d") or ""):
+            cx, cy = float(x), float(y)
+            tips = [t for x0, ys, x1, t in strips if x0 <= cx <= x1 and abs(ys - cy) < 0.06]
+            out.append(Point(cx, cy, e.get("stroke") or "", tips[-1] if tips else None))
+    return sorted(out, key=lambda p: p.cx)
 
 
 def y_ticks(svg: ET.Element) -> list[tuple[float, float]]:
@@ -155,17 +188,17 @@ def test_two_recorded_nights_make_a_two_point_chart(tmp_path: Path, version2: st
     html = render_trend(runs, source=store.uri)
 
     svg, table = figure(html, "queueing-past-the-cap")
-    pts = sorted(points(svg), key=lambda p: float(p.get("cx", "0")))
+    pts = points(svg)
     assert len(pts) == 2
-    first, second = (float(p.get("cy", "nan")) for p in pts)
+    first, second = (p.cy for p in pts)
     assert second < first  # 1,728 ms is drawn above 1,382 ms (SVG y grows downwards)
     # read back through the axis: the points sit where the hand-computed values belong (±0.5% of the axis)
     span = abs(y_ticks(svg)[-1][0] - y_ticks(svg)[0][0])
     assert value_at(svg, first) == pytest.approx(TTFT_C32_MS, abs=0.005 * span)
     assert value_at(svg, second) == pytest.approx(TTFT_C32_MS * 1.25, abs=0.005 * span)
-    assert all(p.get("fill") == PASS_COLOR for p in pts)  # >= 100 ms holds on both nights
+    assert all(p.color == PASS_COLOR for p in pts)  # >= 100 ms holds on both nights
     assert any("rl-band" in (r.get("class") or "") for r in svg.iter(f"{SVG_NS}rect"))  # the band is drawn
-    tips = [p.find(f"{SVG_NS}title").text or "" for p in pts]  # type: ignore[union-attr]
+    tips = [p.tip or "" for p in pts]
     assert tips[0].startswith("2026-12-01 02:00 UTC · aaaa1111 · vllm 0.32.0 — measured 1,382 ms")
     assert tips[1].startswith(f"2026-12-02 02:00 UTC · bbbb2222 · vllm {version2} — measured 1,728 ms")
     # the table under the chart: both nights, newest first, in the unit the prediction was written in (ms)
@@ -174,7 +207,7 @@ def test_two_recorded_nights_make_a_two_point_chart(tmp_path: Path, version2: st
 
     # a verdict that changed colour: preemptions 0 (pass) then 3 (fail)
     svg_p, _ = figure(html, "no-preemption")
-    fills = [p.get("fill") for p in sorted(points(svg_p), key=lambda p: float(p.get("cx", "0")))]
+    fills = [p.color for p in points(svg_p)]
     assert fills == [PASS_COLOR, FAIL_COLOR]
 
     # the engine-version rule, on every chart of the setup when (and only when) the version changed
@@ -190,7 +223,7 @@ def test_two_recorded_nights_make_a_two_point_chart(tmp_path: Path, version2: st
     else:
         assert len(rules) == 1 and labels == ["vllm 0.33.0"]
         x_rule = float(rules[0].get("x1", "nan"))
-        cxs = sorted(float(p.get("cx", "0")) for p in pts)
+        cxs = [p.cx for p in pts]
         assert cxs[0] < x_rule < cxs[1]  # between the two nights
         assert "vllm 0.32.0 → vllm 0.33.0" in html
         # a new engine version is a new setup: nothing earlier to drift from
@@ -258,11 +291,23 @@ def test_five_hundred_nights_render() -> None:
     figs = re.findall(r'<figure class="chart trend".*?</figure>', html, flags=re.S)
     assert len(figs) == 20
     svg = ET.fromstring(re.search(r"<svg.*?</svg>", figs[0], flags=re.S).group(0))  # type: ignore[union-attr]
-    assert len(points(svg)) == 500
+    pts = points(svg)
+    assert len(pts) == 500
+    assert all(p.tip for p in pts)  # every night's point has its tooltip, not only the latest ones
+    # the first chart is the one prediction that failed last night (the attention order): fail when (i + k) % 11 == 0,
+    # night 499 → k = 7. Night 0: 2025-06-01 02:00, commit 00000000, vLLM 0.32.0, 100 ms × (1 + 0.05·sin(7)) =
+    # 100 × (1 + 0.05 × 0.65699) = 103.28 ms, (0 + 7) % 11 ≠ 0: a pass. Night 499: 2025-06-01 + 499 days =
+    # 2026-10-13 at 02:(499 % 60 = 19), commit 0x1f3, vLLM 0.33.0 (from night 375), 100 ms × (1 + 0.05·sin(499/7 + 7))
+    # = 100 × (1 + 0.05 × sin(2.8876 rad = 78.2857 − 24π) = 0.2515) = 101.26 ms: a fail
+    assert pts[0].tip == "2025-06-01 02:00 UTC · 00000000 · vllm 0.32.0 — measured 103.3 ms: pass"
+    assert pts[-1].tip == "2026-10-13 02:19 UTC · 000001f3 · vllm 0.33.0 — measured 101.3 ms: fail"
+    assert (pts[0].color, pts[-1].color) == (PASS_COLOR, FAIL_COLOR)
     assert len([ln for ln in svg.iter(f"{SVG_NS}line") if ln.get("stroke") == PALETTE["purple"]]) == 1
     assert figs[0].count("<tr>") == 1 + 10  # the header and the latest ten nights
     assert "latest 10 of 500 nights" in figs[0]
-    assert len(html) < 12 * 2**20  # loosely: a page a browser opens without trouble
+    # a point costs its disc in its verdict's path (~13 B) and its hover strip with its tooltip (~130 B): 20 charts ×
+    # 500 nights × ~145 B ≈ 1.45 MB, plus the tables; a point per element, as before, was twice that
+    assert len(html) < 2 * 2**20
 
 
 def test_the_model_line_and_the_band_step_where_the_yaml_or_the_model_changed() -> None:
@@ -280,6 +325,14 @@ def test_the_model_line_and_the_band_step_where_the_yaml_or_the_model_changed() 
     svg, _ = figure(render_trend(runs), "p")
     bands = [r for r in svg.iter(f"{SVG_NS}rect") if "rl-band" in (r.get("class") or "")]
     assert len(bands) == 2
+    # each step says what it held and when (the band: its text and bounds in ms, as the YAML wrote them)
+    assert [r.find(f"{SVG_NS}title").text for r in bands] == [  # type: ignore[union-attr]
+        "predicted 100 ms [90 ms, 110 ms] · 2 nights, 2026-12-01 to 2026-12-02",
+        "predicted 90 ms [80 ms, 100 ms] · 2 nights, 2026-12-03 to 2026-12-04"]
+    hover = [t.text for g in svg.iter(f"{SVG_NS}g") if "rl-hover" in (g.get("class") or "")
+             for t in g.iter(f"{SVG_NS}title")]
+    assert "model 95 ms · 2 nights, 2026-12-01 to 2026-12-02" in hover
+    assert "model 85 ms · 2 nights, 2026-12-03 to 2026-12-04" in hover
     (lo0, hi0), (lo1, hi1) = ((value_at(svg, float(r.get("y", "0")) + float(r.get("height", "0"))),
                                 value_at(svg, float(r.get("y", "0")))) for r in bands)
     assert (lo0, hi0) == (pytest.approx(90, abs=0.5), pytest.approx(110, abs=0.5))
@@ -287,7 +340,7 @@ def test_the_model_line_and_the_band_step_where_the_yaml_or_the_model_changed() 
     model = next(p for p in svg.iter(f"{SVG_NS}polyline") if p.get("stroke") == PALETTE["blue"])
     xy = [tuple(map(float, pt.split(","))) for pt in (model.get("points") or "").split()]
     assert sorted({round(value_at(svg, y), 1) for _, y in xy}) == [85.0, 95.0]
-    xs = sorted(float(p.get("cx", "0")) for p in points(svg))
+    xs = [p.cx for p in points(svg)]
     step_x = [x for (x, y), (x2, y2) in zip(xy, xy[1:]) if x == x2 and y != y2]
     assert len(step_x) == 1 and step_x[0] == pytest.approx((xs[1] + xs[2]) / 2, abs=0.5)
 
@@ -404,7 +457,7 @@ def png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     return width, height, pixels
 
 
-def _chromium(tmp_path: Path, url: str, *extra: str) -> str:
+def _chromium(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
     run = tmp_path / f"chromium-{len(list(tmp_path.glob('chromium-*')))}"
     run.mkdir()
     cmd = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -412,7 +465,7 @@ def _chromium(tmp_path: Path, url: str, *extra: str) -> str:
            "--enable-logging=stderr", "--v=0", f"--user-data-dir={run / 'profile'}", *extra, url]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc.stderr
+    return proc
 
 
 @pytest.fixture(scope="module")
@@ -429,7 +482,7 @@ def test_the_page_paints_in_a_browser(tmp_path: Path, demo_page: str, scheme: st
     shot = tmp_path / "shot.png"
     dark = ("--force-dark-mode",) if scheme == "dark" else ()
     log = _chromium(tmp_path, page.as_uri(), "--window-size=900,700", "--force-device-scale-factor=0.5",
-                    f"--screenshot={shot}", *dark)
+                    f"--screenshot={shot}", *dark).stderr
     console = [ln for ln in log.splitlines() if ":CONSOLE" in ln]
     assert console == []  # no CSP violation, no error of any kind reported by the page
     width, height, px = png_pixels(shot)
@@ -444,3 +497,49 @@ def test_the_page_paints_in_a_browser(tmp_path: Path, demo_page: str, scheme: st
         _chromium(tmp_path, page.as_uri(), "--window-size=1320,1500",
                   f"--screenshot={os.environ['ROOFLINE_TREND_SCREENSHOT']}-{scheme}.png", *dark)
 
+
+
+#: injected into a copy of the page (the page itself has no script, and its CSP would refuse one): for every
+#: measured point, the element the browser finds under the point's centre and the tooltip it would show
+_HIT_SCRIPT = r"""<script>
+addEventListener('load', () => {
+  const tips = [];
+  for (const svg of document.querySelectorAll('svg.rl-chart')) {
+    svg.scrollIntoView();
+    const ctm = svg.getScreenCTM();
+    for (const path of svg.querySelectorAll('path.rl-pt')) {
+      for (const m of path.getAttribute('d').matchAll(/M([-\d.]+),([-\d.]+)h0/g)) {
+        const p = svg.createSVGPoint();
+        p.x = +m[1]; p.y = +m[2];
+        const c = p.matrixTransform(ctm);
+        const el = document.elementFromPoint(c.x, c.y);
+        const t = el && el.querySelector(':scope > title');
+        tips.push(t ? t.textContent : 'no tooltip under ' + (el ? el.tagName : 'nothing'));
+      }
+    }
+  }
+  document.body.textContent = 'HITS' + JSON.stringify(tips) + 'HITS';
+});
+</script>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian/Ubuntu: apt-get install "
+                                             "chromium; or set ROOFLINE_CHROMIUM)")
+def test_every_point_shows_its_tooltip_in_a_browser(tmp_path: Path, demo_page: str) -> None:
+    # the points are ink only (one path per verdict); the tooltip is an invisible strip above them. Chromium's own
+    # hit test (elementFromPoint, which honours pointer-events) must find, at each point's centre, that night's
+    # tooltip: the one the markup puts there (points()), and for night 0 of queueing-past-the-cap the recording's
+    # 1,382.42 ms × (1 + 0.03·sin 0) = 1,382 ms on 2026-11-18, commit 0x5eed0, vLLM 0.32.0 (demo_nights)
+    page = tmp_path / "hit.html"
+    page.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", demo_page)
+                    .replace("</body>", _HIT_SCRIPT + "</body>"), encoding="utf-8")
+    out = _chromium(tmp_path, page.as_uri(), "--window-size=1320,1000", "--virtual-time-budget=10000",
+                    "--dump-dom").stdout
+    m = re.search(r"HITS(.*?)HITS", out, flags=re.S)
+    assert m is not None, out[-2000:]
+    seen = json.loads(m.group(1))
+    tips = [p.tip for svg in re.findall(r"<svg.*?</svg>", demo_page, flags=re.S) for p in points(ET.fromstring(svg))]
+    expected = [t for t in tips if t is not None]
+    assert len(expected) == len(tips) >= 14 * 10  # every point has a tooltip; 14 nights of each measured prediction
+    assert sorted(seen) == sorted(expected)
+    assert "2026-11-18 02:00 UTC · 005eed0 · vllm 0.32.0 — measured 1,382 ms: pass" in seen

@@ -22,7 +22,8 @@ __all__ = ["GLOSSARY", "PERCENTILES", "distribution", "summarize", "summarize_re
            "measured_duration_s", "failure_reasons", "loadgen_checks", "Interval", "INTERVAL_METHODS",
            "percentile_interval", "mean_interval", "rate_interval", "requests_to_decide", "order_statistic_ranks",
            "min_samples_for_bound", "t_quantile", "mser_truncation", "SteadyWindow", "steady_window",
-           "steady_statistics", "steady_summary", "STEADY_MODES", "INTERVAL_FIGURES", "combine_repeats"]
+           "steady_statistics", "steady_summary", "STEADY_MODES", "INTERVAL_FIGURES", "combine_repeats",
+           "next_run_interval"]
 
 #: Percentiles reported for every distribution (with ``mean``), as keys ``p50`` ... ``p99``.
 PERCENTILES: tuple[int, ...] = (50, 90, 95, 99)
@@ -922,11 +923,29 @@ def _mean_leaves(objs: Sequence[Any]) -> Any:
     return first
 
 
+def next_run_interval(values: Sequence[float], level: float = 0.95, next_repeats: int | None = None
+                      ) -> tuple[float, float]:
+    """Where the next run's value should land, from ``values`` (one per repeat): the normal-theory prediction
+    interval for the mean of ``next_repeats`` fresh repeats (default as many as ``values``),
+    ``x̄ ± t(k−1) · s · √(1/k + 1/m)`` for k repeats now and m next. Unlike the confidence interval of the mean,
+    which covers the *true* value at ``level`` but the next run's only ~83 % of the time (that run has its own
+    error), it covers the next run's value at ``level`` when the runs are exchangeable (Hahn & Meeker,
+    *Statistical Intervals*, §4.6). Infinite with fewer than 2 values."""
+    x = np.asarray([float(v) for v in values], dtype=float)
+    k = int(x.size)
+    if k < 2:
+        return -math.inf, math.inf
+    m = k if next_repeats is None else int(next_repeats)
+    half = t_quantile(0.5 + level / 2, k - 1) * float(x.std(ddof=1)) * math.sqrt(1.0 / k + 1.0 / m)
+    return float(x.mean()) - half, float(x.mean()) + half
+
+
 def combine_repeats(clients: Sequence[dict[str, Any]], level: float = 0.95) -> dict[str, Any]:
     """One ``client`` object from the ``client`` objects of ``sweep.repeats`` runs of one point: every figure is
     the mean over the repeats; each figure of :data:`INTERVAL_FIGURES` gets a Student-t interval over the repeats'
     steady-window values (``method: repeats``, ``n`` = repeats, ``requests`` = the requests behind them all),
-    which replaces the within-run interval (it holds the run-to-run spread too); ``repeats`` keeps every repeat's
+    which replaces the within-run interval (it holds the run-to-run spread too), with ``next_lo``/``next_hi``
+    where a rerun of as many repeats should land (:func:`next_run_interval`); ``repeats`` keeps every repeat's
     own object. ``completed``/``failed`` are summed."""
     if len(clients) == 1:
         return dict(clients[0])
@@ -945,7 +964,10 @@ def combine_repeats(clients: Sequence[dict[str, Any]], level: float = 0.95) -> d
             vals.append(v)
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
             iv = mean_interval([float(v) for v in vals], level, method="repeats")
-            intervals[key] = {**iv.to_json(), "requests": requests}
+            nlo, nhi = next_run_interval([float(v) for v in vals], level)
+            intervals[key] = {**iv.to_json(), "requests": requests,  # and where a rerun of as many repeats lands
+                              "next_lo": nlo if math.isfinite(nlo) else None,
+                              "next_hi": nhi if math.isfinite(nhi) else None}
     out["intervals"] = intervals
     out["steady_window"] = {"method": "repeats", "repeats": len(clients),
                             "windows": [c.get("steady_window") for c in clients]}

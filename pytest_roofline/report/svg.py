@@ -6,7 +6,8 @@ browsers show on hover without any JavaScript.
 
 The model is deliberately small: a :class:`Chart` has an x axis, a y axis and an optional second y axis (each
 linear or logarithmic), and collects layers (lines, markers, reference lines, bands, labels) that are drawn in
-the order they were added. ``render()`` returns the SVG text.
+the order they were added. ``render()`` returns the SVG text. For series of hundreds of points, ``dots`` draws a
+series as one ``<path>`` and ``hover`` gives the points their tooltips as invisible strips above everything.
 
 Two things are settled when the chart is rendered, not when a layer is added, so that they see every layer:
 
@@ -21,13 +22,14 @@ Two things are settled when the chart is rendered, not when a layer is added, so
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape as _xml_escape
 
-__all__ = ["Axis", "Chart", "PALETTE", "esc", "compact_number", "nice_ticks", "log_ticks"]
+__all__ = ["Axis", "Chart", "Legend", "PALETTE", "esc", "compact_number", "nice_ticks", "log_ticks"]
 
 #: Okabe–Ito colours (distinguishable with the common colour-vision deficiencies), plus greys
 PALETTE = {
@@ -208,7 +210,9 @@ def boxes_overlap(a: Box, b: Box) -> bool:
 
 
 @dataclass
-class _Legend:
+class Legend:
+    """One legend entry: a swatch of ``kind`` (a line, a marker or a shaded band) and its label."""
+
     label: str
     color: str
     kind: str  # line | marker | band
@@ -236,11 +240,14 @@ class Chart:
     margin_bottom: int = 44
     _layers: list[str] = field(default_factory=list)
     _overlay: list[str] = field(default_factory=list)
-    _legend: list[_Legend] = field(default_factory=list)
+    _legend: list[Legend] = field(default_factory=list)
     _notes: list[tuple[str, str]] = field(default_factory=list)
     _segments: list[tuple[tuple[float, float], tuple[float, float]]] = field(default_factory=list)
     _markers: list[_MarkerRec] = field(default_factory=list)
     _labels: list[_LabelRec] = field(default_factory=list)
+    _dots: list[str] = field(default_factory=list)  # one <path> per dots() call
+    _dot_boxes: list[Box] = field(default_factory=list)  # each dot's extent, for label placement
+    _hover: list[str] = field(default_factory=list)  # one <g> of invisible hover targets per hover() call
 
     # --- geometry -----------------------------------------------------------------------------------------
     def _subtitle_lines(self) -> list[str]:
@@ -279,6 +286,13 @@ class Chart:
     def _ax(self, axis: str) -> Axis:
         return self.y2 if axis == "y2" and self.y2 is not None else self.y
 
+    def _mapping(self, axis: str = "y") -> tuple[Callable[[float], float], Callable[[float], float]]:
+        """``px`` and ``py`` with the plot's geometry worked out once, for layers of many points."""
+        left, w = float(self.margin_left), self._right - self.margin_left
+        top, h = self._top, self._plot_h
+        fx, fy = self.x.frac, self._ax(axis).frac
+        return (lambda v: left + fx(v) * w), (lambda v: top + (1 - fy(v)) * h)
+
     # --- layers -------------------------------------------------------------------------------------------
     def line(self, pts: Iterable[tuple[float, float]], *, color: str, width: float = 2.0, dash: str | None = None,
              label: str | None = None, axis: str = "y", title: str | None = None, opacity: float = 1.0,
@@ -310,7 +324,7 @@ class Chart:
             self._layers.append(f'<polyline points="{d}" {attrs}>{tip}</polyline>' if tip else
                                 f'<polyline points="{d}" {attrs}/>')
         if label:
-            self._legend.append(_Legend(label, color, "line", dash, width=width))
+            self._legend.append(Legend(label, color, "line", dash, width=width))
 
     def markers(self, pts: Iterable[tuple[float, float]], *, color: str, marker: str = "circle", size: float = 4.5,
                 label: str | None = None, titles: Sequence[str] | None = None, hollow: bool = False,
@@ -335,7 +349,93 @@ class Chart:
             self._markers.append(_MarkerRec(cx, cy, shape, color, size, hollow or ring, tip, stroke, css_class,
                                             overlay, dodge, ring))
         if label:
-            self._legend.append(_Legend(label, color, "marker", marker=marker, hollow=hollow or ring))
+            self._legend.append(Legend(label, color, "marker", marker=marker, hollow=hollow or ring))
+
+    def dots(self, pts: Iterable[tuple[float, float]], *, color: str, size: float = 3.0, label: str | None = None,
+             axis: str = "y", css_class: str = "") -> None:
+        """Filled circles of radius ``size`` (as ``markers`` draws them), all in ONE ``<path>``: each point a
+        zero-length subpath ``Mx,yh0`` whose round cap paints the disc (SVG 2, stroke-linecap: a zero-length
+        subpath with round caps is stroked as a full circle, https://www.w3.org/TR/SVG2/painting.html#LineCaps;
+        Chromium does, as tests/test_trend.py's browser tests check). For long series (hundreds of points):
+        a few bytes a point instead of an element. No tooltips: give them with :meth:`hover`. A point outside
+        the y axis is drawn as :meth:`markers` draws it (an arrowhead at the edge)."""
+        ax = self._ax(axis)
+        px, py = self._mapping(axis)
+        x_log, y_log = self.x.scale == "log", ax.scale == "log"
+        r = _radius("circle", size)
+        d: list[str] = []
+        off: list[tuple[float, float]] = []
+        boxes = self._dot_boxes
+        for x, y in pts:
+            if x is None or y is None or not (math.isfinite(x) and math.isfinite(y)):
+                continue
+            if (x_log and x <= 0) or (y_log and y <= 0):
+                continue
+            if not ax.contains(y):
+                off.append((x, y))
+                continue
+            cx, cy = px(x), py(y)
+            d.append(f"M{cx:.1f},{cy:.1f}h0")
+            boxes.append((cx - r, cy - r, cx + r, cy + r))
+        if d:
+            cls = f' class="{esc(css_class)}"' if css_class else ""
+            self._dots.append(f'<path{cls} d="{"".join(d)}" fill="none" stroke="{color}" '
+                              f'stroke-width="{_num(2 * size + 1)}" stroke-linecap="round" data-r="{_num(r)}"/>')
+        if off:
+            self.markers(off, color=color, size=size, axis=axis, css_class=css_class)
+        if label:
+            self._legend.append(Legend(label, color, "marker"))
+
+    def hover(self, items: Iterable[tuple[float, float, float, str]], *, thickness: float = 10.0,
+              max_width: float | None = None, axis: str = "y") -> None:
+        """Invisible hover targets, each carrying a tooltip: an item ``(x0, x1, y, title)`` is a strip from x0 to
+        x1 (axis units), ``thickness`` pixels tall and centred on y (clamped to the axis); ``max_width`` (pixels)
+        narrows a wider strip about its centre. They paint nothing (stroke-opacity 0) yet take the pointer
+        (``pointer-events="stroke"``: the stroke's area is hit whatever its paint, and the hit element's ``<title>``
+        is the tooltip; SVG 2, https://www.w3.org/TR/SVG2/interact.html#PointerEventsProp), and they are drawn above
+        every layer and label, so a point's strip wins over whatever is drawn there."""
+        ax = self._ax(axis)
+        px, py = self._mapping(axis)
+        y_lo, y_hi = ax.lo, ax.hi
+        out = []
+        for x0, x1, y, title in items:
+            if not (math.isfinite(x0) and math.isfinite(x1) and math.isfinite(y)) or not title:
+                continue
+            a, b = px(x0), px(x1)
+            if b < a:
+                a, b = b, a
+            if max_width is not None and b - a > max_width:
+                mid = (a + b) / 2
+                a, b = mid - max_width / 2, mid + max_width / 2
+            yy = py(y_lo if y < y_lo else (y_hi if y > y_hi else y))
+            out.append(f'<path d="M{a:.1f},{yy:.1f}H{b:.1f}"><title>{esc(title)}</title></path>')
+        if out:
+            self._hover.append(f'<g class="rl-hover" fill="none" stroke="#000" stroke-opacity="0" '
+                               f'stroke-width="{_num(thickness)}" pointer-events="stroke">{"".join(out)}</g>')
+
+    def step_band(self, spans: Iterable[tuple[float, float, float | None, float | None]], *, color: str,
+                  opacity: float = 0.22, label: str | None = None, titles: Sequence[str | None] | None = None,
+                  axis: str = "y") -> None:
+        """A band whose bounds step: one shaded rectangle ``x0..x1`` × ``lo..hi`` per span (None: open on that
+        side, drawn to the axis' edge), e.g. a tolerance band that changed between nights. ``titles[i]`` is
+        span i's tooltip. A span with lo == hi is a thin strip (1.5 px), still visible."""
+        ax = self._ax(axis)
+        drawn = False
+        for i, (x0, x1, lo, hi) in enumerate(spans):
+            y_lo = ax.lo if lo is None else max(ax.lo, min(ax.hi, lo))
+            y_hi = ax.hi if hi is None else max(ax.lo, min(ax.hi, hi))
+            if y_hi < y_lo:
+                continue
+            xa, xb = self.px(x0), self.px(x1)
+            ya, yb = self.py(y_hi, axis), self.py(y_lo, axis)
+            h = max(yb - ya, 1.5)
+            title = titles[i] if titles is not None and i < len(titles) else None
+            rect = (f'<rect class="rl-band" x="{_num(xa)}" y="{_num(ya - (h - (yb - ya)) / 2)}" '
+                    f'width="{_num(xb - xa)}" height="{_num(h)}" fill="{color}" opacity="{_num(opacity)}"')
+            self._layers.append(f"{rect}><title>{esc(title)}</title></rect>" if title else f"{rect}/>")
+            drawn = True
+        if drawn and label:
+            self._legend.append(Legend(label, color, "band"))
 
     def hline(self, y: float, *, color: str, label: str | None = None, dash: str | None = "6 4", axis: str = "y",
               text: str | None = None, width: float = 1.5, text_anchor: str = "end") -> None:
@@ -356,7 +456,7 @@ class Chart:
             cands = [(tx, yy + dy, anc) for dy in (-4.0, 13.0) for tx, anc in xs]
             self._labels.append(_LabelRec(text, color, 11, "normal", cands, own=seg))
         if label:
-            self._legend.append(_Legend(label, color, "line", dash, width=width))
+            self._legend.append(Legend(label, color, "line", dash, width=width))
 
     def vline(self, x: float, *, color: str, label: str | None = None, dash: str | None = "6 4",
               text: str | None = None, width: float = 1.5, text_pos: float = 0.02, text_side: str = "right") -> None:
@@ -377,7 +477,7 @@ class Chart:
             cands = [(tx, self._top + 11 + p * (self._plot_h - 14), anc) for p in poss for tx, anc in sides]
             self._labels.append(_LabelRec(text, color, 11, "normal", cands, own=seg))
         if label:
-            self._legend.append(_Legend(label, color, "line", dash, width=width))
+            self._legend.append(Legend(label, color, "line", dash, width=width))
 
     def hband(self, y0: float, y1: float, *, color: str, opacity: float = 0.15, label: str | None = None,
               axis: str = "y") -> None:
@@ -392,7 +492,7 @@ class Chart:
                             f'width="{_num(self._right - self.margin_left)}" height="{_num(yb - ya)}" fill="{color}" '
                             f'opacity="{_num(opacity)}"/>')
         if label:
-            self._legend.append(_Legend(label, color, "band"))
+            self._legend.append(Legend(label, color, "band"))
 
     def vband(self, x0: float, x1: float, *, color: str, opacity: float = 0.15, label: str | None = None) -> None:
         lo, hi = sorted((x0, x1))
@@ -403,7 +503,7 @@ class Chart:
         self._layers.append(f'<rect x="{_num(xa)}" y="{_num(self._top)}" width="{_num(xb - xa)}" '
                             f'height="{_num(self._plot_h)}" fill="{color}" opacity="{_num(opacity)}"/>')
         if label:
-            self._legend.append(_Legend(label, color, "band"))
+            self._legend.append(Legend(label, color, "band"))
 
     def annotate(self, x: float, y: float, text: str, *, color: str = "#333", axis: str = "y", dx: float = 6,
                  dy: float = -6, anchor: str = "start", size: float = 10.5, weight: str = "normal") -> None:
@@ -430,7 +530,7 @@ class Chart:
 
     def note(self, text: str, *, color: str = "#555") -> None:
         """A line of text between the subtitle and the plot (call before adding layers: it moves the plot down)."""
-        if self._layers or self._overlay or self._markers or self._labels:
+        if self._layers or self._overlay or self._markers or self._labels or self._dots or self._hover:
             raise RuntimeError("Chart.note() must be called before anything is drawn")
         self._notes.append((text, color))
 
@@ -452,7 +552,14 @@ class Chart:
     def _place_labels(self) -> list[str]:
         left, right, top, bottom = self.margin_left, self._right, self._top, self._top + self._plot_h
         boxes: list[Box] = []
-        out = []
+        out: list[str] = []
+        if not self._labels:
+            return out
+        # what a label should not cover: every marker (after its dodge) and every dot, sorted by their left edge so
+        # that a label's box is tested only against those whose x range can reach it (a 500-point chart stays fast)
+        marks = sorted([(m.x - m.r, m.cy - m.r, m.x + m.r, m.cy + m.r) for m in self._markers] + self._dot_boxes)
+        mark_x0 = [m[0] for m in marks]
+        mark_w = max((m[2] - m[0] for m in marks), default=0.0)
         for lab in self._labels:
             shift = lab.marker.shift if lab.marker is not None else 0.0
             best: tuple[float, tuple[float, float, str], Box] | None = None
@@ -466,8 +573,8 @@ class Chart:
                         cost += 1
                         if cost >= 3:
                             break
-                cost += sum(2 for m in self._markers if boxes_overlap(box, (m.x - m.r, m.cy - m.r, m.x + m.r,
-                                                                             m.cy + m.r)))
+                near = marks[bisect.bisect_left(mark_x0, box[0] - mark_w - 1e-6):bisect.bisect_left(mark_x0, box[2])]
+                cost += sum(2 for m in near if boxes_overlap(box, m))
                 cost += sum(3 for o in boxes if boxes_overlap((box[0] - 3, box[1] - 1, box[2] + 3, box[3] + 1), o))
                 if best is None or cost < best[0]:
                     best = (cost, (cx + shift, cy, anc), box)
@@ -493,8 +600,8 @@ class Chart:
         return out
 
     # --- output -------------------------------------------------------------------------------------------
-    def _legend_rows(self) -> list[list[tuple[_Legend, float]]]:
-        rows: list[list[tuple[_Legend, float]]] = [[]]
+    def _legend_rows(self) -> list[list[tuple[Legend, float]]]:
+        rows: list[list[tuple[Legend, float]]] = [[]]
         avail = self.width - self.margin_left - 8
         used = 0.0
         for item in self._legend:
@@ -510,7 +617,7 @@ class Chart:
         legend_rows = self._legend_rows()
         legend_h = 16 * len(legend_rows) + (6 if legend_rows else 0)
         total_h = self.height + legend_h
-        key = hashlib.sha1(("".join(self._layers) + self.title).encode()).hexdigest()[:10]
+        key = hashlib.sha1(("".join(self._layers) + "".join(self._dots) + self.title).encode()).hexdigest()[:10]
         clip = f"rl-clip-{key}"
         left, right, top, bottom = self.margin_left, self._right, self._top, self._top + self._plot_h
         out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="rl-chart" viewBox="0 0 {self.width} {total_h}" '
@@ -569,9 +676,11 @@ class Chart:
                    for m in self._markers if not m.overlay)
         out.append("</g>")
         out.extend(self._overlay)
+        out.extend(self._dots)
         out.extend(_marker_svg(m.x, m.cy, m.shape, m.color, m.size, m.hollow, m.tip, m.stroke, m.css_class, m.ring)
                    for m in self._markers if m.overlay)
         out.extend(self._place_labels())
+        out.extend(self._hover)  # invisible: above the labels too, so a label over a point never hides its tooltip
         # legend
         ly = self.height + 4
         for row in legend_rows:
@@ -606,7 +715,7 @@ def _label(x: float, y: float, text: str, color: str, *, anchor: str = "start", 
             f"{esc(text)}</text>")
 
 
-def _legend_swatch(item: _Legend, x: float, y: float) -> str:
+def _legend_swatch(item: Legend, x: float, y: float) -> str:
     if item.kind == "line":
         return (f'<line x1="{_num(x)}" y1="{_num(y)}" x2="{_num(x + 20)}" y2="{_num(y)}" stroke="{item.color}" '
                 f'stroke-width="{_num(min(item.width, 3))}"' + (f' stroke-dasharray="{item.dash}"' if item.dash else "")

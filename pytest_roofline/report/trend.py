@@ -14,7 +14,12 @@ run's full record, so a history of hundreds of nights renders in about a second.
 * one small chart per prediction: the measured value night by night (each point coloured by that night's verdict),
   the predicted band (lo..hi, shaded, stepping where the YAML changed) and the model's value as a line (it moves
   when the model or the YAML changes). A math-only prediction draws its model line alone. Hovering a point shows
-  the night's date, commit and engine version; the latest ten nights are also listed under the chart.
+  the night's date, commit, engine version, measured value and verdict; hovering a step of the band or of the model
+  line, its value and the nights it held. The latest ten nights are also listed under the chart.
+
+Size: the points of one verdict are one SVG ``<path>`` and each night's tooltip an invisible strip over its point,
+so 500 nights × 100 predictions (50,000 points, each with its own tooltip) make a page of about 8 MB that renders
+in about a second (``benchmarks/history_index.py``).
 
 Entry points: :func:`render_trend` (runs → HTML text) and :func:`write_trend` (a store → a file, atomically).
 """
@@ -52,7 +57,7 @@ from pytest_roofline.report.common import (
     is_number,
 )
 from pytest_roofline.report.scorecard import CSP, PAGE_CSS
-from pytest_roofline.report.svg import PALETTE, Axis, Chart, _Legend, compact_number, esc, nice_ticks
+from pytest_roofline.report.svg import PALETTE, Axis, Chart, compact_number, esc, nice_ticks
 from pytest_roofline.units import DEFAULT_UNIT, UnitError, format_value, unit_scale
 
 __all__ = ["render_trend", "write_trend", "select_runs", "TREND_CSS", "DEFAULT_OUTPUT", "TABLE_NIGHTS"]
@@ -123,6 +128,36 @@ class _Group:
     def versions(self) -> list[str]:
         return list(dict.fromkeys(r.setup.engine_version for r in self.runs))
 
+    @functools.cached_property
+    def nights(self) -> _Nights:
+        return _Nights(self.runs)
+
+
+class _Nights:
+    """What every chart of a group says about its nights, worked out once per group rather than once per chart
+    (or per point): the x axis' dates and ticks, each night's tooltip head (date, commit, engine version) and
+    the nights where the engine version changed."""
+
+    def __init__(self, runs: Sequence[RunSummary]) -> None:
+        n = len(runs)
+        years = sorted({r.started_at[:4] for r in runs})
+        self.one_year = len(years) == 1
+        self.days = [_night(r)[:10] for r in runs]
+        self.tick_texts = [d[5:] for d in self.days] if self.one_year else self.days
+        self.axis_label = f"night (UTC, {years[0]})" if self.one_year else "night (UTC)"
+        self.ticks = _x_ticks(n)
+        self.heads = [f"{_night(r)} UTC · {_commit(r)} · vllm {r.setup.engine_version}" for r in runs]
+        self.upgrades = [(i, runs[i].setup.engine_version) for i in range(1, n)
+                         if runs[i].setup.engine_version != runs[i - 1].setup.engine_version]
+
+    def tick_text(self, t: float) -> str:
+        i = int(round(t))
+        return self.tick_texts[i] if 0 <= i < len(self.tick_texts) else ""
+
+    def span_text(self, a: int, b: int) -> str:
+        """Nights ``a..b`` in words, for the tooltip of a band or a model value that held over them."""
+        return f"night {self.days[a]}" if a == b else f"{b - a + 1} nights, {self.days[a]} to {self.days[b]}"
+
 
 def _groups(runs: Sequence[RunSummary]) -> list[_Group]:
     by: dict[tuple[str, str], list[RunSummary]] = {}
@@ -179,13 +214,13 @@ def _drift_html(d: Drift | None, *, short: bool = False) -> str:
 # ----------------------------------------------------------------------------------------------------------------
 # numbers in the prediction's unit
 # ----------------------------------------------------------------------------------------------------------------
-def _display_unit(s: _Series) -> tuple[str, float]:
+def _display_unit(s: _Series, numbers: Sequence[float]) -> tuple[str, float]:
     """The unit the series is drawn in (the unit its latest night was written in, else the dimension's default)
-    and its factor to SI."""
+    and its factor to SI; ``numbers``: the series' numbers in SI (:func:`_all_numbers`)."""
     v = s.latest
     unit = v.unit or DEFAULT_UNIT.get(v.dimension, "")
     if not v.unit and v.dimension == "bytes":
-        biggest = max((abs(x) for x in _all_numbers(s)), default=0.0)
+        biggest = max((abs(x) for x in numbers), default=0.0)
         unit = format_value(biggest, "bytes").split(" ")[-1] if biggest else "B"
     if not v.unit and v.dimension == "ratio":
         unit = "%"
@@ -209,6 +244,12 @@ def _fmt(v: StoredValue, si: float | None) -> str:
     if si is None or not is_number(si):
         return "—"
     return _fmt_si(v.dimension, v.unit, float(si))
+
+
+def _fmt_measured(v: StoredValue) -> str:
+    """``v``'s measured value as :func:`_fmt` writes it, uncached: a measured number seldom repeats, and caching
+    each would only push the repeating band and model values out of :func:`_fmt_si`'s cache."""
+    return fmt({"dimension": v.dimension, "unit": v.unit}, v.measured, digits=4) if is_number(v.measured) else "—"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -252,30 +293,6 @@ def _badge(status: str) -> str:
 # ----------------------------------------------------------------------------------------------------------------
 # the chart
 # ----------------------------------------------------------------------------------------------------------------
-class _TrendChart(Chart):
-    """A :class:`Chart` with one more layer: a band whose bounds step from night to night."""
-
-    def step_band(self, spans: Iterable[tuple[float, float, float | None, float | None]], *, color: str,
-                  opacity: float = 0.22, label: str | None = None, title: str | None = None) -> None:
-        """Shaded rectangles ``x0..x1`` × ``lo..hi`` (None: open on that side, drawn to the axis' edge)."""
-        drawn = False
-        for x0, x1, lo, hi in spans:
-            y_lo = self.y.lo if lo is None else max(self.y.lo, min(self.y.hi, lo))
-            y_hi = self.y.hi if hi is None else max(self.y.lo, min(self.y.hi, hi))
-            if y_hi < y_lo:
-                continue
-            xa, xb = self.px(x0), self.px(x1)
-            ya, yb = self.py(y_hi), self.py(y_lo)
-            h = max(yb - ya, 1.5)  # an exact band (lo == hi) is a thin strip, still visible
-            tip = f"<title>{esc(title)}</title>" if title else ""
-            self._layers.append(f'<rect class="rl-band" x="{xa:.2f}" y="{ya - (h - (yb - ya)) / 2:.2f}" '
-                                f'width="{xb - xa:.2f}" height="{h:.2f}" fill="{color}" opacity="{opacity}">'
-                                f"{tip}</rect>")
-            drawn = True
-        if drawn and label:
-            self._legend.append(_Legend(label, color, "band"))
-
-
 def _x_ticks(n: int, target: int = 5) -> list[float]:
     if n <= target:
         return [float(i) for i in range(n)]
@@ -314,16 +331,15 @@ def _spans(values: Sequence[StoredValue | None], get: Callable[[StoredValue], An
 
 
 def _chart(group: _Group, s: _Series, *, width: int = 560, height: int = 230) -> str:
-    runs = group.runs
-    n = len(runs)
-    unit, scale = _display_unit(s)
-    years = sorted({r.started_at[:4] for r in runs})
-    dates = [_night(r)[5:10] for r in runs] if len(years) == 1 else [_night(r)[:10] for r in runs]
+    nights = group.nights
+    n = len(group.runs)
+    numbers = _all_numbers(s)
+    unit, scale = _display_unit(s, numbers)
 
     def d(x: float | None) -> float | None:
         return None if x is None or not is_number(x) else float(x) / scale
 
-    nums = [x / scale for x in _all_numbers(s)]
+    nums = [x / scale for x in numbers]
     lo, hi = (min(nums), max(nums)) if nums else (0.0, 1.0)
     span = hi - lo
     if span <= 0:
@@ -333,25 +349,23 @@ def _chart(group: _Group, s: _Series, *, width: int = 560, height: int = 230) ->
     lo, hi = lo - span * 0.12, hi + span * 0.12
     if nums and min(nums) >= 0 > lo:  # a quantity that cannot be negative: no negative axis
         lo = 0.0
-    ticks = _x_ticks(n)
-    x_axis = Axis(-0.5, n - 0.5, ticks=ticks, fmt=lambda t: dates[int(round(t))] if 0 <= round(t) < n else "",
-                  label=f"night (UTC, {years[0]})" if len(years) == 1 else "night (UTC)")
+    x_axis = Axis(-0.5, n - 0.5, ticks=nights.ticks, fmt=nights.tick_text, label=nights.axis_label)
     y_ticks = nice_ticks(lo, hi, 4)
     y_axis = Axis(lo, hi, ticks=y_ticks, label=unit, fmt=_tick_format(y_ticks))
     v0 = s.latest
     title = v0.prediction_id + (" · " + ", ".join(f"{k}={x}" for k, x in v0.at.items())
                                 if v0.at and "[" not in v0.prediction_id else "")
-    c = _TrendChart(x_axis, y_axis, width=width, height=height, title=_clip(title, 70),
-                    margin_right=28 if len(years) == 1 else 40,
-                    subtitle=f"{v0.quantity} — {v0.file}",
-                    description=f"{v0.quantity} of {v0.prediction_id}, {n} night{'s' if n != 1 else ''}")
-    # the predicted band, stepping where the YAML changed
-    band_spans = [(a - 0.5, b + 0.5, d(lo_hi[0]), d(lo_hi[1]))
-                  for a, b, lo_hi in _spans(s.values, lambda v: (v.lo, v.hi)) if lo_hi != (None, None)]
-    c.step_band(band_spans, color=_BAND_COLOR, label="predicted band",
-                title=f"predicted {_band_text(v0)} (latest)")
-    # the model's value, as a step line across the nights it was computed
+    c = Chart(x_axis, y_axis, width=width, height=height, title=_clip(title, 70),
+              margin_right=28 if nights.one_year else 40, subtitle=f"{v0.quantity} — {v0.file}",
+              description=f"{v0.quantity} of {v0.prediction_id}, {n} night{'s' if n != 1 else ''}")
+    # the predicted band, stepping where the YAML changed; each step's tooltip: its band and its nights
+    bands = [(a, b, lo_hi) for a, b, lo_hi in _spans(s.values, lambda v: (v.lo, v.hi)) if lo_hi != (None, None)]
+    c.step_band([(a - 0.5, b + 0.5, d(lo_hi[0]), d(lo_hi[1])) for a, b, lo_hi in bands], color=_BAND_COLOR,
+                label="predicted band",
+                titles=[f"predicted {_band_text(_at(s, b))} · {nights.span_text(a, b)}" for a, b, _ in bands])
+    # the model's value, as a step line across the nights it was computed; each step's tooltip: value, nights
     model_pts: list[tuple[float, float]] = []
+    model_tips: list[tuple[float, float, float, str]] = []
     for a, b, m in _spans(s.values, lambda v: v.model):
         if m is None or not is_number(m):
             model_pts.append((math.nan, math.nan))
@@ -359,42 +373,46 @@ def _chart(group: _Group, s: _Series, *, width: int = 560, height: int = 230) ->
         if model_pts and model_pts[-1][0] != a - 0.5:
             model_pts.append((math.nan, math.nan))
         model_pts += [(a - 0.5, float(m) / scale), (b + 0.5, float(m) / scale)]
-    if any(is_number(p[1]) for p in model_pts):
-        c.line(model_pts, color=_MODEL_COLOR, width=1.8, dash="5 3", label="model",
-               title=f"model {_fmt(v0, v0.model)} (latest)")
+        model_tips.append((a - 0.5, b + 0.5, float(m) / scale, f"model {_fmt(_at(s, b), m)} · "
+                                                                f"{nights.span_text(a, b)}"))
+    if model_tips:
+        c.line(model_pts, color=_MODEL_COLOR, width=1.8, dash="5 3", label="model")
     # engine-version changes
-    for i in range(1, n):
-        if runs[i].setup.engine_version != runs[i - 1].setup.engine_version:
-            c.vline(i - 0.5, color=_VERSION_COLOR, dash="3 3", width=1.4,
-                    text=f"vllm {_clip(runs[i].setup.engine_version, 24)}")
-    # the measured value, each night coloured by its verdict
-    if s.measured_any:
+    for i, version in nights.upgrades:
+        c.vline(i - 0.5, color=_VERSION_COLOR, dash="3 3", width=1.4, text=f"vllm {_clip(version, 24)}")
+    # the measured value, each night coloured by its verdict: one path per verdict, one tooltip per night
+    measured = [(i, float(v.measured) / scale, v) for i, v in enumerate(s.values)
+                if v is not None and is_number(v.measured)]
+    tips: list[tuple[float, float, float, str]] = []
+    size = 3.6 if n <= 60 else (2.4 if n <= 150 else 1.7)
+    if measured:
         if n <= 150:  # beyond that the nights are a pixel apart: the points alone read better than a zigzag
-            pts = [(float(i), d(v.measured) if v is not None else None) for i, v in enumerate(s.values)]
-            c.line([(x, y if y is not None else math.nan) for x, y in pts], color="#9aa3ad", width=1.2)
-        size = 3.6 if n <= 60 else (2.4 if n <= 150 else 1.7)
-        by_status: dict[str, tuple[list[tuple[float, float]], list[str]]] = {}
-        for i, v in enumerate(s.values):
-            if v is None or not is_number(v.measured):
-                continue
-            p, t = by_status.setdefault(v.status, ([], []))
-            p.append((float(i), float(v.measured) / scale))
-            t.append(_tip(runs[i], v))
+            ys = [math.nan] * n
+            for i, y, _ in measured:
+                ys[i] = y
+            c.line(list(zip(map(float, range(n)), ys)), color="#9aa3ad", width=1.2)
+        by_status: dict[str, list[tuple[float, float]]] = {}
+        for i, y, v in measured:
+            by_status.setdefault(v.status, []).append((float(i), y))
+            tips.append((i - 0.5, i + 0.5, y, f"{nights.heads[i]} — measured {_fmt_measured(v)}: {v.status}"))
         for status in ("pass", "fail", "error", "skip", "inconclusive"):
             if status in by_status:
-                p, t = by_status.pop(status)
-                c.markers(p, color=_status_color(status), size=size, titles=t,
-                          label=f"measured · {OUTCOME_LABEL.get(_OUTCOME_OF_STATUS[status], status)}",
-                          css_class=f"rl-pt rl-pt-{status}")
-        for status, (p, t) in by_status.items():  # a status this page does not know: grey
-            c.markers(p, color=PALETTE["grey"], size=size, titles=t, label=f"measured · {status}",
-                      css_class="rl-pt")
+                c.dots(by_status.pop(status), color=_status_color(status), size=size,
+                       label=f"measured · {OUTCOME_LABEL.get(_OUTCOME_OF_STATUS[status], status)}",
+                       css_class=f"rl-pt rl-pt-{status}")
+        for status, p in by_status.items():  # a status this page does not know: grey
+            c.dots(p, color=PALETTE["grey"], size=size, label=f"measured · {status}", css_class="rl-pt")
+    # hover targets above everything: the model's steps, then each night's point (which wins where they meet)
+    c.hover(model_tips, thickness=6)
+    c.hover(tips, thickness=2 * size + 8, max_width=2 * size + 8)
     return c.render()
 
 
-def _tip(r: RunSummary, v: StoredValue) -> str:
-    return (f"{_night(r)} UTC · {_commit(r)} · vllm {r.setup.engine_version} — measured {_fmt(v, v.measured)}, "
-            f"model {_fmt(v, v.model)}, predicted {_band_text(v)}: {v.status}")
+def _at(s: _Series, i: int) -> StoredValue:
+    """Night ``i``'s value of ``s`` (a night inside a span always has one)."""
+    v = s.values[i]
+    assert v is not None
+    return v
 
 
 def _clip(text: str, n: int) -> str:
@@ -532,7 +550,7 @@ def render_trend(runs: Sequence[RunSummary], *, title: str | None = None, source
             "verdict), the predicted band shaded, the model's value dashed. A purple rule marks a new vLLM version. "
             f"Drift: a measured value against {esc(policy.describe())} of the same setup (hardware, model, engine "
             f"version), beyond {esc(policy.threshold_text)} unless the prediction sets its own drift:. Hover a point "
-            "for its date, commit and version.</p>")
+            "for its date, commit and version; the band or the model line for its value and nights.</p>")
     head = (f'<header class="top"><div class="brand">pytest-roofline trend</div><h1>{esc(page_title)}</h1>'
             f'{src}<div class="src">{span}</div>{nav}{hint}</header>')
     body = head + ("".join(_group_section(i, g, policy) for i, g in enumerate(groups)) or
