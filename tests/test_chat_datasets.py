@@ -18,6 +18,7 @@ import sys
 import threading
 from pathlib import Path
 
+import _tokenizers
 import pytest
 from _openai_stub import StubHandler
 
@@ -58,16 +59,8 @@ JSONL_BODIES = [
 def word_tokenizer(tmp_path: Path) -> Path:
     """A whitespace word-level tokenizer.json (unknown words are <unk>, still one token each), in a folder of its
     own without a tokenizer_config.json (so no chat template of its own)."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-
     words = {w for f in (SHAREGPT, JSONL) for w in f.read_text(encoding="utf-8").split()}
-    vocab = {"<unk>": 0, **{w: i + 1 for i, w in enumerate(sorted(words))}}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    folder = tmp_path / "tok"
-    folder.mkdir(exist_ok=True)
-    tok.save(str(folder / "tokenizer.json"))
-    return folder / "tokenizer.json"
+    return _tokenizers.word_tokenizer(tmp_path / "tok", words)
 
 
 def dataset_cfg(path: Path, **kw: str) -> dict:

@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from _tokenizers import word_tokenizer
 
 from pytest_roofline import scoring
 from pytest_roofline.errors import SetupError
@@ -160,15 +161,7 @@ def test_a_normal_output_override_and_a_length_written_over_the_files_distributi
 
 
 def _word_tokenizer(tmp_path: Path, words: list[str]) -> Path:
-    """A whitespace word-level tokenizer: a prompt's token count is its word count (an expectation by hand)."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-
-    vocab = {"<unk>": 0, **{w: i + 1 for i, w in enumerate(sorted(set(words)))}}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    path = tmp_path / "tokenizer.json"
-    tok.save(str(path))
-    return path
+    return word_tokenizer(tmp_path, words)
 
 
 def test_a_dataset_override_is_simulated_entry_by_entry(tmp_path):

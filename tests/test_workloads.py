@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 import pytest
+from _tokenizers import word_tokenizer
 
 from pytest_roofline.errors import SpecError, WorkloadError
 from pytest_roofline.format.spec import load_spec
@@ -137,15 +138,7 @@ def test_fixed_lengths_keep_the_prompts_they_always_had():
 
 
 def _word_tokenizer(tmp_path: Path, words: list[str]) -> Path:
-    """A whitespace word-level tokenizer: a prompt's token count is its word count (an expectation by hand)."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-
-    vocab = {"<unk>": 0, **{w: i + 1 for i, w in enumerate(sorted(set(words)))}}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    path = tmp_path / "tokenizer.json"
-    tok.save(str(path))
-    return path
+    return word_tokenizer(tmp_path, words)
 
 
 def test_sharegpt_takes_the_first_turn_and_the_second_turns_length(tmp_path):
