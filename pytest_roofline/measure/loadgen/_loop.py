@@ -762,8 +762,7 @@ class EventLoop:
             req.discarded = True
             req.error = "discarded: in flight when the adaptive stop decided the point (its connection was closed)"
             req.end = t_end
-            self.finalize_q.append(req)
-            ph.done += 1
+            self.finalize_q.append(req)  # not counted in ph.done: the progress line shows completed requests
         self.finalize_all()
         for rec in self.measured:
             if rec.ok and rec.sent_s is not None and rec.sent_s > horizon:
