@@ -15,6 +15,7 @@ import pytest_roofline.measure.engine  # noqa: F401,E402
 import pytest_roofline.measure.loadgen  # noqa: F401,E402
 import pytest_roofline.measure.scrape  # noqa: F401,E402
 import pytest_roofline.measure.sweep  # noqa: F401,E402
+
 # the plugin's working half: its entry module imports it only once a run has predictions (pytest_plugin/plugin.py)
 import pytest_roofline.pytest_plugin.active  # noqa: F401,E402
 import pytest_roofline.report.scorecard  # noqa: F401,E402
