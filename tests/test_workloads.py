@@ -398,7 +398,17 @@ def test_cpu_engine_counts_exactly_the_drawn_prompt_tokens(tmp_path):
 
         # a ShareGPT file through the chat API (tests/test_chat_datasets.py): each first human turn is the user
         # message; the model side counted the template the server was started with, rendered by transformers
-        sg = DATA / "chat_dataset.sharegpt.json"
+        # The replies are made 24 words long here: the tiny model's 300-token vocabulary has 131 byte pieces that
+        # decode to no visible text, so a 2-token reply ("hi") streamed no content at all about one time in five
+        # (a request without a token is an error), and a greedy one never did (it repeats a byte piece). A reply
+        # of >= 24 sampled tokens is all byte pieces with a chance below (131/300)**24 ~ 2e-9.
+        convs = json.loads((DATA / "chat_dataset.sharegpt.json").read_text(encoding="utf-8"))
+        for c in convs:
+            for turn in c["conversations"]:
+                if turn["from"] == "gpt":
+                    turn["value"] = " ".join(["throughput"] * 24)
+        sg = tmp_path / "chat_dataset.long.sharegpt.json"
+        sg.write_text(json.dumps(convs), encoding="utf-8")
         chat = mw.resolve({"api": "chat", "dataset": {"path": str(sg), "source": sg.name, "format": "sharegpt",
                                                       "sha256": wl_sha(sg), "order": "sequential"}},
                           model_dir=model, for_load=True, chat_template=CHAT_TEMPLATE)
@@ -410,6 +420,7 @@ def test_cpu_engine_counts_exactly_the_drawn_prompt_tokens(tmp_path):
         lens = tuple(len(tok.encode(f"user: {t}\nassistant:", add_special_tokens=False).ids)
                      for t in chat.dataset_texts)
         assert chat.dataset.input_lens == lens
+        assert min(chat.dataset.output_lens) >= 24
         res, server = run(api="chat", **chat.load_kwargs())
         expect = [lens[0], lens[1]] + [lens[k % 3] for k in range(6)]  # warm-up 0, 1, then 0, 1, 2, 0, 1, 2
         assert [r.input_len for r in res.records] == expect
