@@ -258,8 +258,8 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
                 xfail_reason=pred.xfail.reason if pred.xfail else "")
     effective = mode if (mode is VerdictMode.MATH or q.measure is not None) else VerdictMode.MATH
     # a prediction whose setup: is not what this run launches or sends: its math is checked, never a measurement of
-    # another engine, model or workload (measure.plan.override_refusal)
-    not_this_run = mplan.override_refusal(spec, pred) if effective is VerdictMode.MEASURED else None
+    # another engine, model or workload (measure.plan.unmeasured_reason)
+    not_this_run = mplan.unmeasured_reason(spec, pred) if effective is VerdictMode.MEASURED else None
     if not_this_run is not None:
         effective = VerdictMode.MATH
         v.measured_notes = [not_this_run]

@@ -358,3 +358,31 @@ def test_cpu_tiny_adaptive_reaches_the_fixed_verdicts_with_fewer_requests(pytest
         assert a["level"] == pytest.approx(1 - 0.05 / a["planned_looks"])
     c32 = next(p for p in points if p["concurrency"] == 32)["adaptive"]["targets"]
     assert [(t["prediction_id"], t["state"]) for t in c32] == [("queueing-past-the-cap", "inside")]
+
+
+def test_the_point_waits_for_the_server_to_drop_the_cancelled_requests(monkeypatch):
+    # _settle_after_discards polls each source's /metrics until nothing runs or waits (vLLM aborts the cancelled
+    # requests within a step), at most ABORT_SETTLE_TIMEOUT_S; nothing discarded or no /metrics: no wait at all
+    from types import SimpleNamespace
+
+    from pytest_roofline.measure import sweep as msweep
+
+    kept = RequestRecord(index=0, request_id="a", warmup=False, input_len=4, output_len=4, status="ok")
+    cut = RequestRecord(index=1, request_id="b", warmup=False, input_len=4, output_len=4, status="discarded")
+    reads = iter([{"num_requests_running": 2, "num_requests_waiting": 1}, {"num_requests_running": 1},
+                  {"num_requests_running": 0, "num_requests_waiting": 0}])
+    calls = []
+
+    def snapshot(url):
+        calls.append(url)
+        return next(reads)
+
+    waited = msweep._settle_after_discards(SimpleNamespace(records=[kept, cut]), ["http://e"], snapshot)
+    assert waited is not None and waited >= 0.1 and len(calls) == 3  # two 50 ms sleeps before the third read
+    assert msweep._settle_after_discards(SimpleNamespace(records=[kept]), ["http://e"], snapshot) is None
+    assert msweep._settle_after_discards(SimpleNamespace(records=[kept, cut]), [], snapshot) is None
+    # a server that never drops them: the wait ends at the timeout
+    monkeypatch.setattr(msweep, "ABORT_SETTLE_TIMEOUT_S", 0.2)
+    waited = msweep._settle_after_discards(SimpleNamespace(records=[cut]), ["http://e"],
+                                           lambda url: {"num_requests_running": 3})
+    assert waited is not None and 0.2 < waited < 1.0

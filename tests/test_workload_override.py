@@ -356,10 +356,10 @@ def test_a_measured_run_plans_no_point_for_a_workload_override(tmp_path):
     assert (p.id, p.input_len) == ("closed-c4", 100) and [t.prediction_id for t in p.targets] == ["plain"]
     # kv_context is the decode roofline's alone (nothing sent changes): measured at the file's point
     (k,) = mplan.plan_points(spec, [_pred(spec, "kv-only")])
-    assert k.id == "closed-c1" and mplan.override_refusal(spec, _pred(spec, "kv-only")) is None
+    assert k.id == "closed-c1" and mplan.unmeasured_reason(spec, _pred(spec, "kv-only")) is None
     # the KV blocks come from the engine's startup report, whatever the requests: no point, and not refused
     assert mplan.plan_points(spec, [_pred(spec, "blocks")]) == [] and mplan.needs_engine([_pred(spec, "blocks")])
-    assert mplan.override_refusal(spec, _pred(spec, "blocks")) is None
+    assert mplan.unmeasured_reason(spec, _pred(spec, "blocks")) is None
     assert mplan.workload_override(spec, _pred(spec, "uni")) == {
         "input_len": ("100", "{dist: uniform, min: 64, max: 512}")}
 
@@ -389,12 +389,12 @@ def test_a_measured_run_checks_engine_and_model_overrides_against_the_model(tmp_
     spec = _spec(tmp_path, OVERRIDES)
     plain = _pred(spec, "plain")
     eng = dataclasses.replace(plain, id="eng", setup={"engine": {**spec.engine, "args": {"max_num_seqs": 2}}})
-    note = mplan.override_refusal(spec, eng)
+    note = mplan.unmeasured_reason(spec, eng)
     assert note is not None and "setup: {engine: ...} changes the engine the run launches (args:" in note
     assert mplan.plan_points(spec, [eng]) == []
     # a hardware override stays measured: the card the run measures against a prediction written for another
     hw = dataclasses.replace(plain, id="hw", setup={"hardware": "a100-sxm4-80gb", "hardware_overrides": {}})
-    assert mplan.override_refusal(spec, hw) is None
+    assert mplan.unmeasured_reason(spec, hw) is None
 
 
 def test_replay_checks_the_override_against_the_model_and_its_serving_column(pytester: pytest.Pytester) -> None:
@@ -438,3 +438,19 @@ def test_replay_checks_the_override_against_the_model_and_its_serving_column(pyt
 
     plain_serving, uni_serving = serving(rows["plain"]), serving(rows["uni"])
     assert uni_serving < plain_serving
+
+
+def test_a_file_whose_only_measured_prediction_has_an_override_needs_no_engine(tmp_path):
+    # Measurements.from_options plans an engine only for files with a prediction the run measures itself
+    from types import SimpleNamespace
+
+    from pytest_roofline.measure.sweep import Measurements
+
+    spec = _spec(tmp_path, OVERRIDES)
+    rs = SimpleNamespace(mode="measured", gpu="cpu", endpoint=None, endpoint_key_env=None, out_dir=tmp_path,
+                         reanchor=False)
+    only_override = [SimpleNamespace(spec=spec, prediction=_pred(spec, "uni"))]
+    assert Measurements.from_options(rs, only_override).plans == {}
+    with_plain = only_override + [SimpleNamespace(spec=spec, prediction=_pred(spec, "plain"))]
+    plans = Measurements.from_options(rs, with_plain).plans
+    assert [p.id for p in plans[spec.path]] == ["closed-c4"]  # the plain prediction's point, nothing for uni

@@ -19,7 +19,7 @@ from typing import Any
 from pytest_roofline.format.spec import PredictedKind, Prediction, Spec
 
 __all__ = ["PointPlan", "DecisionTarget", "plan_points", "needs_engine", "targets_for", "STATISTIC_OF_QUANTITY",
-           "is_knee_only", "KNEE_QUANTITIES", "workload_override", "override_refusal", "MODEL_ONLY_WORKLOAD_KEYS"]
+           "is_knee_only", "KNEE_QUANTITIES", "workload_override", "unmeasured_reason", "MODEL_ONLY_WORKLOAD_KEYS"]
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def _batch1(spec: Spec, workload: Mapping[str, Any] | None = None) -> PointPlan:
 def batch1_point(spec: Spec, *, workload: Mapping[str, Any] | None = None) -> PointPlan:
     """The point of the dedicated batch-1 run (``sweep.batch1``), as it is measured. ``workload``: a prediction's
     ``setup: {workload: ...}``, whose lengths replace the run's (the serving model's batch-1 point for it; the
-    measured run refuses such a prediction: :func:`override_refusal`)."""
+    measured run refuses such a prediction: :func:`unmeasured_reason`)."""
     return _batch1(spec, workload)
 
 
@@ -228,7 +228,7 @@ def _changed(file_value: Any, own: Any) -> bool:
     return (file_value or None) != (own or None)
 
 
-def override_refusal(spec: Spec, pred: Prediction) -> str | None:
+def unmeasured_reason(spec: Spec, pred: Prediction) -> str | None:
     """Why a measured run does not measure ``pred`` (None: it does), when the prediction's ``setup:`` describes
     something other than what the run sends or launches. A measured run launches (or connects to, or replays) one
     engine per prediction file, its ``engine:`` and ``model:``, and sends its ``workload:`` at every point; every
@@ -271,12 +271,12 @@ def override_refusal(spec: Spec, pred: Prediction) -> str | None:
 def plan_points(spec: Spec, predictions: Iterable[Prediction]) -> list[PointPlan]:
     """Unique points the given predictions need, in run order (batch-1 first, then rising load), each with the
     decision targets (and the untargeted predictions) of the predictions that read it. A prediction the measured
-    run refuses (:func:`override_refusal`) needs no point."""
+    run refuses (:func:`unmeasured_reason`) needs no point."""
     seen: dict[str, PointPlan] = {}
     targets: dict[str, list[DecisionTarget]] = {}
     untargeted: dict[str, list[str]] = {}
     for pred in predictions:
-        if pred.error is not None or override_refusal(spec, pred) is not None:
+        if pred.error is not None or unmeasured_reason(spec, pred) is not None:
             continue
         for p in points_for(spec, pred):
             seen.setdefault(p.id, p)

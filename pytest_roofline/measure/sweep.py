@@ -24,7 +24,7 @@ from pytest_roofline import redact
 from pytest_roofline.errors import NotMeasured, PointError, SpecError, WorkloadError
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.measure import gpu as gpu_mod
-from pytest_roofline.measure.plan import PointPlan, is_knee_only, needs_engine, override_refusal, plan_points
+from pytest_roofline.measure.plan import PointPlan, is_knee_only, needs_engine, plan_points, unmeasured_reason
 from pytest_roofline.measure.progress import EngineWait, PointUpdate, SweepProgress, output_tok_per_s
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsWriter, new_results, point_record
 from pytest_roofline.measure.target import MeasurementProvider, Target
@@ -471,9 +471,9 @@ class Measurements(MeasurementProvider):
             by_spec.setdefault(item.spec.path, []).append(item.prediction)
             specs[item.spec.path] = item.spec
         # a prediction whose setup: is not what the file's run launches or sends is checked against the model only
-        # (plan.override_refusal): it needs neither a point nor an engine
+        # (plan.unmeasured_reason): it needs neither a point nor an engine
         plans = {path: plan_points(specs[path], preds) for path, preds in by_spec.items()
-                 if needs_engine([p for p in preds if override_refusal(specs[path], p) is None])}
+                 if needs_engine([p for p in preds if unmeasured_reason(specs[path], p) is None])}
         knee_only = {path: {p.id for p in pts if is_knee_only(p, by_spec[path])} for path, pts in plans.items()}
         return cls(mode=rs.mode, gpu=rs.gpu, endpoint=rs.endpoint, endpoint_key_env=rs.endpoint_key_env,
                    out_dir=rs.out_dir, reanchor=rs.reanchor, plans=plans,
