@@ -50,6 +50,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(layer)
         if item.get_closest_marker("engine") and layer != "engine":
             misplaced.append(item.nodeid)
-    if misplaced and os.environ.get("ROOFLINE_STRICT_LAYERS"):  # on for good once tests/engine/ holds them all
+    if misplaced:
         raise pytest.UsageError("tests marked engine outside tests/engine/ (move them there, tests/README.md): "
                                 + ", ".join(misplaced))

