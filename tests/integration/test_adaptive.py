@@ -325,41 +325,6 @@ def test_sweep_order_runs_needed_points_first_then_bisects_the_knee_only_ones():
     assert [p.concurrency for p in order.skipped] == [1, 2, 4, 256]
 
 
-@pytest.mark.engine
-@pytest.mark.slow
-def test_cpu_tiny_adaptive_reaches_the_fixed_verdicts_with_fewer_requests(pytester: pytest.Pytester, tmp_path):
-    """cpu-tiny live with ``sweep.adaptive: true``: the same outcomes as the fixed sweep (21 pass, the noisy
-    client-side knee a non-strict xfail either way: test_cpu_engine_e2e), from fewer requests than its fixed
-    count of 16 × (1 + 2 + 4 + 8 + 16 + 32) = 1,008, the points from the top down."""
-    from pathlib import Path
-
-    repo = Path(__file__).resolve().parents[2]
-    text = (repo / "predictions" / "cpu-tiny.yaml").read_text().replace("  warmup: 4\n",
-                                                                         "  warmup: 4\n  adaptive: true\n")
-    assert "adaptive: true" in text
-    pytester.path.joinpath("cpu-tiny-adaptive.roofline.yaml").write_text(text)
-    out = tmp_path / "run"
-    result = pytester.runpytest_subprocess("--gpu", "cpu", "--roofline-out", str(out), "-p", "no:html",
-                                           timeout=600)
-    outcomes = result.parseoutcomes()
-    assert outcomes.get("passed", 0) == 21, outcomes
-    assert outcomes.get("xfailed", 0) + outcomes.get("xpassed", 0) == 1, outcomes
-    assert not {"failed", "errors", "skipped"} & outcomes.keys(), outcomes
-    import json
-
-    results = json.loads((out / "cpu-tiny-adaptive.roofline" / "results.json").read_text())
-    points = results["points"]
-    assert [p["concurrency"] for p in points] == [32, 16, 8, 4, 2, 1]
-    completed = sum(p["client"]["completed"] for p in points)
-    assert completed < 1008
-    for p in points:
-        a = p["adaptive"]
-        assert a["cap_requests"] == 16 * p["concurrency"] and p["client"]["completed"] <= a["cap_requests"]
-        assert a["level"] == pytest.approx(1 - 0.05 / a["planned_looks"])
-    c32 = next(p for p in points if p["concurrency"] == 32)["adaptive"]["targets"]
-    assert [(t["prediction_id"], t["state"]) for t in c32] == [("queueing-past-the-cap", "inside")]
-
-
 def test_the_point_waits_for_the_server_to_drop_the_cancelled_requests(monkeypatch):
     # _settle_after_discards polls each source's /metrics until nothing runs or waits (vLLM aborts the cancelled
     # requests within a step), at most ABORT_SETTLE_TIMEOUT_S; nothing discarded or no /metrics: no wait at all
