@@ -5,14 +5,12 @@ No assertion here depends on speed; the benchmark (benchmarks/loadgen_bench.py) 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
-import threading
-import time
 
 import numpy as np
 import pytest
+from support.openai_stub import Fault, StubServer
 
 from pytest_roofline.measure.loadgen import (
     LoadgenError,
@@ -28,165 +26,11 @@ from pytest_roofline.measure.stats import summarize
 SECRET = "sk-test-0123456789abcdef"
 
 
-class StreamServer:
-    """An asyncio server speaking vLLM's streaming /v1/completions over HTTP/1.1 keep-alive.
-
-    Each request streams ``max_tokens`` token chunks ``interval`` seconds apart, then a usage chunk,
-    ``data: [DONE]`` and the last chunk.  Behaviour per request index (parsed from X-Request-Id):
-    ``http_error`` index -> status, ``stream_error``, ``truncate``, ``stall``, ``usage_delta`` index -> n.
-    """
-
-    def __init__(self, interval: float = 0.001, *, fragment: bool = False, close_after: bool = False,
-                 announce_close: bool = False, compact: bool = True):
-        self.interval = interval
-        self.dumps = (lambda o: json.dumps(o, separators=(",", ":"))) if compact else json.dumps
-        self.fragment = fragment
-        self.close_after = close_after
-        self.announce_close = announce_close
-        self.http_error: dict[int, int] = {}
-        self.stream_error: set[int] = set()
-        self.truncate: set[int] = set()
-        self.stall: set[int] = set()
-        self.usage_delta: dict[int, int] = {}
-        self.echo_auth_in_error = False
-        self.requests: list[dict] = []
-        self.active = 0
-        self.max_active = 0
-        self.connections = 0
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._server = None
-        self.port = 0
-
-    # lifecycle
-    def __enter__(self):
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc):
-        async def _stop():
-            self._server.close()
-            for t in [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]:
-                t.cancel()
-        asyncio.run_coroutine_threadsafe(_stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _run(self):
-        asyncio.set_event_loop(self._loop)
-
-        async def start():
-            self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-            self.port = self._server.sockets[0].getsockname()[1]
-            self._ready.set()
-
-        self._loop.run_until_complete(start())
-        self._loop.run_forever()
-
-    # protocol
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-        self.connections += 1
-        try:
-            while True:
-                try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    return
-                lines = head.decode("latin-1").split("\r\n")
-                method, path, _ = lines[0].split(" ", 2)
-                headers = {}
-                for line in lines[1:]:
-                    if line:
-                        k, _, v = line.partition(":")
-                        headers[k.strip().lower()] = v.strip()
-                body = await reader.readexactly(int(headers.get("content-length", 0)))
-                payload = json.loads(body) if body else None
-                rid = headers.get("x-request-id", "")
-                index = int(rid.rsplit("-", 1)[1]) if rid else -1
-                self.requests.append({"index": index, "rid": rid, "path": path, "method": method,
-                                      "headers": headers, "body": payload, "arrival": time.perf_counter(),
-                                      "active_at_arrival": self.active})
-                keep = await self._respond(writer, reader, index, payload, headers)
-                if not keep:
-                    return
-        finally:
-            try:
-                writer.close()
-            except Exception:
-                pass
-
-    def _chunk(self, data: bytes, ext: bool = False) -> bytes:
-        size = f"{len(data):x}" + (";x=1" if ext else "")
-        return size.encode() + b"\r\n" + data + b"\r\n"
-
-    async def _write(self, writer, data: bytes):
-        if self.fragment and len(data) > 8:
-            # split every write in three pieces that travel in separate segments
-            cuts = [0, 3, len(data) // 2, len(data)]
-            for a, b in zip(cuts, cuts[1:], strict=False):
-                writer.write(data[a:b])
-                await writer.drain()
-                await asyncio.sleep(0.0003)
-        else:
-            writer.write(data)
-            await writer.drain()
-
-    async def _respond(self, writer, reader, index, payload, headers) -> bool:
-        if index in self.stall:
-            await reader.read()  # until the client gives up and closes
-            return False
-        if index in self.http_error:
-            status = self.http_error[index]
-            msg = {"error": {"message": "injected failure", "code": status}}
-            if self.echo_auth_in_error:
-                msg["error"]["auth"] = headers.get("authorization", "")
-            body = json.dumps(msg).encode()
-            writer.write(f"HTTP/1.1 {status} Error\r\ncontent-type: application/json\r\n"
-                         f"content-length: {len(body)}\r\n\r\n".encode() + body)
-            await writer.drain()
-            return True
-        n = int(payload["max_tokens"])
-        self.active += 1
-        self.max_active = max(self.max_active, self.active)
-        hdr = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
-        if self.announce_close:
-            hdr += b"connection: close\r\n"
-        writer.write(hdr + b"\r\n")
-        created = int(time.time())
-        for k in range(n):
-            await asyncio.sleep(self.interval)
-            ev = {"id": f"cmpl-{index}", "object": "text_completion", "created": created, "model": "m",
-                  "choices": [{"index": 0, "text": f" t{k}", "logprobs": None,
-                               "finish_reason": "length" if k == n - 1 else None, "stop_reason": None}],
-                  "usage": None}
-            await self._write(writer, self._chunk(b"data: " + self.dumps(ev).encode() + b"\n\n", ext=k == 1))
-            if k == 0 and index in self.truncate:
-                self.active -= 1
-                writer.transport.abort()
-                return False
-            if k == 0 and index in self.stream_error:
-                err = {"error": {"message": "engine exploded", "type": "InternalServerError", "code": 500}}
-                await self._write(writer, self._chunk(b"data: " + self.dumps(err).encode() + b"\n\n"))
-                break
-        prompt_len = len(payload["prompt"])
-        comp = n + self.usage_delta.get(index, 0)
-        usage = {"id": f"cmpl-{index}", "object": "text_completion", "created": created, "model": "m",
-                 "choices": [], "usage": {"prompt_tokens": prompt_len, "completion_tokens": comp,
-                                          "total_tokens": prompt_len + comp}}
-        # usage and [DONE] in one chunk, with a trailer section after the last chunk
-        tail = b"data: " + self.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n"
-        self.active -= 1  # before the final write: the client may send its next request right after it
-        await self._write(writer, self._chunk(tail) + b"0\r\nx-trailer: 1\r\n\r\n")
-        if self.close_after or self.announce_close:
-            writer.close()
-            return False
-        return True
+def server(**kw) -> StubServer:
+    """The stub server as these tests use it: 1 ms before each token event, and every stream framed in the legal
+    ways vLLM does not use (a chunk extension, usage and ``data: [DONE]`` in one chunk, a trailer section after the
+    last chunk), which the client must decode all the same."""
+    return StubServer(**{"token_delay_s": 0.001, "odd_framing": True, **kw})
 
 
 def spec(**kw) -> LoadSpec:
@@ -196,25 +40,20 @@ def spec(**kw) -> LoadSpec:
     return LoadSpec(**base)
 
 
-def measured(server: StreamServer, result) -> list[dict]:
-    warm = {r.request_id for r in result.records if r.warmup}
-    return [q for q in server.requests if q["rid"] not in warm]
-
-
 # ---------------------------------------------------------------------------------------------------------
 
 
 def test_request_bodies_prompts_and_headers():
     s = spec(warmup_requests=2, extra_body={"temperature": 0.0, "top_p": 1.0})
-    with StreamServer() as srv:
+    with server() as srv:
         res = run_load(srv.url, s, api_key=SECRET)
     assert len(res.records) == 14 and all(r.ok for r in res.records), [r.error for r in res.records]
     assert [r.index for r in res.records] == list(range(14))
-    by_rid = {q["rid"]: q for q in srv.requests}
+    by_rid = {q.rid: q for q in srv.requests}
     for r in res.records:
         q = by_rid[r.request_id]
-        body = q["body"]
-        assert q["method"] == "POST" and q["path"] == "/v1/completions"
+        body = q.body
+        assert q.method == "POST" and q.path == "/v1/completions"
         assert body["prompt"] == build_prompt(s, r.index)
         assert len(body["prompt"]) == 16
         assert all(5 <= t < 300 for t in body["prompt"])
@@ -222,7 +61,7 @@ def test_request_bodies_prompts_and_headers():
         assert body["ignore_eos"] is True and body["stream"] is True
         assert body["stream_options"] == {"include_usage": True}
         assert body["temperature"] == 0.0 and body["top_p"] == 1.0
-        assert q["headers"]["authorization"] == f"Bearer {SECRET}"
+        assert q.headers["authorization"] == f"Bearer {SECRET}"
         assert r.prompt_tokens == 16 and r.completion_tokens == 4
         assert len(r.chunk_times_s) == 4
         assert r.sent_s < r.first_token_s <= r.chunk_times_s[-1] <= r.end_s
@@ -233,10 +72,10 @@ def test_request_bodies_prompts_and_headers():
 
 def test_prompts_unique_across_requests_and_points():
     prompts = []
-    with StreamServer() as srv:
+    with server() as srv:
         for pid in ("closed-c4", "closed-c8"):
             run_load(srv.url, spec(point_id=pid, warmup_requests=3))
-        prompts = [tuple(q["body"]["prompt"]) for q in srv.requests]
+        prompts = [tuple(q.body["prompt"]) for q in srv.requests]
     assert len(prompts) == 30
     assert len(set(prompts)) == 30
     # deterministic: the same (seed, point, index) gives the same prompt, another seed a different one
@@ -254,9 +93,9 @@ def test_prompts_unique_even_in_a_tiny_id_space():
 
 def test_shared_prefix_only_when_asked():
     s = spec(input_len=24, shared_prefix_len=8)
-    with StreamServer() as srv:
+    with server() as srv:
         run_load(srv.url, s)
-    prompts = [q["body"]["prompt"] for q in srv.requests]
+    prompts = [q.body["prompt"] for q in srv.requests]
     assert all(len(p) == 24 for p in prompts)
     assert len({tuple(p[:8]) for p in prompts}) == 1
     assert len({tuple(p[8:]) for p in prompts}) == len(prompts)
@@ -266,10 +105,10 @@ def test_shared_prefix_only_when_asked():
 
 def test_closed_loop_concurrency_reached_never_exceeded():
     s = spec(concurrency=5, num_requests=40, output_len=6, warmup_requests=0)
-    with StreamServer(interval=0.002) as srv:
+    with server(token_delay_s=0.002) as srv:
         res = run_load(srv.url, s)
     assert srv.max_active == 5
-    assert max(q["active_at_arrival"] for q in srv.requests) <= 4
+    assert max(q.active_at_arrival for q in srv.requests) <= 4
     assert srv.connections == 5  # keep-alive: one connection per worker
     # client side: at no instant more than 5 requests between send and end
     events = sorted([(r.sent_s, 1) for r in res.records] + [(r.end_s, -1) for r in res.records],
@@ -288,7 +127,7 @@ def test_closed_loop_concurrency_reached_never_exceeded():
 def test_open_loop_follows_the_seeded_schedule(burstiness):
     s = spec(mode="open", concurrency=None, rate_req_s=200.0, burstiness=burstiness, num_requests=30,
              warmup_requests=2, output_len=3)
-    with StreamServer() as srv:
+    with server() as srv:
         res = run_load(srv.url, s)
     meas = [r for r in res.records if not r.warmup]
     offsets = np.array([r.scheduled_s - res.measure_start_s for r in meas])
@@ -321,7 +160,7 @@ def test_schedule_is_seeded_gamma():
 
 def test_open_loop_cap_holds_arrivals_and_records_lag():
     s = spec(mode="open", concurrency=1, rate_req_s=1000.0, num_requests=8, output_len=5)
-    with StreamServer(interval=0.002) as srv:
+    with server(token_delay_s=0.002) as srv:
         res = run_load(srv.url, s)
     assert srv.max_active == 1
     lags = [r.schedule_lag_s for r in res.records]
@@ -332,7 +171,7 @@ def test_open_loop_cap_holds_arrivals_and_records_lag():
 
 def test_warmup_excluded():
     s = spec(warmup_requests=5, num_requests=7)
-    with StreamServer() as srv:
+    with server() as srv:
         res = run_load(srv.url, s)
     warm = [r for r in res.records if r.warmup]
     assert [r.index for r in warm] == [0, 1, 2, 3, 4]
@@ -344,8 +183,8 @@ def test_warmup_excluded():
 
 
 def test_usage_mismatch_reported():
-    with StreamServer() as srv:
-        srv.usage_delta = {3: -1, 8: +2}
+    with server() as srv:
+        srv.faults = {3: Fault(usage_delta=-1), 8: Fault(usage_delta=+2)}
         res = run_load(srv.url, spec())
     c = summarize(res)
     assert c["token_count_mismatches"] == 2
@@ -354,10 +193,9 @@ def test_usage_mismatch_reported():
 
 
 def test_server_errors_count_as_failed():
-    with StreamServer() as srv:
-        srv.http_error = {2: 500, 5: 429}
-        srv.stream_error = {7}
-        srv.truncate = {9}
+    with server() as srv:
+        srv.faults = {2: Fault(status=500), 5: Fault(status=429), 7: Fault(after=1, error_event=True),
+                      9: Fault(after=1, cut=True)}
         res = run_load(srv.url, spec(num_requests=14))
     c = summarize(res)
     assert c["failed"] == 4 and c["completed"] == 10
@@ -371,27 +209,27 @@ def test_server_errors_count_as_failed():
 
 
 def test_api_key_sent_but_never_shown():
-    with StreamServer() as srv:
-        srv.http_error = {1: 401}
-        srv.echo_auth_in_error = True
+    with server() as srv:
+        srv.faults = {1: Fault(status=401)}
+        srv.echo_auth = True  # the error body quotes the Authorization header back
         s = spec()
         res = run_load(srv.url, s, api_key=SECRET)
-        assert all(q["headers"]["authorization"] == f"Bearer {SECRET}" for q in srv.requests)
+        assert all(q.headers["authorization"] == f"Bearer {SECRET}" for q in srv.requests)
     for text in (repr(res), str(res), repr(s), repr(res.records), json.dumps(res.to_dict()),
                  str([r.to_dict() for r in res.records])):
         assert SECRET not in text
     assert "***" in res.records[1].error
-    with StreamServer() as srv:
+    with server() as srv:
         run_load(srv.url, spec(num_requests=2))
-        assert all("authorization" not in q["headers"] for q in srv.requests)
+        assert all("authorization" not in q.headers for q in srv.requests)
 
 
 @pytest.mark.parametrize("fragment,compact", [(True, True), (True, False), (False, False)])
 def test_framing_split_across_segments_extensions_and_trailers(fragment, compact):
     # fragment: every write split over three TCP segments (partial chunk-size lines and events);
     # compact=False: JSON with spaces, which bypasses the parser's fast path for token chunks
-    with StreamServer(fragment=fragment, compact=compact) as srv:
-        srv.usage_delta = {2: 1}
+    with server(fragment=fragment, compact=compact) as srv:
+        srv.faults = {2: Fault(usage_delta=1)}
         res = run_load(srv.url, spec(num_requests=6, output_len=5))
     assert all(r.ok for r in res.records), [r.error for r in res.records]
     assert all(len(r.chunk_times_s) == 5 for r in res.records)
@@ -403,16 +241,18 @@ def test_framing_split_across_segments_extensions_and_trailers(fragment, compact
 def test_server_closing_connections(announce):
     # announce=True: "Connection: close"; False: the server silently closes after each response, so the
     # next request on the reused connection fails before any response byte and is retried once.
-    with StreamServer(close_after=not announce, announce_close=announce) as srv:
+    with server(close_after=not announce, announce_close=announce) as srv:
         res = run_load(srv.url, spec(concurrency=2, num_requests=8))
     assert all(r.ok for r in res.records), [r.error for r in res.records]
     assert srv.connections >= 8
 
 
 def test_request_timeout_counts_as_failed():
-    with StreamServer() as srv:
-        srv.stall = {3}
-        res = run_load(srv.url, spec(num_requests=6, request_timeout_s=0.3))
+    with server() as srv:
+        srv.faults = {3: Fault(stall=True)}
+        # 2 s: the stalled request's wait, and 400 times what the others take (~5 ms), so that a busy machine
+        # does not time them out too
+        res = run_load(srv.url, spec(num_requests=6, request_timeout_s=2.0))
     bad = [r for r in res.records if not r.ok]
     assert [r.index for r in bad] == [3]
     assert "timed out" in bad[0].error
@@ -422,7 +262,7 @@ def test_request_timeout_counts_as_failed():
 def test_duration_limited_closed_loop_and_progress():
     seen: list[Progress] = []
     s = spec(num_requests=None, duration_s=0.4, output_len=3, concurrency=3)
-    with StreamServer(interval=0.002) as srv:
+    with server(token_delay_s=0.002) as srv:
         res = run_load(srv.url, s, on_progress=seen.append)
     meas = res.measured
     assert len(meas) >= 3
@@ -437,7 +277,7 @@ def test_user_space_timestamps_fallback(monkeypatch):
     from pytest_roofline.measure.loadgen import _http1
 
     monkeypatch.setattr(_http1, "_ANC_SIZE", 0)
-    with StreamServer() as srv:
+    with server() as srv:
         res = run_load(srv.url, spec(num_requests=4))
     assert res.timestamp_source == "user" and res.read_lag_ms is None
     assert all(r.ok and len(r.chunk_times_s) == 4 for r in res.records)
@@ -453,7 +293,7 @@ def test_unreachable_server_raises():
 
 
 def test_records_round_trip_and_urls():
-    with StreamServer() as srv:
+    with server() as srv:
         res = run_load(srv.url + "/v1", spec(num_requests=3))
     d = json.loads(json.dumps(res.to_dict()))
     assert len(d["records"]) == 3 and d["records"][0]["status"] == "ok"
