@@ -187,6 +187,13 @@ def _portable_tokenizer_config(folder: Path) -> None:
     p.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
 
 
+def _refuse_foreign(dest: Path) -> None:
+    """``FileExistsError`` when ``dest`` holds something that is not a tiny model of ours (no fingerprint file)
+    and is not an empty folder: never delete a folder we did not make."""
+    if dest.exists() and not (dest / FINGERPRINT_FILE).exists() and not (dest.is_dir() and not any(dest.iterdir())):
+        raise FileExistsError(f"{dest} exists and does not hold the tiny model; refusing to overwrite it")
+
+
 def make_tiny_model(dest: Path, *, seed: int = 0) -> Path:
     """Make the tiny Llama model in ``dest`` (in a child process); return ``dest``.
 
@@ -201,6 +208,7 @@ def make_tiny_model(dest: Path, *, seed: int = 0) -> Path:
     dest = Path(dest).expanduser()
     if is_tiny_model(dest, seed=seed):
         return dest
+    _refuse_foreign(dest)  # before the child spends seconds importing torch
     proc = subprocess.run([sys.executable, "-m", "pytest_roofline.measure.tinymodel", str(dest), str(seed)],
                           capture_output=True, text=True)
     if proc.returncode == 3:
@@ -248,12 +256,8 @@ def _make_tiny_model_here(dest: Path, *, seed: int = 0) -> Path:
             # or empty; never delete a folder we did not make.
             if is_tiny_model(dest, seed=seed):
                 return dest
-            if (dest / FINGERPRINT_FILE).exists() or (dest.is_dir() and not any(dest.iterdir())):
-                shutil.rmtree(dest)
-            else:
-                raise FileExistsError(
-                    f"{dest} exists and does not hold the tiny model; refusing to overwrite it"
-                )
+            _refuse_foreign(dest)
+            shutil.rmtree(dest)
         try:
             os.replace(tmp, dest)
         except OSError:
