@@ -1,17 +1,15 @@
 """No false PASS from a measurement that did not happen (issue 8, the measurement side).
 
-Faulty OpenAI-compatible servers are small raw-socket stubs on 127.0.0.1 (one request per connection, every answer
-``Connection: close``), bounded in time. Each completions fault — HTTP 500, a JSON answer instead of a stream,
-malformed SSE, bad chunk framing, a stream cut before ``[DONE]``, an error event, no answer at all — must make the
-point an ERROR that says how many requests failed and why; the throughput and preemption predictions on it, which a
-point of "0 requests, 0 tok/s, 0 preemptions" would pass, must never pass.
+Faulty OpenAI-compatible servers are the stub server (tests/support/openai_stub.py) on 127.0.0.1 answering every
+completions request with raw bytes (every answer ``Connection: close``), bounded in time. Each completions fault — HTTP
+500, a JSON answer instead of a stream, malformed SSE, bad chunk framing, a stream cut before ``[DONE]``, an error
+event, no answer at all — must make the point an ERROR that says how many requests failed and why; the throughput and
+preemption predictions on it, which a point of "0 requests, 0 tok/s, 0 preemptions" would pass, must never pass.
 """
 
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +17,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from support.openai_stub import IDLE_METRICS, Fault, StubServer
+from support.patience import bound_s
 
 from pytest_roofline.errors import EndpointError, PointError
 from pytest_roofline.measure import loadgen, scrape, stats
@@ -36,17 +36,6 @@ from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.quantities.analysis import Thresholds
 
 NO_HTML = ("-p", "no:html", "-p", "no:cacheprovider")
-
-METRICS = """\
-# HELP vllm:num_preemptions_total Cumulative number of preemptions.
-# TYPE vllm:num_preemptions_total counter
-vllm:num_preemptions_total{engine="0",model_name="stub"} 0.0
-# HELP vllm:num_requests_running Number of requests in model execution batches.
-# TYPE vllm:num_requests_running gauge
-vllm:num_requests_running{engine="0",model_name="stub"} 0.0
-"""
-
-MODELS = {"object": "list", "data": [{"id": "stub", "object": "model", "max_model_len": 2048}]}
 
 
 def _sse(obj: object) -> bytes:
@@ -81,95 +70,16 @@ FAULTS: dict[str, tuple[bytes | None, str]] = {
 }
 
 
-class StubServer:
-    """A raw-socket HTTP/1.1 server: GET /v1/models, /health, /version, /metrics answer like vLLM;
-    POST /v1/completions gets ``completion`` verbatim (None: read the request and never answer)."""
-
-    def __init__(self, completion: bytes | None, models: object = MODELS):
-        self.completion = completion
-        self.models = models
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.completions = 0
-        self._stop = threading.Event()
-        self._open: list[socket.socket] = []
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-
-    def __enter__(self) -> StubServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        for c in self._open:
-            c.close()
-        self.sock.close()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
-
-    def _read_request(self, conn: socket.socket) -> bytes:
-        data = b""
-        while b"\r\n\r\n" not in data:
-            part = conn.recv(65536)
-            if not part:
-                return data
-            data += part
-        head, _, body = data.partition(b"\r\n\r\n")
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            k, _, v = line.partition(b":")
-            if k.strip().lower() == b"content-length":
-                length = int(v.strip())
-        while len(body) < length:
-            part = conn.recv(65536)
-            if not part:
-                break
-            body += part
-        return head
-
-    def _handle(self, conn: socket.socket) -> None:
-        conn.settimeout(30)
-        try:
-            head = self._read_request(conn)
-            if not head:
-                conn.close()
-                return
-            method, path = head.split(b" ")[:2]
-            path = path.split(b"?")[0]
-            if method == b"POST" and path == b"/v1/completions":
-                self.completions += 1
-                if self.completion is None:
-                    self._open.append(conn)  # never answer; closed when the stub stops
-                    return
-                conn.sendall(self.completion)
-            elif path == b"/v1/models":
-                conn.sendall(_plain("200 OK", json.dumps(self.models).encode()))
-            elif path == b"/health":
-                conn.sendall(_plain("200 OK", b""))
-            elif path == b"/version":
-                conn.sendall(_plain("200 OK", b'{"version": "0.32.0"}'))
-            elif path == b"/metrics":
-                conn.sendall(_plain("200 OK", METRICS.encode(), "text/plain; version=0.0.4"))
-            else:
-                conn.sendall(_plain("404 Not Found", b"{}"))
-            conn.shutdown(socket.SHUT_WR)
-            conn.close()
-        except OSError:
-            conn.close()
+def stub_answering(completion: bytes | None, **kw: object) -> StubServer:
+    """A server whose /v1/models, /health, /version and /metrics answer like vLLM's (model "stub"), and whose
+    every completions request gets ``completion`` verbatim (None: it is read and never answered)."""
+    return StubServer(model="stub", metrics=IDLE_METRICS, announce_close=True,  # type: ignore[arg-type]
+                      faults=Fault(stall=True) if completion is None else Fault(raw=completion), **kw)
 
 
 @contextmanager
 def stub(fault: str) -> Iterator[StubServer]:
-    with StubServer(FAULTS[fault][0]) as srv:
+    with stub_answering(FAULTS[fault][0]) as srv:
         yield srv
 
 
@@ -186,16 +96,19 @@ def _spec(**kw: object) -> loadgen.LoadSpec:
 def test_every_fault_makes_the_point_an_error_with_counts_and_reasons(fault: str) -> None:
     """Each completions fault: every request sent fails, the load generator stops the point at the first failure
     (max_failures 0) instead of sending all 8, and the point's reason names how many failed and why."""
+    # the 1 s request timeout is what "never-answers" waits out; an answer that comes at once gets a generous one,
+    # so that on a busy machine it fails for its own reason, not a timeout
+    timeout_s = 1.0 if fault == "never-answers" else bound_s(0.01)
     with stub(fault) as srv:
         t0 = time.monotonic()
-        res = loadgen.run_load(srv.url, _spec())
+        res = loadgen.run_load(srv.url, _spec(request_timeout_s=timeout_s))
         took = time.monotonic() - t0
     sent = [r for r in res.records if r.sent_s is not None]
     assert sent and all(not r.ok for r in sent)
     assert res.aborted is not None and "more than the 0 allowed" in res.aborted
     assert len(res.records) < 8  # stopped early: not every planned request was sent
-    # bounded: at most the two first requests in flight, each at most one 1 s timeout, plus slack
-    assert took < 6.0, took
+    # bounded: at most the two first requests in flight, each answered at once or at its 1 s timeout
+    assert took < bound_s(1.0), f"the point against {fault} took {took:.0f} s to stop"
     why = failed_point_reason(res)
     assert why is not None
     warm = [r for r in res.records if r.warmup]
@@ -262,16 +175,19 @@ def test_endpoint_point_of_failures_is_an_error_not_a_pass(pytester: pytest.Pyte
     """``--endpoint`` against a failing server: the results file holds no point, its error says how many failed,
     and the predictions a "0 requests, 0 tok/s, 0 preemptions" point would pass are errors; pytest ends with its
     summary line, in bounded time."""
-    pytester.makefile(".yaml", stub=STUB_YAML)
+    # 1 s is what "never-answers" waits out; a server that answers at once gets a generous timeout (as above)
+    pytester.makefile(".yaml", stub=STUB_YAML if fault == "never-answers" else STUB_YAML.replace(
+        "request_timeout: 1 s", f"request_timeout: {bound_s(0.01):.0f} s"))
+    limit = bound_s(10.0)  # pytest's start, one 1 s timeout at most, the report
     with stub(fault) as srv:
         t0 = time.monotonic()
         result = pytester.runpytest_subprocess(*NO_HTML, "stub.yaml", "--endpoint", srv.url,
-                                               "--roofline-out", "out", timeout=120)
+                                               "--roofline-out", "out", timeout=1.5 * limit)
         took = time.monotonic() - t0
     out = result.stdout.str()
     result.assert_outcomes(errors=3)
     assert "passed" not in out.splitlines()[-1]
-    assert took < 60, took
+    assert took < limit, f"pytest against {fault} took {took:.0f} s to end"
     results = json.loads(Path(pytester.path / "out" / "stub" / "results.json").read_text())
     assert results["points"] == [] and results["status"] == "aborted"
     msg = results["errors"][0]["message"]
@@ -284,14 +200,18 @@ def test_a_server_that_never_answers_ends_in_one_default_timeout(pytester: pytes
     """No ``request_timeout`` in the file: the default is derived from the workload (10 s + 4 / 5 + 8 / 200 =
     10.84 s here, not 600 s), and the point ends after the first one with an ERROR."""
     pytester.makefile(".yaml", stub=STUB_YAML.replace("  request_timeout: 1 s\n", ""))
+    # pytest's start and one 10.84 s timeout take about 20 s; the bound stays well below the 600 s a fixed default
+    # would wait
+    limit = bound_s(20.0)
     with stub("never-answers") as srv:
         t0 = time.monotonic()
         result = pytester.runpytest_subprocess(*NO_HTML, "stub.yaml", "--endpoint", srv.url,
-                                               "--roofline-out", "out", timeout=120)
+                                               "--roofline-out", "out", timeout=1.5 * limit)
         took = time.monotonic() - t0
     result.assert_outcomes(errors=3)
     assert "timed out after 10.84 s" in result.stdout.str()
-    assert took < 40, took
+    assert took < limit, f"a server that never answers kept pytest {took:.0f} s, not one 10.84 s timeout"
+    assert len(srv.posts) == 1  # one timeout: the point ended at the first request's (what the time bound was for)
 
 
 # ---- a stored point of failures (a file written otherwise) never passes either ------------------------------------
@@ -368,14 +288,16 @@ def test_loadgen_self_checks_are_stored_with_the_point() -> None:
     ({"data": "stub"}, "not a list"),
 ])
 def test_v1_models_of_the_wrong_shape_is_an_endpoint_error(models: object, word: str) -> None:
-    with StubServer(None, models=models) as srv:
+    # refused at its first answer, not retried until the connect timeout (twice the bound asserted)
+    with stub_answering(None, models=models) as srv:
         t0 = time.monotonic()
         with pytest.raises(EndpointError, match=word):
-            Endpoint(srv.url).connect(timeout_s=5)
-        assert time.monotonic() - t0 < 5
+            Endpoint(srv.url).connect(timeout_s=2 * bound_s(0.1))
+        took = time.monotonic() - t0
+        assert took < bound_s(0.1), f"a /v1/models of the wrong shape was refused after {took:.0f} s, not at once"
 
 
 def test_endpoint_version_comes_from_slash_version() -> None:
-    with StubServer(None) as srv:
-        info = Endpoint(srv.url).connect(timeout_s=5).launch_info()
+    with stub_answering(None) as srv:
+        info = Endpoint(srv.url).connect(timeout_s=bound_s(0.1)).launch_info()
     assert info["version"] == "0.32.0" and info["version_source"] == "/version"
