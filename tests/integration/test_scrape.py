@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import http.server
 import math
-import threading
-import time
 from pathlib import Path
 
 import pytest
+from support.openai_stub import Reply, StubServer
+from support.patience import wait_until
 
 from pytest_roofline.measure.scrape import (
     MetricsScraper,
@@ -146,57 +145,41 @@ def test_summarize_counter_reset_timeline_maxima_and_unreachable():
     assert summarize(None, None, []) is None
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    calls = 0
-    seen_auth: list = []
-    fail_every = 0
+class _Metrics:
+    """/metrics whose n-th answer says n % 3 requests are running and 100 + 10 n tokens were generated; with
+    ``fail_every`` k, every k-th answer is HTTP 500 instead."""
 
-    def log_message(self, *a):
-        pass
+    def __init__(self) -> None:
+        self.calls = 0
+        self.fail_every = 0
 
-    def do_GET(self):
-        cls = type(self)
-        cls.calls += 1
-        cls.seen_auth.append(self.headers.get("Authorization"))
-        if cls.fail_every and cls.calls % cls.fail_every == 0:
-            self.send_response(500)
-            self.end_headers()
-            return
-        n = cls.calls
-        body = ("# TYPE vllm:num_requests_running gauge\n"
+    def __call__(self, request: object) -> str | Reply:
+        self.calls += 1
+        n = self.calls
+        if self.fail_every and n % self.fail_every == 0:
+            return Reply(500)
+        return ("# TYPE vllm:num_requests_running gauge\n"
                 f"vllm:num_requests_running{{model_name=\"m\"}} {n % 3}\n"
                 "# TYPE vllm:generation_tokens counter\n"
-                f"vllm:generation_tokens_total{{model_name=\"m\"}} {100 + 10 * n}\n").encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+                f"vllm:generation_tokens_total{{model_name=\"m\"}} {100 + 10 * n}\n")
 
 
 @pytest.fixture
-def metrics_server():
-    _Handler.calls, _Handler.seen_auth, _Handler.fail_every = 0, [], 0
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+def metrics_server(stub_server) -> StubServer:
+    return stub_server(metrics=_Metrics())
 
 
 def test_scraper_timeline(metrics_server):
-    sc = MetricsScraper(metrics_server, interval_s=0.05, api_key="k-123")
+    sc = MetricsScraper(metrics_server.url, interval_s=0.05, api_key="k-123")
     assert "k-123" not in repr(sc)
     sc.start()
-    end = time.monotonic() + 10
-    while len(sc.timeline) < 4 and time.monotonic() < end:  # the machine may be busy
-        time.sleep(0.05)
+    wait_until(lambda: len(sc.timeline) >= 4, what="4 snapshots of /metrics, 0.05 s apart", typical_s=0.2)
     tl = sc.stop()
     assert len(tl) >= 5 and sc.errors == 0
     assert [s["t_s"] for s in tl] == sorted(s["t_s"] for s in tl)
     assert tl[0]["generation_tokens"] == 0  # counters are relative to the first snapshot
     assert tl[-1]["generation_tokens"] == sc.last["generation_tokens"] - sc.first["generation_tokens"]
-    assert set(_Handler.seen_auth) == {"Bearer k-123"}
+    assert {q.headers.get("authorization") for q in metrics_server.requests} == {"Bearer k-123"}
     s = sc.summarize()
     assert s["generation_tokens"] == tl[-1]["generation_tokens"]
     assert s["max_num_requests_running"] == max(t["running"] for t in tl) == 2  # calls n % 3 over >= 5 calls
@@ -204,16 +187,15 @@ def test_scraper_timeline(metrics_server):
 
 
 def test_scraper_counts_failures(metrics_server):
-    _Handler.fail_every = 2
-    with MetricsScraper(metrics_server, interval_s=0.05) as sc:
-        end = time.monotonic() + 10
-        while (sc.errors < 1 or len(sc.timeline) < 2) and time.monotonic() < end:
-            time.sleep(0.05)
+    metrics_server.metrics.fail_every = 2
+    with MetricsScraper(metrics_server.url, interval_s=0.05) as sc:
+        wait_until(lambda: sc.errors >= 1 and len(sc.timeline) >= 2,
+                   what="a failed and two good reads of /metrics, 0.05 s apart", typical_s=0.2)
     assert sc.errors >= 1 and "HTTPStatusError" in sc.last_error and sc.timeline
 
 
 def test_scraper_unreachable():
     sc = MetricsScraper("http://127.0.0.1:9", interval_s=0.05, timeout_s=0.5).start()
-    time.sleep(0.15)
+    wait_until(lambda: sc.errors >= 2, what="two refused reads of /metrics, 0.05 s apart", typical_s=0.1)
     assert sc.stop() == [] and sc.first is None and sc.errors >= 2
     assert sc.summarize() is None
