@@ -12,17 +12,14 @@ records them.
 
 from __future__ import annotations
 
-import http.server
 import json
 import textwrap
-import threading
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
 import pytest
-from support.openai_stub import StubHandler
+from support.openai_stub import StubServer
 
 from pytest_roofline.format.spec import SpecError, json_schema, loads_spec
 from pytest_roofline.measure.loadgen import usable_cores
@@ -130,51 +127,17 @@ def test_the_schema_takes_and_refuses_what_the_loader_does():
 # ------------------------------------------------------------------------------------------ a YAML-driven run
 
 
-class _Stream(StubHandler):
-    """An OpenAI-compatible completions server: each request streams max_tokens chunks 5 ms apart and counts
-    itself, so the test knows how many requests the two client processes sent together."""
-
-    lock = threading.Lock()
-    posts = 0
-
-    def do_GET(self) -> None:
-        if self.path == "/health":
-            return self._send(200, "")
-        if self.path == "/v1/models":
-            return self._send(200, {"object": "list", "data": [{"id": "roofline-tiny", "object": "model",
-                                                                 "max_model_len": 1024}]})
-        self._send(404, {"error": "not here"})
-
-    def do_POST(self) -> None:
-        import time
-
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-        with type(self).lock:
-            type(self).posts += 1
-        n, prompt = int(body.get("max_tokens", 4)), body.get("prompt") or []
-        self.start_stream()
-        for k in range(n):
-            time.sleep(0.005)
-            self.chunk({"id": "c", "object": "text_completion", "model": "roofline-tiny",
-                        "choices": [{"index": 0, "text": " x", "finish_reason": "length" if k == n - 1 else None}]})
-        self.chunk({"id": "c", "object": "text_completion", "model": "roofline-tiny", "choices": [],
-                    "usage": {"prompt_tokens": len(prompt), "completion_tokens": n, "total_tokens": len(prompt) + n}})
-        self.end_stream()
-
-
 @pytest.fixture
-def stream_server() -> Iterator[str]:
-    _Stream.posts = 0
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Stream)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+def stream_server(stub_server) -> StubServer:
+    """An OpenAI-compatible completions server: each request streams max_tokens chunks 5 ms apart and is logged,
+    so the test knows how many requests the two client processes sent together."""
+    return stub_server(model="roofline-tiny", max_model_len=1024, token_delay_s=0.005)
 
 
-def test_a_yaml_point_runs_over_two_processes_and_records_them(pytester: pytest.Pytester, stream_server: str):
+def test_a_yaml_point_runs_over_two_processes_and_records_them(pytester: pytest.Pytester,
+                                                               stream_server: StubServer):
     (pytester.path / "p.roofline.yaml").write_text(_yaml("requests_per_point: 6\nwarmup: 1\nprocesses: 2\n"))
-    result = pytester.runpytest("-p", "no:cacheprovider", "p.roofline.yaml", "--endpoint", stream_server + "/v1",
+    result = pytester.runpytest("-p", "no:cacheprovider", "p.roofline.yaml", "--endpoint", stream_server.url + "/v1",
                                 "--roofline-out", "out")
     outcomes = result.parseoutcomes()
     assert not {"failed", "errors", "error"} & outcomes.keys(), "\n".join(result.outlines[-40:])
@@ -182,7 +145,7 @@ def test_a_yaml_point_runs_over_two_processes_and_records_them(pytester: pytest.
     [point] = json.loads(results_file.read_text())["points"]
     # closed loop of 2: max(warmup 1, 2 clients) = 2 warm-up requests (measure/plan.py) + 6 measured = 8 sent,
     # dealt out over the two workers (4 each) and merged into one record, every run index once, in order
-    assert _Stream.posts == 8
+    assert len(stream_server.posts) == 8
     lines = [json.loads(ln) for ln in (results_file.parent / point["requests_file"]).read_text().splitlines()]
     assert [r["index"] for r in lines] == list(range(8))
     assert [r["warmup"] for r in lines] == [True, True] + [False] * 6
@@ -197,7 +160,7 @@ def test_a_yaml_point_runs_over_two_processes_and_records_them(pytester: pytest.
     assert checks["process_sync"]["clock_bracket_ms"] >= 0.0
 
 
-def test_a_yaml_point_without_processes_records_one(tmp_path: Path, stream_server: str):
+def test_a_yaml_point_without_processes_records_one(tmp_path: Path, stream_server: StubServer):
     """The same wiring with the key unset, through ``measure.sweep.run_point`` directly: one process, no sync."""
     from types import SimpleNamespace
 
@@ -207,9 +170,9 @@ def test_a_yaml_point_without_processes_records_one(tmp_path: Path, stream_serve
     spec = _load("requests_per_point: 4\n")
     plan = PointPlan(id="closed-c2", mode="closed", concurrency=2, rate_req_s=None, num_requests=4,
                      duration_s=None, warmup_requests=0, input_len=16, output_len=4)
-    target = SimpleNamespace(served_model_name="roofline-tiny", base_url=stream_server)
+    target = SimpleNamespace(served_model_name="roofline-tiny", base_url=stream_server.url)
     point = run_point(target, plan, spec, out_dir=tmp_path, token_id_range=(5, 300),  # type: ignore[arg-type]
                       contamination=0.1)
-    assert point["client"]["completed"] == 4 and _Stream.posts == 4
+    assert point["client"]["completed"] == 4 and len(stream_server.posts) == 4
     assert point["loadgen"]["processes"] == 1 and point["loadgen"]["processes_requested"] == 1
     assert point["loadgen"]["process_sync"] is None
