@@ -8,14 +8,12 @@ scaling by replica count, with hand-worked numbers. Two real CPU engines behind 
 
 from __future__ import annotations
 
-import json
 import socket
 import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from support.openai_stub import StubHandler
 
 from pytest_roofline.errors import PointError, SpecError
 from pytest_roofline.format.spec import loads_spec
@@ -120,48 +118,20 @@ def test_a_replica_whose_metrics_fail_is_an_error_naming_it(tmp_path: Path) -> N
     assert "secret" not in msg
 
 
-class _Stub(StubHandler):
-    """An OpenAI-compatible completions server with a /metrics that counts how often it is read."""
-
-    metrics_reads = 0
-
-    def do_GET(self) -> None:
-        if self.path == "/metrics":
-            type(self).metrics_reads += 1
-            return self._send(200, _metrics(running=0, waiting=0, kv=0.0, success=0, prompt=0, gen=0, preempt=0,
-                                            ttft_buckets=(0, 0, 0)), "text/plain")
-        self._send(404, {"error": "not here"})
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-        n, prompt = int(body.get("max_tokens", 2)), body.get("prompt") or []
-        self.start_stream()
-        for k in range(n):
-            self.chunk({"id": "c", "object": "text_completion", "model": "tiny",
-                        "choices": [{"index": 0, "text": " x", "finish_reason": "length" if k == n - 1 else None}]})
-        self.chunk({"id": "c", "object": "text_completion", "model": "tiny", "choices": [],
-                    "usage": {"prompt_tokens": len(prompt), "completion_tokens": n, "total_tokens": len(prompt) + n}})
-        self.end_stream()
-
-
-def test_without_replica_urls_the_balancers_metrics_is_not_taken_for_the_deployment(tmp_path: Path) -> None:
-    import http.server
-    import threading
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        spec = loads_spec(_yaml(replicas=2), file="dep.yaml")
-        plan = SimpleNamespace(id="closed-c2", mode="closed", concurrency=2, rate_req_s=None, burstiness=1.0,
-                               num_requests=4, duration_s=None, warmup_requests=0, input_len=16, output_len=4,
-                               to_dict=lambda: {"id": "closed-c2"})
-        target = SimpleNamespace(served_model_name="tiny", base_url=f"http://127.0.0.1:{server.server_port}")
-        point = run_point(target, plan, spec, out_dir=tmp_path, token_id_range=(1000, 2000),  # type: ignore[arg-type]
-                          contamination=0.1)
-    finally:
-        server.shutdown()
+def test_without_replica_urls_the_balancers_metrics_is_not_taken_for_the_deployment(tmp_path: Path,
+                                                                                    stub_server) -> None:
+    # the balancer: an OpenAI-compatible completions server with a /metrics, whose reads are in its request log
+    server = stub_server(model="tiny", metrics=_metrics(running=0, waiting=0, kv=0.0, success=0, prompt=0, gen=0,
+                                                        preempt=0, ttft_buckets=(0, 0, 0)))
+    spec = loads_spec(_yaml(replicas=2), file="dep.yaml")
+    plan = SimpleNamespace(id="closed-c2", mode="closed", concurrency=2, rate_req_s=None, burstiness=1.0,
+                           num_requests=4, duration_s=None, warmup_requests=0, input_len=16, output_len=4,
+                           to_dict=lambda: {"id": "closed-c2"})
+    target = SimpleNamespace(served_model_name="tiny", base_url=server.url)
+    point = run_point(target, plan, spec, out_dir=tmp_path, token_id_range=(1000, 2000),  # type: ignore[arg-type]
+                      contamination=0.1)
     assert point["client"]["completed"] == 4
-    assert _Stub.metrics_reads == 0  # one replica's numbers (at best) are never read as the deployment's
+    assert server.requests_to("/metrics") == []  # one replica's numbers (at best) are never read as the deployment's
     assert point["server"]["replica_count"] == 2 and point["server"]["replicas"] == []
     assert "no per-replica /metrics" in point["server"]["note"]
 
