@@ -12,15 +12,13 @@ above its assertion. The live check against the CPU engine is in tests/test_work
 
 from __future__ import annotations
 
-import http.server
 import json
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 from support import word_tokenizer as _tokenizers
-from support.openai_stub import StubHandler
+from support.openai_stub import StubServer
 
 from pytest_roofline.format.spec import load_spec
 from pytest_roofline.measure import workloads as mw
@@ -235,29 +233,11 @@ predictions:
 # ------------------------------------------------------------------------------------------ over real HTTP
 
 
-class ChatEcho(StubHandler):
-    """Records each chat request's messages and max_completion_tokens; answers with a stream of that many tokens
-    and ``usage.prompt_tokens`` = the user message's words + 2 (the test's template)."""
-
-    seen: list[tuple[str, dict]] = []
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-        type(self).seen.append((self.headers.get("X-Request-Id", ""), body))
-        if self.path != "/v1/chat/completions":
-            return self._send(404, {"error": self.path})
-        words = len(body["messages"][0]["content"].split())
-        self.stream_chat(int(body["max_completion_tokens"]), words + 2)
-
-
 @pytest.fixture
-def chat_server():
-    ChatEcho.seen = []
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ChatEcho)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+def chat_server(stub_server) -> StubServer:
+    """Logs each chat request (its messages and max_completion_tokens); answers with a stream of that many tokens
+    and ``usage.prompt_tokens`` = the user message's words + 2 (the test's template)."""
+    return stub_server(template_tokens=2)
 
 
 def test_the_messages_arrive_as_written_and_usage_is_recorded_beside_the_plan(chat_server, tmp_path):
@@ -265,9 +245,9 @@ def test_the_messages_arrive_as_written_and_usage_is_recorded_beside_the_plan(ch
     shape = mw.resolve({"api": "chat", "dataset": dataset_cfg(SHAREGPT, tokenizer=str(word_tokenizer(tmp_path)))},
                        for_load=True, chat_template=TEMPLATE)
     # 1 warm-up request (entry 0 of the warm-up phase), then 4 measured: entries 0, 1, 2, 0
-    res = run_load(chat_server, chat_load(shape, concurrency=2, num_requests=4, warmup_requests=1))
+    res = run_load(chat_server.url, chat_load(shape, concurrency=2, num_requests=4, warmup_requests=1))
     assert all(r.ok for r in res.records), [r.error for r in res.records]
-    by_index = {int(rid.rsplit("-", 1)[1]): body for rid, body in ChatEcho.seen}
+    by_index = {int(q.rid.rsplit("-", 1)[1]): q.body for q in chat_server.posts}
     texts = ["What is a roofline?", 'Say "hi"\nthen stop.', "café ☕"]
     expect = [texts[0]] + [texts[k % 3] for k in range(4)]
     assert [by_index[i]["messages"] for i in range(5)] == [[{"role": "user", "content": t}] for t in expect]
