@@ -34,7 +34,14 @@ from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, parse_limit
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import dtypes, hardware, vllm_defaults
-from pytest_roofline.model.setup import Setup, SetupError, build_setup, kv_accounting, reported_kv
+from pytest_roofline.model.setup import (
+    RooflineLandmarks,
+    Setup,
+    SetupError,
+    build_setup,
+    kv_accounting,
+    reported_kv,
+)
 from pytest_roofline.quantities import registry as quantities
 from pytest_roofline.quantities.measurement import client_value
 from pytest_roofline.units import GB, GIB, MIB, parse_printed_number, to_int, to_si
@@ -278,9 +285,7 @@ def predict_rows(*, hardware_id: str | None = None, model: str | None = None, co
                             workload={"kv_context": 1024 if context_tokens is None else context_tokens})
     # one GPU's share under tensor parallelism (its weights, FLOPs and KV heads at its own bandwidth and peak; on
     # one GPU the whole model): the decode steps come from Setup.decode_step, as the quantities take them
-    kw = dict(weight_bytes=setup.weight_bytes_per_gpu, flop_per_token=setup.flop_per_token_per_gpu,
-              kv_bytes_per_seq=setup.kv_bytes_per_seq_per_gpu_at(None),
-              hbm_bytes_per_s=setup.hbm_bytes_per_s, peak_flop_per_s=setup.peak_flop_per_s)
+    lm = RooflineLandmarks(setup)  # shown under PP too, beside the decode table's refusal
     rows = []
     decode_error = None
     try:
@@ -297,17 +302,16 @@ def predict_rows(*, hardware_id: str | None = None, model: str | None = None, co
             "per_request_tok_per_s": s.per_request_tok_per_s, "kv_total_gib": s.kv_total_bytes / GIB,
             "t_allreduce_ms": s.t_allreduce_s * 1e3,
         })
-    knee = an.roofline_knee(**kw)
-    w, kv_seq = kw["weight_bytes"], kw["kv_bytes_per_seq"]
+    knee = lm.knee
     return {
         "hardware": setup.hardware.id, "model": setup.model.name, "context_tokens": setup.kv_context_tokens,
         "weight_bytes": setup.weight_bytes, "kv_bytes_per_token": setup.kv_bytes_per_token,
         "kv_bytes_per_token_per_gpu": setup.kv_bytes_per_token_per_gpu,
         "ridge_flop_per_byte": an.ridge_flop_per_byte(setup.peak_flop_per_s, setup.hbm_bytes_per_s),
-        "intensity_asymptote_flop_per_byte": an.intensity_asymptote_flop_per_byte(kw["flop_per_token"], kv_seq),
-        "half_saturation_batch": an.half_saturation_batch(w, kv_seq),
-        "throughput_asymptote_tok_per_s": an.throughput_asymptote_tok_per_s(setup.hbm_bytes_per_s, kv_seq),
-        "batch1_ceiling_tok_per_s": an.batch1_ceiling_tok_per_s(setup.hbm_bytes_per_s, w),
+        "intensity_asymptote_flop_per_byte": lm.intensity_asymptote_flop_per_byte,
+        "half_saturation_batch": lm.half_saturation_batch,
+        "throughput_asymptote_tok_per_s": lm.throughput_asymptote_tok_per_s,
+        "batch1_ceiling_tok_per_s": lm.batch1_ceiling_tok_per_s,
         "knee_batch": knee.batch, "knee_reason": knee.reason, "decode_error": decode_error,
         **kv_pool(setup),
         "rows": rows,

@@ -18,7 +18,7 @@ from pytest_roofline.model import architecture, dtypes, hardware, kv_cache, quan
 from pytest_roofline.model.tiny import TINY_MODEL, tiny_arch
 from pytest_roofline.units import format_value
 
-__all__ = ["Setup", "SetupError", "SetupValueError", "build_setup", "TINY_MODEL"]
+__all__ = ["Setup", "RooflineLandmarks", "SetupError", "SetupValueError", "build_setup", "TINY_MODEL"]
 
 
 @dataclass(frozen=True)
@@ -275,10 +275,14 @@ class Setup:
     def roofline_knee(self, context_tokens: float | None = None) -> an.Knee:
         """Where this setup's decode turns compute-bound (``analytical.roofline_knee`` on one GPU's share; the
         all-reduce time adds to both sides of t_comp = t_mem and does not move it)."""
+        return self.roofline_landmarks(context_tokens).knee
+
+    def roofline_landmarks(self, context_tokens: float | None = None) -> RooflineLandmarks:
+        """The decode roofline's landmarks at ``context_tokens`` of KV a sequence (None: the setup's context), on
+        one GPU's share under TP: the one home of the knee, the half-saturation batch, the memory asymptote,
+        the compute roof and the batch-1 ceiling, for the quantities, the CLI, the scorecard and the charts."""
         self.require_single_stage("the decode roofline")
-        return an.roofline_knee(weight_bytes=self.weight_bytes_per_gpu, flop_per_token=self.flop_per_token_per_gpu,
-                                kv_bytes_per_seq=self.kv_bytes_per_seq_per_gpu_at(context_tokens),
-                                hbm_bytes_per_s=self.hbm_bytes_per_s, peak_flop_per_s=self.peak_flop_per_s)
+        return RooflineLandmarks(self, context_tokens)
 
     def require_single_stage(self, what: str) -> None:
         """Refuse a model value that is not modelled under pipeline parallelism (SetupError naming it)."""
@@ -692,6 +696,56 @@ def kv_accounting(setup: Setup) -> an.KVAccounting:
     except ValueError as exc:
         raise SetupError(f"KV accounting: {exc}") from None
     return min(accs, key=lambda a: a.num_blocks)
+
+
+@dataclass(frozen=True)
+class RooflineLandmarks:
+    """A setup's decode-roofline landmarks at one KV context, one GPU's share under tensor parallelism (each GPU
+    reads its share of the weights and of the KV, at its own bandwidth). Each figure is computed when asked, so
+    a landmark that cannot be had (no bandwidth figure, no KV) fails alone. Built by
+    :meth:`Setup.roofline_landmarks`."""
+
+    setup: Setup
+    context_tokens: float | None = None
+
+    @property
+    def weight_bytes(self) -> float:
+        return float(self.setup.weight_bytes_per_gpu)
+
+    @property
+    def flop_per_token(self) -> float:
+        return float(self.setup.flop_per_token_per_gpu)
+
+    @property
+    def kv_bytes_per_seq(self) -> float:
+        return float(self.setup.kv_bytes_per_seq_per_gpu_at(self.context_tokens))
+
+    @property
+    def knee(self) -> an.Knee:
+        return an.roofline_knee(weight_bytes=self.weight_bytes, flop_per_token=self.flop_per_token,
+                                kv_bytes_per_seq=self.kv_bytes_per_seq, hbm_bytes_per_s=self.setup.hbm_bytes_per_s,
+                                peak_flop_per_s=self.setup.peak_flop_per_s)
+
+    @property
+    def half_saturation_batch(self) -> float:
+        return an.half_saturation_batch(self.weight_bytes, self.kv_bytes_per_seq)
+
+    @property
+    def throughput_asymptote_tok_per_s(self) -> float:
+        return an.throughput_asymptote_tok_per_s(self.setup.hbm_bytes_per_s, self.kv_bytes_per_seq)
+
+    @property
+    def intensity_asymptote_flop_per_byte(self) -> float:
+        return an.intensity_asymptote_flop_per_byte(self.flop_per_token, self.kv_bytes_per_seq)
+
+    @property
+    def compute_roof_tok_per_s(self) -> float:
+        return an.compute_roof_tok_per_s(self.setup.peak_flop_per_s, self.flop_per_token)
+
+    @property
+    def batch1_ceiling_tok_per_s(self) -> float:
+        """Bandwidth ÷ weight bytes (the all-reduces left out: the weight read alone)."""
+        return an.batch1_ceiling_tok_per_s(self.setup.hbm_bytes_per_s, self.weight_bytes)
 
 
 @dataclass(frozen=True)

@@ -422,15 +422,15 @@ _step_q("per_request_throughput", "throughput", "output tokens/s each request se
 
 _fact("intensity_asymptote", "intensity", "limit of the KV-inclusive intensity as B → ∞: 2P ÷ KV bytes per seq "
       "(per GPU under TP)",
-      lambda s, a: an.intensity_asymptote_flop_per_byte(_f_gpu(s), _kv_seq_gpu(s, a)), at=("context",))
+      lambda s, a: s.roofline_landmarks(a.get("context")).intensity_asymptote_flop_per_byte, at=("context",))
 _fact("half_saturation_batch", "count", "batch where throughput reaches half its asymptote: weights ÷ KV per seq "
       "(per GPU under TP)",
-      lambda s, a: an.half_saturation_batch(_w_gpu(s), _kv_seq_gpu(s, a)), at=("context",))
+      lambda s, a: s.roofline_landmarks(a.get("context")).half_saturation_batch, at=("context",))
 _fact("throughput_asymptote", "throughput", "memory-bound throughput limit: bandwidth ÷ KV bytes per seq (one GPU's "
       "bandwidth ÷ its share of the KV under TP: the group's throughput)",
-      lambda s, a: an.throughput_asymptote_tok_per_s(s.hbm_bytes_per_s, _kv_seq_gpu(s, a)), at=("context",))
+      lambda s, a: s.roofline_landmarks(a.get("context")).throughput_asymptote_tok_per_s, at=("context",))
 _fact("compute_roof", "throughput", "compute-bound throughput limit: peak FLOP/s ÷ 2P (TP × peak ÷ 2P for the group)",
-      lambda s, a: an.compute_roof_tok_per_s(s.peak_flop_per_s, _f_gpu(s)))
+      lambda s, a: s.roofline_landmarks().compute_roof_tok_per_s)
 _fact("t_comp_per_seq", "time", "compute time each added sequence costs a decode step",
       lambda s, a: _f_gpu(s) / s.peak_flop_per_s)
 _fact("t_mem_per_seq", "time", "memory time each added sequence costs a decode step (its KV read)",
@@ -477,7 +477,7 @@ _fact("max_context_for_knee", "count", "largest KV context (tokens) at which a r
 
 def _batch1_ceiling(setup: Setup) -> float:
     """Bandwidth ÷ weight bytes, one GPU's share under TP (the all-reduces are left out: the weight read alone)."""
-    return an.batch1_ceiling_tok_per_s(setup.hbm_bytes_per_s, _w_gpu(setup))
+    return setup.roofline_landmarks().batch1_ceiling_tok_per_s
 
 
 _fact("batch1_ceiling", "throughput", "batch-1 decode ceiling from the weight read alone: bandwidth ÷ weight bytes "

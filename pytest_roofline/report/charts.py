@@ -173,12 +173,11 @@ def _model_curves(setup: Any, x: Axis) -> dict[str, Any] | None:
     if setup is None:
         return None
     try:
+        lm = setup.roofline_landmarks()  # per GPU under TP, as the quantities compute them
         return {
             "curve": [(b, model_step(setup, b).throughput_tok_per_s) for b in _geom(x.lo, x.hi)],
-            "knee": setup.roofline_knee(),  # per GPU under TP, as the quantities compute it
-            "half": an.half_saturation_batch(setup.weight_bytes_per_gpu, setup.kv_bytes_per_seq_per_gpu_at(None)),
-            "asym": an.throughput_asymptote_tok_per_s(setup.hbm_bytes_per_s, setup.kv_bytes_per_seq_per_gpu_at(None)),
-            "roof": an.compute_roof_tok_per_s(setup.peak_flop_per_s, setup.flop_per_token_per_gpu),
+            "knee": lm.knee, "half": lm.half_saturation_batch, "asym": lm.throughput_asymptote_tok_per_s,
+            "roof": lm.compute_roof_tok_per_s,
         }
     except (ValueError, ZeroDivisionError, AttributeError):  # SetupError is a ValueError
         return None
@@ -352,7 +351,7 @@ def per_request_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if setup is not None:
         try:
             curve = [(b, model_step(setup, b).per_request_tok_per_s) for b in _geom(x.lo, x.hi)]
-            ceiling = an.batch1_ceiling_tok_per_s(setup.hbm_bytes_per_s, setup.weight_bytes)
+            ceiling = setup.roofline_landmarks().batch1_ceiling_tok_per_s  # one GPU's weights under TP
         except (ValueError, ZeroDivisionError, AttributeError):
             curve, ceiling = [], None
     pts = closed_points(results)

@@ -396,8 +396,8 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
     meas = [(c, x) for c, x, _ in triples]
     if setup is not None:
         try:
-            knee = setup.roofline_knee()  # per GPU under TP (Setup.roofline_knee), as the quantities compute it
-            half = an.half_saturation_batch(setup.weight_bytes_per_gpu, setup.kv_bytes_per_seq_per_gpu_at(None))
+            lm = setup.roofline_landmarks()  # per GPU under TP, as the quantities compute them
+            knee, half = lm.knee, lm.half_saturation_batch
             model_txt = (f"model B* = {knee.batch:,.0f}" if knee.batch is not None else
                          f"model: none (asymptote {knee.intensity_asymptote_flop_per_byte:,.0f} < ridge "
                          f"{knee.ridge_flop_per_byte:,.0f} FLOP/byte; half-saturation B = {half:,.0f})")
@@ -420,10 +420,10 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
                 pass
         elif not meas:
             try:
-                ceiling = an.batch1_ceiling_tok_per_s(setup.hbm_bytes_per_s, setup.weight_bytes_per_gpu)
+                lm = setup.roofline_landmarks()
+                ceiling = lm.batch1_ceiling_tok_per_s
                 out.append(("batch-1 ceiling", f"{ceiling:,.1f} tok/s (bandwidth ÷ weight bytes)"))
-                asymptote = an.throughput_asymptote_tok_per_s(setup.hbm_bytes_per_s,
-                                                              setup.kv_bytes_per_seq_per_gpu_at(None))
+                asymptote = lm.throughput_asymptote_tok_per_s
                 out.append(("memory asymptote", f"{asymptote:,.0f} tok/s (bandwidth ÷ KV per sequence)"))
             except (ValueError, SetupError):
                 pass
