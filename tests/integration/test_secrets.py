@@ -8,17 +8,19 @@ The expected redactions below are written out by hand from the rules in redact.p
 
 from __future__ import annotations
 
-import http.server
 import json
 import re
 import secrets
-import threading
+import time
 from pathlib import Path
 
 import hypothesis  # (imported at the top also because pytester's inline runs would re-import it each time)
 import hypothesis.strategies
 import pytest
-from support.openai_stub import StubHandler
+from support.fake_vllm import fake_interpreter
+from support.openai_stub import Fault, Request, StubServer
+from support.paths import TESTS
+from support.patience import bound_s
 
 from pytest_roofline import redact
 from pytest_roofline.measure.engine import Endpoint, EngineConfig
@@ -132,14 +134,14 @@ def test_structured_data():
 
 
 def test_bounded_time_on_long_inputs():
-    """Linear patterns: a 200,000-character value of each shape the patterns look for is done quickly."""
-    import time
-
+    """Linear patterns: a 200,000-character value of each shape the patterns look for is done quickly (in
+    milliseconds; a pattern that backtracks takes minutes on them)."""
     for text in ("a" * 200_000, "a=b " * 50_000, "--x " * 50_000, "http://" + "a" * 200_000,
                  "Bearer " * 30_000, "x" * 200_000 + "@", "a." * 100_000):
         t0 = time.perf_counter()
         redact.redact_text(text)
-        assert time.perf_counter() - t0 < 2.0, text[:12]
+        took = time.perf_counter() - t0
+        assert took < bound_s(0.05), f"redacting 200,000 characters of {text[:12]!r}... took {took:.0f} s"
 
 
 # --------------------------------------------------------------------------- where secrets enter
@@ -179,30 +181,23 @@ def test_results_writer_stores_no_secret(tmp_path):
     assert data["points"][0]["first_token_s"] == 0.1
 
 
-class _EchoMetrics(http.server.BaseHTTPRequestHandler):
-    """/metrics that quotes the request's bearer token on a line no Prometheus parser accepts (as a timestamp,
-    which prometheus_client's error message then quotes)."""
+class _EchoMetrics:
+    """/metrics text that quotes the request's bearer token: ``label`` in vllm:cache_config_info's labels (parsed and
+    stored in the engine report), ``broken`` on a line no Prometheus parser accepts (as a timestamp, which
+    prometheus_client's error message then quotes)."""
 
-    def log_message(self, *a):
-        pass
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
 
-    def do_GET(self):
-        token = (self.headers.get("Authorization") or "").split()[-1]
-        body = (METRICS + f"echo_authorization 1 {token}\n").encode()  # the parser quotes the bad timestamp
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+    def __call__(self, q: Request) -> str:
+        if self.mode == "label":
+            return METRICS.replace('vllm:cache_config_info{', f'vllm:cache_config_info{{echo="{q.auth}",', 1)
+        return METRICS + f"echo_authorization 1 {q.auth.split()[-1]}\n"  # the parser quotes the bad timestamp
 
 
 @pytest.fixture
-def echo_metrics_url():
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EchoMetrics)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+def echo_metrics_url(stub_server) -> str:
+    return stub_server(metrics=_EchoMetrics("broken")).url
 
 
 def test_metrics_parse_error_is_scrubbed_even_for_an_unremembered_key(echo_metrics_url):
@@ -224,74 +219,23 @@ def test_metrics_parse_error_is_scrubbed_even_for_an_unremembered_key(echo_metri
 # --------------------------------------------------------------------------- an echoing server, end to end
 
 
-class EchoServer(StubHandler):
-    """An OpenAI-compatible server that puts the request's Authorization header into every answer.
-
-    The first point (closed-c1) streams normally (the header echoed inside each SSE event); in the second
-    (closed-c2) request 1 answers HTTP 500 with the header in the error body and request 2 sends an SSE error
-    event quoting it, so that point fails and its error messages reach the terminal and the results file.
-    ``metrics_mode``: "label" puts the header into vllm:cache_config_info's labels (parsed and stored in the
-    engine report), "broken" appends a line quoting it that the Prometheus parser rejects."""
-
-    metrics_mode = "label"
-    seen: list[str | None] = []
-
-    def _auth(self) -> str:
-        auth = self.headers.get("Authorization")
-        EchoServer.seen.append(auth)
-        return auth or ""
-
-    def do_GET(self):
-        auth = self._auth()
-        if self.path == "/health":
-            return self._send(200, "")
-        if self.path == "/version":
-            return self._send(200, {"version": f"0.32.0 ({auth})"})
-        if self.path == "/v1/models":
-            return self._send(200, {"object": "list", "data": [
-                {"id": "roofline-tiny", "object": "model", "max_model_len": 1024, "owned_by": auth,
-                 "root": auth, "permission": [{"note": f"you sent {auth}"}]}]})
-        if self.path == "/metrics":
-            if self.metrics_mode == "label":
-                text = METRICS.replace('vllm:cache_config_info{', f'vllm:cache_config_info{{echo="{auth}",', 1)
-            else:
-                text = METRICS + f"echo_authorization 1 {auth.split()[-1]}\n"  # quoted by the parse error
-            return self._send(200, text, "text/plain; version=0.0.4")
-        self._send(404, {"error": f"no {self.path} (you sent {auth})"})
-
-    def do_POST(self):
-        auth = self._auth()
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-        rid = self.headers.get("X-Request-Id", "")
-        index = int(rid.rsplit("-", 1)[1]) if rid[-1:].isdigit() else -1
-        failing = rid.startswith("closed-c2")
-        if failing and index == 1:
-            return self._send(500, {"error": {"message": f"rejected the request with Authorization: {auth}",
-                                              "type": "InternalServerError", "code": 500}})
-        self.start_stream()
-        chunk = self.chunk
-        n = int(body.get("max_tokens", 4))
-        for k in range(n):
-            chunk({"id": f"cmpl-{index}", "object": "text_completion", "model": auth,
-                   "choices": [{"index": 0, "text": f" {auth}", "finish_reason": "length" if k == n - 1 else None}]})
-            if failing and index == 2:
-                chunk({"error": {"message": f"engine exploded; Authorization: {auth}", "code": 500}})
-                break
-        prompt = body.get("prompt") or []
-        chunk({"id": f"cmpl-{index}", "object": "text_completion", "model": auth, "choices": [],
-               "usage": {"prompt_tokens": len(prompt), "completion_tokens": n, "total_tokens": len(prompt) + n}})
-        self.end_stream()
+def _second_point_fails(q: Request) -> Fault | None:
+    """In the second point (closed-c2) request 1 answers HTTP 500 and request 2 sends an SSE error event."""
+    if not q.rid.startswith("closed-c2"):
+        return None
+    return {1: Fault(status=500), 2: Fault(after=1, error_event=True)}.get(q.index)
 
 
 @pytest.fixture
-def echo_server(request):
-    EchoServer.metrics_mode = getattr(request, "param", "label")
-    EchoServer.seen = []
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EchoServer)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+def echo_server(request, stub_server) -> StubServer:
+    """An OpenAI-compatible server that puts the request's Authorization header into every answer (/v1/models,
+    /version, /metrics, each SSE event, error bodies).
+
+    The first point (closed-c1) streams normally; in the second (closed-c2) request 1 answers HTTP 500 with the
+    header in the error body and request 2 sends an SSE error event quoting it, so that point fails and its error
+    messages reach the terminal and the results file. The parameter is the /metrics mode (:class:`_EchoMetrics`)."""
+    return stub_server(model="roofline-tiny", max_model_len=1024, echo_auth=True,
+                       metrics=_EchoMetrics(getattr(request, "param", "label")), faults=_second_point_fails)
 
 
 SPEC = """\
@@ -337,7 +281,7 @@ def test_endpoint_run_against_an_echoing_server_writes_no_key(pytester, echo_ser
     (pytester.path / "predictions").mkdir()
     (pytester.path / "predictions" / "echo.yaml").write_text(SPEC.format(arg_key=arg_key, env_key=env_key))
     result = pytester.runpytest(
-        "-p", "no:cacheprovider", "-rA", "predictions/echo.yaml", "--endpoint", echo_server + "/v1",
+        "-p", "no:cacheprovider", "-rA", "predictions/echo.yaml", "--endpoint", echo_server.url + "/v1",
         "--endpoint-key-env", "ROOFLINE_SECRETS_TEST_KEY", "--roofline-out", "out",
         "--roofline-scorecard", "scorecard.html", "--html", "report.html", "--junitxml", "junit.xml", *xdist)
     if xdist:  # workers would each measure the one server at once: refused, and the refusal holds no secret
@@ -345,7 +289,8 @@ def test_endpoint_run_against_an_echoing_server_writes_no_key(pytester, echo_ser
         assert not any(s in "\n".join(result.outlines + result.errlines) for s in (key, arg_key, env_key))
         return
     # the key was sent on every request and the server echoed it back
-    assert EchoServer.seen and all(a == f"Bearer {key}" for a in EchoServer.seen)
+    seen = [q.headers.get("authorization") for q in echo_server.requests]
+    assert seen and all(a == f"Bearer {key}" for a in seen)
     outputs = _every_output(pytester, result)
     names = set(outputs)
     assert {"out/echo/results.json", "scorecard.html", "report.html", "junit.xml"} <= names, names
@@ -358,7 +303,7 @@ def test_endpoint_run_against_an_echoing_server_writes_no_key(pytester, echo_ser
     assert results["engine_report"]["version"] == "0.32.0 (Bearer ***)"
     assert results["points"] and results["points"][0]["id"] == "closed-c1"
     assert "***" in outputs["terminal"] or "***" in json.dumps(results["errors"])
-    if EchoServer.metrics_mode == "label":
+    if echo_server.metrics.mode == "label":
         assert results["engine_report"]["sources"]["metrics"]["cache_config"]["echo"] == "Bearer ***"
         assert results["engine_report"]["kv_cache_tokens"] == 2097152
     else:
@@ -401,44 +346,27 @@ def test_shipped_results_are_unchanged_by_redaction():
 # --------------------------------------------------------------------------- an engine started with a key
 
 GUARDED_STAND_IN = r"""
-import http.server, json, sys
+import sys
 argv = sys.argv[1:]
 port = int(argv[argv.index("--port") + 1])
 key = argv[argv.index("--api-key") + 1]
 print("INFO non-default args: {'api_key': '%s'}" % key, flush=True)  # a log that prints its arguments
-class H(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
-    def do_GET(self):
-        if self.path.startswith("/v1") and self.headers.get("Authorization") != "Bearer " + key:
-            code, body = 401, b'{"error": "Unauthorized"}'  # what vLLM's middleware does on /v1 paths
-        elif self.path == "/v1/models":
-            code, body = 200, json.dumps({"data": [{"id": "m", "max_model_len": 512}]}).encode()
-        elif self.path == "/health":
-            code, body = 200, b""
-        else:
-            code, body = 404, b""
-        self.send_response(code); self.send_header("Content-Length", str(len(body))); self.end_headers()
-        self.wfile.write(body)
-http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+sys.path.insert(0, TESTS)
+from support.openai_stub import StubServer
+# what vLLM's middleware does with --api-key: /v1 paths refuse a request without the key
+StubServer(port=port, api_key=key, model="m", max_model_len=512, version=None).serve()
 """
 
 
 def test_engine_with_api_key_sends_it_and_stores_it_redacted(tmp_path):
     """``engine.args: {api_key: ...}``: the engine is reached with the key (a stand-in that, like vLLM, refuses
     /v1 without it), and neither the results file (argv, env, log tail) nor its errors hold it."""
-    import sys
-
     from pytest_roofline.measure.engine import Engine
 
-    src = tmp_path / "stand_in.py"
-    src.write_text(GUARDED_STAND_IN)
-    exe = tmp_path / "fakepython"
-    exe.write_text(f'#!/bin/sh\nshift 2\nexec "{sys.executable}" "{src}" "$@"\n')
-    exe.chmod(0o755)
+    exe = fake_interpreter(tmp_path, GUARDED_STAND_IN.replace("TESTS", repr(str(TESTS))), "stand_in")
     key, tok = new_key("arg"), new_key("env")
     cfg = EngineConfig(model="m", device="cpu", extra_args=["--api-key", key], env={"HF_TOKEN": tok})
-    eng = Engine(cfg, tmp_path / "engine.log", python_executable=str(exe), use_watchdog=False)
+    eng = Engine(cfg, tmp_path / "engine.log", python_executable=exe, use_watchdog=False)
     with eng:
         assert eng.served_model_name == "m"  # /v1/models answered: the key was sent
         info = eng.launch_info()
