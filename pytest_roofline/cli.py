@@ -150,21 +150,15 @@ def _workload_path(path: tuple[str, ...]) -> None:
 
 
 def _arg_value(text: str) -> Any:
-    """An ``engine.args`` value as the YAML reader would type it: true/false, a number (``8,192``, ``1e3``; a
-    size with a byte unit, ``4GiB``, as bytes), else the text (``fp8``, ``awq``)."""
-    low = text.strip().lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("null", "none", "~"):
-        return None
+    """An ``engine.args`` (or ``model.quantization``) value typed by the YAML reader's own rule
+    (:func:`pytest_roofline.format.spec.plain_scalar`): ``--set engine.args.swap_space=4GiB`` passes the string
+    ``4GiB`` to vLLM exactly as ``swap_space: 4GiB`` in the file does."""
+    from pytest_roofline.format.spec import AmbiguousScalar, plain_scalar
+
     try:
-        return parse_printed_number(text)
-    except RooflineError:
-        pass
-    try:
-        return to_si(text, "bytes")
-    except RooflineError:
-        return text.strip()
+        return plain_scalar(text.strip())
+    except AmbiguousScalar as exc:
+        raise UnitError(f"{exc}: write true or false") from None
 
 
 def _typed(path: tuple[str, ...], value: str) -> Any:

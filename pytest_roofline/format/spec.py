@@ -427,21 +427,35 @@ class _Ctx:
         text = node.value
         if isinstance(node, yaml.ScalarNode) and node.style in ("'", '"'):
             return text
-        low = text.lower()
-        if low in ("true", "false"):
-            return low == "true"
-        if low in ("null", "~", ""):
-            return None
-        if low in _BOOL_TRAPS:
-            raise self.err(node, f"{text!r} is ambiguous (YAML 1.1 reads it as a boolean)",
-                           "write true or false, or quote it")
         try:
-            v, _h, unit = parse_number(text)
-            if not unit:
-                return int(v) if re.fullmatch(r"[-+]?[\d,_]+", text.strip()) else v
-        except UnitError:
-            pass
-        return text
+            return plain_scalar(text)
+        except AmbiguousScalar as exc:
+            raise self.err(node, str(exc), "write true or false, or quote it") from None
+
+
+class AmbiguousScalar(ValueError):
+    """A plain scalar YAML 1.1 would read as a boolean (``yes``, ``off``, ...): refused, never guessed."""
+
+
+def plain_scalar(text: str) -> Any:
+    """An unquoted scalar of a free-form mapping (engine args, env, sampling), typed YAML 1.2-ish: true/false, null
+    (``~``, empty), a bare number (``8,192`` an int, ``1e3``/``0.5`` a float), else the text itself: ``4GiB``
+    and ``none`` stay strings, for vLLM to read. The one rule for the YAML reader and ``roofline ... --set``
+    (:class:`AmbiguousScalar` for ``yes``/``no``/``on``/``off``/``y``/``n``)."""
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("null", "~", ""):
+        return None
+    if low in _BOOL_TRAPS:
+        raise AmbiguousScalar(f"{text!r} is ambiguous (YAML 1.1 reads it as a boolean)")
+    try:
+        v, _h, unit = parse_number(text)
+        if not unit:
+            return int(v) if re.fullmatch(r"[-+]?[\d,_]+", text.strip()) else v
+    except UnitError:
+        pass
+    return text
 
 
 #: the shorthand multipliers people write after a count (``2k`` tokens): the decimal and the binary reading

@@ -433,3 +433,25 @@ def test_engine_env_chooses_the_v0_engine_and_its_defaults(capsys):
     assert (v1["engine"]["value"], v1["max_num_batched_tokens"]["value"]) == ("v1", 8192)
     assert (v0["engine"]["value"], v0["max_num_batched_tokens"]["value"]) == ("v0", 2048)
     assert "V0" in v0["max_num_batched_tokens"]["source"]
+
+
+def test_set_types_engine_args_by_the_yaml_readers_own_rule(capsys):
+    # the same values through --set and through a prediction file reach vLLM alike: "4GiB" and "none" stay the
+    # strings vLLM reads (not 4294967296.0 and None), numbers and booleans are typed, ambiguous words refused
+    import argparse
+
+    from pytest_roofline.cli import _set_item, _setup_tree
+    from pytest_roofline.format.spec import loads_spec
+
+    values = {"swap_space": "4GiB", "foo": "none", "max_num_seqs": "8,192", "gpu_memory_utilization": "0.9",
+              "enforce_eager": "true", "tokenizer_mode": "~"}
+    args = argparse.Namespace(set=[_set_item(f"engine.args.{k}={v}") for k, v in values.items()])
+    from_cli = _setup_tree(args)["engine"]["args"]
+    yaml_args = "\n".join(f"    {k}: {v}" for k, v in values.items())
+    spec = loads_spec(f"hardware: h100-sxm\nmodel: llama-3.1-8b\nengine:\n  args:\n{yaml_args}\n"
+                      "predictions:\n  - {id: r, quantity: ridge_point, predicted: 295 FLOP/byte, tolerance: 5%}\n")
+    assert from_cli == spec.engine["args"] == {"swap_space": "4GiB", "foo": "none", "max_num_seqs": 8192,
+                                                "gpu_memory_utilization": 0.9, "enforce_eager": True,
+                                                "tokenizer_mode": None}
+    rc, _out, err = run(capsys, *BASE, "--set", "engine.args.enable_prefix_caching=yes")
+    assert rc == 2 and "'yes' is ambiguous" in err and "write true or false" in err
