@@ -15,6 +15,9 @@ from typing import Any
 from pytest_roofline.errors import SetupError, SetupValueError
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import architecture, dtypes, hardware, kv_cache, quantization, vllm_defaults
+from pytest_roofline.model.architecture import ModelArch
+from pytest_roofline.model.hardware import HardwareSpec
+from pytest_roofline.model.quantization import QuantScheme
 from pytest_roofline.model.tiny import TINY_MODEL, tiny_arch
 from pytest_roofline.units import format_value
 
@@ -25,8 +28,8 @@ __all__ = ["Setup", "RooflineLandmarks", "SetupError", "SetupValueError", "build
 class Setup:
     """Everything the model side knows about one configuration (SI units)."""
 
-    hardware: Any  # hardware.HardwareSpec
-    model: Any  # architecture.ModelArch
+    hardware: HardwareSpec
+    model: ModelArch
     engine_name: str = "vllm"
     engine_version: str | None = None
     device: str = "cuda"
@@ -34,7 +37,7 @@ class Setup:
     kv_dtype: str = "bf16"
     # the model dtype vLLM computes in (``--dtype``; auto: config.json's torch_dtype); KV ``auto`` follows it
     activation_dtype: str = "bf16"
-    quantization: Any = None  # model.quantization.QuantScheme of a quantized checkpoint, or None
+    quantization: QuantScheme | None = None  # the scheme of a quantized checkpoint
     input_len: int = 1024
     output_len: int = 1024
     kv_context_tokens: float = 1536.0
@@ -374,7 +377,7 @@ def _dtype(name: str | None, what: str) -> str:
 _ACTIVATION_DTYPES = ("auto", "half", "float16", "fp16", "bfloat16", "bf16", "float", "float32", "fp32")
 
 
-def _activation_dtype(name: Any, arch: Any) -> str:
+def _activation_dtype(name: Any, arch: ModelArch) -> str:
     """The model dtype vLLM computes in: ``--dtype`` (auto: config.json's torch_dtype, a float32 checkpoint
     served at bf16 as vLLM's auto does on GPUs with bf16; no torch_dtype: bf16)."""
     raw = "auto" if name is None else str(name)
@@ -384,7 +387,7 @@ def _activation_dtype(name: Any, arch: Any) -> str:
                               "checkpoint is described by model.quantization or engine.args.quantization",
                               field="engine.args.dtype")
     if dtypes.dtype_key(raw) == "auto":
-        raw = getattr(arch, "torch_dtype", None) or dtypes.AUTO_DTYPE
+        raw = arch.torch_dtype or dtypes.AUTO_DTYPE
     d = dtypes.canonical(raw)
     return d if d in ("bf16", "fp16") else dtypes.AUTO_DTYPE
 
@@ -400,11 +403,11 @@ def _kv_dtype(name: Any) -> str:
     return row.key
 
 
-def _quant_scheme(yaml_q: Any, vllm_name: Any, arch: Any) -> Any:
+def _quant_scheme(yaml_q: Any, vllm_name: Any, arch: ModelArch) -> QuantScheme | None:
     """The weight-quantization scheme: the YAML's ``model.quantization`` first, then vLLM's ``--quantization``
     (with the checkpoint's quantization_config), then the checkpoint's own config.json block; None: unquantized.
     ``quantization: none`` in the YAML drops a checkpoint's scheme."""
-    hf = getattr(arch, "quantization_config", None)
+    hf = arch.quantization_config
     if yaml_q is not None:
         if isinstance(yaml_q, str) and yaml_q.strip().lower() in ("none", "off", "false"):
             return None
@@ -531,7 +534,7 @@ def _flag(value: Any, default: bool) -> bool:
     return bool(value)
 
 
-def _engine_defaults(hw: Any, arch: Any, engine: Mapping[str, Any], args: Mapping[str, Any], version: Any,
+def _engine_defaults(hw: HardwareSpec, arch: ModelArch, engine: Mapping[str, Any], args: Mapping[str, Any], version: Any,
                      device: str, world_size: int) -> vllm_defaults.VllmDefaults:
     """The engine's defaults for this setup (model/vllm_defaults.py, the one home): by version (without one, the
     newest release read), device, ``engine.entrypoint`` (serve | llm), the engine V0/V1 (``VLLM_USE_V1`` in
@@ -540,18 +543,18 @@ def _engine_defaults(hw: Any, arch: Any, engine: Mapping[str, Any], args: Mappin
     env = dict(engine.get("env") or {})
     use_v1 = env.get("VLLM_USE_V1")
     forced = None if use_v1 is None else ("v1" if _flag(use_v1, True) else "v0")
-    max_model_len = args.get("max_model_len") or getattr(arch, "max_position_embeddings", None)
+    max_model_len = args.get("max_model_len") or arch.max_position_embeddings
     chunked = args.get("enable_chunked_prefill")
     try:
         return vllm_defaults.defaults_for(
             str(version) if version else str(vllm_defaults.NEWEST_KNOWN_VERSION),
-            device="rocm" if str(getattr(hw, "vendor", "")).lower() == "amd" else device,
+            device="rocm" if str(hw.vendor).lower() == "amd" else device,
             device_name=hw.name, total_memory_bytes=hw.memory_bytes,
             usage=str(engine.get("entrypoint") or "serve"), world_size=world_size,
             max_model_len=int(max_model_len) if max_model_len else None, engine=forced,
             compute_capability=getattr(hw, "compute_capability", None),
             kv_cache_dtype=str(args.get("kv_cache_dtype") or "auto"),
-            sliding_window=bool(getattr(arch, "sliding_window", None)),
+            sliding_window=bool(arch.sliding_window),
             enable_chunked_prefill=None if chunked is None else _flag(chunked, False),
             stacklevel=4)
     except (ValueError, TypeError) as exc:
@@ -626,7 +629,7 @@ def _check_values(engine: Mapping[str, Any], args: Mapping[str, Any], workload: 
         _check_value(value, f"engine.reserves.{key}", (False, 0, True, None, "bytes"))
 
 
-def _check_parallel(arch: Any, args: Mapping[str, Any]) -> tuple[int, int]:
+def _check_parallel(arch: ModelArch, args: Mapping[str, Any]) -> tuple[int, int]:
     """``engine.args.tensor_parallel_size`` / ``pipeline_parallel_size``, refused at their YAML field where vLLM
     refuses them: the attention heads must divide evenly over the TP ranks (vLLM v0.10.0 vllm/config.py
     ``ModelConfig.verify_with_parallel_config``: "Total number of attention heads (...) must be divisible by
