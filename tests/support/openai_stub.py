@@ -59,7 +59,8 @@ class Request:
     """One request as the server saw it. ``headers`` have lower-case names; ``body`` is the parsed JSON (the raw
     bytes when it is not JSON, None when there is none); ``index`` is the number at the end of ``X-Request-Id``
     (-1 without one); ``arrival`` and ``token_sent`` are ``time.perf_counter()`` readings: when the request was
-    read, and just before each token event was written (so a client cannot have received it earlier)."""
+    read, and just before each token event was written (so a client cannot have received it earlier);
+    ``active_at_arrival`` is how many completions the server was answering when it arrived."""
 
     method: str
     path: str
@@ -113,7 +114,8 @@ class StubServer:
 
     Keywords (all optional):
 
-    * ``model``, ``max_model_len``: what /v1/models lists; ``models``: its whole JSON answer instead (any shape);
+    * ``model``, ``max_model_len``: what /v1/models lists; ``models``: its whole answer instead (any JSON value; a
+      str is sent as it is);
       ``version``: what /version says (None: 404); ``metrics``: /metrics' text, or a callable of the
       :class:`Request` giving text or a :class:`Reply` (None: 404);
     * ``token_delay_s``: the wait before each token event; ``tokens_per_chunk``: token events coalesced into one
@@ -260,8 +262,9 @@ class StubServer:
             writer.write(data)
             await writer.drain()
 
-    async def _send(self, writer: asyncio.StreamWriter, status: int, body: bytes | str | dict | list,
+    async def _send(self, writer: asyncio.StreamWriter, status: int, body: object,
                     content_type: str = "application/json") -> None:
+        """A whole answer: ``body`` bytes or text as they are, anything else as JSON."""
         data = body if isinstance(body, bytes) else (body if isinstance(body, str) else json.dumps(body)).encode()
         close = b"connection: close\r\n" if self.announce_close else b""
         await self._write(writer, f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}\r\ncontent-type: "
@@ -335,8 +338,8 @@ class StubServer:
         await asyncio.sleep(self.token_delay_s * n)
         text = "".join(self._text(q, k) for k in range(n))
         answer: dict[str, Any] = {
-            "id": f"cmpl-{q.index}", "object": "chat.completion" if chat else "text_completion",
-            "created": int(time.time()), "model": self._model(q),
+            "id": f"{'chatcmpl' if chat else 'cmpl'}-{q.index}", "created": int(time.time()), "model": self._model(q),
+            "object": "chat.completion" if chat else "text_completion",
             "choices": [{"index": 0, "finish_reason": "length",
                          **({"message": {"role": "assistant", "content": text}} if chat else {"text": text})}]}
         if self.usage:
