@@ -362,7 +362,7 @@ def _interval_fields(v: Verdict, interval: Mapping[str, Any] | None) -> None:
     """Copy the measured value's interval (the registry's, SI) onto the verdict, with its text."""
     if not interval or isinstance(v.measured_value, (bool, str)) or v.measured_value is None:
         return
-    from pytest_roofline.measure.stats import Interval
+    from pytest_roofline.quantities.measurement import Interval
 
     iv = Interval.from_json(dict(interval))
     v.interval = {k: val for k, val in dict(interval).items()}

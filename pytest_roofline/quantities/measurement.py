@@ -10,6 +10,9 @@ The records are the results file's JSON objects (``docs/results-schema.md``), ty
 missing or ``null`` (a file transcribed from a notebook holds only what the notebook printed), so they are
 declared ``total=False`` and read through the accessors below instead of ``dict.get(...) or {}`` chains.
 
+:class:`Interval` (a figure's confidence interval, computed by ``measure.stats``) is read by the scorer too, so
+it is defined here, once, for both sides.
+
 Nothing here measures, reads a file or imports the measurement layer: this is the contract the layers above
 (``measure``, ``scoring``, ``report``) meet on.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from numbers import Real
 from typing import Any, Protocol, TypedDict, cast, runtime_checkable
@@ -28,7 +32,7 @@ __all__ = [
     "Distribution", "LittlesLaw", "ClientStats", "ServerStats", "TimelineSample", "LoadgenChecks", "PointRecord",
     "CrossCheck", "EngineReport", "PointMode", "Measurement", "point_id", "point_mode", "client_stats", "server_stats",
     "client_value", "server_value", "concurrency", "prefix_cache_hit_rate", "is_sweep_point", "BATCH1_ID",
-    "client_number", "server_number", "measured_number", "point_failure",
+    "client_number", "server_number", "measured_number", "point_failure", "Interval",
 ]
 
 #: the id of the batch-1 point (``sweep.batch1``), kept apart from the concurrency sweep
@@ -204,6 +208,82 @@ class EngineReport(TypedDict, total=False):
     mode: str
     startup_s: float | None
     workers: dict[str, Any] | None  # expected / seen / missing_ranks (measure.engine workers_report)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with its two-sided confidence interval at ``level`` (SI units, like the estimate).
+
+    ``lo``/``hi`` are ``-inf``/``+inf`` when ``n`` is too small to bound that side at ``level`` (a p99 from 80
+    requests has no finite upper bound at 95 %: the chance that all 80 lie below the true p99 is
+    0.99**80 ≈ 0.45 > 0.025). ``n`` is the number of samples behind the estimate (requests, token gaps,
+    sub-windows or repeats; see ``note``).
+    """
+
+    estimate: float
+    lo: float
+    hi: float
+    level: float
+    method: str
+    n: int
+    note: str = ""
+    #: The quantile (0..1) an order-statistic interval is of; ``None`` for means and rates.
+    quantile: float | None = None
+
+    @property
+    def bounded(self) -> bool:
+        """Both sides finite."""
+        return math.isfinite(self.lo) and math.isfinite(self.hi)
+
+    def contains(self, value: float) -> bool:
+        """``lo <= value <= hi``."""
+        return self.lo <= value <= self.hi
+
+    def straddles(self, bound: float) -> bool:
+        """The bound lies strictly inside the interval: the interval alone cannot say which side it is on."""
+        return self.lo < bound < self.hi
+
+    def scaled(self, factor: float) -> Interval:
+        """The same interval in other units (``factor`` > 0), e.g. seconds → milliseconds."""
+        return replace(self, estimate=self.estimate * factor, lo=self.lo * factor, hi=self.hi * factor)
+
+    def to_json(self) -> dict[str, Any]:
+        """The results-file form; infinite sides are written as ``null`` (JSON has no infinity)."""
+        return {
+            "estimate": self.estimate,
+            "lo": self.lo if math.isfinite(self.lo) else None,
+            "hi": self.hi if math.isfinite(self.hi) else None,
+            "level": self.level,
+            "method": self.method,
+            "n": self.n,
+            **({"note": self.note} if self.note else {}),
+            **({"quantile": self.quantile} if self.quantile is not None else {}),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Interval:
+        """The inverse of :meth:`to_json` (``null`` sides read back as ±inf)."""
+        lo, hi = d.get("lo"), d.get("hi")
+        return cls(estimate=float(d["estimate"]), lo=-math.inf if lo is None else float(lo),
+                   hi=math.inf if hi is None else float(hi), level=float(d.get("level", 0.95)),
+                   method=str(d.get("method", "")), n=int(d.get("n", 0)), note=str(d.get("note", "")),
+                   quantile=None if d.get("quantile") is None else float(d["quantile"]))
+
+    def text(self, unit: str = "", scale: float = 1.0, digits: int = 3) -> str:
+        """``"[lo, hi] unit (95 %, n=80)"`` with ``-inf``/``+inf`` spelled out as "no lower/upper bound"."""
+        def fmt(v: float) -> str:
+            return f"{v * scale:.{digits}g}"
+        lo = fmt(self.lo) if math.isfinite(self.lo) else "-∞"
+        hi = fmt(self.hi) if math.isfinite(self.hi) else "+∞"
+        u = f" {unit}" if unit else ""
+        out = f"[{lo}, {hi}]{u} ({self.level:.0%}, n={self.n})"
+        if not math.isfinite(self.hi) and not math.isfinite(self.lo):
+            out += f": n={self.n} bounds neither side at {self.level:.0%}"
+        elif not math.isfinite(self.hi):
+            out += f": no upper bound at {self.level:.0%}"
+        elif not math.isfinite(self.lo):
+            out += f": no lower bound at {self.level:.0%}"
+        return out
 
 
 @runtime_checkable

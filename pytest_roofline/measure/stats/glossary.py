@@ -1,0 +1,168 @@
+"""The metric glossary: every client metric defined once (:data:`GLOSSARY`, the words the README and the HTML
+report print verbatim), and the rules every figure shares: a distribution's statistics (:func:`distribution`) and
+a request's token counts.
+
+This module never imports pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from pytest_roofline.measure.loadgen import RequestRecord
+
+__all__ = ["GLOSSARY", "PERCENTILES", "distribution", "output_tokens", "prompt_tokens"]
+
+#: Percentiles reported for every distribution (with ``mean``), as keys ``p50`` ... ``p99``.
+PERCENTILES: tuple[int, ...] = (50, 90, 95, 99)
+
+GLOSSARY: dict[str, str] = {
+    "measurement_window": (
+        "The time span the throughput and in-flight figures of a sweep point are computed over: from the "
+        "start of the measurement phase (after all warm-up requests finished; in an open loop the time zero "
+        "of the arrival schedule) to the end of the last measured request. Warm-up requests are never "
+        "counted. All client times come from one monotonic clock (time.perf_counter); token arrival times "
+        "are the kernel's receive timestamps of the socket reads that completed each server-sent event, so "
+        "they do not include the client's own processing delay."
+    ),
+    "completed": (
+        "Measured requests that finished successfully: HTTP 200, at least one chunk carrying tokens, no "
+        "error event in the stream and a final data: [DONE]."
+    ),
+    "failed": (
+        "Measured requests that did not complete: connection errors, HTTP errors, error events in the "
+        "stream, truncated streams and client-side timeouts. Errors count in denominators: a success "
+        "fraction or goodput fraction divides by completed + failed, never by completed alone. Failed "
+        "requests are excluded from the latency distributions (TTFT, TPOT, ITL, E2E) but their time in "
+        "flight counts towards the mean in-flight figure."
+    ),
+    "ttft_ms": (
+        "Time to first token, per completed request: from the moment the request was written to the "
+        "socket to the arrival of the first server-sent event whose choices list is non-empty (the first "
+        "chunk carrying tokens), in milliseconds. It includes queueing and prefill on the server and one "
+        "network transit each way, but not client-side waiting before the send (see schedule_lag_ms)."
+    ),
+    "tpot_ms": (
+        "Time per output token, per completed request, with vLLM's definition: (E2E latency − TTFT) / "
+        "(output tokens − 1), in milliseconds. It excludes the first token, so it is the mean decode "
+        "interval a user experienced after the first token. Output tokens come from the server's usage "
+        "(completion_tokens). Only requests with more than one output token contribute."
+    ),
+    "itl_ms": (
+        "Inter-token latency: the gaps between consecutive chunks carrying tokens within a request, in "
+        "milliseconds, pooled over all chunks of all completed requests (so long requests weigh more). "
+        "When the server puts several tokens in one chunk the gap covers all of them; TPOT is the "
+        "per-token figure."
+    ),
+    "e2e_ms": (
+        "End-to-end latency, per completed request: from the send to the arrival of the last chunk "
+        "carrying tokens, in milliseconds (vLLM's E2EL)."
+    ),
+    "output_throughput_tok_s": (
+        "Output tokens of all completed requests (usage completion_tokens) divided by the measurement "
+        "window, in tokens per second."
+    ),
+    "steady_output_throughput_tok_s": (
+        "Output tokens that arrived inside the steady window divided by its length, in tokens per second. "
+        "The steady window runs from the start of the measurement window to the last measured send: after "
+        "it no new request starts and the requests in flight only drain, so the offered load is no longer "
+        "the nominal one. Each chunk counts completion_tokens / chunks of its request. The throughput knee "
+        "uses this figure (the ramp-down tail of a short closed-loop point otherwise flattens the curve)."
+    ),
+    "steady_mean_in_flight": (
+        "The time-averaged number of requests in flight over the steady window (see "
+        "steady_output_throughput_tok_s): the concurrency the server actually saw while the load was on."
+    ),
+    "total_throughput_tok_s": (
+        "Prompt plus output tokens of all completed requests (usage prompt_tokens + completion_tokens) "
+        "divided by the measurement window, in tokens per second."
+    ),
+    "request_throughput_req_s": (
+        "Completed requests divided by the measurement window, in requests per second."
+    ),
+    "per_request_output_tok_s": (
+        "Per completed request: its output tokens divided by its E2E latency, in tokens per second — the "
+        "generation speed one user saw, first-token wait included."
+    ),
+    "schedule_lag_ms": (
+        "Open loop only: actual send time minus the time the seeded arrival schedule assigned to the "
+        "request, in milliseconds, for every measured request that was sent. It grows when a concurrency "
+        "cap holds arrivals back or the client falls behind; latencies are measured from the actual send, "
+        "so a large lag means the offered load was not the intended one. Null in a closed loop."
+    ),
+    "mean_in_flight": (
+        "The time-averaged number of measured requests in flight (sent but not finished, failed ones "
+        "included) over the measurement window, computed from the client's own send and end times: the "
+        "sum of every request's time in flight divided by the window length."
+    ),
+    "littles_law": (
+        "A consistency check by Little's law, L = λ·W: L is mean_in_flight, λ (lambda_req_s) is the request "
+        "throughput, W (W_s) is the mean E2E latency of completed requests in seconds; ratio = (λ·W) / L, "
+        "what Little's law gives back over the concurrency actually held. It is close to 1 in a steady, "
+        "error-free run; it drops below 1 when failed requests held slots, when responses took long after "
+        "their last token, or when the window holds long ramp-up/ramp-down phases."
+    ),
+    "token_count_mismatches": (
+        "Completed requests whose server-reported usage differs from what was requested: prompt_tokens ≠ "
+        "input_len or completion_tokens ≠ output_len, or no usage reported at all. Non-zero means the "
+        "workload was not the one the prediction assumed (for example a BOS token added to token-id "
+        "prompts, or EOS honoured)."
+    ),
+    "goodput": (
+        "Requests per second that met every service-level objective given (TTFT and/or TPOT at the "
+        "stated limits), divided by the measurement window; the goodput fraction divides the good requests "
+        "by all measured requests, failed ones included. A request with one output token has TPOT 0 for "
+        "this purpose (vLLM's convention). Computed by the scoring step from these per-point statistics."
+    ),
+    "steady_window": (
+        "The part of the measurement window a point's intervals are computed over, found by measurement: the "
+        "warm-up ends when the requests in flight first reach the target concurrency (closed loop) and the TTFT "
+        "series in send order stops trending by the MSER-5 truncation rule (White 1997); the drain starts at the "
+        "last measured send. Its requests are those sent inside it that finished before the drain; the results "
+        "file records where it lies, how many requests it dropped at each end, and why. With "
+        "sweep.steady_state: off it is the whole measurement window."
+    ),
+    "steady": (
+        "The point's figures over its steady window (TTFT, TPOT, ITL, E2E distributions, throughputs): the values "
+        "a live run's measured predictions are scored on."
+    ),
+    "intervals": (
+        "Each figure's 95% confidence interval over the steady window, with the number of samples (n) and "
+        "requests behind it: distribution-free order-statistic intervals for percentiles (the binomial "
+        "distribution of the order statistics), batch-means Student-t intervals for means (up to 20 contiguous "
+        "batches, so correlated neighbours widen it) and for throughputs (20 sub-windows). A side that n samples "
+        "cannot bound is null: a p99 from 80 requests has no upper bound at 95%. With sweep.repeats >= 2 it is a "
+        "Student-t interval over the repeats' values."
+    ),
+    "percentiles": (
+        "Every distribution is reported as its mean and its 50th, 90th, 95th and 99th percentiles, "
+        "computed with numpy's default linear interpolation between order statistics; all null when there "
+        "is no sample."
+    ),
+}
+
+
+def distribution(values: Iterable[float] | np.ndarray, scale: float = 1.0) -> dict[str, float | None]:
+    """``{"mean", "p50", "p90", "p95", "p99"}`` of ``values`` × ``scale`` (all ``None`` when empty)."""
+    arr = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.float64)
+    out: dict[str, float | None] = {"mean": None}
+    out.update({f"p{p}": None for p in PERCENTILES})
+    if arr.size == 0:
+        return out
+    arr = arr * scale
+    out["mean"] = float(arr.mean())
+    for p, v in zip(PERCENTILES, np.percentile(arr, PERCENTILES)):
+        out[f"p{p}"] = float(v)
+    return out
+
+
+def output_tokens(r: RequestRecord) -> int:
+    """A request's output tokens: the usage count the engine reported, else the token chunks received."""
+    return r.completion_tokens if r.completion_tokens is not None else len(r.chunk_times_s)
+
+
+def prompt_tokens(r: RequestRecord) -> int:
+    """A request's prompt tokens: the usage count the engine reported, else the length it was sent with."""
+    return r.prompt_tokens if r.prompt_tokens is not None else r.input_len
