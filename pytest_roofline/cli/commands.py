@@ -1,0 +1,263 @@
+"""The commands of ``roofline`` other than ``predict`` (:mod:`pytest_roofline.cli.predict`): the catalogs
+(``quantities``, ``hardware``, ``schema``), ``check``, ``report``, ``history``, ``compare``, ``tiny-model`` and
+``calibrate``. Each ``cmd_*`` takes the parsed namespace and returns the exit status; errors propagate to
+:func:`pytest_roofline.cli.parser.main`, which prints them on one line.
+
+The report and history layers are imported inside the commands that use them: they cost about 0.6 s and 0.25 s
+at start-up, which every other command (``roofline predict``, ``roofline quantities | head``) would pay.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_roofline.errors import CalibrationError
+from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, parse_limit
+from pytest_roofline.format.spec import SpecError, json_schema, load_spec
+from pytest_roofline.measure import tinymodel
+from pytest_roofline.measure.calibpoints import measured_points, parse_point_selector, select_points
+from pytest_roofline.measure.results import load_results
+from pytest_roofline.model import calibration, hardware, serving
+from pytest_roofline.model.setup import build_setup
+from pytest_roofline.quantities.registry import QUANTITIES
+from pytest_roofline.units import GB, GIB
+
+__all__ = ["cmd_calibrate", "cmd_check", "cmd_compare", "cmd_hardware", "cmd_history", "cmd_quantities", "cmd_report",
+           "cmd_schema", "cmd_tiny_model", "drift_baseline", "drift_threshold"]
+
+
+def cmd_quantities(args: argparse.Namespace) -> int:
+    for q in sorted(QUANTITIES.values(), key=lambda q: q.name):
+        modes = "+".join(q.modes)
+        at = ", ".join(q.at) or "—"
+        print(f"{q.name:<36} {q.dimension:<12} {modes:<14} at: {at}\n    {q.description}")
+    return 0
+
+
+def cmd_hardware(args: argparse.Namespace) -> int:
+    print(f"{'id':<16} {'memory':>12} {'GB/s':>7} {'bf16 TF':>8} {'fp8 TF':>8} {'ridge':>7}  name")
+    for hid, h in hardware.CATALOG.items():
+        if h.hbm_bytes_per_s:
+            fp8 = h.peak_flop_per_s.get("fp8")
+            fp8_text = f"{fp8 / 1e12:,.1f}" if fp8 else "—"  # no FP8 tensor cores (A100)
+            mem_text = f"{h.memory_bytes / GIB:>8.2f} GiB" if h.memory_bytes else "—"
+            print(f"{hid:<16} {mem_text:>12} {h.hbm_bytes_per_s / GB:>7,.0f} "
+                  f"{h.peak_flop_per_s['bf16'] / 1e12:>8,.1f} {fp8_text:>8} "
+                  f"{h.ridge_flop_per_byte():>7.1f}  {h.name}")
+        else:
+            print(f"{hid:<16} {'—':>12} {'—':>7} {'—':>8} {'—':>8} {'—':>7}  {h.name}")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    text = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
+    if args.output:
+        _write(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _write(path: str | Path, text: str) -> None:
+    """Write an output file; a missing folder or no permission is one line (``OSError`` caught by main)."""
+    p = Path(path)
+    if p.is_dir():
+        raise IsADirectoryError(21, "is a directory; give a file name", str(p))
+    if not p.parent.is_dir():
+        raise FileNotFoundError(2, "its folder does not exist; create it first", str(p))
+    p.write_text(text, encoding="utf-8")
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    changes = dict(parse_limit(text) for text in (getattr(args, "limit", None) or []))
+    return DEFAULT_LIMITS.with_changes(**changes)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    bad = 0
+    limits = _limits(args)
+    for f in args.files:
+        try:
+            spec = load_spec(f, limits=limits)
+        except SpecError as exc:
+            print(exc)
+            bad += 1
+            continue
+        except OSError as exc:
+            print(f"{f}: cannot read: {exc.strerror or exc}")
+            bad += 1
+            continue
+        errors = [p.error for p in spec.predictions if p.error is not None]
+        for e in errors:
+            print(e)
+        bad += bool(errors)
+        print(f"{f}: {len(spec.predictions) - len(errors)} predictions ok, {len(errors)} with errors")
+    return 1 if bad else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from pytest_roofline.report.scorecard import render_from_files
+
+    out = Path(args.output)
+    if not out.parent.is_dir():  # before the work: a typo in -o must not cost a render
+        raise FileNotFoundError(2, "its folder does not exist; create it first", str(out))
+    if args.predictions and Path(args.predictions).is_dir():  # results may be a folder (vllm bench serve files)
+        raise IsADirectoryError(21, "is a directory; give the prediction file (e.g. DIR/x.yaml)", args.predictions)
+    html = render_from_files(Path(args.predictions), Path(args.results) if args.results else None,
+                             allow_mismatch=args.allow_mismatch)
+    _write(out, html)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def drift_threshold(text: str) -> str:
+    from pytest_roofline.history import DriftPolicy
+
+    return DriftPolicy(text).threshold_text  # a bad threshold: argparse's one-line usage error
+
+
+def drift_baseline(text: str) -> str:
+    from pytest_roofline.history import parse_baseline
+
+    parse_baseline(text)
+    return text.strip()
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    """``roofline history URI``: the trend page of a history store (its index only), written to ``-o``."""
+    from pytest_roofline.history import DEFAULT_BASELINE, DEFAULT_DRIFT, open_store
+    from pytest_roofline.report.trend import DEFAULT_OUTPUT, write_trend
+
+    out = Path(args.output or DEFAULT_OUTPUT)
+    if not out.parent.is_dir():  # before opening the store: a typo in -o must not cost a render
+        raise FileNotFoundError(2, "its folder does not exist; create it first", str(out))
+    store = open_store(args.uri, create=False)
+    try:
+        path, n = write_trend(store, out, setup=args.setup or (), last=args.last,
+                              drift=args.drift or DEFAULT_DRIFT, baseline=args.baseline or DEFAULT_BASELINE)
+    finally:
+        store.close()
+    print(f"wrote {path} ({n} run{'s' if n != 1 else ''})")
+    return 0
+
+
+def _compare_side(ref: str, store_uri: str | None, predictions: str | None) -> Any:
+    """One side of ``roofline compare``: a stored run's directory, a results.json (scored against its prediction
+    file, the way --replay would), or a run id (or its unique prefix) in the store."""
+    from pytest_roofline.history import build_records, open_store, read_run_dir, spec_setup_key
+    from pytest_roofline.report.scorecard import score_spec
+
+    path = Path(ref)
+    if path.is_dir():
+        return read_run_dir(path).summary
+    if path.is_file():
+        data = load_results(path)
+        named = predictions or str((data.get("setup") or {}).get("predictions_file") or "")
+        candidates = [Path(named), Path("predictions") / Path(named).name] if named else []
+        found = next((c for c in candidates if c.is_file()), None)
+        if found is None:
+            raise FileNotFoundError(2, "its prediction file is not here; name it with --predictions FILE.yaml",
+                                    named or str(path))
+        spec = load_spec(found)
+        verdicts = score_spec(spec, data, source=f"results file {path}")
+        setup = data.get("setup") or {}
+        rec = build_records(verdicts, setups={spec.path: spec_setup_key(spec, data)}, results=[data],
+                            started_at=str(data.get("created_at") or ""), mode="replay",
+                            commit=setup.get("commit"), rootdir=Path.cwd())[0]
+        return dataclasses.replace(rec.summary, run_id=str(path))
+    uri = store_uri or os.environ.get("ROOFLINE_HISTORY")
+    if not uri:
+        raise FileNotFoundError(2, "not a run directory nor a results file; for a run id give --store URI "
+                                   "(or set ROOFLINE_HISTORY)", ref)
+    store = open_store(uri, create=False)
+    try:
+        hits = [r for r in store.runs() if r.run_id == ref] or [r for r in store.runs() if r.run_id.startswith(ref)]
+    finally:
+        store.close()
+    if len(hits) != 1:
+        raise ValueError(f"{ref!r}: {'no run' if not hits else f'{len(hits)} runs'} with that id in the store"
+                         + ("" if not hits else " (give more of the id)"))
+    return hits[0]
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """``roofline compare A B``: two runs side by side (run ids in --store, run directories or results.json)."""
+    from pytest_roofline.history import comparison_json, render_comparison
+
+    a = _compare_side(args.a, args.store, args.predictions)
+    b = _compare_side(args.b, args.store, args.predictions)
+    if args.json:
+        print(json.dumps(comparison_json(a, b), indent=2, ensure_ascii=False))
+    else:
+        width = min(shutil.get_terminal_size((120, 24)).columns, 120)
+        print("\n".join(render_comparison(a, b, width=width)))
+    return 0
+
+
+def cmd_tiny_model(args: argparse.Namespace) -> int:
+    dest = Path(args.dest).expanduser() if args.dest else tinymodel.default_model_dir()
+    if not tinymodel.is_tiny_model(dest):  # a real write probe first: a bad destination is one line, not a child's
+        try:  # traceback minutes later
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.rmdir(tempfile.mkdtemp(prefix=f".{dest.name}.probe.", dir=dest.parent))
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot write the model there ({exc.strerror or exc})", str(dest)) from None
+    try:
+        print(tinymodel.make_tiny_model(dest))
+    except RuntimeError as exc:
+        lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+        print(f"roofline: making the tiny model in {dest} failed: {lines[-1] if lines else exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Fit the serving model's constants to measured points; print values ± 1σ and residuals; write the file."""
+    docs = [(f, load_results(f)) for f in args.results]
+
+    def run_of(d: Mapping[str, Any]) -> tuple[Any, ...]:
+        st = d.get("setup") or {}
+        return ((st.get("hardware") or {}).get("declared"), (st.get("model") or {}).get("name"),
+                (st.get("engine") or {}).get("version"), json.dumps(st.get("workload") or {}, sort_keys=True))
+
+    differ = {str(f): run_of(d) for f, d in docs if run_of(d) != run_of(docs[0][1])}
+    if differ:
+        raise CalibrationError(f"the results files are not of one setup (hardware, model, engine version, "
+                               f"workload): {docs[0][0]} has {run_of(docs[0][1])}, "
+                               + "; ".join(f"{f} has {r}" for f, r in differ.items()))
+    pred_file = args.predictions or (docs[0][1].get("setup") or {}).get("predictions_file")
+    if not pred_file:
+        raise CalibrationError("the results file does not name its predictions file: pass --predictions FILE.yaml")
+    spec = load_spec(pred_file)
+    setup = build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides,
+                        model_ref=spec.model, model_overrides=spec.model_overrides, engine=spec.engine,
+                        workload=spec.workload)
+    points = [p for _, d in docs for p in measured_points(d)]
+    if args.points:
+        points = select_points(points, parse_point_selector(args.points))
+    points, screened = calibration.screen_points(points, setup, contamination=spec.thresholds.contamination)
+    for note in screened:
+        print(f"note: {note}")
+    base = serving.default_constants(setup)
+    fields = [f.strip() for f in args.fit.split(",") if f.strip()] if args.fit else None
+    print(f"calibrating {setup.hardware.id} / {setup.model.name} / {setup.engine_name} "
+          f"{setup.engine_version or ''} on {', '.join(p.label for p in points)} "
+          f"({', '.join(fields or type(base).FIELDS_FITTABLE)})", flush=True)
+    seed = int((spec.workload or {}).get("seed", 0))  # with each point's id: the load generator's arrivals
+    result = calibration.fit(points, base, predict=calibration.serving_predictor(setup, seed=seed), fields=fields)
+    print(result.describe())
+    cal = calibration.calibration_from_fit(result, setup, sources=[str(f) for f, _ in docs],
+                                           notes=args.notes or "")
+    if args.output:
+        calibration.dump_calibration(cal, args.output)
+        print(f"wrote {args.output}")
+    return 0

@@ -1,0 +1,361 @@
+"""``roofline predict``: the analytical decode table of a setup (:func:`predict_rows`), the KV pool vLLM allocates
+for it (:func:`kv_pool`), and with ``--simulate`` the serving model's predicted sweep (``--results``: the measured
+values beside it). The setup comes from the setup flags (:mod:`pytest_roofline.cli.setup_flags`); the figures from
+the model layer (``Setup.decode_step``, ``Setup.roofline_landmarks``, ``kv_accounting``, the serving model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_roofline.cli.setup_flags import build, setup_tree
+from pytest_roofline.errors import NotMeasured
+from pytest_roofline.format.spec import load_spec
+from pytest_roofline.measure.results import RecordedMeasurement, load_results
+from pytest_roofline.model import analytical as an
+from pytest_roofline.model import serving as sv
+from pytest_roofline.model.setup import RooflineLandmarks, Setup, SetupError, build_setup, kv_accounting, reported_kv
+from pytest_roofline.quantities.measurement import client_value
+from pytest_roofline.scoring import serving_sweep_for
+from pytest_roofline.units import GIB, MIB, to_si
+
+__all__ = ["batch_list", "cmd_predict", "kv_pool", "positive_number", "predict_rows"]
+
+
+def predict_rows(*, hardware_id: str | None = None, model: str | None = None, context_tokens: float | None = None,
+                 batches: Sequence[int], engine_version: str | None = None, dtype: str = "bf16",
+                 setup: Setup | None = None) -> dict:
+    """The analytical table as plain data: one row per batch plus ridge, asymptote and knee, and the KV pool
+    (:func:`kv_pool`).  ``setup``: an already resolved :class:`Setup` (what the CLI's flags built); without it
+    one is built from ``hardware_id``, ``model``, ``context_tokens``, ``engine_version`` and ``dtype``."""
+    if setup is None:
+        if not (hardware_id and model):
+            raise ValueError("predict_rows needs a setup, or hardware_id and model")
+        setup = build_setup(hardware_ref=hardware_id, model_ref=model, model_overrides={"dtype": dtype},
+                            engine={"name": "vllm", "version": engine_version} if engine_version else {},
+                            workload={"kv_context": 1024 if context_tokens is None else context_tokens})
+    # one GPU's share under tensor parallelism (its weights, FLOPs and KV heads at its own bandwidth and peak; on
+    # one GPU the whole model): the decode steps come from Setup.decode_step, as the quantities take them
+    lm = RooflineLandmarks(setup)  # shown under PP too, beside the decode table's refusal
+    rows = []
+    decode_error = None
+    try:
+        setup.require_single_stage("the decode table")
+    except SetupError as exc:
+        decode_error, batches = str(exc), []
+    for b in batches:
+        s = setup.decode_step(b)
+        rows.append({
+            "batch": b, "intensity_flop_per_byte": s.intensity_flop_per_byte,
+            "weight_only_intensity_flop_per_byte": s.weight_only_intensity_flop_per_byte,
+            "t_mem_ms": s.t_mem_s * 1e3, "t_comp_ms": s.t_comp_s * 1e3, "t_step_ms": s.t_step_s * 1e3,
+            "bound": s.bound, "throughput_tok_per_s": s.throughput_tok_per_s,
+            "per_request_tok_per_s": s.per_request_tok_per_s, "kv_total_gib": s.kv_total_bytes / GIB,
+            "t_allreduce_ms": s.t_allreduce_s * 1e3,
+        })
+    knee = lm.knee
+    return {
+        "hardware": setup.hardware.id, "model": setup.model.name, "context_tokens": setup.kv_context_tokens,
+        "weight_bytes": setup.weight_bytes, "kv_bytes_per_token": setup.kv_bytes_per_token,
+        "kv_bytes_per_token_per_gpu": setup.kv_bytes_per_token_per_gpu,
+        "ridge_flop_per_byte": an.ridge_flop_per_byte(setup.peak_flop_per_s, setup.hbm_bytes_per_s),
+        "intensity_asymptote_flop_per_byte": lm.intensity_asymptote_flop_per_byte,
+        "half_saturation_batch": lm.half_saturation_batch,
+        "throughput_asymptote_tok_per_s": lm.throughput_asymptote_tok_per_s,
+        "batch1_ceiling_tok_per_s": lm.batch1_ceiling_tok_per_s,
+        "knee_batch": knee.batch, "knee_reason": knee.reason, "decode_error": decode_error,
+        **kv_pool(setup),
+        "rows": rows,
+    }
+
+
+#: the engine settings the KV pool and the scheduler depend on, shown with where each value came from:
+#: shown name -> (Setup attribute, key of Setup.sources)
+_ENGINE_SETTINGS = {
+    "engine": ("engine_kind", "engine"), "entrypoint": ("engine_entrypoint", "usage"),
+    **{name: (name, name) for name in ("gpu_memory_utilization", "block_size", "max_num_seqs",
+                                       "max_num_batched_tokens", "enable_chunked_prefill", "enable_prefix_caching")},
+}
+
+#: vLLM's max_model_len when none is given: the model config's position limit (max_position_embeddings first
+#: among the keys it reads; vllm/config.py ``_get_and_verify_max_len``, vLLM v0.6.3, github.com/vllm-project/vllm)
+_MAX_MODEL_LEN_DEFAULT = ("the model's max_position_embeddings, vLLM's default max_model_len (vllm/config.py "
+                          "_get_and_verify_max_len)")
+
+
+def _max_model_len(setup: Setup) -> tuple[int | None, str]:
+    if setup.max_model_len:
+        return int(setup.max_model_len), "given (engine.args.max_model_len)"
+    mpe = getattr(setup.model, "max_position_embeddings", None)
+    if mpe:
+        return int(mpe), _MAX_MODEL_LEN_DEFAULT
+    return None, "not known: the model has no max_position_embeddings; give --max-model-len"
+
+
+def kv_pool(setup: Setup) -> dict[str, Any]:
+    """The KV pool vLLM allocates for ``setup`` (``model.setup.kv_accounting``, the accounting every quantity
+    uses) as plain data with units in the names, and the engine settings behind it with their sources.
+
+    When the pool cannot be computed (a chip without a memory figure), the numbers are None and
+    ``kv_pool_error`` says why."""
+    mml, mml_source = _max_model_len(setup)
+    scheme = getattr(setup, "quantization", None)  # model.quantization.QuantScheme, or None: unquantized
+    settings = {}
+    for name, (attr, key) in _ENGINE_SETTINGS.items():
+        value = getattr(setup, attr, None)
+        if value is None and key not in setup.sources:
+            continue  # not resolved for this setup
+        given = name in (setup.engine_args or {})
+        source = "given (engine.args." + name + ")" if given else setup.sources.get(key, "the project's default")
+        settings[name] = {"value": value, "source": source}
+    out: dict[str, Any] = {
+        "engine": setup.engine_name, "engine_version": setup.engine_version,
+        "entrypoint": getattr(setup, "engine_entrypoint", None) or "serve",
+        "tensor_parallel_size": int(setup.tensor_parallel_size),
+        "pipeline_parallel_size": int(getattr(setup, "pipeline_parallel_size", 1) or 1),
+        "weight_dtype": setup.weight_dtype, "kv_cache_dtype": setup.kv_dtype,
+        "quantization": scheme.label() if scheme is not None else None,
+        "num_gpus": int(setup.num_gpus), "weight_bytes_per_gpu": float(setup.weight_bytes_per_gpu),
+        "block_size_tokens": int(setup.block_size),
+        "max_model_len_tokens": mml, "max_model_len_source": mml_source,
+        "engine_settings": settings,
+    }
+    pool: dict[str, Any] = dict.fromkeys(
+        ("num_gpu_blocks", "kv_cache_tokens", "kv_bytes_per_block", "kv_budget_bytes",
+         "activation_bytes", "non_torch_bytes", "cuda_graph_bytes", "available_kv_bytes", "available_kv_gib",
+         "max_concurrency_at_max_model_len"))
+    try:
+        acc = kv_accounting(setup)
+    except (SetupError, ValueError) as exc:
+        return {**out, **pool, "kv_pool_error": str(exc)}
+    reported = reported_kv(setup, acc, mml)
+    pool.update(
+        num_gpu_blocks=acc.num_blocks, kv_cache_tokens=reported.kv_cache_tokens,
+        kv_bytes_per_block=acc.bytes_per_block,
+        kv_budget_bytes=acc.budget_bytes,
+        activation_bytes=acc.activation_bytes, non_torch_bytes=acc.non_torch_bytes,
+        cuda_graph_bytes=acc.cuda_graph_bytes, available_kv_bytes=acc.available_kv_bytes,
+        available_kv_gib=acc.available_kv_gib,
+        max_concurrency_at_max_model_len=reported.max_concurrency if mml else None,
+    )
+    return {**out, **pool, "kv_pool_error": None}
+
+
+def _kv_pool_lines(data: Mapping[str, Any]) -> list[str]:
+    """The KV pool and the engine settings as text, under the decode table."""
+    tp, pp = data["tensor_parallel_size"], data["pipeline_parallel_size"]
+    where = (f"{data['engine']} {data['engine_version'] or '(newest known release)'} {data['entrypoint']} · "
+             f"TP {tp} · PP {pp} · weights {data['weight_dtype']}"
+             + (f" ({data['quantization']})" if data["quantization"] else "") + f" · KV {data['kv_cache_dtype']}")
+    if data["kv_pool_error"]:
+        lines = [f"KV pool ({where}): not computed: {data['kv_pool_error']}"]
+    else:
+        budget = (f"of the {data['kv_budget_bytes'] / GIB:,.2f} GiB budget" if data["kv_budget_bytes"] is not None
+                  else "(an explicit pool)")
+        blocks, bs, tokens = data["num_gpu_blocks"], data["block_size_tokens"], data["kv_cache_tokens"]
+        size = (f"{blocks:,} GPU blocks × {bs} tokens = {tokens:,} KV tokens" if blocks * bs == tokens else
+                f"{blocks:,} GPU blocks of {bs} tokens; vLLM reports {tokens:,} KV tokens (sliding-window layers)")
+        lines = [f"KV pool ({where}): {size} · {data['kv_bytes_per_block'] / MIB:,.2f} MiB per block · "
+                 f"available KV {data['available_kv_gib']:,.2f} GiB {budget} · weights per GPU "
+                 f"{data['weight_bytes_per_gpu'] / GIB:,.2f} GiB"]
+        mml = data["max_model_len_tokens"]
+        conc = data["max_concurrency_at_max_model_len"]
+        lines.append(f"max concurrency at max_model_len {mml:,} tokens: {conc:.2f}x ({data['max_model_len_source']})"
+                     if mml else f"max concurrency: {data['max_model_len_source']}")
+    lines.append("engine settings:")
+    for name, s in data["engine_settings"].items():
+        lines.append(f"  {name:<24} {s['value']!s:>8}  {s['source']}")
+    return lines
+
+
+#: predicted field -> (client section key, statistic) of a recorded point (results-schema.md)
+_MEASURED_FIELDS = {
+    "output_throughput_tok_per_s": ("output_throughput_tok_s", None),
+    "per_request_output_tok_per_s": ("per_request_output_tok_s", "mean"),
+    "ttft_p50_ms": ("ttft_ms", "p50"), "ttft_p99_ms": ("ttft_ms", "p99"),
+    "tpot_p50_ms": ("tpot_ms", "p50"), "tpot_p99_ms": ("tpot_ms", "p99"),
+    "itl_p99_ms": ("itl_ms", "p99"),
+}
+
+
+def _measured_point(doc: Mapping[str, Any] | None, concurrency: int | None, rate: float | None) -> dict[str, float]:
+    """The recorded values of the closed-loop point at ``concurrency`` (or the open-loop one at ``rate``)."""
+    if not doc:
+        return {}
+    try:
+        pt = RecordedMeasurement(doc).point(concurrency=concurrency, rate=rate)
+    except NotMeasured:
+        return {}
+    out = {}
+    for name, (key, stat) in _MEASURED_FIELDS.items():
+        v = client_value(pt, key, *([stat] if stat else []))
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[name] = float(v)
+    return out
+
+
+def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict]]:
+    """The serving model's predicted sweep: from a prediction file (its setup, constants and sweep, as the
+    scorer simulates it) or from the flags."""
+    if isinstance(args.simulate, str):
+        if args.hardware or args.model:  # the file names its chip and model; a field of either is a --set
+            raise ValueError("--simulate FILE.yaml takes the file's hardware and model; change a field of them with "
+                             "--set hardware.FIELD=VALUE / --set model.FIELD=VALUE, or drop the file")
+        spec = load_spec(args.simulate)
+        tree = setup_tree(args, base={"engine": spec.engine, "workload": spec.workload},
+                           workload={"input_len": args.input_len, "output_len": args.output_len})
+        setup = build(spec.hardware, spec.model, tree, hardware_overrides=spec.hardware_overrides,
+                       model_overrides=spec.model_overrides)
+        sweep = serving_sweep_for(spec, None, setup)
+        keys = [p.key for p in sweep.points if p.key[0] != "batch1"]
+        if args.concurrency:
+            keys = [("closed", float(c)) for c in _int_list(args.concurrency)]
+        preds = [sweep.predict(k)[1] for k in keys]
+        title = f"{spec.title} · {sweep.source}"
+    else:
+        if not (args.hardware and args.model):
+            raise ValueError("--simulate needs a prediction file, or --hardware and --model")
+        tree = setup_tree(args, workload={"input_len": args.input_len, "output_len": args.output_len})
+        setup = build(args.hardware, args.model, tree)
+        eng = sv.EngineConfig.from_setup(setup)
+        constants = sv.default_constants(setup)
+        if args.rate:
+            workloads = [sv.workload_for_point(setup, rate_req_per_s=float(r)) for r in args.rate.split(",")]
+        else:
+            workloads = [sv.workload_for_point(setup, concurrency=c)
+                         for c in _int_list(args.concurrency or "1,2,4,8,16,32,64,128")]
+        preds = sv.simulate_sweep(setup, workloads, engine=eng, constants=constants)
+        title = "default constants"
+    eng = sv.EngineConfig.from_setup(setup)
+    head = (f"{setup.hardware.id} · {setup.model.name} · {setup.engine_name} {setup.engine_version or ''} · "
+            f"in {setup.input_len} / out {setup.output_len} tokens · max_num_seqs {eng.max_num_seqs}, "
+            f"max_num_batched_tokens {eng.max_num_batched_tokens}, chunked prefill "
+            f"{'on' if eng.chunked_prefill else 'off'}, {eng.num_gpu_blocks:,} KV blocks · {title}")
+    doc = None
+    if args.results:
+        doc = load_results(args.results)
+    rows = []
+    for p in preds:
+        row = {("concurrency" if p.concurrency is not None and p.rate_req_per_s is None else "rate"):
+               (p.concurrency if p.rate_req_per_s is None else p.rate_req_per_s), **p.to_dict()}
+        if p.rate_req_per_s is not None:
+            row["rate"] = p.rate_req_per_s
+        meas = _measured_point(doc, p.concurrency if p.rate_req_per_s is None else None, p.rate_req_per_s)
+        if doc is not None:
+            row["measured"] = meas
+            row["error"] = {k: (row[k] / v - 1.0) if v else None for k, v in meas.items()}
+        rows.append(row)
+    return head, rows
+
+
+def _int_list(text: str, what: str = "--concurrency") -> list[int]:
+    """``"1,2,4"`` -> ``[1, 2, 4]``; a ValueError naming the flag and the bad item otherwise."""
+    out = []
+    for item in str(text).split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if not item.isdigit() or int(item) < 1:
+            raise ValueError(f"{what}: {item[:40]!r} is not a whole number >= 1 (write e.g. 1,2,4)")
+        out.append(int(item))
+    if not out:
+        raise ValueError(f"{what}: no values given (write e.g. 1,2,4)")
+    return out
+
+
+def batch_list(text: str) -> list[int]:
+    """argparse type of ``--batch``: an error message argparse prints on one line, with exit status 2."""
+    try:
+        return _int_list(text, "--batch")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--batch: ")) from None
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    head, rows = _simulate_rows(args)
+    if args.json:
+        for row in rows:  # JSON lines: one object per sweep point
+            print(json.dumps(row))
+        return 0
+    print(head)
+    cols = [("output_throughput_tok_per_s", "agg tok/s", ".1f"), ("per_request_output_tok_per_s", "tok/s/req", ".1f"),
+            ("ttft_p50_ms", "TTFT p50", ".0f"), ("ttft_p99_ms", "TTFT p99", ".0f"), ("tpot_p50_ms", "TPOT p50", ".2f"),
+            ("tpot_p99_ms", "TPOT p99", ".2f"), ("itl_p99_ms", "ITL p99", ".1f")]
+    key = "rate" if rows and "rate" in rows[0] else "concurrency"
+    print(f"{'C' if key == 'concurrency' else 'req/s':>6} " + " ".join(f"{c[1]:>18}" for c in cols)
+          + f" {'run':>6} {'KV %':>5} {'preempt':>7} {'queue ms':>8}  dominant term")
+    errs: dict[str, list[float]] = {}
+    for r in rows:
+        cells = []
+        for name, _, fmt in cols:
+            pred = format(r[name], fmt) if math.isfinite(r[name]) else "—"
+            meas = r.get("measured", {}).get(name)
+            if meas is not None:
+                err = r["error"][name]
+                errs.setdefault(name, []).append(abs(err))
+                cells.append(f"{pred}|{format(meas, fmt)} {err:+.0%}".rjust(18))
+            else:
+                cells.append(f"{pred:>18}")
+        top = max(r["time_shares"], key=r["time_shares"].get) if r["time_shares"] else "—"
+        point = f"{r['rate']:g}/s" if "rate" in r else f"{r['concurrency']:g}"  # a file may sweep both
+        print(f"{point:>6} " + " ".join(cells) + f" {r['mean_running_batch']:>6.1f} {100 * r['max_kv_usage']:>5.1f} "
+              f"{r['preemptions']:>7} {r['mean_queue_ms']:>8.1f}  {top} {r['time_shares'].get(top, 0):.0%}")
+    if errs:
+        print("cells: predicted|measured error · mean |error|: " + ", ".join(
+            f"{n} {sum(v) / len(v):.1%} (n={len(v)})" for n, v in errs.items()))
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    if args.simulate is not None:
+        return _simulate(args)
+    if not (args.hardware and args.model):
+        raise ValueError("predict needs --hardware and --model (or --simulate FILE.yaml)")
+    batches = args.batch or [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    tree = setup_tree(args, workload={"kv_context": args.context})
+    tree.setdefault("workload", {}).setdefault("kv_context", 1024)  # the table's default KV context
+    data = predict_rows(setup=build(args.hardware, args.model, tree), batches=batches)
+    if args.json:
+        meta = {k: v for k, v in data.items() if k != "rows"}
+        for row in data["rows"]:  # JSON lines: one object per batch, each carrying the ridge, asymptote and knee
+            print(json.dumps({**row, **meta}))
+        if not data["rows"]:  # no decode table (PP > 1): the KV pool and the rest still, in one object
+            print(json.dumps(meta))
+        return 0
+    per_gpu = ""
+    if data["tensor_parallel_size"] * data["pipeline_parallel_size"] > 1:
+        per_gpu = (f" · per GPU: weights {data['weight_bytes_per_gpu'] / 1e9:,.2f} GB, KV "
+                   f"{data['kv_bytes_per_token_per_gpu']:,.0f} B/token")
+    print(f"{data['hardware']} · {data['model']} · KV context {data['context_tokens']:,.0f} tokens · "
+          f"weights {data['weight_bytes'] / 1e9:,.2f} GB · KV {data['kv_bytes_per_token']:,.0f} B/token{per_gpu}")
+    if data["decode_error"]:
+        print(f"decode table: {data['decode_error']}")
+    tp = data["tensor_parallel_size"] > 1  # the all-reduce column: t_step = max(t_mem, t_comp) + all-reduce
+    if data["rows"]:
+        print(f"{'B':>5} {'t_mem ms':>9} {'t_comp ms':>9} {'t_step ms':>9} {'FLOP/byte':>9} {'tok/s':>11} "
+              f"{'tok/s/req':>9} {'KV GiB':>8} " + (f"{'AR ms':>7} " if tp else "") + " bound")
+    for r in data["rows"]:
+        print(f"{r['batch']:>5} {r['t_mem_ms']:>9.2f} {r['t_comp_ms']:>9.2f} {r['t_step_ms']:>9.2f} "
+              f"{r['intensity_flop_per_byte']:>9.2f} {r['throughput_tok_per_s']:>11,.1f} "
+              f"{r['per_request_tok_per_s']:>9.1f} {r['kv_total_gib']:>8.2f} "
+              + (f"{r['t_allreduce_ms']:>7.3f} " if tp else "") + f" {r['bound']}")
+    for line in _kv_pool_lines(data):
+        print(line)
+    print(f"ridge {data['ridge_flop_per_byte']:.1f} FLOP/byte · intensity asymptote "
+          f"{data['intensity_asymptote_flop_per_byte']:.1f} FLOP/byte · half-saturation B "
+          f"{data['half_saturation_batch']:.1f} · throughput asymptote {data['throughput_asymptote_tok_per_s']:,.0f} "
+          f"tok/s · batch-1 ceiling {data['batch1_ceiling_tok_per_s']:.1f} tok/s")
+    print(f"knee: {data['knee_batch']:.1f}" if data["knee_batch"] is not None else f"knee: {data['knee_reason']}")
+    return 0
+
+
+
+def positive_number(text: str) -> float:
+    x = float(to_si(text, "count"))
+    if not (math.isfinite(x) and x > 0):
+        raise ValueError("must be a positive number")
+    return x
