@@ -1,0 +1,416 @@
+"""The setup sections' readers: ``hardware``, ``model``, ``engine``, ``workload``, ``sweep``, ``slo``,
+``thresholds``, ``serving``, ``calibration``, tolerances and drift thresholds, each from its YAML node to checked
+values with file:line errors, and the check that the file's setup resolves (:func:`check_setup`).
+
+Each reader takes a :class:`~._reader.NodeReader` and the section's node, and reads the keys its field table in
+:mod:`._fields` lists. The ``workload`` fields with distributions and files are read by
+:mod:`pytest_roofline.format.workloads`.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from pytest_roofline.errors import (
+    CalibrationError,
+    CalibrationMismatchWarning,
+    HardwareError,
+    ModelArchError,
+    SetupValueError,
+    SpecError,
+)
+from pytest_roofline.format import workloads as workload_fields
+from pytest_roofline.format._fields import (
+    BOOL_TRAPS,
+    ENGINE_FIELDS,
+    SLO_FIELDS,
+    SWEEP_FIELDS,
+    THRESHOLD_FIELDS,
+    WORKLOAD_FIELDS,
+    F,
+    serving_fields,
+)
+from pytest_roofline.format._reader import NodeReader, ctx_map_check, example_of
+from pytest_roofline.format._types import Spec, Sweep
+from pytest_roofline.format.engine_command import check_command
+from pytest_roofline.format.tolerance import TOLERANCE_HELP, Tolerance, ToleranceError, parse_tolerance
+from pytest_roofline.model import calibration
+from pytest_roofline.model.setup import build_setup
+from pytest_roofline.quantities import registry as qreg
+from pytest_roofline.redact import redact_url
+from pytest_roofline.units import UnitError, parse_value
+
+__all__ = [
+    "setup_error_node", "check_setup", "read_serving", "read_calibration", "read_hardware", "read_model",
+    "read_engine", "read_workload", "read_sweep", "read_slo", "read_thresholds", "read_tolerance", "DRIFT_HELP",
+    "parse_drift_threshold", "read_drift",
+]
+
+
+def _find(node: yaml.Node | None, path: str) -> yaml.Node | None:
+    """The node at a dotted ``path`` under a mapping node, or the deepest one found on the way."""
+    for key in path.split("."):
+        if not isinstance(node, yaml.MappingNode):
+            return node
+        nxt: yaml.Node | None = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key),
+                                     None)
+        if nxt is None:
+            return node
+        node = nxt
+    return node
+
+
+def setup_error_node(exc: BaseException, section: yaml.Node | None) -> yaml.Node | None:
+    """Where in a setup section (the file, or a prediction's setup:) the value an error is about was written."""
+    if isinstance(exc, SetupValueError):
+        return _find(section, exc.field)
+    for kind, key in ((HardwareError, "hardware"), (ModelArchError, "model")):
+        if isinstance(exc, kind):
+            node = _find(section, key)
+            if isinstance(node, yaml.MappingNode):  # an override: the key the message names
+                for k, v in node.value:
+                    if isinstance(k, yaml.ScalarNode) and re.search(rf"\b{re.escape(k.value)}\b", str(exc)):
+                        return v if isinstance(v, yaml.Node) else node
+            return node
+    return None
+
+
+def check_setup(ctx: NodeReader, spec: Spec, hw_node: yaml.Node, model_node: yaml.Node | None = None,
+                 root: yaml.Node | None = None) -> None:
+    """Resolve hardware/model once so a typo there is reported at its line, with did-you-mean."""
+    from pytest_roofline.model import architecture, hardware
+
+    try:
+        hardware.get_hardware(spec.hardware)
+    except Exception as exc:  # UnknownHardwareError carries its own did-you-mean
+        raise ctx.err(hw_node, str(exc), "`roofline hardware` lists the catalog ids") from None
+    try:
+        from pytest_roofline.model.setup import build_setup
+
+        build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides, model_ref=spec.model,
+                    model_overrides=spec.model_overrides, engine=spec.engine, workload=spec.workload)
+    except architecture.UnknownModelError as exc:  # its message carries the did-you-mean and the presets
+        raise ctx.err(model_node, f"setup does not resolve: {exc}",
+                      "write a preset name, a path to a config.json, or a nominal model mapping") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        node = setup_error_node(exc, root)
+        raise SpecError(f"setup does not resolve: {exc}", file=ctx.file,
+                        line=node.start_mark.line + 1 if node is not None else None,
+                        hint="check the hardware:, model:, engine: and workload: sections") from None
+
+
+def read_serving(ctx: NodeReader, node: yaml.Node) -> dict[str, float]:
+    fields = serving_fields()
+    # a time constant may be written without its unit suffix (step_overhead: 3.3 ms for step_overhead_s)
+    accepted = {**{k.removesuffix("_s"): F("value", "") for k, d in fields.items() if d == "time"},
+                **{k: F("value", "") for k in fields}}
+    m = ctx.mapping(node, "serving", accepted)
+    out: dict[str, float] = {}
+    for key, (kn, v) in m.items():
+        name = key if key in fields else key + "_s"
+        if name in out:
+            raise ctx.err(kn, f"serving: {key!r} is given twice (as {name} and {name.removesuffix('_s')})",
+                          "keep one of them")
+        what = f"serving.{key}"
+        if fields[name] == "time":
+            value = ctx.value(v, what, "time")
+            if not 0.0 <= value < 10.0:
+                raise ctx.err(v, f"{what}: {ctx.scalar(v, what)} is not a plausible per-step time",
+                              "write a time between 0 and a few ms, e.g. 3.3 ms or 5 us")
+        elif fields[name] in ("bandwidth", "flop_rate"):
+            value = ctx.value(v, what, fields[name])
+            if not value > 0:
+                raise ctx.err(v, f"{what}: must be positive", f"write e.g. {example_of(fields[name])}")
+        else:
+            value = ctx.value(v, what, "ratio")
+            if not 0.0 < value <= 1.0:
+                raise ctx.err(v, f"{what}: {ctx.scalar(v, what)} is not a share of the peak (0 < x <= 1)",
+                              "write e.g. 80% or 0.8")
+        out[name] = value
+    return out
+
+
+def read_calibration(ctx: NodeReader, spec: Spec, node: yaml.Node) -> None:
+    text = ctx.scalar(node, "calibration").strip()
+    path = Path(text) if Path(text).is_absolute() else Path(spec.path).parent / text
+    try:
+        cal = calibration.load_calibration(path)
+    except OSError as exc:
+        raise ctx.err(node, f"calibration: cannot read {path}: {exc.strerror or exc}",
+                      "write the path of a file `roofline calibrate -o FILE` wrote, relative to this file") from None
+    except (CalibrationError, ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
+        raise ctx.err(node, f"calibration: {path} is not a calibration file: {exc}",
+                      "regenerate it with `roofline calibrate RESULTS.json -o FILE`") from None
+    spec.calibration_path, spec.calibration = str(path), cal
+    try:
+        setup = build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides,
+                            model_ref=spec.model, model_overrides=spec.model_overrides, engine=spec.engine,
+                            workload=spec.workload)
+    except (ValueError, KeyError, TypeError):
+        return
+    differs = list(cal.mismatches(setup))
+    if differs:
+        msg = (f"{ctx.file}:{node.start_mark.line + 1}: calibration {text} was fitted on another setup "
+               f"({'; '.join(differs)}); its constants are used anyway — recalibrate on this setup to trust them")
+        spec.warnings.append(msg)
+        warnings.warn(CalibrationMismatchWarning(msg), stacklevel=2)
+
+
+def read_hardware(ctx: NodeReader, node: yaml.Node) -> tuple[str, dict[str, Any]]:
+    if isinstance(node, yaml.ScalarNode):
+        return node.value, {}
+    m = ctx.mapping(node, "hardware", None)
+    if "id" not in m:
+        raise ctx.err(node, "hardware mapping needs an id", "hardware: {id: a100-sxm4-80gb, hbm_bytes_per_s: 1.8e12}")
+    over = {k: _override_value(ctx, v) for k, (kn, v) in m.items() if k != "id"}
+    return ctx.scalar(m["id"][1], "hardware.id"), over
+
+
+def _override_value(ctx: NodeReader, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.ScalarNode):
+        text = node.value
+        for dim in ("bytes", "bandwidth", "flop_rate"):
+            try:
+                v = parse_value(text, dim)
+                if v.unit:
+                    return v.si
+            except UnitError:
+                continue
+    return ctx.plain(node)
+
+
+def read_model(ctx: NodeReader, node: yaml.Node) -> tuple[Any, dict[str, Any]]:
+    if isinstance(node, yaml.ScalarNode):
+        return node.value, {}
+    m = ctx.mapping(node, "model", None)
+    data = {k: _override_value(ctx, v) for k, (kn, v) in m.items()}
+    if "params" in data:
+        for key in ("num_layers", "num_kv_heads", "head_dim"):
+            if key not in data:
+                raise ctx.err(node, f"a nominal model needs {key}",
+                              "model: {name: nominal-8b, params: 8.0e9, num_layers: 32, num_kv_heads: 8, "
+                              "head_dim: 128}")
+        return data, {}
+    if "name" not in data:
+        raise ctx.err(node, "model mapping needs a name (a preset or a path) or params (a nominal model)")
+    name = data.pop("name")
+    return name, data
+
+
+def read_engine(ctx: NodeReader, node: yaml.Node) -> dict[str, Any]:
+    m = ctx.mapping(node, "engine", ENGINE_FIELDS)
+    out: dict[str, Any] = {"name": "vllm"}
+    for key, (_kn, v) in m.items():
+        if key == "version" and isinstance(v, yaml.ScalarNode) and v.tag.endswith((":float", ":int")):
+            # YAML (and the JSON Schema an editor checks) reads an unquoted 0.10 as the number 0.1
+            raise ctx.err(v, f"engine.version: {v.value} unquoted is a number to YAML (0.10 would read as 0.1)",
+                          f"write it quoted: version: \"{v.value}\"")
+        if key in ("name", "version", "model", "entrypoint"):
+            out[key] = ctx.string(v, f"engine.{key}", ENGINE_FIELDS[key].enum)
+        elif key in ("args", "env"):
+            out[key] = ctx.plain(ctx_map_check(ctx, v, f"engine.{key}"))
+        elif key == "reserves":
+            r = ctx.mapping(v, "engine.reserves", {"activation": F("value", ""), "non_torch": F("value", ""),
+                                                   "cuda_graphs": F("value", "")})
+            out[key] = {k: ctx.value(vv, f"engine.reserves.{k}", "bytes") for k, (kk, vv) in r.items()}
+        elif key == "cpu_kvcache_space":
+            out[key] = ctx.value(v, "engine.cpu_kvcache_space", "bytes")
+        elif key == "startup_timeout":
+            out[key] = ctx.value(v, "engine.startup_timeout", "time")
+        elif key == "python":
+            out[key] = ctx.string(v, "engine.python")
+        elif key == "replicas":
+            out[key] = ctx.integer(v, "engine.replicas")
+            if not 1 <= out[key] <= 4096:
+                raise ctx.err(v, f"engine.replicas: {out[key]} is not a number of replicas",
+                              "write how many identical engines serve behind the endpoint, e.g. replicas: 2")
+        elif key == "replica_metrics":
+            if not isinstance(v, yaml.SequenceNode) or not v.value:
+                raise ctx.err(v, "engine.replica_metrics must be a list of URLs, one per replica",
+                              "e.g. replica_metrics: [http://10.0.0.5:8000, http://10.0.0.6:8000]")
+            urls = [ctx.string(i, "engine.replica_metrics") for i in v.value]
+            for item, url in zip(v.value, urls, strict=True):
+                if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
+                    raise ctx.err(item, f"engine.replica_metrics: {redact_url(url)!r} is not an http(s) URL",
+                                  "write the replica's base URL, e.g. http://10.0.0.5:8000 (/metrics is added)")
+            out[key] = urls
+        elif key == "command":
+            if not isinstance(v, yaml.SequenceNode):
+                raise ctx.err(v, "engine.command must be a list (an argv), e.g. [docker, run, ..., --port, '{port}']")
+            out[key] = [ctx.string(i, "engine.command") for i in v.value]
+            try:
+                check_command(out[key])
+            except ValueError as e:
+                raise ctx.err(v, str(e)) from None
+    if "python" in out and "command" in out:
+        raise ctx.err(node, "give engine.python or engine.command, not both (a command names its own interpreter)")
+    if "replica_metrics" in out and len(out["replica_metrics"]) != out.get("replicas", 1):
+        raise ctx.err(m["replica_metrics"][1], f"engine.replica_metrics names {len(out['replica_metrics'])} URL(s) "
+                      f"for replicas: {out.get('replicas', 1)}", "give one /metrics URL per replica")
+    args = out.get("args") or {}
+    for key in ("gpu_memory_utilization",):
+        if key in args and not isinstance(args[key], (int, float)):
+            raise ctx.err(node, f"engine.args.{key} must be a number, got {args[key]!r}")
+    return out
+
+
+def read_workload(ctx: NodeReader, node: yaml.Node) -> dict[str, Any]:
+    m = ctx.mapping(node, "workload", WORKLOAD_FIELDS)
+    out: dict[str, Any] = {}
+    for key, (_kn, v) in m.items():
+        f = WORKLOAD_FIELDS[key]
+        if f.kind == "length" or key in ("dataset", "prefix_share", "ramp_up"):  # format/workloads.py
+            out.update(workload_fields.parse_field(ctx, key, v))
+        elif f.kind == "int":
+            out[key] = ctx.integer(v, f"workload.{key}")
+        elif f.kind == "number":
+            out[key] = ctx.number(v, f"workload.{key}")
+        elif f.kind == "str":
+            out[key] = ctx.string(v, f"workload.{key}", f.enum)
+        else:
+            out[key] = ctx.plain(ctx_map_check(ctx, v, f"workload.{key}"))
+    return out
+
+
+def read_sweep(ctx: NodeReader, node: yaml.Node) -> Sweep:
+    m = ctx.mapping(node, "sweep", SWEEP_FIELDS)
+    kw: dict[str, Any] = {}
+    for key, (_kn, v) in m.items():
+        if key == "mode":
+            kw["mode"] = ctx.string(v, "sweep.mode", SWEEP_FIELDS["mode"].enum)
+        elif key == "concurrency":
+            items = v.value if isinstance(v, yaml.SequenceNode) else [v]
+            kw["concurrency"] = tuple(ctx.integer(i, "sweep.concurrency") for i in items)
+            if any(c < 1 for c in kw["concurrency"]):
+                raise ctx.err(v, "sweep.concurrency values must be >= 1")
+        elif key == "rates":
+            items = v.value if isinstance(v, yaml.SequenceNode) else [v]
+            kw["rates"] = tuple(ctx.value(i, "sweep.rates", "request_rate") for i in items)
+        elif key == "burstiness":
+            kw["burstiness"] = ctx.number(v, "sweep.burstiness")
+        elif key == "requests_per_point":
+            text = ctx.scalar(v, "sweep.requests_per_point").strip()
+            if text.endswith("x"):
+                kw["requests_per_concurrency"] = ctx.number(yaml.ScalarNode("tag:yaml.org,2002:str", text[:-1],
+                                                                            v.start_mark, v.end_mark),
+                                                            "sweep.requests_per_point")
+            else:
+                kw["requests_per_point"] = ctx.integer(v, "sweep.requests_per_point")
+                kw["requests_per_concurrency"] = None
+        elif key == "duration":
+            kw["duration_s"] = ctx.value(v, "sweep.duration", "time")
+        elif key == "warmup":
+            kw["warmup"] = ctx.integer(v, "sweep.warmup")
+        elif key == "batch1":
+            kw["batch1"] = ctx.plain(ctx_map_check(ctx, v, "sweep.batch1"))
+        elif key == "request_timeout":
+            kw["request_timeout_s"] = ctx.value(v, "sweep.request_timeout", "time")
+        elif key == "adaptive":
+            kw["adaptive"] = ctx.boolean(v, "sweep.adaptive")
+        elif key == "repeats":
+            kw["repeats"] = ctx.integer(v, "sweep.repeats")
+            if kw["repeats"] < 1:
+                raise ctx.err(v, "sweep.repeats must be >= 1")
+        elif key == "steady_state":
+            kw["steady_state"] = ctx.string(v, "sweep.steady_state", SWEEP_FIELDS["steady_state"].enum)
+        elif key == "processes":
+            kw["processes"] = _processes(ctx, v)
+        elif key == "timeline":
+            if ctx.scalar(v, "sweep.timeline").strip().lower() in ("off", "false", "none", "no"):
+                kw["timeline_interval_s"] = None
+            else:
+                kw["timeline_interval_s"] = ctx.value(v, "sweep.timeline", "time")
+    if kw.get("adaptive") and isinstance(kw.get("processes"), int) and kw["processes"] > 1:
+        raise ctx.err(m["processes"][1], f"sweep.processes: {kw['processes']} client processes cannot stop a point "
+                      f"early, and sweep.adaptive: true (line {m['adaptive'][1].start_mark.line + 1}) needs that",
+                      "write processes: 1 (or auto, which is 1 in an adaptive sweep), or adaptive: false to run "
+                      "every point to its cap over several processes")
+    return Sweep(**kw)
+
+
+_PROCESSES_HINT = "write a whole number of client processes >= 1 (e.g. processes: 2) or processes: auto"
+
+
+def _processes(ctx: NodeReader, node: yaml.Node) -> int | str:
+    """``sweep.processes``: a whole number >= 1 or ``auto``. More processes than this machine's CPUs is allowed
+    (the file may be checked on a laptop and measured on a bigger box; the point records ``client_cores``)."""
+    if not isinstance(node, yaml.ScalarNode):
+        raise ctx.err(node, "sweep.processes must be a single value, not a "
+                            f"{'list' if isinstance(node, yaml.SequenceNode) else 'mapping'}", _PROCESSES_HINT)
+    text = ctx.scalar(node, "sweep.processes").strip()
+    if text == "auto":
+        return "auto"
+    if text.lower() in ("true", "false") or text.lower() in BOOL_TRAPS:
+        raise ctx.err(node, f"sweep.processes: {text!r} is not a number of processes", _PROCESSES_HINT)
+    try:
+        value = ctx.number(node, "sweep.processes")
+    except SpecError:
+        raise ctx.err(node, f"sweep.processes: {text!r} is not a number of processes", _PROCESSES_HINT) from None
+    if not float(value).is_integer() or value < 1:
+        raise ctx.err(node, f"sweep.processes: {text} is not a number of processes (a whole number >= 1)",
+                      _PROCESSES_HINT)
+    return int(value)
+
+
+def read_slo(ctx: NodeReader, node: yaml.Node) -> dict[str, Any]:
+    m = ctx.mapping(node, "slo", SLO_FIELDS)
+    out: dict[str, Any] = {}
+    for key, (_kn, v) in m.items():
+        if key == "percentile":
+            out[key] = ctx.string(v, "slo.percentile", SLO_FIELDS["percentile"].enum)
+        else:
+            out[key] = ctx.value(v, f"slo.{key}", "time")
+    return out
+
+
+def read_thresholds(ctx: NodeReader, node: yaml.Node) -> qreg.Thresholds:
+    m = ctx.mapping(node, "thresholds", THRESHOLD_FIELDS)
+    kw = {}
+    for key, (_kn, v) in m.items():
+        kw[key] = ctx.number(v, f"thresholds.{key}") if key == "ttft_knee_ratio" else ctx.value(
+            v, f"thresholds.{key}", "ratio")
+    return qreg.Thresholds(**kw)
+
+
+def read_tolerance(ctx: NodeReader, node: yaml.Node, dimension: str, unit: str, what: str, *,
+                   relative_only: bool = False) -> Tolerance:
+    try:
+        if isinstance(node, yaml.SequenceNode):
+            return parse_tolerance([ctx.text(n, what) for n in node.value], dimension, unit)
+        tol = parse_tolerance(ctx.text(node, what), dimension, unit)
+    except ToleranceError as exc:
+        raise ctx.err(node, f"{what}: {exc}", TOLERANCE_HELP) from None
+    if relative_only and (tol.abs_lo is not None or tol.abs_hi is not None or tol.lower is not None
+                          or tol.upper is not None):
+        raise ctx.err(node, f"{what}: a default tolerance must be relative (it applies to every quantity)",
+                      "write e.g. ±10%")
+    return tol
+
+
+DRIFT_HELP = ("write a relative threshold: 5% (either way), +10%/-3% (a rise of 10% or a fall of 3%) or "
+              "<= +10% (rises only)")
+
+
+def parse_drift_threshold(text: str) -> Tolerance:
+    """A drift threshold (``drift: 5%`` in the YAML, ``--roofline-drift 5%``): how far a measured value may move
+    from its baseline, relative to the baseline. The tolerance grammar's relative forms (``5%``, ``±5%``,
+    ``+10%/-3%``, ``<= +10%``, ``exact``); an absolute one is refused, since one threshold serves every quantity."""
+    tol = parse_tolerance(str(text), "ratio")
+    if any(v is not None for v in (tol.abs_lo, tol.abs_hi, tol.lower, tol.upper)):
+        raise ToleranceError(f"drift threshold {str(text)!r} is not relative to the baseline; {DRIFT_HELP}")
+    return tol
+
+
+def read_drift(ctx: NodeReader, node: yaml.Node, what: str) -> str:
+    text = ctx.text(node, what)
+    try:
+        parse_drift_threshold(text)
+    except ToleranceError as exc:
+        raise ctx.err(node, f"{what}: {exc}", DRIFT_HELP) from None
+    return text

@@ -1,0 +1,138 @@
+"""What a loaded prediction file is: :class:`Spec` (the file), :class:`Sweep`, :class:`Prediction` (one test,
+after table and ``every`` expansion), :class:`Predicted` (the value in ink) and :class:`Expectation` (an xfail).
+
+Plain data, built by the readers in :mod:`._sections` and :mod:`._expand`; nothing here reads YAML.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pytest_roofline.errors import SpecError
+from pytest_roofline.format.tolerance import Tolerance
+from pytest_roofline.quantities import registry as qreg
+
+__all__ = ["PredictedKind", "Predicted", "Expectation", "Prediction", "Sweep", "Spec"]
+
+
+class PredictedKind(StrEnum):
+    """How the value in ink was written (``predicted:``)."""
+
+    NUMBER = "number"  # a number with its unit, e.g. 1,742 tok/s (value: SI float)
+    MODEL = "model"  # "model": the analytical model's value is the prediction (value: None)
+    NONE = "none"  # "none": the quantity does not exist here, e.g. no knee (value: None)
+    BOOL = "bool"  # true / false (value: bool)
+    WORD = "word"  # one of the quantity's choices, e.g. memory (value: str)
+
+
+@dataclass(frozen=True)
+class Predicted:
+    kind: PredictedKind
+    value: Any  # SI float, bool, str or None
+    text: str
+    unit: str = ""
+    half_ulp_si: float = 0.0
+
+    def __post_init__(self) -> None:  # built with the kind's value ("number") as well as the member
+        object.__setattr__(self, "kind", PredictedKind(self.kind))
+
+
+@dataclass(frozen=True)
+class Expectation:
+    reason: str
+    strict: bool = True
+    mode: str = "both"  # math | measured | both
+
+    def applies(self, mode: str) -> bool:
+        return self.mode in ("both", mode)
+
+
+@dataclass
+class Prediction:
+    """One test: a quantity at a place, a value in ink and a tolerance (after table/`every` expansion)."""
+
+    id: str
+    quantity: str
+    at: dict[str, Any]
+    predicted: Predicted
+    tolerance: Tolerance | None
+    math_tolerance: Tolerance | None
+    xfail: Expectation | None
+    notes: str
+    setup: dict[str, Any]
+    marks: list[str]
+    line: int
+    file: str
+    at_text: dict[str, str] = field(default_factory=dict)
+    error: SpecError | None = None  # a prediction that did not validate becomes an error test
+    tolerance_written: bool = False  # ``tolerance`` was written on the prediction, not taken from defaults.tolerance
+    #: the drift threshold written for it (``drift: 5%``, or the file's ``defaults.drift``); "" when none is written
+    drift: str = ""
+
+    @property
+    def q(self) -> qreg.Quantity:
+        return qreg.get_quantity(self.quantity)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    mode: str = "closed"
+    concurrency: tuple[int, ...] = ()
+    rates: tuple[float, ...] = ()
+    burstiness: float = 1.0
+    requests_per_point: int | None = None
+    requests_per_concurrency: float | None = 10.0
+    duration_s: float | None = None
+    warmup: int = 1
+    batch1: Mapping[str, Any] | None = None
+    request_timeout_s: float | None = None  # None: derived from each point's lengths (measure.sweep)
+    timeline_interval_s: float | None = None
+    adaptive: bool = False  # sweep.adaptive: stop a point once its verdicts are decided (measure/adaptive.py)
+    repeats: int = 1  # sweep.repeats: runs of each point (measure.stats.combine_repeats)
+    steady_state: str = "detect"  # sweep.steady_state: detect | off (measure.stats.steady_window)
+    processes: int | str = 1  # sweep.processes: an int >= 1 or "auto" (measure.loadgen.LoadSpec.processes)
+
+    @property
+    def load_processes(self) -> int | str:
+        """``processes`` as the load generator is given it: ``auto`` is 1 in an adaptive sweep (the stopping rule
+        watches one process's records; an explicit count > 1 with ``adaptive: true`` is refused at load time)."""
+        return 1 if self.adaptive and self.processes == "auto" else self.processes
+
+    def num_requests(self, concurrency: int | None) -> int:
+        if self.requests_per_point is not None:
+            return self.requests_per_point
+        return max(1, int(round((self.requests_per_concurrency or 10.0) * (concurrency or 1))))
+
+
+@dataclass
+class Spec:
+    path: str
+    title: str
+    hardware: str
+    hardware_overrides: dict[str, Any]
+    model: Any
+    model_overrides: dict[str, Any]
+    engine: dict[str, Any]
+    workload: dict[str, Any]
+    sweep: Sweep
+    slo: dict[str, Any]
+    thresholds: qreg.Thresholds
+    default_tolerance: Tolerance | None
+    default_math_tolerance: Tolerance | None
+    xfail_strict: bool
+    predictions: list[Prediction]
+    notes: str = ""
+    #: ServingConstants field -> value (SI) from the file's serving: section
+    serving_overrides: dict[str, float] = field(default_factory=dict)
+    calibration_path: str | None = None
+    calibration: Any = None  # model.calibration.Calibration, loaded with the file
+    model_column: str = "auto"  # auto | roofline | serving
+    #: problems that do not stop the file (a calibration fitted on another setup), also issued as warnings
+    warnings: list[str] = field(default_factory=list)
+    #: the serving model's simulated sweeps, per setup (filled by scoring; one simulation per point, not per test)
+    serving_cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: ``defaults.drift``: the drift threshold of predictions that write none ("" when the file gives none)
+    default_drift: str = ""
