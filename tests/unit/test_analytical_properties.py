@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from hypothesis import assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from pytest_roofline.model import analytical as an
@@ -118,7 +118,6 @@ def test_littles_law_identity(throughput, latency):
 
 
 @given(pos(0.1, 1e4), st.integers(min_value=2, max_value=300), pos(0.001, 0.999))
-@settings(deadline=None)
 def test_erlang_quantile_inverts_the_cdf(rate, target_batch, q):
     t = an.erlang_wait_quantile_s(rate, target_batch, q)
     assert t > 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from pytest_roofline.model import architecture as arch_mod
@@ -26,8 +26,7 @@ from pytest_roofline.model.architecture import (
     presets,
     with_overrides,
 )
-
-MIB = 2**20
+from pytest_roofline.units import MIB
 
 TINY_CONFIG = {
     "architectures": ["LlamaForCausalLM"],
@@ -465,7 +464,6 @@ def dense_models(draw):
     )
 
 
-@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(dense_models(), st.integers(1, 4))
 def test_kv_bytes_scale_linearly_with_layers(m, k):
     bigger = with_overrides(m, {"num_layers": m.num_layers * k})
@@ -473,7 +471,6 @@ def test_kv_bytes_scale_linearly_with_layers(m, k):
     assert bigger.kv_bytes_per_block(16) == k * m.kv_bytes_per_block(16)
 
 
-@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(dense_models(), st.integers(1, 4))
 def test_kv_bytes_scale_linearly_with_kv_heads(m, k):
     bigger = with_overrides(
@@ -482,21 +479,18 @@ def test_kv_bytes_scale_linearly_with_kv_heads(m, k):
     assert bigger.kv_bytes_per_token() == k * m.kv_bytes_per_token()
 
 
-@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(dense_models(), st.sampled_from([1, 16, 32, 128]))
 def test_block_is_block_size_tokens(m, block):
     assert m.kv_bytes_per_block(block) == block * m.kv_bytes_per_token()
     assert m.kv_bytes_per_block(block, "fp8") * 2 == m.kv_bytes_per_block(block, "bf16")
 
 
-@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(dense_models(), st.sampled_from([1, 2, 4, 8]))
 def test_tp_ranks_partition_the_kv_heads(m, tp):
     assume(m.num_kv_heads % tp == 0)
     assert tp * m.kv_bytes_per_block(16, tensor_parallel_size=tp) == m.kv_bytes_per_block(16)
 
 
-@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(dense_models())
 def test_dense_counts_are_consistent(m):
     assert m.active_param_count() == m.param_count()
@@ -520,7 +514,6 @@ def moe_models(draw):
     )
 
 
-@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(moe_models())
 def test_moe_active_is_at_most_total(m):
     assert m.active_param_count() <= m.param_count()
@@ -528,7 +521,6 @@ def test_moe_active_is_at_most_total(m):
     assert m.param_count() - m.active_param_count() == inactive
 
 
-@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(moe_models())
 def test_moe_does_not_change_kv_bytes(m):
     dense = with_overrides(m, {"num_experts": 0, "num_experts_per_tok": 0, "moe_intermediate_size": 0})

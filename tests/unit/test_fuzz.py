@@ -6,14 +6,13 @@ Each target may accept its input or refuse it with its own error — :class:`Spe
 PyYAML's own exceptions, ``TypeError``... Every example must also finish within ``PER_EXAMPLE_S``.
 
 The runs are derandomized (the same examples every run, no example database), and sized to take ~20 s in all
-on a CI machine. ``ROOFLINE_FUZZ_EXAMPLES=5000 pytest tests/test_fuzz.py`` runs each target on that many
-examples instead, for a longer hunt by hand.
+on a CI machine. A longer hunt by hand: ``HYPOTHESIS_PROFILE=thorough`` (tests/conftest.py) runs each target on
+the profile's examples (1,000) where that is more than its own count.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import time
 import warnings
 from pathlib import Path
@@ -23,6 +22,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.paths import PREDICTIONS
 
 from pytest_roofline.errors import CalibrationMismatchWarning, RooflineError, SpecError, ToleranceError, UnitError
 from pytest_roofline.format.limits import Limits
@@ -30,13 +30,9 @@ from pytest_roofline.format.spec import PREDICTION_FIELDS, TOP_FIELDS, loads_spe
 from pytest_roofline.format.tolerance import parse_tolerance
 from pytest_roofline.units import DIMENSIONS, parse_number, parse_printed_number, parse_value, to_int
 
-REPO = Path(__file__).resolve().parents[2]
-SHIPPED = sorted((REPO / "predictions").glob("*.yaml"))
+SHIPPED = sorted(PREDICTIONS.glob("*.yaml"))
 TEXTS = {p: p.read_text(encoding="utf-8") for p in SHIPPED}
 
-#: examples per target: a CI-sized default, or as many as the environment asks for
-_ASKED = os.environ.get("ROOFLINE_FUZZ_EXAMPLES")
-EXAMPLES = int(_ASKED) if _ASKED else None
 #: the bound on one example (a file of the shipped size loads in ~30 ms; the bound is for hangs, not speed)
 PER_EXAMPLE_S = 5.0
 #: small limits, so that bombs and products built by the fuzzer are refused cheaply rather than run
@@ -44,8 +40,10 @@ LIMITS = Limits(max_yaml_nodes=50_000, max_tests_per_prediction=200, max_tests_p
                 max_value_length=1_000)
 
 
-def fuzz_settings(default: int) -> settings:
-    return settings(max_examples=EXAMPLES or default, derandomize=True, database=None, deadline=None,
+def fuzz_settings(examples: int) -> settings:
+    """A target's settings: the suite's profile (no deadline), derandomized with no example database, on
+    ``examples`` examples or the profile's own count where that is larger (``HYPOTHESIS_PROFILE=thorough``)."""
+    return settings(max_examples=max(examples, settings.default.max_examples), derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much], print_blob=True)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_roofline.model import hardware as hw
@@ -22,9 +22,7 @@ from pytest_roofline.model.hardware import (
     resolve,
     with_overrides,
 )
-
-MIB = 2**20
-GIB = 2**30
+from pytest_roofline.units import GIB, MIB
 
 REQUIRED_IDS = {
     "a100-pcie-40gb",
@@ -417,7 +415,6 @@ def test_override_text_fields():
 # --------------------------------------------------------------------------- properties
 
 
-@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(
     bw=st.floats(min_value=1e9, max_value=1e14, allow_nan=False, allow_infinity=False),
     peak=st.floats(min_value=1e11, max_value=1e17, allow_nan=False, allow_infinity=False),
@@ -427,7 +424,6 @@ def test_ridge_is_peak_over_bandwidth(bw, peak):
     assert math.isclose(spec.ridge_flop_per_byte(), peak / bw, rel_tol=1e-12)
 
 
-@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(st.sampled_from(sorted(CATALOG)), st.sampled_from(["bf16", "fp16", "fp8", "tf32", "int8", "fp4"]))
 def test_peak_for_either_answers_or_names_the_alternatives(hw_id, dtype):
     spec = CATALOG[hw_id]
@@ -441,7 +437,6 @@ def test_peak_for_either_answers_or_names_the_alternatives(hw_id, dtype):
         assert value > 0
 
 
-@settings(deadline=None)  # a shared 2-core machine: no timing claim here
 @given(st.sampled_from(sorted(CATALOG)))
 def test_every_variant_resolves_as_itself(hw_id):
     spec = CATALOG[hw_id]

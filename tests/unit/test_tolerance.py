@@ -253,7 +253,7 @@ _sign = st.sampled_from([1.0, -1.0])
 _pct = st.integers(min_value=1, max_value=9999).map(lambda n: n / 100)  # 0.01% .. 99.99%
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(ref=_refs, sign=_sign, pct=_pct, frac=st.floats(min_value=-1.0, max_value=1.0))
 def test_a_value_inside_a_symmetric_band_is_accepted(ref, sign, pct, frac):
     ref *= sign
@@ -262,7 +262,7 @@ def test_a_value_inside_a_symmetric_band_is_accepted(ref, sign, pct, frac):
     assert tol.contains(x, ref)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(ref=_refs, sign=_sign, pct=_pct, beyond=st.floats(min_value=1e-6, max_value=10.0), up=st.booleans())
 def test_a_value_outside_a_symmetric_band_is_rejected(ref, sign, pct, beyond, up):
     ref *= sign
@@ -273,7 +273,7 @@ def test_a_value_outside_a_symmetric_band_is_rejected(ref, sign, pct, beyond, up
     assert not tol.contains(x, ref)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(ref=_refs, hi_pct=_pct, lo_pct=_pct, frac=st.floats(min_value=0.0, max_value=1.0))
 def test_asymmetric_band_accepts_exactly_its_interval(ref, hi_pct, lo_pct, frac):
     tol = parse_tolerance(f"+{hi_pct:g}%/-{lo_pct:g}%", "ratio")
@@ -284,7 +284,7 @@ def test_asymmetric_band_accepts_exactly_its_interval(ref, hi_pct, lo_pct, frac)
     assert not tol.contains(ref * (1 - lo_pct / 100 * 1.001), ref)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(lo=st.integers(min_value=0, max_value=10**9), width=st.integers(min_value=0, max_value=10**9),
        x=st.integers(min_value=-(10**9), max_value=3 * 10**9))
 def test_a_range_accepts_exactly_its_closed_interval(lo, width, x):

@@ -221,7 +221,7 @@ _UNITS = [("throughput", "tok/s"), ("time", "ms"), ("time", "s"), ("time", "us")
           ("count", ""), ("intensity", "FLOP/byte")]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(x=st.floats(min_value=1e-6, max_value=1e16, allow_nan=False, allow_infinity=False),
        dim_unit=st.sampled_from(_UNITS), digits=st.integers(min_value=1, max_value=8),
        negative=st.booleans())
@@ -236,7 +236,7 @@ def test_format_parse_round_trip_within_the_precision_written(x, dim_unit, digit
     assert abs(back.si - x) <= back.half_ulp_si + slack, (x, text, back)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(n=st.integers(min_value=-(10**15), max_value=10**15))
 def test_integers_with_separators_parse_exactly(n):
     value, half, unit = parse_number(f"{n:,}")
@@ -245,7 +245,7 @@ def test_integers_with_separators_parse_exactly(n):
     assert value == n
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(mantissa=st.integers(min_value=1, max_value=99999), decimals=st.integers(min_value=0, max_value=6),
        exp=st.integers(min_value=-12, max_value=12))
 def test_precision_of_written_decimals_and_exponents(mantissa, decimals, exp):
