@@ -16,6 +16,7 @@ from pathlib import Path
 
 import hypothesis  # noqa: F401  (imported here once: pytester's inline runs would re-import it each time)
 import pytest
+from support.pytest_run import run_pytest
 
 from pytest_roofline import cli
 from pytest_roofline.errors import RooflineError, SetupError, SetupValueError, SpecError, UnitError
@@ -24,8 +25,6 @@ from pytest_roofline.format.spec import Spec, load_spec, loads_spec
 from pytest_roofline.model.setup import build_setup
 from pytest_roofline.report.terminal import summary_table
 from pytest_roofline.units import parse_value
-
-NO_HTML = ("-p", "no:html", "-p", "no:cacheprovider")
 
 HEAD = "hardware: a100-sxm4-80gb\nmodel: qwen3-8b\n"
 GOOD = "  - id: good\n    quantity: ridge_point\n    predicted: model\n"
@@ -359,7 +358,7 @@ def test_bad_prediction_errors_with_the_message_alone_and_appears_in_the_table(p
     text = HEAD + preds(item("typo", "ridge_pont", "5"), item("huge", "max_num_seqs", "1e999"))
     (pytester.path / "predictions").mkdir()
     (pytester.path / "predictions" / "p.yaml").write_text(text)
-    result = pytester.runpytest(*NO_HTML, "-rE")
+    result = run_pytest(pytester, "-rE")
     result.assert_outcomes(passed=1, errors=2)
     out = result.stdout.str()
     assert "Traceback" not in out and "collect.py" not in out and "def setup" not in out, out
@@ -375,7 +374,7 @@ def test_bad_prediction_errors_with_the_message_alone_and_appears_in_the_table(p
 def test_negative_input_len_never_passes_through_pytest(pytester):
     (pytester.path / "predictions").mkdir()
     (pytester.path / "predictions" / "p.yaml").write_text(block("workload:\n  input_len: -1024\n"))
-    result = pytester.runpytest(*NO_HTML)
+    result = run_pytest(pytester)
     result.assert_outcomes(errors=1)
     assert "workload.input_len: -1024 is impossible" in result.stdout.str()
     assert "passed" not in result.stdout.lines[-1]
@@ -386,18 +385,18 @@ def test_ini_option_raises_a_limit(pytester):
     (pytester.path / "predictions" / "p.yaml").write_text(
         HEAD + preds(item("grid", "t_mem", "5 ms", "    at: {batch: [1, 2, 4], context: [100, 200, 300]}\n")))
     pytester.makeini("[pytest]\nroofline_max_tests_per_prediction = 8\n")
-    result = pytester.runpytest(*NO_HTML)
+    result = run_pytest(pytester)
     result.assert_outcomes(passed=1, errors=1)
     assert "max_tests_per_prediction (8)" in result.stdout.str()
     pytester.makeini("[pytest]\nroofline_max_tests_per_prediction = 9\n")
-    pytester.runpytest(*NO_HTML).assert_outcomes(passed=1, failed=9)  # 5 ms is not t_mem: they run, and fail
+    run_pytest(pytester).assert_outcomes(passed=1, failed=9)  # 5 ms is not t_mem: they run, and fail
 
 
 def test_bad_ini_limit_is_a_usage_error(pytester):
     (pytester.path / "predictions").mkdir()
     (pytester.path / "predictions" / "p.yaml").write_text(HEAD + preds())
     pytester.makeini("[pytest]\nroofline_max_yaml_nodes = lots\n")
-    result = pytester.runpytest(*NO_HTML)
+    result = run_pytest(pytester)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "roofline_max_yaml_nodes: 'lots' is not a whole number" in result.stderr.str()
 

@@ -5,10 +5,8 @@ uuid,compute_cap --format=csv,noheader,nounits`` prints (one line per GPU, ", " 
 
 from __future__ import annotations
 
-import stat
-from pathlib import Path
-
 import pytest
+from support.gpu import fake_tools
 
 from pytest_roofline.measure import gpu
 from pytest_roofline.measure.gpu import (
@@ -105,15 +103,6 @@ def test_parse_csv_variants():
         parse_nvidia_smi_csv("0, , 1000\n")
 
 
-def _fake_smi(tmp_path: Path, script: str) -> Path:
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    exe = bindir / "nvidia-smi"
-    exe.write_text("#!/bin/sh\n" + script)
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    return bindir
-
-
 def test_detect_absent(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     assert detect() is None
@@ -121,7 +110,7 @@ def test_detect_absent(monkeypatch, tmp_path):
 
 def test_detect_with_fake_smi(monkeypatch, tmp_path):
     echo = "".join(f"echo '{line}'\n" for line in SMI_LINES.splitlines())  # PATH holds only the fake
-    monkeypatch.setenv("PATH", str(_fake_smi(tmp_path, echo)))
+    monkeypatch.setenv("PATH", fake_tools(tmp_path, system_path=False, nvidia_smi=echo))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     g = detect()
     assert isinstance(g, DetectedGPU) and g.variant == "h200" and g.count == 2 and g.others == []
@@ -135,8 +124,8 @@ def test_detect_with_fake_smi(monkeypatch, tmp_path):
 
 
 def test_detect_failure_is_an_error(monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", str(_fake_smi(tmp_path, (
-        "echo \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\"\nexit 9\n"))))
+    monkeypatch.setenv("PATH", fake_tools(tmp_path, system_path=False, nvidia_smi=(
+        "echo \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\"\nexit 9\n")))
     with pytest.raises(GPUDetectionError, match="exit code 9.*couldn't communicate"):
         detect()
 
@@ -144,7 +133,7 @@ def test_detect_failure_is_an_error(monkeypatch, tmp_path):
 def test_detect_retries_without_compute_cap(monkeypatch, tmp_path):
     script = ('case "$1" in *compute_cap*) echo \'Field "compute_cap" is not a valid field to query.\'; exit 2;; esac\n'
               "echo '0, NVIDIA A100-PCIE-40GB, 40536, 470.82.01, 00000000:3B:00.0, GPU-abc'\n")
-    monkeypatch.setenv("PATH", str(_fake_smi(tmp_path, script)))
+    monkeypatch.setenv("PATH", fake_tools(tmp_path, system_path=False, nvidia_smi=script))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     g = detect()
     assert g.variant == "a100-pcie-40gb" and g.compute_cap is None and g.uuid == "GPU-abc"

@@ -18,13 +18,13 @@ The recorded outputs below are in the shapes the real tools print:
 from __future__ import annotations
 
 import json
-import os
-import stat
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from support.gpu import cat, fake_tools
+from support.pytest_run import run_pytest
+from support.specs import qwen3_plan
 
 from pytest_roofline.measure import gpu
 from pytest_roofline.measure.gpu import (
@@ -37,8 +37,7 @@ from pytest_roofline.measure.gpu import (
     parse_rocm_smi_json,
 )
 from pytest_roofline.model.hardware import CATALOG
-
-MIB = 2**20
+from pytest_roofline.units import MIB
 
 
 def _amd_smi_gpu(index: int, name: str, size: object, *, device_id: str = "0x74a1", cus: int = 304,
@@ -214,21 +213,6 @@ def test_every_catalog_device_has_a_detection_mapping():
 # --------------------------------------------------------------------------- fake tools on PATH
 
 
-def _tools(tmp_path: Path, **scripts: str) -> str:
-    """A bin folder holding only the named fake tools (name -> shell body); returns a PATH for it."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir(exist_ok=True)
-    for name, body in scripts.items():
-        exe = bindir / name.replace("_", "-")
-        exe.write_text("#!/bin/sh\n" + body)
-        exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    return f"{bindir}{os.pathsep}/usr/bin{os.pathsep}/bin"
-
-
-def _cat(text: str) -> str:
-    return f"cat <<'JSON_END'\n{text}\nJSON_END\n"
-
-
 @pytest.fixture(autouse=True)
 def _no_visible_devices(monkeypatch):
     for var in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
@@ -236,7 +220,7 @@ def _no_visible_devices(monkeypatch):
 
 
 def test_neither_tool_present(monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", _tools(tmp_path))
+    monkeypatch.setenv("PATH", fake_tools(tmp_path))
     if any(Path(d, t).exists() for d in ("/usr/bin", "/bin") for t in ("nvidia-smi", "amd-smi", "rocm-smi")):
         pytest.skip("this machine has a real GPU tool in /usr/bin")
     assert detect() is None and detect_all() is None
@@ -245,8 +229,8 @@ def test_neither_tool_present(monkeypatch, tmp_path):
 def test_detect_with_fake_amd_smi(monkeypatch, tmp_path):
     # the fake checks it was asked for the sections the parser reads
     body = ('case "$*" in "static --asic --vram --bus --json") ;; *) echo "unexpected args: $*" >&2; exit 2;; esac\n'
-            + _cat(AMD_SMI_MI300X))
-    monkeypatch.setenv("PATH", _tools(tmp_path, amd_smi=body))
+            + cat(AMD_SMI_MI300X))
+    monkeypatch.setenv("PATH", fake_tools(tmp_path, amd_smi=body))
     g = detect()
     assert g is not None and (g.variant, g.tool, g.count, g.others) == ("mi300x", "amd-smi", 2, [])
     monkeypatch.setenv("HIP_VISIBLE_DEVICES", "1")
@@ -255,21 +239,21 @@ def test_detect_with_fake_amd_smi(monkeypatch, tmp_path):
 
 
 def test_detect_with_fake_rocm_smi_only(monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", _tools(tmp_path, rocm_smi=_cat(ROCM_SMI_MI250X_FAMILY)))
+    monkeypatch.setenv("PATH", fake_tools(tmp_path, rocm_smi=cat(ROCM_SMI_MI250X_FAMILY)))
     g = detect()
     assert g is not None and (g.variant, g.tool, g.count) == ("mi250x", "rocm-smi", 1)
 
 
 def test_failing_amd_smi_falls_back_to_rocm_smi(monkeypatch, tmp_path):
-    path = _tools(tmp_path, amd_smi="echo 'ERROR:root:Unable to detect any GPU devices' >&2\nexit 1\n",
-                  rocm_smi=_cat(ROCM_SMI_MI300X))
+    path = fake_tools(tmp_path, amd_smi="echo 'ERROR:root:Unable to detect any GPU devices' >&2\nexit 1\n",
+                  rocm_smi=cat(ROCM_SMI_MI300X))
     monkeypatch.setenv("PATH", path)
     g = detect()
     assert g is not None and g.tool == "rocm-smi" and g.variant == "mi300x" and g.count == 2
 
 
 def test_both_failing_names_both(monkeypatch, tmp_path):
-    path = _tools(tmp_path, amd_smi="echo 'amdgpu driver not loaded' >&2\nexit 1\n",
+    path = fake_tools(tmp_path, amd_smi="echo 'amdgpu driver not loaded' >&2\nexit 1\n",
                   rocm_smi="echo 'ERROR: GPU[0] : Unable to get product name'\nexit 0\n")  # rocm-smi exits 0
     monkeypatch.setenv("PATH", path)
     with pytest.raises(GPUDetectionError) as err:
@@ -280,14 +264,14 @@ def test_both_failing_names_both(monkeypatch, tmp_path):
 
 
 def test_garbage_from_amd_smi_is_a_clear_error(monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", _tools(tmp_path, amd_smi="echo '<html>Service Unavailable</html>'\n"))
+    monkeypatch.setenv("PATH", fake_tools(tmp_path, amd_smi="echo '<html>Service Unavailable</html>'\n"))
     with pytest.raises(GPUDetectionError, match=r"unexpected amd-smi output: amd-smi output is not JSON.*<html>"):
         detect()
 
 
 def test_a_hanging_tool_is_bounded(monkeypatch, tmp_path):
     # the child `sleep` keeps the pipes open: only killing the process group ends the wait
-    monkeypatch.setenv("PATH", _tools(tmp_path, amd_smi="sleep 30\n"))
+    monkeypatch.setenv("PATH", fake_tools(tmp_path, amd_smi="sleep 30\n"))
     start = time.monotonic()
     with pytest.raises(GPUDetectionError, match="amd-smi did not answer within 1 s"):
         detect(timeout_s=1.0)
@@ -295,7 +279,7 @@ def test_a_hanging_tool_is_bounded(monkeypatch, tmp_path):
 
 
 def test_a_hanging_nvidia_smi_is_bounded_too(monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", _tools(tmp_path, nvidia_smi="sleep 30\n"))
+    monkeypatch.setenv("PATH", fake_tools(tmp_path, nvidia_smi="sleep 30\n"))
     start = time.monotonic()
     with pytest.raises(GPUDetectionError, match="nvidia-smi did not answer"):
         detect(timeout_s=1.0)
@@ -303,7 +287,7 @@ def test_a_hanging_nvidia_smi_is_bounded_too(monkeypatch, tmp_path):
 
 
 def test_nvidia_smi_is_asked_first(monkeypatch, tmp_path):
-    path = _tools(tmp_path, nvidia_smi="echo '0, NVIDIA L40, 46068, 580.126.09, 00000000:01:00.0, GPU-1, 8.9'\n",
+    path = fake_tools(tmp_path, nvidia_smi="echo '0, NVIDIA L40, 46068, 580.126.09, 00000000:01:00.0, GPU-1, 8.9'\n",
                   amd_smi="exit 7\n")
     monkeypatch.setenv("PATH", path)
     g = detect()
@@ -317,29 +301,14 @@ def test_the_args_asked_are_the_documented_ones():
 
 # --------------------------------------------------------------------------- --gpu mi300x on an AMD box
 
-SPEC = textwrap.dedent("""
-    hardware: mi300x
-    model: qwen3-8b
-    engine: {name: vllm, version: "0.26.0"}
-    workload: {input_len: 1024, output_len: 1024, kv_context: 1000}
-    sweep: {concurrency: [1]}
-    predictions:
-      - id: ridge
-        quantity: ridge_point
-        predicted: 247 FLOP/byte
-        tolerance: ±1%
-      - id: throughput-c1
-        quantity: output_throughput
-        at: {concurrency: 1}
-        predicted: 300 tok/s
-""")
+SPEC = qwen3_plan("mi300x", ridge="247 FLOP/byte", throughput_c1="300 tok/s")
 
 
 def test_gpu_mi300x_on_an_mi325x_box_stops_with_the_detected_chip(pytester, monkeypatch):
     # ridge 1,307.4 / 5.3 = 246.7 FLOP/byte (math, passes); the measured prediction must not run on another chip
     pytester.makefile(".roofline.yaml", plan=SPEC)
-    monkeypatch.setenv("PATH", _tools(pytester.path, amd_smi=_cat(AMD_SMI_MI325X)))
-    result = pytester.runpytest("--gpu", "mi300x", "-p", "no:html", "-p", "no:cacheprovider")
+    monkeypatch.setenv("PATH", fake_tools(pytester.path, amd_smi=cat(AMD_SMI_MI325X)))
+    result = run_pytest(pytester, "--gpu", "mi300x")
     result.assert_outcomes(passed=1, errors=1)
     text = result.stdout.str()
     assert "mi325x" in text and "AMD Instinct MI325X" in text and "--gpu mi300x" in text

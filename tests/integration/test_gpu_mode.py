@@ -8,43 +8,19 @@ when there is no GPU at all. Every affected prediction is an ERROR, never a skip
 
 from __future__ import annotations
 
-import os
-import stat
-import textwrap
-from pathlib import Path
-
 import pytest
+from support.gpu import A100_SXM4_SMI_LINE, fake_smi
+from support.pytest_run import run_pytest
+from support.specs import A100_PCIE_PLAN
 
-SPEC = textwrap.dedent("""
-    hardware: a100-pcie-80gb
-    model: qwen3-8b
-    engine: {name: vllm, version: "0.26.0"}
-    workload: {input_len: 1024, output_len: 1024, kv_context: 1000}
-    sweep: {concurrency: [1]}
-    predictions:
-      - id: ridge
-        quantity: ridge_point
-        predicted: 161 FLOP/byte
-      - id: kv-blocks
-        quantity: num_gpu_blocks
-        predicted: 25,600
-        tolerance: ±10%
-      - id: throughput-c1
-        quantity: output_throughput
-        at: {concurrency: 1}
-        predicted: 117 tok/s
-        xfail: {mode: measured, reason: "an xfail must not hide a device mismatch"}
-""")
-
-
-def _fake_smi(dir_: Path, line: str | None) -> str:
-    bin_dir = dir_ / "bin"
-    bin_dir.mkdir()
-    if line is not None:
-        smi = bin_dir / "nvidia-smi"
-        smi.write_text(f"#!/bin/sh\necho '{line}'\n")
-        smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
-    return f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin"
+# the A100 PCIe plan (support.specs), its measured throughput xfailed, and a second measured prediction
+SPEC = A100_PCIE_PLAN + """\
+    xfail: {mode: measured, reason: "an xfail must not hide a device mismatch"}
+  - id: kv-blocks
+    quantity: num_gpu_blocks
+    predicted: 25,600
+    tolerance: ±10%
+"""
 
 
 @pytest.fixture
@@ -54,9 +30,8 @@ def spec_dir(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_detected_variant_differs_from_declared(spec_dir: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    line = "0, NVIDIA A100-SXM4-80GB, 81920, 550.54.15, 00000000:07:00.0, GPU-1234, 8.0"
-    monkeypatch.setenv("PATH", _fake_smi(spec_dir.path, line))
-    result = spec_dir.runpytest("--gpu", "a100", "-p", "no:html", "-p", "no:cacheprovider")
+    monkeypatch.setenv("PATH", fake_smi(spec_dir.path, A100_SXM4_SMI_LINE))
+    result = run_pytest(spec_dir, "--gpu", "a100")
     # the math-only prediction still runs; the two measured ones stop with the mismatch (xfail or not)
     result.assert_outcomes(passed=1, errors=2)
     text = result.stdout.str()
@@ -67,8 +42,8 @@ def test_detected_variant_differs_from_declared(spec_dir: pytest.Pytester, monke
 
 
 def test_no_gpu_on_this_machine(spec_dir: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PATH", _fake_smi(spec_dir.path, None))
-    result = spec_dir.runpytest("--gpu", "a100", "-p", "no:html", "-p", "no:cacheprovider")
+    monkeypatch.setenv("PATH", fake_smi(spec_dir.path, None))
+    result = run_pytest(spec_dir, "--gpu", "a100")
     # one usage error at start-up naming the option and the fix, not an ERROR (and a traceback) per prediction
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
@@ -78,6 +53,6 @@ def test_no_gpu_on_this_machine(spec_dir: pytest.Pytester, monkeypatch: pytest.M
 
 
 def test_cpu_engine_refuses_a_gpu_prediction_file(spec_dir: pytest.Pytester) -> None:
-    result = spec_dir.runpytest("--gpu", "cpu", "-p", "no:html", "-p", "no:cacheprovider")
+    result = run_pytest(spec_dir, "--gpu", "cpu")
     result.assert_outcomes(passed=1, errors=2)
     assert "--gpu cpu runs the CPU build of vLLM, but" in result.stdout.str()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from support.pytest_run import run_pytest
 
 from pytest_roofline.model import hardware as hw
 from pytest_roofline.model.hardware import (
@@ -22,9 +23,7 @@ from pytest_roofline.model.hardware import (
     resolve,
     with_overrides,
 )
-
-MIB = 2**20
-GIB = 2**30
+from pytest_roofline.units import GIB, MIB
 
 NEW_IDS = ["a10", "a10g", "l40", "rtx-a6000", "rtx-3090", "rtx-6000-ada", "h20", "h800", "b300", "gb200",
            "mi250x", "mi325x", "gaudi2", "gaudi3"]
@@ -261,5 +260,5 @@ def test_a_prediction_file_overrides_the_new_figures(pytester):
             predicted: 127.3 FLOP/byte
             tolerance: ±0.1%
     """))
-    result = pytester.runpytest("-p", "no:html", "-p", "no:cacheprovider")
+    result = run_pytest(pytester)
     result.assert_outcomes(passed=1)

@@ -15,12 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.paths import CPU_TINY, REPO
+from support.pytest_run import NO_CACHE
+from support.recordings import recording_path
 
 from pytest_roofline.history import open_store
 
-ROOT = Path(__file__).resolve().parents[2]
-RECORDED = ROOT / "predictions" / "recorded" / "cpu-tiny-2026-12-01.results.json"
-YAML = ROOT / "predictions" / "cpu-tiny.yaml"
+RECORDED = recording_path("cpu-tiny")
+YAML = CPU_TINY
 FACTOR = 1.25  # → +25.0% on ttft_p50
 
 
@@ -28,8 +30,8 @@ def pytest_run(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
     e = {k: v for k, v in os.environ.items() if k != "ROOFLINE_HISTORY"}
     e.update(env or {})
     e["COLUMNS"] = "120"
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
-                           "--no-roofline-progress", *args], cwd=ROOT, capture_output=True, text=True, timeout=300,
+    return subprocess.run([sys.executable, "-m", "pytest", *NO_CACHE, "-p", "no:randomly",
+                           "--no-roofline-progress", *args], cwd=REPO, capture_output=True, text=True, timeout=300,
                           env=e)
 
 
@@ -144,7 +146,7 @@ def test_usage_errors(args: list[str], message: str) -> None:
 def test_roofline_compare_prints_both_runs(runs: dict) -> None:
     a, b = (s.run_id for s in open_store(str(runs["hist"])).runs())
     r = subprocess.run([sys.executable, "-m", "pytest_roofline.cli", "compare", a, b, "--store", str(runs["hist"])],
-                       cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "120"})
+                       cwd=REPO, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "120"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"A: {a}") and f"B: {b}" in r.stdout
     # 1,382.4 ms × 1.25 = 1,728.0 ms
@@ -152,7 +154,7 @@ def test_roofline_compare_prints_both_runs(runs: dict) -> None:
                      r.stdout)
     assert all(len(line) <= 120 for line in r.stdout.splitlines())
     j = subprocess.run([sys.executable, "-m", "pytest_roofline.cli", "compare", str(RECORDED), str(runs["scaled"]),
-                        "--predictions", str(YAML), "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+                        "--predictions", str(YAML), "--json"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert j.returncode == 0, j.stderr
     rows = {row["prediction_id"]: row for row in json.loads(j.stdout)["rows"]}
     assert rows["queueing-past-the-cap"]["change_rel"] == pytest.approx(0.25)

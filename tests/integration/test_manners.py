@@ -13,22 +13,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.paths import DAY3
+from support.pytest_run import NO_CACHE
+from support.specs import H100_BATCH1_MISS, H100_RIDGE
 
 from pytest_roofline.pytest_plugin.collect import looks_like_prediction_file
-
-ROOT = Path(__file__).resolve().parents[2]
-DAY3 = ROOT / "predictions" / "day3.yaml"
-NO_CACHE = ("-p", "no:cacheprovider")
-
-# H100 SXM: 989 TFLOP/s dense BF16 over 3.35 TB/s HBM3 (NVIDIA H100 datasheet) = 295.2 FLOP/byte
-TINY = """\
-hardware: h100-sxm
-model: llama-3.1-8b
-predictions:
-  - id: ridge
-    quantity: ridge_point
-    predicted: 295.2 FLOP/byte
-"""
 
 PLAIN_TESTS = """\
 def test_one():
@@ -69,7 +58,7 @@ def test_a_conftest_that_defines_gpu_keeps_it(pytester: pytest.Pytester) -> None
     # before: argparse.ArgumentError "argument --gpu: conflicting option string: --gpu" in the conftest's addoption
     _write(pytester, "conftest.py", GPU_FLAG_CONFTEST)
     _write(pytester, "test_own.py", GPU_FLAG_TEST)
-    _write(pytester, "predictions/tiny.yaml", TINY)
+    _write(pytester, "predictions/tiny.yaml", H100_RIDGE)
     result = pytester.runpytest_subprocess("--gpu", "-p", "no:html", *NO_CACHE)
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     result.assert_outcomes(passed=2)  # the project's test saw its flag; the math prediction ran in math mode
@@ -78,7 +67,7 @@ def test_a_conftest_that_defines_gpu_keeps_it(pytester: pytest.Pytester) -> None
 
 def test_the_roofline_name_still_reaches_ours_when_the_short_one_is_taken(pytester: pytest.Pytester) -> None:
     _write(pytester, "conftest.py", GPU_FLAG_CONFTEST)
-    _write(pytester, "predictions/tiny.yaml", TINY)
+    _write(pytester, "predictions/tiny.yaml", H100_RIDGE)
     result = pytester.runpytest_subprocess("--roofline-gpu", "a1000", *NO_CACHE)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--roofline-gpu" in result.stderr.str() and "a1000" in result.stderr.str()
@@ -96,7 +85,7 @@ def test_a_plugin_that_defines_endpoint_keeps_it(pytester: pytest.Pytester) -> N
         def test_sees_its_value(request):
             assert request.config.getoption("other_endpoint") == "mine"
         """)
-    _write(pytester, "predictions/tiny.yaml", TINY)
+    _write(pytester, "predictions/tiny.yaml", H100_RIDGE)
     pytester.syspathinsert()
     result = pytester.runpytest_subprocess("-p", "otherplug", "--endpoint", "mine", "-p", "no:html", *NO_CACHE)
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
@@ -122,7 +111,7 @@ def test_plugin_loaded_late_by_a_conftest_still_gets_its_short_names(pytester: p
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     _write(pytester, "conftest.py", 'pytest_plugins = ["pytest_roofline.pytest_plugin.plugin"]\n')
-    _write(pytester, "predictions/tiny.yaml", TINY)
+    _write(pytester, "predictions/tiny.yaml", H100_RIDGE)
     result = pytester.runpytest_subprocess("--gpu", "a1000", *NO_CACHE)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "a1000" in result.stderr.str() and "unrecognized arguments" not in result.stderr.str()
@@ -147,7 +136,7 @@ def test_foreign_yaml_under_predictions_is_left_alone(pytester: pytest.Pytester)
     assert result.ret == 0
     result.assert_outcomes(passed=2)
     # a real prediction file beside them is still collected by the default patterns
-    _write(pytester, "predictions/tiny.yaml", TINY)
+    _write(pytester, "predictions/tiny.yaml", H100_RIDGE)
     result = pytester.runpytest("-p", "no:html", *NO_CACHE)
     result.assert_outcomes(passed=3)
 
@@ -161,8 +150,8 @@ def test_a_foreign_file_named_on_the_command_line_is_still_a_clear_error(pyteste
 
 def test_an_explicit_pattern_collects_what_it_matches(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nroofline_patterns = perf/*.yaml\n")
-    _write(pytester, "perf/no-schema-comment.yaml", TINY.replace("hardware: h100-sxm\n", ""))  # missing key
-    _write(pytester, "predictions/tiny.yaml", TINY)  # not matched by the project's own patterns
+    _write(pytester, "perf/no-schema-comment.yaml", H100_RIDGE.replace("hardware: h100-sxm\n", ""))  # missing key
+    _write(pytester, "predictions/tiny.yaml", H100_RIDGE)  # not matched by the project's own patterns
     result = pytester.runpytest("-p", "no:html", *NO_CACHE)
     assert result.ret == pytest.ExitCode.INTERRUPTED  # the file the project pointed at is checked, and reported
     assert "no-schema-comment.yaml" in result.stdout.str() and "hardware" in result.stdout.str()
@@ -170,7 +159,7 @@ def test_an_explicit_pattern_collects_what_it_matches(pytester: pytest.Pytester)
 
 
 @pytest.mark.parametrize("text, expected", [
-    (TINY, True),
+    (H100_RIDGE, True),
     ("# yaml-language-server: $schema=../pytest_roofline/schema/predictions.schema.json\nhardware: x\n", True),
     ('"predictions":\n  - id: a\n"model": llama-3.1-8b\n', True),
     ("model: gpt-4o\nlabels: [a]\n", False),
@@ -227,7 +216,7 @@ def test_pytest_html_report_unchanged_without_predictions(pytester: pytest.Pytes
     assert _header_cells(with_plugin) == _header_cells(without)
     assert "rl_" not in with_plugin and "Roofline predictions" not in with_plugin
     # the same project with a prediction file gets the columns, on every row
-    _write(pytester, "predictions/tiny.yaml", TINY)
+    _write(pytester, "predictions/tiny.yaml", H100_RIDGE)
     pytester.runpytest_subprocess("--html", "pred.html", *NO_CACHE).assert_outcomes(passed=3)
     page = (pytester.path / "pred.html").read_text(encoding="utf-8")
     assert "Quantity" in _header_cells(page) and "Predicted (ink)" in _header_cells(page)
@@ -237,19 +226,11 @@ def test_pytest_html_report_unchanged_without_predictions(pytester: pytest.Pytes
 
 # ---- pytest-xdist ----------------------------------------------------------------------------------------------
 
-# H100 SXM 80 GB: 3.35 TB/s (datasheet); Llama-3.1-8B in bf16 ~ 8.03e9 parameters x 2 B = 16.06 GB of weights, so
-# the batch-1 decode ceiling is 3.35e12 / 16.06e9 ~ 208.6 tok/s: 100 tok/s at ±1% is a miss, whatever the digits
-MORE = """\
-hardware: h100-sxm
-model: llama-3.1-8b
-predictions:
+# a second file: the batch-1 miss (support.specs) and a second passing ridge
+MORE = H100_BATCH1_MISS + """\
   - id: ridge-again
     quantity: ridge_point
     predicted: 295.2 FLOP/byte
-  - id: batch1-miss
-    quantity: batch1_throughput
-    predicted: 100 tok/s
-    tolerance: ±1%
 """
 
 
@@ -264,7 +245,7 @@ def test_xdist_report_has_the_columns_and_a_live_run_refuses_workers(pytester: p
     pytest.importorskip("xdist")
     pytest.importorskip("pytest_html")
     _write(pytester, "test_own.py", PLAIN_TESTS)
-    _write(pytester, "predictions/tiny.yaml", TINY)
+    _write(pytester, "predictions/tiny.yaml", H100_RIDGE)
     _write(pytester, "predictions/more.yaml", MORE)
     serial = pytester.runpytest_subprocess("--html", "ser.html", *NO_CACHE)
     result = pytester.runpytest_subprocess("-n", "2", "--html", "par.html", "--roofline-scorecard", "card.html",
@@ -294,7 +275,7 @@ def test_gpu_without_a_gpu_is_one_usage_error_naming_the_option_used(pytester: p
     monkeypatch.setenv("PATH", f"{empty}:/usr/bin:/bin")
     if any(shutil.which(t) for t in ("nvidia-smi", "amd-smi", "rocm-smi")):
         pytest.skip("this machine has a GPU tool on /usr/bin")
-    _write(pytester, "predictions/tiny.yaml", TINY)
+    _write(pytester, "predictions/tiny.yaml", H100_RIDGE)
     for name in ("--gpu", "--roofline-gpu"):
         result = pytester.runpytest_subprocess(name, "h100", *NO_CACHE)
         assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -311,7 +292,7 @@ def test_gpu_without_a_gpu_is_one_usage_error_naming_the_option_used(pytester: p
 ])
 def test_bad_ini_values_are_one_usage_error(pytester: pytest.Pytester, ini: str, option: str) -> None:
     pytester.makeini(f"[pytest]\n{ini}\n")
-    _write(pytester, "predictions/tiny.yaml", TINY)
+    _write(pytester, "predictions/tiny.yaml", H100_RIDGE)
     result = pytester.runpytest_subprocess(*NO_CACHE)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert option in result.stderr.str()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from support.pytest_run import NO_CACHE
 
 from pytest_roofline.format.spec import loads_spec
 from pytest_roofline.scoring import VerdictStatus, score
@@ -110,7 +111,7 @@ def test_review_case_4350_at_15_percent_passes_in_cpu_mode(pytester: pytest.Pyte
             at: {concurrency: 32}
             predicted: 4000
         """))
-    res = pytester.runpytest("llama.yaml", "-p", "no:cacheprovider", "-rA")
+    res = pytester.runpytest("llama.yaml", *NO_CACHE, "-rA")
     out = res.stdout.str()
     res.assert_outcomes(passed=1, failed=1)
     assert "PASSED llama.yaml::throughput-c32 " in out or "PASSED llama.yaml::throughput-c32\n" in out

@@ -10,30 +10,27 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.paths import CPU_TINY, DAY3, DAY3_RESULTS, PEERS, PREDICTIONS, RECORDED
+from support.pytest_run import NO_HTML
 
 from pytest_roofline.errors import ResultsMismatchError
 from pytest_roofline.format.spec import load_spec
 from pytest_roofline.measure import mismatch
 from pytest_roofline.measure.peers import load_any
 
-ROOT = Path(__file__).resolve().parents[2]
-RECORDED = ROOT / "predictions" / "recorded" / "day3-2026-07-31.results.json"
-DAY3_DIR = ROOT / "tests" / "data" / "peers" / "day3-vllm-bench"
-DAY3 = ROOT / "predictions" / "day3.yaml"
-H100 = ROOT / "predictions" / "llama-3.1-8b-fp8-h100.yaml"
-CPU_TINY = ROOT / "predictions" / "cpu-tiny.yaml"
-NO_HTML = ("-p", "no:cacheprovider", "-p", "no:html")
+DAY3_DIR = PEERS / "day3-vllm-bench"
+H100 = PREDICTIONS / "llama-3.1-8b-fp8-h100.yaml"
 
 
 def test_every_recorded_file_belongs_to_its_predictions():
-    for f in sorted((ROOT / "predictions" / "recorded").glob("*.results.json")):
+    for f in sorted(RECORDED.glob("*.results.json")):
         data = load_any(f)
-        spec = load_spec(ROOT / "predictions" / Path(data["setup"]["predictions_file"]).name)
+        spec = load_spec(PREDICTIONS / Path(data["setup"]["predictions_file"]).name)
         assert mismatch.compare(data, spec).differences == [], f
 
 
 def test_differences_listed():
-    cmp = mismatch.compare(load_any(RECORDED), load_spec(H100))
+    cmp = mismatch.compare(load_any(DAY3_RESULTS), load_spec(H100))
     text = "\n".join(cmp.differences)
     assert "GPU: the file ran on a100-sxm4-80gb, the predictions are for h100-sxm" in text
     assert "model:" in text and "engine version: the file ran vLLM 0.26.0, the predictions are for 0.10.0" in text
@@ -41,7 +38,7 @@ def test_differences_listed():
     text = "\n".join(cmp.differences)
     assert "input length 1024 tokens in the file, 128" in text and "output length 1024" in text
     assert "sweep points" not in text  # C=1..128 holds all of cpu-tiny's C=1..32: a fuller run, not another grid
-    text = "\n".join(mismatch.compare(load_any(DAY3_DIR), load_spec(ROOT / "predictions" / "cpu-open-loop.yaml"))
+    text = "\n".join(mismatch.compare(load_any(DAY3_DIR), load_spec(PREDICTIONS / "cpu-open-loop.yaml"))
                       .differences)
     assert "sweep points: the file has C=1, C=2" in text and "and lacks 2 req/s, 4 req/s" in text
 
@@ -56,7 +53,7 @@ def test_peer_file_says_what_it_could_not_check():
 
 
 def test_replay_refuses_a_mismatched_file(pytester: pytest.Pytester):
-    r = pytester.runpytest_subprocess(*NO_HTML, "--replay", str(RECORDED), str(H100), timeout=300)
+    r = pytester.runpytest_subprocess(*NO_HTML, "--replay", str(DAY3_RESULTS), str(H100), timeout=300)
     assert r.ret == pytest.ExitCode.USAGE_ERROR
     out = r.stdout.str() + r.stderr.str()
     assert "does not belong to" in out and "GPU: the file ran on a100-sxm4-80gb" in out
@@ -66,7 +63,7 @@ def test_replay_refuses_a_mismatched_file(pytester: pytest.Pytester):
 
 def test_allow_mismatch_says_so_in_every_verdict_and_the_scorecard(pytester: pytest.Pytester):
     card = pytester.path / "card.html"
-    r = pytester.runpytest_subprocess(*NO_HTML, "--replay", str(RECORDED), str(H100), "--roofline-allow-mismatch",
+    r = pytester.runpytest_subprocess(*NO_HTML, "--replay", str(DAY3_RESULTS), str(H100), "--roofline-allow-mismatch",
                                       "--roofline-scorecard", str(card), "-k", "blocks", "-rA", timeout=300)
     out = r.stdout.str()
     assert "MISMATCHED RESULTS, allowed" in out, out[-3000:]
@@ -78,9 +75,9 @@ def test_report_cli_refuses_then_allows(tmp_path: Path, capsys: pytest.CaptureFi
     from pytest_roofline.cli import main
 
     out = tmp_path / "s.html"
-    assert main(["report", str(H100), str(RECORDED), "-o", str(out)]) == 2
+    assert main(["report", str(H100), str(DAY3_RESULTS), "-o", str(out)]) == 2
     assert "does not belong to" in capsys.readouterr().err and not out.exists()
-    assert main(["report", str(H100), str(RECORDED), "-o", str(out), "--allow-mismatch"]) == 0
+    assert main(["report", str(H100), str(DAY3_RESULTS), "-o", str(out), "--allow-mismatch"]) == 0
     assert "Mismatched results" in out.read_text()
 
 
@@ -96,7 +93,7 @@ def test_what_a_peer_file_cannot_say_is_on_every_measured_verdict(pytester: pyte
 
 def test_xdist_workers_refuse_too(pytester: pytest.Pytester):
     pytest.importorskip("xdist")
-    r = pytester.runpytest_subprocess(*NO_HTML, "-n", "2", "--replay", str(RECORDED), str(H100), "-rA",
+    r = pytester.runpytest_subprocess(*NO_HTML, "-n", "2", "--replay", str(DAY3_RESULTS), str(H100), "-rA",
                                       timeout=300)
     out = r.stdout.str()
     assert r.ret != 0

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.pytest_run import NO_CACHE
 
 LESSON = Path(__file__).resolve().parents[2] / "predictions" / "batching-and-throughput.yaml"
 
@@ -17,7 +18,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_unknown_gpu_is_a_usage_error(project: pytest.Pytester) -> None:
-    result = project.runpytest_subprocess("--gpu", "a1000", "-p", "no:cacheprovider")
+    result = project.runpytest_subprocess("--gpu", "a1000", *NO_CACHE)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert "--gpu" in err and "a1000" in err and "a100" in err  # names the value and a suggestion
@@ -33,6 +34,6 @@ def test_known_gpu_values_parse(value: str) -> None:
 
 def test_bad_default_tolerance_is_one_usage_error(project: pytest.Pytester) -> None:
     project.makeini("[pytest]\nroofline_default_tolerance = about ten percent\n")
-    result = project.runpytest_subprocess("-p", "no:cacheprovider")
+    result = project.runpytest_subprocess(*NO_CACHE)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "roofline_default_tolerance" in result.stderr.str()

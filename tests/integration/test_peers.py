@@ -12,17 +12,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.paths import CPU_TINY, DAY3, DAY3_RESULTS, PEERS, REPO
+from support.pytest_run import NO_HTML
 
 from pytest_roofline.errors import ResultsError
 from pytest_roofline.measure.peers import detect_format, load_any
 from pytest_roofline.measure.peers.vllm_bench import bench_point
 
-ROOT = Path(__file__).resolve().parents[2]
-PEERS = ROOT / "tests" / "data" / "peers"
 DAY3_DIR = PEERS / "day3-vllm-bench"
-DAY3_YAML = ROOT / "predictions" / "day3.yaml"
-RECORDED = ROOT / "predictions" / "recorded" / "day3-2026-07-31.results.json"
-NO_HTML = ("-p", "no:cacheprovider", "-p", "no:html")
 
 
 def _bench(**over):
@@ -76,11 +73,11 @@ def test_day3_directory_reads_as_the_notebook_run():
 def test_day3_verdicts_reproduced_from_vllm_bench_files(pytester: pytest.Pytester):
     """The notebook's Day 3 verdicts come out the same from its table in vllm bench serve's own format as from
     the project's transcription of it (26 pass, 10 xfail; no knee, TTFT knee at 2, KV blocks 10.5% under)."""
-    pytester.syspathinsert(str(ROOT))
+    pytester.syspathinsert(str(REPO))
     outcomes = {}
-    for results in (RECORDED, DAY3_DIR):
+    for results in (DAY3_RESULTS, DAY3_DIR):
         junit = pytester.path / f"{results.name}.xml"
-        r = pytester.runpytest_subprocess(*NO_HTML, "--replay", str(results), str(DAY3_YAML),
+        r = pytester.runpytest_subprocess(*NO_HTML, "--replay", str(results), str(DAY3),
                                           f"--junitxml={junit}", timeout=300)
         assert r.ret == 0, r.stdout.str()[-3000:]
         r.stdout.fnmatch_lines(["*26 passed, 10 xfailed*"])
@@ -88,7 +85,7 @@ def test_day3_verdicts_reproduced_from_vllm_bench_files(pytester: pytest.Pyteste
         outcomes[results.name] = sorted(
             (tc.split('name="')[1].split('"')[0], "skipped" in tc.split("</testcase>")[0])
             for tc in text.split("<testcase ")[1:])
-    assert outcomes[RECORDED.name] == outcomes[DAY3_DIR.name]
+    assert outcomes[DAY3_RESULTS.name] == outcomes[DAY3_DIR.name]
 
 
 def test_sweep_output_layout_merges_repeats(tmp_path: Path):
@@ -158,7 +155,7 @@ def test_report_cli_reads_a_bench_folder(tmp_path: Path):
     from pytest_roofline.cli import main
 
     out = tmp_path / "s.html"
-    assert main(["report", str(DAY3_YAML), str(DAY3_DIR), "-o", str(out)]) == 0
+    assert main(["report", str(DAY3), str(DAY3_DIR), "-o", str(out)]) == 0
     html = out.read_text()
     assert "vllm bench serve" in html and "Not checked" in html
 
@@ -176,12 +173,12 @@ def test_real_vllm_bench_serve_files_replay(pytester: pytest.Pytester, tmp_path:
     assert {p["input_len"] for p in data["points"]} == {129} and {p["output_len"] for p in data["points"]} == {64}
     shutil.copytree(real, tmp_path / "b")
     r = pytester.runpytest_subprocess(*NO_HTML, "--replay", str(tmp_path / "b"),
-                                      str(ROOT / "predictions" / "cpu-tiny.yaml"), "-k", "kv-tokens or little", "-rA",
+                                      str(CPU_TINY), "-k", "kv-tokens or little", "-rA",
                                       timeout=300)
     out = r.stdout.str()
     for ok in ("kv-tokens", "littles-law[concurrency=1]", "littles-law[concurrency=2]"):
         assert f"PASSED predictions/cpu-tiny.yaml::{ok}" in out or f"PASSED cpu-tiny.yaml::{ok}" in out \
-            or f"::{ok} PASSED" in out or f"PASSED {ROOT}/predictions/cpu-tiny.yaml::{ok}" in out \
+            or f"::{ok} PASSED" in out or f"PASSED {REPO}/predictions/cpu-tiny.yaml::{ok}" in out \
             or any(line.startswith("PASSED") and line.endswith(f"::{ok}") for line in out.splitlines()), out[-3000:]
     # a finding, kept: at C=4 with 40 requests, λ·W = 3.65 against the 4 clients (0.911 in the file), because
     # vllm bench serve's closed loop drains at the end and the file has no time-averaged count in flight

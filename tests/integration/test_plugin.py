@@ -12,8 +12,8 @@ import xml.etree.ElementTree as ET
 
 import hypothesis  # noqa: F401  (imported here once: pytester's inline runs would re-import it each time)
 import pytest
-
-NO_HTML = ("-p", "no:html", "-p", "no:cacheprovider")
+from support.pytest_run import NO_HTML, run_pytest
+from support.specs import H100_RIDGE
 
 # line numbers matter: the tests below check that items are located at these lines
 LESSON = """\
@@ -62,18 +62,6 @@ OUTCOMES = {"ridge": "passed", "ridge-wrong": "failed", "ridge-xpass": "failed",
             "b1-measured-xfail": "failed", "ll[concurrency=1]": "skipped", "ll[concurrency=4]": "skipped",
             "steps[batch=1:t_mem]": "passed", "steps[batch=1:decode_bound]": "passed",
             "steps[batch=64:t_mem]": "passed", "steps[batch=64:decode_bound]": "passed"}
-TINY = """\
-hardware: h100-sxm
-model: llama-3.1-8b
-predictions:
-  - id: ridge
-    quantity: ridge_point
-    predicted: 295.2 FLOP/byte
-"""
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(*NO_HTML, *args)
 
 
 def write(pytester: pytest.Pytester, relpath: str, text: str) -> None:
@@ -94,7 +82,7 @@ def lesson(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def junit(pytester: pytest.Pytester, *args: str) -> dict[str, ET.Element]:
     xml = pytester.path / "junit.xml"
-    run(pytester, f"--junitxml={xml}", "-o", "junit_family=xunit1", *args)
+    run_pytest(pytester, f"--junitxml={xml}", "-o", "junit_family=xunit1", *args)
     return {tc.get("name"): tc for tc in ET.parse(xml).getroot().iter("testcase")}
 
 
@@ -106,36 +94,36 @@ def props(tc: ET.Element) -> dict[str, str]:
 # collection
 # --------------------------------------------------------------------------------------------------------------
 def test_default_patterns(pytester):
-    write(pytester, "predictions/a.yaml", TINY)
-    write(pytester, "predictions/b.yml", TINY)
-    write(pytester, "perf/c.roofline.yaml", TINY)
-    write(pytester, "d.roofline.yml", TINY)
+    write(pytester, "predictions/a.yaml", H100_RIDGE)
+    write(pytester, "predictions/b.yml", H100_RIDGE)
+    write(pytester, "perf/c.roofline.yaml", H100_RIDGE)
+    write(pytester, "d.roofline.yml", H100_RIDGE)
     write(pytester, "config.yaml", "this: [is not: a prediction file\n")  # not collected, so never parsed
-    write(pytester, "perf/e.yaml", TINY)
-    result = run(pytester, "--co", "-q")
+    write(pytester, "perf/e.yaml", H100_RIDGE)
+    result = run_pytest(pytester, "--co", "-q")
     assert sorted(collected(result)) == ["d.roofline.yml::ridge", "perf/c.roofline.yaml::ridge",
                                          "predictions/a.yaml::ridge", "predictions/b.yml::ridge"]
     assert result.ret == pytest.ExitCode.OK
 
 
 def test_an_explicit_path_that_matches_no_pattern_is_collected(pytester):
-    write(pytester, "mine/plan.yaml", TINY)
-    assert collected(run(pytester, "--co", "-q")) == []
-    result = run(pytester, "--co", "-q", "mine/plan.yaml")
+    write(pytester, "mine/plan.yaml", H100_RIDGE)
+    assert collected(run_pytest(pytester, "--co", "-q")) == []
+    result = run_pytest(pytester, "--co", "-q", "mine/plan.yaml")
     assert collected(result) == ["mine/plan.yaml::ridge"]
-    result = run(pytester, "mine/plan.yaml")
+    result = run_pytest(pytester, "mine/plan.yaml")
     result.assert_outcomes(passed=1)
 
 
 def test_ini_roofline_patterns_replace_the_defaults(pytester):
-    write(pytester, "perf/a.yaml", TINY)
-    write(pytester, "predictions/b.yaml", TINY)
+    write(pytester, "perf/a.yaml", H100_RIDGE)
+    write(pytester, "predictions/b.yaml", H100_RIDGE)
     pytester.makeini("[pytest]\nroofline_patterns =\n    perf/*.yaml\n")
-    assert collected(run(pytester, "--co", "-q")) == ["perf/a.yaml::ridge"]
+    assert collected(run_pytest(pytester, "--co", "-q")) == ["perf/a.yaml::ridge"]
 
 
 def test_nodeids_of_expansions(lesson):
-    result = run(lesson, "--co", "-q")
+    result = run_pytest(lesson, "--co", "-q")
     assert collected(result) == [f"predictions/lesson.yaml::{pid}" for pid in LINES]
 
 
@@ -152,7 +140,7 @@ def test_items_are_located_at_the_yaml_line_of_their_prediction(lesson):
 
 
 def test_failure_output_shows_the_yaml_line_and_the_numbers(lesson):
-    result = run(lesson, "-k", "ridge-wrong", "--no-roofline-summary")
+    result = run_pytest(lesson, "-k", "ridge-wrong", "--no-roofline-summary")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "predictions/lesson.yaml:9: PredictionMismatch" in out
@@ -179,7 +167,7 @@ def test_junit_line_and_file_are_the_predictions(lesson):
 # outcomes
 # --------------------------------------------------------------------------------------------------------------
 def test_outcomes_of_every_kind(lesson):
-    result = run(lesson, "-rA", "--no-roofline-summary")
+    result = run_pytest(lesson, "-rA", "--no-roofline-summary")
     want = {k: list(OUTCOMES.values()).count(k) for k in set(OUTCOMES.values())}
     result.assert_outcomes(**want)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -202,7 +190,7 @@ def test_junit_outcomes_per_item(lesson):
 
 
 def test_a_measured_only_quantity_is_skipped_in_math_mode_with_how_to_run_it(lesson):
-    result = run(lesson, "-rs", "-k", "ll", "--no-roofline-summary")
+    result = run_pytest(lesson, "-rs", "-k", "ll", "--no-roofline-summary")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["SKIPPED [[]2[]] predictions/lesson.yaml:25: needs a measurement: run with --gpu*"])
     out = result.stdout.str()
@@ -211,62 +199,62 @@ def test_a_measured_only_quantity_is_skipped_in_math_mode_with_how_to_run_it(les
 
 
 def test_xfail_strict_false_lets_an_unexpected_pass_pass(pytester):
-    write(pytester, "predictions/a.yaml", TINY + "    xfail: {reason: maybe, strict: false}\n")
-    run(pytester).assert_outcomes(xpassed=1)
+    write(pytester, "predictions/a.yaml", H100_RIDGE + "    xfail: {reason: maybe, strict: false}\n")
+    run_pytest(pytester).assert_outcomes(xpassed=1)
 
 
 def test_defaults_xfail_strict_false(pytester):
     write(pytester, "predictions/a.yaml",
-          TINY.replace("predictions:", "defaults: {xfail_strict: false}\npredictions:") + "    xfail: maybe\n")
-    run(pytester).assert_outcomes(xpassed=1)
+          H100_RIDGE.replace("predictions:", "defaults: {xfail_strict: false}\npredictions:") + "    xfail: maybe\n")
+    run_pytest(pytester).assert_outcomes(xpassed=1)
 
 
 def test_runxfail_turns_an_xfail_into_its_failure(lesson):
-    result = run(lesson, "--runxfail", "-k", "ridge-xfail", "--no-roofline-summary")
+    result = run_pytest(lesson, "--runxfail", "-k", "ridge-xfail", "--no-roofline-summary")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*predicted : 300 FLOP/byte*"])
 
 
 def test_math_tolerance_of_a_prediction(pytester):
-    write(pytester, "predictions/a.yaml", TINY.replace("295.2 FLOP/byte", "300 FLOP/byte")
+    write(pytester, "predictions/a.yaml", H100_RIDGE.replace("295.2 FLOP/byte", "300 FLOP/byte")
           + "    math_tolerance: ±2%\n")  # 295.22 is 1.6% under 300
-    run(pytester).assert_outcomes(passed=1)
+    run_pytest(pytester).assert_outcomes(passed=1)
 
 
 def test_predicted_model_passes_the_math_check(pytester):
-    write(pytester, "predictions/a.yaml", TINY.replace("295.2 FLOP/byte", "model"))
-    run(pytester).assert_outcomes(passed=1)
+    write(pytester, "predictions/a.yaml", H100_RIDGE.replace("295.2 FLOP/byte", "model"))
+    run_pytest(pytester).assert_outcomes(passed=1)
 
 
 # --------------------------------------------------------------------------------------------------------------
 # selection
 # --------------------------------------------------------------------------------------------------------------
 def test_select_by_id_with_k(lesson):
-    result = run(lesson, "--co", "-q", "-k", "ridge-xfail")
+    result = run_pytest(lesson, "--co", "-q", "-k", "ridge-xfail")
     assert collected(result) == ["predictions/lesson.yaml::ridge-xfail"]
-    result = run(lesson, "--co", "-q", "-k", "steps and 64")
+    result = run_pytest(lesson, "--co", "-q", "-k", "steps and 64")
     assert collected(result) == ["predictions/lesson.yaml::steps[batch=64:t_mem]",
                                  "predictions/lesson.yaml::steps[batch=64:decode_bound]"]
 
 
 def test_select_by_nodeid(lesson):
-    result = run(lesson, "predictions/lesson.yaml::ll[concurrency=4]", "predictions/lesson.yaml::ridge", "-rs")
+    result = run_pytest(lesson, "predictions/lesson.yaml::ll[concurrency=4]", "predictions/lesson.yaml::ridge", "-rs")
     result.assert_outcomes(passed=1, skipped=1)
 
 
 def test_select_by_mode_marker(lesson):
-    math = collected(run(lesson, "--co", "-q", "-m", "roofline_math"))
-    measured = collected(run(lesson, "--co", "-q", "-m", "roofline_measured"))
+    math = collected(run_pytest(lesson, "--co", "-q", "-m", "roofline_math"))
+    measured = collected(run_pytest(lesson, "--co", "-q", "-m", "roofline_measured"))
     ids = lambda nodeids: {n.split("::")[1] for n in nodeids}  # noqa: E731
     # ridge_point, t_mem and decode_bound are model-only; output_throughput has a model and a measurement;
     # littles_law_ratio is measured-only
     assert ids(measured) == {"b1-measured-xfail", "ll[concurrency=1]", "ll[concurrency=4]"}
     assert ids(math) == set(LINES) - ids(measured)
-    assert len(collected(run(lesson, "--co", "-q", "-m", "roofline"))) == len(LINES)
+    assert len(collected(run_pytest(lesson, "--co", "-q", "-m", "roofline"))) == len(LINES)
 
 
 def test_select_by_user_marks_without_unknown_mark_warnings(lesson):
-    result = run(lesson, "-m", "queueing", "--strict-markers", "-W", "error::pytest.PytestUnknownMarkWarning")
+    result = run_pytest(lesson, "-m", "queueing", "--strict-markers", "-W", "error::pytest.PytestUnknownMarkWarning")
     result.assert_outcomes(skipped=2)
     assert "warnings" not in result.parseoutcomes()
     assert "PytestUnknownMarkWarning" not in result.stdout.str()
@@ -276,7 +264,7 @@ def test_select_by_user_marks_without_unknown_mark_warnings(lesson):
 # options
 # --------------------------------------------------------------------------------------------------------------
 def test_replay_of_a_missing_file_is_a_usage_error(lesson):
-    result = run(lesson, "--replay", "nowhere.results.json")
+    result = run_pytest(lesson, "--replay", "nowhere.results.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     out = result.stdout.str() + result.stderr.str()
     assert "--replay" in out and "nowhere.results.json" in out and "no such results file" in out
@@ -288,7 +276,7 @@ def test_replay_of_a_missing_file_is_a_usage_error(lesson):
 ])
 def test_replay_of_an_invalid_file_is_a_usage_error(lesson, content, why):
     (lesson.path / "bad.json").write_text(content)
-    result = run(lesson, "--replay", "bad.json")
+    result = run_pytest(lesson, "--replay", "bad.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     out = result.stdout.str() + result.stderr.str()
     assert "bad.json" in out and why in out
@@ -297,13 +285,13 @@ def test_replay_of_an_invalid_file_is_a_usage_error(lesson, content, why):
 
 def test_gpu_and_replay_together_is_a_usage_error(lesson):
     (lesson.path / "r.json").write_text("{}")
-    result = run(lesson, "--gpu", "a100", "--replay", "r.json")
+    result = run_pytest(lesson, "--gpu", "a100", "--replay", "r.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "choose one of --gpu, --endpoint and --replay" in result.stderr.str()
 
 
 def test_endpoint_and_replay_together_is_a_usage_error(lesson):
-    result = run(lesson, "--endpoint", "http://127.0.0.1:9/v1", "--replay", "r.json")
+    result = run_pytest(lesson, "--endpoint", "http://127.0.0.1:9/v1", "--replay", "r.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
@@ -312,7 +300,7 @@ def test_endpoint_and_replay_together_is_a_usage_error(lesson):
 # --------------------------------------------------------------------------------------------------------------
 def test_terminal_summary_fits_100_columns(lesson, monkeypatch):
     monkeypatch.setenv("COLUMNS", "100")
-    result = run(lesson)
+    result = run_pytest(lesson)
     lines = result.outlines
     start = next(i for i, line in enumerate(lines) if "roofline predictions" in line)
     end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("=") or lines[i].startswith("FAILED"))
@@ -333,7 +321,7 @@ def test_terminal_summary_fits_100_columns(lesson, monkeypatch):
 
 
 def test_no_summary_option(lesson):
-    result = run(lesson, "--no-roofline-summary")
+    result = run_pytest(lesson, "--no-roofline-summary")
     assert "roofline predictions" not in result.stdout.str()
 
 
@@ -355,7 +343,7 @@ def test_junit_properties(lesson):
 
 
 def test_run_without_pytest_html_has_no_warnings(lesson):
-    result = run(lesson, "-W", "error", "-k", "not wrong and not xpass and not b1")
+    result = run_pytest(lesson, "-W", "error", "-k", "not wrong and not xpass and not b1")
     result.assert_outcomes(passed=5, xfailed=1, skipped=2)
     assert "warnings" not in result.parseoutcomes()
     assert "warnings summary" not in result.stdout.str()

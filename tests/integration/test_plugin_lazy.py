@@ -15,34 +15,15 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.pytest_run import NO_CACHE
+from support.specs import H100_BATCH1_MISS, H100_RIDGE
 
 ENTRY = "pytest_roofline.pytest_plugin.plugin"
 #: what a project without predictions must not load because the plugin is installed
 HEAVY = ("numpy", "sqlalchemy", "yaml", "jinja2", "httpx", "pytest_roofline.model", "pytest_roofline.measure",
          "pytest_roofline.format.spec", "pytest_roofline.history", "pytest_roofline.report",
          "pytest_roofline.scoring", "pytest_roofline.quantities")
-NO_CACHE = ("-p", "no:cacheprovider")
 
-# H100 SXM: 989 TFLOP/s dense BF16 over 3.35 TB/s HBM3 (NVIDIA H100 datasheet) = 295.2 FLOP/byte
-TINY = """\
-hardware: h100-sxm
-model: llama-3.1-8b
-predictions:
-  - id: ridge
-    quantity: ridge_point
-    predicted: 295.2 FLOP/byte
-"""
-# H100 SXM 80 GB: 3.35 TB/s (datasheet); Llama-3.1-8B in bf16 ~ 8.03e9 parameters x 2 B = 16.06 GB of weights, so
-# the batch-1 decode ceiling is 3.35e12 / 16.06e9 ~ 208.6 tok/s: 100 tok/s at ±1% is a miss
-MISS = """\
-hardware: h100-sxm
-model: llama-3.1-8b
-predictions:
-  - id: batch1-miss
-    quantity: batch1_throughput
-    predicted: 100 tok/s
-    tolerance: ±1%
-"""
 PLAIN_TESTS = """\
 def test_one():
     assert 1 + 1 == 2
@@ -105,7 +86,7 @@ def test_a_run_without_predictions_loads_nothing_heavy(pytester: pytest.Pytester
         assert with_plugin.ret == without.ret == 0
         assert loaded - baseline == set(), f"pytest {' '.join(args)}: the plugin loaded {loaded - baseline}"
         assert not {m for m in loaded if m.startswith("pytest_roofline.")}
-    _write(pytester.path, "predictions/tiny.yaml", TINY)
+    _write(pytester.path, "predictions/tiny.yaml", H100_RIDGE)
     result, loaded = _run_and_probe(pytester)
     result.assert_outcomes(passed=2)
     assert {"pytest_roofline.model", "pytest_roofline.format.spec", "pytest_roofline.scoring"} <= loaded
@@ -137,8 +118,8 @@ def test_an_xdist_controller_starts_the_plugin_from_its_workers_collection(pytes
     pytest.importorskip("xdist")
     pytest.importorskip("pytest_html")
     _write(pytester.path, "test_own.py", PLAIN_TESTS)
-    _write(pytester.path, "predictions/tiny.yaml", TINY)
-    _write(pytester.path, "predictions/miss.yaml", MISS)
+    _write(pytester.path, "predictions/tiny.yaml", H100_RIDGE)
+    _write(pytester.path, "predictions/miss.yaml", H100_BATCH1_MISS)
     serial = pytester.runpytest_subprocess("--html", "ser.html", *NO_CACHE)
     parallel = pytester.runpytest_subprocess("-n", "2", "--html", "par.html", *NO_CACHE)
     parallel.assert_outcomes(passed=2, failed=1)

@@ -16,13 +16,12 @@ from pathlib import Path
 import hypothesis  # noqa: F401  (imported here once: pytester's inline runs would re-import it each time)
 import pytest
 import yaml
+from support.paths import PREDICTIONS
+from support.pytest_run import run_pytest
 
-REPO = Path(__file__).resolve().parents[2]
-PREDICTIONS = REPO / "predictions"
 RECORDED = "predictions/recorded/day3-2026-07-31.results.json"
 DAY3 = "predictions/day3.yaml"
 LESSON = "predictions/batching-and-throughput.yaml"
-NO_HTML = ("-p", "no:html", "-p", "no:cacheprovider")
 
 # the predictions the YAML documents as known misses of the *math* check (xfail without mode: measured)
 MATH_XFAILS = {
@@ -62,7 +61,7 @@ class Case:
 
 def run_junit(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[tuple[str, str], Case]]:
     xml = pytester.path / "junit.xml"
-    result = pytester.runpytest(*NO_HTML, f"--junitxml={xml}", "-o", "junit_family=xunit1", *args)
+    result = run_pytest(pytester, f"--junitxml={xml}", "-o", "junit_family=xunit1", *args)
     cases = [Case(el) for el in ET.parse(xml).getroot().iter("testcase")]
     return result, {(c.file, c.name): c for c in cases}
 
@@ -213,7 +212,7 @@ def test_day3_kv_blocks_ink_value_is_flagged_by_the_math_check(shipped):
 
 
 def test_day3_kv_blocks_with_runxfail_fails_and_explains(shipped):
-    result = shipped.runpytest(*NO_HTML, DAY3, "--runxfail", "-k", "kv-blocks", "--no-roofline-summary")
+    result = run_pytest(shipped, DAY3, "--runxfail", "-k", "kv-blocks", "--no-roofline-summary")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     line = yaml_line(DAY3, "kv-blocks")
@@ -334,7 +333,7 @@ def test_replay_goodput_holds(replayed):
 
 def test_replay_summary_shows_measured_values(shipped, monkeypatch):
     monkeypatch.setenv("COLUMNS", "100")
-    result = shipped.runpytest(*NO_HTML, "--replay", RECORDED, DAY3)
+    result = run_pytest(shipped, "--replay", RECORDED, DAY3)
     c16 = next(line for line in result.outlines if line.startswith("throughput-c16 "))
     kv = next(line for line in result.outlines if line.startswith("kv-blocks "))
     assert "1,139.6 tok/s" in c16 and " meas " in c16 and c16.rstrip().endswith("XFAIL")

@@ -16,38 +16,28 @@ Needs Chromium; skipped with the reason when it is not installed (Debian/Ubuntu:
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from support.browser import needs_chromium, run_chromium
 from support.html_pages import parse_fragment as _tags
 from support.notebook import notebook_results, write_notebook_results  # noqa: E402
+from support.paths import DAY3
+from support.pytest_run import NO_CACHE
+from support.specs import NOTEBOOK_REPORT
 
 from pytest_roofline.format.spec import load_spec  # noqa: E402
 from pytest_roofline.report.scorecard import CSP, render_scorecard, score_spec  # noqa: E402
 
-CHROMIUM = next((p for p in (os.environ.get("ROOFLINE_CHROMIUM"), shutil.which("chromium"),
-                             shutil.which("chromium-browser"), shutil.which("google-chrome"),
-                             shutil.which("google-chrome-stable")) if p), None)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian/Ubuntu: "
-                                                         "apt-get install chromium; or set ROOFLINE_CHROMIUM)")
-DAY3 = Path(__file__).resolve().parents[2] / "predictions" / "day3.yaml"
+pytestmark = needs_chromium
 NETWORK_SCHEMES = ("http:", "https:", "ws:", "wss:", "ftp:")
 
 
 def chromium(tmp_path: Path, url: str, *extra: str) -> tuple[str, list[str]]:
     """Load ``url`` headless; return the DOM after load and the network URLs the page itself requested."""
-    run = tmp_path / f"chromium-{len(list(tmp_path.glob('chromium-*')))}"
-    run.mkdir()
-    netlog = run / "netlog.json"
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-           f"--user-data-dir={run / 'profile'}", f"--log-net-log={netlog}", *extra, url]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    netlog = tmp_path / f"netlog-{len(list(tmp_path.glob('netlog-*')))}.json"
+    proc = run_chromium(tmp_path, url, f"--log-net-log={netlog}", *extra)
     data = json.loads(netlog.read_text(encoding="utf-8"))
     names = {v: k for k, v in data["constants"]["logEventTypes"].items()}
     page_urls = []
@@ -107,11 +97,9 @@ def test_scorecard_without_its_csp_still_requests_nothing(tmp_path: Path, scorec
 
 def test_pytest_html_sorts_the_error_column_numerically(pytester: pytest.Pytester, tmp_path: Path) -> None:
     pytest.importorskip("pytest_html")
-    from test_report_html import PREDICTIONS
-
-    pytester.makefile(".yaml", preds=PREDICTIONS)
+    pytester.makefile(".yaml", preds=NOTEBOOK_REPORT)
     write_notebook_results(pytester.path / "results.json")
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--replay", "results.json", "--html", "r.html",
+    pytester.runpytest_subprocess(*NO_CACHE, "--replay", "results.json", "--html", "r.html",
                                   "--self-contained-html", "preds.yaml")
     report = pytester.path / "r.html"
     for column in ("rl_error", "rl_predicted"):

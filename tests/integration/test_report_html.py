@@ -9,57 +9,15 @@ from typing import Any
 import pytest
 from support.html_pages import parse_cell, parse_fragment, parse_report
 from support.notebook import write_notebook_results
+from support.pytest_run import NO_CACHE, NO_HTML
+from support.specs import NOTEBOOK_REPORT
 
 from pytest_roofline.pytest_plugin.html import COLUMNS, row_cells  # noqa: E402
 from pytest_roofline.report.common import explain_lines, sort_key  # noqa: E402
 
 pytest.importorskip("pytest_html")
 
-PREDICTIONS = """\
-title: "report test — A100-SXM4-80GB, Qwen3-8B"
-hardware: a100-sxm4-80gb
-model: qwen3-8b
-engine: {name: vllm, version: "0.26.0"}
-workload: {input_len: 1024, output_len: 1024, kv_context: 1000}
-sweep: {mode: closed, concurrency: [1, 16, 64]}
-slo: {ttft: 500 ms, tpot: 50 ms, percentile: p99}
-defaults: {tolerance: ±15%, math_tolerance: ±0.5%}
-predictions:
-  - id: weights
-    quantity: weight_bytes
-    predicted: 16.38 GB
-  - id: ridge
-    quantity: ridge_point
-    predicted: 153 FLOP/byte
-  - id: throughput-c16
-    quantity: output_throughput
-    at: {concurrency: 16}
-    predicted: 1,742 tok/s
-    xfail: {mode: measured, reason: "decode-only model; prefill and overhead are missing"}
-  - id: throughput-c64
-    quantity: output_throughput
-    at: {concurrency: 64}
-    predicted: 5,060 tok/s
-  - id: ttft-p99-c16
-    quantity: ttft_p99
-    at: {concurrency: 16}
-    predicted: 546 ms
-  - id: kv-blocks
-    quantity: num_gpu_blocks
-    predicted: 22,959
-    tolerance: ±10%
-    xfail: {reason: "GiB vs GB slip"}
-  - id: littles-law
-    quantity: littles_law_ratio
-    at: {concurrency: every}
-    predicted: 1.00
-    tolerance: ±2%
-  - id: bad-quantity
-    quantity: not_a_quantity
-    predicted: 3
-"""
-
-N_PREDICTIONS = 10  # 7 entries, littles-law expands to 3, bad-quantity is one error item
+N_PREDICTIONS = 10  # NOTEBOOK_REPORT's 7 entries, littles-law expands to 3, bad-quantity is one error item
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -74,7 +32,7 @@ def _rows(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 # ----------------------------------------------------------------------------------------------------------------
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makefile(".yaml", preds=PREDICTIONS)
+    pytester.makefile(".yaml", preds=NOTEBOOK_REPORT)
     pytester.makefile(".yaml", broken="predictions: [\n  - id: x\n    quantity: : :\n")
     write_notebook_results(pytester.path / "results.json")
     return pytester
@@ -82,7 +40,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 @pytest.mark.parametrize("self_contained", [False, True], ids=["assets", "self-contained"])
 def test_columns_extras_environment(project: pytest.Pytester, self_contained: bool) -> None:
-    args = ["-p", "no:cacheprovider", "--continue-on-collection-errors", "--replay", "results.json", "--html",
+    args = [*NO_CACHE, "--continue-on-collection-errors", "--replay", "results.json", "--html",
             "out/report.html", "preds.yaml",
             "broken.yaml"]
     if self_contained:
@@ -197,7 +155,7 @@ def test_columns_extras_environment(project: pytest.Pytester, self_contained: bo
 
 
 def test_math_mode_report_has_no_measured_values(project: pytest.Pytester) -> None:
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--html", "r.html", "--self-contained-html",
+    result = project.runpytest_subprocess(*NO_CACHE, "--html", "r.html", "--self-contained-html",
                                           "preds.yaml")
     result.assert_outcomes(passed=4, skipped=4, xfailed=1, errors=1)
     _, data = parse_report(project.path / "r.html")
@@ -211,7 +169,7 @@ def test_math_mode_report_has_no_measured_values(project: pytest.Pytester) -> No
 
 
 def test_run_without_pytest_html_prints_no_warnings(project: pytest.Pytester) -> None:
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:html", "-W", "error", "preds.yaml",
+    result = project.runpytest_subprocess(*NO_HTML, "-W", "error", "preds.yaml",
                                           "--replay", "results.json")
     result.assert_outcomes(passed=6, failed=1, xfailed=2, errors=1)
     out = result.stdout.str() + result.stderr.str()
@@ -233,7 +191,7 @@ def test_html_option_absent_adds_no_extras(project: pytest.Pytester) -> None:
         def pytest_sessionfinish(session):
             print("EXTRAS", sum(seen), len(seen))
     """)
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-s", "preds.yaml")
+    result = project.runpytest_subprocess(*NO_CACHE, "-s", "preds.yaml")
     result.stdout.fnmatch_lines(["*EXTRAS 0 *"])
 
 
@@ -279,7 +237,7 @@ def test_explain_lines_math_check() -> None:
 
 def test_plain_pytest_project_keeps_its_environment_table(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_plain="def test_ok():\n    assert True\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--html", "r.html", "--self-contained-html")
+    result = pytester.runpytest_subprocess(*NO_CACHE, "--html", "r.html", "--self-contained-html")
     result.assert_outcomes(passed=1)
     parser, data = parse_report(pytester.path / "r.html")
     assert not any(k.startswith(("Roofline", "GPU")) for k in data["environment"])

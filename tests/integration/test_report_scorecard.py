@@ -8,23 +8,15 @@ from typing import Any
 import pytest
 from support.html_pages import Page, assert_self_contained
 from support.notebook import notebook_results, write_notebook_results
+from support.paths import DAY3, DAY3_RESULTS, REPO
+from support.pytest_run import NO_CACHE
+from support.specs import NOTEBOOK_SETUP
 
 from pytest_roofline.format.spec import loads_spec  # noqa: E402
 from pytest_roofline.report.scorecard import render_from_files, render_scorecard, score_spec, write_scorecard  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-DAY3 = ROOT / "predictions" / "day3.yaml"
-RECORDED = ROOT / "predictions" / "recorded" / "day3-2026-07-31.results.json"
-
-SMALL = """\
-title: "small — A100-SXM4-80GB, Qwen3-8B"
-hardware: a100-sxm4-80gb
-model: qwen3-8b
-engine: {name: vllm, version: "0.26.0"}
-workload: {input_len: 1024, output_len: 1024, kv_context: 1000}
+SMALL = 'title: "small — A100-SXM4-80GB, Qwen3-8B"\n' + NOTEBOOK_SETUP + """\
 sweep: {mode: closed, concurrency: [1, 2, 4, 8, 16, 32, 64, 128]}
-slo: {ttft: 500 ms, tpot: 50 ms, percentile: p99}
-defaults: {tolerance: ±15%, math_tolerance: ±0.5%}
 predictions:
   - id: weights
     quantity: weight_bytes
@@ -158,7 +150,7 @@ def test_several_files_in_one_page() -> None:
 def test_scorecard_option_writes_the_file(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", small=SMALL)
     write_notebook_results(pytester.path / "results.json")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "small.yaml", "--replay", "results.json",
+    result = pytester.runpytest_subprocess(*NO_CACHE, "small.yaml", "--replay", "results.json",
                                            "--roofline-scorecard", "out/card.html")
     result.assert_outcomes(passed=10, failed=1, xfailed=1)  # per-request-c128 misses (57.9 ink, 24.1 measured)
     result.stdout.fnmatch_lines(["*roofline scorecard: out/card.html*"])
@@ -178,9 +170,9 @@ def test_write_scorecard_without_collected_specs(tmp_path: Path) -> None:
     assert len(page.find("tbody", class_="pred")) == 12
 
 
-@pytest.mark.skipif(not RECORDED.exists(), reason=f"{RECORDED.relative_to(ROOT)} is not in this checkout")
+@pytest.mark.skipif(not DAY3_RESULTS.exists(), reason=f"{DAY3_RESULTS.relative_to(REPO)} is not in this checkout")
 def test_recorded_notebook_run() -> None:
-    page = Page(render_from_files(DAY3, RECORDED))
+    page = Page(render_from_files(DAY3, DAY3_RESULTS))
     assert_self_contained(page)
     figs = {f["attrs"]["id"] for f in page.find("figure", class_="chart")}
     assert {"spec0-throughput", "spec0-ttft", "spec0-tpot", "spec0-littles", "spec0-roofline"} <= figs

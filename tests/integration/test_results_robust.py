@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.paths import RECORDED
+from support.pytest_run import NO_HTML
+from support.recordings import recording_path
 
 from pytest_roofline.errors import PointError, ResultsError
 from pytest_roofline.format.spec import loads_spec
@@ -26,9 +29,7 @@ from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.quantities.analysis import Thresholds
 from pytest_roofline.scoring import VerdictStatus, score
 
-ROOT = Path(__file__).resolve().parents[2]
-BASE = ROOT / "predictions" / "recorded" / "cpu-tiny-2026-12-01.results.json"
-NO_HTML = ("-p", "no:html", "-p", "no:cacheprovider")
+BASE = recording_path("cpu-tiny")
 
 YAML = """\
 hardware: cpu
@@ -105,7 +106,7 @@ def _write(path: Path, mutate: Callable[[dict[str, Any]], None]) -> Path:
 
 # ---- the reader ------------------------------------------------------------------------------------------------
 def test_the_recorded_runs_are_read_unchanged() -> None:
-    for f in sorted((ROOT / "predictions" / "recorded").glob("*.results.json")):
+    for f in sorted(RECORDED.glob("*.results.json")):
         assert load_results(f)["points"] == json.loads(f.read_text())["points"]
 
 

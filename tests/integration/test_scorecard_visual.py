@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.paths import CPU_TINY, DAY3, DAY3_RESULTS
+from support.recordings import recording_path
 
 from pytest_roofline.format.spec import load_spec
 from pytest_roofline.measure.results import load_results
@@ -24,11 +26,9 @@ from pytest_roofline.report.environment import spec_setup
 from pytest_roofline.report.scorecard import _figures, _with_outcomes, render_scorecard, score_spec, write_scorecard
 from pytest_roofline.report.svg import Axis, Chart, segment_hits_box, text_box
 
-ROOT = Path(__file__).resolve().parents[2]
 RUNS = {
-    "day3": (ROOT / "predictions" / "day3.yaml", ROOT / "predictions" / "recorded" / "day3-2026-07-31.results.json"),
-    "cpu-tiny": (ROOT / "predictions" / "cpu-tiny.yaml",
-                 ROOT / "predictions" / "recorded" / "cpu-tiny-2026-12-01.results.json"),
+    "day3": (DAY3, DAY3_RESULTS),
+    "cpu-tiny": (CPU_TINY, recording_path("cpu-tiny")),
 }
 NS = "{http://www.w3.org/2000/svg}"
 

@@ -12,6 +12,8 @@ import warnings
 from pathlib import Path
 
 import pytest
+from support.paths import DAY3, DAY3_RESULTS, PREDICTIONS
+from support.pytest_run import NO_HTML
 
 from pytest_roofline import scoring
 from pytest_roofline.errors import CalibrationMismatchWarning, SpecError
@@ -20,10 +22,6 @@ from pytest_roofline.measure.results import RecordedMeasurement, load_results
 from pytest_roofline.model import calibration
 from pytest_roofline.model import serving as sv
 from pytest_roofline.quantities.serving_values import TERM_LABELS
-
-REPO = Path(__file__).resolve().parents[2]
-DAY3 = REPO / "predictions" / "day3.yaml"
-DAY3_RESULTS = REPO / "predictions" / "recorded" / "day3-2026-07-31.results.json"
 
 BASE = """\
 hardware: a100-sxm4-80gb
@@ -253,7 +251,7 @@ def test_terminal_table_shows_both_models(pytester: pytest.Pytester, monkeypatch
     # the two models' columns are the first to give way on a narrow terminal (report/terminal.py): at 120 they show
     monkeypatch.setenv("COLUMNS", "120")
     pytester.path.joinpath("d.roofline.yaml").write_text(DAY3.read_text(encoding="utf-8"), encoding="utf-8")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:html", "--replay",
+    result = pytester.runpytest_subprocess(*NO_HTML, "--replay",
                                            str(DAY3_RESULTS), "-k", "throughput-c16")
     head = next(line for line in result.outlines if line.startswith("id "))
     assert "roofline" in head and "serving" in head
@@ -289,17 +287,17 @@ def test_day3_experiments_pass_against_the_serving_model(pytester: pytest.Pytest
     """The notebook's four experiments (the 8k arm's measured claims in their own file, whose sweep sends 8k
     requests), CPU-only: every ink value agrees with the serving model."""
     for name in ("day3-experiments", "day3-experiments-8k"):
-        src = REPO / "predictions" / f"{name}.yaml"
+        src = PREDICTIONS / f"{name}.yaml"
         pytester.path.joinpath(f"{name}.roofline.yaml").write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:html", "--junitxml", "j.xml")
+    result = pytester.runpytest_subprocess(*NO_HTML, "--junitxml", "j.xml")
     outcomes = result.parseoutcomes()
     assert outcomes == {"passed": 18}, result.stdout.str()[-3000:]
 
 
 def test_day3_experiments_mechanisms_hold_in_the_serving_model() -> None:
     """The claims behind the file's ink, recomputed from direct simulations."""
-    spec = load_spec(REPO / "predictions" / "day3-experiments.yaml")
-    spec8k = load_spec(REPO / "predictions" / "day3-experiments-8k.yaml")
+    spec = load_spec(PREDICTIONS / "day3-experiments.yaml")
+    spec8k = load_spec(PREDICTIONS / "day3-experiments-8k.yaml")
     by_id = {p.id: p for p in spec.predictions}
     base = scoring.setup_for(spec, by_id["knee-1k"])
     at8k = scoring.setup_for(spec8k, next(p for p in spec8k.predictions if p.id == "knee-8k"))
@@ -364,7 +362,7 @@ def test_a_chip_without_roofline_figures_still_gets_the_serving_curve() -> None:
     """The CPU pseudo-device has no bandwidth/peak in the catalog: no roofline curve, but the serving model runs."""
     from pytest_roofline.report.scorecard import render_from_files
 
-    html = render_from_files(REPO / "predictions" / "cpu-preemption.yaml")
+    html = render_from_files(PREDICTIONS / "cpu-preemption.yaml")
     start = html.index('id="spec0-throughput"')
     figure = html[start:html.index("</figure>", start)]
     assert "serving model (step-level vLLM simulation)" in figure

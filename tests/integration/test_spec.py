@@ -7,6 +7,7 @@ import textwrap
 
 import hypothesis  # noqa: F401  (imported here once: pytester's inline runs would re-import it each time)
 import pytest
+from support.pytest_run import run_pytest
 
 from pytest_roofline.format.spec import Spec, SpecError, load_spec, loads_spec
 
@@ -335,7 +336,7 @@ def test_one_bad_prediction_is_its_own_error_and_the_rest_pass(pytester):
         setup: {hardware: a100-sxm4-80gb}
         predicted: 153.0
     """))
-    result = pytester.runpytest("-p", "no:html", "-p", "no:cacheprovider", "-rE")
+    result = run_pytest(pytester, "-rE")
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines([
         "*preds.roofline.yaml:8: unknown quantity 'ridge_pont'*",
@@ -347,7 +348,7 @@ def test_one_bad_prediction_is_its_own_error_and_the_rest_pass(pytester):
 def test_a_whole_file_error_is_a_collection_error_naming_file_and_line(pytester):
     pytester.makefile(".roofline.yaml", preds=HEAD.replace("h100-sxm", "h100-sxmm") + GOOD)
     pytester.makefile(".roofline.yaml", other=HEAD + GOOD)
-    result = pytester.runpytest("-p", "no:html", "-p", "no:cacheprovider")
+    result = run_pytest(pytester)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([
@@ -359,7 +360,7 @@ def test_a_whole_file_error_is_a_collection_error_naming_file_and_line(pytester)
 
 def test_yaml_syntax_error_through_pytest(pytester):
     pytester.makefile(".roofline.yaml", preds=HEAD + "  - id: ridge\n    quantity: [ridge_point\n    predicted: 1\n")
-    result = pytester.runpytest("-p", "no:html", "-p", "no:cacheprovider")
+    result = run_pytest(pytester)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*preds.roofline.yaml:6: YAML does not parse*"])
 

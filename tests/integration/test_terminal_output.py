@@ -13,25 +13,20 @@ import os
 import re
 import shutil
 import xml.etree.ElementTree as ET
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support.paths import DAY3, DAY3_RESULTS
+from support.pytest_run import run_pytest
+from support.specs import H100_RIDGE
 
 from pytest_roofline.measure.results import ResultsWriter, new_results
 from pytest_roofline.report.terminal import elide_ids, summary_table
 
-REPO = Path(__file__).resolve().parents[2]
-NO_HTML = ("-p", "no:html", "-p", "no:cacheprovider")
 RIDGE = 989e12 / 3.35e12  # 295.2238805970149 FLOP/byte
 
-SMALL = """\
-hardware: h100-sxm
-model: llama-3.1-8b
-predictions:
-  - id: ridge
-    quantity: ridge_point
-    predicted: 295.2 FLOP/byte
+# the ridge file of support.specs, and a wrong ridge, the weights and the KV bytes a token (the numbers above)
+SMALL = H100_RIDGE + """\
   - id: ridge-wrong
     quantity: ridge_point
     predicted: 300 FLOP/byte
@@ -126,9 +121,8 @@ def small(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def test_day3_replay_at_80_columns(pytester: pytest.Pytester, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    shutil.copy(REPO / "predictions" / "day3.yaml", pytester.path / "day3.roofline.yaml")
-    recorded = REPO / "predictions" / "recorded" / "day3-2026-07-31.results.json"
-    result = pytester.runpytest(*NO_HTML, "day3.roofline.yaml", f"--replay={recorded}")
+    shutil.copy(DAY3, pytester.path / "day3.roofline.yaml")
+    result = run_pytest(pytester, "day3.roofline.yaml", f"--replay={DAY3_RESULTS}")
     start = next(i for i, ln in enumerate(result.outlines) if "roofline predictions" in ln)
     table = result.outlines[start + 1:start + 40]
     assert all(len(ln) <= 80 for ln in table), max(table, key=len)
@@ -137,20 +131,20 @@ def test_day3_replay_at_80_columns(pytester: pytest.Pytester, monkeypatch):
 
 
 def test_quiet_runs_print_the_failures_and_the_count(small):
-    result = small.runpytest(*NO_HTML, "-q")
+    result = run_pytest(small, "-q")
     table = result.outlines[next(i for i, ln in enumerate(result.outlines) if "roofline predictions" in ln):]
     assert [ln.split()[0] for ln in table[1:] if ln.endswith(("PASS", "FAIL"))] == ["ridge-wrong"]
     assert "1 fail, 3 pass" in table
-    result = small.runpytest(*NO_HTML, "-qq")
+    result = run_pytest(small, "-qq")
     assert "roofline predictions: 1 fail, 3 pass" in result.outlines
     assert not any(ln.startswith(("ridge ", "ridge-wrong ")) for ln in result.outlines)
-    result = small.runpytest(*NO_HTML, "--no-roofline-summary")
+    result = run_pytest(small, "--no-roofline-summary")
     assert not any("roofline predictions" in ln for ln in result.outlines)
 
 
 def test_junit_properties_are_numbers_with_units_in_their_names(small):
     xml = small.path / "junit.xml"
-    small.runpytest(*NO_HTML, f"--junitxml={xml}")
+    run_pytest(small, f"--junitxml={xml}")
     cases = {tc.get("name"): {p.get("name"): p.get("value") for p in tc.iter("property")}
              for tc in ET.parse(xml).getroot().iter("testcase")}
     wrong = cases["ridge-wrong"]
@@ -177,7 +171,7 @@ def test_junit_properties_are_numbers_with_units_in_their_names(small):
 
 
 def test_tb_line_prints_one_line_per_missed_prediction(small):
-    result = small.runpytest(*NO_HTML, "--tb=line", "--no-roofline-summary")
+    result = run_pytest(small, "--tb=line", "--no-roofline-summary")
     out = result.stdout.str()
     [line] = [ln for ln in result.outlines if ln.startswith("x.roofline.yaml:")]
     assert line.startswith(f"x.roofline.yaml:{RIDGE_WRONG_LINE}: ridge-wrong: FAIL ridge_point predicted 300")
@@ -187,29 +181,29 @@ def test_tb_line_prints_one_line_per_missed_prediction(small):
 
 def test_tb_line_holds_under_xdist(small):
     """The report travels from a worker as pytest's own exception report, its one-line verdict kept."""
-    result = small.runpytest(*NO_HTML, "--tb=line", "--no-roofline-summary", "-n", "2")
+    result = run_pytest(small, "--tb=line", "--no-roofline-summary", "-n", "2")
     lines = [ln for ln in result.outlines if ln.startswith("x.roofline.yaml:")]
     assert len(lines) == 1 and lines[0].startswith(f"x.roofline.yaml:{RIDGE_WRONG_LINE}: ridge-wrong: FAIL")
     assert "predicted :" not in result.stdout.str()
 
 
 def test_tb_no_prints_no_explanation_and_the_summary_line_says_what_missed(small):
-    result = small.runpytest(*NO_HTML, "--tb=no", "-rf", "--no-roofline-summary")
+    result = run_pytest(small, "--tb=no", "-rf", "--no-roofline-summary")
     assert "predicted :" not in result.stdout.str()
     [summary] = [ln for ln in result.outlines if ln.startswith("FAILED")]
     assert "ridge-wrong: FAIL ridge_point" in summary  # (pytest cuts the line to the terminal's width)
 
 
 def test_tb_short_drops_the_model_inputs_and_the_default_keeps_them(small):
-    short = small.runpytest(*NO_HTML, "--tb=short", "--no-roofline-summary").stdout.str()
+    short = run_pytest(small, "--tb=short", "--no-roofline-summary").stdout.str()
     assert "predicted : 300 FLOP/byte" in short and "model inputs:" not in short and "hbm_bandwidth" not in short
-    long = small.runpytest(*NO_HTML, "--no-roofline-summary").stdout.str()
+    long = run_pytest(small, "--no-roofline-summary").stdout.str()
     assert "predicted : 300 FLOP/byte" in long and "model inputs:" in long and "hbm_bandwidth" in long
 
 
 def test_junit_failure_message_is_the_one_line_verdict(small):
     xml = small.path / "junit.xml"
-    small.runpytest(*NO_HTML, f"--junitxml={xml}")
+    run_pytest(small, f"--junitxml={xml}")
     [failure] = [tc.find("failure") for tc in ET.parse(xml).getroot().iter("testcase")
                  if tc.get("name") == "ridge-wrong"]
     assert failure.get("message").startswith("ridge-wrong: FAIL ridge_point predicted 300")
@@ -235,5 +229,5 @@ def test_results_file_is_world_readable_under_the_usual_umask(tmp_path, umask_02
 
 
 def test_scorecard_written_by_pytest_is_world_readable(small, umask_022):
-    small.runpytest(*NO_HTML, "--roofline-scorecard", "card.html")
+    run_pytest(small, "--roofline-scorecard", "card.html")
     assert (small.path / "card.html").stat().st_mode & 0o777 == 0o644

@@ -19,9 +19,7 @@ import json
 import math
 import os
 import re
-import shutil
 import struct
-import subprocess
 import time
 import zlib
 from collections import Counter
@@ -31,6 +29,9 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 import pytest
+from support.browser import needs_chromium, run_chromium
+from support.paths import CPU_TINY, REPO
+from support.recordings import recording_path
 
 from pytest_roofline.cli import main as roofline_main
 from pytest_roofline.format.spec import load_spec
@@ -49,9 +50,8 @@ from pytest_roofline.report.scorecard import CSP, score_spec
 from pytest_roofline.report.svg import PALETTE
 from pytest_roofline.report.trend import render_trend, select_runs
 
-ROOT = Path(__file__).resolve().parents[2]
-SPEC = ROOT / "predictions" / "cpu-tiny.yaml"
-RECORDED = ROOT / "predictions" / "recorded" / "cpu-tiny-2026-12-01.results.json"
+SPEC = CPU_TINY
+RECORDED = recording_path("cpu-tiny")
 SVG_NS = "{http://www.w3.org/2000/svg}"
 TTFT_C32_MS = 1382.4199660000431  # the recording's points[concurrency=32].client.ttft_ms.p50
 PASS_COLOR, FAIL_COLOR = OUTCOME_COLOR["passed"], OUTCOME_COLOR["failed"]
@@ -79,7 +79,7 @@ def _store_night(store: DirectoryStore, data: dict[str, Any], *, started_at: str
     verdicts = score_spec(spec, data)
     key = spec_setup_key(spec, data, gpu="cpu")
     for rec in build_records(verdicts, setups={str(spec.path): key}, results=[data], started_at=started_at,
-                             mode="replay", commit=commit, label="cpu", rootdir=ROOT):
+                             mode="replay", commit=commit, label="cpu", rootdir=REPO):
         store.add(rec)
 
 
@@ -410,11 +410,6 @@ def test_roofline_history_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 # ----------------------------------------------------------------------------------------------------------------
 # in a real browser
 # ----------------------------------------------------------------------------------------------------------------
-CHROMIUM = next((p for p in (os.environ.get("ROOFLINE_CHROMIUM"), shutil.which("chromium"),
-                             shutil.which("chromium-browser"), shutil.which("google-chrome"),
-                             shutil.which("google-chrome-stable")) if p), None)
-
-
 def png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     """A PNG's width, height and its pixels as RGB byte triples, row by row (8-bit RGB or RGBA, not interlaced:
     what Chromium writes), decoded here so the test needs no imaging library."""
@@ -457,31 +452,19 @@ def png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     return width, height, pixels
 
 
-def _chromium(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    run = tmp_path / f"chromium-{len(list(tmp_path.glob('chromium-*')))}"
-    run.mkdir()
-    cmd = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-           "--enable-logging=stderr", "--v=0", f"--user-data-dir={run / 'profile'}", *extra, url]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc
-
-
 @pytest.fixture(scope="module")
 def demo_page(tmp_path_factory: pytest.TempPathFactory) -> str:
     return render_trend(demo_nights(tmp_path_factory.mktemp("demo")).runs(), source="history/")
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian/Ubuntu: apt-get install "
-                                             "chromium; or set ROOFLINE_CHROMIUM)")
+@needs_chromium
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_the_page_paints_in_a_browser(tmp_path: Path, demo_page: str, scheme: str) -> None:
     page = tmp_path / "trend.html"
     page.write_text(demo_page, encoding="utf-8")
     shot = tmp_path / "shot.png"
     dark = ("--force-dark-mode",) if scheme == "dark" else ()
-    log = _chromium(tmp_path, page.as_uri(), "--window-size=900,700", "--force-device-scale-factor=0.5",
+    log = run_chromium(tmp_path, page.as_uri(), "--window-size=900,700", "--force-device-scale-factor=0.5",
                     f"--screenshot={shot}", *dark).stderr
     console = [ln for ln in log.splitlines() if ":CONSOLE" in ln]
     assert console == []  # no CSP violation, no error of any kind reported by the page
@@ -494,7 +477,7 @@ def test_the_page_paints_in_a_browser(tmp_path: Path, demo_page: str, scheme: st
     assert len(set(px)) > 50  # text, badges and chart colours (anti-aliasing included)
     assert any(abs(p[0] - 0x00) < 30 and abs(p[1] - 0x9E) < 30 and abs(p[2] - 0x73) < 30 for p in px)  # pass green
     if os.environ.get("ROOFLINE_TREND_SCREENSHOT"):  # a full-size look for a person (docs/trend.png)
-        _chromium(tmp_path, page.as_uri(), "--window-size=1320,1500",
+        run_chromium(tmp_path, page.as_uri(), "--window-size=1320,1500",
                   f"--screenshot={os.environ['ROOFLINE_TREND_SCREENSHOT']}-{scheme}.png", *dark)
 
 
@@ -523,8 +506,7 @@ addEventListener('load', () => {
 </script>"""
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian/Ubuntu: apt-get install "
-                                             "chromium; or set ROOFLINE_CHROMIUM)")
+@needs_chromium
 def test_every_point_shows_its_tooltip_in_a_browser(tmp_path: Path, demo_page: str) -> None:
     # the points are ink only (one path per verdict); the tooltip is an invisible strip above them. Chromium's own
     # hit test (elementFromPoint, which honours pointer-events) must find, at each point's centre, that night's
@@ -533,7 +515,7 @@ def test_every_point_shows_its_tooltip_in_a_browser(tmp_path: Path, demo_page: s
     page = tmp_path / "hit.html"
     page.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", demo_page)
                     .replace("</body>", _HIT_SCRIPT + "</body>"), encoding="utf-8")
-    out = _chromium(tmp_path, page.as_uri(), "--window-size=1320,1000", "--virtual-time-budget=10000",
+    out = run_chromium(tmp_path, page.as_uri(), "--window-size=1320,1000", "--virtual-time-budget=10000",
                     "--dump-dom").stdout
     m = re.search(r"HITS(.*?)HITS", out, flags=re.S)
     assert m is not None, out[-2000:]

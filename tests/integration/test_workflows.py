@@ -21,15 +21,16 @@ from typing import Any
 
 import pytest
 import yaml
+from support.paths import REPO
+from support.pytest_run import NO_CACHE
 
 from pytest_roofline.model import hardware
 from pytest_roofline.pytest_plugin.plugin import parse_gpu
 
-ROOT = Path(__file__).resolve().parents[2]
-CI_YML = ROOT / ".github" / "workflows" / "ci.yml"
-NIGHTLY_YML = ROOT / ".github" / "workflows" / "nightly-gpu.yml"
-ACTIONLINT_CONFIG = ROOT / ".github" / "actionlint.yaml"
-NIGHTLY_SH = ROOT / "scripts" / "nightly.sh"
+CI_YML = REPO / ".github" / "workflows" / "ci.yml"
+NIGHTLY_YML = REPO / ".github" / "workflows" / "nightly-gpu.yml"
+ACTIONLINT_CONFIG = REPO / ".github" / "actionlint.yaml"
+NIGHTLY_SH = REPO / "scripts" / "nightly.sh"
 BIN = Path(sys.executable).parent  # the venv's bin: actionlint, shellcheck and roofline live there
 
 
@@ -55,7 +56,7 @@ def _steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
 def _actionlint(*files: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # shellcheck for run: steps
     return subprocess.run([_tool("actionlint"), "-config-file", str(ACTIONLINT_CONFIG), "-no-color",
-                           *map(str, files)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+                           *map(str, files)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
 
 
 # ---- actionlint ----------------------------------------------------------------------------------------------
@@ -91,7 +92,7 @@ def test_nightly_script_passes_shellcheck() -> None:
 # ---- the push workflow runs .ci/run's commands ---------------------------------------------------------------
 def _ci_run_make_lines() -> list[str]:
     lines = []
-    for raw in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines():
+    for raw in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines():
         line = raw.split("#", 1)[0].strip()
         if line.startswith("make"):
             lines.append(" ".join(line.split()))
@@ -122,7 +123,7 @@ def test_push_workflow_shape() -> None:
     python = steps[uses.index(next(u for u in uses if u.startswith("actions/setup-python@")))]
     assert python["with"]["python-version"] == "3.11"  # the oldest Python pyproject.toml accepts
     assert python["with"]["cache"] == "pip"
-    assert 'requires-python = ">=3.11"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'requires-python = ">=3.11"' in (REPO / "pyproject.toml").read_text(encoding="utf-8")
     uploads = [s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@")]
     assert uploads and all(s["if"] == "always()" for s in uploads)
     paths = "\n".join(s["with"]["path"] for s in uploads)
@@ -168,7 +169,7 @@ def test_nightly_workflow_shape() -> None:
     steps = _steps(wf)
     runs = "\n".join(s.get("run", "") for s in steps)
     # the README's GPU install, word for word
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme.split("### Installing on a GPU box", 1)[1].split("```", 2)[1]
     pip_line = next(line.split("#")[0].strip() for line in section.splitlines() if line.startswith("pip install"))
     assert pip_line == 'pip install ".[vllm,html]"' and pip_line in runs
@@ -194,12 +195,12 @@ def test_nightly_workflow_shape() -> None:
 def _nightly(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("ROOFLINE_")}
     base["ROOFLINE_PYTHON"] = sys.executable
-    return subprocess.run(["bash", str(NIGHTLY_SH), *args], cwd=ROOT, env={**base, **(env or {})},
+    return subprocess.run(["bash", str(NIGHTLY_SH), *args], cwd=REPO, env={**base, **(env or {})},
                           capture_output=True, text=True, timeout=timeout)
 
 
 def _declared_hardware(path: str) -> str:
-    return str(yaml.safe_load((ROOT / path).read_text(encoding="utf-8"))["hardware"])
+    return str(yaml.safe_load((REPO / path).read_text(encoding="utf-8"))["hardware"])
 
 
 @pytest.fixture
@@ -231,7 +232,7 @@ def test_dry_run_prints_a_pytest_command_line_the_plugin_accepts(tmp_path: Path,
                                        "-o", f"{out}/trend.html"]
     # pytest parses that exact line with the plugin loaded: --collect-only needs no GPU (the plugin's own rule)
     # and collects every prediction of the four files; an unknown option would be usage error 4
-    collect = subprocess.run([*argv, "--collect-only", "-q", "-p", "no:cacheprovider"], cwd=ROOT,
+    collect = subprocess.run([*argv, "--collect-only", "-q", *NO_CACHE], cwd=REPO,
                              capture_output=True, text=True, timeout=300)
     assert collect.returncode == 0, collect.stdout[-3000:] + collect.stderr[-3000:]
     collected = re.search(r"(\d+) tests? collected", collect.stdout)
@@ -332,7 +333,7 @@ def test_two_rehearsal_nights_on_the_cpu_label_build_a_history(knobs: dict[str, 
     one prediction the math answers (2 layers × 2 (K and V) × 1 KV head × 64 dims × 2 B = 512 B, no engine
     started). Two nights are two runs in the history folder, each labelled ``cpu``, and the trend page of the
     second night draws both."""
-    nights = [_nightly("cpu", "predictions/cpu-tiny.yaml", "--", "-k", "kv-bytes-per-token", "-p", "no:cacheprovider",
+    nights = [_nightly("cpu", "predictions/cpu-tiny.yaml", "--", "-k", "kv-bytes-per-token", *NO_CACHE,
                        env=knobs, timeout=300) for _ in range(2)]
     for night in nights:
         assert night.returncode == 0, night.stdout[-3000:] + night.stderr[-3000:]

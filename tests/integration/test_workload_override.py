@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.pytest_run import NO_HTML
 from support.word_tokenizer import word_tokenizer
 
 from pytest_roofline import scoring
@@ -321,7 +322,8 @@ def test_an_input_len_over_the_files_dataset_is_refused_at_its_line(tmp_path):
 # ------------------------------------------------------------------------------------------ the measured side
 
 
-OVERRIDES = """
+#: the file's own prediction, and the same one with prompts drawn from 64..512 tokens instead of the file's 100
+PLAIN_AND_UNI = """
     - {id: plain, quantity: output_throughput, at: {concurrency: 4}, predicted: 100 tok/s, tolerance: ±50%}
     - id: uni
       quantity: output_throughput
@@ -329,6 +331,8 @@ OVERRIDES = """
       setup: {workload: {input_len: {dist: uniform, min: 64, max: 512}}}
       predicted: 100 tok/s
       tolerance: ±50%
+"""
+OVERRIDES = PLAIN_AND_UNI + """\
     - id: knee-pfx
       quantity: knee_concurrency
       setup: {workload: {prefix_share: 0.5}}
@@ -407,14 +411,7 @@ def test_replay_checks_the_override_against_the_model_and_its_serving_column(pyt
         workload: {input_len: 100, output_len: 16}
         sweep: {concurrency: [4], requests_per_point: 40}
         predictions:
-          - {id: plain, quantity: output_throughput, at: {concurrency: 4}, predicted: 100 tok/s, tolerance: ±50%}
-          - id: uni
-            quantity: output_throughput
-            at: {concurrency: 4}
-            setup: {workload: {input_len: {dist: uniform, min: 64, max: 512}}}
-            predicted: 100 tok/s
-            tolerance: ±50%
-        """))
+        """) + textwrap.indent(textwrap.dedent(PLAIN_AND_UNI), "  "))
     pytester.path.joinpath("r.json").write_text(json.dumps({
         "schema": "pytest-roofline/results", "schema_version": 1,
         "setup": {"hardware": {"declared": "cpu"}, "model": {"name": "roofline-tiny"},
@@ -422,7 +419,7 @@ def test_replay_checks_the_override_against_the_model_and_its_serving_column(pyt
                   "mode": "engine"},
         "points": [{"id": "closed-c4", "mode": "closed", "concurrency": 4, "input_len": 100, "output_len": 16,
                     "num_requests": 40, "client": {"completed": 40, "failed": 0, "output_throughput_tok_s": 120.0}}]}))
-    res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:html", "-rs", "--replay", "r.json",
+    res = pytester.runpytest_subprocess(*NO_HTML, "-rs", "--replay", "r.json",
                                         "ov.roofline.yaml")
     out = res.stdout.str()
     # plain passes against the recorded 120 tok/s; uni gets its math check, as without a GPU: a skip (no model

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.pytest_run import NO_CACHE
 
 pytest.importorskip("xdist")
 
@@ -16,8 +17,8 @@ LESSON = Path(__file__).resolve().parents[2] / "predictions" / "batching-and-thr
 
 def test_xdist_scorecard_is_complete(pytester: pytest.Pytester) -> None:
     shutil.copy(LESSON, pytester.path / "lesson.roofline.yaml")
-    serial = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--roofline-scorecard", "serial.html")
-    parallel = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--roofline-scorecard", "par.html")
+    serial = pytester.runpytest_subprocess(*NO_CACHE, "--roofline-scorecard", "serial.html")
+    parallel = pytester.runpytest_subprocess(*NO_CACHE, "-n", "2", "--roofline-scorecard", "par.html")
     assert parallel.parseoutcomes() == serial.parseoutcomes()
     rows = {}
     for name in ("serial", "par"):

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from support.recordings import load_recording
+from support.paths import DAY3_RESULTS, RECORDED, REPO
+from support.recordings import load_recording, recording_path
 
 from pytest_roofline.errors import CalibrationError
 from pytest_roofline.model import calibration as cal
 from pytest_roofline.model.calibration import MeasuredPoint
-
-ROOT = Path(__file__).resolve().parents[2]
-RECORDED = ROOT / "predictions" / "recorded"
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -250,7 +247,7 @@ def test_measured_points_from_the_day3_transcription():
     from pytest_roofline.measure.calibpoints import measured_points, parse_point_selector, select_points
     from pytest_roofline.measure.results import load_results
 
-    doc = load_results(RECORDED / "day3-2026-07-31.results.json")
+    doc = load_results(DAY3_RESULTS)
     pts = measured_points(doc)
     assert [p.concurrency for p in pts] == [1, 2, 4, 8, 16, 32, 64, 128]
     c64 = pts[6]
@@ -334,14 +331,14 @@ def test_serving_fit_one_load_is_refused():
 # --------------------------------------------------------------------------------------------------------------
 # the CLI, end to end on a recorded CPU-engine run
 # --------------------------------------------------------------------------------------------------------------
-CPU_TINY_RUN = RECORDED / "cpu-tiny-2026-12-01.results.json"
+CPU_TINY_RUN = recording_path("cpu-tiny")
 
 
 @pytest.mark.skipif(not CPU_TINY_RUN.exists(), reason="the cpu-tiny recording is not in predictions/recorded/")
 def test_cli_calibrate_end_to_end(tmp_path, capsys, monkeypatch):
     from pytest_roofline import cli
 
-    monkeypatch.chdir(ROOT)  # the results file names its prediction file relative to the repository
+    monkeypatch.chdir(REPO)  # the results file names its prediction file relative to the repository
     out = tmp_path / "calib.yaml"
     rc = cli.main(["calibrate", str(CPU_TINY_RUN), "--points", "C=1,C=16", "-o", str(out)])
     err = capsys.readouterr().err
@@ -367,8 +364,8 @@ def test_cli_calibrate_end_to_end(tmp_path, capsys, monkeypatch):
 def test_cli_calibrate_bad_selector(capsys, monkeypatch):
     from pytest_roofline import cli
 
-    monkeypatch.chdir(ROOT)
-    rc = cli.main(["calibrate", str(RECORDED / "day3-2026-07-31.results.json"), "--points", "C=3"])
+    monkeypatch.chdir(REPO)
+    rc = cli.main(["calibrate", str(DAY3_RESULTS), "--points", "C=3"])
     assert rc == 2
     assert "no measured point C=3" in capsys.readouterr().err
 
@@ -421,8 +418,8 @@ def test_cli_calibrate_refuses_results_of_different_setups(capsys, monkeypatch):
 
     if not CPU_TINY_RUN.exists():
         pytest.skip("the cpu-tiny recording is not in predictions/recorded/")
-    monkeypatch.chdir(ROOT)
-    rc = cli.main(["calibrate", str(CPU_TINY_RUN), str(RECORDED / "day3-2026-07-31.results.json")])
+    monkeypatch.chdir(REPO)
+    rc = cli.main(["calibrate", str(CPU_TINY_RUN), str(DAY3_RESULTS)])
     assert rc == 2
     assert "not of one setup" in capsys.readouterr().err
 
@@ -449,7 +446,7 @@ def test_measured_points_carry_the_servers_hit_rate():
     from pytest_roofline.measure.calibpoints import measured_points
     from pytest_roofline.measure.results import load_results
 
-    pts = {p.label: p for p in measured_points(load_results(RECORDED / "day3-2026-07-31.results.json"))}
+    pts = {p.label: p for p in measured_points(load_results(DAY3_RESULTS))}
     # the notebook's post-hoc audit, as transcribed: 58% (midpoint of 50-66%) for C = 2..32, 30% at C = 64
     assert pts["C=1"].prefix_cache_hit_rate is None
     assert pts["C=8"].prefix_cache_hit_rate == 0.58 and pts["C=64"].prefix_cache_hit_rate == 0.30

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import json
 import textwrap
-from pathlib import Path
 
 import pytest
+from support.paths import DAY3, PREDICTIONS
 
 from pytest_roofline import cli
 from pytest_roofline.quantities.registry import QUANTITIES
-
-REPO = Path(__file__).resolve().parents[2]
 
 QWEN_WEIGHTS = 2 * 8_190_735_360
 QWEN_KV_TOKEN = 36 * 8 * 128 * 2 * 2
@@ -161,7 +159,7 @@ def test_predict_rows_function():
 # check
 # --------------------------------------------------------------------------------------------------------------
 def test_check_shipped_files_exit_0(capsys):
-    files = [str(REPO / "predictions" / n) for n in ("day3.yaml", "batching-and-throughput.yaml")]
+    files = [str(PREDICTIONS / n) for n in ("day3.yaml", "batching-and-throughput.yaml")]
     rc, out, _ = roofline(capsys, "check", *files)
     assert rc == 0
     assert "day3.yaml: 36 predictions ok, 0 with errors" in out
@@ -197,7 +195,7 @@ def test_check_a_whole_file_error_exits_1(capsys, tmp_path):
 
 
 def test_check_a_missing_file_exits_1_without_a_traceback(capsys, tmp_path):
-    good = REPO / "predictions" / "day3.yaml"
+    good = DAY3
     rc, out, err = roofline(capsys, "check", str(tmp_path / "nothere.yaml"), str(good))
     assert rc == 1
     assert "nothere.yaml: cannot read" in out

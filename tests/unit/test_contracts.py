@@ -14,6 +14,7 @@ import typing
 from pathlib import Path
 
 import pytest
+from support.paths import DAY3_RESULTS
 
 from pytest_roofline.errors import PointError
 from pytest_roofline.format.spec import PredictedKind, Prediction, Spec, loads_spec
@@ -22,9 +23,6 @@ from pytest_roofline.measure.target import MeasurementProvider, ReplayProvider, 
 from pytest_roofline.quantities import measurement as m
 from pytest_roofline.quantities.registry import QUANTITIES, Quantity, QuantityKind, QuantityPoints
 from pytest_roofline.scoring import Verdict, VerdictMode, VerdictStatus, score
-
-ROOT = Path(__file__).resolve().parents[2]
-RECORDED_PATH = ROOT / "predictions" / "recorded" / "day3-2026-07-31.results.json"
 
 SPEC = """
 hardware: a100-sxm4-80gb
@@ -140,7 +138,7 @@ def _keys(td: type) -> set[str]:
 
 def test_the_typed_records_cover_the_recorded_file() -> None:
     """Every key the recorded notebook run holds is declared in the TypedDicts (so the types document the file)."""
-    data = load_results(RECORDED_PATH)
+    data = load_results(DAY3_RESULTS)
     assert set(data) <= _keys(ResultsData)
     assert set(data["setup"]) <= _keys(RunSetup)
     assert data["engine_report"] is not None and set(data["engine_report"]) <= _keys(m.EngineReport)
@@ -173,7 +171,7 @@ def _members(proto: type) -> set[str]:
 
 
 def test_recorded_and_replayed_measurements_are_measurements() -> None:
-    rec = RecordedMeasurement(load_results(RECORDED_PATH))
+    rec = RecordedMeasurement(load_results(DAY3_RESULTS))
     assert isinstance(rec, m.Measurement)
     assert m.point_id(rec.point(concurrency=16)) == "closed-c16"
     provider = ReplayProvider(rec)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 import tomllib
-from pathlib import Path
+
+from support.paths import REPO
 
 from pytest_roofline.model.vllm_defaults import NEWEST_KNOWN_VERSION
 
-REPO = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 
 

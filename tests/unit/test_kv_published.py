@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("kv_capacity_bench", ROOT / "benchmarks" / "kv_capacity.py")
+_spec = importlib.util.spec_from_file_location("kv_capacity_bench", REPO / "benchmarks" / "kv_capacity.py")
 assert _spec is not None and _spec.loader is not None
 kvb = importlib.util.module_from_spec(_spec)
 sys.modules["kv_capacity_bench"] = kvb

@@ -4,15 +4,14 @@ satisfied by the shipped prediction files (as an editor's YAML language server r
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
+from support.paths import PREDICTIONS, REPO
 
 from pytest_roofline.format import spec
 
-REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "pytest_roofline" / "schema" / "predictions.schema.json"
 REGENERATE = "roofline schema -o pytest_roofline/schema/predictions.schema.json"
 PREDICTION_FILES = ["day3.yaml", "batching-and-throughput.yaml"]
@@ -45,14 +44,14 @@ def test_schema_names_every_field_the_loader_accepts(schema):
 
 @pytest.mark.parametrize("name", PREDICTION_FILES)
 def test_shipped_prediction_files_validate(schema, name):
-    data = yaml.safe_load((REPO / "predictions" / name).read_text(encoding="utf-8"))
+    data = yaml.safe_load((PREDICTIONS / name).read_text(encoding="utf-8"))
     errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.absolute_path))
     assert [f"{list(e.absolute_path)}: {e.message}" for e in errors] == []
 
 
 def test_every_shipped_prediction_file_validates(schema):
     validator = jsonschema.Draft202012Validator(schema)
-    for path in sorted((REPO / "predictions").glob("*.yaml")):
+    for path in sorted(PREDICTIONS.glob("*.yaml")):
         errors = list(validator.iter_errors(yaml.safe_load(path.read_text(encoding="utf-8"))))
         assert [e.message for e in errors] == [], path.name
 

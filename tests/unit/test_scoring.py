@@ -3,30 +3,26 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+
+from support.paths import DAY3, DAY3_RESULTS
+from support.specs import DAY3_TTFT_C16
 
 from pytest_roofline.format.spec import load_spec, loads_spec
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.scoring import score
 
-ROOT = Path(__file__).resolve().parents[2]
-RECORDED = json.loads((ROOT / "predictions" / "recorded" / "day3-2026-07-31.results.json").read_text())
+RECORDED = json.loads(DAY3_RESULTS.read_text())
 
 
 def test_measured_latency_is_read_in_ms_and_compared_in_seconds():
-    spec = loads_spec("""
-hardware: a100-sxm4-80gb
-model: qwen3-8b
-predictions:
-  - {id: ttft, quantity: ttft_p99, at: {concurrency: 16}, predicted: 0.5 s, tolerance: ±10%}
-""")
+    spec = loads_spec(DAY3_TTFT_C16)
     v = score(spec, spec.predictions[0], "measured", RecordedMeasurement(RECORDED))
     assert v.measured_value == 0.546  # the notebook's C=16 p99 TTFT, 546 ms
     assert v.status == "pass" and v.measured_text == "0.54600 s"  # shown in the unit the ink value used
 
 
 def test_kv_miss_diagnosis_names_gib_vs_gb():
-    spec = load_spec(ROOT / "predictions" / "day3.yaml")
+    spec = load_spec(DAY3)
     pred = next(p for p in spec.predictions if p.id == "kv-blocks")
     v = score(spec, pred, "measured", RecordedMeasurement(RECORDED))
     assert v.status == "fail"
