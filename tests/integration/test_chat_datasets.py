@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from support import word_tokenizer as _tokenizers
 from support.openai_stub import StubServer
+from support.paths import DATA
+from support.specs import tiny_cpu_spec
 
 from pytest_roofline.format.spec import load_spec
 from pytest_roofline.measure import workloads as mw
@@ -26,7 +28,6 @@ from pytest_roofline.measure.loadgen import LoadSpec, run_load
 from pytest_roofline.measure.loadgen._prompts import BodyTemplate, PromptMaker, request_body
 from pytest_roofline.model import workload as wl
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 SHAREGPT = DATA / "chat_dataset.sharegpt.json"
 JSONL = DATA / "chat_dataset.jsonl"
 
@@ -96,21 +97,10 @@ def test_sharegpt_entries_go_out_as_their_first_human_turn(tmp_path):
 def test_jsonl_entries_go_out_as_their_configured_prompt_field(tmp_path):
     spec_file = tmp_path / "chat.yaml"
     tok = json.dumps(str(word_tokenizer(tmp_path)))
-    spec_file.write_text(f"""hardware: cpu
-model: roofline-tiny
-engine: {{version: "0.32.0", cpu_kvcache_space: 1 GiB, args: {{max_num_seqs: 8}}}}
-workload:
-  api: chat
-  output_len: 8
-  dataset: {{path: {json.dumps(str(JSONL))}, prompt_field: question, tokenizer: {tok}}}
-sweep: {{concurrency: [1], requests_per_point: 3}}
-predictions:
-  - id: ll
-    quantity: littles_law_ratio
-    at: {{concurrency: 1}}
-    predicted: 1.0
-    tolerance: ±20%
-""")
+    spec_file.write_text(tiny_cpu_spec(
+        "  api: chat\n  output_len: 8\n"
+        f"  dataset: {{path: {json.dumps(str(JSONL))}, prompt_field: question, tokenizer: {tok}}}\n",
+        concurrency=1, requests=3))
     spec = load_spec(spec_file)
     shape = mw.resolve(spec.workload, for_load=True)
     load = chat_load(shape)
@@ -206,21 +196,10 @@ def test_the_sweep_counts_with_the_template_the_engine_is_given(tmp_path):
     template.write_text(TEMPLATE)
     tok = word_tokenizer(tmp_path)
     f = tmp_path / "c.yaml"
-    f.write_text(f"""hardware: cpu
-model: roofline-tiny
-engine: {{version: "0.32.0", cpu_kvcache_space: 1 GiB, args: {{max_num_seqs: 8, chat_template: {template}}}}}
-workload:
-  api: chat
-  output_len: 8
-  dataset: {{path: {json.dumps(str(SHAREGPT))}, tokenizer: {json.dumps(str(tok))}}}
-sweep: {{concurrency: [2], requests_per_point: 6}}
-predictions:
-  - id: ll
-    quantity: littles_law_ratio
-    at: {{concurrency: 2}}
-    predicted: 1.0
-    tolerance: ±20%
-""")
+    f.write_text(tiny_cpu_spec(
+        "  api: chat\n  output_len: 8\n"
+        f"  dataset: {{path: {json.dumps(str(SHAREGPT))}, tokenizer: {json.dumps(str(tok))}}}\n",
+        concurrency=2, requests=6, engine_args=f"max_num_seqs: 8, chat_template: {template}"))
     spec = load_spec(f)
     shape = sweep.workload_shape(spec, for_load=True)
     assert shape.dataset.input_lens == (6, 6, 4) and shape.chat.template == "engine.args.chat_template"

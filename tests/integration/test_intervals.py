@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from support.paths import DAY3_RESULTS, RECORDED
+from support.specs import DAY3_TTFT_C16
 
 from pytest_roofline.format.spec import loads_spec
 from pytest_roofline.measure.loadgen import RequestRecord
@@ -35,8 +36,7 @@ from pytest_roofline.measure.stats import (
 )
 from pytest_roofline.scoring import VerdictStatus, score
 
-ROOT = Path(__file__).resolve().parents[2]
-C2_REQUESTS = ROOT / "predictions" / "recorded" / "cpu-prefill-heavy-2026-12-01.closed-c2.requests.jsonl"
+C2_REQUESTS = RECORDED / "cpu-prefill-heavy-2026-12-01.closed-c2.requests.jsonl"
 
 
 # ---- the Interval API -----------------------------------------------------------------------------------------
@@ -249,13 +249,8 @@ def test_a_tolerance_boundary_inside_the_interval_is_inconclusive():
 
 def test_a_point_without_intervals_scores_as_before():
     # a file from before intervals (the recorded day3 run): no interval, a plain pass/fail
-    rec = json.loads((ROOT / "predictions" / "recorded" / "day3-2026-07-31.results.json").read_text())
-    spec = loads_spec("""
-hardware: a100-sxm4-80gb
-model: qwen3-8b
-predictions:
-  - {id: ttft, quantity: ttft_p99, at: {concurrency: 16}, predicted: 0.5 s, tolerance: ±10%}
-""")
+    rec = json.loads(DAY3_RESULTS.read_text())
+    spec = loads_spec(DAY3_TTFT_C16)
     v = score(spec, spec.predictions[0], "measured", RecordedMeasurement(rec))
     assert v.status is VerdictStatus.PASS and v.interval_text == "" and v.measured_lo is None
 

@@ -12,30 +12,10 @@ from __future__ import annotations
 
 import html
 import json
-import textwrap
 
 import pytest
-from test_gpu_mode import _fake_smi  # noqa: E402  (the fake nvidia-smi the GPU-mode tests use)
-
-SPEC = textwrap.dedent("""
-    hardware: a100-pcie-80gb
-    model: qwen3-8b
-    engine: {name: vllm, version: "0.26.0"}
-    workload: {input_len: 1024, output_len: 1024, kv_context: 1000}
-    sweep: {concurrency: [1]}
-    predictions:
-      - id: ridge
-        quantity: ridge_point
-        predicted: 161 FLOP/byte
-      - id: throughput-c1
-        quantity: output_throughput
-        at: {concurrency: 1}
-        predicted: 117 tok/s
-""")
-
-#: what `nvidia-smi --query-gpu=index,name,memory.total,driver_version,pci.bus_id,uuid,compute_cap
-#: --format=csv,noheader,nounits` prints on an A100 SXM4 80GB (the parser is tested on such lines in test_gpu.py)
-SMI_LINE = "0, NVIDIA A100-SXM4-80GB, 81920, 550.54.15, 00000000:07:00.0, GPU-1234, 8.0"
+from support.gpu import A100_SXM4_SMI_LINE, fake_smi
+from support.specs import A100_PCIE_PLAN
 
 
 def test_html_environment_shows_the_gpu_detected_before_the_sweep_stopped(
@@ -43,8 +23,8 @@ def test_html_environment_shows_the_gpu_detected_before_the_sweep_stopped(
     """The YAML plans on an A100 PCIe, the machine has an SXM4: the sweep stops before any point (so no results
     file records the detection), and the report's environment must still name the GPU that was found."""
     pytest.importorskip("pytest_html")
-    pytester.makefile(".roofline.yaml", plan=SPEC)
-    monkeypatch.setenv("PATH", _fake_smi(pytester.path, SMI_LINE))
+    pytester.makefile(".roofline.yaml", plan=A100_PCIE_PLAN)
+    monkeypatch.setenv("PATH", fake_smi(pytester.path, A100_SXM4_SMI_LINE))
     result = pytester.runpytest("--gpu", "a100", "--html", "report.html", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, errors=1)
     assert "plans on a100-pcie-80gb but this machine has a100-sxm4-80gb" in result.stdout.str()

