@@ -534,8 +534,8 @@ def _flag(value: Any, default: bool) -> bool:
     return bool(value)
 
 
-def _engine_defaults(hw: HardwareSpec, arch: ModelArch, engine: Mapping[str, Any], args: Mapping[str, Any], version: Any,
-                     device: str, world_size: int) -> vllm_defaults.VllmDefaults:
+def _engine_defaults(hw: HardwareSpec, arch: ModelArch, engine: Mapping[str, Any], args: Mapping[str, Any],
+                     version: Any, device: str, world_size: int) -> vllm_defaults.VllmDefaults:
     """The engine's defaults for this setup (model/vllm_defaults.py, the one home): by version (without one, the
     newest release read), device, ``engine.entrypoint`` (serve | llm), the engine V0/V1 (``VLLM_USE_V1`` in
     engine.env, else vLLM's own choice) and, for V0, the max_model_len (engine.args, else the model's

@@ -1,0 +1,209 @@
+"""The step cost: one engine step's time on one GPU from the work it schedules (``CostModel``, the per-setup
+coefficients computed once; ``step_cost``, one step's cost and its terms as ``StepCost``).
+
+Step cost (per GPU; ``step_cost``)
+-----------------------------------
+Linear layers and attention are separate kernels, so each is bounded on its own and the two add::
+
+    linear    = max(W_step / (e_m BW),  F_lin / (e_f peak))
+    attention = max(KV_step / (e_m BW), F_attn / (e_f peak))
+    time      = linear + attention + kernels x mem_latency + allreduce + step_overhead + per_seq x sequences
+
+* ``W_step``: every streamed weight byte once (the input embedding table is a lookup, not read whole); an MoE
+  layer reads only the experts its tokens touch, ``E (1 - (1 - k/E)^T)`` for T tokens with top-k routing.
+* ``F_lin``: 2 x (streamed parameters without the lm_head) per scheduled token + 2 x lm_head parameters per
+  scheduled sequence (vLLM computes logits only at each sequence's last position).
+* ``KV_step``: each decoding sequence reads its whole KV (context including the new token); a prefill chunk of
+  n tokens after a computed tokens reads a + n tokens of KV.
+* ``F_attn``: 4 x layers x q_heads x head_dim per (query, key) pair; causal for prefill chunks
+  (``n a + n (n + 1) / 2`` pairs), ``context`` pairs per decoding sequence.
+* TP = t: weights, FLOPs and KV divided over t GPUs (the per-GPU figures of the Setup: KV by
+  ``kv_heads_per_rank``, replicated K/V heads when t > KV heads), plus 2 ring all-reduces per layer of
+  ``tokens x hidden x 2`` bytes: ``2 (t-1)/t x bytes / (link x interconnect_efficiency) + latency``, with the
+  link = half the catalog's bidirectional ``interconnect_bytes_per_s`` and the latency the catalog's
+  ``interconnect_latency_s`` (8 us without one) -- ``analytical.tensor_parallel_allreduce`` via
+  ``Setup.allreduce``, the one home the roofline uses too.  Pipeline parallelism is refused (SimulationError).
+* dtypes change bytes (``Setup.weight_dtype``, ``Setup.kv_dtype``), not code.
+
+When both terms of each ``max`` are memory-bound this is ``analytical.decode_step`` at ``e_m BW``: the decode
+roofline of the rest of the project, plus overheads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pytest_roofline.errors import SetupError, SimulationError
+from pytest_roofline.model.serving.constants import KERNELS_PER_LAYER, ServingConstants, default_constants
+from pytest_roofline.model.serving.engine import EngineConfig
+from pytest_roofline.model.setup import Setup
+
+__all__ = ["StepCost", "CostModel", "step_cost"]
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """One step's time and the terms it adds up from (``time_s`` = the sum of the six terms).
+
+    A ``max`` goes to its winner: a memory-bound linear part is ``weights_s``, a compute-bound one is split
+    into ``prefill_compute_s``/``decode_compute_s`` by token share; attention likewise (``kv_s`` or compute).
+    ``overhead_s`` holds the kernel latencies, the per-step and the per-sequence overheads."""
+
+    time_s: float
+    weights_s: float
+    kv_s: float
+    prefill_compute_s: float
+    decode_compute_s: float
+    overhead_s: float
+    allreduce_s: float
+
+
+
+
+class CostModel:
+    """Per-setup coefficients of the step cost, computed once."""
+
+    def __init__(self, setup: Setup, constants: ServingConstants, engine: EngineConfig) -> None:
+        tp = int(engine.tensor_parallel_size)
+        if int(setup.tensor_parallel_size) != tp:  # an EngineConfig of another TP degree
+            setup = setup.with_changes(tensor_parallel_size=tp)
+        pp = int(setup.pipeline_parallel_size)
+        if pp > 1:
+            raise SimulationError(f"pipeline_parallel_size={pp}: the serving model simulates one tensor-parallel "
+                                  "group; vLLM's pipeline keeps several batches in flight through the stages "
+                                  "(vllm/v1/engine/core.py batch queue), which it does not model. The KV pool and "
+                                  "per-stage memory of a PP setup are modelled (roofline quantities)")
+        arch = setup.model
+        self.tp = tp
+        bw = setup.hardware.hbm_bytes_per_s or constants.host_mem_bytes_per_s
+        peak: float | None
+        try:
+            peak = float(setup.peak_flop_per_s)
+        except Exception:  # the cpu pseudo-device has no peaks
+            peak = constants.host_peak_flop_per_s
+        if not bw or not peak:
+            raise SimulationError(f"hardware {setup.hardware.id!r} has no bandwidth/peak figures: give them in the "
+                                  "YAML or set serving: host_mem_bytes_per_s / host_peak_flop_per_s")
+        self.bw = float(bw) * constants.hbm_efficiency
+        self.peak = float(peak) * constants.flop_efficiency
+        wbytes = float(setup.weight_bytes) / float(arch.param_count())  # bytes per parameter at the weight dtype
+        streamed = float(arch.streamed_param_count())
+        head = float(arch.lm_head_param_count()) if not arch.is_nominal else 0.0
+        if arch.tie_word_embeddings and not arch.is_nominal:
+            head = float(arch.embedding_param_count())
+        self.moe_layers = 0
+        self.expert_params = 0.0
+        self.num_experts = 0
+        self.top_k = 0
+        if not arch.is_nominal and arch.is_moe:
+            self.moe_layers = arch.num_moe_layers
+            self.expert_params = float(arch.expert_param_count())
+            self.num_experts = int(arch.num_experts)
+            self.top_k = int(arch.num_experts_per_tok)
+        # bytes read every step regardless of routing (dense part), per GPU: the 1/TP share of the streamed weights
+        # plus the K/V heads a rank replicates when TP > num_kv_heads (Setup.kv_replica_weight_bytes, 0 otherwise)
+        routed_active = self.moe_layers * self.top_k * self.expert_params
+        self.dense_weight_bytes = (streamed - routed_active) * wbytes / tp
+        if tp > 1:
+            self.dense_weight_bytes += float(setup.kv_replica_weight_bytes)
+        self.expert_bytes_per_layer = self.expert_params * wbytes / tp
+        self.lin_flop_per_token = 2.0 * (streamed - head) / tp
+        self.head_flop_per_seq = 2.0 * head / tp
+        # one GPU's KV bytes per token (its KV heads: Setup.kv_bytes_per_token_per_gpu, the roofline's figure)
+        self.kv_bytes_per_token: float = float(setup.kv_bytes_per_token_per_gpu)
+        if arch.is_nominal:
+            qd = arch.num_kv_heads * arch.head_dim  # unknown query heads: assume MHA-sized queries = KV width
+        else:
+            qd = arch.num_attention_heads * arch.head_dim
+        self.attn_flop_per_pair: float = 4.0 * arch.num_layers * qd / tp
+        self.fixed_latency_s: float = (KERNELS_PER_LAYER * arch.num_layers + 1) * constants.mem_latency_s
+        self.step_overhead_s = constants.step_overhead_s
+        self.per_seq_overhead_s = constants.per_seq_overhead_s
+        self.allreduce_per_token_s = 0.0
+        self.allreduce_fixed_s = 0.0
+        if tp > 1:
+            # the two ring all-reduces per layer: analytical.tensor_parallel_allreduce through Setup.allreduce, over
+            # one link direction at interconnect_efficiency, the latency from the catalog unless set here
+            try:
+                ar = setup.allreduce(link_efficiency=constants.interconnect_efficiency,
+                                     latency_s=constants.allreduce_latency_s)
+            except SetupError as exc:
+                raise SimulationError(str(exc)) from None
+            self.allreduce_per_token_s = ar.per_token_s
+            self.allreduce_fixed_s = ar.fixed_s
+
+    def weight_bytes(self, n_tokens: int) -> float:
+        if not self.moe_layers:
+            return self.dense_weight_bytes
+        distinct = self.num_experts * (1.0 - (1.0 - self.top_k / self.num_experts) ** n_tokens)
+        return self.dense_weight_bytes + self.moe_layers * distinct * self.expert_bytes_per_layer
+
+    def time(self, n_dec: int, dec_ctx: float, pf_tokens: int, pf_kv_tokens: int, pf_pairs: float,
+             n_seqs: int) -> float:
+        """Step time; the same arithmetic for the bulk and the step-by-step paths."""
+        n_tok = n_dec + pf_tokens
+        w = self.weight_bytes(n_tok) / self.bw
+        c = (self.lin_flop_per_token * n_tok + self.head_flop_per_seq * n_seqs) / self.peak
+        kv = self.kv_bytes_per_token * (dec_ctx + pf_kv_tokens) / self.bw
+        a = self.attn_flop_per_pair * (dec_ctx + pf_pairs) / self.peak
+        t = (w if w >= c else c) + (kv if kv >= a else a) + self.fixed_latency_s + self.step_overhead_s \
+            + self.per_seq_overhead_s * n_seqs
+        if self.tp > 1:
+            t += self.allreduce_fixed_s + self.allreduce_per_token_s * n_tok
+        return t
+
+    def terms(self, n_dec: int, dec_ctx: float, pf_tokens: int, pf_kv_tokens: int, pf_pairs: float,
+              n_seqs: int) -> StepCost:
+        n_tok = n_dec + pf_tokens
+        w = self.weight_bytes(n_tok) / self.bw
+        c_pf = self.lin_flop_per_token * pf_tokens / self.peak
+        c_dec = (self.lin_flop_per_token * n_dec + self.head_flop_per_seq * n_seqs) / self.peak
+        kv = self.kv_bytes_per_token * (dec_ctx + pf_kv_tokens) / self.bw
+        a_pf = self.attn_flop_per_pair * pf_pairs / self.peak
+        a_dec = self.attn_flop_per_pair * dec_ctx / self.peak
+        weights_s = kv_s = pf_s = dec_s = 0.0
+        if w >= c_pf + c_dec:
+            weights_s = w
+        else:
+            pf_s += c_pf
+            dec_s += c_dec
+        if kv >= a_pf + a_dec:
+            kv_s = kv
+        else:
+            pf_s += a_pf
+            dec_s += a_dec
+        over = self.fixed_latency_s + self.step_overhead_s + self.per_seq_overhead_s * n_seqs
+        ar = (self.allreduce_fixed_s + self.allreduce_per_token_s * n_tok) if self.tp > 1 else 0.0
+        return StepCost(time_s=self.time(n_dec, dec_ctx, pf_tokens, pf_kv_tokens, pf_pairs, n_seqs),
+                        weights_s=weights_s, kv_s=kv_s, prefill_compute_s=pf_s, decode_compute_s=dec_s,
+                        overhead_s=over, allreduce_s=ar)
+
+
+def _prefill_sums(prefill_tokens: Sequence[tuple[int, int]]) -> tuple[int, int, float]:
+    tokens = kv_tokens = 0
+    pairs = 0.0
+    for n, a in prefill_tokens:
+        tokens += n
+        kv_tokens += a + n
+        pairs += n * a + n * (n + 1) / 2.0
+    return tokens, kv_tokens, pairs
+
+
+def step_cost(setup: Setup, constants: ServingConstants | None = None, *,
+              decode_ctx_tokens: Sequence[int] | int = (), prefill_tokens: Sequence[tuple[int, int]] = (),
+              engine: EngineConfig | None = None) -> StepCost:
+    """One step's cost.  ``decode_ctx_tokens``: the context (KV tokens including the new one) of each decoding
+    sequence, or one int for a single sequence; ``prefill_tokens``: (chunk_len, already_computed_len) per
+    prefilling sequence.  ``engine`` only supplies the TP degree (default: the setup's)."""
+    constants = constants or default_constants(setup)
+    if engine is None:
+        engine = EngineConfig(max_num_seqs=max(1, int(setup.max_num_seqs)),
+                              max_num_batched_tokens=max(1, int(setup.max_num_batched_tokens)),
+                              block_size=int(setup.block_size), num_gpu_blocks=2,
+                              tensor_parallel_size=int(setup.tensor_parallel_size))
+    ctx = [int(decode_ctx_tokens)] if isinstance(decode_ctx_tokens, int) else [int(c) for c in decode_ctx_tokens]
+    pf = [(int(n), int(a)) for n, a in prefill_tokens]
+    model = CostModel(setup, constants, engine)
+    tok, kvt, pairs = _prefill_sums(pf)
+    return model.terms(len(ctx), sum(ctx), tok, kvt, pairs, len(ctx) + len(pf))

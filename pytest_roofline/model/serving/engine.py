@@ -1,0 +1,78 @@
+"""The engine the simulator stands for: its scheduler limits, block size, KV pool, chunked prefill (the V1
+scheduler) or not (the 0.5-era V0 one), prefix caching and TP degree (``EngineConfig``), resolved from a Setup as
+vLLM resolves them (``EngineConfig.from_setup``; the KV pool from ``kv_accounting``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_roofline.errors import SetupError, SimulationError
+from pytest_roofline.model import analytical as an
+from pytest_roofline.model import vllm_defaults
+from pytest_roofline.model.setup import Setup
+from pytest_roofline.model.setup import kv_accounting as setup_kv_accounting
+
+__all__ = ["EngineConfig", "kv_accounting"]
+
+
+def kv_accounting(setup: Setup) -> an.KVAccounting:
+    """vLLM's KV pool for ``setup`` (``model.setup.kv_accounting``), a SimulationError when it cannot be worked out."""
+    try:
+        return setup_kv_accounting(setup)
+    except SetupError as exc:
+        raise SimulationError(str(exc)) from None
+
+
+def _bool_arg(args: Mapping[str, Any], key: str, default: bool) -> bool:
+    v = args.get(key)
+    if v is None:
+        return default
+    if isinstance(v, str):
+        return v.strip().lower() in ("1", "true", "yes", "on")
+    return bool(v)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    block_size: int
+    num_gpu_blocks: int
+    chunked_prefill: bool = True
+    enable_prefix_caching: bool = False
+    tensor_parallel_size: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("max_num_seqs", "max_num_batched_tokens", "block_size", "tensor_parallel_size"):
+            if int(getattr(self, name)) < 1:
+                raise SimulationError(f"EngineConfig.{name} must be >= 1")
+        if self.num_gpu_blocks < 2:
+            raise SimulationError(f"num_gpu_blocks = {self.num_gpu_blocks}: vLLM needs at least one usable block "
+                                  "besides its null block (the KV pool is too small)")
+
+    @classmethod
+    def from_setup(cls, setup: Setup) -> EngineConfig:
+        """The scheduler limits resolved in the Setup (vllm_defaults + engine.args), the KV pool from
+        :func:`kv_accounting` (or ``num_gpu_blocks_override``), chunked prefill / prefix caching as the Setup
+        resolved them from vllm_defaults (V0: chunking only for > 32K contexts from 0.5.3, no prefix caching;
+        V1: both on) unless engine.args set them."""
+        args = dict(setup.engine_args or {})
+        version = setup.engine_version or str(vllm_defaults.NEWEST_KNOWN_VERSION)
+        chunk_default = setup.enable_chunked_prefill
+        if chunk_default is None:
+            chunk_default = vllm_defaults.default_enable_chunked_prefill(
+                version, max_model_len=setup.max_model_len)
+        prefix_default = setup.enable_prefix_caching
+        if prefix_default is None:
+            prefix_default = vllm_defaults.default_enable_prefix_caching(version)
+        blocks = args.get("num_gpu_blocks_override")
+        num_blocks = int(blocks) if blocks is not None else kv_accounting(setup).num_blocks
+        return cls(
+            max_num_seqs=int(setup.max_num_seqs), max_num_batched_tokens=int(setup.max_num_batched_tokens),
+            block_size=int(setup.block_size), num_gpu_blocks=num_blocks,
+            chunked_prefill=_bool_arg(args, "enable_chunked_prefill", bool(chunk_default)),
+            enable_prefix_caching=_bool_arg(args, "enable_prefix_caching", bool(prefix_default)),
+            tensor_parallel_size=int(setup.tensor_parallel_size),
+        )

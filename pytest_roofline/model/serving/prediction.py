@@ -1,0 +1,113 @@
+"""What the simulator reports: one sweep point's predicted metrics (``PointPrediction``), one engine step of a
+trace (``StepRecord``) and the percentile arithmetic behind them.
+
+Metrics follow ``vllm bench serve``: TTFT from arrival to the first token; TPOT = (E2E - TTFT)/(n - 1); ITL =
+every gap between a request's consecutive tokens; duration from the first arrival to the last completion;
+percentiles by linear interpolation (numpy's default).  Network and HTTP time are not modelled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["PointPrediction", "StepRecord", "mean", "percentile", "weighted_percentile", "weighted_percentiles"]
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One simulated engine step (``simulate(..., trace=[...])`` appends these; tracing runs step by step)."""
+
+    start_s: float
+    time_s: float
+    decode_seqs: int
+    prefill_tokens: int
+    prefill_seqs: int
+    running: int
+    waiting: int
+    used_blocks: int
+    preemptions: int
+
+
+
+@dataclass(frozen=True)
+class PointPrediction:
+    concurrency: int | None
+    rate_req_per_s: float | None
+    num_requests: int
+    duration_s: float
+    output_throughput_tok_per_s: float
+    request_throughput_req_per_s: float
+    per_request_output_tok_per_s: float
+    ttft_p50_ms: float
+    ttft_p99_ms: float
+    ttft_mean_ms: float
+    tpot_p50_ms: float
+    tpot_p99_ms: float
+    tpot_mean_ms: float
+    itl_p50_ms: float
+    itl_p99_ms: float
+    e2e_mean_ms: float
+    mean_running_batch: float
+    max_running_batch: int
+    max_kv_usage: float
+    mean_kv_usage: float
+    preemptions: int
+    mean_queue_ms: float
+    steps: int
+    time_shares: Mapping[str, float] = field(default_factory=dict)
+    #: prompt tokens served by the prefix cache from the workload's shared prefix / prompt tokens (first
+    #: computations; ``prefix_hit_rate``'s synthetic hits are not counted)
+    prefix_cache_hit_rate: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["time_shares"] = dict(self.time_shares)
+        return d
+
+
+def mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def percentile(sorted_vals: Sequence[float], q: float) -> float:
+    n = len(sorted_vals)
+    if n == 0:
+        return math.nan
+    pos = q / 100.0 * (n - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, n - 1)
+    frac = pos - lo
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * frac
+
+
+def weighted_percentile(pairs: list[tuple[float, int]], q: float) -> float:
+    """numpy-style linear percentile of the multiset where value v appears count times."""
+    return weighted_percentiles(pairs, (q,))[0]
+
+
+def weighted_percentiles(pairs: list[tuple[float, int]], qs: Sequence[float]) -> list[float]:
+    pairs = sorted(p for p in pairs if p[1] > 0)
+    n = sum(c for _, c in pairs)
+    if n == 0:
+        return [math.nan for _ in qs]
+    cum = []
+    s = 0
+    for _, c in pairs:
+        s += c
+        cum.append(s)
+    return [_wp(pairs, cum, n, q) for q in qs]
+
+
+def _wp(pairs: list[tuple[float, int]], cum: list[int], n: int, q: float) -> float:
+    pos = q / 100.0 * (n - 1)
+    lo = int(math.floor(pos))
+    frac = pos - lo
+    i_lo = bisect_left(cum, lo + 1)
+    i_hi = bisect_left(cum, min(lo + 1, n - 1) + 1)
+    v_lo, v_hi = pairs[i_lo][0], pairs[i_hi][0]
+    return v_lo + (v_hi - v_lo) * frac

@@ -1,0 +1,63 @@
+"""vLLM V1's scheduler (``vllm/v1/core/sched/scheduler.py``, FCFS policy), with chunked prefill.
+
+Each step has a token budget ``max_num_batched_tokens``.  RUNNING requests are served first, in order: each
+gets ``min(tokens it still needs, budget)`` new tokens (1 for a decoding request, the rest of its prompt for a
+prefilling one: chunked prefill).  When the KV pool cannot give the blocks, the *last* running request is
+preempted until the allocation fits or the request itself was preempted.  Then, only if nothing was
+preempted in this step, WAITING requests are admitted in FCFS order while budget, ``max_num_seqs`` and blocks
+allow.
+"""
+
+from __future__ import annotations
+
+from pytest_roofline.model.serving.scheduler import Batch, SchedulerState
+
+__all__ = ["V1Scheduler"]
+
+
+class V1Scheduler:
+    """Running requests first (chunked), then waiting ones if nothing was preempted."""
+
+    def schedule(self, state: SchedulerState) -> Batch:
+        budget = state.engine.max_num_batched_tokens
+        sched: Batch = []
+        preempted = False
+        running = state.running
+        bs = state.bs
+        i = 0
+        while i < len(running) and budget > 0:
+            req = running[i]
+            n_new = req.prompt + req.produced - req.computed
+            if n_new > budget:
+                n_new = budget
+            # fast path: the tokens fit the blocks the request holds (most decode steps)
+            if req.computed + n_new <= req.blocks * bs:
+                sched.append((req, n_new))
+                budget -= n_new
+                i += 1
+                continue
+            ok = True
+            while not state.alloc(req, n_new):
+                victim = state.preempt_last()
+                preempted = True
+                if victim is req:
+                    ok = False
+                    break
+            if not ok:
+                break
+            sched.append((req, n_new))
+            budget -= n_new
+            i += 1
+        if not preempted:
+            while state.waiting and budget > 0 and len(state.running) < state.engine.max_num_seqs:
+                req = state.waiting[0]
+                if req.computed == 0:
+                    req.computed = state.initial_computed(req)
+                n_new = req.prompt + req.produced - req.computed
+                if not state.engine.chunked_prefill and n_new > budget:
+                    break
+                n_new = min(n_new, budget)
+                if not state.admit(req, n_new, sched):
+                    break
+                budget -= n_new
+        return sched

@@ -1,0 +1,449 @@
+"""The simulator loop: a pure-Python, discrete-event simulation of one sweep point on a vLLM engine
+(``simulate``; ``simulate_sweep`` for several). Each step asks the scheduler policy for a batch
+(model/serving/scheduler.py), charges its time from the cost model (model/serving/cost.py), advances the
+requests, and records the metrics that make a ``PointPrediction`` (model/serving/prediction.py).
+
+Speed
+-----
+Runs of pure-decode steps with an unchanged running set are advanced in one tight loop (no per-sequence Python
+work): until the next completion, the next arrival that could be admitted, or the next block allocation that
+would exhaust the pool.  Block allocations in such a run are periodic per request (every ``block_size``
+steps), counted from a histogram of phases.  The bulk path computes each step's time with the same function
+and the same arguments as the step-by-step path, so both give the same results (``simulate(...,
+_bulk=False)`` is the slow reference; tests compare them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_roofline.errors import SimulationError
+from pytest_roofline.model import workload as _schedule
+from pytest_roofline.model.serving.constants import ServingConstants, default_constants
+from pytest_roofline.model.serving.cost import CostModel
+from pytest_roofline.model.serving.engine import EngineConfig
+from pytest_roofline.model.serving.point import ArrivalKind, Workload, arrival_times
+from pytest_roofline.model.serving.prediction import (
+    PointPrediction,
+    StepRecord,
+    mean,
+    percentile,
+    weighted_percentiles,
+)
+from pytest_roofline.model.serving.scheduler import Request, Scheduler
+from pytest_roofline.model.serving.scheduler_v0 import V0Scheduler
+from pytest_roofline.model.serving.scheduler_v1 import V1Scheduler
+from pytest_roofline.model.setup import Setup
+
+__all__ = ["simulate", "simulate_sweep"]
+
+
+class _Sim:
+    """One sweep point's simulation: the arrivals, the KV block pool, the scheduler policy, the step accounting
+    and the bulk decode path (the ``SchedulerState`` its policy schedules over)."""
+
+    def __init__(self, setup: Setup, workload: Workload, engine: EngineConfig, constants: ServingConstants,
+                 bulk: bool, trace: list[StepRecord] | None = None) -> None:
+        self.trace = trace
+        if trace is not None:
+            bulk = False
+        self.cost = CostModel(setup, constants, engine)
+        self.engine = engine
+        self.scheduler: Scheduler = V1Scheduler() if engine.chunked_prefill else V0Scheduler()
+        self.w = workload
+        self.bulk = bulk
+        self.bs = engine.block_size
+        self.free = engine.num_gpu_blocks - 1  # vLLM's null block
+        self.pool = engine.num_gpu_blocks - 1
+        n = workload.num_requests
+        # the load generator's own per-request draws (same seed, point id and phase): model/workload.py
+        lengths = _schedule.request_lengths(n, input_len=workload.input_len, output_len=workload.output_len,
+                                            dataset=workload.dataset, seed=workload.seed,
+                                            stream_id=workload.point_id)
+        self.prompts, self.outs = lengths.input_lens, lengths.output_lens
+        self.hit = workload.prefix_hit_rate
+        if self.hit > 0 and not engine.enable_prefix_caching:
+            raise SimulationError("prefix_hit_rate > 0 needs an engine with enable_prefix_caching")
+        self.prefix_hits = [0] * n
+        if (workload.prefix_share or workload.shared_prefix_len) and engine.enable_prefix_caching:
+            pkw: dict[str, Any] = {"prefix_share": workload.prefix_share,
+                                   "shared_prefix_len": workload.shared_prefix_len}
+            warm_prefix = 0
+            if workload.warmup_requests:
+                warm = _schedule.request_lengths(workload.warmup_requests, input_len=workload.input_len,
+                                                 output_len=workload.output_len, dataset=workload.dataset,
+                                                 seed=workload.seed, stream_id=workload.point_id, warmup=True)
+                warm_prefix = max(_schedule.prefix_lens(warm.input_lens, **pkw))
+            self.prefix_hits = _schedule.prefix_cache_hits(self.prompts, _schedule.prefix_lens(self.prompts, **pkw),
+                                                           block_size=self.bs, warm_prefix=warm_prefix)
+        for p, o in zip(self.prompts, self.outs, strict=True):
+            if -(-(p + o) // self.bs) > self.pool:
+                raise SimulationError(f"a request of {p} + {o} tokens needs more KV blocks than the pool holds "
+                                      f"({self.pool} usable blocks of {self.bs} tokens)")
+        self.arrivals: deque[Request] = deque()  # future arrivals (open loop), sorted
+        self.closed = workload.arrival is ArrivalKind.CLOSED
+        if not self.closed:
+            times = arrival_times(workload)
+            for i, t in enumerate(times):
+                self.arrivals.append(Request(i, self.prompts[i], self.outs[i], t, -1))
+        self.next_idx = 0
+        # open loop with an in-flight cap (the load generator's optional concurrency cap): arrivals that find
+        # the cap full wait at the client and are sent (their latency clock starts) when a request finishes
+        self.cap = workload.concurrency if not self.closed else None
+        self.held: deque[Request] = deque()
+        self.waiting: deque[Request] = deque()
+        self.running: list[Request] = []
+        self.done: list[Request] = []
+        self.now = 0.0
+        self.steps = 0
+        self.preemptions = 0
+        self.itl: list[tuple[float, int]] = []
+        self.busy = 0.0
+        self.run_area = 0.0
+        self.kv_area = 0.0
+        self.max_run = 0
+        self.max_blocks = 0
+        self.shares = {"weights": 0.0, "kv": 0.0, "prefill_compute": 0.0, "decode_compute": 0.0,
+                       "overhead": 0.0, "allreduce": 0.0}
+
+    # -- arrivals ---------------------------------------------------------------------------------------
+    def _new_closed(self, t: float, client: int) -> None:
+        i = self.next_idx
+        if i >= self.w.num_requests:
+            return
+        self.next_idx += 1
+        self.waiting.append(Request(i, self.prompts[i], self.outs[i], t, client))
+
+    def _in_flight(self) -> int:
+        return len(self.running) + len(self.waiting)
+
+    def _cap_full(self) -> bool:
+        return self.cap is not None and self._in_flight() >= self.cap
+
+    def _admit_arrivals(self, until: float | None = None) -> None:
+        t = self.now if until is None else until
+        while self.arrivals and self.arrivals[0].arrival <= t:
+            req = self.arrivals.popleft()
+            if self._cap_full():
+                self.held.append(req)
+            else:
+                self.waiting.append(req)
+
+    # -- one step, request by request ---------------------------------------------------------------------
+    def alloc(self, req: Request, n_new: int) -> bool:
+        need = -(-(req.computed + n_new) // self.bs) - req.blocks
+        if need <= self.free:
+            if need > 0:
+                self.free -= need
+                req.blocks += need
+            return True
+        return False
+
+    def _release(self, req: Request) -> None:
+        self.free += req.blocks
+        req.blocks = 0
+
+    def preempt_last(self) -> Request:
+        victim = self.running.pop()
+        self._release(victim)
+        victim.computed = 0
+        victim.preempted = True
+        self.waiting.appendleft(victim)
+        self.preemptions += 1
+        return victim
+
+    def initial_computed(self, req: Request) -> int:
+        if req.preempted:
+            return 0
+        shared = self.prefix_hits[req.idx]
+        if self.hit <= 0:
+            return shared
+        cached = int(self.hit * req.prompt) // self.bs * self.bs
+        return max(min(cached, req.prompt - 1), shared)
+
+
+    def admit(self, req: Request, n_new: int, sched: list[tuple[Request, int]]) -> bool:
+        """Move the head of the waiting queue into the running batch with ``n_new`` tokens this step, if its KV
+        blocks can be allocated (False, and nothing changes, when they cannot)."""
+        if not self.alloc(req, n_new):
+            return False
+        self.waiting.popleft()
+        self.running.append(req)
+        if req.scheduled_at < 0:
+            req.scheduled_at = self.now
+        sched.append((req, n_new))
+        return True
+
+
+    def _record_step(self, d: float, n_dec: int, dec_ctx: int, pf_tok: int, pf_kv: int, pf_pairs: float,
+                     n_seqs: int) -> None:
+        self.steps += 1
+        self.busy += d
+        self.run_area += len(self.running) * d
+        used = self.pool - self.free
+        self.kv_area += used * d
+        if used > self.max_blocks:
+            self.max_blocks = used
+        if len(self.running) > self.max_run:
+            self.max_run = len(self.running)
+
+    def _shares_add(self, n_dec: int, dec_ctx: float, pf_tok: int, pf_kv: int, pf_pairs: float, n_seqs: int,
+                    mult: int = 1) -> None:
+        sc = self.cost.terms(n_dec, dec_ctx, pf_tok, pf_kv, pf_pairs, n_seqs)
+        sh = self.shares
+        sh["weights"] += sc.weights_s * mult
+        sh["kv"] += sc.kv_s * mult
+        sh["prefill_compute"] += sc.prefill_compute_s * mult
+        sh["decode_compute"] += sc.decode_compute_s * mult
+        sh["overhead"] += sc.overhead_s * mult
+        sh["allreduce"] += sc.allreduce_s * mult
+
+    def _step(self) -> None:
+        sched = self.scheduler.schedule(self)
+        if not sched:
+            raise SimulationError("the scheduler could not schedule anything (a request larger than the pool?)")
+        n_dec = dec_ctx = pf_tok = pf_kv = 0
+        pf_pairs = 0.0
+        for req, n in sched:
+            if req.computed + n == req.prompt + req.produced and n == 1 and req.produced > 0:
+                n_dec += 1
+                dec_ctx += req.computed + 1
+            else:
+                a = req.computed
+                pf_tok += n
+                pf_kv += a + n
+                pf_pairs += n * a + n * (n + 1) / 2.0
+        n_seqs = len(sched)
+        d = self.cost.time(n_dec, dec_ctx, pf_tok, pf_kv, pf_pairs, n_seqs)
+        self._shares_add(n_dec, dec_ctx, pf_tok, pf_kv, pf_pairs, n_seqs)
+        start = self.now
+        self.now = start + d
+        self._record_step(d, n_dec, dec_ctx, pf_tok, pf_kv, pf_pairs, n_seqs)
+        if self.trace is not None:
+            self.trace.append(StepRecord(start_s=start, time_s=d, decode_seqs=n_dec, prefill_tokens=pf_tok,
+                                         prefill_seqs=n_seqs - n_dec, running=len(self.running),
+                                         waiting=len(self.waiting), used_blocks=self.pool - self.free,
+                                         preemptions=self.preemptions))
+        now = self.now
+        finished = []
+        itl_d = 0
+        for req, n in sched:
+            req.computed += n
+            if req.computed == req.prompt + req.produced:
+                req.produced += 1
+                if req.produced == 1:
+                    req.first_token = now
+                else:
+                    if req.last_token == start:
+                        itl_d += 1
+                    else:
+                        self.itl.append((now - req.last_token, 1))
+                req.last_token = now
+                if req.produced == req.out:
+                    finished.append(req)
+        if itl_d:
+            self.itl.append((d, itl_d))
+        if finished:
+            self._finish(finished)
+
+    def _finish(self, finished: list[Request]) -> None:
+        ids = {id(r) for r in finished}
+        self.running = [r for r in self.running if id(r) not in ids]
+        for req in finished:
+            req.finish = self.now
+            self._release(req)
+            self.done.append(req)
+            if self.closed:
+                self._new_closed(self.now, req.client)
+        while self.held and not self._cap_full():
+            req = self.held.popleft()
+            req.arrival = self.now
+            self.waiting.append(req)
+
+    # -- a run of pure-decode steps ---------------------------------------------------------------------
+    def _bulk_len(self) -> int:
+        """How many pure-decode steps can run with the running set unchanged (0: take a normal step)."""
+        run = self.running
+        if not run:
+            return 0
+        if len(run) > self.engine.max_num_batched_tokens:
+            return 0
+        k = math.inf
+        for r in run:
+            if r.computed != r.prompt + r.produced - 1 or r.produced == 0:
+                return 0  # still prefilling (or recomputing)
+            k = min(k, r.out - r.produced)
+        if self.waiting:
+            if len(run) < self.engine.max_num_seqs:
+                head = self.waiting[0]
+                if self.engine.chunked_prefill:
+                    # could it be admitted now?  Budget is left (len(run) < max_num_batched_tokens); the
+                    # blocks it asks for stay the same and the free blocks only shrink while decodes run.
+                    comp = head.computed or self.initial_computed(head)
+                    n_new = min(head.prompt + head.produced - comp,
+                                self.engine.max_num_batched_tokens - len(run))
+                    need = -(-(comp + n_new) // self.bs) - head.blocks
+                    if need <= self.free - self._decode_need():
+                        return 0
+                else:
+                    return 0  # V0: a waiting prefill takes the next step if it fits; let the normal path decide
+        return int(k) if k >= 2 else 0
+
+    def _decode_need(self) -> int:
+        bs = self.bs
+        return sum(1 for r in self.running if r.computed % bs == 0)
+
+    def _bulk(self, k: int) -> None:
+        run = self.running
+        bs = self.bs
+        B = len(run)
+        phase = [0] * bs  # phase[j % bs]: requests that need a new block at decode step j (j = 1..)
+        S = 0
+        for r in run:
+            # at step j the request holds computed + j tokens; it needs a block when computed + j - 1 == bs*m
+            phase[(bs - r.computed % bs + 1) % bs] += 1
+            S += r.computed
+        next_arrival = self.arrivals[0].arrival if self.arrivals else math.inf
+        # waiting exists but cannot be admitted, or the client cap is full: arrivals change nothing
+        blocked_wait = bool(self.waiting) or self._cap_full()
+        cost = self.cost.time
+        free = self.free
+        used = self.pool - free
+        t = self.now
+        j = 0
+        first_gaps: list[tuple[float, int]] = []
+        last_start = t
+        itl_d: dict[float, int] = {}
+        max_used = self.max_blocks
+        while j < k:
+            if j > 0 and not blocked_wait and t >= next_arrival:
+                break
+            need = phase[(j + 1) % bs]
+            if need > free:
+                break
+            j += 1
+            free -= need
+            used += need
+            d = cost(B, S + B * j, 0, 0, 0.0, B)
+            start = t
+            last_start = start
+            t = start + d
+            # accumulated in the same order as _record_step, so both paths give the same floats
+            self.busy += d
+            self.run_area += B * d
+            self.kv_area += used * d
+            if used > max_used:
+                max_used = used
+            if j == 1:
+                for r in run:
+                    if r.last_token == start:
+                        itl_d[d] = itl_d.get(d, 0) + 1
+                    else:
+                        first_gaps.append((t - r.last_token, 1))
+            else:
+                itl_d[d] = itl_d.get(d, 0) + B
+        if j == 0:
+            self._step()
+            return
+        # every term is linear in the summed context at a fixed batch (and each max keeps its winner), so the
+        # run's terms are j times the terms at the mean context
+        self._shares_add(B, S + B * (j + 1) / 2.0, 0, 0, 0.0, B, mult=j)
+        self.steps += j
+        self.max_blocks = max_used
+        if B > self.max_run:
+            self.max_run = B
+        self.itl.extend(first_gaps)
+        self.itl.extend(itl_d.items())
+        self.free = free
+        # arrivals during the run join the queue (or the client's hold) as the step-by-step path would have put
+        # them there at the start of each step: nothing else changed meanwhile, so all at once is the same
+        self._admit_arrivals(until=last_start)
+        self.now = t
+        finished = []
+        for r in run:
+            r.computed += j
+            r.produced += j
+            r.blocks = -(-r.computed // bs)
+            r.last_token = t
+            if r.produced == r.out:
+                finished.append(r)
+        if finished:
+            self._finish(finished)
+
+    # -- main loop --------------------------------------------------------------------------------------
+    def run(self) -> None:
+        n = self.w.num_requests
+        if self.closed:
+            for c in range(min(self.w.concurrency or 1, n)):
+                self._new_closed(0.0, c)
+        guard = 0
+        while len(self.done) < n:
+            self._admit_arrivals()
+            if not self.running and not self.waiting:
+                if not self.arrivals:
+                    raise SimulationError("simulation stalled: nothing running, waiting or arriving")
+                self.now = max(self.now, self.arrivals[0].arrival)
+                continue
+            k = self._bulk_len() if self.bulk else 0
+            if k >= 2:
+                self._bulk(k)
+            else:
+                self._step()
+            guard += 1
+            if guard > 50_000_000:
+                raise SimulationError("simulation did not finish (step limit)")
+
+    def result(self) -> PointPrediction:
+        done = sorted(self.done, key=lambda r: r.idx)
+        start = min(r.arrival for r in done)
+        end = max(r.finish for r in done)
+        duration = end - start
+        ttft = sorted((r.first_token - r.arrival) * 1e3 for r in done)
+        tpot = sorted((r.finish - r.first_token) / (r.out - 1) * 1e3 for r in done if r.out > 1)
+        e2e = [(r.finish - r.arrival) for r in done]
+        queue = [(r.scheduled_at - r.arrival) * 1e3 for r in done]
+        per_req = [r.out / e for r, e in zip(done, e2e, strict=True) if e > 0]
+        itl_p50, itl_p99 = weighted_percentiles([(v * 1e3, c) for v, c in self.itl], (50, 99))
+        out_tok = sum(r.out for r in done)
+        busy = self.busy or 1.0
+        total_share = sum(self.shares.values()) or 1.0
+        return PointPrediction(
+            concurrency=self.w.concurrency, rate_req_per_s=self.w.rate_req_per_s, num_requests=len(done),
+            duration_s=duration,
+            output_throughput_tok_per_s=out_tok / duration if duration > 0 else math.nan,
+            request_throughput_req_per_s=len(done) / duration if duration > 0 else math.nan,
+            per_request_output_tok_per_s=mean(per_req),
+            ttft_p50_ms=percentile(ttft, 50), ttft_p99_ms=percentile(ttft, 99), ttft_mean_ms=mean(ttft),
+            tpot_p50_ms=percentile(tpot, 50) if tpot else math.nan,
+            tpot_p99_ms=percentile(tpot, 99) if tpot else math.nan,
+            tpot_mean_ms=mean(tpot) if tpot else math.nan,
+            itl_p50_ms=itl_p50, itl_p99_ms=itl_p99,
+            e2e_mean_ms=mean(e2e) * 1e3,
+            mean_running_batch=self.run_area / busy, max_running_batch=self.max_run,
+            max_kv_usage=self.max_blocks / self.pool, mean_kv_usage=self.kv_area / busy / self.pool,
+            preemptions=self.preemptions, mean_queue_ms=mean(queue), steps=self.steps,
+            time_shares={k: v / total_share for k, v in self.shares.items()},
+            prefix_cache_hit_rate=sum(self.prefix_hits) / max(sum(self.prompts), 1),
+        )
+
+
+def simulate(setup: Setup, workload: Workload, *, engine: EngineConfig | None = None,
+             constants: ServingConstants | None = None, trace: list[StepRecord] | None = None,
+             _bulk: bool = True) -> PointPrediction:
+    """Simulate one sweep point.  ``trace``: a list to append a :class:`StepRecord` per step to (runs step by
+    step); ``_bulk=False`` runs every step request by request (the slow reference the tests compare with)."""
+    engine = engine or EngineConfig.from_setup(setup)
+    constants = constants or default_constants(setup)
+    sim = _Sim(setup, workload, engine, constants, _bulk, trace)
+    sim.run()
+    return sim.result()
+
+
+def simulate_sweep(setup: Setup, workloads: Sequence[Workload], **kw: Any) -> list[PointPrediction]:
+    """:func:`simulate` for each workload (the engine config and constants are resolved once)."""
+    engine = kw.pop("engine", None) or EngineConfig.from_setup(setup)
+    constants = kw.pop("constants", None) or default_constants(setup)
+    return [simulate(setup, w, engine=engine, constants=constants, **kw) for w in workloads]
