@@ -38,6 +38,7 @@ from pytest_roofline.report.common import (
     text_sort_key,
 )
 from pytest_roofline.report.environment import environment_from_results, environment_from_specs
+from pytest_roofline.report.resources import css
 
 __all__ = ["HtmlHooks", "COLUMNS"]
 
@@ -314,15 +315,5 @@ def _ini_strict_xfail(config: Any) -> bool:
     return False
 
 
-_TABLE_CSS = """
-#results-table td[class^="col-rl_"]{font-variant-numeric:tabular-nums;white-space:nowrap}
-#results-table td.col-rl_reason{white-space:normal;max-width:420px;font-size:12px;color:#333}
-#results-table td.col-rl_quantity .rl-at{color:#666;font-size:12px}
-#results-table .rl-contam{color:#E69F00;font-weight:bold}
-#results-table .rl-explain table.rl-kv th,#results-table .rl-explain table.rl-kv td{border:none;padding:1px 12px 1px 0;
-  background:none;font-size:12.5px}
-#results-table .rl-explain table.rl-kv{width:auto;margin:4px 0}
-#results-table .rl-explain ul{margin:4px 0 6px 18px}
-.rl-summary{margin:6px 0}
-.rl-summary .rl-badge{margin-right:2px}
-"""
+#: the style sheet, package data (report/static/pytest-html.css)
+_TABLE_CSS = css("pytest-html")

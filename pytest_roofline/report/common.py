@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
 
+from pytest_roofline.report.resources import css
 from pytest_roofline.report.svg import PALETTE, esc
 from pytest_roofline.units import format_value
 
@@ -454,33 +455,8 @@ def band_svg(v: Mapping[str, Any], *, width: int = 200, height: int = 22, labels
     return "".join(out)
 
 
-EXPLAIN_CSS = """
-.rl-explain{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif;font-size:13px;line-height:1.45;
-  color:#222;max-width:980px;padding:6px 2px}
-.rl-explain .rl-head{font-size:14px;margin-bottom:4px}
-.rl-explain .rl-mode{color:#666;font-size:12px}
-.rl-explain ul{margin:4px 0 6px 18px;padding:0}
-.rl-explain .rl-words li{margin:2px 0}
-.rl-explain table.rl-kv{border-collapse:collapse;margin:6px 0;font-size:12.5px}
-.rl-explain table.rl-kv th{text-align:left;font-weight:600;color:#444;padding:2px 12px 2px 0;vertical-align:top;
-  white-space:nowrap;border:none;background:none}
-.rl-explain table.rl-kv td{padding:2px 0;border:none;font-variant-numeric:tabular-nums}
-.rl-explain .rl-sub{font-weight:600;margin:8px 0 2px;color:#333}
-.rl-explain .rl-xfail{background:#f3ecfb;border-left:3px solid #9c6ade;padding:4px 8px;margin:6px 0}
-.rl-explain .rl-warn{background:#fff4e0;border-left:3px solid #E69F00;padding:4px 8px;margin:6px 0}
-.rl-explain .rl-cols{display:flex;flex-wrap:wrap;gap:4px 28px;align-items:flex-start}
-.rl-explain .rl-left{flex:1 1 480px;min-width:320px}
-.rl-explain .rl-right{flex:0 1 auto}
-.rl-explain details.rl-model summary{cursor:pointer;font-weight:600;color:#333;margin:6px 0 2px}
-.rl-explain .rl-where{color:#777;font-size:11.5px;margin:4px 0 0}
-.rl-explain pre.rl-log{background:#f6f6f6;padding:6px;max-height:240px;overflow:auto;font-size:11.5px}
-.rl-tok{white-space:nowrap}
-.rl-badge{display:inline-block;border-radius:9px;padding:0 7px;font-size:11.5px;font-weight:600;color:#fff;
-  line-height:18px}
-.rl-badge.rl-passed{background:#009E73}.rl-badge.rl-failed{background:#D55E00}.rl-badge.rl-xfailed{background:#9c6ade}
-.rl-badge.rl-xpassed{background:#E69F00}.rl-badge.rl-skipped{background:#8a8a8a}.rl-badge.rl-error{background:#a50f15}
-.rl-badge.rl-inconclusive{background:#CC79A7}
-"""
+#: the style sheet, package data (report/static/explain.css)
+EXPLAIN_CSS = css("explain")
 
 
 def counts(outcomes: Iterable[str]) -> dict[str, int]:

@@ -57,6 +57,7 @@ from pytest_roofline.report.common import (
     outcome_of_verdict,
 )
 from pytest_roofline.report.environment import spec_setup
+from pytest_roofline.report.resources import css
 from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, Verdict, score
 from pytest_roofline.units import format_value
 
@@ -817,101 +818,5 @@ def _short_reason(v: Mapping[str, Any]) -> str:
     return r if len(r) < 260 else r[:257] + "…"
 
 
-PAGE_CSS = """
-*{box-sizing:border-box}
-.rl-badge.rl-drift-drifted{background:#D55E00}.rl-badge.rl-drift-new{background:#0072B2}
-.rl-badge.rl-drift-prediction_changed{background:#9c6ade}td.drift{white-space:nowrap;text-align:right}
-body{margin:0;background:#f4f5f7;color:#1d1f23;font-family:system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',
-  Arial,sans-serif;font-size:14px;line-height:1.45}
-.page{max-width:1280px;margin:0 auto;padding:22px 26px 40px}
-header.top{background:#fff;border-radius:10px;padding:18px 22px;box-shadow:0 1px 3px rgba(0,0,0,.08);margin-bottom:18px}
-.brand{font-size:12px;letter-spacing:.08em;text-transform:uppercase;color:#0072B2;font-weight:600}
-h1{font-size:24px;margin:4px 0 6px}
-h2.spec-title{font-size:20px;margin:26px 0 2px}
-h3{font-size:16px;margin:22px 0 8px}
-h4{font-size:13px;margin:10px 0 4px;color:#444;text-transform:uppercase;letter-spacing:.04em}
-.mode{display:inline-block;background:#eef4fa;color:#0b4f7c;border-radius:6px;padding:2px 9px;font-size:13px}
-.mode-math{background:#f0f0f0;color:#444}
-.src{color:#555;font-size:12.5px;margin-top:4px}.src.note{color:#8a5a00}
-code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
-.totals{margin-top:12px}
-.bar{display:flex;height:10px;border-radius:5px;overflow:hidden;background:#eee;max-width:720px}
-.bar.big{height:14px;max-width:none;margin:6px 0 10px}
-.bar .seg.rl-passed{background:#009E73}.bar .seg.rl-failed{background:#D55E00}.bar .seg.rl-xfailed{background:#9c6ade}
-.bar .seg.rl-xpassed{background:#E69F00}.bar .seg.rl-skipped{background:#b5b5b5}.bar .seg.rl-error{background:#a50f15}
-.bar .seg.rl-inconclusive{background:#CC79A7}
-.pills{margin-top:6px}.pills .rl-badge{margin-right:3px}.of{color:#666;font-size:12.5px;margin-left:4px}
-nav.files{margin-top:10px;font-size:13px}
-nav.files a{color:#0072B2}
-.file{color:#666;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
-.spec-notes{color:#444;max-width:1000px;margin:6px 0 0}
-.grid2{display:grid;grid-template-columns:minmax(320px,5fr) 7fr;gap:16px;margin-top:14px}
-.card{background:#fff;border-radius:10px;padding:12px 16px;box-shadow:0 1px 3px rgba(0,0,0,.08)}
-.card h3{margin:2px 0 6px}
-table.counts{border-collapse:collapse}
-table.counts td{padding:2px 8px 2px 0}
-table.counts td.num{font-weight:600;text-align:right;font-variant-numeric:tabular-nums}
-table.counts td.pct{color:#777;text-align:right;font-size:12px}
-table.counts td.what{color:#555;font-size:12.5px}
-.bymode{color:#555;font-size:12.5px;margin:8px 0 4px}
-dl.headlines{display:grid;grid-template-columns:max-content 1fr;gap:2px 10px;margin:0 0 6px;font-size:12.5px}
-dl.headlines dt{color:#666}dl.headlines dd{margin:0}
-.info{display:inline-block;width:14px;height:14px;border-radius:7px;background:#0072B2;color:#fff;font-size:10px;
-  line-height:14px;text-align:center;font-style:italic;font-weight:700;font-family:Georgia,serif;cursor:help}
-table.misses{border-collapse:collapse;font-size:12.5px}
-table.misses td{padding:2px 8px 2px 0}
-table.misses a{color:#0b4f7c;text-decoration:none}
-.card.setup{display:grid;grid-template-columns:1fr 1fr;gap:0 18px}
-.card.setup h3{grid-column:1/-1}
-.sg dl{display:grid;grid-template-columns:max-content 1fr;gap:1px 10px;margin:0;font-size:12.5px}
-.sg dt{color:#666}.sg dd{margin:0;font-variant-numeric:tabular-nums}
-.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:14px}
-.charts.small{grid-template-columns:repeat(auto-fill,minmax(400px,1fr))}
-figure.chart{margin:0;background:#fff;border-radius:10px;padding:10px 10px 8px;box-shadow:0 1px 3px rgba(0,0,0,.08)}
-figure.chart.wide{grid-column:1/-1}
-figure.chart svg.rl-chart{width:100%;height:auto;display:block}
-figcaption{color:#555;font-size:12px;margin:4px 4px 0}
-figure.chart input.rl-alt{margin:0 4px 4px 2px;vertical-align:middle}
-figure.chart label.rl-alt{font-size:12px;color:#555;cursor:pointer;vertical-align:middle}
-figure.chart .rl-other{display:none}
-figure.chart input.rl-alt:checked~.rl-main{display:none}
-figure.chart input.rl-alt:checked~.rl-other{display:block}
-@media print{figure.chart input.rl-alt,figure.chart label.rl-alt{display:none}}
-.hint{color:#555;font-size:12.5px;max-width:1100px}
-.missing{color:#7a5a00;background:#fff8e6;border-radius:6px;padding:6px 10px;display:inline-block}
-.scroll{overflow-x:auto;background:#fff;border-radius:10px;box-shadow:0 1px 3px rgba(0,0,0,.08)}
-table.points,table.preds,table.goodput{border-collapse:collapse;width:100%;font-size:12.5px}
-table.goodput{background:#fff;border-radius:10px;box-shadow:0 1px 3px rgba(0,0,0,.08);width:auto}
-table.points th,table.preds th,table.goodput th{text-align:left;background:#f7f8fa;color:#333;font-weight:600;
-  padding:6px 7px;border-bottom:1px solid #e3e5e8;white-space:nowrap}
-table.points td,table.goodput td{padding:4px 7px;border-bottom:1px solid #f0f1f3}
-table.points td:first-child{white-space:nowrap}
-table.preds td.tol{white-space:nowrap}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-td.model{color:#0b4f7c}
-tr.contam td{background:#fff8ec}
-td.hot{color:#b35c00;font-weight:600}
-.warn{color:#E69F00;font-weight:700}
-.ok{color:#009E73;font-weight:700}.bad{color:#D55E00;font-weight:700}
-td.flags{color:#8a5a00;font-size:12px}
-table.preds tbody.pred tr.main td{padding:5px 8px 0;vertical-align:middle}
-table.preds tbody.pred tr.more td{padding:0 8px 5px;border-bottom:1px solid #eceef1}
-table.preds td.pid{font-weight:600;max-width:260px;overflow-wrap:normal;word-break:normal}
-table.preds td.q{max-width:240px}
-table.preds td.q{color:#333}
-table.preds td.ink{font-weight:600}
-table.preds td.err{color:#333}
-table.preds tbody.rl-failed td.err,table.preds tbody.rl-error td.err{color:#D55E00;font-weight:600}
-table.preds td.band{width:160px}
-table.preds td.num{white-space:normal;overflow-wrap:normal;word-break:normal}
-table.preds tbody.pred tr.main td.num{padding:5px 5px 0}
-table.preds details summary{cursor:pointer;color:#555;font-size:12px;list-style-position:inside}
-table.preds details[open] summary{color:#111}
-table.preds tbody.rl-failed{background:#fff6f2}
-table.preds tbody.rl-error{background:#fdf0f0}
-ul.errors pre{background:#f6f6f6;padding:6px;max-height:200px;overflow:auto}
-footer{margin-top:30px;color:#777;font-size:12px}
-@media (max-width:900px){.grid2{grid-template-columns:1fr}.card.setup{grid-template-columns:1fr}
-  .charts{grid-template-columns:1fr}}
-@media print{body{background:#fff}.card,figure.chart,.scroll,header.top{box-shadow:none;border:1px solid #ddd}}
-"""
+#: the style sheet, package data (report/static/scorecard.css)
+PAGE_CSS = css("scorecard")

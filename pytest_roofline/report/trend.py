@@ -56,6 +56,7 @@ from pytest_roofline.report.common import (
     id_html,
     is_number,
 )
+from pytest_roofline.report.resources import css
 from pytest_roofline.report.scorecard import CSP, PAGE_CSS
 from pytest_roofline.report.svg import PALETTE, Axis, Chart, compact_number, esc, nice_ticks
 from pytest_roofline.units import DEFAULT_UNIT, UnitError, format_value, unit_scale
@@ -589,41 +590,5 @@ def write_trend(store: HistoryStore, path: Path | str, *, setup: Sequence[str] =
     return path, len(runs)
 
 
-TREND_CSS = """
-.meta{color:#555;font-size:12.5px;margin:2px 0 10px}.meta .rl-badge{margin-left:6px}
-table.summary{border-collapse:collapse;width:100%;font-size:12.5px}
-table.summary th{text-align:left;background:#f7f8fa;color:#333;font-weight:600;padding:6px 7px;
-  border-bottom:1px solid #e3e5e8;white-space:nowrap}
-table.summary td{padding:4px 7px;border-bottom:1px solid #f0f1f3;vertical-align:top}
-table.summary td.pid a{color:#0b4f7c;text-decoration:none;font-weight:600}
-table.summary tr.st-fail td{background:#fff6f2}
-table.summary .at,table.summary .which,table.summary .stale,p.more{color:#777;font-size:11.5px}
-.drift-drifted{color:#D55E00;font-weight:600}.drift-steady{color:#2b6e4f}.drift.none{color:#999}
-.drift-new,.drift-not_measured,.drift-prediction_changed{color:#8a5a00}
-.trends{display:grid;grid-template-columns:1fr;gap:12px;margin-top:14px}
-figure.chart.trend{display:grid;grid-template-columns:minmax(360px,560px) 1fr;gap:10px 16px;align-items:start}
-table.nights{border-collapse:collapse;font-size:11.5px;width:100%}
-table.nights th{text-align:left;color:#444;font-weight:600;padding:2px 6px;border-bottom:1px solid #e3e5e8;
-  white-space:nowrap}
-table.nights td{padding:2px 6px;border-bottom:1px solid #f0f1f3;white-space:nowrap}
-table.nights code{font-size:11px}
-p.more{margin:3px 6px}
-@media (max-width:1000px){figure.chart.trend{grid-template-columns:1fr}}
-@media (prefers-color-scheme:dark){
-  body{background:#15171b;color:#e4e6ea}
-  header.top,.card,figure.chart,.scroll{background:#1e2127;box-shadow:0 1px 3px rgba(0,0,0,.5)}
-  h4,.meta,.src,.hint,figcaption,table.nights th{color:#b9bec7}
-  .brand,nav.files a,table.summary td.pid a{color:#6cb8ee}
-  table.summary th{background:#262a31;color:#dfe2e6;border-bottom-color:#353a42}
-  table.summary td,table.nights td{border-bottom-color:#2b2f36}
-  table.summary tr.st-fail td{background:#3a2620}
-  td.model{color:#8cc4ee}.drift-steady{color:#5fc79a}.drift-drifted{color:#ff8a4c}
-  .missing{background:#3a3220;color:#f1d38a}
-  svg.rl-chart rect[fill="#fcfcfd"]{fill:#181a1f;stroke:#3a3f47}
-  svg.rl-chart line[stroke="#ececec"]{stroke:#2c3038}
-  svg.rl-chart text[fill="#111"],svg.rl-chart text[fill="#222"],svg.rl-chart text[fill="#333"],
-  svg.rl-chart text[fill="#444"],svg.rl-chart text[fill="#555"]{fill:#c9cdd3}
-  svg.rl-chart text.rl-label{stroke:#181a1f}
-  svg.rl-chart [fill="white"]{fill:#181a1f}
-}
-"""
+#: the style sheet, package data (report/static/trend.css)
+TREND_CSS = css("trend")
