@@ -25,7 +25,7 @@ from pytest_roofline.format._sections import (
     read_workload,
     setup_error_node,
 )
-from pytest_roofline.format._types import Expectation, Predicted, PredictedKind, Prediction, Spec
+from pytest_roofline.format._types import XFAIL_CHECKS, Expectation, Predicted, PredictedKind, Prediction, Spec
 from pytest_roofline.format.limits import how_to_raise
 from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.units import DEFAULT_UNIT, UnitError, parse_value
@@ -234,7 +234,7 @@ def _common(ctx: NodeReader, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.N
             out["xfail"] = Expectation(
                 ctx.scalar(x["reason"][1], "xfail.reason"),
                 ctx.boolean(x["strict"][1], "xfail.strict") if "strict" in x else spec.xfail_strict,
-                ctx.string(x["mode"][1], "xfail.mode", XFAIL_FIELDS["mode"].enum) if "mode" in x else "both",
+                ctx.word(x["mode"][1], "xfail.mode", XFAIL_CHECKS) if "mode" in x else "both",
             )
     return out
 

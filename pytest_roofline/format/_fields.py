@@ -10,20 +10,34 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Literal, get_args
 
+from pytest_roofline.format._types import MODEL_COLUMNS, STEADY_STATES, XFAIL_CHECKS
 from pytest_roofline.format.tolerance import TOLERANCE_HELP
 from pytest_roofline.model import serving
+from pytest_roofline.quantities.measurement import PointMode
 
 __all__ = [
     "F", "TOP_FIELDS", "PREDICTION_FIELDS", "ENGINE_FIELDS", "WORKLOAD_FIELDS", "SWEEP_FIELDS", "SLO_FIELDS",
     "DEFAULTS_FIELDS", "THRESHOLD_FIELDS", "XFAIL_FIELDS", "TABLE_FIELDS", "BOOL_TRAPS", "SERVING_EXAMPLE",
-    "serving_fields",
+    "serving_fields", "FieldKind", "Entrypoint", "Api", "SloPercentile",
 ]
+
+#: how a field's value is read: a string, a bare number, a whole number, true/false, a mapping, a list, a value
+#: with its unit (``value``), a token length or its distribution (``length``, format/workloads.py), or anything
+#: its section reader checks itself (``any``)
+FieldKind = Literal["str", "number", "int", "bool", "map", "list", "any", "value", "length"]
+#: ``engine.entrypoint``: whose defaults the model uses, vllm serve or the offline LLM class
+Entrypoint = Literal["serve", "llm"]
+#: ``workload.api``: the API the load generator calls
+Api = Literal["completions", "chat"]
+#: ``slo.percentile``
+SloPercentile = Literal["p50", "p90", "p95", "p99", "mean"]
 
 
 @dataclass(frozen=True)
 class F:
-    kind: str  # str | number | int | bool | map | list | any | value
+    kind: FieldKind
     doc: str
     required: bool = False
     enum: tuple[str, ...] = ()
@@ -56,7 +70,7 @@ TOP_FIELDS: dict[str, F] = {
                              "roofline (the decode roofline where it computes the quantity) or serving (the serving "
                              "model where it does). Default: the roofline for the quantities it computes, the "
                              "serving model for the measured ones only it computes, and for predicted: model",
-                      enum=("roofline", "serving")),
+                      enum=MODEL_COLUMNS),
     "predictions": F("list", "the predictions, each a test", required=True),
 }
 PREDICTION_FIELDS: dict[str, F] = {
@@ -81,7 +95,7 @@ ENGINE_FIELDS: dict[str, F] = {
     "name": F("str", "the engine (vllm)", enum=("vllm",)),
     "version": F("str", "the engine version the predictions assume (its defaults are used), e.g. '0.26.0'"),
     "entrypoint": F("str", "whose defaults the model uses: serve (vllm serve, the default) or llm (the offline "
-                           "LLM class; the measurement path still launches vllm serve)", enum=("serve", "llm")),
+                           "LLM class; the measurement path still launches vllm serve)", enum=get_args(Entrypoint)),
     "model": F("str", "what the engine serves: a HF id or a local path (default: the model preset's HF id)"),
     "args": F("map", "engine arguments (gpu_memory_utilization, max_model_len, block_size, max_num_seqs, "
                      "max_num_batched_tokens, dtype (the activation dtype), kv_cache_dtype (auto: the activation "
@@ -122,10 +136,10 @@ WORKLOAD_FIELDS: dict[str, F] = {
     "api": F("str", "the API the load generator calls: completions (/v1/completions, token-id prompts of exactly "
                     "input_len, the default) or chat (/v1/chat/completions: a text message the server wraps in the "
                     "model's chat template, so the prompt is about input_len words plus the template's tokens; "
-                    "the server's usage.prompt_tokens is recorded)", enum=("completions", "chat")),
+                    "the server's usage.prompt_tokens is recorded)", enum=get_args(Api)),
 }
 SWEEP_FIELDS: dict[str, F] = {
-    "mode": F("str", "closed (fixed concurrency) or open (arrival rate)", enum=("closed", "open")),
+    "mode": F("str", "closed (fixed concurrency) or open (arrival rate)", enum=tuple(m.value for m in PointMode)),
     "concurrency": F("list", "closed-loop concurrencies to run"),
     "rates": F("list", "open-loop arrival rates (req/s)"),
     "burstiness": F("number", "open loop: gamma shape (1 = Poisson)"),
@@ -141,13 +155,13 @@ SWEEP_FIELDS: dict[str, F] = {
     "repeats": F("int", "run each point this many times (default 1); each figure is then the mean of the repeats "
                         "with a Student-t interval over them, and the results keep every repeat"),
     "steady_state": F("str", "detect (the default: each point's warm-up and drain are measured and left out of its "
-                             "intervals) or off (the whole measurement window)", enum=("detect", "off")),
+                             "intervals) or off (the whole measurement window)", enum=STEADY_STATES),
     "processes": F("int", "client processes the load generator spreads each point over: a whole number >= 1 (default "
                           "1: one epoll loop on one core) or auto (as many as the offered token rate needs; 1 with "
                           "adaptive: true, whose stopping rule needs one process)"),
 }
 SLO_FIELDS = {"ttft": F("value", "TTFT SLO, e.g. 500 ms"), "tpot": F("value", "TPOT SLO, e.g. 50 ms"),
-              "percentile": F("str", "p50 | p90 | p95 | p99", enum=("p50", "p90", "p95", "p99", "mean"))}
+              "percentile": F("str", "p50 | p90 | p95 | p99", enum=get_args(SloPercentile))}
 DEFAULTS_FIELDS = {"tolerance": F("any", "default tolerance of measured checks"),
                    "math_tolerance": F("any", "default tolerance of math checks"),
                    "drift": F("any", "default drift threshold of this file's predictions (e.g. 5%)"),
@@ -159,7 +173,7 @@ THRESHOLD_FIELDS = {"knee_gain": F("value", "throughput knee: doubling concurren
                     "contamination": F("value", "prefix-cache hit rate above which a point is contaminated, e.g. 10%")}
 XFAIL_FIELDS = {"reason": F("str", "why it is expected to fail", required=True),
                 "strict": F("bool", "an unexpected pass fails the run (default true)"),
-                "mode": F("str", "which check is expected to fail", enum=("math", "measured", "both"))}
+                "mode": F("str", "which check is expected to fail", enum=XFAIL_CHECKS)}
 TABLE_FIELDS = {"at": F("str", "the at-parameter in the first column (e.g. batch)", required=True),
                 "quantities": F("list", "the quantity of each further column", required=True),
                 "rows": F("list", "rows: [at-value, value, value, ...]", required=True)}

@@ -13,7 +13,7 @@ import codecs
 import difflib
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -26,6 +26,8 @@ __all__ = [
     "NodeReader", "AmbiguousScalar", "plain_scalar", "did_you_mean", "example_of", "ctx_map_check", "decode",
     "compose",
 ]
+
+W = TypeVar("W", bound=str)
 
 
 class NodeReader:
@@ -77,6 +79,10 @@ class NodeReader:
         if enum and text not in enum:
             raise self.err(node, f"{what}: {text!r} is not one of {', '.join(enum)}", did_you_mean(text, enum))
         return text
+
+    def word(self, node: yaml.Node, what: str, choices: tuple[W, ...]) -> W:
+        """One of ``choices`` (a kind's words, e.g. ``XFAIL_CHECKS``), typed as the kind."""
+        return choices[choices.index(self.string(node, what, choices))]
 
     def boolean(self, node: yaml.Node, what: str) -> bool:
         text = self.scalar(node, what).strip()

@@ -37,12 +37,13 @@ from pytest_roofline.format._fields import (
     serving_fields,
 )
 from pytest_roofline.format._reader import NodeReader, ctx_map_check, example_of
-from pytest_roofline.format._types import Spec, Sweep
+from pytest_roofline.format._types import STEADY_STATES, Processes, Spec, Sweep
 from pytest_roofline.format.engine_command import check_command
 from pytest_roofline.format.tolerance import TOLERANCE_HELP, Tolerance, ToleranceError, parse_tolerance
 from pytest_roofline.model import calibration
 from pytest_roofline.model.setup import build_setup
 from pytest_roofline.quantities import registry as qreg
+from pytest_roofline.quantities.measurement import PointMode
 from pytest_roofline.redact import redact_url
 from pytest_roofline.units import UnitError, parse_value
 
@@ -283,7 +284,7 @@ def read_sweep(ctx: NodeReader, node: yaml.Node) -> Sweep:
     kw: dict[str, Any] = {}
     for key, (_kn, v) in m.items():
         if key == "mode":
-            kw["mode"] = ctx.string(v, "sweep.mode", SWEEP_FIELDS["mode"].enum)
+            kw["mode"] = PointMode(ctx.string(v, "sweep.mode", SWEEP_FIELDS["mode"].enum))
         elif key == "concurrency":
             items = v.value if isinstance(v, yaml.SequenceNode) else [v]
             kw["concurrency"] = tuple(ctx.integer(i, "sweep.concurrency") for i in items)
@@ -318,7 +319,7 @@ def read_sweep(ctx: NodeReader, node: yaml.Node) -> Sweep:
             if kw["repeats"] < 1:
                 raise ctx.err(v, "sweep.repeats must be >= 1")
         elif key == "steady_state":
-            kw["steady_state"] = ctx.string(v, "sweep.steady_state", SWEEP_FIELDS["steady_state"].enum)
+            kw["steady_state"] = ctx.word(v, "sweep.steady_state", STEADY_STATES)
         elif key == "processes":
             kw["processes"] = _processes(ctx, v)
         elif key == "timeline":
@@ -337,7 +338,7 @@ def read_sweep(ctx: NodeReader, node: yaml.Node) -> Sweep:
 _PROCESSES_HINT = "write a whole number of client processes >= 1 (e.g. processes: 2) or processes: auto"
 
 
-def _processes(ctx: NodeReader, node: yaml.Node) -> int | str:
+def _processes(ctx: NodeReader, node: yaml.Node) -> Processes:
     """``sweep.processes``: a whole number >= 1 or ``auto``. More processes than this machine's CPUs is allowed
     (the file may be checked on a laptop and measured on a bigger box; the point records ``client_cores``)."""
     if not isinstance(node, yaml.ScalarNode):

@@ -9,13 +9,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pytest_roofline.errors import SpecError
 from pytest_roofline.format.tolerance import Tolerance
 from pytest_roofline.quantities import registry as qreg
+from pytest_roofline.quantities.measurement import PointMode
 
-__all__ = ["PredictedKind", "Predicted", "Expectation", "Prediction", "Sweep", "Spec"]
+__all__ = [
+    "PredictedKind", "Predicted", "Expectation", "Prediction", "Sweep", "Spec", "XfailCheck", "XFAIL_CHECKS",
+    "SteadyState", "STEADY_STATES", "Processes", "ModelColumn", "MODEL_COLUMNS", "ModelColumnSetting",
+]
+
+#: which check an xfail expects to fail (``xfail: {mode: ...}``): the CPU-only math check, the measured one, or both
+XfailCheck = Literal["math", "measured", "both"]
+XFAIL_CHECKS: tuple[XfailCheck, ...] = get_args(XfailCheck)
+#: ``sweep.steady_state``: detect each point's warm-up and drain and leave them out, or off (the whole window)
+SteadyState = Literal["detect", "off"]
+STEADY_STATES: tuple[SteadyState, ...] = get_args(SteadyState)
+#: ``sweep.processes``: a whole number of client processes >= 1, or auto
+Processes = int | Literal["auto"]
+#: ``model_column`` as a file may write it: the decode roofline or the serving model
+ModelColumn = Literal["roofline", "serving"]
+MODEL_COLUMNS: tuple[ModelColumn, ...] = get_args(ModelColumn)
+#: ``Spec.model_column``: what the file wrote, or auto (each quantity's own model) when it wrote none
+ModelColumnSetting = ModelColumn | Literal["auto"]
 
 
 class PredictedKind(StrEnum):
@@ -44,9 +62,10 @@ class Predicted:
 class Expectation:
     reason: str
     strict: bool = True
-    mode: str = "both"  # math | measured | both
+    mode: XfailCheck = "both"  # which check it expects to fail (not a PointMode: the name is the YAML's)
 
     def applies(self, mode: str) -> bool:
+        """Whether it applies to a verdict of ``mode`` (math or measured)."""
         return self.mode in ("both", mode)
 
 
@@ -79,7 +98,7 @@ class Prediction:
 
 @dataclass(frozen=True)
 class Sweep:
-    mode: str = "closed"
+    mode: PointMode = PointMode.CLOSED
     concurrency: tuple[int, ...] = ()
     rates: tuple[float, ...] = ()
     burstiness: float = 1.0
@@ -92,11 +111,11 @@ class Sweep:
     timeline_interval_s: float | None = None
     adaptive: bool = False  # sweep.adaptive: stop a point once its verdicts are decided (measure/adaptive.py)
     repeats: int = 1  # sweep.repeats: runs of each point (measure.stats.combine_repeats)
-    steady_state: str = "detect"  # sweep.steady_state: detect | off (measure.stats.steady_window)
-    processes: int | str = 1  # sweep.processes: an int >= 1 or "auto" (measure.loadgen.LoadSpec.processes)
+    steady_state: SteadyState = "detect"  # sweep.steady_state (measure.stats.steady_window)
+    processes: Processes = 1  # sweep.processes (measure.loadgen.LoadSpec.processes)
 
     @property
-    def load_processes(self) -> int | str:
+    def load_processes(self) -> Processes:
         """``processes`` as the load generator is given it: ``auto`` is 1 in an adaptive sweep (the stopping rule
         watches one process's records; an explicit count > 1 with ``adaptive: true`` is refused at load time)."""
         return 1 if self.adaptive and self.processes == "auto" else self.processes
@@ -129,7 +148,7 @@ class Spec:
     serving_overrides: dict[str, float] = field(default_factory=dict)
     calibration_path: str | None = None
     calibration: Any = None  # model.calibration.Calibration, loaded with the file
-    model_column: str = "auto"  # auto | roofline | serving
+    model_column: ModelColumnSetting = "auto"
     #: problems that do not stop the file (a calibration fitted on another setup), also issued as warnings
     warnings: list[str] = field(default_factory=list)
     #: the serving model's simulated sweeps, per setup (filled by scoring; one simulation per point, not per test)

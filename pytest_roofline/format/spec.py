@@ -41,6 +41,7 @@ from pytest_roofline.format._fields import (
     WORKLOAD_FIELDS,
     XFAIL_FIELDS,
     F,
+    FieldKind,
     serving_fields,
 )
 from pytest_roofline.format._reader import AmbiguousScalar, NodeReader, compose, decode, plain_scalar
@@ -61,7 +62,21 @@ from pytest_roofline.format._sections import (
     read_tolerance,
     read_workload,
 )
-from pytest_roofline.format._types import Expectation, Predicted, PredictedKind, Prediction, Spec, Sweep
+from pytest_roofline.format._types import (
+    MODEL_COLUMNS,
+    XFAIL_CHECKS,
+    Expectation,
+    ModelColumn,
+    ModelColumnSetting,
+    Predicted,
+    PredictedKind,
+    Prediction,
+    Processes,
+    Spec,
+    SteadyState,
+    Sweep,
+    XfailCheck,
+)
 from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, how_to_raise
 from pytest_roofline.quantities import registry as qreg
 
@@ -73,6 +88,9 @@ __all__ = [
     "F", "ENGINE_FIELDS", "WORKLOAD_FIELDS", "SWEEP_FIELDS", "SLO_FIELDS", "DEFAULTS_FIELDS", "THRESHOLD_FIELDS",
     "XFAIL_FIELDS", "TABLE_FIELDS", "serving_fields", "NodeReader", "AmbiguousScalar", "plain_scalar",
     "DRIFT_HELP", "parse_drift_threshold",
+    # the kinds: each a Literal whose words the field tables and the readers take from it
+    "FieldKind", "XfailCheck", "XFAIL_CHECKS", "SteadyState", "Processes", "ModelColumn", "MODEL_COLUMNS",
+    "ModelColumnSetting",
 ]
 
 
@@ -126,7 +144,7 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
     if "serving" in top:
         spec.serving_overrides = read_serving(ctx, top["serving"][1])
     if "model_column" in top:
-        spec.model_column = ctx.string(top["model_column"][1], "model_column", TOP_FIELDS["model_column"].enum)
+        spec.model_column = ctx.word(top["model_column"][1], "model_column", MODEL_COLUMNS)
     if "calibration" in top:
         read_calibration(ctx, spec, top["calibration"][1])
     preds_node = top["predictions"][1]
