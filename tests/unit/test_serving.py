@@ -68,9 +68,9 @@ def closed(setup, c, n=None, **kw):
 
 
 def test_engine_config_from_setup_uses_the_kv_accounting_and_v1_defaults(a100, a100_engine):
-    from pytest_roofline.quantities import registry
+    from pytest_roofline.quantities.registry import QUANTITIES
 
-    assert a100_engine.num_gpu_blocks == registry.kv_accounting(a100).num_blocks  # the one KV formula
+    assert a100_engine.num_gpu_blocks == QUANTITIES["num_gpu_blocks"].model(a100, {}).value  # the one KV formula
     assert (a100_engine.max_num_seqs, a100_engine.max_num_batched_tokens, a100_engine.block_size) == (256, 2048, 16)
     assert a100_engine.chunked_prefill and a100_engine.enable_prefix_caching  # V1 (0.26) defaults
     tiny = sv.EngineConfig.from_setup(tiny_cpu_setup())

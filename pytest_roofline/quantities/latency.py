@@ -1,0 +1,155 @@
+"""The client's view of a sweep point and of the whole sweep: total and request throughput, the latency
+statistics (TTFT, TPOT, ITL, E2E: mean and percentiles), the TTFT knee, Little's law, and goodput under SLOs;
+each with the serving model's value where it predicts one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_roofline.errors import NotMeasured, PointError
+from pytest_roofline.model import analytical as an
+from pytest_roofline.model.setup import Setup, SetupError
+from pytest_roofline.quantities.analysis import Thresholds, goodput_table, is_flattered, point_notes, ttft_knee
+from pytest_roofline.quantities.declare import client_quantity, point_at, serve_point, sim_explanation, sweep_points
+from pytest_roofline.quantities.measurement import Measurement, client_number, concurrency, point_id
+from pytest_roofline.quantities.quantity import MeasuredValue, ModelValue, Quantity, QuantityKind, QuantityPoints
+from pytest_roofline.quantities.serving_values import ServingSweep
+
+#: the client's latency statistics: metric -> what it is
+_LATENCIES = (("ttft", "time to first token"), ("tpot", "time per output token (excl. the first)"),
+              ("itl", "inter-token latency (chunk gaps)"), ("e2e", "end-to-end request latency"))
+#: the statistics of each the serving model predicts (PointPrediction.<metric>_<stat>_ms)
+_SIMULATED = {"ttft": ("mean", "p50", "p99"), "tpot": ("mean", "p50", "p99"), "itl": ("p50", "p99"), "e2e": ("mean",)}
+
+
+def _ttft_knee_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    pts = sweep_points(meas)
+    raw = [(float(concurrency(p)), client_number(p, "ttft_ms", "p50"), client_number(p, "ttft_ms", "p99")) for p in pts]
+    rows = [(c, p50, p99) for c, p50, p99 in raw if p50 is not None and p99 is not None]
+    if not rows:
+        raise NotMeasured("the TTFT knee needs TTFT p50/p99 at closed-loop sweep points")
+    knee = ttft_knee(rows, th.ttft_knee_ratio)
+    detail = ", ".join(f"{c:g}: {p99 / p50:.1f}×" for c, p50, p99 in rows)
+    return MeasuredValue(knee, tuple(point_id(p) for p in pts),
+                         (f"TTFT knee = smallest concurrency with p99 > {th.ttft_knee_ratio:g} × p50; "
+                          f"p99/p50: {detail}", *[n for p in pts for n in point_notes(p, th, setup)]),
+                         any(is_flattered(p, th, setup) for p in pts))
+
+
+def _little_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    pt = point_at(meas, at)
+    lam_w, in_flight = client_number(pt, "littles_law", "lambda_W"), client_number(pt, "littles_law", "L")
+    if lam_w is not None and in_flight:
+        ratio = lam_w / in_flight
+    else:
+        raise NotMeasured(f"point {pt.get('id')} has no Little's-law record")
+    detail = f"L (time-averaged in flight) = {in_flight:.3g}, λ·W = {lam_w:.3g}"
+    return MeasuredValue(ratio, (point_id(pt),), (detail,))
+
+
+def _goodput(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> an.Goodput:
+    rows = goodput_table(sweep_points(meas))
+    if not rows:
+        raise NotMeasured("goodput needs closed-loop sweep points with TTFT/TPOT percentiles")
+    pct = str(at.get("percentile", "p99"))
+    try:
+        return an.goodput(rows, ttft_ms_max=_slo_ms(at["ttft"]), tpot_ms_max=_slo_ms(at["tpot"]), percentile=pct)
+    except KeyError as exc:  # a sweep point that did not record the SLO's percentile
+        raise NotMeasured(f"goodput at {pct} needs TTFT and TPOT {pct} at every sweep point ({exc.args[0]})") from None
+    except ValueError as exc:  # a figure that is not a number
+        raise PointError(f"goodput cannot be computed from the sweep: {exc}") from None
+
+
+def _slo_ms(seconds: float) -> float | None:
+    return None if math.isinf(seconds) else seconds * 1e3
+
+
+def _goodput_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    g = _goodput(meas, at, setup, th)
+    return MeasuredValue(g.best_tok_per_s, (), (_goodput_note(g, at),))
+
+
+def _goodput_c_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    g = _goodput(meas, at, setup, th)
+    return MeasuredValue(g.best_concurrency, (), (_goodput_note(g, at),))
+
+
+def _goodput_note(g: an.Goodput, at: Mapping[str, Any]) -> str:
+    return (f"SLO TTFT < {float(at['ttft']) * 1e3:g} ms and TPOT < {float(at['tpot']) * 1e3:g} ms at "
+            f"{at.get('percentile', 'p99')}: best {g.best_tok_per_s or 0:,.1f} tok/s at concurrency "
+            f"{g.best_concurrency}; raw max {g.raw_max_tok_per_s:,.1f} tok/s; "
+            f"SLOs are strict upper bounds (value < SLO is not required: value ≤ SLO passes)")
+
+
+def _serve_total(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
+    p, pp = sweep.at(at)
+    tokens_in = p.input_len or sweep.setup.input_len
+    # each completed request brings its prompt and its output: total = request rate × (in + out) tokens
+    total = pp.output_throughput_tok_per_s + pp.request_throughput_req_per_s * tokens_in
+    return ModelValue(total, sweep.inputs(), sim_explanation(p.id, pp))
+
+
+def _serve_ttft_knee(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
+    rows = [(float(c), pp.ttft_p50_ms, pp.ttft_p99_ms) for c, pp in sweep.closed()]
+    if not rows:
+        raise SetupError("the TTFT knee needs closed-loop sweep points (sweep: {concurrency: [...]})")
+    knee = ttft_knee(rows, th.ttft_knee_ratio)
+    detail = ", ".join(f"{c:g}: {p99 / p50:.1f}×" for c, p50, p99 in rows if p50)
+    return ModelValue(None if knee is None else int(knee), sweep.inputs(),
+                      f"serving model: smallest concurrency with p99 TTFT > {th.ttft_knee_ratio:g} × p50; "
+                      f"p99/p50: {detail}")
+
+
+def _serve_goodput_g(sweep: ServingSweep, at: Mapping[str, Any]) -> an.Goodput:
+    pct = str(at.get("percentile", "p99"))
+    if pct not in ("p50", "p99", "mean"):
+        raise SetupError(f"the serving model predicts p50, p99 and mean latencies, not {pct}")
+    rows = [{"concurrency": c, "output_tok_per_s": pp.output_throughput_tok_per_s,
+             "ttft_ms": {"p50": pp.ttft_p50_ms, "p99": pp.ttft_p99_ms, "mean": pp.ttft_mean_ms},
+             "tpot_ms": {"p50": pp.tpot_p50_ms, "p99": pp.tpot_p99_ms, "mean": pp.tpot_mean_ms}}
+            for c, pp in sweep.closed()]
+    if not rows:
+        raise SetupError("goodput needs closed-loop sweep points")
+    return an.goodput(rows, ttft_ms_max=_slo_ms(at["ttft"]), tpot_ms_max=_slo_ms(at["tpot"]), percentile=pct)
+
+
+def _serve_goodput(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
+    g = _serve_goodput_g(sweep, at)
+    return ModelValue(g.best_tok_per_s, sweep.inputs(), "serving model: " + _goodput_note(g, at))
+
+
+def _serve_goodput_c(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
+    g = _serve_goodput_g(sweep, at)
+    return ModelValue(g.best_concurrency, sweep.inputs(), "serving model: " + _goodput_note(g, at))
+
+
+#: the family, in the registry's order
+QUANTITIES: tuple[Quantity, ...] = (
+    client_quantity("total_throughput", "throughput", "input + output tokens/s of a sweep point",
+                    ("total_throughput_tok_s",), "total throughput", serving=_serve_total, replicas="total"),
+    client_quantity("request_throughput", "request_rate", "completed requests/s of a sweep point",
+                    ("request_throughput_req_s",), "request throughput",
+                    serving=serve_point("request_throughput_req_per_s"), replicas="total"),
+    # the results file stores *_ms, and so does the serving model (where it predicts the statistic); quantities
+    # work in seconds
+    *(client_quantity(f"{metric}_{stat}", "time", f"{stat} {label} at a sweep point", (f"{metric}_ms", stat),
+                      f"{metric} {stat}", scale=1e-3,
+                      serving=serve_point(f"{metric}_{stat}_ms", 1e-3) if stat in _SIMULATED[metric] else None)
+      for metric, label in _LATENCIES for stat in ("mean", "p50", "p90", "p95", "p99")),
+    Quantity("ttft_knee_concurrency", "count", "smallest concurrency whose p99 TTFT exceeds "
+             "thresholds.ttft_knee_ratio × its p50 TTFT (none = never)", kind=QuantityKind.OPTIONAL_NUMBER,
+             measure=_ttft_knee_measure, points=QuantityPoints.ALL,
+             serving=_serve_ttft_knee, replicas="sweep"),
+    Quantity("littles_law_ratio", "ratio", "λ·W ÷ L at a sweep point: throughput (req/s) × mean latency "
+             "over the time-averaged requests in flight; 1.0 when Little's law holds",
+             at=("concurrency", "rate"), measure=_little_measure, points=QuantityPoints.AT),
+    Quantity("goodput", "throughput", "the highest output throughput among sweep points that meet every SLO "
+             "(TTFT and TPOT at the chosen percentile)", at=("percentile", "ttft", "tpot"),
+             measure=_goodput_measure, points=QuantityPoints.ALL, serving=_serve_goodput, replicas="sweep"),
+    Quantity("goodput_concurrency", "count", "the sweep concurrency where goodput is reached",
+             kind=QuantityKind.OPTIONAL_NUMBER, at=("percentile", "ttft", "tpot"), measure=_goodput_c_measure,
+             points=QuantityPoints.ALL, serving=_serve_goodput_c, replicas="sweep"),
+)
