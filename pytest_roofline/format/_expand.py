@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from pytest_roofline.errors import SpecError
-from pytest_roofline.format._fields import BOOL_TRAPS, PREDICTION_FIELDS, TABLE_FIELDS, TOP_FIELDS, XFAIL_FIELDS, F
+from pytest_roofline.format._fields import BOOL_TRAPS, PREDICTION_FIELDS, SETUP_FIELDS, TABLE_FIELDS, XFAIL_FIELDS
 from pytest_roofline.format._reader import NodeReader, did_you_mean, example_of
 from pytest_roofline.format._sections import (
     read_drift,
@@ -195,8 +195,7 @@ def _common(ctx: NodeReader, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.N
     if "notes" in m:
         out["notes"] = ctx.scalar(m["notes"][1], "notes")
     if "setup" in m:
-        s = ctx.mapping(m["setup"][1], "setup", {k: F(TOP_FIELDS[k].kind, TOP_FIELDS[k].doc)
-                                                  for k in ("hardware", "model", "engine", "workload")})
+        s = ctx.mapping(m["setup"][1], "setup", SETUP_FIELDS)
         setup: dict[str, Any] = {}
         for key, (_kn, v) in s.items():
             if key == "hardware":

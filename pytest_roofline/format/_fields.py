@@ -20,7 +20,8 @@ from pytest_roofline.quantities.measurement import PointMode
 __all__ = [
     "F", "TOP_FIELDS", "PREDICTION_FIELDS", "ENGINE_FIELDS", "WORKLOAD_FIELDS", "SWEEP_FIELDS", "SLO_FIELDS",
     "DEFAULTS_FIELDS", "THRESHOLD_FIELDS", "XFAIL_FIELDS", "TABLE_FIELDS", "BOOL_TRAPS", "SERVING_EXAMPLE",
-    "serving_fields", "FieldKind", "Entrypoint", "Api", "SloPercentile",
+    "serving_fields", "serving_field_table", "RESERVES_FIELDS", "SETUP_FIELDS", "FieldKind", "Entrypoint", "Api",
+    "SloPercentile",
 ]
 
 #: how a field's value is read: a string, a bare number, a whole number, true/false, a mapping, a list, a value
@@ -118,6 +119,12 @@ ENGINE_FIELDS: dict[str, F] = {
                                  "[http://10.0.0.5:8000, http://10.0.0.6:8000] (--roofline-replica-metrics wins); "
                                  "a load balancer's /metrics is one replica's at most"),
 }
+#: ``engine.reserves``: each a size in bytes overriding the engine version's estimate (model/setup.py)
+RESERVES_FIELDS: dict[str, F] = {
+    "activation": F("value", "peak activation memory of the profiling forward pass, e.g. 0.4 GiB"),
+    "non_torch": F("value", "memory outside PyTorch's allocator (CUDA context, NCCL buffers), e.g. 0.5 GiB"),
+    "cuda_graphs": F("value", "memory the captured CUDA graphs hold, e.g. 0.5 GiB"),
+}
 WORKLOAD_FIELDS: dict[str, F] = {
     "input_len": F("length", "prompt tokens per request: a number (exact), or a distribution {dist: uniform, min: 64, "
                              "max: 512} | {dist: normal, mean: 256, std: 64, min: 16, max: 1024} | {dist: file, "
@@ -174,6 +181,8 @@ THRESHOLD_FIELDS = {"knee_gain": F("value", "throughput knee: doubling concurren
 XFAIL_FIELDS = {"reason": F("str", "why it is expected to fail", required=True),
                 "strict": F("bool", "an unexpected pass fails the run (default true)"),
                 "mode": F("str", "which check is expected to fail", enum=XFAIL_CHECKS)}
+#: a prediction's ``setup:`` overrides: the top level's setup sections, none of them required there
+SETUP_FIELDS = {k: F(TOP_FIELDS[k].kind, TOP_FIELDS[k].doc) for k in ("hardware", "model", "engine", "workload")}
 TABLE_FIELDS = {"at": F("str", "the at-parameter in the first column (e.g. batch)", required=True),
                 "quantities": F("list", "the quantity of each further column", required=True),
                 "rows": F("list", "rows: [at-value, value, value, ...]", required=True)}
@@ -197,3 +206,11 @@ def serving_fields() -> dict[str, str]:
     """The keys a ``serving:`` section takes: ServingConstants field -> its dimension (time for ``*_s``, a
     bandwidth for ``*_bytes_per_s``, a FLOP rate for ``*_flop_per_s``, else a share of the peak)."""
     return {f.name: _constant_dimension(f.name) for f in dataclasses.fields(serving.ServingConstants)}
+
+
+def serving_field_table() -> dict[str, F]:
+    """The ``serving:`` section's field table, for the validator and the schema: every ServingConstants field by
+    its name, and a time constant also without its ``_s`` suffix (``step_overhead: 3.3 ms``)."""
+    fields = serving_fields()
+    return {**{k.removesuffix("_s"): F("value", f"{k}: a time, e.g. 3.3 ms") for k, d in fields.items() if d == "time"},
+            **{k: F("value", f"{k}: {SERVING_EXAMPLE[d]}") for k, d in fields.items()}}

@@ -11,7 +11,6 @@ from pytest_roofline.format._fields import (
     DEFAULTS_FIELDS,
     ENGINE_FIELDS,
     PREDICTION_FIELDS,
-    SERVING_EXAMPLE,
     SLO_FIELDS,
     SWEEP_FIELDS,
     TABLE_FIELDS,
@@ -20,7 +19,7 @@ from pytest_roofline.format._fields import (
     WORKLOAD_FIELDS,
     XFAIL_FIELDS,
     F,
-    serving_fields,
+    serving_field_table,
 )
 from pytest_roofline.quantities import registry as qreg
 
@@ -102,10 +101,7 @@ def json_schema() -> dict[str, Any]:
             "slo": _schema_of(SLO_FIELDS),
             "defaults": _schema_of(DEFAULTS_FIELDS),
             "thresholds": _schema_of(THRESHOLD_FIELDS),
-            "serving": _schema_of({**{k.removesuffix("_s"): F("value", f"{k}: a time, e.g. 3.3 ms")
-                                      for k, d in serving_fields().items() if d == "time"},
-                                   **{k: F("value", f"{k}: {SERVING_EXAMPLE[d]}")
-                                      for k, d in serving_fields().items()}}),
+            "serving": _schema_of(serving_field_table()),
             "predictions": {"type": "array", "items": prediction},
         }),
     }

@@ -29,11 +29,12 @@ from pytest_roofline.format import workloads as workload_fields
 from pytest_roofline.format._fields import (
     BOOL_TRAPS,
     ENGINE_FIELDS,
+    RESERVES_FIELDS,
     SLO_FIELDS,
     SWEEP_FIELDS,
     THRESHOLD_FIELDS,
     WORKLOAD_FIELDS,
-    F,
+    serving_field_table,
     serving_fields,
 )
 from pytest_roofline.format._reader import NodeReader, ctx_map_check, example_of
@@ -109,9 +110,7 @@ def check_setup(ctx: NodeReader, spec: Spec, hw_node: yaml.Node, model_node: yam
 def read_serving(ctx: NodeReader, node: yaml.Node) -> dict[str, float]:
     fields = serving_fields()
     # a time constant may be written without its unit suffix (step_overhead: 3.3 ms for step_overhead_s)
-    accepted = {**{k.removesuffix("_s"): F("value", "") for k, d in fields.items() if d == "time"},
-                **{k: F("value", "") for k in fields}}
-    m = ctx.mapping(node, "serving", accepted)
+    m = ctx.mapping(node, "serving", serving_field_table())
     out: dict[str, float] = {}
     for key, (kn, v) in m.items():
         name = key if key in fields else key + "_s"
@@ -217,8 +216,7 @@ def read_engine(ctx: NodeReader, node: yaml.Node) -> dict[str, Any]:
         elif key in ("args", "env"):
             out[key] = ctx.plain(ctx_map_check(ctx, v, f"engine.{key}"))
         elif key == "reserves":
-            r = ctx.mapping(v, "engine.reserves", {"activation": F("value", ""), "non_torch": F("value", ""),
-                                                   "cuda_graphs": F("value", "")})
+            r = ctx.mapping(v, "engine.reserves", RESERVES_FIELDS)
             out[key] = {k: ctx.value(vv, f"engine.reserves.{k}", "bytes") for k, (kk, vv) in r.items()}
         elif key == "cpu_kvcache_space":
             out[key] = ctx.value(v, "engine.cpu_kvcache_space", "bytes")

@@ -33,6 +33,8 @@ from pytest_roofline.format._fields import (
     DEFAULTS_FIELDS,
     ENGINE_FIELDS,
     PREDICTION_FIELDS,
+    RESERVES_FIELDS,
+    SETUP_FIELDS,
     SLO_FIELDS,
     SWEEP_FIELDS,
     TABLE_FIELDS,
@@ -86,7 +88,8 @@ __all__ = [
     "TOP_FIELDS", "PREDICTION_FIELDS", "Limits",
     # the field tables and the reader's rules, used by the CLI and the tests
     "F", "ENGINE_FIELDS", "WORKLOAD_FIELDS", "SWEEP_FIELDS", "SLO_FIELDS", "DEFAULTS_FIELDS", "THRESHOLD_FIELDS",
-    "XFAIL_FIELDS", "TABLE_FIELDS", "serving_fields", "NodeReader", "AmbiguousScalar", "plain_scalar",
+    "XFAIL_FIELDS", "TABLE_FIELDS", "RESERVES_FIELDS", "SETUP_FIELDS", "serving_fields",
+    "NodeReader", "AmbiguousScalar", "plain_scalar",
     "DRIFT_HELP", "parse_drift_threshold",
     # the kinds: each a Literal whose words the field tables and the readers take from it
     "FieldKind", "XfailCheck", "XFAIL_CHECKS", "SteadyState", "Processes", "ModelColumn", "MODEL_COLUMNS",
