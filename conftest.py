@@ -12,8 +12,8 @@ import httpx  # noqa: F401
 
 # the same for the project's own modules that the plugin imports lazily (engine state, atexit hooks)
 import pytest_roofline.measure.engine  # noqa: F401,E402
+import pytest_roofline.measure.engine.metrics  # noqa: F401,E402
 import pytest_roofline.measure.loadgen  # noqa: F401,E402
-import pytest_roofline.measure.scrape  # noqa: F401,E402
 import pytest_roofline.measure.sweep  # noqa: F401,E402
 
 # the plugin's working half: its entry module imports it only once a run has predictions (pytest_plugin/plugin.py)

@@ -37,8 +37,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_roofline.measure import loadgen, stats, tinymodel  # noqa: E402
+from pytest_roofline.measure import loadgen, stats  # noqa: E402
 from pytest_roofline.measure.engine import Engine, EngineConfig  # noqa: E402
+from pytest_roofline.measure.engine import tiny_model as tinymodel  # noqa: E402
 
 FIGURES = ("ttft_ms.p50", "ttft_ms.p90", "ttft_ms.p99", "ttft_ms.mean", "tpot_ms.p50", "tpot_ms.mean",
            "itl_ms.p50", "e2e_ms.p50", "e2e_ms.mean", "output_throughput_tok_s", "request_throughput_req_s")

@@ -151,9 +151,9 @@ def engine_config_for(spec: Spec, *, device: str, gpus_visible: int | None = Non
 
     args = dict(spec.engine.get("args") or {})
     if _is_tiny(spec):
-        from pytest_roofline.measure import tinymodel
+        from pytest_roofline.measure.engine import tiny_model
 
-        model = str(tinymodel.make_tiny_model(tinymodel.default_model_dir()))
+        model = str(tiny_model.make_tiny_model(tiny_model.default_model_dir()))
         served = TINY_MODEL
     else:
         model = spec.engine.get("model") or str(spec.model)
@@ -211,14 +211,15 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
 
     ``replica_metrics``: the base URLs of each replica's own /metrics behind a load balancer (the deployment's
     shape, :func:`replica_metrics_for`); each is scraped before, after (and, with ``sweep.timeline``, during) the
-    point and the point's server figures are summed or maxed over them (``scrape.aggregate_replicas``). A replica
+    point and the point's server figures are summed or maxed over them (``metrics.aggregate_replicas``). A replica
     whose /metrics does not answer makes the point an error naming it. With several replicas and no such URLs the
     load balancer's /metrics (one replica's numbers at best) is not read at all.
 
     ``stop_check``: an adaptive sweep's :class:`~pytest_roofline.measure.adaptive.AdaptiveStop`: the point ends
     once its targets are decided (its ``summary`` becomes the point's ``adaptive`` section). A multi-process load
     generator cannot stop early: the point then runs to its cap, and the section says so."""
-    from pytest_roofline.measure import loadgen, scrape, stats, workloads
+    from pytest_roofline.measure import loadgen, stats, workloads
+    from pytest_roofline.measure.engine import metrics
 
     sampling = dict(spec.workload.get("sampling") or {})
     served = target.served_model_name
@@ -249,7 +250,7 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
 
     def snapshot(url: str) -> dict[str, Any] | None:
         try:
-            return scrape.scrape_metrics(url, api_key=api_key, model_name=target.served_model_name)
+            return metrics.scrape_metrics(url, api_key=api_key, model_name=target.served_model_name)
         except Exception as exc:
             if not urls:  # /metrics is optional (an endpoint may not expose it)
                 return None
@@ -264,7 +265,7 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
     # cut a closed loop of 8 to 1.3–2.6 requests in flight and delayed the client's reads by up to 1.1 s;
     # without polling the same point held 7.9 in flight. Counters and histograms need only before/after.
     interval = spec.sweep.timeline_interval_s
-    scrapers = [scrape.ProcessScraper(u, interval_s=interval, api_key=api_key,
+    scrapers = [metrics.ProcessScraper(u, interval_s=interval, api_key=api_key,
                                       model_name=target.served_model_name).start()
                 for u in (sources if interval else [])]
     from pytest_roofline.measure.loadgen import _multiproc
@@ -298,10 +299,10 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
     # are averaged, with a Student-t interval over them (stats.combine_repeats)
     client = stats.combine_repeats([stats.summarize(r, steady_state=spec.sweep.steady_state) for r in results])
     server: dict[str, Any] | None
-    if urls:  # counters summed, gauge peaks maxed over the replicas (scrape.aggregate_replicas)
-        server = scrape.aggregate_replicas(urls, befores, afters, timelines, contamination_threshold=contamination)
+    if urls:  # counters summed, gauge peaks maxed over the replicas (metrics.aggregate_replicas)
+        server = metrics.aggregate_replicas(urls, befores, afters, timelines, contamination_threshold=contamination)
     elif sources:
-        server = scrape.summarize(befores[0], afters[0], timelines[0], contamination_threshold=contamination)
+        server = metrics.summarize(befores[0], afters[0], timelines[0], contamination_threshold=contamination)
     else:
         server = {"replica_count": replicas, "replicas": [], "note": (
             f"{replicas} replicas and no per-replica /metrics (--roofline-replica-metrics or engine.replica_metrics): "
@@ -335,9 +336,9 @@ def workload_shape(spec: Spec, plan: PointPlan | None = None, *, for_load: bool 
         return workloads.ResolvedWorkload()
     model_dir = None
     if _is_tiny(spec):
-        from pytest_roofline.measure import tinymodel
+        from pytest_roofline.measure.engine import tiny_model
 
-        model_dir = tinymodel.default_model_dir()
+        model_dir = tiny_model.default_model_dir()
     elif spec.engine.get("model") and Path(str(spec.engine["model"])).is_dir():
         model_dir = Path(str(spec.engine["model"]))
     args = spec.engine.get("args") or {}  # a chat dataset is counted with the template the server is given
@@ -623,9 +624,9 @@ class Measurements(MeasurementProvider):
         token_range = tuple(spec.workload.get("token_id_range") or ())
         if not token_range:
             if _is_tiny(spec):
-                from pytest_roofline.measure import tinymodel
+                from pytest_roofline.measure.engine import tiny_model
 
-                token_range = (tinymodel.PROMPT_TOKEN_ID_MIN, tinymodel.PROMPT_TOKEN_ID_MAX + 1)
+                token_range = (tiny_model.PROMPT_TOKEN_ID_MIN, tiny_model.PROMPT_TOKEN_ID_MAX + 1)
             else:
                 token_range = DEFAULT_TOKEN_ID_RANGE
         api_key = target.api_key

@@ -1,7 +1,7 @@
 """The project's own tiny CPU test model, as model facts: its name, its ``config.json`` and its counts.
 
 ``model: roofline-tiny`` in a prediction file resolves to :func:`tiny_arch`; the measurement layer's
-``measure/tinymodel.py`` builds the weights and tokenizer of exactly this config for vLLM's CPU backend.
+``measure/engine/tiny_model.py`` builds the weights and tokenizer of exactly this config for vLLM's CPU backend.
 The counts are not typed in: :class:`TinyArch` runs its config through ``architecture.from_hf_config``.
 
 Why these shapes (see ``docs/sources.md``):

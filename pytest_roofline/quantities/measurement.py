@@ -111,7 +111,7 @@ class TimelineSample(TypedDict, total=False):
 
 
 class ServerStats(TypedDict, total=False):
-    """A point's ``server`` object: the engine's /metrics deltas over the point (``measure.scrape.summarize``)."""
+    """A point's ``server`` object: the engine's /metrics deltas over the point (``measure.engine.metrics``)."""
 
     prefix_cache_hit_rate: float | None
     prefix_cache_queries: float | None
@@ -136,7 +136,7 @@ class ServerStats(TypedDict, total=False):
     contamination_threshold: float
     contaminated: bool
     note: str  # a transcribed file: where the figures came from
-    # a deployment of several replicas (measure.scrape.aggregate_replicas): counters summed, gauge peaks maxed
+    # a deployment of several replicas (measure.engine.metrics.aggregate_replicas): counters summed, gauge peaks maxed
     requests_succeeded: int | None  # Δ vllm:request_success_total, summed over the replicas
     replica_count: int
     replicas: list[dict[str, Any]]  # each replica's own figures (url redacted, requests_succeeded, ...)

@@ -24,7 +24,7 @@ from support.patience import bound_s
 from pytest_roofline import redact
 from pytest_roofline.measure import loadgen
 from pytest_roofline.measure.engine import Engine, EngineConfig, process_group_members
-from pytest_roofline.measure.tinymodel import PROMPT_TOKEN_ID_MAX, PROMPT_TOKEN_ID_MIN
+from pytest_roofline.measure.engine.tiny_model import PROMPT_TOKEN_ID_MAX, PROMPT_TOKEN_ID_MIN
 from pytest_roofline.model.tiny import TINY_MODEL
 
 pytestmark = needs_vllm

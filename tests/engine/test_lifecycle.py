@@ -32,8 +32,8 @@ from support.fake_vllm import live_pids
 from support.patience import bound_s, read_line, wait_process, wait_until
 
 from pytest_roofline.measure.engine import Endpoint, Engine, EngineDied, EngineError, process_group_members
-from pytest_roofline.measure.scrape import MetricsScraper
-from pytest_roofline.measure.tinymodel import prompt_token_ids
+from pytest_roofline.measure.engine.metrics import MetricsScraper
+from pytest_roofline.measure.engine.tiny_model import prompt_token_ids
 from pytest_roofline.model.tiny import TINY_MODEL
 
 pytestmark = needs_vllm

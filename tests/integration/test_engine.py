@@ -32,7 +32,7 @@ from pytest_roofline.measure.engine import (
     process_group_members,
 )
 from pytest_roofline.measure.engine._served import ServedModel, model_ids, pick_served_model
-from pytest_roofline.measure.enginelog import parse_startup_log
+from pytest_roofline.measure.engine.startup_log import parse_startup_log
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -19,7 +19,7 @@ from pytest_roofline.format.spec import load_spec
 from pytest_roofline.measure.engine import Engine, EngineConfig
 from pytest_roofline.measure.engine._config import cpu_threads_bind
 from pytest_roofline.measure.engine._report import missing_workers_sentence, workers_report
-from pytest_roofline.measure.enginelog import workers_seen
+from pytest_roofline.measure.engine.startup_log import workers_seen
 from pytest_roofline.measure.sweep import engine_config_for
 
 DATA = Path(__file__).resolve().parents[1] / "data"

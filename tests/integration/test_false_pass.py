@@ -21,8 +21,9 @@ from support.openai_stub import IDLE_METRICS, Fault, StubServer
 from support.patience import bound_s
 
 from pytest_roofline.errors import EndpointError, PointError
-from pytest_roofline.measure import loadgen, scrape, stats
+from pytest_roofline.measure import loadgen, stats
 from pytest_roofline.measure.engine import Endpoint
+from pytest_roofline.measure.engine import metrics as scrape
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.measure.sweep import (
     ALLOWED_FAILED_REQUESTS,

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_roofline.errors import PointError, SpecError
 from pytest_roofline.format.spec import loads_spec
-from pytest_roofline.measure import scrape
+from pytest_roofline.measure.engine import metrics as scrape
 from pytest_roofline.measure.sweep import replica_metrics_for, run_point
 from pytest_roofline.quantities.registry import replica_scaling
 from pytest_roofline.scoring import score

@@ -10,7 +10,7 @@ import pytest
 from support.openai_stub import Reply, StubServer
 from support.patience import wait_until
 
-from pytest_roofline.measure.scrape import (
+from pytest_roofline.measure.engine.metrics import (
     MetricsScraper,
     histogram_delta,
     histogram_quantile,

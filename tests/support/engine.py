@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_roofline.measure.engine import EngineConfig, process_group_members
-from pytest_roofline.measure.tinymodel import TINY_KV_BYTES_PER_TOKEN, default_model_dir, make_tiny_model
+from pytest_roofline.measure.engine.tiny_model import TINY_KV_BYTES_PER_TOKEN, default_model_dir, make_tiny_model
 from pytest_roofline.model.tiny import TINY_MODEL
 from support.fake_vllm import live_pids
 from support.paths import PREDICTIONS, REPO

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline.measure.enginelog import LOG_FIELDS, parse_log_prefix, parse_number, parse_startup_log
+from pytest_roofline.measure.engine.startup_log import LOG_FIELDS, parse_log_prefix, parse_number, parse_startup_log
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_roofline.measure.enginelog import (
+from pytest_roofline.measure.engine.startup_log import (
     LOG_FIELDS,
     parse_log_prefix,
     parse_startup_log,

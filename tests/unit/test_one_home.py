@@ -42,14 +42,15 @@ def test_no_byte_unit_literal_outside_units():
 
 
 def test_one_contamination_default():
-    from pytest_roofline.measure import scrape
+    from pytest_roofline.measure.engine import metrics as scrape
     from pytest_roofline.quantities.analysis import Thresholds
 
     assert scrape.DEFAULT_CONTAMINATION_THRESHOLD == Thresholds().contamination == 0.10  # the README's 10 %
 
 
 def test_one_tiny_model_name():
-    from pytest_roofline.measure import sweep, tinymodel
+    from pytest_roofline.measure import sweep
+    from pytest_roofline.measure.engine import tiny_model as tinymodel
     from pytest_roofline.model import setup, tiny
 
     assert sweep.TINY_MODEL is setup.TINY_MODEL is tinymodel.TINY_MODEL is tiny.TINY_MODEL
@@ -57,6 +58,6 @@ def test_one_tiny_model_name():
 
 
 def test_one_number_parser_for_the_engine_log():
-    from pytest_roofline.measure import enginelog
+    from pytest_roofline.measure.engine import startup_log as enginelog
 
     assert enginelog.parse_number is units.parse_printed_number

@@ -19,11 +19,19 @@ engine outlives the process that started it:
    (SIGTERM) via prctl when started from the main thread (the signal fires when the *thread* that
    forked exits, so it is not set from other threads).
 
-The modules, each private by name (import from this package): ``_config`` (:class:`EngineConfig`: argv and
-environment), ``_process`` (process table, watchdog, prctl, the registry and its signal hooks), ``_report``
-(the engine's self-report: :func:`build_report` and its cross-check), ``_served`` (which model a server
-serves), ``_engine`` (:class:`Engine`), ``_endpoint`` (:class:`Endpoint`).  The startup-log parser is
-:mod:`pytest_roofline.measure.enginelog`.
+What the engine says about itself lives here too. The modules:
+
+- ``_config`` (:class:`EngineConfig`: argv and environment), ``_process`` (process table, watchdog, prctl, the
+  registry and its signal hooks), ``_served`` (which model a server serves), ``_engine`` (:class:`Engine`),
+  ``_endpoint`` (:class:`Endpoint`): the lifecycle, private by name (import from this package);
+- :mod:`~pytest_roofline.measure.engine.startup_log`: the startup-log parser (what vLLM printed about its
+  memory and KV cache, 0.4 to the newest; workers seen);
+- :mod:`~pytest_roofline.measure.engine.metrics`: ``/metrics`` (prometheus-client's parser): scrapes, the
+  point's server-side deltas (``server`` in a results file), the timeline scrapers, replicas aggregated;
+- ``_report``: the engine's self-report (:func:`build_report`): the startup log and ``/metrics`` merged and
+  cross-checked (``engine_report`` in a results file);
+- :mod:`~pytest_roofline.measure.engine.tiny_model`: the tiny Llama model vLLM's CPU backend serves in tests
+  and ``engine: tiny`` runs (made offline, deterministically).
 """
 
 from __future__ import annotations

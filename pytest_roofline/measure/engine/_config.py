@@ -132,7 +132,7 @@ class EngineConfig:
 
     def expected_workers(self) -> list[dict[str, int]]:
         """Every worker's grid position, ``{"rank", "dp_rank", "pp_rank", "tp_rank"}``, rank =
-        ``(dp x PP + pp) x TP + tp`` (the numbering :func:`pytest_roofline.measure.enginelog.workers_seen` uses)."""
+        ``(dp x PP + pp) x TP + tp`` (the numbering :func:`~.startup_log.workers_seen` uses)."""
         tp, pp = self.tensor_parallel_size, self.pipeline_parallel_size
         return [{"rank": (d * pp + p) * tp + t, "dp_rank": d, "pp_rank": p, "tp_rank": t}
                 for d in range(self.data_parallel_size) for p in range(pp) for t in range(tp)]

@@ -29,7 +29,7 @@ from pytest_roofline.measure.engine._report import (
     workers_report,
 )
 from pytest_roofline.measure.engine._served import model_ids, pick_served_model
-from pytest_roofline.measure.enginelog import parse_startup_log, startup_failure_reason, workers_seen
+from pytest_roofline.measure.engine.startup_log import parse_startup_log, startup_failure_reason, workers_seen
 
 __all__ = ["Engine"]
 
@@ -198,7 +198,7 @@ class Engine:
 
     def workers(self) -> dict[str, Any]:
         """``engine_report.workers``: the workers this configuration starts (tensor x pipeline x data parallel),
-        the ones the log has shown so far (rank, pid, ip; ``enginelog.workers_seen``) and the ranks still missing."""
+        the ones the log has shown so far (rank, pid, ip; ``startup_log.workers_seen``) and the ranks still missing."""
         try:
             text = self.log_path.read_text(errors="replace")
         except OSError:

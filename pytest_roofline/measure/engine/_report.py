@@ -1,8 +1,8 @@
 """The engine's self-report (``engine_report`` in docs/results-schema.md): what the startup log and
 ``/metrics``' ``vllm:cache_config_info`` say about the KV cache, merged and cross-checked.
 
-The startup log is parsed by :mod:`pytest_roofline.measure.enginelog`, ``/metrics`` by
-:mod:`pytest_roofline.measure.scrape`; this module picks each figure from the first source that has it and
+The startup log is parsed by :mod:`pytest_roofline.measure.engine.startup_log`, ``/metrics`` by
+:mod:`pytest_roofline.measure.engine.metrics`; this module picks each figure from the first source that has it and
 says why the others are missing.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from pytest_roofline import redact
-from pytest_roofline.measure.scrape import fetch_metrics_text, parse_metrics
+from pytest_roofline.measure.engine.metrics import fetch_metrics_text, parse_metrics
 from pytest_roofline.units import GIB
 
 __all__ = ["build_report", "engine_version_from_metadata", "get_version", "get_metrics", "workers_report",
@@ -25,7 +25,7 @@ __all__ = ["build_report", "engine_version_from_metadata", "get_version", "get_m
 def workers_report(expected: list[dict[str, int]], seen: list[dict[str, Any]],
                    backend: str | None) -> dict[str, Any]:
     """``engine_report.workers``: the workers the configuration starts (``EngineConfig.expected_workers``), those
-    the log showed (``enginelog.workers_seen``: rank, pid, ip, name) and the ranks it never showed."""
+    the log showed (``startup_log.workers_seen``: rank, pid, ip, name) and the ranks it never showed."""
     seen_ranks = {w["rank"] for w in seen if w.get("rank") is not None}
     missing = [e["rank"] for e in expected if e["rank"] not in seen_ranks]
     unranked = [w for w in seen if w.get("rank") is None]

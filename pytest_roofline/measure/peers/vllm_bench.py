@@ -316,7 +316,7 @@ def _document(found: Sequence[tuple[Path, dict[str, Any]]], where: str, *, engin
 def _engine_report(log_path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """The engine's report on itself from a ``vllm serve`` log (the parser the live engine uses)."""
     from pytest_roofline.measure.engine._report import build_report
-    from pytest_roofline.measure.enginelog import parse_startup_log
+    from pytest_roofline.measure.engine.startup_log import parse_startup_log
 
     try:
         text = log_path.read_text(errors="replace")

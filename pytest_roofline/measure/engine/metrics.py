@@ -598,8 +598,8 @@ class ProcessScraper(MetricsScraper):
         env = dict(os.environ)
         if self._api_key:
             env[self._KEY_ENV] = self._api_key
-        argv = [sys.executable, "-m", "pytest_roofline.measure.scrape", self.base_url, str(self.interval_s),
-                self.model_name or "", str(self.timeout_s)]
+        argv = [sys.executable, "-c", "from pytest_roofline.measure.engine.metrics import _child; _child()",
+                self.base_url, str(self.interval_s), self.model_name or "", str(self.timeout_s)]
         self._proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.DEVNULL, env=env)
         return self
 
@@ -662,8 +662,9 @@ def _poll_forever(base_url: str, interval_s: float, model_name: str | None, time
                 break
 
 
-if __name__ == "__main__":  # the child of ProcessScraper: URL INTERVAL MODEL TIMEOUT
-    import sys as _sys
+def _child() -> None:
+    """The child of :class:`ProcessScraper` (``python -c``; argv: URL INTERVAL MODEL TIMEOUT)."""
+    import sys
 
-    _url, _interval, _model, _timeout = _sys.argv[1:5]
-    _poll_forever(_url, float(_interval), _model or None, float(_timeout))
+    url, interval, model, timeout = sys.argv[1:5]
+    _poll_forever(url, float(interval), model or None, float(timeout))

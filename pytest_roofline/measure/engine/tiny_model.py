@@ -209,7 +209,7 @@ def make_tiny_model(dest: Path, *, seed: int = 0) -> Path:
     if is_tiny_model(dest, seed=seed):
         return dest
     _refuse_foreign(dest)  # before the child spends seconds importing torch
-    proc = subprocess.run([sys.executable, "-m", "pytest_roofline.measure.tinymodel", str(dest), str(seed)],
+    proc = subprocess.run([sys.executable, "-m", "pytest_roofline.measure.engine.tiny_model", str(dest), str(seed)],
                           capture_output=True, text=True)
     if proc.returncode == 3:
         raise FileExistsError(proc.stderr.strip().splitlines()[-1])
