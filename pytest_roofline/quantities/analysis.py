@@ -21,8 +21,8 @@ from pytest_roofline.quantities.measurement import (
     prefix_cache_hit_rate,
 )
 
-__all__ = ["Thresholds", "closed_points", "throughput_knee", "ttft_knee", "is_contaminated", "cache_hit_reason",
-           "is_flattered", "point_notes", "goodput_rows", "goodput_table"]
+__all__ = ["Thresholds", "closed_points", "throughput_knee", "ttft_knee", "cache_hit_reason", "is_flattered",
+           "point_notes", "goodput_rows", "goodput_table"]
 
 
 @dataclass(frozen=True)
@@ -70,55 +70,60 @@ def ttft_knee(points: Sequence[tuple[float, float, float]], ratio: float) -> flo
     return None
 
 
-def is_contaminated(pt: PointRecord, th: Thresholds) -> bool:
-    """A point whose prefix-cache hit rate is above ``th.contamination`` (or that its file marks contaminated)."""
-    rate = prefix_cache_hit_rate(pt)
-    if rate is not None:
-        return rate > th.contamination
-    return bool(pt.get("contaminated"))
-
-
-def _prefill_floor_ms(pt: PointRecord, setup: Any) -> float | None:
-    """The compute floor of the point's prompt prefill at peak FLOP/s, in ms (None when it cannot be worked out)."""
+def _prefill_floor(pt: PointRecord, setup: Any) -> tuple[int, float] | None:
+    """The point's prompt length and the compute floor of its prefill at peak FLOP/s, in ms (None when it cannot
+    be worked out: no setup, or no prompt length on the point or the setup)."""
     n = pt.get("input_len") or getattr(setup, "input_len", None)
     if setup is None or not n:
         return None
     try:
-        return an.prefill_floor_s(int(n), setup.flop_per_token, setup.peak_flop_per_s) * 1e3
+        return int(n), an.prefill_floor_s(int(n), setup.flop_per_token, setup.peak_flop_per_s) * 1e3
     except (SetupError, ValueError, AttributeError, ZeroDivisionError):
         return None
 
 
+def _below_floor(pt: PointRecord, setup: Any) -> tuple[float, int, float] | None:
+    """(TTFT p50 ms, prompt tokens, floor ms) when the point's TTFT p50 beats its prefill's compute floor."""
+    p50 = client_value(pt, "ttft_ms", "p50")
+    floor = _prefill_floor(pt, setup)
+    if isinstance(p50, (int, float)) and not isinstance(p50, bool) and floor is not None and p50 < floor[1]:
+        return float(p50), floor[0], floor[1]
+    return None
+
+
 def cache_hit_reason(pt: PointRecord, th: Thresholds, setup: Any = None) -> str | None:
-    """Why a point's numbers are flattered by prefix-cache hits, or None: a hit rate above the threshold, or —
-    given the setup — a TTFT p50 below the compute floor of the prompt's prefill, which only cached prompts beat."""
+    """Why a point's numbers are flattered by prefix-cache hits, or None: the one rule (the charts ring what it
+    names, the verdicts flag it). A prefix-cache hit rate above ``th.contamination`` (where the point recorded
+    none: its file marks it contaminated), or — given the setup — a TTFT p50 below the compute floor of the
+    prompt's prefill, which only cached prompts beat."""
     rate = prefix_cache_hit_rate(pt)
     if rate is not None:
         if rate > th.contamination:
             return f"prefix-cache hit rate {rate:.0%} > {th.contamination:.0%}"
     elif pt.get("contaminated"):
         return "marked contaminated in the results file"
-    p50 = client_value(pt, "ttft_ms", "p50")
-    floor = _prefill_floor_ms(pt, setup)
-    if isinstance(p50, (int, float)) and floor is not None and p50 < floor:
+    below = _below_floor(pt, setup)
+    if below is not None:
+        p50, _n, floor = below
         return f"TTFT p50 {p50:,.0f} ms is below the {floor:,.1f} ms compute floor of its prefill"
     return None
 
 
 def is_flattered(pt: PointRecord, th: Thresholds, setup: Any = None) -> bool:
-    """A point whose numbers prefix-cache hits flatter (:func:`cache_hit_reason` gives the reason)."""
+    """A point whose numbers prefix-cache hits flatter (:func:`cache_hit_reason` gives the reason): what the
+    charts ring and what a verdict that uses the point flags as ``contaminated``."""
     return cache_hit_reason(pt, th, setup) is not None
 
 
 def point_notes(pt: PointRecord, th: Thresholds, setup: Any = None) -> list[str]:
-    """What a verdict that uses this point must say about it: cache hits (by rate or by the prefill floor) and the
-    flags the measurement raised."""
+    """What a verdict that uses this point must say about it: cache hits (by rate or by the prefill floor, the
+    rule of :func:`cache_hit_reason`) and the flags the measurement raised."""
     notes = []
-    p50 = client_value(pt, "ttft_ms", "p50")
-    floor = _prefill_floor_ms(pt, setup) if pt.get("input_len") else None
-    if isinstance(p50, (int, float)) and floor is not None and p50 < floor:
+    below = _below_floor(pt, setup)
+    if below is not None:
+        p50, n, floor = below
         notes.append(f"point {pt.get('id')}: TTFT p50 {p50:,.0f} ms is below the {floor:,.1f} ms "
-                     f"compute floor of a {int(pt['input_len']):,}-token prefill — prompts were (partly) served "
+                     f"compute floor of a {n:,}-token prefill — prompts were (partly) served "
                      "from the prefix cache")
     rate = prefix_cache_hit_rate(pt)
     if rate is not None and rate > th.contamination:

@@ -625,7 +625,7 @@ def littles_chart(spec: Any, results: Mapping[str, Any] | None,
 # ----------------------------------------------------------------------------------------------------------------
 # server timeline
 # ----------------------------------------------------------------------------------------------------------------
-def timeline_charts(spec: Any, results: Mapping[str, Any] | None) -> list[Figure]:
+def timeline_charts(spec: Any, results: Mapping[str, Any] | None, setup: Any = None) -> list[Figure]:
     out = []
     th = spec.thresholds
     for p in closed_points(results) + [p for p in (results or {}).get("points") or [] if p.get("mode") == "open"]:
@@ -639,7 +639,7 @@ def timeline_charts(spec: Any, results: Mapping[str, Any] | None) -> list[Figure
         kv = [(float(r["t_s"]), float(r["kv_cache_usage"]) * 100) for r in tl if is_number(r.get("kv_cache_usage"))]
         pre = [(float(r["t_s"]), float(r["preemptions"])) for r in tl if is_number(r.get("preemptions"))]
         ymax = max([y for _, y in run + wait] + [1.0]) * 1.15
-        cont = is_flattered(p, th)
+        cont = is_flattered(p, th, setup)
         label = f"C = {p['concurrency']:g}" if is_number(p.get("concurrency")) else str(p.get("id"))
         hit = _get(p, "server", "prefix_cache_hit_rate")
         ch = Chart(Axis(min(ts), max(ts), "linear", "time into the point (s)"),

@@ -337,7 +337,7 @@ def _spec_section(spec: Spec, rows: list[tuple[dict[str, Any], str, Any]], resul
             parts.append(f'<figure class="chart{" wide" if f.wide else ""}" id="{fid}">{body}'
                          + (f"<figcaption>{esc(f.caption)}</figcaption>" if f.caption else "") + "</figure>")
         parts.append("</div>")
-    timelines = ch.timeline_charts(spec, results) if results else []
+    timelines = ch.timeline_charts(spec, results, setup) if results else []
     if results:
         parts.append("<h3>Server-side timeline per point</h3>")
         if timelines:
