@@ -7,9 +7,11 @@ the model layer (``Setup.decode_step``, ``Setup.roofline_landmarks``, ``kv_accou
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_roofline.cli.setup_flags import build, setup_tree
@@ -23,15 +25,106 @@ from pytest_roofline.quantities.measurement import client_value
 from pytest_roofline.scoring import serving_sweep_for
 from pytest_roofline.units import GIB, MIB, to_si
 
-__all__ = ["batch_list", "cmd_predict", "kv_pool", "positive_number", "predict_rows"]
+__all__ = ["DecodeRow", "EngineSetting", "KVPool", "PredictTable", "batch_list", "cmd_predict", "kv_pool",
+           "positive_number", "predict_rows"]
+
+
+@dataclass(frozen=True)
+class DecodeRow:
+    """One batch of the decode table (``Setup.decode_step``; times in ms, the KV read in GiB)."""
+
+    batch: int
+    intensity_flop_per_byte: float
+    weight_only_intensity_flop_per_byte: float
+    t_mem_ms: float
+    t_comp_ms: float
+    t_step_ms: float
+    bound: str
+    throughput_tok_per_s: float
+    per_request_tok_per_s: float
+    kv_total_gib: float
+    t_allreduce_ms: float
+
+
+@dataclass(frozen=True)
+class EngineSetting:
+    """An engine setting the KV pool and the scheduler depend on, and where its value came from."""
+
+    value: Any
+    source: str
+
+
+@dataclass(frozen=True)
+class KVPool:
+    """The KV pool vLLM allocates for a setup, with units in the names, and the engine settings behind it. When
+    the pool cannot be computed (a chip without a memory figure) its numbers are None and ``kv_pool_error`` says
+    why."""
+
+    engine: str
+    engine_version: str | None
+    entrypoint: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    weight_dtype: str
+    kv_cache_dtype: str
+    quantization: str | None
+    num_gpus: int
+    weight_bytes_per_gpu: float
+    block_size_tokens: int
+    max_model_len_tokens: int | None
+    max_model_len_source: str
+    engine_settings: dict[str, EngineSetting]
+    num_gpu_blocks: int | None = None
+    kv_cache_tokens: int | None = None
+    kv_bytes_per_block: float | None = None
+    kv_budget_bytes: float | None = None
+    activation_bytes: float | None = None
+    non_torch_bytes: float | None = None
+    cuda_graph_bytes: float | None = None
+    available_kv_bytes: float | None = None
+    available_kv_gib: float | None = None
+    max_concurrency_at_max_model_len: float | None = None
+    kv_pool_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, in the field order ``--json`` prints."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class PredictTable:
+    """The analytical table of a setup: one row per batch, the roofline's landmarks and knee, and the KV pool."""
+
+    hardware: str
+    model: str
+    context_tokens: float
+    weight_bytes: float
+    kv_bytes_per_token: float
+    kv_bytes_per_token_per_gpu: float
+    ridge_flop_per_byte: float
+    intensity_asymptote_flop_per_byte: float
+    half_saturation_batch: float
+    throughput_asymptote_tok_per_s: float
+    batch1_ceiling_tok_per_s: float
+    knee_batch: float | None
+    knee_reason: str
+    decode_error: str | None
+    kv: KVPool
+    rows: list[DecodeRow]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, as ``--json`` prints it: the table's fields, the KV pool's beside them, then the rows."""
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("kv", "rows")}
+        return {**own, **self.kv.to_dict(), "rows": [dataclasses.asdict(r) for r in self.rows]}
 
 
 def predict_rows(*, hardware_id: str | None = None, model: str | None = None, context_tokens: float | None = None,
                  batches: Sequence[int], engine_version: str | None = None, dtype: str = "bf16",
-                 setup: Setup | None = None) -> dict:
-    """The analytical table as plain data: one row per batch plus ridge, asymptote and knee, and the KV pool
-    (:func:`kv_pool`).  ``setup``: an already resolved :class:`Setup` (what the CLI's flags built); without it
-    one is built from ``hardware_id``, ``model``, ``context_tokens``, ``engine_version`` and ``dtype``."""
+                 setup: Setup | None = None) -> PredictTable:
+    """The analytical table: one row per batch plus ridge, asymptote and knee, and the KV pool (:func:`kv_pool`);
+    ``.to_dict()`` is the plain data ``--json`` prints.  ``setup``: an already resolved :class:`Setup` (what the
+    CLI's flags built); without it one is built from ``hardware_id``, ``model``, ``context_tokens``,
+    ``engine_version`` and ``dtype``."""
     if setup is None:
         if not (hardware_id and model):
             raise ValueError("predict_rows needs a setup, or hardware_id and model")
@@ -41,7 +134,7 @@ def predict_rows(*, hardware_id: str | None = None, model: str | None = None, co
     # one GPU's share under tensor parallelism (its weights, FLOPs and KV heads at its own bandwidth and peak; on
     # one GPU the whole model): the decode steps come from Setup.decode_step, as the quantities take them
     lm = RooflineLandmarks(setup)  # shown under PP too, beside the decode table's refusal
-    rows = []
+    rows: list[DecodeRow] = []
     decode_error = None
     try:
         setup.require_single_stage("the decode table")
@@ -49,28 +142,27 @@ def predict_rows(*, hardware_id: str | None = None, model: str | None = None, co
         decode_error, batches = str(exc), []
     for b in batches:
         s = setup.decode_step(b)
-        rows.append({
-            "batch": b, "intensity_flop_per_byte": s.intensity_flop_per_byte,
-            "weight_only_intensity_flop_per_byte": s.weight_only_intensity_flop_per_byte,
-            "t_mem_ms": s.t_mem_s * 1e3, "t_comp_ms": s.t_comp_s * 1e3, "t_step_ms": s.t_step_s * 1e3,
-            "bound": s.bound, "throughput_tok_per_s": s.throughput_tok_per_s,
-            "per_request_tok_per_s": s.per_request_tok_per_s, "kv_total_gib": s.kv_total_bytes / GIB,
-            "t_allreduce_ms": s.t_allreduce_s * 1e3,
-        })
+        rows.append(DecodeRow(
+            batch=b, intensity_flop_per_byte=s.intensity_flop_per_byte,
+            weight_only_intensity_flop_per_byte=s.weight_only_intensity_flop_per_byte,
+            t_mem_ms=s.t_mem_s * 1e3, t_comp_ms=s.t_comp_s * 1e3, t_step_ms=s.t_step_s * 1e3,
+            bound=s.bound, throughput_tok_per_s=s.throughput_tok_per_s,
+            per_request_tok_per_s=s.per_request_tok_per_s, kv_total_gib=s.kv_total_bytes / GIB,
+            t_allreduce_ms=s.t_allreduce_s * 1e3,
+        ))
     knee = lm.knee
-    return {
-        "hardware": setup.hardware.id, "model": setup.model.name, "context_tokens": setup.kv_context_tokens,
-        "weight_bytes": setup.weight_bytes, "kv_bytes_per_token": setup.kv_bytes_per_token,
-        "kv_bytes_per_token_per_gpu": setup.kv_bytes_per_token_per_gpu,
-        "ridge_flop_per_byte": an.ridge_flop_per_byte(setup.peak_flop_per_s, setup.hbm_bytes_per_s),
-        "intensity_asymptote_flop_per_byte": lm.intensity_asymptote_flop_per_byte,
-        "half_saturation_batch": lm.half_saturation_batch,
-        "throughput_asymptote_tok_per_s": lm.throughput_asymptote_tok_per_s,
-        "batch1_ceiling_tok_per_s": lm.batch1_ceiling_tok_per_s,
-        "knee_batch": knee.batch, "knee_reason": knee.reason, "decode_error": decode_error,
-        **kv_pool(setup),
-        "rows": rows,
-    }
+    return PredictTable(
+        hardware=setup.hardware.id, model=setup.model.name, context_tokens=setup.kv_context_tokens,
+        weight_bytes=setup.weight_bytes, kv_bytes_per_token=setup.kv_bytes_per_token,
+        kv_bytes_per_token_per_gpu=setup.kv_bytes_per_token_per_gpu,
+        ridge_flop_per_byte=an.ridge_flop_per_byte(setup.peak_flop_per_s, setup.hbm_bytes_per_s),
+        intensity_asymptote_flop_per_byte=lm.intensity_asymptote_flop_per_byte,
+        half_saturation_batch=lm.half_saturation_batch,
+        throughput_asymptote_tok_per_s=lm.throughput_asymptote_tok_per_s,
+        batch1_ceiling_tok_per_s=lm.batch1_ceiling_tok_per_s,
+        knee_batch=knee.batch, knee_reason=knee.reason, decode_error=decode_error,
+        kv=kv_pool(setup), rows=rows,
+    )
 
 
 #: the engine settings the KV pool and the scheduler depend on, shown with where each value came from:
@@ -96,45 +188,38 @@ def _max_model_len(setup: Setup) -> tuple[int | None, str]:
     return None, "not known: the model has no max_position_embeddings; give --max-model-len"
 
 
-def kv_pool(setup: Setup) -> dict[str, Any]:
+def kv_pool(setup: Setup) -> KVPool:
     """The KV pool vLLM allocates for ``setup`` (``model.setup.kv_accounting``, the accounting every quantity
-    uses) as plain data with units in the names, and the engine settings behind it with their sources.
-
-    When the pool cannot be computed (a chip without a memory figure), the numbers are None and
-    ``kv_pool_error`` says why."""
+    uses), and the engine settings behind it with their sources."""
     mml, mml_source = _max_model_len(setup)
     scheme = getattr(setup, "quantization", None)  # model.quantization.QuantScheme, or None: unquantized
-    settings = {}
+    settings: dict[str, EngineSetting] = {}
     for name, (attr, key) in _ENGINE_SETTINGS.items():
         value = getattr(setup, attr, None)
         if value is None and key not in setup.sources:
             continue  # not resolved for this setup
         given = name in (setup.engine_args or {})
         source = "given (engine.args." + name + ")" if given else setup.sources.get(key, "the project's default")
-        settings[name] = {"value": value, "source": source}
-    out: dict[str, Any] = {
-        "engine": setup.engine_name, "engine_version": setup.engine_version,
-        "entrypoint": getattr(setup, "engine_entrypoint", None) or "serve",
-        "tensor_parallel_size": int(setup.tensor_parallel_size),
-        "pipeline_parallel_size": int(getattr(setup, "pipeline_parallel_size", 1) or 1),
-        "weight_dtype": setup.weight_dtype, "kv_cache_dtype": setup.kv_dtype,
-        "quantization": scheme.label() if scheme is not None else None,
-        "num_gpus": int(setup.num_gpus), "weight_bytes_per_gpu": float(setup.weight_bytes_per_gpu),
-        "block_size_tokens": int(setup.block_size),
-        "max_model_len_tokens": mml, "max_model_len_source": mml_source,
-        "engine_settings": settings,
-    }
-    pool: dict[str, Any] = dict.fromkeys(
-        ("num_gpu_blocks", "kv_cache_tokens", "kv_bytes_per_block", "kv_budget_bytes",
-         "activation_bytes", "non_torch_bytes", "cuda_graph_bytes", "available_kv_bytes", "available_kv_gib",
-         "max_concurrency_at_max_model_len"))
+        settings[name] = EngineSetting(value, source)
+    out = KVPool(
+        engine=setup.engine_name, engine_version=setup.engine_version,
+        entrypoint=getattr(setup, "engine_entrypoint", None) or "serve",
+        tensor_parallel_size=int(setup.tensor_parallel_size),
+        pipeline_parallel_size=int(getattr(setup, "pipeline_parallel_size", 1) or 1),
+        weight_dtype=setup.weight_dtype, kv_cache_dtype=setup.kv_dtype,
+        quantization=scheme.label() if scheme is not None else None,
+        num_gpus=int(setup.num_gpus), weight_bytes_per_gpu=float(setup.weight_bytes_per_gpu),
+        block_size_tokens=int(setup.block_size),
+        max_model_len_tokens=mml, max_model_len_source=mml_source,
+        engine_settings=settings,
+    )
     try:
         acc = kv_accounting(setup)
     except (SetupError, ValueError) as exc:
-        return {**out, **pool, "kv_pool_error": str(exc)}
+        return dataclasses.replace(out, kv_pool_error=str(exc))
     reported = reported_kv(setup, acc, mml)
-    pool.update(
-        num_gpu_blocks=acc.num_blocks, kv_cache_tokens=reported.kv_cache_tokens,
+    return dataclasses.replace(
+        out, num_gpu_blocks=acc.num_blocks, kv_cache_tokens=reported.kv_cache_tokens,
         kv_bytes_per_block=acc.bytes_per_block,
         kv_budget_bytes=acc.budget_bytes,
         activation_bytes=acc.activation_bytes, non_torch_bytes=acc.non_torch_bytes,
@@ -142,33 +227,33 @@ def kv_pool(setup: Setup) -> dict[str, Any]:
         available_kv_gib=acc.available_kv_gib,
         max_concurrency_at_max_model_len=reported.max_concurrency if mml else None,
     )
-    return {**out, **pool, "kv_pool_error": None}
 
 
-def _kv_pool_lines(data: Mapping[str, Any]) -> list[str]:
+def _kv_pool_lines(kv: KVPool) -> list[str]:
     """The KV pool and the engine settings as text, under the decode table."""
-    tp, pp = data["tensor_parallel_size"], data["pipeline_parallel_size"]
-    where = (f"{data['engine']} {data['engine_version'] or '(newest known release)'} {data['entrypoint']} · "
-             f"TP {tp} · PP {pp} · weights {data['weight_dtype']}"
-             + (f" ({data['quantization']})" if data["quantization"] else "") + f" · KV {data['kv_cache_dtype']}")
-    if data["kv_pool_error"]:
-        lines = [f"KV pool ({where}): not computed: {data['kv_pool_error']}"]
+    tp, pp = kv.tensor_parallel_size, kv.pipeline_parallel_size
+    where = (f"{kv.engine} {kv.engine_version or '(newest known release)'} {kv.entrypoint} · "
+             f"TP {tp} · PP {pp} · weights {kv.weight_dtype}"
+             + (f" ({kv.quantization})" if kv.quantization else "") + f" · KV {kv.kv_cache_dtype}")
+    if kv.kv_pool_error:
+        lines = [f"KV pool ({where}): not computed: {kv.kv_pool_error}"]
     else:
-        budget = (f"of the {data['kv_budget_bytes'] / GIB:,.2f} GiB budget" if data["kv_budget_bytes"] is not None
+        budget = (f"of the {kv.kv_budget_bytes / GIB:,.2f} GiB budget" if kv.kv_budget_bytes is not None
                   else "(an explicit pool)")
-        blocks, bs, tokens = data["num_gpu_blocks"], data["block_size_tokens"], data["kv_cache_tokens"]
+        blocks, bs, tokens = kv.num_gpu_blocks, kv.block_size_tokens, kv.kv_cache_tokens
+        assert blocks is not None and tokens is not None and kv.kv_bytes_per_block is not None  # the pool computed
         size = (f"{blocks:,} GPU blocks × {bs} tokens = {tokens:,} KV tokens" if blocks * bs == tokens else
                 f"{blocks:,} GPU blocks of {bs} tokens; vLLM reports {tokens:,} KV tokens (sliding-window layers)")
-        lines = [f"KV pool ({where}): {size} · {data['kv_bytes_per_block'] / MIB:,.2f} MiB per block · "
-                 f"available KV {data['available_kv_gib']:,.2f} GiB {budget} · weights per GPU "
-                 f"{data['weight_bytes_per_gpu'] / GIB:,.2f} GiB"]
-        mml = data["max_model_len_tokens"]
-        conc = data["max_concurrency_at_max_model_len"]
-        lines.append(f"max concurrency at max_model_len {mml:,} tokens: {conc:.2f}x ({data['max_model_len_source']})"
-                     if mml else f"max concurrency: {data['max_model_len_source']}")
+        lines = [f"KV pool ({where}): {size} · {kv.kv_bytes_per_block / MIB:,.2f} MiB per block · "
+                 f"available KV {kv.available_kv_gib:,.2f} GiB {budget} · weights per GPU "
+                 f"{kv.weight_bytes_per_gpu / GIB:,.2f} GiB"]
+        mml = kv.max_model_len_tokens
+        conc = kv.max_concurrency_at_max_model_len
+        lines.append(f"max concurrency at max_model_len {mml:,} tokens: {conc:.2f}x ({kv.max_model_len_source})"
+                     if mml else f"max concurrency: {kv.max_model_len_source}")
     lines.append("engine settings:")
-    for name, s in data["engine_settings"].items():
-        lines.append(f"  {name:<24} {s['value']!s:>8}  {s['source']}")
+    for name, s in kv.engine_settings.items():
+        lines.append(f"  {name:<24} {s.value!s:>8}  {s.source}")
     return lines
 
 
@@ -318,40 +403,41 @@ def cmd_predict(args: argparse.Namespace) -> int:
     batches = args.batch or [1, 2, 4, 8, 16, 32, 64, 128, 256]
     tree = setup_tree(args, workload={"kv_context": args.context})
     tree.setdefault("workload", {}).setdefault("kv_context", 1024)  # the table's default KV context
-    data = predict_rows(setup=build(args.hardware, args.model, tree), batches=batches)
+    table = predict_rows(setup=build(args.hardware, args.model, tree), batches=batches)
     if args.json:
+        data = table.to_dict()
         meta = {k: v for k, v in data.items() if k != "rows"}
         for row in data["rows"]:  # JSON lines: one object per batch, each carrying the ridge, asymptote and knee
             print(json.dumps({**row, **meta}))
         if not data["rows"]:  # no decode table (PP > 1): the KV pool and the rest still, in one object
             print(json.dumps(meta))
         return 0
+    kv = table.kv
     per_gpu = ""
-    if data["tensor_parallel_size"] * data["pipeline_parallel_size"] > 1:
-        per_gpu = (f" · per GPU: weights {data['weight_bytes_per_gpu'] / 1e9:,.2f} GB, KV "
-                   f"{data['kv_bytes_per_token_per_gpu']:,.0f} B/token")
-    print(f"{data['hardware']} · {data['model']} · KV context {data['context_tokens']:,.0f} tokens · "
-          f"weights {data['weight_bytes'] / 1e9:,.2f} GB · KV {data['kv_bytes_per_token']:,.0f} B/token{per_gpu}")
-    if data["decode_error"]:
-        print(f"decode table: {data['decode_error']}")
-    tp = data["tensor_parallel_size"] > 1  # the all-reduce column: t_step = max(t_mem, t_comp) + all-reduce
-    if data["rows"]:
+    if kv.tensor_parallel_size * kv.pipeline_parallel_size > 1:
+        per_gpu = (f" · per GPU: weights {kv.weight_bytes_per_gpu / 1e9:,.2f} GB, KV "
+                   f"{table.kv_bytes_per_token_per_gpu:,.0f} B/token")
+    print(f"{table.hardware} · {table.model} · KV context {table.context_tokens:,.0f} tokens · "
+          f"weights {table.weight_bytes / 1e9:,.2f} GB · KV {table.kv_bytes_per_token:,.0f} B/token{per_gpu}")
+    if table.decode_error:
+        print(f"decode table: {table.decode_error}")
+    tp = kv.tensor_parallel_size > 1  # the all-reduce column: t_step = max(t_mem, t_comp) + all-reduce
+    if table.rows:
         print(f"{'B':>5} {'t_mem ms':>9} {'t_comp ms':>9} {'t_step ms':>9} {'FLOP/byte':>9} {'tok/s':>11} "
               f"{'tok/s/req':>9} {'KV GiB':>8} " + (f"{'AR ms':>7} " if tp else "") + " bound")
-    for r in data["rows"]:
-        print(f"{r['batch']:>5} {r['t_mem_ms']:>9.2f} {r['t_comp_ms']:>9.2f} {r['t_step_ms']:>9.2f} "
-              f"{r['intensity_flop_per_byte']:>9.2f} {r['throughput_tok_per_s']:>11,.1f} "
-              f"{r['per_request_tok_per_s']:>9.1f} {r['kv_total_gib']:>8.2f} "
-              + (f"{r['t_allreduce_ms']:>7.3f} " if tp else "") + f" {r['bound']}")
-    for line in _kv_pool_lines(data):
+    for r in table.rows:
+        print(f"{r.batch:>5} {r.t_mem_ms:>9.2f} {r.t_comp_ms:>9.2f} {r.t_step_ms:>9.2f} "
+              f"{r.intensity_flop_per_byte:>9.2f} {r.throughput_tok_per_s:>11,.1f} "
+              f"{r.per_request_tok_per_s:>9.1f} {r.kv_total_gib:>8.2f} "
+              + (f"{r.t_allreduce_ms:>7.3f} " if tp else "") + f" {r.bound}")
+    for line in _kv_pool_lines(kv):
         print(line)
-    print(f"ridge {data['ridge_flop_per_byte']:.1f} FLOP/byte · intensity asymptote "
-          f"{data['intensity_asymptote_flop_per_byte']:.1f} FLOP/byte · half-saturation B "
-          f"{data['half_saturation_batch']:.1f} · throughput asymptote {data['throughput_asymptote_tok_per_s']:,.0f} "
-          f"tok/s · batch-1 ceiling {data['batch1_ceiling_tok_per_s']:.1f} tok/s")
-    print(f"knee: {data['knee_batch']:.1f}" if data["knee_batch"] is not None else f"knee: {data['knee_reason']}")
+    print(f"ridge {table.ridge_flop_per_byte:.1f} FLOP/byte · intensity asymptote "
+          f"{table.intensity_asymptote_flop_per_byte:.1f} FLOP/byte · half-saturation B "
+          f"{table.half_saturation_batch:.1f} · throughput asymptote {table.throughput_asymptote_tok_per_s:,.0f} "
+          f"tok/s · batch-1 ceiling {table.batch1_ceiling_tok_per_s:.1f} tok/s")
+    print(f"knee: {table.knee_batch:.1f}" if table.knee_batch is not None else f"knee: {table.knee_reason}")
     return 0
-
 
 
 def positive_number(text: str) -> float:

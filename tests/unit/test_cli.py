@@ -143,14 +143,17 @@ def test_predict_needs_hardware_and_model(capsys):
 
 
 def test_predict_rows_function():
-    data = cli.predict_rows(hardware_id="a100-sxm4-80gb", model="qwen3-8b", context_tokens=1000, batches=[16])
-    assert data["weight_bytes"] == QWEN_WEIGHTS
-    assert data["kv_bytes_per_token"] == QWEN_KV_TOKEN
-    assert data["half_saturation_batch"] == pytest.approx(QWEN_WEIGHTS / (1000 * QWEN_KV_TOKEN))
+    table = cli.predict_rows(hardware_id="a100-sxm4-80gb", model="qwen3-8b", context_tokens=1000, batches=[16])
+    assert table.weight_bytes == QWEN_WEIGHTS
+    assert table.kv_bytes_per_token == QWEN_KV_TOKEN
+    assert table.half_saturation_batch == pytest.approx(QWEN_WEIGHTS / (1000 * QWEN_KV_TOKEN))
     # B → ∞: bandwidth ÷ KV per sequence = 2.039e12 ÷ 147.456e6 = 13,828 tok/s
-    assert data["throughput_asymptote_tok_per_s"] == pytest.approx(2.039e12 / (1000 * QWEN_KV_TOKEN))
-    assert data["batch1_ceiling_tok_per_s"] == pytest.approx(2.039e12 / QWEN_WEIGHTS)
-    assert "no knee" in data["knee_reason"]
+    assert table.throughput_asymptote_tok_per_s == pytest.approx(2.039e12 / (1000 * QWEN_KV_TOKEN))
+    assert table.batch1_ceiling_tok_per_s == pytest.approx(2.039e12 / QWEN_WEIGHTS)
+    assert "no knee" in table.knee_reason
+    data = table.to_dict()  # what --json prints: the table's fields, the KV pool's beside them, the rows
+    assert data["weight_bytes"] == QWEN_WEIGHTS and data["num_gpu_blocks"] == table.kv.num_gpu_blocks
+    assert [r["batch"] for r in data["rows"]] == [16] and set(ROW_KEYS) <= set(data["rows"][0])
 
 
 

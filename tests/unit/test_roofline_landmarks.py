@@ -48,9 +48,9 @@ def test_quantities_cli_scorecard_and_chart_agree_at_tp2(setup) -> None:
         lm.throughput_asymptote_tok_per_s)
     assert QUANTITIES["compute_roof"].model(setup, {}).value == pytest.approx(lm.compute_roof_tok_per_s)
     table = cli.predict_rows(setup=setup, batches=[1, 8])
-    assert table["batch1_ceiling_tok_per_s"] == pytest.approx(CEILING_TP2)
-    assert table["half_saturation_batch"] == pytest.approx(lm.half_saturation_batch)
-    assert table["knee_batch"] == lm.knee.batch
+    assert table.batch1_ceiling_tok_per_s == pytest.approx(CEILING_TP2)
+    assert table.half_saturation_batch == pytest.approx(lm.half_saturation_batch)
+    assert table.knee_batch == lm.knee.batch
     spec = loads_spec(TP2)
     heads = dict(_headlines(spec, setup, None))
     assert heads["batch-1 ceiling"].startswith("417.2 tok/s")
