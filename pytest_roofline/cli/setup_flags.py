@@ -14,7 +14,7 @@ import math
 import sys
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, cast, get_args
 
 from pytest_roofline.errors import HardwareOverrideError, ModelOverrideError, RooflineError, UnitError
 from pytest_roofline.format.spec import WORKLOAD_FIELDS, AmbiguousScalar, plain_scalar
@@ -26,10 +26,11 @@ __all__ = ["SETUP_FLAGS", "add_setup_flags", "build", "flag_type", "set_item", "
 
 #: the sections ``--set`` writes into, as a prediction file names them
 _SET_SECTIONS = ("hardware", "model", "engine", "workload")
-#: engine.<key> that ``--set`` takes besides ``engine.args.<arg>`` and ``engine.reserves.<term>`` (text values);
-#: ``entrypoint`` is serve (``vllm serve``) or llm (the offline ``LLM`` class)
+#: engine.<key> that ``--set`` takes besides ``engine.args.<arg>`` and ``engine.reserves.<term>`` (text values)
 _ENGINE_TEXT_KEYS = ("version", "model", "entrypoint")
 _RESERVES = ("activation", "non_torch", "cuda_graphs")
+#: ``--entrypoint``: serve (``vllm serve``, the OpenAI server) or llm (the offline ``LLM`` class)
+Entrypoint = Literal["serve", "llm"]
 
 
 def flag_type(parse: Any, what: str) -> Any:
@@ -69,11 +70,11 @@ def _kv_cache_dtype(text: str) -> str:
     return text.strip()
 
 
-def _entrypoint(text: str) -> str:
+def _entrypoint(text: str) -> Entrypoint:
     e = text.strip().lower()
-    if e not in ("serve", "llm"):
+    if e not in get_args(Entrypoint):
         raise ValueError("use serve (vllm serve, the OpenAI server) or llm (the offline LLM class)")
-    return e
+    return cast(Entrypoint, e)
 
 
 def set_item(text: str) -> tuple[tuple[str, ...], str]:
