@@ -1,4 +1,4 @@
-"""The ``roofline`` command (``pytest_roofline/cli.py``).
+"""The ``roofline`` command (``pytest_roofline/cli/``).
 
 Values are worked out by hand from spec sheets and model configs:
 
