@@ -50,8 +50,8 @@ sys.path.insert(0, str(ROOT))
 
 from pytest_roofline.errors import CalibrationError, SetupError  # noqa: E402
 from pytest_roofline.format.spec import load_spec  # noqa: E402
-from pytest_roofline.measure.calibpoints import measured_points  # noqa: E402
 from pytest_roofline.measure.results import load_results  # noqa: E402
+from pytest_roofline.measure.results.calibration_points import measured_points  # noqa: E402
 from pytest_roofline.model import analytical as an  # noqa: E402
 from pytest_roofline.model import calibration as cal  # noqa: E402
 from pytest_roofline.model import serving  # noqa: E402

@@ -23,9 +23,9 @@ from typing import Any
 from pytest_roofline.errors import CalibrationError
 from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, parse_limit
 from pytest_roofline.format.spec import SpecError, json_schema, load_spec
-from pytest_roofline.measure.calibpoints import measured_points, parse_point_selector, select_points
 from pytest_roofline.measure.engine import tiny_model as tinymodel
 from pytest_roofline.measure.results import load_results
+from pytest_roofline.measure.results.calibration_points import measured_points, parse_point_selector, select_points
 from pytest_roofline.model import calibration, hardware, serving
 from pytest_roofline.model.setup import build_setup
 from pytest_roofline.quantities.registry import QUANTITIES

@@ -29,9 +29,9 @@ from pytest_roofline.history import (
     stored_value,
 )
 from pytest_roofline.measure import gpu as gpu_mod
-from pytest_roofline.measure import mismatch
-from pytest_roofline.measure.peers import load_any
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsData, load_results
+from pytest_roofline.measure.results import match as mismatch
+from pytest_roofline.measure.results.peers import load_any
 from pytest_roofline.measure.target import MeasurementProvider
 from pytest_roofline.pytest_plugin.base import DEFAULT_PATTERNS, SESSION_KEY, patterns_of
 from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, Verdict, score

@@ -27,9 +27,9 @@ from pytest_roofline import redact
 from pytest_roofline.errors import PointError, SetupError
 from pytest_roofline.format.spec import Spec, load_spec
 from pytest_roofline.history import drift_counts
-from pytest_roofline.measure import mismatch
-from pytest_roofline.measure.peers import load_any
 from pytest_roofline.measure.results import RecordedMeasurement
+from pytest_roofline.measure.results import match as mismatch
+from pytest_roofline.measure.results.peers import load_any
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model.setup import Setup
 from pytest_roofline.quantities.analysis import (

@@ -15,8 +15,8 @@ from support.pytest_run import NO_HTML
 
 from pytest_roofline.errors import ResultsMismatchError
 from pytest_roofline.format.spec import load_spec
-from pytest_roofline.measure import mismatch
-from pytest_roofline.measure.peers import load_any
+from pytest_roofline.measure.results import match as mismatch
+from pytest_roofline.measure.results.peers import load_any
 
 DAY3_DIR = PEERS / "day3-vllm-bench"
 H100 = PREDICTIONS / "llama-3.1-8b-fp8-h100.yaml"

@@ -16,8 +16,8 @@ from support.paths import CPU_TINY, DAY3, DAY3_RESULTS, PEERS, REPO
 from support.pytest_run import NO_HTML
 
 from pytest_roofline.errors import ResultsError
-from pytest_roofline.measure.peers import detect_format, load_any
-from pytest_roofline.measure.peers.vllm_bench import bench_point
+from pytest_roofline.measure.results.peers import detect_format, load_any
+from pytest_roofline.measure.results.peers.vllm_bench import bench_point
 
 DAY3_DIR = PEERS / "day3-vllm-bench"
 

@@ -44,7 +44,7 @@ def _number(x: Any) -> Any:
 
 def _verdicts(spec_name: str, results: Path | None) -> dict[str, dict[str, Any]]:
     from pytest_roofline.format.spec import load_spec
-    from pytest_roofline.measure.peers import load_any
+    from pytest_roofline.measure.results.peers import load_any
     from pytest_roofline.report.scorecard import score_spec
 
     spec = load_spec(PREDICTIONS / spec_name)

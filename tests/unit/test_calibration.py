@@ -244,8 +244,8 @@ def test_missing_file():
 # points from a results file
 # --------------------------------------------------------------------------------------------------------------
 def test_measured_points_from_the_day3_transcription():
-    from pytest_roofline.measure.calibpoints import measured_points, parse_point_selector, select_points
     from pytest_roofline.measure.results import load_results
+    from pytest_roofline.measure.results.calibration_points import measured_points, parse_point_selector, select_points
 
     doc = load_results(DAY3_RESULTS)
     pts = measured_points(doc)
@@ -443,8 +443,8 @@ def test_contamination_threshold_is_the_analysis_layers():
 
 
 def test_measured_points_carry_the_servers_hit_rate():
-    from pytest_roofline.measure.calibpoints import measured_points
     from pytest_roofline.measure.results import load_results
+    from pytest_roofline.measure.results.calibration_points import measured_points
 
     pts = {p.label: p for p in measured_points(load_results(DAY3_RESULTS))}
     # the notebook's post-hoc audit, as transcribed: 58% (midpoint of 50-66%) for C = 2..32, 30% at C = 64

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_roofline.errors import ResultsError
-from pytest_roofline.measure.results import SCHEMA, SCHEMA_VERSION, ResultsData, check_results
+from pytest_roofline.measure.results.file import SCHEMA, SCHEMA_VERSION, ResultsData, check_results
 from pytest_roofline.quantities.measurement import PointRecord
 
 __all__ = ["read_json_text", "number", "results_document", "closed_point_id", "open_point_id"]

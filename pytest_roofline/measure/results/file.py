@@ -38,10 +38,9 @@ from pytest_roofline.quantities.measurement import (
 )
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "ResultsError", "ResultsWriter", "RecordedMeasurement", "load_results",
-           "check_results",
-           "new_results", "git_commit", "point_record", "ResultsData", "RunSetup", "HardwareSetup", "ModelSetup",
-           "EngineSetup", "ErrorRecord", "PointRecord", "ClientStats", "ServerStats", "EngineReport",
-           "portable_setup", "resolved_setup"]
+           "check_results", "new_results", "git_commit", "git_branch", "point_record", "ResultsData", "RunSetup",
+           "HardwareSetup", "ModelSetup", "EngineSetup", "ErrorRecord", "PointRecord", "ClientStats", "ServerStats",
+           "EngineReport", "portable_setup", "resolved_setup"]
 
 SCHEMA = "pytest-roofline/results"
 SCHEMA_VERSION = 1

@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_roofline.errors import ResultsError
-from pytest_roofline.measure.peers._common import (
+from pytest_roofline.measure.results.file import ResultsData
+from pytest_roofline.measure.results.peers._common import (
     closed_point_id,
     load_json,
     number,
     open_point_id,
     results_document,
 )
-from pytest_roofline.measure.results import ResultsData
 from pytest_roofline.quantities.measurement import Distribution, PointRecord
 
 __all__ = ["FORMAT", "is_guidellm", "load", "guidellm_point"]

@@ -10,7 +10,7 @@
 
 Each reader converts units explicitly and leaves a figure its tool does not report absent, with the reason in
 the point's ``not_reported`` (never 0); what the file cannot say about the run (the GPU, the engine version) is
-listed in ``setup.unchecked`` for the mismatch check (``measure.mismatch``).
+listed in ``setup.unchecked`` for the mismatch check (``measure.results.match``).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_roofline.errors import ResultsError
-from pytest_roofline.measure.peers import aiperf, guidellm, vllm_bench
-from pytest_roofline.measure.peers._common import load_json
-from pytest_roofline.measure.results import SCHEMA, ResultsData, load_results
+from pytest_roofline.measure.results.file import SCHEMA, ResultsData, load_results
+from pytest_roofline.measure.results.peers import aiperf, guidellm, vllm_bench
+from pytest_roofline.measure.results.peers._common import load_json
 
 __all__ = ["load_any", "detect_format", "FORMATS"]
 

@@ -38,14 +38,14 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_roofline.errors import ResultsError
-from pytest_roofline.measure.peers._common import (
+from pytest_roofline.measure.results.file import ResultsData
+from pytest_roofline.measure.results.peers._common import (
     closed_point_id,
     number,
     open_point_id,
     read_json_text,
     results_document,
 )
-from pytest_roofline.measure.results import ResultsData
 from pytest_roofline.quantities.measurement import BATCH1_ID, Distribution, PointRecord
 
 __all__ = ["FORMAT", "is_bench_serve", "read_bench_serve_file", "read_bench_dir", "bench_point"]
