@@ -15,8 +15,8 @@ from support.paths import RECORDED, REPO
 from pytest_roofline.measure.results import ResultsWriter, load_results, portable_setup, resolved_setup
 
 # Roots of machine-local places. URL paths ("/v1/models", "/metrics", "/version") and system paths that are the
-# same on every machine ("/usr/bin/python3", "/dev/shm") are not among them.
-LOCAL_ROOTS = ("tmp", "home", "root", "work", "var", "mnt", "srv", "opt", "Users", "private", "run", "scratch")
+# same on every machine ("/usr/bin/python3", "/opt/vllm-venv/bin/python" as an example, "/dev/shm") are not among them.
+LOCAL_ROOTS = ("tmp", "home", "root", "work", "var", "mnt", "srv", "Users", "private", "run", "scratch")
 ABSOLUTE = re.compile(r"(?<![\w.:/~-])/(?:" + "|".join(LOCAL_ROOTS) + r")/[^\s\"'`,)}\]]*")
 # Folders that hold committed data: results files, recordings, engine logs, /metrics captures, peers' files.
 DATA_FOLDERS = ("predictions", "tests/data", "benchmarks/data", "docs")
