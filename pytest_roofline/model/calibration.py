@@ -70,6 +70,7 @@ import yaml
 from pytest_roofline.errors import CalibrationError
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import serving
+from pytest_roofline.model.setup import Setup
 
 __all__ = [
     "MeasuredPoint", "screen_points", "PointFit", "FitResult", "Calibration", "fit", "serving_predictor",
@@ -145,7 +146,7 @@ class MeasuredPoint:
 Predictor = Callable[[Any, MeasuredPoint], Mapping[str, float]]
 
 
-def serving_predictor(setup: Any, *, engine: Any = None, measured_hit_rates: bool = True,
+def serving_predictor(setup: Setup, *, engine: serving.EngineConfig | None = None, measured_hit_rates: bool = True,
                       **workload_kw: Any) -> Predictor:
     """A :data:`Predictor` that simulates each point with the serving model on ``setup``.
 
@@ -186,7 +187,7 @@ def serving_predictor(setup: Any, *, engine: Any = None, measured_hit_rates: boo
     return predict
 
 
-def screen_points(points: Sequence[MeasuredPoint], setup: Any, *,
+def screen_points(points: Sequence[MeasuredPoint], setup: Setup, *,
                   contamination: float = CONTAMINATION) -> tuple[list[MeasuredPoint], list[str]]:
     """Drop measured values no constants can explain, with a note for each.
 
@@ -651,14 +652,14 @@ class Calibration:
     rms_log_residual: float | None = None
     notes: str = ""
 
-    def serving_constants(self, setup: Any) -> Any:
+    def serving_constants(self, setup: Setup) -> serving.ServingConstants:
         """The serving model's constants for ``setup``: its own defaults with this file's *fitted* values put in
         (the others were defaults when the file was made, and stay the defaults of the setup it is used on)."""
         base = serving.default_constants(setup)
         known = base.to_dict()
         return base.replace(**{k: float(self.constants[k]) for k in self.fitted if k in known})
 
-    def mismatches(self, setup: Any) -> list[str]:
+    def mismatches(self, setup: Setup) -> list[str]:
         """What differs between the setup this was fitted on and ``setup`` (empty: the same)."""
         out: list[str] = []
 
@@ -666,8 +667,8 @@ class Calibration:
             if mine is not None and theirs is not None and str(mine) != str(theirs):
                 out.append(f"{what}: calibrated on {mine}, used on {theirs}")
 
-        cmp("hardware", self.hardware_id, getattr(setup.hardware, "id", None))
-        cmp("model", self.model_name, getattr(setup.model, "name", None))
+        cmp("hardware", self.hardware_id, setup.hardware.id)
+        cmp("model", self.model_name, setup.model.name)
         cmp("engine", self.engine_name, setup.engine_name)
         cmp("engine version", self.engine_version, setup.engine_version)
         cmp("device", self.device, setup.device)
@@ -735,7 +736,7 @@ class Calibration:
             raise CalibrationError(f"{file}: malformed calibration file ({type(exc).__name__}: {exc})") from None
 
 
-def calibration_from_fit(result: FitResult, setup: Any, *, sources: Sequence[str] = (), notes: str = "",
+def calibration_from_fit(result: FitResult, setup: Setup, *, sources: Sequence[str] = (), notes: str = "",
                          created_at: str | None = None) -> Calibration:
     """The :class:`Calibration` recording ``result`` fitted on ``setup``."""
     return Calibration(

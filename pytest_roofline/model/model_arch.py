@@ -32,8 +32,7 @@ latent of ``kv_lora_rank + qk_rope_head_dim`` per layer, the same on every rank)
 sliding-window layers; how vLLM groups them into blocks at each version is model/kv_cache.py.
 
 A ``ModelArch`` is read from an HF ``config.json`` by model/hf_config.py and named by model/presets.py;
-model/architecture.py is the front door for all three. Over 800 lines as one concept: the shape and the counts it
-gives, one HF module per method.
+model/architecture.py is the front door for all three.
 """
 
 from __future__ import annotations

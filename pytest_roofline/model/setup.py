@@ -55,10 +55,10 @@ class Setup:
     cuda_graph_bytes: float | None = None
     engine_args: Mapping[str, Any] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)
-    # resolved in build_setup from model/vllm_defaults.py (engine.args win): entrypoint serve | llm, engine
-    # v0 | v1, and chunked prefill / prefix caching (None: not resolved, the serving model asks vllm_defaults)
-    engine_entrypoint: str = "serve"
-    engine_kind: str | None = None
+    # resolved in build_setup from model/vllm_defaults.py (engine.args win): the entrypoint, the engine V0/V1,
+    # and chunked prefill / prefix caching (None: not resolved, the serving model asks vllm_defaults)
+    engine_entrypoint: vllm_defaults.Entrypoint = "serve"
+    engine_kind: vllm_defaults.EngineKind | None = None
     enable_chunked_prefill: bool | None = None
     enable_prefix_caching: bool | None = None
     #: identical engine replicas behind one endpoint's load balancer (``engine.replicas``; 1: one engine). The

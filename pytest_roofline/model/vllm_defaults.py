@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from pytest_roofline.errors import UnknownEngineVersionWarning
 from pytest_roofline.units import GIB
@@ -131,6 +131,11 @@ def resolve_version(version: str | tuple[int, ...] | VllmVersion, *, warn: bool 
 
 # --- which engine -----------------------------------------------------------------------------------------
 
+#: vLLM's engine generation: the V0 engine or the V1 engine (``VLLM_USE_V1``)
+EngineKind = Literal["v0", "v1"]
+#: how vLLM is driven, which sets the scheduler limits' usage context: ``vllm serve`` or the offline ``LLM`` class
+Entrypoint = Literal["serve", "llm"]
+
 _GPU_DEVICES = {"cuda", "gpu", "rocm"}
 
 
@@ -157,7 +162,7 @@ V1_OPT_IN_VERSION = VllmVersion(0, 6, 5)
 
 
 def default_engine(version: str | tuple[int, ...], *, device: str = "cuda", compute_capability: float | None = None,
-                   kv_cache_dtype: str = "auto", use_v1: bool | None = None) -> str:
+                   kv_cache_dtype: str = "auto", use_v1: bool | None = None) -> EngineKind:
     """``"v0"`` or ``"v1"``: the engine a launch gets with ``VLLM_USE_V1`` unset (or set: ``use_v1``).
 
     * before 0.8.0: V0 (V1 was opt-in with ``VLLM_USE_V1=1``, modelled from 0.6.5, the first release with V1
@@ -204,13 +209,15 @@ def default_engine(version: str | tuple[int, ...], *, device: str = "cuda", comp
     return "v1"
 
 
-def _engine_arg(engine: str | None, version: VllmVersion, device: str) -> str:
+def _engine_arg(engine: str | None, version: VllmVersion, device: str) -> EngineKind:
     if engine is None:
         return default_engine(version, device=device)
     e = engine.strip().lower()
-    if e not in ("v0", "v1"):
-        raise ValueError(f"unknown engine {engine!r}: 'v0' or 'v1'")
-    return e
+    if e == "v0":
+        return "v0"
+    if e == "v1":
+        return "v1"
+    raise ValueError(f"unknown engine {engine!r}: 'v0' or 'v1'")
 
 
 # --- gpu_memory_utilization ---------------------------------------------------------------------------
@@ -251,7 +258,7 @@ def default_block_size(device: str = "cuda", version: str | tuple[int, ...] | No
 # --- scheduler limits ------------------------------------------------------------------------------------------
 
 
-def _usage(usage: str) -> str:
+def _usage(usage: str) -> Entrypoint:
     u = usage.strip().lower()
     if u in ("serve", "openai_api_server", "openai", "api_server"):
         return "serve"
@@ -564,8 +571,8 @@ class VllmDefaults:
     cuda_graph_memory_budgeted: bool
     enable_prefix_caching: bool
     enable_chunked_prefill: bool
-    engine: str = "v1"
-    usage: str = "serve"
+    engine: EngineKind = "v1"
+    usage: Entrypoint = "serve"
     swap_space_bytes: float = 0.0
     memory_profiling: str = "v1_determine_available_memory"
     requested_version: VllmVersion | None = None
