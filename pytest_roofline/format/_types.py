@@ -13,6 +13,7 @@ from typing import Any, Literal, get_args
 
 from pytest_roofline.errors import SpecError
 from pytest_roofline.format.tolerance import Tolerance
+from pytest_roofline.model.calibration import Calibration
 from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.quantities.measurement import PointMode
 
@@ -49,7 +50,7 @@ class PredictedKind(StrEnum):
 @dataclass(frozen=True)
 class Predicted:
     kind: PredictedKind
-    value: Any  # SI float, bool, str or None
+    value: float | bool | str | None  # SI float (number), bool, a word, or None (model, none)
     text: str
     unit: str = ""
     half_ulp_si: float = 0.0
@@ -147,7 +148,7 @@ class Spec:
     #: ServingConstants field -> value (SI) from the file's serving: section
     serving_overrides: dict[str, float] = field(default_factory=dict)
     calibration_path: str | None = None
-    calibration: Any = None  # model.calibration.Calibration, loaded with the file
+    calibration: Calibration | None = None  # loaded with the file
     model_column: ModelColumnSetting = "auto"
     #: problems that do not stop the file (a calibration fitted on another setup), also issued as warnings
     warnings: list[str] = field(default_factory=list)

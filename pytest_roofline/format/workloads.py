@@ -1,8 +1,8 @@
 """The workload section's distributions, datasets, prefix share and ramp-up, read with file:line errors.
 
-``format.spec`` hands the YAML nodes of these ``workload:`` fields here; what comes back is plain data (the
-Spec's ``workload`` dict stays JSON-able), which ``model.workload.parse_length`` and ``measure.workloads`` turn
-into the one description the load generator and the serving model share:
+``format._sections`` hands the YAML nodes of these ``workload:`` fields here, with its ``NodeReader``; what
+comes back is plain data (the Spec's ``workload`` dict stays JSON-able), which ``model.workload.parse_length``
+and ``measure.workloads`` turn into the one description the load generator and the serving model share:
 
 * ``input_len`` / ``output_len``: an integer (fixed), or ``{dist: uniform, min: 64, max: 512}``,
   ``{dist: normal, mean: 256, std: 64, min: 16, max: 1024}``, ``{dist: fixed, value: 128}``, ``{dist: file,
@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from pytest_roofline.errors import WorkloadError
+from pytest_roofline.format._reader import NodeReader
 from pytest_roofline.model import workload as wl
 
 __all__ = ["parse_field", "DATASET_FORMATS", "read_text"]
@@ -40,7 +41,7 @@ def read_text(path: Path) -> tuple[str, str]:
     return data.decode("utf-8"), hashlib.sha256(data).hexdigest()
 
 
-def _resolve(ctx: Any, node: yaml.Node, raw: Any, what: str) -> Path:
+def _resolve(ctx: NodeReader, node: yaml.Node, raw: Any, what: str) -> Path:
     if not isinstance(raw, str) or not raw:
         raise ctx.err(node, f"{what} must be a file path")
     p = Path(raw).expanduser()
@@ -51,13 +52,13 @@ def _resolve(ctx: Any, node: yaml.Node, raw: Any, what: str) -> Path:
     return p
 
 
-def _dataset_err(ctx: Any, node: yaml.Node, exc: WorkloadError) -> Exception:
+def _dataset_err(ctx: NodeReader, node: yaml.Node, exc: WorkloadError) -> Exception:
     hint = f"line {exc.line} of the dataset file" if exc.line else ""
     err: Exception = ctx.err(node, str(exc), hint)
     return err
 
 
-def _length(ctx: Any, key: str, node: yaml.Node) -> dict[str, Any]:
+def _length(ctx: NodeReader, key: str, node: yaml.Node) -> dict[str, Any]:
     what = f"workload.{key}"
     if isinstance(node, yaml.ScalarNode):
         return {key: ctx.integer(node, what)}  # a fixed length: the setup refuses an impossible one at its line
@@ -85,7 +86,7 @@ def _length(ctx: Any, key: str, node: yaml.Node) -> dict[str, Any]:
     return {key: dist.mean, key.replace("_len", "_dist"): raw}
 
 
-def _dataset(ctx: Any, node: yaml.Node) -> dict[str, Any]:
+def _dataset(ctx: NodeReader, node: yaml.Node) -> dict[str, Any]:
     if not isinstance(node, yaml.MappingNode):
         raise ctx.err(node, "workload.dataset must be a mapping", "write e.g. dataset: {path: prompts.jsonl}")
     raw = ctx.plain(node)
@@ -120,7 +121,7 @@ def _dataset(ctx: Any, node: yaml.Node) -> dict[str, Any]:
     return {"dataset": out}
 
 
-def _resolve_tokenizer(ctx: Any, node: yaml.Node, raw: Any) -> Path:
+def _resolve_tokenizer(ctx: NodeReader, node: yaml.Node, raw: Any) -> Path:
     p = Path(str(raw)).expanduser()
     if not p.is_absolute():
         p = Path(ctx.file).resolve().parent / p
@@ -131,7 +132,7 @@ def _resolve_tokenizer(ctx: Any, node: yaml.Node, raw: Any) -> Path:
     return p
 
 
-def _ramp_up(ctx: Any, node: yaml.Node) -> dict[str, Any]:
+def _ramp_up(ctx: NodeReader, node: yaml.Node) -> dict[str, Any]:
     if not isinstance(node, yaml.MappingNode):
         raise ctx.err(node, "workload.ramp_up must be a mapping",
                       "write e.g. ramp_up: {strategy: linear, start_rps: 1, end_rps: 8}")
@@ -146,7 +147,7 @@ def _ramp_up(ctx: Any, node: yaml.Node) -> dict[str, Any]:
     return {"ramp_up": ramp.to_dict()}
 
 
-def parse_field(ctx: Any, key: str, node: yaml.Node) -> dict[str, Any]:
+def parse_field(ctx: NodeReader, key: str, node: yaml.Node) -> dict[str, Any]:
     """The plain entries one of these workload fields adds to the Spec's ``workload`` dict."""
     if key in ("input_len", "output_len"):
         return _length(ctx, key, node)
