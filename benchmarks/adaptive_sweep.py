@@ -34,9 +34,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from pytest_roofline.format.spec import load_spec  # noqa: E402
-from pytest_roofline.measure import adaptive  # noqa: E402
 from pytest_roofline.measure.loadgen import RequestRecord  # noqa: E402
 from pytest_roofline.measure.plan import PointPlan, plan_points  # noqa: E402
+from pytest_roofline.measure.plan import stopping as adaptive  # noqa: E402
 
 Z99 = 2.3263478740408408  # the standard normal 0.99 quantile
 NOTEBOOK_MINUTES = 8 * 3.0  # the seed's plan: 8 points, >= 3 min each

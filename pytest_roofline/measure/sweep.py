@@ -215,17 +215,18 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
     whose /metrics does not answer makes the point an error naming it. With several replicas and no such URLs the
     load balancer's /metrics (one replica's numbers at best) is not read at all.
 
-    ``stop_check``: an adaptive sweep's :class:`~pytest_roofline.measure.adaptive.AdaptiveStop`: the point ends
+    ``stop_check``: an adaptive sweep's :class:`~pytest_roofline.measure.plan.stopping.AdaptiveStop`: the point ends
     once its targets are decided (its ``summary`` becomes the point's ``adaptive`` section). A multi-process load
     generator cannot stop early: the point then runs to its cap, and the section says so."""
-    from pytest_roofline.measure import loadgen, stats, workloads
+    from pytest_roofline.measure import loadgen, stats
     from pytest_roofline.measure.engine import metrics
+    from pytest_roofline.measure.loadgen import datasets
 
     sampling = dict(spec.workload.get("sampling") or {})
     served = target.served_model_name
     if served is None:  # a started engine or a connected endpoint has learnt it from /v1/models
         raise PointError(f"point {plan.id}: the target has no served model name to send requests to")
-    shape = workload_shape(spec, plan, for_load=True)  # lengths, dataset, prefix, ramp-up: measure/workloads.py
+    shape = workload_shape(spec, plan, for_load=True)  # lengths, dataset, prefix, ramp-up: measure/loadgen/datasets.py
     # a workload.prefix_share's hits are deliberate: only hits beyond that share contaminate the point
     contamination = min(1.0, contamination + shape.prefix_share)
     load = loadgen.LoadSpec(
@@ -314,10 +315,10 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
                           loadgen=cast(LoadgenChecks, stats.loadgen_checks(result)))
     if len(results) > 1:  # every repeat's per-request file (the first is requests_file)
         record["requests_files"] = files  # type: ignore[typeddict-unknown-key]
-    if shape != workloads.ResolvedWorkload():  # the workload as run: its description and realised lengths
+    if shape != datasets.ResolvedWorkload():  # the workload as run: its description and realised lengths
         record["workload"] = {**shape.to_dict(),  # type: ignore
-                              "realised": workloads.realised([x for r in results for x in r.records])}
-    if stop_check is not None:  # the adaptive sweep's decision: looks, targets, why it stopped (measure/adaptive.py)
+                              "realised": datasets.realised([x for r in results for x in r.records])}
+    if stop_check is not None:  # the adaptive sweep's decision: looks, targets, why it stopped (plan/stopping.py)
         record["adaptive"] = {**stop_check.summary(result.records),  # type: ignore[typeddict-unknown-key]
                               "discarded": sum(1 for r in result.records if r.discarded),
                               "abort_settle_s": settle_s,
@@ -327,13 +328,13 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
 
 def workload_shape(spec: Spec, plan: PointPlan | None = None, *, for_load: bool = False,
                    workload: Mapping[str, Any] | None = None) -> Any:
-    """The file's shared workload description (``measure.workloads.resolve``); the batch-1 run keeps its fixed
+    """The file's shared workload description (``measure.loadgen.datasets.resolve``); the batch-1 run keeps its fixed
     lengths. A dataset is tokenized with the served model's tokenizer (the tiny model's own). ``workload``: a
     prediction's ``setup: {workload: ...}`` (already merged over the file's by format/spec.py) in its place."""
-    from pytest_roofline.measure import workloads
+    from pytest_roofline.measure.loadgen import datasets
 
     if plan is not None and plan.id == "batch1":
-        return workloads.ResolvedWorkload()
+        return datasets.ResolvedWorkload()
     model_dir = None
     if _is_tiny(spec):
         from pytest_roofline.measure.engine import tiny_model
@@ -344,7 +345,7 @@ def workload_shape(spec: Spec, plan: PointPlan | None = None, *, for_load: bool 
     args = spec.engine.get("args") or {}  # a chat dataset is counted with the template the server is given
     template = args.get("chat_template", args.get("chat-template"))
     try:
-        return workloads.resolve(spec.workload if workload is None else workload, model_dir=model_dir,
+        return datasets.resolve(spec.workload if workload is None else workload, model_dir=model_dir,
                                  for_load=for_load, chat_template=str(template) if template else None)
     except WorkloadError as exc:
         raise PointError(f"{spec.path}: {exc}") from None
@@ -632,17 +633,17 @@ class Measurements(MeasurementProvider):
         api_key = target.api_key
         order: Any = run.plans
         if spec.sweep.adaptive:  # the highest concurrency first (its latency verdicts decide the points below it),
-            from pytest_roofline.measure import adaptive  # then a knee's points as its bisection asks for them
+            from pytest_roofline.measure.plan import stopping  # then a knee's points as its bisection asks for them
 
-            order = adaptive.SweepOrder(run.plans, self.knee_only.get(spec.path, ()), spec.thresholds.knee_gain)
+            order = stopping.SweepOrder(run.plans, self.knee_only.get(spec.path, ()), spec.thresholds.knee_gain)
         decided: list[tuple[PointPlan, list[Any]]] = []
         measured_ids: set[str] = set()
         for i, plan in enumerate(order):
             stop: Any = None
             implied: list[Any] = []
             if spec.sweep.adaptive:
-                reduced, implied = adaptive.implied_by(plan, decided)
-                stop = adaptive.AdaptiveStop(reduced)
+                reduced, implied = stopping.implied_by(plan, decided)
+                stop = stopping.AdaptiveStop(reduced)
             t0 = time.monotonic()
             tracker = _PointTracker(self, Path(spec.path).name, plan, i + 1, len(run.plans))
             try:

@@ -20,10 +20,10 @@ from support.patience import bound_s
 
 from pytest_roofline.format.spec import load_spec
 from pytest_roofline.measure import loadgen, sweep
-from pytest_roofline.measure import workloads as mw
 from pytest_roofline.measure.engine import metrics as scrape
 from pytest_roofline.measure.engine import tiny_model as tinymodel
 from pytest_roofline.measure.loadgen import LoadSpec
+from pytest_roofline.measure.loadgen import datasets as mw
 from pytest_roofline.measure.plan import PointPlan
 from pytest_roofline.model import workload as wl
 

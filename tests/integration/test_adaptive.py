@@ -12,9 +12,9 @@ from support.openai_stub import StubServer
 from support.patience import bound_s
 
 from pytest_roofline.format.spec import loads_spec
-from pytest_roofline.measure import adaptive
 from pytest_roofline.measure.loadgen import LoadSpec, RequestRecord, run_load
 from pytest_roofline.measure.plan import DecisionTarget, PointPlan, plan_points
+from pytest_roofline.measure.plan import stopping as adaptive
 from pytest_roofline.quantities.analysis import throughput_knee
 
 

@@ -23,8 +23,8 @@ from support.paths import DATA
 from support.specs import tiny_cpu_spec
 
 from pytest_roofline.format.spec import load_spec
-from pytest_roofline.measure import workloads as mw
 from pytest_roofline.measure.loadgen import LoadSpec, run_load
+from pytest_roofline.measure.loadgen import datasets as mw
 from pytest_roofline.measure.loadgen._prompts import BodyTemplate, PromptMaker, request_body
 from pytest_roofline.model import workload as wl
 

@@ -17,8 +17,8 @@ from support.word_tokenizer import word_tokenizer
 
 from pytest_roofline.errors import SpecError, WorkloadError
 from pytest_roofline.format.spec import load_spec
-from pytest_roofline.measure import workloads as mw
 from pytest_roofline.measure.loadgen import LoadSpec
+from pytest_roofline.measure.loadgen import datasets as mw
 from pytest_roofline.measure.loadgen._prompts import BodyTemplate, PromptMaker, arrival_offsets
 from pytest_roofline.model import serving as sv
 from pytest_roofline.model import workload as wl

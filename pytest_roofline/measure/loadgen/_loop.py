@@ -744,7 +744,7 @@ class EventLoop:
         ``vllm/entrypoints/serve/utils/api_utils.py`` and ``vllm/v1/engine/async_llm.py`` at v0.32.0), so the
         GPU stops working on requests whose results nobody needs. The ones that already finished are kept in the
         record but marked too: a sample that kept the fast late requests and lost the slow ones would be biased,
-        and the stop check decided on the requests sent by the horizon alone (``measure/adaptive.py _cohort``)."""
+        and the stop check decided on the requests sent by the horizon alone (``measure/plan/stopping.py _cohort``)."""
         for conn in self.conns.values():  # still connecting: never sent, so dropped like the pending ones
             if conn.req is not None and conn.state in (CONNECTING, HANDSHAKE):
                 conn.req = None

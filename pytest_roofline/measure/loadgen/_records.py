@@ -71,7 +71,7 @@ class LoadSpec:
         dataset: the token lengths of a dataset's entries (``model.workload.DatasetLengths``) and
             ``dataset_prompts`` their token ids (completions API) or ``dataset_texts`` their prompt texts (chat
             API: the text is the one user message, and ``dataset.input_lens`` the prompt tokens the server is
-            expected to count, chat template included; ``measure.workloads``): request i sends entry
+            expected to count, chat template included; ``measure.loadgen.datasets``): request i sends entry
             ``dataset.entries(...)[i]``, with its own output length when the entry has one.
         prefix_share: the first ``floor(prefix_share x input_len)`` tokens of every prompt are common to all
             requests (``model.workload.prefix_lens``); exclusive with ``shared_prefix_len``.

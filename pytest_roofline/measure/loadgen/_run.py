@@ -93,7 +93,7 @@ def run_load(
         api_key: sent as ``Authorization: Bearer <key>``; never stored in records, errors or reprs.
         on_progress: optional callback receiving :class:`Progress`, called from the running thread.
         tls: the TLS context of an ``https`` URL (default: :func:`tls_context`, certificates verified).
-        stop_check: ends the measurement early (``measure.adaptive.AdaptiveStop``): ``wants_look(completed,
+        stop_check: ends the measurement early (``measure.plan.stopping.AdaptiveStop``): ``wants_look(completed,
             elapsed_s)`` is asked every 0.1 s; when it says yes it is called with the finished measured records,
             the window ``(measure start, oldest in-flight send)`` and the elapsed seconds, and a reason it returns
             stops the run: nothing more is sent, requests in flight finish and are recorded, an open loop's due

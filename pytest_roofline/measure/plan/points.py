@@ -4,7 +4,7 @@ Pure functions over a :class:`~pytest_roofline.format.spec.Spec`; no pytest impo
 
 Each point also carries the *decision targets* of the predictions that read it (:class:`DecisionTarget`): the
 tolerance band of a per-point prediction, in the SI unit of the statistic the adaptive sweep measures
-(``measure/adaptive.py``), so that a point can stop once every band is decided without this layer knowing the
+(``measure/plan/stopping.py``), so that a point can stop once every band is decided without this layer knowing the
 scoring rules. A prediction whose band depends on several points (a knee, Little's law's "at every point") gives
 no target; it is listed in :attr:`PointPlan.untargeted` and reads the point at whatever count it stops.
 """
@@ -26,7 +26,7 @@ __all__ = ["PointPlan", "DecisionTarget", "plan_points", "needs_engine", "target
 class DecisionTarget:
     """The band a per-point prediction's measured statistic must fall in (SI units; None: unbounded side).
 
-    ``statistic`` names what ``measure/adaptive.py`` computes from the point's requests, with an interval:
+    ``statistic`` names what ``measure/plan/stopping.py`` computes from the point's requests, with an interval:
     ``output_throughput`` / ``request_throughput`` (tok/s, req/s over the steady window), ``per_request_throughput``
     (the mean of each request's tok/s), ``ttft_p99``, ``tpot_p50``, ``e2e_mean``, ``itl_p99`` ... (seconds)."""
 
