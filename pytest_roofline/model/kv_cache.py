@@ -51,8 +51,8 @@ from pytest_roofline.errors import ModelArchError
 from pytest_roofline.model import vllm_defaults
 
 
-class ModelArch(Protocol):
-    """What the layout reads of :class:`pytest_roofline.model.architecture.ModelArch` (which imports this
+class ArchShape(Protocol):
+    """What the layout reads of :class:`pytest_roofline.model.model_arch.ModelArch` (which imports this
     module, so it is described here rather than imported)."""
 
     @property
@@ -68,11 +68,12 @@ class ModelArch(Protocol):
         ...
 
 
-class Setup(Protocol):
-    """What :func:`setup_capacity` reads of :class:`pytest_roofline.model.setup.Setup`."""
+class CapacitySetup(Protocol):
+    """What :func:`setup_capacity` reads of :class:`pytest_roofline.model.setup.Setup` (which imports this
+    module)."""
 
     @property
-    def model(self) -> ModelArch: ...
+    def model(self) -> ArchShape: ...
     @property
     def block_size(self) -> int: ...
     @property
@@ -91,6 +92,8 @@ class Setup(Protocol):
     def input_len(self) -> int: ...
     @property
     def output_len(self) -> int: ...
+    @property
+    def pipeline_parallel_size(self) -> int: ...
 
 __all__ = [
     "KVCacheGroup",
@@ -186,7 +189,7 @@ def _version(engine_version: str | None) -> vllm_defaults.VllmVersion:
 
 
 def kv_cache_layout(
-    arch: ModelArch,
+    arch: ArchShape,
     *,
     block_size: int,
     kv_dtype: str = "bf16",
@@ -289,14 +292,14 @@ def kv_capacity(
     return KVCapacity(num_blocks, per_request, conc, tokens, rule)
 
 
-def setup_capacity(setup: Setup, num_blocks: int, max_model_len: int | None = None) -> KVCapacity | None:
+def setup_capacity(setup: CapacitySetup, num_blocks: int, max_model_len: int | None = None) -> KVCapacity | None:
     """The reported tokens and concurrency for ``setup``'s pool of ``num_blocks`` blocks, where its model
     has sliding-window layers (None for a model whose layers are all full attention, and at pipeline
     parallelism > 1, not modelled here: the caller keeps ``num_blocks x block_size`` and
     ``num_blocks / cdiv(len, block_size)``). ``max_model_len`` defaults to the setup's, else the model's
     ``max_position_embeddings`` (vLLM's default), else input + output tokens."""
     arch = setup.model
-    if not (arch.sliding_window and arch.num_sliding_layers) or getattr(setup, "pipeline_parallel_size", 1) != 1:
+    if not (arch.sliding_window and arch.num_sliding_layers) or setup.pipeline_parallel_size != 1:
         return None
     length = max_model_len or setup.max_model_len or arch.max_position_embeddings or setup.input_len + setup.output_len
     layout = kv_cache_layout(arch, block_size=setup.block_size, kv_dtype=setup.kv_dtype,
