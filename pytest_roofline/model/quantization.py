@@ -43,6 +43,7 @@ from typing import Any
 
 from pytest_roofline.errors import ModelConfigError
 from pytest_roofline.model import dtypes
+from pytest_roofline.model.model_arch import ModelArch
 
 __all__ = ["QuantMethod", "QuantScheme", "from_hf_quantization_config", "from_spec", "from_vllm_name",
            "weight_bytes", "quantized_linear_param_count", "VLLM_QUANTIZATION_NAMES"]
@@ -172,7 +173,7 @@ class QuantScheme:
 # --------------------------------------------------------------------------- the linears of a model
 
 
-def _linears(arch: Any) -> Iterator[tuple[str, int, int, int]]:
+def _linears(arch: ModelArch) -> Iterator[tuple[str, int, int, int]]:
     """(HF module name, out_features, in_features, how many) of every decoder linear a scheme may quantize."""
     h, q = arch.hidden_size, arch.num_attention_heads * arch.head_dim
     kv = arch.num_kv_heads * arch.head_dim
@@ -196,7 +197,7 @@ def _linears(arch: Any) -> Iterator[tuple[str, int, int, int]]:
                 yield f"{p}.mlp.{proj}", o, k, 1
 
 
-def _quantized_linears(scheme: QuantScheme, arch: Any) -> Iterator[tuple[int, int, int]]:
+def _quantized_linears(scheme: QuantScheme, arch: ModelArch) -> Iterator[tuple[int, int, int]]:
     for name, o, k, count in _linears(arch):
         if scheme.is_converted(name):
             yield o, k, count
@@ -204,19 +205,19 @@ def _quantized_linears(scheme: QuantScheme, arch: Any) -> Iterator[tuple[int, in
         yield arch.vocab_size, arch.hidden_size, 1
 
 
-def quantized_linear_param_count(scheme: QuantScheme, arch: Any) -> int:
+def quantized_linear_param_count(scheme: QuantScheme, arch: ModelArch) -> int:
     """Parameters a scheme stores quantized (the rest stay at the activation dtype)."""
     return sum(o * k * n for o, k, n in _quantized_linears(scheme, arch))
 
 
-def weight_bytes(scheme: QuantScheme, arch: Any, activation_dtype: str = "bf16") -> float:
+def weight_bytes(scheme: QuantScheme, arch: ModelArch, activation_dtype: str = "bf16") -> float:
     """Bytes of ``arch``'s weights under ``scheme``; full-width tensors at ``activation_dtype``.
 
     A nominal model (parameters only) has no breakdown: every parameter counts as a quantized weight in groups
     along an unknown input width (scales are then ``P / group_size``)."""
     full_bytes = dtypes.DTYPES[dtypes.canonical(activation_dtype)].weight_bytes or 2.0
     total = float(arch.param_count())
-    if getattr(arch, "is_nominal", False):
+    if arch.is_nominal:
         b = total * scheme.weight_bits / 8.0
         if scheme.granularity is ScaleGranularity.GROUP and scheme.group_size:
             groups = total / scheme.group_size
