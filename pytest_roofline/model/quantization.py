@@ -39,7 +39,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pytest_roofline.errors import ModelConfigError
 from pytest_roofline.model import dtypes
@@ -68,6 +68,10 @@ class ScaleGranularity(enum.StrEnum):
     BLOCK = "block"  # one scale per (block_n x block_k) tile (DeepSeek-style FP8)
 
 
+#: how a quantized weight element is stored: an integer code (AWQ, GPTQ, int8) or a float (FP8 e4m3, FP4)
+WeightType = Literal["int", "float"]
+
+
 #: vLLM ``--quantization`` names this module understands -> the method they read a checkpoint as
 #: (vllm/model_executor/layers/quantization/__init__.py ``QuantizationMethods``, v0.10.0: the *_marlin kernels
 #: read the same checkpoints as awq/gptq; fbgemm_fp8 and ptpc_fp8 are FP8 weights with FP8 activations)
@@ -86,7 +90,7 @@ class QuantScheme:
 
     method: QuantMethod
     weight_bits: float  # bits per quantized weight element
-    weight_type: str = "int"  # "int" or "float" (fp8 e4m3 weights are float)
+    weight_type: WeightType = "int"
     granularity: ScaleGranularity = ScaleGranularity.GROUP
     group_size: int | None = 128  # input elements per scale (GROUP); None otherwise
     block_shape: tuple[int, int] | None = None  # (n, k) of a scale tile (BLOCK)
@@ -399,7 +403,8 @@ def from_spec(spec: Mapping[str, Any]) -> QuantScheme:
     acts = str(spec.get("activations", "quantized" if w8a8 else "none")).lower()
     if acts not in ("quantized", "none"):
         raise ModelConfigError(f"model.quantization.activations: {acts!r} is not quantized or none")
-    wtype = str(spec.get("weight_type", "float" if method is QuantMethod.FP8 else "int"))
+    wtype: WeightType = (
+        "float" if str(spec.get("weight_type", "float" if method is QuantMethod.FP8 else "int")) == "float" else "int")
     return QuantScheme(method, bits, wtype, gran, gs,
                        zero_point=bool(spec.get("zero_point", method is QuantMethod.AWQ)),
                        scale_bytes=float(spec.get("scale_bytes", 2.0)), activations_quantized=acts == "quantized",
