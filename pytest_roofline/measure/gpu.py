@@ -41,7 +41,7 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pytest_roofline.errors import GPUDetectionError
 from pytest_roofline.units import GIB, KIB, MIB
@@ -86,6 +86,10 @@ _AMD_DEVICE_IDS = {"0x74a1": "AMD Instinct MI300X", "0x7408": "AMD Instinct MI25
 _MI250X_CUS_PER_GCD = 110   # 220 CUs per module over 2 GCDs; the MI250 has 208 (104 per GCD)
 
 
+#: the tool that answered for the GPU (``DetectedGPU.tool``)
+GpuTool = Literal["nvidia-smi", "amd-smi", "rocm-smi"]
+
+
 @dataclass
 class DetectedGPU:
     name: str
@@ -98,7 +102,7 @@ class DetectedGPU:
     variant: str | None = None          # catalog id, None when not in the catalog
     count: int = 1                      # GPUs visible with this detection
     others: list[str] = field(default_factory=list)  # names of other, different GPUs if mixed
-    tool: str = "nvidia-smi"            # which tool answered: nvidia-smi, amd-smi or rocm-smi
+    tool: GpuTool = "nvidia-smi"        # which tool answered
     device_id: str | None = None        # PCI device id (AMD tools report it), e.g. "0x74a1"
     compute_units: int | None = None    # compute units (amd-smi), e.g. 304 on an MI300X
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pytest_roofline import redact
 from pytest_roofline.errors import NotMeasured, PointError, SpecError, WorkloadError
@@ -30,8 +30,20 @@ from pytest_roofline.measure.results import RecordedMeasurement, ResultsWriter, 
 from pytest_roofline.measure.target import MeasurementProvider, Target
 from pytest_roofline.model import hardware as hw_mod
 from pytest_roofline.model.tiny import TINY_MODEL
-from pytest_roofline.quantities.measurement import ClientStats, EngineReport, LoadgenChecks, PointRecord, ServerStats
+from pytest_roofline.quantities.measurement import (
+    ClientStats,
+    EngineReport,
+    LoadgenChecks,
+    PointMode,
+    PointRecord,
+    ServerStats,
+)
 from pytest_roofline.units import GIB
+
+if TYPE_CHECKING:
+    from pytest_roofline.measure.engine import Device
+    from pytest_roofline.measure.loadgen import Api
+    from pytest_roofline.measure.plan.stopping import AdaptiveStop
 
 __all__ = ["Measurements", "engine_config_for", "TINY_MODEL", "run_point", "default_request_timeout_s",
            "failed_point_reason", "ALLOWED_FAILED_REQUESTS", "replica_count", "replica_metrics_for"]
@@ -142,7 +154,7 @@ def _engine_arg_line(path: str, key: str) -> int | None:
 _MULTI_NODE_ARGS = ("nnodes", "node_rank", "data_parallel_size_local", "data_parallel_address")
 
 
-def engine_config_for(spec: Spec, *, device: str, gpus_visible: int | None = None) -> Any:
+def engine_config_for(spec: Spec, *, device: Device, gpus_visible: int | None = None) -> Any:
     """The vLLM launch configuration a prediction file describes (``engine.args`` map to CLI flags).
 
     ``gpus_visible``: the GPUs detected on this machine; a single-node ``mp`` run whose tensor x pipeline x data
@@ -205,7 +217,8 @@ def engine_config_for(spec: Spec, *, device: str, gpus_visible: int | None = Non
 def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, token_id_range: tuple[int, int],
               contamination: float, api_key: str | None = None,
               on_progress: Callable[[Any], None] | None = None,
-              replica_metrics: list[str] | None = None, stop_check: Any = None) -> PointRecord:
+              replica_metrics: list[str] | None = None, stop_check: AdaptiveStop | None = None
+              ) -> PointRecord:
     """Measure one point: offer the load, scrape /metrics around and during it, summarise both sides.
     ``on_progress`` receives the load generator's ``loadgen.Progress`` while the load runs.
 
@@ -236,7 +249,7 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
         input_len=plan.input_len, output_len=plan.output_len, seed=int(spec.workload.get("seed", 0)),
         point_id=plan.id, shared_prefix_len=int(spec.workload.get("shared_prefix_len", 0)), extra_body=sampling,
         request_timeout_s=spec.sweep.request_timeout_s or default_request_timeout_s(plan.input_len, plan.output_len),
-        max_failures=ALLOWED_FAILED_REQUESTS, api=str(spec.workload.get("api", "completions")),
+        max_failures=ALLOWED_FAILED_REQUESTS, api=cast("Api", str(spec.workload.get("api", "completions"))),
         processes=spec.sweep.load_processes,  # sweep.processes (auto is 1 when adaptive: format/spec.py)
         **shape.load_kwargs(),
     )
@@ -395,7 +408,7 @@ class _LiveMeasurement(RecordedMeasurement):
         except NotMeasured:
             for pid, err in self.run.failed.items():
                 p = next((p for p in self.run.plans if p.id == pid), None)
-                if p and ((concurrency is not None and p.concurrency == concurrency and p.mode == "closed")
+                if p and ((concurrency is not None and p.concurrency == concurrency and p.mode == PointMode.CLOSED)
                           or (rate is not None and p.rate_req_s == rate)):
                     raise err from None
             raise

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from numbers import Real
-from typing import Any, Protocol, TypedDict, cast, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, cast, runtime_checkable
 
 from pytest_roofline.errors import PointError
 
@@ -32,7 +32,8 @@ __all__ = [
     "Distribution", "LittlesLaw", "ClientStats", "ServerStats", "TimelineSample", "LoadgenChecks", "PointRecord",
     "CrossCheck", "EngineReport", "PointMode", "Measurement", "point_id", "point_mode", "client_stats", "server_stats",
     "client_value", "server_value", "concurrency", "prefix_cache_hit_rate", "is_sweep_point", "BATCH1_ID",
-    "client_number", "server_number", "measured_number", "point_failure", "Interval",
+    "client_number", "server_number", "measured_number", "point_failure", "Interval", "IntervalMethod",
+    "TimestampSource", "StopCheck",
 ]
 
 #: the id of the batch-1 point (``sweep.batch1``), kept apart from the concurrency sweep
@@ -46,6 +47,13 @@ class PointMode(StrEnum):
     OPEN = "open"  # requests arrive on a seeded schedule at ``rate_req_s``
 
 
+#: where a load's chunk arrival times came from (``loadgen.timestamp_source``): kernel receive stamps
+#: (SO_TIMESTAMPNS), ``perf_counter`` at read in user space, or both over a multi-process run
+TimestampSource = Literal["kernel", "user", "mixed"]
+#: how an :class:`Interval` was computed (``Interval.method``; ``measure.stats.INTERVAL_METHODS``)
+IntervalMethod = Literal["order-statistic", "bootstrap", "batch-means", "repeats"]
+
+
 class Distribution(TypedDict, total=False):
     """Summary statistics of one per-request metric, in the unit its key names (``ttft_ms`` → ms)."""
 
@@ -56,7 +64,7 @@ class Distribution(TypedDict, total=False):
     p99: float | None
     count: float | None  # server-side histograms: how many observations the delta holds
     # server-side histograms only: the percentiles are estimates interpolated in vLLM's buckets
-    estimated_from: str  # "histogram buckets"
+    estimated_from: Literal["histogram buckets"]
     exact: list[str]  # the statistics that are exact: ["count", "mean"]
     resolution_ms: dict[str, list[float | None]]  # per percentile: [lower, upper] edge of its bucket (None: +Inf)
 
@@ -146,7 +154,7 @@ class LoadgenChecks(TypedDict, total=False):
     """A point's ``loadgen`` object: the load generator's self-checks of its run (``measure.stats.loadgen_checks``),
     so a results file shows how it was measured."""
 
-    timestamp_source: str  # "kernel" (SO_TIMESTAMPNS receive stamps) | "user" (perf_counter at read) | "mixed"
+    timestamp_source: TimestampSource  # kernel: SO_TIMESTAMPNS receive stamps; user: perf_counter at read
     read_lag_ms: dict[str, float] | None  # kernel stamp → user-space read: p50, p99, max; None without kernel stamps
     coalesced_chunks: int  # token chunks that arrived in the same read as the previous chunk of their request
     clock_offset_drift_ns: int  # change of CLOCK_REALTIME − CLOCK_MONOTONIC over the run (a stepped wall clock)
@@ -163,7 +171,7 @@ class PointRecord(TypedDict, total=False):
     """One sweep point of a results file (``docs/results-schema.md``, "Point")."""
 
     id: str
-    mode: str  # a PointMode value
+    mode: PointMode  # read back from JSON it is the plain string, equal to the member (point_mode() checks it)
     concurrency: int | None
     rate_req_s: float | None
     burstiness: float
@@ -224,7 +232,7 @@ class Interval:
     lo: float
     hi: float
     level: float
-    method: str
+    method: IntervalMethod
     n: int
     note: str = ""
     #: The quantile (0..1) an order-statistic interval is of; ``None`` for means and rates.
@@ -266,7 +274,8 @@ class Interval:
         lo, hi = d.get("lo"), d.get("hi")
         return cls(estimate=float(d["estimate"]), lo=-math.inf if lo is None else float(lo),
                    hi=math.inf if hi is None else float(hi), level=float(d.get("level", 0.95)),
-                   method=str(d.get("method", "")), n=int(d.get("n", 0)), note=str(d.get("note", "")),
+                   method=cast(IntervalMethod, str(d.get("method", ""))), n=int(d.get("n", 0)),
+                   note=str(d.get("note", "")),
                    quantile=None if d.get("quantile") is None else float(d["quantile"]))
 
     def text(self, unit: str = "", scale: float = 1.0, digits: int = 3) -> str:
@@ -284,6 +293,20 @@ class Interval:
         elif not math.isfinite(self.lo):
             out += f": no lower bound at {self.level:.0%}"
         return out
+
+
+class StopCheck(Protocol):
+    """What the load generator asks while a point runs, to end its measurement early (an adaptive sweep's
+    ``measure.plan.stopping.AdaptiveStop``): whether to look now, and, looking, whether to stop and why."""
+
+    def wants_look(self, completed: int, elapsed_s: float) -> bool:
+        """Look now, ``completed`` measured requests having finished ``elapsed_s`` seconds into the measurement?"""
+        ...
+
+    def __call__(self, records: Sequence[Any], window_s: tuple[float, float], elapsed_s: float) -> str | None:
+        """The finished measured records (``loadgen.RequestRecord``), the window ``(measure start, oldest in-flight
+        send)`` and the elapsed seconds: the reason to stop now, or None to go on."""
+        ...
 
 
 @runtime_checkable

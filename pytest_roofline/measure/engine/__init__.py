@@ -37,7 +37,7 @@ What the engine says about itself lives here too. The modules:
 from __future__ import annotations
 
 from pytest_roofline.errors import EndpointError, EngineDied, EngineError, EngineStartError
-from pytest_roofline.measure.engine._config import EngineConfig
+from pytest_roofline.measure.engine._config import Device, EngineConfig, ExecutorBackend
 from pytest_roofline.measure.engine._endpoint import Endpoint
 from pytest_roofline.measure.engine._engine import Engine
 from pytest_roofline.measure.engine._process import free_port, process_group_members
@@ -45,6 +45,8 @@ from pytest_roofline.measure.engine._report import build_report, engine_version_
 
 __all__ = [
     "EngineConfig",
+    "Device",
+    "ExecutorBackend",
     "Engine",
     "Endpoint",
     "EngineError",

@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast, get_args
 
 from pytest_roofline import redact
 from pytest_roofline.format.engine_command import check_command, expand_command
@@ -19,7 +19,8 @@ __all__ = ["EngineConfig", "VLLM_ENTRYPOINT", "redact_env", "EXECUTOR_BACKENDS",
 #: ``--distributed-executor-backend`` takes ``ray``, ``mp``, ``uni`` and ``external_launcher``
 #: (vllm/config/parallel.py ``DistributedExecutorBackend`` at v0.11.0 and v0.32.0); ``uni`` is one worker in the
 #: engine process and ``external_launcher`` is torchrun's, neither a server's multi-worker mode, so only these two.
-EXECUTOR_BACKENDS = ("mp", "ray")
+ExecutorBackend = Literal["mp", "ray"]
+EXECUTOR_BACKENDS: tuple[ExecutorBackend, ...] = get_args(ExecutorBackend)
 
 
 def cpu_threads_bind(world_size: int, cpus: list[int]) -> str | None:
@@ -53,13 +54,17 @@ def redact_env(env: Mapping[str, str]) -> dict[str, str]:
     return redact.redact_mapping(env)
 
 
+#: where the engine runs (``EngineConfig.device``): a GPU, or vLLM's CPU backend
+Device = Literal["cuda", "cpu"]
+
+
 @dataclass
 class EngineConfig:
     """How to launch one vLLM server. ``None`` means "vLLM's default" (the flag is not passed)."""
 
     model: str
     served_model_name: str | None = None
-    device: str = "cuda"  # "cuda" | "cpu"
+    device: Device = "cuda"
     dtype: str | None = None
     max_model_len: int | None = None
     tensor_parallel_size: int = 1
@@ -68,7 +73,7 @@ class EngineConfig:
     # parallel workers (world_size())
     pipeline_parallel_size: int = 1
     data_parallel_size: int = 1
-    distributed_executor_backend: str | None = None  # None = vLLM's choice (mp on one node); "mp" | "ray"
+    distributed_executor_backend: ExecutorBackend | None = None  # None = vLLM's choice (mp on one node)
     gpu_memory_utilization: float | None = None
     block_size: int | None = None
     max_num_seqs: int | None = None
@@ -94,7 +99,7 @@ class EngineConfig:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
         if self.distributed_executor_backend is not None:
-            self.distributed_executor_backend = str(self.distributed_executor_backend)
+            self.distributed_executor_backend = cast(ExecutorBackend, str(self.distributed_executor_backend))
             if self.distributed_executor_backend not in EXECUTOR_BACKENDS:
                 raise ValueError(f"distributed_executor_backend must be one of {', '.join(EXECUTOR_BACKENDS)}, "
                                  f"got {self.distributed_executor_backend!r}")

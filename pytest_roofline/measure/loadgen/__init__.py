@@ -40,11 +40,22 @@ from pytest_roofline.errors import LoadgenError
 from pytest_roofline.measure.loadgen._http1 import completions_url, target_url, tls_context
 from pytest_roofline.measure.loadgen._multiproc import resolve_processes, usable_cores
 from pytest_roofline.measure.loadgen._prompts import arrival_offsets, build_prompt, request_body
-from pytest_roofline.measure.loadgen._records import LoadResult, LoadSpec, Progress, RequestRecord
+from pytest_roofline.measure.loadgen._records import (
+    APIS,
+    Api,
+    LoadResult,
+    LoadSpec,
+    Progress,
+    RequestRecord,
+    RequestStatus,
+)
 from pytest_roofline.measure.loadgen._run import run_load
 
 __all__ = [
     "LoadSpec",
+    "Api",
+    "APIS",
+    "RequestStatus",
     "RequestRecord",
     "LoadResult",
     "Progress",

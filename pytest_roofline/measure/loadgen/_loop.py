@@ -45,6 +45,7 @@ from pytest_roofline.measure.loadgen._http1 import (
 from pytest_roofline.measure.loadgen._prompts import BodyTemplate, PromptMaker
 from pytest_roofline.measure.loadgen._records import LoadSpec, Progress, RequestRecord
 from pytest_roofline.measure.loadgen._sse import decode_completion_stream
+from pytest_roofline.quantities.measurement import StopCheck
 
 __all__ = ["EventLoop", "Phase", "clock_offset_ns"]
 
@@ -167,7 +168,7 @@ class EventLoop:
         self.coalesced = 0
         #: the adaptive sweep's stop check (``run_load(stop_check=...)``): once it gives a reason, nothing more is
         #: sent, requests in flight finish and are recorded, due but unsent ones are dropped (never recorded)
-        self.stop_check: Any = None
+        self.stop_check: StopCheck | None = None
         self.stopped: str | None = None
         self.measured: list[RequestRecord] = []  # finalised measured (non-warm-up) records, for the stop check
 
@@ -731,6 +732,7 @@ class EventLoop:
         self.finalize_all()
         sent = [r.sent for r in self.running.values() if r.sent is not None]
         horizon = min(sent) if sent else now
+        assert self.stop_check is not None  # _look runs only with a stop check
         reason = self.stop_check(self.measured, (ph.start, horizon), now - ph.start)
         if reason:
             self.stopped = str(reason)

@@ -51,6 +51,7 @@ import numpy as np
 
 from pytest_roofline.errors import LoadgenError
 from pytest_roofline.measure.loadgen._records import LoadResult, LoadSpec, Progress
+from pytest_roofline.quantities.measurement import PointMode
 
 __all__ = ["Part", "resolve_processes", "run_processes", "usable_cores", "CLIENT_CPU_S_PER_TOKEN"]
 
@@ -102,7 +103,7 @@ def resolve_processes(spec: LoadSpec, cores: int | None = None) -> int:
     """
     want = spec.processes
     if want == "auto":
-        if spec.mode == "open":
+        if spec.mode == PointMode.OPEN:
             tok_s = float(spec.rate_req_s or 0.0) * spec.output_len
         else:
             tok_s = (spec.concurrency or 1) / AUTO_CLOSED_ITL_S

@@ -11,16 +11,21 @@ import dataclasses
 import datetime as _dt
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pytest_roofline.model import workload as _workload
+from pytest_roofline.quantities.measurement import PointMode, TimestampSource
 
 __all__ = ["LoadSpec", "RequestRecord", "LoadResult", "Progress", "RESERVED_BODY_KEYS"]
 
 # body fields the load generator owns; ``LoadSpec.extra_body`` may not override them
 RESERVED_BODY_KEYS = ("model", "prompt", "messages", "max_tokens", "max_completion_tokens", "stream")
 #: the APIs the load generator speaks (their routes: ``_http1.API_PATHS``)
-APIS = ("completions", "chat")
+#: the OpenAI API a load is sent to (``LoadSpec.api``; ``engine.api`` in a prediction file)
+Api = Literal["completions", "chat"]
+APIS: tuple[Api, ...] = get_args(Api)
+#: how a request ended (``RequestRecord.status``); discarded: left out of the sample by an adaptive stop
+RequestStatus = Literal["ok", "error", "discarded"]
 
 
 @dataclass(kw_only=True)
@@ -81,7 +86,7 @@ class LoadSpec:
 
     model: str
     token_id_range: tuple[int, int]
-    mode: str = "closed"
+    mode: PointMode = PointMode.CLOSED
     concurrency: int | None = None
     rate_req_s: float | None = None
     burstiness: float = 1.0
@@ -96,7 +101,7 @@ class LoadSpec:
     extra_body: dict[str, Any] = field(default_factory=dict)
     request_timeout_s: float = 600.0
     max_failures: int | None = None
-    api: str = "completions"
+    api: Api = "completions"
     processes: int | str = 1
     input_dist: _workload.LengthDist | None = None
     output_dist: _workload.LengthDist | None = None
@@ -123,9 +128,9 @@ class LoadSpec:
         """Raise ``ValueError`` when the spec is inconsistent."""
         if self.api not in APIS:
             raise ValueError(f"api must be one of {', '.join(APIS)}, not {self.api!r}")
-        if self.mode not in ("closed", "open"):
+        if self.mode not in tuple(PointMode):
             raise ValueError(f"mode must be 'closed' or 'open', not {self.mode!r}")
-        if self.mode == "closed":
+        if self.mode == PointMode.CLOSED:
             if not self.concurrency or self.concurrency < 1:
                 raise ValueError("closed loop needs concurrency >= 1")
         else:
@@ -179,7 +184,7 @@ class LoadSpec:
                 raise ValueError("dataset_prompts must hold each entry's token ids (dataset.input_lens long)")
             if self.prefix_share or self.shared_prefix_len:
                 raise ValueError("a shared prefix is for synthetic prompts, not a dataset's")
-        if self.ramp_up is not None and (self.mode != "open" or self.num_requests is None):
+        if self.ramp_up is not None and (self.mode != PointMode.OPEN or self.num_requests is None):
             raise ValueError("a ramp-up needs an open loop with num_requests (the rate rises over them)")
         if self.processes != "auto" and (isinstance(self.processes, bool) or not isinstance(self.processes, int)
                                          or self.processes < 1):
@@ -234,7 +239,7 @@ class RequestRecord:
     end_s: float | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
-    status: str = "error"
+    status: RequestStatus = "error"
     error: str | None = None
     http_status: int | None = None
     attempts: int = 1
@@ -326,7 +331,7 @@ class LoadResult:
     run_end_s: float
     wall_anchor: float
     perf_anchor_s: float
-    timestamp_source: str = "user"
+    timestamp_source: TimestampSource = "user"
     clock_offset_drift_ns: int = 0
     read_lag_ms: dict[str, float] | None = None
     url: str = ""

@@ -9,7 +9,6 @@ import gc
 import ssl
 import time
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -18,6 +17,7 @@ from pytest_roofline.measure.loadgen._loop import EventLoop, Phase, clock_offset
 from pytest_roofline.measure.loadgen._multiproc import Part
 from pytest_roofline.measure.loadgen._prompts import arrival_offsets
 from pytest_roofline.measure.loadgen._records import LoadResult, LoadSpec, Progress
+from pytest_roofline.quantities.measurement import PointMode, StopCheck, TimestampSource
 
 __all__ = ["run_load", "run_part"]
 
@@ -44,7 +44,7 @@ def _plan(loop: EventLoop, spec: LoadSpec, part: Part = WHOLE) -> list[Phase]:
         ph.reqs = loop.build_many(warm, True)
         ph.next_index = w
         ph.stride = n
-        if spec.mode == "closed":
+        if spec.mode == PointMode.CLOSED:
             ph.cap = min(streams, len(warm))
         else:
             ph.schedule = arrival_offsets(spec, w, warmup=True)[k::n]
@@ -52,7 +52,7 @@ def _plan(loop: EventLoop, spec: LoadSpec, part: Part = WHOLE) -> list[Phase]:
         phases.append(ph)
     ph = Phase("measure", False)
     ph.stride = n
-    if spec.mode == "closed":
+    if spec.mode == PointMode.CLOSED:
         ph.cap = streams
         ph.total = part.share(spec.num_requests) if spec.num_requests is not None else None
         ph.duration = spec.duration_s
@@ -82,7 +82,7 @@ def run_load(
     api_key: str | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     tls: ssl.SSLContext | None = None,
-    stop_check: Any = None,
+    stop_check: StopCheck | None = None,
 ) -> LoadResult:
     """Offer the load described by ``spec`` to ``base_url`` and record every request.
 
@@ -132,7 +132,7 @@ def run_part(
     part: Part = WHOLE,
     sync: Callable[[str], float] | None = None,
     rid_nonce: str | None = None,
-    stop_check: Any = None,
+    stop_check: StopCheck | None = None,
 ) -> tuple[LoadResult, bytes]:
     """Run ``part``'s share of ``spec`` in this thread: the result (records with their run-wide indices) and
     the raw read lags (int64 ns) for pooling.  ``sync(phase_name)`` is called before each phase and returns
@@ -148,7 +148,7 @@ def run_part(
     try:
         phases = _plan(loop, spec, part)
         measure = phases[-1]
-        if spec.mode == "closed":
+        if spec.mode == PointMode.CLOSED:
             loop.phase.cap = max(1, measure.cap)
             loop.preconnect(max(1, measure.cap))
         else:
@@ -179,6 +179,7 @@ def run_part(
             gc.enable()
     records = [loop.records[i] for i in sorted(loop.records)]
     kernel_reads = len(loop.read_lag)
+    source: TimestampSource
     if kernel_reads and loop.ts_user_reads:
         source = "mixed"
     elif kernel_reads:

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pytest_roofline.format.spec import PredictedKind, Prediction, Spec
+from pytest_roofline.quantities.measurement import PointMode
 
 __all__ = ["PointPlan", "DecisionTarget", "plan_points", "needs_engine", "targets_for", "STATISTIC_OF_QUANTITY",
            "is_knee_only", "KNEE_QUANTITIES", "workload_override", "unmeasured_reason", "MODEL_ONLY_WORKLOAD_KEYS"]
@@ -58,7 +59,7 @@ class PointPlan:
     """One sweep point to measure."""
 
     id: str
-    mode: str  # closed | open
+    mode: PointMode
     concurrency: int | None
     rate_req_s: float | None
     num_requests: int | None
@@ -87,7 +88,7 @@ class PointPlan:
 def _closed(spec: Spec, c: int) -> PointPlan:
     sw = spec.sweep
     return PointPlan(
-        id=f"closed-c{c}", mode="closed", concurrency=c, rate_req_s=None,
+        id=f"closed-c{c}", mode=PointMode.CLOSED, concurrency=c, rate_req_s=None,
         num_requests=None if sw.duration_s else sw.num_requests(c), duration_s=sw.duration_s,
         # at least one warm-up request per client: every connection is open (and the server has accepted it)
         # before the measurement starts. With fewer, the CPU vLLM's API server was seen accepting the remaining
@@ -100,7 +101,7 @@ def _closed(spec: Spec, c: int) -> PointPlan:
 def _open(spec: Spec, rate: float) -> PointPlan:
     sw = spec.sweep
     return PointPlan(
-        id=f"open-r{rate:g}", mode="open", concurrency=None, rate_req_s=rate,
+        id=f"open-r{rate:g}", mode=PointMode.OPEN, concurrency=None, rate_req_s=rate,
         num_requests=None if sw.duration_s else (sw.requests_per_point or max(10, int(rate * 30))),
         duration_s=sw.duration_s, warmup_requests=sw.warmup,
         input_len=int(spec.workload.get("input_len", 1024)), output_len=int(spec.workload.get("output_len", 1024)),
@@ -115,7 +116,7 @@ def _batch1(spec: Spec, workload: Mapping[str, Any] | None = None) -> PointPlan:
         if workload is not None and workload.get(k) is not None and workload.get(k) != spec.workload.get(k):
             lens[k] = int(workload[k])
     return PointPlan(
-        id="batch1", mode="closed", concurrency=1, rate_req_s=None, num_requests=int(b1.get("requests", 4)),
+        id="batch1", mode=PointMode.CLOSED, concurrency=1, rate_req_s=None, num_requests=int(b1.get("requests", 4)),
         duration_s=None, warmup_requests=int(b1.get("warmup", 1)), input_len=lens["input_len"],
         output_len=lens["output_len"],
     )
@@ -178,7 +179,7 @@ def targets_for(spec: Spec, pred: Prediction, point: PointPlan) -> tuple[Decisio
         if band is None:
             return ()
         return (DecisionTarget(pred.quantity, stat, band[0], band[1], pred.id),)
-    if pred.quantity in ("goodput", "goodput_concurrency") and point.mode == "closed":
+    if pred.quantity in ("goodput", "goodput_concurrency") and point.mode == PointMode.CLOSED:
         pct = str(pred.at.get("percentile", spec.slo.get("percentile", "p99")))
         out = []
         for metric in ("ttft", "tpot"):
@@ -295,7 +296,8 @@ def is_knee_only(point: PointPlan, predictions: Iterable[Prediction]) -> bool:
     bisection does not need it: adaptive.knee_bisection)."""
     ids = set(point.untargeted) | {t.prediction_id for t in point.targets}
     quantities = {p.quantity for p in predictions if p.id in ids}
-    return bool(quantities) and quantities <= set(KNEE_QUANTITIES) and point.mode == "closed" and point.id != "batch1"
+    return (bool(quantities) and quantities <= set(KNEE_QUANTITIES) and point.mode == PointMode.CLOSED
+            and point.id != "batch1")
 
 
 #: quantities whose only use of the closed sweep is the throughput knee (bisection can find it: adaptive.py)

@@ -70,7 +70,7 @@ from pytest_roofline.measure import stats
 from pytest_roofline.measure.loadgen import RequestRecord
 from pytest_roofline.measure.plan import DecisionTarget, PointPlan
 from pytest_roofline.quantities.analysis import throughput_knee
-from pytest_roofline.quantities.measurement import PointRecord, client_number
+from pytest_roofline.quantities.measurement import PointMode, PointRecord, client_number
 
 __all__ = ["StoppingRule", "TargetDecision", "AdaptiveStop", "evaluate", "statistic_interval", "min_samples",
            "knee_bisection", "SweepOrder", "records_horizon", "adaptive_order", "implied_by", "replay_point",
@@ -425,7 +425,7 @@ class SweepOrder:
 
     def record(self, plan: PointPlan, point: PointRecord) -> None:
         """A measured closed-loop point's throughput (the steady-window figure where recorded, as the knee's)."""
-        if plan.mode != "closed" or plan.concurrency is None or plan.id == "batch1":
+        if plan.mode != PointMode.CLOSED or plan.concurrency is None or plan.id == "batch1":
             return
         x = client_number(point, "steady_output_throughput_tok_s") or client_number(point, "output_throughput_tok_s")
         if x:
@@ -494,7 +494,7 @@ def adaptive_order(plans: Sequence[PointPlan]) -> list[PointPlan]:
     concurrency down (a latency SLO met at a high concurrency is met below it: :func:`implied_by`), then the open
     loop as planned."""
     batch1 = [p for p in plans if p.id == "batch1"]
-    closed = sorted((p for p in plans if p.mode == "closed" and p.id != "batch1"),
+    closed = sorted((p for p in plans if p.mode == PointMode.CLOSED and p.id != "batch1"),
                     key=lambda p: -(p.concurrency or 0))
     rest = [p for p in plans if p not in batch1 and p not in closed]
     return batch1 + closed + rest
@@ -509,7 +509,7 @@ def implied_by(plan: PointPlan, earlier: Sequence[tuple[PointPlan, Sequence[Targ
     fall as concurrency rises: an upper-bound band (``<= 500 ms``) decided *inside* at a higher concurrency is
     inside here, and decided *outside* at a lower concurrency is outside here; a lower-bound band (``>= 100 ms``)
     the other way round."""
-    if plan.mode != "closed" or plan.concurrency is None:
+    if plan.mode != PointMode.CLOSED or plan.concurrency is None:
         return plan, []
     keep: list[DecisionTarget] = []
     dropped: list[TargetDecision] = []
@@ -517,7 +517,7 @@ def implied_by(plan: PointPlan, earlier: Sequence[tuple[PointPlan, Sequence[Targ
         implied = None
         if t.statistic.startswith(_LATENCY_PREFIXES) and (t.lo is None) != (t.hi is None):
             for q, decisions in earlier:
-                if q.mode != "closed" or q.concurrency is None or q.concurrency == plan.concurrency:
+                if q.mode != PointMode.CLOSED or q.concurrency is None or q.concurrency == plan.concurrency:
                     continue
                 d = next((d for d in decisions if d.target.prediction_id == t.prediction_id
                           and d.target.statistic == t.statistic and d.target.lo == t.lo and d.target.hi == t.hi),

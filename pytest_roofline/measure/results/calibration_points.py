@@ -11,6 +11,7 @@ from typing import Any
 
 from pytest_roofline.errors import CalibrationError
 from pytest_roofline.model.calibration import MeasuredPoint
+from pytest_roofline.quantities.measurement import PointMode
 
 __all__ = ["measured_points", "select_points", "parse_point_selector"]
 
@@ -37,11 +38,13 @@ def measured_points(doc: Mapping[str, Any], *, include_batch1: bool = False) -> 
         c = p.get("client") or {}
         if not c or not c.get("completed"):
             continue
-        mode = p.get("mode", "closed")
+        mode = p.get("mode", PointMode.CLOSED)
         out.append(MeasuredPoint(
             id=str(p.get("id")),
-            concurrency=int(p["concurrency"]) if p.get("concurrency") is not None and mode == "closed" else None,
-            rate_req_per_s=float(p["rate_req_s"]) if mode == "open" and p.get("rate_req_s") is not None else None,
+            concurrency=(int(p["concurrency"]) if p.get("concurrency") is not None and mode == PointMode.CLOSED
+                         else None),
+            rate_req_per_s=(float(p["rate_req_s"]) if mode == PointMode.OPEN and p.get("rate_req_s") is not None
+                            else None),
             burstiness=float(p.get("burstiness") or 1.0),
             num_requests=int(p["num_requests"]) if p.get("num_requests") else None,
             input_len=int(p.get("input_len") or wl.get("input_len") or 0) or None,

@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, Literal, TypedDict, cast
 
 from pytest_roofline import redact
 from pytest_roofline.errors import NotMeasured, ResultsError
@@ -40,7 +40,8 @@ from pytest_roofline.quantities.measurement import (
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "ResultsError", "ResultsWriter", "RecordedMeasurement", "load_results",
            "check_results", "new_results", "git_commit", "git_branch", "point_record", "ResultsData", "RunSetup",
            "HardwareSetup", "ModelSetup", "EngineSetup", "ErrorRecord", "PointRecord", "ClientStats", "ServerStats",
-           "EngineReport", "portable_setup", "resolved_setup"]
+           "EngineReport", "portable_setup", "resolved_setup",
+           "RunSetupMode", "ResultsSource", "ResultsStatus"]
 
 SCHEMA = "pytest-roofline/results"
 SCHEMA_VERSION = 1
@@ -50,6 +51,15 @@ class HardwareSetup(TypedDict, total=False):
     declared: str | None  # the catalog id the prediction file names
     detected: dict[str, Any] | None  # measure.gpu.DetectedGPU.to_dict(), None without a GPU
     reanchored_to: str | None  # --reanchor: the catalog id the model values were computed for
+
+
+#: how a results file's run was made (``setup.mode``): a sweep that started the engine, one against a running
+#: endpoint, numbers transcribed by hand, or another tool's files read in (``measure.results.peers``)
+RunSetupMode = Literal["engine", "endpoint", "transcribed", "imported"]
+#: who made the numbers (``source``): this load generator, a transcription, or the peer tool that measured them
+ResultsSource = Literal["measured", "transcribed", "vllm bench serve", "GuideLLM", "AIPerf"]
+#: where the run stands (``status``): points still being measured, all measured, stopped by an error
+ResultsStatus = Literal["running", "complete", "aborted"]
 
 
 class ModelSetup(TypedDict, total=False):
@@ -79,7 +89,7 @@ class RunSetup(TypedDict, total=False):
     model: ModelSetup
     engine: EngineSetup
     workload: dict[str, Any]
-    mode: str  # "engine" | "endpoint" | "transcribed"
+    mode: RunSetupMode
     commit: str | None
     host: str | None
 
@@ -95,10 +105,10 @@ class ResultsData(TypedDict, total=False):
 
     schema: str
     schema_version: int
-    source: str  # "measured" | "transcribed"
+    source: ResultsSource
     created_at: str
     updated_at: str
-    status: str  # "running" | "complete" | "aborted"
+    status: ResultsStatus
     transcription: Any
     setup: RunSetup
     engine_report: EngineReport | None
@@ -156,7 +166,7 @@ def git_branch(cwd: str | os.PathLike[str] | None = None) -> str | None:
     return None
 
 
-def new_results(setup: RunSetup | Mapping[str, Any], *, source: str = "measured") -> ResultsData:
+def new_results(setup: RunSetup | Mapping[str, Any], *, source: ResultsSource = "measured") -> ResultsData:
     now = _now()
     return {
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "source": source, "created_at": now, "updated_at": now,
@@ -206,7 +216,7 @@ class ResultsWriter:
                                     "log_tail": redact.redact_text(log_tail)})
         self.flush()
 
-    def finish(self, status: str = "complete") -> None:
+    def finish(self, status: ResultsStatus = "complete") -> None:
         self.data["status"] = status
         self.flush()
 

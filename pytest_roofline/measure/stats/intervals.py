@@ -14,17 +14,18 @@ import functools
 import math
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import get_args
 
 import numpy as np
 
-from pytest_roofline.quantities.measurement import Interval
+from pytest_roofline.quantities.measurement import Interval, IntervalMethod
 
 __all__ = ["Interval", "INTERVAL_METHODS", "percentile_interval", "mean_interval", "rate_interval",
            "requests_to_decide", "order_statistic_ranks", "min_samples_for_bound", "t_quantile", "t_half_width",
            "batch_means", "BATCHES", "MIN_BATCH"]
 
 #: How an :class:`Interval` was computed (``Interval.method``).
-INTERVAL_METHODS: tuple[str, ...] = ("order-statistic", "bootstrap", "batch-means", "repeats")
+INTERVAL_METHODS: tuple[IntervalMethod, ...] = get_args(IntervalMethod)
 
 
 def _as_array(samples: Iterable[float] | np.ndarray) -> np.ndarray:
@@ -162,7 +163,7 @@ def t_half_width(values: np.ndarray, level: float, next_repeats: int | None = No
     return t * s * math.sqrt(1.0 / k + 1.0 / next_repeats)
 
 
-def _t_interval(values: np.ndarray, level: float, method: str, n: int, note: str = "") -> Interval:
+def _t_interval(values: np.ndarray, level: float, method: IntervalMethod, n: int, note: str = "") -> Interval:
     k = int(values.size)
     est = float(values.mean())
     if k < 2:
@@ -188,7 +189,7 @@ def batch_means(values: np.ndarray, batches: int = BATCHES, min_batch: int = MIN
     return values[: k * size].reshape(k, size).mean(axis=1)
 
 
-def mean_interval(samples: Iterable[float] | np.ndarray, level: float = 0.95, method: str = "batch-means",
+def mean_interval(samples: Iterable[float] | np.ndarray, level: float = 0.95, method: IntervalMethod = "batch-means",
                   *, seed: int = 0, resamples: int = 2000) -> Interval:
     """The mean of ``samples`` with its confidence interval.
 

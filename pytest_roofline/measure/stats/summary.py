@@ -14,6 +14,7 @@ import numpy as np
 from pytest_roofline.measure.loadgen import LoadResult, RequestRecord
 from pytest_roofline.measure.stats.glossary import distribution, output_tokens, prompt_tokens
 from pytest_roofline.measure.stats.steady import steady_summary
+from pytest_roofline.quantities.measurement import PointMode
 
 __all__ = ["summarize", "summarize_records", "measurement_window_s", "measured_duration_s",
            "failure_reasons", "loadgen_checks"]
@@ -167,11 +168,12 @@ def summarize(result: LoadResult, *, steady_state: str | None = "detect", level:
     out.
     """
     out = summarize_records(
-        result.records, result.measure_start_s, open_loop=result.spec.mode == "open"
+        result.records, result.measure_start_s, open_loop=result.spec.mode == PointMode.OPEN
     )
     if steady_state is not None:
         out.update(steady_summary(result.records, result.measure_start_s, method=steady_state, level=level,
-                                  concurrency=result.spec.concurrency if result.spec.mode == "closed" else None))
+                                  concurrency=(result.spec.concurrency if result.spec.mode == PointMode.CLOSED
+                                               else None)))
     return out
 
 

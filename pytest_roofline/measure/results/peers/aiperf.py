@@ -28,7 +28,7 @@ from pytest_roofline.measure.results.peers._common import (
     open_point_id,
     results_document,
 )
-from pytest_roofline.quantities.measurement import Distribution, PointRecord
+from pytest_roofline.quantities.measurement import Distribution, PointMode, PointRecord
 
 __all__ = ["FORMAT", "is_aiperf", "load", "aiperf_point"]
 
@@ -86,9 +86,9 @@ def aiperf_point(doc: Mapping[str, Any], where: str) -> PointRecord:
     lg = _loadgen(doc)
     conc, rate = number(lg.get("concurrency")), number(lg.get("request_rate"))
     if rate:
-        mode, pid = "open", open_point_id(rate)
+        mode, pid = PointMode.OPEN, open_point_id(rate)
     elif conc:
-        mode, pid = "closed", closed_point_id(int(conc))
+        mode, pid = PointMode.CLOSED, closed_point_id(int(conc))
     else:
         raise ResultsError(f"{where}: input_config names neither a concurrency nor a request rate")
     lam = _avg(doc, "request_throughput")
@@ -113,7 +113,7 @@ def aiperf_point(doc: Mapping[str, Any], where: str) -> PointRecord:
     eff = _avg(doc, "effective_concurrency")
     if eff is not None:
         client["mean_in_flight"] = eff
-    if mode == "closed" and conc and lam is not None and w_ms is not None:
+    if mode == PointMode.CLOSED and conc and lam is not None and w_ms is not None:
         client["littles_law"] = {"L": conc, "lambda_req_s": lam, "W_s": w_ms / 1e3, "lambda_W": lam * w_ms / 1e3,
                                  "ratio": lam * w_ms / 1e3 / conc,
                                  "note": "L is AIPerf's --concurrency (its effective_concurrency is λ·W itself)"}
@@ -137,8 +137,8 @@ def aiperf_point(doc: Mapping[str, Any], where: str) -> PointRecord:
     isl = u_in if u_in is not None else isl
     osl = u_out if u_out is not None else osl
     return cast(PointRecord, {
-        "id": pid, "mode": mode, "concurrency": int(conc) if mode == "closed" and conc else None,
-        "rate_req_s": rate if mode == "open" else None,
+        "id": pid, "mode": mode, "concurrency": int(conc) if mode == PointMode.CLOSED and conc else None,
+        "rate_req_s": rate if mode == PointMode.OPEN else None,
         "input_len": int(round(isl)) if isl is not None else None,
         "output_len": int(round(osl)) if osl is not None else None,
         "num_requests": client["completed"], "duration_s": _seconds(doc, "benchmark_duration"),

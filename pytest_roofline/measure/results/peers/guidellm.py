@@ -33,7 +33,7 @@ from pytest_roofline.measure.results.peers._common import (
     open_point_id,
     results_document,
 )
-from pytest_roofline.quantities.measurement import Distribution, PointRecord
+from pytest_roofline.quantities.measurement import Distribution, PointMode, PointRecord
 
 __all__ = ["FORMAT", "is_guidellm", "load", "guidellm_point"]
 
@@ -84,11 +84,11 @@ def guidellm_point(bench: Mapping[str, Any], where: str) -> PointRecord:
     metrics = bench.get("metrics") or {}
     flags: list[str] = []
     if kind == "synchronous":
-        mode, conc, rate = "closed", 1, None
+        mode, conc, rate = PointMode.CLOSED, 1, None
     elif kind == "concurrent" and number(strategy.get("streams")):
-        mode, conc, rate = "closed", int(number(strategy.get("streams")) or 0), None
+        mode, conc, rate = PointMode.CLOSED, int(number(strategy.get("streams")) or 0), None
     elif kind in ("constant", "poisson") and number(strategy.get("rate")):
-        mode, conc, rate = "open", None, number(strategy.get("rate"))
+        mode, conc, rate = PointMode.OPEN, None, number(strategy.get("rate"))
         if kind == "constant":
             flags.append("GuideLLM constant rate: evenly spaced arrivals, not Poisson")
     else:
@@ -119,7 +119,7 @@ def guidellm_point(bench: Mapping[str, Any], where: str) -> PointRecord:
     if conc_avg is not None:
         client["mean_in_flight"] = conc_avg
     w_s = number((_ok(metrics, "request_latency") or {}).get("mean"))
-    if mode == "closed" and conc and lam is not None and w_s is not None:
+    if mode == PointMode.CLOSED and conc and lam is not None and w_s is not None:
         client["littles_law"] = {"L": float(conc), "lambda_req_s": lam, "W_s": w_s, "lambda_W": lam * w_s,
                                  "ratio": lam * w_s / conc,
                                  "note": "L is the configured streams (GuideLLM's request_concurrency is λ·W itself)"}
@@ -127,7 +127,7 @@ def guidellm_point(bench: Mapping[str, Any], where: str) -> PointRecord:
         not_reported["littles_law"] = ("needs a closed loop (synchronous / concurrent), requests_per_second and "
                                        "request_latency")
     return cast(PointRecord, {
-        "id": closed_point_id(conc) if mode == "closed" and conc else open_point_id(rate or 0.0),
+        "id": closed_point_id(conc) if mode == PointMode.CLOSED and conc else open_point_id(rate or 0.0),
         "mode": mode, "concurrency": conc, "rate_req_s": rate,
         "input_len": int(round(in_len)) if in_len is not None else None,
         "output_len": int(round(out_len)) if out_len is not None else None,

@@ -46,7 +46,7 @@ from pytest_roofline.measure.results.peers._common import (
     read_json_text,
     results_document,
 )
-from pytest_roofline.quantities.measurement import BATCH1_ID, Distribution, PointRecord
+from pytest_roofline.quantities.measurement import BATCH1_ID, Distribution, PointMode, PointRecord
 
 __all__ = ["FORMAT", "is_bench_serve", "read_bench_serve_file", "read_bench_dir", "bench_point"]
 
@@ -122,9 +122,9 @@ def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> 
             conc = int(number(doc.get("num_prompts")) or completed)
             flags.append("no --max-concurrency and no --request-rate: every request was sent at once (a burst), "
                          f"read as concurrency {conc}")
-        mode, pid = "closed", closed_point_id(conc)
+        mode, pid = PointMode.CLOSED, closed_point_id(conc)
     else:
-        mode, pid = "open", open_point_id(rate)
+        mode, pid = PointMode.OPEN, open_point_id(rate)
         if conc is not None:
             flags.append(f"open loop at {rate:g} req/s capped at --max-concurrency {conc}")
     if batch1:
@@ -159,7 +159,7 @@ def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> 
     if w_s is None and isinstance(lat, list) and lat and all(number(x) is not None for x in lat):
         w_s = statistics.fmean(float(x) for x in lat)  # seconds, one per request (kept since v0.30)
     lam = client["request_throughput_req_s"]
-    if mode == "closed" and w_s is not None and lam is not None:
+    if mode == PointMode.CLOSED and w_s is not None and lam is not None:
         client["littles_law"] = {
             "L": float(conc or 0), "lambda_req_s": lam, "W_s": w_s, "lambda_W": lam * w_s,
             "ratio": lam * w_s / conc if conc else None,
@@ -167,11 +167,11 @@ def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> 
                     "flight; λ = request_throughput, W = mean end-to-end latency"}
     else:
         not_reported["littles_law"] = ("needs the mean end-to-end latency (--percentile-metrics …,e2el) and a "
-                                       "closed loop (--max-concurrency)" if mode == "closed" else
+                                       "closed loop (--max-concurrency)" if mode == PointMode.CLOSED else
                                        "an open-loop file records no count of requests in flight")
     num_prompts = number(doc.get("num_prompts"))
     return cast(PointRecord, {
-        "id": pid, "mode": mode, "concurrency": conc if mode == "closed" else None,
+        "id": pid, "mode": mode, "concurrency": conc if mode == PointMode.CLOSED else None,
         "rate_req_s": rate, "burstiness": number(doc.get("burstiness")),
         "input_len": input_len, "output_len": output_len,
         "num_requests": int(num_prompts) if num_prompts is not None else None,
@@ -194,7 +194,7 @@ def _per_request_rate(doc: Mapping[str, Any], mode: str, conc: int | None,
             rates.sort()
             return cast(Distribution, {"mean": statistics.fmean(rates), "p50": statistics.median(rates),
                                        "count": float(len(rates))})
-    if mode == "closed" and conc and output_tok_s is not None:
+    if mode == PointMode.CLOSED and conc and output_tok_s is not None:
         return cast(Distribution, {"mean": output_tok_s / conc,
                                    "estimated_from": "output throughput ÷ concurrency (no --save-detailed)"})
     return None
@@ -299,7 +299,7 @@ def _document(found: Sequence[tuple[Path, dict[str, Any]]], where: str, *, engin
         if d.get("_merged_note"):
             pt["flags"] = [*pt.get("flags", []), str(d["_merged_note"])]
         points.append(pt)
-    points.sort(key=lambda p: (p.get("id") != BATCH1_ID, p.get("mode") != "closed", p.get("concurrency") or 0,
+    points.sort(key=lambda p: (p.get("id") != BATCH1_ID, p.get("mode") != PointMode.CLOSED, p.get("concurrency") or 0,
                                p.get("rate_req_s") or 0.0))
     report, version = _engine_report(engine_log) if engine_log else (None, None)
     # the workload is the sweep's, not the batch-1 run's (the Day 3 batch-1 run generated 1,000 tokens, not 1,024)
