@@ -4,7 +4,7 @@
 tolerance bands on statistics of its requests (a throughput, a percentile, a mean). The load generator runs the
 point as usual and, at planned *looks* (from one round of the closed loop, ``max(2, C)`` completed requests, to
 the cap in a geometric progression, :attr:`StoppingRule.max_looks` of them at most), hands the finished requests
-to :class:`AdaptiveStop`. At each look every target gets its interval from ``measure/stats.py`` (the
+to :class:`AdaptiveStop`. At each look every target gets its interval from ``measure/stats`` (the
 order-statistic interval of a percentile, batch means of a mean, batch means over sub-windows of a throughput)
 and is
 

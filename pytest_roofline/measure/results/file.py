@@ -388,7 +388,7 @@ _POINT: dict[str, str] = {
     "id": _STR, "mode": _STR, "concurrency": _INT, "rate_req_s": _NUM, "burstiness": _NUM, "input_len": _INT,
     "output_len": _INT, "num_requests": _INT, "warmup_requests": _INT, "duration_s": _NUM, "client": _OBJ,
     "server": _OBJ, "contaminated": _BOOL, "flags": _LIST, "requests_file": _STR, "loadgen": _OBJ,
-    "workload": _OBJ,  # the workload as run (measure/workloads.py): distributions, dataset + sha256, realised lengths
+    "workload": _OBJ,  # the workload as run (loadgen/datasets.py): distributions, dataset + sha256, realised lengths
 }
 _ENGINE_REPORT: dict[str, str] = {
     **{k: _NUM for k in ("num_gpu_blocks", "block_size", "kv_cache_tokens", "available_kv_cache_gib",
