@@ -21,8 +21,8 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import FrozenInstanceError, asdict, dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import FrozenInstanceError, asdict, dataclass, field, fields, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -161,6 +161,26 @@ class Verdict:
             if d[k] is not None and not math.isfinite(d[k]):
                 d[k] = None
         return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Verdict:
+        """The verdict a :meth:`to_dict` dict holds (a pytest report's ``roofline``, across xdist too, or a stored
+        history row), final: turned back once at that boundary, so the reports read attributes, never keys.
+        Keys it does not know are left out; missing ones take the field's default ("" for the texts, the math
+        mode, SKIP)."""
+        known = {f.name for f in fields(cls)}
+        kwargs: dict[str, Any] = {"id": "", "quantity": "", "dimension": "", "mode": VerdictMode.MATH,
+                                  "status": VerdictStatus.SKIP, "reason": ""}
+        kwargs.update({k: v for k, v in d.items() if k in known})
+        return cls(**kwargs).final()
+
+    def amended(self, *, notes_before: Sequence[str] = (), notes_after: Sequence[str] = (),
+                reason_suffix: str = "") -> Verdict:
+        """A new final verdict with measurement notes added and the reason extended: the one way something said
+        after scoring (a results file that does not belong to the predictions, what a peer's file cannot say)
+        reaches a verdict; this one is left as it is."""
+        return replace(self, measured_notes=[*notes_before, *self.measured_notes, *notes_after],
+                       reason=self.reason + reason_suffix).final()
 
     def fmt(self, si: Any) -> str:
         return format_value(si, self.dimension, self.display_unit, digits=5) if not isinstance(si, str) else si

@@ -16,6 +16,7 @@ from typing import Any
 
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.history._records import RunRecord, RunSummary, SetupKey, StoredValue, prediction_key
+from pytest_roofline.scoring import Verdict
 
 __all__ = ["setup_key", "spec_setup_key", "topology_suffix", "relative_file", "stored_value", "results_for_file",
            "build_records"]
@@ -125,7 +126,7 @@ def results_for_file(results: Sequence[Mapping[str, Any]], file: str) -> Mapping
     return results[0] if len(results) == 1 else None
 
 
-def build_records(verdicts: Iterable[Mapping[str, Any]], *, setups: Mapping[str, SetupKey],
+def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Mapping[str, SetupKey],
                   results: Sequence[Mapping[str, Any]] = (), environment: Mapping[str, str] | None = None,
                   started_at: str, mode: str, commit: str | None = None, branch: str | None = None,
                   label: str | None = None, rootdir: str | os.PathLike[str] | None = None,
@@ -136,7 +137,8 @@ def build_records(verdicts: Iterable[Mapping[str, Any]], *, setups: Mapping[str,
     has none goes under the key of its file's name with unknown parts. ``drift_texts`` maps a prediction key to its
     YAML ``drift:`` text. The run id is left to the store (``HistoryStore.add`` gives it)."""
     groups: dict[SetupKey, list[Mapping[str, Any]]] = {}
-    for v in verdicts:
+    # the store keeps JSON: a Verdict becomes its dict form here, at the history's boundary
+    for v in (x.to_dict() if isinstance(x, Verdict) else x for x in verdicts):
         file = str(v.get("file") or "")
         key = setups.get(file) or SetupKey("unknown", "unknown", "unknown")
         groups.setdefault(key, []).append(v)

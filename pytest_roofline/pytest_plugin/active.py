@@ -31,6 +31,7 @@ from pytest_roofline.pytest_plugin.session import (
 )
 from pytest_roofline.report.scorecard import write_scorecard
 from pytest_roofline.report.terminal import drift_lines, summary_table
+from pytest_roofline.scoring import Verdict
 
 __all__ = ["activate", "VerdictCollector", "VERDICTS_PLUGIN", "HTML_PLUGIN", "measurements", "finish_report",
            "collection_finish", "terminal_summary", "session_finish"]
@@ -69,8 +70,8 @@ class VerdictCollector:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         verdict = getattr(report, "roofline", None)
-        if verdict:
-            self.rs.reported_verdicts[report.nodeid] = dict(verdict)
+        if verdict:  # its dict form, as it crossed from a worker: turned back into a Verdict here, once
+            self.rs.reported_verdicts[report.nodeid] = Verdict.from_dict(verdict)
         drift = getattr(report, "roofline_drift", None)
         if drift:
             self.rs.reported_drifts[report.nodeid] = dict(drift)
@@ -158,7 +159,8 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, rs: RooflineS
             for line in rs.provider.summary_lines():
                 terminalreporter.write_line(line)
     if rs.history_enabled:  # the drift section is not the table: --no-roofline-summary keeps it
-        drifts = [(r.roofline["id"], r.roofline_drift) for r in reports if getattr(r, "roofline_drift", None)]
+        drifts = [(Verdict.from_dict(r.roofline).id, r.roofline_drift) for r in reports
+                  if getattr(r, "roofline_drift", None)]
         lines = drift_lines(drifts, rs.drift_policy.describe(), verbosity=verbosity, width=width)
         if lines and verbosity > -2:
             terminalreporter.write_sep("-" if rs.show_summary else "=", "roofline drift")
@@ -189,7 +191,7 @@ def _write_scorecard(session: pytest.Session, rs: RooflineSession) -> None:
     if not rs.scorecard:
         return
     # the verdicts scored in this process, or (an xdist controller scores none) those the workers' reports carried
-    verdicts = [v.to_dict() for v in rs.verdicts] or list(rs.reported_verdicts.values())
+    verdicts = list(rs.verdicts) or list(rs.reported_verdicts.values())
     path = write_scorecard(list(rs.specs.values()), verdicts, session_results(rs), mode=rs.mode,
                            path=Path(rs.scorecard), drifts=_drifts_by_verdict(rs) if rs.history_enabled else None)
     tr = session.config.pluginmanager.get_plugin("terminalreporter")

@@ -111,7 +111,7 @@ class PredictionItem(pytest.Function):
         if drift is not None:
             self.stash[DRIFT_KEY] = drift
         # JUnit XML properties (numbers, the unit in the name), set before any report of this item is built
-        self.user_properties.extend(junit_properties(verdict.to_dict()))
+        self.user_properties.extend(junit_properties(verdict))
         if verdict.status == "error":
             raise PointError(verdict.reason + (f"\n--- engine log tail ---\n{verdict.log_tail}" if verdict.log_tail
                                                 else ""))
@@ -169,6 +169,6 @@ class PredictionItem(pytest.Function):
         message = self._own_message(excinfo.value)
         if isinstance(excinfo.value, PredictionMismatch) and message is not None:  # shaped so that --tb applies
             return prediction_longrepr(message, path=self.location[0], lineno=self.prediction.line,
-                                       message=failure_line(excinfo.value.verdict.to_dict()),
+                                       message=failure_line(excinfo.value.verdict),
                                        style=self.config.getoption("tbstyle", "auto"))
         return message if message is not None else super().repr_failure(excinfo)

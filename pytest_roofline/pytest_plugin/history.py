@@ -58,7 +58,7 @@ class HistoryToWorkers:
 def store_session(rs: RooflineSession) -> list[str]:
     """Add the session's runs (one per setup) to the store; the lines to print (where each went, or why not)."""
     store = rs.history_store
-    verdicts = [v.to_dict() for v in rs.verdicts] or list(rs.reported_verdicts.values())
+    verdicts = list(rs.verdicts) or list(rs.reported_verdicts.values())
     if store is None or not verdicts:
         return []
     results = session_results(rs)

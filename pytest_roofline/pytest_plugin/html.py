@@ -31,6 +31,7 @@ from pytest_roofline.report.common import (
     counts,
     esc,
     explain_html,
+    finite_or_none,
     fmt,
     is_number,
     outcome_of_report,
@@ -39,6 +40,7 @@ from pytest_roofline.report.common import (
 )
 from pytest_roofline.report.environment import environment_from_results, environment_from_specs
 from pytest_roofline.report.resources import css
+from pytest_roofline.scoring import Verdict, VerdictMode, VerdictStatus
 
 __all__ = ["HtmlHooks", "COLUMNS"]
 
@@ -71,11 +73,11 @@ def _cell(key: str, sort: str, html: str = "", title: str = "") -> str:
     return f'<td class="col-{key}"{t}><span class="rl-sk" hidden>{sort}</span>{html}</td>'
 
 
-def _tolerance_width(v: dict[str, Any]) -> float | None:
-    lo, hi, ref = v.get("lo"), v.get("hi"), v.get("reference_value")
-    if not v.get("tolerance_text"):
+def _tolerance_width(v: Verdict) -> float | None:
+    lo, hi, ref = finite_or_none(v.lo), finite_or_none(v.hi), v.reference_value
+    if not v.tolerance_text:
         return None
-    if v.get("tolerance_text") == "exact":
+    if v.tolerance_text == "exact":
         return 0.0
     if lo is None or hi is None:
         return math.inf
@@ -84,21 +86,21 @@ def _tolerance_width(v: dict[str, Any]) -> float | None:
     return float(hi) - float(lo)
 
 
-def row_cells(v: dict[str, Any] | None) -> list[str]:
+def row_cells(v: Verdict | None) -> list[str]:
     """The roofline cells of one results-table row (empty but sortable cells when ``v`` is None)."""
     if not v:
         return [_cell(key, sort_key(None) if key not in ("rl_quantity", "rl_reason") else text_sort_key(""))
                 for key, _, _ in COLUMNS]
-    q = v.get("quantity", "")
+    q = v.quantity
     at = at_text(v)
     qhtml = f'<span class="rl-q">{esc(q)}</span>' + (f' <span class="rl-at">@ {esc(at)}</span>' if at else "")
-    pred_val = v.get("predicted_value")
-    if not is_number(pred_val) and str(v.get("predicted_text", "")).strip().lower() == "model":
-        pred_val = v.get("model_value")
-    err_rel, err_abs = v.get("error_rel"), v.get("error_abs")
-    measured = v.get("measured_text") if v.get("mode") == "measured" else ""
-    contaminated = ' <span class="rl-contam" title="prefix-cache hits: contaminated point">⚠</span>' if v.get(
-        "contaminated") else ""
+    pred_val = v.predicted_value
+    if not is_number(pred_val) and str(v.predicted_text).strip().lower() == "model":
+        pred_val = v.model_value
+    err_rel, err_abs = v.error_rel, v.error_abs
+    measured = v.measured_text if v.mode is VerdictMode.MEASURED else ""
+    contaminated = (' <span class="rl-contam" title="prefix-cache hits: contaminated point">⚠</span>'
+                    if v.contaminated else "")
     err_txt = ""
     if is_number(err_rel):
         err_txt = f"{err_rel:+.2%}" if abs(err_rel) < 10 else f"{err_rel:+.0%}"
@@ -107,21 +109,21 @@ def row_cells(v: dict[str, Any] | None) -> list[str]:
         abs_txt = ("+" if err_abs >= 0 else "−") + fmt(v, abs(err_abs))
     return [
         _cell("rl_quantity", text_sort_key(f"{q} {at}".strip()), qhtml),
-        _cell("rl_predicted", sort_key(pred_val), esc(v.get("predicted_text") or "")),
-        _cell("rl_model", sort_key(v.get("model_value")), esc(v.get("model_text") or "")),
-        _cell("rl_measured", sort_key(v.get("measured_value") if measured else None),
+        _cell("rl_predicted", sort_key(pred_val), esc(v.predicted_text or "")),
+        _cell("rl_model", sort_key(v.model_value), esc(v.model_text or "")),
+        _cell("rl_measured", sort_key(v.measured_value if measured else None),
               esc(measured or "") + contaminated),
-        _cell("rl_roofline", sort_key(v.get("roofline_value") if v.get("roofline_text") else None),
-              esc(v.get("roofline_text") or "")),
-        _cell("rl_serving", sort_key(v.get("serving_value") if v.get("serving_text") else None),
-              esc(v.get("serving_text") or ""), title=str(v.get("serving_explanation") or "")),
+        _cell("rl_roofline", sort_key(v.roofline_value if v.roofline_text else None),
+              esc(v.roofline_text or "")),
+        _cell("rl_serving", sort_key(v.serving_value if v.serving_text else None),
+              esc(v.serving_text or ""), title=str(v.serving_explanation or "")),
         _cell("rl_error", sort_key(abs(err_rel) if is_number(err_rel) else None), esc(err_txt)),
         _cell("rl_abserr", sort_key(abs(err_abs) if is_number(err_abs) else None), esc(abs_txt)),
-        _cell("rl_tolerance", sort_key(_tolerance_width(v)), esc(str(v.get("tolerance_text") or "").split(" (")[0]),
-              title=str(v.get("tolerance_text") or "")),
+        _cell("rl_tolerance", sort_key(_tolerance_width(v)), esc(str(v.tolerance_text or "").split(" (")[0]),
+              title=str(v.tolerance_text or "")),
         # one line: pytest-html reads each cell back with a regex that stops at a newline (a SpecError's "fix:")
-        _cell("rl_reason", text_sort_key(" ".join(str(v.get("reason", "")).split())),
-              esc(" ".join(str(v.get("reason", "")).split())), title=" ".join(str(v.get("reason", "")).split())),
+        _cell("rl_reason", text_sort_key(" ".join(str(v.reason).split())),
+              esc(" ".join(str(v.reason).split())), title=" ".join(str(v.reason).split())),
     ]
 
 
@@ -142,7 +144,7 @@ class HtmlHooks:
 
     def __init__(self, config: pytest.Config):
         self.config = config
-        self._verdicts: list[tuple[dict[str, Any], str]] = []
+        self._verdicts: list[tuple[Verdict, str]] = []
         #: whether the roofline columns are in this report: only once the run collected prediction files, so a
         #: project without any sees pytest-html's report unchanged
         self.columns = False
@@ -178,7 +180,8 @@ class HtmlHooks:
                                  or self._is_prediction_id(report.nodeid)):
             self._enable_columns()
         if self.columns:
-            cells[INSERT_AT:INSERT_AT] = row_cells(getattr(report, "roofline", None)) + (
+            carried = getattr(report, "roofline", None)  # the verdict's dict form, as it travels on a report
+            cells[INSERT_AT:INSERT_AT] = row_cells(Verdict.from_dict(carried) if carried else None) + (
                 [drift_cell(getattr(report, "roofline_drift", None))]
                 if get_session(self.config).history_enabled else [])
 
@@ -198,16 +201,15 @@ class HtmlHooks:
             return report
         from pytest_html import extras
 
-        v = verdict.to_dict()
-        html = explain_html(v, _outcome_for_extra(v, item, report))
+        html = explain_html(verdict, _outcome_for_extra(verdict, item, report))
         report.extras = [*getattr(report, "extras", []), extras.html(html)]
         return report
 
     # --- summary ------------------------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: Any) -> None:
         v = getattr(report, "roofline", None)
-        if v:
-            self._verdicts.append((v, outcome_of_report(report)))
+        if v:  # the verdict's dict form, as it travels on a report (across xdist too): turned back here, once
+            self._verdicts.append((Verdict.from_dict(v), outcome_of_report(report)))
 
     def pytest_html_results_summary(self, prefix: list[str], summary: list[str], postfix: list[str],
                                     session: pytest.Session) -> None:
@@ -218,7 +220,7 @@ class HtmlHooks:
             return
         c = counts(o for _, o in self._verdicts)
         parts = ", ".join(f'<span class="rl-badge rl-{o}">{c[o]} {OUTCOME_LABEL[o]}</span>' for o in OUTCOMES if c[o])
-        measured = sum(1 for v, _ in self._verdicts if v.get("mode") == "measured")
+        measured = sum(1 for v, _ in self._verdicts if v.mode is VerdictMode.MEASURED)
         text = (f'<p class="rl-summary"><b>Roofline predictions:</b> {parts} — {measured} checked against a '
                 f'measurement, {len(self._verdicts) - measured} against the analytical model.')
         card = self.config.getoption("roofline_scorecard", None)
@@ -287,23 +289,24 @@ def _readable(data: Any) -> bool:
                                              for k in ("setup", "engine_report"))
 
 
-def _outcome_for_extra(v: dict[str, Any], item: Any, report: Any) -> str:
+def _outcome_for_extra(v: Verdict, item: Any, report: Any) -> str:
     """The outcome the row will show (xfail marks are applied by pytest's own makereport wrapper, whose order
     relative to this one is not fixed, so it is derived from the verdict and the item's xfail mark)."""
     if report.when == "setup" and report.failed:
         return "error"
-    status = v.get("status", "")
+    status = v.status
     mark = item.get_closest_marker("xfail")
-    if status == "skip":
+    if status is VerdictStatus.SKIP:
         return "skipped"
-    if status == "inconclusive":
+    if status is VerdictStatus.INCONCLUSIVE:
         return "inconclusive"
     if mark is not None:
         strict = mark.kwargs.get("strict", _ini_strict_xfail(item.config))
-        if status == "fail":
+        if status is VerdictStatus.FAIL:
             return "xfailed"
         return "failed" if strict else "xpassed"
-    return {"pass": "passed", "fail": "failed", "error": "error"}.get(status, "skipped")
+    return {VerdictStatus.PASS: "passed", VerdictStatus.FAIL: "failed", VerdictStatus.ERROR: "error"}.get(status,
+                                                                                                      "skipped")
 
 
 def _ini_strict_xfail(config: Any) -> bool:

@@ -93,8 +93,8 @@ class RooflineSession:
         self.collected_predictions = False
         self.specs: dict[str, Spec] = {}
         self.verdicts: list[Verdict] = []
-        #: verdict dicts that arrived on test reports (an xdist controller scores nothing itself), by node id
-        self.reported_verdicts: dict[str, dict[str, Any]] = {}
+        #: the verdicts that arrived on test reports (an xdist controller scores nothing itself), by node id
+        self.reported_verdicts: dict[str, Verdict] = {}
         self._replay_data: ResultsData | None = None
         self.provider: MeasurementProvider | None = None  # sweep.Measurements, built lazily by the fixture
         if self.replay:
@@ -243,12 +243,11 @@ class RooflineSession:
         if mode == "measured" and cmp is not None and cmp.differences:  # allowed: the verdict says so
             note = (f"measured on a results file that does not belong to this prediction file "
                     f"({mismatch.ALLOW_OPTION}): {'; '.join(cmp.differences)}")
-            verdict = dataclasses.replace(verdict, measured_notes=[note, *verdict.measured_notes], reason=(
-                f"{verdict.reason} [MISMATCHED RESULTS, allowed: {'; '.join(cmp.differences)}]")).final()
+            verdict = verdict.amended(notes_before=[note], reason_suffix=(
+                f" [MISMATCHED RESULTS, allowed: {'; '.join(cmp.differences)}]"))
         if mode == "measured" and cmp is not None and cmp.unchecked:  # a peer's file that cannot say everything
-            verdict = dataclasses.replace(verdict, measured_notes=[
-                *verdict.measured_notes, "not checked against the predictions (the file does not say): "
-                + "; ".join(cmp.unchecked)]).final()
+            verdict = verdict.amended(notes_after=["not checked against the predictions (the file does not say): "
+                                                   + "; ".join(cmp.unchecked)])
         self.verdicts.append(verdict)
         return verdict
 

@@ -17,7 +17,7 @@ from pytest_roofline.model import analytical as an
 from pytest_roofline.quantities.analysis import closed_points, goodput_rows, is_flattered, throughput_knee, ttft_knee
 from pytest_roofline.quantities.measurement import concurrency
 from pytest_roofline.quantities.serving_values import TERM_LABELS, dominant_term, shares_text
-from pytest_roofline.report.common import OUTCOME_COLOR, is_number
+from pytest_roofline.report.common import OUTCOME_COLOR, Row, is_number
 from pytest_roofline.report.svg import PALETTE, Axis, Chart, compact_number
 from pytest_roofline.scoring import serving_sweep_for
 
@@ -110,12 +110,12 @@ def model_step(setup: Any, batch: float) -> an.DecodeStep:
     return step
 
 
-def _ink(verdicts: Sequence[tuple[dict[str, Any], str, Any]], quantity: str) -> list[tuple[dict[str, Any], str, Any]]:
+def _ink(verdicts: Sequence[Row], quantity: str) -> list[Row]:
     out = []
     for v, outcome, pred in verdicts:
-        if v.get("quantity") != quantity or pred is None:
+        if v.quantity != quantity or pred is None:
             continue
-        if is_number(v.get("predicted_value")):
+        if is_number(v.predicted_value):
             out.append((v, outcome, pred))
     return out
 
@@ -191,7 +191,7 @@ def _model_at(setup: Any, c: float, attr: str) -> float | None:
 
 
 def throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
-                     verdicts: Sequence[tuple[dict[str, Any], str, Any]], *, y_scale: str = "auto") -> Figure | None:
+                     verdicts: Sequence[Row], *, y_scale: str = "auto") -> Figure | None:
     """Aggregate throughput; drawn with a log y axis where the values span 8× or more (``y_scale`` "auto"), and
     the figure carries the other scale as ``alt_svg``."""
     # the measured points and the values in ink decide the scale: the model curve starts near zero at B → 0
@@ -206,7 +206,7 @@ def throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
 
 
 def _throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
-                      verdicts: Sequence[tuple[dict[str, Any], str, Any]], y_scale: str) -> tuple[Figure, str] | None:
+                      verdicts: Sequence[Row], y_scale: str) -> tuple[Figure, str] | None:
     th = spec.thresholds
     x = _x_axis(sweep_batches(spec, results))
     m = _model_curves(setup, x)
@@ -217,10 +217,10 @@ def _throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if m is None and not meas and not serv:
         return None
     inks = _ink(verdicts, "output_throughput")
-    ys = ([y for _, y in m["curve"]] if m else []) + [y for _, y in meas] + [float(v["predicted_value"])
+    ys = ([y for _, y in m["curve"]] if m else []) + [y for _, y in meas] + [float(v.predicted_value)
                                                                               for v, _, _ in inks]
     ys += [y for _, y, _ in serv]
-    points = [y for _, y in meas] + [float(v["predicted_value"]) for v, _, _ in inks] + [y for _, y, _ in serv]
+    points = [y for _, y in meas] + [float(v.predicted_value) for v, _, _ in inks] + [y for _, y, _ in serv]
     scale = choose_scale(points or ys, y_scale)
     ymax = max(ys) * (1.12 if scale == "linear" else 1.6)
     if m is not None:
@@ -315,7 +315,7 @@ def _throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     return Figure("throughput", ch.title, ch.render(), cap_scale + cap), scale
 
 
-def _ink_markers(ch: Chart, inks: Sequence[tuple[dict[str, Any], str, Any]], setup: Any, unit: str) -> None:
+def _ink_markers(ch: Chart, inks: Sequence[Row], setup: Any, unit: str) -> None:
     """Diamonds for the values in ink, coloured by outcome; hollow when computed for another setup."""
     first = True
     for v, outcome, pred in inks:
@@ -323,17 +323,17 @@ def _ink_markers(ch: Chart, inks: Sequence[tuple[dict[str, Any], str, Any]], set
         if b is None:
             continue
         other = bool(pred.setup)
-        y = float(v["predicted_value"])
+        y = float(v.predicted_value)
         hw = pred.setup.get("hardware") if other else None
-        tip = (f"{v['id']}: ink {v.get('predicted_text')} at C={b:g} — {outcome}"
+        tip = (f"{v.id}: ink {v.predicted_text} at C={b:g} — {outcome}"
                + (f" (computed for {hw or 'another setup'})" if other else "")
-               + (f"; measured {v.get('measured_text')}" if v.get("measured_text") else "")
-               + (f"; model {v.get('model_text')}" if v.get("model_text") else ""))
+               + (f"; measured {v.measured_text}" if v.measured_text else "")
+               + (f"; model {v.model_text}" if v.model_text else ""))
         ch.markers([(b, y)], color=OUTCOME_COLOR.get(outcome, "#333"), marker="diamond", size=5, hollow=other,
                    titles=[tip], stroke="#111" if not other else None,
                    label="ink (colour = outcome)" if first else None, dodge=True)
         first = False
-        label = str(v.get("predicted_text") or "")
+        label = str(v.predicted_text or "")
         if other and hw:
             label += f" ({hw})"
         if other:
@@ -343,7 +343,7 @@ def _ink_markers(ch: Chart, inks: Sequence[tuple[dict[str, Any], str, Any]], set
 
 
 def per_request_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
-                      verdicts: Sequence[tuple[dict[str, Any], str, Any]]) -> Figure | None:
+                      verdicts: Sequence[Row]) -> Figure | None:
     th = spec.thresholds
     x = _x_axis(sweep_batches(spec, results))
     curve: list[tuple[float, float]] = []
@@ -366,7 +366,7 @@ def per_request_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if not curve and not meas and not serv:
         return None
     inks = _ink(verdicts, "per_request_throughput")
-    ys = ([y for _, y in curve] + [y for _, y in meas] + [float(v["predicted_value"]) for v, _, _ in inks]
+    ys = ([y for _, y in curve] + [y for _, y in meas] + [float(v.predicted_value) for v, _, _ in inks]
           + ([ceiling] if ceiling else []) + [y for _, y, _ in serv])
     ch = Chart(x, Axis(0, max(ys) * 1.12, "linear", "output tok/s per request"), width=600, height=340,
                title="Per-request throughput vs concurrency",
@@ -426,7 +426,7 @@ def _latency_series(pts: Sequence[Mapping[str, Any]], metric: str, stat: str) ->
 
 
 def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
-               verdicts: Sequence[tuple[dict[str, Any], str, Any]]) -> Figure | None:
+               verdicts: Sequence[Row]) -> Figure | None:
     pts = closed_points(results)
     p50 = _latency_series(pts, "ttft_ms", "p50")
     p99 = _latency_series(pts, "ttft_ms", "p99")
@@ -493,7 +493,7 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         ch.vline(mk, color=C_KNEE_MEAS, text=f"measured TTFT knee C = {mk:g}",
                  text_pos=0.0)
     for v, _outcome, _pred in _ink(verdicts, "ttft_knee_concurrency"):
-        c = float(v["predicted_value"])
+        c = float(v.predicted_value)
         ch.vline(c, color="#444", dash="3 3", text=f"ink TTFT knee C = {c:g}", text_pos=0.08,
                  text_side="right")
     cap = ("The green band marks the goodput point: the highest-throughput concurrency whose "
@@ -506,7 +506,7 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
 
 
 def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
-               verdicts: Sequence[tuple[dict[str, Any], str, Any]]) -> Figure | None:
+               verdicts: Sequence[Row]) -> Figure | None:
     pts = closed_points(results)
     p50 = _latency_series(pts, "tpot_ms", "p50")
     p99 = _latency_series(pts, "tpot_ms", "p99")
@@ -581,7 +581,7 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
 # Little's law
 # ----------------------------------------------------------------------------------------------------------------
 def littles_chart(spec: Any, results: Mapping[str, Any] | None,
-                  verdicts: Sequence[tuple[dict[str, Any], str, Any]]) -> Figure | None:
+                  verdicts: Sequence[Row]) -> Figure | None:
     pts = closed_points(results)
     series = []
     for p in pts:
@@ -595,8 +595,8 @@ def littles_chart(spec: Any, results: Mapping[str, Any] | None,
         return None
     tol = 0.02
     for v, _, _ in _ink(verdicts, "littles_law_ratio"):
-        if is_number(v.get("lo")) and is_number(v.get("hi")) and is_number(v.get("reference_value")):
-            tol = max(abs(v["hi"] - v["reference_value"]), abs(v["reference_value"] - v["lo"]))
+        if is_number(v.lo) and is_number(v.hi) and is_number(v.reference_value):
+            tol = max(abs(v.hi - v.reference_value), abs(v.reference_value - v.lo))
             break
     dev = max(abs(r - 1) for _, r, _ in series)
     span = max(tol * 2.5, dev * 1.4, 0.01)

@@ -1,25 +1,26 @@
 """What the HTML reports share: outcomes, sort keys, a verdict explained in words, and the tolerance-band chart.
 
-Everything here works on the plain verdict dict (``scoring.Verdict.to_dict()``, which is what travels on a
-pytest report as ``report.roofline``), so the pytest-html hooks and the standalone scorecard describe a
-prediction in the same words. No pytest import.
+Everything here reads a :class:`~pytest_roofline.scoring.Verdict` (what travels on a pytest report as
+``report.roofline`` is its ``to_dict()``, turned back by ``Verdict.from_dict`` where it arrives), so the
+pytest-html hooks and the standalone scorecard describe a prediction in the same words. No pytest import.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, TypeGuard
 
 from pytest_roofline.report.resources import css
 from pytest_roofline.report.svg import PALETTE, esc
+from pytest_roofline.scoring import Verdict, VerdictMode, VerdictStatus
 from pytest_roofline.units import format_value
 
 __all__ = [
     "OUTCOMES", "OUTCOME_LABEL", "OUTCOME_COLOR", "outcome_of_verdict", "outcome_of_report", "sort_key", "fmt",
     "at_text", "label_of", "is_number", "explain_lines", "explain_html", "band_svg", "band_values", "band_domain",
-    "EXPLAIN_CSS", "id_html",
+    "EXPLAIN_CSS", "id_html", "Row", "finite_or_none", "fmt_value",
 ]
 
 #: outcomes in the order they are listed (worst first)
@@ -33,6 +34,10 @@ OUTCOME_COLOR = {"passed": PALETTE["green"], "failed": PALETTE["red"], "xfailed"
                  "inconclusive": "#CC79A7"}
 
 
+#: a row of a page: the verdict, its pytest outcome and its prediction (None when the file no longer has it)
+Row = tuple[Verdict, str, Any]
+
+
 def is_number(x: object) -> TypeGuard[float]:
     """A finite int or float (not a bool); narrows ``x`` to a number where it holds."""
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
@@ -41,19 +46,19 @@ def is_number(x: object) -> TypeGuard[float]:
 # ----------------------------------------------------------------------------------------------------------------
 # outcomes
 # ----------------------------------------------------------------------------------------------------------------
-def outcome_of_verdict(v: Mapping[str, Any], xfail: Any = None) -> str:
+def outcome_of_verdict(v: Verdict, xfail: Any = None) -> str:
     """The pytest outcome a verdict gives: ``xfail`` is the prediction's ``spec.Expectation`` (or None)."""
-    status = v.get("status")
-    if status == "error":
+    status = v.status
+    if status is VerdictStatus.ERROR:
         return "error"
-    if status == "skip":
+    if status is VerdictStatus.SKIP:
         return "skipped"
-    if status == "inconclusive":
+    if status is VerdictStatus.INCONCLUSIVE:
         return "inconclusive"
-    applies = xfail is not None and xfail.applies(v.get("mode", "math"))
-    if status == "fail":
+    applies = xfail is not None and xfail.applies(v.mode)
+    if status is VerdictStatus.FAIL:
         return "xfailed" if applies else "failed"
-    if status == "pass":
+    if status is VerdictStatus.PASS:
         if applies:
             return "failed" if getattr(xfail, "strict", True) else "xpassed"
         return "passed"
@@ -66,7 +71,8 @@ def outcome_of_report(report: Any) -> str:
         return "xfailed" if report.skipped else ("failed" if report.failed else "xpassed")
     if getattr(report, "when", "call") in ("setup", "teardown", "collect") and report.failed:
         return "error"
-    if report.skipped and (getattr(report, "roofline", None) or {}).get("status") == "inconclusive":
+    carried = getattr(report, "roofline", None)  # the verdict's dict form, as it travels on a pytest report
+    if report.skipped and carried and Verdict.from_dict(carried).status is VerdictStatus.INCONCLUSIVE:
         return "inconclusive"
     return str(report.outcome)
 
@@ -107,15 +113,20 @@ def text_sort_key(s: str) -> str:
 # ----------------------------------------------------------------------------------------------------------------
 # formatting
 # ----------------------------------------------------------------------------------------------------------------
-def fmt(v: Mapping[str, Any], si: Any, digits: int = 5) -> str:
+def fmt(v: Verdict, si: Any, digits: int = 5) -> str:
     """A value of this verdict's quantity, in the unit the prediction was written in."""
+    return fmt_value(v.dimension, v.unit, si, digits)
+
+
+def fmt_value(dimension: str, unit: str, si: Any, digits: int = 5) -> str:
+    """A value of a quantity of ``dimension``, in ``unit`` ("": the dimension's own)."""
     if si is None:
         return "none"
     if isinstance(si, bool):
         return "true" if si else "false"
     if isinstance(si, str):
         return si
-    return _trim(format_value(float(si), v.get("dimension", "count"), v.get("unit") or None, digits=digits))
+    return _trim(format_value(float(si), dimension or "count", unit or None, digits=digits))
 
 
 def _trim(text: str) -> str:
@@ -136,32 +147,37 @@ def id_html(pid: str) -> str:
     return "<wbr>".join(f'<span class="rl-tok">{esc(t)}</span>' for t in toks if t)
 
 
-def at_text(v: Mapping[str, Any]) -> str:
-    at = v.get("at") or {}
+def at_text(v: Verdict) -> str:
+    at = v.at or {}
     return ", ".join(f"{k}={val}" for k, val in at.items())
 
 
-def label_of(v: Mapping[str, Any]) -> str:
+def label_of(v: Verdict) -> str:
     a = at_text(v)
-    return f"{v.get('quantity', '')}" + (f" at {a}" if a else "")
+    return f"{v.quantity}" + (f" at {a}" if a else "")
 
 
 def _pct(x: float) -> str:
     return f"{x:+.2%}" if abs(x) < 0.1 else (f"{x:+.1%}" if abs(x) < 10 else f"{x:+.0%}")
 
 
-def _checked_name(v: Mapping[str, Any]) -> str:
-    return "measured" if v.get("mode") == "measured" else "the model"
+def _checked_name(v: Verdict) -> str:
+    return "measured" if v.mode is VerdictMode.MEASURED else "the model"
 
 
-def _reference_name(v: Mapping[str, Any]) -> str:
-    return "the model" if str(v.get("predicted_text", "")).strip().lower() == "model" else "the ink"
+def _reference_name(v: Verdict) -> str:
+    return "the model" if str(v.predicted_text).strip().lower() == "model" else "the ink"
 
 
-def _bounds(v: Mapping[str, Any]) -> tuple[float, float] | None:
+def finite_or_none(x: float | None) -> float | None:
+    """``x`` where it is a finite number, else None (an open side of a band, as the verdict's dict form has it)."""
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _bounds(v: Verdict) -> tuple[float, float] | None:
     """The allowed interval (±inf where open), or None when the check was not a numeric band."""
-    lo, hi = v.get("lo"), v.get("hi")
-    if not v.get("tolerance_text") or v.get("tolerance_text") == "exact" and lo is None and hi is None:
+    lo, hi = finite_or_none(v.lo), finite_or_none(v.hi)  # an open side is None, as in the verdict's dict form
+    if not v.tolerance_text or v.tolerance_text == "exact" and lo is None and hi is None:
         return None
     if lo is None and hi is None:
         return None
@@ -171,29 +187,29 @@ def _bounds(v: Mapping[str, Any]) -> tuple[float, float] | None:
 # ----------------------------------------------------------------------------------------------------------------
 # the verdict in words
 # ----------------------------------------------------------------------------------------------------------------
-def explain_lines(v: Mapping[str, Any]) -> list[str]:
+def explain_lines(v: Verdict) -> list[str]:
     """The diff in words and numbers: what was compared, by how much it is off, and where the band lies."""
     out: list[str] = []
-    status = v.get("status")
-    if status in ("skip", "error"):
-        out.append(("Not checked: " if status == "skip" else "Could not be scored: ") + str(v.get("reason", "")))
+    status = v.status
+    if status in (VerdictStatus.SKIP, VerdictStatus.ERROR):
+        out.append(("Not checked: " if status is VerdictStatus.SKIP else "Could not be scored: ") + str(v.reason))
         return out
-    ref, chk = v.get("reference_value"), v.get("checked_value")
+    ref, chk = v.reference_value, v.checked_value
     who, ref_who = _checked_name(v), _reference_name(v)
     if not (is_number(ref) and is_number(chk)):
-        if ref is None and chk is None and v.get("predicted_text"):
-            out.append(f"{ref_who.capitalize()} says {v.get('predicted_text')}; {who} agrees.")
+        if ref is None and chk is None and v.predicted_text:
+            out.append(f"{ref_who.capitalize()} says {v.predicted_text}; {who} agrees.")
         else:
             same = ref == chk
-            ref_text = fmt(v, ref) if ref is not None else v.get("predicted_text", "none")
+            ref_text = fmt(v, ref) if ref is not None else v.predicted_text
             out.append(f"{ref_who.capitalize()} says {ref_text}"
                        f"; {who} gives {fmt(v, chk)}: {'a match' if same else 'they differ'}"
-                       f"{' (an exact check)' if v.get('tolerance_text') == 'exact' else ''}.")
+                       f"{' (an exact check)' if v.tolerance_text == 'exact' else ''}.")
         return out
     ref, chk = float(ref), float(chk)
     point = ""
-    if v.get("mode") == "measured" and v.get("measured_points"):
-        pts = v["measured_points"]
+    if v.mode is VerdictMode.MEASURED and v.measured_points:
+        pts = v.measured_points
         point = f" (point{'s' if len(pts) > 1 else ''} {', '.join(pts[:4])}{'…' if len(pts) > 4 else ''})"
     diff = ref - chk
     if diff == 0:
@@ -213,7 +229,7 @@ def explain_lines(v: Mapping[str, Any]) -> list[str]:
         lo, hi = b
         lo_t = fmt(v, lo) if math.isfinite(lo) else "−∞"
         hi_t = fmt(v, hi) if math.isfinite(hi) else "+∞"
-        band = f"The tolerance {v.get('tolerance_text')} around {ref_who} allows [{lo_t}, {hi_t}]"
+        band = f"The tolerance {v.tolerance_text} around {ref_who} allows [{lo_t}, {hi_t}]"
         if chk < lo:
             band += f"; {who} is below it by {fmt(v, lo - chk)}."
         elif chk > hi:
@@ -224,16 +240,16 @@ def explain_lines(v: Mapping[str, Any]) -> list[str]:
             else:
                 band += f"; {who} is inside."
         out.append(band)
-        if v.get("status") == "inconclusive":
-            more = v.get("requests_to_decide")
-            out.append(f"But the measurement's interval {v.get('interval_text')} straddles the band's edge: "
+        if v.status is VerdictStatus.INCONCLUSIVE:
+            more = v.requests_to_decide
+            out.append(f"But the measurement's interval {v.interval_text} straddles the band's edge: "
                        "inconclusive, neither a pass nor a miss"
                        + (f"; about {more} more requests at the point would decide it." if more is not None
                           else "."))
-    elif v.get("tolerance_text"):
-        out.append(f"Tolerance: {v.get('tolerance_text')}.")
-    mv = v.get("model_value")
-    if v.get("mode") == "measured" and is_number(mv) and _reference_name(v) == "the ink" and chk:
+    elif v.tolerance_text:
+        out.append(f"Tolerance: {v.tolerance_text}.")
+    mv = v.model_value
+    if v.mode is VerdictMode.MEASURED and is_number(mv) and _reference_name(v) == "the ink" and chk:
         ink_vs_model = (ref - float(mv)) / abs(float(mv)) if mv else None
         meas_of_model = chk / float(mv) if mv else None
         parts = [f"The model gives {fmt(v, mv)}"]
@@ -242,14 +258,14 @@ def explain_lines(v: Mapping[str, Any]) -> list[str]:
         if meas_of_model is not None:
             parts.append(f"the measurement is {meas_of_model:.1%} of the model (the model against reality)")
         out.append(": ".join(parts[:1]) + ("; " + "; ".join(parts[1:]) if len(parts) > 1 else "") + ".")
-    sv = v.get("serving_value")
-    if (v.get("mode") == "measured" and is_number(sv) and v.get("model_source") != "serving" and float(sv)
+    sv = v.serving_value
+    if (v.mode is VerdictMode.MEASURED and is_number(sv) and v.model_source != "serving" and float(sv)
             and chk):
         out.append(f"The serving model gives {fmt(v, sv)}: the measurement is {chk / float(sv):.1%} of it.")
     return out
 
 
-def explain_html(v: Mapping[str, Any], outcome: str | None = None, *, chart: bool = True,
+def explain_html(v: Verdict, outcome: str | None = None, *, chart: bool = True,
                  heading: bool = True) -> str:
     """A self-contained HTML fragment: the diff in words and numbers, the band chart, the model's inputs,
     and for a miss the diagnosis. Styled by :data:`EXPLAIN_CSS` (class names all start with ``rl-``)."""
@@ -257,72 +273,72 @@ def explain_html(v: Mapping[str, Any], outcome: str | None = None, *, chart: boo
     if heading:
         oc = outcome or ""
         badge = (f'<span class="rl-badge rl-{esc(oc)}">{esc(OUTCOME_LABEL.get(oc, oc))}</span> ' if oc else "")
-        parts.append(f'<div class="rl-head">{badge}<b>{esc(v.get("id", ""))}</b> — {esc(label_of(v))}'
-                     f' <span class="rl-mode">[{esc(v.get("mode", ""))} check]</span></div>')
+        parts.append(f'<div class="rl-head">{badge}<b>{esc(v.id)}</b> — {esc(label_of(v))}'
+                     f' <span class="rl-mode">[{esc(v.mode.value)} check]</span></div>')
     left = ["<ul class=\"rl-words\">" + "".join(f"<li>{esc(s)}</li>" for s in explain_lines(v)) + "</ul>"]
     if chart:
         svg = band_svg(v, width=520, height=64, labels=True)
         if svg:
             left.append(f'<div class="rl-band">{svg}</div>')
-    rows = [("predicted (ink)", v.get("predicted_text") or "—")]
-    if v.get("model_text"):
-        rows.append(("model", v["model_text"] + (f" ({v['model_source']})" if v.get("model_source") else "")))
-    if v.get("roofline_text") and v.get("model_source") != "roofline":
-        rows.append(("decode roofline", v["roofline_text"]))
-    if v.get("serving_text") and v.get("model_source") != "serving":
-        rows.append(("serving model", v["serving_text"]))
-    if v.get("mode") == "measured":
-        rows.append(("measured", v.get("measured_text") or "—"))
-        if v.get("interval_text"):
-            rows.append(("interval", v["interval_text"]))
-        if v.get("status") == "inconclusive":
-            more = v.get("requests_to_decide")
+    rows = [("predicted (ink)", v.predicted_text or "—")]
+    if v.model_text:
+        rows.append(("model", v.model_text + (f" ({v.model_source})" if v.model_source else "")))
+    if v.roofline_text and v.model_source != "roofline":
+        rows.append(("decode roofline", v.roofline_text))
+    if v.serving_text and v.model_source != "serving":
+        rows.append(("serving model", v.serving_text))
+    if v.mode is VerdictMode.MEASURED:
+        rows.append(("measured", v.measured_text or "—"))
+        if v.interval_text:
+            rows.append(("interval", v.interval_text))
+        if v.status is VerdictStatus.INCONCLUSIVE:
+            more = v.requests_to_decide
             rows.append(("to decide", f"about {more} more requests" if more is not None else "cannot say"))
-    if v.get("error_text"):
-        rows.append(("error", f"{v['error_text']}  (ink − {'measured' if v.get('mode') == 'measured' else 'model'}, "
-                              f"relative to {'measured' if v.get('mode') == 'measured' else 'the model'})"))
-    if v.get("tolerance_text"):
+    if v.error_text:
+        rows.append(("error", f"{v.error_text}  (ink − {'measured' if v.mode is VerdictMode.MEASURED else 'model'}, "
+                              f"relative to {'measured' if v.mode is VerdictMode.MEASURED else 'the model'})"))
+    if v.tolerance_text:
         b = _bounds(v)
         allowed = ""
         if b is not None:
             lo, hi = b
             allowed = (f"  → allowed [{fmt(v, lo) if math.isfinite(lo) else '−∞'}, "
                        f"{fmt(v, hi) if math.isfinite(hi) else '+∞'}]")
-        rows.append(("tolerance", v["tolerance_text"] + allowed))
-    rows.append(("verdict", f"{v.get('status', '').upper()} — {v.get('reason', '')}"))
+        rows.append(("tolerance", v.tolerance_text + allowed))
+    rows.append(("verdict", f"{v.status.value.upper()} — {v.reason}"))
     right = '<table class="rl-kv">' + "".join(f"<tr><th>{esc(k)}</th><td>{esc(val)}</td></tr>"
                                               for k, val in rows) + "</table>"
     parts.append(f'<div class="rl-cols"><div class="rl-left">{"".join(left)}</div>'
                  f'<div class="rl-right">{right}</div></div>')
-    if v.get("xfail_reason"):
-        parts.append(f'<p class="rl-xfail"><b>Expected to miss:</b> {esc(" ".join(v["xfail_reason"].split()))}</p>')
-    if v.get("diagnosis"):
+    if v.xfail_reason:
+        parts.append(f'<p class="rl-xfail"><b>Expected to miss:</b> {esc(" ".join(v.xfail_reason.split()))}</p>')
+    if v.diagnosis:
         parts.append('<p class="rl-sub">Diagnosis</p><ul class="rl-diag">'
-                     + "".join(f"<li>{esc(d)}</li>" for d in v["diagnosis"]) + "</ul>")
-    if v.get("model_explanation") or v.get("model_inputs"):
-        summ = f"How the model got {v.get('model_text') or 'its value'}" + (
-            f": {v['model_explanation']}" if v.get("model_explanation") else "")
+                     + "".join(f"<li>{esc(d)}</li>" for d in v.diagnosis) + "</ul>")
+    if v.model_explanation or v.model_inputs:
+        summ = f"How the model got {v.model_text or 'its value'}" + (
+            f": {v.model_explanation}" if v.model_explanation else "")
         inputs = ""
-        if v.get("model_inputs"):
+        if v.model_inputs:
             inputs = ('<table class="rl-kv rl-inputs">' + "".join(
-                f"<tr><th>{esc(k)}</th><td>{esc(val)}</td></tr>" for k, val in v["model_inputs"].items()) + "</table>")
-        parts.append(f'<details class="rl-model"{" open" if v.get("status") == "fail" else ""}>'
+                f"<tr><th>{esc(k)}</th><td>{esc(val)}</td></tr>" for k, val in v.model_inputs.items()) + "</table>")
+        parts.append(f'<details class="rl-model"{" open" if v.status is VerdictStatus.FAIL else ""}>'
                      f"<summary>{esc(summ)}</summary>{inputs}</details>")
-    if v.get("serving_explanation") and v.get("serving_explanation") != v.get("model_explanation"):
+    if v.serving_explanation and v.serving_explanation != v.model_explanation:
         parts.append(f'<p class="rl-sub">The serving model</p><p class="rl-serving">'
-                     f'{esc(v["serving_explanation"])}</p>')
-    if v.get("measured_notes"):
+                     f'{esc(v.serving_explanation)}</p>')
+    if v.measured_notes:
         parts.append('<p class="rl-sub">About the measurement</p><ul class="rl-notes">'
-                     + "".join(f"<li>{esc(n)}</li>" for n in v["measured_notes"]) + "</ul>")
-    if v.get("contaminated"):
+                     + "".join(f"<li>{esc(n)}</li>" for n in v.measured_notes) + "</ul>")
+    if v.contaminated:
         parts.append('<p class="rl-warn">The measurement is contaminated by prefix-cache hits: prompts were served '
                      "partly from cache, so latency and throughput look better than a cold cache would give.</p>")
-    if v.get("notes"):
-        parts.append(f'<p class="rl-notes-text"><b>Notes:</b> {esc(" ".join(str(v["notes"]).split()))}</p>')
-    if v.get("log_tail"):
-        parts.append(f'<p class="rl-sub">Engine log tail</p><pre class="rl-log">{esc(v["log_tail"])}</pre>')
-    if v.get("file"):
-        parts.append(f'<p class="rl-where">{esc(v["file"])}:{esc(v.get("line", ""))}</p>')
+    if v.notes:
+        parts.append(f'<p class="rl-notes-text"><b>Notes:</b> {esc(" ".join(str(v.notes).split()))}</p>')
+    if v.log_tail:
+        parts.append(f'<p class="rl-sub">Engine log tail</p><pre class="rl-log">{esc(v.log_tail)}</pre>')
+    if v.file:
+        parts.append(f'<p class="rl-where">{esc(v.file)}:{esc(v.line)}</p>')
     parts.append("</div>")
     return "".join(parts)
 
@@ -330,28 +346,28 @@ def explain_html(v: Mapping[str, Any], outcome: str | None = None, *, chart: boo
 # ----------------------------------------------------------------------------------------------------------------
 # the tolerance band
 # ----------------------------------------------------------------------------------------------------------------
-def band_values(v: Mapping[str, Any]) -> list[float]:
+def band_values(v: Verdict) -> list[float]:
     """The finite values a band drawing of ``v`` spans (bounds, reference, checked, ink, model)."""
-    ref, chk = v.get("reference_value"), v.get("checked_value")
+    ref, chk = v.reference_value, v.checked_value
     if not (is_number(ref) and is_number(chk)):
         return []
     lo, hi = _bounds(v) or (float(ref), float(ref))
-    ink = v.get("predicted_value")
-    model = v.get("model_value") if v.get("mode") == "measured" else None
+    ink = v.predicted_value
+    model = v.model_value if v.mode is VerdictMode.MEASURED else None
     return [float(x) for x in (lo, hi, ref, chk, ink, model) if is_number(x) and math.isfinite(float(x))]
 
 
-def band_domain(vs: Iterable[Mapping[str, Any]]) -> tuple[float, float] | None:
+def band_domain(vs: Iterable[Verdict]) -> tuple[float, float] | None:
     """The ratios to the reference that the bands of ``vs`` span (None when no band has a positive reference)."""
     ratios = []
     for v in vs:
-        ref = v.get("reference_value")
+        ref = v.reference_value
         if is_number(ref) and float(ref) > 0:
             ratios += [x / float(ref) for x in band_values(v)]
     return (min(ratios), max(ratios)) if ratios else None
 
 
-def band_svg(v: Mapping[str, Any], *, width: int = 200, height: int = 22, labels: bool = False,
+def band_svg(v: Verdict, *, width: int = 200, height: int = 22, labels: bool = False,
              domain: tuple[float, float] | None = None) -> str:
     """The checked value against its tolerance band, as a small inline SVG ('' when there is nothing to draw).
 
@@ -362,14 +378,14 @@ def band_svg(v: Mapping[str, Any], *, width: int = 200, height: int = 22, labels
     same relative scale, so a miss of −58% sits further from its band than one of −28%; every marker stays a
     full radius inside the drawing.
     """
-    ref, chk = v.get("reference_value"), v.get("checked_value")
+    ref, chk = v.reference_value, v.checked_value
     if not (is_number(ref) and is_number(chk)):
         return ""
     ref, chk = float(ref), float(chk)
     b = _bounds(v) or (ref, ref)
     lo, hi = b
-    ink = v.get("predicted_value")
-    model = v.get("model_value") if v.get("mode") == "measured" else None
+    ink = v.predicted_value
+    model = v.model_value if v.mode is VerdictMode.MEASURED else None
     vals = [x for x in (lo, hi, ref, chk, ink if is_number(ink) else None, model if is_number(model) else None)
             if x is not None and math.isfinite(x)]
     if domain is not None and ref > 0:  # a shared scale, as ratios to the reference
@@ -400,18 +416,18 @@ def band_svg(v: Mapping[str, Any], *, width: int = 200, height: int = 22, labels
             return pad_l - 2
         return pad_l + (f(x) - a) / (z - a) * (width - pad_l - pad_r)
 
-    status = v.get("status", "")
-    color = {"pass": PALETTE["green"], "fail": PALETTE["red"]}.get(status, PALETTE["grey"])
+    status = v.status
+    color = {VerdictStatus.PASS: PALETTE["green"], VerdictStatus.FAIL: PALETTE["red"]}.get(status, PALETTE["grey"])
     cy = top + bar_h / 2
     title = (f"allowed [{fmt(v, lo) if math.isfinite(lo) else '−∞'}, {fmt(v, hi) if math.isfinite(hi) else '+∞'}]; "
-             f"ink {v.get('predicted_text') or '—'}; {'measured' if v.get('mode') == 'measured' else 'model'} "
+             f"ink {v.predicted_text or '—'}; {'measured' if v.mode is VerdictMode.MEASURED else 'model'} "
              f"{fmt(v, chk)}" + (f"; model {fmt(v, model)}" if is_number(model) else ""))
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="rl-bandsvg" viewBox="0 0 {width} {height}" '
            f'width="{width}" height="{height}" role="img" aria-label="{esc(title)}" font-size="10" '
            f'font-family="system-ui, sans-serif"><title>{esc(title)}</title>']
     out.append(f'<line x1="{pad_l}" y1="{cy:.1f}" x2="{width - pad_r}" y2="{cy:.1f}" stroke="#bbb"/>')
     x0, x1 = max(pad_l - 2, X(lo)), min(width - pad_r + 2, X(hi))
-    band_col = "#9ecae1" if status != "fail" else "#fcbba1"
+    band_col = "#9ecae1" if status is not VerdictStatus.FAIL else "#fcbba1"
     out.append(f'<rect x="{x0:.1f}" y="{top:.1f}" width="{max(1.5, x1 - x0):.1f}" height="{bar_h:.1f}" '
                f'fill="{band_col}" stroke="#6a9fc7" stroke-width="0.8" rx="2"/>')
     if not math.isfinite(lo):
@@ -423,14 +439,15 @@ def band_svg(v: Mapping[str, Any], *, width: int = 200, height: int = 22, labels
     if is_number(ink):
         xi = X(float(ink))
         out.append(f'<line x1="{xi:.1f}" y1="{top - 2:.1f}" x2="{xi:.1f}" y2="{top + bar_h + 2:.1f}" stroke="#111" '
-                   f'stroke-width="2"><title>ink {esc(v.get("predicted_text", ""))}</title></line>')
+                   f'stroke-width="2"><title>ink {esc(v.predicted_text)}</title></line>')
     elif ref is not None:
         xr = X(ref)
         out.append(f'<line x1="{xr:.1f}" y1="{top - 2:.1f}" x2="{xr:.1f}" y2="{top + bar_h + 2:.1f}" stroke="#111" '
                    f'stroke-width="2" stroke-dasharray="2 2"><title>reference {esc(fmt(v, ref))}</title></line>')
     xc, r = X(chk), min(4.5, bar_h / 2)
+    checked_word = "measured" if v.mode is VerdictMode.MEASURED else "model"
     out.append(f'<circle cx="{xc:.1f}" cy="{cy:.1f}" r="{r:.1f}" fill="{color}" stroke="white" stroke-width="1">'
-               f'<title>{"measured" if v.get("mode") == "measured" else "model"} {esc(fmt(v, chk))}</title></circle>')
+               f'<title>{checked_word} {esc(fmt(v, chk))}</title></circle>')
     if is_number(model):
         xm, k = X(float(model)), min(5.0, bar_h / 2)
         out.append(f'<polygon points="{xm:.1f},{cy - k:.1f} {xm + k:.1f},{cy:.1f} {xm:.1f},{cy + k:.1f} '
@@ -444,12 +461,12 @@ def band_svg(v: Mapping[str, Any], *, width: int = 200, height: int = 22, labels
             out.append(lab(max(x0, 2), height - 3, fmt(v, lo, 4), "start" if x0 < width / 2 else "end"))
         if math.isfinite(hi) and hi != lo:
             out.append(lab(min(x1, width - 2), height - 3, fmt(v, hi, 4), "end" if x1 > width / 2 else "start"))
-        who = "measured" if v.get("mode") == "measured" else "model"
+        who = "measured" if v.mode is VerdictMode.MEASURED else "model"
         out.append(lab(xc, 10, f"{who} {fmt(v, chk, 4)}", "middle" if 60 < xc < width - 60 else (
             "start" if xc <= 60 else "end"), color))
         if is_number(ink) and abs(X(float(ink)) - xc) > 90:
             xi = X(float(ink))
-            out.append(lab(xi, 10, f"ink {v.get('predicted_text', '')}",
+            out.append(lab(xi, 10, f"ink {v.predicted_text}",
                            "middle" if 60 < xi < width - 60 else ("start" if xi <= 60 else "end"), "#111"))
     out.append("</svg>")
     return "".join(out)

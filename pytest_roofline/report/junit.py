@@ -11,8 +11,9 @@ latency this project names (``ttft_ms``); a count is a count, a ratio a fraction
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
+
+from pytest_roofline.scoring import Verdict
 
 __all__ = ["junit_properties", "UNIT_SUFFIX"]
 
@@ -44,38 +45,38 @@ def _number(value: Any, factor: float = 1.0) -> str | None:
     return repr(x)
 
 
-def junit_properties(v: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The ``(name, value)`` properties of one verdict (``Verdict.to_dict()``), for ``item.user_properties``."""
-    props: list[tuple[str, str]] = [("roofline_quantity", str(v.get("quantity") or "")),
-                                    ("roofline_verdict", str(v.get("status") or "")),
-                                    ("roofline_mode", str(v.get("mode") or ""))]
-    dimension = str(v.get("dimension") or "")
+def junit_properties(v: Verdict) -> list[tuple[str, str]]:
+    """The ``(name, value)`` properties of one verdict, for ``item.user_properties``."""
+    props: list[tuple[str, str]] = [("roofline_quantity", v.quantity),
+                                    ("roofline_verdict", v.status.value),
+                                    ("roofline_mode", v.mode.value)]
+    dimension = v.dimension
     suffix, factor = UNIT_SUFFIX.get(dimension, ("", 1.0))
     for key in ("predicted", "model", "measured"):
-        value = v.get(f"{key}_value")
+        value = getattr(v, f"{key}_value")
         number = _number(value, factor)
         if number is not None:
             props.append((f"roofline_{key}_{suffix}" if suffix else f"roofline_{key}", number))
             continue
         # a category (decode_bound: memory | compute), or a number's word for "there is none" (a knee: none)
-        word = value if isinstance(value, str) else str(v.get(f"{key}_text") or "") if value is None else ""
+        word = value if isinstance(value, str) else str(getattr(v, f"{key}_text") or "") if value is None else ""
         if word and not any(ch.isdigit() for ch in word):
             props.append((f"roofline_{key}", word))
     if suffix:
-        rel = _number(v.get("error_rel"), 100.0)
+        rel = _number(v.error_rel, 100.0)
         if rel is not None:
             props.append(("roofline_error_pct", rel))
-        err = _number(v.get("error_abs"), factor)
+        err = _number(v.error_abs, factor)
         if err is not None:
             props.append((f"roofline_error_{suffix}", err))
         for bound, name in (("lo", "allowed_min"), ("hi", "allowed_max"), ("measured_lo", "measured_ci_lo"),
                             ("measured_hi", "measured_ci_hi")):  # the band, then the measured value's interval
-            text = _number(v.get(bound), factor)
+            text = _number(getattr(v, bound), factor)
             if text is not None:
                 props.append((f"roofline_{name}_{suffix}", text))
-    more = _number(v.get("requests_to_decide"))
+    more = _number(v.requests_to_decide)
     if more is not None:  # an inconclusive verdict: about how many more requests would decide it
         props.append(("roofline_requests_to_decide", more))
-    if v.get("tolerance_text"):  # the rule as written (``±15%``, ``exact``): which tolerance was applied
-        props.append(("roofline_tolerance", str(v["tolerance_text"])))
+    if v.tolerance_text:  # the rule as written (``±15%``, ``exact``): which tolerance was applied
+        props.append(("roofline_tolerance", v.tolerance_text))
     return props

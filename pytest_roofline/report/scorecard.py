@@ -8,7 +8,8 @@ every prediction drawn against its tolerance band with the explanation one click
 
 Entry points:
 
-* :func:`render_scorecard` — the core: spec(s), verdict dicts and a results dict → HTML text;
+* :func:`render_scorecard` — the core: spec(s), :class:`~pytest_roofline.scoring.Verdict` s and a results dict → HTML
+  text;
 * :func:`write_scorecard` — what the pytest plugin calls at session end (``--roofline-scorecard``);
 * :func:`render_from_files` — what the CLI calls: scores a prediction file against a results file (or the
   model alone) and renders it.
@@ -46,6 +47,7 @@ from pytest_roofline.report.common import (
     EXPLAIN_CSS,
     OUTCOME_LABEL,
     OUTCOMES,
+    Row,
     band_domain,
     band_svg,
     counts,
@@ -58,7 +60,7 @@ from pytest_roofline.report.common import (
 )
 from pytest_roofline.report.environment import spec_setup
 from pytest_roofline.report.resources import css
-from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, Verdict, score
+from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, Verdict, VerdictMode, VerdictStatus, score
 from pytest_roofline.units import format_value
 
 __all__ = ["render_scorecard", "write_scorecard", "render_from_files", "score_spec",
@@ -72,20 +74,20 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'n
 # scoring from files
 # ----------------------------------------------------------------------------------------------------------------
 def score_spec(spec: Spec, data: Mapping[str, Any] | None, *, default_tolerance: str = DEFAULT_MEASURED_TOLERANCE,
-               source: str = "results file") -> list[dict[str, Any]]:
+               source: str = "results file") -> list[Verdict]:
     """Score every prediction of ``spec``: against ``data`` where the quantity is measurable, else the model."""
     measurement = RecordedMeasurement(data, source=source) if data is not None else None
     out = []
     for pred in spec.predictions:
         if pred.error is not None:
-            out.append(Verdict.for_error(pred, pred.error, mode="math").to_dict())
+            out.append(Verdict.for_error(pred, pred.error, mode="math"))
             continue
         mode = "measured" if data is not None and pred.q.measure is not None else "math"
         try:
             v = score(spec, pred, mode, measurement, default_tolerance=default_tolerance)
         except PointError as exc:
             v = Verdict.for_error(pred, exc, mode=mode)
-        out.append(v.to_dict())
+        out.append(v)
     return out
 
 
@@ -106,33 +108,30 @@ def render_from_files(predictions_yaml: Path | str, results_json: Path | str | N
     verdicts = score_spec(spec, data, source=f"results file {Path(results_json).name}" if results_json else "")
     if data is not None and data.get("mismatch"):
         note = f"scored against a results file that does not belong to it: {'; '.join(data['mismatch'])}"
-        for v in verdicts:
-            if v.get("mode") == "measured":
-                v["measured_notes"] = [note, *(v.get("measured_notes") or [])]
-                v["reason"] = f"{v.get('reason', '')} [MISMATCHED RESULTS, allowed]"
+        verdicts = [v.amended(notes_before=[note], reason_suffix=" [MISMATCHED RESULTS, allowed]")
+                    if v.mode is VerdictMode.MEASURED else v for v in verdicts]
     return render_scorecard(spec, verdicts, data)
 
 
-def write_scorecard(specs: Sequence[Spec], verdicts: Sequence[Mapping[str, Any]],
+def write_scorecard(specs: Sequence[Spec], verdicts: Sequence[Verdict],
                     results: Sequence[Mapping[str, Any]], *, mode: str, path: Path | str,
                     y_scale: str = "auto", drifts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> Path:
-    """Render a finished run (its specs, verdict dicts and results dicts) and write it atomically to ``path``.
+    """Render a finished run (its specs, verdicts and results dicts) and write it atomically to ``path``.
 
     Specs may be empty (an xdist controller collects none): they are then loaded from the verdicts' files.
     ``drifts`` (with a history): each prediction's drift dict by (file, id); the page gets a Drift column."""
-    if drifts is not None:  # a verdict dict's "drift" key is what the predictions table and the header read
-        verdicts = [{**v, "drift": drifts.get((str(v.get("file")), str(v.get("id"))))} for v in verdicts]
-    verdicts = [redact.redact_data(dict(v)) for v in verdicts]  # texts that quote a server or the engine's args
+    # texts that quote a server or the engine's args: redacted in the verdict's dict form, turned back once
+    verdicts = [Verdict.from_dict(redact.redact_data(v.to_dict())) for v in verdicts]
     results = [redact.redact_data(dict(r)) for r in results]
     specs = list(specs)
     if not specs:
-        for f in dict.fromkeys(v["file"] for v in verdicts if v.get("file")):
+        for f in dict.fromkeys(v.file for v in verdicts if v.file):
             try:
                 specs.append(load_spec(f))
             except Exception:  # noqa: BLE001 - a file that no longer loads is left out of the page
                 continue
     try:
-        html = render_scorecard(specs, verdicts, list(results) or None, mode=mode, y_scale=y_scale)
+        html = render_scorecard(specs, verdicts, list(results) or None, mode=mode, y_scale=y_scale, drifts=drifts)
     except Exception as exc:  # noqa: BLE001 - a report bug must not turn a finished run into an INTERNALERROR
         html = _fallback_page(verdicts, exc)
     html = redact.redact_known(html)  # and no secret value the run was given, whatever reached the page
@@ -148,13 +147,13 @@ def write_scorecard(specs: Sequence[Spec], verdicts: Sequence[Mapping[str, Any]]
     return path
 
 
-def _fallback_page(verdicts: Sequence[Mapping[str, Any]], exc: Exception) -> str:
+def _fallback_page(verdicts: Sequence[Verdict], exc: Exception) -> str:
     """A plain table of the verdicts, written when the full page fails to render (with the error shown)."""
     import traceback
 
-    rows = "".join(f"<tr><td>{esc(v.get('id', ''))}</td><td>{esc(v.get('status', ''))}</td>"
-                   f"<td>{esc(v.get('predicted_text', ''))}</td><td>{esc(v.get('model_text', ''))}</td>"
-                   f"<td>{esc(v.get('measured_text', ''))}</td><td>{esc(v.get('reason', ''))}</td></tr>"
+    rows = "".join(f"<tr><td>{esc(v.id)}</td><td>{esc(v.status.value)}</td>"
+                   f"<td>{esc(v.predicted_text)}</td><td>{esc(v.model_text)}</td>"
+                   f"<td>{esc(v.measured_text)}</td><td>{esc(v.reason)}</td></tr>"
                    for v in verdicts)
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -194,17 +193,18 @@ def _results_for(spec: Spec, results: Sequence[Mapping[str, Any]]) -> Mapping[st
     return results[0] if len(results) == 1 else None
 
 
-def render_scorecard(spec: Spec | Sequence[Spec], verdicts: Sequence[Mapping[str, Any]],
+def render_scorecard(spec: Spec | Sequence[Spec], verdicts: Sequence[Verdict],
                      results: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None, *,
                      mode: str | None = None, title: str | None = None, generated_at: str | None = None,
-                     y_scale: str = "auto") -> str:
+                     y_scale: str = "auto", drifts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> str:
     """The scorecard page for one or more prediction files.
 
-    ``verdicts`` are ``Verdict.to_dict()`` dicts (matched to their file by ``file``); ``results`` is a results
+    ``verdicts`` are :class:`Verdict` s (matched to their file by ``file``); ``results`` is a results
     dict (docs/results-schema.md), a list of them (matched by ``setup.predictions_file``), or None for a
     math-only run. ``mode`` is the run's mode for the header (derived when not given). ``y_scale`` is the
     throughput chart's y axis: "auto" (log where the values span 8× or more), "log" or "linear"; the page
-    offers the other one with a toggle.
+    offers the other one with a toggle. ``drifts`` (with a history): each prediction's drift dict by (file, id);
+    the page then gets a Drift column and a drift line.
     """
     if y_scale not in ch.Y_SCALES:
         raise ValueError(f"y_scale must be one of {', '.join(ch.Y_SCALES)}, not {y_scale!r}")
@@ -214,11 +214,11 @@ def render_scorecard(spec: Spec | Sequence[Spec], verdicts: Sequence[Mapping[str
     if mode is None:
         mode = "replay" if res_list else "math"
     generated_at = generated_at or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    by_file: dict[str, list[Mapping[str, Any]]] = {}
+    by_file: dict[str, list[Verdict]] = {}
     for v in verdicts:
-        by_file.setdefault(str(v.get("file", "")), []).append(v)
+        by_file.setdefault(str(v.file), []).append(v)
     sections = []
-    all_outcomes: list[tuple[Mapping[str, Any], str, Any]] = []
+    all_outcomes: list[Row] = []
     for i, s in enumerate(specs):
         vs = by_file.pop(str(s.path), [])
         if not vs and len(specs) == 1:
@@ -226,10 +226,10 @@ def render_scorecard(spec: Spec | Sequence[Spec], verdicts: Sequence[Mapping[str
         rows = _with_outcomes(s, vs)
         all_outcomes.extend(rows)
         sections.append(_spec_section(s, rows, _results_for(s, res_list), mode, anchor=f"spec{i}",
-                                      single=len(specs) == 1, y_scale=y_scale))
+                                      single=len(specs) == 1, y_scale=y_scale, drifts=drifts))
     page_title = title or (specs[0].title or Path(specs[0].path).name if len(specs) == 1 else
                            f"pytest-roofline scorecard — {len(specs)} prediction files")
-    head = _page_header(page_title, specs, res_list, mode, generated_at, all_outcomes)
+    head = _page_header(page_title, specs, res_list, mode, generated_at, all_outcomes, drifts)
     body = head + "".join(sections) + _footer(generated_at)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
@@ -239,14 +239,18 @@ def render_scorecard(spec: Spec | Sequence[Spec], verdicts: Sequence[Mapping[str
             f'<body><main class="page">{body}</main></body></html>\n')
 
 
-def _with_outcomes(spec: Spec, verdicts: Iterable[Mapping[str, Any]]) -> list[tuple[dict[str, Any], str, Any]]:
+def _drift_of(drifts: Mapping[tuple[str, str], Mapping[str, Any]] | None, v: Verdict) -> Mapping[str, Any] | None:
+    return drifts.get((str(v.file), str(v.id))) if drifts is not None else None
+
+
+def _with_outcomes(spec: Spec, verdicts: Iterable[Verdict]) -> list[Row]:
     preds = {p.id: p for p in spec.predictions}
     out = []
     for v in verdicts:
-        pred = preds.get(v.get("id", ""))
-        out.append((dict(v), outcome_of_verdict(v, pred.xfail if pred is not None else None), pred))
+        pred = preds.get(v.id)
+        out.append((v, outcome_of_verdict(v, pred.xfail if pred is not None else None), pred))
     order = {p.id: i for i, p in enumerate(spec.predictions)}
-    out.sort(key=lambda r: order.get(r[0].get("id", ""), 1 << 30))
+    out.sort(key=lambda r: order.get(r[0].id, 1 << 30))
     return out
 
 
@@ -259,7 +263,8 @@ _MODE_TEXT = {"math": "math only — each value in ink checked against the model
 
 
 def _page_header(title: str, specs: Sequence[Spec], results: Sequence[Mapping[str, Any]], mode: str,
-                 generated_at: str, rows: Sequence[tuple[Mapping[str, Any], str, Any]]) -> str:
+                 generated_at: str, rows: Sequence[Row],
+                 drifts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> str:
     c = counts(o for _, o, _ in rows)
     total = sum(c.values())
     src = ""
@@ -286,10 +291,10 @@ def _page_header(title: str, specs: Sequence[Spec], results: Sequence[Mapping[st
     if len(specs) > 1:
         nav = '<nav class="files">' + " · ".join(
             f'<a href="#spec{i}">{esc(s.title or Path(s.path).name)}</a>' for i, s in enumerate(specs)) + "</nav>"
-    drifts = [v["drift"] for v, _o, _p in rows if v.get("drift")]
-    if drifts:  # with a history: how this run compares with the stored ones
-        src += (f'<div class="src rl-drift-line">drift: {esc(drift_counts(drifts))} vs '
-                f'{esc(str(drifts[0].get("against") or "the stored runs"))}</div>')
+    found = [d for d in (_drift_of(drifts, v) for v, _o, _p in rows) if d]
+    if found:  # with a history: how this run compares with the stored ones
+        src += (f'<div class="src rl-drift-line">drift: {esc(drift_counts(found))} vs '
+                f'{esc(str(found[0].get("against") or "the stored runs"))}</div>')
     return (f'<header class="top"><div class="brand">pytest-roofline scorecard</div><h1>{esc(title)}</h1>'
             f'<div class="mode mode-{esc(mode)}">{esc(_MODE_TEXT.get(mode, mode))}</div>{src}'
             f'<div class="totals"><div class="bar">{bar}</div><div class="pills">{pills}'
@@ -308,8 +313,9 @@ def _footer(generated_at: str) -> str:
 
 
 # --- one prediction file ---------------------------------------------------------------------------------------
-def _spec_section(spec: Spec, rows: list[tuple[dict[str, Any], str, Any]], results: Mapping[str, Any] | None,
-                  mode: str, *, anchor: str, single: bool, y_scale: str = "auto") -> str:
+def _spec_section(spec: Spec, rows: list[Row], results: Mapping[str, Any] | None,
+                  mode: str, *, anchor: str, single: bool, y_scale: str = "auto",
+                  drifts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> str:
     setup = spec_setup(spec)
     parts = [f'<section class="spec" id="{anchor}">']
     if not single:
@@ -353,14 +359,14 @@ def _spec_section(spec: Spec, rows: list[tuple[dict[str, Any], str, Any]], resul
         parts.append(_points_table(spec, setup, results))
         parts.append(_goodput_table(spec, results))
         parts.append(_errors(results))
-    parts.append(_predictions_table(rows, measured=any(v.get("mode") == "measured" for v, _, _ in rows),
-                                    anchor=anchor))
+    parts.append(_predictions_table(rows, measured=any(v.mode is VerdictMode.MEASURED for v, _, _ in rows),
+                                    anchor=anchor, drifts=drifts))
     parts.append("</section>")
     return "".join(parts)
 
 
 def _figures(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | None,
-             rows: Sequence[tuple[dict[str, Any], str, Any]], *, y_scale: str = "auto") -> list[ch.Figure]:
+             rows: Sequence[Row], *, y_scale: str = "auto") -> list[ch.Figure]:
     out: list[ch.Figure | None] = []
     try:
         out.append(ch.throughput_chart(spec, setup, results, rows, y_scale=y_scale))
@@ -467,13 +473,13 @@ def _outcome_rank(item: tuple[str, int]) -> int:
     return OUTCOMES.index(item[0])
 
 
-def _summary_card(rows: Sequence[tuple[dict[str, Any], str, Any]], headlines: Sequence[tuple[str, str]] = ()) -> str:
+def _summary_card(rows: Sequence[Row], headlines: Sequence[tuple[str, str]] = ()) -> str:
     c = counts(o for _, o, _ in rows)
     total = sum(c.values()) or 1
     by_mode: dict[str, dict[str, int]] = {}
     for v, o, _ in rows:
-        by_mode.setdefault(v.get("mode", "math"), {}).setdefault(o, 0)
-        by_mode[v.get("mode", "math")][o] += 1
+        by_mode.setdefault(v.mode.value, {}).setdefault(o, 0)
+        by_mode[v.mode.value][o] += 1
     bar = "".join(f'<span class="seg rl-{o}" style="flex:{c[o]}" title="{c[o]} {OUTCOME_LABEL[o]}"></span>'
                   for o in OUTCOMES if c[o])
     lines = [f'<div class="card summary"><h3>Verdicts</h3><div class="bar big">{bar}</div><table class="counts">']
@@ -490,15 +496,15 @@ def _summary_card(rows: Sequence[tuple[dict[str, Any], str, Any]], headlines: Se
             for m, d in sorted(by_mode.items())) + "</p>")
     if headlines:
         lines.append("<h4>Headline numbers</h4>" + _dl(headlines).replace("<dl>", '<dl class="headlines">', 1))
-    misses = [(v, o) for v, o, _ in rows if v.get("status") == "fail" and is_number(v.get("error_rel"))]
-    misses.sort(key=lambda r: -abs(r[0]["error_rel"]))
+    misses = [(v, o) for v, o, _ in rows if v.status is VerdictStatus.FAIL and is_number(v.error_rel)]
+    misses.sort(key=lambda r: -abs(r[0].error_rel or 0.0))
     if misses:
         lines.append('<h4>Largest misses</h4><table class="misses">')
         for v, o in misses[:6]:
             lines.append(f'<tr><td><span class="rl-badge rl-{o}">{OUTCOME_LABEL[o]}</span></td>'
-                         f'<td><a href="#p-{esc(_slug(v["id"]))}">{id_html(v["id"])}</a></td>'
-                         f'<td class="num">{esc(v.get("predicted_text", ""))}</td>'
-                         f'<td class="num">{esc(v.get("measured_text") or v.get("model_text") or "")}</td>'
+                         f'<td><a href="#p-{esc(_slug(v.id))}">{id_html(v.id)}</a></td>'
+                         f'<td class="num">{esc(v.predicted_text)}</td>'
+                         f'<td class="num">{esc(v.measured_text or v.model_text or "")}</td>'
                          f'<td class="num err">{_err_pct(v)}</td></tr>')
         lines.append("</table>")
     lines.append("</div>")
@@ -512,8 +518,8 @@ _OUTCOME_WORDS = {"passed": "within tolerance", "failed": "outside tolerance, no
                   "inconclusive": "the measured interval straddles the band's edge: more requests would decide"}
 
 
-def _err_pct(v: Mapping[str, Any]) -> str:
-    r = v.get("error_rel")
+def _err_pct(v: Verdict) -> str:
+    r = v.error_rel
     if not is_number(r):
         return ""
     return f"{r:+.2%}" if abs(r) < 0.1 else (f"{r:+.1%}" if abs(r) < 10 else f"{r:+.0%}")
@@ -750,39 +756,40 @@ def _errors(results: Mapping[str, Any]) -> str:
 
 
 # --- predictions ------------------------------------------------------------------------------------------------
-def _predictions_table(rows: Sequence[tuple[dict[str, Any], str, Any]], *, measured: bool, anchor: str) -> str:
+def _predictions_table(rows: Sequence[Row], *, measured: bool, anchor: str,
+                       drifts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> str:
     if not rows:
         return '<h3>Predictions</h3><p class="missing">No predictions were scored.</p>'
-    with_drift = any("drift" in v for v, _o, _p in rows)  # a run with a history
+    with_drift = drifts is not None and bool(rows)  # a run with a history
     cols = ["", "prediction", "quantity", "ink", "model"] + (["measured"] if measured else []) + [
         "roofline", "serving", "error", "tolerance", "against the band"] + (["drift"] if with_drift else [])
     head = "<tr>" + "".join(f"<th>{esc(c)}</th>" for c in cols) + "</tr>"
     body = []
     # rows of one quantity share a relative band scale (their drawings read as one column of a chart)
-    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    groups: dict[tuple[str, str], list[Verdict]] = {}
     for v, _o, _p in rows:
-        groups.setdefault((str(v.get("quantity")), str(v.get("mode"))), []).append(v)
+        groups.setdefault((v.quantity, v.mode.value), []).append(v)
     domains = {k: band_domain(vs) for k, vs in groups.items()}
     for v, o, _pred in rows:
-        band = band_svg(v, width=156, height=22, domain=domains.get((str(v.get("quantity")), str(v.get("mode")))))
+        band = band_svg(v, width=156, height=22, domain=domains.get((v.quantity, v.mode.value)))
         meas_cell = ""
         if measured:
-            meas_cell = (f'<td class="num">{esc(v.get("measured_text") or "")}'
+            meas_cell = (f'<td class="num">{esc(v.measured_text or "")}'
                          + (' <span class="warn" title="contaminated by prefix-cache hits">⚠</span>'
-                            if v.get("contaminated") else "") + "</td>")
+                            if v.contaminated else "") + "</td>")
         at = label_of(v)
         body.append(
-            f'<tbody class="pred rl-{o}" id="p-{esc(_slug(v.get("id", "")))}"><tr class="main">'
+            f'<tbody class="pred rl-{o}" id="p-{esc(_slug(v.id))}"><tr class="main">'
             f'<td><span class="rl-badge rl-{o}">{OUTCOME_LABEL.get(o, o)}</span></td>'
-            f'<td class="pid">{id_html(v.get("id", ""))}</td><td class="q">{esc(at)}</td>'
-            f'<td class="num ink">{esc(v.get("predicted_text") or "")}</td>'
-            f'<td class="num">{esc(v.get("model_text") or "")}</td>{meas_cell}'
-            f'<td class="num model">{esc(v.get("roofline_text") or "")}</td>'
-            f'<td class="num serving" title="{esc(v.get("serving_explanation") or "")}">'
-            f'{esc(v.get("serving_text") or "")}</td>'
+            f'<td class="pid">{id_html(v.id)}</td><td class="q">{esc(at)}</td>'
+            f'<td class="num ink">{esc(v.predicted_text or "")}</td>'
+            f'<td class="num">{esc(v.model_text or "")}</td>{meas_cell}'
+            f'<td class="num model">{esc(v.roofline_text or "")}</td>'
+            f'<td class="num serving" title="{esc(v.serving_explanation or "")}">'
+            f'{esc(v.serving_text or "")}</td>'
             f'<td class="num err">{_err_pct(v)}</td>'
-            f'<td class="tol" title="{esc(v.get("tolerance_text") or "")}">{esc(_short_tol(v))}</td>'
-            f'<td class="band">{band}</td>{_drift_cell(v) if with_drift else ""}</tr>'
+            f'<td class="tol" title="{esc(v.tolerance_text or "")}">{esc(_short_tol(v))}</td>'
+            f'<td class="band">{band}</td>{_drift_cell(_drift_of(drifts, v)) if with_drift else ""}</tr>'
             f'<tr class="more"><td></td><td colspan="{len(cols) - 1}"><details><summary>{esc(_short_reason(v))}'
             f"</summary>{explain_html(v, o, heading=False)}</details></td></tr></tbody>")
     legend = ('<p class="hint">Against the band: shaded = the allowed interval around the reference; black tick = '
@@ -793,9 +800,9 @@ def _predictions_table(rows: Sequence[tuple[dict[str, Any], str, Any]], *, measu
             f"<thead>{head}</thead>{''.join(body)}</table></div>")
 
 
-def _drift_cell(v: Mapping[str, Any]) -> str:
+def _drift_cell(drift: Mapping[str, Any] | None) -> str:
     """The drift badge of a row: the change against the baseline, the whole line as its tooltip."""
-    d = v.get("drift") or {}
+    d = drift or {}
     status = str(d.get("status") or "")
     if not status or status == "not_measured":
         return '<td class="drift"></td>'
@@ -806,15 +813,15 @@ def _drift_cell(v: Mapping[str, Any]) -> str:
             + (f' <span class="rl-badge rl-drift-{esc(status)}">{esc(word)}</span>' if word else "") + "</td>")
 
 
-def _short_tol(v: Mapping[str, Any]) -> str:
-    t = str(v.get("tolerance_text") or "")
+def _short_tol(v: Verdict) -> str:
+    t = str(v.tolerance_text or "")
     return t.split(" (", 1)[0]
 
 
-def _short_reason(v: Mapping[str, Any]) -> str:
-    r = " ".join(str(v.get("reason", "")).split())
-    if v.get("xfail_reason") and v.get("status") == "fail":
-        r += " — expected: " + " ".join(str(v["xfail_reason"]).split())
+def _short_reason(v: Verdict) -> str:
+    r = " ".join(str(v.reason).split())
+    if v.xfail_reason and v.status is VerdictStatus.FAIL:
+        r += " — expected: " + " ".join(str(v.xfail_reason).split())
     return r if len(r) < 260 else r[:257] + "…"
 
 

@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_roofline.scoring import Verdict, VerdictMode, VerdictStatus
+
 __all__ = ["summary_table", "failure_line", "elide_ids", "drift_lines", "OUTCOME_WORD", "FAILING_WORDS",
            "INCONCLUSIVE_WORD"]
 
@@ -101,25 +103,25 @@ def elide_ids(ids: Sequence[str], width: int) -> dict[str, str | None]:
     return out
 
 
-def failure_line(v: Mapping[str, Any]) -> str:
+def failure_line(v: Verdict) -> str:
     """A verdict in one line (``--tb=line``, the short summary, JUnit's failure message): the id, the verdict,
     the value in ink against what it was checked with, the error and the tolerance applied."""
-    status = str(v.get("status") or "").upper()
-    if status == "ERROR":
-        return f"{v.get('id')}: ERROR {_error_message(str(v.get('reason') or ''))}"
-    mode = v.get("mode")
-    what = "measured" if mode == "measured" else "model"
-    got = v.get("measured_text") if mode == "measured" else v.get("model_text")
-    parts = [f"{v.get('id')}: {status} {v.get('quantity')} predicted {_plain(v.get('predicted_text')) or '—'}",
+    status = v.status.value.upper()
+    if v.status is VerdictStatus.ERROR:
+        return f"{v.id}: ERROR {_error_message(v.reason)}"
+    measured = v.mode is VerdictMode.MEASURED
+    what = "measured" if measured else "model"
+    got = v.measured_text if measured else v.model_text
+    parts = [f"{v.id}: {status} {v.quantity} predicted {_plain(v.predicted_text) or '—'}",
              f"{what} {_plain(got) or '—'}"]
     tail = []
-    if v.get("error_text"):
-        tail.append(f"error {_plain(v['error_text']).split(' (')[0]}")
-    if v.get("tolerance_text"):
-        tail.append(f"tolerance {_plain(v['tolerance_text'])}")
-    if v.get("interval_text") and status == INCONCLUSIVE_WORD:
-        tail.append(f"interval {_plain(v['interval_text'])}")
-        more = v.get("requests_to_decide")
+    if v.error_text:
+        tail.append(f"error {_plain(v.error_text).split(' (')[0]}")
+    if v.tolerance_text:
+        tail.append(f"tolerance {_plain(v.tolerance_text)}")
+    if v.interval_text and v.status is VerdictStatus.INCONCLUSIVE:
+        tail.append(f"interval {_plain(v.interval_text)}")
+        more = v.requests_to_decide
         tail.append(f"~{more} more requests would decide it" if more is not None else "more requests may not decide")
     return ", ".join(parts) + (f" ({'; '.join(tail)})" if tail else "")
 
@@ -134,21 +136,21 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
     keeps the FAIL/ERROR/XPASS rows and the counts, -2 (``-qq``) the counts alone."""
     rows: list[dict[str, str]] = []
     for r in reports:
-        v = r.roofline
-        measured = v.get("mode") == "measured"
-        got = v.get("measured_text") if measured else v.get("model_text")
-        src = "meas" if measured else ("serv" if v.get("model_source") == "serving" else "model")
-        roof = v.get("roofline_text") or (v.get("model_text") if v.get("model_source") == "roofline" else "")
-        quantity = v.get("quantity") or ""
-        if v.get("status") == "error" and quantity in ("", "?"):  # an invalid prediction: what is wrong with it
-            quantity = _error_message(str(v.get("reason") or "invalid prediction"))
+        v = Verdict.from_dict(r.roofline)  # the dict form a pytest report carries (across xdist too)
+        measured = v.mode is VerdictMode.MEASURED
+        got = v.measured_text if measured else v.model_text
+        src = "meas" if measured else ("serv" if v.model_source == "serving" else "model")
+        roof = v.roofline_text or (v.model_text if v.model_source == "roofline" else "")
+        quantity = v.quantity
+        if v.status is VerdictStatus.ERROR and quantity in ("", "?"):  # an invalid prediction: what is wrong
+            quantity = _error_message(v.reason or "invalid prediction")
             src = ""
         rows.append({
-            "id": str(v["id"]), "quantity": _plain(quantity), "predicted": _plain(v.get("predicted_text")),
+            "id": v.id, "quantity": _plain(quantity), "predicted": _plain(v.predicted_text),
             "measured/model": _plain(got) or "—", "src": src, "roofline": _short(roof),
-            "serving": _short(v.get("serving_text") or ""),
-            "error": str(v.get("error_text") or "").split(" (")[0] or ("" if v.get("status") != "skip" else "—"),
-            "verdict": INCONCLUSIVE_WORD if v.get("status") == "inconclusive" and not hasattr(r, "wasxfail")
+            "serving": _short(v.serving_text),
+            "error": v.error_text.split(" (")[0] or ("" if v.status is not VerdictStatus.SKIP else "—"),
+            "verdict": INCONCLUSIVE_WORD if v.status is VerdictStatus.INCONCLUSIVE and not hasattr(r, "wasxfail")
             else OUTCOME_WORD.get(_outcome(r), _outcome(r).upper()),
         })
     counts: dict[str, int] = {}

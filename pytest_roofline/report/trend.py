@@ -52,7 +52,7 @@ from pytest_roofline.report.common import (
     EXPLAIN_CSS,
     OUTCOME_COLOR,
     OUTCOME_LABEL,
-    fmt,
+    fmt_value,
     id_html,
     is_number,
 )
@@ -250,13 +250,13 @@ def _fmt(v: StoredValue, si: float | None) -> str:
 def _fmt_measured(v: StoredValue) -> str:
     """``v``'s measured value as :func:`_fmt` writes it, uncached: a measured number seldom repeats, and caching
     each would only push the repeating band and model values out of :func:`_fmt_si`'s cache."""
-    return fmt({"dimension": v.dimension, "unit": v.unit}, v.measured, digits=4) if is_number(v.measured) else "—"
+    return fmt_value(v.dimension, v.unit, v.measured, digits=4) if is_number(v.measured) else "—"
 
 
 @functools.lru_cache(maxsize=4096)
 def _fmt_si(dimension: str, unit: str, si: float) -> str:
     """Cached: a band or a model value repeats night after night (500 nights × 100 predictions stay fast)."""
-    return fmt({"dimension": dimension, "unit": unit}, si, digits=4)
+    return fmt_value(dimension, unit, si, digits=4)
 
 
 def _band_text(v: StoredValue) -> str:

@@ -287,7 +287,7 @@ def test_inconclusive_outcome_policy(replay_dir: pytest.Pytester, policy: str | 
 def test_junit_properties_carry_the_interval_and_the_requests_to_decide():
     from pytest_roofline.report.junit import junit_properties
 
-    props = dict(junit_properties(_verdicts()["straddles"].to_dict()))
+    props = dict(junit_properties(_verdicts()["straddles"]))
     assert props["roofline_verdict"] == "inconclusive"
     # the interval [40, 61] ms of the median of 1..100 ms, in ms like every time property
     assert props["roofline_measured_ci_lo_ms"] == "40" and props["roofline_measured_ci_hi_ms"] == "61"
@@ -300,7 +300,7 @@ def test_the_table_and_the_one_line_form_say_inconclusive():
     from pytest_roofline.report.terminal import failure_line, summary_table
 
     d = _verdicts()["straddles"].to_dict()
-    line = failure_line(d)
+    line = failure_line(_verdicts()["straddles"])
     assert line.startswith("straddles: INCONCLUSIVE") and "~445 more requests would decide it" in line
     report = SimpleNamespace(roofline=d, when="call", outcome="skipped", skipped=True, failed=False)
     table = summary_table([report], width=100)

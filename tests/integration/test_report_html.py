@@ -14,6 +14,7 @@ from support.specs import NOTEBOOK_REPORT
 
 from pytest_roofline.pytest_plugin.html import COLUMNS, row_cells  # noqa: E402
 from pytest_roofline.report.common import explain_lines, sort_key  # noqa: E402
+from pytest_roofline.scoring import Verdict  # noqa: E402
 
 pytest.importorskip("pytest_html")
 
@@ -228,7 +229,7 @@ def test_explain_lines_math_check() -> None:
          "unit": "FLOP/byte", "predicted_text": "161 FLOP/byte", "predicted_value": 161.0, "reference_value": 161.0,
          "checked_value": 161.24, "model_value": 161.24, "lo": 160.5, "hi": 161.5, "tolerance_text": "±0.5 FLOP/byte",
          "reason": "model 161.24 FLOP/byte is within ±0.5 FLOP/byte of predicted 161"}
-    lines = explain_lines(v)
+    lines = explain_lines(Verdict.from_dict(v))  # the report reads Verdicts, as a report's dict is turned back
     assert lines[0] == ("The model gives 161.24 FLOP/byte; the ink says 161 FLOP/byte, 0.15% below it "
                         "(−0.24 FLOP/byte).")
     assert lines[1] == ("The tolerance ±0.5 FLOP/byte around the ink allows [160.5 FLOP/byte, 161.5 FLOP/byte]; "

@@ -25,6 +25,7 @@ from pytest_roofline.report.common import band_domain, band_svg, id_html
 from pytest_roofline.report.environment import spec_setup
 from pytest_roofline.report.scorecard import _figures, _with_outcomes, render_scorecard, score_spec, write_scorecard
 from pytest_roofline.report.svg import Axis, Chart, segment_hits_box, text_box
+from pytest_roofline.scoring import Verdict
 
 RUNS = {
     "day3": (DAY3, DAY3_RESULTS),
@@ -277,9 +278,9 @@ def _band_geometry(svg: str) -> tuple[float, list[tuple[float, float]], dict[str
 def test_band_markers_stay_inside_the_drawing() -> None:
     # the notebook's kv-blocks row: ink 22,959 (band ±10%: 20,663 … 25,255), measured 25,640, model 25,811 —
     # the model's diamond sits at the right end; it must not be cut by the drawing's edge
-    v = {"reference_value": 22959.0, "checked_value": 25640.0, "predicted_value": 22959.0, "model_value": 25811.0,
-         "mode": "measured", "status": "fail", "lo": 20663.1, "hi": 25254.9, "dimension": "count",
-         "tolerance_text": "±10%"}
+    v = Verdict.from_dict({"reference_value": 22959.0, "checked_value": 25640.0, "predicted_value": 22959.0,
+                           "model_value": 25811.0, "mode": "measured", "status": "fail", "lo": 20663.1,
+                           "hi": 25254.9, "dimension": "count", "tolerance_text": "±10%"})
     width, extents, _ = _band_geometry(band_svg(v, width=156, height=22))
     for lo, hi in extents:
         assert lo >= 0.5 and hi <= width - 0.5
@@ -288,10 +289,10 @@ def test_band_markers_stay_inside_the_drawing() -> None:
 def test_band_scale_is_shared_by_a_quantity() -> None:
     # per-request C = 1 missed by −28% (88.8 vs 123.4) and C = 128 by −58% (24.1 vs 57.9): alone, each dot is
     # pinned at the left end of its own drawing; on the shared scale the bigger miss sits further left
-    def row(ref: float, chk: float) -> dict[str, Any]:
-        return {"reference_value": ref, "checked_value": chk, "predicted_value": ref, "mode": "measured",
-                "status": "fail", "lo": ref * 0.85, "hi": ref * 1.15, "dimension": "throughput",
-                "tolerance_text": "±15%"}
+    def row(ref: float, chk: float) -> Verdict:
+        return Verdict.from_dict({"reference_value": ref, "checked_value": chk, "predicted_value": ref,
+                                  "mode": "measured", "status": "fail", "lo": ref * 0.85, "hi": ref * 1.15,
+                                  "dimension": "throughput", "tolerance_text": "±15%"})
 
     c1, c128 = row(123.4, 88.8), row(57.9, 24.1)
     alone = [_band_geometry(band_svg(v, width=156))[2]["measured"] for v in (c1, c128)]

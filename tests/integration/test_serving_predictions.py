@@ -268,7 +268,7 @@ def test_html_cells_carry_both_models() -> None:
     spec = load_spec(DAY3)
     meas = RecordedMeasurement(load_results(DAY3_RESULTS), source="test")
     v = scoring.score(spec, next(p for p in spec.predictions if p.id == "throughput-c64"), "measured", meas)
-    cells = dict(zip([k for k, _, _ in COLUMNS], row_cells(v.to_dict()), strict=True))
+    cells = dict(zip([k for k, _, _ in COLUMNS], row_cells(v), strict=True))
     assert v.roofline_text in cells["rl_roofline"] and v.serving_text in cells["rl_serving"]
 
 

@@ -51,7 +51,7 @@ def _verdicts(spec_name: str, results: Path | None) -> dict[str, dict[str, Any]]
     data = dict(load_any(results)) if results is not None else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        verdicts = score_spec(spec, data)
+        verdicts = [v.to_dict() for v in score_spec(spec, data)]  # the JSON form the snapshot keeps
     return {v["id"]: {k: _number(v.get(k)) for k in FIELDS} for v in verdicts}
 
 
