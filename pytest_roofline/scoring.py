@@ -192,29 +192,58 @@ class Verdict:
     def _bound_text(self, bound: float | None, open_text: str) -> str:
         return self.fmt(bound) if bound is not None and math.isfinite(bound) else open_text
 
-    def explain(self) -> str:
-        """Multi-line text for a failure: predicted, model, measured, error, and the model's inputs."""
-        lines = [f"{self.id}: {self.quantity}" + (f" at {_at_text(self.at)}" if self.at else "") + f" [{self.mode}]",
-                 f"  predicted : {self.predicted_text or '—'}"]
+    def band(self) -> tuple[float, float] | None:
+        """The allowed interval (±inf where open), or None when the check was not a numeric band."""
+        lo = self.lo if self.lo is not None and math.isfinite(self.lo) else None
+        hi = self.hi if self.hi is not None and math.isfinite(self.hi) else None
+        if not self.tolerance_text or (lo is None and hi is None):
+            return None
+        return (lo if lo is not None else -math.inf, hi if hi is not None else math.inf)
+
+    def explanation_rows(self, fmt: Callable[[float], str] | None = None) -> list[tuple[str, str]]:
+        """The verdict's explanation as ordered (label, value) rows: the one list behind the terminal's
+        :meth:`explain` and the HTML reports' table (``report.common.explain_html``), each rendering it its own
+        way. ``fmt`` writes a band's bounds (default :meth:`fmt`)."""
+        show = fmt or self.fmt
+        measured = self.mode is VerdictMode.MEASURED
+        rows = [("predicted", self.predicted_text or "—")]
         if self.model_text:
-            lines.append(f"  model     : {self.model_text}" + (f" ({self.model_source})" if self.model_source else ""))
-        if self.roofline_text and self.serving_text:
-            lines.append(f"  models    : roofline {self.roofline_text} · serving {self.serving_text}")
-        if self.mode is VerdictMode.MEASURED:
-            lines.append(f"  measured  : {self.measured_text or '—'}"
-                         + (f"  (points: {', '.join(self.measured_points)})" if self.measured_points else ""))
+            rows.append(("model", self.model_text + (f" ({self.model_source})" if self.model_source else "")))
+        if self.roofline_text and self.model_source != "roofline":
+            rows.append(("roofline", self.roofline_text))
+        if self.serving_text and self.model_source != "serving":
+            rows.append(("serving", self.serving_text))
+        if measured:
+            rows.append(("measured", (self.measured_text or "—")
+                         + (f"  (points: {', '.join(self.measured_points)})" if self.measured_points else "")))
             if self.interval_text:
-                lines.append(f"  interval  : {self.interval_text}")
+                rows.append(("interval", self.interval_text))
+            if self.status is VerdictStatus.INCONCLUSIVE:
+                more = self.requests_to_decide
+                rows.append(("to decide", f"about {more} more requests" if more is not None else "cannot say"))
         if self.error_text:
-            lines.append(f"  error     : {self.error_text}")
+            rows.append(("error", f"{self.error_text}  (ink − {'measured' if measured else 'model'}, relative to "
+                                  f"{'measured' if measured else 'the model'})"))
         if self.tolerance_text:
-            lines.append(f"  tolerance : {self.tolerance_text}  → allowed [{self._bound_text(self.lo, '−∞')}, "
-                         f"{self._bound_text(self.hi, '+∞')}]")
-        lines.append(f"  verdict   : {self.status.upper()} — {self.reason}")
+            b = self.band()
+            allowed = ""
+            if b is not None:
+                lo, hi = b
+                allowed = (f"  → allowed [{show(lo) if math.isfinite(lo) else '−∞'}, "
+                           f"{show(hi) if math.isfinite(hi) else '+∞'}]")
+            rows.append(("tolerance", self.tolerance_text + allowed))
+        rows.append(("verdict", f"{self.status.value.upper()} — {self.reason}"))
+        return rows
+
+    def explain(self) -> str:
+        """Multi-line text for a failure: :meth:`explanation_rows`, then what the model says, the diagnosis, the
+        notes and the model's inputs."""
+        lines = [f"{self.id}: {self.quantity}" + (f" at {_at_text(self.at)}" if self.at else "") + f" [{self.mode}]"]
+        lines.extend(f"  {label:<10}: {value}" for label, value in self.explanation_rows())
         if self.model_explanation:
             lines.append(f"  model says: {self.model_explanation}")
         if self.serving_explanation and self.serving_explanation != self.model_explanation:
-            lines.append(f"  serving   : {self.serving_explanation}")
+            lines.append(f"  serving says: {self.serving_explanation}")
         for d in self.diagnosis:
             lines.append(f"  diagnosis : {d}")
         for n in self.measured_notes:

@@ -176,12 +176,7 @@ def finite_or_none(x: float | None) -> float | None:
 
 def _bounds(v: Verdict) -> tuple[float, float] | None:
     """The allowed interval (±inf where open), or None when the check was not a numeric band."""
-    lo, hi = finite_or_none(v.lo), finite_or_none(v.hi)  # an open side is None, as in the verdict's dict form
-    if not v.tolerance_text or v.tolerance_text == "exact" and lo is None and hi is None:
-        return None
-    if lo is None and hi is None:
-        return None
-    return (lo if lo is not None else -math.inf, hi if hi is not None else math.inf)
+    return v.band()
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -280,32 +275,7 @@ def explain_html(v: Verdict, outcome: str | None = None, *, chart: bool = True,
         svg = band_svg(v, width=520, height=64, labels=True)
         if svg:
             left.append(f'<div class="rl-band">{svg}</div>')
-    rows = [("predicted (ink)", v.predicted_text or "—")]
-    if v.model_text:
-        rows.append(("model", v.model_text + (f" ({v.model_source})" if v.model_source else "")))
-    if v.roofline_text and v.model_source != "roofline":
-        rows.append(("decode roofline", v.roofline_text))
-    if v.serving_text and v.model_source != "serving":
-        rows.append(("serving model", v.serving_text))
-    if v.mode is VerdictMode.MEASURED:
-        rows.append(("measured", v.measured_text or "—"))
-        if v.interval_text:
-            rows.append(("interval", v.interval_text))
-        if v.status is VerdictStatus.INCONCLUSIVE:
-            more = v.requests_to_decide
-            rows.append(("to decide", f"about {more} more requests" if more is not None else "cannot say"))
-    if v.error_text:
-        rows.append(("error", f"{v.error_text}  (ink − {'measured' if v.mode is VerdictMode.MEASURED else 'model'}, "
-                              f"relative to {'measured' if v.mode is VerdictMode.MEASURED else 'the model'})"))
-    if v.tolerance_text:
-        b = _bounds(v)
-        allowed = ""
-        if b is not None:
-            lo, hi = b
-            allowed = (f"  → allowed [{fmt(v, lo) if math.isfinite(lo) else '−∞'}, "
-                       f"{fmt(v, hi) if math.isfinite(hi) else '+∞'}]")
-        rows.append(("tolerance", v.tolerance_text + allowed))
-    rows.append(("verdict", f"{v.status.value.upper()} — {v.reason}"))
+    rows = v.explanation_rows(lambda x: fmt(v, x))  # the one list the terminal's explain() renders too
     right = '<table class="rl-kv">' + "".join(f"<tr><th>{esc(k)}</th><td>{esc(val)}</td></tr>"
                                               for k, val in rows) + "</table>"
     parts.append(f'<div class="rl-cols"><div class="rl-left">{"".join(left)}</div>'
