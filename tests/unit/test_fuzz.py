@@ -33,7 +33,8 @@ from pytest_roofline.units import DIMENSIONS, parse_number, parse_printed_number
 SHIPPED = sorted(PREDICTIONS.glob("*.yaml"))
 TEXTS = {p: p.read_text(encoding="utf-8") for p in SHIPPED}
 
-#: the bound on one example (a file of the shipped size loads in ~30 ms; the bound is for hangs, not speed)
+#: the bound on one example, in this process's CPU time (a file of the shipped size loads in ~30 ms; the bound is
+#: for hangs, not speed, and CPU time is what a busy shared machine cannot inflate)
 PER_EXAMPLE_S = 5.0
 #: small limits, so that bombs and products built by the fuzzer are refused cheaply rather than run
 LIMITS = Limits(max_yaml_nodes=50_000, max_tests_per_prediction=200, max_tests_per_file=5_000,
@@ -50,7 +51,7 @@ def fuzz_settings(examples: int) -> settings:
 
 def within_bound(fn, *args, allowed: tuple[type[BaseException], ...]):
     """Call ``fn``; an exception outside ``allowed`` or an example slower than the bound fails the test."""
-    t0 = time.monotonic()
+    t0 = time.process_time()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CalibrationMismatchWarning)
@@ -58,8 +59,8 @@ def within_bound(fn, *args, allowed: tuple[type[BaseException], ...]):
     except allowed:
         return None
     finally:
-        elapsed = time.monotonic() - t0
-        assert elapsed < PER_EXAMPLE_S, f"one example took {elapsed:.1f} s"
+        elapsed = time.process_time() - t0
+        assert elapsed < PER_EXAMPLE_S, f"one example took {elapsed:.1f} s of CPU"
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -101,7 +102,7 @@ def mutated_file(draw: st.DrawFn) -> tuple[Path, str]:
 
 
 def check_spec(text: str, file: str) -> None:
-    t0 = time.monotonic()
+    t0 = time.process_time()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CalibrationMismatchWarning)
@@ -110,7 +111,7 @@ def check_spec(text: str, file: str) -> None:
         assert exc.file == file and str(exc).startswith(file)
         return
     finally:
-        assert time.monotonic() - t0 < PER_EXAMPLE_S
+        assert time.process_time() - t0 < PER_EXAMPLE_S
     for p in spec.predictions:  # a prediction that did not validate carries a SpecError of its own
         assert p.error is None or isinstance(p.error, SpecError)
         assert p.error is not None or p.quantity
