@@ -2,51 +2,80 @@
 
 These start a real engine (the project's tiny model, ~30-50 s on two cores) through pytest in a subprocess,
 exactly as a user runs it, and check what the issue promises: KV capacity exact, Little's law at every point,
-the knee where the file predicts it, results file and engine log kept — that an engine killed mid-sweep
-turns the affected predictions into ERRORs with the log tail, keeps the finished points and leaves no process —
-and what the live display says while the engine starts. Each test's engine is the plugin's own, started by
-`--gpu cpu`: that start (and, for one, its death) is what they check. Sweeps against an engine already running
-(`--endpoint`) share the session's engine in test_sweeps.py.
+the knee where the file predicts it, results file and engine log kept, what the live display says while the
+engine starts and a point runs — and that an engine killed mid-sweep turns the affected predictions into ERRORs
+with the log tail, keeps the finished points and leaves no process. The engines are the plugin's own, started by
+`--gpu cpu`: that start (and, for one, its death) is what these check. The end-to-end checks and the display's
+read one run of the file (:func:`cpu_tiny_run`); sweeps against an engine already running (`--endpoint`) share
+the session's engine in test_sweeps.py.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support.engine import CPU_TINY, CPU_TINY_RUN_S, PROCESSES_GONE_S, SHORT_RUN_S, group_left, needs_vllm
+from support.engine import CPU_TINY, CPU_TINY_RUN_S, PROCESSES_GONE_S, group_left, needs_vllm
 from support.patience import bound_s
 
 from pytest_roofline.measure.engine import process_group_members
 
 pytestmark = [pytest.mark.slow, needs_vllm]
 
-
-def test_cpu_tiny_end_to_end(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    shutil.copy(CPU_TINY, pytester.path / "cpu-tiny.roofline.yaml")
-    out = tmp_path / "run"
-    pytester.makeconftest(f"""
+#: a conftest for the run's directory: writes the pgid of the engine the plugin starts to ``pgid``
+PGID_CONFTEST = """
 import json, pytest_roofline.measure.sweep as sweep
 _orig = sweep.Measurements._target
 def _target(self, spec):
     t = _orig(self, spec)
     if hasattr(t, "pgid"):
-        open({str(tmp_path / 'pgid')!r}, "w").write(str(t.pgid))
+        open({pgid!r}, "w").write(str(t.pgid))
     return t
 sweep.Measurements._target = _target
-""")
+"""
+
+
+@dataclass
+class LiveRun:
+    """One `pytest --gpu cpu` run in a subprocess: its result, and where it wrote (``tmp``: pgid, scorecard.html,
+    history/, junit.xml; ``out``: --roofline-out)."""
+    result: pytest.RunResult
+    tmp: Path
+    out: Path
+
+
+@pytest.fixture(scope="module")
+def cpu_tiny_run(tmp_path_factory: pytest.TempPathFactory) -> LiveRun:
+    """`pytest --gpu cpu cpu-tiny.roofline.yaml` once for the module, as a user runs it (the plugin starts the
+    engine, sweeps every point, stops it): the end-to-end checks and the live display's read the same run."""
+    tmp = tmp_path_factory.mktemp("cpu-tiny-run")
+    work = tmp / "work"
+    work.mkdir()
+    shutil.copy(CPU_TINY, work / "cpu-tiny.roofline.yaml")
+    (work / "conftest.py").write_text(PGID_CONFTEST.format(pgid=str(tmp / "pgid")))
+    out = tmp / "run"
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--gpu", "cpu", "--roofline-out", str(out),
+            "-p", "no:html", "--junitxml", str(tmp / "junit.xml"), "--roofline-scorecard", str(tmp / "scorecard.html"),
+            "--roofline-history", str(tmp / "history")]
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     t0 = time.monotonic()
-    scorecard = tmp_path / "scorecard.html"
-    result = pytester.runpytest_subprocess("--gpu", "cpu", "--roofline-out", str(out), "-p", "no:html",
-                                           "--junitxml", str(tmp_path / "junit.xml"),
-                                           "--roofline-scorecard", str(scorecard),
-                                           "--roofline-history", str(tmp_path / "history"),
-                                           timeout=bound_s(CPU_TINY_RUN_S))
+    proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=bound_s(CPU_TINY_RUN_S))
     elapsed = time.monotonic() - t0
     print(f"cpu-tiny end to end: {elapsed:.1f} s")  # shown with -s / in the CI log of a failure
+    result = pytest.RunResult(proc.returncode, proc.stdout.splitlines(), proc.stderr.splitlines(), elapsed)
+    return LiveRun(result, tmp, out)
+
+
+def test_cpu_tiny_end_to_end(cpu_tiny_run: LiveRun) -> None:
+    result, tmp_path, out = cpu_tiny_run.result, cpu_tiny_run.tmp, cpu_tiny_run.out
+    scorecard = tmp_path / "scorecard.html"
     outcomes = result.parseoutcomes()
     # 21 predictions pass; the client-visible throughput knee is a documented non-strict xfail (noise on two
     # shared cores), so it may show either way; nothing fails, errors or is skipped
@@ -133,23 +162,20 @@ sweep.run_point = run_point
     assert left == set(), f"engine processes left after SIGKILL of the group: {left}"
 
 
-def test_progress_against_the_real_cpu_engine(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    """The engine's start (with its log's last message) and the one point Little's law at C=1 needs.
-    Its own engine, started by the plugin: the display of that start is what it checks."""
-    shutil.copy(CPU_TINY, pytester.path / "cpu-tiny.roofline.yaml")
-    one = "cpu-tiny.roofline.yaml::littles-law[concurrency=1]"
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", one, "--gpu", "cpu", "--roofline-out",
-                                           str(tmp_path / "run"), timeout=bound_s(SHORT_RUN_S))
+def test_progress_against_the_real_cpu_engine(cpu_tiny_run: LiveRun) -> None:
+    """The engine's start (with its log's last message) and a point as the live display shows them, in the run of
+    the end-to-end test (the point: C=1, the first of the six)."""
+    result = cpu_tiny_run.result
     out = result.outlines
     assert result.ret == 0, "\n".join(out[-40:])
     ready = [ln for ln in out if ln.startswith("roofline: engine for cpu-tiny.roofline.yaml ready in ")]
     assert len(ready) == 1, out
     assert any(ln.startswith("roofline: starting engine for cpu-tiny.roofline.yaml, 0 s") for ln in out), out
-    done = [ln for ln in out if ln.startswith("roofline:   closed-c1 (1/1) done in ")]
+    done = [ln for ln in out if ln.startswith("roofline:   closed-c1 (1/6) done in ")]
     assert len(done) == 1, out
     # the display's rate against the results file's: the same completed requests over about the same time
-    results = json.loads(next((tmp_path / "run").rglob("results.json")).read_text())
-    [point] = results["points"]
+    results = json.loads((cpu_tiny_run.out / "cpu-tiny.roofline" / "results.json").read_text())
+    point = next(p for p in results["points"] if p["id"] == "closed-c1")
     shown = float(done[0].rsplit(", ", 1)[1].split()[0].replace(",", ""))
     recorded = point["client"]["output_throughput_tok_s"]
     assert shown == pytest.approx(recorded, rel=0.15), (done[0], recorded)
