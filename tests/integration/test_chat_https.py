@@ -242,6 +242,7 @@ predictions:
 """
 
 
+@pytest.mark.slow
 def test_endpoint_mode_over_https_with_chat(pytester: pytest.Pytester, cert, monkeypatch) -> None:
     """``--endpoint https://...`` with ``workload.api: chat``: the health checks (httpx) and the load generator
     both trust the CA that ``SSL_CERT_FILE`` names, the requests go to /v1/chat/completions, and the results

@@ -102,6 +102,7 @@ def test_start_with_missing_executable(tmp_path):
     assert not e.is_alive() and e.stop() is None
 
 
+@pytest.mark.slow
 def test_start_timeout_kills_group(tmp_path):
     fake = tmp_path / "fakepy"
     # Never answers HTTP; spawns a grandchild to check the whole group goes.
@@ -191,6 +192,7 @@ def _wait_kids(e: Engine, n: int) -> set[int]:
     return wait_until(enough, what=f"{n} processes of the stand-in engine", typical_s=STAND_IN_START_S)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode,rc", [("", -signal.SIGTERM), ("ignore-term", -signal.SIGKILL),
                                      ("escape", -signal.SIGTERM)])
 def test_stand_in_lifecycle_and_stop(fake_python, tmp_path, monkeypatch, mode, rc):
@@ -215,6 +217,7 @@ def test_stand_in_lifecycle_and_stop(fake_python, tmp_path, monkeypatch, mode, r
     assert port_free(port)
 
 
+@pytest.mark.slow
 def test_stand_in_serving_another_model_fails_start(fake_python, tmp_path):
     # the stand-in serves its --model as the id and ignores --served-model-name
     e = Engine(EngineConfig(model="tiny", served_model_name="other"), tmp_path / "e.log",
@@ -239,6 +242,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
 def test_stand_in_parent_death(fake_python, tmp_path, sig):
     """SIGKILL: the watchdog ends the group; SIGTERM: the handler stops engines, then KeyboardInterrupt;

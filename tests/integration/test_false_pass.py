@@ -171,6 +171,7 @@ predictions:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["http-500", "cut-stream", "never-answers"])
 def test_endpoint_point_of_failures_is_an_error_not_a_pass(pytester: pytest.Pytester, fault: str) -> None:
     """``--endpoint`` against a failing server: the results file holds no point, its error says how many failed,
@@ -197,6 +198,7 @@ def test_endpoint_point_of_failures_is_an_error_not_a_pass(pytester: pytest.Pyte
     assert "warm-up requests failed" in out
 
 
+@pytest.mark.slow
 def test_a_server_that_never_answers_ends_in_one_default_timeout(pytester: pytest.Pytester) -> None:
     """No ``request_timeout`` in the file: the default is derived from the workload (10 s + 4 / 5 + 8 / 200 =
     10.84 s here, not 600 s), and the point ends after the first one with an ERROR."""

@@ -57,6 +57,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
             "second": second}
 
 
+@pytest.mark.slow
 def test_first_run_is_stored_with_nothing_to_compare(runs: dict) -> None:
     first = runs["first"]
     assert first.returncode == 0, first.stdout + first.stderr
@@ -70,6 +71,7 @@ def test_first_run_is_stored_with_nothing_to_compare(runs: dict) -> None:
     assert v is not None and v.measured == pytest.approx(1.3824, rel=1e-4)  # the recorded p50: 1,382.4 ms
 
 
+@pytest.mark.slow  # the module fixture it shares builds three pytest runs
 def test_second_run_reports_the_drift_in_the_terminal(runs: dict) -> None:
     second = runs["second"]
     assert second.returncode == 0, second.stdout + second.stderr  # drift alone never changes an outcome
@@ -80,6 +82,7 @@ def test_second_run_reports_the_drift_in_the_terminal(runs: dict) -> None:
     assert len(open_store(str(runs["hist"])).runs()) == 2  # never overwritten: a second run beside the first
 
 
+@pytest.mark.slow  # the module fixture it shares builds three pytest runs
 def test_second_run_shows_the_drift_in_the_scorecard_and_pytest_html(runs: dict) -> None:
     sc = (runs["tmp"] / "sc.html").read_text()
     assert "drift: 1 drifted, 18 steady, 3 not measured vs the previous run" in sc
@@ -88,6 +91,7 @@ def test_second_run_shows_the_drift_in_the_scorecard_and_pytest_html(runs: dict)
     assert "Drift" in html and "+25.0% DRIFTED" in html
 
 
+@pytest.mark.slow
 def test_drift_fail_fails_the_drifted_test_only(runs: dict, tmp_path: Path) -> None:
     hist = tmp_path / "h"
     shutil.copytree(runs["after_first"], hist)
@@ -99,6 +103,7 @@ def test_drift_fail_fails_the_drifted_test_only(runs: dict, tmp_path: Path) -> N
     assert "PredictionDrifted" in r.stdout and "predicted" in r.stdout  # the drift and the verdict
 
 
+@pytest.mark.slow
 def test_under_the_threshold_nothing_fails(runs: dict, tmp_path: Path) -> None:
     hist = tmp_path / "h"
     shutil.copytree(runs["after_first"], hist)
@@ -108,6 +113,7 @@ def test_under_the_threshold_nothing_fails(runs: dict, tmp_path: Path) -> None:
     assert "roofline drift: 19 steady, 3 not measured vs the previous run" in r.stdout
 
 
+@pytest.mark.slow
 def test_no_summary_keeps_the_drift_section(runs: dict, tmp_path: Path) -> None:
     hist = tmp_path / "h"
     shutil.copytree(runs["after_first"], hist)
@@ -119,6 +125,7 @@ def test_no_summary_keeps_the_drift_section(runs: dict, tmp_path: Path) -> None:
     assert "roofline drift: 1 drifted, 18 steady, 3 not measured vs the median of the last 3 runs" in r.stdout
 
 
+@pytest.mark.slow
 def test_drift_fail_under_xdist(runs: dict, tmp_path: Path) -> None:
     pytest.importorskip("xdist")
     hist = tmp_path / "h"
@@ -143,6 +150,7 @@ def test_usage_errors(args: list[str], message: str) -> None:
     assert message in r.stderr
 
 
+@pytest.mark.slow  # the module fixture it shares builds three pytest runs
 def test_roofline_compare_prints_both_runs(runs: dict) -> None:
     a, b = (s.run_id for s in open_store(str(runs["hist"])).runs())
     r = subprocess.run([sys.executable, "-m", "pytest_roofline.cli", "compare", a, b, "--store", str(runs["hist"])],

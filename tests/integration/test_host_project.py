@@ -75,6 +75,7 @@ def test_the_roofline_name_still_reaches_ours_when_the_short_one_is_taken(pytest
     assert "--roofline-gpu=FAMILY" in helptext and "run this project's GPU tests" in helptext
 
 
+@pytest.mark.slow
 def test_a_plugin_that_defines_endpoint_keeps_it(pytester: pytest.Pytester) -> None:
     # a plugin loaded with -p registers before this one, a conftest after it: both orders must work
     _write(pytester, "otherplug.py", """\
@@ -97,6 +98,7 @@ def test_a_plugin_that_defines_endpoint_keeps_it(pytester: pytest.Pytester) -> N
     assert "choose one of" in both.stderr.str()
 
 
+@pytest.mark.slow
 def test_short_names_work_when_free_and_the_readme_command_parses(pytester: pytest.Pytester) -> None:
     shutil.copy(DAY3, _write(pytester, "predictions/day3.yaml", ""))
     # `pytest --gpu a100 predictions/day3.yaml` as the README writes it (collect-only: no GPU needed to parse)
@@ -180,6 +182,7 @@ def test_recognising_a_missing_file_is_no_not_an_exception(tmp_path: Path) -> No
 
 # ---- a project without predictions sees nothing ----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_project_without_predictions_sees_no_difference(pytester: pytest.Pytester) -> None:
     _write(pytester, "test_own.py", PLAIN_TESTS)
     _write(pytester, "configs/model.yaml", "model: x\n")
@@ -204,6 +207,7 @@ def _table_rows(page: str) -> list[list[str]]:
     return [entry["resultsTableRow"] for entries in blob["tests"].values() for entry in entries]
 
 
+@pytest.mark.slow
 def test_pytest_html_report_unchanged_without_predictions(pytester: pytest.Pytester) -> None:
     pytest.importorskip("pytest_html")
     # before: 8 empty roofline columns (Quantity, Predicted (ink), ...) in every pytest-html report
@@ -241,6 +245,7 @@ def _table(result: pytest.RunResult) -> set[str]:
     return {x for x in lines[start + 3:] if x.split() and x.split()[-1] in ("PASS", "FAIL", "XFAIL", "ERROR")}
 
 
+@pytest.mark.slow
 def test_xdist_report_has_the_columns_and_a_live_run_refuses_workers(pytester: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     pytest.importorskip("pytest_html")
@@ -268,6 +273,7 @@ def test_xdist_report_has_the_columns_and_a_live_run_refuses_workers(pytester: p
 
 # ---- bad option values: one usage error each, before collection ------------------------------------------------
 
+@pytest.mark.slow
 def test_gpu_without_a_gpu_is_one_usage_error_naming_the_option_used(pytester: pytest.Pytester,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     empty = pytester.path / "bin"
@@ -286,6 +292,7 @@ def test_gpu_without_a_gpu_is_one_usage_error_naming_the_option_used(pytester: p
     assert pytester.runpytest_subprocess("--gpu", "h100", "--collect-only", *NO_CACHE).ret == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ini, option", [
     ("roofline_default_tolerance = 15 percent", "roofline_default_tolerance"),
     ("roofline_max_yaml_nodes = lots", "roofline_max_yaml_nodes"),

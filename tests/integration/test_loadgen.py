@@ -247,6 +247,7 @@ def test_server_closing_connections(announce):
     assert srv.connections >= 8
 
 
+@pytest.mark.slow
 def test_request_timeout_counts_as_failed():
     with server() as srv:
         srv.faults = {3: Fault(stall=True)}
@@ -259,6 +260,7 @@ def test_request_timeout_counts_as_failed():
     assert summarize(res)["failed"] == 1
 
 
+@pytest.mark.slow
 def test_duration_limited_closed_loop_and_progress():
     seen: list[Progress] = []
     s = spec(num_requests=None, duration_s=0.4, output_len=3, concurrency=3)

@@ -52,6 +52,7 @@ def test_peer_file_says_what_it_could_not_check():
     assert "not checked (the file does not say): GPU" in str(info.value) and info.value.differences
 
 
+@pytest.mark.slow
 def test_replay_refuses_a_mismatched_file(pytester: pytest.Pytester):
     r = pytester.runpytest_subprocess(*NO_HTML, "--replay", str(DAY3_RESULTS), str(H100), timeout=300)
     assert r.ret == pytest.ExitCode.USAGE_ERROR
@@ -61,6 +62,7 @@ def test_replay_refuses_a_mismatched_file(pytester: pytest.Pytester):
     assert "PASSED" not in out and " passed" not in out
 
 
+@pytest.mark.slow
 def test_allow_mismatch_says_so_in_every_verdict_and_the_scorecard(pytester: pytest.Pytester):
     card = pytester.path / "card.html"
     r = pytester.runpytest_subprocess(*NO_HTML, "--replay", str(DAY3_RESULTS), str(H100), "--roofline-allow-mismatch",
@@ -81,6 +83,7 @@ def test_report_cli_refuses_then_allows(tmp_path: Path, capsys: pytest.CaptureFi
     assert "Mismatched results" in out.read_text()
 
 
+@pytest.mark.slow
 def test_what_a_peer_file_cannot_say_is_on_every_measured_verdict(pytester: pytest.Pytester):
     card = pytester.path / "card.html"
     r = pytester.runpytest_subprocess(*NO_HTML, "--replay", str(DAY3_DIR), str(DAY3), "-k", "kv-blocks",
@@ -91,6 +94,7 @@ def test_what_a_peer_file_cannot_say_is_on_every_measured_verdict(pytester: pyte
     assert "Not checked (the file does not say)" in html  # the page header, once per results file
 
 
+@pytest.mark.slow
 def test_xdist_workers_refuse_too(pytester: pytest.Pytester):
     pytest.importorskip("xdist")
     r = pytester.runpytest_subprocess(*NO_HTML, "-n", "2", "--replay", str(DAY3_RESULTS), str(H100), "-rA",

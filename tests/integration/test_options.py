@@ -32,6 +32,7 @@ def test_known_gpu_values_parse(value: str) -> None:
     assert parse_gpu(value) == value
 
 
+@pytest.mark.slow
 def test_bad_default_tolerance_is_one_usage_error(project: pytest.Pytester) -> None:
     project.makeini("[pytest]\nroofline_default_tolerance = about ten percent\n")
     result = project.runpytest_subprocess(*NO_CACHE)

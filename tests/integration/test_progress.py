@@ -163,6 +163,7 @@ predictions:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("capture", [(), ("-s",)], ids=["captured", "no-capture"])
 def test_a_sweep_through_pytest_shows_each_point(pytester, slow_server, monkeypatch, capture):
     monkeypatch.setattr(progress_mod, "PLAIN_INTERVAL_S", 0.5)
@@ -185,6 +186,7 @@ def test_a_sweep_through_pytest_shows_each_point(pytester, slow_server, monkeypa
     assert 32 / bound_s(1.6) < rate_c1 <= 20.0, done[0]
 
 
+@pytest.mark.slow
 def test_minus_qq_silences_the_display(pytester, slow_server):
     (pytester.path / "p.roofline.yaml").write_text(SPEC)
     result = pytester.runpytest("-p", "no:cacheprovider", "p.roofline.yaml", "--endpoint", slow_server + "/v1",
@@ -193,6 +195,7 @@ def test_minus_qq_silences_the_display(pytester, slow_server):
     assert not [ln for ln in result.outlines if ln.startswith("roofline: ") and "point" in ln]
 
 
+@pytest.mark.slow
 def test_no_roofline_progress_silences_the_display_and_keeps_the_table(pytester, slow_server):
     (pytester.path / "p.roofline.yaml").write_text(SPEC)
     result = pytester.runpytest("-p", "no:cacheprovider", "p.roofline.yaml", "--endpoint", slow_server + "/v1",

@@ -11,6 +11,7 @@ from support.pytest_run import NO_CACHE
 from support.recordings import RECORDINGS, load_recording
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", RECORDINGS)
 def test_recording_replays_against_its_prediction_file(name):
     load_recording(name)

@@ -82,6 +82,7 @@ def test_scorecard_renders_under_its_csp_and_requests_nothing(tmp_path: Path, sc
     assert len([a for t, a in tags.tags if t == "tbody" and "pred" in (a.get("class") or "")]) == 36
 
 
+@pytest.mark.slow
 def test_scorecard_without_its_csp_still_requests_nothing(tmp_path: Path, scorecard_html: str) -> None:
     meta = f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
     assert meta in scorecard_html
@@ -95,6 +96,7 @@ def test_scorecard_without_its_csp_still_requests_nothing(tmp_path: Path, scorec
     assert urls == [] and "Little's law per sweep point" in dom
 
 
+@pytest.mark.slow
 def test_pytest_html_sorts_the_error_column_numerically(pytester: pytest.Pytester, tmp_path: Path) -> None:
     pytest.importorskip("pytest_html")
     pytester.makefile(".yaml", preds=NOTEBOOK_REPORT)

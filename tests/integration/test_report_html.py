@@ -39,6 +39,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("self_contained", [False, True], ids=["assets", "self-contained"])
 def test_columns_extras_environment(project: pytest.Pytester, self_contained: bool) -> None:
     args = [*NO_CACHE, "--continue-on-collection-errors", "--replay", "results.json", "--html",
@@ -155,6 +156,7 @@ def test_columns_extras_environment(project: pytest.Pytester, self_contained: bo
     assert "Roofline predictions:" in html
 
 
+@pytest.mark.slow
 def test_math_mode_report_has_no_measured_values(project: pytest.Pytester) -> None:
     result = project.runpytest_subprocess(*NO_CACHE, "--html", "r.html", "--self-contained-html",
                                           "preds.yaml")
@@ -169,6 +171,7 @@ def test_math_mode_report_has_no_measured_values(project: pytest.Pytester) -> No
     assert env["GPU (detected)"].startswith("none needed")
 
 
+@pytest.mark.slow
 def test_run_without_pytest_html_prints_no_warnings(project: pytest.Pytester) -> None:
     result = project.runpytest_subprocess(*NO_HTML, "-W", "error", "preds.yaml",
                                           "--replay", "results.json")
@@ -181,6 +184,7 @@ def test_run_without_pytest_html_prints_no_warnings(project: pytest.Pytester) ->
     assert not (project.path / "assets").exists()
 
 
+@pytest.mark.slow
 def test_html_option_absent_adds_no_extras(project: pytest.Pytester) -> None:
     project.makeconftest("""
         import pytest
@@ -236,6 +240,7 @@ def test_explain_lines_math_check() -> None:
                         "the model is inside, at 74% of the band's width.")
 
 
+@pytest.mark.slow
 def test_plain_pytest_project_keeps_its_environment_table(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_plain="def test_ok():\n    assert True\n")
     result = pytester.runpytest_subprocess(*NO_CACHE, "--html", "r.html", "--self-contained-html")

@@ -147,6 +147,7 @@ def test_several_files_in_one_page() -> None:
     assert "of 24 predictions" in page.text
 
 
+@pytest.mark.slow
 def test_scorecard_option_writes_the_file(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", small=SMALL)
     write_notebook_results(pytester.path / "results.json")

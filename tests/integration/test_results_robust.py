@@ -180,6 +180,7 @@ def test_replay_of_a_bad_file_is_a_usage_error(pytester: pytest.Pytester, case: 
     assert "Traceback" not in err + result.stdout.str() and "INTERNALERROR" not in err + result.stdout.str()
 
 
+@pytest.mark.slow
 def test_replay_of_a_directory_is_a_usage_error(pytester: pytest.Pytester) -> None:
     (pytester.path / "runs").mkdir()
     result = _replay(pytester, "runs")
@@ -188,6 +189,7 @@ def test_replay_of_a_directory_is_a_usage_error(pytester: pytest.Pytester) -> No
     assert "INTERNALERROR" not in result.stderr.str() + result.stdout.str()
 
 
+@pytest.mark.slow
 def test_replay_of_the_good_file_passes_and_ends_with_the_summary(pytester: pytest.Pytester) -> None:
     """The control: the unmutated file scores (so the cases above fail for their mutation alone)."""
     (pytester.path / "r.json").write_text(BASE.read_text())

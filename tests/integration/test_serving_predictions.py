@@ -247,6 +247,7 @@ def test_a_measured_miss_names_the_term_that_dominates_it() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ the reports
+@pytest.mark.slow
 def test_terminal_table_shows_both_models(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     # the two models' columns are the first to give way on a narrow terminal (report/terminal.py): at 120 they show
     monkeypatch.setenv("COLUMNS", "120")
@@ -283,6 +284,7 @@ def test_scorecard_draws_the_serving_curve_and_tabulates_it(tmp_path: Path) -> N
     assert f"{c128.output_throughput_tok_per_s:,.0f}" in html  # the sweep table's serving column
 
 
+@pytest.mark.slow
 def test_day3_experiments_pass_against_the_serving_model(pytester: pytest.Pytester) -> None:
     """The notebook's four experiments (the 8k arm's measured claims in their own file, whose sweep sends 8k
     requests), CPU-only: every ink value agrees with the serving model."""
@@ -294,6 +296,7 @@ def test_day3_experiments_pass_against_the_serving_model(pytester: pytest.Pytest
     assert outcomes == {"passed": 18}, result.stdout.str()[-3000:]
 
 
+@pytest.mark.slow
 def test_day3_experiments_mechanisms_hold_in_the_serving_model() -> None:
     """The claims behind the file's ink, recomputed from direct simulations."""
     spec = load_spec(PREDICTIONS / "day3-experiments.yaml")

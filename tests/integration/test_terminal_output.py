@@ -179,6 +179,7 @@ def test_tb_line_prints_one_line_per_missed_prediction(small):
     assert "model inputs" not in out and "predicted :" not in out  # the explanation is not printed
 
 
+@pytest.mark.slow
 def test_tb_line_holds_under_xdist(small):
     """The report travels from a worker as pytest's own exception report, its one-line verdict kept."""
     result = run_pytest(small, "--tb=line", "--no-roofline-summary", "-n", "2")

@@ -25,6 +25,7 @@ def test_arch_constants():
     assert a.to_dict()["kv_bytes_per_token"] == 512
 
 
+@pytest.mark.slow
 def test_files_and_config(model_dir):
     for f in ("config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors", tm.FINGERPRINT_FILE):
         assert (model_dir / f).is_file(), f
@@ -38,6 +39,7 @@ def test_files_and_config(model_dir):
     assert fp["fingerprint"] == tm.fingerprint() and fp["arch"]["kv_bytes_per_token"] == 512
 
 
+@pytest.mark.slow  # the module fixture it shares builds a tiny model in a child process
 def test_weights_are_bf16_and_counted(model_dir):
     # read the safetensors header itself (8-byte little-endian length, then JSON): no torch in this process
     import math
@@ -55,6 +57,7 @@ def test_weights_are_bf16_and_counted(model_dir):
     assert (model_dir / "model.safetensors").stat().st_size < 2 * 2**20  # about 1 MB
 
 
+@pytest.mark.slow  # the module fixture it shares builds a tiny model in a child process
 def test_tokenizer_and_prompt_ids(model_dir):
     from tokenizers import Tokenizer  # the fast tokenizer itself: no transformers/torch in this process
 
@@ -74,6 +77,7 @@ def test_tokenizer_and_prompt_ids(model_dir):
     assert tok.decode(enc) == "roofline model"
 
 
+@pytest.mark.slow
 def test_deterministic_and_idempotent(model_dir, tmp_path):
     other = tm.make_tiny_model(tmp_path / "again")
     for f in sorted(p.name for p in model_dir.iterdir()):
@@ -85,6 +89,7 @@ def test_deterministic_and_idempotent(model_dir, tmp_path):
     assert tm.fingerprint(seed=1) != tm.fingerprint()
 
 
+@pytest.mark.slow
 def test_other_seed_other_weights(model_dir, tmp_path):
     other = tm.make_tiny_model(tmp_path / "s1", seed=1)
     assert (other / "model.safetensors").read_bytes() != (model_dir / "model.safetensors").read_bytes()

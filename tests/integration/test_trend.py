@@ -457,6 +457,7 @@ def demo_page(tmp_path_factory: pytest.TempPathFactory) -> str:
     return render_trend(demo_nights(tmp_path_factory.mktemp("demo")).runs(), source="history/")
 
 
+@pytest.mark.slow
 @needs_chromium
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_the_page_paints_in_a_browser(tmp_path: Path, demo_page: str, scheme: str) -> None:

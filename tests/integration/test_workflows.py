@@ -142,6 +142,7 @@ def _matrix_labels(wf: dict[str, Any]) -> tuple[list[str], list[str]]:
     return yaml.safe_load(m.group(1)), yaml.safe_load(wf["on"]["workflow_dispatch"]["inputs"]["gpus"]["default"])
 
 
+@pytest.mark.slow
 def test_nightly_matrix_labels_are_gpu_families_the_plugin_accepts() -> None:
     wf = _workflow(NIGHTLY_YML)
     scheduled, dispatched = _matrix_labels(wf)
@@ -208,6 +209,7 @@ def knobs(tmp_path: Path) -> dict[str, str]:
     return {"ROOFLINE_OUT": str(tmp_path / "out"), "ROOFLINE_HISTORY": str(tmp_path / "history")}
 
 
+@pytest.mark.slow
 def test_dry_run_prints_a_pytest_command_line_the_plugin_accepts(tmp_path: Path, knobs: dict[str, str]) -> None:
     env = {**knobs, "ROOFLINE_DRIFT": "5%", "ROOFLINE_DRIFT_FAIL": "1"}  # every option the script can add
     run = _nightly("--dry-run", "a100", "--", "--reanchor", env=env)

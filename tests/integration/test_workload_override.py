@@ -401,6 +401,7 @@ def test_a_measured_run_checks_engine_and_model_overrides_against_the_model(tmp_
     assert mplan.unmeasured_reason(spec, hw) is None
 
 
+@pytest.mark.slow
 def test_replay_checks_the_override_against_the_model_and_its_serving_column(pytester: pytest.Pytester) -> None:
     """End to end: --replay scores the file's own prediction against the recording and checks the override against
     the model (saying why), and the serving column beside it shows the override's own simulation."""

@@ -15,6 +15,7 @@ pytest.importorskip("xdist")
 LESSON = Path(__file__).resolve().parents[2] / "predictions" / "batching-and-throughput.yaml"
 
 
+@pytest.mark.slow
 def test_xdist_scorecard_is_complete(pytester: pytest.Pytester) -> None:
     shutil.copy(LESSON, pytester.path / "lesson.roofline.yaml")
     serial = pytester.runpytest_subprocess(*NO_CACHE, "--roofline-scorecard", "serial.html")
