@@ -76,7 +76,9 @@ def test_open_vs_closed_loop_live(pytester: pytest.Pytester, tmp_path: Path, tin
                                   "--endpoint-key-env", "")
     outcomes = result.parseoutcomes()
     # the server-side knee, TTFT on each side, the delivered rate, Little's law at the 3 points
-    assert outcomes.get("passed", 0) == 7, (outcomes, result.stdout.str()[-3000:])
+    # an interval that straddles a bound is INCONCLUSIVE (noise decides nothing), never a failure
+    assert outcomes.get("passed", 0) + outcomes.get("inconclusive", 0) == 7 and not outcomes.get("failed"), (
+        outcomes, result.stdout.str()[-3000:])
     assert not {"failed", "errors", "skipped", "xfailed", "xpassed"} & outcomes.keys(), outcomes
     pts = _points(results)
     assert set(pts) == {"closed-c4", "closed-c16", "open-r4"}
