@@ -19,6 +19,7 @@
     │   └── SetupValueError       an impossible value; ``field`` names it (workload.input_len)
     ├── SimulationError           the serving model cannot simulate a setup/workload                  (ValueError)
     ├── WorkloadError             a length distribution, dataset or ramp-up that cannot be drawn; ``line``  (ValueError)
+    ├── BoundedInputError         a file or answer over a size/depth bound, not a regular file or UTF-8 (ValueError)
     ├── CalibrationError          measured points that cannot identify a calibration                  (ValueError)
     ├── SpecError                 a prediction file problem, with file, line and the fix              (ValueError)
     ├── NotMeasured               the measurement a quantity needs is not available (says why)
@@ -53,7 +54,8 @@ __all__ = [
     "HardwareError", "UnknownHardwareError", "AmbiguousHardwareError", "HardwareMismatchError",
     "HardwareOverrideError",
     "ModelArchError", "ModelConfigError", "UnsupportedModelError", "UnknownModelError", "ModelOverrideError",
-    "SetupError", "SetupValueError", "SimulationError", "WorkloadError", "CalibrationError", "SpecError", "NotMeasured",
+    "SetupError", "SetupValueError", "SimulationError", "WorkloadError", "BoundedInputError",
+    "CalibrationError", "SpecError", "NotMeasured",
     "ResultsError",
     "ResultsMismatchError",
     "MeasureError", "PointError", "LoadgenError", "GPUDetectionError", "EndpointError",
@@ -143,6 +145,17 @@ class WorkloadError(RooflineError, ValueError):
     def __init__(self, message: str, *, line: int | None = None) -> None:
         super().__init__(message)
         self.line = line
+
+
+class BoundedInputError(RooflineError, ValueError):
+    """A document someone else wrote that ``bounded`` will not read: over its size or nesting bound, an alias
+    bomb, not a regular file (a FIFO, a device), not UTF-8. ``line``: where, when known; the message ends with
+    the fix."""
+
+    def __init__(self, message: str, *, line: int | None = None, hint: str | None = None) -> None:
+        super().__init__(f"{message}; {hint}" if hint else message)
+        self.line = line
+        self.hint = hint
 
 
 class CalibrationError(RooflineError, ValueError):

@@ -14,7 +14,7 @@ PKG = "pytest_roofline"
 
 #: the layers, bottom first; a module may import its own layer and the ones below
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "units", "redact"),
+    ("errors", "units", "redact", "bounded"),
     ("model",),
     ("quantities",),
     ("format",),
