@@ -38,6 +38,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_DOCUMENT_BYTES",
     "MAX_YAML_NODES",
+    "check_file",
     "read_bytes",
     "decode_utf8",
     "loads_json",
@@ -93,12 +94,21 @@ def _too_big(path: Path | str, what: str, max_bytes: int, size: int | None = Non
     )
 
 
-def read_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_DOCUMENT_BYTES, what: str = "the file") -> bytes:
-    """The bytes of a regular file of at most ``max_bytes``; :class:`BoundedInputError` otherwise."""
+def check_file(
+    path: str | os.PathLike[str], *, max_bytes: int = MAX_DOCUMENT_BYTES, what: str = "the file"
+) -> os.stat_result:
+    """Refuse, before opening it, what is not a regular file or is over ``max_bytes``; its ``stat`` otherwise."""
     p = Path(path)
     st = _check_regular(p, what)
     if st.st_size > max_bytes:
         raise _too_big(p, what, max_bytes, st.st_size)
+    return st
+
+
+def read_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_DOCUMENT_BYTES, what: str = "the file") -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``; :class:`BoundedInputError` otherwise."""
+    p = Path(path)
+    check_file(p, max_bytes=max_bytes, what=what)
     try:
         with open(p, "rb") as f:
             data = f.read(max_bytes + 1)
@@ -269,7 +279,7 @@ class _BoundedYamlLoader(yaml.SafeLoader):
         super().fetch_flow_collection_start(TokenClass)
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()  # type: ignore[no-untyped-call]  # types-PyYAML leaves Parser's methods untyped
+        event = self.peek_event()
         if isinstance(event, yaml.AliasEvent):
             if event.anchor in self._open:
                 raise self._error(

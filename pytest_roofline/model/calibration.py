@@ -67,7 +67,8 @@ from typing import Any
 
 import yaml
 
-from pytest_roofline.errors import CalibrationError
+from pytest_roofline import bounded
+from pytest_roofline.errors import BoundedInputError, CalibrationError
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import serving
 from pytest_roofline.model.setup import Setup
@@ -761,12 +762,10 @@ def dump_calibration(cal: Calibration, path: str | Path) -> None:
 def load_calibration(path: str | Path) -> Calibration:
     """Read a calibration file; :class:`CalibrationError` with the file name when it cannot be used."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CalibrationError(f"{p}: cannot read the calibration file ({exc.strerror or exc})") from None
-    try:
-        data = yaml.safe_load(text)
+    try:  # a FIFO, /dev/zero, a file over 4 MiB, an alias bomb, deep nesting: refused (pytest_roofline.bounded)
+        data = bounded.load_yaml_file(p, what="the calibration file", max_bytes=4 * bounded.MIB)
+    except BoundedInputError as exc:
+        raise CalibrationError(str(exc)) from None
     except yaml.YAMLError as exc:
         raise CalibrationError(f"{p}: not valid YAML ({exc})") from None
     return Calibration.from_dict(data, file=str(p))

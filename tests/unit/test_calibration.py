@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -514,3 +515,42 @@ def test_without_a_usable_ttft_flop_efficiency_is_held_at_its_default():
     with pytest.raises(CalibrationError) as ei2:
         cal.fit(with_ttft, StandIn(), predict=stand_in)
     assert not ei2.value.held_back
+
+
+# --------------------------------------------------------------------------------------------------------------
+# a hand-edited calibration file that would hang or exhaust memory (issue 23, case 9.53): refused, bounded
+# --------------------------------------------------------------------------------------------------------------
+def _alias_bomb(levels: int = 9, width: int = 9) -> str:
+    lines = ["schema: pytest-roofline/calibration", "schema_version: 1", "notes:",
+             "  l0: &l0 [" + ", ".join(["lol"] * width) + "]"]
+    lines += [f"  l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * width) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("case, match", [
+    ("alias-bomb", "alias bomb"),
+    ("deep-nesting", "nest more than 64 levels"),
+    ("fifo", "a FIFO"),
+    ("dev-zero", "character device"),
+    ("huge", "larger than 4 MiB"),
+])
+def test_hostile_calibration_files_are_refused_in_bounded_time(tmp_path, case, match):
+    import os
+    import time
+
+    p = tmp_path / "c.yaml"
+    if case == "alias-bomb":
+        p.write_text(_alias_bomb())
+    elif case == "deep-nesting":
+        p.write_text("schema: pytest-roofline/calibration\nnotes: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    elif case == "fifo":
+        os.mkfifo(p)
+    elif case == "dev-zero":
+        p = Path("/dev/zero")
+    else:
+        with open(p, "wb") as f:
+            f.truncate(5 << 20)
+    t0 = time.monotonic()
+    with pytest.raises(CalibrationError, match=match):
+        cal.load_calibration(p)
+    assert time.monotonic() - t0 < 10  # before: MemoryError (bomb, /dev/zero), RecursionError, a hang (FIFO)

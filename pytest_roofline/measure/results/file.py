@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypedDict, cast
 
-from pytest_roofline import redact
-from pytest_roofline.errors import NotMeasured, ResultsError
+from pytest_roofline import bounded, redact
+from pytest_roofline.errors import BoundedInputError, NotMeasured, ResultsError
 from pytest_roofline.quantities.measurement import (
     BATCH1_ID,
     ClientStats,
@@ -323,6 +323,11 @@ def load_results(path: str | os.PathLike[str]) -> ResultsData:
     UTF-8, not JSON, nested too deeply, or that holds NaN/±Infinity, a string where a number belongs, or a string
     where an object belongs is refused with the path of the field, never read into a verdict."""
     p = Path(path)
+    if p.exists() and not p.is_dir():  # a FIFO, a device or a file over the size bound: refused before reading
+        try:
+            bounded.check_file(p, what="the results file")
+        except BoundedInputError as exc:
+            raise ResultsError(str(exc)) from None
     try:
         raw = p.read_bytes()
     except FileNotFoundError:
@@ -339,11 +344,11 @@ def load_results(path: str | os.PathLike[str]) -> ResultsData:
         raise ResultsError(f"{p}: not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r}); a results "
                            "file is UTF-8 JSON") from None
     try:
-        data = json.loads(text)
+        data = bounded.loads_json(text, str(p))
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise ResultsError(f"{p}: nested too deeply to be a results file") from None
+    except BoundedInputError as exc:
+        raise ResultsError(f"{p}: nested too deeply to be a results file ({exc})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ResultsError(f"{p}: not a pytest-roofline results file (expected \"schema\": \"{SCHEMA}\"), nor "
                            "one this project reads from a peer (vllm bench serve --save-result, GuideLLM "
