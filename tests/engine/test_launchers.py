@@ -2,7 +2,8 @@
 (a wrapper that ``exec``s the server, as a ``docker run`` would hold it) and ``engine.args.api_key`` (a server that
 refuses /v1 without the key, and no output of the run that holds it).
 
-Each test starts an engine of its own: what it checks is how that engine was launched. The argv and YAML checks
+Each test starts an engine of its own: what it checks is how that engine was launched (the YAML test checks
+``engine.python``, the chat API and ``api_key`` on one engine). The argv and YAML checks
 of the same options (no engine) are in tests/integration/test_engine_command.py and test_secrets.py.
 """
 
@@ -15,7 +16,6 @@ import secrets
 import stat
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 from support.engine import CHAT_TEMPLATE, ENGINE_START_S, SHORT_RUN_S, needs_vllm, tiny_engine_config
@@ -100,52 +100,6 @@ def test_engine_command_through_a_wrapper(tiny_model, tmp_path):
     assert os.path.exists(log)
 
 
-CHAT_YAML = """\
-hardware: cpu
-model: roofline-tiny
-engine:
-  name: vllm
-  python: {python}
-  cpu_kvcache_space: 1 GiB
-  args: {{dtype: bfloat16, max_model_len: 1024, enforce_eager: true, chat_template: {template}}}
-  startup_timeout: 5 min
-workload: {{input_len: 32, output_len: 64, api: chat}}
-sweep:
-  concurrency: [2]
-  requests_per_point: 4
-  warmup: 1
-predictions:
-  - id: littles-law
-    quantity: littles_law_ratio
-    at: {{concurrency: 2}}
-    predicted: 1.0
-    tolerance: ±10%
-"""
-
-
-def test_yaml_engine_python_and_chat_through_pytest(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    """The YAML's engine.python and workload.api reach the launch and the load: `pytest --gpu cpu` starts the
-    server with that interpreter, sends chat requests, and Little's law holds at the point (a measurement
-    that only needs every request's send and end times: L = λ·W with 2 in flight). 64 output tokens a request, as
-    in cpu-tiny.yaml: with 8, a request lasted ~0.3 s and the client's time between the last token and the end of
-    the response (in L, not in W) took the ratio to 0.87 on a busy machine.
-    Its own engine, started by the plugin: the launch from the YAML is what it checks."""
-    template = tmp_path / "chat.jinja"
-    template.write_text(CHAT_TEMPLATE)
-    pytester.makefile(".yaml", chat=CHAT_YAML.format(python=json.dumps(sys.executable),
-                                                     template=json.dumps(str(template))))
-    out = tmp_path / "run"
-    result = pytester.runpytest_subprocess("chat.yaml", "--gpu", "cpu", "--roofline-out", str(out),
-                                           "-p", "no:html", timeout=bound_s(SHORT_RUN_S))
-    result.assert_outcomes(passed=1)
-    results = json.loads((out / "chat" / "results.json").read_text())
-    assert results["setup"]["engine"]["argv"][0] == sys.executable
-    assert "--chat-template" in results["setup"]["engine"]["argv"]
-    (req_file,) = (out / "chat").glob("*.requests.jsonl")
-    measured = [json.loads(x) for x in req_file.read_text().splitlines() if not json.loads(x)["warmup"]]
-    assert len(measured) == 4 and all(r["completion_tokens"] == 64 and r["prompt_tokens"] > 32 for r in measured)
-
-
 # --------------------------------------------------------------------------- engine.args.api_key
 
 ENGINE_SPEC = """\
@@ -154,12 +108,14 @@ model: roofline-tiny
 engine:
   name: vllm
   version: "0.32.0"
+  python: {python}
   cpu_kvcache_space: 1 GiB
-  args: {{dtype: bfloat16, max_model_len: 1024, enforce_eager: true, max_num_seqs: 8, api_key: {arg_key}}}
+  args: {{dtype: bfloat16, max_model_len: 1024, enforce_eager: true, max_num_seqs: 8, chat_template: {template},
+          api_key: {arg_key}}}
   env: {{HF_TOKEN: {env_key}}}
   startup_timeout: 5 min
-workload: {{input_len: 16, output_len: 4}}
-sweep: {{mode: closed, concurrency: [1], requests_per_point: 4, warmup: 1}}
+workload: {{input_len: 32, output_len: 64, api: chat}}
+sweep: {{mode: closed, concurrency: [2], requests_per_point: 4, warmup: 1}}
 predictions:
   - id: kv-tokens
     quantity: kv_cache_tokens
@@ -167,9 +123,9 @@ predictions:
     tolerance: exact
   - id: littles-law
     quantity: littles_law_ratio
-    at: {{concurrency: 1}}
+    at: {{concurrency: 2}}
     predicted: 1.00
-    tolerance: ±50%
+    tolerance: ±10%
 """
 
 
@@ -195,13 +151,24 @@ def every_output(pytester: pytest.Pytester, result: pytest.RunResult) -> dict[st
     return out
 
 
-def test_real_cpu_engine_with_api_key_writes_no_key(pytester, _fresh_registry):
-    """The real CPU vLLM started with ``engine.args.api_key`` (so it refuses /v1 without the key): the sweep
-    runs, and no output of the run (terminal, results, requests, engine log, scorecard, JUnit) holds the key.
-    Its own engine, started by the plugin: the key is a launch argument, and its log one of the outputs."""
+def test_yaml_engine_python_chat_and_api_key_through_pytest(pytester, _fresh_registry):
+    """One engine started by the plugin from the YAML, checking three launch options at once:
+    - ``engine.python`` and ``workload.api: chat`` reach the launch and the load: the server runs under that
+      interpreter with the chat template, the 4 chat requests get all 64 tokens each, and the server counts more
+      prompt tokens than the 32 words (the template's own). Little's law holds at the point (L = λ·W with 2 in
+      flight; with 8 output tokens a request lasted ~0.3 s and the client's time after the last token took the
+      ratio to 0.87 on a busy machine, hence 64);
+    - ``engine.args.api_key``: vLLM refuses /v1 without the key, so the measured passes show the key was sent;
+    - no output of the run (terminal, results, requests, engine log, scorecard, JUnit) holds the key or the
+      HF_TOKEN passed in ``engine.env``.
+    (Two tests with an engine each before; the argv and YAML checks without an engine are in
+    tests/integration/test_engine_command.py and test_secrets.py.)"""
     arg_key, env_key = new_key("arg"), new_key("env")
+    template = pytester.path / "chat.jinja"
+    template.write_text(CHAT_TEMPLATE)
     (pytester.path / "predictions").mkdir()
-    (pytester.path / "predictions" / "keyed.yaml").write_text(ENGINE_SPEC.format(arg_key=arg_key, env_key=env_key))
+    (pytester.path / "predictions" / "keyed.yaml").write_text(ENGINE_SPEC.format(
+        python=json.dumps(sys.executable), template=json.dumps(str(template)), arg_key=arg_key, env_key=env_key))
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "-p", "no:html", "-rA", "predictions/keyed.yaml", "--gpu", "cpu",
         "--roofline-out", "out", "--roofline-scorecard", "scorecard.html", "--junitxml", "junit.xml",
@@ -209,10 +176,14 @@ def test_real_cpu_engine_with_api_key_writes_no_key(pytester, _fresh_registry):
     outputs = every_output(pytester, result)
     for name, text in outputs.items():
         assert arg_key not in text and env_key not in text, f"a secret is in {name}"
-    result.assert_outcomes(passed=2)  # the key was sent: vLLM answered /v1/models and the completions
+    result.assert_outcomes(passed=2)  # the key was sent: vLLM answered /v1/models and the chat completions
     assert any(n.startswith("out/engine-") and n.endswith(".log") for n in outputs), sorted(outputs)
     results = json.loads(outputs["out/keyed/results.json"])
     argv = results["setup"]["engine"]["argv"]
+    assert argv[0] == sys.executable and "--chat-template" in argv
     assert argv[argv.index("--api-key") + 1] == "***"
     assert results["setup"]["engine"]["env"]["HF_TOKEN"] == "***"
     assert "api_key=***" in outputs["scorecard.html"]
+    (req_name,) = [n for n in outputs if n.startswith("out/keyed/") and n.endswith(".requests.jsonl")]
+    measured = [r for r in map(json.loads, outputs[req_name].splitlines()) if not r["warmup"]]
+    assert len(measured) == 4 and all(r["completion_tokens"] == 64 and r["prompt_tokens"] > 32 for r in measured)
