@@ -20,25 +20,86 @@ Relative paths are taken from the prediction file's folder.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from pytest_roofline.errors import WorkloadError
+from pytest_roofline import bounded
+from pytest_roofline.errors import BoundedInputError, WorkloadError
 from pytest_roofline.format._reader import NodeReader
 from pytest_roofline.model import workload as wl
 
-__all__ = ["parse_field", "DATASET_FORMATS", "read_text"]
+__all__ = ["parse_field", "DATASET_FORMATS", "read_text", "DatasetFile", "MAX_LENGTH_FILE_BYTES", "MAX_SHAREGPT_BYTES",
+           "MAX_DATASET_LINE_BYTES"]
 
 DATASET_FORMATS = ("jsonl", "sharegpt")
 _DATASET_KEYS = {"path", "format", "prompt_field", "output_field", "order", "tokenizer"}
 
 
-def read_text(path: Path) -> tuple[str, str]:
-    """The text of a workload file and its sha256 (hex)."""
-    data = path.read_bytes()
-    return data.decode("utf-8"), hashlib.sha256(data).hexdigest()
+#: the largest length file (read whole: a JSON list, or one length a line) and ShareGPT file (one JSON document,
+#: read whole; vLLM's ShareGPT_V3_unfiltered_cleaned_split.json is 642 MB). A JSONL dataset is streamed a line
+#: at a time, each line at most MAX_DATASET_LINE_BYTES, so its size is not bounded.
+MAX_LENGTH_FILE_BYTES = 64 * bounded.MIB
+MAX_SHAREGPT_BYTES = 1024 * bounded.MIB
+MAX_DATASET_LINE_BYTES = 64 * bounded.MIB
+
+
+def read_text(path: Path, *, max_bytes: int = MAX_LENGTH_FILE_BYTES, what: str = "the file") -> tuple[str, str]:
+    """The text of a workload file read whole and its sha256 (hex); :class:`WorkloadError` for a file that is
+    not a regular file, is over ``max_bytes`` or is not UTF-8."""
+    try:
+        data = bounded.read_bytes(path, max_bytes=max_bytes, what=what)
+        return bounded.decode_utf8(data, str(path)), hashlib.sha256(data).hexdigest()
+    except BoundedInputError as exc:
+        raise WorkloadError(str(exc), line=exc.line) from None
+
+
+class DatasetFile:
+    """A ``workload.dataset`` file, parsed one way for the prediction file's check (which counts its entries)
+    and the load generator (which tokenizes them): the one home of the dispatch on its format.
+
+    :meth:`entries` yields the entries in file order, streaming a JSONL file a line at a time (a 1 GB dataset in
+    a line's memory and linear time); ``sha256`` is the file's digest once :meth:`entries` is exhausted."""
+
+    def __init__(self, path: str | Path, fmt: str, *, prompt_field: str | None = None,
+                 output_field: str | None = None):
+        self.path, self.format = Path(path), fmt
+        self.prompt_field = prompt_field or "prompt"
+        self.output_fields = (output_field,) if output_field else ("output_len", "max_tokens")
+        self.sha256: str | None = None
+
+    @classmethod
+    def of(cls, ds: Mapping[str, Any]) -> DatasetFile:
+        """The file of a checked ``workload.dataset`` dict (the Spec's)."""
+        return cls(ds["path"], ds["format"], prompt_field=ds.get("prompt_field"), output_field=ds.get("output_field"))
+
+    def entries(self) -> Iterator[wl.DatasetEntry]:
+        source = str(self.path)
+        if self.format == "sharegpt":
+            text, sha = read_text(self.path, max_bytes=MAX_SHAREGPT_BYTES, what="the dataset")
+            yield from wl.parse_sharegpt(text, source)
+            self.sha256 = sha
+            return
+        reader = bounded.LineReader(self.path, what="the dataset", max_line_bytes=MAX_DATASET_LINE_BYTES)
+        count = 0
+        try:
+            for lineno, line in reader.lines():
+                entry = wl.jsonl_entry(line, lineno, source, prompt_field=self.prompt_field,
+                                       output_fields=self.output_fields)
+                if entry is not None:
+                    count += 1
+                    yield entry
+        except BoundedInputError as exc:
+            raise WorkloadError(str(exc), line=exc.line) from None
+        if not count:
+            raise WorkloadError(f"{source}: holds no prompts")
+        self.sha256 = reader.sha256
+
+    def count(self) -> int:
+        """The number of entries, every one checked, none kept."""
+        return sum(1 for _ in self.entries())
 
 
 def _resolve(ctx: NodeReader, node: yaml.Node, raw: Any, what: str) -> Path:
@@ -71,8 +132,8 @@ def _length(ctx: NodeReader, key: str, node: yaml.Node) -> dict[str, Any]:
         if extra:
             raise ctx.err(node, f"{what}: a file length takes path and order, not {', '.join(sorted(extra))}")
         p = _resolve(ctx, node, raw.get("path"), f"{what}.path")
-        text, sha = read_text(p)
         try:
+            text, sha = read_text(p, what="the length file")
             values = wl.parse_length_file(text, str(p))
         except WorkloadError as exc:
             raise _dataset_err(ctx, node, exc) from None
@@ -101,18 +162,15 @@ def _dataset(ctx: NodeReader, node: yaml.Node) -> dict[str, Any]:
     order = raw.get("order", "sequential")
     if order not in wl.ORDERS:
         raise ctx.err(node, f"workload.dataset.order must be sequential or sample, not {order!r}")
-    text, sha = read_text(p)
+    out_f = raw.get("output_field")
+    dataset = DatasetFile(p, fmt, prompt_field=str(raw.get("prompt_field") or "prompt"),
+                          output_field=str(out_f) if out_f else None)
     try:
-        if fmt == "sharegpt":
-            entries = wl.parse_sharegpt(text, str(p))
-        else:
-            out_f = raw.get("output_field")
-            entries = wl.parse_jsonl(text, str(p), prompt_field=str(raw.get("prompt_field", "prompt")),
-                                     output_fields=(str(out_f),) if out_f else ("output_len", "max_tokens"))
+        count = dataset.count()
     except WorkloadError as exc:
         raise _dataset_err(ctx, node, exc) from None
-    out = {"path": str(p), "source": raw["path"], "format": fmt, "sha256": sha, "order": order,
-           "entries": len(entries)}
+    out = {"path": str(p), "source": raw["path"], "format": fmt, "sha256": dataset.sha256, "order": order,
+           "entries": count}
     for k in ("prompt_field", "output_field"):
         if raw.get(k):
             out[k] = str(raw[k])

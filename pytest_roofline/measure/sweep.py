@@ -240,6 +240,7 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
     if served is None:  # a started engine or a connected endpoint has learnt it from /v1/models
         raise PointError(f"point {plan.id}: the target has no served model name to send requests to")
     shape = workload_shape(spec, plan, for_load=True)  # lengths, dataset, prefix, ramp-up: measure/loadgen/datasets.py
+    check_dataset_fits(spec, shape, getattr(target, "max_model_len", None))
     # a workload.prefix_share's hits are deliberate: only hits beyond that share contaminate the point
     contamination = min(1.0, contamination + shape.prefix_share)
     load = loadgen.LoadSpec(
@@ -362,6 +363,23 @@ def workload_shape(spec: Spec, plan: PointPlan | None = None, *, for_load: bool 
                                  for_load=for_load, chat_template=str(template) if template else None)
     except WorkloadError as exc:
         raise PointError(f"{spec.path}: {exc}") from None
+
+
+def check_dataset_fits(spec: Spec, shape: Any, max_model_len: int | None) -> None:
+    """Refuse, before a request is sent, a dataset whose prompt is longer than the served ``max_model_len``:
+    vLLM answers such a request with HTTP 400 (the prompt does not fit its context), so the point could only
+    error after its load ran. ``shape``: the resolved workload; ``max_model_len``: the target's (from
+    ``/v1/models``, else ``engine.args.max_model_len``), None when unknown (nothing checked)."""
+    ds = getattr(shape, "dataset", None)
+    if ds is None or not max_model_len or ds.estimated or (shape.chat is not None and shape.chat.estimated):
+        return  # an estimated length (chars/4, a per-message guess) refuses nothing
+    over = [k for k, n in enumerate(ds.input_lens) if n > max_model_len]
+    if over:
+        k = over[0]
+        raise PointError(f"{spec.path}: workload.dataset {ds.source}: {len(over)} of {len(ds.input_lens)} prompts "
+                         f"are longer than the server's max_model_len {max_model_len} (entry {k + 1} of the file: "
+                         f"{ds.input_lens[k]} tokens); vLLM refuses them "
+                         "(HTTP 400). Raise engine.args.max_model_len or drop those entries")
 
 
 def replica_count(spec: Spec) -> int:

@@ -45,7 +45,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_roofline.errors import WorkloadError
+from pytest_roofline import bounded
+from pytest_roofline.errors import BoundedInputError, WorkloadError
 
 if TYPE_CHECKING:  # numpy is imported where a schedule is drawn, not when the plugin loads (every pytest start)
     import numpy as np
@@ -54,7 +55,7 @@ __all__ = ["seeded_rng", "arrival_offsets_s", "STREAM_PROMPT", "STREAM_PREFIX", 
            "STREAM_WARMUP_SCHEDULE", "STREAM_PERMUTATION", "STREAM_INPUT_LEN", "STREAM_OUTPUT_LEN",
            "STREAM_DATASET_ENTRY", "LengthDist", "DatasetLengths", "DatasetEntry", "RampUp", "RequestLengths",
            "request_lengths", "prefix_lens", "prefix_cache_hits", "parse_length", "parse_length_file", "parse_sharegpt",
-           "parse_jsonl",
+           "parse_jsonl", "jsonl_entry", "MAX_OUTPUT_LEN",
            "length_stats", "estimate_tokens", "CHAT_TOKENS_PER_MESSAGE", "CHAT_REPLY_PRIMING_TOKENS",
            "LENGTH_KINDS", "ORDERS", "RAMP_STRATEGIES"]
 
@@ -65,6 +66,9 @@ STREAM_INPUT_LEN, STREAM_OUTPUT_LEN, STREAM_DATASET_ENTRY = 5, 6, 7
 
 LENGTH_KINDS = ("fixed", "uniform", "normal", "file")
 ORDERS = ("sample", "sequential")
+#: the largest output length a dataset entry may ask for (no served context holds ten million tokens; a larger
+#: integer is a typo or a hostile file, never a request to send)
+MAX_OUTPUT_LEN = 10_000_000
 RAMP_STRATEGIES = ("linear", "exponential")
 
 _BLOCK = 1024  # gaps drawn per call to the generator (the draws do not depend on it: numpy fills in order)
@@ -377,9 +381,13 @@ def parse_length_file(text: str, source: str = "the length file") -> list[int]:
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            data = json.loads(text)
+            data = bounded.loads_json(text, source)
         except json.JSONDecodeError as exc:
             raise WorkloadError(f"{source}: not a JSON list of lengths: {exc.msg}", line=exc.lineno) from None
+        except BoundedInputError as exc:
+            raise WorkloadError(str(exc), line=exc.line) from None
+        if not isinstance(data, list):
+            raise WorkloadError(f"{source}: not a JSON list of lengths (a {type(data).__name__})", line=1)
         out = []
         for k, v in enumerate(data):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -427,9 +435,11 @@ def parse_sharegpt(text: str, source: str = "the dataset") -> list[DatasetEntry]
     shuffle and its length filter (4 <= prompt <= 1024, prompt + output <= 2048) are not applied: the entries
     are taken as the file has them."""
     try:
-        data = json.loads(text)
+        data = bounded.loads_json(text, source)
     except json.JSONDecodeError as exc:
         raise WorkloadError(f"{source}:{exc.lineno}: not JSON: {exc.msg}", line=exc.lineno) from None
+    except BoundedInputError as exc:
+        raise WorkloadError(str(exc), line=exc.line) from None
     if not isinstance(data, list):
         raise WorkloadError(f"{source}: a ShareGPT file is a JSON list of conversations, got a "
                             f"{type(data).__name__}", line=1)
@@ -455,32 +465,40 @@ def parse_jsonl(text: str, source: str = "the dataset", *, prompt_field: str = "
     """A JSONL file of prompts: one JSON object per line with the prompt text in ``prompt_field`` and,
     optionally, the output length in the first of ``output_fields`` present. Blank lines are skipped; a line that
     is not a JSON object with a text prompt raises :class:`WorkloadError` naming its line."""
-    out = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise WorkloadError(f"{source}:{lineno}: not a JSON object: {exc.msg}", line=lineno) from None
-        if not isinstance(obj, Mapping):
-            raise WorkloadError(f"{source}:{lineno}: expected a JSON object, got {type(obj).__name__}", line=lineno)
-        prompt = obj.get(prompt_field)
-        if not isinstance(prompt, str) or not prompt:
-            raise WorkloadError(f"{source}:{lineno}: no text in the prompt field {prompt_field!r}", line=lineno)
-        n: int | None = None
-        for f in output_fields:
-            if f in obj:
-                v = obj[f]
-                if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                    raise WorkloadError(f"{source}:{lineno}: {f} must be a whole number of tokens >= 1, got "
-                                        f"{v!r}", line=lineno)
-                n = v
-                break
-        out.append(DatasetEntry(prompt=prompt, output_len=n, line=lineno))
+    out = [e for lineno, line in enumerate(text.splitlines(), start=1)
+           if (e := jsonl_entry(line, lineno, source, prompt_field=prompt_field, output_fields=output_fields))]
     if not out:
         raise WorkloadError(f"{source}: holds no prompts")
     return out
+
+
+def jsonl_entry(line: str, lineno: int, source: str = "the dataset", *, prompt_field: str = "prompt",
+                output_fields: Sequence[str] = ("output_len", "max_tokens")) -> DatasetEntry | None:
+    """One line of a JSONL dataset as its entry (``None`` for a blank line); :class:`WorkloadError` naming the
+    line otherwise. A file is read a line at a time through this (``format.workloads.DatasetFile``)."""
+    if not line.strip():
+        return None
+    try:
+        obj = bounded.loads_json(line, source, line=lineno)
+    except json.JSONDecodeError as exc:
+        raise WorkloadError(f"{source}:{lineno}: not a JSON object: {exc.msg}", line=lineno) from None
+    except BoundedInputError as exc:
+        raise WorkloadError(str(exc), line=lineno) from None
+    if not isinstance(obj, Mapping):
+        raise WorkloadError(f"{source}:{lineno}: expected a JSON object, got {type(obj).__name__}", line=lineno)
+    prompt = obj.get(prompt_field)
+    if not isinstance(prompt, str) or not prompt:
+        raise WorkloadError(f"{source}:{lineno}: no text in the prompt field {prompt_field!r}", line=lineno)
+    n: int | None = None
+    for f in output_fields:
+        if f in obj:
+            v = obj[f]
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_OUTPUT_LEN:
+                raise WorkloadError(f"{source}:{lineno}: {f} must be a whole number of tokens in [1, "
+                                    f"{MAX_OUTPUT_LEN:,}], got {v!r:.40}", line=lineno)
+            n = v
+            break
+    return DatasetEntry(prompt=prompt, output_len=n, line=lineno)
 
 
 def estimate_tokens(text: str) -> int:

@@ -134,17 +134,16 @@ def _cache_file(sha: str, tok_sha: str) -> Path:
 
 
 def _entries(ds: Mapping[str, Any]) -> tuple[list[wl.DatasetEntry], str]:
-    """The dataset's entries and the file's sha256 (checked against the one the prediction file was read with)."""
-    from pytest_roofline.format.workloads import read_text
+    """The dataset's entries and the file's sha256 (checked against the one the prediction file was read with);
+    parsed by ``format.workloads.DatasetFile``, the one home of a dataset's parsing."""
+    from pytest_roofline.format.workloads import DatasetFile
 
-    text, sha = read_text(Path(ds["path"]))
+    dataset = DatasetFile.of(ds)
+    entries = list(dataset.entries())
+    sha = dataset.sha256 or ""
     if sha != ds.get("sha256"):
         raise WorkloadError(f"{ds['path']} changed since the prediction file was read (sha256 differs)")
-    if ds["format"] == "sharegpt":
-        return wl.parse_sharegpt(text, ds["path"]), sha
-    out_f = ds.get("output_field")
-    return wl.parse_jsonl(text, ds["path"], prompt_field=ds.get("prompt_field", "prompt"),
-                          output_fields=(out_f,) if out_f else ("output_len", "max_tokens")), sha
+    return entries, sha
 
 
 def _tokenize(ds: Mapping[str, Any], tok: Path | None, need_ids: bool
@@ -174,7 +173,11 @@ def _tokenize(ds: Mapping[str, Any], tok: Path | None, need_ids: bool
             pass
     from tokenizers import Tokenizer
 
-    t = Tokenizer.from_file(str(tok))
+    try:
+        t = Tokenizer.from_file(str(tok))
+    except Exception as exc:  # the tokenizers library raises its own Exception for a file it cannot load
+        raise WorkloadError(f"the tokenizer {tok} cannot be loaded ({type(exc).__name__}: {str(exc)[:200]}); give "
+                            "workload.dataset.tokenizer: a tokenizer.json the tokenizers library reads") from None
     # the token ids a prompt is sent as; no special tokens added: the server counts exactly these
     prompts = tuple(tuple(t.encode(e.prompt, add_special_tokens=False).ids) for e in entries)
     if any(not p for p in prompts):
