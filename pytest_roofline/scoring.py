@@ -112,8 +112,12 @@ class Verdict:
     requests_to_decide: int | None = None
     reference_value: Any = None
     checked_value: Any = None
+    #: the error relative to the ink (the prediction is the reference, as in pytest-benchmark and the peer tools):
+    #: error_abs = checked − ink (measured, or the model in math mode), error_rel = error_abs ÷ |ink| (None when
+    #: the ink is 0: no relative error exists) and ratio = checked ÷ ink (None likewise)
     error_rel: float | None = None
     error_abs: float | None = None
+    ratio: float | None = None
     error_text: str = ""
     tolerance_text: str = ""
     lo: float | None = None
@@ -222,8 +226,9 @@ class Verdict:
                 more = self.requests_to_decide
                 rows.append(("to decide", f"about {more} more requests" if more is not None else "cannot say"))
         if self.error_text:
-            rows.append(("error", f"{self.error_text}  (ink − {'measured' if measured else 'model'}, relative to "
-                                  f"{'measured' if measured else 'the model'})"))
+            what = "measured" if measured else "model"
+            ratio = f"; {what} ÷ ink ×{self.ratio:.4g}" if self.ratio is not None else ""
+            rows.append(("error", f"{self.error_text}  ({what} − ink, relative to the ink{ratio})"))
         if self.tolerance_text:
             b = self.band()
             allowed = ""
@@ -271,6 +276,23 @@ def setup_for(spec: Spec, pred: Prediction, *, hardware_override: str | None = N
         model_overrides=s.get("model_overrides", spec.model_overrides if "model" not in s else {}),
         engine=s.get("engine", spec.engine), workload=s.get("workload", spec.workload),
     )
+
+
+def relative_error(checked: float, ink: float) -> tuple[float, float | None, float | None]:
+    """The error of ``checked`` (a measurement, or the model in math mode) against the ink, the reference:
+    ``(checked − ink, (checked − ink) ÷ |ink|, checked ÷ ink)``; the last two are None on a 0 ink, where no relative
+    error exists. The one definition behind the verdicts' error column and ``roofline predict --simulate``."""
+    diff = float(checked) - float(ink)
+    if not ink or not math.isfinite(ink):
+        return diff, None, None
+    return diff, diff / abs(float(ink)), float(checked) / float(ink)
+
+
+def error_text(rel: float | None, ratio: float | None) -> str:
+    """``+100.00% ×2`` (relative error, then checked ÷ ink), or ``—`` where no relative error exists."""
+    if rel is None or not math.isfinite(rel):
+        return "—"
+    return f"{rel:+.2%}" + (f" ×{ratio:.3g}" if ratio is not None and math.isfinite(ratio) else "")
 
 
 def _value_text(v: Any, dimension: str, unit: str | None) -> str:
@@ -557,11 +579,10 @@ def _compare(v: Verdict, pred: Prediction, reference: Any, checked: Any, tol: To
         lo, hi = tol.bounds(None)
     v.lo, v.hi = lo, hi
     ok = tol.contains(float(checked), float(reference))
-    # prediction error, relative to what actually happened (the model in math mode, the measurement otherwise):
-    # the notebook's "22,959 predicted vs 25,640 logged" is a −10.5% miss. The tolerance band sits on the ink value.
-    v.error_abs = float(reference) - float(checked)
-    v.error_rel = v.error_abs / abs(float(checked)) if checked else None
-    v.error_text = (f"{v.error_rel:+.2%}" if v.error_rel is not None else "") + (
+    # the error relative to the ink (the reference, as the tolerance band is): (checked − ink) ÷ |ink|, with
+    # checked ÷ ink beside it; a measurement 2.0× the ink reads +100.00% ×2. No relative error exists on a 0 ink.
+    v.error_abs, v.error_rel, v.ratio = relative_error(float(checked), float(reference))
+    v.error_text = error_text(v.error_rel, None) + (
         f" ({'+' if v.error_abs >= 0 else '−'}{v.fmt(abs(v.error_abs))})")
     v.status = VerdictStatus.PASS if ok else VerdictStatus.FAIL
     ref_name = "model" if (against == "measured" and pred.predicted.kind is PredictedKind.MODEL) else "predicted"

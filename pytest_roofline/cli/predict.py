@@ -17,12 +17,13 @@ from typing import Any
 from pytest_roofline.cli.setup_flags import build, setup_tree
 from pytest_roofline.errors import NotMeasured
 from pytest_roofline.format.spec import load_spec
-from pytest_roofline.measure.results import RecordedMeasurement, load_results
+from pytest_roofline.measure.results import RecordedMeasurement
+from pytest_roofline.measure.results.peers import load_any
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import serving as sv
 from pytest_roofline.model.setup import RooflineLandmarks, Setup, SetupError, build_setup, kv_accounting, reported_kv
 from pytest_roofline.quantities.measurement import client_value
-from pytest_roofline.scoring import serving_sweep_for
+from pytest_roofline.scoring import relative_error, serving_sweep_for
 from pytest_roofline.units import GIB, MIB, to_si
 
 __all__ = ["DecodeRow", "EngineSetting", "KVPool", "PredictTable", "batch_list", "cmd_predict", "kv_pool",
@@ -322,7 +323,7 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict]]:
             f"{'on' if eng.chunked_prefill else 'off'}, {eng.num_gpu_blocks:,} KV blocks · {title}")
     doc = None
     if args.results:
-        doc = load_results(args.results)
+        doc = load_any(args.results)  # our own results.json or a peer's file or folder
     rows = []
     for p in preds:
         row = {("concurrency" if p.concurrency is not None and p.rate_req_per_s is None else "rate"):
@@ -332,7 +333,11 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict]]:
         meas = _measured_point(doc, p.concurrency if p.rate_req_per_s is None else None, p.rate_req_per_s)
         if doc is not None:
             row["measured"] = meas
-            row["error"] = {k: (row[k] / v - 1.0) if v else None for k, v in meas.items()}
+            # relative to the ink (the simulated value is the prediction): (measured − predicted) ÷ predicted,
+            # None where it does not exist (a predicted 0 or a non-finite prediction); the ratio measured ÷ predicted
+            errors = {k: relative_error(v, row[k]) for k, v in meas.items()}
+            row["error"] = {k: e[1] for k, e in errors.items()}
+            row["ratio"] = {k: e[2] for k, e in errors.items()}
         rows.append(row)
     return head, rows
 
@@ -381,8 +386,9 @@ def _simulate(args: argparse.Namespace) -> int:
             meas = r.get("measured", {}).get(name)
             if meas is not None:
                 err = r["error"][name]
-                errs.setdefault(name, []).append(abs(err))
-                cells.append(f"{pred}|{format(meas, fmt)} {err:+.0%}".rjust(18))
+                if err is not None:
+                    errs.setdefault(name, []).append(abs(err))
+                cells.append(f"{pred}|{format(meas, fmt)} {'—' if err is None else format(err, '+.0%')}".rjust(18))
             else:
                 cells.append(f"{pred:>18}")
         top = max(r["time_shares"], key=r["time_shares"].get) if r["time_shares"] else "—"
@@ -390,7 +396,8 @@ def _simulate(args: argparse.Namespace) -> int:
         print(f"{point:>6} " + " ".join(cells) + f" {r['mean_running_batch']:>6.1f} {100 * r['max_kv_usage']:>5.1f} "
               f"{r['preemptions']:>7} {r['mean_queue_ms']:>8.1f}  {top} {r['time_shares'].get(top, 0):.0%}")
     if errs:
-        print("cells: predicted|measured error · mean |error|: " + ", ".join(
+        print("cells: predicted|measured error, (measured − predicted) ÷ predicted ('—': none, a predicted 0) "
+              "· mean |error|: " + ", ".join(
             f"{n} {sum(v) / len(v):.1%} (n={len(v)})" for n, v in errs.items()))
     return 0
 

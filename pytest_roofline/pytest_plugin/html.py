@@ -103,7 +103,8 @@ def row_cells(v: Verdict | None) -> list[str]:
                     if v.contaminated else "")
     err_txt = ""
     if is_number(err_rel):
-        err_txt = f"{err_rel:+.2%}" if abs(err_rel) < 10 else f"{err_rel:+.0%}"
+        err_txt = (f"{err_rel:+.2%}" if abs(err_rel) < 10 else f"{err_rel:+.0%}") + (
+            f" ×{v.ratio:.3g}" if is_number(v.ratio) else "")  # (measured − ink) ÷ ink, measured ÷ ink beside
     abs_txt = ""
     if is_number(err_abs):
         abs_txt = ("+" if err_abs >= 0 else "−") + fmt(v, abs(err_abs))
@@ -132,7 +133,8 @@ def drift_cell(d: Mapping[str, Any] | None) -> str:
     if not d or d.get("status") in (None, "not_measured"):
         return _cell(DRIFT_COLUMN[0], sort_key(None))
     change = d.get("change_rel")
-    word = {"drifted": "DRIFTED", "new": "new", "prediction_changed": "ink changed", "steady": "steady"}.get(
+    word = {"drifted": "DRIFTED", "uncertain": "uncertain", "new": "new", "prediction_changed": "ink changed",
+            "steady": "steady"}.get(
         str(d.get("status")), str(d.get("status")))
     shown = (f"{change * 100:+.1f}% " if is_number(change) else "") + word
     return _cell(DRIFT_COLUMN[0], sort_key(abs(change) if is_number(change) else None), esc(shown),

@@ -65,7 +65,10 @@ def junit_properties(v: Verdict) -> list[tuple[str, str]]:
     if suffix:
         rel = _number(v.error_rel, 100.0)
         if rel is not None:
-            props.append(("roofline_error_pct", rel))
+            props.append(("roofline_error_pct", rel))  # (measured − ink) ÷ ink, in %
+        ratio = _number(v.ratio)
+        if ratio is not None:
+            props.append(("roofline_ratio", ratio))  # measured ÷ ink
         err = _number(v.error_abs, factor)
         if err is not None:
             props.append((f"roofline_error_{suffix}", err))

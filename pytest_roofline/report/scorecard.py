@@ -519,10 +519,12 @@ _OUTCOME_WORDS = {"passed": "within tolerance", "failed": "outside tolerance, no
 
 
 def _err_pct(v: Verdict) -> str:
+    """The error relative to the ink, (measured − ink) ÷ ink, with measured ÷ ink beside it (``+100% ×2``)."""
     r = v.error_rel
     if not is_number(r):
         return ""
-    return f"{r:+.2%}" if abs(r) < 0.1 else (f"{r:+.1%}" if abs(r) < 10 else f"{r:+.0%}")
+    ratio = f" ×{v.ratio:.3g}" if is_number(v.ratio) else ""
+    return (f"{r:+.2%}" if abs(r) < 0.1 else (f"{r:+.1%}" if abs(r) < 10 else f"{r:+.0%}")) + ratio
 
 
 def _slug(s: str) -> str:

@@ -226,15 +226,15 @@ def test_day3_kv_blocks_with_runxfail_fails_and_explains(shipped):
         "*kv-blocks: num_gpu_blocks*[[]math[]]*",
         "*predicted : 22,959*",
         f"*model     : {model_blocks:,}*",
-        "*error     : -1*%*",  # 22,959 is ~11% under the model
+        "*error     : +1*% (*relative to the ink; model ÷ ink ×1.1*",  # the model is ~12% over 22,959
         "*verdict   : FAIL*",
         "*model inputs:*",
         "*memory*80 GiB = 85.899 GB*",  # the GiB-vs-GB slip is in plain sight
         "*kv_bytes_per_token*147,456 B*",
     ])
-    # the error shown is relative to the model's value: (22,959 − model) / model
+    # the error shown is relative to the ink (the prediction is the reference): (model − 22,959) / 22,959
     err = number(re.search(r"error\s+: (\S+)", out).group(1))
-    assert err == pytest.approx((22_959 - model_blocks) / model_blocks * 100, abs=0.01)
+    assert err == pytest.approx((model_blocks - 22_959) / 22_959 * 100, abs=0.01)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -295,8 +295,9 @@ def test_replay_throughput_misses_by_the_notebooks_amounts(replayed, pid, ink, m
     assert float(c.props["predicted_tok_per_s"]) == ink
     assert float(c.props["measured_tok_per_s"]) == pytest.approx(measured)
     assert round(measured / ink, 2) == share
-    # the error is the prediction's, relative to what was measured
-    assert float(c.props["error_pct"]) == pytest.approx((ink - measured) / measured * 100, abs=0.01)
+    # the error is relative to the ink, (measured − ink) ÷ ink, with measured ÷ ink beside it
+    assert float(c.props["error_pct"]) == pytest.approx((measured - ink) / ink * 100, abs=0.01)
+    assert float(c.props["ratio"]) == pytest.approx(measured / ink, rel=1e-9)
 
 
 def test_replay_throughput_c16_and_c64_measured_text(replayed):
@@ -320,9 +321,9 @@ def test_replay_kv_blocks_miss_by_10_5_percent(replayed):
         assert c.outcome == "xfailed"
         assert c.props["measured_count"] == str(logged)
         err = float(c.props["error_pct"])
-        assert err == pytest.approx((ink - logged) / logged * 100, abs=0.01)
-        assert round(err, 1) == -10.5  # the notebook's "10.5% under"
-        assert round(err, 2) == -10.46
+        assert err == pytest.approx((logged - ink) / ink * 100, abs=0.01)
+        assert round(err, 1) == 11.7  # the engine logged 11.7% more than the ink (the notebook's "10.5% under")
+        assert float(c.props["ratio"]) == pytest.approx(logged / ink, rel=1e-9)
 
 
 def test_replay_goodput_holds(replayed):
