@@ -27,6 +27,7 @@ import hashlib
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 from xml.sax.saxutils import escape as _xml_escape
 
 __all__ = ["Axis", "Chart", "Legend", "PALETTE", "esc", "compact_number", "nice_ticks", "log_ticks"]
@@ -209,13 +210,17 @@ def boxes_overlap(a: Box, b: Box) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
+#: what a legend swatch draws
+LegendKind = Literal["line", "marker", "band"]
+
+
 @dataclass
 class Legend:
     """One legend entry: a swatch of ``kind`` (a line, a marker or a shaded band) and its label."""
 
     label: str
     color: str
-    kind: str  # line | marker | band
+    kind: LegendKind
     dash: str | None = None
     marker: str = "circle"
     hollow: bool = False
