@@ -26,7 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["REDACTED", "MIN_SECRET_LEN", "is_secret_name", "remember", "known_secrets", "forget_all",
-           "redact_text", "redact_known", "redact_url", "redact_data", "redact_mapping", "redact_argv"]
+           "redact_text", "redact_known", "redact_url", "redact_data", "redact_mapping", "redact_argv",
+           "remember_url_secrets", "printable"]
 
 #: what a secret is replaced by
 REDACTED = "***"
@@ -131,6 +132,13 @@ _PAIR = re.compile(r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]{0,80})"""
 _FLAG = re.compile(r"(?<![\w-])(?P<name>--?[A-Za-z][\w-]{0,80})(?P<sep>\s+)(?P<value>[^\s\"'-][^\s\"']*)")
 # ``scheme://user:pass@host`` / ``scheme://token@host``
 _URL_CREDS = re.compile(r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]{0,20}://)([^/\s@\"'<>]+)@")
+# ``?password=x`` / ``&sslpassword=x`` in a URL's query (libpq's form), which the pair pattern misses when the
+# URL before it reads as one ``scheme: value`` pair
+_QUERY_SECRET = re.compile(r"(?i)([?&;](?:password|passwd|pwd|sslpassword|secret|api_?key|token)=)([^&\s\"'<>]+)")
+# ``scheme://user:pa/ss?w@rd@host``: a password holding ``/``, ``?``, ``#`` or ``@`` (SQLAlchemy URLs allow them
+# unencoded); up to the last ``@`` of the token that is followed by a host without another ``@``
+_URL_CREDS_WIDE = re.compile(r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]{0,20}://)([^\s/@\"'<>:]+:[^\s\"'<>]*)@"
+                             r"(?=[^\s@/\"'<>]*(?:[/\s\"'<>]|$))")
 
 
 _SCHEMES = frozenset({"bearer", "basic", "digest", "token"})
@@ -155,6 +163,7 @@ def redact_text(text: str, secrets: Iterable[str | None] = ()) -> str:
     if known is not None:
         text = known.sub(REDACTED, text)
     if "@" in text:
+        text = _URL_CREDS_WIDE.sub(lambda m: m.group(1) + REDACTED + "@", text)
         text = _URL_CREDS.sub(lambda m: m.group(1) + REDACTED + "@", text)
     low = text.lower()
     if "Basic" not in text and not any(h in low for h in _HINTS):  # no pattern below can match (most text)
@@ -164,6 +173,8 @@ def redact_text(text: str, secrets: Iterable[str | None] = ()) -> str:
     if "bearer" in low or "Basic" in text:
         text = _SCHEME.sub(lambda m: m.group(1) + m.group(2) + REDACTED
                            if m.group(3) != REDACTED else m.group(0), text)
+    if "=" in text:
+        text = _QUERY_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
     text = _PAIR.sub(_pair, text)
     text = _FLAG.sub(_pair, text)
     return text
@@ -174,6 +185,45 @@ def redact_known(text: str) -> str:
     whose markup a pattern could mistake for a ``name=value`` pair."""
     known = _known_re
     return known.sub(REDACTED, text) if known is not None and isinstance(text, str) else text
+
+
+def remember_url_secrets(url: str) -> None:
+    """Remember the password of a database URL as a secret, whatever it holds (``/``, a space, ``?``, ``@``):
+    the user-info up to the last ``@`` before the path, and libpq's ``?password=`` query value, in the form
+    written and percent-decoded. Called on ``--roofline-history`` and ``--store`` values before anything can
+    print them; no URL pattern can find a password with a space in it."""
+    from urllib.parse import parse_qsl, unquote
+
+    text = str(url or "")
+    if "://" not in text:
+        return
+    rest = text.split("://", 1)[1]
+    head, _sep, query = rest.partition("?")
+    at = head.rfind("@")
+    if at < 0 and "@" in rest:  # a password holding "?": the user-info runs past the first "?"
+        at = rest.rfind("@")
+        head, query = rest, rest[at:].partition("?")[2]
+    values = []
+    if at >= 0:
+        userinfo = head[:at] if at < len(head) else rest[:at]
+        user, colon, password = userinfo.partition(":")
+        values += [password, unquote(password)] if colon else []
+    for name, value in parse_qsl(query, keep_blank_values=False):
+        if is_secret_name(name) or name.lower() in ("password", "passwd"):
+            values += [value, unquote(value)]
+    remember(*values)
+
+
+#: C0 and C1 control characters, DEL and the bidirectional overrides: never written raw to a terminal
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe for a terminal: every control character (ESC's colour, clear-screen and window-title
+    sequences, NUL, a bidi override) written as its ``\\xNN`` / ``\\uNNNN`` escape; tabs and newlines kept."""
+    if not isinstance(text, str) or not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
 
 
 def redact_url(url: str) -> str:

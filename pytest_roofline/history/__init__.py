@@ -22,16 +22,29 @@ from urllib.parse import unquote, urlsplit
 from pytest_roofline.errors import HistoryError, HistoryIndexRebuiltWarning
 from pytest_roofline.history._compare import ComparisonRow, compare_runs, comparison_json, render_comparison
 from pytest_roofline.history._drift import (
+    COMPARED,
     DEFAULT_BASELINE,
     DEFAULT_DRIFT,
     Drift,
     DriftPolicy,
     DriftStatus,
+    compared_count,
+    distinguishable,
     drift_counts,
     drift_for,
     parse_baseline,
+    pinned_run,
 )
-from pytest_roofline.history._recording import build_records, relative_file, setup_key, spec_setup_key, stored_value
+from pytest_roofline.history._recording import (
+    build_records,
+    clean_setup,
+    definition_hash,
+    identity_file,
+    relative_file,
+    setup_key,
+    spec_setup_key,
+    stored_value,
+)
 from pytest_roofline.history._records import (
     SCHEMA,
     SCHEMA_VERSION,
@@ -40,7 +53,10 @@ from pytest_roofline.history._records import (
     RunSummary,
     SetupKey,
     StoredValue,
+    clean_name,
     prediction_key,
+    same_prediction,
+    unify_keys,
 )
 from pytest_roofline.history._sql import SqlStore
 from pytest_roofline.history._store import DirectoryStore, new_run_id, read_run_dir
@@ -54,6 +70,9 @@ __all__ = [
     "DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "Drift", "drift_for", "drift_counts",
     "parse_baseline", "ComparisonRow", "compare_runs", "render_comparison", "comparison_json", "build_records",
     "setup_key", "spec_setup_key", "relative_file", "stored_value",
+    # identity, significance, bounded names (issue 21)
+    "identity_file", "definition_hash", "unify_keys", "same_prediction", "clean_name", "clean_setup",
+    "distinguishable", "pinned_run", "compared_count", "COMPARED",
 ]
 
 #: the URI schemes (before any ``+driver``) that open a database store

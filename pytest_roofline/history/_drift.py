@@ -5,11 +5,26 @@ median of the last N such runs (``median:N``; nights that did not measure it are
 the N). The *threshold* is a relative tolerance around the baseline, in the tolerance grammar (``5%``, ``±5%``,
 ``+10%/-3%``, ``<= +10%``, ``exact``): a prediction's own ``drift:`` in the YAML, else ``--roofline-drift``.
 Only measured values drift; a math-only value is stored but never compared. Pure functions: no I/O.
+
+A pinned baseline (``run:<id>``, or a run id or its unique prefix as written, like pytest-benchmark's
+``--benchmark-compare=0001``) compares every night with that one run.
+
+**Significance.** A value *drifts* only when its change is beyond the threshold AND the two measurements are
+distinguishable given their uncertainty. Each stored value keeps its 95 % confidence interval (from
+:mod:`pytest_roofline.measure.stats.intervals`); the difference ``now − baseline`` is distinguishable from 0 when it
+exceeds ``√(h_now² + h_base²)``, with ``h`` each interval's half-width on the side facing the other value (the
+usual test of a difference of two independent estimates, at the intervals' level; asymmetric order-statistic
+intervals use their facing side). With ``median:N`` and three or more baseline runs, the change must also exceed
+the runs' own spread: a Student-t prediction interval for one fresh run about their median, with a robust
+(median-absolute-deviation) spread, which holds run-to-run variation the within-run intervals miss. A change
+beyond the threshold that is not distinguishable is ``uncertain``: never "drifted", never "steady". A value with
+no interval (an exact count read from the log, or a run stored before intervals were kept) is taken as exact.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -19,19 +34,37 @@ from typing import Any
 from pytest_roofline.errors import ToleranceError
 from pytest_roofline.format.spec import parse_drift_threshold
 from pytest_roofline.format.tolerance import Tolerance
-from pytest_roofline.history._records import RunSummary, SetupKey, StoredValue
+from pytest_roofline.history._records import RunSummary, SetupKey, StoredValue, unify_keys
+from pytest_roofline.measure.stats.intervals import t_quantile
+from pytest_roofline.units import format_value
 
 __all__ = ["DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "Drift", "drift_for", "drift_counts",
-           "parse_baseline"]
+           "parse_baseline", "pinned_run", "distinguishable", "COMPARED", "compared_count"]
 
 DEFAULT_DRIFT = "10%"
 DEFAULT_BASELINE = "previous"
 
 
+#: a run id as the stores make them (or its head: ``20261204``, ``20261204T0922``)
+_RUN_ID_HEAD = re.compile(r"^[0-9]{8}(T[0-9A-Za-z._+-]*)?$")
+
+
+def pinned_run(text: str) -> str | None:
+    """The run id (or unique prefix) a pinned baseline names: ``run:ID`` or a bare run id; None for ``previous``
+    and ``median:N``."""
+    t = str(text).strip()
+    if t.lower().startswith("run:"):
+        return t[4:].strip() or None
+    return t if _RUN_ID_HEAD.match(t) else None
+
+
 def parse_baseline(text: str) -> int:
-    """``previous`` → 1, ``median:N`` → N (N ≥ 1); anything else is a ValueError saying what to write."""
+    """``previous`` → 1, ``median:N`` → N (N ≥ 1), a pinned run (``run:ID`` or a run id) → 1; anything else is a
+    ValueError saying what to write."""
     t = str(text).strip().lower()
     if t == "previous":
+        return 1
+    if pinned_run(text) is not None:
         return 1
     head, sep, n = t.partition(":")
     if head == "median" and sep:
@@ -41,7 +74,8 @@ def parse_baseline(text: str) -> int:
             window = 0
         if window >= 1:
             return window
-    raise ValueError(f"drift baseline {text!r}: write previous or median:N (N a whole number ≥ 1, e.g. median:5)")
+    raise ValueError(f"drift baseline {text!r}: write previous, median:N (N a whole number ≥ 1, e.g. median:5) "
+                     "or a pinned run: run:ID (a stored run's id or its unique beginning, e.g. run:20261204T0922)")
 
 
 @dataclass(frozen=True)
@@ -52,11 +86,14 @@ class DriftPolicy:
     baseline: str = DEFAULT_BASELINE
     threshold: Tolerance = field(init=False, repr=False, compare=False)
     window: int = field(init=False, compare=False)
+    #: the run id (or its unique beginning) of a pinned baseline; None for previous / median:N
+    pinned: str | None = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         # ToleranceError (a ValueError) for a bad threshold, ValueError for a bad baseline: usage errors upstream
         object.__setattr__(self, "threshold", parse_drift_threshold(self.threshold_text))
         object.__setattr__(self, "window", parse_baseline(self.baseline))
+        object.__setattr__(self, "pinned", pinned_run(self.baseline))
 
     def threshold_for(self, value: StoredValue) -> tuple[Tolerance, str]:
         """The prediction's own ``drift:`` when it wrote one, else the policy's threshold."""
@@ -69,12 +106,15 @@ class DriftPolicy:
 
     def describe(self) -> str:
         """``the previous run`` / ``the median of the last 5 runs`` (for the count line)."""
+        if self.pinned is not None:
+            return f"the pinned run {self.pinned}"
         return "the previous run" if self.window == 1 else f"the median of the last {self.window} runs"
 
 
 class DriftStatus(StrEnum):
     STEADY = "steady"  # within the threshold of its baseline
-    DRIFTED = "drifted"  # beyond it
+    DRIFTED = "drifted"  # beyond it, and distinguishable from it given both measurements' intervals
+    UNCERTAIN = "uncertain"  # beyond it, but the intervals cannot tell the change from noise
     NEW = "new"  # no earlier run of this setup measured it
     NOT_MEASURED = "not_measured"  # no measured value in this run
     PREDICTION_CHANGED = "prediction_changed"  # the value in ink or its band differs from the baseline run's
@@ -94,6 +134,9 @@ class Drift:
     baseline_commits: tuple[str | None, ...] = ()
     change_rel: float | None = None  # (now − baseline) / |baseline|; None when the baseline is 0 or missing
     threshold_text: str = ""
+    #: the smallest change the two measurements can tell from noise (SI, like now); None: not computed, inf:
+    #: an interval is unbounded on the facing side
+    noise: float | None = None
 
     @property
     def drifted(self) -> bool:
@@ -113,7 +156,7 @@ class Drift:
                    baseline_run_ids=tuple(d.get("baseline_run_ids") or ()),
                    baseline_dates=tuple(d.get("baseline_dates") or ()),
                    baseline_commits=tuple(d.get("baseline_commits") or ()), change_rel=d.get("change_rel"),
-                   threshold_text=str(d.get("threshold_text") or ""))
+                   threshold_text=str(d.get("threshold_text") or ""), noise=d.get("noise"))
 
 
 def _day(iso: str) -> str:
@@ -147,17 +190,68 @@ def _pct(change: float) -> str:
     return f"{change * 100:+.1f}%"
 
 
+def _facing_half(v: StoredValue, x: float, toward_above: bool) -> float:
+    """The half-width of ``v``'s stored interval on the side that faces a value above (``toward_above``) or below
+    ``x``: 0 for a value with no interval (exact), inf for an interval unbounded on that side."""
+    if not v.interval_method:
+        return 0.0
+    edge = v.measured_hi if toward_above else v.measured_lo
+    if edge is None or not math.isfinite(edge):
+        return math.inf
+    return max(0.0, (edge - x) if toward_above else (x - edge))
+
+
+def distinguishable(now_v: StoredValue, now: float, base_v: StoredValue, base: float) -> tuple[bool, float]:
+    """Whether ``now`` and ``base`` differ by more than their measurements' uncertainty, and that margin:
+    ``|now − base| > √(h_now² + h_base²)`` with each ``h`` its stored interval's half-width on the side facing the
+    other value (a 95 % interval of each: the usual large-sample test of a difference of independent
+    estimates). Values without an interval count as exact (margin 0)."""
+    up = now > base
+    h_now = _facing_half(now_v, now, toward_above=not up)
+    h_base = _facing_half(base_v, base, toward_above=up)
+    margin = math.hypot(h_now, h_base) if math.isfinite(h_now) and math.isfinite(h_base) else math.inf
+    return abs(now - base) > margin, margin
+
+
+def _runs_spread(xs: Sequence[float], level: float = 0.95) -> float:
+    """The half-width of a prediction interval for one fresh run around the baseline runs' median: Student's t
+    (:func:`~pytest_roofline.measure.stats.intervals.t_quantile`, N − 1 degrees of freedom) times a robust
+    standard deviation (1.4826 × the median absolute deviation, so one outlier night does not hide every change)
+    times √(1 + 1/N); 0 with fewer than 3 runs (two values say too little about their spread)."""
+    n = len(xs)
+    if n < 3:
+        return 0.0
+    med = statistics.median(xs)
+    sigma = 1.4826 * statistics.median(abs(x - med) for x in xs)
+    return t_quantile(0.5 + level / 2, n - 1) * sigma * math.sqrt(1.0 + 1.0 / n)
+
+
+def _fmt(v: StoredValue, x: float) -> str:
+    return format_value(x, v.dimension, v.unit or None)
+
+
+def _pinned(runs: Sequence[RunSummary], pinned: str) -> RunSummary | None:
+    hits = [r for r in runs if r.run_id == pinned] or [r for r in runs if r.run_id.startswith(pinned)]
+    return hits[0] if len(hits) == 1 else None
+
+
 def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary], policy: DriftPolicy, *,
               setup: SetupKey | None = None) -> dict[str, Drift]:
     """Each value's drift against ``history_runs`` (the store's index; only runs of ``setup`` count when it is
     given — the caller passes the run's own SetupKey), by prediction key.
 
-    Per value: NOT_MEASURED without a measured value now; NEW when no earlier run of the setup measured it;
-    PREDICTION_CHANGED when the ink (``predicted_text``) or the band (lo, hi) differs from the latest baseline
-    run's (the number may have moved because the user edited it; never fails a run); else DRIFTED or STEADY by
-    the threshold around the baseline (the previous value, or the median of the last N)."""
+    Per value: NOT_MEASURED without a measured value now; NEW when no earlier run of the setup measured it (with
+    a pinned baseline: when that run did not); PREDICTION_CHANGED when the ink (``predicted_text``), the band
+    (lo, hi) or the definition's hash differs from the latest baseline run's (the number may have moved because
+    the user edited it; never fails a run); else, by the threshold around the baseline (the previous value, the
+    median of the last N, or the pinned run's), STEADY within it, and beyond it DRIFTED when the measurements
+    are distinguishable (:func:`distinguishable`, and the runs' own spread with ``median:N``), UNCERTAIN when
+    not. Values stored under the old key scheme are matched to this run's keys first (:func:`unify_keys`)."""
+    values = list(values)
     runs = [r for r in history_runs if setup is None or r.setup == setup]
+    runs = unify_keys(runs, values)
     runs.sort(key=lambda r: r.started_at)
+    pinned = _pinned(runs, policy.pinned) if policy.pinned is not None else None
     out: dict[str, Drift] = {}
     for v in values:
         tol, tol_text = policy.threshold_for(v)
@@ -166,7 +260,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
             out[v.key] = Drift(v.key, DriftStatus.NOT_MEASURED, "not measured in this run", threshold_text=tol_text)
             continue
         found: list[tuple[RunSummary, StoredValue, float]] = []
-        for r in reversed(runs):  # newest first
+        for r in ([pinned] if pinned is not None else [] if policy.pinned is not None else reversed(runs)):
             old = r.value(v.key)
             x = _finite(old.measured) if old is not None and old.mode == "measured" else None
             if old is not None and x is not None:
@@ -174,45 +268,85 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
                 if len(found) >= policy.window:
                     break
         if not found:
-            out[v.key] = Drift(v.key, DriftStatus.NEW, "new: no earlier run on this setup measured it", now=now,
-                               threshold_text=tol_text)
+            why = ("new: no earlier run on this setup measured it" if policy.pinned is None else
+                   f"new: the pinned run {policy.pinned} did not measure it on this setup" if pinned is not None
+                   else f"new: no run {policy.pinned} of this setup in the store")
+            out[v.key] = Drift(v.key, DriftStatus.NEW, why, now=now, threshold_text=tol_text)
             continue
         found.reverse()  # oldest first
-        base = statistics.median(x for _r, _o, x in found) if len(found) > 1 else found[-1][2]
+        xs = [x for _r, _o, x in found]
+        base = statistics.median(xs) if len(found) > 1 else found[-1][2]
+        # the baseline's own measurement: the run whose value is the median (the nearer one for an even N)
+        _br, base_v, _bx = min(found, key=lambda t: (abs(t[2] - base), -found.index(t)))
         latest = found[-1][1]
         ids = tuple(r.run_id for r, _o, _x in found)
         dates = tuple(r.started_at for r, _o, _x in found)
         commits = tuple(r.commit for r, _o, _x in found)
-        if len(found) == 1:
+        if pinned is not None:
+            against = f"vs pinned run {pinned.run_id} ({_date_span(dates)})"
+        elif len(found) == 1:
             commit = f", {found[0][0].commit}" if found[0][0].commit else ""
             against = f"vs previous run ({_date_span(dates)}{commit})"
         else:
             against = f"vs median of {len(found)} runs ({_date_span(dates)})"
         change = (now - base) / abs(base) if base != 0 else (0.0 if now == 0 else None)
-        moved = _pct(change) if change is not None else f"{base:g} → {now:g}"
+        moved = _pct(change) if change is not None else f"{_fmt(v, base)} → {_fmt(v, now)}"
         beyond = _beyond(tol, now, base)
-        verdict = f"beyond {tol_text}" if beyond else f"within {tol_text}"
-        changed = (latest.predicted_text != v.predicted_text or latest.lo != v.lo or latest.hi != v.hi)
+        apart, margin = distinguishable(v, now, base_v, base)
+        spread = _runs_spread(xs)
+        if spread > 0:
+            apart = apart and abs(now - base) > spread
+            margin = max(margin, spread)
+        changed = (latest.predicted_text != v.predicted_text or latest.lo != v.lo or latest.hi != v.hi
+                   or bool(latest.definition_hash and v.definition_hash
+                           and latest.definition_hash != v.definition_hash))
+        if not beyond:
+            verdict = f"within {tol_text}"
+        elif apart:
+            verdict = f"beyond {tol_text}"
+        else:
+            noise = "an unbounded interval" if not math.isfinite(margin) else f"±{_fmt(v, margin)}"
+            verdict = f"beyond {tol_text} but within the measurements' noise ({noise})"
         if changed:
             status = DriftStatus.PREDICTION_CHANGED
             text = (f"{moved} {against}, {verdict}; the prediction changed since "
                     f"({latest.predicted_text or '—'} → {v.predicted_text or '—'})")
         else:
-            status = DriftStatus.DRIFTED if beyond else DriftStatus.STEADY
+            status = (DriftStatus.STEADY if not beyond else DriftStatus.DRIFTED if apart
+                      else DriftStatus.UNCERTAIN)
             text = f"{moved} {against}, {verdict}"
         out[v.key] = Drift(v.key, status, text, now=now, baseline=base, baseline_run_ids=ids, baseline_dates=dates,
-                           baseline_commits=commits, change_rel=change, threshold_text=tol_text)
+                           baseline_commits=commits, change_rel=change, threshold_text=tol_text,
+                           noise=margin if math.isfinite(margin) else None)
     return out
 
 
+#: the statuses of a value that was compared with a baseline
+COMPARED = ("steady", "drifted", "uncertain", "prediction_changed")
+
+
+def compared_count(drifts: Iterable[Drift | Mapping[str, Any]]) -> tuple[int, int]:
+    """(compared with a baseline, measured now) over ``drifts``."""
+    compared = measured = 0
+    for d in drifts:
+        status = d.status.value if isinstance(d, Drift) else str(d.get("status"))
+        measured += status != "not_measured"
+        compared += status in COMPARED
+    return compared, measured
+
+
 def drift_counts(drifts: Iterable[Drift | Mapping[str, Any]], policy: DriftPolicy | None = None) -> str:
-    """``3 drifted, 41 steady, 2 new vs the previous run`` (statuses with no prediction are left out)."""
+    """``44 compared (3 drifted, 41 steady), 2 new vs the previous run``: how many were compared, always (0
+    compared is said, never left out), then the statuses that have a prediction."""
     n: dict[str, int] = {}
     for d in drifts:
         status = d.status.value if isinstance(d, Drift) else str(d.get("status"))
         n[status] = n.get(status, 0) + 1
-    words = [(DriftStatus.DRIFTED, "drifted"), (DriftStatus.STEADY, "steady"), (DriftStatus.NEW, "new"),
-             (DriftStatus.PREDICTION_CHANGED, "prediction changed"), (DriftStatus.NOT_MEASURED, "not measured")]
+    words = [(DriftStatus.DRIFTED, "drifted"), (DriftStatus.UNCERTAIN, "uncertain"), (DriftStatus.STEADY, "steady"),
+             (DriftStatus.PREDICTION_CHANGED, "prediction changed")]
+    compared = sum(n.get(s, 0) for s in COMPARED)
     parts = [f"{n[s.value]} {w}" for s, w in words if n.get(s.value)]
-    line = ", ".join(parts) or "nothing to compare"
+    line = f"{compared} compared" + (f" ({', '.join(parts)})" if parts else "")
+    line += "".join(f", {n[s.value]} {w}" for s, w in ((DriftStatus.NEW, "new"),
+                                                       (DriftStatus.NOT_MEASURED, "not measured")) if n.get(s.value))
     return line + (f" vs {policy.describe()}" if policy is not None else "")

@@ -8,6 +8,9 @@ drift compares with, so the two cannot disagree.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -15,11 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from pytest_roofline.format.spec import Spec
-from pytest_roofline.history._records import RunRecord, RunSummary, SetupKey, StoredValue, prediction_key
+from pytest_roofline.history._records import (
+    NAME_LIMITS,
+    RunRecord,
+    RunSummary,
+    SetupKey,
+    StoredValue,
+    clean_name,
+    prediction_key,
+)
 from pytest_roofline.scoring import Verdict
 
-__all__ = ["setup_key", "spec_setup_key", "topology_suffix", "relative_file", "stored_value", "results_for_file",
-           "build_records"]
+__all__ = ["setup_key", "spec_setup_key", "topology_suffix", "identity_file", "relative_file", "definition_hash",
+           "stored_value", "results_for_file", "build_records", "clean_setup"]
 
 
 def _text(x: Any) -> str:
@@ -51,7 +62,7 @@ def setup_key(*, hardware: str, model: str, engine_version: str | None = None,
     engine = setup.get("engine") or {}
     version = (_text(report.get("version")) if isinstance(report, Mapping) else "") or (
         _text(engine.get("version")) if isinstance(engine, Mapping) else "") or _text(engine_version) or "unknown"
-    return SetupKey(hw_id, model_name, version)
+    return clean_setup(SetupKey(hw_id, model_name, version))
 
 
 def spec_setup_key(spec: Spec, results: Mapping[str, Any] | None = None, gpu: str | None = None) -> SetupKey:
@@ -60,7 +71,7 @@ def spec_setup_key(spec: Spec, results: Mapping[str, Any] | None = None, gpu: st
     key = setup_key(hardware=str(spec.hardware), model=str(model), engine_version=(spec.engine or {}).get("version"),
                     results=results, gpu=gpu)
     suffix = topology_suffix(spec.engine or {})
-    return SetupKey(key.hardware + suffix, key.model, key.engine_version) if suffix else key
+    return clean_setup(SetupKey(key.hardware + suffix, key.model, key.engine_version)) if suffix else key
 
 
 def topology_suffix(engine: Mapping[str, Any]) -> str:
@@ -79,15 +90,47 @@ def topology_suffix(engine: Mapping[str, Any]) -> str:
     return "".join(f"-{p}" for p in parts)
 
 
-def relative_file(file: str, rootdir: str | os.PathLike[str] | None) -> str:
-    """A prediction file's path relative to the project root (``predictions/day3.yaml``), so runners with
-    different checkout paths agree; a file outside the root keeps its path."""
-    if not file or rootdir is None:
+@functools.lru_cache(maxsize=256)
+def _repository_root(folder: Path) -> Path | None:
+    """The nearest folder at or above ``folder`` holding ``.git`` (a directory, or a file in a worktree or a
+    submodule): git's top level, found without running git."""
+    for d in (folder, *folder.parents):
+        if (d / ".git").exists():
+            return d
+    return None
+
+
+def identity_file(file: str) -> str:
+    """A prediction file's path as its history key holds it: relative to its repository root (the git top level
+    above it), else its name alone (relative to its own folder). Independent of pytest's rootdir, the current
+    directory and how ``--roofline-history`` was spelled (``--roofline-history DIR`` makes pytest take ``DIR`` for
+    a path argument and can move the rootdir); two checkouts of one repository agree wherever they lie."""
+    if not file:
         return file
     try:
-        return Path(file).resolve().relative_to(Path(rootdir).resolve()).as_posix()
-    except (ValueError, OSError):
-        return file
+        path = Path(file).resolve()
+    except (OSError, RuntimeError):
+        return Path(file).as_posix()
+    root = _repository_root(path.parent)
+    if root is None:
+        return path.name
+    return path.relative_to(root).as_posix()
+
+
+def relative_file(file: str, rootdir: str | os.PathLike[str] | None = None) -> str:
+    """:func:`identity_file` (``rootdir`` is no longer used: the key must not move with pytest's rootdir)."""
+    return identity_file(file)
+
+
+def definition_hash(verdict: Mapping[str, Any], drift_text: str = "") -> str:
+    """16 hex digits of SHA-256 over what a prediction says, as its verdict carries it: the quantity, ``at:``,
+    the ink, its unit, the tolerance, the band and the drift threshold. Two nights of one key with different
+    hashes: "the ink moved" (the measured change may be the user's edit, not the server's)."""
+    doc = {k: verdict.get(k) for k in ("quantity", "predicted_text", "unit", "tolerance_text", "lo", "hi")}
+    doc["at"] = {str(k): str(v) for k, v in (verdict.get("at") or {}).items()}
+    doc["drift"] = drift_text
+    text = json.dumps(doc, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _number(x: Any) -> float | None:
@@ -100,6 +143,7 @@ def stored_value(verdict: Mapping[str, Any], *, file: str, drift_text: str = "")
     """One verdict dict (``Verdict.to_dict()``) as the index keeps it; ``file`` is the path relative to the root."""
     at = {str(k): str(v) for k, v in (verdict.get("at") or {}).items()}
     pid = str(verdict.get("id") or "")
+    interval = verdict.get("interval") or {}
     return StoredValue(
         key=prediction_key(file, pid, at), prediction_id=pid, file=file, quantity=str(verdict.get("quantity") or ""),
         dimension=str(verdict.get("dimension") or ""), status=str(verdict.get("status") or ""),
@@ -107,7 +151,11 @@ def stored_value(verdict: Mapping[str, Any], *, file: str, drift_text: str = "")
         measured=_number(verdict.get("measured_value")), model=_number(verdict.get("model_value")),
         predicted=_number(verdict.get("predicted_value")), lo=_number(verdict.get("lo")),
         hi=_number(verdict.get("hi")), predicted_text=str(verdict.get("predicted_text") or ""),
-        measured_text=str(verdict.get("measured_text") or ""), drift_text=drift_text)
+        measured_text=str(verdict.get("measured_text") or ""), drift_text=drift_text,
+        measured_lo=_number(verdict.get("measured_lo")), measured_hi=_number(verdict.get("measured_hi")),
+        interval_method=str(interval.get("method") or "") if isinstance(interval, Mapping) else "",
+        interval_level=_number(interval.get("level")) if isinstance(interval, Mapping) else None,
+        definition_hash=definition_hash(verdict, drift_text))
 
 
 def results_for_file(results: Sequence[Mapping[str, Any]], file: str) -> Mapping[str, Any] | None:
@@ -126,6 +174,13 @@ def results_for_file(results: Sequence[Mapping[str, Any]], file: str) -> Mapping
     return results[0] if len(results) == 1 else None
 
 
+def clean_setup(key: SetupKey) -> SetupKey:
+    """``key`` with each name bounded and without control characters (:func:`clean_name`), as every store
+    keeps it: a 204-character model name or a NUL in it is stored, not refused by a database column."""
+    return SetupKey(*(clean_name(getattr(key, f), NAME_LIMITS[f]) or "unknown"
+                      for f in ("hardware", "model", "engine_version")))
+
+
 def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Mapping[str, SetupKey],
                   results: Sequence[Mapping[str, Any]] = (), environment: Mapping[str, str] | None = None,
                   started_at: str, mode: str, commit: str | None = None, branch: str | None = None,
@@ -135,7 +190,9 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
 
     ``setups`` maps each verdict's ``file`` to its SetupKey (from :func:`spec_setup_key`); a verdict whose file
     has none goes under the key of its file's name with unknown parts. ``drift_texts`` maps a prediction key to its
-    YAML ``drift:`` text. The run id is left to the store (``HistoryStore.add`` gives it)."""
+    YAML ``drift:`` text. The run id is left to the store (``HistoryStore.add`` gives it). Files are keyed by
+    :func:`identity_file` (``rootdir`` is not used: kept so older callers still work). Names are bounded and
+    cleaned here, before any store sees them (:func:`clean_setup`, :func:`clean_name`)."""
     groups: dict[SetupKey, list[Mapping[str, Any]]] = {}
     # the store keeps JSON: a Verdict becomes its dict form here, at the history's boundary
     for v in (x.to_dict() if isinstance(x, Verdict) else x for x in verdicts):
@@ -148,7 +205,7 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
         counts: dict[str, int] = {}
         files = {str(v.get("file") or "") for v in vs}
         for v in vs:
-            rel = relative_file(str(v.get("file") or ""), rootdir)
+            rel = identity_file(str(v.get("file") or ""))
             at = {str(k): str(x) for k, x in (v.get("at") or {}).items()}
             key_of = prediction_key(rel, str(v.get("id") or ""), at)
             sv = stored_value(v, file=rel, drift_text=(drift_texts or {}).get(key_of, ""))
@@ -159,8 +216,10 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
             r = results_for_file(results, f)
             if r is not None and all(r is not o for o in own):
                 own.append(r)
-        summary = RunSummary(run_id="", setup=key, started_at=started_at, mode=mode, commit=commit, branch=branch,
-                             label=label, counts=counts, values=tuple(values))
+        summary = RunSummary(run_id="", setup=clean_setup(key), started_at=started_at, mode=mode,
+                             commit=clean_name(commit, NAME_LIMITS["commit"]),
+                             branch=clean_name(branch, NAME_LIMITS["branch"]),
+                             label=clean_name(label, NAME_LIMITS["label"]), counts=counts, values=tuple(values))
         records.append(RunRecord(summary=summary, verdicts=tuple(dict(v) for v in vs),
                                  results=tuple({k: x for k, x in r.items() if k != "_path"} for r in own),
                                  environment=dict(environment or {})))

@@ -8,20 +8,39 @@ the measured, predicted and model value of every prediction, which is all that d
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 __all__ = [
     "SCHEMA", "SCHEMA_VERSION", "SetupKey", "StoredValue", "RunSummary", "RunRecord", "HistoryStore",
-    "prediction_key",
+    "prediction_key", "clean_name", "NAME_LIMITS", "same_prediction", "unify_keys",
 ]
 
 SCHEMA = "pytest-roofline/history-run"
 SCHEMA_VERSION = 1
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+#: control characters (C0, DEL, C1) and the bidirectional overrides: never stored raw in a name
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: the longest text each name may hold, in characters (the database columns are as wide; every store gets the
+#: same bounded name, so a directory history and a PostgreSQL one agree)
+NAME_LIMITS = {"hardware": 160, "model": 160, "engine_version": 160, "label": 255, "branch": 255, "commit": 80}
+
+
+def clean_name(text: str | None, limit: int) -> str | None:
+    """A name as every store keeps it: control characters (NUL, ESC, the bidi overrides) replaced by ``?`` and
+    at most ``limit`` characters; a longer one keeps its head and ends with ``~`` and 8 hex digits of its full
+    text's SHA-256, so two long names that differ only in their tails stay two names."""
+    if text is None:
+        return None
+    t = _CONTROL.sub("?", str(text))
+    if len(t) <= limit:
+        return t
+    digest = hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return t[: limit - 9] + "~" + digest
 
 
 def _slug(text: str) -> str:
@@ -49,9 +68,10 @@ class SetupKey:
 
 
 def prediction_key(file: str, prediction_id: str, at: Mapping[str, Any] | None) -> str:
-    """The identity of one prediction's test across nights: its file (relative to the project root, so runners
-    with different checkout paths agree), its id and its ``at:`` point, e.g.
-    ``predictions/day3.yaml::tput-curve::concurrency=32``."""
+    """The identity of one prediction's test across nights (within its run's :class:`SetupKey`): its file
+    relative to the file's repository root (the git top level, else the file's own folder: see
+    :func:`pytest_roofline.history.identity_file`; never pytest's rootdir, which moves with how an option is
+    spelled), its id and its ``at:`` point, e.g. ``predictions/day3.yaml::tput-curve::concurrency=32``."""
     at_text = ",".join(f"{k}={at[k]}" for k in sorted(at)) if at else ""
     return f"{file}::{prediction_id}" + (f"::{at_text}" if at_text else "")
 
@@ -78,6 +98,17 @@ class StoredValue:
     measured_text: str = ""
     #: the YAML's own drift threshold for this prediction (``drift: 5%``), as written; "" when it gives none
     drift_text: str = ""
+    #: the measured value's confidence interval (SI; None: unbounded on that side) and how it was computed
+    #: (``Interval.method``; "" when the measurement has no interval: an exact count, or a run stored before
+    #: intervals were kept)
+    measured_lo: float | None = None
+    measured_hi: float | None = None
+    interval_method: str = ""
+    interval_level: float | None = None
+    #: SHA-256 (16 hex) of what the prediction says (quantity, at, ink, tolerance, band, drift): the same key with
+    #: another hash means "the ink moved". "" marks a value stored under the old key scheme (file relative to
+    #: pytest's rootdir), which :func:`unify_keys` matches to its current key on read
+    definition_hash: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -124,6 +155,62 @@ class RunSummary:
                    branch=d.get("branch"), label=d.get("label"), counts=dict(d.get("counts") or {}),
                    values=tuple(StoredValue.from_dict(v) for v in d.get("values") or ()),
                    location=str(d.get("location") or ""))
+
+
+def _parts(file: str) -> tuple[str, ...]:
+    return tuple(p for p in file.replace("\\", "/").split("/") if p not in ("", "."))
+
+
+def _suffix_related(a: str, b: str) -> bool:
+    """One path is the other's tail, by whole components (``work/predictions/x.yaml`` and
+    ``predictions/x.yaml``; ``x.yaml`` and ``a/x.yaml``); never two different names."""
+    pa, pb = _parts(a), _parts(b)
+    if not pa or not pb:
+        return False
+    n = min(len(pa), len(pb))
+    return pa[-n:] == pb[-n:]
+
+
+def same_prediction(old: StoredValue, new: StoredValue) -> bool:
+    """``old`` (a value stored under the old key scheme: no definition hash) is ``new``'s prediction: the same
+    id and ``at:`` and a file path one of whose tails is the other (the old scheme keyed by the path under
+    pytest's rootdir, which moved with the current directory and the option's spelling)."""
+    return (old.prediction_id == new.prediction_id and dict(old.at) == dict(new.at)
+            and _suffix_related(old.file, new.file))
+
+
+def unify_keys(runs: Sequence[RunSummary], current: Sequence[StoredValue] = ()) -> list[RunSummary]:
+    """``runs`` with each old-scheme value (no definition hash) re-keyed to the current-scheme key of the same
+    prediction on the same setup — found among ``current`` (this run's values) and the runs' own current-scheme
+    values — when exactly one matches (:func:`same_prediction`); the reading side of the key migration: a store
+    written before keeps comparing. Old-scheme values of one prediction under different rootdir paths become
+    one series this way, and stay as they are when nothing (or more than one thing) matches."""
+    by_setup: dict[SetupKey | None, dict[str, StoredValue]] = {}
+    for v in current:
+        by_setup.setdefault(None, {})[v.key] = v
+    for r in runs:
+        for v in r.values:
+            if v.definition_hash:
+                by_setup.setdefault(r.setup, {})[v.key] = v
+    if not any(not v.definition_hash for r in runs for v in r.values):
+        return list(runs)
+    out = []
+    for r in runs:
+        targets = {**by_setup.get(None, {}), **by_setup.get(r.setup, {})}
+        by_id: dict[str, list[StoredValue]] = {}
+        for t in targets.values():
+            by_id.setdefault(t.prediction_id, []).append(t)
+        values = []
+        changed = False
+        for v in r.values:
+            if not v.definition_hash and v.key not in targets:
+                hits = [t for t in by_id.get(v.prediction_id, ()) if same_prediction(v, t)]
+                if len(hits) == 1:
+                    v = replace(v, key=hits[0].key, file=hits[0].file)
+                    changed = True
+            values.append(v)
+        out.append(replace(r, values=tuple(values)) if changed else r)
+    return out
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,15 @@ SQLAlchemy is imported when a store is opened, never when the layer is imported.
 from __future__ import annotations
 
 import json
+import random
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from pytest_roofline.errors import HistoryError
-from pytest_roofline.history._records import SCHEMA_VERSION, RunRecord, RunSummary, SetupKey
+from pytest_roofline.history._recording import clean_setup
+from pytest_roofline.history._records import NAME_LIMITS, SCHEMA_VERSION, RunRecord, RunSummary, SetupKey, clean_name
 from pytest_roofline.history._store import (
     _RUN_ID,
     _ordered,
@@ -103,13 +106,40 @@ class SqlStore:
         self._md, self._runs, self._files = _tables(sa)
         try:
             if create:
-                self._md.create_all(self._engine, checkfirst=True)
+                self._create_tables()
             else:
                 with self._engine.connect() as conn:
                     conn.execute(sa.select(self._runs.c.run_id).limit(1))
         except Exception as exc:
             self._engine.dispose()
             raise self._error("cannot open the history database", exc) from exc
+
+    def _create_tables(self) -> None:
+        """``CREATE TABLE`` when absent, safe with several runners starting on a fresh database at once: on
+        PostgreSQL two sessions that both find no table both create it, and the second fails (a duplicate
+        ``pg_type`` row, or the relation existing). A failed attempt is retried after the others finished; it
+        succeeds as soon as the tables are there."""
+        sa = self._sa
+        last: Exception | None = None
+        for attempt in range(6):
+            try:
+                self._md.create_all(self._engine, checkfirst=True)
+                return
+            except Exception as exc:  # IntegrityError / ProgrammingError of a concurrent CREATE TABLE
+                last = exc
+                try:
+                    names = set(sa.inspect(self._engine).get_table_names())
+                except Exception:
+                    names = set()
+                if {RUNS_TABLE, FILES_TABLE} <= names:
+                    try:  # the other runner created them: one more pass creates the index if it is missing
+                        self._md.create_all(self._engine, checkfirst=True)
+                        return
+                    except Exception as again:
+                        last = again
+                time.sleep(0.05 * (attempt + 1) + random.random() * 0.1)
+        assert last is not None
+        raise last
 
     # ------------------------------------------------------------------ helpers
 
@@ -144,6 +174,11 @@ class SqlStore:
         """Insert ``record`` (its row and every file) in one transaction; a taken run id draws a new suffix."""
         sa = self._sa
         s = redact_summary(record.summary)
+        # names as the columns hold them (build_records already did this; a record made elsewhere may not have)
+        s = replace(s, setup=clean_setup(s.setup), label=clean_name(s.label, NAME_LIMITS["label"]),
+                    branch=clean_name(s.branch, NAME_LIMITS["branch"]),
+                    commit=clean_name(s.commit, NAME_LIMITS["commit"]))
+        record = replace(record, summary=s)
         run_id = s.run_id if _RUN_ID.match(s.run_id or "") else new_run_id(s.started_at, s.commit)
         for _ in range(_MAX_TRIES):
             stored = replace(s, run_id=run_id, location=run_id)
@@ -193,7 +228,7 @@ class SqlStore:
             for text in texts:
                 try:
                     d = json.loads(text)
-                except ValueError as exc:
+                except (ValueError, RecursionError) as exc:
                     raise HistoryError(f"{self.uri}: a corrupt summary in {RUNS_TABLE} ({exc})") from exc
                 out.append(summary_from_json(d, f"{self.uri} {RUNS_TABLE}"))
         return _ordered(out)

@@ -32,6 +32,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import MISSING, replace
@@ -121,11 +122,39 @@ def _plan(names: tuple[str, ...]) -> tuple[tuple[tuple[int, str], ...], tuple[st
     return plan
 
 
+_NUMBER_FIELDS = frozenset(n for n, f in StoredValue.__dataclass_fields__.items() if "float" in str(f.type))
+_TEXT_FIELDS = frozenset(n for n, f in StoredValue.__dataclass_fields__.items() if str(f.type) == "str")
+
+
+def _check_value(d: Mapping[str, Any]) -> None:
+    """A stored value's fields are of their types (a number or null, a text, ``at`` an object of texts); a
+    ValueError naming the field otherwise, so a hand-edited or damaged line is a corrupt line, never a
+    TypeError later in drift or the trend page."""
+    for n in _NUMBER_FIELDS:
+        x = d.get(n)
+        if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float))):
+            raise ValueError(f"value {d.get('prediction_id')!r}: {n} is {type(x).__name__}, not a number")
+    for n in _TEXT_FIELDS:
+        x = d.get(n)
+        if x is not None and not isinstance(x, str):
+            raise ValueError(f"value {d.get('prediction_id')!r}: {n} is {type(x).__name__}, not a text")
+    at = d.get("at")
+    if at is not None and (not isinstance(at, dict)
+                           or not all(isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in at.items())):
+        raise ValueError(f"value {d.get('prediction_id')!r}: at is not an object of texts")
+
+
 def _decode_values(obj: Any) -> tuple[StoredValue, ...]:
     """StoredValues from :func:`_encode_values`' columns, or from a list of dicts (run.json's form)."""
     if isinstance(obj, list):
+        for v in obj:
+            if not isinstance(v, dict):
+                raise ValueError("a stored value is not an object")
+            _check_value(v)
         return tuple(StoredValue.from_dict(v) for v in obj)
-    names = tuple(obj["fields"])
+    if not isinstance(obj, dict) or not isinstance(obj.get("fields"), list) or not isinstance(obj.get("rows"), list):
+        raise ValueError("values are neither a list of objects nor {fields, rows}")
+    names = tuple(str(n) for n in obj["fields"])
     known, missing = _plan(names)
     new, key_of = object.__new__, prediction_key
     out = []
@@ -136,9 +165,12 @@ def _decode_values(obj: Any) -> tuple[StoredValue, ...]:
                 raise ValueError(f"a value row of {len(row)} columns for {width} fields")
             # every field set without running __init__ (50,000 values load in a fraction of the time): the
             # object is the one __init__ would make, field for field
+            if not isinstance(row, list):
+                raise ValueError("a value row is not a list")
             v = new(StoredValue)
             d = v.__dict__
             d.update(zip(names, row))
+            _check_value(d)
             if d["key"] is None:
                 d["key"] = key_of(d["file"], d["prediction_id"], d["at"])
             out.append(v)
@@ -146,7 +178,10 @@ def _decode_values(obj: Any) -> tuple[StoredValue, ...]:
     for row in obj["rows"]:  # written by another version: fields added or left out
         if len(row) != len(names):
             raise ValueError(f"a value row of {len(row)} columns for {len(names)} fields")
+        if not isinstance(row, list):
+            raise ValueError("a value row is not a list")
         d = {n: row[i] for i, n in known}
+        _check_value(d)
         out.append(StoredValue(**{**_VALUE_DEFAULTS, **{k: x for k, x in d.items() if x is not None},
                                   "key": d.get("key") or key_of(str(d.get("file") or ""),
                                                                 str(d.get("prediction_id") or ""),
@@ -185,6 +220,19 @@ def summary_from_json(d: Any, where: str) -> RunSummary:
     _check_schema(d, where)
     try:
         setup = d["setup"]
+        if not isinstance(setup, dict) or not all(isinstance(setup.get(k), str)
+                                                  for k in ("hardware", "model", "engine_version")):
+            raise ValueError("setup is not an object of three texts")
+        for k in ("run_id", "started_at"):
+            if not isinstance(d.get(k), str):
+                raise ValueError(f"{k} is not a text")
+        for k in ("commit", "branch", "label", "mode", "location"):
+            if d.get(k) is not None and not isinstance(d.get(k), str):
+                raise ValueError(f"{k} is {type(d.get(k)).__name__}, not a text")
+        counts = d.get("counts") or {}
+        if not isinstance(counts, dict) or not all(isinstance(c, int) and not isinstance(c, bool)
+                                                   for c in counts.values()):
+            raise ValueError("counts is not an object of whole numbers")
         return RunSummary(run_id=str(d["run_id"]), setup=SetupKey(str(setup["hardware"]), str(setup["model"]),
                                                                   str(setup["engine_version"])),
                           started_at=str(d["started_at"]), mode=str(d.get("mode") or ""), commit=d.get("commit"),
@@ -382,7 +430,10 @@ class DirectoryStore:
                     target.write_text(text, encoding="utf-8")
             self._append_index(stored)
         except OSError as exc:
-            raise HistoryError(f"history directory {self.root}: cannot write run {run_id} ({exc})") from exc
+            # all of the run or none of it: a run folder without its index line (or without run.json) is removed
+            shutil.rmtree(run_dir, ignore_errors=True)
+            raise HistoryError(f"history directory {self.root}: cannot write run {run_id} "
+                               f"({exc.strerror or exc}); nothing of it was kept in the store") from exc
         return stored
 
     def _append_index(self, summary: RunSummary) -> None:
@@ -398,10 +449,15 @@ class DirectoryStore:
                         fh.seek(size - 1)
                         if fh.read(1) != b"\n":
                             data = b"\n" + data
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view):]
+                    os.fsync(fd)
+                except OSError:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, size)  # no half line left behind (a full disk mid-write)
+                    raise
             finally:
                 os.close(fd)
 
@@ -430,7 +486,7 @@ class DirectoryStore:
                 continue
             try:
                 d = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested thousands deep
                 return out, (f"truncated (line {n})" if truncated and n == len(lines) else f"corrupt (line {n})")
             try:
                 if want is not None and isinstance(d, dict) and not _is_newer(d):
@@ -456,7 +512,7 @@ class DirectoryStore:
             where = f.relative_to(self.root).as_posix()
             try:
                 d = json.loads(f.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, RecursionError) as exc:
                 skipped.append(f"{where} ({type(exc).__name__})")
                 continue
             try:
@@ -505,6 +561,8 @@ class DirectoryStore:
                 return found
             self._rebuild_locked(problem)
             found, problem = self._read_index(want)
+        if problem in ("missing", "empty"):
+            return []  # nothing readable was left: an empty store (the rebuild's warning said what it skipped)
         if problem:  # pragma: no cover - we just wrote it
             raise HistoryError(f"{self.index_path}: still {problem} after rebuilding it")
         return found

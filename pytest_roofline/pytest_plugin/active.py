@@ -20,7 +20,7 @@ from pytest_roofline.measure.sweep import Measurements
 from pytest_roofline.measure.target import MeasurementProvider, ReplayProvider
 from pytest_roofline.pytest_plugin.base import SESSION_KEY
 from pytest_roofline.pytest_plugin.collect import DRIFT_KEY, VERDICT_KEY, PredictionItem, limits_from_ini
-from pytest_roofline.pytest_plugin.history import HistoryToWorkers, store_session
+from pytest_roofline.pytest_plugin.history import HistoryToWorkers, compared_check, store_session
 from pytest_roofline.pytest_plugin.html import HtmlHooks
 from pytest_roofline.pytest_plugin.progress import TerminalProgress
 from pytest_roofline.pytest_plugin.session import (
@@ -175,10 +175,14 @@ def session_finish(session: pytest.Session, rs: RooflineSession) -> None:
     _write_scorecard(session, rs)
     if rs.history_enabled:
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
-        for line in store_session(rs):  # after the scorecard: the run is added to the store
+        stored_lines, store_failed = store_session(rs)  # after the scorecard: the run is added to the store
+        compared_lines, too_few = compared_check(rs)
+        for line in [*rs.history_notes, *compared_lines, *stored_lines]:
             if tr is not None:
                 _end_open_line(tr)
                 tr.write_line(line)
+        if (store_failed or too_few) and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a lost run or a night that compared nothing
 
 
 def _end_open_line(tr: Any) -> None:

@@ -4,21 +4,36 @@ runs at its end. What a run *is* and how drift is computed live in :mod:`pytest_
 from __future__ import annotations
 
 import argparse
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from pytest_roofline import redact
-from pytest_roofline.errors import HistoryError, ToleranceError
+from pytest_roofline.errors import HistoryError, HistoryIndexRebuiltWarning, ToleranceError
 from pytest_roofline.format.spec import parse_drift_threshold
-from pytest_roofline.history import RunSummary, SetupKey, build_records, parse_baseline, spec_setup_key
+from pytest_roofline.history import (
+    HistoryStore,
+    RunSummary,
+    SetupKey,
+    build_records,
+    compared_count,
+    open_store,
+    parse_baseline,
+    spec_setup_key,
+)
 from pytest_roofline.history._recording import results_for_file
 from pytest_roofline.measure.results import git_branch, git_commit
 from pytest_roofline.pytest_plugin.session import RooflineSession, session_results
+from pytest_roofline.redact import printable
 from pytest_roofline.report.environment import environment_from_results, environment_from_specs
 
-__all__ = ["parse_drift_option", "parse_baseline_option", "HistoryToWorkers", "store_session"]
+__all__ = ["parse_drift_option", "parse_baseline_option", "parse_share_option", "parse_share", "HistoryToWorkers",
+           "store_session", "compared_check", "open_store_quietly", "DEFAULT_MIN_COMPARED"]
+
+#: with --roofline-drift-fail, the least share of a setup's measured predictions compared with a baseline
+DEFAULT_MIN_COMPARED = 0.5
 
 _WORKER_KEY = "roofline_history_runs"
 
@@ -35,9 +50,70 @@ def _option_type(check: Callable[[str], object], errors: tuple[type[Exception], 
     return parse
 
 
-#: ``--roofline-drift`` and ``--roofline-drift-baseline``, checked where they are declared
+def parse_share(text: str) -> float:
+    """``50%`` → 0.5, ``0.5`` → 0.5; a ValueError outside 0..100 %."""
+    t = str(text).strip()
+    try:
+        x = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        x = -1.0
+    if not 0.0 <= x <= 1.0:
+        raise ValueError(f"{text!r} is not a share: write a percentage (50%) or a fraction (0.5) from 0 to 1")
+    return x
+
+
+#: ``--roofline-drift``, ``--roofline-drift-baseline`` and ``--roofline-drift-min-compared``, checked where they
+#: are declared
 parse_drift_option = _option_type(parse_drift_threshold, (ToleranceError,))
 parse_baseline_option = _option_type(parse_baseline, (ValueError,))
+parse_share_option = _option_type(parse_share, (ValueError,))
+
+
+def open_store_quietly(uri: str) -> tuple[HistoryStore, list[RunSummary], list[str]]:
+    """The store, its index and what it had to say (a damaged index rebuilt) as plain lines for the terminal,
+    not as Python warnings with the plugin's source line."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", HistoryIndexRebuiltWarning)
+        store = open_store(uri)
+        runs = list(store.runs())
+    notes = [f"roofline history: {redact.redact_text(str(w.message))}" for w in caught
+             if issubclass(w.category, HistoryIndexRebuiltWarning)]
+    for w in caught:  # any other warning goes on as it came
+        if not issubclass(w.category, HistoryIndexRebuiltWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return store, runs, notes
+
+
+def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
+    """How many measured predictions were compared with a baseline, per setup, and whether that is too few: with
+    ``--roofline-drift-fail``, a setup the store already held a run of whose compared share is below
+    ``--roofline-drift-min-compared`` fails the session (a night that compared nothing must not pass, whatever
+    happened to the server). A setup's first run has nothing to compare with: said, not failed."""
+    share = rs.drift_min_compared
+    by_setup: dict[SetupKey, list[dict[str, Any]]] = {}
+    for d in rs.reported_drifts.values():
+        s = d.get("setup") or {}
+        if s:
+            by_setup.setdefault(SetupKey(str(s["hardware"]), str(s["model"]), str(s["engine_version"])), []).append(d)
+    stored = {r.setup for r in rs.history_runs}
+    lines: list[str] = []
+    failed = False
+    for setup, drifts in by_setup.items():
+        compared, measured = compared_count(drifts)
+        if not measured:
+            continue
+        if setup not in stored:
+            lines.append(f"roofline drift: {setup.text()}: the store holds no earlier run of this setup: "
+                         f"{measured} measured, nothing to compare with yet")
+            continue
+        if rs.drift_fail and compared < share * measured or (rs.drift_fail and compared == 0):
+            failed = True
+            lines.append(f"roofline drift: FAILED (--roofline-drift-fail): {setup.text()}: only {compared} of "
+                         f"{measured} measured predictions were compared with a baseline (at least "
+                         f"{share:.0%} must be); the store holds runs of this setup, so the predictions' keys or "
+                         f"the baseline ({rs.drift_policy.describe()}) did not match: a night that compares "
+                         f"nothing cannot pass")
+    return lines, failed
 
 
 class HistoryToWorkers:
@@ -55,12 +131,14 @@ class HistoryToWorkers:
         return [RunSummary.from_dict(d) for d in workerinput.get(_WORKER_KEY) or ()]
 
 
-def store_session(rs: RooflineSession) -> list[str]:
-    """Add the session's runs (one per setup) to the store; the lines to print (where each went, or why not)."""
+def store_session(rs: RooflineSession) -> tuple[list[str], bool]:
+    """Add the session's runs (one per setup) to the store; the lines to print (where each went, or why not) and
+    whether a run could not be stored (a session failure unless ``--roofline-history-optional``: a night whose
+    run is lost must not look green)."""
     store = rs.history_store
     verdicts = list(rs.verdicts) or list(rs.reported_verdicts.values())
     if store is None or not verdicts:
-        return []
+        return [], False
     results = session_results(rs)
     rootdir = rs.config.rootpath
     setups: dict[str, SetupKey] = {}
@@ -82,13 +160,18 @@ def store_session(rs: RooflineSession) -> list[str]:
                             started_at=rs.started_at, mode=rs.mode, commit=commit, branch=git_branch(str(rootdir)),
                             label=rs.history_label, rootdir=rootdir, drift_texts=drift_texts)
     lines = []
+    failed = False
     where = redact.redact_url(store.uri)
     for rec in records:
         try:
             stored = store.add(rec)
-        except (HistoryError, OSError) as exc:
-            lines.append(f"roofline history: could not store the run of {rec.summary.setup.text()} in {where}: "
-                         f"{redact.redact_text(str(exc))}")
+        except Exception as exc:  # HistoryError, OSError, or a driver's own error: never a silent green night
+            failed = True
+            detail = str(exc) if isinstance(exc, (HistoryError, OSError)) else f"{type(exc).__name__}: {exc}"
+            lines.append(f"roofline history: {'WARNING' if rs.history_optional else 'ERROR'}: could not store the "
+                         f"run of {rec.summary.setup.text()} in {where}: {redact.redact_text(detail)}"
+                         + ("" if rs.history_optional else " (the session fails; --roofline-history-optional "
+                                                           "makes this a warning)"))
             continue
         lines.append(f"roofline history: stored run {stored.run_id} ({stored.setup.text()}) in {where}")
-    return lines
+    return [printable(x) for x in lines], failed and not rs.history_optional

@@ -86,6 +86,13 @@ def parse_baseline_option(value: str) -> str:
     return parse(value)
 
 
+def parse_share_option(value: str) -> str:
+    """``--roofline-drift-min-compared``'s value (``50%``, ``0.5``), checked where it is declared."""
+    from pytest_roofline.pytest_plugin.history import parse_share_option as parse
+
+    return parse(value)
+
+
 #: the options (short name, ``--roofline-`` name, argparse keywords). The ``--roofline-`` names are always
 #: registered; a short name is added only after the project's initial conftests and every other plugin have added
 #: theirs, and only where it is still free, so a project whose conftest defines ``--gpu`` keeps its own (pytest
@@ -146,11 +153,21 @@ MORE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         help="how far a measured value may move from its baseline before it is reported as drifted: 10%% "
              "(the default), +10%%/-3%%, <= +5%%; a prediction's own drift: in the YAML wins")),
     ("--roofline-drift-baseline", dict(
-        dest="roofline_drift_baseline", metavar="previous|median:N", type=parse_baseline_option,
-        help="the baseline: the previous run on the same setup (default) or the median of the last N")),
+        dest="roofline_drift_baseline", metavar="previous|median:N|run:ID", type=parse_baseline_option,
+        help="the baseline: the previous run on the same setup (default), the median of the last N, or a pinned "
+             "run (run:ID, a stored run's id or its unique beginning)")),
     ("--roofline-drift-fail", dict(
         dest="roofline_drift_fail", action="store_true",
-        help="a drifted prediction's test fails (as --benchmark-compare-fail does)")),
+        help="a drifted prediction's test fails (as --benchmark-compare-fail does), and so does the session "
+             "when fewer than --roofline-drift-min-compared of its measured predictions had a baseline")),
+    ("--roofline-drift-min-compared", dict(
+        dest="roofline_drift_min_compared", metavar="SHARE", type=parse_share_option, default=None,
+        help="with --roofline-drift-fail: the least share of a setup's measured predictions that must be "
+             "compared with a baseline when the store holds an earlier run of that setup (default 50%%; 0%% "
+             "turns the check off)")),
+    ("--roofline-history-optional", dict(
+        dest="roofline_history_optional", action="store_true",
+        help="a run that cannot be stored in the history is a warning, not a session failure")),
     ("--roofline-inconclusive", dict(
         dest="roofline_inconclusive", choices=INCONCLUSIVE_POLICIES, default=None,
         help="what a measured verdict whose confidence interval straddles its tolerance boundary becomes: skip "

@@ -23,8 +23,7 @@ from pytest_roofline.history import (
     HistoryStore,
     RunSummary,
     drift_for,
-    open_store,
-    relative_file,
+    identity_file,
     spec_setup_key,
     stored_value,
 )
@@ -116,6 +115,17 @@ class RooflineSession:
         except ValueError as exc:  # ToleranceError is one
             raise pytest.UsageError(f"roofline drift: {exc}") from None
         self.drift_fail: bool = bool(opt("roofline_drift_fail", False))
+        from pytest_roofline.pytest_plugin.history import DEFAULT_MIN_COMPARED, parse_share
+
+        share = opt("roofline_drift_min_compared", None)
+        #: with --roofline-drift-fail: the least share of a setup's measured predictions compared with a baseline
+        self.drift_min_compared: float = parse_share(share) if share else DEFAULT_MIN_COMPARED
+        #: --roofline-history-optional: a run that cannot be stored is a warning, not a session failure
+        self.history_optional: bool = bool(opt("roofline_history_optional", False))
+        #: what opening the store had to say (a damaged index rebuilt), printed as plain lines at the end
+        self.history_notes: list[str] = []
+        if self.history_uri:
+            redact.remember_url_secrets(self.history_uri)  # a password with "/", a space or "?" included
         #: what an INCONCLUSIVE verdict becomes: skip (default) | fail | pass (--roofline-inconclusive)
         self.inconclusive: str = str(opt("roofline_inconclusive", None) or config.getini("roofline_inconclusive")
                                      or "skip").strip()
@@ -137,9 +147,15 @@ class RooflineSession:
         error (its URI redacted)."""
         if not self.history_uri or self.history_store is not None:
             return
+        from pytest_roofline.pytest_plugin.history import open_store_quietly
+
         try:
-            self.history_store = open_store(self.history_uri)
-            self.history_runs = list(self.history_store.runs())
+            self.history_store, self.history_runs, self.history_notes = open_store_quietly(self.history_uri)
+            if self.drift_policy.pinned is not None and not any(
+                    r.run_id.startswith(self.drift_policy.pinned) for r in self.history_runs):
+                raise HistoryError(f"--roofline-drift-baseline {self.drift_policy.baseline}: no run with that id "
+                                   "in the store (roofline compare --store URI lists none; give a stored run's id "
+                                   "or its unique beginning)")
         except (HistoryError, OSError) as exc:
             raise pytest.UsageError(f"--roofline-history {redact.redact_url(self.history_uri)}: "
                                     f"{redact.redact_text(str(exc))}") from None
@@ -170,8 +186,7 @@ class RooflineSession:
         if not self.history_enabled:
             return None
         setup = spec_setup_key(spec, self.results_for_spec(spec), self.gpu)
-        value = stored_value(verdict.to_dict(), file=relative_file(verdict.file or spec.path, self.config.rootpath),
-                             drift_text=pred.drift)
+        value = stored_value(verdict.to_dict(), file=identity_file(verdict.file or spec.path), drift_text=pred.drift)
         d = drift_for([value], self.history_runs, self.drift_policy, setup=setup)[value.key]
         return {**d.to_dict(), "id": pred.id, "file": verdict.file or spec.path, "drift_text": pred.drift,
                 "setup": dataclasses.asdict(setup), "against": self.drift_policy.describe()}

@@ -210,7 +210,8 @@ def _layout(rows: list[dict[str, str]], width: int) -> list[str]:
 
 
 #: the drift statuses listed one per line (the others are only counted)
-_DRIFT_LISTED = ("drifted", "prediction_changed")
+_DRIFT_LISTED = ("drifted", "uncertain", "prediction_changed")
+_DRIFT_WORD = {"drifted": "DRIFTED", "uncertain": "UNCERTAIN", "prediction_changed": "CHANGED"}
 
 
 def drift_lines(drifts: Sequence[tuple[str, Mapping[str, Any]]], against: str, *, verbosity: int = 0,
@@ -228,8 +229,8 @@ def drift_lines(drifts: Sequence[tuple[str, Mapping[str, Any]]], against: str, *
     idw = min(max((len(p) for p, _d in listed), default=0), 40)
     lines = []
     for pid, d in listed:
-        word = "DRIFTED" if d.get("status") == "drifted" else "CHANGED"
-        head = f"{pid:<{idw}} {word:<7} "
+        word = _DRIFT_WORD.get(str(d.get("status")), "CHANGED")
+        head = f"{_plain(pid):<{idw}} {word:<9} "
         for i, part in enumerate(textwrap.wrap(_plain(d.get("text")), max(30, width - len(head))) or [""]):
             lines.append((head if i == 0 else " " * len(head)) + part)  # wrapped, never cut: it says the baseline
     return lines + [count]

@@ -63,7 +63,7 @@ def test_first_run_is_stored_with_nothing_to_compare(runs: dict) -> None:
     assert first.returncode == 0, first.stdout + first.stderr
     assert re.search(r"roofline history: stored run \S+ \(cpu · roofline-tiny · vllm 0\.32\.0\) in ", first.stdout)
     # cpu-tiny.yaml: 22 tests, 3 model-only (kv-bytes-per-token, kv-block-bytes, max-num-seqs) → 19 measured
-    assert "roofline drift: 19 new, 3 not measured vs the previous run" in first.stdout
+    assert "roofline drift: 0 compared, 19 new, 3 not measured vs the previous run" in first.stdout
     store = open_store(str(runs["hist"]))
     (summary,) = [s for s in store.runs() if s.label == "cpu-runner"]
     assert summary.setup.hardware == "cpu" and summary.setup.engine_version == "0.32.0"
@@ -76,16 +76,16 @@ def test_second_run_reports_the_drift_in_the_terminal(runs: dict) -> None:
     second = runs["second"]
     assert second.returncode == 0, second.stdout + second.stderr  # drift alone never changes an outcome
     out = second.stdout
-    assert re.search(r"queueing-past-the-cap\s+DRIFTED \+25\.0% vs previous run \(2026-\d\d-\d\d", out)
+    assert re.search(r"queueing-past-the-cap\s+DRIFTED\s+\+25\.0% vs previous run \(2026-\d\d-\d\d", out)
     assert "beyond 10%" in out
-    assert "roofline drift: 1 drifted, 18 steady, 3 not measured vs the previous run" in out
+    assert "roofline drift: 19 compared (1 drifted, 18 steady), 3 not measured vs the previous run" in out
     assert len(open_store(str(runs["hist"])).runs()) == 2  # never overwritten: a second run beside the first
 
 
 @pytest.mark.slow  # the module fixture it shares builds three pytest runs
 def test_second_run_shows_the_drift_in_the_scorecard_and_pytest_html(runs: dict) -> None:
     sc = (runs["tmp"] / "sc.html").read_text()
-    assert "drift: 1 drifted, 18 steady, 3 not measured vs the previous run" in sc
+    assert "drift: 19 compared (1 drifted, 18 steady), 3 not measured vs the previous run" in sc
     assert re.search(r'<td class="drift rl-drift-drifted" title="\+25\.0% vs previous run[^"]*">\+25\.0%', sc)
     html = (runs["tmp"] / "report.html").read_text()
     assert "Drift" in html and "+25.0% DRIFTED" in html
@@ -110,7 +110,7 @@ def test_under_the_threshold_nothing_fails(runs: dict, tmp_path: Path) -> None:
     r = pytest_run("--replay", str(runs["scaled"]), str(YAML), "--roofline-drift-fail", "--roofline-drift", "30%",
                    env={"ROOFLINE_HISTORY": str(hist)})  # the environment variable stands for the option
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "roofline drift: 19 steady, 3 not measured vs the previous run" in r.stdout
+    assert "roofline drift: 19 compared (19 steady), 3 not measured vs the previous run" in r.stdout
 
 
 @pytest.mark.slow
@@ -122,7 +122,8 @@ def test_no_summary_keeps_the_drift_section(runs: dict, tmp_path: Path) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
     assert "roofline predictions" not in r.stdout  # the table is off; the drift is not the table
     # one earlier run only: the "median of 3" is that run's value
-    assert "roofline drift: 1 drifted, 18 steady, 3 not measured vs the median of the last 3 runs" in r.stdout
+    assert ("roofline drift: 19 compared (1 drifted, 18 steady), 3 not measured vs the median of the last 3 runs"
+            in r.stdout)
 
 
 @pytest.mark.slow
@@ -134,13 +135,13 @@ def test_drift_fail_under_xdist(runs: dict, tmp_path: Path) -> None:
                    "--roofline-drift-fail")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "1 failed, 20 passed, 1 xpassed" in r.stdout
-    assert "roofline drift: 1 drifted, 18 steady, 3 not measured vs the previous run" in r.stdout
+    assert "roofline drift: 19 compared (1 drifted, 18 steady), 3 not measured vs the previous run" in r.stdout
     assert len(open_store(str(hist)).runs()) == 2
 
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--roofline-drift", "fast"], "argument --roofline-drift: tolerance 'fast' does not parse"),
-    (["--roofline-drift-baseline", "mean:3"], "previous or median:N"),
+    (["--roofline-drift-baseline", "mean:3"], "previous, median:N"),
     (["--roofline-history", "s3://bucket/runs"], "s3:// is not supported"),
     (["-o", "roofline_drift=0.9..1.1"], "roofline drift: drift threshold '0.9..1.1' is not relative"),
 ])

@@ -100,7 +100,7 @@ def test_zero_baseline() -> None:
     # 0 preemptions → 3: no relative change exists; any move from zero is beyond a relative threshold
     d = one([value(3.0, lo=None, hi=None)], [run(30, 0.0, lo=None, hi=None)], DriftPolicy("10%"))
     assert d.change_rel is None and d.status is DriftStatus.DRIFTED
-    assert d.text.startswith("0 → 3 vs previous run")
+    assert d.text.startswith("0 tok/s → 3 tok/s vs previous run")  # in the value's unit, never raw SI
     d0 = one([value(0.0, lo=None, hi=None)], [run(30, 0.0, lo=None, hi=None)], DriftPolicy("10%"))
     assert d0.change_rel == 0.0 and d0.status is DriftStatus.STEADY
 
@@ -140,9 +140,11 @@ def test_prediction_changed() -> None:
 
 def test_counts_line() -> None:
     ds = [one([value(1124.0)], [run(30, 1000.0)], DriftPolicy()), one([value(1000.0)], [], DriftPolicy())]
-    assert drift_counts(ds, DriftPolicy()) == "1 drifted, 1 new vs the previous run"
+    assert drift_counts(ds, DriftPolicy()) == "1 compared (1 drifted), 1 new vs the previous run"
     assert drift_counts([d.to_dict() for d in ds], DriftPolicy("5%", "median:5")) == (
-        "1 drifted, 1 new vs the median of the last 5 runs")
+        "1 compared (1 drifted), 1 new vs the median of the last 5 runs")
+    # nothing compared is said, never left out
+    assert drift_counts(ds[1:]) == "0 compared, 1 new"
 
 
 @pytest.mark.parametrize("bad", ["1,600..1,900", ">= 5 ms", "fast"])
@@ -153,7 +155,7 @@ def test_bad_thresholds(bad: str) -> None:
 
 @pytest.mark.parametrize("bad", ["median", "median:0", "mean:5", "last"])
 def test_bad_baselines(bad: str) -> None:
-    with pytest.raises(ValueError, match="previous or median:N"):
+    with pytest.raises(ValueError, match="previous, median:N"):
         DriftPolicy("5%", bad)
 
 
@@ -200,6 +202,7 @@ def test_setup_key_sources() -> None:
 
 
 def test_build_records_groups_by_setup_and_makes_paths_relative(tmp_path) -> None:
+    (tmp_path / ".git").mkdir()  # the files' repository root: keys are relative to it
     f1, f2 = str(tmp_path / "predictions" / "a.yaml"), str(tmp_path / "predictions" / "b.yaml")
     vs = [{"id": "x", "file": f1, "status": "pass", "mode": "measured", "measured_value": 2.0, "at": {}},
           {"id": "y", "file": f2, "status": "fail", "mode": "math", "model_value": 3.0, "at": {"batch": "16"}}]
