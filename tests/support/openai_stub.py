@@ -33,7 +33,7 @@ import json
 import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,7 +131,9 @@ class StubServer:
     * ``api_key``: /v1/* answers 401 without ``Authorization: Bearer <api_key>``, as vLLM's ``--api-key`` does;
       ``echo_auth``: the request's Authorization header is put into every answer the server builds (/v1/models,
       /version, token events, error bodies), for the tests that check no output of a run holds a key;
-    * ``tls``: an ``ssl.SSLContext`` to serve https with; ``port``: a fixed port (default: any free one).
+    * ``tls``: an ``ssl.SSLContext`` to serve https with; ``port``: a fixed port (default: any free one);
+    * ``trickle``: paths (``/metrics``, ``/v1/models``, ``/version``, ``/health``) that answer 200 with a 1 MB
+      ``content-length`` and then one byte every ``trickle_interval_s`` (default 1 s) until the client gives up.
 
     Counters: ``connections`` accepted, ``active`` completions being answered now (a stream leaves just before its
     last write) and ``max_active`` the most at once; ``requests`` the log (:class:`Request`), ``posts`` its POSTs.
@@ -142,7 +144,8 @@ class StubServer:
                  token_delay_s: float = 0.0, tokens_per_chunk: int = 1, usage: bool = True, template_tokens: int = 0,
                  compact: bool = True, odd_framing: bool = False, fragment: bool = False, close_after: bool = False,
                  announce_close: bool = False, faults: Faults = None, api_key: str | None = None,
-                 echo_auth: bool = False, tls: ssl.SSLContext | None = None, port: int = 0) -> None:
+                 echo_auth: bool = False, tls: ssl.SSLContext | None = None, port: int = 0,
+                 trickle: Collection[str] = (), trickle_interval_s: float = 1.0) -> None:
         self.model, self.max_model_len, self.models = model, max_model_len, models
         self.version, self.metrics = version, metrics
         self.token_delay_s, self.tokens_per_chunk, self.usage = token_delay_s, max(1, tokens_per_chunk), usage
@@ -153,6 +156,7 @@ class StubServer:
         self.faults: Faults = faults
         self.api_key, self.echo_auth, self.tls = api_key, echo_auth, tls
         self.port = port
+        self.trickle, self.trickle_interval_s = frozenset(trickle), trickle_interval_s
         self.requests: list[Request] = []
         self.connections = 0
         self.active = 0
@@ -280,6 +284,12 @@ class StubServer:
 
     async def _answer(self, q: Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """Answer one request; False when the connection is done with."""
+        if q.path in self.trickle:  # 200, then a byte at a time for as long as the client listens
+            await self._write(writer, b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 1000000\r\n\r\n")
+            for _ in range(1_000_000):
+                await self._write(writer, b"#")
+                await asyncio.sleep(self.trickle_interval_s)
+            return False
         if self.api_key is not None and q.path.startswith("/v1") and q.auth != f"Bearer {self.api_key}":
             await self._send(writer, 401, {"error": "Unauthorized"})
         elif q.path in (_COMPLETIONS, _CHAT):

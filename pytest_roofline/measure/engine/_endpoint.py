@@ -11,6 +11,7 @@ import httpx
 
 from pytest_roofline import redact
 from pytest_roofline.errors import EndpointError
+from pytest_roofline.measure.engine import _http
 from pytest_roofline.measure.engine._report import build_report, get_metrics, get_version
 from pytest_roofline.measure.engine._served import model_ids, pick_served_model, served_entries
 
@@ -83,7 +84,8 @@ class Endpoint:
         with httpx.Client(timeout=self.timeout_s) as client:
             while True:
                 try:
-                    r = client.get(self.base_url + "/v1/models", headers=self.auth_headers())
+                    r = _http.get(client, self.base_url + "/v1/models", headers=self.auth_headers(),
+                                  timeout_s=self.timeout_s)
                     if r.status_code in (401, 403):
                         src = f"${self.api_key_env}" if self.api_key_env else "no API key given"
                         raise self._err(f"/v1/models refused the request (HTTP {r.status_code}; key from {src})")
@@ -116,10 +118,10 @@ class Endpoint:
 
     def is_alive(self) -> bool:
         try:
-            r = httpx.get(self.base_url + "/health", headers=self.auth_headers(), timeout=5)
+            r = _http.get(None, self.base_url + "/health", headers=self.auth_headers(), timeout_s=5)
             if r.status_code == 200:
                 return True
-            r = httpx.get(self.base_url + "/v1/models", headers=self.auth_headers(), timeout=5)
+            r = _http.get(None, self.base_url + "/v1/models", headers=self.auth_headers(), timeout_s=5)
             return r.status_code == 200
         except httpx.HTTPError:
             return False

@@ -18,7 +18,7 @@ import httpx
 
 from pytest_roofline import redact
 from pytest_roofline.errors import EngineDied, EngineError, EngineStartError
-from pytest_roofline.measure.engine import _process
+from pytest_roofline.measure.engine import _http, _process
 from pytest_roofline.measure.engine._config import EngineConfig, redact_env
 from pytest_roofline.measure.engine._report import (
     build_report,
@@ -182,10 +182,10 @@ class Engine:
                         f"log: {self.log_path}", log_tail=self.log_tail(60))
                 with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, TypeError):
                     if stage == "/health":
-                        if client.get(self.base_url + "/health").status_code == 200:
+                        if _http.get(client, self.base_url + "/health", timeout_s=5).status_code == 200:
                             stage = "/v1/models"
                     if stage == "/v1/models":
-                        r = client.get(self.base_url + "/v1/models", headers=self.auth_headers())
+                        r = _http.get(client, self.base_url + "/v1/models", headers=self.auth_headers(), timeout_s=5)
                         if r.status_code == 200:
                             data = r.json()["data"]
                             if data:

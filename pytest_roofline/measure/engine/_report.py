@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from pytest_roofline import redact
+from pytest_roofline.measure.engine import _http
 from pytest_roofline.measure.engine.metrics import fetch_metrics_text, parse_metrics
 from pytest_roofline.units import GIB
 
@@ -219,13 +220,25 @@ def build_report(
     }
 
 
+#: the longest engine version kept from a server's /version (vLLM's are like "0.32.0" or "0.11.1rc2.dev15+g1a2b3c";
+#: the review's 20 MB one was copied into six files)
+MAX_VERSION_CHARS = 100
+
+
+def bound_version(version: str) -> str:
+    """A server-provided version as it may be stored, printed and used in a history path: control characters
+    (an ESC sequence would reach the terminal) written as their escapes, cut to :data:`MAX_VERSION_CHARS`."""
+    clean = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in version[:1000])
+    return clean if len(clean) <= MAX_VERSION_CHARS else clean[: MAX_VERSION_CHARS - 1] + "…"
+
+
 def get_version(client: httpx.Client, base_url: str, headers: dict) -> str | None:
     """The server's ``/version`` (None when it does not answer one)."""
     try:
-        r = client.get(base_url + "/version", headers=headers, timeout=5)
+        r = _http.get(client, base_url + "/version", headers=headers, timeout_s=5)
         if r.status_code == 200:
             v = r.json().get("version")
-            return str(v) if v else None
+            return bound_version(str(v)) if v else None
     except (httpx.HTTPError, ValueError, AttributeError):
         pass
     return None

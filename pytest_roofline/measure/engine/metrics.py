@@ -28,6 +28,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from pytest_roofline import redact
+from pytest_roofline.measure.engine import _http
 from pytest_roofline.quantities.analysis import Thresholds
 
 __all__ = [
@@ -162,13 +163,11 @@ def fetch_metrics_text(
     timeout_s: float = 5.0,
     client: httpx.Client | None = None,
 ) -> str:
-    """GET ``{base_url}/metrics`` and return the text (raises httpx errors)."""
+    """GET ``{base_url}/metrics`` and return the text (raises httpx errors). The whole body must arrive within
+    ``timeout_s`` and be at most ``_http.MAX_METRICS_BYTES`` (a server that trickles is given up on)."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     url = base_url.rstrip("/") + "/metrics"
-    if client is not None:
-        r = client.get(url, headers=headers, timeout=timeout_s)
-    else:
-        r = httpx.get(url, headers=headers, timeout=timeout_s)
+    r = _http.get(client, url, headers=headers, timeout_s=timeout_s, max_bytes=_http.MAX_METRICS_BYTES)
     r.raise_for_status()
     return r.text
 
