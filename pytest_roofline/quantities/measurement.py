@@ -52,6 +52,8 @@ class PointMode(StrEnum):
 TimestampSource = Literal["kernel", "user", "mixed"]
 #: how an :class:`Interval` was computed (``Interval.method``; ``measure.stats.INTERVAL_METHODS``)
 IntervalMethod = Literal["order-statistic", "bootstrap", "batch-means", "repeats"]
+#: who made an engine report: an engine the plugin started, or a server it was pointed at (--endpoint)
+EngineReportMode = Literal["engine", "endpoint"]
 
 
 class Distribution(TypedDict, total=False):
@@ -72,7 +74,9 @@ class Distribution(TypedDict, total=False):
 class LittlesLaw(TypedDict, total=False):
     """L = λ·W over a point: time-averaged requests in flight against throughput × mean latency."""
 
-    L: float | None
+    L: float | None  # the time-averaged count in flight; None when the source does not record it
+    L_configured: float | None  # a peer's file: the configured number of clients (not L: the loop drains)
+    not_checked: str  # why Little's law cannot be checked on this source (a skip, never a FAIL)
     lambda_req_s: float | None
     W_s: float | None
     lambda_W: float | None
@@ -213,7 +217,7 @@ class EngineReport(TypedDict, total=False):
     source_reasons: dict[str, Any]
     cross_check: CrossCheck
     reasons: dict[str, str]
-    mode: str
+    mode: EngineReportMode
     startup_s: float | None
     workers: dict[str, Any] | None  # expected / seen / missing_ranks (measure.engine workers_report)
 
