@@ -10,17 +10,20 @@ at start-up, which every other command (``roofline predict``, ``roofline quantit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_roofline.errors import CalibrationError
+from pytest_roofline import redact
+from pytest_roofline.errors import CalibrationError, HistoryError
 from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, parse_limit
 from pytest_roofline.format.spec import SpecError, json_schema, load_spec
 from pytest_roofline.measure.engine import tiny_model as tinymodel
@@ -140,14 +143,38 @@ def cmd_history(args: argparse.Namespace) -> int:
     out = Path(args.output or DEFAULT_OUTPUT)
     if not out.parent.is_dir():  # before opening the store: a typo in -o must not cost a render
         raise FileNotFoundError(2, "its folder does not exist; create it first", str(out))
-    store = open_store(args.uri, create=False)
-    try:
-        path, n = write_trend(store, out, setup=args.setup or (), last=args.last,
-                              drift=args.drift or DEFAULT_DRIFT, baseline=args.baseline or DEFAULT_BASELINE)
-    finally:
-        store.close()
+    redact.remember_url_secrets(str(args.uri))
+    with _store_notes() as notes:
+        store = open_store(args.uri, create=False)
+        try:
+            path, n = write_trend(store, out, setup=args.setup or (), last=args.last,
+                                  drift=args.drift or DEFAULT_DRIFT, baseline=args.baseline or DEFAULT_BASELINE)
+        finally:
+            store.close()
+    if notes and not n:
+        raise HistoryError(f"{redact.redact_url(str(args.uri))}: no readable run ({notes[0]})")
     print(f"wrote {path} ({n} run{'s' if n != 1 else ''})")
     return 0
+
+
+@contextlib.contextmanager
+def _store_notes() -> Iterator[list[str]]:
+    """A damaged index the store rebuilt, said once on stderr as ``roofline: note: ...`` (not a Python warning
+    with the package's source line); the notes are kept for the caller."""
+    from pytest_roofline.errors import HistoryIndexRebuiltWarning
+
+    notes: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", HistoryIndexRebuiltWarning)
+        try:
+            yield notes
+        finally:
+            for w in caught:
+                if issubclass(w.category, HistoryIndexRebuiltWarning):
+                    notes.append(redact.redact_text(str(w.message)))
+                    print(f"roofline: note: {notes[-1]}", file=sys.stderr)
+                else:
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _compare_side(ref: str, store_uri: str | None, predictions: str | None) -> Any:
@@ -178,13 +205,17 @@ def _compare_side(ref: str, store_uri: str | None, predictions: str | None) -> A
     if not uri:
         raise FileNotFoundError(2, "not a run directory nor a results file; for a run id give --store URI "
                                    "(or set ROOFLINE_HISTORY)", ref)
-    store = open_store(uri, create=False)
-    try:
-        hits = [r for r in store.runs() if r.run_id == ref] or [r for r in store.runs() if r.run_id.startswith(ref)]
-    finally:
-        store.close()
+    redact.remember_url_secrets(uri)
+    with _store_notes():
+        store = open_store(uri, create=False)
+        try:
+            runs = store.runs()
+        finally:
+            store.close()
+    hits = [r for r in runs if r.run_id == ref] or [r for r in runs if r.run_id.startswith(ref)]
     if len(hits) != 1:
-        raise ValueError(f"{ref!r}: {'no run' if not hits else f'{len(hits)} runs'} with that id in the store"
+        raise ValueError(f"{redact.printable(ref)!r}: {'no run' if not hits else f'{len(hits)} runs'} with that id "
+                         "in the store"
                          + ("" if not hits else " (give more of the id)"))
     return hits[0]
 

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from pytest_roofline import redact
 from pytest_roofline.cli.commands import (
     cmd_calibrate,
     cmd_check,
@@ -130,9 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except (RooflineError, SetupError, ValueError, KeyError) as exc:
-        print(f"roofline: {exc}", file=sys.stderr)
+        print(f"roofline: {redact.printable(redact.redact_text(str(exc)))}", file=sys.stderr)
         return 2
     except OSError as exc:  # a missing input, an unwritable or missing output folder: the path and the reason
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"roofline: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"roofline: {redact.printable(redact.redact_text(f'{where}{exc.strerror or exc}'))}", file=sys.stderr)
         return 2

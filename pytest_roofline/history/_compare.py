@@ -1,13 +1,19 @@
 """Two runs side by side (``roofline compare A B``): per prediction, each run's verdict, measured and model value,
-and how far the measured value moved from A to B. Pure: the CLI finds the runs and prints the lines."""
+how far the measured value moved from A to B, and whether that move is distinguishable from the two measurements'
+noise (the drift's own test, :func:`~pytest_roofline.history._drift.distinguishable`, on the stored 95 %
+intervals). Pure: the CLI finds the runs and prints the lines. Stored text (labels, commits, ids) is printed with
+its control characters escaped (:func:`pytest_roofline.redact.printable`)."""
 
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pytest_roofline.history._records import RunSummary, StoredValue
+from pytest_roofline.history._drift import distinguishable
+from pytest_roofline.history._records import RunSummary, StoredValue, unify_keys
+from pytest_roofline.redact import printable
 from pytest_roofline.units import format_value
 
 __all__ = ["ComparisonRow", "compare_runs", "render_comparison", "comparison_json"]
@@ -31,6 +37,11 @@ class ComparisonRow:
     model_a: float | None
     model_b: float | None
     predicted: str  # the ink of B (of A when B lacks it)
+    #: "significant" (the move is beyond both measurements' noise), "noise" (it is not), "same" (no move),
+    #: "no interval" (neither run kept an interval for it), "" (not measured in both)
+    significance: str = ""
+    #: the smallest move the two measurements can tell from noise (SI); None when not measured in both or unbounded
+    noise: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -44,8 +55,26 @@ def _change(a: float | None, b: float | None) -> float | None:
     return (b - a) / abs(a)
 
 
+def _significance(va: StoredValue | None, vb: StoredValue | None) -> tuple[str, float | None]:
+    if va is None or vb is None or va.measured is None or vb.measured is None:
+        return "", None
+    if not (math.isfinite(va.measured) and math.isfinite(vb.measured)):
+        return "", None
+    if va.measured == vb.measured:
+        return "same", 0.0
+    if not (va.interval_method or vb.interval_method):
+        return "no interval", None  # neither measurement kept an interval: the data cannot say
+    apart, margin = distinguishable(vb, vb.measured, va, va.measured)
+    return ("significant" if apart else "noise"), (margin if math.isfinite(margin) else None)
+
+
 def compare_runs(a: RunSummary, b: RunSummary) -> list[ComparisonRow]:
-    """Every prediction of either run, in A's order, then those only B has."""
+    """Every prediction of either run, in A's order, then those only B has. A run stored under the old key scheme
+    (file relative to pytest's rootdir) is matched to the other's keys first (:func:`unify_keys`)."""
+    if a.setup == b.setup:
+        a, b = unify_keys([a, b])
+    else:  # different setups: the keys are still those of one prediction file each
+        a, b = unify_keys([a], b.values)[0], unify_keys([b], a.values)[0]
     keys = list(dict.fromkeys([v.key for v in a.values] + [v.key for v in b.values]))
     rows = []
     for key in keys:
@@ -53,11 +82,12 @@ def compare_runs(a: RunSummary, b: RunSummary) -> list[ComparisonRow]:
         ref: StoredValue = vb or va  # type: ignore[assignment]  # one of the two exists: the key came from them
         ma = va.measured if va is not None else None
         mb = vb.measured if vb is not None else None
+        sig, noise = _significance(va, vb)
         rows.append(ComparisonRow(
             key=key, prediction_id=ref.prediction_id, quantity=ref.quantity, at=dict(ref.at),
             dimension=ref.dimension, unit=ref.unit, status_a=va.status if va else "", status_b=vb.status if vb else "",
             measured_a=ma, measured_b=mb, change_rel=_change(ma, mb), model_a=va.model if va else None,
-            model_b=vb.model if vb else None, predicted=ref.predicted_text))
+            model_b=vb.model if vb else None, predicted=ref.predicted_text, significance=sig, noise=noise))
     return rows
 
 
@@ -71,10 +101,22 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
+def _clip_middle(text: str, width: int) -> str:
+    """``littles-law[concurrency=8]`` in 20 columns → ``littles-la…rrency=8]``: the head and the end stay (ids of
+    one prediction at several points differ at their end, which cutting the end would hide)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    tail = (width - 1) // 2
+    return text[: width - 1 - tail] + "…" + (text[-tail:] if tail else "")
+
+
 def _head(name: str, s: RunSummary, width: int) -> list[str]:
     """Two lines per run: which run (id, date, commit, label), then its setup and mode."""
     bits = [s.run_id or "(not stored)", s.started_at, s.commit or "no commit"] + ([s.label] if s.label else [])
-    return [_clip(f"{name}: " + " · ".join(bits), width), _clip(f"   {s.setup.text()} · {s.mode}", width)]
+    return [_clip(printable(f"{name}: " + " · ".join(bits)), width),
+            _clip(printable(f"   {s.setup.text()} · {s.mode}"), width)]
 
 
 def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | None = None, *,
@@ -85,32 +127,52 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
     cells = []
     for r in rows:
         model = _fmt(r.model_b, r) if r.model_a == r.model_b else f"{_fmt(r.model_a, r)} → {_fmt(r.model_b, r)}"
+        change = f"{r.change_rel * 100:+.1f}%" if r.change_rel is not None else ""
+        if not change and r.measured_a is not None and r.measured_b is not None:
+            change = f"{_fmt(r.measured_a, r)} → {_fmt(r.measured_b, r)}"  # from zero: no relative change exists
+        sig = {"significant": "yes", "noise": "no", "no interval": "?"}.get(r.significance, "")
+        if r.significance == "noise" and r.noise:
+            sig = f"no ±{_fmt(r.noise, r)}"  # within this much the two measurements cannot tell a move from noise
         cells.append({
-            "id": r.prediction_id, "quantity": r.quantity, "predicted": r.predicted or "—",
+            "id": printable(r.prediction_id), "quantity": r.quantity, "predicted": printable(r.predicted) or "—",
             "A": r.status_a or "absent", "measured A": _fmt(r.measured_a, r), "B": r.status_b or "absent",
-            "measured B": _fmt(r.measured_b, r),
-            "change": f"{r.change_rel * 100:+.1f}%" if r.change_rel is not None else "",
-            "model": model,
+            "measured B": _fmt(r.measured_b, r), "change": change, "beyond noise": sig, "model": model,
         })
-    cols = ["id", "quantity", "predicted", "A", "measured A", "B", "measured B", "change", "model"]
-    right = {"predicted", "measured A", "measured B", "change", "model"}
+    cols = ["id", "quantity", "predicted", "A", "measured A", "B", "measured B", "change", "beyond noise", "model"]
+    right = {"predicted", "measured A", "measured B", "change", "beyond noise", "model"}
     w = {c: max([len(c)] + [len(x[c]) for x in cells]) for c in cols}
     # what gives way first when 120 columns are not enough: the model column, then the quantity, then the id
+    # (cut in its middle: ids of one prediction at several points differ at their end)
     for c, floor in (("model", 12), ("quantity", 10), ("id", 16)):
         over = sum(w.values()) + 2 * (len(cols) - 1) - width
         if over > 0:
             w[c] = max(floor, w[c] - over)
+    own_line = any(len(x["id"]) > w["id"] for x in cells) and w["id"] <= 16
     lines = [*_head("A", a, width), *_head("B", b, width), ""]
     head = "  ".join(f"{c:>{w[c]}}" if c in right else f"{c:<{w[c]}}" for c in cols).rstrip()
     lines += [head, "-" * min(width, len(head))]
     for x in cells:
-        lines.append("  ".join(f"{_clip(x[c], w[c]):>{w[c]}}" if c in right else f"{_clip(x[c], w[c]):<{w[c]}}"
-                               for c in cols).rstrip())
-    moved = [r for r in rows if r.change_rel is not None]
+        if own_line and len(x["id"]) > w["id"]:
+            lines.append(_clip_middle(x["id"], width))  # the whole id on its own line, the row under it
+            x = {**x, "id": ""}
+        lines.append("  ".join(
+            (f"{_clip(x[c], w[c]):>{w[c]}}" if c in right else
+             f"{(_clip_middle if c == 'id' else _clip)(x[c], w[c]):<{w[c]}}") for c in cols).rstrip())
+    moved = [r for r in rows if r.change_rel is not None or r.significance]
+    significant = [r for r in rows if r.significance == "significant"]
     lines.append("")
-    lines.append(f"{len(rows)} predictions; {len(moved)} measured in both runs"
-                 + (f"; largest change {max(moved, key=lambda r: abs(r.change_rel or 0)).prediction_id} "
-                    f"{max((r.change_rel or 0 for r in moved), key=abs) * 100:+.1f}%" if moved else ""))
+    if not moved:
+        lines += textwrap.wrap(f"{len(rows)} predictions; 0 measured in both runs: NOTHING WAS COMPARED (the runs "
+                               "share no measured prediction: different setups or prediction files?)", width)
+        return lines
+    largest = max((r for r in moved if r.change_rel is not None), key=lambda r: abs(r.change_rel or 0), default=None)
+    unknown = sum(r.significance == "no interval" for r in rows)
+    text = (f"{len(rows)} predictions; {len(moved)} measured in both runs; {len(significant)} moved beyond both "
+            "measurements' noise (95 % intervals)"
+            + (f"; {unknown} without an interval in either run (?)" if unknown else "")
+            + (f"; largest change {printable(largest.prediction_id)} {(largest.change_rel or 0) * 100:+.1f}%"
+               if largest is not None else ""))
+    lines += textwrap.wrap(text, width) or [text]
     return lines
 
 
@@ -122,4 +184,6 @@ def comparison_json(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | No
         return {"run_id": s.run_id, "started_at": s.started_at, "commit": s.commit, "branch": s.branch,
                 "label": s.label, "mode": s.mode, "setup": asdict(s.setup)}
 
-    return {"a": head(a), "b": head(b), "rows": [r.to_dict() for r in rows]}
+    both = [r for r in rows if r.significance]
+    return {"a": head(a), "b": head(b), "rows": [r.to_dict() for r in rows],
+            "compared": len(both), "significant": sum(r.significance == "significant" for r in both)}
