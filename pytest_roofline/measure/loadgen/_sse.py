@@ -30,7 +30,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CompletionStream", "decode_completion_stream"]
+__all__ = ["CompletionStream", "decode_completion_stream", "MAX_EVENT_BYTES"]
+
+#: the longest SSE event read (a vLLM token event is ~200 bytes; the review's one 100 MB ``data:`` line hung the
+#: decoder, which re-copied and re-searched the whole event on every read): longer is the request's parse error
+MAX_EVENT_BYTES = 16 << 20
 
 
 @dataclass(slots=True)
@@ -76,7 +80,7 @@ def decode_completion_stream(pieces: Sequence[Any], to_seconds: Callable[[int], 
     """
     chunk_times: list[float] = []
     add_time = chunk_times.append
-    buf = b""
+    buf = bytearray()
     usage: Any = None
     done = False
     stream_error: str | None = None
@@ -103,9 +107,18 @@ def decode_completion_stream(pieces: Sequence[Any], to_seconds: Callable[[int], 
                 else:
                     chunk_times.extend([t_s] * n)
                 continue
-        buf = buf + piece if buf else piece
-        if b"\n\n" not in buf and b"\r\n\r\n" not in buf:
-            continue
+        if buf:  # grown in place and searched only where this read added bytes: linear in a long event
+            seam = bytes(buf[-3:]) + piece[:3]
+            buf += piece
+            if len(buf) > MAX_EVENT_BYTES:
+                parse_error = f"an SSE event longer than {MAX_EVENT_BYTES >> 20} MiB (not read further)"
+                break
+            if b"\n\n" not in piece and b"\n\r\n" not in piece and b"\n\n" not in seam and b"\n\r\n" not in seam:
+                continue
+        else:
+            buf = bytearray(piece)
+            if b"\n\n" not in buf and b"\r\n\r\n" not in buf:
+                continue
         if b"\r" in buf:
             buf = buf.replace(b"\r\n", b"\n")
         events = buf.split(b"\n\n")
@@ -124,7 +137,7 @@ def decode_completion_stream(pieces: Sequence[Any], to_seconds: Callable[[int], 
                     obj = loads(data)
                 except ValueError:
                     if parse_error is None:
-                        parse_error = f"unparseable SSE data: {data[:200]!r}"
+                        parse_error = f"unparseable SSE data: {bytes(data[:200])!r}"
                     continue
                 if not isinstance(obj, dict):
                     continue
