@@ -14,7 +14,7 @@ from pytest_roofline.model import analytical as an
 from pytest_roofline.model.setup import Setup, SetupError
 from pytest_roofline.quantities.analysis import Thresholds, goodput_table, is_flattered, point_notes, ttft_knee
 from pytest_roofline.quantities.declare import client_quantity, point_at, serve_point, sim_explanation, sweep_points
-from pytest_roofline.quantities.measurement import Measurement, client_number, concurrency, point_id
+from pytest_roofline.quantities.measurement import Measurement, client_number, client_value, concurrency, point_id
 from pytest_roofline.quantities.quantity import MeasuredValue, ModelValue, Quantity, QuantityKind, QuantityPoints
 from pytest_roofline.quantities.serving_values import ServingSweep
 
@@ -45,7 +45,9 @@ def _little_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: 
     if lam_w is not None and in_flight:
         ratio = lam_w / in_flight
     else:
-        raise NotMeasured(f"point {pt.get('id')} has no Little's-law record")
+        why = client_value(pt, "littles_law", "not_checked")
+        raise NotMeasured(f"point {pt.get('id')}: {why}" if isinstance(why, str) and why
+                          else f"point {pt.get('id')} has no Little's-law record")
     detail = f"L (time-averaged in flight) = {in_flight:.3g}, λ·W = {lam_w:.3g}"
     return MeasuredValue(ratio, (point_id(pt),), (detail,))
 

@@ -114,9 +114,11 @@ def aiperf_point(doc: Mapping[str, Any], where: str) -> PointRecord:
     if eff is not None:
         client["mean_in_flight"] = eff
     if mode == PointMode.CLOSED and conc and lam is not None and w_ms is not None:
-        client["littles_law"] = {"L": conc, "lambda_req_s": lam, "W_s": w_ms / 1e3, "lambda_W": lam * w_ms / 1e3,
-                                 "ratio": lam * w_ms / 1e3 / conc,
-                                 "note": "L is AIPerf's --concurrency (its effective_concurrency is λ·W itself)"}
+        client["littles_law"] = {"L": None, "L_configured": float(conc), "lambda_req_s": lam, "W_s": w_ms / 1e3,
+                                 "lambda_W": lam * w_ms / 1e3, "ratio": None,
+                                 "not_checked": "AIPerf records its configured --concurrency, and its "
+                                                "effective_concurrency is λ·W itself, so Little's law cannot be "
+                                                "checked on its export"}
     else:
         not_reported["littles_law"] = "needs a closed loop, request_throughput and request_latency"
     isl, osl = _avg(doc, "input_sequence_length"), _avg(doc, "output_sequence_length")

@@ -120,9 +120,11 @@ def guidellm_point(bench: Mapping[str, Any], where: str) -> PointRecord:
         client["mean_in_flight"] = conc_avg
     w_s = number((_ok(metrics, "request_latency") or {}).get("mean"))
     if mode == PointMode.CLOSED and conc and lam is not None and w_s is not None:
-        client["littles_law"] = {"L": float(conc), "lambda_req_s": lam, "W_s": w_s, "lambda_W": lam * w_s,
-                                 "ratio": lam * w_s / conc,
-                                 "note": "L is the configured streams (GuideLLM's request_concurrency is λ·W itself)"}
+        client["littles_law"] = {"L": None, "L_configured": float(conc), "lambda_req_s": lam, "W_s": w_s,
+                                 "lambda_W": lam * w_s, "ratio": None,
+                                 "not_checked": "GuideLLM records its configured streams, and its "
+                                                "request_concurrency is λ·W itself, so Little's law cannot be "
+                                                "checked on its file"}
     else:
         not_reported["littles_law"] = ("needs a closed loop (synchronous / concurrent), requests_per_second and "
                                        "request_latency")
