@@ -3,6 +3,8 @@
 #   make test   - the whole test suite: unit and integration tests on two workers, then the engine tests (the real
 #                 CPU build of vLLM) alone; each prints its 15 slowest tests
 #   make test-fast - the unit and fast integration tests (no engine, nothing marked slow): the tight loop
+#   make docs   - the guide (docs/, mkdocs.yml): the generated reference pages checked against the code, then
+#                 mkdocs build --strict into site/
 #   make lint   - ruff over the Python tree and mypy over the package (both configured in pyproject.toml)
 # Both install everything first (once): a venv with the package, the test tools and vLLM's CPU build.
 PY      ?= python3
@@ -11,7 +13,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 MATH_STAMP := $(VENV)/.installed-math
 
-.PHONY: install demo test test-fast demo-cpu-engine replay scorecard bench bench-model lint clean
+.PHONY: install demo docs test test-fast demo-cpu-engine replay scorecard bench bench-model lint clean
 
 $(STAMP): pyproject.toml scripts/install.sh
 	PY=$(PY) bash scripts/install.sh
@@ -35,6 +37,10 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest tests/unit tests/integration -m "not slow" -n 2
+
+docs: $(STAMP)
+	$(BIN)/python scripts/docs_reference.py --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 LINT_PATHS := pytest_roofline tests benchmarks conftest.py
 

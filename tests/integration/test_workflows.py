@@ -101,8 +101,8 @@ def _ci_run_make_lines() -> list[str]:
 
 def test_push_workflow_runs_exactly_the_ci_run_commands_in_order() -> None:
     ci_run = _ci_run_make_lines()
-    # .ci/run as written: install, lint (ruff and mypy before the tests), the suite, the math demo
-    assert ci_run == ["make install", "make lint", "make test", "make demo"]
+    # .ci/run as written: install, lint (ruff and mypy before the tests), the guide, the suite, the math demo
+    assert ci_run == ["make install", "make lint", "make docs", "make test", "make demo"]
     runs = [" ".join(s["run"].split()) for s in _steps(_workflow(CI_YML)) if "run" in s]
     assert [r for r in runs if r.startswith("make")] == ci_run
     # nothing else runs the project: the one other run step installs the system packages the tests use

@@ -9,9 +9,10 @@ import re
 from support.paths import REPO
 
 PROSE = [REPO / "README.md", REPO / "tests" / "README.md", REPO / "benchmarks" / "README.md",
-         *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "benchmarks").glob("RESULTS*.md"))]
-# a repository path: the package's modules and the tests' files, with or without a line number after it
-CITED = re.compile(r"(?<![\w/.-])((?:pytest_roofline|tests)/[\w/.-]*?\.py)(?![\w/])")
+         *sorted((REPO / "docs").rglob("*.md")), *sorted((REPO / "benchmarks").glob("RESULTS*.md"))]
+# a repository path: the package's files (modules, schema, data) and the tests' and scripts' files, with or without
+# a line number after it
+CITED = re.compile(r"(?<![\w/.-])((?:pytest_roofline|tests|scripts)/[\w/.-]*?\.(?:py|json|yaml|css|sh))(?![\w/])")
 
 
 def _cited() -> dict[str, list[str]]:
