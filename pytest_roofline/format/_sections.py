@@ -185,9 +185,26 @@ def _override_value(ctx: NodeReader, node: yaml.Node) -> Any:
     return ctx.plain(node)
 
 
+def _model_path(ctx: NodeReader, node: yaml.Node, text: str) -> str:
+    """A model written as a path is read from the prediction file's folder (as ``calibration:`` and a dataset's
+    ``path:`` are), so ``cd predictions && pytest x.yaml`` reads what ``pytest predictions/x.yaml`` reads. A preset
+    or a Hub id (``Qwen/Qwen2.5-14B-Instruct``) is returned as written."""
+    p = Path(text).expanduser()
+    if p.is_absolute():
+        return str(p)
+    here = Path(ctx.file).resolve().parent
+    candidate = here / p
+    if candidate.exists():
+        return str(candidate)
+    if text.endswith(".json") or text.startswith(("./", "../")) or p.exists():
+        raise ctx.err(node, f"model: no config.json at {candidate}",
+                      f"a model path is read from this file's folder ({here}): write it relative to that folder")
+    return text
+
+
 def read_model(ctx: NodeReader, node: yaml.Node) -> tuple[Any, dict[str, Any]]:
     if isinstance(node, yaml.ScalarNode):
-        return node.value, {}
+        return _model_path(ctx, node, node.value), {}
     m = ctx.mapping(node, "model", None)
     data = {k: _override_value(ctx, v) for k, (kn, v) in m.items()}
     if "params" in data:
@@ -200,7 +217,8 @@ def read_model(ctx: NodeReader, node: yaml.Node) -> tuple[Any, dict[str, Any]]:
     if "name" not in data:
         raise ctx.err(node, "model mapping needs a name (a preset or a path) or params (a nominal model)")
     name = data.pop("name")
-    return name, data
+    name_node = next(v for k, (_kn, v) in m.items() if k == "name")
+    return (_model_path(ctx, name_node, name) if isinstance(name, str) else name), data
 
 
 def read_engine(ctx: NodeReader, node: yaml.Node) -> dict[str, Any]:

@@ -381,7 +381,8 @@ def _raw_quantization_config(data: Mapping[str, Any], where: str) -> Mapping[str
 
 
 
-def from_hf_config(config: Mapping[str, Any] | str | Path, name: str | None = None) -> ModelArch:
+def from_hf_config(config: Mapping[str, Any] | str | Path, name: str | None = None, *,
+                   origin: str | None = None) -> ModelArch:
     """Build a :class:`ModelArch` from an HF ``config.json`` (a mapping, a file, or a model directory).
 
     Supports Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE, Mixtral, Qwen2-MoE, OPT, Phi (phi-2), Phi-3, Gemma,
@@ -389,19 +390,22 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str | None = No
     counted), GPT-NeoX (Pythia), Falcon and DeepSeek-V2/V3 configs. ``head_dim`` is taken when present
     (not null), else ``hidden_size / num_attention_heads`` (DeepSeek: ``qk_nope + qk_rope``);
     ``num_key_value_heads`` defaults to ``num_attention_heads``; ``tie_word_embeddings`` defaults as the
-    family's transformers config class does (true for Gemma, Falcon and OPT, false otherwise).
+    family's transformers config class does (true for Gemma, Falcon and OPT, false otherwise). ``origin`` names a
+    mapping's source in errors (a Hub id and its cached file).
     """
-    origin: str
+    given_origin = origin
+    origin_text: str
     if isinstance(config, (str, Path)):
         data, path = _load_config(Path(config))
-        origin = str(path)
+        origin_text = str(path)
         default_name = data.get("_name_or_path") or path.parent.name
     elif isinstance(config, Mapping):
         data = dict(config)
-        origin = "config mapping"
+        origin_text = given_origin or "config mapping"
         default_name = data.get("_name_or_path") or "model"
     else:
         raise ModelConfigError(f"expected a config mapping or a path, got {type(config).__name__}")
+    origin = origin_text
 
     model_type = data.get("model_type")
     if model_type is None:
@@ -416,11 +420,14 @@ def from_hf_config(config: Mapping[str, Any] | str | Path, name: str | None = No
     model_type = str(model_type)
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise UnsupportedModelError(
-            f"{origin}: model_type {model_type!r} is not supported; supported: "
-            f"{', '.join(SUPPORTED_MODEL_TYPES)}"
+            f"{origin}: model_type {model_type!r} is not one the model can count (it counts "
+            f"{', '.join(SUPPORTED_MODEL_TYPES)}); describe the model by its numbers instead: model: {{name: "
+            f"{name or default_name}, params: P, num_layers: L, num_kv_heads: K, head_dim: D}} (its parameter "
+            f"count, layers, KV heads and head size, from its model card or config.json)"
         )
     where = f"{origin} (model_type {model_type})"
     return _arch_from_config(data, model_type, where, name=str(name or default_name), origin=origin)
+
 
 def _arch_from_config(data: Mapping[str, Any], model_type: str, where: str, *, name: str, origin: str) -> ModelArch:
     """The shared keys, then the family's row of :data:`FAMILIES`."""

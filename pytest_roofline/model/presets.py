@@ -9,6 +9,7 @@ like any local file. Adding a model is adding an entry there.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -16,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from pytest_roofline.errors import ModelArchError, ModelOverrideError, UnitError, UnknownModelError
-from pytest_roofline.model import catalog
+from pytest_roofline.model import catalog, hf_hub
 from pytest_roofline.model.hf_config import from_hf_config
 from pytest_roofline.model.model_arch import _BOOL_FIELDS, _INT_FIELDS, LAYER_TYPES, ModelArch
 from pytest_roofline.units import to_int, to_si
@@ -75,10 +76,12 @@ def _preset(preset_id: str) -> ModelArch:
 
 
 def get_model(name_or_path: str | Path | ModelArch) -> ModelArch:
-    """A preset (case-insensitive; HF ids like ``Qwen/Qwen3-8B`` work) or a path.
+    """A preset (case-insensitive; HF ids like ``Qwen/Qwen3-8B`` work), a path, or any Hub model id.
 
-    A path may be a ``config.json`` file or a model directory containing one; an existing path wins
-    over a preset of the same spelling. Anything else raises :class:`UnknownModelError`.
+    A path may be a ``config.json`` file or a model directory containing one; an existing path wins over a preset
+    of the same spelling. A Hub id that is not a preset (``Qwen/Qwen2.5-14B-Instruct``) is read from the local
+    Hugging Face cache, else the Hub (:mod:`~pytest_roofline.model.hf_hub`: config files only). Anything else
+    raises :class:`UnknownModelError`.
     """
     if isinstance(name_or_path, ModelArch):
         return name_or_path
@@ -95,12 +98,28 @@ def get_model(name_or_path: str | Path | ModelArch) -> ModelArch:
         return _preset(preset_id)
     if text.endswith(".json") or text.startswith((".", "/", "~")):
         raise UnknownModelError(f"no config.json at {text!r} (and it is not a preset: {', '.join(PRESETS)})")
-    hits = _PRESET_INDEX.suggest(text)
+    if hf_hub.is_hub_id(text):
+        data, where = hf_hub.read_config(text)
+        return dataclasses.replace(from_hf_config(data, name=text, origin=f"{text} ({where})"),
+                                   source=f"Hugging Face {text}: {where}")
+    hits = [hit for hit in _PRESET_INDEX.suggest(text) if _same_size(text, hit)]
     msg = f"unknown model {text!r}."
     if hits:
         msg += f" Did you mean: {', '.join(hits)}?"
-    msg += f" Presets: {', '.join(PRESETS)}; or give a path to a config.json or a model directory."
+    msg += (f" Give a Hub id (owner/name), a path to a config.json or a model directory, or a preset: "
+            f"{', '.join(PRESETS)}.")
     raise UnknownModelError(msg)
+
+
+_SIZE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", re.I)
+
+
+def _same_size(asked: str, preset: str) -> bool:
+    """Whether a suggestion is not a model of another size: ``qwen2.5-14b`` never suggests ``qwen2.5-7b`` (a
+    name without a size, on either side, is no evidence either way)."""
+    a = {(float(n), u.lower()) for n, u in _SIZE.findall(asked)}
+    b = {(float(n), u.lower()) for n, u in _SIZE.findall(preset)}
+    return not a or not b or bool(a & b)
 
 
 # --------------------------------------------------------------------------- overrides
