@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -25,6 +26,7 @@ from pytest_roofline.history._drift import (
     COMPARED,
     DEFAULT_BASELINE,
     DEFAULT_DRIFT,
+    DEFAULT_MIN_COMPARED,
     Drift,
     DriftPolicy,
     DriftStatus,
@@ -33,6 +35,7 @@ from pytest_roofline.history._drift import (
     drift_counts,
     drift_for,
     parse_baseline,
+    parse_share,
     pinned_run,
 )
 from pytest_roofline.history._recording import (
@@ -60,7 +63,7 @@ from pytest_roofline.history._records import (
 )
 from pytest_roofline.history._sql import SqlStore
 from pytest_roofline.history._store import DirectoryStore, new_run_id, read_run_dir
-from pytest_roofline.redact import redact_url
+from pytest_roofline.redact import redact_text, redact_url
 
 __all__ = [
     "SCHEMA", "SCHEMA_VERSION", "SetupKey", "StoredValue", "RunSummary", "RunRecord", "HistoryStore",
@@ -72,7 +75,8 @@ __all__ = [
     "setup_key", "spec_setup_key", "relative_file", "stored_value",
     # identity, significance, bounded names (issue 21)
     "identity_file", "definition_hash", "unify_keys", "same_prediction", "clean_name", "clean_setup",
-    "distinguishable", "pinned_run", "compared_count", "COMPARED",
+    "distinguishable", "pinned_run", "compared_count", "COMPARED", "parse_share", "DEFAULT_MIN_COMPARED",
+    "open_store_quietly",
 ]
 
 #: the URI schemes (before any ``+driver``) that open a database store
@@ -110,3 +114,20 @@ def open_store(uri: str | os.PathLike[str], *, create: bool = True) -> HistorySt
         "transaction, and object stores offer neither append nor, portably, a conditional write. Keep the history "
         "in a directory and sync that directory with the bucket (aws s3 sync, gsutil rsync) before and after the "
         "run, or point several runners at one database.")
+
+
+def open_store_quietly(uri: str) -> tuple[HistoryStore, list[RunSummary], list[str]]:
+    """:func:`open_store` and its index, with what the store had to say (a damaged index it rebuilt) as plain
+    ``roofline history: ...`` lines for the terminal instead of Python warnings carrying the package's source
+    line; any other warning goes on as it came."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", HistoryIndexRebuiltWarning)
+        store = open_store(uri)
+        runs = list(store.runs())
+    notes = []
+    for w in caught:
+        if issubclass(w.category, HistoryIndexRebuiltWarning):
+            notes.append(f"roofline history: {redact_text(str(w.message))}")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return store, runs, notes

@@ -141,23 +141,31 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
     cols = ["id", "quantity", "predicted", "A", "measured A", "B", "measured B", "change", "beyond noise", "model"]
     right = {"predicted", "measured A", "measured B", "change", "beyond noise", "model"}
     w = {c: max([len(c)] + [len(x[c]) for x in cells]) for c in cols}
-    # what gives way first when 120 columns are not enough: the model column, then the quantity, then the id
-    # (cut in its middle: ids of one prediction at several points differ at their end)
-    for c, floor in (("model", 12), ("quantity", 10), ("id", 16)):
-        over = sum(w.values()) + 2 * (len(cols) - 1) - width
-        if over > 0:
-            w[c] = max(floor, w[c] - over)
-    own_line = any(len(x["id"]) > w["id"] for x in cells) and w["id"] <= 16
+    # what gives way first when 120 columns are not enough: the model column, then the quantity, then the id;
+    # an id that still does not fit is never cut (ids of one prediction at several points differ at their end):
+    # then every id is printed whole on its own line, each row indented under it
+    def fit(cols: list[str]) -> dict[str, int]:
+        w = {c: max([len(c)] + [len(x[c]) for x in cells]) for c in cols}
+        for c, floor in (("model", 12), ("quantity", 10), ("id", 16)):
+            over = sum(w[k] for k in cols) + 2 * (len(cols) - 1) + (2 if "id" not in cols else 0) - width
+            if over > 0 and c in w:
+                w[c] = max(floor, w[c] - over)
+        return w
+
+    w = fit(cols)
+    own_line = any(len(x["id"]) > w["id"] for x in cells)
+    if own_line:
+        cols = cols[1:]
+        w = fit(cols)
+    indent = "  " if own_line else ""
     lines = [*_head("A", a, width), *_head("B", b, width), ""]
-    head = "  ".join(f"{c:>{w[c]}}" if c in right else f"{c:<{w[c]}}" for c in cols).rstrip()
-    lines += [head, "-" * min(width, len(head))]
+    head = indent + "  ".join(f"{c:>{w[c]}}" if c in right else f"{c:<{w[c]}}" for c in cols).rstrip()
+    lines += (["id"] if own_line else []) + [head, "-" * min(width, len(head))]
     for x in cells:
-        if own_line and len(x["id"]) > w["id"]:
-            lines.append(_clip_middle(x["id"], width))  # the whole id on its own line, the row under it
-            x = {**x, "id": ""}
-        lines.append("  ".join(
-            (f"{_clip(x[c], w[c]):>{w[c]}}" if c in right else
-             f"{(_clip_middle if c == 'id' else _clip)(x[c], w[c]):<{w[c]}}") for c in cols).rstrip())
+        if own_line:
+            lines.append(_clip_middle(x["id"], width))
+        lines.append(indent + "  ".join(f"{_clip(x[c], w[c]):>{w[c]}}" if c in right else
+                                        f"{_clip(x[c], w[c]):<{w[c]}}" for c in cols).rstrip())
     moved = [r for r in rows if r.change_rel is not None or r.significance]
     significant = [r for r in rows if r.significance == "significant"]
     lines.append("")

@@ -39,10 +39,25 @@ from pytest_roofline.measure.stats.intervals import t_quantile
 from pytest_roofline.units import format_value
 
 __all__ = ["DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "Drift", "drift_for", "drift_counts",
-           "parse_baseline", "pinned_run", "distinguishable", "COMPARED", "compared_count"]
+           "parse_baseline", "pinned_run", "parse_share", "DEFAULT_MIN_COMPARED", "distinguishable", "COMPARED",
+           "compared_count"]
 
 DEFAULT_DRIFT = "10%"
 DEFAULT_BASELINE = "previous"
+#: with --roofline-drift-fail, the least share of a setup's measured predictions compared with a baseline
+DEFAULT_MIN_COMPARED = 0.5
+
+
+def parse_share(text: str) -> float:
+    """``50%`` → 0.5, ``0.5`` → 0.5 (``--roofline-drift-min-compared``); a ValueError outside 0..100 %."""
+    t = str(text).strip()
+    try:
+        x = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        x = -1.0
+    if not 0.0 <= x <= 1.0:
+        raise ValueError(f"{text!r} is not a share: write a percentage (50%) or a fraction (0.5) from 0 to 1")
+    return x
 
 
 #: a run id as the stores make them (or its head: ``20261204``, ``20261204T0922``)

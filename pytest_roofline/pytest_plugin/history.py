@@ -4,23 +4,21 @@ runs at its end. What a run *is* and how drift is computed live in :mod:`pytest_
 from __future__ import annotations
 
 import argparse
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from pytest_roofline import redact
-from pytest_roofline.errors import HistoryError, HistoryIndexRebuiltWarning, ToleranceError
+from pytest_roofline.errors import HistoryError, ToleranceError
 from pytest_roofline.format.spec import parse_drift_threshold
 from pytest_roofline.history import (
-    HistoryStore,
     RunSummary,
     SetupKey,
     build_records,
     compared_count,
-    open_store,
     parse_baseline,
+    parse_share,
     spec_setup_key,
 )
 from pytest_roofline.history._recording import results_for_file
@@ -29,11 +27,8 @@ from pytest_roofline.pytest_plugin.session import RooflineSession, session_resul
 from pytest_roofline.redact import printable
 from pytest_roofline.report.environment import environment_from_results, environment_from_specs
 
-__all__ = ["parse_drift_option", "parse_baseline_option", "parse_share_option", "parse_share", "HistoryToWorkers",
-           "store_session", "compared_check", "open_store_quietly", "DEFAULT_MIN_COMPARED"]
-
-#: with --roofline-drift-fail, the least share of a setup's measured predictions compared with a baseline
-DEFAULT_MIN_COMPARED = 0.5
+__all__ = ["parse_drift_option", "parse_baseline_option", "parse_share_option", "HistoryToWorkers", "store_session",
+           "compared_check"]
 
 _WORKER_KEY = "roofline_history_runs"
 
@@ -50,38 +45,11 @@ def _option_type(check: Callable[[str], object], errors: tuple[type[Exception], 
     return parse
 
 
-def parse_share(text: str) -> float:
-    """``50%`` → 0.5, ``0.5`` → 0.5; a ValueError outside 0..100 %."""
-    t = str(text).strip()
-    try:
-        x = float(t[:-1]) / 100 if t.endswith("%") else float(t)
-    except ValueError:
-        x = -1.0
-    if not 0.0 <= x <= 1.0:
-        raise ValueError(f"{text!r} is not a share: write a percentage (50%) or a fraction (0.5) from 0 to 1")
-    return x
-
-
 #: ``--roofline-drift``, ``--roofline-drift-baseline`` and ``--roofline-drift-min-compared``, checked where they
 #: are declared
 parse_drift_option = _option_type(parse_drift_threshold, (ToleranceError,))
 parse_baseline_option = _option_type(parse_baseline, (ValueError,))
 parse_share_option = _option_type(parse_share, (ValueError,))
-
-
-def open_store_quietly(uri: str) -> tuple[HistoryStore, list[RunSummary], list[str]]:
-    """The store, its index and what it had to say (a damaged index rebuilt) as plain lines for the terminal,
-    not as Python warnings with the plugin's source line."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", HistoryIndexRebuiltWarning)
-        store = open_store(uri)
-        runs = list(store.runs())
-    notes = [f"roofline history: {redact.redact_text(str(w.message))}" for w in caught
-             if issubclass(w.category, HistoryIndexRebuiltWarning)]
-    for w in caught:  # any other warning goes on as it came
-        if not issubclass(w.category, HistoryIndexRebuiltWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return store, runs, notes
 
 
 def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:

@@ -163,8 +163,8 @@ MORE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--roofline-drift-min-compared", dict(
         dest="roofline_drift_min_compared", metavar="SHARE", type=parse_share_option, default=None,
         help="with --roofline-drift-fail: the least share of a setup's measured predictions that must be "
-             "compared with a baseline when the store holds an earlier run of that setup (default 50%%; 0%% "
-             "turns the check off)")),
+             "compared with a baseline when the store holds an earlier run of that setup (default 50%%; with "
+             "0%% a night must still compare at least one)")),
     ("--roofline-history-optional", dict(
         dest="roofline_history_optional", action="store_true",
         help="a run that cannot be stored in the history is a warning, not a session failure")),

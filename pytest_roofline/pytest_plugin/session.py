@@ -18,12 +18,15 @@ from pytest_roofline.format.tolerance import parse_tolerance
 from pytest_roofline.history import (
     DEFAULT_BASELINE,
     DEFAULT_DRIFT,
+    DEFAULT_MIN_COMPARED,
     DriftPolicy,
     HistoryError,
     HistoryStore,
     RunSummary,
     drift_for,
     identity_file,
+    open_store_quietly,
+    parse_share,
     spec_setup_key,
     stored_value,
 )
@@ -115,8 +118,6 @@ class RooflineSession:
         except ValueError as exc:  # ToleranceError is one
             raise pytest.UsageError(f"roofline drift: {exc}") from None
         self.drift_fail: bool = bool(opt("roofline_drift_fail", False))
-        from pytest_roofline.pytest_plugin.history import DEFAULT_MIN_COMPARED, parse_share
-
         share = opt("roofline_drift_min_compared", None)
         #: with --roofline-drift-fail: the least share of a setup's measured predictions compared with a baseline
         self.drift_min_compared: float = parse_share(share) if share else DEFAULT_MIN_COMPARED
@@ -147,8 +148,6 @@ class RooflineSession:
         error (its URI redacted)."""
         if not self.history_uri or self.history_store is not None:
             return
-        from pytest_roofline.pytest_plugin.history import open_store_quietly
-
         try:
             self.history_store, self.history_runs, self.history_notes = open_store_quietly(self.history_uri)
             if self.drift_policy.pinned is not None and not any(

@@ -1,0 +1,262 @@
+"""Issue 21 through pytest: a nightly that cannot go silently green.
+
+The review (ecosystem-2026-12, H1): a project without pytest.ini, its history store outside it, and
+``--roofline-history DIR`` (a space, not ``=``) — once DIR exists pytest counts it as a path argument and moves the
+rootdir, and a key relative to the rootdir changed: night 2 compared nothing and stayed green. Here the same
+layout, every spelling, with the store inside and outside the project and pytest started from elsewhere: every
+night after the first compares all 19 measured predictions. A store written under the old key scheme still
+compares; a night that compares nothing fails under --roofline-drift-fail; a run that cannot be stored fails the
+session; a damaged index is one plain line, not a Python warning."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from support.paths import CPU_TINY
+from support.postgres import INSTALL_HINT, find_bin_dir, running_postgres
+from support.pytest_run import NO_CACHE
+from support.recordings import recording_path
+
+from pytest_roofline.history import SetupKey, SqlStore, build_records, open_store
+
+RECORDED = recording_path("cpu-tiny")
+COMPARED_ALL = "roofline drift: 19 compared (19 steady), 3 not measured vs the previous run"
+
+
+def pytest_in(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "ROOFLINE_HISTORY"}
+    env["COLUMNS"] = "120"
+    return subprocess.run([sys.executable, "-m", "pytest", *NO_CACHE, "-p", "no:randomly", "-p", "no:html",
+                           "--no-roofline-progress", *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env=env)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """``scratch/work``: a project with no pytest.ini and no git, its prediction file and its recorded run."""
+    work = tmp_path / "scratch" / "work"
+    (work / "predictions").mkdir(parents=True)
+    shutil.copy(CPU_TINY, work / "predictions" / "cpu-tiny.yaml")
+    shutil.copy(RECORDED, work / "night.results.json")
+    return work
+
+
+def _night(cwd: Path, work: Path, *history: str, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    rel = os.path.relpath(work, cwd)
+    return pytest_in(cwd, "--replay", f"{rel}/night.results.json", f"{rel}/predictions/cpu-tiny.yaml", *history,
+                     *extra)
+
+
+@pytest.mark.slow
+def test_the_key_does_not_move_with_the_rootdir(project: Path) -> None:
+    work = project
+    scratch = work.parent
+    outside = scratch / "hist"  # outside the project, as in the review
+    first = _night(work, work, "--roofline-history", str(outside))  # does not exist yet: rootdir scratch/work
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "roofline drift: 0 compared, 19 new, 3 not measured vs the previous run" in first.stdout
+    assert "the store holds no earlier run of this setup: 19 measured, nothing to compare with yet" in first.stdout
+    nights = [
+        _night(work, work, "--roofline-history", str(outside)),  # exists now: pytest's rootdir moves to scratch
+        _night(work, work, f"--roofline-history={outside}"),  # the = spelling: rootdir scratch/work
+        _night(scratch.parent, work, "--roofline-history", str(outside)),  # cd elsewhere
+        _night(work, work, "--roofline-history", "../hist"),  # a relative store path
+    ]
+    rootdirs = set()
+    for r in nights:
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert COMPARED_ALL in r.stdout, r.stdout
+        rootdirs.add(next(line for line in r.stdout.splitlines() if line.startswith("rootdir:")))
+    assert len(rootdirs) >= 2  # pytest's rootdir did move between these nights; the key did not
+    keys = [frozenset(v.key for v in s.values) for s in open_store(str(outside)).runs()]
+    assert len(keys) == 5 and len(set(keys)) == 1
+    assert "cpu-tiny.yaml::queueing-past-the-cap::concurrency=32" in keys[0]
+    # the store inside the project, both spellings
+    inside = work / "hist"
+    for history in (("--roofline-history", str(inside)), ("--roofline-history", str(inside)),
+                    (f"--roofline-history={inside}",)):
+        r = _night(work, work, *history)
+        assert r.returncode == 0, r.stdout + r.stderr
+    assert COMPARED_ALL in r.stdout
+    # the trend page lists each prediction once
+    out = subprocess.run([sys.executable, "-m", "pytest_roofline.cli", "history", str(outside), "-o",
+                          str(work / "trend.html")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    page = (work / "trend.html").read_text()
+    assert page.count('id="') > 0 and "5 runs" in out.stdout
+
+
+def _old_scheme(store_dir: Path, file: str) -> None:
+    """Rewrite the index as the old writer left it: no interval or definition-hash columns, and ``file`` relative
+    to the rootdir of that night (``file``)."""
+    index = store_dir / "index.jsonl"
+    out = []
+    for line in index.read_text().splitlines():
+        d = json.loads(line)
+        fields = d["values"]["fields"]
+        keep = [i for i, f in enumerate(fields) if f not in ("measured_lo", "measured_hi", "interval_method",
+                                                             "interval_level", "definition_hash")]
+        fi = fields.index("file")
+        rows = []
+        for row in d["values"]["rows"]:
+            row = list(row)
+            row[fi] = file
+            row[0] = None  # the key is derived from file, id and at
+            rows.append([row[i] for i in keep])
+        d["values"] = {"fields": [fields[i] for i in keep], "rows": rows}
+        out.append(json.dumps(d))
+    index.write_text("\n".join(out) + "\n")
+
+
+@pytest.mark.slow
+def test_an_old_scheme_store_still_compares(project: Path) -> None:
+    hist = project.parent / "hist"
+    assert _night(project, project, f"--roofline-history={hist}").returncode == 0
+    _old_scheme(hist, "work/predictions/cpu-tiny.yaml")  # written when the rootdir was scratch
+    r = _night(project, project, f"--roofline-history={hist}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert COMPARED_ALL in r.stdout
+    # and roofline compare matches the two schemes too
+    a, b = (s.run_id for s in open_store(str(hist)).runs())
+    c = subprocess.run([sys.executable, "-m", "pytest_roofline.cli", "compare", a, b, "--store", str(hist)],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "120"})
+    assert c.returncode == 0, c.stderr
+    assert "22 predictions; 19 measured in both runs" in c.stdout
+
+
+@pytest.mark.slow
+def test_a_night_that_compared_nothing_fails_under_drift_fail(project: Path) -> None:
+    hist = project.parent / "hist"
+    assert _night(project, project, f"--roofline-history={hist}").returncode == 0
+    _old_scheme(hist, "somewhere/else.yaml")  # a run of this setup whose keys match nothing tonight
+    quiet = _night(project, project, f"--roofline-history={hist}")
+    assert quiet.returncode == 0, quiet.stdout + quiet.stderr  # without --roofline-drift-fail: said, not failed
+    assert "roofline drift: 0 compared, 19 new, 3 not measured vs the previous run" in quiet.stdout
+    # the quiet night was stored too (and tomorrow compares with it): a copy of the store with only the run
+    # whose keys match nothing
+    hist2 = project.parent / "hist2"
+    shutil.copytree(hist, hist2)
+    index = hist2 / "index.jsonl"
+    index.write_text(index.read_text().splitlines()[0] + "\n")
+    r = _night(project, project, f"--roofline-history={hist2}", extra=("--roofline-drift-fail",))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "21 passed, 1 xpassed" in r.stdout  # no test failed: the session did
+    assert ("roofline drift: FAILED (--roofline-drift-fail): cpu · roofline-tiny · vllm 0.32.0: only 0 of 19 "
+            "measured predictions were compared with a baseline (at least 50% must be)") in r.stdout
+    hist3 = project.parent / "hist3"  # the failed night was stored in hist2 (tomorrow compares with it): afresh
+    shutil.copytree(hist, hist3)
+    (hist3 / "index.jsonl").write_text(index.read_text().splitlines()[0] + "\n")
+    zero = _night(project, project, f"--roofline-history={hist3}",
+                  extra=("--roofline-drift-fail", "--roofline-drift-min-compared", "0%"))
+    assert zero.returncode == 1  # 0% lowers the share, but a night that compared nothing at all never passes
+
+
+@pytest.mark.slow
+def test_a_run_that_cannot_be_stored_fails_the_session(project: Path) -> None:
+    hist = project.parent / "hist"
+    hist.mkdir()
+    (hist / "cpu").write_text("a file where the setup's folder must go")  # the store cannot take the run
+    r = _night(project, project, f"--roofline-history={hist}")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "roofline history: ERROR: could not store the run of cpu · roofline-tiny · vllm 0.32.0" in r.stdout
+    assert "21 passed, 1 xpassed" in r.stdout
+    w = _night(project, project, f"--roofline-history={hist}", extra=("--roofline-history-optional",))
+    assert w.returncode == 0 and "roofline history: WARNING: could not store the run" in w.stdout
+
+
+@pytest.mark.slow
+def test_a_damaged_index_is_one_plain_line(project: Path) -> None:
+    hist = project.parent / "hist"
+    assert _night(project, project, f"--roofline-history={hist}").returncode == 0
+    with open(hist / "index.jsonl", "a") as fh:
+        fh.write('{"schema": "pytest-roofline/history-run", "schema_version": 1, "run_id": ["x"]}\n')
+    r = _night(project, project, f"--roofline-history={hist}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "HistoryIndexRebuiltWarning" not in r.stdout + r.stderr and "_store.py" not in r.stdout + r.stderr
+    assert "roofline history: " in r.stdout and "was corrupt (line 2" in r.stdout
+    assert COMPARED_ALL in r.stdout
+    h = subprocess.run([sys.executable, "-m", "pytest_roofline.cli", "history", str(hist), "-o",
+                        str(project / "t.html")], capture_output=True, text=True, timeout=120)
+    assert h.returncode == 0 and "Warning" not in h.stderr
+
+
+# --------------------------------------------------------------------------- PostgreSQL (issue 23's items)
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set and PostgreSQL's initdb/pg_ctl are missing: {INSTALL_HINT}")
+        pytest.skip(f"PostgreSQL's initdb/pg_ctl are not installed ({INSTALL_HINT})")
+    with running_postgres(bin_dir) as server:
+        yield server
+
+
+def _database(server, name: str) -> str:  # noqa: ANN001
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(server.url(), isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text(f"CREATE DATABASE {name}"))
+    engine.dispose()
+    return server.url().rsplit("/", 1)[0] + f"/{name}"
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_four_writers_on_a_fresh_postgres_database_all_succeed(postgres) -> None:  # noqa: ANN001
+    """reliability 9.07: on a fresh database the writers' CREATE TABLEs raced and some writers failed to open the
+    store. Three fresh databases, four writers each opening the store at the same instant and adding 5 runs."""
+    for attempt in range(3):
+        url = _database(postgres, f"race{attempt}")
+        barrier = threading.Barrier(4)
+        errors: list[BaseException] = []
+
+        def writer(w: int, url: str = url, barrier: threading.Barrier = barrier,
+                   errors: list[BaseException] = errors) -> None:
+            try:
+                barrier.wait(30)
+                store = SqlStore(url)
+                try:
+                    for i in range(5):
+                        rec = build_records([{"id": f"p{w}-{i}", "file": "x.yaml", "status": "pass",
+                                              "mode": "math", "at": {}}],
+                                            setups={"x.yaml": SetupKey("cpu", "m", "1")},
+                                            started_at="2026-12-04T02:00:00Z", mode="math")[0]
+                        store.add(rec)
+                finally:
+                    store.close()
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not errors, errors
+        store = SqlStore(url)
+        assert len(store.runs()) == 20
+        store.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_long_and_nul_names_are_stored_in_postgres_and_the_password_never_printed(postgres,  # noqa: ANN001
+                                                                                   project: Path) -> None:
+    url = _database(postgres, "names")
+    label = "nightly-" + "L" * 292  # 300 characters (reliability 9.19)
+    r = _night(project, project, f"--roofline-history={url}", extra=("--roofline-history-label", label))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "roofline history: stored run" in r.stdout and postgres.password not in r.stdout + r.stderr
+    (s,) = SqlStore(url).runs()
+    assert s.label is not None and len(s.label) == 255 and s.label.startswith("nightly-LLL")
