@@ -235,16 +235,17 @@ def test_crash_between_files_and_index_leaves_no_line_without_files(tmp_path, mo
     with pytest.raises(HistoryError, match="cannot write run"):
         store.add(_record(started_at="2026-12-02T02:00:00Z"))
     monkeypatch.undo()
-    # the index is sound and lists only the run whose line was written; the orphan directory is complete
+    # the index is sound and lists only the run whose line was written; a write that failed (a full disk) took
+    # its run folder with it (issue 21: all of a run or none of it)
     with _no_warnings():
         assert [s.run_id for s in store.runs()] == [kept.run_id]
     orphans = [p.parent for p in tmp_path.glob("*/*/*/*/run.json") if p.parent.name != kept.run_id]
-    assert len(orphans) == 1 and (orphans[0] / "verdicts.json").is_file()
-    # a crash earlier still (run.json not yet written) leaves a directory the rebuild skips
+    assert orphans == []
+    # a process killed mid-write leaves what it left: a folder without run.json, which the rebuild skips
     half = tmp_path.joinpath(*H100.parts(), new_run_id("2026-12-03T02:00:00Z", "x"))
     half.mkdir()
     (half / "verdicts.json").write_text("{}")
-    assert store.rebuild_index(reason="") == 2  # the kept run and the orphan whose run.json is complete
+    assert store.rebuild_index(reason="") == 1  # the kept run only
     assert [s.run_id for s in store.runs()][0] == kept.run_id
     assert half.name not in {s.run_id for s in store.runs()}
 
