@@ -37,6 +37,7 @@ from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.quantities.measurement import Measurement
 from pytest_roofline.quantities.registry import QuantityKind
 from pytest_roofline.quantities.serving_values import TERM_LABELS, ServingSweep, SweepPoint, dominant_term, shares_text
+from pytest_roofline.quantities.window import windowed
 from pytest_roofline.units import GB, GIB, format_value
 
 __all__ = ["Verdict", "VerdictStatus", "VerdictMode", "PointError", "setup_for", "score", "diagnose",
@@ -395,7 +396,9 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
         v.status, v.reason = VerdictStatus.SKIP, MEASURE_HOW
         return v
     try:
-        meas = q.measure(measurement, pred.at, setup, spec.thresholds)
+        # the whole run by default (the figure vllm bench serve prints); ``window: steady`` reads the steady window
+        meas = q.measure(measurement if pred.window == "run" else windowed(measurement, pred.window), pred.at, setup,
+                         spec.thresholds)
     except qreg.NotMeasured as exc:
         v.status, v.reason = VerdictStatus.SKIP, str(exc)
         return v

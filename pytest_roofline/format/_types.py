@@ -16,6 +16,7 @@ from pytest_roofline.format.tolerance import Tolerance
 from pytest_roofline.model.calibration import Calibration
 from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.quantities.measurement import PointMode
+from pytest_roofline.quantities.window import Window
 
 __all__ = [
     "PredictedKind", "Predicted", "Expectation", "Prediction", "Sweep", "Spec", "XfailCheck", "XFAIL_CHECKS",
@@ -91,6 +92,9 @@ class Prediction:
     tolerance_written: bool = False  # ``tolerance`` was written on the prediction, not taken from defaults.tolerance
     #: the drift threshold written for it (``drift: 5%``, or the file's ``defaults.drift``); "" when none is written
     drift: str = ""
+    #: the part of a point's measurement it is scored on (``window:``): the whole run, the figure vllm bench serve
+    #: prints (default), or the steady window (``quantities.window``)
+    window: Window = "run"
 
     @property
     def q(self) -> qreg.Quantity:

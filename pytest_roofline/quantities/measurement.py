@@ -102,6 +102,11 @@ class ClientStats(TypedDict, total=False):
     mean_in_flight: float | None
     littles_law: LittlesLaw
     token_count_mismatches: int
+    # since issue 20: tokens delivered several per read (measure.stats.bursts), and the whole run's intervals
+    # (intervals_window: "run") beside the steady window's (steady_intervals; quantities.window)
+    bursts: dict[str, Any]
+    intervals_window: Literal["run"]
+    steady_intervals: dict[str, dict[str, Any]]
     note: str
     # since issue 13 (measure.stats.steady_summary / combine_repeats): the steady window chosen and why, the figures
     # over it, each figure's confidence interval keyed by its dot-joined path ("ttft_ms.p99"), every repeat's own

@@ -159,8 +159,12 @@ def test_repeats_are_averaged_with_a_t_interval():
     b = {"completed": 10, "failed": 0, "ttft_ms": {"p50": 110.0}, "steady": {"completed": 9, "ttft_ms": {"p50": 3.0}}}
     c = combine_repeats([a, b])
     assert c["ttft_ms"]["p50"] == pytest.approx(105.0) and c["completed"] == 20
-    # two repeats 1 and 3: mean 2, sd sqrt(2), se 1, t(0.975, 1) = 12.706
-    iv = c["intervals"]["ttft_ms.p50"]
+    # the whole runs (what a verdict is scored on, issue 20): 100 and 110 -> mean 105, sd sqrt(50), se 5
+    run = c["intervals"]["ttft_ms.p50"]
+    assert run["method"] == "repeats" and run["n"] == 2 and run["requests"] == 20 and c["intervals_window"] == "run"
+    assert run["hi"] == pytest.approx(105 + 12.706 * 5, abs=1e-2)
+    # the steady windows (window: steady): two repeats 1 and 3: mean 2, sd sqrt(2), se 1, t(0.975, 1) = 12.706
+    iv = c["steady_intervals"]["ttft_ms.p50"]
     assert iv["method"] == "repeats" and iv["n"] == 2 and iv["requests"] == 18
     assert iv["hi"] == pytest.approx(2 + 12.706, abs=1e-3)
     # where a rerun of 2 repeats lands: 2 ± 12.706 · sqrt(2) · sqrt(1/2 + 1/2) = 2 ± 17.969

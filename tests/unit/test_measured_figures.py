@@ -10,6 +10,10 @@ from pathlib import Path
 import pytest
 
 from pytest_roofline import cli
+from pytest_roofline.measure.loadgen import LoadResult, LoadSpec, RequestRecord
+from pytest_roofline.measure.stats import burst_flag, summarize
+from pytest_roofline.measure.stats.steady import MAX_DISCARD_SHARE
+from pytest_roofline.quantities.window import window_point
 from pytest_roofline.scoring import error_text, relative_error
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,3 +67,108 @@ def test_simulate_with_a_measured_zero_prints_a_table_not_a_traceback(capsys, tm
     assert row["ratio"]["output_throughput_tok_per_s"] == pytest.approx(
         doc["output_throughput"] / row["output_throughput_tok_per_s"])
     assert math.isfinite(row["error"]["output_throughput_tok_per_s"])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the scored figure is the whole run's; the steady window never leaves out more than its stated share
+# --------------------------------------------------------------------------------------------------------------
+def closed_loop(n: int, clients: int, ttft_s, tokens: int = 32, step_s: float = 0.01,
+                burst: bool = False) -> list[RequestRecord]:
+    """A closed loop of ``clients`` back to back from t = 100 s: request i (in send order) waits ``ttft_s(i)``
+    for its first token, then one token every ``step_s`` (or, ``burst``, all the rest in one read at the end)."""
+    free = [100.0] * clients
+    out = []
+    for i in range(n):
+        c = min(range(clients), key=lambda j: free[j])
+        sent = free[c]
+        first = sent + ttft_s(i)
+        last = first + (tokens - 1) * step_s
+        chunks = [first] + ([last] * (tokens - 1) if burst else [first + k * step_s for k in range(1, tokens)])
+        out.append(RequestRecord(index=i, request_id=f"r{i}", warmup=False, input_len=96, output_len=tokens,
+                                 sent_s=sent, first_token_s=first, chunk_times_s=chunks, end_s=last,
+                                 prompt_tokens=96, completion_tokens=tokens, status="ok"))
+        free[c] = last
+    return out
+
+
+def test_a_steady_window_that_would_drop_30_of_64_is_no_steady_state_and_the_whole_run_is_scored():
+    # the newcomer's C=4 point: 64 requests, MSER-5 dropped a transient of 30 and the verdict scored 1,236.7 tok/s
+    # where output tokens ÷ duration was 680. Here the first 30 requests wait 0.5 s for their first token, the
+    # rest 0.02 s (a transient MSER-5 cuts at its sixth batch: 30 requests, 47% of the point)
+    recs = closed_loop(64, 4, lambda i: 0.5 if i < 30 else 0.02)
+    c = summarize(LoadResult(spec=LoadSpec(model="m", token_id_range=(10, 300), concurrency=4, num_requests=64),
+                             records=recs, run_start_s=99.0, measure_start_s=100.0, run_end_s=200.0,
+                             wall_anchor=1.7e9, perf_anchor_s=99.0))
+    duration = max(r.end_s for r in recs) - 100.0
+    whole = 64 * 32 / duration  # vllm bench serve's output_throughput: output tokens ÷ benchmark duration
+    assert c["output_throughput_tok_s"] == pytest.approx(whole)
+    assert c["intervals_window"] == "run"
+    assert c["intervals"]["output_throughput_tok_s"]["estimate"] == pytest.approx(whole)
+    win = c["steady_window"]
+    assert win["method"] == "none" and "no steady state" in win["reason"]
+    assert f"{MAX_DISCARD_SHARE:.0%}" in win["reason"] and "of 64 requests" in win["reason"]
+    # the steady figures are the whole run's, and a steady-window verdict says why
+    assert c["steady"]["output_throughput_tok_s"] == pytest.approx(whole)
+    pt = window_point({"id": "closed-c4", "client": c, "flags": []}, "steady")
+    assert any("no steady state" in f and "whole run is scored" in f for f in pt["flags"])
+    assert window_point({"id": "closed-c4", "client": c, "flags": []}, "run")["client"]["intervals"] is c["intervals"]
+
+
+def test_a_short_point_has_no_steady_state():
+    recs = closed_loop(12, 4, lambda i: 0.02)
+    c = summarize(LoadResult(spec=LoadSpec(model="m", token_id_range=(10, 300), concurrency=4, num_requests=12),
+                             records=recs, run_start_s=99.0, measure_start_s=100.0, run_end_s=200.0,
+                             wall_anchor=1.7e9, perf_anchor_s=99.0))
+    assert c["steady_window"]["method"] == "none" and "12 requests: too few" in c["steady_window"]["reason"]
+
+
+def test_a_file_from_before_issue_20_is_scored_on_its_whole_run_figure():
+    # its intervals are the steady window's (no intervals_window): the whole-run verdict takes the stored figure
+    old = {"id": "closed-c4", "client": {"output_throughput_tok_s": 680.0,
+                                         "steady": {"output_throughput_tok_s": 1236.7},
+                                         "intervals": {"output_throughput_tok_s": {"estimate": 1236.7}}}}
+    assert "intervals" not in window_point(old, "run")["client"]
+    steady = window_point(old, "steady")["client"]
+    assert steady["output_throughput_tok_s"] == 1236.7 and steady["intervals"]["output_throughput_tok_s"]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# bursts: detected, named, never a TPOT p50 of 0 ms unflagged
+# --------------------------------------------------------------------------------------------------------------
+def _client(recs):
+    return summarize(LoadResult(spec=LoadSpec(model="m", token_id_range=(10, 300), concurrency=4,
+                                              num_requests=len(recs)),
+                                records=recs, run_start_s=99.0, measure_start_s=100.0, run_end_s=200.0,
+                                wall_anchor=1.7e9, perf_anchor_s=99.0))
+
+
+def test_tokens_in_bursts_are_flagged_with_the_share_of_requests():
+    # every reply: its first token, then the other 31 in one read at the end: of its 31 gaps the first (first
+    # token -> the burst) is 0.31 s and 30 are 0; 2 distinct arrivals for 32 tokens, fewer than half: in bursts
+    recs = closed_loop(40, 4, lambda i: 0.02, burst=True)
+    c = _client(recs)
+    b = c["bursts"]
+    assert (b["requests"], b["of"], b["share"]) == (40, 40, 1.0)
+    assert (b["zero_gaps"], b["gaps"]) == (40 * 30, 40 * 31)
+    flag = burst_flag(b)
+    assert flag is not None and "40 of 40 requests (100%)" in flag and "TPOT and ITL" in flag
+    # ITL's median is 0 here; TPOT keeps vLLM's definition, (E2E − TTFT) ÷ (32 − 1) = 0.31 s ÷ 31 = 10 ms
+    assert c["itl_ms"]["p50"] == 0.0 and c["tpot_ms"]["p50"] == pytest.approx(10.0)
+
+
+def test_a_tpot_p50_of_zero_is_never_unflagged():
+    # all 32 tokens of most replies in one read (first token included): TPOT 0 ms for those
+    recs = closed_loop(20, 4, lambda i: 0.02, step_s=0.0)
+    c = _client(recs)
+    assert c["tpot_ms"]["p50"] == 0.0
+    assert burst_flag(c["bursts"]) is not None
+
+
+def test_streamed_tokens_are_not_flagged():
+    c = _client(closed_loop(40, 4, lambda i: 0.02))
+    assert c["bursts"]["requests"] == 0 and c["bursts"]["zero_gaps"] == 0 and burst_flag(c["bursts"]) is None
+    # a few bursty requests (2 of 40, 5%) stay under the 10% that flags the point
+    recs = closed_loop(40, 4, lambda i: 0.02)
+    for r in recs[:2]:
+        r.chunk_times_s = [r.chunk_times_s[0]] + [r.chunk_times_s[-1]] * 31
+    assert _client(recs)["bursts"]["requests"] == 2 and burst_flag(_client(recs)["bursts"]) is None

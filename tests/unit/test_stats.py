@@ -14,6 +14,7 @@ CLIENT_KEYS = {
     "per_request_output_tok_s", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "schedule_lag_ms",
     "mean_in_flight", "littles_law", "token_count_mismatches", "steady_output_throughput_tok_s",
     "steady_mean_in_flight", "steady_window", "steady", "intervals",  # issue 13: steady window and intervals
+    "intervals_window", "steady_intervals", "bursts",  # issue 20: whole-run intervals, bursts
 }
 DIST_KEYS = {"mean", "p50", "p90", "p95", "p99"}
 

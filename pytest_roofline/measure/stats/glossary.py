@@ -117,20 +117,38 @@ GLOSSARY: dict[str, str] = {
         "this purpose (vLLM's convention). Computed by the scoring step from these per-point statistics."
     ),
     "steady_window": (
-        "The part of the measurement window a point's intervals are computed over, found by measurement: the "
+        "The part of the measurement window a point's steady_intervals are computed over, found by measurement: the "
         "warm-up ends when the requests in flight first reach the target concurrency (closed loop) and the TTFT "
         "series in send order stops trending by the MSER-5 truncation rule (White 1997); the drain starts at the "
         "last measured send. Its requests are those sent inside it that finished before the drain; the results "
         "file records where it lies, how many requests it dropped at each end, and why. With "
-        "sweep.steady_state: off it is the whole measurement window."
+        "sweep.steady_state: off it is the whole measurement window. It may leave out at most 25% of the point's "
+        "completed requests, and needs at least 20: otherwise the point has no steady state (method none, with the "
+        "reason) and its steady figures are the whole run's."
     ),
     "steady": (
         "The point's figures over its steady window (TTFT, TPOT, ITL, E2E distributions, throughputs): the values "
-        "a live run's measured predictions are scored on."
+        "a prediction with window: steady is scored on. A prediction without it is scored on the whole run, the "
+        "figures vllm bench serve prints."
+    ),
+    "steady_intervals": (
+        "Each figure's 95% confidence interval over the steady window (the same methods as intervals): what a "
+        "prediction with window: steady is scored on."
+    ),
+    "intervals_window": (
+        "Which window intervals covers: run, the whole measurement window (since issue 20). A results file "
+        "without it holds steady-window intervals under intervals."
+    ),
+    "bursts": (
+        "Tokens delivered several per read: requests whose output tokens arrived at fewer than half as many "
+        "distinct times (gaps under 0.1 ms are one arrival), of the completed requests, their share, and the "
+        "zero gaps among all token gaps. At 10% of the requests or more the point carries a flag, and every "
+        "verdict at it says that TPOT and ITL time the delivery of the stream, not the engine's step."
     ),
     "intervals": (
-        "Each figure's 95% confidence interval over the steady window, with the number of samples (n) and "
-        "requests behind it: distribution-free order-statistic intervals for percentiles (the binomial "
+        "Each figure's 95% confidence interval over the whole measurement window (the figure a verdict is scored "
+        "on, as vllm bench serve reports it), with the number of samples (n) and requests behind it: "
+        "distribution-free order-statistic intervals for percentiles (the binomial "
         "distribution of the order statistics), batch-means Student-t intervals for means (up to 20 contiguous "
         "batches, so correlated neighbours widen it) and for throughputs (20 sub-windows). A side that n samples "
         "cannot bound is null: a p99 from 80 requests has no upper bound at 95%. With sweep.repeats >= 2 it is a "

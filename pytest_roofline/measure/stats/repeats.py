@@ -48,25 +48,15 @@ def next_run_interval(values: Sequence[float], level: float = 0.95, next_repeats
     return float(x.mean()) - half, float(x.mean()) + half
 
 
-def combine_repeats(clients: Sequence[dict[str, Any]], level: float = 0.95) -> dict[str, Any]:
-    """One ``client`` object from the ``client`` objects of ``sweep.repeats`` runs of one point: every figure is
-    the mean over the repeats; each figure of :data:`INTERVAL_FIGURES` gets a Student-t interval over the repeats'
-    steady-window values (``method: repeats``, ``n`` = repeats, ``requests`` = the requests behind them all),
-    which replaces the within-run interval (it holds the run-to-run spread too), with ``next_lo``/``next_hi``
-    where a rerun of as many repeats should land (:func:`next_run_interval`); ``repeats`` keeps every repeat's
-    own object. ``completed``/``failed`` are summed."""
-    if len(clients) == 1:
-        return dict(clients[0])
-    out = _mean_leaves([{k: v for k, v in c.items() if k not in ("repeats", "intervals", "steady_window")}
-                        for c in clients])
-    out["completed"] = sum(int(c.get("completed") or 0) for c in clients)
-    out["failed"] = sum(int(c.get("failed") or 0) for c in clients)
-    requests = sum(int((c.get("steady") or {}).get("completed") or 0) for c in clients)
+def _repeat_intervals(clients: Sequence[dict[str, Any]], level: float, source: Any) -> dict[str, dict[str, Any]]:
+    """A Student-t interval over the repeats for each figure of :data:`INTERVAL_FIGURES`, read from ``source(c)``
+    (a repeat's whole-run figures, or its steady window's)."""
+    requests = sum(int((source(c) or {}).get("completed") or 0) for c in clients)
     intervals: dict[str, dict[str, Any]] = {}
     for key in INTERVAL_FIGURES:
         vals = []
         for c in clients:
-            v: Any = c.get("steady") or c
+            v: Any = source(c)
             for part in key.split("."):
                 v = v.get(part) if isinstance(v, dict) else None
             vals.append(v)
@@ -76,7 +66,27 @@ def combine_repeats(clients: Sequence[dict[str, Any]], level: float = 0.95) -> d
             intervals[key] = {**iv.to_json(), "requests": requests,  # and where a rerun of as many repeats lands
                               "next_lo": nlo if math.isfinite(nlo) else None,
                               "next_hi": nhi if math.isfinite(nhi) else None}
-    out["intervals"] = intervals
+    return intervals
+
+
+def combine_repeats(clients: Sequence[dict[str, Any]], level: float = 0.95) -> dict[str, Any]:
+    """One ``client`` object from the ``client`` objects of ``sweep.repeats`` runs of one point: every figure is
+    the mean over the repeats; each figure of :data:`INTERVAL_FIGURES` gets a Student-t interval over the repeats'
+    whole-run values (``intervals``) and over their steady-window values (``steady_intervals``), ``method:
+    repeats``, ``n`` = repeats, ``requests`` = the requests behind them all, which replaces the within-run
+    interval (it holds the run-to-run spread too), with ``next_lo``/``next_hi`` where a rerun of as many repeats
+    should land (:func:`next_run_interval`); ``repeats`` keeps every repeat's own object. ``completed``/``failed``
+    are summed."""
+    if len(clients) == 1:
+        return dict(clients[0])
+    out = _mean_leaves([{k: v for k, v in c.items()
+                         if k not in ("repeats", "intervals", "steady_intervals", "steady_window")} for c in clients])
+    out["completed"] = sum(int(c.get("completed") or 0) for c in clients)
+    out["failed"] = sum(int(c.get("failed") or 0) for c in clients)
+    # the whole-run figures (what a verdict is scored on) and the steady windows' (``window: steady``)
+    out["intervals"] = _repeat_intervals(clients, level, lambda c: c)
+    out["intervals_window"] = "run"
+    out["steady_intervals"] = _repeat_intervals(clients, level, lambda c: c.get("steady") or c)
     out["steady_window"] = {"method": "repeats", "repeats": len(clients),
                             "windows": [c.get("steady_window") for c in clients]}
     out["repeats"] = [dict(c) for c in clients]

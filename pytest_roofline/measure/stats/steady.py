@@ -17,14 +17,20 @@ from pytest_roofline.measure.loadgen import RequestRecord
 from pytest_roofline.measure.stats.glossary import PERCENTILES, distribution, output_tokens, prompt_tokens
 from pytest_roofline.measure.stats.intervals import mean_interval, percentile_interval, rate_interval
 
-__all__ = ["MSER_BATCH", "STEADY_MODES", "mser_truncation", "SteadyWindow", "steady_window", "INTERVAL_FIGURES",
-           "steady_statistics", "steady_summary"]
+__all__ = ["MSER_BATCH", "STEADY_MODES", "MAX_DISCARD_SHARE", "MIN_STEADY_REQUESTS", "mser_truncation", "SteadyWindow",
+           "steady_window", "run_window", "INTERVAL_FIGURES", "steady_statistics", "steady_summary"]
 
 #: Batch size of the MSER-5 truncation rule (White 1997; White, Cobb & Spratt 2000).
 MSER_BATCH = 5
 #: Steady-window detection modes (``sweep.steady_state``): ``detect`` measures the warm-up and drain of each point
 #: (:func:`steady_window`); ``off`` takes the whole measurement window, as before this option existed.
 STEADY_MODES: tuple[str, ...] = ("detect", "off")
+#: The most of a point's completed requests the steady window may leave out (fill and drain together). A window
+#: that would leave out more is no steady state: the point says so, and its steady figures are the whole run's
+#: (the newcomer's C=4 point of 64 requests lost 30 to MSER-5 and scored 1,237 tok/s where the run made 680).
+MAX_DISCARD_SHARE = 0.25
+#: Fewer completed requests than this have no steady state to find (MSER-5 needs four batches of five).
+MIN_STEADY_REQUESTS = 4 * MSER_BATCH
 
 
 def mser_truncation(series: Sequence[float] | np.ndarray, batch: int = MSER_BATCH) -> tuple[int, str]:
@@ -75,11 +81,36 @@ class SteadyWindow:
     indices: tuple[int, ...]  # RequestRecord.index of the window's requests
     dropped_warmup: int = 0  # measured requests left out at the start
     dropped_drain: int = 0  # measured requests left out because they were still running when the drain began
+    #: ``method`` is also ``"run"`` (the whole measurement window: the figure a verdict is scored on, as
+    #: ``vllm bench serve`` reports it) and ``"none"`` (detection found no steady state: the whole run stands in)
 
     def to_json(self, origin_s: float) -> dict[str, Any]:
         return {"method": self.method, "start_offset_s": self.start_s - origin_s, "end_offset_s": self.end_s - origin_s,
                 "requests": len(self.indices), "dropped_warmup": self.dropped_warmup,
                 "dropped_drain": self.dropped_drain, "reason": self.reason}
+
+
+def run_window(records: Sequence[RequestRecord], window_start_s: float, *, method: str = "run",
+               reason: str = "the whole measurement window: first measured send to the end of the last measured "
+                             "request (as vllm bench serve's duration)") -> SteadyWindow:
+    """The whole measurement window of one point and every completed measured request in it."""
+    measured = [r for r in records if r.in_sample and r.sent_s is not None]
+    ends = [r.end_s for r in measured if r.end_s is not None]
+    return SteadyWindow(window_start_s, max(ends) if ends else window_start_s, method, reason,
+                        tuple(r.index for r in sorted(measured, key=lambda r: r.sent_s or 0.0) if r.ok))
+
+
+def _no_steady_state(win: SteadyWindow, ok: int) -> str | None:
+    """Why ``win`` (a detected window over ``ok`` completed requests) is no steady state, or None when it is one."""
+    if ok < MIN_STEADY_REQUESTS:
+        return f"{ok} requests: too few to find a steady state (needs ≥ {MIN_STEADY_REQUESTS})"
+    dropped = win.dropped_warmup + win.dropped_drain
+    if dropped > MAX_DISCARD_SHARE * ok:
+        return (f"the steady window would leave out {dropped} of {ok} requests ({dropped / ok:.0%}; fill "
+                f"{win.dropped_warmup}, drain {win.dropped_drain}), more than the {MAX_DISCARD_SHARE:.0%} it may")
+    if "past the middle" in win.reason:
+        return "MSER-5's minimum lies past the middle of the run"
+    return None
 
 
 def steady_window(records: Sequence[RequestRecord], window_start_s: float, *, concurrency: int | None = None,
@@ -202,7 +233,23 @@ def steady_statistics(records: Sequence[RequestRecord], window: SteadyWindow, le
 
 def steady_summary(records: Sequence[RequestRecord], window_start_s: float, *, concurrency: int | None = None,
                    method: str = "detect", level: float = 0.95) -> dict[str, Any]:
-    """``{"steady_window", "steady", "intervals"}``: the keys :func:`summarize` adds to a point's ``client``."""
+    """The keys :func:`summarize` adds to a point's ``client``: ``intervals`` (each figure's interval over the whole
+    run: what a verdict is scored on, the figure ``vllm bench serve`` prints), ``intervals_window: "run"``, and the
+    steady window's ``steady_window``, ``steady`` (its figures) and ``steady_intervals`` (for a prediction with
+    ``window: steady``). A detected window that leaves out more than :data:`MAX_DISCARD_SHARE` of the requests,
+    or a point too short for one, has no steady state: ``steady_window.method`` is ``"none"`` with the reason, and
+    its figures are the whole run's."""
+    whole = run_window(records, window_start_s)
+    run_stats, run_intervals = steady_statistics(records, whole, level)
     win = steady_window(records, window_start_s, concurrency=concurrency, method=method)
-    steady, intervals = steady_statistics(records, win, level)
-    return {"steady_window": win.to_json(window_start_s), "steady": steady, "intervals": intervals}
+    if win.method == "detect":
+        why = _no_steady_state(win, len(whole.indices))
+        if why is not None:
+            win = run_window(records, window_start_s, method="none",
+                             reason=f"no steady state: {why}; the whole run stands in ({win.reason})")
+    if win.method in ("none", "off"):
+        steady, steady_intervals = run_stats, run_intervals
+    else:
+        steady, steady_intervals = steady_statistics(records, win, level)
+    return {"steady_window": win.to_json(window_start_s), "steady": steady, "steady_intervals": steady_intervals,
+            "intervals": run_intervals, "intervals_window": "run"}

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from pytest_roofline.measure.loadgen import LoadResult, RequestRecord
+from pytest_roofline.measure.stats.bursts import bursts
 from pytest_roofline.measure.stats.glossary import distribution, output_tokens, prompt_tokens
 from pytest_roofline.measure.stats.steady import steady_summary
 from pytest_roofline.quantities.measurement import PointMode
@@ -130,6 +131,7 @@ def summarize_records(
         "mean_in_flight": mean_in_flight,
         "littles_law": littles,
         "token_count_mismatches": mismatches,
+        "bursts": bursts(completed),  # tokens delivered several per read (measure.stats.bursts)
     }
 
 
