@@ -430,9 +430,14 @@ class ModelArch:
         """Parameters one token touches: MoE counts the top-k experts (+ shared, router)."""
         if self.nominal_params is not None:  # a nominal model (is_nominal)
             return self.nominal_params
+        cached = self.__dict__.get("_active_param_count")
+        if cached is not None:  # a frozen shape's count never changes; the scorecard asks once a point
+            return cached  # type: ignore[no-any-return]
         layers = sum(self.layer_param_count(i, active=True) for i in range(self.num_layers))
         rest = self.non_embedding_param_count() - sum(self.layer_param_count(i) for i in range(self.num_layers))
-        return layers + rest + self.embedding_param_count() + self.lm_head_param_count()
+        count = layers + rest + self.embedding_param_count() + self.lm_head_param_count()
+        object.__setattr__(self, "_active_param_count", count)
+        return count
 
     def streamed_param_count(self) -> int | float:
         """Parameters a decode step reads: active params without the input embedding table.

@@ -260,12 +260,16 @@ class Chart:
         if not self.subtitle:
             return []
         room = max(10, int((self.width - self.margin_left - 8) / (10.5 * _CHAR_W)))
+        key = (self.subtitle, room)
+        if self.__dict__.get("_wrapped_key") == key:  # px/py ask for every point: wrap once
+            return list(self.__dict__["_wrapped"])
         lines: list[str] = []
         for word in self.subtitle.split(" "):
             if lines and len(lines[-1]) + 1 + len(word) <= room:
                 lines[-1] += " " + word
             else:
                 lines.append(word)
+        self.__dict__["_wrapped_key"], self.__dict__["_wrapped"] = key, tuple(lines)
         return lines
 
     @property
