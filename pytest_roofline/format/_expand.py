@@ -28,6 +28,7 @@ from pytest_roofline.format._sections import (
 from pytest_roofline.format._types import XFAIL_CHECKS, Expectation, Predicted, PredictedKind, Prediction, Spec
 from pytest_roofline.format.limits import how_to_raise
 from pytest_roofline.quantities import registry as qreg
+from pytest_roofline.quantities.window import WINDOWS
 from pytest_roofline.units import DEFAULT_UNIT, UnitError, parse_value
 
 __all__ = ["read_predictions"]
@@ -194,6 +195,7 @@ def _common(ctx: NodeReader, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.N
         out["math_tolerance"] = read_tolerance(ctx, m["math_tolerance"][1], dim, unit, "math_tolerance")
     if "notes" in m:
         out["notes"] = ctx.scalar(m["notes"][1], "notes")
+    out["window"] = ctx.string(m["window"][1], "window", WINDOWS) if "window" in m else "run"
     if "setup" in m:
         s = ctx.mapping(m["setup"][1], "setup", SETUP_FIELDS)
         setup: dict[str, Any] = {}
@@ -274,7 +276,7 @@ def _one(ctx: NodeReader, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node
         yield Prediction(id=pid + suffix, quantity=q.name, at=vals, predicted=predicted,
                          tolerance=common["tolerance"] or spec.default_tolerance,
                          tolerance_written=common["tolerance"] is not None,
-                         math_tolerance=common["math_tolerance"], drift=common["drift"],
+                         math_tolerance=common["math_tolerance"], drift=common["drift"], window=common["window"],
                          xfail=common["xfail"], notes=common["notes"], setup=common["setup"], marks=common["marks"],
                          line=line, file=spec.path, at_text=texts)
 
@@ -322,6 +324,7 @@ def _table(ctx: NodeReader, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.No
                                      tolerance=common["tolerance"] or spec.default_tolerance,
                                      tolerance_written=common["tolerance"] is not None,
                                      math_tolerance=common["math_tolerance"], drift=common["drift"],
+                                     window=common["window"],
                                      xfail=common["xfail"], notes=common["notes"], setup=common["setup"],
                                      marks=common["marks"], line=rline, file=spec.path, at_text=texts)
         except SpecError as exc:

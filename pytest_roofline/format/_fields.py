@@ -16,6 +16,7 @@ from pytest_roofline.format._types import MODEL_COLUMNS, STEADY_STATES, XFAIL_CH
 from pytest_roofline.format.tolerance import TOLERANCE_HELP
 from pytest_roofline.model import serving
 from pytest_roofline.quantities.measurement import PointMode
+from pytest_roofline.quantities.window import WINDOWS
 
 __all__ = [
     "F", "TOP_FIELDS", "PREDICTION_FIELDS", "ENGINE_FIELDS", "WORKLOAD_FIELDS", "SWEEP_FIELDS", "SLO_FIELDS",
@@ -88,6 +89,10 @@ PREDICTION_FIELDS: dict[str, F] = {
                       "else --roofline-drift)"),
     "xfail": F("any", "expected to fail: a reason, or {reason: ..., strict: true, mode: math|measured|both}"),
     "notes": F("str", "free notes, shown in the scorecard"),
+    "window": F("str", "which part of a sweep point a measured client figure is scored on: run (the whole "
+                       "measurement window, the figure vllm bench serve prints; the default) or steady (the steady "
+                       "window, fill and drain left out; a point without a steady state scores its whole run and "
+                       "says so)", enum=WINDOWS),
     "setup": F("map", "per-prediction setup overrides: {hardware: ..., model: ..., workload: {...}, engine: {...}}"),
     "marks": F("list", "extra pytest marker names for selection with -m"),
     "table": F("map", "a table of predictions: {at: batch, quantities: [t_mem, ...], rows: [[1, 4.82 ms, ...]]}"),

@@ -172,3 +172,34 @@ def test_streamed_tokens_are_not_flagged():
     for r in recs[:2]:
         r.chunk_times_s = [r.chunk_times_s[0]] + [r.chunk_times_s[-1]] * 31
     assert _client(recs)["bursts"]["requests"] == 2 and burst_flag(_client(recs)["bursts"]) is None
+
+
+def test_window_steady_is_a_second_labelled_figure_a_prediction_asks_for():
+    # a C=4 point of 64 requests whose first 12 (3 batches: under 25%) wait 0.3 s: the steady window leaves them
+    # out; a prediction scores the whole run unless it says window: steady
+    from pytest_roofline.format.spec import loads_spec
+    from pytest_roofline.measure.results import RecordedMeasurement
+    from pytest_roofline.scoring import score
+
+    recs = closed_loop(64, 4, lambda i: 0.3 if i < 12 else 0.02)
+    c = _client(recs)
+    assert c["steady_window"]["method"] == "detect", c["steady_window"]
+    whole = c["intervals"]["output_throughput_tok_s"]["estimate"]
+    steady = c["steady_intervals"]["output_throughput_tok_s"]["estimate"]
+    assert whole == pytest.approx(64 * 32 / (max(r.end_s for r in recs) - 100.0)) and steady != whole
+    spec = loads_spec(
+        "hardware: cpu\nmodel: roofline-tiny\nengine: {name: vllm, version: 0.32.0}\nsweep: {concurrency: [4]}\n"
+        "predictions:\n"
+        f"  - {{id: run, quantity: output_throughput, at: {{concurrency: 4}}, predicted: {whole:.1f} tok/s}}\n"
+        f"  - {{id: st, quantity: output_throughput, at: {{concurrency: 4}}, predicted: {whole:.1f} tok/s,"
+        " window: steady}\n"
+        "  - {id: bad, quantity: output_throughput, at: {concurrency: 4}, predicted: 1 tok/s, window: stady}\n")
+    run_p, st_p, bad_p = spec.predictions
+    assert (run_p.window, st_p.window) == ("run", "steady")
+    assert bad_p.error is not None and "did you mean 'steady'" in str(bad_p.error)
+    meas = RecordedMeasurement({"points": [{"id": "closed-c4", "mode": "closed", "concurrency": 4, "client": c,
+                                            "flags": []}]})
+    v_run, v_st = score(spec, run_p, "measured", meas), score(spec, st_p, "measured", meas)
+    assert v_run.measured_value == pytest.approx(whole) and v_st.measured_value == pytest.approx(steady)
+    assert not any("window: steady" in n for n in v_run.measured_notes)
+    assert any("window: steady" in n and "left out: fill" in n for n in v_st.measured_notes)
