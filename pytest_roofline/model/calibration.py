@@ -375,6 +375,14 @@ def _to_v(name: str, x: float) -> float:
     return math.exp(x)
 
 
+
+def _with_fitted(base: Any, values: Mapping[str, float]) -> Any:
+    """``base`` with fitted ``values``: ServingConstants move the KV bandwidth with a fitted weight bandwidth
+    (``ServingConstants.with_fitted``); another model's constants are replaced as given."""
+    if isinstance(base, serving.ServingConstants):
+        return base.with_fitted(**values)
+    return base.replace(**values)
+
 def fit(points: Sequence[MeasuredPoint], base: Any, *, predict: Predictor, fields: Sequence[str] | None = None,
         weights: Mapping[str, float] | None = None, max_iterations: int = 40,
         max_log_sd: float = MAX_LOG_SD, _check_subset: bool = True) -> FitResult:
@@ -425,7 +433,7 @@ def fit(points: Sequence[MeasuredPoint], base: Any, *, predict: Predictor, field
     cache: dict[tuple[float, ...], tuple[list[float], list[Mapping[str, float]]]] = {}
 
     def constants_at(x: Sequence[float]) -> Any:
-        return base.replace(**{n: _to_v(n, xi) for n, xi in zip(names, x, strict=True)})
+        return _with_fitted(base, {n: _to_v(n, xi) for n, xi in zip(names, x, strict=True)})
 
     def residuals(x: Sequence[float]) -> tuple[list[float], list[Mapping[str, float]]]:
         key = tuple(round(xi, 12) for xi in x)
@@ -658,7 +666,7 @@ class Calibration:
         (the others were defaults when the file was made, and stay the defaults of the setup it is used on)."""
         base = serving.default_constants(setup)
         known = base.to_dict()
-        return base.replace(**{k: float(self.constants[k]) for k in self.fitted if k in known})
+        return base.with_fitted(**{k: float(self.constants[k]) for k in self.fitted if k in known})
 
     def mismatches(self, setup: Setup) -> list[str]:
         """What differs between the setup this was fitted on and ``setup`` (empty: the same)."""

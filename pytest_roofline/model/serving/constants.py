@@ -19,11 +19,27 @@ from pytest_roofline.errors import SimulationError
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model.setup import Setup
 
-__all__ = ["ServingConstants", "CONSTANT_SOURCES", "default_constants", "KERNELS_PER_LAYER", "ACTIVATION_BYTES"]
+__all__ = ["ServingConstants", "CONSTANT_SOURCES", "default_constants", "KERNELS_PER_LAYER", "ACTIVATION_BYTES",
+           "ring_allreduce_latency_s", "FRONTEND_IN_S", "FRONTEND_OUT_S"]
 
-#: kernels per decoder layer charged the fixed memory latency: the QKV, output, gate/up and down GEMMs and the
-#: attention kernel (norms and activations are fused into these by vLLM's compiled graphs); plus one lm_head.
-KERNELS_PER_LAYER = 5
+#: kernels per decoder layer charged the fixed memory latency: the QKV, output, gate/up and down GEMMs (norms and
+#: activations are fused into these by vLLM's compiled graphs); plus one lm_head.  The attention kernel has its
+#: own, larger fixed cost per layer (``ServingConstants.attn_layer_latency_s``).
+KERNELS_PER_LAYER = 4
+
+#: NCCL's small-message ring all-reduce latency, ``NCCL_RING_BASE_S + NCCL_RING_HOP_S x 2 (t - 1)`` for t ranks: a
+#: least-squares line through the published nccl-tests figures on a DGX-A100 (NVLink/NVSwitch, NCCL_ALGO=Ring,
+#: one channel, 8-128 B): 10 us at 2 GPUs, 16.88 us at 4, 33.7 us at 8 (github.com/NVIDIA/nccl-tests/issues/123);
+#: the line gives 9.6 / 17.6 / 33.6 us.  The 2 (t - 1) steps are the ring's reduce-scatter + all-gather.
+NCCL_RING_BASE_S = 5.6e-6
+NCCL_RING_HOP_S = 2.0e-6
+
+
+def ring_allreduce_latency_s(num_ranks: int) -> float:
+    """The fixed (message-size-independent) time of one small all-reduce over ``num_ranks`` GPUs on NVLink: the
+    ring's 2 (t - 1) steps at :data:`NCCL_RING_HOP_S` each plus :data:`NCCL_RING_BASE_S`; 0 for one rank."""
+    t = int(num_ranks)
+    return 0.0 if t <= 1 else NCCL_RING_BASE_S + NCCL_RING_HOP_S * 2 * (t - 1)
 #: bytes per activation element in an all-reduce (bf16 hidden states); its home is model/analytical.py
 ACTIVATION_BYTES = an.ACTIVATION_BYTES
 
@@ -33,8 +49,14 @@ class ServingConstants:
     """Efficiency fractions and overheads of the step cost; see :func:`default_constants` for the sources.
 
     ``host_mem_bytes_per_s`` / ``host_peak_flop_per_s`` stand in for a device that has no roofline figures (the
-    ``cpu`` pseudo-device); ``allreduce_latency_s`` is the fixed cost of one all-reduce (the catalog has link
-    bandwidths but no latencies)."""
+    ``cpu`` pseudo-device); ``allreduce_latency_s`` is the fixed cost of one all-reduce.
+
+    ``hbm_efficiency`` is the fraction of the datasheet bandwidth dense weight streaming reaches;
+    ``kv_bw_efficiency`` the fraction the paged-KV attention reads reach, on top of a fixed
+    ``attn_layer_latency_s`` per layer (the attention kernel's cost when there is little KV to read).
+    ``frontend_in_s`` / ``frontend_out_s``: the API-server path of each request outside the engine steps (HTTP,
+    tokenisation and the hand-over to the engine core before its first step; detokenisation and the SSE chunk
+    after each step that produced a token): they delay the first token and, in a closed loop, the next request."""
 
     hbm_efficiency: float
     flop_efficiency: float
@@ -42,13 +64,24 @@ class ServingConstants:
     step_overhead_s: float
     per_seq_overhead_s: float
     interconnect_efficiency: float = 0.8
-    #: None: the catalog entry's ``interconnect_latency_s``, else ``analytical.DEFAULT_ALLREDUCE_LATENCY_S``
+    #: None: NCCL's ring latency for the TP degree (:func:`ring_allreduce_latency_s`), at least the catalog
+    #: entry's ``interconnect_latency_s`` (PCIe parts)
     allreduce_latency_s: float | None = None
+    #: None: the same as ``hbm_efficiency`` (one efficiency for weights and KV, the model before issue 22)
+    kv_bw_efficiency: float | None = None
+    attn_layer_latency_s: float = 0.0
+    frontend_in_s: float = 0.0
+    frontend_out_s: float = 0.0
     host_mem_bytes_per_s: float | None = None
     host_peak_flop_per_s: float | None = None
 
     FIELDS_FITTABLE: ClassVar[tuple[str, ...]] = (
         "hbm_efficiency", "flop_efficiency", "step_overhead_s", "per_seq_overhead_s")
+
+    @property
+    def kv_efficiency(self) -> float:
+        """The bandwidth fraction of the KV reads: ``kv_bw_efficiency``, or ``hbm_efficiency`` when unset."""
+        return self.hbm_efficiency if self.kv_bw_efficiency is None else float(self.kv_bw_efficiency)
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -58,10 +91,11 @@ class ServingConstants:
             if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
                 raise SimulationError(f"ServingConstants.{f.name} must be a finite number, got {v!r}")
             object.__setattr__(self, f.name, float(v))
-        for name in ("hbm_efficiency", "flop_efficiency", "interconnect_efficiency"):
-            if not 0 < getattr(self, name) <= 1:
+        for name in ("hbm_efficiency", "flop_efficiency", "interconnect_efficiency", "kv_bw_efficiency"):
+            if getattr(self, name) is not None and not 0 < getattr(self, name) <= 1:
                 raise SimulationError(f"ServingConstants.{name} must be in (0, 1], got {getattr(self, name)!r}")
-        for name in ("mem_latency_s", "step_overhead_s", "per_seq_overhead_s", "allreduce_latency_s"):
+        for name in ("mem_latency_s", "step_overhead_s", "per_seq_overhead_s", "allreduce_latency_s",
+                     "attn_layer_latency_s", "frontend_in_s", "frontend_out_s"):
             if getattr(self, name) is not None and getattr(self, name) < 0:
                 raise SimulationError(f"ServingConstants.{name} must be >= 0, got {getattr(self, name)!r}")
         for name in ("host_mem_bytes_per_s", "host_peak_flop_per_s"):
@@ -75,6 +109,15 @@ class ServingConstants:
             raise SimulationError(f"unknown serving constant(s): {', '.join(sorted(unknown))}; "
                                   f"known: {', '.join(f.name for f in dataclasses.fields(self))}")
         return dataclasses.replace(self, **kw)
+
+    def with_fitted(self, **values: float) -> ServingConstants:
+        """These constants with fitted ``values``: a fitted ``hbm_efficiency`` is a measured bandwidth factor, so a
+        separate ``kv_bw_efficiency`` moves with it (their ratio, the kernels' difference, stays; at most 1)
+        unless it is fitted itself."""
+        kw = dict(values)
+        if "hbm_efficiency" in kw and "kv_bw_efficiency" not in kw and self.kv_bw_efficiency is not None:
+            kw["kv_bw_efficiency"] = min(1.0, self.kv_bw_efficiency * float(kw["hbm_efficiency"]) / self.hbm_efficiency)
+        return self.replace(**kw)
 
     def to_dict(self) -> dict[str, float]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
@@ -100,16 +143,37 @@ CONSTANT_SOURCES: Mapping[str, str] = {
     "flop_efficiency": "0.75: large GEMMs at 72-86% of peak FLOP/s in Vidur's profiles (A100 Llama-3-8B "
                        "gate+up/down at 32,768 tokens: 75%/74%); kipply's profiled MLP efficiency 0.72",
     "mem_latency_s": "3 us per kernel: aiconfigurator's mem_empirical_constant_latency 0.000003 (same yaml files); "
-                     f"charged to {KERNELS_PER_LAYER} kernels per layer + the lm_head",
+                     f"charged to {KERNELS_PER_LAYER} GEMM kernels per layer + the lm_head",
+    "kv_bw_efficiency": "0.68 (cuda): FlashAttention-2 paged batch decode on H100 SXM, Llama-3-70B shapes (GQA 8, "
+                        "head 128, 64 sequences, page 256): 28.8 us for a 33 MiB read and 43.6 us for 65 MiB, a "
+                        "slope of 2.27 TB/s = 0.68 of the 3.35 TB/s datasheet (nvbench table in "
+                        "github.com/microsoft/onnxruntime/pull/21414); weight GEMMs stream at 0.70-0.73 on H200 "
+                        "(benchmarks/data/h200-step-sweep.md), so the two differ most against the 0.8 weight "
+                        "factor",
+    "attn_layer_latency_s": "15 us per layer (cuda): the same onnxruntime table's line through its 33 and 65 MiB "
+                            "rows crosses zero bytes at 13.5 us, and its 9 MiB row takes 21.1 us; the project's H200 "
+                            "sweep measured 17.5 us per layer for one-query attention over 1,024 tokens "
+                            "(benchmarks/data/h200-step-sweep.md): a fixed cost per attention kernel, not bandwidth",
+    "frontend_in_s": "15 ms, frontend_out_s 3 ms: vLLM's API-server path outside the engine steps (V1: the "
+                     "API server process parses the HTTP request, tokenises, and hands it to the engine core "
+                     "process over ZMQ; the engine core picks it up before its next schedule(); outputs go back over "
+                     "ZMQ, are detokenised and sent as SSE chunks: vllm/v1/engine/core_client.py, core.py "
+                     "run_busy_loop, output_processor.py). Measured on the CPU engine: client TTFT p50 21.0 ms at "
+                     "C = 1 against a 2.6 ms step (ITL p50) for the tiny model's 128-token prompts "
+                     "(predictions/recorded/cpu-tiny-2026-12-01.results.json): ~18 ms that no step explains, split "
+                     "15 ms before the first step and 3 ms after it (the split is not measured). No public "
+                     "GPU-host figure was found; the band (quantities/bands) carries the error",
     "step_overhead_s": "1.0 ms (cuda): engine time per step not explained by bandwidth: the Day 3 notebook measured "
                        "a 3.3 ms gap at batch 1 over the full-bandwidth weight read, of which the 0.8 bandwidth "
                        "factor and the kernel latencies explain ~2.5 ms (docs/sources.md)",
     "per_seq_overhead_s": "10 us (cuda): per running sequence per step (scheduler bookkeeping, sampler, output "
                           "processing); an order-of-magnitude estimate, no public measurement (sources.d)",
     "interconnect_efficiency": "0.8: the same empirical factor aiconfigurator applies to bandwidth",
-    "allreduce_latency_s": "the catalog entry's interconnect_latency_s; without one 8 us "
-                           "(analytical.DEFAULT_ALLREDUCE_LATENCY_S): llm-analysis's minimum message latency per TP "
-                           "communication (cli99/llm-analysis gpu_configs/*.json, get_latency_fwd_per_tp_comm)",
+    "allreduce_latency_s": "NCCL's small-message ring latency for the TP degree, 5.6 us + 2.0 us x 2 (t - 1) "
+                           "(9.6 us at TP 2, 17.6 us at TP 4: a line through nccl-tests' published DGX-A100 "
+                           "figures, github.com/NVIDIA/nccl-tests/issues/123), never below the catalog entry's "
+                           "interconnect_latency_s (25 us on PCIe parts); the roofline keeps the catalog's 8 us "
+                           "(a ceiling)",
     "cpu": "device cpu (vLLM CPU engine, tiny model): UNCALIBRATED order-of-magnitude defaults: 2 ms per step "
            "(eager PyTorch dispatch of a few hundred ops + the Python engine loop), 50 us per sequence, "
            "20 GB/s and 100 GFLOP/s of host memory and compute, 10% FLOP efficiency (the tiny model's GEMMs have "
@@ -117,11 +181,19 @@ CONSTANT_SOURCES: Mapping[str, str] = {
 }
 
 
+#: the API-server path of a request before its first engine step / after each step (CONSTANT_SOURCES)
+FRONTEND_IN_S = 15e-3
+FRONTEND_OUT_S = 3e-3
+
+
 def default_constants(setup: Setup) -> ServingConstants:
     """The documented defaults (see :data:`CONSTANT_SOURCES`); ``cpu`` devices get uncalibrated ones."""
     if setup.device == "cpu" or setup.hardware.family == "cpu":
         return ServingConstants(hbm_efficiency=0.8, flop_efficiency=0.1, mem_latency_s=0.0,
                                 step_overhead_s=2e-3, per_seq_overhead_s=50e-6,
-                                host_mem_bytes_per_s=20e9, host_peak_flop_per_s=100e9)
+                                host_mem_bytes_per_s=20e9, host_peak_flop_per_s=100e9,
+                                frontend_in_s=FRONTEND_IN_S, frontend_out_s=FRONTEND_OUT_S)
     return ServingConstants(hbm_efficiency=0.8, flop_efficiency=0.75, mem_latency_s=3e-6,
-                            step_overhead_s=1.0e-3, per_seq_overhead_s=10e-6)
+                            step_overhead_s=1.0e-3, per_seq_overhead_s=10e-6,
+                            kv_bw_efficiency=0.68, attn_layer_latency_s=15e-6,
+                            frontend_in_s=FRONTEND_IN_S, frontend_out_s=FRONTEND_OUT_S)

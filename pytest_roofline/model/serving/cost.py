@@ -6,8 +6,12 @@ Step cost (per GPU; ``step_cost``)
 Linear layers and attention are separate kernels, so each is bounded on its own and the two add::
 
     linear    = max(W_step / (e_m BW),  F_lin / (e_f peak))
-    attention = max(KV_step / (e_m BW), F_attn / (e_f peak))
+    attention = max(KV_step / (e_kv BW), F_attn / (e_f peak)) + layers x attn_layer_latency
     time      = linear + attention + kernels x mem_latency + allreduce + step_overhead + per_seq x sequences
+
+* ``e_m`` (``hbm_efficiency``) is dense weight streaming, ``e_kv`` (``kv_bw_efficiency``) the paged-KV attention
+  reads, which reach a lower fraction of the bandwidth, plus a fixed cost per attention kernel
+  (``attn_layer_latency_s``); both from kernel measurements (``constants.CONSTANT_SOURCES``).
 
 * ``W_step``: every streamed weight byte once (the input embedding table is a lookup, not read whole); an MoE
   layer reads only the experts its tokens touch, ``E (1 - (1 - k/E)^T)`` for T tokens with top-k routing.
@@ -20,9 +24,11 @@ Linear layers and attention are separate kernels, so each is bounded on its own 
 * TP = t: weights, FLOPs and KV divided over t GPUs (the per-GPU figures of the Setup: KV by
   ``kv_heads_per_rank``, replicated K/V heads when t > KV heads), plus 2 ring all-reduces per layer of
   ``tokens x hidden x 2`` bytes: ``2 (t-1)/t x bytes / (link x interconnect_efficiency) + latency``, with the
-  link = half the catalog's bidirectional ``interconnect_bytes_per_s`` and the latency the catalog's
-  ``interconnect_latency_s`` (8 us without one) -- ``analytical.tensor_parallel_allreduce`` via
-  ``Setup.allreduce``, the one home the roofline uses too.  Pipeline parallelism is refused (SimulationError).
+  link = half the catalog's bidirectional ``interconnect_bytes_per_s`` and the latency NCCL's small-message ring
+  latency for t ranks (``constants.ring_allreduce_latency_s``: 9.6 us at TP 2, 17.6 us at TP 4), at least the
+  catalog's ``interconnect_latency_s`` -- ``analytical.tensor_parallel_allreduce`` via ``Setup.allreduce``, the
+  one home the roofline uses too (the roofline keeps the catalog's latency: a ceiling).  Pipeline parallelism
+  is refused (SimulationError).
 * dtypes change bytes (``Setup.weight_dtype``, ``Setup.kv_dtype``), not code.
 
 When both terms of each ``max`` are memory-bound this is ``analytical.decode_step`` at ``e_m BW``: the decode
@@ -35,7 +41,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_roofline.errors import SetupError, SimulationError
-from pytest_roofline.model.serving.constants import KERNELS_PER_LAYER, ServingConstants, default_constants
+from pytest_roofline.model.serving.constants import (
+    KERNELS_PER_LAYER,
+    ServingConstants,
+    default_constants,
+    ring_allreduce_latency_s,
+)
 from pytest_roofline.model.serving.engine import EngineConfig
 from pytest_roofline.model.setup import Setup
 
@@ -86,6 +97,7 @@ class CostModel:
             raise SimulationError(f"hardware {setup.hardware.id!r} has no bandwidth/peak figures: give them in the "
                                   "YAML or set serving: host_mem_bytes_per_s / host_peak_flop_per_s")
         self.bw = float(bw) * constants.hbm_efficiency
+        self.kv_bw = float(bw) * constants.kv_efficiency
         self.peak = float(peak) * constants.flop_efficiency
         wbytes = float(setup.weight_bytes) / float(arch.param_count())  # bytes per parameter at the weight dtype
         streamed = float(arch.streamed_param_count())
@@ -117,7 +129,8 @@ class CostModel:
         else:
             qd = arch.num_attention_heads * arch.head_dim
         self.attn_flop_per_pair: float = 4.0 * arch.num_layers * qd / tp
-        self.fixed_latency_s: float = (KERNELS_PER_LAYER * arch.num_layers + 1) * constants.mem_latency_s
+        self.fixed_latency_s: float = ((KERNELS_PER_LAYER * arch.num_layers + 1) * constants.mem_latency_s
+                                       + arch.num_layers * constants.attn_layer_latency_s)
         self.step_overhead_s = constants.step_overhead_s
         self.per_seq_overhead_s = constants.per_seq_overhead_s
         self.allreduce_per_token_s = 0.0
@@ -125,9 +138,11 @@ class CostModel:
         if tp > 1:
             # the two ring all-reduces per layer: analytical.tensor_parallel_allreduce through Setup.allreduce, over
             # one link direction at interconnect_efficiency, the latency from the catalog unless set here
+            latency = constants.allreduce_latency_s
+            if latency is None:
+                latency = max(ring_allreduce_latency_s(tp), setup.allreduce_latency_s)
             try:
-                ar = setup.allreduce(link_efficiency=constants.interconnect_efficiency,
-                                     latency_s=constants.allreduce_latency_s)
+                ar = setup.allreduce(link_efficiency=constants.interconnect_efficiency, latency_s=latency)
             except SetupError as exc:
                 raise SimulationError(str(exc)) from None
             self.allreduce_per_token_s = ar.per_token_s
@@ -145,7 +160,7 @@ class CostModel:
         n_tok = n_dec + pf_tokens
         w = self.weight_bytes(n_tok) / self.bw
         c = (self.lin_flop_per_token * n_tok + self.head_flop_per_seq * n_seqs) / self.peak
-        kv = self.kv_bytes_per_token * (dec_ctx + pf_kv_tokens) / self.bw
+        kv = self.kv_bytes_per_token * (dec_ctx + pf_kv_tokens) / self.kv_bw
         a = self.attn_flop_per_pair * (dec_ctx + pf_pairs) / self.peak
         t = (w if w >= c else c) + (kv if kv >= a else a) + self.fixed_latency_s + self.step_overhead_s \
             + self.per_seq_overhead_s * n_seqs
@@ -159,7 +174,7 @@ class CostModel:
         w = self.weight_bytes(n_tok) / self.bw
         c_pf = self.lin_flop_per_token * pf_tokens / self.peak
         c_dec = (self.lin_flop_per_token * n_dec + self.head_flop_per_seq * n_seqs) / self.peak
-        kv = self.kv_bytes_per_token * (dec_ctx + pf_kv_tokens) / self.bw
+        kv = self.kv_bytes_per_token * (dec_ctx + pf_kv_tokens) / self.kv_bw
         a_pf = self.attn_flop_per_pair * pf_pairs / self.peak
         a_dec = self.attn_flop_per_pair * dec_ctx / self.peak
         weights_s = kv_s = pf_s = dec_s = 0.0

@@ -32,14 +32,18 @@ class Request:
     """One request's state in the simulated engine (prompt and output lengths, tokens computed and produced, KV
     blocks held, its timestamps); plain slots, for the step loop's speed."""
 
-    __slots__ = ("idx", "prompt", "out", "arrival", "computed", "produced", "blocks", "first_token",
+    __slots__ = ("idx", "prompt", "out", "arrival", "ready", "computed", "produced", "blocks", "first_token",
                  "last_token", "finish", "scheduled_at", "client", "preempted")
 
-    def __init__(self, idx: int, prompt: int, out: int, arrival: float, client: int) -> None:
+    def __init__(self, idx: int, prompt: int, out: int, arrival: float, client: int, ready: float | None = None
+                 ) -> None:
         self.idx = idx
         self.prompt = prompt
         self.out = out
+        #: when the client sent it (its latency clock starts); ``ready``: when the engine core can schedule it
+        #: (after the API server's ``frontend_in_s``)
         self.arrival = arrival
+        self.ready = arrival if ready is None else ready
         self.computed = 0
         self.produced = 0
         self.blocks = 0

@@ -3,6 +3,16 @@
 (model/serving/scheduler.py), charges its time from the cost model (model/serving/cost.py), advances the
 requests, and records the metrics that make a ``PointPrediction`` (model/serving/prediction.py).
 
+Frontend
+--------
+A request reaches the engine core ``frontend_in_s`` after the client sent it (the API server's HTTP parsing,
+tokenisation and ZMQ hand-over), and joins the first step that starts after that (the engine core drains its
+input queue between steps: vllm/v1/engine/core.py ``run_busy_loop``); each token reaches the client
+``frontend_out_s`` after its step ends (detokenisation, SSE).  TTFT and the end-to-end latency include both; in a
+closed loop the client sends its next request when it has the last token, ``frontend_out_s`` after the step, so
+the engine, which never waits for it, is mid-step when the request arrives: the wait for the next step is
+simulated, not added.  TPOT and ITL are differences of token times and do not change.
+
 Speed
 -----
 Runs of pure-decode steps with an unchanged running set are advanced in one tight loop (no per-sequence Python
@@ -83,12 +93,14 @@ class _Sim:
             if -(-(p + o) // self.bs) > self.pool:
                 raise SimulationError(f"a request of {p} + {o} tokens needs more KV blocks than the pool holds "
                                       f"({self.pool} usable blocks of {self.bs} tokens)")
-        self.arrivals: deque[Request] = deque()  # future arrivals (open loop), sorted
+        self.arrivals: deque[Request] = deque()  # future arrivals, sorted by when the engine core sees them
+        self.f_in = constants.frontend_in_s
+        self.f_out = constants.frontend_out_s
         self.closed = workload.arrival is ArrivalKind.CLOSED
         if not self.closed:
             times = arrival_times(workload)
             for i, t in enumerate(times):
-                self.arrivals.append(Request(i, self.prompts[i], self.outs[i], t, -1))
+                self.arrivals.append(Request(i, self.prompts[i], self.outs[i], t, -1, ready=t + self.f_in))
         self.next_idx = 0
         # open loop with an in-flight cap (the load generator's optional concurrency cap): arrivals that find
         # the cap full wait at the client and are sent (their latency clock starts) when a request finishes
@@ -115,7 +127,11 @@ class _Sim:
         if i >= self.w.num_requests:
             return
         self.next_idx += 1
-        self.waiting.append(Request(i, self.prompts[i], self.outs[i], t, client))
+        req = Request(i, self.prompts[i], self.outs[i], t, client, ready=t + self.f_in)
+        if self.f_in > 0:
+            self.arrivals.append(req)  # closed loop: sends only happen at step ends, so appends stay sorted
+        else:
+            self.waiting.append(req)
 
     def _in_flight(self) -> int:
         return len(self.running) + len(self.waiting)
@@ -125,7 +141,7 @@ class _Sim:
 
     def _admit_arrivals(self, until: float | None = None) -> None:
         t = self.now if until is None else until
-        while self.arrivals and self.arrivals[0].arrival <= t:
+        while self.arrivals and self.arrivals[0].ready <= t:
             req = self.arrivals.popleft()
             if self._cap_full():
                 self.held.append(req)
@@ -256,10 +272,12 @@ class _Sim:
             req.finish = self.now
             self._release(req)
             self.done.append(req)
-            if self.closed:
-                self._new_closed(self.now, req.client)
+            if self.closed:  # the client sends its next request when it has this one's last token
+                self._new_closed(self.now + self.f_out, req.client)
         while self.held and not self._cap_full():
             req = self.held.popleft()
+            # a held arrival is sent now and queued at once: its frontend_in_s is not simulated (the client's
+            # in-flight cap counts it from here; a request in the API server would not be counted by the engine)
             req.arrival = self.now
             self.waiting.append(req)
 
@@ -306,7 +324,7 @@ class _Sim:
             # at step j the request holds computed + j tokens; it needs a block when computed + j - 1 == bs*m
             phase[(bs - r.computed % bs + 1) % bs] += 1
             S += r.computed
-        next_arrival = self.arrivals[0].arrival if self.arrivals else math.inf
+        next_arrival = self.arrivals[0].ready if self.arrivals else math.inf
         # waiting exists but cannot be admitted, or the client cap is full: arrivals change nothing
         blocked_wait = bool(self.waiting) or self._cap_full()
         cost = self.cost.time
@@ -385,7 +403,7 @@ class _Sim:
             if not self.running and not self.waiting:
                 if not self.arrivals:
                     raise SimulationError("simulation stalled: nothing running, waiting or arriving")
-                self.now = max(self.now, self.arrivals[0].arrival)
+                self.now = max(self.now, self.arrivals[0].ready)
                 continue
             k = self._bulk_len() if self.bulk else 0
             if k >= 2:
@@ -399,12 +417,13 @@ class _Sim:
     def result(self) -> PointPrediction:
         done = sorted(self.done, key=lambda r: r.idx)
         start = min(r.arrival for r in done)
-        end = max(r.finish for r in done)
+        f_out = self.f_out  # every token reaches the client f_out after its step: TTFT and e2e, not TPOT
+        end = max(r.finish for r in done) + f_out
         duration = end - start
-        ttft = sorted((r.first_token - r.arrival) * 1e3 for r in done)
+        ttft = sorted((r.first_token + f_out - r.arrival) * 1e3 for r in done)
         tpot = sorted((r.finish - r.first_token) / (r.out - 1) * 1e3 for r in done if r.out > 1)
-        e2e = [(r.finish - r.arrival) for r in done]
-        queue = [(r.scheduled_at - r.arrival) * 1e3 for r in done]
+        e2e = [(r.finish + f_out - r.arrival) for r in done]
+        queue = [(r.scheduled_at - r.ready) * 1e3 for r in done]  # in the engine's queue, after the frontend
         per_req = [r.out / e for r, e in zip(done, e2e, strict=True) if e > 0]
         itl_p50, itl_p99 = weighted_percentiles([(v * 1e3, c) for v, c in self.itl], (50, 99))
         out_tok = sum(r.out for r in done)

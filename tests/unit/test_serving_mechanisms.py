@@ -1,0 +1,144 @@
+"""The serving model's issue-22 mechanisms, each against a figure worked out by hand or published:
+
+* the API-server frontend around the engine steps (TTFT, the closed loop's wait for the next step);
+* paged-KV attention reads at their own bandwidth fraction plus a fixed cost per attention kernel, against the
+  published FlashAttention-2 paged-decode kernel times on H100 (github.com/microsoft/onnxruntime/pull/21414);
+* NCCL's small-message ring all-reduce latency against nccl-tests' published DGX-A100 figures
+  (github.com/NVIDIA/nccl-tests/issues/123);
+* engine args the model does not simulate are refused at their YAML field, never ignored.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_roofline.errors import SetupValueError
+from pytest_roofline.model import serving as sv
+from pytest_roofline.model.serving.constants import ring_allreduce_latency_s
+from pytest_roofline.model.serving.engine import check_engine_args
+from pytest_roofline.model.setup import build_setup
+
+MiB = 1024 * 1024
+
+
+def h100(**args):
+    return build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b",
+                       engine={"name": "vllm", "version": "0.26.0", "args": dict(args)})
+
+
+def lone(input_len=128, output_len=4, n=1, c=1):
+    return sv.Workload(input_len=sv.LengthDist(input_len), output_len=sv.LengthDist(output_len), num_requests=n,
+                       concurrency=c)
+
+
+# -- frontend ---------------------------------------------------------------------------------------------------
+
+def test_a_lone_request_pays_the_frontend_before_and_after_its_prefill_step():
+    s = h100()
+    c = sv.default_constants(s)
+    assert (c.frontend_in_s, c.frontend_out_s) == (15e-3, 3e-3)
+    p = sv.simulate(s, lone(), constants=c)
+    step = sv.step_cost(s, c, prefill_tokens=[(128, 0)]).time_s
+    # sent at 0, in the engine core at 15 ms, one 128-token prefill step, then 3 ms to the client
+    assert p.ttft_p50_ms == pytest.approx((15e-3 + step + 3e-3) * 1e3, rel=1e-12)
+    # the frontend adds to TTFT only: TPOT is a difference of token times
+    p0 = sv.simulate(s, lone(), constants=c.replace(frontend_in_s=0.0, frontend_out_s=0.0))
+    assert p.tpot_p50_ms == pytest.approx(p0.tpot_p50_ms, rel=1e-12)
+    assert p.ttft_p50_ms - p0.ttft_p50_ms == pytest.approx(18.0, rel=1e-9)
+
+
+def test_a_closed_loop_request_waits_for_the_step_the_engine_started_without_it():
+    """Two clients: A's request is long, B's short; when B's finishes, B's next request reaches the engine core
+    f_out + f_in later, mid-way through one of A's decode steps, and is prefilled in the step after it."""
+    s = h100()
+    c = sv.default_constants(s).replace(frontend_in_s=1e-3, frontend_out_s=0.5e-3)
+    w = sv.Workload(input_len=sv.LengthDist(64), output_len=sv.LengthDist(1, "file", values=(400, 3, 3),
+                                                                               order="sequential"),
+                    num_requests=3, concurrency=2)
+    trace: list[sv.StepRecord] = []
+    sv.simulate(s, w, constants=c, trace=trace)
+    # B's first request finishes at the end of the step that made its 3rd token
+    done_b = [r for r in trace if r.prefill_tokens == 0][1]  # steps: prefill(A+B), decode, decode (B's 3rd)
+    finish_b = done_b.start_s + done_b.time_s
+    ready = finish_b + 0.5e-3 + 1e-3
+    prefill = next(r for r in trace if r.start_s > finish_b and r.prefill_tokens == 64)
+    # the first step boundary at or after the request is in the engine core
+    boundary = min(r.start_s for r in trace if r.start_s >= ready - 1e-12)
+    assert prefill.start_s == pytest.approx(boundary, abs=1e-12)
+    before = [r for r in trace if finish_b - 1e-12 <= r.start_s < boundary]
+    assert len(before) >= 1 and all(r.prefill_tokens == 0 for r in before)  # A decoded alone meanwhile
+
+
+def test_the_queue_time_is_the_engines_own_not_the_frontends():
+    s = h100()
+    p = sv.simulate(s, lone())
+    assert p.mean_queue_ms == pytest.approx(0.0, abs=1e-9)
+
+
+# -- paged-KV reads vs weight streaming ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("read_mib, measured_us, rel", [(9, 21.135, 0.10), (33, 28.780, 0.05), (65, 43.563, 0.05)])
+def test_the_attention_term_reproduces_published_paged_decode_kernel_times(read_mib, measured_us, rel):
+    """FlashAttention-2 paged batch decode on H100 SXM (nvbench "GPU Time", onnxruntime PR #21414, Llama-3-70B
+    shapes, 64 sequences): the model's one-layer attention cost is attn_layer_latency_s + bytes / (0.68 x 3.35
+    TB/s)."""
+    c = sv.default_constants(h100())
+    model_us = (c.attn_layer_latency_s + read_mib * MiB / (c.kv_bw_efficiency * 3.35e12)) * 1e6
+    assert model_us == pytest.approx(measured_us, rel=rel)
+
+
+def test_kv_reads_and_weight_streaming_have_separate_efficiencies():
+    s = h100()
+    c = sv.default_constants(s)
+    a = sv.step_cost(s, c, decode_ctx_tokens=[1000] * 64)
+    b = sv.step_cost(s, c, decode_ctx_tokens=[2000] * 64)
+    # the KV term's slope: KV bytes per token over 0.68 of the datasheet bandwidth; the weights at 0.8
+    assert (b.kv_s - a.kv_s) == pytest.approx(64 * 1000 * s.kv_bytes_per_token_per_gpu / (0.68 * 3.35e12),
+                                              rel=1e-9)
+    one = sv.step_cost(s, c.replace(kv_bw_efficiency=None), decode_ctx_tokens=[1000] * 64)
+    assert a.weights_s == pytest.approx(one.weights_s, rel=1e-12)
+    assert a.kv_s / one.kv_s == pytest.approx(0.8 / 0.68, rel=1e-12)
+    # the attention kernel's fixed cost: 32 layers x 15 us on top of the GEMMs' 3 us x (4 x 32 + 1)
+    assert a.overhead_s == pytest.approx(c.step_overhead_s + 64 * c.per_seq_overhead_s
+                                         + (4 * 32 + 1) * 3e-6 + 32 * 15e-6, rel=1e-12)
+
+
+# -- tensor parallelism ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ranks, published_us", [(2, 10.0), (4, 16.88), (8, 33.7)])
+def test_the_all_reduce_latency_reproduces_nccl_tests_small_message_figures(ranks, published_us):
+    assert ring_allreduce_latency_s(ranks) * 1e6 == pytest.approx(published_us, rel=0.05)
+    assert ring_allreduce_latency_s(1) == 0.0
+
+
+def test_each_tp_degree_pays_its_own_ring_latency_per_all_reduce():
+    for tp, lat in ((2, 9.6e-6), (4, 17.6e-6)):
+        s = h100(tensor_parallel_size=tp)
+        c = sv.default_constants(s)
+        one_token = sv.step_cost(s, c, decode_ctx_tokens=[10])
+        link = 900e9 / 2 * 0.8
+        per_call = 2 * (tp - 1) / tp * 4096 * 2 / link + lat
+        assert one_token.allreduce_s == pytest.approx(2 * 32 * per_call, rel=1e-9)
+
+
+# -- engine args ------------------------------------------------------------------------------------------------
+
+def test_multi_step_scheduling_is_refused_at_its_yaml_field():
+    with pytest.raises(SetupValueError, match="num_scheduler_steps.*multi-step") as exc:
+        sv.EngineConfig.from_setup(h100(num_scheduler_steps=10))
+    assert exc.value.field == "engine.args.num_scheduler_steps"
+    sv.EngineConfig.from_setup(h100(num_scheduler_steps=1))  # single-step: what the model simulates
+
+
+@pytest.mark.parametrize("key, value", [("speculative_config", {"num_speculative_tokens": 3}),
+                                        ("async_scheduling", True), ("data_parallel_size", 2),
+                                        ("enforce_eager", True), ("made_up_flag", 1)])
+def test_every_arg_the_model_does_not_simulate_is_refused(key, value):
+    with pytest.raises(SetupValueError) as exc:
+        check_engine_args({key: value})
+    assert exc.value.field == f"engine.args.{key}"
+
+
+def test_args_without_a_timing_effect_and_eager_mode_on_the_cpu_engine_are_accepted():
+    check_engine_args({"host": "0.0.0.0", "served_model_name": ["x"], "seed": 0, "async_scheduling": False})
+    check_engine_args({"enforce_eager": True}, device="cpu")
