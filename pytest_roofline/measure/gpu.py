@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from pytest_roofline.errors import GPUDetectionError
+from pytest_roofline.model import hardware
 from pytest_roofline.units import GIB, KIB, MIB
 
 __all__ = [
@@ -69,14 +70,9 @@ _BASE_FIELDS = QUERY_FIELDS[:-1]
 AMD_SMI_ARGS = ("static", "--asic", "--vram", "--bus", "--json")
 ROCM_SMI_ARGS = ("--showproductname", "--showmeminfo", "vram", "--json")
 
-#: every catalog id a detected device can map to (tests check this is the whole catalog but ``cpu``)
-CATALOG_IDS = (
-    "a100-sxm4-40gb", "a100-sxm4-80gb", "a100-pcie-40gb", "a100-pcie-80gb",
-    "h100-sxm", "h100-pcie", "h100-nvl", "h200", "h200-nvl", "b200",
-    "l4", "l40s", "rtx-4090", "mi300x",
-    "a10", "a10g", "l40", "rtx-a6000", "rtx-3090", "rtx-6000-ada", "h20", "h800", "b300", "gb200",
-    "mi250x", "mi325x", "gaudi2", "gaudi3",
-)
+#: every catalog id a detected device can map to: the whole catalog but ``cpu`` (a GPU added to hardware.json is
+#: detected by its aliases, the names nvidia-smi prints among them)
+CATALOG_IDS = tuple(i for i in hardware.CATALOG if i != "cpu")
 
 # PCI device ids (vendor 0x1002) that name one product on their own, for rocm-smi outputs whose
 # "Card Series" is a family string; from the PCI ID repository (pci-ids.ucw.cz, vendor 1002):
@@ -423,7 +419,8 @@ def match_variant(name: str, memory_total_mib: int | None = None, *, device_id: 
         else:
             return None
         return f"a100-{form}-{size}"
-    return None
+    # ---- any other name the catalog lists as an alias (hardware.json: adding a GPU is a data change)
+    return hardware.catalog_id(name.strip())
 
 
 # --------------------------------------------------------------------------- running the tools

