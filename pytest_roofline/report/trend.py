@@ -47,6 +47,7 @@ from pytest_roofline.history import (
     RunSummary,
     StoredValue,
     drift_for,
+    unify_keys,
 )
 from pytest_roofline.report.common import (
     EXPLAIN_CSS,
@@ -145,6 +146,8 @@ class _Nights:
         self.one_year = len(years) == 1
         self.days = [_night(r)[:10] for r in runs]
         self.tick_texts = [d[5:] for d in self.days] if self.one_year else self.days
+        if len(set(self.days)) < n:  # nights that share a date: their time of day tells them apart
+            self.tick_texts = [f"{t} {_night(r)[11:16]}" for t, r in zip(self.tick_texts, runs)]
         self.axis_label = f"night (UTC, {years[0]})" if self.one_year else "night (UTC)"
         self.ticks = _x_ticks(n)
         self.heads = [f"{_night(r)} UTC · {_commit(r)} · vllm {r.setup.engine_version}" for r in runs]
@@ -166,6 +169,7 @@ def _groups(runs: Sequence[RunSummary]) -> list[_Group]:
         by.setdefault(_group_key(r), []).append(r)
     out = []
     for (hw, model), rs in sorted(by.items()):
+        rs = unify_keys(rs)  # nights stored under the old key scheme join their prediction's series
         order: dict[str, int] = {}
         # the latest run's predictions first, in its order; then those only older runs held, newest first
         for r in reversed(rs):
@@ -237,6 +241,8 @@ def _all_numbers(s: _Series) -> list[float]:
         if v is None:
             continue
         out += [float(x) for x in (v.measured, v.model, v.lo, v.hi, v.predicted) if is_number(x)]
+        if is_number(v.measured):  # the whiskers of the measured value's interval stay on the chart
+            out += [float(x) for x in (v.measured_lo, v.measured_hi) if is_number(x)]
     return out
 
 
@@ -392,10 +398,22 @@ def _chart(group: _Group, s: _Series, *, width: int = 560, height: int = 230) ->
             for i, y, _ in measured:
                 ys[i] = y
             c.line(list(zip(map(float, range(n)), ys)), color="#9aa3ad", width=1.2)
+        # each measured point's 95 % confidence interval as a whisker (an unbounded side is not drawn)
+        whiskers: list[tuple[float, float]] = []
+        for i, y, v in measured:
+            ends = [d(x) for x in (v.measured_lo, v.measured_hi)]
+            if v.interval_method and any(e is not None for e in ends):
+                whiskers += [(float(i), ends[0] if ends[0] is not None else y),
+                             (float(i), ends[1] if ends[1] is not None else y), (math.nan, math.nan)]
+        if whiskers:
+            c.line(whiskers, color="#59636e", width=1.3, label="95 % interval")
         by_status: dict[str, list[tuple[float, float]]] = {}
         for i, y, v in measured:
             by_status.setdefault(v.status, []).append((float(i), y))
-            tips.append((i - 0.5, i + 0.5, y, f"{nights.heads[i]} — measured {_fmt_measured(v)}: {v.status}"))
+            ci = (f" [{_fmt(v, v.measured_lo) if is_number(v.measured_lo) else 'no lower bound'}, "
+                  f"{_fmt(v, v.measured_hi) if is_number(v.measured_hi) else 'no upper bound'}]"
+                  if v.interval_method else "")
+            tips.append((i - 0.5, i + 0.5, y, f"{nights.heads[i]} — measured {_fmt_measured(v)}{ci}: {v.status}"))
         for status in ("pass", "fail", "error", "skip", "inconclusive"):
             if status in by_status:
                 c.dots(by_status.pop(status), color=_status_color(status), size=size,

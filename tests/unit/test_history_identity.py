@@ -328,3 +328,22 @@ def test_a_password_with_a_space_is_redacted_once_remembered() -> None:
 
 def test_printable_escapes_control_characters() -> None:
     assert redact.printable("a\x1b[2Jb\x00c\u202ed\tok\n") == "a\\x1b[2Jb\\x00c\\u202ed\tok\n"
+
+
+# ------------------------------------------------------------------------------------------------ trend page
+
+
+def test_trend_page_has_whiskers_and_the_time_of_same_day_nights() -> None:
+    from pytest_roofline.report.trend import render_trend
+
+    def v(x: float) -> StoredValue:
+        return val("tput-c4", x, lo=x - 100.0, hi=x + 150.0, method="batch-means")
+
+    page = render_trend([night(4, v(1000.0), hour=9), night(4, v(1100.0), hour=10), night(4, v(900.0), hour=11)])
+    assert "12-04 09:00" in page and "12-04 11:00" in page  # not "12-04 12-04 12-04"
+    assert "95 % interval" in page
+    assert "[900 tok/s, 1,150 tok/s]" in page  # night 1's interval in its tooltip
+    # old-scheme nights join the current series: one chart, not two
+    old = night(3, val("tput-c4", 950.0, file="work/my-cpu.yaml", hashed=False))
+    page2 = render_trend([old, night(4, v(1000.0))])
+    assert page2.count("output_throughput — my-cpu.yaml") == 1 and "work/my-cpu.yaml" not in page2
