@@ -147,6 +147,10 @@ def goodput_table(points: Iterable[PointRecord] | Mapping[str, Any] | None) -> l
     return rows
 
 
+#: the statistics of a client distribution (``Distribution``), the numbers goodput reads
+_STATISTICS = ("mean", "p50", "p90", "p95", "p99")
+
+
 def _distribution(pt: PointRecord, key: str) -> dict[str, float]:
     """The recorded statistics of one client distribution, numbers only (absent ones left out); PointError when
     the file holds something else there."""
@@ -156,8 +160,10 @@ def _distribution(pt: PointRecord, key: str) -> dict[str, float]:
     if not isinstance(d, Mapping):
         raise PointError(f"point {point_id(pt)}: client.{key} is a {type(d).__name__}, not an object")
     out = {}
-    for stat in d:
-        x = client_number(pt, key, str(stat))
+    for stat in _STATISTICS:  # a distribution's other keys are words (a peer's "note", "estimated_from")
+        if stat not in d:
+            continue
+        x = client_number(pt, key, stat)
         if x is not None:
             out[str(stat)] = x
     return out

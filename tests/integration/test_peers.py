@@ -248,3 +248,50 @@ def test_real_guidellm_file():
     assert c["littles_law"]["L_configured"] == 2.0 and c["littles_law"]["ratio"] is None
     assert c["tpot_ms"]["count"] == 20 * 63  # token-weighted: 63 gaps per 64-token request
     assert data["setup"]["model"]["name"] == "roofline-tiny"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# issue 20: every peer format works in roofline report, and their output folders are found by layout
+# ---------------------------------------------------------------------------------------------------------------
+GL_REAL = PEERS / "guidellm-cpu-tiny" / "benchmarks.json"
+AP_REAL = PEERS / "aiperf-cpu-tiny" / "profile_export_aiperf.json"
+
+
+@pytest.mark.parametrize("recording", [GL_REAL, AP_REAL, AP_REAL.parent], ids=["guidellm", "aiperf", "aiperf-dir"])
+def test_report_renders_the_guidellm_and_aiperf_recordings(tmp_path: Path, recording: Path):
+    # the newcomer's H4: rc 2, 'client.tpot_ms.note is "GuideLLM's inter_token_latency_ms: per-…" (str), not a
+    # number'; and M10: AIPerf's folder was 'a directory with no results this project reads'
+    from pytest_roofline.cli import main
+
+    out = tmp_path / "s.html"
+    assert main(["report", str(CPU_TINY), str(recording), "-o", str(out)]) == 0
+    html = out.read_text()
+    assert ("GuideLLM" if recording == GL_REAL else "AIPerf") in html and "closed-c" in html
+
+
+def test_aiperf_artifact_folder_is_found_by_its_layout(tmp_path: Path):
+    # aiperf profile writes artifacts/<model>-<endpoint>-concurrency<N>/profile_export_aiperf.json beside its CSV,
+    # per-request JSONL and server-metrics export; one run per folder, merged into one sweep
+    doc = json.loads(AP_REAL.read_text())
+    for c in (4, 2):
+        run = tmp_path / "artifacts" / f"roofline-tiny-openai-completions-concurrency{c}"
+        run.mkdir(parents=True)
+        d = json.loads(json.dumps(doc))
+        for phase in d["input_config"]["phases"]:
+            if phase.get("kind", "profiling") == "profiling":
+                phase["concurrency"] = c
+        (run / "profile_export_aiperf.json").write_text(json.dumps(d))
+        (run / "profile_export.jsonl").write_text("{}\n")
+        (run / "server_metrics_export.json").write_text('{"not": "a profile export"}')
+    assert detect_format(tmp_path) == "AIPerf"
+    data = load_any(tmp_path)
+    assert sorted(p["id"] for p in data["points"]) == ["closed-c2", "closed-c4"] and data["source"] == "AIPerf"
+    assert detect_format(tmp_path / "artifacts" / "roofline-tiny-openai-completions-concurrency4") == "AIPerf"
+
+
+def test_guidellm_default_outputs_are_found_by_their_layout(tmp_path: Path):
+    # guidellm benchmark writes benchmarks.json (with .html/.csv) into its output path
+    shutil.copy(GL_REAL, tmp_path / "benchmarks.json")
+    (tmp_path / "benchmarks.html").write_text("<html></html>")
+    assert detect_format(tmp_path) == "GuideLLM"
+    assert [p["id"] for p in load_any(tmp_path)["points"]] == ["closed-c2"]

@@ -8,6 +8,10 @@
 * GuideLLM's benchmarks JSON (``guidellm benchmark --outputs json``, :mod:`.guidellm`);
 * AIPerf's ``profile_export_aiperf.json`` and GenAI-Perf's ``profile_export_genai_perf.json`` (:mod:`.aiperf`).
 
+A folder is recognised by its layout: a ``results.json`` of our own; AIPerf's artifact folder
+(``artifacts/<run>/profile_export_aiperf.json``, one per run: their points are merged); GuideLLM's default
+outputs (``benchmarks.json``, or any GuideLLM JSON in it); else ``vllm bench serve`` files.
+
 Each reader converts units explicitly and leaves a figure its tool does not report absent, with the reason in
 the point's ``not_reported`` (never 0); what the file cannot say about the run (the GPU, the engine version) is
 listed in ``setup.unchecked`` for the mismatch check (``measure.results.match``).
@@ -16,13 +20,14 @@ listed in ``setup.unchecked`` for the mismatch check (``measure.results.match``)
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pytest_roofline.errors import ResultsError
 from pytest_roofline.measure.results.file import SCHEMA, ResultsData, load_results
 from pytest_roofline.measure.results.peers import aiperf, guidellm, vllm_bench
-from pytest_roofline.measure.results.peers._common import load_json
+from pytest_roofline.measure.results.peers._common import load_json, results_document
 
 __all__ = ["load_any", "detect_format", "FORMATS"]
 
@@ -40,11 +45,16 @@ def detect_format(path: str | os.PathLike[str]) -> str:
             doc = _try_json(own)
             if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
                 return OWN
+        if _layout_files(p, aiperf.FORMAT):
+            return aiperf.FORMAT
+        if _layout_files(p, guidellm.FORMAT):
+            return guidellm.FORMAT
         for f in sorted(p.rglob("*.json")):
             if vllm_bench.sniff(f):
                 return vllm_bench.FORMAT
-        raise ResultsError(f"{p}: is a directory with no results this project reads (give a results.json, or a "
-                           "folder of vllm bench serve --save-result files)")
+        raise ResultsError(f"{p}: is a directory with no results this project reads (give a results.json, a "
+                           "folder of vllm bench serve --save-result files, AIPerf's artifact folder or GuideLLM's "
+                           "output folder)")
     if not p.exists():
         raise ResultsError(f"{p}: no such results file")
     doc = _try_json(p)
@@ -57,6 +67,41 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     if vllm_bench.sniff(p):
         return vllm_bench.FORMAT
     return OWN  # not JSON, unreadable, or no known format: our own reader names what is wrong
+
+
+#: the files a peer writes into its output folder, by the names it gives them
+_LAYOUT = {aiperf.FORMAT: ("profile_export_aiperf.json", "profile_export_genai_perf.json"),
+           guidellm.FORMAT: ("*.json",)}
+#: the most files of one folder read as one run's points
+MAX_LAYOUT_FILES = 256
+
+
+def _layout_files(folder: Path, fmt: str) -> list[Path]:
+    """The files of ``fmt`` in ``folder`` (and below), found by the names the tool writes and checked by content."""
+    is_fmt = aiperf.is_aiperf if fmt == aiperf.FORMAT else guidellm.is_guidellm
+    found: list[Path] = []
+    for pattern in _LAYOUT[fmt]:
+        for f in sorted(folder.rglob(pattern)):
+            if f.is_file() and f not in found and is_fmt(_try_json(f)):
+                found.append(f)
+                if len(found) > MAX_LAYOUT_FILES:
+                    raise ResultsError(f"{folder}: more than {MAX_LAYOUT_FILES} {fmt} files; give one run's folder")
+    return found
+
+
+def _merged(folder: Path, fmt: str) -> ResultsData:
+    """One results document from every ``fmt`` file of ``folder`` (one run each, e.g. one per concurrency)."""
+    load = aiperf.load if fmt == aiperf.FORMAT else guidellm.load
+    docs = [load(f) for f in _layout_files(folder, fmt)]
+    if len(docs) == 1:
+        return docs[0]
+    first = docs[0]
+    unchecked = first["setup"].get("unchecked")
+    return results_document(source=fmt, where=str(folder), points=[p for d in docs for p in d["points"]],
+                            setup={k: v for k, v in first["setup"].items() if k not in ("mode", "unchecked")},
+                            unchecked=unchecked if isinstance(unchecked, Mapping) else None,
+                            notes=f"{len(docs)} {fmt} files merged: "
+                                  + ", ".join(str(f.relative_to(folder)) for f in _layout_files(folder, fmt)))
 
 
 def _try_json(path: Path) -> Any:
@@ -74,6 +119,8 @@ def load_any(path: str | os.PathLike[str]) -> ResultsData:
         return load_results(p / "results.json" if p.is_dir() else p)
     if fmt == vllm_bench.FORMAT:
         return vllm_bench.load(p)
+    if p.is_dir():  # a peer's output folder, found by its layout
+        return _merged(p, fmt)
     if fmt == guidellm.FORMAT:
         return guidellm.load(p)
     return aiperf.load(p)
