@@ -260,3 +260,22 @@ def test_long_and_nul_names_are_stored_in_postgres_and_the_password_never_printe
     assert "roofline history: stored run" in r.stdout and postgres.password not in r.stdout + r.stderr
     (s,) = SqlStore(url).runs()
     assert s.label is not None and len(s.label) == 255 and s.label.startswith("nightly-LLL")
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+@pytest.mark.parametrize("password", ["pw/SLASH-SECRET1", "pw SPACE-SECRET2", "pw?QUERY-SECRET3"])
+def test_a_postgres_password_is_printed_nowhere(postgres, project: Path, password: str) -> None:  # noqa: ANN001
+    """reliability 9.18b: passwords SQLAlchemy URLs allow, holding "/", a space or "?" (wrong ones here, so every
+    command fails and prints its error): the password appears in no output of pytest, roofline history or roofline
+    compare."""
+    url = postgres.url(password=password)
+    outs = [_night(project, project, f"--roofline-history={url}")]
+    for cmd in (["history", url, "-o", str(project / "t.html")], ["compare", "a", "b", "--store", url]):
+        outs.append(subprocess.run([sys.executable, "-m", "pytest_roofline.cli", *cmd], capture_output=True,
+                                   text=True, timeout=120))
+    for r in outs:
+        assert r.returncode != 0
+        secret = password.split("-", 1)[1]
+        assert secret not in r.stdout + r.stderr, r.stdout + r.stderr
+        assert "***@127.0.0.1" in r.stdout + r.stderr or "***" in r.stdout + r.stderr
