@@ -63,10 +63,14 @@ class PointPrediction:
     #: prompt tokens served by the prefix cache from the workload's shared prefix / prompt tokens (first
     #: computations; ``prefix_hit_rate``'s synthetic hits are not counted)
     prefix_cache_hit_rate: float = 0.0
+    #: the model's interval around each of its values (``model.bands``: measured / model ratios of the regime on
+    #: public runs), ``metric -> (low, high)``; a metric without band data is absent
+    bands: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["time_shares"] = dict(self.time_shares)
+        d["bands"] = {k: list(v) for k, v in self.bands.items()}
         return d
 
 

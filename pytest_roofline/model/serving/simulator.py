@@ -25,12 +25,14 @@ _bulk=False)`` is the slow reference; tests compare them).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
 from pytest_roofline.errors import SimulationError
+from pytest_roofline.model import bands as bands
 from pytest_roofline.model import workload as _schedule
 from pytest_roofline.model.serving.constants import ServingConstants, default_constants
 from pytest_roofline.model.serving.cost import CostModel
@@ -458,7 +460,24 @@ def simulate(setup: Setup, workload: Workload, *, engine: EngineConfig | None = 
     constants = constants or default_constants(setup)
     sim = _Sim(setup, workload, engine, constants, _bulk, trace)
     sim.run()
-    return sim.result()
+    return with_bands(sim.result(), setup, engine)
+
+
+def with_bands(pred: PointPrediction, setup: Setup, engine: EngineConfig) -> PointPrediction:
+    """``pred`` with the band around each of its values (``model.bands``), for its regime: its mean running
+    batch, the TP degree, V0/V1 (chunked prefill) and the device."""
+    out: dict[str, tuple[float, float]] = {}
+    for metric in bands.BAND_METRICS:
+        value = float(getattr(pred, metric))
+        if not math.isfinite(value):
+            continue
+        reg = bands.regime_of(metric, mean_running_batch=pred.mean_running_batch,
+                              tp=engine.tensor_parallel_size, chunked_prefill=engine.chunked_prefill,
+                              device=setup.device)
+        b = bands.band_for(reg)
+        if b is not None:
+            out[metric] = b.around(value)
+    return dataclasses.replace(pred, bands=out) if out else pred
 
 
 def simulate_sweep(setup: Setup, workloads: Sequence[Workload], **kw: Any) -> list[PointPrediction]:

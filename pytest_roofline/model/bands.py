@@ -1,0 +1,151 @@
+"""How wrong the serving model is, by regime: the interval (band) around each of its values.
+
+A band is the range of ``measured / model`` ratios the model showed on public measured runs of the same regime
+(``benchmarks/model_accuracy.py`` derives it from the accuracy corpus under ``benchmarks/data/corpus/`` and the
+project's recordings, and writes ``model/data/bands.json``; docs/explanation/models.md has the table and the
+leave-one-source-out coverage).  A regime is the metric, the load (the mean running batch: ``low`` <= 16 <
+``high``), the TP degree (``tp1`` / ``tpN``) and the engine (``v0``: whole prefills, ``v1``: chunked prefill;
+``cpu`` for the CPU pseudo-device).  A regime without data borrows the metric's pooled band over the regimes of
+its device class (GPUs, or the CPU engine), marked ``pooled``; a metric without any data there has no band (None),
+never a made-up one.
+
+The band's nominal coverage is :data:`NOMINAL_COVERAGE` (the ratios' 10th to 90th percentile); with fewer than
+:data:`MIN_POINTS` ratios in a regime the band is their min-max, widened by the spread of the pooled band.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Literal
+
+__all__ = ["Band", "BAND_METRICS", "NOMINAL_COVERAGE", "MIN_POINTS", "Regime", "regime_of", "band_for",
+           "derive_bands", "load_bands", "ratio_quantile"]
+
+#: the PointPrediction metrics that carry a band
+BAND_METRICS: tuple[str, ...] = ("output_throughput_tok_per_s", "tpot_p50_ms", "ttft_p50_ms")
+#: the band spans the 10th-90th percentile of measured / model
+NOMINAL_COVERAGE = 0.80
+#: below this many ratios a regime's band is its min-max (widened), not percentiles
+MIN_POINTS = 5
+#: the load classes' boundary, in mean running sequences
+LOW_LOAD_MAX_BATCH = 16.0
+
+Load = Literal["low", "high"]
+Engine = Literal["v0", "v1", "cpu"]
+
+
+@dataclass(frozen=True)
+class Regime:
+    metric: str
+    load: Load
+    tp: Literal["tp1", "tpN"]
+    engine: Engine
+
+    @property
+    def key(self) -> str:
+        return f"{self.metric}|{self.load}|{self.tp}|{self.engine}"
+
+    @property
+    def pooled_key(self) -> str:
+        """The key of the metric's band pooled over the regimes of this device class."""
+        return f"{self.metric}|*|{'cpu' if self.engine == 'cpu' else 'gpu'}"
+
+
+@dataclass(frozen=True)
+class Band:
+    """``measured / model`` between ``lo`` and ``hi`` at the nominal coverage, from ``n`` ratios of ``sources``;
+    ``pooled``: borrowed from the metric's pooled data (the regime had none)."""
+
+    lo: float
+    hi: float
+    n: int
+    sources: tuple[str, ...] = ()
+    pooled: bool = False
+
+    def around(self, value: float) -> tuple[float, float]:
+        """The interval around a model value (ordered, whatever the value's sign)."""
+        a, b = value * self.lo, value * self.hi
+        return (a, b) if a <= b else (b, a)
+
+    def contains(self, model_value: float, measured: float) -> bool:
+        lo, hi = self.around(model_value)
+        return lo <= measured <= hi
+
+
+def regime_of(metric: str, *, mean_running_batch: float, tp: int, chunked_prefill: bool, device: str) -> Regime:
+    load: Load = "low" if mean_running_batch <= LOW_LOAD_MAX_BATCH else "high"
+    engine: Engine = "cpu" if device == "cpu" else ("v1" if chunked_prefill else "v0")
+    return Regime(metric, load, "tp1" if int(tp) <= 1 else "tpN", engine)
+
+
+def ratio_quantile(ratios: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``ratios`` by linear interpolation."""
+    xs = sorted(ratios)
+    if not xs:
+        raise ValueError("no ratios")
+    pos = q * (len(xs) - 1)
+    i = int(math.floor(pos))
+    j = min(i + 1, len(xs) - 1)
+    return xs[i] + (xs[j] - xs[i]) * (pos - i)
+
+
+def _band(ratios: Sequence[float], sources: Sequence[str], pooled_spread: float = 0.0) -> Band:
+    tail = (1.0 - NOMINAL_COVERAGE) / 2.0
+    if len(ratios) >= MIN_POINTS:
+        lo, hi = ratio_quantile(ratios, tail), ratio_quantile(ratios, 1.0 - tail)
+    else:  # too few for percentiles: the min-max, widened by half the pooled band's log-width each way
+        lo, hi = min(ratios) * math.exp(-pooled_spread / 2), max(ratios) * math.exp(pooled_spread / 2)
+    return Band(lo=lo, hi=hi, n=len(ratios), sources=tuple(sorted(set(sources))))
+
+
+def derive_bands(samples: Sequence[tuple[Regime, float, str]]) -> dict[str, Band]:
+    """Bands from ``(regime, measured / model, source)`` samples: one per regime with data, plus a pooled one per
+    metric and device class (``Regime.pooled_key``)."""
+    by_metric: dict[str, list[tuple[float, str]]] = {}
+    by_regime: dict[str, list[tuple[float, str]]] = {}
+    for reg, ratio, src in samples:
+        if not (ratio > 0 and math.isfinite(ratio)):
+            continue
+        by_metric.setdefault(reg.pooled_key, []).append((ratio, src))
+        by_regime.setdefault(reg.key, []).append((ratio, src))
+    out: dict[str, Band] = {}
+    spread: dict[str, float] = {}
+    for pkey, rs in by_metric.items():
+        b = _band([r for r, _ in rs], [s for _, s in rs])
+        out[pkey] = Band(b.lo, b.hi, b.n, b.sources, pooled=True)
+        spread[pkey] = math.log(b.hi / b.lo) if b.lo > 0 else 0.0
+    for key, rs in by_regime.items():
+        metric, _load, _tp, engine = key.split("|")
+        pkey = f"{metric}|*|{'cpu' if engine == 'cpu' else 'gpu'}"
+        out[key] = _band([r for r, _ in rs], [s for _, s in rs], spread.get(pkey, 0.0))
+    return out
+
+
+def band_for(regime: Regime, bands: Mapping[str, Band] | None = None) -> Band | None:
+    """The band of ``regime`` (its own, else the metric's pooled one for its device class), None when there is no
+    data for the metric there."""
+    bands = load_bands() if bands is None else bands
+    return bands.get(regime.key) or bands.get(regime.pooled_key)
+
+
+def bands_to_json(bands: Mapping[str, Band]) -> dict[str, dict[str, object]]:
+    return {k: {"lo": round(b.lo, 4), "hi": round(b.hi, 4), "n": b.n, "sources": list(b.sources),
+                "pooled": b.pooled} for k, b in sorted(bands.items())}
+
+
+@lru_cache(maxsize=1)
+def load_bands() -> Mapping[str, Band]:
+    """The committed bands (``model/data/bands.json``, written by ``benchmarks/model_accuracy.py --write-bands``);
+    empty when the file is absent."""
+    try:
+        text = resources.files("pytest_roofline.model").joinpath("data/bands.json").read_text(encoding="utf-8")
+    except (FileNotFoundError, OSError):
+        return {}
+    raw = json.loads(text).get("bands", {})
+    return {k: Band(lo=float(v["lo"]), hi=float(v["hi"]), n=int(v["n"]), sources=tuple(v.get("sources", ())),
+                    pooled=bool(v.get("pooled", False))) for k, v in raw.items()}
