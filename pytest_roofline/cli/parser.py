@@ -26,6 +26,7 @@ from pytest_roofline.cli.commands import (
     drift_baseline,
     drift_threshold,
 )
+from pytest_roofline.cli.init import cmd_init, parse_workload
 from pytest_roofline.cli.predict import batch_list, cmd_predict, positive_number
 from pytest_roofline.cli.setup_flags import add_setup_flags, flag_type, whole_at_least_1
 from pytest_roofline.errors import RooflineError
@@ -61,6 +62,20 @@ def make_parser() -> argparse.ArgumentParser:
     pr.add_argument("--concurrency", help="with --simulate: comma-separated closed-loop concurrencies")
     pr.add_argument("--rate", help="with --simulate: comma-separated open-loop request rates (req/s)")
     pr.set_defaults(fn=cmd_predict, usage_error=pr.error)  # main(): a predict without a setup is a usage error
+    it = sub.add_parser("init", help="write a prediction file to fill in: each prediction with its derivation and "
+                                     "the model's value, the ink left blank")
+    it.add_argument("--gpu", "--hardware", dest="gpu", required=True,
+                    help="a family (h100: its common variant), a catalog id (h100-sxm) or the name nvidia-smi prints")
+    it.add_argument("--model", required=True,
+                    help="a Hub id (Qwen/Qwen2.5-14B-Instruct: config.json from the local HF cache, else the Hub), "
+                         "a preset (qwen3-8b) or a path to a config.json")
+    it.add_argument("--tp", type=flag_type(whole_at_least_1, "GPUs"), default=1,
+                    help="tensor-parallel GPUs (engine.args.tensor_parallel_size; default 1)")
+    it.add_argument("--workload", type=parse_workload, default=(1024, 1024), metavar="INPUT/OUTPUT",
+                    help="prompt and output tokens per request (default 1024/1024)")
+    it.add_argument("-o", "--output", help="the file to write (default: stdout)")
+    it.add_argument("--force", action="store_true", help="overwrite --output if it exists")
+    it.set_defaults(fn=cmd_init)
     sub.add_parser("quantities", help="list every quantity").set_defaults(fn=cmd_quantities)
     sub.add_parser("hardware", help="list the hardware catalog").set_defaults(fn=cmd_hardware)
     sc = sub.add_parser("schema", help="print the JSON Schema of the prediction format")

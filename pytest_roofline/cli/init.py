@@ -1,0 +1,178 @@
+"""``roofline init``: a prediction file to fill in, written on the Day 3 notebook's pattern.
+
+The setup comes from the flags (``--gpu`` in the one GPU vocabulary, ``--model`` a preset, a Hub id or a
+config.json, ``--tp``, ``--workload IN/OUT``); then one prediction per number the notebook predicts — the model's
+inputs, the knee from the roofline, the KV pool, the throughput curve, Little's law — each with its derivation as
+a comment and the analytical model's value beside it, and ``predicted:`` left blank: the ink is the user's to
+write before the sweep runs. ``roofline check`` names each blank left (its line and an example); once every blank
+is filled the file checks, and ``pytest FILE`` scores the ink against the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_roofline.model import hardware
+from pytest_roofline.model.setup import Setup, build_setup
+from pytest_roofline.quantities.registry import QUANTITIES
+from pytest_roofline.units import format_value
+
+__all__ = ["cmd_init", "render", "parse_workload", "CONCURRENCY"]
+
+#: the sweep the file starts with: the notebook's doublings, fewer of them
+CONCURRENCY = (1, 4, 16, 64)
+#: the unit a value is shown in where the dimension's default is not the one the notebook writes
+_UNITS = {"weight_bytes": "GB", "weight_bytes_per_gpu": "GB", "kv_bytes_per_token": "B"}
+
+
+def parse_workload(text: str) -> tuple[int, int]:
+    """``"1024/256"`` -> (1024, 256): prompt and output tokens."""
+    inp, sep, out = str(text).partition("/")
+    try:
+        lengths = int(inp.replace(",", "")), int(out.replace(",", ""))
+    except ValueError:
+        lengths = (0, 0)
+    if not sep or min(lengths) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: write INPUT/OUTPUT tokens, e.g. 1024/256")
+    return lengths
+
+
+@dataclass(frozen=True)
+class Item:
+    """One prediction of the file: its id, quantity, at:, the derivation comment and a note on the ink."""
+
+    id: str
+    quantity: str
+    derivation: str
+    at: str = ""
+    ink_hint: str = ""
+
+
+def _items(setup: Setup, input_len: int, tp: int) -> list[Item]:
+    m, hw = setup.model, setup.hardware
+    kv_heads = m.num_kv_heads
+    items = [
+        Item("params", "param_count", f"P from config.json: embeddings + {m.num_layers} layers × (attention + MLP)"
+             " (+ the untied lm_head)"),
+        Item("weights", "weight_bytes", f"P × bytes per parameter ({setup.weight_dtype})"),
+        Item("kv-bytes-per-token", "kv_bytes_per_token",
+             f"{m.num_layers} layers × {kv_heads} KV heads × {m.head_dim} head dim × 2 (K and V) × bytes "
+             f"({setup.kv_dtype})"),
+    ]
+    if tp > 1:
+        items.append(Item("weights-per-gpu", "weight_bytes_per_gpu", f"weights ÷ TP {tp} (+ K/V heads replicated "
+                          "when TP > KV heads)"))
+    peak = hw.peak_for(setup.weight_dtype) if setup.weight_dtype in hw.dtypes else hw.peak_for("bf16")
+    items += [
+        Item("ridge", "ridge_point", f"peak {peak / 1e12:,.0f} TFLOP/s ÷ bandwidth "
+             f"{(hw.hbm_bytes_per_s or 0) / 1e9:,.0f} GB/s (the spec sheet)"),
+        Item("naive-knee", "weight_only_knee", "intensity ≈ B when KV is ignored, so the knee is B* = ridge"),
+        Item("kv-intensity-asymptote", "intensity_asymptote",
+             "2P FLOPs per token ÷ KV bytes per sequence: the intensity decode tends to as B grows"),
+        Item("knee", "knee_concurrency", "the batch where the KV-inclusive intensity reaches the ridge; "
+             "asymptote < ridge: none", ink_hint="a number, or none"),
+        Item("batch1-ceiling", "batch1_ceiling", "bandwidth ÷ weight bytes (per GPU under TP): "
+             "one weight read per token"),
+        Item("kv-blocks", "num_gpu_blocks", "(utilization × memory − weights − reserves) ÷ (KV bytes per token × "
+             "block size)"),
+    ]
+    for c in CONCURRENCY[1:]:
+        items.append(Item(f"throughput-c{c}", "output_throughput",
+                          f"bandwidth × B ÷ (weights + B × KV per sequence) at B = {c}: a ceiling",
+                          at=f"{{concurrency: {c}}}"))
+    items.append(Item("littles-law", "littles_law_ratio", "closed loop: L = C, so req/s × mean latency gives back C",
+                      at="{concurrency: every}",
+                      ink_hint="1.00 with tolerance ±2%, as the notebook wrote it"))
+    return items
+
+
+def _at_mapping(at: str) -> dict[str, Any]:
+    if not at:
+        return {}
+    key, _, value = at.strip("{} ").partition(":")
+    value = value.strip()
+    return {key.strip(): int(value) if value.isdigit() else value}
+
+
+def _model_text(setup: Setup, item: Item) -> str:
+    """The analytical model's value, as the file would write it (``—`` for a measured-only quantity)."""
+    q = QUANTITIES[item.quantity]
+    if q.model is None or "every" in item.at:
+        return "— (measured only)"
+    mv = q.model(setup, _at_mapping(item.at))
+    if mv.value is None:
+        return "none"
+    if q.dimension == "count" and float(mv.value).is_integer():
+        return f"{int(mv.value):,}"
+    return format_value(float(mv.value), q.dimension, _UNITS.get(item.quantity))
+
+
+def render(*, gpu: str, model: str, tp: int = 1, input_len: int = 1024, output_len: int = 1024,
+           command: str = "") -> str:
+    """The prediction file's text: the setup, then every prediction with its derivation, the model's value and
+    a blank ``predicted:``."""
+    spec = hardware.get_hardware(gpu)
+    engine: dict[str, Any] = {"name": "vllm", "args": {"tensor_parallel_size": tp} if tp > 1 else {}}
+    workload = {"input_len": input_len, "output_len": output_len}
+    setup = build_setup(hardware_ref=spec.id, model_ref=model, engine=engine, workload=workload)
+    note = hardware.family_note(gpu)
+    lines = [
+        f"# Written by `{command or 'roofline init'}`,",
+        "# on the Day 3 notebook's pattern: every number below is yours to predict in ink, from the spec sheet",
+        "# and the model's config, BEFORE the sweep runs. Each prediction carries its derivation and the",
+        "# analytical model's value; write your own value, with its unit, on its `predicted:` line, then:",
+        "#   roofline check THIS_FILE       # names every blank left, with its line",
+        "#   pytest THIS_FILE               # the math: your ink against the model, no GPU needed",
+        f"#   pytest --gpu {spec.family} THIS_FILE  # measured, on that GPU with vLLM installed",
+    ]
+    if note:
+        lines.append(f"# --gpu {note}")
+    lines += [
+        f'title: "{model} on {spec.id}' + (f" (TP {tp})" if tp > 1 else "") + '"',
+        f"hardware: {spec.id}",
+        f"model: {model}",
+        "engine:",
+        "  name: vllm",
+    ]
+    if tp > 1:
+        lines.append(f"  args: {{tensor_parallel_size: {tp}}}")
+    lines += [
+        f"workload: {{input_len: {input_len}, output_len: {output_len}}}",
+        f"sweep: {{mode: closed, concurrency: [{', '.join(str(c) for c in CONCURRENCY)}], requests_per_point: 10x}}",
+        "defaults:",
+        "  tolerance: ±15%        # how close a measurement must come to your ink",
+        "  math_tolerance: ±1%    # how close your ink must come to the model's arithmetic (rounding)",
+        "",
+        "predictions:",
+    ]
+    for item in _items(setup, input_len, tp):
+        lines.append(f"  - id: {item.id}")
+        lines.append(f"    quantity: {item.quantity}")
+        if item.at:
+            lines.append(f"    at: {item.at}")
+        lines.append(f"    # derivation: {item.derivation}")
+        lines.append(f"    # model: {_model_text(setup, item)}" + (f"; ink: {item.ink_hint}" if item.ink_hint else ""))
+        if item.quantity == "littles_law_ratio":
+            lines.append("    tolerance: ±2%")
+        lines.append("    predicted:              # <- your value, in ink")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    command = f"roofline init --gpu {args.gpu} --model {args.model}" + (f" --tp {args.tp}" if args.tp > 1 else "")
+    command += f" --workload {args.workload[0]}/{args.workload[1]}"
+    text = render(gpu=args.gpu, model=args.model, tp=args.tp, input_len=args.workload[0],
+                  output_len=args.workload[1], command=command)
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+        return 0
+    out = Path(args.output)
+    if out.exists() and not args.force:
+        raise FileExistsError(f"{out} exists: choose another -o, or --force to overwrite it")
+    out.write_text(text, encoding="utf-8")
+    print(f"wrote {out}: fill in each `predicted:`, then `roofline check {out}`", file=sys.stderr)
+    return 0

@@ -1,0 +1,82 @@
+"""``roofline init`` (issue 24): a prediction file in the Day 3 notebook's style — each prediction with its
+derivation and the model's value as comments, ``predicted:`` blank — that ``roofline check`` refuses while a blank
+is left and accepts once the ink is written, and whose math checks then pass. The ink is worked out by hand in
+tests/support/first_file.py.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from support.first_file import HAND_INK, fill
+from support.hf_cache import QWEN25_14B_ID, QWEN25_14B_INSTRUCT, lay_out
+
+from pytest_roofline import cli
+from pytest_roofline.cli.init import render
+from pytest_roofline.format.spec import load_spec
+from pytest_roofline.scoring import VerdictStatus, score
+
+
+@pytest.fixture
+def hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "hf-cache"
+    lay_out(cache, QWEN25_14B_ID, {"config.json": QWEN25_14B_INSTRUCT})
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return cache
+
+
+def test_init_writes_the_notebooks_style_with_the_ink_blank(hub_cache: Path) -> None:
+    text = render(gpu="h100", model=QWEN25_14B_ID)
+    assert "hardware: h100-sxm" in text and f"model: {QWEN25_14B_ID}" in text
+    assert "# --gpu h100 -> h100-sxm" in text
+    blocks = text.split("\n  - id: ")[1:]
+    assert [b.split("\n")[0] for b in blocks] == list(HAND_INK.keys())[:8] + ["kv-blocks"] + list(HAND_INK)[8:]
+    for block in blocks:  # every prediction: its derivation, the model's value, a blank for the ink
+        assert "# derivation: " in block and "# model: " in block
+        assert re.search(r"^    predicted: +# <- your value", block, re.M)
+    assert "# model: 29.54 GB" in text and "# model: 196,608 B" in text and "# model: none" in text
+
+
+def test_check_names_every_blank_then_accepts_the_filled_file(hub_cache: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "predictions" / "qwen14b.yaml"
+    f.parent.mkdir()
+    assert cli.main(["init", "--gpu", "h100", "--model", QWEN25_14B_ID, "-o", str(f)]) == 0
+    capsys.readouterr()
+    assert cli.main(["check", str(f)]) == 1
+    out = capsys.readouterr().out
+    blanks = [n for n, line in enumerate(f.read_text().splitlines(), 1) if line.startswith("    predicted:")]
+    assert len(blanks) == 13
+    for n in blanks:  # all at once, each at its line
+        assert f"{f}:{n}: predicted" in out
+    f.write_text(fill(f.read_text(), HAND_INK))
+    assert cli.main(["check", str(f)]) == 0, capsys.readouterr().out
+    # and the math passes: every prediction the model computes, within the file's math tolerance
+    spec = load_spec(f)
+    verdicts = {p.id: score(spec, p, "math") for p in spec.predictions}
+    assert {i: v.status for i, v in verdicts.items() if v.status != VerdictStatus.PASS} == {
+        f"littles-law[concurrency={c}]": VerdictStatus.SKIP for c in (1, 4, 16, 64)}
+
+
+def test_init_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "x.yaml"
+    f.write_text("mine\n")
+    assert cli.main(["init", "--gpu", "h100", "--model", "qwen3-8b", "-o", str(f)]) == 2
+    assert "exists" in capsys.readouterr().err and f.read_text() == "mine\n"
+
+
+def test_init_with_tp_and_a_workload(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["init", "--gpu", "h100-sxm", "--model", "llama-3.1-70b", "--tp", "4",
+                     "--workload", "2048/256"]) == 0
+    text = capsys.readouterr().out
+    assert "args: {tensor_parallel_size: 4}" in text and "workload: {input_len: 2048, output_len: 256}" in text
+    assert "quantity: weight_bytes_per_gpu" in text
+
+
+def test_a_bad_workload_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["init", "--gpu", "h100", "--model", "qwen3-8b", "--workload", "1024"])
+    assert "INPUT/OUTPUT" in capsys.readouterr().err
