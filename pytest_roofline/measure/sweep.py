@@ -11,6 +11,7 @@ measured before it stays in the results file.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_roofline import redact
-from pytest_roofline.errors import NotMeasured, PointError, SpecError, WorkloadError
+from pytest_roofline.errors import NotMeasured, PointError, ResultsError, SpecError, WorkloadError
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.measure import gpu as gpu_mod
 from pytest_roofline.measure.plan import PointPlan, is_knee_only, needs_engine, plan_points, unmeasured_reason
@@ -650,7 +651,7 @@ class Measurements(MeasurementProvider):
         if replica_count(spec) > 1 or replica_urls:
             setup["deployment"] = {"replicas": replica_count(spec),
                                    "replica_metrics": [redact.redact_url(u) for u in replica_urls]}
-        run.writer = ResultsWriter(out / "results.json", new_results(setup))
+        run.writer = ResultsWriter(out / "results.json", new_results(setup), guard=True)
         if hasattr(target, "metrics_base_url"):  # an endpoint: its KV report from a replica's own /metrics
             target.metrics_base_url = replica_urls[0] if replica_urls else None
         run.writer.set_engine_report(target.report())
@@ -668,6 +669,20 @@ class Measurements(MeasurementProvider):
             from pytest_roofline.measure.plan import stopping  # then a knee's points as its bisection asks for them
 
             order = stopping.SweepOrder(run.plans, self.knee_only.get(spec.path, ()), spec.thresholds.knee_gain)
+        try:
+            self._run_points(spec, run, target, order, out, token_range, api_key, replica_urls, stem)
+        except BaseException:  # Ctrl-C (KeyboardInterrupt), SIGTERM's SystemExit: the file says so, then go on
+            if run.writer.data.get("status") == "running":
+                with contextlib.suppress(Exception):
+                    run.writer.finish("interrupted")
+            raise
+
+    def _run_points(self, spec: Spec, run: Any, target: Any, order: Any, out: Path, token_range: Any,
+                    api_key: str | None, replica_urls: list[str], stem: str) -> None:
+        """Measure the points in ``order`` into ``run.writer``, stopping at the first that cannot be measured."""
+        from pytest_roofline.measure.plan import stopping
+
+        assert run.writer is not None
         decided: list[tuple[PointPlan, list[Any]]] = []
         measured_ids: set[str] = set()
         for i, plan in enumerate(order):
@@ -686,6 +701,12 @@ class Measurements(MeasurementProvider):
                                   replica_metrics=replica_urls, stop_check=stop)
                 target.check_alive()
                 tracker.done(None)
+                if stop is not None and "adaptive" in point:  # (sweep.repeats > 1: every repeat ran to its cap)
+                    decided.append((plan, list(stop.decisions) + implied))
+                    point["adaptive"]["implied"] = [d.to_dict() for d in implied]  # type: ignore[typeddict-item]
+                if spec.sweep.adaptive:
+                    order.record(plan, point)
+                run.writer.add_point(point)  # a disk that is full: this point and the rest are errors, said once
             except Exception as exc:  # engine died, or the load could not run: this point and the rest fail
                 tracker.done(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
                 tail = target.log_tail(60)
@@ -693,19 +714,15 @@ class Measurements(MeasurementProvider):
                 for rest in [plan] + [p for p in run.plans if p.id not in measured_ids and p is not plan]:
                     run.failed[rest.id] = err if rest is plan else PointError(
                         f"point {rest.id} was not measured: the sweep stopped at {plan.id} ({exc})", tail)
-                run.writer.add_error(plan.id, str(exc), tail)
-                run.writer.finish("aborted")
+                with contextlib.suppress(ResultsError):  # the file may be what failed (a full disk)
+                    run.writer.add_error(plan.id, str(exc), tail)
+                with contextlib.suppress(ResultsError):
+                    run.writer.finish("aborted")
                 return
-            if stop is not None and "adaptive" in point:  # (sweep.repeats > 1: every repeat ran to its cap)
-                decided.append((plan, list(stop.decisions) + implied))
-                point["adaptive"]["implied"] = [d.to_dict() for d in implied]  # type: ignore[typeddict-item]
-            if spec.sweep.adaptive:
-                order.record(plan, point)
             measured_ids.add(plan.id)
-            run.writer.add_point(point)
             self.timings.append((f"{stem}:{plan.id}", time.monotonic() - t0))
         if spec.sweep.adaptive and order.skipped:  # knee-only points the bisection did not need: not run
-            run.writer.data["setup"]["adaptive_not_run"] = {  # type: ignore[typeddict-unknown-key]
+            run.writer.data["setup"]["adaptive_not_run"] = {
                 "points": [p.id for p in order.skipped],
                 "reason": "only the throughput knee reads them, and its bisection over the grid did not need them"}
         run.writer.finish("complete")

@@ -275,3 +275,37 @@ def describe_returncode(rc: int) -> str:
         except ValueError:
             return f"killed by signal {-rc}"
     return f"exit code {rc}"
+
+
+# --------------------------------------------------------------------------- children that end with their parent
+
+
+def exit_with_parent(parent_pid: int | None = None, interval_s: float = 0.5) -> None:
+    """Called first thing in a child of the run (the /metrics scraper, a load-generator worker): end this process
+    as soon as its parent is gone, so a pytest killed outright (SIGKILL: no atexit, no signal handler) leaves no
+    child polling or loading the server. A ``multiprocessing`` child waits on its parent's sentinel (ready when
+    the parent exits); another child polls ``os.getppid()`` against ``parent_pid`` every ``interval_s``."""
+    import multiprocessing
+    import multiprocessing.connection
+    import time
+
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.sentinel is not None:
+        sentinel = parent.sentinel
+
+        def wait_for_parent() -> None:
+            multiprocessing.connection.wait([sentinel])
+            os._exit(1)
+
+        threading.Thread(target=wait_for_parent, name="roofline-exit-with-parent", daemon=True).start()
+        return
+    pid = parent_pid if parent_pid is not None else os.getppid()
+    if os.getppid() != pid:  # gone already (re-parented before this line ran)
+        os._exit(1)
+
+    def poll_parent() -> None:
+        while os.getppid() == pid:
+            time.sleep(interval_s)
+        os._exit(1)
+
+    threading.Thread(target=poll_parent, name="roofline-exit-with-parent", daemon=True).start()

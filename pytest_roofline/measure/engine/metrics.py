@@ -598,7 +598,7 @@ class ProcessScraper(MetricsScraper):
         if self._api_key:
             env[self._KEY_ENV] = self._api_key
         argv = [sys.executable, "-c", "from pytest_roofline.measure.engine.metrics import _child; _child()",
-                self.base_url, str(self.interval_s), self.model_name or "", str(self.timeout_s)]
+                self.base_url, str(self.interval_s), self.model_name or "", str(self.timeout_s), str(os.getpid())]
         self._proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.DEVNULL, env=env)
         return self
 
@@ -662,8 +662,12 @@ def _poll_forever(base_url: str, interval_s: float, model_name: str | None, time
 
 
 def _child() -> None:
-    """The child of :class:`ProcessScraper` (``python -c``; argv: URL INTERVAL MODEL TIMEOUT)."""
+    """The child of :class:`ProcessScraper` (``python -c``; argv: URL INTERVAL MODEL TIMEOUT PARENT_PID). It ends
+    when its parent does, however the parent ended (issue 23, case 9.81: a SIGKILLed pytest left it polling)."""
     import sys
 
+    from pytest_roofline.measure.engine._process import exit_with_parent
+
     url, interval, model, timeout = sys.argv[1:5]
+    exit_with_parent(int(sys.argv[5]) if len(sys.argv) > 5 else None)
     _poll_forever(url, float(interval), model or None, float(timeout))

@@ -124,6 +124,9 @@ def resolve_processes(spec: LoadSpec, cores: int | None = None) -> int:
 def _worker_main(conn: Any, runner: Callable[..., tuple[LoadResult, bytes]], base_url: str, spec: LoadSpec,
                  api_key: str | None, k: int, n: int, nonce: str, report_progress: bool) -> None:
     """A worker process: say hello, answer the clock probe, run part k of n, send the result."""
+    from pytest_roofline.measure.engine._process import exit_with_parent
+
+    exit_with_parent()  # a SIGKILLed pytest leaves no worker loading the server (issue 23, case 9.81)
     late: list[float] = []
     try:
         conn.send(("hello", os.getpid()))

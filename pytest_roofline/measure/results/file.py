@@ -11,12 +11,14 @@ where the quantity registry reads them. :func:`point_record` is the one place a 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import math
 import os
 import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,7 +43,7 @@ __all__ = ["SCHEMA", "SCHEMA_VERSION", "ResultsError", "ResultsWriter", "Recorde
            "check_results", "new_results", "git_commit", "git_branch", "point_record", "ResultsData", "RunSetup",
            "HardwareSetup", "ModelSetup", "EngineSetup", "ErrorRecord", "PointRecord", "ClientStats", "ServerStats",
            "EngineReport", "portable_setup", "resolved_setup",
-           "RunSetupMode", "ResultsSource", "ResultsStatus"]
+           "RunSetupMode", "ResultsSource", "ResultsStatus", "ResultsGuard"]
 
 SCHEMA = "pytest-roofline/results"
 SCHEMA_VERSION = 1
@@ -58,8 +60,9 @@ class HardwareSetup(TypedDict, total=False):
 RunSetupMode = Literal["engine", "endpoint", "transcribed", "imported"]
 #: who made the numbers (``source``): this load generator, a transcription, or the peer tool that measured them
 ResultsSource = Literal["measured", "transcribed", "vllm bench serve", "GuideLLM", "AIPerf"]
-#: where the run stands (``status``): points still being measured, all measured, stopped by an error
-ResultsStatus = Literal["running", "complete", "aborted"]
+#: where the run stands (``status``): points still being measured, all measured, stopped by an error, stopped by
+#: the user or killed (Ctrl-C, SIGTERM, SIGKILL: written by the run, or by its guard process when the run is gone)
+ResultsStatus = Literal["running", "complete", "aborted", "interrupted"]
 
 
 class ModelSetup(TypedDict, total=False):
@@ -183,25 +186,42 @@ class ResultsWriter:
     engine's arguments, what the server answered, error messages and log tails reach the file, and the scoring
     that reads :attr:`data`, with every secret the run knows or that looks like one replaced by ``***``."""
 
-    def __init__(self, path: Path, data: ResultsData):
+    def __init__(self, path: Path, data: ResultsData, *, guard: bool = False):
         self.path = Path(path)
         self.data = cast(ResultsData, redact.redact_data(data))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.flush()
+        self._guard: ResultsGuard | None = None
+        if guard:  # a run killed outright (SIGKILL) cannot write its own status: the guard does
+            with contextlib.suppress(OSError):
+                self._guard = ResultsGuard(self.path)
 
     def flush(self) -> None:
+        """Write the file whole (a temporary file, then an atomic replace): a reader sees the last complete
+        version, never a cut one. A write that fails (the disk is full, the folder is gone) is a ResultsError
+        naming the file; the version before it stays in place."""
         self.data["updated_at"] = _now()
-        fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=self.path.parent)
-        umask = os.umask(0o022)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a results file is read like any other artefact
-        doc = dict(redact.redact_data(self.data))
-        if isinstance(doc.get("setup"), Mapping):
-            doc["setup"] = portable_setup(doc["setup"], self.path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=1, default=_json_default)
-            fh.write("\n")
-        os.replace(tmp, self.path)
+        tmp: str | None = None
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=self.path.parent)
+            umask = os.umask(0o022)
+            os.umask(umask)
+            os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a results file is read like any other artefact
+            doc = dict(redact.redact_data(self.data))
+            if isinstance(doc.get("setup"), Mapping):
+                doc["setup"] = portable_setup(doc["setup"], self.path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, indent=1, default=_json_default)
+                fh.write("\n")
+            os.replace(tmp, self.path)
+            tmp = None
+        except OSError as exc:
+            raise ResultsError(f"{self.path}: cannot write the results file ({exc.strerror or exc}); the version "
+                               "written before this change is kept") from None
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
 
     def set_engine_report(self, report: EngineReport | Mapping[str, Any] | None) -> None:
         self.data["engine_report"] = cast(EngineReport, redact.redact_data(dict(report))) if report else None
@@ -219,6 +239,62 @@ class ResultsWriter:
     def finish(self, status: ResultsStatus = "complete") -> None:
         self.data["status"] = status
         self.flush()
+        if self._guard is not None:  # the file says how the run ended: the guard has nothing to do
+            self._guard.release()
+            self._guard = None
+
+
+# The guard: a small process in its own session that holds the read end of a pipe whose write end only the run
+# holds. EOF without the all-clear byte means the run is gone without finishing (SIGKILL, a crash): the guard then
+# rewrites a results file still saying "running" as "interrupted", atomically, keeping every point in it.
+_GUARD_SRC = r"""
+import json, os, sys, tempfile
+path = sys.argv[1]
+if sys.stdin.buffer.read(1) == b"q":
+    raise SystemExit(0)
+try:
+    with open(path, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    if isinstance(doc, dict) and doc.get("status") == "running":
+        doc["status"] = "interrupted"
+        doc.setdefault("errors", []).append({"point": None, "message": "the run ended without finishing (killed); "
+                                             "the points above were measured before it", "log_tail": ""})
+        fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=os.path.dirname(path) or ".")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(doc, out, indent=1)
+            out.write("\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+except (OSError, ValueError):
+    pass
+"""
+
+
+class ResultsGuard:
+    """Marks a results file ``interrupted`` if the process that writes it dies before :meth:`release`."""
+
+    def __init__(self, path: Path) -> None:
+        r, w = os.pipe()  # both ends non-inheritable; only the guard gets r as its stdin
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _GUARD_SRC, str(path)], stdin=r,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         start_new_session=True, close_fds=True)
+        except BaseException:
+            os.close(w)
+            raise
+        finally:
+            os.close(r)
+        self._w: int | None = w
+
+    def release(self) -> None:
+        """The run finished and wrote its status: the guard exits without touching the file."""
+        if self._w is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._w, b"q")
+            os.close(self._w)
+            self._w = None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
 
 
 # The setup's fields that name a file or folder. On disk they are relative to the results file's folder, or
