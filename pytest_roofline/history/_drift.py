@@ -14,9 +14,10 @@ distinguishable given their uncertainty. Each stored value keeps its 95 % confid
 :mod:`pytest_roofline.measure.stats.intervals`); the difference ``now − baseline`` is distinguishable from 0 when it
 exceeds ``√(h_now² + h_base²)``, with ``h`` each interval's half-width on the side facing the other value (the
 usual test of a difference of two independent estimates, at the intervals' level; asymmetric order-statistic
-intervals use their facing side). With ``median:N`` and three or more baseline runs, the change must also exceed
-the runs' own spread: a Student-t prediction interval for one fresh run about their median, with a robust
-(median-absolute-deviation) spread, which holds run-to-run variation the within-run intervals miss. A change
+intervals use their facing side). Once three or more earlier nights measured the value (whatever the baseline),
+the change must also exceed the nights' own spread: a Student-t prediction interval for one more night, from the
+median absolute deviation of the latest :data:`SPREAD_RUNS` (or N) nights, which holds the run-to-run variation
+(an engine restart, a busy machine) that the within-run intervals miss. A change
 beyond the threshold that is not distinguishable is ``uncertain``: never "drifted", never "steady". A value with
 no interval (an exact count read from the log, or a run stored before intervals were kept) is taken as exact.
 """
@@ -44,6 +45,8 @@ __all__ = ["DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "D
 
 DEFAULT_DRIFT = "10%"
 DEFAULT_BASELINE = "previous"
+#: how many of the latest nights that measured a value give its night-to-night spread (3 at least are needed)
+SPREAD_RUNS = 5
 #: with --roofline-drift-fail, the least share of a setup's measured predictions compared with a baseline
 DEFAULT_MIN_COMPARED = 0.5
 
@@ -260,7 +263,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
     (lo, hi) or the definition's hash differs from the latest baseline run's (the number may have moved because
     the user edited it; never fails a run); else, by the threshold around the baseline (the previous value, the
     median of the last N, or the pinned run's), STEADY within it, and beyond it DRIFTED when the measurements
-    are distinguishable (:func:`distinguishable`, and the runs' own spread with ``median:N``), UNCERTAIN when
+    are distinguishable (:func:`distinguishable`, and the nights' own spread once 3 nights measured it), UNCERTAIN when
     not. Values stored under the old key scheme are matched to this run's keys first (:func:`unify_keys`)."""
     values = list(values)
     runs = [r for r in history_runs if setup is None or r.setup == setup]
@@ -290,6 +293,15 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
             continue
         found.reverse()  # oldest first
         xs = [x for _r, _o, x in found]
+        # the night-to-night spread, from the latest SPREAD_RUNS nights that measured it (whatever the baseline)
+        spread_xs: list[float] = []
+        for r in reversed(runs):
+            old = r.value(v.key)
+            x = _finite(old.measured) if old is not None and old.mode == "measured" else None
+            if x is not None:
+                spread_xs.append(x)
+                if len(spread_xs) >= max(SPREAD_RUNS, policy.window):
+                    break
         base = statistics.median(xs) if len(found) > 1 else found[-1][2]
         # the baseline's own measurement: the run whose value is the median (the nearer one for an even N)
         _br, base_v, _bx = min(found, key=lambda t: (abs(t[2] - base), -found.index(t)))
@@ -308,7 +320,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         moved = _pct(change) if change is not None else f"{_fmt(v, base)} → {_fmt(v, now)}"
         beyond = _beyond(tol, now, base)
         apart, margin = distinguishable(v, now, base_v, base)
-        spread = _runs_spread(xs)
+        spread = _runs_spread(spread_xs)
         if spread > 0:
             apart = apart and abs(now - base) > spread
             margin = max(margin, spread)
