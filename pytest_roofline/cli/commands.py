@@ -119,7 +119,14 @@ def cmd_report(args: argparse.Namespace) -> int:
                              allow_mismatch=args.allow_mismatch)
     _write(out, html)
     print(f"wrote {args.output}")
-    return 0
+    # the page shows a prediction the file gets wrong as an error row; the exit status says so too, as `check`
+    # does (issue 23, case 7.24: a file holding 1e999 rendered and exited 0)
+    errors = [p.error for p in load_spec(args.predictions).predictions if p.error is not None]
+    for e in errors:
+        print(e, file=sys.stderr)
+    if errors:
+        print(f"{args.predictions}: {len(errors)} prediction(s) with errors (rendered as errors)", file=sys.stderr)
+    return 1 if errors else 0
 
 
 def drift_threshold(text: str) -> str:

@@ -17,6 +17,7 @@ from pytest_roofline.errors import SpecError
 from pytest_roofline.format._fields import BOOL_TRAPS, PREDICTION_FIELDS, SETUP_FIELDS, TABLE_FIELDS, XFAIL_FIELDS
 from pytest_roofline.format._reader import NodeReader, did_you_mean, example_of
 from pytest_roofline.format._sections import (
+    MAX_AT_CONCURRENCY,
     read_drift,
     read_engine,
     read_hardware,
@@ -121,6 +122,10 @@ def _defaults_for_at(spec: Spec, q: qreg.Quantity, vals: dict[str, Any], texts: 
         vals.setdefault("tpot", float("inf"))
 
 
+#: the largest other ``at:`` count (a batch, a context, a projection width): past it a count is a typo
+MAX_AT_COUNT = 10**15
+
+
 def _at_values(ctx: NodeReader, spec: Spec, param: qreg.AtParam, node: yaml.Node) -> list[tuple[Any, str]]:
     what = f"at.{param.name}"
     if param.dimension == "lengths":
@@ -145,6 +150,10 @@ def _at_values(ctx: NodeReader, spec: Spec, param: qreg.AtParam, node: yaml.Node
             out.append((ctx.string(n, what, param.choices), text))
         elif param.dimension == "count":
             v = ctx.number(n, what)
+            bound = MAX_AT_CONCURRENCY if param.expandable else MAX_AT_COUNT
+            if not 0 <= v <= bound:  # 1e40 would reach the serving model as a request count (OverflowError)
+                raise ctx.err(n, f"{what}: {text} is outside [0, {bound:,}]",
+                              "no sweep point or setup is that large; check the number")
             out.append((int(v) if float(v).is_integer() else v, text))
         else:
             out.append((ctx.value(n, what, param.dimension), text))

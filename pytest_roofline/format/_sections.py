@@ -54,6 +54,11 @@ __all__ = [
     "parse_drift_threshold", "read_drift",
 ]
 
+#: the largest concurrency a sweep or an ``at: {concurrency: N}`` may name: the serving model simulates every
+#: request in flight, and at 10,000 one prediction took 48 s on the 2-core machine (100,000: over 200 s, 1e40: an
+#: OverflowError); vLLM's max_num_seqs defaults to 256-1024, so no server holds more sequences at once
+MAX_AT_CONCURRENCY = 10_000
+
 
 def _find(node: yaml.Node | None, path: str) -> yaml.Node | None:
     """The node at a dotted ``path`` under a mapping node, or the deepest one found on the way."""
@@ -99,7 +104,8 @@ def check_setup(ctx: NodeReader, spec: Spec, hw_node: yaml.Node, model_node: yam
                     model_overrides=spec.model_overrides, engine=spec.engine, workload=spec.workload)
     except architecture.UnknownModelError as exc:  # its message carries the did-you-mean and the presets
         raise ctx.err(model_node, f"setup does not resolve: {exc}",
-                      "write a preset name, a path to a config.json, or a nominal model mapping") from None
+                      "write a Hub id (owner/name), a preset name, a path to a config.json, or a nominal model "
+                      "mapping {name, params, num_layers, num_kv_heads, head_dim}") from None
     except (ValueError, KeyError, TypeError) as exc:
         node = setup_error_node(exc, root)
         raise SpecError(f"setup does not resolve: {exc}", file=ctx.file,
@@ -306,6 +312,9 @@ def read_sweep(ctx: NodeReader, node: yaml.Node) -> Sweep:
             kw["concurrency"] = tuple(ctx.integer(i, "sweep.concurrency") for i in items)
             if any(c < 1 for c in kw["concurrency"]):
                 raise ctx.err(v, "sweep.concurrency values must be >= 1")
+            if any(c > MAX_AT_CONCURRENCY for c in kw["concurrency"]):
+                raise ctx.err(v, f"sweep.concurrency values must be <= {MAX_AT_CONCURRENCY:,} (the serving model "
+                                 "simulates every request in flight)", "no vLLM server holds more sequences at once")
         elif key == "rates":
             items = v.value if isinstance(v, yaml.SequenceNode) else [v]
             kw["rates"] = tuple(ctx.value(i, "sweep.rates", "request_rate") for i in items)
