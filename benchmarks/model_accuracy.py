@@ -414,6 +414,22 @@ def corpus_report(write_bands: bool) -> None:
     print("| run | metric | measured | (b) | band (all sources) |")
     print("|---|---|---|---|---|")
     full = bands.derive_bands([(g, x, s) for g, x, s, _ in samples])
+    # the roofline as a ceiling: the decode step's share, roofline TPOT / measured TPOT p50, at low load on GPUs (a
+    # burst's throughput is set by its longest request, not by the step: TPOT is the per-step figure)
+    frac = []
+    for r in rows:
+        if r["device"] == "cpu" or not r["a"] or r["mrb"] > bands.LOW_LOAD_MAX_BATCH:
+            continue
+        meas, roof = r["measured"].get("tpot_p50_ms"), r["a"].get("tpot_p50_ms")
+        if meas and roof:
+            frac.append((roof / meas, r["source"]))
+    if frac:
+        fb = bands._band([x for x, _ in frac], [s for _, s in frac])
+        # the band of a ceiling: from the lowest share runs reach up to the ceiling itself (a physical bound)
+        full[bands.ROOFLINE_FRACTION_KEY] = bands.Band(fb.lo, 1.0, fb.n, fb.sources)
+        print(f"\nRoofline as a ceiling: low-load GPU runs reach {100 * fb.lo:.0f}%-{100 * min(1.0, fb.hi):.0f}% of "
+              f"the decode roofline's step rate ({fb.n} values from {', '.join(fb.sources)}): the CPU-only math "
+              f"check passes batch-1 ink between {100 * fb.lo:.0f}% of the ceiling and the ceiling.\n")
     for reg, _ratio, _s, r in samples:
         if r["source"] != "lambda":
             continue

@@ -31,6 +31,7 @@ from pytest_roofline.errors import PointError
 from pytest_roofline.format.spec import PredictedKind, Prediction, Spec
 from pytest_roofline.format.tolerance import Tolerance, parse_tolerance
 from pytest_roofline.measure import plan as mplan
+from pytest_roofline.model import bands as model_bands
 from pytest_roofline.model import serving as sv
 from pytest_roofline.model.setup import Setup, SetupError, build_setup
 from pytest_roofline.quantities import registry as qreg
@@ -389,6 +390,12 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
         else:
             tol, against = _math_tolerance(pred, spec.default_math_tolerance), "model"
         ink = pred.predicted.value if pred.predicted.kind is not PredictedKind.MODEL else v.model_value
+        if (v.model_source != "serving" and q.name in model_bands.ROOFLINE_CEILINGS
+                and pred.predicted.kind is PredictedKind.NUMBER and isinstance(v.model_value, (int, float))
+                and isinstance(ink, (int, float)) and not tol.contains(float(v.model_value), float(ink))):
+            band = model_bands.roofline_fraction_band()
+            if band is not None:
+                return _compare_to_ceiling(v, pred, float(ink), float(v.model_value), band, tol)
         return _compare(v, pred, ink, v.model_value, tol, against)
 
     # measured
@@ -547,6 +554,31 @@ def _half_text(pred: Prediction) -> str:
     except Exception:
         scale = 1.0
     return f"{h / scale:g} {unit}".strip()
+
+
+def _compare_to_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float, band: model_bands.Band,
+                        tol: Tolerance) -> Verdict:
+    """The math check of ink written as a realistic value of a roofline ceiling (``model.bands.ROOFLINE_CEILINGS``):
+    it passes between the share of the ceiling measured runs reach (``band.lo``, from the accuracy corpus) and the
+    ceiling; above the ceiling it fails (a physical bound: no run can exceed it), and below the band it fails."""
+    lo, hi = ceiling * band.lo, ceiling
+    v.reference_value, v.checked_value, v.lo, v.hi = ink, ceiling, lo, hi
+    v.tolerance_text = f"the model's band {100 * band.lo:.0f}%-100% of the ceiling"
+    v.error_abs, v.error_rel, v.ratio = relative_error(ceiling, ink)
+    v.error_text = error_text(v.error_rel, None) + f" ({'+' if v.error_abs >= 0 else '−'}{v.fmt(abs(v.error_abs))})"
+    where = (f"the roofline ceiling {v.fmt(ceiling)} and the {100 * band.lo:.0f}% of it that measured low-load runs "
+             f"reach ({v.fmt(lo)}; {band.n} values from {', '.join(band.sources)}: docs/explanation/models.md)")
+    if ink > hi:
+        v.status = VerdictStatus.FAIL
+        v.reason = (f"predicted {v.fmt(ink)} is above {where.split(' and ')[0]}: a physical bound no run can "
+                    f"exceed ({tol.text} does not reach it)")
+    elif ink < lo:
+        v.status = VerdictStatus.FAIL
+        v.reason = f"predicted {v.fmt(ink)} is below the model's band, between {where}"
+    else:
+        v.status = VerdictStatus.PASS
+        v.reason = f"predicted {v.fmt(ink)} is within the model's band, between {where}"
+    return v
 
 
 def _compare(v: Verdict, pred: Prediction, reference: Any, checked: Any, tol: Tolerance, against: str) -> Verdict:

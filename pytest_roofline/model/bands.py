@@ -23,11 +23,17 @@ from functools import lru_cache
 from importlib import resources
 from typing import Literal
 
-__all__ = ["Band", "BAND_METRICS", "NOMINAL_COVERAGE", "MIN_POINTS", "Regime", "regime_of", "band_for",
-           "derive_bands", "load_bands", "ratio_quantile"]
+__all__ = ["Band", "BAND_METRICS", "ROOFLINE_CEILINGS", "ROOFLINE_FRACTION_KEY", "roofline_fraction_band",
+           "NOMINAL_COVERAGE", "MIN_POINTS", "Regime", "regime_of", "band_for", "derive_bands", "load_bands",
+           "ratio_quantile"]
 
 #: the PointPrediction metrics that carry a band
 BAND_METRICS: tuple[str, ...] = ("output_throughput_tok_per_s", "tpot_p50_ms", "ttft_p50_ms")
+#: roofline quantities whose value is a physical ceiling on what a run can measure (tokens/s at batch 1): the CPU-only
+#: math check passes realistic ink between the share of the ceiling measured runs reach and the ceiling itself
+ROOFLINE_CEILINGS: frozenset[str] = frozenset({"batch1_throughput", "batch1_ceiling"})
+#: the key of that share in bands.json: measured / roofline at low load (mean running batch <= 16) on GPUs
+ROOFLINE_FRACTION_KEY = "roofline_fraction|low|gpu"
 #: the band spans the 10th-90th percentile of measured / model
 NOMINAL_COVERAGE = 0.80
 #: below this many ratios a regime's band is its min-max (widened), not percentiles
@@ -131,6 +137,13 @@ def band_for(regime: Regime, bands: Mapping[str, Band] | None = None) -> Band | 
     data for the metric there."""
     bands = load_bands() if bands is None else bands
     return bands.get(regime.key) or bands.get(regime.pooled_key)
+
+
+def roofline_fraction_band(bands: Mapping[str, Band] | None = None) -> Band | None:
+    """The share of the decode roofline's throughput measured low-load GPU runs reach (``lo``..``hi``, hi <= 1 by
+    construction: the roofline is a ceiling), None without data."""
+    bands = load_bands() if bands is None else bands
+    return bands.get(ROOFLINE_FRACTION_KEY)
 
 
 def bands_to_json(bands: Mapping[str, Band]) -> dict[str, dict[str, object]]:
