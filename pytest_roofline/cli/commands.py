@@ -258,9 +258,35 @@ def cmd_tiny_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _distinct_points(docs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The results documents with every point that an earlier one already holds (the same record, byte for byte
+    once keys are sorted: the same file given twice, or a copy of it) left out, and a note saying so: a point
+    counted twice is fitted as two independent measurements, shrinking every 1σ by 1/√2 (issue 23, case 9.52)."""
+    seen: dict[str, str] = {}
+    out = []
+    for f, d in docs:
+        kept, dropped = [], []
+        for p in d.get("points") or ():
+            key = json.dumps(p, sort_keys=True, default=str)
+            if key in seen:
+                dropped.append((p.get("id"), seen[key]))
+            else:
+                seen[key] = str(f)
+                kept.append(p)
+        if dropped:
+            print(f"note: {f}: {len(dropped)} point(s) left out, the same measurement as in {dropped[0][1]} "
+                  f"({', '.join(str(i) for i, _ in dropped)}); each measurement is fitted once")
+        failed = [p.get("id") for p in kept if ((p.get("client") or {}).get("failed") or 0) > 0]
+        if failed:
+            print(f"note: {f}: {len(failed)} point(s) left out with failed requests ({', '.join(map(str, failed))}):"
+                  " a point with a failed request is never a measurement")
+        out.append((f, {**d, "points": kept}))
+    return out
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Fit the serving model's constants to measured points; print values ± 1σ and residuals; write the file."""
-    docs = [(f, load_results(f)) for f in args.results]
+    docs = _distinct_points([(f, load_results(f)) for f in args.results])
 
     def run_of(d: Mapping[str, Any]) -> tuple[Any, ...]:
         st = d.get("setup") or {}

@@ -557,3 +557,36 @@ def test_hostile_calibration_files_are_refused_in_bounded_time(tmp_path, case, m
     with pytest.raises(CalibrationError, match=match):
         cal.load_calibration(p)
     assert time.monotonic() - t0 < 10  # before: MemoryError (bomb, /dev/zero), RecursionError, a hang (FIFO)
+
+
+@pytest.mark.skipif(not CPU_TINY_RUN.exists(), reason="the cpu-tiny recording is not in predictions/recorded/")
+def test_cli_calibrate_fits_a_results_file_given_three_times_once(tmp_path, capsys, monkeypatch):
+    """Issue 23, case 9.52: rec.json, a copy and rec.json again were fitted as 18 points, every 1σ shrinking by
+    ~1/√3; each measurement is now fitted once, with a note, and the fit is the single file's."""
+    import shutil
+
+    from pytest_roofline import cli
+
+    monkeypatch.chdir(REPO)
+    copy = tmp_path / "copy.json"
+    shutil.copy(CPU_TINY_RUN, copy)
+    args = ["calibrate", "--points", "C=1,C=16", "--fit", "step_overhead_s"]
+    assert cli.main([*args[:1], str(CPU_TINY_RUN), *args[1:], "-o", str(tmp_path / "one.yaml")]) == 0
+    capsys.readouterr()
+    rc = cli.main([*args[:1], str(CPU_TINY_RUN), str(copy), str(CPU_TINY_RUN), *args[1:], "-o",
+                   str(tmp_path / "three.yaml")])
+    out = capsys.readouterr().out
+    assert rc == 0 and out.count("point(s) left out, the same measurement as in") == 2
+    one, three = cal.load_calibration(tmp_path / "one.yaml"), cal.load_calibration(tmp_path / "three.yaml")
+    assert three.uncertainty == one.uncertainty and three.constants == one.constants
+    assert [p["label"] for p in three.points] == ["C=1", "C=16"]
+
+
+def test_points_with_failed_requests_are_not_calibration_points():
+    from pytest_roofline.measure.results.calibration_points import measured_points
+
+    ok = {"id": "closed-c1", "concurrency": 1, "client": {"completed": 10, "failed": 0,
+                                                          "output_throughput_tok_s": 50.0}}
+    bad = {"id": "closed-c2", "concurrency": 2, "client": {"completed": 9, "failed": 1,
+                                                           "output_throughput_tok_s": 90.0}}
+    assert [p.id for p in measured_points({"points": [ok, bad]})] == ["closed-c1"]  # case 9.51: c2 was fitted

@@ -28,7 +28,8 @@ def measured_points(doc: Mapping[str, Any], *, include_batch1: bool = False) -> 
     """Every measured point of a loaded results file (``measure.results.load_results``), in file order.
 
     The ``batch1`` point (a separate batch-1 run with its own lengths) is left out unless asked for: it repeats
-    the concurrency-1 point with fewer requests. Points with errors or nothing measured are skipped.
+    the concurrency-1 point with fewer requests. Points with errors, failed requests (``client.failed > 0`` is
+    never a measurement, docs/results-schema.md) or nothing measured are skipped.
     """
     wl = dict((doc.get("setup") or {}).get("workload") or {})
     out = []
@@ -36,7 +37,7 @@ def measured_points(doc: Mapping[str, Any], *, include_batch1: bool = False) -> 
         if p.get("id") == "batch1" and not include_batch1:
             continue
         c = p.get("client") or {}
-        if not c or not c.get("completed"):
+        if not c or not c.get("completed") or c.get("failed"):
             continue
         mode = p.get("mode", PointMode.CLOSED)
         out.append(MeasuredPoint(
