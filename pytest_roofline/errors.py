@@ -22,6 +22,7 @@
     ├── BoundedInputError         a file or answer over a size/depth bound, not a regular file or UTF-8 (ValueError)
     ├── CalibrationError          measured points that cannot identify a calibration                  (ValueError)
     ├── SpecError                 a prediction file problem, with file, line and the fix              (ValueError)
+    │   └── SpecErrors            every problem of one file found in one reading
     ├── NotMeasured               the measurement a quantity needs is not available (says why)
     ├── ResultsError              a results file that cannot be read                                 (ValueError)
     │   └── ResultsMismatchError  a results file of another run (GPU, model, engine, lengths, points)
@@ -55,7 +56,7 @@ __all__ = [
     "HardwareOverrideError",
     "ModelArchError", "ModelConfigError", "UnsupportedModelError", "UnknownModelError", "ModelOverrideError",
     "SetupError", "SetupValueError", "SimulationError", "WorkloadError", "BoundedInputError",
-    "CalibrationError", "SpecError", "NotMeasured",
+    "CalibrationError", "SpecError", "SpecErrors", "NotMeasured",
     "ResultsError",
     "ResultsMismatchError",
     "MeasureError", "PointError", "LoadgenError", "GPUDetectionError", "EndpointError",
@@ -178,6 +179,20 @@ class SpecError(RooflineError, ValueError):
         self.file, self.line, self.message, self.hint = file, line, message, hint
         where = f"{file}:{line}" if line else file
         super().__init__(f"{where}: {message}" + (f"\n    fix: {hint}" if hint else ""))
+
+
+class SpecErrors(SpecError):
+    """Every problem of one prediction file found in one reading: its setup sections' errors, then the errors of
+    its predictions (``roofline check`` prints them all at once; pytest shows them as the file's one error)."""
+
+    def __init__(self, errors: list[SpecError]):
+        first = errors[0]
+        super().__init__(first.message, file=first.file, line=first.line, hint=first.hint)
+        self.errors = list(errors)
+        self.args = ("\n".join(str(e) for e in self.errors),)
+
+    def __str__(self) -> str:
+        return "\n".join(str(e) for e in self.errors)
 
 
 # --------------------------------------------------------------------------- measurement

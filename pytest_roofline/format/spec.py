@@ -23,11 +23,13 @@ re-exported from the private modules that hold one concept each:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import yaml
 
-from pytest_roofline.errors import SpecError
+from pytest_roofline.errors import SpecError, SpecErrors
 from pytest_roofline.format._expand import read_predictions
 from pytest_roofline.format._fields import (
     DEFAULTS_FIELDS,
@@ -97,6 +99,9 @@ __all__ = [
 ]
 
 
+_T = TypeVar("_T")
+
+
 def load_spec(path: str | Path, *, limits: Limits | None = None) -> Spec:
     """Read a prediction file (UTF-8; an OSError when it cannot be read, a SpecError for anything in it)."""
     data = Path(path).read_bytes()
@@ -112,52 +117,78 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
     if root is None:
         raise SpecError("the file is empty", file=file, hint="start with hardware:, model: and predictions:")
     top = ctx.mapping(root, "the file", TOP_FIELDS)
+    # every setup section is read even when one before it is wrong, so one reading reports every error of the file
+    # (a wrong section takes its default for the rest of the reading, which then ends in SpecErrors)
+    errors: list[SpecError] = []
+
+    def read(fn: Callable[[], _T], default: _T) -> _T:
+        try:
+            return fn()
+        except SpecError as exc:
+            errors.append(exc)
+            return default
 
     hw_node = top["hardware"][1]
-    hardware, hw_over = read_hardware(ctx, hw_node)
-    model, model_over = read_model(ctx, top["model"][1])
-    engine = read_engine(ctx, top["engine"][1]) if "engine" in top else {"name": "vllm"}
-    workload = read_workload(ctx, top["workload"][1]) if "workload" in top else {}
-    sweep = read_sweep(ctx, top["sweep"][1]) if "sweep" in top else Sweep()
-    slo = read_slo(ctx, top["slo"][1]) if "slo" in top else {}
-    thresholds = read_thresholds(ctx, top["thresholds"][1]) if "thresholds" in top else qreg.Thresholds()
+    no_overrides: dict[str, Any] = {}
+    hardware, hw_over = read(lambda: read_hardware(ctx, hw_node), ("", no_overrides))
+    model, model_over = read(lambda: read_model(ctx, top["model"][1]), ("", no_overrides))
+    engine = read(lambda: read_engine(ctx, top["engine"][1]), {"name": "vllm"}) if "engine" in top else {"name": "vllm"}
+    empty: dict[str, Any] = {}
+    workload = read(lambda: read_workload(ctx, top["workload"][1]), empty) if "workload" in top else {}
+    sweep = read(lambda: read_sweep(ctx, top["sweep"][1]), Sweep()) if "sweep" in top else Sweep()
+    slo = read(lambda: read_slo(ctx, top["slo"][1]), dict(empty)) if "slo" in top else {}
+    thresholds = (read(lambda: read_thresholds(ctx, top["thresholds"][1]), qreg.Thresholds()) if "thresholds" in top
+                  else qreg.Thresholds())
     dtol = dmtol = None
     xfail_strict = True
     default_drift = ""
     if "defaults" in top:
-        d = ctx.mapping(top["defaults"][1], "defaults", DEFAULTS_FIELDS)
+        no_keys: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        d = read(lambda: ctx.mapping(top["defaults"][1], "defaults", DEFAULTS_FIELDS), no_keys)
         if "tolerance" in d:
-            dtol = read_tolerance(ctx, d["tolerance"][1], "ratio", "", "defaults.tolerance", relative_only=True)
+            dtol = read(lambda: read_tolerance(ctx, d["tolerance"][1], "ratio", "", "defaults.tolerance",
+                                               relative_only=True), None)
         if "math_tolerance" in d:
-            dmtol = read_tolerance(ctx, d["math_tolerance"][1], "ratio", "", "defaults.math_tolerance",
-                                   relative_only=True)
+            dmtol = read(lambda: read_tolerance(ctx, d["math_tolerance"][1], "ratio", "", "defaults.math_tolerance",
+                                                relative_only=True), None)
         if "xfail_strict" in d:
-            xfail_strict = ctx.boolean(d["xfail_strict"][1], "defaults.xfail_strict")
-        default_drift = read_drift(ctx, d["drift"][1], "defaults.drift") if "drift" in d else ""
+            xfail_strict = read(lambda: ctx.boolean(d["xfail_strict"][1], "defaults.xfail_strict"), True)
+        default_drift = read(lambda: read_drift(ctx, d["drift"][1], "defaults.drift"), "") if "drift" in d else ""
 
     spec = Spec(
-        path=file, title=ctx.scalar(top["title"][1], "title") if "title" in top else Path(file).stem,
+        path=file, title=read(lambda: ctx.scalar(top["title"][1], "title"), "") if "title" in top else Path(file).stem,
         hardware=hardware, hardware_overrides=hw_over, model=model, model_overrides=model_over, engine=engine,
         workload=workload, sweep=sweep, slo=slo, thresholds=thresholds, default_tolerance=dtol,
         default_math_tolerance=dmtol, xfail_strict=xfail_strict, predictions=[],
-        notes=ctx.scalar(top["notes"][1], "notes") if "notes" in top else "",
+        notes=read(lambda: ctx.scalar(top["notes"][1], "notes"), "") if "notes" in top else "",
     )
     spec.default_drift = default_drift
-    check_setup(ctx, spec, hw_node, top["model"][1], root)
+    if not errors:  # the setup resolves only from sections that read
+        read(lambda: check_setup(ctx, spec, hw_node, top["model"][1], root), None)
     if "serving" in top:
-        spec.serving_overrides = read_serving(ctx, top["serving"][1])
+        spec.serving_overrides = read(lambda: read_serving(ctx, top["serving"][1]), spec.serving_overrides)
     if "model_column" in top:
-        spec.model_column = ctx.word(top["model_column"][1], "model_column", MODEL_COLUMNS)
+        spec.model_column = read(lambda: ctx.word(top["model_column"][1], "model_column", MODEL_COLUMNS),
+                                 spec.model_column)
     if "calibration" in top:
-        read_calibration(ctx, spec, top["calibration"][1])
+        read(lambda: read_calibration(ctx, spec, top["calibration"][1]), None)
     preds_node = top["predictions"][1]
     if not isinstance(preds_node, yaml.SequenceNode):
-        raise ctx.err(preds_node, "predictions must be a list (each item starts with '- id: ...')")
+        raise SpecErrors([*errors, ctx.err(preds_node, "predictions must be a list (each item starts with "
+                                                       "'- id: ...')")])
     if not preds_node.value:
-        raise ctx.err(preds_node, "predictions is empty", "add at least one prediction")
+        raise SpecErrors([*errors, ctx.err(preds_node, "predictions is empty", "add at least one prediction")])
     seen: dict[str, int] = {}
     for node in preds_node.value:
-        for pred in read_predictions(ctx, spec, node):
+        try:
+            preds = read_predictions(ctx, spec, node)
+        except SpecError:
+            raise
+        except Exception:  # a prediction read against a setup that did not resolve: the setup errors say why
+            if errors:
+                break
+            raise
+        for pred in preds:
             if len(spec.predictions) >= limits.max_tests_per_file:
                 raise SpecError(f"the file expands into more than max_tests_per_file "
                                 f"({limits.max_tests_per_file:,}) tests (reached at this prediction)", file=file,
@@ -167,4 +198,8 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
                                        file=file, line=pred.line, hint="give each prediction a unique id")
             seen.setdefault(pred.id, pred.line)
             spec.predictions.append(pred)
+    if errors:
+        if len(errors) == 1 and not any(p.error for p in spec.predictions):
+            raise errors[0]  # one error: as it always read
+        raise SpecErrors([*errors, *(p.error for p in spec.predictions if p.error is not None)])
     return spec

@@ -83,6 +83,9 @@ class RooflineSession:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         self.out_dir = Path(out) if out else Path(str(config.rootpath)) / "roofline-runs" / stamp
         self.default_tolerance = config.getini("roofline_default_tolerance") or DEFAULT_MEASURED_TOLERANCE
+        #: (file, error text) -> the id of the prediction that reported a file's setup error in full: the others
+        #: of the file say "not run" in one line (an engine that cannot start fails every test of its file)
+        self.setup_errors: dict[tuple[str, str], str] = {}
         try:  # parsed once here: a bad ini value is one usage error, not an ERROR per prediction
             parse_tolerance(self.default_tolerance, "ratio")
         except ToleranceError as exc:
@@ -243,6 +246,9 @@ class RooflineSession:
                     measurement = measurements.for_spec(spec)
                     hw_override = measurements.hardware_override(spec)
             except PointError as exc:
+                first = self.setup_errors.setdefault((spec.path, str(exc)), pred.id)
+                if first != pred.id:
+                    exc = PointError(not_run_text(first, str(exc)))
                 v = Verdict.for_error(pred, exc, mode="measured")
                 self.verdicts.append(v)
                 return v
@@ -264,6 +270,11 @@ class RooflineSession:
                                                    + "; ".join(cmp.unchecked)])
         self.verdicts.append(verdict)
         return verdict
+
+
+def not_run_text(first: str, error: str) -> str:
+    """The one line of a prediction whose file's setup ``error`` was reported in full by prediction ``first``."""
+    return f"not run (setup error above, reported in full by {first})"
 
 
 def option_name(config: pytest.Config, short: str) -> str:
