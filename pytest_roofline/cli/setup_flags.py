@@ -19,7 +19,7 @@ from typing import Any, Literal, cast, get_args
 from pytest_roofline.errors import HardwareOverrideError, ModelOverrideError, RooflineError, UnitError
 from pytest_roofline.format.spec import WORKLOAD_FIELDS, AmbiguousScalar, plain_scalar
 from pytest_roofline.model import dtypes, vllm_defaults
-from pytest_roofline.model.setup import Setup, build_setup
+from pytest_roofline.model.setup import RESERVE_NAMES, Setup, build_setup
 from pytest_roofline.units import parse_printed_number, to_int, to_si
 
 __all__ = ["SETUP_FLAGS", "add_setup_flags", "build", "flag_type", "set_item", "setup_tree", "whole_at_least_1"]
@@ -28,7 +28,7 @@ __all__ = ["SETUP_FLAGS", "add_setup_flags", "build", "flag_type", "set_item", "
 _SET_SECTIONS = ("hardware", "model", "engine", "workload")
 #: engine.<key> that ``--set`` takes besides ``engine.args.<arg>`` and ``engine.reserves.<term>`` (text values)
 _ENGINE_TEXT_KEYS = ("version", "model", "entrypoint")
-_RESERVES = ("activation", "non_torch", "cuda_graphs")
+_RESERVES = tuple(RESERVE_NAMES)  # model/setup.py is their one home
 #: ``--entrypoint``: serve (``vllm serve``, the OpenAI server) or llm (the offline ``LLM`` class)
 Entrypoint = Literal["serve", "llm"]
 

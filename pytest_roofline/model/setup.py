@@ -24,6 +24,11 @@ from pytest_roofline.units import format_value
 __all__ = ["Setup", "RooflineLandmarks", "SetupError", "SetupValueError", "build_setup", "TINY_MODEL"]
 
 
+#: the per-GPU memory reserves a prediction file may set (``engine.reserves.<name>``) -> the Setup field it fills;
+#: the one home of their names (the CLI's ``--set engine.reserves.<name>=`` reads it)
+RESERVE_NAMES: dict[str, str] = {"activation": "activation_bytes", "non_torch": "non_torch_bytes",
+                                 "cuda_graphs": "cuda_graph_bytes"}
+
 @dataclass(frozen=True)
 class Setup:
     """Everything the model side knows about one configuration (SI units)."""
@@ -502,9 +507,7 @@ def build_setup(
         pipeline_parallel_size=pp,
         enforce_eager=bool(args.get("enforce_eager", False)),
         kv_cache_memory_bytes=float(kv_mem) if kv_mem is not None else None,
-        activation_bytes=_opt(reserves.get("activation")),
-        non_torch_bytes=_opt(reserves.get("non_torch")),
-        cuda_graph_bytes=_opt(reserves.get("cuda_graphs")),
+        **{attr: _opt(reserves.get(name)) for name, attr in RESERVE_NAMES.items()},
         engine_args=args,
         sources=dict(defaults.sources),
         engine_entrypoint=defaults.usage,
