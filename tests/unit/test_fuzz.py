@@ -1,4 +1,6 @@
-"""Fuzzing the prediction-file loader, the tolerance parser and the number/unit parser (hypothesis).
+"""Fuzzing the prediction-file loader, the tolerance parser and the number/unit parser (hypothesis), and the
+readers of other people's files — peers' exports, results files, datasets — on their committed samples mutated
+byte by byte (issue 23: bad UTF-8, NUL, 1e999, NaN, nesting 100,000 deep, truncation).
 
 Each target may accept its input or refuse it with its own error — :class:`SpecError` from the loader,
 :class:`ToleranceError` from the tolerance parser, :class:`UnitError` from the number parser, all
@@ -210,3 +212,79 @@ def test_shipped_files_load_under_the_fuzz_limits(path):
     # the small limits above still leave every shipped file whole, so the mutants start from a valid file
     spec = loads_spec(TEXTS[path], file=str(path), limits=LIMITS)
     assert spec.predictions
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# other people's files: peers' exports, results files, datasets (issue 23), mutated byte by byte
+# ----------------------------------------------------------------------------------------------------------------
+PEER_FILES = sorted(p for p in (Path(__file__).resolve().parents[1] / "data" / "peers").rglob("*.json"))
+RESULTS_FILES = sorted(PREDICTIONS.glob("recorded/*.results.json"))
+DATASET_FILES = sorted((Path(__file__).resolve().parents[1] / "data").glob("*dataset*")) + sorted(
+    (Path(__file__).resolve().parents[1] / "data").glob("sharegpt_sample.json"))
+BYTES = {p: p.read_bytes() for p in PEER_FILES + RESULTS_FILES + DATASET_FILES}
+#: what a byte mutation inserts: JSON syntax, bad bytes, hostile numbers and nesting past every bound
+BYTE_FRAGMENTS = [b"[", b"]", b"{", b"}", b",", b":", b'"', b"\\", b"\n", b"\x00", b"\xff\xfe", b"\xc3", b"NaN",
+                  b"Infinity", b"-Infinity", b"1e999", b"-1", b"0", b"true", b"null", b'"x"', b"[]", b"{}",
+                  b"1" * 400, b"[" * 100_000, b'{"a":' * 20_000, "\ufeff".encode("utf-8")]
+
+
+@st.composite
+def mutated_bytes(draw: st.DrawFn, files: list[Path]) -> tuple[Path, bytes]:
+    path = draw(st.sampled_from(files))
+    data = BYTES[path]
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["insert", "delete", "duplicate", "truncate"]))
+        i = draw(st.integers(0, len(data)))
+        if kind == "insert":
+            data = data[:i] + draw(st.sampled_from(BYTE_FRAGMENTS) | st.binary(max_size=8)) + data[i:]
+        elif kind == "delete":
+            data = data[:i] + data[i + draw(st.integers(1, 40)):]
+        elif kind == "duplicate":
+            data = data[:i] + data[i:i + draw(st.integers(1, 200))] + data[i:]
+        else:
+            data = data[:i]
+    return path, data
+
+
+def _written(path: Path, data: bytes, folder: Path) -> Path:
+    f = folder / path.name
+    f.write_bytes(data)
+    return f
+
+
+@fuzz_settings(120)
+@given(mutated_bytes(PEER_FILES))
+def test_peer_readers_on_mutated_exports(case):
+    import tempfile
+
+    from pytest_roofline.measure.results.peers import load_any
+
+    path, data = case
+    with tempfile.TemporaryDirectory() as d:
+        within_bound(load_any, _written(path, data, Path(d)), allowed=(RooflineError,))
+
+
+@fuzz_settings(120)
+@given(mutated_bytes(RESULTS_FILES))
+def test_results_reader_on_mutated_results_files(case):
+    import tempfile
+
+    from pytest_roofline.measure.results import load_results
+
+    path, data = case
+    with tempfile.TemporaryDirectory() as d:
+        within_bound(load_results, _written(path, data, Path(d)), allowed=(RooflineError,))
+
+
+@fuzz_settings(120)
+@given(mutated_bytes(DATASET_FILES))
+def test_dataset_reader_on_mutated_datasets(case):
+    import tempfile
+
+    from pytest_roofline.format.workloads import DatasetFile
+
+    path, data = case
+    with tempfile.TemporaryDirectory() as d:
+        f = _written(path, data, Path(d))
+        fmt = "jsonl" if path.suffix == ".jsonl" else "sharegpt"
+        within_bound(lambda: DatasetFile(f, fmt).count(), allowed=(RooflineError,))
