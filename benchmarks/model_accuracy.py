@@ -410,9 +410,6 @@ def corpus_report(write_bands: bool) -> None:
             b, nb = mape_of(rs, "b", m)
             c, nc = mape_of(rs, "c", m)
             print(f"| TP{tp} | {label} | {pct(b)} ({nb}) | {pct(c)} ({nc}) |")
-    print("\nper run (measured / (b) defaults with its band):\n")
-    print("| run | metric | measured | (b) | band (all sources) |")
-    print("|---|---|---|---|---|")
     full = bands.derive_bands([(g, x, s) for g, x, s, _ in samples])
     # the roofline as a ceiling: the decode step's share, roofline TPOT / measured TPOT p50, at low load on GPUs (a
     # burst's throughput is set by its longest request, not by the step: TPOT is the per-step figure)
@@ -430,6 +427,9 @@ def corpus_report(write_bands: bool) -> None:
         print(f"\nRoofline as a ceiling: low-load GPU runs reach {100 * fb.lo:.0f}%-{100 * min(1.0, fb.hi):.0f}% of "
               f"the decode roofline's step rate ({fb.n} values from {', '.join(fb.sources)}): the CPU-only math "
               f"check passes batch-1 ink between {100 * fb.lo:.0f}% of the ceiling and the ceiling.\n")
+    print("\nper run (measured / (b) defaults with its band):\n")
+    print("| run | metric | measured | (b) | band (all sources) |")
+    print("|---|---|---|---|---|")
     for reg, _ratio, _s, r in samples:
         if r["source"] != "lambda":
             continue
