@@ -15,9 +15,9 @@ distinguishable given their uncertainty. Each stored value keeps its 95 % confid
 exceeds ``√(h_now² + h_base²)``, with ``h`` each interval's half-width on the side facing the other value (the
 usual test of a difference of two independent estimates, at the intervals' level; asymmetric order-statistic
 intervals use their facing side). Once three or more earlier nights measured the value (whatever the baseline),
-the change must also exceed the nights' own spread: a Student-t prediction interval for one more night, from the
-median absolute deviation of the latest :data:`SPREAD_RUNS` (or N) nights, which holds the run-to-run variation
-(an engine restart, a busy machine) that the within-run intervals miss. A change
+the change must also exceed the nights' own spread: a Student-t prediction interval for one more night from the
+latest :data:`SPREAD_RUNS` (or N) nights (:func:`_runs_spread`), which holds the run-to-run variation (an engine
+restart, a busy machine) that the within-run intervals miss; with fewer nights the drift line says so. A change
 beyond the threshold that is not distinguishable is ``uncertain``: never "drifted", never "steady". A value with
 no interval (an exact count read from the log, or a run stored before intervals were kept) is taken as exact.
 """
@@ -232,15 +232,21 @@ def distinguishable(now_v: StoredValue, now: float, base_v: StoredValue, base: f
 
 
 def _runs_spread(xs: Sequence[float], level: float = 0.95) -> float:
-    """The half-width of a prediction interval for one fresh run around the baseline runs' median: Student's t
-    (:func:`~pytest_roofline.measure.stats.intervals.t_quantile`, N − 1 degrees of freedom) times a robust
-    standard deviation (1.4826 × the median absolute deviation, so one outlier night does not hide every change)
-    times √(1 + 1/N); 0 with fewer than 3 runs (two values say too little about their spread)."""
+    """The half-width of a prediction interval for one more night from the earlier nights' values: Student's t
+    (:func:`~pytest_roofline.measure.stats.intervals.t_quantile`, N − 1 degrees of freedom) × σ × √(1 + 1/N); 0
+    with fewer than 3 nights (two values say too little about their spread). σ is the sample standard deviation
+    below :data:`SPREAD_RUNS` nights (the median absolute deviation of 3 or 4 values can be near 0 when two of them
+    happen to agree, and then every night would drift: measured on real CPU-engine runs, 25 % false drift against
+    0 % with the standard deviation, benchmarks/drift_false_alarms.py) and 1.4826 × the median absolute deviation
+    from :data:`SPREAD_RUNS` nights on (one outlier night then does not hide every change)."""
     n = len(xs)
     if n < 3:
         return 0.0
-    med = statistics.median(xs)
-    sigma = 1.4826 * statistics.median(abs(x - med) for x in xs)
+    if n < SPREAD_RUNS:
+        sigma = statistics.stdev(xs)
+    else:
+        med = statistics.median(xs)
+        sigma = 1.4826 * statistics.median(abs(x - med) for x in xs)
     return t_quantile(0.5 + level / 2, n - 1) * sigma * math.sqrt(1.0 + 1.0 / n)
 
 
@@ -330,7 +336,9 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         if not beyond:
             verdict = f"within {tol_text}"
         elif apart:
-            verdict = f"beyond {tol_text}"
+            verdict = f"beyond {tol_text}" + ("" if len(spread_xs) >= 3 else
+                                              f" (night-to-night spread not known yet: {len(spread_xs)} earlier "
+                                              "night(s), 3 needed; the within-run intervals alone)")
         else:
             noise = "an unbounded interval" if not math.isfinite(margin) else f"±{_fmt(v, margin)}"
             verdict = f"beyond {tol_text} but within the measurements' noise ({noise})"

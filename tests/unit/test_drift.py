@@ -50,7 +50,8 @@ def test_previous_run_beyond_threshold() -> None:
     assert d.status is DriftStatus.DRIFTED
     assert d.baseline == 1000.0
     assert d.change_rel == pytest.approx(0.124)
-    assert d.text == "+12.4% vs previous run (2026-11-30, abc1234), beyond 10%"
+    assert d.text == ("+12.4% vs previous run (2026-11-30, abc1234), beyond 10% (night-to-night spread not known "
+                      "yet: 2 earlier night(s), 3 needed; the within-run intervals alone)")
     assert d.baseline_run_ids == ("20261130T020000Z-c30-aaaaaa",)
 
 

@@ -187,11 +187,16 @@ def test_median_of_n_needs_the_change_to_leave_the_nights_own_spread() -> None:
 
 
 def test_pinned_baseline() -> None:
-    runs = [night(1, val("p", 1000.0)), night(2, val("p", 2000.0)), night(3, val("p", 2100.0))]
+    runs = [night(1, val("p", 1000.0)), night(2, val("p", 1300.0)), night(3, val("p", 1310.0)),
+            night(5, val("p", 1290.0))]
     p = DriftPolicy("10%", "run:20261201")
     assert p.describe() == "the pinned run 20261201"
+    # 1300 vs the pinned 1000: +30%. The nights' spread (1000, 1300, 1310, 1290: s = 150.22, t(0.975, 3) = 3.182,
+    # × √(1 + 1/4)) = ±534.5 holds the move: uncertain; 2050 (+105%) leaves it: drifted
     d = drift_for([val("p", 2050.0)], runs, p, setup=SETUP)["my-cpu.yaml::p"]
     assert d.baseline == 1000.0 and d.status is DriftStatus.DRIFTED and "vs pinned run 20261201T020000Z" in d.text
+    u = drift_for([val("p", 1300.0)], runs, p, setup=SETUP)["my-cpu.yaml::p"]
+    assert u.status is DriftStatus.UNCERTAIN and u.noise == pytest.approx(3.182446 * 150.222 * 1.25**0.5, rel=1e-4)
     # a bare run id is a pinned run too; one that is not stored leaves every value new, saying why
     q = drift_for([val("p", 2050.0)], runs, DriftPolicy("10%", "20261109"), setup=SETUP)["my-cpu.yaml::p"]
     assert q.status is DriftStatus.NEW and "no run 20261109 of this setup" in q.text
