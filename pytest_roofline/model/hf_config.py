@@ -10,13 +10,13 @@ Keys and HF defaults follow transformers' config classes, family by family.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from pytest_roofline import bounded
 from pytest_roofline.errors import ModelArchError, ModelConfigError, UnsupportedModelError
 from pytest_roofline.model.model_arch import FULL_ATTENTION, LAYER_TYPES, SLIDING_ATTENTION, ModelArch
 
@@ -361,10 +361,10 @@ def _load_config(path: Path) -> tuple[dict[str, Any], Path]:
         path = path / "config.json"
     if not path.is_file():
         raise ModelConfigError(f"no config.json at {path}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ModelConfigError(f"cannot read {path}: {exc}") from exc
+    try:  # a config.json is a few KB: 16 MiB, 64 levels and a regular file bound a hostile one
+        data = bounded.load_json_file(path, what="the model's config.json", max_bytes=16 * bounded.MIB)
+    except (OSError, ValueError) as exc:  # json.JSONDecodeError and bounded.BoundedInputError are ValueErrors
+        raise ModelConfigError(f"cannot read {path}: {exc}") from None
     if not isinstance(data, dict):
         raise ModelConfigError(f"{path}: expected a JSON object, got {type(data).__name__}")
     return data, path

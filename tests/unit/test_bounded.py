@@ -114,3 +114,12 @@ def test_yaml_deep_nesting_and_recursive_alias() -> None:
         bounded.safe_load_yaml("".join("  " * i + f"k{i}:\n" for i in range(100)) + "  " * 100 + "v: 1\n", "c")
     with pytest.raises(BoundedInputError, match="recursive alias"):
         bounded.safe_load_yaml("a: &a [*a]\n", "cal.yaml")
+
+
+def test_a_model_config_json_nested_100000_deep_is_a_model_config_error(tmp_path) -> None:
+    from pytest_roofline.errors import ModelConfigError
+    from pytest_roofline.model.hf_config import _load_config
+
+    (tmp_path / "config.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    with pytest.raises(ModelConfigError, match="nest more than 64 levels"):  # was a RecursionError
+        _load_config(tmp_path)
