@@ -263,6 +263,16 @@ def format_value(si: float | None, dimension: str, unit: str | None = None, *, d
     return f"{_fmt_sig(x, digits)} {unit}".strip()
 
 
+def decimal_bytes_unit(si: float) -> str:
+    """The decimal unit a datasheet would print ``si`` bytes in: GB from 1 GB on, else MB, kB or B (so a tiny model's
+    weights read 744.70 kB, never 0.00074470 GB)."""
+    a = abs(si)
+    for unit, size in (("GB", GB), ("MB", MB), ("kB", KB)):  # GB however large: the unit weights are quoted in
+        if a >= size:
+            return unit
+    return "B"
+
+
 def _auto_bytes_unit(si: float) -> str:
     a = abs(si)
     if a >= GIB:

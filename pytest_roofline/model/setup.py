@@ -19,7 +19,7 @@ from pytest_roofline.model.architecture import ModelArch
 from pytest_roofline.model.hardware import HardwareSpec
 from pytest_roofline.model.quantization import QuantScheme
 from pytest_roofline.model.tiny import TINY_MODEL, tiny_arch
-from pytest_roofline.units import format_value
+from pytest_roofline.units import decimal_bytes_unit, format_value
 
 __all__ = ["Setup", "RooflineLandmarks", "SetupError", "SetupValueError", "build_setup", "TINY_MODEL"]
 
@@ -354,11 +354,11 @@ class Setup:
         out["model"] = self.model.name
         out["params"] = f"{float(self.model.param_count()):,.0f}"
         what = self.quantization.label() if self.quantization is not None else self.weight_dtype
-        out["weights"] = f"{format_value(self.weight_bytes, 'bytes', 'GB', digits=5)} ({what})"
+        out["weights"] = f"{_bytes_text(self.weight_bytes)} ({what})"
         if self.num_gpus > 1:
             out["parallel"] = (f"tensor_parallel_size {self.tensor_parallel_size} x pipeline_parallel_size "
                                f"{self.pipeline_parallel_size} = {self.num_gpus} GPUs")
-            out["weights_per_gpu"] = format_value(self.weight_bytes_per_gpu, "bytes", "GB", digits=5)
+            out["weights_per_gpu"] = _bytes_text(self.weight_bytes_per_gpu)
             out["kv_bytes_per_token_per_gpu"] = f"{self.kv_bytes_per_token_per_gpu:,.0f} B"
         out["kv_bytes_per_token"] = f"{self.kv_bytes_per_token:,.0f} B ({self.kv_dtype})"
         out["kv_context"] = f"{self.kv_context_tokens:,.0f} tokens"
@@ -367,6 +367,11 @@ class Setup:
             out["replicas"] = (f"{self.replicas} (an even split assumed: each replica sees 1/{self.replicas} of "
                                "the load)")
         return out
+
+
+def _bytes_text(si: float) -> str:
+    """Bytes in the decimal unit that fits (``16.381 GB``; a tiny model's ``744.70 kB``), five digits."""
+    return format_value(si, "bytes", decimal_bytes_unit(si), digits=5)
 
 
 def _dtype(name: str | None, what: str) -> str:

@@ -80,10 +80,10 @@ def _goodput_c_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, t
 
 
 def _goodput_note(g: an.Goodput, at: Mapping[str, Any]) -> str:
-    return (f"SLO TTFT < {float(at['ttft']) * 1e3:g} ms and TPOT < {float(at['tpot']) * 1e3:g} ms at "
-            f"{at.get('percentile', 'p99')}: best {g.best_tok_per_s or 0:,.1f} tok/s at concurrency "
-            f"{g.best_concurrency}; raw max {g.raw_max_tok_per_s:,.1f} tok/s; "
-            f"SLOs are strict upper bounds (value < SLO is not required: value ≤ SLO passes)")
+    return (f"SLO TTFT ≤ {float(at['ttft']) * 1e3:g} ms and TPOT ≤ {float(at['tpot']) * 1e3:g} ms at "
+            f"{at.get('percentile', 'p99')} (a value equal to its SLO meets it): best "
+            f"{g.best_tok_per_s or 0:,.1f} tok/s at concurrency {g.best_concurrency}; raw max "
+            f"{g.raw_max_tok_per_s:,.1f} tok/s")
 
 
 def _serve_total(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:

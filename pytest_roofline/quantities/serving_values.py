@@ -21,6 +21,7 @@ from typing import Any
 from pytest_roofline.errors import SetupError, SimulationError, WorkloadError
 from pytest_roofline.model import serving as sv
 from pytest_roofline.model.setup import Setup
+from pytest_roofline.units import format_value
 
 __all__ = ["SweepPoint", "ServingSweep", "TERM_LABELS", "dominant_term", "shares_text"]
 
@@ -153,12 +154,24 @@ class ServingSweep:
         """The constants and scheduler the simulation ran with, for a verdict's model inputs."""
         d = {"serving_model": f"step-level vLLM simulation ({self.source})"}
         for k, val in self.constants.to_dict().items():
-            d[k] = (f"{val * 1e3:.4g} ms" if k.endswith("_s") else f"{val:.3g}")
+            d[k] = constant_text(k, val)
         e = self.engine
         d["scheduler"] = (f"max_num_seqs {e.max_num_seqs}, max_num_batched_tokens {e.max_num_batched_tokens}, "
                           f"chunked prefill {'on' if e.chunked_prefill else 'off'}")
         d["kv_pool"] = f"{e.num_gpu_blocks:,} blocks × {e.block_size} tokens"
         return d
+
+
+def constant_text(name: str, value: float) -> str:
+    """A serving constant in the unit its name says: a rate per second (``host_mem_bytes_per_s`` 20 TB/s,
+    ``host_peak_flop_per_s`` 100 TFLOP/s), a time (``step_overhead_s`` 3.3 ms), else a bare number."""
+    if name.endswith("bytes_per_s"):
+        return format_value(value, "bandwidth", "GB/s", digits=4)
+    if name.endswith("flop_per_s"):
+        return format_value(value, "flop_rate", "TFLOP/s", digits=4)
+    if name.endswith("_s"):
+        return f"{value * 1e3:.4g} ms"
+    return f"{value:.3g}"
 
 
 def dominant_term(time_shares: Mapping[str, float], *, beyond_roofline: bool = False) -> tuple[str, float] | None:

@@ -61,7 +61,7 @@ from pytest_roofline.report.common import (
 from pytest_roofline.report.environment import spec_setup
 from pytest_roofline.report.resources import css
 from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, Verdict, VerdictMode, VerdictStatus, score
-from pytest_roofline.units import format_value
+from pytest_roofline.units import decimal_bytes_unit, format_value
 
 __all__ = ["render_scorecard", "write_scorecard", "render_from_files", "score_spec",
            "CSP"]
@@ -558,7 +558,8 @@ def _setup_card(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | No
             pass
         model += [("model", d.get("model")), ("parameters", d.get("params")), ("weights", d.get("weights")),
                   ("KV per token", d.get("kv_bytes_per_token")), ("KV context", d.get("kv_context")),
-                  ("KV per sequence", format_value(setup.kv_bytes_per_seq, "bytes", "GB", digits=4))]
+                  ("KV per sequence", format_value(setup.kv_bytes_per_seq, "bytes",
+                                                   decimal_bytes_unit(setup.kv_bytes_per_seq), digits=4))]
     else:
         chip.append(("declared", spec.hardware))
         model.append(("model", spec.model if isinstance(spec.model, str) else str(spec.model)))
@@ -569,9 +570,13 @@ def _setup_card(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | No
     if eng.get("args"):
         engine.append(("args", ", ".join(f"{k}={v}" for k, v in redact.redact_mapping(eng["args"]).items())))
     if setup is not None:
-        engine.append(("defaults used", f"gpu_memory_utilization {setup.gpu_memory_utilization:g}, block_size "
-                                        f"{setup.block_size}, max_num_seqs {setup.max_num_seqs}, "
-                                        f"max_num_batched_tokens {setup.max_num_batched_tokens:,}"))
+        # the KV pool as this device sizes it: a share of GPU memory, or the CPU engine's fixed KV space
+        pool = (f"KV space {format_value(setup.kv_cache_memory_bytes, 'bytes', 'GiB', digits=4)}"
+                if setup.device == "cpu" and setup.kv_cache_memory_bytes is not None
+                else f"gpu_memory_utilization {setup.gpu_memory_utilization:g}")
+        engine.append(("defaults used", f"{pool}, block_size {setup.block_size}, max_num_seqs "
+                                        f"{setup.max_num_seqs}, max_num_batched_tokens "
+                                        f"{setup.max_num_batched_tokens:,}"))
     if setup is not None:
         source = (f"calibration {Path(spec.calibration_path or '').name}" if spec.calibration is not None
                   else "default constants") + (" + the file's serving: constants" if spec.serving_overrides else "")
