@@ -528,11 +528,12 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         return None
     ch = Chart(x, Axis(0, max(vals) * 1.15, "linear", "TPOT (ms)"), width=600, height=340,
                title="Time per output token vs concurrency" if (p50 or p99) else "Decode step time vs batch (model)",
-               subtitle=("p50 and p99 per sweep point against the modelled decode step" if (p50 or p99) else
+               subtitle=("p50 and p99 per sweep point" + (" against the modelled decode step" if model else "")
+                         if (p50 or p99) else
                          "the model's t_step = max(t_mem, t_comp): the floor under TPOT")
                + (f" (modelled at {setup.kv_context_tokens:,.0f} tokens of KV per sequence)"
                   if setup is not None and model else ""),
-               description="TPOT percentiles and the modelled decode step time")
+               description="TPOT percentiles" + (" and the modelled decode step time" if model else ""))
     g = _slo_goodput(results, spec)
     if g is not None and g.best_concurrency is not None:
         ch.vband(g.best_concurrency / 1.12, g.best_concurrency * 1.12, color=C_GOODPUT, opacity=0.16)
@@ -567,7 +568,7 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         m = model_step(setup, c).t_step_s * 1e3
         ch.annotate(c, y, f"{y / m:.1f}× the model", color=C_MEAS, dx=-8, dy=-8, anchor="end")
     cap = ("The model is a decode-only roofline: measured TPOT above it is prefill sharing the steps plus "
-           "per-step engine overhead.")
+           "per-step engine overhead." if model else "No model line: the setup does not resolve to a roofline.")
     if s50:
         c_hi, pp_hi = sp[-1]
         top = dominant_term(pp_hi.time_shares, beyond_roofline=True)

@@ -53,3 +53,22 @@ def test_the_goodput_note_says_one_thing_about_the_boundary() -> None:
     src = latency._goodput_note.__code__.co_consts
     text = " ".join(c for c in src if isinstance(c, str))
     assert "strict upper bounds" not in text and "≤" in text and "<" not in text.replace("≤", "")
+
+
+def test_the_tpot_caption_names_a_model_line_only_when_one_is_drawn() -> None:
+    import json
+
+    from support.paths import DAY3_RESULTS
+
+    from pytest_roofline.format.spec import load_spec
+    from pytest_roofline.report.charts import tpot_chart
+
+    spec = load_spec(DAY3)
+    results = json.loads(DAY3_RESULTS.read_text(encoding="utf-8"))
+    without = tpot_chart(spec, None, results, [])  # no setup: no modelled decode step is drawn
+    assert without is not None and "p50 and p99 per sweep point" in without.svg
+    assert "modelled decode step" not in without.svg and "decode-only roofline" not in without.caption
+    setup = build_setup(hardware_ref=spec.hardware, model_ref=spec.model, engine=spec.engine, workload=spec.workload)
+    drawn = tpot_chart(spec, setup, results, [])
+    assert drawn is not None and "against the modelled decode step" in drawn.svg
+    assert "decode-only roofline" in drawn.caption
