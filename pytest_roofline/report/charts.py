@@ -568,7 +568,8 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         m = model_step(setup, c).t_step_s * 1e3
         ch.annotate(c, y, f"{y / m:.1f}× the model", color=C_MEAS, dx=-8, dy=-8, anchor="end")
     cap = ("The model is a decode-only roofline: measured TPOT above it is prefill sharing the steps plus "
-           "per-step engine overhead." if model else "No model line: the setup does not resolve to a roofline.")
+           "per-step engine overhead." if model else "No model line: this setup has no roofline (the CPU "
+           "engine has no bandwidth or peak in the catalog, or the setup does not resolve).")
     if s50:
         c_hi, pp_hi = sp[-1]
         top = dominant_term(pp_hi.time_shares, beyond_roofline=True)
