@@ -208,6 +208,22 @@ def test_server_errors_count_as_failed():
     assert res.records[2].http_status == 500
 
 
+def test_malformed_stream_events_fail_their_request():
+    # issue 20/23: a data: line that is not JSON, and a token event whose text is not UTF-8, are failures of their
+    # request (never a token, never a pass); the other requests are measured
+    bad_utf8 = b'{"id":"x","object":"text_completion","choices":[{"index":0,"text":"\xff\xfe","logprobs":null,' \
+               b'"finish_reason":null}]}'
+    with server() as srv:
+        srv.faults = {2: Fault(after=1, data=b"this is not json"), 4: Fault(after=1, data=bad_utf8)}
+        res = run_load(srv.url, spec(num_requests=8))
+    c = summarize(res)
+    assert c["failed"] == 2 and c["completed"] == 6
+    errs = {r.index: r.error for r in res.records if not r.ok}
+    assert set(errs) == {2, 4}
+    assert "unparseable SSE data" in errs[2] and "not json" in errs[2]
+    assert "unparseable SSE data" in errs[4] or "UTF-8" in errs[4]
+
+
 def test_api_key_sent_but_never_shown():
     with server() as srv:
         srv.faults = {1: Fault(status=401)}

@@ -312,3 +312,56 @@ def test_guidellm_throughput_is_output_tokens_over_the_duration():
     assert c["output_throughput_tok_s"] == pytest.approx(m["output_tokens_per_second"]["successful"]["mean"])
     assert c["total_throughput_tok_s"] == pytest.approx((1280 + 2560) / bench["duration"])
     assert c["request_throughput_req_s"] == pytest.approx(20 / bench["duration"])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# issue 20/23: a peer's file is checked for the measurement having happened: never a pass on what was left
+# ---------------------------------------------------------------------------------------------------------------
+_TPUT_C4 = """hardware: cpu
+model: roofline-tiny
+engine: {name: vllm, version: 0.32.0}
+workload: {input_len: 128, output_len: 1024}
+sweep: {concurrency: [4]}
+predictions:
+  - {id: tput, quantity: output_throughput, at: {concurrency: 4}, predicted: 341 tok/s, tolerance: 50%}
+  - {id: ttft, quantity: ttft_p50, at: {concurrency: 4}, predicted: 18 ms, tolerance: 50%}
+"""
+
+
+def _verdicts(data) -> dict[str, str]:
+    from pytest_roofline.format.spec import loads_spec
+    from pytest_roofline.measure.results import RecordedMeasurement
+    from pytest_roofline.scoring import score
+
+    spec = loads_spec(_TPUT_C4)
+    return {p.id: score(spec, p, "measured", RecordedMeasurement(data)).status.value for p in spec.predictions}
+
+
+def test_an_old_vllm_bench_file_with_1_of_10_completed_does_not_pass(tmp_path: Path):
+    # before v0.12 vllm bench serve wrote no "failed": 1 completed of num_prompts 10 means 9 failed
+    doc = _bench(num_prompts=10, completed=1, total_input_tokens=128, total_output_tokens=1024)
+    del doc["failed"]
+    f = tmp_path / "sweep_c4.json"
+    f.write_text(json.dumps(doc))
+    data = load_any(f)
+    (pt,) = data["points"]
+    assert pt["client"]["failed"] == 9 and any("completed 1 of num_prompts 10" in x for x in pt["flags"])
+    assert set(_verdicts(data).values()) == {"error"}
+    # the same file with all 10 completed is a measurement
+    ok = _bench(num_prompts=10, completed=10, total_input_tokens=1280, total_output_tokens=10240)
+    del ok["failed"]
+    f.write_text(json.dumps(ok))
+    assert "error" not in set(_verdicts(load_any(f)).values())
+
+
+def test_an_aiperf_export_with_no_request_does_not_pass(tmp_path: Path):
+    doc = json.loads((PEERS / "profile_export_aiperf.json").read_text())
+    for tag, m in doc.items():
+        if isinstance(m, dict) and "avg" in m:
+            doc[tag] = {**m, **{k: 0 for k in ("avg", "p50", "p90", "p95", "p99", "min", "max") if k in m}}
+    f = tmp_path / "profile_export_aiperf.json"
+    f.write_text(json.dumps(doc))
+    data = load_any(f)
+    (pt,) = data["points"]
+    assert pt["client"]["completed"] == 0
+    assert set(_verdicts(data).values()) == {"error"}

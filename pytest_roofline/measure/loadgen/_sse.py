@@ -17,10 +17,11 @@ A chat stream's token events are the ones whose ``choices[0].delta`` carries non
 (vllm/entrypoints/openai/chat_completion/serving.py at v0.32.0, ``first_iteration``; ``vllm bench serve``
 counts the same way).
 
-A fast path skips JSON parsing for reads that hold whole plain token events only (compact JSON, non-empty
-``choices``, no ``usage`` object, no ``error``; for chat also one non-empty ``"content":"`` per event and no
-``role``).  A quote inside a JSON string is escaped, so the byte
-patterns it counts can only be JSON structure; anything else takes the full path.
+A fast path skips JSON parsing for reads that hold whole plain token events only (ASCII bytes, compact JSON,
+non-empty ``choices``, no ``usage`` object, no ``error``; for chat also one non-empty ``"content":"`` per event and
+no ``role``); a read with any other byte takes the full path, where bytes that are not UTF-8 (or a ``data:`` line
+that is not JSON) are the request's parse error: it fails, never a token.  A quote inside a JSON string is
+escaped, so the byte patterns it counts can only be JSON structure; anything else takes the full path.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def decode_completion_stream(pieces: Sequence[Any], to_seconds: Callable[[int], 
     to_s: Callable[[int], float] = to_seconds if to_seconds is not None else _ns_to_s
     for k in range(0, len(pieces), 2):
         piece = pieces[k + 1]
-        if not buf and piece[-2:] == b"\n\n":
+        if not buf and piece[-2:] == b"\n\n" and piece.isascii():  # non-ASCII: the full path checks its UTF-8
             n = piece.count(b'"choices":[{')
             if n and piece.count(b"data:") == n and b'"usage":{' not in piece \
                     and b'"error"' not in piece and b"\r" not in piece \

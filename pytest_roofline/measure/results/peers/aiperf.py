@@ -82,6 +82,12 @@ def _loadgen(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     return cfg.get("loadgen") or cfg.get("load") or {}
 
 
+def _count(doc: Mapping[str, Any], tag: str) -> int | None:
+    """A count metric (``request_count``) as an int; None when the export has none."""
+    v = _avg(doc, tag)
+    return int(v) if v is not None else None
+
+
 def aiperf_point(doc: Mapping[str, Any], where: str) -> PointRecord:
     lg = _loadgen(doc)
     conc, rate = number(lg.get("concurrency")), number(lg.get("request_rate"))
@@ -94,7 +100,7 @@ def aiperf_point(doc: Mapping[str, Any], where: str) -> PointRecord:
     lam = _avg(doc, "request_throughput")
     e2e = _ms_dist(doc, "request_latency", where)
     client: dict[str, Any] = {
-        "completed": int(_avg(doc, "request_count") or 0) or None,
+        "completed": _count(doc, "request_count"),  # 0 stays 0: no request completed, nothing was measured
         "failed": int(_avg(doc, "error_request_count") or 0),
         "output_throughput_tok_s": _avg(doc, "output_token_throughput"),
         "total_throughput_tok_s": _avg(doc, "total_token_throughput"),
