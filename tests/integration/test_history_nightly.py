@@ -279,3 +279,19 @@ def test_a_postgres_password_is_printed_nowhere(postgres, project: Path, passwor
         secret = password.split("-", 1)[1]
         assert secret not in r.stdout + r.stderr, r.stdout + r.stderr
         assert "***@127.0.0.1" in r.stdout + r.stderr or "***" in r.stdout + r.stderr
+
+
+def test_the_false_alarm_benchmark_states_its_figures() -> None:
+    """benchmarks/drift_false_alarms.py on its committed real CPU-engine runs: with three earlier nights the share of
+    identical-configuration prediction-nights called drifted is the figure nightly.md states (3.1 %, at most 5 %).
+    The data are fixed, so the figure is too; no timing is involved."""
+    import re
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "drift_false_alarms.py"
+    out = subprocess.run([sys.executable, str(script), "--k", "5"], capture_output=True, text=True, timeout=300,
+                         check=True).stdout
+    section = out.split("tonight vs 3 earlier nights", 1)[1]
+    m = re.search(r"identical configuration, (\d+) prediction-nights: drifted (\d+)/(\d+)", section)
+    assert m is not None, out
+    assert int(m.group(2)) / int(m.group(3)) <= 0.05 and int(m.group(3)) >= 300
+    assert "drifted 20/640 = 3.1%" in section
