@@ -11,6 +11,7 @@ from pytest_roofline.format._fields import (
     DEFAULTS_FIELDS,
     ENGINE_FIELDS,
     PREDICTION_FIELDS,
+    RESERVES_FIELDS,
     SLO_FIELDS,
     SWEEP_FIELDS,
     TABLE_FIELDS,
@@ -93,7 +94,7 @@ def json_schema() -> dict[str, Any]:
         **_schema_of(TOP_FIELDS, {
             "hardware": hw_schema,
             "model": {"type": ["string", "object"]},
-            "engine": _schema_of(ENGINE_FIELDS),
+            "engine": _schema_of(ENGINE_FIELDS, {"reserves": _schema_of(RESERVES_FIELDS)}),
             "workload": _schema_of(WORKLOAD_FIELDS, {k: {"type": ["integer", "string", "object"]}
                                                      for k in ("input_len", "output_len")}),
             "sweep": _schema_of(SWEEP_FIELDS, {"processes": {"anyOf": [  # a whole number >= 1, or auto
