@@ -15,7 +15,7 @@ datasets, the history) goes through here, so one hostile file cannot hang the ru
   the number of nodes with every alias expanded — an alias bomb is refused when it is counted, never expanded.
 
 Errors are :class:`~pytest_roofline.errors.BoundedInputError` (a ``ValueError``) naming the file (and line where
-there is one) and the fix. This module imports only ``errors`` from the package (layer 1).
+there is one) and the fix. This module imports only ``errors`` and ``units`` from the package (layer 1).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from pytest_roofline.errors import BoundedInputError
+from pytest_roofline.units import MIB
 
 __all__ = [
     "MIB",
@@ -50,7 +51,7 @@ __all__ = [
     "load_yaml_file",
 ]
 
-MIB = 1 << 20
+
 #: how deeply a JSON or YAML document read here may nest (results files, peers' files, calibration files and
 #: history runs nest fewer than ten levels)
 MAX_DEPTH = 64
