@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
+from pytest_roofline import redact
 from pytest_roofline.errors import PointError, PredictionDrifted, PredictionMismatch
 from pytest_roofline.format.limits import DEFAULT_LIMITS, INI_OPTIONS, Limits, positive_int
 from pytest_roofline.format.spec import Prediction, Spec, SpecError, load_spec
@@ -145,7 +146,9 @@ class PredictionItem(pytest.Function):
         if message is None or not isinstance(excinfo.value, (SpecError, PointError)):
             return None
         try:
-            pytest.fail(message, pytrace=False)
+            # a point error quotes what a server answered (an HTTP error body, an SSE error event): its control
+            # characters reach the terminal escaped, never as raw ESC sequences (issue 23)
+            pytest.fail(redact.printable(message), pytrace=False)
         except pytest.fail.Exception:
             return pytest.ExceptionInfo.from_current().getrepr(style="value")
         return None  # pragma: no cover - pytest.fail always raises

@@ -101,3 +101,29 @@ def test_a_body_over_its_size_bound_is_refused():
         with pytest.raises(_http.BodyTooLarge, match="larger than"):
             _http.get(None, s.url + "/metrics", max_bytes=1000)
         assert len(_http.get(None, s.url + "/metrics", max_bytes=5000).content) == 5000
+
+
+@pytest.mark.slow
+def test_a_servers_error_text_reaches_the_terminal_escaped(pytester: pytest.Pytester):
+    """A completion answered with an HTTP 500 whose body holds ESC sequences (clear screen, a window title): the
+    point error pytest prints quotes it with the control characters escaped (issue 23, cases 9.24/9.79c)."""
+    from support.openai_stub import Fault
+
+    body = b"\x1b[2J\x1b]0;pwned\x07 engine exploded"
+    raw = b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+    pytester.makefile(
+        ".yaml",
+        p="hardware: cpu\nmodel: roofline-tiny\n"
+        'engine: {name: vllm, version: "0.32.0", args: {max_model_len: 1024}}\n'
+        "workload: {input_len: 16, output_len: 4}\n"
+        "sweep: {mode: closed, concurrency: [1], requests_per_point: 2, warmup: 1}\n"
+        "predictions:\n  - id: l\n    quantity: littles_law_ratio\n    at: {concurrency: 1}\n"
+        "    predicted: 1.00\n    tolerance: ±50%\n",
+    )
+    with StubServer(model="roofline-tiny", max_model_len=1024, faults=Fault(raw=raw)) as s:
+        result = pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", "p.yaml", "--endpoint", s.url + "/v1", "--roofline-out", "out", timeout=120
+        )
+    out = "\n".join(result.outlines + result.errlines)
+    assert "engine exploded" in out and "\\x1b[2J" in out  # the server's words, escaped
+    assert "\x1b[2J" not in out and "\x1b]0;" not in out and "\x07" not in out

@@ -228,7 +228,7 @@ MAX_VERSION_CHARS = 100
 def bound_version(version: str) -> str:
     """A server-provided version as it may be stored, printed and used in a history path: control characters
     (an ESC sequence would reach the terminal) written as their escapes, cut to :data:`MAX_VERSION_CHARS`."""
-    clean = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in version[:1000])
+    clean = redact.printable(version[:1000]).replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
     return clean if len(clean) <= MAX_VERSION_CHARS else clean[: MAX_VERSION_CHARS - 1] + "…"
 
 
