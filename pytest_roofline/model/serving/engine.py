@@ -21,6 +21,7 @@ MODELLED_ARGS: frozenset[str] = frozenset({
     "max_num_seqs", "max_num_batched_tokens", "block_size", "num_gpu_blocks_override", "enable_chunked_prefill",
     "enable_prefix_caching", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
     "gpu_memory_utilization", "kv_cache_dtype", "dtype", "quantization", "kv_cache_memory_bytes",
+    "scheduler_reserve_full_isl",
 })
 #: engine.args that change no step's time (server plumbing, logging, where the weights come from)
 NO_TIMING_EFFECT_ARGS: frozenset[str] = frozenset({
@@ -107,6 +108,9 @@ class EngineConfig:
     chunked_prefill: bool = True
     enable_prefix_caching: bool = False
     tensor_parallel_size: int = 1
+    #: admit a waiting request only when its whole prompt's blocks are free (vLLM 0.32 scheduler_reserve_full_isl,
+    #: default True; V1 only)
+    reserve_full_prompt: bool = True
 
     def __post_init__(self) -> None:
         for name in ("max_num_seqs", "max_num_batched_tokens", "block_size", "tensor_parallel_size"):
@@ -140,4 +144,5 @@ class EngineConfig:
             chunked_prefill=_bool_arg(args, "enable_chunked_prefill", bool(chunk_default)),
             enable_prefix_caching=_bool_arg(args, "enable_prefix_caching", bool(prefix_default)),
             tensor_parallel_size=int(setup.tensor_parallel_size),
+            reserve_full_prompt=_bool_arg(args, "scheduler_reserve_full_isl", True),
         )

@@ -68,6 +68,8 @@ class SchedulerState(Protocol):
     waiting: deque[Request]
     #: the KV block size in tokens
     bs: int
+    #: free KV blocks
+    free: int
 
     def alloc(self, req: Request, n_new: int) -> bool:
         """Give ``req`` the blocks for ``n_new`` more tokens (False, and nothing changes, when the pool cannot)."""

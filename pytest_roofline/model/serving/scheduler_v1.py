@@ -5,7 +5,11 @@ gets ``min(tokens it still needs, budget)`` new tokens (1 for a decoding request
 prefilling one: chunked prefill).  When the KV pool cannot give the blocks, the *last* running request is
 preempted until the allocation fits or the request itself was preempted.  Then, only if nothing was
 preempted in this step, WAITING requests are admitted in FCFS order while budget, ``max_num_seqs`` and blocks
-allow.
+allow.  With ``EngineConfig.reserve_full_prompt`` (vLLM 0.32's ``scheduler_reserve_full_isl``, on by default:
+``vllm/config/scheduler.py``; ``KVCacheManager.allocate_slots(full_sequence_must_fit=...)``), a waiting request is
+admitted only when the free blocks could hold its whole prompt (and any output it recomputes), though only the
+first chunk's blocks are taken; found by the step-by-step comparison with vLLM's own Scheduler
+(tests/integration/test_scheduler_equivalence.py).
 """
 
 from __future__ import annotations
@@ -57,6 +61,10 @@ class V1Scheduler:
                 if not state.engine.chunked_prefill and n_new > budget:
                     break
                 n_new = min(n_new, budget)
+                if state.engine.reserve_full_prompt:
+                    full = -(-(req.prompt + req.produced) // bs) - req.blocks
+                    if full > state.free:
+                        break
                 if not state.admit(req, n_new, sched):
                     break
                 budget -= n_new

