@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import json
+import os
 import ssl
 from pathlib import Path
 
@@ -261,3 +262,39 @@ def test_endpoint_mode_over_https_with_chat(pytester: pytest.Pytester, cert, mon
     lines = [json.loads(x) for x in reqs[0].read_text().splitlines()]
     measured = [x for x in lines if not x["warmup"]]
     assert len(measured) == 4 and all(x["prompt_tokens"] == 15 and x["completion_tokens"] == 4 for x in measured)
+
+
+@pytest.mark.parametrize("case", ["self-signed", "wrong-host"])
+def test_endpoint_connect_names_the_certificate_problem_at_once(tmp_path, cert, case):
+    """Issue 23, cases 9.61-9.63: --endpoint over https to an untrusted or misnamed certificate said 'not reachable
+    within 30 s (ConnectError)' after 30 s of retries; it now names the TLS problem on the first answer."""
+    import threading
+
+    from support.patience import bound_s
+
+    from pytest_roofline.errors import EndpointError
+    from pytest_roofline.measure.engine._endpoint import Endpoint
+
+    pem = cert if case == "self-signed" else make_cert(tmp_path, ("other.test",), "10.0.0.1")
+    with vllm_like(server_ctx(pem)) as srv:
+        if case == "wrong-host":
+            os.environ["SSL_CERT_FILE"] = str(pem[0])
+        try:
+            out: dict = {}
+            t = threading.Thread(target=lambda: out.update(r=_try(lambda: Endpoint(srv.url_at("localhost")).connect(
+                timeout_s=30.0))), daemon=True)
+            t.start()
+            t.join(bound_s(1))
+        finally:
+            os.environ.pop("SSL_CERT_FILE", None)
+    err = out.get("r")
+    assert isinstance(err, EndpointError), err
+    want = "self-signed certificate" if case == "self-signed" else "match"
+    assert "TLS handshake failed" in str(err) and want in str(err) and "not reachable" not in str(err), str(err)
+
+
+def _try(fn):
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - handed to the test
+        return exc

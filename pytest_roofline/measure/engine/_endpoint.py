@@ -23,6 +23,22 @@ def redact_url(url: str) -> str:
     return redact.redact_url(url)
 
 
+def _tls_problem(exc: BaseException) -> str | None:
+    """The certificate problem behind an httpx error (``certificate verify failed: self-signed certificate``,
+    ``certificate has expired``, ``Hostname mismatch``), or None when the error is not a certificate's."""
+    import ssl
+
+    seen: BaseException | None = exc
+    for _ in range(6):  # httpx wraps httpcore's error, which wraps the ssl one
+        if seen is None:
+            break
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return str(seen.verify_message or seen.reason or seen)
+        seen = seen.__cause__ or seen.__context__
+    text = str(exc)
+    return text.split("] ", 1)[-1][:200] if "CERTIFICATE_VERIFY_FAILED" in text else None
+
+
 class Endpoint:
     """An already-running OpenAI-compatible vLLM server (``--endpoint URL``).
 
@@ -108,6 +124,10 @@ class Endpoint:
                     last = f"HTTP {r.status_code}"
                 except httpx.HTTPError as e:
                     last = type(e).__name__
+                    tls = _tls_problem(e)
+                    if tls is not None:  # a certificate does not fix itself: say which problem, at once
+                        raise self._err(f"the TLS handshake failed: {tls}; trust the server's CA with SSL_CERT_FILE="
+                                        "path/to/ca.pem, or check the host name in the URL") from None
                 except ValueError:
                     last = "/v1/models did not return JSON"
                 if time.monotonic() > deadline:
