@@ -777,3 +777,98 @@ def load_calibration(path: str | Path) -> Calibration:
     except yaml.YAMLError as exc:
         raise CalibrationError(f"{p}: not valid YAML ({exc})") from None
     return Calibration.from_dict(data, file=str(p))
+
+
+# -- fitting each parameter on the metric that measures it (issue 22) ---------------------------------------------
+
+#: which measured metrics identify which constants: the decode step's terms show alone in TPOT (a closed loop's
+#: throughput also carries the API server's time between a client's requests, so it is not used to fit them); a
+#: prefill's compute and the API server's time before the first step show in TTFT
+STEP_FIELDS: tuple[str, ...] = ("hbm_efficiency", "step_overhead_s", "per_seq_overhead_s")
+TTFT_FIELDS: tuple[str, ...] = ("frontend_in_s", "flop_efficiency")
+STEP_METRICS: tuple[str, ...] = ("tpot_p50_ms",)
+TTFT_METRICS: tuple[str, ...] = ("ttft_p50_ms",)
+
+
+@dataclass(frozen=True)
+class MetricFit:
+    """:func:`fit_by_metric`'s result: one :class:`FitResult` per stage (None where nothing was fitted), the
+    final constants, and what the points could not identify with the point that would."""
+
+    constants: Any
+    step: FitResult | None
+    ttft: FitResult | None
+    notes: tuple[str, ...]
+
+    @property
+    def values(self) -> dict[str, float]:
+        return {**(self.step.values if self.step else {}), **(self.ttft.values if self.ttft else {})}
+
+    @property
+    def log_sd(self) -> dict[str, float]:
+        return {**(self.step.log_sd if self.step else {}), **(self.ttft.log_sd if self.ttft else {})}
+
+
+def _stage(points: Sequence[MeasuredPoint], base: Any, names: list[str], metrics: Sequence[str],
+           predict: Predictor, what: str, notes: list[str]) -> FitResult | None:
+    """Fit ``names`` on ``metrics`` alone; on an identifiability refusal, the identifiable subset, with a note."""
+    if not names:
+        return None
+    if not any(pt.value(m) is not None for pt in points for m in metrics):
+        notes.append(f"{', '.join(names)} kept at the defaults: no point measures {what}")
+        return None
+    weights = {m: (DEFAULT_WEIGHTS.get(m, 1.0) or 1.0) if m in metrics else 0.0 for m in METRICS}
+    n_values = sum(1 for pt in points for m in metrics if pt.value(m) is not None)
+    if n_values < len(names):
+        # fewer values than parameters: the first ones in the order the metric pins them best (a GPU's TPOT is
+        # mostly the weight read; the CPU engine's mostly per-step overhead)
+        cpu = getattr(base, "host_mem_bytes_per_s", None) is not None
+        order = (("step_overhead_s", "per_seq_overhead_s", "hbm_efficiency") if cpu else
+                 ("hbm_efficiency", "per_seq_overhead_s", "step_overhead_s")) + TTFT_FIELDS
+        keep = [n for n in order if n in names][:n_values]
+        notes.append(f"{n_values} value(s) of {what} cannot determine {len(names)} parameters: fitted "
+                     f"{', '.join(keep)}, kept {', '.join(n for n in names if n not in keep)} at the defaults")
+        names = keep
+    try:
+        return fit(points, base, predict=predict, fields=names, weights=weights)
+    except CalibrationError as exc:
+        subset = tuple(getattr(exc, "identifiable", ()) or ())
+        if not subset or set(subset) == set(names):
+            notes.append(f"{', '.join(names)} not fitted from {what}: {exc}")
+            return None
+        left = [n for n in names if n not in subset]
+        notes.append(f"{', '.join(left)} not identified by {what} of these points ({exc}); fitted "
+                     f"{', '.join(subset)} only")
+        return fit(points, base, predict=predict, fields=subset, weights=weights)
+
+
+def fit_by_metric(points: Sequence[MeasuredPoint], base: Any, *, predict: Predictor,
+                  fields: Sequence[str] | None = None) -> MetricFit:
+    """Fit each constant on the metric that measures it, never one metric's residual into another's parameter:
+    first the decode-step terms (:data:`STEP_FIELDS`) on TPOT alone, then, with those fixed, the
+    API-server and prefill terms (:data:`TTFT_FIELDS`) on TTFT alone.  ``fields`` limits both (default: all).
+    The notes say what the points left unidentified and which point would identify it: a TTFT at C = 1 pins
+    ``frontend_in_s``; ``flop_efficiency`` needs TTFTs of two prompt lengths (the frontend is per request, the
+    prefill per token); ``step_overhead_s`` and ``per_seq_overhead_s`` need TPOTs at two batch sizes far apart."""
+    want = tuple(fields) if fields is not None else STEP_FIELDS + TTFT_FIELDS
+    notes: list[str] = []
+    step = _stage(points, base, [n for n in STEP_FIELDS if n in want], STEP_METRICS, predict, "TPOT", notes)
+    after = step.constants if step else base
+    ttft_names = [n for n in TTFT_FIELDS if n in want]
+    prompts = {pt.input_len for pt in points if pt.value("ttft_p50_ms") is not None}
+    if "flop_efficiency" in ttft_names and len(prompts) < 2:
+        # one prompt length: a per-token prefill cost and a per-request frontend cost move TTFT alike
+        ttft_names.remove("flop_efficiency")
+    ttft = _stage(points, after, ttft_names, TTFT_METRICS, predict, "TTFT", notes)
+    final = ttft.constants if ttft else after
+    for n in ("step_overhead_s", "per_seq_overhead_s", "hbm_efficiency"):
+        if n in want and not (step and n in step.fitted):
+            notes.append(f"TPOTs at two batch sizes far apart (e.g. C = 1 and C = 32) would identify {n} apart "
+                         "from the other decode-step terms")
+    if "frontend_in_s" in want and not (ttft and "frontend_in_s" in ttft.fitted):
+        notes.append("a measured TTFT at concurrency 1 would identify frontend_in_s")
+    if "flop_efficiency" in want and not (ttft and "flop_efficiency" in ttft.fitted):
+        notes.append("TTFTs at two prompt lengths (e.g. 128 and 2,048 tokens) would identify flop_efficiency "
+                     "apart from frontend_in_s")
+    return MetricFit(constants=final, step=step, ttft=ttft, notes=tuple(notes))
+
