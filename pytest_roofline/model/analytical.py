@@ -19,6 +19,15 @@ Symbols used in docstrings: ``W`` weight bytes streamed per step, ``F_tok`` FLOP
 ``kv_seq`` KV bytes read per sequence per step (context x KV bytes per token), ``BW`` HBM bytes/s,
 ``peak`` dense FLOP/s.
 
+Why one module (issue 19 asked: split by concept, or say why not).  Its ~950 lines are one concept, the closed-form
+arithmetic of a decode deployment on plain numbers, in sections that read top to bottom: roofline basics, the
+closed forms of the decode curve, the TP all-reduces, the knee, projection traffic, vLLM's memory accounting (the
+numbers ``Worker.determine_available_memory`` works with), KV-pool sizing, static and dynamic batching, goodput.
+Each section is pure functions over the units the previous ones define, with no state and no imports from the rest
+of the project; the step-level serving model, the one part with its own state and policies, is already its own
+package (``model/serving/``), and the memory section is the candidate to move next if it grows (its callers reach
+it through ``Setup``).
+
 "The lesson" ("Batching and Throughput") and "the notebook" ("Day 3 -- Benchmark the Endpoint") are the project's
 two seed documents; they have no public page, and ``docs/sources.md`` says what each is and what it measured.
 The vLLM facts are cited by release and path in vLLM's source (github.com/vllm-project/vllm at tag ``vX.Y.Z``).
