@@ -63,7 +63,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, Self
 
 import yaml
 
@@ -144,6 +144,15 @@ class MeasuredPoint:
 
 
 #: predict(constants, point) -> {metric: value}; the serving model by default (serving_predictor)
+class Constants(Protocol):
+    """What :func:`fit` needs of a model's constants: ``ServingConstants``, or a stand-in with the same two
+    methods (the tests' toy models)."""
+
+    def replace(self, **kw: Any) -> Self: ...
+
+    def to_dict(self) -> dict[str, float]: ...
+
+
 Predictor = Callable[[Any, MeasuredPoint], Mapping[str, float]]
 
 
@@ -248,7 +257,7 @@ class PointFit:
 class FitResult:
     """What :func:`fit` found: the constants, the fitted values with 1σ uncertainties, the residuals."""
 
-    constants: Any  # ServingConstants (all fields: fitted ones replaced)
+    constants: Constants  # ServingConstants (all fields: fitted ones replaced)
     fitted: tuple[str, ...]
     values: Mapping[str, float]
     uncertainty: Mapping[str, float]  # 1σ, in the parameter's own unit (first order: value × σ_log)
@@ -376,14 +385,14 @@ def _to_v(name: str, x: float) -> float:
 
 
 
-def _with_fitted(base: Any, values: Mapping[str, float]) -> Any:
+def _with_fitted(base: Constants, values: Mapping[str, float]) -> Constants:
     """``base`` with fitted ``values``: ServingConstants move the KV bandwidth with a fitted weight bandwidth
     (``ServingConstants.with_fitted``); another model's constants are replaced as given."""
     if isinstance(base, serving.ServingConstants):
         return base.with_fitted(**values)
     return base.replace(**values)
 
-def fit(points: Sequence[MeasuredPoint], base: Any, *, predict: Predictor, fields: Sequence[str] | None = None,
+def fit(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor, fields: Sequence[str] | None = None,
         weights: Mapping[str, float] | None = None, max_iterations: int = 40,
         max_log_sd: float = MAX_LOG_SD, _check_subset: bool = True) -> FitResult:
     """Fit ``fields`` (default: ``type(base).FIELDS_FITTABLE``) of the constants ``base`` to ``points``.
@@ -432,7 +441,7 @@ def fit(points: Sequence[MeasuredPoint], base: Any, *, predict: Predictor, field
 
     cache: dict[tuple[float, ...], tuple[list[float], list[Mapping[str, float]]]] = {}
 
-    def constants_at(x: Sequence[float]) -> Any:
+    def constants_at(x: Sequence[float]) -> Constants:
         return _with_fitted(base, {n: _to_v(n, xi) for n, xi in zip(names, x, strict=True)})
 
     def residuals(x: Sequence[float]) -> tuple[list[float], list[Mapping[str, float]]]:
@@ -795,7 +804,7 @@ class MetricFit:
     """:func:`fit_by_metric`'s result: one :class:`FitResult` per stage (None where nothing was fitted), the
     final constants, and what the points could not identify with the point that would."""
 
-    constants: Any
+    constants: Constants
     step: FitResult | None
     ttft: FitResult | None
     notes: tuple[str, ...]
@@ -809,7 +818,7 @@ class MetricFit:
         return {**(self.step.log_sd if self.step else {}), **(self.ttft.log_sd if self.ttft else {})}
 
 
-def _stage(points: Sequence[MeasuredPoint], base: Any, names: list[str], metrics: Sequence[str],
+def _stage(points: Sequence[MeasuredPoint], base: Constants, names: list[str], metrics: Sequence[str],
            predict: Predictor, what: str, notes: list[str]) -> FitResult | None:
     """Fit ``names`` on ``metrics`` alone; on an identifiability refusal, the identifiable subset, with a note."""
     if not names:
@@ -842,7 +851,7 @@ def _stage(points: Sequence[MeasuredPoint], base: Any, names: list[str], metrics
         return fit(points, base, predict=predict, fields=subset, weights=weights)
 
 
-def fit_by_metric(points: Sequence[MeasuredPoint], base: Any, *, predict: Predictor,
+def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor,
                   fields: Sequence[str] | None = None) -> MetricFit:
     """Fit each constant on the metric that measures it, never one metric's residual into another's parameter:
     first the decode-step terms (:data:`STEP_FIELDS`) on TPOT alone, then, with those fixed, the
