@@ -221,6 +221,7 @@ def _interrupt(d: Path, sig: int, twice: bool = False) -> tuple[bool, str]:
         .replace("[1, 2]", "[1, 2, 3, 4]")
         .replace(": 6\n", ": 40\n")
         .replace("output_len: 4", "output_len: 8")
+        .replace("at: {concurrency: 2}", "at: {concurrency: every}")
     )
     with StubServer(
         model="roofline-tiny", max_model_len=1024, token_delay_s=0.03, metrics="vllm:num_requests_running 0\n"
