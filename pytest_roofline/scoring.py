@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import FrozenInstanceError, asdict, dataclass, field, fields, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pytest_roofline.errors import PointError
 from pytest_roofline.format.spec import PredictedKind, Prediction, Spec
@@ -42,12 +42,16 @@ from pytest_roofline.quantities.window import windowed
 from pytest_roofline.units import GB, GIB, format_value
 
 __all__ = ["Verdict", "VerdictStatus", "VerdictMode", "PointError", "setup_for", "score", "diagnose",
-           "serving_sweep_for", "column_model",
+           "serving_sweep_for", "column_model", "ModelSource",
            "DEFAULT_MEASURED_TOLERANCE", "MEASURE_HOW"]
 
 DEFAULT_MEASURED_TOLERANCE = "±10%"
 MEASURE_HOW = ("needs a measurement: run with --gpu <family> (a GPU box), --gpu cpu (the CPU build of vLLM), "
                "--endpoint URL or --replay RESULTS.json")
+
+
+#: which model a verdict's model column shows: the analytical roofline, the serving model, or none (measured-only)
+ModelSource = Literal["", "roofline", "serving"]
 
 
 class VerdictStatus(StrEnum):
@@ -90,7 +94,7 @@ class Verdict:
     model_inputs: dict[str, str] = field(default_factory=dict)
     model_explanation: str = ""
     #: which model the model_* fields (the "model" column) hold: roofline | serving | "" (none computes it)
-    model_source: str = ""
+    model_source: ModelSource = ""
     #: both models' values, where each computes the quantity (the reports show them side by side)
     roofline_value: Any = None
     roofline_text: str = ""

@@ -316,7 +316,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     print(f"calibrating {setup.hardware.id} / {setup.model.name} / {setup.engine_name} "
           f"{setup.engine_version or ''} on {', '.join(p.label for p in points)} "
           f"({', '.join(fields or type(base).FIELDS_FITTABLE)})", flush=True)
-    seed = int((spec.workload or {}).get("seed", 0))  # with each point's id: the load generator's arrivals
+    seed = int(spec.workload.get("seed", 0))  # with each point's id: the load generator's arrivals
     result = calibration.fit(points, base, predict=calibration.serving_predictor(setup, seed=seed), fields=fields)
     print(result.describe())
     cal = calibration.calibration_from_fit(result, setup, sources=[str(f) for f, _ in docs],

@@ -186,7 +186,8 @@ def setup_tree(args: argparse.Namespace, base: Mapping[str, Any] | None = None,
                 workload: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The setup sections the flags describe, over ``base`` (a prediction file's own sections): plain data in
     the shape a YAML file has, for :func:`build_setup`."""
-    tree: dict[str, Any] = copy.deepcopy(dict(base or {}))
+    # the file's typed sections (EngineSection, WorkloadSection) as the plain mappings the flags are merged into
+    tree: dict[str, Any] = {k: copy.deepcopy(dict(v) if isinstance(v, Mapping) else v) for k, v in (base or {}).items()}
     tree.setdefault("engine", {}).setdefault("name", "vllm")
     given: dict[tuple[str, ...], str] = {}
     for flag, dest, path in SETUP_FLAGS:

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from pytest_roofline.format._types import MODEL_COLUMNS, STEADY_STATES, XFAIL_CHECKS
+from pytest_roofline.format._types import MODEL_COLUMNS, STEADY_STATES, XFAIL_CHECKS, Api, Entrypoint
 from pytest_roofline.format.tolerance import TOLERANCE_HELP
 from pytest_roofline.model import serving
 from pytest_roofline.quantities.measurement import PointMode
@@ -29,10 +29,6 @@ __all__ = [
 #: with its unit (``value``), a token length or its distribution (``length``, format/workloads.py), or anything
 #: its section reader checks itself (``any``)
 FieldKind = Literal["str", "number", "int", "bool", "map", "list", "any", "value", "length"]
-#: ``engine.entrypoint``: whose defaults the model uses, vllm serve or the offline LLM class
-Entrypoint = Literal["serve", "llm"]
-#: ``workload.api``: the API the load generator calls
-Api = Literal["completions", "chat"]
 #: ``slo.percentile``
 SloPercentile = Literal["p50", "p90", "p95", "p99", "mean"]
 

@@ -1,12 +1,15 @@
-"""What a loaded prediction file is: :class:`Spec` (the file), :class:`Sweep`, :class:`Prediction` (one test,
-after table and ``every`` expansion), :class:`Predicted` (the value in ink) and :class:`Expectation` (an xfail).
+"""What a loaded prediction file is: :class:`Spec` (the file), its typed ``engine:`` and ``workload:`` sections
+(:class:`EngineSection`, :class:`WorkloadSection`: typed fields, read as the mappings of the keys written),
+:class:`Sweep`, :class:`Prediction` (one test, after table and ``every`` expansion), :class:`Predicted` (the value in
+ink) and :class:`Expectation` (an xfail).
 
 Plain data, built by the readers in :mod:`._sections` and :mod:`._expand`; nothing here reads YAML.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal, get_args
@@ -131,6 +134,101 @@ class Sweep:
         return max(1, int(round((self.requests_per_concurrency or 10.0) * (concurrency or 1))))
 
 
+# ---- the engine: and workload: sections as typed records (issue 19) -------------------------------------------
+#: ``engine.entrypoint``: whose defaults the model uses, vllm serve or the offline LLM class
+Entrypoint = Literal["serve", "llm"]
+#: ``workload.api``: the API the load generator calls
+Api = Literal["completions", "chat"]
+
+
+class _Section(Mapping[str, Any]):
+    """A typed section read as the mapping of the keys its file wrote (``written``)."""
+
+    written: frozenset[str]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.written:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (f.name for f in dataclasses.fields(self)  # type: ignore[arg-type]
+                if f.name in self.written)
+
+    def __len__(self) -> int:
+        return len(self.written)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict(self)!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The keys the file wrote, as a plain dict (JSON-ready when the values are)."""
+        return dict(self)
+
+    @classmethod
+    def _build(cls, data: Mapping[str, Any]) -> Any:
+        names = {f.name for f in dataclasses.fields(cls)} - {"written"}  # type: ignore[arg-type]
+        unknown = set(data) - names
+        if unknown:  # tests/unit/test_typed_sections.py: every field-table key has a typed field
+            raise KeyError(f"{cls.__name__}: keys {sorted(unknown)} have no field")
+        return cls(**dict(data), written=frozenset(data))  # type: ignore[call-arg]
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class EngineSection(_Section):
+    """``engine:``: which engine, which version's defaults, what it serves and how it is started."""
+
+    name: str = "vllm"
+    version: str | None = None
+    entrypoint: Entrypoint | None = None
+    model: str | None = None
+    args: Mapping[str, Any] = field(default_factory=dict)
+    env: Mapping[str, Any] = field(default_factory=dict)
+    #: non-KV memory reserves in bytes (activation, non_torch, cuda_graphs)
+    reserves: Mapping[str, float] = field(default_factory=dict)
+    cpu_kvcache_space: float | None = None  # bytes
+    startup_timeout: float | None = None  # seconds
+    python: str | None = None
+    command: list[str] | None = None
+    replicas: int | None = None
+    replica_metrics: list[str] | None = None
+    written: frozenset[str] = frozenset({"name"})
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> EngineSection:
+        data = {"name": "vllm", **data}
+        if data.get("entrypoint") not in (None, *get_args(Entrypoint)):
+            raise ValueError(f"engine.entrypoint: {data['entrypoint']!r}")
+        section: EngineSection = cls._build(data)
+        return section
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class WorkloadSection(_Section):
+    """``workload:``: the requests of every point (lengths, dataset, prefix sharing, ramp-up, sampling, API)."""
+
+    #: prompt / output tokens: a fixed length, or a distribution's mean (its parameters in ``input_dist``)
+    input_len: float | None = None
+    output_len: float | None = None
+    #: a length distribution as written ({dist: uniform, min: 64, max: 512}; format/workloads.py reads it)
+    input_dist: Mapping[str, Any] | None = None
+    output_dist: Mapping[str, Any] | None = None
+    dataset: Mapping[str, Any] | None = None
+    prefix_share: float | None = None
+    ramp_up: Mapping[str, Any] | None = None
+    kv_context: float | None = None  # tokens
+    sampling: Mapping[str, Any] | None = None
+    shared_prefix_len: int | None = None
+    seed: int | None = None
+    api: Api | None = None
+    written: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> WorkloadSection:
+        section: WorkloadSection = cls._build(data)
+        return section
+
+
 @dataclass
 class Spec:
     path: str
@@ -139,8 +237,8 @@ class Spec:
     hardware_overrides: dict[str, Any]
     model: Any
     model_overrides: dict[str, Any]
-    engine: dict[str, Any]
-    workload: dict[str, Any]
+    engine: EngineSection
+    workload: WorkloadSection
     sweep: Sweep
     slo: dict[str, Any]
     thresholds: qreg.Thresholds

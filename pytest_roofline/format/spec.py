@@ -69,6 +69,7 @@ from pytest_roofline.format._sections import (
 from pytest_roofline.format._types import (
     MODEL_COLUMNS,
     XFAIL_CHECKS,
+    EngineSection,
     Expectation,
     ModelColumn,
     ModelColumnSetting,
@@ -79,6 +80,7 @@ from pytest_roofline.format._types import (
     Spec,
     SteadyState,
     Sweep,
+    WorkloadSection,
     XfailCheck,
 )
 from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, how_to_raise
@@ -96,6 +98,8 @@ __all__ = [
     # the kinds: each a Literal whose words the field tables and the readers take from it
     "FieldKind", "XfailCheck", "XFAIL_CHECKS", "SteadyState", "Processes", "ModelColumn", "MODEL_COLUMNS",
     "ModelColumnSetting",
+    # the typed setup sections (Spec.engine, Spec.workload)
+    "EngineSection", "WorkloadSection",
 ]
 
 
@@ -157,8 +161,9 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
 
     spec = Spec(
         path=file, title=read(lambda: ctx.scalar(top["title"][1], "title"), "") if "title" in top else Path(file).stem,
-        hardware=hardware, hardware_overrides=hw_over, model=model, model_overrides=model_over, engine=engine,
-        workload=workload, sweep=sweep, slo=slo, thresholds=thresholds, default_tolerance=dtol,
+        hardware=hardware, hardware_overrides=hw_over, model=model, model_overrides=model_over,
+        engine=EngineSection.from_mapping(engine), workload=WorkloadSection.from_mapping(workload), sweep=sweep,
+        slo=slo, thresholds=thresholds, default_tolerance=dtol,
         default_math_tolerance=dmtol, xfail_strict=xfail_strict, predictions=[],
         notes=read(lambda: ctx.scalar(top["notes"][1], "notes"), "") if "notes" in top else "",
     )

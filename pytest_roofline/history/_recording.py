@@ -68,9 +68,9 @@ def setup_key(*, hardware: str, model: str, engine_version: str | None = None,
 def spec_setup_key(spec: Spec, results: Mapping[str, Any] | None = None, gpu: str | None = None) -> SetupKey:
     """:func:`setup_key` of a loaded prediction file (and the results measured for it, when there are any)."""
     model = spec.model if isinstance(spec.model, str) else (spec.model or {}).get("name") or "custom"
-    key = setup_key(hardware=str(spec.hardware), model=str(model), engine_version=(spec.engine or {}).get("version"),
+    key = setup_key(hardware=str(spec.hardware), model=str(model), engine_version=spec.engine.get("version"),
                     results=results, gpu=gpu)
-    suffix = topology_suffix(spec.engine or {})
+    suffix = topology_suffix(spec.engine)
     return clean_setup(SetupKey(key.hardware + suffix, key.model, key.engine_version)) if suffix else key
 
 

@@ -202,11 +202,11 @@ class RooflineSession:
 
     def register_spec(self, spec: Spec) -> None:
         self.specs[spec.path] = spec
-        replicas = int((spec.engine or {}).get("replicas") or 1)
+        replicas = int(spec.engine.get("replicas") or 1)
         if self.replica_metrics and len(self.replica_metrics) != replicas:
             raise pytest.UsageError(f"--roofline-replica-metrics is given {len(self.replica_metrics)} time(s), but "
                                     f"{spec.path} says engine.replicas: {replicas}; give one URL per replica")
-        engine = spec.engine or {}
+        engine = spec.engine
         for section in ("args", "env"):  # secret-looking engine values are redacted by value from collection on
             values = engine.get(section)
             if isinstance(values, dict):

@@ -564,7 +564,7 @@ def _setup_card(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | No
         chip.append(("declared", spec.hardware))
         model.append(("model", spec.model if isinstance(spec.model, str) else str(spec.model)))
         model.append(("", "the setup does not resolve, so the model's curves are not drawn"))
-    eng = spec.engine or {}
+    eng = spec.engine
     engine = [("engine", f"{eng.get('name', 'vllm')} {eng.get('version') or '(version not given)'}"),
               ("serves", eng.get("model"))]
     if eng.get("args"):
@@ -600,7 +600,7 @@ def _setup_card(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | No
         cc = rep.get("cross_check") or {}
         if cc.get("detail"):
             engine.append(("cross-check", ("ok — " if cc.get("ok") else "FAILED — ") + str(cc["detail"])))
-    wl = spec.workload or {}
+    wl = spec.workload
     work: list[tuple[str, Any]] = []
     if wl.get("input_len") or wl.get("output_len"):
         work.append(("lengths", f"{wl.get('input_len', '?')} in / {wl.get('output_len', '?')} out"))

@@ -83,7 +83,7 @@ def compare(data: Mapping[str, Any], spec: Spec) -> Comparison:
         cmp.unchecked.append("GPU (" + unchecked.get("hardware", "the file records none") + ")")
     model = setup.get("model") or {}
     have_models = _model_ids(model.get("name"), model.get("path"))
-    want_models = _model_ids(spec.model if isinstance(spec.model, str) else None, (spec.engine or {}).get("model"))
+    want_models = _model_ids(spec.model if isinstance(spec.model, str) else None, spec.engine.get("model"))
     if have_models and want_models:
         if not have_models & want_models:
             cmp.differences.append(f"model: the file served {model.get('name') or model.get('path')}, the "
@@ -92,7 +92,7 @@ def compare(data: Mapping[str, Any], spec: Spec) -> Comparison:
         cmp.unchecked.append("model (" + unchecked.get("model", "the file names none") + ")")
     engine = setup.get("engine") or {}
     have_v = engine.get("version") or (data.get("engine_report") or {}).get("version")
-    want_v = (spec.engine or {}).get("version")
+    want_v = spec.engine.get("version")
     if have_v and want_v:
         if str(have_v).strip().lstrip("v") != str(want_v).strip().lstrip("v"):
             cmp.differences.append(f"engine version: the file ran vLLM {have_v}, the predictions are for {want_v}")
@@ -101,7 +101,7 @@ def compare(data: Mapping[str, Any], spec: Spec) -> Comparison:
     if unchecked.get("engine_report"):
         cmp.unchecked.append("KV-cache figures (" + unchecked["engine_report"] + ")")
     points = [p for p in data.get("points") or [] if isinstance(p, dict) and p.get("id") != BATCH1_ID]
-    wl = spec.workload or {}
+    wl = spec.workload
     for key, what in (("input_len", "input"), ("output_len", "output")):
         want = wl.get(key)
         if not isinstance(want, (int, float)):
