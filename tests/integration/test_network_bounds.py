@@ -6,6 +6,7 @@ hanging it, and nothing here depends on how busy the machine is."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -127,3 +128,32 @@ def test_a_servers_error_text_reaches_the_terminal_escaped(pytester: pytest.Pyte
     out = "\n".join(result.outlines + result.errlines)
     assert "engine exploded" in out and "\\x1b[2J" in out  # the server's words, escaped
     assert "\x1b[2J" not in out and "\x1b]0;" not in out and "\x07" not in out
+
+
+@pytest.mark.slow
+def test_a_dataset_prompt_longer_than_the_servers_max_model_len_is_refused_before_any_request(pytester):
+    """Issue 23, case 9.46: a 5,000-token JSONL entry against a server whose /v1/models says max_model_len 1024 was
+    sent (the server's HTTP 400 the first word); the point is now an error saying so before a request goes out."""
+    from support.word_tokenizer import word_tokenizer
+
+    word_tokenizer(pytester.path, ["a", "b"])
+    pytester.path.joinpath("d.jsonl").write_text(
+        '{"prompt": "a b"}\n' + json.dumps({"prompt": " ".join(["a"] * 5000)}) + "\n"
+    )
+    pytester.makefile(
+        ".yaml",
+        p="hardware: cpu\nmodel: roofline-tiny\n"
+        'engine: {name: vllm, version: "0.32.0"}\n'
+        "workload: {input_len: 16, output_len: 4, dataset: {path: d.jsonl, tokenizer: tokenizer.json}}\n"
+        "sweep: {mode: closed, concurrency: [1], requests_per_point: 2, warmup: 1}\n"
+        "predictions:\n  - id: l\n    quantity: littles_law_ratio\n    at: {concurrency: 1}\n"
+        "    predicted: 1.00\n    tolerance: ±50%\n",
+    )
+    with StubServer(model="roofline-tiny", max_model_len=1024) as s:
+        result = pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", "p.yaml", "--endpoint", s.url + "/v1", "--roofline-out", "out", timeout=120
+        )
+        posts = len(s.posts)
+    out = "\n".join(result.outlines)
+    assert "1 of 2 prompts are longer than the server's max_model_len 1024 (entry 2 of the file: 5000 tokens)" in out
+    assert posts == 0  # refused before the warm-up request
