@@ -323,7 +323,7 @@ def check_yaml(
 
 
 TINY = (
-    'hardware: cpu\nmodel: roofline-tiny\nengine: {name: vllm, version: "0.32.0"}\n'
+    'hardware: cpu\nmodel: roofline-tiny\nengine: {{name: vllm, version: "0.32.0"}}\n'
     "workload:\n  input_len: 16\n  output_len: 4\n{extra}predictions:\n  - id: r\n    quantity: ridge_point\n"
     "    predicted: model\n"
 )
