@@ -395,8 +395,13 @@ def _simulate(args: argparse.Namespace) -> int:
         point = f"{r['rate']:g}/s" if "rate" in r else f"{r['concurrency']:g}"  # a file may sweep both
         print(f"{point:>6} " + " ".join(cells) + f" {r['mean_running_batch']:>6.1f} {100 * r['max_kv_usage']:>5.1f} "
               f"{r['preemptions']:>7} {r['mean_queue_ms']:>8.1f}  {top} {r['time_shares'].get(top, 0):.0%}")
+        bands = r.get("bands") or {}
+        if bands:  # the model's interval around its values (model/bands.py; docs/explanation/models.md)
+            print(f"{'':>6} band: " + ", ".join(f"{label} {format(bands[name][0], fmt)}–{format(bands[name][1], fmt)}"
+                                                 for name, label, fmt in cols if name in bands))
     if errs:
-        print("cells: predicted|measured error, (measured − predicted) ÷ predicted ('—': none, a predicted 0) "
+        print("cells: predicted|measured error, (measured − predicted) ÷ predicted ('—': none, a predicted 0); "
+              "band: the range measured runs of this regime fell in around the model's value "
               "· mean |error|: " + ", ".join(
             f"{n} {sum(v) / len(v):.1%} (n={len(v)})" for n, v in errs.items()))
     return 0

@@ -436,13 +436,18 @@ def test_cli_predict_simulate_prints_the_sweep_and_the_measured_values(capsys):
             assert math.isfinite(r[key])
     # the notebook's measured table rides along, with the per-point error
     assert rows[-1]["measured"]["output_throughput_tok_per_s"] == 3088.2
+    # relative to the simulated value, the prediction: (measured − predicted) ÷ predicted
     assert rows[-1]["error"]["output_throughput_tok_per_s"] == pytest.approx(
-        rows[-1]["output_throughput_tok_per_s"] / 3088.2 - 1)
+        3088.2 / rows[-1]["output_throughput_tok_per_s"] - 1)
+    # every simulated value carries the model's band (model/bands.py)
+    lo, hi = rows[-1]["bands"]["tpot_p50_ms"]
+    assert lo < hi and lo > 0
     rc = cli.main(["predict", "--simulate", "--hardware", "a100-sxm4-80gb", "--model", "qwen3-8b",
                    "--input-len", "512", "--output-len", "64", "--concurrency", "1,4"])
     assert rc == 0
     out = capsys.readouterr().out
     assert "tok/s" in out and len([ln for ln in out.splitlines() if ln.strip().startswith(("1 ", "4 "))]) == 2
+    assert len([ln for ln in out.splitlines() if ln.strip().startswith("band: ")]) == 2
 
 
 def test_trace_records_every_step_and_the_kv_pool_is_per_rank(a100, a100_engine):
