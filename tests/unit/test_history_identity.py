@@ -352,3 +352,25 @@ def test_trend_page_has_whiskers_and_the_time_of_same_day_nights() -> None:
     old = night(3, val("tput-c4", 950.0, file="work/my-cpu.yaml", hashed=False))
     page2 = render_trend([old, night(4, v(1000.0))])
     assert page2.count("output_throughput — my-cpu.yaml") == 1 and "work/my-cpu.yaml" not in page2
+
+
+@pytest.mark.slow  # SQLite's busy timeout (5 s) runs out before the refusal
+def test_a_locked_sqlite_store_refuses_the_run_with_a_history_error(tmp_path: Path) -> None:
+    """reliability 9.15: SQLite locked by another process when the run is stored. The store says so as a
+    HistoryError (which the plugin turns into a session failure), and the run is not half-stored."""
+    import sqlite3
+
+    from pytest_roofline.history import SqlStore
+
+    db = tmp_path / "h.db"
+    store = SqlStore(f"sqlite:///{db}")
+    holder = sqlite3.connect(db, timeout=0.1)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(HistoryError, match="cannot store run .*database is locked"):
+            store.add(_record())
+    finally:
+        holder.rollback()
+        holder.close()
+    assert store.runs() == []
+    store.close()
