@@ -110,12 +110,13 @@ def test_repeats_and_intervals_from_a_live_run(pytester: pytest.Pytester, tmp_pa
     assert len(client["repeats"]) == 2 and client["completed"] == 24  # 2 × 12 measured requests
     assert [(out / "live.roofline" / f).exists() for f in point["requests_files"]] == [True, True]
     iv = client["intervals"]["ttft_ms.p50"]
-    assert iv["method"] == "repeats" and iv["n"] == 2
+    assert iv["method"] == "repeats" and iv["n"] == 2 and client["intervals_window"] == "run"
     for rep in client["repeats"]:
-        assert rep["steady_window"]["method"] == "detect" and rep["intervals"]["ttft_ms.p50"]["method"] == \
-            "order-statistic"
-    # the point's TTFT p50 is the mean of the repeats' steady-window medians
-    mean = (client["repeats"][0]["steady"]["ttft_ms"]["p50"] + client["repeats"][1]["steady"]["ttft_ms"]["p50"]) / 2
+        # 12 requests a repeat: too few for a steady state (issue 20: needs 20), said so; the whole run stands in
+        assert rep["steady_window"]["method"] == "none" and "too few" in rep["steady_window"]["reason"]
+        assert rep["intervals"]["ttft_ms.p50"]["method"] == "order-statistic"
+    # the point's scored TTFT p50 is the mean of the repeats' whole-run medians (what vllm bench serve would print)
+    mean = (client["repeats"][0]["ttft_ms"]["p50"] + client["repeats"][1]["ttft_ms"]["p50"]) / 2
     assert iv["estimate"] == pytest.approx(mean)
 
 
