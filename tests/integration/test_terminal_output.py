@@ -151,7 +151,9 @@ def test_junit_properties_are_numbers_with_units_in_their_names(small):
     assert wrong["roofline_verdict"] == "fail" and wrong["roofline_quantity"] == "ridge_point"
     assert wrong["roofline_predicted_flop_per_byte"] == "300"
     assert float(wrong["roofline_model_flop_per_byte"]) == pytest.approx(RIDGE, rel=1e-11)
-    assert float(wrong["roofline_error_pct"]) == pytest.approx((300 - RIDGE) / RIDGE * 100, rel=1e-9)  # +1.618
+    # relative to the ink (issue 20): (model − 300) ÷ 300, with the model ÷ ink ratio beside it
+    assert float(wrong["roofline_error_pct"]) == pytest.approx((RIDGE - 300) / 300 * 100, rel=1e-9)  # −1.592
+    assert float(wrong["roofline_ratio"]) == pytest.approx(RIDGE / 300, rel=1e-9)
     assert float(wrong["roofline_error_flop_per_byte"]) == pytest.approx(300 - RIDGE, rel=1e-9)
     # "300" is checked to the digit written: ±0.5
     assert (wrong["roofline_allowed_min_flop_per_byte"], wrong["roofline_allowed_max_flop_per_byte"]) == (
@@ -175,7 +177,7 @@ def test_tb_line_prints_one_line_per_missed_prediction(small):
     out = result.stdout.str()
     [line] = [ln for ln in result.outlines if ln.startswith("x.roofline.yaml:")]
     assert line.startswith(f"x.roofline.yaml:{RIDGE_WRONG_LINE}: ridge-wrong: FAIL ridge_point predicted 300")
-    assert "model 295.22 FLOP/B" in line and "error +1.62%" in line and "tolerance ±0.5" in line
+    assert "model 295.22 FLOP/B" in line and "error -1.59%" in line and "tolerance ±0.5" in line
     assert "model inputs" not in out and "predicted :" not in out  # the explanation is not printed
 
 
