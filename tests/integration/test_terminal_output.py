@@ -154,7 +154,7 @@ def test_junit_properties_are_numbers_with_units_in_their_names(small):
     # relative to the ink (issue 20): (model − 300) ÷ 300, with the model ÷ ink ratio beside it
     assert float(wrong["roofline_error_pct"]) == pytest.approx((RIDGE - 300) / 300 * 100, rel=1e-9)  # −1.592
     assert float(wrong["roofline_ratio"]) == pytest.approx(RIDGE / 300, rel=1e-9)
-    assert float(wrong["roofline_error_flop_per_byte"]) == pytest.approx(300 - RIDGE, rel=1e-9)
+    assert float(wrong["roofline_error_flop_per_byte"]) == pytest.approx(RIDGE - 300, rel=1e-9)  # model − ink
     # "300" is checked to the digit written: ±0.5
     assert (wrong["roofline_allowed_min_flop_per_byte"], wrong["roofline_allowed_max_flop_per_byte"]) == (
         "299.5", "300.5")
