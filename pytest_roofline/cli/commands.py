@@ -317,7 +317,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
           f"{setup.engine_version or ''} on {', '.join(p.label for p in points)} "
           f"({', '.join(fields or type(base).FIELDS_FITTABLE)})", flush=True)
     seed = int(spec.workload.get("seed", 0))  # with each point's id: the load generator's arrivals
-    result = calibration.fit(points, base, predict=calibration.serving_predictor(setup, seed=seed), fields=fields)
+    predict = calibration.serving_predictor(setup, seed=seed)
+    if getattr(args, "by_metric", False):
+        result = calibration.fit_by_metric(points, base, predict=predict, fields=fields).as_fit_result()
+    else:
+        result = calibration.fit(points, base, predict=predict, fields=fields)
     print(result.describe())
     cal = calibration.calibration_from_fit(result, setup, sources=[str(f) for f, _ in docs],
                                            notes=args.notes or "")

@@ -128,6 +128,9 @@ def make_parser() -> argparse.ArgumentParser:
     cb.add_argument("--points", help="which points to fit on, e.g. C=1,C=64 or R=4,R=32 (default: all)")
     cb.add_argument("--fit", help="comma-separated constants to fit (default: ServingConstants.FIELDS_FITTABLE)")
     cb.add_argument("--predictions", help="the prediction file of the run (default: the one the results name)")
+    cb.add_argument("--by-metric", action="store_true",
+                    help="fit each constant on the metric that measures it: the decode-step terms on TPOT, then "
+                         "frontend_in_s / flop_efficiency on TTFT (never one metric's error into another's term)")
     cb.add_argument("--notes", help="a note stored in the calibration file")
     cb.add_argument("-o", "--output", help="write the calibration file (YAML) here")
     cb.set_defaults(fn=cmd_calibrate)

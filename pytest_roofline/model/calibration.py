@@ -817,6 +817,21 @@ class MetricFit:
     def log_sd(self) -> dict[str, float]:
         return {**(self.step.log_sd if self.step else {}), **(self.ttft.log_sd if self.ttft else {})}
 
+    def as_fit_result(self) -> FitResult:
+        """One :class:`FitResult` for the calibration file and the CLI: both stages' fitted values with their
+        uncertainties, the final constants, the residuals of the last stage (at the final constants), the notes as
+        warnings.  CalibrationError when neither stage fitted anything."""
+        stages = [r for r in (self.step, self.ttft) if r is not None]
+        if not stages:
+            raise CalibrationError("nothing could be fitted: " + "; ".join(self.notes))
+        last = stages[-1]
+        return FitResult(
+            constants=self.constants, fitted=tuple(n for r in stages for n in r.fitted), values=self.values,
+            uncertainty={k: v for r in stages for k, v in r.uncertainty.items()}, log_sd=self.log_sd,
+            points=last.points, rms_log_residual=last.rms_log_residual,
+            iterations=sum(r.iterations for r in stages),
+            warnings=tuple(w for r in stages for w in r.warnings) + self.notes)
+
 
 def _stage(points: Sequence[MeasuredPoint], base: Constants, names: list[str], metrics: Sequence[str],
            predict: Predictor, what: str, notes: list[str]) -> FitResult | None:

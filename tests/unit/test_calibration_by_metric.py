@@ -87,3 +87,21 @@ def test_on_the_recorded_cpu_run_the_fit_says_what_its_points_leave_unidentified
     for p in held:
         if p.tpot_p50_ms:
             assert predict(res.constants, p)["tpot_p50_ms"] == pytest.approx(p.tpot_p50_ms, rel=0.30)
+
+
+@pytest.mark.skipif(not CPU_TINY_RUN.exists(), reason="the cpu-tiny recording is not in predictions/recorded/")
+def test_roofline_calibrate_by_metric_writes_what_each_metric_identified(tmp_path, capsys, monkeypatch):
+    from support.paths import REPO
+
+    from pytest_roofline import cli
+
+    monkeypatch.chdir(REPO)  # the results file names its prediction file relative to the repository
+    out = tmp_path / "calib.yaml"
+    rc = cli.main(["calibrate", str(CPU_TINY_RUN), "--points", "C=1,C=4", "--by-metric", "-o", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    assert "step_overhead_s" in text and "frontend_in_s" in text
+    assert "two batch sizes far apart" in text and "two prompt lengths" in text  # what is left, and which points
+    c = cal.load_calibration(out)
+    assert c.fitted == ("step_overhead_s", "frontend_in_s")
+    assert set(c.uncertainty) == set(c.fitted)
