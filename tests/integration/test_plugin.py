@@ -148,7 +148,7 @@ def test_failure_output_shows_the_yaml_line_and_the_numbers(lesson):
         "*ridge-wrong: ridge_point*",
         "*predicted : 300 FLOP/byte*",
         "*model     : 295.2* FLOP/byte*",
-        "*error     : +1.6*%*",
+        "*error     : -1.5*%*relative to the ink*",
         "*verdict   : FAIL*",
         "*model inputs:*",
         "*hbm_bandwidth*3,350 GB/s*",
@@ -331,10 +331,12 @@ def test_junit_properties(lesson):
     ridge = props(cases["ridge"])
     assert ridge["roofline_predicted_flop_per_byte"] == "295.2"
     assert float(ridge["roofline_model_flop_per_byte"]) == pytest.approx(989e12 / 3.35e12)  # 295.22
-    assert float(ridge["roofline_error_pct"]) == pytest.approx((295.2 - 989e12 / 3.35e12) / (989e12 / 3.35e12) * 100)
+    # relative to the ink (issue 20): (model − ink) ÷ ink
+    assert float(ridge["roofline_error_pct"]) == pytest.approx((989e12 / 3.35e12 - 295.2) / 295.2 * 100)
     assert "roofline_tolerance" in ridge
     wrong = props(cases["ridge-wrong"])
-    assert float(wrong["roofline_error_pct"]) == pytest.approx(1.6178, abs=1e-4)  # (300 - 295.224) / 295.224
+    assert float(wrong["roofline_error_pct"]) == pytest.approx(-1.5920, abs=1e-4)  # (295.224 - 300) / 300
+    assert float(wrong["roofline_ratio"]) == pytest.approx(295.224 / 300, abs=1e-5)
     bound = props(cases["steps[batch=64:decode_bound]"])
     assert bound["roofline_predicted"] == "memory" and bound["roofline_model"] == "memory"
     skipped = props(cases["ll[concurrency=1]"])
