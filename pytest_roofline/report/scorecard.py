@@ -31,10 +31,8 @@ from pytest_roofline.history import drift_counts
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.measure.results import match as mismatch
 from pytest_roofline.measure.results.peers import load_any
-from pytest_roofline.model import analytical as an
 from pytest_roofline.model.setup import Setup
 from pytest_roofline.quantities.analysis import (
-    cache_hit_reason,
     closed_points,
     goodput_rows,
     is_flattered,
@@ -59,9 +57,10 @@ from pytest_roofline.report.common import (
     outcome_of_verdict,
 )
 from pytest_roofline.report.environment import spec_setup
+from pytest_roofline.report.points import errors_html, goodput_table, points_table
 from pytest_roofline.report.resources import css
+from pytest_roofline.report.setup_card import definition_list, setup_card
 from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, Verdict, VerdictMode, VerdictStatus, score
-from pytest_roofline.units import decimal_bytes_unit, format_value
 
 __all__ = ["render_scorecard", "write_scorecard", "render_from_files", "score_spec",
            "CSP"]
@@ -327,7 +326,7 @@ def _spec_section(spec: Spec, rows: list[Row], results: Mapping[str, Any] | None
         parts.append(f'<p class="missing spec-warning">⚠ {esc(w)}</p>')
     parts.append('<div class="grid2">')
     parts.append(_summary_card(rows, _headlines(spec, setup, results)))
-    parts.append(_setup_card(spec, setup, results))
+    parts.append(setup_card(spec, setup, results))
     parts.append("</div>")
     figs = _figures(spec, setup, results, rows, y_scale=y_scale)
     if figs:
@@ -356,9 +355,9 @@ def _spec_section(spec: Spec, rows: list[Row], results: Mapping[str, Any] | None
             parts.append('<p class="missing">The results file has no server timeline (/metrics was not scraped '
                          "during the sweep), so running/waiting requests, KV-cache usage and preemptions over time "
                          "cannot be drawn.</p>")
-        parts.append(_points_table(spec, setup, results))
-        parts.append(_goodput_table(spec, results))
-        parts.append(_errors(results))
+        parts.append(points_table(spec, setup, results))
+        parts.append(goodput_table(spec, results))
+        parts.append(errors_html(results))
     parts.append(_predictions_table(rows, measured=any(v.mode is VerdictMode.MEASURED for v, _, _ in rows),
                                     anchor=anchor, drifts=drifts))
     parts.append("</section>")
@@ -495,7 +494,8 @@ def _summary_card(rows: Sequence[Row], headlines: Sequence[tuple[str, str]] = ()
             f" ({', '.join(f'{n} {OUTCOME_LABEL[o]}' for o, n in sorted(d.items(), key=_outcome_rank))})"
             for m, d in sorted(by_mode.items())) + "</p>")
     if headlines:
-        lines.append("<h4>Headline numbers</h4>" + _dl(headlines).replace("<dl>", '<dl class="headlines">', 1))
+        lines.append("<h4>Headline numbers</h4>"
+                     + definition_list(headlines).replace("<dl>", '<dl class="headlines">', 1))
     misses = [(v, o) for v, o, _ in rows if v.status is VerdictStatus.FAIL and is_number(v.error_rel)]
     misses.sort(key=lambda r: -abs(r[0].error_rel or 0.0))
     if misses:
@@ -529,237 +529,6 @@ def _err_pct(v: Verdict) -> str:
 
 def _slug(s: str) -> str:
     return "".join(ch_ if ch_.isalnum() or ch_ in "-_" else "-" for ch_ in str(s))
-
-
-def _dl(items: Iterable[tuple[str, Any]]) -> str:
-    return "<dl>" + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items if v not in (None, "")) + "</dl>"
-
-
-def _setup_card(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | None) -> str:
-    out = ['<div class="card setup"><h3>Setup</h3>']
-    rsetup = (results or {}).get("setup") or {}
-    hw_det = (rsetup.get("hardware") or {}).get("detected")
-    chip: list[tuple[str, Any]] = []
-    model: list[tuple[str, Any]] = []
-    if setup is not None:
-        d = setup.describe()
-        chip.append(("declared", d.get("hardware")))
-        if isinstance(hw_det, Mapping):
-            chip.append(("detected", f"{hw_det.get('name')} [{hw_det.get('variant') or 'not in catalog'}]"
-                         + (f", driver {hw_det['driver_version']}" if hw_det.get("driver_version") else "")))
-        elif results is not None:
-            chip.append(("detected", "— (not detected: " + str(results.get("source", "?")) + " run)"))
-        for k in ("hbm_bandwidth", f"peak_{setup.compute_dtype}", "memory"):
-            if d.get(k):
-                chip.append((k.replace("_", " "), d[k]))
-        try:
-            chip.append(("ridge", f"{setup.peak_flop_per_s / setup.hbm_bytes_per_s:,.1f} FLOP/byte"))
-        except SetupError:
-            pass
-        model += [("model", d.get("model")), ("parameters", d.get("params")), ("weights", d.get("weights")),
-                  ("KV per token", d.get("kv_bytes_per_token")), ("KV context", d.get("kv_context")),
-                  ("KV per sequence", format_value(setup.kv_bytes_per_seq, "bytes",
-                                                   decimal_bytes_unit(setup.kv_bytes_per_seq), digits=4))]
-    else:
-        chip.append(("declared", spec.hardware))
-        model.append(("model", spec.model if isinstance(spec.model, str) else str(spec.model)))
-        model.append(("", "the setup does not resolve, so the model's curves are not drawn"))
-    eng = spec.engine
-    engine = [("engine", f"{eng.get('name', 'vllm')} {eng.get('version') or '(version not given)'}"),
-              ("serves", eng.get("model"))]
-    if eng.get("args"):
-        engine.append(("args", ", ".join(f"{k}={v}" for k, v in redact.redact_mapping(eng["args"]).items())))
-    if setup is not None:
-        # the KV pool as this device sizes it: a share of GPU memory, or the CPU engine's fixed KV space
-        pool = (f"KV space {format_value(setup.kv_cache_memory_bytes, 'bytes', 'GiB', digits=4)}"
-                if setup.device == "cpu" and setup.kv_cache_memory_bytes is not None
-                else f"gpu_memory_utilization {setup.gpu_memory_utilization:g}")
-        engine.append(("defaults used", f"{pool}, block_size {setup.block_size}, max_num_seqs "
-                                        f"{setup.max_num_seqs}, max_num_batched_tokens "
-                                        f"{setup.max_num_batched_tokens:,}"))
-    if setup is not None:
-        source = (f"calibration {Path(spec.calibration_path or '').name}" if spec.calibration is not None
-                  else "default constants") + (" + the file's serving: constants" if spec.serving_overrides else "")
-        engine.append(("serving model", f"{source}; model column: "
-                       + {"auto": "roofline where it computes, else serving"}.get(spec.model_column,
-                                                                                   spec.model_column)))
-    rep = (results or {}).get("engine_report") or {}
-    if rep:
-        bits = []
-        if rep.get("version"):
-            bits.append(f"version {rep['version']}")
-        if rep.get("num_gpu_blocks") is not None:
-            bits.append(f"{rep['num_gpu_blocks']:,} blocks")
-        if rep.get("kv_cache_tokens") is not None:
-            bits.append(f"{rep['kv_cache_tokens']:,} KV tokens")
-        if rep.get("available_kv_cache_gib") is not None:
-            bits.append(f"{rep['available_kv_cache_gib']:g} GiB pool")
-        if rep.get("kv_device"):
-            bits.append(f"KV on {rep['kv_device']}")
-        engine.append(("engine says", ", ".join(bits)))
-        cc = rep.get("cross_check") or {}
-        if cc.get("detail"):
-            engine.append(("cross-check", ("ok — " if cc.get("ok") else "FAILED — ") + str(cc["detail"])))
-    wl = spec.workload
-    work: list[tuple[str, Any]] = []
-    if wl.get("input_len") or wl.get("output_len"):
-        work.append(("lengths", f"{wl.get('input_len', '?')} in / {wl.get('output_len', '?')} out"))
-    if wl.get("kv_context"):
-        work.append(("KV context", f"{float(wl['kv_context']):,.0f} tokens"))
-    if wl.get("sampling"):
-        work.append(("sampling", ", ".join(f"{k}={v}" for k, v in wl["sampling"].items())))
-    sw = spec.sweep
-    if sw.concurrency:
-        work.append(("sweep", f"{sw.mode} loop, concurrency {', '.join(str(c) for c in sw.concurrency)}"))
-    if sw.rates:
-        work.append(("rates", ", ".join(f"{r:g}" for r in sw.rates) + " req/s"))
-    slo = spec.slo or {}
-    if slo:
-        work.append(("SLO", " and ".join(f"{k.upper()} ≤ {v * 1e3:g} ms" for k, v in slo.items() if k != "percentile")
-                     + (f" at {slo['percentile']}" if slo.get("percentile") else "")))
-    th = spec.thresholds
-    work.append(("thresholds", f"knee: doubling adds < {th.knee_gain:.0%}; TTFT knee: p99 > {th.ttft_knee_ratio:g}"
-                               f" × p50; contaminated: prefix-cache hits > {th.contamination:.0%}"))
-    run = []
-    if results is not None:
-        run += [("source", results.get("source")), ("status", results.get("status")),
-                ("created", results.get("created_at")), ("host", rsetup.get("host")),
-                ("commit", rsetup.get("commit"))]
-    for title, items in (("Chip", chip), ("Model", model), ("Engine", engine), ("Workload", work), ("Run", run)):
-        items = [(k, v) for k, v in items if v not in (None, "")]
-        if items:
-            out.append(f'<div class="sg"><h4>{title}</h4>{_dl(items)}</div>')
-    out.append("</div>")
-    return "".join(out)
-
-
-# --- sweep points ------------------------------------------------------------------------------------------------
-def _num_or(x: Any, f: str = "{:,.1f}", dash: str = "—") -> str:
-    return f.format(x) if is_number(x) else dash
-
-
-def _points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) -> str:
-    pts = list(results.get("points") or [])
-    if not pts:
-        return '<p class="missing">The results file has no sweep points.</p>'
-    th = spec.thresholds
-    floor_ms = None
-    if setup is not None:
-        try:
-
-            floor_ms = an.prefill_floor_s(setup.input_len, setup.flop_per_token, setup.peak_flop_per_s) * 1e3
-        except (ValueError, SetupError):
-            floor_ms = None
-    heads = [("point", ""), ("C", "concurrency"), ("agg tok/s", "aggregate output tok/s"),
-             ("model", "the decode-roofline model's aggregate tok/s at this batch"), ("÷ model", "measured ÷ model"),
-             ("serving", "the serving model's aggregate tok/s at this point (step-level simulation)"),
-             ("÷ serving", "measured ÷ serving model"),
-             ("per-req", "mean per-request output tok/s"), ("TTFT p50/p99", "ms"), ("TPOT p50/p99", "ms"),
-             ("run/wait", "most requests running / waiting (server)"), ("KV", "peak KV-cache usage"),
-             ("cache hits", "prefix-cache hit rate"), ("preempt", "preemptions"),
-             ("λW ÷ L", "Little's law: throughput × mean latency ÷ requests in flight"), ("flags", "")]
-    head = "<tr>" + "".join(f'<th title="{esc(t)}">{esc(h)}</th>' if t else f"<th>{esc(h)}</th>"
-                            for h, t in heads) + "</tr>"
-    body = []
-    serving = {c: pp for c, pp in ch.serving_points(spec, setup)}
-    for p in pts:
-        c = p.get("client") or {}
-        s = p.get("server") or {}
-        conc = p.get("concurrency")
-        spp = serving.get(float(conc)) if is_number(conc) and p.get("id") != "batch1" else None
-        model_tps = None
-        if setup is not None and is_number(conc):
-            try:
-                model_tps = ch.model_step(setup, float(conc)).throughput_tok_per_s
-            except (ValueError, SetupError):
-                model_tps = None
-        agg = c.get("output_throughput_tok_s")
-        per = c.get("per_request_output_tok_s")
-        per = per.get("mean", per.get("p50")) if isinstance(per, Mapping) else per
-        ttft = c.get("ttft_ms") or {}
-        tpot = c.get("tpot_ms") or {}
-        ll = c.get("littles_law") or {}
-        ratio = ll.get("ratio")
-        if not is_number(ratio) and is_number(ll.get("lambda_W")) and ll.get("L"):
-            ratio = ll["lambda_W"] / ll["L"]
-        ll_ok = is_number(ratio) and abs(ratio - 1) <= 0.02
-        why = cache_hit_reason(p, th, setup)
-        cont = why is not None
-        flags = list(p.get("flags") or [])
-        pt_floor = floor_ms
-        if floor_ms is not None and is_number(p.get("input_len")) and setup is not None:
-            pt_floor = floor_ms * float(p["input_len"]) / setup.input_len
-        if (pt_floor is not None and is_number(ttft.get("p50")) and ttft["p50"] < pt_floor
-                and not any(str(f).startswith("ttft_p50_below_prefill_floor") for f in flags)):
-            flags.append(f"TTFT p50 below the {pt_floor:,.1f} ms prefill compute floor: prefix-cache hits")
-        flags = list(dict.fromkeys(flags))
-        hit = s.get("prefix_cache_hit_rate")
-        cls = ' class="contam"' if cont else ""
-        warn = f' <span class="warn" title="contaminated: {esc(why)}">⚠</span>' if cont else ""
-        notes = [str(x) for x in (s.get("note"), c.get("note"), p.get("note")) if x]
-        if notes:
-            warn += f' <span class="info" title="{esc(" / ".join(notes))}">i</span>'
-        ll_mark = ""
-        if is_number(ratio):
-            ll_mark = ' <span class="ok">✓</span>' if ll_ok else ' <span class="bad">✗</span>'
-        ratio_model = agg / model_tps if is_number(agg) and model_tps else None
-        serv_tps = spp.output_throughput_tok_per_s if spp is not None else None
-        ratio_serv = agg / serv_tps if is_number(agg) and serv_tps else None
-        hot = " hot" if cont else ""
-        cells = [
-            f"{esc(p.get('id'))}{warn}",
-            _num_or(conc, "{:g}"), _num_or(agg), _num_or(model_tps, "{:,.0f}"), _num_or(ratio_model, "{:.0%}"),
-            _num_or(serv_tps, "{:,.0f}"), _num_or(ratio_serv, "{:.0%}"),
-            _num_or(per),
-            f"{_num_or(ttft.get('p50'), '{:,.0f}')} / {_num_or(ttft.get('p99'), '{:,.0f}')}",
-            f"{_num_or(tpot.get('p50'), '{:,.2f}')} / {_num_or(tpot.get('p99'), '{:,.2f}')}",
-            f"{_num_or(s.get('max_num_requests_running'), '{:g}')} / "
-            f"{_num_or(s.get('max_num_requests_waiting'), '{:g}')}",
-            _num_or(s.get("max_kv_cache_usage"), "{:.0%}"), _num_or(hit, "{:.1%}"),
-            _num_or(s.get("preemptions"), "{:g}"), _num_or(ratio, "{:.3f}") + ll_mark, esc("; ".join(flags)),
-        ]
-        classes = ["", "num", "num", "num model", "num", "num serving", "num", "num", "num", "num", "num", "num",
-                   f"num{hot}", "num", "num", "flags"]
-        body.append(f"<tr{cls}>" + "".join(f'<td class="{k}">{c}</td>' if k else f"<td>{c}</td>"
-                                           for k, c in zip(classes, cells)) + "</tr>")
-    note = ('<p class="hint">⚠ marks a contaminated point: its prefix-cache hit rate is above '
-            f"{th.contamination:.0%}, or its TTFT p50 beats the compute floor of its prefill — prompts were partly "
-            "served from cache, so its TTFT and throughput look better than a cold cache would give. Model tok/s "
-            "is the decode-only roofline at that batch; serving tok/s is the step-level serving model's simulation of "
-            "the same point (prefill, engine overhead, scheduling and the KV pool included).</p>")
-    return (f'<h3>Sweep points</h3><div class="scroll"><table class="points">{head}{"".join(body)}</table></div>'
-            + note)
-
-
-def _goodput_table(spec: Spec, results: Mapping[str, Any]) -> str:
-    rows = goodput_rows(results, spec.slo)
-    if not rows:
-        return ""
-    slo = spec.slo or {}
-    lines = ['<h3>Goodput</h3><table class="goodput"><tr><th>percentile</th><th>SLO</th><th>goodput</th>'
-             "<th>points meeting the SLO</th><th>raw max</th><th>raw ÷ goodput</th></tr>"]
-    for g in rows:
-        slo_txt = " and ".join(f"{k.upper()} ≤ {v * 1e3:g} ms" for k, v in slo.items() if k != "percentile")
-        best = (f"{g.best_tok_per_s:,.1f} tok/s at C = {g.best_concurrency}" if g.best_tok_per_s is not None
-                else "none meets it")
-        mark = " ★" if g.percentile == slo.get("percentile") else ""
-        lines.append(f"<tr><td>{esc(g.percentile)}{mark}</td><td>{esc(slo_txt)}</td><td class=\"num\">{esc(best)}</td>"
-                     f"<td>{esc(', '.join(str(c) for c in g.passing_concurrencies) or '—')}</td>"
-                     f"<td class=\"num\">{g.raw_max_tok_per_s:,.1f} tok/s at C = {g.raw_max_concurrency}</td>"
-                     f"<td class=\"num\">{_num_or(g.raw_to_goodput_ratio, '{:.2f}×')}</td></tr>")
-    lines.append("</table><p class=\"hint\">Goodput is the highest throughput among sweep points whose TTFT and "
-                 "TPOT both meet the SLO at that percentile; the gap to the raw maximum is what an SLO costs. "
-                 "★ = the file's own SLO percentile.</p>")
-    return "".join(lines)
-
-
-def _errors(results: Mapping[str, Any]) -> str:
-    errs = results.get("errors") or []
-    if not errs:
-        return ""
-    return ('<h3>Errors during the run</h3><ul class="errors">' + "".join(
-        f"<li><b>{esc(e.get('point') or 'run')}</b>: {esc(e.get('message', ''))}"
-        + (f"<pre>{esc(e['log_tail'])}</pre>" if e.get("log_tail") else "") + "</li>" for e in errs) + "</ul>")
 
 
 # --- predictions ------------------------------------------------------------------------------------------------

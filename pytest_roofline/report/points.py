@@ -1,0 +1,147 @@
+"""The scorecard's sweep-points section: one row per measured point (this tool's figures beside the serving model's,
+the flags the measurement raised), the goodput table and the run's errors. Split out of :mod:`.scorecard` (issue 19):
+the page assembles; this module is the one concept "what each sweep point measured"."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_roofline.errors import SetupError
+from pytest_roofline.format.spec import Spec
+from pytest_roofline.model import analytical as an
+from pytest_roofline.model.setup import Setup
+from pytest_roofline.quantities.analysis import cache_hit_reason, goodput_rows
+from pytest_roofline.report import charts as ch
+from pytest_roofline.report.common import esc, is_number
+
+__all__ = ["points_table", "goodput_table", "errors_html"]
+
+
+# --- sweep points ------------------------------------------------------------------------------------------------
+def _num_or(x: Any, f: str = "{:,.1f}", dash: str = "—") -> str:
+    return f.format(x) if is_number(x) else dash
+
+
+def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) -> str:
+    pts = list(results.get("points") or [])
+    if not pts:
+        return '<p class="missing">The results file has no sweep points.</p>'
+    th = spec.thresholds
+    floor_ms = None
+    if setup is not None:
+        try:
+
+            floor_ms = an.prefill_floor_s(setup.input_len, setup.flop_per_token, setup.peak_flop_per_s) * 1e3
+        except (ValueError, SetupError):
+            floor_ms = None
+    heads = [("point", ""), ("C", "concurrency"), ("agg tok/s", "aggregate output tok/s"),
+             ("model", "the decode-roofline model's aggregate tok/s at this batch"), ("÷ model", "measured ÷ model"),
+             ("serving", "the serving model's aggregate tok/s at this point (step-level simulation)"),
+             ("÷ serving", "measured ÷ serving model"),
+             ("per-req", "mean per-request output tok/s"), ("TTFT p50/p99", "ms"), ("TPOT p50/p99", "ms"),
+             ("run/wait", "most requests running / waiting (server)"), ("KV", "peak KV-cache usage"),
+             ("cache hits", "prefix-cache hit rate"), ("preempt", "preemptions"),
+             ("λW ÷ L", "Little's law: throughput × mean latency ÷ requests in flight"), ("flags", "")]
+    head = "<tr>" + "".join(f'<th title="{esc(t)}">{esc(h)}</th>' if t else f"<th>{esc(h)}</th>"
+                            for h, t in heads) + "</tr>"
+    body = []
+    serving = {c: pp for c, pp in ch.serving_points(spec, setup)}
+    for p in pts:
+        c = p.get("client") or {}
+        s = p.get("server") or {}
+        conc = p.get("concurrency")
+        spp = serving.get(float(conc)) if is_number(conc) and p.get("id") != "batch1" else None
+        model_tps = None
+        if setup is not None and is_number(conc):
+            try:
+                model_tps = ch.model_step(setup, float(conc)).throughput_tok_per_s
+            except (ValueError, SetupError):
+                model_tps = None
+        agg = c.get("output_throughput_tok_s")
+        per = c.get("per_request_output_tok_s")
+        per = per.get("mean", per.get("p50")) if isinstance(per, Mapping) else per
+        ttft = c.get("ttft_ms") or {}
+        tpot = c.get("tpot_ms") or {}
+        ll = c.get("littles_law") or {}
+        ratio = ll.get("ratio")
+        if not is_number(ratio) and is_number(ll.get("lambda_W")) and ll.get("L"):
+            ratio = ll["lambda_W"] / ll["L"]
+        ll_ok = is_number(ratio) and abs(ratio - 1) <= 0.02
+        why = cache_hit_reason(p, th, setup)
+        cont = why is not None
+        flags = list(p.get("flags") or [])
+        pt_floor = floor_ms
+        if floor_ms is not None and is_number(p.get("input_len")) and setup is not None:
+            pt_floor = floor_ms * float(p["input_len"]) / setup.input_len
+        if (pt_floor is not None and is_number(ttft.get("p50")) and ttft["p50"] < pt_floor
+                and not any(str(f).startswith("ttft_p50_below_prefill_floor") for f in flags)):
+            flags.append(f"TTFT p50 below the {pt_floor:,.1f} ms prefill compute floor: prefix-cache hits")
+        flags = list(dict.fromkeys(flags))
+        hit = s.get("prefix_cache_hit_rate")
+        cls = ' class="contam"' if cont else ""
+        warn = f' <span class="warn" title="contaminated: {esc(why)}">⚠</span>' if cont else ""
+        notes = [str(x) for x in (s.get("note"), c.get("note"), p.get("note")) if x]
+        if notes:
+            warn += f' <span class="info" title="{esc(" / ".join(notes))}">i</span>'
+        ll_mark = ""
+        if is_number(ratio):
+            ll_mark = ' <span class="ok">✓</span>' if ll_ok else ' <span class="bad">✗</span>'
+        ratio_model = agg / model_tps if is_number(agg) and model_tps else None
+        serv_tps = spp.output_throughput_tok_per_s if spp is not None else None
+        ratio_serv = agg / serv_tps if is_number(agg) and serv_tps else None
+        hot = " hot" if cont else ""
+        cells = [
+            f"{esc(p.get('id'))}{warn}",
+            _num_or(conc, "{:g}"), _num_or(agg), _num_or(model_tps, "{:,.0f}"), _num_or(ratio_model, "{:.0%}"),
+            _num_or(serv_tps, "{:,.0f}"), _num_or(ratio_serv, "{:.0%}"),
+            _num_or(per),
+            f"{_num_or(ttft.get('p50'), '{:,.0f}')} / {_num_or(ttft.get('p99'), '{:,.0f}')}",
+            f"{_num_or(tpot.get('p50'), '{:,.2f}')} / {_num_or(tpot.get('p99'), '{:,.2f}')}",
+            f"{_num_or(s.get('max_num_requests_running'), '{:g}')} / "
+            f"{_num_or(s.get('max_num_requests_waiting'), '{:g}')}",
+            _num_or(s.get("max_kv_cache_usage"), "{:.0%}"), _num_or(hit, "{:.1%}"),
+            _num_or(s.get("preemptions"), "{:g}"), _num_or(ratio, "{:.3f}") + ll_mark, esc("; ".join(flags)),
+        ]
+        classes = ["", "num", "num", "num model", "num", "num serving", "num", "num", "num", "num", "num", "num",
+                   f"num{hot}", "num", "num", "flags"]
+        body.append(f"<tr{cls}>" + "".join(f'<td class="{k}">{c}</td>' if k else f"<td>{c}</td>"
+                                           for k, c in zip(classes, cells)) + "</tr>")
+    note = ('<p class="hint">⚠ marks a contaminated point: its prefix-cache hit rate is above '
+            f"{th.contamination:.0%}, or its TTFT p50 beats the compute floor of its prefill — prompts were partly "
+            "served from cache, so its TTFT and throughput look better than a cold cache would give. Model tok/s "
+            "is the decode-only roofline at that batch; serving tok/s is the step-level serving model's simulation of "
+            "the same point (prefill, engine overhead, scheduling and the KV pool included).</p>")
+    return (f'<h3>Sweep points</h3><div class="scroll"><table class="points">{head}{"".join(body)}</table></div>'
+            + note)
+
+
+def goodput_table(spec: Spec, results: Mapping[str, Any]) -> str:
+    rows = goodput_rows(results, spec.slo)
+    if not rows:
+        return ""
+    slo = spec.slo or {}
+    lines = ['<h3>Goodput</h3><table class="goodput"><tr><th>percentile</th><th>SLO</th><th>goodput</th>'
+             "<th>points meeting the SLO</th><th>raw max</th><th>raw ÷ goodput</th></tr>"]
+    for g in rows:
+        slo_txt = " and ".join(f"{k.upper()} ≤ {v * 1e3:g} ms" for k, v in slo.items() if k != "percentile")
+        best = (f"{g.best_tok_per_s:,.1f} tok/s at C = {g.best_concurrency}" if g.best_tok_per_s is not None
+                else "none meets it")
+        mark = " ★" if g.percentile == slo.get("percentile") else ""
+        lines.append(f"<tr><td>{esc(g.percentile)}{mark}</td><td>{esc(slo_txt)}</td><td class=\"num\">{esc(best)}</td>"
+                     f"<td>{esc(', '.join(str(c) for c in g.passing_concurrencies) or '—')}</td>"
+                     f"<td class=\"num\">{g.raw_max_tok_per_s:,.1f} tok/s at C = {g.raw_max_concurrency}</td>"
+                     f"<td class=\"num\">{_num_or(g.raw_to_goodput_ratio, '{:.2f}×')}</td></tr>")
+    lines.append("</table><p class=\"hint\">Goodput is the highest throughput among sweep points whose TTFT and "
+                 "TPOT both meet the SLO at that percentile; the gap to the raw maximum is what an SLO costs. "
+                 "★ = the file's own SLO percentile.</p>")
+    return "".join(lines)
+
+
+def errors_html(results: Mapping[str, Any]) -> str:
+    errs = results.get("errors") or []
+    if not errs:
+        return ""
+    return ('<h3>Errors during the run</h3><ul class="errors">' + "".join(
+        f"<li><b>{esc(e.get('point') or 'run')}</b>: {esc(e.get('message', ''))}"
+        + (f"<pre>{esc(e['log_tail'])}</pre>" if e.get("log_tail") else "") + "</li>" for e in errs) + "</ul>")
