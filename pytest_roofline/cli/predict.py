@@ -10,6 +10,7 @@ import argparse
 import dataclasses
 import json
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from pytest_roofline.format.spec import load_spec
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.measure.results.peers import load_any
 from pytest_roofline.model import analytical as an
+from pytest_roofline.model import hardware as hw_catalog
 from pytest_roofline.model import serving as sv
 from pytest_roofline.model.setup import RooflineLandmarks, Setup, SetupError, build_setup, kv_accounting, reported_kv
 from pytest_roofline.quantities.measurement import client_value
@@ -412,6 +414,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
         return _simulate(args)
     if not (args.hardware and args.model):
         raise ValueError("predict needs --hardware and --model (or --simulate FILE.yaml)")
+    note = hw_catalog.family_note(args.hardware)  # --gpu h100: say which variant the family stood for
+    if note:
+        print(f"roofline: --gpu {note}", file=sys.stderr)
     batches = args.batch or [1, 2, 4, 8, 16, 32, 64, 128, 256]
     tree = setup_tree(args, workload={"kv_context": args.context})
     tree.setdefault("workload", {}).setdefault("kv_context", 1024)  # the table's default KV context

@@ -25,6 +25,7 @@ def test_roofline_predict_takes_a_family(capsys: pytest.CaptureFixture[str]) -> 
     out = capsys.readouterr()
     assert rc == 0, out.err
     row = json.loads(out.out.splitlines()[0])
+    assert out.err == "roofline: --gpu h100 -> h100-sxm (NVIDIA H100 SXM5 80GB); other variants: h100-pcie, h100-nvl\n"
     t_mem = (2 * 8_030_261_248 + 1 * 32 * 8 * 128 * 2 * 2) / 3.35e12  # h100-sxm: 3.35 TB/s
     assert row["t_mem_ms"] == pytest.approx(t_mem * 1e3, rel=1e-9)
 
