@@ -365,3 +365,16 @@ def test_an_aiperf_export_with_no_request_does_not_pass(tmp_path: Path):
     (pt,) = data["points"]
     assert pt["client"]["completed"] == 0
     assert set(_verdicts(data).values()) == {"error"}
+
+
+def test_a_vllm_bench_file_with_per_chunk_data_carries_the_bursts_flag():
+    # --save-detailed itls: 3 requests of 8 tokens; two got 7 tokens in one read after the first (gaps 0.05 s then
+    # six of 2 µs: 2 distinct arrivals of 8 tokens, in bursts), one streamed (7 gaps of 6 ms)
+    burst = [0.05] + [2e-6] * 6
+    doc = _bench(num_prompts=3, completed=3, total_input_tokens=384, total_output_tokens=24,
+                 output_lens=[8, 8, 8], itls=[burst, burst, [0.006] * 7], errors=["", "", ""])
+    pt = bench_point(doc, "d.json")
+    b = pt["client"]["bursts"]
+    assert (b["requests"], b["of"], b["zero_gaps"], b["gaps"]) == (2, 3, 12, 21)
+    assert any(f.startswith("bursts: 2 of 3 requests (67%)") for f in pt["flags"])
+    assert "bursts" not in bench_point(_bench(), "x.json")["client"]  # no per-chunk data: nothing said

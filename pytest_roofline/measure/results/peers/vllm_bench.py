@@ -46,6 +46,7 @@ from pytest_roofline.measure.results.peers._common import (
     read_json_text,
     results_document,
 )
+from pytest_roofline.measure.stats.bursts import burst_flag, bursts_from_gaps
 from pytest_roofline.quantities.measurement import BATCH1_ID, Distribution, PointMode, PointRecord
 
 __all__ = ["FORMAT", "is_bench_serve", "read_bench_serve_file", "read_bench_dir", "bench_point"]
@@ -181,6 +182,17 @@ def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> 
         not_reported["littles_law"] = ("needs the mean end-to-end latency (--percentile-metrics …,e2el) and a "
                                        "closed loop (--max-concurrency)" if mode == PointMode.CLOSED else
                                        "an open-loop file records no count of requests in flight")
+    # bursts from the per-chunk data (--save-detailed: itls per request, seconds), by this project's rule
+    itls, lens, errs = doc.get("itls"), doc.get("output_lens"), doc.get("errors")
+    if isinstance(itls, list) and isinstance(lens, list) and len(itls) == len(lens):
+        errs = errs if isinstance(errs, list) and len(errs) == len(lens) else [None] * len(lens)
+        replies = [([float(g) for g in gaps if number(g) is not None], int(n))
+                   for gaps, n, err in zip(itls, lens, errs)
+                   if not err and isinstance(gaps, list) and number(n) is not None]
+        client["bursts"] = bursts_from_gaps(replies)
+        flag = burst_flag(client["bursts"])
+        if flag:
+            flags.append(flag)
     num_prompts = number(doc.get("num_prompts"))
     return cast(PointRecord, {
         "id": pid, "mode": mode, "concurrency": conc if mode == PointMode.CLOSED else None,
