@@ -103,6 +103,9 @@ class Verdict:
     serving_explanation: str = ""
     #: the serving model's share of busy time by term at the point (weights, kv, prefill_compute, overhead, ...)
     serving_shares: dict[str, float] = field(default_factory=dict)
+    #: the serving model's band around its value at the point (model.bands: what measured runs of the regime
+    #: showed), written in the verdict's unit; "" where the quantity has no band
+    serving_band_text: str = ""
     measured_value: Any = None
     measured_text: str = ""
     measured_points: list[str] = field(default_factory=list)
@@ -223,6 +226,8 @@ class Verdict:
             rows.append(("roofline", self.roofline_text))
         if self.serving_text and self.model_source != "serving":
             rows.append(("serving", self.serving_text))
+        if self.serving_band_text:
+            rows.append(("serving band", self.serving_band_text))
         if measured:
             rows.append(("measured", (self.measured_text or "—")
                          + (f"  (points: {', '.join(self.measured_points)})" if self.measured_points else "")))
@@ -677,6 +682,10 @@ def column_model(model_column: str, *, model_prediction: bool, roofline: bool, s
     return "roofline" if roofline else ("serving" if serving else "")
 
 
+#: the quantities whose serving-model value carries a band (model.bands), by the PointPrediction metric
+_BAND_METRIC: dict[str, str] = {"output_throughput": "output_throughput_tok_per_s", "tpot_p50": "tpot_p50_ms",
+                                "ttft_p50": "ttft_p50_ms"}
+
 #: how a verdict's serving explanation starts when the serving model could not compute the quantity
 _SERVING_FAILED = "the serving model does not compute it here"
 
@@ -701,6 +710,15 @@ def _serving_column(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hard
     try:
         _p, pp = sweep.at(pred.at)
         v.serving_shares = {k: float(x) for k, x in pp.time_shares.items()}
+        metric = _BAND_METRIC.get(q.name)
+        band = pp.bands.get(metric) if metric else None
+        value = getattr(pp, metric) if metric else None
+        if band and value and isinstance(v.serving_value, (int, float)) and not isinstance(v.serving_value, bool):
+            # the band's ratios around the point's value, applied to the verdict's value (its own unit)
+            lo, hi = (float(v.serving_value) * b / float(value) for b in band)
+            v.serving_band_text = (f"{_value_text(lo, q.dimension, v.display_unit)} – "
+                                   f"{_value_text(hi, q.dimension, v.display_unit)} (where measured runs of this "
+                                   "regime fell around the model: docs/explanation/models.md)")
     except (SetupError, ValueError, KeyError):
         pass  # a whole-sweep quantity (a knee, goodput): no single point's shares
     source = column_model(spec.model_column, model_prediction=pred.predicted.kind is PredictedKind.MODEL,

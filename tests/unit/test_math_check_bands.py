@@ -49,3 +49,17 @@ def test_ink_below_the_band_fails_and_ink_at_the_ceiling_passes_as_before():
     assert _verdict(f"{0.5 * band.lo * c:.1f} tok/s").status == "fail"
     v = _verdict(f"{c:.3f} tok/s")
     assert v.status == "pass" and "within" in v.reason
+
+
+def test_a_serving_model_value_shows_its_band_in_the_verdicts_explanation():
+    from support.paths import REPO
+
+    from pytest_roofline.format.spec import load_spec
+
+    spec = load_spec(REPO / "predictions" / "day3-experiments.yaml")
+    pred = next(p for p in spec.predictions if p.id == "throughput-1k-c32")
+    v = score(spec, pred, "math", None)
+    assert v.serving_value is not None and v.serving_band_text
+    rows = dict(v.explanation_rows())
+    assert "serving band" in rows and "docs/explanation/models.md" in rows["serving band"]
+    assert v.to_dict()["serving_band_text"] == v.serving_band_text
