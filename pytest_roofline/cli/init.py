@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_roofline.model import hardware
+from pytest_roofline.model import bands, hardware
 from pytest_roofline.model.setup import Setup, build_setup
 from pytest_roofline.quantities.registry import QUANTITIES
 from pytest_roofline.units import format_value
@@ -111,6 +111,17 @@ def _model_text(setup: Setup, item: Item) -> str:
     return format_value(float(mv.value), q.dimension, _UNITS.get(item.quantity))
 
 
+def _band_text(setup: Setup, item: Item) -> str:
+    """For a roofline ceiling (batch-1 tokens/s), the band measured runs land in (model/bands.py), else ''."""
+    q = QUANTITIES[item.quantity]
+    band = bands.roofline_fraction_band() if item.quantity in bands.ROOFLINE_CEILINGS else None
+    if band is None or q.model is None:
+        return ""
+    lo, hi = band.around(float(q.model(setup, _at_mapping(item.at)).value))
+    return (f"; band: measured runs reach {band.lo:.0%}-{band.hi:.0%} of it ({format_value(lo, q.dimension)} to "
+            f"{format_value(hi, q.dimension)}, model/bands.py)")
+
+
 def render(*, gpu: str, model: str, tp: int = 1, input_len: int = 1024, output_len: int = 1024,
            command: str = "") -> str:
     """The prediction file's text: the setup, then every prediction with its derivation, the model's value and
@@ -155,7 +166,8 @@ def render(*, gpu: str, model: str, tp: int = 1, input_len: int = 1024, output_l
         if item.at:
             lines.append(f"    at: {item.at}")
         lines.append(f"    # derivation: {item.derivation}")
-        lines.append(f"    # model: {_model_text(setup, item)}" + (f"; ink: {item.ink_hint}" if item.ink_hint else ""))
+        lines.append(f"    # model: {_model_text(setup, item)}" + _band_text(setup, item)
+                     + (f"; ink: {item.ink_hint}" if item.ink_hint else ""))
         if item.quantity == "littles_law_ratio":
             lines.append("    tolerance: ±2%")
         lines.append("    predicted:              # <- your value, in ink")

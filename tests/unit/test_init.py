@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 from support.first_file import HAND_INK, fill
-from support.hf_cache import QWEN25_14B_ID, QWEN25_14B_INSTRUCT, lay_out
+from support.hf_cache import QWEN25_14B_ID, QWEN25_14B_INSTRUCT, QWEN25_14B_PARAMS, lay_out
 
 from pytest_roofline import cli
 from pytest_roofline.cli.init import render
 from pytest_roofline.format.spec import load_spec
+from pytest_roofline.model import bands
 from pytest_roofline.scoring import VerdictStatus, score
 
 
@@ -38,6 +39,12 @@ def test_init_writes_the_notebooks_style_with_the_ink_blank(hub_cache: Path) -> 
         assert "# derivation: " in block and "# model: " in block
         assert re.search(r"^    predicted: +# <- your value", block, re.M)
     assert "# model: 29.54 GB" in text and "# model: 196,608 B" in text and "# model: none" in text
+    # the batch-1 ceiling carries the band measured runs reach (model/bands.py): 3.35e12 / 29.54e9 = 113.4 tok/s
+    band = bands.roofline_fraction_band()
+    assert band is not None
+    ceiling = 3.35e12 / (2 * QWEN25_14B_PARAMS)
+    assert (f"# model: {ceiling:.1f} tok/s; band: measured runs reach {band.lo:.0%}-{band.hi:.0%} of it "
+            f"({ceiling * band.lo:.2f} tok/s to {ceiling * band.hi:.1f} tok/s" in text)
 
 
 def test_check_names_every_blank_then_accepts_the_filled_file(hub_cache: Path, tmp_path: Path,
