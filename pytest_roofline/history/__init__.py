@@ -52,9 +52,12 @@ from pytest_roofline.history._records import (
     SCHEMA,
     SCHEMA_VERSION,
     HistoryStore,
+    RunMode,
     RunRecord,
     RunSummary,
     SetupKey,
+    StoredCheck,
+    StoredStatus,
     StoredValue,
     clean_name,
     prediction_key,
@@ -66,7 +69,8 @@ from pytest_roofline.history._store import DirectoryStore, new_run_id, read_run_
 from pytest_roofline.redact import redact_text, redact_url
 
 __all__ = [
-    "SCHEMA", "SCHEMA_VERSION", "SetupKey", "StoredValue", "RunSummary", "RunRecord", "HistoryStore",
+    "SCHEMA", "SCHEMA_VERSION", "SetupKey", "StoredValue", "StoredStatus", "StoredCheck", "RunMode",
+    "RunSummary", "RunRecord", "HistoryStore",
     "prediction_key", "HistoryError", "HistoryIndexRebuiltWarning",
     "DirectoryStore", "SqlStore", "open_store", "new_run_id", "read_run_dir", "SQL_SCHEMES",
     # drift, comparison and recording (H2)

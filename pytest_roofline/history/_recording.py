@@ -20,10 +20,14 @@ from typing import Any
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.history._records import (
     NAME_LIMITS,
+    RunMode,
     RunRecord,
     RunSummary,
     SetupKey,
+    StoredCheck,
+    StoredStatus,
     StoredValue,
+    as_kind,
     clean_name,
     prediction_key,
 )
@@ -146,8 +150,8 @@ def stored_value(verdict: Mapping[str, Any], *, file: str, drift_text: str = "")
     interval = verdict.get("interval") or {}
     return StoredValue(
         key=prediction_key(file, pid, at), prediction_id=pid, file=file, quantity=str(verdict.get("quantity") or ""),
-        dimension=str(verdict.get("dimension") or ""), status=str(verdict.get("status") or ""),
-        mode=str(verdict.get("mode") or ""), at=at, unit=str(verdict.get("unit") or ""),
+        dimension=str(verdict.get("dimension") or ""), status=as_kind(verdict.get("status"), StoredStatus),
+        mode=as_kind(verdict.get("mode"), StoredCheck), at=at, unit=str(verdict.get("unit") or ""),
         measured=_number(verdict.get("measured_value")), model=_number(verdict.get("model_value")),
         predicted=_number(verdict.get("predicted_value")), lo=_number(verdict.get("lo")),
         hi=_number(verdict.get("hi")), predicted_text=str(verdict.get("predicted_text") or ""),
@@ -183,7 +187,7 @@ def clean_setup(key: SetupKey) -> SetupKey:
 
 def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Mapping[str, SetupKey],
                   results: Sequence[Mapping[str, Any]] = (), environment: Mapping[str, str] | None = None,
-                  started_at: str, mode: str, commit: str | None = None, branch: str | None = None,
+                  started_at: str, mode: RunMode, commit: str | None = None, branch: str | None = None,
                   label: str | None = None, rootdir: str | os.PathLike[str] | None = None,
                   drift_texts: Mapping[str, str] | None = None) -> list[RunRecord]:
     """The session's runs, one per setup (in the order their first verdict came).

@@ -12,7 +12,7 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 __all__ = [
     "SCHEMA", "SCHEMA_VERSION", "SetupKey", "StoredValue", "RunSummary", "RunRecord", "HistoryStore",
@@ -76,6 +76,22 @@ def prediction_key(file: str, prediction_id: str, at: Mapping[str, Any] | None) 
     return f"{file}::{prediction_id}" + (f"::{at_text}" if at_text else "")
 
 
+#: a stored verdict's status: scoring.VerdictStatus's values, or "" where a damaged or old entry has none
+StoredStatus = Literal["pass", "fail", "skip", "error", "inconclusive", ""]
+#: what a stored value was checked against: scoring.VerdictMode's values, or "" where unknown
+StoredCheck = Literal["math", "measured", ""]
+#: how a pytest run got its numbers: an engine it started (--gpu), a server it was pointed at (--endpoint), a
+#: results file (--replay), or the math alone; "" in a store written before runs kept it
+RunMode = Literal["engine", "endpoint", "replay", "math", ""]
+
+
+def as_kind(value: object, kind: Any) -> Any:
+    """``value`` as one of the ``Literal`` alias ``kind``'s values; anything else (a damaged or newer store's
+    text) reads as "" rather than a value the type does not allow."""
+    text = str(value or "")
+    return text if text in get_args(kind) else ""
+
+
 @dataclass(frozen=True)
 class StoredValue:
     """One prediction's numbers in one run (SI units, as :class:`pytest_roofline.scoring.Verdict` holds them)."""
@@ -85,8 +101,8 @@ class StoredValue:
     file: str
     quantity: str
     dimension: str
-    status: str  # the verdict's status: pass | fail | skip | error
-    mode: str  # math | measured
+    status: StoredStatus
+    mode: StoredCheck
     at: dict[str, str] = field(default_factory=dict)
     unit: str = ""
     measured: float | None = None
@@ -126,7 +142,7 @@ class RunSummary:
     run_id: str  # unique in a store: "<YYYYmmddTHHMMSSZ>-<commit or nocommit>-<6 hex>"
     setup: SetupKey
     started_at: str  # ISO-8601, UTC ("2026-12-01T02:00:00Z")
-    mode: str  # engine | endpoint | replay | math
+    mode: RunMode
     commit: str | None = None
     branch: str | None = None
     label: str | None = None  # e.g. the CI runner's GPU label or job name
@@ -151,7 +167,7 @@ class RunSummary:
         setup = d["setup"]
         return cls(run_id=str(d["run_id"]), setup=SetupKey(str(setup["hardware"]), str(setup["model"]),
                                                            str(setup["engine_version"])),
-                   started_at=str(d["started_at"]), mode=str(d.get("mode") or ""), commit=d.get("commit"),
+                   started_at=str(d["started_at"]), mode=as_kind(d.get("mode"), RunMode), commit=d.get("commit"),
                    branch=d.get("branch"), label=d.get("label"), counts=dict(d.get("counts") or {}),
                    values=tuple(StoredValue.from_dict(v) for v in d.get("values") or ()),
                    location=str(d.get("location") or ""))

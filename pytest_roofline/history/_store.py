@@ -44,10 +44,12 @@ from pytest_roofline.errors import HistoryError, HistoryIndexRebuiltWarning
 from pytest_roofline.history._records import (
     SCHEMA,
     SCHEMA_VERSION,
+    RunMode,
     RunRecord,
     RunSummary,
     SetupKey,
     StoredValue,
+    as_kind,
     prediction_key,
 )
 from pytest_roofline.redact import redact_data, redact_text, redact_url
@@ -235,7 +237,7 @@ def summary_from_json(d: Any, where: str) -> RunSummary:
             raise ValueError("counts is not an object of whole numbers")
         return RunSummary(run_id=str(d["run_id"]), setup=SetupKey(str(setup["hardware"]), str(setup["model"]),
                                                                   str(setup["engine_version"])),
-                          started_at=str(d["started_at"]), mode=str(d.get("mode") or ""), commit=d.get("commit"),
+                          started_at=str(d["started_at"]), mode=as_kind(d.get("mode"), RunMode), commit=d.get("commit"),
                           branch=d.get("branch"), label=d.get("label"), counts=dict(d.get("counts") or {}),
                           values=_decode_values(d.get("values") or []), location=str(d.get("location") or ""))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:

@@ -22,6 +22,7 @@ from pytest_roofline.history import (
     DriftPolicy,
     HistoryError,
     HistoryStore,
+    RunMode,
     RunSummary,
     drift_for,
     identity_file,
@@ -74,7 +75,8 @@ class RooflineSession:
                                                       ("--replay", self.replay)) if v]
         if len(chosen) > 1:
             raise pytest.UsageError(f"choose one of --gpu, --endpoint and --replay (got {' and '.join(chosen)})")
-        self.mode = "engine" if self.gpu else "endpoint" if self.endpoint else "replay" if self.replay else "math"
+        self.mode: RunMode = ("engine" if self.gpu else "endpoint" if self.endpoint else "replay" if self.replay
+                              else "math")
         if not hasattr(config, "workerinput"):  # checked once, by the controller, before anything is collected
             _refuse_live_mode_under_xdist(config, self.mode)
             if self.gpu and self.gpu.lower() != "cpu" and not _only_collecting_or_help(config):
