@@ -204,7 +204,12 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
             seen.setdefault(pred.id, pred.line)
             spec.predictions.append(pred)
     if errors:
-        if len(errors) == 1 and not any(p.error for p in spec.predictions):
+        # a prediction error that only echoes a setup section read as its default (a sweep with a typo has no
+        # concurrency for `every`) is left out: the section's own error above is the one to fix
+        failed = {e.message.split(":", 1)[0].split(".", 1)[0] for e in errors}
+        own = [p.error for p in spec.predictions if p.error is not None
+               and not any(f"{section} section" in p.error.message for section in failed)]
+        if len(errors) == 1 and not own:
             raise errors[0]  # one error: as it always read
-        raise SpecErrors([*errors, *(p.error for p in spec.predictions if p.error is not None)])
+        raise SpecErrors([*errors, *own])
     return spec

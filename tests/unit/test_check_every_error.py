@@ -57,3 +57,15 @@ def test_one_error_reads_as_it_always_did(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as exc:
         load_spec(f)
     assert not isinstance(exc.value, SpecErrors) and exc.value.line == 4
+
+
+def test_an_error_that_only_echoes_a_broken_section_is_left_out(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # `every` needs the sweep's concurrency list; with the sweep's own typo reported, "the sweep section lists no
+    # concurrency values" would send the reader to the wrong line
+    f = _file(tmp_path, TYPOS.replace("    slo: {ttft: 500 parsecs}\n", "").replace(
+        "at: {concurrency: 1}", "at: {concurrency: every}"))
+    assert cli.main(["check", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert "unknown key 'concurency'" in out and "unknown quantity 'ttft_p99_ms'" in out
+    assert "lists no concurrency values" not in out
