@@ -449,7 +449,9 @@ def test_cli_errors_are_one_line(capsys, files, argv, rc, words):
 
 def test_cli_report_with_1e999_renders_the_error(capsys, files):
     rc, text = run_cli(capsys, "report", str(files / "big.yaml"), "-o", str(files / "s.html"))
-    assert rc == 0 and "Traceback" not in text
+    # the page shows the error row, and the exit status says the file has errors, as `check` does (issue 23, the
+    # review's case 7.24: exit 0 on bad input)
+    assert rc == 1 and "Traceback" not in text and "too large for a number" in text
     assert "too large for a number" in (files / "s.html").read_text()
 
 
