@@ -46,7 +46,8 @@ Identifiability
     read off the prefill share of high-load throughput it absorbs every batch-dependent cost the model holds
     fixed (the notebook's C=1/C=64 fit put it at 0.40 that way and doubled every low-load TTFT).
 
-The calibration file (YAML, :class:`Calibration`) records what the constants were fitted on — hardware id,
+The calibration file (YAML, :class:`Calibration`, its own module :mod:`pytest_roofline.model.calibration_file`,
+re-exported here) records what the constants were fitted on — hardware id,
 model, engine name and version, engine limits, workload — with the fitted values, their uncertainties, the
 points and their residuals, and the date. :meth:`Calibration.mismatches` names what differs when it is applied
 to another setup (a warning for the caller to show, never a failure).
@@ -61,16 +62,25 @@ import dataclasses
 import datetime as _dt
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
-import yaml
-
-from pytest_roofline import bounded
-from pytest_roofline.errors import BoundedInputError, CalibrationError
+from pytest_roofline.errors import CalibrationError
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import serving
+from pytest_roofline.model._linalg import eigh as _eigh
+from pytest_roofline.model._linalg import jtj as _jtj
+from pytest_roofline.model._linalg import solve as _solve
+from pytest_roofline.model.calibration_file import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    Calibration,
+    dump_calibration,
+    load_calibration,
+)
+from pytest_roofline.model.calibration_file import (
+    round_sig as _round,
+)
 from pytest_roofline.model.setup import Setup
 
 __all__ = [
@@ -78,9 +88,6 @@ __all__ = [
     "calibration_from_fit", "load_calibration", "dump_calibration", "METRICS", "DEFAULT_WEIGHTS",
     "NOISE_FLOOR_LOG", "MAX_LOG_SD", "RANK_RTOL", "SCHEMA", "SCHEMA_VERSION",
 ]
-
-SCHEMA = "pytest-roofline/calibration"
-SCHEMA_VERSION = 1
 
 #: the metrics the fit compares, as PointPrediction attribute names (and MeasuredPoint fields)
 METRICS = ("output_throughput_tok_per_s", "tpot_p50_ms", "ttft_p50_ms")
@@ -297,66 +304,6 @@ def _fmt(name: str, v: float) -> str:
     if name.endswith("_s"):
         return f"{v * 1e3:.4g} ms" if abs(v) >= 1e-3 else f"{v * 1e6:.4g} us"
     return f"{v:.4g}"
-
-
-def _round(v: float, digits: int = 6) -> float:
-    return float(f"{v:.{digits}g}")
-
-
-# ----------------------------------------------------------------------------------------- small linear algebra
-def _solve(a: list[list[float]], b: list[float]) -> list[float]:
-    """Gaussian elimination with partial pivoting (a is n × n, n small)."""
-    n = len(b)
-    m = [row[:] + [b[i]] for i, row in enumerate(a)]
-    for col in range(n):
-        piv = max(range(col, n), key=lambda r: abs(m[r][col]))
-        if abs(m[piv][col]) < 1e-300:
-            raise ZeroDivisionError("singular")
-        m[col], m[piv] = m[piv], m[col]
-        for r in range(col + 1, n):
-            f = m[r][col] / m[col][col]
-            if f:
-                for c in range(col, n + 1):
-                    m[r][c] -= f * m[col][c]
-    x = [0.0] * n
-    for r in range(n - 1, -1, -1):
-        x[r] = (m[r][n] - sum(m[r][c] * x[c] for c in range(r + 1, n))) / m[r][r]
-    return x
-
-
-def _eigh(a: list[list[float]], sweeps: int = 100) -> tuple[list[float], list[list[float]]]:
-    """Eigenvalues and eigenvectors (columns) of a small symmetric matrix, by cyclic Jacobi rotations."""
-    n = len(a)
-    m = [row[:] for row in a]
-    v = [[1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]
-    for _ in range(sweeps):
-        off = sum(m[i][j] ** 2 for i in range(n) for j in range(n) if i != j)
-        scale = sum(m[i][i] ** 2 for i in range(n)) or 1.0
-        if off <= 1e-30 * scale:
-            break
-        for p in range(n - 1):
-            for q in range(p + 1, n):
-                if abs(m[p][q]) < 1e-300:
-                    continue
-                theta = (m[q][q] - m[p][p]) / (2.0 * m[p][q])
-                t = (1.0 if theta >= 0 else -1.0) / (abs(theta) + math.sqrt(theta * theta + 1.0))
-                c = 1.0 / math.sqrt(t * t + 1.0)
-                s = t * c
-                for k in range(n):
-                    mkp, mkq = m[k][p], m[k][q]
-                    m[k][p], m[k][q] = c * mkp - s * mkq, s * mkp + c * mkq
-                for k in range(n):
-                    mpk, mqk = m[p][k], m[q][k]
-                    m[p][k], m[q][k] = c * mpk - s * mqk, s * mpk + c * mqk
-                for k in range(n):
-                    vkp, vkq = v[k][p], v[k][q]
-                    v[k][p], v[k][q] = c * vkp - s * vkq, s * vkp + c * vkq
-    return [m[i][i] for i in range(n)], v
-
-
-def _jtj(jac: list[list[float]]) -> list[list[float]]:
-    p = len(jac[0]) if jac else 0
-    return [[sum(row[i] * row[j] for row in jac) for j in range(p)] for i in range(p)]
 
 
 # ----------------------------------------------------------------------------------------- the fit
@@ -646,114 +593,6 @@ def _identifiable_subset(h: list[list[float]], names: Sequence[str], sigma2: flo
     return ()
 
 
-# ----------------------------------------------------------------------------------------- the calibration file
-@dataclass(frozen=True)
-class Calibration:
-    """A calibration file's content: what was fitted, on what, with what uncertainty."""
-
-    hardware_id: str
-    model_name: str
-    engine_name: str
-    engine_version: str | None
-    input_len: int
-    output_len: int
-    constants: Mapping[str, float]  # every ServingConstants field (fitted ones replaced)
-    fitted: tuple[str, ...]
-    uncertainty: Mapping[str, float]  # 1σ of each fitted constant, in its unit
-    points: tuple[Mapping[str, Any], ...] = ()  # PointFit.to_dict() of each point it was fitted on
-    engine_limits: Mapping[str, int] = field(default_factory=dict)  # max_num_seqs, max_num_batched_tokens, ...
-    device: str = "cuda"
-    weight_dtype: str = "bf16"
-    kv_dtype: str = "bf16"
-    created_at: str = ""
-    sources: tuple[str, ...] = ()  # results files the points came from
-    rms_log_residual: float | None = None
-    notes: str = ""
-
-    def serving_constants(self, setup: Setup) -> serving.ServingConstants:
-        """The serving model's constants for ``setup``: its own defaults with this file's *fitted* values put in
-        (the others were defaults when the file was made, and stay the defaults of the setup it is used on)."""
-        base = serving.default_constants(setup)
-        known = base.to_dict()
-        return base.with_fitted(**{k: float(self.constants[k]) for k in self.fitted if k in known})
-
-    def mismatches(self, setup: Setup) -> list[str]:
-        """What differs between the setup this was fitted on and ``setup`` (empty: the same)."""
-        out: list[str] = []
-
-        def cmp(what: str, mine: Any, theirs: Any) -> None:
-            if mine is not None and theirs is not None and str(mine) != str(theirs):
-                out.append(f"{what}: calibrated on {mine}, used on {theirs}")
-
-        cmp("hardware", self.hardware_id, setup.hardware.id)
-        cmp("model", self.model_name, setup.model.name)
-        cmp("engine", self.engine_name, setup.engine_name)
-        cmp("engine version", self.engine_version, setup.engine_version)
-        cmp("device", self.device, setup.device)
-        cmp("weight dtype", self.weight_dtype, setup.weight_dtype)
-        cmp("kv dtype", self.kv_dtype, setup.kv_dtype)
-        cmp("workload input_len", self.input_len, setup.input_len)
-        cmp("workload output_len", self.output_len, setup.output_len)
-        for key in ("max_num_seqs", "max_num_batched_tokens", "block_size", "tensor_parallel_size"):
-            cmp(key, self.engine_limits.get(key), getattr(setup, key, None))
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "created_at": self.created_at,
-            "hardware": self.hardware_id, "device": self.device, "model": self.model_name,
-            "dtypes": {"weights": self.weight_dtype, "kv_cache": self.kv_dtype},
-            "engine": {"name": self.engine_name, "version": self.engine_version, **dict(self.engine_limits)},
-            "workload": {"input_len": self.input_len, "output_len": self.output_len},
-            "constants": {k: _round(float(v)) for k, v in self.constants.items()},
-            "fitted": list(self.fitted),
-            "uncertainty": {k: _round(float(v), 3) for k, v in self.uncertainty.items()},
-            "rms_log_residual": None if self.rms_log_residual is None else _round(self.rms_log_residual, 4),
-            "points": [dict(p) for p in self.points],
-            "sources": list(self.sources),
-            "notes": self.notes,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any], *, file: str = "<calibration>") -> Calibration:
-        if not isinstance(d, Mapping):
-            raise CalibrationError(f"{file}: a calibration file is a mapping (schema {SCHEMA})")
-        if d.get("schema") != SCHEMA:
-            raise CalibrationError(f"{file}: not a calibration file (schema is {d.get('schema')!r}, "
-                                   f"expected {SCHEMA!r}); make one with `roofline calibrate`")
-        if int(d.get("schema_version", 0)) > SCHEMA_VERSION:
-            raise CalibrationError(f"{file}: schema_version {d.get('schema_version')} is newer than this "
-                                   f"pytest-roofline reads ({SCHEMA_VERSION})")
-        try:
-            eng = dict(d.get("engine") or {})
-            wl = dict(d.get("workload") or {})
-            dt = dict(d.get("dtypes") or {})
-            constants = {str(k): float(v) for k, v in dict(d["constants"]).items()}
-            fitted = tuple(str(x) for x in d.get("fitted") or ())
-            missing = [n for n in fitted if n not in constants]
-            if missing:
-                raise CalibrationError(f"{file}: fitted constant(s) {', '.join(missing)} have no value")
-            return cls(
-                hardware_id=str(d["hardware"]), model_name=str(d["model"]),
-                engine_name=str(eng.pop("name", "vllm")),
-                engine_version=None if eng.get("version") is None else str(eng.pop("version")),
-                input_len=int(wl["input_len"]), output_len=int(wl["output_len"]),
-                constants=constants, fitted=fitted,
-                uncertainty={str(k): float(v) for k, v in dict(d.get("uncertainty") or {}).items()},
-                points=tuple(dict(p) for p in d.get("points") or ()),
-                engine_limits={str(k): int(v) for k, v in eng.items() if k != "version" and v is not None},
-                device=str(d.get("device", "cuda")), weight_dtype=str(dt.get("weights", "bf16")),
-                kv_dtype=str(dt.get("kv_cache", "bf16")), created_at=str(d.get("created_at", "")),
-                sources=tuple(str(s) for s in d.get("sources") or ()),
-                rms_log_residual=None if d.get("rms_log_residual") is None else float(d["rms_log_residual"]),
-                notes=str(d.get("notes") or ""),
-            )
-        except CalibrationError:
-            raise
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CalibrationError(f"{file}: malformed calibration file ({type(exc).__name__}: {exc})") from None
-
-
 def calibration_from_fit(result: FitResult, setup: Setup, *, sources: Sequence[str] = (), notes: str = "",
                          created_at: str | None = None) -> Calibration:
     """The :class:`Calibration` recording ``result`` fitted on ``setup``."""
@@ -768,24 +607,6 @@ def calibration_from_fit(result: FitResult, setup: Setup, *, sources: Sequence[s
         created_at=created_at or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         sources=tuple(str(s) for s in sources), rms_log_residual=result.rms_log_residual, notes=notes,
     )
-
-
-def dump_calibration(cal: Calibration, path: str | Path) -> None:
-    text = ("# pytest-roofline calibration: serving-model constants fitted by `roofline calibrate`\n"
-            + yaml.safe_dump(cal.to_dict(), sort_keys=False, allow_unicode=True, width=110))
-    Path(path).write_text(text, encoding="utf-8")
-
-
-def load_calibration(path: str | Path) -> Calibration:
-    """Read a calibration file; :class:`CalibrationError` with the file name when it cannot be used."""
-    p = Path(path)
-    try:  # a FIFO, /dev/zero, a file over 4 MiB, an alias bomb, deep nesting: refused (pytest_roofline.bounded)
-        data = bounded.load_yaml_file(p, what="the calibration file", max_bytes=4 * bounded.MIB)
-    except BoundedInputError as exc:
-        raise CalibrationError(str(exc)) from None
-    except yaml.YAMLError as exc:
-        raise CalibrationError(f"{p}: not valid YAML ({exc})") from None
-    return Calibration.from_dict(data, file=str(p))
 
 
 # -- fitting each parameter on the metric that measures it (issue 22) ---------------------------------------------
