@@ -14,6 +14,12 @@ No pytest import here: the plugin turns a verdict's ``status`` into pass/fail/sk
 A :class:`Verdict` is built while a prediction is scored and is final once :func:`score` returns it (assigning
 to a field then raises ``dataclasses.FrozenInstanceError``). Its ``status`` and ``mode`` are str-valued enums, so
 ``verdict.status == "pass"``, the JSON of :meth:`Verdict.to_dict` and the JUnit properties read as before.
+
+Why one module (issue 19: a module over 800 lines says why it is one concept): everything here is the one step
+"a prediction becomes a Verdict" — the Verdict type and its explanation rows, the math and measured comparisons,
+the tolerance widening they use, and the serving model's column beside them. The checks read and write the
+Verdict's fields directly while it is being built (before ``_final`` freezes it); split across modules they would
+share that private construction protocol instead of keeping it here.
 """
 
 from __future__ import annotations
