@@ -49,12 +49,14 @@ def detect_format(path: str | os.PathLike[str]) -> str:
             return aiperf.FORMAT
         if _layout_files(p, guidellm.FORMAT):
             return guidellm.FORMAT
-        for f in sorted(p.rglob("*.json")):
+        files = sorted(p.rglob("*.json"))
+        for f in files:
             if vllm_bench.sniff(f):
                 return vllm_bench.FORMAT
+        why = next((w for f in files if (w := vllm_bench.unreadable(f))), None)
         raise ResultsError(f"{p}: is a directory with no results this project reads (give a results.json, a "
                            "folder of vllm bench serve --save-result files, AIPerf's artifact folder or GuideLLM's "
-                           "output folder)")
+                           "output folder)" + (f"; a file in it could not be read: {why}" if why else ""))
     if not p.exists():
         raise ResultsError(f"{p}: no such results file")
     doc = _try_json(p)

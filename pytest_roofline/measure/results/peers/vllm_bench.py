@@ -37,10 +37,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from pytest_roofline.errors import ResultsError
+from pytest_roofline import bounded
+from pytest_roofline.errors import BoundedInputError, ResultsError
 from pytest_roofline.measure.results.file import ResultsData
 from pytest_roofline.measure.results.peers._common import (
     closed_point_id,
+    loads_json,
     number,
     open_point_id,
     read_json_text,
@@ -57,6 +59,8 @@ FORMAT = "vllm bench serve"
 _METRICS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2el": "e2e_ms"}
 #: metadata keys (``--metadata KEY=VALUE``) this reader understands
 META_POINT, META_HARDWARE, META_ENGINE_VERSION = "roofline_point", "roofline_hardware", "roofline_engine_version"
+#: how much of a ``vllm serve`` log is read: its startup (the version, the KV-cache lines) is at its head
+MAX_LOG_BYTES = 64 * bounded.MIB
 
 
 def is_bench_serve(doc: Any) -> bool:
@@ -229,15 +233,20 @@ def _is_batch1(doc: Mapping[str, Any], path: Path) -> bool:
 
 
 def _docs_of(path: Path) -> list[dict[str, Any]]:
-    """The results in one file: one JSON object, or several (``--append-result`` writes one per line)."""
+    """The results in one file: one JSON object, or several (``--append-result`` writes one per line); read
+    through :mod:`pytest_roofline.bounded` (size, UTF-8 and nesting bounds; a JSON line's error names its line)."""
     text = read_json_text(path)
     try:
-        doc = json.loads(text)
+        doc = loads_json(text, path)
     except json.JSONDecodeError:
-        try:
-            docs = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as exc:
-            raise ResultsError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        docs = []
+        for n, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                docs.append(loads_json(line, path, line=n))
+            except json.JSONDecodeError as exc:
+                raise ResultsError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
         return [d for d in docs if isinstance(d, dict)]
     if isinstance(doc, list):  # sweep summary.json: the runs of one point
         return [d for d in doc if isinstance(d, dict)]
@@ -342,8 +351,12 @@ def _engine_report(log_path: Path) -> tuple[dict[str, Any] | None, str | None]:
     from pytest_roofline.measure.engine._report import build_report
     from pytest_roofline.measure.engine.startup_log import parse_startup_log
 
-    try:
-        text = log_path.read_text(errors="replace")
+    try:  # a FIFO or a device named *.log is refused before it is opened; a long log is read up to its startup
+        bounded.check_file(log_path, max_bytes=1 << 62, what="the vllm serve log")
+        with open(log_path, "rb") as fh:
+            text = fh.read(MAX_LOG_BYTES).decode("utf-8", errors="replace")
+    except BoundedInputError as exc:
+        raise ResultsError(str(exc)) from None
     except OSError as exc:
         raise ResultsError(f"{log_path}: cannot be read ({exc.strerror})") from None
     log = parse_startup_log(text)
@@ -360,9 +373,26 @@ def load(path: Path) -> ResultsData:
 
 
 def sniff(path: Path) -> bool:
-    """Whether ``path`` holds a vllm bench serve result (a file) — cheap, for format detection."""
+    """Whether ``path`` holds a vllm bench serve result (a file) — cheap, for format detection. An
+    ``--append-result`` file whose first line is a result is one, even when a later line is broken (the reader
+    then names that line)."""
     try:
         return any(is_bench_serve(d) for d in _docs_of(path))
     except ResultsError:
+        pass
+    try:
+        text = read_json_text(path)
+        first = next((line for line in text.splitlines() if line.strip()), "")
+        return is_bench_serve(loads_json(first, path, line=1))
+    except (ResultsError, ValueError):  # json.JSONDecodeError is a ValueError
         return False
+
+
+def unreadable(path: Path) -> str | None:
+    """Why the file ``path`` cannot be read as JSON (the reader's one-line error), or None when it can."""
+    try:
+        _docs_of(path)
+    except ResultsError as exc:
+        return str(exc)
+    return None
 
