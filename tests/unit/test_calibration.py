@@ -484,11 +484,14 @@ def test_serving_predictor_simulates_the_recorded_hit_rate():
     consts = serving.default_constants(setup)
     with_hits = cal.serving_predictor(setup)(consts, pt)
     without = cal.serving_predictor(setup, measured_hit_rates=False)(consts, pt)
+    # the point's id seeds the load generator's draws and the clients' turnaround, as serving_predictor passes it
     direct = serving.simulate(setup, serving.workload_for_point(setup, concurrency=2, num_requests=6,
-                                                                prefix_hit_rate=0.5), constants=consts)
+                                                                prefix_hit_rate=0.5, point_id=pt.id),
+                              constants=consts)
     assert with_hits["ttft_p50_ms"] == direct.ttft_p50_ms
     assert with_hits["output_throughput_tok_per_s"] == direct.output_throughput_tok_per_s
-    plain = serving.simulate(setup, serving.workload_for_point(setup, concurrency=2, num_requests=6), constants=consts)
+    plain = serving.simulate(setup, serving.workload_for_point(setup, concurrency=2, num_requests=6, point_id=pt.id),
+                             constants=consts)
     assert without["ttft_p50_ms"] == plain.ttft_p50_ms
     # half of each prompt's blocks cached: 512 tokens' linear FLOPs to compute instead of 1,024, so the prefill
     # part of TTFT roughly halves (the attention over the cached half is still paid)

@@ -237,7 +237,8 @@ def test_closed_loop_runs_satisfy_littles_law(a100, a100_engine, c):
 def test_max_num_seqs_makes_the_excess_queue():
     s = tiny_cpu_setup(max_num_seqs=8)
     # the engine's own queue: without the API server's frontend time, which every request spends outside it
-    c0 = sv.default_constants(s).replace(frontend_in_s=0.0, frontend_out_s=0.0)
+    # (and without the clients' turnaround spread, a send mid-step that waits for the step boundary in the queue)
+    c0 = sv.default_constants(s).replace(frontend_in_s=0.0, frontend_out_s=0.0, client_jitter_s=0.0)
     at8 = sv.simulate(s, closed(s, 8, 128), constants=c0)
     at16 = sv.simulate(s, closed(s, 16, 256), constants=c0)
     assert at8.max_running_batch == 8 and at16.max_running_batch == 8

@@ -36,7 +36,8 @@ def lone(input_len=128, output_len=4, n=1, c=1):
 def test_a_lone_request_pays_the_frontend_before_and_after_its_prefill_step():
     s = h100()
     c = sv.default_constants(s)
-    assert (c.frontend_in_s, c.frontend_out_s) == (15e-3, 3e-3)
+    assert (c.frontend_in_s, c.frontend_out_s, c.client_jitter_s) == (15e-3, 3e-3, 14e-3)
+    c = c.replace(client_jitter_s=0.0)  # every request's delay exactly frontend_in_s
     p = sv.simulate(s, lone(), constants=c)
     step = sv.step_cost(s, c, prefill_tokens=[(128, 0)]).time_s
     # sent at 0, in the engine core at 15 ms, one 128-token prefill step, then 3 ms to the client
@@ -51,7 +52,7 @@ def test_a_closed_loop_request_waits_for_the_step_the_engine_started_without_it(
     """Two clients: A's request is long, B's short; when B's finishes, B's next request reaches the engine core
     f_out + f_in later, mid-way through one of A's decode steps, and is prefilled in the step after it."""
     s = h100()
-    c = sv.default_constants(s).replace(frontend_in_s=1e-3, frontend_out_s=0.5e-3)
+    c = sv.default_constants(s).replace(frontend_in_s=1e-3, frontend_out_s=0.5e-3, client_jitter_s=0.0)
     w = sv.Workload(input_len=sv.LengthDist(64), output_len=sv.LengthDist(1, "file", values=(400, 3, 3),
                                                                                order="sequential"),
                     num_requests=3, concurrency=2)
@@ -67,6 +68,47 @@ def test_a_closed_loop_request_waits_for_the_step_the_engine_started_without_it(
     assert prefill.start_s == pytest.approx(boundary, abs=1e-12)
     before = [r for r in trace if finish_b - 1e-12 <= r.start_s < boundary]
     assert len(before) >= 1 and all(r.prefill_tokens == 0 for r in before)  # A decoded alone meanwhile
+
+
+def test_closed_loop_send_delays_are_uniform_up_to_the_client_jitter_and_seeded():
+    c = sv.default_constants(h100())
+    w = lone(n=20_000, c=1)
+    d = sv.client_send_delays_s(w, c)
+    assert 0.0 <= min(d) and max(d) < 14e-3
+    assert max(d) - min(d) > 0.999 * 14e-3  # the whole width is used
+    assert sum(d) / len(d) == pytest.approx(7e-3, abs=0.1e-3)  # mean of U(0, 14) ms
+    # a uniform's decile: 10% of the draws below 1.4 ms (+/- 4 binomial sd of 20,000 draws)
+    assert sum(x < 1.4e-3 for x in d) == pytest.approx(2_000, abs=170)
+    assert sv.client_send_delays_s(w, c) == d  # seeded: the same run twice
+    other = sv.client_send_delays_s(sv.Workload(input_len=w.input_len, output_len=w.output_len,
+                                                num_requests=20_000, concurrency=1, point_id="other"), c)
+    assert other != d
+    assert sv.client_send_delays_s(w, c.replace(client_jitter_s=0.0)) == [0.0] * 20_000
+
+
+def _first_prefill_steps(constants, n_clients=4):
+    """The start times of the steps that prefilled each wave of a closed loop of equal requests (64 in, 40 out)."""
+    s = h100()
+    w = sv.Workload(input_len=sv.LengthDist(64), output_len=sv.LengthDist(40), num_requests=3 * n_clients,
+                    concurrency=n_clients)
+    trace: list[sv.StepRecord] = []
+    sv.simulate(s, w, constants=constants, trace=trace)
+    return [r for r in trace if r.prefill_tokens > 0]
+
+
+def test_without_jitter_a_closed_loop_moves_in_lockstep_waves_and_with_it_they_break():
+    """Four clients, equal requests, three each.  Without jitter the four arrive together and are prefilled in
+    one step, wave after wave (3 prefill steps of 4 x 64 tokens).  With the default 14 ms turnaround spread the
+    sends after the first wave differ by more than a decode step (~5 ms here), so those waves' prefills land in
+    more, smaller steps."""
+    c = sv.default_constants(h100())
+    locked = _first_prefill_steps(c.replace(client_jitter_s=0.0))
+    assert [r.prefill_tokens for r in locked] == [256, 256, 256]
+    spread = _first_prefill_steps(c)
+    assert spread[0].prefill_tokens == 256  # the first requests are all sent at t = 0: no turnaround yet
+    later = spread[1:]
+    assert len(later) > 2 and all(r.prefill_tokens < 256 for r in later)
+    assert sum(r.prefill_tokens for r in later) == 8 * 64
 
 
 def test_the_queue_time_is_the_engines_own_not_the_frontends():

@@ -19,7 +19,7 @@ API; each concept has its own module:
 ``scheduler_v0``    ``V0Scheduler``: the 0.5-era V0 default, whole prefills or decodes
 ``prediction``      ``PointPrediction``, ``StepRecord`` and the percentile arithmetic
 ``simulator``       the step loop (arrivals, block pool, step accounting, the bulk decode path): ``simulate``,
-                    ``simulate_sweep``
+                    ``simulate_sweep``; ``client_send_delays_s`` (each request's jittered frontend delay)
 ==================  ============================================================================================
 
 Public API (the interface the other layers code against)
@@ -76,12 +76,13 @@ from pytest_roofline.model.serving.scheduler import Scheduler as Scheduler
 from pytest_roofline.model.serving.scheduler_v0 import V0Scheduler as V0Scheduler
 from pytest_roofline.model.serving.scheduler_v1 import V1Scheduler as V1Scheduler
 from pytest_roofline.model.serving.simulator import _Sim as _Sim
+from pytest_roofline.model.serving.simulator import client_send_delays_s as client_send_delays_s
 from pytest_roofline.model.serving.simulator import simulate as simulate
 from pytest_roofline.model.serving.simulator import simulate_sweep as simulate_sweep
 
 __all__ = [
     "ArrivalKind", "LengthDist", "Workload", "EngineConfig", "ServingConstants", "StepCost", "step_cost",
-    "PointPrediction", "simulate", "simulate_sweep", "default_constants", "workload_for_point",
+    "PointPrediction", "simulate", "simulate_sweep", "client_send_delays_s", "default_constants", "workload_for_point",
     "kv_accounting", "SimulationError", "StepRecord", "CONSTANT_SOURCES", "KERNELS_PER_LAYER", "ACTIVATION_BYTES",
     "Scheduler", "V1Scheduler", "V0Scheduler",
     # private names the tests reach for (the simulator, its open-loop send times, its percentiles)

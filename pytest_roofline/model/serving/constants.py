@@ -20,7 +20,7 @@ from pytest_roofline.model import analytical as an
 from pytest_roofline.model.setup import Setup
 
 __all__ = ["ServingConstants", "CONSTANT_SOURCES", "default_constants", "KERNELS_PER_LAYER", "ACTIVATION_BYTES",
-           "ring_allreduce_latency_s", "FRONTEND_IN_S", "FRONTEND_OUT_S"]
+           "ring_allreduce_latency_s", "FRONTEND_IN_S", "FRONTEND_OUT_S", "CLIENT_JITTER_S"]
 
 #: kernels per decoder layer charged the fixed memory latency: the QKV, output, gate/up and down GEMMs (norms and
 #: activations are fused into these by vLLM's compiled graphs); plus one lm_head.  The attention kernel has its
@@ -56,7 +56,10 @@ class ServingConstants:
     ``attn_layer_latency_s`` per layer (the attention kernel's cost when there is little KV to read).
     ``frontend_in_s`` / ``frontend_out_s``: the API-server path of each request outside the engine steps (HTTP,
     tokenisation and the hand-over to the engine core before its first step; detokenisation and the SSE chunk
-    after each step that produced a token): they delay the first token and, in a closed loop, the next request."""
+    after each step that produced a token): they delay the first token and, in a closed loop, the next request.
+    ``client_jitter_s``: a closed-loop client's turnaround, spread across requests: each sends its next request
+    a seeded uniform draw in [0, ``client_jitter_s``) after it has the last token of the previous one
+    (model/serving/simulator.py)."""
 
     hbm_efficiency: float
     flop_efficiency: float
@@ -72,6 +75,7 @@ class ServingConstants:
     attn_layer_latency_s: float = 0.0
     frontend_in_s: float = 0.0
     frontend_out_s: float = 0.0
+    client_jitter_s: float = 0.0
     host_mem_bytes_per_s: float | None = None
     host_peak_flop_per_s: float | None = None
 
@@ -95,7 +99,7 @@ class ServingConstants:
             if getattr(self, name) is not None and not 0 < getattr(self, name) <= 1:
                 raise SimulationError(f"ServingConstants.{name} must be in (0, 1], got {getattr(self, name)!r}")
         for name in ("mem_latency_s", "step_overhead_s", "per_seq_overhead_s", "allreduce_latency_s",
-                     "attn_layer_latency_s", "frontend_in_s", "frontend_out_s"):
+                     "attn_layer_latency_s", "frontend_in_s", "frontend_out_s", "client_jitter_s"):
             if getattr(self, name) is not None and getattr(self, name) < 0:
                 raise SimulationError(f"ServingConstants.{name} must be >= 0, got {getattr(self, name)!r}")
         for name in ("host_mem_bytes_per_s", "host_peak_flop_per_s"):
@@ -163,6 +167,13 @@ CONSTANT_SOURCES: Mapping[str, str] = {
                      "(predictions/recorded/cpu-tiny-2026-12-01.results.json): ~18 ms that no step explains, split "
                      "15 ms before the first step and 3 ms after it (the split is not measured). No public "
                      "GPU-host figure was found; the band (quantities/bands) carries the error",
+    "client_jitter_s": "14 ms: a closed-loop client's turnaround, which differs from request to request "
+                       "(asyncio scheduling of the client's tasks, the response's last chunk and the next "
+                       "request's set-up): measured on the CPU engine's closed loop at C = 2 "
+                       "(predictions/recorded/cpu-prefill-heavy-2026-12-01.closed-c2.requests.jsonl): a client "
+                       "sends its next request 0.04-13.7 ms after the latest response ended (34 sends). Without "
+                       "it, a simulated closed loop's clients stay in lockstep waves for the whole run. No "
+                       "public GPU-host figure was found",
     "step_overhead_s": "1.0 ms (cuda): engine time per step not explained by bandwidth: the Day 3 notebook measured "
                        "a 3.3 ms gap at batch 1 over the full-bandwidth weight read, of which the 0.8 bandwidth "
                        "factor and the kernel latencies explain ~2.5 ms (docs/sources.md)",
@@ -184,6 +195,8 @@ CONSTANT_SOURCES: Mapping[str, str] = {
 #: the API-server path of a request before its first engine step / after each step (CONSTANT_SOURCES)
 FRONTEND_IN_S = 15e-3
 FRONTEND_OUT_S = 3e-3
+#: a closed-loop client's send delay after its last token is uniform in [0, CLIENT_JITTER_S) (CONSTANT_SOURCES)
+CLIENT_JITTER_S = 14e-3
 
 
 def default_constants(setup: Setup) -> ServingConstants:
@@ -192,8 +205,10 @@ def default_constants(setup: Setup) -> ServingConstants:
         return ServingConstants(hbm_efficiency=0.8, flop_efficiency=0.1, mem_latency_s=0.0,
                                 step_overhead_s=2e-3, per_seq_overhead_s=50e-6,
                                 host_mem_bytes_per_s=20e9, host_peak_flop_per_s=100e9,
-                                frontend_in_s=FRONTEND_IN_S, frontend_out_s=FRONTEND_OUT_S)
+                                frontend_in_s=FRONTEND_IN_S, frontend_out_s=FRONTEND_OUT_S,
+                                client_jitter_s=CLIENT_JITTER_S)
     return ServingConstants(hbm_efficiency=0.8, flop_efficiency=0.75, mem_latency_s=3e-6,
                             step_overhead_s=1.0e-3, per_seq_overhead_s=10e-6,
                             kv_bw_efficiency=0.68, attn_layer_latency_s=15e-6,
-                            frontend_in_s=FRONTEND_IN_S, frontend_out_s=FRONTEND_OUT_S)
+                            frontend_in_s=FRONTEND_IN_S, frontend_out_s=FRONTEND_OUT_S,
+                            client_jitter_s=CLIENT_JITTER_S)

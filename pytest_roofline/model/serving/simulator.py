@@ -13,6 +13,15 @@ closed loop the client sends its next request when it has the last token, ``fron
 the engine, which never waits for it, is mid-step when the request arrives: the wait for the next step is
 simulated, not added.  TPOT and ITL are differences of token times and do not change.
 
+Jitter: in a closed loop each client sends its next request a seeded draw in [0, ``client_jitter_s``) after it
+has the last token (``client_send_delays_s``; the latency clock starts at the send); the first requests are all
+sent at t = 0 (a burst of N requests is N clients' first requests).  The source is measured: real clients turn
+around in times that differ by milliseconds from one request to the next (constants.CONSTANT_SOURCES has the CPU
+engine's figure).  Without it a closed loop's clients, which all start at t = 0 and each wait for their own
+request, stay in lockstep waves: requests that arrive together are prefilled in one step, cycle after cycle.
+With it the waves break only partly where the outputs are equal and long: requests prefilled together still
+finish together.  Open-loop send times are the load generator's schedule, unchanged.
+
 Speed
 -----
 Runs of pure-decode steps with an unchanged running set are advanced in one tight loop (no per-sequence Python
@@ -25,8 +34,10 @@ _bulk=False)`` is the slow reference; tests compare them).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
+import random
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
@@ -50,7 +61,18 @@ from pytest_roofline.model.serving.scheduler_v0 import V0Scheduler
 from pytest_roofline.model.serving.scheduler_v1 import V1Scheduler
 from pytest_roofline.model.setup import Setup
 
-__all__ = ["simulate", "simulate_sweep"]
+__all__ = ["simulate", "simulate_sweep", "client_send_delays_s"]
+
+
+def client_send_delays_s(workload: Workload, constants: ServingConstants) -> list[float]:
+    """Each closed-loop request's send delay after its client is free: uniform in [0, ``client_jitter_s``),
+    seeded by the workload's seed and point id (the module's docstring says why); all 0 without jitter."""
+    n = workload.num_requests
+    width = constants.client_jitter_s
+    if width <= 0:
+        return [0.0] * n
+    rng = random.Random(f"roofline-client/{workload.seed}/{workload.point_id}")
+    return [rng.random() * width for _ in range(n)]
 
 
 class _Sim:
@@ -99,6 +121,7 @@ class _Sim:
         self.f_in = constants.frontend_in_s
         self.f_out = constants.frontend_out_s
         self.closed = workload.arrival is ArrivalKind.CLOSED
+        self.send_delay = client_send_delays_s(workload, constants)  # closed loop (the module's docstring: jitter)
         if not self.closed:
             times = arrival_times(workload)
             for i, t in enumerate(times):
@@ -124,14 +147,19 @@ class _Sim:
                        "overhead": 0.0, "allreduce": 0.0}
 
     # -- arrivals ---------------------------------------------------------------------------------------
-    def _new_closed(self, t: float, client: int) -> None:
+    def _new_closed(self, t: float, client: int, *, turnaround: bool = True) -> None:
+        """Client ``client`` sends the next request at ``t``, plus its turnaround draw when it follows a response
+        (the first requests, all sent at t = 0, have none)."""
         i = self.next_idx
         if i >= self.w.num_requests:
             return
         self.next_idx += 1
+        if turnaround:
+            t += self.send_delay[i]
         req = Request(i, self.prompts[i], self.outs[i], t, client, ready=t + self.f_in)
-        if self.f_in > 0:
-            self.arrivals.append(req)  # closed loop: sends only happen at step ends, so appends stay sorted
+        if self.f_in > 0 or (turnaround and self.send_delay[i] > 0):
+            # sorted by when the engine core sees them (with jitter a later send can be seen earlier)
+            bisect.insort(self.arrivals, req, key=lambda r: r.ready)
         else:
             self.waiting.append(req)
 
@@ -398,7 +426,7 @@ class _Sim:
         n = self.w.num_requests
         if self.closed:
             for c in range(min(self.w.concurrency or 1, n)):
-                self._new_closed(0.0, c)
+                self._new_closed(0.0, c, turnaround=False)
         guard = 0
         while len(self.done) < n:
             self._admit_arrivals()
