@@ -224,6 +224,37 @@ def test_malformed_stream_events_fail_their_request():
     assert "unparseable SSE data" in errs[4] or "UTF-8" in errs[4]
 
 
+#: data: payloads in vLLM's compact form (what the parser's fast path looks for: '"choices":[{', no spaces) that
+#: are not JSON (reliability review 2026-12, case 9.70b: each was counted as a token and the point passed)
+MALFORMED_COMPACT = {
+    "truncated": b'{"id":"cmpl-9","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" x"',
+    "missing-comma": b'{"id":"cmpl-9","object":"text_completion","choices":[{"index":0,"text":" x" "logprobs":null}]}',
+    "trailing-garbage": b'{"id":"cmpl-9","object":"text_completion","choices":[{"index":0,"text":" x"}]}}}',
+    "unterminated-string": b'{"id":"cmpl-9","object":"text_completion","choices":[{"index":0,"text":" x}]}',
+    "bare-word": b'{"id":cmpl-9,"object":"text_completion","choices":[{"index":0,"text":" x"}]}',
+}
+
+
+@pytest.mark.parametrize("api", ["completions", "chat"])
+@pytest.mark.parametrize("kind", sorted(MALFORMED_COMPACT))
+def test_a_malformed_event_in_the_compact_form_fails_its_request(kind, api):
+    # the stub writes the bad event as its own chunk, between well-formed token events, 20 ms apart: it arrives
+    # in a read of its own or with its neighbours, and either way must be the request's parse error
+    bad = MALFORMED_COMPACT[kind]
+    if api == "chat":
+        bad = bad.replace(b'"object":"text_completion"', b'"object":"chat.completion.chunk"').replace(
+            b'"text":" x', b'"delta":{"content":" x').replace(b'"text":" x}', b'"delta":{"content":" x}')
+        assert b'"content":" x' in bad
+    with server(token_delay_s=0.02, odd_framing=False) as srv:
+        srv.faults = {1: Fault(after=2, data=bad), 3: Fault(after=0, data=bad)}
+        res = run_load(srv.url, spec(num_requests=5, output_len=4, concurrency=1, api=api))
+    errs = {r.index: r.error for r in res.records if not r.ok}
+    assert set(errs) == {1, 3}, errs
+    assert all("unparseable SSE data" in e for e in errs.values()), errs
+    ok = [r for r in res.records if r.ok]
+    assert len(ok) == 3 and all(len(r.chunk_times_s) == 4 for r in ok)
+
+
 def test_api_key_sent_but_never_shown():
     with server() as srv:
         srv.faults = {1: Fault(status=401)}
