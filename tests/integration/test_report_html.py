@@ -86,8 +86,10 @@ def test_columns_extras_environment(project: pytest.Pytester, self_contained: bo
     assert c64["rl_predicted"] == "5,060 tok/s"
     assert c64["rl_model"].endswith("tok/s") and c64["rl_model"].startswith("5,05")
     assert c64["rl_measured"].startswith("2,504.6 tok/s")
-    assert c64["rl_error"] == "+102.03%"
-    assert c64["rl_abserr"] == "+2,555.4 tok/s"
+    # relative to the ink (the reference), with measured ÷ predicted beside it: (2,504.6 − 5,060) ÷ 5,060 = −50.50%,
+    # 2,504.6 ÷ 5,060 = 0.495 (the ink's error measured against the measurement read +102.03% before issue 20)
+    assert c64["rl_error"] == "-50.50% ×0.495"
+    assert c64["rl_abserr"] == "−2,555.4 tok/s"  # measured − ink
     assert c64["rl_tolerance"] == "±15%"
     assert "outside ±15%" in c64["rl_reason"]
     weights = {key: parse_cell(by_id["weights"]["resultsTableRow"][2 + i]).text for i, key in enumerate(keys)}
