@@ -36,6 +36,7 @@ The vLLM facts are cited by release and path in vLLM's source (github.com/vllm-p
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -78,6 +79,9 @@ __all__ = [
     "estimate_activation_bytes",
     "SAMPLER_BYTES_PER_LOGIT",
     "DEFAULT_NON_TORCH_BYTES",
+    "TP_NVLINK_NON_TORCH_BYTES",
+    "NVLS_BYTES_PER_RANK_PER_COMM",
+    "tp_non_torch_bytes",
     "DEFAULT_CUDA_GRAPH_BYTES",
     # pool sizing, batching, queues, goodput
     "PoolSizing",
@@ -507,6 +511,41 @@ SAMPLER_BYTES_PER_LOGIT = 2 + 4 + 4 + 4 + 8
 #: profiling printouts at TP=1 on 80 GB cards show ~0.16 GiB ("non_torch_memory takes 0.16GiB", vLLM PR
 #: #12126 sanity run); TP>1 adds NCCL buffers and grows it to GiBs.  Pass a measured value when you have one.
 DEFAULT_NON_TORCH_BYTES = int(0.16 * GIB)
+
+#: The per-rank non-torch memory tensor parallelism adds on NVLink-connected GPUs (NCCL communicator buffers and
+#: vLLM's custom all-reduce IPC buffers, which PyTorch's allocator does not see): vLLM's own sanity runs of
+#: Llama-3-8B on an 80 GB GPU printed "non_torch_memory 1.79GiB" at TP 1 and "3.58GiB" per worker at TP 2
+#: (github.com/vllm-project/vllm/pull/10511, 2024-12-14): +1.79 GiB per rank, at the same version.
+TP_NVLINK_NON_TORCH_BYTES = int(1.79 * GIB)
+
+#: NCCL's NVLink SHARP (NVLS) buffers, per rank of the communicator, per communicator: NCCL enables NVLS on
+#: NVSwitch systems of H100 and later for more than 2 GPUs, and its log prints "nvlsPerRankSize 301989888
+#: nvlsTotalSize 2415919104" for 8 ranks (github.com/vllm-project/vllm/issues/9699): each GPU backs
+#: nvlsTotalSize = ranks x 288 MiB.  vLLM's TP group holds two NCCL communicators (torch.distributed's device
+#: group and its own PyNcclCommunicator: vllm/distributed/parallel_state.py GroupCoordinator), so each rank pays it
+#: twice; the same issue reports Llama-3.1-405B at TP 8 on H200 losing ~5,100 KV blocks (~4.9 GiB per rank)
+#: with NVLS on, against 2 x 2.25 GiB here.
+NVLS_BYTES_PER_RANK_PER_COMM = 301_989_888
+NVLS_COMMUNICATORS = 2
+
+
+def tp_non_torch_bytes(tensor_parallel_size: int, interconnect: str | None) -> int:
+    """The non-torch memory each rank of a tensor-parallel group holds beyond the TP 1 reserve
+    (:data:`DEFAULT_NON_TORCH_BYTES`): 0 at TP 1 and where the GPUs are not NVLink-connected (PCIe parts, whose
+    TP 2 logs show ~0.25 GiB in all); :data:`TP_NVLINK_NON_TORCH_BYTES` on NVLink; plus the NVLS buffers
+    (:data:`NVLS_BYTES_PER_RANK_PER_COMM` x ranks x :data:`NVLS_COMMUNICATORS`) on NVSwitch parts with NVLink 4 or
+    later at more than 2 ranks.  ``interconnect`` is the catalog's description ("NVLink 4 (900 GB/s)", "PCIe ...")."""
+    t = int(tensor_parallel_size)
+    text = (interconnect or "").strip()
+    if t <= 1 or not text.startswith("NVLink"):
+        return 0
+    extra = TP_NVLINK_NON_TORCH_BYTES
+    gen = re.match(r"NVLink (\d+)", text)
+    switched = "bridge" not in text.lower()
+    if t > 2 and switched and gen is not None and int(gen.group(1)) >= 4:
+        extra += NVLS_COMMUNICATORS * t * NVLS_BYTES_PER_RANK_PER_COMM
+    return extra
+
 
 #: Default CUDA-graph reserve: capturing the default set of decode batch sizes (up to 2 x max_num_seqs,
 #: capped at 512) for a 7-8B dense model at TP=1 typically reports "Graph capturing finished ..., took

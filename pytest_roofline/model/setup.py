@@ -682,7 +682,9 @@ def kv_accounting(setup: Setup) -> an.KVAccounting:
             max_num_seqs=setup.max_num_seqs)
     non_torch = setup.non_torch_bytes
     if non_torch is None:
-        non_torch = an.DEFAULT_NON_TORCH_BYTES if setup.device == "cuda" else 0.0
+        # TP > 1: NCCL / custom all-reduce buffers and, on NVSwitch parts, NCCL's NVLS buffers per rank
+        non_torch = (an.DEFAULT_NON_TORCH_BYTES + an.tp_non_torch_bytes(tp, setup.hardware.interconnect)
+                     if setup.device == "cuda" else 0.0)
     graphs = setup.cuda_graph_bytes
     if graphs is None:
         budgeted = (setup.device == "cuda" and not setup.enforce_eager and setup.engine_version is not None

@@ -185,8 +185,9 @@ def test_tp4_llama70b_on_h100(capsys):
     # full hidden state and logits:
     #   activation = 8,192 x 2 x (16,384 + 21,504) + 1,024 x 128,256 x 22 = 620,756,992 + 2,889,351,168
     #              = 3,510,108,160
-    #   available  = 78,679,145,186 - 35,276,853,248 - 3,510,108,160 - 171,798,691 - 536,870,912 = 39,183,514,175
-    #   blocks     = 39,183,514,175 // 1,310,720 = 29,894 (29,894 x 1,310,720 = 39,182,663,680)
+    #   non-torch  = 171,798,691 + 1,921,997,864 (TP on NVLink) + 2 x 4 x 301,989,888 (NVLS) = 4,509,715,659
+    #   available  = 78,679,145,186 - 35,276,853,248 - 3,510,108,160 - 4,509,715,659 - 536,870,912 = 34,845,597,207
+    #   blocks     = 34,845,597,207 // 1,310,720 = 26,585 (26,585 x 1,310,720 = 34,845,491,200)
     # On one GPU the 141 GB of weights exceed the 78.7 GB budget: no blocks at all.
     d = first_json(capsys, "predict", "--hardware", "h100-sxm", "--model", "llama-3.1-70b", "--tp", "4",
                    "--engine-version", "0.33.0")
@@ -196,8 +197,8 @@ def test_tp4_llama70b_on_h100(capsys):
     assert d["kv_bytes_per_token"] == 327_680 and d["kv_bytes_per_token_per_gpu"] == 81_920
     assert d["kv_bytes_per_block"] == 1_310_720
     assert d["activation_bytes"] == 3_510_108_160
-    assert d["available_kv_bytes"] == 39_183_514_175
-    assert d["num_gpu_blocks"] == 29_894
+    assert d["available_kv_bytes"] == 34_845_597_207
+    assert d["num_gpu_blocks"] == 26_585
     # the decode step of one GPU: (35,276,853,248 + 1,024 x 81,920) B / 3.35e12 B/s = 10.5556 ms, plus
     # 2 x 80 all-reduces of 8,192 x 2 B: 160 x (2 x 3/4 x 16,384 / 450e9 + 8 us) = 1.28874 ms
     t_mem = (LLAMA70_WEIGHTS / 4 + 1024 * 81_920) / 3.35e12
@@ -213,15 +214,16 @@ def test_tp8_llama70b_on_a100(capsys):
     # TP = 8: one KV head per GPU. Per GPU: weights 141,107,412,992 / 8 = 17,638,426,624 B; KV 80 x 1 x 128 x 2 x 2
     # = 40,960 B per token, 655,360 B per block. A100: 256 / 2,048 defaults; intermediate 28,672 / 8 = 3,584:
     #   activation = 2,048 x 2 x (16,384 + 10,752) + 256 x 128,256 x 22 = 111,149,056 + 722,337,792 = 833,486,848
-    #   available  = 79,027,398,247 - 17,638,426,624 - 833,486,848 - 171,798,691 - 536,870,912 = 59,846,815,172
-    #   blocks     = 59,846,815,172 // 655,360 = 91,318 (91,318 x 655,360 = 59,846,164,480)
+    #   non-torch  = 171,798,691 + 1,921,997,864 (TP buffers on NVLink 3; no NVLS on A100) = 2,093,796,555
+    #   available  = 79,027,398,247 - 17,638,426,624 - 833,486,848 - 2,093,796,555 - 536,870,912 = 57,924,817,308
+    #   blocks     = 57,924,817,308 // 655,360 = 88,386 (88,386 x 655,360 = 57,924,648,960)
     d = first_json(capsys, "predict", "--hardware", "a100-sxm4-80gb", "--model", "llama-3.1-70b",
                    "--tensor-parallel-size", "8", "--engine-version", "0.33.0")
     assert d["weight_bytes_per_gpu"] == LLAMA70_WEIGHTS / 8
     assert d["kv_bytes_per_token_per_gpu"] == 40_960 and d["kv_bytes_per_block"] == 655_360
     assert d["activation_bytes"] == 833_486_848
-    assert d["available_kv_bytes"] == 59_846_815_172
-    assert d["num_gpu_blocks"] == 91_318
+    assert d["available_kv_bytes"] == 57_924_817_308
+    assert d["num_gpu_blocks"] == 88_386
     # all-reduce over 8 A100s (NVLink 3, 600 GB/s both ways -> 300e9): 160 x (2 x 7/8 x 16,384 / 300e9 + 8 us)
     assert d["t_allreduce_ms"] == pytest.approx(160 * (1.75 * 16_384 / 300e9 + 8e-6) * 1e3, rel=1e-9)
 
@@ -320,7 +322,7 @@ def test_simulate_with_flags_uses_the_same_setup(capsys):
                        "--tp", "4", "--engine-version", "0.33.0", "--input-len", "128", "--output-len", "4",
                        "--concurrency", "1")
     assert rc == 0, err
-    assert "29,894 KV blocks" in out.splitlines()[0]  # the TP = 4 pool worked out above
+    assert "26,585 KV blocks" in out.splitlines()[0]  # the TP = 4 pool worked out above
 
 
 def test_simulate_a_file_with_an_override(capsys):

@@ -160,11 +160,14 @@ def test_kv_pool_per_rank_tp4_h100_at_033():
     # activation: 8192 tokens x 2 B x (2 x 8192 + 3 x 28672/4 = 37,888) = 620,756,992
     #           + sampler 1024 seqs x 128,256 x 22 B = 2,889,351,168   -> 3,510,108,160
     assert acc.activation_bytes == 3_510_108_160
-    # available = 78,679,145,186 - 35,276,853,248 - 3,510,108,160 - 171,798,691 (0.16 GiB non-torch)
-    #           - 536,870,912 (0.5 GiB CUDA graphs, budgeted from 0.21) = 39,183,514,175
-    assert acc.available_kv_bytes == 39_183_514_175
-    # blocks = 39,183,514,175 // 1,310,720 = 29,894 (29,894.7)
-    assert acc.num_blocks == 29_894
+    # non-torch: 171,798,691 (0.16 GiB) + 1,921,997,864 (1.79 GiB of TP buffers on NVLink) + 2 x 4 x 301,989,888
+    #            (NCCL's NVLS buffers, H100 at 4 ranks) = 4,509,715,659 (analytical.tp_non_torch_bytes)
+    assert acc.non_torch_bytes == 4_509_715_659
+    # available = 78,679,145,186 - 35,276,853,248 - 3,510,108,160 - 4,509,715,659
+    #           - 536,870,912 (0.5 GiB CUDA graphs, budgeted from 0.21) = 34,845,597,207
+    assert acc.available_kv_bytes == 34_845_597_207
+    # blocks = 34,845,597,207 // 1,310,720 = 26,585 (26,585.1)
+    assert acc.num_blocks == 26_585
 
 
 def test_kv_pool_per_rank_tp8_a100_at_033():
@@ -173,11 +176,12 @@ def test_kv_pool_per_rank_tp8_a100_at_033():
     assert (s.gpu_memory_utilization, s.max_num_batched_tokens, s.max_num_seqs) == (0.92, 2048, 256)
     # budget = ceil(0.92 x 85,899,345,920 [80 GiB]) = ceil(79,027,398,246.4) = 79,027,398,247
     # activation = 2048 x 2 x (16,384 + 3 x 3,584) = 111,149,056 + 256 x 128,256 x 22 = 722,337,792 -> 833,486,848
-    # available = 79,027,398,247 - 17,638,426,624 - 833,486,848 - 171,798,691 - 536,870,912 = 59,846,815,172
-    # blocks = 59,846,815,172 // 655,360 = 91,318 (91,318.3)
+    # non-torch = 171,798,691 + 1,921,997,864 (TP buffers on NVLink 3; no NVLS on A100) = 2,093,796,555
+    # available = 79,027,398,247 - 17,638,426,624 - 833,486,848 - 2,093,796,555 - 536,870,912 = 57,924,817,308
+    # blocks = 57,924,817,308 // 655,360 = 88,386 (88,386.3)
     assert acc.activation_bytes == 833_486_848
-    assert acc.available_kv_bytes == 59_846_815_172
-    assert acc.num_blocks == 91_318
+    assert acc.available_kv_bytes == 57_924_817_308
+    assert acc.num_blocks == 88_386
 
 
 def test_70b_on_one_gpu_has_no_blocks_and_tp4_has_them():
@@ -185,8 +189,8 @@ def test_70b_on_one_gpu_has_no_blocks_and_tp4_has_them():
     one = kv_accounting(setup("h100-sxm", tp=1))
     assert one.num_blocks == 0
     assert one.available_kv_bytes < 0
-    # at TP = 4 each rank holds a quarter: 29,894 blocks (test above)
-    assert kv_accounting(setup("h100-sxm", tp=4)).num_blocks == 29_894
+    # at TP = 4 each rank holds a quarter: 26,585 blocks (test above)
+    assert kv_accounting(setup("h100-sxm", tp=4)).num_blocks == 26_585
 
 
 def test_pipeline_parallel_stages_and_min_over_ranks():
@@ -393,7 +397,7 @@ def test_serving_model_at_tp4_uses_the_setups_per_gpu_numbers():
     assert q("t_allreduce", s, batch=1) == pytest.approx(s.allreduce().time_s(1), rel=1e-12)
     assert arch.num_layers == 80
     # and the engine's pool is the per-rank one
-    assert sv.EngineConfig.from_setup(s).num_gpu_blocks == kv_accounting(s).num_blocks == 29_894
+    assert sv.EngineConfig.from_setup(s).num_gpu_blocks == kv_accounting(s).num_blocks == 26_585
 
 
 def test_serving_model_efficiency_and_latency_constants_reach_the_allreduce():
