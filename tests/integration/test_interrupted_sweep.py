@@ -1,7 +1,10 @@
 """A sweep stopped from outside leaves no child behind and a results file that says so (issue 23, cases 9.80-9.82):
 after SIGKILL of pytest mid-sweep neither the /metrics scraper (``sweep.timeline``) nor a load-generator worker
 (``sweep.processes: 2``) outlives it, and results.json says ``interrupted`` (written by the results file's guard
-process), as it does after Ctrl-C (written by the run), never ``running``. Each wait is a support.patience bound."""
+process), as it does after Ctrl-C (written by the run), never ``running``. Each wait is a support.patience bound.
+The sweep is long (16 points, ~20 s after the first at 20 ms a token) so that, however late a busy machine sees
+point 1 in the file, the signal still lands mid-sweep: with 4 points (~4 s after the first) a fresh-clone CI run
+signalled a sweep that had already finished and read ``complete``."""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ engine: {name: vllm, version: "0.32.0", args: {max_model_len: 1024}}
 workload: {input_len: 16, output_len: 8}
 sweep:
   mode: closed
-  concurrency: [1, 2, 3, 4]
+  concurrency: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]
   requests_per_point: 40
   warmup: 1
   processes: 2
@@ -106,7 +109,7 @@ def _mid_sweep(tmp_path: Path, proc: subprocess.Popen[bytes]) -> set[int]:
 @pytest.mark.slow
 def test_sigkill_mid_sweep_leaves_no_child_and_the_file_says_interrupted(tmp_path):
     metrics = "vllm:num_requests_running 1\n"
-    with StubServer(model="roofline-tiny", max_model_len=1024, token_delay_s=0.01, metrics=metrics) as server:
+    with StubServer(model="roofline-tiny", max_model_len=1024, token_delay_s=0.02, metrics=metrics) as server:
         proc = _start(tmp_path, server)
         try:
             kids = _mid_sweep(tmp_path, proc)
@@ -133,7 +136,7 @@ def test_sigkill_mid_sweep_leaves_no_child_and_the_file_says_interrupted(tmp_pat
 
 @pytest.mark.slow
 def test_ctrl_c_mid_sweep_writes_interrupted(tmp_path):
-    with StubServer(model="roofline-tiny", max_model_len=1024, token_delay_s=0.01) as server:
+    with StubServer(model="roofline-tiny", max_model_len=1024, token_delay_s=0.02) as server:
         proc = _start(tmp_path, server)
         try:
             _mid_sweep(tmp_path, proc)
