@@ -208,6 +208,12 @@ class Verdict:
     def display_unit(self) -> str | None:
         return self.unit if self.unit_given else None
 
+    @property
+    def serving_band_range(self) -> str:
+        """The serving band's range alone ('9.4 ms – 14.4 ms'), for the tables that show it beside the serving
+        value (the terminal summary, the scorecard); "" where the quantity has no band."""
+        return self.serving_band_text.split(" (")[0]
+
     def _bound_text(self, bound: float | None, open_text: str) -> str:
         return self.fmt(bound) if bound is not None and math.isfinite(bound) else open_text
 

@@ -60,6 +60,12 @@ def _short(text: str) -> str:
     return head if any(ch.isdigit() for ch in head) else text
 
 
+def _band_short(band: str) -> str:
+    """The serving band without its units, for the serving column ('9.4 ms – 14.4 ms' -> '9.4–14.4')."""
+    lo, _, hi = band.partition(" – ")
+    return f"{_short(lo)}–{_short(hi)}" if hi else _short(band)
+
+
 def _error_message(reason: str) -> str:
     """The first line of an error without its ``file:line:`` prefix (the id already says which prediction)."""
     first = reason.strip().splitlines()[0] if reason.strip() else reason
@@ -148,7 +154,8 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
         rows.append({
             "id": v.id, "quantity": _plain(quantity), "predicted": _plain(v.predicted_text),
             "measured/model": _plain(got) or "—", "src": src, "roofline": _short(roof),
-            "serving": _short(v.serving_text),
+            "serving": _short(v.serving_text) + (f" [{_band_short(v.serving_band_range)}]"
+                                                 if v.serving_band_range else ""),
             "error": v.error_text.split(" (")[0] or ("" if v.status is not VerdictStatus.SKIP else "—"),
             "verdict": INCONCLUSIVE_WORD if v.status is VerdictStatus.INCONCLUSIVE and not hasattr(r, "wasxfail")
             else OUTCOME_WORD.get(_outcome(r), _outcome(r).upper()),

@@ -1,0 +1,71 @@
+"""The serving model's band shown beside its value in the terminal summary table and the scorecard's predictions
+table (issue 22, item 2)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+import pytest
+from support.paths import REPO
+
+from pytest_roofline.format.spec import load_spec
+from pytest_roofline.model import bands
+from pytest_roofline.report.scorecard import _predictions_table
+from pytest_roofline.report.terminal import summary_table
+from pytest_roofline.scoring import Verdict, score
+
+
+class _Report:
+    def __init__(self, roofline: dict[str, Any]) -> None:
+        self.roofline, self.outcome, self.when = roofline, "passed", "call"
+        self.failed, self.skipped = False, False
+
+
+@pytest.fixture(scope="module")
+def verdict() -> Verdict:
+    spec = load_spec(REPO / "predictions" / "day3-experiments.yaml")
+    pred = next(p for p in spec.predictions if p.id == "throughput-1k-c32")
+    return score(spec, pred, "math", None)
+
+
+def _expected_range(v: Verdict) -> tuple[float, float]:
+    """The band worked out from model.bands directly: the regime's ratios times the serving value."""
+    b = bands.band_for(bands.regime_of("output_throughput_tok_per_s", mean_running_batch=32.0, tp=1,
+                                       chunked_prefill=True, device="cuda"))
+    assert b is not None
+    lo, hi = b.around(float(v.serving_value))
+    return lo, hi
+
+
+def test_the_terminal_summary_shows_the_serving_band_beside_the_serving_value(verdict):
+    v = verdict
+    assert v.serving_band_range and " – " in v.serving_band_range
+    line = next(ln for ln in summary_table([_Report(v.to_dict())], width=200) if ln.startswith(v.id))
+    m = re.search(r"([\d,.]+) \[([\d,.]+)–([\d,.]+)\]", line)  # the serving column: "value [lo–hi]"
+    assert m, line
+    value, lo, hi = (float(x.replace(",", "")) for x in m.groups())
+    # the model value lies inside its band, and the band is model.bands' range around it (display rounding: 0.5%)
+    assert lo < value < hi
+    exp_lo, exp_hi = _expected_range(v)
+    assert lo == pytest.approx(exp_lo, rel=5e-3) and hi == pytest.approx(exp_hi, rel=5e-3)
+
+
+def test_the_scorecard_shows_the_serving_band_under_the_serving_value(verdict):
+    html = _predictions_table([(verdict, "pass", None)], measured=False, anchor="x")
+    cell = html.split('<td class="num serving"', 1)[1].split("</td>", 1)[0]
+    assert verdict.serving_text in cell
+    assert '<span class="sband"' in cell and verdict.serving_band_range in cell
+
+
+def test_a_value_without_a_band_shows_no_brackets(verdict):
+    v = dataclasses.replace(verdict, serving_band_text="")
+    assert v.serving_band_range == ""
+    line = next(ln for ln in summary_table([_Report(v.to_dict())], width=200) if ln.startswith(v.id))
+    assert "[" not in line and _short_serving(v) in line
+    assert "sband" not in _predictions_table([(v, "pass", None)], measured=False, anchor="x")
+
+
+def _short_serving(v: Verdict) -> str:
+    return v.serving_text.split(" ")[0]
