@@ -7,8 +7,10 @@ case, OK or NOT OK with what happened, then the counts.
 Cases are named by the review's numbers (../shared/reviews is the review; its table gives each input). A case is
 OK when the plugin gave what the review expected: a clear error (no traceback, no INTERNALERROR) in bounded time
 and memory, no PASS on a measurement that did not happen, no child outliving pytest, a results file that says how
-the run ended. Cases that need PostgreSQL, tmpfs mounts or the CPU engine, and those of the issue-20/21 areas
-(peers' false PASSes, the history store), are not run here. Nothing is asserted: the tests hold the claims.
+the run ended. The history store's cases run against directory and SQLite stores and a throwaway PostgreSQL
+(tests/support/postgres.py; ``apt-get install -y postgresql``). Cases that need tmpfs mounts, a user without
+CAP_DAC_OVERRIDE (read-only stores, as root) or the CPU engine are not run here. Nothing is asserted: the tests
+hold the claims.
 """
 
 from __future__ import annotations
@@ -526,7 +528,317 @@ def peers_deep(d: Path) -> tuple[bool, str]:
     (d / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     (d / "p.yaml").write_text((REPO / "predictions/cpu-tiny.yaml").read_text())
     rc, out, _ = sh([PY, "-m", "pytest", "-p", "no:cacheprovider", "p.yaml", "--replay", "deep.json", "-q"], d, 120)
-    return clean(out), f"rc={rc}, clean={clean(out)} (the vllm bench reader: issue 20's area)"
+    said = next((ln for ln in out.splitlines() if "nest" in ln), "")[:120]
+    return clean(out) and rc != 0, f"rc={rc}, clean={clean(out)}: {said}"
+
+
+@case("9.37b-peers-deep-object-jsonl-folder")
+def peers_deep_more(d: Path) -> tuple[bool, str]:
+    ok_line = json.dumps(json.loads((REPO / "tests/data/peers/cpu-tiny-vllm-bench/sweep_c1.json").read_text()))
+    inputs = {"deep-object": '{"a":' * 100_000 + "1" + "}" * 100_000,
+              "jsonl-deep": ok_line + "\n" + "[" * 100_000 + "]" * 100_000 + "\n"}
+    (d / "p.yaml").write_text((REPO / "predictions/cpu-tiny.yaml").read_text())
+    bad, seen = [], []
+    for name, text in inputs.items():
+        (d / name).mkdir()
+        (d / name / "sweep_c1.json").write_text(text)
+        for target in (f"{name}/sweep_c1.json", name):
+            rc, out, _ = sh([PY, "-m", "pytest", "-p", "no:cacheprovider", "p.yaml", "--replay", target, "-q"], d, 120)
+            seen.append(f"{target}: rc={rc}")
+            if not clean(out) or rc == 0 or "nest more than 64 levels" not in out:
+                bad.append(target)
+    return not bad, "; ".join(seen) + (f"; NOT one clear error: {bad}" if bad else "")
+
+
+# ---------------------------------------------------------------------------- malformed stream events (9.70, 9.70b)
+STREAM_PREDICTIONS = """\
+  - id: tput-c1
+    quantity: output_throughput
+    at: {concurrency: 1}
+    predicted: 100 tok/s
+    tolerance: ±1000000 tok/s
+  - id: ttft-c1
+    quantity: ttft_p50
+    at: {concurrency: 1}
+    predicted: 10 ms
+    tolerance: ±1000000 ms
+  - id: preempt-c2
+    quantity: preemptions
+    at: {concurrency: 2}
+    predicted: 0
+    tolerance: exact
+"""
+COMPACT_NOT_JSON = (b'{"id":"cmpl-x","object":"text_completion","created":1,"model":"roofline-tiny",'
+                    b'"choices":[{"index":0,"text":" x"')
+BAD_UTF8 = (b'{"id":"x","object":"text_completion","choices":[{"index":0,"text":"\xff\xfe","logprobs":null,'
+            b'"finish_reason":null}]}')
+
+
+def _stream_case(d: Path, data: bytes, sweep_extra: str) -> tuple[bool, str]:
+    with StubServer(model="roofline-tiny", max_model_len=1024, token_delay_s=0.005, faults=Fault(after=1, data=data),
+                    metrics="vllm:num_requests_running 0\nvllm:num_preemptions_total 0\n") as s:
+        (d / "probe.roofline.yaml").write_text(
+            PROBE_YAML.format(engine_extra="", workload_extra="", sweep_extra=sweep_extra) + STREAM_PREDICTIONS)
+        rc, out, t = sh([PY, "-m", "pytest", "-p", "no:cacheprovider", "probe.roofline.yaml", "--endpoint",
+                         s.url + "/v1", "--roofline-out", "out", "-rA"], d, 120)
+    passed = sorted({ln.split("::")[1].split()[0] for ln in out.splitlines()
+                     if ln.startswith("PASSED") and "::" in ln})
+    return clean(out) and not passed, f"rc={rc} in {t:.1f} s, clean={clean(out)}, measured PASS: {passed or 'none'}"
+
+
+@case("9.70-stream-bad-utf8")
+def stream_bad_utf8(d: Path) -> tuple[bool, str]:
+    return _stream_case(d, BAD_UTF8, "")
+
+
+@case("9.70b-stream-malformed-compact")
+def stream_malformed_compact(d: Path) -> tuple[bool, str]:
+    return _stream_case(d, COMPACT_NOT_JSON, "")
+
+
+@case("9.86b-adaptive-malformed-compact")
+def adaptive_malformed_compact(d: Path) -> tuple[bool, str]:
+    return _stream_case(d, COMPACT_NOT_JSON, "  adaptive: true\n")
+
+
+@case("9.88-processes-malformed-compact")
+def processes_malformed_compact(d: Path) -> tuple[bool, str]:
+    return _stream_case(d, COMPACT_NOT_JSON, "  processes: 2\n")
+
+
+# ------------------------------------------------------------------ the history store (issue 21's fixes, re-run)
+RECORDED = REPO / "predictions/recorded/cpu-tiny-2026-12-01.results.json"
+
+
+def night(d: Path, *args: str, results: Path = RECORDED) -> tuple[int, str, float]:
+    """One replayed night of predictions/cpu-tiny.yaml (the recorded CPU run) with the given history options."""
+    (d / "predictions").mkdir(exist_ok=True)
+    shutil.copy(REPO / "predictions/cpu-tiny.yaml", d / "predictions/cpu-tiny.yaml")
+    env = {"COLUMNS": "120"}
+    return sh([PY, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:html", "--no-roofline-progress", "--replay",
+               str(results), "predictions/cpu-tiny.yaml", *args], d, 300, env=env)
+
+
+def cli(d: Path, *args: str) -> tuple[int, str, float]:
+    return sh([PY, "-m", "pytest_roofline.cli", *args], d, 120)
+
+
+@case("9.01-9.02-index-cut-and-corrupt")
+def index_damaged(d: Path) -> tuple[bool, str]:
+    hist = d / "hist"
+    night(d, f"--roofline-history={hist}")
+    night(d, f"--roofline-history={hist}")
+    idx = hist / "index.jsonl"
+    lines = idx.read_bytes().splitlines(keepends=True)
+    idx.write_bytes(lines[0] + lines[1][: len(lines[1]) // 2])  # 9.01: cut mid-line
+    rc1, out1, _ = night(d, f"--roofline-history={hist}")
+    lines = idx.read_bytes().splitlines(keepends=True)
+    idx.write_bytes(lines[0] + b"\x00\xff garbage \x01\n" + b"".join(lines[1:]))  # 9.02: a middle line of garbage
+    rc2, out2, _ = night(d, f"--roofline-history={hist}")
+    runs = len(list(hist.rglob("run.json")))
+    noisy = [o for o in (out1, out2) if "HistoryIndexRebuiltWarning" in o or "_store.py" in o]
+    ok = rc1 == 0 and rc2 == 0 and not noisy and runs == 4 and clean(out1 + out2)
+    return ok, f"rc {rc1}/{rc2}, raw warnings: {len(noisy)}, stored runs {runs} of 4, clean={clean(out1 + out2)}"
+
+
+@case("9.03-index-wrong-types")
+def index_wrong_types(d: Path) -> tuple[bool, str]:
+    hist = d / "hist"
+    night(d, f"--roofline-history={hist}")
+    first = json.loads((hist / "index.jsonl").read_text().splitlines()[0])
+    bad = dict(first, run_id=first["run_id"][:-1] + "z", label=7, status=["x"], measured="12", unit={"a": 1})
+    for k, v in list(bad.items()):
+        if isinstance(v, list) and k not in ("status",):
+            bad[k] = [dict(x, measured="12", status=["x"], unit={"a": 1}) if isinstance(x, dict) else x for x in v]
+    with open(hist / "index.jsonl", "a") as fh:
+        fh.write(json.dumps(bad) + "\n")
+    rh, oh, _ = cli(d, "history", str(hist), "-o", str(d / "t.html"))
+    rc, oc, _ = cli(d, "compare", first["run_id"], bad["run_id"], "--store", str(hist))
+    return clean(oh + oc), f"history rc={rh}, compare rc={rc}, clean={clean(oh + oc)}"
+
+
+@case("9.26-history-deep-index")
+def index_deep(d: Path) -> tuple[bool, str]:
+    hist = d / "hist"
+    night(d, f"--roofline-history={hist}")
+    with open(hist / "index.jsonl", "a") as fh:
+        fh.write("[" * 100_000 + "]" * 100_000 + "\n")
+    rp, op, _ = night(d, f"--roofline-history={hist}")
+    rh, oh, _ = cli(d, "history", str(hist), "-o", str(d / "t.html"))
+    return clean(op + oh) and rp == 0, f"pytest rc={rp}, history rc={rh}, clean={clean(op + oh)}"
+
+
+@case("9.12-store-cannot-take-the-run")
+def store_refuses(d: Path) -> tuple[bool, str]:
+    # as root chmod a-w does not stop a write; a file where the setup's folder must go refuses the run the same way
+    hist = d / "hist"
+    hist.mkdir()
+    (hist / "cpu").write_text("in the way")
+    rc, out, _ = night(d, f"--roofline-history={hist}")
+    ok = rc != 0 and "could not store" in out and clean(out)
+    return ok, f"rc={rc} (was 0), says 'could not store': {'could not store' in out}"
+
+
+_LOCKER = """
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)
+c.execute("BEGIN EXCLUSIVE")
+open(sys.argv[2], "w").close()
+time.sleep(float(sys.argv[3]))
+"""
+
+
+@case("9.15-sqlite-locked-at-store")
+def sqlite_locked(d: Path) -> tuple[bool, str]:
+    db = d / "h.db"
+    url = f"sqlite:///{db}"
+    night(d, f"--roofline-history={url}")  # creates the database
+    # the lock is taken after the store was opened (at collection's end) and held past the session's end
+    (d / "conftest.py").write_text(
+        "import subprocess, sys, time, os\n"
+        "def pytest_collection_finish(session):\n"
+        f"    subprocess.Popen([sys.executable, '-c', {_LOCKER!r}, {str(db)!r}, {str(d / 'locked')!r}, '40'])\n"
+        f"    while not os.path.exists({str(d / 'locked')!r}): time.sleep(0.05)\n")
+    rc, out, _ = night(d, f"--roofline-history={url}")
+    (d / "conftest.py").unlink()
+    ok = rc != 0 and "could not store" in out and clean(out)
+    return ok, f"rc={rc} (was 0), says 'could not store': {'could not store' in out}, clean={clean(out)}"
+
+
+@case("9.24-compare-hostile")
+def compare_hostile(d: Path) -> tuple[bool, str]:
+    hist = d / "hist"
+    night(d, f"--roofline-history={hist}", "--roofline-history-label", "a\x1b[2J\x1b]0;owned\x07b")
+    night(d, f"--roofline-history={hist}", "--roofline-history-label", "c\x1b[31mred")
+    ids = [json.loads(x)["run_id"] for x in (hist / "index.jsonl").read_text().splitlines()]
+    rc, out, _ = cli(d, "compare", ids[0], ids[1], "--store", str(hist))
+    esc = out.count("\x1b")
+    return rc == 0 and esc == 0, f"compare rc={rc}, ESC bytes in output: {esc} (was 6)"
+
+
+def _pg_bin() -> Path | None:
+    from support.postgres import find_bin_dir
+
+    return find_bin_dir()
+
+
+@contextlib.contextmanager
+def _postgres():
+    from support.postgres import running_postgres
+
+    bin_dir = _pg_bin()
+    if bin_dir is None:
+        raise RuntimeError("PostgreSQL is not installed (apt-get install -y postgresql)")
+    with running_postgres(bin_dir) as server:
+        yield server
+
+
+def _pg_database(server, name: str) -> str:  # noqa: ANN001
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(server.url(), isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text(f"CREATE DATABASE {name}"))
+    engine.dispose()
+    return server.url().rsplit("/", 1)[0] + f"/{name}"
+
+
+def _pg_runs(url: str) -> int:
+    from pytest_roofline.history._sql import SqlStore
+
+    store = SqlStore(url)
+    try:
+        return len(store.runs())
+    finally:
+        store.close()
+
+
+_WRITER = """
+import sys, time
+from pytest_roofline.history import build_records, SetupKey
+from pytest_roofline.history._sql import SqlStore
+url, w, at = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+time.sleep(max(0.0, at - time.time()))
+store = SqlStore(url)
+for i in range(5):
+    rec = build_records([{"id": f"p{w}-{i}", "file": "x.yaml", "status": "pass", "mode": "math", "at": {}}],
+                        setups={"x.yaml": SetupKey("cpu", "m", "1")}, started_at="2026-12-04T02:00:00Z", mode="math")[0]
+    store.add(rec)
+store.close()
+"""
+
+
+@case("9.07-four-writers-fresh-postgres")
+def pg_writers(d: Path) -> tuple[bool, str]:
+    got = []
+    with _postgres() as pg:
+        for attempt in range(3):
+            url = _pg_database(pg, f"race{attempt}")
+            at = time.time() + 3
+            procs = [subprocess.Popen([PY, "-c", _WRITER, url, str(w), str(at)], cwd=REPO, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True) for w in range(4)]
+            failed = sum(1 for p in procs if p.wait(180) != 0)
+            got.append((_pg_runs(url), failed))
+    ok = all(n == 20 and f == 0 for n, f in got)
+    return ok, "; ".join(f"attempt {i + 1}: {n}/20 stored, {f} writer(s) failed" for i, (n, f) in enumerate(got))
+
+
+@case("9.18b-9.19-9.20-9.22-postgres-names-passwords-stop")
+def pg_sessions(d: Path) -> tuple[bool, str]:
+    import sqlalchemy as sa
+
+    notes, bad = [], []
+    with _postgres() as pg:
+        # 9.19/9.20: a 300-character label, control characters in the label, a 204-character and a NUL model name
+        url = _pg_database(pg, "names")
+        rec = json.loads(RECORDED.read_text())
+        for name, args, model in (("label-300", ["--roofline-history-label", "n" + "L" * 299], None),
+                                  ("label-controls", ["--roofline-history-label", "a\x01b\x1b[2Jc\x7f"], None),
+                                  ("model-204", [], "org/" + "m" * 200), ("model-nul", [], "mo\x00del")):
+            results = RECORDED
+            if model is not None:
+                results = d / f"{name}.results.json"
+                results.write_text(json.dumps({**rec, "setup": {**rec["setup"], "model": {
+                    **rec["setup"]["model"], "name": model}}}))
+            before = _pg_runs(url)
+            rc, out, _ = night(d, f"--roofline-history={url}", *args, "--roofline-allow-mismatch", results=results)
+            stored = _pg_runs(url) - before
+            notes.append(f"{name}: rc={rc}, stored {stored}")
+            if not ((rc == 0 and stored == 1) or (rc != 0 and stored == 0 and "could not store" in out)):
+                bad.append(f"{name}: lost (rc {rc}, stored {stored})")
+        # 9.18b: passwords holding '/', a space, '?' (wrong ones) and a valid one holding '/'
+        eng = sa.create_engine(pg.url(), isolation_level="AUTOCOMMIT")
+        with eng.connect() as conn:
+            conn.execute(sa.text("ALTER ROLE roofline PASSWORD 'ok/SLASH-SECRET5'"))
+        eng.dispose()
+        base = f"{pg.user}:{{}}@{pg.host}:{pg.port}/postgres"
+        for pw in ("pw/SLASH-SECRET1", "pw SPACE-SECRET2", "pw?QUERY-SECRET3", "ok/SLASH-SECRET5"):
+            u = "postgresql+psycopg://" + base.format(pw)
+            rp, op, _ = night(d, f"--roofline-history={u}")
+            outs = [op, cli(d, "history", u, "-o", str(d / "t.html"))[1], cli(d, "compare", "a", "b", "--store", u)[1]]
+            secret = pw.split("-", 1)[1]
+            leaked = [w for w, o in zip(("pytest", "history", "compare"), outs) if secret in o]
+            files = [str(f.relative_to(d)) for f in d.rglob("*") if f.is_file() and f.stat().st_size < 50_000_000
+                     and secret.encode() in f.read_bytes() and f.suffix != ".py"]
+            notes.append(f"password {pw.split('-')[0]!r}: pytest rc={rp}{' (stored)' if 'stored run' in op else ''}, "
+                         f"printed by {leaked or 'nothing'}, in files {files or 'none'}")
+            if leaked or files:
+                bad.append(f"{pw}: leaked")
+        # 9.22: PostgreSQL stopped (immediate) while the session runs (after collection, before the run is stored)
+        from support.postgres import find_bin_dir
+
+        url = "postgresql+psycopg://" + base.format("ok/SLASH-SECRET5")
+        stop = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        stop += [str(find_bin_dir() / "pg_ctl"), "-D", str(pg.data_dir), "-m", "immediate", "-w", "stop"]
+        (d / "conftest.py").write_text("import subprocess\n"
+                                       "def pytest_collection_finish(session):\n"
+                                       f"    subprocess.run({stop!r}, capture_output=True, timeout=60)\n")
+        rc, out, t = night(d, f"--roofline-history={url}")
+        (d / "conftest.py").unlink()
+        notes.append(f"stopped mid-run: rc={rc} in {t:.1f} s, says 'could not store': {'could not store' in out}")
+        if rc == 0 or not clean(out) or "SLASH-SECRET5" in out:
+            bad.append("9.22: exit 0, unclean or the password printed")
+    return not bad, "; ".join(notes) + (f"; NOT OK: {bad}" if bad else "")
 
 
 SLOW = {"9.45-dataset-1GB", "9.39-peers-10000-files"}
@@ -560,6 +872,19 @@ def main() -> None:
         yaml_deep,
         report_10k,
         peers_deep,
+        peers_deep_more,
+        stream_bad_utf8,
+        stream_malformed_compact,
+        adaptive_malformed_compact,
+        processes_malformed_compact,
+        index_damaged,
+        index_wrong_types,
+        index_deep,
+        store_refuses,
+        sqlite_locked,
+        compare_hostile,
+        pg_writers,
+        pg_sessions,
     ]
     with tempfile.TemporaryDirectory(prefix="roofline-probe-") as tmp:
         for c in cases:
