@@ -43,7 +43,9 @@ def _direct(spec, *, concurrency=None, rate=None, constants=None, setup=None):
     setup, its sweep's request count, the serving model's default constants unless given."""
     setup = setup or scoring.setup_for(spec, spec.predictions[0])
     n = spec.sweep.num_requests(concurrency) if concurrency else max(10, int(rate * 30))
-    wl = sv.workload_for_point(setup, concurrency=concurrency, rate_req_per_s=rate, num_requests=n)
+    # a closed point's id (measure/plan/points.py) seeds its clients' turnaround draws, as the scorer passes it
+    pid = {"point_id": f"closed-c{concurrency}"} if concurrency else {}
+    wl = sv.workload_for_point(setup, concurrency=concurrency, rate_req_per_s=rate, num_requests=n, **pid)
     return sv.simulate(setup, wl, constants=constants or sv.default_constants(setup))
 
 
