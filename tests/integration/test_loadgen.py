@@ -255,6 +255,15 @@ def test_a_malformed_event_in_the_compact_form_fails_its_request(kind, api):
     assert len(ok) == 3 and all(len(r.chunk_times_s) == 4 for r in ok)
 
 
+def test_a_malformed_compact_event_fails_its_request_over_two_processes():
+    # sweep.processes: 2 (review case 9.88): each worker process decodes its own streams with the same parser
+    with server(token_delay_s=0.02, odd_framing=False) as srv:
+        srv.faults = {i: Fault(after=2, data=MALFORMED_COMPACT["truncated"]) for i in (1, 4)}
+        res = run_load(srv.url, spec(num_requests=6, output_len=4, concurrency=2, processes=2))
+    errs = {r.index: r.error for r in res.records if not r.ok}
+    assert set(errs) == {1, 4} and all("unparseable SSE data" in e for e in errs.values()), errs
+
+
 def test_api_key_sent_but_never_shown():
     with server() as srv:
         srv.faults = {1: Fault(status=401)}
