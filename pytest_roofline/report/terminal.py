@@ -154,8 +154,8 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
         rows.append({
             "id": v.id, "quantity": _plain(quantity), "predicted": _plain(v.predicted_text),
             "measured/model": _plain(got) or "—", "src": src, "roofline": _short(roof),
-            "serving": _short(v.serving_text) + (f" [{_band_short(v.serving_band_range)}]"
-                                                 if v.serving_band_range else ""),
+            "serving": _short(v.serving_text),
+            "serving_band": f" [{_band_short(v.serving_band_range)}]" if v.serving_band_range else "",
             "error": v.error_text.split(" (")[0] or ("" if v.status is not VerdictStatus.SKIP else "—"),
             "verdict": INCONCLUSIVE_WORD if v.status is VerdictStatus.INCONCLUSIVE and not hasattr(r, "wasxfail")
             else OUTCOME_WORD.get(_outcome(r), _outcome(r).upper()),
@@ -174,6 +174,16 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
 
 
 def _layout(rows: list[dict[str, str]], width: int) -> list[str]:
+    """The table with the serving band beside each serving value, or without the bands where they would push the
+    serving column off a narrow terminal."""
+    banded = [{**row, "serving": row["serving"] + row.get("serving_band", "")} for row in rows]
+    lines = _layout_rows(banded, width)
+    if any(row.get("serving_band") for row in rows) and "serving" not in lines[0].split():
+        lines = _layout_rows(rows, width)
+    return lines
+
+
+def _layout_rows(rows: list[dict[str, str]], width: int) -> list[str]:
     natural = {c: max([len(c)] + [len(row[c]) for row in rows]) for c in _COLUMNS}
     for c in ("roofline", "serving"):  # a column no row fills is not shown
         if not any(row[c] for row in rows):
