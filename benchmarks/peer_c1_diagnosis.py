@@ -21,7 +21,7 @@ one, and ``--vllm-nice N`` under ``nice -n N`` (does the server slow down less w
 CPU?). ``--roofline-prompts vllm`` makes this tool send the token ids vLLM's random dataset sends (decoded,
 re-encoded and truncated by vLLM's own ``RandomDataset``), so the prompts are identical. ``--user-stamps`` adds
 a third run per round: this tool with user-space read times (as ``vllm bench serve`` stamps) instead of the
-kernel's receive stamps.
+kernel's receive stamps. ``--pool A.json B.json ...`` starts nothing and pools saved ``--json-out`` files.
 """
 
 from __future__ import annotations
@@ -179,6 +179,36 @@ def vllm_prompt_ids(tok: Path, n: int, rnd: int, args: argparse.Namespace) -> li
     return [tk(r.prompt, add_special_tokens=True)["input_ids"] for r in reqs]
 
 
+def pool(files: list[Path]) -> None:
+    """Medians over the rounds of several ``--json-out`` files, and the paired per-round differences (vLLM's run
+    minus this tool's in the same round): the tables of benchmarks/RESULTS-peer-agreement.md."""
+    rows = [dict(r, src=str(f)) for f in files for r in json.loads(f.read_text())]
+    med = statistics.median
+    for tool in ("roofline", "roofline-user", "vllm"):
+        m = [r for r in rows if r["tool"] == tool]
+        if not m:
+            continue
+        sv = [r["server"] for r in m]
+        print(f"{tool}: {len(m)} rounds; output tok/s {med(r['client']['output_tok_s'] for r in m):.0f}; "
+              f"client E2E mean {med(r['client']['e2e_mean_ms'] for r in m):.1f} ms; server E2E "
+              f"{med(s['e2e_ms'] for s in sv):.1f}, TTFT {med(s['ttft_ms'] for s in sv):.2f}, prefill "
+              f"{med(s['prefill_ms'] for s in sv):.2f}, ITL {med(s['itl_ms'] for s in sv):.2f} ms; client - server "
+              f"E2E {med(r['client']['e2e_mean_ms'] - r['server']['e2e_ms'] for r in m):.2f} ms; client CPU "
+              f"{med(r['cpu_ms_per_request']['client'] for r in m):.2f} ms/request; prompt tokens/request "
+              f"{med(s['prompt_tokens'] / s['request_success'] for s in sv):.1f}")
+    by: dict[tuple[str, int], dict[str, dict]] = {}
+    for r in rows:
+        by.setdefault((r["src"], r["round"]), {})[r["tool"]] = r
+    pairs = [(v["vllm"], v["roofline"]) for v in by.values() if "vllm" in v and "roofline" in v]
+    for label, f in (("client E2E mean", lambda r: r["client"]["e2e_mean_ms"]),
+                     ("server E2E mean", lambda r: r["server"]["e2e_ms"]),
+                     ("client - server E2E", lambda r: r["client"]["e2e_mean_ms"] - r["server"]["e2e_ms"]),
+                     ("client CPU / request", lambda r: r["cpu_ms_per_request"]["client"])):
+        d = [f(a) - f(b) for a, b in pairs]
+        print(f"paired vllm - roofline, {label}: median {med(d):+.1f}, vllm larger in {sum(x > 0 for x in d)} "
+              f"of {len(d)} rounds")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=2)
@@ -192,7 +222,12 @@ def main() -> int:
     ap.add_argument("--user-stamps", action="store_true",
                     help="also run this tool with user-space read times instead of kernel receive stamps")
     ap.add_argument("--json-out", type=Path)
+    ap.add_argument("--pool", type=Path, nargs="+", metavar="JSON",
+                    help="start nothing: pool saved --json-out files (medians and paired per-round differences)")
     args = ap.parse_args()
+    if args.pool:
+        pool(args.pool)
+        return 0
     c, n = args.concurrency, args.requests
 
     vllm_cli.cpu_build_alias()
