@@ -550,6 +550,86 @@ def peers_deep_more(d: Path) -> tuple[bool, str]:
     return not bad, "; ".join(seen) + (f"; NOT one clear error: {bad}" if bad else "")
 
 
+PEER_YAML = """\
+hardware: cpu
+model: roofline-tiny
+engine: {name: vllm, version: "0.32.0"}
+sweep: {mode: closed, concurrency: [1, 2, 4]}
+predictions:
+  - id: tput
+    quantity: output_throughput
+    at: {concurrency: [1, 2, 4]}
+    predicted: 100 tok/s
+    tolerance: ±1000000 tok/s
+  - id: ttft
+    quantity: ttft_p50
+    at: {concurrency: [1, 2, 4]}
+    predicted: 10 ms
+    tolerance: ±1000000 ms
+  - id: tpot
+    quantity: tpot_p50
+    at: {concurrency: [1, 2, 4]}
+    predicted: 10 ms
+    tolerance: ±1000000 ms
+  - id: littles
+    quantity: littles_law_ratio
+    at: {concurrency: [1, 2, 4]}
+    predicted: 1.0
+    tolerance: ±99%
+"""
+
+
+def _peer_replay(d: Path, target: Path) -> tuple[int, str, list[str]]:
+    (d / "p.yaml").write_text(PEER_YAML)
+    rc, out, _ = sh([PY, "-m", "pytest", "-p", "no:cacheprovider", "p.yaml", "--replay", str(target),
+                     "--roofline-allow-mismatch", "-rA"], d, 120)
+    passed = sorted({ln.split("::")[1].split()[0] for ln in out.splitlines() if ln.startswith("PASSED") and "::" in ln})
+    return rc, out, passed
+
+
+@case("9.33-peers-completed-lt-num-prompts")
+def peers_completed_1(d: Path) -> tuple[bool, str]:
+    folder = d / "bench"
+    folder.mkdir()
+    for f in sorted((REPO / "tests/data/peers/cpu-tiny-vllm-bench").glob("sweep_c*.json")):
+        doc = json.loads(f.read_text())
+        doc.pop("failed", None)  # the older format: no "failed" key
+        n = doc.get("completed") or 1
+        doc.update(completed=1, num_prompts=10 * int(doc.get("max_concurrency") or 1),
+                   total_input_tokens=(doc.get("total_input_tokens") or 0) // n,
+                   total_output_tokens=(doc.get("total_output_tokens") or 0) // n)
+        (folder / f.name).write_text(json.dumps(doc))
+    ctl_rc, _, ctl = _peer_replay(d, REPO / "tests/data/peers/cpu-tiny-vllm-bench")
+    rc, out, passed = _peer_replay(d, folder)
+    return clean(out) and not passed and bool(ctl), (f"control: {len(ctl)} measured PASS; completed 1 of "
+                                                     f"num_prompts: rc={rc}, measured PASS: {passed or 'none'}")
+
+
+@case("9.39c-aiperf-zero")
+def aiperf_zero(d: Path) -> tuple[bool, str]:
+    doc = json.loads((REPO / "tests/data/peers/profile_export_aiperf.json").read_text())
+    notes, bad = [], False
+    for name in ("errors-40", "no-error-count"):
+        z = {}
+        for tag, m in doc.items():
+            if isinstance(m, dict) and "avg" in m and tag not in ("input_sequence_length", "output_sequence_length"):
+                m = {**m, **{k: 0 for k in ("avg", "p50", "p90", "p95", "p99", "min", "max") if k in m}}
+            z[tag] = m
+        if isinstance(z.get("request_count"), dict):
+            z["request_count"] = {**z["request_count"], "avg": 0}
+        if name == "errors-40":
+            z["error_request_count"] = {"unit": "requests", "avg": 40}
+        else:
+            z.pop("error_request_count", None)
+        f = d / name / "profile_export_aiperf.json"
+        f.parent.mkdir()
+        f.write_text(json.dumps(z))
+        rc, out, passed = _peer_replay(d, f)
+        notes.append(f"{name}: rc={rc}, measured PASS: {passed or 'none'}")
+        bad = bad or bool(passed) or not clean(out)
+    return not bad, "; ".join(notes)
+
+
 # ---------------------------------------------------------------------------- malformed stream events (9.70, 9.70b)
 STREAM_PREDICTIONS = """\
   - id: tput-c1
@@ -873,6 +953,8 @@ def main() -> None:
         report_10k,
         peers_deep,
         peers_deep_more,
+        peers_completed_1,
+        aiperf_zero,
         stream_bad_utf8,
         stream_malformed_compact,
         adaptive_malformed_compact,
