@@ -256,47 +256,50 @@ def iter_lines(
     return LineReader(path, what=what, max_line_bytes=max_line_bytes).lines()
 
 
-class _BoundedYamlLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, counting while it composes (depth, recursive aliases, nodes with aliases expanded)."""
+class CountingYamlLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, counting while it composes: nesting depth, recursive aliases and the number of nodes
+    with every alias expanded, so an alias bomb is refused when it is counted, never expanded. The one home of that
+    counting: :func:`safe_load_yaml` uses it for other people's YAML, and the prediction-file reader
+    (``format/_reader.py``) subclasses it with its own limits, error type and hints (the ``*_error`` methods)."""
 
-    def __init__(self, stream: str, source: str, max_nodes: int, max_depth: int):
+    def __init__(self, stream: str, *, max_nodes: int, max_depth: int):
         super().__init__(stream)
-        self.source, self.max_nodes, self.max_depth = source, max_nodes, max_depth
+        self.max_nodes, self.max_depth = max_nodes, max_depth
         self._depth = 0
-        self._open: list[str] = []
-        self._sizes: dict[int, int] = {}
+        self._open: list[str] = []  # anchors of the collections being composed
+        self._sizes: dict[int, int] = {}  # id(node) -> its node count with aliases expanded
 
-    def _error(self, mark: Any, message: str, hint: str) -> BoundedInputError:
-        line = mark.line + 1 if mark is not None else None
-        return BoundedInputError(
-            f"{self.source}:{line}: {message}" if line else f"{self.source}: {message}", line=line, hint=hint
-        )
+    def _error(self, mark: Any, message: str, hint: str) -> Exception:
+        raise NotImplementedError
+
+    def depth_error(self, mark: Any) -> Exception:
+        return self._error(mark, f"mappings and lists nest more than {self.max_depth} levels deep",
+                           "flatten this value")
+
+    def recursive_alias_error(self, mark: Any, anchor: str) -> Exception:
+        return self._error(mark, f"the alias *{anchor} is inside its own anchor &{anchor} (a recursive alias has "
+                           "no end)", "copy the values instead")
+
+    def nodes_error(self, mark: Any, size: int) -> Exception:
+        return self._error(mark, f"this value holds more than {self.max_nodes:,} YAML nodes once its aliases are "
+                           f"expanded ({size:,}; an alias bomb?)", "copy the values, without aliases")
 
     def fetch_flow_collection_start(self, TokenClass: Any) -> None:  # noqa: N803 - PyYAML's name
+        # refused while scanning: PyYAML's scanner does work per open flow level for every token (quadratic)
         if self.flow_level >= self.max_depth:
-            raise self._error(
-                self.get_mark(), f"mappings and lists nest more than {self.max_depth} levels deep", "flatten this value"
-            )
+            raise self.depth_error(self.get_mark())
         super().fetch_flow_collection_start(TokenClass)
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent):
             if event.anchor in self._open:
-                raise self._error(
-                    event.start_mark,
-                    f"the alias *{event.anchor} is inside its own anchor "
-                    f"&{event.anchor} (a recursive alias has no end)",
-                    "copy the values instead",
-                )
+                self.get_event()
+                raise self.recursive_alias_error(event.start_mark, event.anchor)
             return super().compose_node(parent, index)
         self._depth += 1
         if self._depth > self.max_depth:
-            raise self._error(
-                event.start_mark,
-                f"mappings and lists nest more than {self.max_depth} levels deep",
-                "flatten this value",
-            )
+            raise self.depth_error(event.start_mark)
         anchor = getattr(event, "anchor", None)
         if anchor is not None:
             self._open.append(anchor)
@@ -314,13 +317,22 @@ class _BoundedYamlLoader(yaml.SafeLoader):
             size = 1
         self._sizes[id(node)] = size
         if size > self.max_nodes:
-            raise self._error(
-                node.start_mark,
-                f"this value holds more than {self.max_nodes:,} YAML nodes once its "
-                f"aliases are expanded ({size:,}; an alias bomb?)",
-                "copy the values, without aliases",
-            )
+            raise self.nodes_error(node.start_mark, size)
         return node
+
+
+class _BoundedYamlLoader(CountingYamlLoader):
+    """Other people's YAML (calibration files): a :class:`BoundedInputError` naming the source and line."""
+
+    def __init__(self, stream: str, source: str, max_nodes: int, max_depth: int):
+        super().__init__(stream, max_nodes=max_nodes, max_depth=max_depth)
+        self.source = source
+
+    def _error(self, mark: Any, message: str, hint: str) -> BoundedInputError:
+        line = mark.line + 1 if mark is not None else None
+        return BoundedInputError(
+            f"{self.source}:{line}: {message}" if line else f"{self.source}: {message}", line=line, hint=hint
+        )
 
 
 def safe_load_yaml(text: str, source: str, *, max_nodes: int = MAX_YAML_NODES, max_depth: int = MAX_DEPTH) -> Any:

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from pytest_roofline.bounded import CountingYamlLoader
 from pytest_roofline.errors import SpecError
 from pytest_roofline.format._fields import BOOL_TRAPS, F
 from pytest_roofline.format.limits import DEFAULT_LIMITS, MAX_DEPTH, Limits, how_to_raise
@@ -236,61 +237,30 @@ def _check_characters(text: str, file: str) -> None:
                     hint=hint)
 
 
-class _LimitedLoader(yaml.SafeLoader):
-    """PyYAML's safe composer, counting as it composes: nesting depth, recursive aliases and the number of nodes
-    with every alias expanded — so an alias bomb is refused when it is counted, never expanded."""
+class _LimitedLoader(CountingYamlLoader):
+    """The prediction file's composer: :class:`pytest_roofline.bounded.CountingYamlLoader` with the file's own
+    limits (``max_yaml_nodes`` can be raised, :func:`how_to_raise` says how) and errors as :class:`SpecError`
+    with the file's line."""
 
     def __init__(self, stream: str, limits: Limits, file: str):
-        super().__init__(stream)
+        super().__init__(stream, max_nodes=limits.max_yaml_nodes, max_depth=MAX_DEPTH)
         self.limits, self.file = limits, file
-        self._depth = 0
-        self._open: list[str] = []  # anchors of the collections being composed
-        self._sizes: dict[int, int] = {}  # id(node) -> its node count with aliases expanded
 
     def _error(self, mark: Any, message: str, hint: str) -> SpecError:
         return SpecError(message, file=self.file, line=mark.line + 1 if mark is not None else None, hint=hint)
 
-    def fetch_flow_collection_start(self, TokenClass: Any) -> None:  # noqa: N803 - PyYAML's name
-        # refused while scanning: PyYAML's scanner does work per open flow level for every token (quadratic)
-        if self.flow_level >= MAX_DEPTH:
-            raise self._error(self.get_mark(), f"mappings and lists nest more than {MAX_DEPTH} levels deep here",
-                              "a prediction file nests a few levels; flatten this value")
-        super().fetch_flow_collection_start(TokenClass)
+    def depth_error(self, mark: Any) -> SpecError:
+        return self._error(mark, f"mappings and lists nest more than {MAX_DEPTH} levels deep here",
+                           "a prediction file nests a few levels; flatten this value")
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()  # type: ignore[no-untyped-call]  # types-PyYAML leaves Parser's methods untyped
-        if isinstance(event, yaml.AliasEvent):
-            if event.anchor in self._open:
-                self.get_event()  # type: ignore[no-untyped-call]  # types-PyYAML leaves Parser's methods untyped
-                raise self._error(event.start_mark, f"the alias *{event.anchor} is inside its own anchor "
-                                  f"&{event.anchor} (a recursive alias has no end)",
-                                  "copy the values instead of referring to the mapping or list that holds them")
-            return super().compose_node(parent, index)
-        self._depth += 1
-        if self._depth > MAX_DEPTH:
-            raise self._error(event.start_mark, f"mappings and lists nest more than {MAX_DEPTH} levels deep here",
-                              "a prediction file nests a few levels; flatten this value")
-        anchor = getattr(event, "anchor", None)
-        if anchor is not None:
-            self._open.append(anchor)
-        try:
-            node: Any = super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-            if anchor is not None:
-                self._open.pop()
-        if isinstance(node, yaml.SequenceNode):
-            size = 1 + sum(self._sizes.get(id(child), 1) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            size = 1 + sum(self._sizes.get(id(k), 1) + self._sizes.get(id(v), 1) for k, v in node.value)
-        else:
-            size = 1
-        self._sizes[id(node)] = size
-        if size > self.limits.max_yaml_nodes:
-            raise self._error(node.start_mark, f"this value holds more than max_yaml_nodes "
-                              f"({self.limits.max_yaml_nodes:,}) YAML nodes once its aliases are expanded "
-                              f"({size:,}; an alias bomb?)", how_to_raise("max_yaml_nodes"))
-        return node
+    def recursive_alias_error(self, mark: Any, anchor: str) -> SpecError:
+        return self._error(mark, f"the alias *{anchor} is inside its own anchor &{anchor} (a recursive alias has "
+                           "no end)", "copy the values instead of referring to the mapping or list that holds them")
+
+    def nodes_error(self, mark: Any, size: int) -> SpecError:
+        return self._error(mark, f"this value holds more than max_yaml_nodes ({self.limits.max_yaml_nodes:,}) YAML "
+                           f"nodes once its aliases are expanded ({size:,}; an alias bomb?)",
+                           how_to_raise("max_yaml_nodes"))
 
 
 def compose(text: str, file: str, limits: Limits) -> yaml.Node | None:
