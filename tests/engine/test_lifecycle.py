@@ -30,6 +30,7 @@ from support.engine import (
     needs_vllm,
     port_free,
     processes_left,
+    sigint_as_ctrl_c,
     tiny_engine_config,
 )
 from support.fake_vllm import live_pids
@@ -155,7 +156,8 @@ def test_parent_death_takes_the_engine_with_it(tmp_path):
     for sig in (signal.SIGKILL, signal.SIGINT):
         kids[sig] = subprocess.Popen([sys.executable, "-c", CHILD, cfg, str(tmp_path / f"{sig.name}.log"),
                                       str(bound_s(TWO_ENGINES_START_S))],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env())
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
+                                     preexec_fn=sigint_as_ctrl_c)
     try:
         infos = {}
         for sig, kid in kids.items():

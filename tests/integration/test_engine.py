@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.engine import KV_TOKENS_1GIB, child_env, port_free, processes_left
+from support.engine import KV_TOKENS_1GIB, child_env, port_free, processes_left, sigint_as_ctrl_c
 from support.fake_vllm import HEALTH_SERVER, fake_interpreter
 from support.patience import bound_s, read_line, wait_process, wait_until
 
@@ -249,7 +249,8 @@ def test_stand_in_parent_death(fake_python, tmp_path, sig):
     SIGINT: KeyboardInterrupt, then atexit stops the engine."""
     kid = subprocess.Popen([sys.executable, "-c", STAND_IN_PARENT, fake_python, str(tmp_path / "e.log"),
                             str(bound_s(STAND_IN_START_S))],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env())
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
+                           preexec_fn=sigint_as_ctrl_c)
     try:
         line = read_line(kid.stdout, what="the parent to start its stand-in engine", typical_s=STAND_IN_PARENT_S)
         assert line, kid.stderr.read()

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.engine import sigint_as_ctrl_c
 from support.openai_stub import StubServer
 from support.patience import wait_process, wait_until
 
@@ -85,6 +86,7 @@ def _start(tmp_path: Path, server: StubServer) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        preexec_fn=sigint_as_ctrl_c,  # the Ctrl-C test's SIGINT must reach it (support.engine says why)
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import socket
 import time
 from collections.abc import Callable
@@ -101,6 +102,15 @@ def port_free(port: int) -> bool:
 def child_env() -> dict[str, str]:
     """This environment with the repository on PYTHONPATH, for a ``python -c`` child that imports the plugin."""
     return {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def sigint_as_ctrl_c() -> None:
+    """``preexec_fn`` for a child that a test sends SIGINT as Ctrl-C: SIGINT back to its default before ``exec``, so
+    Python installs its KeyboardInterrupt handler. A shell that starts the suite in the background without job
+    control (``make test &`` in a script, ``nohup``, some CI runners) ignores SIGINT, children inherit the ignore
+    across ``exec``, and Python then leaves SIGINT ignored: the child never sees the test's Ctrl-C (a fresh-clone
+    CI run started that way waited out every such test's bound)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _left(members: Callable[[], set[int]], typical_s: float) -> set[int]:
