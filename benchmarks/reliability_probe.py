@@ -4,7 +4,7 @@ case, OK or NOT OK with what happened, then the counts.
     .venv/bin/python benchmarks/reliability_probe.py            # every case (about 3 minutes on 2 cores)
     .venv/bin/python benchmarks/reliability_probe.py --quick    # without the 1 GB dataset and 10,000-file report
 
-Cases are named by the review's numbers (../shared/reviews is the review; its table gives each input). A case is
+Cases are named by the December reliability review's case numbers; each case's input is built in this file. A case is
 OK when the plugin gave what the review expected: a clear error (no traceback, no INTERNALERROR) in bounded time
 and memory, no PASS on a measurement that did not happen, no child outliving pytest, a results file that says how
 the run ended. The history store's cases run against directory and SQLite stores and a throwaway PostgreSQL
