@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Any
 
 import pytest
 from support.openai_stub import StubServer
+from support.postgres import INSTALL_HINT, find_bin_dir, running_postgres
 
 
 @pytest.fixture
@@ -19,3 +21,16 @@ def stub_server() -> Iterator[Callable[..., StubServer]]:
             return started.enter_context(StubServer(**kw))
 
         yield start
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """A throwaway PostgreSQL server for the session (support.postgres): skipped where its binaries are missing,
+    a failure under CI (where `make install` puts them)."""
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set and PostgreSQL's initdb/pg_ctl are missing: {INSTALL_HINT}")
+        pytest.skip(f"PostgreSQL's initdb/pg_ctl are not installed ({INSTALL_HINT})")
+    with running_postgres(bin_dir) as server:
+        yield server

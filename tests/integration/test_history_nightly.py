@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 from support.paths import CPU_TINY
-from support.postgres import INSTALL_HINT, find_bin_dir, running_postgres
 from support.pytest_run import NO_CACHE
 from support.recordings import recording_path
 
@@ -190,15 +189,7 @@ def test_a_damaged_index_is_one_plain_line(project: Path) -> None:
 # --------------------------------------------------------------------------- PostgreSQL (issue 23's items)
 
 
-@pytest.fixture(scope="module")
-def postgres():
-    bin_dir = find_bin_dir()
-    if bin_dir is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set and PostgreSQL's initdb/pg_ctl are missing: {INSTALL_HINT}")
-        pytest.skip(f"PostgreSQL's initdb/pg_ctl are not installed ({INSTALL_HINT})")
-    with running_postgres(bin_dir) as server:
-        yield server
+# (the ``postgres`` fixture: tests/integration/conftest.py)
 
 
 def _database(server, name: str) -> str:  # noqa: ANN001

@@ -17,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from support.postgres import INSTALL_HINT, find_bin_dir, running_postgres  # noqa: E402
 
 from pytest_roofline import redact
 from pytest_roofline.errors import HistoryError, HistoryIndexRebuiltWarning, RooflineError
@@ -428,15 +427,7 @@ def test_sql_bad_url_is_a_history_error(tmp_path):
 # --------------------------------------------------------------------------- a real PostgreSQL server
 
 
-@pytest.fixture(scope="session")
-def postgres():
-    bin_dir = find_bin_dir()
-    if bin_dir is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set and PostgreSQL's initdb/pg_ctl are missing: {INSTALL_HINT}")
-        pytest.skip(f"PostgreSQL's initdb/pg_ctl are not installed ({INSTALL_HINT})")
-    with running_postgres(bin_dir) as server:
-        yield server
+# (the ``postgres`` fixture: tests/integration/conftest.py)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from xml.etree import ElementTree
 
 import pytest
 from support.paths import CPU_TINY, DAY3, DAY3_RESULTS, PEERS, REPO
+from support.peer_docs import vllm_bench_doc
 from support.pytest_run import NO_HTML
 
 from pytest_roofline.errors import ResultsError
@@ -23,19 +24,8 @@ from pytest_roofline.measure.results.peers.vllm_bench import bench_point
 DAY3_DIR = PEERS / "day3-vllm-bench"
 
 
-def _bench(**over):
-    doc = {"date": "20261201-120000", "backend": "openai", "model_id": "roofline-tiny", "num_prompts": 40,
-           "request_rate": "inf", "burstiness": 1.0, "max_concurrency": 4, "duration": 120.0, "completed": 40,
-           "failed": 0, "total_input_tokens": 5120, "total_output_tokens": 40960, "request_throughput": 40 / 120,
-           "output_throughput": 40960 / 120, "total_token_throughput": 46080 / 120, "mean_ttft_ms": 20.0,
-           "median_ttft_ms": 18.0, "p99_ttft_ms": 50.0, "median_tpot_ms": 11.0, "p99_tpot_ms": 12.0,
-           "mean_e2el_ms": 12000.0}
-    doc.update(over)
-    return doc
-
-
 def test_bench_serve_point_units_and_littles_law():
-    pt = bench_point(_bench(), "x.json")
+    pt = bench_point(vllm_bench_doc(), "x.json")
     assert pt["id"] == "closed-c4" and pt["mode"] == "closed" and pt["concurrency"] == 4
     assert pt["input_len"] == 128 and pt["output_len"] == 1024  # 5,120 ÷ 40 and 40,960 ÷ 40
     c = pt["client"]
@@ -54,7 +44,7 @@ def test_bench_serve_point_units_and_littles_law():
 
 
 def test_bench_serve_open_loop_and_detailed_per_request():
-    pt = bench_point(_bench(request_rate=2.5, max_concurrency=None, output_lens=[64, 32],
+    pt = bench_point(vllm_bench_doc(request_rate=2.5, max_concurrency=None, output_lens=[64, 32],
                             latencies=[1.0, 0.5]), "y.json")
     assert pt["id"] == "open-r2.5" and pt["mode"] == "open" and pt["rate_req_s"] == 2.5
     assert pt["client"]["per_request_output_tok_s"]["mean"] == pytest.approx(64.0)  # 64/1.0 and 32/0.5
@@ -105,11 +95,12 @@ def test_sweep_output_layout_merges_repeats(tmp_path: Path):
         d.mkdir(parents=True)
         runs = []
         for n, tps in enumerate(rates):
-            run = _bench(max_concurrency=c, output_throughput=tps, run_number=n)
+            run = vllm_bench_doc(max_concurrency=c, output_throughput=tps, run_number=n)
             (d / f"run={n}.json").write_text(json.dumps(run))
             runs.append(run)
         (d / "summary.json").write_text(json.dumps(runs))
-        (d / "warmup.json").write_text(json.dumps(_bench(max_concurrency=c, output_throughput=1.0, run_number=-1)))
+        warmup = vllm_bench_doc(max_concurrency=c, output_throughput=1.0, run_number=-1)
+        (d / "warmup.json").write_text(json.dumps(warmup))
     data = load_any(tmp_path / "exp")
     by = {p["id"]: p for p in data["points"]}
     assert set(by) == {"closed-c1", "closed-c2"}
@@ -119,7 +110,7 @@ def test_sweep_output_layout_merges_repeats(tmp_path: Path):
 
 def test_duplicate_points_in_a_folder_are_refused(tmp_path: Path):
     for name in ("a.json", "b.json"):
-        (tmp_path / name).write_text(json.dumps(_bench()))
+        (tmp_path / name).write_text(json.dumps(vllm_bench_doc()))
     with pytest.raises(ResultsError, match="more than one result for the point.*closed-c4"):
         load_any(tmp_path)
 
@@ -339,7 +330,7 @@ def _verdicts(data) -> dict[str, str]:
 
 def test_an_old_vllm_bench_file_with_1_of_10_completed_does_not_pass(tmp_path: Path):
     # before v0.12 vllm bench serve wrote no "failed": 1 completed of num_prompts 10 means 9 failed
-    doc = _bench(num_prompts=10, completed=1, total_input_tokens=128, total_output_tokens=1024)
+    doc = vllm_bench_doc(num_prompts=10, completed=1, total_input_tokens=128, total_output_tokens=1024)
     del doc["failed"]
     f = tmp_path / "sweep_c4.json"
     f.write_text(json.dumps(doc))
@@ -348,7 +339,7 @@ def test_an_old_vllm_bench_file_with_1_of_10_completed_does_not_pass(tmp_path: P
     assert pt["client"]["failed"] == 9 and any("completed 1 of num_prompts 10" in x for x in pt["flags"])
     assert set(_verdicts(data).values()) == {"error"}
     # the same file with all 10 completed is a measurement
-    ok = _bench(num_prompts=10, completed=10, total_input_tokens=1280, total_output_tokens=10240)
+    ok = vllm_bench_doc(num_prompts=10, completed=10, total_input_tokens=1280, total_output_tokens=10240)
     del ok["failed"]
     f.write_text(json.dumps(ok))
     assert "error" not in set(_verdicts(load_any(f)).values())
@@ -371,10 +362,10 @@ def test_a_vllm_bench_file_with_per_chunk_data_carries_the_bursts_flag():
     # --save-detailed itls: 3 requests of 8 tokens; two got 7 tokens in one read after the first (gaps 0.05 s then
     # six of 2 µs: 2 distinct arrivals of 8 tokens, in bursts), one streamed (7 gaps of 6 ms)
     burst = [0.05] + [2e-6] * 6
-    doc = _bench(num_prompts=3, completed=3, total_input_tokens=384, total_output_tokens=24,
+    doc = vllm_bench_doc(num_prompts=3, completed=3, total_input_tokens=384, total_output_tokens=24,
                  output_lens=[8, 8, 8], itls=[burst, burst, [0.006] * 7], errors=["", "", ""])
     pt = bench_point(doc, "d.json")
     b = pt["client"]["bursts"]
     assert (b["requests"], b["of"], b["zero_gaps"], b["gaps"]) == (2, 3, 12, 21)
     assert any(f.startswith("bursts: 2 of 3 requests (67%)") for f in pt["flags"])
-    assert "bursts" not in bench_point(_bench(), "x.json")["client"]  # no per-chunk data: nothing said
+    assert "bursts" not in bench_point(vllm_bench_doc(), "x.json")["client"]  # no per-chunk data: nothing said

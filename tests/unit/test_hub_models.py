@@ -25,16 +25,6 @@ from pytest_roofline.model.presets import get_model
 KV_PER_TOKEN = 48 * 8 * 128 * 2 * 2
 
 
-@pytest.fixture
-def hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "hf-cache"
-    lay_out(cache, QWEN25_14B_ID, {"config.json": QWEN25_14B_INSTRUCT})
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.delenv("HF_TOKEN", raising=False)
-    return cache
-
-
 def _no_download(*args: Any, **kwargs: Any) -> Any:
     raise AssertionError(f"the Hub was asked for {args}: a cached config must not be downloaded")
 

@@ -11,22 +11,13 @@ from pathlib import Path
 
 import pytest
 from support.first_file import HAND_INK, fill
-from support.hf_cache import QWEN25_14B_ID, QWEN25_14B_INSTRUCT, QWEN25_14B_PARAMS, lay_out
+from support.hf_cache import QWEN25_14B_ID, QWEN25_14B_PARAMS
 
 from pytest_roofline import cli
 from pytest_roofline.cli.init import render
 from pytest_roofline.format.spec import load_spec
 from pytest_roofline.model import bands
 from pytest_roofline.scoring import VerdictStatus, score
-
-
-@pytest.fixture
-def hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "hf-cache"
-    lay_out(cache, QWEN25_14B_ID, {"config.json": QWEN25_14B_INSTRUCT})
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    return cache
 
 
 def test_init_writes_the_notebooks_style_with_the_ink_blank(hub_cache: Path) -> None:

@@ -11,23 +11,13 @@ from pathlib import Path
 
 import pytest
 from support.paths import PEERS
+from support.peer_docs import vllm_bench_doc
 
 from pytest_roofline.errors import ResultsError
 from pytest_roofline.measure.results.peers import load_any
 from pytest_roofline.measure.results.peers._common import results_document
 
 DEEP = 100_000
-
-
-def _bench(**over):
-    doc = {"date": "20261201-120000", "backend": "openai", "model_id": "roofline-tiny", "num_prompts": 40,
-           "request_rate": "inf", "burstiness": 1.0, "max_concurrency": 4, "duration": 120.0, "completed": 40,
-           "failed": 0, "total_input_tokens": 5120, "total_output_tokens": 40960, "request_throughput": 40 / 120,
-           "output_throughput": 40960 / 120, "total_token_throughput": 46080 / 120, "mean_ttft_ms": 20.0,
-           "median_ttft_ms": 18.0, "p99_ttft_ms": 50.0, "median_tpot_ms": 11.0, "p99_tpot_ms": 12.0,
-           "mean_e2el_ms": 12000.0}
-    doc.update(over)
-    return doc
 
 
 def _deep_array() -> str:
@@ -43,8 +33,8 @@ def _deep_object() -> str:
 _DEEP_FILES = {
     "deep-array": _deep_array(),
     "deep-object": _deep_object(),
-    "deep-in-a-result": json.dumps(_bench())[:-1] + ', "extra": ' + _deep_array() + "}",
-    "jsonl-deep": json.dumps(_bench()) + "\n" + _deep_array() + "\n",
+    "deep-in-a-result": json.dumps(vllm_bench_doc())[:-1] + ', "extra": ' + _deep_array() + "}",
+    "jsonl-deep": json.dumps(vllm_bench_doc()) + "\n" + _deep_array() + "\n",
 }
 
 
@@ -64,14 +54,15 @@ def test_a_peer_file_nested_100000_deep_is_one_results_error(tmp_path: Path, nam
 
 def test_a_deep_jsonl_line_is_named_by_its_line(tmp_path: Path):
     f = tmp_path / "appended.json"
-    f.write_text(json.dumps(_bench(max_concurrency=1)) + "\n" + json.dumps(_bench()) + "\n" + _deep_array() + "\n")
+    lines = [json.dumps(vllm_bench_doc(max_concurrency=1)), json.dumps(vllm_bench_doc()), _deep_array()]
+    f.write_text("\n".join(lines) + "\n")
     with pytest.raises(ResultsError, match=rf"{f}:3: lists and objects nest more than 64 levels deep"):
         load_any(f)
 
 
 def test_a_jsonl_syntax_error_names_its_line_in_the_file(tmp_path: Path):
     f = tmp_path / "appended.json"
-    f.write_text(json.dumps(_bench(max_concurrency=1)) + "\n" + json.dumps(_bench()) + "\n{not json\n")
+    f.write_text(json.dumps(vllm_bench_doc(max_concurrency=1)) + "\n" + json.dumps(vllm_bench_doc()) + "\n{not json\n")
     with pytest.raises(ResultsError, match=rf"{f}:3: not valid JSON"):
         load_any(f)
 
@@ -92,7 +83,7 @@ def test_guidellm_and_aiperf_exports_nested_100000_deep_are_one_results_error(tm
 def test_a_fifo_among_a_folders_files_is_refused_without_blocking(tmp_path: Path):
     folder = tmp_path / "runs"
     folder.mkdir()
-    (folder / "sweep_c4.json").write_text(json.dumps(_bench()))
+    (folder / "sweep_c4.json").write_text(json.dumps(vllm_bench_doc()))
     os.mkfifo(folder / "sweep_c8.json")  # opening it for reading would block until a writer comes: none will
     with pytest.raises(ResultsError, match=r"sweep_c8.json: the results file is a FIFO \(named pipe\)"):
         load_any(folder)
@@ -105,7 +96,7 @@ def test_a_peer_file_over_the_size_bound_is_refused_before_it_is_read(tmp_path: 
     from pytest_roofline.measure.results.peers import _common, vllm_bench
 
     f = tmp_path / "sweep_c4.json"
-    f.write_text(json.dumps(_bench()))
+    f.write_text(json.dumps(vllm_bench_doc()))
     monkeypatch.setattr(_common, "MAX_PEER_FILE_BYTES", 100)
     with pytest.raises(ResultsError, match=rf"{f}: the results file is larger than 0 MiB"):
         vllm_bench.load(f)
