@@ -29,6 +29,7 @@ from support.engine import (
     tiny_engine_config,
 )
 from support.patience import bound_s
+from support.specs import KV_TOKENS_1GIB_EXACT
 
 from pytest_roofline import redact
 from pytest_roofline.measure import loadgen
@@ -100,13 +101,12 @@ engine:
 workload: {{input_len: 32, output_len: 64, api: chat}}
 sweep: {{mode: closed, concurrency: [2], requests_per_point: 4, warmup: 1}}
 predictions:
-  - id: kv-tokens
-    quantity: kv_cache_tokens
-    predicted: 2,097,152
-    tolerance: exact
+"""
+#: what ENGINE_SPEC lists after ``predictions:`` (appended once ENGINE_SPEC is formatted)
+ENGINE_SPEC_PREDICTIONS = KV_TOKENS_1GIB_EXACT + """\
   - id: littles-law
     quantity: littles_law_ratio
-    at: {{concurrency: 2}}
+    at: {concurrency: 2}
     predicted: 1.00
     tolerance: ±10%
 """
@@ -151,7 +151,8 @@ def test_yaml_engine_python_chat_and_api_key_through_pytest(pytester, _fresh_reg
     template.write_text(CHAT_TEMPLATE)
     (pytester.path / "predictions").mkdir()
     (pytester.path / "predictions" / "keyed.yaml").write_text(ENGINE_SPEC.format(
-        python=json.dumps(sys.executable), template=json.dumps(str(template)), arg_key=arg_key, env_key=env_key))
+        python=json.dumps(sys.executable), template=json.dumps(str(template)), arg_key=arg_key, env_key=env_key)
+        + ENGINE_SPEC_PREDICTIONS)
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "-p", "no:html", "-rA", "predictions/keyed.yaml", "--gpu", "cpu",
         "--roofline-out", "out", "--roofline-scorecard", "scorecard.html", "--junitxml", "junit.xml",

@@ -19,6 +19,7 @@ import pytest
 from support.engine import sigint_as_ctrl_c
 from support.openai_stub import StubServer
 from support.patience import wait_process, wait_until
+from support.specs import LITTLES_LAW_EVERY
 
 YAML = """\
 hardware: cpu
@@ -33,12 +34,7 @@ sweep:
   processes: 2
   timeline: 0.25 s
 predictions:
-  - id: littles-law
-    quantity: littles_law_ratio
-    at: {concurrency: every}
-    predicted: 1.00
-    tolerance: ±50%
-"""
+""" + LITTLES_LAW_EVERY
 
 
 def _children(pid: int) -> set[int]:

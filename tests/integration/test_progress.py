@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.patience import bound_s
+from support.specs import LITTLES_LAW_EVERY
 
 from pytest_roofline.measure.progress import EngineWait, PointUpdate, output_tok_per_s
 from pytest_roofline.pytest_plugin import progress as progress_mod
@@ -155,12 +156,7 @@ engine: {name: vllm, version: "0.32.0", args: {max_model_len: 1024}}
 workload: {input_len: 16, output_len: 4}
 sweep: {mode: closed, concurrency: [1, 2], requests_per_point: 8, warmup: 1}
 predictions:
-  - id: littles-law
-    quantity: littles_law_ratio
-    at: {concurrency: every}
-    predicted: 1.00
-    tolerance: ±50%
-"""
+""" + LITTLES_LAW_EVERY
 
 
 @pytest.mark.slow

@@ -20,6 +20,7 @@ from support.fake_vllm import fake_interpreter
 from support.openai_stub import Fault, Request, StubServer
 from support.paths import DATA, RECORDED, TESTS
 from support.patience import bound_s
+from support.specs import KV_TOKENS_1GIB_EXACT, LITTLES_LAW_EVERY
 
 from pytest_roofline import redact
 from pytest_roofline.measure.engine import Endpoint, EngineConfig
@@ -247,16 +248,9 @@ engine:
 workload: {{input_len: 16, output_len: 4}}
 sweep: {{mode: closed, concurrency: [1, 2], requests_per_point: 4, warmup: 1}}
 predictions:
-  - id: kv-tokens
-    quantity: kv_cache_tokens
-    predicted: 2,097,152
-    tolerance: exact
-  - id: littles-law
-    quantity: littles_law_ratio
-    at: {{concurrency: every}}
-    predicted: 1.00
-    tolerance: ±50%
 """
+#: what SPEC lists after ``predictions:`` (appended once SPEC is formatted)
+SPEC_PREDICTIONS = KV_TOKENS_1GIB_EXACT + LITTLES_LAW_EVERY
 
 
 def _every_output(pytester: pytest.Pytester, result: pytest.RunResult) -> dict[str, str]:
@@ -277,7 +271,8 @@ def test_endpoint_run_against_an_echoing_server_writes_no_key(pytester, echo_ser
     key, arg_key, env_key = new_key("endpoint"), new_key("arg"), new_key("env")
     monkeypatch.setenv("ROOFLINE_SECRETS_TEST_KEY", key)
     (pytester.path / "predictions").mkdir()
-    (pytester.path / "predictions" / "echo.yaml").write_text(SPEC.format(arg_key=arg_key, env_key=env_key))
+    spec = SPEC.format(arg_key=arg_key, env_key=env_key) + SPEC_PREDICTIONS
+    (pytester.path / "predictions" / "echo.yaml").write_text(spec)
     result = pytester.runpytest(
         "-p", "no:cacheprovider", "-rA", "predictions/echo.yaml", "--endpoint", echo_server.url + "/v1",
         "--endpoint-key-env", "ROOFLINE_SECRETS_TEST_KEY", "--roofline-out", "out",
@@ -325,7 +320,7 @@ def test_scorecard_redacts_engine_args(tmp_path):
 
     arg_key = new_key("arg")
     f = tmp_path / "p.yaml"
-    f.write_text(SPEC.format(arg_key=arg_key, env_key="x"))
+    f.write_text(SPEC.format(arg_key=arg_key, env_key="x") + SPEC_PREDICTIONS)
     spec = load_spec(str(f))
     out = write_scorecard([spec], [], [], mode="math", path=tmp_path / "card.html")
     html = out.read_text()

@@ -156,3 +156,25 @@ predictions:
     predicted: 1.0
     tolerance: ±20%
 """
+
+
+# ------------------------------------------------------------------------ prediction entries several files append
+
+#: ``kv_cache_tokens`` exactly 2,097,152: the tiny model keeps 512 B of KV per token (support.engine.KV_TOKENS_1GIB),
+#: so a 1 GiB pool (``cpu_kvcache_space: 1 GiB``) holds 2**30 / 512 tokens. A list entry, for after ``predictions:``.
+KV_TOKENS_1GIB_EXACT = """\
+  - id: kv-tokens
+    quantity: kv_cache_tokens
+    predicted: 2,097,152
+    tolerance: exact
+"""
+
+#: Little's law (λW / C = 1.00 ±50 %) at every point of the sweep: any server that streams what it is asked for
+#: passes it, so a run's outcome is decided by what the test breaks. A list entry, for after ``predictions:``.
+LITTLES_LAW_EVERY = """\
+  - id: littles-law
+    quantity: littles_law_ratio
+    at: {concurrency: every}
+    predicted: 1.00
+    tolerance: ±50%
+"""
