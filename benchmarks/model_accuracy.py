@@ -320,6 +320,39 @@ def corpus_lambda() -> tuple[list[dict], str]:
     return rows, note
 
 
+V1_CORPUS = "v1-public-runs.json"
+
+
+def _v1_setup(src: dict, run: dict):
+    return build_setup(hardware_ref=src["gpu"], model_ref=src["model"],
+                       engine={"name": "vllm", "version": src["vllm"],
+                               "args": {**src.get("engine_args", {}), "tensor_parallel_size": run["tp"]}})
+
+
+def corpus_v1() -> list[dict]:
+    """The public V1-era runs (``benchmarks/data/corpus/v1-public-runs.json``): fixed input/output lengths, a closed
+    loop at the published max concurrency; (a) and (b) per run, each source its own name (held out: no default was
+    set from them)."""
+    doc = json.loads((CORPUS / V1_CORPUS).read_text())
+    rows = []
+    for src in doc["sources"]:
+        for run in src["runs"]:
+            setup = _v1_setup(src, run).with_changes(input_len=run["input_len"], output_len=run["output_len"])
+            c = int(run["concurrency"])
+            wl = serving.workload_for_point(setup, concurrency=c, num_requests=int(run["num_prompts"]), seed=0,
+                                            point_id=f"c{c}")
+            p = serving.simulate(setup, wl)
+            step = setup.decode_step(min(c, setup.max_num_seqs), run["input_len"] + run["output_len"] / 2)
+            rows.append({"source": src["source"], "label": f"{src['source']} TP{run['tp']} "
+                         f"{run['input_len']}/{run['output_len']} C={c}", "tp": run["tp"], "engine": "v1",
+                         "device": setup.device, "mrb": p.mean_running_batch,
+                         "measured": {m: run["measured"].get(m) for m, _ in BAND_METRICS},
+                         "a": {"output_throughput_tok_per_s": step.throughput_tok_per_s,
+                               "tpot_p50_ms": step.t_step_s * 1e3},
+                         "b": {m: float(getattr(p, m)) for m, _ in BAND_METRICS}, "c": None})
+    return rows
+
+
 def corpus_recorded() -> list[dict]:
     """The project's recordings (day3 on an A100 with vLLM 0.26; the CPU engine runs), (a) and (b) per point."""
     rows = []
@@ -364,19 +397,26 @@ def corpus_report(write_bands: bool) -> None:
     from pytest_roofline.model import bands
     lam, note = corpus_lambda()
     rec = corpus_recorded()
-    rows = lam + rec
+    v1 = corpus_v1()
+    rows = lam + rec + v1
     samples = _samples(rows)
     sources = sorted({s for _, _, s, _ in samples})
     # leave one source out: each source's points against bands derived from the others
-    inside: dict[tuple[str, str], list[bool]] = {}
-    for src in sources:
-        derived = bands.derive_bands([(g, x, s) for g, x, s, _ in samples if s != src])
-        for reg, ratio, s, _r in samples:
-            if s != src:
-                continue
-            b = bands.band_for(reg, derived)
-            if b is not None:
-                inside.setdefault((src, reg.metric), []).append(b.lo <= ratio <= b.hi)
+    def loso(between_sources: bool) -> dict[tuple[str, str], list[bool]]:
+        got: dict[tuple[str, str], list[bool]] = {}
+        for src in sources:
+            derived = bands.derive_bands([(g, x, s) for g, x, s, _ in samples if s != src],
+                                         between_sources=between_sources)
+            for reg, ratio, s, _r in samples:
+                if s != src:
+                    continue
+                b = bands.band_for(reg, derived)
+                if b is not None:
+                    got.setdefault((src, reg.metric), []).append(b.lo <= ratio <= b.hi)
+        return got
+
+    inside = loso(True)
+    inside_within = loso(False)
     print("\n## The public accuracy corpus (issue 22)\n")
     print("Sources: `lambda` = LambdaLabsML/vllm-benchmark (vLLM 0.5.4 V0, Llama-3-8B bf16, A100-80GB-SXM and "
           "H100-80GB-SXM, TP 1/2/4, ShareGPT, all N requests at t = 0; benchmarks/data/corpus/); `day3` = the "
@@ -408,6 +448,24 @@ def corpus_report(write_bands: bool) -> None:
     allcov = [x for v in inside.values() for x in v]
     print(f"\nBand coverage over every source, leave-one-source-out: {100 * sum(allcov) / max(1, len(allcov)):.0f}% "
           f"of {len(allcov)} values (nominal {100 * bands.NOMINAL_COVERAGE:.0f}%).")
+    # per metric and device class: the bands from within-source scatter alone, and widened by the between-source spread
+    cpu_sources = {r["source"] for r in rows if r["device"] == "cpu"}
+
+    def cov(got, metric, cpu):
+        xs = [x for (src, m), v in got.items() if m == metric and (src in cpu_sources) == cpu for x in v]
+        return f"{100 * sum(xs) / len(xs):.0f}% ({len(xs)})" if xs else "n/a"
+
+    print("\nLOSO coverage by metric (nominal 80% +/- 5): the band from the scatter within sources alone, and "
+          "widened by the spread between sources (model/bands.py):\n")
+    print("| device class | metric | within sources only | + between-source spread |")
+    print("|---|---|---|---|")
+    for cpu in (False, True):
+        for m, label in BAND_METRICS:
+            cls = "CPU engine" if cpu else "GPU"
+            print(f"| {cls} | {label} | {cov(inside_within, m, cpu)} | {cov(inside, m, cpu)} |")
+    allw = [x for v in inside_within.values() for x in v]
+    print(f"| all | all | {100 * sum(allw) / max(1, len(allw)):.0f}% ({len(allw)}) | "
+          f"{100 * sum(allcov) / max(1, len(allcov)):.0f}% ({len(allcov)}) |")
     # TP subsets of the lambda runs
     print("\n| lambda subset | metric | (b) defaults | (c) calibrated |")
     print("|---|---|---|---|")

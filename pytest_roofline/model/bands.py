@@ -11,6 +11,15 @@ never a made-up one.
 
 The band's nominal coverage is :data:`NOMINAL_COVERAGE` (the ratios' 10th to 90th percentile); with fewer than
 :data:`MIN_POINTS` ratios in a regime the band is their min-max, widened by the spread of the pooled band.
+
+Sources disagree: a run on a GPU, model and vLLM release the corpus has never seen is off by its own source's bias as
+well as by the scatter within a source.  So every band of a metric and device class is widened by the spread
+*between* sources (:func:`between_source_log_sd`: the standard deviation of the sources' median log-ratios, each
+source counted once): in log space the band keeps its centre and its half-width becomes
+``sqrt(h_within**2 + (z * sd_between)**2)``, ``z`` the normal quantile of the nominal coverage (1.28 for 80%): the
+two variance components add, as in a random-effects model.  A metric measured by one source only cannot show that
+source's bias: it borrows the largest between-source spread of its device class's other metrics (no device class
+lends to the other); with one source in the whole class the band is unchanged.
 """
 
 from __future__ import annotations
@@ -21,11 +30,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from statistics import NormalDist, median, stdev
 from typing import Literal
 
 __all__ = ["Band", "BAND_METRICS", "ROOFLINE_CEILINGS", "ROOFLINE_FRACTION_KEY", "roofline_fraction_band",
            "NOMINAL_COVERAGE", "MIN_POINTS", "Regime", "regime_of", "band_for", "derive_bands", "load_bands",
-           "ratio_quantile"]
+           "ratio_quantile", "between_source_log_sd"]
 
 #: the PointPrediction metrics that carry a band
 BAND_METRICS: tuple[str, ...] = ("output_throughput_tok_per_s", "tpot_p50_ms", "ttft_p50_ms")
@@ -72,6 +82,8 @@ class Band:
     n: int
     sources: tuple[str, ...] = ()
     pooled: bool = False
+    #: the between-source spread (sd of the sources' median log-ratios) the band was widened by; 0 for one source
+    between_log_sd: float = 0.0
 
     def around(self, value: float) -> tuple[float, float]:
         """The interval around a model value (ordered, whatever the value's sign)."""
@@ -109,9 +121,32 @@ def _band(ratios: Sequence[float], sources: Sequence[str], pooled_spread: float 
     return Band(lo=lo, hi=hi, n=len(ratios), sources=tuple(sorted(set(sources))))
 
 
-def derive_bands(samples: Sequence[tuple[Regime, float, str]]) -> dict[str, Band]:
+def between_source_log_sd(ratios: Sequence[tuple[float, str]]) -> float:
+    """The spread between sources of ``(measured / model, source)`` ratios: the sample standard deviation of each
+    source's median log-ratio (every source counts once, however many points it has); 0 with fewer than two
+    sources."""
+    by_source: dict[str, list[float]] = {}
+    for ratio, src in ratios:
+        if ratio > 0 and math.isfinite(ratio):
+            by_source.setdefault(src, []).append(math.log(ratio))
+    medians = [median(v) for v in by_source.values()]
+    return stdev(medians) if len(medians) >= 2 else 0.0
+
+
+def _widened(b: Band, sd_between: float) -> Band:
+    """``b`` with the between-source spread added in quadrature to its log half-width, around its log centre."""
+    if sd_between <= 0 or not (b.lo > 0 and b.hi > 0):
+        return b
+    z = NormalDist().inv_cdf(0.5 + NOMINAL_COVERAGE / 2)
+    centre, half = (math.log(b.lo) + math.log(b.hi)) / 2, (math.log(b.hi) - math.log(b.lo)) / 2
+    half = math.hypot(half, z * sd_between)
+    return Band(math.exp(centre - half), math.exp(centre + half), b.n, b.sources, b.pooled, sd_between)
+
+
+def derive_bands(samples: Sequence[tuple[Regime, float, str]], *, between_sources: bool = True) -> dict[str, Band]:
     """Bands from ``(regime, measured / model, source)`` samples: one per regime with data, plus a pooled one per
-    metric and device class (``Regime.pooled_key``)."""
+    metric and device class (``Regime.pooled_key``); with ``between_sources`` each is widened by its metric and
+    device class's spread between sources (the module's docstring)."""
     by_metric: dict[str, list[tuple[float, str]]] = {}
     by_regime: dict[str, list[tuple[float, str]]] = {}
     for reg, ratio, src in samples:
@@ -129,6 +164,17 @@ def derive_bands(samples: Sequence[tuple[Regime, float, str]]) -> dict[str, Band
         metric, _load, _tp, engine = key.split("|")
         pkey = f"{metric}|*|{'cpu' if engine == 'cpu' else 'gpu'}"
         out[key] = _band([r for r, _ in rs], [s for _, s in rs], spread.get(pkey, 0.0))
+    if between_sources:
+        sd = {pkey: between_source_log_sd(rs) for pkey, rs in by_metric.items()}
+        for pkey, rs in by_metric.items():
+            if len({src for _, src in rs}) < 2:
+                # one source cannot show its own bias: borrow the largest spread of the device class's other metrics
+                cls = pkey.rsplit("|", 1)[1]
+                sd[pkey] = max((v for k, v in sd.items() if k.rsplit("|", 1)[1] == cls), default=0.0)
+        for key, b in list(out.items()):
+            parts = key.split("|")  # a regime's metric|load|tp|engine, or a pool's metric|*|gpu or cpu
+            pkey = key if parts[1] == "*" else f"{parts[0]}|*|{'cpu' if parts[3] == 'cpu' else 'gpu'}"
+            out[key] = _widened(b, sd.get(pkey, 0.0))
     return out
 
 
@@ -148,7 +194,7 @@ def roofline_fraction_band(bands: Mapping[str, Band] | None = None) -> Band | No
 
 def bands_to_json(bands: Mapping[str, Band]) -> dict[str, dict[str, object]]:
     return {k: {"lo": round(b.lo, 4), "hi": round(b.hi, 4), "n": b.n, "sources": list(b.sources),
-                "pooled": b.pooled} for k, b in sorted(bands.items())}
+                "pooled": b.pooled, "between_log_sd": round(b.between_log_sd, 4)} for k, b in sorted(bands.items())}
 
 
 @lru_cache(maxsize=1)
@@ -161,4 +207,5 @@ def load_bands() -> Mapping[str, Band]:
         return {}
     raw = json.loads(text).get("bands", {})
     return {k: Band(lo=float(v["lo"]), hi=float(v["hi"]), n=int(v["n"]), sources=tuple(v.get("sources", ())),
-                    pooled=bool(v.get("pooled", False))) for k, v in raw.items()}
+                    pooled=bool(v.get("pooled", False)), between_log_sd=float(v.get("between_log_sd", 0.0)))
+            for k, v in raw.items()}

@@ -30,7 +30,7 @@ def test_a_regime_with_enough_ratios_spans_their_10th_to_90th_percentile():
 def test_a_sparse_regime_is_its_min_max_widened_by_the_pooled_spread():
     samples = [(reg(), float(x), "s1") for x in range(1, 11)] + [(reg(load="high"), 2.0, "s2"),
                                                                   (reg(load="high"), 3.0, "s2")]
-    out = bands.derive_bands(samples)
+    out = bands.derive_bands(samples, between_sources=False)  # the within-regime rule alone (widening: below)
     pooled = out[reg().pooled_key]
     spread = math.log(pooled.hi / pooled.lo)
     high = out[reg(load="high").key]
@@ -60,3 +60,37 @@ def test_every_simulated_value_carries_the_committed_band_of_its_regime():
         assert b is not None
         assert p.bands[metric] == pytest.approx(b.around(getattr(p, metric)))
     assert p.to_dict()["bands"][TPOT] == list(p.bands[TPOT])
+
+
+def test_the_spread_between_sources_is_the_sd_of_their_median_log_ratios_each_source_counted_once():
+    # source a: median 1.0 (log 0); source b: median e**0.2 however many points it has; sd of (0, 0.2) = 0.2 / sqrt 2
+    ratios = [(0.5, "a"), (1.0, "a"), (4.0, "a")] + [(math.exp(0.2), "b")] * 7
+    assert bands.between_source_log_sd(ratios) == pytest.approx(0.2 / math.sqrt(2))
+    assert bands.between_source_log_sd([(1.3, "a"), (0.7, "a")]) == 0.0
+
+
+def test_bands_widen_by_the_between_source_spread_in_quadrature_around_their_log_centre():
+    # regime ratios 1..10 from source s1 (band 1.9..9.1 as above) and one ratio e**0.5 from source s2 in another
+    # load class: median log-ratios (log 5 + log 6) / 2 (ten logs: the mean of the middle two) and 0.5
+    samples = [(reg(), float(x), "s1") for x in range(1, 11)] + [(reg(load="high"), math.exp(0.5), "s2")]
+    sd = abs((math.log(5) + math.log(6)) / 2 - 0.5) / math.sqrt(2)  # sample sd of two values = |difference| / sqrt 2
+    z = 1.2815515655446004  # the normal 90th percentile: an 80% two-sided band
+    centre, half = (math.log(1.9) + math.log(9.1)) / 2, (math.log(9.1) - math.log(1.9)) / 2
+    half_total = math.sqrt(half ** 2 + (z * sd) ** 2)
+    b = bands.derive_bands(samples)[reg().key]
+    assert b.lo == pytest.approx(math.exp(centre - half_total))
+    assert b.hi == pytest.approx(math.exp(centre + half_total))
+    assert b.between_log_sd == pytest.approx(sd)
+    assert bands.derive_bands(samples, between_sources=False)[reg().key].lo == pytest.approx(1.9)
+
+
+def test_a_metric_one_source_measured_borrows_its_device_class_largest_spread_and_cpu_never_lends():
+    tput = "output_throughput_tok_per_s"
+    samples = ([(reg(metric=tput), 1.0, "g1")] * 5 + [(reg(metric=tput), math.exp(0.4), "g2")] * 5
+               + [(reg(), 1.0, "g1")] * 5  # TPOT: one GPU source only
+               + [(reg(metric=tput, engine="cpu"), 1.0, "c1")] * 5 + [(reg(metric=tput, engine="cpu"), 5.0, "c2")] * 5)
+    out = bands.derive_bands(samples)
+    assert out[reg().key].between_log_sd == pytest.approx(0.4 / math.sqrt(2))  # the GPU throughput spread
+    assert out[reg(metric=tput, engine="cpu").key].between_log_sd == pytest.approx(math.log(5.0) / math.sqrt(2))
+    # the CPU's wider spread is not lent to the GPU's one-source TPOT
+    assert out[reg().key].between_log_sd < out[reg(metric=tput, engine="cpu").key].between_log_sd
