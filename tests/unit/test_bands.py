@@ -84,13 +84,17 @@ def test_bands_widen_by_the_between_source_spread_in_quadrature_around_their_log
     assert bands.derive_bands(samples, between_sources=False)[reg().key].lo == pytest.approx(1.9)
 
 
-def test_a_metric_one_source_measured_borrows_its_device_class_largest_spread_and_cpu_never_lends():
-    tput = "output_throughput_tok_per_s"
+def test_a_metric_one_source_measured_borrows_its_decode_sibling_spread_else_the_largest_and_cpu_never_lends():
+    tput, ttft = "output_throughput_tok_per_s", "ttft_p50_ms"
     samples = ([(reg(metric=tput), 1.0, "g1")] * 5 + [(reg(metric=tput), math.exp(0.4), "g2")] * 5
+               + [(reg(metric=ttft), 1.0, "g1")] * 5 + [(reg(metric=ttft), math.exp(1.0), "g2")] * 5
                + [(reg(), 1.0, "g1")] * 5  # TPOT: one GPU source only
-               + [(reg(metric=tput, engine="cpu"), 1.0, "c1")] * 5 + [(reg(metric=tput, engine="cpu"), 5.0, "c2")] * 5)
+               + [(reg(metric="itl_p99_ms"), 1.0, "g1")] * 5  # no decode sibling: the largest spread
+               + [(reg(metric=tput, engine="cpu"), 1.0, "c1")] * 5 + [(reg(metric=tput, engine="cpu"), 9.0, "c2")] * 5)
     out = bands.derive_bands(samples)
-    assert out[reg().key].between_log_sd == pytest.approx(0.4 / math.sqrt(2))  # the GPU throughput spread
-    assert out[reg(metric=tput, engine="cpu").key].between_log_sd == pytest.approx(math.log(5.0) / math.sqrt(2))
-    # the CPU's wider spread is not lent to the GPU's one-source TPOT
-    assert out[reg().key].between_log_sd < out[reg(metric=tput, engine="cpu").key].between_log_sd
+    # TPOT borrows throughput's spread (the decode step sets both), not TTFT's larger one
+    assert out[reg().key].between_log_sd == pytest.approx(0.4 / math.sqrt(2))
+    assert out[reg(metric="itl_p99_ms").key].between_log_sd == pytest.approx(1.0 / math.sqrt(2))
+    assert out[reg(metric=tput, engine="cpu").key].between_log_sd == pytest.approx(math.log(9.0) / math.sqrt(2))
+    # the CPU's wider spread is lent to no GPU metric
+    assert max(b.between_log_sd for k, b in out.items() if not k.endswith("cpu")) == pytest.approx(1 / math.sqrt(2))
