@@ -329,6 +329,12 @@ def _v1_setup(src: dict, run: dict):
                                "args": {**src.get("engine_args", {}), "tensor_parallel_size": run["tp"]}})
 
 
+def cached_hit_rate(input_len: int, block_size: int) -> float:
+    """The prefix-cache hit rate of a prompt the server has seen whole: every full block but the one holding the last
+    prompt token (vLLM computes at least one token of a prompt, so a prompt of whole blocks recomputes its last)."""
+    return (input_len - 1) // block_size * block_size / input_len
+
+
 def corpus_v1() -> list[dict]:
     """The public V1-era runs (``benchmarks/data/corpus/v1-public-runs.json``): fixed input/output lengths, a closed
     loop at the published max concurrency; (a) and (b) per run, each source its own name (held out: no default was
@@ -343,7 +349,7 @@ def corpus_v1() -> list[dict]:
             # a published figure that averages repetitions is compared with the model's mean over the same ones: a
             # "cached" repetition re-sends prompts the server's prefix cache holds (every full block but the one
             # holding the last prompt token hits; vLLM recomputes at least one token)
-            cached = (run["input_len"] - 1) // block * block / run["input_len"]
+            cached = cached_hit_rate(run["input_len"], block)
             preds = []
             for rep in run.get("repetitions", ["cold"]):
                 wl = serving.workload_for_point(setup, concurrency=c, num_requests=int(run["num_prompts"]), seed=0,
