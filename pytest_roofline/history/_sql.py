@@ -24,6 +24,7 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from pytest_roofline.errors import HistoryError
@@ -104,6 +105,8 @@ class SqlStore:
             raise HistoryError(f"{self.uri}: not a database URL SQLAlchemy can open "
                                f"({type(exc).__name__}: {redact_text(str(exc))}); {self._hint()}") from exc
         self._md, self._runs, self._files = _tables(sa)
+        if not create:
+            self._refuse_missing_sqlite_file()
         try:
             if create:
                 self._create_tables()
@@ -114,14 +117,29 @@ class SqlStore:
             self._engine.dispose()
             raise self._error("cannot open the history database", exc) from exc
 
+    def _refuse_missing_sqlite_file(self) -> None:
+        """A store opened only to be read (``roofline history``, ``roofline compare``) that names an SQLite file
+        which does not exist is an error: SQLite would create an empty database file there (review case 9.13)."""
+        url = self._engine.url
+        database = url.database or ""
+        if url.get_backend_name() != "sqlite" or database in ("", ":memory:") or database.startswith("file:"):
+            return
+        if not Path(database).expanduser().is_file():
+            self._engine.dispose()
+            raise HistoryError(f"{self.uri}: no such database file {database!r} (a history is created by "
+                               "pytest --roofline-history; check the path)")
+
     def _create_tables(self) -> None:
         """``CREATE TABLE`` when absent, safe with several runners starting on a fresh database at once: on
         PostgreSQL two sessions that both find no table both create it, and the second fails (a duplicate
         ``pg_type`` row, or the relation existing). A failed attempt is retried after the others finished; it
-        succeeds as soon as the tables are there."""
+        succeeds as soon as the tables are there. SQLite serialises its writers (no such race), and a file
+        another process holds locked would cost a whole busy timeout per attempt: one attempt there (review case
+        9.14: six attempts made a locked file a 70 s wait before its one-line error)."""
         sa = self._sa
         last: Exception | None = None
-        for attempt in range(6):
+        attempts = 1 if self._engine.dialect.name == "sqlite" else 6
+        for attempt in range(attempts):
             try:
                 self._md.create_all(self._engine, checkfirst=True)
                 return
@@ -137,7 +155,8 @@ class SqlStore:
                         return
                     except Exception as again:
                         last = again
-                time.sleep(0.05 * (attempt + 1) + random.random() * 0.1)
+                if attempt + 1 < attempts:
+                    time.sleep(0.05 * (attempt + 1) + random.random() * 0.1)
         assert last is not None
         raise last
 

@@ -401,6 +401,8 @@ class DirectoryStore:
         s = redact_summary(record.summary)
         run_id = s.run_id if s.run_id and _RUN_ID.match(s.run_id) else new_run_id(s.started_at, s.commit)
         setup_dir = self.root.joinpath(*s.setup.parts())
+        for path in (setup_dir, self.index_path, self._lock_path):
+            self._refuse_outside(path)
         try:
             setup_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -437,6 +439,20 @@ class DirectoryStore:
             raise HistoryError(f"history directory {self.root}: cannot write run {run_id} "
                                f"({exc.strerror or exc}); nothing of it was kept in the store") from exc
         return stored
+
+    def _refuse_outside(self, path: Path) -> None:
+        """A HistoryError when ``path`` (a setup folder, the index, its lock), with every symbolic link in it
+        followed, lies outside the store's root: nothing is ever written outside the store (review case 9.10, a
+        setup folder and index.jsonl linked to another folder). The root itself may be a link."""
+        try:
+            root, real = self.root.resolve(), path.resolve()
+        except (OSError, RuntimeError) as exc:  # a link loop
+            raise HistoryError(f"history directory {self.root}: cannot resolve {path} ({exc})") from exc
+        if not real.is_relative_to(root):
+            raise HistoryError(f"history directory {self.root}: {path.relative_to(self.root)} leads through a "
+                               f"symbolic link to {real}, outside the store; the run is not written there (move that "
+                               f"folder or "
+                               f"file into the store, or point --roofline-history at the other folder)")
 
     def _append_index(self, summary: RunSummary) -> None:
         line = json.dumps(summary_to_json(summary, compact=True), ensure_ascii=False, separators=(",", ":"))
