@@ -108,11 +108,28 @@ def _float_or_none(text: str) -> float | None:
         return None
 
 
+def _check_counts(doc: Mapping[str, Any], completed: float, where: str) -> None:
+    """A file whose counts cannot have been measured is refused, never scored (review case 9.34: ``completed``
+    1e300 of ``num_prompts`` 10 with a negative ``duration`` gave TTFT and TPOT a measured PASS): counts are whole
+    numbers >= 0, ``completed`` + ``failed`` at most ``num_prompts``, and ``duration`` above 0 seconds."""
+    failed, prompts, duration = (number(doc.get(k)) for k in ("failed", "num_prompts", "duration"))
+    for name, n in (("completed", completed), ("failed", failed), ("num_prompts", prompts)):
+        if n is not None and (n < 0 or n != int(n)):
+            raise ResultsError(f"{where}: \"{name}\" is {n:g}, not a count of requests; this file does not record "
+                               "a measurement")
+    if prompts is not None and completed + (failed or 0) > prompts:
+        raise ResultsError(f"{where}: \"completed\" {completed:g} + \"failed\" {failed or 0:g} is more than the "
+                           f"{prompts:g} requests of \"num_prompts\"; this file does not record a measurement")
+    if duration is not None and not duration > 0:
+        raise ResultsError(f"{where}: \"duration\" is {duration:g} s; a measurement takes some time")
+
+
 def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> PointRecord:
     """One ``vllm bench serve`` result as a sweep point (the mapping in the module's docstring)."""
     completed = number(doc.get("completed"))
     if completed is None:
         raise ResultsError(f"{where}: \"completed\" is not a number; not a vllm bench serve result")
+    _check_counts(doc, completed, where)
     rate = _rate(doc)
     conc = _closed_concurrency(doc)
     flags: list[str] = []
