@@ -288,7 +288,10 @@ class BodyTemplate:
             words, low, n = self.words, self.low, len(self.words)
             return b"".join((self.pre, b" ".join([words[(int(i) - low) % n] for i in prompt]), post))
         tab = self.digits
-        ids = b",".join(map(tab.__getitem__, prompt)) if tab is not None else ",".join(map(str, prompt)).encode()
+        try:
+            ids = b",".join(map(tab.__getitem__, prompt)) if tab is not None else ",".join(map(str, prompt)).encode()
+        except IndexError:  # a dataset's ids (its own tokenizer's) beyond the range the table covers: written out
+            ids = ",".join(map(str, prompt)).encode()
         return b"".join((self.pre, ids, post))
 
 
