@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -106,7 +107,7 @@ class LoadSpec:
     input_dist: _workload.LengthDist | None = None
     output_dist: _workload.LengthDist | None = None
     dataset: _workload.DatasetLengths | None = None
-    dataset_prompts: tuple[tuple[int, ...], ...] = ()
+    dataset_prompts: tuple[Sequence[int], ...] = ()  # array('I') each (datasets.py)
     dataset_texts: tuple[str, ...] = ()
     prefix_share: float = 0.0
     ramp_up: _workload.RampUp | None = None

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +46,7 @@ from pytest_roofline.model import workload as wl
 __all__ = ["ResolvedWorkload", "ChatPrompts", "resolve", "tokenizer_path", "chat_template_text",
            "chat_prompt_tokens", "realised"]
 
-_MEM: dict[tuple[str, str], tuple[tuple[int, ...], tuple[int | None, ...], tuple[tuple[int, ...], ...]]] = {}
+_MEM: dict[tuple[str, str], tuple[tuple[int, ...], tuple[int | None, ...], tuple[Sequence[int], ...]]] = {}
 _CHAT_MEM: dict[tuple[str, str, str], tuple[tuple[int, ...], str]] = {}
 
 
@@ -125,7 +126,11 @@ def tokenizer_path(workload: Mapping[str, Any], model_dir: str | os.PathLike[str
 
 
 def _sha_file(p: Path) -> str:
-    return hashlib.sha256(p.read_bytes()).hexdigest()
+    h = hashlib.sha256()
+    with open(p, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _cache_file(sha: str, tok_sha: str) -> Path:
@@ -147,9 +152,12 @@ def _entries(ds: Mapping[str, Any]) -> tuple[list[wl.DatasetEntry], str]:
 
 
 def _tokenize(ds: Mapping[str, Any], tok: Path | None, need_ids: bool
-              ) -> tuple[tuple[int, ...], tuple[int | None, ...], tuple[tuple[int, ...], ...], str, bool]:
-    entries, sha = _entries(ds)
+              ) -> tuple[tuple[int, ...], tuple[int | None, ...], tuple[Sequence[int], ...], str, bool]:
+    """Each entry's prompt and output lengths and (a tokenizer given) its prompt's token ids, in one streaming
+    pass over the file: no entry's text is kept, and each prompt's ids are an ``array('I')`` of 4 bytes a token
+    (a tuple of Python ints took about 36), so a live point on a dataset holds about 4 bytes per prompt token."""
     if tok is None:
+        entries, _ = _entries(ds)
         if need_ids:
             raise WorkloadError(f"the dataset {ds['source']} needs a tokenizer to be sent as token ids: give "
                                 "workload.dataset.tokenizer: path/to/tokenizer.json")
@@ -158,11 +166,13 @@ def _tokenize(ds: Mapping[str, Any], tok: Path | None, need_ids: bool
                      else (wl.estimate_tokens(e.completion) if e.completion is not None else None) for e in entries)
         return ins, outs, (), "chars/4 estimate", True
     tok_sha = _sha_file(tok)
-    key = (sha, tok_sha)
+    key = (str(ds.get("sha256")), tok_sha)
+    cache = _cache_file(key[0], tok_sha)
+    if (key in _MEM or cache.is_file()) and _sha_file(Path(ds["path"])) != ds.get("sha256"):
+        raise WorkloadError(f"{ds['path']} changed since the prediction file was read (sha256 differs)")
     if key in _MEM and (_MEM[key][2] or not need_ids):
         i, o, p = _MEM[key]
         return i, o, p, str(tok), False
-    cache = _cache_file(sha, tok_sha)
     if not need_ids and cache.is_file():
         try:
             data = json.loads(cache.read_text())
@@ -173,20 +183,31 @@ def _tokenize(ds: Mapping[str, Any], tok: Path | None, need_ids: bool
             pass
     from tokenizers import Tokenizer
 
+    from pytest_roofline.format.workloads import DatasetFile
+
     try:
         t = Tokenizer.from_file(str(tok))
     except Exception as exc:  # the tokenizers library raises its own Exception for a file it cannot load
         raise WorkloadError(f"the tokenizer {tok} cannot be loaded ({type(exc).__name__}: {str(exc)[:200]}); give "
                             "workload.dataset.tokenizer: a tokenizer.json the tokenizers library reads") from None
-    # the token ids a prompt is sent as; no special tokens added: the server counts exactly these
-    prompts = tuple(tuple(t.encode(e.prompt, add_special_tokens=False).ids) for e in entries)
-    if any(not p for p in prompts):
-        k = next(n for n, p in enumerate(prompts) if not p)
-        raise WorkloadError(f"{ds['source']}: the prompt of line {entries[k].line} is no token", line=entries[k].line)
-    ins = tuple(len(p) for p in prompts)
-    outs = tuple(e.output_len if e.output_len is not None
-                 else (max(1, len(t.encode(e.completion, add_special_tokens=False).ids))
-                       if e.completion is not None else None) for e in entries)
+    dataset = DatasetFile.of(ds)
+    ins_l: list[int] = []
+    outs_l: list[int | None] = []
+    prompts_l: list[array] = []
+    for e in dataset.entries():
+        # the token ids a prompt is sent as; no special tokens added: the server counts exactly these
+        ids = t.encode(e.prompt, add_special_tokens=False).ids
+        if not ids:
+            raise WorkloadError(f"{ds['source']}: the prompt of line {e.line} is no token", line=e.line)
+        ins_l.append(len(ids))
+        if need_ids:
+            prompts_l.append(array("I", ids))
+        outs_l.append(e.output_len if e.output_len is not None
+                      else (max(1, len(t.encode(e.completion, add_special_tokens=False).ids))
+                            if e.completion is not None else None))
+    if (dataset.sha256 or "") != ds.get("sha256"):
+        raise WorkloadError(f"{ds['path']} changed since the prediction file was read (sha256 differs)")
+    ins, outs, prompts = tuple(ins_l), tuple(outs_l), tuple(prompts_l)
     _MEM[key] = (ins, outs, prompts)
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
