@@ -2,7 +2,7 @@
 class and what happened, then the totals per class over the review's case numbers.
 
     .venv/bin/python benchmarks/reliability_probe.py            # every case but the engine's (~25 min on 2 busy cores)
-    .venv/bin/python benchmarks/reliability_probe.py --quick    # without the slow ones (1 GB dataset, 10,000 files, ...)
+    .venv/bin/python benchmarks/reliability_probe.py --quick    # without the slow ones (1 GB dataset, 10,000 files...)
     .venv/bin/python benchmarks/reliability_probe.py --engine -k 9.84   # the CPU vLLM engine's two (under flock)
 
 Cases are named by the review's case numbers (one probe case may cover several); each case's input is built in this
