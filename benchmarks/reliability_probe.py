@@ -39,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
+from support.engine import sigint_as_ctrl_c  # noqa: E402
 from support.openai_stub import Fault, Request, StubServer  # noqa: E402
 
 PY = sys.executable
@@ -230,6 +231,13 @@ def _children(pid: int) -> set[int]:
     return out
 
 
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
 def _alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
@@ -266,6 +274,7 @@ def _interrupt(d: Path, sig: int, twice: bool = False) -> tuple[bool, str]:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=sigint_as_ctrl_c,  # a probe started with '&' from a script hands its children SIGINT ignored
         )
         results = d / "out" / "probe.roofline" / "results.json"
         end = time.monotonic() + 150
@@ -1829,8 +1838,6 @@ def _engine_interrupt(d: Path, sig: int) -> tuple[bool | str, str]:
     """pytest on predictions/cpu-tiny.yaml (the real CPU engine), ``sig`` once point 2 runs; then: no process of
     the run left, results.json valid and not 'running'. Under flock ENGINE_LOCK (one engine at a time)."""
     shutil.copy(REPO / "predictions/cpu-tiny.yaml", d / "cpu-tiny.yaml")
-    from support.engine import sigint_as_ctrl_c
-
     proc = subprocess.Popen(["flock", ENGINE_LOCK, PY, "-m", "pytest", "-p", "no:cacheprovider", "cpu-tiny.yaml",
                              "--gpu", "cpu", "--roofline-out", "out"], cwd=d, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, start_new_session=True, preexec_fn=sigint_as_ctrl_c)
@@ -1846,8 +1853,8 @@ def _engine_interrupt(d: Path, sig: int) -> tuple[bool | str, str]:
     if not kids:
         proc.kill()
         return "NOT-RUN", f"point 2 never started within 600 s (rc {proc.poll()})"
-    pytest_pid = next((k for k in kids if "pytest" in Path(f"/proc/{k}/cmdline").read_text(errors="replace")), None)
-    os.kill(pytest_pid or proc.pid, sig)
+    pytest_pid = next((k for k in _children(proc.pid) if k in kids and _parent(k) == proc.pid), proc.pid)
+    os.kill(pytest_pid, sig)  # pytest itself (flock's child), as Ctrl-C or the OOM killer would reach it
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(120)
     time.sleep(20)
