@@ -42,6 +42,7 @@ from typing import Any
 
 from pytest_roofline.errors import WorkloadError
 from pytest_roofline.model import workload as wl
+from pytest_roofline.units import MIB
 
 __all__ = ["ResolvedWorkload", "ChatPrompts", "resolve", "tokenizer_path", "chat_template_text",
            "chat_prompt_tokens", "realised"]
@@ -128,7 +129,7 @@ def tokenizer_path(workload: Mapping[str, Any], model_dir: str | os.PathLike[str
 def _sha_file(p: Path) -> str:
     h = hashlib.sha256()
     with open(p, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
+        for block in iter(lambda: fh.read(MIB), b""):
             h.update(block)
     return h.hexdigest()
 
