@@ -1,7 +1,7 @@
 # Two commands on a fresh machine:
 #   make demo   - the main job on the embedded default: every prediction file, CPU-only math mode
-#   make test   - the whole test suite: unit and integration tests on two workers, then the engine tests (the real
-#                 CPU build of vLLM) alone; each prints its 15 slowest tests
+#   make test   - the whole test suite on two workers: the engine tests (the real CPU build of vLLM) one after
+#                 another on one of them, the unit and integration tests beside them; prints the 15 slowest tests
 #   make test-fast - the unit and fast integration tests (no engine, nothing marked slow): the tight loop
 #   make docs   - the guide (docs/, mkdocs.yml): the generated reference pages checked against the code, then
 #                 mkdocs build --strict into site/
@@ -29,11 +29,11 @@ install: $(STAMP)
 demo: $(MATH_STAMP)
 	$(BIN)/python -m pytest predictions/
 
-# tests/README.md: what each folder costs. The engine tests run on their own, after the rest: they share engines
-# within one process (session fixtures), and each engine wants the machine's cores to itself.
+# tests/README.md: what each folder costs. One run on two workers: the engine tests are one xdist group
+# (tests/conftest.py), so they run one after another on one worker and share its session engines, while the other
+# worker runs the unit and integration tests in the time an engine start leaves a core idle.
 test: $(STAMP)
-	$(BIN)/python -m pytest tests/unit tests/integration -n 2 --durations=15
-	$(BIN)/python -m pytest tests/engine --durations=15
+	$(BIN)/python -m pytest tests -n 2 --dist loadgroup --durations=15
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest tests/unit tests/integration -m "not slow" -n 2

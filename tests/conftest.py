@@ -41,6 +41,7 @@ def layer_of(path: Path) -> str | None:
     return top if top in LAYERS else None
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     misplaced = []
     for item in items:
@@ -48,6 +49,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if layer is None:
             continue
         item.add_marker(layer)
+        if layer == "engine":
+            # one xdist group: under `-n N --dist loadgroup` (make test) every engine test runs on the same worker,
+            # one after another, so the session's shared engine is started once and engines never overlap, while
+            # the other workers run the rest in the time an engine start leaves a core idle
+            item.add_marker(pytest.mark.xdist_group("engine"))
         if item.get_closest_marker("engine") and layer != "engine":
             misplaced.append(item.nodeid)
     if misplaced:
