@@ -36,18 +36,23 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pytest_roofline.history import DriftPolicy, DriftStatus, RunSummary, SetupKey, StoredValue, drift_for, stored_value
+from pytest_roofline.history._samples import per_request_metric, sketch
 from pytest_roofline.measure.stats.intervals import percentile_interval
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "drift-cpu-runs.json"
+#: the runs made with their load average recorded (issue 21, second session), then the first session's runs
+DATA_FILES = (HERE / "data" / "drift-cpu-runs-load.json", DATA)
 SETUP = SetupKey("cpu", "roofline-tiny", "0.32.0")
 THRESHOLD = "10%"
 
@@ -69,7 +74,7 @@ def _samples(requests_file: Path) -> dict[str, list[float]]:
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
 
 
-def record(dirs: list[Path]) -> None:
+def record(dirs: list[Path], out: Path) -> None:
     from pytest_roofline.format.spec import load_spec
     from pytest_roofline.measure.results import load_results
     from pytest_roofline.report.scorecard import score_spec
@@ -89,13 +94,28 @@ def record(dirs: list[Path]) -> None:
                                                        "interval_level")} | {"at": sv.at})
         points = {p["id"]: _samples(results.parent / p["requests_file"]) for p in data["points"]
                   if p.get("requests_file")}
-        runs.append({"name": d.name, "max_num_seqs": seqs, "created_at": data.get("created_at"),
-                     "values": values, "requests": points})
-    DATA.parent.mkdir(exist_ok=True)
-    DATA.write_text(json.dumps({"about": "benchmarks/drift_false_alarms.py: real CPU-engine runs of "
-                                         "benchmarks/drift_cpu.yaml, one engine start each", "runs": runs},
-                               indent=1) + "\n")
-    print(f"wrote {DATA.relative_to(HERE.parent)} ({len(runs)} runs)")
+        run = {"name": d.name, "max_num_seqs": seqs, "created_at": data.get("created_at"),
+               "values": values, "requests": points}
+        load = _load_during(d / "loadavg.txt")
+        if load is not None:
+            run["loadavg_1min"] = load
+        runs.append(run)
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"about": "benchmarks/drift_false_alarms.py: real CPU-engine runs of "
+                                        "benchmarks/drift_cpu.yaml, one engine start each; loadavg_1min: the "
+                                        "machine's 1-minute load average polled every 2 s during the run "
+                                        "(mean, max; 2 cores)", "runs": runs},
+                              indent=1) + "\n")
+    print(f"wrote {out.relative_to(HERE.parent)} ({len(runs)} runs)")
+
+
+def _load_during(polls: Path) -> dict[str, float] | None:
+    """The 1-minute load average over a run, from ``loadavg.txt`` lines (``<unix s> <1min> <5min> ...``) written
+    every 2 s while it ran (see the recording loop above): mean and max."""
+    if not polls.is_file():
+        return None
+    xs = [float(line.split()[1]) for line in polls.read_text().splitlines() if len(line.split()) > 1]
+    return {"mean": round(statistics.fmean(xs), 2), "max": max(xs)} if xs else None
 
 
 # --------------------------------------------------------------------------- figures
@@ -114,10 +134,10 @@ def _night(i: int, values: list[StoredValue]) -> RunSummary:
                       mode="engine", values=tuple(values))
 
 
-def _judge(history: list[list[StoredValue]], now: list[StoredValue],
-           keys: set[str] | None = None) -> list[tuple[str, bool]]:
+def _judge(history: list[list[StoredValue]], now: list[StoredValue], keys: set[str] | None = None,
+           with_keys: bool = False) -> list[Any]:
     """(status, beyond the threshold alone) of each value of ``now`` against the earlier nights ``history``
-    (oldest first; the baseline is the previous night)."""
+    (oldest first; the baseline is the previous night); (key, status, beyond) with ``with_keys``."""
     nights = [_night(i, h) for i, h in enumerate(history)]
     drifts = drift_for(now, nights, DriftPolicy(THRESHOLD), setup=SETUP)
     out = []
@@ -127,7 +147,8 @@ def _judge(history: list[list[StoredValue]], now: list[StoredValue],
         d = drifts[v.key]
         if d.status in (DriftStatus.NEW, DriftStatus.NOT_MEASURED):
             continue
-        out.append((d.status.value, d.status in (DriftStatus.DRIFTED, DriftStatus.UNCERTAIN)))
+        beyond = d.status in (DriftStatus.DRIFTED, DriftStatus.UNCERTAIN)
+        out.append((v.key, d.status.value, beyond) if with_keys else (d.status.value, beyond))
     return out
 
 
@@ -143,37 +164,110 @@ def _old_rule(judged: list[tuple[str, bool]]) -> str:
     return f"{k}/{n} = {k / n:.1%}" if n else "—"
 
 
-def real_runs(runs: list[dict[str, Any]]) -> None:
-    by = {s: [[_value(v) for v in r["values"] if v["measured"] is not None] for r in runs if r["max_num_seqs"] == s]
-          for s in (4, 2)}
+#: the change the runs make: max_num_seqs 4 -> 2. It caps how many requests the engine runs at once, so it can only
+#: move a point whose concurrency is above the new cap (at C <= 2 both configurations run every request at once)
+NEW_MAX_NUM_SEQS = 2
 
+
+def _concurrency(v: StoredValue) -> int:
+    return int(v.at.get("concurrency", "0"))
+
+
+def _values(run: dict[str, Any], rank: bool) -> list[StoredValue]:
+    """The run's stored values; with ``rank``, each latency quantile with its point's per-request sketch, as the
+    history now stores it (``history._samples``: what the rank test compares)."""
+    out = []
+    for d in run["values"]:
+        if d["measured"] is None:
+            continue
+        v = _value(d)
+        metric = per_request_metric(v.quantity)
+        point = run["requests"].get(f"closed-c{_concurrency(v)}")
+        if rank and metric is not None and point is not None:
+            v = replace(v, samples=sketch(point[f"{metric}_s"]))
+        out.append(v)
+    return out
+
+
+def _affected(by: dict[int, list[list[StoredValue]]]) -> tuple[set[str], set[str], dict[str, float]]:
+    """(affected, unaffected, median ratio 2-runs / 4-runs by key). Affected: the mechanism can move the point
+    (its concurrency is above the new cap) AND the runs' own medians of the two configurations differ by more than
+    the 10 % threshold (a change drift is not asked to flag is not a miss)."""
     def med(group: list[list[StoredValue]], key: str) -> float:
         return statistics.median(v.measured for night in group for v in night if v.key == key and v.measured)
 
     keys = {v.key for night in by[4] for v in night}
-    # the predictions the change affects: medians over the runs of each configuration more than 10 % apart
-    affected = {k for k in keys if abs(med(by[2], k) - med(by[4], k)) > 0.10 * abs(med(by[4], k))}
-    print(f"real CPU-engine runs: {len(by[4])} with max_num_seqs 4, {len(by[2])} with 2 (one engine start each); "
-          f"max_num_seqs 4 -> 2 moves {len(affected)} of {len(keys)} predictions by more than 10%")
-    for depth in (1, 3):
-        same: list[tuple[str, bool]] = []
-        changed: list[tuple[str, bool]] = []
-        for s in (4, 2):
-            for tonight in range(len(by[s])):
-                others = [n for i, n in enumerate(by[s]) if i != tonight]
-                for history in itertools.combinations(others, depth):
-                    same += _judge(list(history), by[s][tonight])
-        for history in itertools.combinations(by[4], depth):
-            for tonight in by[2]:
-                changed += _judge(list(history), tonight, affected)
-        label = ("tonight vs 1 earlier night (the within-run intervals alone)" if depth == 1 else
-                 f"tonight vs {depth} earlier nights (previous baseline + the nights' own spread)")
-        print(f"  {label}:")
-        print(f"    identical configuration, {len(same)} prediction-nights: drifted {_share(same, 'drifted')} "
-              f"(goal <= 5%), uncertain {_share(same, 'uncertain')}; old rule (10% alone) {_old_rule(same)}")
-        print(f"    max_num_seqs 4 -> 2, {len(changed)} prediction-nights at the affected predictions: drifted "
-              f"{_share(changed, 'drifted')} (goal >= 90%), uncertain {_share(changed, 'uncertain')}; "
-              f"old rule {_old_rule(changed)}")
+    conc = {v.key: _concurrency(v) for night in by[4] for v in night}
+    ratio = {k: med(by[2], k) / med(by[4], k) for k in keys}
+    affected = {k for k in keys if conc[k] > NEW_MAX_NUM_SEQS and abs(ratio[k] - 1) > 0.10}
+    return affected, keys - affected, ratio
+
+
+def real_runs(runs: list[dict[str, Any]], name: str) -> None:
+    print(f"== {name}")
+    loads = [r.get("loadavg_1min") for r in runs]
+    if all(loads):
+        print("  1-minute load average during each run (2 cores): "
+              + ", ".join(f"{r['name']} {r['loadavg_1min']['mean']:.1f}" for r in runs))
+    plain = {s: [_values(r, rank=False) for r in runs if r["max_num_seqs"] == s] for s in (4, 2)}
+    affected, unaffected, ratio = _affected(plain)
+    print(f"  real CPU-engine runs: {len(plain[4])} with max_num_seqs 4, {len(plain[2])} with 2 (one engine start "
+          f"each). Affected by 4 -> 2 (concurrency above {NEW_MAX_NUM_SEQS} and the configurations' medians more "
+          f"than 10% apart): {len(affected)} of {len(affected | unaffected)}")
+    for k in sorted(ratio):
+        print(f"    {k.split('::')[1]:28s} median 2-runs / 4-runs = {ratio[k]:.2f}  "
+              f"{'affected' if k in affected else 'not affected'}")
+    # how far each run sits from its configuration's median (the run-to-run noise), beside its load
+    print("  each run's mean |log(value / its configuration's median)| over the 8 predictions (run-to-run noise):")
+    for s in (4, 2):
+        for r, night in zip([r for r in runs if r["max_num_seqs"] == s], plain[s], strict=True):
+            devs = []
+            for v in night:
+                m = statistics.median(w.measured for n in plain[s] for w in n if w.key == v.key and w.measured)
+                if v.measured and m:
+                    devs.append(abs(math.log(v.measured / m)))
+            load = r.get("loadavg_1min")
+            print(f"    {r['name']:6s} max_num_seqs {s}: {statistics.fmean(devs):.2f}"
+                  + (f"   load {load['mean']:.1f} (max {load['max']:.1f})" if load else ""))
+    for rank in (False, True):
+        by = {s: [_values(r, rank) for r in runs if r["max_num_seqs"] == s] for s in (4, 2)}
+        test = ("rank test on per-request samples where kept (latency p50s), intervals otherwise" if rank
+                else "stored 95 % intervals only (the store before samples)")
+        print(f"  -- {test}")
+        for depth in (1, 3, 5):
+            same: list[tuple[str, bool]] = []
+            hit: list[tuple[str, bool]] = []
+            miss_ok: list[tuple[str, bool]] = []
+            per_key: dict[str, list[str]] = {}
+            for s in (4, 2):
+                for tonight in range(len(by[s])):
+                    others = [n for i, n in enumerate(by[s]) if i != tonight]
+                    for history in itertools.combinations(others, depth):
+                        same += _judge(list(history), by[s][tonight])
+            for history in itertools.combinations(by[4], depth):
+                for tonight in by[2]:
+                    judged = _judge(list(history), tonight, affected, with_keys=True)
+                    for k, st, _b in judged:
+                        per_key.setdefault(k, []).append(st)
+                    hit += [(st, b) for _k, st, b in judged]
+                    miss_ok += _judge(list(history), tonight, unaffected)
+            if not same and not hit:
+                continue
+            label = ("vs 1 earlier night (no night-to-night spread yet)" if depth == 1 else
+                     f"vs {depth} earlier nights (previous baseline + the nights' own spread)")
+            print(f"    tonight {label}:")
+            print(f"      identical configuration, {len(same)} prediction-nights: drifted {_share(same, 'drifted')}"
+                  f" (goal <= 5%), uncertain {_share(same, 'uncertain')}; old rule (10% alone) {_old_rule(same)}")
+            print(f"      4 -> 2 at the {len(affected)} affected predictions, {len(hit)} prediction-nights: drifted "
+                  f"{_share(hit, 'drifted')} (goal >= 90%), uncertain {_share(hit, 'uncertain')}; "
+                  f"old rule {_old_rule(hit)}")
+            if unaffected:
+                print(f"      4 -> 2 at the {len(unaffected)} unaffected, {len(miss_ok)} prediction-nights: drifted "
+                      f"{_share(miss_ok, 'drifted')}, uncertain {_share(miss_ok, 'uncertain')}")
+            if rank and depth == 3:
+                for k in sorted(per_key):
+                    sts = per_key[k]
+                    print(f"        {k.split('::')[1]:28s} drifted {sum(x == 'drifted' for x in sts)}/{len(sts)}")
 
 
 def _p50_value(key: str, dimension: str, samples: np.ndarray) -> StoredValue:
@@ -216,12 +310,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="--roofline-out folders of runs of benchmarks/drift_cpu.yaml: rewrite the data file")
     p.add_argument("--k", type=int, default=200, help="resampled pairs per point and metric (default 200)")
     p.add_argument("--seed", type=int, default=21)
+    p.add_argument("--data", type=Path, nargs="+", default=[p for p in DATA_FILES if p.is_file()],
+                   help="the data files to read (default: both; --record writes the first)")
     args = p.parse_args(argv)
     if args.record:
-        record(args.record)
-    runs = json.loads(DATA.read_text())["runs"]
-    real_runs(runs)
-    resampled(runs, args.k, args.seed)
+        record(args.record, args.data[0])
+    for path in args.data:
+        runs = json.loads(path.read_text())["runs"]
+        real_runs(runs, str(path.relative_to(HERE.parent)) if path.is_relative_to(HERE.parent) else path.name)
+    resampled(json.loads(args.data[0].read_text())["runs"], args.k, args.seed)
     return 0
 
 

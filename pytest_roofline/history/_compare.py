@@ -11,7 +11,7 @@ import textwrap
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pytest_roofline.history._drift import distinguishable
+from pytest_roofline.history._drift import RANK_ALPHA, distinguishable, ranked_p
 from pytest_roofline.history._records import RunSummary, StoredValue, unify_keys
 from pytest_roofline.redact import printable
 from pytest_roofline.units import format_value
@@ -65,6 +65,9 @@ def _significance(va: StoredValue | None, vb: StoredValue | None) -> tuple[str, 
     if not (va.interval_method or vb.interval_method):
         return "no interval", None  # neither measurement kept an interval: the data cannot say
     apart, margin = distinguishable(vb, vb.measured, va, va.measured)
+    rank_p = ranked_p(vb, va)
+    if rank_p is not None:  # both runs kept their requests: drift's rank test decides, as it does for drift
+        apart = rank_p < RANK_ALPHA
     return ("significant" if apart else "noise"), (margin if math.isfinite(margin) else None)
 
 

@@ -14,7 +14,10 @@ distinguishable given their uncertainty. Each stored value keeps its 95 % confid
 :mod:`pytest_roofline.measure.stats.intervals`); the difference ``now − baseline`` is distinguishable from 0 when it
 exceeds ``√(h_now² + h_base²)``, with ``h`` each interval's half-width on the side facing the other value (the
 usual test of a difference of two independent estimates, at the intervals' level; asymmetric order-statistic
-intervals use their facing side). Once three or more earlier nights measured the value (whatever the baseline),
+intervals use their facing side). Where both values kept their per-request samples (a latency quantile at one
+point: :mod:`pytest_roofline.history._samples`), a two-sided Mann–Whitney rank test of the two samples at
+:data:`RANK_ALPHA` decides instead of the intervals (:func:`ranked_p`). Once three or more earlier nights
+measured the value (whatever the baseline),
 the change must also exceed the nights' own spread: a Student-t prediction interval for one more night from the
 latest :data:`SPREAD_RUNS` (or N) nights (:func:`_runs_spread`), which holds the run-to-run variation (an engine
 restart, a busy machine) that the within-run intervals miss; with fewer nights the drift line says so. A change
@@ -36,12 +39,13 @@ from pytest_roofline.errors import ToleranceError
 from pytest_roofline.format.spec import parse_drift_threshold
 from pytest_roofline.format.tolerance import Tolerance
 from pytest_roofline.history._records import RunSummary, SetupKey, StoredValue, unify_keys
+from pytest_roofline.history._samples import MIN_SAMPLES, mann_whitney_p
 from pytest_roofline.measure.stats.intervals import t_quantile
 from pytest_roofline.units import format_value
 
 __all__ = ["DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "Drift", "drift_for", "drift_counts",
            "parse_baseline", "pinned_run", "parse_share", "DEFAULT_MIN_COMPARED", "distinguishable", "COMPARED",
-           "compared_count"]
+           "compared_count", "ranked_p", "RANK_ALPHA"]
 
 DEFAULT_DRIFT = "10%"
 DEFAULT_BASELINE = "previous"
@@ -231,6 +235,20 @@ def distinguishable(now_v: StoredValue, now: float, base_v: StoredValue, base: f
     return abs(now - base) > margin, margin
 
 
+#: the rank test's level: two nights' samples differ when the two-sided Mann–Whitney p is below it (a 95 % test,
+#: like the intervals it replaces)
+RANK_ALPHA = 0.05
+
+
+def ranked_p(now_v: StoredValue, base_v: StoredValue) -> float | None:
+    """The Mann–Whitney p-value of two stored values' per-request samples
+    (:func:`~pytest_roofline.history._samples.mann_whitney_p`); None unless both kept :data:`MIN_SAMPLES` or more
+    (the stored intervals decide then)."""
+    if len(now_v.samples) < MIN_SAMPLES or len(base_v.samples) < MIN_SAMPLES:
+        return None
+    return mann_whitney_p(now_v.samples, base_v.samples)
+
+
 def _runs_spread(xs: Sequence[float], level: float = 0.95) -> float:
     """The half-width of a prediction interval for one more night from the earlier nights' values: Student's t
     (:func:`~pytest_roofline.measure.stats.intervals.t_quantile`, N − 1 degrees of freedom) × σ × √(1 + 1/N); 0
@@ -326,6 +344,9 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         moved = _pct(change) if change is not None else f"{_fmt(v, base)} → {_fmt(v, now)}"
         beyond = _beyond(tol, now, base)
         apart, margin = distinguishable(v, now, base_v, base)
+        rank_p = ranked_p(v, base_v)
+        if rank_p is not None:  # both nights kept their requests: their whole samples decide, not two intervals
+            apart = rank_p < RANK_ALPHA
         spread = _runs_spread(spread_xs)
         if spread > 0:
             apart = apart and abs(now - base) > spread
@@ -336,11 +357,14 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         if not beyond:
             verdict = f"within {tol_text}"
         elif apart:
-            verdict = f"beyond {tol_text}" + ("" if len(spread_xs) >= 3 else
+            verdict = f"beyond {tol_text}" + (f" (rank test p={rank_p:.2g})" if rank_p is not None else "") + (
+                "" if len(spread_xs) >= 3 else
                                               f" (night-to-night spread not known yet: {len(spread_xs)} earlier "
                                               "night(s), 3 needed; the within-run intervals alone)")
         else:
             noise = "an unbounded interval" if not math.isfinite(margin) else f"±{_fmt(v, margin)}"
+            if rank_p is not None:
+                noise += f"; rank test p={rank_p:.2g}"
             verdict = f"beyond {tol_text} but within the measurements' noise ({noise})"
         if changed:
             status = DriftStatus.PREDICTION_CHANGED

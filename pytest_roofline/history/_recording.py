@@ -14,6 +14,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from pytest_roofline.history._records import (
     clean_name,
     prediction_key,
 )
+from pytest_roofline.history._samples import point_samples
 from pytest_roofline.scoring import Verdict
 
 __all__ = ["setup_key", "spec_setup_key", "topology_suffix", "identity_file", "relative_file", "definition_hash",
@@ -213,6 +215,10 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
             at = {str(k): str(x) for k, x in (v.get("at") or {}).items()}
             key_of = prediction_key(rel, str(v.get("id") or ""), at)
             sv = stored_value(v, file=rel, drift_text=(drift_texts or {}).get(key_of, ""))
+            measured_in = results_for_file(results, str(v.get("file") or "")) if sv.mode == "measured" else None
+            if measured_in is not None and sv.measured is not None:
+                points = [str(p) for p in v.get("measured_points") or ()]
+                sv = replace(sv, samples=point_samples(measured_in, points, sv.quantity))
             values.append(sv)
             counts[sv.status] = counts.get(sv.status, 0) + 1
         own: list[Mapping[str, Any]] = []

@@ -125,14 +125,23 @@ class StoredValue:
     #: another hash means "the ink moved". "" marks a value stored under the old key scheme (file relative to
     #: pytest's rootdir), which :func:`unify_keys` matches to its current key on read
     definition_hash: str = ""
+    #: a latency quantile's per-request values at its point (SI, sorted; at most history._samples.SAMPLE_LIMIT,
+    #: evenly spaced order statistics of a larger point): what drift's rank test compares. () for a figure that is
+    #: not one request's (a throughput), a verdict over several points, or a run stored before samples were kept
+    samples: tuple[float, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["samples"] = list(self.samples)
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StoredValue:
         names = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in d.items() if k in names})
+        kw = {k: v for k, v in d.items() if k in names}
+        if "samples" in kw:
+            kw["samples"] = tuple(kw["samples"] or ())
+        return cls(**kw)
 
 
 @dataclass(frozen=True)

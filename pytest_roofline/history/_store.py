@@ -52,6 +52,7 @@ from pytest_roofline.history._records import (
     as_kind,
     prediction_key,
 )
+from pytest_roofline.history._samples import SAMPLE_LIMIT
 from pytest_roofline.redact import redact_data, redact_text, redact_url
 
 __all__ = ["DirectoryStore", "new_run_id", "read_run_dir", "record_files", "record_from_files", "INDEX_NAME"]
@@ -124,7 +125,8 @@ def _plan(names: tuple[str, ...]) -> tuple[tuple[tuple[int, str], ...], tuple[st
     return plan
 
 
-_NUMBER_FIELDS = frozenset(n for n, f in StoredValue.__dataclass_fields__.items() if "float" in str(f.type))
+_NUMBER_FIELDS = frozenset(n for n, f in StoredValue.__dataclass_fields__.items()
+                           if "float" in str(f.type) and "tuple" not in str(f.type))
 _TEXT_FIELDS = frozenset(n for n, f in StoredValue.__dataclass_fields__.items() if str(f.type) == "str")
 
 
@@ -140,6 +142,10 @@ def _check_value(d: Mapping[str, Any]) -> None:
         x = d.get(n)
         if x is not None and not isinstance(x, str):
             raise ValueError(f"value {d.get('prediction_id')!r}: {n} is {type(x).__name__}, not a text")
+    samples = d.get("samples")
+    if samples is not None and (not isinstance(samples, (list, tuple)) or len(samples) > SAMPLE_LIMIT
+                                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in samples)):
+        raise ValueError(f"value {d.get('prediction_id')!r}: samples is not a list of at most {SAMPLE_LIMIT} numbers")
     at = d.get("at")
     if at is not None and (not isinstance(at, dict)
                            or not all(isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in at.items())):
@@ -173,6 +179,7 @@ def _decode_values(obj: Any) -> tuple[StoredValue, ...]:
             d = v.__dict__
             d.update(zip(names, row))
             _check_value(d)
+            d["samples"] = tuple(d["samples"] or ())
             if d["key"] is None:
                 d["key"] = key_of(d["file"], d["prediction_id"], d["at"])
             out.append(v)
@@ -184,6 +191,8 @@ def _decode_values(obj: Any) -> tuple[StoredValue, ...]:
             raise ValueError("a value row is not a list")
         d = {n: row[i] for i, n in known}
         _check_value(d)
+        if d.get("samples") is not None:
+            d["samples"] = tuple(d["samples"])
         out.append(StoredValue(**{**_VALUE_DEFAULTS, **{k: x for k, x in d.items() if x is not None},
                                   "key": d.get("key") or key_of(str(d.get("file") or ""),
                                                                 str(d.get("prediction_id") or ""),
