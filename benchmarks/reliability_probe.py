@@ -818,9 +818,13 @@ def sqlite_locked(d: Path) -> tuple[bool, str]:
 @case("9.24-compare-hostile", "NOTE")
 def compare_hostile(d: Path) -> tuple[bool, str]:
     hist = d / "hist"
-    night(d, f"--roofline-history={hist}", "--roofline-history-label", "a\x1b[2J\x1b]0;owned\x07b")
-    night(d, f"--roofline-history={hist}", "--roofline-history-label", "c\x1b[31mred")
+    nights = [night(d, f"--roofline-history={hist}", "--roofline-history-label", label)
+              for label in ("a\x1b[2J\x1b]0;owned\x07b", "c\x1b[31mred")]
     ids = [json.loads(x)["run_id"] for x in (hist / "index.jsonl").read_text().splitlines()]
+    if len(ids) < 2:
+        lost = any(rc == 0 for rc, _, _ in nights)
+        tails = " | ".join(out.strip().splitlines()[-1][:150] for _, out, _ in nights if out.strip())
+        return ("LOST-DATA" if lost else False), f"{len(ids)} of 2 runs stored, rc {[n[0] for n in nights]}: {tails}"
     rc, out, _ = cli(d, "compare", ids[0], ids[1], "--store", str(hist))
     esc = out.count("\x1b")
     return rc == 0 and esc == 0, f"compare rc={rc}, ESC bytes in output: {esc} (was 6)"
