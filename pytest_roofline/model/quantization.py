@@ -273,6 +273,8 @@ def from_hf_quantization_config(cfg: Mapping[str, Any], source: str = "config.js
       lm_head}``; fp16 scales per group, packed zero points only when asymmetric (as vLLM holds them).
     * FP8 (vLLM's fp8 method): ``{quant_method: fp8, activation_scheme: dynamic|static, ignored_layers,
       weight_block_size}``; one fp32 scale per tensor, or per ``weight_block_size`` tile.
+    * FBGEMM FP8 (Meta's Llama-3.1 FP8 releases): ``{quant_method: fbgemm_fp8, activation_scale_ub,
+      modules_to_not_convert}``; one fp32 scale per output row, the listed linears unquantized.
     * compressed-tensors (llm-compressor; RedHatAI/neuralmagic checkpoints): ``config_groups`` whose
       ``weights: {num_bits, type: int|float, strategy: tensor|channel|group|block, group_size, symmetric}`` and
       ``input_activations`` (None for weight-only), and ``ignore: [lm_head]``; bf16/fp16 scales as stored.
@@ -315,6 +317,15 @@ def from_hf_quantization_config(cfg: Mapping[str, Any], source: str = "config.js
         return QuantScheme(QuantMethod.FP8, 8, "float", ScaleGranularity.TENSOR, None, scale_bytes=4.0,
                            activations_quantized=True, static_activation_scale=static,
                            not_converted=_names(cfg.get("ignored_layers"), "ignored_layers"), source=src)
+    if method == "fbgemm-fp8":
+        # vLLM's FBGEMMFp8Config (vllm/model_executor/layers/quantization/fbgemm_fp8.py): every LinearBase not in
+        # modules_to_not_convert holds an fp8 weight and one fp32 scale per output row (ChannelQuantScaleParameter);
+        # activations are quantized per token on the fly (activation_scale_ub is a bound, not a stored scale); the
+        # skipped linears stay unquantized at the model dtype; embeddings and lm_head are not LinearBase
+        return QuantScheme(QuantMethod.FP8, 8, "float", ScaleGranularity.CHANNEL, None, scale_bytes=4.0,
+                           activations_quantized=True,
+                           not_converted=_names(cfg.get("modules_to_not_convert"), "modules_to_not_convert"),
+                           source=src)
     if method == "compressed-tensors":
         return _compressed_tensors(cfg, src)
     if method == "bitsandbytes":

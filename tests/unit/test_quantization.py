@@ -324,3 +324,22 @@ def test_quantized_kv_capacity_matches_the_published_vllm_runs(quant, published_
     blocks = kv_accounting(s).num_blocks
     assert blocks == (KAITCHUP_BUDGET - expected_w) // 2_097_152
     assert blocks == pytest.approx(published_blocks, rel=0.01)  # within 0.6% of every published count
+
+
+#: Meta's FP8 release of Llama-3.1 (fbgemm_fp8): FP8 on the feed-forward linears only, none in self-attention and
+#: none in the first and last layers (arXiv 2407.21783 section 6.2), written here as patterns over 32 layers
+FBGEMM_FP8 = {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0,
+              "modules_to_not_convert": [r"re:model\.layers\.\d+\.self_attn\..*", r"re:model\.layers\.(0|31)\.mlp\..*"]}
+
+
+def test_fbgemm_fp8_quantizes_only_the_listed_linears_with_per_row_scales(llama8b):
+    s = q.from_hf_quantization_config(FBGEMM_FP8)
+    assert (s.method, s.weight_dtype, s.granularity, s.activations_quantized) == (
+        q.QuantMethod.FP8, "fp8", q.ScaleGranularity.CHANNEL, True)
+    # quantized: 30 MLPs × 3 × 14,336 × 4,096 = 5,284,823,040 weights × 1 B, plus one fp32 scale per output row:
+    # (14,336 + 14,336 + 4,096) × 30 × 4 B = 3,932,160 B.  The rest, 8,030,261,248 - 5,284,823,040 = 2,745,438,208
+    # parameters (attention, two MLPs, embeddings, lm_head, norms), at bf16: 5,490,876,416 B
+    assert q.quantized_linear_param_count(s, llama8b) == 5_284_823_040
+    assert q.weight_bytes(s, llama8b, "bf16") == 5_284_823_040 + 3_932_160 + 5_490_876_416
+    # vLLM's --quantization fbgemm_fp8 (or fp8, the same method family) reads the same block
+    assert q.from_vllm_name("fbgemm_fp8", FBGEMM_FP8) == s
