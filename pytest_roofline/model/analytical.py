@@ -560,7 +560,9 @@ def estimate_activation_bytes(*, hidden_size: int, intermediate_size: int, vocab
                               max_num_batched_tokens: int, max_num_seqs: int, dtype_bytes: float = 2,
                               num_attention_heads: int | None = None, num_kv_heads: int | None = None,
                               head_dim: int | None = None,
-                              sampler_bytes_per_logit: float = SAMPLER_BYTES_PER_LOGIT) -> int:
+                              sampler_bytes_per_logit: float = SAMPLER_BYTES_PER_LOGIT,
+                              moe_intermediate_size: int = 0, experts_per_token: int = 0,
+                              moe_quantized_input_bytes: float = 0.0) -> int:
     """Estimate the torch peak increase of vLLM's profile run (the ``activation`` term of the KV budget).
 
     Basis (vLLM 0.10-0.26 vllm/utils/mem_utils.py ``memory_profiling``:
@@ -576,6 +578,14 @@ def estimate_activation_bytes(*, hidden_size: int, intermediate_size: int, vocab
     * sampler peak = ``max_num_seqs x vocab_size x sampler_bytes_per_logit`` (see
       :data:`SAMPLER_BYTES_PER_LOGIT`).  With a 150k vocabulary this term dominates.
 
+    * MoE layers (``moe_intermediate_size`` = one rank's slice ``I``, ``experts_per_token`` = top-k ``k``): vLLM's
+      Triton ``fused_experts_impl`` (vllm/model_executor/layers/fused_moe/fused_moe.py, vLLM main at commit
+      000d1458, the 0.9 series) holds, per token of the chunk (``VLLM_FUSED_MOE_CHUNK_SIZE``, 32K or more, so the
+      whole profile batch), one buffer shared by the gate/up output and the down output, ``k x max(2I, h)``
+      elements ("cache13"), the activated product ``k x I`` ("intermediate_cache2"), and under W8A8 the quantized
+      copies of the layer input and of that product, ``(h + k x I) x moe_quantized_input_bytes``.  With the
+      residual and the layer input this is one more candidate for the per-layer peak.
+
     Qwen3-8B with vLLM 0.26's A100 defaults (2,048 tokens, 256 seqs): 0.18 GB + 0.86 GB = 1.04 GB.
     Allocator rounding, torch.compile buffers and attention workspaces are not modelled.
     """
@@ -589,6 +599,11 @@ def estimate_activation_bytes(*, hidden_size: int, intermediate_size: int, vocab
         attn_elems = 2 * hidden_size + (num_attention_heads + 2 * n_kv) * head_dim + num_attention_heads * head_dim
         per_token_elems = max(per_token_elems, attn_elems)
     forward_peak = max_num_batched_tokens * dtype_bytes * per_token_elems
+    if moe_intermediate_size > 0 and experts_per_token > 0:
+        k, i = experts_per_token, moe_intermediate_size
+        moe_bytes = (dtype_bytes * (2 * hidden_size + k * (max(2 * i, hidden_size) + i))
+                     + moe_quantized_input_bytes * (hidden_size + k * i))
+        forward_peak = max(forward_peak, max_num_batched_tokens * moe_bytes)
     sampler_peak = max_num_seqs * vocab_size * sampler_bytes_per_logit
     return int(math.ceil(forward_peak + sampler_peak))
 

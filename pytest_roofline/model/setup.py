@@ -679,7 +679,12 @@ def kv_accounting(setup: Setup) -> an.KVAccounting:
             hidden_size=setup.model.hidden_size,
             intermediate_size=max(1, (setup.model.intermediate_size or 1) // tp),
             vocab_size=setup.model.vocab_size, max_num_batched_tokens=setup.max_num_batched_tokens,
-            max_num_seqs=setup.max_num_seqs)
+            max_num_seqs=setup.max_num_seqs,
+            # MoE layers: the fused-experts workspace of one rank's expert slice (fp8 input copies under W8A8)
+            moe_intermediate_size=(setup.model.moe_intermediate_size // tp if setup.model.is_moe else 0),
+            experts_per_token=(setup.model.num_experts_per_tok if setup.model.is_moe else 0),
+            moe_quantized_input_bytes=(1.0 if setup.quantization is not None
+                                       and setup.quantization.activations_quantized else 0.0))
     non_torch = setup.non_torch_bytes
     if non_torch is None:
         # TP > 1: NCCL / custom all-reduce buffers and, on NVSwitch parts, NCCL's NVLS buffers per rank

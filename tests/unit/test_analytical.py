@@ -634,3 +634,20 @@ def test_results_are_frozen():
     step = an.decode_step(1, **LESSON)
     with pytest.raises(AttributeError):
         step.batch = 2  # type: ignore[misc]
+
+
+def test_moe_profile_peak_is_the_fused_experts_workspace():
+    # Qwen3-235B-A22B at TP 4 (h 4096, one rank's expert slice I = 1536 / 4 = 384, top-8), FP8 W8A8, 8,192 tokens.
+    # Per token: bf16 residual + input 2 x 4096, shared gate-up/down buffer 8 x max(768, 4096) = 32,768, activated
+    # product 8 x 384 = 3,072 -> 44,032 elements x 2 B = 88,064 B; fp8 copies (4,096 + 3,072) x 1 B = 7,168 B.
+    # 95,232 B x 8,192 = 780,140,544 B, above the dense MLP term (2 x 4096 + 3 x 3072 = 17,408 x 2 x 8,192
+    # = 285,212,672 B).  Sampler: 1,024 x 151,936 x 22 B = 3,422,814,208 B.
+    common = dict(hidden_size=4096, intermediate_size=3072, vocab_size=151936, max_num_batched_tokens=8192,
+                  max_num_seqs=1024)
+    est = an.estimate_activation_bytes(**common, moe_intermediate_size=384, experts_per_token=8,
+                                       moe_quantized_input_bytes=1.0)
+    assert est == 780_140_544 + 3_422_814_208
+    # without the MoE shape the dense term is all there is; without W8A8 the fp8 copies go
+    assert an.estimate_activation_bytes(**common) == 285_212_672 + 3_422_814_208
+    assert an.estimate_activation_bytes(**common, moe_intermediate_size=384, experts_per_token=8) == (
+        88_064 * 8192 + 3_422_814_208)
