@@ -184,12 +184,25 @@ def test_warmup_excluded():
 
 def test_usage_mismatch_reported():
     with server() as srv:
-        srv.faults = {3: Fault(usage_delta=-1), 8: Fault(usage_delta=+2)}
+        srv.faults = {3: Fault(usage_delta=-1), 8: Fault(usage_delta=-2)}
         res = run_load(srv.url, spec())
     c = summarize(res)
     assert c["token_count_mismatches"] == 2
     assert c["completed"] == 12
     assert res.records[3].completion_tokens == 3
+
+
+def test_usage_above_max_tokens_fails_its_request():
+    """Issue 23, review case 9.72: a usage that claims more completion tokens than max_tokens (the stub's 4
+    streamed, 40 claimed) gave a measured throughput PASS on the claimed tokens; no server generates more than
+    max_tokens, so the request fails, naming both counts."""
+    with server() as srv:
+        srv.faults = {4: Fault(usage_delta=+36)}
+        res = run_load(srv.url, spec())
+    bad = res.records[4]
+    assert not bad.ok and bad.completion_tokens == 40
+    assert "reports 40 completion tokens for max_tokens 4" in (bad.error or "")
+    assert sum(1 for r in res.records if not r.ok) == 1
 
 
 def test_server_errors_count_as_failed():
@@ -285,11 +298,11 @@ def test_framing_split_across_segments_extensions_and_trailers(fragment, compact
     # fragment: every write split over three TCP segments (partial chunk-size lines and events);
     # compact=False: JSON with spaces, which bypasses the parser's fast path for token chunks
     with server(fragment=fragment, compact=compact) as srv:
-        srv.faults = {2: Fault(usage_delta=1)}
+        srv.faults = {2: Fault(usage_delta=-1)}
         res = run_load(srv.url, spec(num_requests=6, output_len=5))
     assert all(r.ok for r in res.records), [r.error for r in res.records]
     assert all(len(r.chunk_times_s) == 5 for r in res.records)
-    assert [r.completion_tokens for r in res.records] == [5, 5, 6, 5, 5, 5]
+    assert [r.completion_tokens for r in res.records] == [5, 5, 4, 5, 5, 5]
     assert summarize(res)["token_count_mismatches"] == 1
 
 

@@ -589,6 +589,11 @@ class EventLoop:
                     ok, error = False, "no token chunk received"
                 elif not stream.done:
                     ok, error = False, "stream ended without data: [DONE]"
+                elif rec.completion_tokens is not None and rec.completion_tokens > rec.output_len:
+                    # a server never generates more than max_tokens: its count cannot be trusted, and the
+                    # throughput would be taken from it (review case 9.72: usage 10x the tokens streamed passed)
+                    ok, error = False, (f"the server's usage reports {rec.completion_tokens} completion tokens for "
+                                        f"max_tokens {rec.output_len}: more than it may generate")
         elif ok:
             ok, error = False, "empty response"
         if req.discarded:  # cancelled at an adaptive stop: neither a measurement nor a failure
