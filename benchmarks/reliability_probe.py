@@ -1479,6 +1479,16 @@ def _verdict(rc: int, out: str, t: float, passed: list[str], bound_s: float, all
     return True, what
 
 
+def _worse(a: bool | str, b: bool | str) -> bool | str:
+    """The worse of two sub-results (True: OK; False: the case's own class, ranked as NOTE; a class by CLASSES)."""
+    def rank(x: bool | str) -> int:
+        return len(CLASSES) if x is True else CLASSES.index("NOTE") if x is False else CLASSES.index(x)
+    return a if rank(a) <= rank(b) else b
+
+
+CLIENT_SIDE = ("littles-c2", "tput-c1", "ttft-c1")  # measured by the client: a PASS needs no server-side figure
+
+
 def _make_cert(d: Path, name: str, *, hosts: tuple[str, ...] = ("localhost",), ip: str = "127.0.0.1",
                expired: bool = False) -> tuple[Path, Path]:
     import datetime
@@ -1532,8 +1542,9 @@ def tls_cases(d: Path) -> tuple[bool | str, str]:
             v = v is True and rc == 0 and bool(passed)
         elif v is True and (rc == 0 or want not in out or t > 20):
             v = False
-        notes.append(f"{name}: {what}" + (f", names '{want}': {want in out}" if want else ""))
-        worst = worst if v is True else v
+        notes.append(f"{name}: {what}" + (f", names '{want}': {want in out}" if want else "")
+                     + ("" if v is True else f" [{v or 'NOT OK'}]"))
+        worst = _worse(worst, v)
     # 9.64 a server that accepts TCP and never answers the handshake; 9.65 https:// to plain HTTP
     with socket.socket() as lst:
         lst.bind(("127.0.0.1", 0))
@@ -1543,14 +1554,14 @@ def tls_cases(d: Path) -> tuple[bool | str, str]:
         rc, out, t, passed = live(sub, f"https://127.0.0.1:{lst.getsockname()[1]}")
         v, what = _verdict(rc, out, t, passed, 60)
         notes.append(f"tls-stall: {what}")
-        worst = worst if v is True and rc != 0 else (v if v is not True else False)
+        worst = _worse(worst, v if v is not True or rc != 0 else False)
     with StubServer(model="roofline-tiny", max_model_len=1024) as s:
         sub = d / "plain"
         sub.mkdir()
         rc, out, t, passed = live(sub, s.url.replace("http://", "https://"))
         v, what = _verdict(rc, out, t, passed, 60)
         notes.append(f"https-to-http: {what}")
-        worst = worst if v is True and rc != 0 else (v if v is not True else False)
+        worst = _worse(worst, v if v is not True or rc != 0 else False)
     return worst, "; ".join(notes)
 
 
@@ -1608,7 +1619,7 @@ def streams(d: Path) -> tuple[bool | str, str]:
             rc, out, t, passed = live(sub, s.url)
         v, what = _verdict(rc, out, t, passed, 120)
         notes.append(f"{name}: {what}")
-        worst = worst if v is True else v
+        worst = _worse(worst, v)
     return worst, "; ".join(notes)
 
 
@@ -1625,17 +1636,17 @@ def redirects(d: Path) -> tuple[bool | str, str]:
                                       extra=["--endpoint-key-env", "PROBE_KEY"])
             followed = len(target.requests)
             keyed = sum(1 for q in target.requests if "REDIRECT-SECRET" in q.auth)
-        v, what = _verdict(rc, out, t, passed, 120, allowed=("littles-c2",) if path == "/metrics" else ())
+        v, what = _verdict(rc, out, t, passed, 120, allowed=CLIENT_SIDE if path == "/metrics" else ())
         if keyed:
             v = "LEAK"
         notes.append(f"307 on {path}: {what}; target got {followed} request(s), {keyed} with the key")
-        worst = worst if v is True else v
+        worst = _worse(worst, v)
     return worst, "; ".join(notes)
 
 
 @case("9.76-9.79b-9.79e-9.79f-metrics-and-replicas", "FALSE-PASS")
 def metrics_cases(d: Path) -> tuple[bool | str, str]:
-    big = METRICS + "".join(f'extra_gauge{{i="{i}"}} {i}\n' for i in range(2_000_000))
+    big = METRICS + "".join(f'extra_gauge{{i="{i}"}} {i}\n' for i in range(1_600_000))  # ~50 MB
     calls = [0]
 
     def then_garbage(q: Request) -> str:
@@ -1647,16 +1658,16 @@ def metrics_cases(d: Path) -> tuple[bool | str, str]:
     sub.mkdir()
     with StubServer(model="roofline-tiny", max_model_len=1024, metrics=big) as s:
         rc, out, t, passed = live(sub, s.url)
-    v, what = _verdict(rc, out, t, passed, 200, allowed=("littles-c2", "preempt-c2"))
+    v, what = _verdict(rc, out, t, passed, 200, allowed=(*CLIENT_SIDE, "preempt-c2"))  # the figures are valid
     notes.append(f"9.76 /metrics {len(big) / 1e6:.0f} MB: {what}")
-    worst = worst if v is True else v
+    worst = _worse(worst, v)
     sub = d / "garbage"
     sub.mkdir()
     with StubServer(model="roofline-tiny", max_model_len=1024, metrics=then_garbage) as s:
         rc, out, t, passed = live(sub, s.url)
-    v, what = _verdict(rc, out, t, passed, 120, allowed=("littles-c2",))
+    v, what = _verdict(rc, out, t, passed, 120, allowed=CLIENT_SIDE)
     notes.append(f"9.79b /metrics fine then garbage: {what}")
-    worst = worst if v is True else v
+    worst = _worse(worst, v)
     import socket
 
     with socket.socket() as free:
@@ -1671,7 +1682,7 @@ def metrics_cases(d: Path) -> tuple[bool | str, str]:
             rc, out, t, passed = live(sub, a.url, engine_extra=f", replicas: 2, replica_metrics: [{a.url}, {url_b}]")
         v, what = _verdict(rc, out, t, passed, 120)
         notes.append(f"{name} replica: {what}")
-        worst = worst if v is True else v
+        worst = _worse(worst, v)
     return worst, "; ".join(notes)
 
 
@@ -1694,7 +1705,7 @@ def sweeps_faulty(d: Path) -> tuple[bool | str, str]:
         if v is True and rc == 0:
             v = False
         notes.append(f"{name}: {what}")
-        worst = worst if v is True else v
+        worst = _worse(worst, v)
     return worst, "; ".join(notes)
 
 
@@ -1760,7 +1771,7 @@ def pg_more(d: Path) -> tuple[bool | str, str]:
         ok18 = rp != 0 and rh != 0 and rc != 0 and clean(op + oh + oc) and not leaked and tp < 60
         notes.append(f"9.18 wrong password: pytest rc={rp} in {tp:.1f} s, history rc={rh}, compare rc={rc}, "
                      f"printed: {leaked}")
-        worst = "LEAK" if leaked else (worst if ok18 else "NOTE")
+        worst = _worse(worst, "LEAK" if leaked else (True if ok18 else "NOTE"))
         sub = d / "outputs"
         sub.mkdir()
         v, what = _secrets_run(sub, good, "PGPASS-SECRET-91")
@@ -1769,7 +1780,7 @@ def pg_more(d: Path) -> tuple[bool | str, str]:
         if "PGPASS-SECRET-91" in oc:
             v = "LEAK"
         notes.append(f"9.21/9.92 PostgreSQL store: {what}; compare rc={rc}")
-        worst = worst if v is True else v
+        worst = _worse(worst, v)
     return worst, "; ".join(notes)
 
 
