@@ -430,8 +430,17 @@ def corpus_report(write_bands: bool) -> None:
                     got.setdefault((src, reg.metric), []).append(b.lo <= ratio <= b.hi)
         return got
 
-    inside = loso(True)
+    inside_fixed = loso(True)
     inside_within = loso(False)
+    # the between-source term's scale chosen on the other sources alone (nested leave-one-source-out): the coverage
+    # stated; and the scale chosen on every source, for the committed bands
+    # chosen per metric and device class (model/bands.py choose_between_scale)
+    plain = [(g, x, s) for g, x, s, _ in samples]
+    inside: dict[tuple[str, str], list[bool]] = {}
+    nested, chosen = bands.nested_loso_inside(plain)
+    for src_, reg_, ok_ in nested:
+        inside.setdefault((src_, reg_.metric), []).append(ok_)
+    scale_all = bands.choose_between_scale(plain)
     print("\n## The public accuracy corpus (issue 22)\n")
     print("Sources: `lambda` = LambdaLabsML/vllm-benchmark (vLLM 0.5.4 V0, Llama-3-8B bf16, A100-80GB-SXM and "
           "H100-80GB-SXM, TP 1/2/4, ShareGPT, all N requests at t = 0; benchmarks/data/corpus/); `day3` = the "
@@ -473,17 +482,29 @@ def corpus_report(write_bands: bool) -> None:
         xs = [x for (src, m), v in got.items() if m == metric and (src in cpu_sources) == cpu for x in v]
         return f"{100 * sum(xs) / len(xs):.0f}% ({len(xs)})" if xs else "n/a"
 
-    print("\nLOSO coverage by metric (nominal 80% +/- 5): the band from the scatter within sources alone, and "
-          "widened by the spread between sources (model/bands.py):\n")
-    print("| device class | metric | within sources only | + between-source spread |")
-    print("|---|---|---|---|")
+    print("\nLOSO coverage by metric (nominal 80% +/- 5): the band from the scatter within sources alone; widened by "
+          "the spread between sources at the 80% quantile (scale 1); and at the scale chosen on the other sources "
+          "alone (nested LOSO, model/bands.py choose_between_scale):\n")
+    print("| device class | metric | within sources only | + between-source spread (scale 1) | nested scale |")
+    print("|---|---|---|---|---|")
     for cpu in (False, True):
         for m, label in BAND_METRICS:
             cls = "CPU engine" if cpu else "GPU"
-            print(f"| {cls} | {label} | {cov(inside_within, m, cpu)} | {cov(inside, m, cpu)} |")
+            print(f"| {cls} | {label} | {cov(inside_within, m, cpu)} | {cov(inside_fixed, m, cpu)} | "
+                  f"{cov(inside, m, cpu)} |")
     allw = [x for v in inside_within.values() for x in v]
+    allf = [x for v in inside_fixed.values() for x in v]
     print(f"| all | all | {100 * sum(allw) / max(1, len(allw)):.0f}% ({len(allw)}) | "
+          f"{100 * sum(allf) / max(1, len(allf)):.0f}% ({len(allf)}) | "
           f"{100 * sum(allcov) / max(1, len(allcov)):.0f}% ({len(allcov)}) |")
+    print("\nScale of the between-source term (x the 80% quantile), chosen on the other sources for each held-out "
+          "source, and on every source for the committed bands:\n")
+    keys = sorted(scale_all)
+    print("| held out | " + " | ".join(keys) + " |")
+    print("|---|" + "---|" * len(keys))
+    for src_, picked in sorted(chosen.items()):
+        print(f"| {src_} | " + " | ".join(f"{picked.get(k, 1.0):g}" for k in keys) + " |")
+    print("| (committed: none held out) | " + " | ".join(f"{scale_all[k]:g}" for k in keys) + " |")
     # TP subsets of the lambda runs
     print("\n| lambda subset | metric | (b) defaults | (c) calibrated |")
     print("|---|---|---|---|")
@@ -507,7 +528,16 @@ def corpus_report(write_bands: bool) -> None:
             v, n = mape_of(rs, "b", m)
             cells.append(f"{pct(v)} ({n})")
         print(f"| {name} | " + " | ".join(cells) + " |")
-    full = bands.derive_bands([(g, x, s) for g, x, s, _ in samples])
+    full = bands.derive_bands(plain, between_scale=scale_all)
+    # typical width of the committed bands: hi / lo of each regime's band, by metric and device class
+    print("\nWidth of the committed bands (hi / lo of measured / model; x/÷ sqrt of it around the centre):\n")
+    for pkey in keys:
+        metric_, _, cls_ = pkey.split("|")
+        widths = sorted(b.hi / b.lo for k, b in full.items() if b.lo > 0 and k.startswith(metric_ + "|")
+                        and k.split("|")[1] != "*" and (k.split("|")[-1] == "cpu") == (cls_ == "cpu"))
+        if widths:
+            print(f"- {pkey}: median {widths[len(widths) // 2]:.2f}, range {widths[0]:.2f}-{widths[-1]:.2f} "
+                  f"({len(widths)} regimes)")
     # the roofline as a ceiling: the decode step's share, roofline TPOT / measured TPOT p50, at low load on GPUs (a
     # burst's throughput is set by its longest request, not by the step: TPOT is the per-step figure)
     frac = []
@@ -539,7 +569,8 @@ def corpus_report(write_bands: bool) -> None:
     if write_bands:
         path = ROOT / "pytest_roofline" / "model" / "data" / "bands.json"
         doc = {"written_by": "benchmarks/model_accuracy.py --corpus --write-bands",
-               "nominal_coverage": bands.NOMINAL_COVERAGE, "sources": sources,
+               "nominal_coverage": bands.NOMINAL_COVERAGE, "between_scale": dict(sorted(scale_all.items())),
+               "sources": sources,
                "bands": bands.bands_to_json(full)}
         path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
         print(f"\nwrote {path.relative_to(ROOT)} ({len(full)} bands)")

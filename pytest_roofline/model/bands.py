@@ -21,6 +21,13 @@ two variance components add, as in a random-effects model.  A metric measured by
 source's bias: it borrows the between-source spread of the metric the same mechanism sets (TPOT and throughput: the
 decode step; :data:`DECODE_SIBLING`), else the largest of its device class's other metrics (no device class lends to
 the other); with one source in the whole class the band is unchanged.
+
+How far to widen is itself chosen on data it is not judged on (:func:`choose_between_scale`): the ``z * sd_between``
+term is multiplied by the smallest ``between_scale`` of :data:`BETWEEN_SCALES` whose leave-one-source-out coverage
+(:func:`loso_inside`) over the sources at hand reaches the nominal rate, for each metric and device class.  The
+committed bands use the scale chosen on every source (capped at the last of :data:`BETWEEN_SCALES` where none
+reaches it); the coverage the project states is *nested*: each held-out source is judged by bands whose scale was
+chosen on the other sources alone (:func:`nested_loso_inside`), never on the held-out source itself.
 """
 
 from __future__ import annotations
@@ -36,7 +43,8 @@ from typing import Literal
 
 __all__ = ["Band", "BAND_METRICS", "ROOFLINE_CEILINGS", "ROOFLINE_FRACTION_KEY", "roofline_fraction_band",
            "NOMINAL_COVERAGE", "MIN_POINTS", "Regime", "regime_of", "band_for", "derive_bands", "load_bands",
-           "ratio_quantile", "between_source_log_sd"]
+           "ratio_quantile", "between_source_log_sd", "BETWEEN_SCALES", "loso_inside", "choose_between_scale",
+           "nested_loso_inside"]
 
 #: the PointPrediction metrics that carry a band
 BAND_METRICS: tuple[str, ...] = ("output_throughput_tok_per_s", "tpot_p50_ms", "ttft_p50_ms")
@@ -51,6 +59,9 @@ NOMINAL_COVERAGE = 0.80
 MIN_POINTS = 5
 #: metrics set by the same mechanism (the decode step), whose between-source spread a one-source metric borrows
 DECODE_SIBLING = {"tpot_p50_ms": "output_throughput_tok_per_s", "output_throughput_tok_per_s": "tpot_p50_ms"}
+#: the multipliers of the between-source term tried, smallest first (1: the random-effects 80% quantile alone); the
+#: largest is a cap, so that a source unlike every other cannot make every band useless
+BETWEEN_SCALES: tuple[float, ...] = tuple(round(1.0 + 0.1 * i, 1) for i in range(21))
 #: the load classes' boundary, in mean running sequences
 LOW_LOAD_MAX_BATCH = 16.0
 
@@ -136,20 +147,22 @@ def between_source_log_sd(ratios: Sequence[tuple[float, str]]) -> float:
     return stdev(medians) if len(medians) >= 2 else 0.0
 
 
-def _widened(b: Band, sd_between: float) -> Band:
+def _widened(b: Band, sd_between: float, between_scale: float = 1.0) -> Band:
     """``b`` with the between-source spread added in quadrature to its log half-width, around its log centre."""
     if sd_between <= 0 or not (b.lo > 0 and b.hi > 0):
         return b
-    z = NormalDist().inv_cdf(0.5 + NOMINAL_COVERAGE / 2)
+    z = NormalDist().inv_cdf(0.5 + NOMINAL_COVERAGE / 2) * between_scale
     centre, half = (math.log(b.lo) + math.log(b.hi)) / 2, (math.log(b.hi) - math.log(b.lo)) / 2
     half = math.hypot(half, z * sd_between)
     return Band(math.exp(centre - half), math.exp(centre + half), b.n, b.sources, b.pooled, sd_between)
 
 
-def derive_bands(samples: Sequence[tuple[Regime, float, str]], *, between_sources: bool = True) -> dict[str, Band]:
+def derive_bands(samples: Sequence[tuple[Regime, float, str]], *, between_sources: bool = True,
+                 between_scale: float | Mapping[str, float] = 1.0) -> dict[str, Band]:
     """Bands from ``(regime, measured / model, source)`` samples: one per regime with data, plus a pooled one per
     metric and device class (``Regime.pooled_key``); with ``between_sources`` each is widened by its metric and
-    device class's spread between sources (the module's docstring)."""
+    device class's spread between sources, ``between_scale`` times the nominal quantile (one number, or one per
+    pooled key ``metric|*|gpu``, 1 where a key is missing; the module's docstring)."""
     by_metric: dict[str, list[tuple[float, str]]] = {}
     by_regime: dict[str, list[tuple[float, str]]] = {}
     for reg, ratio, src in samples:
@@ -182,8 +195,70 @@ def derive_bands(samples: Sequence[tuple[Regime, float, str]], *, between_source
         for key, b in list(out.items()):
             parts = key.split("|")  # a regime's metric|load|tp|engine, or a pool's metric|*|gpu or cpu
             pkey = key if parts[1] == "*" else f"{parts[0]}|*|{'cpu' if parts[3] == 'cpu' else 'gpu'}"
-            out[key] = _widened(b, sd.get(pkey, 0.0))
+            k = between_scale if isinstance(between_scale, (int, float)) else between_scale.get(pkey, 1.0)
+            out[key] = _widened(b, sd.get(pkey, 0.0), float(k))
     return out
+
+
+def loso_inside(samples: Sequence[tuple[Regime, float, str]], *, between_sources: bool = True,
+                between_scale: float | Mapping[str, float] = 1.0) -> list[tuple[str, Regime, bool]]:
+    """Leave one source out: ``(source, regime, inside)`` for every sample that the bands derived from the other
+    sources give a band (a regime with no band there is left out)."""
+    out: list[tuple[str, Regime, bool]] = []
+    for src in sorted({s for _, _, s in samples}):
+        derived = derive_bands([x for x in samples if x[2] != src], between_sources=between_sources,
+                               between_scale=between_scale)
+        for reg, ratio, s in samples:
+            if s == src:
+                b = band_for(reg, derived)
+                if b is not None:
+                    out.append((s, reg, b.lo <= ratio <= b.hi))
+    return out
+
+
+def choose_between_scale(samples: Sequence[tuple[Regime, float, str]],
+                         scales: Sequence[float] = BETWEEN_SCALES) -> dict[str, float]:
+    """Per metric and device class (``Regime.pooled_key``): the smallest of ``scales`` whose leave-one-source-out
+    coverage of that metric's samples reaches :data:`NOMINAL_COVERAGE`; the largest when none does (then its bands
+    are knowingly short of it).  A metric's coverage depends on its own scale only (a one-source metric borrows its
+    sibling's *spread*, not its scale), so each is chosen alone; one scale for all would let a metric whose sources
+    disagree (TTFT) be widened to cover another's bias."""
+    keys = sorted({reg.pooled_key for reg, _, _ in samples})
+    out: dict[str, float] = {}
+    pending = set(keys)
+    for k in scales:
+        if not pending:
+            break
+        got: dict[str, list[bool]] = {}
+        for _, reg, inside in loso_inside(samples, between_scale=k):
+            got.setdefault(reg.pooled_key, []).append(inside)
+        for key in sorted(pending):
+            xs = got.get(key, [])
+            if xs and sum(xs) / len(xs) >= NOMINAL_COVERAGE:
+                out[key] = k
+                pending.discard(key)
+    for key in pending:
+        out[key] = scales[-1]
+    return out
+
+
+def nested_loso_inside(samples: Sequence[tuple[Regime, float, str]], scales: Sequence[float] = BETWEEN_SCALES
+                       ) -> tuple[list[tuple[str, Regime, bool]], dict[str, dict[str, float]]]:
+    """Coverage on data not used to derive the band *or its width*: each source is judged by bands derived from the
+    other sources with the scale :func:`choose_between_scale` picks on those other sources alone.  Returns the
+    ``(source, regime, inside)`` list and the scales each held-out source was judged with."""
+    out: list[tuple[str, Regime, bool]] = []
+    chosen: dict[str, dict[str, float]] = {}
+    for src in sorted({s for _, _, s in samples}):
+        rest = [x for x in samples if x[2] != src]
+        k = chosen[src] = choose_between_scale(rest, scales)
+        derived = derive_bands(rest, between_scale=k)
+        for reg, ratio, s in samples:
+            if s == src:
+                b = band_for(reg, derived)
+                if b is not None:
+                    out.append((s, reg, b.lo <= ratio <= b.hi))
+    return out, chosen
 
 
 def band_for(regime: Regime, bands: Mapping[str, Band] | None = None) -> Band | None:

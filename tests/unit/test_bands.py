@@ -98,3 +98,35 @@ def test_a_metric_one_source_measured_borrows_its_decode_sibling_spread_else_the
     assert out[reg(metric=tput, engine="cpu").key].between_log_sd == pytest.approx(math.log(9.0) / math.sqrt(2))
     # the CPU's wider spread is lent to no GPU metric
     assert max(b.between_log_sd for k, b in out.items() if not k.endswith("cpu")) == pytest.approx(1 / math.sqrt(2))
+
+
+def _three_sources(a_log: float = 0.0) -> list:
+    # one GPU regime; sources A, B, C with five equal ratios each, log-ratios a_log, 0.1, 0.2
+    reg = bands.regime_of("output_throughput_tok_per_s", mean_running_batch=4, tp=1, chunked_prefill=True,
+                          device="cuda")
+    return [(reg, math.exp(x), s) for x, s in ((a_log, "A"), (0.1, "B"), (0.2, "C")) for _ in range(5)]
+
+
+def test_the_between_scale_is_the_smallest_that_reaches_nominal_leave_one_source_out():
+    # Holding A out: B and C give the 10th-90th percentile band [0.1, 0.2] in log (centre 0.15, half 0.05) and a
+    # between-source sd of stdev(0.1, 0.2) = 0.070711; A (log 0) is inside when sqrt(0.05^2 + (1.28155 k 0.070711)^2)
+    # >= 0.15, i.e. k >= 0.141421 / (1.28155 x 0.070711) = 1.5607; C held out is the mirror image; B is inside at
+    # any k (band [0, 0.2]).  Coverage is 5/15 below k = 1.5607 and 15/15 from it: the grid's first is 1.6.
+    samples = _three_sources()
+    below = [ok for _, _, ok in bands.loso_inside(samples, between_scale=1.5)]
+    assert sum(below) == 5 and len(below) == 15
+    assert bands.choose_between_scale(samples) == {"output_throughput_tok_per_s|*|gpu": 1.6}
+
+
+def test_nested_coverage_chooses_each_sources_scale_without_that_source():
+    # With A held out only B and C choose: each alone is one source, with no between-source spread to widen by,
+    # so neither covers the other at any scale and the choice is the cap (3.0); A is then judged with 3.0:
+    # half = sqrt(0.05^2 + (1.28155 x 3 x 0.070711)^2) = 0.276 >= 0.15, inside.
+    inside, chosen = bands.nested_loso_inside(_three_sources())
+    assert chosen["A"] == {"output_throughput_tok_per_s|*|gpu": bands.BETWEEN_SCALES[-1]} == {
+        "output_throughput_tok_per_s|*|gpu": 3.0}
+    assert all(ok for _, _, ok in inside) and len(inside) == 15
+    # A's own ratios never move A's scale: a wild A (log 2) gets the same scale, and is then outside
+    inside_wild, chosen_wild = bands.nested_loso_inside(_three_sources(a_log=2.0))
+    assert chosen_wild["A"] == chosen["A"]
+    assert not any(ok for s, _, ok in inside_wild if s == "A")
