@@ -1924,7 +1924,8 @@ def live_dataset_memory(d: Path) -> tuple[bool | str, str]:
     measured = len(points) == 2 and all(not f for _, f in points.values())
     peak = _peak_mb(out)
     return clean(out) and measured and peak < 2.5 * size / 1e6, (
-        f"{size / 1e6:.0f} MB dataset: rc={rc} in {t:.1f} s, points (completed, failed) {points}, peak RSS {peak:.0f} MB "
+        f"{size / 1e6:.0f} MB dataset: rc={rc} in {t:.1f} s, points (completed, failed) {points}, "
+        f"peak RSS {peak:.0f} MB "
         f"(830 MB before; bound 2.5x the file)")
 
 
