@@ -66,8 +66,8 @@ def _significance(va: StoredValue | None, vb: StoredValue | None) -> tuple[str, 
         return "no interval", None  # neither measurement kept an interval: the data cannot say
     apart, margin = distinguishable(vb, vb.measured, va, va.measured)
     rank_p = ranked_p(vb, va)
-    if rank_p is not None:  # both runs kept their requests: drift's rank test decides, as it does for drift
-        apart = rank_p < RANK_ALPHA
+    if rank_p is not None:  # both runs kept their requests: their samples must differ as well, as in drift
+        apart = apart and rank_p < RANK_ALPHA
     return ("significant" if apart else "noise"), (margin if math.isfinite(margin) else None)
 
 

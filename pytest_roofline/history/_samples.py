@@ -3,7 +3,7 @@
 A measured latency quantile (``ttft_p50``, ``tpot_p90``, ``e2e_mean``, ...) is one number from a point's requests.
 The history keeps, beside it, a bounded sketch of those requests' values (:func:`sketch`: at most
 :data:`SAMPLE_LIMIT` evenly spaced order statistics, in seconds), so two nights can be compared on their whole
-samples with a Mann–Whitney rank test (:func:`mann_whitney_p`) rather than on two intervals alone. A sketch of a
+samples with a Mann–Whitney rank test (:func:`mann_whitney_p`) as well as on their two intervals. A sketch of a
 point that measured more requests than the limit stands for them with fewer values, which only makes the test
 more cautious (it sees ``SAMPLE_LIMIT`` values, not ``n``).
 
