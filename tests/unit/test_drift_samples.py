@@ -77,7 +77,8 @@ RECORDED = tuple(round(0.1 + 0.002 * i, 6) for i in range(48))
 
 def test_identical_recorded_nights_give_no_drifted() -> None:
     # the same 48 requests both nights, but the stored p50s 12 % apart with narrow (±1 ms) intervals: the interval
-    # test alone calls that drifted (|0.1344 − 0.12| = 14.4 ms > √2 ms); the samples are one sample (p = 1): uncertain
+    # test alone calls that drifted (|0.1344 − 0.12| = 14.4 ms > √2 ms); the samples are one sample (p = 1), and
+    # drift needs both tests: uncertain
     base, now = _value(0.12, RECORDED), _value(0.1344, RECORDED)
     d = drift_for([now], [_night(1, base)], DriftPolicy("10%"), setup=SETUP)[KEY]
     assert d.status is DriftStatus.UNCERTAIN
@@ -85,6 +86,11 @@ def test_identical_recorded_nights_give_no_drifted() -> None:
     no_samples = drift_for([replace(now, samples=())], [_night(1, replace(base, samples=()))], DriftPolicy("10%"),
                            setup=SETUP)[KEY]
     assert no_samples.status is DriftStatus.DRIFTED  # the fallback: the stored intervals decide
+    # roofline compare, the same test: the intervals alone say significant, the samples veto it
+    (row,) = compare_runs(_night(1, base), _night(2, now))
+    assert row.significance == "noise"
+    (row,) = compare_runs(_night(1, replace(base, samples=())), _night(2, replace(now, samples=())))
+    assert row.significance == "significant"
 
 
 def test_a_real_change_in_the_recorded_requests_drifts() -> None:
