@@ -255,19 +255,16 @@ def ranked_p(now_v: StoredValue, base_v: StoredValue) -> float | None:
 def _runs_spread(xs: Sequence[float], level: float = 0.95) -> float:
     """The half-width of a prediction interval for one more night from the earlier nights' values: Student's t
     (:func:`~pytest_roofline.measure.stats.intervals.t_quantile`, N − 1 degrees of freedom) × σ × √(1 + 1/N); 0
-    with fewer than 3 nights (two values say too little about their spread). σ is the sample standard deviation
-    below :data:`SPREAD_RUNS` nights (the median absolute deviation of 3 or 4 values can be near 0 when two of them
-    happen to agree, and then every night would drift: measured on real CPU-engine runs, 25 % false drift against
-    0 % with the standard deviation, benchmarks/drift_false_alarms.py) and 1.4826 × the median absolute deviation
-    from :data:`SPREAD_RUNS` nights on (one outlier night then does not hide every change)."""
+    with fewer than 3 nights (two values say too little about their spread). σ is the nights' sample standard
+    deviation, whatever their number. (A robust σ, 1.4826 × the median absolute deviation, was used from
+    :data:`SPREAD_RUNS` nights on; on real CPU-engine runs it made false drift grow with the history: 18.8 % and
+    14.6 % with 5 earlier nights against 4.7 % and 3.1 % with 3, because the MAD of a few values is near 0 when
+    three of them happen to agree. With the standard deviation: 6.2 % (benchmarks/drift_false_alarms.py). An
+    outlier night widens the spread: the night after it is more often ``uncertain``, never falsely ``drifted``.)"""
     n = len(xs)
     if n < 3:
         return 0.0
-    if n < SPREAD_RUNS:
-        sigma = statistics.stdev(xs)
-    else:
-        med = statistics.median(xs)
-        sigma = 1.4826 * statistics.median(abs(x - med) for x in xs)
+    sigma = statistics.stdev(xs)
     return t_quantile(0.5 + level / 2, n - 1) * sigma * math.sqrt(1.0 + 1.0 / n)
 
 

@@ -64,13 +64,18 @@ def test_within_threshold_is_steady() -> None:
 
 def test_median_of_five_with_an_outlier() -> None:
     # the last five nights 1000, 1010, 5000 (an outlier), 990, 1020 → sorted 990, 1000, 1010, 1020, 5000: median
-    # 1010; now 1136.25 → (1136.25 − 1010) / 1010 = +12.5%. The mean (1804) would have hidden the rise.
+    # 1010; now 1136.25 → (1136.25 − 1010) / 1010 = +12.5%. The mean (1804) would have hidden the rise in the
+    # baseline. The nights' own spread does not hide the outlier: their standard deviation is 1,786.66 (mean 1804,
+    # squared deviations summing to 12,768,520, over 4), × t(0.975, 4) = 2.776445 × √(1 + 1/5) → ±5,434 tok/s, so
+    # the +126 tok/s move is uncertain, never drifted: after a wild night the next ones cannot claim a change
     nights = [run(20, 3000.0), run(26, 1000.0), run(27, 1010.0), run(28, 5000.0), run(29, 990.0), run(30, 1020.0)]
     d = one([value(1136.25)], nights, DriftPolicy("±5%", "median:5"))
     assert d.baseline == 1010.0
     assert d.change_rel == pytest.approx(0.125)
-    assert d.status is DriftStatus.DRIFTED
-    assert d.text == "+12.5% vs median of 5 runs (2026-11-26..30), beyond ±5%"
+    assert d.status is DriftStatus.UNCERTAIN
+    assert d.noise == pytest.approx(2.776445 * (12_768_520 / 4) ** 0.5 * 1.2 ** 0.5, rel=1e-5)
+    assert d.text == ("+12.5% vs median of 5 runs (2026-11-26..30), beyond ±5% but within the measurements' noise "
+                      "(±5,434 tok/s)")
     assert len(d.baseline_dates) == 5 and d.baseline_dates[0].startswith("2026-11-26")
 
 

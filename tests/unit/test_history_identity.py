@@ -176,14 +176,14 @@ def test_resampled_identical_nights_rarely_drift_and_a_real_change_does() -> Non
 
 
 def test_median_of_n_needs_the_change_to_leave_the_nights_own_spread() -> None:
-    # five nights 1000, 1100, 900, 1050, 950 (no intervals: exact values): median 1000, deviations 0, 100, 100,
-    # 50, 50 → MAD 50 → σ = 74.13; t(0.975, 4) = 2.776; × √(1 + 1/5) = 1.0954 → ±225.4. A night at 1150 (+15%,
-    # beyond 10%) is inside that spread: uncertain; at 1300 (+30%): drifted.
+    # five nights 1000, 1100, 900, 1050, 950 (no intervals: exact values): mean 1000, squared deviations 0, 10,000,
+    # 10,000, 2,500, 2,500 → s = √(25,000 / 4) = 79.06; t(0.975, 4) = 2.776; × √(1 + 1/5) = 1.0954 → ±240.4. A
+    # night at 1150 (+15%, beyond 10%) is inside that spread: uncertain; at 1300 (+30%): drifted.
     runs = [night(d, val("p", x)) for d, x in zip(range(1, 6), (1000.0, 1100.0, 900.0, 1050.0, 950.0))]
     p = DriftPolicy("10%", "median:5")
     assert drift_for([val("p", 1150.0)], runs, p, setup=SETUP)["my-cpu.yaml::p"].status is DriftStatus.UNCERTAIN
     d = drift_for([val("p", 1300.0)], runs, p, setup=SETUP)["my-cpu.yaml::p"]
-    assert d.status is DriftStatus.DRIFTED and d.noise == pytest.approx(2.776445 * 1.4826 * 50 * 1.2 ** 0.5, rel=1e-4)
+    assert d.status is DriftStatus.DRIFTED and d.noise == pytest.approx(2.776445 * 6250 ** 0.5 * 1.2 ** 0.5, rel=1e-4)
 
 
 def test_pinned_baseline() -> None:
