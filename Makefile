@@ -29,8 +29,8 @@ install: $(STAMP)
 demo: $(MATH_STAMP)
 	$(BIN)/python -m pytest predictions/
 
-# tests/README.md: what each folder costs. One run on two workers: the engine tests are one xdist group
-# (tests/conftest.py), so they run one after another on one worker and share its session engines, while the other
+# tests/README.md: what each folder costs. One run on two workers: the engine tests are one work unit
+# (tests/conftest.py's xdist scheduler), so they run one after another on one worker and share its session engines, while the other
 # worker runs the unit and integration tests in the time an engine start leaves a core idle.
 test: $(STAMP)
 	$(BIN)/python -m pytest tests -n 2 --dist loadgroup --durations=15

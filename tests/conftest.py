@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -41,7 +42,6 @@ def layer_of(path: Path) -> str | None:
     return top if top in LAYERS else None
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     misplaced = []
     for item in items:
@@ -49,13 +49,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if layer is None:
             continue
         item.add_marker(layer)
-        if layer == "engine":
-            # one xdist group: under `-n N --dist loadgroup` (make test) every engine test runs on the same worker,
-            # one after another, so the session's shared engine is started once and engines never overlap, while
-            # the other workers run the rest in the time an engine start leaves a core idle
-            item.add_marker(pytest.mark.xdist_group("engine"))
         if item.get_closest_marker("engine") and layer != "engine":
             misplaced.append(item.nodeid)
     if misplaced:
         raise pytest.UsageError("tests marked engine outside tests/engine/ (move them there, tests/README.md): "
                                 + ", ".join(misplaced))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``-n N --dist loadgroup`` (``make test``): every test in tests/engine/ is one work unit, so they run one
+    after another on one worker (its session fixtures share the engines, and two engines never start at once),
+    while the other workers take the rest, one test at a time, in the time an engine start leaves a core idle.
+    (xdist's own ``xdist_group`` mark cannot do it under pytest 9: it renames ``item._nodeid``, which pytest 9 no
+    longer reads, so the marked tests were spread over the workers like any others.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    root = config.rootpath
+
+    class EngineTestsTogether(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if layer_of(root / nodeid.split("::", 1)[0]) == "engine":
+                return "engine"
+            return str(super()._split_scope(nodeid))
+
+    return EngineTestsTogether(config, log)
