@@ -6,7 +6,7 @@ and KV pool sizing for a given pool (lesson §11).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from pytest_roofline.errors import NotMeasured
@@ -119,14 +119,27 @@ def _max_conc_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th
                          (f"{blocks:,} blocks ÷ ceil({req:,} / {bs}) blocks per request",))
 
 
+def _last_before_first_failure(rows: Sequence[tuple[float, bool]]) -> float:
+    """The largest concurrency of ``(concurrency, ok)`` rows below which *every* swept point is ok: the one before
+    the first (in ascending concurrency) that is not, or the largest when all are; 0 when the smallest is not.
+    A point above a failing one never counts (a limit the engine "stays under" is monotone): a high point with a
+    small or early-stopped sample, whose first finishers never queued, cannot lift the figure past the knee."""
+    best: float = 0
+    for c, ok in sorted(rows):
+        if not ok:
+            break
+        best = c
+    return best
+
+
 def _no_preempt_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     pts = [p for p in sweep_points(meas) if server_number(p, "preemptions") is not None]
     if not pts:
         raise NotMeasured("no sweep point recorded the preemption counter (/metrics not scraped)")
-    clean = [concurrency(p) for p in pts if server_number(p, "preemptions") == 0]
-    best = max(clean) if clean else 0
+    best = _last_before_first_failure([(concurrency(p), server_number(p, "preemptions") == 0) for p in pts])
     return MeasuredValue(best, tuple(point_id(p) for p in pts),
-                         ("largest swept concurrency with zero preemptions (a lower bound)",))
+                         ("largest swept concurrency with zero preemptions there and at every point below it "
+                          "(a lower bound)",))
 
 
 def _admission_model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
@@ -149,11 +162,12 @@ def _admission_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, t
             rows.append((concurrency(p), q, e2e, point_id(p)))
     if not rows:
         raise NotMeasured("needs vLLM's request_queue_time histogram on /metrics at closed-loop sweep points")
-    clean = [c for c, q, e2e, _ in rows if q <= th.queue_fraction * e2e]
+    best = _last_before_first_failure([(c, q <= th.queue_fraction * e2e) for c, q, e2e, _ in rows])
     detail = ", ".join(f"{c:g}: {q:,.1f} ms of {e2e:,.0f} ms" for c, q, e2e, _ in rows)
-    return MeasuredValue(max(clean) if clean else 0, tuple(r[3] for r in rows),
+    return MeasuredValue(best, tuple(r[3] for r in rows),
                          (f"largest swept concurrency whose mean server-side queue time stays under "
-                          f"{th.queue_fraction:.0%} of its mean E2E latency (a lower bound on the engine's limit); "
+                          f"{th.queue_fraction:.0%} of its mean E2E latency there and at every point below it (a "
+                          f"lower bound on the engine's limit); "
                           f"queue/E2E: {detail}",))
 
 
@@ -161,9 +175,9 @@ def _serve_no_queue(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) 
     rows = [(c, pp.mean_queue_ms, pp.e2e_mean_ms) for c, pp in sweep.closed()]
     if not rows:
         raise SetupError("needs closed-loop sweep points")
-    clean = [c for c, q, e2e in rows if q <= th.queue_fraction * e2e]
+    best = _last_before_first_failure([(c, q <= th.queue_fraction * e2e) for c, q, e2e in rows])
     detail = ", ".join(f"{c}: {q:,.1f} ms of {e2e:,.0f} ms" for c, q, e2e in rows)
-    return ModelValue(max(clean) if clean else 0, sweep.inputs(),
+    return ModelValue(int(best), sweep.inputs(),
                       f"serving model: largest swept concurrency whose mean queue time stays under "
                       f"{th.queue_fraction:.0%} of its mean E2E latency; queue/E2E: {detail}")
 
@@ -172,8 +186,7 @@ def _serve_no_preempt(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds
     rows = [(c, pp.preemptions) for c, pp in sweep.closed()]
     if not rows:
         raise SetupError("needs closed-loop sweep points")
-    clean = [c for c, n in rows if n == 0]
-    return ModelValue(max(clean) if clean else 0, sweep.inputs(),
+    return ModelValue(int(_last_before_first_failure([(c, n == 0) for c, n in rows])), sweep.inputs(),
                       "serving model: largest swept concurrency with zero preemptions; preemptions: "
                       + ", ".join(f"{c}: {n:,}" for c, n in rows))
 
