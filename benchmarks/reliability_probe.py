@@ -1050,8 +1050,10 @@ def writers_dir_sqlite(d: Path) -> tuple[bool, str]:
                 f"sqlite 4x10: {got_sql[0]} ids, {got_sql[1]} listed, {got_sql[2]} failed")
 
 
-HOSTILE = {"model": "../../../../../../../tmp/ESCAPE-model\x00/..\u202eevil" + "m" * 50,
-           "engine": "../../../../../../../tmp/ESCAPE-engine/" + "v" * 5000}
+#: names that climb out of the store (seven "../" then the system's temporary folder), with a NUL and a bidi mark
+_UP = "../" * 7 + tempfile.gettempdir().strip("/") + "/"
+HOSTILE = {"model": _UP + "ESCAPE-model\x00/..\u202eevil" + "m" * 50,
+           "engine": _UP + "ESCAPE-engine/" + "v" * 5000}
 
 
 def _hostile_results(d: Path) -> Path:
@@ -1073,7 +1075,7 @@ def hostile_names(d: Path) -> tuple[bool, str]:
     res = _hostile_results(d)
     before = _tree(d.parent) - _tree(d)
     passwd = Path("/etc/passwd").stat().st_mtime
-    escaped_before = set(map(str, Path("/tmp").glob("ESCAPE-*")))
+    escaped_before = set(map(str, Path(tempfile.gettempdir()).glob("ESCAPE-*")))
     notes, bad = [], []
     for store in (str(d / "hist"), f"sqlite:///{d / 'h.db'}"):
         rc, out, _ = night(d, f"--roofline-history={store}", "--roofline-allow-mismatch", results=res)
@@ -1083,7 +1085,7 @@ def hostile_names(d: Path) -> tuple[bool, str]:
         if not (rc == 0 and n == 1 and clean(out + oh)):
             bad.append(store)
     outside = (_tree(d.parent) - _tree(d)) - before
-    escaped = sorted(set(map(str, Path("/tmp").glob("ESCAPE-*"))) - escaped_before)
+    escaped = sorted(set(map(str, Path(tempfile.gettempdir()).glob("ESCAPE-*"))) - escaped_before)
     outside_n = len(outside) + len(escaped) + (Path("/etc/passwd").stat().st_mtime != passwd)
     ok = not bad and not outside_n
     return ok, "; ".join(notes) + f"; new paths outside the store: {outside_n} {sorted(outside)[:3]} {escaped}"
@@ -1846,7 +1848,7 @@ def disk_full(d: Path) -> tuple[bool | str, str]:
 
 
 # ------------------------------------------------------------------ the CPU vLLM engine (9.84, 9.84b): --engine
-ENGINE_LOCK = "/tmp/roofline-engine.lock"
+ENGINE_LOCK = str(Path(tempfile.gettempdir()) / "roofline-engine.lock")
 
 
 def _engine_interrupt(d: Path, sig: int) -> tuple[bool | str, str]:
@@ -1939,7 +1941,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="leave out the slow cases (1 GB dataset, 10,000 files, ...)")
     ap.add_argument("--engine", action="store_true",
                     help="also the cases that start the real CPU vLLM engine (9.84, 9.84b; under "
-                         "flock /tmp/roofline-engine.lock, a few minutes)")
+                         "flock on roofline-engine.lock in the temporary folder, a few minutes)")
     ap.add_argument("-k", default="", help="run only the cases whose name holds this text")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="roofline-probe-") as tmp:
