@@ -3,7 +3,10 @@ and in a SQLite store, then ``runs()`` timed on a freshly opened store (best of 
 well under a second for both. Then the trend page (``roofline history``) rendered from that index (best of 3):
 the target is about a second. Its size is printed too: a page of 50,000 points, each with its own tooltip.
 
-    .venv/bin/python benchmarks/history_index.py [--nights 500] [--values 100]
+    .venv/bin/python benchmarks/history_index.py [--nights 500] [--values 100] [--samples 128]
+
+``--samples N`` gives every latency value (the time quantities) N per-request values, as a measured point's
+``ttft_p50`` keeps them for drift's rank test (issue 21; at most 128); the default is none.
 
 Prints the figures; asserts nothing about timing (a shared CI machine is no place for a timed test).
 """
@@ -34,7 +37,7 @@ QUANTITIES = [("ttft_p50", "time", "ms"), ("itl_p50", "time", "ms"), ("output_th
               ("kv_cache_tokens", "count", "tokens"), ("e2e_p90", "time", "s")]
 
 
-def night(n: int, n_values: int, rng: random.Random) -> RunRecord:
+def night(n: int, n_values: int, rng: random.Random, n_samples: int = 0) -> RunRecord:
     start = datetime(2025, 6, 1, 2, 0, tzinfo=UTC) + timedelta(days=n)
     commit = f"{rng.getrandbits(160):040x}"
     values = []
@@ -50,7 +53,9 @@ def night(n: int, n_values: int, rng: random.Random) -> RunRecord:
             dimension=dim, status="pass" if measured < model * 1.15 else "fail", mode="measured",
             at={"concurrency": str(conc)}, unit=unit, measured=measured, model=model, predicted=model * 1.05,
             lo=model * 0.9, hi=model * 1.15, predicted_text=f"{model * 1e3:.2f} {unit} ± 10%",
-            measured_text=f"{measured * 1e3:.2f} {unit}", drift_text="5%" if i % 10 == 0 else ""))
+            measured_text=f"{measured * 1e3:.2f} {unit}", drift_text="5%" if i % 10 == 0 else "",
+            samples=tuple(sorted(float(f"{measured * rng.lognormvariate(0, 0.3):.6g}") for _ in range(n_samples)))
+            if dim == "time" else ()))
     engine = "0.11.0" if n < 250 else "0.12.0"  # a version change half way, as the trend page marks
     summary = RunSummary(run_id=new_run_id(start.strftime("%Y-%m-%dT%H:%M:%SZ"), commit),
                          setup=SetupKey("h100-sxm", "meta-llama/Llama-3.1-8B-Instruct", engine),
@@ -79,9 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nights", type=int, default=500)
     ap.add_argument("--values", type=int, default=100)
+    ap.add_argument("--samples", type=int, default=0, help="per-request values kept by each latency value")
     args = ap.parse_args(argv)
     rng = random.Random(12)
-    records = [night(n, args.values, rng) for n in range(args.nights)]
+    records = [night(n, args.values, rng, args.samples) for n in range(args.nights)]
     with tempfile.TemporaryDirectory(prefix="roofline-hist-bench-") as tmp:
         root, db = Path(tmp) / "dir", f"sqlite:///{tmp}/history.db"
         t0 = time.perf_counter()
@@ -118,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             page[:] = [render_trend(runs, source=str(root))]
 
         t_trend = best_of(trend_page, k=3)
-    print(f"history index: {args.nights} nights x {args.values} predictions (python {sys.version.split()[0]})")
+    print(f"history index: {args.nights} nights x {args.values} predictions, {args.samples} samples per latency "
+          f"value (python {sys.version.split()[0]})")
     print(f"  directory store  runs(): {t_dir[0] * 1e3:7.1f} ms wall, {t_dir[1] * 1e3:7.1f} ms cpu  "
           f"(index.jsonl {index_mb:.1f} MB; runs(one setup) {t_dir_setup[0] * 1e3:.1f} ms; writing all: "
           f"{t_dir_add:.1f} s)")

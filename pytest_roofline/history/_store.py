@@ -52,7 +52,7 @@ from pytest_roofline.history._records import (
     as_kind,
     prediction_key,
 )
-from pytest_roofline.history._samples import SAMPLE_LIMIT
+from pytest_roofline.history._samples import pack_samples, unpack_samples
 from pytest_roofline.redact import redact_data, redact_text, redact_url
 
 __all__ = ["DirectoryStore", "new_run_id", "read_run_dir", "record_files", "record_from_files", "INDEX_NAME"]
@@ -96,6 +96,7 @@ def _with_new_suffix(run_id: str, started_at: str, commit: str | None) -> str:
 
 #: the fields of a StoredValue, in the order an index line's value rows hold them
 _VALUE_FIELDS: tuple[str, ...] = tuple(StoredValue.__dataclass_fields__)
+_SAMPLES_COLUMN = _VALUE_FIELDS.index("samples")
 _VALUE_DEFAULTS: dict[str, Any] = {
     name: (f.default if f.default is not MISSING else (f.default_factory() if f.default_factory is not MISSING
                                                         else None))
@@ -112,6 +113,7 @@ def _encode_values(values: Sequence[StoredValue]) -> dict[str, Any]:
         row = [getattr(v, f) for f in _VALUE_FIELDS]
         if v.key == prediction_key(v.file, v.prediction_id, v.at):
             row[0] = None
+        row[_SAMPLES_COLUMN] = pack_samples(v.samples)
         rows.append(row)
     return {"fields": list(_VALUE_FIELDS), "rows": rows}
 
@@ -130,10 +132,10 @@ _NUMBER_FIELDS = frozenset(n for n, f in StoredValue.__dataclass_fields__.items(
 _TEXT_FIELDS = frozenset(n for n, f in StoredValue.__dataclass_fields__.items() if str(f.type) == "str")
 
 
-def _check_value(d: Mapping[str, Any]) -> None:
-    """A stored value's fields are of their types (a number or null, a text, ``at`` an object of texts); a
-    ValueError naming the field otherwise, so a hand-edited or damaged line is a corrupt line, never a
-    TypeError later in drift or the trend page."""
+def _check_value(d: dict[str, Any]) -> None:
+    """A stored value's fields are of their types (a number or null, a text, ``at`` an object of texts; its
+    samples are read into a tuple, from either stored form); a ValueError naming the field otherwise, so a
+    hand-edited or damaged line is a corrupt line, never a TypeError later in drift or the trend page."""
     for n in _NUMBER_FIELDS:
         x = d.get(n)
         if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float))):
@@ -142,10 +144,10 @@ def _check_value(d: Mapping[str, Any]) -> None:
         x = d.get(n)
         if x is not None and not isinstance(x, str):
             raise ValueError(f"value {d.get('prediction_id')!r}: {n} is {type(x).__name__}, not a text")
-    samples = d.get("samples")
-    if samples is not None and (not isinstance(samples, (list, tuple)) or len(samples) > SAMPLE_LIMIT
-                                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in samples)):
-        raise ValueError(f"value {d.get('prediction_id')!r}: samples is not a list of at most {SAMPLE_LIMIT} numbers")
+    try:
+        d["samples"] = unpack_samples(d.get("samples"))  # the compact form's text, or a list, as a tuple
+    except ValueError as exc:
+        raise ValueError(f"value {d.get('prediction_id')!r}: {exc}") from None
     at = d.get("at")
     if at is not None and (not isinstance(at, dict)
                            or not all(isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in at.items())):
@@ -178,8 +180,7 @@ def _decode_values(obj: Any) -> tuple[StoredValue, ...]:
             v = new(StoredValue)
             d = v.__dict__
             d.update(zip(names, row))
-            _check_value(d)
-            d["samples"] = tuple(d["samples"] or ())
+            _check_value(d)  # also turns the samples into a tuple
             if d["key"] is None:
                 d["key"] = key_of(d["file"], d["prediction_id"], d["at"])
             out.append(v)
@@ -191,8 +192,6 @@ def _decode_values(obj: Any) -> tuple[StoredValue, ...]:
             raise ValueError("a value row is not a list")
         d = {n: row[i] for i, n in known}
         _check_value(d)
-        if d.get("samples") is not None:
-            d["samples"] = tuple(d["samples"])
         out.append(StoredValue(**{**_VALUE_DEFAULTS, **{k: x for k, x in d.items() if x is not None},
                                   "key": d.get("key") or key_of(str(d.get("file") or ""),
                                                                 str(d.get("prediction_id") or ""),

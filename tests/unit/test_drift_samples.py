@@ -191,3 +191,48 @@ def test_a_store_refuses_an_unbounded_sample(tmp_path) -> None:
     d["values"]["rows"][0][i] = [0.1] * (SAMPLE_LIMIT + 1)
     with pytest.raises(HistoryError, match="samples is not a list of at most 128 numbers"):
         summary_from_json(d, "line 1")
+
+
+def test_the_compact_form_packs_samples_as_little_endian_doubles() -> None:
+    import base64
+    import struct
+
+    from pytest_roofline.history._samples import PACKED_PREFIX, pack_samples, unpack_samples
+    from pytest_roofline.history._store import summary_from_json, summary_to_json
+
+    # 1.0 is 0x3FF0000000000000: little-endian bytes 00 00 00 00 00 00 f0 3f, base64 "AAAAAAAA8D8="
+    assert pack_samples((1.0,)) == "f64le:AAAAAAAA8D8="
+    assert pack_samples(()) is None and unpack_samples(None) == ()
+    awkward = (1e-7, 0.1, 0.123457, 2.5, 1234.56)  # not exact in binary or in 6-digit text: the round trip is exact
+    assert unpack_samples(pack_samples(awkward)) == awkward
+    s = RunSummary(run_id="20261204T020000Z-c-aaaaaa", setup=SETUP, started_at="2026-12-04T02:00:00Z",
+                   mode="engine", values=(_value(0.1, RECORDED),))
+    line = summary_to_json(s, compact=True)
+    i = line["values"]["fields"].index("samples")
+    packed = line["values"]["rows"][0][i]
+    assert packed.startswith(PACKED_PREFIX)
+    assert struct.unpack(f"<{len(RECORDED)}d", base64.b64decode(packed[len(PACKED_PREFIX):])) == RECORDED
+    assert summary_from_json(line, "line 1").values[0].samples == RECORDED
+    # run.json keeps the readable list, and an index line of the list form (written before the packed one) reads
+    assert summary_to_json(s)["values"][0]["samples"] == list(RECORDED)
+    line["values"]["rows"][0][i] = list(RECORDED)
+    assert summary_from_json(line, "line 1").values[0].samples == RECORDED
+
+
+@pytest.mark.parametrize("bad, says", [
+    ("f64le:" + "A" * 1380, "of at most 128 values"),             # 129+ values' worth of text
+    ("f64le:AAAAAAAA8D", "not valid base64"),                      # cut short
+    ("f64le:AAAAAAAA", "not a whole number of 8-byte values"),     # 6 bytes
+    ("f64le:AAAAAAAA+H8=", "not a finite number"),                 # 0x7FF8000000000000: NaN
+    ("f32:AAAAAA==", "not f64le:<base64>"),
+])
+def test_a_damaged_packed_sample_is_a_corrupt_line(bad: str, says: str) -> None:
+    from pytest_roofline.errors import HistoryError
+    from pytest_roofline.history._store import summary_from_json, summary_to_json
+
+    s = RunSummary(run_id="20261204T020000Z-c-aaaaaa", setup=SETUP, started_at="2026-12-04T02:00:00Z",
+                   mode="engine", values=(_value(0.1, RECORDED),))
+    d = summary_to_json(s, compact=True)
+    d["values"]["rows"][0][d["values"]["fields"].index("samples")] = bad
+    with pytest.raises(HistoryError, match=says):
+        summary_from_json(d, "line 1")
