@@ -306,8 +306,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                         model_ref=spec.model, model_overrides=spec.model_overrides, engine=spec.engine,
                         workload=spec.workload)
     points = [p for _, d in docs for p in measured_points(d)]
+    held: list[calibration.MeasuredPoint] = []
     if args.points:
-        points = select_points(points, parse_point_selector(args.points))
+        chosen = select_points(points, parse_point_selector(args.points))
+        held = [p for p in points if p not in chosen]
+        points = chosen
     points, screened = calibration.screen_points(points, setup, contamination=spec.thresholds.contamination)
     for note in screened:
         print(f"note: {note}")
@@ -318,10 +321,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
           f"({', '.join(fields or type(base).FIELDS_FITTABLE)})", flush=True)
     seed = int(spec.workload.get("seed", 0))  # with each point's id: the load generator's arrivals
     predict = calibration.serving_predictor(setup, seed=seed)
-    if getattr(args, "by_metric", False):
-        result = calibration.fit_by_metric(points, base, predict=predict, fields=fields).as_fit_result()
-    else:
+    if getattr(args, "joint", False) and getattr(args, "by_metric", False):
+        raise CalibrationError("--joint and --by-metric are two ways to fit: pass one")
+    if getattr(args, "joint", False):
         result = calibration.fit(points, base, predict=predict, fields=fields)
+    else:  # each constant on the metric that measures it (the default)
+        result = calibration.fit_by_metric(points, base, predict=predict, fields=fields).as_fit_result()
+    if held:  # the results' other points: how the fitted constants predict what they were not fitted on
+        result = dataclasses.replace(result, held_out=calibration.residuals_at(result.constants, held,
+                                                                                 predict=predict))
     print(result.describe())
     cal = calibration.calibration_from_fit(result, setup, sources=[str(f) for f, _ in docs],
                                            notes=args.notes or "")

@@ -129,8 +129,12 @@ def make_parser() -> argparse.ArgumentParser:
     cb.add_argument("--fit", help="comma-separated constants to fit (default: ServingConstants.FIELDS_FITTABLE)")
     cb.add_argument("--predictions", help="the prediction file of the run (default: the one the results name)")
     cb.add_argument("--by-metric", action="store_true",
-                    help="fit each constant on the metric that measures it: the decode-step terms on TPOT, then "
-                         "frontend_in_s / flop_efficiency on TTFT (never one metric's error into another's term)")
+                    help="the default: fit each constant on the metric that measures it: the decode-step terms on "
+                         "TPOT (throughput where no TPOT was measured), frontend_in_s / flop_efficiency on TTFT "
+                         "(never one metric's error into another's term)")
+    cb.add_argument("--joint", action="store_true",
+                    help="one fit of every constant on all metrics at once (weighted log-errors; a TTFT residual "
+                         "can then move a bandwidth term)")
     cb.add_argument("--notes", help="a note stored in the calibration file")
     cb.add_argument("-o", "--output", help="write the calibration file (YAML) here")
     cb.set_defaults(fn=cmd_calibrate)

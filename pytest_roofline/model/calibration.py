@@ -86,7 +86,8 @@ from pytest_roofline.model.setup import Setup
 __all__ = [
     "MeasuredPoint", "screen_points", "PointFit", "FitResult", "Calibration", "fit", "serving_predictor",
     "calibration_from_fit", "load_calibration", "dump_calibration", "METRICS", "DEFAULT_WEIGHTS",
-    "NOISE_FLOOR_LOG", "MAX_LOG_SD", "RANK_RTOL", "SCHEMA", "SCHEMA_VERSION",
+    "NOISE_FLOOR_LOG", "MAX_LOG_SD", "RANK_RTOL", "SCHEMA", "SCHEMA_VERSION", "fit_by_metric", "MetricFit",
+    "residuals_at",
 ]
 
 #: the metrics the fit compares, as PointPrediction attribute names (and MeasuredPoint fields)
@@ -273,6 +274,8 @@ class FitResult:
     rms_log_residual: float
     iterations: int
     warnings: tuple[str, ...] = ()
+    #: residuals at points it was not fitted on (:func:`residuals_at`), where the caller has them
+    held_out: tuple[PointFit, ...] = ()
 
     def describe(self) -> str:
         """The fitted values with uncertainty, then the residuals per point (the CLI prints this)."""
@@ -281,16 +284,31 @@ class FitResult:
             v, u, r = self.values[name], self.uncertainty[name], self.log_sd[name]
             lines.append(f"  {name:<24} {_fmt(name, v):>12}  ± {_fmt(name, u):<11} (±{100 * r:.1f}%)")
         lines.append("residuals per point (predicted vs measured; error = predicted ÷ measured − 1):")
-        for p in self.points:
-            cells = []
-            for m in METRICS:
-                if m in p.measured and m in p.predicted:
-                    cells.append(f"{_short(m)} {p.predicted[m]:,.4g} vs {p.measured[m]:,.4g} "
-                                 f"({100 * math.expm1(p.residuals[m]):+.1f}%)")
-            lines.append(f"  {p.label:<8} " + "; ".join(cells))
+        lines += [_point_line(p) for p in self.points]
         lines.append(f"rms log-residual {self.rms_log_residual:.4f} after {self.iterations} iterations")
+        if self.held_out:
+            lines.append("held-out points (not fitted on; predicted with the fitted constants):")
+            lines += [_point_line(p) for p in self.held_out]
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+
+def _point_line(p: PointFit) -> str:
+    cells = [f"{_short(m)} {p.predicted[m]:,.4g} vs {p.measured[m]:,.4g} ({100 * math.expm1(p.residuals[m]):+.1f}%)"
+             for m in METRICS if m in p.measured and m in p.predicted]
+    return f"  {p.label:<8} " + "; ".join(cells)
+
+
+def residuals_at(constants: Constants, points: Sequence[MeasuredPoint], *, predict: Predictor) -> tuple[PointFit, ...]:
+    """Each point's measured and predicted metrics and log-residuals at ``constants``: a fit's held-out residuals
+    when ``points`` are the ones it was not fitted on."""
+    out = []
+    for pt in points:
+        pred = predict(constants, pt)
+        meas = {m: v for m in METRICS for v in [pt.value(m)] if v is not None}
+        res = {m: math.log(pred[m] / meas[m]) for m in meas if pred.get(m) and pred[m] > 0}
+        out.append(PointFit(pt.id, pt.label, meas, {m: float(pred[m]) for m in METRICS if m in pred}, res))
+    return tuple(out)
 
 
 def _short(metric: str) -> str:
@@ -612,12 +630,19 @@ def calibration_from_fit(result: FitResult, setup: Setup, *, sources: Sequence[s
 # -- fitting each parameter on the metric that measures it (issue 22) ---------------------------------------------
 
 #: which measured metrics identify which constants: the decode step's terms show alone in TPOT (a closed loop's
-#: throughput also carries the API server's time between a client's requests, so it is not used to fit them); a
-#: prefill's compute and the API server's time before the first step show in TTFT
+#: throughput also carries the API server's time between a client's requests, so it is used for them only when no
+#: point measured TPOT); a prefill's compute and the API server's time before the first step show in TTFT
 STEP_FIELDS: tuple[str, ...] = ("hbm_efficiency", "step_overhead_s", "per_seq_overhead_s")
 TTFT_FIELDS: tuple[str, ...] = ("frontend_in_s", "flop_efficiency")
 STEP_METRICS: tuple[str, ...] = ("tpot_p50_ms",)
+#: the step terms' metric when no point measured TPOT (throughput-only sweeps, e.g. published tok/s tables)
+STEP_METRICS_FALLBACK: tuple[str, ...] = ("output_throughput_tok_per_s",)
 TTFT_METRICS: tuple[str, ...] = ("ttft_p50_ms",)
+#: rounds of the two stages at most: a TTFT-fitted prefill efficiency moves TPOT too (a prefill stalls the decode
+#: steps it shares or interrupts), so the step terms are fitted again on TPOT with it, until nothing moves
+MAX_ROUNDS = 4
+#: a round changes no fitted value by more than this share: the stages agree
+ROUND_RTOL = 0.01
 
 
 @dataclass(frozen=True)
@@ -629,6 +654,9 @@ class MetricFit:
     step: FitResult | None
     ttft: FitResult | None
     notes: tuple[str, ...]
+    #: the metrics each stage was fitted on, e.g. {"step": ("tpot_p50_ms",), "ttft": ("ttft_p50_ms",)}
+    metrics: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    rounds: int = 1
 
     @property
     def values(self) -> dict[str, float]:
@@ -687,25 +715,74 @@ def _stage(points: Sequence[MeasuredPoint], base: Constants, names: list[str], m
         return fit(points, base, predict=predict, fields=subset, weights=weights)
 
 
+def _step_metrics(points: Sequence[MeasuredPoint]) -> tuple[tuple[str, ...], str]:
+    if any(pt.value(m) is not None for pt in points for m in STEP_METRICS):
+        return STEP_METRICS, "TPOT"
+    return STEP_METRICS_FALLBACK, "throughput (no point measured TPOT)"
+
+
 def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor,
                   fields: Sequence[str] | None = None) -> MetricFit:
     """Fit each constant on the metric that measures it, never one metric's residual into another's parameter:
-    first the decode-step terms (:data:`STEP_FIELDS`) on TPOT alone, then, with those fixed, the
+    the decode-step terms (:data:`STEP_FIELDS`) on TPOT alone (on throughput where no point measured TPOT), the
     API-server and prefill terms (:data:`TTFT_FIELDS`) on TTFT alone.  ``fields`` limits both (default: all).
+
+    The stages alternate, each from the other's latest values, until no fitted value moves by more than
+    :data:`ROUND_RTOL` (at most :data:`MAX_ROUNDS`), where a TTFT term moves the step metric: a prefill efficiency
+    read off TTFT also prices the prefills that stall decode steps, and where throughput stands in for TPOT the
+    frontend delays a closed loop's next request; the step terms are then refitted with it (each term still on
+    its own metric only).
+
+    ``flop_efficiency`` is tried only where the TTFT points differ in prompt length: at one prompt length a
+    per-token prefill cost and a per-request cost move TTFT alike, whatever the loads.  Whether the points then
+    identify it is the fit's own test (the Gauss–Newton covariance; :func:`fit`).
+
     The notes say what the points left unidentified and which point would identify it: a TTFT at C = 1 pins
-    ``frontend_in_s``; ``flop_efficiency`` needs TTFTs of two prompt lengths (the frontend is per request, the
-    prefill per token); ``step_overhead_s`` and ``per_seq_overhead_s`` need TPOTs at two batch sizes far apart."""
+    ``frontend_in_s``; ``flop_efficiency`` needs TTFTs of two prompt lengths;
+    ``step_overhead_s`` and ``per_seq_overhead_s`` need TPOTs at two batch sizes far apart."""
     want = tuple(fields) if fields is not None else STEP_FIELDS + TTFT_FIELDS
-    notes: list[str] = []
-    step = _stage(points, base, [n for n in STEP_FIELDS if n in want], STEP_METRICS, predict, "TPOT", notes)
-    after = step.constants if step else base
+    step_metrics, step_what = _step_metrics(points)
+    step_names = [n for n in STEP_FIELDS if n in want]
     ttft_names = [n for n in TTFT_FIELDS if n in want]
     prompts = {pt.input_len for pt in points if pt.value("ttft_p50_ms") is not None}
     if "flop_efficiency" in ttft_names and len(prompts) < 2:
-        # one prompt length: a per-token prefill cost and a per-request frontend cost move TTFT alike
+        # one prompt length: a per-token prefill cost and a per-request cost move TTFT alike. Loads far apart do
+        # not part them: the API server handles its requests' parsing and tokenisation one at a time, so a burst's
+        # median request also waits for the requests ahead of it outside the engine, a cost the simulator does
+        # not hold and a fitted prefill efficiency would absorb (Lambda's V0 runs: 0.36 on an H100 from N = 10
+        # and N = 160, which then mispredicts every TP > 1 run; docs/explanation/models.md)
         ttft_names.remove("flop_efficiency")
-    ttft = _stage(points, after, ttft_names, TTFT_METRICS, predict, "TTFT", notes)
-    final = ttft.constants if ttft else after
+    step: FitResult | None = None
+    ttft: FitResult | None = None
+    current = base
+    rounds = 0
+    notes: list[str] = []
+    previous: dict[str, float] = {}
+    while rounds < MAX_ROUNDS:
+        rounds += 1
+        notes = []  # each round's notes replace the last's: the final round's say what the result is
+        step = _stage(points, current, step_names, step_metrics, predict, step_what, notes)
+        current = step.constants if step else current
+        ttft = _stage(points, current, ttft_names, TTFT_METRICS, predict, "TTFT", notes)
+        current = ttft.constants if ttft else current
+        values = {**(step.values if step else {}), **(ttft.values if ttft else {})}
+        moved = any(abs(values[k] / previous[k] - 1.0) > ROUND_RTOL if previous.get(k) else True for k in values)
+        # what the TTFT stage fits feeds back into the step metric only through a prefill efficiency (prefills
+        # stall decode steps) or, where throughput stands in for TPOT, the frontend (a closed loop's client waits
+        # for it between requests)
+        feeds_back = ttft is not None and step is not None and (
+            "flop_efficiency" in ttft.fitted
+            or (step_metrics == STEP_METRICS_FALLBACK and "frontend_in_s" in ttft.fitted))
+        if not feeds_back or (previous and not moved):
+            break
+        previous = values
+    if rounds > 1:
+        notes.append(f"the step and TTFT stages were fitted in turn {rounds} times: a term read off TTFT also moves "
+                     f"the {step_what.split(' ')[0]} the step terms are fitted on (each term still on its own metric)")
+    if step_metrics == STEP_METRICS_FALLBACK and step is not None:
+        notes.append("no point measured TPOT: the decode-step terms were fitted on throughput, which in a closed "
+                     "loop also carries the API server's time between a client's requests (frontend_in_s at its "
+                     "value); a measured TPOT would fit them on the decode step alone")
     for n in ("step_overhead_s", "per_seq_overhead_s", "hbm_efficiency"):
         if n in want and not (step and n in step.fitted):
             notes.append(f"TPOTs at two batch sizes far apart (e.g. C = 1 and C = 32) would identify {n} apart "
@@ -715,5 +792,6 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
     if "flop_efficiency" in want and not (ttft and "flop_efficiency" in ttft.fitted):
         notes.append("TTFTs at two prompt lengths (e.g. 128 and 2,048 tokens) would identify flop_efficiency "
                      "apart from frontend_in_s")
-    return MetricFit(constants=final, step=step, ttft=ttft, notes=tuple(notes))
-
+    return MetricFit(constants=current, step=step, ttft=ttft, notes=tuple(notes),
+                     metrics={"step": step_metrics if step else (), "ttft": TTFT_METRICS if ttft else ()},
+                     rounds=rounds)

@@ -344,12 +344,13 @@ def test_cli_calibrate_end_to_end(tmp_path, capsys, monkeypatch):
 
     monkeypatch.chdir(REPO)  # the results file names its prediction file relative to the repository
     out = tmp_path / "calib.yaml"
-    rc = cli.main(["calibrate", str(CPU_TINY_RUN), "--points", "C=1,C=16", "-o", str(out)])
+    rc = cli.main(["calibrate", str(CPU_TINY_RUN), "--points", "C=1,C=16", "--joint", "-o", str(out)])
     err = capsys.readouterr().err
     assert rc == 2 and not out.exists()  # every fittable field at once: refused, with the reason and the way out
     assert "cannot identify" in err and "--fit " in err
     subset = err.split("--fit ")[1].split()[0]
-    rc = cli.main(["calibrate", str(CPU_TINY_RUN), "--points", "C=1,C=16", "--fit", subset, "-o", str(out)])
+    rc = cli.main(["calibrate", str(CPU_TINY_RUN), "--points", "C=1,C=16", "--joint", "--fit", subset, "-o",
+                   str(out)])
     text = capsys.readouterr().out
     assert rc == 0, text
     assert "fitted constants" in text and "residuals per point" in text and "C=16" in text
