@@ -271,39 +271,36 @@ def _lambda_roofline(setup, n: int, meta: dict) -> dict[str, float]:
     return {"output_throughput_tok_per_s": step.throughput_tok_per_s, "tpot_p50_ms": step.t_step_s * 1e3}
 
 
-def _grid_fit(loss, lo: float, hi: float, steps: int = 60) -> float:
-    xs = [lo * (hi / lo) ** (i / (steps - 1)) for i in range(steps)]
-    return min(xs, key=loss)
+def _lambda_point(r: dict):
+    """A Lambda run as a calibration point (its id names the run: the predictor simulates that run's workload)."""
+    return cal.MeasuredPoint(id=f"{r['gpu']}-tp{r['tp']}-n{r['num_prompts']}", concurrency=r["num_prompts"],
+                             num_requests=r["num_prompts"], **{m: r[m] for m, _ in BAND_METRICS})
 
 
 def corpus_lambda() -> tuple[list[dict], str]:
-    """(measured, (a), (b), (c)) per run of the Lambda corpus.  (c) fits, per GPU, on the TP1 runs (N = 10 and 160):
-    the weight/KV bandwidth (``hbm_efficiency`` through ``with_fitted``) on TPOT and throughput only, then
-    ``frontend_in_s`` on TTFT only (each metric identifies its own term), and is scored on the TP2/TP4 runs."""
+    """(measured, (a), (b), (c)) per run of the Lambda corpus.  (c) is ``roofline calibrate``'s rule
+    (``calibration.fit_by_metric``), per GPU, on the TP1 runs (N = 10 and 160): the decode-step terms on TPOT
+    alone, the frontend and prefill terms on TTFT alone, what the two points identify (the fit says which); scored
+    on the TP2/TP4 runs."""
     meta = json.loads((CORPUS / "lambda-vllm-0.5.4-llama3-8b.json").read_text())
     rows = []
-    fitted: dict[str, dict[str, float]] = {}
+    fitted: dict[str, str] = {}
+    by_id = {_lambda_point(r).id: r for r in meta["runs"]}
+
+    def predict(c, pt):
+        r = by_id[pt.id]
+        p = serving.simulate(_lambda_setup(r, meta), _lambda_workload(r["num_prompts"], meta), constants=c)
+        return {m: float(getattr(p, m)) for m in cal.METRICS}
+
     for gpu in sorted({r["gpu"] for r in meta["runs"]}):
         train = [r for r in meta["runs"] if r["gpu"] == gpu and r["tp"] == 1]
         base = serving.default_constants(_lambda_setup(train[0], meta))
-
-        def sim(r, c):
-            return serving.simulate(_lambda_setup(r, meta), _lambda_workload(r["num_prompts"], meta), constants=c)
-
-        def loss_bw(x, base=base, train=train):
-            c = base.with_fitted(hbm_efficiency=x)
-            return sum(math.log(getattr(sim(r, c), m) / r[m]) ** 2 for r in train
-                       for m in ("output_throughput_tok_per_s", "tpot_p50_ms"))
-        bw = _grid_fit(loss_bw, 0.3, 1.0)
-        c1 = base.with_fitted(hbm_efficiency=bw)
-
-        def loss_fe(x, c1=c1, train=train):
-            c = c1.replace(frontend_in_s=x)
-            return sum(math.log(sim(r, c).ttft_p50_ms / r["ttft_p50_ms"]) ** 2 for r in train)
-        fe = _grid_fit(loss_fe, 1e-3, 0.3)
-        fitted[gpu] = {"hbm_efficiency": bw, "frontend_in_s": fe, "train": [f"TP1 N={r['num_prompts']}"
-                                                                             for r in train]}
-        cal_c = c1.replace(frontend_in_s=fe)
+        res = cal.fit_by_metric([_lambda_point(r) for r in train], base, predict=predict)
+        cal_c = res.constants
+        left = [n for n in cal.STEP_FIELDS + cal.TTFT_FIELDS if n not in res.values]
+        fitted[gpu] = (", ".join(f"{n} {cal._fmt(n, v)} ± {100 * res.log_sd[n]:.0f}%" for n, v in res.values.items())
+                       + f" (fit on {', '.join('TP1 N=' + str(r['num_prompts']) for r in train)}; not identified, kept "
+                       f"at the defaults: {', '.join(left) or 'none'})")
         for r in (x for x in meta["runs"] if x["gpu"] == gpu):
             setup = _lambda_setup(r, meta)
             p = serving.simulate(setup, _lambda_workload(r["num_prompts"], meta))
@@ -315,8 +312,7 @@ def corpus_lambda() -> tuple[list[dict], str]:
                          "a": _lambda_roofline(setup, r["num_prompts"], meta),
                          "b": {m: float(getattr(p, m)) for m, _ in BAND_METRICS},
                          "c": None if pc is None else {m: float(getattr(pc, m)) for m, _ in BAND_METRICS}})
-    note = "; ".join(f"{g}: hbm_efficiency {v['hbm_efficiency']:.3f}, frontend_in_s {1e3 * v['frontend_in_s']:.1f} ms "
-                     f"(fit on {', '.join(v['train'])})" for g, v in fitted.items())
+    note = "; ".join(f"{g}: {v}" for g, v in fitted.items())
     return rows, note
 
 
@@ -482,7 +478,8 @@ def corpus_report(write_bands: bool) -> None:
           "Llama-3.3-70B on 8 x A100 40GB SXM4 TP 8, ShareGPT at 1/4/16/inf req/s with its per-request lengths; "
           "vLLM 0.11.0, Qwen3-8B on an H100 SXM, ShareGPT C = 1-8; held out). MAPE over the points (count). "
           "(a) decode roofline, (b) serving "
-          "model defaults, (c) lambda only: bandwidth fitted on TP1 TPOT/throughput and frontend_in_s on TP1 TTFT, "
+          "model defaults, (c) lambda only: roofline calibrate's rule (calibration.fit_by_metric) on the TP1 "
+          "runs, N = 10 and 160 (step terms on TPOT, frontend/prefill terms on TTFT, only what they identify), "
           "scored on TP2/TP4. Band coverage: share of the source's points inside the band derived from the other "
           f"sources (leave-one-source-out), nominal {100 * bands.NOMINAL_COVERAGE:.0f}%.\n")
     print(f"(c) fitted values: {note}\n")
