@@ -13,10 +13,9 @@ the run's points) of three predictions:
     roofline has no arrival rate), and only where the chip has roofline figures (not the ``cpu`` pseudo-device).
 (b) ``default``   the serving model (model/serving.py) with its documented default constants, every point.
 (c) ``calib``     the serving model calibrated (model/calibration.py) on two points — the lowest load and the
-    second-highest, so the highest is an extrapolation — and scored on the held-out points only. The fit
-    first tries every field of ``ServingConstants.FIELDS_FITTABLE``; when the two points cannot identify them
-    all it is refused, and the benchmark then fits the identifiable subset the refusal names (what a user gets
-    from ``roofline calibrate --fit <that subset>``). The fitted fields are printed.
+    second-highest, so the highest is an extrapolation — and scored on the held-out points only. The fit is
+    ``roofline calibrate``'s default (``calibration.fit_by_metric``): the decode-step terms on TPOT, the frontend
+    and prefill terms on TTFT, each only where the two points identify it. The fitted fields are printed.
 
 Every point is simulated on the workload the load generator sent: its lengths and request count, and for an
 open-loop point the same arrival times (the prediction file's ``workload.seed`` and the point's id seed
@@ -49,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_roofline.errors import CalibrationError, SetupError  # noqa: E402
+from pytest_roofline.errors import SetupError  # noqa: E402
 from pytest_roofline.format.spec import load_spec  # noqa: E402
 from pytest_roofline.measure.results import load_results  # noqa: E402
 from pytest_roofline.measure.results.calibration_points import measured_points  # noqa: E402
@@ -142,25 +141,17 @@ def pct(x: float | None) -> str:
 
 
 def calibrate(setup, pts, seed: int = 0):
-    """Fit on the lowest load and the second-highest; the rest are held out."""
+    """Fit on the lowest load and the second-highest with ``roofline calibrate``'s rule (each constant on the
+    metric that measures it, only what the points identify: ``calibration.fit_by_metric``); the rest are held
+    out."""
     order = sorted(pts, key=lambda p: (p.rate_req_per_s if p.rate_req_per_s is not None else p.concurrency or 0))
     train = [order[0], order[-2]] if len(order) >= 3 else order[:1]
     held = [p for p in order if p not in train]
     screened, notes = cal.screen_points(train, setup, contamination=Thresholds().contamination)
     base = serving.default_constants(setup)
     predict = cal.serving_predictor(setup, seed=seed)
-    try:
-        res = cal.fit(screened, base, predict=predict)
-        how = "all of FIELDS_FITTABLE"
-    except CalibrationError as exc:
-        subset = getattr(exc, "identifiable", ())
-        if not subset:
-            raise
-        notes.append(f"refused with all fields ({str(exc).split(': ', 1)[0]}); fitted the identifiable subset")
-        notes.extend(getattr(exc, "held_back", ()))
-        res = cal.fit(screened, base, predict=predict, fields=subset)
-        how = "the identifiable subset"
-    return res, train, held, notes, how
+    res = cal.fit_by_metric(screened, base, predict=predict).as_fit_result()
+    return res, train, held, notes, "each constant on its own metric"
 
 
 def run_one(name: str, pfile: str, rfile: str, what: str, detail: bool) -> dict:

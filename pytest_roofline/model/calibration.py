@@ -788,7 +788,13 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
             notes.append(f"TPOTs at two batch sizes far apart (e.g. C = 1 and C = 32) would identify {n} apart "
                          "from the other decode-step terms")
     if "frontend_in_s" in want and not (ttft and "frontend_in_s" in ttft.fitted):
-        notes.append("a measured TTFT at concurrency 1 would identify frontend_in_s")
+        if any(pt.concurrency == 1 and pt.rate_req_per_s is None and pt.value("ttft_p50_ms") is not None
+               for pt in points):
+            notes.append("the TTFTs disagree about frontend_in_s (a mechanism at the higher load the model prices "
+                         "differently: preemption, prefix-cache hits, the API server's serial work): fit it on the "
+                         "concurrency-1 point's TTFT alone (--points C=1 --fit frontend_in_s)")
+        else:
+            notes.append("a measured TTFT at concurrency 1 would identify frontend_in_s")
     if "flop_efficiency" in want and not (ttft and "flop_efficiency" in ttft.fitted):
         notes.append("TTFTs at two prompt lengths (e.g. 128 and 2,048 tokens) would identify flop_efficiency "
                      "apart from frontend_in_s")

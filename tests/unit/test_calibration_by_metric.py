@@ -227,3 +227,16 @@ def test_roofline_calibrate_fits_by_metric_by_default_and_shows_the_held_out_poi
     assert "frontend_in_s" in c.fitted and set(c.uncertainty) == set(c.fitted)
     assert cli.main(["calibrate", str(CPU_TINY_RUN), "--joint", "--by-metric"]) == 2
     assert "pass one" in capsys.readouterr().err
+
+
+def test_ttfts_that_disagree_are_named_as_such_not_as_a_missing_point():
+    """A C = 1 TTFT is there, but the C = 16 one says something no frontend term fits (here: 3x longer than the
+    model's, a bend such as preemption): the note says they disagree, not that a C = 1 point is missing."""
+    setup = _setup()
+    base = serving.default_constants(setup)
+    pts = _points(setup, base)
+    pts[1] = dataclasses.replace(pts[1], ttft_p50_ms=pts[1].ttft_p50_ms * 3.0)
+    res = cal.fit_by_metric(pts, base, predict=cal.serving_predictor(setup), fields=("frontend_in_s",))
+    assert "frontend_in_s" not in res.values
+    assert any("TTFTs disagree" in n for n in res.notes)
+    assert not any("would identify frontend_in_s" in n for n in res.notes)
