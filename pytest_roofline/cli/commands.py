@@ -316,9 +316,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     base = serving.default_constants(setup)
     fields = [f.strip() for f in args.fit.split(",") if f.strip()] if args.fit else None
+    tried = fields or (type(base).FIELDS_FITTABLE if getattr(args, "joint", False)
+                       else calibration.STEP_FIELDS + calibration.TTFT_FIELDS)
     print(f"calibrating {setup.hardware.id} / {setup.model.name} / {setup.engine_name} "
           f"{setup.engine_version or ''} on {', '.join(p.label for p in points)} "
-          f"({', '.join(fields or type(base).FIELDS_FITTABLE)})", flush=True)
+          f"({', '.join(tried)})", flush=True)
     seed = int(spec.workload.get("seed", 0))  # with each point's id: the load generator's arrivals
     predict = calibration.serving_predictor(setup, seed=seed)
     if getattr(args, "joint", False) and getattr(args, "by_metric", False):

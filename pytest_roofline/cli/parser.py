@@ -126,7 +126,9 @@ def make_parser() -> argparse.ArgumentParser:
     cb = sub.add_parser("calibrate", help="fit the serving model's constants to measured points")
     cb.add_argument("results", nargs="+", help="results files (results.json) of the same setup")
     cb.add_argument("--points", help="which points to fit on, e.g. C=1,C=64 or R=4,R=32 (default: all)")
-    cb.add_argument("--fit", help="comma-separated constants to fit (default: ServingConstants.FIELDS_FITTABLE)")
+    cb.add_argument("--fit", help="comma-separated constants to fit (default: the decode-step terms and "
+                    "frontend_in_s / flop_efficiency, each where the points identify it; with --joint: "
+                    "ServingConstants.FIELDS_FITTABLE)")
     cb.add_argument("--predictions", help="the prediction file of the run (default: the one the results name)")
     cb.add_argument("--by-metric", action="store_true",
                     help="the default: fit each constant on the metric that measures it: the decode-step terms on "
