@@ -40,6 +40,7 @@ import datetime as dt
 import io
 import json
 import math
+import random
 import sys
 import time
 from contextlib import redirect_stdout
@@ -322,7 +323,28 @@ def cached_hit_rate(input_len: int, block_size: int) -> float:
     return (input_len - 1) // block_size * block_size / input_len
 
 
-def corpus_v1() -> list[dict]:
+def eos_hazard_lengths(mean: float, max_tokens: int, n: int) -> tuple[float, tuple[int, ...]]:
+    """Output lengths of ``n`` requests that stop at EOS with one probability ``p`` per token, capped at
+    ``max_tokens``: ``min(Geometric(p), max_tokens)``, with ``p`` solving ``E = (1 − (1 − p)^max) / p = mean``.
+    Deterministic: the distribution's quantiles at (i + ½)/n, in an order shuffled with seed 0 (so a closed
+    loop's first clients do not all get the short ones). Returns ``(p, lengths)``."""
+    if not 1 <= mean < max_tokens:
+        raise ValueError(f"an EOS-hazard mean must lie in [1, {max_tokens}), not {mean}")
+    lo, hi = 1e-12, 1.0
+    for _ in range(200):  # E(p) falls as p grows: bisect
+        p = (lo + hi) / 2
+        lo, hi = (p, hi) if (1 - (1 - p) ** max_tokens) / p > mean else (lo, p)
+    p = (lo + hi) / 2
+    at_cap = (1 - p) ** (max_tokens - 1)  # P(no stop in the first max_tokens − 1 tokens)
+    out = []
+    for i in range(n):
+        u = (i + 0.5) / n
+        out.append(max_tokens if u >= 1 - at_cap else max(1, math.ceil(math.log1p(-u) / math.log1p(-p))))
+    random.Random(0).shuffle(out)
+    return p, tuple(int(x) for x in out)
+
+
+def corpus_v1(*, fixed_outputs: bool = False) -> list[dict]:
     """The public V1-era runs (``benchmarks/data/corpus/v1-public-runs.json``): fixed input/output lengths, a closed
     loop at the published max concurrency; (a) and (b) per run, each source its own name (held out: no default was
     set from them)."""
@@ -352,6 +374,10 @@ def corpus_v1() -> list[dict]:
                 cached = 1.0 - 1e-6
             else:
                 inp, out = run["input_len"], run["output_len"]
+                stop = src.get("output_stop")
+                if stop and not fixed_outputs:  # outputs that end at EOS, of a published mean and cap
+                    _p, lens = eos_hazard_lengths(run["output_len"], int(stop["max_tokens"]), n)
+                    out = LengthDist(run["output_len"], "file", values=lens, order="sequential")
                 # a published figure that averages repetitions is compared with the model's mean over the same
                 # ones: a "cached" repetition re-sends prompts the server's prefix cache holds (every full block but
                 # the one holding the last prompt token hits; vLLM recomputes at least one token)
@@ -425,11 +451,11 @@ def _samples(rows: list[dict]):
     return out
 
 
-def corpus_report(write_bands: bool) -> None:
+def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
     from pytest_roofline.model import bands
     lam, note = corpus_lambda()
     rec = corpus_recorded()
-    v1 = corpus_v1()
+    v1 = corpus_v1(fixed_outputs=fixed_outputs)
     rows = lam + rec + v1
     samples = _samples(rows)
     sources = sorted({s for _, _, s, _ in samples})
@@ -605,7 +631,12 @@ def main(argv=None) -> int:
                     help="only the public accuracy corpus table (issue 22), written to RESULTS-model-corpus.md")
     ap.add_argument("--write-bands", action="store_true", help="with --corpus: write pytest_roofline/model/data/"
                     "bands.json from every source")
+    ap.add_argument("--fixed-outputs", action="store_true",
+                    help="with --corpus: simulate a source's EOS-ended outputs (output_stop) at their mean length "
+                         "instead of an EOS-hazard spread (the assumption the committed bands do not use)")
     args = ap.parse_args(argv)
+    if args.fixed_outputs and args.write_bands:
+        ap.error("--fixed-outputs is a what-if: it cannot write the committed bands")
     if args.corpus:
         buf2 = io.StringIO()
 
@@ -618,8 +649,8 @@ def main(argv=None) -> int:
         with redirect_stdout(Tee2()):
             print("# Model accuracy on the public corpus (`benchmarks/model_accuracy.py --corpus`)\n")
             print(f"Run {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC.")
-            corpus_report(args.write_bands)
-        if not args.no_write:
+            corpus_report(args.write_bands, args.fixed_outputs)
+        if not args.no_write and not args.fixed_outputs:
             (ROOT / "benchmarks" / "RESULTS-model-corpus.md").write_text(buf2.getvalue(), encoding="utf-8")
         return 0
     want = set(args.runs.split(",")) if args.runs else None

@@ -137,3 +137,26 @@ def test_open_loop_and_per_request_runs_reach_the_model_with_their_rate_and_leng
     # at 1 req/s the running batch stays small (~ rate x E2E ~ 5); the burst of 200 runs far fuller
     assert rows[0]["mrb"] < 10 < rows[3]["mrb"]
 
+
+
+@pytest.mark.parametrize("max_tokens, mean, n, want_p, want", [
+    # cap 2: E = (1 - (1 - p)^2) / p = 2 - p = 1.5 -> p = 1/2; quantiles 1/8, 3/8 stop at once, 5/8, 7/8 reach the
+    # cap (P(no stop in the first token) = 1/2)
+    (2, 1.5, 4, 0.5, [1, 1, 2, 2]),
+    # cap 3, p = 1/2: E = (1 - 1/8) / (1/2) = 1.75; P(at the cap) = 1/4; u = 9/16, 11/16 -> ceil(log2(1/(1-u))) = 2
+    (3, 1.75, 8, 0.5, [1, 1, 1, 1, 2, 2, 3, 3]),
+])
+def test_eos_hazard_lengths_are_the_capped_geometric_quantiles(max_tokens, mean, n, want_p, want):
+    p, lens = mab.eos_hazard_lengths(mean, max_tokens, n)
+    assert p == pytest.approx(want_p, rel=1e-9)
+    assert sorted(lens) == want
+
+
+def test_the_rtx4090_outputs_are_simulated_as_an_eos_hazard_of_the_published_mean_and_cap():
+    src = SOURCES["rtx4090-mistral"]
+    assert src["output_stop"] == {"model": "eos-hazard", "max_tokens": 128}  # the page requests 128 tokens
+    p, lens = mab.eos_hazard_lengths(100, 128, 300)
+    assert (1 - (1 - p) ** 128) / p == pytest.approx(100, rel=1e-9)
+    assert sum(lens) / 300 == pytest.approx(100, abs=0.5) and max(lens) == 128 and min(lens) >= 1
+    assert lens.count(128) / 300 == pytest.approx((1 - p) ** 127, abs=1 / 300)  # ~60% run to the cap
+    assert lens[:8] != tuple(sorted(lens[:8]))  # shuffled: the first clients are not all the short ones
