@@ -783,10 +783,18 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
         notes.append("no point measured TPOT: the decode-step terms were fitted on throughput, which in a closed "
                      "loop also carries the API server's time between a client's requests (frontend_in_s at its "
                      "value); a measured TPOT would fit them on the decode step alone")
+    step_loads = sorted({pt.concurrency for pt in points if pt.concurrency and pt.rate_req_per_s is None
+                         and any(pt.value(m) is not None for m in step_metrics)})
+    spread = len(step_loads) >= 2 and step_loads[-1] >= 8 * step_loads[0]
     for n in ("step_overhead_s", "per_seq_overhead_s", "hbm_efficiency"):
         if n in want and not (step and n in step.fitted):
-            notes.append(f"TPOTs at two batch sizes far apart (e.g. C = 1 and C = 32) would identify {n} apart "
-                         "from the other decode-step terms")
+            if spread:  # the loads are already far apart: what is missing is a value, not a wider span
+                mid = round(math.sqrt(step_loads[0] * step_loads[-1]))
+                notes.append(f"a TPOT at a third load (e.g. C = {mid}, between C = {step_loads[0]} and "
+                             f"C = {step_loads[-1]}) would identify {n}: each TPOT value pins one decode-step term")
+            else:
+                notes.append(f"TPOTs at two batch sizes far apart (e.g. C = 1 and C = 32) would identify {n} apart "
+                             "from the other decode-step terms")
     if "frontend_in_s" in want and not (ttft and "frontend_in_s" in ttft.fitted):
         if any(pt.concurrency == 1 and pt.rate_req_per_s is None and pt.value("ttft_p50_ms") is not None
                for pt in points):

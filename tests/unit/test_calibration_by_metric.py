@@ -240,3 +240,19 @@ def test_ttfts_that_disagree_are_named_as_such_not_as_a_missing_point():
     assert "frontend_in_s" not in res.values
     assert any("TTFTs disagree" in n for n in res.notes)
     assert not any("would identify frontend_in_s" in n for n in res.notes)
+
+
+def test_loads_already_far_apart_ask_for_a_third_load_not_a_wider_span():
+    """C = 1 and C = 16: two TPOT values pin two of the three decode-step terms; the note asks for a TPOT between them
+    (C = 4, their geometric mean), not for 'two batch sizes far apart', which the user already gave."""
+    setup = _gpu_setup()
+    base = serving.default_constants(setup)
+    pts = _gpu_points(setup, base, [(1, 4, 512), (16, 32, 512)])
+    res = cal.fit_by_metric(pts, base, predict=cal.serving_predictor(setup),
+                            fields=cal.STEP_FIELDS)
+    left = [n for n in cal.STEP_FIELDS if n not in res.values]
+    assert left  # two values, three terms
+    for n in left:
+        assert any(f"a TPOT at a third load (e.g. C = 4, between C = 1 and C = 16) would identify {n}" in x
+                   for x in res.notes)
+    assert not any("two batch sizes far apart" in x for x in res.notes)
