@@ -5,6 +5,8 @@
   published FlashAttention-2 paged-decode kernel times on H100 (github.com/microsoft/onnxruntime/pull/21414);
 * NCCL's small-message ring all-reduce latency against nccl-tests' published DGX-A100 figures
   (github.com/NVIDIA/nccl-tests/issues/123);
+* the per-sequence step cost of V0 engines before 0.6.0, which detokenise every running sequence every step in the
+  engine loop: one detokenize_incrementally call, 19-21 us logged (github.com/vllm-project/vllm/issues/5206);
 * engine args the model does not simulate are refused at their YAML field, never ignored.
 """
 
@@ -143,6 +145,47 @@ def test_kv_reads_and_weight_streaming_have_separate_efficiencies():
     # the attention kernel's fixed cost: 32 layers x 15 us on top of the GEMMs' 3 us x (4 x 32 + 1)
     assert a.overhead_s == pytest.approx(c.step_overhead_s + 64 * c.per_seq_overhead_s
                                          + (4 * 32 + 1) * 3e-6 + 32 * 15e-6, rel=1e-12)
+
+
+# -- per-sequence step cost ------------------------------------------------------------------------------------
+
+def a100(version, **env):
+    engine = {"name": "vllm", "version": version, "args": {"max_model_len": 8192}}
+    if env:
+        engine["env"] = dict(env)
+    return build_setup(hardware_ref="a100-sxm4-80gb", model_ref="llama-3.1-8b", engine=engine)
+
+
+@pytest.mark.parametrize("version, env, kind, per_seq_us", [
+    ("0.5.4", {}, "v0", 20.0),                       # synchronous output processing (Lambda's corpus release)
+    ("0.4.0", {}, "v0", 20.0),
+    ("0.6.0", {"VLLM_USE_V1": "0"}, "v0", 10.0),     # async output processing (blog.vllm.ai 2024-09-05)
+    ("0.8.3", {}, "v1", 10.0),
+    ("0.26.0", {}, "v1", 10.0),
+])
+def test_the_per_sequence_default_follows_the_engine_that_detokenises_in_its_loop(version, env, kind, per_seq_us):
+    s = a100(version, **env)
+    assert s.engine_kind == kind
+    assert sv.default_constants(s).per_seq_overhead_s * 1e6 == pytest.approx(per_seq_us, rel=1e-12)
+
+
+def test_a_v0_step_of_b_sequences_costs_one_published_detokenisation_each():
+    # vLLM issue 5206 logged detokenize_incrementally at 19.3-21.2 us a call (0.3.0); the default is 20 us, and a
+    # decode step of B running sequences pays it B times on top of the kernels' latencies and the step overhead:
+    # Llama-3.1-8B has 32 layers, so (4 x 32 + 1) x 3 us + 32 x 15 us + 1 ms + B x 20 us
+    s = a100("0.5.4")
+    c = sv.default_constants(s)
+    for b in (1, 32, 160):
+        step = sv.step_cost(s, c, decode_ctx_tokens=[300] * b)
+        assert step.overhead_s == pytest.approx((4 * 32 + 1) * 3e-6 + 32 * 15e-6 + 1e-3 + b * 20e-6, rel=1e-12)
+    b32 = sv.step_cost(s, c, decode_ctx_tokens=[300] * 32).overhead_s
+    b1 = sv.step_cost(s, c, decode_ctx_tokens=[300]).overhead_s
+    assert (b32 - b1) / 31 * 1e6 == pytest.approx(20.0, rel=1e-9)
+    assert 19.3 <= (b32 - b1) / 31 * 1e6 <= 21.2  # inside the published calls' range
+    # the same step on a V1 engine pays the 10 us estimate
+    v1 = a100("0.8.3")
+    assert sv.step_cost(v1, decode_ctx_tokens=[300] * 32).overhead_s - \
+        sv.step_cost(v1, decode_ctx_tokens=[300]).overhead_s == pytest.approx(31 * 10e-6, rel=1e-9)
 
 
 # -- tensor parallelism ----------------------------------------------------------------------------------------

@@ -17,10 +17,12 @@ from typing import Any, ClassVar
 
 from pytest_roofline.errors import SimulationError
 from pytest_roofline.model import analytical as an
+from pytest_roofline.model import vllm_defaults
 from pytest_roofline.model.setup import Setup
 
 __all__ = ["ServingConstants", "CONSTANT_SOURCES", "default_constants", "KERNELS_PER_LAYER", "ACTIVATION_BYTES",
-           "ring_allreduce_latency_s", "FRONTEND_IN_S", "FRONTEND_OUT_S", "CLIENT_JITTER_S"]
+           "ring_allreduce_latency_s", "FRONTEND_IN_S", "FRONTEND_OUT_S", "CLIENT_JITTER_S",
+           "PER_SEQ_OVERHEAD_S", "V0_SYNC_PER_SEQ_OVERHEAD_S", "default_per_seq_overhead_s"]
 
 #: kernels per decoder layer charged the fixed memory latency: the QKV, output, gate/up and down GEMMs (norms and
 #: activations are fused into these by vLLM's compiled graphs); plus one lm_head.  The attention kernel has its
@@ -177,8 +179,15 @@ CONSTANT_SOURCES: Mapping[str, str] = {
     "step_overhead_s": "1.0 ms (cuda): engine time per step not explained by bandwidth: the Day 3 notebook measured "
                        "a 3.3 ms gap at batch 1 over the full-bandwidth weight read, of which the 0.8 bandwidth "
                        "factor and the kernel latencies explain ~2.5 ms (docs/sources.md)",
-    "per_seq_overhead_s": "10 us (cuda): per running sequence per step (scheduler bookkeeping, sampler, output "
-                          "processing); an order-of-magnitude estimate, no public measurement (sources.d)",
+    "per_seq_overhead_s": "10 us (cuda, V1 and V0 from 0.6.0): per running sequence per step (scheduler "
+                          "bookkeeping, sampler, output processing); an order-of-magnitude estimate, no public "
+                          "measurement of the whole (docs/sources.md). 20 us (cuda, V0 before 0.6.0: "
+                          "V0_SYNC_PER_SEQ_OVERHEAD_S): those engines detokenise every running sequence every step "
+                          "inside the engine loop before the next step starts (vllm/engine/output_processor/"
+                          "single_step.py); one detokenize_incrementally call was logged at 19-21 us "
+                          "(github.com/vllm-project/vllm/issues/5206, vLLM 0.3.0), a lower bound of that "
+                          "synchronous per-sequence work; vLLM 0.6.0 moved it off the critical path (async output "
+                          "processing, blog.vllm.ai/2024/09/05/perf-update.html)",
     "interconnect_efficiency": "0.8: the same empirical factor aiconfigurator applies to bandwidth",
     "allreduce_latency_s": "NCCL's small-message ring latency for the TP degree, 5.6 us + 2.0 us x 2 (t - 1) "
                            "(9.6 us at TP 2, 17.6 us at TP 4: a line through nccl-tests' published DGX-A100 "
@@ -199,6 +208,29 @@ FRONTEND_OUT_S = 3e-3
 CLIENT_JITTER_S = 14e-3
 
 
+#: the per-sequence step cost of V0 engines before 0.6.0 (CONSTANT_SOURCES): one incremental detokenisation per
+#: running sequence per step, done synchronously in the engine loop (vLLM issue 5206: 19-21 us a call)
+V0_SYNC_PER_SEQ_OVERHEAD_S = 20e-6
+#: the per-sequence step cost of every other cuda engine (V1; V0 from 0.6.0, whose output processing overlaps the
+#: next step): an order-of-magnitude estimate (CONSTANT_SOURCES)
+PER_SEQ_OVERHEAD_S = 10e-6
+#: the release whose V0 engine processes outputs asynchronously by default (blog.vllm.ai/2024/09/05/perf-update.html)
+V0_ASYNC_OUTPUT_VERSION = vllm_defaults.VllmVersion(0, 6, 0)
+
+
+def default_per_seq_overhead_s(setup: Setup) -> float:
+    """The GPU default of ``per_seq_overhead_s``: :data:`V0_SYNC_PER_SEQ_OVERHEAD_S` for a V0 engine older than
+    0.6.0 (synchronous output processing), else :data:`PER_SEQ_OVERHEAD_S`."""
+    if setup.engine_kind == "v0" and setup.engine_version is not None:
+        try:
+            version = vllm_defaults.parse_version(setup.engine_version)
+        except ValueError:
+            return PER_SEQ_OVERHEAD_S
+        if version < V0_ASYNC_OUTPUT_VERSION:
+            return V0_SYNC_PER_SEQ_OVERHEAD_S
+    return PER_SEQ_OVERHEAD_S
+
+
 def default_constants(setup: Setup) -> ServingConstants:
     """The documented defaults (see :data:`CONSTANT_SOURCES`); ``cpu`` devices get uncalibrated ones."""
     if setup.device == "cpu" or setup.hardware.family == "cpu":
@@ -208,7 +240,7 @@ def default_constants(setup: Setup) -> ServingConstants:
                                 frontend_in_s=FRONTEND_IN_S, frontend_out_s=FRONTEND_OUT_S,
                                 client_jitter_s=CLIENT_JITTER_S)
     return ServingConstants(hbm_efficiency=0.8, flop_efficiency=0.75, mem_latency_s=3e-6,
-                            step_overhead_s=1.0e-3, per_seq_overhead_s=10e-6,
+                            step_overhead_s=1.0e-3, per_seq_overhead_s=default_per_seq_overhead_s(setup),
                             kv_bw_efficiency=0.68, attn_layer_latency_s=15e-6,
                             frontend_in_s=FRONTEND_IN_S, frontend_out_s=FRONTEND_OUT_S,
                             client_jitter_s=CLIENT_JITTER_S)
