@@ -741,6 +741,18 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
     ``frontend_in_s``; ``flop_efficiency`` needs TTFTs of two prompt lengths;
     ``step_overhead_s`` and ``per_seq_overhead_s`` need TPOTs at two batch sizes far apart."""
     want = tuple(fields) if fields is not None else STEP_FIELDS + TTFT_FIELDS
+    known = set(base.to_dict()) | ({f.name for f in dataclasses.fields(base)} if dataclasses.is_dataclass(base)
+                                   else set())
+    unknown = [n for n in want if n not in known]
+    if unknown:
+        raise CalibrationError(f"unknown constant(s) {', '.join(unknown)}; fittable: "
+                               f"{', '.join(STEP_FIELDS + TTFT_FIELDS)} (each on its own metric), or any of "
+                               f"{', '.join(sorted(known))} with --joint")
+    other = [n for n in want if n not in STEP_FIELDS + TTFT_FIELDS]
+    if other:
+        raise CalibrationError(f"{', '.join(other)}: not fitted on a metric of its own (the decode-step terms "
+                               f"{', '.join(STEP_FIELDS)} are fitted on TPOT, {', '.join(TTFT_FIELDS)} on TTFT); "
+                               "pass --joint to fit it on every metric at once")
     step_metrics, step_what = _step_metrics(points)
     step_names = [n for n in STEP_FIELDS if n in want]
     ttft_names = [n for n in TTFT_FIELDS if n in want]

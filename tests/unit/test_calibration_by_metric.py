@@ -256,3 +256,14 @@ def test_loads_already_far_apart_ask_for_a_third_load_not_a_wider_span():
         assert any(f"a TPOT at a third load (e.g. C = 4, between C = 1 and C = 16) would identify {n}" in x
                    for x in res.notes)
     assert not any("two batch sizes far apart" in x for x in res.notes)
+
+
+def test_a_constant_outside_both_stages_or_unknown_is_refused_naming_it():
+    setup = _setup()
+    base = serving.default_constants(setup)
+    pts = _points(setup, base)
+    kw = {"predict": cal.serving_predictor(setup)}
+    with pytest.raises(cal.CalibrationError, match="unknown constant.*no_such_constant"):
+        cal.fit_by_metric(pts, base, fields=("no_such_constant",), **kw)
+    with pytest.raises(cal.CalibrationError, match="mem_latency_s: not fitted on a metric of its own.*--joint"):
+        cal.fit_by_metric(pts, base, fields=("mem_latency_s",), **kw)
