@@ -51,8 +51,8 @@ METRICS = ("num_gpu_blocks", "kv_tokens", "available_kv_gib")
 DIAGNOSTICS = ("weights_gib",)
 
 #: engine arguments a report may state, passed to ``engine.args`` under vLLM's own names
-_ARG_FIELDS = ("gpu_memory_utilization", "max_model_len", "tensor_parallel_size", "kv_cache_dtype", "dtype",
-               "quantization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager")
+_ARG_FIELDS = ("gpu_memory_utilization", "max_model_len", "tensor_parallel_size", "pipeline_parallel_size",
+               "kv_cache_dtype", "dtype", "quantization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager")
 
 
 def load(path: Path = DATA) -> dict[str, Any]:
@@ -176,6 +176,9 @@ def build_report_setup(report: Mapping[str, Any], *, name_version: bool = True,
             args["max_model_len"] = int(mpe)
             assumed.append(f"max_model_len={int(mpe)} (the model's max_position_embeddings, vLLM's default)")
     engine: dict[str, Any] = {"name": "vllm", "args": args}
+    if report.get("engine_env"):
+        # the engine the log ran when vLLM chose it itself in a way the project does not model (a V0 fallback)
+        engine["env"] = dict(report["engine_env"])
     version = named_version(report) if name_version else None
     if version:
         engine["version"] = version

@@ -104,6 +104,32 @@ def test_r1_distill_tp2_tokens_are_whole_blocks_under_the_printed_memory() -> No
     assert r["published"]["kv_tokens"] * per_token / GIB < r["published"]["available_kv_gib"]
 
 
+def test_llama33_tp4_pp2_log_adds_up_worker_by_worker() -> None:
+    # https://github.com/surajssd/llm-k8s (commit 58b61c5, lws-run-2.sh): Llama-3.3-70B-Instruct, TP=4 x PP=2 on
+    # 2 x 4 A100-40GB, vLLM 0.8.3 V0. Each worker printed budget - weights - non_torch - activation = KV:
+    #   pool-setting worker (last stage, pid=626): 35.55 - 16.46 - 2.24 - 1.27 = 15.58 GiB;
+    #   driver: 35.55 - 16.46 - 0.93 - 0.25 = 17.91 (printed 17.90, two-decimal rounding of each term);
+    #   the 6 others (one shown): 35.55 - 16.46 - 1.07 - 0.25 = 17.77 (printed 17.76).
+    # The budget: 39.49 GiB x 0.90 = 35.54, printed 35.55: both are roundings of the unrounded total (39.495 x 0.9
+    # = 35.546).
+    # One block per rank: 16 tokens x 40 layers (80 / PP 2) x 2 (K,V) x 2 KV heads (8 / TP 4) x 128 x 2 B
+    # = 655,360 B, so 25,524 blocks = 15.578 GiB: the smallest worker's 15.58 GiB, as V0 takes the minimum.
+    r = REPORTS["2x4xa100-40gb-llama33-70b-v083-tp4-pp2"]
+    pub = r["published"]
+    assert round(35.55 - 16.46 - 2.24 - 1.27, 2) == pub["available_kv_gib"] == 15.58
+    assert round(35.55 - 16.46 - 0.93 - 0.25, 2) == pytest.approx(17.90, abs=0.015)
+    assert round(35.55 - 16.46 - 1.07 - 0.25, 2) == pytest.approx(17.76, abs=0.015)
+    assert pub["total_gpu_memory_gib"] * 0.90 == pytest.approx(35.55, abs=0.01)
+    block = 16 * 40 * 2 * 2 * 128 * 2
+    assert block == 655_360
+    assert pub["num_gpu_blocks"] * block / GIB == pytest.approx(pub["available_kv_gib"], abs=0.005)
+    # 15.58 GiB // 655,360 B = 25,526 blocks; the printed 25,524 is within the 0.005 GiB rounding (8 blocks)
+    assert abs(pub["num_gpu_blocks"] - pub["available_kv_gib"] * GIB // block) <= 0.005 * GIB / block
+    # the log's 'Maximum concurrency for 131072 tokens per request: 3.12x' = 25,524 x 16 / 131,072
+    assert round(pub["num_gpu_blocks"] * 16 / 131_072, 2) == 3.12
+    assert r["tensor_parallel_size"] * r["pipeline_parallel_size"] == r["num_gpus"] == 8
+
+
 def test_a6000_pools_fit_the_budget_beside_the_weights() -> None:
     # https://github.com/vllm-project/vllm/pull/4454 (one RTX A6000, LLM class defaults, utilisation 0.9).
     # Block bytes = 2 (K,V) x layers x KV heads x head_dim x 2 B x 16, from each model card's config.json:
