@@ -107,9 +107,10 @@ def test_r1_distill_tp2_tokens_are_whole_blocks_under_the_printed_memory() -> No
 def test_llama33_tp4_pp2_log_adds_up_worker_by_worker() -> None:
     # https://github.com/surajssd/llm-k8s (commit 58b61c5, lws-run-2.sh): Llama-3.3-70B-Instruct, TP=4 x PP=2 on
     # 2 x 4 A100-40GB, vLLM 0.8.3 V0. Each worker printed budget - weights - non_torch - activation = KV:
-    #   pool-setting worker (last stage, pid=626): 35.55 - 16.46 - 2.24 - 1.27 = 15.58 GiB;
+    #   pool-setting worker (second stage, pid=626): 35.55 - 16.46 - 2.24 - 1.27 = 15.58 GiB;
     #   driver: 35.55 - 16.46 - 0.93 - 0.25 = 17.91 (printed 17.90, two-decimal rounding of each term);
-    #   the 6 others (one shown): 35.55 - 16.46 - 1.07 - 0.25 = 17.77 (printed 17.76).
+    #   a first-stage worker: 35.55 - 16.46 - 1.07 - 0.25 = 17.77 (printed 17.76); Ray's deduplication hides the
+    #   numbers of the 6 other workers' lines.
     # The budget: 39.49 GiB x 0.90 = 35.54, printed 35.55: both are roundings of the unrounded total (39.495 x 0.9
     # = 35.546).
     # One block per rank: 16 tokens x 40 layers (80 / PP 2) x 2 (K,V) x 2 KV heads (8 / TP 4) x 128 x 2 B
