@@ -4,8 +4,11 @@ Input: real CPU-engine runs of ``benchmarks/drift_cpu.yaml`` (two closed-loop po
 predictions: output throughput, TTFT/TPOT/E2E p50), some with ``max_num_seqs: 4`` and some with ``max_num_seqs: 2``
 (the change the review made, 4 → 2). Every run is a fresh engine start, so pairs of runs of one configuration hold
 the real run-to-run variation (engine start, a shared 2-core machine's load), not only the within-run sampling
-noise. They are kept compactly in ``benchmarks/data/drift-cpu-runs.json``: each prediction's stored value with
-its 95 % interval (as the history stores it) and each point's per-request TTFT, TPOT and E2E samples.
+noise. They are kept compactly in ``benchmarks/data/``: each prediction's stored value with its 95 % interval (as
+the history stores it) and each point's per-request TTFT, TPOT and E2E samples. Three data files, each printed:
+``drift-cpu-runs-48x.json`` (third session: 12 runs at ``requests_per_point: 48x``, the file's setting now, with
+the load average and the other processes' CPU share recorded), ``drift-cpu-runs-load.json`` (second session: 12
+runs at 12x with the load average) and ``drift-cpu-runs.json`` (the first 11, at 12x).
 
 Figures:
 
@@ -24,24 +27,37 @@ Figures:
    Each figure is given with the stored intervals alone and with the rank test on per-request samples (the
    samples are the points' requests in the data file, sketched as the history now stores them).
 Each run's distance from its configuration's median is printed beside the machine's load average during it
-(recorded with the runs from the second session on), with their rank correlation.
+(recorded with the runs from the second session on) and the share of the machine's CPU that other processes used
+(third session on), with their rank correlations.
 
-3. **Resampled nights** (within-run noise only): K pairs of nights drawn with replacement from one run's requests,
+3. **A change of known size on the machine's real run-to-run noise** (``scaled``): within one configuration,
+   each real run as tonight with every stored value, interval and per-request sample multiplied by a factor
+   (×1.1, 1.25, 1.5, 2, 3, 5; a throughput is multiplied too, so it rises: drift is two-sided), against every
+   choice of 3 (and 5) of the other real runs of that configuration as the earlier nights: the share of
+   predictions called ``drifted`` per factor (×1 is the identical-configuration false drift), the smallest factor
+   caught ≥ 90 % of the time, and the best any test could do against that noise. The change is exact and known;
+   the noise it has to be told from is the real one between engine starts. A value of 0 (a TPOT p50 where every
+   token came in one burst) stays 0 at every factor: no test can see it move.
+
+4. **Resampled nights** (within-run noise only): K pairs of nights drawn with replacement from one run's requests,
    p50s with their order-statistic intervals: the false-drift share; and the same with every sample 1.5× (a known
    change): the detection share.
 
 For contrast each figure is also given for the old rule (beyond the 10 % threshold alone).
 
-Record the runs (about a minute each, one engine at a time)::
+Record the runs (about a minute each, one engine at a time), interleaving the two configurations::
 
-    for i in 1 2 3 4 5; do flock /tmp/roofline-engine.lock pytest --gpu cpu benchmarks/drift_cpu.yaml \\
-        --roofline-out runs/s4-$i -q; done          # and the same with max_num_seqs: 2 into runs/s2-$i
-    python benchmarks/drift_false_alarms.py --record runs/s4-* runs/s2-*    # rewrites the first data file
+    for i in 1 2 3 4 5 6; do
+      flock /tmp/roofline-engine.lock pytest --gpu cpu benchmarks/drift_cpu.yaml --roofline-out runs/r4-$i -q
+      # and the same file with max_num_seqs: 2 into runs/r2-$i
+    done
+    python benchmarks/drift_false_alarms.py --record runs/r4-* runs/r2-*   # writes the first data file
 
-(with ``loadavg.txt`` in each run folder, lines of ``<unix s> <contents of /proc/loadavg>`` polled every 2 s
-while the run went, the run's load average is kept in the data).
+A run folder may also hold ``loadavg.txt`` (lines of ``<unix s> <contents of /proc/loadavg>``, polled every 2 s
+while the run went), ``cpu.txt`` (``before|after <unix s> <the cpu line of /proc/stat>``) and ``times.txt``
+(bash's ``times`` after the run): the run's load average and the other processes' CPU share are then kept.
 
-Then ``python benchmarks/drift_false_alarms.py`` prints the figures from the data file.
+Then ``python benchmarks/drift_false_alarms.py`` prints the figures from the data files.
 """
 
 from __future__ import annotations
@@ -50,6 +66,7 @@ import argparse
 import itertools
 import json
 import math
+import os
 import statistics
 import sys
 from dataclasses import replace
@@ -64,8 +81,9 @@ from pytest_roofline.measure.stats.intervals import percentile_interval
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "drift-cpu-runs.json"
-#: the runs made with their load average recorded (issue 21, second session), then the first session's runs
-DATA_FILES = (HERE / "data" / "drift-cpu-runs-load.json", DATA)
+#: the runs at 48x with the other processes' CPU share (third session), the runs at 12x with their load average
+#: (second session), then the first session's runs (12x); --record writes the first
+DATA_FILES = (HERE / "data" / "drift-cpu-runs-48x.json", HERE / "data" / "drift-cpu-runs-load.json", DATA)
 SETUP = SetupKey("cpu", "roofline-tiny", "0.32.0")
 THRESHOLD = "10%"
 
@@ -84,7 +102,9 @@ def _samples(requests_file: Path) -> dict[str, list[float]]:
         n = int(r.get("completion_tokens") or 0)
         if n > 1:
             tpot.append((r["end_s"] - r["first_token_s"]) / (n - 1))
-    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
+    def r6(xs: list[float]) -> list[float]:  # 6 significant digits, as the history keeps a sample (a µs of 1 s)
+        return [float(f"{x:.6g}") for x in xs]
+    return {"ttft_s": r6(ttft), "tpot_s": r6(tpot), "e2e_s": r6(e2e)}
 
 
 def record(dirs: list[Path], out: Path) -> None:
@@ -108,18 +128,49 @@ def record(dirs: list[Path], out: Path) -> None:
         points = {p["id"]: _samples(results.parent / p["requests_file"]) for p in data["points"]
                   if p.get("requests_file")}
         run = {"name": d.name, "max_num_seqs": seqs, "created_at": data.get("created_at"),
+               "requests_per_point": {p["id"]: p.get("num_requests") for p in data["points"]},
                "values": values, "requests": points}
         load = _load_during(d / "loadavg.txt")
         if load is not None:
             run["loadavg_1min"] = load
+        other = _other_cpu_share(d / "cpu.txt", d / "times.txt")
+        if other is not None:
+            run["other_cpu_share"] = other
         runs.append(run)
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"about": "benchmarks/drift_false_alarms.py: real CPU-engine runs of "
                                         "benchmarks/drift_cpu.yaml, one engine start each; loadavg_1min: the "
                                         "machine's 1-minute load average polled every 2 s during the run "
-                                        "(mean, max; 2 cores)", "runs": runs},
+                                        "(mean, max; 2 cores); other_cpu_share: the share of the machine's "
+                                        "CPU time that processes other than the run's own used during it; "
+                                        "requests_per_point: the sweep's", "runs": runs},
                               indent=1) + "\n")
     print(f"wrote {out} ({len(runs)} runs)")
+
+
+def _other_cpu_share(stat: Path, times: Path) -> float | None:
+    """The share of the machine's CPU time (all cores, busy or idle) that processes other than the run's own
+    (pytest, its load generator and the engine it started) used while the run went: ``cpu.txt`` holds the
+    ``/proc/stat`` ``cpu`` line before and after the run (``before|after <unix s> cpu <user> <nice> <system>
+    <idle> <iowait> <irq> <softirq> <steal> ...``, in clock ticks), ``times.txt`` bash's ``times`` after it
+    (its second line: the CPU time of the shell's waited-for children, i.e. the run's process tree)."""
+    if not stat.is_file() or not times.is_file():
+        return None
+    rows = {line.split()[0]: [float(x) for x in line.split()[3:]] for line in stat.read_text().splitlines()
+            if line.startswith(("before", "after"))}
+    lines = times.read_text().splitlines()
+    if set(rows) != {"before", "after"} or len(lines) < 2:
+        return None
+    tick = float(os.sysconf("SC_CLK_TCK"))
+    delta = [a - b for a, b in zip(rows["after"], rows["before"], strict=False)]
+    total_s = sum(delta[:8]) / tick  # user nice system idle iowait irq softirq steal (guest is within user)
+    busy_s = (total_s - (delta[3] + delta[4]) / tick)
+
+    def secs(text: str) -> float:
+        m, s = text.rstrip("s").split("m")
+        return 60 * float(m) + float(s)
+    ours_s = sum(secs(x) for x in lines[1].split())
+    return round(max(0.0, busy_s - ours_s) / total_s, 3) if total_s > 0 else None
 
 
 def _load_during(polls: Path) -> dict[str, float] | None:
@@ -249,6 +300,7 @@ def real_runs(runs: list[dict[str, Any]], name: str) -> None:
     # how far each run sits from its configuration's median (the run-to-run noise), beside its load
     print("  each run's mean |log(value / its configuration's median)| over the 8 predictions (run-to-run noise):")
     pairs: list[tuple[float, float]] = []
+    others: list[tuple[float, float]] = []
     for s in (4, 2):
         for r, night in zip([r for r in runs if r["max_num_seqs"] == s], plain[s], strict=True):
             devs = []
@@ -257,20 +309,26 @@ def real_runs(runs: list[dict[str, Any]], name: str) -> None:
                 if v.measured and m:
                     devs.append(abs(math.log(v.measured / m)))
             load = r.get("loadavg_1min")
+            other = r.get("other_cpu_share")
             print(f"    {r['name']:6s} max_num_seqs {s}: {statistics.fmean(devs):.2f}"
-                  + (f"   load {load['mean']:.1f} (max {load['max']:.1f})" if load else ""))
+                  + (f"   load {load['mean']:.1f} (max {load['max']:.1f})" if load else "")
+                  + (f"   other processes' CPU share {other:.0%}" if other is not None else ""))
             if load:
                 pairs.append((load["mean"], statistics.fmean(devs)))
-    if len(pairs) >= 4:
-        def ranks(xs: list[float]) -> list[float]:
-            order = sorted(range(len(xs)), key=lambda i: xs[i])
-            out = [0.0] * len(xs)
-            for r, i in enumerate(order):
-                out[i] = float(r)
-            return out
-        rho = statistics.correlation(ranks([a for a, _ in pairs]), ranks([b for _, b in pairs]))
-        print(f"  Spearman correlation of a run's load average with its distance from its configuration's median: "
-              f"{rho:+.2f} over {len(pairs)} runs")
+            if other is not None:
+                others.append((other, statistics.fmean(devs)))
+
+    def ranks(xs: list[float]) -> list[float]:
+        order = sorted(range(len(xs)), key=lambda i: xs[i])
+        out = [0.0] * len(xs)
+        for r, i in enumerate(order):
+            out[i] = float(r)
+        return out
+    for what, xy in (("load average", pairs), ("other processes' CPU share", others)):
+        if len(xy) >= 4:
+            rho = statistics.correlation(ranks([a for a, _ in xy]), ranks([b for _, b in xy]))
+            print(f"  Spearman correlation of a run's {what} with its distance from its configuration's median: "
+                  f"{rho:+.2f} over {len(xy)} runs")
     for rank in (False, True):
         by = {s: [_values(r, rank) for r in runs if r["max_num_seqs"] == s] for s in (4, 2)}
         test = ("stored 95 % intervals AND the rank test on per-request samples where both nights kept them "
@@ -310,6 +368,84 @@ def real_runs(runs: list[dict[str, Any]], name: str) -> None:
                 for k in sorted(per_key):
                     sts = per_key[k]
                     print(f"        {k.split('::')[1]:28s} drifted {sum(x == 'drifted' for x in sts)}/{len(sts)}")
+
+
+#: the known changes ``scaled`` applies to a real night: every stored figure multiplied by this factor
+FACTORS = (1.1, 1.25, 1.5, 2.0, 3.0, 5.0)
+
+
+def _scaled(v: StoredValue, factor: float) -> StoredValue:
+    """``v`` with its value, interval and per-request samples all multiplied by ``factor``."""
+    def m(x: float | None) -> float | None:
+        return None if x is None else x * factor
+    return replace(v, measured=m(v.measured), measured_lo=m(v.measured_lo), measured_hi=m(v.measured_hi),
+                   samples=tuple(x * factor for x in v.samples))
+
+
+def _best_possible(by: dict[int, list[list[StoredValue]]], factor: float) -> float:
+    """The mean over predictions of P(|z| > 1.96) for z ~ N(ln(factor) / sd, 1), sd the run-to-run standard deviation
+    of the prediction's log value pooled over the configurations (a value <= 0 has no log and is left out)."""
+    norm = statistics.NormalDist()
+    keys = {v.key for nights in by.values() for n in nights for v in n}
+    out = []
+    for k in sorted(keys):
+        logs = [[math.log(v.measured) for n in nights for v in n if v.key == k and v.measured and v.measured > 0]
+                for nights in by.values()]
+        dof = sum(len(x) - 1 for x in logs if len(x) > 1)
+        if dof <= 0:
+            continue
+        sd = math.sqrt(sum(statistics.variance(x) * (len(x) - 1) for x in logs if len(x) > 1) / dof)
+        d = math.log(factor) / sd if sd > 0 else math.inf
+        out.append(norm.cdf(d - 1.96) + norm.cdf(-d - 1.96))
+    return statistics.fmean(out) if out else math.nan
+
+
+def scaled(runs: list[dict[str, Any]], name: str) -> dict[int, dict[float, tuple[int, int]]]:
+    """A change of known size on the machine's real run-to-run noise: within one configuration, each run as
+    tonight with every stored value, interval and per-request sample multiplied by a factor, against every choice
+    of 3 (and 5) of the other runs of that configuration as the earlier nights (the shipped rule: intervals, rank
+    test, nights' spread). Factor 1 is the identical-configuration false drift. Every prediction is changed, so
+    every one counts. Returns {depth: {factor: (drifted, judged)}}."""
+    print(f"== {name}: a known change on real run-to-run noise (tonight = a real run with everything x factor)")
+    by = {s: [_values(r, rank=True) for r in runs if r["max_num_seqs"] == s] for s in (4, 2)}
+    out: dict[int, dict[float, tuple[int, int]]] = {}
+    for depth in (3, 5):
+        if all(len(nights) <= depth for nights in by.values()):
+            continue
+        row: dict[float, tuple[int, int]] = {}
+        per_key: dict[float, dict[str, list[str]]] = {}
+        for factor in (1.0, *FACTORS):
+            judged: list[tuple[str, bool]] = []
+            keyed: dict[str, list[str]] = {}
+            for nights in by.values():
+                for t in range(len(nights)):
+                    others = [n for i, n in enumerate(nights) if i != t]
+                    now = [_scaled(v, factor) for v in nights[t]]
+                    for history in itertools.combinations(others, depth):
+                        for k, st, b in _judge(list(history), now, with_keys=True):
+                            judged.append((st, b))
+                            keyed.setdefault(k, []).append(st)
+            row[factor] = (sum(st == "drifted" for st, _b in judged), len(judged))
+            per_key[factor] = keyed
+            goal = "goal <= 5%" if factor == 1.0 else "goal >= 90%"
+            print(f"  vs {depth} earlier nights, x{factor:g}: drifted {_share(judged, 'drifted')} ({goal}), "
+                  f"uncertain {_share(judged, 'uncertain')}; old rule (10% alone) {_old_rule(judged)}")
+        if depth == 3:
+            keys = sorted(per_key[1.0])
+            print("    per prediction, drifted share at x" + " / x".join(f"{f:g}" for f in (1.0, *FACTORS)) + ":")
+            for k in keys:
+                shares = [sum(x == "drifted" for x in per_key[f][k]) / len(per_key[f][k]) for f in (1.0, *FACTORS)]
+                print(f"      {k.split('::')[1]:28s} " + " ".join(f"{x:4.0%}" for x in shares))
+            print("    the best any test could do (5% false alarms, one night against a baseline and a noise level "
+                  "known exactly; pooled run-to-run sd of each prediction's log value): "
+                  + ", ".join(f"x{f:g} {_best_possible(by, f):.0%}" for f in FACTORS))
+        false_ok = row[1.0][0] <= 0.05 * row[1.0][1]
+        found = [f for f in FACTORS if row[f][0] >= 0.9 * row[f][1]]
+        print(f"    smallest change detected >= 90% with {depth} earlier nights: "
+              + (f"x{found[0]:g}" if found else f"none up to x{FACTORS[-1]:g}")
+              + f" (false drift {row[1.0][0] / row[1.0][1]:.1%}: {'within' if false_ok else 'OVER'} the 5% goal)")
+        out[depth] = row
+    return out
 
 
 def _p50_value(key: str, dimension: str, samples: np.ndarray) -> StoredValue:
@@ -352,14 +488,18 @@ def main(argv: list[str] | None = None) -> int:
                    help="--roofline-out folders of runs of benchmarks/drift_cpu.yaml: rewrite the data file")
     p.add_argument("--k", type=int, default=200, help="resampled pairs per point and metric (default 200)")
     p.add_argument("--seed", type=int, default=21)
-    p.add_argument("--data", type=Path, nargs="+", default=[p for p in DATA_FILES if p.is_file()],
-                   help="the data files to read (default: both; --record writes the first)")
+    p.add_argument("--data", type=Path, nargs="+", default=None,
+                   help="the data files to read (default: the three in benchmarks/data/); --record writes the first "
+                        f"({DATA_FILES[0].name} by default)")
     args = p.parse_args(argv)
     if args.record:
-        record(args.record, args.data[0])
+        record(args.record, (args.data or DATA_FILES)[0])
+    args.data = args.data or [p for p in DATA_FILES if p.is_file()]
     for path in args.data:
         runs = json.loads(path.read_text())["runs"]
-        real_runs(runs, str(path.relative_to(HERE.parent)) if path.is_relative_to(HERE.parent) else path.name)
+        label = str(path.relative_to(HERE.parent)) if path.is_relative_to(HERE.parent) else path.name
+        real_runs(runs, label)
+        scaled(runs, label)
     resampled(json.loads(args.data[0].read_text())["runs"], args.k, args.seed)
     return 0
 
