@@ -11,6 +11,8 @@
 - :mod:`~pytest_roofline.measure.stats.steady`: the steady window (MSER-5, the closed loop's fill, the drain) and
   the figures over it;
 - :mod:`~pytest_roofline.measure.stats.bursts`: tokens delivered several per read, detected and flagged;
+- :mod:`~pytest_roofline.measure.stats.held`: a closed loop that did not hold its concurrency (a starved client),
+  detected and flagged;
 - :mod:`~pytest_roofline.measure.stats.repeats`: one ``client`` object from ``sweep.repeats`` runs, and where a
   rerun should land.
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 from pytest_roofline.measure.stats.bursts import burst_flag, bursts
 from pytest_roofline.measure.stats.glossary import GLOSSARY, PERCENTILES, distribution
+from pytest_roofline.measure.stats.held import HELD_SHARE, held_flag
 from pytest_roofline.measure.stats.intervals import (
     BATCHES,
     INTERVAL_METHODS,
@@ -62,4 +65,5 @@ __all__ = ["GLOSSARY", "PERCENTILES", "distribution", "summarize", "summarize_re
            "percentile_interval", "mean_interval", "rate_interval", "requests_to_decide", "order_statistic_ranks",
            "min_samples_for_bound", "t_quantile", "t_half_width", "batch_means", "BATCHES", "MIN_BATCH",
            "mser_truncation", "MSER_BATCH", "SteadyWindow", "steady_window", "steady_statistics", "steady_summary",
-           "STEADY_MODES", "INTERVAL_FIGURES", "combine_repeats", "next_run_interval", "bursts", "burst_flag"]
+           "STEADY_MODES", "INTERVAL_FIGURES", "combine_repeats", "next_run_interval", "bursts", "burst_flag",
+           "held_flag", "HELD_SHARE"]
