@@ -6,8 +6,8 @@ client's own records say how many were, time-averaged over the steady window (``
 :mod:`~pytest_roofline.measure.stats.steady`). Well below C means the client was slow to send the next request:
 a starved load generator. On a 2-core machine serving vLLM's CPU engine (the worker on one core, the engine-core
 process waiting for it in a busy loop, the API server and the load generator sharing what is left) 23 of 26
-runs had a point at 0.22-0.81 of C, while runs whose client kept up held 0.94-1.00
-(benchmarks/drift_false_alarms.py, docs/how-to/nightly.md). Such a point measured a lower load than its
+runs had a point at 0.21-0.81 of C, while runs whose client kept up held 0.94-1.00
+(benchmarks/drift_noise_sources.py, docs/how-to/nightly.md). Such a point measured a lower load than its
 ``at: {concurrency: C}`` says, and its latencies and throughput moved from run to run with how starved the
 client was. It is flagged, with the client's socket read lag (``loadgen.read_lag_ms``), and every verdict at it
 says so (the flag becomes a note, as the bursts flag does).
