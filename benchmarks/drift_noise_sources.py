@@ -126,6 +126,13 @@ def show(path: Path) -> None:
                 f"TTFT {p['client_ttft_p50_ms']:.0f} (server {p['server_ttft_mean_ms']}) ms, "
                 f"TPOT {p['client_tpot_p50_ms']:.1f} (server {p['server_tpot_mean_ms']}) ms, "
                 f"slowest {p['slowest_request_s']:.1f} s" for p in r["points"]))
+        pts = sorted({p["id"] for r in group for p in r["points"]})
+        both = []
+        for pid in pts:
+            ps = [p for r in group for p in r["points"] if p["id"] == pid and p.get("server_e2e_mean_ms")]
+            both.append(f"{pid} client E2E p50 {_sd_log([p['client_e2e_p50_ms'] for p in ps]):.2f}, vLLM's mean "
+                        f"{_sd_log([p['server_e2e_mean_ms'] for p in ps]):.2f}")
+        print("    run-to-run sd of the log, the client's figure and vLLM's own (/metrics): " + "; ".join(both))
         held = [p["held_share"] for r in group for p in r["points"]]
         stalls = sum(any(p["over_2s"] for p in r["points"]) for r in group)
         print(f"    held share of C: {min(held):.2f}-{max(held):.2f}; runs with a request over 2 s: {stalls} of "
