@@ -272,17 +272,24 @@ def test_a_postgres_password_is_printed_nowhere(postgres, project: Path, passwor
         assert "***@127.0.0.1" in r.stdout + r.stderr or "***" in r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_the_false_alarm_benchmark_states_its_figures() -> None:
-    """benchmarks/drift_false_alarms.py on its committed real CPU-engine runs: with three earlier nights the share of
-    identical-configuration prediction-nights called drifted is the figure nightly.md states (3.1 %, at most 5 %).
-    The data are fixed, so the figure is too; no timing is involved."""
+    """benchmarks/drift_false_alarms.py on its committed real CPU-engine runs: with three earlier nights, the share
+    of identical-configuration prediction-nights the shipped rule calls drifted is, for each data file, the figure
+    nightly.md states: 55/960 = 5.7 % at 48x (over the 5 % goal, and said so), 45/960 = 4.7 % and 20/640 = 3.1 %
+    at 12x. (It read only the first "3 earlier nights" section, which since the 48x file came first is that file's
+    intervals-only figure, 56/960 = 5.8 %, and failed its <= 5 % check.) The data are fixed, so the figures are too;
+    no timing is involved."""
     import re
 
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "drift_false_alarms.py"
     out = subprocess.run([sys.executable, str(script), "--k", "5"], capture_output=True, text=True, timeout=300,
                          check=True).stdout
-    section = out.split("tonight vs 3 earlier nights", 1)[1]
-    m = re.search(r"identical configuration, (\d+) prediction-nights: drifted (\d+)/(\d+)", section)
-    assert m is not None, out
-    assert int(m.group(2)) / int(m.group(3)) <= 0.05 and int(m.group(3)) >= 300
-    assert "drifted 20/640 = 3.1%" in section
+    stated = {"drift-cpu-runs-48x.json": "55/960 = 5.7%", "drift-cpu-runs-load.json": "45/960 = 4.7%",
+              "drift-cpu-runs.json": "20/640 = 3.1%"}
+    for name, figure in stated.items():
+        block = out.split(f"== benchmarks/data/{name}\n", 1)[1].split("\n== ", 1)[0]
+        shipped = block.split("the shipped rule", 1)[1].split("tonight vs 3 earlier nights", 1)[1]
+        m = re.search(r"identical configuration, (\d+) prediction-nights: drifted (\d+/\d+ = [0-9.]+%)", shipped)
+        assert m is not None, out
+        assert m.group(2) == figure, (name, m.group(0))
