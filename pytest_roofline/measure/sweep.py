@@ -332,7 +332,8 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
                           loadgen=cast(LoadgenChecks, stats.loadgen_checks(result)),
                           flags=[f for f in (stats.burst_flag(client.get("bursts")),
                                              stats.held_flag(client, plan.concurrency if plan.mode == "closed"
-                                                             else None, result.read_lag_ms)) if f])
+                                                             else None, result.read_lag_ms, plan.num_requests))
+                                 if f])
     if len(results) > 1:  # every repeat's per-request file (the first is requests_file)
         record["requests_files"] = files  # type: ignore[typeddict-unknown-key]
     if shape != datasets.ResolvedWorkload():  # the workload as run: its description and realised lengths

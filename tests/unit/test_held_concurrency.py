@@ -42,3 +42,14 @@ def test_an_open_loop_is_never_flagged():
     # an open loop offers a rate, not a concurrency: the sweep passes no concurrency for it
     assert held_flag({"steady_mean_in_flight": 0.5}, None) is None
     assert held_flag({"steady_mean_in_flight": 0.5}, 0) is None
+
+
+def test_fewer_requests_than_clients_is_named_as_such_not_as_a_slow_load_generator():
+    # 20 requests for 64 clients: all 20 sent at once, at most 20 in flight; 12.5 / 64 = 0.195 -> 20 %
+    flag = held_flag({"steady_mean_in_flight": 12.5}, 64, {"p99": 1.0}, num_requests=20)
+    assert flag is not None and flag.startswith("concurrency not held: 12.50 of 64 requests in flight on average (20%)")
+    assert "measured 20 requests, fewer than its 64 clients" in flag
+    assert "load generator was slow" not in flag and "read lag" not in flag
+    # as many requests as clients or more: a shortfall is the client's again
+    assert "load generator was slow" in (held_flag({"steady_mean_in_flight": 12.5}, 64, None, num_requests=64) or "")
+    assert held_flag({"steady_mean_in_flight": 19.0}, 20, None, num_requests=10) is None  # 95 %: held

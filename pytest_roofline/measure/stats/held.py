@@ -28,10 +28,12 @@ HELD_SHARE = 0.9
 
 
 def held_flag(client: Mapping[str, Any] | None, concurrency: int | None,
-              read_lag_ms: Mapping[str, Any] | None = None) -> str | None:
+              read_lag_ms: Mapping[str, Any] | None = None, num_requests: int | None = None) -> str | None:
     """The point's flag when a closed loop at ``concurrency`` held less than :data:`HELD_SHARE` of it in flight
     over its steady window (``client["steady_mean_in_flight"]``, else ``client["mean_in_flight"]``); None for an
-    open loop (``concurrency`` None), a point that held it, or one without the figure."""
+    open loop (``concurrency`` None), a point that held it, or one without the figure. A point of fewer measured
+    requests (``num_requests``) than clients could never hold its concurrency: its flag says that, not that the
+    load generator was slow."""
     if not isinstance(client, Mapping) or not isinstance(concurrency, int) or concurrency < 1:
         return None
     held = client.get("steady_mean_in_flight")
@@ -42,6 +44,11 @@ def held_flag(client: Mapping[str, Any] | None, concurrency: int | None,
     share = held / concurrency
     if share >= HELD_SHARE:
         return None
+    if isinstance(num_requests, int) and not isinstance(num_requests, bool) and 0 < num_requests < concurrency:
+        return (f"concurrency not held: {held:.2f} of {concurrency} requests in flight on average ({share:.0%}): "
+                f"the point measured {num_requests} requests, fewer than its {concurrency} clients, so at most "
+                f"{num_requests} were ever in flight (sweep.requests_per_point). The point measured a lower load than "
+                f"its concurrency says")
     lag = read_lag_ms.get("p99") if isinstance(read_lag_ms, Mapping) else None
     why = (f"; the client read the socket {lag:,.0f} ms after the data arrived (read lag p99)"
            if isinstance(lag, (int, float)) and not isinstance(lag, bool) and math.isfinite(lag) else "")
