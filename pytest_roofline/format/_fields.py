@@ -102,7 +102,7 @@ ENGINE_FIELDS: dict[str, F] = {
     "args": F("map", "engine arguments (gpu_memory_utilization, max_model_len, block_size, max_num_seqs, "
                      "max_num_batched_tokens, dtype (the activation dtype), kv_cache_dtype (auto: the activation "
                      "dtype), quantization (vLLM's --quantization: fp8, awq, awq_marlin, gptq, ...), enforce_eager, "
-                     "enable_prefix_caching, ...)"),
+                     "enable_prefix_caching, ...; vLLM's command-line spelling with hyphens is the same argument)"),
     "env": F("map", "environment variables for the engine process"),
     "reserves": F("map", "non-KV memory reserves: {activation: 0.4 GiB, non_torch: 0.5 GiB, cuda_graphs: 0.5 GiB}"),
     "cpu_kvcache_space": F("value", "CPU engine KV pool (VLLM_CPU_KVCACHE_SPACE), e.g. 1 GiB"),

@@ -227,6 +227,25 @@ def read_model(ctx: NodeReader, node: yaml.Node) -> tuple[Any, dict[str, Any]]:
     return (_model_path(ctx, name_node, name) if isinstance(name, str) else name), data
 
 
+def _engine_args(ctx: NodeReader, node: yaml.Node) -> dict[str, Any]:
+    """``engine.args`` with one spelling per argument: vLLM's command line takes ``--gpu-memory-utilization`` for
+    the argument it stores as ``gpu_memory_utilization`` (argparse's dest; vllm/engine/arg_utils.py), so a key
+    written with hyphens is the underscored one, for the model's checks and reads as for the command line the
+    engine gets. The same argument under both spellings is an error at the second."""
+    args: dict[str, Any] = ctx.plain(node)
+    out: dict[str, Any] = {}
+    first: dict[str, str] = {}
+    for k_node, _v in node.value:
+        raw = str(k_node.value)
+        key = raw.replace("-", "_")
+        if key in first:
+            raise ctx.err(k_node, f"engine.args.{raw} is engine.args.{first[key]} again (vLLM reads '-' and '_' "
+                          "in an argument's name as one)", f"keep one of the two; write it as {key}")
+        first[key] = raw
+        out[key] = args[raw]
+    return out
+
+
 def read_engine(ctx: NodeReader, node: yaml.Node) -> dict[str, Any]:
     m = ctx.mapping(node, "engine", ENGINE_FIELDS)
     out: dict[str, Any] = {"name": "vllm"}
@@ -237,7 +256,9 @@ def read_engine(ctx: NodeReader, node: yaml.Node) -> dict[str, Any]:
                           f"write it quoted: version: \"{v.value}\"")
         if key in ("name", "version", "model", "entrypoint"):
             out[key] = ctx.string(v, f"engine.{key}", ENGINE_FIELDS[key].enum)
-        elif key in ("args", "env"):
+        elif key == "args":
+            out[key] = _engine_args(ctx, ctx_map_check(ctx, v, "engine.args"))
+        elif key == "env":
             out[key] = ctx.plain(ctx_map_check(ctx, v, f"engine.{key}"))
         elif key == "reserves":
             r = ctx.mapping(v, "engine.reserves", RESERVES_FIELDS)

@@ -69,3 +69,26 @@ def test_engine_reserves_are_described_in_the_json_schema() -> None:
     reserves = json_schema()["properties"]["engine"]["properties"]["reserves"]
     assert set(reserves["properties"]) == set(_fields.RESERVES_FIELDS) == {"activation", "non_torch", "cuda_graphs"}
     assert reserves["additionalProperties"] is False
+
+
+def test_engine_args_written_with_hyphens_are_the_underscored_arguments() -> None:
+    # vLLM's --gpu-memory-utilization is stored as gpu_memory_utilization: a file copied from a command line must
+    # size the same KV pool, not the default 0.9's (a 0.5 written with hyphens was ignored by the model before)
+    body = ("hardware: a100-sxm4-80gb\nmodel: llama-3.1-8b\nengine:\n  version: \"0.10.0\"\n  args:\n"
+            "    {args}\npredictions:\n  - id: kv\n    quantity: kv_cache_tokens\n    predicted: 196,720\n")
+    hyphens = loads_spec(body.format(args="{gpu-memory-utilization: 0.5, max-num-seqs: 64, enforce_eager: false}"))
+    underscores = loads_spec(body.format(args="{gpu_memory_utilization: 0.5, max_num_seqs: 64, enforce_eager: false}"))
+    assert hyphens.engine.args == underscores.engine.args == {"gpu_memory_utilization": 0.5, "max_num_seqs": 64,
+                                                               "enforce_eager": False}
+
+
+def test_one_engine_arg_under_both_spellings_is_refused_at_the_second() -> None:
+    import pytest
+
+    from pytest_roofline.errors import SpecError
+
+    text = ("hardware: a100-sxm4-80gb\nmodel: llama-3.1-8b\nengine:\n  args:\n    max-num-seqs: 64\n"
+            "    max_num_seqs: 32\npredictions:\n  - id: r\n    quantity: ridge_point\n    predicted: 200 FLOP/byte\n")
+    with pytest.raises(SpecError, match=r"engine.args.max_num_seqs is engine.args.max-num-seqs again") as e:
+        loads_spec(text, file="p.yaml")
+    assert e.value.line == 6
