@@ -206,6 +206,7 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
         key = setups.get(file) or SetupKey("unknown", "unknown", "unknown")
         groups.setdefault(key, []).append(v)
     records = []
+    sample_cache: dict[Path, dict[str, tuple[float, ...]]] = {}  # each requests file read once (point_samples)
     for key, vs in groups.items():
         values = []
         counts: dict[str, int] = {}
@@ -218,7 +219,7 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
             measured_in = results_for_file(results, str(v.get("file") or "")) if sv.mode == "measured" else None
             if measured_in is not None and sv.measured is not None:
                 points = [str(p) for p in v.get("measured_points") or ()]
-                sv = replace(sv, samples=point_samples(measured_in, points, sv.quantity))
+                sv = replace(sv, samples=point_samples(measured_in, points, sv.quantity, sample_cache))
             values.append(sv)
             counts[sv.status] = counts.get(sv.status, 0) + 1
         own: list[Mapping[str, Any]] = []

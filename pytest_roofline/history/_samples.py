@@ -129,11 +129,14 @@ def sketch(values: Sequence[float], limit: int = SAMPLE_LIMIT) -> tuple[float, .
     return tuple(float(f"{x:.6g}") for x in xs)
 
 
-def point_samples(results: Mapping[str, Any], point_ids: Sequence[str], quantity: str) -> tuple[float, ...]:
+def point_samples(results: Mapping[str, Any], point_ids: Sequence[str], quantity: str,
+                  cache: dict[Path, dict[str, tuple[float, ...]]] | None = None) -> tuple[float, ...]:
     """The sketch of ``quantity``'s per-request values (seconds) at the one point of ``point_ids``, read from that
     point's requests file beside the results file (``results["_path"]``): measured requests that completed.
     Empty when the quantity is not a per-request figure, the verdict pools several points, or the file is gone,
-    too large or not what the sweep writes (the value is then compared by its intervals: nothing fails)."""
+    too large or not what the sweep writes (the value is then compared by its intervals: nothing fails).
+    ``cache`` (one dict for a whole recording) keeps each file's three sketches, so a point's several latency
+    predictions read its file once."""
     metric = per_request_metric(quantity)
     if metric is None or len(point_ids) != 1 or not results.get("_path"):
         return ()
@@ -143,11 +146,20 @@ def point_samples(results: Mapping[str, Any], point_ids: Sequence[str], quantity
     if not isinstance(name, str) or not name or Path(name).name != name:
         return ()
     path = Path(str(results["_path"])).parent / name
-    of = _METRICS[metric]
-    values: list[float] = []
+    sketches = cache.get(path) if cache is not None else None
+    if sketches is None:
+        sketches = _file_sketches(path)
+        if cache is not None:
+            cache[path] = sketches
+    return sketches.get(metric, ())
+
+
+def _file_sketches(path: Path) -> dict[str, tuple[float, ...]]:
+    """Each per-request metric's sketch over one requests file, in one pass; empty when it cannot be read."""
+    values: dict[str, list[float]] = {m: [] for m in _METRICS}
     try:
         if path.stat().st_size > _MAX_REQUESTS_BYTES:
-            return ()
+            return {}
         with path.open(encoding="utf-8") as fh:
             for line in fh:
                 if not line.strip():
@@ -155,12 +167,13 @@ def point_samples(results: Mapping[str, Any], point_ids: Sequence[str], quantity
                 r = json.loads(line)
                 if not isinstance(r, dict) or r.get("warmup") or r.get("status") != "ok":
                     continue
-                x = of(r)
-                if x is not None:
-                    values.append(x)
+                for m, of in _METRICS.items():
+                    x = of(r)
+                    if x is not None:
+                        values[m].append(x)
     except (OSError, ValueError, TypeError):
-        return ()
-    return sketch(values)
+        return {}
+    return {m: sketch(v) for m, v in values.items()}
 
 
 def _normal_sf(z: float) -> float:

@@ -143,6 +143,13 @@ def test_point_samples_read_the_points_requests(tmp_path) -> None:
     assert point_samples(results, ["c4", "c8"], "ttft_p50") == ()  # pooled over points: no one sample
     assert point_samples({**results, "points": [{"id": "c4", "requests_file": "../x.jsonl"}]}, ["c4"],
                          "ttft_p50") == ()  # a requests file outside the results folder is not read
+    # one cache for a recording: the file is read once, whatever the quantities asked of it
+    cache: dict = {}
+    assert point_samples(results, ["c4"], "ttft_p50", cache) == (0.25, 0.5)
+    (tmp_path / "c4.requests.jsonl").write_text("")  # gone from disk: the cache answers
+    assert point_samples(results, ["c4"], "e2e_p99", cache) == (1.25, 2.5)
+    assert point_samples(results, ["c4"], "tpot_p50", cache) == (0.25, 1.0)
+    assert point_samples(results, ["c4"], "tpot_p50") == ()  # without the cache the (now empty) file is read
 
 
 def test_samples_go_into_the_store_and_old_runs_without_them_still_read(tmp_path) -> None:
