@@ -455,6 +455,7 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
     _interval_fields(v, meas.interval)
     out = _compare(v, pred, reference, v.measured_value, tol, "measured")
     _inconclusive(out)
+    _unheld(out)
     if out.contaminated and out.status is VerdictStatus.PASS:
         out.reason += " (but the measurement is contaminated by prefix-cache hits; see notes)"
     return out
@@ -477,6 +478,29 @@ def _interval_fields(v: Verdict, interval: Mapping[str, Any] | None) -> None:
     v.interval_text = f"[{lo}, {hi}] ({iv.level:.0%}, {iv.method}, {behind})"
     if not (math.isfinite(iv.lo) and math.isfinite(iv.hi)) and iv.note:
         v.interval_text += f": {iv.note}"
+
+
+def _unheld(v: Verdict) -> None:
+    """A measured pass or fail that rests on a closed-loop point which did not hold its concurrency (its
+    ``concurrency not held`` flag, which every verdict using the point repeats in its notes: a starved load
+    generator, or fewer requests than clients) becomes INCONCLUSIVE: that point measured a lower load than the
+    prediction names, so its figure decides nothing about it."""
+    if v.status not in (VerdictStatus.PASS, VerdictStatus.FAIL):
+        return
+    from pytest_roofline.measure.stats import HELD_FLAG_PREFIX
+
+    unheld = [n.split(":", 1)[0].removeprefix("point ") for n in v.measured_notes
+              if n.startswith("point ") and f": {HELD_FLAG_PREFIX}" in n]
+    if not unheld:
+        return
+    was = "within" if v.status is VerdictStatus.PASS else "outside"
+    v.status = VerdictStatus.INCONCLUSIVE
+    v.reason = (f"measured {v.measured_text} is {was} the band, but point{'s' if len(unheld) > 1 else ''} "
+                f"{', '.join(unheld)} did not hold {'their' if len(unheld) > 1 else 'its'} concurrency (see the "
+                "notes: the load generator fell behind, or the point had fewer requests than clients), so it "
+                "measured a lower load than the prediction names; rerun on a machine with a core to spare for "
+                "the load generator")
+    v.diagnosis = []
 
 
 def _inconclusive(v: Verdict) -> None:

@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from support.engine import needs_vllm
+from support.engine import assert_settled, held, needs_vllm
 from support.paths import PREDICTIONS
 from support.patience import bound_s
 
@@ -53,8 +53,7 @@ def test_preemption_hunt_live(pytester: pytest.Pytester, tmp_path: Path) -> None
     result, results, props = _run(pytester, tmp_path, "cpu-preemption", "--gpu", "cpu")
     outcomes = result.parseoutcomes()
     # kv-blocks, kv-tokens, two preemption points, the last clean point, Little's law at both points
-    assert outcomes.get("passed", 0) == 7, (outcomes, result.stdout.str()[-3000:])
-    assert not {"failed", "errors", "skipped", "xfailed", "xpassed"} & outcomes.keys(), outcomes
+    assert_settled(outcomes, 7, text=result.stdout.str())
     assert results["status"] == "complete"
     assert results["engine_report"]["num_gpu_blocks"] == 24  # 1,572,864 B ÷ 64 KiB, from the startup log
     pts = _points(results)
@@ -77,12 +76,13 @@ def test_open_vs_closed_loop_live(pytester: pytest.Pytester, tmp_path: Path, tin
     outcomes = result.parseoutcomes()
     # the server-side knee, TTFT on each side, the delivered rate, Little's law at the 3 points
     # an interval that straddles a bound is INCONCLUSIVE (noise decides nothing), never a failure
-    assert outcomes.get("passed", 0) + outcomes.get("inconclusive", 0) == 7 and not outcomes.get("failed"), (
-        outcomes, result.stdout.str()[-3000:])
-    assert not {"failed", "errors", "skipped", "xfailed", "xpassed"} & outcomes.keys(), outcomes
+    assert_settled(outcomes, 7, text=result.stdout.str())
     pts = _points(results)
     assert set(pts) == {"closed-c4", "closed-c16", "open-r4"}
     closed16, open4 = pts["closed-c16"], pts["open-r4"]
-    assert closed16["server"]["queue_ms"]["mean"] > 0.1 * closed16["client"]["e2e_ms"]["mean"]  # it queued
-    assert open4["client"]["ttft_ms"]["p50"] < closed16["client"]["ttft_ms"]["p50"]
+    if held(closed16):  # a starved client (flagged) never queued past the cap: its verdicts are inconclusive
+        assert closed16["server"]["queue_ms"]["mean"] > 0.1 * closed16["client"]["e2e_ms"]["mean"]  # it queued
+        assert open4["client"]["ttft_ms"]["p50"] < closed16["client"]["ttft_ms"]["p50"]
+    else:
+        assert props["closed-ttft-includes-the-wait"]["roofline_verdict"] == "inconclusive", props
     assert float(props["closed-queues-past-the-cap"]["roofline_model_count"]) == 4

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support.engine import CPU_TINY, CPU_TINY_RUN_S, PROCESSES_GONE_S, group_left, needs_vllm
+from support.engine import CPU_TINY, CPU_TINY_RUN_S, PROCESSES_GONE_S, assert_settled, group_left, needs_vllm
 from support.patience import bound_s
 
 from pytest_roofline.measure.engine import process_group_members
@@ -79,9 +79,8 @@ def test_cpu_tiny_end_to_end(cpu_tiny_run: LiveRun) -> None:
     outcomes = result.parseoutcomes()
     # 21 predictions pass; the client-visible throughput knee is a documented non-strict xfail (noise on two
     # shared cores), so it may show either way; nothing fails, errors or is skipped
-    assert outcomes.get("passed", 0) == 21, outcomes
-    assert outcomes.get("xfailed", 0) + outcomes.get("xpassed", 0) == 1, outcomes
-    assert not {"failed", "errors", "skipped"} & outcomes.keys(), outcomes
+    # (or inconclusive, where a point did not hold its concurrency on a loaded machine: support.engine)
+    assert_settled(outcomes, 21, xfail=1, text=result.stdout.str())
     assert "saturation" in result.stdout.str()
     text = result.stdout.str()
     assert "roofline timings: engine start" in text
@@ -150,7 +149,7 @@ sweep.run_point = run_point
     # passed: 6 from the model and the engine's startup report, Little's law and cache hygiene at c1 and c2.
     # errors: those two at c4..c32 (8), the three knees (need every point) and no-preemption (c32): never
     # xfail or skip.
-    result.assert_outcomes(passed=10, errors=12)
+    assert_settled(result.parseoutcomes(), 10, errors=12, text=text)
     assert "engine log tail" in text
     assert "point closed-c4 could not be measured" in text
     results = json.loads((out / "kill.roofline" / "results.json").read_text())

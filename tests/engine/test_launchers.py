@@ -25,6 +25,7 @@ from support.engine import (
     CHAT_TEMPLATE,
     ENGINE_START_S,
     SHORT_RUN_S,
+    assert_settled,
     needs_vllm,
     tiny_engine_config,
 )
@@ -160,7 +161,9 @@ def test_yaml_engine_python_chat_and_api_key_through_pytest(pytester, _fresh_reg
     outputs = every_output(pytester, result)
     for name, text in outputs.items():
         assert arg_key not in text and env_key not in text, f"a secret is in {name}"
-    result.assert_outcomes(passed=2)  # the key was sent: vLLM answered /v1/models and the chat completions
+    # the key was sent: vLLM answered /v1/models and the chat completions (inconclusive, not failed, where a
+    # loaded machine's client did not hold the point's concurrency: support.engine.assert_settled)
+    assert_settled(result.parseoutcomes(), 2, text=result.stdout.str())
     assert any(n.startswith("out/engine-") and n.endswith(".log") for n in outputs), sorted(outputs)
     results = json.loads(outputs["out/keyed/results.json"])
     argv = results["setup"]["engine"]["argv"]

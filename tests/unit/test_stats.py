@@ -15,6 +15,7 @@ CLIENT_KEYS = {
     "mean_in_flight", "littles_law", "token_count_mismatches", "steady_output_throughput_tok_s",
     "steady_mean_in_flight", "steady_window", "steady", "intervals",  # issue 13: steady window and intervals
     "intervals_window", "steady_intervals", "bursts",  # issue 20: whole-run intervals, bursts
+    "held_mean_in_flight",  # a closed loop: in flight from the fill to the last send (stats.held)
 }
 DIST_KEYS = {"mean", "p50", "p90", "p95", "p99"}
 

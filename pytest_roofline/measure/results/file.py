@@ -452,8 +452,8 @@ def check_results(data: Mapping[str, Any], where: str | os.PathLike[str]) -> Non
 _NUM, _INT, _STR, _BOOL, _OBJ, _LIST, _DIST = "number", "integer", "string", "true/false", "object", "list", "dist"
 _CLIENT: dict[str, str] = {
     **{k: _NUM for k in ("completed", "failed", "output_throughput_tok_s", "steady_output_throughput_tok_s",
-                         "steady_mean_in_flight", "total_throughput_tok_s", "request_throughput_req_s",
-                         "mean_in_flight", "token_count_mismatches")},
+                         "steady_mean_in_flight", "held_mean_in_flight", "total_throughput_tok_s",
+                         "request_throughput_req_s", "mean_in_flight", "token_count_mismatches")},
     **{k: _DIST for k in ("per_request_output_tok_s", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "schedule_lag_ms",
                           "littles_law")},
 }

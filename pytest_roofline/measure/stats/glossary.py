@@ -75,6 +75,12 @@ GLOSSARY: dict[str, str] = {
         "The time-averaged number of requests in flight over the steady window (see "
         "steady_output_throughput_tok_s): the concurrency the server actually saw while the load was on."
     ),
+    "held_mean_in_flight": (
+        "Closed loop only: the time-averaged number of measured requests in flight from the moment their count "
+        "first reached the concurrency to the last measured send (null when it never reached it). Below 90% of "
+        "the concurrency the point is flagged 'concurrency not held' and a pass or fail resting on it is "
+        "inconclusive; the fill before it is left to the steady window."
+    ),
     "total_throughput_tok_s": (
         "Prompt plus output tokens of all completed requests (usage prompt_tokens + completion_tokens) "
         "divided by the measurement window, in tokens per second."

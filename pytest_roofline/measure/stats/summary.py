@@ -14,6 +14,7 @@ import numpy as np
 from pytest_roofline.measure.loadgen import LoadResult, RequestRecord
 from pytest_roofline.measure.stats.bursts import bursts
 from pytest_roofline.measure.stats.glossary import distribution, output_tokens, prompt_tokens
+from pytest_roofline.measure.stats.held import held_in_flight
 from pytest_roofline.measure.stats.steady import steady_summary
 from pytest_roofline.quantities.measurement import PointMode
 
@@ -172,6 +173,8 @@ def summarize(result: LoadResult, *, steady_state: str | None = "detect", level:
     out = summarize_records(
         result.records, result.measure_start_s, open_loop=result.spec.mode == PointMode.OPEN
     )
+    if result.spec.mode == PointMode.CLOSED and result.spec.concurrency:
+        out["held_mean_in_flight"] = held_in_flight(result.records, result.spec.concurrency)
     if steady_state is not None:
         out.update(steady_summary(result.records, result.measure_start_s, method=steady_state, level=level,
                                   concurrency=(result.spec.concurrency if result.spec.mode == PointMode.CLOSED
