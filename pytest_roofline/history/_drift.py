@@ -26,6 +26,14 @@ latest :data:`SPREAD_RUNS` (or N) nights (:func:`_runs_spread`), which holds the
 restart, a busy machine) that the within-run intervals miss; with fewer nights the drift line says so. A change
 beyond the threshold that is not distinguishable is ``uncertain``: never "drifted", never "steady". A value with
 no interval (an exact count read from the log, or a run stored before intervals were kept) is taken as exact.
+
+**A point that did not hold its concurrency.** A closed-loop point whose load generator fell behind (its
+``concurrency not held`` flag: :mod:`pytest_roofline.measure.stats.held`; the stored value's
+``unheld_points``) measured a lower load than its ``at:`` names, and by how much changes from night to night: on
+the shared 2-core CPU machine it is the noisiest kind of night. Tonight's value at such a point is ``uncertain``,
+never drifted or steady, and its line says which point; an earlier night's value at such a point is no baseline
+and no part of the nights' spread, as if that night had not measured it (the line says how many were skipped).
+A value stored before this was kept reads as held.
 """
 
 from __future__ import annotations
@@ -272,6 +280,20 @@ def _fmt(v: StoredValue, x: float) -> str:
     return format_value(x, v.dimension, v.unit or None)
 
 
+def _unheld_text(v: StoredValue) -> str:
+    """Why a value measured at a point that did not hold its concurrency is not judged."""
+    many = len(v.unheld_points) > 1
+    return (f"point{'s' if many else ''} {', '.join(v.unheld_points)} did not hold "
+            f"{'their' if many else 'its'} concurrency in this run (a lower load than the prediction names; see the "
+            "verdict's notes)")
+
+
+def _skipped_text(n: int) -> str:
+    """How many earlier nights were no baseline because their point did not hold its concurrency."""
+    return (f"{n} earlier night{'s' if n > 1 else ''} skipped: {'their points' if n > 1 else 'its point'} did not "
+            f"hold {'their' if n > 1 else 'its'} concurrency")
+
+
 def _pinned(runs: Sequence[RunSummary], pinned: str) -> RunSummary | None:
     hits = [r for r in runs if r.run_id == pinned] or [r for r in runs if r.run_id.startswith(pinned)]
     return hits[0] if len(hits) == 1 else None
@@ -288,7 +310,10 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
     the user edited it; never fails a run); else, by the threshold around the baseline (the previous value, the
     median of the last N, or the pinned run's), STEADY within it, and beyond it DRIFTED when the measurements
     are distinguishable (:func:`distinguishable`, and the nights' own spread once 3 nights measured it), UNCERTAIN when
-    not. Values stored under the old key scheme are matched to this run's keys first (:func:`unify_keys`)."""
+    not. A value measured now at a point that did not hold its concurrency (``StoredValue.held`` false) is
+    UNCERTAIN whatever its change; earlier nights whose value is such a one are skipped, as baselines and for the
+    nights' spread, like nights that did not measure it. Values stored under the old key scheme are matched to
+    this run's keys first (:func:`unify_keys`)."""
     values = list(values)
     runs = [r for r in history_runs if setup is None or r.setup == setup]
     runs = unify_keys(runs, values)
@@ -302,17 +327,30 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
             out[v.key] = Drift(v.key, DriftStatus.NOT_MEASURED, "not measured in this run", threshold_text=tol_text)
             continue
         found: list[tuple[RunSummary, StoredValue, float]] = []
+        skipped = 0  # earlier nights that measured it at a point that did not hold its concurrency: no baseline
         for r in ([pinned] if pinned is not None else [] if policy.pinned is not None else reversed(runs)):
             old = r.value(v.key)
             x = _finite(old.measured) if old is not None and old.mode == "measured" else None
-            if old is not None and x is not None:
+            if old is not None and x is not None and not old.held:
+                skipped += 1
+            elif old is not None and x is not None:
                 found.append((r, old, x))
                 if len(found) >= policy.window:
                     break
+        unheld_now = "" if v.held else _unheld_text(v)
         if not found:
-            why = ("new: no earlier run on this setup measured it" if policy.pinned is None else
-                   f"new: the pinned run {policy.pinned} did not measure it on this setup" if pinned is not None
-                   else f"new: no run {policy.pinned} of this setup in the store")
+            if skipped and pinned is not None:
+                why = (f"new: the pinned run {policy.pinned} measured it at a point that did not hold its "
+                       "concurrency, so it is no baseline")
+            elif skipped:
+                why = ("new: no earlier run on this setup measured it at a point that held its concurrency "
+                       f"({_skipped_text(skipped)})")
+            else:
+                why = ("new: no earlier run on this setup measured it" if policy.pinned is None else
+                       f"new: the pinned run {policy.pinned} did not measure it on this setup" if pinned is not None
+                       else f"new: no run {policy.pinned} of this setup in the store")
+            if unheld_now:
+                why += f"; {unheld_now}"
             out[v.key] = Drift(v.key, DriftStatus.NEW, why, now=now, threshold_text=tol_text)
             continue
         found.reverse()  # oldest first
@@ -321,7 +359,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         spread_xs: list[float] = []
         for r in reversed(runs):
             old = r.value(v.key)
-            x = _finite(old.measured) if old is not None and old.mode == "measured" else None
+            x = _finite(old.measured) if old is not None and old.mode == "measured" and old.held else None
             if x is not None:
                 spread_xs.append(x)
                 if len(spread_xs) >= max(SPREAD_RUNS, policy.window):
@@ -333,13 +371,14 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         ids = tuple(r.run_id for r, _o, _x in found)
         dates = tuple(r.started_at for r, _o, _x in found)
         commits = tuple(r.commit for r, _o, _x in found)
+        skip = f"; {_skipped_text(skipped)}" if skipped else ""
         if pinned is not None:
             against = f"vs pinned run {pinned.run_id} ({_date_span(dates)})"
         elif len(found) == 1:
             commit = f", {found[0][0].commit}" if found[0][0].commit else ""
-            against = f"vs previous run ({_date_span(dates)}{commit})"
+            against = f"vs previous run ({_date_span(dates)}{commit}{skip})"
         else:
-            against = f"vs median of {len(found)} runs ({_date_span(dates)})"
+            against = f"vs median of {len(found)} runs ({_date_span(dates)}{skip})"
         change = (now - base) / abs(base) if base != 0 else (0.0 if now == 0 else None)
         moved = _pct(change) if change is not None else f"{_fmt(v, base)} → {_fmt(v, now)}"
         beyond = _beyond(tol, now, base)
@@ -354,7 +393,9 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         changed = (latest.predicted_text != v.predicted_text or latest.lo != v.lo or latest.hi != v.hi
                    or bool(latest.definition_hash and v.definition_hash
                            and latest.definition_hash != v.definition_hash))
-        if not beyond:
+        if unheld_now:
+            verdict = f"not judged: {unheld_now}"
+        elif not beyond:
             verdict = f"within {tol_text}"
         elif apart:
             verdict = f"beyond {tol_text}" + (f" (rank test p={rank_p:.2g})" if rank_p is not None else "") + (
@@ -371,8 +412,8 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
             text = (f"{moved} {against}, {verdict}; the prediction changed since "
                     f"({latest.predicted_text or '—'} → {v.predicted_text or '—'})")
         else:
-            status = (DriftStatus.STEADY if not beyond else DriftStatus.DRIFTED if apart
-                      else DriftStatus.UNCERTAIN)
+            status = (DriftStatus.UNCERTAIN if unheld_now else DriftStatus.STEADY if not beyond
+                      else DriftStatus.DRIFTED if apart else DriftStatus.UNCERTAIN)
             text = f"{moved} {against}, {verdict}"
         out[v.key] = Drift(v.key, status, text, now=now, baseline=base, baseline_run_ids=ids, baseline_dates=dates,
                            baseline_commits=commits, change_rel=change, threshold_text=tol_text,

@@ -33,10 +33,11 @@ from pytest_roofline.history._records import (
     prediction_key,
 )
 from pytest_roofline.history._samples import point_samples
+from pytest_roofline.measure.stats import HELD_FLAG_PREFIX
 from pytest_roofline.scoring import Verdict
 
 __all__ = ["setup_key", "spec_setup_key", "topology_suffix", "identity_file", "relative_file", "definition_hash",
-           "stored_value", "results_for_file", "build_records", "clean_setup"]
+           "stored_value", "unheld_points", "results_for_file", "build_records", "clean_setup"]
 
 
 def _text(x: Any) -> str:
@@ -145,8 +146,23 @@ def _number(x: Any) -> float | None:
     return float(x)
 
 
+def unheld_points(notes: Iterable[object]) -> tuple[str, ...]:
+    """The ids of the points a verdict's ``measured_notes`` say did not hold their concurrency: every note
+    ``point <id>: concurrency not held: ...`` (a point's flag as the verdict repeats it:
+    :data:`~pytest_roofline.measure.stats.HELD_FLAG_PREFIX`), each id once, in the notes' order."""
+    marker = f": {HELD_FLAG_PREFIX}"
+    out: list[str] = []
+    for n in notes:
+        if isinstance(n, str) and n.startswith("point ") and marker in n:
+            point = n[len("point "):n.index(marker)]
+            if point not in out:
+                out.append(point)
+    return tuple(out)
+
+
 def stored_value(verdict: Mapping[str, Any], *, file: str, drift_text: str = "") -> StoredValue:
-    """One verdict dict (``Verdict.to_dict()``) as the index keeps it; ``file`` is the path relative to the root."""
+    """One verdict dict (``Verdict.to_dict()``) as the index keeps it; ``file`` is the path relative to the root.
+    A value whose notes flag a point that did not hold its concurrency keeps those points (:func:`unheld_points`)."""
     at = {str(k): str(v) for k, v in (verdict.get("at") or {}).items()}
     pid = str(verdict.get("id") or "")
     interval = verdict.get("interval") or {}
@@ -161,7 +177,8 @@ def stored_value(verdict: Mapping[str, Any], *, file: str, drift_text: str = "")
         measured_lo=_number(verdict.get("measured_lo")), measured_hi=_number(verdict.get("measured_hi")),
         interval_method=str(interval.get("method") or "") if isinstance(interval, Mapping) else "",
         interval_level=_number(interval.get("level")) if isinstance(interval, Mapping) else None,
-        definition_hash=definition_hash(verdict, drift_text))
+        definition_hash=definition_hash(verdict, drift_text),
+        unheld_points=unheld_points(verdict.get("measured_notes") or ()))
 
 
 def results_for_file(results: Sequence[Mapping[str, Any]], file: str) -> Mapping[str, Any] | None:

@@ -129,10 +129,22 @@ class StoredValue:
     #: evenly spaced order statistics of a larger point): what drift's rank test compares. () for a figure that is
     #: not one request's (a throughput), a verdict over several points, or a run stored before samples were kept
     samples: tuple[float, ...] = ()
+    #: the ids of the closed-loop points behind the value that did not hold their concurrency (their ``concurrency
+    #: not held`` flag, which the verdict's notes repeat: :mod:`pytest_roofline.measure.stats.held`): such a point
+    #: measured a lower load than its ``at:`` says, so drift neither judges the value nor takes it as a baseline.
+    #: () for a value whose points held it, an open loop, and a value stored before this was kept (read as held)
+    unheld_points: tuple[str, ...] = ()
+
+    @property
+    def held(self) -> bool:
+        """Every point behind the value held its concurrency (or was not a closed loop, or the value was stored
+        before this was kept)."""
+        return not self.unheld_points
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["samples"] = list(self.samples)
+        d["unheld_points"] = list(self.unheld_points)
         return d
 
     @classmethod
@@ -141,6 +153,8 @@ class StoredValue:
         kw = {k: v for k, v in d.items() if k in names}
         if "samples" in kw:
             kw["samples"] = tuple(kw["samples"] or ())
+        if "unheld_points" in kw:
+            kw["unheld_points"] = tuple(str(x) for x in kw["unheld_points"] or ())
         return cls(**kw)
 
 

@@ -134,8 +134,9 @@ _TEXT_FIELDS = frozenset(n for n, f in StoredValue.__dataclass_fields__.items() 
 
 def _check_value(d: dict[str, Any]) -> None:
     """A stored value's fields are of their types (a number or null, a text, ``at`` an object of texts; its
-    samples are read into a tuple, from either stored form); a ValueError naming the field otherwise, so a
-    hand-edited or damaged line is a corrupt line, never a TypeError later in drift or the trend page."""
+    samples are read into a tuple, from either stored form, and so are its unheld points); a ValueError naming
+    the field otherwise, so a hand-edited or damaged line is a corrupt line, never a TypeError later in drift or
+    the trend page."""
     for n in _NUMBER_FIELDS:
         x = d.get(n)
         if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float))):
@@ -148,6 +149,14 @@ def _check_value(d: dict[str, Any]) -> None:
         d["samples"] = unpack_samples(d.get("samples"))  # the compact form's text, or a list, as a tuple
     except ValueError as exc:
         raise ValueError(f"value {d.get('prediction_id')!r}: {exc}") from None
+    if "unheld_points" in d:  # absent from a line written before it was kept: the value reads as held
+        points = d["unheld_points"]
+        if points is None:
+            d["unheld_points"] = ()
+        elif isinstance(points, (list, tuple)) and all(isinstance(x, str) for x in points):
+            d["unheld_points"] = tuple(points)
+        else:
+            raise ValueError(f"value {d.get('prediction_id')!r}: unheld_points is not a list of point ids")
     at = d.get("at")
     if at is not None and (not isinstance(at, dict)
                            or not all(isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in at.items())):
