@@ -45,6 +45,20 @@ Each run's distance from its configuration's median is printed beside the machin
 
 For contrast each figure is also given for the old rule (beyond the 10 % threshold alone).
 
+**The held rule** (issue 21, fifth pass; the shipped drift): a closed-loop point that held less than 90 % of its
+concurrency in flight (``measure.stats.held``: ``held_in_flight`` from the moment C were first in flight to the
+last measured send) measured a lower load than its ``at:`` says. Drift calls tonight's value at such a point
+``uncertain`` and skips earlier nights whose value was at one, as baselines and for the nights' spread. A data
+file's runs carry each point's held share (``"held": {"closed-c4": 0.61, ...}``, held_in_flight / C, computed
+from the runs' requests files: ``--held RUN_DIR ...`` adds it to a file recorded before it was kept, ``--record``
+writes it); figures 1 to 3 are printed without the rule (every value read as held, as a store written before it
+was kept) and, for a file with held figures, WITH it, where a prediction-night with no held earlier night is
+``new`` and counted as such. The 90 % is the flag's (``HELD_SHARE``), not fitted to these runs. Measured on the
+48x runs: none of their 24 points held 90 % (0.23-0.89 of C), so with the rule every prediction-night is new:
+false drift 0 of 960, detection 0 of 840 (was 5.7 % and 19.8 %): the rule says these runs compare nothing, which is
+what they are. A run's mean held share does not track its distance from its configuration's median (Spearman
+-0.13 over the 12 runs).
+
 **What-if nights' spreads** (not the shipped rule; every figure above is then printed for the what-if):
 ``--spread prediction`` pools the variance of the nights' log values over the values of the same prediction id
 and quantity at its other points (here C=4 and C=8), df = sum(n_i - 1), t at that df; ``--spread quantity`` pools
@@ -74,7 +88,9 @@ A run folder may also hold ``loadavg.txt`` (lines of ``<unix s> <contents of /pr
 while the run went), ``cpu.txt`` (``before|after <unix s> <the cpu line of /proc/stat>``) and ``times.txt``
 (bash's ``times`` after the run): the run's load average and the other processes' CPU share are then kept.
 
-Then ``python benchmarks/drift_false_alarms.py`` prints the figures from the data files.
+Then ``python benchmarks/drift_false_alarms.py`` prints the figures from the data files. The 48x file's held
+figures were added with ``python benchmarks/drift_false_alarms.py --held <the run folders>`` (the folders of
+``--record``; each holds ``*/results.json`` and its points' ``*.requests.jsonl``).
 """
 
 from __future__ import annotations
@@ -96,6 +112,8 @@ import numpy as np
 import pytest_roofline.history._drift as _drift
 from pytest_roofline.history import DriftPolicy, DriftStatus, RunSummary, SetupKey, StoredValue, drift_for, stored_value
 from pytest_roofline.history._samples import per_request_metric, sketch
+from pytest_roofline.measure.loadgen import RequestRecord
+from pytest_roofline.measure.stats import HELD_SHARE, held_in_flight
 from pytest_roofline.measure.stats.intervals import percentile_interval, t_quantile
 
 HERE = Path(__file__).resolve().parent
@@ -126,6 +144,48 @@ def _samples(requests_file: Path) -> dict[str, list[float]]:
     return {"ttft_s": r6(ttft), "tpot_s": r6(tpot), "e2e_s": r6(e2e)}
 
 
+def _held(requests_file: Path, concurrency: int) -> float | None:
+    """The point's held figure as a share of its concurrency: :func:`held_in_flight` (the time-averaged number in
+    flight from the moment the count first reached C to the last measured send) over C, from the requests file's
+    records (their sent_s, end_s, warmup and status), 3 decimals; None when the count never reached C."""
+    records = []
+    for i, line in enumerate(requests_file.read_text().splitlines()):
+        r = json.loads(line) if line.strip() else None
+        if r:
+            records.append(RequestRecord(index=i, request_id=str(r.get("request_id") or i),
+                                         warmup=bool(r.get("warmup")), input_len=0, output_len=0,
+                                         sent_s=r.get("sent_s"), end_s=r.get("end_s"),
+                                         status=r.get("status") or "error"))
+    held = held_in_flight(records, concurrency)
+    return None if held is None else round(held / concurrency, 3)
+
+
+def _held_of(results: Path, data: dict[str, Any]) -> dict[str, float | None]:
+    """Each closed-loop point's held share (:func:`_held`), by point id."""
+    return {p["id"]: _held(results.parent / p["requests_file"], int(p["concurrency"])) for p in data["points"]
+            if p.get("requests_file") and p.get("mode", "closed") == "closed" and p.get("concurrency")}
+
+
+def add_held(dirs: list[Path], out: Path) -> None:
+    """Add each run's points' held shares (``"held": {"closed-c4": 0.61, ...}``) to the data file ``out``, from
+    the run folders it was recorded from (matched by folder name): for runs recorded before held was kept."""
+    doc = json.loads(out.read_text())
+    by_name = {d.name: d for d in dirs}
+    done = 0
+    for run in doc["runs"]:
+        d = by_name.get(run["name"])
+        if d is None:
+            continue
+        (results,) = d.glob("*/results.json")
+        run["held"] = _held_of(results, json.loads(results.read_text()))
+        done += 1
+    if "held:" not in doc.get("about", ""):
+        doc["about"] = doc.get("about", "") + ("; held: each closed-loop point's held_in_flight over its concurrency "
+                                               "(measure/stats/held.py), added from the runs' requests files")
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"added held to {done} of {len(doc['runs'])} runs in {out.name}")
+
+
 def record(dirs: list[Path], out: Path) -> None:
     from pytest_roofline.format.spec import load_spec
     from pytest_roofline.measure.results import load_results
@@ -148,7 +208,7 @@ def record(dirs: list[Path], out: Path) -> None:
                   if p.get("requests_file")}
         run = {"name": d.name, "max_num_seqs": seqs, "created_at": data.get("created_at"),
                "requests_per_point": {p["id"]: p.get("num_requests") for p in data["points"]},
-               "values": values, "requests": points}
+               "held": _held_of(results, data), "values": values, "requests": points}
         load = _load_during(d / "loadavg.txt")
         if load is not None:
             run["loadavg_1min"] = load
@@ -162,7 +222,9 @@ def record(dirs: list[Path], out: Path) -> None:
                                         "machine's 1-minute load average polled every 2 s during the run "
                                         "(mean, max; 2 cores); other_cpu_share: the share of the machine's "
                                         "CPU time that processes other than the run's own used during it; "
-                                        "requests_per_point: the sweep's", "runs": runs},
+                                        "requests_per_point: the sweep's; held: each closed-loop point's "
+                                        "held_in_flight over its concurrency (measure/stats/held.py)",
+                               "runs": runs},
                               indent=1) + "\n")
     print(f"wrote {out} ({len(runs)} runs)")
 
@@ -262,9 +324,11 @@ def _pooled_log_spread(v: StoredValue, now: list[StoredValue], history: list[lis
 
 
 def _judge(history: list[list[StoredValue]], now: list[StoredValue], keys: set[str] | None = None,
-           with_keys: bool = False) -> list[Any]:
+           with_keys: bool = False, keep_new: bool = False) -> list[Any]:
     """(status, beyond the threshold alone) of each value of ``now`` against the earlier nights ``history``
-    (oldest first; the baseline is the previous night); (key, status, beyond) with ``with_keys``. A what-if
+    (oldest first; the baseline is the previous night); (key, status, beyond) with ``with_keys``. A value with no
+    baseline (``new``) is left out, unless ``keep_new`` (the held rule: a night whose earlier nights all measured
+    the value at a point that did not hold its concurrency has no baseline, and that is counted, not hidden). A what-if
     :data:`SPREAD` other than ``nights`` judges with the nights' spread off, then calls a drifted value whose
     change is within its pooled spread uncertain (the same verdict the rule would give with that spread)."""
     nights = [_night(i, h) for i, h in enumerate(history)]
@@ -300,7 +364,7 @@ def _judge(history: list[list[StoredValue]], now: list[StoredValue], keys: set[s
         if keys is not None and v.key not in keys:
             continue
         d = drifts[v.key]
-        if d.status in (DriftStatus.NEW, DriftStatus.NOT_MEASURED):
+        if d.status is DriftStatus.NOT_MEASURED or d.status is DriftStatus.NEW and not keep_new:
             continue
         beyond = d.status in (DriftStatus.DRIFTED, DriftStatus.UNCERTAIN)
         out.append((v.key, d.status.value, beyond) if with_keys else (d.status.value, beyond))
@@ -328,18 +392,30 @@ def _concurrency(v: StoredValue) -> int:
     return int(v.at.get("concurrency", "0"))
 
 
-def _values(run: dict[str, Any], rank: bool) -> list[StoredValue]:
+def _unheld(run: dict[str, Any], point: str) -> bool:
+    """The run's point held less than :data:`HELD_SHARE` of its concurrency (the run's ``held`` figures; a run
+    recorded without them, or a point the count never filled, reads as held, as an old store's value does)."""
+    share = (run.get("held") or {}).get(point)
+    return share is not None and share < HELD_SHARE
+
+
+def _values(run: dict[str, Any], rank: bool, rule: bool = False) -> list[StoredValue]:
     """The run's stored values; with ``rank``, each latency quantile with its point's per-request sketch, as the
-    history now stores it (``history._samples``: what the rank test compares)."""
+    history now stores it (``history._samples``: what the rank test compares); with ``rule``, a value at a point
+    that did not hold its concurrency carries the point in ``unheld_points``, as the history now stores it (drift
+    then calls it uncertain tonight and skips it as a baseline)."""
     out = []
     for d in run["values"]:
         if d["measured"] is None:
             continue
         v = _value(d)
+        point_id = f"closed-c{_concurrency(v)}"
         metric = per_request_metric(v.quantity)
-        point = run["requests"].get(f"closed-c{_concurrency(v)}")
+        point = run["requests"].get(point_id)
         if rank and metric is not None and point is not None:
             v = replace(v, samples=sketch(point[f"{metric}_s"]))
+        if rule and _unheld(run, point_id):
+            v = replace(v, unheld_points=(point_id,))
         out.append(v)
     return out
 
@@ -392,6 +468,7 @@ def real_runs(runs: list[dict[str, Any]], name: str) -> None:
     print("  each run's mean |log(value / its configuration's median)| over the 8 predictions (run-to-run noise):")
     pairs: list[tuple[float, float]] = []
     others: list[tuple[float, float]] = []
+    helds: list[tuple[float, float]] = []
     for s in (4, 2):
         for r, night in zip([r for r in runs if r["max_num_seqs"] == s], plain[s], strict=True):
             devs = []
@@ -408,6 +485,9 @@ def real_runs(runs: list[dict[str, Any]], name: str) -> None:
                 pairs.append((load["mean"], statistics.fmean(devs)))
             if other is not None:
                 others.append((other, statistics.fmean(devs)))
+            shares = [x for x in (r.get("held") or {}).values() if x is not None]
+            if shares:
+                helds.append((statistics.fmean(shares), statistics.fmean(devs)))
 
     def ranks(xs: list[float]) -> list[float]:
         order = sorted(range(len(xs)), key=lambda i: xs[i])
@@ -415,33 +495,33 @@ def real_runs(runs: list[dict[str, Any]], name: str) -> None:
         for r, i in enumerate(order):
             out[i] = float(r)
         return out
-    for what, xy in (("load average", pairs), ("other processes' CPU share", others)):
+    for what, xy in (("load average", pairs), ("other processes' CPU share", others),
+                     ("mean held concurrency share (its points')", helds)):
         if len(xy) >= 4:
             rho = statistics.correlation(ranks([a for a, _ in xy]), ranks([b for _, b in xy]))
             print(f"  Spearman correlation of a run's {what} with its distance from its configuration's median: "
                   f"{rho:+.2f} over {len(xy)} runs")
+    has_held = any(r.get("held") for r in runs)
+    if has_held:
+        print("  each run's points' held concurrency (held_in_flight / C; under "
+              f"{HELD_SHARE:.0%} is not held): " + ", ".join(
+                  f"{r['name']} " + "/".join(f"{(r.get('held') or {}).get(pt, math.nan):.2f}"
+                                             for pt in sorted(r.get("held") or {})) for r in runs))
+        pts = [(r["name"], pt, x) for r in runs for pt, x in sorted((r.get("held") or {}).items())]
+        under = [t for t in pts if t[2] is not None and t[2] < HELD_SHARE]
+        print(f"    points ({', '.join(sorted({pt for _n, pt, _x in pts}))}): {len(under)} of {len(pts)} held under "
+              f"{HELD_SHARE:.0%}")
+    else:
+        print("  no held figures recorded with these runs: the held rule changes nothing here (every value reads as "
+              "held, as in a store written before it was kept)")
     for rank in (False, True):
-        by = {s: [_values(r, rank) for r in runs if r["max_num_seqs"] == s] for s in (4, 2)}
         test = ("stored 95 % intervals AND the rank test on per-request samples where both nights kept them "
                 "(latency p50s): the shipped rule" if rank else "stored 95 % intervals only (the store before samples)")
         print(f"  -- {test}")
         for depth in (1, 3, 5):
-            same: list[tuple[str, bool]] = []
-            hit: list[tuple[str, bool]] = []
-            miss_ok: list[tuple[str, bool]] = []
-            per_key: dict[str, list[str]] = {}
-            for s in (4, 2):
-                for tonight in range(len(by[s])):
-                    others = [n for i, n in enumerate(by[s]) if i != tonight]
-                    for history in itertools.combinations(others, depth):
-                        same += _judge(list(history), by[s][tonight])
-            for history in itertools.combinations(by[4], depth):
-                for tonight in by[2]:
-                    judged = _judge(list(history), tonight, affected, with_keys=True)
-                    for k, st, _b in judged:
-                        per_key.setdefault(k, []).append(st)
-                    hit += [(st, b) for _k, st, b in judged]
-                    miss_ok += _judge(list(history), tonight, unaffected)
+            figures = {rule: _four_to_two(runs, rank, rule, depth, affected, unaffected)
+                       for rule in ((False, True) if has_held else (False,))}
+            same, hit, miss_ok, per_key = figures[False]
             if not same and not hit:
                 continue
             label = ("vs 1 earlier night (no night-to-night spread yet)" if depth == 1 else
@@ -455,10 +535,51 @@ def real_runs(runs: list[dict[str, Any]], name: str) -> None:
             if unaffected:
                 print(f"      4 -> 2 at the {len(unaffected)} unaffected, {len(miss_ok)} prediction-nights: drifted "
                       f"{_share(miss_ok, 'drifted')}, uncertain {_share(miss_ok, 'uncertain')}")
+            if True in figures:
+                h_same, h_hit, h_miss, _h = figures[True]
+                print(f"      WITH the held rule (a value at a point under {HELD_SHARE:.0%} held is uncertain; such "
+                      "nights are no baseline, so a value with no held earlier night is new):")
+                print(f"        identical configuration, {len(h_same)} prediction-nights: drifted "
+                      f"{_share(h_same, 'drifted')} (goal <= 5%), uncertain {_share(h_same, 'uncertain')}, new (no "
+                      f"held earlier night) {_share(h_same, 'new')}")
+                print(f"        4 -> 2 affected, {len(h_hit)} prediction-nights: drifted "
+                      f"{_share(h_hit, 'drifted')} (goal >= 90%), uncertain {_share(h_hit, 'uncertain')}, new "
+                      f"{_share(h_hit, 'new')}")
+                if unaffected:
+                    print(f"        4 -> 2 unaffected, {len(h_miss)} prediction-nights: drifted "
+                          f"{_share(h_miss, 'drifted')}, uncertain {_share(h_miss, 'uncertain')}, new "
+                          f"{_share(h_miss, 'new')}")
             if rank and depth == 3:
                 for k in sorted(per_key):
                     sts = per_key[k]
                     print(f"        {k.split('::')[1]:28s} drifted {sum(x == 'drifted' for x in sts)}/{len(sts)}")
+
+
+def _four_to_two(runs: list[dict[str, Any]], rank: bool, rule: bool, depth: int, affected: set[str],
+                 unaffected: set[str]) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]],
+                                                list[tuple[str, bool]], dict[str, list[str]]]:
+    """(identical-configuration judgements, 4 -> 2 at the affected predictions, 4 -> 2 at the unaffected, the
+    affected ones' statuses by key): every run of a configuration as tonight against every choice of ``depth``
+    other runs of it, and every 2-run against every choice of ``depth`` 4-runs; with ``rule``, values at points
+    that did not hold their concurrency carry it (:func:`_values`)."""
+    by = {s: [_values(r, rank, rule) for r in runs if r["max_num_seqs"] == s] for s in (4, 2)}
+    same: list[tuple[str, bool]] = []
+    hit: list[tuple[str, bool]] = []
+    miss_ok: list[tuple[str, bool]] = []
+    per_key: dict[str, list[str]] = {}
+    for s in (4, 2):
+        for tonight in range(len(by[s])):
+            others = [n for i, n in enumerate(by[s]) if i != tonight]
+            for history in itertools.combinations(others, depth):
+                same += _judge(list(history), by[s][tonight], keep_new=rule)
+    for history in itertools.combinations(by[4], depth):
+        for tonight in by[2]:
+            judged = _judge(list(history), tonight, affected, with_keys=True, keep_new=rule)
+            for k, st, _b in judged:
+                per_key.setdefault(k, []).append(st)
+            hit += [(st, b) for _k, st, b in judged]
+            miss_ok += _judge(list(history), tonight, unaffected, keep_new=rule)
+    return same, hit, miss_ok, per_key
 
 
 #: the known changes ``scaled`` applies to a real night: every stored figure multiplied by this factor
@@ -471,6 +592,11 @@ def _scaled(v: StoredValue, factor: float) -> StoredValue:
         return None if x is None else x * factor
     return replace(v, measured=m(v.measured), measured_lo=m(v.measured_lo), measured_hi=m(v.measured_hi),
                    samples=tuple(x * factor for x in v.samples))
+
+
+def per_key_all(keyed: dict[str, list[str]]) -> list[str]:
+    """Every status in a by-key table, flattened."""
+    return [st for sts in keyed.values() for st in sts]
 
 
 def _best_possible(by: dict[int, list[list[StoredValue]]], factor: float) -> float:
@@ -491,14 +617,17 @@ def _best_possible(by: dict[int, list[list[StoredValue]]], factor: float) -> flo
     return statistics.fmean(out) if out else math.nan
 
 
-def scaled(runs: list[dict[str, Any]], name: str) -> dict[int, dict[float, tuple[int, int]]]:
+def scaled(runs: list[dict[str, Any]], name: str, rule: bool = False) -> dict[int, dict[float, tuple[int, int]]]:
     """A change of known size on the machine's real run-to-run noise: within one configuration, each run as
     tonight with every stored value, interval and per-request sample multiplied by a factor, against every choice
     of 3 (and 5) of the other runs of that configuration as the earlier nights (the shipped rule: intervals, rank
     test, nights' spread). Factor 1 is the identical-configuration false drift. Every prediction is changed, so
-    every one counts. Returns {depth: {factor: (drifted, judged)}}."""
-    print(f"== {name}: a known change on real run-to-run noise (tonight = a real run with everything x factor)")
-    by = {s: [_values(r, rank=True) for r in runs if r["max_num_seqs"] == s] for s in (4, 2)}
+    every one counts. With ``rule``, the held rule applies (a value at a point that did not hold its concurrency
+    is uncertain tonight and no baseline; scaling leaves a point's held figure as it was). Returns {depth:
+    {factor: (drifted, judged)}}."""
+    print(f"== {name}: a known change on real run-to-run noise (tonight = a real run with everything x factor)"
+          + (f", WITH the held rule (under {HELD_SHARE:.0%} held: uncertain, no baseline)" if rule else ""))
+    by = {s: [_values(r, rank=True, rule=rule) for r in runs if r["max_num_seqs"] == s] for s in (4, 2)}
     out: dict[int, dict[float, tuple[int, int]]] = {}
     for depth in (3, 5):
         if all(len(nights) <= depth for nights in by.values()):
@@ -513,14 +642,16 @@ def scaled(runs: list[dict[str, Any]], name: str) -> dict[int, dict[float, tuple
                     others = [n for i, n in enumerate(nights) if i != t]
                     now = [_scaled(v, factor) for v in nights[t]]
                     for history in itertools.combinations(others, depth):
-                        for k, st, b in _judge(list(history), now, with_keys=True):
+                        for k, st, b in _judge(list(history), now, with_keys=True, keep_new=rule):
                             judged.append((st, b))
                             keyed.setdefault(k, []).append(st)
             row[factor] = (sum(st == "drifted" for st, _b in judged), len(judged))
             per_key[factor] = keyed
             goal = "goal <= 5%" if factor == 1.0 else "goal >= 90%"
             print(f"  vs {depth} earlier nights, x{factor:g}: drifted {_share(judged, 'drifted')} ({goal}), "
-                  f"uncertain {_share(judged, 'uncertain')}; old rule (10% alone) {_old_rule(judged)}")
+                  f"uncertain {_share(judged, 'uncertain')}"
+                  + (f", new (no held earlier night) {_share(judged, 'new')}" if rule else
+                     f"; old rule (10% alone) {_old_rule(judged)}"))
         if depth == 3:
             keys = sorted(per_key[1.0])
             print("    per prediction, drifted share at x" + " / x".join(f"{f:g}" for f in (1.0, *FACTORS)) + ":")
@@ -530,6 +661,12 @@ def scaled(runs: list[dict[str, Any]], name: str) -> dict[int, dict[float, tuple
             print("    the best any test could do (5% false alarms, one night against a baseline and a noise level "
                   "known exactly; pooled run-to-run sd of each prediction's log value): "
                   + ", ".join(f"x{f:g} {_best_possible(by, f):.0%}" for f in FACTORS))
+        compared = sum(st != "new" for st in per_key_all(per_key[1.0]))
+        if not compared:
+            print(f"    nothing compared with {depth} earlier nights: every prediction-night is new (no held "
+                  "earlier night)")
+            out[depth] = row
+            continue
         false_ok = row[1.0][0] <= 0.05 * row[1.0][1]
         found = [f for f in FACTORS if row[f][0] >= 0.9 * row[f][1]]
         print(f"    smallest change detected >= 90% with {depth} earlier nights: "
@@ -577,6 +714,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--record", nargs="+", type=Path, metavar="RUN_DIR",
                    help="--roofline-out folders of runs of benchmarks/drift_cpu.yaml: rewrite the data file")
+    p.add_argument("--held", nargs="+", type=Path, metavar="RUN_DIR",
+                   help="the --roofline-out folders the first data file was recorded from: add each run's points' "
+                        "held concurrency (held_in_flight / C) to it")
     p.add_argument("--k", type=int, default=200, help="resampled pairs per point and metric (default 200)")
     p.add_argument("--seed", type=int, default=21)
     p.add_argument("--spread", choices=SPREADS, default="nights",
@@ -598,12 +738,16 @@ def main(argv: list[str] | None = None) -> int:
           + f", measured from the {CENTER}")
     if args.record:
         record(args.record, (args.data or DATA_FILES)[0])
+    if args.held:
+        add_held(args.held, (args.data or DATA_FILES)[0])
     args.data = args.data or [p for p in DATA_FILES if p.is_file()]
     for path in args.data:
         runs = json.loads(path.read_text())["runs"]
         label = str(path.relative_to(HERE.parent)) if path.is_relative_to(HERE.parent) else path.name
         real_runs(runs, label)
         scaled(runs, label)
+        if any(r.get("held") for r in runs):
+            scaled(runs, label, rule=True)
     resampled(json.loads(args.data[0].read_text())["runs"], args.k, args.seed)
     return 0
 

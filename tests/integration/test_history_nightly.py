@@ -293,3 +293,15 @@ def test_the_false_alarm_benchmark_states_its_figures() -> None:
         m = re.search(r"identical configuration, (\d+) prediction-nights: drifted (\d+/\d+ = [0-9.]+%)", shipped)
         assert m is not None, out
         assert m.group(2) == figure, (name, m.group(0))
+    # the held rule (issue 21): none of the 48x runs' 24 points held 90 % of its concurrency (their held figures,
+    # 0.23-0.89 of C, are in the data file), so with the rule no earlier night is a baseline: all 960 identical-
+    # configuration prediction-nights with three earlier nights are new, none drifted; the 12x files carry no held
+    # figures and say the rule changes nothing there
+    block = out.split("== benchmarks/data/drift-cpu-runs-48x.json\n", 1)[1].split("\n== ", 1)[0]
+    assert "24 of 24 held under 90%" in block
+    held = block.split("the shipped rule", 1)[1].split("tonight vs 3 earlier nights", 1)[1].split("WITH the held rule",
+                                                                                                 1)[1]
+    assert held.split("\n")[1].strip() == ("identical configuration, 960 prediction-nights: drifted 0/960 = 0.0% (goal "
+                                          "<= 5%), uncertain 0/960 = 0.0%, new (no held earlier night) 960/960 = "
+                                          "100.0%")
+    assert out.count("no held figures recorded with these runs: the held rule changes nothing here") == 2
