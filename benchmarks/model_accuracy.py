@@ -41,6 +41,7 @@ import io
 import json
 import math
 import random
+import statistics
 import sys
 import time
 from contextlib import redirect_stdout
@@ -459,31 +460,12 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
     rows = lam + rec + v1
     samples = _samples(rows)
     sources = sorted({s for _, _, s, _ in samples})
-    # leave one source out: each source's points against bands derived from the others
-    def loso(between_sources: bool) -> dict[tuple[str, str], list[bool]]:
-        got: dict[tuple[str, str], list[bool]] = {}
-        for src in sources:
-            derived = bands.derive_bands([(g, x, s) for g, x, s, _ in samples if s != src],
-                                         between_sources=between_sources)
-            for reg, ratio, s, _r in samples:
-                if s != src:
-                    continue
-                b = bands.band_for(reg, derived)
-                if b is not None:
-                    got.setdefault((src, reg.metric), []).append(b.lo <= ratio <= b.hi)
-        return got
-
-    inside_fixed = loso(True)
-    inside_within = loso(False)
-    # the between-source term's scale chosen on the other sources alone (nested leave-one-source-out): the coverage
-    # stated; and the scale chosen on every source, for the committed bands
-    # chosen per metric and device class (model/bands.py choose_between_scale)
+    # leave one source out: each source's points against bands whose centres and half-width were derived from the
+    # other sources alone (model/bands.py loso_inside; the half-width's scores leave each of those out in turn)
     plain = [(g, x, s) for g, x, s, _ in samples]
     inside: dict[tuple[str, str], list[bool]] = {}
-    nested, chosen = bands.nested_loso_inside(plain)
-    for src_, reg_, ok_ in nested:
+    for src_, reg_, ok_ in bands.loso_inside(plain):
         inside.setdefault((src_, reg_.metric), []).append(ok_)
-    scale_all = bands.choose_between_scale(plain)
     print("\n## The public accuracy corpus (issue 22)\n")
     print("Sources: `lambda` = LambdaLabsML/vllm-benchmark (vLLM 0.5.4 V0, Llama-3-8B bf16, A100-80GB-SXM and "
           "H100-80GB-SXM, TP 1/2/4, ShareGPT, all N requests at t = 0; benchmarks/data/corpus/); `day3` = the "
@@ -521,36 +503,52 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
     allcov = [x for v in inside.values() for x in v]
     print(f"\nBand coverage over every source, leave-one-source-out: {100 * sum(allcov) / max(1, len(allcov)):.0f}% "
           f"of {len(allcov)} values (nominal {100 * bands.NOMINAL_COVERAGE:.0f}%).")
-    # per metric and device class: the bands from within-source scatter alone, and widened by the between-source spread
+    # per metric and device class: coverage and the width of the bands (conformal half-width, model/bands.py)
     cpu_sources = {r["source"] for r in rows if r["device"] == "cpu"}
 
     def cov(got, metric, cpu):
         xs = [x for (src, m), v in got.items() if m == metric and (src in cpu_sources) == cpu for x in v]
         return f"{100 * sum(xs) / len(xs):.0f}% ({len(xs)})" if xs else "n/a"
 
-    print("\nLOSO coverage by metric (nominal 80% +/- 5): the band from the scatter within sources alone; widened by "
-          "the spread between sources at the 80% quantile (scale 1); and at the scale chosen on the other sources "
-          "alone (nested LOSO, model/bands.py choose_between_scale):\n")
-    print("| device class | metric | within sources only | + between-source spread (scale 1) | nested scale |")
-    print("|---|---|---|---|---|")
+    print("\nLOSO coverage by metric and device class (nominal 80% +/- 5), and the width of the bands: x/÷ around the "
+          "centre (exp of the conformal half-width, model/bands.py). 'held out': the bands each held-out source was "
+          "judged by (median over its values, range); 'committed': derived from every source. 'per source': the "
+          "what-if that weighs every source once (hierarchical_half_width; unbounded below 4 sources):\n")
+    print("| device class | metric | coverage (LOSO) | held-out band x/÷ | committed band x/÷ | per source: coverage, "
+          "committed x/÷ |")
+    print("|---|---|---|---|---|---|")
+    full = bands.derive_bands(plain)
+    held_w: dict[str, list[float]] = {}
+    hier_in: dict[str, list[bool]] = {}
+    for src_ in sources:
+        rest = [x for x in plain if x[2] != src_]
+        derived = bands.derive_bands(rest)
+        for reg_, ratio_, s_ in plain:
+            if s_ != src_:
+                continue
+            b_ = bands.band_for(reg_, derived)
+            if b_ is not None:
+                held_w.setdefault(reg_.pooled_key, []).append(math.sqrt(b_.hi / b_.lo))
+            half_ = bands.hierarchical_half_width(bands.out_of_source_scores(rest, reg_.pooled_key))
+            c_ = bands.regime_centre(rest, reg_)
+            if c_ is not None:
+                hier_in.setdefault(reg_.pooled_key, []).append(abs(math.log(ratio_) - c_) <= half_)
     for cpu in (False, True):
         for m, label in BAND_METRICS:
             cls = "CPU engine" if cpu else "GPU"
-            print(f"| {cls} | {label} | {cov(inside_within, m, cpu)} | {cov(inside_fixed, m, cpu)} | "
-                  f"{cov(inside, m, cpu)} |")
-    allw = [x for v in inside_within.values() for x in v]
-    allf = [x for v in inside_fixed.values() for x in v]
-    print(f"| all | all | {100 * sum(allw) / max(1, len(allw)):.0f}% ({len(allw)}) | "
-          f"{100 * sum(allf) / max(1, len(allf)):.0f}% ({len(allf)}) | "
-          f"{100 * sum(allcov) / max(1, len(allcov)):.0f}% ({len(allcov)}) |")
-    print("\nScale of the between-source term (x the 80% quantile), chosen on the other sources for each held-out "
-          "source, and on every source for the committed bands:\n")
-    keys = sorted(scale_all)
-    print("| held out | " + " | ".join(keys) + " |")
-    print("|---|" + "---|" * len(keys))
-    for src_, picked in sorted(chosen.items()):
-        print(f"| {src_} | " + " | ".join(f"{picked.get(k, 1.0):g}" for k in keys) + " |")
-    print("| (committed: none held out) | " + " | ".join(f"{scale_all[k]:g}" for k in keys) + " |")
+            pkey = f"{m}|*|{'cpu' if cpu else 'gpu'}"
+            ws = sorted(held_w.get(pkey, []))
+            held_txt = f"{statistics.median(ws):.2f} ({ws[0]:.2f}-{ws[-1]:.2f})" if ws else "n/a"
+            fb = full.get(pkey)
+            com_txt = f"{math.exp(fb.half_width_log):.2f}" if fb else "none"
+            hs = hier_in.get(pkey, [])
+            hier_half = bands.hierarchical_half_width(bands.out_of_source_scores(plain, pkey))
+            hier_txt = (f"{100 * sum(hs) / len(hs):.0f}% ({len(hs)}), "
+                        f"{math.exp(hier_half) if math.isfinite(hier_half) else math.inf:.2f}") if hs else "n/a"
+            print(f"| {cls} | {label} | {cov(inside, m, cpu)} | {held_txt} | {com_txt} | {hier_txt} |")
+    hs_all = [x for v in hier_in.values() for x in v]
+    print(f"| all | all | {100 * sum(allcov) / max(1, len(allcov)):.0f}% ({len(allcov)}) | | | "
+          f"{100 * sum(hs_all) / max(1, len(hs_all)):.0f}% ({len(hs_all)}) |")
     # TP subsets of the lambda runs
     print("\n| lambda subset | metric | (b) defaults | (c) calibrated |")
     print("|---|---|---|---|")
@@ -574,16 +572,6 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
             v, n = mape_of(rs, "b", m)
             cells.append(f"{pct(v)} ({n})")
         print(f"| {name} | " + " | ".join(cells) + " |")
-    full = bands.derive_bands(plain, between_scale=scale_all)
-    # typical width of the committed bands: hi / lo of each regime's band, by metric and device class
-    print("\nWidth of the committed bands (hi / lo of measured / model; x/÷ sqrt of it around the centre):\n")
-    for pkey in keys:
-        metric_, _, cls_ = pkey.split("|")
-        widths = sorted(b.hi / b.lo for k, b in full.items() if b.lo > 0 and k.startswith(metric_ + "|")
-                        and k.split("|")[1] != "*" and (k.split("|")[-1] == "cpu") == (cls_ == "cpu"))
-        if widths:
-            print(f"- {pkey}: median {widths[len(widths) // 2]:.2f}, range {widths[0]:.2f}-{widths[-1]:.2f} "
-                  f"({len(widths)} regimes)")
     # the roofline as a ceiling: the decode step's share, roofline TPOT / measured TPOT p50, at low load on GPUs (a
     # burst's throughput is set by its longest request, not by the step: TPOT is the per-step figure)
     frac = []
@@ -594,7 +582,7 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
         if meas and roof:
             frac.append((roof / meas, r["source"]))
     if frac:
-        fb = bands._band([x for x, _ in frac], [s for _, s in frac])
+        fb = bands.percentile_band([x for x, _ in frac], [s for _, s in frac])
         # the band of a ceiling: from the lowest share runs reach up to the ceiling itself (a physical bound)
         full[bands.ROOFLINE_FRACTION_KEY] = bands.Band(fb.lo, 1.0, fb.n, fb.sources)
         print(f"\nRoofline as a ceiling: low-load GPU runs reach {100 * fb.lo:.0f}%-{100 * min(1.0, fb.hi):.0f}% of "
@@ -615,7 +603,8 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
     if write_bands:
         path = ROOT / "pytest_roofline" / "model" / "data" / "bands.json"
         doc = {"written_by": "benchmarks/model_accuracy.py --corpus --write-bands",
-               "nominal_coverage": bands.NOMINAL_COVERAGE, "between_scale": dict(sorted(scale_all.items())),
+               "nominal_coverage": bands.NOMINAL_COVERAGE, "rule": "split-conformal half-width of out-of-source "
+               "log errors (model/bands.py)",
                "sources": sources,
                "bands": bands.bands_to_json(full)}
         path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")

@@ -1,5 +1,6 @@
-"""The model's bands (model/bands.py): percentiles of measured / model ratios by regime, the pooled fallback, and
-the band every simulated value carries."""
+"""The model's bands (model/bands.py): a split-conformal interval in log space around each regime's centre, the
+half-width from the errors each source showed to centres derived without it, the pooled fallback, and the band every
+simulated value carries.  Every expected value below is worked out by hand in its comment."""
 
 from __future__ import annotations
 
@@ -18,33 +19,103 @@ def reg(load="low", tp="tp1", engine="v1", metric=TPOT):
     return bands.Regime(metric, load, tp, engine)
 
 
-def test_a_regime_with_enough_ratios_spans_their_10th_to_90th_percentile():
-    samples = [(reg(), float(x), "s1") for x in range(1, 11)]
-    b = bands.derive_bands(samples)[reg().key]
-    # linear interpolation over 1..10: position 0.1 x 9 = 0.9 -> 1.9, position 0.9 x 9 = 8.1 -> 9.1
-    assert (b.lo, b.hi, b.n) == (pytest.approx(1.9), pytest.approx(9.1), 10)
-    assert b.around(2.0) == (pytest.approx(3.8), pytest.approx(18.2))
-    assert b.contains(2.0, 10.0) and not b.contains(2.0, 19.0)
+def _five_sources(a_log: float = 0.0) -> list:
+    # one GPU regime, sources A..E with one ratio each, log-ratios a_log, 0.1, 0.2, 0.3, 0.4
+    return [(reg(), math.exp(x), s) for x, s in ((a_log, "A"), (0.1, "B"), (0.2, "C"), (0.3, "D"), (0.4, "E"))]
 
 
-def test_a_sparse_regime_is_its_min_max_widened_by_the_pooled_spread():
-    samples = [(reg(), float(x), "s1") for x in range(1, 11)] + [(reg(load="high"), 2.0, "s2"),
-                                                                  (reg(load="high"), 3.0, "s2")]
-    out = bands.derive_bands(samples, between_sources=False)  # the within-regime rule alone (widening: below)
-    pooled = out[reg().pooled_key]
-    spread = math.log(pooled.hi / pooled.lo)
-    high = out[reg(load="high").key]
-    assert high.n == 2 and not high.pooled
-    assert high.lo == pytest.approx(2.0 * math.exp(-spread / 2))
-    assert high.hi == pytest.approx(3.0 * math.exp(spread / 2))
+def test_the_conformal_half_width_is_the_ceil_n_plus_1_times_nominal_order_statistic():
+    # n = 5: rank ceil(6 x 0.8) = ceil(4.8) = 5, the largest; n = 9: ceil(8.0) = 8; n = 10: ceil(8.8) = 9
+    assert bands.conformal_half_width([0.5, 0.1, 0.4, 0.2, 0.3]) == 0.5
+    assert bands.conformal_half_width([float(x) for x in range(1, 10)]) == 8.0
+    assert bands.conformal_half_width([float(x) for x in range(10, 0, -1)]) == 9.0
+    # n = 4: ceil(5 x 0.8) = 4, the largest; n = 3: ceil(3.2) = 4 > 3, nothing bounds it
+    assert bands.conformal_half_width([0.3, 0.1, 0.2, 0.4]) == 0.4
+    assert bands.conformal_half_width([0.3, 0.1, 0.2]) == math.inf
+    # at 50%: n = 5, ceil(3.0) = 3, the median
+    assert bands.conformal_half_width([0.5, 0.1, 0.4, 0.2, 0.3], nominal=0.5) == 0.3
 
 
-def test_a_regime_without_data_borrows_its_device_class_pool_and_cpu_never_lends_to_gpus():
-    samples = [(reg(engine="cpu"), 5.0, "cpu-run")] * 6 + [(reg(engine="v1"), 1.1, "gpu-run")] * 6
-    out = bands.derive_bands(samples)
-    tp4 = bands.band_for(reg(tp="tpN"), out)
-    assert tp4 is not None and tp4.pooled and tp4.hi == pytest.approx(1.1)
-    assert bands.band_for(reg(metric="no_such_metric"), out) is None
+def test_the_per_source_half_width_weighs_every_source_once_and_a_new_source_at_infinity():
+    # K = 4 sources, each 1/5 of the weight; A's two scores 1/10 each.  Sorted: 0.1 (A, cum 0.1), 0.2 (B, 0.3),
+    # 0.3 (A, 0.4), 0.4 (C, 0.6), 0.5 (D, 0.8): the cumulative weight reaches 0.8 at 0.5
+    scores = [("A", 0.1), ("A", 0.3), ("B", 0.2), ("C", 0.4), ("D", 0.5)]
+    assert bands.hierarchical_half_width(scores) == 0.5
+    # K = 3: the sources hold 3/4 < 0.8 of the weight; the rest is the new source's, at infinity
+    assert bands.hierarchical_half_width(scores[:4]) == math.inf
+    # nine sources of one score each (1..9), weights 1/10: 0.8 is reached at the 8th, as the pointwise rule's
+    nine = [(f"s{i}", float(i)) for i in range(1, 10)]
+    assert bands.hierarchical_half_width(nine) == bands.conformal_half_width([s for _, s in nine]) == 8.0
+
+
+def test_a_regimes_centre_is_the_median_of_its_sources_medians_else_its_device_class():
+    samples = ([(reg(), math.exp(x), "a") for x in (0.1, 0.3, 0.5)]  # a's median log 0.3, three points
+               + [(reg(), math.exp(0.6), "b")]  # b: 0.6; the regime's centre: median(0.3, 0.6) = 0.45
+               + [(reg(load="high"), math.exp(-0.3), "c")])  # c only at high load
+    assert bands.regime_centre(samples, reg()) == pytest.approx(0.45)
+    assert bands.regime_centre(samples, reg(load="high")) == pytest.approx(-0.3)
+    # no data at TP > 1: the class's sources' medians over all its points, a 0.3, b 0.6, c -0.3: median 0.3
+    assert bands.regime_centre(samples, reg(tp="tpN")) == pytest.approx(0.3)
+    # no class lends to the other: the CPU engine has no data here
+    assert bands.regime_centre(samples, reg(engine="cpu")) is None
+
+
+def test_each_score_is_the_distance_from_a_centre_the_source_did_not_set():
+    # three sources, one regime, log-ratios A 0 (x2), B 0.1, C 0.2.  A's centre from B, C: median(0.1, 0.2) = 0.15;
+    # B's from A (median 0) and C: 0.1; C's from A and B: 0.05
+    samples = [(reg(), 1.0, "A"), (reg(), 1.0, "A"), (reg(), math.exp(0.1), "B"), (reg(), math.exp(0.2), "C")]
+    got = bands.out_of_source_scores(samples, reg().pooled_key)
+    assert [s for s, _ in got] == ["A", "A", "B", "C"]
+    assert [v for _, v in got] == pytest.approx([0.15, 0.15, 0.0, 0.15])
+    # a source alone in its class has no other source to be judged by
+    assert bands.out_of_source_scores([(reg(), 2.0, "A")], reg().pooled_key) == []
+
+
+def test_a_band_is_its_centre_times_and_divided_by_exp_of_the_conformal_half_width():
+    # A..E at log 0, 0.1, 0.2, 0.3, 0.4.  Scores: A's centre from B..E = median(0.1..0.4) = 0.25, score 0.25;
+    # B: median(0, 0.2, 0.3, 0.4) = 0.25, 0.15; C: median(0, 0.1, 0.3, 0.4) = 0.2, 0; D: 0.15, 0.15; E: 0.15, 0.25.
+    # n = 5: the 5th smallest, 0.25.  Centre: median(0..0.4) = 0.2.  Band exp(0.2 -/+ 0.25)
+    out = bands.derive_bands(_five_sources())
+    b = out[reg().key]
+    assert (b.lo, b.hi) == (pytest.approx(math.exp(-0.05)), pytest.approx(math.exp(0.45)))
+    assert (b.n, b.sources, b.pooled, b.half_width_log) == (5, ("A", "B", "C", "D", "E"), False, pytest.approx(0.25))
+    assert b.around(2.0) == (pytest.approx(2 * math.exp(-0.05)), pytest.approx(2 * math.exp(0.45)))
+    assert b.contains(1.0, math.exp(0.44)) and not b.contains(1.0, math.exp(0.46))
+    # a regime without data takes the class's band: the same centre here (one regime), marked pooled
+    high = bands.band_for(reg(load="high"), out)
+    assert high is not None and high.pooled and high.lo == pytest.approx(math.exp(-0.05))
+    # and the CPU engine, without data, gets none
+    assert bands.band_for(reg(engine="cpu"), out) is None
+
+
+def test_a_class_with_too_few_scores_for_the_nominal_rank_has_no_band():
+    # three sources give three scores: rank ceil(4 x 0.8) = 4 > 3
+    three = _five_sources()[:3]
+    assert bands.derive_bands(three) == {}
+    assert bands.band_for(reg(), bands.derive_bands(three)) is None
+
+
+def test_leave_one_source_out_judges_each_source_by_centres_and_a_width_set_without_it():
+    # Holding A out: B..E (0.1..0.4) give scores B 0.2 (centre from C, D, E: 0.3), C 0.1, D 0.1, E 0.2; n = 4: the
+    # largest, 0.2; centre 0.25: band [0.05, 0.45] in log, A (0) outside.  B out: A, C, D, E give scores 0.3, 0.1,
+    # 0.1, 0.2, width 0.3 around median(0, 0.2, 0.3, 0.4) = 0.25: [-0.05, 0.55], B (0.1) inside.  C out: scores 0.3,
+    # 0.2, 0.2, 0.3, width 0.3 around 0.2: C inside.  D and E mirror B and A.
+    inside = bands.loso_inside(_five_sources())
+    assert [(s, ok) for s, _, ok in inside] == [("A", False), ("B", True), ("C", True), ("D", True), ("E", False)]
+    # A's own ratio never moves the band A is judged by: at log 0.25 (inside [0.05, 0.45]) A is inside, and the
+    # bands derived without A are the same whatever A measured
+    assert bands.loso_inside(_five_sources(a_log=0.25))[0][2] is True
+    without_a = [x for x in _five_sources() if x[2] != "A"]
+    assert bands.derive_bands(without_a) == bands.derive_bands([x for x in _five_sources(a_log=9.0) if x[2] != "A"])
+
+
+def test_the_roofline_fraction_band_spans_the_10th_to_90th_percentile():
+    # linear interpolation over 1..10: position 0.1 x 9 = 0.9 -> 1.9, position 0.9 x 9 = 8.1 -> 9.1; below 5 ratios
+    # their min-max
+    b = bands.percentile_band([float(x) for x in range(1, 11)], ["s"] * 10)
+    assert (b.lo, b.hi, b.n, b.sources) == (pytest.approx(1.9), pytest.approx(9.1), 10, ("s",))
+    assert (bands.percentile_band([0.6, 0.7], ["a", "b"]).lo, bands.percentile_band([0.6, 0.7], ["a", "b"]).hi) == (
+        0.6, 0.7)
 
 
 def test_every_simulated_value_carries_the_committed_band_of_its_regime():
@@ -57,76 +128,8 @@ def test_every_simulated_value_carries_the_committed_band_of_its_regime():
         r = bands.regime_of(metric, mean_running_batch=p.mean_running_batch, tp=1, chunked_prefill=True,
                             device="cuda")
         b = bands.band_for(r, committed)
-        assert b is not None
+        assert b is not None and b.half_width_log > 0
+        # a committed band is its centre x/÷ exp(half-width): hi / lo = exp(2 x half-width)
+        assert b.hi / b.lo == pytest.approx(math.exp(2 * b.half_width_log), rel=1e-3)
         assert p.bands[metric] == pytest.approx(b.around(getattr(p, metric)))
     assert p.to_dict()["bands"][TPOT] == list(p.bands[TPOT])
-
-
-def test_the_spread_between_sources_is_the_sd_of_their_median_log_ratios_each_source_counted_once():
-    # source a: median 1.0 (log 0); source b: median e**0.2 however many points it has; sd of (0, 0.2) = 0.2 / sqrt 2
-    ratios = [(0.5, "a"), (1.0, "a"), (4.0, "a")] + [(math.exp(0.2), "b")] * 7
-    assert bands.between_source_log_sd(ratios) == pytest.approx(0.2 / math.sqrt(2))
-    assert bands.between_source_log_sd([(1.3, "a"), (0.7, "a")]) == 0.0
-
-
-def test_bands_widen_by_the_between_source_spread_in_quadrature_around_their_log_centre():
-    # regime ratios 1..10 from source s1 (band 1.9..9.1 as above) and one ratio e**0.5 from source s2 in another
-    # load class: median log-ratios (log 5 + log 6) / 2 (ten logs: the mean of the middle two) and 0.5
-    samples = [(reg(), float(x), "s1") for x in range(1, 11)] + [(reg(load="high"), math.exp(0.5), "s2")]
-    sd = abs((math.log(5) + math.log(6)) / 2 - 0.5) / math.sqrt(2)  # sample sd of two values = |difference| / sqrt 2
-    z = 1.2815515655446004  # the normal 90th percentile: an 80% two-sided band
-    centre, half = (math.log(1.9) + math.log(9.1)) / 2, (math.log(9.1) - math.log(1.9)) / 2
-    half_total = math.sqrt(half ** 2 + (z * sd) ** 2)
-    b = bands.derive_bands(samples)[reg().key]
-    assert b.lo == pytest.approx(math.exp(centre - half_total))
-    assert b.hi == pytest.approx(math.exp(centre + half_total))
-    assert b.between_log_sd == pytest.approx(sd)
-    assert bands.derive_bands(samples, between_sources=False)[reg().key].lo == pytest.approx(1.9)
-
-
-def test_a_metric_one_source_measured_borrows_its_decode_sibling_spread_else_the_largest_and_cpu_never_lends():
-    tput, ttft = "output_throughput_tok_per_s", "ttft_p50_ms"
-    samples = ([(reg(metric=tput), 1.0, "g1")] * 5 + [(reg(metric=tput), math.exp(0.4), "g2")] * 5
-               + [(reg(metric=ttft), 1.0, "g1")] * 5 + [(reg(metric=ttft), math.exp(1.0), "g2")] * 5
-               + [(reg(), 1.0, "g1")] * 5  # TPOT: one GPU source only
-               + [(reg(metric="itl_p99_ms"), 1.0, "g1")] * 5  # no decode sibling: the largest spread
-               + [(reg(metric=tput, engine="cpu"), 1.0, "c1")] * 5 + [(reg(metric=tput, engine="cpu"), 9.0, "c2")] * 5)
-    out = bands.derive_bands(samples)
-    # TPOT borrows throughput's spread (the decode step sets both), not TTFT's larger one
-    assert out[reg().key].between_log_sd == pytest.approx(0.4 / math.sqrt(2))
-    assert out[reg(metric="itl_p99_ms").key].between_log_sd == pytest.approx(1.0 / math.sqrt(2))
-    assert out[reg(metric=tput, engine="cpu").key].between_log_sd == pytest.approx(math.log(9.0) / math.sqrt(2))
-    # the CPU's wider spread is lent to no GPU metric
-    assert max(b.between_log_sd for k, b in out.items() if not k.endswith("cpu")) == pytest.approx(1 / math.sqrt(2))
-
-
-def _three_sources(a_log: float = 0.0) -> list:
-    # one GPU regime; sources A, B, C with five equal ratios each, log-ratios a_log, 0.1, 0.2
-    reg = bands.regime_of("output_throughput_tok_per_s", mean_running_batch=4, tp=1, chunked_prefill=True,
-                          device="cuda")
-    return [(reg, math.exp(x), s) for x, s in ((a_log, "A"), (0.1, "B"), (0.2, "C")) for _ in range(5)]
-
-
-def test_the_between_scale_is_the_smallest_that_reaches_nominal_leave_one_source_out():
-    # Holding A out: B and C give the 10th-90th percentile band [0.1, 0.2] in log (centre 0.15, half 0.05) and a
-    # between-source sd of stdev(0.1, 0.2) = 0.070711; A (log 0) is inside when sqrt(0.05^2 + (1.28155 k 0.070711)^2)
-    # >= 0.15, i.e. k >= 0.141421 / (1.28155 x 0.070711) = 1.5607; C held out is the mirror image; B is inside at
-    # any k (band [0, 0.2]).  Coverage is 5/15 below k = 1.5607 and 15/15 from it: the grid's first is 1.6.
-    samples = _three_sources()
-    below = [ok for _, _, ok in bands.loso_inside(samples, between_scale=1.5)]
-    assert sum(below) == 5 and len(below) == 15
-    assert bands.choose_between_scale(samples) == {"output_throughput_tok_per_s|*|gpu": 1.6}
-
-
-def test_nested_coverage_chooses_each_sources_scale_without_that_source():
-    # With A held out only B and C choose: each alone is one source, with no between-source spread to widen by,
-    # so neither covers the other at any scale and the choice is the cap (3.0); A is then judged with 3.0:
-    # half = sqrt(0.05^2 + (1.28155 x 3 x 0.070711)^2) = 0.276 >= 0.15, inside.
-    inside, chosen = bands.nested_loso_inside(_three_sources())
-    assert chosen["A"] == {"output_throughput_tok_per_s|*|gpu": bands.BETWEEN_SCALES[-1]} == {
-        "output_throughput_tok_per_s|*|gpu": 3.0}
-    assert all(ok for _, _, ok in inside) and len(inside) == 15
-    # A's own ratios never move A's scale: a wild A (log 2) gets the same scale, and is then outside
-    inside_wild, chosen_wild = bands.nested_loso_inside(_three_sources(a_log=2.0))
-    assert chosen_wild["A"] == chosen["A"]
-    assert not any(ok for s, _, ok in inside_wild if s == "A")
