@@ -168,3 +168,31 @@ def test_roofline_compare_prints_both_runs(runs: dict) -> None:
     rows = {row["prediction_id"]: row for row in json.loads(j.stdout)["rows"]}
     assert rows["queueing-past-the-cap"]["change_rel"] == pytest.approx(0.25)
     assert rows["kv-tokens"]["change_rel"] == 0.0
+
+
+@pytest.mark.slow
+def test_a_point_that_did_not_hold_its_concurrency_is_not_judged(runs: dict, tmp_path: Path) -> None:
+    # the scaled run (+25.0 % on queueing-past-the-cap, a DRIFTED failure under --roofline-drift-fail above) with
+    # its C=32 point flagged: 12 of 32 in flight. Its four predictions resting on closed-c32 (queueing-past-the-cap,
+    # prefix-cache-clean at C=32, and knee and no-preemption, which read every point) are inconclusive, their drift
+    # uncertain with the reason, nothing fails, and the stored run keeps the point
+    from pytest_roofline.measure.stats import held_flag
+
+    data = json.loads(runs["scaled"].read_text())
+    (c32,) = [p for p in data["points"] if p["id"] == "closed-c32"]
+    c32["flags"] = [*c32["flags"], held_flag({"steady_mean_in_flight": 12.0}, 32, None)]
+    unheld = tmp_path / "unheld.results.json"
+    unheld.write_text(json.dumps(data))
+    hist = tmp_path / "h"
+    shutil.copytree(runs["after_first"], hist)
+    r = pytest_run("--replay", str(unheld), str(YAML), "--roofline-history", str(hist), "--roofline-drift-fail")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "18 passed, 4 inconclusive" in r.stdout
+    out = " ".join(r.stdout.split())  # the drift lines wrap at 120 columns
+    assert re.search(r"queueing-past-the-cap UNCERTAIN \+25\.0% vs previous run \(2026-\d\d-\d\d[^)]*\), not "
+                     r"judged: point closed-c32 did not hold its concurrency in this run", out)
+    assert "roofline drift: 19 compared (4 uncertain, 15 steady), 3 not measured vs the previous run" in out
+    assert "DRIFTED" not in out
+    latest = max(open_store(str(hist)).runs(), key=lambda s: s.started_at)
+    v = latest.value("predictions/cpu-tiny.yaml::queueing-past-the-cap::concurrency=32")
+    assert v is not None and v.unheld_points == ("closed-c32",) and v.measured == pytest.approx(1.3824 * 1.25, rel=1e-4)
