@@ -753,8 +753,8 @@ def _serving_column(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hard
             # the band's ratios around the point's value, applied to the verdict's value (its own unit)
             lo, hi = (float(v.serving_value) * b / float(value) for b in band)
             v.serving_band_text = (f"{_value_text(lo, q.dimension, v.display_unit)} – "
-                                   f"{_value_text(hi, q.dimension, v.display_unit)} (where measured runs of this "
-                                   "regime fell around the model: docs/explanation/models.md)")
+                                   f"{_value_text(hi, q.dimension, v.display_unit)} (where a run from a source the "
+                                   "band was not built from lands, 80% nominal: docs/explanation/models.md)")
     except (SetupError, ValueError, KeyError):
         pass  # a whole-sweep quantity (a knee, goodput): no single point's shares
     source = column_model(spec.model_column, model_prediction=pred.predicted.kind is PredictedKind.MODEL,
