@@ -487,10 +487,9 @@ def _unheld(v: Verdict) -> None:
     prediction names, so its figure decides nothing about it."""
     if v.status not in (VerdictStatus.PASS, VerdictStatus.FAIL):
         return
-    from pytest_roofline.measure.stats import HELD_FLAG_PREFIX
+    from pytest_roofline.measure.stats import unheld_points
 
-    unheld = [n.split(":", 1)[0].removeprefix("point ") for n in v.measured_notes
-              if n.startswith("point ") and f": {HELD_FLAG_PREFIX}" in n]
+    unheld = unheld_points(v.measured_notes)
     if not unheld:
         return
     was = "within" if v.status is VerdictStatus.PASS else "outside"

@@ -170,6 +170,9 @@ class Drift:
     #: the smallest change the two measurements can tell from noise (SI, like now); None: not computed, inf:
     #: an interval is unbounded on the facing side
     noise: float | None = None
+    #: False when tonight's value was measured at a point that did not hold its concurrency: it is ``uncertain``
+    #: and not judged, so it does not count as compared (:func:`compared_count`)
+    held: bool = True
 
     @property
     def drifted(self) -> bool:
@@ -189,7 +192,8 @@ class Drift:
                    baseline_run_ids=tuple(d.get("baseline_run_ids") or ()),
                    baseline_dates=tuple(d.get("baseline_dates") or ()),
                    baseline_commits=tuple(d.get("baseline_commits") or ()), change_rel=d.get("change_rel"),
-                   threshold_text=str(d.get("threshold_text") or ""), noise=d.get("noise"))
+                   threshold_text=str(d.get("threshold_text") or ""), noise=d.get("noise"),
+                   held=d.get("held") is not False)
 
 
 def _day(iso: str) -> str:
@@ -417,7 +421,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
             text = f"{moved} {against}, {verdict}"
         out[v.key] = Drift(v.key, status, text, now=now, baseline=base, baseline_run_ids=ids, baseline_dates=dates,
                            baseline_commits=commits, change_rel=change, threshold_text=tol_text,
-                           noise=margin if math.isfinite(margin) else None)
+                           noise=margin if math.isfinite(margin) else None, held=not unheld_now)
     return out
 
 
@@ -425,13 +429,19 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
 COMPARED = ("steady", "drifted", "uncertain", "prediction_changed")
 
 
+def _held(d: Drift | Mapping[str, Any]) -> bool:
+    return d.held if isinstance(d, Drift) else d.get("held") is not False
+
+
 def compared_count(drifts: Iterable[Drift | Mapping[str, Any]]) -> tuple[int, int]:
-    """(compared with a baseline, measured now) over ``drifts``."""
+    """(compared with a baseline, measured now) over ``drifts``. A value measured tonight at a point that did not
+    hold its concurrency was not judged (:attr:`Drift.held`): it is measured, never compared, so a night whose
+    points all starved compared nothing (``--roofline-drift-fail`` fails it)."""
     compared = measured = 0
     for d in drifts:
         status = d.status.value if isinstance(d, Drift) else str(d.get("status"))
         measured += status != "not_measured"
-        compared += status in COMPARED
+        compared += status in COMPARED and _held(d)
     return compared, measured
 
 
@@ -439,14 +449,20 @@ def drift_counts(drifts: Iterable[Drift | Mapping[str, Any]], policy: DriftPolic
     """``44 compared (3 drifted, 41 steady), 2 new vs the previous run``: how many were compared, always (0
     compared is said, never left out), then the statuses that have a prediction."""
     n: dict[str, int] = {}
+    not_judged = 0
     for d in drifts:
         status = d.status.value if isinstance(d, Drift) else str(d.get("status"))
+        if status in COMPARED and not _held(d):
+            not_judged += 1
+            continue
         n[status] = n.get(status, 0) + 1
     words = [(DriftStatus.DRIFTED, "drifted"), (DriftStatus.UNCERTAIN, "uncertain"), (DriftStatus.STEADY, "steady"),
              (DriftStatus.PREDICTION_CHANGED, "prediction changed")]
     compared = sum(n.get(s, 0) for s in COMPARED)
     parts = [f"{n[s.value]} {w}" for s, w in words if n.get(s.value)]
     line = f"{compared} compared" + (f" ({', '.join(parts)})" if parts else "")
+    if not_judged:
+        line += f", {not_judged} not judged (their point did not hold its concurrency)"
     line += "".join(f", {n[s.value]} {w}" for s, w in ((DriftStatus.NEW, "new"),
                                                        (DriftStatus.NOT_MEASURED, "not measured")) if n.get(s.value))
     return line + (f" vs {policy.describe()}" if policy is not None else "")

@@ -33,7 +33,7 @@ from pytest_roofline.history._records import (
     prediction_key,
 )
 from pytest_roofline.history._samples import point_samples
-from pytest_roofline.measure.stats import HELD_FLAG_PREFIX
+from pytest_roofline.measure.stats import unheld_points
 from pytest_roofline.scoring import Verdict
 
 __all__ = ["setup_key", "spec_setup_key", "topology_suffix", "identity_file", "relative_file", "definition_hash",
@@ -144,20 +144,6 @@ def _number(x: Any) -> float | None:
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
         return None
     return float(x)
-
-
-def unheld_points(notes: Iterable[object]) -> tuple[str, ...]:
-    """The ids of the points a verdict's ``measured_notes`` say did not hold their concurrency: every note
-    ``point <id>: concurrency not held: ...`` (a point's flag as the verdict repeats it:
-    :data:`~pytest_roofline.measure.stats.HELD_FLAG_PREFIX`), each id once, in the notes' order."""
-    marker = f": {HELD_FLAG_PREFIX}"
-    out: list[str] = []
-    for n in notes:
-        if isinstance(n, str) and n.startswith("point ") and marker in n:
-            point = n[len("point "):n.index(marker)]
-            if point not in out:
-                out.append(point)
-    return tuple(out)
 
 
 def stored_value(verdict: Mapping[str, Any], *, file: str, drift_text: str = "") -> StoredValue:

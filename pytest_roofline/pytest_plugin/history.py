@@ -76,11 +76,16 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
             continue
         if rs.drift_fail and compared < share * measured or (rs.drift_fail and compared == 0):
             failed = True
+            unheld = sum(1 for d in drifts if d.get("held") is False)
+            why = (f"{unheld} were measured at points that did not hold their concurrency (not judged: the load "
+                   "generator fell behind; see the verdicts' notes)" + ("" if unheld >= measured - compared else
+                   f", and for the rest the predictions' keys or the baseline ({rs.drift_policy.describe()}) did "
+                   "not match") if unheld else
+                   f"the store holds runs of this setup, so the predictions' keys or the baseline "
+                   f"({rs.drift_policy.describe()}) did not match")
             lines.append(f"roofline drift: FAILED (--roofline-drift-fail): {setup.text()}: only {compared} of "
                          f"{measured} measured predictions were compared with a baseline (at least "
-                         f"{share:.0%} must be); the store holds runs of this setup, so the predictions' keys or "
-                         f"the baseline ({rs.drift_policy.describe()}) did not match: a night that compares "
-                         f"nothing cannot pass")
+                         f"{share:.0%} must be); {why}: a night that compares nothing cannot pass")
     return lines, failed
 
 

@@ -191,8 +191,28 @@ def test_a_point_that_did_not_hold_its_concurrency_is_not_judged(runs: dict, tmp
     out = " ".join(r.stdout.split())  # the drift lines wrap at 120 columns
     assert re.search(r"queueing-past-the-cap UNCERTAIN \+25\.0% vs previous run \(2026-\d\d-\d\d[^)]*\), not "
                      r"judged: point closed-c32 did not hold its concurrency in this run", out)
-    assert "roofline drift: 19 compared (4 uncertain, 15 steady), 3 not measured vs the previous run" in out
+    # the 4 not judged are measured, not compared: 15 of 19 measured compared, over the 50 % --roofline-drift-fail asks
+    assert ("roofline drift: 15 compared (15 steady), 4 not judged (their point did not hold its concurrency), 3 not "
+            "measured vs the previous run") in out
     assert "DRIFTED" not in out
     latest = max(open_store(str(hist)).runs(), key=lambda s: s.started_at)
     v = latest.value("predictions/cpu-tiny.yaml::queueing-past-the-cap::concurrency=32")
     assert v is not None and v.unheld_points == ("closed-c32",) and v.measured == pytest.approx(1.3824 * 1.25, rel=1e-4)
+    # every closed point starved: only the 10 values that rest on no closed point (the log's KV figures, ...) are
+    # judged, 9 are not; asked to compare 90 %, the night fails under --roofline-drift-fail and says why
+    for p in data["points"]:
+        if p.get("mode", "closed") == "closed":
+            p["flags"] = [*p["flags"], held_flag({"steady_mean_in_flight": 0.5 * p["concurrency"]}, p["concurrency"],
+                                                 None)]
+    starved = tmp_path / "starved.results.json"
+    starved.write_text(json.dumps(data))
+    hist2 = tmp_path / "h2"
+    shutil.copytree(runs["after_first"], hist2)
+    r = pytest_run("--replay", str(starved), str(YAML), "--roofline-history", str(hist2), "--roofline-drift-fail",
+                   "--roofline-drift-min-compared", "90%")
+    out = " ".join(r.stdout.split())
+    assert r.returncode != 0, out
+    assert "10 compared (10 steady), 9 not judged (their point did not hold its concurrency)" in out
+    assert re.search(r"roofline drift: FAILED \(--roofline-drift-fail\): .*: only \d+ of \d+ measured predictions were "
+                     r"compared with a baseline .*; \d+ were measured at points that did not hold their concurrency "
+                     r"\(not judged", out), out[-2000:]

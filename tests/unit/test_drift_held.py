@@ -21,7 +21,7 @@ from pytest_roofline.history import (
     open_store,
     stored_value,
 )
-from pytest_roofline.history._recording import unheld_points
+from pytest_roofline.measure.stats import unheld_points
 
 SETUP = SetupKey("cpu", "roofline-tiny", "0.32.0")
 KEY = "p.yaml::tput-c4::concurrency=4"
@@ -221,3 +221,22 @@ def test_a_changed_prediction_stays_prediction_changed_and_says_it_was_not_judge
     assert d.status is DriftStatus.PREDICTION_CHANGED
     assert "not judged: point closed-c4 did not hold its concurrency" in d.text
     assert d.text.endswith("the prediction changed since (1,000 tok/s → 1,400 tok/s)")
+
+
+def test_a_value_not_judged_is_measured_but_not_compared() -> None:
+    # two values tonight against one earlier night: one held (+2 %: steady), one at an unheld point (+50 %):
+    # 1 compared of 2 measured, and the count line names the one not judged; the dict form keeps it
+    from pytest_roofline.history import Drift, compared_count, drift_counts
+
+    nights = [night(30, 1000.0)]
+    held = one(value(1020.0), nights)
+    unheld = one(value(1500.0, unheld=("closed-c4",)), nights)
+    assert held.held and not unheld.held
+    assert compared_count([held, unheld]) == (1, 2)
+    assert drift_counts([held, unheld]) == ("1 compared (1 steady), 1 not judged (their point did not hold its "
+                                            "concurrency)")
+    assert compared_count([held.to_dict(), unheld.to_dict()]) == (1, 2)
+    assert Drift.from_dict(unheld.to_dict()) == unheld
+    # a drift stored before the field existed reads as held
+    old = {k: v for k, v in held.to_dict().items() if k != "held"}
+    assert Drift.from_dict(old).held and compared_count([old]) == (1, 1)

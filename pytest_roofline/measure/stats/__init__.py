@@ -24,7 +24,14 @@ from __future__ import annotations
 
 from pytest_roofline.measure.stats.bursts import burst_flag, bursts
 from pytest_roofline.measure.stats.glossary import GLOSSARY, PERCENTILES, distribution
-from pytest_roofline.measure.stats.held import HELD_FLAG_PREFIX, HELD_SHARE, held_flag, held_in_flight, is_held_flag
+from pytest_roofline.measure.stats.held import (
+    HELD_FLAG_PREFIX,
+    HELD_SHARE,
+    held_flag,
+    held_in_flight,
+    is_held_flag,
+    unheld_points,
+)
 from pytest_roofline.measure.stats.intervals import (
     BATCHES,
     INTERVAL_METHODS,
@@ -66,4 +73,4 @@ __all__ = ["GLOSSARY", "PERCENTILES", "distribution", "summarize", "summarize_re
            "min_samples_for_bound", "t_quantile", "t_half_width", "batch_means", "BATCHES", "MIN_BATCH",
            "mser_truncation", "MSER_BATCH", "SteadyWindow", "steady_window", "steady_statistics", "steady_summary",
            "STEADY_MODES", "INTERVAL_FIGURES", "combine_repeats", "next_run_interval", "bursts", "burst_flag",
-           "held_flag", "HELD_SHARE", "HELD_FLAG_PREFIX", "is_held_flag", "held_in_flight"]
+           "held_flag", "HELD_SHARE", "HELD_FLAG_PREFIX", "is_held_flag", "held_in_flight", "unheld_points"]

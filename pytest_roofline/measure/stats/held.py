@@ -21,12 +21,12 @@ This module never imports pytest.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_roofline.measure.loadgen import RequestRecord
 
-__all__ = ["HELD_SHARE", "HELD_FLAG_PREFIX", "held_flag", "is_held_flag", "held_in_flight"]
+__all__ = ["HELD_SHARE", "HELD_FLAG_PREFIX", "held_flag", "is_held_flag", "held_in_flight", "unheld_points"]
 
 #: a closed-loop point is flagged when it held less than this share of its concurrency in flight on average
 HELD_SHARE = 0.9
@@ -102,3 +102,17 @@ def held_flag(client: Mapping[str, Any] | None, concurrency: int | None,
     return (f"{HELD_FLAG_PREFIX} {held:.2f} of {concurrency} requests in flight on average ({share:.0%}), "
             f"below {HELD_SHARE:.0%}: the load generator was slow to send the next request (a starved client "
             f"machine){why}. The point measured a lower load than its concurrency says")
+
+
+def unheld_points(notes: Iterable[object]) -> tuple[str, ...]:
+    """The ids of the points a verdict's ``measured_notes`` say did not hold their concurrency: every note
+    ``point <id>: concurrency not held: ...`` (a point's flag as the verdict repeats it:
+    :data:`HELD_FLAG_PREFIX`), each id once, in the notes' order."""
+    marker = f": {HELD_FLAG_PREFIX}"
+    out: list[str] = []
+    for n in notes:
+        if isinstance(n, str) and n.startswith("point ") and marker in n:
+            point = n[len("point "):n.index(marker)]
+            if point not in out:
+                out.append(point)
+    return tuple(out)
