@@ -38,7 +38,8 @@ class ComparisonRow:
     model_b: float | None
     predicted: str  # the ink of B (of A when B lacks it)
     #: "significant" (the move is beyond both measurements' noise), "noise" (it is not), "same" (no move),
-    #: "no interval" (neither run kept an interval for it), "" (not measured in both)
+    #: "no interval" (neither run kept an interval for it), "not held" (measured in both, but in one of them at a
+    #: point that did not hold its concurrency: not judged, as drift does not judge it), "" (not measured in both)
     significance: str = ""
     #: the smallest move the two measurements can tell from noise (SI); None when not measured in both or unbounded
     noise: float | None = None
@@ -60,6 +61,8 @@ def _significance(va: StoredValue | None, vb: StoredValue | None) -> tuple[str, 
         return "", None
     if not (math.isfinite(va.measured) and math.isfinite(vb.measured)):
         return "", None
+    if not (va.held and vb.held):
+        return "not held", None  # a lower load than the prediction names in one run: the move says nothing
     if va.measured == vb.measured:
         return "same", 0.0
     if not (va.interval_method or vb.interval_method):
@@ -133,7 +136,8 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
         change = f"{r.change_rel * 100:+.1f}%" if r.change_rel is not None else ""
         if not change and r.measured_a is not None and r.measured_b is not None:
             change = f"{_fmt(r.measured_a, r)} → {_fmt(r.measured_b, r)}"  # from zero: no relative change exists
-        sig = {"significant": "yes", "noise": "no", "no interval": "?"}.get(r.significance, "")
+        sig = {"significant": "yes", "noise": "no", "no interval": "?", "not held": "not judged"}.get(
+            r.significance, "")
         if r.significance == "noise" and r.noise:
             sig = f"no ±{_fmt(r.noise, r)}"  # within this much the two measurements cannot tell a move from noise
         cells.append({
@@ -178,9 +182,11 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
         return lines
     largest = max((r for r in moved if r.change_rel is not None), key=lambda r: abs(r.change_rel or 0), default=None)
     unknown = sum(r.significance == "no interval" for r in rows)
+    unheld = sum(r.significance == "not held" for r in rows)
     text = (f"{len(rows)} predictions; {len(moved)} measured in both runs; {len(significant)} moved beyond both "
             "measurements' noise (95 % intervals)"
             + (f"; {unknown} without an interval in either run (?)" if unknown else "")
+            + (f"; {unheld} not judged (a point did not hold its concurrency in one run)" if unheld else "")
             + (f"; largest change {printable(largest.prediction_id)} {(largest.change_rel or 0) * 100:+.1f}%"
                if largest is not None else ""))
     lines += textwrap.wrap(text, width) or [text]
@@ -195,6 +201,6 @@ def comparison_json(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | No
         return {"run_id": s.run_id, "started_at": s.started_at, "commit": s.commit, "branch": s.branch,
                 "label": s.label, "mode": s.mode, "setup": asdict(s.setup)}
 
-    both = [r for r in rows if r.significance]
+    both = [r for r in rows if r.significance and r.significance != "not held"]
     return {"a": head(a), "b": head(b), "rows": [r.to_dict() for r in rows],
             "compared": len(both), "significant": sum(r.significance == "significant" for r in both)}

@@ -240,3 +240,21 @@ def test_a_value_not_judged_is_measured_but_not_compared() -> None:
     # a drift stored before the field existed reads as held
     old = {k: v for k, v in held.to_dict().items() if k != "held"}
     assert Drift.from_dict(old).held and compared_count([old]) == (1, 1)
+
+
+def test_roofline_compare_does_not_judge_a_move_at_a_point_that_did_not_hold() -> None:
+    # 1,000 → 1,500 tok/s, exact values: "significant" when both points held; "not held" (shown "not judged") when
+    # B's did not, and not counted as compared in the JSON
+    from pytest_roofline.history import comparison_json, compare_runs, render_comparison
+
+    a = night(30, 1000.0)
+    b_held = RunSummary(run_id="20261201T020000Z-c1-bbbbbb", setup=SETUP, started_at="2026-12-01T02:00:00Z",
+                        mode="engine", values=(value(1500.0),))
+    b_unheld = replace(b_held, values=(value(1500.0, unheld=("closed-c4",)),))
+    (row,) = compare_runs(a, b_held)
+    assert row.significance == "no interval"  # exact values keep no interval: the data cannot say
+    (row,) = compare_runs(a, b_unheld)
+    assert row.significance == "not held" and row.change_rel == pytest.approx(0.5)
+    text = " ".join(render_comparison(a, b_unheld, [row]))
+    assert "not judged" in text and "1 not judged (a point did not hold its concurrency in one run)" in text
+    assert comparison_json(a, b_unheld, [row])["compared"] == 0
