@@ -243,9 +243,9 @@ def test_a_value_not_judged_is_measured_but_not_compared() -> None:
 
 
 def test_roofline_compare_does_not_judge_a_move_at_a_point_that_did_not_hold() -> None:
-    # 1,000 → 1,500 tok/s, exact values: "significant" when both points held; "not held" (shown "not judged") when
+    # 1,000 → 1,500 tok/s, exact values: "no interval" when both points held; "not held" (shown "not judged") when
     # B's did not, and not counted as compared in the JSON
-    from pytest_roofline.history import comparison_json, compare_runs, render_comparison
+    from pytest_roofline.history import compare_runs, comparison_json, render_comparison
 
     a = night(30, 1000.0)
     b_held = RunSummary(run_id="20261201T020000Z-c1-bbbbbb", setup=SETUP, started_at="2026-12-01T02:00:00Z",
