@@ -12,7 +12,7 @@ from typing import Any, cast
 from pytest_roofline.errors import NotMeasured
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model.setup import Setup, SetupError, kv_accounting, reported_kv
-from pytest_roofline.quantities.analysis import Thresholds
+from pytest_roofline.quantities.analysis import Thresholds, point_notes
 from pytest_roofline.quantities.declare import batch_of, engine_report, fact, kv_seq, sweep_points
 from pytest_roofline.quantities.measurement import (
     EngineReport,
@@ -139,7 +139,7 @@ def _no_preempt_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, 
     best = _last_before_first_failure([(concurrency(p), server_number(p, "preemptions") == 0) for p in pts])
     return MeasuredValue(best, tuple(point_id(p) for p in pts),
                          ("largest swept concurrency with zero preemptions there and at every point below it "
-                          "(a lower bound)",))
+                          "(a lower bound)", *[n for p in pts for n in point_notes(p, th)]))
 
 
 def _admission_model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
@@ -155,11 +155,13 @@ def _admission_model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
 
 def _admission_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     rows = []
+    used = []
     for p in sweep_points(meas):
         q = server_number(p, "queue_ms", "mean")
         e2e = client_number(p, "e2e_ms", "mean")
         if q is not None and e2e:
             rows.append((concurrency(p), q, e2e, point_id(p)))
+            used.append(p)
     if not rows:
         raise NotMeasured("needs vLLM's request_queue_time histogram on /metrics at closed-loop sweep points")
     best = _last_before_first_failure([(c, q <= th.queue_fraction * e2e) for c, q, e2e, _ in rows])
@@ -168,7 +170,7 @@ def _admission_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, t
                          (f"largest swept concurrency whose mean server-side queue time stays under "
                           f"{th.queue_fraction:.0%} of its mean E2E latency there and at every point below it (a "
                           f"lower bound on the engine's limit); "
-                          f"queue/E2E: {detail}",))
+                          f"queue/E2E: {detail}", *[n for p in used for n in point_notes(p, th)]))
 
 
 def _serve_no_queue(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:

@@ -134,3 +134,28 @@ def test_requests_an_adaptive_stop_discarded_count_while_they_were_out():
     assert held_in_flight(recs, 4) == 4.0
     # without them the measured requests alone never reached 4 in flight
     assert held_in_flight(recs[:2], 4) is None
+
+
+def test_the_server_side_knee_rests_on_every_point_it_read_so_an_unheld_one_makes_it_inconclusive():
+    # cpu-tiny's saturation (max_concurrency_without_queueing, the model's 8, exact) passes on its recording; it
+    # reads every closed point's queue time, so a starved C=16 point (CI at 300ee54: 1.39 of 16 in flight, which
+    # "measured" no queueing at 16) leaves it undecided, where it once failed with measured 16
+    import copy
+    import json
+
+    from support.paths import CPU_TINY, RECORDED
+
+    from pytest_roofline.format.spec import load_spec
+    from pytest_roofline.measure.results import RecordedMeasurement
+    from pytest_roofline.scoring import score
+
+    recorded = json.loads((RECORDED / "cpu-tiny-2026-12-01.results.json").read_text())
+    spec = load_spec(CPU_TINY)
+    (pred,) = [p for p in spec.predictions if p.id == "saturation"]
+    assert score(spec, pred, "measured", RecordedMeasurement(recorded)).status == "pass"
+    data = copy.deepcopy(recorded)
+    for p in data["points"]:
+        if p.get("concurrency") == 16:
+            p["flags"] = [*(p.get("flags") or []), held_flag({"steady_mean_in_flight": 1.39}, 16, {"p99": 4131.0})]
+    v = score(spec, pred, "measured", RecordedMeasurement(data))
+    assert v.status == "inconclusive" and "closed-c16 did not hold its concurrency" in v.reason, v.reason
