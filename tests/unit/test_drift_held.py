@@ -8,6 +8,7 @@ import math
 from dataclasses import replace
 
 import pytest
+from support.history_index import drop_index_column
 
 from pytest_roofline.history import (
     DirectoryStore,
@@ -111,13 +112,7 @@ def test_build_records_and_both_stores_keep_it_and_an_old_line_reads_as_held(tmp
     run_json = json.loads(next((tmp_path / "store").rglob("run.json")).read_text())
     assert run_json["values"][0]["unheld_points"] == ["closed-c4"]
     # an index line written before the field was kept (no "unheld_points" column) reads as held
-    index = tmp_path / "store" / "index.jsonl"
-    line = json.loads(index.read_text())
-    i = line["values"]["fields"].index("unheld_points")
-    del line["values"]["fields"][i]
-    for row in line["values"]["rows"]:
-        del row[i]
-    index.write_text(json.dumps(line) + "\n")
+    drop_index_column(tmp_path / "store", "unheld_points")
     (old,) = DirectoryStore(tmp_path / "store").runs(SETUP)
     assert old.values[0].unheld_points == () and old.values[0].held and old.values[0].measured == 1000.0
     # an SQL store (SQLite here; PostgreSQL keeps the same summary JSON in its row) keeps it too

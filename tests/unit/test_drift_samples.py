@@ -8,6 +8,7 @@ from dataclasses import replace
 from statistics import NormalDist
 
 import pytest
+from support.history_index import drop_index_column
 
 from pytest_roofline.history import (
     DirectoryStore,
@@ -167,13 +168,7 @@ def test_samples_go_into_the_store_and_old_runs_without_them_still_read(tmp_path
     assert again.values[0].samples == (0.25, 0.5) and again.run_id == stored.run_id
     assert DirectoryStore(tmp_path / "store").load(stored.run_id).summary.values[0].samples == (0.25, 0.5)
     # an index line written before samples were kept (no "samples" column) reads with none
-    index = tmp_path / "store" / "index.jsonl"
-    line = json.loads(index.read_text())
-    i = line["values"]["fields"].index("samples")
-    del line["values"]["fields"][i]
-    for row in line["values"]["rows"]:
-        del row[i]
-    index.write_text(json.dumps(line) + "\n")
+    drop_index_column(tmp_path / "store", "samples")
     (old,) = DirectoryStore(tmp_path / "store").runs(SETUP)
     assert old.values[0].samples == () and old.values[0].measured == 0.375
     # an SQL store (SQLite here; PostgreSQL keeps the same summary JSON) keeps them too

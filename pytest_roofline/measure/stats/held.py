@@ -26,7 +26,8 @@ from typing import Any
 
 from pytest_roofline.measure.loadgen import RequestRecord
 
-__all__ = ["HELD_SHARE", "HELD_FLAG_PREFIX", "held_flag", "is_held_flag", "held_in_flight", "unheld_points"]
+__all__ = ["HELD_SHARE", "HELD_FLAG_PREFIX", "held_flag", "is_held_flag", "held_in_flight", "unheld_points",
+           "first_full_s"]
 
 #: a closed-loop point is flagged when it held less than this share of its concurrency in flight on average
 HELD_SHARE = 0.9
@@ -37,6 +38,19 @@ HELD_FLAG_PREFIX = "concurrency not held:"
 def is_held_flag(flag: object) -> bool:
     """A point flag of :func:`held_flag`'s: the point measured a lower load than its concurrency says."""
     return isinstance(flag, str) and flag.startswith(HELD_FLAG_PREFIX)
+
+
+def first_full_s(records: Sequence[RequestRecord], concurrency: int) -> float | None:
+    """The first moment (``perf_counter`` s) the requests of ``records`` in flight reached ``concurrency``, by
+    their send and end times (an end at the same instant as a send counts first); None when it never did."""
+    events = sorted([(r.sent_s, 1) for r in records if r.sent_s is not None]
+                    + [(r.end_s, -1) for r in records if r.end_s is not None], key=lambda e: (e[0], -e[1]))
+    level = 0
+    for t, step in events:
+        level += step
+        if level >= concurrency:
+            return t
+    return None
 
 
 def held_in_flight(records: Sequence[RequestRecord], concurrency: int) -> float | None:
@@ -50,14 +64,7 @@ def held_in_flight(records: Sequence[RequestRecord], concurrency: int) -> float 
     if not sends or concurrency < 1:
         return None
     end = max(sends)
-    events = sorted([(r.sent_s, 1) for r in out if r.sent_s is not None]
-                    + [(r.end_s, -1) for r in out if r.end_s is not None], key=lambda e: (e[0], -e[1]))
-    level, start = 0, None
-    for t, step in events:
-        level += step
-        if level >= concurrency:
-            start = t
-            break
+    start = first_full_s(out, concurrency)
     if start is None:
         return None
     if end <= start:

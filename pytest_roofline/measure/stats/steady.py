@@ -15,6 +15,7 @@ import numpy as np
 
 from pytest_roofline.measure.loadgen import RequestRecord
 from pytest_roofline.measure.stats.glossary import PERCENTILES, distribution, output_tokens, prompt_tokens
+from pytest_roofline.measure.stats.held import first_full_s
 from pytest_roofline.measure.stats.intervals import mean_interval, percentile_interval, rate_interval
 
 __all__ = ["MSER_BATCH", "STEADY_MODES", "MAX_DISCARD_SHARE", "MIN_STEADY_REQUESTS", "mser_truncation", "SteadyWindow",
@@ -128,14 +129,7 @@ def steady_window(records: Sequence[RequestRecord], window_start_s: float, *, co
     reasons = []
     start = window_start_s
     if concurrency:
-        events = sorted([(r.sent_s, 1) for r in measured if r.sent_s is not None]
-                        + [(r.end_s, -1) for r in measured if r.end_s is not None], key=lambda e: (e[0], -e[1]))
-        level, t_full = 0, None
-        for t, step in events:
-            level += step
-            if level >= concurrency:
-                t_full = t
-                break
+        t_full = first_full_s(measured, concurrency)
         if t_full is not None:
             # the fill: the requests in flight when the count first reached the target all ran under it from
             # the moment the last of them was sent, and the earliest of them starts the window (in a closed loop
