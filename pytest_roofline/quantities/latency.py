@@ -69,14 +69,20 @@ def _slo_ms(seconds: float) -> float | None:
     return None if math.isinf(seconds) else seconds * 1e3
 
 
+def _goodput_points_notes(meas: Measurement, th: Thresholds, setup: Setup) -> list[str]:
+    """The notes of every sweep point goodput read (each point is judged against the SLO): a point that did not
+    hold its concurrency may meet an SLO only because it ran a lower load, so its flag must reach the verdict."""
+    return [n for p in sweep_points(meas) for n in point_notes(p, th, setup)]
+
+
 def _goodput_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     g = _goodput(meas, at, setup, th)
-    return MeasuredValue(g.best_tok_per_s, (), (_goodput_note(g, at),))
+    return MeasuredValue(g.best_tok_per_s, (), (_goodput_note(g, at), *_goodput_points_notes(meas, th, setup)))
 
 
 def _goodput_c_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     g = _goodput(meas, at, setup, th)
-    return MeasuredValue(g.best_concurrency, (), (_goodput_note(g, at),))
+    return MeasuredValue(g.best_concurrency, (), (_goodput_note(g, at), *_goodput_points_notes(meas, th, setup)))
 
 
 def _goodput_note(g: an.Goodput, at: Mapping[str, Any]) -> str:

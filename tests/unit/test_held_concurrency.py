@@ -159,3 +159,27 @@ def test_the_server_side_knee_rests_on_every_point_it_read_so_an_unheld_one_make
             p["flags"] = [*(p.get("flags") or []), held_flag({"steady_mean_in_flight": 1.39}, 16, {"p99": 4131.0})]
     v = score(spec, pred, "measured", RecordedMeasurement(data))
     assert v.status == "inconclusive" and "closed-c16 did not hold its concurrency" in v.reason, v.reason
+
+
+def test_goodput_carries_the_flags_of_the_points_it_judged_against_the_slo():
+    # the notebook's goodput at p99 (C=8's 640 tok/s, ±5 %) passes on its recording; a starved C=8 point may meet
+    # the SLO only because it ran a lower load, so with it flagged the verdict is inconclusive
+    import copy
+    import json
+
+    from support.paths import DAY3_RESULTS, PREDICTIONS
+
+    from pytest_roofline.format.spec import load_spec
+    from pytest_roofline.measure.results import RecordedMeasurement
+    from pytest_roofline.scoring import score
+
+    recorded = json.loads(DAY3_RESULTS.read_text())
+    spec = load_spec(PREDICTIONS / "day3.yaml")
+    (pred,) = [p for p in spec.predictions if p.id == "goodput-p99"]
+    assert score(spec, pred, "measured", RecordedMeasurement(recorded)).status == "pass"
+    data = copy.deepcopy(recorded)
+    for p in data["points"]:
+        if p.get("mode", "closed") == "closed" and p.get("concurrency") == 8:
+            p["flags"] = [*(p.get("flags") or []), held_flag({"steady_mean_in_flight": 3.0}, 8, {"p99": 900.0})]
+    v = score(spec, pred, "measured", RecordedMeasurement(data))
+    assert v.status == "inconclusive" and "did not hold its concurrency" in v.reason, v.reason
