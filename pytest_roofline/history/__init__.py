@@ -34,6 +34,7 @@ from pytest_roofline.history._drift import (
     distinguishable,
     drift_counts,
     drift_for,
+    not_judged_count,
     parse_baseline,
     parse_share,
     pinned_run,
@@ -79,8 +80,8 @@ __all__ = [
     "setup_key", "spec_setup_key", "relative_file", "stored_value",
     # identity, significance, bounded names (issue 21)
     "identity_file", "definition_hash", "unify_keys", "same_prediction", "clean_name", "clean_setup",
-    "distinguishable", "pinned_run", "compared_count", "COMPARED", "parse_share", "DEFAULT_MIN_COMPARED",
-    "open_store_quietly",
+    "distinguishable", "pinned_run", "compared_count", "not_judged_count", "COMPARED", "parse_share",
+    "DEFAULT_MIN_COMPARED", "open_store_quietly",
 ]
 
 #: the URI schemes (before any ``+driver``) that open a database store

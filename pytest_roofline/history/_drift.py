@@ -56,7 +56,7 @@ from pytest_roofline.units import format_value
 
 __all__ = ["DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "Drift", "drift_for", "drift_counts",
            "parse_baseline", "pinned_run", "parse_share", "DEFAULT_MIN_COMPARED", "distinguishable", "COMPARED",
-           "compared_count", "ranked_p", "RANK_ALPHA"]
+           "compared_count", "not_judged_count", "ranked_p", "RANK_ALPHA"]
 
 DEFAULT_DRIFT = "10%"
 DEFAULT_BASELINE = "previous"
@@ -433,13 +433,23 @@ def _held(d: Drift | Mapping[str, Any]) -> bool:
     return d.held if isinstance(d, Drift) else d.get("held") is not False
 
 
+def _status(d: Drift | Mapping[str, Any]) -> str:
+    return d.status.value if isinstance(d, Drift) else str(d.get("status"))
+
+
+def not_judged_count(drifts: Iterable[Drift | Mapping[str, Any]]) -> int:
+    """How many of ``drifts`` were measured tonight at a point that did not hold its concurrency (compared with a
+    baseline in form, but not judged: :attr:`Drift.held`)."""
+    return sum(1 for d in drifts if _status(d) in COMPARED and not _held(d))
+
+
 def compared_count(drifts: Iterable[Drift | Mapping[str, Any]]) -> tuple[int, int]:
     """(compared with a baseline, measured now) over ``drifts``. A value measured tonight at a point that did not
     hold its concurrency was not judged (:attr:`Drift.held`): it is measured, never compared, so a night whose
     points all starved compared nothing (``--roofline-drift-fail`` fails it)."""
     compared = measured = 0
     for d in drifts:
-        status = d.status.value if isinstance(d, Drift) else str(d.get("status"))
+        status = _status(d)
         measured += status != "not_measured"
         compared += status in COMPARED and _held(d)
     return compared, measured
@@ -449,11 +459,11 @@ def drift_counts(drifts: Iterable[Drift | Mapping[str, Any]], policy: DriftPolic
     """``44 compared (3 drifted, 41 steady), 2 new vs the previous run``: how many were compared, always (0
     compared is said, never left out), then the statuses that have a prediction."""
     n: dict[str, int] = {}
-    not_judged = 0
+    drifts = list(drifts)
+    not_judged = not_judged_count(drifts)
     for d in drifts:
-        status = d.status.value if isinstance(d, Drift) else str(d.get("status"))
+        status = _status(d)
         if status in COMPARED and not _held(d):
-            not_judged += 1
             continue
         n[status] = n.get(status, 0) + 1
     words = [(DriftStatus.DRIFTED, "drifted"), (DriftStatus.UNCERTAIN, "uncertain"), (DriftStatus.STEADY, "steady"),

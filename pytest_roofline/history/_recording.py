@@ -37,7 +37,7 @@ from pytest_roofline.measure.stats import unheld_points
 from pytest_roofline.scoring import Verdict
 
 __all__ = ["setup_key", "spec_setup_key", "topology_suffix", "identity_file", "relative_file", "definition_hash",
-           "stored_value", "unheld_points", "results_for_file", "build_records", "clean_setup"]
+           "stored_value", "results_for_file", "build_records", "clean_setup"]
 
 
 def _text(x: Any) -> str:

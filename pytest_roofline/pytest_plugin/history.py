@@ -17,6 +17,7 @@ from pytest_roofline.history import (
     SetupKey,
     build_records,
     compared_count,
+    not_judged_count,
     parse_baseline,
     parse_share,
     spec_setup_key,
@@ -76,13 +77,15 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
             continue
         if rs.drift_fail and compared < share * measured or (rs.drift_fail and compared == 0):
             failed = True
-            unheld = sum(1 for d in drifts if d.get("held") is False)
-            why = (f"{unheld} were measured at points that did not hold their concurrency (not judged: the load "
-                   "generator fell behind; see the verdicts' notes)" + ("" if unheld >= measured - compared else
-                   f", and for the rest the predictions' keys or the baseline ({rs.drift_policy.describe()}) did "
-                   "not match") if unheld else
-                   f"the store holds runs of this setup, so the predictions' keys or the baseline "
-                   f"({rs.drift_policy.describe()}) did not match")
+            unheld = not_judged_count(drifts)
+            keys = f"the predictions' keys or the baseline ({rs.drift_policy.describe()}) did not match"
+            if not unheld:
+                why = f"the store holds runs of this setup, so {keys}"
+            else:
+                why = (f"{unheld} were measured at points that did not hold their concurrency (not judged: the "
+                       "load generator fell behind; see the verdicts' notes)")
+                if unheld < measured - compared:
+                    why += f", and for the rest {keys}"
             lines.append(f"roofline drift: FAILED (--roofline-drift-fail): {setup.text()}: only {compared} of "
                          f"{measured} measured predictions were compared with a baseline (at least "
                          f"{share:.0%} must be); {why}: a night that compares nothing cannot pass")

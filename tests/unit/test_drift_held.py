@@ -221,16 +221,17 @@ def test_a_changed_prediction_stays_prediction_changed_and_says_it_was_not_judge
 def test_a_value_not_judged_is_measured_but_not_compared() -> None:
     # two values tonight against one earlier night: one held (+2 %: steady), one at an unheld point (+50 %):
     # 1 compared of 2 measured, and the count line names the one not judged; the dict form keeps it
-    from pytest_roofline.history import Drift, compared_count, drift_counts
+    from pytest_roofline.history import Drift, compared_count, drift_counts, not_judged_count
 
     nights = [night(30, 1000.0)]
     held = one(value(1020.0), nights)
     unheld = one(value(1500.0, unheld=("closed-c4",)), nights)
     assert held.held and not unheld.held
-    assert compared_count([held, unheld]) == (1, 2)
+    assert compared_count([held, unheld]) == (1, 2) and not_judged_count([held, unheld]) == 1
     assert drift_counts([held, unheld]) == ("1 compared (1 steady), 1 not judged (their point did not hold its "
                                             "concurrency)")
     assert compared_count([held.to_dict(), unheld.to_dict()]) == (1, 2)
+    assert not_judged_count([held.to_dict(), unheld.to_dict()]) == 1
     assert Drift.from_dict(unheld.to_dict()) == unheld
     # a drift stored before the field existed reads as held
     old = {k: v for k, v in held.to_dict().items() if k != "held"}

@@ -88,12 +88,10 @@ def held_flag(client: Mapping[str, Any] | None, concurrency: int | None,
     load generator was slow."""
     if not isinstance(client, Mapping) or not isinstance(concurrency, int) or concurrency < 1:
         return None
-    held = client.get("held_mean_in_flight")
-    if isinstance(held, bool) or not isinstance(held, (int, float)) or not math.isfinite(held):
-        held = client.get("steady_mean_in_flight")
-    if isinstance(held, bool) or not isinstance(held, (int, float)) or not math.isfinite(held):
-        held = client.get("mean_in_flight")
-    if isinstance(held, bool) or not isinstance(held, (int, float)) or not math.isfinite(held):
+    held = next((float(x) for x in (client.get(k) for k in ("held_mean_in_flight", "steady_mean_in_flight",
+                                                             "mean_in_flight"))
+                 if not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)), None)
+    if held is None:
         return None
     share = held / concurrency
     if share >= HELD_SHARE:
