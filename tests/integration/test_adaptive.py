@@ -291,8 +291,11 @@ def test_open_loop_stop_drops_due_requests_that_were_never_sent():
         res = run_load(srv.url, s, stop_check=stop)
         sent = len(srv.requests)
     assert stop.seen is not None and len(res.records) < 400
-    # every sent request is recorded, and only those: the ones sent by the horizon measured, the rest discarded
-    assert sent == len(res.records) and all(r.ok or r.discarded for r in res.records)
+    # every request the server read is recorded, and every record was sent (the ones sent by the horizon measured,
+    # the rest discarded); on a loaded machine the stub may not have read a request the stop then cut before it
+    # did (CI sim at 69226bb: 133 read of 278 written), so the server's count is a lower bound, not an equality
+    assert sent <= len(res.records) and all(r.sent_s is not None for r in res.records)
+    assert all(r.ok or r.discarded for r in res.records)
     assert all(r.ok for r in res.records if r.sent_s is not None and r.sent_s < stop.windows[0][1])
 
 
