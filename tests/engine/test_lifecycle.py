@@ -65,7 +65,9 @@ def test_engine_ready(tiny_engine):
     pids = engine.pids()
     assert engine.pid in pids and len(pids) >= 3  # API server, EngineCore, worker
     assert os.getpgid(engine.pid) == engine.pid != os.getpgid(0)  # own process group
-    assert os.getsid(engine.pid) == engine.pid  # own session
+    # this process's session: a session of its own is an autogroup of its own, and the load generator then got a
+    # sliver of a CPU beside the engine's busy-polling (measure.engine's docstring; benchmarks/held_concurrency.py)
+    assert os.getsid(engine.pid) == os.getsid(0)
     assert 0 < engine.startup_s <= bound_s(ENGINE_START_S), "the start took longer than its own bound allowed"
 
 

