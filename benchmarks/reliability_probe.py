@@ -480,7 +480,7 @@ def calibration_files(d: Path) -> tuple[bool, str]:
 
 @case("9.52-calibrate-duplicate-points", "NOTE")
 def calibrate_dupes(d: Path) -> tuple[bool, str]:
-    rec = REPO / "predictions" / "recorded" / "cpu-tiny-2026-12-01.results.json"
+    rec = REPO / "predictions" / "recorded" / "cpu-tiny-2026-12-05.results.json"
     shutil.copy(rec, d / "copy.json")
     base = [PY, "-m", "pytest_roofline.cli", "calibrate"]
     tail = ["--points", "C=1,C=16", "--fit", "step_overhead_s"]
@@ -717,7 +717,7 @@ def processes_malformed_compact(d: Path) -> tuple[bool, str]:
 
 
 # ------------------------------------------------------------------ the history store (issue 21's fixes, re-run)
-RECORDED = REPO / "predictions/recorded/cpu-tiny-2026-12-01.results.json"
+RECORDED = REPO / "predictions/recorded/cpu-tiny-2026-12-05.results.json"
 
 
 def night(d: Path, *args: str, results: Path = RECORDED) -> tuple[int, str, float]:

@@ -178,3 +178,21 @@ def test_progress_against_the_real_cpu_engine(cpu_tiny_run: LiveRun) -> None:
     shown = float(done[0].rsplit(", ", 1)[1].split()[0].replace(",", ""))
     recorded = point["client"]["output_throughput_tok_s"]
     assert shown == pytest.approx(recorded, rel=0.15), (done[0], recorded)
+
+
+def test_the_api_server_leg_of_ttft_is_read_from_vllms_own_stamps(cpu_tiny_run: LiveRun) -> None:
+    """The serving model's frontend (``frontend_in_s`` + ``frontend_out_s``) is the part of a request's TTFT that
+    vLLM's engine core does not stamp: its ``vllm:time_to_first_token_seconds`` (from the API server's arrival
+    stamp) less ``vllm:request_queue_time_seconds`` and ``vllm:request_prefill_time_seconds`` (queued → scheduled →
+    first token, benchmarks/frontend_split.py). The run's results file carries the three histograms per point over
+    the same requests (equal counts, exact means), and that leg is positive at every point: a request is stamped
+    by the API server before the engine core queues it, and its first token reaches the API server after the
+    engine core made it."""
+    results = json.loads((cpu_tiny_run.out / "cpu-tiny.roofline" / "results.json").read_text())
+    assert len(results["points"]) == 6
+    for point in results["points"]:
+        server = point["server"]
+        ttft, queue, prefill = server["ttft_ms"], server["queue_ms"], server["prefill_ms"]
+        assert ttft["count"] == queue["count"] == prefill["count"] >= point["client"]["completed"], point["id"]
+        leg_ms = ttft["mean"] - queue["mean"] - prefill["mean"]
+        assert 0.0 < leg_ms < ttft["mean"], (point["id"], ttft["mean"], queue["mean"], prefill["mean"])

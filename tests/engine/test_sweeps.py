@@ -28,7 +28,7 @@ from pytest_roofline.measure.plan import PointPlan
 from pytest_roofline.model import workload as wl
 
 #: the fixed sweep of cpu-tiny.yaml, as recorded by `pytest --gpu cpu` (its requests per point: 16 x concurrency)
-CPU_TINY_RECORDING = RECORDED / "cpu-tiny-2026-12-01.results.json"
+CPU_TINY_RECORDING = RECORDED / "cpu-tiny-2026-12-05.results.json"
 
 
 def _endpoint_run(pytester: pytest.Pytester, engine, out: Path, *args: str, typical_s: float) -> pytest.RunResult:

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from support.paths import CPU_TINY, REPO
 from support.pytest_run import NO_CACHE
-from support.recordings import recording_path
+from support.recordings import starved_recording_path
 
 from pytest_roofline.history import open_store
 
-RECORDED = recording_path("cpu-tiny")
+RECORDED = starved_recording_path("cpu-tiny")
 YAML = CPU_TINY
 FACTOR = 1.25  # → +25.0% on ttft_p50
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from support.paths import RECORDED
 from support.pytest_run import NO_HTML
-from support.recordings import recording_path
+from support.recordings import starved_recording_path
 
 from pytest_roofline.errors import PointError, ResultsError
 from pytest_roofline.format.spec import loads_spec
@@ -29,7 +29,7 @@ from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.quantities.analysis import Thresholds
 from pytest_roofline.scoring import VerdictStatus, score
 
-BASE = recording_path("cpu-tiny")
+BASE = starved_recording_path("cpu-tiny")
 
 YAML = """\
 hardware: cpu

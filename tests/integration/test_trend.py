@@ -31,7 +31,7 @@ from xml.etree import ElementTree as ET
 import pytest
 from support.browser import needs_chromium, run_chromium
 from support.paths import CPU_TINY, REPO
-from support.recordings import recording_path
+from support.recordings import starved_recording_path
 
 from pytest_roofline.cli import main as roofline_main
 from pytest_roofline.format.spec import load_spec
@@ -51,7 +51,7 @@ from pytest_roofline.report.svg import PALETTE
 from pytest_roofline.report.trend import render_trend, select_runs
 
 SPEC = CPU_TINY
-RECORDED = recording_path("cpu-tiny")
+RECORDED = starved_recording_path("cpu-tiny")
 SVG_NS = "{http://www.w3.org/2000/svg}"
 TTFT_C32_MS = 1382.4199660000431  # the recording's points[concurrency=32].client.ttft_ms.p50
 PASS_COLOR, FAIL_COLOR = OUTCOME_COLOR["passed"], OUTCOME_COLOR["failed"]

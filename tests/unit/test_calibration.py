@@ -400,7 +400,7 @@ def test_kv_pressure_recording_preempts_past_the_pool():
     # 4 requests × ceil(640 / 128) = 20 blocks fit 24; 8 and 16 outgrow it mid-decode
     assert all(pre[c] == 0 for c in (1, 2, 4))
     assert pre[8] > 0 and pre[16] > pre[8]
-    log = (RECORDED / "cpu-kv-pressure-2026-12-01.engine-kv.log").read_text()
+    log = (RECORDED / "cpu-kv-pressure-2026-12-05.engine-kv.log").read_text()
     assert "CPU KV cache size: 3,072 tokens" in log
     assert "'kv_cache_memory_bytes': 1572864" in log
 

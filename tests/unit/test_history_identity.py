@@ -140,7 +140,7 @@ def test_the_reviews_noise_is_uncertain_and_its_real_change_drifts() -> None:
 
 
 REQUESTS = Path(__file__).resolve().parents[2] / "predictions" / "recorded" / \
-    "cpu-prefill-heavy-2026-12-01.closed-c2.requests.jsonl"
+    "cpu-prefill-heavy-2026-12-05.closed-c2.requests.jsonl"
 
 
 def _ttft_ms_samples() -> np.ndarray:

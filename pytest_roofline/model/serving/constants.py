@@ -160,22 +160,33 @@ CONSTANT_SOURCES: Mapping[str, str] = {
                             "rows crosses zero bytes at 13.5 us, and its 9 MiB row takes 21.1 us; the project's H200 "
                             "sweep measured 17.5 us per layer for one-query attention over 1,024 tokens "
                             "(benchmarks/data/h200-step-sweep.md): a fixed cost per attention kernel, not bandwidth",
-    "frontend_in_s": "15 ms, frontend_out_s 3 ms: vLLM's API-server path outside the engine steps (V1: the "
+    "frontend_in_s": "2 ms, frontend_out_s 0.7 ms: vLLM's API-server path outside the engine steps (V1: the "
                      "API server process parses the HTTP request, tokenises, and hands it to the engine core "
                      "process over ZMQ; the engine core picks it up before its next schedule(); outputs go back over "
                      "ZMQ, are detokenised and sent as SSE chunks: vllm/v1/engine/core_client.py, core.py "
-                     "run_busy_loop, output_processor.py). Measured on the CPU engine: client TTFT p50 21.0 ms at "
-                     "C = 1 against a 2.6 ms step (ITL p50) for the tiny model's 128-token prompts "
-                     "(predictions/recorded/cpu-tiny-2026-12-01.results.json): ~18 ms that no step explains, split "
-                     "15 ms before the first step and 3 ms after it (the split is not measured). No public "
-                     "GPU-host figure was found; the band (quantities/bands) carries the error",
-    "client_jitter_s": "14 ms: a closed-loop client's turnaround, which differs from request to request "
+                     "run_busy_loop, output_processor.py). Measured on the CPU engine with vLLM's own timestamps "
+                     "(predictions/recorded/cpu-tiny-2026-12-05.results.json, C = 1, 128-token prompts): client "
+                     "TTFT mean 6.12 ms = engine-core queue 0.01 + prefill 3.50 (vllm:request_queue_time_seconds, "
+                     "vllm:request_prefill_time_seconds) + 1.98 ms from the API server's arrival stamp to the engine "
+                     "and back (vllm:time_to_first_token_seconds mean 5.49) + 0.63 ms between the server's stamp and "
+                     "the client's (HTTP both ways); 2.29 and 0.75 ms at the open loop's lowest rate (same prompts); "
+                     "3.3-4.7 ms and 0.7-3.3 ms at C = 1 of cpu-kv-pressure and "
+                     "cpu-prefill-heavy (longer prompts tokenise longer), 2.2-3.5 ms and 0.8-1.9 ms at every "
+                     "open-loop rate below saturation (benchmarks/frontend_split.py). An online-vs-offline "
+                     "comparison on another accelerator put HTTP + ZMQ at +4 ms "
+                     "(github.com/tenstorrent/tt-inference-server/issues/190). No GPU-host decomposition was found; "
+                     "GPU-host TTFTs at the lowest load exceed this model by 3-50 ms in the public corpus (H100, "
+                     "Qwen3-8B, C = 1: 60 ms measured, 11 ms modelled; benchmarks/RESULTS-model-corpus.md), "
+                     "which this mechanism does not explain and the band (quantities/bands) carries",
+    "client_jitter_s": "1.5 ms: a closed-loop client's turnaround, which differs from request to request "
                        "(asyncio scheduling of the client's tasks, the response's last chunk and the next "
-                       "request's set-up): measured on the CPU engine's closed loop at C = 2 "
-                       "(predictions/recorded/cpu-prefill-heavy-2026-12-01.closed-c2.requests.jsonl): a client "
-                       "sends its next request 0.04-13.7 ms after the latest response ended (34 sends). Without "
-                       "it, a simulated closed loop's clients stay in lockstep waves for the whole run. No "
-                       "public GPU-host figure was found",
+                       "request's set-up): measured on the CPU engine's closed loops at C = 1-8 "
+                       "(predictions/recorded/cpu-prefill-heavy-2026-12-05.closed-c2.requests.jsonl and "
+                       "cpu-tiny-2026-12-05.closed-c2.requests.jsonl; benchmarks/frontend_split.py): a client "
+                       "sends its next request p50 0.09-0.34 ms, p90 0.39-0.48 ms, at most 1.4 ms after the latest "
+                       "response ended (the same run's C = 4 and 8 files, not committed: p90 1.1-1.5 ms). Without "
+                       "it, a simulated closed loop's clients stay in lockstep waves for the whole run. No public "
+                       "GPU-host figure was found",
     "step_overhead_s": "1.0 ms (cuda): engine time per step not explained by bandwidth: the Day 3 notebook measured "
                        "a 3.3 ms gap at batch 1 over the full-bandwidth weight read, of which the 0.8 bandwidth "
                        "factor and the kernel latencies explain ~2.5 ms (docs/sources.md)",
@@ -194,18 +205,20 @@ CONSTANT_SOURCES: Mapping[str, str] = {
                            "figures, github.com/NVIDIA/nccl-tests/issues/123), never below the catalog entry's "
                            "interconnect_latency_s (25 us on PCIe parts); the roofline keeps the catalog's 8 us "
                            "(a ceiling)",
-    "cpu": "device cpu (vLLM CPU engine, tiny model): UNCALIBRATED order-of-magnitude defaults: 2 ms per step "
-           "(eager PyTorch dispatch of a few hundred ops + the Python engine loop), 50 us per sequence, "
-           "20 GB/s and 100 GFLOP/s of host memory and compute, 10% FLOP efficiency (the tiny model's GEMMs have "
-           "K = 128: far from the shapes a CPU BLAS reaches its peak on); calibrate before trusting them",
+    "cpu": "device cpu (vLLM CPU engine, tiny model), measured on the project's 2-core machine "
+           "(predictions/recorded/cpu-*-2026-12-05): 1.5 ms per step (cpu-tiny's TPOT p50 at C = 1-8 fits "
+           "1.38-1.53 ms, roofline calibrate), 50 us per sequence (not identified by those points: kept), "
+           "20 GB/s and 100 GFLOP/s of host memory and compute (order of magnitude), 50% FLOP efficiency: vLLM's "
+           "own prefill time (vllm:request_prefill_time_seconds mean) at C = 1 is 3.50 ms for 128 tokens and "
+           "17.8 ms for 896, which 0.5 puts at 3.2 and 20.4 ms; other machines differ: calibrate",
 }
 
 
 #: the API-server path of a request before its first engine step / after each step (CONSTANT_SOURCES)
-FRONTEND_IN_S = 15e-3
-FRONTEND_OUT_S = 3e-3
+FRONTEND_IN_S = 2e-3
+FRONTEND_OUT_S = 0.7e-3
 #: a closed-loop client's send delay after its last token is uniform in [0, CLIENT_JITTER_S) (CONSTANT_SOURCES)
-CLIENT_JITTER_S = 14e-3
+CLIENT_JITTER_S = 1.5e-3
 
 
 #: the per-sequence step cost of V0 engines before 0.6.0 (CONSTANT_SOURCES): one incremental detokenisation per
@@ -234,8 +247,8 @@ def default_per_seq_overhead_s(setup: Setup) -> float:
 def default_constants(setup: Setup) -> ServingConstants:
     """The documented defaults (see :data:`CONSTANT_SOURCES`); ``cpu`` devices get uncalibrated ones."""
     if setup.device == "cpu" or setup.hardware.family == "cpu":
-        return ServingConstants(hbm_efficiency=0.8, flop_efficiency=0.1, mem_latency_s=0.0,
-                                step_overhead_s=2e-3, per_seq_overhead_s=50e-6,
+        return ServingConstants(hbm_efficiency=0.8, flop_efficiency=0.5, mem_latency_s=0.0,
+                                step_overhead_s=1.5e-3, per_seq_overhead_s=50e-6,
                                 host_mem_bytes_per_s=20e9, host_peak_flop_per_s=100e9,
                                 frontend_in_s=FRONTEND_IN_S, frontend_out_s=FRONTEND_OUT_S,
                                 client_jitter_s=CLIENT_JITTER_S)
