@@ -720,7 +720,7 @@ def main(argv=None) -> int:
               "answer arrived in one burst: 203 of 252 chunk gaps were 0 ms in cpu-prefill-heavy at C=2 "
               "(predictions/recorded/cpu-prefill-heavy-2026-12-01.closed-c2.requests.jsonl), none of 252 in the "
               "held run's file. The CPU defaults (model/serving/constants.py, docs/sources.md) come from the held "
-              "recordings; on the starved ones they had been set 1.3x slow per step and 5x slow per prefilled "
+              "recordings; on the starved ones they had been set 1.3x slow per step and 6x slow per prefilled "
               "token, with a 15 + 3 ms frontend that was the starved client's delay.")
         print("- (a) is n/a on the CPU runs because the `cpu` pseudo-device has no roofline figures: the "
               "project's 'model' column is empty there today.")

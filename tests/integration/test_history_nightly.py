@@ -276,7 +276,8 @@ def test_a_postgres_password_is_printed_nowhere(postgres, project: Path, passwor
 def test_the_false_alarm_benchmark_states_its_figures() -> None:
     """benchmarks/drift_false_alarms.py on its committed real CPU-engine runs: with three earlier nights, the share
     of identical-configuration prediction-nights the shipped rule calls drifted is, for each data file, the figure
-    nightly.md states: 40/960 = 4.2 % on the held runs of an idle machine, 32/960 = 3.3 % on the held runs of
+    nightly.md states: 40/960 = 4.2 % and 84/960 = 8.8 % (over the goal) on two sets of held runs of an idle
+    machine half an hour apart, 32/960 = 3.3 % on the held runs of
     2026-12-05's morning, 55/960 = 5.7 % on the starved 48x runs (over the 5 %
     goal, and said so), 45/960 = 4.7 % and 20/640 = 3.1 % at 12x. (It once read only the first "3 earlier nights"
     section, the first file's intervals-only figure, and failed its <= 5 % check.) The data are fixed, so the
@@ -286,7 +287,8 @@ def test_the_false_alarm_benchmark_states_its_figures() -> None:
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "drift_false_alarms.py"
     out = subprocess.run([sys.executable, str(script), "--k", "5"], capture_output=True, text=True, timeout=300,
                          check=True).stdout
-    stated = {"drift-cpu-runs-idle.json": "40/960 = 4.2%", "drift-cpu-runs-held.json": "32/960 = 3.3%",
+    stated = {"drift-cpu-runs-idle.json": "40/960 = 4.2%", "drift-cpu-runs-idle2.json": "84/960 = 8.8%",
+              "drift-cpu-runs-held.json": "32/960 = 3.3%",
               "drift-cpu-runs-48x.json": "55/960 = 5.7%",
               "drift-cpu-runs-load.json": "45/960 = 4.7%",
               "drift-cpu-runs.json": "20/640 = 3.1%"}

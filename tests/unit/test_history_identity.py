@@ -139,8 +139,9 @@ def test_the_reviews_noise_is_uncertain_and_its_real_change_drifts() -> None:
     assert compared_count([d4, d8]) == (2, 2)
 
 
+#: the starved recording's request file (2026-12-01; support.recordings): its TTFTs are bimodal, the case this checks
 REQUESTS = Path(__file__).resolve().parents[2] / "predictions" / "recorded" / \
-    "cpu-prefill-heavy-2026-12-05.closed-c2.requests.jsonl"
+    "cpu-prefill-heavy-2026-12-01.closed-c2.requests.jsonl"
 
 
 def _ttft_ms_samples() -> np.ndarray:

@@ -208,9 +208,10 @@ CONSTANT_SOURCES: Mapping[str, str] = {
     "cpu": "device cpu (vLLM CPU engine, tiny model), measured on the project's 2-core machine "
            "(predictions/recorded/cpu-*-2026-12-05): 1.5 ms per step (cpu-tiny's TPOT p50 at C = 1-8 fits "
            "1.38-1.53 ms, roofline calibrate), 50 us per sequence (not identified by those points: kept), "
-           "20 GB/s and 100 GFLOP/s of host memory and compute (order of magnitude), 50% FLOP efficiency: vLLM's "
-           "own prefill time (vllm:request_prefill_time_seconds mean) at C = 1 is 3.50 ms for 128 tokens and "
-           "17.8 ms for 896, which 0.5 puts at 3.2 and 20.4 ms; other machines differ: calibrate",
+           "20 GB/s and 100 GFLOP/s of host memory and compute (order of magnitude), 60% FLOP efficiency: vLLM's "
+           "own prefill time (vllm:request_prefill_time_seconds mean) at C = 1 is 3.50 ms for 128 tokens "
+           "(cpu-tiny) and 13.7 ms for 896 (cpu-prefill-heavy), which 0.6 puts at 2.95 and 17.2 ms (their log "
+           "errors balance near 0.62); other machines differ: calibrate",
 }
 
 
@@ -247,7 +248,7 @@ def default_per_seq_overhead_s(setup: Setup) -> float:
 def default_constants(setup: Setup) -> ServingConstants:
     """The documented defaults (see :data:`CONSTANT_SOURCES`); ``cpu`` devices get uncalibrated ones."""
     if setup.device == "cpu" or setup.hardware.family == "cpu":
-        return ServingConstants(hbm_efficiency=0.8, flop_efficiency=0.5, mem_latency_s=0.0,
+        return ServingConstants(hbm_efficiency=0.8, flop_efficiency=0.6, mem_latency_s=0.0,
                                 step_overhead_s=1.5e-3, per_seq_overhead_s=50e-6,
                                 host_mem_bytes_per_s=20e9, host_peak_flop_per_s=100e9,
                                 frontend_in_s=FRONTEND_IN_S, frontend_out_s=FRONTEND_OUT_S,
