@@ -104,7 +104,7 @@ def test_the_frontend_defaults_are_the_api_server_legs_vllm_stamped_on_the_held_
 
 def test_the_client_jitter_default_spans_the_held_recordings_turnarounds():
     """Each closed-loop send after the latest response's end: the committed C=2 request files of the held
-    recordings turn around within 1.4 ms, all inside [0, client_jitter_s)."""
+    recordings turn around within 0.9 ms, all inside [0, client_jitter_s)."""
     jitter_ms = sv.default_constants(h100()).client_jitter_s * 1e3
     for name in ("cpu-tiny-2026-12-05.closed-c2.requests.jsonl",
                  "cpu-prefill-heavy-2026-12-05.closed-c2.requests.jsonl"):
