@@ -2,8 +2,9 @@
 (``default_constants``) and the public source of each (``CONSTANT_SOURCES``; docs/sources.md has the full notes).
 
 Defaults: :func:`default_constants` (sources in :data:`CONSTANT_SOURCES` and docs/sources.md).  For
-``device == "cpu"`` (the vLLM CPU engine serving the project's tiny model) they are uncalibrated order-of-magnitude
-values: that engine's costs are mostly overhead, so calibrate before trusting a CPU prediction.
+``device == "cpu"`` (the vLLM CPU engine serving the project's tiny model) the step, sequence and prefill terms were
+measured on the project's own 2-core machine (predictions/recorded/cpu-*-2026-12-05) and the memory and compute
+figures are orders of magnitude: another machine differs, so calibrate before trusting a CPU prediction.
 """
 
 from __future__ import annotations
@@ -246,7 +247,8 @@ def default_per_seq_overhead_s(setup: Setup) -> float:
 
 
 def default_constants(setup: Setup) -> ServingConstants:
-    """The documented defaults (see :data:`CONSTANT_SOURCES`); ``cpu`` devices get uncalibrated ones."""
+    """The documented defaults (see :data:`CONSTANT_SOURCES`); ``cpu`` devices get the CPU engine's, measured on
+    the project's machine."""
     if setup.device == "cpu" or setup.hardware.family == "cpu":
         return ServingConstants(hbm_efficiency=0.8, flop_efficiency=0.6, mem_latency_s=0.0,
                                 step_overhead_s=1.5e-3, per_seq_overhead_s=50e-6,
