@@ -6,7 +6,7 @@ predictions: output throughput, TTFT/TPOT/E2E p50), some with ``max_num_seqs: 4`
 the real run-to-run variation (engine start, a shared 2-core machine's load), not only the within-run sampling
 noise. They are kept compactly in ``benchmarks/data/``: each prediction's stored value with its 95 % interval (as
 the history stores it) and each point's per-request TTFT, TPOT and E2E samples. Six data files, each printed:
-``drift-cpu-runs-idle.json`` (2026-12-05 09:24-09:32 UTC: 12 runs at 48x on the machine with nothing else
+``drift-cpu-runs-idle.json`` (2026-12-05 09:24-09:32 UTC: 12 runs at 48x on the machine with no other job
 running, the engine in pytest's session: every point 0.99-1.00 of C), ``drift-cpu-runs-idle2.json`` (the same,
 09:54-10:02 UTC), ``drift-cpu-runs-held.json`` (fourth
 session, earlier that day: 12 runs at 48x made after the engine was moved into pytest's session, so the load
