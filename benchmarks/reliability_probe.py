@@ -1,4 +1,5 @@
-"""Re-run the December reliability review's cases (issue 23; docs/reference/refusals.md) and print, per case, its
+"""Re-run the project's reliability cases (issue 23; docs/reference/refusals.md; first listed by an internal review,
+not public: each case's input and expectation is written out in this file) and print, per case, its
 class and what happened, then the totals per class over the review's case numbers.
 
     .venv/bin/python benchmarks/reliability_probe.py            # every case but the engine's (~25 min on 2 busy cores)
