@@ -25,42 +25,29 @@ import json
 import sys
 from pathlib import Path
 
+from pytest_roofline.measure import stats
+
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "predictions" / "recorded"
 DEFAULT_RESULTS = sorted(RECORDED.glob("cpu-*-2026-12-05.results.json"))
 DEFAULT_REQUESTS = sorted(RECORDED.glob("cpu-*-2026-12-05.closed-c*.requests.jsonl"))
 
 
-def _mean(block: dict, key: str) -> float:
-    value = (block.get(key) or {}).get("mean")
-    return float("nan") if value is None else float(value)
-
-
 def split_rows(path: Path) -> list[str]:
     doc = json.loads(path.read_text())
     rows = []
     for point in doc["points"]:
-        client, server = point["client"], point.get("server") or {}
-        c_ttft = client["ttft_ms"]["mean"]
-        s_ttft, queue, prefill = (_mean(server, k) for k in ("ttft_ms", "queue_ms", "prefill_ms"))
+        legs = stats.frontend_legs(point)
         load = f"C={point['concurrency']}" if point.get("concurrency") else f"R={point.get('rate_req_s')}"
-        rows.append(f"| {path.name.split('-2026')[0]} | {load} | {c_ttft:.2f} | {s_ttft:.2f} | {queue:.2f} | "
-                    f"{prefill:.2f} | {s_ttft - queue - prefill:.2f} | {c_ttft - s_ttft:.2f} |")
+        rows.append(f"| {path.name.split('-2026')[0]} | {load} | {legs.client_ttft_ms:.2f} | "
+                    f"{legs.server_ttft_ms:.2f} | {legs.queue_ms:.2f} | {legs.prefill_ms:.2f} | "
+                    f"{legs.api_server_ms:.2f} | {legs.http_ms:.2f} |")
     return rows
 
 
 def turnaround_ms(path: Path) -> list[float]:
-    """Each closed-loop send's delay after the latest response that had ended before it (the first C sends,
-    which no response precedes, are skipped)."""
-    reqs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    reqs = [r for r in reqs if r.get("status") == "ok"]
-    ends = sorted(r["end_s"] for r in reqs)
-    delays = []
-    for r in sorted(reqs, key=lambda r: r["sent_s"]):
-        before = [e for e in ends if e <= r["sent_s"]]
-        if before:
-            delays.append((r["sent_s"] - before[-1]) * 1e3)
-    return sorted(delays)
+    """Each closed-loop send's delay after the latest response that had ended before it (ms, sorted)."""
+    return stats.closed_loop_turnarounds_ms(json.loads(line) for line in path.read_text().splitlines() if line.strip())
 
 
 def main(argv: list[str]) -> int:

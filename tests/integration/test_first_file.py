@@ -1,8 +1,8 @@
 """A newcomer's first file, end to end in real pytest runs (issue 24): ``roofline init`` for a Hub model that is not
 a preset, the blanks filled, then ``pytest`` on the file — from the project folder and from inside
 ``predictions/`` — with the model read from a Hugging Face cache laid out on disk (HF_HUB_OFFLINE: no network).
-Findings M1 (the Hub id), M2 (paths from the file's folder) and M3 (``--gpu h100`` in the CLI) of
-shared/reviews/ecosystem-2026-12.md. The ink is worked out by hand in support/first_file.py."""
+What a first user tripped on: the Hub id, paths read from the file's folder, and ``--gpu h100`` in the CLI. The
+ink is worked out by hand in support/first_file.py."""
 
 from __future__ import annotations
 

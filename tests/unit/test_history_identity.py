@@ -112,7 +112,7 @@ def test_ambiguous_old_keys_stay_as_they_were() -> None:
 
 
 def test_the_reviews_noise_is_uncertain_and_its_real_change_drifts() -> None:
-    """ecosystem-2026-12 M7: C=4 night A [518, 1878] vs night B [704, 2552] overlap (noise); C=8 night B [999,
+    """Issue 21's nights: C=4 night A [518, 1878] vs night B [704, 2552] overlap (noise); C=8 night B [999,
     1654] vs night C [432, 637] do not (max_num_seqs 4 → 2)."""
     policy = DriftPolicy("10%")
     # C=4: A 1000 → B 1360 (+36%, beyond 10%). Facing half-widths: B downwards 1360 − 704 = 656, A upwards
@@ -211,7 +211,7 @@ def test_the_ink_moved_is_told_by_the_definition_hash() -> None:
 
 
 def test_a_move_from_zero_is_in_the_values_unit() -> None:
-    # ecosystem-2026-12: "tpot-c1 DRIFTED 0 → 0.00260475" (seconds where everything else is in ms)
+    # issue 21: "tpot-c1 DRIFTED 0 → 0.00260475" (seconds where everything else is in ms)
     zero = night(1, val("tpot-c1", 0.0, quantity="tpot_p50", dimension="time", unit="ms"))
     now = val("tpot-c1", 0.00260475, quantity="tpot_p50", dimension="time", unit="ms")
     d = drift_for([now], [zero], DriftPolicy("10%"), setup=SETUP)[now.key]

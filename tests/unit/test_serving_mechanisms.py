@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from pytest_roofline.errors import SetupValueError
+from pytest_roofline.measure import stats
 from pytest_roofline.model import serving as sv
 from pytest_roofline.model.serving.constants import ring_allreduce_latency_s
 from pytest_roofline.model.serving.engine import check_engine_args
@@ -79,14 +80,10 @@ RECORDED = Path(__file__).resolve().parents[2] / "predictions" / "recorded"
 
 
 def _legs_ms(recording: str, point_id: str) -> tuple[float, float]:
-    """A recorded point's API-server legs from vLLM's own stamps (means; the server histograms keep exact sums):
-    (arrival stamp -> engine core -> output processor, less the engine core's queue and prefill; client TTFT less
-    the server's TTFT)."""
+    """A recorded point's API-server and HTTP legs from vLLM's own stamps (stats.frontend_legs)."""
     doc = json.loads((RECORDED / recording).read_text())
-    point = next(p for p in doc["points"] if p["id"] == point_id)
-    server, client = point["server"], point["client"]
-    s_ttft = server["ttft_ms"]["mean"]
-    return s_ttft - server["queue_ms"]["mean"] - server["prefill_ms"]["mean"], client["ttft_ms"]["mean"] - s_ttft
+    legs = stats.frontend_legs(next(p for p in doc["points"] if p["id"] == point_id))
+    return legs.api_server_ms, legs.http_ms
 
 
 def test_the_frontend_defaults_are_the_api_server_legs_vllm_stamped_on_the_held_cpu_recordings():
@@ -108,10 +105,8 @@ def test_the_client_jitter_default_spans_the_held_recordings_turnarounds():
     jitter_ms = sv.default_constants(h100()).client_jitter_s * 1e3
     for name in ("cpu-tiny-2026-12-05.closed-c2.requests.jsonl",
                  "cpu-prefill-heavy-2026-12-05.closed-c2.requests.jsonl"):
-        reqs = [json.loads(line) for line in (RECORDED / name).read_text().splitlines() if line.strip()]
-        ends = sorted(r["end_s"] for r in reqs if r["status"] == "ok")
-        delays = [(r["sent_s"] - max(e for e in ends if e <= r["sent_s"])) * 1e3
-                  for r in reqs if r["status"] == "ok" and any(e <= r["sent_s"] for e in ends)]
+        delays = stats.closed_loop_turnarounds_ms(
+            json.loads(line) for line in (RECORDED / name).read_text().splitlines() if line.strip())
         assert len(delays) == 34
         assert 0.0 <= min(delays) and max(delays) < jitter_ms
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
+from pytest_roofline.measure import stats
 from pytest_roofline.measure.loadgen import LoadResult, LoadSpec, RequestRecord
 from pytest_roofline.measure.stats import GLOSSARY, distribution, summarize, summarize_records
 
@@ -214,3 +216,23 @@ def test_glossary_covers_the_client_object():
     assert "excludes the first token" in GLOSSARY["tpot_ms"]
     assert "pooled" in GLOSSARY["itl_ms"]
     assert "denominator" in GLOSSARY["failed"]
+
+
+def test_a_points_ttft_splits_into_vllms_queue_prefill_api_server_and_http_legs():
+    """Client TTFT 10 ms, vLLM's TTFT 7.5 ms of which queue 0.5 and prefill 4: API server 3 ms, HTTP 2.5 ms."""
+    point = {"client": {"ttft_ms": {"mean": 10.0}},
+             "server": {"ttft_ms": {"mean": 7.5}, "queue_ms": {"mean": 0.5}, "prefill_ms": {"mean": 4.0}}}
+    legs = stats.frontend_legs(point)
+    assert (legs.api_server_ms, legs.http_ms) == (3.0, 2.5)
+    assert legs.queue_ms + legs.prefill_ms + legs.api_server_ms + legs.http_ms == legs.client_ttft_ms
+    no_server = stats.frontend_legs({"client": {"ttft_ms": {"mean": 10.0}}})
+    assert math.isnan(no_server.api_server_ms) and math.isnan(no_server.http_ms)
+
+
+def test_a_closed_loop_turnaround_is_the_wait_after_the_latest_reply_that_had_ended():
+    """Two clients: A ends at 1.0 s, B at 1.5 s; the sends at 1.002 s and 1.5005 s turned around in 2 and 0.5 ms,
+    the first two sends (no reply before them) and the failed request count for nothing."""
+    rows = [{"sent_s": 0.0, "end_s": 1.0, "status": "ok"}, {"sent_s": 0.0, "end_s": 1.5, "status": "ok"},
+            {"sent_s": 1.002, "end_s": 2.0, "status": "ok"}, {"sent_s": 1.5005, "end_s": 2.5, "status": "ok"},
+            {"sent_s": 2.2, "end_s": 2.3, "status": "error"}]
+    assert stats.closed_loop_turnarounds_ms(rows) == pytest.approx([0.5, 2.0])

@@ -13,6 +13,8 @@
 - :mod:`~pytest_roofline.measure.stats.bursts`: tokens delivered several per read, detected and flagged;
 - :mod:`~pytest_roofline.measure.stats.held`: a closed loop that did not hold its concurrency (a starved client),
   detected and flagged;
+- :mod:`~pytest_roofline.measure.stats.frontend`: a point's TTFT split into vLLM's queue and prefill, the API
+  server and HTTP (vLLM's own histograms), and the closed loop's send turnarounds;
 - :mod:`~pytest_roofline.measure.stats.repeats`: one ``client`` object from ``sweep.repeats`` runs, and where a
   rerun should land.
 
@@ -23,6 +25,7 @@ imports pytest.
 from __future__ import annotations
 
 from pytest_roofline.measure.stats.bursts import burst_flag, bursts
+from pytest_roofline.measure.stats.frontend import FrontendLegs, closed_loop_turnarounds_ms, frontend_legs
 from pytest_roofline.measure.stats.glossary import GLOSSARY, PERCENTILES, distribution
 from pytest_roofline.measure.stats.held import (
     HELD_FLAG_PREFIX,
@@ -73,4 +76,5 @@ __all__ = ["GLOSSARY", "PERCENTILES", "distribution", "summarize", "summarize_re
            "min_samples_for_bound", "t_quantile", "t_half_width", "batch_means", "BATCHES", "MIN_BATCH",
            "mser_truncation", "MSER_BATCH", "SteadyWindow", "steady_window", "steady_statistics", "steady_summary",
            "STEADY_MODES", "INTERVAL_FIGURES", "combine_repeats", "next_run_interval", "bursts", "burst_flag",
-           "held_flag", "HELD_SHARE", "HELD_FLAG_PREFIX", "is_held_flag", "held_in_flight", "unheld_points"]
+           "held_flag", "HELD_SHARE", "HELD_FLAG_PREFIX", "is_held_flag", "held_in_flight", "unheld_points",
+           "FrontendLegs", "frontend_legs", "closed_loop_turnarounds_ms"]
