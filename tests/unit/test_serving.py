@@ -454,11 +454,14 @@ def test_cli_predict_simulate_prints_the_sweep_and_the_measured_values(capsys):
 def test_trace_records_every_step_and_the_kv_pool_is_per_rank(a100, a100_engine):
     trace: list[sv.StepRecord] = []
     p = sv.simulate(a100, closed(a100, 2, 2, input_len=64, output_len=8), engine=a100_engine, trace=trace)
-    # both 64-token prompts prefill in one step, then 7 decode steps produce the other 7 tokens of each
-    assert len(trace) == p.steps == 8
-    assert (trace[0].prefill_tokens, trace[0].decode_seqs) == (128, 0)
-    assert all(r.decode_seqs == 2 and r.prefill_tokens == 0 for r in trace[1:])
-    assert trace[-1].used_blocks == 2 * math.ceil((64 + 8 - 1) / 16)
+    # the API server hands the two prompts over 2 ms apart (one at a time): the first prefills alone, the second
+    # in the next step beside the first's decode; 6 more steps of both, then one of the second alone: 8 tokens each
+    assert len(trace) == p.steps == 9
+    assert [(r.prefill_tokens, r.decode_seqs) for r in trace[:2]] == [(64, 0), (64, 1)]
+    assert all(r.decode_seqs == 2 and r.prefill_tokens == 0 for r in trace[2:8])
+    assert (trace[8].prefill_tokens, trace[8].decode_seqs) == (0, 1)
+    assert trace[7].used_blocks == 2 * math.ceil((64 + 8 - 1) / 16)  # a token behind, in as many blocks
+    assert trace[8].used_blocks == math.ceil((64 + 8 - 1) / 16)  # the first finished and freed its blocks
     # the steps fill the point's duration but for the first request's frontend_in_s and the last token's
     # frontend_out_s, when the engine has nothing to do
     c = sv.default_constants(a100)

@@ -137,18 +137,31 @@ def _first_prefill_steps(constants, n_clients=4):
     return [r for r in trace if r.prefill_tokens > 0]
 
 
-def test_without_jitter_a_closed_loop_moves_in_lockstep_waves_and_with_it_they_break():
-    """Four clients, equal requests, three each.  Without jitter the four arrive together and are prefilled in
-    one step, wave after wave (3 prefill steps of 4 x 64 tokens).  With the default 14 ms turnaround spread the
-    sends after the first wave differ by more than a decode step (~5 ms here), so those waves' prefills land in
-    more, smaller steps."""
-    c = sv.default_constants(h100())
-    locked = _first_prefill_steps(c.replace(client_jitter_s=0.0))
+def test_the_api_server_admits_a_burst_one_request_at_a_time_so_the_first_step_takes_one():
+    """Four clients, equal requests (64 in, 40 out), three each.  With no frontend and no jitter the four arrive
+    together and are prefilled in one step, wave after wave (3 steps of 4 x 64 tokens).  With the API server's
+    2 ms a request taken one at a time, the four sent at t = 0 reach the engine core at 2, 4, 6 and 8 ms: the
+    first step starts at 2 ms with one prompt (64 tokens, 7.48 ms on the H100), and the other three, which arrived
+    during it, are prefilled together in the next: the staircase the CPU engine shows (a burst of 8 got its first
+    tokens in waves of 1, 4 and 3; docs/sources.md).  The waves finish together, so the pattern repeats."""
+    c = sv.default_constants(h100()).replace(client_jitter_s=0.0)
+    locked = _first_prefill_steps(c.replace(frontend_in_s=0.0))
     assert [r.prefill_tokens for r in locked] == [256, 256, 256]
-    spread = _first_prefill_steps(c)
-    assert spread[0].prefill_tokens == 256  # the first requests are all sent at t = 0: no turnaround yet
-    later = spread[1:]
-    assert len(later) > 2 and all(r.prefill_tokens < 256 for r in later)
+    stairs = _first_prefill_steps(c)
+    assert [r.prefill_tokens for r in stairs] == [64, 192] * 3
+    first = sv.step_cost(h100(), c, prefill_tokens=[(64, 0)]).time_s
+    assert stairs[0].start_s == pytest.approx(2e-3, rel=1e-12)
+    assert stairs[1].start_s == pytest.approx(2e-3 + first, rel=1e-12)  # the next step boundary: 8 ms < 9.48 ms
+    assert 8e-3 < 2e-3 + first
+
+
+def test_a_wide_client_turnaround_breaks_the_waves():
+    """The same loop with a 14 ms turnaround spread (a slow client): the sends after the first wave differ by more
+    than a step (~7.5 ms here), so those waves' prefills land in more, smaller steps."""
+    spread = _first_prefill_steps(sv.default_constants(h100()).replace(client_jitter_s=14e-3))
+    assert [r.prefill_tokens for r in spread[:2]] == [64, 192]  # the first requests are all sent at t = 0
+    later = spread[2:]
+    assert len(later) > 2 and all(r.prefill_tokens < 192 for r in later)
     assert sum(r.prefill_tokens for r in later) == 8 * 64
 
 

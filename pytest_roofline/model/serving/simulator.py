@@ -13,6 +13,15 @@ closed loop the client sends its next request when it has the last token, ``fron
 the engine, which never waits for it, is mid-step when the request arrives: the wait for the next step is
 simulated, not added.  TPOT and ITL are differences of token times and do not change.
 
+The API server takes requests one at a time: its share of a request (HTTP parsing, chat template, tokenisation,
+the hand-over to the engine core) is CPU work in one Python process, so a request sent while it is busy with
+another waits for it (``_api_server``: each request leaves ``frontend_in_s`` after the later of its send and the
+previous request's hand-over).  A burst of N therefore reaches the engine core over N x ``frontend_in_s``, and
+the first steps take it in a staircase: on the CPU engine a burst of 8 got its first tokens in three waves of
+1, 4 and 3 requests, one step apart (docs/sources.md), and vLLM's own stamps put the API-server leg at 2.0 ms
+at C = 1 and 4.2 ms at C = 8 (the model: 2.0 and 4.4 ms; benchmarks/frontend_split.py).  vLLM's
+``--api-server-count`` (several such processes) is not modelled; the engine arg is refused like every unknown one.
+
 Jitter: in a closed loop each client sends its next request a seeded draw in [0, ``client_jitter_s``) after it
 has the last token (``client_send_delays_s``; the latency clock starts at the send); the first requests are all
 sent at t = 0 (a burst of N requests is N clients' first requests).  The source is measured: real clients turn
@@ -119,13 +128,14 @@ class _Sim:
                                       f"({self.pool} usable blocks of {self.bs} tokens)")
         self.arrivals: deque[Request] = deque()  # future arrivals, sorted by when the engine core sees them
         self.f_in = constants.frontend_in_s
+        self.api_free = 0.0  # when the one API-server process is free to take the next request (the docstring)
         self.f_out = constants.frontend_out_s
         self.closed = workload.arrival is ArrivalKind.CLOSED
         self.send_delay = client_send_delays_s(workload, constants)  # closed loop (the module's docstring: jitter)
         if not self.closed:
             times = arrival_times(workload)
             for i, t in enumerate(times):
-                self.arrivals.append(Request(i, self.prompts[i], self.outs[i], t, -1, ready=t + self.f_in))
+                self.arrivals.append(Request(i, self.prompts[i], self.outs[i], t, -1, ready=self._api_server(t)))
         self.next_idx = 0
         # open loop with an in-flight cap (the load generator's optional concurrency cap): arrivals that find
         # the cap full wait at the client and are sent (their latency clock starts) when a request finishes
@@ -147,21 +157,34 @@ class _Sim:
                        "overhead": 0.0, "allreduce": 0.0}
 
     # -- arrivals ---------------------------------------------------------------------------------------
-    def _new_closed(self, t: float, client: int, *, turnaround: bool = True) -> None:
-        """Client ``client`` sends the next request at ``t``, plus its turnaround draw when it follows a response
-        (the first requests, all sent at t = 0, have none)."""
-        i = self.next_idx
-        if i >= self.w.num_requests:
-            return
-        self.next_idx += 1
-        if turnaround:
-            t += self.send_delay[i]
-        req = Request(i, self.prompts[i], self.outs[i], t, client, ready=t + self.f_in)
-        if self.f_in > 0 or (turnaround and self.send_delay[i] > 0):
-            # sorted by when the engine core sees them (with jitter a later send can be seen earlier)
-            bisect.insort(self.arrivals, req, key=lambda r: r.ready)
-        else:
-            self.waiting.append(req)
+    def _api_server(self, sent: float) -> float:
+        """When a request sent at ``sent`` reaches the engine core: the API server takes requests one at a time
+        (the module's docstring), each for ``frontend_in_s``, so one sent while it is busy waits for it first."""
+        if self.f_in <= 0:
+            return sent
+        start = max(sent, self.api_free)
+        self.api_free = start + self.f_in
+        return self.api_free
+
+    def _new_closed(self, sends: list[tuple[float, int, bool]]) -> None:
+        """Each client in ``sends`` (time, client, turnaround) sends its next request at that time, plus its
+        turnaround draw when it follows a response (the first requests, all sent at t = 0, have none); the API
+        server takes them in the order they were sent."""
+        reqs = []
+        for t, client, turnaround in sends:
+            i = self.next_idx
+            if i >= self.w.num_requests:
+                break
+            self.next_idx += 1
+            reqs.append(Request(i, self.prompts[i], self.outs[i], t + (self.send_delay[i] if turnaround else 0.0),
+                                client))
+        for req in sorted(reqs, key=lambda r: (r.arrival, r.idx)):
+            req.ready = self._api_server(req.arrival)
+            if req.ready > self.now:
+                # sorted by when the engine core sees them (with jitter a later send can be seen earlier)
+                bisect.insort(self.arrivals, req, key=lambda r: r.ready)
+            else:
+                self.waiting.append(req)
 
     def _in_flight(self) -> int:
         return len(self.running) + len(self.waiting)
@@ -302,8 +325,8 @@ class _Sim:
             req.finish = self.now
             self._release(req)
             self.done.append(req)
-            if self.closed:  # the client sends its next request when it has this one's last token
-                self._new_closed(self.now + self.f_out, req.client)
+        if self.closed:  # each client sends its next request when it has this one's last token
+            self._new_closed([(self.now + self.f_out, req.client, True) for req in finished])
         while self.held and not self._cap_full():
             req = self.held.popleft()
             # a held arrival is sent now and queued at once: its frontend_in_s is not simulated (the client's
@@ -425,8 +448,7 @@ class _Sim:
     def run(self) -> None:
         n = self.w.num_requests
         if self.closed:
-            for c in range(min(self.w.concurrency or 1, n)):
-                self._new_closed(0.0, c, turnaround=False)
+            self._new_closed([(0.0, c, False) for c in range(min(self.w.concurrency or 1, n))])
         guard = 0
         while len(self.done) < n:
             self._admit_arrivals()
