@@ -196,3 +196,28 @@ def test_the_api_server_leg_of_ttft_is_read_from_vllms_own_stamps(cpu_tiny_run: 
         assert ttft["count"] == queue["count"] == prefill["count"] >= point["client"]["completed"], point["id"]
         leg_ms = ttft["mean"] - queue["mean"] - prefill["mean"]
         assert 0.0 < leg_ms < ttft["mean"], (point["id"], ttft["mean"], queue["mean"], prefill["mean"])
+
+
+def test_the_api_server_hands_a_burst_to_the_engine_core_one_request_at_a_time(cpu_tiny_run: LiveRun) -> None:
+    """The serving model's API server takes requests one at a time (model/serving/simulator.py, "Frontend"): of C
+    requests sent together, the engine core gets the first ``frontend_in_s`` later, starts a step with it alone,
+    and takes the rest at the next step boundaries, so their first tokens come in waves a step apart. The real
+    engine does the same: the C = 8 point's first eight measured sends (sent within a few ms of each other, after
+    the warm-up) get their first tokens in two or more waves, the first holding fewer than half of them (a wave:
+    first tokens within 1 ms of its earliest)."""
+    results = json.loads((cpu_tiny_run.out / "cpu-tiny.roofline" / "results.json").read_text())
+    point = next(p for p in results["points"] if p["id"] == "closed-c8")
+    rows = [json.loads(line) for line in
+            (cpu_tiny_run.out / "cpu-tiny.roofline" / point["requests_file"]).read_text().splitlines() if line]
+    burst = sorted((r for r in rows if not r.get("warmup") and r["status"] == "ok"), key=lambda r: r["sent_s"])[:8]
+    assert len(burst) == 8
+    assert burst[-1]["sent_s"] - burst[0]["sent_s"] < 0.05, [r["sent_s"] for r in burst]  # sent together
+    firsts = sorted(r["first_token_s"] for r in burst)
+    waves: list[list[float]] = []
+    for t in firsts:
+        if waves and t - waves[-1][0] < 1e-3:
+            waves[-1].append(t)
+        else:
+            waves.append([t])
+    sizes = [len(w) for w in waves]
+    assert len(sizes) >= 2 and sizes[0] < 4, sizes
