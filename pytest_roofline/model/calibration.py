@@ -758,11 +758,11 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
     ttft_names = [n for n in TTFT_FIELDS if n in want]
     prompts = {pt.input_len for pt in points if pt.value("ttft_p50_ms") is not None}
     if "flop_efficiency" in ttft_names and len(prompts) < 2:
-        # one prompt length: a per-token prefill cost and a per-request cost move TTFT alike. Loads far apart do
-        # not part them: the API server handles its requests' parsing and tokenisation one at a time, so a burst's
-        # median request also waits for the requests ahead of it outside the engine, a cost the simulator does
-        # not hold and a fitted prefill efficiency would absorb (Lambda's V0 runs: 0.36 on an H100 from N = 10
-        # and N = 160, which then mispredicts every TP > 1 run; docs/explanation/models.md)
+        # one prompt length: a per-token prefill cost and a per-request cost move a lone request's TTFT alike.
+        # Loads far apart part them only through the queues in front of the engine (the API server takes
+        # requests one at a time), where what the model does not hold is also largest: a prefill efficiency read
+        # there absorbed it (Lambda's V0 runs: 0.36 on an H100 from N = 10 and N = 160, which then mispredicted
+        # every TP > 1 run; docs/explanation/models.md)
         ttft_names.remove("flop_efficiency")
     step: FitResult | None = None
     ttft: FitResult | None = None
@@ -811,8 +811,8 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
         if any(pt.concurrency == 1 and pt.rate_req_per_s is None and pt.value("ttft_p50_ms") is not None
                for pt in points):
             notes.append("the TTFTs disagree about frontend_in_s (a mechanism at the higher load the model prices "
-                         "differently: preemption, prefix-cache hits, the API server's serial work): fit it on the "
-                         "concurrency-1 point's TTFT alone (--points C=1 --fit frontend_in_s)")
+                         "differently: preemption, prefix-cache hits, the API server's work per output stream): "
+                         "fit it on the concurrency-1 point's TTFT alone (--points C=1 --fit frontend_in_s)")
         else:
             notes.append("a measured TTFT at concurrency 1 would identify frontend_in_s")
     if "flop_efficiency" in want and not (ttft and "flop_efficiency" in ttft.fitted):

@@ -211,8 +211,9 @@ def test_a_ttft_residual_never_moves_the_bandwidth_on_a_gpu():
 
 
 def test_one_prompt_length_never_fits_the_prefill_efficiency_whatever_the_loads():
-    """Loads far apart (C = 1 and C = 16) at one prompt length: a per-request cost the simulator does not hold (the
-    API server's serial work) would be absorbed by flop_efficiency, so it is not tried; the note names the point."""
+    """Loads far apart (C = 1 and C = 16) at one prompt length: a per-token and a per-request cost part only
+    through the queues in front of the engine, where a cost the model does not hold would be absorbed by
+    flop_efficiency, so it is not tried; the note names the point."""
     setup = _gpu_setup()
     base = serving.default_constants(setup)
     pts = _gpu_points(setup, base.replace(flop_efficiency=0.5), [(1, 4, 512), (16, 32, 512)])

@@ -60,6 +60,7 @@ class ServingConstants:
     ``frontend_in_s`` / ``frontend_out_s``: the API-server path of each request outside the engine steps (HTTP,
     tokenisation and the hand-over to the engine core before its first step; detokenisation and the SSE chunk
     after each step that produced a token): they delay the first token and, in a closed loop, the next request.
+    The API server takes requests one at a time, ``frontend_in_s`` each, so requests sent together queue for it.
     ``client_jitter_s``: a closed-loop client's turnaround, spread across requests: each sends its next request
     a seeded uniform draw in [0, ``client_jitter_s``) after it has the last token of the previous one
     (model/serving/simulator.py)."""
@@ -178,7 +179,11 @@ CONSTANT_SOURCES: Mapping[str, str] = {
                      "(github.com/tenstorrent/tt-inference-server/issues/190). No GPU-host decomposition was found; "
                      "GPU-host TTFTs at the lowest load exceed this model by 3-50 ms in the public corpus (H100, "
                      "Qwen3-8B, C = 1: 60 ms measured, 11 ms modelled; benchmarks/RESULTS-model-corpus.md), "
-                     "which this mechanism does not explain and the band (quantities/bands) carries",
+                     "which this mechanism does not explain and the band (quantities/bands) carries. The API "
+                     "server is one process and takes requests one at a time, frontend_in_s each (the simulator's "
+                     "queue): a burst of 8 on the CPU engine got its first tokens in waves of 1, 4 and 3, and the "
+                     "stamped leg grows with load (cpu-tiny 1.98, 1.90, 2.47, 4.21 ms at C = 1, 2, 4, 8; the "
+                     "queue gives 2.00, 2.24, 2.93, 4.40 ms)",
     "client_jitter_s": "1.5 ms: a closed-loop client's turnaround, which differs from request to request "
                        "(asyncio scheduling of the client's tasks, the response's last chunk and the next "
                        "request's set-up): measured on the CPU engine's closed loops at C = 1-8 "
