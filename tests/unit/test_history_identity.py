@@ -187,6 +187,22 @@ def test_median_of_n_needs_the_change_to_leave_the_nights_own_spread() -> None:
     assert d.status is DriftStatus.DRIFTED and d.noise == pytest.approx(2.776445 * 6250 ** 0.5 * 1.2 ** 0.5, rel=1e-4)
 
 
+def test_the_nights_spread_is_measured_from_their_mean_not_from_the_previous_night() -> None:
+    # three nights 100, 101, 99 (exact values): mean 100, s = 1; t(0.975, 2) = 4.303 x sqrt(1 + 1/3) = 1.1547 ->
+    # a prediction interval for one more night of 100 +/- 4.97. The baseline is the previous night, 99, and the
+    # threshold 2%. Tonight 104.5 is +5.6% from 99 and 5.5 from it, but 4.5 from the mean: inside the interval,
+    # so uncertain (measured from the baseline it would have drifted). Tonight 94.8 is -4.2% from 99 and only 4.2
+    # from it, but 5.2 from the mean: outside, so drifted (from the baseline: uncertain).
+    runs = [night(d, val("p", x)) for d, x in zip(range(1, 4), (100.0, 101.0, 99.0))]
+    p = DriftPolicy("2%")
+    key = "my-cpu.yaml::p"
+    up = drift_for([val("p", 104.5)], runs, p, setup=SETUP)[key]
+    assert up.baseline == 99.0 and up.status is DriftStatus.UNCERTAIN
+    assert up.noise == pytest.approx(4.302653 * 1.0 * (4 / 3) ** 0.5, rel=1e-5)
+    down = drift_for([val("p", 94.8)], runs, p, setup=SETUP)[key]
+    assert down.baseline == 99.0 and down.status is DriftStatus.DRIFTED
+
+
 def test_pinned_baseline() -> None:
     runs = [night(1, val("p", 1000.0)), night(2, val("p", 1300.0)), night(3, val("p", 1310.0)),
             night(5, val("p", 1290.0))]
