@@ -11,21 +11,21 @@ A pinned baseline (``run:<id>``, or a run id or its unique prefix as written, li
 
 **Significance.** A value *drifts* only when its change is beyond the threshold AND the two measurements are
 distinguishable given their uncertainty. Each stored value keeps its 95 % confidence interval (from
-:mod:`pytest_roofline.measure.stats.intervals`); the difference ``now − baseline`` is distinguishable from 0 when it
-exceeds ``√(h_now² + h_base²)``, with ``h`` each interval's half-width on the side facing the other value (the
+:mod:`pytest_roofline.measure.stats.intervals`); the difference ``now − baseline`` is distinguishable from 0 when
+it exceeds ``√(h_now² + h_base²)``, with ``h`` each interval's half-width on the side facing the other value (the
 usual test of a difference of two independent estimates, at the intervals' level; asymmetric order-statistic
 intervals use their facing side). Where both values kept their per-request samples (a latency quantile at one
-point: :mod:`pytest_roofline.history._samples`), the two samples must also differ by a two-sided Mann–Whitney
-rank test at :data:`RANK_ALPHA` (:func:`ranked_p`): replacing the intervals by the rank test made false drift
-worse and detection no better on real CPU-engine runs (benchmarks/drift_false_alarms.py: 5.4 % against 4.7 %
-false drift with three nights), requiring both keeps the intervals' rate and lets samples that do not differ
-(one recorded night stored twice) veto a move the intervals alone would call drift. Once three or more earlier
-nights measured the value (whatever the baseline),
-the change must also exceed the nights' own spread: a Student-t prediction interval for one more night from the
-latest :data:`SPREAD_RUNS` (or N) nights (:func:`_runs_spread`), which holds the run-to-run variation (an engine
-restart, a busy machine) that the within-run intervals miss; with fewer nights the drift line says so. A change
-beyond the threshold that is not distinguishable is ``uncertain``: never "drifted", never "steady". A value with
-no interval (an exact count read from the log, or a run stored before intervals were kept) is taken as exact.
+point: :mod:`pytest_roofline.history._samples`), the two samples must also differ by a two-sided Mann–Whitney rank
+test at :data:`RANK_ALPHA` (:func:`ranked_p`): replacing the intervals by the rank test made false drift worse and
+detection no better on real CPU-engine runs (benchmarks/drift_false_alarms.py: 5.4 % against 4.7 % false drift with
+three nights), requiring both keeps the intervals' rate and lets samples that do not differ (one recorded night
+stored twice) veto a move the intervals alone would call drift. Once three or more earlier nights measured the
+value (whatever the baseline), tonight must also lie outside the nights' own spread: a Student-t prediction
+interval for one more night around the mean of the latest :data:`SPREAD_RUNS` (or N) nights (:func:`_runs_spread`),
+which holds the run-to-run variation (an engine restart, a busy machine) that the within-run intervals miss; with
+fewer nights the drift line says so. A change beyond the threshold that is not distinguishable is ``uncertain``:
+never "drifted", never "steady". A value with no interval (an exact count read from the log, or a run stored before
+intervals were kept) is taken as exact.
 
 **A point that did not hold its concurrency.** A closed-loop point whose load generator fell behind (its
 ``concurrency not held`` flag: :mod:`pytest_roofline.measure.stats.held`; the stored value's
