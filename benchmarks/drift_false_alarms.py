@@ -34,6 +34,12 @@ the set's last runs 14-31 % from their configuration's median: the machine slowe
 independently around one level; a machine whose speed drifts within the nights breaks that, and the figure
 moves with it: 2.8 %, 3.5 % and 8.6 % over the three held sets (5.0 % and 72.4 % detection together).
 
+**Measured on another machine** (``drift-cpu-runs-idle3.json``: 2026-12-05 13:28-13:41 UTC, the 12 runs the same
+way on the replacement 2-core machine, AMD EPYC, nothing else running, every point 1.00 of C; run-to-run sd 0.02-0.09):
+false drift 1.1 % (11/960) and detection 84.4 % (709/840: missed; TPOT p50 at C=8, an 11 % move of 2.8 sd, 10/120;
+throughput at C=4 99/120); measured from the baseline, 1.8 % / 83.1 %. The four held sets together: 4.0 % false
+drift (155/3,840) and 75.4 % detection (2,533/3,360).
+
 **Measured on the held runs** (``drift-cpu-runs-held.json``; run-to-run sd of a prediction's log value 0.05-0.16,
 against 0.09-0.70 in the starved 48x runs): with three earlier nights, false drift 2.8 % (27/960; goal <= 5 %) and
 detection of 4 -> 2 61.4 % (516/840; goal >= 90 %: missed, the rest ``uncertain``; a test that knew the noise
@@ -154,7 +160,7 @@ DATA = HERE / "data" / "drift-cpu-runs.json"
 #: runs at 12x with their load average (second session), then the first session's runs (12x); --record writes the
 #: first
 DATA_FILES = (HERE / "data" / "drift-cpu-runs-idle.json", HERE / "data" / "drift-cpu-runs-idle2.json",
-              HERE / "data" / "drift-cpu-runs-held.json",
+              HERE / "data" / "drift-cpu-runs-held.json", HERE / "data" / "drift-cpu-runs-idle3.json",
               HERE / "data" / "drift-cpu-runs-48x.json",
               HERE / "data" / "drift-cpu-runs-load.json", DATA)
 SETUP = SetupKey("cpu", "roofline-tiny", "0.32.0")
