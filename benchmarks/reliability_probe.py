@@ -1,21 +1,21 @@
-"""Re-run the project's reliability cases (issue 23; docs/reference/refusals.md; first listed by an internal review,
-not public: each case's input and expectation is written out in this file) and print, per case, its
-class and what happened, then the totals per class over the review's case numbers.
+"""Re-run the project's reliability cases (issue 23; what the plugin refuses is in
+docs/reference/refusals.md; each case's input and expectation is written out in this file) and print, per case, its
+class and what happened, then the totals per class over the case numbers.
 
     .venv/bin/python benchmarks/reliability_probe.py            # every case but the engine's (~25 min on 2 busy cores)
     .venv/bin/python benchmarks/reliability_probe.py --quick    # without the slow ones (1 GB dataset, 10,000 files...)
     .venv/bin/python benchmarks/reliability_probe.py --engine -k 9.84   # the CPU vLLM engine's two (under flock)
 
-Cases are named by the review's case numbers (one probe case may cover several); each case's input is built in this
-file. A case is OK when the plugin gave what the review expected: a clear error (no traceback, no INTERNALERROR) in
+Cases are named by number (issue 23's numbering) (one probe case may cover several); each case's input is built in this
+file. A case is OK when the plugin gave what the case expects: a clear error (no traceback, no INTERNALERROR) in
 bounded time and memory, no PASS on a measurement that did not happen, no run lost with exit 0, nothing written
 outside the store, no secret printed or stored, no child outliving pytest, a results file that says how the run
-ended. Otherwise it is classed with the review's classes (FALSE-PASS, LOST-DATA, LEAK, HANG, ORPHAN, KILLED/OOM,
+ended. Otherwise it is classed with the case list's classes (FALSE-PASS, LOST-DATA, LEAK, HANG, ORPHAN, KILLED/OOM,
 FAILS, INTERNALERROR, TRACEBACK, NOISY, NOTE) or OUTSIDE-STORE; NOT-RUN says this machine could not run it.
 The history store's cases run against directory and SQLite stores and a throwaway PostgreSQL
 (tests/support/postgres.py; ``apt-get install -y postgresql``); a read-only store is run without CAP_DAC_OVERRIDE
 (setpriv), a full disk on a tmpfs in a private mount namespace (unshare -m), both as root. Where the stub server
-cannot send exactly what the review sent (9.66 tokens forever, 9.67 pings forever) the case says what it sends
+cannot send exactly what the case names (9.66 tokens forever, 9.67 pings forever) the case says what it sends
 instead. Nothing is asserted: the tests hold the claims.
 """
 
@@ -47,7 +47,7 @@ PY = sys.executable
 RESULTS: list[tuple[str, str, str]] = []
 
 
-#: the review's classes, worst first; a case's class is its worst finding (OK when it found nothing)
+#: the cases' classes, worst first; a case's class is its worst finding (OK when it found nothing)
 CLASSES = ("FALSE-PASS", "LOST-DATA", "OUTSIDE-STORE", "LEAK", "HANG", "ORPHAN", "KILLED/OOM", "FAILS",
            "INTERNALERROR", "TRACEBACK", "NOISY", "NOTE", "NOT-RUN", "PROBE-ERROR", "OK")
 CASES: list[Callable[[Path], None]] = []
@@ -55,8 +55,8 @@ CASES: list[Callable[[Path], None]] = []
 
 def case(name: str, worst: str = "NOTE", *, slow: bool = False, engine: bool = False,
          ) -> Callable[[Callable[[Path], tuple[bool | str, str]]], Callable[[Path], None]]:
-    """Register a case. Its function returns (True, what) when the plugin did what the review expected, else
-    (False, what) -- classed ``worst``, the review's class for what this case checks -- or (a class, what) when
+    """Register a case. Its function returns (True, what) when the plugin did what the case expects, else
+    (False, what) -- classed ``worst``, the class for what this case checks -- or (a class, what) when
     the case tells the class itself (a traceback, a hang, NOT-RUN when this machine cannot run it)."""
     assert worst in CLASSES, worst
 
@@ -956,7 +956,7 @@ def pg_sessions(d: Path) -> tuple[bool, str]:
     return not bad, "; ".join(notes) + (f"; NOT OK: {bad}" if bad else "")
 
 
-# ------------------------------------------------------------------ the history store: the rest of the review's cases
+# ------------------------------------------------------------------ the history store: the rest of the cases
 NO_DAC = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search"]
 
 
@@ -1247,7 +1247,7 @@ def compare_garbage(d: Path) -> tuple[bool, str]:
     return not bad, ", ".join(f"{k} rc={v[0]}" for k, v in runs.items())
 
 
-# ------------------------------------------------------------------ peers' files: the rest of the review's cases
+# ------------------------------------------------------------------ peers' files: the rest of the cases
 BENCH = REPO / "tests/data/peers/cpu-tiny-vllm-bench"
 
 
@@ -1343,7 +1343,7 @@ def guidellm_zero(d: Path) -> tuple[bool, str]:
     return clean(out) and not passed, f"rc={rc}, measured PASS: {passed or 'none'}"
 
 
-# ------------------------------------------------------------------ datasets: the rest of the review's cases
+# ------------------------------------------------------------------ datasets: the rest of the cases
 @case("9.40-9.41-9.44-dataset-malformed-sharegpt-empty", "TRACEBACK")
 def datasets_malformed(d: Path) -> tuple[bool, str]:
     good = b'{"prompt": "one two three", "output_len": 4}\n'
@@ -1932,8 +1932,8 @@ def live_dataset_memory(d: Path) -> tuple[bool | str, str]:
         f"(830 MB before; bound 2.5x the file)")
 
 
-def review_ids(name: str) -> list[str]:
-    """The review's case numbers a probe case covers: ``9.18b-9.19-9.20-...`` -> 9.18b, 9.19, 9.20."""
+def case_ids(name: str) -> list[str]:
+    """The case numbers a probe case covers: ``9.18b-9.19-9.20-...`` -> 9.18b, 9.19, 9.20."""
     return re.findall(r"(?:^|-)(\d\.\d+[a-z]?)(?=-)", name)
 
 
@@ -1953,10 +1953,10 @@ def main() -> None:
             c(Path(tmp))
     by_class: dict[str, list[str]] = {}
     for name, cls, _ in RESULTS:
-        for rid in review_ids(name) or [name]:
+        for rid in case_ids(name) or [name]:
             by_class.setdefault(cls, []).append(rid)
     n = sum(len(v) for v in by_class.values())
-    print(f"\n{len(RESULTS)} probe cases covering {n} of the review's cases; per class:")
+    print(f"\n{len(RESULTS)} probe cases covering {n} of the numbered cases; per class:")
     for cls in CLASSES:
         if by_class.get(cls):
             ids = sorted(set(by_class[cls]))

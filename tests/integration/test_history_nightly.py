@@ -287,14 +287,22 @@ def test_the_false_alarm_benchmark_states_its_figures() -> None:
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "drift_false_alarms.py"
     out = subprocess.run([sys.executable, str(script), "--k", "5"], capture_output=True, text=True, timeout=300,
                          check=True).stdout
+
+    def block_of(name: str) -> str:
+        """The benchmark's printout for one data file."""
+        return out.split(f"== benchmarks/data/{name}\n", 1)[1].split("\n== ", 1)[0]
+
+    def shipped_of(name: str) -> str:
+        """Its shipped rule's figures with three earlier nights."""
+        return block_of(name).split("the shipped rule", 1)[1].split("tonight vs 3 earlier nights", 1)[1]
+
     stated = {"drift-cpu-runs-idle.json": "34/960 = 3.5%", "drift-cpu-runs-idle2.json": "83/960 = 8.6%",
               "drift-cpu-runs-held.json": "27/960 = 2.8%", "drift-cpu-runs-idle3.json": "11/960 = 1.1%",
               "drift-cpu-runs-48x.json": "52/960 = 5.4%",
               "drift-cpu-runs-load.json": "46/960 = 4.8%",
               "drift-cpu-runs.json": "13/640 = 2.0%"}
     for name, figure in stated.items():
-        block = out.split(f"== benchmarks/data/{name}\n", 1)[1].split("\n== ", 1)[0]
-        shipped = block.split("the shipped rule", 1)[1].split("tonight vs 3 earlier nights", 1)[1]
+        shipped = shipped_of(name)
         m = re.search(r"identical configuration, (\d+) prediction-nights: drifted (\d+/\d+ = [0-9.]+%)", shipped)
         assert m is not None, out
         assert m.group(2) == figure, (name, m.group(0))
@@ -302,25 +310,21 @@ def test_the_false_alarm_benchmark_states_its_figures() -> None:
     # 0.23-0.89 of C, are in the data file), so with the rule no earlier night is a baseline: all 960 identical-
     # configuration prediction-nights with three earlier nights are new, none drifted; the 12x files carry no held
     # figures and say the rule changes nothing there
-    block = out.split("== benchmarks/data/drift-cpu-runs-48x.json\n", 1)[1].split("\n== ", 1)[0]
-    assert "24 of 24 held under 90%" in block
-    held = block.split("the shipped rule", 1)[1].split("tonight vs 3 earlier nights", 1)[1].split("WITH the held rule",
-                                                                                                 1)[1]
+    assert "24 of 24 held under 90%" in block_of("drift-cpu-runs-48x.json")
+    held = shipped_of("drift-cpu-runs-48x.json").split("WITH the held rule", 1)[1]
     assert held.split("\n")[1].strip() == ("identical configuration, 960 prediction-nights: drifted 0/960 = 0.0% (goal "
                                           "<= 5%), uncertain 0/960 = 0.0%, new (no held earlier night) 960/960 = "
                                           "100.0%")
     assert out.count("no held figures recorded with these runs: the held rule changes nothing here") == 2
     # the held runs (the engine in pytest's session): every point held, so the rule changes nothing; detection of
     # max_num_seqs 4 -> 2 with three earlier nights is the figure nightly.md states (516/840, under the 90 % goal)
-    block = out.split("== benchmarks/data/drift-cpu-runs-held.json\n", 1)[1].split("\n== ", 1)[0]
-    assert "0 of 24 held under 90%" in block
-    shipped = block.split("the shipped rule", 1)[1].split("tonight vs 3 earlier nights", 1)[1]
+    assert "0 of 24 held under 90%" in block_of("drift-cpu-runs-held.json")
+    shipped = shipped_of("drift-cpu-runs-held.json")
     assert "4 -> 2 at the 7 affected predictions, 840 prediction-nights: drifted 516/840 = 61.4%" in shipped
     # the idle machine's held runs (run-to-run sd 0.02-0.06 of a log value): 734/840, every affected prediction
     # caught every time but TPOT p50 at C=4, whose 13 % move is 3 sd (14 of 120)
-    block = out.split("== benchmarks/data/drift-cpu-runs-idle.json\n", 1)[1].split("\n== ", 1)[0]
-    assert "0 of 24 held under 90%" in block
-    shipped = block.split("the shipped rule", 1)[1].split("tonight vs 3 earlier nights", 1)[1]
+    assert "0 of 24 held under 90%" in block_of("drift-cpu-runs-idle.json")
+    shipped = shipped_of("drift-cpu-runs-idle.json")
     assert "4 -> 2 at the 7 affected predictions, 840 prediction-nights: drifted 734/840 = 87.4%" in shipped
     assert "tpot-p50[concurrency=4]      drifted 14/120" in shipped
     # the four held sets together (README and nightly.md: 4.0 % false drift of 3,840, 75.4 % detection of 3,360):
@@ -328,11 +332,10 @@ def test_the_false_alarm_benchmark_states_its_figures() -> None:
     false_n = detect_n = false_d = detect_d = 0
     for name in ("drift-cpu-runs-idle.json", "drift-cpu-runs-idle2.json", "drift-cpu-runs-held.json",
                  "drift-cpu-runs-idle3.json"):
-        block = out.split(f"== benchmarks/data/{name}\n", 1)[1].split("\n== ", 1)[0]
-        shipped = block.split("the shipped rule", 1)[1].split("tonight vs 3 earlier nights", 1)[1]
+        shipped = shipped_of(name)
         same = re.search(r"identical configuration, \d+ prediction-nights: drifted (\d+)/(\d+)", shipped)
         caught = re.search(r"affected predictions, \d+ prediction-nights: drifted (\d+)/(\d+)", shipped)
-        assert same is not None and caught is not None, block
+        assert same is not None and caught is not None, shipped
         false_n, false_d = false_n + int(same.group(1)), false_d + int(same.group(2))
         detect_n, detect_d = detect_n + int(caught.group(1)), detect_d + int(caught.group(2))
     assert (false_n, false_d, detect_n, detect_d) == (155, 3840, 2533, 3360)
