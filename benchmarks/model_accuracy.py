@@ -50,14 +50,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_roofline.errors import CalibrationError, SetupError  # noqa: E402
+from pytest_roofline.errors import CalibrationError, SetupError, SimulationError  # noqa: E402
 from pytest_roofline.format.spec import load_spec  # noqa: E402
 from pytest_roofline.measure.results import load_results  # noqa: E402
 from pytest_roofline.measure.results.calibration_points import measured_points  # noqa: E402
 from pytest_roofline.model import analytical as an  # noqa: E402
 from pytest_roofline.model import calibration as cal  # noqa: E402
 from pytest_roofline.model import serving  # noqa: E402
-from pytest_roofline.model.setup import build_setup  # noqa: E402
+from pytest_roofline.model.setup import build_setup, kv_accounting  # noqa: E402
 from pytest_roofline.quantities.analysis import Thresholds  # noqa: E402
 
 REC = ROOT / "predictions" / "recorded"
@@ -123,7 +123,8 @@ def serving_prediction(setup, pt, constants, *, seed: int = 0, hits: bool = Fals
         wl = serving.workload_for_point(s, concurrency=pt.concurrency, num_requests=pt.num_requests, seed=seed,
                                         point_id=pt.id, prefix_hit_rate=hit)
     p = serving.simulate(s, wl, constants=constants)
-    return {**{m: float(getattr(p, m)) for m, _ in METRICS}, "_mean_running_batch": float(p.mean_running_batch)}
+    return {**{m: float(getattr(p, m)) for m, _ in METRICS}, "_mean_running_batch": float(p.mean_running_batch),
+            "_prefill_share": float(p.time_shares.get("prefill_compute", 0.0))}
 
 
 def ape(pred: float | None, meas: float | None) -> float | None:
@@ -305,6 +306,7 @@ def corpus_lambda() -> tuple[list[dict], str]:
                                                              constants=cal_c)
             rows.append({"source": "lambda", "label": f"{gpu} TP{r['tp']} N={r['num_prompts']}", "tp": r["tp"],
                          "engine": "v0", "device": "cuda", "mrb": p.mean_running_batch,
+                         "prefill_share": p.time_shares.get("prefill_compute", 0.0),
                          "measured": {m: r[m] for m, _ in BAND_METRICS},
                          "a": _lambda_roofline(setup, r["num_prompts"], meta),
                          "b": {m: float(getattr(p, m)) for m, _ in BAND_METRICS},
@@ -317,7 +319,8 @@ V1_CORPUS = "v1-public-runs.json"
 
 
 def _v1_setup(src: dict, run: dict):
-    return build_setup(hardware_ref=src["gpu"], model_ref=src["model"],
+    # a source whose runs span GPUs or models (one publisher's pages) names them per run
+    return build_setup(hardware_ref=run.get("gpu", src["gpu"]), model_ref=run.get("model", src["model"]),
                        engine={"name": "vllm", "version": src["vllm"],
                                "args": {**src.get("engine_args", {}), "tensor_parallel_size": run["tp"]}})
 
@@ -347,6 +350,32 @@ def eos_hazard_lengths(mean: float, max_tokens: int, n: int) -> tuple[float, tup
         out.append(max_tokens if u >= 1 - at_cap else max(1, math.ceil(math.log1p(-u) / math.log1p(-p))))
     random.Random(0).shuffle(out)
     return p, tuple(int(x) for x in out)
+
+
+def _prefill_bound(row: dict) -> bool:
+    """Whether the model spends at least half its step time on prefill compute at this GPU row's point (the bands'
+    mix, model/bands.py PREFILL_BOUND_SHARE)."""
+    from pytest_roofline.model import bands
+    return row["device"] != "cpu" and row.get("prefill_share", 0.0) >= bands.PREFILL_BOUND_SHARE
+
+
+#: runs of the corpus the serving model refuses to simulate (label, the model's reason), printed by the report
+NOT_SIMULATED: list[tuple[str, str]] = []
+
+
+def _simulate_reps(setup, run: dict, c: int | None, n: int, rate, inp, out, cached: float) -> list:
+    """The serving model's prediction of each published repetition of ``run`` (cold, or with the prompts cached)."""
+    preds = []
+    for rep in run.get("repetitions", ["cold"]):
+        hit = cached if rep == "cached" else 0.0
+        if c is not None:
+            wl = serving.workload_for_point(setup, concurrency=c, num_requests=n, seed=0, point_id=f"c{c}",
+                                            input_len=inp, output_len=out, prefix_hit_rate=hit)
+        else:
+            wl = serving.workload_for_point(setup, rate_req_per_s=float(rate), num_requests=n, seed=0,
+                                            point_id=f"r{rate}", input_len=inp, output_len=out, prefix_hit_rate=hit)
+        preds.append(serving.simulate(setup, wl))
+    return preds
 
 
 def corpus_v1(*, fixed_outputs: bool = False) -> list[dict]:
@@ -379,36 +408,43 @@ def corpus_v1(*, fixed_outputs: bool = False) -> list[dict]:
                 cached = 1.0 - 1e-6
             else:
                 inp, out = run["input_len"], run["output_len"]
-                stop = src.get("output_stop")
+                stop = run.get("output_stop", src.get("output_stop"))
                 if stop and not fixed_outputs:  # outputs that end at EOS, of a published mean and cap
-                    _p, lens = eos_hazard_lengths(run["output_len"], int(stop["max_tokens"]), n)
-                    out = LengthDist(run["output_len"], "file", values=lens, order="sequential")
+                    mean_out = float(stop.get("mean", run["output_len"]))
+                    _p, lens = eos_hazard_lengths(mean_out, int(stop["max_tokens"]), n)
+                    out = LengthDist(round(mean_out), "file", values=lens, order="sequential")
+                elif stop:  # the fixed-length what-if: every output at the published mean
+                    out = round(float(stop.get("mean", run["output_len"])))
                 # a published figure that averages repetitions is compared with the model's mean over the same
                 # ones: a "cached" repetition re-sends prompts the server's prefix cache holds (every full block but
                 # the one holding the last prompt token hits; vLLM recomputes at least one token)
                 cached = cached_hit_rate(run["input_len"], block)
-            preds = []
-            for rep in run.get("repetitions", ["cold"]):
-                hit = cached if rep == "cached" else 0.0
-                if c is not None:
-                    wl = serving.workload_for_point(setup, concurrency=c, num_requests=n, seed=0, point_id=f"c{c}",
-                                                    input_len=inp, output_len=out, prefix_hit_rate=hit)
-                else:
-                    wl = serving.workload_for_point(setup, rate_req_per_s=float(rate), num_requests=n, seed=0,
-                                                    point_id=f"r{rate}", input_len=inp, output_len=out,
-                                                    prefix_hit_rate=hit)
-                preds.append(serving.simulate(setup, wl))
-            # (a) the decode roofline at the closed loop's batch; it has no arrival rate (n/a for open loops)
+            try:
+                preds = _simulate_reps(setup, run, c, n, rate, inp, out, cached)
+            except SimulationError as exc:  # the model cannot run what the source ran: a finding, printed
+                NOT_SIMULATED.append((f"{src['source']} {run.get('model', src['model'])} on "
+                                      f"{run.get('gpu', src['gpu'])} TP{run['tp']} {run['input_len']}/"
+                                      f"{run['output_len']} x {n}", str(exc)))
+                continue
+            # (a) the decode roofline at the closed loop's batch, as many as the KV pool admits at the run's lengths
+            # (a burst of N long prompts runs a few at a time); it has no arrival rate (n/a for open loops)
             a = None
+            admitted = max(1, int(kv_accounting(setup).kv_tokens // (run["input_len"] + run["output_len"])))
             if c is not None:
-                step = setup.decode_step(min(c, setup.max_num_seqs), run["input_len"] + run["output_len"] / 2)
+                step = setup.decode_step(min(c, setup.max_num_seqs, admitted),
+                                         run["input_len"] + run["output_len"] / 2)
                 a = {"output_throughput_tok_per_s": step.throughput_tok_per_s, "tpot_p50_ms": step.t_step_s * 1e3}
             reps = "+".join(run.get("repetitions", ["cold"]))
             load = f"C={c}" if c is not None else f"{rate:g} req/s"
             rows.append({"source": src["source"], "label": f"{src['source']} TP{run['tp']} "
                          f"{run['input_len']}/{run['output_len']}{' (mean)' if per_request else ''} {load} ({reps})",
-                         "tp": run["tp"], "engine": "v1",
+                         "tp": run["tp"], "engine": "v1", "gpu": run.get("gpu", src["gpu"]),
+                         "model": run.get("model", src["model"]),
                          "device": setup.device, "mrb": sum(p.mean_running_batch for p in preds) / len(preds),
+                         "prefill_share": sum(p.time_shares.get("prefill_compute", 0.0) for p in preds) / len(preds),
+                         # more clients than the engine runs at once (max_num_seqs, or what the KV pool admits at the
+                         # run's lengths): requests wait in the engine's queue, prefilled into the running steps
+                         "queued": c is not None and c > min(setup.max_num_seqs, admitted),
                          "measured": {m: run["measured"].get(m) for m, _ in BAND_METRICS},
                          "a": a,
                          "b": {m: sum(float(getattr(p, m)) for p in preds) / len(preds) for m, _ in BAND_METRICS},
@@ -437,7 +473,7 @@ def corpus_recorded() -> list[dict]:
                 measured["ttft_p50_ms"] = None
             rows.append({"source": name, "label": f"{name} {pt.label}", "tp": eng.tensor_parallel_size,
                          "engine": "v1" if eng.chunked_prefill else "v0", "device": setup.device,
-                         "mrb": b["_mean_running_batch"],
+                         "mrb": b["_mean_running_batch"], "prefill_share": b["_prefill_share"],
                          "measured": measured,
                          "a": a, "b": b, "c": None})
     return rows
@@ -451,7 +487,8 @@ def _samples(rows: list[dict]):
             meas, pred = r["measured"].get(m), (r["b"] or {}).get(m)
             if meas and pred and meas > 0 and pred > 0:
                 reg = bands.regime_of(m, mean_running_batch=r["mrb"], tp=r["tp"],
-                                      chunked_prefill=r["engine"] == "v1", device=r["device"])
+                                      chunked_prefill=r["engine"] == "v1", device=r["device"],
+                                      prefill_share=r.get("prefill_share", 0.0))
                 out.append((reg, meas / pred, r["source"], r))
     return out
 
@@ -510,10 +547,12 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
     print(f"\nBand coverage over every source, leave-one-source-out: {100 * sum(allcov) / max(1, len(allcov)):.0f}% "
           f"of {len(allcov)} values (nominal {100 * bands.NOMINAL_COVERAGE:.0f}%).")
     # per metric and device class: coverage and the width of the bands (conformal half-width, model/bands.py)
-    cpu_sources = {r["source"] for r in rows if r["device"] == "cpu"}
+    by_class: dict[str, list[bool]] = {}
+    for _src, reg_, ok_ in bands.loso_inside(plain):
+        by_class.setdefault(reg_.pooled_key, []).append(ok_)
 
-    def cov(got, metric, cpu):
-        xs = [x for (src, m), v in got.items() if m == metric and (src in cpu_sources) == cpu for x in v]
+    def cov(pkey):
+        xs = by_class.get(pkey, [])
         return f"{100 * sum(xs) / len(xs):.0f}% ({len(xs)})" if xs else "n/a"
 
     print("\nLOSO coverage by metric and device class (nominal 80% +/- 5), and the width of the bands: x/÷ around the "
@@ -539,10 +578,9 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
             c_ = bands.regime_centre(rest, reg_)
             if c_ is not None:
                 hier_in.setdefault(reg_.pooled_key, []).append(abs(math.log(ratio_) - c_) <= half_)
-    for cpu in (False, True):
+    for dclass, cls in (("gpu", "GPU, decode-bound"), ("gpu-prefill", "GPU, prefill-bound"), ("cpu", "CPU engine")):
         for m, label in BAND_METRICS:
-            cls = "CPU engine" if cpu else "GPU"
-            pkey = f"{m}|*|{'cpu' if cpu else 'gpu'}"
+            pkey = f"{m}|*|{dclass}"
             ws = sorted(held_w.get(pkey, []))
             held_txt = f"{statistics.median(ws):.2f} ({ws[0]:.2f}-{ws[-1]:.2f})" if ws else "n/a"
             fb = full.get(pkey)
@@ -551,7 +589,10 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
             hier_half = bands.hierarchical_half_width(bands.out_of_source_scores(plain, pkey))
             hier_txt = (f"{100 * sum(hs) / len(hs):.0f}% ({len(hs)}), "
                         f"{math.exp(hier_half) if math.isfinite(hier_half) else math.inf:.2f}") if hs else "n/a"
-            print(f"| {cls} | {label} | {cov(inside, m, cpu)} | {held_txt} | {com_txt} | {hier_txt} |")
+            print(f"| {cls} | {label} | {cov(pkey)} | {held_txt} | {com_txt} | {hier_txt} |")
+    for pkey, r_ in bands.observed_ranges(plain).items():
+        print(f"| {pkey.split('|')[2]} | {pkey.split('|')[0]} | no band: {r_.n} values from "
+              f"{', '.join(r_.sources)} (too few sources); measured / model {r_.lo:.2f}-{r_.hi:.2f} | | | |")
     hs_all = [x for v in hier_in.values() for x in v]
     print(f"| all | all | {100 * sum(allcov) / max(1, len(allcov)):.0f}% ({len(allcov)}) | | | "
           f"{100 * sum(hs_all) / max(1, len(hs_all)):.0f}% ({len(hs_all)}) |")
@@ -572,17 +613,43 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
     print("|---|---|---|---|")
     for name, rs in [("all held-out", held), ("V1-era", v1)] + [(f"all held-out, TP{t}", [r for r in held
                                                                                          if r["tp"] == t])
-                                                                  for t in (1, 2, 4, 8)]:
+                                                                  for t in (1, 2, 4, 8)] + [
+            ("all held-out, decode-bound", [r for r in held if not _prefill_bound(r)]),
+            (f"all held-out, prefill-bound (>= {100 * bands.PREFILL_BOUND_SHARE:.0f}% of the model's step time on "
+             "prefill)",
+             [r for r in held if _prefill_bound(r)])]:
         cells = []
         for m, _label in BAND_METRICS:
             v, n = mape_of(rs, "b", m)
             cells.append(f"{pct(v)} ({n})")
         print(f"| {name} | " + " | ".join(cells) + " |")
+    # a source whose runs span GPUs and models: each pair apart (the GPU's own bias shows here)
+    for src_ in sorted({r["source"] for r in v1}):
+        pairs = sorted({(r["gpu"], r["model"]) for r in v1 if r["source"] == src_})
+        if len(pairs) < 2:
+            continue
+        print(f"\n{src_} by GPU and model, serving model with defaults (MAPE, count; signed mean error):\n")
+        print("| GPU | model | throughput | TPOT p50 | TTFT p50 |")
+        print("|---|---|---|---|---|")
+        for gpu, model in pairs:
+            rs = [r for r in v1 if r["source"] == src_ and (r["gpu"], r["model"]) == (gpu, model)]
+            cells = []
+            for m, _label in BAND_METRICS:
+                v, n = mape_of(rs, "b", m)
+                signed = [(r["b"][m] - r["measured"][m]) / r["measured"][m] for r in rs if r["measured"].get(m)]
+                cells.append(f"{pct(v)} ({n}; {100 * statistics.fmean(signed):+.0f}%)" if signed else "n/a")
+            print(f"| {gpu} | {model} | " + " | ".join(cells) + " |")
+    if NOT_SIMULATED:
+        print("\nRuns the serving model refuses (not scored; each is a finding about the model):\n")
+        for label, why in NOT_SIMULATED:
+            print(f"- {label}: {why}")
     # the roofline as a ceiling: the decode step's share, roofline TPOT / measured TPOT p50, at low load on GPUs (a
     # burst's throughput is set by its longest request, not by the step: TPOT is the per-step figure)
     frac = []
     for r in rows:
         if r["device"] == "cpu" or not r["a"] or r["mrb"] > bands.LOW_LOAD_MAX_BATCH:
+            continue
+        if _prefill_bound(r) or r.get("queued"):  # steps that carry prefill chunks: no decode ceiling
             continue
         meas, roof = r["measured"].get("tpot_p50_ms"), r["a"].get("tpot_p50_ms")
         if meas and roof:
@@ -612,7 +679,9 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
                "nominal_coverage": bands.NOMINAL_COVERAGE, "rule": "split-conformal half-width of out-of-source "
                "log errors (model/bands.py)",
                "sources": sources,
-               "bands": bands.bands_to_json(full)}
+               "bands": bands.bands_to_json(full),
+               # classes with runs but too few sources for a band: what they showed (model/bands.py band_note)
+               "unbanded": bands.bands_to_json(bands.observed_ranges(plain))}
         path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
         print(f"\nwrote {path.relative_to(ROOT)} ({len(full)} bands)")
 

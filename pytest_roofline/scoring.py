@@ -754,6 +754,8 @@ def _serving_column(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hard
             v.serving_band_text = (f"{_value_text(lo, q.dimension, v.display_unit)} – "
                                    f"{_value_text(hi, q.dimension, v.display_unit)} (where a run from a source the "
                                    "band was not built from lands, 80% nominal: docs/explanation/models.md)")
+        elif metric and pp.band_notes.get(metric):
+            v.serving_band_text = f"{pp.band_notes[metric]} (docs/explanation/models.md)"
     except (SetupError, ValueError, KeyError):
         pass  # a whole-sweep quantity (a knee, goodput): no single point's shares
     source = column_model(spec.model_column, model_prediction=pred.predicted.kind is PredictedKind.MODEL,

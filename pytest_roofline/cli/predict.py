@@ -401,6 +401,10 @@ def _simulate(args: argparse.Namespace) -> int:
         if bands:  # the model's interval around its values (model/bands.py; docs/explanation/models.md)
             print(f"{'':>6} band: " + ", ".join(f"{label} {format(bands[name][0], fmt)}–{format(bands[name][1], fmt)}"
                                                  for name, label, fmt in cols if name in bands))
+        for name, label, _fmt in cols:  # a regime with measured runs but too few sources for a band
+            note = (r.get("band_notes") or {}).get(name)
+            if note:
+                print(f"{'':>6} {label}: {note}")
     if errs:
         print("cells: predicted|measured error, (measured − predicted) ÷ predicted ('—': none, a predicted 0); "
               "band: the range measured runs of this regime fell in around the model's value "

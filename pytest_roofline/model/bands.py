@@ -3,10 +3,20 @@
 A band is a range of ``measured / model`` ratios (``benchmarks/model_accuracy.py`` derives it from the accuracy
 corpus under ``benchmarks/data/corpus/`` and the project's recordings, and writes ``model/data/bands.json``;
 docs/explanation/models.md has the table and the leave-one-source-out coverage).  A regime is the metric, the load
-(the mean running batch: ``low`` <= 16 < ``high``), the TP degree (``tp1`` / ``tpN``) and the engine (``v0``: whole
-prefills, ``v1``: chunked prefill; ``cpu`` for the CPU pseudo-device).  A metric's *device class* is GPUs or the
-CPU engine; no class lends to the other, and a metric without data in a class has no band (None), never a made-up
-one.
+(the mean running batch: ``low`` <= 16 < ``high``), the TP degree (``tp1`` / ``tpN``), the engine (``v0``: whole
+prefills, ``v1``: chunked prefill; ``cpu`` for the CPU pseudo-device) and the mix (``prefill``: the model spends at
+least :data:`PREFILL_BOUND_SHARE` of its step time on prefill compute, ``PointPrediction.time_shares``; ``decode``
+else).  The share is the model's own, the "dominant term" ``roofline predict --simulate`` prints: a prompt token
+costs a hundredth of a low-batch decode token, so the tokens' mix alone would class a 512-in / 64-out chat as
+prefill.  Where a host runs prefill slower than the model prices it, the model can class a prefill-heavy run as
+decode-bound (two of the public bursts: Qwen3-32B on the H100, where its KV pool held six requests).  A metric's
+*device class* is GPUs on decode-bound work, GPUs on prefill-bound work, or the CPU engine (whose four recordings stay
+one class: a split would leave its prefill-bound class one source); no class lends to another, and a metric without
+data in a class has no band (None), never a made-up one (:func:`band_note` says what its runs showed instead).
+Prefill-bound work is a class of its own on GPUs because the model's errors differ in kind there: on public
+prefill-heavy bursts (benchmarks/data/corpus, ``gpustack-qwen3-bursts``) its throughput is up to 4.7x the measured,
+where decode-bound runs are within 20%, and one class would make both bands wrong (too wide for the one, too narrow
+for the other).
 
 The band is a split-conformal interval in log space, built so that a run from a source (a GPU, model and vLLM
 release) the corpus has never seen lands in it at the nominal rate :data:`NOMINAL_COVERAGE`:
@@ -41,7 +51,8 @@ from statistics import median
 from typing import Literal
 
 __all__ = ["Band", "BAND_METRICS", "ROOFLINE_CEILINGS", "ROOFLINE_FRACTION_KEY", "roofline_fraction_band",
-           "NOMINAL_COVERAGE", "MIN_POINTS", "Regime", "regime_of", "band_for", "derive_bands", "load_bands",
+           "NOMINAL_COVERAGE", "MIN_POINTS", "PREFILL_BOUND_SHARE", "Regime", "regime_of", "band_for",
+           "derive_bands", "load_bands", "observed_ranges", "band_note", "load_observed_ranges",
            "ratio_quantile", "percentile_band", "regime_centre", "out_of_source_scores", "conformal_half_width",
            "hierarchical_half_width", "loso_inside"]
 
@@ -58,9 +69,13 @@ NOMINAL_COVERAGE = 0.80
 MIN_POINTS = 5
 #: the load classes' boundary, in mean running sequences
 LOW_LOAD_MAX_BATCH = 16.0
+#: a point is prefill-bound when the model spends at least this share of its step time on prefill compute (its
+#: ``PointPrediction.time_shares["prefill_compute"]``): the midpoint, not fitted
+PREFILL_BOUND_SHARE = 0.5
 
 Load = Literal["low", "high"]
 Engine = Literal["v0", "v1", "cpu"]
+Mix = Literal["decode", "prefill"]
 
 
 @dataclass(frozen=True)
@@ -69,15 +84,23 @@ class Regime:
     load: Load
     tp: Literal["tp1", "tpN"]
     engine: Engine
+    mix: Mix = "decode"
 
     @property
     def key(self) -> str:
-        return f"{self.metric}|{self.load}|{self.tp}|{self.engine}"
+        return f"{self.metric}|{self.load}|{self.tp}|{self.engine}" + ("|prefill" if self.mix == "prefill" else "")
+
+    @property
+    def device_class(self) -> str:
+        """``gpu``, ``gpu-prefill`` (prefill-bound work) or ``cpu`` (the module's docstring)."""
+        if self.engine == "cpu":
+            return "cpu"
+        return "gpu-prefill" if self.mix == "prefill" else "gpu"
 
     @property
     def pooled_key(self) -> str:
         """The key of the metric's band pooled over the regimes of this device class."""
-        return f"{self.metric}|*|{'cpu' if self.engine == 'cpu' else 'gpu'}"
+        return f"{self.metric}|*|{self.device_class}"
 
 
 @dataclass(frozen=True)
@@ -103,10 +126,14 @@ class Band:
         return lo <= measured <= hi
 
 
-def regime_of(metric: str, *, mean_running_batch: float, tp: int, chunked_prefill: bool, device: str) -> Regime:
+def regime_of(metric: str, *, mean_running_batch: float, tp: int, chunked_prefill: bool, device: str,
+              prefill_share: float = 0.0) -> Regime:
+    """The regime of a model value: ``prefill_share`` is the model's share of step time on prefill compute at the
+    point (``PointPrediction.time_shares["prefill_compute"]``)."""
     load: Load = "low" if mean_running_batch <= LOW_LOAD_MAX_BATCH else "high"
     engine: Engine = "cpu" if device == "cpu" else ("v1" if chunked_prefill else "v0")
-    return Regime(metric, load, "tp1" if int(tp) <= 1 else "tpN", engine)
+    mix: Mix = "prefill" if engine != "cpu" and prefill_share >= PREFILL_BOUND_SHARE else "decode"
+    return Regime(metric, load, "tp1" if int(tp) <= 1 else "tpN", engine, mix)
 
 
 def ratio_quantile(ratios: Sequence[float], q: float) -> float:
@@ -261,15 +288,63 @@ def bands_to_json(bands: Mapping[str, Band]) -> dict[str, dict[str, object]]:
                 "pooled": b.pooled, "half_width_log": round(b.half_width_log, 4)} for k, b in sorted(bands.items())}
 
 
-@lru_cache(maxsize=1)
-def load_bands() -> Mapping[str, Band]:
-    """The committed bands (``model/data/bands.json``, written by ``benchmarks/model_accuracy.py --write-bands``);
-    empty when the file is absent."""
+def observed_ranges(samples: Sequence[tuple[Regime, float, str]]) -> dict[str, Band]:
+    """For each metric and device class with data but no band (its scores too few: one source, or too few points
+    from others), the range of ``measured / model`` its points showed (min..max), keyed by ``Regime.pooled_key``: not
+    a band (nothing bounds a new source's error there), the evidence a value of that class is shown with instead."""
+    logs = _usable(samples)
+    banded = derive_bands(samples)
+    out: dict[str, Band] = {}
+    for pkey in sorted({reg.pooled_key for reg, _, _ in logs} - set(banded)):
+        pts = [(math.exp(x), src) for reg, x, src in logs if reg.pooled_key == pkey]
+        xs = [x for x, _ in pts]
+        out[pkey] = Band(min(xs), max(xs), len(xs), tuple(sorted({s for _, s in pts})), pooled=True)
+    return out
+
+
+def band_note(regime: Regime, ranges: Mapping[str, Band] | None = None) -> str | None:
+    """What to show for a value of ``regime`` whose class has no band but has measured runs (:func:`observed_ranges`,
+    committed in ``bands.json``'s ``unbanded``), None otherwise."""
+    ranges = load_observed_ranges() if ranges is None else ranges
+    r = ranges.get(regime.pooled_key)
+    if r is None:
+        return None
+    what = {"gpu-prefill": "prefill-bound work on GPUs", "gpu": "decode-bound work on GPUs",
+            "cpu": "the CPU engine"}[regime.device_class]
+    return (f"no band: {what} has {r.n} measured value(s) from {len(r.sources)} public source(s) "
+            f"({', '.join(r.sources)}), too few sources to bound a new one's error; there measured / model was "
+            f"{r.lo:.2f}-{r.hi:.2f}")
+
+
+def _load_doc() -> dict[str, object]:
     try:
         text = resources.files("pytest_roofline.model").joinpath("data/bands.json").read_text(encoding="utf-8")
     except (FileNotFoundError, OSError):
         return {}
-    raw = json.loads(text).get("bands", {})
-    return {k: Band(lo=float(v["lo"]), hi=float(v["hi"]), n=int(v["n"]), sources=tuple(v.get("sources", ())),
-                    pooled=bool(v.get("pooled", False)), half_width_log=float(v.get("half_width_log", 0.0)))
-            for k, v in raw.items()}
+    doc = json.loads(text)
+    return doc if isinstance(doc, dict) else {}
+
+
+def _bands_from_json(raw: Mapping[str, Mapping[str, object]]) -> dict[str, Band]:
+    out: dict[str, Band] = {}
+    for k, v in raw.items():
+        srcs = v.get("sources", ())
+        out[k] = Band(lo=float(str(v["lo"])), hi=float(str(v["hi"])), n=int(str(v["n"])),
+                      sources=tuple(str(x) for x in srcs) if isinstance(srcs, (list, tuple)) else (),
+                      pooled=bool(v.get("pooled", False)), half_width_log=float(str(v.get("half_width_log", 0.0))))
+    return out
+
+
+@lru_cache(maxsize=1)
+def load_bands() -> Mapping[str, Band]:
+    """The committed bands (``model/data/bands.json``, written by ``benchmarks/model_accuracy.py --write-bands``);
+    empty when the file is absent."""
+    raw = _load_doc().get("bands", {})
+    return _bands_from_json(raw) if isinstance(raw, dict) else {}
+
+
+@lru_cache(maxsize=1)
+def load_observed_ranges() -> Mapping[str, Band]:
+    """The committed :func:`observed_ranges` (``bands.json``'s ``unbanded``); empty when there are none."""
+    raw = _load_doc().get("unbanded", {})
+    return _bands_from_json(raw) if isinstance(raw, dict) else {}

@@ -98,6 +98,25 @@ def test_qwen25_7b_count_has_qkv_bias_but_no_o_bias():
     assert m.attention_bias and not m.o_proj_bias
 
 
+@pytest.mark.parametrize(("name", "inter", "layers", "heads", "total", "published"), [
+    ("Qwen/Qwen3-14B", 17408, 40, 40, 14_768_307_200, (14.8e9, 13.2e9)),
+    ("Qwen/Qwen3-32B", 25600, 64, 64, 32_762_123_264, (32.8e9, 31.2e9)),
+])
+def test_qwen3_dense_counts_from_their_configs(name, inter, layers, heads, total, published):
+    # hidden 5120, 8 KV heads of 128, per-head q/k RMSNorm (2 x 128), untied embeddings of 151,936 (config.json)
+    m = get_model(name)
+    q, kv = heads * 128, 8 * 128
+    per_layer = (5120 * q + 2 * 5120 * kv + q * 5120 + 2 * 128) + 3 * 5120 * inter + 2 * 5120
+    non_embedding = layers * per_layer + 5120
+    assert non_embedding + 2 * 151936 * 5120 == total
+    assert m.param_count() == total
+    assert m.non_embedding_param_count() == non_embedding
+    # the model cards' rounded figures (total, non-embedding)
+    assert round(total / 1e8) / 10 == published[0] / 1e9
+    assert round(non_embedding / 1e8) / 10 == published[1] / 1e9
+    assert m.kv_bytes_per_token() == 2 * layers * kv * 2  # K and V, bf16
+
+
 def test_qwen3_30b_a3b_total_and_active():
     m = get_model("qwen3-30b-a3b")
     attn = 2048 * 4096 + 2 * 2048 * 512 + 4096 * 2048 + 2 * 128

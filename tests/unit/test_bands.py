@@ -133,3 +133,55 @@ def test_every_simulated_value_carries_the_committed_band_of_its_regime():
         assert b.hi / b.lo == pytest.approx(math.exp(2 * b.half_width_log), rel=1e-3)
         assert p.bands[metric] == pytest.approx(b.around(getattr(p, metric)))
     assert p.to_dict()["bands"][TPOT] == list(p.bands[TPOT])
+
+
+def test_prefill_bound_work_is_its_own_device_class_on_gpus_and_not_on_the_cpu_engine():
+    # half the model's step time on prefill compute is prefill-bound; just under it is not
+    heavy = bands.regime_of(TPOT, mean_running_batch=8, tp=1, chunked_prefill=True, device="cuda", prefill_share=0.5)
+    light = bands.regime_of(TPOT, mean_running_batch=8, tp=1, chunked_prefill=True, device="cuda", prefill_share=0.49)
+    cpu = bands.regime_of(TPOT, mean_running_batch=8, tp=1, chunked_prefill=True, device="cpu", prefill_share=0.95)
+    assert (heavy.mix, heavy.pooled_key) == ("prefill", f"{TPOT}|*|gpu-prefill")
+    assert heavy.key == f"{TPOT}|low|tp1|v1|prefill"
+    assert (light.mix, light.pooled_key, light.key) == ("decode", f"{TPOT}|*|gpu", f"{TPOT}|low|tp1|v1")
+    assert (cpu.mix, cpu.pooled_key) == ("decode", f"{TPOT}|*|cpu")
+
+
+def test_a_class_with_one_source_gets_no_band_but_the_range_its_runs_showed():
+    prefill = bands.regime_of(TPOT, mean_running_batch=8, tp=1, chunked_prefill=True, device="cuda",
+                              prefill_share=0.9)
+    samples = _five_sources() + [(prefill, 0.5, "P"), (prefill, 0.25, "P"), (prefill, 0.9, "P")]
+    derived = bands.derive_bands(samples)
+    # the decode class: five sources, a band; the prefill class: one source, no score (no other source's centre)
+    assert f"{TPOT}|*|gpu" in derived and prefill.pooled_key not in derived
+    assert bands.band_for(prefill, derived) is None
+    ranges = bands.observed_ranges(samples)
+    assert set(ranges) == {prefill.pooled_key}
+    r = ranges[prefill.pooled_key]
+    assert (r.lo, r.hi, r.n, r.sources) == (pytest.approx(0.25), pytest.approx(0.9), 3, ("P",))
+    note = bands.band_note(prefill, ranges)
+    assert note is not None and "prefill-bound work on GPUs" in note and "3 measured value(s) from 1" in note
+    assert "(P)" in note and "0.25-0.90" in note
+    # a decode value of the same data has its band, and no note
+    assert bands.band_note(reg(), ranges) is None
+
+
+def test_a_prefill_bound_gpu_value_carries_the_committed_range_instead_of_a_band():
+    # the committed corpus has one public source of prefill-bound GPU runs (gpustack-qwen3-bursts): no band, its range
+    committed = bands.load_observed_ranges()
+    assert {f"{m}|*|gpu-prefill" for m in bands.BAND_METRICS} <= set(committed)
+    s = build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b", engine={"name": "vllm", "version": "0.26.0"})
+    # 8,000-token prompts, 16 tokens out, 8 at a time: the model spends ~90% of its step time on prefill compute
+    w = sv.Workload(input_len=sv.LengthDist(8000), output_len=sv.LengthDist(16), num_requests=16, concurrency=8)
+    p = sv.simulate(s, w)
+    assert p.time_shares["prefill_compute"] >= bands.PREFILL_BOUND_SHARE
+    assert not p.bands
+    for metric in bands.BAND_METRICS:
+        r = committed[f"{metric}|*|gpu-prefill"]
+        assert p.band_notes[metric].startswith("no band: prefill-bound work on GPUs")
+        assert f"{r.lo:.2f}-{r.hi:.2f}" in p.band_notes[metric]
+    assert p.to_dict()["band_notes"] == dict(p.band_notes)
+    # a chat-shaped point on the same setup (512 in, 64 out) is decode-bound and keeps its bands
+    chat = sv.simulate(s, sv.Workload(input_len=sv.LengthDist(512), output_len=sv.LengthDist(64), num_requests=8,
+                                      concurrency=4))
+    assert chat.time_shares["prefill_compute"] < bands.PREFILL_BOUND_SHARE
+    assert set(chat.bands) == set(bands.BAND_METRICS) and not chat.band_notes

@@ -66,11 +66,15 @@ class PointPrediction:
     #: the model's interval around each of its values (``model.bands``: measured / model ratios of the regime on
     #: public runs), ``metric -> (low, high)``; a metric without band data is absent
     bands: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    #: for a metric whose regime has measured runs but too few sources for a band: what they showed
+    #: (``model.bands.band_note``), ``metric -> text``
+    band_notes: Mapping[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["time_shares"] = dict(self.time_shares)
         d["bands"] = {k: list(v) for k, v in self.bands.items()}
+        d["band_notes"] = dict(self.band_notes)
         return d
 
 

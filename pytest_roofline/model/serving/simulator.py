@@ -515,19 +515,22 @@ def simulate(setup: Setup, workload: Workload, *, engine: EngineConfig | None = 
 
 def with_bands(pred: PointPrediction, setup: Setup, engine: EngineConfig) -> PointPrediction:
     """``pred`` with the band around each of its values (``model.bands``), for its regime: its mean running
-    batch, the TP degree, V0/V1 (chunked prefill) and the device."""
+    batch, the TP degree, V0/V1 (chunked prefill), the device and its share of step time on prefill compute."""
     out: dict[str, tuple[float, float]] = {}
+    notes: dict[str, str] = {}
     for metric in bands.BAND_METRICS:
         value = float(getattr(pred, metric))
         if not math.isfinite(value):
             continue
         reg = bands.regime_of(metric, mean_running_batch=pred.mean_running_batch,
                               tp=engine.tensor_parallel_size, chunked_prefill=engine.chunked_prefill,
-                              device=setup.device)
+                              device=setup.device, prefill_share=pred.time_shares.get("prefill_compute", 0.0))
         b = bands.band_for(reg)
         if b is not None:
             out[metric] = b.around(value)
-    return dataclasses.replace(pred, bands=out) if out else pred
+        elif (note := bands.band_note(reg)) is not None:
+            notes[metric] = note
+    return dataclasses.replace(pred, bands=out, band_notes=notes) if out or notes else pred
 
 
 def simulate_sweep(setup: Setup, workloads: Sequence[Workload], **kw: Any) -> list[PointPrediction]:
