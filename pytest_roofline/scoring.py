@@ -212,6 +212,8 @@ class Verdict:
     def serving_band_range(self) -> str:
         """The serving band's range alone ('9.4 ms – 14.4 ms'), for the tables that show it beside the serving
         value (the terminal summary, the scorecard); "" where the quantity has no band."""
+        if self.serving_band_text.startswith("no band"):  # a regime without a band: the explanation row says why
+            return ""
         return self.serving_band_text.split(" (")[0]
 
     def _bound_text(self, bound: float | None, open_text: str) -> str:

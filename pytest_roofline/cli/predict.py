@@ -401,10 +401,15 @@ def _simulate(args: argparse.Namespace) -> int:
         if bands:  # the model's interval around its values (model/bands.py; docs/explanation/models.md)
             print(f"{'':>6} band: " + ", ".join(f"{label} {format(bands[name][0], fmt)}–{format(bands[name][1], fmt)}"
                                                  for name, label, fmt in cols if name in bands))
-        for name, label, _fmt in cols:  # a regime with measured runs but too few sources for a band
+        # a regime with measured runs but too few sources for a band: what they showed, one line per reason
+        by_reason: dict[str, list[str]] = {}
+        for name, label, _fmt in cols:
             note = (r.get("band_notes") or {}).get(name)
             if note:
-                print(f"{'':>6} {label}: {note}")
+                reason, _, shown = note.partition("; there measured / model was ")
+                by_reason.setdefault(reason, []).append(f"{label} {shown}" if shown else label)
+        for reason, shown in by_reason.items():
+            print(f"{'':>6} {reason}; measured / model there: {', '.join(shown)}")
     if errs:
         print("cells: predicted|measured error, (measured − predicted) ÷ predicted ('—': none, a predicted 0); "
               "band: the range measured runs of this regime fell in around the model's value "

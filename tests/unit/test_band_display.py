@@ -69,3 +69,36 @@ def test_a_value_without_a_band_shows_no_brackets(verdict):
 
 def _short_serving(v: Verdict) -> str:
     return v.serving_text.split(" ")[0]
+
+
+def test_a_value_whose_regime_has_no_band_shows_why_in_its_explanation_and_no_brackets(verdict):
+    note = ("no band: prefill-bound work on GPUs has 13 measured value(s) from 1 public source(s) "
+            "(gpustack-qwen3-bursts), too few sources to bound a new one's error; there measured / model was "
+            "0.21-0.97 (docs/explanation/models.md)")
+    v = dataclasses.replace(verdict, serving_band_text=note)
+    assert v.serving_band_range == ""
+    line = next(ln for ln in summary_table([_Report(v.to_dict())], width=200) if ln.startswith(v.id))
+    assert "[" not in line
+    assert "sband" not in _predictions_table([(v, "pass", None)], measured=False, anchor="x")
+    assert ("serving band", note) in v.explanation_rows()
+
+
+def test_a_prefill_bound_gpu_prediction_is_scored_with_its_regimes_range_in_place_of_a_band(tmp_path):
+    # 4,000-token prompts at C = 64 on an H100 (the model spends ~60% of its step time on prefill): prefill-bound,
+    # a class with one public source, so the verdict says what that source showed instead of a band
+    (tmp_path / "p.yaml").write_text(
+        "hardware: h100-sxm\nmodel: qwen3-14b\nengine: {name: vllm, version: \"0.26.0\"}\n"
+        "workload: {input_len: 4000, output_len: 200}\n"
+        "sweep: {mode: closed, concurrency: [1, 64], requests_per_point: 2x}\n"
+        "predictions:\n"
+        "  - {id: long-prompts, quantity: output_throughput, at: {concurrency: 64}, predicted: 800 tok/s, "
+        "tolerance: 50%}\n"
+        "  - {id: one-at-a-time, quantity: output_throughput, at: {concurrency: 1}, predicted: 70 tok/s, "
+        "tolerance: 50%}\n", encoding="utf-8")
+    spec = load_spec(tmp_path / "p.yaml")
+    long_v, one_v = (score(spec, p, "math", None) for p in spec.predictions)
+    r = bands.load_observed_ranges()["output_throughput_tok_per_s|*|gpu-prefill"]
+    assert long_v.serving_band_text.startswith("no band: prefill-bound work on GPUs")
+    assert f"{r.lo:.2f}-{r.hi:.2f}" in long_v.serving_band_text and long_v.serving_band_range == ""
+    # the decode-bound point of the same file keeps its band
+    assert one_v.serving_band_range and " – " in one_v.serving_band_range

@@ -451,6 +451,22 @@ def test_cli_predict_simulate_prints_the_sweep_and_the_measured_values(capsys):
     assert len([ln for ln in out.splitlines() if ln.strip().startswith("band: ")]) == 2
 
 
+def test_cli_predict_simulate_shows_a_prefill_bound_point_with_its_sources_range_not_a_band(capsys):
+    from pytest_roofline import cli
+    from pytest_roofline.model import bands
+    # 4,000-token prompts at C = 64 on an H100: the model spends ~60% of its step time on prefill (prefill-bound);
+    # at C = 1 the weights dominate and the band shows
+    rc = cli.main(["predict", "--simulate", "--hardware", "h100-sxm", "--model", "qwen3-14b",
+                   "--input-len", "4000", "--output-len", "200", "--concurrency", "1,64"])
+    assert rc == 0
+    lines = [ln.strip() for ln in capsys.readouterr().out.splitlines()]
+    assert len([ln for ln in lines if ln.startswith("band: ")]) == 1
+    notes = [ln for ln in lines if ln.startswith("no band: prefill-bound work on GPUs")]
+    assert len(notes) == 1  # one line for the three metrics that share the reason
+    r = bands.load_observed_ranges()["output_throughput_tok_per_s|*|gpu-prefill"]
+    assert f"agg tok/s {r.lo:.2f}-{r.hi:.2f}" in notes[0] and "(gpustack-qwen3-bursts)" in notes[0]
+
+
 def test_trace_records_every_step_and_the_kv_pool_is_per_rank(a100, a100_engine):
     trace: list[sv.StepRecord] = []
     p = sv.simulate(a100, closed(a100, 2, 2, input_len=64, output_len=8), engine=a100_engine, trace=trace)
