@@ -9,6 +9,9 @@ For each source with enough points of one setup, two points are fitted and the o
 * ``gpustack-h100-qwen3`` (vLLM 0.11, Qwen3-8B on one H100, C = 1-8) and ``rtx4090-mistral`` (Mistral-7B on one
   RTX 4090, C = 4-48, throughput and TTFT only): the lowest and second-highest concurrency fitted, the rest held
   out (benchmarks/data/corpus/v1-public-runs.json).
+* ``gpustack-qwen3-bursts`` (vLLM 0.11, Qwen3-14B/32B on one H100 SXM or A100 SXM 80GB, 100-1,000 prompts of
+  32,000 / 4,000 / 2,000 / 128 tokens sent at once), per GPU and model: the 2,000- and 32,000-token bursts fitted
+  (4,000 where the model cannot hold a 32K prompt), the others held out.
 * the project's recordings (``day3``, the CPU-engine runs): the lowest and second-highest load fitted, as
   ``benchmarks/model_accuracy.py`` does.
 
@@ -148,6 +151,36 @@ def v1_sources(want):
                serving.default_constants(setup), cal.serving_predictor(setup, seed=0), setup)
 
 
+def burst_sources(want):
+    """GPUStack's prefill-heavy bursts (``gpustack-qwen3-bursts``), per GPU and model: the 2,000- and 32,000-token
+    prompts fitted (two prompt lengths, so TTFT identifies ``flop_efficiency``; the 4,000-token run where the model
+    cannot hold a 32K prompt), the other prompt lengths held out. Outputs at their published mean length."""
+    doc = json.loads((ma.CORPUS / ma.V1_CORPUS).read_text())
+    src = next((x for x in doc["sources"] if x["source"] == "gpustack-qwen3-bursts"), None)
+    if src is None or (want and "gpustack-qwen3-bursts" not in want):
+        return
+    for gpu, model in sorted({(r["gpu"], r["model"]) for r in src["runs"]}):
+        runs = [r for r in src["runs"] if (r["gpu"], r["model"]) == (gpu, model)]
+        setup = ma._v1_setup(src, runs[0])
+        pts = []
+        for r in runs:
+            out = round(r.get("output_stop", {}).get("mean", r["output_len"]))
+            setup_r = setup.with_changes(input_len=r["input_len"], output_len=out)
+            if r["input_len"] + out > ma.kv_accounting(setup_r).kv_tokens:
+                continue  # the model's pool cannot hold one request (model_accuracy.py prints it)
+            pts.append(cal.MeasuredPoint(id=f"in{r['input_len']}", concurrency=r["concurrency"],
+                                         num_requests=int(r["num_prompts"]), input_len=r["input_len"],
+                                         output_len=out, **{m: r["measured"].get(m) for m in cal.METRICS}))
+        by_len = {p.input_len: p for p in pts}
+        fit_lens = (1996, 32000) if 32000 in by_len else (1996, 3996)
+        train = [by_len[n] for n in fit_lens]
+        held = [p for p in pts if p not in train]
+        base_setup = setup.with_changes(input_len=train[0].input_len, output_len=train[0].output_len)
+        yield (f"gpustack-qwen3-bursts {gpu} {model}", f"vLLM {src['vllm']}, bursts of 100-1,000, prompts "
+               f"{' and '.join(str(n) for n in fit_lens)} fitted", train, held,
+               serving.default_constants(base_setup), cal.serving_predictor(base_setup, seed=0), base_setup)
+
+
 def recorded_sources(want):
     for name, pfile, rfile, what in ma.RUNS:
         if want and name not in want:
@@ -170,7 +203,7 @@ def main(argv=None) -> int:
     want = set(args.sources.split(",")) if args.sources else None
     print("# Two-point calibration, held out (`benchmarks/calibration_holdout.py`)")
     summary = {}
-    for gen in (lambda_sources, v1_sources, recorded_sources):
+    for gen in (lambda_sources, v1_sources, burst_sources, recorded_sources):
         for name, what, train, held, base, predict, setup in gen(want):
             summary[name] = report(name, what, train, held, base, predict, screen=setup)
     lam = [v for k, v in summary.items() if k.startswith("lambda")]
