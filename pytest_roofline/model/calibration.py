@@ -71,6 +71,7 @@ from pytest_roofline.model import serving
 from pytest_roofline.model._linalg import eigh as _eigh
 from pytest_roofline.model._linalg import jtj as _jtj
 from pytest_roofline.model._linalg import solve as _solve
+from pytest_roofline.model.bands import PREFILL_BOUND_SHARE
 from pytest_roofline.model.calibration_file import (
     SCHEMA,
     SCHEMA_VERSION,
@@ -200,7 +201,8 @@ def serving_predictor(setup: Setup, *, engine: serving.EngineConfig | None = Non
             kw["prefix_hit_rate"] = min(float(hit), 0.999)
         wl = serving.workload_for_point(s, **kw)
         pred = serving.simulate(s, wl, engine=engine, constants=constants)
-        return {m: float(getattr(pred, m)) for m in METRICS}
+        return {**{m: float(getattr(pred, m)) for m in METRICS},
+                PREFILL_SHARE_KEY: float(pred.time_shares.get("prefill_compute", 0.0))}
 
     return predict
 
@@ -715,6 +717,30 @@ def _stage(points: Sequence[MeasuredPoint], base: Constants, names: list[str], m
         return fit(points, base, predict=predict, fields=subset, weights=weights)
 
 
+#: the key under which :func:`serving_predictor` also returns the model's share of step time on prefill compute at
+#: a point (a predictor that does not return it has every point decode-bound)
+PREFILL_SHARE_KEY = "prefill_compute_share"
+
+
+def _decode_bound(points: Sequence[MeasuredPoint], base: Constants, predict: Predictor,
+                  notes: list[str]) -> list[MeasuredPoint]:
+    """The points whose TPOT and throughput can fit the decode-step terms: those where the model, at the starting
+    constants, spends less than half its step time on prefill compute (``model.bands.PREFILL_BOUND_SHARE``, the
+    bands' own class boundary). At a prefill-bound point (a burst of long prompts) a TPOT is mostly the prefill
+    chunks its steps carry, and fitting the bandwidth to it trades a prefill residual into a decode parameter
+    (GPUStack's H100 bursts: ``hbm_efficiency`` 0.13; benchmarks/calibration_holdout.py)."""
+    keep: list[MeasuredPoint] = []
+    left: list[MeasuredPoint] = []
+    for pt in points:
+        share = float(predict(base, pt).get(PREFILL_SHARE_KEY, 0.0))
+        (left if share >= PREFILL_BOUND_SHARE else keep).append(pt)
+    if left:
+        notes.append(f"{', '.join(pt.label for pt in left)}: prefill-bound in the model (at least half its step time "
+                     "on prefill compute), so its TPOT and throughput are left out of the decode-step terms (they "
+                     "measure the prefill chunks the steps carry); its TTFT still fits the prefill terms")
+    return keep
+
+
 def _step_metrics(points: Sequence[MeasuredPoint]) -> tuple[tuple[str, ...], str]:
     if any(pt.value(m) is not None for pt in points for m in STEP_METRICS):
         return STEP_METRICS, "TPOT"
@@ -753,8 +779,10 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
         raise CalibrationError(f"{', '.join(other)}: not fitted on a metric of its own (the decode-step terms "
                                f"{', '.join(STEP_FIELDS)} are fitted on TPOT, {', '.join(TTFT_FIELDS)} on TTFT); "
                                "pass --joint to fit it on every metric at once")
-    step_metrics, step_what = _step_metrics(points)
     step_names = [n for n in STEP_FIELDS if n in want]
+    prefill_notes: list[str] = []
+    step_points = _decode_bound(points, base, predict, prefill_notes) if step_names else list(points)
+    step_metrics, step_what = _step_metrics(step_points or points)
     ttft_names = [n for n in TTFT_FIELDS if n in want]
     prompts = {pt.input_len for pt in points if pt.value("ttft_p50_ms") is not None}
     if "flop_efficiency" in ttft_names and len(prompts) < 2:
@@ -772,8 +800,8 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
     previous: dict[str, float] = {}
     while rounds < MAX_ROUNDS:
         rounds += 1
-        notes = []  # each round's notes replace the last's: the final round's say what the result is
-        step = _stage(points, current, step_names, step_metrics, predict, step_what, notes)
+        notes = list(prefill_notes)  # each round's notes replace the last's: the final round's say what the result is
+        step = _stage(step_points, current, step_names, step_metrics, predict, step_what, notes)
         current = step.constants if step else current
         ttft = _stage(points, current, ttft_names, TTFT_METRICS, predict, "TTFT", notes)
         current = ttft.constants if ttft else current
@@ -795,7 +823,7 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
         notes.append("no point measured TPOT: the decode-step terms were fitted on throughput, which in a closed "
                      "loop also carries the API server's time between a client's requests (frontend_in_s at its "
                      "value); a measured TPOT would fit them on the decode step alone")
-    step_loads = sorted({pt.concurrency for pt in points if pt.concurrency and pt.rate_req_per_s is None
+    step_loads = sorted({pt.concurrency for pt in step_points if pt.concurrency and pt.rate_req_per_s is None
                          and any(pt.value(m) is not None for m in step_metrics)})
     spread = len(step_loads) >= 2 and step_loads[-1] >= 8 * step_loads[0]
     for n in ("step_overhead_s", "per_seq_overhead_s", "hbm_efficiency"):

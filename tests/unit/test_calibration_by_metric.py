@@ -147,7 +147,7 @@ def test_a_prefill_efficiency_read_off_ttft_is_carried_into_the_step_fit():
     base = serving.default_constants(setup)
     base = base.replace(frontend_in_s=15e-3)  # a frontend large enough for the TTFTs to identify
     truth = base.with_fitted(hbm_efficiency=0.70).replace(flop_efficiency=0.50)
-    pts = _gpu_points(setup, truth, [(1, 4, 256), (16, 32, 2048)])  # two prompt lengths: flop is identifiable
+    pts = _gpu_points(setup, truth, [(1, 4, 256), (16, 32, 1536)])  # two prompt lengths: flop is identifiable
     res = cal.fit_by_metric(pts, base, predict=cal.serving_predictor(setup),
                             fields=("hbm_efficiency", "flop_efficiency", "frontend_in_s"))
     assert res.step is not None and res.step.fitted == ("hbm_efficiency",)
@@ -159,12 +159,31 @@ def test_a_prefill_efficiency_read_off_ttft_is_carried_into_the_step_fit():
     assert res.rounds >= 2 and any("fitted in turn" in n for n in res.notes)
 
 
+def test_a_prefill_bound_points_tpot_never_moves_a_decode_step_parameter():
+    """A burst of long prompts spends most of its step time on prefill: its TPOT is the prefill chunks the steps
+    carry, not the decode step.  Truth hbm 0.70; the 4,096-token point's TPOT doubled (prefill slower than any
+    constant here prices it): the bandwidth fitted with it equals the one fitted without it."""
+    setup = _gpu_setup()
+    base = serving.default_constants(setup)
+    truth = base.with_fitted(hbm_efficiency=0.70)
+    pts = _gpu_points(setup, truth, [(1, 4, 256), (8, 16, 512), (16, 32, 4096)])
+    predict = cal.serving_predictor(setup)
+    shares = [predict(base, p)[cal.PREFILL_SHARE_KEY] for p in pts]
+    assert shares[0] < 0.5 and shares[1] < 0.5 and shares[2] >= 0.5  # the model's own time split
+    slow = pts[:2] + [dataclasses.replace(pts[2], tpot_p50_ms=2 * pts[2].tpot_p50_ms)]
+    with_it = cal.fit_by_metric(slow, base, predict=predict, fields=("hbm_efficiency",))
+    without = cal.fit_by_metric(pts[:2], base, predict=predict, fields=("hbm_efficiency",))
+    assert with_it.values["hbm_efficiency"] == without.values["hbm_efficiency"]
+    assert with_it.values["hbm_efficiency"] == pytest.approx(0.70, rel=0.01)
+    assert any(n.startswith(f"{pts[2].label}: prefill-bound in the model") for n in with_it.notes)
+
+
 def test_one_pass_is_not_enough_when_a_ttft_term_moves_tpot(monkeypatch):
     """The same points with the stages fitted once each: the bandwidth misses by ~10% (the reason for the turns)."""
     setup = _gpu_setup()
     base = serving.default_constants(setup)
     truth = base.with_fitted(hbm_efficiency=0.70).replace(flop_efficiency=0.50)
-    pts = _gpu_points(setup, truth, [(1, 4, 256), (16, 32, 2048)])
+    pts = _gpu_points(setup, truth, [(1, 4, 256), (16, 32, 1536)])
     monkeypatch.setattr(cal, "MAX_ROUNDS", 1)
     res = cal.fit_by_metric(pts, base, predict=cal.serving_predictor(setup),
                             fields=("hbm_efficiency", "flop_efficiency", "frontend_in_s"))
