@@ -1,17 +1,18 @@
-"""Re-run the project's reliability cases (issue 23; what the plugin refuses is in
-docs/reference/refusals.md; each case's input and expectation is written out in this file) and print, per case, its
-class and what happened, then the totals per class over the case numbers.
+"""Re-run the project's reliability cases (what the plugin refuses is in docs/reference/refusals.md; each case's
+input and expectation is written out in this file) and print, per case, its class and what happened, then the
+totals per class over the case numbers.
 
     .venv/bin/python benchmarks/reliability_probe.py            # every case but the engine's (~25 min on 2 busy cores)
     .venv/bin/python benchmarks/reliability_probe.py --quick    # without the slow ones (1 GB dataset, 10,000 files...)
     .venv/bin/python benchmarks/reliability_probe.py --engine -k 9.84   # the CPU vLLM engine's two (under flock)
 
-Cases are named by number (issue 23's numbering) (one probe case may cover several); each case's input is built in this
-file. A case is OK when the plugin gave what the case expects: a clear error (no traceback, no INTERNALERROR) in
-bounded time and memory, no PASS on a measurement that did not happen, no run lost with exit 0, nothing written
-outside the store, no secret printed or stored, no child outliving pytest, a results file that says how the run
-ended. Otherwise it is classed with the case list's classes (FALSE-PASS, LOST-DATA, LEAK, HANG, ORPHAN, KILLED/OOM,
-FAILS, INTERNALERROR, TRACEBACK, NOISY, NOTE) or OUTSIDE-STORE; NOT-RUN says this machine could not run it.
+Cases are named by number, a label this file gives them (one probe case may cover several); each case's input is
+built in this file. A case is OK when the plugin gave what the case expects: a clear error (no traceback, no
+INTERNALERROR) in bounded time and memory, no PASS on a measurement that did not happen, no run lost with exit 0,
+nothing written outside the store, no secret printed or stored, no child outliving pytest, a results file that says
+how the run ended. Otherwise it is classed with the case list's classes (FALSE-PASS, LOST-DATA, LEAK, HANG, ORPHAN,
+KILLED/OOM, FAILS, INTERNALERROR, TRACEBACK, NOISY, NOTE) or OUTSIDE-STORE; NOT-RUN says this machine could not run
+it.
 The history store's cases run against directory and SQLite stores and a throwaway PostgreSQL
 (tests/support/postgres.py; ``apt-get install -y postgresql``); a read-only store is run without CAP_DAC_OVERRIDE
 (setpriv), a full disk on a tmpfs in a private mount namespace (unshare -m), both as root. Where the stub server
@@ -717,7 +718,7 @@ def processes_malformed_compact(d: Path) -> tuple[bool, str]:
     return _stream_case(d, COMPACT_NOT_JSON, "  processes: 2\n")
 
 
-# ------------------------------------------------------------------ the history store (issue 21's fixes, re-run)
+# ------------------------------------------------------------------ the history store
 RECORDED = REPO / "predictions/recorded/cpu-tiny-2026-12-05.results.json"
 
 
@@ -1411,7 +1412,7 @@ def dataset_changed(d: Path) -> tuple[bool, str]:
 def calibrate_inputs(d: Path) -> tuple[bool, str]:
     base = [PY, "-m", "pytest_roofline.cli", "calibrate"]
     rec = json.loads(RECORDED.read_text())
-    shutil.copy(REPO / "predictions/cpu-tiny.yaml", d / "cpu-tiny.yaml")  # the files name it as ../cpu-tiny.yaml
+    shutil.copy(REPO / "predictions/cpu-tiny.yaml", d / "cpu-tiny.yaml")  # the recorded files name it one folder up
     (d / "recorded").mkdir()
     (d / "recorded" / "rec.json").write_text(json.dumps(rec))
     nan = json.loads(json.dumps(rec))
@@ -1900,7 +1901,7 @@ def engine_sigint(d: Path) -> tuple[bool | str, str]:
 
 
 
-# ------------------------------------------------------------------ a live point on a big dataset (issue 23, item 3)
+# ------------------------------------------------------------------ a live point on a big dataset
 @case("issue23-live-dataset-100MB-memory", "KILLED/OOM", slow=True)
 def live_dataset_memory(d: Path) -> tuple[bool | str, str]:
     """A 100 MB JSONL dataset (100,000 prompts of 200 words, 20M tokens; a word-level tokenizer.json) measured live
