@@ -166,7 +166,7 @@ def burst_sources(want):
         for r in runs:
             out = round(r.get("output_stop", {}).get("mean", r["output_len"]))
             setup_r = setup.with_changes(input_len=r["input_len"], output_len=out)
-            if r["input_len"] + out > ma.kv_accounting(setup_r).kv_tokens:
+            if serving.EngineConfig.from_setup(setup_r).requests_held(r["input_len"] + out) < 1:
                 continue  # the model's pool cannot hold one request (model_accuracy.py prints it)
             pts.append(cal.MeasuredPoint(id=f"in{r['input_len']}", concurrency=r["concurrency"],
                                          num_requests=int(r["num_prompts"]), input_len=r["input_len"],

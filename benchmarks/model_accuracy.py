@@ -57,7 +57,7 @@ from pytest_roofline.measure.results.calibration_points import measured_points  
 from pytest_roofline.model import analytical as an  # noqa: E402
 from pytest_roofline.model import calibration as cal  # noqa: E402
 from pytest_roofline.model import serving  # noqa: E402
-from pytest_roofline.model.setup import build_setup, kv_accounting  # noqa: E402
+from pytest_roofline.model.setup import build_setup  # noqa: E402
 from pytest_roofline.quantities.analysis import Thresholds  # noqa: E402
 
 REC = ROOT / "predictions" / "recorded"
@@ -359,10 +359,6 @@ def _prefill_bound(row: dict) -> bool:
     return row["device"] != "cpu" and row.get("prefill_share", 0.0) >= bands.PREFILL_BOUND_SHARE
 
 
-#: runs of the corpus the serving model refuses to simulate (label, the model's reason), printed by the report
-NOT_SIMULATED: list[tuple[str, str]] = []
-
-
 def _simulate_reps(setup, run: dict, c: int | None, n: int, rate, inp, out, cached: float) -> list:
     """The serving model's prediction of each published repetition of ``run`` (cold, or with the prompts cached)."""
     preds = []
@@ -378,7 +374,7 @@ def _simulate_reps(setup, run: dict, c: int | None, n: int, rate, inp, out, cach
     return preds
 
 
-def corpus_v1(*, fixed_outputs: bool = False) -> list[dict]:
+def corpus_v1(*, fixed_outputs: bool = False, refused: list[tuple[str, str]] | None = None) -> list[dict]:
     """The public V1-era runs (``benchmarks/data/corpus/v1-public-runs.json``): fixed input/output lengths, a closed
     loop at the published max concurrency; (a) and (b) per run, each source its own name (held out: no default was
     set from them)."""
@@ -388,7 +384,8 @@ def corpus_v1(*, fixed_outputs: bool = False) -> list[dict]:
     for src in doc["sources"]:
         for run in src["runs"]:
             setup = _v1_setup(src, run).with_changes(input_len=run["input_len"], output_len=run["output_len"])
-            block = serving.EngineConfig.from_setup(setup).block_size
+            eng = serving.EngineConfig.from_setup(setup)
+            block = eng.block_size
             n = int(run["num_prompts"])
             rate = run.get("request_rate", "inf")
             # request rate inf: a closed loop at the published max concurrency (all N at t = 0 when none is given);
@@ -422,14 +419,14 @@ def corpus_v1(*, fixed_outputs: bool = False) -> list[dict]:
             try:
                 preds = _simulate_reps(setup, run, c, n, rate, inp, out, cached)
             except SimulationError as exc:  # the model cannot run what the source ran: a finding, printed
-                NOT_SIMULATED.append((f"{src['source']} {run.get('model', src['model'])} on "
+                (refused if refused is not None else []).append((f"{src['source']} {run.get('model', src['model'])} on "
                                       f"{run.get('gpu', src['gpu'])} TP{run['tp']} {run['input_len']}/"
                                       f"{run['output_len']} x {n}", str(exc)))
                 continue
             # (a) the decode roofline at the closed loop's batch, as many as the KV pool admits at the run's lengths
             # (a burst of N long prompts runs a few at a time); it has no arrival rate (n/a for open loops)
             a = None
-            admitted = max(1, int(kv_accounting(setup).kv_tokens // (run["input_len"] + run["output_len"])))
+            admitted = max(1, eng.requests_held(run["input_len"] + run["output_len"]))
             if c is not None:
                 step = setup.decode_step(min(c, setup.max_num_seqs, admitted),
                                          run["input_len"] + run["output_len"] / 2)
@@ -497,7 +494,8 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
     from pytest_roofline.model import bands
     lam, note = corpus_lambda()
     rec = corpus_recorded()
-    v1 = corpus_v1(fixed_outputs=fixed_outputs)
+    refused: list[tuple[str, str]] = []  # runs the serving model refuses (label, its reason): findings, printed
+    v1 = corpus_v1(fixed_outputs=fixed_outputs, refused=refused)
     rows = lam + rec + v1
     samples = _samples(rows)
     sources = sorted({s for _, _, s, _ in samples})
@@ -590,7 +588,8 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
             hier_txt = (f"{100 * sum(hs) / len(hs):.0f}% ({len(hs)}), "
                         f"{math.exp(hier_half) if math.isfinite(hier_half) else math.inf:.2f}") if hs else "n/a"
             print(f"| {cls} | {label} | {cov(pkey)} | {held_txt} | {com_txt} | {hier_txt} |")
-    for pkey, r_ in bands.observed_ranges(plain).items():
+    unbanded = bands.observed_ranges(plain, full)
+    for pkey, r_ in unbanded.items():
         print(f"| {pkey.split('|')[2]} | {pkey.split('|')[0]} | no band: {r_.n} values from "
               f"{', '.join(r_.sources)} (too few sources); measured / model {r_.lo:.2f}-{r_.hi:.2f} | | | |")
     hs_all = [x for v in hier_in.values() for x in v]
@@ -639,9 +638,9 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
                 signed = [(r["b"][m] - r["measured"][m]) / r["measured"][m] for r in rs if r["measured"].get(m)]
                 cells.append(f"{pct(v)} ({n}; {100 * statistics.fmean(signed):+.0f}%)" if signed else "n/a")
             print(f"| {gpu} | {model} | " + " | ".join(cells) + " |")
-    if NOT_SIMULATED:
+    if refused:
         print("\nRuns the serving model refuses (not scored; each is a finding about the model):\n")
-        for label, why in NOT_SIMULATED:
+        for label, why in refused:
             print(f"- {label}: {why}")
     # the roofline as a ceiling: the decode step's share, roofline TPOT / measured TPOT p50, at low load on GPUs (a
     # burst's throughput is set by its longest request, not by the step: TPOT is the per-step figure)
@@ -681,7 +680,7 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
                "sources": sources,
                "bands": bands.bands_to_json(full),
                # classes with runs but too few sources for a band: what they showed (model/bands.py band_note)
-               "unbanded": bands.bands_to_json(bands.observed_ranges(plain))}
+               "unbanded": bands.bands_to_json(unbanded)}
         path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
         print(f"\nwrote {path.relative_to(ROOT)} ({len(full)} bands)")
 

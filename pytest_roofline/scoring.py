@@ -112,6 +112,9 @@ class Verdict:
     #: the serving model's band around its value at the point (model.bands: what measured runs of the regime
     #: showed), written in the verdict's unit; "" where the quantity has no band
     serving_band_text: str = ""
+    #: where the point's regime has measured runs but too few sources for a band: what they showed, in place of one
+    #: (model.bands.band_note); "" otherwise
+    serving_band_note: str = ""
     measured_value: Any = None
     measured_text: str = ""
     measured_points: list[str] = field(default_factory=list)
@@ -212,8 +215,6 @@ class Verdict:
     def serving_band_range(self) -> str:
         """The serving band's range alone ('9.4 ms – 14.4 ms'), for the tables that show it beside the serving
         value (the terminal summary, the scorecard); "" where the quantity has no band."""
-        if self.serving_band_text.startswith("no band"):  # a regime without a band: the explanation row says why
-            return ""
         return self.serving_band_text.split(" (")[0]
 
     def _bound_text(self, bound: float | None, open_text: str) -> str:
@@ -240,8 +241,8 @@ class Verdict:
             rows.append(("roofline", self.roofline_text))
         if self.serving_text and self.model_source != "serving":
             rows.append(("serving", self.serving_text))
-        if self.serving_band_text:
-            rows.append(("serving band", self.serving_band_text))
+        if self.serving_band_text or self.serving_band_note:
+            rows.append(("serving band", self.serving_band_text or self.serving_band_note))
         if measured:
             rows.append(("measured", (self.measured_text or "—")
                          + (f"  (points: {', '.join(self.measured_points)})" if self.measured_points else "")))
@@ -757,7 +758,7 @@ def _serving_column(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hard
                                    f"{_value_text(hi, q.dimension, v.display_unit)} (where a run from a source the "
                                    "band was not built from lands, 80% nominal: docs/explanation/models.md)")
         elif metric and pp.band_notes.get(metric):
-            v.serving_band_text = f"{pp.band_notes[metric]} (docs/explanation/models.md)"
+            v.serving_band_note = f"{pp.band_notes[metric]} (docs/explanation/models.md)"
     except (SetupError, ValueError, KeyError):
         pass  # a whole-sweep quantity (a knee, goodput): no single point's shares
     source = column_model(spec.model_column, model_prediction=pred.predicted.kind is PredictedKind.MODEL,

@@ -21,6 +21,7 @@ from pytest_roofline.format.spec import load_spec
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.measure.results.peers import load_any
 from pytest_roofline.model import analytical as an
+from pytest_roofline.model import bands as bands_mod
 from pytest_roofline.model import hardware as hw_catalog
 from pytest_roofline.model import serving as sv
 from pytest_roofline.model.setup import RooflineLandmarks, Setup, SetupError, build_setup, kv_accounting, reported_kv
@@ -406,7 +407,7 @@ def _simulate(args: argparse.Namespace) -> int:
         for name, label, _fmt in cols:
             note = (r.get("band_notes") or {}).get(name)
             if note:
-                reason, _, shown = note.partition("; there measured / model was ")
+                reason, _, shown = note.partition(bands_mod.NOTE_RANGE_SEP)
                 by_reason.setdefault(reason, []).append(f"{label} {shown}" if shown else label)
         for reason, shown in by_reason.items():
             print(f"{'':>6} {reason}; measured / model there: {', '.join(shown)}")

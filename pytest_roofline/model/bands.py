@@ -2,21 +2,21 @@
 
 A band is a range of ``measured / model`` ratios (``benchmarks/model_accuracy.py`` derives it from the accuracy
 corpus under ``benchmarks/data/corpus/`` and the project's recordings, and writes ``model/data/bands.json``;
-docs/explanation/models.md has the table and the leave-one-source-out coverage).  A regime is the metric, the load
+docs/explanation/models.md has the table and the leave-one-source-out coverage). A regime is the metric, the load
 (the mean running batch: ``low`` <= 16 < ``high``), the TP degree (``tp1`` / ``tpN``), the engine (``v0``: whole
 prefills, ``v1``: chunked prefill; ``cpu`` for the CPU pseudo-device) and the mix (``prefill``: the model spends at
 least :data:`PREFILL_BOUND_SHARE` of its step time on prefill compute, ``PointPrediction.time_shares``; ``decode``
-else).  The share is the model's own, the "dominant term" ``roofline predict --simulate`` prints: a prompt token
-costs a hundredth of a low-batch decode token, so the tokens' mix alone would class a 512-in / 64-out chat as
-prefill.  Where a host runs prefill slower than the model prices it, the model can class a prefill-heavy run as
-decode-bound (two of the public bursts: Qwen3-32B on the H100, where its KV pool held six requests).  A metric's
-*device class* is GPUs on decode-bound work, GPUs on prefill-bound work, or the CPU engine (whose four recordings stay
-one class: a split would leave its prefill-bound class one source); no class lends to another, and a metric without
-data in a class has no band (None), never a made-up one (:func:`band_note` says what its runs showed instead).
-Prefill-bound work is a class of its own on GPUs because the model's errors differ in kind there: on public
-prefill-heavy bursts (benchmarks/data/corpus, ``gpustack-qwen3-bursts``) its throughput is up to 4.7x the measured,
-where decode-bound runs are within 20%, and one class would make both bands wrong (too wide for the one, too narrow
-for the other).
+else). The share is the model's own, the "dominant term" ``roofline predict --simulate`` prints: a prompt token costs
+about a hundredth of a low-batch decode token (Llama-3-8B on an A100: ~0.07 ms of compute against a ~8 ms weight
+read), so the tokens' mix alone would class a 512-in / 64-out chat as prefill. Where a host runs prefill slower than
+the model prices it, the model can class a prefill-heavy run as decode-bound (two of the public bursts: Qwen3-32B on
+the H100, where its KV pool holds 5 and 11 of those requests). A metric's *device class* is GPUs on decode-bound
+work, GPUs on prefill-bound work, or the CPU engine (whose four recordings stay one class: a split would leave its
+prefill-bound class one source); no class lends to another, and a metric without data in a class has no band (None),
+never a made-up one (:func:`band_note` says what its runs showed instead). Prefill-bound work is a class of its own
+on GPUs because the model's errors differ in kind there: on public prefill-heavy bursts (benchmarks/data/corpus,
+``gpustack-qwen3-bursts``) its throughput is up to 4.7x the measured, where decode-bound runs are within 20%, and one
+class would make both bands wrong (too wide for the one, too narrow for the other).
 
 The band is a split-conformal interval in log space, built so that a run from a source (a GPU, model and vLLM
 release) the corpus has never seen lands in it at the nominal rate :data:`NOMINAL_COVERAGE`:
@@ -52,7 +52,7 @@ from typing import Literal
 
 __all__ = ["Band", "BAND_METRICS", "ROOFLINE_CEILINGS", "ROOFLINE_FRACTION_KEY", "roofline_fraction_band",
            "NOMINAL_COVERAGE", "MIN_POINTS", "PREFILL_BOUND_SHARE", "Regime", "regime_of", "band_for",
-           "derive_bands", "load_bands", "observed_ranges", "band_note", "load_observed_ranges",
+           "derive_bands", "load_bands", "observed_ranges", "band_note", "NOTE_RANGE_SEP", "load_observed_ranges",
            "ratio_quantile", "percentile_band", "regime_centre", "out_of_source_scores", "conformal_half_width",
            "hierarchical_half_width", "loso_inside"]
 
@@ -288,18 +288,24 @@ def bands_to_json(bands: Mapping[str, Band]) -> dict[str, dict[str, object]]:
                 "pooled": b.pooled, "half_width_log": round(b.half_width_log, 4)} for k, b in sorted(bands.items())}
 
 
-def observed_ranges(samples: Sequence[tuple[Regime, float, str]]) -> dict[str, Band]:
+def observed_ranges(samples: Sequence[tuple[Regime, float, str]],
+                    banded: Mapping[str, Band] | None = None) -> dict[str, Band]:
     """For each metric and device class with data but no band (its scores too few: one source, or too few points
     from others), the range of ``measured / model`` its points showed (min..max), keyed by ``Regime.pooled_key``: not
-    a band (nothing bounds a new source's error there), the evidence a value of that class is shown with instead."""
+    a band (nothing bounds a new source's error there), the evidence a value of that class is shown with instead.
+    ``banded``: :func:`derive_bands` of the same samples, where the caller has it."""
     logs = _usable(samples)
-    banded = derive_bands(samples)
+    banded = derive_bands(samples) if banded is None else banded
     out: dict[str, Band] = {}
     for pkey in sorted({reg.pooled_key for reg, _, _ in logs} - set(banded)):
         pts = [(math.exp(x), src) for reg, x, src in logs if reg.pooled_key == pkey]
         xs = [x for x, _ in pts]
         out[pkey] = Band(min(xs), max(xs), len(xs), tuple(sorted({s for _, s in pts})), pooled=True)
     return out
+
+
+#: what separates a :func:`band_note`'s reason from the range it gives (a reader that groups notes splits there)
+NOTE_RANGE_SEP = "; there measured / model was "
 
 
 def band_note(regime: Regime, ranges: Mapping[str, Band] | None = None) -> str | None:
@@ -312,7 +318,7 @@ def band_note(regime: Regime, ranges: Mapping[str, Band] | None = None) -> str |
     what = {"gpu-prefill": "prefill-bound work on GPUs", "gpu": "decode-bound work on GPUs",
             "cpu": "the CPU engine"}[regime.device_class]
     return (f"no band: {what} has {r.n} measured value(s) from {len(r.sources)} public source(s) "
-            f"({', '.join(r.sources)}), too few sources to bound a new one's error; there measured / model was "
+            f"({', '.join(r.sources)}), too few sources to bound a new one's error{NOTE_RANGE_SEP}"
             f"{r.lo:.2f}-{r.hi:.2f}")
 
 

@@ -128,6 +128,59 @@ def test_the_gpustack_h100_figures_are_the_pages_totals_over_its_durations():
     assert all(1.7 < a / b < 2.0 for a, b in zip(durs, durs[1:]))
 
 
+def test_the_gpustack_bursts_are_the_pages_totals_over_their_durations():
+    # vllm bench serve prints output tok/s = generated tokens / duration and total tok/s = (input + generated) /
+    # duration; the corpus's lengths are the totals over N (input rounded; an output short of the requested length
+    # is an EOS-hazard of that mean)
+    for run in SOURCES["gpustack-qwen3-bursts"]["runs"]:
+        pub, n = run["published"], run["num_prompts"]
+        dur = pub["duration_s"]
+        assert run["measured"]["output_throughput_tok_per_s"] == pytest.approx(pub["total_output_tokens"] / dur,
+                                                                              rel=2e-3)
+        assert pub["total_token_throughput_tok_per_s"] == pytest.approx(
+            (pub["total_input_tokens"] + pub["total_output_tokens"]) / dur, rel=2e-3)
+        assert run["input_len"] == round(pub["total_input_tokens"] / n) and run["concurrency"] == n
+        mean_out = pub["total_output_tokens"] / n
+        if "output_stop" in run:
+            assert run["output_stop"]["mean"] == round(mean_out, 2) < run["output_len"]
+        else:
+            assert mean_out == pytest.approx(run["output_len"], rel=3e-3)  # 199.57 of 200 at most
+
+
+def test_the_h100_and_a100_prefill_rates_models_md_works_out_from_the_32k_bursts():
+    # docs/explanation/models.md: Qwen3-14B prefilled 3,200,000 tokens in 386.8 s (H100) and 724.6 s (A100); at
+    # 2 x 13.21 B weights + 4 x 40 layers x 5,120 x 16,000 (attention over half of 32K on average) = 3.95e10 FLOP a
+    # token that is 33% of the H100's 989 TF and 56% of the A100's 312 TF
+    from pytest_roofline.model.architecture import get_model
+    from pytest_roofline.model.hardware import get_hardware
+    m = get_model("qwen3-14b")
+    flop_per_token = 2 * m.non_embedding_param_count() + 4 * 40 * 5120 * 16000
+    assert flop_per_token == pytest.approx(3.95e10, rel=5e-3)
+    runs = {r["gpu"]: r for r in SOURCES["gpustack-qwen3-bursts"]["runs"]
+            if r["model"] == "qwen3-14b" and r["input_len"] == 32000}
+    share = {gpu: r["published"]["total_input_tokens"] / r["published"]["duration_s"] * flop_per_token
+             / get_hardware(gpu).peak_for("bf16") for gpu, r in runs.items()}
+    assert round(100 * share["h100-sxm"]) == 33 and round(100 * share["a100-sxm4-80gb"]) == 56
+
+
+def test_the_model_cannot_hold_one_32k_prompt_of_qwen3_32b_on_an_h100_that_served_a_hundred():
+    # the README's and models.md's claim: the model's pool at vLLM 0.11's H100 defaults is 1,530 usable blocks of
+    # 16 tokens; a 32,000-token prompt and its first output token need ceil(32,001 / 16) = 2,001 blocks
+    src = SOURCES["gpustack-qwen3-bursts"]
+    run = next(r for r in src["runs"] if r["model"] == "qwen3-32b" and r["gpu"] == "h100-sxm"
+               and r["input_len"] == 32000)
+    eng = serving.EngineConfig.from_setup(mab._v1_setup(src, run))
+    assert (eng.block_size, eng.usable_blocks) == (16, 1530)
+    assert eng.requests_held(32001) == 0 and -(-32001 // 16) == 2001
+    assert run["published"]["total_input_tokens"] == 100 * 32000  # the run served all hundred
+    refused: list[tuple[str, str]] = []
+    rows = mab.corpus_v1(refused=refused)
+    assert [label for label, _ in refused] == ["gpustack-qwen3-bursts qwen3-32b on h100-sxm TP1 32000/100 x 100"]
+    assert "1530 usable blocks" in refused[0][1]
+    assert not any(r["label"].startswith("gpustack-qwen3-bursts") and "32000/100" in r["label"]
+                   and r["gpu"] == "h100-sxm" and r["model"] == "qwen3-32b" for r in rows)
+
+
 def test_open_loop_and_per_request_runs_reach_the_model_with_their_rate_and_lengths():
     rows = [r for r in mab.corpus_v1() if r["source"] == "azure-a100-tp8"]
     assert len(rows) == 4

@@ -75,7 +75,7 @@ def test_a_value_whose_regime_has_no_band_shows_why_in_its_explanation_and_no_br
     note = ("no band: prefill-bound work on GPUs has 13 measured value(s) from 1 public source(s) "
             "(gpustack-qwen3-bursts), too few sources to bound a new one's error; there measured / model was "
             "0.21-0.97 (docs/explanation/models.md)")
-    v = dataclasses.replace(verdict, serving_band_text=note)
+    v = dataclasses.replace(verdict, serving_band_text="", serving_band_note=note)
     assert v.serving_band_range == ""
     line = next(ln for ln in summary_table([_Report(v.to_dict())], width=200) if ln.startswith(v.id))
     assert "[" not in line
@@ -98,7 +98,8 @@ def test_a_prefill_bound_gpu_prediction_is_scored_with_its_regimes_range_in_plac
     spec = load_spec(tmp_path / "p.yaml")
     long_v, one_v = (score(spec, p, "math", None) for p in spec.predictions)
     r = bands.load_observed_ranges()["output_throughput_tok_per_s|*|gpu-prefill"]
-    assert long_v.serving_band_text.startswith("no band: prefill-bound work on GPUs")
-    assert f"{r.lo:.2f}-{r.hi:.2f}" in long_v.serving_band_text and long_v.serving_band_range == ""
+    assert long_v.serving_band_text == "" and long_v.serving_band_range == ""
+    assert long_v.serving_band_note.startswith("no band: prefill-bound work on GPUs")
+    assert f"{r.lo:.2f}-{r.hi:.2f}" in long_v.serving_band_note
     # the decode-bound point of the same file keeps its band
     assert one_v.serving_band_range and " – " in one_v.serving_band_range

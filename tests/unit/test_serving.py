@@ -561,3 +561,12 @@ def test_past_the_ridge_a_decode_step_is_compute_bound_so_weights_leave_the_time
     assert past > 0.4 * sum(r.time_s for r in trace)
     assert p.time_shares["weights"] < 0.05 < p.time_shares["decode_compute"]
     assert p.time_shares["kv"] == max(p.time_shares.values())
+
+
+def test_requests_held_counts_whole_requests_in_the_usable_blocks():
+    # 11 blocks of 16 tokens, one of them vLLM's null block: 10 usable; a 16-token request takes 1 block, a
+    # 17-token one 2, a 161-token one 11 (more than the pool)
+    eng = sv.EngineConfig(max_num_seqs=8, max_num_batched_tokens=512, block_size=16, num_gpu_blocks=11)
+    assert eng.usable_blocks == 10
+    assert (eng.requests_held(16), eng.requests_held(17), eng.requests_held(160), eng.requests_held(161)) == (
+        10, 5, 1, 0)

@@ -120,6 +120,16 @@ class EngineConfig:
             raise SimulationError(f"num_gpu_blocks = {self.num_gpu_blocks}: vLLM needs at least one usable block "
                                   "besides its null block (the KV pool is too small)")
 
+    @property
+    def usable_blocks(self) -> int:
+        """The KV blocks requests can use: all but vLLM's null block."""
+        return self.num_gpu_blocks - 1
+
+    def requests_held(self, tokens_per_request: int) -> int:
+        """How many requests of ``tokens_per_request`` tokens (prompt + output) the pool holds whole at once; 0 when
+        not even one fits (the simulator refuses such a request)."""
+        return self.usable_blocks // -(-int(tokens_per_request) // self.block_size)
+
     @classmethod
     def from_setup(cls, setup: Setup) -> EngineConfig:
         """The scheduler limits resolved in the Setup (vllm_defaults + engine.args), the KV pool from

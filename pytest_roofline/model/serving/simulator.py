@@ -99,8 +99,8 @@ class _Sim:
         self.w = workload
         self.bulk = bulk
         self.bs = engine.block_size
-        self.free = engine.num_gpu_blocks - 1  # vLLM's null block
-        self.pool = engine.num_gpu_blocks - 1
+        self.free = engine.usable_blocks  # all but vLLM's null block
+        self.pool = engine.usable_blocks
         n = workload.num_requests
         # the load generator's own per-request draws (same seed, point id and phase): model/workload.py
         lengths = _schedule.request_lengths(n, input_len=workload.input_len, output_len=workload.output_len,
@@ -123,7 +123,7 @@ class _Sim:
             self.prefix_hits = _schedule.prefix_cache_hits(self.prompts, _schedule.prefix_lens(self.prompts, **pkw),
                                                            block_size=self.bs, warm_prefix=warm_prefix)
         for p, o in zip(self.prompts, self.outs, strict=True):
-            if -(-(p + o) // self.bs) > self.pool:
+            if engine.requests_held(p + o) < 1:
                 raise SimulationError(f"a request of {p} + {o} tokens needs more KV blocks than the pool holds "
                                       f"({self.pool} usable blocks of {self.bs} tokens)")
         self.arrivals: deque[Request] = deque()  # future arrivals, sorted by when the engine core sees them
