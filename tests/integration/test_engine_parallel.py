@@ -207,19 +207,24 @@ def test_unknown_executor_backend_is_refused_at_its_line(tmp_path):
 # each in a session of its own (out of the engine's process group), that print vLLM 0.32's worker lines; with
 # FAKE_TP_MISSING=r, rank r never starts and the server exits 1 the way a failed vLLM start does.
 FAKE_TP = r"""
-import http.server, json, os, subprocess, sys, time
+import http.server, json, os, subprocess, sys, tempfile, time
 args = sys.argv[1:]
 port, model = int(args[args.index("--port") + 1]), args[args.index("--model") + 1]
 tp = int(args[args.index("--tensor-parallel-size") + 1])
 missing = os.environ.get("FAKE_TP_MISSING")
 kid = ("import os, sys, time\nos.setsid()\nr = int(sys.argv[1]); n = int(sys.argv[2])\n"
        "print(f'(Worker_TP{r} pid={os.getpid()}) INFO 12-01 10:00:00 [parallel_state.py:1] rank {r} in world size '"
-       "      f'{n} is assigned as DP rank 0, PP rank 0, TP rank {r}', flush=True)\ntime.sleep(600)\n")
-for r in range(tp):
-    if missing is not None and r == int(missing):
-        continue
-    subprocess.Popen([sys.executable, "-c", kid, str(r), str(tp)])
-time.sleep(0.5)
+       "      f'{n} is assigned as DP rank 0, PP rank 0, TP rank {r}', flush=True)\n"
+       "open(os.path.join(sys.argv[3], str(r)), 'w').close()\ntime.sleep(600)\n")
+ready = tempfile.mkdtemp()
+started = [r for r in range(tp) if missing is None or r != int(missing)]
+for r in started:
+    subprocess.Popen([sys.executable, "-c", kid, str(r), str(tp), ready])
+# as vLLM does, the server answers only once its workers have started (each has printed its line), however slow
+# the machine is to start a Python process
+deadline = time.monotonic() + 60
+while len(os.listdir(ready)) < len(started) and time.monotonic() < deadline:
+    time.sleep(0.02)
 if missing is not None:
     sys.exit(1)
 """ + HEALTH_SERVER

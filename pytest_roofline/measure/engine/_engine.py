@@ -54,6 +54,9 @@ class Engine:
         self._log_fh: IO[bytes] | None = None
         self._watchdog: _process.Watchdog | None = None
         self._known_pids: set[int] = set()
+        #: the engine process's start time (clock ticks since boot), read once it runs: a worker the log names is
+        #: one of its own only if it started later, and the engine may be gone (and reaped) when that is asked
+        self._start_ticks: int | None = None
         self._state = "new"  # new | starting | ready | stopping | stopped
         self._lock = threading.RLock()
         self._served_model_name: str | None = config.served_model_name
@@ -158,6 +161,7 @@ class Engine:
             self._log_fh.close()
             self._log_fh = None
             raise EngineStartError(f"could not run {self.argv[0]!r}: {e}") from e
+        self._start_ticks = _process.start_ticks(self._proc.pid)
         _process.register(self)
         self._watchdog = None
         if self.use_watchdog:
@@ -279,7 +283,7 @@ class Engine:
         worker that left the process group and lost its parent before it was seen in the process tree."""
         if self._proc is None or self.config.world_size() <= 1:
             return
-        t0 = _process.start_ticks(self._proc.pid)
+        t0 = self._start_ticks
         if t0 is None:
             return
         for w in self.workers()["seen"]:
