@@ -154,6 +154,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     with _store_notes() as notes:
         store = open_store(args.uri, create=False)
         try:
+            if args.baseline:
+                _check_pinned_baseline(store, args.baseline)
             path, n = write_trend(store, out, setup=args.setup or (), last=args.last,
                                   drift=args.drift or DEFAULT_DRIFT, baseline=args.baseline or DEFAULT_BASELINE)
         finally:
@@ -162,6 +164,23 @@ def cmd_history(args: argparse.Namespace) -> int:
         raise HistoryError(f"{redact.redact_url(str(args.uri))}: no readable run ({notes[0]})")
     print(f"wrote {path} ({n} run{'s' if n != 1 else ''})")
     return 0
+
+
+def _check_pinned_baseline(store: Any, baseline: str) -> None:
+    """``--baseline run:ID`` names one stored run (its id, or a beginning no other run shares), as pytest's
+    ``--roofline-drift-baseline`` requires; else a usage error (exit status 2) rather than a page whose every
+    row says the run is missing."""
+    from pytest_roofline.history import pinned_run
+
+    pinned = pinned_run(baseline)
+    if pinned is None:
+        return
+    ids = {r.run_id for r in store.runs()}
+    hits = {pinned} & ids or {i for i in ids if i.startswith(pinned)}
+    if len(hits) != 1:
+        many = f"{len(hits)} runs begin with that id" if hits else "no run with that id"
+        raise HistoryError(f"--baseline {baseline}: {many} in the store (`roofline compare --store URI` lists its "
+                           "runs; give a stored run's id or a beginning of it that no other run shares)")
 
 
 @contextlib.contextmanager
@@ -184,10 +203,23 @@ def _store_notes() -> Iterator[list[str]]:
                     warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
+def _stored_runs(uri: str) -> list[Any]:
+    """The runs of the store at ``uri``, oldest first (its index only); a store that is not there is an error."""
+    from pytest_roofline.history import open_store
+
+    redact.remember_url_secrets(uri)
+    with _store_notes():
+        store = open_store(uri, create=False)
+        try:
+            return list(store.runs())
+        finally:
+            store.close()
+
+
 def _compare_side(ref: str, store_uri: str | None, predictions: str | None) -> Any:
     """One side of ``roofline compare``: a stored run's directory, a results.json (scored against its prediction
     file, the way --replay would), or a run id (or its unique prefix) in the store."""
-    from pytest_roofline.history import build_records, open_store, read_run_dir, spec_setup_key
+    from pytest_roofline.history import build_records, read_run_dir, spec_setup_key
     from pytest_roofline.report.scorecard import score_spec
 
     path = Path(ref)
@@ -212,33 +244,56 @@ def _compare_side(ref: str, store_uri: str | None, predictions: str | None) -> A
     if not uri:
         raise FileNotFoundError(2, "not a run directory nor a results file; for a run id give --store URI "
                                    "(or set ROOFLINE_HISTORY)", ref)
-    redact.remember_url_secrets(uri)
-    with _store_notes():
-        store = open_store(uri, create=False)
-        try:
-            runs = store.runs()
-        finally:
-            store.close()
+    runs = _stored_runs(uri)
     hits = [r for r in runs if r.run_id == ref] or [r for r in runs if r.run_id.startswith(ref)]
     if len(hits) != 1:
         raise ValueError(f"{redact.printable(ref)!r}: {'no run' if not hits else f'{len(hits)} runs'} with that id "
                          "in the store"
-                         + ("" if not hits else " (give more of the id)"))
+                         + (" (`roofline compare --store URI` with no ids lists its runs)" if not hits else
+                            " (give more of the id)"))
     return hits[0]
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
-    """``roofline compare A B``: two runs side by side (run ids in --store, run directories or results.json)."""
-    from pytest_roofline.history import comparison_json, render_comparison
+def _list_runs(args: argparse.Namespace) -> int:
+    """``roofline compare --store URI``: the store's runs, newest last, to pick two ids from."""
+    from pytest_roofline.history import render_run_list, run_list_json
 
+    uri = args.store or os.environ.get("ROOFLINE_HISTORY")
+    if not uri:
+        raise ValueError("no runs named: give two runs to compare (A B), or --store URI (or set ROOFLINE_HISTORY) "
+                         "to list a store's runs")
+    runs = _stored_runs(uri)
+    if args.json:
+        print(json.dumps(run_list_json(runs), indent=2, ensure_ascii=False))
+    elif runs:
+        print("\n".join(render_run_list(runs)))
+    else:
+        print(f"{redact.printable(redact.redact_url(uri))}: no run stored yet")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """``roofline compare A B``: two runs side by side (run ids in --store, run directories or results.json); exit
+    status 1 when the two share no measured prediction (NOTHING WAS COMPARED), so that a script can tell.
+    ``roofline compare --store URI`` alone lists the store's runs; one run alone is a usage error."""
+    from pytest_roofline.history import compare_runs, comparison_json, measured_in_both, render_comparison
+
+    if args.a is None:
+        return _list_runs(args)
+    if args.b is None:
+        message = "give two runs to compare (A B), or none to list the runs of --store URI"
+        if getattr(args, "usage_error", None):
+            args.usage_error(message)  # argparse's usage line, exit status 2
+        raise ValueError(message)
     a = _compare_side(args.a, args.store, args.predictions)
     b = _compare_side(args.b, args.store, args.predictions)
+    rows = compare_runs(a, b)
     if args.json:
-        print(json.dumps(comparison_json(a, b), indent=2, ensure_ascii=False))
+        print(json.dumps(comparison_json(a, b, rows), indent=2, ensure_ascii=False))
     else:
         width = min(shutil.get_terminal_size((120, 24)).columns, 120)
-        print("\n".join(render_comparison(a, b, width=width)))
-    return 0
+        print("\n".join(render_comparison(a, b, rows, width=width)))
+    return 0 if measured_in_both(rows) else 1
 
 
 def cmd_tiny_model(args: argparse.Namespace) -> int:
@@ -284,8 +339,37 @@ def _distinct_points(docs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     return out
 
 
+def _calibrate_fields(args: argparse.Namespace) -> list[str] | None:
+    """``--fit``'s constants, checked before any work (a typo is one line and exit status 2, not a fit's preamble
+    and then an error): the model's constants, and without ``--joint`` those a metric of their own fits."""
+    if getattr(args, "joint", False) and getattr(args, "by_metric", False):
+        raise CalibrationError("--joint and --by-metric are two ways to fit: pass one")
+    fields = [f.strip() for f in args.fit.split(",") if f.strip()] if args.fit else None
+    calibration.check_fields(fields, {f.name for f in dataclasses.fields(serving.ServingConstants)},
+                             joint=bool(getattr(args, "joint", False)))
+    return fields
+
+
+def _calibrate_predictions(named: str, results: Path) -> Path:
+    """The prediction file a results file names, found as ``roofline compare`` finds it (the path as given, then
+    predictions/<its name>, from here), then from the results file's own folder and each folder above it (the
+    results name it from the repository root they were recorded in, which need not be where this runs)."""
+    p = Path(named)  # a "./" or "../" path the results stored is absolute here already (from their folder)
+    candidates = [p, Path("predictions") / p.name]
+    for folder in [results.resolve().parent, *results.resolve().parent.parents]:
+        candidates += [folder / p.name, folder / "predictions" / p.name] if p.is_absolute() else [
+            folder / p, folder / "predictions" / p.name]
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is None:
+        raise FileNotFoundError(2, f"the prediction file {results} names is not here, nor under the results "
+                                   "file's folder or a folder above it; name it with --predictions FILE.yaml", named)
+    return found
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Fit the serving model's constants to measured points; print values ± 1σ and residuals; write the file."""
+    fields = _calibrate_fields(args)
+    joint = bool(getattr(args, "joint", False))
     docs = _distinct_points([(f, load_results(f)) for f in args.results])
 
     def run_of(d: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -298,10 +382,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise CalibrationError(f"the results files are not of one setup (hardware, model, engine version, "
                                f"workload): {docs[0][0]} has {run_of(docs[0][1])}, "
                                + "; ".join(f"{f} has {r}" for f, r in differ.items()))
-    pred_file = args.predictions or (docs[0][1].get("setup") or {}).get("predictions_file")
-    if not pred_file:
+    named = (docs[0][1].get("setup") or {}).get("predictions_file")
+    if not args.predictions and not named:
         raise CalibrationError("the results file does not name its predictions file: pass --predictions FILE.yaml")
-    spec = load_spec(pred_file)
+    spec = load_spec(args.predictions or _calibrate_predictions(str(named), Path(docs[0][0])))
     setup = build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides,
                         model_ref=spec.model, model_overrides=spec.model_overrides, engine=spec.engine,
                         workload=spec.workload)
@@ -311,24 +395,24 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         chosen = select_points(points, parse_point_selector(args.points))
         held = [p for p in points if p not in chosen]
         points = chosen
-    points, screened = calibration.screen_points(points, setup, contamination=spec.thresholds.contamination)
+    contamination = spec.thresholds.contamination
+    points, screened, why = calibration.screen_points_why(points, setup, contamination=contamination)
     for note in screened:
         print(f"note: {note}")
+    # the results' other points, screened alike: the notes name one of them where it has what the fit lacks
+    spare, _, why_held = calibration.screen_points_why(held, setup, contamination=contamination)
     base = serving.default_constants(setup)
-    fields = [f.strip() for f in args.fit.split(",") if f.strip()] if args.fit else None
-    tried = fields or (type(base).FIELDS_FITTABLE if getattr(args, "joint", False)
-                       else calibration.STEP_FIELDS + calibration.TTFT_FIELDS)
+    tried = fields or (type(base).FIELDS_FITTABLE if joint else calibration.STEP_FIELDS + calibration.TTFT_FIELDS)
     print(f"calibrating {setup.hardware.id} / {setup.model.name} / {setup.engine_name} "
           f"{setup.engine_version or ''} on {', '.join(p.label for p in points)} "
           f"({', '.join(tried)})", flush=True)
     seed = int(spec.workload.get("seed", 0))  # with each point's id: the load generator's arrivals
     predict = calibration.serving_predictor(setup, seed=seed)
-    if getattr(args, "joint", False) and getattr(args, "by_metric", False):
-        raise CalibrationError("--joint and --by-metric are two ways to fit: pass one")
-    if getattr(args, "joint", False):
-        result = calibration.fit(points, base, predict=predict, fields=fields)
+    if joint:
+        result = calibration.fit(points, base, predict=predict, fields=fields, held=type(base).FIELDS_FITTABLE)
     else:  # each constant on the metric that measures it (the default)
-        result = calibration.fit_by_metric(points, base, predict=predict, fields=fields).as_fit_result()
+        result = calibration.fit_by_metric(points, base, predict=predict, fields=fields,
+                                           screened={**why_held, **why}, held_out=spare).as_fit_result()
     if held:  # the results' other points: how the fitted constants predict what they were not fitted on
         result = dataclasses.replace(result, held_out=calibration.residuals_at(result.constants, held,
                                                                                  predict=predict))

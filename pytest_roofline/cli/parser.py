@@ -27,7 +27,7 @@ from pytest_roofline.cli.commands import (
     drift_threshold,
 )
 from pytest_roofline.cli.init import cmd_init, parse_workload
-from pytest_roofline.cli.predict import batch_list, cmd_predict, positive_number
+from pytest_roofline.cli.predict import batch_list, cmd_predict, concurrency_list, positive_number, rate_list
 from pytest_roofline.cli.setup_flags import add_setup_flags, flag_type, whole_at_least_1
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.model.setup import SetupError
@@ -59,8 +59,14 @@ def make_parser() -> argparse.ArgumentParser:
                     help="with --simulate: prompt tokens (default 1024, or the file's)")
     pr.add_argument("--output-len", type=flag_type(whole_at_least_1, "tokens"),
                     help="with --simulate: output tokens (default 1024, or the file's)")
-    pr.add_argument("--concurrency", help="with --simulate: comma-separated closed-loop concurrencies")
-    pr.add_argument("--rate", help="with --simulate: comma-separated open-loop request rates (req/s)")
+    pr.add_argument("--concurrency", type=concurrency_list, metavar="C[,C...]",
+                    help="with --simulate: comma-separated closed-loop concurrencies (default 1,2,4,...,128); with "
+                         "--rate, one number: the most requests in flight at each rate (an open loop with a "
+                         "concurrency cap, as vllm bench serve --max-concurrency)")
+    pr.add_argument("--rate", type=rate_list, metavar="R[,R...]",
+                    help="with --simulate: comma-separated open-loop request rates in req/s (Poisson arrivals); "
+                         "with --concurrency N at most N requests in flight (with a prediction file: its open-loop "
+                         "points at these rates, and --concurrency is refused beside it)")
     pr.set_defaults(fn=cmd_predict, usage_error=pr.error)  # main(): a predict without a setup is a usage error
     it = sub.add_parser("init", help="write a prediction file to fill in: each prediction with its derivation and "
                                      "the model's value, the ink left blank")
@@ -107,19 +113,29 @@ def make_parser() -> argparse.ArgumentParser:
     hi.add_argument("--drift", type=flag_type(drift_threshold, "threshold"), metavar="THRESHOLD",
                     help="the drift columns' threshold, as --roofline-drift takes it and with its default (a "
                          "prediction's own drift: wins)")
-    hi.add_argument("--baseline", type=flag_type(drift_baseline, "baseline"), metavar="previous|median:N",
-                    help="what drift compares with, as --roofline-drift-baseline (and its default)")
+    hi.add_argument("--baseline", type=flag_type(drift_baseline, "baseline"), metavar="previous|median:N|run:ID",
+                    help="what drift compares with, as --roofline-drift-baseline takes it (and its default): the "
+                         "previous run on the same setup, the median of the last N, or a pinned run (run:ID, a "
+                         "stored run's id or its unique beginning)")
     hi.set_defaults(fn=cmd_history)
     co = sub.add_parser("compare", help="print two runs side by side (ids in a history store, stored run "
-                                        "directories or results.json files)")
-    co.add_argument("a", help="the earlier run: a run id (or a unique prefix), a run directory or a results.json")
-    co.add_argument("b", help="the later run, the same kinds")
-    co.add_argument("--store", metavar="URI", help="the history store run ids are looked up in (default: "
-                                                    "$ROOFLINE_HISTORY)")
+                                        "directories or results.json files); with --store and no runs: list the "
+                                        "store's runs",
+                        description="Print two runs side by side; exit status 1 when they share no measured "
+                                    "prediction (NOTHING WAS COMPARED). With --store URI and no runs named: list the "
+                                    "store's runs, newest last, to pick two ids from.")
+    co.add_argument("a", nargs="?", help="the earlier run: a run id (or a unique prefix), a run directory or a "
+                                         "results.json; leave both out to list the runs of --store")
+    co.add_argument("b", nargs="?", help="the later run, the same kinds")
+    co.add_argument("--store", metavar="URI", help="the history store run ids are looked up in, or listed from "
+                                                   "(default: $ROOFLINE_HISTORY)")
     co.add_argument("--predictions", metavar="FILE.yaml",
                     help="for a results.json side: its prediction file (default: the one the results name)")
-    co.add_argument("--json", action="store_true", help="the rows as JSON")
-    co.set_defaults(fn=cmd_compare)
+    co.add_argument("--json", action="store_true",
+                    help="the rows as JSON, every number the stored SI base value and each row's unit its SI "
+                         "unit (s, tok/s, B; a ratio a fraction; change_rel a fraction); written_unit is the "
+                         "table's unit; with no runs named: the store's runs")
+    co.set_defaults(fn=cmd_compare, usage_error=co.error)  # cmd_compare: one run alone is a usage error
     tm = sub.add_parser("tiny-model", help="make the tiny CPU test model")
     tm.add_argument("--dest")
     tm.set_defaults(fn=cmd_tiny_model)
@@ -129,7 +145,9 @@ def make_parser() -> argparse.ArgumentParser:
     cb.add_argument("--fit", help="comma-separated constants to fit (default: the decode-step terms and "
                     "frontend_in_s / flop_efficiency, each where the points identify it; with --joint: "
                     "ServingConstants.FIELDS_FITTABLE)")
-    cb.add_argument("--predictions", help="the prediction file of the run (default: the one the results name)")
+    cb.add_argument("--predictions", metavar="FILE.yaml",
+                    help="the prediction file of the run (default: the one the results name, looked for from here, "
+                         "in predictions/, and from the results file's folder and each folder above it)")
     cb.add_argument("--by-metric", action="store_true",
                     help="the default: fit each constant on the metric that measures it: the decode-step terms on "
                          "TPOT (throughput where no TPOT was measured), frontend_in_s / flop_efficiency on TTFT "

@@ -448,7 +448,10 @@ def parse_drift_threshold(text: str) -> Tolerance:
     """A drift threshold (``drift: 5%`` in the YAML, ``--roofline-drift 5%``): how far a measured value may move
     from its baseline, relative to the baseline. The tolerance grammar's relative forms (``5%``, ``±5%``,
     ``+10%/-3%``, ``<= +10%``, ``exact``); an absolute one is refused, since one threshold serves every quantity."""
-    tol = parse_tolerance(str(text), "ratio")
+    try:
+        tol = parse_tolerance(str(text), "ratio")
+    except ToleranceError:  # the grammar's own hint lists absolute forms, which a drift threshold refuses
+        raise ToleranceError(f"drift threshold {str(text)!r}: {DRIFT_HELP}") from None
     if any(v is not None for v in (tol.abs_lo, tol.abs_hi, tol.lower, tol.upper)):
         raise ToleranceError(f"drift threshold {str(text)!r} is not relative to the baseline; {DRIFT_HELP}")
     return tol
@@ -474,6 +477,7 @@ def read_drift(ctx: NodeReader, node: yaml.Node, what: str) -> str:
     text = ctx.text(node, what)
     try:
         parse_drift_threshold(text)
-    except ToleranceError as exc:
-        raise ctx.err(node, f"{what}: {exc}", DRIFT_HELP) from None
+    except ToleranceError:
+        raise ctx.err(node, f"{what}: {text!r} is not a relative threshold (how far a measured value may move from "
+                            "its baseline, in %)", DRIFT_HELP) from None
     return text

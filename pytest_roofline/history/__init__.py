@@ -21,7 +21,15 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from pytest_roofline.errors import HistoryError, HistoryIndexRebuiltWarning
-from pytest_roofline.history._compare import ComparisonRow, compare_runs, comparison_json, render_comparison
+from pytest_roofline.history._compare import (
+    ComparisonRow,
+    compare_runs,
+    comparison_json,
+    measured_in_both,
+    render_comparison,
+    render_run_list,
+    run_list_json,
+)
 from pytest_roofline.history._drift import (
     COMPARED,
     DEFAULT_BASELINE,
@@ -81,7 +89,7 @@ __all__ = [
     # identity, significance, bounded names (issue 21)
     "identity_file", "definition_hash", "unify_keys", "same_prediction", "clean_name", "clean_setup",
     "distinguishable", "pinned_run", "compared_count", "not_judged_count", "COMPARED", "parse_share",
-    "DEFAULT_MIN_COMPARED", "open_store_quietly",
+    "DEFAULT_MIN_COMPARED", "open_store_quietly", "render_run_list", "run_list_json", "measured_in_both",
 ]
 
 #: the URI schemes (before any ``+driver``) that open a database store

@@ -2,21 +2,40 @@
 how far the measured value moved from A to B, and whether that move is distinguishable from the two measurements'
 noise (the drift's own test, :func:`~pytest_roofline.history._drift.distinguishable`, on the stored 95 %
 intervals). Pure: the CLI finds the runs and prints the lines. Stored text (labels, commits, ids) is printed with
-its control characters escaped (:func:`pytest_roofline.redact.printable`)."""
+its control characters escaped (:func:`pytest_roofline.redact.printable`).
+
+Numbers: the table prints every value of a row in the prediction's own unit (the one its ink was written in) with
+:data:`VALUE_DIGITS` significant figures, trailing zeros kept (``100.0 %`` beside ``99.98 %``, never ``100 %`` and
+``100.00 %`` in one column), a count whole, the noise (an uncertainty) with :data:`NOISE_DIGITS`, the ink with the
+digits it was written with (its precision is the claim) and changes as ``+25.0 %``. The JSON carries SI base values
+and names their SI unit (:data:`SI_UNIT`): ``"unit": "s"`` with ``1.3824``, never ``"ms"`` with it."""
 
 from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from pytest_roofline.history._drift import RANK_ALPHA, distinguishable, ranked_p
 from pytest_roofline.history._records import RunSummary, StoredValue, unify_keys
 from pytest_roofline.redact import printable
-from pytest_roofline.units import format_value
+from pytest_roofline.units import DEFAULT_UNIT, UnitError, parse_number, unit_scale
 
-__all__ = ["ComparisonRow", "compare_runs", "render_comparison", "comparison_json"]
+__all__ = ["ComparisonRow", "compare_runs", "render_comparison", "comparison_json", "measured_in_both",
+           "render_run_list", "run_list_json", "SI_UNIT", "VALUE_DIGITS", "NOISE_DIGITS"]
+
+#: significant figures of a measured, model or from-zero value in the table (every integer digit is kept)
+VALUE_DIGITS = 4
+#: significant figures of the noise (the smallest move the two measurements can tell apart): an uncertainty
+NOISE_DIGITS = 2
+#: dimension -> the SI base unit its stored values are in, which ``--json`` prints them in; a ratio is a
+#: fraction (1 is 100 %) and a count a bare number
+SI_UNIT = {"throughput": "tok/s", "request_rate": "req/s", "time": "s", "bytes": "B", "bandwidth": "B/s",
+           "flops": "FLOP", "flop_rate": "FLOP/s", "intensity": "FLOP/byte", "ratio": "", "count": ""}
+#: dimensions whose whole values are printed whole (2,097,152 tokens, 512 B), not to four figures
+_COUNTED = frozenset({"count", "bytes"})
 
 
 @dataclass(frozen=True)
@@ -97,10 +116,69 @@ def compare_runs(a: RunSummary, b: RunSummary) -> list[ComparisonRow]:
     return rows
 
 
-def _fmt(x: float | None, row: ComparisonRow) -> str:
+def measured_in_both(rows: list[ComparisonRow]) -> list[ComparisonRow]:
+    """The rows both runs measured (a finite value in each): none of them means NOTHING WAS COMPARED."""
+    return [r for r in rows if r.change_rel is not None or r.significance]
+
+
+def _number(x: float, digits: int, *, whole: bool = False) -> str:
+    """``x`` to ``digits`` significant figures with its trailing zeros (``100.0``, ``99.98``, ``1.000``) and every
+    integer digit (``1,382``), thousands separated; 0 as ``0``; a whole ``x`` whole when ``whole`` (a count).
+    A rounding that carries into a new digit drops a decimal (99.996 → ``100.0``, not ``100.00``)."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}".replace("-0", "0")
+    if whole and float(x).is_integer() and abs(x) < 1e15:
+        return f"{x:,.0f}"
+    magnitude = math.floor(math.log10(abs(x)))
+    if magnitude >= 15 or magnitude <= -5:
+        return f"{x:.{digits - 1}e}"
+    decimals = max(0, digits - 1 - magnitude)
+    text = f"{x:,.{decimals}f}"
+    if decimals and abs(float(text.replace(",", ""))) >= 10 ** (magnitude + 1):
+        text = f"{x:,.{decimals - 1}f}"
+    return text
+
+
+def _unit(row: ComparisonRow) -> tuple[str, float]:
+    """The unit a row's numbers are printed in and its factor to SI: the prediction's own, else the dimension's
+    default (a ratio and a count: a bare number); SI bare when the store holds a unit that does not fit."""
+    for unit in (row.unit, DEFAULT_UNIT.get(row.dimension, "")):
+        try:
+            return unit, unit_scale(row.dimension, unit)
+        except UnitError:
+            continue
+    return "", 1.0
+
+
+def _with_unit(number: str, unit: str) -> str:
+    return f"{number} {unit}" if unit else number
+
+
+def _fmt(x: float | None, row: ComparisonRow, digits: int = VALUE_DIGITS) -> str:
     if x is None:
         return "—"
-    return format_value(x, row.dimension, row.unit or None)
+    unit, factor = _unit(row)
+    return _with_unit(_number(x / factor, digits, whole=row.dimension in _COUNTED), unit)
+
+
+def _ink(row: ComparisonRow) -> str:
+    """The ink in the table's style (``2048x`` → ``2,048 x``, ``0%`` → ``0 %``) with the digits it was written
+    with (``1.00`` stays ``1.00``: the written precision is the claim); a word (``model``) as written."""
+    text = printable(row.predicted)
+    try:
+        value, half_ulp, unit = parse_number(row.predicted)
+    except UnitError:
+        return text or "—"
+    if unit != _unit(row)[0] or not math.isfinite(value):
+        return text or "—"
+    decimals = max(0, round(-math.log10(2 * half_ulp))) if half_ulp > 0 else 0
+    return _with_unit(f"{value:,.{decimals}f}", unit)
+
+
+def _percent(rel: float) -> str:
+    """A relative change as ``+25.0 %``; one that rounds to nothing as ``0.0 %`` (never ``-0.0 %``)."""
+    text = f"{rel * 100:+.1f}"
+    return ("0.0" if text in ("+0.0", "-0.0") else text) + " %"
 
 
 def _clip(text: str, width: int) -> str:
@@ -128,20 +206,22 @@ def _head(name: str, s: RunSummary, width: int) -> list[str]:
 def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | None = None, *,
                       width: int = 120) -> list[str]:
     """Aligned columns that fit ``width`` (120 by default): id, quantity, predicted, A and B (status, measured),
-    the change, and the model values when they differ between the runs. Values in their units."""
+    the change, and the model values when they differ between the runs. Each row's values in its prediction's unit,
+    one number style throughout (the module's docstring)."""
     rows = compare_runs(a, b) if rows is None else rows
     cells = []
     for r in rows:
         model = _fmt(r.model_b, r) if r.model_a == r.model_b else f"{_fmt(r.model_a, r)} → {_fmt(r.model_b, r)}"
-        change = f"{r.change_rel * 100:+.1f}%" if r.change_rel is not None else ""
+        change = _percent(r.change_rel) if r.change_rel is not None else ""
         if not change and r.measured_a is not None and r.measured_b is not None:
             change = f"{_fmt(r.measured_a, r)} → {_fmt(r.measured_b, r)}"  # from zero: no relative change exists
         sig = {"significant": "yes", "noise": "no", "no interval": "?", "not held": "not judged"}.get(
             r.significance, "")
         if r.significance == "noise" and r.noise:
-            sig = f"no ±{_fmt(r.noise, r)}"  # within this much the two measurements cannot tell a move from noise
+            # within this much the two measurements cannot tell a move from noise
+            sig = f"no ±{_fmt(r.noise, r, NOISE_DIGITS)}"
         cells.append({
-            "id": printable(r.prediction_id), "quantity": r.quantity, "predicted": printable(r.predicted) or "—",
+            "id": printable(r.prediction_id), "quantity": r.quantity, "predicted": _ink(r),
             "A": r.status_a or "absent", "measured A": _fmt(r.measured_a, r), "B": r.status_b or "absent",
             "measured B": _fmt(r.measured_b, r), "change": change, "beyond noise": sig, "model": model,
         })
@@ -173,7 +253,7 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
             lines.append(_clip_middle(x["id"], width))
         lines.append(indent + "  ".join(f"{_clip(x[c], w[c]):>{w[c]}}" if c in right else
                                         f"{_clip(x[c], w[c]):<{w[c]}}" for c in cols).rstrip())
-    moved = [r for r in rows if r.change_rel is not None or r.significance]
+    moved = measured_in_both(rows)
     significant = [r for r in rows if r.significance == "significant"]
     lines.append("")
     if not moved:
@@ -187,20 +267,62 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
             "measurements' noise (95 % intervals)"
             + (f"; {unknown} without an interval in either run (?)" if unknown else "")
             + (f"; {unheld} not judged (a point did not hold its concurrency in one run)" if unheld else "")
-            + (f"; largest change {printable(largest.prediction_id)} {(largest.change_rel or 0) * 100:+.1f}%"
+            + (f"; largest change {printable(largest.prediction_id)} {_percent(largest.change_rel or 0)}"
                if largest is not None else ""))
     lines += textwrap.wrap(text, width) or [text]
     return lines
 
 
 def comparison_json(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | None = None) -> dict[str, Any]:
-    """What ``roofline compare --json`` prints: both runs' headers and the rows."""
+    """What ``roofline compare --json`` prints: both runs' headers, the rows and the counts. Every number of a row
+    is the stored SI base value, and its ``unit`` names that SI unit (:data:`SI_UNIT`: ``s`` for a latency the
+    table prints in ms); ``written_unit`` is the prediction's own unit, the table's. ``change_rel`` is a fraction."""
     rows = compare_runs(a, b) if rows is None else rows
 
     def head(s: RunSummary) -> dict[str, Any]:
         return {"run_id": s.run_id, "started_at": s.started_at, "commit": s.commit, "branch": s.branch,
                 "label": s.label, "mode": s.mode, "setup": asdict(s.setup)}
 
+    def row(r: ComparisonRow) -> dict[str, Any]:
+        d = r.to_dict()
+        d["unit"], d["written_unit"] = SI_UNIT.get(r.dimension, ""), r.unit
+        return d
+
     both = [r for r in rows if r.significance and r.significance != "not held"]
-    return {"a": head(a), "b": head(b), "rows": [r.to_dict() for r in rows],
-            "compared": len(both), "significant": sum(r.significance == "significant" for r in both)}
+    return {"a": head(a), "b": head(b), "rows": [row(r) for r in rows],
+            "measured_in_both": len(measured_in_both(rows)), "compared": len(both),
+            "significant": sum(r.significance == "significant" for r in both)}
+
+
+_LIST_COLUMNS = ("run id", "started at", "setup", "commit", "mode", "measured")
+
+
+def _list_cells(s: RunSummary) -> dict[str, str]:
+    return {"run id": printable(s.run_id), "started at": printable(s.started_at),
+            "setup": printable(s.setup.text()), "commit": printable(s.commit or "—"), "mode": printable(s.mode),
+            "measured": f"{sum(v.measured is not None for v in s.values):,}", "label": printable(s.label or "")}
+
+
+def render_run_list(runs: Sequence[RunSummary]) -> list[str]:
+    """``roofline compare --store URI`` with no runs named: the store's runs, oldest first and newest last (as the
+    store lists them), one a line: id, start, setup, commit, mode, how many measured values (and the label, where
+    a run has one), so that two ids can be picked for ``roofline compare``."""
+    cells = [_list_cells(s) for s in runs]
+    cols = [*_LIST_COLUMNS, *(["label"] if any(c["label"] for c in cells) else [])]
+    w = {c: max([len(c)] + [len(x[c]) for x in cells]) for c in cols}
+
+    def line(x: dict[str, str]) -> str:
+        return "  ".join(f"{x[c]:>{w[c]}}" if c == "measured" else f"{x[c]:<{w[c]}}" for c in cols).rstrip()
+
+    head = line({c: c for c in cols})
+    n = len(runs)
+    return [head, "-" * len(head), *(line(x) for x in cells), "",
+            f"{n} run{'s' if n != 1 else ''}, newest last; compare two with roofline compare --store URI A B "
+            "(an id's unique beginning is enough)"]
+
+
+def run_list_json(runs: Sequence[RunSummary]) -> list[dict[str, Any]]:
+    """``roofline compare --store URI --json`` with no runs named: the runs as the listing shows them, newest last."""
+    return [{"run_id": s.run_id, "started_at": s.started_at, "setup": asdict(s.setup), "commit": s.commit,
+             "branch": s.branch, "label": s.label, "mode": s.mode,
+             "measured_values": sum(v.measured is not None for v in s.values)} for s in runs]

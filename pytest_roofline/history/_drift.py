@@ -307,7 +307,7 @@ def _pinned(runs: Sequence[RunSummary], pinned: str) -> RunSummary | None:
 
 
 def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary], policy: DriftPolicy, *,
-              setup: SetupKey | None = None) -> dict[str, Drift]:
+              setup: SetupKey | None = None, before: str | None = None) -> dict[str, Drift]:
     """Each value's drift against ``history_runs`` (the store's index; only runs of ``setup`` count when it is
     given — the caller passes the run's own SetupKey), by prediction key.
 
@@ -321,9 +321,12 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
     not. A value measured now at a point that did not hold its concurrency (``StoredValue.held`` false) is
     UNCERTAIN whatever its change; earlier nights whose value is such a one are skipped, as baselines and for the
     nights' spread, like nights that did not measure it. Values stored under the old key scheme are matched to
-    this run's keys first (:func:`unify_keys`)."""
+    this run's keys first (:func:`unify_keys`). ``before`` (an ISO time: a replayed run's own measurement time)
+    leaves out the runs that started at or after it: a replay of an older measurement is compared with the nights
+    before it, never with itself or with later nights."""
     values = list(values)
-    runs = [r for r in history_runs if setup is None or r.setup == setup]
+    runs = [r for r in history_runs if (setup is None or r.setup == setup) and (before is None or not r.started_at
+                                                                                 or r.started_at < before)]
     runs = unify_keys(runs, values)
     runs.sort(key=lambda r: r.started_at)
     pinned = _pinned(runs, policy.pinned) if policy.pinned is not None else None
@@ -380,13 +383,14 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         dates = tuple(r.started_at for r, _o, _x in found)
         commits = tuple(r.commit for r, _o, _x in found)
         skip = f"; {_skipped_text(skipped)}" if skipped else ""
+        was = f"; baseline {_fmt(v, base)}"  # the value itself: a change in % alone hides what it was
         if pinned is not None:
-            against = f"vs pinned run {pinned.run_id} ({_date_span(dates)})"
+            against = f"vs pinned run {pinned.run_id} ({_date_span(dates)}{was})"
         elif len(found) == 1:
             commit = f", {found[0][0].commit}" if found[0][0].commit else ""
-            against = f"vs previous run ({_date_span(dates)}{commit}{skip})"
+            against = f"vs previous run ({_date_span(dates)}{commit}{skip}{was})"
         else:
-            against = f"vs median of {len(found)} runs ({_date_span(dates)}{skip})"
+            against = f"vs median of {len(found)} runs ({_date_span(dates)}{skip}{was})"
         change = (now - base) / abs(base) if base != 0 else (0.0 if now == 0 else None)
         moved = _pct(change) if change is not None else f"{_fmt(v, base)} → {_fmt(v, now)}"
         beyond = _beyond(tol, now, base)
@@ -395,6 +399,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         if rank_p is not None:  # both nights kept their requests: their samples must differ as well
             apart = apart and rank_p < RANK_ALPHA
         spread = _runs_spread(spread_xs)
+        within_run = margin  # the runs' own intervals
         if spread > 0:  # a prediction interval for one more night: centred on the nights' mean, not the baseline
             apart = apart and abs(now - statistics.fmean(spread_xs)) > spread
             margin = max(margin, spread)
@@ -414,7 +419,11 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
             noise = "an unbounded interval" if not math.isfinite(margin) else f"±{_fmt(v, margin)}"
             if rank_p is not None:
                 noise += f"; rank test p={rank_p:.2g}"
-            verdict = f"beyond {tol_text} but within the measurements' noise ({noise})"
+            if spread > within_run and math.isfinite(within_run):  # the nights' spread decided, not the intervals
+                own = f"; the runs' own intervals ±{_fmt(v, within_run)}" if within_run > 0 else ""
+                verdict = f"beyond {tol_text} but within the earlier nights' spread ({noise}{own})"
+            else:
+                verdict = f"beyond {tol_text} but within the measurements' noise ({noise})"
         if changed:
             status = DriftStatus.PREDICTION_CHANGED
             text = (f"{moved} {against}, {verdict}; the prediction changed since "

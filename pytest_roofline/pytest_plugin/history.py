@@ -53,6 +53,24 @@ parse_baseline_option = _option_type(parse_baseline, (ValueError,))
 parse_share_option = _option_type(parse_share, (ValueError,))
 
 
+def _why_not_compared(drifts: list[dict[str, Any]], baseline: str) -> str:
+    """Why a setup's measured predictions found no baseline: the prediction files whose every measured prediction
+    is new (no earlier run of this setup measured any of them: the file's first night on this setup, or it was
+    moved or renamed), else the baseline that matched no run."""
+    by_file: dict[str, list[str]] = {}
+    for d in drifts:
+        if d.get("status") != "not_measured":
+            by_file.setdefault(str(d.get("file") or "?"), []).append(str(d.get("status")))
+    fresh = sorted(f for f, statuses in by_file.items() if all(x == "new" for x in statuses))
+    if fresh:
+        return (f"no earlier run of this setup measured any prediction of {', '.join(fresh)}: "
+                f"{'their' if len(fresh) > 1 else 'its'} first night in this store, or the file was moved or renamed "
+                "(a prediction's identity is its file's path from the repository root and its id); a first night "
+                "has nothing to compare: record it once without --roofline-drift-fail")
+    return (f"the store holds runs of this setup, but none of them is a baseline ({baseline}) for these "
+            "predictions")
+
+
 def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
     """How many measured predictions were compared with a baseline, per setup, and whether that is too few: with
     ``--roofline-drift-fail``, a setup the store already held a run of whose compared share is below
@@ -78,9 +96,9 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
         if rs.drift_fail and compared < share * measured or (rs.drift_fail and compared == 0):
             failed = True
             unheld = not_judged_count(drifts)
-            keys = f"the predictions' keys or the baseline ({rs.drift_policy.describe()}) did not match"
+            keys = _why_not_compared(drifts, rs.drift_policy.describe())
             if not unheld:
-                why = f"the store holds runs of this setup, so {keys}"
+                why = keys
             else:
                 why = (f"{unheld} were measured at points that did not hold their concurrency (not judged: the "
                        "load generator fell behind; see the verdicts' notes)")
@@ -131,14 +149,23 @@ def store_session(rs: RooflineSession) -> tuple[list[str], bool]:
     env = environment_from_specs(list(rs.specs.values()), rs.mode, cwd=str(rootdir)) if rs.specs else {}
     for r in results:
         env.update(environment_from_results(dict(r)))
-    commit = git_commit(str(rootdir))
+    replayed_commit, replayed = rs.measured_commit
+    commit = replayed_commit if replayed else git_commit(str(rootdir))
+    branch = None if replayed else git_branch(str(rootdir))  # a replay's branch is the file's, which it does not say
     records = build_records(verdicts, setups=setups, results=results, environment=redact.redact_data(env),
-                            started_at=rs.started_at, mode=rs.mode, commit=commit, branch=git_branch(str(rootdir)),
+                            started_at=rs.measured_at, mode=rs.mode, commit=commit, branch=branch,
                             label=rs.history_label, rootdir=rootdir, drift_texts=drift_texts)
     lines = []
     failed = False
     where = redact.redact_url(store.uri)
     for rec in records:
+        same = next((r for r in rs.history_runs if replayed and r.setup == rec.summary.setup
+                     and r.started_at == rec.summary.started_at), None)
+        if same is not None:  # one measurement, one night: stored twice it would make a spread of 0
+            lines.append(f"roofline history: not stored: run {same.run_id} of {rec.summary.setup.text()} already "
+                         f"holds the measurement this replay was made at ({rec.summary.started_at}); a replay "
+                         "stores a measurement once")
+            continue
         try:
             stored = store.add(rec)
         except Exception as exc:  # HistoryError, OSError, or a driver's own error: never a silent green night

@@ -43,6 +43,18 @@ __all__ = ["RooflineSession", "SESSION_KEY", "DEFAULT_PATTERNS", "get_session", 
 
 
 
+def _iso_utc(text: str) -> str:
+    """``text`` (an ISO 8601 time, with or without its zone; naive is UTC) as the history's
+    ``YYYY-MM-DDTHH:MM:SSZ``; "" when it is not one."""
+    try:
+        t = _dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=_dt.UTC)
+    return t.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def get_session(config: pytest.Config) -> RooflineSession:
     return config.stash[SESSION_KEY]
 
@@ -148,6 +160,32 @@ class RooflineSession:
     def history_enabled(self) -> bool:
         return bool(self.history_uri)
 
+    @property
+    def measured_at(self) -> str:
+        """When this run's measurements were made, as the history stores it: the session's start, or for a replay
+        the replayed file's own ``created_at`` (a replay of Monday's run is Monday's night, not today's)."""
+        if self.mode == "replay":
+            try:
+                created = str(self.replay_data().get("created_at") or "")
+            except pytest.UsageError:
+                created = ""
+            stamp = _iso_utc(created)
+            if stamp:
+                return stamp
+        return self.started_at
+
+    @property
+    def measured_commit(self) -> tuple[str | None, bool]:
+        """For a replay: (the replayed file's own commit, True) — the code that was measured, None when the file
+        does not say; else (None, False): the checkout's commit is read where the run is stored."""
+        if self.mode != "replay":
+            return None, False
+        try:
+            commit = (self.replay_data().get("setup") or {}).get("commit")
+        except pytest.UsageError:
+            commit = None
+        return (str(commit) if commit else None), True
+
     def open_history(self) -> None:
         """The controller opens the store once and reads its index; a store that cannot be opened is a usage
         error (its URI redacted)."""
@@ -155,11 +193,15 @@ class RooflineSession:
             return
         try:
             self.history_store, self.history_runs, self.history_notes = open_store_quietly(self.history_uri)
-            if self.drift_policy.pinned is not None and not any(
-                    r.run_id.startswith(self.drift_policy.pinned) for r in self.history_runs):
-                raise HistoryError(f"--roofline-drift-baseline {self.drift_policy.baseline}: no run with that id "
-                                   "in the store (roofline compare --store URI lists none; give a stored run's id "
-                                   "or its unique beginning)")
+            pinned = self.drift_policy.pinned
+            if pinned is not None:
+                exact = [r for r in self.history_runs if r.run_id == pinned]
+                hits = exact or [r for r in self.history_runs if r.run_id.startswith(pinned)]
+                if len({r.run_id for r in hits}) != 1:
+                    many = f"{len({r.run_id for r in hits})} runs begin with that id" if hits else "no run with that id"
+                    raise HistoryError(f"--roofline-drift-baseline {self.drift_policy.baseline}: {many} in the store "
+                                       "(`roofline compare --store URI` lists its runs; give a stored run's id or a "
+                                       "beginning of it that no other run shares)")
         except (HistoryError, OSError) as exc:
             raise pytest.UsageError(f"--roofline-history {redact.redact_url(self.history_uri)}: "
                                     f"{redact.redact_text(str(exc))}") from None
@@ -191,7 +233,8 @@ class RooflineSession:
             return None
         setup = spec_setup_key(spec, self.results_for_spec(spec), self.gpu)
         value = stored_value(verdict.to_dict(), file=identity_file(verdict.file or spec.path), drift_text=pred.drift)
-        d = drift_for([value], self.history_runs, self.drift_policy, setup=setup)[value.key]
+        before = self.measured_at if self.mode == "replay" else None
+        d = drift_for([value], self.history_runs, self.drift_policy, setup=setup, before=before)[value.key]
         return {**d.to_dict(), "id": pred.id, "file": verdict.file or spec.path, "drift_text": pred.drift,
                 "setup": dataclasses.asdict(setup), "against": self.drift_policy.describe()}
 

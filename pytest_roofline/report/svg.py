@@ -211,12 +211,13 @@ def boxes_overlap(a: Box, b: Box) -> bool:
 
 
 #: what a legend swatch draws
-LegendKind = Literal["line", "marker", "band"]
+LegendKind = Literal["line", "marker", "band", "whisker"]
 
 
 @dataclass
 class Legend:
-    """One legend entry: a swatch of ``kind`` (a line, a marker or a shaded band) and its label."""
+    """One legend entry: a swatch of ``kind`` (a line, a marker, a shaded band or a capped whisker) and its
+    label."""
 
     label: str
     color: str
@@ -394,6 +395,34 @@ class Chart:
             self.markers(off, color=color, size=size, axis=axis, css_class=css_class)
         if label:
             self._legend.append(Legend(label, color, "marker"))
+
+    def whiskers(self, items: Iterable[tuple[float, float | None, float, float | None]], *, color: str,
+                 width: float = 1.5, cap: float = 6.0, label: str | None = None, axis: str = "y") -> None:
+        """Error bars: an item ``(x, lo, y, hi)`` is a vertical line from ``lo`` to ``hi`` through the point
+        ``(x, y)``, with a cap ``2 * cap`` pixels wide at each bounded end (``None``: that side is unbounded, the
+        line stops at ``y`` and has no cap there). All of a call's whiskers are one ``<g class="rl-whisker">``,
+        a ``<path>`` each, drawn with the layers, under the markers: give ``cap`` more than a marker's radius
+        so a dot never hides a whisker, however short. The legend swatch is a capped whisker too."""
+        ax = self._ax(axis)
+        px, py = self._mapping(axis)
+        out = []
+        for x, lo, y, hi in items:
+            ends = [v for v in (lo, y, hi) if v is not None]
+            if (lo is None and hi is None) or not all(math.isfinite(v) for v in (x, *ends)):
+                continue
+            if (self.x.scale == "log" and x <= 0) or (ax.scale == "log" and min(ends) <= 0):
+                continue
+            xx = px(x)
+            y0, y1 = py(lo if lo is not None else y), py(hi if hi is not None else y)
+            d = f"M{xx:.1f},{y0:.1f}V{y1:.1f}"
+            d += "".join(f"M{xx - cap:.1f},{py(e):.1f}h{2 * cap:.1f}" for e in (lo, hi) if e is not None)
+            out.append(f'<path d="{d}"/>')
+            self._segments.append(((xx, y0), (xx, y1)))
+        if out:
+            self._layers.append(f'<g class="rl-whisker" fill="none" stroke="{color}" stroke-width="{_num(width)}" '
+                                f'stroke-linecap="butt" data-cap="{_num(cap)}">{"".join(out)}</g>')
+            if label:
+                self._legend.append(Legend(label, color, "whisker", width=width))
 
     def hover(self, items: Iterable[tuple[float, float, float, str]], *, thickness: float = 10.0,
               max_width: float | None = None, axis: str = "y") -> None:
@@ -729,6 +758,10 @@ def _legend_swatch(item: Legend, x: float, y: float) -> str:
         return (f'<line x1="{_num(x)}" y1="{_num(y)}" x2="{_num(x + 20)}" y2="{_num(y)}" stroke="{item.color}" '
                 f'stroke-width="{_num(min(item.width, 3))}"' + (f' stroke-dasharray="{item.dash}"' if item.dash else "")
                 + "/>")
+    if item.kind == "whisker":  # as Chart.whiskers draws one: a vertical line with a cap at each end
+        return (f'<path d="M{_num(x + 10)},{_num(y - 5)}V{_num(y + 5)}M{_num(x + 5)},{_num(y - 5)}h10'
+                f'M{_num(x + 5)},{_num(y + 5)}h10" fill="none" stroke="{item.color}" '
+                f'stroke-width="{_num(min(item.width, 3))}"/>')
     if item.kind == "band":
         return (f'<rect x="{_num(x)}" y="{_num(y - 5)}" width="20" height="10" fill="{item.color}" '
                 f'opacity="0.3"/>')

@@ -21,8 +21,11 @@ __all__ = ["summary_table", "failure_line", "elide_ids", "drift_lines", "OUTCOME
 
 OUTCOME_WORD = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "xfailed": "XFAIL", "xpassed": "XPASS",
                 "error": "ERROR"}
+#: the verdict word of a prediction that passed its tolerance but failed the test under --roofline-drift-fail (its
+#: measured value drifted from the baseline): a FAIL that would read as the prediction's own is this instead
+DRIFT_FAIL_WORD = "DRIFTED"
 #: the rows ``-q`` keeps: what a reader has to act on (an inconclusive verdict needs more requests)
-FAILING_WORDS = ("FAIL", "ERROR", "XPASS", "INCONCLUSIVE")
+FAILING_WORDS = ("FAIL", "ERROR", "XPASS", "INCONCLUSIVE", DRIFT_FAIL_WORD)
 #: the verdict word of a prediction whose measured interval straddles its tolerance boundary, whatever pytest
 #: outcome --roofline-inconclusive gave it
 INCONCLUSIVE_WORD = "INCONCLUSIVE"
@@ -39,6 +42,14 @@ def _outcome(report: Any) -> str:
     if report.when == "setup" and report.failed:
         return "error"
     return str(report.outcome)
+
+
+def _failed_by_drift(report: Any, v: Verdict) -> bool:
+    """Whether the test failed for drifting (--roofline-drift-fail) while its prediction passed: a failed test
+    whose verdict is PASS and whose drift is "drifted", not a strict XPASS (which fails a passing verdict too)."""
+    drift = getattr(report, "roofline_drift", None) or {}
+    return (_outcome(report) == "failed" and v.status is VerdictStatus.PASS and drift.get("status") == "drifted"
+            and not str(getattr(report, "longrepr", "") or "").startswith("[XPASS(strict)]"))
 
 
 def _plain(text: Any) -> str:
@@ -158,6 +169,7 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
             "serving_band": f" [{_band_short(v.serving_band_range)}]" if v.serving_band_range else "",
             "error": v.error_text.split(" (")[0] or ("" if v.status is not VerdictStatus.SKIP else "—"),
             "verdict": INCONCLUSIVE_WORD if v.status is VerdictStatus.INCONCLUSIVE and not hasattr(r, "wasxfail")
+            else DRIFT_FAIL_WORD if _failed_by_drift(r, v)
             else OUTCOME_WORD.get(_outcome(r), _outcome(r).upper()),
         })
     counts: dict[str, int] = {}

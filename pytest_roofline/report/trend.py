@@ -32,6 +32,7 @@ import hashlib
 import math
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,7 @@ _OUTCOME_OF_STATUS = {"pass": "passed", "fail": "failed", "skip": "skipped", "er
 _VERSION_COLOR = PALETTE["purple"]
 _MODEL_COLOR = PALETTE["blue"]
 _BAND_COLOR = PALETTE["sky"]
+_WHISKER_COLOR = "#3d4650"
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -145,12 +147,16 @@ class _Nights:
         years = sorted({r.started_at[:4] for r in runs})
         self.one_year = len(years) == 1
         self.days = [_night(r)[:10] for r in runs]
+        #: each run's start as the page writes it (``2026-12-05 19:48``, to the second where two runs of the group
+        #: share a minute) and, where two share even the second, `` #k`` (its place among them): never the same twice
+        self.whens, self.nths = _distinct_times(runs)
         self.tick_texts = [d[5:] for d in self.days] if self.one_year else self.days
         if len(set(self.days)) < n:  # nights that share a date: their time of day tells them apart
-            self.tick_texts = [f"{t} {_night(r)[11:16]}" for t, r in zip(self.tick_texts, runs)]
+            self.tick_texts = [f"{t} {w[11:]}{k}" for t, w, k in zip(self.tick_texts, self.whens, self.nths)]
         self.axis_label = f"night (UTC, {years[0]})" if self.one_year else "night (UTC)"
         self.ticks = _x_ticks(n)
-        self.heads = [f"{_night(r)} UTC · {_commit(r)} · vllm {r.setup.engine_version}" for r in runs]
+        self.heads = [f"{w} UTC{k} · {_commit(r)} · vllm {r.setup.engine_version}"
+                      for w, k, r in zip(self.whens, self.nths, runs)]
         self.upgrades = [(i, runs[i].setup.engine_version) for i in range(1, n)
                          if runs[i].setup.engine_version != runs[i - 1].setup.engine_version]
 
@@ -158,9 +164,30 @@ class _Nights:
         i = int(round(t))
         return self.tick_texts[i] if 0 <= i < len(self.tick_texts) else ""
 
+    def when(self, i: int) -> str:
+        """Run ``i``'s start, as its tooltip and the tables write it (``2026-12-05 19:48:07 #2``)."""
+        return self.whens[i] + self.nths[i]
+
     def span_text(self, a: int, b: int) -> str:
         """Nights ``a..b`` in words, for the tooltip of a band or a model value that held over them."""
+        if self.days[a] == self.days[b] and a != b:  # runs of one day: their times tell them apart
+            return f"{b - a + 1} nights, {self.when(a)} to {self.when(b)}"
         return f"night {self.days[a]}" if a == b else f"{b - a + 1} nights, {self.days[a]} to {self.days[b]}"
+
+
+def _distinct_times(runs: Sequence[RunSummary]) -> tuple[list[str], list[str]]:
+    """Each run's start (UTC) to the minute, or to the second for every run when two share a minute; and a
+    `` #k`` for each of the runs that share even their second (k: 1, 2, ... in start order), else ""."""
+    whens = [_night(r) for r in runs]
+    if len(set(whens)) < len(whens):
+        whens = [_night(r, seconds=True) for r in runs]
+    counts = Counter(whens)
+    seen: Counter[str] = Counter()
+    nths = []
+    for w in whens:
+        seen[w] += 1
+        nths.append(f" #{seen[w]}" if counts[w] > 1 else "")
+    return whens, nths
 
 
 def _groups(runs: Sequence[RunSummary]) -> list[_Group]:
@@ -278,14 +305,18 @@ def _band_text_of(dimension: str, unit: str, predicted_text: str, lo_si: float |
     return f"{predicted_text} [{lo}, {hi}]" if predicted_text else f"[{lo}, {hi}]"
 
 
-def _night(r: RunSummary) -> str:
-    """``2026-12-01 02:00`` from the run's ISO start (UTC)."""
+def _night(r: RunSummary, *, seconds: bool = False) -> str:
+    """``2026-12-01 02:00`` (``2026-12-01 02:00:07`` with ``seconds``) from the run's ISO start (UTC)."""
     t = r.started_at.replace("T", " ").rstrip("Z")
-    return t[:16]
+    return t[:19] if seconds else t[:16]
 
 
 def _commit(r: RunSummary) -> str:
-    return (r.commit or "")[:12] or "no commit"
+    """The run's commit as the page writes it: a short sha (12 at most) and, for a checkout with uncommitted
+    changes, its whole ``-dirty`` mark (``586b4ff-dirty``, never ``586b4ff-dirt``)."""
+    text = (r.commit or "").strip()
+    sha = text.removesuffix("-dirty")
+    return (sha[:12] + text[len(sha):]) if sha else "no commit"
 
 
 def _status_color(status: str) -> str:
@@ -398,21 +429,26 @@ def _chart(group: _Group, s: _Series, *, width: int = 560, height: int = 230) ->
             for i, y, _ in measured:
                 ys[i] = y
             c.line(list(zip(map(float, range(n)), ys)), color="#9aa3ad", width=1.2)
-        # each measured point's 95 % confidence interval as a whisker (an unbounded side is not drawn)
-        whiskers: list[tuple[float, float]] = []
+        # each measured point's confidence interval as a capped whisker under its dot, the caps wider than the dot
+        # (a short interval still shows); an unbounded side is not drawn, a night that stored none has none
+        whiskers: list[tuple[float, float | None, float, float | None]] = []
         for i, y, v in measured:
-            ends = [d(x) for x in (v.measured_lo, v.measured_hi)]
-            if v.interval_method and any(e is not None for e in ends):
-                whiskers += [(float(i), ends[0] if ends[0] is not None else y),
-                             (float(i), ends[1] if ends[1] is not None else y), (math.nan, math.nan)]
+            if _has_interval(v):
+                whiskers.append((float(i), d(v.measured_lo), y, d(v.measured_hi)))
         if whiskers:
-            c.line(whiskers, color="#59636e", width=1.3, label="95 % interval")
+            levels = {_level_text(v) for _, _, v in measured if _has_interval(v)}
+            label = f"{levels.pop()} interval" if len(levels) == 1 else "interval"
+            if len(whiskers) < len(measured):
+                label += f" ({len(whiskers)} of {len(measured)} nights)"
+            dot_r = size + 0.5  # a dot is a round cap of stroke width 2·size + 1
+            cap = min(dot_r + 2.5, max(1.5, 0.45 * (c.px(1.0) - c.px(0.0))))  # never into the next night's
+            c.whiskers(whiskers, color=_WHISKER_COLOR, width=1.5, cap=cap, label=label)
         by_status: dict[str, list[tuple[float, float]]] = {}
         for i, y, v in measured:
             by_status.setdefault(v.status, []).append((float(i), y))
-            ci = (f" [{_fmt(v, v.measured_lo) if is_number(v.measured_lo) else 'no lower bound'}, "
-                  f"{_fmt(v, v.measured_hi) if is_number(v.measured_hi) else 'no upper bound'}]"
-                  if v.interval_method else "")
+            ci = (f", {_level_text(v)} interval [{_fmt(v, v.measured_lo) if is_number(v.measured_lo) else '−∞'}, "
+                  f"{_fmt(v, v.measured_hi) if is_number(v.measured_hi) else '+∞'}]" if _has_interval(v) else
+                  ", no interval stored" if whiskers else "")
             tips.append((i - 0.5, i + 0.5, y, f"{nights.heads[i]} — measured {_fmt_measured(v)}{ci}: {v.status}"))
         for status in ("pass", "fail", "error", "skip", "inconclusive"):
             if status in by_status:
@@ -425,6 +461,20 @@ def _chart(group: _Group, s: _Series, *, width: int = 560, height: int = 230) ->
     c.hover(model_tips, thickness=6)
     c.hover(tips, thickness=2 * size + 8, max_width=2 * size + 8)
     return c.render()
+
+
+def _has_interval(v: StoredValue) -> bool:
+    """Whether night ``v`` stored a confidence interval with at least one bound (what a whisker draws)."""
+    return bool(v.interval_method) and (is_number(v.measured_lo) or is_number(v.measured_hi))
+
+
+def _level_text(v: StoredValue) -> str:
+    """The interval's confidence level, ``95 %`` (the measurements' level where a run did not store its own)."""
+    level = v.interval_level
+    if level is None or not is_number(level) or not 0 < float(level) < 100:
+        return "95 %"
+    pct = float(level) * 100 if float(level) < 1 else float(level)
+    return f"{pct:g} %"
 
 
 def _at(s: _Series, i: int) -> StoredValue:
@@ -456,7 +506,7 @@ def _nights_table(group: _Group, s: _Series, drifts: Mapping[int, Mapping[str, D
             break
         r = group.runs[i]
         drift = _drift_html(drifts[i].get(s.key), short=True) if i in drifts else ""
-        rows.append(f"<tr><td>{esc(_night(r))}</td><td><code>{esc(_commit(r))}</code></td>"
+        rows.append(f"<tr><td>{esc(group.nights.when(i))}</td><td><code>{esc(_commit(r))}</code></td>"
                     f"<td>{esc(r.setup.engine_version)}</td><td>{_badge(v.status)}</td>"
                     f'<td class="num">{esc(_fmt(v, v.measured))}</td><td class="num model">{esc(_fmt(v, v.model))}'
                     f'</td><td class="num">{esc(_band_text(v))}</td><td>{drift}</td></tr>')
@@ -483,19 +533,19 @@ def _summary_table(gi: int, group: _Group, latest: Mapping[str, Drift], baseline
         measured_nights = sum(x is not None and is_number(x.measured) for x in s.values)
         at = ", ".join(f"{k}={x}" for k, x in v.at.items())
         rows.append(f'<tr class="st-{esc(v.status)}"><td class="pid"><a href="#{_anchor(gi, s.key)}">'
-                    f"{id_html(v.prediction_id)}</a></td>"
+                    f"{id_html(v.prediction_id)}</a></td><td class=\"file\">{esc(v.file)}</td>"
                     f"<td>{esc(v.quantity)}" + (f' <span class="at">at {esc(at)}</span>' if at else "") + "</td>"
                     f"<td>{_badge(v.status)}</td><td class=\"num\">{esc(_fmt(v, value))}"
                     f' <span class="which">{which}</span></td><td>{drift}</td>'
                     f'<td class="num">{nights}' + (f" ({measured_nights} measured)" if measured_nights not in
                                                    (0, nights) else "") + "</td></tr>")
-    head = (f"<tr><th>prediction</th><th>quantity</th><th>latest</th><th>latest value</th>"
+    head = (f"<tr><th>prediction</th><th>file</th><th>quantity</th><th>latest</th><th>latest value</th>"
             f"<th>drift vs {esc(baseline_words)}</th><th>nights</th></tr>")
     return f'<div class="scroll"><table class="summary">{head}{"".join(rows)}</table></div>'
 
 
 def _group_section(gi: int, group: _Group, policy: DriftPolicy) -> str:
-    first, last = group.runs[0], group.runs[-1]
+    last = group.runs[-1]
     versions = group.versions
     ver = " → ".join(f"vllm {v}" for v in versions[-6:]) + (" (and earlier)" if len(versions) > 6 else "")
     drifts = _night_drifts(group, policy)
@@ -508,7 +558,8 @@ def _group_section(gi: int, group: _Group, policy: DriftPolicy) -> str:
     parts = [f'<section class="setup" id="g{gi}"><h2 class="spec-title">{esc(group.hardware)} · '
              f"{esc(group.model)}</h2>"
              f'<div class="meta">{esc(ver)} · {len(group.runs)} night{"s" if len(group.runs) != 1 else ""} '
-             f"from {esc(_night(first))} to {esc(_night(last))} UTC · latest run <code>{esc(last.run_id)}</code>"
+             f"from {esc(group.nights.when(0))} to {esc(group.nights.when(len(group.runs) - 1))} UTC · "
+             f"latest run <code>{esc(last.run_id)}</code>"
              f" ({esc(_commit(last))}{label}) · {pills}</div>",
              _summary_table(gi, group, drifts.get(len(group.runs) - 1, {}), _baseline_words(policy)),
              '<div class="trends">']
@@ -540,6 +591,8 @@ def _attention_order(group: _Group, latest: Mapping[str, Drift]) -> list[_Series
 
 
 def _baseline_words(policy: DriftPolicy) -> str:
+    if policy.pinned is not None:
+        return f"run {policy.pinned}"
     return "previous night" if policy.window == 1 else f"median of {policy.window} nights"
 
 
@@ -563,8 +616,9 @@ def render_trend(runs: Sequence[RunSummary], *, title: str | None = None, source
         nav = '<nav class="files">' + " · ".join(f'<a href="#g{i}">{esc(g.hardware)} · {esc(g.model)}</a>'
                                                  for i, g in enumerate(groups)) + "</nav>"
     src = f'<div class="src">history: <code>{esc(redact.redact_text(source))}</code></div>' if source else ""
-    span = (f"{len(runs)} run{'s' if len(runs) != 1 else ''} from {esc(_night(runs[0]))} to "
-            f"{esc(_night(runs[-1]))} UTC" if runs else "no runs stored yet")
+    sec = len(runs) > 1 and _night(runs[0]) == _night(runs[-1])  # all in one minute: its seconds
+    span = (f"{len(runs)} run{'s' if len(runs) != 1 else ''} from {esc(_night(runs[0], seconds=sec))} to "
+            f"{esc(_night(runs[-1], seconds=sec))} UTC" if runs else "no runs stored yet")
     hint = ('<p class="hint">Each chart: the measured value night by night (points coloured by that night\'s '
             "verdict), the predicted band shaded, the model's value dashed. A purple rule marks a new vLLM version. "
             f"Drift: a measured value against {esc(policy.describe())} of the same setup (hardware, model, engine "

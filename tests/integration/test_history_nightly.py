@@ -10,6 +10,8 @@ session; a damaged index is one plain line, not a Python warning."""
 
 from __future__ import annotations
 
+import datetime
+import itertools
 import json
 import os
 import shutil
@@ -47,8 +49,22 @@ def project(tmp_path: Path) -> Path:
     return work
 
 
+_NIGHTS = itertools.count(1)
+
+
+def _night_time(n: int) -> str:
+    return (datetime.datetime(2026, 11, 1, 2, tzinfo=datetime.UTC) + datetime.timedelta(hours=n)).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
+
+
 def _night(cwd: Path, work: Path, *history: str, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """One night: the recorded run replayed as a measurement of its own (a replay is stored at its file's
+    ``created_at``, and the same measurement only once), an hour after the last night's."""
     rel = os.path.relpath(work, cwd)
+    night = work / "night.results.json"
+    data = json.loads(night.read_text())
+    data["created_at"] = _night_time(next(_NIGHTS))
+    night.write_text(json.dumps(data))
     return pytest_in(cwd, "--replay", f"{rel}/night.results.json", f"{rel}/predictions/cpu-tiny.yaml", *history,
                      *extra)
 
@@ -90,6 +106,39 @@ def test_the_key_does_not_move_with_the_rootdir(project: Path) -> None:
     assert out.returncode == 0, out.stderr
     page = (work / "trend.html").read_text()
     assert page.count('id="') > 0 and "5 runs" in out.stdout
+
+
+def _replay_at(work: Path, hist: Path, created_at: str, commit: str) -> subprocess.CompletedProcess[str]:
+    """Replay the recorded run as a file measured at ``created_at`` by ``commit`` (no new night time drawn)."""
+    data = json.loads(RECORDED.read_text())
+    data["created_at"] = created_at
+    data.setdefault("setup", {})["commit"] = commit
+    f = work / f"m-{created_at[:13]}.results.json"
+    f.write_text(json.dumps(data))
+    return pytest_in(work, "--replay", f.name, "predictions/cpu-tiny.yaml", f"--roofline-history={hist}")
+
+
+@pytest.mark.slow
+def test_a_replay_is_the_night_it_was_measured(project: Path) -> None:
+    """A replayed file is stored at its own created_at and commit (not the replay's), the same measurement once,
+    and compared only with the nights before it."""
+    hist = project.parent / "hist"
+    monday = _replay_at(project, hist, "2026-11-30T02:00:00Z", "aaaa111")
+    assert monday.returncode == 0, monday.stdout + monday.stderr
+    (run,) = open_store(str(hist)).runs()
+    assert run.started_at == "2026-11-30T02:00:00Z" and run.commit == "aaaa111"
+    again = _replay_at(project, hist, "2026-11-30T02:00:00Z", "aaaa111")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"roofline history: not stored: run {run.run_id} of cpu · roofline-tiny · vllm 0.32.0 already holds" in (
+        " ".join(again.stdout.split()))
+    assert "roofline drift: 0 compared, 19 new" in again.stdout  # not compared with itself
+    assert len(open_store(str(hist)).runs()) == 1
+    sunday = _replay_at(project, hist, "2026-11-29T02:00:00Z", "bbbb222")  # an older file, replayed later
+    assert "roofline drift: 0 compared, 19 new" in sunday.stdout  # no night before it: Monday is after
+    tuesday = _replay_at(project, hist, "2026-12-01T02:00:00Z", "cccc333")
+    assert COMPARED_ALL in tuesday.stdout
+    assert sorted(r.started_at[:10] for r in open_store(str(hist)).runs()) == ["2026-11-29", "2026-11-30",
+                                                                             "2026-12-01"]
 
 
 def _old_scheme(store_dir: Path, file: str) -> None:

@@ -43,6 +43,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         ttft = p["client"]["ttft_ms"]
         for k in ttft:
             ttft[k] *= FACTOR
+    data["created_at"] = "2026-12-06T02:00:00Z"  # a later measurement: a replay is stored at its file's created_at
     scaled = tmp / "scaled.results.json"
     scaled.write_text(json.dumps(data))
     hist = tmp / "hist"
@@ -101,6 +102,8 @@ def test_drift_fail_fails_the_drifted_test_only(runs: dict, tmp_path: Path) -> N
     assert "1 failed, 20 passed, 1 xpassed" in r.stdout
     assert "FAILED predictions/cpu-tiny.yaml::queueing-past-the-cap - drifted: +25.0% vs previous run" in r.stdout
     assert "PredictionDrifted" in r.stdout and "predicted" in r.stdout  # the drift and the verdict
+    # the table says why it failed: its tolerance passed, its drift failed the test (not the prediction's own FAIL)
+    assert re.search(r"^queueing-past-the-cap\b.*\bDRIFTED$", r.stdout, re.M), r.stdout
 
 
 @pytest.mark.slow
@@ -140,7 +143,8 @@ def test_drift_fail_under_xdist(runs: dict, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--roofline-drift", "fast"], "argument --roofline-drift: tolerance 'fast' does not parse"),
+    (["--roofline-drift", "fast"], "argument --roofline-drift: drift threshold 'fast': write a relative threshold"),
+    (["--roofline-drift", "±0.5 ms"], "drift threshold '±0.5 ms': write a relative threshold: 5% (either way)"),
     (["--roofline-drift-baseline", "mean:3"], "previous, median:N"),
     (["--roofline-history", "s3://bucket/runs"], "s3:// is not supported"),
     (["-o", "roofline_drift=0.9..1.1"], "roofline drift: drift threshold '0.9..1.1' is not relative"),
@@ -159,7 +163,7 @@ def test_roofline_compare_prints_both_runs(runs: dict) -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"A: {a}") and f"B: {b}" in r.stdout
     # 1,382.4 ms × 1.25 = 1,728.0 ms
-    assert re.search(r"queueing-past-the-cap\s+ttft_p50\s+100 ms\s+pass\s+1,382 ms\s+pass\s+1,728 ms\s+\+25\.0%",
+    assert re.search(r"queueing-past-the-cap\s+ttft_p50\s+100 ms\s+pass\s+1,382 ms\s+pass\s+1,728 ms\s+\+25\.0 %",
                      r.stdout)
     assert all(len(line) <= 120 for line in r.stdout.splitlines())
     j = subprocess.run([sys.executable, "-m", "pytest_roofline.cli", "compare", str(RECORDED), str(runs["scaled"]),

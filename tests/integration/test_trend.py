@@ -218,7 +218,7 @@ def test_two_recorded_nights_make_a_two_point_chart(tmp_path: Path, version2: st
         assert rules == [] and labels == []
         assert "vllm 0.32.0 →" not in html
         # drift against the previous night of the same setup: 1728.02 / 1382.42 − 1 = +25.0% > 10%
-        assert "+25.0% vs previous run (2026-12-01, aaaa1111), beyond 10%" in summary
+        assert "+25.0% vs previous run (2026-12-01, aaaa1111; baseline 1,382 ms), beyond 10%" in summary
         assert 'class="drift drift-drifted"' in summary
     else:
         assert len(rules) == 1 and labels == ["vllm 0.33.0"]
@@ -374,7 +374,8 @@ def test_roofline_history_reads_a_database_store(tmp_path: Path, capsys: pytest.
     out = tmp_path / "db.html"
     assert roofline_main(["history", url, "-o", str(out)]) == 0
     assert "(2 runs)" in capsys.readouterr().out
-    assert "+25.0% vs previous run (2026-12-01, aaaa1111), beyond 10%" in out.read_text(encoding="utf-8")
+    page = out.read_text(encoding="utf-8")
+    assert "+25.0% vs previous run (2026-12-01, aaaa1111; baseline 1,382 ms), beyond 10%" in page
 
 
 def store_record(summary: RunSummary) -> Any:
@@ -405,6 +406,149 @@ def test_roofline_history_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert roofline_main(["history", str(tmp_path / "nowhere")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert roofline_main(["history", str(store.root), "-o", str(tmp_path / "no" / "dir" / "t.html")]) == 2
+
+
+def test_a_pinned_baseline_that_names_no_single_run_is_a_usage_error(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # as pytest's --roofline-drift-baseline: a run id that is not in the store, or a beginning that several runs
+    # share, is one line naming the option and the fix, exit status 2, and no page
+    store = two_nights(tmp_path, "0.32.0")
+    first, second = (r.run_id for r in store.runs())
+    out = tmp_path / "t.html"
+    assert roofline_main(["history", str(store.root), "-o", str(out), "--baseline", "run:nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("roofline: --baseline run:nope: no run with that id in the store")
+    assert "roofline compare --store URI" in err and "Traceback" not in err and err.count("\n") == 1
+    assert roofline_main(["history", str(store.root), "-o", str(out), "--baseline", "run:2026120"]) == 2
+    assert "--baseline run:2026120: 2 runs begin with that id in the store" in capsys.readouterr().err
+    assert not out.exists()
+    # a run id (or its unique beginning) is the baseline of the drift column
+    assert roofline_main(["history", str(store.root), "-o", str(out), "--baseline", f"run:{first[:9]}"]) == 0
+    html = out.read_text(encoding="utf-8")
+    summary = html[html.index('<table class="summary">'):html.index("</table>", html.index('<table class="summary">'))]
+    assert f"drift vs run {first[:9]}" in summary and "no run" not in summary
+    assert f"vs pinned run {first}" in summary  # the latest night's drift, against the pinned first night
+    assert second.startswith("20261202T")
+    # the help lists the pinned form too
+    with pytest.raises(SystemExit):
+        roofline_main(["history", "-h"])
+    assert "previous|median:N|run:ID" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# commits, files, intervals and times as the page writes them
+# ----------------------------------------------------------------------------------------------------------------
+def _night_at(started_at: str, *values: StoredValue, commit: str | None = None, run_id: str = "") -> RunSummary:
+    return RunSummary(run_id=run_id or started_at, setup=SetupKey("cpu", "m", "0.32.0"), started_at=started_at,
+                      mode="engine", commit=commit, values=values)
+
+
+def test_the_whole_commit_is_shown_dirty_mark_included() -> None:
+    runs = [_night_at("2026-12-04T02:00:00Z", _value("p", 0.1), commit="586b4ff-dirty"),
+            _night_at("2026-12-05T02:00:00Z", _value("p", 0.1),
+                      commit="0123456789abcdef0123456789abcdef01234567-dirty")]
+    html = render_trend(runs)
+    svg, table = figure(html, "p")
+    tips = [p.tip or "" for p in points(svg)]
+    assert tips[0].startswith("2026-12-04 02:00 UTC · 586b4ff-dirty · vllm 0.32.0")  # the tooltip
+    assert tips[1].startswith("2026-12-05 02:00 UTC · 0123456789ab-dirty · ")  # a long sha: 12 and the mark
+    assert "<code>586b4ff-dirty</code>" in table and "<code>0123456789ab-dirty</code>" in table  # the nights table
+    assert "(0123456789ab-dirty)" in html  # the setup's "latest run" line
+    assert "-dirt<" not in html and "-dirt " not in html and "0123456789abc" not in html
+
+
+def test_summary_rows_of_one_id_in_two_files_carry_their_file() -> None:
+    ids = ("kv-tokens", "no-preemption")
+    run = _night_at("2026-12-05T02:00:00Z", *(_value(i, 0.1, file=f) for f in ("predictions/cpu-tiny.yaml",
+                                                                              "predictions/cpu-prefill-heavy.yaml")
+                                              for i in ids))
+    html = render_trend([run])
+    summary = re.search(r'<table class="summary">(.*?)</table>', html, flags=re.S)
+    assert summary is not None
+    assert "<th>prediction</th><th>file</th><th>quantity</th>" in summary.group(1)
+    rows = re.findall(r'<td class="pid">.*?>([\w-]+)</span></a></td><td class="file">([^<]*)</td>',
+                      summary.group(1))
+    assert sorted(rows) == sorted((i, f) for i in ids for f in ("predictions/cpu-tiny.yaml",
+                                                                  "predictions/cpu-prefill-heavy.yaml"))
+
+
+def _with_interval(v: StoredValue, lo: float | None, hi: float | None, method: str = "order-statistic") -> StoredValue:
+    return StoredValue(**{**v.to_dict(), "measured_lo": lo, "measured_hi": hi, "interval_method": method})
+
+
+def whiskers(svg: ET.Element) -> list[tuple[float, float, float, list[float]]]:
+    """Each whisker as ``(x, y_top, y_bottom, cap widths)`` (px): a ``<path>`` of ``<g class="rl-whisker">``,
+    ``Mx,y0Vy1`` then a ``Mx,yhw`` per cap."""
+    out = []
+    for g in svg.iter(f"{SVG_NS}g"):
+        if "rl-whisker" not in (g.get("class") or ""):
+            continue
+        for path in g.iter(f"{SVG_NS}path"):
+            d = path.get("d") or ""
+            m = re.match(r"M([-\d.]+),([-\d.]+)V([-\d.]+)", d)
+            assert m is not None, d
+            caps = [float(w) for w in re.findall(r"M[-\d.]+,[-\d.]+h([-\d.]+)", d)]
+            y0, y1 = float(m[2]), float(m[3])
+            out.append((float(m[1]), min(y0, y1), max(y0, y1), caps))
+    return sorted(out)
+
+
+def test_whiskers_span_the_stored_interval_and_show_beside_the_dot() -> None:
+    # night 0: 100 ms in [80, 130] ms; night 1: 105 ms in [104, 106] ms (shorter than the dot); night 2: 110 ms
+    # with no interval stored; the axis spans the band (90..110 ms) and the intervals
+    runs = [_night_at("2026-12-03T02:00:00Z", _with_interval(_value("p", 0.100), 0.080, 0.130)),
+            _night_at("2026-12-04T02:00:00Z", _with_interval(_value("p", 0.105), 0.104, 0.106)),
+            _night_at("2026-12-05T02:00:00Z", _value("p", 0.110))]
+    html = render_trend(runs)
+    svg, _ = figure(html, "p")
+    pts = points(svg)
+    ws = whiskers(svg)
+    assert len(ws) == 2  # the night that stored no interval has no whisker
+    (x0, top0, bottom0, caps0), (x1, top1, bottom1, caps1) = ws
+    assert (x0, x1) == (pytest.approx(pts[0].cx, abs=0.1), pytest.approx(pts[1].cx, abs=0.1))
+    assert value_at(svg, top0) == pytest.approx(130, abs=0.5) and value_at(svg, bottom0) == pytest.approx(80, abs=0.5)
+    assert value_at(svg, top1) == pytest.approx(106, abs=0.5) and value_at(svg, bottom1) == pytest.approx(104, abs=0.5)
+    assert bottom0 - top0 > 50  # a whisker of 50 ms on an axis of about 60 ms: most of the plot's height
+    # the caps are wider than the dot, so even night 1's short whisker shows on either side of it
+    dot_r = max(float(e.get("data-r", "0")) for e in svg.iter() if "rl-pt" in (e.get("class") or ""))
+    assert len(caps0) == len(caps1) == 2 and min(caps0 + caps1) > 2 * dot_r
+    # the whiskers are drawn before (under) the dots
+    order = [e for e in svg.iter() if "rl-whisker" in (e.get("class") or "") or "rl-pt" in (e.get("class") or "")]
+    assert "rl-whisker" in (order[0].get("class") or "")
+    # the legend: a whisker swatch (a vertical line with two caps) and a label that says not every night has one
+    legend = [t.text for t in svg.iter(f"{SVG_NS}text") if "interval" in (t.text or "")]
+    assert legend == ["95 % interval (2 of 3 nights)"]
+    swatches = [p.get("d") or "" for p in svg.iter(f"{SVG_NS}path") if re.fullmatch(
+        r"M[-\d.]+,[-\d.]+V[-\d.]+(M[-\d.]+,[-\d.]+h10){2}", p.get("d") or "")]
+    assert len(swatches) == 1
+    tips = [p.tip or "" for p in pts]
+    assert tips[0].endswith("measured 100 ms, 95 % interval [80 ms, 130 ms]: pass")
+    assert tips[2].endswith("measured 110 ms, no interval stored: pass")
+    # a chart none of whose nights stored an interval says nothing of one
+    plain, _ = figure(render_trend([_night_at("2026-12-05T02:00:00Z", _value("p", 0.1))]), "p")
+    assert whiskers(plain) == [] and "interval" not in ET.tostring(plain, encoding="unicode")
+
+
+def test_runs_in_the_same_minute_get_distinct_labels() -> None:
+    # five runs of one day: two in the minute 19:48, two in the same second 19:50:00
+    starts = ["2026-12-05T19:47:10Z", "2026-12-05T19:48:05Z", "2026-12-05T19:48:41Z", "2026-12-05T19:50:00Z",
+              "2026-12-05T19:50:00Z"]
+    runs = [_night_at(t, _value("p", 0.1 + 0.001 * i), run_id=f"r{i}") for i, t in enumerate(starts)]
+    html = render_trend(runs)
+    svg, table = figure(html, "p")
+    ticks = [t.text for t in svg.iter(f"{SVG_NS}text") if (t.text or "").startswith("12-05")]
+    assert ticks == ["12-05 19:47:10", "12-05 19:48:05", "12-05 19:48:41", "12-05 19:50:00 #1",
+                     "12-05 19:50:00 #2"]
+    heads = [(p.tip or "").split(" · ")[0] for p in points(svg)]
+    assert len(set(heads)) == 5 and heads[1] == "2026-12-05 19:48:05 UTC"
+    assert heads[4] == "2026-12-05 19:50:00 UTC #2"
+    nights = re.findall(r"<tr><td>([^<]*)</td>", table)
+    assert len(set(nights)) == 5 and nights[0] == "2026-12-05 19:50:00 #2"
+    # runs a minute apart keep the minute
+    minute = [_night_at(f"2026-12-05T19:4{i}:00Z", _value("p", 0.1), run_id=f"m{i}") for i in range(3)]
+    svg_m, _ = figure(render_trend(minute), "p")
+    assert [t.text for t in svg_m.iter(f"{SVG_NS}text") if (t.text or "").startswith("12-05")] == [
+        "12-05 19:40", "12-05 19:41", "12-05 19:42"]
 
 
 # ----------------------------------------------------------------------------------------------------------------

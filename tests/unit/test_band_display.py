@@ -103,3 +103,20 @@ def test_a_prefill_bound_gpu_prediction_is_scored_with_its_regimes_range_in_plac
     assert f"{r.lo:.2f}-{r.hi:.2f}" in long_v.serving_band_note
     # the decode-bound point of the same file keeps its band
     assert one_v.serving_band_range and " – " in one_v.serving_band_range
+
+
+def test_a_test_failed_by_drift_reads_drifted_in_the_table(verdict):
+    """Under --roofline-drift-fail a prediction whose tolerance passed fails its test for drifting: the table's
+    verdict says DRIFTED, not FAIL (which would read as the prediction's own), and -q keeps the row."""
+    assert verdict.status.value == "pass"
+    rep = _Report(verdict.to_dict())
+    rep.outcome = "failed"
+    rep.roofline_drift = {"status": "drifted"}
+    assert next(ln for ln in summary_table([_Report(verdict.to_dict())], width=200)
+                if ln.startswith(verdict.id)).rstrip().endswith("PASS")
+    strict = _Report(verdict.to_dict())  # a strict XPASS fails a passing verdict too: not drift
+    strict.outcome, strict.longrepr = "failed", "[XPASS(strict)] thought otherwise"
+    assert next(ln for ln in summary_table([strict], width=200) if ln.startswith(verdict.id)).rstrip().endswith("FAIL")
+    for verbosity in (0, -1):
+        line = next(ln for ln in summary_table([rep], width=200, verbosity=verbosity) if ln.startswith(verdict.id))
+        assert line.rstrip().endswith("DRIFTED")

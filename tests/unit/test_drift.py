@@ -50,8 +50,8 @@ def test_previous_run_beyond_threshold() -> None:
     assert d.status is DriftStatus.DRIFTED
     assert d.baseline == 1000.0
     assert d.change_rel == pytest.approx(0.124)
-    assert d.text == ("+12.4% vs previous run (2026-11-30, abc1234), beyond 10% (night-to-night spread not known "
-                      "yet: 2 earlier night(s), 3 needed; the within-run intervals alone)")
+    assert d.text == ("+12.4% vs previous run (2026-11-30, abc1234; baseline 1,000 tok/s), beyond 10% (night-to-night "
+                      "spread not known yet: 2 earlier night(s), 3 needed; the within-run intervals alone)")
     assert d.baseline_run_ids == ("20261130T020000Z-c30-aaaaaa",)
 
 
@@ -59,7 +59,7 @@ def test_within_threshold_is_steady() -> None:
     # 1,000 → 1,049: +4.9%, within ±5%
     d = one([value(1049.0)], [run(30, 1000.0)], DriftPolicy("±5%"))
     assert d.status is DriftStatus.STEADY
-    assert d.text.startswith("+4.9% vs previous run (2026-11-30), within ±5%")
+    assert d.text.startswith("+4.9% vs previous run (2026-11-30; baseline 1,000 tok/s), within ±5%")
 
 
 def test_median_of_five_with_an_outlier() -> None:
@@ -74,8 +74,8 @@ def test_median_of_five_with_an_outlier() -> None:
     assert d.change_rel == pytest.approx(0.125)
     assert d.status is DriftStatus.UNCERTAIN
     assert d.noise == pytest.approx(2.776445 * (12_768_520 / 4) ** 0.5 * 1.2 ** 0.5, rel=1e-5)
-    assert d.text == ("+12.5% vs median of 5 runs (2026-11-26..30), beyond ±5% but within the measurements' noise "
-                      "(±5,434 tok/s)")
+    assert d.text == ("+12.5% vs median of 5 runs (2026-11-26..30; baseline 1,010 tok/s), beyond ±5% but within the "
+                      "earlier nights' spread (±5,434 tok/s)")  # the nights' spread decided: the values had no interval
     assert len(d.baseline_dates) == 5 and d.baseline_dates[0].startswith("2026-11-26")
 
 
@@ -92,7 +92,7 @@ def test_median_of_an_even_count_and_a_span_across_months() -> None:
     # Nov 30 and Dec 1: 1000 and 1200 → median 1100; now 1100 → 0.0%
     d = one([value(1100.0)], [run(30, 1000.0), run(1, 1200.0, month=12)], DriftPolicy("5%", "median:4"))
     assert d.baseline == 1100.0
-    assert "median of 2 runs (2026-11-30..2026-12-01)" in d.text
+    assert "median of 2 runs (2026-11-30..2026-12-01; baseline 1,100 tok/s)" in d.text
 
 
 def test_sign_flip() -> None:
@@ -190,7 +190,8 @@ def test_yaml_bad_drift_names_its_line() -> None:
     # line 13 of YAML (it starts with a blank line) is b's drift:
     bad = YAML.replace("drift: +10%/-3%", "drift: 0.9..1.1")
     err = loads_spec(bad, file="x.yaml").predictions[1].error
-    assert isinstance(err, SpecError) and err.line == 13 and "not relative to the baseline" in str(err)
+    assert isinstance(err, SpecError) and err.line == 13 and "'0.9..1.1' is not a relative threshold" in str(err)
+    assert str(err).count("5% (either way)") == 1  # the fix once, not in the message as well
     with pytest.raises(SpecError, match=r"x.yaml:5: defaults.drift"):  # the file's default: the file stops
         loads_spec(YAML.replace("drift: 7%", "drift: fast"), file="x.yaml")
 
@@ -226,7 +227,7 @@ def test_compare_and_render() -> None:
     assert len(rows) == 1 and rows[0].change_rel == pytest.approx(0.25)  # 1000 → 1250: +25%
     lines = render_comparison(a, b, rows)
     assert all(len(line) <= 120 for line in lines)
-    assert any("1,000 tok/s" in line and "1,250 tok/s" in line and "+25.0%" in line for line in lines)
+    assert any("1,000 tok/s" in line and "1,250 tok/s" in line and "+25.0 %" in line for line in lines)
 
 
 def test_topology_is_part_of_the_setup_key() -> None:
@@ -239,3 +240,23 @@ def test_topology_is_part_of_the_setup_key() -> None:
     assert topology_suffix({"args": {"tensor_parallel_size": 4}}) == "-tp4"
     assert topology_suffix({"args": {"tensor_parallel_size": 2, "pipeline_parallel_size": 2}}) == "-tp2-pp2"
     assert topology_suffix({"args": {"tensor_parallel_size": 8}, "replicas": 2}) == "-tp8-r2"
+
+
+def test_an_uncertain_line_names_the_spread_that_decided_it() -> None:
+    """The nights' spread, not the runs' own intervals, decides here; the line says which, and gives both.
+    Nights 1,000, 1,100, 900 tok/s, each with a 95 % interval of ±10: mean 1,000, sd 100, spread t(0.975, 2) ·
+    100 · √(4/3) = 4.302653 · 115.47 = 496.8 tok/s. Tonight 1,150 ± 10 vs the previous night 900: +27.8 %, beyond
+    10 %; the intervals alone part them (250 > √(10² + 10²) = 14.1) but tonight is 150 from the nights' mean,
+    inside ±496.8: uncertain, and the runs' own intervals were ±14 tok/s."""
+    def iv(x: float) -> StoredValue:
+        return StoredValue(key=KEY, prediction_id="tput-c64", file="predictions/x.yaml", quantity="output_throughput",
+                           dimension="throughput", status="pass", mode="measured", unit="tok/s", measured=x,
+                           predicted=1742.0, lo=1567.8, hi=1916.2, predicted_text="1,742 tok/s",
+                           measured_lo=x - 10, measured_hi=x + 10, interval_method="t", interval_level=0.95)
+    nights = [RunSummary(run_id=f"202611{d}T020000Z-c{d}-aaaaaa", setup=SETUP, started_at=f"2026-11-{d}T02:00:00Z",
+                         mode="engine", values=(iv(x),)) for d, x in ((28, 1000.0), (29, 1100.0), (30, 900.0))]
+    d = drift_for([iv(1150.0)], nights, DriftPolicy("10%"), setup=SETUP)[KEY]
+    assert d.status is DriftStatus.UNCERTAIN and d.baseline == 900.0
+    assert d.noise == pytest.approx(4.302653 * 100 * (4 / 3) ** 0.5, rel=1e-5)
+    assert d.text == ("+27.8% vs previous run (2026-11-30; baseline 900 tok/s), beyond 10% but within the earlier "
+                      "nights' spread (±496.8 tok/s; the runs' own intervals ±14.14 tok/s)")

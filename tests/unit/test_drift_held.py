@@ -147,8 +147,9 @@ def test_tonight_unheld_is_uncertain_never_drifted() -> None:
     d = one(value(1500.0, unheld=("closed-c4",)), nights)
     assert d.status is DriftStatus.UNCERTAIN
     assert d.change_rel == pytest.approx(0.5) and d.baseline == 1000.0
-    assert d.text == ("+50.0% vs previous run (2026-11-30), not judged: point closed-c4 did not hold its concurrency "
-                      "in this run (a lower load than the prediction names; see the verdict's notes)")
+    assert d.text == ("+50.0% vs previous run (2026-11-30; baseline 1,000 tok/s), not judged: point closed-c4 did not "
+                      "hold its concurrency in this run (a lower load than the prediction names; see the verdict's "
+                      "notes)")
 
 
 def test_tonight_unheld_is_uncertain_never_steady() -> None:
@@ -168,7 +169,7 @@ def test_an_unheld_earlier_night_is_no_baseline() -> None:
     assert d.status is DriftStatus.STEADY
     assert d.baseline == 1000.0 and d.baseline_run_ids == ("20261129T020000Z-c29-aaaaaa",)
     assert d.text == ("+4.9% vs previous run (2026-11-29; 1 earlier night skipped: its point did not hold its "
-                      "concurrency), within ±5%")
+                      "concurrency; baseline 1,000 tok/s), within ±5%")
     held_30 = [night(29, 1000.0), night(30, 700.0)]
     assert one(value(1049.0), held_30, DriftPolicy("±5%")).change_rel == pytest.approx(349 / 700)
 
@@ -184,7 +185,7 @@ def test_unheld_nights_are_left_out_of_the_median_and_the_nights_spread() -> Non
     assert d.baseline == 1000.0 and len(d.baseline_run_ids) == 3
     assert d.noise == pytest.approx(4.302653 * 10 * math.sqrt(4 / 3), rel=1e-5)
     assert d.text.startswith("+20.0% vs median of 3 runs (2026-11-26..28; 1 earlier night skipped: its point did "
-                             "not hold its concurrency), beyond 10%")
+                             "not hold its concurrency; baseline 1,000 tok/s), beyond 10%")
     all_held = [replace(n, values=(replace(n.values[0], unheld_points=()),)) for n in nights]
     was = one(value(1200.0), all_held, DriftPolicy("10%", "median:5"))
     assert was.status is DriftStatus.UNCERTAIN and was.baseline == 1005.0
