@@ -1,6 +1,6 @@
 """What two-point calibration identifies, source by source, and how it does on the points it was not fitted on.
 
-    .venv/bin/python benchmarks/calibration_holdout.py [--sources lambda,gpustack-h100-qwen3,...]
+    .venv/bin/python benchmarks/calibration_holdout.py [--sources lambda,gpustack-h100-qwen3,...] [--fit NAMES]
 
 For each source with enough points of one setup, two points are fitted and the others held out:
 
@@ -69,13 +69,18 @@ def mape(fits, metric):
     return (f"{100 * sum(errs) / len(errs):.1f}% ({len(errs)})" if errs else "n/a"), errs
 
 
+#: ``--fit``: the constants the by-metric fit may fit (default: every one it can identify), as ``roofline calibrate
+#: --fit`` takes them
+FIT: tuple[str, ...] | None = None
+
+
 def report(name: str, what: str, train, held, base, predict, *, screen=None) -> dict:
     t0 = time.perf_counter()
     notes_screen: list[str] = []
     if screen is not None:
         train, notes_screen = cal.screen_points(train, screen, contamination=Thresholds().contamination)
     joint, how = joint_fit(train, base, predict)
-    mf = cal.fit_by_metric(train, base, predict=predict)
+    mf = cal.fit_by_metric(train, base, predict=predict, fields=FIT)
     bym = mf.as_fit_result()
     rb = cal.residuals_at(base, held, predict=predict)
     rj = cal.residuals_at(joint.constants, held, predict=predict) if joint else ()
@@ -199,9 +204,14 @@ def recorded_sources(want):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sources", help="comma-separated source names (default: all)")
+    ap.add_argument("--fit", help="comma-separated constants the by-metric fit may fit, as roofline calibrate "
+                                   "--fit (default: every one the points identify)")
     args = ap.parse_args(argv)
+    global FIT
+    FIT = tuple(args.fit.split(",")) if args.fit else None
     want = set(args.sources.split(",")) if args.sources else None
-    print("# Two-point calibration, held out (`benchmarks/calibration_holdout.py`)")
+    print("# Two-point calibration, held out (`benchmarks/calibration_holdout.py`)"
+          + (f"; by-metric limited to --fit {args.fit}" if args.fit else ""))
     summary = {}
     for gen in (lambda_sources, v1_sources, burst_sources, recorded_sources):
         for name, what, train, held, base, predict, setup in gen(want):

@@ -61,7 +61,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
@@ -88,7 +88,7 @@ __all__ = [
     "MeasuredPoint", "screen_points", "PointFit", "FitResult", "Calibration", "fit", "serving_predictor",
     "calibration_from_fit", "load_calibration", "dump_calibration", "METRICS", "DEFAULT_WEIGHTS",
     "NOISE_FLOOR_LOG", "MAX_LOG_SD", "RANK_RTOL", "SCHEMA", "SCHEMA_VERSION", "fit_by_metric", "MetricFit",
-    "residuals_at",
+    "residuals_at", "screen_points_why", "check_fields",
 ]
 
 #: the metrics the fit compares, as PointPrediction attribute names (and MeasuredPoint fields)
@@ -219,19 +219,32 @@ def screen_points(points: Sequence[MeasuredPoint], setup: Setup, *,
     compute efficiency to its bound to chase an impossible value, so that TTFT is left out of the fit (the
     other metrics of the point stay). Setups without a peak figure (the ``cpu`` pseudo-device) are not screened.
     """
+    out, notes, _ = screen_points_why(points, setup, contamination=contamination)
+    return out, notes
+
+
+def screen_points_why(points: Sequence[MeasuredPoint], setup: Setup, *, contamination: float = CONTAMINATION
+                      ) -> tuple[list[MeasuredPoint], list[str], dict[str, str]]:
+    """:func:`screen_points`, and for each point whose TTFT it left out, by label, the measured value and why
+    (``"23 ms, below the 1024-token prefill's compute floor (53.76 ms at 100% of peak)"``):
+    :func:`fit_by_metric` takes them (``screened=``) so its notes never say a TTFT was not measured when it was."""
     contaminated, notes = [], []
+    why: dict[str, str] = {}
     for pt in points:
         hit = pt.prefix_cache_hit_rate
-        if hit is not None and hit > contamination and pt.value("ttft_p50_ms") is not None:
+        ttft = pt.value("ttft_p50_ms")
+        if hit is not None and hit > contamination and ttft is not None:
             notes.append(f"{pt.label}: prefix-cache hit rate {100 * hit:.1f}% > {100 * contamination:g}%: its TTFT "
                          "p50 is left out of the fit (set by which requests hit, not by the prefill's cost)")
+            why[pt.label] = (f"{ttft:,.4g} ms, at a prefix-cache hit rate of {100 * hit:.1f}% (above "
+                             f"{100 * contamination:g}%: set by which requests hit, not by the prefill's cost)")
             pt = dataclasses.replace(pt, ttft_p50_ms=None)
         contaminated.append(pt)
     points = contaminated
     try:
         peak = float(setup.peak_flop_per_s)
     except Exception:  # no datasheet peak (cpu): nothing to screen against
-        return list(points), notes
+        return list(points), notes, why
     out = []
     for pt in points:
         ttft = pt.value("ttft_p50_ms")
@@ -241,9 +254,11 @@ def screen_points(points: Sequence[MeasuredPoint], setup: Setup, *,
             if ttft < floor_ms:
                 notes.append(f"{pt.label}: TTFT p50 {ttft:,.4g} ms is below the {n_in}-token prefill's compute floor "
                              f"({floor_ms:,.4g} ms at 100% of peak): left out of the fit (prefix-cache hits?)")
+                why[pt.label] = (f"{ttft:,.4g} ms, below the {n_in}-token prefill's compute floor "
+                                 f"({floor_ms:,.4g} ms at 100% of peak)")
                 pt = dataclasses.replace(pt, ttft_p50_ms=None)
         out.append(pt)
-    return out, notes
+    return out, notes, why
 
 
 # ----------------------------------------------------------------------------------------- fit result
@@ -278,13 +293,20 @@ class FitResult:
     warnings: tuple[str, ...] = ()
     #: residuals at points it was not fitted on (:func:`residuals_at`), where the caller has them
     held_out: tuple[PointFit, ...] = ()
+    #: for a fitted constant whose 1σ holds only because another constant it trades off with was not fitted: those
+    #: constants and the values they were held at (``fit(held=...)``; its 1σ is conditional on them)
+    conditional_on: Mapping[str, Mapping[str, float]] = dataclasses.field(default_factory=dict)
 
     def describe(self) -> str:
         """The fitted values with uncertainty, then the residuals per point (the CLI prints this)."""
         lines = ["fitted constants (1σ from the Gauss–Newton covariance at the optimum):"]
         for name in self.fitted:
             v, u, r = self.values[name], self.uncertainty[name], self.log_sd[name]
-            lines.append(f"  {name:<24} {_fmt(name, v):>12}  ± {_fmt(name, u):<11} (±{100 * r:.1f}%)")
+            given = self.conditional_on.get(name) or {}
+            held = ("; 1σ with " + ", ".join(f"{o} {'held ' if i == 0 else ''}at {_fmt(o, hv)}"
+                                            for i, (o, hv) in enumerate(given.items()))
+                    + f", {'a term' if len(given) == 1 else 'terms'} it trades off with, not fitted" if given else "")
+            lines.append(f"  {name:<24} {_fmt(name, v):>12}  ± {_fmt(name, u):<11} (±{100 * r:.1f}%{held})")
         lines.append("residuals per point (predicted vs measured; error = predicted ÷ measured − 1):")
         lines += [_point_line(p) for p in self.points]
         lines.append(f"rms log-residual {self.rms_log_residual:.4f} after {self.iterations} iterations")
@@ -361,7 +383,7 @@ def _with_fitted(base: Constants, values: Mapping[str, float]) -> Constants:
 
 def fit(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor, fields: Sequence[str] | None = None,
         weights: Mapping[str, float] | None = None, max_iterations: int = 40,
-        max_log_sd: float = MAX_LOG_SD, _check_subset: bool = True) -> FitResult:
+        max_log_sd: float = MAX_LOG_SD, held: Sequence[str] = (), _check_subset: bool = True) -> FitResult:
     """Fit ``fields`` (default: ``type(base).FIELDS_FITTABLE``) of the constants ``base`` to ``points``.
 
     ``predict(constants, point)`` returns ``{metric: value}`` for :data:`METRICS`. Raises
@@ -370,6 +392,11 @@ def fit(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor,
     exception carries them as ``unidentified`` and ``identifiable``). The proposed subset is itself fitted
     before it is proposed (``_check_subset``): the model is nonlinear, so a subset that looks identifiable at
     one optimum need not be from the defaults.
+
+    ``held`` names constants left at their values in ``base`` that the caller could have fitted: where freeing one
+    would widen a fitted constant's 1σ by more than :data:`CONDITIONAL_WIDENING` (or leave it undetermined), the
+    result's ``conditional_on`` says so (its interval is conditional on that value; :meth:`FitResult.describe`
+    prints it beside the interval).
     """
     names = tuple(fields) if fields is not None else tuple(getattr(type(base), "FIELDS_FITTABLE", ()))
     known = base.to_dict()
@@ -405,16 +432,20 @@ def fit(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor,
             f"{p} parameters ({', '.join(names)}): give more points, or fit fewer with --fit")
     used = {o[0] for o in obs}
     loads = {(pt.concurrency, pt.rate_req_per_s) for i, pt in enumerate(points) if i in used}
+    fitted_metrics = " or ".join(_short(m) for m in METRICS if w.get(m, 0.0) > 0)
 
     cache: dict[tuple[float, ...], tuple[list[float], list[Mapping[str, float]]]] = {}
 
-    def constants_at(x: Sequence[float]) -> Constants:
-        return _with_fitted(base, {n: _to_v(n, xi) for n, xi in zip(names, x, strict=True)})
+    def constants_at(x: Sequence[float], extra: Mapping[str, float] | None = None) -> Constants:
+        return _with_fitted(base, {**{n: _to_v(n, xi) for n, xi in zip(names, x, strict=True)}, **(extra or {})})
 
-    def residuals(x: Sequence[float]) -> tuple[list[float], list[Mapping[str, float]]]:
+    def residuals(x: Sequence[float], extra: Mapping[str, float] | None = None
+                  ) -> tuple[list[float], list[Mapping[str, float]]]:
+        """The weighted log-residuals at ``x`` (the fitted constants' logs), with ``extra`` held constants moved
+        (:func:`_conditional_on`); cached by ``x`` where there are none."""
         key = tuple(round(xi, 12) for xi in x)
-        if key not in cache:
-            c = constants_at(x)
+        if extra or key not in cache:
+            c = constants_at(x, extra)
             preds = [predict(c, pt) for pt in points]
             r = []
             for i, m, lm, wt in obs:
@@ -534,10 +565,14 @@ def fit(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor,
                     max_log_sd=max_log_sd)
             except CalibrationError as sub:
                 keep = tuple(getattr(sub, "identifiable", ()))
-        where = ", ".join(sorted({pt.label for pt in points}))
+        where = ", ".join(sorted({pt.label for i, pt in enumerate(points) if i in used}))
+        idle = sorted({pt.label for i, pt in enumerate(points) if i not in used})
+        if idle:  # say which points carried the values: the others measure nothing these metrics fit
+            where += f"; {', '.join(idle)} {'has' if len(idle) == 1 else 'have'} no {fitted_metrics} to fit"
         hint = (f"pass --fit {','.join(keep)} (fields={list(keep)}) to fit the identifiable subset and keep the "
                 "others at their defaults" if keep else "no subset of them is identifiable from these points")
-        one_load = len(loads) <= 1
+        # one load tells nothing apart only where there is more than one parameter to tell apart
+        one_load = len(loads) == 1 and p >= 2
         err = CalibrationError(
             f"the points ({where}) cannot identify {', '.join(bad)}: "
             + "; ".join(f"{n} {why}" for n, why in bad.items())
@@ -549,6 +584,7 @@ def fit(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor,
         err.held_back = tuple(held_back)
         raise err
     log_sd = [sd_scaled[i] * scale[i] / vals[i] for i in range(p)]
+    conditional = _conditional_on(names, known, held, x, r, jac, sd_scaled, sigma2, residuals)
 
     values = {n: _to_v(n, xi) for n, xi in zip(names, x, strict=True)}
     preds = residuals(x)[1]
@@ -574,8 +610,43 @@ def fit(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor,
         constants=constants_at(x), fitted=names, values=values,
         uncertainty={n: values[n] * sd for n, sd in zip(names, log_sd, strict=True)},
         log_sd=dict(zip(names, log_sd, strict=True)), points=tuple(fits), rms_log_residual=rms, iterations=it,
-        warnings=tuple(warnings),
+        warnings=tuple(warnings), conditional_on=conditional,
     )
+
+
+#: a fitted constant's 1σ is reported as conditional on a constant held at its value when freeing that constant
+#: would widen it by more than this factor (or leave it undetermined)
+CONDITIONAL_WIDENING = 2.0
+
+
+def _conditional_on(names: Sequence[str], known: Mapping[str, float], held: Sequence[str], x: list[float],
+                    r: list[float], jac: list[list[float]], sd_scaled: Sequence[float], sigma2: float,
+                    residuals: Callable[..., tuple[list[float], Any]]) -> dict[str, dict[str, float]]:
+    """For each fitted constant, the held constants (not fitted, at their value) that its 1σ depends on: freeing
+    one (its own column of the Jacobian, on its own scale, beside the fitted ones' ``jac``) widens that 1σ by more
+    than :data:`CONDITIONAL_WIDENING`, or leaves the constant undetermined (a direction the points cannot see)."""
+    out: dict[str, dict[str, float]] = {}
+    p = len(names)
+    for j in held:
+        if j in names or known.get(j) is None:
+            continue
+        v = float(known[j])
+        sc = _start_value(j, v)
+        dv = FD_STEP_LOG * sc
+        hi_ok = not (_is_share(j) and v + dv >= 1.0)
+        lo_ok = v - dv > 0.0
+        rp = residuals(x, {j: v + dv})[0] if hi_ok else r
+        rm = residuals(x, {j: v - dv})[0] if lo_ok else r
+        span = (dv if hi_ok else 0.0) + (dv if lo_ok else 0.0)
+        col = [(a - b) * sc / span for a, b in zip(rp, rm, strict=True)]
+        if not any(abs(c) > 1e-12 for c in col):
+            continue  # it does not move these metrics at these points: nothing depends on it
+        h = _jtj([row + [c] for row, c in zip(jac, col, strict=True)])
+        sd = _sub_sd(h, range(p + 1), sigma2)
+        for i, n in enumerate(names):
+            if sd is None or sd[i] > CONDITIONAL_WIDENING * sd_scaled[i]:
+                out.setdefault(n, {})[j] = v
+    return out
 
 
 def _partners(h: list[list[float]], i: int, names: Sequence[str]) -> list[str]:
@@ -681,16 +752,21 @@ class MetricFit:
             uncertainty={k: v for r in stages for k, v in r.uncertainty.items()}, log_sd=self.log_sd,
             points=last.points, rms_log_residual=last.rms_log_residual,
             iterations=sum(r.iterations for r in stages),
-            warnings=tuple(w for r in stages for w in r.warnings) + self.notes)
+            warnings=tuple(w for r in stages for w in r.warnings) + self.notes,
+            conditional_on={k: v for r in stages for k, v in r.conditional_on.items()})
 
 
 def _stage(points: Sequence[MeasuredPoint], base: Constants, names: list[str], metrics: Sequence[str],
-           predict: Predictor, what: str, notes: list[str]) -> FitResult | None:
-    """Fit ``names`` on ``metrics`` alone; on an identifiability refusal, the identifiable subset, with a note."""
+           predict: Predictor, what: str, notes: list[str], *, family: Sequence[str] = (),
+           none_left: str = "") -> FitResult | None:
+    """Fit ``names`` on ``metrics`` alone; on an identifiability refusal, the identifiable subset, with a note.
+    ``family``: the constants this metric fits, so an interval conditional on one of them held says so
+    (``fit(held=)``); ``none_left``: why no point has a value of the metric, where one was measured and screened
+    out (else the note says no point measures it)."""
     if not names:
         return None
     if not any(pt.value(m) is not None for pt in points for m in metrics):
-        notes.append(f"{', '.join(names)} kept at the defaults: no point measures {what}")
+        notes.append(f"{', '.join(names)} kept at the defaults: {none_left or f'no point measures {what}'}")
         return None
     weights = {m: (DEFAULT_WEIGHTS.get(m, 1.0) or 1.0) if m in metrics else 0.0 for m in METRICS}
     n_values = sum(1 for pt in points for m in metrics if pt.value(m) is not None)
@@ -704,17 +780,21 @@ def _stage(points: Sequence[MeasuredPoint], base: Constants, names: list[str], m
         notes.append(f"{n_values} value(s) of {what} cannot determine {len(names)} parameters: fitted "
                      f"{', '.join(keep)}, kept {', '.join(n for n in names if n not in keep)} at the defaults")
         names = keep
+    values = base.to_dict()
     try:
-        return fit(points, base, predict=predict, fields=names, weights=weights)
+        return fit(points, base, predict=predict, fields=names, weights=weights,
+                   held=[n for n in family if n not in names])
     except CalibrationError as exc:
         subset = tuple(getattr(exc, "identifiable", ()) or ())
         if not subset or set(subset) == set(names):
             notes.append(f"{', '.join(names)} not fitted from {what}: {exc}")
             return None
         left = [n for n in names if n not in subset]
-        notes.append(f"{', '.join(left)} not identified by {what} of these points ({exc}); fitted "
-                     f"{', '.join(subset)} only")
-        return fit(points, base, predict=predict, fields=subset, weights=weights)
+        notes.append(f"{', '.join(left)} not identified by {what} of these points (fitted together with "
+                     f"{', '.join(subset)}: {exc}); fitted {', '.join(subset)} only, with "
+                     + ", ".join(f"{n} held at {_fmt(n, float(values[n]))}" for n in left if n in values))
+        return fit(points, base, predict=predict, fields=subset, weights=weights,
+                   held=[n for n in family if n not in subset])
 
 
 #: the key under which :func:`serving_predictor` also returns the model's share of step time on prefill compute at
@@ -747,8 +827,27 @@ def _step_metrics(points: Sequence[MeasuredPoint]) -> tuple[tuple[str, ...], str
     return STEP_METRICS_FALLBACK, "throughput (no point measured TPOT)"
 
 
+def check_fields(fields: Sequence[str] | None, known: Iterable[str], *, joint: bool = False) -> None:
+    """Refuse, naming them, constants the model does not have (``known``: its constants' names) and, fitting by
+    metric (not ``joint``), constants no metric of their own fits: :func:`fit_by_metric`'s own check, which
+    ``roofline calibrate`` makes before any work (so a typo in ``--fit`` is one line, not a fit's preamble)."""
+    known = set(known)
+    want = tuple(fields) if fields is not None else ()
+    unknown = [n for n in want if n not in known]
+    if unknown:
+        raise CalibrationError(f"--fit: unknown constant(s) {', '.join(unknown)}; fittable: "
+                               f"{', '.join(STEP_FIELDS + TTFT_FIELDS)} (each on its own metric), or any of "
+                               f"{', '.join(sorted(known))} with --joint")
+    other = [n for n in want if n not in STEP_FIELDS + TTFT_FIELDS]
+    if other and not joint:
+        raise CalibrationError(f"{', '.join(other)}: not fitted on a metric of its own (the decode-step terms "
+                               f"{', '.join(STEP_FIELDS)} are fitted on TPOT, {', '.join(TTFT_FIELDS)} on TTFT); "
+                               "pass --joint to fit it on every metric at once")
+
+
 def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor,
-                  fields: Sequence[str] | None = None) -> MetricFit:
+                  fields: Sequence[str] | None = None, screened: Mapping[str, str] | None = None,
+                  held_out: Sequence[MeasuredPoint] = ()) -> MetricFit:
     """Fit each constant on the metric that measures it, never one metric's residual into another's parameter:
     the decode-step terms (:data:`STEP_FIELDS`) on TPOT alone (on throughput where no point measured TPOT), the
     API-server and prefill terms (:data:`TTFT_FIELDS`) on TTFT alone.  ``fields`` limits both (default: all).
@@ -763,22 +862,18 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
     per-token prefill cost and a per-request cost move TTFT alike, whatever the loads.  Whether the points then
     identify it is the fit's own test (the Gauss–Newton covariance; :func:`fit`).
 
-    The notes say what the points left unidentified and which point would identify it: a TTFT at C = 1 pins
-    ``frontend_in_s``; ``flop_efficiency`` needs TTFTs of two prompt lengths;
-    ``step_overhead_s`` and ``per_seq_overhead_s`` need TPOTs at two batch sizes far apart."""
+    The notes say what the points left unidentified and what kind of point would identify it, never a load the
+    fit already has (:func:`_step_advice`): a TTFT at C = 1 pins ``frontend_in_s``; ``flop_efficiency`` needs
+    TTFTs of two prompt lengths; the decode-step terms need TPOTs at two batch sizes far apart, and all three of
+    them TPOTs at two context lengths too.  ``screened`` (label → the measured TTFT and why it was left out:
+    :func:`screen_points_why`) lets them say a TTFT was measured and screened out rather than not measured;
+    ``held_out`` (the results' other points, screened alike) lets them name a point the results already hold:
+    "fit with C = 8 too (it is in the file)"."""
     want = tuple(fields) if fields is not None else STEP_FIELDS + TTFT_FIELDS
     known = set(base.to_dict()) | ({f.name for f in dataclasses.fields(base)} if dataclasses.is_dataclass(base)
                                    else set())
-    unknown = [n for n in want if n not in known]
-    if unknown:
-        raise CalibrationError(f"unknown constant(s) {', '.join(unknown)}; fittable: "
-                               f"{', '.join(STEP_FIELDS + TTFT_FIELDS)} (each on its own metric), or any of "
-                               f"{', '.join(sorted(known))} with --joint")
-    other = [n for n in want if n not in STEP_FIELDS + TTFT_FIELDS]
-    if other:
-        raise CalibrationError(f"{', '.join(other)}: not fitted on a metric of its own (the decode-step terms "
-                               f"{', '.join(STEP_FIELDS)} are fitted on TPOT, {', '.join(TTFT_FIELDS)} on TTFT); "
-                               "pass --joint to fit it on every metric at once")
+    check_fields(want, known)
+    screened = dict(screened or {})
     step_names = [n for n in STEP_FIELDS if n in want]
     prefill_notes: list[str] = []
     step_points = _decode_bound(points, base, predict, prefill_notes) if step_names else list(points)
@@ -792,18 +887,26 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
         # there absorbed it (Lambda's V0 runs: 0.36 on an H100 from N = 10 and N = 160, which then mispredicted
         # every TP > 1 run; docs/explanation/models.md)
         ttft_names.remove("flop_efficiency")
+    left_out = [pt.label for pt in points if pt.label in screened]
+    ttft_none_left = ("no TTFT is left to fit on (measured, but left out of the fit: "
+                      + "; ".join(f"{lb}'s TTFT p50 {screened[lb]}" for lb in left_out) + ")" if left_out else "")
     step: FitResult | None = None
     ttft: FitResult | None = None
     current = base
     rounds = 0
     notes: list[str] = []
     previous: dict[str, float] = {}
+    reclassed = False  # a point moved across the prefill-bound boundary at the fitted constants
+    turned = False  # the stages were fitted again because a TTFT term moves the step metric
+    seen = {tuple(pt.label for pt in step_points)}
     while rounds < MAX_ROUNDS:
         rounds += 1
         notes = list(prefill_notes)  # each round's notes replace the last's: the final round's say what the result is
-        step = _stage(step_points, current, step_names, step_metrics, predict, step_what, notes)
+        step = _stage(step_points, current, step_names, step_metrics, predict, step_what, notes,
+                      family=STEP_FIELDS)
         current = step.constants if step else current
-        ttft = _stage(points, current, ttft_names, TTFT_METRICS, predict, "TTFT", notes)
+        ttft = _stage(points, current, ttft_names, TTFT_METRICS, predict, "TTFT", notes, family=TTFT_FIELDS,
+                      none_left=ttft_none_left)
         current = ttft.constants if ttft else current
         values = {**(step.values if step else {}), **(ttft.values if ttft else {})}
         moved = any(abs(values[k] / previous[k] - 1.0) > ROUND_RTOL if previous.get(k) else True for k in values)
@@ -813,39 +916,177 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
         feeds_back = ttft is not None and step is not None and (
             "flop_efficiency" in ttft.fitted
             or (step_metrics == STEP_METRICS_FALLBACK and "frontend_in_s" in ttft.fitted))
+        if step_names and rounds < MAX_ROUNDS:
+            # the boundary is the model's, so it moves with the fitted constants (a prefill efficiency read off
+            # TTFT can make a point prefill-bound that was not at the start): class the points again and refit the
+            # step terms on the new set, until it holds (a set seen before ends it: no oscillation)
+            again: list[str] = []
+            moved_set = _decode_bound(points, current, predict, again)
+            labels = tuple(pt.label for pt in moved_set)
+            if labels != tuple(pt.label for pt in step_points) and labels not in seen and moved_set:
+                seen.add(labels)
+                step_points, prefill_notes, reclassed = moved_set, again, True
+                step_metrics, step_what = _step_metrics(step_points)
+                previous = values
+                continue
         if not feeds_back or (previous and not moved):
             break
-        previous = values
-    if rounds > 1:
+        previous, turned = values, True
+    if reclassed:
+        notes.append("which points are prefill-bound was decided again at the fitted constants (the model's time "
+                     "split moves with them), and the decode-step terms refitted on the points decode-bound there")
+    if turned:
         notes.append(f"the step and TTFT stages were fitted in turn {rounds} times: a term read off TTFT also moves "
                      f"the {step_what.split(' ')[0]} the step terms are fitted on (each term still on its own metric)")
     if step_metrics == STEP_METRICS_FALLBACK and step is not None:
         notes.append("no point measured TPOT: the decode-step terms were fitted on throughput, which in a closed "
                      "loop also carries the API server's time between a client's requests (frontend_in_s at its "
                      "value); a measured TPOT would fit them on the decode step alone")
-    step_loads = sorted({pt.concurrency for pt in step_points if pt.concurrency and pt.rate_req_per_s is None
-                         and any(pt.value(m) is not None for m in step_metrics)})
-    spread = len(step_loads) >= 2 and step_loads[-1] >= 8 * step_loads[0]
-    for n in ("step_overhead_s", "per_seq_overhead_s", "hbm_efficiency"):
-        if n in want and not (step and n in step.fitted):
-            if spread:  # the loads are already far apart: what is missing is a value, not a wider span
-                mid = round(math.sqrt(step_loads[0] * step_loads[-1]))
-                notes.append(f"a TPOT at a third load (e.g. C = {mid}, between C = {step_loads[0]} and "
-                             f"C = {step_loads[-1]}) would identify {n}: each TPOT value pins one decode-step term")
-            else:
-                notes.append(f"TPOTs at two batch sizes far apart (e.g. C = 1 and C = 32) would identify {n} apart "
-                             "from the other decode-step terms")
+    unfitted = [n for n in STEP_FIELDS if n in want and not (step and n in step.fitted)]
+    if unfitted:
+        notes.append(_step_advice(unfitted, want, step_points, step_metrics, points, held_out, current, predict))
     if "frontend_in_s" in want and not (ttft and "frontend_in_s" in ttft.fitted):
-        if any(pt.concurrency == 1 and pt.rate_req_per_s is None and pt.value("ttft_p50_ms") is not None
-               for pt in points):
-            notes.append("the TTFTs disagree about frontend_in_s (a mechanism at the higher load the model prices "
-                         "differently: preemption, prefix-cache hits, the API server's work per output stream): "
-                         "fit it on the concurrency-1 point's TTFT alone (--points C=1 --fit frontend_in_s)")
-        else:
-            notes.append("a measured TTFT at concurrency 1 would identify frontend_in_s")
+        notes.append(_frontend_advice(points, held_out, screened))
     if "flop_efficiency" in want and not (ttft and "flop_efficiency" in ttft.fitted):
-        notes.append("TTFTs at two prompt lengths (e.g. 128 and 2,048 tokens) would identify flop_efficiency "
-                     "apart from frontend_in_s")
+        notes.append(_prefill_advice(points, held_out, tried=len(prompts) >= 2))
     return MetricFit(constants=current, step=step, ttft=ttft, notes=tuple(notes),
                      metrics={"step": step_metrics if step else (), "ttft": TTFT_METRICS if ttft else ()},
                      rounds=rounds)
+
+
+# -- what a fit by metric could not identify, and the point that would ------------------------------------------------
+def _closed(pt: MeasuredPoint) -> bool:
+    return pt.concurrency is not None and pt.rate_req_per_s is None
+
+
+def _measures(pt: MeasuredPoint, metrics: Sequence[str]) -> bool:
+    return any(pt.value(m) is not None for m in metrics)
+
+
+def _in_file(candidates: Sequence[MeasuredPoint], fitted: Sequence[MeasuredPoint], why: str) -> str:
+    """"fit with C=8 too (it is in the file: --points C=1,C=64,C=8): WHY" for the first candidate, else ""."""
+    if not candidates:
+        return ""
+    pt = candidates[0]
+    labels = list(dict.fromkeys([p.label for p in fitted] + [pt.label]))
+    return f"fit with {pt.label} too (it is in the file: --points {','.join(labels)}): {why}"
+
+
+def _loads_text(loads: Sequence[int]) -> str:
+    return f"C = {loads[0]}" if len(loads) == 1 else f"C = {loads[0]} to C = {loads[-1]}"
+
+
+def _step_advice(unfitted: Sequence[str], want: Sequence[str], step_points: Sequence[MeasuredPoint],
+                 step_metrics: Sequence[str], points: Sequence[MeasuredPoint], held_out: Sequence[MeasuredPoint],
+                 current: Constants, predict: Predictor) -> str:
+    """What would identify the decode-step terms the fit left at their values, worked out from the model's step
+    time (``serving.cost``): on the decode side a step takes ``weights ÷ hbm_efficiency + step_overhead_s`` plus,
+    per running sequence, ``its KV read ÷ hbm_efficiency + per_seq_overhead_s`` (the KV bandwidth moves with the
+    weights'; ``ServingConstants.with_fitted``).  At one prompt and output length that is a line in the batch size:
+    loads far apart fix its intercept and slope, two quantities, so two of the three terms at most; further loads
+    of the same lengths add none.  What separates the third is what differs between the terms: only the KV read
+    grows with the context a sequence carries, so TPOTs at another context length part ``hbm_efficiency`` from
+    ``per_seq_overhead_s``, and with it ``step_overhead_s`` from the weight read.  Never a load the fit already
+    has; a held-out point of the results that has the property is named (it is in the file)."""
+    terms = ", ".join(unfitted)
+    tpot = tuple(step_metrics) == STEP_METRICS
+    metric, metrics = ("TPOT", "TPOTs") if tpot else ("throughput", "throughputs")
+    measured = [pt for pt in step_points if _measures(pt, step_metrics)]
+    loads = sorted({int(pt.concurrency) for pt in measured if _closed(pt) and pt.concurrency})
+    lengths = sorted({(pt.input_len or 0, pt.output_len or 0) for pt in measured})
+    spread = len(loads) >= 2 and loads[-1] >= 8 * loads[0]
+    all_three = all(n in want for n in STEP_FIELDS)
+    # held-out points whose step metric the step fit would take (decode-bound at the fitted constants)
+    spare = [pt for pt in held_out if _measures(pt, step_metrics) and pt not in points]
+
+    def usable(cands: list[MeasuredPoint]) -> list[MeasuredPoint]:
+        return [pt for pt in cands if _decode_bound([pt], current, predict, [])][:1]
+
+    if not spread:
+        if not loads:
+            return (f"{metrics} at two batch sizes far apart (e.g. C = 1 and C = 32) would identify {terms} apart "
+                    "from the other decode-step terms")
+        span = {pt.label: max(loads[-1], c) / min(loads[0], c) for pt in spare if _closed(pt)
+                for c in [int(pt.concurrency or 0)] if c > 0}
+        far = sorted((pt for pt in spare if span.get(pt.label, 0.0) >= 8), key=lambda pt: -span[pt.label])
+        hint = _in_file(usable(far), points, f"its {metric} at a load far from these")
+        if not hint:
+            hint = f"add one at C = {1 if loads[0] >= 8 else 8 * loads[0]}"
+        third = ("; at one prompt and output length, loads far apart part two of the three decode-step terms at "
+                 f"most: the third also needs {metrics} at another context length (other prompt or output tokens)"
+                 if all_three and len(lengths) == 1 else "")
+        return (f"{metrics} at two batch sizes far apart would identify {terms} apart from the other decode-step "
+                f"terms (the per-step from the per-sequence ones): the points here run at {_loads_text(loads)} "
+                f"only; {hint}{third}")
+    if all_three and len(lengths) == 1:
+        i, o = lengths[0]
+        at = f" ({i:,}/{o:,} tokens)" if i and o else ""
+        other = [pt for pt in spare if (pt.input_len or 0, pt.output_len or 0) != lengths[0]]
+        hint = _in_file(usable(other), points, f"its {metric} is at another context length")
+        return (f"{terms} not identified, and more loads will not do it: at one prompt and output length{at} every "
+                "decode step's time lies on one line in the batch size, its intercept the weight read ÷ "
+                "hbm_efficiency + step_overhead_s, its slope the KV read per sequence ÷ hbm_efficiency + "
+                f"per_seq_overhead_s. The loads here ({_loads_text(loads)}) already fix that line, so the three "
+                "decode-step terms trade off along it (two quantities, three terms), and another load of these "
+                f"lengths adds no third. What parts them is {metrics} at another context length (other prompt or "
+                "output tokens), at loads as far apart: the KV read per sequence grows with the context, "
+                "per_seq_overhead_s does not"
+                + (f"; {hint}" if hint else ""))
+    kinds = "load and context length" if len(lengths) >= 2 else "load"
+    hint = _in_file(usable(spare), points, f"one more {metric} narrows it")
+    return (f"{terms} not determined beyond the measurement noise (see above), although the points differ in "
+            f"{kinds} ({_loads_text(loads)}) enough to identify {'it' if len(unfitted) == 1 else 'them'} in the "
+            f"model: more {metrics} narrow it; "
+            + (hint or f"repeat these points, or add one beyond C = {loads[-1]}"))
+
+
+def _frontend_advice(points: Sequence[MeasuredPoint], held_out: Sequence[MeasuredPoint],
+                     screened: Mapping[str, str]) -> str:
+    """What would identify ``frontend_in_s``: a concurrency-1 TTFT (the API server's time before the first step,
+    with no queue in front of it).  Where the fit had one, the TTFTs disagree; where C = 1 measured one that the
+    screen left out, say so and why; where the results hold one the fit was not given, name it."""
+    ones = [pt for pt in points if _closed(pt) and pt.concurrency == 1 and pt.value("ttft_p50_ms") is not None]
+    if ones:
+        if sum(1 for pt in points if pt.value("ttft_p50_ms") is not None) > 1:
+            return ("the TTFTs disagree about frontend_in_s (a mechanism at the higher load the model prices "
+                    "differently: preemption, prefix-cache hits, the API server's work per output stream): "
+                    "fit it on the concurrency-1 point's TTFT alone (--points C=1 --fit frontend_in_s)")
+        return "the concurrency-1 TTFT did not identify frontend_in_s beyond the measurement noise (see above)"
+    spare = [pt for pt in held_out if _closed(pt) and pt.concurrency == 1 and pt.value("ttft_p50_ms") is not None
+             and pt not in points]
+    hint = _in_file(spare, points, "its TTFT would identify frontend_in_s")
+    if hint:
+        return hint
+    gone = [pt.label for pt in list(points) + list(held_out) if _closed(pt) and pt.concurrency == 1
+            and pt.label in screened]
+    if gone:
+        return (f"{gone[0]}'s TTFT p50 was measured, {screened[gone[0]]}, so it was left out of the fit and "
+                "frontend_in_s keeps its value: a concurrency-1 TTFT that passes this screen would identify it")
+    return "a measured TTFT at concurrency 1 would identify frontend_in_s"
+
+
+def _prefill_advice(points: Sequence[MeasuredPoint], held_out: Sequence[MeasuredPoint], *, tried: bool) -> str:
+    """What would identify ``flop_efficiency`` apart from ``frontend_in_s``: TTFTs at two prompt lengths (a
+    per-token cost and a per-request cost move one prompt length's TTFT alike); one the results hold is named."""
+    lens = sorted({int(pt.input_len) for pt in points if pt.value("ttft_p50_ms") is not None and pt.input_len})
+    if tried and len(lens) >= 2:
+        return (f"the TTFTs at {lens[0]:,} and {lens[-1]:,} prompt tokens did not part flop_efficiency from "
+                "frontend_in_s beyond the measurement noise: TTFTs at two prompt lengths farther apart would")
+    if lens:  # one prompt length among the fitted TTFTs: a held-out TTFT at another one is the second
+        spare = [pt for pt in held_out if pt.value("ttft_p50_ms") is not None and pt.input_len
+                 and int(pt.input_len) not in lens and pt not in points]
+        if spare:
+            return _in_file(spare, points, f"its TTFT at {spare[0].input_len:,} prompt tokens beside these "
+                                           f"{lens[0]:,}-token ones would identify flop_efficiency apart from "
+                                           "frontend_in_s")
+        return (f"TTFTs at two prompt lengths would identify flop_efficiency apart from frontend_in_s: these points' "
+                f"TTFTs all have {lens[0]:,}-token prompts; add one at {_other_length(lens[0]):,} tokens")
+    given = sorted({int(pt.input_len) for pt in points if pt.input_len})
+    pair = (given[0], _other_length(given[0])) if len(given) == 1 else (128, 2048)
+    return (f"TTFTs at two prompt lengths (e.g. {pair[0]:,} and {pair[1]:,} tokens) would identify flop_efficiency "
+            "apart from frontend_in_s: no point here has a TTFT the fit could use")
+
+
+def _other_length(n: int) -> int:
+    """A prompt length far from ``n`` (8x): long enough apart that a per-token cost shows beside a per-request one."""
+    return 8 * n if n <= 512 else n // 8
