@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_roofline.cli.predict import length_error, max_model_len_warning, memory_fit_error
 from pytest_roofline.model import bands, hardware
 from pytest_roofline.model.setup import Setup, build_setup
 from pytest_roofline.quantities.registry import QUANTITIES
@@ -122,6 +123,23 @@ def _band_text(setup: Setup, item: Item) -> str:
             f"{format_value(hi, q.dimension)}, model/bands.py)")
 
 
+def _refuse_impossible(setup: Setup, model: str, workload: dict[str, Any]) -> None:
+    """A ValueError (``roofline: ...``, exit status 2, no file written) for a setup vLLM would not start (the
+    weights or the reserves leave no KV pool: ``predict.memory_fit_error``) or a request it would reject (longer
+    than max_model_len: ``predict.length_error``). A file of such a setup could not be measured, and its model
+    values (a pool of 0 blocks, a batch-1 ceiling) would invite ink for a run that cannot happen."""
+    def rebuild(tp: int) -> Setup:
+        return build_setup(hardware_ref=setup.hardware.id, model_ref=model, workload=workload,
+                           engine={"name": "vllm", "args": {"tensor_parallel_size": tp}})
+
+    err = memory_fit_error(setup, rebuild=rebuild, mml_flag=None, util_flag=None,
+                           quantized="a quantized checkpoint (--model of an FP8, AWQ or GPTQ checkpoint)")
+    if err is None:
+        err = length_error(setup, lengths_flag="--workload INPUT/OUTPUT")
+    if err:
+        raise ValueError(f"{err}; no file written")
+
+
 def render(*, gpu: str, model: str, tp: int = 1, input_len: int = 1024, output_len: int = 1024,
            command: str = "") -> str:
     """The prediction file's text: the setup, then every prediction with its derivation, the model's value and
@@ -130,6 +148,8 @@ def render(*, gpu: str, model: str, tp: int = 1, input_len: int = 1024, output_l
     engine: dict[str, Any] = {"name": "vllm", "args": {"tensor_parallel_size": tp} if tp > 1 else {}}
     workload = {"input_len": input_len, "output_len": output_len}
     setup = build_setup(hardware_ref=spec.id, model_ref=model, engine=engine, workload=workload)
+    _refuse_impossible(setup, model, workload)
+    warn = max_model_len_warning(setup, mml_flag="engine.args.max_model_len")
     note = hardware.family_note(gpu)
     lines = [
         f"# Written by `{command or 'roofline init'}`,",
@@ -142,6 +162,8 @@ def render(*, gpu: str, model: str, tp: int = 1, input_len: int = 1024, output_l
     ]
     if note:
         lines.append(f"# --gpu {note}")
+    if warn:  # the file is still worth writing: one engine.args.max_model_len line makes it runnable
+        lines.append(f"# warning: {warn}")
     lines += [
         f'title: "{model} on {spec.id}' + (f" (TP {tp})" if tp > 1 else "") + '"',
         f"hardware: {spec.id}",
@@ -186,5 +208,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     if out.exists() and not args.force:
         raise FileExistsError(f"{out} exists: choose another -o, or --force to overwrite it")
     out.write_text(text, encoding="utf-8")
+    for line in text.splitlines():
+        if line.startswith("# warning: "):
+            print(f"roofline: {line[2:]}", file=sys.stderr)
     print(f"wrote {out}: fill in each `predicted:`, then `roofline check {out}`", file=sys.stderr)
     return 0

@@ -7,11 +7,14 @@ the model layer (``Setup.decode_step``, ``Setup.roofline_landmarks``, ``kv_accou
 from __future__ import annotations
 
 import argparse
+import contextlib
+import copy
 import dataclasses
+import io
 import json
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,13 +27,15 @@ from pytest_roofline.model import analytical as an
 from pytest_roofline.model import bands as bands_mod
 from pytest_roofline.model import hardware as hw_catalog
 from pytest_roofline.model import serving as sv
+from pytest_roofline.model import vllm_defaults
 from pytest_roofline.model.setup import RooflineLandmarks, Setup, SetupError, build_setup, kv_accounting, reported_kv
 from pytest_roofline.quantities.measurement import client_value
 from pytest_roofline.scoring import relative_error, serving_sweep_for
 from pytest_roofline.units import GIB, MIB, to_si
 
-__all__ = ["DecodeRow", "EngineSetting", "KVPool", "PredictTable", "batch_list", "cmd_predict", "kv_pool",
-           "positive_number", "predict_rows"]
+__all__ = ["DecodeRow", "EngineSetting", "KVPool", "NO_BAND_REASON", "PredictTable", "batch_list", "cmd_predict",
+           "concurrency_list", "kv_pool", "length_error", "max_model_len_warning", "memory_fit_error",
+           "positive_number", "predict_rows", "rate_list"]
 
 
 @dataclass(frozen=True)
@@ -233,10 +238,124 @@ def kv_pool(setup: Setup) -> KVPool:
     )
 
 
+def _version_text(version: str | None) -> str:
+    """The engine version the defaults come from: the given one, else the newest release the project knows."""
+    return version or f"{vllm_defaults.NEWEST_KNOWN_VERSION} (newest known release; --engine-version to choose)"
+
+
+def _gib_gb(n: float) -> str:
+    """Bytes as GiB with GB beside them: vLLM logs GiB, model cards and datasheets write GB."""
+    return f"{n / GIB:,.2f} GiB ({n / 1e9:,.2f} GB)"
+
+
+def _where(setup: Setup) -> str:
+    tp, pp = int(setup.tensor_parallel_size), int(setup.pipeline_parallel_size)
+    if tp * pp == 1:
+        return f"one {setup.hardware.id}"
+    return f"{tp * pp} × {setup.hardware.id} (TP {tp}" + (f", PP {pp})" if pp > 1 else ")")
+
+
+def _pool_fit(setup: Setup) -> tuple[int, int, bool]:
+    """``setup``'s KV pool (:func:`kv_accounting`) as vLLM reports it: its blocks, its tokens, and whether it
+    holds one request of max_model_len (vLLM V1 ``check_enough_kv_cache_memory``, V0 ``_verify_args``: it does
+    not start otherwise). vLLM needs at least one usable block besides its null block (``serving.EngineConfig``)."""
+    acc = kv_accounting(setup)
+    mml, _ = _max_model_len(setup)
+    reported = reported_kv(setup, acc, mml)
+    holds = reported.max_concurrency is None or reported.max_concurrency >= 1
+    return acc.num_blocks, reported.kv_cache_tokens, holds
+
+
+def _fitting_tp(setup: Setup, rebuild: Callable[[int], Setup] | None, mml_flag: str | None) -> str:
+    """The "more GPUs" fix: the smallest tensor-parallel degree up to 8 (doubling) at which vLLM starts,
+    built by ``rebuild(tp)`` with everything else as given (a degree the model's heads refuse is skipped), and
+    a smaller one whose pool starts with a shorter ``mml_flag`` (max_model_len), if any."""
+    if rebuild is None:
+        return "more GPUs (--tp N)"
+    shorter = ""
+    n = int(setup.tensor_parallel_size) * 2
+    while n <= 8:
+        try:
+            blocks, tokens, holds = _pool_fit(rebuild(n))
+        except (SetupError, ValueError):
+            blocks, tokens, holds = 0, 0, False
+        if blocks >= 2 and holds:
+            return f"more GPUs (--tp {n}: {blocks:,} KV blocks per GPU{shorter})"
+        if blocks >= 2 and mml_flag and not shorter:
+            shorter = f"; or --tp {n} with {mml_flag} {tokens:,} or less"
+        n *= 2
+    return "more GPUs (--tp 8 is not enough here: add pipeline stages, --pp N" + shorter + ")"
+
+
+def memory_fit_error(setup: Setup, *, rebuild: Callable[[int], Setup] | None = None,
+                     quantized: str = "a quantized checkpoint (--quantization fp8, awq, ...)",
+                     mml_flag: str | None = "--max-model-len",
+                     util_flag: str | None = "--gpu-memory-utilization") -> str | None:
+    """None when vLLM can allocate a KV pool for ``setup``; else one line naming the figures and the fixes: the
+    weights one GPU holds against vLLM's memory budget (``ceil(memory × gpu_memory_utilization)``,
+    ``analytical.KVAccounting``), or, where they fit, what the other reserves leave. vLLM refuses to start such a
+    setup (V1: "No available memory for the cache blocks"), so no figure of it can be measured. ``rebuild(tp)``:
+    the same setup at another TP degree, to name the smallest that fits; ``quantized``: the quantization fix in
+    the caller's flags; ``mml_flag`` / ``util_flag``: its max_model_len / gpu_memory_utilization flags, if it has
+    them. A setup whose pool cannot be computed (no memory figure) is not judged here."""
+    try:
+        acc = kv_accounting(setup)
+    except (SetupError, ValueError):
+        return None  # the KV pool line says why it is not computed
+    if acc.num_blocks >= 2:
+        return None
+    name, where = setup.model.name, _where(setup)
+    block = f"{acc.bytes_per_block / MIB:,.2f} MiB"
+    if acc.explicit_pool or acc.budget_bytes is None:
+        return (f"{name} on {where}: the explicit KV pool of {acc.available_kv_bytes / GIB:,.2f} GiB "
+                f"(engine.args.kv_cache_memory_bytes) holds {acc.num_blocks} blocks of {block}; vLLM needs at least "
+                "2 (one besides its null block): give a larger kv_cache_memory_bytes")
+    total, util = acc.total_memory_bytes or 0.0, acc.gpu_memory_utilization or 0.0
+    budget = (f"vLLM's memory budget of {acc.budget_bytes / GIB:,.2f} GiB per GPU (gpu_memory_utilization "
+              f"{util:g} × {total / GIB:,.2f} GiB)")
+    fixes = [_fitting_tp(setup, rebuild, mml_flag)]
+    if setup.quantization is None and setup.weight_dtype in ("bf16", "fp16", "fp32"):
+        fixes.append(quantized)  # already quantized: a quantization is no fix
+    fixes.append("a GPU with more memory")
+    # the share of memory that would leave two blocks (vLLM's minimum), where one exists
+    need = (acc.non_kv_bytes + 2 * acc.bytes_per_block) / total if total else math.inf
+    if util_flag and need <= 1:
+        fixes.append(f"{util_flag} {math.ceil(need * 100) / 100:g} or more")
+    fix_text = "use " + ", ".join(fixes[:-1]) + " or " + fixes[-1]
+    if acc.weight_bytes >= acc.budget_bytes:
+        return (f"{name} does not fit on {where}: its weights per GPU, {_gib_gb(acc.weight_bytes)}, exceed "
+                f"{budget}; {fix_text}")
+    reserves = acc.activation_bytes + acc.non_torch_bytes + acc.cuda_graph_bytes
+    left = acc.available_kv_bytes
+    return (f"{name} leaves no KV cache on {where}: of {budget}, its weights per GPU take "
+            f"{_gib_gb(acc.weight_bytes)} and the other reserves (activations, non-torch, CUDA graphs) "
+            f"{reserves / GIB:,.2f} GiB, leaving {left / GIB:,.2f} GiB: {acc.num_blocks} KV blocks of {block}, "
+            f"where vLLM needs at least 2; {fix_text}")
+
+
+def length_error(setup: Setup, *, lengths_flag: str = "--input-len / --output-len") -> str | None:
+    """None when a request of the setup's lengths fits max_model_len (given, else the model's
+    max_position_embeddings); else one line naming both numbers. vLLM refuses a request whose prompt and output
+    exceed it (the OpenAI server: "This model's maximum context length is N tokens. However, you requested M
+    tokens"; a prompt alone longer than it: "The decoder prompt (length P) is longer than the maximum model
+    length of N"), so the point cannot be measured. ``lengths_flag``: the caller's flag for the lengths."""
+    mml, _ = _max_model_len(setup)
+    need = int(setup.input_len) + int(setup.output_len)
+    if mml is None or need <= mml:
+        return None
+    mpe = getattr(setup.model, "max_position_embeddings", None)
+    given = "--max-model-len" if setup.max_model_len else "the model's max_position_embeddings"
+    raise_it = (f" or raise --max-model-len (up to the model's {int(mpe):,})"
+                if setup.max_model_len and mpe and int(mpe) > mml else "")
+    return (f"a request of {int(setup.input_len):,} prompt + {int(setup.output_len):,} output tokens = {need:,} "
+            f"tokens is longer than max_model_len {mml:,} ({given}); vLLM rejects it: shorten {lengths_flag}"
+            + raise_it)
+
+
 def _kv_pool_lines(kv: KVPool) -> list[str]:
     """The KV pool and the engine settings as text, under the decode table."""
     tp, pp = kv.tensor_parallel_size, kv.pipeline_parallel_size
-    where = (f"{kv.engine} {kv.engine_version or '(newest known release)'} {kv.entrypoint} · "
+    where = (f"{kv.engine} {_version_text(kv.engine_version)} {kv.entrypoint} · "
              f"TP {tp} · PP {pp} · weights {kv.weight_dtype}"
              + (f" ({kv.quantization})" if kv.quantization else "") + f" · KV {kv.kv_cache_dtype}")
     if kv.kv_pool_error:
@@ -250,7 +369,7 @@ def _kv_pool_lines(kv: KVPool) -> list[str]:
                 f"{blocks:,} GPU blocks of {bs} tokens; vLLM reports {tokens:,} KV tokens (sliding-window layers)")
         lines = [f"KV pool ({where}): {size} · {kv.kv_bytes_per_block / MIB:,.2f} MiB per block · "
                  f"available KV {kv.available_kv_gib:,.2f} GiB {budget} · weights per GPU "
-                 f"{kv.weight_bytes_per_gpu / GIB:,.2f} GiB"]
+                 f"{_gib_gb(kv.weight_bytes_per_gpu)}"]
         mml = kv.max_model_len_tokens
         conc = kv.max_concurrency_at_max_model_len
         lines.append(f"max concurrency at max_model_len {mml:,} tokens: {conc:.2f}x ({kv.max_model_len_source})"
@@ -287,41 +406,113 @@ def _measured_point(doc: Mapping[str, Any] | None, concurrency: int | None, rate
     return out
 
 
+def _rebuilder(hardware_ref: Any, model_ref: Any, tree: Mapping[str, Any],
+               **overrides: Any) -> Callable[[int], Setup]:
+    """``rebuild(tp)``: the flags' setup at tensor-parallel degree ``tp`` (its warnings already printed once)."""
+    def rebuild(tp: int) -> Setup:
+        t = copy.deepcopy(dict(tree))
+        engine = t.setdefault("engine", {})
+        engine["args"] = {**(engine.get("args") or {}), "tensor_parallel_size": tp}
+        with contextlib.redirect_stderr(io.StringIO()):
+            return build(hardware_ref, model_ref, t, **overrides)
+    return rebuild
+
+
+def max_model_len_warning(setup: Setup, *, mml_flag: str = "--max-model-len") -> str | None:
+    """None when the KV pool holds one request of max_model_len (given, else the model's
+    max_position_embeddings); else why vLLM will not start (V1 ``check_enough_kv_cache_memory``: "To serve at
+    least one request with the models's max seq len ..."), naming both figures and ``mml_flag``, the fix."""
+    kv = kv_pool(setup)
+    conc, mml = kv.max_concurrency_at_max_model_len, kv.max_model_len_tokens
+    if conc is None or not mml or conc >= 1 or kv.kv_cache_tokens is None:
+        return None
+    return (f"the KV pool holds {kv.kv_cache_tokens:,} tokens, less than one request of max_model_len {mml:,} "
+            f"({conc:.2f}x): vLLM will not start so; lower {mml_flag} to what the pool holds, or use more GPUs")
+
+
+def _refuse_unstartable(setup: Setup, rebuild: Callable[[int], Setup] | None) -> None:
+    """A ValueError (one line, exit status 2) where vLLM could not start ``setup`` for want of memory
+    (:func:`memory_fit_error`); a warning on stderr where the pool cannot hold one request of max_model_len
+    (:func:`max_model_len_warning`)."""
+    err = memory_fit_error(setup, rebuild=rebuild)
+    if err:
+        raise ValueError(err)
+    warn = max_model_len_warning(setup)
+    if warn:
+        print(f"roofline: warning: {warn}", file=sys.stderr)
+
+
+def _refuse_unsimulable(setup: Setup, rebuild: Callable[[int], Setup] | None) -> None:
+    """``--simulate``: :func:`_refuse_unstartable`, and a request longer than max_model_len (:func:`length_error`)."""
+    _refuse_unstartable(setup, rebuild)
+    err = length_error(setup)
+    if err:
+        raise ValueError(err)
+
+
+def _as_list(value: Any, parse: Callable[[str], list[Any]], flag: str) -> list[Any]:
+    """A list flag's values: already parsed by argparse, or text (a Namespace built in code)."""
+    if value is None or isinstance(value, list):
+        return value or []
+    try:
+        return parse(str(value))
+    except argparse.ArgumentTypeError as exc:
+        raise ValueError(f"{flag}: {exc}") from None
+
+
 def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict]]:
     """The serving model's predicted sweep: from a prediction file (its setup, constants and sweep, as the
     scorer simulates it) or from the flags."""
+    concurrency = _as_list(args.concurrency, concurrency_list, "--concurrency")
+    rates = _as_list(args.rate, rate_list, "--rate")
+    cap = None
     if isinstance(args.simulate, str):
         if args.hardware or args.model:  # the file names its chip and model; a field of either is a --set
             raise ValueError("--simulate FILE.yaml takes the file's hardware and model; change a field of them with "
                              "--set hardware.FIELD=VALUE / --set model.FIELD=VALUE, or drop the file")
+        if concurrency and rates:
+            raise ValueError("--simulate FILE.yaml: give --concurrency (closed-loop points) or --rate (open-loop "
+                             "points), not both; an open-loop in-flight cap is the file's sweep")
         spec = load_spec(args.simulate)
         tree = setup_tree(args, base={"engine": spec.engine, "workload": spec.workload},
                            workload={"input_len": args.input_len, "output_len": args.output_len})
         setup = build(spec.hardware, spec.model, tree, hardware_overrides=spec.hardware_overrides,
                        model_overrides=spec.model_overrides)
+        _refuse_unsimulable(setup, _rebuilder(spec.hardware, spec.model, tree,
+                                              hardware_overrides=spec.hardware_overrides,
+                                              model_overrides=spec.model_overrides))
         sweep = serving_sweep_for(spec, None, setup)
         keys = [p.key for p in sweep.points if p.key[0] != "batch1"]
-        if args.concurrency:
-            keys = [("closed", float(c)) for c in _int_list(args.concurrency)]
+        if concurrency:
+            keys = [("closed", float(c)) for c in concurrency]
+        elif rates:
+            keys = [("open", float(r)) for r in rates]
         preds = [sweep.predict(k)[1] for k in keys]
         title = f"{spec.title} · {sweep.source}"
     else:
         if not (args.hardware and args.model):
             raise ValueError("--simulate needs a prediction file, or --hardware and --model")
+        if rates and concurrency and len(concurrency) > 1:
+            raise ValueError(f"--concurrency with --rate is the most requests in flight at each rate: give one "
+                             f"number, not {len(concurrency)}")
         tree = setup_tree(args, workload={"input_len": args.input_len, "output_len": args.output_len})
         setup = build(args.hardware, args.model, tree)
+        _refuse_unsimulable(setup, _rebuilder(args.hardware, args.model, tree))
         eng = sv.EngineConfig.from_setup(setup)
         constants = sv.default_constants(setup)
-        if args.rate:
-            workloads = [sv.workload_for_point(setup, rate_req_per_s=float(r)) for r in args.rate.split(",")]
+        if rates:
+            cap = concurrency[0] if concurrency else None  # the load generator's in-flight cap (open loop)
+            workloads = [sv.workload_for_point(setup, rate_req_per_s=r, concurrency=cap) for r in rates]
         else:
             workloads = [sv.workload_for_point(setup, concurrency=c)
-                         for c in _int_list(args.concurrency or "1,2,4,8,16,32,64,128")]
+                         for c in concurrency or [1, 2, 4, 8, 16, 32, 64, 128]]
         preds = sv.simulate_sweep(setup, workloads, engine=eng, constants=constants)
         title = "default constants"
     eng = sv.EngineConfig.from_setup(setup)
-    head = (f"{setup.hardware.id} · {setup.model.name} · {setup.engine_name} {setup.engine_version or ''} · "
-            f"in {setup.input_len} / out {setup.output_len} tokens · max_num_seqs {eng.max_num_seqs}, "
+    head = (f"{setup.hardware.id} · {setup.model.name} · {setup.engine_name} {_version_text(setup.engine_version)} · "
+            f"in {setup.input_len} / out {setup.output_len} tokens"
+            + (f" · open loop, at most {cap} requests in flight" if cap else "") + " · max_num_seqs "
+            f"{eng.max_num_seqs}, "
             f"max_num_batched_tokens {eng.max_num_batched_tokens}, chunked prefill "
             f"{'on' if eng.chunked_prefill else 'off'}, {eng.num_gpu_blocks:,} KV blocks · {title}")
     doc = None
@@ -331,6 +522,7 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict]]:
     for p in preds:
         row = {("concurrency" if p.concurrency is not None and p.rate_req_per_s is None else "rate"):
                (p.concurrency if p.rate_req_per_s is None else p.rate_req_per_s), **p.to_dict()}
+        row["band_notes"] = _band_notes(row)  # every value: a band, or why it has none
         if p.rate_req_per_s is not None:
             row["rate"] = p.rate_req_per_s
         meas = _measured_point(doc, p.concurrency if p.rate_req_per_s is None else None, p.rate_req_per_s)
@@ -360,12 +552,88 @@ def _int_list(text: str, what: str = "--concurrency") -> list[int]:
     return out
 
 
+def _argparse_type(parse: Callable[[str], Any], flag: str) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag}: ")) from None
+    return convert
+
+
+def concurrency_list(text: str) -> list[int]:
+    """argparse type of ``--concurrency``: whole numbers >= 1, comma-separated."""
+    return _argparse_type(lambda t: _int_list(t, "--concurrency"), "--concurrency")(text)
+
+
+def rate_list(text: str) -> list[float]:
+    """argparse type of ``--rate``: positive request rates in req/s, comma-separated; an error argparse prints
+    naming the flag (exit status 2)."""
+    out = []
+    for item in str(text).split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            x = float(item)
+        except ValueError:
+            x = math.nan
+        if not (math.isfinite(x) and x > 0):
+            raise argparse.ArgumentTypeError(f"{item[:40]!r} is not a positive number of requests per second "
+                                             "(write e.g. 1,2.5,10)")
+        out.append(x)
+    if not out:
+        raise argparse.ArgumentTypeError("no values given (write e.g. 1,2.5,10)")
+    return out
+
+
 def batch_list(text: str) -> list[int]:
     """argparse type of ``--batch``: an error message argparse prints on one line, with exit status 2."""
     try:
         return _int_list(text, "--batch")
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--batch: ")) from None
+
+
+#: the columns of ``--simulate``'s table: the PointPrediction field, its header (with its unit) and its format
+_SIM_COLS = [("output_throughput_tok_per_s", "agg tok/s", ".1f"), ("per_request_output_tok_per_s", "tok/s/req", ".1f"),
+             ("ttft_p50_ms", "TTFT p50 ms", ".0f"), ("ttft_p99_ms", "TTFT p99 ms", ".0f"),
+             ("tpot_p50_ms", "TPOT p50 ms", ".2f"), ("tpot_p99_ms", "TPOT p99 ms", ".2f"),
+             ("itl_p99_ms", "ITL p99 ms", ".1f")]
+
+#: why a value ``--simulate`` prints has no band, for the metrics outside ``model.bands.BAND_METRICS``: a band
+#: needs measured values from several public sources (model/bands.py), and the accuracy corpus
+#: (benchmarks/data/corpus: LambdaLabsML/vllm-benchmark and the five sources of v1-public-runs.json) has at most
+#: one source for each of these (tests/unit/test_predict_refusals.py reads the corpus to check it)
+NO_BAND_REASON: dict[str, str] = {
+    "per_request_output_tok_per_s": "no band: no public source of the accuracy corpus reports per-request tok/s",
+    "ttft_p99_ms": "no band: one public source of the accuracy corpus reports TTFT p99 (LambdaLabsML/vllm-benchmark, "
+                   "vLLM 0.5.4), too few sources to bound a new one's error",
+    "tpot_p99_ms": "no band: no public source of the accuracy corpus reports TPOT p99",
+    "itl_p99_ms": "no band: no public source of the accuracy corpus reports ITL p99",
+}
+_NO_BAND_LEGEND = ("the accuracy corpus (benchmarks/data/corpus) has no public source that reports tok/s/req, "
+                   "TPOT p99 or ITL p99 and one that reports TTFT p99, too few to bound a new source's error; "
+                   "bands cover agg tok/s, TTFT p50 and TPOT p50 (model/bands.py)")
+#: a banded metric whose regime has neither a band nor measured runs (band_note None), or a value that is not finite
+_NO_RUNS_REASON = "no band: the accuracy corpus has no measured runs of this regime's class (model/bands.py)"
+_NO_VALUE_REASON = "no band: no finite value to band"
+
+
+def _band_notes(row: Mapping[str, Any]) -> dict[str, str]:
+    """``row``'s band notes with a reason for every printed value that has no band: the model's own notes
+    (``bands.band_note``) first, then :data:`NO_BAND_REASON`, then why a banded metric has none here."""
+    notes = dict(row.get("band_notes") or {})
+    banded = row.get("bands") or {}
+    for name, _label, _fmt in _SIM_COLS:
+        if name in banded or name in notes:
+            continue
+        value = row.get(name)
+        if not (isinstance(value, (int, float)) and math.isfinite(value)):
+            notes[name] = _NO_VALUE_REASON
+        else:
+            notes[name] = NO_BAND_REASON.get(name, _NO_RUNS_REASON)
+    return notes
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -375,9 +643,7 @@ def _simulate(args: argparse.Namespace) -> int:
             print(json.dumps(row))
         return 0
     print(head)
-    cols = [("output_throughput_tok_per_s", "agg tok/s", ".1f"), ("per_request_output_tok_per_s", "tok/s/req", ".1f"),
-            ("ttft_p50_ms", "TTFT p50", ".0f"), ("ttft_p99_ms", "TTFT p99", ".0f"), ("tpot_p50_ms", "TPOT p50", ".2f"),
-            ("tpot_p99_ms", "TPOT p99", ".2f"), ("itl_p99_ms", "ITL p99", ".1f")]
+    cols = _SIM_COLS
     key = "rate" if rows and "rate" in rows[0] else "concurrency"
     print(f"{'C' if key == 'concurrency' else 'req/s':>6} " + " ".join(f"{c[1]:>18}" for c in cols)
           + f" {'run':>6} {'KV %':>5} {'preempt':>7} {'queue ms':>8}  dominant term")
@@ -403,14 +669,22 @@ def _simulate(args: argparse.Namespace) -> int:
             print(f"{'':>6} band: " + ", ".join(f"{label} {format(bands[name][0], fmt)}–{format(bands[name][1], fmt)}"
                                                  for name, label, fmt in cols if name in bands))
         # a regime with measured runs but too few sources for a band: what they showed, one line per reason
+        # (a value with neither: why, one line per reason; the reasons of whole metrics are said once, below)
         by_reason: dict[str, list[str]] = {}
+        ranged: set[str] = set()
         for name, label, _fmt in cols:
             note = (r.get("band_notes") or {}).get(name)
-            if note:
-                reason, _, shown = note.partition(bands_mod.NOTE_RANGE_SEP)
+            if note and note != NO_BAND_REASON.get(name):
+                reason, sep, shown = note.partition(bands_mod.NOTE_RANGE_SEP)
                 by_reason.setdefault(reason, []).append(f"{label} {shown}" if shown else label)
+                if sep:
+                    ranged.add(reason)
         for reason, shown in by_reason.items():
-            print(f"{'':>6} {reason}; measured / model there: {', '.join(shown)}")
+            print(f"{'':>6} {reason}" + ("; measured / model there: " if reason in ranged else ": ")
+                  + ", ".join(shown))
+    unbanded = [label for name, label, _ in cols if name in NO_BAND_REASON]
+    if rows and unbanded:
+        print(f"no band for {', '.join(unbanded)}: {_NO_BAND_LEGEND}")
     if errs:
         print("cells: predicted|measured error, (measured − predicted) ÷ predicted ('—': none, a predicted 0); "
               "band: the range measured runs of this regime fell in around the model's value "
@@ -430,7 +704,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     batches = args.batch or [1, 2, 4, 8, 16, 32, 64, 128, 256]
     tree = setup_tree(args, workload={"kv_context": args.context})
     tree.setdefault("workload", {}).setdefault("kv_context", 1024)  # the table's default KV context
-    table = predict_rows(setup=build(args.hardware, args.model, tree), batches=batches)
+    setup = build(args.hardware, args.model, tree)
+    _refuse_unstartable(setup, _rebuilder(args.hardware, args.model, tree))
+    table = predict_rows(setup=setup, batches=batches)
     if args.json:
         data = table.to_dict()
         meta = {k: v for k, v in data.items() if k != "rows"}
@@ -442,10 +718,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     kv = table.kv
     per_gpu = ""
     if kv.tensor_parallel_size * kv.pipeline_parallel_size > 1:
-        per_gpu = (f" · per GPU: weights {kv.weight_bytes_per_gpu / 1e9:,.2f} GB, KV "
+        per_gpu = (f" · per GPU: weights {_gib_gb(kv.weight_bytes_per_gpu)}, KV "
                    f"{table.kv_bytes_per_token_per_gpu:,.0f} B/token")
     print(f"{table.hardware} · {table.model} · KV context {table.context_tokens:,.0f} tokens · "
-          f"weights {table.weight_bytes / 1e9:,.2f} GB · KV {table.kv_bytes_per_token:,.0f} B/token{per_gpu}")
+          f"weights {_gib_gb(table.weight_bytes)} · KV {table.kv_bytes_per_token:,.0f} B/token{per_gpu}")
     if table.decode_error:
         print(f"decode table: {table.decode_error}")
     tp = kv.tensor_parallel_size > 1  # the all-reduce column: t_step = max(t_mem, t_comp) + all-reduce

@@ -113,7 +113,10 @@ def test_predict_text_table(capsys):
     assert rc == 0
     lines = out.splitlines()
     assert lines[0].startswith("a100-sxm4-80gb · qwen3-8b")
-    assert "KV 147,456 B/token" in lines[0] and "weights 16.38 GB" in lines[0]
+    # the weights in GiB (as vLLM logs them and as the KV pool line says "weights per GPU") with GB beside them:
+    # 8,190,735,360 params x 2 B = 16,381,470,720 B = 15.26 GiB
+    assert "KV 147,456 B/token" in lines[0] and "weights 15.26 GiB (16.38 GB)" in lines[0]
+    assert "weights per GPU 15.26 GiB (16.38 GB)" in out
     assert lines[1].split()[:2] == ["B", "t_mem"]
     row16 = next(line for line in lines if line.split()[:1] == ["16"])
     assert "1,740.8" in row16 and row16.split()[-1] == "memory"

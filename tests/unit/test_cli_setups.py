@@ -205,9 +205,10 @@ def test_tp4_llama70b_on_h100(capsys):
     assert d["t_mem_ms"] == pytest.approx(t_mem * 1e3, rel=1e-9)
     assert d["t_allreduce_ms"] == pytest.approx(160 * (1.5 * 16_384 / 450e9 + 8e-6) * 1e3, rel=1e-9)
     assert d["t_step_ms"] == pytest.approx(t_mem * 1e3 + d["t_allreduce_ms"], rel=1e-9)
-    one = first_json(capsys, "predict", "--hardware", "h100-sxm", "--model", "llama-3.1-70b",
-                     "--engine-version", "0.33.0")
-    assert one["num_gpu_blocks"] == 0 and one["available_kv_bytes"] < 0
+    # one GPU: refused, exit status 2 and nothing on stdout (tests/unit/test_predict_refusals.py has the figures)
+    rc, out, err = run(capsys, "predict", "--hardware", "h100-sxm", "--model", "llama-3.1-70b",
+                       "--engine-version", "0.33.0", "--json")
+    assert rc == 2 and out == "" and "does not fit on one h100-sxm" in err
 
 
 def test_tp8_llama70b_on_a100(capsys):
