@@ -115,6 +115,10 @@ class Verdict:
     #: where the point's regime has measured runs but too few sources for a band: what they showed, in place of one
     #: (model.bands.band_note); "" otherwise
     serving_band_note: str = ""
+    #: the serving band's bounds in the verdict's value unit (None where the quantity has no band): the math check
+    #: with ``model_column: serving`` passes ink inside them
+    serving_band_lo: float | None = None
+    serving_band_hi: float | None = None
     measured_value: Any = None
     measured_text: str = ""
     measured_points: list[str] = field(default_factory=list)
@@ -413,7 +417,17 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
             against = "serving model"
         else:
             tol, against = _math_tolerance(pred, spec.default_math_tolerance), "model"
-        ink = pred.predicted.value if pred.predicted.kind is not PredictedKind.MODEL else v.model_value
+        if pred.predicted.kind is PredictedKind.MODEL:  # the ink is the model's own value: nothing to check
+            v.reference_value = v.checked_value = v.model_value
+            v.status = VerdictStatus.SKIP
+            v.reason = (f"`predicted: model` takes the {against}'s value ({v.model_text}) as the ink: a measurement "
+                        f"checks it ({MEASURE_HOW}); without one it would be compared with itself")
+            return v
+        ink = pred.predicted.value
+        if (v.model_source == "serving" and pred.predicted.kind is PredictedKind.NUMBER
+                and isinstance(ink, (int, float)) and isinstance(v.model_value, (int, float))
+                and not isinstance(ink, bool)):
+            return _compare_to_serving(v, pred, float(ink), tol)
         if (v.model_source != "serving" and q.name in model_bands.ROOFLINE_CEILINGS
                 and pred.predicted.kind is PredictedKind.NUMBER and isinstance(v.model_value, (int, float))
                 and isinstance(ink, (int, float)) and not tol.contains(float(v.model_value), float(ink))):
@@ -628,6 +642,41 @@ def _compare_to_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float
     return v
 
 
+def _compare_to_serving(v: Verdict, pred: Prediction, ink: float, tol: Tolerance) -> Verdict:
+    """The math check of ink against the serving model (``model_column: serving``), which stands in for a
+    measurement it can be wrong about: ink above a roofline ceiling fails whatever the tolerance (a physical bound);
+    ink within the tolerance of the model's value passes; else ink inside the model's band (how far measured runs
+    of the regime landed from it, ``model.bands``) passes, saying so, and for a ceiling quantity ink inside the
+    share of the ceiling measured runs reach passes too (:func:`_compare_to_ceiling`); anything else fails."""
+    q = pred.q
+    roof = v.roofline_value
+    ceiling = roof if (q.name in model_bands.ROOFLINE_CEILINGS and isinstance(roof, (int, float))
+                       and not isinstance(roof, bool)) else None
+    model = float(v.model_value)
+    if ceiling is not None and ink > float(ceiling):
+        band = model_bands.roofline_fraction_band()
+        if band is not None:
+            return _compare_to_ceiling(v, pred, ink, float(ceiling), band, tol)
+    if tol.contains(model, ink):
+        return _compare(v, pred, ink, model, tol, "serving model")
+    lo, hi = v.serving_band_lo, v.serving_band_hi
+    if lo is not None and hi is not None and lo <= ink <= hi:
+        _compare(v, pred, ink, model, tol, "serving model")
+        v.status = VerdictStatus.PASS
+        v.reason = (f"predicted {v.fmt(ink)} is outside {tol.text} of the serving model's {v.fmt(model)} but within "
+                    f"its band {v.fmt(lo)} – {v.fmt(hi)}: where runs from sources the band was not built from land "
+                    "(80% nominal; docs/explanation/models.md); a measurement decides")
+        return v
+    if ceiling is not None:
+        band = model_bands.roofline_fraction_band()
+        if band is not None:
+            return _compare_to_ceiling(v, pred, ink, float(ceiling), band, tol)
+    out = _compare(v, pred, ink, model, tol, "serving model")
+    if out.status is VerdictStatus.FAIL and lo is not None and hi is not None:
+        out.reason += f"; outside its band {v.fmt(lo)} – {v.fmt(hi)} too"
+    return out
+
+
 def _compare(v: Verdict, pred: Prediction, reference: Any, checked: Any, tol: Tolerance, against: str) -> Verdict:
     v.reference_value = reference
     v.checked_value = checked
@@ -754,6 +803,7 @@ def _serving_column(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hard
         if band and value and isinstance(v.serving_value, (int, float)) and not isinstance(v.serving_value, bool):
             # the band's ratios around the point's value, applied to the verdict's value (its own unit)
             lo, hi = (float(v.serving_value) * b / float(value) for b in band)
+            v.serving_band_lo, v.serving_band_hi = lo, hi
             v.serving_band_text = (f"{_value_text(lo, q.dimension, v.display_unit)} – "
                                    f"{_value_text(hi, q.dimension, v.display_unit)} (where a run from a source the "
                                    "band was not built from lands, 80% nominal: docs/explanation/models.md)")

@@ -27,7 +27,8 @@ from pytest_roofline.report.terminal import summary_table
 from pytest_roofline.units import parse_value
 
 HEAD = "hardware: a100-sxm4-80gb\nmodel: qwen3-8b\n"
-GOOD = "  - id: good\n    quantity: ridge_point\n    predicted: model\n"
+# a prediction that passes the math check: the A100 SXM4's ridge point, 312 TFLOP/s ÷ 2.039 TB/s = 153.0 FLOP/byte
+GOOD = "  - id: good\n    quantity: ridge_point\n    predicted: 153 FLOP/byte\n"
 
 
 def preds(*items: str) -> str:

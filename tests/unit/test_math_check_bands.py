@@ -63,3 +63,53 @@ def test_a_serving_model_value_shows_its_band_in_the_verdicts_explanation():
     rows = dict(v.explanation_rows())
     assert "serving band" in rows and "docs/explanation/models.md" in rows["serving band"]
     assert v.to_dict()["serving_band_text"] == v.serving_band_text
+
+
+SERVING = """\
+hardware: h100-sxm
+model: qwen3-8b
+engine: {{name: vllm, version: "0.26.0"}}
+workload: {{input_len: 1024, output_len: 1024}}
+sweep: {{mode: closed, concurrency: [1, 8, 64]}}
+model_column: serving
+predictions:
+  - {{id: p, quantity: {quantity}, {at}predicted: {ink}, tolerance: ±15%}}
+"""
+
+
+def _serving(quantity: str, ink: str, at: str = ""):
+    spec = loads_spec(SERVING.format(quantity=quantity, ink=ink, at=at))
+    return score(spec, spec.predictions[0], "math", None)
+
+
+def test_with_the_serving_model_as_the_check_ink_inside_its_band_passes():
+    """``model_column: serving``: the serving model stands in for a measurement it can be wrong about, so ink
+    outside ±15% of its value but inside its band passes, saying so; ink outside both fails and names the band."""
+    ref = _serving("ttft_p50", "1 ms", "at: {concurrency: 1}, ")
+    lo, hi, model = ref.serving_band_lo, ref.serving_band_hi, float(ref.model_value)
+    assert lo is not None and hi is not None and lo < model < hi and hi > 1.3 * model  # a band wider than ±15%
+    ink = 0.5 * (1.2 * model + hi)  # above +15% of the model (1.15×), below the band's top
+    v = _serving("ttft_p50", f"{ink * 1e3:.3f} ms", "at: {concurrency: 1}, ")  # the values are in seconds
+    assert v.status == "pass" and "but within its band" in v.reason, v.reason
+    out = _serving("ttft_p50", f"{1.5 * hi * 1e3:.3f} ms", "at: {concurrency: 1}, ")
+    assert out.status == "fail" and "outside its band" in out.reason
+
+
+def test_with_the_serving_model_as_the_check_a_roofline_ceiling_still_bounds_the_ink():
+    """batch1_throughput with ``model_column: serving``: ink above the roofline ceiling fails as a physical bound
+    (it used to fail only as "outside ±15% of serving"), and realistic ink between the measured share of the
+    ceiling and the ceiling passes as it does with the roofline as the check."""
+    ref = _serving("batch1_throughput", "1 tok/s")
+    ceiling = float(ref.roofline_value)  # the H100 file's own decode roofline, beside the serving value
+    assert ref.model_source == "serving" and float(ref.model_value) < ceiling
+    above = _serving("batch1_throughput", f"{1.2 * ceiling:.1f} tok/s")
+    assert above.status == "fail" and "physical bound" in above.reason
+    real = _serving("batch1_throughput", f"{0.85 * ceiling:.1f} tok/s")
+    assert real.status == "pass" and "within the model's band" in real.reason
+
+
+def test_predicted_model_is_not_a_pass_without_a_measurement():
+    """``predicted: model`` takes the model's value as the ink: the math check would compare it with itself, so
+    without a measurement it is skipped with the reason, not counted as a pass."""
+    v = _serving("output_throughput", "model", "at: {concurrency: 64}, ")
+    assert v.status == "skip" and "compared with itself" in v.reason
