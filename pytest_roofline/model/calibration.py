@@ -902,8 +902,11 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
     while rounds < MAX_ROUNDS:
         rounds += 1
         notes = list(prefill_notes)  # each round's notes replace the last's: the final round's say what the result is
+        prefill_only = (f"every point that measures {step_what.split(' ')[0]} is prefill-bound in the model (its "
+                        "steps mostly carry prefill chunks)" if step_names and not any(_measures(pt, step_metrics) for pt in step_points)
+                        and any(_measures(pt, step_metrics) for pt in points) else "")
         step = _stage(step_points, current, step_names, step_metrics, predict, step_what, notes,
-                      family=STEP_FIELDS)
+                      family=STEP_FIELDS, none_left=prefill_only)
         current = step.constants if step else current
         ttft = _stage(points, current, ttft_names, TTFT_METRICS, predict, "TTFT", notes, family=TTFT_FIELDS,
                       none_left=ttft_none_left)
@@ -1003,6 +1006,9 @@ def _step_advice(unfitted: Sequence[str], want: Sequence[str], step_points: Sequ
         return [pt for pt in cands if _decode_bound([pt], current, predict, [])][:1]
 
     if not spread:
+        if not loads and any(_measures(pt, step_metrics) for pt in points):  # measured, but prefill-bound
+            return (f"{metrics} at decode-bound points (shorter prompts or more output tokens, so that decode "
+                    f"dominates the steps), at two batch sizes far apart, would identify {terms}")
         if not loads:
             return (f"{metrics} at two batch sizes far apart (e.g. C = 1 and C = 32) would identify {terms} apart "
                     "from the other decode-step terms")

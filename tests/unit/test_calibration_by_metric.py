@@ -199,6 +199,22 @@ def test_a_point_that_turns_prefill_bound_at_the_fitted_constants_leaves_the_ste
     assert any("decided again at the fitted constants" in n for n in res.notes)
 
 
+def test_points_that_are_all_prefill_bound_fit_no_decode_step_term_and_say_why():
+    """Two 4,096-token bursts (prefill share >= 0.5 at the defaults, as above): their TPOTs measure prefill chunks,
+    so no decode-step term is fitted, the note says every point measuring TPOT is prefill-bound (not that none
+    measured it), and the advice asks for decode-bound points, not merely for loads far apart."""
+    setup = _gpu_setup()
+    base = serving.default_constants(setup)
+    pts = _gpu_points(setup, base.with_fitted(hbm_efficiency=0.70), [(16, 32, 4096), (32, 64, 4096)])
+    predict = cal.serving_predictor(setup)
+    assert all(predict(base, p)[cal.PREFILL_SHARE_KEY] >= 0.5 for p in pts)
+    res = cal.fit_by_metric(pts, base, predict=predict, fields=("hbm_efficiency", "frontend_in_s"))
+    assert res.step is None and "hbm_efficiency" not in res.values
+    assert any("kept at the defaults: every point that measures TPOT is prefill-bound" in n for n in res.notes)
+    assert any(n.startswith("TPOTs at decode-bound points") for n in res.notes)
+    assert not any("no point measures TPOT" in n for n in res.notes)
+
+
 def test_one_pass_is_not_enough_when_a_ttft_term_moves_tpot(monkeypatch):
     """The same points with the stages fitted once each: the bandwidth misses by ~10% (the reason for the turns)."""
     setup = _gpu_setup()
