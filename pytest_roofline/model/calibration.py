@@ -902,9 +902,11 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
     while rounds < MAX_ROUNDS:
         rounds += 1
         notes = list(prefill_notes)  # each round's notes replace the last's: the final round's say what the result is
-        prefill_only = (f"every point that measures {step_what.split(' ')[0]} is prefill-bound in the model (its "
-                        "steps mostly carry prefill chunks)" if step_names and not any(_measures(pt, step_metrics) for pt in step_points)
-                        and any(_measures(pt, step_metrics) for pt in points) else "")
+        prefill_only = ""
+        if (step_names and not any(_measures(pt, step_metrics) for pt in step_points)
+                and any(_measures(pt, step_metrics) for pt in points)):
+            prefill_only = (f"every point that measures {step_what.split(' ')[0]} is prefill-bound in the model "
+                            "(its steps mostly carry prefill chunks)")
         step = _stage(step_points, current, step_names, step_metrics, predict, step_what, notes,
                       family=STEP_FIELDS, none_left=prefill_only)
         current = step.constants if step else current
