@@ -367,8 +367,13 @@ class DirectoryStore:
     def __init__(self, root: str | os.PathLike[str], *, create: bool = True):
         self.root = Path(root).expanduser()
         if create:
+            if not self.root.exists() and not self.root.parent.is_dir():
+                # a store is made only inside a folder that exists, as a sqlite file is: a mistyped path is an
+                # error, not a new empty store whose first night compares nothing and passes
+                raise HistoryError(f"history directory {self.root}: its folder {self.root.parent} does not exist; "
+                                   "check the path, or create the folder first (mkdir -p) for a new store")
             try:
-                self.root.mkdir(parents=True, exist_ok=True)
+                self.root.mkdir(exist_ok=True)
             except OSError as exc:
                 raise HistoryError(f"history directory {self.root}: cannot create it ({exc})") from exc
         elif not self.root.is_dir():
