@@ -460,7 +460,7 @@ def _as_list(value: Any, parse: Callable[[str], list[Any]], flag: str) -> list[A
         raise ValueError(f"{flag}: {exc}") from None
 
 
-def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict]]:
+def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict], str]:
     """The serving model's predicted sweep: from a prediction file (its setup, constants and sweep, as the
     scorer simulates it) or from the flags."""
     concurrency = _as_list(args.concurrency, concurrency_list, "--concurrency")
@@ -534,7 +534,7 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict]]:
             row["error"] = {k: e[1] for k, e in errors.items()}
             row["ratio"] = {k: e[2] for k, e in errors.items()}
         rows.append(row)
-    return head, rows
+    return head, rows, setup.device
 
 
 def _int_list(text: str, what: str = "--concurrency") -> list[int]:
@@ -637,7 +637,7 @@ def _band_notes(row: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    head, rows = _simulate_rows(args)
+    head, rows, device = _simulate_rows(args)
     if args.json:
         for row in rows:  # JSON lines: one object per sweep point
             print(json.dumps(row))
@@ -685,6 +685,9 @@ def _simulate(args: argparse.Namespace) -> int:
     unbanded = [label for name, label, _ in cols if name in NO_BAND_REASON]
     if rows and unbanded:
         print(f"no band for {', '.join(unbanded)}: {_NO_BAND_LEGEND}")
+    caveat = bands_mod.band_caveat(device)  # CPU bands: one host's recordings (model/bands.py CPU_BAND_CAVEAT)
+    if caveat and any(r.get("bands") for r in rows):
+        print(caveat)
     if errs:
         print("cells: predicted|measured error, (measured − predicted) ÷ predicted ('—': none, a predicted 0); "
               "band: the range measured runs of this regime fell in around the model's value "

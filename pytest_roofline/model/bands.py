@@ -53,6 +53,7 @@ from typing import Literal
 __all__ = ["Band", "BAND_METRICS", "ROOFLINE_CEILINGS", "ROOFLINE_FRACTION_KEY", "roofline_fraction_band",
            "NOMINAL_COVERAGE", "MIN_POINTS", "PREFILL_BOUND_SHARE", "Regime", "regime_of", "band_for",
            "derive_bands", "load_bands", "observed_ranges", "band_note", "NOTE_RANGE_SEP", "load_observed_ranges",
+           "CPU_BAND_CAVEAT", "band_caveat",
            "ratio_quantile", "percentile_band", "regime_centre", "out_of_source_scores", "conformal_half_width",
            "hierarchical_half_width", "loso_inside"]
 
@@ -320,6 +321,17 @@ def band_note(regime: Regime, ranges: Mapping[str, Band] | None = None) -> str |
     return (f"no band: {what} has {r.n} measured value(s) from {len(r.sources)} public source(s) "
             f"({', '.join(r.sources)}), too few sources to bound a new one's error{NOTE_RANGE_SEP}"
             f"{r.lo:.2f}-{r.hi:.2f}")
+
+
+#: what a CPU-engine band does not say: its runs (cpu-tiny, cpu-kv-pressure, cpu-prefill-heavy, cpu-open-loop) were all
+#: recorded on the project's own 2-core machine (docs/sources.md), so the band bounds that host, not another one
+CPU_BAND_CAVEAT = ("CPU bands: derived from recordings on the project's own 2-core machine; another host's speed "
+                   "differs: calibrate (`roofline calibrate`)")
+
+
+def band_caveat(device: str) -> str | None:
+    """The one-line caveat to show beside the bands of a setup on ``device`` (``Setup.device``), None if none."""
+    return CPU_BAND_CAVEAT if str(device).lower() == "cpu" else None
 
 
 def _load_doc() -> dict[str, object]:

