@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from support.calibration_standin import StandIn
 from support.paths import DAY3_RESULTS, RECORDED, REPO
 from support.recordings import load_recording, recording_path
 
@@ -16,28 +17,9 @@ from pytest_roofline.errors import CalibrationError
 from pytest_roofline.model import calibration as cal
 from pytest_roofline.model.calibration import MeasuredPoint
 
-
 # --------------------------------------------------------------------------------------------------------------
 # a stand-in with a closed form, so the optimiser and the identifiability test are checked on their own
 # --------------------------------------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class StandIn:
-    """Constants of a closed-form closed-loop model (the same field names as ServingConstants)."""
-
-    hbm_efficiency: float = 0.8
-    flop_efficiency: float = 0.7
-    step_overhead_s: float = 2e-3
-    per_seq_overhead_s: float = 5e-5
-    FIELDS_FITTABLE: ClassVar[tuple[str, ...]] = ("hbm_efficiency", "flop_efficiency", "step_overhead_s",
-                                                  "per_seq_overhead_s")
-
-    def replace(self, **kw):
-        return dataclasses.replace(self, **kw)
-
-    def to_dict(self):
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
-
 WEIGHTS_S = 0.01  # weight read at peak bandwidth per step
 KV_S_PER_SEQ = 1e-4  # one sequence's KV read at peak
 PREFILL_S = 0.02  # one prompt's prefill at peak FLOP/s

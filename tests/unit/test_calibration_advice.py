@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.calibration_standin import StandIn
 from support.paths import DAY3_RESULTS, REPO
 from support.recordings import recording_path
 
@@ -28,20 +29,10 @@ CPU_TINY_RUN = recording_path("cpu-tiny")
 
 
 @dataclasses.dataclass(frozen=True)
-class Line:
-    """The constants of the stand-in (the serving model's names)."""
+class Line(StandIn):
+    """The constants of the stand-in (the serving model's names), with the API server's per-request time."""
 
-    hbm_efficiency: float = 0.8
-    flop_efficiency: float = 0.7
-    step_overhead_s: float = 2e-3
-    per_seq_overhead_s: float = 5e-5
     frontend_in_s: float = 5e-3
-
-    def replace(self, **kw):
-        return dataclasses.replace(self, **kw)
-
-    def to_dict(self):
-        return dataclasses.asdict(self)
 
 
 WEIGHTS_S = 0.01  # the weight read per step at peak bandwidth
