@@ -18,12 +18,12 @@ from pytest_roofline.quantities.analysis import closed_points, goodput_rows, is_
 from pytest_roofline.quantities.measurement import concurrency
 from pytest_roofline.quantities.serving_values import TERM_LABELS, dominant_term, shares_text
 from pytest_roofline.report.common import OUTCOME_COLOR, Row, is_number
-from pytest_roofline.report.svg import PALETTE, Axis, Chart, compact_number
+from pytest_roofline.report.svg import PALETTE, Axis, Chart, Legend, compact_number
 from pytest_roofline.scoring import serving_sweep_for
 
 __all__ = ["Figure", "sweep_batches", "throughput_chart",
            "per_request_chart", "ttft_chart", "tpot_chart", "littles_chart", "timeline_charts", "roofline_chart",
-           "model_step", "serving_points"]
+           "model_step", "serving_points", "serving_band", "SERVING_BAND_LABEL"]
 
 C_MODEL = PALETTE["blue"]
 C_MEAS = PALETTE["red"]
@@ -158,6 +158,53 @@ def serving_points(spec: Any, setup: Any) -> list[tuple[float, Any]]:
         return []
 
 
+#: the legend entry of the serving model's band in the charts (docs/explanation/models.md: what the band means)
+SERVING_BAND_LABEL = "serving model band (80% nominal)"
+_SERVING_BAND_TIP = ("the serving model's band: where a run from a source the band was not built from lands, 80% "
+                     "nominal (docs/explanation/models.md)")
+
+
+def serving_band(pp: Any, metric: str) -> tuple[float, float] | None:
+    """The serving model's band ``(lo, hi)`` around one of a point's values (``PointPrediction.bands[metric]``),
+    or None where the point has none: a regime with too few sources gets a note, never a made-up band."""
+    band = (getattr(pp, "bands", None) or {}).get(metric)
+    if not band or len(band) != 2:
+        return None
+    lo, hi = band
+    return (float(lo), float(hi)) if is_number(lo) and is_number(hi) and 0 < lo <= hi else None
+
+
+def _band_ribbon(chart: Chart, items: Sequence[tuple[float, float, float]], *, color: str,
+                 opacity: float = 0.14) -> Legend | None:
+    """A light shaded ribbon from each point's ``lo`` to its ``hi`` (items ``(x, lo, hi)``), joined from point to
+    point as the serving model's dashed line is; drawn where it is called (before the line, so under it). Its two
+    edges count as drawn lines for label placement, so no label is put across them. One point alone: a whisker.
+    Returns the legend entry to add (after the line's, by :func:`_add_legend`), or None when nothing was drawn."""
+    ax = chart.y
+    pts = sorted((x, lo, hi) for x, lo, hi in items
+                 if is_number(x) and is_number(lo) and is_number(hi) and lo <= hi
+                 and (chart.x.scale != "log" or x > 0) and (ax.scale != "log" or lo > 0) and chart.x.contains(x))
+    if len(pts) == 1:
+        x, lo, hi = pts[0]
+        chart.whiskers([(x, lo, (lo * hi) ** 0.5 if ax.scale == "log" else (lo + hi) / 2, hi)], color=color,
+                       width=1.2)
+        return Legend(SERVING_BAND_LABEL, color, "whisker", width=1.2)
+    if len(pts) < 2:
+        return None
+
+    if not chart.ribbon(pts, color=color, opacity=opacity, title=_SERVING_BAND_TIP):
+        return None
+    return Legend(SERVING_BAND_LABEL, color, "band")
+
+
+def _add_legend(chart: Chart, entry: Legend | None, label: str | None = None) -> None:
+    """Put a legend entry that :func:`_band_ribbon` made into the chart's legend (``label`` replaces its text)."""
+    if entry is not None:
+        if label:
+            entry.label = label
+        chart.add_legend(entry)
+
+
 def _serving_tip(c: float, pp: Any, what: str) -> str:
     top = dominant_term(pp.time_shares)
     return (f"C={c:g}: serving model {what}; busy time {shares_text(pp.time_shares)}"
@@ -220,6 +267,8 @@ def _throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     ys = ([y for _, y in m["curve"]] if m else []) + [y for _, y in meas] + [float(v.predicted_value)
                                                                               for v, _, _ in inks]
     ys += [y for _, y, _ in serv]
+    serv_band = [(c, *b) for c, _y, pp in serv if (b := serving_band(pp, "output_throughput_tok_per_s"))]
+    ys += [hi for _c, _lo, hi in serv_band]
     points = [y for _, y in meas] + [float(v.predicted_value) for v, _, _ in inks] + [y for _, y, _ in serv]
     scale = choose_scale(points or ys, y_scale)
     ymax = max(ys) * (1.12 if scale == "linear" else 1.6)
@@ -253,9 +302,11 @@ def _throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         ch.line(m["curve"], color=C_MODEL, width=2.2, label="model: B ÷ max(t_mem, t_comp)",
                 title="decode-roofline model (decode only: no prefill, no engine overhead)")
     if serv:
+        band_key = _band_ribbon(ch, serv_band, color=C_SERV)
         ch.line([(c, y) for c, y, _ in serv], color=C_SERV, width=2.0, dash="6 3",
                 label="serving model (step-level vLLM simulation)",
                 title="serving model: prefill, engine overhead, scheduling and KV pool included")
+        _add_legend(ch, band_key)
         ch.markers([(c, y) for c, y, _ in serv], color=C_SERV, marker="square", size=3.5,
                    titles=[_serving_tip(c, pp, f"{y:,.1f} tok/s") for c, y, pp in serv])
     if m is not None:
@@ -309,6 +360,8 @@ def _throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         c_hi, _y, pp_hi = serv[-1]
         top = dominant_term(pp_hi.time_shares, beyond_roofline=True)
         cap += (" Serving model (dashed green): the step-level simulation of the sweep"
+                + ("; the light green band around it is where a run from a source the band was not built from "
+                   "lands, 80% nominal" if serv_band else "")
                 + (f", knee C = {sknee:g}" if sknee is not None else ", no knee")
                 + (f"; at C = {c_hi:g} {TERM_LABELS.get(top[0], top[0])} takes {top[1]:.0%} of its step time, "
                    "a term the decode roofline leaves out." if top else "."))
@@ -444,7 +497,9 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
             floor = an.prefill_floor_s(setup.input_len, setup.flop_per_token, setup.peak_flop_per_s) * 1e3
         except (ValueError, AttributeError):
             floor = None
+    b50 = [(c, *b) for c, pp in sp if pp.ttft_p50_ms > 0 and (b := serving_band(pp, "ttft_p50_ms"))]
     vals = [y for _, y in p50 + p99 + s50 + s99] + ([slo * 1e3] if slo else []) + ([floor] if floor else [])
+    vals += [v for _c, lo_, hi_ in b50 for v in (lo_, hi_)]
     lo, hi = min(vals) / 1.6, max(vals) * 1.6
     ch = Chart(x, Axis(lo, hi, "log", "TTFT (ms, log scale)"), width=600, height=340,
                title="Time to first token vs concurrency",
@@ -465,7 +520,9 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         ch.hline(floor, color=C_MODEL, dash="2 4", text=f"prefill compute floor {floor:,.1f} ms (model)",
                  width=1.2)
     if s50:
+        band_key = _band_ribbon(ch, b50, color=C_SERV, opacity=0.1)
         ch.line(s50, color=C_SERV, width=1.8, dash="6 3", label="serving model p50")
+        _add_legend(ch, band_key, "serving model p50 band (80% nominal)")
         ch.line(s99, color=C_SERV_P99, width=1.8, dash="6 3", label="serving model p99")
         ch.markers(s99, color=C_SERV_P99, marker="square", size=3.5,
                    titles=[_serving_tip(c, pp, f"p99 TTFT {pp.ttft_p99_ms:,.0f} ms, p50 {pp.ttft_p50_ms:,.0f} ms, "
@@ -501,6 +558,7 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if s50:
         sk = ttft_knee([(c, pp.ttft_p50_ms, pp.ttft_p99_ms) for c, pp in sp], th.ttft_knee_ratio)
         cap += (" Dashed: the serving model's p50 and p99 (prefills queue behind the token budget and each other)"
+                + ("; the light green band is its p50's band (80% nominal)" if b50 else "")
                 + (f"; its TTFT knee is C = {sk:g}." if sk is not None else "; it predicts no TTFT knee."))
     return Figure("ttft", ch.title, ch.render(), cap)
 
@@ -523,7 +581,8 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     slo = (spec.slo or {}).get("tpot")
     sp = serving_points(spec, setup)
     s50 = [(c, pp.tpot_p50_ms) for c, pp in sp if pp.tpot_p50_ms > 0]
-    vals = [y for _, y in p50 + p99 + model + s50] + ([slo * 1e3] if slo else [])
+    b50 = [(c, *b) for c, pp in sp if pp.tpot_p50_ms > 0 and (b := serving_band(pp, "tpot_p50_ms"))]
+    vals = [y for _, y in p50 + p99 + model + s50] + ([slo * 1e3] if slo else []) + [hi for _c, _lo, hi in b50]
     if not vals:
         return None
     ch = Chart(x, Axis(0, max(vals) * 1.15, "linear", "TPOT (ms)"), width=600, height=340,
@@ -542,7 +601,9 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if model:
         ch.line(model, color=C_MODEL, width=2.2, label="model t_step (decode only)")
     if s50:
+        band_key = _band_ribbon(ch, b50, color=C_SERV)
         ch.line(s50, color=C_SERV, width=2.0, dash="6 3", label="serving model p50 TPOT")
+        _add_legend(ch, band_key, "serving model p50 band (80% nominal)")
         ch.markers(s50, color=C_SERV, marker="square", size=3.5,
                    titles=[_serving_tip(c, pp, f"p50 TPOT {pp.tpot_p50_ms:,.2f} ms (p99 {pp.tpot_p99_ms:,.2f} ms, "
                                               f"p99 ITL {pp.itl_p99_ms:,.1f} ms)") for c, pp in sp
@@ -573,7 +634,7 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if s50:
         c_hi, pp_hi = sp[-1]
         top = dominant_term(pp_hi.time_shares, beyond_roofline=True)
-        cap += (" The serving model (dashed green) adds both: "
+        cap += (" The serving model (dashed green" + (", its band shaded" if b50 else "") + ") adds both: "
                 + (f"at C = {c_hi:g}, {TERM_LABELS.get(top[0], top[0])} is {top[1]:.0%} of its step time."
                    if top else "its steps carry them."))
     return Figure("tpot", ch.title, ch.render(), cap)

@@ -20,7 +20,7 @@ from pytest_roofline.units import format_value
 __all__ = [
     "OUTCOMES", "OUTCOME_LABEL", "OUTCOME_COLOR", "outcome_of_verdict", "outcome_of_report", "sort_key", "fmt",
     "at_text", "label_of", "is_number", "explain_lines", "explain_html", "band_svg", "band_values", "band_domain",
-    "EXPLAIN_CSS", "id_html", "Row", "finite_or_none", "fmt_value",
+    "EXPLAIN_CSS", "id_html", "Row", "finite_or_none", "fmt_value", "band_short", "serving_html",
 ]
 
 #: outcomes in the order they are listed (worst first)
@@ -136,6 +136,39 @@ def _trim(text: str) -> str:
         return text
     head = m.group(1).rstrip(".")
     return head + text[m.end():]
+
+
+def _split_unit(text: str) -> tuple[str, str]:
+    """'71.003 tok/s' → ('71.003', 'tok/s'); '0.75' → ('0.75', '')."""
+    num, _, unit = str(text).strip().partition(" ")
+    return num, unit.strip()
+
+
+def band_short(band: str, value_text: str = "") -> str:
+    """A band's range in the compact ``[lo–hi]`` form the terminal's serving column uses: '71.003 tok/s – 102.89
+    tok/s' → '[71.003–102.89]'. The unit is left out where both ends and ``value_text`` (the value it is written
+    under) share it; where they do not (a band that crosses 1 s: '950 ms – 1.2 s') each end keeps its own."""
+    lo, sep, hi = str(band).partition(" – ")
+    if not sep:
+        return f"[{band.strip()}]" if band.strip() else ""
+    (lo_n, lo_u), (hi_n, hi_u) = _split_unit(lo), _split_unit(hi)
+    units = {lo_u, hi_u} | ({_split_unit(value_text)[1]} if value_text else set())
+    if len(units) == 1:
+        return f"[{lo_n}–{hi_n}]"
+    return f"[{lo.strip()} – {hi.strip()}]"
+
+
+def serving_html(v: Verdict) -> str:
+    """The serving column's cell content: the serving model's value on one line that never breaks inside it, and
+    under it, smaller, its band as ``[lo–hi]`` (the full range and what it means in the tooltip) where it has one."""
+    if not v.serving_text:
+        return ""
+    out = f'<span class="sval">{esc(v.serving_text)}</span>'
+    if v.serving_band_range:
+        tip = (f"the serving model's band: {v.serving_band_range}, where a run from a source the band was not built "
+               "from lands, 80% nominal (docs/explanation/models.md)")
+        out += f'<span class="sband" title="{esc(tip)}">{esc(band_short(v.serving_band_range, v.serving_text))}</span>'
+    return out
 
 
 def id_html(pid: str) -> str:

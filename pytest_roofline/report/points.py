@@ -15,12 +15,44 @@ from pytest_roofline.quantities.analysis import cache_hit_reason, goodput_rows
 from pytest_roofline.report import charts as ch
 from pytest_roofline.report.common import esc, is_number
 
-__all__ = ["points_table", "goodput_table", "errors_html"]
+__all__ = ["points_table", "goodput_table", "errors_html", "serving_cell"]
 
 
 # --- sweep points ------------------------------------------------------------------------------------------------
 def _num_or(x: Any, f: str = "{:,.1f}", dash: str = "—") -> str:
     return f.format(x) if is_number(x) else dash
+
+
+#: a flag longer than this goes under its point's row, across the table, instead of into the narrow flags column
+LONG_FLAG = 32
+
+
+def serving_cell(spp: Any) -> str:
+    """The serving column's cell: the serving model's aggregate tok/s, and under it, smaller, its band as
+    ``[lo–hi]`` where the point has one (``PointPrediction.bands``); a regime with too few sources for a band
+    gets its note as the tooltip, no brackets."""
+    if spp is None:
+        return "—"
+    value = spp.output_throughput_tok_per_s
+    band = ch.serving_band(spp, "output_throughput_tok_per_s")
+    if band is None:
+        note = (getattr(spp, "band_notes", None) or {}).get("output_throughput_tok_per_s")
+        return f'<span title="{esc(note)}">{_num_or(value, "{:,.0f}")}</span>' if note else _num_or(value, "{:,.0f}")
+    lo, hi = band
+    tip = (f"the serving model's band: {lo:,.1f} – {hi:,.1f} tok/s, where a run from a source the band was not built "
+           "from lands, 80% nominal (docs/explanation/models.md)")
+    return (f'{_num_or(value, "{:,.0f}")}<span class="sband" title="{esc(tip)}">[{lo:,.0f}–{hi:,.0f}]</span>')
+
+
+def _flags_cells(flags: list[str]) -> tuple[str, str]:
+    """The flags column's text and the note under the row: short flags stay in the column; a long one (a sentence:
+    a floor the TTFT beat, bursts, a concurrency not held) goes under the row, and the column points to it."""
+    short = [f for f in flags if len(f) <= LONG_FLAG]
+    long = [f for f in flags if len(f) > LONG_FLAG]
+    cell = esc("; ".join(short))
+    if long:
+        cell += ("; " if short else "") + '<span class="flagref" title="the note under this row">note ↓</span>'
+    return cell, "".join(f'<div class="flagnote">⚑ {esc(f)}</div>' for f in long)
 
 
 def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) -> str:
@@ -37,7 +69,8 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
             floor_ms = None
     heads = [("point", ""), ("C", "concurrency"), ("agg tok/s", "aggregate output tok/s"),
              ("model", "the decode-roofline model's aggregate tok/s at this batch"), ("÷ model", "measured ÷ model"),
-             ("serving", "the serving model's aggregate tok/s at this point (step-level simulation)"),
+             ("serving", "the serving model's aggregate tok/s at this point (step-level simulation); under it, its "
+                        "band [lo–hi] where the model has one"),
              ("÷ serving", "measured ÷ serving model"),
              ("per-req", "mean per-request output tok/s"), ("TTFT p50/p99", "ms"), ("TPOT p50/p99", "ms"),
              ("run/wait", "most requests running / waiting (server)"), ("KV", "peak KV-cache usage"),
@@ -77,9 +110,11 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
         if (pt_floor is not None and is_number(ttft.get("p50")) and ttft["p50"] < pt_floor
                 and not any(str(f).startswith("ttft_p50_below_prefill_floor") for f in flags)):
             flags.append(f"TTFT p50 below the {pt_floor:,.1f} ms prefill compute floor: prefix-cache hits")
-        flags = list(dict.fromkeys(flags))
+        flags = list(dict.fromkeys(str(f) for f in flags))
+        flag_cell, flag_note = _flags_cells(flags)
         hit = s.get("prefix_cache_hit_rate")
-        cls = ' class="contam"' if cont else ""
+        row_cls = " ".join(k for k, on in (("contam", cont), ("noted", bool(flag_note))) if on)
+        cls = f' class="{row_cls}"' if row_cls else ""
         warn = f' <span class="warn" title="contaminated: {esc(why)}">⚠</span>' if cont else ""
         notes = [str(x) for x in (s.get("note"), c.get("note"), p.get("note")) if x]
         if notes:
@@ -94,24 +129,29 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
         cells = [
             f"{esc(p.get('id'))}{warn}",
             _num_or(conc, "{:g}"), _num_or(agg), _num_or(model_tps, "{:,.0f}"), _num_or(ratio_model, "{:.0%}"),
-            _num_or(serv_tps, "{:,.0f}"), _num_or(ratio_serv, "{:.0%}"),
+            serving_cell(spp), _num_or(ratio_serv, "{:.0%}"),
             _num_or(per),
             f"{_num_or(ttft.get('p50'), '{:,.0f}')} / {_num_or(ttft.get('p99'), '{:,.0f}')}",
             f"{_num_or(tpot.get('p50'), '{:,.2f}')} / {_num_or(tpot.get('p99'), '{:,.2f}')}",
             f"{_num_or(s.get('max_num_requests_running'), '{:g}')} / "
             f"{_num_or(s.get('max_num_requests_waiting'), '{:g}')}",
             _num_or(s.get("max_kv_cache_usage"), "{:.0%}"), _num_or(hit, "{:.1%}"),
-            _num_or(s.get("preemptions"), "{:g}"), _num_or(ratio, "{:.3f}") + ll_mark, esc("; ".join(flags)),
+            _num_or(s.get("preemptions"), "{:g}"), _num_or(ratio, "{:.3f}") + ll_mark, flag_cell,
         ]
         classes = ["", "num", "num", "num model", "num", "num serving", "num", "num", "num", "num", "num", "num",
                    f"num{hot}", "num", "num", "flags"]
         body.append(f"<tr{cls}>" + "".join(f'<td class="{k}">{c}</td>' if k else f"<td>{c}</td>"
                                            for k, c in zip(classes, cells)) + "</tr>")
+        if flag_note:  # under the row it belongs to, across the columns after the id
+            body.append(f'<tr class="flagrow{" tinted" if cont else ""}"><td></td>'
+                        f'<td colspan="{len(cells) - 1}">{flag_note}</td></tr>')
     note = ('<p class="hint">⚠ marks a contaminated point: its prefix-cache hit rate is above '
             f"{th.contamination:.0%}, or its TTFT p50 beats the compute floor of its prefill — prompts were partly "
             "served from cache, so its TTFT and throughput look better than a cold cache would give. Model tok/s "
             "is the decode-only roofline at that batch; serving tok/s is the step-level serving model's simulation of "
-            "the same point (prefill, engine overhead, scheduling and the KV pool included).</p>")
+            "the same point (prefill, engine overhead, scheduling and the KV pool included), with its band [lo–hi] "
+            "under it where the model has one: where a run from a source the band was not built from lands, 80% "
+            "nominal.</p>")
     return (f'<h3>Sweep points</h3><div class="scroll"><table class="points">{head}{"".join(body)}</table></div>'
             + note)
 

@@ -55,6 +55,7 @@ from pytest_roofline.report.common import (
     is_number,
     label_of,
     outcome_of_verdict,
+    serving_html,
 )
 from pytest_roofline.report.environment import spec_setup
 from pytest_roofline.report.points import errors_html, goodput_table, points_table
@@ -561,11 +562,7 @@ def _predictions_table(rows: Sequence[Row], *, measured: bool, anchor: str,
             f'<td class="num ink">{esc(v.predicted_text or "")}</td>'
             f'<td class="num">{esc(v.model_text or "")}</td>{meas_cell}'
             f'<td class="num model">{esc(v.roofline_text or "")}</td>'
-            f'<td class="num serving" title="{esc(v.serving_explanation or "")}">'
-            f'{esc(v.serving_text or "")}'
-            + (f'<br><span class="sband" title="the serving model\'s band: where a run from a source the band '
-               f'was not built from lands, 80% nominal (docs/explanation/models.md)">{esc(v.serving_band_range)}</span>'
-               if v.serving_band_range else "") + '</td>'
+            f'<td class="num serving" title="{esc(v.serving_explanation or "")}">{serving_html(v)}</td>'
             f'<td class="num err">{_err_pct(v)}</td>'
             f'<td class="tol" title="{esc(v.tolerance_text or "")}">{esc(_short_tol(v))}</td>'
             f'<td class="band">{band}</td>{_drift_cell(_drift_of(drifts, v)) if with_drift else ""}</tr>'

@@ -424,6 +424,39 @@ class Chart:
             if label:
                 self._legend.append(Legend(label, color, "whisker", width=width))
 
+    def ribbon(self, items: Iterable[tuple[float, float, float]], *, color: str, opacity: float = 0.14,
+               title: str = "", css_class: str = "rl-sband", label: str | None = None, axis: str = "y") -> bool:
+        """A shaded ribbon from each item's ``lo`` to its ``hi`` (items ``(x, lo, hi)``, sorted by x and joined
+        point to point), clamped to the axis, drawn with the layers where it is called (under what follows). Its
+        two edges count as drawn lines, so no label is placed across them; ``label`` adds a band swatch to the
+        legend. Needs two drawable items; returns whether it drew."""
+        ax = self._ax(axis)
+        px, py = self._mapping(axis)
+        pts = sorted((x, lo, hi) for x, lo, hi in items
+                     if all(math.isfinite(v) for v in (x, lo, hi)) and lo <= hi
+                     and (self.x.scale != "log" or x > 0) and (ax.scale != "log" or lo > 0))
+        if len(pts) < 2:
+            return False
+
+        def clamp(v: float) -> float:
+            return min(max(v, ax.lo), ax.hi)
+
+        upper = [(px(x), py(clamp(hi))) for x, _lo, hi in pts]
+        lower = [(px(x), py(clamp(lo))) for x, lo, _hi in pts]
+        ring = " ".join(f"{a:.1f},{b:.1f}" for a, b in upper + lower[::-1])
+        tip = f"<title>{esc(title)}</title>" if title else ""
+        self._layers.append(f'<polygon class="{esc(css_class)}" points="{ring}" fill="{color}" '
+                            f'fill-opacity="{opacity:g}" stroke="none">{tip}</polygon>')
+        self._segments.extend(zip(upper[:-1], upper[1:]))
+        self._segments.extend(zip(lower[:-1], lower[1:]))
+        if label:
+            self._legend.append(Legend(label, color, "band"))
+        return True
+
+    def add_legend(self, entry: Legend) -> None:
+        """Add a legend entry made elsewhere (a swatch drawn by the caller's own rule)."""
+        self._legend.append(entry)
+
     def hover(self, items: Iterable[tuple[float, float, float, str]], *, thickness: float = 10.0,
               max_width: float | None = None, axis: str = "y") -> None:
         """Invisible hover targets, each carrying a tooltip: an item ``(x0, x1, y, title)`` is a strip from x0 to

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,10 @@ from support.paths import DAY3, DAY3_RESULTS, REPO
 from support.pytest_run import NO_CACHE
 from support.specs import NOTEBOOK_SETUP
 
-from pytest_roofline.format.spec import loads_spec  # noqa: E402
+from pytest_roofline.format.spec import load_spec, loads_spec  # noqa: E402
+from pytest_roofline.report import charts as ch
+from pytest_roofline.report.common import band_short
+from pytest_roofline.report.points import points_table
 from pytest_roofline.report.scorecard import render_from_files, render_scorecard, score_spec, write_scorecard  # noqa: E402
 
 SMALL = 'title: "small — A100-SXM4-80GB, Qwen3-8B"\n' + NOTEBOOK_SETUP + """\
@@ -192,3 +197,100 @@ def test_a_rendering_bug_still_leaves_a_plain_scorecard(tmp_path: Path, monkeypa
     page = Page(out.read_text(encoding="utf-8"))
     assert "could not be rendered: chart exploded" in page.text
     assert len(page.find("tr")) == 1 + 12
+
+
+# --- the sweep points' serving band and flags, the predictions' compact serving cell (the newcomer's trial) ------
+def _points_rows(html: str) -> dict[str, str]:
+    """The points table's rows by point id (a row's markup), and each note row under its point as ``id+note``."""
+    rows: dict[str, str] = {}
+    last = ""
+    for tr in re.findall(r"<tr[^>]*>.*?</tr>", html.split('<table class="points">', 1)[1].split("</table>", 1)[0],
+                         re.S)[1:]:
+        if 'class="flagrow' in tr:
+            rows[f"{last}+note"] = tr
+            continue
+        last = re.sub(r"<[^>]+>", "", re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)[0]).split()[0]
+        rows[last] = tr
+    return rows
+
+
+def _cell(tr: str, cls: str) -> str:
+    return tr.split(f'<td class="{cls}">', 1)[1].split("</td>", 1)[0]
+
+
+@pytest.fixture(scope="module")
+def day3_recorded() -> tuple[Any, Any, dict[str, Any]]:
+    from pytest_roofline.measure.results import load_results
+    from pytest_roofline.report.environment import spec_setup
+
+    spec = load_spec(DAY3)
+    return spec, spec_setup(spec), dict(load_results(DAY3_RESULTS))
+
+
+def test_points_table_serving_cells_carry_the_band(day3_recorded: tuple[Any, Any, dict[str, Any]]) -> None:
+    spec, setup, data = day3_recorded
+    serving = dict(ch.serving_points(spec, setup))
+    assert serving and all(pp.bands.get("output_throughput_tok_per_s") for pp in serving.values())
+    rows = _points_rows(points_table(spec, setup, data))
+    for c, pp in serving.items():
+        cell = _cell(rows[f"closed-c{c:g}"], "num serving")
+        lo, hi = pp.bands["output_throughput_tok_per_s"]
+        # the value, then its band on its own smaller line: "3,121" over "[2,638–3,823]", the full range in its tip
+        assert cell.startswith(f"{pp.output_throughput_tok_per_s:,.0f}<span class=\"sband\""), cell
+        assert f">[{lo:,.0f}–{hi:,.0f}]</span>" in cell and f"{lo:,.1f} – {hi:,.1f} tok/s" in cell
+    assert _cell(rows["batch1"], "num serving") == "—"  # the batch-1 run has no serving point: no band made up
+
+
+def test_points_without_a_band_show_none(day3_recorded: tuple[Any, Any, dict[str, Any]],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    spec, setup, data = day3_recorded
+    real = ch.serving_points(spec, setup)
+    note = "no band: prefill-bound work on GPUs has 13 measured value(s) from 1 public source(s)"
+    bare = [(c, dataclasses.replace(pp, bands={}, band_notes={"output_throughput_tok_per_s": note} if c == 1 else {}))
+            for c, pp in real]
+    monkeypatch.setattr(ch, "serving_points", lambda *_a, **_k: bare)
+    html = points_table(spec, setup, data)
+    assert "sband" not in html and "[" not in "".join(_cell(tr, "num serving") for tr in _points_rows(html).values()
+                                                      if 'class="num serving"' in tr)
+    assert f'title="{note}"' in html  # the regime's note, where it has one, as the value's tooltip
+
+
+def test_long_flags_go_under_their_row(day3_recorded: tuple[Any, Any, dict[str, Any]]) -> None:
+    spec, setup, data = day3_recorded
+    rows = _points_rows(points_table(spec, setup, data))
+    # closed-c1's TTFT p50 (23 ms) beats the 53.8 ms prefill floor: the sentence is a note under the row, read across
+    # the table, and the narrow flags column points to it
+    assert "note ↓" in _cell(rows["closed-c1"], "flags") and "prefill compute floor" not in rows["closed-c1"]
+    assert 'class="contam noted"' in rows["closed-c1"]
+    note = rows["closed-c1+note"]
+    assert "TTFT p50 below the 53.8 ms prefill compute floor: prefix-cache hits" in note
+    assert 'colspan="15"' in note and "tinted" in note
+    assert [k for k in rows if k.endswith("+note")] == ["closed-c1+note"]
+    # short flags (a code such as the notebook's) stay in the column
+    page = render_scorecard(loads_spec(SMALL, file="small.yaml"), [], notebook_results())
+    short = _points_rows(page)
+    assert "ttft_p50_below_prefill_floor" in _cell(short["closed-c1"], "flags") and "closed-c1+note" not in short
+    assert "table.points td.flags{min-width:6em}" in page and "table.points tr.noted td{border-bottom:none}" in page
+
+
+def test_predictions_serving_cell_is_compact(day3_recorded: tuple[Any, Any, dict[str, Any]]) -> None:
+    spec, _setup, data = day3_recorded
+    page = render_scorecard(spec, score_spec(spec, data), data)
+    body = page.split('id="p-throughput-c1"', 1)[1].split("</tbody>", 1)[0]
+    cell = body.split('<td class="num serving"', 1)[1].split("</td>", 1)[0]
+    # "87.088 tok/s" on one line that never breaks, "[71.003–102.89]" under it, not "87.088 tok/s 71.003 tok/s –
+    # 102.89 tok/s" wrapped over five lines
+    assert '<span class="sval">87.088 tok/s</span>' in cell
+    assert '">[71.003–102.89]</span>' in cell and "71.003 tok/s – 102.89 tok/s, where" in cell
+    assert "td.serving .sval{white-space:nowrap}" in page
+    assert "td.serving .sband{display:block;white-space:nowrap" in page
+    knee = page.split('id="p-knee"', 1)[1].split("</tbody>", 1)[0]  # a whole-sweep quantity: no band
+    assert "sband" not in knee.split('<td class="num serving"', 1)[1].split("</td>", 1)[0]
+
+
+def test_band_short() -> None:
+    assert band_short("71.003 tok/s – 102.89 tok/s", "87.088 tok/s") == "[71.003–102.89]"
+    assert band_short("9.4 ms – 14.4 ms") == "[9.4–14.4]"
+    # ends in different units keep them (no "950–1.2" that reads as a falling band)
+    assert band_short("950 ms – 1.2 s", "1.05 s") == "[950 ms – 1.2 s]"
+    assert band_short("") == ""

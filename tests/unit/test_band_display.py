@@ -55,8 +55,15 @@ def test_the_terminal_summary_shows_the_serving_band_beside_the_serving_value(ve
 def test_the_scorecard_shows_the_serving_band_under_the_serving_value(verdict):
     html = _predictions_table([(verdict, "pass", None)], measured=False, anchor="x")
     cell = html.split('<td class="num serving"', 1)[1].split("</td>", 1)[0]
-    assert verdict.serving_text in cell
-    assert '<span class="sband"' in cell and verdict.serving_band_range in cell
+    # compact, as the terminal has it: the value on a line of its own that never breaks, then "[lo–hi]" under it
+    # (the full range in its tooltip), not the value and both ends with their units run together over five lines
+    assert f'<span class="sval">{verdict.serving_text}</span>' in cell
+    m = re.search(r'<span class="sband" title="([^"]*)">\[([\d,.]+)–([\d,.]+)\]</span>', cell)
+    assert m, cell
+    assert verdict.serving_band_range in m.group(1)
+    lo, hi = (float(x.replace(",", "")) for x in m.groups()[1:])
+    exp_lo, exp_hi = _expected_range(verdict)
+    assert lo == pytest.approx(exp_lo, rel=5e-3) and hi == pytest.approx(exp_hi, rel=5e-3)
 
 
 def test_a_value_without_a_band_shows_no_brackets(verdict):
