@@ -156,13 +156,21 @@ def engine_report(meas: Measurement) -> Mapping[str, Any]:
     return rep
 
 
+def _why_not_recorded(pt: Mapping[str, Any], path: Sequence[str]) -> str:
+    """Why a point has no value at ``path``: what a peer's reader said its file does not report (the point's
+    ``not_reported``, keyed by the figure: GuideLLM reports no ITL), else that the results file does not record it."""
+    said = pt.get("not_reported")
+    why = said.get(path[0]) if isinstance(said, Mapping) and path else None
+    return str(why) if why else "the results file does not record it"
+
+
 def client_measured(meas: Measurement, at: Mapping[str, Any], th: Thresholds, path: Sequence[str], what: str,
             setup: Setup | None = None, scale: float = 1.0) -> MeasuredValue:
     pt = point_at(meas, at)
     interval = _client_interval(pt, path, scale)
     val = client_number(pt, *path) if interval is None else float(interval["estimate"]) / scale
     if val is None:
-        raise NotMeasured(f"point {pt.get('id')} has no {what} (the results file does not record it)")
+        raise NotMeasured(f"point {pt.get('id')} has no {what} ({_why_not_recorded(pt, path)})")
     # an unbounded side ("p99 from 80 samples: no upper bound at 95%") is said by the verdict's interval text
     return MeasuredValue(val * scale, (point_id(pt),), tuple(point_notes(pt, th, setup)), is_flattered(pt, th, setup),
                          interval)

@@ -13,6 +13,12 @@ The rule: a request is *delivered in bursts* when its output tokens arrived at f
 socket read share a kernel timestamp; a peer's user-space stamps of one read differ by microseconds). A point is
 flagged when at least :data:`BURST_FLAG_SHARE` of its completed requests were.
 
+A peer's file without per-request chunk times (``vllm bench serve`` without ``--save-detailed``, AIPerf's profile
+export, GuideLLM's benchmarks JSON) is judged from its summary (:func:`summary_burst_flag`), by what the summary
+proves: a TPOT p50 × (output tokens − 1) under :data:`SAME_ARRIVAL_S` means at least half the requests got every
+token after the first in one arrival (each in bursts, so a share of at least 50%); an ITL p50 under
+:data:`SAME_ARRIVAL_S` means at least half of all chunk gaps were one arrival.
+
 This module never imports pytest.
 """
 
@@ -25,7 +31,7 @@ from pytest_roofline.measure.loadgen import RequestRecord
 from pytest_roofline.measure.stats.glossary import output_tokens
 
 __all__ = ["SAME_ARRIVAL_S", "BURST_ARRIVAL_SHARE", "BURST_FLAG_SHARE", "arrivals", "is_burst", "bursts",
-           "bursts_from_gaps", "burst_flag"]
+           "bursts_from_gaps", "burst_flag", "summary_burst_flag"]
 
 #: two token arrivals closer than this are one arrival (seconds): 0.1 ms, under any engine's step time
 SAME_ARRIVAL_S = 1e-4
@@ -33,6 +39,9 @@ SAME_ARRIVAL_S = 1e-4
 BURST_ARRIVAL_SHARE = 0.5
 #: a point is flagged when at least this share of its completed requests were delivered in bursts
 BURST_FLAG_SHARE = 0.10
+#: what every bursts flag ends with
+_RESTS_ON = ("TPOT and ITL here time how the server delivered the stream, not its generation step (a TPOT or ITL "
+             "verdict at this point rests on that)")
 
 
 def arrivals(gaps_s: Iterable[float]) -> int:
@@ -74,5 +83,26 @@ def burst_flag(b: Mapping[str, Any] | None) -> str | None:
     if not isinstance(share, (int, float)) or share < BURST_FLAG_SHARE:
         return None
     return (f"bursts: {k} of {n} requests ({share:.0%}) got their tokens in bursts (zero gaps: {b.get('zero_gaps')} "
-            f"of {b.get('gaps')}): TPOT and ITL here time how the server delivered the stream, not its generation "
-            "step (a TPOT or ITL verdict at this point rests on that)")
+            f"of {b.get('gaps')}): {_RESTS_ON}")
+
+
+def summary_burst_flag(*, tpot_p50_ms: float | None, itl_p50_ms: float | None, output_tokens: float | None,
+                       tool: str) -> str | None:
+    """The bursts flag of a peer's point that records no per-request chunk times, from its summary (``tool`` names
+    the peer), or None when the summary does not show bursts. TPOT counts when TPOT p50 × (``output_tokens`` − 1)
+    is under :data:`SAME_ARRIVAL_S` (with ``output_tokens`` unknown, only a TPOT p50 of 0): half the requests or
+    more then got every token after the first in one arrival, each in bursts by :func:`is_burst`. ITL counts when
+    its p50 is under :data:`SAME_ARRIVAL_S`: half of all chunk gaps or more were one arrival."""
+    same_ms = SAME_ARRIVAL_S * 1e3
+    said = []
+    n = output_tokens
+    if tpot_p50_ms is not None and tpot_p50_ms >= 0 and (n is None or n >= 3):  # 1 or 2 tokens: never in bursts
+        if tpot_p50_ms * (n - 1) < same_ms if n is not None else tpot_p50_ms == 0:
+            said.append(f"TPOT p50 {tpot_p50_ms:.4g} ms" + (f" over {n:g}-token replies" if n is not None else "")
+                        + f" (half the requests or more got every token after the first within {same_ms:g} ms)")
+    if itl_p50_ms is not None and 0 <= itl_p50_ms < same_ms:
+        said.append(f"ITL p50 {itl_p50_ms:.4g} ms (half the chunk gaps or more under {same_ms:g} ms)")
+    if not said:
+        return None
+    return (f"bursts: {' and '.join(said)}: tokens came several per read ({tool} has no per-request chunk times "
+            f"to count the requests): {_RESTS_ON}")

@@ -11,6 +11,13 @@ The format, from AIPerf's own export model (ai-dynamo/aiperf v0.13.0, https://gi
 Units are converted from each metric's own ``unit`` (ns, us, ms, s). Definitions (AIPerf
 ``docs/metrics-reference.md``): AIPerf's ITL = (latency − TTFT) ÷ (OSL − 1), vLLM's TPOT, read as ``tpot_ms``;
 its inter-chunk latency is vLLM's ITL, read as ``itl_ms``.
+
+AIPerf's OSL is its own count of the streamed text re-tokenized (109.6 a request in the real recording, where the
+server's ``usage`` said 64). Where the export has the server's count (``usage_completion_tokens``, v0.13) and it
+differs, TPOT is made from the server's count as vllm bench serve makes it: ``decode_duration`` (AIPerf's
+per-request latency − TTFT) ÷ (server tokens − 1). The export summarises requests, not each one, so this is exact
+only when every request got the same server count (its ``min`` = ``max``); otherwise AIPerf's ITL stays, flagged.
+The export holds no per-request chunk times: bursts are judged from its TPOT and ITL p50 (``measure.stats.bursts``).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from pytest_roofline.measure.results.peers._common import (
     open_point_id,
     results_document,
 )
+from pytest_roofline.measure.stats.bursts import summary_burst_flag
 from pytest_roofline.quantities.measurement import Distribution, PointMode, PointRecord
 
 __all__ = ["FORMAT", "is_aiperf", "load", "aiperf_point"]
@@ -88,6 +96,32 @@ def _count(doc: Mapping[str, Any], tag: str) -> int | None:
     return int(v) if v is not None else None
 
 
+def _server_tpot(doc: Mapping[str, Any], where: str) -> tuple[Distribution | None, str]:
+    """TPOT by the server's output count, vllm bench serve's definition: each request's ``decode_duration``
+    (latency − TTFT) ÷ (its server-counted tokens − 1). Exact from the summary when every request got the same
+    count n (``usage_completion_tokens`` ``min`` = ``max``): dividing by n − 1 scales the mean and every percentile
+    alike. Returns the distribution (None to keep AIPerf's ITL) and the words saying which it is."""
+    own = _metric(doc, "inter_token_latency")
+    own_mean = number(own.get("avg")) if own else None
+    theirs = ("AIPerf's own inter_token_latency" + (f", {own_mean:.5g} ms mean," if own_mean is not None else "")
+              + " divides by its re-tokenized count")
+    usage = _metric(doc, "usage_completion_tokens") or {}
+    lo, hi = number(usage.get("min")), number(usage.get("max"))
+    decode = _ms_dist(doc, "decode_duration", where)
+    if lo is None or hi is None or lo != hi or lo < 2 or decode is None or number(decode.get("mean")) is None:
+        why = ("the server's count varied between requests (usage_completion_tokens "
+               f"{lo:g}–{hi:g})" if lo is not None and hi is not None and lo != hi else
+               "the export has no decode_duration" if decode is None else
+               "the export does not say that every request got the same server count")
+        return None, (f"but TPOT is AIPerf's inter_token_latency, divided by its re-tokenized count: {why}, so the "
+                      "summary cannot give TPOT by the server's count (the TPOT figure here is AIPerf's)")
+    k = 1.0 / (lo - 1)
+    out = {s: (x * k if (x := number(decode.get(s))) is not None else None)
+           for s in ("mean", "p50", "p90", "p95", "p99")}
+    return cast(Distribution, out), (f"and TPOT = decode_duration (latency − TTFT) ÷ ({lo:g} − 1) per request "
+                                     f"({theirs})")
+
+
 def aiperf_point(doc: Mapping[str, Any], where: str) -> PointRecord:
     lg = _loadgen(doc)
     conc, rate = number(lg.get("concurrency")), number(lg.get("request_rate"))
@@ -134,8 +168,11 @@ def aiperf_point(doc: Mapping[str, Any], where: str) -> PointRecord:
     u_in, u_out = _avg(doc, "usage_prompt_tokens"), _avg(doc, "usage_completion_tokens")
     total_u_out, dur = _avg(doc, "total_usage_completion_tokens"), _seconds(doc, "benchmark_duration")
     if u_out is not None and osl is not None and abs(u_out - osl) > 0.5:
+        tpot, how = _server_tpot(doc, where)
+        if tpot is not None:
+            client["tpot_ms"] = tpot
         flags.append(f"AIPerf counted {osl:g} output tokens per request by re-tokenizing the text, the server "
-                     f"{u_out:g} (usage); the server's count is used")
+                     f"{u_out:g} (usage); the server's count is used for the output length and throughput, " + how)
     if total_u_out is not None and dur:
         own = client["output_throughput_tok_s"]
         client["output_throughput_tok_s"] = total_u_out / dur
@@ -144,6 +181,12 @@ def aiperf_point(doc: Mapping[str, Any], where: str) -> PointRecord:
                          f"tok/s (AIPerf's own output_token_throughput, {own:,.1f}, counts re-tokenized text)")
     isl = u_in if u_in is not None else isl
     osl = u_out if u_out is not None else osl
+    # the export holds no per-request chunk times: bursts are judged from its summary (measure.stats.bursts)
+    burst = summary_burst_flag(tpot_p50_ms=number((client.get("tpot_ms") or {}).get("p50")),
+                               itl_p50_ms=number((client.get("itl_ms") or {}).get("p50")), output_tokens=osl,
+                               tool="AIPerf's profile export")
+    if burst:
+        flags.append(burst)
     return cast(PointRecord, {
         "id": pid, "mode": mode, "concurrency": int(conc) if mode == PointMode.CLOSED and conc else None,
         "rate_req_s": rate if mode == PointMode.OPEN else None,

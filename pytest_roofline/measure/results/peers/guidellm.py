@@ -12,10 +12,14 @@ Definitions differ from vLLM's and are converted, not copied by name (GuideLLM `
 GuideLLM's ``inter_token_latency_ms`` is (last − first token) ÷ (output − 1), which is vLLM's (and this
 project's) TPOT, so it is read as ``tpot_ms``; GuideLLM's ``time_per_output_token_ms`` includes the first token and
 has no counterpart here; the gaps between streamed chunks (vLLM's ITL) are not reported, so ``itl_ms`` is absent.
-``request_latency`` is in seconds (×1000 → ``e2e_ms``); ``request_concurrency`` (the time-averaged count in
+``request_latency`` is in seconds (×1000 → ``e2e_ms``) and ends at the end of the response, where vLLM's ends at
+the last token chunk; the point's flags say which GuideLLM figure stands for TPOT and E2E, and how it differs
+(every verdict at the point repeats them). ``request_concurrency`` (the time-averaged count in
 flight) is kept as ``mean_in_flight`` but is λ·W itself, so Little's law takes L = the configured streams.
 ``inter_token_latency_ms`` is summarised over tokens, not requests (its ``count`` is the number of gaps). A
-distribution with ``count`` 0 (no successful request) is written as zeros by GuideLLM and read as absent.
+distribution with ``count`` 0 (no successful request) is written as zeros by GuideLLM and read as absent; a
+benchmark whose counts cannot have been measured (:func:`check_counts`) is refused, naming the inconsistency.
+The file holds no per-request chunk times: bursts are judged from its TPOT p50 (``measure.stats.bursts``).
 """
 
 from __future__ import annotations
@@ -33,9 +37,10 @@ from pytest_roofline.measure.results.peers._common import (
     open_point_id,
     results_document,
 )
+from pytest_roofline.measure.stats.bursts import summary_burst_flag
 from pytest_roofline.quantities.measurement import Distribution, PointMode, PointRecord
 
-__all__ = ["FORMAT", "is_guidellm", "load", "guidellm_point"]
+__all__ = ["FORMAT", "is_guidellm", "load", "guidellm_point", "check_counts"]
 
 FORMAT = "GuideLLM"
 
@@ -78,7 +83,61 @@ def _token_weighted(dist: Distribution | None) -> Distribution | None:
                                "÷ (output − 1), summarised over output tokens (token-weighted percentiles)"})
 
 
+def check_counts(bench: Mapping[str, Any], where: str) -> None:
+    """A benchmark whose counts cannot have been measured is refused, never scored (as ``vllm bench serve``'s are):
+    ``request_totals`` are whole numbers >= 0 that add up to at most ``total``; successful requests have latencies
+    (``request_latency.successful.count`` is 0 exactly when ``successful`` is: a file claiming 20 successful requests
+    with every distribution zeroed gave 18 skips and exit 0); and successful requests took some time."""
+    m = bench.get("metrics")
+    metrics: Mapping[str, Any] = m if isinstance(m, dict) else {}
+    t = metrics.get("request_totals")
+    totals: Mapping[str, Any] = t if isinstance(t, dict) else {}
+    counts = {k: number(totals.get(k)) for k in ("successful", "errored", "incomplete", "total")}
+    for name, n in counts.items():
+        if n is not None and (n < 0 or n != int(n)):
+            raise ResultsError(f"{where}: request_totals.{name} is {n:g}, not a count of requests; this file does "
+                               "not record a measurement")
+    ok, total = counts["successful"], counts["total"]
+    parts = sum(counts[k] or 0 for k in ("successful", "errored", "incomplete"))
+    if total is not None and parts > total:
+        raise ResultsError(f"{where}: request_totals successful + errored + incomplete = {parts:g} is more than its "
+                           f"total {total:g}; this file does not record a measurement")
+    lat = metrics.get("request_latency")
+    summary = lat.get("successful") if isinstance(lat, dict) else None
+    n_lat = number(summary.get("count")) if isinstance(summary, dict) else None
+    if ok is not None and n_lat is not None and (ok > 0) != (n_lat > 0):
+        raise ResultsError(f"{where}: request_totals.successful is {ok:g} but request_latency summarises {n_lat:g} "
+                           "successful requests (its count); this file does not record a measurement")
+    duration = number(bench.get("duration"))
+    if ok and duration is not None and not duration > 0:
+        raise ResultsError(f"{where}: \"duration\" is {duration:g} s with {ok:g} successful requests; a measurement "
+                           "takes some time")
+
+
+def _definition_notes(metrics: Mapping[str, Any]) -> list[str]:
+    """Which GuideLLM figure stands for TPOT and E2E, and how it differs from vllm bench serve's (a flag each, which
+    every verdict at the point repeats)."""
+    notes = []
+    out = _ok(metrics, "output_token_count") or {}
+    lo, hi = number(out.get("min")), number(out.get("max"))
+    if _ok(metrics, "inter_token_latency_ms") is not None:
+        theirs = number((_ok(metrics, "time_per_output_token_ms") or {}).get("median"))
+        notes.append("TPOT is GuideLLM's inter_token_latency_ms: (last − first token) ÷ (output tokens − 1) per "
+                     "request, vllm bench serve's TPOT, but with percentiles over tokens, not requests"
+                     + (f" (the same here: every request made {lo:g} tokens)" if lo is not None and lo == hi else
+                        " (a long reply weighs more)")
+                     + "; GuideLLM's time_per_output_token_ms" + (f" (p50 {theirs:.5g} ms)" if theirs is not None
+                                                                  else "")
+                     + " also counts the TTFT")
+    if _ok(metrics, "request_latency") is not None:
+        notes.append("E2E is GuideLLM's request_latency: request start → end of the response, where vllm bench "
+                     "serve's ends at the last token chunk (GuideLLM's is longer by the time from the last token "
+                     "to the stream's end)")
+    return notes
+
+
 def guidellm_point(bench: Mapping[str, Any], where: str) -> PointRecord:
+    check_counts(bench, where)
     strategy = ((bench.get("config") or {}).get("strategy") or {})
     kind = strategy.get("type_")
     metrics = bench.get("metrics") or {}
@@ -121,8 +180,13 @@ def guidellm_point(bench: Mapping[str, Any], where: str) -> PointRecord:
         "tpot_ms": _token_weighted(_dist(metrics, "inter_token_latency_ms")),  # GuideLLM's ITL = vLLM's TPOT
         "e2e_ms": _dist(metrics, "request_latency", 1e3),  # seconds -> ms
     }
-    not_reported = {"itl_ms": "GuideLLM reports no gaps between streamed chunks (its ITL is the per-request "
-                              "TPOT, read as tpot_ms)",
+    flags.extend(_definition_notes(metrics))
+    burst = summary_burst_flag(tpot_p50_ms=number((client.get("tpot_ms") or {}).get("p50")), itl_p50_ms=None,
+                               output_tokens=out_len, tool="GuideLLM's benchmarks JSON")
+    if burst:
+        flags.append(burst)
+    not_reported = {"itl_ms": "GuideLLM does not report ITL, the gaps between streamed chunks (its "
+                              "inter_token_latency_ms is the per-request TPOT, read as tpot_ms)",
                     "server": "GuideLLM does not scrape the engine's /metrics"}
     # request_concurrency is GuideLLM's time-averaged count in flight, but in a real file it equals
     # requests_per_second × mean request_latency to 1e-15 (tests/data/peers/guidellm-cpu-tiny): it is λ·W itself,
@@ -158,6 +222,8 @@ def load(path: Path) -> ResultsData:
     points = []
     skipped = []
     for i, b in enumerate(doc["benchmarks"]):
+        if isinstance(b, dict):
+            check_counts(b, f"{path}: benchmarks[{i}]")  # an impossible count is the file's error, never a skip
         try:
             points.append(guidellm_point(b, f"{path}: benchmarks[{i}]"))
         except ResultsError as exc:

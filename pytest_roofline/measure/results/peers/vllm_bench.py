@@ -13,7 +13,9 @@ https://github.com/vllm-project/vllm/blob/v0.32.0/vllm/benchmarks/serve.py):
 * ``latencies`` (s, one per request) is kept even without ``--save-detailed`` since v0.30.
 
 Definitions are vLLM's, which are the project's too: TTFT to the first streamed chunk, TPOT = (latency − TTFT) ÷
-(output tokens − 1) per request, ITL the gaps between streamed chunks pooled over requests.
+(output tokens − 1) per request, ITL the gaps between streamed chunks pooled over requests. Tokens delivered several
+per read (bursts) are counted per request from ``--save-detailed``'s ``itls``; without them they are judged from
+the TPOT and ITL p50 (``measure.stats.bursts.summary_burst_flag``: vLLM's ITL p50 of 0.0076 ms on the CPU engine).
 
 ``vllm bench sweep serve`` (``vllm/benchmarks/sweep/serve.py`` at v0.32.0) writes
 ``<output_dir>/<experiment>/SERVE-…-BENCH-…/run=<n>.json`` (a ``bench serve`` file plus ``run_number`` and the
@@ -48,7 +50,7 @@ from pytest_roofline.measure.results.peers._common import (
     read_json_text,
     results_document,
 )
-from pytest_roofline.measure.stats.bursts import burst_flag, bursts_from_gaps
+from pytest_roofline.measure.stats.bursts import burst_flag, bursts_from_gaps, summary_burst_flag
 from pytest_roofline.quantities.measurement import BATCH1_ID, Distribution, PointMode, PointRecord
 
 __all__ = ["FORMAT", "is_bench_serve", "read_bench_serve_file", "read_bench_dir", "bench_point"]
@@ -212,8 +214,13 @@ def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> 
                    if not err and isinstance(gaps, list) and number(n) is not None]
         client["bursts"] = bursts_from_gaps(replies)
         flag = burst_flag(client["bursts"])
-        if flag:
-            flags.append(flag)
+    else:  # no per-chunk data: what the summary proves (a TPOT or ITL p50 under 0.1 ms)
+        flag = summary_burst_flag(tpot_p50_ms=number((client.get("tpot_ms") or {}).get("p50")),
+                                  itl_p50_ms=number((client.get("itl_ms") or {}).get("p50")),
+                                  output_tokens=n_out / completed if n_out is not None and completed else None,
+                                  tool="vllm bench serve without --save-detailed")
+    if flag:
+        flags.append(flag)
     num_prompts = number(doc.get("num_prompts"))
     return cast(PointRecord, {
         "id": pid, "mode": mode, "concurrency": conc if mode == PointMode.CLOSED else None,
