@@ -41,6 +41,7 @@ from pytest_roofline.model import bands as model_bands
 from pytest_roofline.model import serving as sv
 from pytest_roofline.model.setup import Setup, SetupError, build_setup
 from pytest_roofline.quantities import registry as qreg
+from pytest_roofline.quantities.definitions import definition_text
 from pytest_roofline.quantities.measurement import Measurement
 from pytest_roofline.quantities.registry import QuantityKind
 from pytest_roofline.quantities.serving_values import TERM_LABELS, ServingSweep, SweepPoint, dominant_term, shares_text
@@ -123,6 +124,9 @@ class Verdict:
     measured_text: str = ""
     measured_points: list[str] = field(default_factory=list)
     measured_notes: list[str] = field(default_factory=list)
+    #: how the measured figure is defined: the ``vllm bench serve`` figure it equals, or why it is none (one line,
+    #: from ``quantities.definitions`` for the window scored); "" for a math verdict
+    definition: str = ""
     contaminated: bool = False
     #: the measured value's confidence interval (SI, like measured_value; None: unbounded on that side or none
     #: recorded), its text ("[110, 234] ms (95%, n=29, order-statistic)") and, for an INCONCLUSIVE verdict, about
@@ -250,6 +254,8 @@ class Verdict:
         if measured:
             rows.append(("measured", (self.measured_text or "—")
                          + (f"  (points: {', '.join(self.measured_points)})" if self.measured_points else "")))
+            if self.definition:
+                rows.append(("definition", self.definition))
             if self.interval_text:
                 rows.append(("interval", self.interval_text))
             if self.status is VerdictStatus.INCONCLUSIVE:
@@ -440,6 +446,7 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
     if q.measure is None or measurement is None:
         v.status, v.reason = VerdictStatus.SKIP, MEASURE_HOW
         return v
+    v.definition = definition_text(q.name, pred.window)
     try:
         # the whole run by default (the figure vllm bench serve prints); ``window: steady`` reads the steady window
         meas = q.measure(measurement if pred.window == "run" else windowed(measurement, pred.window), pred.at, setup,

@@ -1,0 +1,173 @@
+"""How each measured quantity's figure is defined: the one written definition a measured verdict shows (its
+``definition`` row) and ``docs/explanation/measured-figures.md`` lists ("The definition each verdict shows").
+
+A verdict must be decided by the measurement, never by a definition: the figure scored is the one ``vllm bench
+serve`` prints, or the definition says why not. :data:`DEFINITIONS` is keyed by quantity name and holds exactly
+the registry's measured quantities (those with a ``measure``; ``tests/unit/test_definitions.py`` checks both
+ways, and that the doc page holds :func:`definitions_markdown` verbatim). Each entry says how the figure is
+computed (``what``) and either the ``vllm bench serve`` result key it equals (``vllm``) or why it is not one
+(``why``); :func:`definition_text` writes the line a verdict shows, for the window it was scored on.
+
+    .venv/bin/python -m pytest_roofline.quantities.definitions   # prints the doc page's block
+
+The client metrics' own glossary (``measure/stats/glossary.py``) defines the results file's keys these read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["DEFINITIONS", "Definition", "STEADY_TEXT", "definition_text", "definitions_markdown",
+           "DOC_BEGIN", "DOC_END"]
+
+PEER = "`vllm bench serve`"
+#: what a ``window: steady`` verdict of a client figure adds to its definition (quantities/window.py)
+STEADY_TEXT = ("read over each point's steady window instead of the whole run (`window: steady`: the closed loop's "
+               f"fill, MSER-5's warm-up and the drain left out), so not the figure {PEER} prints")
+#: the markers around the generated block in docs/explanation/measured-figures.md
+DOC_BEGIN = "<!-- definitions: generated from pytest_roofline/quantities/definitions.py; do not edit by hand -->"
+DOC_END = "<!-- end of definitions -->"
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One measured quantity's figure: how it is computed, and the ``vllm bench serve`` figure it equals or why
+    there is none."""
+
+    #: how the figure is computed from the run
+    what: str
+    #: the ``vllm bench serve`` result key (its ``--save-result`` JSON) the figure equals; "" when it is none
+    vllm: str = ""
+    #: why the figure is not a ``vllm bench serve`` one (exactly one of ``vllm`` and ``why`` is given)
+    why: str = ""
+    #: read from the client's figures of a point, so ``window: steady`` reads it over the steady window; False for
+    #: the server's counters and the engine's log, which a window does not change
+    windowed: bool = True
+
+    def __post_init__(self) -> None:
+        if bool(self.vllm) == bool(self.why):
+            raise ValueError(f"a definition names the vllm bench serve figure it equals or says why not: {self.what}")
+
+    def text(self, window: str = "run") -> str:
+        """The line a verdict scored on ``window`` shows (``run``, the default, or ``steady``)."""
+        steady = window == "steady" and self.windowed
+        if self.vllm and not steady:
+            return f"{self.what} — the whole run, as {PEER} defines `{self.vllm}`"
+        if self.vllm:
+            return f"{self.what} — {STEADY_TEXT} (its `{self.vllm}` is the whole run's)"
+        return f"{self.what} — not a {PEER} figure: {self.why}" + (f"; {STEADY_TEXT}" if steady else "")
+
+
+_RUN = "the run's duration (first measured send → end of the last request; warm-up left out)"
+_OUTPUT_TPUT = f"output tokens of the completed requests (the server's usage `completion_tokens`) ÷ {_RUN}"
+
+#: each latency metric: (its name, the per-request figure, what its statistics are over, vllm bench serve's name)
+_LATENCIES = {
+    "ttft": ("TTFT", "each request's send → first SSE event with non-empty `choices` (its first content chunk)",
+             "the completed requests", "ttft"),
+    "tpot": ("TPOT", "each request's (E2E − TTFT) ÷ (output tokens − 1), output tokens from the server's usage",
+             "the completed requests with more than one output token", "tpot"),
+    "itl": ("ITL", "the gaps between consecutive content chunks of a request",
+            "every gap of every completed request, pooled", "itl"),
+    "e2e": ("E2E", "each request's send → last content chunk", "the completed requests", "e2el"),
+}
+#: each statistic: (what it is, vllm bench serve's prefix; p90 and p95 need its --metric-percentiles)
+_STATS = {"mean": ("the mean", "mean"), "p50": ("the median", "median"),
+          **{f"p{p}": (f"the {p}th percentile", f"p{p}") for p in (90, 95, 99)}}
+
+
+def _latency(metric: str, stat: str) -> Definition:
+    name, per, over, key = _LATENCIES[metric]
+    how, prefix = _STATS[stat]
+    interp = "" if stat == "mean" else " (numpy's linear interpolation)"
+    return Definition(f"{name} {stat} = {how} of {per}, over {over}{interp}", vllm=f"{prefix}_{key}_ms")
+
+
+_SWEEP = f"a reading of the whole sweep, which {PEER} (one run at a time) does not make"
+_GOODPUT = ("its `request_goodput` counts one run's requests that met every SLO, per second; this judges each "
+            "point's percentile against the SLO and takes the best point of the sweep")
+_COUNTER = "vLLM's own counter on /metrics over the point, not a client figure"
+_LOG = "vLLM's own report of its KV pool (startup log, cross-checked with /metrics `vllm:cache_config_info`)"
+
+#: every measured quantity's definition, by quantity name
+DEFINITIONS: dict[str, Definition] = {
+    "output_throughput": Definition(_OUTPUT_TPUT, vllm="output_throughput"),
+    "total_throughput": Definition(f"prompt + output tokens of the completed requests (the server's usage) ÷ {_RUN}",
+                                   vllm="total_token_throughput"),
+    "request_throughput": Definition(f"completed requests ÷ {_RUN}", vllm="request_throughput"),
+    "per_request_throughput": Definition(
+        "the mean over the completed requests of each one's output tokens ÷ its E2E latency (first-token wait "
+        "included)",
+        why="it prints no per-request throughput; this is the speed one user saw, from the same per-request records "
+        "as E2E"),
+    "batch1_throughput": Definition(f"at the `batch1` point (else the concurrency-1 point): {_OUTPUT_TPUT}",
+                                    vllm="output_throughput"),
+    "batch1_fraction_of_ceiling": Definition(
+        "batch-1 output throughput (`batch1_throughput`) ÷ the roofline's weight-read ceiling (bandwidth ÷ weight "
+        "bytes)", why="the measured figure over a model figure, which no benchmark prints"),
+    **{f"{m}_{s}": _latency(m, s) for m in _LATENCIES for s in _STATS},
+    "knee_concurrency": Definition(
+        "the smallest swept closed-loop concurrency whose doubling adds less than `thresholds.knee_gain` of output "
+        "throughput (none: it only flattens), each point's throughput its steady-window output tokens ÷ the steady "
+        "window where the file records it, else its whole-run output throughput",
+        why=f"{_SWEEP}; the steady window keeps a short point's drain from flattening the curve", windowed=False),
+    "ttft_knee_concurrency": Definition(
+        "the smallest swept closed-loop concurrency whose TTFT p99 exceeds `thresholds.ttft_knee_ratio` × its TTFT "
+        f"p50 (none: never), TTFT as {PEER} defines `p99_ttft_ms` and `median_ttft_ms`", why=_SWEEP),
+    "goodput": Definition(
+        "the highest whole-point output throughput (output tokens of the completed requests ÷ the run's duration) "
+        "among the closed-loop sweep points whose TTFT and TPOT at the chosen percentile each meet their SLO (a "
+        "value equal to its SLO meets it)",
+        why=_GOODPUT),
+    "goodput_concurrency": Definition("the swept concurrency at which `goodput` is reached", why=_GOODPUT),
+    "littles_law_ratio": Definition(
+        "λ·W ÷ L at a point: request throughput × mean E2E latency, over L, the time-averaged requests in flight "
+        "from the client's own send and end times (Little's law), always over the whole run",
+        why=f"a consistency check: L needs the client's in-flight record, which {PEER} does not keep (it records "
+        "the configured `--max-concurrency`), so a peer's file skips it", windowed=False),
+    "max_concurrency_without_preemption": Definition(
+        "the largest swept concurrency with zero preemptions (the rise of `vllm:num_preemptions_total` over the "
+        "point) there and at every lower point: a lower bound",
+        why="vLLM's own counter on /metrics, read over the sweep", windowed=False),
+    "max_concurrency_without_queueing": Definition(
+        "the largest swept concurrency whose mean server-side queue time (`vllm:request_queue_time_seconds`) stays "
+        "under `thresholds.queue_fraction` of its mean E2E latency there and at every lower point: a lower bound",
+        why=f"vLLM's own queue-time histogram on /metrics over the sweep, which {PEER} does not read"),
+    "preemptions": Definition(
+        "preemptions vLLM counted during the point: the rise of `vllm:num_preemptions_total`, scraped before and "
+        "after it", why=_COUNTER, windowed=False),
+    "prefix_cache_hit_rate": Definition(
+        "prefix-cache hits ÷ queries, in tokens, during the point: the rise of `vllm:prefix_cache_hits_total` ÷ "
+        "that of `vllm:prefix_cache_queries_total`", why=_COUNTER, windowed=False),
+    "available_kv_bytes": Definition("the KV pool vLLM allocated ('Available KV cache memory' in its startup log)",
+                                     why=_LOG, windowed=False),
+    "num_gpu_blocks": Definition("the KV-cache blocks vLLM allocated ('# GPU blocks' / `num_gpu_blocks`)",
+                                 why=_LOG, windowed=False),
+    "kv_cache_tokens": Definition("the tokens vLLM's KV pool holds ('KV cache size: N tokens')", why=_LOG,
+                                  windowed=False),
+    "max_concurrency": Definition(
+        "requests of `request_tokens` tokens that fit the KV pool at once, as vLLM prints it ('Maximum concurrency "
+        "for N tokens per request'), else its blocks ÷ ceil(request_tokens ÷ block size)", why=_LOG, windowed=False),
+}
+
+
+def definition_text(quantity: str, window: str = "run") -> str:
+    """The definition line of ``quantity``'s measured figure scored on ``window``; "" for a quantity without
+    one (a model-only quantity is never measured)."""
+    d = DEFINITIONS.get(quantity)
+    return d.text(window) if d is not None else ""
+
+
+def definitions_markdown() -> str:
+    """The block docs/explanation/measured-figures.md holds between :data:`DOC_BEGIN` and :data:`DOC_END`."""
+    rows = ["| quantity | definition (the `definition` row of a verdict scored on the whole run) |", "|---|---|"]
+    rows += [f"| `{name}` | {d.text('run').replace('|', chr(92) + '|')} |" for name, d in DEFINITIONS.items()]
+    steady = [f"`{name}`" for name, d in DEFINITIONS.items() if d.windowed]
+    return "\n".join([
+        DOC_BEGIN, "", *rows, "",
+        f"A verdict scored with `window: steady` on a client figure ({', '.join(steady)}) shows the same "
+        f"definition with: {STEADY_TEXT}.", "", DOC_END])
+
+
+if __name__ == "__main__":
+    print(definitions_markdown())
