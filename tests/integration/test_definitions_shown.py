@@ -14,19 +14,11 @@ from pathlib import Path
 from support.paths import CPU_TINY
 from support.pytest_run import NO_CACHE
 from support.recordings import recording_path
+from support.specs import DEFINITION_MISSES
 
 from pytest_roofline.quantities.definitions import definition_text
 
-MISSES = """
-  - id: def-tput-c4
-    quantity: output_throughput
-    at: {concurrency: 4}
-    predicted: 1 tok/s
-  - id: def-ttft-c4
-    quantity: ttft_p50
-    at: {concurrency: 4}
-    predicted: 1 ms
-"""
+MISSES = DEFINITION_MISSES
 
 
 def test_replayed_misses_name_their_definition_in_the_terminal_pytest_html_and_the_scorecard(tmp_path: Path) -> None:

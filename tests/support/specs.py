@@ -178,3 +178,17 @@ LITTLES_LAW_EVERY = """\
     predicted: 1.00
     tolerance: ±50%
 """
+
+
+#: two measured predictions the cpu-tiny recording misses (throughput and TTFT p50 at C = 4, ink far off), appended
+#: to a prediction file's predictions: verdicts that show their definition row (tests of quantities/definitions)
+DEFINITION_MISSES = """
+  - id: def-tput-c4
+    quantity: output_throughput
+    at: {concurrency: 4}
+    predicted: 1 tok/s
+  - id: def-ttft-c4
+    quantity: ttft_p50
+    at: {concurrency: 4}
+    predicted: 1 ms
+"""
