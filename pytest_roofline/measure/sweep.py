@@ -15,8 +15,10 @@ import contextlib
 import dataclasses
 import json
 import os
+import signal
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -417,6 +419,8 @@ class _Run:
     failed: dict[str, PointError] = field(default_factory=dict)
     fatal: PointError | None = None
     hardware_override: str | None = None
+    #: the point being measured: (id, its place counted from 1, the points planned); None between points
+    current: tuple[str, int, int] | None = None
 
     def measurement(self) -> _LiveMeasurement:
         return _LiveMeasurement(self)
@@ -450,6 +454,79 @@ class _LiveMeasurement(RecordedMeasurement):
         if rep is None and self.run.fatal is not None:
             raise self.run.fatal
         return rep
+
+
+def _interrupt_name(exc: BaseException) -> str:
+    """How the run was stopped, in words: a SIGTERM reaches it as ``KeyboardInterrupt("SIGTERM")``
+    (``measure.engine._process.install_hooks``), a Ctrl-C as a plain KeyboardInterrupt."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "SIGTERM" if str(exc) == "SIGTERM" else "Ctrl-C (SIGINT)"
+    return type(exc).__name__
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Ctrl-C is held off while an interrupted run writes down how it ended (the results file's status, the
+    engine log's note). ``timeout -s INT`` signals the run and then its whole process group, the run again, and
+    people press Ctrl-C twice: the second KeyboardInterrupt landed inside the results file's write, which then
+    still said ``running`` (and, once the run was gone, its guard's "killed"). The run is ending already, so a
+    Ctrl-C in that moment is dropped; only the main thread can set the handler (elsewhere nothing is held)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: None)
+    except (ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _sweep_interrupted(run: _Run, how: str, *, for_file: bool = False) -> str:
+    """What an interrupted sweep says: where it was, which points were measured and kept, and (for the terminal)
+    where, and that no measured prediction was scored. ``for_file``: the results file's error message."""
+    assert run.writer is not None
+    kept = [str(p.get("id")) for p in run.writer.data.get("points", [])]
+    where = (f"during point {run.current[0]} ({run.current[1]}/{run.current[2]})" if run.current
+             else "between points")
+    if for_file:
+        return (f"interrupted by {how} {where}; "
+                + (f"the {_plural(len(kept), 'point')} above ({', '.join(kept)}) "
+                   f"{'was' if len(kept) == 1 else 'were'} measured before it and kept"
+                   if kept else "no point was measured before it"))
+    return (f"{how} {where} of {Path(run.spec.path).name}: "
+            + (f"{_plural(len(kept), 'measured point')} kept ({', '.join(kept)})" if kept else "no point measured")
+            + f" in {run.writer.path} (status: interrupted); no measured prediction was scored")
+
+
+def _start_interrupted(name: str, log_path: Path, waited_s: float, stop_s: float | None, exc: BaseException) -> str:
+    """What an interrupt during the engine's start says, on the terminal and at the end of the engine's log (which
+    keeps whatever the engine printed; an empty one gets the note too, so it does not read as a lost log)."""
+    how = _interrupt_name(exc)
+    try:
+        with open(log_path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            printed = fh.tell() > 0
+            if printed:
+                fh.seek(-1, os.SEEK_END)
+            open_line = printed and fh.read(1) != b"\n"
+    except OSError:
+        printed = open_line = False
+    note = (f"[pytest-roofline] interrupted by {how} {waited_s:.0f} s into the engine's start: the engine was "
+            "stopped before it was ready" + ("" if printed else "; it had printed nothing by then"))
+    with contextlib.suppress(OSError), open(log_path, "a", encoding="utf-8") as fh:
+        fh.write(("\n" if open_line else "") + note + "\n")
+    stopped = f" (its stop took {stop_s:.0f} s)" if stop_s is not None and stop_s >= 1 else ""
+    return (f"{how} during engine start for {name}, {waited_s:.0f} s in: the engine was stopped before it was "
+            f"ready{stopped}; nothing was measured or scored; engine log ("
+            + ("what it printed" if printed else "it printed nothing by then") + f"): {log_path}")
 
 
 def _gb_per_s(bytes_per_s: float | None) -> str:
@@ -502,6 +579,9 @@ class Measurements(MeasurementProvider):
         self.timings: list[tuple[str, float]] = []
         #: told of the engine's start and of each point as it runs (the pytest glue draws it); None: silent
         self.progress: SweepProgress | None = None
+        #: set when a Ctrl-C (or SIGTERM) stopped the run: one line saying where it was, what was measured and kept,
+        #: and where (the pytest glue ends the run with it instead of a traceback)
+        self.interruption: str | None = None
 
     @classmethod
     def from_options(cls, rs: Any, items: list[Any]) -> Measurements:
@@ -613,6 +693,13 @@ class Measurements(MeasurementProvider):
                     self.target_errors[key] = PointError(f"the engine did not start: {exc}",
                                                          getattr(exc, "log_tail", "") or eng.log_tail(60))
                     self._tell("engine_done", name, time.monotonic() - t0, str(exc).splitlines()[0])
+                except KeyboardInterrupt as exc:  # Engine.start has stopped the engine before this
+                    with _interrupts_held():
+                        after = eng.interrupted_after_s
+                        self.interruption = _start_interrupted(
+                            name, eng.log_path, after if after is not None else time.monotonic() - t0,
+                            eng.interrupt_stop_s, exc)
+                    raise
         if key in self.target_errors:
             raise self.target_errors[key]
         return self.targets[key]
@@ -627,6 +714,11 @@ class Measurements(MeasurementProvider):
                 self._sweep(run)
             except PointError as exc:
                 run.fatal = exc
+            except KeyboardInterrupt as exc:  # before the first point (the engine's report, the setup)
+                if self.interruption is None:
+                    self.interruption = (f"{_interrupt_name(exc)} while {Path(spec.path).name} was being set up, "
+                                         "before its first point: nothing was measured or scored")
+                raise
         if run.fatal is not None and run.writer is None:
             raise run.fatal
         return run.measurement()
@@ -681,11 +773,24 @@ class Measurements(MeasurementProvider):
             order = stopping.SweepOrder(run.plans, self.knee_only.get(spec.path, ()), spec.thresholds.knee_gain)
         try:
             self._run_points(spec, run, target, order, out, token_range, api_key, replica_urls, stem)
-        except BaseException:  # Ctrl-C (KeyboardInterrupt), SIGTERM's SystemExit: the file says so, then go on
+        except BaseException as exc:  # Ctrl-C (KeyboardInterrupt), SIGTERM's SystemExit: the file says so, then go on
+            self._record_interrupt(run, exc)
+            raise
+
+    def _record_interrupt(self, run: _Run, exc: BaseException) -> None:
+        """A sweep stopped by ``exc``: its results file says ``interrupted`` (with where, and which points were kept,
+        for a Ctrl-C or SIGTERM) and :attr:`interruption` the terminal's line. A second Ctrl-C meanwhile is held
+        off: it once cut the write short and left the file saying ``running``."""
+        assert run.writer is not None
+        with _interrupts_held():
             if run.writer.data.get("status") == "running":
                 with contextlib.suppress(Exception):
+                    if not isinstance(exc, Exception):
+                        run.writer.add_error(run.current[0] if run.current else None,
+                                             _sweep_interrupted(run, _interrupt_name(exc), for_file=True))
                     run.writer.finish("interrupted")
-            raise
+            if not isinstance(exc, Exception):
+                self.interruption = _sweep_interrupted(run, _interrupt_name(exc))
 
     def _run_points(self, spec: Spec, run: Any, target: Any, order: Any, out: Path, token_range: Any,
                     api_key: str | None, replica_urls: list[str], stem: str) -> None:
@@ -702,6 +807,7 @@ class Measurements(MeasurementProvider):
                 reduced, implied = stopping.implied_by(plan, decided)
                 stop = stopping.AdaptiveStop(reduced)
             t0 = time.monotonic()
+            run.current = (plan.id, i + 1, len(run.plans))
             tracker = _PointTracker(self, Path(spec.path).name, plan, i + 1, len(run.plans))
             try:
                 target.check_alive()
@@ -730,6 +836,7 @@ class Measurements(MeasurementProvider):
                     run.writer.finish("aborted")
                 return
             measured_ids.add(plan.id)
+            run.current = None
             self.timings.append((f"{stem}:{plan.id}", time.monotonic() - t0))
         if spec.sweep.adaptive and order.skipped:  # knee-only points the bisection did not need: not run
             run.writer.data["setup"]["adaptive_not_run"] = {

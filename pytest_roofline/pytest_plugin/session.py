@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.outcomes import Exit  # pytest.exit.Exception, as a class mypy knows
 
 from pytest_roofline import redact
 from pytest_roofline.errors import GPUDetectionError, PointError, ResultsError, ResultsMismatchError, ToleranceError
@@ -53,6 +54,17 @@ def _iso_utc(text: str) -> str:
     if t.tzinfo is None:
         t = t.replace(tzinfo=_dt.UTC)
     return t.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Interrupted(Exit):
+    """A live run stopped by Ctrl-C (or SIGTERM) while it started an engine or measured: pytest ends the run as for
+    a KeyboardInterrupt (the summary, the scorecard, exit status 2), with the sweep's one line (what was measured
+    and kept, and where) where pytest would print the location of the KeyboardInterrupt in the plugin's code."""
+
+    __module__ = "builtins"  # shown as "Interrupted: ...", like pytest's own outcomes
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line, returncode=pytest.ExitCode.INTERRUPTED)
 
 
 def get_session(config: pytest.Config) -> RooflineSession:
@@ -290,6 +302,11 @@ class RooflineSession:
                 if measurements is not None:
                     measurement = measurements.for_spec(spec)
                     hw_override = measurements.hardware_override(spec)
+            except KeyboardInterrupt:
+                line = getattr(measurements, "interruption", None)
+                if not line:
+                    raise
+                raise Interrupted(line) from None
             except PointError as exc:
                 first = self.setup_errors.setdefault((spec.path, str(exc)), pred.id)
                 if first != pred.id:

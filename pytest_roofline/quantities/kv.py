@@ -132,14 +132,31 @@ def _last_before_first_failure(rows: Sequence[tuple[float, bool]]) -> float:
     return best
 
 
+def _lower_bound(rows: Sequence[tuple[float, bool]], best: float, what: str) -> dict[str, Any] | None:
+    """The measured figure's interval when :func:`_last_before_first_failure` could only give a lower bound: no
+    swept point failed, so the limit is ``best`` (the largest point measured) *or more*, and the point that would
+    decide (the first above it) was never measured: the sweep planned none, or ended before it (interrupted).
+    ``[best, +∞)``, certain (level 1): a prediction above ``best`` straddles it and the verdict is INCONCLUSIVE,
+    never a FAIL on "measured 1 vs 8"; one whose band lies wholly below ``best`` still fails (the bound already
+    exceeds the ink). None when some point failed: the figure is then the grid's exact answer."""
+    if not rows or not all(ok for _, ok in rows):
+        return None
+    return {"estimate": best, "lo": best, "hi": None, "level": 1.0, "method": "lower bound", "n": len(rows),
+            "note": f"a lower bound: no measured point up to C = {best:g} {what}, and none above it was measured; "
+                    f"a point above C = {best:g} would decide"}
+
+
 def _no_preempt_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     pts = [p for p in sweep_points(meas) if server_number(p, "preemptions") is not None]
     if not pts:
         raise NotMeasured("no sweep point recorded the preemption counter (/metrics not scraped)")
-    best = _last_before_first_failure([(concurrency(p), server_number(p, "preemptions") == 0) for p in pts])
+    rows = [(concurrency(p), server_number(p, "preemptions") == 0) for p in pts]
+    best = _last_before_first_failure(rows)
+    bound = _lower_bound(rows, best, "preempted")
     return MeasuredValue(best, tuple(point_id(p) for p in pts),
                          ("largest swept concurrency with zero preemptions there and at every point below it "
-                          "(a lower bound)", *[n for p in pts for n in point_notes(p, th)]))
+                          "(a lower bound)", *([bound["note"]] if bound else []),
+                          *[n for p in pts for n in point_notes(p, th)]), interval=bound)
 
 
 def _admission_model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
@@ -164,13 +181,16 @@ def _admission_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, t
             used.append(p)
     if not rows:
         raise NotMeasured("needs vLLM's request_queue_time histogram on /metrics at closed-loop sweep points")
-    best = _last_before_first_failure([(c, q <= th.queue_fraction * e2e) for c, q, e2e, _ in rows])
+    oks = [(c, q <= th.queue_fraction * e2e) for c, q, e2e, _ in rows]
+    best = _last_before_first_failure(oks)
+    bound = _lower_bound(oks, best, "queued")
     detail = ", ".join(f"{c:g}: {q:,.1f} ms of {e2e:,.0f} ms" for c, q, e2e, _ in rows)
     return MeasuredValue(best, tuple(r[3] for r in rows),
                          (f"largest swept concurrency whose mean server-side queue time stays under "
                           f"{th.queue_fraction:.0%} of its mean E2E latency there and at every point below it (a "
                           f"lower bound on the engine's limit); "
-                          f"queue/E2E: {detail}", *[n for p in used for n in point_notes(p, th)]))
+                          f"queue/E2E: {detail}", *([bound["note"]] if bound else []),
+                          *[n for p in used for n in point_notes(p, th)]), interval=bound)
 
 
 def _serve_no_queue(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:

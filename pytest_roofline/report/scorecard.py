@@ -273,6 +273,7 @@ def _page_header(title: str, specs: Sequence[Spec], results: Sequence[Mapping[st
         src += (f'<div class="src">results: <code>{esc(label)}</code> — {esc(r.get("source", "measured"))}, '
                 f'{esc(r.get("status", "?"))}'
                 + (f', created {esc(r.get("created_at"))}' if r.get("created_at") else "") + "</div>")
+        src += _run_status(r)
         if r.get("mismatch"):
             src += ('<div class="src note rl-mismatch" style="color:#b00020"><strong>Mismatched results, scored anyway '
                     '(--roofline-allow-mismatch):</strong> ' + esc("; ".join(map(str, r["mismatch"]))) + "</div>")
@@ -298,7 +299,45 @@ def _page_header(title: str, specs: Sequence[Spec], results: Sequence[Mapping[st
     return (f'<header class="top"><div class="brand">pytest-roofline scorecard</div><h1>{esc(title)}</h1>'
             f'<div class="mode mode-{esc(mode)}">{esc(_MODE_TEXT.get(mode, mode))}</div>{src}'
             f'<div class="totals"><div class="bar">{bar}</div><div class="pills">{pills}'
-            f'<span class="of">of {total} prediction{"s" if total != 1 else ""}</span></div></div>{nav}</header>')
+            f'<span class="of">{esc(_of_text(total, specs, results))}</span></div></div>{nav}</header>')
+
+
+#: a results file's status that is not a finished run, in words (``complete`` says nothing)
+_RUN_STATUS = {
+    "interrupted": "Interrupted: the run was stopped (Ctrl-C, SIGTERM, or killed) before its sweep finished",
+    "running": "Not finished: the results file still says running (the run was going on, or was killed without "
+               "a word, when this page was written)",
+    "aborted": "Aborted: the sweep stopped at a point that could not be measured (see Errors)",
+}
+
+
+def _run_status(r: Mapping[str, Any]) -> str:
+    """The header's line for a run that did not finish: what stopped it, which points were measured and kept (the
+    only ones anything was scored from), and the run's own last word on it."""
+    status = str(r.get("status") or "")
+    if status not in _RUN_STATUS:
+        return ""
+    ids = [str(p.get("id")) for p in r.get("points") or [] if isinstance(p, Mapping)]
+    kept = (f"measured and kept: {len(ids)} point{'s' if len(ids) != 1 else ''} ({', '.join(ids)})" if ids
+            else "no point was measured")
+    errors = [str(e.get("message")) for e in r.get("errors") or [] if isinstance(e, Mapping) and e.get("message")]
+    said = f" The run says: {errors[-1]}." if errors and status != "aborted" else ""
+    rest = ("" if status == "aborted" else
+            " Predictions needing a point that was not measured were not scored.")
+    return (f'<div class="src run-status rl-run-{esc(status)}" style="color:#b00020"><strong>{esc(_RUN_STATUS[status])}'
+            f"</strong>; {esc(kept)}.{esc(said)}{esc(rest)}</div>")
+
+
+def _of_text(total: int, specs: Sequence[Spec], results: Sequence[Mapping[str, Any]]) -> str:
+    """``of N predictions``; a run that did not finish adds how many of the files' predictions never ran, so
+    "2 pass of 2" does not read as the whole file."""
+    text = f"of {total} prediction{'s' if total != 1 else ''}"
+    planned = sum(len(s.predictions) for s in specs)
+    stopped = [str(r.get("status")) for r in results if r.get("status") in ("interrupted", "running")]
+    if stopped and planned > total:
+        why = "interrupted" if "interrupted" in stopped else "not finished"
+        text += f" scored; {planned - total} of the {planned} not run (the run was {why})"
+    return text
 
 
 def _footer(generated_at: str) -> str:
@@ -414,6 +453,9 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
             mk = throughput_knee(meas, th.knee_gain)
             meas_txt = f"measured C = {mk:g}" if mk is not None else f"measured: none through C = {meas[-1][0]:g}"
             out.append(("throughput knee", f"{model_txt} · {meas_txt}" if model_txt else meas_txt))
+        elif meas:  # a knee is where the curve bends: one point has no curve
+            one = _one_point_text(meas[0][0])
+            out.append(("throughput knee", f"{model_txt} · {one}" if model_txt else one))
         elif model_txt:
             out.append(("throughput knee", model_txt))
         clean = [(c, x) for c, x, p in triples if not is_flattered(p, th, setup)]
@@ -437,10 +479,12 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
     rows = [(float(concurrency(p)), client_value(p, "ttft_ms", "p50"), client_value(p, "ttft_ms", "p99"))
             for p in pts]
     rows = [r for r in rows if is_number(r[1]) and is_number(r[2])]
-    if rows:
+    if len(rows) >= 2:
         tk = ttft_knee(rows, th.ttft_knee_ratio)
         out.append(("TTFT knee", (f"measured C = {tk:g}" if tk is not None else "measured: none")
                     + f" (p99 > {th.ttft_knee_ratio:g} × p50)"))
+    elif rows:  # one point's p99/p50 is no knee (an interrupted sweep, a one-point run)
+        out.append(("TTFT knee", _one_point_text(rows[0][0])))
     g = next((g for g in goodput_rows(results, spec.slo) if g.percentile == (spec.slo or {}).get("percentile", "p99")),
              None)
     if g is not None:
@@ -466,6 +510,11 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
         out.append(("contaminated", f"{len(cont)} of {len(pts)} points flattered by prefix-cache hits: "
                                     + ", ".join(str(p.get("id")) for p in cont)))
     return out
+
+
+def _one_point_text(c: float) -> str:
+    """A knee's headline where the sweep has a single point: none is shown (a knee needs a curve)."""
+    return f"not measured: a knee needs two or more sweep points, this run has one (C = {c:g})"
 
 
 def _outcome_rank(item: tuple[str, int]) -> int:

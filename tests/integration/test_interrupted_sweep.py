@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -63,8 +64,10 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _start(tmp_path: Path, server: StubServer) -> subprocess.Popen[bytes]:
+def _start(tmp_path: Path, server: StubServer, *, output: Path | None = None) -> subprocess.Popen[bytes]:
+    """pytest measuring the stub; ``output``: where its stdout and stderr go (else nowhere)."""
     (tmp_path / "p.roofline.yaml").write_text(YAML)
+    sink = output.open("wb") if output is not None else subprocess.DEVNULL
     return subprocess.Popen(
         [
             sys.executable,
@@ -77,10 +80,12 @@ def _start(tmp_path: Path, server: StubServer) -> subprocess.Popen[bytes]:
             server.url + "/v1",
             "--roofline-out",
             "out",
+            "--roofline-scorecard",
+            "card.html",
         ],
         cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=sink,
+        stderr=subprocess.STDOUT if output is not None else subprocess.DEVNULL,
         start_new_session=True,
         preexec_fn=sigint_as_ctrl_c,  # the Ctrl-C test's SIGINT must reach it (support.engine says why)
     )
@@ -133,17 +138,109 @@ def test_sigkill_mid_sweep_leaves_no_child_and_the_file_says_interrupted(tmp_pat
 
 
 @pytest.mark.slow
-def test_ctrl_c_mid_sweep_writes_interrupted(tmp_path):
+@pytest.mark.parametrize("presses", [1, 2])
+def test_ctrl_c_mid_sweep_writes_interrupted(tmp_path, presses):
+    """Ctrl-C once, or twice at once as ``timeout -s INT`` sends it (to the run, then to its process group): the run
+    writes ``interrupted`` with its own message (the second signal once cut that write short, so the file said
+    ``running``, then the guard's "killed"), ends with one plain line saying where it was, what was measured and
+    kept, and where, and that nothing measured was scored, with no traceback into the plugin, and the scorecard
+    says interrupted and how many predictions never ran."""
+    log = tmp_path / "pytest.log"
     with StubServer(model="roofline-tiny", max_model_len=1024, token_delay_s=0.02) as server:
-        proc = _start(tmp_path, server)
+        proc = _start(tmp_path, server, output=log)
         try:
             _mid_sweep(tmp_path, proc)
-            os.kill(proc.pid, signal.SIGINT)
-            wait_process(proc, what="pytest after Ctrl-C", typical_s=5)
+            for _ in range(presses):
+                os.kill(proc.pid, signal.SIGINT)
+            rc = wait_process(proc, what="pytest after Ctrl-C", typical_s=5)
         finally:
             if proc.poll() is None:
                 proc.kill()
-    assert _results(tmp_path)["status"] == "interrupted"  # before: "running"
+    doc = _results(tmp_path)
+    out = log.read_text(errors="replace")
+    assert doc["status"] == "interrupted", out[-3000:]  # before: "running"
+    kept = [p["id"] for p in doc["points"]]
+    message = doc["errors"][-1]["message"]
+    assert message.startswith("interrupted by Ctrl-C (SIGINT) during point closed-c"), message
+    assert "killed" not in message and ", ".join(kept) in message
+    assert rc == 2  # pytest's exit status for an interrupted run
+    lines = [line for line in out.splitlines() if "Interrupted: Ctrl-C (SIGINT) during point" in line]
+    assert len(lines) == 1, out[-3000:]
+    assert f"kept ({', '.join(kept)}) in " in lines[0] and "p.roofline/results.json" in lines[0]
+    assert "no measured prediction was scored" in lines[0]
+    # before: "!!! KeyboardInterrupt !!!" and "/.../pytest_roofline/redact.py:159: KeyboardInterrupt"
+    assert "KeyboardInterrupt" not in out and "pytest_roofline/" not in out.replace("p.roofline", ""), out[-3000:]
+    card = (tmp_path / "card.html").read_text()
+    assert "Interrupted: the run was stopped" in card and f"({', '.join(kept)})" in card
+    assert "not run (the run was interrupted)" in card
+
+
+FAKE_ENGINE = """\
+import os, pathlib, sys, time
+if os.environ.get("FAKE_PRINTS"):
+    print("INFO fake vllm: importing", flush=True)
+pathlib.Path(os.environ["FAKE_MARKER"]).write_text(str(os.getpid()))
+time.sleep(600)  # never ready: /health never answers
+"""
+
+START_YAML = """\
+hardware: cpu
+model: roofline-tiny
+engine:
+  name: vllm
+  command: [{python}, {fake}, --port, '{{port}}']
+  env: {{FAKE_MARKER: {marker}{prints}}}
+  startup_timeout: 10 min
+workload: {{input_len: 16, output_len: 8}}
+sweep: {{mode: closed, concurrency: [1]}}
+predictions:
+  - id: ttft
+    quantity: ttft_p50
+    at: {{concurrency: 1}}
+    predicted: 1 s
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prints", [True, False], ids=["printed", "silent"])
+def test_ctrl_c_during_engine_start_says_so_and_keeps_the_engine_log(tmp_path, prints):
+    """Ctrl-C while the engine starts: the engine is stopped, pytest ends with one line saying the run was
+    interrupted during engine start (no traceback into the plugin), and the engine's log keeps what the engine
+    printed, with a note at its end (a 0-byte log, before, read as a lost one)."""
+    (tmp_path / "fake_engine.py").write_text(FAKE_ENGINE)
+    marker = tmp_path / "engine.pid"
+    (tmp_path / "p.roofline.yaml").write_text(START_YAML.format(
+        python=sys.executable, fake=tmp_path / "fake_engine.py", marker=marker,
+        prints=", FAKE_PRINTS: '1'" if prints else ""))
+    log = tmp_path / "pytest.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "p.roofline.yaml",
+                                 "--gpu", "cpu", "--roofline-out", "out"], cwd=tmp_path, stdout=sink,
+                                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=sigint_as_ctrl_c)
+        try:
+            pid = int(wait_until(lambda: marker.exists() and marker.read_text(), what="the stand-in engine to run",
+                                 typical_s=5))
+            os.kill(proc.pid, signal.SIGINT)
+            rc = wait_process(proc, what="pytest after Ctrl-C during the engine's start", typical_s=5)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    out = log.read_text(errors="replace")
+    assert rc == 2, out[-3000:]
+    wait_until(lambda: not _alive(pid) or None, what="the stand-in engine to end", typical_s=1)
+    (line,) = [x for x in out.splitlines() if "during engine start for p.roofline.yaml" in x]
+    assert "Interrupted: Ctrl-C (SIGINT) during engine start" in line and "the engine was stopped" in line
+    assert "KeyboardInterrupt" not in out and "pytest_roofline/" not in out.replace("p.roofline", ""), out[-3000:]
+    (engine_log,) = (tmp_path / "out").glob("engine-*.log")
+    assert str(engine_log.name) in line
+    text = engine_log.read_text()
+    note = "[pytest-roofline] interrupted by Ctrl-C (SIGINT)"
+    if prints:
+        assert "what it printed" in line
+        assert text.startswith("INFO fake vllm: importing\n") and note in text.splitlines()[-1]
+    else:
+        assert "it printed nothing by then" in line
+        assert text.startswith(note) and text.rstrip().endswith("it had printed nothing by then")
 
 
 def test_the_guard_marks_a_running_file_and_leaves_a_finished_one(tmp_path):
@@ -159,3 +256,41 @@ def test_the_guard_marks_a_running_file_and_leaves_a_finished_one(tmp_path):
     done = ResultsWriter(tmp_path / "b" / "results.json", {"status": "running", "points": [], "errors": []}, guard=True)
     done.finish("complete")
     assert json.loads(done.path.read_text())["status"] == "complete"
+
+
+def test_a_second_ctrl_c_inside_the_write_does_not_leave_the_file_running(tmp_path):
+    """What ``timeout -s INT`` did on a busy machine (it signals the run, then the run's process group): the
+    second SIGINT landed inside the results file's write, which then still said ``running`` (the guard later wrote
+    "killed"). Here the write itself sends it: the run's record of the interrupt completes regardless."""
+    import threading
+    from types import SimpleNamespace
+
+    from pytest_roofline.measure.results import ResultsWriter
+    from pytest_roofline.measure.sweep import Measurements, _Run
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("only the main thread holds signal handlers")
+    writer = ResultsWriter(tmp_path / "results.json", {"status": "running", "points": [], "errors": []})
+    writer.data["points"].append({"id": "closed-c1"})
+    flush = writer.flush
+
+    def flush_hit_by_a_second_ctrl_c() -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        flush()
+
+    writer.flush = flush_hit_by_a_second_ctrl_c
+    m = Measurements(mode="endpoint", gpu=None, endpoint=None, endpoint_key_env=None, out_dir=tmp_path,
+                     reanchor=False, plans={})
+    run = _Run(SimpleNamespace(path="cpu-tiny.yaml"), [], writer=writer)
+    run.current = ("closed-c2", 2, 6)
+    m._record_interrupt(run, KeyboardInterrupt())  # before: the KeyboardInterrupt of the write escaped here
+    doc = json.loads(writer.path.read_text())
+    assert doc["status"] == "interrupted"
+    assert doc["errors"] == [{"point": "closed-c2", "log_tail": "", "message": (
+        "interrupted by Ctrl-C (SIGINT) during point closed-c2 (2/6); the 1 point above (closed-c1) was measured "
+        "before it and kept")}]
+    assert m.interruption == (f"Ctrl-C (SIGINT) during point closed-c2 (2/6) of cpu-tiny.yaml: 1 measured point kept "
+                              f"(closed-c1) in {writer.path} (status: interrupted); no measured prediction was scored")
+    with pytest.raises(KeyboardInterrupt):  # Ctrl-C is Ctrl-C again afterwards
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # the handler raises at once; this is never waited out

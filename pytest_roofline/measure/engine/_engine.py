@@ -66,6 +66,10 @@ class Engine:
         self.argv: list[str] | None = None
         #: local processes of the engine still alive after the last teardown (SIGTERM, grace, SIGKILL): pids
         self.survivors: list[int] = []
+        #: seconds into ``start()`` when an interrupt (Ctrl-C, SIGTERM) stopped it, and how long the engine's stop
+        #: took then (None: not interrupted); the stop comes first, so the caller's own clock reads their sum
+        self.interrupted_after_s: float | None = None
+        self.interrupt_stop_s: float | None = None
 
     def __repr__(self) -> str:
         return (f"Engine(model={self.config.model!r}, port={self.port}, pid={self.pid}, "
@@ -113,7 +117,8 @@ class Engine:
                 raise EngineError(f"engine already {self._state}")
             self._state = "starting"
         _process.install_hooks()
-        deadline = time.monotonic() + timeout_s
+        began = time.monotonic()
+        deadline = began + timeout_s
         attempts = 1 if self._requested_port is not None else 3
         for attempt in range(attempts):
             t0 = time.monotonic()
@@ -129,8 +134,15 @@ class Engine:
                     continue
                 self._state = "stopped"
                 raise
-            except BaseException:
-                self._teardown(self.stop_timeout_s)
+            except BaseException as e:
+                stop_t0 = time.monotonic()
+                if not isinstance(e, Exception):  # Ctrl-C, SIGTERM: when it came, before the stop's wait
+                    self.interrupted_after_s = stop_t0 - began
+                try:
+                    self._teardown(self.stop_timeout_s)
+                finally:
+                    if not isinstance(e, Exception):
+                        self.interrupt_stop_s = time.monotonic() - stop_t0
                 self._state = "stopped"
                 raise
             self.startup_s = time.monotonic() - t0
