@@ -545,7 +545,7 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     rows = [(float(concurrency(p)), _get(p, "client", "ttft_ms", "p50"), _get(p, "client", "ttft_ms", "p99"))
             for p in pts]
     rows = [r for r in rows if is_number(r[1]) and is_number(r[2])]
-    mk = ttft_knee(rows, th.ttft_knee_ratio) if rows else None
+    mk = ttft_knee(rows, th.ttft_knee_ratio) if len(rows) >= 2 else None  # a knee needs two points
     if mk is not None:
         ch.vline(mk, color=C_KNEE_MEAS, text=f"measured TTFT knee C = {mk:g}",
                  text_pos=0.0)

@@ -73,3 +73,21 @@ def test_no_knee_headline_from_a_single_point() -> None:
     whole = dict(_headlines(spec, spec_setup(spec), json.loads(
         (RECORDED / "cpu-tiny-2026-12-05.results.json").read_text())))
     assert whole["TTFT knee"].startswith("measured")  # the whole sweep still gets its knee
+
+
+def test_no_knee_line_on_the_ttft_chart_from_a_single_point() -> None:
+    """The chart follows the headline: one point whose p99 is over 2 × its p50 (the knee's rule) draws no
+    "measured TTFT knee" rule (it drew "C = 1"); two points can."""
+    from pytest_roofline.report.charts import ttft_chart
+
+    spec = load_spec(CPU_TINY)
+    data = _cut("interrupted")
+    ttft = data["points"][0]["client"]["ttft_ms"]
+    ttft["p99"] = 3 * ttft["p50"]
+    one = ttft_chart(spec, spec_setup(spec), data, [])
+    assert one is not None and "measured TTFT knee" not in str(one.svg)
+    two = copy.deepcopy(data)
+    second = copy.deepcopy(two["points"][0])
+    second["id"], second["concurrency"] = "closed-c2", 2
+    two["points"].append(second)
+    assert "measured TTFT knee" in str(ttft_chart(spec, spec_setup(spec), two, []).svg)
