@@ -526,6 +526,26 @@ def _unheld(v: Verdict) -> None:
     v.diagnosis = []
 
 
+def _lower_bound_verdict(v: Verdict, bound: float) -> None:
+    """A measured figure that is only a lower bound (the sweep never reached the point that would decide it:
+    ``quantities.kv``): the true value is ``bound`` or more. It fails only when the bound is already above the
+    tolerance band; it passes only when the band is open above and starts at or below the bound; anything else,
+    a bound equal to the ink included, is INCONCLUSIVE: a sweep point above the bound decides, not more requests."""
+    hi = v.hi if v.hi is not None and math.isfinite(v.hi) else None
+    lo = v.lo if v.lo is not None and math.isfinite(v.lo) else None
+    if hi is not None and bound > hi:
+        return  # FAIL stands: every value the bound allows is above the band
+    if hi is None and (lo is None or bound >= lo):
+        return  # PASS stands: every value the bound allows is in the band
+    v.status = VerdictStatus.INCONCLUSIVE
+    v.requests_to_decide = None
+    band = f"{v.fmt(lo) if lo is not None else '−∞'} – {v.fmt(hi) if hi is not None else '∞'}"
+    v.reason = (f"measured {v.measured_text} is a lower bound: no swept point up to it failed and none above it was "
+                f"measured, so the value is {v.fmt(bound)} or more, which the band {band} cannot place; a sweep point "
+                "above it would decide (more requests would not)")
+    v.diagnosis = []
+
+
 def _inconclusive(v: Verdict) -> None:
     """A measured pass or fail whose interval straddles a finite tolerance boundary becomes INCONCLUSIVE, with how
     many more requests would decide it (``measure.stats.requests_to_decide``; the most any straddled boundary
@@ -535,6 +555,9 @@ def _inconclusive(v: Verdict) -> None:
     from pytest_roofline.measure.stats import Interval, requests_to_decide
 
     iv = Interval.from_json(dict(v.interval))
+    if v.interval.get("method") == "lower bound":  # the figure is its estimate or more: [lo, +inf)
+        _lower_bound_verdict(v, float(iv.lo))
+        return
     straddled = [b for b in (v.lo, v.hi) if b is not None and math.isfinite(b) and iv.straddles(b)]
     if not straddled:
         return

@@ -27,9 +27,9 @@ def test_order_of_the_rows_does_not_matter_and_the_edges() -> None:
 
 
 # ---- a figure that is only a lower bound never fails on what the sweep did not reach ------------------------------
-def _cpu_tiny_saturation(ink: str | None = None) -> tuple[Spec, Prediction]:
+def _cpu_tiny_saturation(ink: str | None = None, tolerance: str | None = None) -> tuple[Spec, Prediction]:
     """cpu-tiny's spec and its ``saturation`` prediction (max_concurrency_without_queueing, the model's 8, exact),
-    with ``ink`` in place of ``predicted: model`` when given."""
+    with ``ink`` in place of ``predicted: model`` and ``tolerance`` in place of ``exact`` when given."""
     from support.paths import CPU_TINY
 
     from pytest_roofline.format.spec import loads_spec
@@ -39,6 +39,10 @@ def _cpu_tiny_saturation(ink: str | None = None) -> tuple[Spec, Prediction]:
         old = "quantity: max_concurrency_without_queueing\n    predicted: model\n"
         assert old in text
         text = text.replace(old, f"quantity: max_concurrency_without_queueing\n    predicted: {ink}\n")
+    if tolerance is not None:
+        old = f"quantity: max_concurrency_without_queueing\n    predicted: {ink or 'model'}\n    tolerance: exact\n"
+        assert old in text
+        text = text.replace(old, old.replace("tolerance: exact", f"tolerance: {tolerance}"))
     spec = loads_spec(text, file=str(CPU_TINY))
     (pred,) = [p for p in spec.predictions if p.id == "saturation"]
     return spec, pred
@@ -89,6 +93,20 @@ def test_a_lower_bound_above_the_ink_still_fails_and_one_below_it_is_undecided()
     assert _score(spec, pred, _recording(first=4, status="complete")).status == "inconclusive"
     # a point that queued decides it: exactly 8, a miss of the ink's 16
     assert _score(spec, pred, _recording()).status == "fail"
+
+
+def test_a_lower_bound_equal_to_the_ink_is_undecided_and_says_what_would_decide() -> None:
+    """C = 1, 2, 4 without queueing: the limit is 4 or more. Ink 4 (exact): the bound equals it, but the limit may be
+    8 or 16, so it is inconclusive, never a pass; the reason says a sweep point above 4 decides, not more requests.
+    Ink ">= 2" (open above) is a pass: every value the bound allows is in the band."""
+    cut = _recording(first=3)
+    spec, pred = _cpu_tiny_saturation("4")
+    v = _score(spec, pred, cut)
+    assert v.status == "inconclusive", v.reason
+    assert "is a lower bound" in v.reason and "a sweep point above it would decide" in v.reason
+    assert v.requests_to_decide is None
+    spec, pred = _cpu_tiny_saturation("2", tolerance="'>= 2'")
+    assert _score(spec, pred, cut).status == "pass"
 
 
 def test_the_preemption_limit_is_a_lower_bound_the_same_way() -> None:
