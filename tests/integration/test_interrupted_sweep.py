@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -263,13 +262,24 @@ def test_a_second_ctrl_c_inside_the_write_does_not_leave_the_file_running(tmp_pa
     second SIGINT landed inside the results file's write, which then still said ``running`` (the guard later wrote
     "killed"). Here the write itself sends it: the run's record of the interrupt completes regardless."""
     import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("only the main thread holds signal handlers")
+    # Ctrl-C as a terminal delivers it, whatever this worker inherited: a job started in the background of a
+    # non-interactive shell (CI's `bash .ci/run &`) inherits SIGINT ignored, and the run restores what it found
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _second_ctrl_c_inside_the_write(tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+
+
+def _second_ctrl_c_inside_the_write(tmp_path) -> None:
     from types import SimpleNamespace
 
     from pytest_roofline.measure.results import ResultsWriter
     from pytest_roofline.measure.sweep import Measurements, _Run
 
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip("only the main thread holds signal handlers")
     writer = ResultsWriter(tmp_path / "results.json", {"status": "running", "points": [], "errors": []})
     writer.data["points"].append({"id": "closed-c1"})
     flush = writer.flush
@@ -291,6 +301,6 @@ def test_a_second_ctrl_c_inside_the_write_does_not_leave_the_file_running(tmp_pa
         "before it and kept")}]
     assert m.interruption == (f"Ctrl-C (SIGINT) during point closed-c2 (2/6) of cpu-tiny.yaml: 1 measured point kept "
                               f"(closed-c1) in {writer.path} (status: interrupted); no measured prediction was scored")
-    with pytest.raises(KeyboardInterrupt):  # Ctrl-C is Ctrl-C again afterwards
-        os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(5)  # the handler raises at once; this is never waited out
+    # Ctrl-C is Ctrl-C again afterwards: the handler the run found is back (asserted, not signalled: a second
+    # delivered SIGINT failed once in a fresh-clone CI run, "DID NOT RAISE", where it could not be reproduced)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
