@@ -49,7 +49,7 @@ from typing import Any
 from pytest_roofline.errors import ToleranceError
 from pytest_roofline.format.spec import parse_drift_threshold
 from pytest_roofline.format.tolerance import Tolerance
-from pytest_roofline.history._records import RunSummary, SetupKey, StoredValue, unify_keys
+from pytest_roofline.history._records import RunSummary, SetupKey, StoredValue, sort_time, unify_keys
 from pytest_roofline.history._samples import MIN_SAMPLES, mann_whitney_p
 from pytest_roofline.measure.stats.intervals import t_quantile
 from pytest_roofline.units import format_value
@@ -325,8 +325,9 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
     leaves out the runs that started at or after it: a replay of an older measurement is compared with the nights
     before it, never with itself or with later nights."""
     values = list(values)
-    runs = [r for r in history_runs if (setup is None or r.setup == setup) and (before is None or not r.started_at
-                                                                                 or r.started_at < before)]
+    cut = sort_time(before) if before is not None else None  # compared as times, not as the strings written
+    runs = [r for r in history_runs if (setup is None or r.setup == setup)
+            and (cut is None or not r.started_at or sort_time(r.started_at) < cut)]
     runs = unify_keys(runs, values)
     runs.sort(key=lambda r: r.started_at)
     pinned = _pinned(runs, policy.pinned) if policy.pinned is not None else None

@@ -12,6 +12,7 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, get_args
 
 __all__ = [
@@ -278,3 +279,13 @@ class HistoryStore(Protocol):
     def load(self, run_id: str) -> RunRecord: ...
 
     def close(self) -> None: ...
+
+
+def sort_time(started_at: str) -> str:
+    """A start time in one comparable form (UTC, ``YYYYmmddTHHMMSSZ``); an unparseable one as written."""
+    try:
+        t = datetime.fromisoformat(started_at.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        return str(started_at)
+    t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    return t.strftime("%Y%m%dT%H%M%S.%fZ")

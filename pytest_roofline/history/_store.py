@@ -51,6 +51,7 @@ from pytest_roofline.history._records import (
     StoredValue,
     as_kind,
     prediction_key,
+    sort_time,
 )
 from pytest_roofline.history._samples import pack_samples, unpack_samples
 from pytest_roofline.redact import redact_data, redact_text, redact_url
@@ -632,14 +633,4 @@ def _ordered(found: Sequence[RunSummary]) -> list[RunSummary]:
     seen: dict[str, RunSummary] = {}
     for s in found:
         seen.setdefault(s.run_id, s)
-    return sorted(seen.values(), key=lambda s: (_sort_time(s.started_at), s.run_id))
-
-
-def _sort_time(started_at: str) -> str:
-    """A start time in one comparable form (UTC, ``YYYYmmddTHHMMSSZ``); an unparseable one as written."""
-    try:
-        t = datetime.fromisoformat(started_at.replace("Z", "+00:00"))
-    except (ValueError, AttributeError):
-        return str(started_at)
-    t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
-    return t.strftime("%Y%m%dT%H%M%S.%fZ")
+    return sorted(seen.values(), key=lambda s: (sort_time(s.started_at), s.run_id))

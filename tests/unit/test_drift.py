@@ -260,3 +260,15 @@ def test_an_uncertain_line_names_the_spread_that_decided_it() -> None:
     assert d.noise == pytest.approx(4.302653 * 100 * (4 / 3) ** 0.5, rel=1e-5)
     assert d.text == ("+27.8% vs previous run (2026-11-30; baseline 900 tok/s), beyond 10% but within the earlier "
                       "nights' spread (±496.8 tok/s; the runs' own intervals ±14.14 tok/s)")
+
+
+def test_a_replays_earlier_nights_are_chosen_by_time_not_by_how_the_time_is_written() -> None:
+    """``before`` (a replay's own measurement time) keeps the nights that started earlier, compared as times: a
+    night stored as ``2026-11-30T03:00:00+01:00`` is 02:00 UTC, before a replay made at 02:30 UTC (as strings,
+    "…T03…" sorts after "…T02:30…" and the night would be lost)."""
+    night = RunSummary(run_id="20261130T020000Z-c30-aaaaaa", setup=SETUP, started_at="2026-11-30T03:00:00+01:00",
+                       mode="engine", values=(value(1000.0),))
+    d = drift_for([value(1010.0)], [night], DriftPolicy("10%"), setup=SETUP, before="2026-11-30T02:30:00Z")[KEY]
+    assert d.status is DriftStatus.STEADY and d.baseline == 1000.0
+    later = drift_for([value(1010.0)], [night], DriftPolicy("10%"), setup=SETUP, before="2026-11-30T01:30:00Z")[KEY]
+    assert later.status is DriftStatus.NEW
