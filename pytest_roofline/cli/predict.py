@@ -639,8 +639,9 @@ def _band_notes(row: Mapping[str, Any]) -> dict[str, str]:
 def _simulate(args: argparse.Namespace) -> int:
     head, rows, device = _simulate_rows(args)
     if args.json:
+        caveat = bands_mod.band_caveat(device)  # what a CPU band does not say, on each banded row as the table does
         for row in rows:  # JSON lines: one object per sweep point
-            print(json.dumps(row))
+            print(json.dumps({**row, "band_caveat": caveat} if caveat and row.get("bands") else row))
         return 0
     print(head)
     cols = _SIM_COLS

@@ -731,8 +731,10 @@ def kv_accounting(setup: Setup) -> an.KVAccounting:
                      if setup.device == "cuda" else 0.0)
     graphs = setup.cuda_graph_bytes
     if graphs is None:
-        budgeted = (setup.device == "cuda" and not setup.enforce_eager and setup.engine_version is not None
-                    and vllm_defaults.cuda_graph_memory_budgeted(setup.engine_version))
+        # without engine.version the setup is the newest release read (its other defaults are: _engine_defaults)
+        budgeted = (setup.device == "cuda" and not setup.enforce_eager
+                    and vllm_defaults.cuda_graph_memory_budgeted(
+                        setup.engine_version or str(vllm_defaults.NEWEST_KNOWN_VERSION)))
         graphs = an.DEFAULT_CUDA_GRAPH_BYTES if budgeted else 0.0
     mem = setup.hardware.memory_bytes
     if setup.device == "cpu" and setup.kv_cache_memory_bytes is None:

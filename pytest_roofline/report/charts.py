@@ -35,6 +35,9 @@ C_KNEE_MEAS = PALETTE["red"]
 C_GOODPUT = PALETTE["green"]
 C_CONTAM = PALETTE["orange"]
 C_SERV = PALETTE["green"]
+#: the best-goodput column behind the TTFT and TPOT charts: yellow, so it is not read as the serving band (green)
+C_GOODPUT_COLUMN = PALETTE["yellow"]
+GOODPUT_COLUMN_LABEL = "best goodput point (SLO met)"
 C_SERV_P99 = PALETTE["purple"]
 
 
@@ -512,7 +515,8 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     elif g is not None:
         ch.note(f"no sweep point meets the SLO at {g.percentile}", color=C_SLO)
     if g is not None and g.best_concurrency is not None:
-        ch.vband(g.best_concurrency / 1.12, g.best_concurrency * 1.12, color=C_GOODPUT, opacity=0.16)
+        ch.vband(g.best_concurrency / 1.12, g.best_concurrency * 1.12, color=C_GOODPUT_COLUMN, opacity=0.3,
+                 label=GOODPUT_COLUMN_LABEL)
     if slo:
         ch.hline(slo * 1e3, color=C_SLO, dash="7 4", text=f"SLO TTFT {slo * 1e3:g} ms", label=None, width=1.6,
                  text_anchor="start")
@@ -595,7 +599,8 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
                description="TPOT percentiles" + (" and the modelled decode step time" if model else ""))
     g = _slo_goodput(results, spec)
     if g is not None and g.best_concurrency is not None:
-        ch.vband(g.best_concurrency / 1.12, g.best_concurrency * 1.12, color=C_GOODPUT, opacity=0.16)
+        ch.vband(g.best_concurrency / 1.12, g.best_concurrency * 1.12, color=C_GOODPUT_COLUMN, opacity=0.3,
+                 label=GOODPUT_COLUMN_LABEL)
     if slo:
         ch.hline(slo * 1e3, color=C_SLO, dash="7 4", text=f"SLO TPOT {slo * 1e3:g} ms", width=1.6)
     if model:

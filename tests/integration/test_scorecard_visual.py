@@ -404,6 +404,19 @@ def test_serving_bands_are_shaded_around_the_serving_curves(day3: dict[str, ch.F
         assert "rl-sband" not in svg and "band (80% nominal)" not in svg
 
 
+def test_the_goodput_column_is_not_coloured_as_the_serving_band(day3: dict[str, ch.Figure]) -> None:
+    """day3.yaml has an SLO: the TTFT and TPOT charts mark the best-goodput concurrency with a full-height column.
+    It is yellow with its own legend entry, so it is never read as the serving model's (green) band."""
+    for key in ("ttft", "tpot"):
+        root = ET.fromstring(day3[key].svg)
+        _x0, top, _x1, bottom = _plot_rect(root)
+        columns = [r for r in root.iter(f"{NS}rect")
+                   if abs(float(r.get("height", 0)) - (bottom - top)) < 0.5 and r.get("opacity")]
+        assert [r.get("fill") for r in columns] == [ch.C_GOODPUT_COLUMN], key
+        assert ch.C_GOODPUT_COLUMN != ch.C_SERV
+        assert ch.GOODPUT_COLUMN_LABEL in _legend_texts(root), key
+
+
 def test_no_band_is_drawn_where_the_points_have_none(monkeypatch: pytest.MonkeyPatch) -> None:
     yaml_path, _ = RUNS["day3"]
     spec = load_spec(yaml_path)

@@ -7,6 +7,8 @@ opt-125m keeps 12 layers x 12 KV heads x 64 x 2 (K and V) x 2 B (fp16) = 36,864 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from support.paths import PREDICTIONS
 
@@ -58,6 +60,19 @@ def test_cpu_bands_carry_the_one_host_caveat_once(capsys):
     assert len(caveat) == 1  # once under the table, not per row
     assert "2-core" in caveat[0] and "roofline calibrate" in caveat[0]
     assert out.count("CPU bands") == 1
+
+
+def test_cpu_bands_carry_the_caveat_in_json_too(capsys):
+    rc, out, err = run(capsys, "predict", "--simulate", str(PREDICTIONS / "cpu-tiny.yaml"), "--concurrency", "1,2",
+                       "--json")
+    assert rc == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert len(rows) == 2 and all(row["bands"] for row in rows)
+    assert [row["band_caveat"] for row in rows] == [bands.CPU_BAND_CAVEAT] * 2
+    rc, out, err = run(capsys, "predict", "--simulate", "--hardware", "h100-sxm", "--model", "qwen3-8b",
+                       "--output-len", "16", "--concurrency", "1", "--json")
+    assert rc == 0, err
+    assert "band_caveat" not in json.loads(out.splitlines()[0])
 
 
 def test_gpu_bands_carry_no_cpu_caveat(capsys):

@@ -247,11 +247,11 @@ def test_every_simulated_value_has_a_band_or_a_reason(capsys):
 
 
 def test_init_writes_a_setup_short_of_one_max_model_len_request_with_a_warning(capsys, tmp_path):
-    # init resolves the newest known vLLM without charging the CUDA-graph reserve (no engine.version in the file):
-    # the TP 2 figures above plus 536,870,912 B: 2,169,212,439 // 2,621,440 = 827 blocks = 13,232 tokens, fewer
-    # than max_model_len 131,072. One engine.args.max_model_len line makes the file runnable, so it is written.
+    # init resolves the newest known vLLM (no engine.version in the file), which charges its 0.5 GiB CUDA-graph
+    # reserve as --engine-version 0.33.0 does: the TP 2 figures above, 1,632,341,527 // 2,621,440 = 622 blocks =
+    # 9,952 tokens, fewer than max_model_len 131,072. One engine.args.max_model_len line makes the file runnable, so it is written.
     f = tmp_path / "tp2.yaml"
     rc, _, err = run(capsys, "init", "--gpu", "h100", "--model", "llama-3.1-70b", "--tp", "2", "-o", str(f))
     assert rc == 0 and f.exists()
-    words = "the KV pool holds 13,232 tokens, less than one request of max_model_len 131,072"
+    words = "the KV pool holds 9,952 tokens, less than one request of max_model_len 131,072"
     assert f"# warning: {words}" in f.read_text() and words in err and "engine.args.max_model_len" in err
