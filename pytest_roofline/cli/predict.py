@@ -53,6 +53,9 @@ class DecodeRow:
     per_request_tok_per_s: float
     kv_total_gib: float
     t_allreduce_ms: float
+    #: why vLLM cannot run this batch at this context (more sequences than max_num_seqs, a context past
+    #: max_model_len, more KV than the pool holds), None when it can: the row is the roofline's arithmetic only
+    cannot_run: str | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,7 @@ def predict_rows(*, hardware_id: str | None = None, model: str | None = None, co
         setup.require_single_stage("the decode table")
     except SetupError as exc:
         decode_error, batches = str(exc), []
+    pool = kv_pool(setup)
     for b in batches:
         s = setup.decode_step(b)
         rows.append(DecodeRow(
@@ -157,7 +161,7 @@ def predict_rows(*, hardware_id: str | None = None, model: str | None = None, co
             t_mem_ms=s.t_mem_s * 1e3, t_comp_ms=s.t_comp_s * 1e3, t_step_ms=s.t_step_s * 1e3,
             bound=s.bound, throughput_tok_per_s=s.throughput_tok_per_s,
             per_request_tok_per_s=s.per_request_tok_per_s, kv_total_gib=s.kv_total_bytes / GIB,
-            t_allreduce_ms=s.t_allreduce_s * 1e3,
+            t_allreduce_ms=s.t_allreduce_s * 1e3, cannot_run=_cannot_run(setup, pool, b),
         ))
     knee = lm.knee
     return PredictTable(
@@ -170,8 +174,26 @@ def predict_rows(*, hardware_id: str | None = None, model: str | None = None, co
         throughput_asymptote_tok_per_s=lm.throughput_asymptote_tok_per_s,
         batch1_ceiling_tok_per_s=lm.batch1_ceiling_tok_per_s,
         knee_batch=knee.batch, knee_reason=knee.reason, decode_error=decode_error,
-        kv=kv_pool(setup), rows=rows,
+        kv=pool, rows=rows,
     )
+
+
+def _cannot_run(setup: Setup, pool: KVPool, batch: int) -> str | None:
+    """Why vLLM cannot hold ``batch`` sequences of the table's KV context at once, None when it can: the scheduler
+    runs at most ``max_num_seqs`` (vLLM's ``SchedulerConfig``), no sequence is longer than ``max_model_len``, and
+    the sequences' KV must fit the pool's blocks (each sequence whole blocks of ``block_size`` tokens)."""
+    why = []
+    if batch > setup.max_num_seqs:
+        why.append(f"B > max_num_seqs {setup.max_num_seqs:,}")
+    ctx = float(setup.kv_context_tokens)
+    if pool.max_model_len_tokens and ctx > pool.max_model_len_tokens:
+        why.append(f"context {ctx:,.0f} > max_model_len {pool.max_model_len_tokens:,}")
+    if pool.num_gpu_blocks is not None:
+        need = batch * math.ceil(ctx / pool.block_size_tokens)
+        usable = max(pool.num_gpu_blocks - 1, 0)  # vLLM keeps one null block
+        if need > usable:
+            why.append(f"{need:,} KV blocks > the pool's {usable:,}")
+    return "; ".join(why) or None
 
 
 #: the engine settings the KV pool and the scheduler depend on, shown with where each value came from:
@@ -201,7 +223,6 @@ def kv_pool(setup: Setup) -> KVPool:
     """The KV pool vLLM allocates for ``setup`` (``model.setup.kv_accounting``, the accounting every quantity
     uses), and the engine settings behind it with their sources."""
     mml, mml_source = _max_model_len(setup)
-    scheme = getattr(setup, "quantization", None)  # model.quantization.QuantScheme, or None: unquantized
     settings: dict[str, EngineSetting] = {}
     for name, (attr, key) in _ENGINE_SETTINGS.items():
         value = getattr(setup, attr, None)
@@ -216,7 +237,7 @@ def kv_pool(setup: Setup) -> KVPool:
         tensor_parallel_size=int(setup.tensor_parallel_size),
         pipeline_parallel_size=int(getattr(setup, "pipeline_parallel_size", 1) or 1),
         weight_dtype=setup.weight_dtype, kv_cache_dtype=setup.kv_dtype,
-        quantization=scheme.label() if scheme is not None else None,
+        quantization=setup.quantization_label,
         num_gpus=int(setup.num_gpus), weight_bytes_per_gpu=float(setup.weight_bytes_per_gpu),
         block_size_tokens=int(setup.block_size),
         max_model_len_tokens=mml, max_model_len_source=mml_source,
@@ -736,7 +757,15 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(f"{r.batch:>5} {r.t_mem_ms:>9.2f} {r.t_comp_ms:>9.2f} {r.t_step_ms:>9.2f} "
               f"{r.intensity_flop_per_byte:>9.2f} {r.throughput_tok_per_s:>11,.1f} "
               f"{r.per_request_tok_per_s:>9.1f} {r.kv_total_gib:>8.2f} "
-              + (f"{r.t_allreduce_ms:>7.3f} " if tp else "") + f" {r.bound}")
+              + (f"{r.t_allreduce_ms:>7.3f} " if tp else "") + f" {r.bound}" + (" *" if r.cannot_run else ""))
+    blocked = [r for r in table.rows if r.cannot_run]
+    if blocked:  # one line per reason, the batches it holds for
+        reasons: dict[str, list[str]] = {}
+        for r in blocked:
+            reasons.setdefault(str(r.cannot_run), []).append(f"{r.batch:,}")
+        for why, bs in reasons.items():
+            print(f"* vLLM cannot run B = {', '.join(bs)} at {table.context_tokens:,.0f} tokens of context: {why} "
+                  "(the row is the roofline's arithmetic only)")
     for line in _kv_pool_lines(kv):
         print(line)
     print(f"ridge {table.ridge_flop_per_byte:.1f} FLOP/byte · intensity asymptote "

@@ -273,6 +273,20 @@ def t_mem_intercept_s(weight_bytes: float, hbm_bytes_per_s: float) -> float:
     return _non_negative("weight_bytes", weight_bytes) / _positive("hbm_bytes_per_s", hbm_bytes_per_s)
 
 
+def moe_experts_read(num_experts: int, experts_per_token: int, tokens: float) -> float:
+    """Expected distinct routed experts one MoE layer reads in a step of ``tokens`` tokens, each routed to
+    ``experts_per_token`` of ``num_experts`` independently and uniformly: ``E (1 - (1 - k/E)^T)``.
+
+    One token reads its k experts (Qwen3-30B-A3B: 8 of 128); the read grows with the batch until every expert is
+    read (128 x (1 - (120/128)^64) = 126.1 at 64 tokens).  Routing that is not uniform reads fewer; the uniform
+    case is the most a step of T tokens can be expected to read, the bound a roofline wants."""
+    e, k = int(num_experts), int(experts_per_token)
+    if e <= 0 or k <= 0:
+        raise ValueError(f"an MoE layer needs experts (got num_experts={e}, experts_per_token={k})")
+    _non_negative("tokens", tokens)
+    return float(e * (1.0 - (1.0 - min(k, e) / e) ** float(tokens)))
+
+
 def batch1_ceiling_tok_per_s(hbm_bytes_per_s: float, weight_bytes: float) -> float:
     """Weights-only batch-1 decode ceiling: ``BW / W``.
 

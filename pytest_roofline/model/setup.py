@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_roofline.errors import SetupError, SetupValueError
 from pytest_roofline.model import analytical as an
-from pytest_roofline.model import architecture, dtypes, hardware, kv_cache, quantization, vllm_defaults
+from pytest_roofline.model import architecture, dtypes, engine_args, hardware, kv_cache, quantization, vllm_defaults
 from pytest_roofline.model.architecture import ModelArch
 from pytest_roofline.model.hardware import HardwareSpec
 from pytest_roofline.model.quantization import QuantScheme
@@ -211,6 +211,19 @@ class Setup:
             return self.weight_bytes
         return max(self.stage_weight_bytes_per_gpu(s) for s in range(self.pipeline_parallel_size))
 
+    def weight_bytes_read_per_gpu(self, tokens: float) -> float:
+        """Weight bytes one GPU reads in a step of ``tokens`` tokens: :attr:`weight_bytes_per_gpu`, less, in an MoE
+        model, the routed experts the step leaves unread (``analytical.moe_experts_read``: 8 of Qwen3-30B-A3B's
+        128 at one token, every one from ~70).  A dense model reads all of its weights at any batch."""
+        whole = self.weight_bytes_per_gpu
+        arch = self.model
+        if arch.is_nominal or not arch.is_moe:
+            return whole
+        per_param = self.weight_bytes / float(arch.param_count())  # the mean bytes a parameter, as the shares
+        expert = arch.expert_param_count() * per_param / int(self.tensor_parallel_size)
+        unread = arch.num_experts - an.moe_experts_read(arch.num_experts, arch.num_experts_per_tok, tokens)
+        return whole - arch.num_moe_layers * unread * expert
+
     @property
     def flop_per_token_per_gpu(self) -> float:
         """Linear FLOPs per token one GPU does: ``flop_per_token / TP`` (each TP rank computes its shard)."""
@@ -275,7 +288,7 @@ class Setup:
         report build the roofline step from."""
         self.require_single_stage("the decode roofline")
         return an.decode_step(
-            batch, weight_bytes=self.weight_bytes_per_gpu, flop_per_token=self.flop_per_token_per_gpu,
+            batch, weight_bytes=self.weight_bytes_read_per_gpu(batch), flop_per_token=self.flop_per_token_per_gpu,
             kv_bytes_per_seq=self.kv_bytes_per_seq_per_gpu_at(context_tokens), hbm_bytes_per_s=self.hbm_bytes_per_s,
             peak_flop_per_s=self.peak_flop_per_s,
             allreduce_s=self.allreduce().time_s(batch) if self.tensor_parallel_size > 1 else 0.0)
@@ -320,6 +333,21 @@ class Setup:
         return dtypes.compute_dtype(self.weight_dtype)
 
     @property
+    def quantization_label(self) -> str | None:
+        """The scheme's label (``QuantScheme.label``), saying so where the chip runs a W8A8 scheme weight-only: vLLM
+        falls back to a weight-only Marlin kernel on chips without that tensor peak (FP8 on an A100), so the
+        matmuls run at the activation dtype (:attr:`compute_dtype`); None without a scheme."""
+        scheme = self.quantization
+        if scheme is None:
+            return None
+        label = scheme.label()
+        wanted = scheme.compute_dtype(self.activation_dtype)
+        if scheme.activations_quantized and dtypes.compute_dtype(wanted) != self.compute_dtype:
+            label += (f", run weight-only (W{scheme.weight_bits:g}A16) on {self.hardware.id}: no {wanted} tensor "
+                      "peak, vLLM's Marlin fallback")
+        return label
+
+    @property
     def peak_flop_per_s(self) -> float:
         try:
             return float(self.hardware.peak_for(self.compute_dtype))
@@ -355,7 +383,7 @@ class Setup:
             out["memory"] = f"{gib} = {gb}"
         out["model"] = self.model.name
         out["params"] = f"{float(self.model.param_count()):,.0f}"
-        what = self.quantization.label() if self.quantization is not None else self.weight_dtype
+        what = self.quantization_label or self.weight_dtype
         out["weights"] = f"{_bytes_text(self.weight_bytes)} ({what})"
         if self.num_gpus > 1:
             out["parallel"] = (f"tensor_parallel_size {self.tensor_parallel_size} x pipeline_parallel_size "
@@ -482,6 +510,8 @@ def build_setup(
     version = engine.get("version")
     args = dict(engine.get("args", {}))
     _check_values(engine, args, workload)
+    # an engine arg no model honours is refused here, on every path (roofline, math check, serving model)
+    engine_args.check_engine_args(args, device=device, scope="setup")
     tp, pp = _check_parallel(arch, args)
     defaults = _engine_defaults(hw, arch, engine, args, version, device, tp * pp)
     reserves = dict(engine.get("reserves", {}))
@@ -766,7 +796,12 @@ class RooflineLandmarks:
     """A setup's decode-roofline landmarks at one KV context, one GPU's share under tensor parallelism (each GPU
     reads its share of the weights and of the KV, at its own bandwidth). Each figure is computed when asked, so
     a landmark that cannot be had (no bandwidth figure, no KV) fails alone. Built by
-    :meth:`Setup.roofline_landmarks`."""
+    :meth:`Setup.roofline_landmarks`.
+
+    In an MoE model a step reads only the experts its tokens are routed to: the batch-1 ceiling reads one token's
+    (top-k); the closed forms (knee, half-saturation batch, asymptotes) take the whole weights, which every step
+    reads once its batch routes to every expert (Qwen3-30B-A3B: 99% of its experts from 72 tokens), the batches
+    where those landmarks lie; the decode table reads each batch's own experts (:meth:`Setup.decode_step`)."""
 
     setup: Setup
     context_tokens: float | None = None
@@ -807,8 +842,9 @@ class RooflineLandmarks:
 
     @property
     def batch1_ceiling_tok_per_s(self) -> float:
-        """Bandwidth ÷ weight bytes (the all-reduces left out: the weight read alone)."""
-        return an.batch1_ceiling_tok_per_s(self.setup.hbm_bytes_per_s, self.weight_bytes)
+        """Bandwidth ÷ the weight bytes one token reads (the all-reduces left out: the weight read alone); an MoE
+        model's one token reads its top-k experts, not all of them (:meth:`Setup.weight_bytes_read_per_gpu`)."""
+        return an.batch1_ceiling_tok_per_s(self.setup.hbm_bytes_per_s, self.setup.weight_bytes_read_per_gpu(1))
 
 
 @dataclass(frozen=True)

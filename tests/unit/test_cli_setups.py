@@ -446,15 +446,16 @@ def test_set_types_engine_args_by_the_yaml_readers_own_rule(capsys):
     from pytest_roofline.cli import _set_item, _setup_tree
     from pytest_roofline.format.spec import loads_spec
 
-    values = {"swap_space": "4GiB", "foo": "none", "max_num_seqs": "8,192", "gpu_memory_utilization": "0.9",
-              "enforce_eager": "true", "tokenizer_mode": "~"}
+    values = {"swap_space": "4GiB", "tool_call_parser": "none", "max_num_seqs": "8,192",
+              "gpu_memory_utilization": "0.9", "enforce_eager": "true", "tokenizer_mode": "~"}
     args = argparse.Namespace(set=[_set_item(f"engine.args.{k}={v}") for k, v in values.items()])
     from_cli = _setup_tree(args)["engine"]["args"]
     yaml_args = "\n".join(f"    {k}: {v}" for k, v in values.items())
     spec = loads_spec(f"hardware: h100-sxm\nmodel: llama-3.1-8b\nengine:\n  args:\n{yaml_args}\n"
                       "predictions:\n  - {id: r, quantity: ridge_point, predicted: 295 FLOP/byte, tolerance: 5%}\n")
-    assert from_cli == spec.engine["args"] == {"swap_space": "4GiB", "foo": "none", "max_num_seqs": 8192,
-                                                "gpu_memory_utilization": 0.9, "enforce_eager": True,
+    assert from_cli == spec.engine["args"] == {"swap_space": "4GiB", "tool_call_parser": "none",
+                                                "max_num_seqs": 8192, "gpu_memory_utilization": 0.9,
+                                                "enforce_eager": True,
                                                 "tokenizer_mode": None}
     rc, _out, err = run(capsys, *BASE, "--set", "engine.args.enable_prefix_caching=yes")
     assert rc == 2 and "'yes' is ambiguous" in err and "write true or false" in err

@@ -249,9 +249,40 @@ def test_every_simulated_value_has_a_band_or_a_reason(capsys):
 def test_init_writes_a_setup_short_of_one_max_model_len_request_with_a_warning(capsys, tmp_path):
     # init resolves the newest known vLLM (no engine.version in the file), which charges its 0.5 GiB CUDA-graph
     # reserve as --engine-version 0.33.0 does: the TP 2 figures above, 1,632,341,527 // 2,621,440 = 622 blocks =
-    # 9,952 tokens, fewer than max_model_len 131,072. One engine.args.max_model_len line makes the file runnable, so it is written.
+    # 9,952 tokens, fewer than max_model_len 131,072. One engine.args.max_model_len line makes the file runnable,
+    # so it is written.
     f = tmp_path / "tp2.yaml"
     rc, _, err = run(capsys, "init", "--gpu", "h100", "--model", "llama-3.1-70b", "--tp", "2", "-o", str(f))
     assert rc == 0 and f.exists()
     words = "the KV pool holds 9,952 tokens, less than one request of max_model_len 131,072"
     assert f"# warning: {words}" in f.read_text() and words in err and "engine.args.max_model_len" in err
+
+
+def test_a_mistyped_engine_arg_is_refused_at_its_line_by_check_and_predict(capsys, tmp_path):
+    """`roofline check` said "ok" for `tensor_paralel_size: 2` and every figure was TP 1's; now the file's line and
+    the nearest known name are given, and `predict --set` refuses an arg no model honours."""
+    f = tmp_path / "typo.yaml"
+    f.write_text("hardware: h100-sxm\nmodel: llama-3.1-8b\nengine:\n  version: '0.11.0'\n"
+                 "  args: {tensor_paralel_size: 2}\npredictions:\n  - id: b1\n    quantity: batch1_throughput\n"
+                 "    predicted: 150 tok/s\n    tolerance: 50%\n")
+    rc, out, err = run(capsys, "check", str(f))
+    assert rc != 0
+    assert "typo.yaml:5:" in out + err and "did you mean 'tensor_parallel_size'" in out + err
+    rc, out, err = run(capsys, "predict", "--hardware", "h100-sxm", "--model", "llama-3.1-8b",
+                       "--set", "engine.args.cpu_offload_gb=10")
+    assert rc == 2 and "engine.args.cpu_offload_gb" in err and not out
+
+
+def test_decode_rows_vllm_cannot_run_are_marked_with_the_reason(capsys):
+    """vLLM 0.6.3 runs at most 256 sequences (its max_num_seqs default); 512 sequences of 1,024 tokens need
+    512 x 64 = 32,768 blocks of 16 tokens. Those rows are the roofline's arithmetic only, and say so."""
+    rc, out, err = run(capsys, "predict", "--hardware", "h100-sxm", "--model", "llama-3.1-8b",
+                       "--batch", "1,256,512", "--engine-version", "0.6.3")
+    assert rc == 0, err
+    rows = {line.split()[0]: line for line in out.splitlines() if line[:5].strip().isdigit()}
+    assert not rows["1"].endswith("*") and not rows["256"].endswith("*") and rows["512"].endswith("memory *")
+    assert "* vLLM cannot run B = 512 at 1,024 tokens of context: B > max_num_seqs 256; 32,768 KV blocks > " in out
+    rc, out, err = run(capsys, "predict", "--hardware", "h100-sxm", "--model", "phi-3-mini-4k", "--context", "32768",
+                       "--max-model-len", "4096", "--batch", "1", "--json")
+    assert rc == 0, err
+    assert json.loads(out.splitlines()[0])["cannot_run"] == "context 32,768 > max_model_len 4,096"

@@ -343,3 +343,17 @@ def test_fbgemm_fp8_quantizes_only_the_listed_linears_with_per_row_scales(llama8
     assert q.weight_bytes(s, llama8b, "bf16") == 5_284_823_040 + 3_932_160 + 5_490_876_416
     # vLLM's --quantization fbgemm_fp8 (or fp8, the same method family) reads the same block
     assert q.from_vllm_name("fbgemm_fp8", FBGEMM_FP8) == s
+
+
+def test_fp8_on_a_chip_without_an_fp8_peak_is_labelled_weight_only():
+    """vLLM runs an FP8 checkpoint weight-only (Marlin, W8A16) on an A100, which has no FP8 tensor cores: the
+    matmuls run at bf16 (the setup's compute dtype), and the label says so; an H100 runs it W8A8."""
+    from pytest_roofline.model.setup import build_setup
+    a100 = build_setup(hardware_ref="a100-sxm4-80gb", model_ref="llama-3.1-8b",
+                       engine={"args": {"quantization": "fp8"}})
+    assert a100.compute_dtype == "bf16"
+    assert a100.quantization_label == ("fp8 W8A8 tensor-scaled, run weight-only (W8A16) on a100-sxm4-80gb: no fp8 "
+                                       "tensor peak, vLLM's Marlin fallback")
+    h100 = build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b", engine={"args": {"quantization": "fp8"}})
+    assert h100.compute_dtype == "fp8" and h100.quantization_label == "fp8 W8A8 tensor-scaled"
+    assert build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b").quantization_label is None

@@ -65,3 +65,39 @@ def test_landmarks_are_one_gpus_share(setup) -> None:
     lm2, lm1 = setup.roofline_landmarks(), one.roofline_landmarks()
     assert lm2.weight_bytes == lm1.weight_bytes / 2
     assert lm2.compute_roof_tok_per_s == pytest.approx(2 * lm1.compute_roof_tok_per_s)
+
+
+# Qwen3-30B-A3B (config.json: hidden 2048, moe_intermediate_size 768, 48 layers all MoE, 128 experts, top-8), bf16:
+# 61,064,245,248 weight bytes; one routed expert is 3 x 2048 x 768 = 4,718,592 parameters = 9,437,184 bytes. One
+# token reads 8 experts a layer, so a batch-1 step leaves 48 x 120 experts unread: 61,064,245,248 - 48 x 120 x
+# 9,437,184 = 6,706,065,408 bytes read, and the ceiling on an H100 SXM is 3.35e12 / 6,706,065,408 = 499.5 tok/s
+# (it read 54.9 tok/s, every expert every step, while vLLM runs this model at ~104 tok/s on the slower A100).
+MOE_READ_B1 = 61_064_245_248 - 48 * 120 * 9_437_184
+
+
+def test_an_moe_step_reads_only_the_experts_its_tokens_are_routed_to():
+    s = build_setup(hardware_ref="h100-sxm", model_ref="qwen3-30b-a3b")
+    assert s.weight_bytes == 61_064_245_248
+    assert s.weight_bytes_read_per_gpu(1) == pytest.approx(MOE_READ_B1, rel=1e-12)
+    assert s.roofline_landmarks().batch1_ceiling_tok_per_s == pytest.approx(3.35e12 / MOE_READ_B1, rel=1e-12)
+    assert 3.35e12 / MOE_READ_B1 == pytest.approx(499.55, abs=0.01)
+    # 64 tokens: 128 x (1 - (120/128)^64) = 126.06 experts a layer; the table's step reads that many
+    read_64 = 61_064_245_248 - 48 * (128 - 128 * (1 - (120 / 128) ** 64)) * 9_437_184
+    assert s.decode_step(64).weight_bytes == pytest.approx(read_64, rel=1e-12)
+    assert s.decode_step(1).throughput_tok_per_s < s.roofline_landmarks().batch1_ceiling_tok_per_s  # KV read too
+    # TP 2 halves every expert on each rank; a dense model reads all its weights at any batch
+    tp2 = build_setup(hardware_ref="h100-sxm", model_ref="qwen3-30b-a3b", engine={"args": {"tensor_parallel_size": 2}})
+    assert tp2.weight_bytes_read_per_gpu(1) == pytest.approx(MOE_READ_B1 / 2, rel=1e-12)
+    dense = build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b")
+    assert dense.weight_bytes_read_per_gpu(1) == dense.weight_bytes_read_per_gpu(512) == dense.weight_bytes
+
+
+def test_the_experts_read_grow_with_the_tokens_to_all_of_them():
+    from pytest_roofline.model import analytical as an
+    assert an.moe_experts_read(128, 8, 1) == pytest.approx(8.0)
+    assert an.moe_experts_read(128, 8, 0) == 0.0
+    assert an.moe_experts_read(8, 2, 1) == pytest.approx(2.0)  # Mixtral: 2 of 8
+    assert an.moe_experts_read(8, 2, 2) == pytest.approx(8 * (1 - 0.75 ** 2))  # 3.5: the two tokens may share one
+    assert an.moe_experts_read(128, 8, 72) > 0.99 * 128
+    with pytest.raises(ValueError):
+        an.moe_experts_read(0, 8, 1)

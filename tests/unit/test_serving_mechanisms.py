@@ -276,6 +276,29 @@ def test_every_arg_the_model_does_not_simulate_is_refused(key, value):
     assert exc.value.field == f"engine.args.{key}"
 
 
+@pytest.mark.parametrize("key, value, words", [
+    ("tensor_paralel_size", 2, "did you mean 'tensor_parallel_size'"),  # a typo: the nearest known name
+    ("cpu_offload_gb", 10, "leave the GPU"), ("speculative_config", {"num_speculative_tokens": 3}, "speculative"),
+    ("data_parallel_size", 2, "engine.replicas"), ("enable_expert_parallel", True, "expert parallelism")])
+def test_an_arg_that_changes_every_model_is_refused_as_the_setup_is_built(key, value, words):
+    """Refused on every path (roofline predict, the math check, the serving model), not only where the serving
+    model runs: a roofline computed as if the arg were absent would be confidently wrong."""
+    with pytest.raises(SetupValueError, match=words) as exc:
+        h100(**{key: value})
+    assert exc.value.field == f"engine.args.{key}"
+
+
+def test_a_timing_only_arg_leaves_the_setup_and_is_refused_by_the_serving_model():
+    """Multi-step and async scheduling and eager mode change the serving model's step timing only: the setup (its
+    roofline, KV pool, closed forms) is built; the serving model refuses them."""
+    for key, value in (("num_scheduler_steps", 10), ("async_scheduling", True), ("enforce_eager", True)):
+        setup = h100(**{key: value})
+        with pytest.raises(SetupValueError) as exc:
+            sv.EngineConfig.from_setup(setup)
+        assert exc.value.field == f"engine.args.{key}"
+    assert h100(cpu_offload_gb=0, data_parallel_size=1).engine_args["cpu_offload_gb"] == 0  # the modelled value
+
+
 def test_args_without_a_timing_effect_and_eager_mode_on_the_cpu_engine_are_accepted():
     check_engine_args({"host": "0.0.0.0", "served_model_name": ["x"], "seed": 0, "async_scheduling": False})
     check_engine_args({"enforce_eager": True}, device="cpu")

@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_roofline.errors import SetupError, SimulationError
+from pytest_roofline.model import analytical as an
 from pytest_roofline.model.serving.constants import (
     KERNELS_PER_LAYER,
     ServingConstants,
@@ -151,7 +152,7 @@ class CostModel:
     def weight_bytes(self, n_tokens: int) -> float:
         if not self.moe_layers:
             return self.dense_weight_bytes
-        distinct = self.num_experts * (1.0 - (1.0 - self.top_k / self.num_experts) ** n_tokens)
+        distinct = an.moe_experts_read(self.num_experts, self.top_k, n_tokens)
         return self.dense_weight_bytes + self.moe_layers * distinct * self.expert_bytes_per_layer
 
     def time(self, n_dec: int, dec_ctx: float, pf_tokens: int, pf_kv_tokens: int, pf_pairs: float,
