@@ -676,9 +676,11 @@ def defaults_for(version: str | tuple[int, ...], *, device: str = "cuda", device
                   if v >= (0, 8, 0) else f"vLLM v{v}: V0 engine (vllm/engine/llm_engine.py; V1 is opt-in from 0.7)",
         "usage": (f"vLLM vllm/usage/usage_lib.py UsageContext.{'OPENAI_API_SERVER' if u == 'serve' else 'LLM_CLASS'}"
                   + (" (V0: the same defaults for both)" if eng == "v0" else "")),
+        # the release whose source this version's value was read from first: 0.92 from 0.20, 0.90 up to 0.19
         "gpu_memory_utilization": (
-            f"vLLM v0.20: vllm/config/cache.py default {util} ({'0.20+' if util == 0.92 else '<=0.19'}; "
-            "v0.4.1: vllm/engine/arg_utils.py EngineArgs.gpu_memory_utilization = 0.90)"
+            (f"vLLM v0.20: vllm/config/cache.py default {util} (0.20+; 0.90 up to 0.19)" if util == 0.92 else
+             f"vLLM v0.4.1: vllm/engine/arg_utils.py EngineArgs.gpu_memory_utilization = {util:.2f} (up to 0.19; "
+             "0.92 from 0.20, vllm/config/cache.py)")
             + ("; on CPU (0.20+) it scales the NUMA node's memory" if dev == "cpu" else "")),
         "block_size": ("vLLM v0.33: vllm/platforms/cpu.py update_block_size_for_backend (CPU 128; 16 before 0.8.3, "
                        "128 only with IPEX in 0.8.3-0.11)" if dev == "cpu" else

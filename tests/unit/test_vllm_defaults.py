@@ -538,3 +538,13 @@ def test_a_wrong_entrypoint_is_refused_at_its_line():
     with pytest.raises(SpecError) as exc:
         loads_spec(_YAML.format(entrypoint="offline", tokens=8192), file="preds.yaml")
     assert exc.value.line == 5 and "serve, llm" in str(exc.value)
+
+
+def test_a_default_cites_the_release_its_value_was_read_from():
+    """At 0.4.1 the 0.90 utilisation was read from v0.4.1's arg_utils.py; the v0.20 source (0.92) heads only the
+    versions that use it (it headed both before)."""
+    gpu = {"device_name": "NVIDIA H100 80GB HBM3", "total_memory_bytes": 80 * GIB}
+    old = vd.defaults_for("0.4.1", max_model_len=8192, **gpu).sources["gpu_memory_utilization"]
+    new = vd.defaults_for("0.33.0", **gpu).sources["gpu_memory_utilization"]
+    assert old.startswith("vLLM v0.4.1: vllm/engine/arg_utils.py EngineArgs.gpu_memory_utilization = 0.90")
+    assert new.startswith("vLLM v0.20: vllm/config/cache.py default 0.92")
