@@ -51,7 +51,13 @@ lint: $(STAMP)
 demo-cpu-engine: $(STAMP)
 	$(BIN)/python -m pytest --gpu cpu predictions/cpu-tiny.yaml --roofline-scorecard roofline-runs/cpu-tiny-scorecard.html
 
-replay: $(STAMP)
+# a replay needs only the package and pytest-html (its --html report): no vLLM, no browser, no PostgreSQL
+HTML_STAMP := $(VENV)/.installed-html
+$(HTML_STAMP): $(MATH_STAMP)
+	$(BIN)/python -c "import pytest_html" 2>/dev/null || $(BIN)/pip install -q -e ".[html]"
+	touch $(HTML_STAMP)
+
+replay: $(HTML_STAMP)
 	$(BIN)/python -m pytest --replay predictions/recorded/day3-2026-07-31.results.json predictions/day3.yaml \
 	    --html=roofline-runs/day3-report.html --self-contained-html \
 	    --roofline-scorecard roofline-runs/day3-scorecard.html
