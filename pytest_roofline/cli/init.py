@@ -11,6 +11,7 @@ is filled the file checks, and ``pytest FILE`` scores the ink against the model.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from pytest_roofline.model.setup import Setup, build_setup
 from pytest_roofline.quantities.registry import QUANTITIES
 from pytest_roofline.units import format_value
 
-__all__ = ["cmd_init", "render", "parse_workload", "CONCURRENCY"]
+__all__ = ["cmd_init", "render", "model_as_written", "parse_workload", "CONCURRENCY"]
 
 #: the sweep the file starts with: the notebook's doublings, fewer of them
 CONCURRENCY = (1, 4, 16, 64)
@@ -140,10 +141,29 @@ def _refuse_impossible(setup: Setup, model: str, workload: dict[str, Any]) -> No
         raise ValueError(f"{err}; no file written")
 
 
+def model_as_written(model: str, output: Path | None) -> str:
+    """``--model`` as the file at ``output`` must write it: a relative path to a config.json (or a model folder)
+    that exists from here is rewritten relative to ``output``'s folder, which is where a prediction file's relative
+    ``model:`` path is read from (format/_sections.py); an absolute path (``~/...`` too), a preset, a Hub id, and
+    anything written to stdout (``output`` None) are kept as the user gave them."""
+    path = Path(model).expanduser()
+    if output is None or path.is_absolute():
+        return model
+    try:
+        if not path.exists():
+            return model
+        rel = os.path.relpath(path.resolve(), output.resolve().parent)
+    except (OSError, ValueError):  # unreadable, or another drive (Windows): the absolute path always reads
+        return str(path.resolve())
+    return Path(rel).as_posix()
+
+
 def render(*, gpu: str, model: str, tp: int = 1, input_len: int = 1024, output_len: int = 1024,
-           command: str = "") -> str:
+           command: str = "", written_model: str | None = None) -> str:
     """The prediction file's text: the setup, then every prediction with its derivation, the model's value and
-    a blank ``predicted:``."""
+    a blank ``predicted:``. ``model`` is read from here (the working directory); ``written_model`` is what the
+    file's ``model:`` line says (default ``model``): a path relative to the file's own folder
+    (:func:`model_as_written`)."""
     spec = hardware.get_hardware(gpu)
     engine: dict[str, Any] = {"name": "vllm", "args": {"tensor_parallel_size": tp} if tp > 1 else {}}
     workload = {"input_len": input_len, "output_len": output_len}
@@ -167,7 +187,7 @@ def render(*, gpu: str, model: str, tp: int = 1, input_len: int = 1024, output_l
     lines += [
         f'title: "{model} on {spec.id}' + (f" (TP {tp})" if tp > 1 else "") + '"',
         f"hardware: {spec.id}",
-        f"model: {model}",
+        f"model: {written_model or model}",
         "engine:",
         "  name: vllm",
     ]
@@ -199,15 +219,20 @@ def render(*, gpu: str, model: str, tp: int = 1, input_len: int = 1024, output_l
 def cmd_init(args: argparse.Namespace) -> int:
     command = f"roofline init --gpu {args.gpu} --model {args.model}" + (f" --tp {args.tp}" if args.tp > 1 else "")
     command += f" --workload {args.workload[0]}/{args.workload[1]}"
+    out = None if args.output in (None, "-") else Path(args.output)
+    written = model_as_written(args.model, out)
     text = render(gpu=args.gpu, model=args.model, tp=args.tp, input_len=args.workload[0],
-                  output_len=args.workload[1], command=command)
-    if args.output in (None, "-"):
+                  output_len=args.workload[1], command=command, written_model=written)
+    if out is None:
         sys.stdout.write(text)
         return 0
-    out = Path(args.output)
     if out.exists() and not args.force:
         raise FileExistsError(f"{out} exists: choose another -o, or --force to overwrite it")
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
+    if written != args.model:
+        print(f"roofline: model: {written} (--model {args.model}, written relative to {out.parent}, the folder "
+              "a prediction file's model path is read from)", file=sys.stderr)
     for line in text.splitlines():
         if line.startswith("# warning: "):
             print(f"roofline: {line[2:]}", file=sys.stderr)

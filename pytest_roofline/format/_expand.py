@@ -163,6 +163,31 @@ def _at_values(ctx: NodeReader, spec: Spec, param: qreg.AtParam, node: yaml.Node
 def _predicted(ctx: NodeReader, q: qreg.Quantity, node: yaml.Node, what: str) -> Predicted:
     text = ctx.text(node, what).strip()
     low = text.lower()
+    if not text:  # `predicted:` left blank (as `roofline init` writes it): say so, in this quantity's own terms
+        if q.kind is qreg.QuantityKind.BOOL:
+            raise ctx.err(node, f"{what}: blank: write your prediction for {q.name}, true or false",
+                          "write e.g. true")
+        if q.kind is qreg.QuantityKind.ENUM:
+            raise ctx.err(node, f"{what}: blank: write your prediction for {q.name}, one of {', '.join(q.choices)}",
+                          f"write e.g. {q.choices[0]}")
+        # the unit each dimension is written in, and an example of the size this quantity has (a KV token is
+        # KiB, not GiB; a parameter count is billions, not thousands); never the model's value: the ink is the user's
+        unit = {"throughput": "in tok/s", "request_rate": "in req/s", "time": "in ms (or s, µs)",
+                "bytes": "in bytes (B, KiB, MiB, GiB, or GB)", "bandwidth": "in GB/s (or TB/s)",
+                "flops": "in FLOP (GFLOP, TFLOP)", "flop_rate": "in TFLOP/s", "intensity": "in FLOP/byte",
+                "ratio": "as a ratio (0.75) or a percentage (75%)", "count": "as a plain number (a count, no unit)"
+                }.get(q.dimension, f"in {DEFAULT_UNIT.get(q.dimension) or 'a plain number'}")
+        example = {"param_count": "7.5e9", "active_param_count": "7.5e9", "flop_per_token": "15 GFLOP",
+                   "kv_bytes_per_token": "131,072 B", "kv_bytes_per_token_per_gpu": "65,536 B",
+                   "kv_bytes_per_block": "2 MiB", "weight_bytes": "15.0 GB", "weight_bytes_per_gpu": "7.5 GB",
+                   "num_gpus": "2", "weight_only_knee": "153", "half_saturation_batch": "96",
+                   "knee_concurrency": "64", "ttft_knee_concurrency": "64", "goodput_concurrency": "64",
+                   "max_num_seqs": "256", "littles_law_ratio": "1.00", "max_concurrency": "12.5",
+                   }.get(q.name) or example_of(q.dimension)
+        if q.kind is qreg.QuantityKind.OPTIONAL_NUMBER:
+            unit += ", or none where there is none"
+            example += ", or none"
+        raise ctx.err(node, f"{what}: blank: write your predicted value {unit}", f"write e.g. {example}")
     if low == "model":
         if q.model is None and q.serving is None:
             raise ctx.err(node, f"{what}: quantity {q.name!r} has no model value", "write the value you predict")

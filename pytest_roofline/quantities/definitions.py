@@ -104,7 +104,8 @@ DEFINITIONS: dict[str, Definition] = {
                                     vllm="output_throughput"),
     "batch1_fraction_of_ceiling": Definition(
         "batch-1 output throughput (`batch1_throughput`) ÷ the roofline's weight-read ceiling (bandwidth ÷ the "
-        "weight bytes one token reads: all of them, an MoE model's top-k experts)", why="the measured figure over a model figure, which no benchmark prints"),
+        "weight bytes one token reads: all of them, an MoE model's top-k experts)",
+        why="the measured figure over a model figure, which no benchmark prints"),
     **{f"{m}_{s}": _latency(m, s) for m in _LATENCIES for s in _STATS},
     "knee_concurrency": Definition(
         "the smallest swept closed-loop concurrency whose doubling adds less than `thresholds.knee_gain` of output "

@@ -25,6 +25,14 @@ from pytest_roofline.model.presets import get_model
 KV_PER_TOKEN = 48 * 8 * 128 * 2 * 2
 
 
+@pytest.fixture(autouse=True)
+def _the_hub_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """model/hf_hub.py asks the Hub once (one HEAD, no retries, huggingface_hub.get_hf_file_metadata) before a
+    download, so a network failure is told in seconds; here the Hub answers it, and each test's stand-in for
+    hf_hub_download says the rest (the real HEAD, against a server on 127.0.0.1: integration/test_hub_http.py)."""
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", lambda *args, **kwargs: None)
+
+
 def _no_download(*args: Any, **kwargs: Any) -> Any:
     raise AssertionError(f"the Hub was asked for {args}: a cached config must not be downloaded")
 
