@@ -433,10 +433,12 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
         if (v.model_source == "serving" and pred.predicted.kind is PredictedKind.NUMBER
                 and isinstance(ink, (int, float)) and isinstance(v.model_value, (int, float))
                 and not isinstance(ink, bool)):
-            return _compare_to_serving(v, pred, float(ink), tol)
+            return _compare_to_serving(v, pred, float(ink), tol, moe=_is_moe(setup))
         if (v.model_source != "serving" and q.name in model_bands.ROOFLINE_CEILINGS
                 and pred.predicted.kind is PredictedKind.NUMBER and isinstance(v.model_value, (int, float))
                 and isinstance(ink, (int, float)) and not tol.contains(float(v.model_value), float(ink))):
+            if _is_moe(setup):
+                return _compare_to_unbanded_ceiling(v, pred, float(ink), float(v.model_value), tol)
             band = model_bands.roofline_fraction_band()
             if band is not None:
                 return _compare_to_ceiling(v, pred, float(ink), float(v.model_value), band, tol)
@@ -672,7 +674,33 @@ def _compare_to_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float
     return v
 
 
-def _compare_to_serving(v: Verdict, pred: Prediction, ink: float, tol: Tolerance) -> Verdict:
+def _is_moe(setup: Any) -> bool:
+    """An MoE model's setup: its roofline ceiling reads the routed experts, and no measured run bands it."""
+    model = getattr(setup, "model", None)
+    return bool(model is not None and getattr(model, "is_moe", False) and not getattr(model, "is_nominal", True))
+
+
+def _compare_to_unbanded_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float,
+                                 tol: Tolerance) -> Verdict:
+    """The math check of ink for a roofline ceiling no measured run bands (an MoE model's:
+    ``model.bands.MOE_CEILING_NO_BAND``): above the ceiling it fails (a physical bound); below it the model cannot
+    say how far below runs land, so the verdict is inconclusive, never a failure of realistic ink."""
+    v.reference_value, v.checked_value, v.hi = ink, ceiling, ceiling
+    v.tolerance_text = "at or below the roofline ceiling (no band)"
+    v.error_abs, v.error_rel, v.ratio = relative_error(ceiling, ink)
+    v.error_text = error_text(v.error_rel, None) + f" ({'+' if v.error_abs >= 0 else '−'}{v.fmt(abs(v.error_abs))})"
+    if ink > ceiling:
+        v.status = VerdictStatus.FAIL
+        v.reason = (f"predicted {v.fmt(ink)} is above the roofline ceiling {v.fmt(ceiling)}: a physical bound no run "
+                    f"can exceed ({tol.text} does not reach it)")
+    else:
+        v.status = VerdictStatus.INCONCLUSIVE
+        v.reason = (f"predicted {v.fmt(ink)} is below the roofline ceiling {v.fmt(ceiling)}, outside {tol.text} of "
+                    f"it; {model_bands.MOE_CEILING_NO_BAND}")
+    return v
+
+
+def _compare_to_serving(v: Verdict, pred: Prediction, ink: float, tol: Tolerance, *, moe: bool = False) -> Verdict:
     """The math check of ink against the serving model (``model_column: serving``), which stands in for a
     measurement it can be wrong about: ink above a roofline ceiling fails whatever the tolerance (a physical bound);
     ink within the tolerance of the model's value passes; else ink inside the model's band (how far measured runs
@@ -684,7 +712,9 @@ def _compare_to_serving(v: Verdict, pred: Prediction, ink: float, tol: Tolerance
                        and not isinstance(roof, bool)) else None
     model = float(v.model_value)
     if ceiling is not None and ink > float(ceiling):
-        band = model_bands.roofline_fraction_band()
+        band = model_bands.roofline_fraction_band(moe=moe)
+        if band is None and moe:
+            return _compare_to_unbanded_ceiling(v, pred, ink, float(ceiling), tol)
         if band is not None:
             return _compare_to_ceiling(v, pred, ink, float(ceiling), band, tol)
     if tol.contains(model, ink):
@@ -698,7 +728,7 @@ def _compare_to_serving(v: Verdict, pred: Prediction, ink: float, tol: Tolerance
                     "(80% nominal; docs/explanation/models.md); a measurement decides")
         return v
     if ceiling is not None:
-        band = model_bands.roofline_fraction_band()
+        band = model_bands.roofline_fraction_band(moe=moe)
         if band is not None:
             return _compare_to_ceiling(v, pred, ink, float(ceiling), band, tol)
     out = _compare(v, pred, ink, model, tol, "serving model")

@@ -77,15 +77,21 @@ def _items(setup: Setup, input_len: int, tp: int) -> list[Item]:
              "2P FLOPs per token ÷ KV bytes per sequence: the intensity decode tends to as B grows"),
         Item("knee", "knee_concurrency", "the batch where the KV-inclusive intensity reaches the ridge; "
              "asymptote < ridge: none", ink_hint="a number, or none"),
-        Item("batch1-ceiling", "batch1_ceiling", "bandwidth ÷ weight bytes (per GPU under TP): "
-             "one weight read per token"),
+        Item("batch1-ceiling", "batch1_ceiling",
+             ("bandwidth ÷ the weight bytes one token reads (per GPU under TP): the shared weights and each "
+              f"layer's top-{m.num_experts_per_tok} of {m.num_experts} experts"
+              if m.is_moe and not m.is_nominal else
+              "bandwidth ÷ weight bytes (per GPU under TP): one weight read per token")),
         Item("kv-blocks", "num_gpu_blocks", "(utilization × memory − weights − reserves) ÷ (KV bytes per token × "
              "block size)"),
     ]
+    ctx = f"{setup.kv_context_tokens:,.0f}"  # the KV a sequence holds on average: input + output ÷ 2
+    weights = "the weights B tokens read (their experts)" if m.is_moe and not m.is_nominal else "weights"
     for c in CONCURRENCY[1:]:
+        step = f"(({weights} + B × KV per sequence at {ctx} tokens) ÷ bandwidth"
+        step += f" + the step's all-reduces at TP {tp})" if tp > 1 else ")"
         items.append(Item(f"throughput-c{c}", "output_throughput",
-                          f"bandwidth × B ÷ (weights + B × KV per sequence) at B = {c}: a ceiling",
-                          at=f"{{concurrency: {c}}}"))
+                          f"B ÷ {step} at B = {c}: a ceiling", at=f"{{concurrency: {c}}}"))
     items.append(Item("littles-law", "littles_law_ratio", "closed loop: L = C, so req/s × mean latency gives back C",
                       at="{concurrency: every}",
                       ink_hint="1.00 with tolerance ±2%, as the notebook wrote it"))
@@ -116,9 +122,12 @@ def _model_text(setup: Setup, item: Item) -> str:
 def _band_text(setup: Setup, item: Item) -> str:
     """For a roofline ceiling (batch-1 tokens/s), the band measured runs land in (model/bands.py), else ''."""
     q = QUANTITIES[item.quantity]
-    band = bands.roofline_fraction_band() if item.quantity in bands.ROOFLINE_CEILINGS else None
-    if band is None or q.model is None:
+    if item.quantity not in bands.ROOFLINE_CEILINGS or q.model is None:
         return ""
+    moe = setup.model.is_moe and not setup.model.is_nominal
+    band = bands.roofline_fraction_band(moe=moe)
+    if band is None:
+        return f"; {bands.MOE_CEILING_NO_BAND}" if moe else ""
     lo, hi = band.around(float(q.model(setup, _at_mapping(item.at)).value))
     return (f"; band: measured runs reach {band.lo:.0%}-{band.hi:.0%} of it ({format_value(lo, q.dimension)} to "
             f"{format_value(hi, q.dimension)}, model/bands.py)")

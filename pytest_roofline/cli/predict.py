@@ -373,12 +373,19 @@ def length_error(setup: Setup, *, lengths_flag: str = "--input-len / --output-le
             + raise_it)
 
 
+#: weight dtypes narrower than 16 bits: given with --dtype (model.dtype) and no scheme, they are a what-if
+_SUB_16_BIT = frozenset({"fp8", "int8", "int4", "fp4", "nf4"})
+
+
 def _kv_pool_lines(kv: KVPool) -> list[str]:
     """The KV pool and the engine settings as text, under the decode table."""
     tp, pp = kv.tensor_parallel_size, kv.pipeline_parallel_size
     where = (f"{kv.engine} {_version_text(kv.engine_version)} {kv.entrypoint} · "
              f"TP {tp} · PP {pp} · weights {kv.weight_dtype}"
-             + (f" ({kv.quantization})" if kv.quantization else "") + f" · KV {kv.kv_cache_dtype}")
+             + (f" ({kv.quantization})" if kv.quantization else
+                (" (every weight, embeddings and lm_head too, with no scales: a what-if, not a checkpoint; "
+                 "--quantization gives one's scheme)" if kv.weight_dtype in _SUB_16_BIT else ""))
+             + f" · KV {kv.kv_cache_dtype}")
     if kv.kv_pool_error:
         lines = [f"KV pool ({where}): not computed: {kv.kv_pool_error}"]
     else:

@@ -50,7 +50,8 @@ from importlib import resources
 from statistics import median
 from typing import Literal
 
-__all__ = ["Band", "BAND_METRICS", "ROOFLINE_CEILINGS", "ROOFLINE_FRACTION_KEY", "roofline_fraction_band",
+__all__ = ["Band", "BAND_METRICS", "MOE_CEILING_NO_BAND", "ROOFLINE_CEILINGS", "ROOFLINE_FRACTION_KEY",
+           "roofline_fraction_band",
            "NOMINAL_COVERAGE", "MIN_POINTS", "PREFILL_BOUND_SHARE", "Regime", "regime_of", "band_for",
            "derive_bands", "load_bands", "observed_ranges", "band_note", "NOTE_RANGE_SEP", "load_observed_ranges",
            "CPU_BAND_CAVEAT", "band_caveat",
@@ -277,9 +278,17 @@ def band_for(regime: Regime, bands: Mapping[str, Band] | None = None) -> Band | 
     return bands.get(regime.key) or bands.get(regime.pooled_key)
 
 
-def roofline_fraction_band(bands: Mapping[str, Band] | None = None) -> Band | None:
+#: why an MoE model's roofline ceiling has no band: every run behind ROOFLINE_FRACTION_KEY is of a dense model
+MOE_CEILING_NO_BAND = ("no band: the accuracy corpus has no MoE runs, so how far below an MoE model's ceiling (its "
+                       "routed experts' read) runs land is not known; a measurement decides")
+
+
+def roofline_fraction_band(bands: Mapping[str, Band] | None = None, *, moe: bool = False) -> Band | None:
     """The share of the decode roofline's throughput measured low-load GPU runs reach (``lo``..``hi``, hi <= 1 by
-    construction: the roofline is a ceiling), None without data."""
+    construction: the roofline is a ceiling), None without data, and None for an MoE model (``moe``), whose
+    ceiling none of those dense runs measured (:data:`MOE_CEILING_NO_BAND`)."""
+    if moe:
+        return None
     bands = load_bands() if bands is None else bands
     return bands.get(ROOFLINE_FRACTION_KEY)
 

@@ -113,3 +113,28 @@ def test_predicted_model_is_not_a_pass_without_a_measurement():
     without a measurement it is skipped with the reason, not counted as a pass."""
     v = _serving("output_throughput", "model", "at: {concurrency: 64}, ")
     assert v.status == "skip" and "compared with itself" in v.reason
+
+
+MOE_SPEC = """\
+hardware: a100-sxm4-80gb
+model: qwen3-30b-a3b
+predictions:
+  - {{id: b1, quantity: batch1_throughput, predicted: {ink}, tolerance: ±10%}}
+"""
+
+
+def test_an_moe_ceiling_has_no_band_so_realistic_ink_below_it_is_inconclusive():
+    """Qwen3-30B-A3B at batch 1 on an A100 SXM reads 6,706,065,408 weight bytes (its top-8 experts) and 1,536
+    tokens x 98,304 B = 150,994,944 B of KV (the default workload's mean context): 2.039e12 / 6,857,060,352 B =
+    297.4 tok/s. A public run measured 103.9 tok/s (TPOT 9.6 ms), 35% of it, below the dense runs' band (from
+    58%): the band does not hold for MoE, so that ink is neither passed nor failed by it."""
+    spec = loads_spec(MOE_SPEC.format(ink="104 tok/s"))
+    v = score(spec, spec.predictions[0], "math", None)
+    assert float(v.model_value) == pytest.approx(2.039e12 / (6_706_065_408 + 1536 * 98_304), rel=1e-9)
+    assert v.status == "inconclusive" and bands.MOE_CEILING_NO_BAND in v.reason
+    above = loads_spec(MOE_SPEC.format(ink="400 tok/s"))
+    v = score(above, above.predictions[0], "math", None)
+    assert v.status == "fail" and "physical bound" in v.reason
+    at = loads_spec(MOE_SPEC.format(ink="290 tok/s"))
+    assert score(at, at.predictions[0], "math", None).status == "pass"  # within ±10% of the ceiling
+    assert bands.roofline_fraction_band(moe=True) is None and bands.roofline_fraction_band() is not None

@@ -286,3 +286,15 @@ def test_decode_rows_vllm_cannot_run_are_marked_with_the_reason(capsys):
                        "--max-model-len", "4096", "--batch", "1", "--json")
     assert rc == 0, err
     assert json.loads(out.splitlines()[0])["cannot_run"] == "context 32,768 > max_model_len 4,096"
+
+
+def test_a_sub_16_bit_dtype_without_a_scheme_is_called_a_what_if(capsys):
+    """--dtype int4 puts every weight (embeddings and lm_head too) at 4 bits with no scales: 8.03e9 params x 0.5 B
+    = 4.02 GB, which no checkpoint vLLM loads has; the pool line says so. A scheme (--quantization) says its own."""
+    rc, out, err = run(capsys, "predict", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--dtype", "int4",
+                       "--batch", "1")
+    assert rc == 0, err
+    assert "weights int4 (every weight, embeddings and lm_head too, with no scales: a what-if" in out
+    assert "weights 3.74 GiB (4.02 GB)" in out
+    rc, out, err = run(capsys, "predict", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--batch", "1")
+    assert rc == 0 and "what-if" not in out
