@@ -50,7 +50,8 @@ from importlib import resources
 from statistics import median
 from typing import Literal
 
-__all__ = ["Band", "BAND_METRICS", "MOE_CEILING_NO_BAND", "ROOFLINE_CEILINGS", "ROOFLINE_FRACTION_KEY",
+__all__ = ["Band", "BAND_METRICS", "MOE_CEILING_NO_BAND", "MOE_SERVING_NO_BAND", "ROOFLINE_CEILINGS",
+           "ROOFLINE_FRACTION_KEY",
            "roofline_fraction_band",
            "NOMINAL_COVERAGE", "MIN_POINTS", "PREFILL_BOUND_SHARE", "Regime", "regime_of", "band_for",
            "derive_bands", "load_bands", "observed_ranges", "band_note", "NOTE_RANGE_SEP", "load_observed_ranges",
@@ -281,6 +282,14 @@ def band_for(regime: Regime, bands: Mapping[str, Band] | None = None) -> Band | 
 #: why an MoE model's roofline ceiling has no band: every run behind ROOFLINE_FRACTION_KEY is of a dense model
 MOE_CEILING_NO_BAND = ("no band: the accuracy corpus has no MoE runs, so how far below an MoE model's ceiling (its "
                        "routed experts' read) runs land is not known; a measurement decides")
+
+
+#: why a serving-model value of an MoE model on a GPU has no band: every GPU run of the corpus is of a dense model,
+#: and the one public MoE run found lies outside the dense runs' band (docs/sources.md, "MoE decode")
+MOE_SERVING_NO_BAND = ("no band: the accuracy corpus has no mixture-of-experts run, so nothing bounds the model's "
+                       "error there (the one public MoE run found, Qwen3-30B-A3B on an A100 at C = 1 with 128/128 "
+                       "tokens, measured TPOT 9.6 ms and TTFT 35.7 ms: github.com/tenstorrent/tt-inference-server/"
+                       "issues/340); a measurement or `roofline calibrate` decides")
 
 
 def roofline_fraction_band(bands: Mapping[str, Band] | None = None, *, moe: bool = False) -> Band | None:

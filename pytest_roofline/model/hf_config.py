@@ -453,6 +453,7 @@ def _arch_from_config(data: Mapping[str, Any], model_type: str, where: str, *, n
         vocab_size=vocab,
         tie_word_embeddings=r.get_bool("tie_word_embeddings", family.tied),
         model_type=model_type,
+        rope_type=_rope_type(data),
         max_position_embeddings=r.get_int("max_position_embeddings", 0) or None,
         torch_dtype=str(data["torch_dtype"]) if data.get("torch_dtype") is not None else None,
         quantization_config=_raw_quantization_config(data, where),
@@ -464,6 +465,15 @@ def _arch_from_config(data: Mapping[str, Any], model_type: str, where: str, *, n
         return ModelArch(name=name, source=origin, **r.kw)
     except ModelArchError as exc:
         raise ModelConfigError(f"{where}: {exc}") from exc
+
+
+def _rope_type(data: Mapping[str, Any]) -> str | None:
+    """``rope_scaling``'s kind: ``rope_type`` (transformers 4.43+), else the older ``type``; None without one."""
+    rope = data.get("rope_scaling")
+    if not isinstance(rope, Mapping):
+        return None
+    kind = rope.get("rope_type", rope.get("type"))
+    return str(kind) if kind is not None else None
 
 
 def _multimodal(data: Mapping[str, Any], where: str, *, name: str, origin: str) -> ModelArch:

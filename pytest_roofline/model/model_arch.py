@@ -164,6 +164,8 @@ class ModelArch:
     nominal_params: float | None = None
     # facts carried along for other modules (not used in the counts)
     model_type: str | None = None
+    #: config.json's ``rope_scaling`` kind (``rope_type``, older files ``type``): ``llama3`` needs vLLM 0.5.3.post1+
+    rope_type: str | None = None
     max_position_embeddings: int | None = None
     torch_dtype: str | None = None
     # config.json's ``quantization_config``, raw and unparsed (model/quantization.py reads it)

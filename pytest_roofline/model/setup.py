@@ -514,6 +514,10 @@ def build_setup(
     engine_args.check_engine_args(args, device=device, scope="setup")
     tp, pp = _check_parallel(arch, args)
     defaults = _engine_defaults(hw, arch, engine, args, version, device, tp * pp)
+    if version is not None and not arch.is_nominal:  # a release that cannot load the model starts no engine
+        problem = vllm_defaults.model_support_problem(arch.model_type, str(version), rope_type=arch.rope_type)
+        if problem:
+            raise SetupValueError(f"engine.version: {problem}", field="engine.version")
     reserves = dict(engine.get("reserves", {}))
     input_len = int(workload.get("input_len", 1024))
     output_len = int(workload.get("output_len", 1024))

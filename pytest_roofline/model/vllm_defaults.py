@@ -37,6 +37,9 @@ from pytest_roofline.units import GIB
 __all__ = [
     "VllmVersion",
     "parse_version",
+    "FIRST_RELEASE_BY_MODEL_TYPE",
+    "LLAMA3_ROPE_RELEASE",
+    "model_support_problem",
     "OLDEST_KNOWN_VERSION",
     "NEWEST_KNOWN_VERSION",
     "FIRST_COVERED_VERSION",
@@ -78,6 +81,61 @@ NEWEST_KNOWN_VERSION = VllmVersion(0, 33, 0)
 FIRST_COVERED_VERSION = OLDEST_KNOWN_VERSION
 
 _VERSION_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+#: the first vLLM release whose model registry loads each ``model_type`` that arrived after 0.4.0 (every other
+#: family the project reads, llama, mistral, qwen2, opt, phi, gemma, gpt_neox and falcon, is in 0.4.0's
+#: vllm/model_executor/models/__init__.py), with the evidence: the PyPI wheels read and maintainers' statements
+FIRST_RELEASE_BY_MODEL_TYPE: dict[str, tuple[VllmVersion, str, str]] = {
+    "phi3": (VllmVersion(0, 4, 2), "Phi3ForCausalLM",
+             "absent from the 0.4.0 and 0.4.1 wheels' vllm/model_executor/models/__init__.py; 'the release version "
+             "0.4.1 does not yet support Phi3' (github.com/vllm-project/vllm/issues/4375)"),
+    "gemma2": (VllmVersion(0, 5, 1), "Gemma2ForCausalLM",
+               "in the 0.5.1 wheel's registry; the v0.5.0.post1 image lists no Gemma2 "
+               "(github.com/vllm-project/vllm/issues/6986)"),
+    "deepseek_v2": (VllmVersion(0, 5, 1), "DeepseekV2ForCausalLM",
+                    "in the 0.5.1 wheel's registry; v0.5.0.post1 refuses it as not supported "
+                    "(github.com/vllm-project/vllm/issues/6986)"),
+    "deepseek_v3": (VllmVersion(0, 6, 6), "DeepseekV3ForCausalLM",
+                    "'supported since v0.6.6' (github.com/vllm-project/vllm/issues/11559); 0.6.5 refuses it "
+                    "(github.com/vllm-project/vllm/issues/11520)"),
+    "gemma3": (VllmVersion(0, 8, 0), "Gemma3ForConditionalGeneration",
+               "released after 0.7.3 (Gemma 3: 2025-03-12); vLLM PR 14971 adjusts it 'given the 0.8.0 release'; in "
+               "the 0.8.3 wheel's registry"),
+    "gemma3_text": (VllmVersion(0, 8, 0), "Gemma3ForCausalLM",
+                    "released after 0.7.3 (Gemma 3: 2025-03-12); in the 0.8.3 wheel's registry"),
+    "qwen3": (VllmVersion(0, 8, 4), "Qwen3ForCausalLM",
+              "absent from the 0.8.3 wheel's vllm/model_executor/models/registry.py; 'vLLM v0.8.4 and higher "
+              "natively supports all Qwen3 and Qwen3MoE models' (github.com/vllm-project/vllm/issues/17327)"),
+    "qwen3_moe": (VllmVersion(0, 8, 4), "Qwen3MoeForCausalLM",
+                  "absent from the 0.8.3 wheel's registry; 'vLLM v0.8.4 and higher natively supports all Qwen3 and "
+                  "Qwen3MoE models' (github.com/vllm-project/vllm/issues/17327)"),
+}
+
+
+#: Llama 3.1's ``rope_scaling: {rope_type: llama3}``: vLLM reads it from 0.5.3.post1 (the 0.5.3 wheel's
+#: vllm/config.py and rotary_embedding.py read only ``rope_scaling["type"]``, so the config fails with KeyError
+#: 'type'; the 0.5.3.post1 wheel reads ``type`` or ``rope_type`` and builds the llama3 rotary embedding)
+LLAMA3_ROPE_RELEASE = "0.5.3.post1"
+
+
+def model_support_problem(model_type: str | None, version: str | tuple[int, ...] | VllmVersion, *,
+                          rope_type: str | None = None) -> str | None:
+    """Why vLLM ``version`` cannot load a model of ``model_type`` (its registry gains the architecture in a later
+    release: :data:`FIRST_RELEASE_BY_MODEL_TYPE`) or with ``rope_type`` (``llama3``: :data:`LLAMA3_ROPE_RELEASE`),
+    None when it can or neither is one listed."""
+    v = parse_version(version)
+    entry = FIRST_RELEASE_BY_MODEL_TYPE.get(str(model_type or ""))
+    if entry is not None and v < entry[0]:
+        first, arch, evidence = entry
+        return (f"vLLM {v} cannot load {arch} (model_type {model_type}): its model registry has it from "
+                f"{first} ({evidence}); name {first} or a later release")
+    post = isinstance(version, str) and ".post" in version.lower()
+    if rope_type == "llama3" and (v < (0, 5, 3) or (v == (0, 5, 3) and not post)):
+        return (f"vLLM {version if isinstance(version, str) else v} cannot read rope_scaling.rope_type 'llama3' "
+                f"(Llama 3.1 and later): it reads it from {LLAMA3_ROPE_RELEASE} (the 0.5.3 wheel's vllm/config.py "
+                "reads only rope_scaling['type'] and fails with KeyError 'type'); name 0.5.4 or a later release")
+    return None
 
 
 def parse_version(version: str | tuple[int, ...] | VllmVersion) -> VllmVersion:

@@ -127,3 +127,27 @@ def test_a_test_failed_by_drift_reads_drifted_in_the_table(verdict):
     for verbosity in (0, -1):
         line = next(ln for ln in summary_table([rep], width=200, verbosity=verbosity) if ln.startswith(verdict.id))
         assert line.rstrip().endswith("DRIFTED")
+
+
+def test_an_moe_model_on_a_gpu_gets_no_band_but_the_reason_and_the_one_public_run():
+    """Every GPU run of the accuracy corpus is of a dense model; the one public MoE run found (Qwen3-30B-A3B on an
+    A100, C = 1, 128/128 tokens) measured TPOT 9.6 ms where the serving model says ~6 ms, outside the dense runs'
+    TPOT band: so an MoE model's values carry the reason instead of a band. A dense model keeps its band."""
+    from pytest_roofline.model import serving as sv
+    from pytest_roofline.model.setup import build_setup
+
+    def point(model: str) -> Any:
+        setup = build_setup(hardware_ref="a100-sxm4-80gb", model_ref=model, engine={"version": "0.26.0"})
+        work = sv.Workload(input_len=sv.LengthDist(128), output_len=sv.LengthDist(128), num_requests=4, concurrency=1)
+        return sv.simulate(setup, work)
+
+    moe = point("qwen3-30b-a3b")
+    assert moe.bands == {}
+    assert set(moe.band_notes) == set(bands.BAND_METRICS)
+    assert all(note == bands.MOE_SERVING_NO_BAND for note in moe.band_notes.values())
+    assert "TPOT 9.6 ms" in bands.MOE_SERVING_NO_BAND and "issues/340" in bands.MOE_SERVING_NO_BAND
+    lo, hi = point("qwen3-8b").bands["tpot_p50_ms"]
+    assert lo < hi
+    # the public run's TPOT lies above where a dense band around the MoE model's value would reach
+    dense_width = hi / point("qwen3-8b").tpot_p50_ms
+    assert 9.6 > moe.tpot_p50_ms * dense_width

@@ -382,7 +382,7 @@ def test_entrypoint_llm_takes_the_offline_defaults(capsys):
 
 
 def test_an_engine_version_outside_the_known_ones_is_a_warning_naming_the_nearest(capsys):
-    rc, out, err = run(capsys, "predict", "--hardware", "h100-sxm", "--model", "llama-3.1-8b",
+    rc, out, err = run(capsys, "predict", "--hardware", "h100-sxm", "--model", "mistral-7b",
                        "--engine-version", "0.2.0", "--batch", "1", "--json")
     assert rc == 0 and json.loads(out.splitlines()[0])["num_gpu_blocks"] > 0
     assert err.startswith("roofline: warning:") and "0.2.0" in err and "0.4.0" in err

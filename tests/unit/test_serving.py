@@ -81,8 +81,9 @@ def test_engine_config_from_setup_uses_the_kv_accounting_and_v1_defaults(a100, a
 
 def test_v0_versions_do_not_chunk():
     # V0 (0.5.3+) chunks by default only when max_model_len > 32768 (v0.5.4 vllm/engine/arg_utils.py
-    # create_engine_config); Qwen3-8B's 40960-token context would be chunked, so cap it at 32768
-    s = build_setup(hardware_ref="a100-sxm4-80gb", model_ref="qwen3-8b",
+    # create_engine_config); Llama-3.1-8B's 131072-token context would be chunked, so cap it at 32768 (Qwen3 needs
+    # vLLM 0.8.4)
+    s = build_setup(hardware_ref="a100-sxm4-80gb", model_ref="llama-3.1-8b",
                     engine={"name": "vllm", "version": "0.5.4", "args": {"max_model_len": 32768}})
     assert sv.EngineConfig.from_setup(s).chunked_prefill is False
     s1 = build_setup(hardware_ref="a100-sxm4-80gb", model_ref="qwen3-8b",

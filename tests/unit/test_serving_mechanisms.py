@@ -201,16 +201,16 @@ def test_kv_reads_and_weight_streaming_have_separate_efficiencies():
 
 # -- per-sequence step cost ------------------------------------------------------------------------------------
 
-def a100(version, **env):
+def a100(version, model="llama-3.1-8b", **env):
     engine = {"name": "vllm", "version": version, "args": {"max_model_len": 8192}}
     if env:
         engine["env"] = dict(env)
-    return build_setup(hardware_ref="a100-sxm4-80gb", model_ref="llama-3.1-8b", engine=engine)
+    return build_setup(hardware_ref="a100-sxm4-80gb", model_ref=model, engine=engine)
 
 
 @pytest.mark.parametrize("version, env, kind, per_seq_us", [
     ("0.5.4", {}, "v0", 20.0),                       # synchronous output processing (Lambda's corpus release)
-    ("0.4.0", {}, "v0", 20.0),
+    ("0.4.0", {"model": "mistral-7b"}, "v0", 20.0),  # 0.4.0 cannot read Llama 3.1's rope_scaling
     ("0.6.0", {"VLLM_USE_V1": "0"}, "v0", 10.0),     # async output processing (blog.vllm.ai 2024-09-05)
     ("0.8.3", {}, "v1", 10.0),
     ("0.26.0", {}, "v1", 10.0),

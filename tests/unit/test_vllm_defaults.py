@@ -548,3 +548,41 @@ def test_a_default_cites_the_release_its_value_was_read_from():
     new = vd.defaults_for("0.33.0", **gpu).sources["gpu_memory_utilization"]
     assert old.startswith("vLLM v0.4.1: vllm/engine/arg_utils.py EngineArgs.gpu_memory_utilization = 0.90")
     assert new.startswith("vLLM v0.20: vllm/config/cache.py default 0.92")
+
+
+@pytest.mark.parametrize("model, too_old, first", [
+    ("qwen3-8b", "0.8.3", "0.8.4"), ("qwen3-30b-a3b", "0.6.3", "0.8.4"), ("phi-3-mini-4k", "0.4.1", "0.4.2"),
+    ("gemma-2-9b", "0.5.0", "0.5.1"), ("deepseek-v3", "0.6.5", "0.6.6"), ("gemma-3-27b", "0.7.3", "0.8.0"),
+    ("gemma-3-1b", "0.7.3", "0.8.0"), ("deepseek-v2-lite", "0.4.3", "0.5.1")])
+def test_a_release_that_cannot_load_the_model_is_refused_at_engine_version(model, too_old, first):
+    """The release each architecture entered vLLM's model registry (read from the PyPI wheels and maintainers'
+    statements; docs/sources.md): a setup naming an older release would start no engine, so no figure is given."""
+    from pytest_roofline.errors import SetupValueError
+    from pytest_roofline.model.setup import build_setup
+    with pytest.raises(SetupValueError, match=f"cannot load .*has it from {first}") as exc:
+        build_setup(hardware_ref="h100-sxm", model_ref=model, engine={"version": too_old})
+    assert exc.value.field == "engine.version"
+    build_setup(hardware_ref="h100-sxm", model_ref=model, engine={"version": first})  # the first that loads it
+
+
+def test_families_in_the_oldest_release_and_unnamed_versions_are_not_refused():
+    from pytest_roofline.model.setup import build_setup
+    for model in ("mistral-7b", "qwen2.5-7b", "opt-125m", "phi-2", "gemma-2b", "pythia-1.4b", "falcon-7b"):
+        assert vd.model_support_problem(build_setup(hardware_ref="h100-sxm", model_ref=model).model.model_type,
+                                        "0.4.0") is None
+    build_setup(hardware_ref="h100-sxm", model_ref="qwen3-8b")  # no engine.version: the newest release
+
+
+def test_llama_3_1s_rope_scaling_needs_0_5_3_post1():
+    """Llama 3.1's config.json has rope_scaling {rope_type: llama3}; the 0.5.3 wheel reads only rope_scaling['type']
+    (KeyError 'type'), the 0.5.3.post1 wheel reads both: 0.5.3 is refused, 0.5.3.post1 and 0.5.4 load it."""
+    from pytest_roofline.errors import SetupValueError
+    from pytest_roofline.model.setup import build_setup
+    with pytest.raises(SetupValueError, match="rope_type 'llama3'") as exc:
+        build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b", engine={"version": "0.5.3"})
+    assert exc.value.field == "engine.version"
+    with pytest.raises(SetupValueError, match="rope_type 'llama3'"):
+        build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-70b", engine={"version": "0.4.1"})
+    for ok in ("0.5.3.post1", "0.5.4", "0.26.0"):
+        build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b", engine={"version": ok})
+    assert vd.model_support_problem("llama", "0.4.0") is None  # Llama 3 (8K, no rope_scaling) loads on 0.4.0

@@ -515,12 +515,18 @@ def simulate(setup: Setup, workload: Workload, *, engine: EngineConfig | None = 
 
 def with_bands(pred: PointPrediction, setup: Setup, engine: EngineConfig) -> PointPrediction:
     """``pred`` with the band around each of its values (``model.bands``), for its regime: its mean running
-    batch, the TP degree, V0/V1 (chunked prefill), the device and its share of step time on prefill compute."""
+    batch, the TP degree, V0/V1 (chunked prefill), the device and its share of step time on prefill compute; an MoE
+    model on a GPU has none, with the reason (``bands.MOE_SERVING_NO_BAND``)."""
     out: dict[str, tuple[float, float]] = {}
     notes: dict[str, str] = {}
+    # the corpus's GPU runs are all of dense models: an MoE model's values on a GPU are a regime no run bands
+    moe = setup.device != "cpu" and setup.model.is_moe and not setup.model.is_nominal
     for metric in bands.BAND_METRICS:
         value = float(getattr(pred, metric))
         if not math.isfinite(value):
+            continue
+        if moe:
+            notes[metric] = bands.MOE_SERVING_NO_BAND
             continue
         reg = bands.regime_of(metric, mean_running_batch=pred.mean_running_batch,
                               tp=engine.tensor_parallel_size, chunked_prefill=engine.chunked_prefill,
