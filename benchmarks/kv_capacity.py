@@ -293,7 +293,8 @@ def render(named: list[Outcome], unnamed: list[Outcome], targets: Mapping[str, f
     reports not expressible yet with the reason, and the mean / max |error| per group."""
     lines: list[str] = []
     w = max((len(o.id) for o in named), default=10)
-    lines.append(f"{'report':<{w}}  {'version':<9} {'metric':<16} {'published':>13} {'predicted':>13} {'error':>8}  "
+    vw = max([9] + [len(o.version_used or "-") for o in named])  # 0.5.3.post1 is 11 wide
+    lines.append(f"{'report':<{w}}  {'version':<{vw}} {'metric':<16} {'published':>13} {'predicted':>13} {'error':>8}  "
                  "(as if unnamed)")
     by_id = {o.id: o for o in unnamed}
     pad = " " * w
@@ -302,14 +303,14 @@ def render(named: list[Outcome], unnamed: list[Outcome], targets: Mapping[str, f
             continue
         u = by_id.get(o.id)
         mark = "  XFAIL" if o.xfail else ""
-        lines.append(f"{o.id:<{w}}  {o.version_used or '-':<9} {o.metric or '-':<16} "
+        lines.append(f"{o.id:<{w}}  {o.version_used or '-':<{vw}} {o.metric or '-':<16} "
                      f"{_fmt(o.metric, o.published):>13} {_fmt(o.metric, o.predicted):>13} "
                      f"{_err(o.error_pct):>8}  ({_err(u.error_pct if u else None)}){mark}")
         for name, (pub, pred) in o.others.items():
             if name == o.metric:
                 continue
             e = error_pct(pred, pub) if pred is not None else None
-            lines.append(f"{pad}  {'':<9} {name:<16} {_fmt(name, pub):>13} {_fmt(name, pred):>13} {_err(e):>8}")
+            lines.append(f"{pad}  {'':<{vw}} {name:<16} {_fmt(name, pub):>13} {_fmt(name, pred):>13} {_err(e):>8}")
         lines.extend(f"{pad}    assumed: {a}" for a in o.assumed)
         lines.extend(f"{pad}    diagnostic: {d}" for d in o.diagnostics)
         if o.xfail:

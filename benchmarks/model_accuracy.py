@@ -710,7 +710,8 @@ def main(argv=None) -> int:
                 return len(s)
 
         with redirect_stdout(Tee2()):
-            print("# Model accuracy on the public corpus (`benchmarks/model_accuracy.py --corpus`)\n")
+            command = "benchmarks/model_accuracy.py --corpus" + (" --write-bands" if args.write_bands else "")
+            print(f"# Model accuracy on the public corpus (`{command}`)\n")
             print(f"Run {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC.")
             corpus_report(args.write_bands, args.fixed_outputs)
         if not args.no_write and not args.fixed_outputs:
