@@ -215,14 +215,35 @@ class Setup:
         """Weight bytes one GPU reads in a step of ``tokens`` tokens: :attr:`weight_bytes_per_gpu`, less, in an MoE
         model, the routed experts the step leaves unread (``analytical.moe_experts_read``: 8 of Qwen3-30B-A3B's
         128 at one token, every one from ~70).  A dense model reads all of its weights at any batch."""
-        whole = self.weight_bytes_per_gpu
         arch = self.model
         if arch.is_nominal or not arch.is_moe:
-            return whole
+            return self.weight_bytes_per_gpu
         per_param = self.weight_bytes / float(arch.param_count())  # the mean bytes a parameter, as the shares
         expert = arch.expert_param_count() * per_param / int(self.tensor_parallel_size)
         unread = arch.num_experts - an.moe_experts_read(arch.num_experts, arch.num_experts_per_tok, tokens)
-        return whole - arch.num_moe_layers * unread * expert
+        # each pipeline stage's own MoE layers (one stage at PP = 1); the fullest stage's read, as weight_bytes_per_gpu
+        return max(self._stage_bytes_read(stage, unread * expert)
+                   for stage in range(max(1, int(self.pipeline_parallel_size))))
+
+    def _stage_bytes_read(self, stage: int, unread_bytes_per_moe_layer: float) -> float:
+        arch = self.model
+        moe_layers = sum(arch.is_moe_layer(i) for i in self._stage_range(stage)) if arch.is_moe else 0
+        return self.stage_weight_bytes_per_gpu(stage) - moe_layers * unread_bytes_per_moe_layer
+
+    def weight_bytes_read_per_token_pass(self, tokens: float) -> float:
+        """Weight bytes one forward pass of ``tokens`` tokens reads on the GPUs it passes in turn: one GPU of each
+        pipeline stage (its share under TP), so at PP > 1 the stages' reads add up (a batch-1 token waits for every
+        stage); at PP = 1 exactly :meth:`weight_bytes_read_per_gpu`."""
+        if int(self.pipeline_parallel_size) == 1:
+            return self.weight_bytes_read_per_gpu(tokens)
+        arch = self.model
+        unread = 0.0
+        if not arch.is_nominal and arch.is_moe:
+            per_param = self.weight_bytes / float(arch.param_count())
+            expert = arch.expert_param_count() * per_param / int(self.tensor_parallel_size)
+            unread = (arch.num_experts - an.moe_experts_read(arch.num_experts, arch.num_experts_per_tok, tokens)
+                      ) * expert
+        return sum(self._stage_bytes_read(stage, unread) for stage in range(int(self.pipeline_parallel_size)))
 
     @property
     def flop_per_token_per_gpu(self) -> float:
@@ -847,8 +868,10 @@ class RooflineLandmarks:
     @property
     def batch1_ceiling_tok_per_s(self) -> float:
         """Bandwidth ÷ the weight bytes one token reads (the all-reduces left out: the weight read alone); an MoE
-        model's one token reads its top-k experts, not all of them (:meth:`Setup.weight_bytes_read_per_gpu`)."""
-        return an.batch1_ceiling_tok_per_s(self.setup.hbm_bytes_per_s, self.setup.weight_bytes_read_per_gpu(1))
+        model's one token reads its top-k experts, not all of them; under pipeline parallelism one token passes every
+        stage in turn, so their reads add up (:meth:`Setup.weight_bytes_read_per_token_pass`)."""
+        return an.batch1_ceiling_tok_per_s(self.setup.hbm_bytes_per_s,
+                                           self.setup.weight_bytes_read_per_token_pass(1))
 
 
 @dataclass(frozen=True)

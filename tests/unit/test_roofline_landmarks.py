@@ -101,3 +101,20 @@ def test_the_experts_read_grow_with_the_tokens_to_all_of_them():
     assert an.moe_experts_read(128, 8, 72) > 0.99 * 128
     with pytest.raises(ValueError):
         an.moe_experts_read(0, 8, 1)
+
+
+def test_pipeline_stages_do_not_raise_the_batch1_ceiling():
+    """At PP = 2 one token passes both stages in turn, so their weight reads add up: the batch-1 ceiling is the
+    whole model's, 3.35e12 / 16,060,522,496 B = 208.6 tok/s (it read 417.2, one stage's, before); an MoE model's
+    stages subtract their own unread experts (it went negative: a crash)."""
+    pp = build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b",
+                     engine={"args": {"pipeline_parallel_size": 2}})
+    assert pp.weight_bytes_read_per_token_pass(1) == pytest.approx(16_060_522_496, rel=1e-12)
+    assert cli.main(["predict", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--pp", "2", "--batch", "1",
+                     "--json"]) == 0
+    from pytest_roofline.model.setup import RooflineLandmarks
+    assert RooflineLandmarks(pp).batch1_ceiling_tok_per_s == pytest.approx(3.35e12 / 16_060_522_496, rel=1e-12)
+    moe = build_setup(hardware_ref="h100-sxm", model_ref="qwen3-30b-a3b",
+                      engine={"args": {"pipeline_parallel_size": 2}})
+    assert moe.weight_bytes_read_per_token_pass(1) == pytest.approx(MOE_READ_B1, rel=1e-12)
+    assert 0 < moe.weight_bytes_read_per_gpu(1) < MOE_READ_B1  # one stage's share, never below zero
