@@ -47,7 +47,11 @@ NO_TIMING_EFFECT_ARGS: frozenset[str] = frozenset({
     # the OpenAI server's request/response handling, outside the engine's steps
     "enable_auto_tool_choice", "tool_call_parser", "tool_parser_plugin", "chat_template_content_format",
     "return_tokens_as_token_ids", "disable_fastapi_docs", "enable_prompt_tokens_details", "max_logprobs",
-    "ssl_ca_certs", "ssl_cert_reqs", "allowed_methods", "allowed_headers",
+    "ssl_ca_certs", "ssl_cert_reqs", "allowed_methods", "allowed_headers", "middleware", "uds",
+    # parsers and backends a plain completion request never invokes (a reasoning parser splits the text the engine
+    # already produced; guided decoding runs only for a request that asks for it), tracing, weight loading
+    "reasoning_parser", "enable_reasoning", "guided_decoding_backend", "structured_outputs_config",
+    "otlp_traces_endpoint", "collect_detailed_traces", "max_parallel_loading_workers",
 })
 
 
