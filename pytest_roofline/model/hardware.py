@@ -148,6 +148,9 @@ class HardwareSpec:
     sources: Mapping[str, str] = field(hash=False, compare=False)
     aliases: tuple[str, ...] = ()
     interconnect_latency_s: float | None = None
+    #: GPUs one NVLink/NVSwitch domain joins (an HGX baseboard: 8; GB200 NVL72: 72); None where the catalog has no
+    #: such domain (PCIe parts, bridges). Tensor parallelism beyond it would all-reduce over the network
+    nvlink_domain_gpus: int | None = None
 
     def __post_init__(self) -> None:
         peaks = {normalize_dtype(k): float(v) for k, v in dict(self.peak_flop_per_s).items()}
@@ -172,6 +175,10 @@ class HardwareSpec:
                 if not (math.isfinite(value) and value > 0):
                     raise HardwareError(f"{self.id}: {name} must be a positive number or None, got {value!r}")
                 object.__setattr__(self, name, value)
+        domain = self.nvlink_domain_gpus
+        if domain is not None and (isinstance(domain, bool) or not isinstance(domain, int) or domain < 1):
+            raise HardwareError(f"{self.id}: nvlink_domain_gpus must be a whole number of GPUs >= 1 or None, "
+                                f"got {domain!r}")
 
     # -- derived figures ---------------------------------------------------------------
 
@@ -481,6 +488,12 @@ def _convert(spec: HardwareSpec, key: str, value: Any, where: str) -> Any:
         return int(num)
     if key in ("hbm_bytes_per_s", "interconnect_bytes_per_s", "interconnect_latency_s"):
         return None if value is None else _figure(value, key, where)
+    if key == "nvlink_domain_gpus":
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value) or value < 1:
+            raise HardwareOverrideError(f"{where}: expected a whole number of GPUs >= 1 (or null), got {value!r}")
+        return int(value)
     if key == "aliases":
         if isinstance(value, str) or not isinstance(value, (list, tuple)):
             raise HardwareOverrideError(f"{where}: expected a list of names")

@@ -533,7 +533,7 @@ def build_setup(
     _check_values(engine, args, workload)
     # an engine arg no model honours is refused here, on every path (roofline, math check, serving model)
     engine_args.check_engine_args(args, device=device, scope="setup")
-    tp, pp = _check_parallel(arch, args)
+    tp, pp = _check_parallel(arch, args, hw)
     defaults = _engine_defaults(hw, arch, engine, args, version, device, tp * pp)
     if version is not None and not arch.is_nominal:  # a release that cannot load the model starts no engine
         problem = vllm_defaults.model_support_problem(arch.model_type, str(version), rope_type=arch.rope_type)
@@ -714,7 +714,7 @@ def _check_values(engine: Mapping[str, Any], args: Mapping[str, Any], workload: 
         _check_value(value, f"engine.reserves.{key}", (False, 0, True, None, "bytes"))
 
 
-def _check_parallel(arch: ModelArch, args: Mapping[str, Any]) -> tuple[int, int]:
+def _check_parallel(arch: ModelArch, args: Mapping[str, Any], hw: HardwareSpec | None = None) -> tuple[int, int]:
     """``engine.args.tensor_parallel_size`` / ``pipeline_parallel_size``, refused at their YAML field where vLLM
     refuses them: the attention heads must divide evenly over the TP ranks (vLLM v0.10.0 vllm/config.py
     ``ModelConfig.verify_with_parallel_config``: "Total number of attention heads (...) must be divisible by
@@ -733,6 +733,14 @@ def _check_parallel(arch: ModelArch, args: Mapping[str, Any]) -> tuple[int, int]
             arch.kv_heads_per_rank(tp)
         except architecture.ModelArchError as exc:
             raise SetupValueError(f"{field_tp}: {exc}", field=field_tp) from None
+    domain = getattr(hw, "nvlink_domain_gpus", None)
+    if domain and tp > domain:
+        # the model prices every all-reduce at the NVLink figure; ranks in another node reach it over the network
+        raise SetupValueError(
+            f"{field_tp}: {tp} ranks span more than one NVLink domain of {getattr(hw, 'id', '?')} ({domain} GPUs: "
+            "its all-reduces would cross the network between nodes, which the model does not price); run TP "
+            f"{domain} or less within a node and pipeline_parallel_size across nodes (vLLM's guidance for "
+            "multi-node serving)", field=field_tp)
     if pp > int(arch.num_layers):
         field_pp = "engine.args.pipeline_parallel_size"
         raise SetupValueError(f"{field_pp}: {pp} stages for the {arch.num_layers} layers of {arch.name}: every "

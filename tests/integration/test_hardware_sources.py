@@ -262,3 +262,14 @@ def test_a_prediction_file_overrides_the_new_figures(pytester):
     """))
     result = run_pytest(pytester)
     result.assert_outcomes(passed=1)
+
+
+def test_an_nvswitch_domain_is_8_gpus_on_an_hgx_board_and_72_on_gb200_nvl72():
+    """HGX A100/H100/H200/H20/H800/B200/B300 baseboards join 8 GPUs with NVSwitch; GB200 NVL72 joins 72. PCIe parts
+    and NVLink bridges form no domain the catalog can size (None). Every sized domain has its source."""
+    eight = ("a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h200", "h20", "h800", "b200", "b300")
+    for spec in CATALOG.values():
+        want = 8 if spec.id in eight else 72 if spec.id == "gb200" else None
+        assert spec.nvlink_domain_gpus == want, spec.id
+        if want:
+            assert spec.sources.get("nvlink_domain_gpus"), spec.id

@@ -65,8 +65,9 @@ def test_llama70b_tp8_one_kv_head_per_rank():
 
 def test_kv_heads_replicated_when_tp_exceeds_kv_heads():
     # TP = 16 on Llama-3.1-70B (64 query heads / 16 = 4 per rank; 8 KV heads < 16 ranks): vLLM's QKVParallelLinear
-    # keeps one KV head per rank, each replicated 16 / 8 = 2 times, so a rank holds 1 KV head, not 0.5
-    s = setup("h100-sxm", tp=16)
+    # keeps one KV head per rank, each replicated 16 / 8 = 2 times, so a rank holds 1 KV head, not 0.5 (on a GB200
+    # NVL72 fabric: an HGX board's 8-GPU NVLink domain refuses TP 16)
+    s = setup("gb200", tp=16)
     assert s.model.kv_heads_per_rank(16) == 1
     # KV per token per GPU: 2 x 80 x 1 x 128 x 2 = 40,960 B -- the same as at TP = 8, not half of it
     assert s.kv_bytes_per_token_per_gpu == 40_960
@@ -407,3 +408,22 @@ def test_serving_model_efficiency_and_latency_constants_reach_the_allreduce():
     c = sv.step_cost(s, k, decode_ctx_tokens=[100] * 4)
     # 160 calls x (2 x 7/8 x 4 tokens x 16,384 B / (300e9 x 0.5) + 20 us)
     assert c.allreduce_s == pytest.approx(160 * (1.75 * 4 * 16_384 / 150e9 + 20e-6), rel=1e-12)
+
+
+def test_tensor_parallelism_beyond_one_nvlink_domain_is_refused_at_its_field():
+    """An HGX H100 board joins 8 GPUs; TP 16 would all-reduce across nodes over the network, which the model prices at
+    NVLink speed: refused, naming the domain and vLLM's multi-node layout (TP in a node, PP across). TP 8 x PP 2
+    builds; an override of the catalog's domain (a GB200 NVL72-like fabric) lifts the limit."""
+    from pytest_roofline.errors import SetupValueError
+    from pytest_roofline.model.setup import build_setup
+    with pytest.raises(SetupValueError, match="span more than one NVLink domain of h100-sxm .8 GPUs") as exc:
+        build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-70b",
+                    engine={"args": {"tensor_parallel_size": 16}})
+    assert exc.value.field == "engine.args.tensor_parallel_size"
+    ok = build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-70b",
+                     engine={"args": {"tensor_parallel_size": 8, "pipeline_parallel_size": 2}})
+    assert ok.num_gpus == 16
+    wide = build_setup(hardware_ref="h100-sxm", hardware_overrides={"nvlink_domain_gpus": 16},
+                       model_ref="llama-3.1-70b", engine={"args": {"tensor_parallel_size": 16}})
+    assert wide.tensor_parallel_size == 16
+    build_setup(hardware_ref="l40s", model_ref="llama-3.1-70b", engine={"args": {"tensor_parallel_size": 8}})
