@@ -215,20 +215,11 @@ class Setup:
         """Weight bytes one GPU reads in a step of ``tokens`` tokens: :attr:`weight_bytes_per_gpu`, less, in an MoE
         model, the routed experts the step leaves unread (``analytical.moe_experts_read``: 8 of Qwen3-30B-A3B's
         128 at one token, every one from ~70).  A dense model reads all of its weights at any batch."""
-        arch = self.model
-        if arch.is_nominal or not arch.is_moe:
+        if self.model.is_nominal or not self.model.is_moe:
             return self.weight_bytes_per_gpu
-        per_param = self.weight_bytes / float(arch.param_count())  # the mean bytes a parameter, as the shares
-        expert = arch.expert_param_count() * per_param / int(self.tensor_parallel_size)
-        unread = arch.num_experts - an.moe_experts_read(arch.num_experts, arch.num_experts_per_tok, tokens)
+        unread = self._unread_expert_bytes_per_moe_layer(tokens)
         # each pipeline stage's own MoE layers (one stage at PP = 1); the fullest stage's read, as weight_bytes_per_gpu
-        return max(self._stage_bytes_read(stage, unread * expert)
-                   for stage in range(max(1, int(self.pipeline_parallel_size))))
-
-    def _stage_bytes_read(self, stage: int, unread_bytes_per_moe_layer: float) -> float:
-        arch = self.model
-        moe_layers = sum(arch.is_moe_layer(i) for i in self._stage_range(stage)) if arch.is_moe else 0
-        return self.stage_weight_bytes_per_gpu(stage) - moe_layers * unread_bytes_per_moe_layer
+        return max(self._stage_bytes_read(stage, unread) for stage in range(max(1, int(self.pipeline_parallel_size))))
 
     def weight_bytes_read_per_token_pass(self, tokens: float) -> float:
         """Weight bytes one forward pass of ``tokens`` tokens reads on the GPUs it passes in turn: one GPU of each
@@ -236,14 +227,23 @@ class Setup:
         stage); at PP = 1 exactly :meth:`weight_bytes_read_per_gpu`."""
         if int(self.pipeline_parallel_size) == 1:
             return self.weight_bytes_read_per_gpu(tokens)
-        arch = self.model
-        unread = 0.0
-        if not arch.is_nominal and arch.is_moe:
-            per_param = self.weight_bytes / float(arch.param_count())
-            expert = arch.expert_param_count() * per_param / int(self.tensor_parallel_size)
-            unread = (arch.num_experts - an.moe_experts_read(arch.num_experts, arch.num_experts_per_tok, tokens)
-                      ) * expert
+        unread = self._unread_expert_bytes_per_moe_layer(tokens)
         return sum(self._stage_bytes_read(stage, unread) for stage in range(int(self.pipeline_parallel_size)))
+
+    def _unread_expert_bytes_per_moe_layer(self, tokens: float) -> float:
+        """One GPU's bytes of the routed experts a step of ``tokens`` tokens leaves unread in one MoE layer (0 for a
+        dense model); a parameter at the checkpoint's mean bytes, as the per-GPU shares count it."""
+        arch = self.model
+        if arch.is_nominal or not arch.is_moe:
+            return 0.0
+        per_param = self.weight_bytes / float(arch.param_count())
+        expert = arch.expert_param_count() * per_param / int(self.tensor_parallel_size)
+        return (arch.num_experts - an.moe_experts_read(arch.num_experts, arch.num_experts_per_tok, tokens)) * expert
+
+    def _stage_bytes_read(self, stage: int, unread_bytes_per_moe_layer: float) -> float:
+        arch = self.model
+        moe_layers = sum(arch.is_moe_layer(i) for i in self._stage_range(stage)) if arch.is_moe else 0
+        return self.stage_weight_bytes_per_gpu(stage) - moe_layers * unread_bytes_per_moe_layer
 
     @property
     def flop_per_token_per_gpu(self) -> float:
