@@ -52,6 +52,8 @@ NO_TIMING_EFFECT_ARGS: frozenset[str] = frozenset({
     # already produced; guided decoding runs only for a request that asks for it), tracing, weight loading
     "reasoning_parser", "enable_reasoning", "guided_decoding_backend", "structured_outputs_config",
     "otlp_traces_endpoint", "collect_detailed_traces", "max_parallel_loading_workers",
+    # response headers and fields, logging configuration, metric names
+    "enable_request_id_headers", "enable_force_include_usage", "log_config_file", "show_hidden_metrics_for_version",
 })
 
 
