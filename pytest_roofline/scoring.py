@@ -437,10 +437,8 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
         if (v.model_source != "serving" and q.name in model_bands.ROOFLINE_CEILINGS
                 and pred.predicted.kind is PredictedKind.NUMBER and isinstance(v.model_value, (int, float))
                 and isinstance(ink, (int, float)) and not tol.contains(float(v.model_value), float(ink))):
-            if _is_moe(setup):
-                return _compare_to_unbanded_ceiling(v, pred, float(ink), float(v.model_value), tol)
-            band = model_bands.roofline_fraction_band()
-            if band is not None:
+            band = model_bands.roofline_fraction_band(moe=_is_moe(setup))
+            if band is not None or _is_moe(setup):
                 return _compare_to_ceiling(v, pred, float(ink), float(v.model_value), band, tol)
         return _compare(v, pred, ink, v.model_value, tol, against)
 
@@ -649,28 +647,37 @@ def _half_text(pred: Prediction) -> str:
     return f"{h / scale:g} {unit}".strip()
 
 
-def _compare_to_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float, band: model_bands.Band,
+def _compare_to_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float, band: model_bands.Band | None,
                         tol: Tolerance) -> Verdict:
-    """The math check of ink written as a realistic value of a roofline ceiling (``model.bands.ROOFLINE_CEILINGS``):
-    it passes between the share of the ceiling measured runs reach (``band.lo``, from the accuracy corpus) and the
-    ceiling; above the ceiling it fails (a physical bound: no run can exceed it), and below the band it fails."""
-    lo, hi = ceiling * band.lo, ceiling
-    v.reference_value, v.checked_value, v.lo, v.hi = ink, ceiling, lo, hi
-    v.tolerance_text = f"the model's band {100 * band.lo:.0f}%-100% of the ceiling"
+    """The math check of ink written as a realistic value of a roofline ceiling (``model.bands.ROOFLINE_CEILINGS``).
+    Above the ceiling it fails whatever the band (a physical bound: no run can exceed it). With a ``band`` (the
+    share of the ceiling measured runs reach, from the accuracy corpus) it passes between ``band.lo`` × the ceiling
+    and the ceiling and fails below. Without one (an MoE model's ceiling: ``model.bands.MOE_CEILING_NO_BAND``) the
+    model cannot say how far below the ceiling runs land, so ink below it is inconclusive, never a failure of
+    realistic ink."""
+    lo = ceiling * band.lo if band is not None else None
+    v.reference_value, v.checked_value, v.hi = ink, ceiling, ceiling
+    if lo is not None:
+        v.lo = lo
+    v.tolerance_text = (f"the model's band {100 * band.lo:.0f}%-100% of the ceiling" if band is not None
+                        else "at or below the roofline ceiling (no band)")
     v.error_abs, v.error_rel, v.ratio = relative_error(ceiling, ink)
     v.error_text = error_text(v.error_rel, None) + f" ({'+' if v.error_abs >= 0 else '−'}{v.fmt(abs(v.error_abs))})"
-    where = (f"the roofline ceiling {v.fmt(ceiling)} and the {100 * band.lo:.0f}% of it that measured low-load runs "
-             f"reach ({v.fmt(lo)}; {band.n} values from {', '.join(band.sources)}: docs/explanation/models.md)")
-    if ink > hi:
+    bound = f"the roofline ceiling {v.fmt(ceiling)}"
+    if ink > ceiling:
         v.status = VerdictStatus.FAIL
-        v.reason = (f"predicted {v.fmt(ink)} is above {where.split(' and ')[0]}: a physical bound no run can "
-                    f"exceed ({tol.text} does not reach it)")
-    elif ink < lo:
-        v.status = VerdictStatus.FAIL
-        v.reason = f"predicted {v.fmt(ink)} is below the model's band, between {where}"
+        v.reason = (f"predicted {v.fmt(ink)} is above {bound}: a physical bound no run can exceed ({tol.text} does "
+                    "not reach it)")
+    elif band is None or lo is None:
+        v.status = VerdictStatus.INCONCLUSIVE
+        v.reason = (f"predicted {v.fmt(ink)} is below {bound}, outside {tol.text} of it; "
+                    f"{model_bands.MOE_CEILING_NO_BAND}")
     else:
-        v.status = VerdictStatus.PASS
-        v.reason = f"predicted {v.fmt(ink)} is within the model's band, between {where}"
+        where = (f"{bound} and the {100 * band.lo:.0f}% of it that measured low-load runs reach ({v.fmt(lo)}; "
+                 f"{band.n} values from {', '.join(band.sources)}: docs/explanation/models.md)")
+        v.status = VerdictStatus.FAIL if ink < lo else VerdictStatus.PASS
+        v.reason = (f"predicted {v.fmt(ink)} is {'below' if ink < lo else 'within'} the model's band, between "
+                    f"{where}")
     return v
 
 
@@ -678,26 +685,6 @@ def _is_moe(setup: Any) -> bool:
     """An MoE model's setup: its roofline ceiling reads the routed experts, and no measured run bands it."""
     model = getattr(setup, "model", None)
     return bool(model is not None and getattr(model, "is_moe", False) and not getattr(model, "is_nominal", True))
-
-
-def _compare_to_unbanded_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float,
-                                 tol: Tolerance) -> Verdict:
-    """The math check of ink for a roofline ceiling no measured run bands (an MoE model's:
-    ``model.bands.MOE_CEILING_NO_BAND``): above the ceiling it fails (a physical bound); below it the model cannot
-    say how far below runs land, so the verdict is inconclusive, never a failure of realistic ink."""
-    v.reference_value, v.checked_value, v.hi = ink, ceiling, ceiling
-    v.tolerance_text = "at or below the roofline ceiling (no band)"
-    v.error_abs, v.error_rel, v.ratio = relative_error(ceiling, ink)
-    v.error_text = error_text(v.error_rel, None) + f" ({'+' if v.error_abs >= 0 else '−'}{v.fmt(abs(v.error_abs))})"
-    if ink > ceiling:
-        v.status = VerdictStatus.FAIL
-        v.reason = (f"predicted {v.fmt(ink)} is above the roofline ceiling {v.fmt(ceiling)}: a physical bound no run "
-                    f"can exceed ({tol.text} does not reach it)")
-    else:
-        v.status = VerdictStatus.INCONCLUSIVE
-        v.reason = (f"predicted {v.fmt(ink)} is below the roofline ceiling {v.fmt(ceiling)}, outside {tol.text} of "
-                    f"it; {model_bands.MOE_CEILING_NO_BAND}")
-    return v
 
 
 def _compare_to_serving(v: Verdict, pred: Prediction, ink: float, tol: Tolerance, *, moe: bool = False) -> Verdict:
@@ -713,9 +700,7 @@ def _compare_to_serving(v: Verdict, pred: Prediction, ink: float, tol: Tolerance
     model = float(v.model_value)
     if ceiling is not None and ink > float(ceiling):
         band = model_bands.roofline_fraction_band(moe=moe)
-        if band is None and moe:
-            return _compare_to_unbanded_ceiling(v, pred, ink, float(ceiling), tol)
-        if band is not None:
+        if band is not None or moe:
             return _compare_to_ceiling(v, pred, ink, float(ceiling), band, tol)
     if tol.contains(model, ink):
         return _compare(v, pred, ink, model, tol, "serving model")
