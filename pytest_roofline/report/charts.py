@@ -323,7 +323,7 @@ def _throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         ch.vline(mknee, color=C_KNEE_MEAS, text=f"measured knee C = {mknee:g}", text_pos=0.09,
                  text_side="right" if mknee < x.hi / 3 else "left")
     if meas:
-        contaminated = {float(concurrency(p)) for p in pts if is_flattered(p, th, setup)}
+        contaminated = _contaminated(pts, th, setup)
         tips = []
         for c, y in meas:
             mv = _model_at(setup, c, "throughput_tok_per_s") if m is not None else None
@@ -332,10 +332,7 @@ def _throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
                         + (" — contaminated (prefix-cache hits)" if c in contaminated else ""))
         ch.line(meas, color=C_MEAS, width=1.6, opacity=0.85)
         ch.markers(meas, color=C_MEAS, label="measured", titles=tips)
-        cont = [(c, y) for c, y in meas if c in contaminated]
-        if cont:
-            ch.markers(cont, color=C_CONTAM, marker="circle", size=8, ring=True,
-                       label="contaminated (prefix-cache hits)")
+        _ring_contaminated(ch, meas, contaminated)
     _ink_markers(ch, inks, setup, "tok/s")
     g = _slo_goodput(results, spec)
     if g is not None and g.best_concurrency is not None and g.best_tok_per_s is not None:
@@ -369,6 +366,18 @@ def _throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
                 + (f"; at C = {c_hi:g} {TERM_LABELS.get(top[0], top[0])} takes {top[1]:.0%} of its step time, "
                    "a term the decode roofline leaves out." if top else "."))
     return Figure("throughput", ch.title, ch.render(), cap_scale + cap), scale
+
+
+def _contaminated(pts: Sequence[Any], th: Any, setup: Any) -> set[float]:
+    """The concurrencies of the points whose figures prefix-cache hits flattered (``is_flattered``)."""
+    return {float(concurrency(p)) for p in pts if is_flattered(p, th, setup)}
+
+
+def _ring_contaminated(ch: Chart, xy: Sequence[tuple[float, float]], contaminated: set[float]) -> None:
+    """A ring around each plotted point whose concurrency is in ``contaminated``, with its legend entry."""
+    ring = [(c, y) for c, y in xy if c in contaminated]
+    if ring:
+        ch.markers(ring, color=C_CONTAM, marker="circle", size=8, ring=True, label="contaminated (prefix-cache hits)")
 
 
 def _ink_markers(ch: Chart, inks: Sequence[Row], setup: Any, unit: str) -> None:
@@ -440,16 +449,14 @@ def per_request_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         ch.markers([(c, y) for c, y, _ in serv], color=C_SERV, marker="square", size=3.5,
                    titles=[_serving_tip(c, pp, f"{y:,.1f} tok/s per request") for c, y, pp in serv])
     if meas:
-        contaminated = {float(concurrency(p)) for p in pts if is_flattered(p, th, setup)}
+        contaminated = _contaminated(pts, th, setup)
         ch.line(meas, color=C_MEAS, width=1.6, opacity=0.85)
         tips = []
         for c, y in meas:
             mv = _model_at(setup, c, "per_request_tok_per_s") if curve else None
             tips.append(f"C={c:g}: {y:,.1f} tok/s per request" + (f"; model {mv:,.1f}" if mv else ""))
         ch.markers(meas, color=C_MEAS, label="measured (mean)", titles=tips)
-        cont = [(c, y) for c, y in meas if c in contaminated]
-        if cont:
-            ch.markers(cont, color=C_CONTAM, size=8, ring=True, label="contaminated (prefix-cache hits)")
+        _ring_contaminated(ch, meas, contaminated)
     b1 = next((p for p in (results or {}).get("points") or [] if p.get("id") == "batch1"), None)
     if b1 is not None and is_number(_get(b1, "client", "output_throughput_tok_s")):
         y = float(b1["client"]["output_throughput_tok_s"])
@@ -538,10 +545,7 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if p99:
         ch.line(p99, color=C_P99, width=2, label="p99")
         ch.markers(p99, color=C_P99, titles=[f"C={c:g}: p99 TTFT {y:,.0f} ms" for c, y in p99])
-    cont = {float(concurrency(p)) for p in pts if is_flattered(p, th, setup)}
-    cpts = [(c, y) for c, y in p50 if c in cont]
-    if cpts:
-        ch.markers(cpts, color=C_CONTAM, size=8, ring=True, label="contaminated (prefix-cache hits)")
+    _ring_contaminated(ch, p50, _contaminated(pts, th, setup))
     if floor:
         below = [(c, y) for c, y in p50 if y < floor]
         for c, y in below:
@@ -624,10 +628,8 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if p99:
         ch.line(p99, color=C_P99, width=2, label="p99")
         ch.markers(p99, color=C_P99, titles=[f"C={c:g}: p99 TPOT {y:,.2f} ms" for c, y in p99])
-    cont = {float(concurrency(p)) for p in pts if is_flattered(p, th, setup)}
-    cpts = [(c, y) for c, y in p50 if c in cont]
-    if cpts:
-        ch.markers(cpts, color=C_CONTAM, size=8, ring=True, label="contaminated (prefix-cache hits)")
+    cont = _contaminated(pts, th, setup)
+    _ring_contaminated(ch, p50, cont)
     clean = [(c, y) for c, y in p50 if c not in cont]
     if clean and model:
         c, y = clean[-1]
