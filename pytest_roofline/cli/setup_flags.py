@@ -18,7 +18,7 @@ from typing import Any, Literal, cast, get_args
 
 from pytest_roofline.errors import HardwareOverrideError, ModelOverrideError, RooflineError, UnitError
 from pytest_roofline.format.spec import WORKLOAD_FIELDS, AmbiguousScalar, plain_scalar
-from pytest_roofline.model import dtypes, vllm_defaults
+from pytest_roofline.model import dtypes, engine_args, vllm_defaults
 from pytest_roofline.model.setup import RESERVE_NAMES, Setup, build_setup
 from pytest_roofline.units import parse_printed_number, to_int, to_si
 
@@ -202,8 +202,26 @@ def setup_tree(args: argparse.Namespace, base: Mapping[str, Any] | None = None,
             value = _typed(path, text)
         except RooflineError as exc:
             raise UnitError(f"--set {'.'.join(path)}={text[:60]}: {exc}") from None
-        _put(tree, path, value, given, f"--set {'.'.join(path)}")
+        written = path
+        path, value = _arg_spelling(path, value)
+        _put(tree, path, value, given, f"--set {'.'.join(written)}")
     return tree
+
+
+def _arg_spelling(path: tuple[str, ...], value: Any) -> tuple[tuple[str, ...], Any]:
+    """``engine.args.<key>`` under the one spelling a prediction file's reader gives it
+    (:func:`pytest_roofline.model.engine_args.canonical_key`): ``max-num-seqs`` is ``max_num_seqs``, ``tp``
+    ``tensor_parallel_size``, ``no-enable-prefix-caching=true`` ``enable_prefix_caching`` false (a ``no-`` value that
+    is neither true nor false stays as written, for the setup's check to refuse)."""
+    if path[:2] != ("engine", "args") or len(path) != 3:
+        return path, value
+    key, negated = engine_args.canonical_key(path[2])
+    if negated:
+        try:
+            value = not engine_args.read_flag(value, f"engine.args.{path[2]}")
+        except RooflineError:
+            key = path[2].replace("-", "_")
+    return (*path[:2], key), value
 
 
 def _merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:

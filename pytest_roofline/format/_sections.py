@@ -24,6 +24,7 @@ from pytest_roofline.errors import (
     ModelArchError,
     SetupValueError,
     SpecError,
+    SpecErrors,
 )
 from pytest_roofline.format import workloads as workload_fields
 from pytest_roofline.format._fields import (
@@ -41,7 +42,7 @@ from pytest_roofline.format._reader import NodeReader, ctx_map_check, example_of
 from pytest_roofline.format._types import STEADY_STATES, Processes, Spec, Sweep
 from pytest_roofline.format.engine_command import check_command
 from pytest_roofline.format.tolerance import TOLERANCE_HELP, Tolerance, ToleranceError, parse_tolerance
-from pytest_roofline.model import calibration
+from pytest_roofline.model import calibration, engine_args
 from pytest_roofline.model.setup import build_setup, cpu_kvcache_space_problem
 from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.quantities.measurement import PointMode
@@ -61,12 +62,17 @@ MAX_AT_CONCURRENCY = 10_000
 
 
 def _find(node: yaml.Node | None, path: str) -> yaml.Node | None:
-    """The node at a dotted ``path`` under a mapping node, or the deepest one found on the way."""
-    for key in path.split("."):
+    """The node at a dotted ``path`` under a mapping node, or the deepest one found on the way.  Under
+    ``engine.args`` a key is matched by the argument it names (``max-num-seqs`` or ``tp`` for
+    ``engine.args.max_num_seqs`` / ``engine.args.tensor_parallel_size``: ``engine_args.canonical_key``)."""
+    parts = path.split(".")
+    for i, key in enumerate(parts):
         if not isinstance(node, yaml.MappingNode):
             return node
-        nxt: yaml.Node | None = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key),
-                                     None)
+        is_arg = i >= 2 and parts[i - 2:i] == ["engine", "args"]
+        nxt: yaml.Node | None = next(
+            (v for k, v in node.value if isinstance(k, yaml.ScalarNode)
+             and (k.value == key or (is_arg and engine_args.canonical_key(k.value)[0] == key))), None)
         if nxt is None:
             return node
         node = nxt
@@ -106,6 +112,13 @@ def check_setup(ctx: NodeReader, spec: Spec, hw_node: yaml.Node, model_node: yam
         raise ctx.err(model_node, f"setup does not resolve: {exc}",
                       "write a Hub id (owner/name), a preset name, a path to a config.json, or a nominal model "
                       "mapping {name, params, num_layers, num_kv_heads, head_dim}") from None
+    except engine_args.EngineArgsError as exc:  # every bad engine arg at once, each at its own line
+        errors = []
+        for problem in exc.problems:
+            node = _find(root, problem.field)
+            errors.append(SpecError(f"setup does not resolve: {problem.text}", file=ctx.file,
+                                    line=node.start_mark.line + 1 if node is not None else None))
+        raise (errors[0] if len(errors) == 1 else SpecErrors(errors)) from None
     except (ValueError, KeyError, TypeError) as exc:
         node = setup_error_node(exc, root)
         raise SpecError(f"setup does not resolve: {exc}", file=ctx.file,
@@ -228,21 +241,36 @@ def read_model(ctx: NodeReader, node: yaml.Node) -> tuple[Any, dict[str, Any]]:
 
 
 def _engine_args(ctx: NodeReader, node: yaml.Node) -> dict[str, Any]:
-    """``engine.args`` with one spelling per argument: vLLM's command line takes ``--gpu-memory-utilization`` for
-    the argument it stores as ``gpu_memory_utilization`` (argparse's dest; vllm/engine/arg_utils.py), so a key
-    written with hyphens is the underscored one, for the model's checks and reads as for the command line the
-    engine gets. The same argument under both spellings is an error at the second."""
+    """``engine.args`` with one spelling per argument, as vLLM's command line reads them
+    (``engine_args.canonical_key``): ``--gpu-memory-utilization`` is the argument it stores as
+    ``gpu_memory_utilization`` (argparse's dest; vllm/engine/arg_utils.py), ``tp`` is ``tensor_parallel_size``
+    (its ``-tp`` alias) and ``no-enable-prefix-caching: true`` is ``enable_prefix_caching: false``
+    (``--no-enable-prefix-caching``), for the model's checks and reads as for the command line the engine gets.
+    An on/off flag written as a word (a quoted ``"false"``) becomes the boolean :func:`engine_args.read_flag` reads.
+    The same argument under two spellings is an error at the second; a flag that is neither true nor false stays as
+    written, for the setup's check to report with the others."""
     args: dict[str, Any] = ctx.plain(node)
     out: dict[str, Any] = {}
     first: dict[str, str] = {}
     for k_node, _v in node.value:
         raw = str(k_node.value)
-        key = raw.replace("-", "_")
+        key, negated = engine_args.canonical_key(raw)
+        value = args[raw]
+        if negated:
+            try:
+                value = not engine_args.read_flag(value, f"engine.args.{raw}")
+            except SetupValueError:
+                key = raw.replace("-", "_")  # build_setup refuses it, with the setup's other bad args
+        elif key in engine_args.FLAG_ARGS and isinstance(value, str):
+            try:  # a quoted "false" is off for the model and for the command line the engine gets alike
+                value = engine_args.read_flag(value, f"engine.args.{raw}")
+            except SetupValueError:
+                pass  # build_setup refuses it, with the setup's other bad args
         if key in first:
-            raise ctx.err(k_node, f"engine.args.{raw} is engine.args.{first[key]} again (vLLM reads '-' and '_' "
-                          "in an argument's name as one)", f"keep one of the two; write it as {key}")
+            raise ctx.err(k_node, f"engine.args.{raw} is engine.args.{first[key]} again (vLLM reads both as one "
+                          "argument)", f"keep one of the two; write it as {key}")
         first[key] = raw
-        out[key] = args[raw]
+        out[key] = value
     return out
 
 

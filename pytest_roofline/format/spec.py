@@ -128,8 +128,8 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
     def read(fn: Callable[[], _T], default: _T) -> _T:
         try:
             return fn()
-        except SpecError as exc:
-            errors.append(exc)
+        except SpecError as exc:  # several at once (every bad engine arg): each with its own line
+            errors.extend(exc.errors if isinstance(exc, SpecErrors) else [exc])
             return default
 
     hw_node = top["hardware"][1]

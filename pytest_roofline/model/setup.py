@@ -438,15 +438,30 @@ def _dtype(name: str | None, what: str) -> str:
 _ACTIVATION_DTYPES = ("auto", "half", "float16", "fp16", "bfloat16", "bf16", "float", "float32", "fp32")
 
 
+#: why ``--dtype float32`` is refused rather than modelled: its 4-byte weights and KV (``kv_cache_dtype auto``) are
+#: plain arithmetic, but not its compute: PyTorch's default float32 matmul precision is "highest" (FP32, not the TF32
+#: tensor cores whose peak the catalog lists) and the vLLM 0.11-0.13 wheels set no other (no allow_tf32 or
+#: set_float32_matmul_precision outside third-party kernels), FlashAttention takes fp16/bf16 only (vllm PR #877), so
+#: fp32 runs another attention backend, and on 0.8.0-0.9.1 it sends the launch to V0 ("V1_SUPPORTED_DTYPES",
+#: vllm/engine/arg_utils.py _is_v1_supported_oracle): no figure of the catalog or the serving model stands for that
+_FP32_WHY = ("vLLM runs a float32 model with FP32 matmuls (PyTorch's default precision, not the TF32 tensor-core "
+             "peak the hardware catalog lists) and without FlashAttention (fp16/bf16 only), for which the models "
+             "have no figures (and on vLLM 0.8.0-0.9.1 it falls back to the V0 engine)")
+
+
 def _activation_dtype(name: Any, arch: ModelArch) -> str:
     """The model dtype vLLM computes in: ``--dtype`` (auto: config.json's torch_dtype, a float32 checkpoint
-    served at bf16 as vLLM's auto does on GPUs with bf16; no torch_dtype: bf16)."""
+    served at bf16 as vLLM's auto does on GPUs with bf16; no torch_dtype: bf16).  ``float32``/``float`` is refused
+    (:data:`_FP32_WHY`) rather than folded into bf16."""
     raw = "auto" if name is None else str(name)
     if dtypes.dtype_key(raw) not in _ACTIVATION_DTYPES:
         choices = ", ".join(_ACTIVATION_DTYPES[:6])
         raise SetupValueError(f"engine.args.dtype: {name!r} is not a vLLM --dtype ({choices}); a quantized "
                               "checkpoint is described by model.quantization or engine.args.quantization",
                               field="engine.args.dtype")
+    if dtypes.canonical(raw) == "fp32":
+        raise SetupValueError(f"engine.args.dtype: {name!r} is not modelled: {_FP32_WHY}; write dtype: bfloat16, "
+                              "float16 or auto to predict a 16-bit engine", field="engine.args.dtype")
     if dtypes.dtype_key(raw) == "auto":
         raw = arch.torch_dtype or dtypes.AUTO_DTYPE
     d = dtypes.canonical(raw)
@@ -511,29 +526,37 @@ def build_setup(
         arch = tiny_arch()
     else:
         arch = architecture.get_model(str(model_ref))
-    eargs = engine.get("args") or {}
+    device = "cpu" if hw.family == "cpu" else "cuda"
+    version = engine.get("version")
+    # one spelling per argument (max-num-seqs, tp, no_enable_prefix_caching: model/engine_args.py), then every bad
+    # engine arg of the setup at once: impossible values, a dtype or KV dtype vLLM does not offer, and any arg no
+    # model honours -- refused here, on every path (roofline, math check, serving model)
+    args, problems = engine_args.normalise_engine_args(engine.get("args") or {})
+    _check_values(engine, workload)
+    problems += _arg_value_problems(args)
+    problems += engine_args.engine_arg_problems(args, device=device, scope="setup", version=version)
     weights_raw = model_overrides.pop("dtype", None)  # model: {dtype: fp8}: every weight at that width
-    kv_dtype_raw = model_overrides.pop("kv_cache_dtype", None) or eargs.get("kv_cache_dtype")
+    kv_dtype_raw = model_overrides.pop("kv_cache_dtype", None) or args.get("kv_cache_dtype")
     quant_raw = model_overrides.pop("quantization", None)
     if model_overrides:
         arch = architecture.with_overrides(arch, model_overrides)
-    activation_dtype = _activation_dtype(eargs.get("dtype"), arch)
-    scheme = _quant_scheme(quant_raw, eargs.get("quantization"), arch)
+    activation_dtype = _collect(problems, lambda: _activation_dtype(args.get("dtype"), arch)) or dtypes.AUTO_DTYPE
+    # vLLM's kv_cache_dtype "auto" is the model (activation) dtype, never the weight-quantization width
+    kv_dtype = (activation_dtype if kv_dtype_raw in (None, "auto") else
+                _collect(problems, lambda: _kv_dtype(kv_dtype_raw)) or activation_dtype)
+    parallel_fields = ("engine.args.tensor_parallel_size", "engine.args.pipeline_parallel_size")
+    parallel = (None if any(p.field in parallel_fields for p in problems) else
+                _collect(problems, lambda: _check_parallel(arch, args, hw)))
+    if problems or parallel is None:
+        raise engine_args.EngineArgsError(problems)
+    tp, pp = parallel
+    scheme = _quant_scheme(quant_raw, args.get("quantization"), arch)
     if scheme is not None and weights_raw is not None:
         raise SetupError(f"model.dtype {weights_raw!r} and a quantization scheme ({scheme.label()}) both set the "
                          "weight width; keep one (model.dtype means: every weight at that dtype)")
     weight_dtype = (scheme.weight_dtype if scheme is not None else
                     _dtype(weights_raw, "weight dtype") if weights_raw is not None else activation_dtype)
-    # vLLM's kv_cache_dtype "auto" is the model (activation) dtype, never the weight-quantization width
-    kv_dtype = activation_dtype if kv_dtype_raw in (None, "auto") else _kv_dtype(kv_dtype_raw)
 
-    device = "cpu" if hw.family == "cpu" else "cuda"
-    version = engine.get("version")
-    args = dict(engine.get("args", {}))
-    _check_values(engine, args, workload)
-    # an engine arg no model honours is refused here, on every path (roofline, math check, serving model)
-    engine_args.check_engine_args(args, device=device, scope="setup")
-    tp, pp = _check_parallel(arch, args, hw)
     defaults = _engine_defaults(hw, arch, engine, args, version, device, tp * pp)
     if version is not None and not arch.is_nominal:  # a release that cannot load the model starts no engine
         problem = vllm_defaults.model_support_problem(arch.model_type, str(version), rope_type=arch.rope_type)
@@ -567,15 +590,15 @@ def build_setup(
         max_model_len=int(args["max_model_len"]) if args.get("max_model_len") is not None else None,
         tensor_parallel_size=tp,
         pipeline_parallel_size=pp,
-        enforce_eager=bool(args.get("enforce_eager", False)),
+        enforce_eager=engine_args.flag_arg(args, "enforce_eager", False),
         kv_cache_memory_bytes=float(kv_mem) if kv_mem is not None else None,
         **{attr: _opt(reserves.get(name)) for name, attr in RESERVE_NAMES.items()},
         engine_args=args,
         sources=dict(defaults.sources),
         engine_entrypoint=defaults.usage,
         engine_kind=defaults.engine,
-        enable_chunked_prefill=_flag(args.get("enable_chunked_prefill"), defaults.enable_chunked_prefill),
-        enable_prefix_caching=_flag(args.get("enable_prefix_caching"), defaults.enable_prefix_caching),
+        enable_chunked_prefill=engine_args.flag_arg(args, "enable_chunked_prefill", defaults.enable_chunked_prefill),
+        enable_prefix_caching=engine_args.flag_arg(args, "enable_prefix_caching", defaults.enable_prefix_caching),
         replicas=_replicas(engine.get("replicas")),
     )
 
@@ -590,13 +613,13 @@ def _replicas(value: Any) -> int:
     return int(value)
 
 
-def _flag(value: Any, default: bool) -> bool:
-    """An engine.args on/off value (``true``, ``"on"``, ``0``...), else the version's default."""
-    if value is None:
-        return bool(default)
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
+def _collect(problems: list[engine_args.Problem], read: Any) -> Any:
+    """``read()``, or None with its SetupValueError added to ``problems`` (reported with the others at once)."""
+    try:
+        return read()
+    except SetupValueError as exc:
+        problems.append(engine_args.Problem(exc.field, str(exc)))
+        return None
 
 
 def _engine_defaults(hw: HardwareSpec, arch: ModelArch, engine: Mapping[str, Any], args: Mapping[str, Any],
@@ -607,12 +630,24 @@ def _engine_defaults(hw: HardwareSpec, arch: ModelArch, engine: Mapping[str, Any
     max_position_embeddings, as vLLM derives it)."""
     env = dict(engine.get("env") or {})
     use_v1 = env.get("VLLM_USE_V1")
-    forced = None if use_v1 is None else ("v1" if _flag(use_v1, True) else "v0")
+    forced = None if use_v1 is None else ("v1" if engine_args.read_flag(use_v1, "engine.env.VLLM_USE_V1")
+                                              else "v0")
     max_model_len = args.get("max_model_len") or arch.max_position_embeddings
     chunked = args.get("enable_chunked_prefill")
+    release = str(version) if version else str(vllm_defaults.NEWEST_KNOWN_VERSION)
+    try:
+        fallbacks = vllm_defaults.v1_oracle_fallbacks(release, args)
+    except ValueError:
+        fallbacks = ()  # an unreadable engine.version is refused below, at its field
+    if fallbacks and forced == "v1":
+        key, feature = fallbacks[0]
+        raise SetupValueError(
+            f"engine.args.{key}: vLLM {version} with VLLM_USE_V1=1 refuses {feature} (vllm/engine/arg_utils.py "
+            f"_raise_or_fallback: 'VLLM_USE_V1=1 is not supported with {feature}'); remove it, or drop "
+            "engine.env.VLLM_USE_V1 to predict the V0 engine vLLM falls back to", field=f"engine.args.{key}")
     try:
         return vllm_defaults.defaults_for(
-            str(version) if version else str(vllm_defaults.NEWEST_KNOWN_VERSION),
+            release,
             device="rocm" if str(hw.vendor).lower() == "amd" else device,
             device_name=hw.name, total_memory_bytes=hw.memory_bytes,
             usage=str(engine.get("entrypoint") or "serve"), world_size=world_size,
@@ -620,7 +655,9 @@ def _engine_defaults(hw: HardwareSpec, arch: ModelArch, engine: Mapping[str, Any
             compute_capability=getattr(hw, "compute_capability", None),
             kv_cache_dtype=str(args.get("kv_cache_dtype") or "auto"),
             sliding_window=bool(arch.sliding_window),
-            enable_chunked_prefill=None if chunked is None else _flag(chunked, False),
+            enable_chunked_prefill=None if chunked is None else engine_args.read_flag(
+                chunked, "engine.args.enable_chunked_prefill"),
+            v0_fallback=tuple(feature for _key, feature in fallbacks) if forced is None else (),
             stacklevel=4)
     except (ValueError, TypeError) as exc:
         if "max_model_len" in str(exc):
@@ -695,16 +732,37 @@ def cpu_kvcache_space_problem(size_bytes: float) -> tuple[str, str] | None:
             f"cpu_kvcache_space and write engine.args: {{kv_cache_memory_bytes: {exact}}}")
 
 
-def _check_values(engine: Mapping[str, Any], args: Mapping[str, Any], workload: Mapping[str, Any]) -> None:
-    """Refuse values no engine can run, before they become a negative KV size or a silent skip."""
+#: engine.args the setup reads as numbers with a default: a key written without a value (YAML null) is refused,
+#: not read as the default (vLLM takes none of them as null)
+_NUMBER_ARGS = ("gpu_memory_utilization", "block_size", "max_num_seqs", "max_num_batched_tokens",
+                "tensor_parallel_size", "pipeline_parallel_size")
+
+
+def _arg_value_problems(args: Mapping[str, Any]) -> list[engine_args.Problem]:
+    """Every engine arg of ``args`` whose value no engine can run (:data:`_ARG_LIMITS`), or written without one."""
+    out: list[engine_args.Problem] = []
+    for key in _NUMBER_ARGS:
+        if key in args and args[key] is None:
+            field = f"engine.args.{key}"
+            out.append(engine_args.Problem(field, f"{field}: has no value (YAML null); write a number, or remove the "
+                                                  "line to take vLLM's default"))
+    for key, limits in _ARG_LIMITS.items():
+        try:
+            _check_value(args.get(key), f"engine.args.{key}", limits)
+        except SetupValueError as exc:
+            out.append(engine_args.Problem(exc.field, str(exc)))
+    return out
+
+
+def _check_values(engine: Mapping[str, Any], workload: Mapping[str, Any]) -> None:
+    """Refuse values no engine can run, before they become a negative KV size or a silent skip (the engine args':
+    :func:`_arg_value_problems`, reported with the setup's other bad args)."""
     for key, limits in _WORKLOAD_LIMITS.items():
         _check_value(workload.get(key), f"workload.{key}", limits)
     shared, prompt = workload.get("shared_prefix_len"), workload.get("input_len", 1024)
     if isinstance(shared, (int, float)) and isinstance(prompt, (int, float)) and shared > prompt:
         raise SetupValueError(f"workload.shared_prefix_len: {shared} is longer than the prompt (input_len "
                               f"{prompt})", field="workload.shared_prefix_len")
-    for key, limits in _ARG_LIMITS.items():
-        _check_value(args.get(key), f"engine.args.{key}", limits)
     space = engine.get("cpu_kvcache_space")
     _check_value(space, "engine.cpu_kvcache_space", (False, 0, False, None, "bytes"))
     problem = cpu_kvcache_space_problem(float(space)) if space is not None else None

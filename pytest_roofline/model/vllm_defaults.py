@@ -56,6 +56,7 @@ __all__ = [
     "memory_profiling_method",
     "MEMORY_PROFILING_METHODS",
     "V1_OPT_IN_VERSION",
+    "v1_oracle_fallbacks",
     "VllmDefaults",
     "defaults_for",
 ]
@@ -265,6 +266,72 @@ def default_engine(version: str | tuple[int, ...], *, device: str = "cuda", comp
             if not (major == 9 or (v >= (0, 10, 0) and major == 10)):
                 return "v0"
     return "v1"
+
+
+#: ``guided_decoding_backend`` values ``_is_v1_supported_oracle`` keeps on V1, by release (read in the PyPI wheels'
+#: vllm/engine/arg_utils.py and vllm/config.py ``GuidedDecodingBackendV1``): (first release, values, compare the part
+#: before ':' only); from 0.10.1 the oracle no longer checks the backend
+_V1_GUIDED_BACKENDS: tuple[tuple[VllmVersion, frozenset[str], bool], ...] = (
+    (VllmVersion(0, 8, 0), frozenset({"xgrammar", "xgrammar:nofallback"}), False),
+    (VllmVersion(0, 8, 2), frozenset({"xgrammar", "xgrammar:disable-any-whitespace", "guidance", "auto"}), False),
+    (VllmVersion(0, 8, 3), frozenset({"xgrammar", "xgrammar:disable-any-whitespace", "guidance",
+                                      "guidance:disable-any-whitespace", "auto"}), False),
+    (VllmVersion(0, 8, 5), frozenset({"auto", "xgrammar", "guidance"}), True),
+    (VllmVersion(0, 9, 0), frozenset({"auto", "xgrammar", "guidance"}), False),
+    (VllmVersion(0, 10, 0), frozenset({"auto", "xgrammar", "guidance", "outlines"}), False),
+    (VllmVersion(0, 10, 1), frozenset(), False),
+)
+
+
+def v1_oracle_fallbacks(version: str | tuple[int, ...], args: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
+    """The engine args among ``args`` (snake_case names) for which vLLM ``version``'s
+    ``EngineArgs._is_v1_supported_oracle`` returns False, so that a launch with ``VLLM_USE_V1`` unset runs the V0
+    engine ("<feature> is not supported by the V1 Engine. Falling back to V0.") and one with ``VLLM_USE_V1=1``
+    fails ("VLLM_USE_V1=1 is not supported with <feature>", ``_raise_or_fallback``): ``(arg, feature)`` pairs,
+    the feature as vLLM's warning names it.  Empty outside 0.8.0 ... 0.10.x (V0 only before, V1 only after).
+
+    Only args the models otherwise accept are listed (the others are refused by model/engine_args.py at any
+    release): read in the PyPI wheels' vllm/engine/arg_utils.py of 0.8.0, 0.8.1, 0.8.2, 0.8.3, 0.8.4, 0.8.5, 0.9.0,
+    0.9.1, 0.9.2, 0.10.0, 0.10.1, 0.10.1.1 and 0.10.2:
+
+    * ``load_format`` ``tensorizer`` (0.8.0 ... 0.8.5) or ``sharded_state`` (0.8.0 ... 0.10.2);
+    * ``otlp_traces_endpoint`` or ``collect_detailed_traces`` set (0.8.0 ... 0.10.1.1: "--otlp-traces-endpoint");
+    * ``num_scheduler_steps`` other than 1 (0.8.0 ... 0.10.0);
+    * ``guided_decoding_backend`` outside the V1 backends of the release (0.8.0 ... 0.10.0,
+      :data:`_V1_GUIDED_BACKENDS`; outlines and lm-format-enforcer, the V0 defaults of 0.6, fall back up to 0.9.2).
+
+    The oracle's other V0 triggers are args the models refuse anyway (speculative decoding, cpu_offload_gb, a
+    non-default scheduling_policy / preemption_mode / scheduler_delay_factor, pooling tasks, kv_transfer_config,
+    ``--dtype float32`` up to 0.9.1) or not engine args (``VLLM_ATTENTION_BACKEND``, compute capability < 8.0 and
+    the KV-cache dtype, the latter two in :func:`default_engine`)."""
+    v = parse_version(version)
+    if not (0, 8, 0) <= v < (0, 11, 0):
+        return ()
+    out: list[tuple[str, str]] = []
+    load = args.get("load_format")
+    if load is not None:
+        fmt = str(load).strip().lower()
+        if fmt == "sharded_state" or (fmt == "tensorizer" and v < (0, 9, 0)):
+            out.append(("load_format", f"--load_format {fmt}"))
+    if v < (0, 10, 2):
+        for key in ("otlp_traces_endpoint", "collect_detailed_traces"):
+            if args.get(key) not in (None, "", False, [], ()):
+                out.append((key, "--otlp-traces-endpoint"))
+    steps = args.get("num_scheduler_steps")
+    if v < (0, 10, 1) and steps is not None and not isinstance(steps, bool):
+        try:
+            if int(str(steps)) != 1:
+                out.append(("num_scheduler_steps", "--num-scheduler-steps"))
+        except ValueError:
+            pass
+    backend = args.get("guided_decoding_backend")
+    if backend is not None:
+        rows = [row for row in _V1_GUIDED_BACKENDS if row[0] <= v]
+        first, allowed, base_only = rows[-1]
+        name = str(backend)
+        if first < (0, 10, 1) and (name.split(":")[0] if base_only else name) not in allowed:
+            out.append(("guided_decoding_backend", f"--guided-decoding-backend={name}"))
+    return tuple(out)
 
 
 def _engine_arg(engine: str | None, version: VllmVersion, device: str) -> EngineKind:
@@ -650,7 +717,8 @@ def defaults_for(version: str | tuple[int, ...], *, device: str = "cuda", device
                  engine: str | None = None, compute_capability: float | None = None,
                  kv_cache_dtype: str = "auto", generative: bool = True, sliding_window: bool = False,
                  multimodal: bool = False, mla: bool = False, enable_chunked_prefill: bool | None = None,
-                 ipex_available: bool = True, stacklevel: int = 2) -> VllmDefaults:
+                 ipex_available: bool = True, v0_fallback: tuple[str, ...] = (),
+                 stacklevel: int = 2) -> VllmDefaults:
     """Resolve every default for a (version, device, entrypoint) triple.
 
     ``device_name`` is what the driver reports (``"NVIDIA A100-SXM4-80GB"``); ``total_memory_bytes`` the
@@ -658,7 +726,9 @@ def defaults_for(version: str | tuple[int, ...], *, device: str = "cuda", device
     ``usage`` ``"serve"`` (``vllm serve``) or ``"llm"`` (the offline ``LLM`` class); ``max_model_len`` the
     context the engine will run with (V0's token budget and chunked-prefill default depend on it);
     ``engine`` forces ``"v0"``/``"v1"`` (``VLLM_USE_V1``), else :func:`default_engine` decides;
-    ``enable_chunked_prefill`` a user's explicit choice (it changes V0's default token budget).
+    ``enable_chunked_prefill`` a user's explicit choice (it changes V0's default token budget); ``v0_fallback`` the
+    features (as vLLM's warning names them, :func:`v1_oracle_fallbacks`) for which ``_is_v1_supported_oracle``
+    sends this launch to V0 on 0.8-0.10: with ``engine`` None the engine is then V0, and its source names them.
 
     A version outside 0.4.0 ... 0.33.0 warns (:class:`UnknownEngineVersionWarning`, attributed ``stacklevel``
     frames up) and uses the nearest.
@@ -666,7 +736,10 @@ def defaults_for(version: str | tuple[int, ...], *, device: str = "cuda", device
     requested = parse_version(version)
     v = resolve_version(requested, stacklevel=stacklevel)
     dev = _normalise_device(device)
-    if engine is None:
+    fallback = tuple(v0_fallback) if (0, 8, 0) <= v < (0, 11, 0) else ()
+    if engine is None and fallback:
+        eng: EngineKind = "v0"
+    elif engine is None:
         eng = default_engine(v, device=device, compute_capability=compute_capability, kv_cache_dtype=kv_cache_dtype)
     else:
         eng = _engine_arg(engine, v, device)
@@ -700,6 +773,9 @@ def defaults_for(version: str | tuple[int, ...], *, device: str = "cuda", device
                              " (0.8-0.10: the default for setups _is_v1_supported_oracle accepts)" if v >= (0, 8, 0)
                              else " (opt-in: VLLM_USE_V1=1)"),
     }[eng]
+    if eng == "v0" and fallback and engine is None:
+        engine_text += (f": {', '.join(dict.fromkeys(fallback))} (vLLM's 'is not supported by the V1 Engine. "
+                        "Falling back to V0')")
     if eng == "v0":
         if chunked:
             tok_src = (f"vLLM v{v}: vllm/config.py SchedulerConfig, V0 with chunked prefill: "

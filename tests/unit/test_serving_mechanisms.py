@@ -268,7 +268,9 @@ def test_multi_step_scheduling_is_refused_at_its_yaml_field():
 
 
 @pytest.mark.parametrize("key, value", [("speculative_config", {"num_speculative_tokens": 3}),
-                                        ("async_scheduling", True), ("data_parallel_size", 2),
+                                        # async scheduling is the default from vLLM 0.14.0 (engine_args.py): at
+                                        # the newest release read, false is the value the model does not simulate
+                                        ("async_scheduling", False), ("data_parallel_size", 2),
                                         ("enforce_eager", True), ("made_up_flag", 1)])
 def test_every_arg_the_model_does_not_simulate_is_refused(key, value):
     with pytest.raises(SetupValueError) as exc:
@@ -291,7 +293,8 @@ def test_an_arg_that_changes_every_model_is_refused_as_the_setup_is_built(key, v
 def test_a_timing_only_arg_leaves_the_setup_and_is_refused_by_the_serving_model():
     """Multi-step and async scheduling and eager mode change the serving model's step timing only: the setup (its
     roofline, KV pool, closed forms) is built; the serving model refuses them."""
-    for key, value in (("num_scheduler_steps", 10), ("async_scheduling", True), ("enforce_eager", True)):
+    # h100() is vLLM 0.26.0, where async scheduling is the default: false is the timing-only change
+    for key, value in (("num_scheduler_steps", 10), ("async_scheduling", False), ("enforce_eager", True)):
         setup = h100(**{key: value})
         with pytest.raises(SetupValueError) as exc:
             sv.EngineConfig.from_setup(setup)
@@ -300,6 +303,6 @@ def test_a_timing_only_arg_leaves_the_setup_and_is_refused_by_the_serving_model(
 
 
 def test_args_without_a_timing_effect_and_eager_mode_on_the_cpu_engine_are_accepted():
-    check_engine_args({"host": "0.0.0.0", "served_model_name": ["x"], "seed": 0, "async_scheduling": False,
+    check_engine_args({"host": "0.0.0.0", "served_model_name": ["x"], "seed": 0, "async_scheduling": True,
                        "reasoning_parser": "qwen3", "otlp_traces_endpoint": "http://collector:4317"})
     check_engine_args({"enforce_eager": True}, device="cpu")

@@ -4,14 +4,12 @@ vLLM resolves them (``EngineConfig.from_setup``; the KV pool from ``kv_accountin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from pytest_roofline.errors import SetupError, SimulationError
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import vllm_defaults
-from pytest_roofline.model.engine_args import MODELLED_ARGS, NO_TIMING_EFFECT_ARGS, check_engine_args
+from pytest_roofline.model.engine_args import MODELLED_ARGS, NO_TIMING_EFFECT_ARGS, check_engine_args, flag_arg
 from pytest_roofline.model.setup import Setup
 from pytest_roofline.model.setup import kv_accounting as setup_kv_accounting
 
@@ -23,15 +21,6 @@ def kv_accounting(setup: Setup) -> an.KVAccounting:
         return setup_kv_accounting(setup)
     except SetupError as exc:
         raise SimulationError(str(exc)) from None
-
-
-def _bool_arg(args: Mapping[str, Any], key: str, default: bool) -> bool:
-    v = args.get(key)
-    if v is None:
-        return default
-    if isinstance(v, str):
-        return v.strip().lower() in ("1", "true", "yes", "on")
-    return bool(v)
 
 
 @dataclass(frozen=True)
@@ -71,8 +60,7 @@ class EngineConfig:
         :func:`kv_accounting` (or ``num_gpu_blocks_override``), chunked prefill / prefix caching as the Setup
         resolved them from vllm_defaults (V0: chunking only for > 32K contexts from 0.5.3, no prefix caching;
         V1: both on) unless engine.args set them."""
-        args = dict(setup.engine_args or {})
-        check_engine_args(args, device=setup.device)
+        args = check_engine_args(setup.engine_args or {}, device=setup.device, version=setup.engine_version)
         version = setup.engine_version or str(vllm_defaults.NEWEST_KNOWN_VERSION)
         chunk_default = setup.enable_chunked_prefill
         if chunk_default is None:
@@ -86,8 +74,8 @@ class EngineConfig:
         return cls(
             max_num_seqs=int(setup.max_num_seqs), max_num_batched_tokens=int(setup.max_num_batched_tokens),
             block_size=int(setup.block_size), num_gpu_blocks=num_blocks,
-            chunked_prefill=_bool_arg(args, "enable_chunked_prefill", bool(chunk_default)),
-            enable_prefix_caching=_bool_arg(args, "enable_prefix_caching", bool(prefix_default)),
+            chunked_prefill=flag_arg(args, "enable_chunked_prefill", bool(chunk_default)),
+            enable_prefix_caching=flag_arg(args, "enable_prefix_caching", bool(prefix_default)),
             tensor_parallel_size=int(setup.tensor_parallel_size),
-            reserve_full_prompt=_bool_arg(args, "scheduler_reserve_full_isl", True),
+            reserve_full_prompt=flag_arg(args, "scheduler_reserve_full_isl", True),
         )
