@@ -121,3 +121,15 @@ def test_yaml_workload_api(tmp_path):
     p.write_text(BASE_YAML.format(engine="  name: vllm") + "workload: {api: responses}\n")
     with pytest.raises(SpecError, match="chat"):
         fspec.load_spec(p)
+
+
+def test_quoted_false_flags_launch_without_them(tmp_path: Path) -> None:
+    # enforce_eager: "false" is off (bool("false") would launch --enforce-eager), and a quoted "false" for another
+    # on/off arg becomes vLLM's --no- form, not "--enable-chunked-prefill false" (which argparse rejects)
+    spec = load('args:\n  enforce_eager: "false"\n  enable_chunked_prefill: "false"\n  enable_prefix_caching: "true"',
+                tmp_path)
+    cfg = engine_config_for(spec, device="cpu")
+    argv = cfg.argv("/usr/bin/python3", 8000)
+    assert "--enforce-eager" not in argv
+    assert "--no-enable-chunked-prefill" in argv and "false" not in argv
+    assert "--enable-prefix-caching" in argv
