@@ -13,6 +13,7 @@ and names their SI unit (:data:`SI_UNIT`): ``"unit": "s"`` with ``1.3824``, neve
 from __future__ import annotations
 
 import math
+import shutil
 import textwrap
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -62,6 +63,10 @@ class ComparisonRow:
     significance: str = ""
     #: the smallest move the two measurements can tell from noise (SI); None when not measured in both or unbounded
     noise: float | None = None
+    #: the outcome pytest reported in each run (``xfail`` for an expected miss, ``xpass``: what the terminal said);
+    #: "" where the side lacks the prediction or its run was stored before outcomes were kept (its status_* then)
+    outcome_a: str = ""
+    outcome_b: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,7 +117,8 @@ def compare_runs(a: RunSummary, b: RunSummary) -> list[ComparisonRow]:
             key=key, prediction_id=ref.prediction_id, quantity=ref.quantity, at=dict(ref.at),
             dimension=ref.dimension, unit=ref.unit, status_a=va.status if va else "", status_b=vb.status if vb else "",
             measured_a=ma, measured_b=mb, change_rel=_change(ma, mb), model_a=va.model if va else None,
-            model_b=vb.model if vb else None, predicted=ref.predicted_text, significance=sig, noise=noise))
+            model_b=vb.model if vb else None, predicted=ref.predicted_text, significance=sig, noise=noise,
+            outcome_a=va.outcome if va else "", outcome_b=vb.outcome if vb else ""))
     return rows
 
 
@@ -203,11 +209,75 @@ def _head(name: str, s: RunSummary, width: int) -> list[str]:
             _clip(printable(f"   {s.setup.text()} · {s.mode}"), width)]
 
 
+#: the table's columns, in order (``id`` first: on its own line when the row does not fit)
+_TABLE_COLUMNS = ("id", "quantity", "predicted", "A", "measured A", "B", "measured B", "change", "beyond noise",
+                  "model")
+_RIGHT = frozenset({"predicted", "measured A", "measured B", "change", "beyond noise", "model"})
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How the table fits its width: its columns and their widths, whether each id is on its own line (with the
+    quantity after it when the quantity column did not fit), and whether the model column was left out."""
+
+    cols: tuple[str, ...]
+    widths: dict[str, int]
+    own_line: bool = False
+    quantity_on_id_line: bool = False
+    model_left_out: bool = False
+
+    @property
+    def indent(self) -> str:
+        return "  " if self.own_line else ""
+
+    def line_width(self) -> int:
+        return len(self.indent) + sum(self.widths[c] for c in self.cols) + 2 * (len(self.cols) - 1)
+
+
+def _layout(cells: list[dict[str, str]], width: int) -> _Layout:
+    """The first of these that fits ``width``: every column on one line; each id whole on its own line above its
+    row (ids of one prediction at several points differ at their end: an id is never cut in a row, and on its own
+    line only in its middle, where it is longer than the whole width); the quantity moved onto that line; the
+    model column left out (said under the table). Columns are never widened beyond their longest cell, and the
+    significance column ("beyond noise") and the measured values are never given up. Below about 75 columns the
+    last layout may still be wider than ``width``."""
+    natural = {c: max([len(c)] + [len(x[c]) for x in cells]) for c in _TABLE_COLUMNS}
+    one = _Layout(_TABLE_COLUMNS, dict(natural))
+    if one.line_width() <= width:
+        return one
+    rest = _TABLE_COLUMNS[1:]
+    own = _Layout(rest, dict(natural), own_line=True)
+    if own.line_width() <= width:
+        return own
+    no_quantity = tuple(c for c in rest if c != "quantity")
+    moved = _Layout(no_quantity, dict(natural), own_line=True, quantity_on_id_line=True)
+    if moved.line_width() <= width:
+        return moved
+    return _Layout(tuple(c for c in no_quantity if c != "model"), dict(natural), own_line=True,
+                   quantity_on_id_line=True, model_left_out=True)
+
+
+def _id_line(pid: str, quantity: str, width: int) -> str:
+    """An id on its own line, whole (cut in its middle only when longer than ``width`` alone), and the quantity
+    after it where the quantity column gave way (cut at its end when the line would pass ``width``)."""
+    if len(pid) >= width - 3 or not quantity:
+        return _clip_middle(pid, width)
+    return _clip(f"{pid} · {quantity}", width)
+
+
+def _shown(outcome: str, status: str) -> str:
+    """A side's outcome as the terminal named it (``xfail``, ``xpass``), else its verdict status (a run stored
+    before outcomes were kept); ``absent`` where the run lacks the prediction."""
+    return outcome or status or "absent"
+
+
 def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | None = None, *,
                       width: int = 120) -> list[str]:
-    """Aligned columns that fit ``width`` (120 by default): id, quantity, predicted, A and B (status, measured),
-    the change, and the model values when they differ between the runs. Each row's values in its prediction's unit,
-    one number style throughout (the module's docstring)."""
+    """Aligned columns that fit ``width`` (120 by default; the CLI passes the terminal's, ``COLUMNS``): id,
+    quantity, predicted, A and B (the outcome pytest reported: ``xfail`` for an expected miss; measured), the
+    change, whether it is beyond the measurements' noise, and the model values. What gives way when they do not
+    fit is :func:`_layout`'s. Each row's values in its prediction's unit, one number style throughout (the module's
+    docstring)."""
     rows = compare_runs(a, b) if rows is None else rows
     cells = []
     for r in rows:
@@ -221,41 +291,32 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
             # within this much the two measurements cannot tell a move from noise
             sig = f"no ±{_fmt(r.noise, r, NOISE_DIGITS)}"
         cells.append({
-            "id": printable(r.prediction_id), "quantity": r.quantity, "predicted": _ink(r),
-            "A": r.status_a or "absent", "measured A": _fmt(r.measured_a, r), "B": r.status_b or "absent",
-            "measured B": _fmt(r.measured_b, r), "change": change, "beyond noise": sig, "model": model,
+            "id": printable(r.prediction_id), "quantity": printable(r.quantity), "predicted": _ink(r),
+            "A": _shown(r.outcome_a, r.status_a), "measured A": _fmt(r.measured_a, r),
+            "B": _shown(r.outcome_b, r.status_b), "measured B": _fmt(r.measured_b, r), "change": change,
+            "beyond noise": sig, "model": model,
         })
-    cols = ["id", "quantity", "predicted", "A", "measured A", "B", "measured B", "change", "beyond noise", "model"]
-    right = {"predicted", "measured A", "measured B", "change", "beyond noise", "model"}
-    w = {c: max([len(c)] + [len(x[c]) for x in cells]) for c in cols}
-    # what gives way first when 120 columns are not enough: the model column, then the quantity, then the id;
-    # an id that still does not fit is never cut (ids of one prediction at several points differ at their end):
-    # then every id is printed whole on its own line, each row indented under it
-    def fit(cols: list[str]) -> dict[str, int]:
-        w = {c: max([len(c)] + [len(x[c]) for x in cells]) for c in cols}
-        for c, floor in (("model", 12), ("quantity", 10), ("id", 16)):
-            over = sum(w[k] for k in cols) + 2 * (len(cols) - 1) + (2 if "id" not in cols else 0) - width
-            if over > 0 and c in w:
-                w[c] = max(floor, w[c] - over)
-        return w
+    lay = _layout(cells, width)
+    w = lay.widths
 
-    w = fit(cols)
-    own_line = any(len(x["id"]) > w["id"] for x in cells)
-    if own_line:
-        cols = cols[1:]
-        w = fit(cols)
-    indent = "  " if own_line else ""
+    def cell(x: dict[str, str], c: str) -> str:
+        return f"{x[c]:>{w[c]}}" if c in _RIGHT else f"{x[c]:<{w[c]}}"
+
     lines = [*_head("A", a, width), *_head("B", b, width), ""]
-    head = indent + "  ".join(f"{c:>{w[c]}}" if c in right else f"{c:<{w[c]}}" for c in cols).rstrip()
-    lines += (["id"] if own_line else []) + [head, "-" * min(width, len(head))]
+    head = lay.indent + "  ".join(f"{c:>{w[c]}}" if c in _RIGHT else f"{c:<{w[c]}}" for c in lay.cols).rstrip()
+    if lay.own_line:
+        lines.append("id · quantity" if lay.quantity_on_id_line else "id")
+    lines += [head, "-" * min(width, len(head))]
     for x in cells:
-        if own_line:
-            lines.append(_clip_middle(x["id"], width))
-        lines.append(indent + "  ".join(f"{_clip(x[c], w[c]):>{w[c]}}" if c in right else
-                                        f"{_clip(x[c], w[c]):<{w[c]}}" for c in cols).rstrip())
+        if lay.own_line:
+            lines.append(_id_line(x["id"], x["quantity"] if lay.quantity_on_id_line else "", width))
+        lines.append((lay.indent + "  ".join(cell(x, c) for c in lay.cols)).rstrip())
     moved = measured_in_both(rows)
     significant = [r for r in rows if r.significance == "significant"]
     lines.append("")
+    if lay.model_left_out:
+        lines += textwrap.wrap(f"(the model column is left out to fit {width} columns: a wider terminal, or "
+                               "--json, has it)", width)
     if not moved:
         lines += textwrap.wrap(f"{len(rows)} predictions; 0 measured in both runs: NOTHING WAS COMPARED (the runs "
                                "share no measured prediction: different setups or prediction files?)", width)
@@ -294,35 +355,59 @@ def comparison_json(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | No
             "significant": sum(r.significance == "significant" for r in both)}
 
 
-_LIST_COLUMNS = ("run id", "started at", "setup", "commit", "mode", "measured")
+_LIST_COLUMNS = ("run id", "started at", "setup", "commit", "mode", "measured", "files")
+#: the columns that stay on a run's first line when the run does not fit on one line; the others go on a second line
+_LIST_FIRST = ("run id", "started at", "measured")
+
+
+def _files_text(s: RunSummary) -> str:
+    """The prediction files a run checked, as the history key holds them (``predictions/cpu-tiny.yaml``)."""
+    return ", ".join(printable(f) for f in s.files) or "—"
 
 
 def _list_cells(s: RunSummary) -> dict[str, str]:
     return {"run id": printable(s.run_id), "started at": printable(s.started_at),
             "setup": printable(s.setup.text()), "commit": printable(s.commit or "—"), "mode": printable(s.mode),
-            "measured": f"{sum(v.measured is not None for v in s.values):,}", "label": printable(s.label or "")}
+            "measured": f"{sum(v.measured is not None for v in s.values):,}", "files": _files_text(s),
+            "label": printable(s.label or "")}
 
 
-def render_run_list(runs: Sequence[RunSummary]) -> list[str]:
+def render_run_list(runs: Sequence[RunSummary], *, width: int | None = None) -> list[str]:
     """``roofline compare --store URI`` with no runs named: the store's runs, oldest first and newest last (as the
-    store lists them), one a line: id, start, setup, commit, mode, how many measured values (and the label, where
-    a run has one), so that two ids can be picked for ``roofline compare``."""
+    store lists them), one a line: id, start, setup, commit, mode, how many measured values, the prediction files
+    it checked (their paths from the repository root, as the history key holds them: several files of one setup
+    run in sessions of their own are told apart by it) and the label, where a run has one, so that two ids can be
+    picked for ``roofline compare``. Wider than ``width`` (default: the terminal's, ``COLUMNS``), each run is two
+    lines: its id, start and measured values, then its setup, commit, mode, files and label."""
+    if width is None:
+        width = shutil.get_terminal_size((120, 24)).columns
     cells = [_list_cells(s) for s in runs]
     cols = [*_LIST_COLUMNS, *(["label"] if any(c["label"] for c in cells) else [])]
     w = {c: max([len(c)] + [len(x[c]) for x in cells]) for c in cols}
 
-    def line(x: dict[str, str]) -> str:
+    def line(x: dict[str, str], cols: Sequence[str]) -> str:
         return "  ".join(f"{x[c]:>{w[c]}}" if c == "measured" else f"{x[c]:<{w[c]}}" for c in cols).rstrip()
 
-    head = line({c: c for c in cols})
     n = len(runs)
-    return [head, "-" * len(head), *(line(x) for x in cells), "",
-            f"{n} run{'s' if n != 1 else ''}, newest last; compare two with roofline compare --store URI A B "
-            "(an id's unique beginning is enough)"]
+    foot = ["", *textwrap.wrap(f"{n} run{'s' if n != 1 else ''}, newest last; compare two with roofline compare "
+                               "--store URI A B (an id's unique beginning is enough)", max(40, width))]
+    head = line({c: c for c in cols}, cols)
+    if len(head) <= width:
+        return [head, "-" * len(head), *(line(x, cols) for x in cells), *foot]
+    first = [c for c in cols if c in _LIST_FIRST]
+    head = line({c: c for c in first}, first)
+    second = [c for c in cols if c not in first]
+    out = [head, "    " + " · ".join(second), "-" * min(width, len(head))]
+    for x in cells:
+        out.append(line(x, first))
+        words = {**x, "commit": "no commit"} if x["commit"] == "—" else x
+        out += textwrap.wrap(" · ".join(words[c] for c in second if words[c]), width, initial_indent="    ",
+                             subsequent_indent="      ", break_on_hyphens=False) or ["    —"]
+    return [*out, *foot]
 
 
 def run_list_json(runs: Sequence[RunSummary]) -> list[dict[str, Any]]:
     """``roofline compare --store URI --json`` with no runs named: the runs as the listing shows them, newest last."""
     return [{"run_id": s.run_id, "started_at": s.started_at, "setup": asdict(s.setup), "commit": s.commit,
              "branch": s.branch, "label": s.label, "mode": s.mode,
-             "measured_values": sum(v.measured is not None for v in s.values)} for s in runs]
+             "measured_values": sum(v.measured is not None for v in s.values), "files": s.files} for s in runs]

@@ -173,6 +173,10 @@ class Drift:
     #: False when tonight's value was measured at a point that did not hold its concurrency: it is ``uncertain``
     #: and not judged, so it does not count as compared (:func:`compared_count`)
     held: bool = True
+    #: the stored run that already holds this very measurement (a replay of a results file stored before: the same
+    #: setup and start time), which a replay is never compared with; "" otherwise. Set on a NEW value only: the
+    #: replay had no earlier run to compare with, and the plugin does not store it again
+    stored_as: str = ""
 
     @property
     def drifted(self) -> bool:
@@ -193,7 +197,7 @@ class Drift:
                    baseline_dates=tuple(d.get("baseline_dates") or ()),
                    baseline_commits=tuple(d.get("baseline_commits") or ()), change_rel=d.get("change_rel"),
                    threshold_text=str(d.get("threshold_text") or ""), noise=d.get("noise"),
-                   held=d.get("held") is not False)
+                   held=d.get("held") is not False, stored_as=str(d.get("stored_as") or ""))
 
 
 def _day(iso: str) -> str:
@@ -328,6 +332,10 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
     cut = sort_time(before) if before is not None else None  # compared as times, not as the strings written
     runs = [r for r in history_runs if (setup is None or r.setup == setup)
             and (cut is None or not r.started_at or sort_time(r.started_at) < cut)]
+    # the run that already holds the replayed measurement (the same setup, started at the same time): never a
+    # baseline of its own replay; a value that finds no other one says so, rather than "no earlier run measured it"
+    itself = next((r.run_id for r in history_runs if cut is not None and r.started_at
+                   and sort_time(r.started_at) == cut and (setup is None or r.setup == setup)), "")
     runs = unify_keys(runs, values)
     runs.sort(key=lambda r: r.started_at)
     pinned = _pinned(runs, policy.pinned) if policy.pinned is not None else None
@@ -361,9 +369,14 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
                 why = ("new: no earlier run on this setup measured it" if policy.pinned is None else
                        f"new: the pinned run {policy.pinned} did not measure it on this setup" if pinned is not None
                        else f"new: no run {policy.pinned} of this setup in the store")
+            stored_as = itself if itself and any(r.run_id == itself and r.value(v.key) is not None
+                                                 for r in history_runs) else ""
+            if stored_as and policy.pinned is None and not skipped:
+                why = (f"new: the store already holds this measurement (run {stored_as}), which a replay is not "
+                       "compared with, and no earlier run on this setup measured it")
             if unheld_now:
                 why += f"; {unheld_now}"
-            out[v.key] = Drift(v.key, DriftStatus.NEW, why, now=now, threshold_text=tol_text)
+            out[v.key] = Drift(v.key, DriftStatus.NEW, why, now=now, threshold_text=tol_text, stored_as=stored_as)
             continue
         found.reverse()  # oldest first
         xs = [x for _r, _o, x in found]
@@ -487,6 +500,16 @@ def drift_counts(drifts: Iterable[Drift | Mapping[str, Any]], policy: DriftPolic
     line = f"{compared} compared" + (f" ({', '.join(parts)})" if parts else "")
     if not_judged:
         line += f", {not_judged} not judged (their point did not hold its concurrency)"
-    line += "".join(f", {n[s.value]} {w}" for s, w in ((DriftStatus.NEW, "new"),
-                                                       (DriftStatus.NOT_MEASURED, "not measured")) if n.get(s.value))
+    if n.get(DriftStatus.NEW.value):
+        line += f", {n[DriftStatus.NEW.value]} new"
+        itself = sorted({x for d in drifts if _status(d) == DriftStatus.NEW.value and (x := _stored_as(d))})
+        if itself:  # a replay of a measurement the store holds: compared with the runs before it, never with it
+            line += (f" (this measurement is already stored as run {', '.join(itself)}: a replay is not compared "
+                     "with it, nor stored again)")
+    if n.get(DriftStatus.NOT_MEASURED.value):
+        line += f", {n[DriftStatus.NOT_MEASURED.value]} not measured"
     return line + (f" vs {policy.describe()}" if policy is not None else "")
+
+
+def _stored_as(d: Drift | Mapping[str, Any]) -> str:
+    return d.stored_as if isinstance(d, Drift) else str(d.get("stored_as") or "")

@@ -29,6 +29,7 @@ from pytest_roofline.history._records import (
     StoredStatus,
     StoredValue,
     as_kind,
+    as_outcome,
     clean_name,
     prediction_key,
 )
@@ -37,7 +38,7 @@ from pytest_roofline.measure.stats import unheld_points
 from pytest_roofline.scoring import Verdict
 
 __all__ = ["setup_key", "spec_setup_key", "topology_suffix", "identity_file", "relative_file", "definition_hash",
-           "stored_value", "results_for_file", "build_records", "clean_setup"]
+           "stored_value", "results_for_file", "build_records", "clean_setup", "verdict_key"]
 
 
 def _text(x: Any) -> str:
@@ -146,8 +147,16 @@ def _number(x: Any) -> float | None:
     return float(x)
 
 
-def stored_value(verdict: Mapping[str, Any], *, file: str, drift_text: str = "") -> StoredValue:
-    """One verdict dict (``Verdict.to_dict()``) as the index keeps it; ``file`` is the path relative to the root.
+def verdict_key(verdict: Mapping[str, Any]) -> str:
+    """The history key of a verdict dict (``Verdict.to_dict()``: its file as given, its id and ``at:``), as
+    :func:`build_records` keys the value it stores: what ``outcomes`` is keyed by."""
+    at = {str(k): str(x) for k, x in (verdict.get("at") or {}).items()}
+    return prediction_key(identity_file(str(verdict.get("file") or "")), str(verdict.get("id") or ""), at)
+
+
+def stored_value(verdict: Mapping[str, Any], *, file: str, drift_text: str = "", outcome: str = "") -> StoredValue:
+    """One verdict dict (``Verdict.to_dict()``) as the index keeps it; ``file`` is the path relative to the root;
+    ``outcome`` the pytest outcome its test reported (``xfailed``, ``passed``...; "" when unknown).
     A value whose notes flag a point that did not hold its concurrency keeps those points (:func:`unheld_points`)."""
     at = {str(k): str(v) for k, v in (verdict.get("at") or {}).items()}
     pid = str(verdict.get("id") or "")
@@ -164,7 +173,7 @@ def stored_value(verdict: Mapping[str, Any], *, file: str, drift_text: str = "")
         interval_method=str(interval.get("method") or "") if isinstance(interval, Mapping) else "",
         interval_level=_number(interval.get("level")) if isinstance(interval, Mapping) else None,
         definition_hash=definition_hash(verdict, drift_text),
-        unheld_points=unheld_points(verdict.get("measured_notes") or ()))
+        unheld_points=unheld_points(verdict.get("measured_notes") or ()), outcome=as_outcome(outcome))
 
 
 def results_for_file(results: Sequence[Mapping[str, Any]], file: str) -> Mapping[str, Any] | None:
@@ -194,12 +203,15 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
                   results: Sequence[Mapping[str, Any]] = (), environment: Mapping[str, str] | None = None,
                   started_at: str, mode: RunMode, commit: str | None = None, branch: str | None = None,
                   label: str | None = None, rootdir: str | os.PathLike[str] | None = None,
-                  drift_texts: Mapping[str, str] | None = None) -> list[RunRecord]:
+                  drift_texts: Mapping[str, str] | None = None,
+                  outcomes: Mapping[str, str] | None = None) -> list[RunRecord]:
     """The session's runs, one per setup (in the order their first verdict came).
 
     ``setups`` maps each verdict's ``file`` to its SetupKey (from :func:`spec_setup_key`); a verdict whose file
     has none goes under the key of its file's name with unknown parts. ``drift_texts`` maps a prediction key to its
-    YAML ``drift:`` text. The run id is left to the store (``HistoryStore.add`` gives it). Files are keyed by
+    YAML ``drift:`` text, ``outcomes`` to the outcome pytest reported for its test (``xfailed``, ``xpassed``,
+    ``passed``...: what the terminal counted; a value without one stores "" and pages show its verdict status). The
+    run id is left to the store (``HistoryStore.add`` gives it). Files are keyed by
     :func:`identity_file` (``rootdir`` is not used: kept so older callers still work). Names are bounded and
     cleaned here, before any store sees them (:func:`clean_setup`, :func:`clean_name`)."""
     groups: dict[SetupKey, list[Mapping[str, Any]]] = {}
@@ -213,18 +225,22 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
     for key, vs in groups.items():
         values = []
         counts: dict[str, int] = {}
+        seen: dict[str, int] = {}
         files = {str(v.get("file") or "") for v in vs}
         for v in vs:
             rel = identity_file(str(v.get("file") or ""))
             at = {str(k): str(x) for k, x in (v.get("at") or {}).items()}
             key_of = prediction_key(rel, str(v.get("id") or ""), at)
-            sv = stored_value(v, file=rel, drift_text=(drift_texts or {}).get(key_of, ""))
+            sv = stored_value(v, file=rel, drift_text=(drift_texts or {}).get(key_of, ""),
+                              outcome=(outcomes or {}).get(key_of, ""))
             measured_in = results_for_file(results, str(v.get("file") or "")) if sv.mode == "measured" else None
             if measured_in is not None and sv.measured is not None:
                 points = [str(p) for p in v.get("measured_points") or ()]
                 sv = replace(sv, samples=point_samples(measured_in, points, sv.quantity, sample_cache))
             values.append(sv)
             counts[sv.status] = counts.get(sv.status, 0) + 1
+            if sv.outcome:
+                seen[sv.outcome] = seen.get(sv.outcome, 0) + 1
         own: list[Mapping[str, Any]] = []
         for f in sorted(files):
             r = results_for_file(results, f)
@@ -233,7 +249,8 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
         summary = RunSummary(run_id="", setup=clean_setup(key), started_at=started_at, mode=mode,
                              commit=clean_name(commit, NAME_LIMITS["commit"]),
                              branch=clean_name(branch, NAME_LIMITS["branch"]),
-                             label=clean_name(label, NAME_LIMITS["label"]), counts=counts, values=tuple(values))
+                             label=clean_name(label, NAME_LIMITS["label"]), counts=counts, values=tuple(values),
+                             outcomes=seen)
         records.append(RunRecord(summary=summary, verdicts=tuple(dict(v) for v in vs),
                                  results=tuple({k: x for k, x in r.items() if k != "_path"} for r in own),
                                  environment=dict(environment or {})))

@@ -17,7 +17,8 @@ from typing import Any, Literal, Protocol, get_args
 
 __all__ = [
     "SCHEMA", "SCHEMA_VERSION", "SetupKey", "StoredValue", "RunSummary", "RunRecord", "HistoryStore",
-    "prediction_key", "clean_name", "NAME_LIMITS", "same_prediction", "unify_keys",
+    "prediction_key", "clean_name", "NAME_LIMITS", "same_prediction", "unify_keys", "StoredOutcome", "as_outcome",
+    "OUTCOME_OF_PYTEST",
 ]
 
 SCHEMA = "pytest-roofline/history-run"
@@ -79,6 +80,13 @@ def prediction_key(file: str, prediction_id: str, at: Mapping[str, Any] | None) 
 
 #: a stored verdict's status: scoring.VerdictStatus's values, or "" where a damaged or old entry has none
 StoredStatus = Literal["pass", "fail", "skip", "error", "inconclusive", ""]
+#: the outcome pytest reported for a prediction's test, as the terminal counted it: an expected miss (an ``xfail:``
+#: prediction whose verdict is FAIL) is "xfail", not "fail", and an unexpected pass "xpass"; "" in a run stored
+#: before outcomes were kept, whose pages show the verdict status instead
+StoredOutcome = Literal["pass", "fail", "xfail", "xpass", "skip", "error", "inconclusive", ""]
+#: pytest's outcome names (a report's, or the reports' own ``outcome_of_report``) → the stored outcome
+OUTCOME_OF_PYTEST = {"passed": "pass", "failed": "fail", "xfailed": "xfail", "xpassed": "xpass",
+                     "skipped": "skip", "error": "error", "inconclusive": "inconclusive"}
 #: what a stored value was checked against: scoring.VerdictMode's values, or "" where unknown
 StoredCheck = Literal["math", "measured", ""]
 #: how a pytest run got its numbers: an engine it started (--gpu), a server it was pointed at (--endpoint), a
@@ -91,6 +99,13 @@ def as_kind(value: object, kind: Any) -> Any:
     text) reads as "" rather than a value the type does not allow."""
     text = str(value or "")
     return text if text in get_args(kind) else ""
+
+
+def as_outcome(value: object) -> StoredOutcome:
+    """A pytest outcome (``xfailed``, or already stored: ``xfail``) as the store keeps it; "" for anything else."""
+    text = str(value or "").strip()
+    stored: StoredOutcome = as_kind(OUTCOME_OF_PYTEST.get(text, text), StoredOutcome)
+    return stored
 
 
 @dataclass(frozen=True)
@@ -135,6 +150,15 @@ class StoredValue:
     #: measured a lower load than its ``at:`` says, so drift neither judges the value nor takes it as a baseline.
     #: () for a value whose points held it, an open loop, and a value stored before this was kept (read as held)
     unheld_points: tuple[str, ...] = ()
+    #: the outcome pytest reported for the test (:data:`StoredOutcome`): what the terminal, the scorecard and
+    #: pytest-html showed; "" in a run stored before it was kept
+    outcome: StoredOutcome = ""
+
+    @property
+    def shown(self) -> str:
+        """What a page shows for this night: the pytest outcome (``xfail`` for an expected miss, ``xpass``), or
+        the verdict status where the run did not store one (a store written before outcomes were kept)."""
+        return self.outcome or self.status
 
     @property
     def held(self) -> bool:
@@ -156,6 +180,8 @@ class StoredValue:
             kw["samples"] = tuple(kw["samples"] or ())
         if "unheld_points" in kw:
             kw["unheld_points"] = tuple(str(x) for x in kw["unheld_points"] or ())
+        if "outcome" in kw:
+            kw["outcome"] = as_outcome(kw["outcome"])
         return cls(**kw)
 
 
@@ -174,6 +200,14 @@ class RunSummary:
     values: tuple[StoredValue, ...] = ()
     #: where the run's files are inside the store (a directory store: the path relative to its root)
     location: str = ""
+    #: pytest outcome (:data:`StoredOutcome`) → count, as the terminal counted them (``{"pass": 26, "xfail": 10}``
+    #: where ``counts`` says ``{"pass": 26, "fail": 10}``); {} in a run stored before outcomes were kept
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def files(self) -> list[str]:
+        """The prediction files the run checked (their paths as the history key holds them), in its order."""
+        return list(dict.fromkeys(v.file for v in self.values))
 
     def value(self, key: str) -> StoredValue | None:
         for v in self.values:
@@ -194,7 +228,7 @@ class RunSummary:
                    started_at=str(d["started_at"]), mode=as_kind(d.get("mode"), RunMode), commit=d.get("commit"),
                    branch=d.get("branch"), label=d.get("label"), counts=dict(d.get("counts") or {}),
                    values=tuple(StoredValue.from_dict(v) for v in d.get("values") or ()),
-                   location=str(d.get("location") or ""))
+                   location=str(d.get("location") or ""), outcomes=dict(d.get("outcomes") or {}))
 
 
 def _parts(file: str) -> tuple[str, ...]:

@@ -50,6 +50,7 @@ from pytest_roofline.history._records import (
     SetupKey,
     StoredValue,
     as_kind,
+    as_outcome,
     prediction_key,
     sort_time,
 )
@@ -158,6 +159,8 @@ def _check_value(d: dict[str, Any]) -> None:
             d["unheld_points"] = tuple(points)
         else:
             raise ValueError(f"value {d.get('prediction_id')!r}: unheld_points is not a list of point ids")
+    if "outcome" in d:  # absent from a line written before it was kept; an unknown (newer) outcome reads as ""
+        d["outcome"] = as_outcome(d["outcome"]) if isinstance(d["outcome"], str) else ""
     at = d.get("at")
     if at is not None and (not isinstance(at, dict)
                            or not all(isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in at.items())):
@@ -249,15 +252,17 @@ def summary_from_json(d: Any, where: str) -> RunSummary:
         for k in ("commit", "branch", "label", "mode", "location"):
             if d.get(k) is not None and not isinstance(d.get(k), str):
                 raise ValueError(f"{k} is {type(d.get(k)).__name__}, not a text")
-        counts = d.get("counts") or {}
-        if not isinstance(counts, dict) or not all(isinstance(c, int) and not isinstance(c, bool)
-                                                   for c in counts.values()):
-            raise ValueError("counts is not an object of whole numbers")
+        for name in ("counts", "outcomes"):  # outcomes: absent from a run stored before they were kept
+            counts = d.get(name) or {}
+            if not isinstance(counts, dict) or not all(isinstance(c, int) and not isinstance(c, bool)
+                                                       for c in counts.values()):
+                raise ValueError(f"{name} is not an object of whole numbers")
         return RunSummary(run_id=str(d["run_id"]), setup=SetupKey(str(setup["hardware"]), str(setup["model"]),
                                                                   str(setup["engine_version"])),
                           started_at=str(d["started_at"]), mode=as_kind(d.get("mode"), RunMode), commit=d.get("commit"),
                           branch=d.get("branch"), label=d.get("label"), counts=dict(d.get("counts") or {}),
-                          values=_decode_values(d.get("values") or []), location=str(d.get("location") or ""))
+                          values=_decode_values(d.get("values") or []), location=str(d.get("location") or ""),
+                          outcomes=dict(d.get("outcomes") or {}))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise HistoryError(f"{where}: not a run summary ({type(exc).__name__}: {exc})") from exc
 

@@ -22,10 +22,11 @@ from pytest_roofline.history import (
     parse_share,
     spec_setup_key,
 )
-from pytest_roofline.history._recording import results_for_file
+from pytest_roofline.history._recording import results_for_file, verdict_key
 from pytest_roofline.measure.results import git_branch, git_commit
 from pytest_roofline.pytest_plugin.session import RooflineSession, session_results
 from pytest_roofline.redact import printable
+from pytest_roofline.report.common import outcome_of_report
 from pytest_roofline.report.environment import environment_from_results, environment_from_specs
 
 __all__ = ["parse_drift_option", "parse_baseline_option", "parse_share_option", "HistoryToWorkers", "store_session",
@@ -125,6 +126,21 @@ class HistoryToWorkers:
         return [RunSummary.from_dict(d) for d in workerinput.get(_WORKER_KEY) or ()]
 
 
+def _outcomes(rs: RooflineSession) -> dict[str, str]:
+    """The outcome pytest reported for each prediction's test (``xfailed``, ``xpassed``, ``passed``...), by its
+    history key: read from the reports the terminal counted (on an xdist controller, the workers' reports), with
+    the function the terminal summary and pytest-html name them by. Empty without a terminal reporter (then the
+    store keeps the verdict status alone, as before outcomes were kept)."""
+    tr = rs.config.pluginmanager.get_plugin("terminalreporter")
+    out: dict[str, str] = {}
+    for reports in (getattr(tr, "stats", None) or {}).values():
+        for report in reports:
+            verdict = getattr(report, "roofline", None)  # on the call report, or on a setup report that failed
+            if isinstance(verdict, dict) and verdict:
+                out[verdict_key(verdict)] = outcome_of_report(report)
+    return out
+
+
 def store_session(rs: RooflineSession) -> tuple[list[str], bool]:
     """Add the session's runs (one per setup) to the store; the lines to print (where each went, or why not) and
     whether a run could not be stored (a session failure unless ``--roofline-history-optional``: a night whose
@@ -154,7 +170,8 @@ def store_session(rs: RooflineSession) -> tuple[list[str], bool]:
     branch = None if replayed else git_branch(str(rootdir))  # a replay's branch is the file's, which it does not say
     records = build_records(verdicts, setups=setups, results=results, environment=redact.redact_data(env),
                             started_at=rs.measured_at, mode=rs.mode, commit=commit, branch=branch,
-                            label=rs.history_label, rootdir=rootdir, drift_texts=drift_texts)
+                            label=rs.history_label, rootdir=rootdir, drift_texts=drift_texts,
+                            outcomes=_outcomes(rs))
     lines = []
     failed = False
     where = redact.redact_url(store.uri)

@@ -10,8 +10,12 @@ run's full record, so a history of hundreds of nights renders in about a second.
   never each other's baseline), but an upgrade is what a reader looks for, so a section holds every version of its
   hardware × model on one time axis, and a vertical rule labelled with the new version marks each change;
 * a summary table: each prediction's latest status, its latest measured (or model) value, its drift against the
-  previous night of the same setup, and on how many nights it was checked;
-* one small chart per prediction: the measured value night by night (each point coloured by that night's verdict),
+  previous night of the same setup, and on how many nights it was checked. "Latest" is the latest run of the
+  prediction's *file*: a nightly that runs each prediction file in its own pytest session stores one run per file,
+  and the setup's last run then holds one file only. A night is one run of a prediction file;
+* one small chart per prediction, over the runs of its file: the measured value night by night (each point
+  coloured by that night's outcome as pytest reported it: an expected miss is xfail, an unexpected pass XPASS; a
+  run stored before outcomes were kept shows its verdict status),
   the predicted band (lo..hi, shaded, stepping where the YAML changed) and the model's value as a line (it moves
   when the model or the YAML changes). A math-only prediction draws its model line alone. Hovering a point shows
   the night's date, commit, engine version, measured value and verdict; hovering a step of the band or of the model
@@ -70,13 +74,22 @@ DEFAULT_OUTPUT = "roofline-history.html"
 #: how many of the latest nights the table under each chart lists
 TABLE_NIGHTS = 10
 
-#: a stored verdict status → the outcome name the reports' badges and colours use
-_OUTCOME_OF_STATUS = {"pass": "passed", "fail": "failed", "skip": "skipped", "error": "error",
-                      "inconclusive": "inconclusive"}
+#: what a night shows (its stored pytest outcome, else its verdict status: ``StoredValue.shown``) → the outcome
+#: name the reports' badges and colours use: an expected miss is xfail, as in the terminal, not FAIL
+_OUTCOME_OF_STATUS = {"pass": "passed", "fail": "failed", "xfail": "xfailed", "xpass": "xpassed", "skip": "skipped",
+                      "error": "error", "inconclusive": "inconclusive"}
+#: the order the dots of each outcome are drawn in (the later on top) and their legend lists them
+_DOT_ORDER = ("pass", "xfail", "skip", "inconclusive", "xpass", "fail", "error")
 _VERSION_COLOR = PALETTE["purple"]
 _MODEL_COLOR = PALETTE["blue"]
 _BAND_COLOR = PALETTE["sky"]
 _WHISKER_COLOR = "#3d4650"
+#: a trend chart's width and left margin (px), and the x axis' tick label size: its 11 px font at an average glyph
+#: width of 0.62 em (DejaVu Sans, the widest of the fonts the page names, is about 0.6) and 10 px between labels
+_CHART_WIDTH = 560
+_CHART_MARGIN_LEFT = 64
+_TICK_CHAR_PX = 11 * 0.62
+_TICK_PAD_PX = 10
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -112,13 +125,38 @@ class _Series:
     key: str
     values: list[StoredValue | None]
     latest: StoredValue = field(init=False)
+    #: the prediction files its values name (one, but for old-scheme values matched to it: ``unify_keys``)
+    files: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         self.latest = next(v for v in reversed(self.values) if v is not None)
+        self.files = tuple(sorted({v.file for v in self.values if v is not None}))
 
     @property
     def measured_any(self) -> bool:
         return any(v is not None and is_number(v.measured) for v in self.values)
+
+
+@dataclass
+class _View:
+    """The runs of a group that ran one prediction file: the x axis of its charts, and where its "latest" is. A
+    nightly that runs each prediction file in its own pytest session (``pytest --gpu X file``) stores one run per
+    file, so the group's latest run holds one file only: every other file's latest run is an earlier one."""
+
+    index: list[int]  # the runs' places in the group, oldest first
+    runs: list[RunSummary]
+
+    @functools.cached_property
+    def nights(self) -> _Nights:
+        return _Nights(self.runs)
+
+    @property
+    def last(self) -> int:
+        """The group index of the latest run that ran the file."""
+        return self.index[-1]
+
+    def values(self, s: _Series) -> list[StoredValue | None]:
+        return [s.values[i] for i in self.index]
 
 
 @dataclass
@@ -127,14 +165,32 @@ class _Group:
     model: str
     runs: list[RunSummary]
     series: list[_Series]
+    #: each prediction file → the indices of the runs that ran it (held a value of it), oldest first
+    file_runs: dict[str, list[int]] = field(default_factory=dict)
+    _views: dict[tuple[str, ...], _View] = field(default_factory=dict, repr=False)
 
     @property
     def versions(self) -> list[str]:
         return list(dict.fromkeys(r.setup.engine_version for r in self.runs))
 
-    @functools.cached_property
-    def nights(self) -> _Nights:
-        return _Nights(self.runs)
+    def view(self, s: _Series) -> _View:
+        """The runs that ran ``s``'s file (one view per file, shared by its predictions' charts)."""
+        got = self._views.get(s.files)
+        if got is None:
+            index = sorted({i for f in s.files for i in self.file_runs.get(f, ())}
+                           | {i for i, v in enumerate(s.values) if v is not None})
+            got = self._views[s.files] = _View(index, [self.runs[i] for i in index])
+        return got
+
+    @property
+    def nights(self) -> int:
+        """A group's nights: the most runs any one of its prediction files ran in. A night is one run of a file:
+        a nightly that runs each file in its own pytest session stores one run per file, and those count once."""
+        return max((len(ix) for ix in self.file_runs.values()), default=len(self.runs))
+
+    def latest_of_files(self) -> list[tuple[str, int]]:
+        """Each prediction file with the index of the latest run that ran it, in file order."""
+        return [(f, ix[-1]) for f, ix in self.file_runs.items() if ix]
 
 
 class _Nights:
@@ -154,7 +210,8 @@ class _Nights:
         if len(set(self.days)) < n:  # nights that share a date: their time of day tells them apart
             self.tick_texts = [f"{t} {w[11:]}{k}" for t, w, k in zip(self.tick_texts, self.whens, self.nths)]
         self.axis_label = f"night (UTC, {years[0]})" if self.one_year else "night (UTC)"
-        self.ticks = _x_ticks(n)
+        plot_px = _CHART_WIDTH - _CHART_MARGIN_LEFT - _margin_right(self.one_year)
+        self.ticks = _x_ticks(n, min_gap=_tick_gap(n, self.tick_texts, plot_px))
         self.heads = [f"{w} UTC{k} · {_commit(r)} · vllm {r.setup.engine_version}"
                       for w, k, r in zip(self.whens, self.nths, runs)]
         self.upgrades = [(i, runs[i].setup.engine_version) for i in range(1, n)
@@ -206,10 +263,16 @@ def _groups(runs: Sequence[RunSummary]) -> list[_Group]:
         keys = list(dict.fromkeys(latest_keys + sorted(order, key=order.__getitem__)))
         index = {k: i for i, k in enumerate(keys)}
         table: list[list[StoredValue | None]] = [[None] * len(rs) for _ in keys]
+        file_runs: dict[str, list[int]] = {}
         for n, r in enumerate(rs):
             for v in r.values:
                 table[index[v.key]][n] = v
-        out.append(_Group(hw, model, rs, [_Series(k, table[index[k]]) for k in keys]))
+                runs_of = file_runs.setdefault(v.file, [])
+                if not runs_of or runs_of[-1] != n:
+                    runs_of.append(n)
+        files = sorted(file_runs)
+        out.append(_Group(hw, model, rs, [_Series(k, table[index[k]]) for k in keys],
+                          {f: file_runs[f] for f in files}))
     return out
 
 
@@ -217,11 +280,13 @@ def _groups(runs: Sequence[RunSummary]) -> list[_Group]:
 # drift: the one definition is pytest_roofline.history.drift_for (its statuses, baselines and thresholds)
 # ----------------------------------------------------------------------------------------------------------------
 def _night_drifts(group: _Group, policy: DriftPolicy) -> dict[int, dict[str, Drift]]:
-    """The drift of each of the latest :data:`TABLE_NIGHTS` nights of ``group``, against the earlier nights of its
-    own setup (``drift_for`` keeps only those), by night index and prediction key."""
+    """The drift of each of the latest :data:`TABLE_NIGHTS` runs of each prediction file of ``group`` (the nights
+    its tables list, its latest run's among them), against the earlier nights of its own setup (``drift_for``
+    keeps only those), by run index and prediction key."""
     out: dict[int, dict[str, Drift]] = {}
-    n = len(group.runs)
-    for i in range(max(0, n - TABLE_NIGHTS), n):
+    wanted = sorted({i for ix in group.file_runs.values() for i in ix[-TABLE_NIGHTS:]}
+                    or range(max(0, len(group.runs) - TABLE_NIGHTS), len(group.runs)))
+    for i in wanted:
         r = group.runs[i]
         try:
             out[i] = drift_for(r.values, group.runs[:i], policy, setup=r.setup)
@@ -328,19 +393,44 @@ def _badge(status: str) -> str:
     return f'<span class="rl-badge rl-{o}">{esc(OUTCOME_LABEL.get(o, status))}</span>'
 
 
+def _shown_text(v: StoredValue) -> str:
+    """A night's outcome in a tooltip: the stored pytest outcome with the verdict behind an xfail or an xpass
+    (``xfail (verdict fail)``), or the verdict status of a night stored before outcomes were kept."""
+    return f"{v.shown} (verdict {v.status})" if v.outcome and v.status and v.outcome != v.status else v.shown
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # the chart
 # ----------------------------------------------------------------------------------------------------------------
-def _x_ticks(n: int, target: int = 5) -> list[float]:
-    if n <= target:
-        return [float(i) for i in range(n)]
-    step = max(1, math.ceil((n - 1) / (target - 1)))
+def _x_ticks(n: int, target: int = 5, min_gap: int = 1) -> list[float]:
+    """The nights that get a tick label: about ``target`` of them, the first and the latest always, and never two
+    closer than ``min_gap`` nights (labels that would overlap: :func:`_tick_gap`)."""
+    if n <= 0:
+        return []
+    step = max(min_gap, 1 if n <= target else math.ceil((n - 1) / (target - 1)))
     ticks = list(range(0, n, step))
-    if n - 1 - ticks[-1] >= step / 2:
+    gap = n - 1 - ticks[-1]
+    if gap and gap >= min_gap and gap >= step / 2:
         ticks.append(n - 1)
-    elif ticks[-1] != n - 1:
-        ticks[-1] = n - 1
+    elif gap and len(ticks) > 1:
+        ticks[-1] = n - 1  # the latest night's label instead of the one before it: still >= step from the rest
+    elif gap:
+        ticks = [0, n - 1] if n - 1 >= min_gap else [n - 1]
     return [float(t) for t in ticks]
+
+
+def _tick_gap(n: int, texts: Sequence[str], plot_px: float) -> int:
+    """The fewest nights between two labelled ticks for the widest label (``12-05 10:02``, 11 characters: about
+    75 px at the axis' 11 px font) to clear its neighbour, on an axis ``plot_px`` wide that holds ``n`` nights."""
+    if n <= 1 or not texts:
+        return 1
+    widest = max(len(t) for t in texts) * _TICK_CHAR_PX + _TICK_PAD_PX
+    return max(1, math.ceil(widest / (plot_px / n)))
+
+
+def _margin_right(one_year: bool) -> int:
+    """The chart's right margin: room for half the last tick label (a year in it makes it longer)."""
+    return 28 if one_year else 40
 
 
 def _tick_format(ticks: Sequence[float]) -> Callable[[float], str]:
@@ -368,9 +458,17 @@ def _spans(values: Sequence[StoredValue | None], get: Callable[[StoredValue], An
     return out
 
 
-def _chart(group: _Group, s: _Series, *, width: int = 560, height: int = 230) -> str:
-    nights = group.nights
-    n = len(group.runs)
+def _chart(group: _Group, s: _Series, *, width: int = _CHART_WIDTH, height: int = 230) -> str:
+    """``s`` night by night, over the runs that ran its prediction file (:meth:`_Group.view`)."""
+    view = group.view(s)
+    nights = view.nights
+    n = len(view.runs)
+    values = view.values(s)
+
+    def at(i: int) -> StoredValue:  # a night inside a span always has a value
+        v = values[i]
+        assert v is not None
+        return v
     numbers = _all_numbers(s)
     unit, scale = _display_unit(s, numbers)
 
@@ -394,24 +492,25 @@ def _chart(group: _Group, s: _Series, *, width: int = 560, height: int = 230) ->
     title = v0.prediction_id + (" · " + ", ".join(f"{k}={x}" for k, x in v0.at.items())
                                 if v0.at and "[" not in v0.prediction_id else "")
     c = Chart(x_axis, y_axis, width=width, height=height, title=_clip(title, 70),
-              margin_right=28 if nights.one_year else 40, subtitle=f"{v0.quantity} — {v0.file}",
+              margin_left=_CHART_MARGIN_LEFT, margin_right=_margin_right(nights.one_year),
+              subtitle=f"{v0.quantity} — {v0.file}",
               description=f"{v0.quantity} of {v0.prediction_id}, {n} night{'s' if n != 1 else ''}")
     # the predicted band, stepping where the YAML changed; each step's tooltip: its band and its nights
-    bands = [(a, b, lo_hi) for a, b, lo_hi in _spans(s.values, lambda v: (v.lo, v.hi)) if lo_hi != (None, None)]
+    bands = [(a, b, lo_hi) for a, b, lo_hi in _spans(values, lambda v: (v.lo, v.hi)) if lo_hi != (None, None)]
     c.step_band([(a - 0.5, b + 0.5, d(lo_hi[0]), d(lo_hi[1])) for a, b, lo_hi in bands], color=_BAND_COLOR,
                 label="predicted band",
-                titles=[f"predicted {_band_text(_at(s, b))} · {nights.span_text(a, b)}" for a, b, _ in bands])
+                titles=[f"predicted {_band_text(at(b))} · {nights.span_text(a, b)}" for a, b, _ in bands])
     # the model's value, as a step line across the nights it was computed; each step's tooltip: value, nights
     model_pts: list[tuple[float, float]] = []
     model_tips: list[tuple[float, float, float, str]] = []
-    for a, b, m in _spans(s.values, lambda v: v.model):
+    for a, b, m in _spans(values, lambda v: v.model):
         if m is None or not is_number(m):
             model_pts.append((math.nan, math.nan))
             continue
         if model_pts and model_pts[-1][0] != a - 0.5:
             model_pts.append((math.nan, math.nan))
         model_pts += [(a - 0.5, float(m) / scale), (b + 0.5, float(m) / scale)]
-        model_tips.append((a - 0.5, b + 0.5, float(m) / scale, f"model {_fmt(_at(s, b), m)} · "
+        model_tips.append((a - 0.5, b + 0.5, float(m) / scale, f"model {_fmt(at(b), m)} · "
                                                                 f"{nights.span_text(a, b)}"))
     if model_tips:
         c.line(model_pts, color=_MODEL_COLOR, width=1.8, dash="5 3", label="model")
@@ -419,7 +518,7 @@ def _chart(group: _Group, s: _Series, *, width: int = 560, height: int = 230) ->
     for i, version in nights.upgrades:
         c.vline(i - 0.5, color=_VERSION_COLOR, dash="3 3", width=1.4, text=f"vllm {_clip(version, 24)}")
     # the measured value, each night coloured by its verdict: one path per verdict, one tooltip per night
-    measured = [(i, float(v.measured) / scale, v) for i, v in enumerate(s.values)
+    measured = [(i, float(v.measured) / scale, v) for i, v in enumerate(values)
                 if v is not None and is_number(v.measured)]
     tips: list[tuple[float, float, float, str]] = []
     size = 3.6 if n <= 60 else (2.4 if n <= 150 else 1.7)
@@ -445,12 +544,12 @@ def _chart(group: _Group, s: _Series, *, width: int = 560, height: int = 230) ->
             c.whiskers(whiskers, color=_WHISKER_COLOR, width=1.5, cap=cap, label=label)
         by_status: dict[str, list[tuple[float, float]]] = {}
         for i, y, v in measured:
-            by_status.setdefault(v.status, []).append((float(i), y))
+            by_status.setdefault(v.shown, []).append((float(i), y))
             ci = (f", {_level_text(v)} interval [{_fmt(v, v.measured_lo) if is_number(v.measured_lo) else '−∞'}, "
                   f"{_fmt(v, v.measured_hi) if is_number(v.measured_hi) else '+∞'}]" if _has_interval(v) else
                   ", no interval stored" if whiskers else "")
-            tips.append((i - 0.5, i + 0.5, y, f"{nights.heads[i]} — measured {_fmt_measured(v)}{ci}: {v.status}"))
-        for status in ("pass", "fail", "error", "skip", "inconclusive"):
+            tips.append((i - 0.5, i + 0.5, y, f"{nights.heads[i]} — measured {_fmt_measured(v)}{ci}: {_shown_text(v)}"))
+        for status in _DOT_ORDER:
             if status in by_status:
                 c.dots(by_status.pop(status), color=_status_color(status), size=size,
                        label=f"measured · {OUTCOME_LABEL.get(_OUTCOME_OF_STATUS[status], status)}",
@@ -477,13 +576,6 @@ def _level_text(v: StoredValue) -> str:
     return f"{pct:g} %"
 
 
-def _at(s: _Series, i: int) -> StoredValue:
-    """Night ``i``'s value of ``s`` (a night inside a span always has one)."""
-    v = s.values[i]
-    assert v is not None
-    return v
-
-
 def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
@@ -496,9 +588,11 @@ def _anchor(gi: int, key: str) -> str:
 
 
 def _nights_table(group: _Group, s: _Series, drifts: Mapping[int, Mapping[str, Drift]]) -> str:
+    view = group.view(s)
     rows = []
     shown = 0
-    for i in range(len(group.runs) - 1, -1, -1):
+    for j in range(len(view.index) - 1, -1, -1):
+        i = view.index[j]
         v = s.values[i]
         if v is None:
             continue
@@ -506,8 +600,8 @@ def _nights_table(group: _Group, s: _Series, drifts: Mapping[int, Mapping[str, D
             break
         r = group.runs[i]
         drift = _drift_html(drifts[i].get(s.key), short=True) if i in drifts else ""
-        rows.append(f"<tr><td>{esc(group.nights.when(i))}</td><td><code>{esc(_commit(r))}</code></td>"
-                    f"<td>{esc(r.setup.engine_version)}</td><td>{_badge(v.status)}</td>"
+        rows.append(f"<tr><td>{esc(view.nights.when(j))}</td><td><code>{esc(_commit(r))}</code></td>"
+                    f"<td>{esc(r.setup.engine_version)}</td><td>{_badge(v.shown)}</td>"
                     f'<td class="num">{esc(_fmt(v, v.measured))}</td><td class="num model">{esc(_fmt(v, v.model))}'
                     f'</td><td class="num">{esc(_band_text(v))}</td><td>{drift}</td></tr>')
         shown += 1
@@ -518,50 +612,64 @@ def _nights_table(group: _Group, s: _Series, drifts: Mapping[int, Mapping[str, D
     return f'<table class="nights">{head}{"".join(rows)}</table>{more}'
 
 
-def _summary_table(gi: int, group: _Group, latest: Mapping[str, Drift], baseline_words: str) -> str:
+def _summary_table(gi: int, group: _Group, drifts: Mapping[int, Mapping[str, Drift]], baseline_words: str) -> str:
     rows = []
-    last_night = len(group.runs) - 1
     for s in group.series:
         v = s.latest
-        stale = s.values[last_night] is None
+        last = group.view(s).last  # the latest run that ran the prediction's file
+        stale = s.values[last] is None  # its file ran later without it: removed (or renamed) from the file
         value = v.measured if is_number(v.measured) else v.model
         which = "measured" if is_number(v.measured) else "model"
-        drift = ('<span class="drift none">not in the latest run</span>' if stale else
+        drift = ('<span class="drift none">not in the latest run of its file</span>' if stale else
                  '<span class="drift none">— (a math check: only measured values drift)</span>'
-                 if v.mode != "measured" else _drift_html(latest.get(s.key)))
+                 if v.mode != "measured" else _drift_html(drifts.get(last, {}).get(s.key)))
         nights = sum(x is not None for x in s.values)
         measured_nights = sum(x is not None and is_number(x.measured) for x in s.values)
         at = ", ".join(f"{k}={x}" for k, x in v.at.items())
-        rows.append(f'<tr class="st-{esc(v.status)}"><td class="pid"><a href="#{_anchor(gi, s.key)}">'
+        rows.append(f'<tr class="st-{esc(v.shown)}"><td class="pid"><a href="#{_anchor(gi, s.key)}">'
                     f"{id_html(v.prediction_id)}</a></td><td class=\"file\">{esc(v.file)}</td>"
                     f"<td>{esc(v.quantity)}" + (f' <span class="at">at {esc(at)}</span>' if at else "") + "</td>"
-                    f"<td>{_badge(v.status)}</td><td class=\"num\">{esc(_fmt(v, value))}"
+                    f"<td>{_badge(v.shown)}</td><td class=\"num\">{esc(_fmt(v, value))}"
                     f' <span class="which">{which}</span></td><td>{drift}</td>'
                     f'<td class="num">{nights}' + (f" ({measured_nights} measured)" if measured_nights not in
                                                    (0, nights) else "") + "</td></tr>")
-    head = (f"<tr><th>prediction</th><th>file</th><th>quantity</th><th>latest</th><th>latest value</th>"
-            f"<th>drift vs {esc(baseline_words)}</th><th>nights</th></tr>")
+    head = ("<tr><th>prediction</th><th>file</th><th>quantity</th>"
+            '<th title="in the latest run of its prediction file">latest</th><th>latest value</th>'
+            f"<th>drift vs {esc(baseline_words)}</th>"
+            '<th title="the runs of its prediction file that checked it">nights</th></tr>')
     return f'<div class="scroll"><table class="summary">{head}{"".join(rows)}</table></div>'
 
 
 def _group_section(gi: int, group: _Group, policy: DriftPolicy) -> str:
-    last = group.runs[-1]
     versions = group.versions
     ver = " → ".join(f"vllm {v}" for v in versions[-6:]) + (" (and earlier)" if len(versions) > 6 else "")
     drifts = _night_drifts(group, policy)
-    group.series = _attention_order(group, drifts.get(len(group.runs) - 1, {}))
-    counts: dict[str, int] = {}
-    for v in last.values:
-        counts[v.status] = counts.get(v.status, 0) + 1
+    group.series = _attention_order(group, drifts)
+    latest = group.latest_of_files()
+    counts: dict[str, int] = {}  # the outcomes of each file's latest run, as its terminal counted them
+    for f, i in latest:
+        for v in group.runs[i].values:
+            if v.file == f:
+                counts[v.shown] = counts.get(v.shown, 0) + 1
     pills = " ".join(f"{_badge(st)} {n}" for st, n in sorted(counts.items(), key=lambda kv: _rank(kv[0])))
-    label = f", {esc(last.label)}" if last.label else ""
+    nights, runs = group.nights, len(group.runs)
+    span = (f"{nights} night{'s' if nights != 1 else ''}"
+            + (f" ({runs} runs of {len(latest)} prediction files; a night is one run of a file)"
+               if runs != nights else "")
+            + f" from {esc(_night(group.runs[0]))} to {esc(_night(group.runs[-1]))} UTC")
+    last_runs = sorted({i for _f, i in latest}) or [len(group.runs) - 1]  # runs that hold no value: the last
+    if len(last_runs) == 1:
+        last = group.runs[last_runs[0]]
+        label = f", {esc(last.label)}" if last.label else ""
+        where = f"latest run <code>{esc(last.run_id)}</code> ({esc(_commit(last))}{label})"
+    else:
+        first, newest = group.runs[last_runs[0]], group.runs[last_runs[-1]]
+        where = (f"latest: each file's latest run, {esc(_night(first))} to {esc(_night(newest))} UTC (the newest "
+                 f"<code>{esc(newest.run_id)}</code>, {esc(_commit(newest))})")
     parts = [f'<section class="setup" id="g{gi}"><h2 class="spec-title">{esc(group.hardware)} · '
              f"{esc(group.model)}</h2>"
-             f'<div class="meta">{esc(ver)} · {len(group.runs)} night{"s" if len(group.runs) != 1 else ""} '
-             f"from {esc(group.nights.when(0))} to {esc(group.nights.when(len(group.runs) - 1))} UTC · "
-             f"latest run <code>{esc(last.run_id)}</code>"
-             f" ({esc(_commit(last))}{label}) · {pills}</div>",
-             _summary_table(gi, group, drifts.get(len(group.runs) - 1, {}), _baseline_words(policy)),
+             f'<div class="meta">{esc(ver)} · {span} · {where} · {pills}</div>',
+             _summary_table(gi, group, drifts, _baseline_words(policy)),
              '<div class="trends">']
     for s in group.series:
         parts.append(f'<figure class="chart trend" id="{_anchor(gi, s.key)}">'
@@ -571,19 +679,19 @@ def _group_section(gi: int, group: _Group, policy: DriftPolicy) -> str:
     return "".join(parts)
 
 
-def _attention_order(group: _Group, latest: Mapping[str, Drift]) -> list[_Series]:
-    """What a reader looks for in the morning first: predictions that failed last night, then those whose number
-    moved (drifted, or the ink changed), then those that failed on an earlier night shown; each in file order."""
-    last = len(group.runs) - 1
-
+def _attention_order(group: _Group, drifts: Mapping[int, Mapping[str, Drift]]) -> list[_Series]:
+    """What a reader looks for in the morning first: predictions that failed (or passed unexpectedly) in their
+    file's latest run, then those whose number moved there (drifted, or the ink changed), then those that failed
+    on an earlier night shown; each in file order. An expected miss (xfail) is not a failure."""
     def rank(s: _Series) -> int:
+        last = group.view(s).last
         now = s.values[last]
-        if now is not None and now.status in ("fail", "error"):
+        if now is not None and now.shown in _ATTENTION:
             return 0
-        d = latest.get(s.key)
+        d = drifts.get(last, {}).get(s.key)
         if now is not None and d is not None and d.status.value in ("drifted", "prediction_changed"):
             return 1
-        if any(v is not None and v.status in ("fail", "error") for v in s.values):
+        if any(v is not None and v.shown in _ATTENTION for v in s.values):
             return 2
         return 3
 
@@ -596,8 +704,13 @@ def _baseline_words(policy: DriftPolicy) -> str:
     return "previous night" if policy.window == 1 else f"median of {policy.window} nights"
 
 
+#: what a night shows that a reader must look at: a failure, an error, an unexpected pass (XPASS)
+_ATTENTION = ("fail", "error", "xpass")
+
+
 def _rank(status: str) -> int:
-    order = ("error", "fail", "inconclusive", "skip", "pass")
+    """The pills' order: the reports' listing order, worst first (common.OUTCOMES)."""
+    order = ("error", "fail", "xpass", "inconclusive", "xfail", "skip", "pass")
     return order.index(status) if status in order else len(order)
 
 
@@ -620,10 +733,14 @@ def render_trend(runs: Sequence[RunSummary], *, title: str | None = None, source
     span = (f"{len(runs)} run{'s' if len(runs) != 1 else ''} from {esc(_night(runs[0], seconds=sec))} to "
             f"{esc(_night(runs[-1], seconds=sec))} UTC" if runs else "no runs stored yet")
     hint = ('<p class="hint">Each chart: the measured value night by night (points coloured by that night\'s '
-            "verdict), the predicted band shaded, the model's value dashed. A purple rule marks a new vLLM version. "
+            "outcome as pytest reported it: an expected miss is xfail, not FAIL), the predicted band shaded, the "
+            "model's value dashed. A purple rule marks a new vLLM version. "
             f"Drift: a measured value against {esc(policy.describe())} of the same setup (hardware, model, engine "
             f"version), beyond {esc(policy.threshold_text)} unless the prediction sets its own drift:. Hover a point "
-            "for its date, commit and version; the band or the model line for its value and nights.</p>")
+            "for its date, commit and version; the band or the model line for its value and nights. A prediction's "
+            "latest status, value and drift are those of the latest run of its prediction file: a nightly that runs "
+            "each file in its own pytest session stores one run per file. A night is one run of a prediction "
+            "file; a chart has a place for each run of its file.</p>")
     head = (f'<header class="top"><div class="brand">pytest-roofline trend</div><h1>{esc(page_title)}</h1>'
             f'{src}<div class="src">{span}</div>{nav}{hint}</header>')
     body = head + ("".join(_group_section(i, g, policy) for i, g in enumerate(groups)) or

@@ -89,7 +89,9 @@ def _store(tmp_path: Path, *runs: RunSummary) -> str:
     return str(tmp_path / "hist")
 
 
-def test_no_run_named_lists_the_store_newest_last(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_run_named_lists_the_store_newest_last(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # one line a run (narrower: tests/unit/test_trend_trial.py)
     older = night(1, val("p", 1000.0), val("q", None), commit="abc1234")
     newer = night(2, val("p", 1100.0), val("q", 5.0), val("r", 7.0))
     uri = _store(tmp_path, newer, older)  # stored out of order: the listing orders by start time
@@ -98,7 +100,8 @@ def test_no_run_named_lists_the_store_newest_last(tmp_path: Path, capsys: pytest
     body = [ln for ln in lines if ln.startswith("202612")]
     assert [ln.split()[0] for ln in body] == [older.run_id, newer.run_id]
     assert "2026-12-01T02:00:00Z" in body[0] and SETUP.text() in body[0] and "abc1234" in body[0]
-    assert body[0].split()[-2:] == ["engine", "1"] and body[1].split()[-1] == "3"  # measured values: 1 and 3
+    # measured values: 1 and 3, then the prediction file (val's my-cpu.yaml)
+    assert body[0].split()[-3:] == ["engine", "1", "my-cpu.yaml"] and body[1].split()[-2:] == ["3", "my-cpu.yaml"]
     assert "2 runs, newest last" in lines[-1]
     assert main(["compare", "--store", uri, "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
