@@ -291,7 +291,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(comparison_json(a, b, rows), indent=2, ensure_ascii=False))
     else:
-        width = min(shutil.get_terminal_size((120, 24)).columns, 120)
+        width = min(shutil.get_terminal_size((120, 24)).columns, 200)  # the terminal table's cap too
         print("\n".join(render_comparison(a, b, rows, width=width)))
     return 0 if measured_in_both(rows) else 1
 

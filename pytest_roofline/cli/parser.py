@@ -109,7 +109,8 @@ def make_parser() -> argparse.ArgumentParser:
                     help="only setups whose 'hardware · model · vllm version' contains TEXT (case-insensitive); "
                          "repeatable")
     hi.add_argument("--last", type=flag_type(whole_at_least_1, "N"), metavar="N",
-                    help="only the latest N runs of each hardware × model")
+                    help="only the latest N runs of each prediction file on each hardware × model (N nights of "
+                         "each file)")
     hi.add_argument("--drift", type=flag_type(drift_threshold, "threshold"), metavar="THRESHOLD",
                     help="the drift columns' threshold, as --roofline-drift takes it and with its default (a "
                          "prediction's own drift: wins)")

@@ -99,16 +99,19 @@ def select_runs(runs: Iterable[RunSummary], *, setup: Sequence[str] = (), last: 
     """The runs the page shows, oldest first.
 
     ``setup``: keep a run when its setup text (``hardware · model · vllm version``) contains any of these texts
-    (case-insensitive); ``last``: keep only the latest ``last`` runs of each hardware × model."""
+    (case-insensitive); ``last``: keep only the latest ``last`` runs of each prediction file on each hardware × model
+    (a night is one run of a prediction file: with one pytest session per file, ``last=2`` keeps two nights of
+    every file, not the last two sessions)."""
     wanted = [s.strip().lower() for s in setup if s and s.strip()]
     kept = [r for r in runs if not wanted or any(w in r.setup.text().lower() for w in wanted)]
     kept.sort(key=lambda r: (r.started_at, r.run_id))
     if last is not None:
         if last < 1:
             raise ValueError("--last must be a whole number >= 1")
-        by_group: dict[tuple[str, str], list[RunSummary]] = {}
+        by_group: dict[tuple[str, str, str], list[RunSummary]] = {}
         for r in kept:
-            by_group.setdefault(_group_key(r), []).append(r)
+            for file in r.files or [""]:
+                by_group.setdefault((*_group_key(r), file), []).append(r)
         keep_ids = {r.run_id for g in by_group.values() for r in g[-last:]}
         kept = [r for r in kept if r.run_id in keep_ids]
     return kept

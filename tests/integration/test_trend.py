@@ -671,3 +671,14 @@ def test_every_point_shows_its_tooltip_in_a_browser(tmp_path: Path, demo_page: s
     assert len(expected) == len(tips) >= 14 * 10  # every point has a tooltip; 14 nights of each measured prediction
     assert sorted(seen) == sorted(expected)
     assert "2026-11-18 02:00 UTC · 005eed0 · vllm 0.32.0 — measured 1,382 ms: pass" in seen
+
+
+def test_select_runs_counts_nights_per_prediction_file() -> None:
+    # a nightly that runs two prediction files in two pytest sessions a night: four nights are eight runs, and
+    # --last 2 keeps the last two nights of each file (four runs), not the last two sessions (one night)
+    setup = SetupKey("a100-sxm4-80gb", "Qwen3-8B", "0.32.0")
+    runs = [RunSummary(run_id=f"n{night}-{f}", setup=setup, started_at=f"2026-11-{10 + night}T0{i}:00:00Z",
+                       mode="engine", values=(_value("x", 0.1, file=f"predictions/{f}.yaml"),))
+            for night in range(4) for i, f in enumerate(("a", "b"))]
+    kept = [r.run_id for r in select_runs(runs, last=2)]
+    assert kept == ["n2-a", "n2-b", "n3-a", "n3-b"]
