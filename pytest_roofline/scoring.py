@@ -236,10 +236,13 @@ class Verdict:
             return None
         return (lo if lo is not None else -math.inf, hi if hi is not None else math.inf)
 
-    def explanation_rows(self, fmt: Callable[[float], str] | None = None) -> list[tuple[str, str]]:
+    def explanation_rows(self, fmt: Callable[[float], str] | None = None, *,
+                         xfail_below: bool = False) -> list[tuple[str, str]]:
         """The verdict's explanation as ordered (label, value) rows: the one list behind the terminal's
         :meth:`explain` and the HTML reports' table (``report.common.explain_html``), each rendering it its own
-        way. ``fmt`` writes a band's bounds (default :meth:`fmt`)."""
+        way. ``fmt`` writes a band's bounds (default :meth:`fmt`). The verdict row says whether the prediction's
+        xfail expected it, with the xfail's reason, or with ``xfail_below`` only a pointer to where the page
+        shows that reason."""
         show = fmt or self.fmt
         measured = self.mode is VerdictMode.MEASURED
         rows = [("predicted", self.predicted_text or "—")]
@@ -273,8 +276,18 @@ class Verdict:
                 allowed = (f"  → allowed [{show(lo) if math.isfinite(lo) else '−∞'}, "
                            f"{show(hi) if math.isfinite(hi) else '+∞'}]")
             rows.append(("tolerance", self.tolerance_text + allowed))
-        rows.append(("verdict", f"{self.status.value.upper()} — {self.reason}"))
+        rows.append(("verdict", f"{self.status.value.upper()}{self._expected_text(xfail_below)} — {self.reason}"))
         return rows
+
+    def _expected_text(self, below: bool = False) -> str:
+        """What the prediction's xfail says of this verdict: a FAIL is the expected miss, a PASS one that was expected
+        to miss ("" without an xfail, or for a verdict it does not speak of)."""
+        why = " ".join(self.xfail_reason.split())
+        if not why or self.status not in (VerdictStatus.FAIL, VerdictStatus.PASS):
+            return ""
+        said = "xfail, its reason below" if below else f"xfail: {why}"
+        return (f", the expected miss ({said})" if self.status is VerdictStatus.FAIL
+                else f", though expected to miss ({said})")
 
     def explain(self) -> str:
         """Multi-line text for a failure: :meth:`explanation_rows`, then what the model says, the diagnosis, the
@@ -371,6 +384,8 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
         effective = VerdictMode.MATH
         v.measured_notes = [not_this_run]
     v.mode = effective
+    if pred.xfail is not None and not pred.xfail.applies(effective.value):
+        v.xfail_reason = ""  # expected to miss in the other check only (xfail: {mode: ...}): not this verdict
 
     setup: Setup | None = None
     try:
@@ -636,15 +651,14 @@ def _math_hint(tol_text: str) -> str:
 
 
 def _half_text(pred: Prediction) -> str:
+    """The precision written, in the unit written: half a unit in the last digit (``8.2e9`` -> ``50,000,000``,
+    written out: a tolerance a reader checks is never in scientific notation)."""
     h = pred.predicted.half_ulp_si
     unit = pred.predicted.unit
-    from pytest_roofline.units import unit_scale
-
     try:
-        scale = unit_scale(pred.q.dimension, unit)
-    except Exception:
-        scale = 1.0
-    return f"{h / scale:g} {unit}".strip()
+        return format_value(h, pred.q.dimension, unit, digits=3)
+    except Exception:  # noqa: BLE001 - a quantity without a dimension: the number alone
+        return format_value(h, "count", "", digits=3)
 
 
 def _compare_to_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float, band: model_bands.Band | None,

@@ -285,12 +285,21 @@ def _auto_bytes_unit(si: float) -> str:
 
 
 def _fmt_sig(x: float, digits: int) -> str:
+    """``x`` to at most ``digits`` significant figures, without the trailing zeros rounding leaves: a value that
+    has fewer digits is printed with those (88.8 reads "88.8", never "88.800", which claims a precision the
+    number was never given)."""
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
     if float(x).is_integer() and abs(x) < 1e15:
         return f"{x:,.0f}"
     magnitude = math.floor(math.log10(abs(x)))
     if magnitude >= 15 or magnitude <= -5:
-        return f"{x:.{digits - 1}e}"
+        mantissa, _, exponent = f"{x:.{digits - 1}e}".partition("e")
+        return f"{_drop_zeros(mantissa)}e{exponent}"
     decimals = max(0, digits - 1 - magnitude)
-    return f"{x:,.{decimals}f}"
+    return _drop_zeros(f"{x:,.{decimals}f}")
+
+
+def _drop_zeros(text: str) -> str:
+    """'88.800' -> '88.8', '2.000' -> '2'; a text without a decimal point is left as it is ('1,000')."""
+    return text.rstrip("0").rstrip(".") if "." in text else text

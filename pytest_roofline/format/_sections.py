@@ -117,7 +117,9 @@ def check_setup(ctx: NodeReader, spec: Spec, hw_node: yaml.Node, model_node: yam
         for problem in exc.problems:
             node = _find(root, problem.field)
             errors.append(SpecError(f"setup does not resolve: {problem.text}", file=ctx.file,
-                                    line=node.start_mark.line + 1 if node is not None else None))
+                                    line=node.start_mark.line + 1 if node is not None else None,
+                                    hint=f"change or remove {problem.field} as the line says (the args the models "
+                                         "read, accept and refuse: docs/reference/refusals.md)"))
         raise (errors[0] if len(errors) == 1 else SpecErrors(errors)) from None
     except (ValueError, KeyError, TypeError) as exc:
         node = setup_error_node(exc, root)

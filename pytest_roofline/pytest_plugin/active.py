@@ -141,6 +141,10 @@ def _redact_report(report: pytest.TestReport) -> None:
     report.sections = [(title, redact.redact_text(body)) for title, body in report.sections]
 
 
+#: the widest the prediction table and the drift lines are drawn, however wide the terminal
+MAX_TABLE_WIDTH = 200
+
+
 def terminal_summary(terminalreporter: Any, config: pytest.Config, rs: RooflineSession) -> None:
     """The prediction table (and the drift section) at the end of the run."""
     if not (rs.show_summary or rs.history_enabled):
@@ -149,7 +153,9 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, rs: RooflineS
     if not reports:
         return
     verbosity = config.get_verbosity()  # -q: the failing rows and the count; -qq: the count alone
-    width = min(terminalreporter._tw.fullwidth, 120)
+    # the terminal's own width (the table drops columns only where they do not fit), capped where a line would
+    # be too long to read across
+    width = min(terminalreporter._tw.fullwidth, MAX_TABLE_WIDTH)
     if rs.show_summary:
         if verbosity > -2:
             terminalreporter.write_sep("=", "roofline predictions")

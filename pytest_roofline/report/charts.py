@@ -340,7 +340,7 @@ def _throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
                    label=f"goodput ({g.percentile} SLO)",
                    titles=[f"goodput at {g.percentile}: {g.best_tok_per_s:,.1f} tok/s at C={g.best_concurrency}; "
                            f"raw max {g.raw_max_tok_per_s:,.1f} at C={g.raw_max_concurrency}"])
-        ch.annotate(float(g.best_concurrency), g.best_tok_per_s, f"goodput {_fmt_tok(g.best_tok_per_s)}",
+        ch.annotate(float(g.best_concurrency), g.best_tok_per_s, f"goodput {_fmt_tok(g.best_tok_per_s)} tok/s",
                     color=C_GOODPUT, dx=-9, dy=-12, anchor="end", weight="600")
     if scale == "log":
         cap_scale = "The y axis is logarithmic (the values span 8× or more); the toggle shows it linear. "
@@ -545,7 +545,7 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if p99:
         ch.line(p99, color=C_P99, width=2, label="p99")
         ch.markers(p99, color=C_P99, titles=[f"C={c:g}: p99 TTFT {y:,.0f} ms" for c, y in p99])
-    _ring_contaminated(ch, p50, _contaminated(pts, th, setup))
+    _ring_contaminated(ch, p50 + p99, _contaminated(pts, th, setup))  # both percentiles of a flattered point
     if floor:
         below = [(c, y) for c, y in p50 if y < floor]
         for c, y in below:
@@ -561,14 +561,16 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         c = float(v.predicted_value)
         ch.vline(c, color="#444", dash="3 3", text=f"ink TTFT knee C = {c:g}", text_pos=0.08,
                  text_side="right")
-    cap = ("The green band marks the goodput point: the highest-throughput concurrency whose "
-           f"{(spec.slo or {}).get('percentile', 'p99')} TTFT and TPOT both meet the SLO.")
+    cap = ""
+    if g is not None and g.best_concurrency is not None:  # said only where the column is drawn, in its colour
+        cap = (f"The yellow column marks the goodput point: the highest-throughput concurrency whose {g.percentile} "
+               "TTFT and TPOT both meet the SLO.")
     if s50:
         sk = ttft_knee([(c, pp.ttft_p50_ms, pp.ttft_p99_ms) for c, pp in sp], th.ttft_knee_ratio)
         cap += (" Dashed: the serving model's p50 and p99 (prefills queue behind the token budget and each other)"
                 + ("; the light green band is its p50's band (80% nominal)" if b50 else "")
                 + (f"; its TTFT knee is C = {sk:g}." if sk is not None else "; it predicts no TTFT knee."))
-    return Figure("ttft", ch.title, ch.render(), cap)
+    return Figure("ttft", ch.title, ch.render(), cap.strip())
 
 
 def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
@@ -629,7 +631,7 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         ch.line(p99, color=C_P99, width=2, label="p99")
         ch.markers(p99, color=C_P99, titles=[f"C={c:g}: p99 TPOT {y:,.2f} ms" for c, y in p99])
     cont = _contaminated(pts, th, setup)
-    _ring_contaminated(ch, p50, cont)
+    _ring_contaminated(ch, p50 + p99, cont)  # both percentiles of a flattered point
     clean = [(c, y) for c, y in p50 if c not in cont]
     if clean and model:
         c, y = clean[-1]

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any, TypeGuard
 
 from pytest_roofline.report.resources import css
-from pytest_roofline.report.svg import PALETTE, esc
+from pytest_roofline.report.svg import PALETTE, esc, text_box
 from pytest_roofline.scoring import Verdict, VerdictMode, VerdictStatus
 from pytest_roofline.units import format_value
 
@@ -308,7 +308,8 @@ def explain_html(v: Verdict, outcome: str | None = None, *, chart: bool = True,
         svg = band_svg(v, width=520, height=64, labels=True)
         if svg:
             left.append(f'<div class="rl-band">{svg}</div>')
-    rows = v.explanation_rows(lambda x: fmt(v, x))  # the one list the terminal's explain() renders too
+    # the one list the terminal's explain() renders too; the xfail's reason is the paragraph under it here
+    rows = v.explanation_rows(lambda x: fmt(v, x), xfail_below=True)
     right = '<table class="rl-kv">' + "".join(f"<tr><th>{esc(k)}</th><td>{esc(val)}</td></tr>"
                                               for k, val in rows) + "</table>"
     parts.append(f'<div class="rl-cols"><div class="rl-left">{"".join(left)}</div>'
@@ -460,10 +461,9 @@ def band_svg(v: Verdict, *, width: int = 200, height: int = 22, labels: bool = F
         def lab(x: float, y: float, s: str, anchor: str, col: str = "#444") -> str:
             return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{col}">{esc(s)}</text>'
 
-        if math.isfinite(lo):
-            out.append(lab(max(x0, 2), height - 3, fmt(v, lo, 4), "start" if x0 < width / 2 else "end"))
-        if math.isfinite(hi) and hi != lo:
-            out.append(lab(min(x1, width - 2), height - 3, fmt(v, hi, 4), "end" if x1 > width / 2 else "start"))
+        out.extend(lab(x, height - 3, s, anchor) for x, s, anchor in _end_labels(
+            fmt(v, lo, 4) if math.isfinite(lo) else None,
+            fmt(v, hi, 4) if math.isfinite(hi) and hi != lo else None, x0, x1, width))
         who = "measured" if v.mode is VerdictMode.MEASURED else "model"
         out.append(lab(xc, 10, f"{who} {fmt(v, chk, 4)}", "middle" if 60 < xc < width - 60 else (
             "start" if xc <= 60 else "end"), color))
@@ -473,6 +473,38 @@ def band_svg(v: Verdict, *, width: int = 200, height: int = 22, labels: bool = F
                            "middle" if 60 < xi < width - 60 else ("start" if xi <= 60 else "end"), "#111"))
     out.append("</svg>")
     return "".join(out)
+
+
+#: the band plot's font size (px), for the widths of its end labels
+_BAND_FONT = 10
+
+
+def _end_labels(lo: str | None, hi: str | None, x0: float, x1: float,
+                width: float) -> list[tuple[float, str, str]]:
+    """The band's end labels as (x, text, anchor): each at its end of the band, running inward on the half of the
+    drawing it is in; where the two would overlap (a narrow band), each runs outward from its end instead (the low
+    one leftward, the high one rightward), and where even that does not fit, one label "lo – hi" under the band."""
+    def box(x: float, s: str, anchor: str) -> tuple[float, float]:
+        b = text_box(x, 0, s, _BAND_FONT, anchor)
+        return b[0], b[2]
+
+    out = []
+    if lo is not None:
+        out.append((max(x0, 2), lo, "start" if x0 < width / 2 else "end"))
+    if hi is not None:
+        out.append((min(x1, width - 2), hi, "end" if x1 > width / 2 else "start"))
+    if len(out) < 2:
+        return out
+    if box(*out[0])[1] + 4 <= box(*out[1])[0]:
+        return out
+    lo_end = max(x0, 2 + box(0, lo or "", "start")[1])  # outward: the low label ends where the band starts
+    hi_start = min(x1, width - 2 - box(0, hi or "", "start")[1])
+    if lo_end + 4 <= hi_start:
+        return [(lo_end, lo or "", "end"), (hi_start, hi or "", "start")]
+    both = f"{lo} – {hi}"
+    half = (box(0, both, "start")[1]) / 2
+    mid = min(max((x0 + x1) / 2, 2 + half), width - 2 - half)
+    return [(mid, both, "middle")]
 
 
 #: the style sheet, package data (report/static/explain.css)

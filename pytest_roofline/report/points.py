@@ -72,7 +72,8 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
              ("serving", "the serving model's aggregate tok/s at this point (step-level simulation); under it, its "
                         "band [lo–hi] where the model has one"),
              ("÷ serving", "measured ÷ serving model"),
-             ("per-req", "mean per-request output tok/s"), ("TTFT p50/p99", "ms"), ("TPOT p50/p99", "ms"),
+             ("per-req tok/s", "mean per-request output tok/s"), ("TTFT p50/p99 ms", "time to first token, ms"),
+             ("TPOT p50/p99 ms", "time per output token, ms"),
              ("run/wait", "most requests running / waiting (server)"), ("KV", "peak KV-cache usage"),
              ("cache hits", "prefix-cache hit rate"), ("preempt", "preemptions"),
              ("λW ÷ L", "Little's law: throughput × mean latency ÷ requests in flight"), ("flags", "")]
@@ -161,21 +162,33 @@ def goodput_table(spec: Spec, results: Mapping[str, Any]) -> str:
     if not rows:
         return ""
     slo = spec.slo or {}
-    lines = ['<h3>Goodput</h3><table class="goodput"><tr><th>percentile</th><th>SLO</th><th>goodput</th>'
-             "<th>points meeting the SLO</th><th>raw max</th><th>raw ÷ goodput</th></tr>"]
+    lines = ['<h3>Goodput</h3><div class="scroll fit"><table class="goodput"><tr><th>percentile</th><th>SLO</th>'
+             "<th>goodput</th><th>points meeting the SLO</th><th>raw max</th><th>raw ÷ goodput</th></tr>"]
     for g in rows:
-        slo_txt = " and ".join(f"{k.upper()} ≤ {v * 1e3:g} ms" for k, v in slo.items() if k != "percentile")
-        best = (f"{g.best_tok_per_s:,.1f} tok/s at C = {g.best_concurrency}" if g.best_tok_per_s is not None
+        # a narrow window wraps these cells between their phrases, never inside "TTFT ≤ 500 ms" or "C = 8"
+        slo_txt = " and ".join(_nowrap(f"{k.upper()} ≤ {v * 1e3:g} ms")
+                               for k, v in slo.items() if k != "percentile")
+        best = (_at_c(f"{g.best_tok_per_s:,.1f} tok/s", g.best_concurrency) if g.best_tok_per_s is not None
                 else "none meets it")
         mark = " ★" if g.percentile == slo.get("percentile") else ""
-        lines.append(f"<tr><td>{esc(g.percentile)}{mark}</td><td>{esc(slo_txt)}</td><td class=\"num\">{esc(best)}</td>"
+        lines.append(f"<tr><td>{esc(g.percentile)}{mark}</td><td class=\"slo\">{slo_txt}</td>"
+                     f"<td class=\"num\">{best}</td>"
                      f"<td>{esc(', '.join(str(c) for c in g.passing_concurrencies) or '—')}</td>"
-                     f"<td class=\"num\">{g.raw_max_tok_per_s:,.1f} tok/s at C = {g.raw_max_concurrency}</td>"
+                     f"<td class=\"num\">{_at_c(f'{g.raw_max_tok_per_s:,.1f} tok/s', g.raw_max_concurrency)}</td>"
                      f"<td class=\"num\">{_num_or(g.raw_to_goodput_ratio, '{:.2f}×')}</td></tr>")
-    lines.append("</table><p class=\"hint\">Goodput is the highest throughput among sweep points whose TTFT and "
+    lines.append("</table></div><p class=\"hint\">Goodput is the highest throughput among sweep points whose TTFT and "
                  "TPOT both meet the SLO at that percentile; the gap to the raw maximum is what an SLO costs. "
                  "★ = the file's own SLO percentile.</p>")
     return "".join(lines)
+
+
+def _nowrap(text: str) -> str:
+    return f'<span class="nw">{esc(text)}</span>'
+
+
+def _at_c(value: str, c: Any) -> str:
+    """``1,763.3 tok/s at C = 16``, breakable only before "at"."""
+    return f"{_nowrap(value)} {_nowrap(f'at C = {c}')}"
 
 
 def errors_html(results: Mapping[str, Any]) -> str:

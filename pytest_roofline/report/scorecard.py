@@ -587,9 +587,11 @@ def _predictions_table(rows: Sequence[Row], *, measured: bool, anchor: str,
     if not rows:
         return '<h3>Predictions</h3><p class="missing">No predictions were scored.</p>'
     with_drift = drifts is not None and bool(rows)  # a run with a history
-    cols = ["", "prediction", "quantity", "ink", "model"] + (["measured"] if measured else []) + [
-        "roofline", "serving", "error", "tolerance", "against the band"] + (["drift"] if with_drift else [])
-    head = "<tr>" + "".join(f"<th>{esc(c)}</th>" for c in cols) + "</tr>"
+    # drift sits next to the verdict: the last column of a table this wide is the first to leave the screen
+    cols = ["", *(["drift"] if with_drift else []), "prediction", "quantity", "ink", "model"] + (
+        ["measured"] if measured else []) + ["roofline", "serving", "error", "tolerance", "against the band"]
+    head = "<tr>" + "".join(f'<th class="{_HEAD_CLASS[c]}">{esc(c)}</th>' if c in _HEAD_CLASS
+                            else f"<th>{esc(c)}</th>" for c in cols) + "</tr>"
     body = []
     # rows of one quantity share a relative band scale (their drawings read as one column of a chart)
     groups: dict[tuple[str, str], list[Verdict]] = {}
@@ -597,7 +599,7 @@ def _predictions_table(rows: Sequence[Row], *, measured: bool, anchor: str,
         groups.setdefault((v.quantity, v.mode.value), []).append(v)
     domains = {k: band_domain(vs) for k, vs in groups.items()}
     for v, o, _pred in rows:
-        band = band_svg(v, width=156, height=22, domain=domains.get((v.quantity, v.mode.value)))
+        band = band_svg(v, width=BAND_WIDTH, height=22, domain=domains.get((v.quantity, v.mode.value)))
         meas_cell = ""
         if measured:
             meas_cell = (f'<td class="num">{esc(v.measured_text or "")}'
@@ -607,14 +609,15 @@ def _predictions_table(rows: Sequence[Row], *, measured: bool, anchor: str,
         body.append(
             f'<tbody class="pred rl-{o}" id="p-{esc(_slug(v.id))}"><tr class="main">'
             f'<td><span class="rl-badge rl-{o}">{OUTCOME_LABEL.get(o, o)}</span></td>'
-            f'<td class="pid">{id_html(v.id)}</td><td class="q">{esc(at)}</td>'
+            f'{_drift_cell(_drift_of(drifts, v)) if with_drift else ""}'
+            f'<td class="pid">{id_html(v.id)}</td><td class="q">{_breakable(at)}</td>'
             f'<td class="num ink">{esc(v.predicted_text or "")}</td>'
             f'<td class="num">{esc(v.model_text or "")}</td>{meas_cell}'
             f'<td class="num model">{esc(v.roofline_text or "")}</td>'
             f'<td class="num serving" title="{esc(v.serving_explanation or "")}">{serving_html(v)}</td>'
             f'<td class="num err">{_err_pct(v)}</td>'
             f'<td class="tol" title="{esc(v.tolerance_text or "")}">{esc(_short_tol(v))}</td>'
-            f'<td class="band">{band}</td>{_drift_cell(_drift_of(drifts, v)) if with_drift else ""}</tr>'
+            f'<td class="band">{band}</td></tr>'
             f'<tr class="more"><td></td><td colspan="{len(cols) - 1}"><details><summary>{esc(_short_reason(v))}'
             f"</summary>{explain_html(v, o, heading=False)}</details></td></tr></tbody>")
     legend = ('<p class="hint">Against the band: shaded = the allowed interval around the reference; black tick = '
@@ -623,6 +626,17 @@ def _predictions_table(rows: Sequence[Row], *, measured: bool, anchor: str,
               "explanation.</p>")
     return (f'<h3>Predictions</h3>{legend}<div class="scroll"><table class="preds" id="{anchor}-predictions">'
             f"<thead>{head}</thead>{''.join(body)}</table></div>")
+
+
+#: the width of a row's band drawing (px): with the other columns it keeps the table inside the 1280-px page
+BAND_WIDTH = 128
+_HEAD_CLASS = {"drift": "drift", "against the band": "band"}
+
+
+def _breakable(text: str) -> str:
+    """Escaped text that may also wrap after an underscore (``max_concurrency_without_queueing`` is one long word
+    to a browser, and would hold its column 230 px wide)."""
+    return esc(text).replace("_", "_<wbr>")
 
 
 def _drift_cell(drift: Mapping[str, Any] | None) -> str:
@@ -643,11 +657,21 @@ def _short_tol(v: Verdict) -> str:
     return t.split(" (", 1)[0]
 
 
+#: the longest a row's reason line is before it is cut (the whole reason is in the row's details)
+REASON_CHARS = 260
+REASON_CUT_NOTE = " … (cut: the whole reason is in the details)"
+
+
 def _short_reason(v: Verdict) -> str:
+    """The reason line under a row; a long one is cut at a word, and says it is."""
     r = " ".join(str(v.reason).split())
     if v.xfail_reason and v.status is VerdictStatus.FAIL:
         r += " — expected: " + " ".join(str(v.xfail_reason).split())
-    return r if len(r) < 260 else r[:257] + "…"
+    if len(r) <= REASON_CHARS:
+        return r
+    head = r[:REASON_CHARS - len(REASON_CUT_NOTE) + 1]
+    head = head[:head.rfind(" ")] if " " in head else head
+    return head.rstrip(" ,;:—-") + REASON_CUT_NOTE
 
 
 #: the style sheet, package data (report/static/scorecard.css)

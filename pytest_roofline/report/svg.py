@@ -15,8 +15,9 @@ Two things are settled when the chart is rendered, not when a layer is added, so
   whose box crosses no curve, reference line, marker or earlier label and stays inside the plot (the preferred
   position first; the least crowded one when none is free). A placed label carries ``class="rl-label"`` and
   ``data-box="x0 y0 x1 y1"``, the box the placement used;
-* **markers** drawn with ``dodge=True`` (values in ink, the goodput star, single points) step sideways by ±1,
-  ±2… diameters until they cover no other marker; the markers of a series stay on their curve. Every marker
+* **markers** drawn with ``dodge=True`` (values in ink, the goodput star, single points) are lifted up or down
+  by half-radius steps until they cover no other marker, with a thin leader back to their value; they never
+  leave their x (the concurrency they stand for), and the markers of a series stay on their curve. Every marker
   carries ``data-r``, its radius, so its extent can be checked.
 """
 
@@ -39,6 +40,21 @@ PALETTE = {
 }
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 _CHAR_W = 0.62  # average glyph width as a fraction of the font size, for layout estimates (DejaVu Sans: ~0.6)
+
+
+#: the same for the bold (font-weight 600) notes
+_BOLD_CHAR_W = 0.66
+
+
+def _wrap_words(text: str, room: int) -> list[str]:
+    """``text`` in lines of at most ``room`` characters, broken between words (a word longer than that alone)."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= room:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
 
 
 def esc(text: object) -> str:
@@ -151,7 +167,7 @@ class _MarkerRec:
     overlay: bool
     dodge: bool
     ring: bool
-    shift: float = 0.0
+    lift: float = 0.0  # the vertical dodge, pixels (negative: up); a marker never leaves its x
 
     @property
     def r(self) -> float:
@@ -159,7 +175,11 @@ class _MarkerRec:
 
     @property
     def x(self) -> float:
-        return self.cx + self.shift
+        return self.cx
+
+    @property
+    def y(self) -> float:
+        return self.cy + self.lift
 
 
 @dataclass
@@ -264,19 +284,26 @@ class Chart:
         key = (self.subtitle, room)
         if self.__dict__.get("_wrapped_key") == key:  # px/py ask for every point: wrap once
             return list(self.__dict__["_wrapped"])
-        lines: list[str] = []
-        for word in self.subtitle.split(" "):
-            if lines and len(lines[-1]) + 1 + len(word) <= room:
-                lines[-1] += " " + word
-            else:
-                lines.append(word)
+        lines = _wrap_words(self.subtitle, room)
         self.__dict__["_wrapped_key"], self.__dict__["_wrapped"] = key, tuple(lines)
         return lines
 
+    def _note_lines(self) -> list[tuple[str, str]]:
+        """The notes, each wrapped at word boundaries to the chart's width (bold glyphs: a little wider), as
+        (line, colour): a note longer than the chart is never cut at its right edge."""
+        room = max(10, int((self.width - self.margin_left - 8) / (10.5 * _BOLD_CHAR_W)))
+        key = (tuple(self._notes), room)
+        if self.__dict__.get("_notes_key") != key:  # px/py ask for every point: wrap once
+            self.__dict__["_notes_key"] = key
+            self.__dict__["_notes_wrapped"] = tuple(
+                (line, color) for text, color in self._notes for line in _wrap_words(text, room))
+        return list(self.__dict__["_notes_wrapped"])
+
     @property
     def _top(self) -> float:
+        notes = len(self._note_lines())
         return (self.margin_top + (22 if self.title else 6) + 16 * len(self._subtitle_lines())
-                + 15 * len(self._notes) + (4 if self._notes else 0))
+                + 15 * notes + (4 if notes else 0))
 
     @property
     def _right(self) -> float:
@@ -284,7 +311,12 @@ class Chart:
 
     @property
     def _plot_h(self) -> float:
-        return self.height - self._top - self.margin_bottom
+        return self._height - self._top - self.margin_bottom
+
+    @property
+    def _height(self) -> float:
+        """``height``, and 15 px more for each line a long note wraps onto: the plot keeps its height."""
+        return self.height + 15 * (len(self._note_lines()) - len(self._notes))
 
     def px(self, v: float) -> float:
         return self.margin_left + self.x.frac(v) * (self._right - self.margin_left)
@@ -606,36 +638,52 @@ class Chart:
         self._notes.append((text, color))
 
     # --- placement ----------------------------------------------------------------------------------------
-    def _dodge(self) -> None:
-        """Move each ``dodge`` marker sideways until it covers no marker placed before it (series first)."""
+    def _dodge(self) -> list[str]:
+        """Lift each ``dodge`` marker up (or down) until it covers no marker placed before it (series first), and
+        return the leaders: a thin line from each moved marker back to its value. A marker keeps its x, the
+        concurrency it stands for; only the leader's far end is at its value."""
         placed = [m for m in self._markers if not m.dodge]
+        top, bottom = self._top, self._top + self._plot_h
+        leaders = []
         for m in (m for m in self._markers if m.dodge):
             step = m.r / 2
-            for k in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6, -6):
-                m.shift = k * step
-                if self.margin_left <= m.x <= self._right and not any(
-                        math.hypot(m.x - o.x, m.cy - o.cy) < (m.r + o.r) * 0.8 for o in placed):
+            # away from what it covers: down from a marker above it (4,802 stays below 5,060), else up
+            hit = [o for o in placed if math.hypot(m.x - o.x, m.cy - o.y) < (m.r + o.r) * 0.8]
+            away = 1 if hit and min(hit, key=lambda o: math.hypot(m.x - o.x, m.cy - o.y)).y < m.cy else -1
+            for k in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6, -6, 7, -7, 8, -8):
+                m.lift = k * away * step
+                if top <= m.y <= bottom and not any(
+                        math.hypot(m.x - o.x, m.y - o.y) < (m.r + o.r) * 0.8 for o in placed):
                     break
             else:
-                m.shift = 0.0
+                m.lift = 0.0
             placed.append(m)
+            if m.lift:
+                end = m.y + (m.r if m.lift < 0 else -m.r)  # from the marker's edge to its value
+                self._segments.append(((m.x, m.cy), (m.x, end)))
+                # a short tick at the value, and the line up (or down) to the marker
+                leaders.append(f'<path class="rl-leader" d="M{_num(m.x - 3)},{_num(m.cy)}h6M{_num(m.x)},'
+                               f'{_num(m.cy)}V{_num(end)}" fill="none" stroke="{m.stroke or m.color}" '
+                               'stroke-width="1.2"/>')
+        return leaders
 
     def _place_labels(self) -> list[str]:
         left, right, top, bottom = self.margin_left, self._right, self._top, self._top + self._plot_h
         boxes: list[Box] = []
         out: list[str] = []
+        lines: list[str] = []  # the pointers from far labels to their markers, drawn under every label
         if not self._labels:
             return out
         # what a label should not cover: every marker (after its dodge) and every dot, sorted by their left edge so
         # that a label's box is tested only against those whose x range can reach it (a 500-point chart stays fast)
-        marks = sorted([(m.x - m.r, m.cy - m.r, m.x + m.r, m.cy + m.r) for m in self._markers] + self._dot_boxes)
+        marks = sorted([(m.x - m.r, m.y - m.r, m.x + m.r, m.y + m.r) for m in self._markers] + self._dot_boxes)
         mark_x0 = [m[0] for m in marks]
         mark_w = max((m[2] - m[0] for m in marks), default=0.0)
         for lab in self._labels:
-            shift = lab.marker.shift if lab.marker is not None else 0.0
+            lift = lab.marker.lift if lab.marker is not None else 0.0  # a label follows its marker's dodge
             best: tuple[float, tuple[float, float, str], Box] | None = None
             for cx, cy, anc in lab.candidates:
-                box = text_box(cx + shift, cy, lab.text, lab.size, anc)
+                box = text_box(cx, cy + lift, lab.text, lab.size, anc)
                 if box[0] < left + 1 or box[2] > right - 1 or box[1] < top + 1 or box[3] > bottom - 1:
                     continue
                 cost = 0.0
@@ -648,12 +696,12 @@ class Chart:
                 cost += sum(2 for m in near if boxes_overlap(box, m))
                 cost += sum(3 for o in boxes if boxes_overlap((box[0] - 3, box[1] - 1, box[2] + 3, box[3] + 1), o))
                 if best is None or cost < best[0]:
-                    best = (cost, (cx + shift, cy, anc), box)
+                    best = (cost, (cx, cy + lift, anc), box)
                 if cost == 0:
                     break
             if best is None:  # no candidate fits in the plot: keep the preferred one, clamped inside
                 cx, cy, anc = lab.candidates[0]
-                cx += shift
+                cy += lift
                 w = len(lab.text) * lab.size * _CHAR_W
                 if anc == "start":
                     cx = min(cx, right - 1 - w)
@@ -663,12 +711,19 @@ class Chart:
                 best = (0.0, (cx, cy, anc), text_box(cx, cy, lab.text, lab.size, anc))
             _, (x, y, anc), box = best
             boxes.append(box)
+            if lab.marker is not None:
+                pointer = _pointer(lab.marker, box)
+                if pointer is not None:  # the label had to go further off: a thin line says whose it is
+                    (ax_, ay_), (bx_, by_) = pointer
+                    self._segments.append(pointer)
+                    lines.append(f'<line class="rl-pointer" x1="{_num(ax_)}" y1="{_num(ay_)}" x2="{_num(bx_)}" '
+                                 f'y2="{_num(by_)}" stroke="#8a8a8a" stroke-width="0.8"/>')
             data = " ".join(_num(v) for v in box)
             # a white halo under the glyphs: a reference line that must cross a label does not strike it through
             out.append(_label(x, y, lab.text, lab.color, anchor=anc, size=lab.size, weight=lab.weight,
                               extra=f' class="rl-label" data-box="{data}" stroke="white" stroke-width="3" '
                                     'stroke-linejoin="round" paint-order="stroke"'))
-        return out
+        return lines + out
 
     # --- output -------------------------------------------------------------------------------------------
     def _legend_rows(self) -> list[list[tuple[Legend, float]]]:
@@ -687,7 +742,7 @@ class Chart:
     def render(self) -> str:
         legend_rows = self._legend_rows()
         legend_h = 16 * len(legend_rows) + (6 if legend_rows else 0)
-        total_h = self.height + legend_h
+        total_h = self._height + legend_h
         key = hashlib.sha1(("".join(self._layers) + "".join(self._dots) + self.title).encode()).hexdigest()[:10]
         clip = f"rl-clip-{key}"
         left, right, top, bottom = self.margin_left, self._right, self._top, self._top + self._plot_h
@@ -706,7 +761,7 @@ class Chart:
         for i, text in enumerate(sub):
             out.append(_label(left, self.margin_top + 31 + 16 * i, text, "#555", anchor="start", size=10.5))
         y0 = self.margin_top + (22 if self.title else 6) + 16 * len(sub)
-        for i, (text, color) in enumerate(self._notes):
+        for i, (text, color) in enumerate(self._note_lines()):
             out.append(_label(left, y0 + 13 + 15 * i, text, color, anchor="start", size=10.5, weight="600"))
         out.append(f'<rect x="{_num(left)}" y="{_num(top)}" width="{_num(right - left)}" '
                    f'height="{_num(bottom - top)}" fill="#fcfcfd" stroke="#c8c8c8"/>')
@@ -740,20 +795,21 @@ class Chart:
             cx, cy = 13, (top + bottom) / 2
             out.append(f'<text x="{_num(cx)}" y="{_num(cy)}" fill="#333" text-anchor="middle" '
                        f'transform="rotate(-90 {_num(cx)} {_num(cy)})">{esc(self.y.label)}</text>')
-        self._dodge()
+        leaders = self._dodge()
         out.append(f'<g clip-path="url(#{clip})">')
         out.extend(self._layers)
-        out.extend(_marker_svg(m.x, m.cy, m.shape, m.color, m.size, m.hollow, m.tip, m.stroke, m.css_class, m.ring)
+        out.extend(_marker_svg(m.x, m.y, m.shape, m.color, m.size, m.hollow, m.tip, m.stroke, m.css_class, m.ring)
                    for m in self._markers if not m.overlay)
         out.append("</g>")
         out.extend(self._overlay)
         out.extend(self._dots)
-        out.extend(_marker_svg(m.x, m.cy, m.shape, m.color, m.size, m.hollow, m.tip, m.stroke, m.css_class, m.ring)
+        out.extend(leaders)
+        out.extend(_marker_svg(m.x, m.y, m.shape, m.color, m.size, m.hollow, m.tip, m.stroke, m.css_class, m.ring)
                    for m in self._markers if m.overlay)
         out.extend(self._place_labels())
         out.extend(self._hover)  # invisible: above the labels too, so a label over a point never hides its tooltip
         # legend
-        ly = self.height + 4
+        ly = self._height + 4
         for row in legend_rows:
             lx = float(left)
             for item, w in row:
@@ -763,6 +819,21 @@ class Chart:
             ly += 16
         out.append("</svg>")
         return "".join(out)
+
+
+#: a label whose box is further than this from its marker's edge (px) gets a pointer to it
+POINTER_GAP = 12.0
+
+
+def _pointer(m: _MarkerRec, box: Box) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """The line from a marker's edge to the nearest point of its label's box (2 px short of it), or None when the
+    label sits close enough to read as the marker's own."""
+    nx, ny = min(max(m.x, box[0]), box[2]), min(max(m.y, box[1]), box[3])
+    d = math.hypot(nx - m.x, ny - m.y)
+    if d <= m.r + POINTER_GAP:
+        return None
+    ux, uy = (nx - m.x) / d, (ny - m.y) / d
+    return (m.x + ux * m.r, m.y + uy * m.r), (nx - ux * 2, ny - uy * 2)
 
 
 def _tick_format(axis: Axis) -> Callable[[float], str]:

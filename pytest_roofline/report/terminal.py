@@ -1,9 +1,10 @@
 """The table printed at the end of a pytest run, and the one-line form of a verdict.
 
 The table fits the terminal's width (80 columns in a typical CI log) without making two rows look the same:
-the columns are sized to what they hold, a number is never cut, the columns a reader can do without (the two
-models' values, then the quantity) give way first, and an id too long for its column loses its middle, never
-its end, so ``littles-law[concurrency=16]`` and ``littles-law[concurrency=1]`` stay two different rows.
+the columns are sized to what they hold, a number is never cut, each row shows the tolerance it was checked
+with, the columns a reader can do without (the two models' values, then the quantity) give way first, and an id
+too long for its column loses its middle, never its end, so ``littles-law[concurrency=16]`` and
+``littles-law[concurrency=1]`` stay two different rows.
 ``-q`` shortens the table to the rows that failed and the count; ``-qq`` prints the count alone.
 """
 
@@ -61,20 +62,28 @@ def _clip(text: str, width: int) -> str:
 
 
 def _short(text: str) -> str:
-    """A model value without its unit, for the narrow roofline/serving columns ('2,666.9 tok/s' -> '2,666.9')."""
-    text = str(text or "")
-    if not text or text.startswith("("):
-        return ""
+    """A model value for the roofline/serving columns, its unit kept ('2,666.9 tok/s' beside a measured
+    '2,504.6 tok/s'); "" for the note a model that could not compute leaves ('(model: ...)')."""
+    text = _plain(text)
+    return "" if not text or text.startswith("(") else text
+
+
+def _number_only(text: str) -> str:
     head = text.split(" ")[0]
-    if text.endswith(" %"):  # a share keeps its sign of being one
-        return head + "%"
     return head if any(ch.isdigit() for ch in head) else text
 
 
 def _band_short(band: str) -> str:
-    """The serving band without its units, for the serving column ('9.4 ms – 14.4 ms' -> '9.4–14.4')."""
-    lo, _, hi = band.partition(" – ")
-    return f"{_short(lo)}–{_short(hi)}" if hi else _short(band)
+    """The serving band without its units, which the serving value beside it already says
+    ('9.4 ms – 14.4 ms' -> '9.4–14.4')."""
+    lo, _, hi = _plain(band).partition(" – ")
+    return f"{_number_only(lo)}–{_number_only(hi)}" if hi else _number_only(_plain(band))
+
+
+def _tolerance_short(v: Verdict) -> str:
+    """The tolerance the verdict was checked with, without where it came from ('±0.5 ms (precision written)'
+    -> '±0.5 ms'): beside the error it says why a -0.93% passes and a +361.73% too (``>= 100 ms``)."""
+    return _plain(v.tolerance_text).split(" (", 1)[0]
 
 
 def _error_message(reason: str) -> str:
@@ -143,7 +152,8 @@ def failure_line(v: Verdict) -> str:
     return ", ".join(parts) + (f" ({'; '.join(tail)})" if tail else "")
 
 
-_COLUMNS = ("id", "quantity", "predicted", "measured/model", "src", "roofline", "serving", "error", "verdict")
+_COLUMNS = ("id", "quantity", "predicted", "measured/model", "src", "roofline", "serving", "error", "tolerance",
+            "verdict")
 _RIGHT = {"predicted", "measured/model", "roofline", "serving", "error"}
 
 
@@ -168,6 +178,7 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
             "serving": _short(v.serving_text),
             "serving_band": f" [{_band_short(v.serving_band_range)}]" if v.serving_band_range else "",
             "error": v.error_text.split(" (")[0] or ("" if v.status is not VerdictStatus.SKIP else "—"),
+            "tolerance": _tolerance_short(v),
             "verdict": INCONCLUSIVE_WORD if v.status is VerdictStatus.INCONCLUSIVE and not hasattr(r, "wasxfail")
             else DRIFT_FAIL_WORD if _failed_by_drift(r, v)
             else OUTCOME_WORD.get(_outcome(r), _outcome(r).upper()),
@@ -186,18 +197,37 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
 
 
 def _layout(rows: list[dict[str, str]], width: int) -> list[str]:
-    """The table with the serving band beside each serving value, or without the bands where they would push the
-    serving column off a narrow terminal."""
+    """The table with the serving band beside each serving value, or without the bands where they would push a
+    model's column (or the quantity) off a narrow terminal."""
     banded = [{**row, "serving": row["serving"] + row.get("serving_band", "")} for row in rows]
     lines = _layout_rows(banded, width)
-    if any(row.get("serving_band") for row in rows) and "serving" not in lines[0].split():
-        lines = _layout_rows(rows, width)
+    if any(row.get("serving_band") for row in rows):
+        plain = _layout_rows(rows, width)
+        if _kept(plain) > _kept(lines):
+            return plain
     return lines
 
 
+def _kept(lines: list[str]) -> int:
+    """How many of the columns that give way a layout kept (its header's words)."""
+    head = lines[0].split()
+    return sum(c in head for c in ("roofline", "serving", "quantity"))
+
+
+#: the value column's header where every row's value comes from one source (the src column then says nothing)
+_ONE_SOURCE = {"meas": "measured", "model": "model"}
+
+
 def _layout_rows(rows: list[dict[str, str]], width: int) -> list[str]:
-    natural = {c: max([len(c)] + [len(row[c]) for row in rows]) for c in _COLUMNS}
-    for c in ("roofline", "serving"):  # a column no row fills is not shown
+    heads = {c: c for c in _COLUMNS}
+    sources = {row["src"] for row in rows}
+    one_source = _ONE_SOURCE.get(next(iter(sources))) if len(sources) == 1 else None
+    if one_source:  # a math run (all "model"), a measured-only file: the header says it once
+        heads["measured/model"] = one_source
+    natural = {c: max([len(heads[c])] + [len(row[c]) for row in rows]) for c in _COLUMNS}
+    if one_source:
+        natural["src"] = 0
+    for c in ("roofline", "serving", "tolerance"):  # a column no row fills is not shown
         if not any(row[c] for row in rows):
             natural[c] = 0
     shown = {c: natural[c] for c in _COLUMNS if natural[c] and c != "quantity"}
@@ -227,11 +257,19 @@ def _layout_rows(rows: list[dict[str, str]], width: int) -> list[str]:
             text = _clip(text, w)
         return f"{text:>{w}}" if c in _RIGHT else f"{text:<{w}}"
 
-    head = " ".join(cell(c, c) if c != "id" else f"{'id':<{shown['id']}}" for c in order).rstrip()
+    head = " ".join(cell(c, heads[c]) if c != "id" else f"{'id':<{shown['id']}}" for c in order).rstrip()
     lines = [head, "-" * min(width, len(head))]
+    verdict_at = sum(shown[c] + 1 for c in order[:-1])  # where the verdict column starts
     for row in rows:
         if ids[row["id"]] is None:  # too long to cut without ambiguity: whole, on its own line
             lines.append(row["id"])
+        if not error_rows_lose_message and row["verdict"] == "ERROR" and row["src"] == "":
+            # an invalid prediction has no values: its message runs across their empty columns to the verdict
+            start = sum(shown[c] + 1 for c in order[:order.index("quantity")])
+            room = verdict_at - start - 1
+            lines.append((" ".join(cell(c, row[c]) for c in order[:order.index("quantity")])
+                          + f" {_clip(row['quantity'], room):<{room}} " + cell("verdict", row["verdict"])).rstrip())
+            continue
         lines.append(" ".join(cell(c, row[c]) for c in order).rstrip())
         if error_rows_lose_message and row["verdict"] == "ERROR" and row["src"] == "":
             lines.append(_clip("  " + row["quantity"], width))  # what is wrong, on its own line

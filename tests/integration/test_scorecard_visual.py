@@ -173,7 +173,7 @@ def test_the_goodput_label_crosses_no_curve_and_no_band(y_scale: str) -> None:
     # check widens it by 10% away from its anchor, and counts the serving model's band edges as lines
     root = ET.fromstring(_figs("day3", y_scale=y_scale)["throughput"].svg)
     assert _ribbons(root), "the serving model's band is drawn"
-    found = [(box, el) for text, box, el in _labels(root) if text == "goodput 640"]
+    found = [(box, el) for text, box, el in _labels(root) if text == "goodput 640 tok/s"]
     assert len(found) == 1, [t for t, _, _ in _labels(root)]
     box, el = found[0]
     assert el.get("font-weight") == "600"
@@ -184,7 +184,7 @@ def test_the_goodput_label_crosses_no_curve_and_no_band(y_scale: str) -> None:
             x1 + (extra if anchor == "start" else extra / 2 if anchor == "middle" else 0), y1)
     for pts in _curves(root):
         for a, b in zip(pts[:-1], pts[1:]):
-            assert not segment_hits_box(a, b, wide), f"{y_scale}: a line crosses 'goodput 640' ({a} → {b})"
+            assert not segment_hits_box(a, b, wide), f"{y_scale}: a line crosses 'goodput 640 tok/s' ({a} → {b})"
     star = next(m for m in _markers(root) if m["shape"] == "star")
     assert math.hypot((x0 + x1) / 2 - star["cx"], (y0 + y1) / 2 - star["cy"]) < 90  # still beside its star
     for m in _markers(root):

@@ -126,8 +126,18 @@ def test_day3_replay_at_80_columns(pytester: pytest.Pytester, monkeypatch):
     start = next(i for i, ln in enumerate(result.outlines) if "roofline predictions" in ln)
     table = result.outlines[start + 1:start + 40]
     assert all(len(ln) <= 80 for ln in table), max(table, key=len)
-    rows = [ln for ln in table if ln.startswith("littles-law[")]
-    assert [ln.split()[0] for ln in rows] == LITTLES, rows
+    assert table[0].split()[-2:] == ["tolerance", "verdict"]  # each row says what it was checked with
+    rows = [ln for ln in table if ln.startswith("littles")]
+    # the tolerance column takes the room the whole ids had: they lose their middles, never their ends, and the
+    # eight stay eight different rows, each checked with the file's ±2%
+    shown = [ln.split()[0] for ln in rows]
+    assert len(set(shown)) == len(shown) == 8, rows
+    for full, cut in zip(LITTLES, shown, strict=True):
+        head, _, tail = cut.partition("…")
+        assert full.startswith(head) and full.endswith(tail)
+    assert all(ln.split()[-2:][0] == "±2%" for ln in rows), rows
+    floor = next(ln for ln in table if ln.startswith("prefill-floor"))
+    assert floor.split()[-3:] == ["±0.5", "ms", "PASS"], floor  # 53 ms written: half a unit in its last digit
 
 
 def test_quiet_runs_print_the_failures_and_the_count(small):

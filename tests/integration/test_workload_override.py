@@ -407,9 +407,12 @@ def test_a_measured_run_checks_engine_and_model_overrides_against_the_model(tmp_
 
 
 @pytest.mark.slow
-def test_replay_checks_the_override_against_the_model_and_its_serving_column(pytester: pytest.Pytester) -> None:
+def test_replay_checks_the_override_against_the_model_and_its_serving_column(pytester: pytest.Pytester,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """End to end: --replay scores the file's own prediction against the recording and checks the override against
     the model (saying why), and the serving column beside it shows the override's own simulation."""
+    # the serving column with its unit and every row's tolerance: wider than 80 columns, where it gives way
+    monkeypatch.setenv("COLUMNS", "120")
     pytester.path.joinpath("ov.roofline.yaml").write_text(textwrap.dedent("""\
         hardware: cpu
         model: roofline-tiny

@@ -43,7 +43,8 @@ def test_the_terminal_summary_shows_the_serving_band_beside_the_serving_value(ve
     v = verdict
     assert v.serving_band_range and " – " in v.serving_band_range
     line = next(ln for ln in summary_table([_Report(v.to_dict())], width=200) if ln.startswith(v.id))
-    m = re.search(r"([\d,.]+) \[([\d,.]+)–([\d,.]+)\]", line)  # the serving column: "value [lo–hi]"
+    # the serving column: "value unit [lo–hi]" (the value keeps its unit; the band's ends are in the same one)
+    m = re.search(r"([\d,.]+) tok/s \[([\d,.]+)–([\d,.]+)\]", line)
     assert m, line
     value, lo, hi = (float(x.replace(",", "")) for x in m.groups())
     # the model value lies inside its band, and the band is model.bands' range around it (display rounding: 0.5%)

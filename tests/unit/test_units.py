@@ -197,7 +197,7 @@ def test_unit_scale():
     (0.5625, "ratio", None, 4, "56.25 %"),
     (16.38e9, "bytes", "GB", 4, "16.38 GB"),
     (153.01618, "intensity", None, 5, "153.02 FLOP/byte"),
-    (3.35e12, "flop_rate", None, 4, "3.350 TFLOP/s"),
+    (3.35e12, "flop_rate", None, 4, "3.35 TFLOP/s"),  # no trailing zero past the value's digits
 ])
 def test_format_value(si, dim, unit, digits, text):
     assert format_value(si, dim, unit, digits=digits) == text

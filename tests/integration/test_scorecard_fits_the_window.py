@@ -1,0 +1,104 @@
+"""The scorecard and the pytest-html report measured in headless Chromium (the visual trial of s11,
+notes/s11/trial-visual.md, H3, M9 and M10): what only a browser's layout decides.
+
+* H3: at a 1400-px window every column of the predictions table is on screen, the drift column included (it was
+  the last column of a table 1,362 px wide in a 1,228-px box);
+* M10: at 800 px the goodput table's SLO cell takes at most two lines (it took one word a line), and each row's
+  reason under the predictions table ends inside the visible box (it was cut at the card's edge, mid-word);
+* M9: at 1400 px the pytest-html results table is no wider than the window (it was 1,537 px).
+
+A copy of each page gets a script that measures it and writes the numbers into the page (the pages have no script
+of their own, and the scorecard's Content-Security-Policy, removed from the copy, would refuse one).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.browser import needs_chromium, run_chromium
+from support.paths import CPU_TINY, DAY3, DAY3_RESULTS
+from support.pytest_run import NO_CACHE
+from support.recordings import recording_path
+
+from pytest_roofline.format.spec import load_spec
+from pytest_roofline.report.scorecard import render_scorecard, score_spec
+
+pytestmark = needs_chromium
+
+_MEASURE = r"""<script>
+addEventListener('load', () => setTimeout(() => {
+  const out = {viewport: document.documentElement.clientWidth, preds: [], slo: [], reasons: [], results: null};
+  for (const t of document.querySelectorAll('table.preds')) {
+    const box = t.closest('.scroll');
+    const heads = [...t.querySelectorAll('thead th')].map(th => [th.textContent, th.getBoundingClientRect().right]);
+    out.preds.push({scroll: t.scrollWidth, box: box.clientWidth, right: box.getBoundingClientRect().right,
+                    heads});
+    for (const s of t.querySelectorAll('tr.more > td > details > summary')) {
+      const edge = box.getBoundingClientRect().right;
+      out.reasons.push([s.textContent.slice(0, 40), s.getBoundingClientRect().right, edge]);
+    }
+  }
+  for (const td of document.querySelectorAll('table.goodput td.slo')) {
+    const r = document.createRange(); r.selectNodeContents(td);
+    out.slo.push(new Set([...r.getClientRects()].map(c => Math.round(c.top))).size);
+  }
+  const rt = document.querySelector('#results-table');
+  if (rt) out.results = {width: rt.getBoundingClientRect().width, rows: rt.querySelectorAll('tbody').length};
+  document.body.textContent = 'MEASURED' + JSON.stringify(out) + 'MEASURED';
+}, 300));
+</script>"""
+
+
+def _measure(tmp_path: Path, html: str, width: int, name: str) -> dict[str, Any]:
+    page = tmp_path / f"{name}-{width}.html"
+    page.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
+                    .replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
+    out = run_chromium(tmp_path, page.as_uri(), f"--window-size={width},1200", "--virtual-time-budget=10000",
+                       "--dump-dom").stdout
+    m = re.search(r"MEASURED(.*?)MEASURED", out, flags=re.S)
+    assert m is not None, out[-2000:]
+    return json.loads(m.group(1))
+
+
+def _scorecard(yaml_path: Path, results: Path, *, drift: bool) -> str:
+    spec = load_spec(yaml_path)
+    data = json.loads(results.read_text(encoding="utf-8"))
+    verdicts = score_spec(spec, data)
+    drifts = ({(str(v.file), v.id): {"status": "drifted", "change_rel": -0.666, "text": "-66.6% vs previous run"}
+               for v in verdicts} if drift else None)
+    return render_scorecard(spec, verdicts, data, drifts=drifts)
+
+
+@pytest.mark.parametrize("run", ["cpu-tiny", "day3"])
+def test_h3_every_column_is_on_screen_at_1400(tmp_path: Path, run: str) -> None:
+    yaml_path, results = (CPU_TINY, recording_path("cpu-tiny")) if run == "cpu-tiny" else (DAY3, DAY3_RESULTS)
+    got = _measure(tmp_path, _scorecard(yaml_path, results, drift=True), 1400, run)
+    [table] = got["preds"]
+    assert table["scroll"] <= table["box"], table  # nothing to scroll to
+    heads = dict(table["heads"])
+    assert "drift" in heads and "against the band" in heads
+    assert max(right for _h, right in table["heads"]) <= table["right"] + 0.5 <= got["viewport"]
+
+
+def test_m10_at_800_the_slo_takes_two_lines_and_reasons_end_in_view(tmp_path: Path) -> None:
+    got = _measure(tmp_path, _scorecard(DAY3, DAY3_RESULTS, drift=False), 800, "day3")
+    assert got["slo"] == [2, 2]  # "TTFT ≤ 500 ms and" / "TPOT ≤ 50 ms", for p50 and p99
+    assert len(got["reasons"]) == 36
+    for text, right, box_right in got["reasons"]:
+        assert right <= box_right + 0.5, text  # wrapped at a word inside the visible box, never cut at its edge
+
+
+@pytest.mark.slow
+def test_m9_the_pytest_html_table_fits_1400(tmp_path: Path, pytester: pytest.Pytester) -> None:
+    pytester.path.joinpath("day3.yaml").write_text(DAY3.read_text(encoding="utf-8"), encoding="utf-8")
+    result = pytester.runpytest_subprocess(*NO_CACHE, "--replay", str(DAY3_RESULTS), "day3.yaml",
+                                           "--html", "report.html", "--self-contained-html")
+    result.assert_outcomes(passed=26, xfailed=10)
+    html = (pytester.path / "report.html").read_text(encoding="utf-8")
+    got = _measure(tmp_path, html, 1400, "report")
+    assert got["results"] is not None and got["results"]["rows"] >= 36
+    assert got["results"]["width"] <= got["viewport"], got["results"]  # the Reason column is not cut off
