@@ -73,12 +73,14 @@ def roofline_inputs(setup: Setup, at: Mapping[str, Any]) -> dict[str, str]:
     ctx = at.get("context", setup.kv_context_tokens)
     d["kv_per_seq"] = (f"{ctx:,.0f} tokens × {setup.kv_bytes_per_token:,.0f} B = "
                        f"{format_value(setup.kv_bytes_per_seq_at(ctx), 'bytes', 'GB', digits=5)}")
-    d["flop_per_token"] = f"2 × {float(setup.model.active_param_count()):,.0f} = {setup.flop_per_token:.5g} FLOP"
+    d["flop_per_token"] = (f"2 × {float(setup.model.active_param_count()):,.0f} = "
+                           f"{setup.flop_per_token / 1e9:,.5g} GFLOP")
     if setup.tensor_parallel_size > 1 and setup.pipeline_parallel_size == 1:
         tp = setup.tensor_parallel_size
         d["kv_per_seq_per_gpu"] = (f"{ctx:,.0f} tokens × {setup.kv_bytes_per_token_per_gpu:,.0f} B = "
                                    f"{format_value(setup.kv_bytes_per_seq_per_gpu_at(ctx), 'bytes', 'GB', digits=5)}")
-        d["flop_per_token_per_gpu"] = f"{setup.flop_per_token:.5g} ÷ {tp} = {setup.flop_per_token_per_gpu:.5g} FLOP"
+        d["flop_per_token_per_gpu"] = (f"{setup.flop_per_token / 1e9:,.5g} GFLOP ÷ {tp} = "
+                                       f"{setup.flop_per_token_per_gpu / 1e9:,.5g} GFLOP")
         try:
             ar = setup.allreduce()
             d["allreduce"] = (f"{ar.calls} all-reduces × (2 × {tp - 1}/{tp} × {ar.bytes_per_token_per_call:,.0f} B "
