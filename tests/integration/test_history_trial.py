@@ -1,4 +1,4 @@
-"""The visual trial's reproduction (notes/s11/trial-visual.md, "R2"), through pytest: recorded CPU runs replayed
+"""A nightly of several prediction files, reproduced through pytest: recorded CPU runs replayed
 into a history store, each prediction file in its own pytest session on each of two nights, as a nightly that runs
 ``pytest --gpu cpu FILE`` per file stores them; and predictions/day3.yaml's replay, stored once and replayed again.
 

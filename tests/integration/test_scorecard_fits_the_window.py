@@ -1,5 +1,5 @@
-"""The scorecard and the pytest-html report measured in headless Chromium (the visual trial of s11,
-notes/s11/trial-visual.md, H3, M9 and M10): what only a browser's layout decides.
+"""The scorecard and the pytest-html report measured in headless Chromium (a newcomer's visual trial of
+2026-12-06; its findings H3, M9 and M10): what only a browser's layout decides.
 
 * H3: at a 1400-px window every column of the predictions table is on screen, the drift column included (it was
   the last column of a table 1,362 px wide in a 1,228-px box);

@@ -1,4 +1,4 @@
-"""The engine-args trial's findings (notes/s11/trial-engine-args.md), each fixed and pinned.
+"""A trial of 49 public ``vllm serve`` lines through ``engine.args`` (2026-12-06): each finding fixed and pinned.
 
 Every expected value here is worked out from vLLM's behaviour or plain arithmetic, written next to it, not read
 back from the code: which values vLLM treats as "off", which release's ``_is_v1_supported_oracle`` sends a launch

@@ -1,4 +1,5 @@
-"""The visual trial's findings on the trend page and ``roofline compare`` (notes/s11/trial-visual.md), on stored
+"""The visual trial's findings on the trend page and ``roofline compare`` (a newcomer's visual trial of
+2026-12-06; the finding codes below are its), on stored
 runs built here by hand, so that every expected value below is worked out from the runs themselves:
 
 * H1: a night's stored pytest outcome (xfail, xpass) is what the page and ``compare`` show, not the verdict status;

@@ -1,4 +1,4 @@
-"""The visual trial of s11 (notes/s11/trial-visual.md), finding by finding: each test checks the property the trial
+"""A newcomer's visual trial of the outputs (2026-12-06), finding by finding: each test checks the property the trial
 found broken, on the outputs of a replay of the recorded runs (no engine), with the expected values worked out
 here from the files, not read back from the code under test.
 
