@@ -73,6 +73,8 @@ NO_TIMING_EFFECT_ARGS: frozenset[str] = frozenset({
     # vllm/engine/arg_utils.py --config-format "The format of the model config to load"); a security setting for
     # requests that name local images or videos (--allowed-local-media-path), which a text request never does
     "config_format", "allowed_local_media_path",
+    # vLLM 0.4-0.5's spelling of distributed_executor_backend: ray (the executor, not the kernels)
+    "worker_use_ray",
 })
 
 #: on/off engine args the models read or refuse: :func:`read_flag` reads them (a value that is neither on nor off,
@@ -333,6 +335,13 @@ _REFUSED_ARGS: dict[str, tuple[Callable[[Any], bool], str, Scope]] = {
                                                         "default from 0.6.0", "serving"),
     "enable_eplb": (_default_only(False), "expert-parallel load balancing (expert parallelism) is not modelled",
                     "setup"),
+    # timing only: the roofline and the KV pool hold, the serving model's per-step costs are the default's
+    "compilation_config": (is_off, "a compilation config (vLLM's -O) changes which graphs torch.compile builds and "
+                                   "which batch sizes replay CUDA graphs: the serving model's per-step costs are "
+                                   "those of the release's default compilation", "serving"),
+    "attention_backend": (is_off, "a named attention backend (FLASHINFER, FLASH_ATTN, ...) replaces the one vLLM "
+                                  "picks for the GPU: the serving model's attention costs are those of the default "
+                                  "choice", "serving"),
 }
 
 #: every engine arg the models know (modelled, without effect, or refused at some value)

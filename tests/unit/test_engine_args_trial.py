@@ -220,7 +220,9 @@ def test_the_tp_alias_splits_the_weights():
 
 def test_the_dp_and_o_aliases_reach_their_arguments_refusals():
     assert "engine.replicas" in str(refusal(dp=2))
-    assert refusal(O=3).field == "engine.args.compilation_config"
+    with pytest.raises(SetupValueError) as exc:  # -O is compilation_config: the setup builds, the serving model refuses
+        sv.EngineConfig.from_setup(h100(O=3))
+    assert exc.value.field == "engine.args.compilation_config"
 
 
 def test_set_normalises_kebab_keys_aliases_and_no_forms():
@@ -287,6 +289,25 @@ def test_a_scheduling_change_leaves_the_setup_and_is_refused_by_the_serving_mode
     with pytest.raises(SetupValueError) as exc:
         sv.EngineConfig.from_setup(s)
     assert exc.value.field == f"engine.args.{key}"
+
+
+@pytest.mark.parametrize("key, value", [("compilation_config", '{"cudagraph_mode": "PIECEWISE"}'),
+                                        ("compilation_config", 3), ("attention_backend", "FLASHINFER")])
+def test_a_kernel_choice_leaves_the_setup_and_is_refused_by_the_serving_model(key, value):
+    # the most common args of recent vLLM lines (compilation_config through -O, attention_backend) change only which
+    # kernels run: the setup (roofline, KV pool) builds, the serving model refuses them at their field, with the
+    # reason, not as an arg the project does not know
+    s = h100(version="0.26.0", **{key: value})
+    with pytest.raises(SetupValueError) as exc:
+        sv.EngineConfig.from_setup(s)
+    assert exc.value.field == f"engine.args.{key}" and "not modelled" in str(exc.value)
+    assert "knows" not in str(exc.value)
+
+
+def test_worker_use_ray_is_the_executor_and_changes_nothing():
+    # vLLM 0.4-0.5's --worker-use-ray is distributed_executor_backend: ray, which the models already accept
+    s = h100(version="0.5.4", worker_use_ray=True)
+    assert sv.EngineConfig.from_setup(s).max_num_seqs == h100(version="0.5.4").max_num_seqs
 
 
 # -- 6. every bad arg at once ---------------------------------------------------------------------------------------
