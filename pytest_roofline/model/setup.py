@@ -59,6 +59,9 @@ class Setup:
     non_torch_bytes: float | None = None
     cuda_graph_bytes: float | None = None
     engine_args: Mapping[str, Any] = field(default_factory=dict)
+    #: ``engine.env.VLLM_ATTENTION_BACKEND`` when the file sets it (the environment's way to name an attention
+    #: backend, like ``engine.args.attention_backend``): the serving model refuses it; None when unset
+    attention_backend_env: str | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     # resolved in build_setup from model/vllm_defaults.py (engine.args win): the entrypoint, the engine V0/V1,
     # and chunked prefill / prefix caching (None: not resolved, the serving model asks vllm_defaults)
@@ -594,6 +597,7 @@ def build_setup(
         kv_cache_memory_bytes=float(kv_mem) if kv_mem is not None else None,
         **{attr: _opt(reserves.get(name)) for name, attr in RESERVE_NAMES.items()},
         engine_args=args,
+        attention_backend_env=_env_text(engine, "VLLM_ATTENTION_BACKEND"),
         sources=dict(defaults.sources),
         engine_entrypoint=defaults.usage,
         engine_kind=defaults.engine,
@@ -620,6 +624,12 @@ def _collect(problems: list[engine_args.Problem], read: Any) -> Any:
     except SetupValueError as exc:
         problems.append(engine_args.Problem(exc.field, str(exc)))
         return None
+
+
+def _env_text(engine: Mapping[str, Any], name: str) -> str | None:
+    """``engine.env.<name>`` as text, None when unset or empty."""
+    value = (engine.get("env") or {}).get(name)
+    return str(value).strip() or None if value is not None else None
 
 
 def _engine_defaults(hw: HardwareSpec, arch: ModelArch, engine: Mapping[str, Any], args: Mapping[str, Any],

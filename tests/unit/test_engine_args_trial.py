@@ -304,6 +304,16 @@ def test_a_kernel_choice_leaves_the_setup_and_is_refused_by_the_serving_model(ke
     assert "knows" not in str(exc.value)
 
 
+def test_an_attention_backend_named_in_the_environment_is_refused_like_the_arg():
+    # engine.env.VLLM_ATTENTION_BACKEND is the environment's way to name the backend engine.args.attention_backend
+    # names: the setup builds (the roofline and the KV pool hold), the serving model refuses it at its env field
+    s = h100(version="0.26.0", env={"VLLM_ATTENTION_BACKEND": "FLASHINFER"})
+    with pytest.raises(SetupValueError) as exc:
+        sv.EngineConfig.from_setup(s)
+    assert exc.value.field == "engine.env.VLLM_ATTENTION_BACKEND" and "'FLASHINFER' is not modelled" in str(exc.value)
+    assert sv.EngineConfig.from_setup(h100(version="0.26.0", env={"VLLM_ATTENTION_BACKEND": ""})).max_num_seqs > 0
+
+
 def test_worker_use_ray_is_the_executor_and_changes_nothing():
     # vLLM 0.4-0.5's --worker-use-ray is distributed_executor_backend: ray, which the models already accept
     s = h100(version="0.5.4", worker_use_ray=True)

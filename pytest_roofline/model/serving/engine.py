@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pytest_roofline.errors import SetupError, SimulationError
+from pytest_roofline.errors import SetupError, SetupValueError, SimulationError
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import vllm_defaults
 from pytest_roofline.model.engine_args import MODELLED_ARGS, NO_TIMING_EFFECT_ARGS, check_engine_args, flag_arg
@@ -61,6 +61,11 @@ class EngineConfig:
         resolved them from vllm_defaults (V0: chunking only for > 32K contexts from 0.5.3, no prefix caching;
         V1: both on) unless engine.args set them."""
         args = check_engine_args(setup.engine_args or {}, device=setup.device, version=setup.engine_version)
+        if setup.attention_backend_env:  # the environment's spelling of engine.args.attention_backend
+            raise SetupValueError(f"engine.env.VLLM_ATTENTION_BACKEND: {setup.attention_backend_env!r} is not "
+                                  "modelled: a named attention backend replaces the one vLLM picks for the GPU, and "
+                                  "the serving model's attention costs are those of the default choice; remove it "
+                                  "to predict the default engine", field="engine.env.VLLM_ATTENTION_BACKEND")
         version = setup.engine_version or str(vllm_defaults.NEWEST_KNOWN_VERSION)
         chunk_default = setup.enable_chunked_prefill
         if chunk_default is None:
