@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_roofline import redact
-from pytest_roofline.errors import NotMeasured, PointError, ResultsError, SetupValueError, SpecError, WorkloadError
+from pytest_roofline.errors import NotMeasured, PointError, ResultsError, SpecError, WorkloadError
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.measure import gpu as gpu_mod
 from pytest_roofline.measure.engine import applied
@@ -33,7 +33,6 @@ from pytest_roofline.measure.progress import EngineWait, PointUpdate, SweepProgr
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsWriter, new_results, point_record
 from pytest_roofline.measure.target import MeasurementProvider, Target
 from pytest_roofline.model import hardware as hw_mod
-from pytest_roofline.model.engine_args import FLAG_ARGS, read_flag
 from pytest_roofline.model.tiny import TINY_MODEL
 from pytest_roofline.quantities.measurement import (
     ClientStats,
@@ -183,26 +182,15 @@ def engine_config_for(spec: Spec, *, device: Device, gpus_visible: int | None = 
                 "max_num_seqs", "max_num_batched_tokens", "enforce_eager", "enable_prefix_caching"):
         if key in args:
             known[key] = args.pop(key)
-    def flag(key: str, value: Any) -> bool:  # the one on/off reader: a quoted "false" is off, not --enforce-eager
-        try:
-            return read_flag(value, f"engine.args.{key}")
-        except SetupValueError as e:
-            raise SpecError(str(e), file=spec.path, line=_engine_arg_line(spec.path, key)) from None
-
-    for key in ("enforce_eager", "enable_prefix_caching"):
-        if key in known:
-            known[key] = flag(key, known[key])
     extra: list[str] = []
     for key, value in args.items():
-        if key in FLAG_ARGS:
-            value = flag(key, value)
-        flag_text = "--" + key.replace("_", "-")
+        flag = "--" + key.replace("_", "-")
         if value is True:
-            extra.append(flag_text)
+            extra.append(flag)
         elif value is False:
             extra.append("--no-" + key.replace("_", "-"))
         elif value is not None:
-            extra += [flag_text, str(value)]
+            extra += [flag, str(value)]
     kv_space = spec.engine.get("cpu_kvcache_space")
     try:
         cfg = EngineConfig(

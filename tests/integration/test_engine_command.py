@@ -125,7 +125,8 @@ def test_yaml_workload_api(tmp_path):
 
 def test_quoted_false_flags_launch_without_them(tmp_path: Path) -> None:
     # enforce_eager: "false" is off (bool("false") would launch --enforce-eager), and a quoted "false" for another
-    # on/off arg becomes vLLM's --no- form, not "--enable-chunked-prefill false" (which argparse rejects)
+    # on/off arg becomes vLLM's --no- form, not "--enable-chunked-prefill false" (which argparse rejects): the
+    # prediction file's reader turns each on/off word into its boolean once (format/_sections.py, read_flag)
     spec = load('args:\n  enforce_eager: "false"\n  enable_chunked_prefill: "false"\n  enable_prefix_caching: "true"',
                 tmp_path)
     cfg = engine_config_for(spec, device="cpu")
