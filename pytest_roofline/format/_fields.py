@@ -192,10 +192,15 @@ BOOL_TRAPS = {"on", "off", "yes", "no", "y", "n"}
 
 
 SERVING_EXAMPLE = {"time": "a time, e.g. 3.3 ms", "ratio": "a share of the peak, e.g. 80%",
-                   "bandwidth": "a bandwidth, e.g. 20 GB/s", "flop_rate": "a FLOP rate, e.g. 100 GFLOP/s"}
+                   "bandwidth": "a bandwidth, e.g. 20 GB/s", "flop_rate": "a FLOP rate, e.g. 100 GFLOP/s",
+                   "exponent": "a number >= 1, e.g. 1.75 (1: the two bounds add)"}
+#: ServingConstants fields that are plain numbers, not shares, times or rates
+EXPONENT_CONSTANTS = frozenset({"linear_overlap_p"})
 
 
 def _constant_dimension(name: str) -> str:
+    if name in EXPONENT_CONSTANTS:
+        return "exponent"
     if name.endswith("_bytes_per_s"):
         return "bandwidth"
     if name.endswith("_flop_per_s"):
@@ -205,7 +210,8 @@ def _constant_dimension(name: str) -> str:
 
 def serving_fields() -> dict[str, str]:
     """The keys a ``serving:`` section takes: ServingConstants field -> its dimension (time for ``*_s``, a
-    bandwidth for ``*_bytes_per_s``, a FLOP rate for ``*_flop_per_s``, else a share of the peak)."""
+    bandwidth for ``*_bytes_per_s``, a FLOP rate for ``*_flop_per_s``, a plain number for
+    :data:`EXPONENT_CONSTANTS`, else a share of the peak)."""
     return {f.name: _constant_dimension(f.name) for f in dataclasses.fields(serving.ServingConstants)}
 
 

@@ -9,6 +9,7 @@ Each reader takes a :class:`~._reader.NodeReader` and the section's node, and re
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from pathlib import Path
@@ -144,6 +145,16 @@ def read_serving(ctx: NodeReader, node: yaml.Node) -> dict[str, float]:
             if not 0.0 <= value < 10.0:
                 raise ctx.err(v, f"{what}: {ctx.scalar(v, what)} is not a plausible per-step time",
                               "write a time between 0 and a few ms, e.g. 3.3 ms or 5 us")
+        elif fields[name] == "exponent":
+            text = ctx.scalar(v, what).strip()
+            try:
+                value = float(text)
+            except ValueError:
+                value = math.nan
+            if not (math.isfinite(value) and value >= 1.0):
+                raise ctx.err(v, f"{what}: {text} is not a number >= 1",
+                              "write e.g. 1.75 (1: weight streaming and GEMM compute add; leave it out for the "
+                              "model's default)")
         elif fields[name] in ("bandwidth", "flop_rate"):
             value = ctx.value(v, what, fields[name])
             if not value > 0:

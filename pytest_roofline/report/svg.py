@@ -555,8 +555,9 @@ class Chart:
         if text:
             lx, rx = self.margin_left + 4, self._right - 4
             ends = [(rx, "end"), (lx, "start")] if text_anchor == "end" else [(lx, "start"), (rx, "end")]
-            xs = ends + [(lx + (rx - lx) * f, "middle") for f in (0.5, 0.3, 0.7)]
-            cands = [(tx, yy + dy, anc) for dy in (-4.0, 13.0) for tx, anc in xs]
+            xs = ends + [(lx + (rx - lx) * f, "middle") for f in (0.5, 0.3, 0.7, 0.15, 0.85, 0.4, 0.6, 0.2, 0.8)]
+            # beside the line first (above, then below), then a line's height further off, where curves leave room
+            cands = [(tx, yy + dy, anc) for dy in (-4.0, 13.0, -16.0, 25.0) for tx, anc in xs]
             self._labels.append(_LabelRec(text, color, 11, "normal", cands, own=seg))
         if label:
             self._legend.append(Legend(label, color, "line", dash, width=width))

@@ -278,10 +278,10 @@ def test_predictions_serving_cell_is_compact(day3_recorded: tuple[Any, Any, dict
     page = render_scorecard(spec, score_spec(spec, data), data)
     body = page.split('id="p-throughput-c1"', 1)[1].split("</tbody>", 1)[0]
     cell = body.split('<td class="num serving"', 1)[1].split("</td>", 1)[0]
-    # "87.088 tok/s" on one line that never breaks, "[71.003–102.89]" under it, not "87.088 tok/s 71.003 tok/s –
-    # 102.89 tok/s" wrapped over five lines
-    assert '<span class="sval">87.088 tok/s</span>' in cell
-    assert '">[71.003–102.89]</span>' in cell and "71.003 tok/s – 102.89 tok/s, where" in cell
+    # "87.072 tok/s" on one line that never breaks, "[72.078–101.93]" under it, not "87.072 tok/s 72.078 tok/s –
+    # 101.93 tok/s" wrapped over five lines
+    assert '<span class="sval">87.072 tok/s</span>' in cell
+    assert '">[72.078–101.93]</span>' in cell and "72.078 tok/s – 101.93 tok/s, where" in cell
     assert "td.serving .sval{white-space:nowrap}" in page
     assert "td.serving .sband{display:block;white-space:nowrap" in page
     knee = page.split('id="p-knee"', 1)[1].split("</tbody>", 1)[0]  # a whole-sweep quantity: no band
@@ -289,7 +289,7 @@ def test_predictions_serving_cell_is_compact(day3_recorded: tuple[Any, Any, dict
 
 
 def test_band_short() -> None:
-    assert band_short("71.003 tok/s – 102.89 tok/s", "87.088 tok/s") == "[71.003–102.89]"
+    assert band_short("71.003 tok/s – 102.89 tok/s", "87.072 tok/s") == "[71.003–102.89]"
     assert band_short("9.4 ms – 14.4 ms") == "[9.4–14.4]"
     # ends in different units keep them (no "950–1.2" that reads as a falling band)
     assert band_short("950 ms – 1.2 s", "1.05 s") == "[950 ms – 1.2 s]"

@@ -4,6 +4,7 @@ one metric's residual traded into another's parameter (model.calibration.fit_by_
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 from support.recordings import recording_path
@@ -237,7 +238,11 @@ def test_throughput_only_points_fit_the_bandwidth_on_throughput():
     res = cal.fit_by_metric(pts, base, predict=cal.serving_predictor(setup), fields=("hbm_efficiency", "frontend_in_s"))
     assert res.metrics["step"] == ("output_throughput_tok_per_s",)
     assert res.values["hbm_efficiency"] == pytest.approx(0.62, rel=0.01)
-    assert res.values["frontend_in_s"] == pytest.approx(30e-3, rel=0.02)
+    # the C = 32 point's TTFT moves with the frontend in steps of a few % (arrivals line up with engine steps), so
+    # the fit is as good as its stated interval: the truth within 2 sigma of it, and within 6%
+    fitted = res.values["frontend_in_s"]
+    assert abs(math.log(fitted / 30e-3)) <= 2 * res.log_sd["frontend_in_s"]
+    assert fitted == pytest.approx(30e-3, rel=0.06)
     assert any("no point measured TPOT" in n for n in res.notes)
 
 

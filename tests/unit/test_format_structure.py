@@ -96,3 +96,14 @@ def test_the_serving_section_and_its_schema_share_one_table() -> None:
     table = _fields.serving_field_table()
     assert set(spec.json_schema()["properties"]["serving"]["properties"]) == set(table)
     assert "step_overhead" in table and "step_overhead_s" in table
+
+
+def test_the_gemm_overlap_exponent_is_a_plain_number_of_at_least_one() -> None:
+    """``serving.linear_overlap_p`` is an exponent, not a share of the peak: 1.5 is read as 1.5 (a share would refuse
+    it), and a value below 1 (more than perfect overlap) is refused at its line with the fix."""
+    s = spec.loads_spec(HEAD + "serving: {linear_overlap_p: 1.5}\n" + PRED)
+    assert s.serving_overrides == {"linear_overlap_p": 1.5}
+    with pytest.raises(spec.SpecError, match=r"serving.linear_overlap_p: 0.5 is not a number >= 1") as exc:
+        spec.loads_spec(HEAD + "serving: {linear_overlap_p: 0.5}\n" + PRED)
+    assert "1.75" in (exc.value.hint or "")
+    assert "a number >= 1" in _fields.serving_field_table()["linear_overlap_p"].doc

@@ -5,10 +5,13 @@ Step cost (per GPU; ``step_cost``)
 -----------------------------------
 Linear layers and attention are separate kernels, so each is bounded on its own and the two add::
 
-    linear    = max(W_step / (e_m BW),  F_lin / (e_f peak))
+    linear    = (w^p + c^p)^(1/p),  w = W_step / (e_m BW),  c = F_lin / (e_f peak)
     attention = max(KV_step / (e_kv BW), F_attn / (e_f peak)) + layers x attn_layer_latency
     time      = linear + attention + kernels x mem_latency + allreduce + step_overhead + per_seq x sequences
 
+* ``p`` (``linear_overlap_p``, 1.75 on cuda): a GEMM near its ridge point reaches neither bound, so the two
+  times combine as a p-norm, not the roofline's ``max`` (p = infinity, the constant unset: the CPU engine's
+  default); measured on public per-operator profiles and the project's H200 sweep (``constants.CONSTANT_SOURCES``).
 * ``e_m`` (``hbm_efficiency``) is dense weight streaming, ``e_kv`` (``kv_bw_efficiency``) the paged-KV attention
   reads, which reach a lower fraction of the bandwidth, plus a fixed cost per attention kernel
   (``attn_layer_latency_s``); both from kernel measurements (``constants.CONSTANT_SOURCES``).
@@ -31,8 +34,8 @@ Linear layers and attention are separate kernels, so each is bounded on its own 
   is refused (SimulationError).
 * dtypes change bytes (``Setup.weight_dtype``, ``Setup.kv_dtype``), not code.
 
-When both terms of each ``max`` are memory-bound this is ``analytical.decode_step`` at ``e_m BW``: the decode
-roofline of the rest of the project, plus overheads.
+When each attention ``max`` is memory-bound and the linear part far below its ridge point this is
+``analytical.decode_step`` at ``e_m BW``: the decode roofline of the rest of the project, plus overheads.
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ __all__ = ["StepCost", "CostModel", "step_cost"]
 class StepCost:
     """One step's time and the terms it adds up from (``time_s`` = the sum of the six terms).
 
-    A ``max`` goes to its winner: a memory-bound linear part is ``weights_s``, a compute-bound one is split
+    A ``max`` goes to its winner (the linear part's p-norm likewise, whole): a memory-bound linear part is
+    ``weights_s``, a compute-bound one is split
     into ``prefill_compute_s``/``decode_compute_s`` by token share; attention likewise (``kv_s`` or compute).
     ``overhead_s`` holds the kernel latencies, the per-step and the per-sequence overheads."""
 
@@ -134,6 +138,7 @@ class CostModel:
                                        + arch.num_layers * constants.attn_layer_latency_s)
         self.step_overhead_s = constants.step_overhead_s
         self.per_seq_overhead_s = constants.per_seq_overhead_s
+        self.overlap_p: float | None = constants.linear_overlap_p
         self.allreduce_per_token_s = 0.0
         self.allreduce_fixed_s = 0.0
         if tp > 1:
@@ -155,6 +160,14 @@ class CostModel:
         distinct = an.moe_experts_read(self.num_experts, self.top_k, n_tokens)
         return self.dense_weight_bytes + self.moe_layers * distinct * self.expert_bytes_per_layer
 
+    def linear_s(self, w: float, c: float) -> float:
+        """The linear layers' time from their weight-streaming time ``w`` and GEMM-compute time ``c``: the
+        roofline's ``max`` when ``linear_overlap_p`` is unset, else their p-norm."""
+        p = self.overlap_p
+        if p is None:
+            return w if w >= c else c
+        return float((w ** p + c ** p) ** (1.0 / p))
+
     def time(self, n_dec: int, dec_ctx: float, pf_tokens: int, pf_kv_tokens: int, pf_pairs: float,
              n_seqs: int) -> float:
         """Step time; the same arithmetic for the bulk and the step-by-step paths."""
@@ -163,7 +176,7 @@ class CostModel:
         c = (self.lin_flop_per_token * n_tok + self.head_flop_per_seq * n_seqs) / self.peak
         kv = self.kv_bytes_per_token * (dec_ctx + pf_kv_tokens) / self.kv_bw
         a = self.attn_flop_per_pair * (dec_ctx + pf_pairs) / self.peak
-        t = (w if w >= c else c) + (kv if kv >= a else a) + self.fixed_latency_s + self.step_overhead_s \
+        t = self.linear_s(w, c) + (kv if kv >= a else a) + self.fixed_latency_s + self.step_overhead_s \
             + self.per_seq_overhead_s * n_seqs
         if self.tp > 1:
             t += self.allreduce_fixed_s + self.allreduce_per_token_s * n_tok
@@ -179,11 +192,13 @@ class CostModel:
         a_pf = self.attn_flop_per_pair * pf_pairs / self.peak
         a_dec = self.attn_flop_per_pair * dec_ctx / self.peak
         weights_s = kv_s = pf_s = dec_s = 0.0
+        lin = self.linear_s(w, c_pf + c_dec)
         if w >= c_pf + c_dec:
-            weights_s = w
-        else:
-            pf_s += c_pf
-            dec_s += c_dec
+            weights_s = lin
+        else:  # the p-norm's excess over the compute bound goes to prefill and decode by their FLOP shares
+            scale = lin / (c_pf + c_dec)
+            pf_s += c_pf * scale
+            dec_s += c_dec * scale
         if kv >= a_pf + a_dec:
             kv_s = kv
         else:
