@@ -531,9 +531,9 @@ def build_setup(
         arch = architecture.get_model(str(model_ref))
     device = "cpu" if hw.family == "cpu" else "cuda"
     version = engine.get("version")
-    # one spelling per argument (max-num-seqs, tp, no_enable_prefix_caching: model/engine_args.py), then every bad
-    # engine arg of the setup at once: impossible values, a dtype or KV dtype vLLM does not offer, and any arg no
-    # model honours -- refused here, on every path (roofline, math check, serving model)
+    # one spelling per argument (max-num-seqs, tp, no_enable_prefix_caching: model/engine_args/_spellings.py),
+    # then every bad engine arg of the setup at once: impossible values, a dtype or KV dtype vLLM does not offer,
+    # and any arg no model honours -- refused here, on every path (roofline, math check, serving model)
     args, problems = engine_args.normalise_engine_args(engine.get("args") or {})
     _check_values(engine, workload)
     problems += _arg_value_problems(args)

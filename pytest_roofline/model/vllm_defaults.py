@@ -220,6 +220,18 @@ def _platform(device: str) -> str:
 V1_OPT_IN_VERSION = VllmVersion(0, 6, 5)
 
 
+#: The first release whose default engine is V1 on CUDA below compute capability 8.0 (V100, T4): 0.10.2.  In 0.8.0 ...
+#: 0.10.1.1 ``EngineArgs._is_v1_supported_oracle`` sends such a GPU to V0: "Need at least Ampere for now (FA support
+#: required)", ``get_device_capability().major < 8`` -> ``_raise_or_fallback(feature_name="Compute Capability < 8.0")``
+#: (github.com/vllm-project/vllm/blob/v0.10.1/vllm/engine/arg_utils.py lines 1396-1404; v0.10.0 lines 1343-1351,
+#: v0.9.2 lines 1353-1361).  The oracle of github.com/vllm-project/vllm/blob/v0.10.2/vllm/engine/arg_utils.py
+#: (``_is_v1_supported_oracle``, line 1431) has no capability check left, and CUDA keeps V1 there
+#: (github.com/vllm-project/vllm/blob/v0.10.2/vllm/platforms/cuda.py: ``supports_v1`` returns True, line 472;
+#: "FlexAttention is the default for older GPUs", line 366).  The check was read in every wheel 0.8.0 ... 0.10.2
+#: and in the sdists of 0.8.2, 0.8.3, 0.9.2, 0.10.0, 0.10.1, 0.10.1.1 and 0.10.2.
+CC_BELOW_8_V0_UNTIL = VllmVersion(0, 10, 2)
+
+
 def default_engine(version: str | tuple[int, ...], *, device: str = "cuda", compute_capability: float | None = None,
                    kv_cache_dtype: str = "auto", use_v1: bool | None = None) -> EngineKind:
     """``"v0"`` or ``"v1"``: the engine a launch gets with ``VLLM_USE_V1`` unset (or set: ``use_v1``).
@@ -229,7 +241,8 @@ def default_engine(version: str | tuple[int, ...], *, device: str = "cuda", comp
     * 0.8.0 ... 0.10.x: V1 when ``_is_v1_supported_oracle`` accepts the setup (v0.8.0 ... v0.10.1:
       vllm/engine/arg_utils.py ``EngineArgs._is_v1_supported_oracle``), else V0:
 
-      - CUDA with compute capability < 8.0 (V100, T4): V0 ("Compute Capability < 8.0").
+      - CUDA with compute capability < 8.0 (V100, T4): V0 ("Compute Capability < 8.0") in 0.8.0 ... 0.10.1.1; from
+        0.10.2 V1 (the oracle no longer checks the capability: :data:`CC_BELOW_8_V0_UNTIL`).
       - a KV-cache dtype other than ``auto``: V0 in 0.8.0-0.8.2; from 0.8.3 V1 where FlashAttention 3 takes
         FP8 (``flash_attn_supports_fp8``: compute capability 9.x), from 0.10.0 also 10.x
         (vllm/platforms/cuda.py ``is_kv_cache_dtype_supported``).  Unknown capability: taken as supported.
@@ -256,7 +269,7 @@ def default_engine(version: str | tuple[int, ...], *, device: str = "cuda", comp
         return "v1"
     if plat in ("cpu", "rocm"):
         return "v1" if v >= (0, 9, 2) else "v0"
-    if compute_capability is not None and compute_capability < 8.0:
+    if compute_capability is not None and compute_capability < 8.0 and v < CC_BELOW_8_V0_UNTIL:
         return "v0"
     if kv_cache_dtype.strip().lower() not in ("auto", ""):
         if v < (0, 8, 3):
@@ -290,7 +303,7 @@ def v1_oracle_fallbacks(version: str | tuple[int, ...], args: Mapping[str, objec
     fails ("VLLM_USE_V1=1 is not supported with <feature>", ``_raise_or_fallback``): ``(arg, feature)`` pairs,
     the feature as vLLM's warning names it.  Empty outside 0.8.0 ... 0.10.x (V0 only before, V1 only after).
 
-    Only args the models otherwise accept are listed (the others are refused by model/engine_args.py at any
+    Only args the models otherwise accept are listed (the others are refused by model/engine_args/ at any
     release): read in the PyPI wheels' vllm/engine/arg_utils.py of 0.8.0, 0.8.1, 0.8.2, 0.8.3, 0.8.4, 0.8.5, 0.9.0,
     0.9.1, 0.9.2, 0.10.0, 0.10.1, 0.10.1.1 and 0.10.2:
 

@@ -13,7 +13,7 @@ import argparse
 import pytest
 
 from pytest_roofline import cli
-from pytest_roofline.errors import SetupValueError, SpecErrors
+from pytest_roofline.errors import SetupValueError, SpecError, SpecErrors
 from pytest_roofline.format.spec import loads_spec
 from pytest_roofline.model import engine_args as ea
 from pytest_roofline.model import serving as sv
@@ -223,6 +223,30 @@ def test_the_dp_and_o_aliases_reach_their_arguments_refusals():
     with pytest.raises(SetupValueError) as exc:  # -O is compilation_config: the setup builds, the serving model refuses
         sv.EngineConfig.from_setup(h100(O=3))
     assert exc.value.field == "engine.args.compilation_config"
+
+
+@pytest.mark.parametrize("written", ["dp", "data_parallel_size", "data-parallel-size"])
+def test_data_parallel_size_is_refused_before_the_release_that_added_it(written):
+    # --data-parallel-size and its short -dp first appear in vLLM 0.8.3's vllm/engine/arg_utils.py
+    # (EngineArgs.data_parallel_size, add_cli_args '--data-parallel-size', '-dp'); 0.8.2's has neither, so its
+    # `vllm serve` refuses the flag at any value, 1 included
+    exc = refusal(version="0.8.2", **{written: 1})
+    assert exc.field == "engine.args.data_parallel_size"
+    assert "not an engine arg of vLLM 0.8.2" in str(exc) and "added in vLLM 0.8.3" in str(exc)
+    assert h100(version="0.8.3", **{written: 1}).engine_args == {"data_parallel_size": 1}
+    assert h100(**{written: 1}).engine_args == {"data_parallel_size": 1}  # the newest release read
+    assert "engine.replicas" in str(refusal(version="0.8.3", **{written: 2}))  # above 1: refused at every release
+
+
+def test_a_dp_written_for_a_release_without_it_is_refused_at_its_line():
+    text = ('hardware: h100-sxm\nmodel: llama-3.1-8b\nengine:\n  version: "0.8.2"\n  args:\n'
+            "    max-num-seqs: 64\n"  # 6
+            "    dp: 1\n"             # 7
+            "predictions:\n  - {id: r, quantity: ridge_point, predicted: 295 FLOP/byte, tolerance: 5%}\n")
+    with pytest.raises(SpecError) as exc:  # one bad arg: one error, at the line the alias was written on
+        loads_spec(text, file="f.yaml")
+    assert (exc.value.file, exc.value.line) == ("f.yaml", 7)
+    assert "added in vLLM 0.8.3" in str(exc.value)
 
 
 def test_set_normalises_kebab_keys_aliases_and_no_forms():

@@ -268,8 +268,9 @@ def test_multi_step_scheduling_is_refused_at_its_yaml_field():
 
 
 @pytest.mark.parametrize("key, value", [("speculative_config", {"num_speculative_tokens": 3}),
-                                        # async scheduling is the default from vLLM 0.14.0 (engine_args.py): at
-                                        # the newest release read, false is the value the model does not simulate
+                                        # async scheduling is the default from vLLM 0.14.0
+                                        # (engine_args/_releases.py): at the newest release read, false is the
+                                        # value the model does not simulate
                                         ("async_scheduling", False), ("data_parallel_size", 2),
                                         ("enforce_eager", True), ("made_up_flag", 1)])
 def test_every_arg_the_model_does_not_simulate_is_refused(key, value):

@@ -204,7 +204,7 @@ def test_the_newer_version_uses_the_newest_defaults():
     ("0.7.3", {}, "v0"),  # V1 opt-in only (VLLM_USE_V1 defaults to "0" before 0.8.0)
     ("0.8.0", {}, "v1"),  # v0.8.0 vllm/envs.py VLLM_USE_V1 default "1"; the oracle accepts a plain CUDA setup
     ("0.8.0", {"compute_capability": 7.0}, "v0"),  # V100: "Compute Capability < 8.0" (_is_v1_supported_oracle)
-    ("0.10.1", {"compute_capability": 7.5}, "v0"),  # T4 still falls back in 0.10.x
+    ("0.10.1", {"compute_capability": 7.5}, "v0"),  # T4 still falls back in 0.10.1 (not from 0.10.2: below)
     ("0.11.0", {"compute_capability": 7.5}, "v1"),  # 0.11.0: no V0 fallback left
     ("0.8.2", {"kv_cache_dtype": "fp8"}, "v0"),  # v0.8.0-0.8.2: any --kv-cache-dtype -> V0
     ("0.8.3", {"kv_cache_dtype": "fp8", "compute_capability": 9.0}, "v1"),  # FA3 takes FP8 KV on Hopper
@@ -218,6 +218,22 @@ def test_the_newer_version_uses_the_newest_defaults():
 ])
 def test_default_engine(version, kw, engine):
     assert vd.default_engine(version, **kw) == engine
+
+
+@pytest.mark.parametrize("version, engine", [
+    ("0.8.0", "v0"), ("0.9.2", "v0"), ("0.10.0", "v0"), ("0.10.1", "v0"), ("0.10.1.1", "v0"),
+    ("0.10.2", "v1"), ("0.11.0", "v1"),
+])
+def test_a_gpu_below_compute_capability_8_falls_back_to_v0_until_0_10_2(version, engine):
+    """vLLM's ``_is_v1_supported_oracle`` has its "Compute Capability < 8.0" fallback (``major < 8``) in every
+    release 0.8.0 ... 0.10.1.1 and none in 0.10.2 (vllm/engine/arg_utils.py at v0.10.1 and v0.10.2), whose CUDA
+    platform keeps V1 with FlexAttention on older GPUs (vllm/platforms/cuda.py at v0.10.2)."""
+    assert vd.default_engine(version, compute_capability=7.5) == engine  # T4
+    assert vd.default_engine(version, compute_capability=7.0) == engine  # V100
+    assert vd.default_engine(version, compute_capability=8.0) == "v1"  # A100: never this fallback
+    # an FP8 KV cache on a T4 still falls back in 0.10.2: FlashAttention takes FP8 only on 9.x (and 10.x)
+    assert vd.default_engine(version, compute_capability=7.5, kv_cache_dtype="fp8") == (
+        "v1" if version == "0.11.0" else "v0")
 
 
 def test_forcing_an_engine_that_does_not_exist_is_refused():

@@ -1,29 +1,11 @@
-"""Which ``engine.args`` the models honour, and the refusal of every other one at its YAML field (the one home).
+"""Which ``engine.args`` the models honour, and the refusal of every other one at its YAML field.
 
-A prediction file's ``engine.args`` are vLLM's engine arguments (``vllm serve --max-num-seqs 64`` is
-``max_num_seqs: 64``).  An arg is in exactly one of these groups:
-
-* **modelled** (:data:`MODELLED_ARGS`): the setup, the KV accounting or the serving model reads it;
-* **no timing effect** (:data:`NO_TIMING_EFFECT_ARGS`): server plumbing, logging, where the weights come from;
-* **refused at a value the models do not simulate** (:data:`_REFUSED_ARGS`): accepted at the value that leaves
-  the engine as modelled (``num_scheduler_steps: 1``, ``cpu_offload_gb: 0``, ``scheduling_policy: fcfs``), refused
-  at any other.  Some change only the serving model's step timing (multi-step scheduling, async scheduling, eager
-  mode on a GPU): the roofline, the KV pool and the closed forms still hold, so they are refused only where the
-  serving model runs (``scope="serving"``).  The others change what every model computes (weights off the GPU,
-  draft tokens above the decode roofline, more than one engine): refused everywhere (``scope="setup"``, checked as
-  the setup is built);
-* anything else is not an arg the models know, so no one can say whether it changes a figure: refused, with the
-  nearest known name when it looks like a typo (``tensor_paralel_size``).
-
-Nothing is ignored silently: a figure computed as if an arg were absent would be confidently wrong.  Every bad arg
-of a setup is reported at once (:class:`EngineArgsError`, one line per arg, each naming its field).
-
-Spellings are read as vLLM's own command line reads them (:func:`normalise_engine_args`): ``max-num-seqs`` is
-``max_num_seqs`` (argparse's dest), the short aliases ``tp``/``pp``/``dp``/``q``/``O`` are their long arguments
-(vllm/engine/arg_utils.py ``add_cli_args``: ``-tp``, ``-pp``, ``-q``, ``-O`` in 0.8.0 ... 0.10.2, ``-dp`` from
-0.8.3), and ``no_enable_prefix_caching: true`` is ``enable_prefix_caching: false`` (argparse's
-``BooleanOptionalAction``, ``--no-enable-prefix-caching``).  On/off args are read by one reader, :func:`read_flag`
-(the check, the setup and the serving model alike), and a value-carrying arg is on unless :func:`is_off`.
+The tables: :data:`MODELLED_ARGS` (read by the setup, the KV accounting or the serving model),
+:data:`NO_TIMING_EFFECT_ARGS` (server plumbing, logging, where the weights come from), ``_REFUSED_ARGS`` (refused at
+a value the models do not simulate, with why and where: ``scope="setup"`` everywhere, ``scope="serving"`` only where
+the serving model runs) and :data:`KNOWN_ARGS` (all of them).  :func:`engine_arg_problems` gives the line saying why
+each bad arg cannot be predicted (an unknown one with the nearest known name); :func:`check_engine_args` normalises
+the spellings (``_spellings.py``) and raises :class:`EngineArgsError` with every bad arg at once.
 """
 
 from __future__ import annotations
@@ -31,14 +13,20 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from pytest_roofline.errors import SetupValueError
-
-__all__ = ["MODELLED_ARGS", "NO_TIMING_EFFECT_ARGS", "KNOWN_ARGS", "FLAG_ARGS", "ALIASES", "Scope", "Problem",
-           "EngineArgsError", "is_off", "read_flag", "flag_arg", "canonical_key", "normalise_engine_args",
-           "engine_arg_problems", "check_engine_args", "ASYNC_SCHEDULING_DEFAULT_VERSION",
-           "async_scheduling_default"]
+from pytest_roofline.model.engine_args._flags import FLAG_ARGS, _flag_word, is_off, read_flag
+from pytest_roofline.model.engine_args._problems import EngineArgsError, Problem
+from pytest_roofline.model.engine_args._releases import (
+    _V2_BLOCK_MANAGER_NOOP_POST,
+    ASYNC_SCHEDULING_DEFAULT_VERSION,
+    DATA_PARALLEL_SIZE_VERSION,
+    V2_BLOCK_MANAGER_NOOP_VERSION,
+    _version,
+    async_scheduling_default,
+)
+from pytest_roofline.model.engine_args._spellings import normalise_engine_args
 
 Scope = Literal["setup", "serving"]
 
@@ -77,203 +65,10 @@ NO_TIMING_EFFECT_ARGS: frozenset[str] = frozenset({
     "worker_use_ray",
 })
 
-#: on/off engine args the models read or refuse: :func:`read_flag` reads them (a value that is neither on nor off,
-#: or none at all -- a bare ``enforce_eager:`` in YAML -- is refused: write true or false)
-FLAG_ARGS: frozenset[str] = frozenset({
-    "enforce_eager", "enable_prefix_caching", "enable_chunked_prefill", "scheduler_reserve_full_isl",
-    "async_scheduling", "enable_lora", "enable_expert_parallel", "disable_async_output_proc", "enable_eplb",
-    "use_v2_block_manager",
-})
-#: vLLM's boolean flags without a timing effect that ``no_<flag>: true`` may also turn off
-_NO_EFFECT_FLAGS: frozenset[str] = frozenset({
-    "trust_remote_code", "disable_log_requests", "enable_log_requests", "disable_log_stats",
-    "disable_custom_all_reduce", "enable_auto_tool_choice", "disable_fastapi_docs", "enable_prompt_tokens_details",
-    "disable_uvicorn_access_log", "disable_frontend_multiprocessing", "return_tokens_as_token_ids",
-    "enable_request_id_headers", "enable_force_include_usage", "enable_reasoning",
-})
-#: vLLM's short command-line aliases (vllm/engine/arg_utils.py ``add_cli_args``, read in the 0.8.0 ... 0.10.2
-#: wheels: ``-tp``, ``-pp``, ``-q``, ``-O`` in all; ``-dp`` from 0.8.3)
-ALIASES: Mapping[str, str] = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size",
-                              "dp": "data_parallel_size", "q": "quantization", "O": "compilation_config"}
-
-_OFF_WORDS = frozenset({"false", "0", "no", "off", "none"})
-_ON_WORDS = frozenset({"true", "1", "yes", "on"})
-
-#: the first vLLM release whose ``async_scheduling`` defaults to on: 0.14.0's vllm/engine/arg_utils.py takes
-#: ``SchedulerConfig.async_scheduling = Field(default=None)`` and vllm/config/vllm.py turns None into True unless
-#: pipeline_parallel_size > 1, a non-EAGLE/MTP speculative method or an executor other than mp/uni/
-#: external_launcher; 0.13.0's default is ``async_scheduling: bool = False`` (both read in the PyPI wheels)
-ASYNC_SCHEDULING_DEFAULT_VERSION: tuple[int, int, int] = (0, 14, 0)
-_ASYNC_EXECUTORS = (None, "mp", "uni", "external_launcher")
-#: the first release whose ``--use-v2-block-manager`` is a documented no-op ("[DEPRECATED] block manager v1 has
-#: been removed ... Setting this flag to True or False has no effect on vLLM behavior": vllm PR #8704), 0.6.3.post1
-#: (read in its wheel's vllm/engine/arg_utils.py; 0.6.3's still chooses "BlockSpaceMangerV2 ... Set to False to use
-#: BlockSpaceManagerV1").  The project reads 0.6.3.post1 as 0.6.3, so the post release is matched by its text
-V2_BLOCK_MANAGER_NOOP_VERSION: tuple[int, int, int] = (0, 6, 4)
-_V2_BLOCK_MANAGER_NOOP_POST = "0.6.3.post1"
 #: ``override_generation_config`` keys vLLM turns into default sampling parameters
 #: (vllm/config.py ``ModelConfig.get_diff_sampling_param``, 0.10.0: ``available_params``) other than
 #: ``max_new_tokens``, which caps every request's output
 _SAMPLING_KEYS = frozenset({"repetition_penalty", "temperature", "top_k", "top_p", "min_p"})
-
-
-class Problem(NamedTuple):
-    """One bad engine arg: its field (``engine.args.<key>``) and the full line saying why and what to write."""
-
-    field: str
-    text: str
-
-
-class EngineArgsError(SetupValueError):
-    """Every bad engine arg of a setup at once.  ``field`` is the first's (where a YAML error points);
-    ``problems`` are all of them, each with its own field (``roofline check`` names each one's line)."""
-
-    def __init__(self, problems: list[Problem]):
-        first: dict[str, Problem] = {}
-        for p in problems:
-            first.setdefault(p.field, p)  # one line per field: the first reason found
-        problems = list(first.values())
-        if not problems:
-            raise ValueError("EngineArgsError needs at least one problem")
-        self.problems = tuple(problems)
-        if len(problems) == 1:
-            message = problems[0].text
-        else:
-            message = (f"{len(problems)} engine args cannot be predicted as written (fix each, then run again):\n"
-                       + "\n".join(f"  - {p.text}" for p in problems))
-        super().__init__(message, field=problems[0].field)
-
-
-def _version(version: Any) -> tuple[int, ...] | None:
-    """``"0.9.1"`` -> (0, 9, 1); None (the newest release read) or an unreadable text -> None."""
-    if version is None:
-        return None
-    from pytest_roofline.model import vllm_defaults  # vllm_defaults imports nothing from here
-
-    try:
-        return tuple(vllm_defaults.parse_version(str(version)))
-    except ValueError:
-        return None
-
-
-def is_off(value: Any) -> bool:
-    """Whether a value-carrying engine arg (``speculative_model``, ``speculative_config``,
-    ``num_speculative_tokens``...) is off: only None, ``""``, 0, False, the words false/0/no/off/none (any case) and
-    an empty mapping (or a JSON text of one, ``'{}'``).  Anything else is on: a model name, a number written as
-    text (``"5"``), a JSON mapping written as text (``'{"num_speculative_tokens": 5}'``, the form ``--set`` and
-    the command line give) -- so the check cannot take a value for "off" because it is a string."""
-    if value is None or value is False:
-        return True
-    if value is True:
-        return False
-    if isinstance(value, (int, float)):
-        return value == 0
-    if isinstance(value, Mapping):
-        return len(value) == 0
-    if isinstance(value, str):
-        text = value.strip()
-        if not text or text.lower() in _OFF_WORDS:
-            return True
-        if text.startswith("{"):
-            try:
-                parsed = json.loads(text)
-            except ValueError:
-                return False
-            return isinstance(parsed, Mapping) and len(parsed) == 0
-        return False
-    return False
-
-
-def _flag_word(value: Any) -> bool | None:
-    """True/False for a value that reads as on/off, None for one that does not (None included)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str):
-        word = value.strip().lower()
-        if word in _ON_WORDS:
-            return True
-        if word in _OFF_WORDS:
-            return False
-    return None
-
-
-def read_flag(value: Any, field: str) -> bool:
-    """An on/off engine arg's value, read one way everywhere (the check, the setup, the serving model): true/false,
-    1/0, and the words true/yes/on/1 and false/no/off/0/none in any case.  ``"false"`` is off (``bool("false")``
-    would be on).  No value (YAML null: ``enforce_eager:`` written for a bare ``--enforce-eager``) and any other
-    value raise :class:`SetupValueError` at ``field``: vLLM's bare flag means true, YAML's bare key means null,
-    so only an explicit true or false says which was meant."""
-    word = _flag_word(value)
-    if word is not None:
-        return word
-    key = field.rsplit(".", 1)[-1]
-    if value is None:
-        raise SetupValueError(f"{field}: has no value (a bare '{key}:' is YAML null, while vLLM's bare "
-                              f"--{key.replace('_', '-')} means true); write {key}: true or {key}: false",
-                              field=field)
-    raise SetupValueError(f"{field}: {value!r} is neither on nor off; write {key}: true or {key}: false",
-                          field=field)
-
-
-def flag_arg(args: Mapping[str, Any], key: str, default: bool) -> bool:
-    """``args[key]`` read by :func:`read_flag`, ``default`` when the key is absent."""
-    if key not in args:
-        return bool(default)
-    return read_flag(args[key], f"engine.args.{key}")
-
-
-def canonical_key(raw: Any) -> tuple[str, bool]:
-    """The argument a written key names, and whether it is the ``no_`` form of an on/off flag:
-    ``max-num-seqs`` -> (max_num_seqs, False), ``tp`` -> (tensor_parallel_size, False),
-    ``no-enable-prefix-caching`` -> (enable_prefix_caching, True)."""
-    key = str(raw).strip().replace("-", "_")
-    key = ALIASES.get(key, key)
-    if key.startswith("no_") and (key[3:] in FLAG_ARGS or key[3:] in _NO_EFFECT_FLAGS):
-        return key[3:], True
-    return key, False
-
-
-def normalise_engine_args(args: Mapping[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
-    """``args`` with one spelling per argument (:func:`canonical_key`; a ``no_`` flag's value negated), and the
-    problems found on the way: the same argument under two spellings, a ``no_`` flag that is neither true nor
-    false."""
-    out: dict[str, Any] = {}
-    first: dict[str, str] = {}
-    problems: list[Problem] = []
-    for raw, value in args.items():
-        key, negated = canonical_key(raw)
-        if negated:
-            word = _flag_word(value)
-            if word is None:
-                field = f"engine.args.{raw}"
-                problems.append(Problem(f"engine.args.{key}", f"{field}: {value!r} is neither true nor false "
-                                        f"(--{str(raw).replace('_', '-')} is vLLM's way to turn {key} off); "
-                                        f"write {key}: false"))
-                continue
-            value = not word
-        if key in first:
-            problems.append(Problem(f"engine.args.{key}", f"engine.args.{raw} is engine.args.{first[key]} again "
-                                    "(vLLM reads both as one argument); keep one of the two"))
-            continue
-        first[key] = str(raw)
-        out[key] = value
-    return out, problems
-
-
-def async_scheduling_default(version: Any, args: Mapping[str, Any]) -> bool:
-    """Whether vLLM ``version`` (None: the newest release read) schedules asynchronously when ``async_scheduling``
-    is not given: from 0.14.0, unless pipeline_parallel_size > 1 or the executor is not mp/uni/external_launcher
-    (vllm/config/vllm.py, 0.14.0)."""
-    v = _version(version)
-    if v is not None and v < ASYNC_SCHEDULING_DEFAULT_VERSION:
-        return False
-    try:
-        pp = int(args.get("pipeline_parallel_size", 1) or 1)
-    except (TypeError, ValueError):
-        pp = 1
-    return pp == 1 and args.get("distributed_executor_backend") in _ASYNC_EXECUTORS
 
 
 def _default_only(default: Any) -> Callable[[Any], bool]:
@@ -413,6 +208,12 @@ def _problem(key: str, value: Any, args: Mapping[str, Any], *, device: str, scop
                 "or pick the hardware that runs it")
     if key == "override_generation_config":
         return _generation_override_problem(value, field)
+    if key == "data_parallel_size":
+        v = _version(version)
+        if v is not None and v < DATA_PARALLEL_SIZE_VERSION:
+            return (f"{field}: {value!r} is not an engine arg of vLLM {version}: --data-parallel-size (-dp) was added "
+                    "in vLLM 0.8.3 (vllm/engine/arg_utils.py), so this release's engine refuses it; remove it "
+                    "(engine.replicas runs more than one engine, which the models scale)")
     rule = _REFUSED_ARGS.get(key)
     if rule is None:
         near = difflib.get_close_matches(key, sorted(KNOWN_ARGS), n=1, cutoff=0.8)

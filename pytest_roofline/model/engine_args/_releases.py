@@ -1,0 +1,56 @@
+"""What about the engine args changes with the vLLM release: the release a version names (``_version``), the
+default of ``async_scheduling`` (:func:`async_scheduling_default`: on from 0.14.0), the release from which
+``--use-v2-block-manager`` is a no-op, and the first release with ``--data-parallel-size`` (``-dp``).  The refusals
+(``_refusals.py``) read these gates; the engine's other defaults by release are in model/vllm_defaults.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: the first vLLM release whose ``async_scheduling`` defaults to on: 0.14.0's vllm/engine/arg_utils.py takes
+#: ``SchedulerConfig.async_scheduling = Field(default=None)`` and vllm/config/vllm.py turns None into True unless
+#: pipeline_parallel_size > 1, a non-EAGLE/MTP speculative method or an executor other than mp/uni/
+#: external_launcher; 0.13.0's default is ``async_scheduling: bool = False`` (both read in the PyPI wheels)
+ASYNC_SCHEDULING_DEFAULT_VERSION: tuple[int, int, int] = (0, 14, 0)
+_ASYNC_EXECUTORS = (None, "mp", "uni", "external_launcher")
+#: the first release whose ``--use-v2-block-manager`` is a documented no-op ("[DEPRECATED] block manager v1 has
+#: been removed ... Setting this flag to True or False has no effect on vLLM behavior": vllm PR #8704), 0.6.3.post1
+#: (read in its wheel's vllm/engine/arg_utils.py; 0.6.3's still chooses "BlockSpaceMangerV2 ... Set to False to use
+#: BlockSpaceManagerV1").  The project reads 0.6.3.post1 as 0.6.3, so the post release is matched by its text
+V2_BLOCK_MANAGER_NOOP_VERSION: tuple[int, int, int] = (0, 6, 4)
+_V2_BLOCK_MANAGER_NOOP_POST = "0.6.3.post1"
+#: the first release with the engine arg ``data_parallel_size`` (``--data-parallel-size``, short ``-dp``), 0.8.3: its
+#: vllm/engine/arg_utils.py declares ``EngineArgs.data_parallel_size: int = 1`` and ``add_cli_args`` adds
+#: ``'--data-parallel-size', '-dp'``; 0.8.2's has neither (its vllm/config.py ``ParallelConfig.data_parallel_size``
+#: is set only from the ``VLLM_DP_SIZE`` environment variable), nor have 0.5.5's, 0.6.6.post1's or 0.7.3's (all read
+#: in the PyPI sdists; github.com/vllm-project/vllm/blob/v0.8.3/vllm/engine/arg_utils.py)
+DATA_PARALLEL_SIZE_VERSION: tuple[int, int, int] = (0, 8, 3)
+
+
+def _version(version: Any) -> tuple[int, ...] | None:
+    """``"0.9.1"`` -> (0, 9, 1); None (the newest release read) or an unreadable text -> None."""
+    if version is None:
+        return None
+    from pytest_roofline.model import vllm_defaults  # vllm_defaults imports nothing from here
+
+    try:
+        return tuple(vllm_defaults.parse_version(str(version)))
+    except ValueError:
+        return None
+
+
+def async_scheduling_default(version: Any, args: Mapping[str, Any]) -> bool:
+    """Whether vLLM ``version`` (None: the newest release read) schedules asynchronously when ``async_scheduling``
+    is not given: from 0.14.0, unless pipeline_parallel_size > 1 or the executor is not mp/uni/external_launcher
+    (vllm/config/vllm.py, 0.14.0)."""
+    v = _version(version)
+    if v is not None and v < ASYNC_SCHEDULING_DEFAULT_VERSION:
+        return False
+    try:
+        pp = int(args.get("pipeline_parallel_size", 1) or 1)
+    except (TypeError, ValueError):
+        pp = 1
+    return pp == 1 and args.get("distributed_executor_backend") in _ASYNC_EXECUTORS
+
