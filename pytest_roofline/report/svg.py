@@ -13,8 +13,12 @@ Two things are settled when the chart is rendered, not when a layer is added, so
 
 * **labels** (``annotate`` and the texts of ``hline``/``vline``) go to the first of their candidate positions
   whose box crosses no curve, reference line, marker or earlier label and stays inside the plot (the preferred
-  position first; the least crowded one when none is free). A placed label carries ``class="rl-label"`` and
-  ``data-box="x0 y0 x1 y1"``, the box the placement used;
+  position first; the least crowded one when none is free, crossing another reference line weighing more than
+  crossing a curve). Where no position is free on one line, the label is tried again broken into two, then
+  three lines (``<tspan>``): the label of a vertical line 70 px from the next one fits beside it, on its outer
+  side, instead of running across the other line. A placed label carries ``class="rl-label"`` and
+  ``data-box="x0 y0 x1 y1"``, the box the placement used (all its lines); a vertical reference line carries
+  ``class="rl-vline"``, and its label ``data-vline``, the line's x;
 * **markers** drawn with ``dodge=True`` (values in ink, the goodput star, single points) are lifted up or down
   by half-radius steps until they cover no other marker, with a thin leader back to their value; they never
   leave their x (the concurrency they stand for), and the markers of a series stay on their curve. Every marker
@@ -191,16 +195,44 @@ class _LabelRec:
     candidates: list[tuple[float, float, str]]  # (x, baseline y, anchor), preferred first
     own: tuple[tuple[float, float], tuple[float, float]] | None = None  # the reference line it labels
     marker: _MarkerRec | None = None  # the marker it labels (follows its sideways dodge)
+    at_y: float | None = None  # the y a label broken into lines grows away from (its point, its line); None: down
+    vline: str = ""  # the x of the vertical line it labels, as written in the line's markup
 
 
 Box = tuple[float, float, float, float]
 
 
+#: the distance between the baselines of a label's lines, as a multiple of its font size
+LINE_HEIGHT = 1.2
+#: how far a label keeps from a reference line other than its own, as a fraction of its width (3 px at least)
+REF_MARGIN = 0.06
+#: a segment at most this wide (px) is looked up by its x when a label is placed; a wider one is always tested
+_SHORT_SEGMENT = 40.0
+
+
 def text_box(x: float, y: float, text: str, size: float, anchor: str) -> Box:
     """The estimated box (x0, y0, x1, y1) of a text whose baseline starts / is centred / ends at (x, y)."""
-    w = len(text) * size * _CHAR_W
+    return lines_box(x, y, (text,), size, anchor)
+
+
+def lines_box(x: float, y: float, lines: Sequence[str], size: float, anchor: str) -> Box:
+    """The estimated box of a text in ``lines``, each aligned on x by ``anchor``, the first one's baseline at y
+    and each next one ``LINE_HEIGHT`` × ``size`` below."""
+    w = max((len(line) for line in lines), default=0) * size * _CHAR_W
     x0 = x if anchor == "start" else (x - w / 2 if anchor == "middle" else x - w)
-    return (x0, y - size * 0.8, x0 + w, y + size * 0.25)
+    return (x0, y - size * 0.8, x0 + w, y + (len(lines) - 1) * size * LINE_HEIGHT + size * 0.25)
+
+
+def _wraps(text: str, most: int = 3) -> list[tuple[str, ...]]:
+    """``text`` broken between words into 2, 3 … ``most`` lines, each the narrowest such break (none for a text
+    of one word)."""
+    out: list[tuple[str, ...]] = []
+    words = text.split(" ")
+    for room in range(max(len(w) for w in words), len(text)):
+        lines = tuple(_wrap_words(text, room))
+        if 1 < len(lines) <= most and all(len(lines) != len(o) for o in out):
+            out.append(lines)
+    return sorted(out, key=len)
 
 
 def segment_hits_box(a: tuple[float, float], b: tuple[float, float], box: Box) -> bool:
@@ -269,6 +301,7 @@ class Chart:
     _legend: list[Legend] = field(default_factory=list)
     _notes: list[tuple[str, str]] = field(default_factory=list)
     _segments: list[tuple[tuple[float, float], tuple[float, float]]] = field(default_factory=list)
+    _refs: set[tuple[tuple[float, float], tuple[float, float]]] = field(default_factory=set)  # hline/vline segments
     _markers: list[_MarkerRec] = field(default_factory=list)
     _labels: list[_LabelRec] = field(default_factory=list)
     _dots: list[str] = field(default_factory=list)  # one <path> per dots() call
@@ -549,6 +582,7 @@ class Chart:
         yy = self.py(y, axis)
         seg = ((float(self.margin_left), yy), (float(self._right), yy))
         self._segments.append(seg)
+        self._refs.add(seg)
         self._layers.append(f'<line x1="{_num(self.margin_left)}" y1="{_num(yy)}" x2="{_num(self._right)}" '
                             f'y2="{_num(yy)}" stroke="{color}" stroke-width="{_num(width)}"'
                             + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
@@ -558,7 +592,7 @@ class Chart:
             xs = ends + [(lx + (rx - lx) * f, "middle") for f in (0.5, 0.3, 0.7, 0.15, 0.85, 0.4, 0.6, 0.2, 0.8)]
             # beside the line first (above, then below), then a line's height further off, where curves leave room
             cands = [(tx, yy + dy, anc) for dy in (-4.0, 13.0, -16.0, 25.0) for tx, anc in xs]
-            self._labels.append(_LabelRec(text, color, 11, "normal", cands, own=seg))
+            self._labels.append(_LabelRec(text, color, 11, "normal", cands, own=seg, at_y=yy))
         if label:
             self._legend.append(Legend(label, color, "line", dash, width=width))
 
@@ -570,7 +604,8 @@ class Chart:
         xx = self.px(x)
         seg = ((xx, float(self._top)), (xx, float(self._top + self._plot_h)))
         self._segments.append(seg)
-        self._layers.append(f'<line x1="{_num(xx)}" y1="{_num(self._top)}" x2="{_num(xx)}" '
+        self._refs.add(seg)
+        self._layers.append(f'<line class="rl-vline" x1="{_num(xx)}" y1="{_num(self._top)}" x2="{_num(xx)}" '
                             f'y2="{_num(self._top + self._plot_h)}" stroke="{color}" stroke-width="{_num(width)}"'
                             + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
         if text:
@@ -579,7 +614,7 @@ class Chart:
                 sides.reverse()
             poss = [text_pos] + [k / 10 for k in range(10) if abs(k / 10 - text_pos) > 1e-9]
             cands = [(tx, self._top + 11 + p * (self._plot_h - 14), anc) for p in poss for tx, anc in sides]
-            self._labels.append(_LabelRec(text, color, 11, "normal", cands, own=seg))
+            self._labels.append(_LabelRec(text, color, 11, "normal", cands, own=seg, vline=_num(xx)))
         if label:
             self._legend.append(Legend(label, color, "line", dash, width=width))
 
@@ -627,10 +662,15 @@ class Chart:
             cands += [(-d, -d * 0.6, "end"), (d, -d * 0.6, "start"), (-d, d * 0.6 + size * 0.7, "end"),
                       (d, d * 0.6 + size * 0.7, "start"), (0, -d, "middle"), (0, d + size * 0.7, "middle"),
                       (-d, size * 0.35, "end"), (d, size * 0.35, "start")]
-        marker = self._markers[-1] if self._markers and abs(self._markers[-1].cx - px) < 0.01 and abs(
-            self._markers[-1].cy - py) < 0.01 else None
+        # the marker drawn at this point, the latest one (a ring drawn around a series' markers is not the last)
+        marker = next((m for m in reversed(self._markers) if abs(m.cx - px) < 0.01 and abs(m.cy - py) < 0.01), None)
+        if marker is not None:  # further along its row too: a label that far off gets a pointer to its marker
+            for k in (9.5, 12.5, 16.0, 20.0):
+                d = g * k
+                cands += [(-d, size * 0.35, "end"), (d, size * 0.35, "start"), (-d, -g, "end"), (d, -g, "start"),
+                          (-d, g + size * 0.7, "end"), (d, g + size * 0.7, "start")]
         self._labels.append(_LabelRec(text, color, size, weight, [(px + a, py + b, c) for a, b, c in cands],
-                                      marker=marker))
+                                      marker=marker, at_y=py))
 
     def note(self, text: str, *, color: str = "#555") -> None:
         """A line of text between the subtitle and the plot (call before adding layers: it moves the plot down)."""
@@ -680,25 +720,58 @@ class Chart:
         marks = sorted([(m.x - m.r, m.y - m.r, m.x + m.r, m.y + m.r) for m in self._markers] + self._dot_boxes)
         mark_x0 = [m[0] for m in marks]
         mark_w = max((m[2] - m[0] for m in marks), default=0.0)
+
+        # the lines a label should not cross: the reference lines (hline, vline), the long segments, and the short
+        # ones (a curve of many points) sorted by their left end, tested only where their x range can reach a box
+        refs = [s for s in self._segments if s in self._refs]
+        wide: list[tuple[tuple[float, float], tuple[float, float]]] = []
+        short: list[tuple[float, tuple[float, float], tuple[float, float]]] = []
+        for a, b in self._segments:
+            if (a, b) not in self._refs:
+                if abs(a[0] - b[0]) > _SHORT_SEGMENT:
+                    wide.append((a, b))
+                else:
+                    short.append((min(a[0], b[0]), a, b))
+        short.sort(key=lambda t: t[0])
+        short_x0 = [t[0] for t in short]
+
+        def cost_of(lab: _LabelRec, box: Box) -> float:
+            cost = 0.0
+            # a browser's glyphs may run a few percent wider than the estimate: a label keeps that far from a
+            # reference line that is not its own (in the margin it would touch, or be cut by, the line)
+            pad = max(3.0, (box[2] - box[0]) * REF_MARGIN)
+            padded = (box[0] - pad, box[1], box[2] + pad, box[3])
+            for a, b in refs:
+                if (a, b) != lab.own and segment_hits_box(a, b, padded):
+                    cost += 2  # across another reference line: worse than across a curve
+            lo = bisect.bisect_left(short_x0, box[0] - _SHORT_SEGMENT - 1e-6)
+            near_lines = [(a, b) for _x, a, b in short[lo:bisect.bisect_right(short_x0, box[2])]]
+            for a, b in wide + near_lines:
+                if cost >= 3:
+                    break
+                cost += segment_hits_box(a, b, box)
+            near = marks[bisect.bisect_left(mark_x0, box[0] - mark_w - 1e-6):bisect.bisect_left(mark_x0, box[2])]
+            cost += sum(2 for m in near if boxes_overlap(box, m))
+            return cost + sum(3 for o in boxes if boxes_overlap((box[0] - 3, box[1] - 1, box[2] + 3, box[3] + 1), o))
+
         for lab in self._labels:
             lift = lab.marker.lift if lab.marker is not None else 0.0  # a label follows its marker's dodge
-            best: tuple[float, tuple[float, float, str], Box] | None = None
-            for cx, cy, anc in lab.candidates:
-                box = text_box(cx, cy + lift, lab.text, lab.size, anc)
-                if box[0] < left + 1 or box[2] > right - 1 or box[1] < top + 1 or box[3] > bottom - 1:
-                    continue
-                cost = 0.0
-                for a, b in self._segments:
-                    if (a, b) != lab.own and segment_hits_box(a, b, box):
-                        cost += 1
-                        if cost >= 3:
-                            break
-                near = marks[bisect.bisect_left(mark_x0, box[0] - mark_w - 1e-6):bisect.bisect_left(mark_x0, box[2])]
-                cost += sum(2 for m in near if boxes_overlap(box, m))
-                cost += sum(3 for o in boxes if boxes_overlap((box[0] - 3, box[1] - 1, box[2] + 3, box[3] + 1), o))
-                if best is None or cost < best[0]:
-                    best = (cost, (cx, cy + lift, anc), box)
-                if cost == 0:
+            best: tuple[float, tuple[float, float, str], Box, tuple[str, ...]] | None = None
+            # on one line at each candidate position, then (none being free) broken into two lines, then three
+            for text in [(lab.text,), *_wraps(lab.text)]:
+                for cx, cy, anc in lab.candidates:
+                    y = cy + lift
+                    if lab.at_y is not None and cy < lab.at_y:  # above its point or line: the lines grow upwards
+                        y -= (len(text) - 1) * lab.size * LINE_HEIGHT
+                    box = lines_box(cx, y, text, lab.size, anc)
+                    if box[0] < left + 1 or box[2] > right - 1 or box[1] < top + 1 or box[3] > bottom - 1:
+                        continue
+                    cost = cost_of(lab, box)
+                    if best is None or cost < best[0]:
+                        best = (cost, (cx, y, anc), box, text)
+                    if cost == 0:
+                        break
+                if best is not None and best[0] == 0:
                     break
             if best is None:  # no candidate fits in the plot: keep the preferred one, clamped inside
                 cx, cy, anc = lab.candidates[0]
@@ -709,21 +782,24 @@ class Chart:
                 elif anc == "end":
                     cx = max(cx, left + 1 + w)
                 cy = min(max(cy, top + lab.size), bottom - 2)
-                best = (0.0, (cx, cy, anc), text_box(cx, cy, lab.text, lab.size, anc))
-            _, (x, y, anc), box = best
+                best = (0.0, (cx, cy, anc), text_box(cx, cy, lab.text, lab.size, anc), (lab.text,))
+            _, (x, y, anc), box, text = best
             boxes.append(box)
             if lab.marker is not None:
                 pointer = _pointer(lab.marker, box)
                 if pointer is not None:  # the label had to go further off: a thin line says whose it is
                     (ax_, ay_), (bx_, by_) = pointer
                     self._segments.append(pointer)
+                    wide.append(pointer)  # a later label does not cross it either
                     lines.append(f'<line class="rl-pointer" x1="{_num(ax_)}" y1="{_num(ay_)}" x2="{_num(bx_)}" '
                                  f'y2="{_num(by_)}" stroke="#8a8a8a" stroke-width="0.8"/>')
             data = " ".join(_num(v) for v in box)
+            own = f' data-vline="{lab.vline}"' if lab.vline else ""
             # a white halo under the glyphs: a reference line that must cross a label does not strike it through
-            out.append(_label(x, y, lab.text, lab.color, anchor=anc, size=lab.size, weight=lab.weight,
-                              extra=f' class="rl-label" data-box="{data}" stroke="white" stroke-width="3" '
-                                    'stroke-linejoin="round" paint-order="stroke"'))
+            out.append(_label(x, y, text[0], lab.color, anchor=anc, size=lab.size, weight=lab.weight,
+                              extra=f' class="rl-label" data-box="{data}"{own} stroke="white" stroke-width="3" '
+                                    'stroke-linejoin="round" paint-order="stroke"',
+                              more=[(x, lab.size * LINE_HEIGHT, t) for t in text[1:]]))
         return lines + out
 
     # --- output -------------------------------------------------------------------------------------------
@@ -851,11 +927,14 @@ def _tick_format(axis: Axis) -> Callable[[float], str]:
 
 
 def _label(x: float, y: float, text: str, color: str, *, anchor: str = "start", size: float = 11,
-           weight: str = "normal", extra: str = "") -> str:
+           weight: str = "normal", extra: str = "", more: Sequence[tuple[float, float, str]] = ()) -> str:
+    """A ``<text>`` whose first line's baseline is at (x, y); each of ``more``, (x, dy, text), is a further line, a
+    ``<tspan>`` at x and dy below the one before it."""
     w = f' font-weight="{weight}"' if weight != "normal" else ""
     s = f' font-size="{_num(size)}"' if size != 11 else ""
+    rest = "".join(f'<tspan x="{_num(tx)}" dy="{_num(dy)}">{esc(t)}</tspan>' for tx, dy, t in more)
     return (f'<text x="{_num(x)}" y="{_num(y)}" fill="{color}" text-anchor="{anchor}"{s}{w}{extra}>'
-            f"{esc(text)}</text>")
+            f"{esc(text)}{rest}</text>")
 
 
 def _legend_swatch(item: Legend, x: float, y: float) -> str:

@@ -17,8 +17,8 @@ from typing import Any
 
 from pytest_roofline.scoring import Verdict, VerdictMode, VerdictStatus
 
-__all__ = ["summary_table", "failure_line", "elide_ids", "drift_lines", "OUTCOME_WORD", "FAILING_WORDS",
-           "INCONCLUSIVE_WORD"]
+__all__ = ["summary_table", "failure_line", "elide_ids", "drift_lines", "wrap_count", "OUTCOME_WORD",
+           "FAILING_WORDS", "INCONCLUSIVE_WORD"]
 
 OUTCOME_WORD = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "xfailed": "XFAIL", "xpassed": "XPASS",
                 "error": "ERROR"}
@@ -281,23 +281,104 @@ _DRIFT_LISTED = ("drifted", "uncertain", "prediction_changed")
 _DRIFT_WORD = {"drifted": "DRIFTED", "uncertain": "UNCERTAIN", "prediction_changed": "CHANGED"}
 
 
+#: the first words of the drift section's count line, the words a log is searched for
+COUNT_HEAD = "roofline drift: "
+#: the narrowest the drift section is drawn (a narrower terminal gets lines this long)
+MIN_DRIFT_WIDTH = 40
+#: the narrowest a listed drift's text is wrapped beside its id (a longer id puts the text under it)
+MIN_DRIFT_TEXT = 30
+
+
 def drift_lines(drifts: Sequence[tuple[str, Mapping[str, Any]]], against: str, *, verbosity: int = 0,
                 width: int = 120) -> list[str]:
     """The "roofline drift" section: each drifted prediction (and each whose ink changed) with its one-line
-    drift, then the count line (``1 drifted, 20 steady, 1 new vs the previous run``); -qq the count alone."""
+    drift, then the count line (``1 drifted, 20 steady, 1 new vs the previous run``); -qq the count alone.
+    Every line fits ``width`` (an id longer than it excepted): the count line is broken between its clauses,
+    never inside a count (:func:`wrap_count`)."""
     from pytest_roofline.history import drift_counts
 
     if not drifts:
         return []
-    count = f"roofline drift: {drift_counts([d for _i, d in drifts])} vs {against}"
+    width = max(width, MIN_DRIFT_WIDTH)
+    count = wrap_count(f"{COUNT_HEAD}{drift_counts([d for _i, d in drifts])} vs {against}", width)
     if verbosity <= -2:
-        return [count]
+        return count
     listed = [(pid, d) for pid, d in drifts if d.get("status") in _DRIFT_LISTED]
     idw = min(max((len(p) for p, _d in listed), default=0), 40)
     lines = []
     for pid, d in listed:
         word = _DRIFT_WORD.get(str(d.get("status")), "CHANGED")
         head = f"{_plain(pid):<{idw}} {word:<9} "
-        for i, part in enumerate(textwrap.wrap(_plain(d.get("text")), max(30, width - len(head))) or [""]):
+        if len(head) + MIN_DRIFT_TEXT > width:  # no room beside the id: the text under it, indented
+            lines.append(head.rstrip())
+            head = "    "
+        for i, part in enumerate(textwrap.wrap(_plain(d.get("text")), width - len(head)) or [""]):
             lines.append((head if i == 0 else " " * len(head)) + part)  # wrapped, never cut: it says the baseline
-    return lines + [count]
+    return lines + count
+
+
+def _clauses(text: str) -> list[str]:
+    """``text`` cut after each ``", "`` and before each ``" vs "`` outside parentheses: the count line's
+    clauses (``19 compared (1 drifted, 18 steady),`` / ``3 not measured`` / ``vs the previous run``)."""
+    out: list[str] = []
+    depth = start = i = 0
+    while i < len(text):
+        if text[i] in "([":
+            depth += 1
+        elif text[i] in ")]":
+            depth = max(0, depth - 1)
+        elif depth == 0 and text.startswith(", ", i):
+            out.append(text[start:i + 1])
+            start = i = i + 2
+            continue
+        elif depth == 0 and text.startswith(" vs ", i):
+            out.append(text[start:i])
+            start = i = i + 1
+            continue
+        i += 1
+    out.append(text[start:])
+    return [c for c in out if c]
+
+
+def _atoms(clause: str, room: int) -> list[str]:
+    """A clause too long for a line in pieces: its parts between commas (``1 drifted,`` ``2 prediction changed),``),
+    and a part longer than ``room`` in words, each count kept with the word after it (``21 new``)."""
+    out: list[str] = []
+    for part in clause.replace(", ", ",\0").split("\0"):
+        if len(part) <= room:
+            out.append(part)
+            continue
+        glue = False
+        for word in part.split(" "):
+            if glue and out:
+                out[-1] += " " + word
+            else:
+                out.append(word)
+            glue = word.rstrip(",").replace(",", "").replace(".", "").isdigit()
+    return out
+
+
+def wrap_count(line: str, width: int) -> list[str]:
+    """The drift count line in lines of at most ``width`` columns, the further ones indented under the first's
+    counts: broken between clauses (after a comma, before ``vs``), a clause longer than a line between words, a
+    count never parted from its word. One line where it fits; ``roofline drift: N compared (...)`` stays on the
+    first line wherever it fits in the width, so a search for it finds the counts."""
+    if len(line) <= width:
+        return [line]
+    indent = " " * (len(COUNT_HEAD) if line.startswith(COUNT_HEAD) else 2)
+    if len(indent) + max(len(w) for w in line.split(" ")) > width:  # a long word (a run id): less indent
+        indent = "  "
+    lines = [""]
+    for clause in _clauses(line):
+        sep = " " if lines[-1].strip() else ""
+        if len(lines[-1]) + len(sep) + len(clause) <= width:
+            lines[-1] += sep + clause
+            continue
+        if len(indent) + len(clause) <= width:  # whole, on a line of its own
+            lines.append(indent + clause)
+            continue
+        for atom in _atoms(clause, width - len(indent)):  # longer than a line: in pieces, from where the line stands
+            if lines[-1].strip() and len(lines[-1]) + 1 + len(atom) > width:
+                lines.append(indent)
+            lines[-1] += (" " if lines[-1].strip() else "") + atom
+    return [ln.rstrip() for ln in lines if ln.strip()]

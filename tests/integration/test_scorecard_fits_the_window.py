@@ -5,7 +5,10 @@
   the last column of a table 1,362 px wide in a 1,228-px box);
 * M10: at 800 px the goodput table's SLO cell takes at most two lines (it took one word a line), and each row's
   reason under the predictions table ends inside the visible box (it was cut at the card's edge, mid-word);
-* M9: at 1400 px the pytest-html results table is no wider than the window (it was 1,537 px).
+* M9: at 1400 px the pytest-html results table is no wider than the window (it was 1,537 px);
+* L1: in every chart, the labels as the browser draws them (their glyphs' boxes, not the layout's estimate) are
+  crossed by no vertical reference line but their own and overlap no other label (day3's TTFT knee label ran across
+  the other knee's line, 68 px from its own).
 
 A copy of each page gets a script that measures it and writes the numbers into the page (the pages have no script
 of their own, and the scorecard's Content-Security-Policy, removed from the copy, would refuse one).
@@ -25,7 +28,9 @@ from support.pytest_run import NO_CACHE
 from support.recordings import recording_path
 
 from pytest_roofline.format.spec import load_spec
-from pytest_roofline.report.scorecard import render_scorecard, score_spec
+from pytest_roofline.measure.results import load_results
+from pytest_roofline.report.environment import spec_setup
+from pytest_roofline.report.scorecard import _figures, _with_outcomes, render_scorecard, score_spec
 
 pytestmark = needs_chromium
 
@@ -102,3 +107,57 @@ def test_m9_the_pytest_html_table_fits_1400(tmp_path: Path, pytester: pytest.Pyt
     got = _measure(tmp_path, html, 1400, "report")
     assert got["results"] is not None and got["results"]["rows"] >= 36
     assert got["results"]["width"] <= got["viewport"], got["results"]  # the Reason column is not cut off
+
+
+_LABELS = r"""<script>
+addEventListener('load', () => setTimeout(() => {
+  const out = [];
+  for (const svg of document.querySelectorAll('svg.rl-chart')) {
+    // the vertical reference lines, by their geometry: from the plot's top to its bottom at one x, not the grid's
+    const plot = svg.querySelector('rect[fill="#fcfcfd"]');
+    const top = +plot.getAttribute('y'), bottom = top + +plot.getAttribute('height');
+    const lines = [...svg.querySelectorAll('line')].filter(l => l.getAttribute('x1') === l.getAttribute('x2')
+        && Math.abs(+l.getAttribute('y1') - top) < 0.05 && Math.abs(+l.getAttribute('y2') - bottom) < 0.05
+        && l.getAttribute('stroke') !== '#ececec').map(l => l.getAttribute('x1'));
+    const labels = [...svg.querySelectorAll('text.rl-label')].map(t => {
+      const b = t.getBBox();
+      return [[t.firstChild.textContent, ...[...t.querySelectorAll('tspan')].map(s => s.textContent)].join(' '),
+              b.x, b.y, b.x + b.width, b.y + b.height, t.getAttribute('data-vline')];
+    });
+    out.push({chart: svg.getAttribute('aria-label'), lines, labels});
+  }
+  document.body.textContent = 'MEASURED' + JSON.stringify(out) + 'MEASURED';
+}, 300));
+</script>"""
+
+
+def test_l1_no_label_as_drawn_is_crossed_by_another_vertical_line(tmp_path: Path) -> None:
+    # every chart of both recorded runs, with either y axis, on one page (the scorecard hides the alternative axis,
+    # and a hidden text has no box): the glyphs' boxes Chromium lays out, against the vertical lines' x
+    svgs = []
+    for yaml_path, results in ((CPU_TINY, recording_path("cpu-tiny")), (DAY3, DAY3_RESULTS)):
+        spec = load_spec(yaml_path)
+        data = dict(load_results(results))
+        for f in _figures(spec, spec_setup(spec), data, _with_outcomes(spec, score_spec(spec, data))):
+            svgs += [svg for svg in (f.svg, f.alt_svg) if svg.startswith("<svg")]
+    page = tmp_path / "charts.html"
+    page.write_text("<!doctype html><html><head><meta charset='utf-8'></head><body>" + "".join(svgs) + _LABELS
+                    + "</body></html>", encoding="utf-8")
+    out = run_chromium(tmp_path, page.as_uri(), "--window-size=1400,1200", "--virtual-time-budget=10000",
+                       "--dump-dom").stdout
+    m = re.search(r"MEASURED(.*?)MEASURED", out, flags=re.S)
+    assert m is not None, out[-2000:]
+    charts = json.loads(m.group(1))
+    assert len(charts) == len(svgs)
+    texts = []
+    for c in charts:
+        for i, (text, x0, y0, x1, y1, own) in enumerate(c["labels"]):
+            assert x1 - x0 > 5, (c["chart"], text)  # laid out
+            texts.append(text)
+            for x in c["lines"]:
+                if x != own:
+                    assert not x0 < float(x) < x1, f"{c['chart']}: the line at x = {x} crosses {text!r}"
+            for t2, a0, b0, a1, b1, _ in c["labels"][i + 1:]:  # a glyph box is a line's height: 1 px may touch
+                assert not (x0 < a1 and a0 < x1 and y0 + 1 < b1 and b0 + 1 < y1), (c["chart"], text, t2)
+    assert "measured TTFT knee C = 2" in texts and "ink TTFT knee C = 4" in texts
+    assert sum(len(c["lines"]) for c in charts) >= 8  # knees, the half-saturation B, the ridge, the asymptote

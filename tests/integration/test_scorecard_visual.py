@@ -25,7 +25,7 @@ from pytest_roofline.report import charts as ch
 from pytest_roofline.report.common import band_domain, band_svg, id_html
 from pytest_roofline.report.environment import spec_setup
 from pytest_roofline.report.scorecard import _figures, _with_outcomes, render_scorecard, score_spec, write_scorecard
-from pytest_roofline.report.svg import Axis, Chart, segment_hits_box, text_box
+from pytest_roofline.report.svg import LINE_HEIGHT, Axis, Chart, lines_box, segment_hits_box
 from pytest_roofline.scoring import Verdict
 
 RUNS = {
@@ -130,12 +130,31 @@ def _markers(root: ET.Element) -> list[dict[str, Any]]:
 
 
 def _labels(root: ET.Element) -> list[tuple[str, tuple[float, float, float, float], ET.Element]]:
+    """Every placed label: its text (the lines of one broken into lines joined by spaces), its box and element."""
     out = []
     for t in root.iter(f"{NS}text"):
         if t.get("class") == "rl-label":
             box = tuple(float(v) for v in (t.get("data-box") or "").split())
             assert len(box) == 4
-            out.append((t.text or "", box, t))
+            out.append((" ".join(_lines(t)), box, t))
+    return out
+
+
+def _lines(t: ET.Element) -> list[str]:
+    """A label's lines: its own text, then each ``<tspan>`` (a further line, at the label's x)."""
+    return [t.text or ""] + [ts.text or "" for ts in t.iter(f"{NS}tspan")]
+
+
+def _vlines(root: ET.Element) -> list[tuple[float, ET.Element]]:
+    """The vertical reference lines (knees, ridges, a version's change): a ``<line>`` from the plot's top to its
+    bottom at one x, found by its geometry, not by its class (the grid's lines are #ececec)."""
+    _x0, top, _x1, bottom = _plot_rect(root)
+    out = []
+    for e in root.iter(f"{NS}line"):
+        x1, x2 = float(e.get("x1", 0)), float(e.get("x2", 0))
+        y1, y2 = float(e.get("y1", 0)), float(e.get("y2", 0))
+        if x1 == x2 and abs(y1 - top) < 0.05 and abs(y2 - bottom) < 0.05 and e.get("stroke") != "#ececec":
+            out.append((x1, e))
     return out
 
 
@@ -148,10 +167,14 @@ def test_no_label_is_struck_through_by_a_curve_or_covers_a_marker(run: str) -> N
         markers = _markers(root)
         labels = _labels(root)
         for text, box, el in labels:
-            # the box the placement used is the text's own box (not a smaller one that would pass the test)
+            # the box the placement used is the text's own box (not a smaller one that would pass the test), all
+            # its lines: each further line at the label's x, one line height below the one before
             size = float(el.get("font-size", 11))
-            assert box == pytest.approx(text_box(float(el.get("x", 0)), float(el.get("y", 0)), text, size,
-                                                 el.get("text-anchor", "start")), abs=0.02), (key, text)
+            for ts in el.iter(f"{NS}tspan"):
+                assert float(ts.get("x", 0)) == float(el.get("x", 0)), (key, text)
+                assert float(ts.get("dy", 0)) == pytest.approx(size * LINE_HEIGHT, abs=0.01), (key, text)
+            assert box == pytest.approx(lines_box(float(el.get("x", 0)), float(el.get("y", 0)), _lines(el), size,
+                                                  el.get("text-anchor", "start")), abs=0.02), (key, text)
             for pts in curves:
                 for a, b in zip(pts[:-1], pts[1:]):
                     assert not segment_hits_box(a, b, box), f"{run}/{key}: curve crosses label {text!r}"
@@ -164,6 +187,57 @@ def test_no_label_is_struck_through_by_a_curve_or_covers_a_marker(run: str) -> N
             for t2, b2, _ in labels[i + 1:]:
                 assert not (b1[0] < b2[2] and b2[0] < b1[2] and b1[1] < b2[3] and b2[1] < b1[3]), (key, t1, t2)
     assert checked >= (20 if run == "day3" else 3)
+
+
+#: how far a label stays from a vertical line that is not its own, px: a browser's glyphs may run a few percent
+#: wider than the placement's estimate (tests/integration/test_scorecard_fits_the_window.py measures them)
+CLEAR = 3.0
+
+
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_no_label_is_crossed_by_another_vertical_line_and_none_overlap(run: str) -> None:
+    # the visual trial's L1: in day3's TTFT chart "measured TTFT knee C = 2" (164 px wide) was written to the
+    # right of its line at C = 2, across the ink knee's line at C = 4, 68 px further right. Every chart of the run,
+    # with either y axis: no label's box reaches a vertical reference line other than its own (nor comes within
+    # CLEAR px of one), a vertical line's label stands beside its own line, and no two labels' boxes overlap.
+    seen = 0
+    for key, root in _svgs(_figs(run)):
+        vlines = _vlines(root)
+        assert {x for x, e in vlines} == {float(e.get("x1", 0)) for e in root.iter(f"{NS}line")
+                                          if e.get("class") == "rl-vline"}, key
+        labels = _labels(root)
+        for text, box, el in labels:
+            own = el.get("data-vline")
+            for x, _e in vlines:
+                if own is not None and x == float(own):
+                    # beside it, 4 px off, on one side (a label broken into lines keeps to that side)
+                    assert min(abs(box[0] - x), abs(box[2] - x)) == pytest.approx(4, abs=0.05), (run, key, text)
+                    continue
+                assert not (box[0] - CLEAR < x < box[2] + CLEAR), f"{run}/{key}: the line at x = {x} crosses {text!r}"
+            seen += own is not None
+        for i, (t1, b1, _) in enumerate(labels):
+            for t2, b2, _ in labels[i + 1:]:
+                assert not (b1[0] < b2[2] and b2[0] < b1[2] and b1[1] < b2[3] and b2[1] < b1[3]), (run, key, t1, t2)
+    assert seen >= (6 if run == "day3" else 2)  # knees, the half-saturation B, the ridge and the asymptote
+
+
+def test_a_knee_label_with_no_room_beside_its_line_is_broken_onto_its_outer_side(day3: dict[str, ch.Figure]) -> None:
+    # the two TTFT knees of day3 (measured C = 2, ink C = 4) are one doubling, 68 px, apart and 90 px from the
+    # plot's left edge: "measured TTFT knee C = 2" fits neither between them nor left of C = 2 on one line; it is
+    # written on three, right-aligned on the outer (left) side of its line, and the ink knee's to the right of its own
+    for svg in (day3["ttft"].svg, day3["ttft"].alt_svg):
+        if not svg:
+            continue
+        root = ET.fromstring(svg)
+        xs = {e.get("stroke"): x for x, e in _vlines(root)}
+        measured, ink = xs[ch.C_KNEE_MEAS], xs["#444"]
+        assert 60 < ink - measured < 75
+        found = {text: (box, el) for text, box, el in _labels(root)}
+        box, el = found["measured TTFT knee C = 2"]
+        assert _lines(el) == ["measured", "TTFT knee", "C = 2"]
+        assert el.get("text-anchor") == "end" and box[2] == pytest.approx(measured - 4, abs=0.05)
+        box, el = found["ink TTFT knee C = 4"]
+        assert _lines(el) == ["ink TTFT knee C = 4"] and box[0] == pytest.approx(ink + 4, abs=0.05)
 
 
 @pytest.mark.parametrize("y_scale", ["log", "linear"])

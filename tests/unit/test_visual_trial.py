@@ -46,8 +46,8 @@ from pytest_roofline.report.scorecard import (
     render_scorecard,
     score_spec,
 )
-from pytest_roofline.report.svg import PALETTE, Axis, Chart, text_box
-from pytest_roofline.report.terminal import summary_table
+from pytest_roofline.report.svg import LINE_HEIGHT, PALETTE, Axis, Chart, lines_box, text_box
+from pytest_roofline.report.terminal import drift_lines, summary_table, wrap_count
 from pytest_roofline.scoring import Verdict, VerdictMode, VerdictStatus
 from pytest_roofline.units import format_value
 
@@ -373,6 +373,115 @@ def test_m9_the_roofline_columns_wrap_between_words() -> None:
     rule = re.search(r'#results-table td\[class\^="col-rl_"\]\{([^}]*)\}', sheet)
     assert rule is not None and "white-space:normal" in rule.group(1)
     assert "min-width:220px" in sheet  # the Reason column keeps room to be read
+
+
+# ----------------------------------------------------------------------------------------------------------- L1
+def _vline_labels(svg: str) -> tuple[dict[str, float], dict[str, tuple[list[str], tuple[float, ...], ET.Element]]]:
+    """The x of each vertical reference line (by its colour) and each label: (its lines, its box, its element)."""
+    root = ET.fromstring(svg)
+    xs = {e.get("stroke") or "": float(e.get("x1", 0)) for e in root.iter(f"{NS}line") if e.get("class") == "rl-vline"}
+    labels = {}
+    for t in root.iter(f"{NS}text"):
+        if t.get("class") == "rl-label":
+            lines = [t.text or ""] + [ts.text or "" for ts in t.iter(f"{NS}tspan")]
+            labels[" ".join(lines)] = (lines, tuple(float(v) for v in (t.get("data-box") or "").split()), t)
+    return xs, labels
+
+
+def _knees(c2: float, c4: float) -> str:
+    """Two knee lines as the TTFT chart draws them (day3: the measured knee at C = 2, the ink's at C = 4)."""
+    chart = Chart(Axis(0.8, 160, "log"), Axis(10, 20000, "log"), width=600, height=340, title="t", subtitle="s")
+    chart.vline(c2, color="#D55E00", text=f"measured TTFT knee C = {c2:g}", text_pos=0.0)
+    chart.vline(c4, color="#444", dash="3 3", text=f"ink TTFT knee C = {c4:g}", text_pos=0.08)
+    return chart.render()
+
+
+def test_l1_a_knee_label_never_runs_across_the_other_knee_line() -> None:
+    # the trial: "the 'measured TTFT knee C = 2' label is crossed by the ink-knee line at C = 4". One doubling apart
+    # the lines are 68 px apart and the label 164 px wide on one line: it is broken into lines, beside its own line
+    xs, labels = _vline_labels(_knees(2, 4))
+    measured, ink = xs["#D55E00"], xs["#444"]
+    assert 60 < ink - measured < 75
+    lines, box, el = labels["measured TTFT knee C = 2"]
+    assert len(lines) > 1 and max(len(ln) for ln in lines) < len("measured TTFT knee C = 2")
+    assert not box[0] < ink < box[2] and not box[0] < measured < box[2]
+    assert min(abs(box[0] - measured), abs(box[2] - measured)) == pytest.approx(4, abs=0.01)  # beside its own
+    assert box == pytest.approx(lines_box(float(el.get("x", 0)), float(el.get("y", 0)), lines, 11,
+                                          el.get("text-anchor", "start")), abs=0.01)
+    assert [float(ts.get("dy", 0)) for ts in el.iter(f"{NS}tspan")] == [11 * LINE_HEIGHT] * (len(lines) - 1)
+    lines2, box2, _ = labels["ink TTFT knee C = 4"]
+    assert lines2 == ["ink TTFT knee C = 4"] and not box2[0] < measured < box2[2]
+    assert not (box[0] < box2[2] and box2[0] < box[2] and box[1] < box2[3] and box2[1] < box[3])
+
+
+def test_l1_knee_lines_far_apart_keep_their_labels_on_one_line() -> None:
+    xs, labels = _vline_labels(_knees(2, 32))
+    for text in ("measured TTFT knee C = 2", "ink TTFT knee C = 32"):
+        lines, box, _ = labels[text]
+        assert lines == [text]
+        assert all(not box[0] < x < box[2] for x in xs.values()), text
+    # the measured one where it was asked for: right of its line, at the top of the plot
+    _lines, box, el = labels["measured TTFT knee C = 2"]
+    assert el.get("text-anchor") == "start" and box[0] == pytest.approx(xs["#D55E00"] + 4, abs=0.01)
+
+
+# ----------------------------------------------------------------------------------------------------------- L8
+#: the trial's count line: cpu-tiny's second night, 19 measured values compared, 1 drifted, 3 model-only
+TRIAL_COUNT = "roofline drift: 19 compared (1 drifted, 18 steady), 3 not measured vs the previous run"
+
+
+def _trial_drifts() -> list[tuple[str, dict[str, Any]]]:
+    drifted = [("queueing-past-the-cap", {"status": "drifted", "text": "+25.0% vs previous run (2026-12-01, "
+                                          "bb56575-dirty; baseline 1,382 ms), beyond 10%"})]
+    steady = [(f"p{i}", {"status": "steady", "text": "+0.0% vs previous run"}) for i in range(18)]
+    return drifted + steady + [(f"m{i}", {"status": "not_measured"}) for i in range(3)]
+
+
+def test_l8_the_drift_count_line_fits_80_columns() -> None:
+    assert len(TRIAL_COUNT) == 86  # the trial's line, 6 columns over
+    for verbosity in (0, -1, -2):
+        lines = drift_lines(_trial_drifts(), "the previous run", verbosity=verbosity, width=80)
+        assert max(len(ln) for ln in lines) <= 80, lines
+        count = lines[next(i for i, ln in enumerate(lines) if ln.startswith("roofline drift: ")):]
+        assert count == ["roofline drift: 19 compared (1 drifted, 18 steady), 3 not measured",
+                         "                vs the previous run"]
+        assert " ".join(" ".join(count).split()) == TRIAL_COUNT  # every word, in order
+    # the listed drift above it wraps under its text, as it did
+    lines = drift_lines(_trial_drifts(), "the previous run", width=80)
+    assert lines[0].startswith("queueing-past-the-cap DRIFTED   +25.0% vs previous run")
+
+
+def test_l8_a_wide_terminal_keeps_the_count_on_one_line() -> None:
+    for width in (86, 120, 200):
+        assert drift_lines(_trial_drifts(), "the previous run", verbosity=-2, width=width) == [TRIAL_COUNT]
+        assert drift_lines(_trial_drifts(), "the previous run", width=width)[-1] == TRIAL_COUNT
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 100])
+def test_l8_a_long_count_line_breaks_between_clauses_never_inside_a_count(width: int) -> None:
+    line = ("roofline drift: 44 compared (3 drifted, 2 uncertain, 37 steady, 2 prediction changed), 5 not judged "
+            "(their point did not hold its concurrency), 2 new, 3 not measured vs the median of the last 5 runs")
+    lines = wrap_count(line, width)
+    assert max(len(ln) for ln in lines) <= width, lines
+    assert " ".join(" ".join(lines).split()) == line
+    assert lines[0].startswith("roofline drift: 44 compared (3 drifted,")
+    for count in ("3 drifted", "2 uncertain", "37 steady", "2 prediction changed", "2 new", "3 not measured"):
+        assert any(count in ln for ln in lines), (count, lines)  # never "2 prediction" / "changed"
+    assert all(ln.startswith(" " * 16) for ln in lines[1:])  # under the counts, not under "roofline drift:"
+    # a word longer than the room left beside the indent (a run id) takes a shorter indent, and still fits
+    stored = ("roofline drift: 0 compared, 21 new (this measurement is already stored as run "
+              "20261201T090727Z-bb56575-dirty-6c4130: a replay is not compared with it, nor stored again) vs the "
+              "previous run")
+    lines = wrap_count(stored, width)
+    assert max(len(ln) for ln in lines) <= width and " ".join(" ".join(lines).split()) == stored
+
+
+def test_l8_a_long_id_puts_its_drift_under_it() -> None:
+    pid = "littles-law-at-a-very-long-parametrised-id[concurrency=128]"
+    lines = drift_lines([(pid, {"status": "drifted", "text": "+25.0% vs previous run (2026-12-01), beyond 10%"})],
+                        "the previous run", width=80)
+    assert max(len(ln) for ln in lines) <= 80, lines
+    assert lines[0] == f"{pid} DRIFTED" and lines[1].startswith("    +25.0% vs previous run")
 
 
 # ----------------------------------------------------------------------------------------------------------- L2
