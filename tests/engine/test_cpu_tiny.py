@@ -198,13 +198,16 @@ def test_the_api_server_leg_of_ttft_is_read_from_vllms_own_stamps(cpu_tiny_run: 
         assert 0.0 < leg_ms < ttft["mean"], (point["id"], ttft["mean"], queue["mean"], prefill["mean"])
 
 
-def test_the_api_server_hands_a_burst_to_the_engine_core_one_request_at_a_time(cpu_tiny_run: LiveRun) -> None:
-    """The serving model's API server takes requests one at a time (model/serving/simulator.py, "Frontend"): of C
-    requests sent together, the engine core gets the first ``frontend_in_s`` later, starts a step with it alone,
-    and takes the rest at the next step boundaries, so their first tokens come in waves a step apart. The real
-    engine does the same: the C = 8 point's first eight measured sends (sent within a few ms of each other, after
-    the warm-up) get their first tokens in two or more waves, the first holding fewer than half of them (a wave:
-    first tokens within 1 ms of its earliest)."""
+def test_the_c8_burst_is_sent_together_and_recorded_with_every_first_token(cpu_tiny_run: LiveRun) -> None:
+    """The C = 8 point's first eight measured sends leave the load generator together (within a few ms, after the
+    warm-up), and the requests file records each one's send and first-token times: what the burst evidence below
+    is read from.
+
+    How the eight first tokens group is not asserted here: it depends on when the engine core's loop wakes
+    relative to the API server's hand-overs, so a loaded machine can move it. Four recorded runs of this point
+    (benchmarks/data/cpu-burst-waves.json) are the evidence, checked against the simulator in
+    tests/unit/test_serving_mechanisms.py: three got the first request's token alone, 115-137 ms before the bulk
+    of the others; one got all eight in one step."""
     results = json.loads((cpu_tiny_run.out / "cpu-tiny.roofline" / "results.json").read_text())
     point = next(p for p in results["points"] if p["id"] == "closed-c8")
     rows = [json.loads(line) for line in
@@ -212,12 +215,4 @@ def test_the_api_server_hands_a_burst_to_the_engine_core_one_request_at_a_time(c
     burst = sorted((r for r in rows if not r.get("warmup") and r["status"] == "ok"), key=lambda r: r["sent_s"])[:8]
     assert len(burst) == 8
     assert burst[-1]["sent_s"] - burst[0]["sent_s"] < 0.05, [r["sent_s"] for r in burst]  # sent together
-    firsts = sorted(r["first_token_s"] for r in burst)
-    waves: list[list[float]] = []
-    for t in firsts:
-        if waves and t - waves[-1][0] < 1e-3:
-            waves[-1].append(t)
-        else:
-            waves.append([t])
-    sizes = [len(w) for w in waves]
-    assert len(sizes) >= 2 and sizes[0] < 4, sizes
+    assert all(r["first_token_s"] > r["sent_s"] for r in burst), burst

@@ -198,7 +198,9 @@ CONSTANT_SOURCES: Mapping[str, str] = {
                      "Qwen3-8B, C = 1: 60 ms measured, 11 ms modelled; benchmarks/RESULTS-model-corpus.md), "
                      "which this mechanism does not explain and the band (quantities/bands) carries. The API "
                      "server is one process and takes requests one at a time, frontend_in_s each (the simulator's "
-                     "queue): a burst of 8 on the CPU engine got its first tokens in waves of 1, 4 and 3, and the "
+                     "queue): of four recorded bursts of 8 on the CPU engine, three got the first request's first "
+                     "token alone, over 100 ms before the rest, one got all eight in one step "
+                     "(benchmarks/data/cpu-burst-waves.json), and the "
                      "stamped leg grows with load (cpu-tiny 1.98, 1.90, 2.47, 4.21 ms at C = 1, 2, 4, 8; the "
                      "queue gives 2.00, 2.24, 2.93, 4.40 ms)",
     "client_jitter_s": "1.5 ms: a closed-loop client's turnaround, which differs from request to request "
