@@ -31,13 +31,27 @@ import math
 import statistics
 from pathlib import Path
 
-from pytest_roofline.model.serving.constants import LINEAR_OVERLAP_P
+from pytest_roofline.model.hardware import get_hardware
+from pytest_roofline.model.serving.constants import KERNELS_PER_LAYER, LINEAR_OVERLAP_P, default_constants
+from pytest_roofline.model.setup import build_setup
 
 DATA = Path(__file__).resolve().parent / "data"
-#: datasheet figures (dense bf16 FLOP/s, bytes/s): A100 80GB SXM and H100 SXM as the project's catalog
-#: (pytest_roofline/model/data/hardware.json); A40 from NVIDIA's A40 datasheet (696 GB/s, 149.7 TFLOP/s bf16 dense)
-DATASHEET = {"a100": (312e12, 2.039e12), "h100": (989e12, 3.35e12), "a40": (149.7e12, 696e9)}
-HBM_EFFICIENCY, FLOP_EFFICIENCY, KERNEL_LATENCY_S, KERNELS = 0.8, 0.75, 3e-6, 4
+
+
+def _datasheet(hardware_id: str) -> tuple[float, float]:
+    """(dense bf16 FLOP/s, bytes/s) from the project's catalog."""
+    hw = get_hardware(hardware_id)
+    return float(hw.peak_flop_per_s["bf16"]), float(hw.hbm_bytes_per_s)
+
+
+#: A100 80GB SXM, H100 SXM and H200 from the catalog; the A40 (not in it) from NVIDIA's A40 datasheet (696 GB/s,
+#: 149.7 TFLOP/s bf16 dense)
+DATASHEET = {"a100": _datasheet("a100-sxm4-80gb"), "h100": _datasheet("h100-sxm"), "h200": _datasheet("h200"),
+             "a40": (149.7e12, 696e9)}
+#: the serving model's cuda defaults (model/serving/constants.py)
+_CUDA = default_constants(build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b"))
+HBM_EFFICIENCY, FLOP_EFFICIENCY = _CUDA.hbm_efficiency, _CUDA.flop_efficiency
+KERNEL_LATENCY_S, KERNELS = _CUDA.mem_latency_s, KERNELS_PER_LAYER
 PS: tuple[float | None, ...] = (None, 3.0, 2.0, LINEAR_OVERLAP_P, 1.5, 1.25, 1.0)
 
 
@@ -82,8 +96,8 @@ def h200_points() -> list[dict]:
         for b, s in rows:
             out.append({"source": "h200 sweep", "gpu": "h200", "tp": 1, "tokens": b, "measured_s": s,
                         "w_own": w_own, "c_own": b * weight_bytes / matmul,
-                        "w_model": weight_bytes / (HBM_EFFICIENCY * 4.8e12),
-                        "c_model": b * weight_bytes / (FLOP_EFFICIENCY * 989e12),
+                        "w_model": weight_bytes / (HBM_EFFICIENCY * DATASHEET["h200"][1]),
+                        "c_model": b * weight_bytes / (FLOP_EFFICIENCY * DATASHEET["h200"][0]),
                         "latency_s": (KERNELS * layers + 1) * KERNEL_LATENCY_S})
     return out
 

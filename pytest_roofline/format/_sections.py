@@ -48,7 +48,7 @@ from pytest_roofline.model.setup import build_setup, cpu_kvcache_space_problem
 from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.quantities.measurement import PointMode
 from pytest_roofline.redact import redact_url
-from pytest_roofline.units import UnitError, parse_value
+from pytest_roofline.units import UnitError, parse_number, parse_value
 
 __all__ = [
     "setup_error_node", "check_setup", "read_serving", "read_calibration", "read_hardware", "read_model",
@@ -147,11 +147,11 @@ def read_serving(ctx: NodeReader, node: yaml.Node) -> dict[str, float]:
                               "write a time between 0 and a few ms, e.g. 3.3 ms or 5 us")
         elif fields[name] == "exponent":
             text = ctx.scalar(v, what).strip()
-            try:
-                value = float(text)
-            except ValueError:
-                value = math.nan
-            if not (math.isfinite(value) and value >= 1.0):
+            try:  # the project's one number reader; an exponent takes no unit
+                value, _half_ulp, unit = parse_number(text)
+            except UnitError:
+                value, unit = math.nan, ""
+            if unit or not (math.isfinite(value) and value >= 1.0):
                 raise ctx.err(v, f"{what}: {text} is not a number >= 1",
                               "write e.g. 1.75 (1: weight streaming and GEMM compute add; leave it out for the "
                               "model's default)")

@@ -106,4 +106,6 @@ def test_the_gemm_overlap_exponent_is_a_plain_number_of_at_least_one() -> None:
     with pytest.raises(spec.SpecError, match=r"serving.linear_overlap_p: 0.5 is not a number >= 1") as exc:
         spec.loads_spec(HEAD + "serving: {linear_overlap_p: 0.5}\n" + PRED)
     assert "1.75" in (exc.value.hint or "")
+    with pytest.raises(spec.SpecError, match=r"serving.linear_overlap_p: 1.5 ms is not a number >= 1"):
+        spec.loads_spec(HEAD + "serving: {linear_overlap_p: 1.5 ms}\n" + PRED)
     assert "a number >= 1" in _fields.serving_field_table()["linear_overlap_p"].doc
