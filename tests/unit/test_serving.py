@@ -239,6 +239,26 @@ def test_tensor_parallel_halves_weight_bytes_and_adds_two_allreduces_per_layer()
     assert c2.time_s == pytest.approx(c2.weights_s + c2.kv_s + c2.allreduce_s, rel=1e-12)
 
 
+def test_a_steps_terms_are_its_time_split_and_time_alone_gives_the_same_float():
+    # the simulator takes a step's time from terms() and a bulk decode run's from time(): both must give the
+    # same float, and the six terms must add up to it, memory- or compute-bound, with and without TP
+    s2 = build_setup(hardware_ref="a100-sxm4-80gb", model_ref="qwen3-8b",
+                     engine={"name": "vllm", "version": "0.26.0", "args": {"tensor_parallel_size": 2}})
+    for setup in (a100_setup(), s2):
+        engine = sv.EngineConfig.from_setup(setup)
+        cost = sv.cost.CostModel(setup, sv.default_constants(setup), engine)
+        for n_dec, ctx, pf, n_seqs in ((1, 1000, 0, 1), (256, 256 * 3000, 0, 256), (8, 8000, 2000, 9), (0, 0, 4096, 1)):
+            pf_kv, pairs = (pf, pf * (pf + 1) / 2.0) if pf else (0, 0.0)
+            sc = cost.terms(n_dec, ctx, pf, pf_kv, pairs, n_seqs)
+            assert sc.time_s == cost.time(n_dec, ctx, pf, pf_kv, pairs, n_seqs)
+            parts = (sc.weights_s, sc.kv_s, sc.prefill_compute_s, sc.decode_compute_s, sc.overhead_s, sc.allreduce_s)
+            assert sum(parts) == pytest.approx(sc.time_s, rel=1e-12)
+            assert min(parts) >= 0
+            assert (sc.allreduce_s > 0) == (setup is s2)
+        compute_bound = cost.terms(0, 0, 4096, 4096, 4096 * 4097 / 2.0, 1)
+        assert compute_bound.weights_s == 0 and compute_bound.prefill_compute_s > compute_bound.decode_compute_s
+
+
 def test_moe_reads_only_the_experts_the_batch_touches():
     s = build_setup(hardware_ref="h100-sxm", model_ref="qwen3-30b-a3b", engine={"name": "vllm", "version": "0.26.0"})
     m = s.model

@@ -168,45 +168,53 @@ class CostModel:
             return w if w >= c else c
         return float((w ** p + c ** p) ** (1.0 / p))
 
-    def time(self, n_dec: int, dec_ctx: float, pf_tokens: int, pf_kv_tokens: int, pf_pairs: float,
-             n_seqs: int) -> float:
-        """Step time; the same arithmetic for the bulk and the step-by-step paths."""
-        n_tok = n_dec + pf_tokens
+    def _bounds(self, n_tok: int, dec_ctx: float, pf_kv_tokens: int, pf_pairs: float,
+                n_seqs: int) -> tuple[float, float, float, float]:
+        """The step's four roofline bounds: weight streaming, linear-layer FLOPs, KV reads, attention FLOPs."""
         w = self.weight_bytes(n_tok) / self.bw
         c = (self.lin_flop_per_token * n_tok + self.head_flop_per_seq * n_seqs) / self.peak
         kv = self.kv_bytes_per_token * (dec_ctx + pf_kv_tokens) / self.kv_bw
         a = self.attn_flop_per_pair * (dec_ctx + pf_pairs) / self.peak
-        t = self.linear_s(w, c) + (kv if kv >= a else a) + self.fixed_latency_s + self.step_overhead_s \
-            + self.per_seq_overhead_s * n_seqs
+        return w, c, kv, a
+
+    def _total(self, linear_s: float, attention_s: float, n_tok: int, n_seqs: int) -> float:
+        """The step time from its linear and attention parts: the one sum ``time`` and ``terms`` both give."""
+        t = linear_s + attention_s + self.fixed_latency_s + self.step_overhead_s + self.per_seq_overhead_s * n_seqs
         if self.tp > 1:
             t += self.allreduce_fixed_s + self.allreduce_per_token_s * n_tok
         return t
 
+    def time(self, n_dec: int, dec_ctx: float, pf_tokens: int, pf_kv_tokens: int, pf_pairs: float,
+             n_seqs: int) -> float:
+        """Step time alone (the bulk decode path's inner loop); ``terms`` gives the same ``time_s`` with its
+        parts."""
+        n_tok = n_dec + pf_tokens
+        w, c, kv, a = self._bounds(n_tok, dec_ctx, pf_kv_tokens, pf_pairs, n_seqs)
+        return self._total(self.linear_s(w, c), kv if kv >= a else a, n_tok, n_seqs)
+
     def terms(self, n_dec: int, dec_ctx: float, pf_tokens: int, pf_kv_tokens: int, pf_pairs: float,
               n_seqs: int) -> StepCost:
+        """Step time and the terms it adds up from, computed once (``StepCost``)."""
         n_tok = n_dec + pf_tokens
-        w = self.weight_bytes(n_tok) / self.bw
-        c_pf = self.lin_flop_per_token * pf_tokens / self.peak
-        c_dec = (self.lin_flop_per_token * n_dec + self.head_flop_per_seq * n_seqs) / self.peak
-        kv = self.kv_bytes_per_token * (dec_ctx + pf_kv_tokens) / self.kv_bw
-        a_pf = self.attn_flop_per_pair * pf_pairs / self.peak
-        a_dec = self.attn_flop_per_pair * dec_ctx / self.peak
+        w, c, kv, a = self._bounds(n_tok, dec_ctx, pf_kv_tokens, pf_pairs, n_seqs)
+        lin = self.linear_s(w, c)
         weights_s = kv_s = pf_s = dec_s = 0.0
-        lin = self.linear_s(w, c_pf + c_dec)
-        if w >= c_pf + c_dec:
+        if w >= c:
             weights_s = lin
-        else:  # the p-norm's excess over the compute bound goes to prefill and decode by their FLOP shares
-            scale = lin / (c_pf + c_dec)
+        else:  # compute-bound: the p-norm's time goes to prefill and decode by their FLOP shares
+            c_pf = self.lin_flop_per_token * pf_tokens / self.peak
+            scale = lin / c
             pf_s += c_pf * scale
-            dec_s += c_dec * scale
-        if kv >= a_pf + a_dec:
+            dec_s += (c - c_pf) * scale
+        if kv >= a:
             kv_s = kv
         else:
+            a_pf = self.attn_flop_per_pair * pf_pairs / self.peak
             pf_s += a_pf
-            dec_s += a_dec
+            dec_s += a - a_pf
         over = self.fixed_latency_s + self.step_overhead_s + self.per_seq_overhead_s * n_seqs
         ar = (self.allreduce_fixed_s + self.allreduce_per_token_s * n_tok) if self.tp > 1 else 0.0
-        return StepCost(time_s=self.time(n_dec, dec_ctx, pf_tokens, pf_kv_tokens, pf_pairs, n_seqs),
+        return StepCost(time_s=self._total(lin, kv if kv >= a else a, n_tok, n_seqs),
                         weights_s=weights_s, kv_s=kv_s, prefill_compute_s=pf_s, decode_compute_s=dec_s,
                         overhead_s=over, allreduce_s=ar)
 

@@ -55,7 +55,7 @@ from pytest_roofline.errors import SimulationError
 from pytest_roofline.model import bands as bands
 from pytest_roofline.model import workload as _schedule
 from pytest_roofline.model.serving.constants import ServingConstants, default_constants
-from pytest_roofline.model.serving.cost import CostModel
+from pytest_roofline.model.serving.cost import CostModel, StepCost
 from pytest_roofline.model.serving.engine import EngineConfig
 from pytest_roofline.model.serving.point import ArrivalKind, Workload, arrival_times
 from pytest_roofline.model.serving.prediction import (
@@ -259,9 +259,7 @@ class _Sim:
         if len(self.running) > self.max_run:
             self.max_run = len(self.running)
 
-    def _shares_add(self, n_dec: int, dec_ctx: float, pf_tok: int, pf_kv: int, pf_pairs: float, n_seqs: int,
-                    mult: int = 1) -> None:
-        sc = self.cost.terms(n_dec, dec_ctx, pf_tok, pf_kv, pf_pairs, n_seqs)
+    def _shares_add(self, sc: StepCost, mult: int = 1) -> None:
         sh = self.shares
         sh["weights"] += sc.weights_s * mult
         sh["kv"] += sc.kv_s * mult
@@ -286,8 +284,9 @@ class _Sim:
                 pf_kv += a + n
                 pf_pairs += n * a + n * (n + 1) / 2.0
         n_seqs = len(sched)
-        d = self.cost.time(n_dec, dec_ctx, pf_tok, pf_kv, pf_pairs, n_seqs)
-        self._shares_add(n_dec, dec_ctx, pf_tok, pf_kv, pf_pairs, n_seqs)
+        sc = self.cost.terms(n_dec, dec_ctx, pf_tok, pf_kv, pf_pairs, n_seqs)
+        d = sc.time_s
+        self._shares_add(sc)
         start = self.now
         self.now = start + d
         self._record_step(d, n_dec, dec_ctx, pf_tok, pf_kv, pf_pairs, n_seqs)
@@ -421,7 +420,7 @@ class _Sim:
             return
         # every term is linear in the summed context at a fixed batch (and each max keeps its winner), so the
         # run's terms are j times the terms at the mean context
-        self._shares_add(B, S + B * (j + 1) / 2.0, 0, 0, 0.0, B, mult=j)
+        self._shares_add(self.cost.terms(B, S + B * (j + 1) / 2.0, 0, 0, 0.0, B), mult=j)
         self.steps += j
         self.max_blocks = max_used
         if B > self.max_run:
