@@ -151,6 +151,9 @@ class HardwareSpec:
     #: GPUs one NVLink/NVSwitch domain joins (an HGX baseboard: 8; GB200 NVL72: 72); None where the catalog has no
     #: such domain (PCIe parts, bridges). Tensor parallelism beyond it would all-reduce over the network
     nvlink_domain_gpus: int | None = None
+    #: CUDA compute capability (major.minor, e.g. 8.9); None for non-NVIDIA parts and the cpu pseudo-device. vLLM's
+    #: choice of engine and attention backend reads it (vllm_defaults.default_engine)
+    compute_capability: float | None = None
 
     def __post_init__(self) -> None:
         peaks = {normalize_dtype(k): float(v) for k, v in dict(self.peak_flop_per_s).items()}
@@ -175,6 +178,12 @@ class HardwareSpec:
                 if not (math.isfinite(value) and value > 0):
                     raise HardwareError(f"{self.id}: {name} must be a positive number or None, got {value!r}")
                 object.__setattr__(self, name, value)
+        cc = self.compute_capability
+        if cc is not None:
+            if isinstance(cc, bool) or not isinstance(cc, (int, float)) or not (1.0 <= float(cc) < 100.0):
+                raise HardwareError(f"{self.id}: compute_capability must be a CUDA compute capability such as 8.9, "
+                                    f"or None, got {cc!r}")
+            object.__setattr__(self, "compute_capability", float(cc))
         domain = self.nvlink_domain_gpus
         if domain is not None and (isinstance(domain, bool) or not isinstance(domain, int) or domain < 1):
             raise HardwareError(f"{self.id}: nvlink_domain_gpus must be a whole number of GPUs >= 1 or None, "
@@ -488,6 +497,17 @@ def _convert(spec: HardwareSpec, key: str, value: Any, where: str) -> Any:
         return int(num)
     if key in ("hbm_bytes_per_s", "interconnect_bytes_per_s", "interconnect_latency_s"):
         return None if value is None else _figure(value, key, where)
+    if key == "compute_capability":
+        if value is None:
+            return None
+        try:
+            num = float(str(value).strip()) if not isinstance(value, bool) else math.nan
+        except ValueError:
+            num = math.nan
+        if not (1.0 <= num < 100.0):
+            raise HardwareOverrideError(f"{where}: expected a CUDA compute capability such as 8.9 (nvidia-smi "
+                                        f"--query-gpu=compute_cap prints it), or null; got {value!r}")
+        return num
     if key == "nvlink_domain_gpus":
         if value is None:
             return None

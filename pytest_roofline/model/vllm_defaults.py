@@ -281,6 +281,19 @@ def default_engine(version: str | tuple[int, ...], *, device: str = "cuda", comp
     return "v1"
 
 
+def _v0_default_reason(v: VllmVersion, device: str, compute_capability: float | None, kv_cache_dtype: str) -> str:
+    """Why :func:`default_engine` gave V0 on 0.8-0.10 (the branch it took), in the words of vLLM's oracle."""
+    if _platform(device) in ("cpu", "rocm"):
+        return f"no V1 engine on {_platform(device)} before 0.9.2 (Platform.default_v1)"
+    if compute_capability is not None and compute_capability < 8.0 and v < CC_BELOW_8_V0_UNTIL:
+        return f"Compute Capability < 8.0 (this GPU: {compute_capability:g})"
+    if v < (0, 8, 3):
+        return f"--kv-cache-dtype {kv_cache_dtype} (V1 takes no quantized KV cache before 0.8.3)"
+    majors = "9.x" if v < (0, 10, 0) else "9.x and 10.x"
+    return (f"--kv-cache-dtype {kv_cache_dtype} on compute capability {compute_capability:g} (the default attention "
+            f"backend takes an FP8 KV cache on {majors} only: vllm/platforms/cuda.py is_kv_cache_dtype_supported)")
+
+
 #: ``guided_decoding_backend`` values ``_is_v1_supported_oracle`` keeps on V1, by release (read in the PyPI wheels'
 #: vllm/engine/arg_utils.py and vllm/config.py ``GuidedDecodingBackendV1``): (first release, values, compare the part
 #: before ':' only); from 0.10.1 the oracle no longer checks the backend
@@ -789,6 +802,8 @@ def defaults_for(version: str | tuple[int, ...], *, device: str = "cuda", device
     if eng == "v0" and fallback and engine is None:
         engine_text += (f": {', '.join(dict.fromkeys(fallback))} (vLLM's 'is not supported by the V1 Engine. "
                         "Falling back to V0')")
+    elif eng == "v0" and engine is None and (0, 8, 0) <= v:
+        engine_text += ": " + _v0_default_reason(v, device, compute_capability, kv_cache_dtype)
     if eng == "v0":
         if chunked:
             tok_src = (f"vLLM v{v}: vllm/config.py SchedulerConfig, V0 with chunked prefill: "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -175,6 +176,24 @@ def test_every_figure_has_a_source():
             assert spec.sources.get(f"peak_flop_per_s.{dtype}"), (spec.id, dtype)
         assert spec.memory_bytes and spec.hbm_bytes_per_s and spec.interconnect_bytes_per_s
         assert spec.interconnect and spec.memory_marketing and spec.name and spec.vendor
+
+
+#: NVIDIA's compute-capability table (developer.nvidia.com/cuda-gpus), by the catalog's families
+COMPUTE_CAPABILITY = {"a100": 8.0, "a10": 8.6, "a10g": 8.6, "rtx-a6000": 8.6, "rtx-3090": 8.6, "l4": 8.9,
+                      "l40": 8.9, "l40s": 8.9, "rtx-4090": 8.9, "rtx-6000-ada": 8.9, "h100": 9.0, "h200": 9.0,
+                      "gh200": 9.0, "h20": 9.0, "h800": 9.0, "b200": 10.0, "gb200": 10.0, "b300": 10.3}
+
+
+def test_every_nvidia_gpu_has_its_compute_capability_and_no_other_part_has_one():
+    for spec in CATALOG.values():
+        if spec.vendor != "NVIDIA":
+            assert spec.compute_capability is None and "compute_capability" not in spec.sources, spec.id
+            continue
+        want = COMPUTE_CAPABILITY.get(spec.family, COMPUTE_CAPABILITY.get(spec.id))
+        assert spec.compute_capability == want, spec.id
+        assert "cuda-gpus" in spec.sources["compute_capability"], spec.id
+    with pytest.raises(HardwareError, match="compute capability such as 8.9"):
+        dataclasses.replace(CATALOG["l4"], compute_capability=0)
 
 
 def test_unverified_figures_are_marked():

@@ -602,3 +602,30 @@ def test_llama_3_1s_rope_scaling_needs_0_5_3_post1():
     for ok in ("0.5.3.post1", "0.5.4", "0.26.0"):
         build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b", engine={"version": ok})
     assert vd.model_support_problem("llama", "0.4.0") is None  # Llama 3 (8K, no rope_scaling) loads on 0.4.0
+
+
+def test_the_catalog_gpus_compute_capability_decides_an_fp8_kv_cache_engine_and_the_source_says_why():
+    # 0.8.3-0.10.x keep an FP8 KV cache on V1 where the default attention backend takes it: compute capability 9.x,
+    # from 0.10.0 also 10.x (is_kv_cache_dtype_supported); the setup reads the capability from the hardware catalog
+    from pytest_roofline.model.setup import build_setup
+
+    def setup(gpu, version, **overrides):
+        return build_setup(hardware_ref=gpu, model_ref="llama-3.1-8b", hardware_overrides=overrides or None,
+                           engine={"name": "vllm", "version": version, "args": {"kv_cache_dtype": "fp8"}})
+
+    assert setup("h100-sxm", "0.9.2").engine_kind == "v1"
+    assert setup("b200", "0.10.1").engine_kind == "v1" and setup("b200", "0.9.2").engine_kind == "v0"
+    l40s = setup("l40s", "0.9.2")
+    assert l40s.engine_kind == "v0" and setup("l40s", "0.11.0").engine_kind == "v1"
+    source = vd.defaults_for("0.9.2", compute_capability=8.9, kv_cache_dtype="fp8", max_model_len=8192,
+                             **H100_80).source("engine")
+    assert "--kv-cache-dtype fp8 on compute capability 8.9" in source and "9.x only" in source
+    # a GPU the catalog lacks, written as an override of its nearest entry: a V100's 7.0 falls back whatever the KV
+    v100 = build_setup(hardware_ref="a100-sxm4-80gb", model_ref="llama-3.1-8b",
+                       hardware_overrides={"compute_capability": "7.0"}, engine={"name": "vllm", "version": "0.9.2"})
+    assert v100.engine_kind == "v0"
+    assert "Compute Capability < 8.0 (this GPU: 7)" in vd.defaults_for(
+        "0.9.2", compute_capability=7.0, max_model_len=8192, **H100_80).source("engine")
+    with pytest.raises(Exception, match="compute capability such as 8.9"):
+        build_setup(hardware_ref="a100-sxm4-80gb", model_ref="llama-3.1-8b",
+                    hardware_overrides={"compute_capability": "sm90"}, engine={"name": "vllm", "version": "0.9.2"})
