@@ -287,7 +287,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ValueError(message)
     a = _compare_side(args.a, args.store, args.predictions)
     b = _compare_side(args.b, args.store, args.predictions)
-    rows = compare_runs(a, b)
+    uri = args.store or os.environ.get("ROOFLINE_HISTORY")
+    history: list[Any] = []
+    if uri:  # the store's earlier nights of B's setup: B is also tested against their spread, as drift tests
+        try:
+            history = _stored_runs(uri)
+        except (HistoryError, OSError) as exc:
+            if args.store:
+                raise
+            print(f"roofline: note: ROOFLINE_HISTORY not read ({redact.redact_text(str(exc))}): the runs' own "
+                  "intervals alone decide 'beyond noise'", file=sys.stderr)
+    rows = compare_runs(a, b, history)
     if args.json:
         print(json.dumps(comparison_json(a, b, rows), indent=2, ensure_ascii=False))
     else:

@@ -1,8 +1,10 @@
 """Two runs side by side (``roofline compare A B``): per prediction, each run's verdict, measured and model value,
-how far the measured value moved from A to B, and whether that move is distinguishable from the two measurements'
-noise (the drift's own test, :func:`~pytest_roofline.history._drift.distinguishable`, on the stored 95 %
-intervals). Pure: the CLI finds the runs and prints the lines. Stored text (labels, commits, ids) is printed with
-its control characters escaped (:func:`pytest_roofline.redact.printable`).
+how far the measured value moved from A to B, and whether that move is distinguishable from the noise by drift's
+own test: the two measurements' stored 95 % intervals (:func:`~pytest_roofline.history._drift.distinguishable`),
+the rank test where both kept their requests, and, given a store with 3 or more earlier nights of B's setup, B
+outside those nights' prediction interval (:func:`~pytest_roofline.history._drift.outside_nights`). Pure: the
+CLI finds the runs and prints the lines. Stored text (labels, commits, ids) is printed with its control characters
+escaped (:func:`pytest_roofline.redact.printable`).
 
 Numbers: the table prints every value of a row in the prediction's own unit (the one its ink was written in) with
 :data:`VALUE_DIGITS` significant figures, trailing zeros kept (``100.0 %`` beside ``99.98 %``, never ``100 %`` and
@@ -19,13 +21,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pytest_roofline.history._drift import RANK_ALPHA, distinguishable, ranked_p
-from pytest_roofline.history._records import RunSummary, StoredValue, unify_keys
+from pytest_roofline.history._drift import RANK_ALPHA, distinguishable, nights_values, outside_nights, ranked_p
+from pytest_roofline.history._records import RunSummary, StoredValue, sort_time, unify_keys
 from pytest_roofline.redact import printable
 from pytest_roofline.units import DEFAULT_UNIT, UnitError, parse_number, unit_scale
 
-__all__ = ["ComparisonRow", "compare_runs", "render_comparison", "comparison_json", "measured_in_both",
-           "render_run_list", "run_list_json", "SI_UNIT", "VALUE_DIGITS", "NOISE_DIGITS"]
+__all__ = ["ComparisonRow", "compare_runs", "earlier_nights", "render_comparison", "comparison_json",
+           "measured_in_both", "render_run_list", "run_list_json", "SI_UNIT", "VALUE_DIGITS", "NOISE_DIGITS"]
 
 #: significant figures of a measured, model or from-zero value in the table (every integer digit is kept)
 VALUE_DIGITS = 4
@@ -63,6 +65,9 @@ class ComparisonRow:
     significance: str = ""
     #: the smallest move the two measurements can tell from noise (SI); None when not measured in both or unbounded
     noise: float | None = None
+    #: how many earlier nights (runs of B's setup in the store before B) gave the nights' spread that B was also
+    #: tested against, as drift tests a night; 0 when fewer than 3 had it (the runs' own intervals alone)
+    nights: int = 0
     #: the outcome pytest reported in each run (``xfail`` for an expected miss, ``xpass``: what the terminal said);
     #: "" where the side lacks the prediction or its run was stored before outcomes were kept (its status_* then)
     outcome_a: str = ""
@@ -80,31 +85,52 @@ def _change(a: float | None, b: float | None) -> float | None:
     return (b - a) / abs(a)
 
 
-def _significance(va: StoredValue | None, vb: StoredValue | None) -> tuple[str, float | None]:
+def _significance(va: StoredValue | None, vb: StoredValue | None,
+                  nights: Sequence[float] = ()) -> tuple[str, float | None, int]:
+    """Drift's own test of B against A: both runs' 95 % intervals (and the rank test where both kept their
+    requests) and, with 3 or more earlier ``nights`` of B's setup, B outside their prediction interval."""
     if va is None or vb is None or va.measured is None or vb.measured is None:
-        return "", None
+        return "", None, 0
     if not (math.isfinite(va.measured) and math.isfinite(vb.measured)):
-        return "", None
+        return "", None, 0
     if not (va.held and vb.held):
-        return "not held", None  # a lower load than the prediction names in one run: the move says nothing
+        return "not held", None, 0  # a lower load than the prediction names in one run: the move says nothing
     if va.measured == vb.measured:
-        return "same", 0.0
-    if not (va.interval_method or vb.interval_method):
-        return "no interval", None  # neither measurement kept an interval: the data cannot say
+        return "same", 0.0, 0
+    outside, spread = outside_nights(vb.measured, nights)
+    if not (va.interval_method or vb.interval_method) and outside is None:
+        return "no interval", None, 0  # neither measurement kept an interval: the data cannot say
     apart, margin = distinguishable(vb, vb.measured, va, va.measured)
     rank_p = ranked_p(vb, va)
     if rank_p is not None:  # both runs kept their requests: their samples must differ as well, as in drift
         apart = apart and rank_p < RANK_ALPHA
-    return ("significant" if apart else "noise"), (margin if math.isfinite(margin) else None)
+    if outside is not None:  # and B must lie outside the earlier nights' spread, as tonight must in drift
+        apart = apart and outside
+        margin = max(margin, spread)
+    return ("significant" if apart else "noise"), (margin if math.isfinite(margin) else None), (
+        len(nights) if outside is not None else 0)
 
 
-def compare_runs(a: RunSummary, b: RunSummary) -> list[ComparisonRow]:
+def earlier_nights(b: RunSummary, store_runs: Sequence[RunSummary]) -> list[RunSummary]:
+    """The store's runs of B's setup that started before B, oldest first: the nights drift would test B against."""
+    if not b.started_at:
+        return []
+    cut = sort_time(b.started_at)
+    runs = [r for r in store_runs if r.setup == b.setup and r.run_id != b.run_id and r.started_at
+            and sort_time(r.started_at) < cut]
+    return sorted(runs, key=lambda r: sort_time(r.started_at))
+
+
+def compare_runs(a: RunSummary, b: RunSummary, history: Sequence[RunSummary] = ()) -> list[ComparisonRow]:
     """Every prediction of either run, in A's order, then those only B has. A run stored under the old key scheme
-    (file relative to pytest's rootdir) is matched to the other's keys first (:func:`unify_keys`)."""
+    (file relative to pytest's rootdir) is matched to the other's keys first (:func:`unify_keys`). ``history``: the
+    runs of a store (:func:`earlier_nights` keeps B's setup before B); with 3 or more earlier nights of a value, B
+    must also lie outside their spread to count as moved, as drift judges a night."""
     if a.setup == b.setup:
         a, b = unify_keys([a, b])
     else:  # different setups: the keys are still those of one prediction file each
         a, b = unify_keys([a], b.values)[0], unify_keys([b], a.values)[0]
+    earlier = unify_keys(earlier_nights(b, history), b.values) if history else []
     keys = list(dict.fromkeys([v.key for v in a.values] + [v.key for v in b.values]))
     rows = []
     for key in keys:
@@ -112,13 +138,13 @@ def compare_runs(a: RunSummary, b: RunSummary) -> list[ComparisonRow]:
         ref: StoredValue = vb or va  # type: ignore[assignment]  # one of the two exists: the key came from them
         ma = va.measured if va is not None else None
         mb = vb.measured if vb is not None else None
-        sig, noise = _significance(va, vb)
+        sig, noise, nights = _significance(va, vb, nights_values(key, earlier) if earlier else ())
         rows.append(ComparisonRow(
             key=key, prediction_id=ref.prediction_id, quantity=ref.quantity, at=dict(ref.at),
             dimension=ref.dimension, unit=ref.unit, status_a=va.status if va else "", status_b=vb.status if vb else "",
             measured_a=ma, measured_b=mb, change_rel=_change(ma, mb), model_a=va.model if va else None,
             model_b=vb.model if vb else None, predicted=ref.predicted_text, significance=sig, noise=noise,
-            outcome_a=va.outcome if va else "", outcome_b=vb.outcome if vb else ""))
+            nights=nights, outcome_a=va.outcome if va else "", outcome_b=vb.outcome if vb else ""))
     return rows
 
 
@@ -324,8 +350,14 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
     largest = max((r for r in moved if r.change_rel is not None), key=lambda r: abs(r.change_rel or 0), default=None)
     unknown = sum(r.significance == "no interval" for r in rows)
     unheld = sum(r.significance == "not held" for r in rows)
-    text = (f"{len(rows)} predictions; {len(moved)} measured in both runs; {len(significant)} moved beyond both "
-            "measurements' noise (95 % intervals)"
+    with_nights = sum(r.nights > 0 for r in moved)
+    noise_text = ("both runs' 95 % intervals and, for " + (f"{with_nights} of them" if with_nights < len(moved)
+                                                            else "each")
+                  + ", the spread of B's 3 or more earlier nights in the store: drift's test") if with_nights else (
+        "both runs' 95 % intervals alone; drift also tests a night against its earlier nights' spread, which "
+        "compare does given a store (--store) holding 3 or more nights before B")
+    text = (f"{len(rows)} predictions; {len(moved)} measured in both runs; {len(significant)} moved beyond the "
+            f"noise ({noise_text})"
             + (f"; {unknown} without an interval in either run (?)" if unknown else "")
             + (f"; {unheld} not judged (a point did not hold its concurrency in one run)" if unheld else "")
             + (f"; largest change {printable(largest.prediction_id)} {_percent(largest.change_rel or 0)}"

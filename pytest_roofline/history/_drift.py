@@ -56,7 +56,7 @@ from pytest_roofline.units import format_value
 
 __all__ = ["DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "Drift", "drift_for", "drift_counts",
            "parse_baseline", "pinned_run", "parse_share", "DEFAULT_MIN_COMPARED", "distinguishable", "COMPARED",
-           "compared_count", "not_judged_count", "ranked_p", "RANK_ALPHA"]
+           "compared_count", "not_judged_count", "ranked_p", "RANK_ALPHA", "nights_values", "outside_nights"]
 
 DEFAULT_DRIFT = "10%"
 DEFAULT_BASELINE = "previous"
@@ -287,6 +287,30 @@ def _runs_spread(xs: Sequence[float], level: float = 0.95) -> float:
     return t_quantile(0.5 + level / 2, n - 1) * sigma * math.sqrt(1.0 + 1.0 / n)
 
 
+def nights_values(key: str, runs: Sequence[RunSummary], *, limit: int = SPREAD_RUNS) -> list[float]:
+    """The earlier nights' measured values of ``key`` for the nights' spread: from the latest ``limit`` of ``runs``
+    (oldest first, as :func:`drift_for` sorts them) that measured it at a point that held its concurrency, newest
+    first."""
+    xs: list[float] = []
+    for r in reversed(runs):
+        old = r.value(key)
+        x = _finite(old.measured) if old is not None and old.mode == "measured" and old.held else None
+        if x is not None:
+            xs.append(x)
+            if len(xs) >= limit:
+                break
+    return xs
+
+
+def outside_nights(now: float, nights: Sequence[float]) -> tuple[bool | None, float]:
+    """Whether ``now`` lies outside the earlier nights' 95 % prediction interval (centred on their mean,
+    :func:`_runs_spread`), and its half-width; ``(None, 0)`` with fewer than 3 nights (the spread is not known)."""
+    spread = _runs_spread(nights)
+    if spread <= 0:
+        return None, 0.0
+    return abs(now - statistics.fmean(nights)) > spread, spread
+
+
 def _fmt(v: StoredValue, x: float) -> str:
     return format_value(x, v.dimension, v.unit or None)
 
@@ -381,14 +405,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         found.reverse()  # oldest first
         xs = [x for _r, _o, x in found]
         # the night-to-night spread, from the latest SPREAD_RUNS nights that measured it (whatever the baseline)
-        spread_xs: list[float] = []
-        for r in reversed(runs):
-            old = r.value(v.key)
-            x = _finite(old.measured) if old is not None and old.mode == "measured" and old.held else None
-            if x is not None:
-                spread_xs.append(x)
-                if len(spread_xs) >= max(SPREAD_RUNS, policy.window):
-                    break
+        spread_xs = nights_values(v.key, runs, limit=max(SPREAD_RUNS, policy.window))
         base = statistics.median(xs) if len(found) > 1 else found[-1][2]
         # the baseline's own measurement: the run whose value is the median (the nearer one for an even N)
         _br, base_v, _bx = min(found, key=lambda t: (abs(t[2] - base), -found.index(t)))
@@ -412,10 +429,10 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         rank_p = ranked_p(v, base_v)
         if rank_p is not None:  # both nights kept their requests: their samples must differ as well
             apart = apart and rank_p < RANK_ALPHA
-        spread = _runs_spread(spread_xs)
+        outside, spread = outside_nights(now, spread_xs)
         within_run = margin  # the runs' own intervals
-        if spread > 0:  # a prediction interval for one more night: centred on the nights' mean, not the baseline
-            apart = apart and abs(now - statistics.fmean(spread_xs)) > spread
+        if outside is not None:  # a prediction interval for one more night: centred on the nights' mean
+            apart = apart and outside
             margin = max(margin, spread)
         changed = (latest.predicted_text != v.predicted_text or latest.lo != v.lo or latest.hi != v.hi
                    or bool(latest.definition_hash and v.definition_hash

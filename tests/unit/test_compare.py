@@ -179,3 +179,34 @@ def test_one_number_style_per_unit() -> None:
     assert rate[4] == "3.928 req/s" and rate[6] == "3.956 req/s" and f"no ±{(0.5**2 + 0.6**2) ** 0.5:.2f} req/s" in rate
     tput = cells(lines, "tput")  # 1000 → 999.9: −0.01 %
     assert tput[4] == "1,000 tok/s" and tput[6] == "999.9 tok/s" and tput[7] == "0.0 %"
+
+
+# ------------------------------------------------------------------------------------------------ drift's test
+
+
+def test_compare_judges_a_pair_as_drift_judges_the_night_given_the_store(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """The trial's case: nights whose own intervals are narrow but whose values swing from night to night. B moves
+    23 % from A, beyond both runs' intervals (±1 % each) but inside the earlier nights' spread: drift says uncertain,
+    so compare given the store must not say "beyond noise: yes"; without the store it says what it tested."""
+    from pytest_roofline.history import DriftPolicy, DriftStatus, compare_runs, drift_for
+
+    def v(x: float) -> StoredValue:
+        return val("ttft", x, quantity="ttft_p50", dimension="time", unit="ms", lo=0.99 * x, hi=1.01 * x)
+
+    nights = [night(d, v(x)) for d, x in ((1, 0.40), (5, 0.70), (6, 0.45), (7, 0.60))]
+    b = night(8, v(0.4617))  # 600 ms -> 461.7 ms: -23 %
+    a = nights[-1]
+    drift = drift_for(b.values, nights, DriftPolicy(), setup=SETUP)[b.values[0].key]
+    assert drift.status == DriftStatus.UNCERTAIN and "earlier nights' spread" in drift.text
+    (row,) = compare_runs(a, b, nights + [b])
+    assert row.significance == "noise" and row.nights == 4
+    assert row.noise == pytest.approx(drift.noise)  # the same margin drift printed
+    (alone,) = compare_runs(a, b)  # two run directories and no store: the runs' own intervals alone
+    assert alone.significance == "significant" and alone.nights == 0
+    uri = _store(tmp_path, *nights, b)
+    assert main(["compare", "--store", uri, a.run_id, b.run_id, "--json"]) == 0
+    (jrow,) = json.loads(capsys.readouterr().out)["rows"]
+    assert jrow["significance"] == "noise" and jrow["nights"] == 4
+    lines = render_comparison(a, b, [alone], width=120)
+    assert "drift also tests a night against its earlier nights' spread" in " ".join(lines)

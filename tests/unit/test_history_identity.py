@@ -254,7 +254,8 @@ def test_compare_cuts_ids_in_the_middle_and_says_what_is_significant() -> None:
     assert rows[ids[0]].significance == "significant" and rows[ids[2]].significance == "noise"
     assert rows[ids[0]].noise == pytest.approx((100**2 + 50**2) ** 0.5)
     assert rows[ids[2]].noise == pytest.approx(2**0.5 * 100)
-    assert "6 measured in both runs; 4 moved beyond both measurements' noise" in " ".join(lines[-2:])
+    footer = " ".join(lines[len(lines) - lines[::-1].index(""):])  # the summary after the table's last blank line
+    assert "6 measured in both runs; 4 moved beyond the noise (both runs' 95 % intervals alone;" in footer
 
 
 def test_compare_escapes_terminal_sequences_and_says_when_nothing_was_compared() -> None:
