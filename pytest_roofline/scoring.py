@@ -645,6 +645,9 @@ def _math_hint(tol_text: str) -> str:
     if "(the prediction's tolerance)" in tol_text:
         return ("the math check applied the prediction's tolerance; write math_tolerance: on the prediction to "
                 "check the arithmetic with another band")
+    if "(defaults.math_tolerance;" in tol_text:
+        return ("the math check applied the file's defaults.math_tolerance; to allow more for this prediction, "
+                "write math_tolerance: on it, or widen defaults.math_tolerance for the file, if the ink was rounded")
     return ("the math check applied the precision written (half a unit in the last digit); to allow more, write "
             "tolerance: or math_tolerance: (e.g. ±1%) on the prediction, or defaults: {math_tolerance: ±1%} for "
             "the file")

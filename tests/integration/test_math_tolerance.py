@@ -70,6 +70,19 @@ def test_file_default_math_tolerance_widens_the_precision() -> None:
     assert "defaults.math_tolerance" in tol
 
 
+def test_a_failure_under_the_files_math_tolerance_names_it_and_never_suggests_what_the_file_has() -> None:
+    # ink 16.0 GB is (16.0 − 16.381) ÷ 16.381 = −2.3 % off: outside the file's ±1 %, which is wider than the
+    # ±0.05 GB its last digit claims, so the file's band applied and the hint names it, not the precision written
+    text = HEAD + "defaults: {math_tolerance: ±1%}\npredictions:\n  - id: w\n    quantity: weight_bytes\n" \
+        "    predicted: 16.0 GB\n"
+    spec = loads_spec(text, file="hand.yaml")
+    v = score(spec, spec.predictions[0], "math")
+    status, tol, reason = v.status, v.tolerance_text, v.reason
+    assert status is VerdictStatus.FAIL and "defaults.math_tolerance" in tol
+    assert "applied the file's defaults.math_tolerance" in reason
+    assert "precision written (half a unit" not in reason and "defaults: {math_tolerance" not in reason
+
+
 def test_defaults_tolerance_is_the_measured_default_not_a_math_tolerance() -> None:
     # defaults.tolerance is what the measured check inherits; it is not written on the prediction, so the math
     # check keeps the precision written (a file-wide ±15% must not hide a GiB-vs-GB slip in every figure)
