@@ -569,8 +569,9 @@ def fit(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor,
         idle = sorted({pt.label for i, pt in enumerate(points) if i not in used})
         if idle:  # say which points carried the values: the others measure nothing these metrics fit
             where += f"; {', '.join(idle)} {'has' if len(idle) == 1 else 'have'} no {fitted_metrics} to fit"
-        hint = (f"pass --fit {','.join(keep)} (fields={list(keep)}) to fit the identifiable subset and keep the "
-                "others at their defaults" if keep else "no subset of them is identifiable from these points")
+        hint = (f"fit {', '.join(keep)} alone (roofline calibrate --fit {','.join(keep)}) to fit the identifiable "
+                "subset and keep the others at their defaults" if keep
+                else "no subset of them is identifiable from these points")
         # one load tells nothing apart only where there is more than one parameter to tell apart
         one_load = len(loads) == 1 and p >= 2
         err = CalibrationError(
@@ -777,8 +778,9 @@ def _stage(points: Sequence[MeasuredPoint], base: Constants, names: list[str], m
         order = (("step_overhead_s", "per_seq_overhead_s", "hbm_efficiency") if cpu else
                  ("hbm_efficiency", "per_seq_overhead_s", "step_overhead_s")) + TTFT_FIELDS
         keep = [n for n in order if n in names][:n_values]
-        notes.append(f"{n_values} value(s) of {what} cannot determine {len(names)} parameters: fitted "
-                     f"{', '.join(keep)}, kept {', '.join(n for n in names if n not in keep)} at the defaults")
+        notes.append(f"{n_values} value(s) of {what} cannot determine {len(names)} parameters: "
+                     f"{', '.join(n for n in names if n not in keep)} kept at the defaults, {', '.join(keep)} tried "
+                     "(the lines below say which of them the points identify)")
         names = keep
     values = base.to_dict()
     try:
@@ -790,7 +792,7 @@ def _stage(points: Sequence[MeasuredPoint], base: Constants, names: list[str], m
             notes.append(f"{', '.join(names)} not fitted from {what}: {exc}")
             return None
         left = [n for n in names if n not in subset]
-        notes.append(f"{', '.join(left)} not identified by {what} of these points (fitted together with "
+        notes.append(f"{', '.join(left)} not identified by {what} of these points (tried with "
                      f"{', '.join(subset)}: {exc}); fitted {', '.join(subset)} only, with "
                      + ", ".join(f"{n} held at {_fmt(n, float(values[n]))}" for n in left if n in values))
         return fit(points, base, predict=predict, fields=subset, weights=weights,

@@ -66,7 +66,7 @@ def test_standin_linear_confounding_is_refused_with_the_subset_that_fits():
     named = msg.split(":")[0]
     assert "step_overhead_s" in named and "per_seq_overhead_s" in named
     assert "step_overhead_s is confounded with per_seq_overhead_s" in msg
-    hint = msg.split("pass --fit ")[1].split(" ")[0].split(",")
+    hint = msg.split("roofline calibrate --fit ")[1].split(")")[0].split(",")
     assert "flop_efficiency" in hint and not {"step_overhead_s", "per_seq_overhead_s"} <= set(hint)
     # the subset it proposes does fit
     res = cal.fit(pts, StandIn(), predict=stand_in, fields=hint)
@@ -330,7 +330,7 @@ def test_cli_calibrate_end_to_end(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert rc == 2 and not out.exists()  # every fittable field at once: refused, with the reason and the way out
     assert "cannot identify" in err and "--fit " in err
-    subset = err.split("--fit ")[1].split()[0]
+    subset = err.split("--fit ")[1].split(")")[0]
     rc = cli.main(["calibrate", str(CPU_TINY_RUN), "--points", "C=1,C=16", "--joint", "--fit", subset, "-o",
                    str(out)])
     text = capsys.readouterr().out

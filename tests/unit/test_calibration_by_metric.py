@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import pytest
 from support.recordings import recording_path
@@ -82,6 +83,13 @@ def test_on_the_recorded_cpu_run_the_fit_says_what_its_points_leave_unidentified
     # per-sequence overhead: the step overhead alone is fitted, and the notes say which points would do the rest
     assert res.step is not None and res.step.fitted == ("step_overhead_s",)
     assert any("cannot determine 3 parameters" in n for n in res.notes)
+    # the notes never say a constant was fitted that the result holds at its default (a trial found "fitted
+    # hbm_efficiency, per_seq_overhead_s" above "fitted hbm_efficiency only"), nor print Python reprs
+    fitted = res.step.fitted + (res.ttft.fitted if res.ttft else ())
+    for n in res.notes:
+        for m in re.finditer(r"\bfitted ([a-z]+_[a-z_]+(?:, [a-z]+_[a-z_]+)*)", n):
+            assert set(m.group(1).split(", ")) <= set(fitted), n
+        assert "fields=[" not in n and "['" not in n, n
     assert any("two batch sizes far apart" in n and "per_seq_overhead_s" in n for n in res.notes)
     # TTFT is measured at both points, and with the API server's work for four streams priced (it takes them one
     # at a time) they agree about the frontend term: fitted on the client's TTFTs alone, it is the API-server leg
