@@ -103,7 +103,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         for e in errors:
             print(e)
         bad += bool(errors)
-        print(f"{f}: {len(spec.predictions) - len(errors)} predictions ok, {len(errors)} with errors")
+        # a prediction as written (one entry, one line), whatever number of tests it expands into (at: every)
+        written: dict[int, bool] = {}
+        for p in spec.predictions:
+            written[p.line] = written.get(p.line, True) and p.error is None
+        tests = f" ({len(spec.predictions)} tests)" if len(spec.predictions) != len(written) else ""
+        print(f"{f}: {sum(written.values())} predictions ok, {len(written) - sum(written.values())} with errors"
+              + tests)
     return 1 if bad else 0
 
 

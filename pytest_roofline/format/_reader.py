@@ -263,16 +263,28 @@ class _LimitedLoader(CountingYamlLoader):
                            how_to_raise("max_yaml_nodes"))
 
 
+def _syntax_error(exc: yaml.MarkedYAMLError, file: str) -> SpecError:
+    """PyYAML's error as one SpecError. An unclosed ``{`` or ``[`` is found where the parser gives up, often the
+    next line: the error then names the line the bracket opened on (PyYAML's context mark), where the fix goes."""
+    mark = exc.problem_mark or exc.context_mark
+    context, opened = str(exc.context or ""), exc.context_mark
+    flow = next((kind for kind in ("mapping", "sequence") if f"flow {kind}" in context), None)
+    if flow and opened is not None and mark is not None and opened.line < mark.line:
+        bracket, close = ("{", "}") if flow == "mapping" else ("[", "]")
+        return SpecError(f"YAML does not parse: the {bracket} opened here (column {opened.column + 1}) is not closed "
+                         f"before line {mark.line + 1}: {exc.problem or exc}", file=file, line=opened.line + 1,
+                         hint=f"close it with {close} after its last entry (entries are separated by commas)")
+    return SpecError(f"YAML does not parse: {exc.problem or exc}", file=file, line=mark.line + 1 if mark else None,
+                     hint="check indentation and quoting; quote values containing ': ' or '#'")
+
+
 def compose(text: str, file: str, limits: Limits) -> yaml.Node | None:
     _check_characters(text, file)
     loader = _LimitedLoader(text, limits, file)
     try:
         return loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise SpecError(f"YAML does not parse: {exc.problem or exc}", file=file,
-                        line=mark.line + 1 if mark else None,
-                        hint="check indentation and quoting; quote values containing ': ' or '#'") from None
+        raise _syntax_error(exc, file) from None
     except yaml.YAMLError as exc:  # a reader error the character check did not foresee
         raise SpecError(f"YAML does not parse: {exc}", file=file, hint="save the file as plain UTF-8 text") from None
     except RecursionError:

@@ -473,12 +473,24 @@ def read_tolerance(ctx: NodeReader, node: yaml.Node, dimension: str, unit: str, 
             return parse_tolerance([ctx.text(n, what) for n in node.value], dimension, unit)
         tol = parse_tolerance(ctx.text(node, what), dimension, unit)
     except ToleranceError as exc:
-        raise ctx.err(node, f"{what}: {exc}", TOLERANCE_HELP) from None
+        text = ctx.text(node, what) if isinstance(node, yaml.ScalarNode) else ""
+        if relative_only and _bare_number(text):  # a default serves every quantity: a bare number has no unit
+            raise ctx.err(node, f"{what}: {text!r} is a bare number, and a default tolerance applies to every "
+                          "quantity, so it has no unit to read it in", f"write ±{text.strip()}% (relative)") from None
+        message = str(exc).removesuffix(f": {TOLERANCE_HELP}")  # the list goes once, on the fix line
+        raise ctx.err(node, f"{what}: {message}", TOLERANCE_HELP) from None
     if relative_only and (tol.abs_lo is not None or tol.abs_hi is not None or tol.lower is not None
                           or tol.upper is not None):
         raise ctx.err(node, f"{what}: a default tolerance must be relative (it applies to every quantity)",
                       "write e.g. ±10%")
     return tol
+
+
+def _bare_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text.strip().lstrip("±").replace(",", "")))
+    except ValueError:
+        return False
 
 
 DRIFT_HELP = ("write a relative threshold: 5% (either way), +10%/-3% (a rise of 10% or a fall of 3%) or "

@@ -82,8 +82,13 @@ def test_unknown_model_names_its_line_and_the_fix():
 
 def test_yaml_that_does_not_parse():
     err = file_error(HEAD + "  - id: ridge\n    quantity: [ridge_point\n    predicted: 295.2\n")
-    assert err.line in (5, 6)  # the flow sequence opened on 5 is found broken on 6
-    assert "YAML does not parse" in str(err) and "fix:" in str(err)
+    assert err.line == 5  # the flow sequence opened on 5 is found broken on 6: the line to fix is 5
+    assert "YAML does not parse: the [ opened here (column 15) is not closed before line 6" in str(err)
+    assert "fix: close it with ]" in str(err)
+    err = file_error(HEAD.replace("hardware: h100-sxm", "hardware: {id: h100-sxm") + GOOD)
+    assert err.line == 1 and "the { opened here" in str(err) and "close it with }" in str(err)
+    err = file_error(HEAD + "  - id: ridge\n   quantity: ridge_point\n")  # no bracket: the line PyYAML names
+    assert err.line in (5, 6) and "check indentation" in str(err) and "opened here" not in str(err)
 
 
 def test_tab_indentation_is_a_parse_error_with_a_line():
@@ -124,7 +129,14 @@ def test_unknown_quantity_with_did_you_mean():
 
 def test_tolerance_that_does_not_parse():
     spec = load(HEAD + "  - id: q\n    quantity: ridge_point\n    predicted: 295.2\n    tolerance: about 5\n")
-    assert_names(the_error(spec, "q"), 7, "tolerance 'about 5' does not parse", "fix:", "±10%")
+    err = the_error(spec, "q")
+    assert_names(err, 7, "tolerance 'about 5' does not parse", "fix:", "±10%")
+    assert str(err).count("±10%, +5%/-20%") == 1  # the forms once, on the fix line
+
+
+def test_a_bare_number_as_a_default_tolerance_says_to_write_it_as_a_percentage():
+    err = file_error(HEAD.replace("predictions:", "defaults: {tolerance: 15}\npredictions:") + GOOD)
+    assert_names(err, 3, "defaults.tolerance: '15' is a bare number", "fix: write ±15% (relative)")
 
 
 def test_a_unit_that_does_not_fit_the_quantity():
@@ -362,7 +374,7 @@ def test_yaml_syntax_error_through_pytest(pytester):
     pytester.makefile(".roofline.yaml", preds=HEAD + "  - id: ridge\n    quantity: [ridge_point\n    predicted: 1\n")
     result = run_pytest(pytester)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*preds.roofline.yaml:6: YAML does not parse*"])
+    result.stdout.fnmatch_lines(["*preds.roofline.yaml:5: YAML does not parse: the [ opened here*"])
 
 
 def test_a_count_written_with_a_multiplier_gets_both_readings_as_the_fix(tmp_path):
