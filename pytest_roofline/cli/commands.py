@@ -27,7 +27,7 @@ from pytest_roofline.errors import CalibrationError, HistoryError
 from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, parse_limit
 from pytest_roofline.format.spec import SpecError, json_schema, load_spec
 from pytest_roofline.measure.engine import tiny_model as tinymodel
-from pytest_roofline.measure.results import load_results
+from pytest_roofline.measure.results import load_results, named_prediction_file
 from pytest_roofline.measure.results.calibration_points import measured_points, parse_point_selector, select_points
 from pytest_roofline.model import calibration, hardware, serving
 from pytest_roofline.model.setup import build_setup
@@ -234,8 +234,7 @@ def _compare_side(ref: str, store_uri: str | None, predictions: str | None) -> A
     if path.is_file():
         data = load_results(path)
         named = predictions or str((data.get("setup") or {}).get("predictions_file") or "")
-        candidates = [Path(named), Path("predictions") / Path(named).name] if named else []
-        found = next((c for c in candidates if c.is_file()), None)
+        found = (Path(named) if Path(named).is_file() else None) if predictions else named_prediction_file(named, path)
         if found is None:
             raise FileNotFoundError(2, "its prediction file is not here; name it with --predictions FILE.yaml",
                                     named or str(path))
@@ -367,15 +366,8 @@ def _calibrate_fields(args: argparse.Namespace) -> list[str] | None:
 
 
 def _calibrate_predictions(named: str, results: Path) -> Path:
-    """The prediction file a results file names, found as ``roofline compare`` finds it (the path as given, then
-    predictions/<its name>, from here), then from the results file's own folder and each folder above it (the
-    results name it from the repository root they were recorded in, which need not be where this runs)."""
-    p = Path(named)  # a "./" or "../" path the results stored is absolute here already (from their folder)
-    candidates = [p, Path("predictions") / p.name]
-    for folder in [results.resolve().parent, *results.resolve().parent.parents]:
-        candidates += [folder / p.name, folder / "predictions" / p.name] if p.is_absolute() else [
-            folder / p, folder / "predictions" / p.name]
-    found = next((c for c in candidates if c.is_file()), None)
+    """The prediction file a results file names (:func:`~pytest_roofline.measure.results.named_prediction_file`)."""
+    found = named_prediction_file(named, results)
     if found is None:
         raise FileNotFoundError(2, f"the prediction file {results} names is not here, nor under the results "
                                    "file's folder or a folder above it; name it with --predictions FILE.yaml", named)

@@ -9,6 +9,7 @@ prediction format, the measurement path, the history or the report.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_roofline import redact
+from pytest_roofline.measure.results import named_prediction_file
 from pytest_roofline.measure.sweep import Measurements
 from pytest_roofline.measure.target import MeasurementProvider, ReplayProvider
 from pytest_roofline.pytest_plugin.base import SESSION_KEY
@@ -85,6 +87,18 @@ def collection_finish(session: pytest.Session, rs: RooflineSession) -> None:
     refused = rs.refused()
     if refused:
         pytest.exit("\n".join(refused), returncode=pytest.ExitCode.USAGE_ERROR)
+    if rs.mode == "replay" and not session.items:  # nothing to score the file against: say which file it names
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            named = str((rs.replay_data().get("setup") or {}).get("predictions_file") or "")
+            hit = named_prediction_file(named, rs.replay or "")
+            found = os.path.relpath(hit) if hit is not None else None
+            where = (f"; it was made with {found}: pytest --replay {rs.replay} {found}" if found else
+                     f"; it was made with {named}, which is not there: name the prediction file after it" if named
+                     else ": name the prediction file after it")
+            _end_open_line(tr)
+            tr.write_line(f"roofline: --replay {rs.replay}: no prediction file was collected, so nothing is "
+                          f"scored{where}")
 
 
 def measurements(request: pytest.FixtureRequest) -> Iterator[MeasurementProvider]:

@@ -104,3 +104,18 @@ def test_xdist_workers_refuse_too(pytester: pytest.Pytester):
     assert "does not belong to" in out
     measured_passed = [ln for ln in out.splitlines() if ln.startswith("PASSED") and "gpu-blocks" in ln]
     assert not measured_passed, out[-3000:]
+
+
+def test_a_replay_with_no_prediction_file_names_the_one_the_results_were_made_with(pytester: pytest.Pytester):
+    # a trial ran `pytest --replay results.json` alone: 0 items, exit 5, and nothing said why
+    (pytester.path / "predictions" / "recorded").mkdir(parents=True)
+    results = pytester.path / "predictions" / "recorded" / DAY3_RESULTS.name
+    results.write_text(DAY3_RESULTS.read_text())
+    (pytester.path / "predictions" / DAY3.name).write_text(DAY3.read_text())
+    (pytester.path / "elsewhere").mkdir()
+    pytester.chdir()
+    r = pytester.runpytest_subprocess(*NO_HTML, "--rootdir", str(pytester.path / "elsewhere"),
+                                      "--replay", str(results), str(pytester.path / "elsewhere"))
+    assert r.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    r.stdout.fnmatch_lines([f"roofline: --replay {results}: no prediction file was collected, so nothing is scored; "
+                            "it was made with predictions/day3.yaml: pytest --replay * predictions/day3.yaml"])

@@ -35,6 +35,7 @@ from pytest_roofline.measure.results.file import (
     git_branch,
     git_commit,
     load_results,
+    named_prediction_file,
     new_results,
     point_record,
     portable_setup,
@@ -44,4 +45,4 @@ from pytest_roofline.measure.results.file import (
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "ResultsError", "ResultsWriter", "RecordedMeasurement", "load_results",
            "check_results", "new_results", "git_commit", "git_branch", "point_record", "ResultsData", "RunSetup",
            "HardwareSetup", "ModelSetup", "EngineSetup", "ErrorRecord", "PointRecord", "ClientStats", "ServerStats",
-           "EngineReport", "portable_setup", "resolved_setup"]
+           "EngineReport", "portable_setup", "resolved_setup", "named_prediction_file"]

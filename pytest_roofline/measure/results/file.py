@@ -43,7 +43,7 @@ __all__ = ["SCHEMA", "SCHEMA_VERSION", "ResultsError", "ResultsWriter", "Recorde
            "check_results", "new_results", "git_commit", "git_branch", "point_record", "ResultsData", "RunSetup",
            "HardwareSetup", "ModelSetup", "EngineSetup", "ErrorRecord", "PointRecord", "ClientStats", "ServerStats",
            "EngineReport", "portable_setup", "resolved_setup",
-           "RunSetupMode", "ResultsSource", "ResultsStatus", "ResultsGuard"]
+           "RunSetupMode", "ResultsSource", "ResultsStatus", "ResultsGuard", "named_prediction_file"]
 
 SCHEMA = "pytest-roofline/results"
 SCHEMA_VERSION = 1
@@ -599,3 +599,20 @@ class RecordedMeasurement(Measurement):
 
     def engine_report(self) -> EngineReport | None:
         return self.data.get("engine_report")
+
+
+def named_prediction_file(named: str, results: str | Path) -> Path | None:
+    """The prediction file a results file names (``setup.predictions_file``), or None where it is not found: the
+    path as given, then ``predictions/<its name>``, from here; then from the results file's own folder and each
+    folder above it (results name it from the repository root they were recorded in, or from their own folder, and
+    neither need be where this runs). One lookup for ``roofline compare``, ``roofline calibrate`` and a
+    ``--replay`` that collected no prediction file."""
+    if not named:
+        return None
+    p = Path(named)  # a "./" or "../" path the results stored is absolute here already (from their folder)
+    candidates = [p, Path("predictions") / p.name]
+    here = Path(results).resolve().parent
+    for folder in [here, *here.parents]:
+        candidates += [folder / p.name, folder / "predictions" / p.name] if p.is_absolute() else [
+            folder / p, folder / "predictions" / p.name]
+    return next((c for c in candidates if c.is_file()), None)
