@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -91,8 +92,16 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
         if not measured:
             continue
         if setup not in stored:
+            empty = ""
+            if not rs.history_runs:  # no run of any setup: a new store, or a path that is not the nightly's store
+                store = rs.history_store
+                root = getattr(store, "root", None)
+                where = (str(Path(root).resolve()) if root is not None
+                         else redact.redact_url(str(getattr(store, "uri", ""))))
+                empty = (f" (the store at {where} held no run at all: if this night meant an existing store, check "
+                         f"the path; a relative one is read from where pytest runs, {Path.cwd()})")
             lines.append(f"roofline drift: {setup.text()}: the store holds no earlier run of this setup: "
-                         f"{measured} measured, nothing to compare with yet")
+                         f"{measured} measured, nothing to compare with yet{empty}")
             continue
         if rs.drift_fail and compared < share * measured or (rs.drift_fail and compared == 0):
             failed = True

@@ -78,6 +78,10 @@ def test_the_key_does_not_move_with_the_rootdir(project: Path) -> None:
     assert first.returncode == 0, first.stdout + first.stderr
     assert "roofline drift: 0 compared, 19 new, 3 not measured vs the previous run" in first.stdout
     assert "the store holds no earlier run of this setup: 19 measured, nothing to compare with yet" in first.stdout
+    # a store with no run at all: where it is (absolute) and where a relative path is read from, for a night whose
+    # path is wrong (a trial's `--roofline-history hist` from the wrong folder made a new store and exited 0)
+    assert (f"(the store at {outside.resolve()} held no run at all: if this night meant an existing store"
+            in first.stdout)
     nights = [
         _night(work, work, "--roofline-history", str(outside)),  # exists now: pytest's rootdir moves to scratch
         _night(work, work, f"--roofline-history={outside}"),  # the = spelling: rootdir scratch/work
