@@ -46,7 +46,7 @@ from pytest_roofline.quantities.measurement import Measurement
 from pytest_roofline.quantities.registry import QuantityKind
 from pytest_roofline.quantities.serving_values import TERM_LABELS, ServingSweep, SweepPoint, dominant_term, shares_text
 from pytest_roofline.quantities.window import windowed
-from pytest_roofline.units import GB, GIB, format_value
+from pytest_roofline.units import GB, GIB, format_value, signed_percent
 
 __all__ = ["Verdict", "VerdictStatus", "VerdictMode", "PointError", "setup_for", "score", "diagnose",
            "serving_sweep_for", "column_model", "ModelSource",
@@ -341,7 +341,7 @@ def error_text(rel: float | None, ratio: float | None) -> str:
     """``+100.00% ×2`` (relative error, then checked ÷ ink), or ``—`` where no relative error exists."""
     if rel is None or not math.isfinite(rel):
         return "—"
-    return f"{rel:+.2%}" + (f" ×{ratio:.3g}" if ratio is not None and math.isfinite(ratio) else "")
+    return signed_percent(rel, 2) + (f" ×{ratio:.3g}" if ratio is not None and math.isfinite(ratio) else "")
 
 
 def _value_text(v: Any, dimension: str, unit: str | None) -> str:

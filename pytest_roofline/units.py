@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pytest_roofline.errors import UnitError
 
 __all__ = ["DIMENSIONS", "DEFAULT_UNIT", "UnitError", "Value", "parse_value", "parse_number", "format_value",
+           "signed_percent",
            "unit_scale", "to_si", "to_int", "parse_printed_number",
            "KIB", "MIB", "GIB", "TIB", "KB", "MB", "GB", "TB"]
 
@@ -239,6 +240,13 @@ def parse_value(text: str | int | float, dimension: str) -> Value:
     if not (math.isfinite(si) and math.isfinite(half_ulp * factor)):
         raise UnitError(f"{_short(raw)} is too large for a number once in base units (it overflows a 64-bit float)")
     return Value(si=si, unit=unit, text=raw, half_ulp_si=half_ulp * factor)
+
+
+def signed_percent(rel: float, decimals: int = 1) -> str:
+    """A relative change as a signed percentage (``0.25`` -> ``+25.0%``) with ``decimals`` places; one that rounds to
+    nothing is ``0.0%``, never ``-0.0%`` nor ``+0.0%`` (a sign on a zero says a direction the number does not have)."""
+    text = f"{rel * 100:+.{decimals}f}%"
+    return text[1:] if float(text[1:-1]) == 0 else text
 
 
 def format_value(si: float | None, dimension: str, unit: str | None = None, *, digits: int = 4) -> str:

@@ -31,7 +31,7 @@ from pytest_roofline.model import vllm_defaults
 from pytest_roofline.model.setup import RooflineLandmarks, Setup, SetupError, build_setup, kv_accounting, reported_kv
 from pytest_roofline.quantities.measurement import client_value
 from pytest_roofline.scoring import relative_error, serving_sweep_for
-from pytest_roofline.units import GIB, MIB, to_si
+from pytest_roofline.units import GIB, MIB, signed_percent, to_si
 
 __all__ = ["DecodeRow", "EngineSetting", "KVPool", "NO_BAND_REASON", "PredictTable", "batch_list", "cmd_predict",
            "concurrency_list", "kv_pool", "length_error", "max_model_len_warning", "memory_fit_error",
@@ -686,7 +686,7 @@ def _simulate(args: argparse.Namespace) -> int:
                 err = r["error"][name]
                 if err is not None:
                     errs.setdefault(name, []).append(abs(err))
-                cells.append(f"{pred}|{format(meas, fmt)} {'—' if err is None else format(err, '+.0%')}".rjust(18))
+                cells.append(f"{pred}|{format(meas, fmt)} {'—' if err is None else signed_percent(err, 0)}".rjust(18))
             else:
                 cells.append(f"{pred:>18}")
         top = max(r["time_shares"], key=r["time_shares"].get) if r["time_shares"] else "—"

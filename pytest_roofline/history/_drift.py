@@ -52,7 +52,7 @@ from pytest_roofline.format.tolerance import Tolerance
 from pytest_roofline.history._records import RunSummary, SetupKey, StoredValue, sort_time, unify_keys
 from pytest_roofline.history._samples import MIN_SAMPLES, mann_whitney_p
 from pytest_roofline.measure.stats.intervals import t_quantile
-from pytest_roofline.units import format_value
+from pytest_roofline.units import format_value, signed_percent
 
 __all__ = ["DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "Drift", "drift_for", "drift_counts",
            "parse_baseline", "pinned_run", "parse_share", "DEFAULT_MIN_COMPARED", "distinguishable", "COMPARED",
@@ -228,7 +228,7 @@ def _beyond(tol: Tolerance, now: float, base: float) -> bool:
 
 
 def _pct(change: float) -> str:
-    return f"{change * 100:+.1f}%"
+    return signed_percent(change)
 
 
 def _facing_half(v: StoredValue, x: float, toward_above: bool) -> float:

@@ -83,6 +83,7 @@ from pytest_roofline.model.calibration_file import (
     round_sig as _round,
 )
 from pytest_roofline.model.setup import Setup
+from pytest_roofline.units import signed_percent
 
 __all__ = [
     "MeasuredPoint", "screen_points", "PointFit", "FitResult", "Calibration", "fit", "serving_predictor",
@@ -318,7 +319,7 @@ class FitResult:
 
 
 def _point_line(p: PointFit) -> str:
-    cells = [f"{_short(m)} {p.predicted[m]:,.4g} vs {p.measured[m]:,.4g} ({100 * math.expm1(p.residuals[m]):+.1f}%)"
+    cells = [f"{_short(m)} {p.predicted[m]:,.4g} vs {p.measured[m]:,.4g} ({signed_percent(math.expm1(p.residuals[m]))})"
              for m in METRICS if m in p.measured and m in p.predicted]
     return f"  {p.label:<8} " + "; ".join(cells)
 

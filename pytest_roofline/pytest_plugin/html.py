@@ -41,6 +41,7 @@ from pytest_roofline.report.common import (
 from pytest_roofline.report.environment import environment_from_results, environment_from_specs
 from pytest_roofline.report.resources import css
 from pytest_roofline.scoring import Verdict, VerdictMode, VerdictStatus
+from pytest_roofline.units import signed_percent
 
 __all__ = ["HtmlHooks", "COLUMNS"]
 
@@ -103,7 +104,7 @@ def row_cells(v: Verdict | None) -> list[str]:
                     if v.contaminated else "")
     err_txt = ""
     if is_number(err_rel):
-        err_txt = (f"{err_rel:+.2%}" if abs(err_rel) < 10 else f"{err_rel:+.0%}") + (
+        err_txt = (signed_percent(err_rel, 2) if abs(err_rel) < 10 else signed_percent(err_rel, 0)) + (
             f" ×{v.ratio:.3g}" if is_number(v.ratio) else "")  # (measured − ink) ÷ ink, measured ÷ ink beside
     abs_txt = ""
     if is_number(err_abs):
@@ -136,7 +137,7 @@ def drift_cell(d: Mapping[str, Any] | None) -> str:
     word = {"drifted": "DRIFTED", "uncertain": "uncertain", "new": "new", "prediction_changed": "ink changed",
             "steady": "steady"}.get(
         str(d.get("status")), str(d.get("status")))
-    shown = (f"{change * 100:+.1f}% " if is_number(change) else "") + word
+    shown = (f"{signed_percent(change)} " if is_number(change) else "") + word
     return _cell(DRIFT_COLUMN[0], sort_key(abs(change) if is_number(change) else None), esc(shown),
                  title=str(d.get("text") or ""))
 

@@ -15,7 +15,7 @@ from typing import Any, TypeGuard
 from pytest_roofline.report.resources import css
 from pytest_roofline.report.svg import PALETTE, esc, text_box
 from pytest_roofline.scoring import Verdict, VerdictMode, VerdictStatus
-from pytest_roofline.units import format_value
+from pytest_roofline.units import format_value, signed_percent
 
 __all__ = [
     "OUTCOMES", "OUTCOME_LABEL", "OUTCOME_COLOR", "outcome_of_verdict", "outcome_of_report", "sort_key", "fmt",
@@ -191,7 +191,7 @@ def label_of(v: Verdict) -> str:
 
 
 def _pct(x: float) -> str:
-    return f"{x:+.2%}" if abs(x) < 0.1 else (f"{x:+.1%}" if abs(x) < 10 else f"{x:+.0%}")
+    return signed_percent(x, 2) if abs(x) < 0.1 else (signed_percent(x, 1) if abs(x) < 10 else signed_percent(x, 0))
 
 
 def _checked_name(v: Verdict) -> str:

@@ -62,6 +62,7 @@ from pytest_roofline.report.points import errors_html, goodput_table, points_tab
 from pytest_roofline.report.resources import css
 from pytest_roofline.report.setup_card import definition_list, setup_card
 from pytest_roofline.scoring import DEFAULT_MEASURED_TOLERANCE, Verdict, VerdictMode, VerdictStatus, score
+from pytest_roofline.units import signed_percent
 
 __all__ = ["render_scorecard", "write_scorecard", "render_from_files", "score_spec",
            "CSP"]
@@ -574,7 +575,8 @@ def _err_pct(v: Verdict) -> str:
     if not is_number(r):
         return ""
     ratio = f" ×{v.ratio:.3g}" if is_number(v.ratio) else ""
-    return (f"{r:+.2%}" if abs(r) < 0.1 else (f"{r:+.1%}" if abs(r) < 10 else f"{r:+.0%}")) + ratio
+    return (signed_percent(r, 2) if abs(r) < 0.1 else (signed_percent(r, 1) if abs(r) < 10 else signed_percent(r, 0))
+            + ratio)
 
 
 def _slug(s: str) -> str:
@@ -646,7 +648,7 @@ def _drift_cell(drift: Mapping[str, Any] | None) -> str:
     if not status or status == "not_measured":
         return '<td class="drift"></td>'
     change = d.get("change_rel")
-    short = f"{change * 100:+.1f}%" if isinstance(change, (int, float)) else status.replace("_", " ")
+    short = signed_percent(change) if isinstance(change, (int, float)) else status.replace("_", " ")
     word = {"drifted": "DRIFTED", "new": "new", "prediction_changed": "ink changed"}.get(status, "")
     return (f'<td class="drift rl-drift-{esc(status)}" title="{esc(d.get("text") or "")}">{esc(short)}'
             + (f' <span class="rl-badge rl-drift-{esc(status)}">{esc(word)}</span>' if word else "") + "</td>")

@@ -65,7 +65,7 @@ from pytest_roofline.report.common import (
 from pytest_roofline.report.resources import css
 from pytest_roofline.report.scorecard import CSP, PAGE_CSS
 from pytest_roofline.report.svg import PALETTE, Axis, Chart, compact_number, esc, nice_ticks
-from pytest_roofline.units import DEFAULT_UNIT, UnitError, format_value, unit_scale
+from pytest_roofline.units import DEFAULT_UNIT, UnitError, format_value, signed_percent, unit_scale
 
 __all__ = ["render_trend", "write_trend", "select_runs", "TREND_CSS", "DEFAULT_OUTPUT", "TABLE_NIGHTS"]
 
@@ -303,7 +303,7 @@ def _drift_html(d: Drift | None, *, short: bool = False) -> str:
         return '<span class="drift none">—</span>'
     status = d.status.value
     if short:
-        text = (f"{d.change_rel * 100:+.1f}%" if d.change_rel is not None and d.baseline is not None else
+        text = (signed_percent(d.change_rel) if d.change_rel is not None and d.baseline is not None else
                 {"new": "new", "not_measured": "—"}.get(status, status.replace("_", " ")))
         if status == "prediction_changed":
             text += " (ink changed)"
