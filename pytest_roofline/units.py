@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pytest_roofline.errors import UnitError
 
 __all__ = ["DIMENSIONS", "DEFAULT_UNIT", "UnitError", "Value", "parse_value", "parse_number", "format_value",
-           "signed_percent",
+           "signed_percent", "shown_unit",
            "unit_scale", "to_si", "to_int", "parse_printed_number",
            "KIB", "MIB", "GIB", "TIB", "KB", "MB", "GB", "TB"]
 
@@ -247,6 +247,21 @@ def signed_percent(rel: float, decimals: int = 1) -> str:
     nothing is ``0.0%``, never ``-0.0%`` nor ``+0.0%`` (a sign on a zero says a direction the number does not have)."""
     text = f"{rel * 100:+.{decimals}f}%"
     return text[1:] if float(text[1:-1]) == 0 else text
+
+
+def shown_unit(dimension: str, unit: str, predicted_text: str = "") -> str | None:
+    """The unit a stored value is shown in: the one its ink was written in; for a ratio whose ink is a bare number
+    (``1.00``, Little's law) none at all (``""``: a bare number, as the ink), not the percentage a ratio defaults
+    to; else None (:func:`format_value` then takes the dimension's default)."""
+    if unit:
+        return unit
+    if dimension == "ratio":
+        try:
+            float(predicted_text.replace(",", ""))
+            return ""
+        except ValueError:
+            pass
+    return None
 
 
 def format_value(si: float | None, dimension: str, unit: str | None = None, *, digits: int = 4) -> str:

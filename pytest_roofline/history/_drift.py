@@ -52,7 +52,7 @@ from pytest_roofline.format.tolerance import Tolerance
 from pytest_roofline.history._records import RunSummary, SetupKey, StoredValue, sort_time, unify_keys
 from pytest_roofline.history._samples import MIN_SAMPLES, mann_whitney_p
 from pytest_roofline.measure.stats.intervals import t_quantile
-from pytest_roofline.units import format_value, signed_percent
+from pytest_roofline.units import format_value, shown_unit, signed_percent
 
 __all__ = ["DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "Drift", "drift_for", "drift_counts",
            "parse_baseline", "pinned_run", "parse_share", "DEFAULT_MIN_COMPARED", "distinguishable", "COMPARED",
@@ -312,7 +312,7 @@ def outside_nights(now: float, nights: Sequence[float]) -> tuple[bool | None, fl
 
 
 def _fmt(v: StoredValue, x: float) -> str:
-    return format_value(x, v.dimension, v.unit or None)
+    return format_value(x, v.dimension, shown_unit(v.dimension, v.unit, v.predicted_text))
 
 
 def _unheld_text(v: StoredValue) -> str:

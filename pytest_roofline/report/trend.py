@@ -65,7 +65,7 @@ from pytest_roofline.report.common import (
 from pytest_roofline.report.resources import css
 from pytest_roofline.report.scorecard import CSP, PAGE_CSS
 from pytest_roofline.report.svg import PALETTE, Axis, Chart, compact_number, esc, nice_ticks
-from pytest_roofline.units import DEFAULT_UNIT, UnitError, format_value, signed_percent, unit_scale
+from pytest_roofline.units import DEFAULT_UNIT, UnitError, format_value, shown_unit, signed_percent, unit_scale
 
 __all__ = ["render_trend", "write_trend", "select_runs", "TREND_CSS", "DEFAULT_OUTPUT", "TABLE_NIGHTS"]
 
@@ -322,7 +322,7 @@ def _display_unit(s: _Series, numbers: Sequence[float]) -> tuple[str, float]:
     if not v.unit and v.dimension == "bytes":
         biggest = max((abs(x) for x in numbers), default=0.0)
         unit = format_value(biggest, "bytes").split(" ")[-1] if biggest else "B"
-    if not v.unit and v.dimension == "ratio":
+    if not v.unit and v.dimension == "ratio" and shown_unit(v.dimension, v.unit, v.predicted_text) is None:
         unit = "%"
     try:
         return unit, unit_scale(v.dimension, unit)
@@ -345,18 +345,22 @@ def _fmt(v: StoredValue, si: float | None) -> str:
     """A value of ``v``'s quantity in the unit its prediction was written in (as the scorecard writes it)."""
     if si is None or not is_number(si):
         return "—"
-    return _fmt_si(v.dimension, v.unit, float(si))
+    return _fmt_si(v.dimension, v.unit, float(si), v.predicted_text)
 
 
 def _fmt_measured(v: StoredValue) -> str:
     """``v``'s measured value as :func:`_fmt` writes it, uncached: a measured number seldom repeats, and caching
     each would only push the repeating band and model values out of :func:`_fmt_si`'s cache."""
-    return fmt_value(v.dimension, v.unit, v.measured, digits=4) if is_number(v.measured) else "—"
+    return _fmt_si.__wrapped__(v.dimension, v.unit, float(v.measured), v.predicted_text) if is_number(
+        v.measured) else "—"
 
 
 @functools.lru_cache(maxsize=4096)
-def _fmt_si(dimension: str, unit: str, si: float) -> str:
+def _fmt_si(dimension: str, unit: str, si: float, predicted_text: str = "") -> str:
     """Cached: a band or a model value repeats night after night (500 nights × 100 predictions stay fast)."""
+    shown = shown_unit(dimension, unit, predicted_text)
+    if shown == "":  # a ratio written as a bare number (Little's law's 1.00) stays one
+        return format_value(si, dimension, "", digits=4)
     return fmt_value(dimension, unit, si, digits=4)
 
 
@@ -366,11 +370,14 @@ def _band_text(v: StoredValue) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _band_text_of(dimension: str, unit: str, predicted_text: str, lo_si: float | None, hi_si: float | None) -> str:
+    """The ink with its band: ``1.00 [0.95, 1.05]``; a one-sided band as its bound (``0% (≤ 5 %)``), never an
+    infinite end."""
     if lo_si is None and hi_si is None:
         return predicted_text or "—"
-    lo = _fmt_si(dimension, unit, lo_si) if lo_si is not None else "−∞"
-    hi = _fmt_si(dimension, unit, hi_si) if hi_si is not None else "+∞"
-    return f"{predicted_text} [{lo}, {hi}]" if predicted_text else f"[{lo}, {hi}]"
+    lo = _fmt_si(dimension, unit, lo_si, predicted_text) if lo_si is not None else None
+    hi = _fmt_si(dimension, unit, hi_si, predicted_text) if hi_si is not None else None
+    band = f"[{lo}, {hi}]" if lo is not None and hi is not None else f"(≤ {hi})" if hi is not None else f"(≥ {lo})"
+    return f"{predicted_text} {band}" if predicted_text else band
 
 
 def _night(r: RunSummary, *, seconds: bool = False) -> str:

@@ -384,3 +384,33 @@ def test_a_replay_of_a_stored_measurement_says_why_nothing_was_compared() -> Non
     later = drift_for(now[:1], [stored], DriftPolicy(), setup=SETUP, before="2026-08-01T00:00:00Z")
     assert later[now[0].key].status.value == "steady" and later[now[0].key].stored_as == ""
     assert drift_counts(later.values()) == "1 compared (1 steady)"
+
+
+# ------------------------------------------------------------------------------------------------ a trial's numbers
+
+
+def test_a_ratio_written_bare_stays_bare_and_a_one_sided_band_shows_its_bound() -> None:
+    """A newcomer's trial: Little's law (ink 1.00) read "measured 99.96 %" on the trend page while the terminal and
+    compare print 0.9996; a prefix-cache hit rate with ink 0% and a band up to 5 % read "[−∞, 5 %]"."""
+    def ratio(pid: str, measured: float, ink: str, unit: str, lo: float | None, hi: float | None) -> StoredValue:
+        return StoredValue(key=prediction_key("predictions/a.yaml", pid, {}), prediction_id=pid,
+                           file="predictions/a.yaml", quantity="q", dimension="ratio", status="pass", mode="measured",
+                           at={}, unit=unit, measured=measured, predicted_text=ink, lo=lo, hi=hi)
+
+    values = (ratio("littles", 0.99955, "1.00", "", 0.95, 1.05), ratio("hits", 0.0, "0%", "%", None, 0.05))
+    html = render_trend([run("2026-12-05T02:00:00Z", *values), run("2026-12-06T02:00:00Z", *values)])
+    rows = {pid: re.sub(r"<[^>]+>", " ", row) for pid, row in summary_rows(html).items()}
+    assert "0.9996" in rows["littles"] and "99.96" not in rows["littles"]
+    assert "baseline 0.9996)" in rows["littles"]  # drift's own text, stored by the run, in the same style
+    text = html.replace("&lt;", "<").replace("&gt;", ">")
+    assert "predicted 1.00 [0.95, 1.05]" in text and "99.96" not in text
+    assert "predicted 0% (≤ 5 %)" in text and "∞" not in text
+    tip = next(t.text for t in charts(html)["littles"].iter(f"{SVG_NS}title") if "measured" in (t.text or ""))
+    assert "measured 0.9996" in tip
+
+
+def test_a_signed_percentage_never_puts_a_sign_on_zero() -> None:
+    from pytest_roofline.units import signed_percent
+
+    assert [signed_percent(x) for x in (-0.0003, 0.0, 0.25, -0.25)] == ["0.0%", "0.0%", "+25.0%", "-25.0%"]
+    assert signed_percent(0.0003, 2) == "+0.03%" and signed_percent(-0.004, 0) == "0%"
