@@ -25,8 +25,8 @@ three held sets 4.2 / 8.8 / 3.3 % false drift and 87.5 / 66.0 / 58.9 % detection
 0.02-0.06): with three earlier nights, false drift 3.5 % (34/960; goal <= 5 %) and detection of 4 -> 2 87.4 %
 (734/840; goal >= 90 %: missed: six of the seven affected predictions 120/120, TPOT p50 at C=4, a 13 % move of
 3 sd, 14/120; a test that knew the noise exactly would reach 98 %); every figure x1.5 caught 98.5 %; with one
-earlier night 8.8 % / 94.4 %; with five 5.2 % / 86.9 %; ``--spread prediction`` 5.5 % / 90.2 % (over the
-false-drift goal: not shipped).
+earlier night 8.8 % / 94.4 %; with five 5.2 % / 86.9 %; ``--spread prediction`` 4.8 % / 90.2 % (within the
+false-drift goal here, but 12.9 % false drift on the second idle set and 5.4 % on the held runs: not shipped).
 
 **Measured on the second idle set** (``drift-cpu-runs-idle2.json``, half an hour later; run-to-run sd 0.09-0.18,
 the set's last runs 14-31 % from their configuration's median: the machine slowed during the set): false drift
@@ -45,8 +45,8 @@ against 0.09-0.70 in the starved 48x runs): with three earlier nights, false dri
 detection of 4 -> 2 61.4 % (516/840; goal >= 90 %: missed, the rest ``uncertain``; a test that knew the noise
 exactly would reach 87 %); with one earlier night 40.6 % / 95.6 % (the within-run intervals do not hold the
 night-to-night noise: keep three nights); with five, 4.2 % / 77.8 %. A change of x2 in every figure is caught
-92.6 % of the time with three nights. The what-if ``--spread prediction`` gives 4.1 % / 74.5 % on these runs but
-6.8 % false drift on the starved 48x runs, so it is not shipped.
+92.6 % of the time with three nights. The what-if ``--spread prediction`` gives 5.4 % / 80.8 % on these runs and
+5.3 % false drift on the starved 48x runs, both over the 5 % goal, so it is not shipped.
 
 Figures:
 

@@ -766,15 +766,17 @@ def main(argv=None) -> int:
               "prefill's own cost and `calibration.fit` holds flop_efficiency at its published default. Before "
               "that rule the fit read flop_efficiency off C=64 (0.40 from its TTFT, 0.43 from its throughput), "
               "charging per-sequence costs to the prefill and stretching every prompt at low load: (c) TTFT p50 "
-              "was 114.7%. It now fits hbm_efficiency and per_seq_overhead_s (~40 us per running sequence, a "
-              "cost that covers, unseparated, sampling with top-k/top-p over a 151,936-token vocabulary, "
-              "scheduling and output processing).")
+              "was 114.7%. It now fits hbm_efficiency only, on the TPOTs of C=1 and C=64: at one context length "
+              "two TPOTs cannot tell per_seq_overhead_s from the bandwidth (the notes under day3's fitted value), "
+              "so per_seq_overhead_s stays at its 10 us default per running sequence, a cost that covers, "
+              "unseparated, sampling with top-k/top-p over a 151,936-token vocabulary, scheduling and output "
+              "processing.")
         print("- What is left of the day3 TTFT miss is the closed loop at C=64-128: measured TTFT p50 519 and "
               "678 ms against ~250-460 ms simulated. The simulator's clients resubmit the instant a request "
               "ends and every prefill of 1,024 tokens fits one 2,048-token step, so its steady state queues at "
               "most a step or two; the real run's p50 is twice that, which no constant of one prefill explains "
-              "(C=2..32's measured TTFTs lie between 0.47x and 1.16x what the default flop efficiency predicts "
-              "without hits; an efficiency of 0.4 would have doubled them). Not modelled: the API server's own "
+              "(at C=2..32, measured TTFT p50 ÷ (b)'s, the default constants without hits, is 0.37-0.57; a flop "
+              "efficiency of 0.4 would have doubled (b)'s values). Not modelled: the API server's own "
               "per-request work (tokenising a 1k prompt, detokenising 64-128 streams) when it shares a busy host "
               "with the engine, and the hit rate's drift during the run.")
         print("- Open-loop points are simulated on the load generator's own arrival times (model/workload.py, "
