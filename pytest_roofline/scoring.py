@@ -493,6 +493,8 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
     tol = pred.tolerance or parse_tolerance(default_tolerance, q.dimension, unit)
     _interval_fields(v, meas.interval)
     out = _compare(v, pred, reference, v.measured_value, tol, "measured")
+    if meas.unknown_from is not None and v.measured_value is None:
+        _none_up_to(out, tol, reference, meas.unknown_from)
     _inconclusive(out)
     _unheld(out)
     if out.contaminated and out.status is VerdictStatus.PASS:
@@ -538,6 +540,23 @@ def _unheld(v: Verdict) -> None:
                 "notes: the load generator fell behind, or the point had fewer requests than clients), so it "
                 "measured a lower load than the prediction names; rerun on a machine with a core to spare for "
                 "the load generator")
+    v.diagnosis = []
+
+
+def _none_up_to(v: Verdict, tol: Tolerance, reference: Any, unknown_from: float) -> None:
+    """A measured "none" that holds only below ``unknown_from`` (no knee among the points measured; the largest
+    one's doubling was never run: ``MeasuredValue.unknown_from``). A numeric ink whose band reaches that far is
+    neither confirmed nor refuted: INCONCLUSIVE, with the point that would decide. A band wholly below it fails, as
+    before: the points there were measured and none flattened."""
+    if v.status is not VerdictStatus.FAIL or not isinstance(reference, (int, float)) or isinstance(reference, bool):
+        return
+    hi = tol.bounds(float(reference))[1]
+    if hi is not None and math.isfinite(hi) and hi < unknown_from:
+        return
+    v.status = VerdictStatus.INCONCLUSIVE
+    v.reason = (f"predicted {v.predicted_text}, and the measured points show no knee up to C = {unknown_from:g}, "
+                f"whose doubling was never run: a knee at C = {unknown_from:g} or above is neither confirmed nor "
+                f"refuted; a point at C = {2 * unknown_from:g} would decide")
     v.diagnosis = []
 
 

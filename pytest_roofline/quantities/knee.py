@@ -52,8 +52,12 @@ def _knee_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Th
     gains = ", ".join(f"{c2:g}: {x2 / x1 - 1:+.0%}" for (c1, x1), (c2, x2) in zip(usable, usable[1:]))
     note = (f"knee = smallest concurrency whose doubling adds < {th.knee_gain:.0%} throughput; gains: {gains}")
     contaminated = any(is_flattered(p, th, setup) for p in pts)
+    top = usable[-1][0]
+    if knee is None:  # no doubling added < the gain among these points: the last one's doubling was never run
+        note += f"; none up to C = {top:g}: a knee at C = {top:g} or above is not measured"
     return MeasuredValue(knee, tuple(point_id(p) for p in pts),
-                         (note, *[n for p in pts for n in point_notes(p, th, setup)]), contaminated)
+                         (note, *[n for p in pts for n in point_notes(p, th, setup)]), contaminated,
+                         unknown_from=top if knee is None else None)
 
 
 def _batch1_ceiling(setup: Setup) -> float:

@@ -79,6 +79,10 @@ class MeasuredValue:
     #: estimate, lo, hi (null: unbounded), level, method, n, requests, note), in the quantity's SI unit; None when
     #: the point recorded none (a file from before intervals, a transcribed one)
     interval: Mapping[str, Any] | None = None
+    #: for a measured "none" (no knee among the measured points): the value from which the points say nothing, the
+    #: largest concurrency measured (its doubling was never run), so a knee there or above is neither confirmed nor
+    #: refuted; None where a "none" is the whole answer
+    unknown_from: float | None = None
 
 
 class QuantityKind(StrEnum):

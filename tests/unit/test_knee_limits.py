@@ -123,3 +123,4 @@ def test_the_preemption_limit_is_a_lower_bound_the_same_way() -> None:
     data["points"][2]["server"]["preemptions"] = 5  # preempted at C = 4: the limit is exactly 2
     preempted = q.measure(RecordedMeasurement(data), {}, None, Thresholds())  # type: ignore[arg-type]
     assert preempted.value == 2 and preempted.interval is None
+
