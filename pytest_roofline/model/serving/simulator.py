@@ -330,7 +330,7 @@ class _Sim:
             req = self.held.popleft()
             # a held arrival is sent now and queued at once: its frontend_in_s is not simulated (the client's
             # in-flight cap counts it from here; a request in the API server would not be counted by the engine)
-            req.arrival = self.now
+            req.arrival = req.ready = self.now  # the engine's queue starts here, not at the original arrival
             self.waiting.append(req)
 
     # -- a run of pure-decode steps ---------------------------------------------------------------------
