@@ -243,12 +243,13 @@ def explain_lines(v: Verdict) -> list[str]:
     if diff == 0:
         out.append(f"{who.capitalize()} gives {fmt(v, chk)}{point}, exactly {ref_who}'s {fmt(v, ref)}.")
     else:
-        rel = diff / abs(chk) if chk else None
-        direction = "above" if diff > 0 else "below"
+        # relative to the reference (the ink), as the error column is: (checked − ink) ÷ |ink|
+        rel = -diff / abs(ref) if ref else None
+        direction = "below" if diff > 0 else "above"
         rel_txt = f"{abs(rel):.2%} " if rel is not None and abs(rel) < 0.1 else (
             f"{abs(rel):.1%} " if rel is not None else "")
-        line = (f"{who.capitalize()} gives {fmt(v, chk)}{point}; {ref_who} says {fmt(v, ref)}, {rel_txt}{direction} it "
-                f"({'+' if diff > 0 else '−'}{fmt(v, abs(diff))}).")
+        line = (f"{who.capitalize()} gives {fmt(v, chk)}{point}, {rel_txt}{direction} {ref_who}'s {fmt(v, ref)} "
+                f"({'−' if diff > 0 else '+'}{fmt(v, abs(diff))}).")
         if chk and ref and (ref / chk > 1.5 or chk / ref > 1.5) and ref / chk > 0:
             line += f" That is {max(ref / chk, chk / ref):.2f}× {'too high' if ref > chk else 'too low'}."
         out.append(line)

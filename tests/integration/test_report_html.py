@@ -135,7 +135,8 @@ def test_columns_extras_environment(project: pytest.Pytester, self_contained: bo
     miss = parse_fragment(by_id["throughput-c64"]["extras"][0]["content"])
     assert ("svg", ) == tuple(t for t, _ in miss.tags if t == "svg")  # the tolerance-band chart, inline
     text = " ".join(miss.text.split())
-    assert "Measured gives 2,504.6 tok/s (point closed-c64); the ink says 5,060 tok/s" in text
+    # relative to the ink, as the error column: (2,504.6 − 5,060) ÷ 5,060 = −50.5 %
+    assert "Measured gives 2,504.6 tok/s (point closed-c64), 50.5% below the ink's 5,060 tok/s" in text
     assert "allows [4,301 tok/s, 5,819 tok/s]; measured is below it by 1,796.4 tok/s" in text
     assert "the measurement is 49.6% of the model" in text
     assert "hbm_bandwidth" in text and "2,039 GB/s" in text  # the model's inputs
@@ -236,8 +237,8 @@ def test_explain_lines_math_check() -> None:
          "checked_value": 161.24, "model_value": 161.24, "lo": 160.5, "hi": 161.5, "tolerance_text": "±0.5 FLOP/byte",
          "reason": "model 161.24 FLOP/byte is within ±0.5 FLOP/byte of predicted 161"}
     lines = explain_lines(Verdict.from_dict(v))  # the report reads Verdicts, as a report's dict is turned back
-    assert lines[0] == ("The model gives 161.24 FLOP/byte; the ink says 161 FLOP/byte, 0.15% below it "
-                        "(−0.24 FLOP/byte).")
+    # the gap relative to the ink, as the error column: (161.24 − 161) ÷ 161 = +0.15 %
+    assert lines[0] == "The model gives 161.24 FLOP/byte, 0.15% above the ink's 161 FLOP/byte (+0.24 FLOP/byte)."
     assert lines[1] == ("The tolerance ±0.5 FLOP/byte around the ink allows [160.5 FLOP/byte, 161.5 FLOP/byte]; "
                         "the model is inside, at 74% of the band's width.")
 
