@@ -11,6 +11,7 @@ is filled the file checks, and ``pytest FILE`` scores the ink against the model.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from dataclasses import dataclass
@@ -18,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_roofline.cli.predict import length_error, max_model_len_warning, memory_fit_error
-from pytest_roofline.model import bands, hardware
-from pytest_roofline.model.setup import Setup, build_setup
+from pytest_roofline.errors import RooflineError
+from pytest_roofline.model import analytical as an
+from pytest_roofline.model import bands, dtypes, hardware, quantization
+from pytest_roofline.model.setup import Setup, build_setup, kv_accounting
 from pytest_roofline.quantities.registry import QUANTITIES
-from pytest_roofline.units import format_value
+from pytest_roofline.units import GB, GIB, KB, MB, MIB, format_value
 
 __all__ = ["cmd_init", "render", "model_as_written", "parse_workload", "CONCURRENCY"]
 
@@ -54,44 +57,272 @@ class Item:
     ink_hint: str = ""
 
 
+def _sig(x: float, digits: int = 4) -> str:
+    """``x`` to ``digits`` significant figures, with thousands separators (334.0, 590.7, 31,071, 1.769)."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    return f"{x:,.{decimals}f}"
+
+
+def _bytes(x: float, digits: int = 4) -> str:
+    """Decimal bytes as the datasheets and the file's weights write them: GB from 1 GB on, else MB, kB or B."""
+    for unit, size in (("GB", GB), ("MB", MB), ("kB", KB)):
+        if abs(x) >= size:
+            return f"{_sig(x / size, digits)} {unit}"
+    return f"{x:,.0f} B"
+
+
+def _gflop(x: float) -> str:
+    return f"{_sig(x / 1e9)} GFLOP"
+
+
+def _per(n: float) -> str:
+    """Bytes per element: "1 byte", "2 bytes", "0.5 bytes"."""
+    return f"{n:g} byte" + ("" if n == 1 else "s")
+
+
+def _params(x: float) -> str:
+    return f"{x:,.0f}" if float(x).is_integer() else _sig(x)
+
+
+class _Derivation:
+    """Each derivation's text, worked with the numbers the model uses (``Setup``'s weights, FLOPs, KV bytes, one
+    GPU's share under TP, the KV accounting), so the value it ends with is the one ``pytest FILE`` checks the ink
+    against: what holds for a bf16 dense model only (weight bytes = 2P, FLOPs = 2P) is never assumed. A figure the
+    model cannot give for this setup leaves the derivation in words (``_WORDS``)."""
+
+    def __init__(self, setup: Setup, tp: int) -> None:
+        self.s, self.tp, self.m = setup, tp, setup.model
+        self.moe = self.m.is_moe and not self.m.is_nominal
+
+    # -- the shared pieces -------------------------------------------------------------------------------------
+    def _flops(self) -> str:
+        """FLOPs per token (one GPU's under TP), with where they come from: 2 × the active parameters."""
+        s = self.s
+        active = float(self.m.active_param_count())
+        which = (f"2 × {_params(active)} active params (the shared weights and each layer's top-"
+                 f"{self.m.num_experts_per_tok} of {self.m.num_experts} experts)" if self.moe else
+                 f"2 × {_params(active)} params")
+        text = f"FLOPs per token {_gflop(s.flop_per_token)} ({which})"
+        if self.tp > 1:
+            text += f" ÷ TP {self.tp} = {_gflop(s.flop_per_token_per_gpu)} per GPU"
+        return text
+
+    def _kv_seq(self) -> str:
+        s = self.s
+        ctx = float(s.kv_context_tokens)
+        per_gpu = " per GPU" if self.tp > 1 else ""
+        return (f"KV bytes per sequence{per_gpu} at {ctx:,.0f} tokens ({ctx:,.0f} × "
+                f"{s.kv_bytes_per_token_per_gpu:,.0f} B = {_bytes(s.kv_bytes_per_seq_per_gpu_at(None))})")
+
+    def _weights_per_gpu(self) -> str:
+        return ("weights per GPU " if self.tp > 1 else "weight bytes ") + _bytes(self.s.weight_bytes_per_gpu)
+
+    # -- one per prediction ------------------------------------------------------------------------------------
+    def params(self) -> str:
+        m = self.m
+        if m.is_nominal:
+            return f"P as given (a nominal model: no shape to count from) = {_params(float(m.param_count()))}"
+        layers = m.non_embedding_param_count() - m.projection_param_count()
+        mlp = f"router + {m.num_experts} experts" if self.moe else "MLP"
+        text = (f"P from config.json: embeddings {m.embedding_param_count():,} + {m.num_layers} layers × "
+                f"(attention + {mlp}) and the final norm {layers:,}")
+        if m.projection_param_count():
+            text += f" + the embedding projections {m.projection_param_count():,}"
+        if m.lm_head_param_count():
+            text += f" + the untied lm_head {m.lm_head_param_count():,}"
+        if m.encoder_params:
+            text += f" + the encoder {m.encoder_params:,}"
+        return text + f" = {_params(float(m.param_count()))}"
+
+    def weights(self) -> str:
+        s, p = self.s, float(self.m.param_count())
+        scheme = s.quantization
+        if scheme is None:
+            per = s.weight_bytes / p
+            return f"P {_params(p)} × {_per(per)} per parameter ({s.weight_dtype}) = {_bytes(s.weight_bytes)}"
+        q = float(quantization.quantized_linear_param_count(scheme, self.m)) if not self.m.is_nominal else p
+        if q > p:  # the scheme's linears are counted on a shape the parameter count does not have (MLA attention)
+            return (f"{scheme.label()}: the quantized linears at {_per(scheme.weight_bits / 8)} "
+                    f"({scheme.weight_dtype}), their scales and the rest at the activation dtype "
+                    f"(model/quantization.py) = {_bytes(s.weight_bytes)}")
+        full = dtypes.DTYPES[dtypes.canonical(s.activation_dtype)].weight_bytes or 2.0
+        scales = s.weight_bytes - q * scheme.weight_bits / 8.0 - (p - q) * full
+        text = (f"{scheme.label()}: the quantized linears' {_params(q)} params × {_per(scheme.weight_bits / 8)} "
+                f"({scheme.weight_dtype}) + their scales{' and zero points' if scheme.zero_point else ''} "
+                f"{_bytes(scales)}")
+        if p > q:
+            text += (f" + the other {_params(p - q)} params (embeddings, lm_head, norms) × {_per(full)} "
+                     f"({dtypes.canonical(s.activation_dtype)})")
+        return text + f" = {_bytes(s.weight_bytes)}, not P × {_per(scheme.weight_bits / 8)}"
+
+    def kv_bytes_per_token(self) -> str:
+        s, m = self.s, self.m
+        if getattr(m, "is_mla", False):
+            per = s.kv_bytes_per_token / (m.num_layers * (m.kv_lora_rank + m.qk_rope_head_dim))
+            return (f"{m.num_layers} layers × (kv_lora_rank {m.kv_lora_rank} + qk_rope_head_dim "
+                    f"{m.qk_rope_head_dim}) × {_per(per)} ({s.kv_dtype}): MLA caches one latent per layer, no K "
+                    f"and V heads = {s.kv_bytes_per_token:,.0f} B")
+        per = s.kv_bytes_per_token / (2 * m.num_layers * m.num_kv_heads * m.head_dim)
+        return (f"{m.num_layers} layers × {m.num_kv_heads} KV heads × {m.head_dim} head dim × 2 (K and V) × "
+                f"{_per(per)} ({s.kv_dtype}) = {s.kv_bytes_per_token:,.0f} B")
+
+    def weights_per_gpu(self) -> str:
+        s = self.s
+        text = f"weights {_bytes(s.weight_bytes)} ÷ TP {self.tp}"
+        if s.kv_replica_weight_bytes:
+            text += (f" + the K/V projections copied on each GPU (TP {self.tp} > {self.m.num_kv_heads} KV heads) "
+                     f"{_bytes(s.kv_replica_weight_bytes)}")
+        return text + f" = {_bytes(s.weight_bytes_per_gpu)}"
+
+    def ridge(self) -> str:
+        s = self.s
+        why = ""
+        if s.quantization is not None and not s.quantization.activations_quantized:
+            why = f": W{s.quantization.weight_bits:g}A16 multiplies at the activation dtype"
+        elif s.quantization is not None and s.compute_dtype != s.quantization.weight_dtype:
+            why = f": no {s.quantization.weight_dtype} peak on {s.hardware.id}, run weight-only"
+        return (f"peak {s.peak_flop_per_s / 1e12:,.0f} TFLOP/s ({s.compute_dtype}{why}) ÷ bandwidth "
+                f"{s.hbm_bytes_per_s / 1e9:,.0f} GB/s (the spec sheet) = {_sig(self._ridge())} FLOP/byte")
+
+    def _ridge(self) -> float:
+        return self.s.peak_flop_per_s / self.s.hbm_bytes_per_s
+
+    def weight_only_knee(self) -> str:
+        s = self.s
+        w, f = s.weight_bytes_per_gpu, s.flop_per_token_per_gpu
+        read = " (every expert: a batch this large routes tokens to all of them)" if self.moe else ""
+        return (f"weight-only intensity = FLOPs per token × B ÷ weight bytes read per step, with {self._flops()} and "
+                f"{self._weights_per_gpu()}{read}: {_sig(f / w)} × B FLOP/byte; it reaches the ridge at B* = ridge × "
+                f"weight bytes ÷ FLOPs per token = {_sig(self._ridge())} × {_bytes(w)} ÷ {_gflop(f)} = "
+                f"{_sig(self._ridge() * w / f)}")
+
+    def intensity_asymptote(self) -> str:
+        s = self.s
+        value = s.flop_per_token_per_gpu / s.kv_bytes_per_seq_per_gpu_at(None)
+        return (f"{self._flops()} ÷ {self._kv_seq()} = {_sig(value)} FLOP/byte: the intensity decode tends to as B "
+                "grows")
+
+    def knee(self) -> str:
+        s = self.s
+        f, kv, w = s.flop_per_token_per_gpu, s.kv_bytes_per_seq_per_gpu_at(None), s.weight_bytes_per_gpu
+        asymptote, ridge = f / kv, self._ridge()
+        if asymptote <= ridge:
+            return (f"the batch where the KV-inclusive intensity reaches the ridge; here the asymptote "
+                    f"{_sig(asymptote)} FLOP/byte {'=' if asymptote == ridge else '<'} ridge {_sig(ridge)} "
+                    "FLOP/byte, so it never does (throughput only flattens): none")
+        per_seq = f / ridge  # the bytes one sequence's FLOPs cover at the ridge
+        return (f"the batch where the KV-inclusive intensity reaches the ridge (asymptote {_sig(asymptote)} > "
+                f"ridge {_sig(ridge)} FLOP/byte): B* = {self._weights_per_gpu()} ÷ (FLOPs per token "
+                f"{_gflop(f)} ÷ ridge − {self._kv_seq()}) = {_bytes(w)} ÷ ({_bytes(per_seq, 5)} − "
+                f"{_bytes(kv, 5)}) = {_sig(w / (per_seq - kv))}")
+
+    def batch1_ceiling(self) -> str:
+        s = self.s
+        read = s.weight_bytes_read_per_token_pass(1)
+        what = (f"the weight bytes one token reads{' per GPU' if self.tp > 1 else ''} {_bytes(read)} (the shared "
+                f"weights and each layer's top-{self.m.num_experts_per_tok} of {self.m.num_experts} experts)"
+                if self.moe else f"{self._weights_per_gpu()}: one weight read per token")
+        bw = "one GPU's bandwidth" if self.tp > 1 else "bandwidth"
+        return (f"{bw} {s.hbm_bytes_per_s / 1e9:,.0f} GB/s ÷ {what} = "
+                f"{_sig(s.hbm_bytes_per_s / read)} tok/s")
+
+    def kv_blocks(self) -> str:
+        s = self.s
+        acc = kv_accounting(s)
+        if acc.explicit_pool or acc.budget_bytes is None:
+            return (f"the explicit KV pool {acc.available_kv_bytes / GIB:,.2f} GiB ÷ "
+                    f"{acc.bytes_per_block / MIB:.4g} MiB per block, rounded down = {acc.num_blocks:,}")
+        util, total = acc.gpu_memory_utilization or 0.0, acc.total_memory_bytes or 0.0
+        per_gpu = " per GPU" if self.tp > 1 else ""
+        block = acc.bytes_per_block
+        if block == s.kv_bytes_per_token_per_gpu * s.block_size:
+            per_block = f"KV bytes per token{per_gpu} {s.kv_bytes_per_token_per_gpu:,.0f} B × block size {s.block_size}"
+        else:  # a KV-cache group of the hybrid allocator: a page of the layers sharing one block
+            page = self.m.kv_page_bytes_per_layer(s.block_size, s.kv_dtype, self.tp)
+            per_block = (f"block size {s.block_size} × {page / s.block_size:,.0f} B per token per layer × "
+                         f"{block / page:g} layers sharing a block: vLLM's hybrid allocator for sliding-window "
+                         "layers")
+        return (f"(utilization {util:g} × memory {total / GIB:,.2f} GiB = budget {acc.budget_bytes / GIB:,.2f} GiB "
+                f"− weights{per_gpu} {acc.weight_bytes / GIB:,.3f} GiB − reserves: activations "
+                f"{acc.activation_bytes / GIB:,.3f} GiB, non-torch {acc.non_torch_bytes / GIB:,.3f} GiB, CUDA graphs "
+                f"{acc.cuda_graph_bytes / GIB:,.3f} GiB = {acc.available_kv_bytes / GIB:,.3f} GiB) ÷ "
+                f"({per_block} = {block / MIB:.4g} MiB per block), rounded down = {acc.num_blocks:,}")
+
+    def throughput(self, b: int) -> str:
+        s, m = self.s, self.m
+        step = s.decode_step(b)
+        if self.moe:
+            read = an.moe_experts_read(m.num_experts, m.num_experts_per_tok, b)
+            weights = (f"the weights {b} tokens read{' per GPU' if self.tp > 1 else ''} {_bytes(step.weight_bytes)} "
+                       f"(the shared weights and "
+                       f"{m.num_experts} × (1 − (1 − {m.num_experts_per_tok}/{m.num_experts})^{b}) = {_sig(read, 3)} "
+                       "experts a layer)")
+        else:
+            weights = self._weights_per_gpu()
+        step_time = (f"(max(t_mem, t_comp) + the all-reduces at TP {self.tp})" if step.t_allreduce_s
+                     else "max(t_mem, t_comp)")
+        text = (f"B ÷ {step_time} at B = {b}: t_mem = ({weights} + {b} × {self._kv_seq()}) "
+                f"÷ {s.hbm_bytes_per_s / 1e9:,.0f} GB/s = {_sig(step.t_mem_s * 1e3)} ms, t_comp = {b} × "
+                f"{_gflop(s.flop_per_token_per_gpu)} ÷ {s.peak_flop_per_s / 1e12:,.0f} TFLOP/s = "
+                f"{_sig(step.t_comp_s * 1e3)} ms")
+        if step.t_allreduce_s:
+            text += f", all-reduces {_sig(step.t_allreduce_s * 1e3)} ms"
+        return (text + f"; {b} ÷ {_sig(step.t_step_s * 1e3)} ms = {_sig(step.throughput_tok_per_s)} tok/s: "
+                "a ceiling")
+
+
+#: each derivation in words, where the setup's numbers cannot be had (a nominal model without the shape, a chip
+#: without a figure): what it was before numbers were written in
+_WORDS = {
+    "params": "P from config.json: embeddings + layers × (attention + MLP) (+ the untied lm_head)",
+    "weights": "P × bytes per parameter, or under a quantization scheme the quantized linears at its width, their "
+               "scales and the rest at the activation dtype",
+    "kv_bytes_per_token": "layers × KV heads × head dim × 2 (K and V) × bytes",
+    "weights_per_gpu": "weights ÷ TP (+ K/V heads replicated when TP > KV heads)",
+    "ridge": "peak FLOP/s at the dtype the matmuls run at ÷ bandwidth (the spec sheet)",
+    "weight_only_knee": "weight-only intensity = FLOPs per token × B ÷ weight bytes read per step, so B* = ridge × "
+                        "weight bytes ÷ FLOPs per token",
+    "intensity_asymptote": "FLOPs per token (2 × active params) ÷ KV bytes per sequence: the intensity decode tends "
+                           "to as B grows",
+    "knee": "the batch where the KV-inclusive intensity reaches the ridge: B* = weights ÷ (FLOPs per token ÷ ridge − "
+            "KV bytes per sequence); asymptote < ridge: none",
+    "batch1_ceiling": "bandwidth ÷ the weight bytes one token reads (per GPU under TP)",
+    "kv_blocks": "(utilization × memory − weights − reserves) ÷ (KV bytes per token × block size)",
+    "throughput": "B ÷ max((weights + B × KV per sequence) ÷ bandwidth, B × FLOPs per token ÷ peak) (+ the "
+                  "all-reduces under TP): a ceiling",
+}
+
+
+def _derive(d: _Derivation, name: str, *args: Any) -> str:
+    try:
+        text: str = getattr(d, name)(*args)
+    except (RooflineError, ValueError, ArithmeticError, AttributeError, TypeError):
+        return _WORDS[name]
+    return text
+
+
 def _items(setup: Setup, input_len: int, tp: int) -> list[Item]:
-    m, hw = setup.model, setup.hardware
-    kv_heads = m.num_kv_heads
+    d = _Derivation(setup, tp)
     items = [
-        Item("params", "param_count", f"P from config.json: embeddings + {m.num_layers} layers × (attention + MLP)"
-             " (+ the untied lm_head)"),
-        Item("weights", "weight_bytes", f"P × bytes per parameter ({setup.weight_dtype})"),
-        Item("kv-bytes-per-token", "kv_bytes_per_token",
-             f"{m.num_layers} layers × {kv_heads} KV heads × {m.head_dim} head dim × 2 (K and V) × bytes "
-             f"({setup.kv_dtype})"),
+        Item("params", "param_count", _derive(d, "params")),
+        Item("weights", "weight_bytes", _derive(d, "weights")),
+        Item("kv-bytes-per-token", "kv_bytes_per_token", _derive(d, "kv_bytes_per_token")),
     ]
     if tp > 1:
-        items.append(Item("weights-per-gpu", "weight_bytes_per_gpu", f"weights ÷ TP {tp} (+ K/V heads replicated "
-                          "when TP > KV heads)"))
-    peak = hw.peak_for(setup.weight_dtype) if setup.weight_dtype in hw.dtypes else hw.peak_for("bf16")
+        items.append(Item("weights-per-gpu", "weight_bytes_per_gpu", _derive(d, "weights_per_gpu")))
     items += [
-        Item("ridge", "ridge_point", f"peak {peak / 1e12:,.0f} TFLOP/s ÷ bandwidth "
-             f"{(hw.hbm_bytes_per_s or 0) / 1e9:,.0f} GB/s (the spec sheet)"),
-        Item("naive-knee", "weight_only_knee", "intensity ≈ B when KV is ignored, so the knee is B* = ridge"),
-        Item("kv-intensity-asymptote", "intensity_asymptote",
-             "2P FLOPs per token ÷ KV bytes per sequence: the intensity decode tends to as B grows"),
-        Item("knee", "knee_concurrency", "the batch where the KV-inclusive intensity reaches the ridge; "
-             "asymptote < ridge: none", ink_hint="a number, or none"),
-        Item("batch1-ceiling", "batch1_ceiling",
-             ("bandwidth ÷ the weight bytes one token reads (per GPU under TP): the shared weights and each "
-              f"layer's top-{m.num_experts_per_tok} of {m.num_experts} experts"
-              if m.is_moe and not m.is_nominal else
-              "bandwidth ÷ weight bytes (per GPU under TP): one weight read per token")),
-        Item("kv-blocks", "num_gpu_blocks", "(utilization × memory − weights − reserves) ÷ (KV bytes per token × "
-             "block size)"),
+        Item("ridge", "ridge_point", _derive(d, "ridge")),
+        Item("naive-knee", "weight_only_knee", _derive(d, "weight_only_knee")),
+        Item("kv-intensity-asymptote", "intensity_asymptote", _derive(d, "intensity_asymptote")),
+        Item("knee", "knee_concurrency", _derive(d, "knee"), ink_hint="a number, or none"),
+        Item("batch1-ceiling", "batch1_ceiling", _derive(d, "batch1_ceiling")),
+        Item("kv-blocks", "num_gpu_blocks", _derive(d, "kv_blocks")),
     ]
-    ctx = f"{setup.kv_context_tokens:,.0f}"  # the KV a sequence holds on average: input + output ÷ 2
-    weights = "the weights B tokens read (their experts)" if m.is_moe and not m.is_nominal else "weights"
     for c in CONCURRENCY[1:]:
-        step = f"(({weights} + B × KV per sequence at {ctx} tokens) ÷ bandwidth"
-        step += f" + the step's all-reduces at TP {tp})" if tp > 1 else ")"
-        items.append(Item(f"throughput-c{c}", "output_throughput",
-                          f"B ÷ {step} at B = {c}: a ceiling", at=f"{{concurrency: {c}}}"))
+        items.append(Item(f"throughput-c{c}", "output_throughput", _derive(d, "throughput", c),
+                          at=f"{{concurrency: {c}}}"))
     items.append(Item("littles-law", "littles_law_ratio", "closed loop: L = C, so req/s × mean latency gives back C",
                       at="{concurrency: every}",
                       ink_hint="1.00 with tolerance ±2%, as the notebook wrote it"))

@@ -123,6 +123,11 @@ class PredictTable:
     decode_error: str | None
     kv: KVPool
     rows: list[DecodeRow]
+    #: sequences of the table's KV context the pool holds at once (its usable blocks ÷ the blocks one sequence
+    #: fills, :func:`_pool_sequences`), None when the pool is not computed
+    kv_pool_max_sequences: int | None = None
+    #: why vLLM cannot run the half-saturation batch (:func:`_beyond`), None when it can
+    half_saturation_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, as ``--json`` prints it: the table's fields, the KV pool's beside them, then the rows."""
@@ -164,18 +169,59 @@ def predict_rows(*, hardware_id: str | None = None, model: str | None = None, co
             t_allreduce_ms=s.t_allreduce_s * 1e3, cannot_run=_cannot_run(setup, pool, b),
         ))
     knee = lm.knee
+    reason = knee.reason
+    beyond = _beyond(setup, pool, knee.batch) if knee.batch is not None else None
+    if beyond:  # a knee the engine cannot reach at this context is the roofline's arithmetic only, as a marked row
+        reason += f"; {beyond}: the roofline's arithmetic only, a batch vLLM cannot run"
+    half = lm.half_saturation_batch
     return PredictTable(
         hardware=setup.hardware.id, model=setup.model.name, context_tokens=setup.kv_context_tokens,
         weight_bytes=setup.weight_bytes, kv_bytes_per_token=setup.kv_bytes_per_token,
         kv_bytes_per_token_per_gpu=setup.kv_bytes_per_token_per_gpu,
         ridge_flop_per_byte=an.ridge_flop_per_byte(setup.peak_flop_per_s, setup.hbm_bytes_per_s),
         intensity_asymptote_flop_per_byte=lm.intensity_asymptote_flop_per_byte,
-        half_saturation_batch=lm.half_saturation_batch,
+        half_saturation_batch=half,
         throughput_asymptote_tok_per_s=lm.throughput_asymptote_tok_per_s,
         batch1_ceiling_tok_per_s=lm.batch1_ceiling_tok_per_s,
-        knee_batch=knee.batch, knee_reason=knee.reason, decode_error=decode_error,
-        kv=pool, rows=rows,
+        knee_batch=knee.batch, knee_reason=reason, decode_error=decode_error,
+        kv=pool, rows=rows, kv_pool_max_sequences=_pool_sequences(setup, pool),
+        half_saturation_note=_beyond(setup, pool, half) if math.isfinite(half) else None,
     )
+
+
+def _usable_blocks(pool: KVPool) -> int | None:
+    """The pool's blocks a request can use: all but the one vLLM V1 keeps as its ``null_block`` (block id 0, a
+    placeholder never handed to a request: ``BlockPool.__init__`` pops it off the free queue,
+    vllm/v1/core/block_pool.py; the serving model's ``EngineConfig.usable_blocks`` likewise); None when the pool is
+    not computed."""
+    return None if pool.num_gpu_blocks is None else max(pool.num_gpu_blocks - 1, 0)
+
+
+def _pool_sequences(setup: Setup, pool: KVPool) -> int | None:
+    """Sequences of the table's KV context the pool holds at once: its usable blocks ÷ the whole blocks one
+    sequence fills (the count :func:`_cannot_run` marks rows by); None when the pool is not computed."""
+    usable = _usable_blocks(pool)
+    if usable is None:
+        return None
+    return usable // max(1, math.ceil(float(setup.kv_context_tokens) / pool.block_size_tokens))
+
+
+def _beyond(setup: Setup, pool: KVPool, batch: float) -> str | None:
+    """Why vLLM cannot run a landmark's batch (the knee, the half-saturation batch; fractional) at the table's KV
+    context, in the words of the line it goes on; None when it can. The same three limits as :func:`_cannot_run`
+    marks the rows by: ``max_num_seqs``, ``max_model_len`` and the sequences the KV pool holds."""
+    why = []
+    ctx = float(setup.kv_context_tokens)
+    held = _pool_sequences(setup, pool)
+    if held is not None and batch > held:
+        usable = _usable_blocks(pool)
+        why.append(f"beyond the {held:,} sequences the KV pool holds at {ctx:,.0f} tokens, {usable:,} usable blocks "
+                   f"÷ {math.ceil(ctx / pool.block_size_tokens):,} each")
+    if batch > setup.max_num_seqs:
+        why.append(f"beyond max_num_seqs {setup.max_num_seqs:,}")
+    if pool.max_model_len_tokens and ctx > pool.max_model_len_tokens:
+        why.append(f"at a context past max_model_len {pool.max_model_len_tokens:,}")
+    return "; ".join(why) or None
 
 
 def _cannot_run(setup: Setup, pool: KVPool, batch: int) -> str | None:
@@ -188,11 +234,12 @@ def _cannot_run(setup: Setup, pool: KVPool, batch: int) -> str | None:
     ctx = float(setup.kv_context_tokens)
     if pool.max_model_len_tokens and ctx > pool.max_model_len_tokens:
         why.append(f"context {ctx:,.0f} > max_model_len {pool.max_model_len_tokens:,}")
-    if pool.num_gpu_blocks is not None:
+    usable = _usable_blocks(pool)
+    if usable is not None:
         need = batch * math.ceil(ctx / pool.block_size_tokens)
-        usable = max(pool.num_gpu_blocks - 1, 0)  # vLLM keeps one null block
         if need > usable:
-            why.append(f"{need:,} KV blocks > the pool's {usable:,}")
+            why.append(f"{need:,} KV blocks > the pool's {usable:,} usable, {pool.num_gpu_blocks:,} less vLLM's null "
+                       "block")
     return "; ".join(why) or None
 
 
@@ -264,6 +311,16 @@ def _version_text(version: str | None) -> str:
     return version or f"{vllm_defaults.NEWEST_KNOWN_VERSION} (newest known release; --engine-version to choose)"
 
 
+def _mib(n: float) -> str:
+    """Bytes in MiB with two decimals where they are exact (2.00, 1.25), else four significant figures: a block
+    of 655,360 B is 0.625 MiB, which two decimals printed 0.62."""
+    x = n / MIB
+    two = f"{x:,.2f}"
+    if x >= 100 or math.isclose(round(x, 2), x, rel_tol=1e-12):
+        return f"{two} MiB"
+    return f"{x:.4g} MiB"
+
+
 def _gib_gb(n: float) -> str:
     """Bytes as GiB with GB beside them: vLLM logs GiB, model cards and datasheets write GB."""
     return f"{n / GIB:,.2f} GiB ({n / 1e9:,.2f} GB)"
@@ -326,7 +383,7 @@ def memory_fit_error(setup: Setup, *, rebuild: Callable[[int], Setup] | None = N
     if acc.num_blocks >= 2:
         return None
     name, where = setup.model.name, _where(setup)
-    block = f"{acc.bytes_per_block / MIB:,.2f} MiB"
+    block = _mib(acc.bytes_per_block)
     if acc.explicit_pool or acc.budget_bytes is None:
         return (f"{name} on {where}: the explicit KV pool of {acc.available_kv_bytes / GIB:,.2f} GiB "
                 f"(engine.args.kv_cache_memory_bytes) holds {acc.num_blocks} blocks of {block}; vLLM needs at least "
@@ -395,7 +452,7 @@ def _kv_pool_lines(kv: KVPool) -> list[str]:
         assert blocks is not None and tokens is not None and kv.kv_bytes_per_block is not None  # the pool computed
         size = (f"{blocks:,} GPU blocks × {bs} tokens = {tokens:,} KV tokens" if blocks * bs == tokens else
                 f"{blocks:,} GPU blocks of {bs} tokens; vLLM reports {tokens:,} KV tokens (sliding-window layers)")
-        lines = [f"KV pool ({where}): {size} · {kv.kv_bytes_per_block / MIB:,.2f} MiB per block · "
+        lines = [f"KV pool ({where}): {size} · {_mib(kv.kv_bytes_per_block)} per block · "
                  f"available KV {kv.available_kv_gib:,.2f} GiB {budget} · weights per GPU "
                  f"{_gib_gb(kv.weight_bytes_per_gpu)}"]
         mml = kv.max_model_len_tokens
@@ -775,11 +832,17 @@ def cmd_predict(args: argparse.Namespace) -> int:
                   "(the row is the roofline's arithmetic only)")
     for line in _kv_pool_lines(kv):
         print(line)
+    half_note = f" ({table.half_saturation_note})" if table.half_saturation_note else ""
     print(f"ridge {table.ridge_flop_per_byte:.1f} FLOP/byte · intensity asymptote "
           f"{table.intensity_asymptote_flop_per_byte:.1f} FLOP/byte · half-saturation B "
-          f"{table.half_saturation_batch:.1f} · throughput asymptote {table.throughput_asymptote_tok_per_s:,.0f} "
-          f"tok/s · batch-1 ceiling {table.batch1_ceiling_tok_per_s:.1f} tok/s")
-    print(f"knee: {table.knee_batch:.1f}" if table.knee_batch is not None else f"knee: {table.knee_reason}")
+          f"{table.half_saturation_batch:.1f}{half_note} · throughput asymptote "
+          f"{table.throughput_asymptote_tok_per_s:,.0f} tok/s · batch-1 ceiling "
+          f"{table.batch1_ceiling_tok_per_s:.1f} tok/s")
+    if table.knee_batch is None:
+        print(f"knee: {table.knee_reason}")
+    else:
+        beyond = _beyond(setup, kv, table.knee_batch)
+        print(f"knee: {table.knee_batch:.1f}" + (f" ({beyond}: the roofline's arithmetic only)" if beyond else ""))
     return 0
 
 

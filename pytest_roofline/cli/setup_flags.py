@@ -16,9 +16,15 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, Literal, cast, get_args
 
-from pytest_roofline.errors import HardwareOverrideError, ModelOverrideError, RooflineError, UnitError
+from pytest_roofline.errors import (
+    HardwareOverrideError,
+    ModelConfigError,
+    ModelOverrideError,
+    RooflineError,
+    UnitError,
+)
 from pytest_roofline.format.spec import WORKLOAD_FIELDS, AmbiguousScalar, plain_scalar
-from pytest_roofline.model import dtypes, engine_args, vllm_defaults
+from pytest_roofline.model import dtypes, engine_args, quantization, vllm_defaults
 from pytest_roofline.model.setup import RESERVE_NAMES, Setup, build_setup
 from pytest_roofline.units import parse_printed_number, to_int, to_si
 
@@ -182,12 +188,20 @@ SETUP_FLAGS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
+class SetupTree(dict[str, Any]):
+    """The setup sections (a plain mapping in the YAML's shape) and, in :attr:`flags`, the flag that gave each
+    field the command line set (``("engine", "args", "quantization") -> "--quantization"``): an error names the
+    flag the user typed, not the file field it became."""
+
+    flags: dict[tuple[str, ...], str]
+
+
 def setup_tree(args: argparse.Namespace, base: Mapping[str, Any] | None = None,
-                workload: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                workload: Mapping[str, Any] | None = None) -> SetupTree:
     """The setup sections the flags describe, over ``base`` (a prediction file's own sections): plain data in
     the shape a YAML file has, for :func:`build_setup`."""
     # the file's typed sections (EngineSection, WorkloadSection) as the plain mappings the flags are merged into
-    tree: dict[str, Any] = {k: copy.deepcopy(dict(v) if isinstance(v, Mapping) else v) for k, v in (base or {}).items()}
+    tree = SetupTree({k: copy.deepcopy(dict(v) if isinstance(v, Mapping) else v) for k, v in (base or {}).items()})
     tree.setdefault("engine", {}).setdefault("name", "vllm")
     given: dict[tuple[str, ...], str] = {}
     for flag, dest, path in SETUP_FLAGS:
@@ -205,6 +219,7 @@ def setup_tree(args: argparse.Namespace, base: Mapping[str, Any] | None = None,
         written = path
         path, value = _arg_spelling(path, value)
         _put(tree, path, value, given, f"--set {'.'.join(written)}")
+    tree.flags = given
     return tree
 
 
@@ -238,7 +253,7 @@ def build(hardware_ref: Any, model_ref: Any, tree: Mapping[str, Any], *, hardwar
     """:func:`build_setup` over the sections (the one resolution of a setup, as for a YAML file); an error in a
     ``--set`` field says so, and a warning (an engine version the project does not know) goes to stderr."""
     hw_over = _merged(hardware_overrides or {}, tree.get("hardware", {}))
-    model_over = _merged(model_overrides or {}, tree.get("model", {}))
+    model_over = _quantization_method(tree, _merged(model_overrides or {}, tree.get("model", {})))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -246,10 +261,69 @@ def build(hardware_ref: Any, model_ref: Any, tree: Mapping[str, Any], *, hardwar
                                 model_overrides=model_over, engine=tree.get("engine"), workload=tree.get("workload"))
         except (HardwareOverrideError, ModelOverrideError) as exc:
             raise type(exc)(f"--set: {exc}") from None
+        except ModelConfigError as exc:
+            raise ModelConfigError(_quantization_fix(str(exc), tree, model_ref)) from None
     for w in caught:
         print(f"roofline: warning: {w.message}", file=sys.stderr)
     return setup
 
+
+
+_QUANT = ("engine", "args", "quantization")
+
+
+def _vllm_quantization(tree: Mapping[str, Any]) -> str | None:
+    """``engine.args.quantization`` of the sections (``--quantization``, ``--set engine.args.quantization``, or a
+    prediction file's), None where unset or ``none``."""
+    name = _get(tree, _QUANT)
+    return None if name in (None, "", "none") else str(name)
+
+
+def _quantization_method(tree: Mapping[str, Any], model_over: Mapping[str, Any]) -> dict[str, Any]:
+    """``model_over`` with the scheme's method taken from ``--quantization`` where the command line sets
+    ``model.quantization.<key>`` (bits, group_size, ...) without one: ``--quantization awq --set
+    model.quantization.bits=4`` is ``model: {quantization: {method: awq, bits: 4}}``. vLLM's ``--quantization`` name
+    (``awq_marlin`` too) is a method ``model.quantization`` reads (quantization.VLLM_QUANTIZATION_NAMES); a method
+    set as well must name the same scheme."""
+    out = dict(model_over)
+    given, q, name = _get(tree, ("model", "quantization")), out.get("quantization"), _vllm_quantization(tree)
+    if not (isinstance(given, Mapping) and isinstance(q, Mapping) and name) or "quant_method" in q:
+        return out
+    method = q.get("method")
+    if method in (None, ""):
+        out["quantization"] = {**q, "method": name}
+        return out
+    known = quantization.VLLM_QUANTIZATION_NAMES
+    mine, theirs = known.get(str(method).strip().lower()), known.get(name.strip().lower())
+    if mine is not None and theirs is not None and mine is not theirs:
+        flag = getattr(tree, "flags", {}).get(_QUANT, "engine.args.quantization")
+        raise ModelConfigError(f"{flag} {name} and model.quantization.method {method} name different schemes; give "
+                               "one (vLLM refuses a --quantization the checkpoint's quantization_config does not "
+                               "match)")
+    return out
+
+
+def _quantization_fix(message: str, tree: Mapping[str, Any], model_ref: Any) -> str:
+    """A quantization refusal of :func:`build_setup` (``model/quantization.py``), its fix in the flags the user
+    typed: ``--quantization awq`` on a checkpoint without a quantization_config needs the scheme's bits and group
+    size, which ``--set model.quantization.<key>`` gives (``--quantization`` then supplies the method); a
+    ``--set model.quantization.<key>`` without a method needs ``--quantization``. Any other message is kept."""
+    name = _vllm_quantization(tree)
+    flags = getattr(tree, "flags", {})
+    fix = "--set model.quantization.bits=4 --set model.quantization.group_size=128"
+    unconfigured = "needs the checkpoint's quantization_config" in message
+    if name and message.startswith("engine.args.quantization") and unconfigured:
+        flag = flags.get(_QUANT)
+        if flag is None:  # a prediction file's engine.args.quantization: its fix is the file's, or these flags
+            return f"{message}; or on the command line: {fix}"
+        given = f"{flag}={name}" if flag.startswith("--set ") else f"{flag} {name}"
+        return (f"{given}: {model_ref} has no quantization_config, and the {name} scheme needs its bits and group "
+                f"size: give them with {fix} ({given} supplies the method), or --model the config.json of a checkpoint "
+                f"quantized with {name}")
+    if message.startswith("model.quantization.method: ''") and any(p[:2] == ("model", "quantization") for p in flags):
+        return ("--set model.quantization.<key> describes a scheme without its method: add --quantization awq (or "
+                "gptq, fp8, ...), or --set model.quantization.method=awq")
+    return message
 
 
 def add_setup_flags(pr: argparse.ArgumentParser) -> None:
