@@ -183,10 +183,13 @@ def _linears(arch: ModelArch) -> Iterator[tuple[str, int, int, int]]:
     kv = arch.num_kv_heads * arch.head_dim
     for i in range(arch.num_layers):
         p = f"model.layers.{i}"
-        yield f"{p}.self_attn.q_proj", q, h, 1
-        yield f"{p}.self_attn.k_proj", kv, h, 1
-        yield f"{p}.self_attn.v_proj", kv, h, 1
-        yield f"{p}.self_attn.o_proj", h, q, 1
+        if arch.is_mla:
+            yield from _mla_linears(arch, p)
+        else:
+            yield f"{p}.self_attn.q_proj", q, h, 1
+            yield f"{p}.self_attn.k_proj", kv, h, 1
+            yield f"{p}.self_attn.v_proj", kv, h, 1
+            yield f"{p}.self_attn.o_proj", h, q, 1
         if arch.is_moe_layer(i):
             e, mi = arch.num_experts, arch.moe_intermediate_size
             for proj, o, k in (("gate_proj", mi, h), ("up_proj", mi, h), ("down_proj", h, mi)):
@@ -199,6 +202,23 @@ def _linears(arch: ModelArch) -> Iterator[tuple[str, int, int, int]]:
             it = arch.intermediate_size
             for proj, o, k in (("gate_proj", it, h), ("up_proj", it, h), ("down_proj", h, it)):
                 yield f"{p}.mlp.{proj}", o, k, 1
+
+
+def _mla_linears(arch: ModelArch, p: str) -> Iterator[tuple[str, int, int, int]]:
+    """DeepSeek-V2/V3's attention linears with HF ``DeepseekV3Attention``'s names and shapes, as
+    :meth:`ModelArch.attention_param_count` counts them (q_a_proj + q_b_proj, or one q_proj when ``q_lora_rank`` is
+    null; kv_a_proj_with_mqa; kv_b_proj; o_proj): counting MLA as q/k/v/o of ``heads x head_dim`` put DeepSeek-V3's
+    quantized linears at 700.6 G of its 671 G parameters."""
+    h, heads = arch.hidden_size, arch.num_attention_heads
+    qk_head = arch.qk_nope_head_dim + arch.qk_rope_head_dim
+    if arch.q_lora_rank:
+        yield f"{p}.self_attn.q_a_proj", arch.q_lora_rank, h, 1
+        yield f"{p}.self_attn.q_b_proj", heads * qk_head, arch.q_lora_rank, 1
+    else:
+        yield f"{p}.self_attn.q_proj", heads * qk_head, h, 1
+    yield f"{p}.self_attn.kv_a_proj_with_mqa", arch.kv_lora_rank + arch.qk_rope_head_dim, h, 1
+    yield f"{p}.self_attn.kv_b_proj", heads * (arch.qk_nope_head_dim + arch.v_head_dim), arch.kv_lora_rank, 1
+    yield f"{p}.self_attn.o_proj", h, heads * arch.v_head_dim, 1
 
 
 def _quantized_linears(scheme: QuantScheme, arch: ModelArch) -> Iterator[tuple[int, int, int]]:

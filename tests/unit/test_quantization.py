@@ -357,3 +357,22 @@ def test_fp8_on_a_chip_without_an_fp8_peak_is_labelled_weight_only():
     h100 = build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b", engine={"args": {"quantization": "fp8"}})
     assert h100.compute_dtype == "fp8" and h100.quantization_label == "fp8 W8A8 tensor-scaled"
     assert build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b").quantization_label is None
+
+
+def test_deepseek_v3_fp8_quantizes_its_mla_projections_not_q_k_v_o_of_heads_times_head_dim():
+    """DeepSeek-V3's config.json (huggingface.co/deepseek-ai/DeepSeek-V3): hidden 7,168, 61 layers (3 dense, MLP
+    18,432; 58 MoE, 256 routed experts + 1 shared of 2,048), 128 heads, q_lora_rank 1,536, kv_lora_rank 512,
+    qk_nope 128, qk_rope 64, v_head 128. Its FP8 linears, by hand, per layer of attention: q_a 1,536 x 7,168 +
+    q_b 128·192 x 1,536 + kv_a_proj_with_mqa 576 x 7,168 + kv_b 128·256 x 512 + o 7,168 x 128·128 = 187,105,280;
+    x 61 = 11,413,422,080; dense MLPs 3 x (3 x 7,168 x 18,432) = 1,189,085,184; MoE 58 x 257 x 3 x 7,168 x 2,048 =
+    656,463,101,952: 669,065,609,216 in all. Counting MLA as q/k/v/o of heads x head_dim gave 700.6 G, more than
+    the model's 671.0 G parameters, and weights below one byte a parameter (found by a trial of roofline init)."""
+    setup = build_setup(hardware_ref="h200", model_ref="deepseek-v3",
+                        engine={"name": "vllm", "version": "0.26.0", "args": {"tensor_parallel_size": 8}})
+    arch, scheme = setup.model, setup.quantization
+    assert scheme is not None and arch.is_mla
+    attention = 1_536 * 7_168 + 128 * 192 * 1_536 + 576 * 7_168 + 128 * 256 * 512 + 7_168 * 128 * 128
+    assert attention == 187_105_280
+    by_hand = 61 * attention + 3 * 3 * 7_168 * 18_432 + 58 * 257 * 3 * 7_168 * 2_048
+    assert q.quantized_linear_param_count(scheme, arch) == by_hand == 669_065_609_216
+    assert setup.weight_bytes > arch.param_count()  # one byte a quantized parameter, two for the rest, + scales
