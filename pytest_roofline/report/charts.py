@@ -681,9 +681,7 @@ def littles_chart(spec: Any, results: Mapping[str, Any] | None,
     ch.hline(1.0, color="#555", dash=None, width=1)
     ok = [(c, r) for c, r, _ in series if abs(r - 1) <= tol + 1e-12]
     bad = [(c, r) for c, r, _ in series if abs(r - 1) > tol + 1e-12]
-    tips = {c: f"C={c:g}: L={ll.get('L', float('nan')):.3g}, λ={ll.get('lambda_req_s', float('nan')):.3g} req/s, "
-               f"W={ll.get('W_s', float('nan')):.3g} s, λW={ll.get('lambda_W', float('nan')):.3g} → ratio {r:.3f}"
-            for c, r, ll in series}
+    tips = {c: _littles_tip(c, r, ll) for c, r, ll in series}
     ch.markers(ok, color=C_GOODPUT, label="holds", titles=[tips[c] for c, _ in ok])
     if bad:
         ch.markers(bad, color=C_MEAS, marker="cross", label="off", titles=[tips[c] for c, _ in bad])
@@ -692,6 +690,26 @@ def littles_chart(spec: Any, results: Mapping[str, Any] | None,
     return Figure("littles", ch.title, ch.render(),
                   "In a closed loop at concurrency C, L is C; a ratio away from 1 means the load generator was not "
                   "holding what it claims (or the latency it reports is not the latency requests spent).")
+
+
+def _littles_tip(c: float, ratio: float, ll: Mapping[str, Any]) -> str:
+    """A point's Little's-law tooltip, with the figures the point has: L, λ (req/s), W (s) and λ·W where each is a
+    number. A file that records λ·W alone (the Day 3 notebook's column) says so instead of printing a λ or W
+    it does not have."""
+    def num(key: str) -> float | None:
+        v = ll.get(key)
+        return float(v) if is_number(v) else None  # finite: never a NaN in the text
+
+    big_l, lam, w, lw = num("L"), num("lambda_req_s"), num("W_s"), num("lambda_W")
+    if lw is None and lam is not None and w is not None:
+        lw = lam * w
+    parts = [f"L={big_l:.3g}"] if big_l is not None else []
+    parts += [f"λ={lam:.3g} req/s"] if lam is not None else []
+    parts += [f"W={w:.3g} s"] if w is not None else []
+    parts += [f"λW={lw:.3g}"] if lw is not None else []
+    if lam is None and w is None:
+        parts.append("λ and W not recorded separately")
+    return f"C={c:g}: {', '.join(parts)} → ratio {ratio:.3f}"
 
 
 # ----------------------------------------------------------------------------------------------------------------

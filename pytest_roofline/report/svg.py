@@ -19,10 +19,13 @@ Two things are settled when the chart is rendered, not when a layer is added, so
   side, instead of running across the other line. A placed label carries ``class="rl-label"`` and
   ``data-box="x0 y0 x1 y1"``, the box the placement used (all its lines); a vertical reference line carries
   ``class="rl-vline"``, and its label ``data-vline``, the line's x;
-* **markers** drawn with ``dodge=True`` (values in ink, the goodput star, single points) are lifted up or down
-  by half-radius steps until they cover no other marker, with a thin leader back to their value; they never
-  leave their x (the concurrency they stand for), and the markers of a series stay on their curve. Every marker
-  carries ``data-r``, its radius, so its extent can be checked.
+* **markers** drawn with ``dodge=True`` (values in ink, the goodput star, single points) never move: on a value
+  axis a marker moved off its value shows another number (on a log axis, a few pixels are tens of percent). One
+  that would cover a marker drawn before it is drawn *beneath* it instead (above the rings), and where that
+  marker would hide its centre it is grown just enough (``NEST_MARGIN`` px; at most ``NEST_MAX`` × its size,
+  and inside any ring around the point) to show as a frame around it, so both stay visible at their own values;
+  its label steps aside (with a pointer when it has to go far). Every marker carries ``data-r``, its reach, so
+  its extent can be checked.
 """
 
 from __future__ import annotations
@@ -171,11 +174,12 @@ class _MarkerRec:
     overlay: bool
     dodge: bool
     ring: bool
-    lift: float = 0.0  # the vertical dodge, pixels (negative: up); a marker never leaves its x
+    under: bool = False  # drawn beneath the other markers (it frames one it would cover); it never moves
+    grow: float = 0.0  # added to its size, as such a frame
 
     @property
     def r(self) -> float:
-        return _radius(self.shape, self.size)
+        return _radius(self.shape, self.size + self.grow)
 
     @property
     def x(self) -> float:
@@ -183,7 +187,11 @@ class _MarkerRec:
 
     @property
     def y(self) -> float:
-        return self.cy + self.lift
+        return self.cy
+
+    def svg(self) -> str:
+        return _marker_svg(self.x, self.y, self.shape, self.color, self.size + self.grow, self.hollow, self.tip,
+                           self.stroke, self.css_class, self.ring)
 
 
 @dataclass
@@ -194,7 +202,7 @@ class _LabelRec:
     weight: str
     candidates: list[tuple[float, float, str]]  # (x, baseline y, anchor), preferred first
     own: tuple[tuple[float, float], tuple[float, float]] | None = None  # the reference line it labels
-    marker: _MarkerRec | None = None  # the marker it labels (follows its sideways dodge)
+    marker: _MarkerRec | None = None  # the marker it labels (a pointer joins them when the label goes far)
     at_y: float | None = None  # the y a label broken into lines grows away from (its point, its line); None: down
     vline: str = ""  # the x of the vertical line it labels, as written in the line's markup
 
@@ -202,6 +210,10 @@ class _LabelRec:
 Box = tuple[float, float, float, float]
 
 
+#: how far (px) a marker drawn beneath another, as a frame around it, reaches beyond it (``Chart._nest``)
+NEST_MARGIN = 3.0
+#: the most a marker is grown into such a frame, as a multiple of its size
+NEST_MAX = 2.0
 #: the distance between the baselines of a label's lines, as a multiple of its font size
 LINE_HEIGHT = 1.2
 #: how far a label keeps from a reference line other than its own, as a fraction of its width (3 px at least)
@@ -406,8 +418,9 @@ class Chart:
                 axis: str = "y", stroke: str | None = None, css_class: str = "", overlay: bool = True,
                 dodge: bool = False, ring: bool = False) -> None:
         """One marker per point; ``titles`` become hover tooltips. Markers outside the axes are clamped to the
-        edge and drawn as an arrowhead so an off-scale value is still visible. ``dodge``: step sideways off any
-        marker this one would cover; ``ring``: an outline with no fill, marking a point another series draws
+        edge and drawn as an arrowhead so an off-scale value is still visible. ``dodge``: where this marker would
+        cover one drawn before it, draw it beneath that one, grown into a frame around it (it stays at its value,
+        see :meth:`_nest`); ``ring``: an outline with no fill, marking a point another series draws
         without hiding it."""
         ax = self._ax(axis)
         for i, (x, y) in enumerate(pts):
@@ -679,34 +692,33 @@ class Chart:
         self._notes.append((text, color))
 
     # --- placement ----------------------------------------------------------------------------------------
-    def _dodge(self) -> list[str]:
-        """Lift each ``dodge`` marker up (or down) until it covers no marker placed before it (series first), and
-        return the leaders: a thin line from each moved marker back to its value. A marker keeps its x, the
-        concurrency it stands for; only the leader's far end is at its value."""
+    def _nest(self) -> None:
+        """Settle the ``dodge`` markers, in the order they were added, against the markers placed before them (every
+        other marker first). None moves: a marker on a value axis stands for its value, and moved it would show
+        another (on a log axis a few pixels are tens of percent). One that would cover a marker with a fill
+        (centres closer than 0.8 × the sum of their reaches; a ring hides nothing and is not counted) is drawn
+        beneath the filled markers instead; where one of them would hide its centre (their centres closer than
+        that marker's reach) it is also grown until its reach is ``NEST_MARGIN`` px beyond it: a frame around the
+        covered point, both at their own values. It grows to ``NEST_MAX`` × its size at most, and never past the
+        inner edge of a ring its centre lies in (the ring around a contaminated point stays in view). Rendering
+        draws these above the rings and below the filled markers, the last one first, so a later (larger) frame
+        never hides an earlier one."""
         placed = [m for m in self._markers if not m.dodge]
-        top, bottom = self._top, self._top + self._plot_h
-        leaders = []
         for m in (m for m in self._markers if m.dodge):
-            step = m.r / 2
-            # away from what it covers: down from a marker above it (4,802 stays below 5,060), else up
-            hit = [o for o in placed if math.hypot(m.x - o.x, m.cy - o.y) < (m.r + o.r) * 0.8]
-            away = 1 if hit and min(hit, key=lambda o: math.hypot(m.x - o.x, m.cy - o.y)).y < m.cy else -1
-            for k in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6, -6, 7, -7, 8, -8):
-                m.lift = k * away * step
-                if top <= m.y <= bottom and not any(
-                        math.hypot(m.x - o.x, m.y - o.y) < (m.r + o.r) * 0.8 for o in placed):
-                    break
-            else:
-                m.lift = 0.0
+            m.under, m.grow = False, 0.0  # rendered again: settled afresh
+            hit = [(math.hypot(m.x - o.x, m.y - o.y), o) for o in placed if not o.ring]
+            hit = [(d, o) for d, o in hit if d < (m.r + o.r) * 0.8]
+            if hit:
+                m.under = True
+                # grown only over a marker that would hide its centre: one off to a side leaves it in view
+                need = max((d + o.r for d, o in hit if d < o.r), default=0.0) + NEST_MARGIN
+                # a ring's stroke is 2 px wide: its inner edge is 1 px inside its size
+                room = min((o.size - 1 - math.hypot(m.x - o.x, m.y - o.y) for o in placed
+                            if o.ring and math.hypot(m.x - o.x, m.y - o.y) < o.size - 1), default=math.inf)
+                most = m.size * (NEST_MAX - 1)
+                while m.r < need and m.grow < most and _radius(m.shape, m.size + m.grow + 0.25) <= room:
+                    m.grow = min(most, m.grow + 0.25)
             placed.append(m)
-            if m.lift:
-                end = m.y + (m.r if m.lift < 0 else -m.r)  # from the marker's edge to its value
-                self._segments.append(((m.x, m.cy), (m.x, end)))
-                # a short tick at the value, and the line up (or down) to the marker
-                leaders.append(f'<path class="rl-leader" d="M{_num(m.x - 3)},{_num(m.cy)}h6M{_num(m.x)},'
-                               f'{_num(m.cy)}V{_num(end)}" fill="none" stroke="{m.stroke or m.color}" '
-                               'stroke-width="1.2"/>')
-        return leaders
 
     def _place_labels(self) -> list[str]:
         left, right, top, bottom = self.margin_left, self._right, self._top, self._top + self._plot_h
@@ -755,12 +767,11 @@ class Chart:
             return cost + sum(3 for o in boxes if boxes_overlap((box[0] - 3, box[1] - 1, box[2] + 3, box[3] + 1), o))
 
         for lab in self._labels:
-            lift = lab.marker.lift if lab.marker is not None else 0.0  # a label follows its marker's dodge
             best: tuple[float, tuple[float, float, str], Box, tuple[str, ...]] | None = None
             # on one line at each candidate position, then (none being free) broken into two lines, then three
             for text in [(lab.text,), *_wraps(lab.text)]:
                 for cx, cy, anc in lab.candidates:
-                    y = cy + lift
+                    y = cy
                     if lab.at_y is not None and cy < lab.at_y:  # above its point or line: the lines grow upwards
                         y -= (len(text) - 1) * lab.size * LINE_HEIGHT
                     box = lines_box(cx, y, text, lab.size, anc)
@@ -775,7 +786,6 @@ class Chart:
                     break
             if best is None:  # no candidate fits in the plot: keep the preferred one, clamped inside
                 cx, cy, anc = lab.candidates[0]
-                cy += lift
                 w = len(lab.text) * lab.size * _CHAR_W
                 if anc == "start":
                     cx = min(cx, right - 1 - w)
@@ -872,17 +882,14 @@ class Chart:
             cx, cy = 13, (top + bottom) / 2
             out.append(f'<text x="{_num(cx)}" y="{_num(cy)}" fill="#333" text-anchor="middle" '
                        f'transform="rotate(-90 {_num(cx)} {_num(cy)})">{esc(self.y.label)}</text>')
-        leaders = self._dodge()
+        self._nest()
         out.append(f'<g clip-path="url(#{clip})">')
         out.extend(self._layers)
-        out.extend(_marker_svg(m.x, m.y, m.shape, m.color, m.size, m.hollow, m.tip, m.stroke, m.css_class, m.ring)
-                   for m in self._markers if not m.overlay)
+        out.extend(m.svg() for m in _drawing_order([m for m in self._markers if not m.overlay]))
         out.append("</g>")
         out.extend(self._overlay)
         out.extend(self._dots)
-        out.extend(leaders)
-        out.extend(_marker_svg(m.x, m.y, m.shape, m.color, m.size, m.hollow, m.tip, m.stroke, m.css_class, m.ring)
-                   for m in self._markers if m.overlay)
+        out.extend(m.svg() for m in _drawing_order([m for m in self._markers if m.overlay]))
         out.extend(self._place_labels())
         out.extend(self._hover)  # invisible: above the labels too, so a label over a point never hides its tooltip
         # legend
@@ -896,6 +903,14 @@ class Chart:
             ly += 16
         out.append("</svg>")
         return "".join(out)
+
+
+def _drawing_order(markers: list[_MarkerRec]) -> list[_MarkerRec]:
+    """The markers as they are drawn: the rings (outlines with no fill, which hide nothing), then those settled
+    beneath the filled markers (frames, :meth:`Chart._nest`), the last-settled (the largest around a point) first,
+    then the rest in the order they were added. A frame is drawn over a ring, so the ring does not hide it."""
+    return ([m for m in markers if m.ring and not m.under] + [m for m in reversed(markers) if m.under]
+            + [m for m in markers if not m.ring and not m.under])
 
 
 #: a label whose box is further than this from its marker's edge (px) gets a pointer to it

@@ -286,9 +286,14 @@ def test_markers_inside_the_plot(run: str) -> None:
             assert x0 - 0.01 <= m["cx"] <= x1 + 0.01 and y0 - 0.01 <= m["cy"] <= y1 + 0.01, (run, key, m["tip"])
 
 
-def test_ink_and_goodput_markers_do_not_cover_other_markers(day3: dict[str, ch.Figure]) -> None:
+def test_ink_and_goodput_markers_do_not_hide_other_markers(day3: dict[str, ch.Figure]) -> None:
     # the review: "the hollow 4,802 diamond sits on top of the 5,060 diamond"; "the goodput 640 star covers the C=8
-    # marker". A marker covers another when their centres are closer than 0.8 × the sum of their radii.
+    # marker". A marker covers another when their centres are closer than 0.8 × the sum of their radii. They may
+    # not step off their values to avoid it (trial s13, item 6: the star moved to ~1,030 tok/s on the log axis):
+    # the one drawn first (beneath) must stay in view, either because the one on top leaves its centre clear or
+    # because it reaches beyond it (a frame; tests/unit/test_chart_markers_at_values.py measures how much of its
+    # outline shows). A contamination ring has no fill and is drawn beneath the rest: it shows around a point,
+    # and between a star's arms.
     for key in ("throughput", "per_request"):
         for svg in (day3[key].svg, day3[key].alt_svg):
             if not svg:
@@ -298,10 +303,13 @@ def test_ink_and_goodput_markers_do_not_cover_other_markers(day3: dict[str, ch.F
             assert movers, key
             for m in movers:
                 for o in ms:
-                    if o is m:
-                        continue
                     d = math.hypot(m["cx"] - o["cx"], m["cy"] - o["cy"])
-                    assert d >= 0.8 * (m["r"] + o["r"]) - 0.05, (key, m["tip"], o["tip"])
+                    if o is m or d >= 0.8 * (m["r"] + o["r"]) - 0.05:
+                        continue
+                    first, last = (m, o) if ms.index(m) < ms.index(o) else (o, m)
+                    if "none" in (first["fill"], last["fill"]):  # a ring hides nothing, and is drawn first
+                        continue
+                    assert d >= last["r"] or first["r"] > d + last["r"], (key, first["tip"], last["tip"])
     tips = [m["tip"] for m in _markers(ET.fromstring(day3["throughput"].svg))]
     assert any("4,802" in t for t in tips) and any("5,060" in t for t in tips) and any("goodput" in t for t in tips)
 
