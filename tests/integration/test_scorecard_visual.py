@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from support.paths import CPU_TINY, DAY3, DAY3_RESULTS
 from support.recordings import recording_path
+from support.svg_markers import markers
 
 from pytest_roofline.format.spec import load_spec
 from pytest_roofline.measure.results import load_results
@@ -100,33 +101,7 @@ def _ribbons(root: ET.Element) -> list[tuple[list[tuple[float, float]], list[tup
 
 
 def _markers(root: ET.Element) -> list[dict[str, Any]]:
-    """Every marker (an element with data-r): its centre, radius, shape and tooltip."""
-    out = []
-    for e in root.iter():
-        if e.get("data-r") is None:
-            continue
-        tag = e.tag.replace(NS, "")
-        if tag == "circle":
-            cx, cy = float(e.get("cx", 0)), float(e.get("cy", 0))
-            shape = "circle"
-        elif tag == "rect":
-            cx = float(e.get("x", 0)) + float(e.get("width", 0)) / 2
-            cy = float(e.get("y", 0)) + float(e.get("height", 0)) / 2
-            shape = "square"
-        elif tag == "polygon":
-            pts = [tuple(map(float, p.split(","))) for p in (e.get("points") or "").split()]
-            if len(pts) == 4:  # a diamond: centre of the top and bottom vertices
-                cx, cy, shape = pts[0][0], (pts[0][1] + pts[2][1]) / 2, "diamond"
-            elif len(pts) == 10:  # a star: the mean of its vertices is its centre
-                cx, cy, shape = sum(p[0] for p in pts) / 10, sum(p[1] for p in pts) / 10, "star"
-            else:
-                cx, cy, shape = sum(p[0] for p in pts) / len(pts), sum(p[1] for p in pts) / len(pts), "triangle"
-        else:
-            continue
-        title = e.find(f"{NS}title")
-        out.append({"cx": cx, "cy": cy, "r": float(e.get("data-r", 0)), "shape": shape, "fill": e.get("fill"),
-                    "tip": title.text if title is not None else "", "stroke": e.get("stroke")})
-    return out
+    return markers(root)
 
 
 def _labels(root: ET.Element) -> list[tuple[str, tuple[float, float, float, float], ET.Element]]:

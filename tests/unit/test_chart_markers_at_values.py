@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from support.paths import DAY3, DAY3_RESULTS, RECORDED, REPO
+from support.svg_markers import markers
 
 from pytest_roofline.format.spec import load_spec
 from pytest_roofline.report import charts as ch
@@ -120,33 +121,7 @@ def _axes(root: ET.Element) -> tuple[Callable[[float], float], Callable[[float],
 
 
 def _markers(root: ET.Element) -> list[dict[str, Any]]:
-    """Every marker drawn in the plot (an element with data-r), in drawing order: shape, centre, reach, tooltip.
-    An arrowhead (a value off the axis, drawn at its edge) is left out: it stands for no value on the axis."""
-    out = []
-    for e in root.iter():
-        if e.get("data-r") is None:
-            continue
-        tag = e.tag.replace(NS, "")
-        if tag == "circle":
-            shape, cx, cy = "circle", float(e.get("cx", 0)), float(e.get("cy", 0))
-        elif tag == "rect":
-            shape = "square"
-            cx = float(e.get("x", 0)) + float(e.get("width", 0)) / 2
-            cy = float(e.get("y", 0)) + float(e.get("height", 0)) / 2
-        elif tag == "polygon":
-            pts = [tuple(map(float, p.split(","))) for p in (e.get("points") or "").split()]
-            if len(pts) == 4:
-                shape, cx, cy = "diamond", pts[0][0], (pts[0][1] + pts[2][1]) / 2
-            elif len(pts) == 10:  # a star: its vertices are symmetric about its centre
-                shape, cx, cy = "star", sum(p[0] for p in pts) / 10, sum(p[1] for p in pts) / 10
-            else:
-                continue
-        else:
-            continue
-        title = e.find(f"{NS}title")
-        out.append({"shape": shape, "cx": cx, "cy": cy, "r": float(e.get("data-r", 0)),
-                    "fill": e.get("fill"), "tip": (title.text or "") if title is not None else "", "el": e})
-    return out
+    return markers(root, other_polygons=False)
 
 
 def _polygon(e: ET.Element) -> list[tuple[float, float]]:
