@@ -23,7 +23,8 @@ from pytest_roofline.scoring import serving_sweep_for
 
 __all__ = ["Figure", "sweep_batches", "throughput_chart",
            "per_request_chart", "ttft_chart", "tpot_chart", "littles_chart", "timeline_charts", "roofline_chart",
-           "model_step", "serving_points", "serving_band", "SERVING_BAND_LABEL"]
+           "model_step", "serving_points", "serving_band", "SERVING_BAND_LABEL", "open_points",
+           "open_loop_charts"]
 
 C_MODEL = PALETTE["blue"]
 C_MEAS = PALETTE["red"]
@@ -123,8 +124,8 @@ def _ink(verdicts: Sequence[Row], quantity: str) -> list[Row]:
     return out
 
 
-def _at_batch(pred: Any) -> float | None:
-    for k in ("concurrency", "batch"):
+def _at_batch(pred: Any, keys: Sequence[str] = ("concurrency", "batch")) -> float | None:
+    for k in keys:
         x = pred.at.get(k)
         if is_number(x):
             return float(x)
@@ -149,16 +150,39 @@ def _slo_goodput(results: Mapping[str, Any] | None, spec: Any) -> an.Goodput | N
     return None
 
 
-def serving_points(spec: Any, setup: Any) -> list[tuple[float, Any]]:
-    """The serving model's closed-loop sweep points as (concurrency, PointPrediction), or [] when it cannot run.
+def serving_points(spec: Any, setup: Any, mode: str = "closed") -> list[tuple[float, Any]]:
+    """The serving model's sweep points of one loop as (concurrency, PointPrediction) for ``mode`` "closed", or
+    (offered rate in req/s, PointPrediction) for "open", in rising order; [] when it cannot run.
 
     The same simulation the verdicts used (cached on the spec), so a chart never simulates a point twice."""
-    if setup is None or not getattr(spec, "sweep", None) or not spec.sweep.concurrency:
+    swept = getattr(getattr(spec, "sweep", None), "concurrency" if mode == "closed" else "rates", None)
+    if setup is None or not swept:
         return []
     try:
-        return [(float(c), pp) for c, pp in serving_sweep_for(spec, None, setup).closed()]
+        sweep = serving_sweep_for(spec, None, setup)
+        if mode == "closed":
+            return [(float(c), pp) for c, pp in sweep.closed()]
+        keys = sorted(p.key for p in sweep.points if p.key[0] == mode)
+        return [(float(k[1]), sweep.predict(k)[1]) for k in keys]
     except (ValueError, ZeroDivisionError, AttributeError, KeyError):  # SetupError/SimulationError: ValueErrors
         return []
+
+
+def open_points(results: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """The open-loop (request-rate) sweep points, in rising offered rate."""
+    pts = [p for p in (results or {}).get("points") or []
+           if isinstance(p, Mapping) and p.get("mode") == "open" and is_number(p.get("rate_req_s"))]
+    return sorted(pts, key=lambda p: float(p["rate_req_s"]))
+
+
+def _at_c(c: float) -> str:
+    """How a tooltip names a closed-loop point: ``C=8``."""
+    return f"C={c:g}"
+
+
+def _at_rate(r: float) -> str:
+    """How a tooltip names an open-loop point: ``rate=12 req/s`` (the offered rate)."""
+    return f"rate={r:g} req/s"
 
 
 #: the legend entry of the serving model's band in the charts (docs/explanation/models.md: what the band means)
@@ -208,9 +232,9 @@ def _add_legend(chart: Chart, entry: Legend | None, label: str | None = None) ->
         chart.add_legend(entry)
 
 
-def _serving_tip(c: float, pp: Any, what: str) -> str:
+def _serving_tip(c: float, pp: Any, what: str, where: Any = _at_c) -> str:
     top = dominant_term(pp.time_shares)
-    return (f"C={c:g}: serving model {what}; busy time {shares_text(pp.time_shares)}"
+    return (f"{where(c)}: serving model {what}; busy time {shares_text(pp.time_shares)}"
             + (f" — dominated by {TERM_LABELS.get(top[0], top[0])}" if top else "")
             + (f"; {pp.preemptions:,} preemptions" if pp.preemptions else ""))
 
@@ -245,11 +269,17 @@ def throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     """Aggregate throughput; drawn with a log y axis where the values span 8× or more (``y_scale`` "auto"), and
     the figure carries the other scale as ``alt_svg``."""
     # the measured points and the values in ink decide the scale: the model curve starts near zero at B → 0
-    first = _throughput_chart(spec, setup, results, verdicts, y_scale)
+    return _with_other_scale(lambda scale: _throughput_chart(spec, setup, results, verdicts, scale), y_scale)
+
+
+def _with_other_scale(draw: Any, y_scale: str) -> Figure | None:
+    """The figure ``draw(y_scale)`` returns (with the scale it chose), carrying the same chart drawn with the other
+    y scale as ``alt_svg`` for the scorecard's toggle."""
+    first = draw(y_scale)
     if first is None:
         return None
     fig, scale = first
-    other = _throughput_chart(spec, setup, results, verdicts, "linear" if scale == "log" else "log")
+    other = draw("linear" if scale == "log" else "log")
     if other is not None:
         fig.alt_svg, fig.alt_label = other[0].svg, f"{'linear' if scale == 'log' else 'log'} y axis"
     return fig
@@ -305,13 +335,8 @@ def _throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         ch.line(m["curve"], color=C_MODEL, width=2.2, label="model: B ÷ max(t_mem, t_comp)",
                 title="decode-roofline model (decode only: no prefill, no engine overhead)")
     if serv:
-        band_key = _band_ribbon(ch, serv_band, color=C_SERV)
-        ch.line([(c, y) for c, y, _ in serv], color=C_SERV, width=2.0, dash="6 3",
-                label="serving model (step-level vLLM simulation)",
-                title="serving model: prefill, engine overhead, scheduling and KV pool included")
-        _add_legend(ch, band_key)
-        ch.markers([(c, y) for c, y, _ in serv], color=C_SERV, marker="square", size=3.5,
-                   titles=[_serving_tip(c, pp, f"{y:,.1f} tok/s") for c, y, pp in serv])
+        _serving_curve(ch, serv, serv_band, "serving model: prefill, engine overhead, scheduling and KV pool included",
+                       [_serving_tip(c, pp, f"{y:,.1f} tok/s") for c, y, pp in serv])
     if m is not None:
         knee, half = m["knee"], m["half"]
         if knee.batch is not None and x.contains(knee.batch):
@@ -368,6 +393,16 @@ def _throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     return Figure("throughput", ch.title, ch.render(), cap_scale + cap), scale
 
 
+def _serving_curve(ch: Chart, serv: Sequence[tuple[float, float, Any]], band: Sequence[tuple[float, float, float]],
+                   title: str, tips: Sequence[str]) -> None:
+    """The serving model's throughput: its band shaded (under the line), the dashed green line, a square per point."""
+    band_key = _band_ribbon(ch, band, color=C_SERV)
+    ch.line([(x, y) for x, y, _ in serv], color=C_SERV, width=2.0, dash="6 3",
+            label="serving model (step-level vLLM simulation)", title=title)
+    _add_legend(ch, band_key)
+    ch.markers([(x, y) for x, y, _ in serv], color=C_SERV, marker="square", size=3.5, titles=list(tips))
+
+
 def _contaminated(pts: Sequence[Any], th: Any, setup: Any) -> set[float]:
     """The concurrencies of the points whose figures prefix-cache hits flattered (``is_flattered``)."""
     return {float(concurrency(p)) for p in pts if is_flattered(p, th, setup)}
@@ -380,17 +415,19 @@ def _ring_contaminated(ch: Chart, xy: Sequence[tuple[float, float]], contaminate
         ch.markers(ring, color=C_CONTAM, marker="circle", size=8, ring=True, label="contaminated (prefix-cache hits)")
 
 
-def _ink_markers(ch: Chart, inks: Sequence[Row], setup: Any, unit: str) -> None:
-    """Diamonds for the values in ink, coloured by outcome; hollow when computed for another setup."""
+def _ink_markers(ch: Chart, inks: Sequence[Row], setup: Any, unit: str, *,
+                 keys: Sequence[str] = ("concurrency", "batch"), where: Any = _at_c) -> None:
+    """Diamonds for the values in ink, coloured by outcome; hollow when computed for another setup. ``keys``: the
+    ``at:`` keys that place one on the x axis; ``where``: how its tooltip names that point."""
     first = True
     for v, outcome, pred in inks:
-        b = _at_batch(pred)
+        b = _at_batch(pred, keys)
         if b is None:
             continue
         other = bool(pred.setup)
         y = float(v.predicted_value)
         hw = pred.setup.get("hardware") if other else None
-        tip = (f"{v.id}: ink {v.predicted_text} at C={b:g} — {outcome}"
+        tip = (f"{v.id}: ink {v.predicted_text} at {where(b)} — {outcome}"
                + (f" (computed for {hw or 'another setup'})" if other else "")
                + (f"; measured {v.measured_text}" if v.measured_text else "")
                + (f"; model {v.model_text}" if v.model_text else ""))
@@ -479,12 +516,13 @@ def per_request_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
 # ----------------------------------------------------------------------------------------------------------------
 # latency
 # ----------------------------------------------------------------------------------------------------------------
-def _latency_series(pts: Sequence[Mapping[str, Any]], metric: str, stat: str) -> list[tuple[float, float]]:
+def _latency_series(pts: Sequence[Mapping[str, Any]], metric: str, stat: str,
+                    x_key: str = "concurrency") -> list[tuple[float, float]]:
     out = []
     for p in pts:
         val = _get(p, "client", metric, stat)
         if is_number(val):
-            out.append((float(p["concurrency"]), float(val)))
+            out.append((float(p[x_key]), float(val)))
     return out
 
 
@@ -654,7 +692,15 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
 # ----------------------------------------------------------------------------------------------------------------
 def littles_chart(spec: Any, results: Mapping[str, Any] | None,
                   verdicts: Sequence[Row]) -> Figure | None:
-    pts = closed_points(results)
+    series = _littles_series(closed_points(results), lambda p: float(concurrency(p)))
+    return _littles_figure("littles", series, verdicts, _x_axis(sweep_batches(spec, results)), _at_c,
+                           "In a closed loop at concurrency C, L is C; a ratio away from 1 means the load generator "
+                           "was not holding what it claims (or the latency it reports is not the latency requests "
+                           "spent).")
+
+
+def _littles_series(pts: Sequence[Mapping[str, Any]], x_of: Any) -> list[tuple[float, float, Mapping[str, Any]]]:
+    """(x, λ·W ÷ L, the point's littles_law dict) per point that records the ratio (or λ·W and L)."""
     series = []
     for p in pts:
         ll = _get(p, "client", "littles_law") or {}
@@ -662,7 +708,13 @@ def littles_chart(spec: Any, results: Mapping[str, Any] | None,
         if not is_number(r) and is_number(ll.get("lambda_W")) and ll.get("L"):
             r = ll["lambda_W"] / ll["L"]
         if is_number(r):
-            series.append((float(concurrency(p)), float(r), ll))
+            series.append((x_of(p), float(r), ll))
+    return series
+
+
+def _littles_figure(key: str, series: Sequence[tuple[float, float, Mapping[str, Any]]], verdicts: Sequence[Row],
+                    x: Axis, where: Any, caption: str) -> Figure | None:
+    """Little's law per point on the x axis ``x`` (concurrency or offered rate; ``where`` names a point)."""
     if not series:
         return None
     tol = 0.02
@@ -672,7 +724,6 @@ def littles_chart(spec: Any, results: Mapping[str, Any] | None,
             break
     dev = max(abs(r - 1) for _, r, _ in series)
     span = max(tol * 2.5, dev * 1.4, 0.01)
-    x = _x_axis(sweep_batches(spec, results))
     ch = Chart(x, Axis(1 - span, 1 + span, "linear", "λ·W ÷ L", fmt=lambda t: f"{t:.3g}"), width=600, height=260,
                title="Little's law per sweep point",
                subtitle="throughput (req/s) × mean latency ÷ requests in flight — 1.0 when the loop is what it claims",
@@ -681,18 +732,16 @@ def littles_chart(spec: Any, results: Mapping[str, Any] | None,
     ch.hline(1.0, color="#555", dash=None, width=1)
     ok = [(c, r) for c, r, _ in series if abs(r - 1) <= tol + 1e-12]
     bad = [(c, r) for c, r, _ in series if abs(r - 1) > tol + 1e-12]
-    tips = {c: _littles_tip(c, r, ll) for c, r, ll in series}
+    tips = {c: _littles_tip(c, r, ll, where) for c, r, ll in series}
     ch.markers(ok, color=C_GOODPUT, label="holds", titles=[tips[c] for c, _ in ok])
     if bad:
         ch.markers(bad, color=C_MEAS, marker="cross", label="off", titles=[tips[c] for c, _ in bad])
     for c, r, _ in series:
         ch.annotate(c, r, f"{r:.3f}", dx=0, dy=-9, anchor="middle", size=9.5, color="#333")
-    return Figure("littles", ch.title, ch.render(),
-                  "In a closed loop at concurrency C, L is C; a ratio away from 1 means the load generator was not "
-                  "holding what it claims (or the latency it reports is not the latency requests spent).")
+    return Figure(key, ch.title, ch.render(), caption)
 
 
-def _littles_tip(c: float, ratio: float, ll: Mapping[str, Any]) -> str:
+def _littles_tip(c: float, ratio: float, ll: Mapping[str, Any], where: Any = _at_c) -> str:
     """A point's Little's-law tooltip, with the figures the point has: L, λ (req/s), W (s) and λ·W where each is a
     number. A file that records λ·W alone (the Day 3 notebook's column) says so instead of printing a λ or W
     it does not have."""
@@ -709,7 +758,156 @@ def _littles_tip(c: float, ratio: float, ll: Mapping[str, Any]) -> str:
     parts += [f"λW={lw:.3g}"] if lw is not None else []
     if lam is None and w is None:
         parts.append("λ and W not recorded separately")
-    return f"C={c:g}: {', '.join(parts)} → ratio {ratio:.3f}"
+    return f"{where(c)}: {', '.join(parts)} → ratio {ratio:.3f}"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# open loop (a request-rate sweep): the same figures against the offered rate
+# ----------------------------------------------------------------------------------------------------------------
+RATE_AXIS_LABEL = "offered request rate (req/s, Poisson arrivals)"
+#: achieved below this share of the offered rate: the engine no longer keeps up (a point of 120 Poisson arrivals
+#: carries about ±9% sampling noise, so a smaller shortfall is not read as saturation)
+SATURATION_SHARE = 0.9
+
+
+@dataclass(frozen=True)
+class _RateMetric:
+    """One value an open-loop point records and the serving model simulates, as a chart draws it."""
+    key: str
+    title: str
+    ylabel: str
+    unit: str
+    client: str  # the point's client figure
+    serving: str  # the PointPrediction attribute
+    quantity: str  # the quantity of the predictions drawn in ink
+    fmt: str
+    offered: bool  # whether the offered rate itself is on this axis (achieved = offered)
+
+
+_RATE_VALUES = (
+    _RateMetric("open_requests", "Achieved request rate vs offered rate", "achieved requests/s", "req/s",
+                "request_throughput_req_s", "request_throughput_req_per_s", "request_throughput", "{:,.2f}", True),
+    _RateMetric("open_throughput", "Output throughput vs offered rate", "aggregate output tok/s", "tok/s",
+                "output_throughput_tok_s", "output_throughput_tok_per_s", "output_throughput", "{:,.1f}", False),
+)
+
+
+def _rate_axis(spec: Any, results: Mapping[str, Any] | None) -> Axis:
+    """The offered-rate x axis, drawn as the concurrency axis is (log, base 2), over the measured and swept rates."""
+    rates = [float(p["rate_req_s"]) for p in open_points(results)]
+    rates += [float(r) for r in getattr(getattr(spec, "sweep", None), "rates", ()) or ()
+              if is_number(r) and 0 < r < math.inf]
+    return _x_axis([r for r in rates if r > 0] or [1.0], RATE_AXIS_LABEL)
+
+
+def open_loop_charts(spec: Any, setup: Any, results: Mapping[str, Any] | None, verdicts: Sequence[Row], *,
+                     y_scale: str = "auto") -> list[Figure]:
+    """An open-loop sweep's charts against the offered rate: achieved request rate and output throughput (each with
+    the other y scale as ``alt_svg``), TTFT and TPOT, Little's law; [] for a sweep with no open-loop point."""
+    if not open_points(results) and not serving_points(spec, setup, "open"):
+        return []
+    figs = [_with_other_scale(lambda scale, m=m: _rate_value_chart(spec, setup, results, verdicts, m, scale),
+                              y_scale) for m in _RATE_VALUES]
+    figs += [_rate_latency_chart(spec, setup, results, metric) for metric in ("ttft", "tpot")]
+    figs.append(_littles_figure(
+        "open_littles", _littles_series(open_points(results), lambda p: float(p["rate_req_s"])), verdicts,
+        _rate_axis(spec, results), _at_rate,
+        "In an open loop L is whatever the arrivals and the latency make it; a ratio away from 1 means the requests "
+        "in flight the client counted do not match its throughput and latency."))
+    return [f for f in figs if f is not None]
+
+
+def _rate_value_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None, verdicts: Sequence[Row],
+                      m: _RateMetric, y_scale: str) -> tuple[Figure, str] | None:
+    meas = [(float(p["rate_req_s"]), float(v)) for p in open_points(results)
+            if is_number(v := _get(p, "client", m.client))]
+    serv = [(r, float(getattr(pp, m.serving)), pp) for r, pp in serving_points(spec, setup, "open")
+            if is_number(getattr(pp, m.serving, None)) and getattr(pp, m.serving) > 0]
+    if not meas and not serv:
+        return None
+    inks = [row for row in _ink(verdicts, m.quantity) if _at_batch(row[2], ("rate",)) is not None]
+    band = [(r, *b) for r, _y, pp in serv if (b := serving_band(pp, m.serving))]
+    offered = [(r, r) for r in sorted({r for r, _ in meas} | {r for r, _, _ in serv})] if m.offered else []
+    points = ([y for _, y in meas + offered] + [y for _, y, _ in serv]
+              + [float(v.predicted_value) for v, _, _ in inks])
+    scale = choose_scale(points, y_scale)
+    ys = points + [v for _r, lo, hi in band for v in (lo, hi)]
+    ymin = 0.0 if scale == "linear" else min(v for v in ys if v > 0) / 1.6
+    ch = Chart(_rate_axis(spec, results),
+               Axis(ymin, max(ys) * (1.12 if scale == "linear" else 1.6), scale,
+                    m.ylabel + (" (log scale)" if scale == "log" else "")),
+               width=600, height=340, title=m.title,
+               subtitle="open loop: each point offers Poisson arrivals at a fixed rate",
+               description=f"measured {m.ylabel} per offered rate against the serving model")
+    fmt = m.fmt.format
+    if offered:
+        ch.line(offered, color=PALETTE["grey"], width=1.4, dash="2 4", label="achieved = offered",
+                title="where the engine keeps up with every arrival")
+    if serv:
+        _serving_curve(ch, serv, band, "serving model: the same Poisson arrivals simulated step by step",
+                       [_serving_tip(r, pp, f"{fmt(y)} {m.unit}", _at_rate) for r, y, pp in serv])
+    if meas:
+        ch.line(meas, color=C_MEAS, width=1.6, opacity=0.85)
+        ch.markers(meas, color=C_MEAS, label="measured",
+                   titles=[f"{_at_rate(r)}: {fmt(y)} {m.unit} measured" + (f" ({y / r:.0%} of offered)"
+                                                                           if m.offered else "")
+                           for r, y in meas])
+    _ink_markers(ch, inks, setup, m.unit, keys=("rate",), where=_at_rate)
+    cap = "Serving model (dashed green): the step-level simulation of each point's arrivals" + (
+        ", its band shaded." if band else ".")
+    if m.offered and meas:
+        sat = next((r for r, y in meas if y < SATURATION_SHARE * r), None)
+        if sat is not None:
+            ch.vline(sat, color=C_KNEE_MEAS, text=f"saturated from {sat:g} req/s", text_pos=0.05,
+                     text_side="left" if sat > ch.x.hi / 3 else "right")
+        cap = (f"Below the grey diagonal the engine falls behind its arrivals and the queue grows for as long as the "
+               f"point runs; a point under {SATURATION_SHARE:.0%} of its offered rate is read as saturated. "
+               + (f"Measured: saturated from {sat:g} req/s. " if sat is not None else
+                  f"Measured: keeps up through {meas[-1][0]:g} req/s. ") + cap)
+    return Figure(m.key, ch.title, ch.render(), cap), scale
+
+
+def _rate_latency_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None, metric: str) -> Figure | None:
+    """TTFT (log y) or TPOT (linear y) p50 and p99 per offered rate, with the serving model's p50 and its band."""
+    name, pts = metric.upper(), open_points(results)
+    p50 = _latency_series(pts, f"{metric}_ms", "p50", "rate_req_s")
+    p99 = _latency_series(pts, f"{metric}_ms", "p99", "rate_req_s")
+    sp = [(r, pp) for r, pp in serving_points(spec, setup, "open") if getattr(pp, f"{metric}_p50_ms", 0) > 0]
+    s50 = [(r, float(getattr(pp, f"{metric}_p50_ms"))) for r, pp in sp]
+    b50 = [(r, *b) for r, pp in sp if (b := serving_band(pp, f"{metric}_p50_ms"))]
+    if not (p50 or p99 or s50):
+        return None
+    slo = (spec.slo or {}).get(metric)
+    vals = [y for _, y in p50 + p99 + s50] + [v for _r, lo, hi in b50 for v in (lo, hi)] + ([slo * 1e3] if slo else [])
+    y = (Axis(min(vals) / 1.6, max(vals) * 1.6, "log", f"{name} (ms, log scale)") if metric == "ttft" else
+         Axis(0, max(vals) * 1.15, "linear", f"{name} (ms)"))
+    what = "time to first token" if metric == "ttft" else "time per output token"
+    digits = 1 if metric == "ttft" else 2
+    ch = Chart(_rate_axis(spec, results), y, width=600, height=340,
+               title=f"{what[0].upper()}{what[1:]} vs offered rate",
+               subtitle="p50 and p99 per point; " + ("past saturation the queue, and with it TTFT, grows with the run"
+                                                     if metric == "ttft" else "what more requests in flight cost each "
+                                                     "decode step"),
+               description=f"{name} percentiles against the offered request rate")
+    if slo:
+        ch.hline(slo * 1e3, color=C_SLO, dash="7 4", text=f"SLO {name} {slo * 1e3:g} ms", width=1.6,
+                 text_anchor="start")
+    if s50:
+        band_key = _band_ribbon(ch, b50, color=C_SERV, opacity=0.1)
+        ch.line(s50, color=C_SERV, width=1.8, dash="6 3", label="serving model p50")
+        _add_legend(ch, band_key, "serving model p50 band (80% nominal)")
+        ch.markers(s50, color=C_SERV, marker="square", size=3.5,
+                   titles=[_serving_tip(r, pp, f"p50 {name} {getattr(pp, f'{metric}_p50_ms'):,.{digits}f} ms (p99 "
+                                              f"{getattr(pp, f'{metric}_p99_ms'):,.{digits}f} ms)", _at_rate)
+                           for r, pp in sp])
+    for stat, series, color in (("p50", p50, C_P50), ("p99", p99, C_P99)):
+        if series:
+            ch.line(series, color=color, width=2, label=stat)
+            ch.markers(series, color=color, titles=[f"{_at_rate(r)}: {stat} {name} {v:,.{digits}f} ms"
+                                                    for r, v in series])
+    return Figure(f"open_{metric}", ch.title, ch.render(),
+                  f"Measured {name} p50 and p99 at each offered rate; dashed green: the serving model's p50"
+                  + (" with its band shaded." if b50 else "."))
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -44,6 +44,17 @@ def serving_cell(spp: Any) -> str:
     return (f'{_num_or(value, "{:,.0f}")}<span class="sband" title="{esc(tip)}">[{lo:,.0f}–{hi:,.0f}]</span>')
 
 
+def _serving_at(serving: Mapping[tuple[str, float], Any], p: Mapping[str, Any]) -> Any:
+    """The serving model's simulation of a measured point: a closed loop's by its concurrency, an open loop's by its
+    offered rate (the batch-1 run is neither sweep point); None where the model has none."""
+    if p.get("id") == "batch1":
+        return None
+    if p.get("mode") == "open" and is_number(p.get("rate_req_s")):
+        return serving.get(("open", float(p["rate_req_s"])))
+    conc = p.get("concurrency")
+    return serving.get(("closed", float(conc))) if is_number(conc) else None
+
+
 def _flags_cells(flags: list[str]) -> tuple[str, str]:
     """The flags column's text and the note under the row: short flags stay in the column; a long one (a sentence:
     a floor the TTFT beat, bursts, a concurrency not held) goes under the row, and the column points to it."""
@@ -80,12 +91,13 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
     head = "<tr>" + "".join(f'<th title="{esc(t)}">{esc(h)}</th>' if t else f"<th>{esc(h)}</th>"
                             for h, t in heads) + "</tr>"
     body = []
-    serving = {c: pp for c, pp in ch.serving_points(spec, setup)}
+    serving = {("closed", c): pp for c, pp in ch.serving_points(spec, setup)}
+    serving.update({("open", r): pp for r, pp in ch.serving_points(spec, setup, "open")})
     for p in pts:
         c = p.get("client") or {}
         s = p.get("server") or {}
         conc = p.get("concurrency")
-        spp = serving.get(float(conc)) if is_number(conc) and p.get("id") != "batch1" else None
+        spp = _serving_at(serving, p)
         model_tps = None
         if setup is not None and is_number(conc):
             try:

@@ -425,6 +425,10 @@ def _figures(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | None,
         out.append(ch.roofline_chart(spec, setup, results))
     except Exception as exc:  # noqa: BLE001
         out.append(_failed_figure("roofline_chart", exc))
+    try:
+        out.extend(ch.open_loop_charts(spec, setup, results, rows, y_scale=y_scale))
+    except Exception as exc:  # noqa: BLE001
+        out.append(_failed_figure("open_loop_charts", exc))
     return [f for f in out if f is not None]
 
 

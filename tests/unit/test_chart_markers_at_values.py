@@ -32,8 +32,9 @@ from pytest_roofline.report.svg import NEST_MARGIN, Axis, Chart
 NS = "{http://www.w3.org/2000/svg}"
 GRID = "#ececec"
 RECORDINGS = sorted(RECORDED.glob("*.results.json"))
-#: the charts whose markers stand for a value on a concurrency x axis
-VALUE_CHARTS = ("throughput", "per_request", "ttft", "tpot", "littles")
+#: the charts whose markers stand for a value on a concurrency x axis, and (an open loop's) on an offered-rate one
+VALUE_CHARTS = ("throughput", "per_request", "ttft", "tpot", "littles",
+                "open_requests", "open_throughput", "open_ttft", "open_tpot", "open_littles")
 
 
 def _predictions_for(results: Path) -> Path:
@@ -116,7 +117,7 @@ def _axes(root: ET.Element) -> tuple[Callable[[float], float], Callable[[float],
         else:  # a y gridline: its label 5 px left of the plot, 3.5 px under the line
             lab = next(t for tx, ty, t in texts if abs(tx - (left - 5)) < 0.02 and abs(ty - (y1 + 3.5)) < 0.02)
             ys.append((y1, _tick_value(lab)))
-    # every value chart's x is concurrency on a base-2 log axis; its y is log where its label says so
+    # every value chart's x is concurrency or offered rate on a base-2 log axis; its y is log where its label says so
     return _mapping(xs, log=True), _mapping(ys, log="log" in _axis_label(root, "rotate(-90"))
 
 
@@ -167,15 +168,17 @@ def _shown(ms: list[dict[str, Any]], i: int, samples: int = 240) -> float:
 
 
 _NUM = r"(?P<v>-?[\d,]*\.?\d+)"
-#: what a marker's tooltip says it stands for: its value (as written, so its rounding is known) and its C
+#: a point as a tooltip names it: its concurrency (C=8) or its offered rate (rate=12 req/s)
+_AT = r"(?:C=|rate=)(?P<c>[\d.]+)(?: req/s)?"
+#: what a marker's tooltip says it stands for: its value (as written, so its rounding is known) and its C (or rate)
 _TIPS = [
-    re.compile(rf"C=(?P<c>[\d.]+): (?:serving model )?{_NUM} tok/s"),  # measured and serving-model points
-    re.compile(rf": ink {_NUM} tok/s at C=(?P<c>[\d.]+)"),  # values in ink
+    re.compile(rf"{_AT}: (?:serving model )?{_NUM} (?:tok|req)/s"),  # measured and serving-model points
+    re.compile(rf": ink {_NUM} (?:tok|req)/s at {_AT}"),  # values in ink
     re.compile(rf"goodput at p\d+: {_NUM} tok/s at C=(?P<c>[\d.]+)"),  # the goodput star
     re.compile(rf"(?P<c>batch)1 point: {_NUM} tok/s"),  # the clean batch-1 run, at C = 1
-    re.compile(rf"C=(?P<c>[\d.]+): p\d+ T[TP][FO]T {_NUM} ms"),  # TTFT and TPOT percentiles
-    re.compile(rf"C=(?P<c>[\d.]+): serving model p\d+ T[TP][FO]T {_NUM} ms"),
-    re.compile(rf"C=(?P<c>[\d.]+): .*→ ratio {_NUM}$"),  # Little's law
+    re.compile(rf"{_AT}: p\d+ T[TP][FO]T {_NUM} ms"),  # TTFT and TPOT percentiles
+    re.compile(rf"{_AT}: serving model p\d+ T[TP][FO]T {_NUM} ms"),
+    re.compile(rf"{_AT}: .*→ ratio {_NUM}$"),  # Little's law
 ]
 
 
@@ -228,8 +231,7 @@ def test_every_marker_is_drawn_at_its_value_and_concurrency(run: tuple[str, dict
                 checked += n
                 bad += b
     assert not bad, f"{name}:\n" + "\n".join(bad)
-    if "open-loop" not in name:  # a rate sweep draws no concurrency chart (trial s13, item 9)
-        assert checked >= 20, name
+    assert checked >= 20, name  # a rate sweep's charts are drawn against its offered rate
 
 
 @pytest.mark.parametrize("which", ["svg", "alt_svg"])
@@ -313,7 +315,7 @@ def _titles(svg: str) -> list[str]:
 def test_no_tooltip_says_nan(run: tuple[str, dict[str, ch.Figure]]) -> None:
     name, figs = run
     tips = [t for f in figs.values() for svg in (f.svg, f.alt_svg) if svg.startswith("<svg") for t in _titles(svg)]
-    assert tips or "open-loop" in name, name  # a rate sweep draws no concurrency chart (trial s13, item 9)
+    assert tips, name
     assert not [t for t in tips if re.search(r"\bnan\b", t, re.IGNORECASE)], name
 
 
@@ -333,3 +335,59 @@ def test_littles_tooltips_show_the_figures_the_point_has(day3: dict[str, ch.Figu
     figs = _figs(RECORDED / "cpu-tiny-2026-12-05.results.json")
     tips = [m["tip"] for m in _markers(ET.fromstring(figs["littles"].svg))]
     assert tips and all(re.search(r"L=[\d.]+, λ=[\d.]+ req/s, W=[\d.]+ s, λW=[\d.]+ → ratio", t) for t in tips)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# an open-loop (request-rate) sweep: its charts against the offered rate
+# ---------------------------------------------------------------------------------------------------------------
+OPEN_LOOP = RECORDED / "cpu-open-loop-2026-12-05.results.json"
+
+
+@pytest.fixture(scope="module")
+def open_loop() -> dict[str, ch.Figure]:
+    return _figs(OPEN_LOOP)
+
+
+def test_an_open_loop_sweep_is_charted_against_its_offered_rate(open_loop: dict[str, ch.Figure]) -> None:
+    assert {"open_requests", "open_throughput", "open_ttft", "open_tpot", "open_littles"} <= set(open_loop)
+    for key in ("open_requests", "open_throughput", "open_ttft", "open_tpot", "open_littles"):
+        root = ET.fromstring(open_loop[key].svg)
+        assert "offered request rate (req/s" in " ".join(t.text or "" for t in root.iter(f"{NS}text")), key
+    # the serving model is drawn beside the measured points, with its band where it has one
+    tips = [m["tip"] for m in _markers(ET.fromstring(open_loop["open_throughput"].svg))]
+    assert sum("serving model" in t for t in tips) == 6 and sum(t.endswith("measured") for t in tips) == 6
+    assert ch.SERVING_BAND_LABEL in open_loop["open_throughput"].svg
+    for key in ("open_ttft", "open_tpot"):
+        assert "serving model p50 band" in open_loop[key].svg, key
+
+
+def test_an_open_loop_marker_sits_at_its_tooltip_value(open_loop: dict[str, ch.Figure]) -> None:
+    # the recording's r12 point: 11.76 req/s achieved of 12 offered, read back from where its marker is drawn
+    for which in ("svg", "alt_svg"):
+        root = ET.fromstring(getattr(open_loop["open_requests"], which))
+        x_of, y_of = _axes(root)
+        m = next(m for m in _markers(root) if m["tip"].startswith("rate=12 req/s: 11.76 req/s measured"))
+        assert x_of(m["cx"]) == pytest.approx(12, rel=1e-3) and y_of(m["cy"]) == pytest.approx(11.76, abs=0.01)
+        ink = next(m for m in _markers(root) if ": ink 4 req/s at rate=4 req/s" in m["tip"])
+        assert x_of(ink["cx"]) == pytest.approx(4, rel=1e-3) and y_of(ink["cy"]) == pytest.approx(4, rel=1e-3)
+        n, bad = _misplaced("open_requests", getattr(open_loop["open_requests"], which))
+        assert n >= 13 and not bad, bad
+
+
+def test_the_open_loop_rows_have_the_serving_models_value() -> None:
+    # each open-r* row's serving cell is the simulation the predictions use (serving_sweep_for, at: {rate: R})
+    from pytest_roofline.report.points import points_table
+    from pytest_roofline.scoring import serving_sweep_for
+
+    spec = load_spec(_predictions_for(OPEN_LOOP))
+    setup = spec_setup(spec)
+    data = json.loads(OPEN_LOOP.read_text(encoding="utf-8"))
+    html = points_table(spec, setup, data)
+    rows = {r.split("</td>", 1)[0].split(">")[-1]: r for r in html.split("<tr")[1:] if "open-r" in r}
+    assert len(rows) == 6
+    for p in data["points"]:
+        _, pp = serving_sweep_for(spec, None, setup).at({"rate": p["rate_req_s"]})
+        cell = rows[p["id"]].split('<td class="num serving">', 1)[1].split("</td>", 1)[0]
+        assert cell.startswith(f"{pp.output_throughput_tok_per_s:,.0f}"), (p["id"], cell)
+        ratio = p["client"]["output_throughput_tok_s"] / pp.output_throughput_tok_per_s
+        assert f'<td class="num">{ratio:.0%}</td>' in rows[p["id"]], p["id"]  # ÷ serving
