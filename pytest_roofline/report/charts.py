@@ -764,7 +764,15 @@ def _littles_tip(c: float, ratio: float, ll: Mapping[str, Any], where: Any = _at
 # ----------------------------------------------------------------------------------------------------------------
 # open loop (a request-rate sweep): the same figures against the offered rate
 # ----------------------------------------------------------------------------------------------------------------
-RATE_AXIS_LABEL = "offered request rate (req/s, Poisson arrivals)"
+def _arrivals(spec: Any, results: Mapping[str, Any] | None) -> str:
+    """How the open-loop points' requests arrive: Poisson (burstiness 1, vllm bench serve's default), else gamma
+    with the burstiness the points (or the sweep) name."""
+    found = {float(p.get("burstiness") or 1.0) for p in open_points(results)}
+    if not found:
+        found = {float(getattr(getattr(spec, "sweep", None), "burstiness", None) or 1.0)}
+    if found == {1.0}:
+        return "Poisson arrivals"
+    return "gamma arrivals, burstiness " + ", ".join(f"{b:g}" for b in sorted(found))
 #: achieved below this share of the offered rate: the engine no longer keeps up (a point of 120 Poisson arrivals
 #: carries about ±9% sampling noise, so a smaller shortfall is not read as saturation)
 SATURATION_SHARE = 0.9
@@ -797,7 +805,7 @@ def _rate_axis(spec: Any, results: Mapping[str, Any] | None) -> Axis:
     rates = [float(p["rate_req_s"]) for p in open_points(results)]
     rates += [float(r) for r in getattr(getattr(spec, "sweep", None), "rates", ()) or ()
               if is_number(r) and 0 < r < math.inf]
-    return _x_axis([r for r in rates if r > 0] or [1.0], RATE_AXIS_LABEL)
+    return _x_axis([r for r in rates if r > 0] or [1.0], f"offered request rate (req/s, {_arrivals(spec, results)})")
 
 
 def open_loop_charts(spec: Any, setup: Any, results: Mapping[str, Any] | None, verdicts: Sequence[Row], *,
@@ -837,14 +845,14 @@ def _rate_value_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None, 
                Axis(ymin, max(ys) * (1.12 if scale == "linear" else 1.6), scale,
                     m.ylabel + (" (log scale)" if scale == "log" else "")),
                width=600, height=340, title=m.title,
-               subtitle="open loop: each point offers Poisson arrivals at a fixed rate",
+               subtitle=f"open loop: each point offers {_arrivals(spec, results)} at a fixed rate",
                description=f"measured {m.ylabel} per offered rate against the serving model")
     fmt = m.fmt.format
     if offered:
         ch.line(offered, color=PALETTE["grey"], width=1.4, dash="2 4", label="achieved = offered",
                 title="where the engine keeps up with every arrival")
     if serv:
-        _serving_curve(ch, serv, band, "serving model: the same Poisson arrivals simulated step by step",
+        _serving_curve(ch, serv, band, "serving model: the same arrivals simulated step by step",
                        [_serving_tip(r, pp, f"{fmt(y)} {m.unit}", _at_rate) for r, y, pp in serv])
     if meas:
         ch.line(meas, color=C_MEAS, width=1.6, opacity=0.85)

@@ -361,6 +361,20 @@ def test_an_open_loop_sweep_is_charted_against_its_offered_rate(open_loop: dict[
         assert "serving model p50 band" in open_loop[key].svg, key
 
 
+def test_the_rate_axis_names_how_the_requests_arrive() -> None:
+    # the recording's points are Poisson (burstiness 1, vllm bench serve's default); gamma arrivals say so
+    spec = load_spec(_predictions_for(OPEN_LOOP))
+    data = json.loads(OPEN_LOOP.read_text(encoding="utf-8"))
+    assert ch._arrivals(spec, data) == "Poisson arrivals"
+    for p in data["points"]:
+        p["burstiness"] = 0.5
+    assert ch._arrivals(spec, data) == "gamma arrivals, burstiness 0.5"
+    rows = _with_outcomes(spec, score_spec(spec, data))
+    figs = {f.key: f for f in _figures(spec, spec_setup(spec), data, rows)}
+    assert "offered request rate (req/s, gamma arrivals, burstiness 0.5)" in figs["open_requests"].svg
+    assert "Poisson" not in figs["open_requests"].svg
+
+
 def test_an_open_loop_marker_sits_at_its_tooltip_value(open_loop: dict[str, ch.Figure]) -> None:
     # the recording's r12 point: 11.76 req/s achieved of 12 offered, read back from where its marker is drawn
     for which in ("svg", "alt_svg"):
