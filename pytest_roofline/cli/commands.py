@@ -18,7 +18,7 @@ import shutil
 import sys
 import tempfile
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -222,7 +222,8 @@ def _stored_runs(uri: str) -> list[Any]:
             store.close()
 
 
-def _compare_side(ref: str, store_uri: str | None, predictions: str | None) -> Any:
+def _compare_side(ref: str, store_uri: str | None, predictions: str | None,
+                  stored: Callable[[str], list[Any]] | None = None) -> Any:
     """One side of ``roofline compare``: a stored run's directory, a results.json (scored against its prediction
     file, the way --replay would), or a run id (or its unique prefix) in the store."""
     from pytest_roofline.history import build_records, read_run_dir, spec_setup_key
@@ -249,7 +250,7 @@ def _compare_side(ref: str, store_uri: str | None, predictions: str | None) -> A
     if not uri:
         raise FileNotFoundError(2, "not a run directory nor a results file; for a run id give --store URI "
                                    "(or set ROOFLINE_HISTORY)", ref)
-    runs = _stored_runs(uri)
+    runs = (stored or _stored_runs)(uri)
     hits = [r for r in runs if r.run_id == ref] or [r for r in runs if r.run_id.startswith(ref)]
     if len(hits) != 1:
         raise ValueError(f"{redact.printable(ref)!r}: {'no run' if not hits else f'{len(hits)} runs'} with that id "
@@ -290,13 +291,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if getattr(args, "usage_error", None):
             args.usage_error(message)  # argparse's usage line, exit status 2
         raise ValueError(message)
-    a = _compare_side(args.a, args.store, args.predictions)
-    b = _compare_side(args.b, args.store, args.predictions)
+    read: dict[str, list[Any]] = {}
+
+    def stored(uri: str) -> list[Any]:  # the store's index, read once for both sides and the earlier nights
+        if uri not in read:
+            read[uri] = _stored_runs(uri)
+        return read[uri]
+
+    a = _compare_side(args.a, args.store, args.predictions, stored)
+    b = _compare_side(args.b, args.store, args.predictions, stored)
     uri = args.store or os.environ.get("ROOFLINE_HISTORY")
     history: list[Any] = []
     if uri:  # the store's earlier nights of B's setup: B is also tested against their spread, as drift tests
         try:
-            history = _stored_runs(uri)
+            history = stored(uri)
         except (HistoryError, OSError) as exc:
             if args.store:
                 raise

@@ -351,13 +351,18 @@ def _fmt(v: StoredValue, si: float | None) -> str:
 def _fmt_measured(v: StoredValue) -> str:
     """``v``'s measured value as :func:`_fmt` writes it, uncached: a measured number seldom repeats, and caching
     each would only push the repeating band and model values out of :func:`_fmt_si`'s cache."""
-    return _fmt_si.__wrapped__(v.dimension, v.unit, float(v.measured), v.predicted_text) if is_number(
-        v.measured) else "—"
+    return _fmt_value(v.dimension, v.unit, float(v.measured), v.predicted_text) if is_number(v.measured) else "—"
 
 
 @functools.lru_cache(maxsize=4096)
 def _fmt_si(dimension: str, unit: str, si: float, predicted_text: str = "") -> str:
-    """Cached: a band or a model value repeats night after night (500 nights × 100 predictions stay fast)."""
+    """:func:`_fmt_value`, cached: a band or a model value repeats night after night (500 nights × 100 predictions
+    stay fast)."""
+    return _fmt_value(dimension, unit, si, predicted_text)
+
+
+def _fmt_value(dimension: str, unit: str, si: float, predicted_text: str = "") -> str:
+    """A value in the unit its ink was written in; a ratio written as a bare number stays one."""
     shown = shown_unit(dimension, unit, predicted_text)
     if shown == "":  # a ratio written as a bare number (Little's law's 1.00) stays one
         return format_value(si, dimension, "", digits=4)
