@@ -408,3 +408,28 @@ def test_async_scheduling_is_refused_only_at_the_value_that_is_not_the_releases_
 def test_async_scheduling_with_pipeline_parallelism_is_refused_as_0_14_refuses_it():
     exc = refusal(version="0.14.0", async_scheduling=True, pipeline_parallel_size=2)
     assert exc.field == "engine.args.async_scheduling" and "pipeline_parallel_size > 1" in str(exc)
+
+
+# -- an executor backend the plugin cannot launch (docs audit, 2026-12-06) -------------------------------------
+
+@pytest.mark.parametrize("value", ["foo", "uni", "external_launcher", "Ray ", 1])
+def test_an_executor_backend_the_plugin_does_not_launch_is_refused_at_its_line(value):
+    # vLLM takes ray, mp, uni and external_launcher; the plugin launches a server's multi-worker modes, mp and ray
+    # (docs/how-to/scaling-out.md "Refused early"), so every other value is refused where it is written: line 7
+    text = ('hardware: h100-sxm\nmodel: llama-3.1-8b\nengine:\n  args:\n'
+            "    tensor_parallel_size: 2\n"                       # 5
+            "    max_num_seqs: 64\n"                              # 6
+            f"    distributed_executor_backend: {value!r}\n"      # 7
+            "predictions:\n  - {id: r, quantity: ridge_point, predicted: 295 FLOP/byte, tolerance: 5%}\n")
+    with pytest.raises(SpecError) as exc:
+        loads_spec(text, file="f.yaml")
+    assert (exc.value.file, exc.value.line) == ("f.yaml", 7)
+    assert "distributed_executor_backend" in str(exc.value) and "mp, ray" in str(exc.value)
+
+
+@pytest.mark.parametrize("value", ["mp", "ray"])
+def test_the_backends_the_plugin_launches_are_accepted_and_change_no_figure(value):
+    assert h100(tensor_parallel_size=2, distributed_executor_backend=value).engine_args[
+        "distributed_executor_backend"] == value
+    assert (kv_accounting(h100(tensor_parallel_size=2, distributed_executor_backend=value)).num_blocks
+            == kv_accounting(h100(tensor_parallel_size=2)).num_blocks)

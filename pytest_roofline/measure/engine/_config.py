@@ -8,19 +8,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal, cast
 
 from pytest_roofline import redact
 from pytest_roofline.format.engine_command import check_command, expand_command
+from pytest_roofline.model.engine_args import EXECUTOR_BACKENDS, ExecutorBackend  # the one home of the fact
 
 __all__ = ["EngineConfig", "VLLM_ENTRYPOINT", "redact_env", "EXECUTOR_BACKENDS", "cpu_threads_bind"]
-
-#: ``engine.args.distributed_executor_backend`` values the plugin passes on. vLLM's
-#: ``--distributed-executor-backend`` takes ``ray``, ``mp``, ``uni`` and ``external_launcher``
-#: (vllm/config/parallel.py ``DistributedExecutorBackend`` at v0.11.0 and v0.32.0); ``uni`` is one worker in the
-#: engine process and ``external_launcher`` is torchrun's, neither a server's multi-worker mode, so only these two.
-ExecutorBackend = Literal["mp", "ray"]
-EXECUTOR_BACKENDS: tuple[ExecutorBackend, ...] = get_args(ExecutorBackend)
 
 
 def cpu_threads_bind(world_size: int, cpus: list[int]) -> str | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pytest_roofline.errors import SetupValueError
 from pytest_roofline.model.engine_args._flags import FLAG_ARGS, _flag_word, is_off, read_flag
@@ -29,6 +29,14 @@ from pytest_roofline.model.engine_args._releases import (
 from pytest_roofline.model.engine_args._spellings import normalise_engine_args
 
 Scope = Literal["setup", "serving"]
+
+#: ``engine.args.distributed_executor_backend`` values the plugin launches. vLLM's
+#: ``--distributed-executor-backend`` takes ``ray``, ``mp``, ``uni`` and ``external_launcher``
+#: (vllm/config/parallel.py ``DistributedExecutorBackend`` at v0.11.0 and v0.32.0); ``uni`` is one worker in the
+#: engine process and ``external_launcher`` is torchrun's, neither a server's multi-worker mode, so only these two.
+#: Refused at the field by the check (:func:`engine_arg_problems`) and again by the engine's config.
+ExecutorBackend = Literal["mp", "ray"]
+EXECUTOR_BACKENDS: tuple[ExecutorBackend, ...] = get_args(ExecutorBackend)
 
 #: engine.args the models read (the setup and KV accounting: model/setup.py; the serving model: serving/engine.py)
 MODELLED_ARGS: frozenset[str] = frozenset({
@@ -181,6 +189,8 @@ def _problem(key: str, value: Any, args: Mapping[str, Any], *, device: str, scop
             read_flag(value, field)
         except SetupValueError as exc:
             return str(exc)
+    if key == "distributed_executor_backend":
+        return _executor_problem(value, field)
     if key in MODELLED_ARGS or key in NO_TIMING_EFFECT_ARGS:
         return None
     if key == "enforce_eager":
@@ -231,6 +241,16 @@ def _problem(key: str, value: Any, args: Mapping[str, Any], *, device: str, scop
     if ok:
         return None
     return f"{field}: {value!r} is not modelled: {why}; remove it to predict the default engine"
+
+
+def _executor_problem(value: Any, field: str) -> str | None:
+    """``distributed_executor_backend`` changes no figure, but the plugin launches only :data:`EXECUTOR_BACKENDS`:
+    any other value is refused at its field, before anything starts (None, vLLM's own choice, is fine)."""
+    if value is None or (isinstance(value, str) and value.strip() in EXECUTOR_BACKENDS):
+        return None
+    return (f"{field}: {value!r} is not a backend the plugin launches: write one of {', '.join(EXECUTOR_BACKENDS)} "
+            "(mp: worker processes on one node, vLLM's default; ray: a Ray cluster, for more than one node), or remove "
+            "it to let vLLM choose; uni and external_launcher are not a server's multi-worker modes")
 
 
 def _generation_override_problem(value: Any, field: str) -> str | None:
