@@ -179,7 +179,7 @@ INI_KEYS: tuple[tuple[str, str], ...] = (
     ("roofline_history", "history store of runs (see --roofline-history)"),
     ("roofline_history_label", "label stored with each run (see --roofline-history-label)"),
     ("roofline_drift", "drift threshold (see --roofline-drift; default 10%)"),
-    ("roofline_drift_baseline", "drift baseline: previous or median:N"),
+    ("roofline_drift_baseline", "drift baseline: previous, median:N or run:ID (see --roofline-drift-baseline)"),
 )
 _SHORT_NAMES_ADDED: weakref.WeakSet[pytest.Parser] = weakref.WeakSet()
 
