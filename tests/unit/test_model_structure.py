@@ -31,8 +31,11 @@ def test_the_simulator_takes_the_policy_the_engine_config_names():
     engine = sv.EngineConfig.from_setup(setup)
     work = sv.workload_for_point(setup, concurrency=2, num_requests=2)
     consts = sv.default_constants(setup)
-    for chunked, policy in ((True, sv.V1Scheduler), (False, sv.V0Scheduler)):
-        eng = dataclasses.replace(engine, chunked_prefill=chunked)
+    # a V1 engine runs V1's scheduler with chunked prefill on or off (vllm/v1/core/sched/scheduler.py has both
+    # branches); only the V0 engine runs the V0 policy
+    for kind, chunked, policy in (("v1", True, sv.V1Scheduler), ("v1", False, sv.V1Scheduler),
+                                  ("v0", False, sv.V0Scheduler)):
+        eng = dataclasses.replace(engine, chunked_prefill=chunked, engine_kind=kind)
         assert isinstance(simulator._Sim(setup, work, eng, consts, True).scheduler, policy)
 
 

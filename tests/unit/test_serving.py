@@ -337,7 +337,7 @@ def test_v0_without_chunking_stalls_decodes_for_a_whole_prefill_step(a100, a100_
     # 2,000-token prompts arriving at 2 req/s among ~6 running decodes (each stalled gap is >1% of all gaps)
     w = sv.workload_for_point(a100, rate_req_per_s=2.0, num_requests=200, input_len=2000, output_len=200, seed=3)
     c = sv.default_constants(a100)
-    v0 = sv.simulate(a100, w, engine=dataclasses.replace(a100_engine, chunked_prefill=False))
+    v0 = sv.simulate(a100, w, engine=dataclasses.replace(a100_engine, chunked_prefill=False, engine_kind="v0"))
     v1 = sv.simulate(a100, w, engine=a100_engine)
     v1_512 = sv.simulate(a100, w, engine=dataclasses.replace(a100_engine, max_num_batched_tokens=512))
     prefill_step = sv.step_cost(a100, c, prefill_tokens=[(2000, 0)]).time_s
@@ -414,6 +414,11 @@ SMALL_CASES = [
     dict(c=16, n=40, inp=512, out=256, blocks=200),
     dict(c=16, n=40, inp=512, out=256, blocks=200, v0=True),
     dict(c=16, n=40, inp=512, out=128, v0=True),
+    # V1 with chunked prefill off (a 2,048-token budget): prompts over the budget the decodes leave wait
+    dict(c=16, n=40, inp=("uniform", 900), out=("normal", 128), v1_unchunked="break"),
+    dict(c=16, n=40, inp=("uniform", 900), out=("normal", 128), v1_unchunked="skip"),
+    dict(rate=8.0, n=50, inp=("uniform", 900), out=128, v1_unchunked="break"),
+    dict(c=16, n=40, inp=512, out=256, blocks=200, v1_unchunked="break"),
     dict(c=8, n=24, inp=512, out=128, hit=0.5),
     dict(rate=50.0, n=40, inp=256, out=64, cap=5),
 ]
@@ -432,7 +437,9 @@ def test_bulk_decode_runs_equal_the_step_by_step_reference(a100, a100_engine, ca
     if "blocks" in case:
         eng = dataclasses.replace(eng, num_gpu_blocks=case["blocks"])
     if case.get("v0"):
-        eng = dataclasses.replace(eng, chunked_prefill=False)
+        eng = dataclasses.replace(eng, chunked_prefill=False, engine_kind="v0")
+    if case.get("v1_unchunked"):
+        eng = dataclasses.replace(eng, chunked_prefill=False, skip_long_prompts=case["v1_unchunked"] == "skip")
     if "rate" in case:
         kind = sv.ArrivalKind.GAMMA if "burst" in case else sv.ArrivalKind.POISSON
         w = sv.Workload(input_len=_length(case["inp"]), output_len=_length(case["out"]), num_requests=case["n"],

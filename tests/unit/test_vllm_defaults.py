@@ -462,7 +462,8 @@ def test_v0_setup_takes_its_token_budget_into_the_kv_accounting():
     # and a smaller one than V1's 2048-token default on this 40 GB card (a bigger profile-run activation peak)
     explicit = _setup("0.5.4", args={"max_num_batched_tokens": 4096})
     assert kv_accounting(s) == kv_accounting(explicit)
-    v1_like = _setup("0.5.4", args={"max_num_batched_tokens": 2048})
+    # (a 2048-token budget under max_model_len 4096 needs chunked prefill: without it vLLM refuses to start)
+    v1_like = _setup("0.5.4", args={"max_num_batched_tokens": 2048, "enable_chunked_prefill": True})
     assert kv_accounting(s).activation_bytes > kv_accounting(v1_like).activation_bytes
     assert kv_accounting(s).num_blocks < kv_accounting(v1_like).num_blocks
 

