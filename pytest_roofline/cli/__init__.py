@@ -18,6 +18,7 @@ The package, by concept (``python -m pytest_roofline.cli`` runs :mod:`~pytest_ro
 - :mod:`~pytest_roofline.cli.setup_flags`  ``--tp``/``--set``/... -> the setup sections a prediction file writes
 - :mod:`~pytest_roofline.cli.predict`      ``roofline predict``: the decode table, the KV pool, ``--simulate``
 - :mod:`~pytest_roofline.cli.commands`     the other commands
+- :mod:`~pytest_roofline.cli.jsonout`      what every ``--json`` writes: strict JSON, ``null`` for a non-finite number
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_roofline import redact
+from pytest_roofline.cli import jsonout
 from pytest_roofline.errors import CalibrationError, HistoryError
 from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, parse_limit
 from pytest_roofline.format.spec import SpecError, json_schema, load_spec
@@ -62,7 +63,7 @@ def cmd_hardware(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    text = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
+    text = jsonout.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
     if args.output:
         _write(args.output, text)
     else:
@@ -270,7 +271,7 @@ def _list_runs(args: argparse.Namespace) -> int:
                          "to list a store's runs")
     runs = _stored_runs(uri)
     if args.json:
-        print(json.dumps(run_list_json(runs), indent=2, ensure_ascii=False))
+        print(jsonout.dumps(run_list_json(runs), indent=2, ensure_ascii=False))
     elif runs:
         print("\n".join(render_run_list(runs)))
     else:
@@ -312,7 +313,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                   "intervals alone decide 'beyond noise'", file=sys.stderr)
     rows = compare_runs(a, b, history)
     if args.json:
-        print(json.dumps(comparison_json(a, b, rows), indent=2, ensure_ascii=False))
+        print(jsonout.dumps(comparison_json(a, b, rows), indent=2, ensure_ascii=False))
     else:
         width = min(shutil.get_terminal_size((120, 24)).columns, 200)  # the terminal table's cap too
         print("\n".join(render_comparison(a, b, rows, width=width)))

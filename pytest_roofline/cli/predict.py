@@ -11,13 +11,13 @@ import contextlib
 import copy
 import dataclasses
 import io
-import json
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_roofline.cli import jsonout
 from pytest_roofline.cli.setup_flags import build, setup_tree
 from pytest_roofline.errors import NotMeasured
 from pytest_roofline.format.spec import load_spec
@@ -726,7 +726,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.json:
         caveat = bands_mod.band_caveat(device)  # what a CPU band does not say, on each banded row as the table does
         for row in rows:  # JSON lines: one object per sweep point
-            print(json.dumps({**row, "band_caveat": caveat} if caveat and row.get("bands") else row))
+            print(jsonout.dumps({**row, "band_caveat": caveat} if caveat and row.get("bands") else row))
         return 0
     print(head)
     cols = _SIM_COLS
@@ -800,9 +800,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
         data = table.to_dict()
         meta = {k: v for k, v in data.items() if k != "rows"}
         for row in data["rows"]:  # JSON lines: one object per batch, each carrying the ridge, asymptote and knee
-            print(json.dumps({**row, **meta}))
+            print(jsonout.dumps({**row, **meta}))
         if not data["rows"]:  # no decode table (PP > 1): the KV pool and the rest still, in one object
-            print(json.dumps(meta))
+            print(jsonout.dumps(meta))
         return 0
     kv = table.kv
     per_gpu = ""
