@@ -28,7 +28,15 @@ from pytest_roofline.model import bands as bands_mod
 from pytest_roofline.model import hardware as hw_catalog
 from pytest_roofline.model import serving as sv
 from pytest_roofline.model import vllm_defaults
-from pytest_roofline.model.setup import RooflineLandmarks, Setup, SetupError, build_setup, kv_accounting, reported_kv
+from pytest_roofline.model.setup import (
+    RooflineLandmarks,
+    Setup,
+    SetupError,
+    build_setup,
+    kv_accounting,
+    max_model_len_problem,
+    reported_kv,
+)
 from pytest_roofline.quantities.measurement import client_value
 from pytest_roofline.scoring import relative_error, serving_sweep_for
 from pytest_roofline.units import GIB, MIB, signed_percent, to_si
@@ -504,15 +512,9 @@ def _rebuilder(hardware_ref: Any, model_ref: Any, tree: Mapping[str, Any],
 
 
 def max_model_len_warning(setup: Setup, *, mml_flag: str = "--max-model-len") -> str | None:
-    """None when the KV pool holds one request of max_model_len (given, else the model's
-    max_position_embeddings); else why vLLM will not start (V1 ``check_enough_kv_cache_memory``: "To serve at
-    least one request with the models's max seq len ..."), naming both figures and ``mml_flag``, the fix."""
-    kv = kv_pool(setup)
-    conc, mml = kv.max_concurrency_at_max_model_len, kv.max_model_len_tokens
-    if conc is None or not mml or conc >= 1 or kv.kv_cache_tokens is None:
-        return None
-    return (f"the KV pool holds {kv.kv_cache_tokens:,} tokens, less than one request of max_model_len {mml:,} "
-            f"({conc:.2f}x): vLLM will not start so; lower {mml_flag} to what the pool holds, or use more GPUs")
+    """None when the KV pool holds one request of max_model_len; else why vLLM will not start, naming both figures
+    and ``mml_flag``, the fix (the rule's home: ``model.setup.max_model_len_problem``)."""
+    return max_model_len_problem(setup, fix=mml_flag)
 
 
 def _refuse_unstartable(setup: Setup, rebuild: Callable[[int], Setup] | None) -> None:

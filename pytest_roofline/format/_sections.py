@@ -44,7 +44,12 @@ from pytest_roofline.format._types import STEADY_STATES, Processes, Spec, Sweep
 from pytest_roofline.format.engine_command import check_command
 from pytest_roofline.format.tolerance import TOLERANCE_HELP, Tolerance, ToleranceError, parse_tolerance
 from pytest_roofline.model import calibration, engine_args
-from pytest_roofline.model.setup import build_setup, cpu_kvcache_space_problem
+from pytest_roofline.model.setup import (
+    Setup,
+    build_setup,
+    cpu_kvcache_space_problem,
+    max_model_len_problem,
+)
 from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.quantities.measurement import PointMode
 from pytest_roofline.redact import redact_url
@@ -96,8 +101,11 @@ def setup_error_node(exc: BaseException, section: yaml.Node | None) -> yaml.Node
 
 
 def check_setup(ctx: NodeReader, spec: Spec, hw_node: yaml.Node, model_node: yaml.Node | None = None,
-                 root: yaml.Node | None = None) -> None:
-    """Resolve hardware/model once so a typo there is reported at its line, with did-you-mean."""
+                 root: yaml.Node | None = None) -> Setup:
+    """Resolve hardware/model once so a typo there is reported at its line, with did-you-mean; the file's
+    :class:`Setup`.  A setup vLLM will not start for a KV pool short of one request of max_model_len
+    (``model.setup.max_model_len_problem``) is refused too, at the line that fixes it: every prediction of the file
+    would be about an engine that cannot start, so no run can measure it."""
     from pytest_roofline.model import architecture, hardware
 
     try:
@@ -107,8 +115,9 @@ def check_setup(ctx: NodeReader, spec: Spec, hw_node: yaml.Node, model_node: yam
     try:
         from pytest_roofline.model.setup import build_setup
 
-        build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides, model_ref=spec.model,
-                    model_overrides=spec.model_overrides, engine=spec.engine, workload=spec.workload)
+        setup = build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides,
+                            model_ref=spec.model, model_overrides=spec.model_overrides, engine=spec.engine,
+                            workload=spec.workload)
     except architecture.UnknownModelError as exc:  # its message carries the did-you-mean and the presets
         raise ctx.err(model_node, f"setup does not resolve: {exc}",
                       "write a Hub id (owner/name), a preset name, a path to a config.json, or a nominal model "
@@ -127,6 +136,32 @@ def check_setup(ctx: NodeReader, spec: Spec, hw_node: yaml.Node, model_node: yam
         raise SpecError(f"setup does not resolve: {exc}", file=ctx.file,
                         line=node.start_mark.line + 1 if node is not None else None,
                         hint="check the hardware:, model:, engine: and workload: sections") from None
+    _check_startable(ctx, setup, model_node, root)
+    return setup
+
+
+def _check_startable(ctx: NodeReader, setup: Setup, model_node: yaml.Node | None, root: yaml.Node | None) -> None:
+    """Refuse a pool short of one request of max_model_len (``model.setup.max_model_len_problem``) at the line that
+    fixes it: ``engine.args.max_model_len`` where the file gives it, else the ``engine:`` line (where the arg goes),
+    else the ``model:`` line (whose max_position_embeddings is vLLM's default max_model_len)."""
+    given = "max_model_len" in (setup.engine_args or {})
+    problem = max_model_len_problem(setup, fix="engine.args.max_model_len")
+    if problem is None:
+        return
+    engine = _find(root, "engine") if root is not None else None
+    engine = None if engine is root else engine  # _find gives the deepest node found: the file itself when absent
+    fixes = "(N: what the pool holds or less), or give it more memory as the line says"
+    if given:
+        node = _find(root, "engine.args.max_model_len")
+        hint = "lower engine.args.max_model_len as the line says (docs/reference/refusals.md)"
+    elif isinstance(engine, yaml.MappingNode):  # engine.args where the file has it, else the engine: section
+        node = _find(root, "engine.args.max_model_len")
+        hint = f"write max_model_len: N under engine.args {fixes}"
+    else:
+        node = model_node
+        hint = f"add engine: {{args: {{max_model_len: N}}}} {fixes}"
+    raise SpecError(f"vLLM will not start this setup: {problem}", file=ctx.file,
+                    line=node.start_mark.line + 1 if node is not None else None, hint=hint)
 
 
 def read_serving(ctx: NodeReader, node: yaml.Node) -> dict[str, float]:

@@ -995,3 +995,39 @@ def reported_kv(setup: Setup, acc: an.KVAccounting, request_tokens: int | None =
         return ReportedKV(cap.kv_cache_tokens, conc, cap.rule)
     return ReportedKV(acc.kv_tokens, acc.max_concurrency(int(length)) if length else None,
                       "full attention: num_blocks x block_size tokens")
+
+
+def max_model_len_problem(setup: Setup, *, fix: str = "engine.args.max_model_len") -> str | None:
+    """Why vLLM will not start ``setup`` for a KV pool short of one request of max_model_len, or None when the pool
+    holds one (or cannot be worked out: the pool's own error says why elsewhere).  The one home of the rule that
+    ``roofline predict`` / ``roofline init`` print as a warning and ``roofline check`` and the math check refuse
+    at the line that fixes it (format/_sections.py).
+
+    max_model_len is the given one, else the model's ``max_position_embeddings`` (vLLM's default); the pool is
+    :func:`kv_accounting`'s, read as vLLM reports it (:func:`reported_kv`).  Both engines refuse to start below
+    one request: V1's ``check_enough_kv_cache_memory`` ("To serve at least one request with the model's max seq
+    len (...) ... KV cache is needed, which is larger than the available KV cache memory": vllm/v1/core/
+    kv_cache_utils.py, 0.10 ... 0.32) and V0's ``raise_if_cache_size_invalid`` ("The model's max seq len (...) is
+    larger than the maximum number of tokens that can be stored in KV cache": vllm/worker/worker.py, 0.6.3).
+    ``fix`` names the setting to lower (``--max-model-len`` on the command line)."""
+    mml = setup.max_model_len or getattr(setup.model, "max_position_embeddings", None)
+    if not mml:
+        return None
+    try:
+        acc = kv_accounting(setup)
+    except (SetupError, ValueError):
+        return None
+    reported = reported_kv(setup, acc, int(mml))
+    conc, tokens = reported.max_concurrency, reported.kv_cache_tokens
+    if conc is None or conc >= 1:
+        return None
+    whose = "" if setup.max_model_len else " (the model's max_position_embeddings, vLLM's default)"
+    if setup.kv_cache_memory_bytes is not None:  # an explicit pool (kv_cache_memory_bytes, the CPU engine's space)
+        grow = ("raise engine.cpu_kvcache_space" if setup.device == "cpu"
+                else "raise engine.args.kv_cache_memory_bytes")
+    else:
+        grow = "raise gpu_memory_utilization, or use more GPUs"
+    return (f"the KV pool holds {tokens:,} tokens, less than one request of max_model_len {int(mml):,}{whose} "
+            f"({math.floor(conc * 100) / 100:.2f}x), and vLLM refuses to start a pool that cannot hold one; lower "
+            f"{fix} to {tokens:,} or less, or {grow}")
+
