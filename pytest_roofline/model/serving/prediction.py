@@ -63,6 +63,13 @@ class PointPrediction:
     #: prompt tokens served by the prefix cache from the workload's shared prefix / prompt tokens (first
     #: computations; ``prefix_hit_rate``'s synthetic hits are not counted)
     prefix_cache_hit_rate: float = 0.0
+    #: an open-loop point without an in-flight cap: its utilisation estimate, requests that reached the engine ÷
+    #: requests that finished over the second half of the arrivals (``simulator.stability``); NaN elsewhere
+    utilisation: float = math.nan
+    #: the same window's finished requests ÷ its length (req/s): what the engine served; NaN elsewhere
+    served_rate_req_per_s: float = math.nan
+    #: why the point has no steady state (utilisation >= ``simulator.unstable_from``), None when it has one
+    unstable: str | None = None
     #: the model's interval around each of its values (``model.bands``: measured / model ratios of the regime on
     #: public runs), ``metric -> (low, high)``; a metric without band data is absent
     bands: Mapping[str, tuple[float, float]] = field(default_factory=dict)

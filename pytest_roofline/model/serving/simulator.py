@@ -70,7 +70,19 @@ from pytest_roofline.model.serving.scheduler_v0 import V0Scheduler
 from pytest_roofline.model.serving.scheduler_v1 import V1Scheduler
 from pytest_roofline.model.setup import Setup
 
-__all__ = ["simulate", "simulate_sweep", "client_send_delays_s", "V1_UNCHUNKED_NO_BAND"]
+__all__ = ["simulate", "simulate_sweep", "client_send_delays_s", "V1_UNCHUNKED_NO_BAND", "stability",
+           "UNSTABLE_UTILISATION"]
+
+#: the utilisation estimate (``stability``) from which an open-loop point is unstable: rho >= 1 has no steady state
+#: (a queue fed faster than it is served grows without bound), with a margin for a finite run's noise: 10%, or two
+#: Poisson standard errors of the window's arrival count n (2 / sqrt(n)) where that is more (a stable point of 150
+#: requests read up to 1.21 in the checks of benchmarks' kind: H100, Llama-3.1-8B, 1024/256, 5-25 req/s)
+UNSTABLE_UTILISATION = 1.1
+
+
+def unstable_from(arrivals: int) -> float:
+    """The utilisation from which a point whose window saw ``arrivals`` requests is unstable."""
+    return max(UNSTABLE_UTILISATION, 1.0 + 2.0 / math.sqrt(max(arrivals, 1)))
 
 #: why a V1 engine with chunked prefill off has no band (``with_bands``)
 V1_UNCHUNKED_NO_BAND = ("no band: no measured run of the accuracy corpus is of the V1 engine with chunked prefill off "
@@ -513,7 +525,48 @@ class _Sim:
             preemptions=self.preemptions, mean_queue_ms=mean(queue), steps=self.steps,
             time_shares={k: v / total_share for k, v in self.shares.items()},
             prefix_cache_hit_rate=sum(self.prefix_hits) / max(sum(self.prompts), 1),
+            **(stability(done, self.w.rate_req_per_s) if not self.closed and self.cap is None else {}),
         )
+
+
+def stability(done: Sequence[Request], offered_req_per_s: float | None) -> dict[str, Any]:
+    """An uncapped open-loop point's utilisation rho and, where rho >= :func:`unstable_from`, why it has no
+    steady state.  Queueing theory: a queue whose arrival rate is at least its service rate (rho = lambda / mu >= 1)
+    grows without bound, so its waits, and the TTFT, TPOT and preemptions that follow from them, depend on how long
+    the run is.
+
+    Both estimates are over the second half of the arrivals (the first is the warm-up), from its first arrival t1 to
+    its last, t2; lambda is the requests that reached the engine in it ÷ its length.  (a) Until the end: the served
+    rate is the requests that finished after t1 ÷ the time from t1 to the last finish; stable, that counts the same
+    requests plus the L(t1) already in the system over a time longer by about their time in it, so it is lambda
+    again (Little's law, L = lambda x W); overloaded, the engine finishes mu per second to the end, however short the
+    run.  It reads a little low near capacity (the last requests finish faster, in a draining batch).  (b) In the
+    window: the requests that finished in (t1, t2] ÷ its length, whose difference from lambda is the growth of the
+    number in the system over the window; used where the window is at least twice the median time a request is
+    served (scheduled to finished), so that the finishes it counts are of requests that arrived in it.  rho is the
+    larger of the two."""
+    if len(done) < 4:
+        return {}
+    ready = sorted(r.ready for r in done)
+    t1, t2 = ready[len(ready) // 2], ready[-1]
+    end = max(r.finish for r in done)
+    arrived = sum(1 for t in ready if t > t1)
+    finished = sum(1 for r in done if r.finish > t1)
+    if t2 <= t1 or end <= t1 or not arrived or not finished:
+        return {}
+    offered_est = arrived / (t2 - t1)
+    served = finished / (end - t1)
+    rho = offered_est / served
+    service = sorted(r.finish - r.scheduled_at for r in done)[len(done) // 2]
+    in_window = sum(1 for r in done if t1 < r.finish <= t2)
+    if t2 - t1 >= 2 * service and in_window and arrived / in_window > rho:
+        served, rho = in_window / (t2 - t1), arrived / in_window
+    out: dict[str, Any] = {"utilisation": rho, "served_rate_req_per_s": served}
+    if rho >= unstable_from(arrived):
+        offered = offered_req_per_s if offered_req_per_s else offered_est
+        out["unstable"] = (f"unstable: {offered:g} req/s offered, ~{served:.3g} served (utilisation {rho:.2f} >= 1: "
+                           "the queue grows until the last arrival): latencies grow with the run's length")
+    return out
 
 
 def simulate(setup: Setup, workload: Workload, *, engine: EngineConfig | None = None,
@@ -543,6 +596,9 @@ def with_bands(pred: PointPrediction, setup: Setup, engine: EngineConfig) -> Poi
     for metric in bands.BAND_METRICS:
         value = float(getattr(pred, metric))
         if not math.isfinite(value):
+            continue
+        if pred.unstable:  # no steady state: a band of the value at this run length says nothing
+            notes[metric] = f"no band: {pred.unstable}"
             continue
         if moe:
             notes[metric] = bands.MOE_SERVING_NO_BAND
