@@ -37,6 +37,7 @@ from pytest_roofline.model.setup import (
     max_model_len_problem,
     reported_kv,
 )
+from pytest_roofline.quantities.analysis import Thresholds, cache_hit_reason
 from pytest_roofline.quantities.measurement import client_value
 from pytest_roofline.scoring import relative_error, serving_sweep_for
 from pytest_roofline.units import GIB, MIB, signed_percent, to_si
@@ -483,20 +484,26 @@ _MEASURED_FIELDS = {
 }
 
 
-def _measured_point(doc: Mapping[str, Any] | None, concurrency: int | None, rate: float | None) -> dict[str, float]:
-    """The recorded values of the closed-loop point at ``concurrency`` (or the open-loop one at ``rate``)."""
+def _measured_point(doc: Mapping[str, Any] | None, concurrency: int | None, rate: float | None,
+                    setup: Setup | None = None, thresholds: Thresholds | None = None
+                    ) -> tuple[dict[str, float], str | None]:
+    """The recorded values of the closed-loop point at ``concurrency`` (or the open-loop one at ``rate``), and why
+    prefix-cache hits flatter them (``quantities.analysis.cache_hit_reason``, the rule the verdicts flag by and
+    calibrate screens with: a hit rate above the threshold, the file's ``contaminated: true``, or a TTFT below its
+    prefill's compute floor), None when they do not."""
     if not doc:
-        return {}
+        return {}, None
     try:
         pt = RecordedMeasurement(doc).point(concurrency=concurrency, rate=rate)
     except NotMeasured:
-        return {}
+        return {}, None
+    reason = cache_hit_reason(pt, thresholds or Thresholds(), setup)
     out = {}
     for name, (key, stat) in _MEASURED_FIELDS.items():
         v = client_value(pt, key, *([stat] if stat else []))
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             out[name] = float(v)
-    return out
+    return out, reason
 
 
 def _rebuilder(hardware_ref: Any, model_ref: Any, tree: Mapping[str, Any],
@@ -576,6 +583,7 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict], str]:
             keys = [("open", float(r)) for r in rates]
         preds = [sweep.predict(k)[1] for k in keys]
         title = f"{spec.title} · {sweep.source}"
+        thresholds = spec.thresholds
     else:
         if not (args.hardware and args.model):
             raise ValueError("--simulate needs a prediction file, or --hardware and --model")
@@ -595,6 +603,7 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict], str]:
                          for c in concurrency or [1, 2, 4, 8, 16, 32, 64, 128]]
         preds = sv.simulate_sweep(setup, workloads, engine=eng, constants=constants)
         title = "default constants"
+        thresholds = Thresholds()
     eng = sv.EngineConfig.from_setup(setup)
     head = (f"{setup.hardware.id} · {setup.model.name} · {setup.engine_name} {_version_text(setup.engine_version)} · "
             f"in {setup.input_len} / out {setup.output_len} tokens"
@@ -612,9 +621,12 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict], str]:
         row["band_notes"] = _band_notes(row)  # every value: a band, or why it has none
         if p.rate_req_per_s is not None:
             row["rate"] = p.rate_req_per_s
-        meas = _measured_point(doc, p.concurrency if p.rate_req_per_s is None else None, p.rate_req_per_s)
+        meas, flattered = _measured_point(doc, p.concurrency if p.rate_req_per_s is None else None,
+                                          p.rate_req_per_s, setup, thresholds)
         if doc is not None:
             row["measured"] = meas
+            # a point prefix-cache hits flatter: marked, and left out of the mean |error| (calibrate screens it too)
+            row["contaminated"] = flattered if meas else None
             # relative to the ink (the simulated value is the prediction): (measured − predicted) ÷ predicted,
             # None where it does not exist (a predicted 0 or a non-finite prediction); the ratio measured ÷ predicted
             errors = {k: relative_error(v, row[k]) for k, v in meas.items()}
@@ -699,6 +711,32 @@ NO_BAND_REASON: dict[str, str] = {
     "tpot_p99_ms": "no band: no public source of the accuracy corpus reports TPOT p99",
     "itl_p99_ms": "no band: no public source of the accuracy corpus reports ITL p99",
 }
+#: why the other values ``--simulate`` prints (the table's last columns, and the --json fields beside the columns')
+#: have no band: what the accuracy corpus reports of each (tests/unit/test_simulate_band_notes.py reads the corpus)
+NO_BAND_OTHER: dict[str, str] = {
+    "request_throughput_req_per_s": "no band: the accuracy corpus bands output tok/s (six public sources), two report "
+                                    "requests/s; with every output of the same length it is agg tok/s ÷ that length",
+    "ttft_mean_ms": "no band: one public source of the accuracy corpus reports mean TTFT (gpustack-qwen3-bursts), too "
+                    "few sources to bound a new one's error",
+    "tpot_mean_ms": "no band: one public source of the accuracy corpus reports mean TPOT (gpustack-qwen3-bursts), too "
+                    "few sources to bound a new one's error",
+    "itl_p50_ms": "no band: no public source of the accuracy corpus reports ITL p50",
+    "e2e_mean_ms": "no band: no public source of the accuracy corpus reports end-to-end latency",
+    **{name: f"no band: no public source of the accuracy corpus reports {what} (an engine figure of vLLM's /metrics)"
+       for name, what in (("mean_running_batch", "the running batch"), ("max_running_batch", "the running batch"),
+                          ("max_kv_usage", "KV-cache usage"), ("mean_kv_usage", "KV-cache usage"),
+                          ("preemptions", "preemptions"), ("mean_queue_ms", "the time in the engine's queue"),
+                          ("prefix_cache_hit_rate", "the prefix-cache hit rate"))},
+    "duration_s": "no band: the run's length, the request count ÷ the request throughput (agg tok/s's band)",
+    "steps": "no band: the simulator's count of engine steps, no measured figure",
+    "time_shares": "no band: the model's own split of its step time (the dominant term), no measured figure",
+    "utilisation": "no band: the simulator's own stability estimate (offered ÷ served requests), no measured figure",
+    "served_rate_req_per_s": "no band: the simulator's own stability estimate (offered ÷ served requests), no "
+                             "measured figure",
+}
+#: the table's last columns: header -> the field whose reason the legend gives
+_OTHER_COLS = (("run", "mean_running_batch"), ("KV %", "max_kv_usage"), ("preempt", "preemptions"),
+               ("queue ms", "mean_queue_ms"))
 _NO_BAND_LEGEND = ("the accuracy corpus (benchmarks/data/corpus) has no public source that reports tok/s/req, "
                    "TPOT p99 or ITL p99 and one that reports TTFT p99, too few to bound a new source's error; "
                    "bands cover agg tok/s, TTFT p50 and TPOT p50 (model/bands.py)")
@@ -712,14 +750,16 @@ def _band_notes(row: Mapping[str, Any]) -> dict[str, str]:
     (``bands.band_note``) first, then :data:`NO_BAND_REASON`, then why a banded metric has none here."""
     notes = dict(row.get("band_notes") or {})
     banded = row.get("bands") or {}
-    for name, _label, _fmt in _SIM_COLS:
-        if name in banded or name in notes:
+    for name in [c[0] for c in _SIM_COLS] + list(NO_BAND_OTHER):
+        if name in banded or name in notes or name not in row:
             continue
         value = row.get(name)
-        if not (isinstance(value, (int, float)) and math.isfinite(value)):
+        if isinstance(value, Mapping):
+            notes[name] = NO_BAND_OTHER[name]
+        elif not (isinstance(value, (int, float)) and math.isfinite(value)):
             notes[name] = _NO_VALUE_REASON
         else:
-            notes[name] = NO_BAND_REASON.get(name, _NO_RUNS_REASON)
+            notes[name] = NO_BAND_REASON.get(name) or NO_BAND_OTHER.get(name) or _NO_RUNS_REASON
     return notes
 
 
@@ -736,6 +776,7 @@ def _simulate(args: argparse.Namespace) -> int:
     print(f"{'C' if key == 'concurrency' else 'req/s':>6} " + " ".join(f"{c[1]:>18}" for c in cols)
           + f" {'run':>6} {'KV %':>5} {'preempt':>7} {'queue ms':>8}  dominant term")
     errs: dict[str, list[float]] = {}
+    contaminated: list[str] = []
     for r in rows:
         cells = []
         for name, _, fmt in cols:
@@ -743,7 +784,7 @@ def _simulate(args: argparse.Namespace) -> int:
             meas = r.get("measured", {}).get(name)
             if meas is not None:
                 err = r["error"][name]
-                if err is not None:
+                if err is not None and not r.get("contaminated"):  # a flattered point is no test of the model
                     errs.setdefault(name, []).append(abs(err))
                 cells.append(f"{pred}|{format(meas, fmt)} {'—' if err is None else signed_percent(err, 0)}".rjust(18))
             else:
@@ -770,16 +811,25 @@ def _simulate(args: argparse.Namespace) -> int:
         for reason, shown in by_reason.items():
             print(f"{'':>6} {reason}" + ("; measured / model there: " if reason in ranged else ": ")
                   + ", ".join(shown))
+        if r.get("contaminated"):
+            contaminated.append(point)
+            print(f"{'':>6} measured point contaminated ({r['contaminated']}): prefix-cache hits flatter it, so its "
+                  "errors are left out of the mean |error|")
     unbanded = [label for name, label, _ in cols if name in NO_BAND_REASON]
     if rows and unbanded:
         print(f"no band for {', '.join(unbanded)}: {_NO_BAND_LEGEND}")
+    if rows:  # the last columns: engine figures the corpus does not report (once; per value in --json's band_notes)
+        print(f"no band for {', '.join(h for h, _ in _OTHER_COLS)}: no public source of the accuracy corpus "
+              "reports the running batch, KV-cache usage, preemptions or the time in the engine's queue (vLLM's "
+              "/metrics figures); nor for the dominant term: the model's own split of its step time")
     caveat = bands_mod.band_caveat(device)  # CPU bands: one host's recordings (model/bands.py CPU_BAND_CAVEAT)
     if caveat and any(r.get("bands") for r in rows):
         print(caveat)
     if errs:
         print("cells: predicted|measured error, (measured − predicted) ÷ predicted ('—': none, a predicted 0); "
               "band: the range measured runs of this regime fell in around the model's value "
-              "· mean |error|: " + ", ".join(
+              "· mean |error|" + (f" (without the contaminated point(s) {', '.join(contaminated)})"
+                                  if contaminated else "") + ": " + ", ".join(
             f"{n} {sum(v) / len(v):.1%} (n={len(v)})" for n, v in errs.items()))
     return 0
 
