@@ -100,7 +100,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"{f}: cannot read: {exc.strerror or exc}")
             bad += 1
             continue
-        errors = [p.error for p in spec.predictions if p.error is not None]
+        # each error once: a setting the serving model refuses is the error of every prediction that takes its value
+        errors = list(dict.fromkeys(str(p.error) for p in spec.predictions if p.error is not None))
         for e in errors:
             print(e)
         bad += bool(errors)

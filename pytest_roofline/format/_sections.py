@@ -40,7 +40,7 @@ from pytest_roofline.format._fields import (
     serving_fields,
 )
 from pytest_roofline.format._reader import NodeReader, ctx_map_check, example_of
-from pytest_roofline.format._types import STEADY_STATES, Processes, Spec, Sweep
+from pytest_roofline.format._types import STEADY_STATES, PredictedKind, Prediction, Processes, Spec, Sweep
 from pytest_roofline.format.engine_command import check_command
 from pytest_roofline.format.tolerance import TOLERANCE_HELP, Tolerance, ToleranceError, parse_tolerance
 from pytest_roofline.model import calibration, engine_args
@@ -49,6 +49,7 @@ from pytest_roofline.model.setup import (
     build_setup,
     cpu_kvcache_space_problem,
     max_model_len_problem,
+    serving_arg_problems,
 )
 from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.quantities.measurement import PointMode
@@ -58,7 +59,7 @@ from pytest_roofline.units import UnitError, parse_number, parse_value
 __all__ = [
     "setup_error_node", "check_setup", "read_serving", "read_calibration", "read_hardware", "read_model",
     "read_engine", "read_workload", "read_sweep", "read_slo", "read_thresholds", "read_tolerance", "DRIFT_HELP",
-    "parse_drift_threshold", "read_drift",
+    "parse_drift_threshold", "read_drift", "refuse_serving_settings", "takes_serving_value",
 ]
 
 #: the largest concurrency a sweep or an ``at: {concurrency: N}`` may name: the serving model simulates every
@@ -162,6 +163,49 @@ def _check_startable(ctx: NodeReader, setup: Setup, model_node: yaml.Node | None
         hint = f"add engine: {{args: {{max_model_len: N}}}} {fixes}"
     raise SpecError(f"vLLM will not start this setup: {problem}", file=ctx.file,
                     line=node.start_mark.line + 1 if node is not None else None, hint=hint)
+
+
+def takes_serving_value(spec: Spec, pred: Prediction) -> bool:
+    """Whether ``pred``'s model value is the serving model's in the math check: its quantity is one the serving
+    model computes and the file asks for that column (``model_column: serving``), or the ink is ``predicted:
+    model`` (the serving model's value, unless ``model_column: roofline`` and the roofline computes it).  The
+    choice ``scoring.column_model`` makes with ``math_mode=True`` (tests/unit/test_serving_refusals_in_check.py
+    holds the two to the same answers)."""
+    q = pred.q
+    if q.serving is None:
+        return False
+    if spec.model_column == "serving":
+        return True
+    if pred.predicted.kind is PredictedKind.MODEL:
+        return spec.model_column != "roofline" or q.model is None
+    return False
+
+
+def refuse_serving_settings(ctx: NodeReader, spec: Spec, setup: Setup, root: yaml.Node | None) -> None:
+    """Each engine setting the serving model does not simulate (``model.setup.serving_arg_problems``:
+    multi-step scheduling, eager mode on a GPU, async scheduling at the non-default value, pipeline parallelism,
+    ...) made an error of every prediction that takes the serving model's value (:func:`takes_serving_value`),
+    at the setting's own line: the math check would error on them, and ``roofline check`` reports every error of
+    the file.  A prediction with its own ``setup:`` is left to the scorer (its setup may differ); the others are
+    checked by the roofline and keep the serving column's note."""
+    problems = serving_arg_problems(setup)
+    takers = [p for p in spec.predictions if p.error is None and not p.setup and takes_serving_value(spec, p)]
+    if not problems or not takers:
+        return
+    ids = list(dict.fromkeys(p.id.split("[", 1)[0] for p in takers))
+    why = ("model_column: serving" if spec.model_column == "serving" else "predicted: model")
+    named = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    errors = []
+    for problem in problems:
+        node = _find(root, problem.field) if root is not None else None
+        errors.append(SpecError(
+            f"{problem.text} (refused where the serving model runs: {named} take{'s' if len(ids) == 1 else ''} its "
+            f"value, {why})", file=ctx.file, line=node.start_mark.line + 1 if node is not None else None,
+            hint=f"change or remove {problem.field} as the line says, or check these predictions against the "
+                 "roofline (model_column: roofline, a number in ink) where it computes them"))
+    error = errors[0] if len(errors) == 1 else SpecErrors(errors)
+    for p in takers:
+        p.error = error
 
 
 def read_serving(ctx: NodeReader, node: yaml.Node) -> dict[str, float]:

@@ -65,6 +65,7 @@ from pytest_roofline.format._sections import (
     read_thresholds,
     read_tolerance,
     read_workload,
+    refuse_serving_settings,
 )
 from pytest_roofline.format._types import (
     MODEL_COLUMNS,
@@ -168,8 +169,9 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
         notes=read(lambda: ctx.scalar(top["notes"][1], "notes"), "") if "notes" in top else "",
     )
     spec.default_drift = default_drift
+    setup = None
     if not errors:  # the setup resolves only from sections that read
-        read(lambda: check_setup(ctx, spec, hw_node, top["model"][1], root), None)
+        setup = read(lambda: check_setup(ctx, spec, hw_node, top["model"][1], root), None)
     if "serving" in top:
         spec.serving_overrides = read(lambda: read_serving(ctx, top["serving"][1]), spec.serving_overrides)
     if "model_column" in top:
@@ -203,6 +205,9 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
                                        file=file, line=pred.line, hint="give each prediction a unique id")
             seen.setdefault(pred.id, pred.line)
             spec.predictions.append(pred)
+    if setup is not None and not errors:
+        # engine settings the serving model does not simulate: an error of each prediction that takes its value
+        refuse_serving_settings(ctx, spec, setup, root)
     if errors:
         # a prediction error that only echoes a setup section read as its default (a sweep with a typo has no
         # concurrency for `every`) is left out: the section's own error above is the one to fix

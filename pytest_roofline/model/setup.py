@@ -1031,3 +1031,31 @@ def max_model_len_problem(setup: Setup, *, fix: str = "engine.args.max_model_len
             f"({math.floor(conc * 100) / 100:.2f}x), and vLLM refuses to start a pool that cannot hold one; lower "
             f"{fix} to {tokens:,} or less, or {grow}")
 
+
+def serving_arg_problems(setup: Setup) -> list[engine_args.Problem]:
+    """Every engine setting of ``setup`` the serving model does not simulate, each at its field: the engine args
+    refused where it runs (``engine_args.engine_arg_problems(scope="serving")``: multi-step scheduling, async
+    scheduling at the value that is not the release's default, eager mode on a GPU, pipeline parallelism, ...)
+    and ``engine.env.VLLM_ATTENTION_BACKEND`` (the environment's spelling of ``engine.args.attention_backend``).
+    The setup itself (the roofline, the KV pool) holds: these change only the serving model's step timing.  The one
+    list ``roofline check`` and the math check report at each field's line (format/_sections.py) and the serving
+    model refuses (:func:`serving_engine_args`)."""
+    args = dict(setup.engine_args or {})
+    problems = engine_args.engine_arg_problems(args, device=setup.device, scope="serving",
+                                               version=setup.engine_version)
+    if setup.attention_backend_env:
+        problems.append(engine_args.Problem(
+            "engine.env.VLLM_ATTENTION_BACKEND",
+            f"engine.env.VLLM_ATTENTION_BACKEND: {setup.attention_backend_env!r} is not modelled: a named attention "
+            "backend replaces the one vLLM picks for the GPU, and the serving model's attention costs are those of "
+            "the default choice; remove it to predict the default engine"))
+    return problems
+
+
+def serving_engine_args(setup: Setup) -> dict[str, Any]:
+    """``setup``'s engine args as the serving model reads them, after refusing every setting it does not simulate
+    at once (:class:`engine_args.EngineArgsError`, each at its field: :func:`serving_arg_problems`)."""
+    problems = serving_arg_problems(setup)
+    if problems:
+        raise engine_args.EngineArgsError(problems)
+    return dict(setup.engine_args or {})

@@ -307,11 +307,30 @@ def test_each_tp_degree_pays_its_own_ring_latency_per_all_reduce():
 
 # -- engine args ------------------------------------------------------------------------------------------------
 
+def _h100_at(version, **args):
+    return build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b",
+                       engine={"name": "vllm", "version": version, "args": dict(args)})
+
+
 def test_multi_step_scheduling_is_refused_at_its_yaml_field():
+    # vLLM 0.10.0 is the last release with --num-scheduler-steps (its vllm/engine/arg_utils.py; 0.10.1's has none)
     with pytest.raises(SetupValueError, match="num_scheduler_steps.*multi-step") as exc:
-        sv.EngineConfig.from_setup(h100(num_scheduler_steps=10))
+        sv.EngineConfig.from_setup(_h100_at("0.10.0", num_scheduler_steps=10))
     assert exc.value.field == "engine.args.num_scheduler_steps"
-    sv.EngineConfig.from_setup(h100(num_scheduler_steps=1))  # single-step: what the model simulates
+    assert "vLLM 0.10.0" in str(exc.value) and "0.6" not in str(exc.value)
+    sv.EngineConfig.from_setup(_h100_at("0.10.0", num_scheduler_steps=1))  # single-step: what the model simulates
+
+
+@pytest.mark.parametrize("version", ["0.10.1", "0.11.0", "0.26.0"])
+@pytest.mark.parametrize("steps", [1, 10])
+def test_num_scheduler_steps_is_refused_on_every_path_where_vllm_no_longer_has_it(version, steps):
+    """0.10.1 removed the arg with V0's multi-step scheduling (vllm PR #22138 / #22779; read in the 0.10.0, 0.10.1
+    and 0.11.0 sdists' vllm/engine/arg_utils.py): its command line refuses --num-scheduler-steps at any value, so
+    the setup itself is refused, naming the release and the one that removed it."""
+    with pytest.raises(SetupValueError) as exc:
+        _h100_at(version, num_scheduler_steps=steps)
+    assert exc.value.field == "engine.args.num_scheduler_steps"
+    assert f"not an engine arg of vLLM {version}" in str(exc.value) and "0.10.1" in str(exc.value)
 
 
 @pytest.mark.parametrize("key, value", [("speculative_config", {"num_speculative_tokens": 3}),
@@ -341,9 +360,11 @@ def test_an_arg_that_changes_every_model_is_refused_as_the_setup_is_built(key, v
 def test_a_timing_only_arg_leaves_the_setup_and_is_refused_by_the_serving_model():
     """Multi-step and async scheduling and eager mode change the serving model's step timing only: the setup (its
     roofline, KV pool, closed forms) is built; the serving model refuses them."""
-    # h100() is vLLM 0.26.0, where async scheduling is the default: false is the timing-only change
-    for key, value in (("num_scheduler_steps", 10), ("async_scheduling", False), ("enforce_eager", True)):
-        setup = h100(**{key: value})
+    # h100() is vLLM 0.26.0, where async scheduling is the default: false is the timing-only change; multi-step is
+    # a 0.10.0 arg (gone from 0.10.1: refused by the setup there)
+    for setup, key in ((_h100_at("0.10.0", num_scheduler_steps=10), "num_scheduler_steps"),
+                       (h100(async_scheduling=False), "async_scheduling"), (h100(enforce_eager=True), "enforce_eager"),
+                       (h100(pipeline_parallel_size=2), "pipeline_parallel_size")):
         with pytest.raises(SetupValueError) as exc:
             sv.EngineConfig.from_setup(setup)
         assert exc.value.field == f"engine.args.{key}"

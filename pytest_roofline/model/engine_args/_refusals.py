@@ -22,6 +22,7 @@ from pytest_roofline.model.engine_args._releases import (
     _V2_BLOCK_MANAGER_NOOP_POST,
     ASYNC_SCHEDULING_DEFAULT_VERSION,
     DATA_PARALLEL_SIZE_VERSION,
+    NUM_SCHEDULER_STEPS_REMOVED_VERSION,
     V2_BLOCK_MANAGER_NOOP_VERSION,
     _version,
     async_scheduling_default,
@@ -96,11 +97,6 @@ def _word_in(*words: str) -> Callable[[Any], bool]:
 _SPEC = "speculative decoding (draft tokens and their acceptance)"
 #: engine.args the models do not simulate at a value that changes a figure: (is this value honoured?, why, scope)
 _REFUSED_ARGS: dict[str, tuple[Callable[[Any], bool], str, Scope]] = {
-    "num_scheduler_steps": (lambda v: not isinstance(v, bool) and int(v) <= 1,
-                            "vLLM 0.6's multi-step scheduling runs N decode steps per schedule() and streams tokens "
-                            "N at a time (vllm/worker/multi_step_model_runner.py): the serving model schedules every "
-                            "step, so its TTFT, ITL and throughput would be those of single-step scheduling",
-                            "serving"),
     "speculative_config": (is_off, f"{_SPEC}: accepted draft tokens put batch-1 decode above the roofline's "
                                    "one-token-per-step ceiling", "setup"),
     "speculative_model": (is_off, f"{_SPEC}: a draft model adds its weights and KV and accepted draft tokens put "
@@ -150,7 +146,7 @@ _REFUSED_ARGS: dict[str, tuple[Callable[[Any], bool], str, Scope]] = {
 #: every engine arg the models know (modelled, without effect, or refused at some value)
 KNOWN_ARGS: frozenset[str] = (MODELLED_ARGS | NO_TIMING_EFFECT_ARGS | frozenset(_REFUSED_ARGS)
                               | {"enforce_eager", "async_scheduling", "use_v2_block_manager", "device",
-                                 "override_generation_config"})
+                                 "override_generation_config", "num_scheduler_steps"})
 
 
 def _async_problem(value: Any, field: str, args: Mapping[str, Any], *, scope: Scope,
@@ -180,6 +176,51 @@ def _async_problem(value: Any, field: str, args: Mapping[str, Any], *, scope: Sc
             "scheduler false selects; remove it to predict the default engine, or compare with the roofline only")
 
 
+def _multi_step_problem(value: Any, field: str, *, scope: Scope, version: Any) -> str | None:
+    """Why ``num_scheduler_steps: value`` cannot be predicted on vLLM ``version`` (None: it can).  From 0.10.1
+    (:data:`NUM_SCHEDULER_STEPS_REMOVED_VERSION`) the arg is gone and vLLM's command line refuses it at any value:
+    refused everywhere.  Before, 1 is the default engine and N > 1 is V0's multi-step scheduling (vLLM 0.6.0 ...
+    0.10.0), which the serving model does not simulate: refused where it runs."""
+    v = _version(version)
+    release = f"vLLM {version}" if version is not None else "the newest vLLM release read"
+    if v is None or v >= NUM_SCHEDULER_STEPS_REMOVED_VERSION:
+        return (f"{field}: {value!r} is not an engine arg of {release}: --num-scheduler-steps was removed with V0's "
+                "multi-step scheduling in vLLM 0.10.1 (vllm PR #22138 and #22779; 0.10.0's vllm/engine/arg_utils.py "
+                "has it, 0.10.1's not), so this release's engine refuses to start with it; remove it (it schedules "
+                "every step)")
+    try:
+        steps = None if isinstance(value, bool) else int(str(value).strip())
+    except ValueError:
+        steps = None
+    if steps is None or steps < 1:
+        return (f"{field}: {value!r} is not a number of steps; write a whole number (1, the default, schedules "
+                "every step) or remove it")
+    if steps == 1 or scope == "setup":
+        return None
+    fallback = (" (on vLLM 0.8.0 ... 0.10.0 the arg also sends the launch to the V0 engine, which the setup then "
+                "models)" if v >= (0, 8, 0) else "")
+    return (f"{field}: {value!r} is not modelled on {release}: its V0 multi-step scheduling runs {steps} decode steps "
+            f"per schedule() and streams tokens {steps} at a time (vllm/worker/multi_step_model_runner.py){fallback}; "
+            "the serving model schedules every step, so its TTFT, ITL and throughput would be those of single-step "
+            "scheduling; remove it to predict the default engine, or compare with the roofline only")
+
+
+def _pipeline_problem(value: Any, field: str) -> str | None:
+    """Where the serving model runs: ``pipeline_parallel_size`` > 1 is not simulated (its step loop is one
+    tensor-parallel group's; the simulator refuses it too, model/serving/cost.py).  The roofline's memory and KV
+    figures of a PP setup are modelled, so the setup accepts it."""
+    try:
+        pp = int(value)
+    except (TypeError, ValueError):
+        return None  # the setup's own check says what is wrong with it
+    if pp <= 1:
+        return None
+    return (f"{field}: {pp} is not simulated by the serving model: it runs one tensor-parallel group's steps, while "
+            "vLLM's pipeline keeps several batches in flight through the stages (vllm/v1/engine/core.py batch "
+            "queue); the KV pool and per-stage memory of a PP setup are modelled (roofline quantities): remove it to "
+            "predict one stage group, or compare with the roofline's quantities only")
+
+
 def _problem(key: str, value: Any, args: Mapping[str, Any], *, device: str, scope: Scope,
              version: Any) -> str | None:
     """The line saying why ``key: value`` cannot be predicted, or None when it can."""
@@ -191,8 +232,12 @@ def _problem(key: str, value: Any, args: Mapping[str, Any], *, device: str, scop
             return str(exc)
     if key == "distributed_executor_backend":
         return _executor_problem(value, field)
+    if key == "pipeline_parallel_size" and scope == "serving":
+        return _pipeline_problem(value, field)
     if key in MODELLED_ARGS or key in NO_TIMING_EFFECT_ARGS:
         return None
+    if key == "num_scheduler_steps":
+        return _multi_step_problem(value, field, scope=scope, version=version)
     if key == "enforce_eager":
         if scope == "serving" and _flag_word(value) and device != "cpu":
             return (f"{field}: true is not modelled on a GPU: without CUDA graphs every kernel is launched from "
@@ -285,10 +330,11 @@ def engine_arg_problems(args: Mapping[str, Any], *, device: str = "cuda", scope:
     ignore silently, each as a :class:`Problem`: one it does not know (with the nearest known name), one it does not
     simulate at a value that changes a figure, an on/off arg that is neither.  ``scope="setup"`` (the setup, as it is
     built: every path) those that change the roofline, the KV pool or the closed forms; ``scope="serving"`` (the
-    serving model) also those that change only its step timing: ``num_scheduler_steps`` > 1, ``async_scheduling``
-    at the value that is not ``version``'s default, and ``enforce_eager: true`` on a GPU (its per-step costs are
-    those of CUDA-graph replay; the ``cpu`` pseudo-device's defaults are eager-mode figures, so it is accepted
-    there).  ``version``: the vLLM release (None: the newest read)."""
+    serving model) also those that change only its step timing: ``num_scheduler_steps`` > 1 (before 0.10.1; from
+    it the arg is refused everywhere), ``async_scheduling`` at the value that is not ``version``'s default,
+    ``enforce_eager: true`` on a GPU (its per-step costs are those of CUDA-graph replay; the ``cpu`` pseudo-device's
+    defaults are eager-mode figures, so it is accepted there) and ``pipeline_parallel_size`` > 1 (one
+    tensor-parallel group is simulated).  ``version``: the vLLM release (None: the newest read)."""
     out: list[Problem] = []
     for key, value in args.items():
         text = _problem(str(key), value, args, device=device, scope=scope, version=version)

@@ -1,6 +1,7 @@
 """What about the engine args changes with the vLLM release: the release a version names (``_version``), the
 default of ``async_scheduling`` (:func:`async_scheduling_default`: on from 0.14.0), the release from which
-``--use-v2-block-manager`` is a no-op, and the first release with ``--data-parallel-size`` (``-dp``).  The refusals
+``--use-v2-block-manager`` is a no-op, the first release with ``--data-parallel-size`` (``-dp``) and the first
+without ``--num-scheduler-steps``.  The refusals
 (``_refusals.py``) read these gates; the engine's other defaults by release are in model/vllm_defaults.py.
 """
 
@@ -27,6 +28,12 @@ _V2_BLOCK_MANAGER_NOOP_POST = "0.6.3.post1"
 #: is set only from the ``VLLM_DP_SIZE`` environment variable), nor have 0.5.5's, 0.6.6.post1's or 0.7.3's (all read
 #: in the PyPI sdists; github.com/vllm-project/vllm/blob/v0.8.3/vllm/engine/arg_utils.py)
 DATA_PARALLEL_SIZE_VERSION: tuple[int, int, int] = (0, 8, 3)
+#: the first release without ``--num-scheduler-steps``: V0's multi-step scheduling and its args were removed
+#: (vllm PR #22138 "[V0 Deprecation] Remove multi-step scheduling", #22779 "Remove args for multi-step
+#: scheduling", August 2025).  0.10.0's vllm/engine/arg_utils.py declares ``EngineArgs.num_scheduler_steps`` and
+#: ``--num-scheduler-steps`` (and its V1 oracle falls back to V0 for a value other than 1); 0.10.1's and 0.11.0's
+#: have neither, so their command line refuses the flag (both read in the PyPI sdists)
+NUM_SCHEDULER_STEPS_REMOVED_VERSION: tuple[int, int, int] = (0, 10, 1)
 
 
 def _version(version: Any) -> tuple[int, ...] | None:

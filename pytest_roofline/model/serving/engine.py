@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pytest_roofline.errors import SetupError, SetupValueError, SimulationError
+from pytest_roofline.errors import SetupError, SimulationError
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import vllm_defaults
 from pytest_roofline.model.engine_args import MODELLED_ARGS, NO_TIMING_EFFECT_ARGS, check_engine_args, flag_arg
-from pytest_roofline.model.setup import Setup
+from pytest_roofline.model.setup import Setup, serving_engine_args
 from pytest_roofline.model.setup import kv_accounting as setup_kv_accounting
 
 __all__ = ["EngineConfig", "kv_accounting", "MODELLED_ARGS", "NO_TIMING_EFFECT_ARGS", "check_engine_args",
@@ -84,12 +84,8 @@ class EngineConfig:
         :func:`kv_accounting` (or ``num_gpu_blocks_override``), chunked prefill / prefix caching as the Setup
         resolved them from vllm_defaults (V0: chunking only for > 32K contexts from 0.5.3, no prefix caching;
         V1: both on) unless engine.args set them."""
-        args = check_engine_args(setup.engine_args or {}, device=setup.device, version=setup.engine_version)
-        if setup.attention_backend_env:  # the environment's spelling of engine.args.attention_backend
-            raise SetupValueError(f"engine.env.VLLM_ATTENTION_BACKEND: {setup.attention_backend_env!r} is not "
-                                  "modelled: a named attention backend replaces the one vLLM picks for the GPU, and "
-                                  "the serving model's attention costs are those of the default choice; remove it "
-                                  "to predict the default engine", field="engine.env.VLLM_ATTENTION_BACKEND")
+        # every engine setting the serving model does not simulate, each at its field (one list with roofline check)
+        args = serving_engine_args(setup)
         version = setup.engine_version or str(vllm_defaults.NEWEST_KNOWN_VERSION)
         chunk_default = setup.enable_chunked_prefill
         if chunk_default is None:
