@@ -41,6 +41,8 @@ from pytest_roofline.model import bands as model_bands
 from pytest_roofline.model import serving as sv
 from pytest_roofline.model.setup import Setup, SetupError, build_setup
 from pytest_roofline.quantities import registry as qreg
+from pytest_roofline.quantities.bounds import ROOFLINE_CEILING_QUANTITIES, PhysicalBound, physical_bound
+from pytest_roofline.quantities.declare import decode_step
 from pytest_roofline.quantities.definitions import definition_text
 from pytest_roofline.quantities.measurement import Measurement
 from pytest_roofline.quantities.registry import QuantityKind
@@ -405,6 +407,14 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
         except (SetupError, ValueError, ZeroDivisionError) as exc:
             roofline_error = exc
     _serving_column(v, spec, pred, setup, hardware_override)
+    bound: PhysicalBound | None = None
+    try:
+        bound = physical_bound(q.name, setup, pred.at, roofline_value=v.roofline_value)
+    except (SetupError, ValueError, ZeroDivisionError):
+        bound = None  # a setup the roofline cannot take (pipeline stages): no bound to test
+    if bound is not None and v.serving_band_lo is not None and v.serving_band_hi is not None:
+        # a band never reaches past what the chip allows (a TPOT band below the weight read, say)
+        _set_serving_band(v, *bound.clip(v.serving_band_lo, v.serving_band_hi))
     if (effective is VerdictMode.MATH and not v.model_source and v.serving_explanation.startswith(_SERVING_FAILED)
             and column_model(spec.model_column, model_prediction=pred.predicted.kind is PredictedKind.MODEL,
                              roofline=False, serving=True, math_mode=True) == "serving"):
@@ -445,16 +455,21 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
                         f"checks it ({MEASURE_HOW}); without one it would be compared with itself")
             return v
         ink = pred.predicted.value
-        if (v.model_source == "serving" and pred.predicted.kind is PredictedKind.NUMBER
-                and isinstance(ink, (int, float)) and isinstance(v.model_value, (int, float))
-                and not isinstance(ink, bool)):
-            return _compare_to_serving(v, pred, float(ink), tol, moe=_is_moe(setup))
-        if (v.model_source != "serving" and q.name in model_bands.ROOFLINE_CEILINGS
-                and pred.predicted.kind is PredictedKind.NUMBER and isinstance(v.model_value, (int, float))
-                and isinstance(ink, (int, float)) and not tol.contains(float(v.model_value), float(ink))):
-            band = model_bands.roofline_fraction_band(moe=_is_moe(setup))
-            if band is not None or _is_moe(setup):
-                return _compare_to_ceiling(v, pred, float(ink), float(v.model_value), band, tol)
+        x = (float(ink) if pred.predicted.kind is PredictedKind.NUMBER and isinstance(ink, (int, float))
+             and not isinstance(ink, bool) else None)
+        model_x = (v.model_value if isinstance(v.model_value, (int, float)) and not isinstance(v.model_value, bool)
+                   else None)
+        if x is not None and bound is not None and bound.beyond(x):
+            if not _rounding_slack(pred, spec.default_math_tolerance, bound.value).contains(bound.value, x):
+                return _beyond_bound(v, x, bound, tol)  # past the bound by more than the ink's rounding
+        if x is not None and model_x is not None and v.model_source == "serving":
+            return _compare_to_serving(v, pred, x, tol, setup)
+        if (x is not None and model_x is not None and q.name in model_bands.ROOFLINE_CEILINGS
+                and not tol.contains(float(model_x), x)):
+            return _compare_to_ceiling(v, pred, x, float(model_x), tol, setup)
+        if (x is not None and model_x is not None and q.name in ROOFLINE_CEILING_QUANTITIES and x < float(model_x)
+                and not tol.contains(float(model_x), x)):
+            return _below_ceiling(v, pred, x, tol)
         return _compare(v, pred, ink, v.model_value, tol, against)
 
     # measured
@@ -647,6 +662,23 @@ def _math_tolerance(pred: Prediction, file_default: Tolerance | None = None) -> 
                     f"{file_default.text} (defaults.math_tolerance; precision written ±{_half_text(pred)})")
 
 
+def _rounding_slack(pred: Prediction, file_default: Tolerance | None, bound: float) -> Tolerance:
+    """How far ink may lie past a physical bound and still be read as the bound's own arithmetic, rounded: the
+    prediction's ``math_tolerance``, else the precision written widened by ``defaults.math_tolerance`` and by half a
+    unit in the bound's third significant figure (the datasheet figures it comes from, 3.35 TB/s and 989 TFLOP/s,
+    carry three: 4,348.8 tok/s written as 4,350 is that bound); never the measurement tolerance (``±30%`` says how
+    far a run may land, not how far past the chip's limit ink may go)."""
+    if pred.math_tolerance is not None:
+        return pred.math_tolerance
+    h = pred.predicted.half_ulp_si
+    if bound and math.isfinite(bound):
+        h = max(h, 0.5 * 10 ** (math.floor(math.log10(abs(bound))) - 2))
+    precision = Tolerance(f"±{_half_text(pred)} (precision written)", abs_lo=h, abs_hi=h)
+    if file_default is None or not isinstance(pred.predicted.value, float):
+        return precision
+    return _widened(precision, file_default, pred.predicted.value, file_default.text)
+
+
 def _widened(precision: Tolerance, tol: Tolerance, ref: float, text: str) -> Tolerance:
     """The union of the precision written and ``tol`` around ``ref`` (the precision itself when it is wider)."""
     lo1, hi1 = precision.bounds(ref)
@@ -683,19 +715,52 @@ def _half_text(pred: Prediction) -> str:
         return format_value(h, "count", "", digits=3)
 
 
-def _compare_to_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float, band: model_bands.Band | None,
-                        tol: Tolerance) -> Verdict:
+def _beyond_bound(v: Verdict, ink: float, bound: PhysicalBound, tol: Tolerance) -> Verdict:
+    """The math check of ink past a physical bound (:mod:`pytest_roofline.quantities.bounds`): a failure whatever the
+    tolerance or band, saying which bound and why no run crosses it."""
+    v.reference_value, v.checked_value = ink, bound.value
+    if bound.side == "upper":
+        v.hi = bound.value
+    else:
+        v.lo = bound.value
+    v.error_abs, v.error_rel, v.ratio = relative_error(bound.value, ink)
+    v.error_text = error_text(v.error_rel, None) + f" ({'+' if v.error_abs >= 0 else '−'}{v.fmt(abs(v.error_abs))})"
+    side = "above the ceiling" if bound.side == "upper" else "below the floor"
+    v.status = VerdictStatus.FAIL
+    v.reason = (f"predicted {v.fmt(ink)} is {side} {v.fmt(bound.value)}, a physical bound no run can cross: "
+                f"{bound.why} (neither {tol.text} nor a band reaches past it)")
+    v.diagnosis = []
+    return v
+
+
+def _batch1_step_rate(setup: Setup, pred: Prediction, ceiling: float) -> float:
+    """The decode roofline's batch-1 step rate at the prediction's point (weights, KV and all-reduces: the rate the
+    ceiling's band is a share of, ``model.bands.roofline_fraction_band``), never above ``ceiling``; ``ceiling``
+    itself where the roofline cannot take the point."""
+    try:
+        rate = float(decode_step(setup, {**pred.at, "batch": 1}).throughput_tok_per_s)
+    except (SetupError, ValueError, ZeroDivisionError, KeyError):
+        return ceiling
+    return min(rate, ceiling) if math.isfinite(rate) and rate > 0 else ceiling
+
+
+def _compare_to_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float, tol: Tolerance,
+                        setup: Setup) -> Verdict:
     """The math check of ink written as a realistic value of a roofline ceiling (``model.bands.ROOFLINE_CEILINGS``).
-    Above the ceiling it fails whatever the band (a physical bound: no run can exceed it). With a ``band`` (the
-    share of the ceiling measured runs reach, from the accuracy corpus) it passes between ``band.lo`` × the ceiling
-    and the ceiling and fails below. Without one (an MoE model's ceiling: ``model.bands.MOE_CEILING_NO_BAND``) the
-    model cannot say how far below the ceiling runs land, so ink below it is inconclusive, never a failure of
-    realistic ink."""
-    lo = ceiling * band.lo if band is not None else None
+    Above the ceiling it fails whatever the band (a physical bound: no run can exceed it). With a band (the share of
+    the roofline's batch-1 step rate measured low-load runs reach, ``model.bands.roofline_fraction_band``) it passes
+    between that share of the step rate and the ceiling and fails below. Without one (an MoE model's ceiling, or a
+    tensor-parallel degree above every run behind the band: ``model.bands.ceiling_no_band_reason``) the model cannot
+    say how far below the ceiling runs land, so ink below it is inconclusive, never a failure of realistic ink."""
+    moe, tp = _is_moe(setup), max(1, int(getattr(setup, "tensor_parallel_size", 1) or 1))
+    band = model_bands.roofline_fraction_band(moe=moe, tp=tp)
+    rate = _batch1_step_rate(setup, pred, ceiling)
+    lo = rate * band.lo if band is not None else None
     v.reference_value, v.checked_value, v.hi = ink, ceiling, ceiling
     if lo is not None:
         v.lo = lo
-    v.tolerance_text = (f"the model's band {100 * band.lo:.0f}%-100% of the ceiling" if band is not None
+    share = "" if rate >= ceiling else " of the roofline's batch-1 step rate"
+    v.tolerance_text = (f"the model's band {100 * band.lo:.0f}%{share}-100% of the ceiling" if band is not None
                         else "at or below the roofline ceiling (no band)")
     v.error_abs, v.error_rel, v.ratio = relative_error(ceiling, ink)
     v.error_text = error_text(v.error_rel, None) + f" ({'+' if v.error_abs >= 0 else '−'}{v.fmt(abs(v.error_abs))})"
@@ -707,14 +772,47 @@ def _compare_to_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float
     elif band is None or lo is None:
         v.status = VerdictStatus.INCONCLUSIVE
         v.reason = (f"predicted {v.fmt(ink)} is below {bound}, outside {tol.text} of it; "
-                    f"{model_bands.MOE_CEILING_NO_BAND}")
+                    f"{model_bands.ceiling_no_band_reason(moe=moe, tp=tp)}")
     else:
-        where = (f"{bound} and the {100 * band.lo:.0f}% of it that measured low-load runs reach ({v.fmt(lo)}; "
-                 f"{band.n} values from {', '.join(band.sources)}: docs/explanation/models.md)")
+        of = (f"the roofline's batch-1 step rate {v.fmt(rate)} (its all-reduces and KV read included)"
+              if rate < ceiling else "it")
+        where = (f"{bound} and the {100 * band.lo:.0f}% of {of} that measured low-load runs reach ({v.fmt(lo)}; "
+                 f"{band.n} values from {', '.join(band.sources)}"
+                 + (f", TP 1-{band.tp_max}" if band.tp_max is not None else "") + ": docs/explanation/models.md)")
         v.status = VerdictStatus.FAIL if ink < lo else VerdictStatus.PASS
         v.reason = (f"predicted {v.fmt(ink)} is {'below' if ink < lo else 'within'} the model's band, between "
                     f"{where}")
     return v
+
+
+def _below_ceiling(v: Verdict, pred: Prediction, ink: float, tol: Tolerance) -> Verdict:
+    """The math check of ink below a roofline ceiling that is not its arithmetic (``output_throughput`` at a
+    concurrency, ``per_request_throughput``: ``quantities.bounds.ROOFLINE_CEILING_QUANTITIES``): a realistic value.
+    It passes inside the serving model's band (where runs of the regime land), and fails outside it, naming both."""
+    out = _compare(v, pred, ink, v.model_value, tol, "model")
+    lo, hi = v.serving_band_lo, v.serving_band_hi
+    if lo is None or hi is None:
+        # below a ceiling with no band to say where runs land (an MoE model, a regime the corpus lacks): the model
+        # cannot call realistic ink wrong; a measurement decides
+        out.status = VerdictStatus.INCONCLUSIVE
+        out.diagnosis = []
+        out.reason = (f"predicted {v.fmt(ink)} is below the roofline ceiling {v.fmt(float(v.model_value))}, outside "
+                      f"{tol.text} of it, and the serving model ({v.serving_text or 'no value'}) has no band to check "
+                      f"it against" + (f": {v.serving_band_note}" if v.serving_band_note else "")
+                      + "; a measurement decides")
+        return out
+    if lo <= ink <= hi:
+        out.status = VerdictStatus.PASS
+        out.diagnosis = []
+        out.reason = (f"predicted {v.fmt(ink)} is below the roofline ceiling {v.fmt(float(v.model_value))} and within "
+                      f"the serving model's band {v.fmt(lo)} – {v.fmt(hi)} (serving model {v.serving_text}): a "
+                      "realistic value, where runs from sources the band was not built from land (80% nominal; "
+                      "docs/explanation/models.md); a measurement decides")
+        return out
+    out.reason = (f"predicted {v.fmt(ink)} is neither the roofline's arithmetic ({v.fmt(float(v.model_value))}, "
+                  f"{tol.text}) nor within the serving model's band {v.fmt(lo)} – {v.fmt(hi)} (serving model "
+                  f"{v.serving_text}) where realistic values land; {_math_hint(tol.text)}")
+    return out
 
 
 def _is_moe(setup: Any) -> bool:
@@ -723,9 +821,9 @@ def _is_moe(setup: Any) -> bool:
     return bool(model is not None and getattr(model, "is_moe", False) and not getattr(model, "is_nominal", True))
 
 
-def _compare_to_serving(v: Verdict, pred: Prediction, ink: float, tol: Tolerance, *, moe: bool = False) -> Verdict:
+def _compare_to_serving(v: Verdict, pred: Prediction, ink: float, tol: Tolerance, setup: Setup) -> Verdict:
     """The math check of ink against the serving model (``model_column: serving``), which stands in for a
-    measurement it can be wrong about: ink above a roofline ceiling fails whatever the tolerance (a physical bound);
+    measurement it can be wrong about: ink past a physical bound has failed already (the caller tests it first);
     ink within the tolerance of the model's value passes; else ink inside the model's band (how far measured runs
     of the regime landed from it, ``model.bands``) passes, saying so, and for a ceiling quantity ink inside the
     share of the ceiling measured runs reach passes too (:func:`_compare_to_ceiling`); anything else fails."""
@@ -735,9 +833,7 @@ def _compare_to_serving(v: Verdict, pred: Prediction, ink: float, tol: Tolerance
                        and not isinstance(roof, bool)) else None
     model = float(v.model_value)
     if ceiling is not None and ink > float(ceiling):
-        band = model_bands.roofline_fraction_band(moe=moe)
-        if band is not None or moe:
-            return _compare_to_ceiling(v, pred, ink, float(ceiling), band, tol)
+        return _compare_to_ceiling(v, pred, ink, float(ceiling), tol, setup)
     if tol.contains(model, ink):
         return _compare(v, pred, ink, model, tol, "serving model")
     lo, hi = v.serving_band_lo, v.serving_band_hi
@@ -749,9 +845,7 @@ def _compare_to_serving(v: Verdict, pred: Prediction, ink: float, tol: Tolerance
                     "(80% nominal; docs/explanation/models.md); a measurement decides")
         return v
     if ceiling is not None:
-        band = model_bands.roofline_fraction_band(moe=moe)
-        if band is not None:
-            return _compare_to_ceiling(v, pred, ink, float(ceiling), band, tol)
+        return _compare_to_ceiling(v, pred, ink, float(ceiling), tol, setup)
     out = _compare(v, pred, ink, model, tol, "serving model")
     if out.status is VerdictStatus.FAIL and lo is not None and hi is not None:
         out.reason += f"; outside its band {v.fmt(lo)} – {v.fmt(hi)} too"
@@ -884,10 +978,7 @@ def _serving_column(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hard
         if band and value and isinstance(v.serving_value, (int, float)) and not isinstance(v.serving_value, bool):
             # the band's ratios around the point's value, applied to the verdict's value (its own unit)
             lo, hi = (float(v.serving_value) * b / float(value) for b in band)
-            v.serving_band_lo, v.serving_band_hi = lo, hi
-            v.serving_band_text = (f"{_value_text(lo, q.dimension, v.display_unit)} – "
-                                   f"{_value_text(hi, q.dimension, v.display_unit)} (where a run from a source the "
-                                   "band was not built from lands, 80% nominal: docs/explanation/models.md)")
+            _set_serving_band(v, lo, hi)
         elif metric and pp.band_notes.get(metric):
             v.serving_band_note = f"{pp.band_notes[metric]} (docs/explanation/models.md)"
     except (SetupError, ValueError, KeyError):
@@ -902,6 +993,14 @@ def _serving_column(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hard
             differs = list(spec.calibration.mismatches(setup))
             if differs:
                 v.model_inputs["calibration_mismatch"] = "; ".join(differs)
+
+
+def _set_serving_band(v: Verdict, lo: float, hi: float) -> None:
+    """The verdict's serving band ``lo``..``hi`` and its text (the one place both are written)."""
+    v.serving_band_lo, v.serving_band_hi = lo, hi
+    v.serving_band_text = (f"{_value_text(lo, v.dimension, v.display_unit)} – "
+                           f"{_value_text(hi, v.dimension, v.display_unit)} (where a run from a source the "
+                           "band was not built from lands, 80% nominal: docs/explanation/models.md)")
 
 
 def _setup_key(pred: Prediction | None, hardware_override: str | None) -> str:

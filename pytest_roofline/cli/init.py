@@ -356,12 +356,20 @@ def _band_text(setup: Setup, item: Item) -> str:
     if item.quantity not in bands.ROOFLINE_CEILINGS or q.model is None:
         return ""
     moe = setup.model.is_moe and not setup.model.is_nominal
-    band = bands.roofline_fraction_band(moe=moe)
+    tp = max(1, int(setup.tensor_parallel_size or 1))
+    band = bands.roofline_fraction_band(moe=moe, tp=tp)
     if band is None:
-        return f"; {bands.MOE_CEILING_NO_BAND}" if moe else ""
-    lo, hi = band.around(float(q.model(setup, _at_mapping(item.at)).value))
-    return (f"; band: measured runs reach {band.lo:.0%}-{band.hi:.0%} of it ({format_value(lo, q.dimension)} to "
-            f"{format_value(hi, q.dimension)}, model/bands.py)")
+        reason = bands.ceiling_no_band_reason(moe=moe, tp=tp)
+        return f"; {reason}" if reason else ""
+    at = _at_mapping(item.at)
+    ceiling = float(q.model(setup, at).value)
+    # the band is a share of the roofline's batch-1 step rate (weights, KV, all-reduces), as scoring checks it
+    step = QUANTITIES["batch1_throughput"].model
+    rate = min(ceiling, float(step(setup, at).value)) if step is not None else ceiling
+    lo = rate * band.lo
+    of = "it" if rate >= ceiling else f"the roofline's batch-1 step rate {format_value(rate, q.dimension)}"
+    return (f"; band: measured runs reach {band.lo:.0%} of {of} up to the ceiling ({format_value(lo, q.dimension)} "
+            f"to {format_value(ceiling, q.dimension)}, model/bands.py)")
 
 
 def _refuse_impossible(setup: Setup, model: str, workload: dict[str, Any]) -> None:

@@ -52,7 +52,7 @@ from typing import Literal
 
 __all__ = ["Band", "BAND_METRICS", "MOE_CEILING_NO_BAND", "MOE_SERVING_NO_BAND", "ROOFLINE_CEILINGS",
            "ROOFLINE_FRACTION_KEY",
-           "roofline_fraction_band",
+           "roofline_fraction_band", "ceiling_no_band_reason",
            "NOMINAL_COVERAGE", "MIN_POINTS", "PREFILL_BOUND_SHARE", "Regime", "regime_of", "band_for",
            "derive_bands", "load_bands", "observed_ranges", "band_note", "NOTE_RANGE_SEP", "load_observed_ranges",
            "CPU_BAND_CAVEAT", "band_caveat",
@@ -118,6 +118,9 @@ class Band:
     pooled: bool = False
     #: the conformal half-width in log space (the band is centre x/÷ exp of it); 0 for a band not built that way
     half_width_log: float = 0.0
+    #: the largest tensor-parallel degree among the runs behind the band, where the benchmark records it (the
+    #: roofline-fraction band: :func:`roofline_fraction_band` gives none beyond it); None: not recorded
+    tp_max: int | None = None
 
     def around(self, value: float) -> tuple[float, float]:
         """The interval around a model value (ordered, whatever the value's sign)."""
@@ -292,19 +295,41 @@ MOE_SERVING_NO_BAND = ("no band: the accuracy corpus has no mixture-of-experts r
                        "issues/340); a measurement or `roofline calibrate` decides")
 
 
-def roofline_fraction_band(bands: Mapping[str, Band] | None = None, *, moe: bool = False) -> Band | None:
-    """The share of the decode roofline's throughput measured low-load GPU runs reach (``lo``..``hi``, hi <= 1 by
-    construction: the roofline is a ceiling), None without data, and None for an MoE model (``moe``), whose
-    ceiling none of those dense runs measured (:data:`MOE_CEILING_NO_BAND`)."""
+def roofline_fraction_band(bands: Mapping[str, Band] | None = None, *, moe: bool = False,
+                           tp: int = 1) -> Band | None:
+    """The share of the decode roofline's batch-1 step rate (1 ÷ the roofline's step at B = 1, weights, KV and
+    all-reduces: what the benchmark divides measured TPOT into) measured low-load GPU runs reach (``lo``..``hi``,
+    hi <= 1 by construction: the roofline is a ceiling); None without data, None for an MoE model (``moe``), whose
+    ceiling none of those dense runs measured (:data:`MOE_CEILING_NO_BAND`), and None at a tensor-parallel degree
+    above every run behind it (``tp`` > its ``tp_max``: :func:`ceiling_no_band_reason`)."""
     if moe:
         return None
     bands = load_bands() if bands is None else bands
-    return bands.get(ROOFLINE_FRACTION_KEY)
+    band = bands.get(ROOFLINE_FRACTION_KEY)
+    if band is not None and band.tp_max is not None and tp > band.tp_max:
+        return None
+    return band
+
+
+def ceiling_no_band_reason(*, moe: bool, tp: int, bands: Mapping[str, Band] | None = None) -> str:
+    """Why :func:`roofline_fraction_band` gives no band for this setup (``""`` when it gives one)."""
+    if moe:
+        return MOE_CEILING_NO_BAND
+    bands = load_bands() if bands is None else bands
+    band = bands.get(ROOFLINE_FRACTION_KEY)
+    if band is None:
+        return "no band: no measured runs behind the ceiling's band (model/data/bands.json)"
+    if band.tp_max is not None and tp > band.tp_max:
+        return (f"no band: the {band.n} low-load runs behind the ceiling's band ran at tensor parallelism up to "
+                f"{band.tp_max}, and at TP {tp} how far below the ceiling runs land (all-reduces and their "
+                "synchronisation each step) is not known; a measurement decides")
+    return ""
 
 
 def bands_to_json(bands: Mapping[str, Band]) -> dict[str, dict[str, object]]:
     return {k: {"lo": round(b.lo, 4), "hi": round(b.hi, 4), "n": b.n, "sources": list(b.sources),
-                "pooled": b.pooled, "half_width_log": round(b.half_width_log, 4)} for k, b in sorted(bands.items())}
+                "pooled": b.pooled, "half_width_log": round(b.half_width_log, 4),
+                **({"tp_max": b.tp_max} if b.tp_max is not None else {})} for k, b in sorted(bands.items())}
 
 
 def observed_ranges(samples: Sequence[tuple[Regime, float, str]],
@@ -367,7 +392,8 @@ def _bands_from_json(raw: Mapping[str, Mapping[str, object]]) -> dict[str, Band]
         srcs = v.get("sources", ())
         out[k] = Band(lo=float(str(v["lo"])), hi=float(str(v["hi"])), n=int(str(v["n"])),
                       sources=tuple(str(x) for x in srcs) if isinstance(srcs, (list, tuple)) else (),
-                      pooled=bool(v.get("pooled", False)), half_width_log=float(str(v.get("half_width_log", 0.0))))
+                      pooled=bool(v.get("pooled", False)), half_width_log=float(str(v.get("half_width_log", 0.0))),
+                      tp_max=int(str(v["tp_max"])) if v.get("tp_max") is not None else None)
     return out
 
 

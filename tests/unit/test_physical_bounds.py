@@ -1,0 +1,144 @@
+"""The CPU-only math check never passes ink past a physical bound, and passes realistic ink below a roofline ceiling
+(issue 22; the 2026-12-06 trial of the serving model, findings 1-3).
+
+Every bound here is worked out from the datasheet and the model's config, written beside it:
+
+* L4: 300 GB/s, 23,034 MiB as nvidia-smi reports it; Qwen3-8B: 8,190,735,360 parameters in bf16 = 16.38 GB of
+  weights, KV 36 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes = 147,456 B a token, 2,359,296 B a 16-token block.
+* TPOT floor: every decode step reads the weights: 16.38e9 / 300e9 = 54.60 ms.
+* Throughput ceiling at C = 1 with 512/256 tokens: one sequence's KV at the mean decode context 512 + 128 = 640
+  tokens, (16.38e9 + 640 x 147,456) / 300e9 = 54.92 ms a step: 18.21 tok/s.
+* KV pool ceiling: (23,034 MiB - 16.38e9 B) // 2,359,296 B = 3,293 blocks, even at gpu_memory_utilization 1.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_roofline.format.spec import loads_spec
+from pytest_roofline.model import bands
+from pytest_roofline.scoring import score
+
+QWEN3_8B_WEIGHTS = 2 * 8_190_735_360
+KV_TOKEN = 36 * 8 * 128 * 2 * 2
+L4_BW, L4_MEM = 300e9, 23_034 * 2**20
+
+L4 = """\
+hardware: l4
+model: qwen3-8b
+engine: {{name: vllm, version: "0.11.0", args: {{max_model_len: 4096}}}}
+workload: {{input_len: 512, output_len: 256}}
+sweep: {{mode: closed, concurrency: [1, 8], requests_per_point: 10x}}
+{column}defaults: {{tolerance: ±15%}}
+predictions:
+  - {{id: p, quantity: {quantity}, {at}predicted: {ink}{tol}}}
+"""
+
+
+def _l4(quantity: str, ink: str, *, at: str = "", tol: str = "", serving: bool = True):
+    spec = loads_spec(L4.format(column="model_column: serving\n" if serving else "", quantity=quantity,
+                                at=f"at: {{{at}}}, " if at else "", ink=ink, tol=f", tolerance: {tol}" if tol else ""))
+    return score(spec, spec.predictions[0], "math", None)
+
+
+@pytest.mark.parametrize("ink, c", [("48 ms", 1), ("50 ms", 8)])
+def test_tpot_ink_below_the_weight_read_fails_though_the_band_reached_it(ink, c):
+    floor_s = QWEN3_8B_WEIGHTS / L4_BW  # 54.60 ms
+    v = _l4("tpot_p50", ink, at=f"concurrency: {c}")
+    assert v.status == "fail"
+    assert "below the floor" in v.reason and "physical bound" in v.reason and "300 GB/s" in v.reason
+    assert v.lo == pytest.approx(floor_s, rel=1e-3)
+    # the serving model's band no longer reaches below the floor
+    assert v.serving_band_lo == pytest.approx(floor_s, rel=1e-3) and v.serving_band_hi > floor_s
+
+
+def test_tpot_ink_just_above_the_floor_inside_the_band_passes():
+    v = _l4("tpot_p50", "58 ms", at="concurrency: 1")
+    assert v.status == "pass", v.reason
+
+
+def test_throughput_above_the_roofline_fails_whatever_the_tolerance():
+    ceiling = 1 / ((QWEN3_8B_WEIGHTS + 640 * KV_TOKEN) / L4_BW)  # 18.21 tok/s
+    v = _l4("output_throughput", "21 tok/s", at="concurrency: 1", tol="±30%")
+    assert v.status == "fail" and "above the ceiling" in v.reason and "±30%" in v.reason
+    assert v.hi == pytest.approx(ceiling, rel=1e-3)
+
+
+def test_kv_blocks_beyond_the_memory_fail_whatever_the_tolerance():
+    blocks = (L4_MEM - QWEN3_8B_WEIGHTS) // (16 * KV_TOKEN)  # 3,293
+    assert blocks == 3293
+    v = _l4("num_gpu_blocks", "3500", tol="±50%", serving=False)
+    assert v.status == "fail" and "3,293 blocks" in v.reason and "gpu_memory_utilization 1" in v.reason
+    # the model's own pool (a smaller budget) is still checked as before below the bound
+    assert _l4("num_gpu_blocks", "1756", serving=False).status == "pass"
+
+
+def test_the_ceilings_own_arithmetic_rounded_up_is_not_past_it():
+    # 18.208 tok/s written as 18.3 under defaults.math_tolerance ±1%: the bound's arithmetic, rounded
+    spec = loads_spec(L4.format(column="", quantity="output_throughput", at="at: {concurrency: 1}, ",
+                                ink="18.3 tok/s", tol="").replace("defaults: {tolerance: ±15%}",
+                                                                 "defaults: {tolerance: ±15%, math_tolerance: ±1%}"))
+    v = score(spec, spec.predictions[0], "math", None)
+    assert v.status == "pass", v.reason
+
+
+H100 = """\
+hardware: h100-sxm
+model: {model}
+engine: {{name: vllm, version: "0.11.0"{args}}}
+workload: {{input_len: 1024, output_len: 1024}}
+sweep: {{mode: closed, concurrency: [1, 4, 16, 64], requests_per_point: 10x}}
+defaults: {{tolerance: ±15%, math_tolerance: ±1%}}
+predictions:
+  - {{id: p, quantity: {quantity}, {at}predicted: {ink}}}
+"""
+
+
+def _h100(quantity: str, ink: str, *, model: str = "qwen3-14b", at: str = "", tp: int = 1):
+    args = f", args: {{tensor_parallel_size: {tp}}}" if tp > 1 else ""
+    spec = loads_spec(H100.format(model=model, args=args, quantity=quantity, at=f"at: {{{at}}}, " if at else "",
+                                  ink=ink))
+    return score(spec, spec.predictions[0], "math", None)
+
+
+def test_realistic_throughput_below_the_ceiling_passes_inside_the_serving_band():
+    # the default column checks the roofline; ink below that ceiling is a realistic value, judged by the band
+    v = _h100("output_throughput", "1 tok/s", at="concurrency: 64")
+    lo, hi, roof = v.serving_band_lo, v.serving_band_hi, float(v.model_value)
+    assert lo is not None and hi is not None and hi < roof
+    inside = _h100("output_throughput", f"{(lo * hi) ** 0.5:.0f} tok/s", at="concurrency: 64")
+    assert inside.status == "pass" and "within the serving model's band" in inside.reason
+    below = _h100("output_throughput", f"{0.8 * lo:.0f} tok/s", at="concurrency: 64")
+    assert below.status == "fail" and "neither the roofline's arithmetic" in below.reason
+    above = _h100("output_throughput", f"{1.1 * roof:.0f} tok/s", at="concurrency: 64")
+    assert above.status == "fail" and "above the ceiling" in above.reason
+    exact = _h100("output_throughput", f"{roof:.0f} tok/s", at="concurrency: 64")
+    assert exact.status == "pass"  # the roofline's own arithmetic, as the notebook wrote it
+
+
+def test_realistic_moe_throughput_with_no_band_is_inconclusive_not_failed():
+    v = _h100("output_throughput", "1 tok/s", model="qwen3-30b-a3b", at="concurrency: 16")
+    roof = float(v.model_value)
+    w = _h100("output_throughput", f"{0.7 * roof:.0f} tok/s", model="qwen3-30b-a3b", at="concurrency: 16")
+    assert w.status == "inconclusive" and "no band" in w.reason
+
+
+def test_the_batch1_band_is_a_share_of_the_step_rate_with_its_all_reduces():
+    band = bands.roofline_fraction_band()
+    assert band is not None and band.tp_max == 4  # lambda's TP 1/2/4 runs are the largest TP behind it
+    # Llama-3.1-70B at TP 4 on H100: the ceiling 3.35e12 / (141.1e9 / 4) = 95.0 tok/s, but the roofline's step
+    # also pays 2 x 80 all-reduces and the KV read, so its rate is lower; the band's floor is a share of that rate
+    v = _h100("batch1_ceiling", "40 tok/s", model="llama-3.1-70b", tp=4)
+    ceiling = float(v.model_value)
+    assert ceiling == pytest.approx(3.35e12 / (2 * 70_553_706_496 / 4), rel=1e-3)
+    assert v.status == "fail" and "batch-1 step rate" in v.reason
+    assert v.lo < band.lo * ceiling  # the floor sits below the share of the bandwidth-only ceiling
+    assert _h100("batch1_ceiling", "52 tok/s", model="llama-3.1-70b", tp=4).status == "pass"
+
+
+def test_beyond_the_bands_largest_tp_a_realistic_batch1_value_is_inconclusive():
+    # Llama-3.1-8B at TP 8: no run behind the band ran above TP 4; the serving model's own C = 1 value (about
+    # 210 tok/s) lies far below 58% of the ceiling, so a floor there would fail realistic ink
+    v = _h100("batch1_ceiling", "220 tok/s", model="llama-3.1-8b", tp=8)
+    assert v.status == "inconclusive" and "TP 8" in v.reason and "up to 4" in v.reason
+    assert _h100("batch1_ceiling", "2000 tok/s", model="llama-3.1-8b", tp=8).status == "fail"  # above: physics
