@@ -427,7 +427,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     seed = int(spec.workload.get("seed", 0))  # with each point's id: the load generator's arrivals
     predict = calibration.serving_predictor(setup, seed=seed)
     if joint:
-        result = calibration.fit(points, base, predict=predict, fields=fields, held=type(base).FIELDS_FITTABLE)
+        result = calibration.fit(points, base, predict=predict, fields=fields, held=type(base).FIELDS_FITTABLE,
+                                 screened=why)
     else:  # each constant on the metric that measures it (the default)
         result = calibration.fit_by_metric(points, base, predict=predict, fields=fields,
                                            screened={**why_held, **why}, held_out=spare).as_fit_result()
