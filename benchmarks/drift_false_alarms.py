@@ -25,7 +25,9 @@ three held sets 4.2 / 8.8 / 3.3 % false drift and 87.5 / 66.0 / 58.9 % detection
 0.02-0.06): with three earlier nights, false drift 3.5 % (34/960; goal <= 5 %) and detection of 4 -> 2 87.4 %
 (734/840; goal >= 90 %: missed: six of the seven affected predictions 120/120, TPOT p50 at C=4, a 13 % move of
 3 sd, 14/120; a test that knew the noise exactly would reach 98 %); every figure x1.5 caught 98.5 %; with one
-earlier night 8.8 % / 94.4 %; with five 5.2 % / 86.9 %; ``--spread prediction`` 4.8 % / 90.2 % (within the
+earlier night 8.8 % / 94.4 % by the within-run intervals alone (since 2026-12-06 the shipped rule calls nothing
+drifted before three earlier nights: 0 % / 0 %, every such move ``uncertain``); with five 5.2 % / 86.9 %;
+``--spread prediction`` 4.8 % / 90.2 % (within the
 false-drift goal here, but 12.9 % false drift on the second idle set and 5.4 % on the held runs: not shipped).
 
 **Measured on the second idle set** (``drift-cpu-runs-idle2.json``, half an hour later; run-to-run sd 0.09-0.18,
@@ -43,8 +45,9 @@ drift (155/3,840) and 75.4 % detection (2,533/3,360).
 **Measured on the held runs** (``drift-cpu-runs-held.json``; run-to-run sd of a prediction's log value 0.05-0.16,
 against 0.09-0.70 in the starved 48x runs): with three earlier nights, false drift 2.8 % (27/960; goal <= 5 %) and
 detection of 4 -> 2 61.4 % (516/840; goal >= 90 %: missed, the rest ``uncertain``; a test that knew the noise
-exactly would reach 87 %); with one earlier night 40.6 % / 95.6 % (the within-run intervals do not hold the
-night-to-night noise: keep three nights); with five, 4.2 % / 77.8 %. A change of x2 in every figure is caught
+exactly would reach 87 %); with one earlier night 40.6 % / 95.6 % by the intervals alone (they do not hold the
+night-to-night noise: the shipped rule calls nothing drifted before three earlier nights); with five, 4.2 % / 77.8 %.
+A change of x2 in every figure is caught
 92.6 % of the time with three nights. The what-if ``--spread prediction`` gives 5.4 % / 80.8 % on these runs and
 5.3 % false drift on the starved 48x runs, both over the 5 % goal, so it is not shipped.
 
@@ -579,7 +582,8 @@ def real_runs(runs: list[dict[str, Any]], name: str) -> None:
             same, hit, miss_ok, per_key = figures[False]
             if not same and not hit:
                 continue
-            label = ("vs 1 earlier night (no night-to-night spread yet)" if depth == 1 else
+            label = (f"vs 1 earlier night (no night-to-night spread yet: nothing is called drifted before "
+                     f"{_drift.MIN_NIGHTS} earlier nights)" if depth == 1 else
                      f"vs {depth} earlier nights (previous baseline + the nights' own spread)")
             print(f"    tonight {label}:")
             print(f"      identical configuration, {len(same)} prediction-nights: drifted {_share(same, 'drifted')}"
@@ -587,6 +591,11 @@ def real_runs(runs: list[dict[str, Any]], name: str) -> None:
             print(f"      4 -> 2 at the {len(affected)} affected predictions, {len(hit)} prediction-nights: drifted "
                   f"{_share(hit, 'drifted')} (goal >= 90%), uncertain {_share(hit, 'uncertain')}; "
                   f"old rule {_old_rule(hit)}")
+            if depth == 1:  # what the within-run intervals alone would say (the rule before 2026-12-06)
+                with mock.patch.object(_drift, "MIN_NIGHTS", 1):
+                    alone, alone_hit, _m, _k = _four_to_two(runs, rank, False, 1, affected, unaffected)
+                print(f"      the within-run intervals alone (the rule before 2026-12-06): identical configuration "
+                      f"drifted {_share(alone, 'drifted')}; 4 -> 2 affected drifted {_share(alone_hit, 'drifted')}")
             if unaffected:
                 print(f"      4 -> 2 at the {len(unaffected)} unaffected, {len(miss_ok)} prediction-nights: drifted "
                       f"{_share(miss_ok, 'drifted')}, uncertain {_share(miss_ok, 'uncertain')}")
@@ -754,11 +763,14 @@ def resampled(runs: list[dict[str, Any]], k: int, seed: int) -> None:
                 for _ in range(k):
                     a = _p50_value(key, "time", rng.choice(arr, arr.size))
                     b = _p50_value(key, "time", rng.choice(arr, arr.size))
-                    same += _judge([[a]], [b])
-                    c = _p50_value(key, "time", rng.choice(arr, arr.size) * 1.5)
-                    changed += _judge([[a]], [c])
+                    # the within-run intervals alone, as a what-if: the shipped rule never calls a value drifted
+                    # against fewer than MIN_NIGHTS earlier nights, so against one it would say nothing here
+                    with mock.patch.object(_drift, "MIN_NIGHTS", 1):
+                        same += _judge([[a]], [b])
+                        c = _p50_value(key, "time", rng.choice(arr, arr.size) * 1.5)
+                        changed += _judge([[a]], [c])
     print(f"resampled nights (within-run noise only; {k} pairs per point and metric, p50s with order-statistic "
-          f"intervals):")
+          f"intervals; the intervals alone, without the {_drift.MIN_NIGHTS} earlier nights drift needs):")
     print(f"  identical: drifted {_share(same, 'drifted')}, uncertain {_share(same, 'uncertain')}; old rule "
           f"{_old_rule(same)}")
     print(f"  every sample x1.5: drifted {_share(changed, 'drifted')}, uncertain {_share(changed, 'uncertain')}; "

@@ -2,7 +2,9 @@
 terminal, the scorecard and pytest-html, a failing --roofline-drift-fail run, and `roofline compare`.
 
 The second run is the recorded cpu-tiny run with every client-side TTFT statistic scaled by 1.25, so the one
-TTFT prediction (queueing-past-the-cap, ttft_p50 at C=32) moves by exactly +25.0% and nothing else moves."""
+TTFT prediction (queueing-past-the-cap, ttft_p50 at C=32) moves by exactly +25.0% and nothing else moves. Before
+it, the store holds the first run and two copies of it at earlier times: drift calls nothing ``drifted`` before
+three earlier nights measured it, and three copies agree exactly (a nights' spread of 0)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.history_nights import add_earlier_nights
 from support.paths import CPU_TINY, REPO
 from support.pytest_run import NO_CACHE
 from support.recordings import starved_recording_path
@@ -49,6 +52,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     hist = tmp / "hist"
     first = pytest_run("--replay", str(RECORDED), str(YAML), "--roofline-history", str(hist),
                        "--roofline-history-label", "cpu-runner")
+    add_earlier_nights(hist, ["2026-11-29T09:07:27Z", "2026-11-30T09:07:27Z"])  # three earlier nights
     after_first = tmp / "after-first"
     shutil.copytree(hist, after_first)
     second = pytest_run("--replay", str(scaled), str(YAML), "--roofline-history", str(hist),
@@ -66,7 +70,7 @@ def test_first_run_is_stored_with_nothing_to_compare(runs: dict) -> None:
     # cpu-tiny.yaml: 22 tests, 3 model-only (kv-bytes-per-token, kv-block-bytes, max-num-seqs) → 19 measured
     assert "roofline drift: 0 compared, 19 new, 3 not measured vs the previous run" in first.stdout
     store = open_store(str(runs["hist"]))
-    (summary,) = [s for s in store.runs() if s.label == "cpu-runner"]
+    summary = min((s for s in store.runs() if s.label == "cpu-runner"), key=lambda s: s.started_at)
     assert summary.setup.hardware == "cpu" and summary.setup.engine_version == "0.32.0"
     v = summary.value("predictions/cpu-tiny.yaml::queueing-past-the-cap::concurrency=32")
     assert v is not None and v.measured == pytest.approx(1.3824, rel=1e-4)  # the recorded p50: 1,382.4 ms
@@ -80,7 +84,7 @@ def test_second_run_reports_the_drift_in_the_terminal(runs: dict) -> None:
     assert re.search(r"queueing-past-the-cap\s+DRIFTED\s+\+25\.0% vs previous run \(2026-\d\d-\d\d", out)
     assert "beyond 10%" in out
     assert "roofline drift: 19 compared (1 drifted, 18 steady), 3 not measured vs the previous run" in out
-    assert len(open_store(str(runs["hist"])).runs()) == 2  # never overwritten: a second run beside the first
+    assert len(open_store(str(runs["hist"])).runs()) == 4  # never overwritten: a fourth run beside the three
 
 
 @pytest.mark.slow
@@ -141,7 +145,7 @@ def test_no_summary_keeps_the_drift_section(runs: dict, tmp_path: Path) -> None:
                    "--no-roofline-summary", "-o", "roofline_drift_baseline=median:3")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "roofline predictions" not in r.stdout  # the table is off; the drift is not the table
-    # one earlier run only: the "median of 3" is that run's value
+    # three earlier runs of one measurement: the "median of 3" is its value
     assert ("roofline drift: 19 compared (1 drifted, 18 steady), 3 not measured vs the median of the last 3 runs"
             in r.stdout)
 
@@ -156,7 +160,7 @@ def test_drift_fail_under_xdist(runs: dict, tmp_path: Path) -> None:
     assert r.returncode == 1, r.stdout + r.stderr
     assert "1 failed, 20 passed, 1 xpassed" in r.stdout
     assert "roofline drift: 19 compared (1 drifted, 18 steady), 3 not measured vs the previous run" in r.stdout
-    assert len(open_store(str(hist)).runs()) == 2
+    assert len(open_store(str(hist)).runs()) == 4
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -174,7 +178,7 @@ def test_usage_errors(args: list[str], message: str) -> None:
 
 @pytest.mark.slow  # the module fixture it shares builds three pytest runs
 def test_roofline_compare_prints_both_runs(runs: dict) -> None:
-    a, b = (s.run_id for s in open_store(str(runs["hist"])).runs())
+    a, b = (s.run_id for s in sorted(open_store(str(runs["hist"])).runs(), key=lambda s: s.started_at)[-2:])
     r = subprocess.run([sys.executable, "-m", "pytest_roofline.cli", "compare", a, b, "--store", str(runs["hist"])],
                        cwd=REPO, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "120"})
     assert r.returncode == 0, r.stderr
@@ -237,3 +241,4 @@ def test_a_point_that_did_not_hold_its_concurrency_is_not_judged(runs: dict, tmp
     assert re.search(r"roofline drift: FAILED \(--roofline-drift-fail\): .*: only \d+ of \d+ measured predictions were "
                      r"compared with a baseline .*; \d+ were measured at points that did not hold their concurrency "
                      r"\(not judged", out), out[-2000:]
+

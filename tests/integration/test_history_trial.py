@@ -155,7 +155,8 @@ def test_each_file_is_judged_at_its_own_latest_run(trial: dict[str, Any]) -> Non
     # queueing-past-the-cap: ttft_p50 at C=32 of the two recordings, as the 12-05 terminal reported its drift
     change = _p50_c32_ms("2026-12-05") / _p50_c32_ms("2026-12-01") - 1
     expected = f"{change * 100:+.1f}%"
-    assert re.search(rf"queueing-past-the-cap\s+DRIFTED\s+{re.escape(expected)} vs previous run",
+    # (one earlier night: the night-to-night noise is not known yet, so the move is UNCERTAIN, never DRIFTED)
+    assert re.search(rf"queueing-past-the-cap\s+UNCERTAIN\s+{re.escape(expected)} vs previous run",
                      trial["cpu-tiny", "2026-12-05"])
     assert f"{expected} vs previous run" in rows["queueing-past-the-cap"]
     head = re.sub(r"<[^>]+>", "", re.search(r'<div class="meta">(.*?)</div>', html, flags=re.S).group(1))  # type: ignore[union-attr]

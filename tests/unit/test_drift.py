@@ -45,14 +45,37 @@ def one(values: list[StoredValue], runs: list[RunSummary], policy: DriftPolicy, 
 
 
 def test_previous_run_beyond_threshold() -> None:
-    # 1,000 → 1,124 tok/s: (1124 − 1000) / 1000 = +12.4%, beyond ±10%
-    d = one([value(1124.0)], [run(29, 990.0), run(30, 1000.0, commit="abc1234")], DriftPolicy("10%"))
+    # 1,000 → 1,124 tok/s: (1124 − 1000) / 1000 = +12.4%, beyond ±10%. Three earlier nights 1000, 990, 1000: mean
+    # 996.67, standard deviation √((3.33² · 2 + 6.67²) / 2) = 5.7735, × t(0.975, 2) = 4.302653 × √(1 + 1/3) → ±28.68
+    # tok/s; 1124 − 996.67 = 127.3 is outside it: drifted
+    d = one([value(1124.0)], [run(28, 1000.0), run(29, 990.0), run(30, 1000.0, commit="abc1234")], DriftPolicy("10%"))
     assert d.status is DriftStatus.DRIFTED
     assert d.baseline == 1000.0
     assert d.change_rel == pytest.approx(0.124)
-    assert d.text == ("+12.4% vs previous run (2026-11-30, abc1234; baseline 1,000 tok/s), beyond 10% (night-to-night "
-                      "spread not known yet: 2 earlier night(s), 3 needed; the within-run intervals alone)")
+    assert d.noise == pytest.approx(4.302653 * (100 / 3) ** 0.5 * (4 / 3) ** 0.5, rel=1e-5)
+    assert d.text == "+12.4% vs previous run (2026-11-30, abc1234; baseline 1,000 tok/s), beyond 10%"
     assert d.baseline_run_ids == ("20261130T020000Z-c30-aaaaaa",)
+
+
+def test_fewer_than_three_earlier_nights_never_drift() -> None:
+    # the same +12.4 % against one and against two earlier nights: the night-to-night noise is not known, and the
+    # within-run intervals alone do not hold it (issue: trial 14n, D1), so it is uncertain, never drifted
+    d1 = one([value(1124.0)], [run(30, 1000.0, commit="abc1234")], DriftPolicy("10%"))
+    assert d1.status is DriftStatus.UNCERTAIN and d1.change_rel == pytest.approx(0.124)
+    assert d1.text == ("+12.4% vs previous run (2026-11-30, abc1234; baseline 1,000 tok/s), beyond 10% and the "
+                       "measurements' intervals, but 1 of 3 earlier nights: the run-to-run noise is not known yet")
+    d2 = one([value(1124.0)], [run(29, 990.0), run(30, 1000.0)], DriftPolicy("10%"))
+    assert d2.status is DriftStatus.UNCERTAIN
+    assert d2.text.endswith("but 2 of 3 earlier nights: the run-to-run noise is not known yet")
+    # two earlier nights that disagree by 21 % (6.099 and 4.814 ms, the trial's tpot-p50 at C=2), tonight 5.760 ms:
+    # +19.6 % from the previous night, but between the two: their own disagreement spans tonight's value
+    # (here in tok/s, the helper's unit: 6,099, 4,814 and 5,760)
+    d = one([value(5760.0)], [run(29, 6099.0), run(30, 4814.0)], DriftPolicy("10%"))
+    assert d.status is DriftStatus.UNCERTAIN and d.change_rel == pytest.approx(5760 / 4814 - 1)  # +19.7 %
+    assert d.text.startswith("+19.7% vs previous run (2026-11-30; baseline 4,814 tok/s), beyond 10%")
+    assert ("within the 2 earlier nights' own range (4,814 tok/s .. 6,099 tok/s: their disagreement already spans "
+            in d.text)
+    assert d.text.endswith("2 of 3 earlier nights: the run-to-run noise is not known yet")
 
 
 def test_within_threshold_is_steady() -> None:
@@ -97,14 +120,16 @@ def test_median_of_an_even_count_and_a_span_across_months() -> None:
 
 def test_sign_flip() -> None:
     # a latency-difference quantity going from −2 to +1: (1 − (−2)) / |−2| = +150%
-    d = one([value(1.0, lo=None, hi=None)], [run(30, -2.0, lo=None, hi=None)], DriftPolicy("10%"))
+    nights = [run(d, -2.0, lo=None, hi=None) for d in (28, 29, 30)]  # three that agree: a spread of 0
+    d = one([value(1.0, lo=None, hi=None)], nights, DriftPolicy("10%"))
     assert d.change_rel == pytest.approx(1.5) and d.status is DriftStatus.DRIFTED
     assert d.text.startswith("+150.0%")
 
 
 def test_zero_baseline() -> None:
     # 0 preemptions → 3: no relative change exists; any move from zero is beyond a relative threshold
-    d = one([value(3.0, lo=None, hi=None)], [run(30, 0.0, lo=None, hi=None)], DriftPolicy("10%"))
+    d = one([value(3.0, lo=None, hi=None)], [run(x, 0.0, lo=None, hi=None) for x in (28, 29, 30)],
+            DriftPolicy("10%"))
     assert d.change_rel is None and d.status is DriftStatus.DRIFTED
     assert d.text.startswith("0 tok/s → 3 tok/s vs previous run")  # in the value's unit, never raw SI
     d0 = one([value(0.0, lo=None, hi=None)], [run(30, 0.0, lo=None, hi=None)], DriftPolicy("10%"))
@@ -114,7 +139,8 @@ def test_zero_baseline() -> None:
 def test_one_sided_and_asymmetric_thresholds() -> None:
     # +10%/-3%: a fall of 4% drifts, a rise of 8% does not
     p = DriftPolicy("+10%/-3%")
-    assert one([value(960.0)], [run(30, 1000.0)], p).status is DriftStatus.DRIFTED
+    three = [run(x, 1000.0) for x in (28, 29, 30)]
+    assert one([value(960.0)], three, p).status is DriftStatus.DRIFTED
     assert one([value(1080.0)], [run(30, 1000.0)], p).status is DriftStatus.STEADY
     # <= +5%: only rises count; a fall of 50% is steady
     assert one([value(500.0)], [run(30, 1000.0)], DriftPolicy("<= +5%")).status is DriftStatus.STEADY
@@ -145,7 +171,8 @@ def test_prediction_changed() -> None:
 
 
 def test_counts_line() -> None:
-    ds = [one([value(1124.0)], [run(30, 1000.0)], DriftPolicy()), one([value(1000.0)], [], DriftPolicy())]
+    three = [run(x, 1000.0) for x in (28, 29, 30)]
+    ds = [one([value(1124.0)], three, DriftPolicy()), one([value(1000.0)], [], DriftPolicy())]
     assert drift_counts(ds, DriftPolicy()) == "1 compared (1 drifted), 1 new vs the previous run"
     assert drift_counts([d.to_dict() for d in ds], DriftPolicy("5%", "median:5")) == (
         "1 compared (1 drifted), 1 new vs the median of the last 5 runs")

@@ -141,9 +141,9 @@ def test_a_damaged_unheld_points_is_a_corrupt_line(bad: object) -> None:
 
 
 def test_tonight_unheld_is_uncertain_never_drifted() -> None:
-    # 1,000 → 1,500 tok/s: +50 %, beyond 10 %, exact values: drifted when the point held
+    # 1,000 → 1,500 tok/s: +50 %, beyond 10 %, exact values: drifted when the point held (three earlier nights)
+    assert one(value(1500.0), [night(x, 1000.0) for x in (28, 29, 30)]).status is DriftStatus.DRIFTED
     nights = [night(30, 1000.0)]
-    assert one(value(1500.0), nights).status is DriftStatus.DRIFTED
     d = one(value(1500.0, unheld=("closed-c4",)), nights)
     assert d.status is DriftStatus.UNCERTAIN
     assert d.change_rel == pytest.approx(0.5) and d.baseline == 1000.0
@@ -209,7 +209,10 @@ def test_a_pinned_run_whose_point_did_not_hold_is_no_baseline() -> None:
     assert d.status is DriftStatus.NEW
     assert d.text == ("new: the pinned run 20261130 measured it at a point that did not hold its concurrency, so it "
                       "is no baseline")
-    assert one(value(1500.0), nights, DriftPolicy("10%", "run:20261129")).status is DriftStatus.DRIFTED
+    # against the held pinned run: +50 %, but 1 of 3 earlier held nights: uncertain; with two more held nights, drifted
+    assert one(value(1500.0), nights, DriftPolicy("10%", "run:20261129")).status is DriftStatus.UNCERTAIN
+    more = [night(27, 1000.0), night(28, 1000.0), *nights]
+    assert one(value(1500.0), more, DriftPolicy("10%", "run:20261129")).status is DriftStatus.DRIFTED
 
 
 def test_a_changed_prediction_stays_prediction_changed_and_says_it_was_not_judged() -> None:

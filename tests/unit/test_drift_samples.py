@@ -80,11 +80,13 @@ def test_identical_recorded_nights_give_no_drifted() -> None:
     # the same 48 requests both nights, but the stored p50s 12 % apart with narrow (±1 ms) intervals: the interval
     # test alone calls that drifted (|0.1344 − 0.12| = 14.4 ms > √2 ms); the samples are one sample (p = 1), and
     # drift needs both tests: uncertain
+    # (three earlier nights that agree exactly, so the nights' spread is 0 and known: the two tests decide)
     base, now = _value(0.12, RECORDED), _value(0.1344, RECORDED)
-    d = drift_for([now], [_night(1, base)], DriftPolicy("10%"), setup=SETUP)[KEY]
+    d = drift_for([now], [_night(i, base) for i in (1, 2, 3)], DriftPolicy("10%"), setup=SETUP)[KEY]
     assert d.status is DriftStatus.UNCERTAIN
     assert "rank test p=1" in d.text
-    no_samples = drift_for([replace(now, samples=())], [_night(1, replace(base, samples=()))], DriftPolicy("10%"),
+    bare = replace(base, samples=())
+    no_samples = drift_for([replace(now, samples=())], [_night(i, bare) for i in (1, 2, 3)], DriftPolicy("10%"),
                            setup=SETUP)[KEY]
     assert no_samples.status is DriftStatus.DRIFTED  # the fallback: the stored intervals decide
     # roofline compare, the same test: the intervals alone say significant, the samples veto it
@@ -99,8 +101,8 @@ def test_a_real_change_in_the_recorded_requests_drifts() -> None:
     # 1.5 × 0.130 = 0.195 up) are above every value of the other night: p far below 0.05, and +50 % is beyond 10 %
     slow = tuple(round(1.5 * x, 6) for x in RECORDED)
     assert mann_whitney_p(slow, RECORDED) < 1e-6
-    d = drift_for([_value(0.1455, slow)], [_night(1, _value(0.097, RECORDED))], DriftPolicy("10%"),
-                  setup=SETUP)[KEY]
+    nights = [_night(i, _value(0.097, RECORDED)) for i in (1, 2, 3)]
+    d = drift_for([_value(0.1455, slow)], nights, DriftPolicy("10%"), setup=SETUP)[KEY]
     assert d.status is DriftStatus.DRIFTED
     assert d.text.startswith("+50.0% vs previous run") and "rank test p=" in d.text
     # compare A B uses the same test: significant
