@@ -119,6 +119,13 @@ class PredictionItem(pytest.Function):
 
     def runtest(self) -> None:
         verdict = self.stash[VERDICT_KEY]
+        if verdict.status == "fail":
+            raise PredictionMismatch(verdict)
+        # --roofline-drift-fail, like --benchmark-compare-fail: drift is about the measured value, not the ink, so
+        # a drifted value fails whatever its verdict says of the ink (an INCONCLUSIVE or skipped one included)
+        drift = self.stash.get(DRIFT_KEY, None)
+        if drift is not None and drift.get("status") == "drifted" and get_session(self.config).drift_fail:
+            raise PredictionDrifted(verdict, drift)
         if verdict.status == "skip":  # reported at the prediction's YAML line, not at this line
             raise pytest.skip.Exception(verdict.reason, _use_item_location=True)
         if verdict.status == "inconclusive":
@@ -127,11 +134,6 @@ class PredictionItem(pytest.Function):
                 raise PredictionMismatch(verdict)
             if policy == "skip":
                 raise pytest.skip.Exception(f"INCONCLUSIVE: {verdict.reason}", _use_item_location=True)
-        if verdict.status == "fail":
-            raise PredictionMismatch(verdict)
-        drift = self.stash.get(DRIFT_KEY, None)
-        if drift is not None and drift.get("status") == "drifted" and get_session(self.config).drift_fail:
-            raise PredictionDrifted(verdict, drift)  # --roofline-drift-fail, like --benchmark-compare-fail
 
     def reportinfo(self) -> tuple[Path, int, str]:
         p = self.prediction

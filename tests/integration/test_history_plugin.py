@@ -242,3 +242,44 @@ def test_a_point_that_did_not_hold_its_concurrency_is_not_judged(runs: dict, tmp
                      r"compared with a baseline .*; \d+ were measured at points that did not hold their concurrency "
                      r"\(not judged", out), out[-2000:]
 
+
+#: a plugin that makes one prediction's verdict INCONCLUSIVE (its measured value untouched): what a wide interval
+#: at a band's edge does to a real one
+_INCONCLUSIVE_PLUGIN = '''
+import dataclasses
+from pytest_roofline.pytest_plugin import session as _session
+from pytest_roofline.scoring import VerdictStatus
+
+_score = _session.RooflineSession.score
+
+def score(self, spec, pred, measurements):
+    v = _score(self, spec, pred, measurements)
+    if pred.id == "queueing-past-the-cap":
+        v = dataclasses.replace(v, status=VerdictStatus.INCONCLUSIVE)
+    return v
+
+_session.RooflineSession.score = score
+'''
+
+
+@pytest.mark.slow
+def test_drift_fail_fails_a_drifted_value_whatever_its_verdict(runs: dict, tmp_path: Path) -> None:
+    # trial 14n, D2: a +177 % e2e-p90 was DRIFTED but its verdict INCONCLUSIVE (a skip), and the night passed
+    # --roofline-drift-fail. Drift is about the measured value, not the ink: the same +25.0 % move fails the test
+    # whether its verdict passed or is inconclusive
+    (tmp_path / "inconclusive_plugin.py").write_text(_INCONCLUSIVE_PLUGIN)
+    hist = tmp_path / "h"
+    shutil.copytree(runs["after_first"], hist)
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    r = pytest_run("-p", "inconclusive_plugin", "--replay", str(runs["scaled"]), str(YAML), "--roofline-history",
+                   str(hist), "--roofline-drift-fail", "-rf", env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "FAILED predictions/cpu-tiny.yaml::queueing-past-the-cap - drifted: +25.0% vs previous run" in r.stdout
+    assert "1 failed, 20 passed, 1 xpassed" in r.stdout  # not "1 inconclusive"
+    # without --roofline-drift-fail it stays what its verdict says
+    hist2 = tmp_path / "h2"
+    shutil.copytree(runs["after_first"], hist2)
+    quiet = pytest_run("-p", "inconclusive_plugin", "--replay", str(runs["scaled"]), str(YAML), "--roofline-history",
+                       str(hist2), env=env)
+    assert quiet.returncode == 0, quiet.stdout + quiet.stderr
+    assert "1 inconclusive" in quiet.stdout
