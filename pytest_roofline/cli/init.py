@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_roofline.cli.predict import length_error, max_model_len_warning, memory_fit_error
+from pytest_roofline.cli.predict import TP_POOL_CAVEAT, length_error, max_model_len_warning, memory_fit_error
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import bands, dtypes, hardware, quantization
@@ -353,6 +353,8 @@ def _model_text(setup: Setup, item: Item) -> str:
 def _band_text(setup: Setup, item: Item) -> str:
     """For a roofline ceiling (batch-1 tokens/s), the band measured runs land in (model/bands.py), else ''."""
     q = QUANTITIES[item.quantity]
+    if item.quantity == "num_gpu_blocks" and int(setup.tensor_parallel_size or 1) > 1:
+        return f"; {TP_POOL_CAVEAT.strip().strip('()')}"
     if item.quantity not in bands.ROOFLINE_CEILINGS or q.model is None:
         return ""
     moe = setup.model.is_moe and not setup.model.is_nominal

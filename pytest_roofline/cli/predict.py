@@ -443,6 +443,12 @@ def length_error(setup: Setup, *, lengths_flag: str = "--input-len / --output-le
 _SUB_16_BIT = frozenset({"fp8", "int8", "int4", "fp4", "nf4"})
 
 
+#: what a pool under tensor or pipeline parallelism is worth: the public TP startup logs measured it smaller than
+#: the model's (per-rank memory vLLM holds that the reserves do not: benchmarks/kv_capacity.py)
+TP_POOL_CAVEAT = ("  (more than one GPU: public startup logs have measured such pools smaller than this model's, "
+                  "never larger; read it as an upper bound: benchmarks/RESULTS-kv-capacity.md)")
+
+
 def _kv_pool_lines(kv: KVPool) -> list[str]:
     """The KV pool and the engine settings as text, under the decode table."""
     tp, pp = kv.tensor_parallel_size, kv.pipeline_parallel_size
@@ -464,6 +470,8 @@ def _kv_pool_lines(kv: KVPool) -> list[str]:
         lines = [f"KV pool ({where}): {size} · {_mib(kv.kv_bytes_per_block)} per block · "
                  f"available KV {kv.available_kv_gib:,.2f} GiB {budget} · weights per GPU "
                  f"{_gib_gb(kv.weight_bytes_per_gpu)}"]
+        if tp * pp > 1:
+            lines.append(TP_POOL_CAVEAT)
         mml = kv.max_model_len_tokens
         conc = kv.max_concurrency_at_max_model_len
         lines.append(f"max concurrency at max_model_len {mml:,} tokens: {conc:.2f}x ({kv.max_model_len_source})"
