@@ -87,6 +87,12 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
     stored = {r.setup for r in rs.history_runs}
     lines: list[str] = []
     failed = False
+    if rs.drift_fail and rs.measured and by_setup and not any(compared_count(ds)[1] for ds in by_setup.values()):
+        # -k that selects only math checks, a math-only file: the night compared nothing (issue 21)
+        checked = sum(len(ds) for ds in by_setup.values())
+        return [f"roofline drift: FAILED (--roofline-drift-fail): this session measured nothing ({checked} "
+                f"prediction{'s' if checked != 1 else ''} checked by the math alone, none measured): a night that "
+                "compares nothing cannot pass"], True
     for setup, drifts in by_setup.items():
         compared, measured = compared_count(drifts)
         if not measured:
@@ -185,6 +191,13 @@ def store_session(rs: RooflineSession) -> tuple[list[str], bool]:
     failed = False
     where = redact.redact_url(store.uri)
     for rec in records:
+        if rs.measured and not any(v.mode == "measured" for v in rec.summary.values):
+            # a measured night that set out to measure nothing (-k selecting only math checks): not a night of this
+            # setup. (A night whose engine failed is one: its measured predictions are stored as its ERRORs.)
+            lines.append(f"roofline history: not stored: this session measured nothing on "
+                         f"{rec.summary.setup.text()} ({len(rec.summary.values)} checked by the math alone); a night "
+                         "that measured nothing is not stored as a night")
+            continue
         same = next((r for r in rs.history_runs if replayed and r.setup == rec.summary.setup
                      and r.started_at == rec.summary.started_at), None)
         if same is not None:  # one measurement, one night: stored twice it would make a spread of 0

