@@ -1041,8 +1041,13 @@ def serving_arg_problems(setup: Setup) -> list[engine_args.Problem]:
     list ``roofline check`` and the math check report at each field's line (format/_sections.py) and the serving
     model refuses (:func:`serving_engine_args`)."""
     args = dict(setup.engine_args or {})
+    facts = engine_args.SetupFacts(
+        tensor_parallel_size=int(setup.tensor_parallel_size), interconnect=setup.hardware.interconnect,
+        engine_kind=setup.engine_kind,
+        # the last decode step of a request holds its prompt and every output token but the one it makes
+        longest_decode_sequence=int(setup.input_len) + int(setup.output_len) - 1)
     problems = engine_args.engine_arg_problems(args, device=setup.device, scope="serving",
-                                               version=setup.engine_version)
+                                               version=setup.engine_version, facts=facts)
     if setup.attention_backend_env:
         problems.append(engine_args.Problem(
             "engine.env.VLLM_ATTENTION_BACKEND",

@@ -37,7 +37,8 @@ concept (a module imports only those above it in this list, and nothing from a l
                   (:data:`ASYNC_SCHEDULING_DEFAULT_VERSION`), ``V2_BLOCK_MANAGER_NOOP_VERSION``,
                   ``DATA_PARALLEL_SIZE_VERSION`` (``data_parallel_size``/``dp`` is refused before 0.8.3)
 ``_refusals``     the tables (:data:`MODELLED_ARGS`, :data:`NO_TIMING_EFFECT_ARGS`, ``_REFUSED_ARGS``,
-                  :data:`KNOWN_ARGS`, :data:`Scope`, the launchable :data:`EXECUTOR_BACKENDS`) and the check:
+                  :data:`KNOWN_ARGS`, :data:`Scope`, the launchable :data:`EXECUTOR_BACKENDS`, the setup's figures some
+                  refusals read, :class:`SetupFacts`) and the check:
                   :func:`engine_arg_problems`,
                   :func:`check_engine_args`
 ================  ================================================================================================
@@ -57,6 +58,7 @@ from pytest_roofline.model.engine_args._refusals import MODELLED_ARGS as MODELLE
 from pytest_roofline.model.engine_args._refusals import NO_TIMING_EFFECT_ARGS as NO_TIMING_EFFECT_ARGS
 from pytest_roofline.model.engine_args._refusals import ExecutorBackend as ExecutorBackend
 from pytest_roofline.model.engine_args._refusals import Scope as Scope
+from pytest_roofline.model.engine_args._refusals import SetupFacts as SetupFacts
 from pytest_roofline.model.engine_args._refusals import check_engine_args as check_engine_args
 from pytest_roofline.model.engine_args._refusals import engine_arg_problems as engine_arg_problems
 from pytest_roofline.model.engine_args._releases import (
@@ -72,5 +74,5 @@ from pytest_roofline.model.engine_args._spellings import normalise_engine_args a
 __all__ = ["MODELLED_ARGS", "NO_TIMING_EFFECT_ARGS", "KNOWN_ARGS", "FLAG_ARGS", "ALIASES", "Scope", "Problem",
            "EXECUTOR_BACKENDS", "ExecutorBackend",
            "EngineArgsError", "is_off", "read_flag", "flag_arg", "canonical_key", "normalise_engine_args",
-           "engine_arg_problems", "check_engine_args", "ASYNC_SCHEDULING_DEFAULT_VERSION",
+           "engine_arg_problems", "check_engine_args", "SetupFacts", "ASYNC_SCHEDULING_DEFAULT_VERSION",
            "async_scheduling_default"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from pytest_roofline.errors import SetupValueError
@@ -22,6 +23,7 @@ from pytest_roofline.model.engine_args._releases import (
     _V2_BLOCK_MANAGER_NOOP_POST,
     ASYNC_SCHEDULING_DEFAULT_VERSION,
     DATA_PARALLEL_SIZE_VERSION,
+    MAX_SEQ_LEN_TO_CAPTURE_REMOVED_VERSION,
     NUM_SCHEDULER_STEPS_REMOVED_VERSION,
     V2_BLOCK_MANAGER_NOOP_VERSION,
     _version,
@@ -52,7 +54,7 @@ NO_TIMING_EFFECT_ARGS: frozenset[str] = frozenset({
     "tokenizer_revision", "code_revision", "download_dir", "load_format", "trust_remote_code", "seed",
     "disable_log_requests", "enable_log_requests", "disable_log_stats", "max_log_len", "uvicorn_log_level",
     "disable_uvicorn_access_log", "chat_template", "response_role", "generation_config", "swap_space",
-    "max_seq_len_to_capture", "distributed_executor_backend", "disable_custom_all_reduce", "allowed_origins",
+    "distributed_executor_backend", "allowed_origins",
     "root_path", "ssl_keyfile", "ssl_certfile", "disable_frontend_multiprocessing", "hf_token",
     # the OpenAI server's request/response handling, outside the engine's steps
     "enable_auto_tool_choice", "tool_call_parser", "tool_parser_plugin", "chat_template_content_format",
@@ -146,7 +148,28 @@ _REFUSED_ARGS: dict[str, tuple[Callable[[Any], bool], str, Scope]] = {
 #: every engine arg the models know (modelled, without effect, or refused at some value)
 KNOWN_ARGS: frozenset[str] = (MODELLED_ARGS | NO_TIMING_EFFECT_ARGS | frozenset(_REFUSED_ARGS)
                               | {"enforce_eager", "async_scheduling", "use_v2_block_manager", "device",
-                                 "override_generation_config", "num_scheduler_steps"})
+                                 "override_generation_config", "num_scheduler_steps", "disable_custom_all_reduce",
+                                 "max_seq_len_to_capture"})
+
+
+@dataclass(frozen=True)
+class SetupFacts:
+    """What a refusal that depends on the resolved setup reads (``model.setup.serving_arg_problems`` fills it from
+    the Setup): the tensor-parallel degree, the catalog's interconnect text, the engine (V0/V1) and the longest
+    sequence a decode step of the workload holds (prompt + output - 1 tokens)."""
+
+    tensor_parallel_size: int = 1
+    interconnect: str | None = None
+    engine_kind: str | None = None
+    longest_decode_sequence: int | None = None
+
+
+#: the TP group sizes vLLM's custom all-reduce kernel runs at (vllm/distributed/device_communicators/
+#: custom_all_reduce.py ``_SUPPORTED_WORLD_SIZES``: [2, 4, 6, 8] in 0.6.3 and 0.11.0, 16 added by 0.32.0, beyond
+#: one NVLink domain, which the setup refuses); at other sizes NCCL runs every all-reduce whatever the arg says
+CUSTOM_ALL_REDUCE_WORLD_SIZES = frozenset({2, 4, 6, 8, 16})
+#: vLLM's default ``max_seq_len_to_capture`` (0.6.3 vllm/engine/arg_utils.py, 0.10.2 vllm/config ModelConfig)
+MAX_SEQ_LEN_TO_CAPTURE_DEFAULT = 8192
 
 
 def _async_problem(value: Any, field: str, args: Mapping[str, Any], *, scope: Scope,
@@ -205,6 +228,70 @@ def _multi_step_problem(value: Any, field: str, *, scope: Scope, version: Any) -
             "scheduling; remove it to predict the default engine, or compare with the roofline only")
 
 
+def _custom_all_reduce_problem(value: Any, field: str, *, device: str, scope: Scope,
+                               facts: SetupFacts | None) -> str | None:
+    """``disable_custom_all_reduce: true`` where vLLM would otherwise run its custom all-reduce kernel: a GPU
+    tensor-parallel group of a size the kernel takes (:data:`CUSTOM_ALL_REDUCE_WORLD_SIZES`), two GPUs or
+    NVLink-connected ones (custom_all_reduce.py disables it itself on more than two PCIe-only GPUs, 0.6.3 ...
+    0.32.0).  There every all-reduce the kernel would have taken (messages under its max size: a decode step's)
+    runs on NCCL instead (vllm/distributed/device_communicators/cuda_communicator.py ``all_reduce``: the custom
+    kernel first, then NCCL).  The serving model charges NCCL's ring latency per call, but its constants and TP
+    bands were measured on engines that ran the custom kernel, so its figure for an engine without it is not one
+    the project has measured: refused where the serving model runs.  The setup keeps it: the KV pool changes only
+    by the kernel's own buffers (about 24 MiB a rank at 0.11.0's sizes: 8 MiB of metadata and scratch, an 8 MiB IPC
+    buffer, 8 MiB of rank data), inside analytical.TP_NVLINK_NON_TORCH_BYTES, which the model does not separate
+    out.  None: accepted (off, TP 1, the CPU engine, a size or link where vLLM never runs the kernel)."""
+    on = _flag_word(value)
+    if scope == "setup" or not on or device == "cpu":
+        return None
+    if facts is not None:
+        tp = int(facts.tensor_parallel_size)
+        nvlink = (facts.interconnect or "").strip().startswith("NVLink")
+        if tp not in CUSTOM_ALL_REDUCE_WORLD_SIZES or (tp > 2 and not nvlink):
+            return None
+        where = f"at tensor_parallel_size {tp}"
+    else:
+        where = "under tensor parallelism"
+    return (f"{field}: true is not modelled {where}: it turns off vLLM's custom all-reduce kernel, so every TP "
+            "all-reduce of a decode step runs on NCCL (vllm/distributed/device_communicators/cuda_communicator.py), "
+            "and the serving model's all-reduce charge and TP bands come from engines that ran the custom kernel; "
+            "remove it to predict the default engine, or compare with the roofline only")
+
+
+def _capture_len_problem(value: Any, field: str, *, device: str, scope: Scope, version: Any,
+                         facts: SetupFacts | None) -> str | None:
+    """``max_seq_len_to_capture``: gone from vLLM 0.11.0 (:data:`MAX_SEQ_LEN_TO_CAPTURE_REMOVED_VERSION`), so refused
+    everywhere there.  Before, only V0 reads it: its model runner replays a CUDA graph for a decode step only when
+    the batch's longest sequence is at most the value (vllm/worker/model_runner.py ``_use_captured_graph``, 0.6.3
+    ... 0.10.2) and runs the step eagerly otherwise, the effect refused as ``enforce_eager``.  Refused where the
+    serving model runs when the workload's longest decode sequence exceeds it on a GPU's V0 engine; V1 (0.8 ...
+    0.10.x) never reads it (no use under vllm/v1 in 0.10.1 or 0.10.2), nor does the CPU engine's runner."""
+    v = _version(version)
+    release = f"vLLM {version}" if version is not None else "the newest vLLM release read"
+    if v is None or v >= MAX_SEQ_LEN_TO_CAPTURE_REMOVED_VERSION:
+        return (f"{field}: {value!r} is not an engine arg of {release}: --max-seq-len-to-capture went with V0's "
+                "model runner in vLLM 0.11.0 (0.10.2's vllm/engine/arg_utils.py has it, 0.11.0's not), so this "
+                "release's engine refuses to start with it; remove it")
+    try:
+        cap = None if isinstance(value, bool) else int(str(value).strip())
+    except ValueError:
+        cap = None
+    if cap is None or cap < 1:
+        return (f"{field}: {value!r} is not a number of tokens; write a whole number (vLLM's default is "
+                f"{MAX_SEQ_LEN_TO_CAPTURE_DEFAULT}) or remove it")
+    if scope == "setup" or device == "cpu" or facts is None or facts.engine_kind != "v0":
+        return None
+    longest = facts.longest_decode_sequence
+    if longest is None or longest <= cap:
+        return None
+    return (f"{field}: {cap:,} is not modelled on {release}'s V0 engine for this workload: its decode steps reach "
+            f"sequences of {longest:,} tokens, and V0 replays a CUDA graph only for a batch whose longest sequence is "
+            f"at most {cap:,} (vllm/worker/model_runner.py _use_captured_graph), so the longer ones decode eagerly, "
+            "which the serving model does not simulate (as enforce_eager); raise it to the workload's longest "
+            f"sequence ({longest:,}) or more, or remove it (the default, {MAX_SEQ_LEN_TO_CAPTURE_DEFAULT:,}, capped at "
+            "max_model_len)")
+
+
 def _pipeline_problem(value: Any, field: str) -> str | None:
     """Where the serving model runs: ``pipeline_parallel_size`` > 1 is not simulated (its step loop is one
     tensor-parallel group's; the simulator refuses it too, model/serving/cost.py).  The roofline's memory and KV
@@ -222,7 +309,7 @@ def _pipeline_problem(value: Any, field: str) -> str | None:
 
 
 def _problem(key: str, value: Any, args: Mapping[str, Any], *, device: str, scope: Scope,
-             version: Any) -> str | None:
+             version: Any, facts: SetupFacts | None = None) -> str | None:
     """The line saying why ``key: value`` cannot be predicted, or None when it can."""
     field = f"engine.args.{key}"
     if key in FLAG_ARGS and _flag_word(value) is None:
@@ -238,6 +325,10 @@ def _problem(key: str, value: Any, args: Mapping[str, Any], *, device: str, scop
         return None
     if key == "num_scheduler_steps":
         return _multi_step_problem(value, field, scope=scope, version=version)
+    if key == "disable_custom_all_reduce":
+        return _custom_all_reduce_problem(value, field, device=device, scope=scope, facts=facts)
+    if key == "max_seq_len_to_capture":
+        return _capture_len_problem(value, field, device=device, scope=scope, version=version, facts=facts)
     if key == "enforce_eager":
         if scope == "serving" and _flag_word(value) and device != "cpu":
             return (f"{field}: true is not modelled on a GPU: without CUDA graphs every kernel is launched from "
@@ -325,7 +416,7 @@ def _generation_override_problem(value: Any, field: str) -> str | None:
 
 
 def engine_arg_problems(args: Mapping[str, Any], *, device: str = "cuda", scope: Scope = "serving",
-                        version: Any = None) -> list[Problem]:
+                        version: Any = None, facts: SetupFacts | None = None) -> list[Problem]:
     """Every engine arg of ``args`` (already normalised: :func:`normalise_engine_args`) a model would otherwise
     ignore silently, each as a :class:`Problem`: one it does not know (with the nearest known name), one it does not
     simulate at a value that changes a figure, an on/off arg that is neither.  ``scope="setup"`` (the setup, as it is
@@ -334,10 +425,13 @@ def engine_arg_problems(args: Mapping[str, Any], *, device: str = "cuda", scope:
     it the arg is refused everywhere), ``async_scheduling`` at the value that is not ``version``'s default,
     ``enforce_eager: true`` on a GPU (its per-step costs are those of CUDA-graph replay; the ``cpu`` pseudo-device's
     defaults are eager-mode figures, so it is accepted there) and ``pipeline_parallel_size`` > 1 (one
-    tensor-parallel group is simulated).  ``version``: the vLLM release (None: the newest read)."""
+    tensor-parallel group is simulated), ``disable_custom_all_reduce: true`` where vLLM would run its custom
+    all-reduce and ``max_seq_len_to_capture`` below the workload's longest decode sequence on V0 (both read from
+    ``facts``, the resolved setup's figures; without them the first is refused on a GPU and the second
+    accepted).  ``version``: the vLLM release (None: the newest read)."""
     out: list[Problem] = []
     for key, value in args.items():
-        text = _problem(str(key), value, args, device=device, scope=scope, version=version)
+        text = _problem(str(key), value, args, device=device, scope=scope, version=version, facts=facts)
         if text is not None:
             out.append(Problem(f"engine.args.{key}", text))
     return out

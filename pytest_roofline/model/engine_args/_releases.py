@@ -1,7 +1,7 @@
 """What about the engine args changes with the vLLM release: the release a version names (``_version``), the
 default of ``async_scheduling`` (:func:`async_scheduling_default`: on from 0.14.0), the release from which
 ``--use-v2-block-manager`` is a no-op, the first release with ``--data-parallel-size`` (``-dp``) and the first
-without ``--num-scheduler-steps``.  The refusals
+without ``--num-scheduler-steps`` and ``--max-seq-len-to-capture``.  The refusals
 (``_refusals.py``) read these gates; the engine's other defaults by release are in model/vllm_defaults.py.
 """
 
@@ -34,6 +34,11 @@ DATA_PARALLEL_SIZE_VERSION: tuple[int, int, int] = (0, 8, 3)
 #: ``--num-scheduler-steps`` (and its V1 oracle falls back to V0 for a value other than 1); 0.10.1's and 0.11.0's
 #: have neither, so their command line refuses the flag (both read in the PyPI sdists)
 NUM_SCHEDULER_STEPS_REMOVED_VERSION: tuple[int, int, int] = (0, 10, 1)
+#: the first release without ``--max-seq-len-to-capture``: 0.10.2's vllm/engine/arg_utils.py declares it
+#: (``ModelConfig.max_seq_len_to_capture: int = 8192``, "Maximum sequence len covered by CUDA graphs. When a
+#: sequence has context length larger than this, we fall back to eager mode"), 0.11.0's has no trace of it (the V0
+#: model runner that read it went with V0); both read in the PyPI sdists
+MAX_SEQ_LEN_TO_CAPTURE_REMOVED_VERSION: tuple[int, int, int] = (0, 11, 0)
 
 
 def _version(version: Any) -> tuple[int, ...] | None:
