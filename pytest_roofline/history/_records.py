@@ -17,7 +17,8 @@ from typing import Any, Literal, Protocol, get_args
 
 __all__ = [
     "SCHEMA", "SCHEMA_VERSION", "SetupKey", "StoredValue", "RunSummary", "RunRecord", "HistoryStore",
-    "prediction_key", "clean_name", "NAME_LIMITS", "same_prediction", "unify_keys", "StoredOutcome", "as_outcome",
+    "prediction_key", "clean_name", "NAME_LIMITS", "same_prediction", "unify_keys", "mend_error_keys", "StoredOutcome",
+    "as_outcome",
     "OUTCOME_OF_PYTEST",
 ]
 
@@ -253,12 +254,50 @@ def same_prediction(old: StoredValue, new: StoredValue) -> bool:
             and _suffix_related(old.file, new.file))
 
 
+def mend_error_keys(runs: Sequence[RunSummary], current: Sequence[StoredValue] = ()) -> list[RunSummary]:
+    """``runs`` with each ERROR value stored without its ``at:`` (an engine that failed to start, stored before an
+    errored verdict kept its point: ``tput[concurrency=2]`` keyed as ``nightly.yaml::tput[concurrency=2]``) re-keyed
+    to its prediction's key, the one value of the same file and id that has an ``at:`` (among ``current`` and the
+    runs of the same setup), so a failed night is an ERROR point of its prediction's own series, not a row of its
+    own. Left as it is when nothing, or more than one key, matches."""
+    def has_point(v: StoredValue) -> bool:
+        return bool(v.at)
+
+    targets: dict[tuple[SetupKey | None, str, str], set[tuple[str, tuple[tuple[str, str], ...]]]] = {}
+    for v in current:
+        if has_point(v):
+            targets.setdefault((None, v.file, v.prediction_id), set()).add((v.key, tuple(sorted(v.at.items()))))
+    for r in runs:
+        for v in r.values:
+            if has_point(v):
+                targets.setdefault((r.setup, v.file, v.prediction_id), set()).add((v.key, tuple(sorted(v.at.items()))))
+    if not any(v.status == "error" and not v.at for r in runs for v in r.values):
+        return list(runs)
+    out = []
+    for r in runs:
+        values = []
+        changed = False
+        for v in r.values:
+            if v.status == "error" and not v.at:
+                hits = (targets.get((r.setup, v.file, v.prediction_id), set())
+                        | targets.get((None, v.file, v.prediction_id), set()))
+                if len(hits) == 1:
+                    ((key, at),) = hits
+                    v = replace(v, key=key, at=dict(at))
+                    changed = True
+            values.append(v)
+        out.append(replace(r, values=tuple(values)) if changed else r)
+    return out
+
+
 def unify_keys(runs: Sequence[RunSummary], current: Sequence[StoredValue] = ()) -> list[RunSummary]:
     """``runs`` with each old-scheme value (no definition hash) re-keyed to the current-scheme key of the same
     prediction on the same setup — found among ``current`` (this run's values) and the runs' own current-scheme
     values — when exactly one matches (:func:`same_prediction`); the reading side of the key migration: a store
     written before keeps comparing. Old-scheme values of one prediction under different rootdir paths become
-    one series this way, and stay as they are when nothing (or more than one thing) matches."""
+    one series this way, and stay as they are when nothing (or more than one thing) matches. ERROR values stored
+    without their ``at:`` join their prediction's series first (:func:`mend_error_keys`)."""
+    runs = mend_error_keys(runs, current)
     by_setup: dict[SetupKey | None, dict[str, StoredValue]] = {}
     for v in current:
         by_setup.setdefault(None, {})[v.key] = v

@@ -311,13 +311,13 @@ class RooflineSession:
                 first = self.setup_errors.setdefault((spec.path, str(exc)), pred.id)
                 if first != pred.id:
                     exc = PointError(not_run_text(first, str(exc)))
-                v = Verdict.for_error(pred, exc, mode="measured")
+                v = _error_verdict(pred, exc)
                 self.verdicts.append(v)
                 return v
         cmp = self.mismatches.get(spec.path)
         if mode == "measured" and cmp is not None and cmp.differences and not self.allow_mismatch:
-            v = Verdict.for_error(pred, PointError(str(ResultsMismatchError(mismatch.refuse_message(
-                f"--replay {self.replay}", spec, cmp), cmp.differences))), mode="measured")
+            v = _error_verdict(pred, PointError(str(ResultsMismatchError(mismatch.refuse_message(
+                f"--replay {self.replay}", spec, cmp), cmp.differences))))
             self.verdicts.append(v)
             return v
         verdict = score(spec, pred, mode, measurement, default_tolerance=self.default_tolerance,
@@ -332,6 +332,14 @@ class RooflineSession:
                                                    + "; ".join(cmp.unchecked)])
         self.verdicts.append(verdict)
         return verdict
+
+
+def _error_verdict(pred: Prediction, exc: BaseException) -> Verdict:
+    """A measured prediction's ERROR verdict with its ``at:`` point kept: the history keys a value by file, id and
+    point, so an ERROR stored without it was a prediction of its own on the trend page, beside the real one
+    (trial 14n, D4)."""
+    v = Verdict.for_error(pred, exc, mode="measured")
+    return dataclasses.replace(v, at=dict(pred.at_text)).final() if pred.at_text and not v.at else v
 
 
 def not_run_text(first: str, error: str) -> str:

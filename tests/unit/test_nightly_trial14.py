@@ -1,0 +1,67 @@
+"""Trial 14n's nightly defects (notes/s14/trial-nightly.md), the parts that are pure functions: checked with values
+worked out by hand from the trial's stored nights."""
+
+from __future__ import annotations
+
+from pytest_roofline.errors import PointError
+from pytest_roofline.format.spec import loads_spec
+from pytest_roofline.history import RunSummary, SetupKey, StoredValue, build_records, unify_keys
+from pytest_roofline.history._records import prediction_key
+from pytest_roofline.pytest_plugin.session import _error_verdict
+
+SETUP = SetupKey("cpu", "roofline-tiny", "0.32.0")
+
+POINTS = """
+hardware: cpu
+model: roofline-tiny
+engine: {version: "0.32.0", args: {max_num_seqs: 4}}
+workload: {input_len: 96, output_len: 32}
+sweep: {mode: closed, concurrency: [2, 4]}
+predictions:
+  - id: tput
+    quantity: output_throughput
+    at: {concurrency: [2, 4]}
+    predicted: 700 tok/s
+"""
+
+
+def _value(pid: str, at: dict[str, str], status: str, measured: float | None) -> StoredValue:
+    return StoredValue(key=prediction_key("nightly.yaml", pid, at), prediction_id=pid, file="nightly.yaml",
+                       quantity="output_throughput", dimension="throughput", status=status, mode="measured", at=at,
+                       unit="tok/s", measured=measured, predicted=700.0, predicted_text="700 tok/s",
+                       definition_hash="h" if measured is not None else "e")
+
+
+def _night(hour: int, *values: StoredValue) -> RunSummary:
+    return RunSummary(run_id=f"20261206T1{hour}0000Z-nocommit-aaaaaa", setup=SETUP,
+                      started_at=f"2026-12-06T1{hour}:00:00Z", mode="engine", values=values)
+
+
+# ------------------------------------------------------------------------------ D4: an errored night keeps its point
+
+
+def test_an_error_verdict_keeps_its_at_point() -> None:
+    # the engine did not start: every measured prediction is an ERROR, and its verdict keeps at: concurrency=2,
+    # so the stored key is the prediction's own, nightly.yaml::tput[concurrency=2]::concurrency=2
+    pred = loads_spec(POINTS, file="nightly.yaml").predictions[0]
+    assert pred.id == "tput[concurrency=2]"
+    v = _error_verdict(pred, PointError("api_server.py: error: unrecognized arguments: --swap-space"))
+    assert v.status == "error" and v.at == {"concurrency": "2"}
+    (rec,) = build_records([v], setups={"nightly.yaml": SETUP}, started_at="2026-12-06T11:17:30Z", mode="engine")
+    assert rec.summary.values[0].key == "nightly.yaml::tput[concurrency=2]::concurrency=2"
+
+
+def test_errors_stored_without_their_point_join_their_predictions_series() -> None:
+    # the trial's store `he`: nights 1 and 2 keyed ...::concurrency=2, the failed night stored before this fix with
+    # at {} (its own key, a ghost row on the trend page); read back, it is the same prediction's ERROR night
+    good = {"concurrency": "2"}
+    n1 = _night(1, _value("tput[concurrency=2]", good, "pass", 311.64))
+    bad = _night(7, _value("tput[concurrency=2]", {}, "error", None), _value("kv-tokens", {}, "error", None))
+    n2 = _night(8, _value("tput[concurrency=2]", good, "pass", 350.9))
+    mended = unify_keys([n1, bad, n2])
+    keys = {v.key for r in mended for v in r.values}
+    assert keys == {"nightly.yaml::tput[concurrency=2]::concurrency=2", "nightly.yaml::kv-tokens"}
+    err = mended[1].value("nightly.yaml::tput[concurrency=2]::concurrency=2")
+    assert err is not None and err.status == "error" and err.at == good
+    # a prediction with no at: (kv-tokens) keeps its key; nothing to match leaves a value as it was
+    assert unify_keys([bad])[0].values == bad.values
