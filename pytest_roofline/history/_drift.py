@@ -159,7 +159,7 @@ class DriftStatus(StrEnum):
     UNCERTAIN = "uncertain"  # beyond it, but the intervals cannot tell the change from noise
     NEW = "new"  # no earlier run of this setup measured it
     NOT_MEASURED = "not_measured"  # no measured value in this run
-    PREDICTION_CHANGED = "prediction_changed"  # the value in ink or its band differs from the baseline run's
+    PREDICTION_CHANGED = "prediction_changed"  # what it measures (its quantity) differs from the baseline run's
 
 
 @dataclass(frozen=True)
@@ -350,13 +350,13 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
     given — the caller passes the run's own SetupKey), by prediction key.
 
     Per value: NOT_MEASURED without a measured value now; NEW when no earlier run of the setup measured it (with
-    a pinned baseline: when that run did not); PREDICTION_CHANGED when the ink (``predicted_text``), the band
-    (lo, hi) or the definition's hash differs from the latest baseline run's (the number may have moved because
-    the user edited it; never fails a run); else, by the threshold around the baseline (the previous value, the
+    a pinned baseline: when that run did not); PREDICTION_CHANGED when its quantity differs from the latest baseline
+    run's (it measures something else now; never fails a run); else, by the threshold around the baseline (the previous value, the
     median of the last N, or the pinned run's), STEADY within it, and beyond it DRIFTED when the measurements
     are distinguishable (:func:`distinguishable`, and tonight outside the nights' prediction interval around their
     mean once 3 nights measured it), UNCERTAIN when
-    not. A value measured now at a point that did not hold its concurrency (``StoredValue.held`` false) is
+    not; an edited ink, tolerance or band (``predicted_text``, lo/hi, the definition's hash) is a note on that
+    status, never a replacement of it: it cannot move the measured value. A value measured now at a point that did not hold its concurrency (``StoredValue.held`` false) is
     UNCERTAIN whatever its change; earlier nights whose value is such a one are skipped, as baselines and for the
     nights' spread, like nights that did not measure it. Values stored under the old key scheme are matched to
     this run's keys first (:func:`unify_keys`). ``before`` (an ISO time: a replayed run's own measurement time)
@@ -444,9 +444,13 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         if outside is not None:  # a prediction interval for one more night: centred on the nights' mean
             apart = apart and outside
             margin = max(margin, spread)
-        changed = (latest.predicted_text != v.predicted_text or latest.lo != v.lo or latest.hi != v.hi
-                   or bool(latest.definition_hash and v.definition_hash
-                           and latest.definition_hash != v.definition_hash))
+        # what the prediction measures changed (its quantity: the at: point is part of the key): the number may
+        # have moved because of the edit, so it is "prediction changed", never judged. An edited ink, tolerance,
+        # band or drift threshold cannot move a measured value: the move is judged as usual, and the edit is a note
+        redefined = bool(latest.quantity and v.quantity and latest.quantity != v.quantity)
+        inked = not redefined and (latest.predicted_text != v.predicted_text or latest.lo != v.lo
+                                   or latest.hi != v.hi or bool(latest.definition_hash and v.definition_hash
+                                                                and latest.definition_hash != v.definition_hash))
         if unheld_now:
             verdict = f"not judged: {unheld_now}"
         elif not beyond:
@@ -475,14 +479,18 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
                 verdict = f"beyond {tol_text} but within the earlier nights' spread ({noise}{own})"
             else:
                 verdict = f"beyond {tol_text} but within the measurements' noise ({noise})"
-        if changed:
+        if redefined:
             status = DriftStatus.PREDICTION_CHANGED
-            text = (f"{moved} {against}, {verdict}; the prediction changed since "
-                    f"({latest.predicted_text or '—'} → {v.predicted_text or '—'})")
+            text = (f"{moved} {against}, {verdict}; the prediction changed since: it measures {v.quantity}, "
+                    f"where it measured {latest.quantity} (not judged as drift)")
         else:
             status = (DriftStatus.UNCERTAIN if unheld_now else DriftStatus.STEADY if not beyond
                       else DriftStatus.DRIFTED if apart else DriftStatus.UNCERTAIN)
             text = f"{moved} {against}, {verdict}"
+            if inked:  # a note: the measured value's move is judged whatever the ink says
+                ink = (f" ({latest.predicted_text or '—'} → {v.predicted_text or '—'})"
+                       if latest.predicted_text != v.predicted_text else " (its tolerance, band or drift threshold)")
+                text += f"; note: the prediction's ink changed since{ink}, which does not move the measured value"
         out[v.key] = Drift(v.key, status, text, now=now, baseline=base, baseline_run_ids=ids, baseline_dates=dates,
                            baseline_commits=commits, change_rel=change, threshold_text=tol_text,
                            noise=margin if math.isfinite(margin) else None, held=not unheld_now)

@@ -134,7 +134,7 @@ def drift_cell(d: Mapping[str, Any] | None) -> str:
     if not d or d.get("status") in (None, "not_measured"):
         return _cell(DRIFT_COLUMN[0], sort_key(None))
     change = d.get("change_rel")
-    word = {"drifted": "DRIFTED", "uncertain": "uncertain", "new": "new", "prediction_changed": "ink changed",
+    word = {"drifted": "DRIFTED", "uncertain": "uncertain", "new": "new", "prediction_changed": "quantity changed",
             "steady": "steady"}.get(
         str(d.get("status")), str(d.get("status")))
     shown = (f"{signed_percent(change)} " if is_number(change) else "") + word

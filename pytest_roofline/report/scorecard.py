@@ -653,7 +653,7 @@ def _drift_cell(drift: Mapping[str, Any] | None) -> str:
         return '<td class="drift"></td>'
     change = d.get("change_rel")
     short = signed_percent(change) if isinstance(change, (int, float)) else status.replace("_", " ")
-    word = {"drifted": "DRIFTED", "new": "new", "prediction_changed": "ink changed"}.get(status, "")
+    word = {"drifted": "DRIFTED", "new": "new", "prediction_changed": "quantity changed"}.get(status, "")
     return (f'<td class="drift rl-drift-{esc(status)}" title="{esc(d.get("text") or "")}">{esc(short)}'
             + (f' <span class="rl-badge rl-drift-{esc(status)}">{esc(word)}</span>' if word else "") + "</td>")
 

@@ -163,11 +163,29 @@ def test_not_measured_and_new() -> None:
     assert one([value(1000.0)], [], DriftPolicy()).status is DriftStatus.NEW
 
 
-def test_prediction_changed() -> None:
-    # the ink moved from 1,742 to 1,900 tok/s: the +30% may be the edit, not the machine
-    d = one([value(1300.0, predicted_text="1,900 tok/s")], [run(30, 1000.0)], DriftPolicy("10%"))
+def test_an_edited_ink_is_a_note_never_a_status() -> None:
+    # trial 14n, D8: the ink moved from 1,742 to 1,900 tok/s. An ink cannot move a measured value: the +30 % against
+    # three earlier nights of 1,000 (spread 0) is judged as usual, drifted, and the edit is a note on it
+    three = [run(x, 1000.0) for x in (28, 29, 30)]
+    d = one([value(1300.0, predicted_text="1,900 tok/s")], three, DriftPolicy("10%"))
+    assert d.status is DriftStatus.DRIFTED
+    assert d.text == ("+30.0% vs previous run (2026-11-30; baseline 1,000 tok/s), beyond 10%; note: the prediction's "
+                      "ink changed since (1,742 tok/s → 1,900 tok/s), which does not move the measured value")
+    # within the threshold it is steady, with the same note
+    s = one([value(1020.0, predicted_text="1,900 tok/s")], three, DriftPolicy("10%"))
+    assert s.status is DriftStatus.STEADY and "ink changed since (1,742 tok/s → 1,900 tok/s)" in s.text
+
+
+def test_a_changed_quantity_is_prediction_changed() -> None:
+    # the same id and point now measures another quantity: its number may have moved because of the edit
+    before = [run(x, 1000.0) for x in (28, 29, 30)]
+    from dataclasses import replace
+
+    now = replace(value(1300.0), quantity="request_throughput")
+    d = one([now], before, DriftPolicy("10%"))
     assert d.status is DriftStatus.PREDICTION_CHANGED
-    assert "1,742 tok/s → 1,900 tok/s" in d.text and d.text.startswith("+30.0%")
+    assert d.text.endswith("the prediction changed since: it measures request_throughput, where it measured "
+                           "output_throughput (not judged as drift)")
 
 
 def test_counts_line() -> None:

@@ -215,11 +215,13 @@ def test_a_pinned_run_whose_point_did_not_hold_is_no_baseline() -> None:
     assert one(value(1500.0), more, DriftPolicy("10%", "run:20261129")).status is DriftStatus.DRIFTED
 
 
-def test_a_changed_prediction_stays_prediction_changed_and_says_it_was_not_judged() -> None:
+def test_an_edited_ink_at_an_unheld_point_is_uncertain_with_the_note() -> None:
+    # an ink edit is a note (trial 14n, D8), so the unheld rule decides the status: uncertain, not judged
     d = one(value(1500.0, unheld=("closed-c4",), predicted_text="1,400 tok/s"), [night(30, 1000.0)])
-    assert d.status is DriftStatus.PREDICTION_CHANGED
+    assert d.status is DriftStatus.UNCERTAIN
     assert "not judged: point closed-c4 did not hold its concurrency" in d.text
-    assert d.text.endswith("the prediction changed since (1,000 tok/s → 1,400 tok/s)")
+    assert d.text.endswith("the prediction's ink changed since (1,000 tok/s → 1,400 tok/s), which does not move the "
+                           "measured value")
 
 
 def test_a_value_not_judged_is_measured_but_not_compared() -> None:

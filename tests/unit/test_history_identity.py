@@ -226,8 +226,10 @@ def test_pinned_baseline() -> None:
 def test_the_ink_moved_is_told_by_the_definition_hash() -> None:
     before = night(1, val("p", 1000.0))
     now = replace(val("p", 1300.0), definition_hash="h2")  # same key, same ink text, another definition
-    assert drift_for([now], [before], DriftPolicy("10%"), setup=SETUP)[now.key].status \
-        is DriftStatus.PREDICTION_CHANGED
+    d = drift_for([now], [before], DriftPolicy("10%"), setup=SETUP)[now.key]
+    # an edit that leaves the quantity is a note; the +30 % is judged (one earlier night: uncertain)
+    assert d.status is DriftStatus.UNCERTAIN
+    assert "note: the prediction's ink changed since (its tolerance, band or drift threshold)" in d.text
 
 
 def test_a_move_from_zero_is_in_the_values_unit() -> None:
