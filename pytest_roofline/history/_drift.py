@@ -349,16 +349,17 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
     """Each value's drift against ``history_runs`` (the store's index; only runs of ``setup`` count when it is
     given — the caller passes the run's own SetupKey), by prediction key.
 
-    Per value: NOT_MEASURED without a measured value now; NEW when no earlier run of the setup measured it (with
-    a pinned baseline: when that run did not); PREDICTION_CHANGED when its quantity differs from the latest baseline
-    run's (it measures something else now; never fails a run); else, by the threshold around the baseline (the previous value, the
-    median of the last N, or the pinned run's), STEADY within it, and beyond it DRIFTED when the measurements
-    are distinguishable (:func:`distinguishable`, and tonight outside the nights' prediction interval around their
-    mean once 3 nights measured it), UNCERTAIN when
-    not; an edited ink, tolerance or band (``predicted_text``, lo/hi, the definition's hash) is a note on that
-    status, never a replacement of it: it cannot move the measured value. A value measured now at a point that did not hold its concurrency (``StoredValue.held`` false) is
-    UNCERTAIN whatever its change; earlier nights whose value is such a one are skipped, as baselines and for the
-    nights' spread, like nights that did not measure it. Values stored under the old key scheme are matched to
+    Per value: NOT_MEASURED without a measured value now; NEW when no earlier run of the setup measured it (with a
+    pinned baseline: when that run did not); PREDICTION_CHANGED when its quantity differs from the latest baseline
+    run's (it measures something else now; never fails a run); else, by the threshold around the baseline (the
+    previous value, the median of the last N, or the pinned run's), STEADY within it, and beyond it DRIFTED when the
+    measurements are distinguishable (:func:`distinguishable`, and tonight outside the nights' prediction interval
+    around their mean once 3 nights measured it), UNCERTAIN when not; an edited ink, tolerance or band
+    (``predicted_text``, lo/hi, the definition's hash) is a note on that status, never a replacement of it: it
+    cannot move the measured value. A value measured now at a point that did not hold its concurrency
+    (``StoredValue.held`` false) is UNCERTAIN whatever its change; earlier nights whose value is such a one are
+    skipped, as baselines and for the nights' spread, like nights that did not measure it. Values stored under the
+    old key scheme are matched to
     this run's keys first (:func:`unify_keys`). ``before`` (an ISO time: a replayed run's own measurement time)
     leaves out the runs that started at or after it: a replay of an older measurement is compared with the nights
     before it, never with itself or with later nights."""
