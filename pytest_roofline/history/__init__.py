@@ -69,6 +69,7 @@ from pytest_roofline.history._records import (
     StoredStatus,
     StoredValue,
     clean_name,
+    measurement_id,
     prediction_key,
     same_prediction,
     unify_keys,
@@ -90,6 +91,7 @@ __all__ = [
     "identity_file", "definition_hash", "unify_keys", "same_prediction", "clean_name", "clean_setup",
     "distinguishable", "pinned_run", "compared_count", "not_judged_count", "COMPARED", "parse_share",
     "DEFAULT_MIN_COMPARED", "open_store_quietly", "render_run_list", "run_list_json", "measured_in_both",
+    "measurement_id",
 ]
 
 #: the URI schemes (before any ``+driver``) that open a database store

@@ -345,7 +345,8 @@ def _pinned(runs: Sequence[RunSummary], pinned: str) -> RunSummary | None:
 
 
 def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary], policy: DriftPolicy, *,
-              setup: SetupKey | None = None, before: str | None = None) -> dict[str, Drift]:
+              setup: SetupKey | None = None, before: str | None = None,
+              measurement: str | None = None) -> dict[str, Drift]:
     """Each value's drift against ``history_runs`` (the store's index; only runs of ``setup`` count when it is
     given — the caller passes the run's own SetupKey), by prediction key.
 
@@ -362,15 +363,20 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
     old key scheme are matched to
     this run's keys first (:func:`unify_keys`). ``before`` (an ISO time: a replayed run's own measurement time)
     leaves out the runs that started at or after it: a replay of an older measurement is compared with the nights
-    before it, never with itself or with later nights."""
+    before it, never with itself or with later nights. ``measurement`` (a replayed file's
+    :func:`~pytest_roofline.history.measurement_id`) names the stored run that holds that very file whatever time
+    it was stored at (a live run is stored at its session's start, before the file's ``created_at``): it is left
+    out too, and reported as ``stored_as``."""
     values = list(values)
     cut = sort_time(before) if before is not None else None  # compared as times, not as the strings written
     runs = [r for r in history_runs if (setup is None or r.setup == setup)
             and (cut is None or not r.started_at or sort_time(r.started_at) < cut)]
     # the run that already holds the replayed measurement (the same setup, started at the same time): never a
     # baseline of its own replay; a value that finds no other one says so, rather than "no earlier run measured it"
-    itself = next((r.run_id for r in history_runs if cut is not None and r.started_at
-                   and sort_time(r.started_at) == cut and (setup is None or r.setup == setup)), "")
+    itself = next((r.run_id for r in history_runs if (setup is None or r.setup == setup) and (
+        (measurement and measurement in r.measurements)
+        or (cut is not None and r.started_at and sort_time(r.started_at) == cut))), "")
+    runs = [r for r in runs if not itself or r.run_id != itself]
     runs = unify_keys(runs, values)
     runs.sort(key=lambda r: r.started_at)
     pinned = _pinned(runs, policy.pinned) if policy.pinned is not None else None

@@ -31,6 +31,7 @@ from pytest_roofline.history._records import (
     as_kind,
     as_outcome,
     clean_name,
+    measurement_id,
     prediction_key,
 )
 from pytest_roofline.history._samples import point_samples
@@ -247,6 +248,7 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
             if r is not None and all(r is not o for o in own):
                 own.append(r)
         summary = RunSummary(run_id="", setup=clean_setup(key), started_at=started_at, mode=mode,
+                             measurements=tuple(measurement_id(r) for r in own),
                              commit=clean_name(commit, NAME_LIMITS["commit"]),
                              branch=clean_name(branch, NAME_LIMITS["branch"]),
                              label=clean_name(label, NAME_LIMITS["label"]), counts=counts, values=tuple(values),

@@ -9,6 +9,7 @@ the measured, predicted and model value of every prediction, which is all that d
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -18,7 +19,7 @@ from typing import Any, Literal, Protocol, get_args
 __all__ = [
     "SCHEMA", "SCHEMA_VERSION", "SetupKey", "StoredValue", "RunSummary", "RunRecord", "HistoryStore",
     "prediction_key", "clean_name", "NAME_LIMITS", "same_prediction", "unify_keys", "mend_error_keys", "StoredOutcome",
-    "as_outcome",
+    "as_outcome", "measurement_id",
     "OUTCOME_OF_PYTEST",
 ]
 
@@ -204,6 +205,10 @@ class RunSummary:
     #: pytest outcome (:data:`StoredOutcome`) → count, as the terminal counted them (``{"pass": 26, "xfail": 10}``
     #: where ``counts`` says ``{"pass": 26, "fail": 10}``); {} in a run stored before outcomes were kept
     outcomes: dict[str, int] = field(default_factory=dict)
+    #: the :func:`measurement_id` of each results file the run holds: a replay of one of them is this run's
+    #: measurement, whatever time the run was stored at (a live run at its session's start, the file at its
+    #: ``created_at``); () in a run stored before they were kept
+    measurements: tuple[str, ...] = ()
 
     @property
     def files(self) -> list[str]:
@@ -229,7 +234,18 @@ class RunSummary:
                    started_at=str(d["started_at"]), mode=as_kind(d.get("mode"), RunMode), commit=d.get("commit"),
                    branch=d.get("branch"), label=d.get("label"), counts=dict(d.get("counts") or {}),
                    values=tuple(StoredValue.from_dict(v) for v in d.get("values") or ()),
-                   location=str(d.get("location") or ""), outcomes=dict(d.get("outcomes") or {}))
+                   location=str(d.get("location") or ""), outcomes=dict(d.get("outcomes") or {}),
+                   measurements=tuple(str(x) for x in d.get("measurements") or ()))
+
+
+def measurement_id(results: Mapping[str, Any]) -> str:
+    """One results file's identity, whoever reads it (the live run storing it, a replay of it days later): 16 hex
+    digits of SHA-256 over its ``created_at`` and each point's id and start and end times. Not the file's bytes:
+    ``updated_at`` and the status move as a run closes."""
+    points = [[str(p.get(k)) for k in ("id", "started_at", "finished_at")]
+              for p in results.get("points") or () if isinstance(p, Mapping)]
+    doc = json.dumps({"created_at": str(results.get("created_at") or ""), "points": points}, sort_keys=True)
+    return hashlib.sha256(doc.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _parts(file: str) -> tuple[str, ...]:

@@ -262,7 +262,9 @@ def summary_from_json(d: Any, where: str) -> RunSummary:
                           started_at=str(d["started_at"]), mode=as_kind(d.get("mode"), RunMode), commit=d.get("commit"),
                           branch=d.get("branch"), label=d.get("label"), counts=dict(d.get("counts") or {}),
                           values=_decode_values(d.get("values") or []), location=str(d.get("location") or ""),
-                          outcomes=dict(d.get("outcomes") or {}))
+                          outcomes=dict(d.get("outcomes") or {}),
+                          measurements=tuple(str(x) for x in d.get("measurements") or ()
+                                             if isinstance(x, str)))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise HistoryError(f"{where}: not a run summary ({type(exc).__name__}: {exc})") from exc
 

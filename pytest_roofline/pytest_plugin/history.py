@@ -198,12 +198,12 @@ def store_session(rs: RooflineSession) -> tuple[list[str], bool]:
                          f"{rec.summary.setup.text()} ({len(rec.summary.values)} checked by the math alone); a night "
                          "that measured nothing is not stored as a night")
             continue
-        same = next((r for r in rs.history_runs if replayed and r.setup == rec.summary.setup
-                     and r.started_at == rec.summary.started_at), None)
+        same = next((r for r in rs.history_runs if replayed and r.setup == rec.summary.setup and (
+            r.started_at == rec.summary.started_at or set(r.measurements) & set(rec.summary.measurements))), None)
         if same is not None:  # one measurement, one night: stored twice it would make a spread of 0
             lines.append(f"roofline history: not stored: run {same.run_id} of {rec.summary.setup.text()} already "
-                         f"holds the measurement this replay was made at ({rec.summary.started_at}); a replay "
-                         "stores a measurement once")
+                         f"holds the measurement this replay was made at ({rec.summary.started_at}, its results "
+                         "file's created_at); a replay stores a measurement once")
             continue
         try:
             stored = store.add(rec)

@@ -27,6 +27,7 @@ from pytest_roofline.history import (
     RunSummary,
     drift_for,
     identity_file,
+    measurement_id,
     open_store_quietly,
     parse_share,
     spec_setup_key,
@@ -187,6 +188,41 @@ class RooflineSession:
         return self.started_at
 
     @property
+    def replay_measurement_id(self) -> str | None:
+        """The replayed file's :func:`~pytest_roofline.history.measurement_id` (None unless replaying): what finds
+        the stored run that already holds this measurement, whatever time that run was stored at."""
+        if self.mode != "replay":
+            return None
+        try:
+            return measurement_id(self.replay_data())
+        except pytest.UsageError:
+            return None
+
+    def _stamp_live_runs(self) -> None:
+        """Runs stored before runs kept their :attr:`RunSummary.measurements` carry none: for a replay, the runs
+        stored in the hour before the replayed file's ``created_at`` (a live run is stored at its session's start,
+        before its file's creation) are opened, and their results files' ids read, so that a replay of a live
+        night's own file is known as that night (trial 14n, D5). Each candidate is one run folder read."""
+        cut = self.measured_at if self.mode == "replay" else ""
+        if not cut or self.history_store is None:
+            return
+        end = _dt.datetime.fromisoformat(cut.replace("Z", "+00:00"))
+        out = []
+        for r in self.history_runs:
+            try:
+                t = _dt.datetime.fromisoformat(r.started_at.replace("Z", "+00:00"))
+            except ValueError:
+                t = None
+            if not r.measurements and t is not None and end - _dt.timedelta(hours=1) <= t <= end:
+                try:
+                    rec = self.history_store.load(r.run_id)
+                    r = dataclasses.replace(r, measurements=tuple(measurement_id(x) for x in rec.results))
+                except (HistoryError, OSError, KeyError, ValueError):
+                    pass
+            out.append(r)
+        self.history_runs = out
+
+    @property
     def measured_commit(self) -> tuple[str | None, bool]:
         """For a replay: (the replayed file's own commit, True) — the code that was measured, None when the file
         does not say; else (None, False): the checkout's commit is read where the run is stored."""
@@ -205,6 +241,7 @@ class RooflineSession:
             return
         try:
             self.history_store, self.history_runs, self.history_notes = open_store_quietly(self.history_uri)
+            self._stamp_live_runs()
             pinned = self.drift_policy.pinned
             if pinned is not None:
                 exact = [r for r in self.history_runs if r.run_id == pinned]
@@ -246,7 +283,8 @@ class RooflineSession:
         setup = spec_setup_key(spec, self.results_for_spec(spec), self.gpu)
         value = stored_value(verdict.to_dict(), file=identity_file(verdict.file or spec.path), drift_text=pred.drift)
         before = self.measured_at if self.mode == "replay" else None
-        d = drift_for([value], self.history_runs, self.drift_policy, setup=setup, before=before)[value.key]
+        d = drift_for([value], self.history_runs, self.drift_policy, setup=setup, before=before,
+                      measurement=self.replay_measurement_id)[value.key]
         return {**d.to_dict(), "id": pred.id, "file": verdict.file or spec.path, "drift_text": pred.drift,
                 "setup": dataclasses.asdict(setup), "against": self.drift_policy.describe()}
 

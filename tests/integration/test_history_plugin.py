@@ -303,3 +303,37 @@ def test_a_night_that_measured_nothing_is_not_stored_and_fails_drift_fail(runs: 
     quiet = pytest_run("--replay", str(runs["scaled"]), str(YAML), "--roofline-history", str(hist), "-k",
                        "kv-bytes-per-token")
     assert quiet.returncode == 0 and len(open_store(str(hist)).runs()) == before, quiet.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stamped", [True, False], ids=["stamped", "stored-before-stamps"])
+def test_a_replay_of_a_live_nights_own_file_is_not_stored_again(tmp_path: Path, stamped: bool) -> None:
+    # trial 14n, D5: a live night is stored at its session's start (11:10:04Z), its results file says created_at
+    # 11:10:42Z (after the engine started), so a replay of that file was stored a second time and compared with
+    # itself (18 steady at 0.0 %). Here the recorded file stands for the live night: stored at its created_at minus
+    # 38 s, mode engine, as a live session stores it (stamped: with its results' measurement id; else as a store
+    # written before ids were kept, which the replay reads from the run's own results file)
+    from dataclasses import replace
+
+    from pytest_roofline.history import RunRecord, measurement_id
+
+    data = json.loads(RECORDED.read_text())
+    assert data["created_at"] == "2026-12-01T09:07:27Z"
+    scratch = tmp_path / "scratch"  # the night's values, as a session stores them
+    assert pytest_run("--replay", str(RECORDED), str(YAML), "--roofline-history", str(scratch)).returncode == 0
+    (night,) = open_store(str(scratch)).runs()
+    assert night.measurements == (measurement_id(data),)  # a stored run keeps its results file's id
+    record = open_store(str(scratch)).load(night.run_id)
+    hist = tmp_path / "hist"
+    store = open_store(str(hist))
+    summary = replace(record.summary, run_id="", location="", started_at="2026-12-01T09:06:49Z", mode="engine",
+                      measurements=night.measurements if stamped else ())
+    live = store.add(RunRecord(summary=summary, verdicts=record.verdicts, results=record.results))
+    store.close()
+    r = pytest_run("--replay", str(RECORDED), str(YAML), "--roofline-history", str(hist))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (f"roofline history: not stored: run {live.run_id} of cpu · roofline-tiny · vllm 0.32.0 already holds the "
+            "measurement this replay was made at (2026-12-01T09:07:27Z") in r.stdout
+    out = " ".join(r.stdout.split())
+    assert f"0 compared, 19 new (this measurement is already stored as run {live.run_id}" in out
+    assert len(open_store(str(hist)).runs()) == 1

@@ -65,3 +65,30 @@ def test_errors_stored_without_their_point_join_their_predictions_series() -> No
     assert err is not None and err.status == "error" and err.at == good
     # a prediction with no at: (kv-tokens) keeps its key; nothing to match leaves a value as it was
     assert unify_keys([bad])[0].values == bad.values
+
+
+# ------------------------------------------------------------- D5: a replay of a live night's own results file
+
+
+def test_a_results_files_id_is_its_creation_and_points_not_its_bytes() -> None:
+    from pytest_roofline.history import drift_for, measurement_id
+    from pytest_roofline.history._drift import DriftPolicy, DriftStatus
+
+    live = {"created_at": "2026-12-06T11:10:42Z", "updated_at": "2026-12-06T11:11:30Z", "status": "complete",
+            "points": [{"id": "closed-c2", "started_at": "2026-12-06T11:10:45Z",
+                        "finished_at": "2026-12-06T11:10:50Z"}]}
+    assert measurement_id(live) == measurement_id({**live, "updated_at": "later", "status": "interrupted"})
+    assert measurement_id(live) != measurement_id({**live, "created_at": "2026-12-06T11:45:00Z"})  # n1late
+    # night 1 stored live at its session's start (11:10:04Z, before the file's 11:10:42Z), holding the file's id;
+    # a replay of that file is compared with the nights before night 1 (none), never with night 1 itself
+    n1 = _night(1, _value("tput[concurrency=2]", {"concurrency": "2"}, "pass", 311.64))
+    from dataclasses import replace
+
+    n1 = replace(n1, started_at="2026-12-06T11:10:04Z", measurements=(measurement_id(live),))
+    now = _value("tput[concurrency=2]", {"concurrency": "2"}, "pass", 311.64)
+    d = drift_for([now], [n1], DriftPolicy(), setup=SETUP, before="2026-12-06T11:10:42Z",
+                  measurement=measurement_id(live))[now.key]
+    assert d.status is DriftStatus.NEW and d.stored_as == n1.run_id
+    # without the id, the earlier start makes night 1 a baseline of its own replay (the defect): 0.0 %, steady
+    same = drift_for([now], [n1], DriftPolicy(), setup=SETUP, before="2026-12-06T11:10:42Z")[now.key]
+    assert same.status is DriftStatus.STEADY and same.change_rel == 0.0
