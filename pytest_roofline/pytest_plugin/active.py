@@ -195,7 +195,10 @@ def session_finish(session: pytest.Session, rs: RooflineSession) -> None:
     _write_scorecard(session, rs)
     if rs.history_enabled:
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
-        stored_lines, store_failed = store_session(rs)  # after the scorecard: the run is added to the store
+        stopped = ("interrupted" if session.exitstatus == pytest.ExitCode.INTERRUPTED
+                   else "stopped early (-x/--maxfail)" if session.shouldfail or session.shouldstop else "")
+        # after the scorecard: the run is added to the store, unless the session did not score every prediction
+        stored_lines, store_failed = store_session(rs, stopped=stopped)
         compared_lines, too_few = compared_check(rs)
         for line in [*rs.history_notes, *compared_lines, *stored_lines]:
             if tr is not None:

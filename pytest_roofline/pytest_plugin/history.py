@@ -156,15 +156,28 @@ def _outcomes(rs: RooflineSession) -> dict[str, str]:
     return out
 
 
-def store_session(rs: RooflineSession) -> tuple[list[str], bool]:
+def store_session(rs: RooflineSession, *, stopped: str = "") -> tuple[list[str], bool]:
     """Add the session's runs (one per setup) to the store; the lines to print (where each went, or why not) and
     whether a run could not be stored (a session failure unless ``--roofline-history-optional``: a night whose
-    run is lost must not look green)."""
+    run is lost must not look green). A session that was ``stopped`` (interrupted, or -x) before every prediction
+    was scored stores nothing: a part of a night stored as a night would read as the whole night (its missing
+    predictions "not in the latest run of its file", drift's spread short of them). Its results file keeps every
+    measured point, and the line says how to store the whole night from it (trial 14n, D3)."""
     store = rs.history_store
     verdicts = list(rs.verdicts) or list(rs.reported_verdicts.values())
     if store is None or not verdicts:
         return [], False
     results = session_results(rs)
+    if stopped:
+        files = [str(r.get("_path")) for r in results if r.get("_path")]
+        specs = " ".join(sorted(rs.specs)) or "FILE.yaml"
+        uri = redact.redact_url(store.uri)
+        how = (" ".join(f"pytest --replay {f} {specs} --roofline-history {uri}" for f in files) if files
+               else "rerun the night")
+        return [printable(f"roofline history: not stored: the session was {stopped} after {len(verdicts)} "
+                          f"prediction(s) were scored, and a part of a night is not stored as a night; the results "
+                          f"file{'s' if len(files) > 1 else ''} keep{'' if len(files) > 1 else 's'} every measured "
+                          f"point: {how} stores the whole night")], False
     rootdir = rs.config.rootpath
     setups: dict[str, SetupKey] = {}
     for d in rs.reported_drifts.values():  # as the workers (or this process) looked the baselines up

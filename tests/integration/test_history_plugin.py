@@ -337,3 +337,45 @@ def test_a_replay_of_a_live_nights_own_file_is_not_stored_again(tmp_path: Path, 
     out = " ".join(r.stdout.split())
     assert f"0 compared, 19 new (this measurement is already stored as run {live.run_id}" in out
     assert len(open_store(str(hist)).runs()) == 1
+
+
+#: a plugin that presses Ctrl-C while the third prediction is scored (after the whole sweep was measured)
+_INTERRUPT_PLUGIN = '''
+from pytest_roofline.pytest_plugin import session as _session
+
+_score = _session.RooflineSession.score
+_seen = []
+
+def score(self, spec, pred, measurements):
+    _seen.append(pred.id)
+    if len(_seen) == 3:
+        raise KeyboardInterrupt
+    return _score(self, spec, pred, measurements)
+
+_session.RooflineSession.score = score
+'''
+
+
+@pytest.mark.slow
+def test_an_interrupt_while_scoring_stores_no_part_of_a_night(runs: dict, tmp_path: Path) -> None:
+    # trial 14n, D3: SIGINT after the sweep, while pytest scored, stored a 2-value night (counts {'pass': 2}) that
+    # read as a whole one: every other prediction "not in the latest run of its file", 16 measured values lost to
+    # the history. Now nothing is stored, the line says why and how to store the whole night from the results file
+    (tmp_path / "interrupt_plugin.py").write_text(_INTERRUPT_PLUGIN)
+    hist = tmp_path / "h"
+    shutil.copytree(runs["after_first"], hist)
+    before = len(open_store(str(hist)).runs())
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    r = pytest_run("-p", "interrupt_plugin", "--replay", str(runs["scaled"]), str(YAML), "--roofline-history",
+                   str(hist), env=env)
+    assert r.returncode == 2, r.stdout + r.stderr
+    out = " ".join(r.stdout.split())
+    assert ("roofline history: not stored: the session was interrupted after 2 prediction(s) were scored, and a part "
+            "of a night is not stored as a night; the results file keeps every measured point: pytest --replay "
+            f"{runs['scaled']} ") in out
+    assert len(open_store(str(hist)).runs()) == before
+    # the command it names stores the whole night: 22 predictions, 19 measured
+    again = pytest_run("--replay", str(runs["scaled"]), str(YAML), "--roofline-history", str(hist))
+    assert again.returncode == 0, again.stdout + again.stderr
+    latest = max(open_store(str(hist)).runs(), key=lambda s: s.started_at)
+    assert len(latest.values) == 22 and sum(v.mode == "measured" for v in latest.values) == 19
