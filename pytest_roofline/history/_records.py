@@ -85,10 +85,12 @@ StoredStatus = Literal["pass", "fail", "skip", "error", "inconclusive", ""]
 #: the outcome pytest reported for a prediction's test, as the terminal counted it: an expected miss (an ``xfail:``
 #: prediction whose verdict is FAIL) is "xfail", not "fail", and an unexpected pass "xpass"; "" in a run stored
 #: before outcomes were kept, whose pages show the verdict status instead
-StoredOutcome = Literal["pass", "fail", "xfail", "xpass", "skip", "error", "inconclusive", ""]
+#: "drifted": the test failed because its value drifted (--roofline-drift-fail), not because its verdict did: the word
+#: the terminal's table prints for it, so that every artefact names that night's status alike (trial 14n, D9)
+StoredOutcome = Literal["pass", "fail", "xfail", "xpass", "skip", "error", "inconclusive", "drifted", ""]
 #: pytest's outcome names (a report's, or the reports' own ``outcome_of_report``) → the stored outcome
 OUTCOME_OF_PYTEST = {"passed": "pass", "failed": "fail", "xfailed": "xfail", "xpassed": "xpass",
-                     "skipped": "skip", "error": "error", "inconclusive": "inconclusive"}
+                     "skipped": "skip", "error": "error", "inconclusive": "inconclusive", "drifted": "drifted"}
 #: what a stored value was checked against: scoring.VerdictMode's values, or "" where unknown
 StoredCheck = Literal["math", "measured", ""]
 #: how a pytest run got its numbers: an engine it started (--gpu), a server it was pointed at (--endpoint), a

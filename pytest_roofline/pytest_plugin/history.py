@@ -152,7 +152,12 @@ def _outcomes(rs: RooflineSession) -> dict[str, str]:
         for report in reports:
             verdict = getattr(report, "roofline", None)  # on the call report, or on a setup report that failed
             if isinstance(verdict, dict) and verdict:
-                out[verdict_key(verdict)] = outcome_of_report(report)
+                outcome = outcome_of_report(report)
+                drift = getattr(report, "roofline_drift", None) or {}
+                if (outcome == "failed" and rs.drift_fail and drift.get("status") == "drifted"
+                        and verdict.get("status") != "fail"):
+                    outcome = "drifted"  # failed by its drift, as the terminal's table says: DRIFTED, not FAIL
+                out[verdict_key(verdict)] = outcome
     return out
 
 

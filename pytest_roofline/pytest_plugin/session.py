@@ -286,7 +286,8 @@ class RooflineSession:
         d = drift_for([value], self.history_runs, self.drift_policy, setup=setup, before=before,
                       measurement=self.replay_measurement_id)[value.key]
         return {**d.to_dict(), "id": pred.id, "file": verdict.file or spec.path, "drift_text": pred.drift,
-                "setup": dataclasses.asdict(setup), "against": self.drift_policy.describe()}
+                "setup": dataclasses.asdict(setup), "against": self.drift_policy.describe(),
+                "drift_fail": self.drift_fail}
 
     @property
     def measured(self) -> bool:

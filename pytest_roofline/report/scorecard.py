@@ -295,8 +295,11 @@ def _page_header(title: str, specs: Sequence[Spec], results: Sequence[Mapping[st
             f'<a href="#spec{i}">{esc(s.title or Path(s.path).name)}</a>' for i, s in enumerate(specs)) + "</nav>"
     found = [d for d in (_drift_of(drifts, v) for v, _o, _p in rows) if d]
     if found:  # with a history: how this run compares with the stored ones
+        failed = sum(1 for d in found if d.get("status") == "drifted" and d.get("drift_fail"))
+        fails = (f' · <span class="rl-badge rl-failed">{failed} DRIFTED</span> their tests failed '
+                 "(--roofline-drift-fail), whatever their verdict above" if failed else "")
         src += (f'<div class="src rl-drift-line">drift: {esc(drift_counts(found))} vs '
-                f'{esc(str(found[0].get("against") or "the stored runs"))}</div>')
+                f'{esc(str(found[0].get("against") or "the stored runs"))}{fails}</div>')
     return (f'<header class="top"><div class="brand">pytest-roofline scorecard</div><h1>{esc(title)}</h1>'
             f'<div class="mode mode-{esc(mode)}">{esc(_MODE_TEXT.get(mode, mode))}</div>{src}'
             f'<div class="totals"><div class="bar">{bar}</div><div class="pills">{pills}'

@@ -77,9 +77,12 @@ TABLE_NIGHTS = 10
 #: what a night shows (its stored pytest outcome, else its verdict status: ``StoredValue.shown``) → the outcome
 #: name the reports' badges and colours use: an expected miss is xfail, as in the terminal, not FAIL
 _OUTCOME_OF_STATUS = {"pass": "passed", "fail": "failed", "xfail": "xfailed", "xpass": "xpassed", "skip": "skipped",
-                      "error": "error", "inconclusive": "inconclusive"}
+                      "error": "error", "inconclusive": "inconclusive", "drifted": "failed"}
+#: a night's word where it is not its outcome's label: a test failed by its drift is DRIFTED (the terminal's word,
+#: in FAIL's colour), never a FAIL that hides why
+_WORD = {"drifted": "DRIFTED"}
 #: the order the dots of each outcome are drawn in (the later on top) and their legend lists them
-_DOT_ORDER = ("pass", "xfail", "skip", "inconclusive", "xpass", "fail", "error")
+_DOT_ORDER = ("pass", "xfail", "skip", "inconclusive", "xpass", "drifted", "fail", "error")
 _VERSION_COLOR = PALETTE["purple"]
 _MODEL_COLOR = PALETTE["blue"]
 _BAND_COLOR = PALETTE["sky"]
@@ -405,7 +408,7 @@ def _status_color(status: str) -> str:
 
 def _badge(status: str) -> str:
     o = _OUTCOME_OF_STATUS.get(status, "skipped")
-    return f'<span class="rl-badge rl-{o}">{esc(OUTCOME_LABEL.get(o, status))}</span>'
+    return f'<span class="rl-badge rl-{o}">{esc(_WORD.get(status) or OUTCOME_LABEL.get(o, status))}</span>'
 
 
 def _shown_text(v: StoredValue) -> str:
@@ -567,7 +570,7 @@ def _chart(group: _Group, s: _Series, *, width: int = _CHART_WIDTH, height: int 
         for status in _DOT_ORDER:
             if status in by_status:
                 c.dots(by_status.pop(status), color=_status_color(status), size=size,
-                       label=f"measured · {OUTCOME_LABEL.get(_OUTCOME_OF_STATUS[status], status)}",
+                       label=f"measured · {_WORD.get(status) or OUTCOME_LABEL.get(_OUTCOME_OF_STATUS[status], status)}",
                        css_class=f"rl-pt rl-pt-{status}")
         for status, p in by_status.items():  # a status this page does not know: grey
             c.dots(p, color=PALETTE["grey"], size=size, label=f"measured · {status}", css_class="rl-pt")
@@ -720,12 +723,12 @@ def _baseline_words(policy: DriftPolicy) -> str:
 
 
 #: what a night shows that a reader must look at: a failure, an error, an unexpected pass (XPASS)
-_ATTENTION = ("fail", "error", "xpass")
+_ATTENTION = ("fail", "error", "xpass", "drifted")
 
 
 def _rank(status: str) -> int:
     """The pills' order: the reports' listing order, worst first (common.OUTCOMES)."""
-    order = ("error", "fail", "xpass", "inconclusive", "xfail", "skip", "pass")
+    order = ("error", "fail", "drifted", "xpass", "inconclusive", "xfail", "skip", "pass")
     return order.index(status) if status in order else len(order)
 
 

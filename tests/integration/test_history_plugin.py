@@ -379,3 +379,35 @@ def test_an_interrupt_while_scoring_stores_no_part_of_a_night(runs: dict, tmp_pa
     assert again.returncode == 0, again.stdout + again.stderr
     latest = max(open_store(str(hist)).runs(), key=lambda s: s.started_at)
     assert len(latest.values) == 22 and sum(v.mode == "measured" for v in latest.values) == 19
+
+
+@pytest.mark.slow
+def test_a_drift_failure_is_drifted_in_every_artefact(runs: dict, tmp_path: Path) -> None:
+    # trial 14n, D9: one night, three words: DRIFTED in the terminal, a text line in the scorecard, FAIL on the
+    # trend page and in roofline compare (status_b pass, outcome_b fail). Now the stored outcome is "drifted", and
+    # the trend page and compare say DRIFTED / drifted as the terminal does; the scorecard counts it
+    from pytest_roofline.report.trend import render_trend
+
+    hist = tmp_path / "h"
+    shutil.copytree(runs["after_first"], hist)
+    r = pytest_run("--replay", str(runs["scaled"]), str(YAML), "--roofline-history", str(hist),
+                   "--roofline-drift-fail", "--roofline-scorecard", str(tmp_path / "sc.html"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert re.search(r"^queueing-past-the-cap\b.*\bDRIFTED$", r.stdout, re.M)
+    store = open_store(str(hist))
+    latest = max(store.runs(), key=lambda s: s.started_at)
+    v = latest.value("predictions/cpu-tiny.yaml::queueing-past-the-cap::concurrency=32")
+    assert v is not None and (v.status, v.outcome, v.shown) == ("pass", "drifted", "drifted")
+    assert latest.outcomes == {"pass": 20, "xpass": 1, "drifted": 1}
+    html = render_trend(list(store.runs()))
+    row = next(t for t in re.findall(r"<tr[^>]*>.*?</tr>", html, re.S) if ">queueing-past-the-cap" in t)
+    assert '<span class="rl-badge rl-failed">DRIFTED</span>' in row and ">FAIL<" not in row
+    assert '<span class="rl-badge rl-failed">DRIFTED</span> 1' in html  # the section's pills
+    older = sorted(store.runs(), key=lambda s: s.started_at)[-2]
+    j = subprocess.run([sys.executable, "-m", "pytest_roofline.cli", "compare", older.run_id, latest.run_id,
+                        "--store", str(hist), "--json"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    rows = {row["prediction_id"]: row for row in json.loads(j.stdout)["rows"]}
+    assert (rows["queueing-past-the-cap"]["status_b"], rows["queueing-past-the-cap"]["outcome_b"]) == ("pass",
+                                                                                                       "drifted")
+    sc = (tmp_path / "sc.html").read_text()
+    assert '<span class="rl-badge rl-failed">1 DRIFTED</span> their tests failed (--roofline-drift-fail)' in sc
