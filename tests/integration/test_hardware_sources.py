@@ -252,7 +252,7 @@ def test_a_prediction_file_overrides_the_new_figures(pytester):
     pytester.makefile(".roofline.yaml", a10g=textwrap.dedent("""
         hardware: {id: a10g, hbm_bytes_per_s: 550 GB/s, interconnect_latency_s: 30 us}
         model: qwen3-8b
-        engine: {name: vllm, version: "0.26.0"}
+        engine: {name: vllm, version: "0.26.0", args: {max_model_len: 8192}}
         workload: {input_len: 1024, output_len: 1024}
         predictions:
           - id: ridge

@@ -46,7 +46,9 @@ def _spec(tmp_path: Path, predictions: str, *, workload: str = "{input_len: 100,
     f = tmp_path / "override.yaml"
     head = HEAD.format(kv=kv, workload=workload)
     if kv_bytes is not None:
-        head = head.replace(f"cpu_kvcache_space: {kv}, args: {{", f"args: {{kv_cache_memory_bytes: {kv_bytes}, ")
+        # and a max_model_len the pool holds (512 B a token of the tiny model's KV), as vLLM requires to start
+        head = head.replace(f"cpu_kvcache_space: {kv}, args: {{",
+                            f"args: {{kv_cache_memory_bytes: {kv_bytes}, max_model_len: {kv_bytes // 512}, ")
     f.write_text(head + textwrap.indent(textwrap.dedent(predictions), "  "))
     return load_spec(f)
 
