@@ -23,6 +23,7 @@ from pytest_roofline.errors import RooflineError
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import bands, dtypes, hardware, quantization
 from pytest_roofline.model.setup import Setup, build_setup, kv_accounting
+from pytest_roofline.quantities.bounds import batch1_step_rate
 from pytest_roofline.quantities.registry import QUANTITIES
 from pytest_roofline.units import GB, GIB, KB, MB, MIB, format_value
 
@@ -366,8 +367,7 @@ def _band_text(setup: Setup, item: Item) -> str:
     at = _at_mapping(item.at)
     ceiling = float(q.model(setup, at).value)
     # the band is a share of the roofline's batch-1 step rate (weights, KV, all-reduces), as scoring checks it
-    step = QUANTITIES["batch1_throughput"].model
-    rate = min(ceiling, float(step(setup, at).value)) if step is not None else ceiling
+    rate = batch1_step_rate(setup, at, ceiling)
     lo = rate * band.lo
     of = "it" if rate >= ceiling else f"the roofline's batch-1 step rate {format_value(rate, q.dimension)}"
     return (f"; band: measured runs reach {band.lo:.0%} of {of} up to the ceiling ({format_value(lo, q.dimension)} "
