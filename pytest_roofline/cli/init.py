@@ -22,7 +22,14 @@ from pytest_roofline.cli.predict import TP_POOL_CAVEAT, length_error, max_model_
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import bands, dtypes, hardware, quantization
-from pytest_roofline.model.setup import Setup, build_setup, kv_accounting
+from pytest_roofline.model.setup import (
+    Setup,
+    build_setup,
+    effective_max_model_len,
+    kv_accounting,
+    max_model_len_problem,
+    reported_kv,
+)
 from pytest_roofline.quantities.bounds import batch1_step_rate
 from pytest_roofline.quantities.registry import QUANTITIES
 from pytest_roofline.units import GB, GIB, KB, MB, MIB, format_value
@@ -391,6 +398,23 @@ def _refuse_impossible(setup: Setup, model: str, workload: dict[str, Any]) -> No
         raise ValueError(f"{err}; no file written")
 
 
+def _max_model_len_that_starts(setup: Setup, request_tokens: int) -> tuple[int | None, str]:
+    """Where vLLM would refuse to start ``setup`` for a KV pool short of one request of the model's default
+    max_model_len (``model.setup.max_model_len_problem``): the max_model_len to write instead, the largest multiple
+    of 1,024 the pool holds (the pool's own size where that is below the workload's ``request_tokens``), and the
+    comment saying why; (None, "") where the default starts."""
+    if max_model_len_problem(setup) is None:
+        return None, ""
+    acc = kv_accounting(setup)
+    default = effective_max_model_len(setup.max_model_len, setup.model) or 0
+    held = reported_kv(setup, acc, default).kv_cache_tokens
+    mml = held // 1024 * 1024
+    if mml < request_tokens:
+        mml = held
+    return mml, (f"max_model_len {mml:,}: the KV pool holds {held:,} tokens, less than one request of the model's "
+                 f"default {default:,}, and vLLM will not start so (write your own, up to {held:,})")
+
+
 def model_as_written(model: str, output: Path | None) -> str:
     """``--model`` as the file at ``output`` must write it: a relative path to a config.json (or a model folder)
     that exists from here is rewritten relative to ``output``'s folder, which is where a prediction file's relative
@@ -419,6 +443,10 @@ def render(*, gpu: str, model: str, tp: int = 1, input_len: int = 1024, output_l
     workload = {"input_len": input_len, "output_len": output_len}
     setup = build_setup(hardware_ref=spec.id, model_ref=model, engine=engine, workload=workload)
     _refuse_impossible(setup, model, workload)
+    mml, mml_why = _max_model_len_that_starts(setup, input_len + output_len)
+    if mml is not None:  # the model's default length does not fit the pool: write one that does
+        engine["args"]["max_model_len"] = mml
+        setup = build_setup(hardware_ref=spec.id, model_ref=model, engine=engine, workload=workload)
     warn = max_model_len_warning(setup, mml_flag="engine.args.max_model_len")
     note = hardware.family_note(gpu)
     lines = [
@@ -441,8 +469,11 @@ def render(*, gpu: str, model: str, tp: int = 1, input_len: int = 1024, output_l
         "engine:",
         "  name: vllm",
     ]
-    if tp > 1:
-        lines.append(f"  args: {{tensor_parallel_size: {tp}}}")
+    args = dict(engine["args"])
+    if args:
+        if mml is not None:
+            lines.append(f"  # {mml_why}")
+        lines.append("  args: {" + ", ".join(f"{k}: {v}" for k, v in args.items()) + "}")
     lines += [
         f"workload: {{input_len: {input_len}, output_len: {output_len}}}",
         f"sweep: {{mode: closed, concurrency: [{', '.join(str(c) for c in CONCURRENCY)}], requests_per_point: 10x}}",

@@ -82,3 +82,27 @@ def test_a_bad_workload_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> 
     with pytest.raises(SystemExit):
         cli.main(["init", "--gpu", "h100", "--model", "qwen3-8b", "--workload", "1024"])
     assert "INPUT/OUTPUT" in capsys.readouterr().err
+
+
+def test_init_writes_a_max_model_len_the_pool_holds_where_the_default_would_not_start() -> None:
+    # Qwen3-8B on one L4 (23,034 MiB): its default max_model_len 40,960 is more than the KV pool holds, so vLLM would
+    # refuse to start and roofline check would refuse the file (sweep of 1,316 init files, s14: 171 such files). init
+    # writes the largest multiple of 1,024 the pool holds instead: that one starts, 1,024 more would not
+    import re
+
+    from pytest_roofline.model.setup import build_setup, max_model_len_problem
+
+    text = render(gpu="l4", model="qwen3-8b")
+    m = re.search(r"^  args: \{max_model_len: (\d+)\}$", text, re.M)
+    assert m, text[:1500]
+    mml = int(m.group(1))
+    assert mml % 1024 == 0 and 2048 <= mml < 40960
+    assert "less than one request of the model's default 40,960" in text
+
+    def setup(n: int):
+        return build_setup(hardware_ref="l4", model_ref="qwen3-8b", workload={"input_len": 1024, "output_len": 1024},
+                           engine={"name": "vllm", "args": {"max_model_len": n}})
+
+    assert max_model_len_problem(setup(mml)) is None and max_model_len_problem(setup(mml + 1024)) is not None
+    # where the default starts, nothing is written
+    assert "max_model_len" not in render(gpu="h100", model="qwen3-8b").split("predictions:")[0]
