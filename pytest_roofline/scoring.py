@@ -136,6 +136,10 @@ class Verdict:
     #: how the measured figure is defined: the ``vllm bench serve`` figure it equals, or why it is none (one line,
     #: from ``quantities.definitions`` for the window scored); "" for a math verdict
     definition: str = ""
+    #: the window the measured figure was read over where that is part of its definition: ``steady`` for
+    #: ``window: steady`` on a client figure, ``run`` otherwise (a window does not change a server counter);
+    #: "" for a math verdict. The history keeps it: an edited window is a redefinition, not drift
+    window: str = ""
     contaminated: bool = False
     #: the measured value's confidence interval (SI, like measured_value; None: unbounded on that side or none
     #: recorded), its text ("[110, 234] ms (95%, n=29, order-statistic)") and, for an INCONCLUSIVE verdict, about
@@ -182,14 +186,16 @@ class Verdict:
     @classmethod
     def for_error(cls, pred: Prediction, exc: BaseException, *, mode: VerdictMode | str) -> Verdict:
         """The ERROR verdict of a prediction that could not be scored: a :class:`PointError` (its point could not
-        be measured; the engine log tail is kept) or the prediction's own validation error."""
+        be measured; the engine log tail is kept) or the prediction's own validation error. It keeps the
+        prediction's ``at:`` point, as a scored verdict does: the history keys a value by file, id and point, so an
+        ERROR without it was a prediction of its own on the trend page, beside the real one (trial 14n, D4)."""
         try:
             dimension = pred.q.dimension if pred.error is None else "count"
         except KeyError:
             dimension = "count"
         return cls(id=pred.id, quantity=pred.quantity or "?", dimension=dimension, mode=VerdictMode(mode),
                    status=VerdictStatus.ERROR, reason=str(exc), file=pred.file, line=pred.line,
-                   log_tail=getattr(exc, "log_tail", "") or "").final()
+                   at=dict(pred.at_text), log_tail=getattr(exc, "log_tail", "") or "").final()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able values (enums as their strings, infinite bounds as None): what travels on a pytest
@@ -484,6 +490,7 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
         v.status, v.reason = VerdictStatus.SKIP, MEASURE_HOW
         return v
     v.definition = definition_text(q.name, pred.window)
+    v.window = "run" if v.definition == definition_text(q.name, "run") else pred.window
     try:
         # the whole run by default (the figure vllm bench serve prints); ``window: steady`` reads the steady window
         meas = q.measure(measurement if pred.window == "run" else windowed(measurement, pred.window), pred.at, setup,

@@ -38,10 +38,12 @@ from pytest_roofline.history._drift import (
     Drift,
     DriftPolicy,
     DriftStatus,
+    Move,
     compared_count,
     distinguishable,
     drift_counts,
     drift_for,
+    judge_move,
     not_judged_count,
     parse_baseline,
     parse_share,
@@ -51,6 +53,7 @@ from pytest_roofline.history._recording import (
     build_records,
     clean_setup,
     definition_hash,
+    file_prediction_keys,
     identity_file,
     relative_file,
     setup_key,
@@ -91,7 +94,7 @@ __all__ = [
     "identity_file", "definition_hash", "unify_keys", "same_prediction", "clean_name", "clean_setup",
     "distinguishable", "pinned_run", "compared_count", "not_judged_count", "COMPARED", "parse_share",
     "DEFAULT_MIN_COMPARED", "open_store_quietly", "render_run_list", "run_list_json", "measured_in_both",
-    "measurement_id",
+    "measurement_id", "file_prediction_keys", "judge_move", "Move",
 ]
 
 #: the URI schemes (before any ``+driver``) that open a database store

@@ -1,8 +1,10 @@
 """Two runs side by side (``roofline compare A B``): per prediction, each run's verdict, measured and model value,
-how far the measured value moved from A to B, and whether that move is distinguishable from the noise by drift's
-own test: the two measurements' stored 95 % intervals (:func:`~pytest_roofline.history._drift.distinguishable`),
-the rank test where both kept their requests, and, given a store with 3 or more earlier nights of B's setup, B
-outside those nights' prediction interval (:func:`~pytest_roofline.history._drift.outside_nights`). Pure: the
+how far the measured value moved from A to B, and whether that move is beyond the noise by drift's own test, one
+function both call (:func:`~pytest_roofline.history._drift.judge_move`): the two measurements' stored 95 %
+intervals, the rank test where both kept their requests, and, given a store with 3 or more earlier nights of B's
+setup, B outside those nights' prediction interval. With fewer earlier nights (or no store) the run-to-run noise
+is not known: a move beyond the intervals alone is ``uncertain``, as drift calls it, never ``significant``
+(drift's ``MIN_NIGHTS``). Pure: the
 CLI finds the runs and prints the lines. Stored text (labels, commits, ids) is printed with its control characters
 escaped (:func:`pytest_roofline.redact.printable`).
 
@@ -21,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pytest_roofline.history._drift import RANK_ALPHA, distinguishable, nights_values, outside_nights, ranked_p
+from pytest_roofline.history._drift import judge_move, nights_values
 from pytest_roofline.history._records import RunSummary, StoredValue, sort_time, unify_keys
 from pytest_roofline.redact import printable
 from pytest_roofline.units import DEFAULT_UNIT, UnitError, parse_number, unit_scale
@@ -59,7 +61,9 @@ class ComparisonRow:
     model_a: float | None
     model_b: float | None
     predicted: str  # the ink of B (of A when B lacks it)
-    #: "significant" (the move is beyond both measurements' noise), "noise" (it is not), "same" (no move),
+    #: "significant" (the move is beyond both measurements' noise and the spread of B's 3 or more earlier nights),
+    #: "uncertain" (beyond both measurements' intervals, but fewer than 3 earlier nights of B's setup measured it:
+    #: the run-to-run noise is not known, as drift says), "noise" (within the noise), "same" (no move),
     #: "no interval" (neither run kept an interval for it), "not held" (measured in both, but in one of them at a
     #: point that did not hold its concurrency: not judged, as drift does not judge it), "" (not measured in both)
     significance: str = ""
@@ -87,8 +91,10 @@ def _change(a: float | None, b: float | None) -> float | None:
 
 def _significance(va: StoredValue | None, vb: StoredValue | None,
                   nights: Sequence[float] = ()) -> tuple[str, float | None, int]:
-    """Drift's own test of B against A: both runs' 95 % intervals (and the rank test where both kept their
-    requests) and, with 3 or more earlier ``nights`` of B's setup, B outside their prediction interval."""
+    """Drift's own test of B against A (:func:`~pytest_roofline.history._drift.judge_move`, the decision drift
+    makes): both runs' 95 % intervals, the rank test where both kept their requests and, with 3 or more earlier
+    ``nights`` of B's setup, B outside their prediction interval. With fewer earlier nights the run-to-run noise is
+    not known, and a move beyond the intervals is ``uncertain``, as drift says, never ``significant``."""
     if va is None or vb is None or va.measured is None or vb.measured is None:
         return "", None, 0
     if not (math.isfinite(va.measured) and math.isfinite(vb.measured)):
@@ -97,27 +103,22 @@ def _significance(va: StoredValue | None, vb: StoredValue | None,
         return "not held", None, 0  # a lower load than the prediction names in one run: the move says nothing
     if va.measured == vb.measured:
         return "same", 0.0, 0
-    outside, spread = outside_nights(vb.measured, nights)
-    if not (va.interval_method or vb.interval_method) and outside is None:
+    move = judge_move(vb, vb.measured, va, va.measured, nights)
+    if not (va.interval_method or vb.interval_method) and not move.known:
         return "no interval", None, 0  # neither measurement kept an interval: the data cannot say
-    apart, margin = distinguishable(vb, vb.measured, va, va.measured)
-    rank_p = ranked_p(vb, va)
-    if rank_p is not None:  # both runs kept their requests: their samples must differ as well, as in drift
-        apart = apart and rank_p < RANK_ALPHA
-    if outside is not None:  # and B must lie outside the earlier nights' spread, as tonight must in drift
-        apart = apart and outside
-        margin = max(margin, spread)
-    return ("significant" if apart else "noise"), (margin if math.isfinite(margin) else None), (
-        len(nights) if outside is not None else 0)
+    word = "significant" if move.moved else "uncertain" if move.apart else "noise"
+    return word, (move.margin if math.isfinite(move.margin) else None), (len(nights) if move.known else 0)
 
 
 def earlier_nights(b: RunSummary, store_runs: Sequence[RunSummary]) -> list[RunSummary]:
-    """The store's runs of B's setup that started before B, oldest first: the nights drift would test B against."""
+    """The store's runs of B's setup that started before B, oldest first: the nights drift would test B against
+    (a run that holds one of B's own results files, a copy of B stored before replays were matched, is none)."""
     if not b.started_at:
         return []
     cut = sort_time(b.started_at)
+    own = set(b.measurements)
     runs = [r for r in store_runs if r.setup == b.setup and r.run_id != b.run_id and r.started_at
-            and sort_time(r.started_at) < cut]
+            and sort_time(r.started_at) < cut and not own & set(r.measurements)]
     return sorted(runs, key=lambda r: sort_time(r.started_at))
 
 
@@ -311,7 +312,8 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
         change = _percent(r.change_rel) if r.change_rel is not None else ""
         if not change and r.measured_a is not None and r.measured_b is not None:
             change = f"{_fmt(r.measured_a, r)} → {_fmt(r.measured_b, r)}"  # from zero: no relative change exists
-        sig = {"significant": "yes", "noise": "no", "no interval": "?", "not held": "not judged"}.get(
+        sig = {"significant": "yes", "uncertain": "uncertain", "noise": "no", "no interval": "?",
+               "not held": "not judged"}.get(
             r.significance, "")
         if r.significance == "noise" and r.noise:
             # within this much the two measurements cannot tell a move from noise
@@ -351,13 +353,16 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
     unknown = sum(r.significance == "no interval" for r in rows)
     unheld = sum(r.significance == "not held" for r in rows)
     with_nights = sum(r.nights > 0 for r in moved)
+    uncertain = sum(r.significance == "uncertain" for r in rows)
     noise_text = ("both runs' 95 % intervals and, for " + (f"{with_nights} of them" if with_nights < len(moved)
                                                             else "each")
                   + ", the spread of B's 3 or more earlier nights in the store: drift's test") if with_nights else (
-        "both runs' 95 % intervals alone; drift also tests a night against its earlier nights' spread, which "
-        "compare does given a store (--store) holding 3 or more nights before B")
+        "both runs' 95 % intervals; the run-to-run noise needs 3 or more earlier nights of B's setup in a store "
+        "(--store), as drift needs them")
     text = (f"{len(rows)} predictions; {len(moved)} measured in both runs; {len(significant)} moved beyond the "
             f"noise ({noise_text})"
+            + (f"; {uncertain} uncertain (beyond both runs' intervals, but fewer than 3 earlier nights of B's setup "
+               "measured it: the run-to-run noise is not known yet, as drift says)" if uncertain else "")
             + (f"; {unknown} without an interval in either run (?)" if unknown else "")
             + (f"; {unheld} not judged (a point did not hold its concurrency in one run)" if unheld else "")
             + (f"; largest change {printable(largest.prediction_id)} {_percent(largest.change_rel or 0)}"
@@ -384,7 +389,8 @@ def comparison_json(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | No
     both = [r for r in rows if r.significance and r.significance != "not held"]
     return {"a": head(a), "b": head(b), "rows": [row(r) for r in rows],
             "measured_in_both": len(measured_in_both(rows)), "compared": len(both),
-            "significant": sum(r.significance == "significant" for r in both)}
+            "significant": sum(r.significance == "significant" for r in both),
+            "uncertain": sum(r.significance == "uncertain" for r in both)}
 
 
 _LIST_COLUMNS = ("run id", "started at", "setup", "commit", "mode", "measured", "files")

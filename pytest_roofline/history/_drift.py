@@ -60,7 +60,7 @@ from pytest_roofline.units import format_value, shown_unit, signed_percent
 __all__ = ["DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "Drift", "drift_for", "drift_counts",
            "parse_baseline", "pinned_run", "parse_share", "DEFAULT_MIN_COMPARED", "distinguishable", "COMPARED",
            "compared_count", "not_judged_count", "ranked_p", "RANK_ALPHA", "nights_values", "outside_nights",
-           "MIN_NIGHTS", "SPREAD_RUNS"]
+           "MIN_NIGHTS", "SPREAD_RUNS", "Move", "judge_move"]
 
 DEFAULT_DRIFT = "10%"
 DEFAULT_BASELINE = "previous"
@@ -159,7 +159,8 @@ class DriftStatus(StrEnum):
     UNCERTAIN = "uncertain"  # beyond it, but the intervals cannot tell the change from noise
     NEW = "new"  # no earlier run of this setup measured it
     NOT_MEASURED = "not_measured"  # no measured value in this run
-    PREDICTION_CHANGED = "prediction_changed"  # what it measures (its quantity) differs from the baseline run's
+    #: what it measures (its quantity, or the window its figure is read over) differs from the baseline run's
+    PREDICTION_CHANGED = "prediction_changed"
 
 
 @dataclass(frozen=True)
@@ -321,6 +322,73 @@ def outside_nights(now: float, nights: Sequence[float]) -> tuple[bool | None, fl
     return abs(now - statistics.fmean(nights)) > spread, spread
 
 
+@dataclass(frozen=True)
+class Move:
+    """What is known of the noise says of one value's move from a baseline (or run A) to tonight (or run B):
+    :func:`judge_move`, the one home of the decision that drift (``drifted``) and ``roofline compare``
+    (``significant``) both make."""
+
+    #: beyond both measurements' 95 % intervals (:func:`distinguishable`), their samples apart by the rank test
+    #: where both kept them (:func:`ranked_p`), and, where the nights' spread is known, outside it
+    apart: bool
+    #: at least :data:`MIN_NIGHTS` earlier nights measured it: the run-to-run noise is known
+    known: bool
+    #: the noise the move was tested against: the intervals' margin, or the nights' spread where that is wider
+    #: (SI; inf for an interval unbounded on the facing side)
+    margin: float
+    #: the two measurements' own intervals' margin (:func:`distinguishable`)
+    within_run: float
+    #: the earlier nights' prediction-interval half-width (:func:`outside_nights`); 0 while not known
+    spread: float
+    #: the rank test's p where both kept their per-request samples; None otherwise
+    rank_p: float | None
+    #: how many earlier nights' values were given
+    nights: int
+
+    @property
+    def moved(self) -> bool:
+        """Apart given what is known of the noise, the :data:`MIN_NIGHTS` rule included: with fewer earlier
+        nights a move beyond the intervals is never called moved (drift's ``uncertain``)."""
+        return self.apart and self.known
+
+
+def judge_move(now_v: StoredValue, now: float, base_v: StoredValue, base: float, nights: Sequence[float]) -> Move:
+    """Whether ``now`` (of ``now_v``) moved from ``base`` (of ``base_v``) beyond what is known of the noise: both
+    measurements' intervals, the rank test where both kept their requests, and, with :data:`MIN_NIGHTS` or more
+    earlier ``nights`` (:func:`nights_values`), the nights' own spread. :attr:`Move.moved` is the decision;
+    :attr:`Move.apart` without :attr:`Move.known` is a move the within-run intervals alone see, which drift calls
+    ``uncertain`` and compare ``uncertain`` too."""
+    apart, margin = distinguishable(now_v, now, base_v, base)
+    rank_p = ranked_p(now_v, base_v)
+    if rank_p is not None:  # both kept their requests: their samples must differ as well
+        apart = apart and rank_p < RANK_ALPHA
+    outside, spread = outside_nights(now, nights)
+    within_run = margin
+    if outside is not None:  # a prediction interval for one more night, centred on the nights' mean
+        apart = apart and outside
+        margin = max(margin, spread)
+    return Move(apart=apart, known=outside is not None, margin=margin, within_run=within_run, spread=spread,
+                rank_p=rank_p, nights=len(nights))
+
+
+#: how a drift line names the window a figure is read over
+_WINDOW_WORDS = {"run": "the whole run", "steady": "the steady window"}
+
+
+def _redefinition(was: StoredValue, now: StoredValue) -> str:
+    """What changed in what a prediction measures since ``was`` (the latest baseline night's value), in words;
+    "" when nothing did. Its quantity, or the window its figure is read over (``window: steady`` against the
+    whole run: another figure of the same requests); a value that does not say its window (stored before it was
+    kept, or a math value) is not compared on it."""
+    parts = []
+    if was.quantity and now.quantity and was.quantity != now.quantity:
+        parts.append(f"it measures {now.quantity}, where it measured {was.quantity}")
+    if was.window and now.window and was.window != now.window:
+        parts.append(f"it reads its figure over {_WINDOW_WORDS.get(now.window, now.window)}, where it read "
+                     f"{_WINDOW_WORDS.get(was.window, was.window)} (window:)")
+    return "; ".join(parts)
+
+
 def _fmt(v: StoredValue, x: float) -> str:
     return format_value(x, v.dimension, shown_unit(v.dimension, v.unit, v.predicted_text))
 
@@ -351,11 +419,12 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
     given — the caller passes the run's own SetupKey), by prediction key.
 
     Per value: NOT_MEASURED without a measured value now; NEW when no earlier run of the setup measured it (with a
-    pinned baseline: when that run did not); PREDICTION_CHANGED when its quantity differs from the latest baseline
-    run's (it measures something else now; never fails a run); else, by the threshold around the baseline (the
-    previous value, the median of the last N, or the pinned run's), STEADY within it, and beyond it DRIFTED when the
-    measurements are distinguishable (:func:`distinguishable`, and tonight outside the nights' prediction interval
-    around their mean once 3 nights measured it), UNCERTAIN when not; an edited ink, tolerance or band
+    pinned baseline: when that run did not); PREDICTION_CHANGED when its quantity or window differs from the latest
+    baseline run's (it measures something else now; never fails a run); else, by the threshold around the baseline
+    (the previous value, the median of the last N, or the pinned run's), STEADY within it, and beyond it DRIFTED
+    when the move is beyond what is known of the noise (:func:`judge_move`, which ``roofline compare`` calls too:
+    the measurements' intervals, and tonight outside the nights' prediction interval around their mean once 3
+    nights measured it, never before), UNCERTAIN when not; an edited ink, tolerance or band
     (``predicted_text``, lo/hi, the definition's hash) is a note on that status, never a replacement of it: it
     cannot move the measured value. A value measured now at a point that did not hold its concurrency
     (``StoredValue.held`` false) is UNCERTAIN whatever its change; earlier nights whose value is such a one are
@@ -371,12 +440,14 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
     cut = sort_time(before) if before is not None else None  # compared as times, not as the strings written
     runs = [r for r in history_runs if (setup is None or r.setup == setup)
             and (cut is None or not r.started_at or sort_time(r.started_at) < cut)]
-    # the run that already holds the replayed measurement (the same setup, started at the same time): never a
-    # baseline of its own replay; a value that finds no other one says so, rather than "no earlier run measured it"
-    itself = next((r.run_id for r in history_runs if (setup is None or r.setup == setup) and (
+    # the runs that already hold the replayed measurement (the same setup, started at the same time): never a
+    # baseline of its own replay; a value that finds no other one says so, rather than "no earlier run measured it".
+    # Every copy: a store written before replays were matched may hold the same measurement twice (trial 14n, D5)
+    itself = [r for r in history_runs if (setup is None or r.setup == setup) and (
         (measurement and measurement in r.measurements)
-        or (cut is not None and r.started_at and sort_time(r.started_at) == cut))), "")
-    runs = [r for r in runs if not itself or r.run_id != itself]
+        or (cut is not None and r.started_at and sort_time(r.started_at) == cut))]
+    copies = {r.run_id for r in itself}
+    runs = [r for r in runs if r.run_id not in copies]
     runs = unify_keys(runs, values)
     runs.sort(key=lambda r: r.started_at)
     pinned = _pinned(runs, policy.pinned) if policy.pinned is not None else None
@@ -410,8 +481,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
                 why = ("new: no earlier run on this setup measured it" if policy.pinned is None else
                        f"new: the pinned run {policy.pinned} did not measure it on this setup" if pinned is not None
                        else f"new: no run {policy.pinned} of this setup in the store")
-            stored_as = itself if itself and any(r.run_id == itself and r.value(v.key) is not None
-                                                 for r in history_runs) else ""
+            stored_as = next((r.run_id for r in itself if r.value(v.key) is not None), "")
             if stored_as and policy.pinned is None and not skipped:
                 why = (f"new: the store already holds this measurement (run {stored_as}), which a replay is not "
                        "compared with, and no earlier run on this setup measured it")
@@ -442,29 +512,24 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         change = (now - base) / abs(base) if base != 0 else (0.0 if now == 0 else None)
         moved = _pct(change) if change is not None else f"{_fmt(v, base)} → {_fmt(v, now)}"
         beyond = _beyond(tol, now, base)
-        apart, margin = distinguishable(v, now, base_v, base)
-        rank_p = ranked_p(v, base_v)
-        if rank_p is not None:  # both nights kept their requests: their samples must differ as well
-            apart = apart and rank_p < RANK_ALPHA
-        outside, spread = outside_nights(now, spread_xs)
-        within_run = margin  # the runs' own intervals
-        if outside is not None:  # a prediction interval for one more night: centred on the nights' mean
-            apart = apart and outside
-            margin = max(margin, spread)
-        # what the prediction measures changed (its quantity: the at: point is part of the key): the number may
-        # have moved because of the edit, so it is "prediction changed", never judged. An edited ink, tolerance,
+        move = judge_move(v, now, base_v, base, spread_xs)  # the one decision compare makes too
+        apart, margin, rank_p, spread, within_run = move.moved, move.margin, move.rank_p, move.spread, move.within_run
+        # what the prediction measures changed (its quantity or window: the at: point is part of the key): the number
+        # may have moved because of the edit, so it is "prediction changed", never judged. An edited ink, tolerance,
         # band or drift threshold cannot move a measured value: the move is judged as usual, and the edit is a note
-        redefined = bool(latest.quantity and v.quantity and latest.quantity != v.quantity)
+        redone = _redefinition(latest, v)
+        redefined = bool(redone)
+        # a hash stored before windows were kept lacks a steady window that tonight's has: not comparable
+        hashes = latest.window is not None or v.window in (None, "", "run")
         inked = not redefined and (latest.predicted_text != v.predicted_text or latest.lo != v.lo
-                                   or latest.hi != v.hi or bool(latest.definition_hash and v.definition_hash
+                                   or latest.hi != v.hi or bool(hashes and latest.definition_hash and v.definition_hash
                                                                 and latest.definition_hash != v.definition_hash))
         if unheld_now:
             verdict = f"not judged: {unheld_now}"
         elif not beyond:
             verdict = f"within {tol_text}"
-        elif apart and len(spread_xs) < MIN_NIGHTS:
+        elif move.apart and not move.known:
             # the within-run intervals alone cannot hold the night-to-night noise: never drifted on them
-            apart = False
             rank = f"; rank test p={rank_p:.2g}" if rank_p is not None else ""
             if len(spread_xs) == 2 and min(spread_xs) <= now <= max(spread_xs):
                 lo_n, hi_n = min(spread_xs), max(spread_xs)
@@ -488,8 +553,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
                 verdict = f"beyond {tol_text} but within the measurements' noise ({noise})"
         if redefined:
             status = DriftStatus.PREDICTION_CHANGED
-            text = (f"{moved} {against}, {verdict}; the prediction changed since: it measures {v.quantity}, "
-                    f"where it measured {latest.quantity} (not judged as drift)")
+            text = f"{moved} {against}, {verdict}; the prediction changed since: {redone} (not judged as drift)"
         else:
             status = (DriftStatus.UNCERTAIN if unheld_now else DriftStatus.STEADY if not beyond
                       else DriftStatus.DRIFTED if apart else DriftStatus.UNCERTAIN)

@@ -39,7 +39,8 @@ from pytest_roofline.measure.stats import unheld_points
 from pytest_roofline.scoring import Verdict
 
 __all__ = ["setup_key", "spec_setup_key", "topology_suffix", "identity_file", "relative_file", "definition_hash",
-           "stored_value", "results_for_file", "build_records", "clean_setup", "verdict_key"]
+           "stored_value", "results_for_file", "build_records", "clean_setup", "verdict_key",
+           "file_prediction_keys"]
 
 
 def _text(x: Any) -> str:
@@ -133,13 +134,26 @@ def relative_file(file: str, rootdir: str | os.PathLike[str] | None = None) -> s
 
 def definition_hash(verdict: Mapping[str, Any], drift_text: str = "") -> str:
     """16 hex digits of SHA-256 over what a prediction says, as its verdict carries it: the quantity, ``at:``,
-    the ink, its unit, the tolerance, the band and the drift threshold. Two nights of one key with different
-    hashes: "the ink moved" (the measured change may be the user's edit, not the server's)."""
+    the ink, its unit, the tolerance, the band, the drift threshold, and the window its figure is read over where
+    that is not the whole run (everything :func:`~pytest_roofline.quantities.definitions.definition_text` reads:
+    the quantity and the window). Two nights of one key with different hashes: "the ink moved" (the measured
+    change may be the user's edit, not the server's); an edited quantity or window is a redefinition, which drift
+    reads from :attr:`StoredValue.quantity` and :attr:`StoredValue.window`. The whole-run window is left out of
+    the hashed text, so the hash of every value stored before the window was kept is unchanged."""
     doc = {k: verdict.get(k) for k in ("quantity", "predicted_text", "unit", "tolerance_text", "lo", "hi")}
     doc["at"] = {str(k): str(v) for k, v in (verdict.get("at") or {}).items()}
     doc["drift"] = drift_text
+    if verdict.get("window") not in (None, "", "run"):
+        doc["window"] = str(verdict.get("window"))
     text = json.dumps(doc, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def file_prediction_keys(spec: Spec) -> list[str]:
+    """The history key of every prediction a loaded file holds (each expanded point its own), in its order: what
+    :func:`build_records` tells a run's unchecked predictions from its checked ones by."""
+    file = identity_file(spec.path)
+    return [prediction_key(file, p.id, {str(k): str(x) for k, x in p.at_text.items()}) for p in spec.predictions]
 
 
 def _number(x: Any) -> float | None:
@@ -173,7 +187,7 @@ def stored_value(verdict: Mapping[str, Any], *, file: str, drift_text: str = "",
         measured_lo=_number(verdict.get("measured_lo")), measured_hi=_number(verdict.get("measured_hi")),
         interval_method=str(interval.get("method") or "") if isinstance(interval, Mapping) else "",
         interval_level=_number(interval.get("level")) if isinstance(interval, Mapping) else None,
-        definition_hash=definition_hash(verdict, drift_text),
+        definition_hash=definition_hash(verdict, drift_text), window=str(verdict.get("window") or ""),
         unheld_points=unheld_points(verdict.get("measured_notes") or ()), outcome=as_outcome(outcome))
 
 
@@ -205,7 +219,8 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
                   started_at: str, mode: RunMode, commit: str | None = None, branch: str | None = None,
                   label: str | None = None, rootdir: str | os.PathLike[str] | None = None,
                   drift_texts: Mapping[str, str] | None = None,
-                  outcomes: Mapping[str, str] | None = None) -> list[RunRecord]:
+                  outcomes: Mapping[str, str] | None = None,
+                  file_keys: Mapping[str, Sequence[str]] | None = None) -> list[RunRecord]:
     """The session's runs, one per setup (in the order their first verdict came).
 
     ``setups`` maps each verdict's ``file`` to its SetupKey (from :func:`spec_setup_key`); a verdict whose file
@@ -214,7 +229,9 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
     ``passed``...: what the terminal counted; a value without one stores "" and pages show its verdict status). The
     run id is left to the store (``HistoryStore.add`` gives it). Files are keyed by
     :func:`identity_file` (``rootdir`` is not used: kept so older callers still work). Names are bounded and
-    cleaned here, before any store sees them (:func:`clean_setup`, :func:`clean_name`)."""
+    cleaned here, before any store sees them (:func:`clean_setup`, :func:`clean_name`). ``file_keys`` maps a
+    verdict's ``file`` to the keys of every prediction that file holds (:func:`file_prediction_keys`): those the
+    run has no verdict of were left out by ``-k`` or ``-m``, and the run keeps them (``RunSummary.unchecked``)."""
     groups: dict[SetupKey, list[Mapping[str, Any]]] = {}
     # the store keeps JSON: a Verdict becomes its dict form here, at the history's boundary
     for v in (x.to_dict() if isinstance(x, Verdict) else x for x in verdicts):
@@ -247,7 +264,11 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
             r = results_for_file(results, f)
             if r is not None and all(r is not o for o in own):
                 own.append(r)
+        have = {v.key for v in values}
+        unchecked = tuple(dict.fromkeys(k for f in sorted(files) for k in (file_keys or {}).get(f, ())
+                                        if k not in have))
         summary = RunSummary(run_id="", setup=clean_setup(key), started_at=started_at, mode=mode,
+                             unchecked=unchecked,
                              measurements=tuple(measurement_id(r) for r in own),
                              commit=clean_name(commit, NAME_LIMITS["commit"]),
                              branch=clean_name(branch, NAME_LIMITS["branch"]),

@@ -141,10 +141,16 @@ class StoredValue:
     measured_hi: float | None = None
     interval_method: str = ""
     interval_level: float | None = None
-    #: SHA-256 (16 hex) of what the prediction says (quantity, at, ink, tolerance, band, drift): the same key with
-    #: another hash means "the ink moved". "" marks a value stored under the old key scheme (file relative to
-    #: pytest's rootdir), which :func:`unify_keys` matches to its current key on read
+    #: SHA-256 (16 hex) of what the prediction says (quantity, at, ink, tolerance, band, drift, and its window
+    #: where that is ``steady``): the same key with another hash means "the ink moved". "" marks a value stored
+    #: under the old key scheme (file relative to pytest's rootdir), which :func:`unify_keys` matches to its
+    #: current key on read
     definition_hash: str = ""
+    #: the window its measured figure was read over where that is part of the figure's definition
+    #: (``Verdict.window``: ``steady`` for ``window: steady`` on a client figure, else ``run``); "" for a math
+    #: value; None in a run stored before it was kept (not known). Another window under the same key is another
+    #: figure: drift calls it ``prediction changed``, never drift
+    window: str | None = None
     #: a latency quantile's per-request values at its point (SI, sorted; at most history._samples.SAMPLE_LIMIT,
     #: evenly spaced order statistics of a larger point): what drift's rank test compares. () for a figure that is
     #: not one request's (a throughput), a verdict over several points, or a run stored before samples were kept
@@ -211,6 +217,10 @@ class RunSummary:
     #: measurement, whatever time the run was stored at (a live run at its session's start, the file at its
     #: ``created_at``); () in a run stored before they were kept
     measurements: tuple[str, ...] = ()
+    #: the keys of the predictions its files held that the run did not check (left out by ``-k`` or ``-m``): the
+    #: trend page says so rather than "not in the latest run of its file" (removed); () when it checked them all,
+    #: or in a run stored before this was kept
+    unchecked: tuple[str, ...] = ()
 
     @property
     def files(self) -> list[str]:
@@ -237,7 +247,8 @@ class RunSummary:
                    branch=d.get("branch"), label=d.get("label"), counts=dict(d.get("counts") or {}),
                    values=tuple(StoredValue.from_dict(v) for v in d.get("values") or ()),
                    location=str(d.get("location") or ""), outcomes=dict(d.get("outcomes") or {}),
-                   measurements=tuple(str(x) for x in d.get("measurements") or ()))
+                   measurements=tuple(str(x) for x in d.get("measurements") or ()),
+                   unchecked=tuple(str(x) for x in d.get("unchecked") or ()))
 
 
 def measurement_id(results: Mapping[str, Any]) -> str:

@@ -4,20 +4,22 @@ runs at its end. What a run *is* and how drift is computed live in :mod:`pytest_
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import shlex
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_roofline import redact
-from pytest_roofline.errors import HistoryError, ToleranceError
-from pytest_roofline.format.spec import parse_drift_threshold
+from pytest_roofline.errors import HistoryError, SpecError, ToleranceError
+from pytest_roofline.format.spec import load_spec, parse_drift_threshold
 from pytest_roofline.history import (
     RunSummary,
     SetupKey,
     build_records,
     compared_count,
+    file_prediction_keys,
     not_judged_count,
     parse_baseline,
     parse_share,
@@ -25,13 +27,15 @@ from pytest_roofline.history import (
 )
 from pytest_roofline.history._recording import results_for_file, verdict_key
 from pytest_roofline.measure.results import git_branch, git_commit
+from pytest_roofline.pytest_plugin.collect import limits_from_ini
 from pytest_roofline.pytest_plugin.session import RooflineSession, session_results
 from pytest_roofline.redact import printable
 from pytest_roofline.report.common import outcome_of_report
 from pytest_roofline.report.environment import environment_from_results, environment_from_specs
+from pytest_roofline.scoring import Verdict, VerdictMode, VerdictStatus
 
 __all__ = ["parse_drift_option", "parse_baseline_option", "parse_share_option", "HistoryToWorkers", "store_session",
-           "compared_check"]
+           "compared_check", "whole_night_command"]
 
 _WORKER_KEY = "roofline_history_runs"
 
@@ -88,11 +92,20 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
     lines: list[str] = []
     failed = False
     if rs.drift_fail and rs.measured and by_setup and not any(compared_count(ds)[1] for ds in by_setup.values()):
-        # -k that selects only math checks, a math-only file: the night compared nothing (issue 21)
+        # -k that selects only math checks, a math-only file: the night compared nothing (issue 21); or the engine
+        # (or the measurement) failed, and its measured predictions are ERRORs: said as such, not as math checks
         checked = sum(len(ds) for ds in by_setup.values())
-        return [f"roofline drift: FAILED (--roofline-drift-fail): this session measured nothing ({checked} "
-                f"prediction{'s' if checked != 1 else ''} checked by the math alone, none measured): a night that "
-                "compares nothing cannot pass"], True
+        errored = sum(1 for v in (list(rs.verdicts) or list(rs.reported_verdicts.values()))
+                      if v.status is VerdictStatus.ERROR and v.mode is VerdictMode.MEASURED)
+        math_only = max(0, checked - errored)
+        if errored:
+            why = (f"the engine or its measurement failed: {errored} measured prediction{'s' if errored != 1 else ''} "
+                   f"errored" + (f", {math_only} checked by the math alone" if math_only else "")
+                   + "; see the ERRORs above")
+        else:
+            why = (f"{checked} prediction{'s' if checked != 1 else ''} checked by the math alone, none measured")
+        return [f"roofline drift: FAILED (--roofline-drift-fail): this session measured nothing ({why}): a night "
+                "that compares nothing cannot pass"], True
     for setup, drifts in by_setup.items():
         compared, measured = compared_count(drifts)
         if not measured:
@@ -161,6 +174,28 @@ def _outcomes(rs: RooflineSession) -> dict[str, str]:
     return out
 
 
+def _file_keys(rs: RooflineSession, verdicts: Sequence[Verdict]) -> dict[str, list[str]]:
+    """Each prediction file's keys of every prediction it holds, so that a run keeps those it did not check (``-k``,
+    ``-m``). This process's loaded files; on an xdist controller, which collects nothing, each verdict's file read
+    again (one that no longer loads is left out: its run then keeps no such keys, as before they were kept)."""
+    out = {path: file_prediction_keys(spec) for path, spec in rs.specs.items()}
+    for file in dict.fromkeys(str(v.file) for v in verdicts if v.file):
+        if file not in out:
+            try:
+                out[file] = file_prediction_keys(load_spec(file, limits=limits_from_ini(rs.config)))
+            except (SpecError, OSError, pytest.UsageError):
+                continue
+    return out
+
+
+def whole_night_command(results_files: Sequence[str], specs: Sequence[str], uri: str) -> str:
+    """The command lines that store a night from its results files (one ``pytest --replay`` per file), each word
+    quoted as a shell reads it (``shlex.join``): a folder with a space in its name, or a URI with ``&``, stays one
+    word. "" without a results file."""
+    return " ; ".join(shlex.join(["pytest", "--replay", f, *(specs or ["FILE.yaml"]), "--roofline-history", uri])
+                      for f in results_files)
+
+
 def store_session(rs: RooflineSession, *, stopped: str = "") -> tuple[list[str], bool]:
     """Add the session's runs (one per setup) to the store; the lines to print (where each went, or why not) and
     whether a run could not be stored (a session failure unless ``--roofline-history-optional``: a night whose
@@ -175,10 +210,7 @@ def store_session(rs: RooflineSession, *, stopped: str = "") -> tuple[list[str],
     results = session_results(rs)
     if stopped:
         files = [str(r.get("_path")) for r in results if r.get("_path")]
-        specs = " ".join(sorted(rs.specs)) or "FILE.yaml"
-        uri = redact.redact_url(store.uri)
-        how = (" ".join(f"pytest --replay {f} {specs} --roofline-history {uri}" for f in files) if files
-               else "rerun the night")
+        how = whole_night_command(files, sorted(rs.specs), redact.redact_url(store.uri)) or "rerun the night"
         return [printable(f"roofline history: not stored: the session was {stopped} after {len(verdicts)} "
                           f"prediction(s) were scored, and a part of a night is not stored as a night; the results "
                           f"file{'s' if len(files) > 1 else ''} keep{'' if len(files) > 1 else 's'} every measured "
@@ -204,7 +236,7 @@ def store_session(rs: RooflineSession, *, stopped: str = "") -> tuple[list[str],
     records = build_records(verdicts, setups=setups, results=results, environment=redact.redact_data(env),
                             started_at=rs.measured_at, mode=rs.mode, commit=commit, branch=branch,
                             label=rs.history_label, rootdir=rootdir, drift_texts=drift_texts,
-                            outcomes=_outcomes(rs))
+                            outcomes=_outcomes(rs), file_keys=_file_keys(rs, verdicts))
     lines = []
     failed = False
     where = redact.redact_url(store.uri)

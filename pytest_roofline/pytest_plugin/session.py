@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import os
 import shutil
 from pathlib import Path
@@ -187,10 +188,11 @@ class RooflineSession:
                 return stamp
         return self.started_at
 
-    @property
+    @functools.cached_property
     def replay_measurement_id(self) -> str | None:
         """The replayed file's :func:`~pytest_roofline.history.measurement_id` (None unless replaying): what finds
-        the stored run that already holds this measurement, whatever time that run was stored at."""
+        the stored run that already holds this measurement, whatever time that run was stored at. Worked out once
+        per session (the replayed document is read once): every prediction's drift asks for it."""
         if self.mode != "replay":
             return None
         try:
@@ -350,13 +352,13 @@ class RooflineSession:
                 first = self.setup_errors.setdefault((spec.path, str(exc)), pred.id)
                 if first != pred.id:
                     exc = PointError(not_run_text(first, str(exc)))
-                v = _error_verdict(pred, exc)
+                v = Verdict.for_error(pred, exc, mode="measured")
                 self.verdicts.append(v)
                 return v
         cmp = self.mismatches.get(spec.path)
         if mode == "measured" and cmp is not None and cmp.differences and not self.allow_mismatch:
-            v = _error_verdict(pred, PointError(str(ResultsMismatchError(mismatch.refuse_message(
-                f"--replay {self.replay}", spec, cmp), cmp.differences))))
+            v = Verdict.for_error(pred, PointError(str(ResultsMismatchError(mismatch.refuse_message(
+                f"--replay {self.replay}", spec, cmp), cmp.differences))), mode="measured")
             self.verdicts.append(v)
             return v
         verdict = score(spec, pred, mode, measurement, default_tolerance=self.default_tolerance,
@@ -371,14 +373,6 @@ class RooflineSession:
                                                    + "; ".join(cmp.unchecked)])
         self.verdicts.append(verdict)
         return verdict
-
-
-def _error_verdict(pred: Prediction, exc: BaseException) -> Verdict:
-    """A measured prediction's ERROR verdict with its ``at:`` point kept: the history keys a value by file, id and
-    point, so an ERROR stored without it was a prediction of its own on the trend page, beside the real one
-    (trial 14n, D4)."""
-    v = Verdict.for_error(pred, exc, mode="measured")
-    return dataclasses.replace(v, at=dict(pred.at_text)).final() if pred.at_text and not v.at else v
 
 
 def not_run_text(first: str, error: str) -> str:

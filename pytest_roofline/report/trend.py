@@ -630,15 +630,24 @@ def _nights_table(group: _Group, s: _Series, drifts: Mapping[int, Mapping[str, D
     return f'<table class="nights">{head}{"".join(rows)}</table>{more}'
 
 
+def _last_index(s: _Series) -> int:
+    """The group index of the latest run that holds a value of ``s``."""
+    return max(i for i, x in enumerate(s.values) if x is not None)
+
+
 def _summary_table(gi: int, group: _Group, drifts: Mapping[int, Mapping[str, Drift]], baseline_words: str) -> str:
     rows = []
     for s in group.series:
         v = s.latest
         last = group.view(s).last  # the latest run that ran the prediction's file
         stale = s.values[last] is None  # its file ran later without it: removed (or renamed) from the file
+        # ... or the file still held it, and that run left it out (-k, -m): the run kept its key
+        left_out = stale and s.key in group.runs[last].unchecked
         value = v.measured if is_number(v.measured) else v.model
         which = "measured" if is_number(v.measured) else "model"
-        drift = ('<span class="drift none">not in the latest run of its file</span>' if stale else
+        drift = (f'<span class="drift none">not checked in the latest run of its file (left out by -k or -m); '
+                 f'latest value from {esc(_night(group.runs[_last_index(s)]))} UTC</span>' if left_out else
+                 '<span class="drift none">not in the latest run of its file</span>' if stale else
                  '<span class="drift none">— (a math check: only measured values drift)</span>'
                  if v.mode != "measured" else _drift_html(drifts.get(last, {}).get(s.key)))
         nights = sum(x is not None for x in s.values)

@@ -339,6 +339,55 @@ def test_a_replay_of_a_live_nights_own_file_is_not_stored_again(tmp_path: Path, 
     assert len(open_store(str(hist)).runs()) == 1
 
 
+#: a plugin whose engine never starts: every measured prediction's point raises, as a dead engine's does
+_DEAD_ENGINE_PLUGIN = '''
+from pytest_roofline.errors import PointError
+from pytest_roofline.pytest_plugin import session as _session
+
+_score = _session.RooflineSession.score
+
+
+class _Dead:
+    def for_spec(self, spec):
+        raise PointError("the engine exited before it served (a test plugin)", "CUDA out of memory")
+
+    def hardware_override(self, spec):
+        return None
+
+
+def score(self, spec, pred, measurements):
+    return _score(self, spec, pred, _Dead() if measurements is not None else None)
+
+_session.RooflineSession.score = score
+'''
+
+
+@pytest.mark.slow
+def test_a_night_whose_engine_failed_says_so_and_keeps_each_points_key(runs: dict, tmp_path: Path) -> None:
+    # s14 review 1.10: under --roofline-drift-fail a failed engine's night read "this session measured nothing (22
+    # predictions checked by the math alone, none measured)"; 19 of cpu-tiny's 22 are measured, and they errored.
+    # 1.11: each ERROR keeps its at: point, so the stored night's keys are the predictions' own (the previous
+    # night's 22 keys), not 19 ghost keys without a point
+    (tmp_path / "dead_plugin.py").write_text(_DEAD_ENGINE_PLUGIN)
+    hist = tmp_path / "h"
+    shutil.copytree(runs["after_first"], hist)
+    previous = max(open_store(str(hist)).runs(), key=lambda s: s.started_at)
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    r = pytest_run("-p", "dead_plugin", "--replay", str(runs["scaled"]), str(YAML), "--roofline-history", str(hist),
+                   "--roofline-drift-fail", env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    out = " ".join(r.stdout.split())
+    assert ("roofline drift: FAILED (--roofline-drift-fail): this session measured nothing (the engine or its "
+            "measurement failed: 19 measured predictions errored, 3 checked by the math alone; see the ERRORs "
+            "above): a night that compares nothing cannot pass") in out
+    assert "checked by the math alone, none measured" not in out
+    latest = max(open_store(str(hist)).runs(), key=lambda s: s.started_at)
+    assert latest.run_id != previous.run_id  # a failed engine's night is stored (its ERRORs)
+    assert sum(v.status == "error" and v.mode == "measured" for v in latest.values) == 19
+    assert {v.key for v in latest.values} == {v.key for v in previous.values}
+    assert latest.unchecked == ()  # every prediction of the file was checked
+
+
 #: a plugin that presses Ctrl-C while the third prediction is scored (after the whole sweep was measured)
 _INTERRUPT_PLUGIN = '''
 from pytest_roofline.pytest_plugin import session as _session

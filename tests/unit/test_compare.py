@@ -202,11 +202,50 @@ def test_compare_judges_a_pair_as_drift_judges_the_night_given_the_store(tmp_pat
     (row,) = compare_runs(a, b, nights + [b])
     assert row.significance == "noise" and row.nights == 4
     assert row.noise == pytest.approx(drift.noise)  # the same margin drift printed
-    (alone,) = compare_runs(a, b)  # two run directories and no store: the runs' own intervals alone
-    assert alone.significance == "significant" and alone.nights == 0
+    # two run directories and no store: beyond the runs' own intervals, but no earlier night is known: uncertain,
+    # never "yes" on the intervals alone (drift's MIN_NIGHTS)
+    (alone,) = compare_runs(a, b)
+    assert alone.significance == "uncertain" and alone.nights == 0
     uri = _store(tmp_path, *nights, b)
     assert main(["compare", "--store", uri, a.run_id, b.run_id, "--json"]) == 0
     (jrow,) = json.loads(capsys.readouterr().out)["rows"]
     assert jrow["significance"] == "noise" and jrow["nights"] == 4
     lines = render_comparison(a, b, [alone], width=120)
-    assert "drift also tests a night against its earlier nights' spread" in " ".join(lines)
+    assert "the run-to-run noise needs 3 or more earlier nights of B's setup in a store" in " ".join(lines)
+
+
+def test_a_two_night_store_reads_the_same_in_compare_as_in_drift(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """s14 review 1.6: compare and drift make one decision (history._drift.judge_move), MIN_NIGHTS included. A at
+    1,000 tok/s (±1 %: 990 .. 1,010), B 1,300 (±1 %: 1,287 .. 1,313): +30 %, beyond 10 %; the facing half-widths
+    13 and 10 give a margin √(13² + 10²) = 16.40 tok/s, far below the 300 moved: apart on the intervals alone."""
+    from pytest_roofline.history import DriftPolicy, DriftStatus, compare_runs, drift_for
+
+    def v(x: float) -> StoredValue:
+        return val("tput", x, lo=0.99 * x, hi=1.01 * x)
+
+    n1, a, b = night(1, v(1000.0)), night(2, v(1000.0)), night(3, v(1300.0))
+    key = b.values[0].key
+    # two earlier nights: the run-to-run noise is not known yet, in both
+    drift = drift_for(b.values, [n1, a], DriftPolicy(), setup=SETUP)[key]
+    assert drift.status is DriftStatus.UNCERTAIN and "2 of 3 earlier nights" in drift.text
+    (row,) = compare_runs(a, b, [n1, a, b])
+    assert (row.significance, row.nights) == ("uncertain", 0)
+    assert row.noise == pytest.approx(16.4012, abs=1e-3) == drift.noise
+    uri = _store(tmp_path, n1, a, b)
+    assert main(["compare", "--store", uri, a.run_id, b.run_id, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["rows"][0]["significance"] == "uncertain" and (out["significant"], out["uncertain"]) == (0, 1)
+    assert main(["compare", "--store", uri, a.run_id, b.run_id]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert re.search(r"\+30\.0 % uncertain\b", text) and "1 uncertain (beyond both runs' intervals" in text
+    # a third earlier night that agrees (spread 0: known): drifted in drift, significant in compare
+    n0 = RunSummary(run_id="20261130T020000Z-nocommit-0000ff", setup=SETUP, started_at="2026-11-30T02:00:00Z",
+                    mode="engine", values=(v(1000.0),))
+    drift = drift_for(b.values, [n0, n1, a], DriftPolicy(), setup=SETUP)[key]
+    assert drift.status is DriftStatus.DRIFTED
+    (row,) = compare_runs(a, b, [n0, n1, a, b])
+    assert (row.significance, row.nights) == ("significant", 3)
+    assert row.noise == pytest.approx(16.4012, abs=1e-3) == drift.noise  # max(16.40, a spread of 0)
+
+

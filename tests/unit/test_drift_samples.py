@@ -92,8 +92,14 @@ def test_identical_recorded_nights_give_no_drifted() -> None:
     # roofline compare, the same test: the intervals alone say significant, the samples veto it
     (row,) = compare_runs(_night(1, base), _night(2, now))
     assert row.significance == "noise"
-    (row,) = compare_runs(_night(1, replace(base, samples=())), _night(2, replace(now, samples=())))
-    assert row.significance == "significant"
+    # without samples the intervals alone see the move (14.4 ms > √2 ms), but with no earlier nights the
+    # run-to-run noise is not known: uncertain, as drift says before three nights (MIN_NIGHTS)
+    (row,) = compare_runs(_night(1, bare), _night(2, replace(now, samples=())))
+    assert row.significance == "uncertain" and row.nights == 0
+    # with the three identical earlier nights of drift's test above (spread 0, known): significant, as drift said
+    (row,) = compare_runs(_night(3, bare), _night(4, replace(now, samples=())),
+                          [_night(i, bare) for i in (1, 2, 3)])
+    assert row.significance == "significant" and row.nights == 3
 
 
 def test_a_real_change_in_the_recorded_requests_drifts() -> None:
@@ -105,9 +111,11 @@ def test_a_real_change_in_the_recorded_requests_drifts() -> None:
     d = drift_for([_value(0.1455, slow)], nights, DriftPolicy("10%"), setup=SETUP)[KEY]
     assert d.status is DriftStatus.DRIFTED
     assert d.text.startswith("+50.0% vs previous run") and "rank test p=" in d.text
-    # compare A B uses the same test: significant
-    (row,) = compare_runs(_night(1, _value(0.097, RECORDED)), _night(2, _value(0.1455, slow)))
+    # compare A B uses the same test: significant given the same three earlier nights, uncertain without them
+    (row,) = compare_runs(_night(3, _value(0.097, RECORDED)), _night(4, _value(0.1455, slow)), nights)
     assert row.significance == "significant"
+    (row,) = compare_runs(_night(1, _value(0.097, RECORDED)), _night(2, _value(0.1455, slow)))
+    assert row.significance == "uncertain"
 
 
 def test_three_earlier_nights_spread_still_applies_with_samples() -> None:

@@ -256,12 +256,20 @@ def test_compare_cuts_ids_in_the_middle_and_says_what_is_significant() -> None:
         assert i in text
     rows = {r.prediction_id: r for r in compare_runs(a, b)}
     # 1000 → 1500: facing half-widths 1100 − 1000 = 100 and 1500 − 1450 = 50, √(100² + 50²) = 111.8 < 500:
-    # significant; 1000 → 1050: 100 and 1050 − 950 = 100, √2 · 100 = 141.4 > 50: noise
-    assert rows[ids[0]].significance == "significant" and rows[ids[2]].significance == "noise"
+    # beyond both intervals, but no earlier night is known (no store): uncertain, as drift says before three;
+    # 1000 → 1050: 100 and 1050 − 950 = 100, √2 · 100 = 141.4 > 50: noise
+    assert rows[ids[0]].significance == "uncertain" and rows[ids[2]].significance == "noise"
     assert rows[ids[0]].noise == pytest.approx((100**2 + 50**2) ** 0.5)
     assert rows[ids[2]].noise == pytest.approx(2**0.5 * 100)
     footer = " ".join(lines[len(lines) - lines[::-1].index(""):])  # the summary after the table's last blank line
-    assert "6 measured in both runs; 4 moved beyond the noise (both runs' 95 % intervals alone;" in footer
+    assert "6 measured in both runs; 0 moved beyond the noise (both runs' 95 % intervals; the run-to-run" in footer
+    assert "; 4 uncertain (beyond both runs' intervals, but fewer than 3 earlier nights" in footer
+    # three earlier nights of B's setup that agree with A exactly (spread 0, known): the four moves are significant
+    earlier = [replace(a, run_id=f"2026110{d}T020000Z-nocommit-00000{d}", started_at=f"2026-11-0{d}T02:00:00Z")
+               for d in (1, 2, 3)]
+    rows = {r.prediction_id: r for r in compare_runs(a, b, [*earlier, a])}
+    assert rows[ids[0]].significance == "significant" and rows[ids[0]].nights == 4
+    assert rows[ids[2]].significance == "noise"
 
 
 def test_compare_escapes_terminal_sequences_and_says_when_nothing_was_compared() -> None:

@@ -3,11 +3,14 @@ worked out by hand from the trial's stored nights."""
 
 from __future__ import annotations
 
-from pytest_roofline.errors import PointError
+import dataclasses
+
+from pytest_roofline.errors import PointError, SpecError
 from pytest_roofline.format.spec import loads_spec
 from pytest_roofline.history import RunSummary, SetupKey, StoredValue, build_records, unify_keys
 from pytest_roofline.history._records import prediction_key
-from pytest_roofline.pytest_plugin.session import _error_verdict
+from pytest_roofline.report.scorecard import score_spec
+from pytest_roofline.scoring import Verdict
 
 SETUP = SetupKey("cpu", "roofline-tiny", "0.32.0")
 
@@ -45,10 +48,31 @@ def test_an_error_verdict_keeps_its_at_point() -> None:
     # so the stored key is the prediction's own, nightly.yaml::tput[concurrency=2]::concurrency=2
     pred = loads_spec(POINTS, file="nightly.yaml").predictions[0]
     assert pred.id == "tput[concurrency=2]"
-    v = _error_verdict(pred, PointError("api_server.py: error: unrecognized arguments: --swap-space"))
+    v = Verdict.for_error(pred, PointError("api_server.py: error: unrecognized arguments: --swap-space"),
+                          mode="measured")
     assert v.status == "error" and v.at == {"concurrency": "2"}
     (rec,) = build_records([v], setups={"nightly.yaml": SETUP}, started_at="2026-12-06T11:17:30Z", mode="engine")
     assert rec.summary.values[0].key == "nightly.yaml::tput[concurrency=2]::concurrency=2"
+
+
+def test_every_error_path_keeps_the_at_point() -> None:
+    # s14 review 1.11: Verdict.for_error itself keeps at:, so the other callers get it too: the plugin's
+    # prediction-error path (collect.py, mode math) and the scorecard's score_spec (a prediction error; a point
+    # error). The keys are the points' own: nightly.yaml::tput[concurrency=N]::concurrency=N, N = 2 and 4
+    spec = loads_spec(POINTS, file="nightly.yaml")
+    refused = [dataclasses.replace(p, error=SpecError("refused at load (a stand-in)", file="nightly.yaml", line=9))
+               for p in spec.predictions]
+    math = [Verdict.for_error(p, p.error, mode="math") for p in refused if p.error is not None]
+    assert [v.at for v in math] == [{"concurrency": "2"}, {"concurrency": "4"}]
+    card = score_spec(dataclasses.replace(spec, predictions=refused), None)
+    assert [(v.status, v.at) for v in card] == [("error", {"concurrency": "2"}), ("error", {"concurrency": "4"})]
+    (rec,) = build_records(card, setups={"nightly.yaml": SETUP}, started_at="2026-12-06T11:17:30Z", mode="math")
+    assert [v.key for v in rec.summary.values] == ["nightly.yaml::tput[concurrency=2]::concurrency=2",
+                                                   "nightly.yaml::tput[concurrency=4]::concurrency=4"]
+    # a prediction without at: keeps {} (its key has no point)
+    plain = loads_spec("hardware: cpu\nmodel: roofline-tiny\npredictions:\n"
+                       "  - {id: kv, quantity: kv_bytes_per_token, predicted: 1 KiB}\n", file="p.yaml").predictions[0]
+    assert Verdict.for_error(plain, PointError("x"), mode="measured").at == {}
 
 
 def test_errors_stored_without_their_point_join_their_predictions_series() -> None:
