@@ -310,8 +310,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         except (HistoryError, OSError) as exc:
             if args.store:
                 raise
-            print(f"roofline: note: ROOFLINE_HISTORY not read ({redact.redact_text(str(exc))}): the runs' own "
-                  "intervals alone decide 'beyond noise'", file=sys.stderr)
+            print(f"roofline: note: ROOFLINE_HISTORY not read ({redact.redact_text(str(exc))}): without earlier "
+                  "nights a move beyond the runs' own intervals is 'uncertain', as drift says", file=sys.stderr)
     rows = compare_runs(a, b, history)
     if args.json:
         print(jsonout.dumps(comparison_json(a, b, rows), indent=2, ensure_ascii=False))
