@@ -101,17 +101,23 @@ def cmd_check(args: argparse.Namespace) -> int:
             bad += 1
             continue
         # each error once: a setting the serving model refuses is the error of every prediction that takes its value
-        errors = list(dict.fromkeys(str(p.error) for p in spec.predictions if p.error is not None))
+        # (of the math check only for a number in ink, Prediction.math_error: its message says so)
+        math_errors = [p.error_in("math") for p in spec.predictions]
+        errors = list(dict.fromkeys(str(e) for e in math_errors if e is not None))
         for e in errors:
             print(e)
         bad += bool(errors)
         # a prediction as written (one entry, one line), whatever number of tests it expands into (at: every)
         written: dict[int, bool] = {}
-        for p in spec.predictions:
-            written[p.line] = written.get(p.line, True) and p.error is None
+        math_only: set[int] = set()
+        for p, err in zip(spec.predictions, math_errors, strict=True):
+            written[p.line] = written.get(p.line, True) and err is None
+            if p.error is None and err is not None:
+                math_only.add(p.line)
         tests = f" ({len(spec.predictions)} tests)" if len(spec.predictions) != len(written) else ""
+        only = f", {len(math_only)} of them in the math check only" if math_only else ""
         print(f"{f}: {sum(written.values())} predictions ok, {len(written) - sum(written.values())} with errors"
-              + tests)
+              + only + tests)
     return 1 if bad else 0
 
 
@@ -129,7 +135,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(f"wrote {args.output}")
     # the page shows a prediction the file gets wrong as an error row; the exit status says so too, as `check`
     # does (issue 23, case 7.24: a file holding 1e999 rendered and exited 0)
-    errors = [p.error for p in load_spec(args.predictions).predictions if p.error is not None]
+    # a setting the serving model refuses errors a number in ink where the model checks it (no results, or a
+    # quantity no run measures), as score_spec renders it
+    errors = [e for p in load_spec(args.predictions).predictions
+              if (e := p.error or p.error_in("measured" if args.results and p.q.measure is not None else "math"))
+              is not None]
     for e in errors:
         print(e, file=sys.stderr)
     if errors:

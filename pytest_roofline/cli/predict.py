@@ -719,6 +719,17 @@ NO_BAND_REASON: dict[str, str] = {
     "tpot_p99_ms": "no band: no public source of the accuracy corpus reports TPOT p99",
     "itl_p99_ms": "no band: no public source of the accuracy corpus reports ITL p99",
 }
+#: the engine figures of vLLM's /metrics ``--simulate`` prints, by field: what the accuracy corpus would have to report
+_ENGINE_FIGURES: dict[str, str] = {
+    "mean_running_batch": "the running batch", "max_running_batch": "the running batch",
+    "max_kv_usage": "KV-cache usage", "mean_kv_usage": "KV-cache usage", "preemptions": "preemptions",
+    "mean_queue_ms": "the time in the engine's queue", "prefix_cache_hit_rate": "the prefix-cache hit rate"}
+
+
+def _not_reported(what: str, *, figures: str = "an engine figure") -> str:
+    return f"no public source of the accuracy corpus reports {what} ({figures} of vLLM's /metrics)"
+
+
 #: why the other values ``--simulate`` prints (the table's last columns, and the --json fields beside the columns')
 #: have no band: what the accuracy corpus reports of each (tests/unit/test_simulate_band_notes.py reads the corpus)
 NO_BAND_OTHER: dict[str, str] = {
@@ -730,11 +741,7 @@ NO_BAND_OTHER: dict[str, str] = {
                     "few sources to bound a new one's error",
     "itl_p50_ms": "no band: no public source of the accuracy corpus reports ITL p50",
     "e2e_mean_ms": "no band: no public source of the accuracy corpus reports end-to-end latency",
-    **{name: f"no band: no public source of the accuracy corpus reports {what} (an engine figure of vLLM's /metrics)"
-       for name, what in (("mean_running_batch", "the running batch"), ("max_running_batch", "the running batch"),
-                          ("max_kv_usage", "KV-cache usage"), ("mean_kv_usage", "KV-cache usage"),
-                          ("preemptions", "preemptions"), ("mean_queue_ms", "the time in the engine's queue"),
-                          ("prefix_cache_hit_rate", "the prefix-cache hit rate"))},
+    **{name: f"no band: {_not_reported(what)}" for name, what in _ENGINE_FIGURES.items()},
     "duration_s": "no band: the run's length, the request count ÷ the request throughput (agg tok/s's band)",
     "steps": "no band: the simulator's count of engine steps, no measured figure",
     "time_shares": "no band: the model's own split of its step time (the dominant term), no measured figure",
@@ -745,6 +752,16 @@ NO_BAND_OTHER: dict[str, str] = {
 #: the table's last columns: header -> the field whose reason the legend gives
 _OTHER_COLS = (("run", "mean_running_batch"), ("KV %", "max_kv_usage"), ("preempt", "preemptions"),
                ("queue ms", "mean_queue_ms"))
+
+
+def _other_cols_legend() -> str:
+    """The one line under the table for its last columns and the dominant term, from :data:`NO_BAND_OTHER`'s
+    reasons (their figures named once: :data:`_ENGINE_FIGURES`)."""
+    whats = list(dict.fromkeys(_ENGINE_FIGURES[field] for _h, field in _OTHER_COLS))
+    listed = ", ".join(whats[:-1]) + f" or {whats[-1]}" if len(whats) > 1 else whats[0]
+    dominant = NO_BAND_OTHER["time_shares"].removeprefix("no band: ")
+    return (f"no band for {', '.join(h for h, _ in _OTHER_COLS)}: {_not_reported(listed, figures='figures')}; "
+            f"nor for {dominant}")
 _NO_BAND_LEGEND = ("the accuracy corpus (benchmarks/data/corpus) has no public source that reports tok/s/req, "
                    "TPOT p99 or ITL p99 and one that reports TTFT p99, too few to bound a new source's error; "
                    "bands cover agg tok/s, TTFT p50 and TPOT p50 (model/bands.py)")
@@ -827,9 +844,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if rows and unbanded:
         print(f"no band for {', '.join(unbanded)}: {_NO_BAND_LEGEND}")
     if rows:  # the last columns: engine figures the corpus does not report (once; per value in --json's band_notes)
-        print(f"no band for {', '.join(h for h, _ in _OTHER_COLS)}: no public source of the accuracy corpus "
-              "reports the running batch, KV-cache usage, preemptions or the time in the engine's queue (vLLM's "
-              "/metrics figures); nor for the dominant term: the model's own split of its step time")
+        print(_other_cols_legend())
     caveat = bands_mod.band_caveat(device)  # CPU bands: one host's recordings (model/bands.py CPU_BAND_CAVEAT)
     if caveat and any(r.get("bands") for r in rows):
         print(caveat)

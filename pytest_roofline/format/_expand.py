@@ -25,6 +25,7 @@ from pytest_roofline.format._sections import (
     read_tolerance,
     read_workload,
     setup_error_node,
+    written_at,
 )
 from pytest_roofline.format._types import XFAIL_CHECKS, Expectation, Predicted, PredictedKind, Prediction, Spec
 from pytest_roofline.format.limits import how_to_raise
@@ -274,21 +275,37 @@ def _common(ctx: NodeReader, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.N
     return out
 
 
-def _resolve_setup_check(ctx: NodeReader, spec: Spec, setup: Mapping[str, Any], node: yaml.Node) -> None:
+def _resolve_setup_check(ctx: NodeReader, spec: Spec, setup: Mapping[str, Any], node: yaml.Node,
+                         key: yaml.Node | None = None) -> None:
+    """Resolve a prediction's own ``setup:`` (``node``, written after ``key``) so a bad value is refused at its
+    line; and refuse a setup vLLM would not start, a KV pool short of one request of max_model_len, as the file's
+    own setup is (``model.setup.max_model_len_problem``, format._sections.check_setup): at the prediction's
+    ``engine.args.max_model_len`` where its setup writes one, else at its ``setup:`` line."""
     if not setup:
         return
-    from pytest_roofline.model.setup import build_setup
+    from pytest_roofline.model.setup import build_setup, max_model_len_problem
 
     try:
-        build_setup(hardware_ref=setup.get("hardware", spec.hardware),
-                    hardware_overrides=setup.get("hardware_overrides",
-                                                 spec.hardware_overrides if "hardware" not in setup else {}),
-                    model_ref=setup.get("model", spec.model),
-                    model_overrides=setup.get("model_overrides", spec.model_overrides if "model" not in setup else {}),
-                    engine=setup.get("engine", spec.engine), workload=setup.get("workload", spec.workload))
+        resolved = build_setup(
+            hardware_ref=setup.get("hardware", spec.hardware),
+            hardware_overrides=setup.get("hardware_overrides",
+                                         spec.hardware_overrides if "hardware" not in setup else {}),
+            model_ref=setup.get("model", spec.model),
+            model_overrides=setup.get("model_overrides", spec.model_overrides if "model" not in setup else {}),
+            engine=setup.get("engine", spec.engine), workload=setup.get("workload", spec.workload))
     except Exception as exc:
         raise ctx.err(setup_error_node(exc, node) or node, f"setup override does not resolve: {exc}",
                       "fix this value of the prediction's setup: (it overrides the file's sections)") from None
+    problem = max_model_len_problem(resolved, fix="setup.engine.args.max_model_len")
+    if problem is None:
+        return
+    arg = written_at(node, "engine.args.max_model_len")
+    raise ctx.err(arg or key or node, f"vLLM will not start this prediction's setup: {problem}",
+                  "lower this setup's engine.args.max_model_len, or give the pool more memory, as the line says "
+                  "(docs/reference/refusals.md)"
+                  if arg is not None else "write max_model_len: N under this setup's engine.args (N: what the pool "
+                                          "holds or less), or give it more memory as the line says "
+                                          "(docs/reference/refusals.md)")
 
 
 def _one(ctx: NodeReader, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], pid: str, line: int,
@@ -298,7 +315,7 @@ def _one(ctx: NodeReader, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node
     unit = predicted.unit or DEFAULT_UNIT.get(q.dimension, "")
     common = _common(ctx, spec, m, q, unit)
     if "setup" in m:
-        _resolve_setup_check(ctx, spec, common["setup"], m["setup"][1])
+        _resolve_setup_check(ctx, spec, common["setup"], m["setup"][1], m["setup"][0])
     if (common["tolerance"] is not None
             and predicted.kind in (PredictedKind.BOOL, PredictedKind.WORD, PredictedKind.NONE)
             and not (common["tolerance"].lower is not None or common["tolerance"].upper is not None)):
@@ -335,6 +352,9 @@ def _table(ctx: NodeReader, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.No
         except SpecError as exc:
             yield _error_prediction(spec, pid, line, exc)
             return
+    if "setup" in m:  # the table's own setup, as a prediction's: one error of the table
+        _resolve_setup_check(ctx, spec, _common(ctx, spec, {"setup": m["setup"]}, None, "")["setup"], m["setup"][1],
+                             m["setup"][0])
     rows = t["rows"][1]
     if not isinstance(rows, yaml.SequenceNode):
         raise ctx.err(rows, "table.rows must be a list of rows")

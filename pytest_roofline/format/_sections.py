@@ -59,7 +59,7 @@ from pytest_roofline.units import UnitError, parse_number, parse_value
 __all__ = [
     "setup_error_node", "check_setup", "read_serving", "read_calibration", "read_hardware", "read_model",
     "read_engine", "read_workload", "read_sweep", "read_slo", "read_thresholds", "read_tolerance", "DRIFT_HELP",
-    "parse_drift_threshold", "read_drift", "refuse_serving_settings", "takes_serving_value",
+    "parse_drift_threshold", "read_drift", "refuse_serving_settings", "takes_serving_value", "written_at",
 ]
 
 #: the largest concurrency a sweep or an ``at: {concurrency: N}`` may name: the serving model simulates every
@@ -68,22 +68,34 @@ __all__ = [
 MAX_AT_CONCURRENCY = 10_000
 
 
-def _find(node: yaml.Node | None, path: str) -> yaml.Node | None:
-    """The node at a dotted ``path`` under a mapping node, or the deepest one found on the way.  Under
-    ``engine.args`` a key is matched by the argument it names (``max-num-seqs`` or ``tp`` for
-    ``engine.args.max_num_seqs`` / ``engine.args.tensor_parallel_size``: ``engine_args.canonical_key``)."""
+def _walk(node: yaml.Node | None, path: str) -> tuple[yaml.Node | None, bool]:
+    """The deepest node on a dotted ``path`` under a mapping node, and whether it is the one at ``path``."""
     parts = path.split(".")
     for i, key in enumerate(parts):
         if not isinstance(node, yaml.MappingNode):
-            return node
+            return node, False
         is_arg = i >= 2 and parts[i - 2:i] == ["engine", "args"]
         nxt: yaml.Node | None = next(
             (v for k, v in node.value if isinstance(k, yaml.ScalarNode)
              and (k.value == key or (is_arg and engine_args.canonical_key(k.value)[0] == key))), None)
         if nxt is None:
-            return node
+            return node, False
         node = nxt
-    return node
+    return node, True
+
+
+def _find(node: yaml.Node | None, path: str) -> yaml.Node | None:
+    """The node at a dotted ``path`` under a mapping node, or the deepest one found on the way.  Under
+    ``engine.args`` a key is matched by the argument it names (``max-num-seqs`` or ``tp`` for
+    ``engine.args.max_num_seqs`` / ``engine.args.tensor_parallel_size``: ``engine_args.canonical_key``)."""
+    return _walk(node, path)[0]
+
+
+def written_at(node: yaml.Node | None, path: str) -> yaml.Node | None:
+    """The node at a dotted ``path`` under a mapping node (matched as :func:`_find` does), or None where the section
+    does not write it."""
+    found, complete = _walk(node, path)
+    return found if complete else None
 
 
 def setup_error_node(exc: BaseException, section: yaml.Node | None) -> yaml.Node | None:
@@ -154,7 +166,8 @@ def _check_startable(ctx: NodeReader, setup: Setup, model_node: yaml.Node | None
     fixes = "(N: what the pool holds or less), or give it more memory as the line says"
     if given:
         node = _find(root, "engine.args.max_model_len")
-        hint = "lower engine.args.max_model_len as the line says (docs/reference/refusals.md)"
+        hint = ("lower engine.args.max_model_len, or give the pool more memory, as the line says "
+                "(docs/reference/refusals.md)")
     elif isinstance(engine, yaml.MappingNode):  # engine.args where the file has it, else the engine: section
         node = _find(root, "engine.args.max_model_len")
         hint = f"write max_model_len: N under engine.args {fixes}"
@@ -184,28 +197,46 @@ def takes_serving_value(spec: Spec, pred: Prediction) -> bool:
 def refuse_serving_settings(ctx: NodeReader, spec: Spec, setup: Setup, root: yaml.Node | None) -> None:
     """Each engine setting the serving model does not simulate (``model.setup.serving_arg_problems``:
     multi-step scheduling, eager mode on a GPU, async scheduling at the non-default value, pipeline parallelism,
-    ...) made an error of every prediction that takes the serving model's value (:func:`takes_serving_value`),
-    at the setting's own line: the math check would error on them, and ``roofline check`` reports every error of
-    the file.  A prediction with its own ``setup:`` is left to the scorer (its setup may differ); the others are
-    checked by the roofline and keep the serving column's note."""
+    ...) is an error, at the setting's own line, of the predictions whose check is the serving model's value
+    (:func:`takes_serving_value`), and only where it is: ``roofline check`` reports every error of the file.
+
+    * ``predicted: model``: the ink is the serving model's value, so there is nothing to check in any mode
+      (``pred.error``).
+    * A number in ink under ``model_column: serving``: the CPU-only math check compares it with the serving model's
+      value, so it is that check's error (``pred.math_error``); a measured run (``--gpu``, ``--replay``) still
+      measures it and scores the ink against the measurement, the refusal in the model column's note (the serving
+      model's "does not compute it here", ``scoring``).  A quantity no run measures is checked by the math alone,
+      so it is an error in every run (``Prediction.error_in``).
+
+    A prediction with its own ``setup:`` is left to the scorer (its setup may differ); the others are checked by
+    the roofline and keep the serving column's note."""
     problems = serving_arg_problems(setup)
     takers = [p for p in spec.predictions if p.error is None and not p.setup and takes_serving_value(spec, p)]
     if not problems or not takers:
         return
-    ids = list(dict.fromkeys(p.id.split("[", 1)[0] for p in takers))
-    why = ("model_column: serving" if spec.model_column == "serving" else "predicted: model")
-    named = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-    errors = []
-    for problem in problems:
-        node = _find(root, problem.field) if root is not None else None
-        errors.append(SpecError(
-            f"{problem.text} (refused where the serving model runs: {named} take{'s' if len(ids) == 1 else ''} its "
-            f"value, {why})", file=ctx.file, line=node.start_mark.line + 1 if node is not None else None,
-            hint=f"change or remove {problem.field} as the line says, or check these predictions against the "
-                 "roofline (model_column: roofline, a number in ink) where it computes them"))
-    error = errors[0] if len(errors) == 1 else SpecErrors(errors)
-    for p in takers:
-        p.error = error
+    everywhere = [p for p in takers if p.predicted.kind is PredictedKind.MODEL]
+    math_only = [p for p in takers if p.predicted.kind is not PredictedKind.MODEL]
+    for group, why, attr in ((everywhere, "predicted: model", "error"),
+                             (math_only, "model_column: serving", "math_error")):
+        if not group:
+            continue
+        ids = list(dict.fromkeys(p.id.split("[", 1)[0] for p in group))
+        named = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        where = ("" if attr == "error" else
+                 "; an error of the math check only: a measured run (--gpu, --replay) scores the ink against its "
+                 "measurement, this refusal in the model column's note")
+        errors = []
+        for problem in problems:
+            node = _find(root, problem.field) if root is not None else None
+            errors.append(SpecError(
+                f"{problem.text} (refused where the serving model runs: {named} take{'s' if len(ids) == 1 else ''} "
+                f"its value, {why}{where})", file=ctx.file,
+                line=node.start_mark.line + 1 if node is not None else None,
+                hint=f"change or remove {problem.field} as the line says, or check these predictions against the "
+                     "roofline (model_column: roofline, a number in ink) where it computes them"))
+        error = errors[0] if len(errors) == 1 else SpecErrors(errors)
+        for p in group:
+            setattr(p, attr, error)
 
 
 def read_serving(ctx: NodeReader, node: yaml.Node) -> dict[str, float]:

@@ -92,6 +92,10 @@ class Prediction:
     file: str
     at_text: dict[str, str] = field(default_factory=dict)
     error: SpecError | None = None  # a prediction that did not validate becomes an error test
+    #: an error of the math check only: an engine setting the serving model does not simulate, for a number in ink
+    #: checked against the serving model's value (``model_column: serving``; format._sections.
+    #: refuse_serving_settings).  A measured run scores that ink against its measurement (:meth:`error_in`)
+    math_error: SpecError | None = None
     tolerance_written: bool = False  # ``tolerance`` was written on the prediction, not taken from defaults.tolerance
     #: the drift threshold written for it (``drift: 5%``, or the file's ``defaults.drift``); "" when none is written
     drift: str = ""
@@ -102,6 +106,12 @@ class Prediction:
     @property
     def q(self) -> qreg.Quantity:
         return qreg.get_quantity(self.quantity)
+
+    def error_in(self, mode: str) -> SpecError | None:
+        """The error this prediction is where it is checked in ``mode`` ("math" or "measured": how it is scored,
+        a quantity no run measures is "math" in every run): :attr:`error` in every mode, :attr:`math_error` in the
+        math check only."""
+        return self.error or (self.math_error if str(getattr(mode, "value", mode)) == "math" else None)
 
 
 @dataclass(frozen=True)

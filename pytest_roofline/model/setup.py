@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pytest_roofline.errors import SetupError, SetupValueError
+from pytest_roofline.errors import SetupError, SetupValueError, WorkloadError
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import architecture, dtypes, engine_args, hardware, kv_cache, quantization, vllm_defaults
+from pytest_roofline.model import workload as wl
 from pytest_roofline.model.architecture import ModelArch
 from pytest_roofline.model.hardware import HardwareSpec
 from pytest_roofline.model.quantization import QuantScheme
@@ -45,6 +46,12 @@ class Setup:
     quantization: QuantScheme | None = None  # the scheme of a quantized checkpoint
     input_len: int = 1024
     output_len: int = 1024
+    #: the longest prompt and output a request of the workload can have where its lengths vary (a length
+    #: distribution's max): None where every request's is ``input_len`` / ``output_len``, ``math.inf`` where the
+    #: longest is not known here (a dataset's requests, which its tokenizer measures as the load is built; a normal
+    #: distribution without a max).  Read by :func:`longest_decode_sequence`
+    max_input_len: float | None = None
+    max_output_len: float | None = None
     kv_context_tokens: float = 1536.0
     gpu_memory_utilization: float = 0.9
     block_size: int = 16
@@ -586,6 +593,8 @@ def build_setup(
         quantization=scheme,
         input_len=input_len,
         output_len=output_len,
+        max_input_len=_longest_length(workload, "input_len"),
+        max_output_len=_longest_length(workload, "output_len"),
         kv_context_tokens=kv_context_tokens,
         gpu_memory_utilization=float(args.get("gpu_memory_utilization", defaults.gpu_memory_utilization)),
         block_size=int(args.get("block_size", defaults.block_size)),
@@ -608,6 +617,51 @@ def build_setup(
     )
 
 
+def _longest_length(workload: Mapping[str, Any], key: str) -> float | None:
+    """The longest ``key`` (``input_len`` / ``output_len``) a request of ``workload`` can have where the lengths vary
+    (:attr:`Setup.max_input_len`): its distribution's max (``input_dist`` / ``output_dist``, format/workloads.py),
+    ``math.inf`` for a dataset's requests (their lengths are the dataset's, tokenized as the load is built:
+    measure/loadgen/datasets.py) or a normal distribution without a max, None for a fixed length."""
+    if workload.get("dataset"):
+        return math.inf
+    raw = workload.get(key.replace("_len", "_dist"))
+    if raw is None:
+        return None
+    try:
+        return float(wl.parse_length(raw, f"workload.{key}").max_len)
+    except WorkloadError:
+        return math.inf  # the workload's own reader refuses it at its line
+
+
+def longest_decode_sequence(setup: Setup) -> tuple[int, str]:
+    """The longest sequence a decode step of ``setup``'s workload holds, and "" where that is its longest
+    request's; else (a length whose maximum is not known here: :attr:`Setup.max_input_len`) the words saying what
+    the figure is.  The last decode step of a request holds its prompt and every output token but the one it
+    makes: prompt + output - 1 tokens, at most max_model_len (vLLM serves no longer request)."""
+    lengths, unknown = [], False
+    for mean, longest in ((setup.input_len, setup.max_input_len), (setup.output_len, setup.max_output_len)):
+        if longest is not None and math.isfinite(longest):
+            lengths.append(int(longest))
+        else:
+            lengths.append(int(mean))
+            unknown = unknown or longest is not None
+    tokens = lengths[0] + lengths[1] - 1
+    mml = effective_max_model_len(setup.max_model_len, setup.model)
+    if mml is not None and tokens > mml:
+        return mml, ""  # a longer request is refused, so none decodes past max_model_len
+    if unknown:
+        return tokens, ("at the workload's mean lengths, where its longest are not known here (a dataset's requests, "
+                        "a normal length without a max): its longest requests reach further")
+    return tokens, ""
+
+
+def effective_max_model_len(max_model_len: Any, arch: ModelArch) -> int | None:
+    """The max_model_len vLLM runs: the given one (``engine.args.max_model_len``), else the model's
+    ``max_position_embeddings`` (vLLM's default); None when neither is known."""
+    mml = max_model_len or getattr(arch, "max_position_embeddings", None)
+    return int(mml) if mml else None
+
+
 def _check_unchunked_budget(args: Mapping[str, Any], arch: ModelArch, defaults: vllm_defaults.VllmDefaults) -> None:
     """With chunked prefill off, vLLM refuses to start when ``max_num_batched_tokens < max_model_len``: a prompt of
     max_model_len must fit one step (``SchedulerConfig._verify_args``, vllm/config.py, in every V0 release with
@@ -615,10 +669,10 @@ def _check_unchunked_budget(args: Mapping[str, Any], arch: ModelArch, defaults: 
     "max_num_batched_tokens (...) is smaller than max_model_len (...)").  Refused at the budget's field, naming
     both args and the fixes."""
     chunked = engine_args.flag_arg(args, "enable_chunked_prefill", defaults.enable_chunked_prefill)
-    mml = args.get("max_model_len") or arch.max_position_embeddings
+    mml = effective_max_model_len(args.get("max_model_len"), arch)
     if chunked or not mml:
         return
-    budget, mml = int(args.get("max_num_batched_tokens", defaults.max_num_batched_tokens)), int(mml)
+    budget = int(args.get("max_num_batched_tokens", defaults.max_num_batched_tokens))
     if budget >= mml:
         return
     where = "engine.args.max_model_len" if args.get("max_model_len") else "the model's max_position_embeddings"
@@ -665,7 +719,7 @@ def _engine_defaults(hw: HardwareSpec, arch: ModelArch, engine: Mapping[str, Any
     use_v1 = env.get("VLLM_USE_V1")
     forced = None if use_v1 is None else ("v1" if engine_args.read_flag(use_v1, "engine.env.VLLM_USE_V1")
                                               else "v0")
-    max_model_len = args.get("max_model_len") or arch.max_position_embeddings
+    max_model_len = effective_max_model_len(args.get("max_model_len"), arch)
     chunked = args.get("enable_chunked_prefill")
     release = str(version) if version else str(vllm_defaults.NEWEST_KNOWN_VERSION)
     try:
@@ -684,7 +738,7 @@ def _engine_defaults(hw: HardwareSpec, arch: ModelArch, engine: Mapping[str, Any
             device="rocm" if str(hw.vendor).lower() == "amd" else device,
             device_name=hw.name, total_memory_bytes=hw.memory_bytes,
             usage=str(engine.get("entrypoint") or "serve"), world_size=world_size,
-            max_model_len=int(max_model_len) if max_model_len else None, engine=forced,
+            max_model_len=max_model_len, engine=forced,
             compute_capability=getattr(hw, "compute_capability", None),
             kv_cache_dtype=str(args.get("kv_cache_dtype") or "auto"),
             sliding_window=bool(arch.sliding_window),
@@ -1010,7 +1064,7 @@ def max_model_len_problem(setup: Setup, *, fix: str = "engine.args.max_model_len
     kv_cache_utils.py, 0.10 ... 0.32) and V0's ``raise_if_cache_size_invalid`` ("The model's max seq len (...) is
     larger than the maximum number of tokens that can be stored in KV cache": vllm/worker/worker.py, 0.6.3).
     ``fix`` names the setting to lower (``--max-model-len`` on the command line)."""
-    mml = setup.max_model_len or getattr(setup.model, "max_position_embeddings", None)
+    mml = effective_max_model_len(setup.max_model_len, setup.model)
     if not mml:
         return None
     try:
@@ -1027,9 +1081,10 @@ def max_model_len_problem(setup: Setup, *, fix: str = "engine.args.max_model_len
                 else "raise engine.args.kv_cache_memory_bytes")
     else:
         grow = "raise gpu_memory_utilization, or use more GPUs"
+    lower = f"lower {fix} to {tokens:,} or less, or " if tokens > 0 else ""  # no block at all: no length fits
     return (f"the KV pool holds {tokens:,} tokens, less than one request of max_model_len {int(mml):,}{whose} "
-            f"({math.floor(conc * 100) / 100:.2f}x), and vLLM refuses to start a pool that cannot hold one; lower "
-            f"{fix} to {tokens:,} or less, or {grow}")
+            f"({math.floor(conc * 100) / 100:.2f}x), and vLLM refuses to start a pool that cannot hold one; "
+            f"{lower}{grow}")
 
 
 def serving_arg_problems(setup: Setup) -> list[engine_args.Problem]:
@@ -1041,11 +1096,10 @@ def serving_arg_problems(setup: Setup) -> list[engine_args.Problem]:
     list ``roofline check`` and the math check report at each field's line (format/_sections.py) and the serving
     model refuses (:func:`serving_engine_args`)."""
     args = dict(setup.engine_args or {})
+    longest, basis = longest_decode_sequence(setup)
     facts = engine_args.SetupFacts(
         tensor_parallel_size=int(setup.tensor_parallel_size), interconnect=setup.hardware.interconnect,
-        engine_kind=setup.engine_kind,
-        # the last decode step of a request holds its prompt and every output token but the one it makes
-        longest_decode_sequence=int(setup.input_len) + int(setup.output_len) - 1)
+        engine_kind=setup.engine_kind, longest_decode_sequence=longest, longest_decode_basis=basis)
     problems = engine_args.engine_arg_problems(args, device=setup.device, scope="serving",
                                                version=setup.engine_version, facts=facts)
     if setup.attention_backend_env:

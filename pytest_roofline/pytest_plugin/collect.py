@@ -66,7 +66,9 @@ class PredictionFile(pytest.File):
             raise self.CollectError(f"{self.path}: cannot read: {exc}") from None
         rs.register_spec(self.spec)
         for pred in self.spec.predictions:
-            measured = rs.measured and pred.error is None and pred.q.measure is not None
+            # an error of the math check only (a setting the serving model refuses) leaves a measured run its point
+            error = pred.error or pred.error_in(rs.mode_for(pred))  # (an errored prediction may name no quantity)
+            measured = rs.measured and error is None and pred.q.measure is not None
             check: Callable[..., None]  # the fixture it names is its only difference
             if measured:
                 def check(roofline_measurements: Any) -> None:  # noqa: ARG001 - the fixture starts engines lazily
@@ -76,7 +78,7 @@ class PredictionFile(pytest.File):
                     pass
             item = PredictionItem.from_parent(self, name=pred.id, callobj=check, prediction=pred, spec=self.spec)
             item.add_marker(pytest.mark.roofline)
-            if pred.error is None:
+            if error is None:
                 item.add_marker(pytest.mark.roofline_measured if pred.q.measure else pytest.mark.roofline_math)
                 for m in pred.marks:
                     self.config.addinivalue_line("markers", f"{m}: declared in {self.path.name}")
@@ -98,11 +100,12 @@ class PredictionItem(pytest.Function):
 
     def setup(self) -> None:
         rs = get_session(self.config)
-        if self.prediction.error is not None:  # an ERROR verdict, so the summary table and scorecard list it
-            verdict = Verdict.for_error(self.prediction, self.prediction.error, mode="math")
+        error = self.prediction.error or self.prediction.error_in(rs.mode_for(self.prediction))
+        if error is not None:  # an ERROR verdict, so the summary table and scorecard list it
+            verdict = Verdict.for_error(self.prediction, error, mode="math")
             self.stash[VERDICT_KEY] = verdict
             rs.verdicts.append(verdict)
-            raise self.prediction.error
+            raise error
         super().setup()
 
         provider = cast("MeasurementProvider | None", self.funcargs.get("roofline_measurements"))

@@ -80,10 +80,11 @@ def score_spec(spec: Spec, data: Mapping[str, Any] | None, *, default_tolerance:
     measurement = RecordedMeasurement(data, source=source) if data is not None else None
     out = []
     for pred in spec.predictions:
-        if pred.error is not None:
-            out.append(Verdict.for_error(pred, pred.error, mode="math"))
+        mode = "measured" if data is not None and not pred.error and pred.q.measure is not None else "math"
+        error = pred.error_in(mode)  # a setting the serving model refuses errors the math check only
+        if error is not None:
+            out.append(Verdict.for_error(pred, error, mode="math"))
             continue
-        mode = "measured" if data is not None and pred.q.measure is not None else "math"
         try:
             v = score(spec, pred, mode, measurement, default_tolerance=default_tolerance)
         except PointError as exc:

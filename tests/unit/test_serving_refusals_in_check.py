@@ -11,6 +11,12 @@ What vLLM does with each setting, read in its release sdists:
 * ``enforce_eager: true`` on a GPU, ``async_scheduling: true`` before 0.14.0 (off by default), and
   ``pipeline_parallel_size`` > 1: the serving model simulates CUDA-graph replay, synchronous scheduling and one
   tensor-parallel group.
+
+Where the refusal errors (s14 review 1.1): a number in ink under ``model_column: serving`` is checked against the
+serving model only by the CPU-only math check, so the setting is that check's error alone
+(``Prediction.math_error``); a measured run (``--gpu``, ``--replay``) measures the point and scores the ink against
+its measurement, the refusal in the serving column's note.  ``predicted: model`` has no ink but the serving model's
+value: an error in every mode.
 """
 
 from __future__ import annotations
@@ -56,8 +62,73 @@ def test_a_timing_only_setting_is_each_serving_predictions_error_at_its_line(arg
     assert err is not None and err.line == 8
     text = str(err)
     assert text.startswith("args.yaml:8: engine.args.") and words in text
-    assert "tpot-c16 takes its value, model_column: serving" in text
+    assert "tpot-c16 takes its value, predicted: model)" in text  # no ink but the serving value: every mode
     assert "::" not in text  # the pipeline message said "workload:: pipeline_parallel_size=2"
+
+
+@pytest.mark.parametrize("arg, words", [
+    ("enforce_eager: true", "not modelled on a GPU"),
+    ("async_scheduling: true", "not modelled on vLLM 0.11.0"),
+    ("pipeline_parallel_size: 2", "not simulated by the serving model"),
+])
+def test_a_number_in_ink_under_the_serving_column_errors_the_math_check_only(arg, words):
+    spec = loads_spec(_file("0.11.0", arg, tpot_ink="10 ms"), file="args.yaml")
+    pred = next(p for p in spec.predictions if p.id == "tpot-c16")
+    assert pred.error is None  # collected, planned and measured by a run
+    err = pred.math_error
+    assert err is not None and err.line == 8 and words in str(err)
+    assert "tpot-c16 takes its value, model_column: serving; an error of the math check only" in str(err)
+    assert pred.error_in("math") is err and pred.error_in("measured") is None
+
+
+#: the review's reproducer (/tmp/review14/scripts/measured_eager.py): H100, Qwen3-8B, eager mode, the serving column
+EAGER = """\
+hardware: h100-sxm
+model: qwen3-8b
+engine: {name: vllm, version: "0.11.0", args: {max_model_len: 4096, enforce_eager: true}}
+workload: {input_len: 512, output_len: 256}
+sweep: {mode: closed, concurrency: [1, 8], requests_per_point: 10x}
+model_column: serving
+predictions:
+  - {id: tput, quantity: output_throughput, at: {concurrency: 8}, predicted: 900 tok/s}
+  - {id: tpot, quantity: tpot_p50, at: {concurrency: 8}, predicted: 9 ms}
+  - {id: tpot-model, quantity: tpot_p50, at: {concurrency: 8}, predicted: model}
+"""
+#: a recorded point at C=8: 880 tok/s is 2.2% under the 900 in ink, 9.4 ms 4.4% over the 9 ms (both inside the
+#: default measured tolerance, ±10%)
+EAGER_RESULTS = {"points": [{"id": "closed-c8", "mode": "closed", "concurrency": 8, "input_len": 512,
+                             "output_len": 256, "num_requests": 80,
+                             "client": {"completed": 80, "failed": 0, "output_throughput_tok_s": 880.0,
+                                        "tpot_ms": {"p50": 9.4}}}]}
+
+
+def test_a_measured_run_measures_a_serving_column_file_with_a_refused_setting():
+    """The review's case (1.1): the measurement needs no serving model.  Measured, the two numbers in ink are
+    scored against the recording; the serving column says why it has no value; ``predicted: model`` errors."""
+    from pytest_roofline.measure.plan import points as mplan
+    from pytest_roofline.report.scorecard import score_spec
+
+    spec = loads_spec(EAGER, file="eager.yaml")
+    preds = {p.id: p for p in spec.predictions}
+    assert preds["tput"].error is None and preds["tpot"].error is None
+    assert preds["tpot-model"].error is not None and preds["tpot-model"].error.line == 3
+    # the sweep runs C=8 for the two numbers in ink (tpot-model, an error, asks for nothing)
+    assert [p.id for p in mplan.plan_points(spec, spec.predictions)] == ["closed-c8"]
+    assert mplan.needs_engine(spec.predictions)
+    measured = {v.id: v for v in score_spec(spec, EAGER_RESULTS)}
+    for pid, value, error in (("tput", 880.0, 880 / 900 - 1), ("tpot", 0.0094, 9.4 / 9 - 1)):
+        v = measured[pid]
+        assert (v.mode.value, v.status.value) == ("measured", "pass"), v.reason
+        assert v.measured_value == pytest.approx(value)
+        assert v.measured_value / preds[pid].predicted.value - 1 == pytest.approx(error)  # -2.22%, +4.44%
+        assert v.serving_explanation.startswith("the serving model does not compute it here: "
+                                                "engine.args.enforce_eager: true is not modelled on a GPU")
+    assert measured["tpot-model"].status.value == "error"
+    # without a measurement (the CPU-only check) the serving value is the check: all three are errors at line 3
+    math = {v.id: v for v in score_spec(loads_spec(EAGER, file="eager.yaml"), None)}
+    assert {pid: v.status.value for pid, v in math.items()} == {"tput": "error", "tpot": "error", "tpot-model": "error"}
+    assert "eager.yaml:3: engine.args.enforce_eager: true is not modelled on a GPU" in math["tput"].reason
+    assert "an error of the math check only" in math["tput"].reason
 
 
 def test_with_the_roofline_column_and_ink_in_numbers_nothing_is_refused():
@@ -98,6 +169,22 @@ def test_check_prints_each_refusal_once_and_counts_the_predictions(tmp_path, cap
     assert out.count("engine.args.enforce_eager: true is not modelled") == 1
     assert f"{f}:8: engine.args.enforce_eager" in out and "tpot-c16, tpot-c1 take its value" in out
     assert f"{f}: 1 predictions ok, 2 with errors" in out
+
+
+def test_check_says_which_refusals_error_the_math_check_only(tmp_path, capsys):
+    f = tmp_path / "eager.yaml"
+    f.write_text(EAGER)
+    rc = cli.main(["check", str(f)])
+    out = capsys.readouterr().out
+    assert rc == 1  # the CPU-only pytest of the file errors on them
+    lines = [line for line in out.splitlines() if line.startswith(f"{f}:3: engine.args.enforce_eager")]
+    assert len(lines) == 2  # one for the numbers in ink (math check only), one for predicted: model
+    assert any(line.endswith("(refused where the serving model runs: tput, tpot take its value, model_column: "
+                             "serving; an error of the math check only: a measured run (--gpu, --replay) scores "
+                             "the ink against its measurement, this refusal in the model column's note)")
+               for line in lines)
+    assert any(line.endswith("tpot-model takes its value, predicted: model)") for line in lines)
+    assert f"{f}: 0 predictions ok, 3 with errors, 2 of them in the math check only" in out
 
 
 def test_the_env_spelling_of_an_attention_backend_is_refused_at_its_line():

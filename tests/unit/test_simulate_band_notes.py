@@ -71,6 +71,16 @@ def test_the_tables_last_columns_have_their_reason_once(capsys):
                 "--concurrency", "1,4")
     legend = [line for line in out.splitlines() if line.startswith("no band for run, KV %, preempt, queue ms: ")]
     assert len(legend) == 1 and "dominant term" in legend[0]
+    # built from NO_BAND_OTHER's reasons (s14 review §3: it restated them): the four columns' figures and the
+    # dominant term's, each as the --json band_notes give it
+    assert legend[0] == ("no band for run, KV %, preempt, queue ms: no public source of the accuracy corpus reports "
+                         "the running batch, KV-cache usage, preemptions or the time in the engine's queue (figures "
+                         "of vLLM's /metrics); nor for the model's own split of its step time (the dominant term), "
+                         "no measured figure")
+    for field, what in (("mean_running_batch", "the running batch"), ("max_kv_usage", "KV-cache usage"),
+                        ("preemptions", "preemptions"), ("mean_queue_ms", "the time in the engine's queue")):
+        assert NO_BAND_OTHER[field] == (f"no band: no public source of the accuracy corpus reports {what} (an engine "
+                                        "figure of vLLM's /metrics)")
 
 
 def test_results_mark_flattered_points_and_leave_them_out_of_the_mean_error(capsys):

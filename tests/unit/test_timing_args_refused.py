@@ -12,6 +12,10 @@ refused where it changes one and accepted where it changes nothing.  What vLLM d
   capture``, else runs it eagerly (the effect refused as enforce_eager).  Its sequence length counts the token being
   decoded: the last decode step of a request of 1,024 prompt and 128 output tokens holds 1,024 + 128 - 1 = 1,151
   tokens.  0.11.0 has no such arg (0.10.2's vllm/engine/arg_utils.py has it, 0.11.0's not): refused everywhere.
+  Where the workload's lengths vary, its longest request is compared (s14 review 1.12): prompts uniform in
+  512 ... 1,536 tokens (mean 1,024) and 128 output tokens reach 1,536 + 128 - 1 = 1,663 tokens, past a cap of 1,200
+  that the mean request (1,151) stays under; where the longest is not known at the setup (a dataset's prompts, a
+  normal length without a max), the mean is compared and the message says so.
 """
 
 from __future__ import annotations
@@ -20,18 +24,19 @@ import pytest
 
 from pytest_roofline.errors import SetupValueError
 from pytest_roofline.format.spec import SpecError, loads_spec
+from pytest_roofline.model import engine_args
 from pytest_roofline.model import serving as sv
 from pytest_roofline.model.setup import build_setup, kv_accounting
 
 LONGEST = 1024 + 128 - 1  # 1,151 tokens: the last decode step's sequence
 
 
-def setup(hardware="h100-sxm", version="0.11.0", env=None, **args):
+def setup(hardware="h100-sxm", version="0.11.0", env=None, workload=None, **args):
     engine = {"name": "vllm", "version": version, "args": {"max_model_len": 8192, **args}}
     if env:
         engine["env"] = env
     return build_setup(hardware_ref=hardware, model_ref="llama-3.1-8b", engine=engine,
-                       workload={"input_len": 1024, "output_len": 128})
+                       workload=workload or {"input_len": 1024, "output_len": 128})
 
 
 def refused(s) -> str:
@@ -58,6 +63,17 @@ def test_it_is_accepted_where_it_changes_nothing(hardware, tp, value):
     sv.EngineConfig.from_setup(setup(hardware, tensor_parallel_size=tp, disable_custom_all_reduce=value))
 
 
+def test_without_the_setups_figures_it_is_accepted_and_with_them_judged_by_its_tp_degree():
+    """check_engine_args with no setup known (no TP degree) accepts it, as max_seq_len_to_capture without a
+    workload (s14 review §3: it refused at TP 1); given the setup's facts it rules as the serving model does."""
+    args = {"disable_custom_all_reduce": True}
+    engine_args.check_engine_args(args)
+    engine_args.check_engine_args(args, facts=engine_args.SetupFacts(tensor_parallel_size=1, interconnect="NVLink"))
+    with pytest.raises(SetupValueError, match="not modelled at tensor_parallel_size 4"):
+        engine_args.check_engine_args(args, facts=engine_args.SetupFacts(tensor_parallel_size=4,
+                                                                         interconnect="NVLink 4.0"))
+
+
 def test_the_setup_keeps_it_and_its_kv_pool():
     # the KV pool is not told apart (the kernel's own buffers, ~24 MiB a rank, are inside the TP reserve): the
     # roofline quantities of a TP 4 file still check
@@ -81,6 +97,36 @@ def test_on_v0_a_capture_length_below_the_longest_decode_sequence_is_refused():
 ])
 def test_it_is_accepted_where_every_decode_step_still_replays_a_graph(version, env, value):
     sv.EngineConfig.from_setup(setup(version=version, env=env, max_seq_len_to_capture=value))
+
+
+UNIFORM = {"input_len": 1024, "input_dist": {"dist": "uniform", "min": 512, "max": 1536}, "output_len": 128}
+
+
+def test_a_length_distribution_is_judged_by_its_longest_request():
+    text = refused(setup(version="0.6.3", workload=UNIFORM, max_seq_len_to_capture=1200))
+    assert "max_seq_len_to_capture: 1,200 is not modelled" in text
+    assert "sequences of 1,663 tokens, and V0" in text  # 1,536 + 128 - 1: no word about means
+    sv.EngineConfig.from_setup(setup(version="0.6.3", workload=UNIFORM, max_seq_len_to_capture=1663))
+    refused(setup(version="0.6.3", workload=UNIFORM, max_seq_len_to_capture=1662))
+
+
+def test_a_request_longer_than_max_model_len_is_never_decoded():
+    # prompts up to 16,000 tokens, max_model_len 8,192: no sequence vLLM serves passes 8,192
+    long = {"input_len": 4000, "input_dist": {"dist": "uniform", "min": 1000, "max": 16000}, "output_len": 128}
+    text = refused(setup(version="0.6.3", workload=long, max_seq_len_to_capture=8000))
+    assert "sequences of 8,192 tokens, and V0" in text
+    sv.EngineConfig.from_setup(setup(version="0.6.3", workload=long, max_seq_len_to_capture=8192))
+
+
+@pytest.mark.parametrize("workload", [
+    {"input_len": 1024, "output_len": 128, "dataset": {"path": "prompts.jsonl", "source": "prompts.jsonl",
+                                                       "format": "jsonl", "entries": 10}},
+    {"input_len": 1024, "output_len": 128, "output_dist": {"dist": "normal", "mean": 128, "std": 32}},
+])
+def test_where_the_longest_is_not_known_the_mean_is_compared_and_said(workload):
+    text = refused(setup(version="0.6.3", workload=workload, max_seq_len_to_capture=1000))
+    assert "sequences of 1,151 tokens (at the workload's mean lengths, where its longest are not known here" in text
+    assert "its longest requests reach further" in text
 
 
 def test_vllm_0_10_2_run_on_v0_reads_it():

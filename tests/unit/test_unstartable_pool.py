@@ -12,6 +12,10 @@ The pool is set by hand so every figure is arithmetic, not read back from the co
   needs cdiv(40,960, 16) = 2,560 blocks; 455 / 2,560 = 0.177... -> "0.17x".  A request of 7,280 tokens needs 455
   blocks (fits); one of 7,281 needs 456 (455 / 456 = 0.9978 -> "0.99x", never rounded up to 1.00x).
 
+A prediction's own ``setup:`` is held to the same rule (s14 review 1.5): its engine args replace the file's, so the
+tests below give it the same 1 GiB pool; the error is at its ``max_model_len`` line where it writes one, else at its
+``setup:`` line.
+
 vLLM refuses such a pool at start: V1's check_enough_kv_cache_memory ("To serve at least one request with the
 model's max seq len ... larger than the available KV cache memory", vllm/v1/core/kv_cache_utils.py) and V0's
 raise_if_cache_size_invalid (vllm/worker/worker.py, 0.6.3).
@@ -89,3 +93,74 @@ def test_check_reports_it_once_with_file_and_line(tmp_path, capsys) -> None:
     assert rc == 1
     assert out.count("less than one request of max_model_len") == 1
     assert f"{f}:7: vLLM will not start this setup" in out
+
+
+def _own_setup(setup: str) -> str:
+    """The file's setup holds one request (max_model_len 7,280: 455 blocks, all of the pool); prediction ``own``
+    (line 13) carries ``setup``, written from line 17 on."""
+    return (_file(f"    max_model_len: {POOL_TOKENS}\n")
+            + "  - id: own\n    quantity: num_gpu_blocks\n    predicted: 455\n    setup:\n" + setup)
+
+
+def _errors(text: str) -> dict[str, SpecError | None]:
+    return {p.id: p.error for p in loads_spec(text, file="own.yaml").predictions}
+
+
+def test_a_predictions_own_max_model_len_past_the_pool_is_its_error_at_that_line() -> None:
+    errors = _errors(_own_setup(f"      engine:\n        args:\n          kv_cache_memory_bytes: {POOL_BYTES}\n"
+                                "          max_model_len: 7281\n"))
+    assert errors["blocks"] is None  # the file's own setup starts
+    err = errors["own"]
+    assert err is not None and err.line == 20  # the prediction's max_model_len: 7281
+    text = str(err)
+    assert text.startswith("own.yaml:20: vLLM will not start this prediction's setup: the KV pool holds 7,280 tokens, "
+                           "less than one request of max_model_len 7,281 (0.99x)")
+    assert "lower setup.engine.args.max_model_len to 7,280 or less" in text
+
+
+def test_a_predictions_own_setup_without_max_model_len_is_refused_at_its_setup_line() -> None:
+    # its engine args replace the file's: max_model_len is Qwen3-8B's default 40,960 again (0.17x of one request)
+    errors = _errors(_own_setup(f"      engine: {{args: {{kv_cache_memory_bytes: {POOL_BYTES}}}}}\n"))
+    err = errors["own"]
+    assert err is not None and err.line == 16  # `setup:`
+    assert "less than one request of max_model_len 40,960 (the model's max_position_embeddings" in str(err)
+    assert "(0.17x)" in str(err)
+
+
+def test_a_predictions_own_setup_the_pool_holds_is_accepted() -> None:
+    errors = _errors(_own_setup(f"      engine:\n        args:\n          kv_cache_memory_bytes: {POOL_BYTES}\n"
+                                f"          max_model_len: {POOL_TOKENS}\n"))
+    assert errors == {"blocks": None, "own": None}
+
+
+def test_a_tables_own_setup_is_held_to_it_too() -> None:
+    text = (_file(f"    max_model_len: {POOL_TOKENS}\n")
+            + "  - id: t\n    table:\n      at: concurrency\n      quantities: [output_throughput]\n"
+              "      rows:\n        - [1, 10 tok/s]\n"
+              f"    setup: {{engine: {{args: {{kv_cache_memory_bytes: {POOL_BYTES}, max_model_len: 8192}}}}}}\n")
+    errors = _errors(text)
+    err = errors["t"]
+    assert err is not None and err.line == 19
+    assert "less than one request of max_model_len 8,192 (0.88x)" in str(err)  # 455 of cdiv(8,192, 16) = 512
+
+
+def test_check_and_the_math_check_report_a_predictions_own_setup(tmp_path, capsys) -> None:
+    f = tmp_path / "own.yaml"
+    f.write_text(_own_setup(f"      engine:\n        args:\n          kv_cache_memory_bytes: {POOL_BYTES}\n"
+                            "          max_model_len: 7281\n"))
+    rc = cli.main(["check", str(f)])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert f"{f}:20: vLLM will not start this prediction's setup" in out
+    assert f"{f}: 1 predictions ok, 1 with errors" in out
+
+
+def test_a_pool_of_no_block_names_only_the_memory_fix() -> None:
+    # 1 MiB is less than one 2,359,296 B block: 0 blocks, 0 tokens; no max_model_len is short enough to lower to
+    with pytest.raises(SpecError) as info:
+        loads_spec(_file("    max_model_len: 4096\n").replace(str(POOL_BYTES), str(2**20)),
+                   file="empty.yaml")
+    text = str(info.value)
+    assert "the KV pool holds 0 tokens, less than one request of max_model_len 4,096 (0.00x)" in text
+    assert "lower engine.args.max_model_len" not in text.split("fix:")[0]
+    assert "refuses to start a pool that cannot hold one; raise engine.args.kv_cache_memory_bytes" in text

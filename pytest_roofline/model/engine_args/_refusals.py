@@ -156,12 +156,15 @@ KNOWN_ARGS: frozenset[str] = (MODELLED_ARGS | NO_TIMING_EFFECT_ARGS | frozenset(
 class SetupFacts:
     """What a refusal that depends on the resolved setup reads (``model.setup.serving_arg_problems`` fills it from
     the Setup): the tensor-parallel degree, the catalog's interconnect text, the engine (V0/V1) and the longest
-    sequence a decode step of the workload holds (prompt + output - 1 tokens)."""
+    sequence a decode step of the workload holds (prompt + output - 1 tokens, ``model.setup.
+    longest_decode_sequence``), with ``longest_decode_basis`` saying what that figure is where it is not the longest
+    request's ("" where it is)."""
 
     tensor_parallel_size: int = 1
     interconnect: str | None = None
     engine_kind: str | None = None
     longest_decode_sequence: int | None = None
+    longest_decode_basis: str = ""
 
 
 #: the TP group sizes vLLM's custom all-reduce kernel runs at (vllm/distributed/device_communicators/
@@ -240,22 +243,20 @@ def _custom_all_reduce_problem(value: Any, field: str, *, device: str, scope: Sc
     the project has measured: refused where the serving model runs.  The setup keeps it: the KV pool changes only
     by the kernel's own buffers (about 24 MiB a rank at 0.11.0's sizes: 8 MiB of metadata and scratch, an 8 MiB IPC
     buffer, 8 MiB of rank data), inside analytical.TP_NVLINK_NON_TORCH_BYTES, which the model does not separate
-    out.  None: accepted (off, TP 1, the CPU engine, a size or link where vLLM never runs the kernel)."""
+    out.  None: accepted (off, TP 1, the CPU engine, a size or link where vLLM never runs the kernel, and without
+    ``facts``: no tensor-parallel degree known, as ``max_seq_len_to_capture`` is without a workload)."""
     on = _flag_word(value)
-    if scope == "setup" or not on or device == "cpu":
+    if scope == "setup" or not on or device == "cpu" or facts is None:
         return None
-    if facts is not None:
-        tp = int(facts.tensor_parallel_size)
-        nvlink = (facts.interconnect or "").strip().startswith("NVLink")
-        if tp not in CUSTOM_ALL_REDUCE_WORLD_SIZES or (tp > 2 and not nvlink):
-            return None
-        where = f"at tensor_parallel_size {tp}"
-    else:
-        where = "under tensor parallelism"
-    return (f"{field}: true is not modelled {where}: it turns off vLLM's custom all-reduce kernel, so every TP "
-            "all-reduce of a decode step runs on NCCL (vllm/distributed/device_communicators/cuda_communicator.py), "
-            "and the serving model's all-reduce charge and TP bands come from engines that ran the custom kernel; "
-            "remove it to predict the default engine, or compare with the roofline only")
+    tp = int(facts.tensor_parallel_size)
+    nvlink = (facts.interconnect or "").strip().startswith("NVLink")
+    if tp not in CUSTOM_ALL_REDUCE_WORLD_SIZES or (tp > 2 and not nvlink):
+        return None
+    return (f"{field}: true is not modelled at tensor_parallel_size {tp}: it turns off vLLM's custom all-reduce "
+            "kernel, so every TP all-reduce of a decode step runs on NCCL "
+            "(vllm/distributed/device_communicators/cuda_communicator.py), and the serving model's all-reduce "
+            "charge and TP bands come from engines that ran the custom kernel; remove it to predict the default "
+            "engine, or compare with the roofline only")
 
 
 def _capture_len_problem(value: Any, field: str, *, device: str, scope: Scope, version: Any,
@@ -284,12 +285,13 @@ def _capture_len_problem(value: Any, field: str, *, device: str, scope: Scope, v
     longest = facts.longest_decode_sequence
     if longest is None or longest <= cap:
         return None
+    basis = f" ({facts.longest_decode_basis})" if facts.longest_decode_basis else ""
     return (f"{field}: {cap:,} is not modelled on {release}'s V0 engine for this workload: its decode steps reach "
-            f"sequences of {longest:,} tokens, and V0 replays a CUDA graph only for a batch whose longest sequence is "
-            f"at most {cap:,} (vllm/worker/model_runner.py _use_captured_graph), so the longer ones decode eagerly, "
-            "which the serving model does not simulate (as enforce_eager); raise it to the workload's longest "
-            f"sequence ({longest:,}) or more, or remove it (the default, {MAX_SEQ_LEN_TO_CAPTURE_DEFAULT:,}, capped at "
-            "max_model_len)")
+            f"sequences of {longest:,} tokens{basis}, and V0 replays a CUDA graph only for a batch whose longest "
+            f"sequence is at most {cap:,} (vllm/worker/model_runner.py _use_captured_graph), so the longer ones "
+            "decode eagerly, which the serving model does not simulate (as enforce_eager); raise it to the "
+            f"workload's longest sequence ({longest:,}) or more, or remove it (the default, "
+            f"{MAX_SEQ_LEN_TO_CAPTURE_DEFAULT:,}, capped at max_model_len)")
 
 
 def _pipeline_problem(value: Any, field: str) -> str | None:
@@ -427,8 +429,8 @@ def engine_arg_problems(args: Mapping[str, Any], *, device: str = "cuda", scope:
     defaults are eager-mode figures, so it is accepted there) and ``pipeline_parallel_size`` > 1 (one
     tensor-parallel group is simulated), ``disable_custom_all_reduce: true`` where vLLM would run its custom
     all-reduce and ``max_seq_len_to_capture`` below the workload's longest decode sequence on V0 (both read from
-    ``facts``, the resolved setup's figures; without them the first is refused on a GPU and the second
-    accepted).  ``version``: the vLLM release (None: the newest read)."""
+    ``facts``, the resolved setup's figures; without them both are accepted).  ``version``: the vLLM release
+    (None: the newest read)."""
     out: list[Problem] = []
     for key, value in args.items():
         text = _problem(str(key), value, args, device=device, scope=scope, version=version, facts=facts)
@@ -438,11 +440,12 @@ def engine_arg_problems(args: Mapping[str, Any], *, device: str = "cuda", scope:
 
 
 def check_engine_args(args: Mapping[str, Any], *, device: str = "cuda", scope: Scope = "serving",
-                      version: Any = None) -> dict[str, Any]:
+                      version: Any = None, facts: SetupFacts | None = None) -> dict[str, Any]:
     """``args`` normalised (:func:`normalise_engine_args`), after refusing every bad one at once
-    (:class:`EngineArgsError`, at the first one's field ``engine.args.<key>``; see :func:`engine_arg_problems`)."""
+    (:class:`EngineArgsError`, at the first one's field ``engine.args.<key>``; see :func:`engine_arg_problems`,
+    which reads ``facts``, the resolved setup's figures, for the refusals that depend on them)."""
     normal, problems = normalise_engine_args(args)
-    problems += engine_arg_problems(normal, device=device, scope=scope, version=version)
+    problems += engine_arg_problems(normal, device=device, scope=scope, version=version, facts=facts)
     if problems:
         raise EngineArgsError(problems)
     return normal
