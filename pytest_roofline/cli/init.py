@@ -390,7 +390,10 @@ def _refuse_impossible(setup: Setup, model: str, workload: dict[str, Any]) -> No
         return build_setup(hardware_ref=setup.hardware.id, model_ref=model, workload=workload,
                            engine={"name": "vllm", "args": {"tensor_parallel_size": tp}})
 
-    err = memory_fit_error(setup, rebuild=rebuild, mml_flag=None, util_flag=None,
+    # init writes max_model_len where the model's default does not fit (_max_model_len_that_starts), so a TP
+    # degree whose pool holds one request of the workload is one init accepts; init writes no pipeline stages
+    err = memory_fit_error(setup, rebuild=rebuild, mml_flag=None, util_flag=None, pp_flag=None,
+                           request_tokens=int(setup.input_len) + int(setup.output_len),
                            quantized="a quantized checkpoint (--model of an FP8, AWQ or GPTQ checkpoint)")
     if err is None:
         err = length_error(setup, lengths_flag="--workload INPUT/OUTPUT")

@@ -353,10 +353,14 @@ def _pool_fit(setup: Setup) -> tuple[int, int, bool]:
     return acc.num_blocks, reported.kv_cache_tokens, holds
 
 
-def _fitting_tp(setup: Setup, rebuild: Callable[[int], Setup] | None, mml_flag: str | None) -> str:
+def _fitting_tp(setup: Setup, rebuild: Callable[[int], Setup] | None, mml_flag: str | None,
+                request_tokens: int | None = None, pp_flag: str | None = "--pp N") -> str:
     """The "more GPUs" fix: the smallest tensor-parallel degree up to 8 (doubling) at which vLLM starts,
     built by ``rebuild(tp)`` with everything else as given (a degree the model's heads refuse is skipped), and
-    a smaller one whose pool starts with a shorter ``mml_flag`` (max_model_len), if any."""
+    a smaller one whose pool starts with a shorter ``mml_flag`` (max_model_len), if any. ``request_tokens``: the
+    caller writes max_model_len itself (``roofline init``: the largest multiple of 1,024 the pool holds), so a
+    degree is accepted where its pool holds one request of that many tokens; ``pp_flag``: the caller's flag for
+    pipeline stages, None where it has none."""
     if rebuild is None:
         return "more GPUs (--tp N)"
     shorter = ""
@@ -366,25 +370,32 @@ def _fitting_tp(setup: Setup, rebuild: Callable[[int], Setup] | None, mml_flag: 
             blocks, tokens, holds = _pool_fit(rebuild(n))
         except (SetupError, ValueError):
             blocks, tokens, holds = 0, 0, False
+        if request_tokens is not None:
+            holds = tokens >= request_tokens
         if blocks >= 2 and holds:
             return f"more GPUs (--tp {n}: {blocks:,} KV blocks per GPU{shorter})"
         if blocks >= 2 and mml_flag and not shorter:
             shorter = f"; or --tp {n} with {mml_flag} {tokens:,} or less"
         n *= 2
-    return "more GPUs (--tp 8 is not enough here: add pipeline stages, --pp N" + shorter + ")"
+    if pp_flag is None:
+        return ("more GPUs than this command writes (--tp 8 is not enough here: it needs pipeline stages too, "
+                "engine.args.pipeline_parallel_size, which `roofline predict --tp 8 --pp N` shows" + shorter + ")")
+    return f"more GPUs (--tp 8 is not enough here: add pipeline stages, {pp_flag}" + shorter + ")"
 
 
 def memory_fit_error(setup: Setup, *, rebuild: Callable[[int], Setup] | None = None,
                      quantized: str = "a quantized checkpoint (--quantization fp8, awq, ...)",
                      mml_flag: str | None = "--max-model-len",
-                     util_flag: str | None = "--gpu-memory-utilization") -> str | None:
+                     util_flag: str | None = "--gpu-memory-utilization", request_tokens: int | None = None,
+                     pp_flag: str | None = "--pp N") -> str | None:
     """None when vLLM can allocate a KV pool for ``setup``; else one line naming the figures and the fixes: the
     weights one GPU holds against vLLM's memory budget (``ceil(memory × gpu_memory_utilization)``,
     ``analytical.KVAccounting``), or, where they fit, what the other reserves leave. vLLM refuses to start such a
     setup (V1: "No available memory for the cache blocks"), so no figure of it can be measured. ``rebuild(tp)``:
     the same setup at another TP degree, to name the smallest that fits; ``quantized``: the quantization fix in
-    the caller's flags; ``mml_flag`` / ``util_flag``: its max_model_len / gpu_memory_utilization flags, if it has
-    them. A setup whose pool cannot be computed (no memory figure) is not judged here."""
+    the caller's flags; ``mml_flag`` / ``util_flag`` / ``pp_flag``: its max_model_len / gpu_memory_utilization /
+    pipeline-stage flags, if it has them; ``request_tokens``: where the caller writes max_model_len itself, the
+    request a TP degree's pool must hold (:func:`_fitting_tp`). A setup whose pool cannot be computed (no memory figure) is not judged here."""
     try:
         acc = kv_accounting(setup)
     except (SetupError, ValueError):
@@ -400,7 +411,7 @@ def memory_fit_error(setup: Setup, *, rebuild: Callable[[int], Setup] | None = N
     total, util = acc.total_memory_bytes or 0.0, acc.gpu_memory_utilization or 0.0
     budget = (f"vLLM's memory budget of {acc.budget_bytes / GIB:,.2f} GiB per GPU (gpu_memory_utilization "
               f"{util:g} × {total / GIB:,.2f} GiB)")
-    fixes = [_fitting_tp(setup, rebuild, mml_flag)]
+    fixes = [_fitting_tp(setup, rebuild, mml_flag, request_tokens, pp_flag)]
     if setup.quantization is None and setup.weight_dtype in ("bf16", "fp16", "fp32"):
         fixes.append(quantized)  # already quantized: a quantization is no fix
     fixes.append("a GPU with more memory")

@@ -86,9 +86,24 @@ def test_init_refuses_the_same_setup_and_writes_nothing(capsys, tmp_path):
     assert rc == 2 and not f.exists() and out == ""
     for words in [w for w in _weights_over_budget_words() if "26,585" not in w]:
         assert words in err, (words, err)
-    # init resolves the newest known vLLM too (its CUDA-graph reserve aside), so TP 4 is the smallest that starts;
-    # it has no --max-model-len flag to offer a TP 2 with
-    assert "--tp 4: " in err and "--max-model-len" not in err and "no file written" in err
+    # init writes max_model_len itself where the model's default does not fit, so TP 2 is a setup init accepts:
+    # its pool holds 9,952 tokens (predict's warning below) = 622 blocks of 16, more than one 1,024 + 1,024
+    # request; init then writes max_model_len 9,216 (s14 sweep: the refusal named TP 4, which init did not need)
+    assert f"--tp 2: {9_952 // 16:,} KV blocks per GPU" in err and "--max-model-len" not in err
+    assert "no file written" in err
+    g = tmp_path / "tp2.yaml"
+    assert run(capsys, "init", "--gpu", "h100", "--model", "llama-3.1-70b", "--tp", "2", "-o", str(g))[0] == 0
+    assert "max_model_len: 9216" in g.read_text()
+
+
+def test_init_names_pipeline_stages_without_a_flag_it_lacks(capsys):
+    # DeepSeek-V3's 626.92 GiB of weights are 78.4 GiB a GPU at TP 8, over an L4's 20.69 GiB budget: only
+    # pipeline stages fit it. predict has --pp; init writes no pipeline stages, so it names the field instead
+    rc, _, err = run(capsys, "init", "--gpu", "l4", "--model", "deepseek-v3")
+    assert rc == 2 and "--tp 8 is not enough here" in err
+    assert "--pp N)" not in err and "engine.args.pipeline_parallel_size" in err
+    rc, _, err = run(capsys, "predict", "--hardware", "l4", "--model", "deepseek-v3")
+    assert rc == 2 and "add pipeline stages, --pp N" in err
 
 
 def test_the_other_reserves_leaving_no_pool_are_refused_with_the_share_that_would_fit(capsys):
