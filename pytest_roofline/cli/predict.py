@@ -395,7 +395,8 @@ def memory_fit_error(setup: Setup, *, rebuild: Callable[[int], Setup] | None = N
     the same setup at another TP degree, to name the smallest that fits; ``quantized``: the quantization fix in
     the caller's flags; ``mml_flag`` / ``util_flag`` / ``pp_flag``: its max_model_len / gpu_memory_utilization /
     pipeline-stage flags, if it has them; ``request_tokens``: where the caller writes max_model_len itself, the
-    request a TP degree's pool must hold (:func:`_fitting_tp`). A setup whose pool cannot be computed (no memory figure) is not judged here."""
+    request a TP degree's pool must hold (:func:`_fitting_tp`). A setup whose pool cannot be computed (no memory
+    figure) is not judged here."""
     try:
         acc = kv_accounting(setup)
     except (SetupError, ValueError):
