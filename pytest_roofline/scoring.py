@@ -936,7 +936,10 @@ def diagnose(v: Verdict, pred: Prediction) -> list[str]:
                    f"reserves activation {inputs.get('activation_reserve', '?')}, "
                    f"non-torch {inputs.get('non_torch_reserve', '?')}, graphs {inputs.get('cuda_graph_reserve', '?')}")
         mem = inputs.get("memory", "")
-        if "GiB" in mem:
+        # the slip makes the ink short of the figure it is checked against; ink above it is some other miss
+        ink_short = (pred.predicted.kind is not PredictedKind.MODEL and v.error_abs is not None
+                     and v.error_abs > 0)
+        if "GiB" in mem and ink_short:
             short = 1 - GB / GIB  # a budget read as N GB instead of N GiB: 6.87% short
             out.append("check GiB vs GB: the card's memory is " + mem + " — a budget taken from the decimal figure "
                        f"is {short:.1%} smaller (the notebook's slip)")
