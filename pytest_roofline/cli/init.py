@@ -18,7 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_roofline.cli.predict import TP_POOL_CAVEAT, length_error, max_model_len_warning, memory_fit_error
+from pytest_roofline.cli.predict import (
+    TP_POOL_CAVEAT,
+    cannot_run,
+    kv_pool,
+    length_error,
+    max_model_len_warning,
+    memory_fit_error,
+)
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import bands, dtypes, hardware, quantization
@@ -359,8 +366,15 @@ def _model_text(setup: Setup, item: Item) -> str:
 
 
 def _band_text(setup: Setup, item: Item) -> str:
-    """For a roofline ceiling (batch-1 tokens/s), the band measured runs land in (model/bands.py), else ''."""
+    """For a roofline ceiling (batch-1 tokens/s), the band measured runs land in (model/bands.py); for a
+    throughput ceiling at a concurrency vLLM cannot run at once (the pool, max_num_seqs: ``predict.cannot_run``,
+    the rows ``roofline predict`` marks ``*``), that caveat; else ''."""
     q = QUANTITIES[item.quantity]
+    if item.quantity == "output_throughput":
+        c = _at_mapping(item.at).get("concurrency")
+        why = cannot_run(setup, kv_pool(setup), c) if isinstance(c, int) else None
+        return (f"; vLLM cannot run {c} at once here ({why}): the ceiling is arithmetic only, a measured run "
+                "queues or preempts below it") if why else ""
     if item.quantity == "num_gpu_blocks" and int(setup.tensor_parallel_size or 1) > 1:
         return f"; {TP_POOL_CAVEAT.strip().strip('()')}"
     if item.quantity not in bands.ROOFLINE_CEILINGS or q.model is None:

@@ -42,8 +42,8 @@ from pytest_roofline.quantities.measurement import client_value
 from pytest_roofline.scoring import relative_error, serving_sweep_for
 from pytest_roofline.units import GIB, MIB, signed_percent, to_si
 
-__all__ = ["DecodeRow", "EngineSetting", "KVPool", "NO_BAND_REASON", "PredictTable", "batch_list", "cmd_predict",
-           "concurrency_list", "kv_pool", "length_error", "max_model_len_warning", "memory_fit_error",
+__all__ = ["DecodeRow", "EngineSetting", "KVPool", "NO_BAND_REASON", "PredictTable", "batch_list", "cannot_run",
+           "cmd_predict", "concurrency_list", "kv_pool", "length_error", "max_model_len_warning", "memory_fit_error",
            "positive_number", "predict_rows", "rate_list"]
 
 
@@ -175,7 +175,7 @@ def predict_rows(*, hardware_id: str | None = None, model: str | None = None, co
             t_mem_ms=s.t_mem_s * 1e3, t_comp_ms=s.t_comp_s * 1e3, t_step_ms=s.t_step_s * 1e3,
             bound=s.bound, throughput_tok_per_s=s.throughput_tok_per_s,
             per_request_tok_per_s=s.per_request_tok_per_s, kv_total_gib=s.kv_total_bytes / GIB,
-            t_allreduce_ms=s.t_allreduce_s * 1e3, cannot_run=_cannot_run(setup, pool, b),
+            t_allreduce_ms=s.t_allreduce_s * 1e3, cannot_run=cannot_run(setup, pool, b),
         ))
     knee = lm.knee
     reason = knee.reason
@@ -208,7 +208,7 @@ def _usable_blocks(pool: KVPool) -> int | None:
 
 def _pool_sequences(setup: Setup, pool: KVPool) -> int | None:
     """Sequences of the table's KV context the pool holds at once: its usable blocks ÷ the whole blocks one
-    sequence fills (the count :func:`_cannot_run` marks rows by); None when the pool is not computed."""
+    sequence fills (the count :func:`cannot_run` marks rows by); None when the pool is not computed."""
     usable = _usable_blocks(pool)
     if usable is None:
         return None
@@ -217,7 +217,7 @@ def _pool_sequences(setup: Setup, pool: KVPool) -> int | None:
 
 def _beyond(setup: Setup, pool: KVPool, batch: float) -> str | None:
     """Why vLLM cannot run a landmark's batch (the knee, the half-saturation batch; fractional) at the table's KV
-    context, in the words of the line it goes on; None when it can. The same three limits as :func:`_cannot_run`
+    context, in the words of the line it goes on; None when it can. The same three limits as :func:`cannot_run`
     marks the rows by: ``max_num_seqs``, ``max_model_len`` and the sequences the KV pool holds."""
     why = []
     ctx = float(setup.kv_context_tokens)
@@ -233,7 +233,7 @@ def _beyond(setup: Setup, pool: KVPool, batch: float) -> str | None:
     return "; ".join(why) or None
 
 
-def _cannot_run(setup: Setup, pool: KVPool, batch: int) -> str | None:
+def cannot_run(setup: Setup, pool: KVPool, batch: int) -> str | None:
     """Why vLLM cannot hold ``batch`` sequences of the table's KV context at once, None when it can: the scheduler
     runs at most ``max_num_seqs`` (vLLM's ``SchedulerConfig``), no sequence is longer than ``max_model_len``, and
     the sequences' KV must fit the pool's blocks (each sequence whole blocks of ``block_size`` tokens)."""

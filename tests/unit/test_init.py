@@ -106,3 +106,18 @@ def test_init_writes_a_max_model_len_the_pool_holds_where_the_default_would_not_
     assert max_model_len_problem(setup(mml)) is None and max_model_len_problem(setup(mml + 1024)) is not None
     # where the default starts, nothing is written
     assert "max_model_len" not in render(gpu="h100", model="qwen3-8b").split("predictions:")[0]
+
+
+def test_a_throughput_ceiling_the_pool_cannot_hold_says_so() -> None:
+    # Qwen3-8B on one L4, 1,024/1,024: a sequence's KV context is 1,024 + 1,024/2 = 1,536 tokens = 96 blocks of 16,
+    # so 64 at once need 6,144 blocks; the pool holds 1,733 (init writes max_model_len 27,648 for it). The c64
+    # ceiling is arithmetic vLLM cannot run (roofline predict marks that row *); c16 (1,536 blocks) it can
+    text = render(gpu="l4", model="qwen3-8b")
+    model_line = {m.group(1): m.group(2) for m in
+                  re.finditer(r"- id: (throughput-c\d+)\n(?:    .*\n)*?    # model: (.*)\n", text)}
+    assert set(model_line) == {"throughput-c4", "throughput-c16", "throughput-c64"}
+    assert "6,144 KV blocks > the pool's" in model_line["throughput-c64"]
+    assert "vLLM cannot run 64 at once here" in model_line["throughput-c64"]
+    assert "cannot run" not in model_line["throughput-c16"] and "cannot run" not in model_line["throughput-c4"]
+    # on an H100 the pool holds 64 such sequences: no caveat anywhere
+    assert "cannot run" not in render(gpu="h100", model="qwen3-8b")
