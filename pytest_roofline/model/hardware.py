@@ -218,10 +218,16 @@ class HardwareSpec:
                 + (" (it is a pseudo-device for the CPU engine)" if self.is_pseudo_device else "")
                 + f"; give one in the prediction file, e.g. hardware_overrides: {{peak_flop_per_s: {{{key}: 1.0e12}}}}"
             )
+        # vLLM's --dtype names a 16-bit compute dtype the chip has a peak for (its choices: bfloat16, float16, ...)
+        vllm_dtype = next((name for k, name in (("bf16", "bfloat16"), ("fp16", "float16"))
+                           if k in self.peak_flop_per_s), None)
+        run_in = (f"run the model in {vllm_dtype} (engine.args.dtype: {vllm_dtype}, vLLM's --dtype) or "
+                  if vllm_dtype else "")
         raise HardwareError(
             f"{self.id} ({self.name}) has no {key} tensor peak"
             + (f" (asked for {dtype!r})" if key != str(dtype) else "")
-            + f"; it has: {', '.join(self.peak_flop_per_s)}"
+            + f"; it has: {', '.join(self.peak_flop_per_s)}: {run_in}give the chip's {key} peak "
+            + f"(hardware_overrides: {{peak_flop_per_s: {{{key}: <FLOP/s>}}}})"
         )
 
     def ridge_flop_per_byte(self, dtype: str = "bf16") -> float:

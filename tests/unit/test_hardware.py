@@ -166,6 +166,22 @@ def test_peak_for_missing_dtype_names_the_dtypes_the_chip_has():
     assert "fp8" in msg and "bf16" in msg and "tf32" in msg and "a100-sxm4-80gb" in msg
 
 
+def test_a_missing_16_bit_peak_names_the_dtype_vllm_can_run_instead(capsys: pytest.CaptureFixture[str]):
+    # Gaudi 2 has bf16 and fp8 peaks, no fp16: an fp16 checkpoint (OPT-125M) runs there in bfloat16 with vLLM's
+    # --dtype, which the error names; the fix it names then works (s14 init sweep: "refused with no fix")
+    from pytest_roofline import cli
+
+    with pytest.raises(HardwareError) as err:
+        CATALOG["gaudi2"].peak_for("fp16")
+    assert str(err.value).endswith("; it has: bf16, fp8: run the model in bfloat16 (engine.args.dtype: bfloat16, "
+                                   "vLLM's --dtype) or give the chip's fp16 peak (hardware_overrides: "
+                                   "{peak_flop_per_s: {fp16: <FLOP/s>}})")
+    assert cli.main(["predict", "--hardware", "gaudi2", "--model", "opt-125m"]) == 2
+    assert "engine.args.dtype: bfloat16" in capsys.readouterr().err
+    assert cli.main(["predict", "--hardware", "gaudi2", "--model", "opt-125m",
+                     "--set", "engine.args.dtype=bfloat16"]) == 0
+
+
 def test_every_figure_has_a_source():
     for spec in CATALOG.values():
         for name in ("memory_bytes", "hbm_bytes_per_s", "interconnect_bytes_per_s"):
