@@ -121,3 +121,15 @@ def test_a_throughput_ceiling_the_pool_cannot_hold_says_so() -> None:
     assert "cannot run" not in model_line["throughput-c16"] and "cannot run" not in model_line["throughput-c4"]
     # on an H100 the pool holds 64 such sequences: no caveat anywhere
     assert "cannot run" not in render(gpu="h100", model="qwen3-8b")
+
+
+@pytest.mark.parametrize("gpu", ["rtx-4090", "rtx-a6000", "rtx-6000-ada", "mi250x", "h100-sxm", "a100-sxm4-80gb"])
+def test_the_ridge_derivation_recomputes_to_its_model_line(gpu: str) -> None:
+    # a reader recomputes the ridge from the derivation's own figures: peak ÷ bandwidth. Peaks printed to whole
+    # TFLOP/s put that 0.1-0.3% off the model line (MI250X 192 ÷ 1,638 = 117.2 against 116.9)
+    text = render(gpu=gpu, model="qwen2.5-7b")
+    m = re.search(r"- id: ridge\n(?:    .*\n)*?    # derivation: peak ([\d,.]+) TFLOP/s .*?÷ bandwidth ([\d,.]+) GB/s"
+                  r".*\n    # model: ([\d,.]+) FLOP/byte", text)
+    assert m, text
+    peak, bw, model = (float(g.replace(",", "")) for g in m.groups())
+    assert peak * 1e12 / (bw * 1e9) == pytest.approx(model, rel=6e-4)  # the model line's own 4-figure rounding
