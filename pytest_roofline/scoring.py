@@ -39,7 +39,7 @@ from pytest_roofline.format.tolerance import Tolerance, parse_tolerance
 from pytest_roofline.measure import plan as mplan
 from pytest_roofline.model import bands as model_bands
 from pytest_roofline.model import serving as sv
-from pytest_roofline.model.setup import Setup, SetupError, build_setup
+from pytest_roofline.model.setup import Setup, SetupError
 from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.quantities.bounds import (
     ROOFLINE_CEILING_QUANTITIES,
@@ -330,16 +330,11 @@ def _at_text(at: Mapping[str, str]) -> str:
 
 
 def setup_for(spec: Spec, pred: Prediction, *, hardware_override: str | None = None) -> Setup:
-    """The setup a prediction is computed against (file setup + the prediction's ``setup:`` overrides)."""
-    s = pred.setup
-    hw = s.get("hardware", hardware_override or spec.hardware)
-    return build_setup(
-        hardware_ref=hw,
-        hardware_overrides=s.get("hardware_overrides", spec.hardware_overrides if "hardware" not in s else {}),
-        model_ref=s.get("model", spec.model),
-        model_overrides=s.get("model_overrides", spec.model_overrides if "model" not in s else {}),
-        engine=s.get("engine", spec.engine), workload=s.get("workload", spec.workload),
-    )
+    """The setup a prediction is computed against (file setup + the prediction's ``setup:`` overrides; the merge's
+    home: ``format._sections.prediction_setup``, which the reader's checks use too)."""
+    from pytest_roofline.format._sections import prediction_setup
+
+    return prediction_setup(spec, pred.setup, hardware_override=hardware_override)
 
 
 def relative_error(checked: float, ink: float) -> tuple[float, float | None, float | None]:

@@ -18,6 +18,7 @@ from pytest_roofline.format._fields import BOOL_TRAPS, PREDICTION_FIELDS, SETUP_
 from pytest_roofline.format._reader import NodeReader, did_you_mean, example_of
 from pytest_roofline.format._sections import (
     MAX_AT_CONCURRENCY,
+    prediction_setup,
     read_drift,
     read_engine,
     read_hardware,
@@ -280,19 +281,14 @@ def _resolve_setup_check(ctx: NodeReader, spec: Spec, setup: Mapping[str, Any], 
     """Resolve a prediction's own ``setup:`` (``node``, written after ``key``) so a bad value is refused at its
     line; and refuse a setup vLLM would not start, a KV pool short of one request of max_model_len, as the file's
     own setup is (``model.setup.max_model_len_problem``, format._sections.check_setup): at the prediction's
-    ``engine.args.max_model_len`` where its setup writes one, else at its ``setup:`` line."""
+    ``engine.args.max_model_len`` where its setup writes one, else at its ``setup:`` line.  (The settings the
+    serving model refuses are checked once the file is read, with the file's: ``_sections.refuse_serving_settings``.)"""
     if not setup:
         return
-    from pytest_roofline.model.setup import build_setup, max_model_len_problem
+    from pytest_roofline.model.setup import max_model_len_problem
 
     try:
-        resolved = build_setup(
-            hardware_ref=setup.get("hardware", spec.hardware),
-            hardware_overrides=setup.get("hardware_overrides",
-                                         spec.hardware_overrides if "hardware" not in setup else {}),
-            model_ref=setup.get("model", spec.model),
-            model_overrides=setup.get("model_overrides", spec.model_overrides if "model" not in setup else {}),
-            engine=setup.get("engine", spec.engine), workload=setup.get("workload", spec.workload))
+        resolved = prediction_setup(spec, setup)
     except Exception as exc:
         raise ctx.err(setup_error_node(exc, node) or node, f"setup override does not resolve: {exc}",
                       "fix this value of the prediction's setup: (it overrides the file's sections)") from None

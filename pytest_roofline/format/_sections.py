@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 import re
 import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -60,6 +62,7 @@ __all__ = [
     "setup_error_node", "check_setup", "read_serving", "read_calibration", "read_hardware", "read_model",
     "read_engine", "read_workload", "read_sweep", "read_slo", "read_thresholds", "read_tolerance", "DRIFT_HELP",
     "parse_drift_threshold", "read_drift", "refuse_serving_settings", "takes_serving_value", "written_at",
+    "prediction_setup", "OwnSetup", "own_setup_of",
 ]
 
 #: the largest concurrency a sweep or an ``at: {concurrency: N}`` may name: the serving model simulates every
@@ -194,7 +197,43 @@ def takes_serving_value(spec: Spec, pred: Prediction) -> bool:
     return False
 
 
-def refuse_serving_settings(ctx: NodeReader, spec: Spec, setup: Setup, root: yaml.Node | None) -> None:
+def prediction_setup(spec: Spec, overrides: Mapping[str, Any], *, hardware_override: str | None = None) -> Setup:
+    """The setup a prediction is computed against: the file's sections, each one its own ``setup:`` writes
+    (``overrides``, :attr:`Prediction.setup`) replacing the file's (``hardware_override``: the GPU a run names, where
+    the prediction names none).  The one merge the reader's checks and the scorer (``scoring.setup_for``) use."""
+    hw = overrides.get("hardware", hardware_override or spec.hardware)
+    return build_setup(
+        hardware_ref=hw,
+        hardware_overrides=overrides.get("hardware_overrides",
+                                         spec.hardware_overrides if "hardware" not in overrides else {}),
+        model_ref=overrides.get("model", spec.model),
+        model_overrides=overrides.get("model_overrides", spec.model_overrides if "model" not in overrides else {}),
+        engine=overrides.get("engine", spec.engine), workload=overrides.get("workload", spec.workload),
+    )
+
+
+@dataclass(frozen=True)
+class OwnSetup:
+    """One ``predictions:`` item's own ``setup:`` (a prediction's or a table's): its key and value nodes, and the
+    tests the item expands into (each with that setup in :attr:`Prediction.setup`)."""
+
+    key: yaml.Node
+    node: yaml.Node
+    predictions: list[Prediction]
+
+
+def own_setup_of(item: yaml.Node, predictions: list[Prediction]) -> OwnSetup | None:
+    """The own ``setup:`` of the ``predictions:`` item ``item``, read into ``predictions`` (None: it writes none)."""
+    if not isinstance(item, yaml.MappingNode):
+        return None
+    for k, v in item.value:
+        if isinstance(k, yaml.ScalarNode) and k.value == "setup":
+            return OwnSetup(k, v, [p for p in predictions if p.error is None and p.setup])
+    return None
+
+
+def refuse_serving_settings(ctx: NodeReader, spec: Spec, setup: Setup, root: yaml.Node | None,
+                            own: Sequence[OwnSetup] = ()) -> None:
     """Each engine setting the serving model does not simulate (``model.setup.serving_arg_problems``:
     multi-step scheduling, eager mode on a GPU, async scheduling at the non-default value, pipeline parallelism,
     ...) is an error, at the setting's own line, of the predictions whose check is the serving model's value
@@ -208,11 +247,36 @@ def refuse_serving_settings(ctx: NodeReader, spec: Spec, setup: Setup, root: yam
       model's "does not compute it here", ``scoring``).  A quantity no run measures is checked by the math alone,
       so it is an error in every run (``Prediction.error_in``).
 
-    A prediction with its own ``setup:`` is left to the scorer (its setup may differ); the others are checked by
-    the roofline and keep the serving column's note."""
-    problems = serving_arg_problems(setup)
+    The file's setup (``setup``, its lines in ``root``) is checked for the predictions without a ``setup:`` of their
+    own; each item's own ``setup:`` (``own``, a table's included) is resolved (:func:`prediction_setup`) and checked
+    the same way for its tests, one error for all of them, at the setting's line in that ``setup:`` (the fix:
+    ``setup.engine.args...``), else at the file's line where the setting is the file's (a ``setup:`` that leaves
+    ``engine.args`` out keeps the file's), else at the ``setup:`` line."""
     takers = [p for p in spec.predictions if p.error is None and not p.setup and takes_serving_value(spec, p)]
-    if not problems or not takers:
+    _refuse_serving(ctx, spec, setup, takers, lambda field: (_find(root, field) if root is not None else None, ""))
+    for item in own:
+        takers = [p for p in item.predictions if p.error is None and takes_serving_value(spec, p)]
+        if not takers:
+            continue
+        try:
+            resolved = prediction_setup(spec, takers[0].setup)
+        except Exception:  # noqa: BLE001 - a setup that does not resolve is its item's error already (_expand)
+            continue
+
+        def at(field: str, item: OwnSetup = item) -> tuple[yaml.Node | None, str]:
+            mine = written_at(item.node, field)
+            if mine is not None:
+                return mine, "setup."
+            return written_at(root, field) or item.key, ""
+        _refuse_serving(ctx, spec, resolved, takers, at)
+
+
+def _refuse_serving(ctx: NodeReader, spec: Spec, setup: Setup, takers: list[Prediction],
+                    at: Callable[[str], tuple[yaml.Node | None, str]]) -> None:
+    """:func:`refuse_serving_settings` for the ``takers`` of one setup: ``at(field)`` is where the setting is
+    written and the prefix its fix takes there ("" in the file's sections, "setup." in a prediction's own)."""
+    problems = serving_arg_problems(setup) if takers else []
+    if not problems:
         return
     everywhere = [p for p in takers if p.predicted.kind is PredictedKind.MODEL]
     math_only = [p for p in takers if p.predicted.kind is not PredictedKind.MODEL]
@@ -227,13 +291,13 @@ def refuse_serving_settings(ctx: NodeReader, spec: Spec, setup: Setup, root: yam
                  "measurement, this refusal in the model column's note")
         errors = []
         for problem in problems:
-            node = _find(root, problem.field) if root is not None else None
+            node, prefix = at(problem.field)
             errors.append(SpecError(
                 f"{problem.text} (refused where the serving model runs: {named} take{'s' if len(ids) == 1 else ''} "
                 f"its value, {why}{where})", file=ctx.file,
                 line=node.start_mark.line + 1 if node is not None else None,
-                hint=f"change or remove {problem.field} as the line says, or check these predictions against the "
-                     "roofline (model_column: roofline, a number in ink) where it computes them"))
+                hint=f"change or remove {prefix}{problem.field} as the line says, or check these predictions against "
+                     "the roofline (model_column: roofline, a number in ink) where it computes them"))
         error = errors[0] if len(errors) == 1 else SpecErrors(errors)
         for p in group:
             setattr(p, attr, error)

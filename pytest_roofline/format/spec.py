@@ -52,7 +52,9 @@ from pytest_roofline.format._reader import AmbiguousScalar, NodeReader, compose,
 from pytest_roofline.format._schema import json_schema
 from pytest_roofline.format._sections import (
     DRIFT_HELP,
+    OwnSetup,
     check_setup,
+    own_setup_of,
     parse_drift_threshold,
     read_calibration,
     read_drift,
@@ -186,6 +188,7 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
     if not preds_node.value:
         raise SpecErrors([*errors, ctx.err(preds_node, "predictions is empty", "add at least one prediction")])
     seen: dict[str, int] = {}
+    own_setups: list[OwnSetup] = []  # the items with a setup: of their own, checked as the file's is (below)
     for node in preds_node.value:
         try:
             preds = read_predictions(ctx, spec, node)
@@ -195,6 +198,7 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
             if errors:
                 break
             raise
+        first = len(spec.predictions)
         for pred in preds:
             if len(spec.predictions) >= limits.max_tests_per_file:
                 raise SpecError(f"the file expands into more than max_tests_per_file "
@@ -205,9 +209,11 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
                                        file=file, line=pred.line, hint="give each prediction a unique id")
             seen.setdefault(pred.id, pred.line)
             spec.predictions.append(pred)
+        if (item_setup := own_setup_of(node, spec.predictions[first:])) is not None:
+            own_setups.append(item_setup)
     if setup is not None and not errors:
         # engine settings the serving model does not simulate: an error of each prediction that takes its value
-        refuse_serving_settings(ctx, spec, setup, root)
+        refuse_serving_settings(ctx, spec, setup, root, own_setups)
     if errors:
         # a prediction error that only echoes a setup section read as its default (a sweep with a typo has no
         # concurrency for `every`) is left out: the section's own error above is the one to fix

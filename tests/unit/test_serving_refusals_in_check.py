@@ -209,3 +209,139 @@ def test_the_predictions_refused_are_those_the_math_check_checks_against_the_ser
         assert takes_serving_value(spec, pred) is expected, name  # type: ignore[arg-type]
         seen.add((q.serving is not None, q.model is not None))
     assert seen >= {(True, True), (True, False), (False, True)}  # both kinds of serving quantity, and neither
+
+
+# ---- a prediction's (or a table's) own setup: (review: refused only when scored, with no file:line) -------------
+#: line 8: the file's last arg; a prediction's own setup: on line 16, its args on lines 19-20
+OWN = """\
+hardware: h100-sxm
+model: qwen3-8b
+engine:
+  name: vllm
+  version: "{version}"
+  args:
+    max_model_len: 8192
+    {file_arg}
+workload: {{input_len: 1024, output_len: 256}}
+sweep: {{mode: closed, concurrency: [1, 16], requests_per_point: 10x}}
+model_column: serving
+predictions:
+  - id: tpot-own
+    quantity: tpot_p50
+    at: {{concurrency: [1, 16]}}
+    setup:
+      engine:
+        args:
+          max_model_len: 8192
+          {own_arg}
+    predicted: {ink}
+  - id: weights
+    quantity: weight_bytes
+    predicted: 16.38 GB
+"""
+EAGER_TEXT = ("engine.args.enforce_eager: true is not modelled on a GPU: without CUDA graphs every kernel is launched "
+              "from Python, and the serving model's per-step costs are those of graph replay; remove it, or compare "
+              "with the roofline only")
+
+REFUSED_FOR_OWN = "(refused where the serving model runs: tpot-own takes its value, predicted: model)"
+
+
+def _own(own_arg: str, *, ink: str = "model", version: str = "0.11.0", file_arg: str = "seed: 0") -> str:
+    return OWN.format(version=version, file_arg=file_arg, own_arg=own_arg, ink=ink)
+
+
+def test_a_predictions_own_setup_is_refused_at_its_args_line_when_read():
+    spec = loads_spec(_own("enforce_eager: true"), file="own.yaml")
+    preds = {p.id: p for p in spec.predictions}
+    assert set(preds) == {"tpot-own[concurrency=1]", "tpot-own[concurrency=16]", "weights"}
+    err = preds["tpot-own[concurrency=1]"].error
+    assert err is not None and preds["tpot-own[concurrency=16]"].error is err  # one error for the item's tests
+    assert (err.file, err.line) == ("own.yaml", 20)
+    assert err.message == f"{EAGER_TEXT} {REFUSED_FOR_OWN}"
+    assert err.hint == ("change or remove setup.engine.args.enforce_eager as the line says, or check these "
+                        "predictions against the roofline (model_column: roofline, a number in ink) where it computes "
+                        "them")
+    assert preds["weights"].error is None
+    # the math check's verdict is that error, with its file:line (it said "the serving model does not compute it
+    # here: ..." with none)
+    from pytest_roofline.report.scorecard import score_spec
+
+    verdicts = {v.id: v for v in score_spec(spec, None)}
+    v = verdicts["tpot-own[concurrency=16]"]
+    assert v.status.value == "error" and v.reason.startswith(f"own.yaml:20: {EAGER_TEXT} (refused")
+    assert verdicts["weights"].status.value == "pass"
+
+
+def test_a_number_in_ink_under_an_own_setup_errors_the_math_check_only():
+    spec = loads_spec(_own("enforce_eager: true", ink="10 ms"), file="own.yaml")
+    pred = next(p for p in spec.predictions if p.id == "tpot-own[concurrency=16]")
+    assert pred.error is None
+    err = pred.math_error
+    assert err is not None and err.line == 20
+    assert err.message.endswith("(refused where the serving model runs: tpot-own takes its value, model_column: "
+                                "serving; an error of the math check only: a measured run (--gpu, --replay) scores "
+                                "the ink against its measurement, this refusal in the model column's note)")
+    assert pred.error_in("math") is err and pred.error_in("measured") is None
+
+
+def test_multi_step_in_an_own_setup_on_a_release_that_has_it():
+    # 0.10.0 still has --num-scheduler-steps: the setup builds, the serving model refuses it
+    spec = loads_spec(_own("num_scheduler_steps: 10", version="0.10.0"), file="own.yaml")
+    err = spec.predictions[0].error
+    assert err is not None and err.line == 20
+    assert err.message.startswith("engine.args.num_scheduler_steps: 10 is not modelled on vLLM 0.10.0: ")
+
+
+def test_a_tables_own_setup_at_tp2_without_custom_all_reduce(tmp_path, capsys):
+    """disable_custom_all_reduce: true at TP 2 on NVLink-connected H100s: vLLM would run its custom kernel there
+    (2 is in _SUPPORTED_WORLD_SIZES), so the serving model refuses it; the table's four cells share one error at
+    the arg's line (19), which roofline check prints once."""
+    text = (OWN.split("predictions:\n")[0].format(version="0.11.0", file_arg="seed: 0") + "predictions:\n"
+            "  - id: tp2\n"                                   # 13
+            "    setup:\n"                                    # 14
+            "      engine:\n"                                 # 15
+            "        args:\n"                                 # 16
+            "          max_model_len: 8192\n"                 # 17
+            "          tensor_parallel_size: 2\n"             # 18
+            "          disable_custom_all_reduce: true\n"     # 19
+            "    table:\n"                                    # 20
+            "      at: concurrency\n"
+            "      quantities: [tpot_p50, ttft_p50]\n"
+            "      rows:\n"
+            "        - [1, 6 ms, 40 ms]\n"
+            "        - [16, 7 ms, 90 ms]\n"
+            "  - {id: weights, quantity: weight_bytes, predicted: 16.38 GB}\n")
+    f = tmp_path / "tp2.yaml"
+    f.write_text(text)
+    spec = loads_spec(text, file=str(f))
+    cells = [p for p in spec.predictions if p.id.startswith("tp2[")]
+    assert len(cells) == 4 and all(p.error is None for p in cells)
+    errs = {id(p.math_error) for p in cells}
+    assert len(errs) == 1 and cells[0].math_error is not None and cells[0].math_error.line == 19
+    assert cells[0].math_error.message.startswith(
+        "engine.args.disable_custom_all_reduce: true is not modelled at tensor_parallel_size 2: ")
+    rc = cli.main(["check", str(f)])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert out.count("disable_custom_all_reduce: true is not modelled") == 1
+    assert f"{f}:19: engine.args.disable_custom_all_reduce" in out and "tp2 takes its value" in out
+    # check counts a table's rows as the predictions written (a row is one line): two rows, both the math check's
+    assert f"{f}: 1 predictions ok, 2 with errors, 2 of them in the math check only (5 tests)" in out
+
+
+def test_an_own_setup_that_keeps_the_files_args_is_refused_at_the_files_line():
+    # a setup: without engine.args keeps the file's (line 8); the file's own predictions would be refused there too
+    text = _own("", file_arg="enforce_eager: true").replace(
+        "      engine:\n        args:\n          max_model_len: 8192\n          \n",
+        "      workload: {input_len: 512}\n")
+    spec = loads_spec(text, file="own.yaml")
+    err = spec.predictions[0].error
+    assert err is not None and err.line == 8
+    assert err.message == f"{EAGER_TEXT} {REFUSED_FOR_OWN}"
+    assert err.hint.startswith("change or remove engine.args.enforce_eager as the line says")
+
+
+def test_an_own_setup_that_clears_the_files_setting_is_not_refused():
+    # its engine.args replace the file's: enforce_eager is the file's alone
+    spec = loads_spec(_own("seed: 1", file_arg="enforce_eager: true"), file="own.yaml")
+    assert [p.error for p in spec.predictions if p.id.startswith("tpot-own")] == [None, None]
