@@ -39,6 +39,7 @@ from pytest_roofline.history._drift import (
     DriftPolicy,
     DriftStatus,
     Move,
+    changed_badge,
     compared_count,
     distinguishable,
     drift_counts,
@@ -92,7 +93,7 @@ __all__ = [
     "setup_key", "spec_setup_key", "relative_file", "stored_value",
     # identity, significance, bounded names (issue 21)
     "identity_file", "definition_hash", "unify_keys", "same_prediction", "clean_name", "clean_setup",
-    "distinguishable", "pinned_run", "compared_count", "not_judged_count", "COMPARED", "parse_share",
+    "distinguishable", "pinned_run", "changed_badge", "compared_count", "not_judged_count", "COMPARED", "parse_share",
     "DEFAULT_MIN_COMPARED", "open_store_quietly", "render_run_list", "run_list_json", "measured_in_both",
     "measurement_id", "file_prediction_keys", "judge_move", "Move",
 ]

@@ -60,7 +60,7 @@ from pytest_roofline.units import format_value, shown_unit, signed_percent
 __all__ = ["DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "Drift", "drift_for", "drift_counts",
            "parse_baseline", "pinned_run", "parse_share", "DEFAULT_MIN_COMPARED", "distinguishable", "COMPARED",
            "compared_count", "not_judged_count", "ranked_p", "RANK_ALPHA", "nights_values", "outside_nights",
-           "MIN_NIGHTS", "SPREAD_RUNS", "Move", "judge_move"]
+           "MIN_NIGHTS", "SPREAD_RUNS", "Move", "judge_move", "changed_badge"]
 
 DEFAULT_DRIFT = "10%"
 DEFAULT_BASELINE = "previous"
@@ -187,6 +187,9 @@ class Drift:
     #: setup and start time), which a replay is never compared with; "" otherwise. Set on a NEW value only: the
     #: replay had no earlier run to compare with, and the plugin does not store it again
     stored_as: str = ""
+    #: what of the prediction's definition changed since the baseline night (``quantity``, ``window``, in that
+    #: order) where the status is PREDICTION_CHANGED (:func:`_redefinition`); () otherwise
+    changed: tuple[str, ...] = ()
 
     @property
     def drifted(self) -> bool:
@@ -195,7 +198,7 @@ class Drift:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["status"] = self.status.value
-        for k in ("baseline_run_ids", "baseline_dates", "baseline_commits"):
+        for k in ("baseline_run_ids", "baseline_dates", "baseline_commits", "changed"):
             d[k] = list(d[k])
         return d
 
@@ -207,7 +210,16 @@ class Drift:
                    baseline_dates=tuple(d.get("baseline_dates") or ()),
                    baseline_commits=tuple(d.get("baseline_commits") or ()), change_rel=d.get("change_rel"),
                    threshold_text=str(d.get("threshold_text") or ""), noise=d.get("noise"),
-                   held=d.get("held") is not False, stored_as=str(d.get("stored_as") or ""))
+                   held=d.get("held") is not False, stored_as=str(d.get("stored_as") or ""),
+                   changed=tuple(str(x) for x in d.get("changed") or ()))
+
+
+def changed_badge(d: Drift | Mapping[str, Any]) -> str:
+    """The badge of a PREDICTION_CHANGED drift, naming what changed (:attr:`Drift.changed`): "quantity changed",
+    "window changed", "quantity and window changed"; "prediction changed" for a drift that does not say (one written
+    before it was kept).  The one word the scorecard, the pytest-html column and the trend page show."""
+    changed = d.changed if isinstance(d, Drift) else tuple(d.get("changed") or ())
+    return f"{' and '.join(str(x) for x in changed) or 'prediction'} changed"
 
 
 def _day(iso: str) -> str:
@@ -375,18 +387,19 @@ def judge_move(now_v: StoredValue, now: float, base_v: StoredValue, base: float,
 _WINDOW_WORDS = {"run": "the whole run", "steady": "the steady window"}
 
 
-def _redefinition(was: StoredValue, now: StoredValue) -> str:
-    """What changed in what a prediction measures since ``was`` (the latest baseline night's value), in words;
-    "" when nothing did. Its quantity, or the window its figure is read over (``window: steady`` against the
-    whole run: another figure of the same requests); a value that does not say its window (stored before it was
-    kept, or a math value) is not compared on it."""
-    parts = []
+def _redefinition(was: StoredValue, now: StoredValue) -> tuple[tuple[str, ...], str]:
+    """What changed in what a prediction measures since ``was`` (the latest baseline night's value): the parts
+    (``quantity``, ``window``: :attr:`Drift.changed`) and the same in words; ``((), "")`` when nothing did. Its
+    quantity, or the window its figure is read over (``window: steady`` against the whole run: another figure of the
+    same requests); a value that does not say its window (stored before it was kept, or a math value) is not
+    compared on it."""
+    changed: dict[str, str] = {}
     if was.quantity and now.quantity and was.quantity != now.quantity:
-        parts.append(f"it measures {now.quantity}, where it measured {was.quantity}")
+        changed["quantity"] = f"it measures {now.quantity}, where it measured {was.quantity}"
     if was.window and now.window and was.window != now.window:
-        parts.append(f"it reads its figure over {_WINDOW_WORDS.get(now.window, now.window)}, where it read "
-                     f"{_WINDOW_WORDS.get(was.window, was.window)} (window:)")
-    return "; ".join(parts)
+        changed["window"] = (f"it reads its figure over {_WINDOW_WORDS.get(now.window, now.window)}, where it read "
+                             f"{_WINDOW_WORDS.get(was.window, was.window)} (window:)")
+    return tuple(changed), "; ".join(changed.values())
 
 
 def _fmt(v: StoredValue, x: float) -> str:
@@ -517,8 +530,8 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         # what the prediction measures changed (its quantity or window: the at: point is part of the key): the number
         # may have moved because of the edit, so it is "prediction changed", never judged. An edited ink, tolerance,
         # band or drift threshold cannot move a measured value: the move is judged as usual, and the edit is a note
-        redone = _redefinition(latest, v)
-        redefined = bool(redone)
+        changed, redone = _redefinition(latest, v)
+        redefined = bool(changed)
         # a hash stored before windows were kept lacks a steady window that tonight's has: not comparable
         hashes = latest.window is not None or v.window in (None, "", "run")
         inked = not redefined and (latest.predicted_text != v.predicted_text or latest.lo != v.lo
@@ -564,7 +577,8 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
                 text += f"; note: the prediction's ink changed since{ink}, which does not move the measured value"
         out[v.key] = Drift(v.key, status, text, now=now, baseline=base, baseline_run_ids=ids, baseline_dates=dates,
                            baseline_commits=commits, change_rel=change, threshold_text=tol_text,
-                           noise=margin if math.isfinite(margin) else None, held=not unheld_now)
+                           noise=margin if math.isfinite(margin) else None, held=not unheld_now,
+                           changed=changed if redefined else ())
     return out
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from pytest_roofline.history import changed_badge
 from pytest_roofline.pytest_plugin.base import is_prediction_nodeid
 from pytest_roofline.pytest_plugin.collect import VERDICT_KEY, PredictionItem
 from pytest_roofline.pytest_plugin.session import get_session, session_results
@@ -134,7 +135,7 @@ def drift_cell(d: Mapping[str, Any] | None) -> str:
     if not d or d.get("status") in (None, "not_measured"):
         return _cell(DRIFT_COLUMN[0], sort_key(None))
     change = d.get("change_rel")
-    word = {"drifted": "DRIFTED", "uncertain": "uncertain", "new": "new", "prediction_changed": "quantity changed",
+    word = {"drifted": "DRIFTED", "uncertain": "uncertain", "new": "new", "prediction_changed": changed_badge(d),
             "steady": "steady"}.get(
         str(d.get("status")), str(d.get("status")))
     shown = (f"{signed_percent(change)} " if is_number(change) else "") + word

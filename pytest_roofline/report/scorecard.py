@@ -27,7 +27,7 @@ from typing import Any
 from pytest_roofline import redact
 from pytest_roofline.errors import PointError, SetupError
 from pytest_roofline.format.spec import Spec, load_spec
-from pytest_roofline.history import drift_counts
+from pytest_roofline.history import changed_badge, drift_counts
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.measure.results import match as mismatch
 from pytest_roofline.measure.results.peers import load_any
@@ -657,7 +657,7 @@ def _drift_cell(drift: Mapping[str, Any] | None) -> str:
         return '<td class="drift"></td>'
     change = d.get("change_rel")
     short = signed_percent(change) if isinstance(change, (int, float)) else status.replace("_", " ")
-    word = {"drifted": "DRIFTED", "new": "new", "prediction_changed": "quantity changed"}.get(status, "")
+    word = {"drifted": "DRIFTED", "new": "new", "prediction_changed": changed_badge(d)}.get(status, "")
     return (f'<td class="drift rl-drift-{esc(status)}" title="{esc(d.get("text") or "")}">{esc(short)}'
             + (f' <span class="rl-badge rl-drift-{esc(status)}">{esc(word)}</span>' if word else "") + "</td>")
 

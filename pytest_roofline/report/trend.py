@@ -51,6 +51,7 @@ from pytest_roofline.history import (
     HistoryStore,
     RunSummary,
     StoredValue,
+    changed_badge,
     drift_for,
     unify_keys,
 )
@@ -309,7 +310,7 @@ def _drift_html(d: Drift | None, *, short: bool = False) -> str:
         text = (signed_percent(d.change_rel) if d.change_rel is not None and d.baseline is not None else
                 {"new": "new", "not_measured": "—"}.get(status, status.replace("_", " ")))
         if status == "prediction_changed":
-            text += " (quantity changed)"
+            text += f" ({changed_badge(d)})"
         return f'<span class="drift drift-{esc(status)}" title="{esc(d.text)}">{esc(text)}</span>'
     return f'<span class="drift drift-{esc(status)}">{esc(d.text)}</span>'
 

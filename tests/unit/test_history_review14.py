@@ -66,6 +66,47 @@ def test_an_edited_window_is_a_redefinition_not_drift() -> None:
     assert "note: the prediction's ink changed" not in edited.text
 
 
+def test_the_badge_of_a_redefinition_names_what_changed() -> None:
+    """The badge said "quantity changed" when only the window had. The drift keeps what changed (Drift.changed),
+    and the scorecard's badge, the pytest-html Drift column and the trend page's short drift name it."""
+    from pytest_roofline.history import Drift, changed_badge
+    from pytest_roofline.pytest_plugin.html import drift_cell
+    from pytest_roofline.report.scorecard import _drift_cell
+
+    nights = [_night(d, _value(300.0)) for d in (1, 2, 3)]
+    window = drift_for([_value(360.0, window="steady", definition="h2")], nights, DriftPolicy(), setup=SETUP)[KEY]
+    quantity = drift_for([replace(_value(360.0, definition="h2"), quantity="request_throughput")], nights,
+                         DriftPolicy(), setup=SETUP)[KEY]
+    both = drift_for([replace(_value(360.0, window="steady", definition="h2"), quantity="request_throughput")],
+                     nights, DriftPolicy(), setup=SETUP)[KEY]
+    steady = drift_for([_value(300.0)], nights, DriftPolicy(), setup=SETUP)[KEY]
+    assert [d.status for d in (window, quantity, both)] == [DriftStatus.PREDICTION_CHANGED] * 3
+    assert (window.changed, quantity.changed, both.changed, steady.changed) == (
+        ("window",), ("quantity",), ("quantity", "window"), ())
+    assert [changed_badge(d) for d in (window, quantity, both)] == [
+        "window changed", "quantity changed", "quantity and window changed"]
+    assert Drift.from_dict(window.to_dict()) == window  # as a test report carries it to the scorecard
+    assert window.to_dict()["changed"] == ["window"]
+    # a drift written before it said what changed
+    assert changed_badge({"status": "prediction_changed", "text": "..."}) == "prediction changed"
+
+    # the scorecard's badge (report/scorecard.py): +20% (360 vs 300 tok/s) and the word
+    cell = _drift_cell(window.to_dict())
+    assert re.search(r'>\+20(\.0+)?% <span class="rl-badge rl-drift-prediction_changed">window changed</span></td>$',
+                     cell), cell
+    assert "quantity changed" not in cell
+    assert '<span class="rl-badge rl-drift-prediction_changed">quantity changed</span>' in _drift_cell(
+        quantity.to_dict())
+    # the pytest-html Drift column
+    assert "window changed</td>" in drift_cell(window.to_dict())
+    assert "quantity changed" not in drift_cell(window.to_dict())
+    # the trend page: the nights table's short drift of the latest night
+    html = render_trend([*nights, _night(4, _value(360.0, window="steady", definition="h2"))])
+    assert re.search(r'<span class="drift drift-prediction_changed" title="[^"]*">\+20(\.0+)?% \(window changed\)'
+                     r"</span>", html)
+    assert "quantity changed" not in html
+
+
 def test_a_value_stored_before_windows_were_kept_is_not_redefined_by_them() -> None:
     # window None: not known. A steady prediction's first night after the upgrade: its hash now holds the window
     # and the stored one did not, so neither a redefinition nor an ink note; the +20 % is judged as usual
