@@ -9,6 +9,8 @@ import re
 import shlex
 from dataclasses import replace
 
+from support.history_nights import POINTS_WITH_KV
+
 from pytest_roofline.format.spec import loads_spec
 from pytest_roofline.history import (
     DriftPolicy,
@@ -173,23 +175,8 @@ def test_the_store_the_whole_night_command_quotes_its_paths() -> None:
 
 # ------------------------------------------------------------------------------ a -k night keeps what it left out
 
-POINTS = """
-hardware: cpu
-model: roofline-tiny
-engine: {version: "0.32.0", args: {max_num_seqs: 4}}
-workload: {input_len: 96, output_len: 32}
-sweep: {mode: closed, concurrency: [2, 4]}
-predictions:
-  - id: tput
-    quantity: output_throughput
-    at: {concurrency: [2, 4]}
-    predicted: 300 tok/s
-  - {id: kv, quantity: kv_bytes_per_token, predicted: 1 KiB}
-"""
-
-
 def test_a_k_night_keeps_the_predictions_it_left_out_and_the_trend_page_says_so() -> None:
-    spec = loads_spec(POINTS, file="nightly.yaml")
+    spec = loads_spec(POINTS_WITH_KV, file="nightly.yaml")
     keys = file_prediction_keys(spec)
     assert keys == ["nightly.yaml::tput[concurrency=2]::concurrency=2",
                     "nightly.yaml::tput[concurrency=4]::concurrency=4", "nightly.yaml::kv"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from support.history_nights import POINTS
+
 from pytest_roofline.errors import PointError, SpecError
 from pytest_roofline.format.spec import loads_spec
 from pytest_roofline.history import RunSummary, SetupKey, StoredValue, build_records, unify_keys
@@ -13,19 +15,6 @@ from pytest_roofline.report.scorecard import score_spec
 from pytest_roofline.scoring import Verdict
 
 SETUP = SetupKey("cpu", "roofline-tiny", "0.32.0")
-
-POINTS = """
-hardware: cpu
-model: roofline-tiny
-engine: {version: "0.32.0", args: {max_num_seqs: 4}}
-workload: {input_len: 96, output_len: 32}
-sweep: {mode: closed, concurrency: [2, 4]}
-predictions:
-  - id: tput
-    quantity: output_throughput
-    at: {concurrency: [2, 4]}
-    predicted: 700 tok/s
-"""
 
 
 def _value(pid: str, at: dict[str, str], status: str, measured: float | None) -> StoredValue:
