@@ -163,9 +163,12 @@ def t_half_width(values: np.ndarray, level: float, next_repeats: int | None = No
     return t * s * math.sqrt(1.0 / k + 1.0 / next_repeats)
 
 
-def _t_interval(values: np.ndarray, level: float, method: IntervalMethod, n: int, note: str = "") -> Interval:
+def _t_interval(values: np.ndarray, level: float, method: IntervalMethod, n: int, note: str = "",
+                estimate: float | None = None) -> Interval:
+    """A Student-t interval over ``values`` (batch means or repeats), about ``estimate`` where given (the mean of
+    every sample, of which the batches may leave a few out), else about their mean."""
     k = int(values.size)
-    est = float(values.mean())
+    est = float(values.mean()) if estimate is None else estimate
     if k < 2:
         return Interval(est, -math.inf, math.inf, level, method, n, note or "fewer than 2 batches")
     half = t_half_width(values, level)
@@ -182,7 +185,8 @@ MIN_BATCH = 5
 
 def batch_means(values: np.ndarray, batches: int = BATCHES, min_batch: int = MIN_BATCH) -> np.ndarray:
     """Means of ``k`` contiguous, equal batches of ``values`` (in their time order); ``k = min(batches,
-    n // min_batch)``, at least 1; leftover samples at the end are dropped."""
+    n // min_batch)``, at least 1; leftover samples at the end are left out of the batches (they give the
+    interval's width only: :func:`mean_interval` centres it on the mean of every sample)."""
     n = int(values.size)
     k = max(1, min(batches, n // min_batch))
     size = n // k
@@ -205,8 +209,10 @@ def mean_interval(samples: Iterable[float] | np.ndarray, level: float = 0.95, me
     if n == 0:
         return Interval(math.nan, -math.inf, math.inf, level, method, 0, "no samples")
     if method == "batch-means":
+        # the estimate is the mean of every sample, the figure vllm bench serve prints (its mean_*_ms); the batches
+        # (which leave the last n mod k out) give only the half-width
         bm = batch_means(arr)
-        return _t_interval(bm, level, method, n, f"{bm.size} batches of {n // bm.size}")
+        return _t_interval(bm, level, method, n, f"{bm.size} batches of {n // bm.size}", estimate=float(arr.mean()))
     if method == "repeats":
         return _t_interval(arr, level, method, n, f"{n} repeats")
     if method == "bootstrap":
