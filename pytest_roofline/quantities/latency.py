@@ -14,7 +14,14 @@ from pytest_roofline.model import analytical as an
 from pytest_roofline.model.setup import Setup, SetupError
 from pytest_roofline.quantities.analysis import Thresholds, goodput_table, is_flattered, point_notes, ttft_knee
 from pytest_roofline.quantities.declare import client_quantity, point_at, serve_point, sim_explanation, sweep_points
-from pytest_roofline.quantities.measurement import Measurement, client_number, client_value, concurrency, point_id
+from pytest_roofline.quantities.measurement import (
+    Measurement,
+    PointRecord,
+    client_number,
+    client_value,
+    concurrency,
+    point_id,
+)
 from pytest_roofline.quantities.quantity import MeasuredValue, ModelValue, Quantity, QuantityKind, QuantityPoints
 from pytest_roofline.quantities.serving_values import ServingSweep
 
@@ -46,10 +53,25 @@ def _little_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: 
         ratio = lam_w / in_flight
     else:
         why = client_value(pt, "littles_law", "not_checked")
-        raise NotMeasured(f"point {pt.get('id')}: {why}" if isinstance(why, str) and why
-                          else f"point {pt.get('id')} has no Little's-law record")
+        reason = (f"point {pt.get('id')}: {why}" if isinstance(why, str) and why
+                  else f"point {pt.get('id')} has no Little's-law record")
+        raise NotMeasured(reason + littles_law_kept(pt))
     detail = f"L (time-averaged in flight) = {in_flight:.3g}, λ·W = {lam_w:.3g}"
     return MeasuredValue(ratio, (point_id(pt),), (detail,))
+
+
+def littles_law_kept(pt: PointRecord) -> str:
+    """What a point without L (a peer's file) still says about Little's law: ``"; λ·W = 0.9951 (12.431 req/s ×
+    80.047 ms), 0.995 of the configured C = 1"``; empty where it has no λ·W. The skip line carries it, as the docs
+    promise ("kept and shown beside the configured C"); it is never scored (L is the configured C, not measured)."""
+    lam_w = client_number(pt, "littles_law", "lambda_W")
+    if lam_w is None:
+        return ""
+    lam, w_s = client_number(pt, "littles_law", "lambda_req_s"), client_number(pt, "littles_law", "W_s")
+    parts = f" ({lam:.5g} req/s × {w_s * 1e3:.5g} ms)" if lam is not None and w_s is not None else ""
+    conf = client_number(pt, "littles_law", "L_configured")
+    share = f", {lam_w / conf:.3f} of the configured C = {conf:g}" if conf else ""
+    return f"; λ·W = {lam_w:.4g}{parts}{share}"
 
 
 def _goodput(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> an.Goodput:

@@ -66,6 +66,22 @@ def _flags_cells(flags: list[str]) -> tuple[str, str]:
     return cell, "".join(f'<div class="flagnote">⚑ {esc(f)}</div>' for f in long)
 
 
+def _littles_cell(ratio: Any, ll: Mapping[str, Any]) -> str:
+    """The λW ÷ L cell: the ratio where the point has L; a peer's file records no L (its C is the configured one),
+    so the cell shows the λ·W it keeps and its share of the configured C instead, unjudged (no ✓/✗), as the skipped
+    littles_law verdict does."""
+    if is_number(ratio):
+        return f"{ratio:.3f}"
+    lam_w, conf = ll.get("lambda_W"), ll.get("L_configured")
+    if not is_number(lam_w):
+        return "—"
+    tip = ("λ·W (request throughput × mean E2E latency); L, the time-averaged requests in flight, is not in this "
+           "file, so Little's law is not checked: the share is λ·W ÷ the configured C, below 1 where the closed "
+           "loop drained at its end")
+    share = f" ÷ C {lam_w / conf:.3f}" if is_number(conf) and conf else ""
+    return f'<span class="nw" title="{esc(tip)}">λW {lam_w:.4g}{share}</span>'
+
+
 def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) -> str:
     pts = list(results.get("points") or [])
     if not pts:
@@ -149,7 +165,7 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
             f"{_num_or(s.get('max_num_requests_running'), '{:g}')} / "
             f"{_num_or(s.get('max_num_requests_waiting'), '{:g}')}",
             _num_or(s.get("max_kv_cache_usage"), "{:.0%}"), _num_or(hit, "{:.1%}"),
-            _num_or(s.get("preemptions"), "{:g}"), _num_or(ratio, "{:.3f}") + ll_mark, flag_cell,
+            _num_or(s.get("preemptions"), "{:g}"), _littles_cell(ratio, ll) + ll_mark, flag_cell,
         ]
         classes = ["", "num", "num", "num model", "num", "num serving", "num", "num", "num", "num", "num", "num",
                    f"num{hot}", "num", "num", "flags"]

