@@ -72,7 +72,9 @@ def _kv_q(name: str, dim: str, desc: str, fn: Callable[[an.KVAccounting, Setup, 
         rep = cast(EngineReport, engine_report(meas))
         val = measured_number(rep.get(measure_key), f"engine_report.{measure_key}") if measure_key else None
         if val is None:
-            raise NotMeasured(f"the engine did not report {measure_key} (no startup log or cache_config_info)")
+            why = (rep.get("reasons") or {}).get(measure_key or "")
+            raise NotMeasured(f"the engine did not report {measure_key} "
+                              f"({why if isinstance(why, str) and why else 'no startup log or cache_config_info'})")
         if measure_key == "available_kv_cache_gib":
             val = float(val) * GIB
         return MeasuredValue(val, ("engine",), tuple(_report_notes(rep)))
@@ -81,14 +83,23 @@ def _kv_q(name: str, dim: str, desc: str, fn: Callable[[an.KVAccounting, Setup, 
                     points=None, serving=serving, replicas=replicas)
 
 
+def cross_check_status(rep: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """The engine report's cross-check as ``(status, detail)``: "ok", "FAILED" (a comparison disagreed), or "not
+    available" where nothing could be compared (``ok`` None: a replay has the log but no cache_config_info); None
+    where the report has no cross-check. The scorecard's setup card and the KV verdicts' notes both read it."""
+    cc = (rep or {}).get("cross_check") or {}
+    if not isinstance(cc, Mapping) or not cc.get("detail"):
+        return None
+    ok = cc.get("ok")
+    return ("not available" if ok is None else "ok" if ok else "FAILED"), str(cc["detail"])
+
+
 def _report_notes(rep: EngineReport) -> list[str]:
-    cc = rep.get("cross_check") or {}
-    notes: list[str] = []
-    if not isinstance(cc, Mapping):
-        return notes
-    if cc.get("detail"):
-        notes.append(("cross-check ok: " if cc.get("ok") else "CROSS-CHECK FAILED: ") + str(cc["detail"]))
-    return notes
+    status = cross_check_status(rep)
+    if status is None:
+        return []
+    word, detail = status
+    return [("CROSS-CHECK FAILED" if word == "FAILED" else f"cross-check {word}") + f": {detail}"]
 
 
 def _request_tokens(setup: Setup, at: Mapping[str, Any]) -> int:

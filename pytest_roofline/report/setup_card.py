@@ -12,6 +12,7 @@ from pytest_roofline import redact
 from pytest_roofline.errors import SetupError
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.model.setup import Setup
+from pytest_roofline.quantities.kv import cross_check_status
 from pytest_roofline.report.common import esc
 from pytest_roofline.units import decimal_bytes_unit, format_value
 
@@ -80,9 +81,9 @@ def setup_card(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
         if rep.get("kv_device"):
             bits.append(f"KV on {rep['kv_device']}")
         engine.append(("engine says", ", ".join(bits)))
-        cc = rep.get("cross_check") or {}
-        if cc.get("detail"):
-            engine.append(("cross-check", ("ok — " if cc.get("ok") else "FAILED — ") + str(cc["detail"])))
+        status = cross_check_status(rep)
+        if status is not None:
+            engine.append(("cross-check", f"{status[0]} — {status[1]}"))
     wl = spec.workload
     work: list[tuple[str, Any]] = []
     if wl.get("input_len") or wl.get("output_len"):

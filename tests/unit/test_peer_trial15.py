@@ -23,7 +23,9 @@ from support.paths import PEERS
 from pytest_roofline.format.spec import loads_spec
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.measure.results.peers import load_any
+from pytest_roofline.quantities.kv import cross_check_status
 from pytest_roofline.report.points import points_table
+from pytest_roofline.report.setup_card import setup_card
 from pytest_roofline.scoring import VerdictStatus, score
 
 VB32 = PEERS / "cpu-tiny-vllm-bench-32"
@@ -86,3 +88,30 @@ def test_sweep_table_still_shows_the_ratio_where_l_was_measured() -> None:
           "client": {"littles_law": {"L": 3.9877, "lambda_W": 3.9689, "ratio": 3.9689 / 3.9877}}}
     row = points_table(spec, None, {"points": [pt]}).split("<tr")[2]
     assert '0.995 <span class="ok">✓</span>' in row and "λW" not in row
+
+
+def test_num_gpu_blocks_on_a_replay_says_why_and_kv_tokens_still_pass(replay: tuple[Any, Any]) -> None:
+    v = _verdicts(replay)
+    assert v["kv-tokens"].status == VerdictStatus.PASS and v["kv-tokens"].measured_value == 2097152
+    blocks = v["kv-blocks"]
+    assert blocks.status == VerdictStatus.SKIP, blocks.reason
+    assert "no startup log" not in blocks.reason
+    assert "the log gives 2,097,152 KV tokens but no block count" in blocks.reason and "block size" in blocks.reason
+    assert "cache_config_info" in blocks.reason
+    assert "CROSS-CHECK FAILED" not in " ".join(v["kv-tokens"].notes)
+
+
+def test_the_setup_card_says_not_available_where_nothing_could_be_compared(replay: tuple[Any, Any]) -> None:
+    spec, data = replay
+    card = setup_card(spec, None, data)
+    assert "cross-check</dt><dd>not available — nothing to compare" in card, card
+    assert "FAILED" not in card
+
+
+def test_cross_check_status_keeps_ok_and_failed() -> None:
+    assert cross_check_status({"cross_check": {"ok": True, "detail": "log 16,384 == 16,384"}}) == (
+        "ok", "log 16,384 == 16,384")
+    assert cross_check_status({"cross_check": {"ok": False, "detail": "log 1 != 2"}}) == ("FAILED", "log 1 != 2")
+    assert cross_check_status({"cross_check": {"ok": None, "detail": "nothing to compare"}}) == (
+        "not available", "nothing to compare")
+    assert cross_check_status({}) is None and cross_check_status(None) is None

@@ -389,6 +389,19 @@ def _engine_report(log_path: Path) -> tuple[dict[str, Any] | None, str | None]:
                           "/metrics scrape", version=version, version_source="log" if version else None,
                           max_model_len=None)
     report["mode"] = "imported"
+    # the live rule, in build_report: blocks from cache_config_info, else a block line in the log. vLLM 0.32's log
+    # prints tokens only, and tokens ÷ the block size is not derived: the block size is in cache_config_info (not in
+    # the log), and the prediction's would make the measured figure follow the ink. Say that, not "no log".
+    tokens = report.get("kv_cache_tokens")
+    if report.get("num_gpu_blocks") is None and tokens is not None:
+        report["reasons"]["num_gpu_blocks"] = (
+            f"the log gives {tokens:,} KV tokens but no block count; the block size that converts them is in "
+            "/metrics' cache_config_info, which a vllm bench serve folder lacks")
+    cc = report.get("cross_check") or {}
+    if cc.get("ok") is None and not cc.get("checks"):
+        report["cross_check"] = {**cc, "detail": "nothing to compare: the log's KV figures are checked against "
+                                 "/metrics' vllm:cache_config_info, and a vllm bench serve folder keeps no /metrics "
+                                 "scrape"}
     return report, version
 
 
