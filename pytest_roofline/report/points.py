@@ -4,6 +4,7 @@ the page assembles; this module is the one concept "what each sweep point measur
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +22,18 @@ __all__ = ["points_table", "goodput_table", "errors_html", "serving_cell"]
 # --- sweep points ------------------------------------------------------------------------------------------------
 def _num_or(x: Any, f: str = "{:,.1f}", dash: str = "—") -> str:
     return f.format(x) if is_number(x) else dash
+
+
+def _sig3(x: Any, dash: str = "—") -> str:
+    """A latency cell to 3 significant figures, zeros kept (9.5023 ms reads "9.50", 16.067 "16.1", 2.1755 "2.18",
+    1,234.5 "1,235"): whole milliseconds are one or two figures at CPU-scale TTFTs, and the verdict rows and
+    vllm bench serve print more."""
+    if not is_number(x):
+        return dash
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    magnitude = int(f"{x:.2e}".partition("e")[2])  # of the rounded value: 9.996 is 10.0, not 10.00
+    return f"{x:,.{max(0, 2 - magnitude)}f}"
 
 
 #: a flag longer than this goes under its point's row, across the table, instead of into the narrow flags column
@@ -160,8 +173,8 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
             _num_or(conc, "{:g}"), _num_or(agg), _num_or(model_tps, "{:,.0f}"), _num_or(ratio_model, "{:.0%}"),
             serving_cell(spp), _num_or(ratio_serv, "{:.0%}"),
             _num_or(per),
-            f"{_num_or(ttft.get('p50'), '{:,.0f}')} / {_num_or(ttft.get('p99'), '{:,.0f}')}",
-            f"{_num_or(tpot.get('p50'), '{:,.2f}')} / {_num_or(tpot.get('p99'), '{:,.2f}')}",
+            f"{_sig3(ttft.get('p50'))} / {_sig3(ttft.get('p99'))}",
+            f"{_sig3(tpot.get('p50'))} / {_sig3(tpot.get('p99'))}",
             f"{_num_or(s.get('max_num_requests_running'), '{:g}')} / "
             f"{_num_or(s.get('max_num_requests_waiting'), '{:g}')}",
             _num_or(s.get("max_kv_cache_usage"), "{:.0%}"), _num_or(hit, "{:.1%}"),

@@ -15,6 +15,7 @@ tests/data/peers/cpu-tiny-vllm-bench-32).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -88,6 +89,16 @@ def test_sweep_table_still_shows_the_ratio_where_l_was_measured() -> None:
           "client": {"littles_law": {"L": 3.9877, "lambda_W": 3.9689, "ratio": 3.9689 / 3.9877}}}
     row = points_table(spec, None, {"points": [pt]}).split("<tr")[2]
     assert '0.995 <span class="ok">✓</span>' in row and "λW" not in row
+
+
+def test_ttft_and_tpot_cells_are_three_significant_figures(replay: tuple[Any, Any]) -> None:
+    spec, data = replay
+    html = points_table(spec, None, data)
+    cells = {c: re.findall(r'<td class="num">([^<]*)</td>', next(r for r in html.split("<tr")[1:]
+                                                                 if f">closed-c{c}" in r)) for c in (1, 4)}
+    # vLLM printed Median TTFT 9.50, P99 16.07 (C=1); 18.09, 26.54 (C=4); TPOT median 2.18 / P99 2.92 (C=1)
+    assert "9.50 / 16.1" in cells[1] and "2.18 / 2.92" in cells[1], cells[1]
+    assert "18.1 / 26.5" in cells[4], cells[4]
 
 
 def test_num_gpu_blocks_on_a_replay_says_why_and_kv_tokens_still_pass(replay: tuple[Any, Any]) -> None:
