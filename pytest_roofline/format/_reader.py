@@ -162,7 +162,9 @@ def plain_scalar(text: str) -> Any:
     try:
         v, _h, unit = parse_number(text)
         if not unit:
-            return int(v) if re.fullmatch(r"[-+]?[\d,_]+", text.strip()) else v
+            digits = text.strip()
+            # a whole number is read exactly (float() would round 9223372036854775807 up to ...808)
+            return int(re.sub(r"[,_]", "", digits)) if re.fullmatch(r"[-+]?[\d,_]+", digits) else v
     except UnitError:
         pass
     return text

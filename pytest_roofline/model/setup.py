@@ -765,10 +765,16 @@ def _opt(x: Any) -> float | None:
 
 
 # --------------------------------------------------------------------------- impossible values
+#: the largest count an engine arg may hold: a 64-bit signed integer's. vLLM sizes its buffers and tensors with these
+#: (torch holds a size in int64: ``torch.empty(2**63)`` raises "Overflow"), so no engine runs a larger one; bounding
+#: them here also keeps every figure derived from them (KV blocks, activation bytes) a finite float, where
+#: ``max_num_seqs: 1e308`` read as a 309-digit int overflowed ``float()`` in the KV accounting
+MAX_WHOLE_ARG = 2**63 - 1
+
 # name -> (whole number?, lowest allowed, lowest is allowed itself?, highest allowed or None, what it is)
 _WORKLOAD_LIMITS: dict[str, tuple[bool, float, bool, float | None, str]] = {
-    "input_len": (True, 1, True, None, "prompt tokens per request"),
-    "output_len": (True, 1, True, None, "output tokens per request"),
+    "input_len": (True, 1, True, MAX_WHOLE_ARG, "prompt tokens per request"),
+    "output_len": (True, 1, True, MAX_WHOLE_ARG, "output tokens per request"),
     "kv_context": (False, 0, False, None, "KV tokens per sequence"),
     "shared_prefix_len": (True, 0, True, None, "shared prefix tokens"),
     "seed": (True, 0, True, None, "a seed"),
@@ -777,14 +783,14 @@ _ARG_LIMITS: dict[str, tuple[bool, float, bool, float | None, str]] = {
     # vLLM refuses gpu_memory_utilization outside (0, 1]: CacheConfig declares it Field(gt=0, le=1)
     # (vllm/config/cache.py, vLLM v0.32.0, github.com/vllm-project/vllm)
     "gpu_memory_utilization": (False, 0, False, 1.0, "a share of the device memory, 0 < x <= 1"),
-    "block_size": (True, 1, True, None, "tokens per KV block"),
-    "max_num_seqs": (True, 1, True, None, "sequences per step"),
-    "max_num_batched_tokens": (True, 1, True, None, "tokens per step"),
-    "max_model_len": (True, 1, True, None, "tokens per sequence"),
-    "tensor_parallel_size": (True, 1, True, None, "devices"),
-    "pipeline_parallel_size": (True, 1, True, None, "pipeline stages"),
-    "data_parallel_size": (True, 1, True, None, "engine replicas"),
-    "kv_cache_memory_bytes": (False, 0, False, None, "bytes"),
+    "block_size": (True, 1, True, MAX_WHOLE_ARG, "tokens per KV block"),
+    "max_num_seqs": (True, 1, True, MAX_WHOLE_ARG, "sequences per step"),
+    "max_num_batched_tokens": (True, 1, True, MAX_WHOLE_ARG, "tokens per step"),
+    "max_model_len": (True, 1, True, MAX_WHOLE_ARG, "tokens per sequence"),
+    "tensor_parallel_size": (True, 1, True, MAX_WHOLE_ARG, "devices"),
+    "pipeline_parallel_size": (True, 1, True, MAX_WHOLE_ARG, "pipeline stages"),
+    "data_parallel_size": (True, 1, True, MAX_WHOLE_ARG, "engine replicas"),
+    "kv_cache_memory_bytes": (False, 0, False, MAX_WHOLE_ARG, "bytes"),
 }
 
 
@@ -799,7 +805,10 @@ def _check_value(value: Any, field: str, limits: tuple[bool, float, bool, float 
     if whole and not float(value).is_integer():
         raise SetupValueError(f"{field}: expected a whole number ({what}), got {value!r}", field=field)
     if value < low or (value == low and not low_ok) or (high is not None and value > high):
-        bound = (f"{'>=' if low_ok else '>'} {low:g}" + (f" and <= {high:g}" if high is not None else ""))
+        bound = (f"{'>=' if low_ok else '>'} {low:g}"
+                 + (f" and <= {high:,}" if high == MAX_WHOLE_ARG else f" and <= {high:g}" if high is not None else ""))
+        if high == MAX_WHOLE_ARG and value > high:
+            bound += ", the largest 64-bit integer, the most an engine can hold"
         raise SetupValueError(f"{field}: {value!r} is impossible: it must be {bound} ({what})", field=field)
 
 
