@@ -126,8 +126,14 @@ def row_cells(v: Verdict | None) -> list[str]:
               title=str(v.tolerance_text or "")),
         # one line: pytest-html reads each cell back with a regex that stops at a newline (a SpecError's "fix:")
         _cell("rl_reason", text_sort_key(" ".join(str(v.reason).split())),
-              esc(" ".join(str(v.reason).split())), title=" ".join(str(v.reason).split())),
+              _INCONCLUSIVE_MARK * (v.status is VerdictStatus.INCONCLUSIVE) + esc(" ".join(str(v.reason).split())),
+              title=" ".join(str(v.reason).split())),
     ]
+
+
+#: before an inconclusive verdict's reason: pytest has no such outcome, so pytest-html's Result column (whose text is
+#: also its filter key and row class, so it is left alone) says "Skipped"
+_INCONCLUSIVE_MARK = '<span class="rl-badge rl-inconclusive">inconclusive</span> '
 
 
 def drift_cell(d: Mapping[str, Any] | None) -> str:
@@ -227,6 +233,9 @@ class HtmlHooks:
         measured = sum(1 for v, _ in self._verdicts if v.mode is VerdictMode.MEASURED)
         text = (f'<p class="rl-summary"><b>Roofline predictions:</b> {parts} — {measured} checked against a '
                 f'measurement, {len(self._verdicts) - measured} against the analytical model.')
+        if c["inconclusive"]:
+            text += (f" pytest-html counts the {c['inconclusive']} inconclusive among its Skipped (pytest has no such "
+                     "outcome; the exit status treats them as skips): the Reason column marks them.")
         card = self.config.getoption("roofline_scorecard", None)
         if card:
             text += f' Standalone scorecard: <code>{esc(card)}</code>.'

@@ -126,3 +126,40 @@ def test_cross_check_status_keeps_ok_and_failed() -> None:
     assert cross_check_status({"cross_check": {"ok": None, "detail": "nothing to compare"}}) == (
         "not available", "nothing to compare")
     assert cross_check_status({}) is None and cross_check_status(None) is None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# pytest-html: an inconclusive verdict is reported as a skip (pytest has no such outcome), so its Result column says
+# "Skipped"; that text is also pytest-html's filter key and row class, so the plugin labels it in its own cells
+# ---------------------------------------------------------------------------------------------------------------
+def _verdict(status: VerdictStatus) -> Any:
+    from pytest_roofline.scoring import Verdict, VerdictMode
+
+    return Verdict(id="tpot_mean-c4", quantity="tpot_mean", dimension="time", mode=VerdictMode.MEASURED,
+                   status=status, reason="measured 16.57 ms: its interval straddles the tolerance boundary")
+
+
+def test_pytest_html_reason_cell_marks_an_inconclusive_verdict() -> None:
+    from pytest_roofline.pytest_plugin.html import row_cells
+
+    reason = row_cells(_verdict(VerdictStatus.INCONCLUSIVE))[-1]
+    assert '<span class="rl-badge rl-inconclusive">inconclusive</span> measured 16.57 ms' in reason
+    assert "\n" not in reason  # pytest-html reads a cell back with a one-line regex
+    assert "rl-inconclusive" not in row_cells(_verdict(VerdictStatus.FAIL))[-1]
+
+
+def test_pytest_html_summary_says_its_skipped_count_holds_the_inconclusive() -> None:
+    from types import SimpleNamespace
+
+    from pytest_roofline.pytest_plugin.html import HtmlHooks
+
+    hooks = HtmlHooks(SimpleNamespace(getoption=lambda *a, **k: None))  # type: ignore[arg-type]
+    hooks._verdicts = [(_verdict(VerdictStatus.INCONCLUSIVE), "inconclusive")] * 16 + [
+        (_verdict(VerdictStatus.FAIL), "failed")] * 22 + [(_verdict(VerdictStatus.PASS), "passed")] * 20
+    summary: list[str] = []
+    hooks.pytest_html_results_summary([], summary, [], None)  # type: ignore[arg-type]
+    assert "pytest-html counts the 16 inconclusive among its Skipped" in summary[0], summary
+    hooks._verdicts = hooks._verdicts[16:]
+    summary = []
+    hooks.pytest_html_results_summary([], summary, [], None)  # type: ignore[arg-type]
+    assert "among its Skipped" not in summary[0]
