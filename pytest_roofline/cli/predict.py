@@ -36,6 +36,7 @@ from pytest_roofline.model.setup import (
     kv_accounting,
     max_model_len_problem,
     reported_kv,
+    request_length_problem,
 )
 from pytest_roofline.quantities.analysis import Thresholds, cache_hit_reason
 from pytest_roofline.quantities.measurement import client_value
@@ -434,21 +435,9 @@ def memory_fit_error(setup: Setup, *, rebuild: Callable[[int], Setup] | None = N
 
 def length_error(setup: Setup, *, lengths_flag: str = "--input-len / --output-len") -> str | None:
     """None when a request of the setup's lengths fits max_model_len (given, else the model's
-    max_position_embeddings); else one line naming both numbers. vLLM refuses a request whose prompt and output
-    exceed it (the OpenAI server: "This model's maximum context length is N tokens. However, you requested M
-    tokens"; a prompt alone longer than it: "The decoder prompt (length P) is longer than the maximum model
-    length of N"), so the point cannot be measured. ``lengths_flag``: the caller's flag for the lengths."""
-    mml, _ = _max_model_len(setup)
-    need = int(setup.input_len) + int(setup.output_len)
-    if mml is None or need <= mml:
-        return None
-    mpe = getattr(setup.model, "max_position_embeddings", None)
-    given = "--max-model-len" if setup.max_model_len else "the model's max_position_embeddings"
-    raise_it = (f" or raise --max-model-len (up to the model's {int(mpe):,})"
-                if setup.max_model_len and mpe and int(mpe) > mml else "")
-    return (f"a request of {int(setup.input_len):,} prompt + {int(setup.output_len):,} output tokens = {need:,} "
-            f"tokens is longer than max_model_len {mml:,} ({given}); vLLM rejects it: shorten {lengths_flag}"
-            + raise_it)
+    max_position_embeddings); else one line naming both numbers (the rule's home, which the prediction file's
+    reader calls too: ``model.setup.request_length_problem``). ``lengths_flag``: the caller's flag for the lengths."""
+    return request_length_problem(setup, lengths=lengths_flag, max_model_len="--max-model-len")
 
 
 #: weight dtypes narrower than 16 bits: given with --dtype (model.dtype) and no scheme, they are a what-if

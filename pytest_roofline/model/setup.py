@@ -52,6 +52,10 @@ class Setup:
     #: distribution without a max).  Read by :func:`longest_decode_sequence`
     max_input_len: float | None = None
     max_output_len: float | None = None
+    #: the prompts are a dataset's (``workload.dataset``): their lengths are known only once its tokenizer reads
+    #: them as the load is built (measure/loadgen/datasets.py refuses a prompt longer than the server's
+    #: max_model_len there), so :func:`request_length_problem` says nothing of them
+    lengths_from_dataset: bool = False
     kv_context_tokens: float = 1536.0
     gpu_memory_utilization: float = 0.9
     block_size: int = 16
@@ -595,6 +599,7 @@ def build_setup(
         output_len=output_len,
         max_input_len=_longest_length(workload, "input_len"),
         max_output_len=_longest_length(workload, "output_len"),
+        lengths_from_dataset=bool(workload.get("dataset")),
         kv_context_tokens=kv_context_tokens,
         gpu_memory_utilization=float(args.get("gpu_memory_utilization", defaults.gpu_memory_utilization)),
         block_size=int(args.get("block_size", defaults.block_size)),
@@ -1094,6 +1099,104 @@ def max_model_len_problem(setup: Setup, *, fix: str = "engine.args.max_model_len
     return (f"the KV pool holds {tokens:,} tokens, less than one request of max_model_len {int(mml):,}{whose} "
             f"({math.floor(conc * 100) / 100:.2f}x), and vLLM refuses to start a pool that cannot hold one; "
             f"{lower}{grow}")
+
+
+def request_length_problem(setup: Setup, *, lengths: str = "workload.input_len / output_len",
+                           max_model_len: str = "engine.args.max_model_len") -> str | None:
+    """None when ``setup``'s requests fit max_model_len (given, else the model's max_position_embeddings); else one
+    line naming both numbers and the fix.  vLLM rejects a request whose prompt and output exceed it (the OpenAI
+    server, HTTP 400: "This model's maximum context length is N tokens. However, you requested M tokens"; a prompt
+    alone longer than it: "The decoder prompt (length P) is longer than the maximum model length of N"), and one
+    failed request makes a measured point an error (measure/sweep.py ``ALLOWED_FAILED_REQUESTS``), so no run
+    measures such a workload.  The one home of the rule: ``roofline predict --simulate`` / ``roofline init``
+    refuse it (``predict.length_error``), ``roofline check`` and the math check at the file's line
+    (format/_sections.py) and at a prediction's own ``setup:``.
+
+    The request judged is the longest one where the lengths vary and their longest is known (a distribution's
+    ``max``, a length file's longest: :attr:`Setup.max_input_len`); where it is not (a normal length without a
+    max), the mean one, the typical request: then at least about half are rejected.  A tail of an unbounded normal
+    past max_model_len rejects fewer: :func:`request_length_warning` says so.  A dataset's prompts are measured
+    as the load is built, which refuses a prompt longer than the server's max_model_len there: nothing here.
+    ``lengths`` / ``max_model_len``: the caller's names for the two settings (flags, or YAML fields)."""
+    mml = effective_max_model_len(setup.max_model_len, setup.model)
+    if mml is None or setup.lengths_from_dataset:
+        return None
+    parts: list[tuple[int, str]] = []
+    longest, typical = False, False
+    for what, key, mean, top in (("prompt", "input_len", setup.input_len, setup.max_input_len),
+                                 ("output", "output_len", setup.output_len, setup.max_output_len)):
+        if top is None:
+            parts.append((int(mean), f"{int(mean):,} {what}"))
+        elif math.isfinite(top):
+            longest = True
+            parts.append((int(top), f"{int(top):,} {what} (the {key} distribution's max)"))
+        else:
+            typical = True
+            parts.append((int(mean), f"{int(mean):,} {what} (the mean of the {key} distribution, which has no max)"))
+    need = sum(n for n, _ in parts)
+    if need <= mml:
+        return None
+    subject = "the typical request" if typical else "the longest request" if longest else "a request"
+    mpe = getattr(setup.model, "max_position_embeddings", None)
+    given = max_model_len if setup.max_model_len else "the model's max_position_embeddings"
+    raise_it = (f" or raise {max_model_len} (up to the model's {int(mpe):,})"
+                if setup.max_model_len and mpe and int(mpe) > mml else "")
+    return (f"{subject} of {parts[0][1]} + {parts[1][1]} tokens = {need:,} tokens is longer than max_model_len "
+            f"{mml:,} ({given}); vLLM rejects it: shorten {lengths}" + raise_it)
+
+
+class RequestLengthWarning(UserWarning):
+    """Some requests of a prediction file's workload are longer than max_model_len (:func:`request_length_warning`):
+    the message gives their share and the fix."""
+
+
+#: the share of requests longer than max_model_len from which :func:`request_length_warning` speaks: at 1 in
+#: 10,000, a point of 1,000 requests holds one (and is an error for it) about one time in ten
+LENGTH_TAIL_WARN_SHARE = 1e-4
+
+
+def request_length_warning(setup: Setup, workload: Mapping[str, Any] | None) -> str | None:
+    """Where a length of ``workload`` (``setup``'s) is a normal distribution without a max and the typical request
+    fits max_model_len (:func:`request_length_problem` passes), the share of requests its tail makes longer than
+    max_model_len, when it is at least :data:`LENGTH_TAIL_WARN_SHARE`: vLLM rejects each of them, and one makes a
+    measured point an error.  Not a refusal: most requests run, and the math check's figures are the typical
+    request's.  The share is the normal approximation of the prompt + output sum (each length's own mean and
+    variance: a uniform's, a length file's, a normal's before clipping); None where there is no such tail."""
+    mml = effective_max_model_len(setup.max_model_len, setup.model)
+    if mml is None or setup.lengths_from_dataset or not workload:
+        return None
+    if not any(top is not None and math.isinf(top) for top in (setup.max_input_len, setup.max_output_len)):
+        return None
+    mean, var, unbounded = 0.0, 0.0, []
+    for key in ("input_len", "output_len"):
+        raw = workload.get(key.replace("_len", "_dist"))
+        try:
+            dist = wl.parse_length(raw if raw is not None else workload.get(key, 1024), f"workload.{key}")
+        except WorkloadError:
+            return None  # the workload's own reader refuses it at its line
+        lo, hi = dist.bounds()
+        if dist.kind == "normal":
+            m, v = float(dist.mean), float(dist.std or 0.0) ** 2
+            if math.isinf(hi):
+                unbounded.append(f"{key} (mean {dist.mean:,}, std {dist.std:,g})")
+        elif dist.kind == "uniform":
+            m, v = (lo + hi) / 2.0, ((hi - lo + 1) ** 2 - 1) / 12.0
+        elif dist.kind == "file":
+            m = sum(dist.values) / len(dist.values)
+            v = sum((x - m) ** 2 for x in dist.values) / len(dist.values)
+        else:
+            m, v = float(dist.mean), 0.0
+        mean, var = mean + m, var + v
+    if not unbounded or var <= 0 or mean > mml:
+        return None
+    share = 0.5 * math.erfc((mml + 0.5 - mean) / math.sqrt(2.0 * var))
+    if share < LENGTH_TAIL_WARN_SHARE:
+        return None
+    pct = f"{share:.2%}" if share >= 1e-3 else f"{share:.3%}"
+    return (f"about {pct} of the requests are longer than max_model_len {mml:,}: the normal "
+            f"{' and '.join(unbounded)} has no max, and its tail passes max_model_len; vLLM rejects each such "
+            "request (HTTP 400), and one failed request makes a measured point an error: give the distribution a "
+            f"max so that the longest prompt + output is at most {mml:,} tokens")
 
 
 def serving_arg_problems(setup: Setup) -> list[engine_args.Problem]:

@@ -1,13 +1,17 @@
 """The reading defects the s15 reliability probe found (notes/s15/probe.md §1), each refused at its YAML line
-with the exact words: absurd integer engine args (#3, #11)."""
+with the exact words: a workload longer than max_model_len (#1), absurd integer engine args (#3, #11)."""
 
 from __future__ import annotations
+
+import warnings
 
 import pytest
 
 from pytest_roofline import cli
+from pytest_roofline.cli.predict import length_error
 from pytest_roofline.errors import SpecError
 from pytest_roofline.format.spec import loads_spec
+from pytest_roofline.model.setup import RequestLengthWarning, build_setup, request_length_problem
 
 H100 = ("hardware: h100-sxm\nmodel: llama-3.1-8b\nengine:\n  name: vllm\n  version: \"0.11.0\"\n  args:\n"
         "    max_model_len: 8192\n")
@@ -55,3 +59,130 @@ def test_kv_cache_memory_bytes_of_1e308_is_refused():
     assert exc.value.line == 8 and exc.value.message.startswith(
         f"setup does not resolve: engine.args.kv_cache_memory_bytes: 1e+308 is impossible: it must be > 0 and <= "
         f"{INT64}")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# #1: a workload longer than max_model_len
+# --------------------------------------------------------------------------------------------------------------
+MML_HEAD = ("hardware: h100-sxm\nmodel: llama-3.1-8b\nengine:\n  name: vllm\n  version: \"0.11.0\"\n  args:\n"
+            "    max_model_len: {mml}\nsweep: {{mode: closed, concurrency: [1, 16], requests_per_point: 100}}\n"
+            "model_column: serving\n")
+TPOT = ("  - id: tpot-c1\n    quantity: tpot_p50\n    at: {concurrency: 1}\n    predicted: 7.5 ms\n")
+RAISE = " or raise engine.args.max_model_len (up to the model's 131,072)"
+HINT = ("shorten the workload's lengths or raise engine.args.max_model_len as the line says: a point with a rejected "
+        "request is an error, so no run measures this file (docs/reference/refusals.md)")
+
+
+def _refusal(text: str) -> SpecError:
+    with pytest.raises(SpecError) as exc:
+        loads_spec(text, file="mml.yaml")
+    return exc.value
+
+
+def test_a_request_longer_than_max_model_len_is_refused_at_max_model_len(tmp_path, capsys):
+    # the probe's mml-short.yaml: 1,024 + 256 tokens against max_model_len 512 was "2 predictions ok"
+    text = (MML_HEAD.format(mml=512) + "workload:\n  input_len: 1024\n  output_len: 256\npredictions:\n" + TPOT
+            + "  - id: tput-c16\n    quantity: output_throughput\n    at: {concurrency: 16}\n"
+            "    predicted: 1,600 tok/s\n")
+    err = _refusal(text)
+    assert (err.line, err.hint) == (7, HINT)
+    assert err.message == ("the workload does not fit max_model_len: a request of 1,024 prompt + 256 output tokens = "
+                           "1,280 tokens is longer than max_model_len 512 (engine.args.max_model_len); vLLM rejects "
+                           "it: shorten workload.input_len / output_len" + RAISE)
+    f = tmp_path / "mml.yaml"
+    f.write_text(text)
+    assert cli.main(["check", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("the workload does not fit max_model_len") == 1 and f"{f}:7: the workload does not fit" in out
+
+
+def test_without_max_model_len_the_refusal_is_at_the_workload_line():
+    # max_model_len is the model's max_position_embeddings, 131,072: no raise to offer
+    text = (MML_HEAD.format(mml=8192).replace("  args:\n    max_model_len: 8192\n", "")
+            + "workload:\n  input_len: 131000\n  output_len: 256\npredictions:\n" + TPOT)
+    err = _refusal(text)
+    assert err.line == 8 and err.message == (
+        "the workload does not fit max_model_len: a request of 131,000 prompt + 256 output tokens = 131,256 tokens is "
+        "longer than max_model_len 131,072 (the model's max_position_embeddings); vLLM rejects it: shorten "
+        "workload.input_len / output_len")
+
+
+def test_a_length_distribution_whose_max_is_longer_is_refused():
+    err = _refusal(MML_HEAD.format(mml=8192) + "workload:\n  input_len: {dist: uniform, min: 100, max: 100000}\n"
+                   "  output_len: 256\npredictions:\n" + TPOT)
+    assert err.line == 7 and err.message == (
+        "the workload does not fit max_model_len: the longest request of 100,000 prompt (the input_len distribution's "
+        "max) + 256 output tokens = 100,256 tokens is longer than max_model_len 8,192 (engine.args.max_model_len); "
+        "vLLM rejects it: shorten workload.input_len / output_len" + RAISE)
+    # the boundary: 7,936 + 256 = 8,192 tokens fit
+    loads_spec(MML_HEAD.format(mml=8192) + "workload:\n  input_len: {dist: uniform, min: 100, max: 7936}\n"
+               "  output_len: 256\npredictions:\n" + TPOT, file="mml.yaml")
+
+
+def test_a_normal_without_a_max_is_refused_where_its_typical_request_is_longer():
+    err = _refusal(MML_HEAD.format(mml=8192) + "workload:\n  input_len: {dist: normal, mean: 9000, std: 100}\n"
+                   "  output_len: 256\npredictions:\n" + TPOT)
+    assert err.line == 7 and err.message == (
+        "the workload does not fit max_model_len: the typical request of 9,000 prompt (the mean of the input_len "
+        "distribution, which has no max) + 256 output tokens = 9,256 tokens is longer than max_model_len 8,192 "
+        "(engine.args.max_model_len); vLLM rejects it: shorten workload.input_len / output_len" + RAISE)
+
+
+def test_a_normal_whose_tail_only_is_longer_is_a_warning_with_its_share():
+    text = (MML_HEAD.format(mml=8192) + "workload:\n  input_len: {dist: normal, mean: 6000, std: 1000}\n"
+            "  output_len: 256\npredictions:\n" + TPOT)
+    msg = ("mml.yaml:10: about 2.64% of the requests are longer than max_model_len 8,192: the normal input_len (mean "
+           "6,000, std 1,000) has no max, and its tail passes max_model_len; vLLM rejects each such request (HTTP "
+           "400), and one failed request makes a measured point an error: give the distribution a max so that the "
+           "longest prompt + output is at most 8,192 tokens")
+    with pytest.warns(RequestLengthWarning) as rec:
+        spec = loads_spec(text, file="mml.yaml")
+    assert [str(w.message) for w in rec] == [msg] and spec.warnings == [msg]
+    assert all(p.error is None for p in spec.predictions)
+    # under 1 request in 10,000 (mean + 4.2 std): nothing said
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loads_spec(text.replace("std: 1000", "std: 460"), file="mml.yaml")
+
+
+def test_a_predictions_own_setup_is_refused_at_its_own_line_once():
+    text = (MML_HEAD.format(mml=8192) + "workload:\n  input_len: 1024\n  output_len: 256\npredictions:\n" + TPOT
+            + "  - id: own\n    quantity: tpot_p50\n    at: {concurrency: 1}\n    predicted: 7.5 ms\n    setup:\n"
+            "      workload: {input_len: 100000}\n"
+            "  - id: own2\n    quantity: tpot_p50\n    at: {concurrency: 1}\n    predicted: 7.5 ms\n    setup:\n"
+            "      engine:\n        args:\n          max_model_len: 1000\n")
+    spec = loads_spec(text, file="mml.yaml")
+    ok, own, own2 = spec.predictions
+    assert ok.error is None
+    assert own.error.line == 23 and own.error.message == (
+        "this prediction's workload does not fit max_model_len: a request of 100,000 prompt + 256 output tokens = "
+        "100,256 tokens is longer than max_model_len 8,192 (engine.args.max_model_len); vLLM rejects it: shorten "
+        "setup.workload.input_len / output_len" + RAISE)
+    assert own2.error.line == 31 and own2.error.message == (
+        "this prediction's workload does not fit max_model_len: a request of 1,024 prompt + 256 output tokens = "
+        "1,280 tokens is longer than max_model_len 1,000 (setup.engine.args.max_model_len); vLLM rejects it: shorten "
+        "workload.input_len / output_len or raise setup.engine.args.max_model_len (up to the model's 131,072)")
+
+
+def test_an_own_setup_that_changes_nothing_of_it_leaves_the_refusal_to_the_file(tmp_path, capsys):
+    f = tmp_path / "mml.yaml"
+    f.write_text(MML_HEAD.format(mml=512) + "workload:\n  input_len: 1024\n  output_len: 256\npredictions:\n" + TPOT
+                 + "  - id: own\n    quantity: tpot_p50\n    at: {concurrency: 1}\n    predicted: 7.5 ms\n"
+                 "    setup:\n      hardware: h200\n")
+    assert cli.main(["check", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("does not fit max_model_len") == 1 and f"{f}:7: the workload does not fit" in out
+
+
+def test_predict_and_the_file_reader_share_the_rule():
+    setup = build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b", engine={"args": {"max_model_len": 512}},
+                        workload={"input_len": 1024, "output_len": 256})
+    assert length_error(setup) == request_length_problem(
+        setup, lengths="--input-len / --output-len", max_model_len="--max-model-len") == (
+        "a request of 1,024 prompt + 256 output tokens = 1,280 tokens is longer than max_model_len 512 "
+        "(--max-model-len); vLLM rejects it: shorten --input-len / --output-len or raise --max-model-len (up to the "
+        "model's 131,072)")
+    # a dataset's prompts are measured as the load is built (which refuses a long one there): nothing here
+    data = build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b", engine={"args": {"max_model_len": 512}},
+                       workload={"input_len": 1024, "output_len": 256, "dataset": {"path": "p.jsonl"}})
+    assert request_length_problem(data) is None
