@@ -1,5 +1,6 @@
 """The reading defects the s15 reliability probe found (notes/s15/probe.md §1), each refused at its YAML line
-with the exact words: a workload longer than max_model_len (#1), absurd integer engine args (#3, #11)."""
+with the exact words: a workload longer than max_model_len (#1), absurd integer engine args (#3, #11); and the check
+and the launch read ``distributed_executor_backend`` alike (#5)."""
 
 from __future__ import annotations
 
@@ -186,3 +187,37 @@ def test_predict_and_the_file_reader_share_the_rule():
     data = build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b", engine={"args": {"max_model_len": 512}},
                        workload={"input_len": 1024, "output_len": 256, "dataset": {"path": "p.jsonl"}})
     assert request_length_problem(data) is None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# #5: distributed_executor_backend: " mp " -- the check accepted it, the launch refused it
+# --------------------------------------------------------------------------------------------------------------
+EXEC = ("hardware: cpu\nmodel: roofline-tiny\nengine:\n  name: vllm\n  version: \"0.32.0\"\n"
+        "  cpu_kvcache_space: 1 GiB\n  args: {{max_model_len: 1024, distributed_executor_backend: {backend}}}\n"
+        "workload: {{input_len: 16, output_len: 4}}\nsweep: {{mode: closed, concurrency: [1], requests_per_point: 4, "
+        "warmup: 1}}\npredictions:\n  - id: littles\n    quantity: littles_law_ratio\n    at: {{concurrency: 1}}\n"
+        "    predicted: 1.0\n    tolerance: ±50%\n")
+
+
+def test_a_backend_the_check_accepts_is_the_one_launched():
+    from pytest_roofline.measure.sweep import engine_config_for
+
+    spec = loads_spec(EXEC.format(backend='" mp "'), file="exec.yaml")
+    assert all(p.error is None for p in spec.predictions)
+    cfg = engine_config_for(spec, device="cpu")
+    assert cfg.distributed_executor_backend == "mp"
+    flags = cfg.vllm_flags()
+    assert flags[flags.index("--distributed-executor-backend") + 1] == "mp"
+    # the setup reads it so too: vLLM 0.32's async scheduling default holds for mp, as for mp written plainly
+    from pytest_roofline.model import engine_args
+
+    assert engine_args.normalise_engine_args({"distributed_executor_backend": " mp "})[0] == {
+        "distributed_executor_backend": "mp"}
+
+
+@pytest.mark.parametrize(("backend", "read"), [('" MP "', "MP"), ('" uni "', "uni")])
+def test_a_backend_the_launch_refuses_is_refused_by_the_check(backend, read):
+    err = _refusal(EXEC.format(backend=backend))  # named as it would be launched: without the spaces
+    assert err.line == 7 and err.message.startswith(
+        f"setup does not resolve: engine.args.distributed_executor_backend: {read!r} is not a backend the plugin "
+        "launches: write one of mp, ray")

@@ -12,7 +12,11 @@ from typing import Any, Literal, cast
 
 from pytest_roofline import redact
 from pytest_roofline.format.engine_command import check_command, expand_command
-from pytest_roofline.model.engine_args import EXECUTOR_BACKENDS, ExecutorBackend  # the one home of the fact
+from pytest_roofline.model.engine_args import (  # the one home of the fact
+    EXECUTOR_BACKENDS,
+    ExecutorBackend,
+    executor_backend,
+)
 
 __all__ = ["EngineConfig", "VLLM_ENTRYPOINT", "redact_env", "EXECUTOR_BACKENDS", "cpu_threads_bind"]
 
@@ -93,7 +97,9 @@ class EngineConfig:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
         if self.distributed_executor_backend is not None:
-            self.distributed_executor_backend = cast(ExecutorBackend, str(self.distributed_executor_backend))
+            # the check's normalisation (engine_args.executor_backend), so the value it accepted is the one launched
+            self.distributed_executor_backend = cast(ExecutorBackend,
+                                                     str(executor_backend(self.distributed_executor_backend)))
             if self.distributed_executor_backend not in EXECUTOR_BACKENDS:
                 raise ValueError(f"distributed_executor_backend must be one of {', '.join(EXECUTOR_BACKENDS)}, "
                                  f"got {self.distributed_executor_backend!r}")

@@ -29,7 +29,7 @@ from pytest_roofline.model.engine_args._releases import (
     _version,
     async_scheduling_default,
 )
-from pytest_roofline.model.engine_args._spellings import normalise_engine_args
+from pytest_roofline.model.engine_args._spellings import executor_backend, normalise_engine_args
 
 Scope = Literal["setup", "serving"]
 
@@ -384,7 +384,7 @@ def _problem(key: str, value: Any, args: Mapping[str, Any], *, device: str, scop
 def _executor_problem(value: Any, field: str) -> str | None:
     """``distributed_executor_backend`` changes no figure, but the plugin launches only :data:`EXECUTOR_BACKENDS`:
     any other value is refused at its field, before anything starts (None, vLLM's own choice, is fine)."""
-    if value is None or (isinstance(value, str) and value.strip() in EXECUTOR_BACKENDS):
+    if value is None or executor_backend(value) in EXECUTOR_BACKENDS:
         return None
     return (f"{field}: {value!r} is not a backend the plugin launches: write one of {', '.join(EXECUTOR_BACKENDS)} "
             "(mp: worker processes on one node, vLLM's default; ray: a Ray cluster, for more than one node), or remove "

@@ -39,6 +39,14 @@ def canonical_key(raw: Any) -> tuple[str, bool]:
     return key, False
 
 
+def executor_backend(value: Any) -> Any:
+    """``distributed_executor_backend`` as vLLM is to receive it: a name without the spaces around it (YAML keeps
+    them in ``" mp "``), anything else as written.  The one normalisation the check (``_executor_problem``), the
+    setup (:func:`normalise_engine_args`) and the launch (measure/engine/_config.py ``EngineConfig``) read it by,
+    so a value the check accepts is the value launched."""
+    return value.strip() if isinstance(value, str) else value
+
+
 def normalise_engine_args(args: Mapping[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
     """``args`` with one spelling per argument (:func:`canonical_key`; a ``no_`` flag's value negated), and the
     problems found on the way: the same argument under two spellings, a ``no_`` flag that is neither true nor
@@ -62,6 +70,6 @@ def normalise_engine_args(args: Mapping[str, Any]) -> tuple[dict[str, Any], list
                                     "(vLLM reads both as one argument); keep one of the two"))
             continue
         first[key] = str(raw)
-        out[key] = value
+        out[key] = executor_backend(value) if key == "distributed_executor_backend" else value
     return out, problems
 
