@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_roofline import redact
-from pytest_roofline.errors import NotMeasured, PointError, ResultsError, SpecError, WorkloadError
+from pytest_roofline.errors import NotMeasured, PointError, ResultsError, SetupValueError, SpecError, WorkloadError
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.measure import gpu as gpu_mod
 from pytest_roofline.measure.engine import applied
@@ -32,6 +32,7 @@ from pytest_roofline.measure.plan import PointPlan, is_knee_only, needs_engine, 
 from pytest_roofline.measure.progress import EngineWait, PointUpdate, SweepProgress, output_tok_per_s
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsWriter, new_results, point_record
 from pytest_roofline.measure.target import MeasurementProvider, Target
+from pytest_roofline.model import engine_args
 from pytest_roofline.model import hardware as hw_mod
 from pytest_roofline.model.tiny import TINY_MODEL
 from pytest_roofline.quantities.measurement import (
@@ -185,6 +186,13 @@ def engine_config_for(spec: Spec, *, device: Device, gpus_visible: int | None = 
     extra: list[str] = []
     for key, value in args.items():
         flag = "--" + key.replace("_", "-")
+        if key in engine_args.FLAG_ARGS:
+            # an on/off arg goes as --flag or --no-flag, read as the check read it (a bare key, `maybe` or 2 is
+            # refused there: never dropped, never passed as `--flag maybe`)
+            try:
+                value = engine_args.read_flag(value, f"engine.args.{key}")
+            except SetupValueError as e:
+                raise SpecError(str(e), file=spec.path, line=_engine_arg_line(spec.path, key)) from None
         if value is True:
             extra.append(flag)
         elif value is False:

@@ -1,6 +1,7 @@
 """The reading defects the s15 reliability probe found (notes/s15/probe.md §1), each refused at its YAML line
 with the exact words: a workload longer than max_model_len (#1), absurd integer engine args (#3, #11); and the check
-and the launch read ``distributed_executor_backend`` alike (#5)."""
+and the launch read ``distributed_executor_backend`` alike (#5) and every on/off arg of vLLM's the plugin passes
+through (#6)."""
 
 from __future__ import annotations
 
@@ -221,3 +222,44 @@ def test_a_backend_the_launch_refuses_is_refused_by_the_check(backend, read):
     assert err.line == 7 and err.message.startswith(
         f"setup does not resolve: engine.args.distributed_executor_backend: {read!r} is not a backend the plugin "
         "launches: write one of mp, ray")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# #6: disable_custom_all_reduce (and vLLM's other on/off args) read as on/off: a bare key was dropped from the
+# launch, `maybe` launched as --disable-custom-all-reduce maybe
+# --------------------------------------------------------------------------------------------------------------
+DCAR = ("hardware: h100-sxm\nmodel: qwen3-8b\nengine:\n  name: vllm\n  version: \"0.11.0\"\n  args:\n"
+        "    max_model_len: 8192\n    tensor_parallel_size: 2\n    {arg}:{value}\n"
+        "workload: {{input_len: 1024, output_len: 256}}\n"
+        "sweep: {{mode: closed, concurrency: [1, 16], requests_per_point: 10x}}\nmodel_column: serving\n"
+        "predictions:\n  - id: tpot-c16\n    quantity: tpot_p50\n    at: {{concurrency: 16}}\n    predicted: model\n")
+
+
+@pytest.mark.parametrize("arg", ["disable_custom_all_reduce", "trust_remote_code", "disable_log_stats",
+                                 "enable_request_id_headers", "worker_use_ray"])
+def test_a_bare_on_off_arg_is_refused_at_its_line(arg):
+    err = _refusal(DCAR.format(arg=arg, value=""))
+    flag = arg.replace("_", "-")
+    assert err.line == 9 and err.message == (
+        f"setup does not resolve: engine.args.{arg}: has no value (a bare '{arg}:' is YAML null, while vLLM's bare "
+        f"--{flag} means true); write {arg}: true or {arg}: false")
+
+
+@pytest.mark.parametrize(("value", "shown"), [(" maybe", "'maybe'"), (" 2", "2")])
+def test_an_on_off_arg_that_is_neither_is_refused(value, shown):
+    err = _refusal(DCAR.format(arg="disable_custom_all_reduce", value=value))
+    assert err.line == 9 and err.message == (
+        f"setup does not resolve: engine.args.disable_custom_all_reduce: {shown} is neither on nor off; write "
+        "disable_custom_all_reduce: true or disable_custom_all_reduce: false")
+
+
+@pytest.mark.parametrize(("value", "flags"), [
+    (" true", ["--disable-custom-all-reduce"]), (' "true"', ["--disable-custom-all-reduce"]),
+    (" 1", ["--disable-custom-all-reduce"]), (" false", ["--no-disable-custom-all-reduce"])])
+def test_an_on_off_arg_is_launched_as_a_flag_never_with_a_value(value, flags):
+    from pytest_roofline.measure.sweep import engine_config_for
+
+    text = EXEC.format(backend="mp").replace(", distributed_executor_backend: mp}",
+                                             f", disable_custom_all_reduce:{value}}}")
+    cfg = engine_config_for(loads_spec(text, file="exec.yaml"), device="cpu")
+    assert cfg.extra_args == flags

