@@ -276,8 +276,11 @@ def _syntax_error(exc: yaml.MarkedYAMLError, file: str) -> SpecError:
         return SpecError(f"YAML does not parse: the {bracket} opened here (column {opened.column + 1}) is not closed "
                          f"before line {mark.line + 1}: {exc.problem or exc}", file=file, line=opened.line + 1,
                          hint=f"close it with {close} after its last entry (entries are separated by commas)")
+    hint = "check indentation and quoting; quote values containing ': ' or '#'"
+    if "chomping or indentation indicators" in str(exc.problem or ""):  # a plain value that starts with > or |
+        hint = ("a value starting with > or | is a YAML block scalar: quote it, e.g. tolerance: \">= 600 tok/s\"")
     return SpecError(f"YAML does not parse: {exc.problem or exc}", file=file, line=mark.line + 1 if mark else None,
-                     hint="check indentation and quoting; quote values containing ': ' or '#'")
+                     hint=hint)
 
 
 def compose(text: str, file: str, limits: Limits) -> yaml.Node | None:

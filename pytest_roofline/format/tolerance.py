@@ -26,8 +26,10 @@ from pytest_roofline.units import UnitError, parse_number, unit_scale
 
 __all__ = ["Tolerance", "ToleranceError", "parse_tolerance", "TOLERANCE_HELP", "MAX_TOLERANCE_LENGTH"]
 
+#: the forms to write, each as it is written in YAML: a value starting with ``>`` is a block scalar there, so the
+#: one-sided bound above is quoted (``tolerance: >= 600 tok/s`` does not parse)
 TOLERANCE_HELP = (
-    "write ±10%, +5%/-20%, ±0.5 ms, 1,600..1,900 tok/s, >= 600 tok/s, <= +10% or exact"
+    'write ±10%, +5%/-20%, ±0.5 ms, 1,600..1,900 tok/s, ">= 600 tok/s", <= +10% or exact'
 )
 
 
@@ -87,7 +89,8 @@ class Tolerance:
         return ok_lo and ok_hi
 
 
-_PCT = r"(\d+(?:\.\d*)?|\.\d+)\s*%"
+#: a percentage: a number, with an exponent or not (``1e1%``), then ``%``
+_PCT = r"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*%"
 
 
 def parse_tolerance(text: str | list[Any] | tuple[Any, ...], dimension: str, default_unit: str = "") -> Tolerance:

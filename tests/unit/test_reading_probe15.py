@@ -1,7 +1,7 @@
 """The reading defects the s15 reliability probe found (notes/s15/probe.md §1), each refused at its YAML line
 with the exact words: a workload longer than max_model_len (#1), absurd integer engine args (#3, #11); and the check
 and the launch read ``distributed_executor_backend`` alike (#5) and every on/off arg of vLLM's the plugin passes
-through (#6)."""
+through (#6); a tolerance's percentage with an exponent (#8) and the quoted one-sided bound its hint shows (#12)."""
 
 from __future__ import annotations
 
@@ -263,3 +263,31 @@ def test_an_on_off_arg_is_launched_as_a_flag_never_with_a_value(value, flags):
                                              f", disable_custom_all_reduce:{value}}}")
     cfg = engine_config_for(loads_spec(text, file="exec.yaml"), device="cpu")
     assert cfg.extra_args == flags
+
+
+# --------------------------------------------------------------------------------------------------------------
+# #8: ±1e1% got "unit '%' does not fit a time quantity"; #12: the hint's >= 600 tok/s does not parse unquoted
+# --------------------------------------------------------------------------------------------------------------
+VAC = (MML_HEAD.format(mml=8192) + "workload: {input_len: 1024, output_len: 256}\npredictions:\n"
+       "  - id: tpot-c1\n    quantity: tpot_p50\n    at: {concurrency: 1}\n    predicted: 7.5 ms\n"
+       "    tolerance: {tol}\n")
+
+
+@pytest.mark.parametrize(("tol", "lo", "hi"), [("±1e1%", 0.1, 0.1), ("+1e1%/-5e0%", 0.05, 0.1),
+                                                ("1.5E-1 %", 0.0015, 0.0015)])
+def test_a_percentage_with_an_exponent_is_read(tol, lo, hi):
+    [p] = loads_spec(VAC.replace("{tol}", tol), file="t.yaml").predictions
+    assert p.error is None and (p.tolerance.rel_lo, p.tolerance.rel_hi) == pytest.approx((lo, hi))
+
+
+def test_the_tolerance_hint_shows_the_one_sided_bound_quoted_and_it_parses_so():
+    [p] = loads_spec(VAC.replace("{tol}", "abc"), file="t.yaml").predictions
+    assert p.error.line == 16 and p.error.hint == (
+        'write ±10%, +5%/-20%, ±0.5 ms, 1,600..1,900 tok/s, ">= 600 tok/s", <= +10% or exact')
+    [p] = loads_spec(VAC.replace("{tol}", '">= 6 ms"'), file="t.yaml").predictions
+    assert p.error is None and p.tolerance.lower == pytest.approx(0.006)
+    # written unquoted, YAML reads a block scalar: the error says to quote it
+    with pytest.raises(SpecError) as exc:
+        loads_spec(VAC.replace("{tol}", ">= 6 ms"), file="t.yaml")
+    assert exc.value.line == 16 and exc.value.hint == (
+        'a value starting with > or | is a YAML block scalar: quote it, e.g. tolerance: ">= 600 tok/s"')
