@@ -698,7 +698,26 @@ def read_tolerance(ctx: NodeReader, node: yaml.Node, dimension: str, unit: str, 
                           or tol.upper is not None):
         raise ctx.err(node, f"{what}: a default tolerance must be relative (it applies to every quantity)",
                       "write e.g. ±10%")
+    _refuse_reaching_zero(ctx, node, tol, what)
     return tol
+
+
+def _refuse_reaching_zero(ctx: NodeReader, node: yaml.Node, tol: Tolerance, what: str) -> None:
+    """Refuse a relative tolerance that reaches 100% or more below the ink: its band then runs down to 0 or below,
+    and no quantity the plugin checks is negative (times, rates, bytes, counts, shares), so it accepts any value
+    under the ink, however far: TPOT ink of 1e300 ms at ±100% passed the math check (probe s15 #7).  What was
+    meant is a one-sided bound (``<= +100%``: at most double the ink) or a narrower band; the check is kept
+    demanding rather than warned about, since a test that cannot fail on one side reads as a pass on that side."""
+    if tol.rel_lo is None or not tol.rel_lo >= 1.0 - 1e-12:
+        return
+    text = tol.text.strip()
+    if tol.rel_hi is None:
+        raise ctx.err(node, f"{what}: {text} accepts any value (down to 0, with no upper bound; no quantity checked "
+                      "is negative)", "write a band under 100% (e.g. ±50%) or a one-sided upper bound like '<= +10%'")
+    raise ctx.err(node, f"{what}: {text} accepts anything down to 0 ({tol.rel_lo:.0%} below the ink reaches it; no "
+                  "quantity checked is negative), so ink too high always passes",
+                  f"write a one-sided bound like '<= +{tol.rel_hi:.0%}' if only the top is meant, or a band under "
+                  "100% (e.g. ±50%)")
 
 
 def _bare_number(text: str) -> bool:

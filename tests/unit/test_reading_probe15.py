@@ -1,7 +1,8 @@
 """The reading defects the s15 reliability probe found (notes/s15/probe.md §1), each refused at its YAML line
-with the exact words: a workload longer than max_model_len (#1), absurd integer engine args (#3, #11); and the check
+with the exact words: a workload longer than max_model_len (#1), absurd integer engine args (#3, #11); the check
 and the launch read ``distributed_executor_backend`` alike (#5) and every on/off arg of vLLM's the plugin passes
-through (#6); a tolerance's percentage with an exponent (#8) and the quoted one-sided bound its hint shows (#12)."""
+through (#6); a tolerance's percentage with an exponent (#8) and the quoted one-sided bound its hint shows (#12);
+a tolerance reaching 0 below the ink, which cannot fail there (#7)."""
 
 from __future__ import annotations
 
@@ -291,3 +292,35 @@ def test_the_tolerance_hint_shows_the_one_sided_bound_quoted_and_it_parses_so():
         loads_spec(VAC.replace("{tol}", ">= 6 ms"), file="t.yaml")
     assert exc.value.line == 16 and exc.value.hint == (
         'a value starting with > or | is a YAML block scalar: quote it, e.g. tolerance: ">= 600 tok/s"')
+
+
+# --------------------------------------------------------------------------------------------------------------
+# #7: ±100% or more below the ink reaches 0: TPOT ink of 1e300 ms at ±100% passed the math check
+# --------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("tol", "below", "top"), [("±100%", "100%", "100%"), ("±1000%", "1000%", "1000%"),
+                                                   ("+5%/-100%", "100%", "5%"), ('"+-1e2%"', "100%", "100%")])
+def test_a_tolerance_reaching_zero_is_refused_at_its_line(tol, below, top):
+    [p] = loads_spec(VAC.replace("predicted: 7.5 ms", "predicted: 1e300 ms").replace("{tol}", tol),
+                     file="t.yaml").predictions
+    assert p.error.line == 16 and p.error.message == (
+        f"tolerance: {tol.strip(chr(34))} accepts anything down to 0 ({below} below the ink reaches it; no quantity "
+        "checked is negative), so ink too high always passes")
+    assert p.error.hint == (f"write a one-sided bound like '<= +{top}' if only the top is meant, or a band under 100% "
+                            "(e.g. ±50%)")
+
+
+def test_a_one_sided_bound_to_zero_and_a_default_are_refused_too():
+    [p] = loads_spec(VAC.replace("{tol}", '">= -100%"'), file="t.yaml").predictions
+    assert p.error.line == 16 and p.error.message == (
+        "tolerance: >= -100% accepts any value (down to 0, with no upper bound; no quantity checked is negative)")
+    text = VAC.replace("    tolerance: {tol}\n", "").replace("predictions:",
+                                                        "defaults: {tolerance: ±150%}\npredictions:")
+    with pytest.raises(SpecError) as exc:
+        loads_spec(text, file="t.yaml")
+    assert exc.value.line == 11 and exc.value.message.startswith("defaults.tolerance: ±150% accepts anything down to 0")
+
+
+@pytest.mark.parametrize("tol", ["±99%", '"<= +100%"', "+1000%/-50%"])
+def test_a_tolerance_short_of_zero_is_read(tol):
+    [p] = loads_spec(VAC.replace("{tol}", tol), file="t.yaml").predictions
+    assert p.error is None
