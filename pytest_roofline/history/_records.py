@@ -366,13 +366,18 @@ class RunRecord:
 
 
 class HistoryStore(Protocol):
-    """Where runs are kept. ``add`` never overwrites; ``runs`` reads the index only (fast: hundreds of nights in
-    well under a second); ``load`` opens one run in full."""
+    """Where runs are kept. ``add`` never overwrites (``add_values`` only adds the values a run lacks); ``runs``
+    reads the index only (fast: hundreds of nights in well under a second); ``load`` opens one run in full."""
 
     @property
     def uri(self) -> str: ...
 
     def add(self, record: RunRecord) -> RunSummary: ...
+
+    def add_values(self, run_id: str, record: RunRecord) -> tuple[RunSummary, int, int]:
+        """Add to stored run ``run_id`` the values of ``record`` (a replay of its measurement) that it lacks, never
+        replacing one it holds: (its summary now, values added, values it held); all or nothing."""
+        ...
 
     def runs(self, setup: SetupKey | None = None) -> Sequence[RunSummary]:
         """Every stored run (of ``setup`` when given), oldest first."""

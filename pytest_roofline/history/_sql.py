@@ -35,6 +35,7 @@ from pytest_roofline.history._store import (
     _ordered,
     _with_new_suffix,
     gc_paused,
+    merge_record,
     new_run_id,
     record_files,
     record_from_files,
@@ -57,6 +58,10 @@ _DRIVER_HINT = {
     "mariadb": "pip install 'pytest-roofline[history]' pymysql (and use mariadb+pymysql://)",
     "sqlite": "pip install 'pytest-roofline[history]'",
 }
+
+
+class _Changed(Exception):
+    """The run's row changed between its read and its update (another runner added to it): read again."""
 
 
 def _tables(sa: Any) -> tuple[Any, Any, Any]:
@@ -220,6 +225,48 @@ class SqlStore:
             except Exception as exc:
                 raise self._error(f"cannot store run {run_id}", exc) from exc
         raise HistoryError(f"{self.uri}: no free run id after {_MAX_TRIES} tries")  # pragma: no cover
+
+    def add_values(self, run_id: str, record: RunRecord) -> tuple[RunSummary, int, int]:
+        """Add to stored run ``run_id`` the values of ``record`` (a replay of the same measurement) that it lacks
+        (:func:`~pytest_roofline.history._store.merge_record`); (its summary as stored now, how many values were
+        added, how many it held). One transaction: the run's row and its changed files, or nothing, so a write
+        that fails (or is interrupted) leaves the run as it was. The row is updated only where its summary is
+        still the one read (another runner adding to the same run meanwhile: read again and retry)."""
+        sa = self._sa
+        runs, files_t = self._runs, self._files
+        for _ in range(_MAX_TRIES):
+            try:
+                with self._engine.begin() as conn:
+                    row = conn.execute(sa.select(runs.c.summary).where(runs.c.run_id == run_id)).first()
+                    if row is None:
+                        raise HistoryError(f"{self.uri}: no run {run_id}")
+                    files = {str(n): str(c) for n, c in conn.execute(
+                        sa.select(files_t.c.name, files_t.c.content).where(files_t.c.run_id == run_id)).all()}
+                    old = record_from_files(files, f"{self.uri} run {run_id}")
+                    merged, added, held = merge_record(old, record)
+                    stored = replace(redact_summary(merged.summary), run_id=run_id, location=run_id)
+                    if not added:
+                        return stored, 0, held
+                    text = json.dumps(summary_to_json(stored, compact=True), ensure_ascii=False,
+                                      separators=(",", ":"))
+                    done = conn.execute(runs.update().where(runs.c.run_id == run_id, runs.c.summary == row[0])
+                                        .values(summary=text))
+                    if done.rowcount != 1:
+                        raise _Changed
+                    for name, content in record_files(merged, stored):
+                        if name not in files:
+                            conn.execute(files_t.insert(), [{"run_id": run_id, "name": name, "content": content}])
+                        elif files[name] != content:
+                            conn.execute(files_t.update().where(files_t.c.run_id == run_id, files_t.c.name == name)
+                                         .values(content=content))
+                return stored, added, held
+            except _Changed:
+                continue
+            except HistoryError:
+                raise
+            except Exception as exc:
+                raise self._error(f"cannot add values to run {run_id}; the run keeps what it held", exc) from exc
+        raise HistoryError(f"{self.uri}: run {run_id} kept changing while values were added to it")  # pragma: no cover
 
     def _exists(self, run_id: str) -> bool:
         sa = self._sa

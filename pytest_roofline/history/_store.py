@@ -19,6 +19,10 @@ lock); a missing index, a truncated last line or a corrupt line is rebuilt from 
 :class:`~pytest_roofline.errors.HistoryIndexRebuiltWarning` says so. A file of a newer ``schema_version`` is
 refused with a :class:`~pytest_roofline.errors.HistoryError`.
 
+``add_values`` is the one change to a stored run: the values a replay of its own measurement holds that it lacks
+(a ``-k`` replay stored first, then the whole night), each changed file written whole beside its target and
+renamed over it, run.json and the index last (see the method).
+
 Every text written is passed through :func:`pytest_roofline.redact.redact_data` once more (the plugin already
 redacts verdicts and results; the store does not rely on it).
 """
@@ -51,13 +55,15 @@ from pytest_roofline.history._records import (
     StoredValue,
     as_kind,
     as_outcome,
+    measurement_id,
     prediction_key,
     sort_time,
 )
 from pytest_roofline.history._samples import pack_samples, unpack_samples
 from pytest_roofline.redact import redact_data, redact_text, redact_url
 
-__all__ = ["DirectoryStore", "new_run_id", "read_run_dir", "record_files", "record_from_files", "INDEX_NAME"]
+__all__ = ["DirectoryStore", "new_run_id", "read_run_dir", "record_files", "record_from_files", "merge_record",
+           "INDEX_NAME"]
 
 INDEX_NAME = "index.jsonl"
 _LOCK_NAME = ".index.lock"
@@ -264,7 +270,8 @@ def summary_from_json(d: Any, where: str) -> RunSummary:
                           values=_decode_values(d.get("values") or []), location=str(d.get("location") or ""),
                           outcomes=dict(d.get("outcomes") or {}),
                           measurements=tuple(str(x) for x in d.get("measurements") or ()
-                                             if isinstance(x, str)))
+                                             if isinstance(x, str)),
+                          unchecked=tuple(str(x) for x in d.get("unchecked") or () if isinstance(x, str)))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise HistoryError(f"{where}: not a run summary ({type(exc).__name__}: {exc})") from exc
 
@@ -301,6 +308,45 @@ def redact_summary(summary: RunSummary) -> RunSummary:
                    for v in summary.values)
     return replace(summary, label=t(summary.label), branch=t(summary.branch), commit=t(summary.commit),
                    values=values)
+
+
+def merge_record(old: RunRecord, new: RunRecord) -> tuple[RunRecord, int, int]:
+    """``old`` (a stored run) with the values of ``new`` (a replay of the same measurement: a ``-k`` replay stored
+    first, then the whole night) that it lacks, by key; (the merged record, how many values were added, how many
+    ``old`` held). Nothing ``old`` holds is replaced: a key both hold keeps the stored value, verdict and
+    environment fact. The added values' verdicts follow them (a record from ``build_records`` holds its verdicts in
+    its values' order), their statuses and outcomes join the counts, they leave ``unchecked``, and a results file
+    whose measurement the run does not hold yet joins its results. Added 0: ``old`` itself."""
+    o, n = old.summary, new.summary
+    have = {v.key for v in o.values}
+    added = [v for v in n.values if v.key not in have]
+    if not added:
+        return old, 0, len(o.values)
+    keys = {v.key for v in added}
+    verdicts = list(old.verdicts)
+    if len(new.verdicts) == len(n.values):
+        verdicts += [dict(d) for v, d in zip(n.values, new.verdicts, strict=True) if v.key in keys]
+    counts, outcomes = dict(o.counts), dict(o.outcomes)
+    for v in added:
+        counts[v.status] = counts.get(v.status, 0) + 1
+        if v.outcome:
+            outcomes[v.outcome] = outcomes.get(v.outcome, 0) + 1
+    values = (*o.values, *added)
+    merged_keys = {v.key for v in values}
+    unchecked = tuple(k for k in dict.fromkeys((*o.unchecked, *n.unchecked)) if k not in merged_keys)
+    ids = set(o.measurements) | {measurement_id(r) for r in old.results}
+    results = list(old.results)
+    for r in new.results:
+        mid = measurement_id(r)
+        if mid not in ids:
+            ids.add(mid)
+            results.append(r)
+    measurements = tuple(dict.fromkeys((*o.measurements, *n.measurements)))
+    summary = replace(o, values=values, counts=counts, outcomes=outcomes, unchecked=unchecked,
+                      measurements=measurements)
+    environment = {**{str(k): str(x) for k, x in new.environment.items()}, **old.environment}
+    return (RunRecord(summary=summary, verdicts=tuple(verdicts), results=tuple(results), environment=environment),
+            len(added), len(o.values))
 
 
 def record_from_files(files: Mapping[str, str], where: str) -> RunRecord:
@@ -469,6 +515,90 @@ class DirectoryStore:
             raise HistoryError(f"history directory {self.root}: cannot write run {run_id} "
                                f"({exc.strerror or exc}); nothing of it was kept in the store") from exc
         return stored
+
+    def add_values(self, run_id: str, record: RunRecord) -> tuple[RunSummary, int, int]:
+        """Add to stored run ``run_id`` the values of ``record`` (a replay of the same measurement) that it lacks
+        (:func:`merge_record`); (its summary as stored now, how many values were added, how many it held). The same
+        run id and night; nothing it holds is replaced.
+
+        Under the writers' lock, every file that changes (``verdicts.json``, ``environment.json``, a results file it
+        lacked, ``run.json``, and the index with the run's one line replaced) is first written in full beside its
+        target and synced; only then is each renamed over its target, ``run.json`` and the index last. A write that
+        fails (a full disk) removes what it wrote and leaves the run as it was; one interrupted between the renames
+        leaves every file whole, the old run.json or the new, the old index line or the new: the run stays readable
+        (a rebuilt index reads it from run.json)."""
+        with self._locked(exclusive=True):
+            run_dir = self._run_dir(run_id)
+            for path in (run_dir, self.index_path):
+                self._refuse_outside(path)
+            old = read_run_dir(run_dir)
+            merged, added, held = merge_record(old, record)
+            location = run_dir.relative_to(self.root).as_posix()
+            stored = replace(redact_summary(merged.summary), run_id=old.summary.run_id, location=location)
+            if not added:
+                return stored, 0, held
+            rewritten = ("verdicts.json", "environment.json", "run.json")
+            writes = [(run_dir / name, text.encode("utf-8")) for name, text in record_files(merged, stored)
+                      if name in rewritten or not (run_dir / name).exists()]
+            writes.sort(key=lambda w: w[0].name == "run.json")  # run.json last of the run's files
+            writes.append((self.index_path, self._index_with(stored)))
+            staged: list[tuple[Path, Path]] = []
+            try:
+                for target, data in writes:
+                    target.parent.mkdir(exist_ok=True)
+                    tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
+                    staged.append((tmp, target))
+                    with open(tmp, "wb") as fh:
+                        fh.write(data)
+                        fh.flush()
+                        os.fsync(fh.fileno())
+            except OSError as exc:
+                for tmp, _target in staged:
+                    with contextlib.suppress(OSError):
+                        tmp.unlink()
+                raise HistoryError(f"history directory {self.root}: cannot add {added} value(s) to run {run_id} "
+                                   f"({exc.strerror or exc}); the run keeps the {held} it held") from exc
+            try:
+                for tmp, target in staged:
+                    os.replace(tmp, target)
+            except OSError as exc:  # pragma: no cover - a rename within one folder fails only with the disk itself
+                for tmp, _target in staged:
+                    with contextlib.suppress(OSError):
+                        tmp.unlink()
+                raise HistoryError(f"history directory {self.root}: adding values to run {run_id} stopped part-way "
+                                   f"({exc.strerror or exc}); each of its files is whole, run.json and the index "
+                                   "line old or new (a deleted index.jsonl is rebuilt from the run.json files "
+                                   "at the next read)") from exc
+        return stored, added, held
+
+    def _index_with(self, summary: RunSummary) -> bytes:
+        """The index's bytes with the line of ``summary``'s run replaced by ``summary`` (appended where the index
+        holds no line of it); called under the writers' lock."""
+        line = json.dumps(summary_to_json(summary, compact=True), ensure_ascii=False, separators=(",", ":"))
+        try:
+            raw = self.index_path.read_bytes()
+        except FileNotFoundError:
+            raw = b""
+        needle = json.dumps(summary.run_id).encode("utf-8")
+        out: list[bytes] = []
+        found = False
+        for row in raw.split(b"\n"):
+            if not row.strip():
+                continue
+            if needle in row:
+                try:
+                    mine = json.loads(row).get("run_id") == summary.run_id
+                except (ValueError, RecursionError, AttributeError):
+                    mine = False
+                if mine:
+                    if not found:
+                        out.append(line.encode("utf-8"))
+                    found = True
+                    continue
+            out.append(row)
+        if not found:
+            out.append(line.encode("utf-8"))
+        return b"\n".join(out) + b"\n"
 
     def _refuse_outside(self, path: Path) -> None:
         """A HistoryError when ``path`` (a setup folder, the index, its lock), with every symbolic link in it

@@ -196,6 +196,34 @@ def whole_night_command(results_files: Sequence[str], specs: Sequence[str], uri:
                       for f in results_files)
 
 
+def _add_to_stored(rs: RooflineSession, same: RunSummary, rec: Any, where: str) -> tuple[str, bool]:
+    """A replay of a measurement that run ``same`` already holds: the values of it that the run lacks (a ``-k``
+    replay stored first, then the whole night) are added to that run, the same run id and night, and the line says
+    so; a replay that holds nothing new is not stored (one measurement, one night: stored twice it would make a
+    spread of 0). (The line, whether adding failed.)"""
+    setup = rec.summary.setup.text()
+    held = {v.key for v in same.values}
+    lacking = [v for v in rec.summary.values if v.key not in held]
+    adder = getattr(rs.history_store, "add_values", None)
+    if lacking and adder is not None:
+        try:
+            stored, added, had = adder(same.run_id, rec)
+        except Exception as exc:  # HistoryError, OSError, or a driver's own error: never a silent green night
+            detail = str(exc) if isinstance(exc, (HistoryError, OSError)) else f"{type(exc).__name__}: {exc}"
+            return (f"roofline history: {'WARNING' if rs.history_optional else 'ERROR'}: could not add "
+                    f"{len(lacking)} value{'s' if len(lacking) != 1 else ''} of this measurement to run "
+                    f"{same.run_id} of {setup} in {where}: {redact.redact_text(detail)}"
+                    + ("" if rs.history_optional else " (the session fails; --roofline-history-optional makes "
+                                                      "this a warning)")), True
+        if added:
+            return (f"roofline history: added {added} value{'s' if added != 1 else ''} to run {stored.run_id}, which "
+                    f"held {had} of this measurement's ({setup}; the night it was measured, "
+                    f"{rec.summary.started_at})"), False
+    return (f"roofline history: not stored: run {same.run_id} of {setup} already holds the measurement this replay "
+            f"was made at ({rec.summary.started_at}, its results file's created_at), every value of it; a replay "
+            "stores a measurement once"), False
+
+
 def store_session(rs: RooflineSession, *, stopped: str = "") -> tuple[list[str], bool]:
     """Add the session's runs (one per setup) to the store; the lines to print (where each went, or why not) and
     whether a run could not be stored (a session failure unless ``--roofline-history-optional``: a night whose
@@ -251,9 +279,9 @@ def store_session(rs: RooflineSession, *, stopped: str = "") -> tuple[list[str],
         same = next((r for r in rs.history_runs if replayed and r.setup == rec.summary.setup and (
             r.started_at == rec.summary.started_at or set(r.measurements) & set(rec.summary.measurements))), None)
         if same is not None:  # one measurement, one night: stored twice it would make a spread of 0
-            lines.append(f"roofline history: not stored: run {same.run_id} of {rec.summary.setup.text()} already "
-                         f"holds the measurement this replay was made at ({rec.summary.started_at}, its results "
-                         "file's created_at); a replay stores a measurement once")
+            line, bad = _add_to_stored(rs, same, rec, where)
+            lines.append(line)
+            failed = failed or bad
             continue
         try:
             stored = store.add(rec)
