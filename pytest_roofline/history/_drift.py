@@ -60,7 +60,7 @@ from pytest_roofline.units import format_value, shown_unit, signed_percent
 __all__ = ["DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "Drift", "drift_for", "drift_counts",
            "parse_baseline", "pinned_run", "parse_share", "DEFAULT_MIN_COMPARED", "distinguishable", "COMPARED",
            "compared_count", "not_judged_count", "ranked_p", "RANK_ALPHA", "nights_values", "outside_nights",
-           "MIN_NIGHTS", "SPREAD_RUNS", "Move", "judge_move", "changed_badge"]
+           "MIN_NIGHTS", "SPREAD_RUNS", "Move", "judge_move", "changed_badge", "earlier_runs"]
 
 DEFAULT_DRIFT = "10%"
 DEFAULT_BASELINE = "previous"
@@ -425,6 +425,26 @@ def _pinned(runs: Sequence[RunSummary], pinned: str) -> RunSummary | None:
     return hits[0] if len(hits) == 1 else None
 
 
+def earlier_runs(history_runs: Sequence[RunSummary], *, setup: SetupKey | None = None, before: str | None = None,
+                 measurement: str | None = None) -> tuple[list[RunSummary], list[RunSummary]]:
+    """(the runs of ``setup`` a night can be compared with, the runs that hold this very measurement). A run of
+    another setup is neither; ``before`` (a replay's own measurement time) leaves out the runs that started at or
+    after it; a run that holds the replayed file (``measurement``, its
+    :func:`~pytest_roofline.history.measurement_id`) or started at that very time is the replay's own night, never
+    one of its earlier runs: every copy, since a store written before replays were matched may hold the same
+    measurement twice (trial 14n, D5). :func:`drift_for` compares with the first list; the plugin's
+    ``--roofline-drift-fail`` check asks whether it is empty (a replay of a night the store holds as its setup's
+    only one has nothing to compare with, as its first replay had)."""
+    cut = sort_time(before) if before is not None else None  # compared as times, not as the strings written
+    mine = [r for r in history_runs if setup is None or r.setup == setup]
+    itself = [r for r in mine if (measurement and measurement in r.measurements)
+              or (cut is not None and r.started_at and sort_time(r.started_at) == cut)]
+    copies = {r.run_id for r in itself}
+    runs = [r for r in mine if r.run_id not in copies
+            and (cut is None or not r.started_at or sort_time(r.started_at) < cut)]
+    return runs, itself
+
+
 def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary], policy: DriftPolicy, *,
               setup: SetupKey | None = None, before: str | None = None,
               measurement: str | None = None) -> dict[str, Drift]:
@@ -450,17 +470,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
     it was stored at (a live run is stored at its session's start, before the file's ``created_at``): it is left
     out too, and reported as ``stored_as``."""
     values = list(values)
-    cut = sort_time(before) if before is not None else None  # compared as times, not as the strings written
-    runs = [r for r in history_runs if (setup is None or r.setup == setup)
-            and (cut is None or not r.started_at or sort_time(r.started_at) < cut)]
-    # the runs that already hold the replayed measurement (the same setup, started at the same time): never a
-    # baseline of its own replay; a value that finds no other one says so, rather than "no earlier run measured it".
-    # Every copy: a store written before replays were matched may hold the same measurement twice (trial 14n, D5)
-    itself = [r for r in history_runs if (setup is None or r.setup == setup) and (
-        (measurement and measurement in r.measurements)
-        or (cut is not None and r.started_at and sort_time(r.started_at) == cut))]
-    copies = {r.run_id for r in itself}
-    runs = [r for r in runs if r.run_id not in copies]
+    runs, itself = earlier_runs(history_runs, setup=setup, before=before, measurement=measurement)
     runs = unify_keys(runs, values)
     runs.sort(key=lambda r: r.started_at)
     pinned = _pinned(runs, policy.pinned) if policy.pinned is not None else None
@@ -495,7 +505,11 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
                        f"new: the pinned run {policy.pinned} did not measure it on this setup" if pinned is not None
                        else f"new: no run {policy.pinned} of this setup in the store")
             stored_as = next((r.run_id for r in itself if r.value(v.key) is not None), "")
-            if stored_as and policy.pinned is None and not skipped:
+            pinned_self = _pinned(itself, policy.pinned) if policy.pinned is not None and pinned is None else None
+            if pinned_self is not None:  # the pinned run is this very measurement, already stored: not its baseline
+                why = (f"new: the pinned run {pinned_self.run_id} is this measurement itself, already stored, which a "
+                       "replay is not compared with")
+            elif stored_as and policy.pinned is None and not skipped:
                 why = (f"new: the store already holds this measurement (run {stored_as}), which a replay is not "
                        "compared with, and no earlier run on this setup measured it")
             if unheld_now:

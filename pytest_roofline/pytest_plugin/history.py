@@ -19,6 +19,7 @@ from pytest_roofline.history import (
     SetupKey,
     build_records,
     compared_count,
+    earlier_runs,
     file_prediction_keys,
     not_judged_count,
     parse_baseline,
@@ -88,7 +89,18 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
         s = d.get("setup") or {}
         if s:
             by_setup.setdefault(SetupKey(str(s["hardware"]), str(s["model"]), str(s["engine_version"])), []).append(d)
-    stored = {r.setup for r in rs.history_runs}
+    # the setups with a run this night can be compared with: not the replay's own stored measurement (a re-replay
+    # of a night stored as its setup's only one, or pinned as its baseline, has nothing before it, as the first
+    # replay had), nor, for a replay, a night measured after it
+    before = rs.measured_at if rs.mode == "replay" else None
+    stored: set[SetupKey] = set()
+    itself: dict[SetupKey, list[str]] = {}
+    for setup in by_setup:
+        earlier, own = earlier_runs(rs.history_runs, setup=setup, before=before,
+                                    measurement=rs.replay_measurement_id)
+        if earlier:
+            stored.add(setup)
+        itself[setup] = [r.run_id for r in own]
     lines: list[str] = []
     failed = False
     if rs.drift_fail and rs.measured and by_setup and not any(compared_count(ds)[1] for ds in by_setup.values()):
@@ -112,6 +124,12 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
             continue
         if setup not in stored:
             empty = ""
+            if itself.get(setup):
+                many = len(itself[setup]) > 1
+                empty = (f" (already stored: run{'s' if many else ''} {', '.join(itself[setup])} "
+                         f"hold{'' if many else 's'} this very measurement, which a replay is not compared with)")
+            elif any(r.setup == setup for r in rs.history_runs):
+                empty = " (its runs in the store were measured after this replayed night)"
             if not rs.history_runs:  # no run of any setup: a new store, or a path that is not the nightly's store
                 store = rs.history_store
                 root = getattr(store, "root", None)

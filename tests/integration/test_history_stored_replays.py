@@ -138,6 +138,27 @@ def test_a_part_that_cannot_be_added_fails_the_session_and_keeps_the_run(project
     assert [len(s.values) for s in open_store(str(hist)).runs()] == [1]
 
 
+# --------------------------------------------------------------------------- #4 through pytest
+
+
+@pytest.mark.slow
+def test_a_re_replay_of_a_setups_only_night_passes_drift_fail_as_the_first_did(project: Path) -> None:
+    hist = str(project / "hist")
+    first = _replay(project, hist, "--roofline-drift-fail")
+    assert first.returncode == 0, first.stdout
+    assert "the store holds no earlier run of this setup: 19 measured, nothing to compare with yet" in first.stdout
+    (run,) = open_store(hist).runs()
+    already = (f"roofline drift: cpu · roofline-tiny · vllm 0.32.0: the store holds no earlier run of this setup: "
+               f"19 measured, nothing to compare with yet (already stored: run {run.run_id} holds this very "
+               "measurement, which a replay is not compared with)")
+    for pin in ((), ("--roofline-drift-baseline", f"run:{run.run_id}")):  # a CI retry; pinned to that very run
+        again = _replay(project, hist, "--roofline-drift-fail", *pin)
+        assert again.returncode == 0, again.stdout
+        assert already in again.stdout.splitlines()
+        assert "FAILED" not in again.stdout and "moved or renamed" not in again.stdout
+    assert len(open_store(hist).runs()) == 1
+
+
 # --------------------------------------------------------------------------- #2 on each store: add_values
 
 

@@ -4,17 +4,27 @@ by hand from small runs. Through pytest and on each store: tests/integration/tes
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
 
 from pytest_roofline.history import (
+    DriftPolicy,
+    DriftStatus,
     RunRecord,
     RunSummary,
     SetupKey,
     StoredValue,
+    drift_for,
+    earlier_runs,
     prediction_key,
 )
 from pytest_roofline.history._store import merge_record
+from pytest_roofline.pytest_plugin.history import compared_check
 
 SETUP = SetupKey("cpu", "roofline-tiny", "0.32.0")
+OTHER = SetupKey("h100-sxm", "llama-3.1-8b", "0.11.0")
 NIGHT = "2026-12-05T08:54:28Z"
 MID = "m-night-12-05"
 
@@ -63,3 +73,77 @@ def test_a_replay_adds_only_the_values_the_stored_run_lacks() -> None:
     # the same replay again: nothing to add, the run as it is
     again, added, held = merge_record(merged, new)
     assert (added, held) == (0, 3) and again is merged
+
+
+# ------------------------------------------------------------------------------ #4: the replay's own night
+
+
+def _session(runs: list[RunSummary], values: list[StoredValue], policy: DriftPolicy, *,
+             measured_at: str = NIGHT, measurement: str | None = MID) -> Any:
+    drifts = drift_for(values, runs, policy, setup=SETUP, before=measured_at, measurement=measurement)
+    reported = {k: {**d.to_dict(), "setup": dataclasses.asdict(SETUP), "file": "nightly.yaml"}
+                for k, d in drifts.items()}
+    return SimpleNamespace(drift_min_compared=0.5, reported_drifts=reported, history_runs=runs, drift_fail=True,
+                           measured=True, verdicts=[], reported_verdicts={}, mode="replay", measured_at=measured_at,
+                           replay_measurement_id=measurement, history_store=None, drift_policy=policy)
+
+
+def test_the_replays_own_stored_night_is_not_an_earlier_run() -> None:
+    own = _run("20261205T085428Z-nocommit-aaaaaa", NIGHT, _value("a", 300.0), measurements=(MID,))
+    older = _run("20261204T085428Z-nocommit-bbbbbb", "2026-12-04T08:54:28Z", _value("a", 310.0))
+    later = _run("20261206T085428Z-nocommit-cccccc", "2026-12-06T08:54:28Z", _value("a", 320.0))
+    elsewhere = _run("20261201T000000Z-nocommit-dddddd", "2026-12-01T00:00:00Z", _value("a", 1.0), setup=OTHER)
+    runs = [elsewhere, older, own, later]
+    assert earlier_runs(runs, setup=SETUP, before=NIGHT, measurement=MID) == ([older], [own])
+    # a live night (no cut, no measurement): every run of its setup
+    assert earlier_runs(runs, setup=SETUP) == ([older, own, later], [])
+    # a store written before measurement ids were kept: the run started at the replayed file's time is its own
+    bare = dataclasses.replace(own, measurements=())
+    assert earlier_runs([bare], setup=SETUP, before=NIGHT, measurement=MID) == ([], [bare])
+
+
+@pytest.mark.parametrize("baseline", ["previous", "run:20261205T085428Z-nocommit-aaaaaa"])
+def test_a_re_replay_of_a_setups_only_night_passes_drift_fail(baseline: str) -> None:
+    # the store holds the night once (run aaaaaa, the first replay's); replayed again under --roofline-drift-fail,
+    # by default or pinned to that very run: 1 measured, 0 compared, and nothing before it to compare with, as the
+    # first replay had: said, not failed, naming the run that holds it
+    own = _run("20261205T085428Z-nocommit-aaaaaa", NIGHT, _value("a", 300.0), measurements=(MID,))
+    policy = DriftPolicy(baseline=baseline)
+    rs = _session([own], [_value("a", 300.0)], policy)
+    lines, failed = compared_check(rs)
+    assert not failed
+    assert lines == ["roofline drift: cpu · roofline-tiny · vllm 0.32.0: the store holds no earlier run of this "
+                     "setup: 1 measured, nothing to compare with yet (already stored: run "
+                     "20261205T085428Z-nocommit-aaaaaa holds this very measurement, which a replay is not compared "
+                     "with)"]
+
+
+def test_a_re_replay_with_an_earlier_night_still_compares_and_fails_when_it_cannot() -> None:
+    # an earlier night (12-04) measured a: the re-replay compares with it (1 of 1, no line); one that measured only
+    # b leaves a uncompared: 0 of 1 under --roofline-drift-fail fails, as before
+    own = _run("20261205T085428Z-nocommit-aaaaaa", NIGHT, _value("a", 300.0), measurements=(MID,))
+    older = _run("20261204T085428Z-nocommit-bbbbbb", "2026-12-04T08:54:28Z", _value("a", 305.0))
+    assert compared_check(_session([older, own], [_value("a", 300.0)], DriftPolicy())) == ([], False)
+    other = _run("20261204T085428Z-nocommit-bbbbbb", "2026-12-04T08:54:28Z", _value("b", 305.0))
+    lines, failed = compared_check(_session([other, own], [_value("a", 300.0)], DriftPolicy()))
+    assert failed and lines[0].startswith("roofline drift: FAILED (--roofline-drift-fail): cpu · roofline-tiny · "
+                                          "vllm 0.32.0: only 0 of 1 measured predictions were compared")
+
+
+def test_a_replay_older_than_every_stored_night_has_nothing_before_it() -> None:
+    # the store holds only a later night (12-06) of the setup: the 12-05 replay is compared with nothing before it
+    later = _run("20261206T085428Z-nocommit-cccccc", "2026-12-06T08:54:28Z", _value("a", 320.0))
+    lines, failed = compared_check(_session([later], [_value("a", 300.0)], DriftPolicy(), measurement="m-other"))
+    assert not failed
+    assert lines == ["roofline drift: cpu · roofline-tiny · vllm 0.32.0: the store holds no earlier run of this "
+                     "setup: 1 measured, nothing to compare with yet (its runs in the store were measured after this "
+                     "replayed night)"]
+
+
+def test_a_baseline_pinned_to_the_replays_own_run_says_so() -> None:
+    own = _run("20261205T085428Z-nocommit-aaaaaa", NIGHT, _value("a", 300.0), measurements=(MID,))
+    policy = DriftPolicy(baseline="run:20261205T085428Z")
+    d = drift_for([_value("a", 300.0)], [own], policy, setup=SETUP, before=NIGHT, measurement=MID)[_value("a", 1).key]
+    assert d.status is DriftStatus.NEW and d.stored_as == own.run_id
+    assert d.text == ("new: the pinned run 20261205T085428Z-nocommit-aaaaaa is this measurement itself, already "
+                      "stored, which a replay is not compared with")
