@@ -312,6 +312,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     a = _compare_side(args.a, args.store, args.predictions, stored)
     b = _compare_side(args.b, args.store, args.predictions, stored)
+    if a.run_id == b.run_id or (Path(args.a).exists() and Path(args.a).resolve() == Path(args.b).resolve()):
+        # a usage error, as an unknown id is: a table of 0.0 % would read as "nothing changed" (exit status 0) to a
+        # script whose "previous" and "latest" picked the same night (a store of one run), or after a mistyped id
+        raise ValueError(f"A and B are the same run ({redact.printable(str(a.run_id))}): a run compared with itself "
+                         "changes by 0 everywhere; give two different runs (`roofline compare --store URI` with no "
+                         "ids lists them)")
     uri = args.store or os.environ.get("ROOFLINE_HISTORY")
     history: list[Any] = []
     if uri:  # the store's earlier nights of B's setup: B is also tested against their spread, as drift tests

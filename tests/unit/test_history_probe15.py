@@ -4,12 +4,15 @@ by hand from small runs. Through pytest and on each store: tests/integration/tes
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from pytest_roofline.cli.parser import main
 from pytest_roofline.history import (
+    DirectoryStore,
     DriftPolicy,
     DriftStatus,
     RunRecord,
@@ -147,3 +150,21 @@ def test_a_baseline_pinned_to_the_replays_own_run_says_so() -> None:
     assert d.status is DriftStatus.NEW and d.stored_as == own.run_id
     assert d.text == ("new: the pinned run 20261205T085428Z-nocommit-aaaaaa is this measurement itself, already "
                       "stored, which a replay is not compared with")
+
+
+# ------------------------------------------------------------------------------ #10: the same run twice
+
+
+def test_comparing_a_run_with_itself_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = DirectoryStore(tmp_path / "hist")
+    a = store.add(RunRecord(summary=_run("", NIGHT, _value("a", 300.0))))
+    b = store.add(RunRecord(summary=_run("", "2026-12-06T08:54:28Z", _value("a", 310.0))))
+    uri = str(tmp_path / "hist")
+    for second in (a.run_id, a.run_id[:20], str(tmp_path / "hist" / a.location)):  # its id, a prefix, its folder
+        assert main(["compare", "--store", uri, a.run_id, second]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err.strip() == (f"roofline: A and B are the same run ({a.run_id}): a run compared with itself "
+                                        "changes by 0 everywhere; give two different runs (`roofline compare --store "
+                                        "URI` with no ids lists them)")
+    assert main(["compare", "--store", uri, a.run_id, b.run_id]) == 0  # two runs: the table
