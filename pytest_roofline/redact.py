@@ -49,6 +49,9 @@ _UNIT_TOKEN = frozenset({"first", "last", "next", "output", "input", "prompt", "
 _NOT_SECRET_KEY = frozenset({"config", "cache", "sort", "point", "dict", "prefix", "primary", "lookup", "group"})
 #: single words that are secret names on their own in free text ("password: x"); bare "token"/"key" are not
 _BARE_SECRET = frozenset({"password", "passwd", "passphrase", "secret", "apikey", "credentials", "credential"})
+#: a word that ends in one of these is a password's name run together with its owner's: PGPASSWORD, MYSQLPASSWD,
+#: sslpassword (libpq), DBPASSPHRASE
+_PASSWORD_ENDINGS = ("password", "passwd", "passphrase")
 #: a cheap first test: every secret name contains one of these
 _HINTS = ("key", "token", "secret", "pass", "pwd", "cred", "auth", "bearer", "cookie")
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
@@ -70,7 +73,7 @@ def is_secret_name(name: object) -> bool:
     words = [w.lower() for w in _WORD_SPLIT.split(name.lstrip("-")) if w]
     if not words or words[-1] in _NOT_SECRET_LAST:
         return False
-    if set(words) & _SECRET_ANYWHERE:
+    if set(words) & _SECRET_ANYWHERE or words[-1].endswith(_PASSWORD_ENDINGS):
         return True
     last, before = words[-1], (words[-2] if len(words) > 1 else "")
     if last == "token" and before in _UNIT_TOKEN:
@@ -86,7 +89,8 @@ def _secret_pair_name(name: str) -> bool:
     if not is_secret_name(name):
         return False
     words = [w for w in _WORD_SPLIT.split(name.lstrip("-")) if w]
-    return len(words) > 1 or words[0].lower() in _BARE_SECRET or name.lower() in ("authorization",)
+    return (len(words) > 1 or words[0].lower() in _BARE_SECRET or words[0].lower().endswith(_PASSWORD_ENDINGS)
+            or name.lower() in ("authorization",))
 
 
 def remember(*values: object) -> None:
@@ -144,9 +148,23 @@ _URL_CREDS_WIDE = re.compile(r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]{0,20}://)([
 _SCHEMES = frozenset({"bearer", "basic", "digest", "token"})
 
 
+def _assigned(m: re.Match[str]) -> bool:
+    """The pair is an assignment to the name itself: ``passwd=x``, ``password: x``, ``PGPASSWORD=x``, ``"password":
+    "x"``, ``'passwd': 'x'``; not a path that ends in a secret-looking word followed by a colon
+    (``'../../etc/passwd': no run with that id``: the quote opened before the path, not before the name; an
+    unquoted ``/etc/passwd: no such file`` is a path component too)."""
+    before = m.string[m.start() - 1] if m.start() else ""
+    if before in ("/", "\\"):  # the last component of a path
+        return False
+    quote = m.group("sep")[:1]
+    return quote not in ("'", '"') or before == quote  # a quoted name: the quote opens right before it
+
+
 def _pair(m: re.Match[str]) -> str:
     name = m.group("name")
     if not _secret_pair_name(name) or m.group("value") == REDACTED or m.group("value").lower() in _SCHEMES:
+        return m.group(0)
+    if not _assigned(m):
         return m.group(0)
     return f"{name}{m.group('sep')}{REDACTED}"
 

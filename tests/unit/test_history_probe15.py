@@ -25,6 +25,7 @@ from pytest_roofline.history import (
 )
 from pytest_roofline.history._store import merge_record
 from pytest_roofline.pytest_plugin.history import compared_check
+from pytest_roofline.redact import REDACTED, redact_text
 
 SETUP = SetupKey("cpu", "roofline-tiny", "0.32.0")
 OTHER = SetupKey("h100-sxm", "llama-3.1-8b", "0.11.0")
@@ -168,3 +169,24 @@ def test_comparing_a_run_with_itself_is_a_usage_error(tmp_path: Path, capsys: py
                                         "changes by 0 everywhere; give two different runs (`roofline compare --store "
                                         "URI` with no ids lists them)")
     assert main(["compare", "--store", uri, a.run_id, b.run_id]) == 0  # two runs: the table
+
+
+# ------------------------------------------------------------------------------ #9: a path is no assignment
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    # a path whose last component is a secret-looking word: nothing follows it as its value
+    ("'../../etc/passwd': no run with that id in the store", "'../../etc/passwd': no run with that id in the store"),
+    ("/etc/passwd: No such file or directory", "/etc/passwd: No such file or directory"),
+    ("C:\\keys\\password: not found", "C:\\keys\\password: not found"),
+    # assignments: the value masked
+    ("passwd=hunter2", f"passwd={REDACTED}"),
+    ("password: hunter2", f"password: {REDACTED}"),
+    ("PGPASSWORD=hunter2 psql -h db", f"PGPASSWORD={REDACTED} psql -h db"),
+    ("export MYSQLPASSWD=hunter2;", f"export MYSQLPASSWD={REDACTED};"),
+    ('{"password": "hunter2"}', f'{{"password": "{REDACTED}"}}'),
+    ("{'passwd': 'hunter2'}", f"{{'passwd': '{REDACTED}'}}"),
+    ("db_password=hunter2 and --api-key sk-abcdef", f"db_password={REDACTED} and --api-key {REDACTED}"),
+])
+def test_free_text_masks_assignments_not_paths(text: str, shown: str) -> None:
+    assert redact_text(text) == shown
