@@ -722,8 +722,44 @@ def processes_malformed_compact(d: Path) -> tuple[bool, str]:
 RECORDED = REPO / "predictions/recorded/cpu-tiny-2026-12-05.results.json"
 
 
-def night(d: Path, *args: str, results: Path = RECORDED) -> tuple[int, str, float]:
-    """One replayed night of predictions/cpu-tiny.yaml (the recorded CPU run) with the given history options."""
+_ISO = re.compile(r"^\d{4}-\d\d-\d\dT")
+
+
+def shifted(d: Path, days: int) -> Path:
+    """RECORDED as another night: a copy in ``d`` with every time in it (its ``created_at``, each point's start and
+    end, the records' times) moved by ``days`` days, its figures as they are. A replay stores a measurement once
+    (nightly.md "Replayed runs": the second replay of one file is never stored, and never touches the store), so a
+    case that stores several nights, or a night after the store holds one, replays distinct files."""
+    if not days:
+        return RECORDED
+    out = d / f"night{days:+d}.results.json"
+    if out.exists():
+        return out
+    import datetime as dt
+
+    def move(text: str) -> str:
+        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00")) + dt.timedelta(days=days)
+        return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if "." in text else "%Y-%m-%dT%H:%M:%SZ")
+
+    def walk(o: object, key: str = "") -> object:
+        if isinstance(o, dict):
+            return {k: walk(v, k) for k, v in o.items()}
+        if isinstance(o, list):
+            return [walk(v, key) for v in o]
+        if isinstance(o, str) and (key.endswith("_at") or key in ("t", "time")) and _ISO.match(o):
+            return move(o)
+        return o
+
+    out.write_text(json.dumps(walk(json.loads(RECORDED.read_text()))))
+    return out
+
+
+def night(d: Path, *args: str, results: Path = RECORDED, shift: int = 0) -> tuple[int, str, float]:
+    """One replayed night of predictions/cpu-tiny.yaml (the recorded CPU run) with the given history options;
+    ``shift``: the recorded night moved by that many days (:func:`shifted`), another night of the store."""
+    if shift:
+        assert results == RECORDED, "shift moves the recorded night"
+        results = shifted(d, shift)
     (d / "predictions").mkdir(exist_ok=True)
     shutil.copy(REPO / "predictions/cpu-tiny.yaml", d / "predictions/cpu-tiny.yaml")
     env = {"COLUMNS": "120"}
@@ -737,13 +773,13 @@ def cli(d: Path, *args: str) -> tuple[int, str, float]:
 
 @case("9.01-9.02-index-cut-and-corrupt", "NOISY")
 def index_damaged(d: Path) -> tuple[bool, str]:
-    hist = d / "hist"
-    night(d, f"--roofline-history={hist}")
-    night(d, f"--roofline-history={hist}")
+    hist = d / "hist"  # four nights: the recorded one moved 3, 2 and 1 days back, then itself
+    night(d, f"--roofline-history={hist}", shift=-3)
+    night(d, f"--roofline-history={hist}", shift=-2)
     idx = hist / "index.jsonl"
     lines = idx.read_bytes().splitlines(keepends=True)
     idx.write_bytes(lines[0] + lines[1][: len(lines[1]) // 2])  # 9.01: cut mid-line
-    rc1, out1, _ = night(d, f"--roofline-history={hist}")
+    rc1, out1, _ = night(d, f"--roofline-history={hist}", shift=-1)
     lines = idx.read_bytes().splitlines(keepends=True)
     idx.write_bytes(lines[0] + b"\x00\xff garbage \x01\n" + b"".join(lines[1:]))  # 9.02: a middle line of garbage
     rc2, out2, _ = night(d, f"--roofline-history={hist}")
@@ -804,7 +840,7 @@ time.sleep(float(sys.argv[3]))
 def sqlite_locked(d: Path) -> tuple[bool, str]:
     db = d / "h.db"
     url = f"sqlite:///{db}"
-    night(d, f"--roofline-history={url}")  # creates the database
+    night(d, f"--roofline-history={url}", shift=-1)  # creates the database; the recorded night is a new run
     # the lock is taken after the store was opened (at collection's end) and held past the session's end
     (d / "conftest.py").write_text(
         "import subprocess, sys, time, os\n"
@@ -820,8 +856,8 @@ def sqlite_locked(d: Path) -> tuple[bool, str]:
 @case("9.24-compare-hostile", "NOTE")
 def compare_hostile(d: Path) -> tuple[bool, str]:
     hist = d / "hist"
-    nights = [night(d, f"--roofline-history={hist}", "--roofline-history-label", label)
-              for label in ("a\x1b[2J\x1b]0;owned\x07b", "c\x1b[31mred")]
+    nights = [night(d, f"--roofline-history={hist}", "--roofline-history-label", label, shift=shift)
+              for label, shift in (("a\x1b[2J\x1b]0;owned\x07b", -1), ("c\x1b[31mred", 0))]
     ids = [json.loads(x)["run_id"] for x in (hist / "index.jsonl").read_text().splitlines()]
     if len(ids) < 2:
         lost = any(rc == 0 for rc, _, _ in nights)
@@ -908,10 +944,12 @@ def pg_sessions(d: Path) -> tuple[bool, str]:
         # 9.19/9.20: a 300-character label, control characters in the label, a 204-character and a NUL model name
         url = _pg_database(pg, "names")
         rec = json.loads(RECORDED.read_text())
+        # (the two labels on one setup: two nights, the recorded one and the night before it; the models are
+        # setups of their own)
         for name, args, model in (("label-300", ["--roofline-history-label", "n" + "L" * 299], None),
                                   ("label-controls", ["--roofline-history-label", "a\x01b\x1b[2Jc\x7f"], None),
                                   ("model-204", [], "org/" + "m" * 200), ("model-nul", [], "mo\x00del")):
-            results = RECORDED
+            results = shifted(d, -1) if name == "label-controls" else RECORDED
             if model is not None:
                 results = d / f"{name}.results.json"
                 results.write_text(json.dumps({**rec, "setup": {**rec["setup"], "model": {
@@ -949,7 +987,7 @@ def pg_sessions(d: Path) -> tuple[bool, str]:
         (d / "conftest.py").write_text("import subprocess\n"
                                        "def pytest_collection_finish(session):\n"
                                        f"    subprocess.run({stop!r}, capture_output=True, timeout=60)\n")
-        rc, out, t = night(d, f"--roofline-history={url}")
+        rc, out, t = night(d, f"--roofline-history={url}", shift=-1)  # a night the database does not hold yet
         (d / "conftest.py").unlink()
         notes.append(f"stopped mid-run: rc={rc} in {t:.1f} s, says 'could not store': {'could not store' in out}")
         if rc == 0 or not clean(out) or "SLASH-SECRET5" in out:
@@ -999,9 +1037,9 @@ def index_nan(d: Path) -> tuple[bool, str]:
 
 @case("9.05-index-huge", "NOISY")
 def index_huge(d: Path) -> tuple[bool, str]:
-    hist = d / "hist"
-    night(d, f"--roofline-history={hist}")
-    night(d, f"--roofline-history={hist}")
+    hist = d / "hist"  # two earlier nights, then the recorded one
+    night(d, f"--roofline-history={hist}", shift=-2)
+    night(d, f"--roofline-history={hist}", shift=-1)
     with open(hist / "index.jsonl", "ab") as fh:
         fh.write(b'{"run_id": "' + b"\x01garbage" * (150_000_000 // 8) + b"\n")
     size = (hist / "index.jsonl").stat().st_size
@@ -1096,7 +1134,7 @@ def hostile_names(d: Path) -> tuple[bool, str]:
 @case("9.10-symlinked-store", "OUTSIDE-STORE")
 def symlinked_store(d: Path) -> tuple[bool, str]:
     hist, outside = d / "hist", d / "outside"
-    night(d, f"--roofline-history={hist}")
+    night(d, f"--roofline-history={hist}", shift=-1)  # the night before: the recorded one is a new run
     outside.mkdir()
     shutil.move(str(hist / "cpu"), str(outside / "cpu"))
     (hist / "cpu").symlink_to(outside / "cpu")
@@ -1134,7 +1172,7 @@ def newer_schema(d: Path) -> tuple[bool, str]:
 @case("9.12-store-readonly-without-cap-dac", "LOST-DATA")
 def store_readonly(d: Path) -> tuple[bool, str]:
     hist = d / "hist"
-    night(d, f"--roofline-history={hist}")
+    night(d, f"--roofline-history={hist}", shift=-1)  # the night before: the recorded one is a new run
     for p in [hist, *hist.rglob("*")]:
         p.chmod(p.stat().st_mode & ~0o222)
     (d / "predictions").chmod(0o755)
@@ -1188,7 +1226,7 @@ def sqlite_locked_start(d: Path) -> tuple[bool, str]:
 @case("9.16-sqlite-readonly-without-cap-dac", "LOST-DATA")
 def sqlite_readonly(d: Path) -> tuple[bool, str]:
     db = d / "h.db"
-    night(d, f"--roofline-history=sqlite:///{db}")
+    night(d, f"--roofline-history=sqlite:///{db}", shift=-1)  # the night before: the recorded one is a new run
     n0 = _runs_listed(f"sqlite:///{db}")
     db.chmod(0o444)
     d.chmod(0o777)
@@ -1230,7 +1268,7 @@ def trend_injection(d: Path) -> tuple[bool, str]:
 @case("9.25-compare-garbage", "TRACEBACK")
 def compare_garbage(d: Path) -> tuple[bool, str]:
     hist = d / "hist"
-    night(d, f"--roofline-history={hist}")
+    night(d, f"--roofline-history={hist}", shift=-1)
     night(d, f"--roofline-history={hist}")
     ids = [json.loads(x)["run_id"] for x in (hist / "index.jsonl").read_text().splitlines()]
     garbage = hist / "cpu" / "garbage-run"
@@ -1824,14 +1862,18 @@ def disk_full(d: Path) -> tuple[bool | str, str]:
     # (b) the history store on a 1 MiB tmpfs filled to ~6 KiB free when the run is stored
     (d / "predictions").mkdir(exist_ok=True)
     shutil.copy(REPO / "predictions/cpu-tiny.yaml", d / "predictions/cpu-tiny.yaml")
-    nightly = (f"{PY} -m pytest -p no:cacheprovider -p no:html --no-roofline-progress --replay {RECORDED} "
-               f"predictions/cpu-tiny.yaml --roofline-history=hist")
+    def nightly(results: Path) -> str:
+        return (f"{PY} -m pytest -p no:cacheprovider -p no:html --no-roofline-progress --replay {results} "
+                f"predictions/cpu-tiny.yaml --roofline-history=hist")
+
     fill = (f"{PY} -c \"import os; s=os.statvfs('hist'); open('hist/filler','wb').write(b'x'*max(0, "
             f"s.f_bavail*s.f_frsize-6*1024))\"")
-    script = (f"{nightly} > n1.out 2>&1; wc -l < hist/index.jsonl > lines1; {fill}; {nightly} > n2.out 2>&1; "
-              f"echo $? > rc2; wc -l < hist/index.jsonl > lines2; "
+    # the night before is stored; the recorded night, a new run, meets the full disk, then is stored once freed
+    before = shifted(d, -1)
+    script = (f"{nightly(before)} > n1.out 2>&1; wc -l < hist/index.jsonl > lines1; {fill}; "
+              f"{nightly(RECORDED)} > n2.out 2>&1; echo $? > rc2; wc -l < hist/index.jsonl > lines2; "
               f"find hist -mindepth 4 -maxdepth 4 -type d ! -exec test -e {{}}/run.json \\; -print | wc -l > orphans; "
-              f"rm hist/filler; {nightly} > n3.out 2>&1; echo $? > rc3; wc -l < hist/index.jsonl > lines3")
+              f"rm hist/filler; {nightly(RECORDED)} > n3.out 2>&1; echo $? > rc3; wc -l < hist/index.jsonl > lines3")
     _in_tmpfs(d, d / "hist", "2m", script)
     r = {f: (d / f).read_text().strip() if (d / f).exists() else "?" for f in
          ("rc2", "rc3", "lines1", "lines2", "lines3", "orphans")}
