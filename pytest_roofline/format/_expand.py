@@ -8,7 +8,6 @@ from __future__ import annotations
 import difflib
 import math
 import re
-import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -16,6 +15,7 @@ import yaml
 
 from pytest_roofline.errors import SpecError
 from pytest_roofline.format._fields import BOOL_TRAPS, PREDICTION_FIELDS, SETUP_FIELDS, TABLE_FIELDS, XFAIL_FIELDS
+from pytest_roofline.format._lengths import check_own_lengths, uses_workload
 from pytest_roofline.format._reader import NodeReader, did_you_mean, example_of
 from pytest_roofline.format._sections import (
     MAX_AT_CONCURRENCY,
@@ -278,7 +278,7 @@ def _common(ctx: NodeReader, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.N
 
 
 def _resolve_setup_check(ctx: NodeReader, spec: Spec, setup: Mapping[str, Any], node: yaml.Node,
-                         key: yaml.Node | None = None) -> None:
+                         key: yaml.Node | None = None, *, lengths: bool = True) -> None:
     """Resolve a prediction's own ``setup:`` (``node``, written after ``key``) so a bad value is refused at its
     line; and refuse a setup vLLM would not start, a KV pool short of one request of max_model_len, as the file's
     own setup is (``model.setup.max_model_len_problem``, format._sections.check_setup): at the prediction's
@@ -293,7 +293,8 @@ def _resolve_setup_check(ctx: NodeReader, spec: Spec, setup: Mapping[str, Any], 
     except Exception as exc:
         raise ctx.err(setup_error_node(exc, node) or node, f"setup override does not resolve: {exc}",
                       "fix this value of the prediction's setup: (it overrides the file's sections)") from None
-    _check_own_lengths(ctx, spec, setup, resolved, node, key)
+    if lengths:  # only where the prediction serves its workload's requests (_lengths.uses_workload)
+        check_own_lengths(ctx, spec, setup, resolved, node, key)
     problem = max_model_len_problem(resolved, fix="setup.engine.args.max_model_len")
     if problem is None:
         return
@@ -306,49 +307,6 @@ def _resolve_setup_check(ctx: NodeReader, spec: Spec, setup: Mapping[str, Any], 
                                           "(docs/reference/refusals.md)")
 
 
-def _check_own_lengths(ctx: NodeReader, spec: Spec, setup: Mapping[str, Any], resolved: Any, node: yaml.Node,
-                       key: yaml.Node | None) -> None:
-    """A prediction's own ``setup:`` whose requests are longer than max_model_len (``model.setup.
-    request_length_problem``), refused as the file's setup is (format._sections.check_setup) where its own setup
-    makes it so: at its ``engine.args.max_model_len`` where it writes one, else at its ``workload:`` line, else at
-    its ``setup:`` line.  The same words as the file's own refusal are left to the file (once per file); a tail of
-    an unbounded normal length past max_model_len is a warning (``request_length_warning``)."""
-    from pytest_roofline.model.setup import RequestLengthWarning, request_length_problem, request_length_warning
-
-    own_engine, own_workload = "engine" in setup, "workload" in setup
-    problem = request_length_problem(
-        resolved, lengths=f"{'setup.' if own_workload else ''}workload.input_len / output_len",
-        max_model_len=f"{'setup.' if own_engine else ''}engine.args.max_model_len")
-    workload = setup.get("workload", spec.workload)
-    warn = None if problem else request_length_warning(resolved, workload)
-    if problem is None and warn is None:
-        return
-    try:
-        file_setup = prediction_setup(spec, {})
-    except Exception:  # noqa: BLE001 - the file's setup errors at its own lines
-        file_setup = None
-    if file_setup is not None and (
-            request_length_problem(file_setup) == request_length_problem(resolved) if problem else
-            request_length_warning(file_setup, spec.workload) == warn):
-        return  # the file's refusal (or warning) says the same, at the file's line
-    at = written_at(node, "engine.args.max_model_len") or _key_of(node, "workload") or key or node
-    if problem is not None:
-        raise ctx.err(at, f"this prediction's workload does not fit max_model_len: {problem}",
-                      "shorten this setup's workload lengths or raise its engine.args.max_model_len as the line says "
-                      "(docs/reference/refusals.md)")
-    assert warn is not None
-    msg = f"{ctx.file}:{at.start_mark.line + 1}: this prediction's setup: {warn}"
-    spec.warnings.append(msg)
-    warnings.warn(RequestLengthWarning(msg), stacklevel=2)
-
-
-def _key_of(node: yaml.Node, name: str) -> yaml.Node | None:
-    """The key node ``name:`` of the mapping ``node`` (its line), None where it does not write it."""
-    if not isinstance(node, yaml.MappingNode):
-        return None
-    return next((k for k, _v in node.value if isinstance(k, yaml.ScalarNode) and k.value == name), None)
-
-
 def _one(ctx: NodeReader, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node]], pid: str, line: int,
          qnode: yaml.Node, pnode: yaml.Node, atnode: yaml.Node | None) -> Iterator[Prediction]:
     q = _quantity(ctx, qnode)
@@ -356,7 +314,8 @@ def _one(ctx: NodeReader, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.Node
     unit = predicted.unit or DEFAULT_UNIT.get(q.dimension, "")
     common = _common(ctx, spec, m, q, unit)
     if "setup" in m:
-        _resolve_setup_check(ctx, spec, common["setup"], m["setup"][1], m["setup"][0])
+        _resolve_setup_check(ctx, spec, common["setup"], m["setup"][1], m["setup"][0],
+                             lengths=uses_workload(spec, q, predicted.kind))
     if (common["tolerance"] is not None
             and predicted.kind in (PredictedKind.BOOL, PredictedKind.WORD, PredictedKind.NONE)
             and not (common["tolerance"].lower is not None or common["tolerance"].upper is not None)):
@@ -395,7 +354,7 @@ def _table(ctx: NodeReader, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.No
             return
     if "setup" in m:  # the table's own setup, as a prediction's: one error of the table
         _resolve_setup_check(ctx, spec, _common(ctx, spec, {"setup": m["setup"]}, None, "")["setup"], m["setup"][1],
-                             m["setup"][0])
+                             m["setup"][0], lengths=any(uses_workload(spec, q) for q in qs))
     rows = t["rows"][1]
     if not isinstance(rows, yaml.SequenceNode):
         raise ctx.err(rows, "table.rows must be a list of rows")

@@ -47,13 +47,10 @@ from pytest_roofline.format.engine_command import check_command
 from pytest_roofline.format.tolerance import TOLERANCE_HELP, Tolerance, ToleranceError, parse_tolerance
 from pytest_roofline.model import calibration, engine_args
 from pytest_roofline.model.setup import (
-    RequestLengthWarning,
     Setup,
     build_setup,
     cpu_kvcache_space_problem,
     max_model_len_problem,
-    request_length_problem,
-    request_length_warning,
     serving_arg_problems,
 )
 from pytest_roofline.quantities import registry as qreg
@@ -155,45 +152,9 @@ def check_setup(ctx: NodeReader, spec: Spec, hw_node: yaml.Node, model_node: yam
         raise SpecError(f"setup does not resolve: {exc}", file=ctx.file,
                         line=node.start_mark.line + 1 if node is not None else None,
                         hint="check the hardware:, model:, engine: and workload: sections") from None
-    refusals: list[SpecError] = []
-    for check in (_check_startable, _check_lengths):  # both said at once where both hold
-        try:
-            check(ctx, spec, setup, model_node, root)
-        except SpecError as exc:
-            refusals.append(exc)
-    if refusals:
-        raise refusals[0] if len(refusals) == 1 else SpecErrors(refusals)
+    _check_startable(ctx, spec, setup, model_node, root)
+    # the workload's lengths are judged once the predictions are read (_lengths.check_lengths), where served
     return setup
-
-
-def _top_key(root: yaml.Node | None, key: str) -> yaml.Node | None:
-    """The key node of a top-level section (its ``key:`` line), None where the file does not write it."""
-    if not isinstance(root, yaml.MappingNode):
-        return None
-    return next((k for k, _v in root.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
-
-
-def _check_lengths(ctx: NodeReader, spec: Spec, setup: Setup, model_node: yaml.Node | None,
-                   root: yaml.Node | None) -> None:
-    """Refuse a workload whose requests vLLM rejects for being longer than max_model_len
-    (``model.setup.request_length_problem``), once for the file: at ``engine.args.max_model_len`` where the file
-    writes it, else at the ``workload:`` line, else (both the defaults) at the ``model:`` line.  Where only an
-    unbounded normal length's tail is longer (``request_length_warning``), a warning with its share."""
-    problem = request_length_problem(setup)
-    if problem is None:
-        warn = request_length_warning(setup, spec.workload)
-        if warn:
-            workload = _top_key(root, "workload")
-            msg = f"{ctx.file}:{workload.start_mark.line + 1 if workload is not None else '?'}: {warn}"
-            spec.warnings.append(msg)
-            warnings.warn(RequestLengthWarning(msg), stacklevel=2)
-        return
-    node = written_at(root, "engine.args.max_model_len") or _top_key(root, "workload") or model_node
-    raise SpecError(f"the workload does not fit max_model_len: {problem}", file=ctx.file,
-                    line=node.start_mark.line + 1 if node is not None else None,
-                    hint="shorten the workload's lengths or raise engine.args.max_model_len as the line says: a "
-                         "point with a rejected request is an error, so no run measures this file "
-                         "(docs/reference/refusals.md)")
 
 
 def _check_startable(ctx: NodeReader, spec: Spec, setup: Setup, model_node: yaml.Node | None,

@@ -48,6 +48,7 @@ from pytest_roofline.format._fields import (
     FieldKind,
     serving_fields,
 )
+from pytest_roofline.format._lengths import check_lengths
 from pytest_roofline.format._reader import AmbiguousScalar, NodeReader, compose, decode, plain_scalar
 from pytest_roofline.format._schema import json_schema
 from pytest_roofline.format._sections import (
@@ -211,6 +212,10 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
             spec.predictions.append(pred)
         if (item_setup := own_setup_of(node, spec.predictions[first:])) is not None:
             own_setups.append(item_setup)
+    if setup is not None:
+        # requests longer than max_model_len, where a prediction serves them (a live run sends them, or the math
+        # check's serving model simulates them): the file's error, at its line
+        read(lambda: check_lengths(ctx, spec, setup, top["model"][1], root), None)
     if setup is not None and not errors:
         # engine settings the serving model does not simulate: an error of each prediction that takes its value
         refuse_serving_settings(ctx, spec, setup, root, own_setups)

@@ -324,3 +324,38 @@ def test_a_one_sided_bound_to_zero_and_a_default_are_refused_too():
 def test_a_tolerance_short_of_zero_is_read(tol):
     [p] = loads_spec(VAC.replace("{tol}", tol), file="t.yaml").predictions
     assert p.error is None
+
+
+# review s15 #1/#2: the length rule judges what is served: not a KV-only file, and the batch-1 run's own lengths
+CPU_HEAD = ("hardware: cpu\nmodel: roofline-tiny\nengine:\n  name: vllm\n  version: \"0.32.0\"\n"
+            "  cpu_kvcache_space: 1 GiB\n  args: {max_model_len: 1024, max_num_seqs: 8}\n")
+
+
+def test_a_file_that_serves_no_request_is_not_held_to_the_workload_lengths():
+    # no workload: the default 1,024 + 1,024 tokens would not fit max_model_len 1,024, but the KV pool and the
+    # bytes per token are read from the engine's startup report or the setup alone: no request is ever sent
+    spec = loads_spec(CPU_HEAD + "predictions:\n  - {id: kvt, quantity: kv_bytes_per_token, predicted: 512 B}\n"
+                      "  - {id: kv, quantity: num_gpu_blocks, predicted: 16384}\n", file="kv.yaml")
+    assert [p.error for p in spec.predictions] == [None, None]
+    # an own setup with a longer workload on a KV prediction sends nothing either
+    spec = loads_spec(CPU_HEAD + "workload: {input_len: 128, output_len: 64}\npredictions:\n"
+                      "  - id: kv\n    quantity: num_gpu_blocks\n    predicted: 16384\n    setup:\n"
+                      "      workload: {input_len: 2000, output_len: 64}\n", file="kv.yaml")
+    assert spec.predictions[0].error is None
+    # the same file with a measured TPOT at a sweep point is refused: that point sends 1,024 + 1,024 tokens
+    err = _refusal(CPU_HEAD + "predictions:\n  - {id: kv, quantity: num_gpu_blocks, predicted: 16384}\n"
+                   "  - {id: t, quantity: tpot_p50, at: {concurrency: 1}, predicted: 5 ms}\n")
+    assert err.line == 7 and err.message.startswith(
+        "the workload does not fit max_model_len: a request of 1,024 prompt + 1,024 output tokens = 2,048 tokens")
+
+
+def test_the_batch1_runs_own_lengths_are_judged_at_its_line():
+    text = (CPU_HEAD + "workload: {input_len: 128, output_len: 64}\nsweep:\n  mode: closed\n  concurrency: [1]\n"
+            "  batch1: {requests: 4, input_len: 512, output_len: 1000}\npredictions:\n"
+            "  - {id: b1, quantity: batch1_throughput, predicted: 100 tok/s, tolerance: ±50%}\n")
+    err = _refusal(text)
+    assert err.line == 12 and err.message == (
+        "the batch-1 run does not fit max_model_len: a request of 512 prompt + 1,000 output tokens = 1,512 tokens is "
+        "longer than max_model_len 1,024 (engine.args.max_model_len); vLLM rejects it: shorten "
+        "sweep.batch1.input_len / output_len or raise engine.args.max_model_len (up to the model's 4,096)")
+    loads_spec(text.replace("output_len: 1000}", "output_len: 512}"), file="mml.yaml")  # 1,024 tokens fit
