@@ -24,14 +24,14 @@ from typing import Any
 
 from pytest_roofline import redact
 from pytest_roofline.cli import jsonout
-from pytest_roofline.errors import CalibrationError, HistoryError
+from pytest_roofline.errors import CalibrationError, CalibrationMismatchWarning, HistoryError
 from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, parse_limit
 from pytest_roofline.format.spec import SpecError, json_schema, load_spec
 from pytest_roofline.measure.engine import tiny_model as tinymodel
 from pytest_roofline.measure.results import load_results, named_prediction_file
 from pytest_roofline.measure.results.calibration_points import measured_points, parse_point_selector, select_points
 from pytest_roofline.model import calibration, hardware, serving
-from pytest_roofline.model.setup import build_setup
+from pytest_roofline.model.setup import RequestLengthWarning, build_setup
 from pytest_roofline.quantities.registry import QUANTITIES
 from pytest_roofline.units import GB, GIB
 
@@ -91,7 +91,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     limits = _limits(args)
     for f in args.files:
         try:
-            spec = load_spec(f, limits=limits)
+            # a file's warnings (a calibration fitted elsewhere, requests past max_model_len) are printed below as
+            # one line each, the file's own spec.warnings, not as Python warnings with the plugin's source line
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", CalibrationMismatchWarning)
+                warnings.simplefilter("ignore", RequestLengthWarning)
+                spec = load_spec(f, limits=limits)
         except SpecError as exc:
             print(exc)
             bad += 1
@@ -102,6 +107,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             continue
         # each error once: a setting the serving model refuses is the error of every prediction that takes its value
         # (of the math check only for a number in ink, Prediction.math_error: its message says so)
+        for w in spec.warnings:
+            print(f"warning: {w}")
         math_errors = [p.error_in("math") for p in spec.predictions]
         errors = list(dict.fromkeys(str(e) for e in math_errors if e is not None))
         for e in errors:

@@ -359,3 +359,17 @@ def test_the_batch1_runs_own_lengths_are_judged_at_its_line():
         "longer than max_model_len 1,024 (engine.args.max_model_len); vLLM rejects it: shorten "
         "sweep.batch1.input_len / output_len or raise engine.args.max_model_len (up to the model's 4,096)")
     loads_spec(text.replace("output_len: 1000}", "output_len: 512}"), file="mml.yaml")  # 1,024 tokens fit
+
+
+def test_roofline_check_prints_a_files_warning_as_one_line(tmp_path, capsys):
+    # review s15 #3: the length warning reached roofline check's stderr as a Python warning with the plugin's
+    # source line (format/_sections.py:161: RequestLengthWarning, then the code line)
+    f = tmp_path / "mml.yaml"
+    f.write_text(MML_HEAD.format(mml=8192) + "workload:\n  input_len: {dist: normal, mean: 6000, std: 1000}\n"
+                 "  output_len: 256\npredictions:\n" + TPOT)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a Python warning escaping roofline check fails the test
+        assert cli.main(["check", str(f)]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and out.startswith(f"warning: {f}:10: about 2.64% of the requests are longer than max_model_len")
+    assert out.count("\n") == 2 and out.endswith(f"{f}: 1 predictions ok, 0 with errors\n")
