@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_roofline.errors import PointError
-from pytest_roofline.format.spec import PredictedKind, Prediction, Spec
+from pytest_roofline.format.spec import PredictedKind, Prediction, Spec, prediction_setup
 from pytest_roofline.format.tolerance import Tolerance, parse_tolerance
 from pytest_roofline.measure import plan as mplan
 from pytest_roofline.model import bands as model_bands
@@ -331,9 +331,7 @@ def _at_text(at: Mapping[str, str]) -> str:
 
 def setup_for(spec: Spec, pred: Prediction, *, hardware_override: str | None = None) -> Setup:
     """The setup a prediction is computed against (file setup + the prediction's ``setup:`` overrides; the merge's
-    home: ``format._sections.prediction_setup``, which the reader's checks use too)."""
-    from pytest_roofline.format._sections import prediction_setup
-
+    home: ``format.spec.prediction_setup``, which the reader's checks use too)."""
     return prediction_setup(spec, pred.setup, hardware_override=hardware_override)
 
 

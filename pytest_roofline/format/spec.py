@@ -57,6 +57,7 @@ from pytest_roofline.format._sections import (
     check_setup,
     own_setup_of,
     parse_drift_threshold,
+    prediction_setup,
     read_calibration,
     read_drift,
     read_engine,
@@ -99,6 +100,8 @@ __all__ = [
     "XFAIL_FIELDS", "TABLE_FIELDS", "RESERVES_FIELDS", "SETUP_FIELDS", "serving_fields",
     "NodeReader", "AmbiguousScalar", "plain_scalar",
     "DRIFT_HELP", "parse_drift_threshold",
+    # the setup one prediction is computed against (the file's sections, its own setup: replacing them)
+    "prediction_setup",
     # the kinds: each a Literal whose words the field tables and the readers take from it
     "FieldKind", "XfailCheck", "XFAIL_CHECKS", "SteadyState", "Processes", "ModelColumn", "MODEL_COLUMNS",
     "ModelColumnSetting",
