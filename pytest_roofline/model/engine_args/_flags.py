@@ -20,7 +20,7 @@ from pytest_roofline.errors import SetupValueError
 #: (disable_frontend_multiprocessing, disable_log_requests, enable_reasoning, worker_use_ray)
 NO_EFFECT_FLAG_ARGS: frozenset[str] = frozenset({
     "trust_remote_code", "disable_log_requests", "enable_log_requests", "disable_log_stats",
-    "disable_custom_all_reduce", "enable_auto_tool_choice", "disable_fastapi_docs", "enable_prompt_tokens_details",
+    "enable_auto_tool_choice", "disable_fastapi_docs", "enable_prompt_tokens_details",
     "disable_uvicorn_access_log", "disable_frontend_multiprocessing", "return_tokens_as_token_ids",
     "enable_request_id_headers", "enable_force_include_usage", "enable_reasoning", "worker_use_ray",
 })
@@ -32,7 +32,7 @@ NO_EFFECT_FLAG_ARGS: frozenset[str] = frozenset({
 FLAG_ARGS: frozenset[str] = frozenset({
     "enforce_eager", "enable_prefix_caching", "enable_chunked_prefill", "scheduler_reserve_full_isl",
     "async_scheduling", "enable_lora", "enable_expert_parallel", "disable_async_output_proc", "enable_eplb",
-    "use_v2_block_manager",
+    "use_v2_block_manager", "disable_custom_all_reduce",
 }) | NO_EFFECT_FLAG_ARGS
 
 _OFF_WORDS = frozenset({"false", "0", "no", "off", "none"})
