@@ -193,9 +193,9 @@ def test_a_second_replay_says_why_it_compared_nothing(trial: dict[str, Any]) -> 
     run_id = stored.group(1)
     assert f"roofline history: not stored: run {run_id} " in second
     # as the first replay: nothing before it to compare with, the reason named (probe 15 #4)
-    assert (f"roofline drift: a100-sxm4-80gb · qwen3-8b · vllm 0.26.0: the store holds no earlier run of this setup: 21 "
-            f"measured, nothing to compare with yet (already stored: run {run_id} holds this very measurement, which "
-            "a replay is not compared with)") in second.splitlines()
+    assert (f"roofline drift: a100-sxm4-80gb · qwen3-8b · vllm 0.26.0: the store holds no earlier run of this setup: "
+            f"21 measured, nothing to compare with yet (already stored: run {run_id} holds this very measurement, "
+            "which a replay is not compared with)") in second.splitlines()
     line = next(ln for ln in second.splitlines() if ln.startswith("roofline drift: 0 compared"))
     assert line.startswith("roofline drift: 0 compared, 21 new (this measurement is already stored as run "
                            f"{run_id}: a replay is not compared with it, nor stored again)")
