@@ -4,7 +4,7 @@ totals per class over the case numbers.
 
     .venv/bin/python benchmarks/reliability_probe.py            # every case but the engine's (~25 min on 2 busy cores)
     .venv/bin/python benchmarks/reliability_probe.py --quick    # without the slow ones (1 GB dataset, 10,000 files...)
-    .venv/bin/python benchmarks/reliability_probe.py --engine -k 9.84   # the CPU vLLM engine's two (under flock)
+    .venv/bin/python benchmarks/reliability_probe.py --engine -k 9.84   # the engine's two (it takes the engine lock)
 
 Cases are named by number, a label this file gives them (one probe case may cover several); each case's input is
 built in this file. A case is OK when the plugin gave what the case expects: a clear error (no traceback, no
