@@ -280,11 +280,12 @@ def test_an_override_the_serving_model_cannot_simulate_names_the_prediction_and_
         - id: big
           quantity: ttft_p99
           at: {concurrency: 4}
-          setup: {workload: {input_len: {dist: uniform, min: 64, max: 4000}}}
+          setup: {workload: {input_len: 2030}}
           predicted: model
     """, kv_bytes=1 << 20)
     # 1 MiB of KV at 512 B per token (the tiny model) is 2,048 tokens = 128 blocks of 16, one the null block:
-    # 127 usable blocks = 2,032 tokens, and draws up to 4,000 tokens do not fit
+    # 127 usable blocks = 2,032 tokens; a request of 2,030 + 16 = 2,046 tokens fits max_model_len 2,048 (a longer
+    # one is refused as the file is read: tests/unit/test_reading_probe15.py) but needs 128 blocks
     with pytest.raises(SetupError) as e:
         _sweep(spec, "big").predict(("closed", 4.0))
     msg = str(e.value)
