@@ -21,7 +21,7 @@ from pytest_roofline.bounded import CountingYamlLoader
 from pytest_roofline.errors import SpecError
 from pytest_roofline.format._fields import BOOL_TRAPS, F
 from pytest_roofline.format.limits import DEFAULT_LIMITS, MAX_DEPTH, Limits, how_to_raise
-from pytest_roofline.units import GB, GIB, KB, KIB, MB, MIB, UnitError, parse_number, parse_value
+from pytest_roofline.units import GB, GIB, KB, KIB, MB, MIB, UnitError, parse_number, parse_printed_number, parse_value
 
 __all__ = [
     "NodeReader", "AmbiguousScalar", "plain_scalar", "did_you_mean", "example_of", "ctx_map_check", "decode",
@@ -113,7 +113,11 @@ class NodeReader:
         return value
 
     def integer(self, node: yaml.Node, what: str) -> int:
+        """A whole number, exact as written: ``9223372036854775807`` stays that (a float would make it ...808)."""
         v = self.number(node, what)
+        exact = parse_printed_number(self.scalar(node, what).strip())
+        if isinstance(exact, int):
+            return exact
         if not float(v).is_integer():
             raise self.err(node, f"{what}: expected a whole number, got {v:g}")
         return int(v)

@@ -55,6 +55,30 @@ def test_the_largest_64_bit_integer_is_read_exactly(tmp_path, capsys):
     assert "o.yaml:7: vLLM will not start this setup: the KV pool holds 0 tokens" in out
 
 
+@pytest.mark.parametrize("written", ["9223372036854775808", "9223372036854775809", "9_223_372_036_854_775_809"])
+def test_a_workload_length_past_the_largest_64_bit_integer_is_refused_as_written(written):
+    # the workload reader went through float(): 2**63 - 1 was refused as "9223372036854775808", and 2**63 + 1
+    # printed as 2**63; an integer is read exactly, so the number refused is the one written
+    as_int = str(int(written.replace("_", "")))
+    with pytest.raises(SpecError) as exc:
+        loads_spec(H100 + f"workload:\n  input_len: {written}\n  output_len: 256\n" + WEIGHTS, file="o.yaml")
+    assert exc.value.line == 9 and exc.value.message == (
+        f"setup does not resolve: workload.input_len: {as_int} is impossible: it must be >= 1 and <= {INT64}, the "
+        f"largest 64-bit integer, the most an engine can hold (prompt tokens per request)")
+
+
+def test_a_workload_length_of_the_largest_64_bit_integer_is_read_exactly():
+    # 2**63 - 1 passes the limit (it is the limit); the max_model_len refusal after it adds 256 to the exact value
+    spec = loads_spec(H100 + "workload:\n  input_len: 9223372036854775807\n  output_len: 256\n" + WEIGHTS,
+                      file="o.yaml")
+    assert spec.workload["input_len"] == 2**63 - 1 and isinstance(spec.workload["input_len"], int)
+    err = _refusal(MML_HEAD.format(mml=512) + "workload:\n  input_len: 9223372036854775807\n  output_len: 256\n"
+                   "predictions:\n" + TPOT)
+    assert err.message.startswith(
+        "the workload does not fit max_model_len: a request of 9,223,372,036,854,775,807 prompt + 256 output tokens "
+        "= 9,223,372,036,854,776,063 tokens is longer than max_model_len 512")
+
+
 def test_kv_cache_memory_bytes_of_1e308_is_refused():
     with pytest.raises(SpecError) as exc:
         loads_spec(H100 + "    kv_cache_memory_bytes: 1e308\nworkload:\n  input_len: 1024\n  output_len: 256\n"
