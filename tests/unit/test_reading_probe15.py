@@ -7,6 +7,7 @@ a tolerance reaching 0 below the ink, which cannot fail there (#7)."""
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import pytest
 
@@ -241,12 +242,24 @@ def test_a_backend_the_check_accepts_is_the_one_launched():
         "distributed_executor_backend": "mp"}
 
 
-@pytest.mark.parametrize(("backend", "read"), [('" MP "', "MP"), ('" uni "', "uni")])
+@pytest.mark.parametrize(("backend", "read"), [('" MP "', "' MP '"), ('" uni "', "' uni '"), ("MP", "'MP'")])
 def test_a_backend_the_launch_refuses_is_refused_by_the_check(backend, read):
-    err = _refusal(EXEC.format(backend=backend))  # named as it would be launched: without the spaces
+    # a refused value is named as the user wrote it, spaces and case kept (it was named stripped: 'MP' for " MP ")
+    err = _refusal(EXEC.format(backend=backend))
     assert err.line == 7 and err.message.startswith(
-        f"setup does not resolve: engine.args.distributed_executor_backend: {read!r} is not a backend the plugin "
+        f"setup does not resolve: engine.args.distributed_executor_backend: {read} is not a backend the plugin "
         "launches: write one of mp, ray")
+
+
+def test_the_launch_names_a_refused_backend_as_written():
+    from pytest_roofline.measure.engine import EngineConfig
+
+    written: Any = " MP "
+    with pytest.raises(ValueError, match=r"^distributed_executor_backend must be one of mp, ray, got ' MP '$"):
+        EngineConfig(model="m", device="cpu", distributed_executor_backend=written)
+    written = " ray "  # a backend it launches is launched without the spaces
+    cfg = EngineConfig(model="m", device="cpu", distributed_executor_backend=written)
+    assert cfg.distributed_executor_backend == "ray"
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -97,12 +97,13 @@ class EngineConfig:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
         if self.distributed_executor_backend is not None:
-            # the check's normalisation (engine_args.executor_backend), so the value it accepted is the one launched
-            self.distributed_executor_backend = cast(ExecutorBackend,
-                                                     str(executor_backend(self.distributed_executor_backend)))
-            if self.distributed_executor_backend not in EXECUTOR_BACKENDS:
+            # the check's normalisation (engine_args.executor_backend), so the value it accepted is the one launched;
+            # a refused one is named as written
+            backend = executor_backend(self.distributed_executor_backend)
+            if backend not in EXECUTOR_BACKENDS:
                 raise ValueError(f"distributed_executor_backend must be one of {', '.join(EXECUTOR_BACKENDS)}, "
                                  f"got {self.distributed_executor_backend!r}")
+            self.distributed_executor_backend = cast(ExecutorBackend, backend)
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError("gpu_memory_utilization must be in (0, 1]")
         if self.kv_cache_space_gib is not None:

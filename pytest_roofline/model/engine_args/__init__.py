@@ -52,11 +52,9 @@ from pytest_roofline.model.engine_args._flags import is_off as is_off
 from pytest_roofline.model.engine_args._flags import read_flag as read_flag
 from pytest_roofline.model.engine_args._problems import EngineArgsError as EngineArgsError
 from pytest_roofline.model.engine_args._problems import Problem as Problem
-from pytest_roofline.model.engine_args._refusals import EXECUTOR_BACKENDS as EXECUTOR_BACKENDS
 from pytest_roofline.model.engine_args._refusals import KNOWN_ARGS as KNOWN_ARGS
 from pytest_roofline.model.engine_args._refusals import MODELLED_ARGS as MODELLED_ARGS
 from pytest_roofline.model.engine_args._refusals import NO_TIMING_EFFECT_ARGS as NO_TIMING_EFFECT_ARGS
-from pytest_roofline.model.engine_args._refusals import ExecutorBackend as ExecutorBackend
 from pytest_roofline.model.engine_args._refusals import Scope as Scope
 from pytest_roofline.model.engine_args._refusals import SetupFacts as SetupFacts
 from pytest_roofline.model.engine_args._refusals import check_engine_args as check_engine_args
@@ -68,6 +66,8 @@ from pytest_roofline.model.engine_args._releases import DATA_PARALLEL_SIZE_VERSI
 from pytest_roofline.model.engine_args._releases import V2_BLOCK_MANAGER_NOOP_VERSION as V2_BLOCK_MANAGER_NOOP_VERSION
 from pytest_roofline.model.engine_args._releases import async_scheduling_default as async_scheduling_default
 from pytest_roofline.model.engine_args._spellings import ALIASES as ALIASES
+from pytest_roofline.model.engine_args._spellings import EXECUTOR_BACKENDS as EXECUTOR_BACKENDS
+from pytest_roofline.model.engine_args._spellings import ExecutorBackend as ExecutorBackend
 from pytest_roofline.model.engine_args._spellings import canonical_key as canonical_key
 from pytest_roofline.model.engine_args._spellings import executor_backend as executor_backend
 from pytest_roofline.model.engine_args._spellings import normalise_engine_args as normalise_engine_args

@@ -14,7 +14,7 @@ import difflib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pytest_roofline.errors import SetupValueError
 from pytest_roofline.model.engine_args._flags import FLAG_ARGS, _flag_word, is_off, read_flag
@@ -29,17 +29,13 @@ from pytest_roofline.model.engine_args._releases import (
     _version,
     async_scheduling_default,
 )
-from pytest_roofline.model.engine_args._spellings import executor_backend, normalise_engine_args
+from pytest_roofline.model.engine_args._spellings import (
+    EXECUTOR_BACKENDS,
+    executor_backend,
+    normalise_engine_args,
+)
 
 Scope = Literal["setup", "serving"]
-
-#: ``engine.args.distributed_executor_backend`` values the plugin launches. vLLM's
-#: ``--distributed-executor-backend`` takes ``ray``, ``mp``, ``uni`` and ``external_launcher``
-#: (vllm/config/parallel.py ``DistributedExecutorBackend`` at v0.11.0 and v0.32.0); ``uni`` is one worker in the
-#: engine process and ``external_launcher`` is torchrun's, neither a server's multi-worker mode, so only these two.
-#: Refused at the field by the check (:func:`engine_arg_problems`) and again by the engine's config.
-ExecutorBackend = Literal["mp", "ray"]
-EXECUTOR_BACKENDS: tuple[ExecutorBackend, ...] = get_args(ExecutorBackend)
 
 #: engine.args the models read (the setup and KV accounting: model/setup.py; the serving model: serving/engine.py)
 MODELLED_ARGS: frozenset[str] = frozenset({

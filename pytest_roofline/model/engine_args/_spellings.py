@@ -10,7 +10,7 @@ argument exists at a given release (``dp`` only from 0.8.3) is the refusals' con
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pytest_roofline.model.engine_args._flags import FLAG_ARGS, _flag_word
 from pytest_roofline.model.engine_args._problems import Problem
@@ -32,12 +32,24 @@ def canonical_key(raw: Any) -> tuple[str, bool]:
     return key, False
 
 
+#: ``engine.args.distributed_executor_backend`` values the plugin launches. vLLM's
+#: ``--distributed-executor-backend`` takes ``ray``, ``mp``, ``uni`` and ``external_launcher``
+#: (vllm/config/parallel.py ``DistributedExecutorBackend`` at v0.11.0 and v0.32.0); ``uni`` is one worker in the
+#: engine process and ``external_launcher`` is torchrun's, neither a server's multi-worker mode, so only these two.
+#: Refused at the field by the check (``_refusals.py``: ``engine_arg_problems``) and again by the engine's config.
+ExecutorBackend = Literal["mp", "ray"]
+EXECUTOR_BACKENDS: tuple[ExecutorBackend, ...] = get_args(ExecutorBackend)
+
+
 def executor_backend(value: Any) -> Any:
-    """``distributed_executor_backend`` as vLLM is to receive it: a name without the spaces around it (YAML keeps
-    them in ``" mp "``), anything else as written.  The one normalisation the check (``_executor_problem``), the
-    setup (:func:`normalise_engine_args`) and the launch (measure/engine/_config.py ``EngineConfig``) read it by,
-    so a value the check accepts is the value launched."""
-    return value.strip() if isinstance(value, str) else value
+    """``distributed_executor_backend`` as vLLM is to receive it: a backend the plugin launches without the spaces
+    around it (YAML keeps them in ``" mp "``), anything else exactly as written, so that its refusal quotes what
+    the user wrote (``' MP '``, not ``'MP'``).  The one normalisation the check (``_executor_problem``), the setup
+    (:func:`normalise_engine_args`) and the launch (measure/engine/_config.py ``EngineConfig``) read it by, so a
+    value the check accepts is the value launched."""
+    if isinstance(value, str) and value.strip() in EXECUTOR_BACKENDS:
+        return value.strip()
+    return value
 
 
 def normalise_engine_args(args: Mapping[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
