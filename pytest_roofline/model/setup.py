@@ -547,7 +547,7 @@ def build_setup(
     # and any arg no model honours -- refused here, on every path (roofline, math check, serving model)
     args, problems = engine_args.normalise_engine_args(engine.get("args") or {})
     _check_values(engine, workload)
-    problems += _arg_value_problems(args)
+    problems += _arg_value_problems(args, hw)
     problems += engine_args.engine_arg_problems(args, device=device, scope="setup", version=version)
     weights_raw = model_overrides.pop("dtype", None)  # model: {dtype: fp8}: every weight at that width
     kv_dtype_raw = model_overrides.pop("kv_cache_dtype", None) or args.get("kv_cache_dtype")
@@ -839,8 +839,26 @@ _NUMBER_ARGS = ("gpu_memory_utilization", "block_size", "max_num_seqs", "max_num
                 "tensor_parallel_size", "pipeline_parallel_size")
 
 
-def _arg_value_problems(args: Mapping[str, Any]) -> list[engine_args.Problem]:
-    """Every engine arg of ``args`` whose value no engine can run (:data:`_ARG_LIMITS`), or written without one."""
+def _kv_memory_problem(value: Any, hw: HardwareSpec | None) -> str | None:
+    """Why ``engine.args.kv_cache_memory_bytes`` of ``value`` cannot be allocated on ``hw``, or None: vLLM puts a pool
+    of that many bytes on every GPU ("Size of KV Cache per GPU in bytes"; it then ignores gpu_memory_utilization:
+    vllm/config/cache.py), so a pool larger than one GPU's memory (the hardware catalog's ``memory_bytes``) never
+    starts. A device without a memory figure (the CPU pseudo-device) is not checked."""
+    memory = hw.memory_bytes if hw is not None else None
+    if memory is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value <= memory:
+        return None
+    field = "engine.args.kv_cache_memory_bytes"
+    written = int(value) if float(value).is_integer() else value
+    return (f"{field}: {written:,} bytes is more than the memory of one {hw.id if hw else 'GPU'}, {memory:,} bytes "
+            f"({memory / GIB:,.2f} GiB, {memory / 1e9:,.2f} GB: the hardware catalog's memory_bytes); vLLM allocates "
+            "this KV pool on each GPU, so the engine cannot start: write a pool that fits in what the weights and "
+            f"activations leave of the {memory / GIB:,.2f} GiB, or remove {field} to let gpu_memory_utilization size "
+            "the pool")
+
+
+def _arg_value_problems(args: Mapping[str, Any], hw: HardwareSpec | None = None) -> list[engine_args.Problem]:
+    """Every engine arg of ``args`` whose value no engine can run (:data:`_ARG_LIMITS`; a ``kv_cache_memory_bytes``
+    larger than ``hw``'s memory: :func:`_kv_memory_problem`), or written without one."""
     out: list[engine_args.Problem] = []
     for key in _NUMBER_ARGS:
         if key in args and args[key] is None:
@@ -852,6 +870,11 @@ def _arg_value_problems(args: Mapping[str, Any]) -> list[engine_args.Problem]:
             _check_value(args.get(key), f"engine.args.{key}", limits)
         except SetupValueError as exc:
             out.append(engine_args.Problem(exc.field, str(exc)))
+    kv_field = "engine.args.kv_cache_memory_bytes"
+    kv_problem = None if any(p.field == kv_field for p in out) else _kv_memory_problem(
+        args.get("kv_cache_memory_bytes"), hw)
+    if kv_problem:
+        out.append(engine_args.Problem(kv_field, kv_problem))
     return out
 
 

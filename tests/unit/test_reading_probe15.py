@@ -89,6 +89,36 @@ def test_kv_cache_memory_bytes_of_1e308_is_refused():
         f"{INT64}")
 
 
+# an H100 SXM5 80GB reports 81,559 MiB (nvidia-smi memory.total): 81,559 x 2**20 = 85,520,809,984 bytes,
+# 81,559 / 1,024 = 79.65 GiB, 85.52 GB
+H100_BYTES = 81_559 * 2**20
+
+
+@pytest.mark.parametrize(("written", "shown", "tp"), [("85520809985", "85,520,809,985", 1),
+                                                      ("1e15", "1,000,000,000,000,000", 1),
+                                                      ("100000000000", "100,000,000,000", 2)])
+def test_kv_cache_memory_bytes_larger_than_the_gpu_is_refused_at_its_line(written, shown, tp):
+    # only the 64-bit cap was checked: a 1 PB pool on an 80 GB GPU was accepted; vLLM allocates it on every GPU, so
+    # two GPUs (tensor_parallel_size: 2) do not make a 100 GB pool fit
+    text = (H100 + f"    kv_cache_memory_bytes: {written}\n    tensor_parallel_size: {tp}\nworkload:\n"
+            "  input_len: 1024\n  output_len: 256\n" + WEIGHTS)
+    with pytest.raises(SpecError) as exc:
+        loads_spec(text, file="o.yaml")
+    field = "engine.args.kv_cache_memory_bytes"
+    assert exc.value.line == 8 and exc.value.message == (
+        f"setup does not resolve: {field}: {shown} bytes is more than the memory of one h100-sxm, {H100_BYTES:,} "
+        "bytes (79.65 GiB, 85.52 GB: the hardware catalog's memory_bytes); vLLM allocates this KV pool on each GPU, "
+        "so the engine cannot start: write a pool that fits in what the weights and activations leave of the 79.65 "
+        f"GiB, or remove {field} to let gpu_memory_utilization size the pool")
+
+
+def test_kv_cache_memory_bytes_up_to_the_gpu_memory_passes_this_check():
+    # the whole 85,520,809,984 bytes leaves nothing for the weights, but that is the KV accounting's refusal, not this
+    spec = loads_spec(H100 + f"    kv_cache_memory_bytes: {H100_BYTES}\nworkload:\n  input_len: 1024\n"
+                      "  output_len: 256\n" + WEIGHTS, file="o.yaml")
+    assert all(p.error is None for p in spec.predictions)
+
+
 # --------------------------------------------------------------------------------------------------------------
 # #1: a workload longer than max_model_len
 # --------------------------------------------------------------------------------------------------------------
