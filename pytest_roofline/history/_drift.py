@@ -626,9 +626,12 @@ def compared_count(drifts: Iterable[Drift | Mapping[str, Any]]) -> tuple[int, in
     return compared, measured
 
 
-def drift_counts(drifts: Iterable[Drift | Mapping[str, Any]], policy: DriftPolicy | None = None) -> str:
+def drift_counts(drifts: Iterable[Drift | Mapping[str, Any]], policy: DriftPolicy | None = None, *,
+                 added: Mapping[str, int] | None = None) -> str:
     """``44 compared (3 drifted, 41 steady), 2 new vs the previous run``: how many were compared, always (0
-    compared is said, never left out), then the statuses that have a prediction."""
+    compared is said, never left out), then the statuses that have a prediction. A replay of a measurement the store
+    already holds says so; ``added`` (stored run id -> how many values this session added to it: the history's
+    ``add_values``) says what storing it did: values added to that run, or (none added) nothing stored again."""
     n: dict[str, int] = {}
     drifts = list(drifts)
     not_judged = not_judged_count(drifts)
@@ -648,8 +651,11 @@ def drift_counts(drifts: Iterable[Drift | Mapping[str, Any]], policy: DriftPolic
         line += f", {n[DriftStatus.NEW.value]} new"
         itself = sorted({x for d in drifts if _status(d) == DriftStatus.NEW.value and (x := _stored_as(d))})
         if itself:  # a replay of a measurement the store holds: compared with the runs before it, never with it
+            n_added = sum((added or {}).get(x, 0) for x in itself)
+            stored = (f"; {n_added} value{'s' if n_added != 1 else ''} it lacked {'were' if n_added != 1 else 'was'} "
+                      "added to it, those it held not stored again" if n_added else ", nor stored again")
             line += (f" (this measurement is already stored as run {', '.join(itself)}: a replay is not compared "
-                     "with it, nor stored again)")
+                     f"with it{stored})")
     if n.get(DriftStatus.NOT_MEASURED.value):
         line += f", {n[DriftStatus.NOT_MEASURED.value]} not measured"
     return line + (f" vs {policy.describe()}" if policy is not None else "")

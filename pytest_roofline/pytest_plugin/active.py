@@ -181,7 +181,8 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, rs: RooflineS
     if rs.history_enabled:  # the drift section is not the table: --no-roofline-summary keeps it
         drifts = [(Verdict.from_dict(r.roofline).id, r.roofline_drift) for r in reports
                   if getattr(r, "roofline_drift", None)]
-        lines = drift_lines(drifts, rs.drift_policy.describe(), verbosity=verbosity, width=width)
+        lines = drift_lines(drifts, rs.drift_policy.describe(), verbosity=verbosity, width=width,
+                            added=rs.history_added)
         if lines and verbosity > -2:
             terminalreporter.write_sep("-" if rs.show_summary else "=", "roofline drift")
         for line in lines:
@@ -192,13 +193,17 @@ def session_finish(session: pytest.Session, rs: RooflineSession) -> None:
     """The scorecard and the history's new runs, written by the controller only."""
     if hasattr(session.config, "workerinput"):
         return
-    _write_scorecard(session, rs)
-    if rs.history_enabled:
+    if not rs.history_enabled:
+        _write_scorecard(session, rs)
+    else:
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
         stopped = ("interrupted" if session.exitstatus == pytest.ExitCode.INTERRUPTED
                    else "stopped early (-x/--maxfail)" if session.shouldfail or session.shouldstop else "")
-        # after the scorecard: the run is added to the store, unless the session did not score every prediction
+        # the run is added to the store (unless the session did not score every prediction) before the scorecard
+        # is written, so its drift line says what storing did (values added to a stored run: rs.history_added);
+        # the store's lines are printed after the scorecard's, as before
         stored_lines, store_failed = store_session(rs, stopped=stopped)
+        _write_scorecard(session, rs)
         compared_lines, too_few = compared_check(rs)
         for line in [*rs.history_notes, *compared_lines, *stored_lines]:
             if tr is not None:
@@ -220,7 +225,8 @@ def _write_scorecard(session: pytest.Session, rs: RooflineSession) -> None:
     # the verdicts scored in this process, or (an xdist controller scores none) those the workers' reports carried
     verdicts = list(rs.verdicts) or list(rs.reported_verdicts.values())
     path = write_scorecard(list(rs.specs.values()), verdicts, session_results(rs), mode=rs.mode,
-                           path=Path(rs.scorecard), drifts=_drifts_by_verdict(rs) if rs.history_enabled else None)
+                           path=Path(rs.scorecard), drifts=_drifts_by_verdict(rs) if rs.history_enabled else None,
+                           added=rs.history_added)
     tr = session.config.pluginmanager.get_plugin("terminalreporter")
     if tr is not None:
         _end_open_line(tr)

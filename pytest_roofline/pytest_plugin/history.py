@@ -234,6 +234,7 @@ def _add_to_stored(rs: RooflineSession, same: RunSummary, rec: Any, where: str) 
                     + ("" if rs.history_optional else " (the session fails; --roofline-history-optional makes "
                                                       "this a warning)")), True
         if added:
+            rs.history_added[stored.run_id] = rs.history_added.get(stored.run_id, 0) + added
             return (f"roofline history: added {added} value{'s' if added != 1 else ''} to run {stored.run_id}, which "
                     f"held {had} of this measurement's ({setup}; the night it was measured, "
                     f"{rec.summary.started_at})"), False

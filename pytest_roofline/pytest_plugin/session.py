@@ -156,6 +156,9 @@ class RooflineSession:
         self.history_optional: bool = bool(opt("roofline_history_optional", False))
         #: what opening the store had to say (a damaged index rebuilt), printed as plain lines at the end
         self.history_notes: list[str] = []
+        #: values this session added to a run the store held (a replay of its measurement), by run id: the drift
+        #: line says they were added, not that nothing was stored (pytest_plugin/history.py ``_add_to_stored``)
+        self.history_added: dict[str, int] = {}
         if self.history_uri:
             redact.remember_url_secrets(self.history_uri)  # a password with "/", a space or "?" included
         #: what an INCONCLUSIVE verdict becomes: skip (default) | fail | pass (--roofline-inconclusive)

@@ -117,11 +117,13 @@ def render_from_files(predictions_yaml: Path | str, results_json: Path | str | N
 
 def write_scorecard(specs: Sequence[Spec], verdicts: Sequence[Verdict],
                     results: Sequence[Mapping[str, Any]], *, mode: str, path: Path | str,
-                    y_scale: str = "auto", drifts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> Path:
+                    y_scale: str = "auto", drifts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+                    added: Mapping[str, int] | None = None) -> Path:
     """Render a finished run (its specs, verdicts and results dicts) and write it atomically to ``path``.
 
     Specs may be empty (an xdist controller collects none): they are then loaded from the verdicts' files.
-    ``drifts`` (with a history): each prediction's drift dict by (file, id); the page gets a Drift column."""
+    ``drifts`` (with a history): each prediction's drift dict by (file, id); the page gets a Drift column.
+    ``added``: the values the session added to a stored run, by run id (the drift line says so)."""
     # texts that quote a server or the engine's args: redacted in the verdict's dict form, turned back once
     verdicts = [Verdict.from_dict(redact.redact_data(v.to_dict())) for v in verdicts]
     results = [redact.redact_data(dict(r)) for r in results]
@@ -133,7 +135,8 @@ def write_scorecard(specs: Sequence[Spec], verdicts: Sequence[Verdict],
             except Exception:  # noqa: BLE001 - a file that no longer loads is left out of the page
                 continue
     try:
-        html = render_scorecard(specs, verdicts, list(results) or None, mode=mode, y_scale=y_scale, drifts=drifts)
+        html = render_scorecard(specs, verdicts, list(results) or None, mode=mode, y_scale=y_scale, drifts=drifts,
+                                added=added)
     except Exception as exc:  # noqa: BLE001 - a report bug must not turn a finished run into an INTERNALERROR
         html = _fallback_page(verdicts, exc)
     html = redact.redact_known(html)  # and no secret value the run was given, whatever reached the page
@@ -198,7 +201,8 @@ def _results_for(spec: Spec, results: Sequence[Mapping[str, Any]]) -> Mapping[st
 def render_scorecard(spec: Spec | Sequence[Spec], verdicts: Sequence[Verdict],
                      results: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None, *,
                      mode: str | None = None, title: str | None = None, generated_at: str | None = None,
-                     y_scale: str = "auto", drifts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> str:
+                     y_scale: str = "auto", drifts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+                     added: Mapping[str, int] | None = None) -> str:
     """The scorecard page for one or more prediction files.
 
     ``verdicts`` are :class:`Verdict` s (matched to their file by ``file``); ``results`` is a results
@@ -206,7 +210,8 @@ def render_scorecard(spec: Spec | Sequence[Spec], verdicts: Sequence[Verdict],
     math-only run. ``mode`` is the run's mode for the header (derived when not given). ``y_scale`` is the
     throughput chart's y axis: "auto" (log where the values span 8× or more), "log" or "linear"; the page
     offers the other one with a toggle. ``drifts`` (with a history): each prediction's drift dict by (file, id);
-    the page then gets a Drift column and a drift line.
+    the page then gets a Drift column and a drift line; ``added``: the values the session added to a stored run,
+    by run id (:func:`~pytest_roofline.history.drift_counts`).
     """
     if y_scale not in ch.Y_SCALES:
         raise ValueError(f"y_scale must be one of {', '.join(ch.Y_SCALES)}, not {y_scale!r}")
@@ -231,7 +236,7 @@ def render_scorecard(spec: Spec | Sequence[Spec], verdicts: Sequence[Verdict],
                                       single=len(specs) == 1, y_scale=y_scale, drifts=drifts))
     page_title = title or (specs[0].title or Path(specs[0].path).name if len(specs) == 1 else
                            f"pytest-roofline scorecard — {len(specs)} prediction files")
-    head = _page_header(page_title, specs, res_list, mode, generated_at, all_outcomes, drifts)
+    head = _page_header(page_title, specs, res_list, mode, generated_at, all_outcomes, drifts, added)
     body = head + "".join(sections) + _footer(generated_at)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
@@ -266,7 +271,8 @@ _MODE_TEXT = {"math": "math only — each value in ink checked against the model
 
 def _page_header(title: str, specs: Sequence[Spec], results: Sequence[Mapping[str, Any]], mode: str,
                  generated_at: str, rows: Sequence[Row],
-                 drifts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> str:
+                 drifts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+                 added: Mapping[str, int] | None = None) -> str:
     c = counts(o for _, o, _ in rows)
     total = sum(c.values())
     src = ""
@@ -299,7 +305,7 @@ def _page_header(title: str, specs: Sequence[Spec], results: Sequence[Mapping[st
         failed = sum(1 for d in found if d.get("status") == "drifted" and d.get("drift_fail"))
         fails = (f' · <span class="rl-badge rl-failed">{failed} DRIFTED</span> their tests failed '
                  "(--roofline-drift-fail), whatever their verdict above" if failed else "")
-        src += (f'<div class="src rl-drift-line">drift: {esc(drift_counts(found))} vs '
+        src += (f'<div class="src rl-drift-line">drift: {esc(drift_counts(found, added=added))} vs '
                 f'{esc(str(found[0].get("against") or "the stored runs"))}{fails}</div>')
     return (f'<header class="top"><div class="brand">pytest-roofline scorecard</div><h1>{esc(title)}</h1>'
             f'<div class="mode mode-{esc(mode)}">{esc(_MODE_TEXT.get(mode, mode))}</div>{src}'

@@ -290,17 +290,18 @@ MIN_DRIFT_TEXT = 30
 
 
 def drift_lines(drifts: Sequence[tuple[str, Mapping[str, Any]]], against: str, *, verbosity: int = 0,
-                width: int = 120) -> list[str]:
+                width: int = 120, added: Mapping[str, int] | None = None) -> list[str]:
     """The "roofline drift" section: each drifted prediction (and each whose ink changed) with its one-line
     drift, then the count line (``1 drifted, 20 steady, 1 new vs the previous run``); -qq the count alone.
     Every line fits ``width`` (an id longer than it excepted): the count line is broken between its clauses,
-    never inside a count (:func:`wrap_count`)."""
+    never inside a count (:func:`wrap_count`). ``added``: the values this session added to a stored run, by run id
+    (:func:`~pytest_roofline.history.drift_counts`)."""
     from pytest_roofline.history import drift_counts
 
     if not drifts:
         return []
     width = max(width, MIN_DRIFT_WIDTH)
-    count = wrap_count(f"{COUNT_HEAD}{drift_counts([d for _i, d in drifts])} vs {against}", width)
+    count = wrap_count(f"{COUNT_HEAD}{drift_counts([d for _i, d in drifts], added=added)} vs {against}", width)
     if verbosity <= -2:
         return count
     listed = [(pid, d) for pid, d in drifts if d.get("status") in _DRIFT_LISTED]

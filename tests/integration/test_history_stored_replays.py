@@ -72,6 +72,18 @@ def _line(out: str, start: str) -> str:
     return next(line for line in out.splitlines() if line.startswith(start))
 
 
+def _count_line(out: str) -> str:
+    """The drift count line, its continuation lines (drawn at most 200 columns wide, indented) joined back."""
+    lines = out.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith("roofline drift: 0 compared"))
+    parts = [lines[i]]
+    for line in lines[i + 1:]:
+        if not line.startswith("  ") or not line.strip():
+            break
+        parts.append(line.strip())
+    return " ".join(parts)
+
+
 # --------------------------------------------------------------------------- #2 through pytest
 
 
@@ -83,11 +95,17 @@ def test_a_k_replay_stored_first_gets_the_rest_of_its_night(project: Path, kind:
     assert first.returncode == 0, first.stdout + first.stderr
     (run,) = open_store(store).runs()
     assert len(run.values) == 1 and len(run.unchecked) == WHOLE - 1
-    whole = _replay(project, store)
+    whole = _replay(project, store, "--roofline-scorecard", "card.html")
     assert whole.returncode == 0, whole.stdout + whole.stderr
     assert _line(whole.stdout, "roofline history:") == (
         f"roofline history: added {WHOLE - 1} values to run {run.run_id}, which held 1 of this measurement's "
         f"(cpu · roofline-tiny · vllm 0.32.0; the night it was measured, 2026-12-05T08:54:28Z)")
+    # the drift line (terminal and scorecard) says what storing did; it said "nor stored again"
+    added = (f"(this measurement is already stored as run {run.run_id}: a replay is not compared with it; "
+             f"{WHOLE - 1} values it lacked were added to it, those it held not stored again)")
+    assert _count_line(whole.stdout) == (
+        f"roofline drift: 0 compared, {MEASURED} new {added}, {WHOLE - MEASURED} not measured vs the previous run")
+    assert added in (project / "card.html").read_text(encoding="utf-8")
     (after,) = open_store(store).runs()  # one run: the same id and night, now the whole night
     assert (after.run_id, after.started_at) == (run.run_id, run.started_at)
     assert len(after.values) == WHOLE and after.unchecked == ()
@@ -100,6 +118,8 @@ def test_a_k_replay_stored_first_gets_the_rest_of_its_night(project: Path, kind:
     # the same replay once more: every value is held, nothing is stored
     again = _replay(project, store)
     assert again.returncode == 0
+    assert _count_line(again.stdout).endswith("a replay is not compared with it, nor stored "
+                                                                        "again), 3 not measured vs the previous run")
     assert _line(again.stdout, "roofline history:").startswith(
         f"roofline history: not stored: run {run.run_id} of cpu · roofline-tiny · vllm 0.32.0 already holds the "
         "measurement this replay was made at")

@@ -41,6 +41,7 @@ from pytest_roofline.history import (
 )
 from pytest_roofline.history._records import as_outcome
 from pytest_roofline.history._store import INDEX_NAME
+from pytest_roofline.report.terminal import drift_lines
 from pytest_roofline.report.trend import TREND_CSS, render_trend
 
 SETUP = SetupKey("cpu", "roofline-tiny", "0.32.0")
@@ -385,6 +386,31 @@ def test_a_replay_of_a_stored_measurement_says_why_nothing_was_compared() -> Non
     later = drift_for(now[:1], [stored], DriftPolicy(), setup=SETUP, before="2026-08-01T00:00:00Z")
     assert later[now[0].key].status.value == "steady" and later[now[0].key].stored_as == ""
     assert drift_counts(later.values()) == "1 compared (1 steady)"
+
+
+def test_a_replay_that_added_values_to_the_stored_run_says_so() -> None:
+    # the stored run held p of this measurement and the replay's store added q and m to it (HistoryStore.add_values):
+    # the line said "nor stored again" for the whole measurement
+    run_id = "20260731T000000Z-nocommit-2a1b85"
+    stored = run("2026-07-31T00:00:00Z", val("p", 0.1), run_id=run_id)
+    now = [val("p", 0.1), val("q", 0.2), val("m", None)]
+    drifts = [d.to_dict() for d in drift_for(now, [stored], DriftPolicy(), setup=SETUP,
+                                             before="2026-07-31T00:00:00Z").values()]
+    assert drift_counts(drifts, added={run_id: 2}) == (
+        f"0 compared, 2 new (this measurement is already stored as run {run_id}: a replay is not compared with it; "
+        "2 values it lacked were added to it, those it held not stored again), 1 not measured")
+    assert drift_counts(drifts, added={run_id: 1}).startswith(
+        f"0 compared, 2 new (this measurement is already stored as run {run_id}: a replay is not compared with it; "
+        "1 value it lacked was added to it, those it held")
+    # values added to another run, or none: nothing of this measurement was stored again
+    for added in ({"20260101T000000Z-nocommit-000000": 5}, {}, None):
+        assert drift_counts(drifts, added=added) == (
+            f"0 compared, 2 new (this measurement is already stored as run {run_id}: a replay is not compared with "
+            "it, nor stored again), 1 not measured")
+    lines = drift_lines([(str(i), d) for i, d in enumerate(drifts)], "the previous run", width=400,
+                        added={run_id: 2})
+    assert lines[-1].endswith("2 values it lacked were added to it, those it held not stored again), 1 not measured "
+                              "vs the previous run")
 
 
 # ------------------------------------------------------------------------------------------------ a trial's numbers
