@@ -146,6 +146,11 @@ _URL_CREDS_WIDE = re.compile(r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]{0,20}://)([
 
 
 _SCHEMES = frozenset({"bearer", "basic", "digest", "token"})
+#: a ``name: value`` pair's unquoted value that is no value at all in JSON, a Python repr or YAML (1.1 and 1.2
+#: alike): null, None or a boolean. ``{'password': None}`` says no password was given, which masking would hide
+#: (``***`` reads as "one was given"); a quoted ``'None'``, a ``name=None`` (an environment's or a query's value is
+#: a string) and an ambiguous word (``no``, ``off``: a string in YAML 1.2) are masked
+_NOT_A_VALUE = frozenset({"None", "null", "Null", "NULL", "~", "true", "True", "TRUE", "false", "False", "FALSE"})
 
 
 def _assigned(m: re.Match[str]) -> bool:
@@ -160,9 +165,17 @@ def _assigned(m: re.Match[str]) -> bool:
     return quote not in ("'", '"') or before == quote  # a quoted name: the quote opens right before it
 
 
+def _no_value(m: re.Match[str]) -> bool:
+    """The pair's value is null or a boolean (:data:`_NOT_A_VALUE`), written unquoted after a colon."""
+    sep = m.group("sep")
+    return ":" in sep and "=" not in sep and not m.groupdict().get("q") and m.group("value") in _NOT_A_VALUE
+
+
 def _pair(m: re.Match[str]) -> str:
     name = m.group("name")
     if not _secret_pair_name(name) or m.group("value") == REDACTED or m.group("value").lower() in _SCHEMES:
+        return m.group(0)
+    if _no_value(m):
         return m.group(0)
     if not _assigned(m):
         return m.group(0)

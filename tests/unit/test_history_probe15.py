@@ -190,3 +190,31 @@ def test_comparing_a_run_with_itself_is_a_usage_error(tmp_path: Path, capsys: py
 ])
 def test_free_text_masks_assignments_not_paths(text: str, shown: str) -> None:
     assert redact_text(text) == shown
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    # a value after a password-like key is masked when it can be a password: any quoted string, any word
+    ("{'passwd': 'hunter2'}", f"{{'passwd': '{REDACTED}'}}"),
+    ("{'passwd': 'no'}", f"{{'passwd': '{REDACTED}'}}"),
+    ("{'password': 'None'}", f"{{'password': '{REDACTED}'}}"),  # quoted: the string "None"
+    # an unquoted no / off is a boolean in YAML 1.1 but the string "no" in YAML 1.2: it may be the password itself,
+    # so it stays masked (the redactor cannot tell, and a leaked password costs more than a hidden "no")
+    ("'passwd': no", f"'passwd': {REDACTED}"),
+    ("{'passwd': no}", f"{{'passwd': {REDACTED}}}"),
+    ("password: off", f"password: {REDACTED}"),
+    ("password: none", f"password: {REDACTED}"),  # YAML's null is null / Null / NULL / ~, not none
+    # an environment's, a query's or a command line's value is a string, whatever it spells
+    ("PGPASSWORD=null psql", f"PGPASSWORD={REDACTED} psql"),
+    ("password=None", f"password={REDACTED}"),
+    ("--password None", f"--password {REDACTED}"),
+    ("password: 1234", f"password: {REDACTED}"),
+    # null and booleans after a colon are no value in JSON, a Python repr or YAML: they say no password was given,
+    # which *** would hide (it reads as "a password was given")
+    ("{'password': None}", "{'password': None}"),
+    ('{"password": null, "api_key": "sk-abcdef"}', f'{{"password": null, "api_key": "{REDACTED}"}}'),
+    ("password: ~", "password: ~"),
+    ("{'passwd': False}", "{'passwd': False}"),
+    ("password: true", "password: true"),
+])
+def test_a_password_key_masks_a_value_that_can_be_a_password(text: str, shown: str) -> None:
+    assert redact_text(text) == shown
