@@ -152,3 +152,43 @@ def test_an_moe_model_on_a_gpu_gets_no_band_but_the_reason_and_the_one_public_ru
     # the public run's TPOT lies above where a dense band around the MoE model's value would reach
     dense_width = hi / point("qwen3-8b").tpot_p50_ms
     assert 9.6 > moe.tpot_p50_ms * dense_width
+
+
+def _band_cell(v: Verdict) -> str:
+    """The band as the table prints it: ``[lo–hi]`` with the units left to the serving value beside it."""
+    lo, hi = v.serving_band_range.split(" – ")
+    return f"[{lo.split(' ')[0]}–{hi.split(' ')[0]}]"
+
+
+@pytest.mark.parametrize("width", [80, 120, 160, 200])
+def test_no_width_drops_a_band(verdict, width):
+    """Below ~160 columns the bands used to be left out of the table with no word (trial 22, M2): at 120, 80 and in
+    a non-tty CI log a band that can decide a verdict was gone. Each banded row now shows its band, beside its
+    serving value where the table has room, else on a line of its own under the row; a row without one shows none."""
+    banded = [dataclasses.replace(verdict, id=f"throughput-1k-c{c}") for c in (32, 64)]
+    bare = dataclasses.replace(verdict, id="no-band", serving_band_text="")
+    lines = summary_table([_Report(v.to_dict()) for v in [*banded, bare]], width=width)
+    assert all(len(ln) <= width for ln in lines), max(lines, key=len)
+    cell = _band_cell(verdict)
+    assert cell == "[1,510.3–2,135.9]"  # the serving model's 1,685.8 tok/s at C = 32 and its band, worked out above
+    assert sum(ln.count(cell) for ln in lines) == len(banded)
+    for v in banded:
+        i = next(i for i, ln in enumerate(lines) if ln.startswith(v.id + " "))
+        beside, under = lines[i], lines[i + 1]
+        if cell in beside:  # in the serving column: "1,685.8 tok/s [1,510.3–2,135.9]"
+            assert f"{verdict.serving_text} {cell}" in beside
+        else:  # on the next line, indented (not a row of its own), saying whose band it is
+            assert under.startswith(" ") and under.strip() == f"serving {verdict.serving_text} {cell}", under
+    i = next(i for i, ln in enumerate(lines) if ln.startswith("no-band "))
+    assert lines[i + 1] == "3 pass"  # the bare row is the last: no band line under it, the count follows
+    if width >= 160:  # room for the band beside the value: no extra lines
+        assert len(lines) == 2 + 3 + 1
+
+
+def test_a_band_too_wide_for_its_row_keeps_the_row_on_one_line_and_the_band_under_it(verdict):
+    """The table keeps its columns (the models' values, the quantity) and moves the band, not the other way round."""
+    v = dataclasses.replace(verdict, id="throughput-1k-c32")
+    [head, _rule, row, under, _count] = summary_table([_Report(v.to_dict())], width=120)
+    assert head.split()[:8] == ["id", "quantity", "predicted", "measured/model", "src", "roofline", "serving",
+                                "error"]
+    assert _band_cell(v) not in row and under == " " * (len(v.id) + 1) + f"serving {v.serving_text} {_band_cell(v)}"
