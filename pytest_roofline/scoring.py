@@ -39,7 +39,7 @@ from pytest_roofline.format.tolerance import Tolerance, parse_tolerance
 from pytest_roofline.measure import plan as mplan
 from pytest_roofline.model import bands as model_bands
 from pytest_roofline.model import serving as sv
-from pytest_roofline.model.setup import Setup, SetupError
+from pytest_roofline.model.setup import Setup, SetupError, serving_arg_problems
 from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.quantities.bounds import (
     ROOFLINE_CEILING_QUANTITIES,
@@ -755,20 +755,26 @@ def _beyond_bound(v: Verdict, ink: float, bound: PhysicalBound) -> Verdict:
 def _compare_to_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float, tol: Tolerance,
                         setup: Setup, file_math_tolerance: Tolerance | None = None) -> Verdict:
     """The math check of ink written as a realistic value of a roofline ceiling (``model.bands.ROOFLINE_CEILINGS``).
-    Above the ceiling it fails whatever the band (a physical bound: no run can exceed it). With a band (the share of
-    the roofline's batch-1 step rate measured low-load runs reach, ``model.bands.roofline_fraction_band``) it passes
-    between that share of the step rate and the ceiling and fails below. Without one (an MoE model's ceiling, or a
-    tensor-parallel degree above every run behind the band: ``model.bands.ceiling_no_band_reason``) the model cannot
-    say how far below the ceiling runs land, so ink below it is inconclusive, never a failure of realistic ink."""
+    Above the ceiling it fails whatever the band (a physical bound: no run can exceed it). Below it, ink passes from
+    the lowest of two floors up to the ceiling: the share of the roofline's batch-1 step rate measured low-load runs
+    reach (``model.bands.roofline_fraction_band``; only where those runs represent the setup, :func:`_fraction_void`)
+    and the serving model's band at its batch-1 point (the same value the serving model gives ``output_throughput``
+    at concurrency 1, so one number gets one verdict); below both it fails. With neither (an MoE model, a
+    tensor-parallel degree above every run behind the band, an engine arg the serving model does not simulate) the
+    model cannot say how far below the ceiling runs land, so ink below it is inconclusive, never a failure."""
     moe, tp = _is_moe(setup), max(1, int(getattr(setup, "tensor_parallel_size", 1) or 1))
-    band = model_bands.roofline_fraction_band(moe=moe, tp=tp)
+    void = _fraction_void(setup)
+    band = None if void else model_bands.roofline_fraction_band(moe=moe, tp=tp)
     rate = batch1_step_rate(setup, pred.at, ceiling)
-    lo = rate * band.lo if band is not None else None
+    frac_lo = rate * band.lo if band is not None else None
+    s_lo = v.serving_band_lo if v.serving_band_lo is not None and v.serving_band_hi is not None else None
+    floors = [x for x in (frac_lo, s_lo) if x is not None]
+    lo = min(floors) if floors else None
     v.reference_value, v.checked_value, v.hi = ink, ceiling, ceiling
     if lo is not None:
         v.lo = lo
-    share = "" if rate >= ceiling else " of the roofline's batch-1 step rate"
-    v.tolerance_text = (f"the model's band {100 * band.lo:.0f}%{share}-100% of the ceiling" if band is not None
+    # the column shows the interval applied; the reason says where its floor comes from
+    v.tolerance_text = (f"band {v.fmt(lo)} – {v.fmt(ceiling)} (the ceiling)" if lo is not None
                         else "at or below the roofline ceiling (no band)")
     v.error_abs, v.error_rel, v.ratio = relative_error(ceiling, ink)
     v.error_text = error_text(v.error_rel, None) + f" ({'+' if v.error_abs >= 0 else '−'}{v.fmt(abs(v.error_abs))})"
@@ -779,20 +785,52 @@ def _compare_to_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float
         v.status = VerdictStatus.FAIL
         v.reason = (f"predicted {v.fmt(ink)} is above {bound} (its all-reduces at their modelled latency), the top "
                     f"of the model's band: no run behind the band measured above it ({tol.text} does not reach it)")
-    elif band is None or lo is None:
+        return v
+    if lo is None:
         v.status = VerdictStatus.INCONCLUSIVE
-        v.reason = (f"predicted {v.fmt(ink)} is below {bound}, outside {tol.text} of it; "
-                    f"{model_bands.ceiling_no_band_reason(moe=moe, tp=tp)}")
-    else:
+        why = void or model_bands.ceiling_no_band_reason(moe=moe, tp=tp)
+        v.reason = (f"predicted {v.fmt(ink)} is below {bound}, outside {tol.text} of it; {why}"
+                    + (f"; the serving model: {v.serving_explanation}" if v.serving_explanation.startswith(
+                        _SERVING_FAILED) else ""))
+        return v
+    wheres: list[str] = []
+    if band is not None and frac_lo is not None:
         of = (f"the roofline's batch-1 step rate {v.fmt(rate)} (its all-reduces and KV read included)"
               if rate < ceiling else "it")
-        where = (f"{bound} and the {100 * band.lo:.0f}% of {of} that measured low-load runs reach ({v.fmt(lo)}; "
-                 f"{band.n} values from {', '.join(band.sources)}"
-                 + (f", TP 1-{band.tp_max}" if band.tp_max is not None else "") + ": docs/explanation/models.md)")
-        v.status = VerdictStatus.FAIL if ink < lo else VerdictStatus.PASS
-        v.reason = (f"predicted {v.fmt(ink)} is {'below' if ink < lo else 'within'} the model's band, between "
-                    f"{where}")
+        wheres.append(f"the {100 * band.lo:.0f}% of {of} that measured low-load runs reach ({v.fmt(frac_lo)}; "
+                      f"{band.n} values from {', '.join(band.sources)}"
+                      + (f", TP 1-{band.tp_max}" if band.tp_max is not None else "")
+                      + ": docs/explanation/models.md)")
+    elif void:
+        wheres.append(f"no share of the ceiling from measured runs ({void})")
+    if s_lo is not None:
+        wheres.append(f"the serving model's band at batch 1 from {v.fmt(s_lo)} (serving model {v.serving_text}, "
+                      "80% nominal)")
+    low = ink < lo
+    v.status = VerdictStatus.FAIL if low else VerdictStatus.PASS
+    v.reason = (f"predicted {v.fmt(ink)} is {'below' if low else 'within'} the model's band, from "
+                f"{v.fmt(lo)} up to {bound}: " + "; ".join(wheres))
     return v
+
+
+def _fraction_void(setup: Setup) -> str:
+    """Why the share of the ceiling that measured low-load runs reach (bf16/fp16 checkpoints of the default engine)
+    does not apply to ``setup`` (``""`` where it does): a quantized checkpoint (dequantisation and per-step costs
+    are a larger share of a step whose weight read shrank), or an engine arg the serving model does not simulate
+    (``model.setup.serving_arg_problems``: e.g. ``enforce_eager: true``, whose launches those CUDA-graph runs never
+    paid)."""
+    try:
+        problems = serving_arg_problems(setup)
+    except (SetupError, ValueError, KeyError):
+        problems = []
+    if problems:
+        return (f"{problems[0].field} is not what the runs behind the band ran (the serving model does not "
+                "simulate it either); a measurement decides")
+    if getattr(setup, "quantization", None) is not None or str(getattr(setup, "weight_dtype", "bf16")) not in (
+            "bf16", "fp16", "float16", "bfloat16"):
+        return (f"the runs behind the share of the ceiling served 16-bit weights, not "
+                f"{setup.quantization_label or setup.weight_dtype}")
+    return ""
 
 
 def _below_ceiling(v: Verdict, pred: Prediction, ink: float, tol: Tolerance) -> Verdict:
@@ -811,6 +849,7 @@ def _below_ceiling(v: Verdict, pred: Prediction, ink: float, tol: Tolerance) -> 
                       f"it against" + (f": {v.serving_band_note}" if v.serving_band_note else "")
                       + "; a measurement decides")
         return out
+    _band_decides(out, tol, lo, hi)
     if lo <= ink <= hi:
         out.status = VerdictStatus.PASS
         out.diagnosis = []
@@ -856,6 +895,7 @@ def _compare_to_serving(v: Verdict, pred: Prediction, ink: float, tol: Tolerance
     lo, hi = v.serving_band_lo, v.serving_band_hi
     if lo is not None and hi is not None and lo <= ink <= hi:
         _compare(v, pred, ink, model, tol, "serving model")
+        _band_decides(v, tol, lo, hi)
         v.status = VerdictStatus.PASS
         v.reason = (f"predicted {v.fmt(ink)} is outside {tol.text} of the serving model's {v.fmt(model)} but within "
                     f"its band {v.fmt(lo)} – {v.fmt(hi)}: where runs from sources the band was not built from land "
@@ -865,8 +905,17 @@ def _compare_to_serving(v: Verdict, pred: Prediction, ink: float, tol: Tolerance
         return _compare_to_ceiling(v, pred, ink, float(ceiling), tol, setup, file_math_tolerance)
     out = _compare(v, pred, ink, model, tol, "serving model")
     if out.status is VerdictStatus.FAIL and lo is not None and hi is not None:
+        _band_decides(out, tol, lo, hi)
         out.reason += f"; outside its band {v.fmt(lo)} – {v.fmt(hi)} too"
     return out
+
+
+def _band_decides(v: Verdict, tol: Tolerance, lo: float, hi: float) -> None:
+    """Where the serving model's band decides a math check (ink passes within the tolerance of the model's value
+    or within the band): the tolerance shown and the interval drawn are what the check applied, both of them,
+    never the tolerance alone (a pass inside the band drawn against ``±0.5 tok/s`` reads as a miss)."""
+    v.tolerance_text = f"{tol.text} or band {v.fmt(lo)} – {v.fmt(hi)}"
+    v.lo, v.hi = lo, hi
 
 
 def _compare(v: Verdict, pred: Prediction, reference: Any, checked: Any, tol: Tolerance, against: str) -> Verdict:
@@ -968,6 +1017,9 @@ def column_model(model_column: str, *, model_prediction: bool, roofline: bool, s
 _BAND_METRIC: dict[str, str] = {"output_throughput": "output_throughput_tok_per_s", "tpot_p50": "tpot_p50_ms",
                                 "ttft_p50": "ttft_p50_ms"}
 
+#: the batch-1 quantities the serving model reads at its batch-1 point: banded by that point's throughput band
+_BATCH1_BAND_QUANTITIES = frozenset({"batch1_throughput", "batch1_fraction_of_ceiling"})
+
 #: how a verdict's serving explanation starts when the serving model could not compute the quantity
 _SERVING_FAILED = "the serving model does not compute it here"
 
@@ -990,10 +1042,13 @@ def _serving_column(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hard
     v.serving_text = _value_text(v.serving_value, q.dimension, v.display_unit)
     v.serving_explanation = mv.explanation
     try:
-        _p, pp = sweep.at(pred.at)
+        # a batch-1 quantity is read at the sweep's batch-1 point (quantities.knee: the `batch1` point, else C = 1),
+        # and its band is that point's throughput band (a fraction of the ceiling scales with it)
+        batch1 = q.name in _BATCH1_BAND_QUANTITIES
+        _p, pp = sweep.batch1() if batch1 else sweep.at(pred.at)
         v.serving_shares = {k: float(x) for k, x in pp.time_shares.items()}
         v.serving_unstable = pp.unstable or ""
-        metric = _BAND_METRIC.get(q.name)
+        metric = _BAND_METRIC["output_throughput"] if batch1 else _BAND_METRIC.get(q.name)
         band = pp.bands.get(metric) if metric else None
         value = getattr(pp, metric) if metric else None
         if band and value and isinstance(v.serving_value, (int, float)) and not isinstance(v.serving_value, bool):

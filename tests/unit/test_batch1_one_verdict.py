@@ -1,0 +1,107 @@
+"""Batch-1 throughput is one physical number, whichever quantity names it: the CPU-only math check gives
+``batch1_throughput`` and ``output_throughput`` at concurrency 1 the same verdict on the same ink (issue 22; the
+s16 trial found an AWQ checkpoint's own serving value failing as ``batch1_throughput`` and passing as
+``output_throughput``). The share of the ceiling measured runs reach (bf16 runs of the default engine) applies
+only where those runs represent the setup: not to a quantized checkpoint, not under an engine arg the serving model
+does not simulate (``enforce_eager: true``), where ink below the ceiling is inconclusive."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_roofline.format.spec import loads_spec
+from pytest_roofline.model import bands
+from pytest_roofline.scoring import score
+
+SPEC = """\
+hardware: {hw}
+model: {model}
+engine: {{name: vllm{args}}}
+workload: {{input_len: 128, output_len: 256}}
+sweep: {{mode: closed, concurrency: [1]}}
+predictions:
+  - {{id: b1, quantity: batch1_throughput, predicted: {ink}}}
+  - {{id: c1, quantity: output_throughput, at: {{concurrency: 1}}, predicted: {ink}}}
+"""
+
+
+def _verdicts(ink: str, *, hw: str = "h100-sxm", model: str = "llama-3.1-8b-instruct-awq-int4", args: str = ""):
+    spec = loads_spec(SPEC.format(hw=hw, model=model, ink=ink, args=args))
+    return [score(spec, p, "math", None) for p in spec.predictions]
+
+
+@pytest.mark.parametrize("hw, model", [("h100-sxm", "llama-3.1-8b-instruct-awq-int4"),
+                                       ("h100-sxm", "llama-3.1-8b-instruct-fp8"),
+                                       ("b200", "llama-3.1-8b")])
+def test_the_serving_models_own_batch1_value_passes_under_both_names(hw, model):
+    b1, c1 = _verdicts("1 tok/s", hw=hw, model=model)
+    serving = float(c1.serving_value)
+    assert float(b1.serving_value) == pytest.approx(serving)  # one simulated point behind both
+    # the batch-1 quantity carries the concurrency-1 point's band (it had none)
+    assert (b1.serving_band_lo, b1.serving_band_hi) == (pytest.approx(c1.serving_band_lo),
+                                                          pytest.approx(c1.serving_band_hi))
+    for ink in (serving, c1.serving_band_lo * 1.001, c1.serving_band_hi * 0.999):
+        b1, c1 = _verdicts(f"{ink:.2f} tok/s", hw=hw, model=model)
+        assert (b1.status, c1.status) == ("pass", "pass"), (ink, b1.reason, c1.reason)
+
+
+def test_ink_below_every_floor_fails_and_names_where_the_floor_comes_from():
+    b1, c1 = _verdicts("1 tok/s")
+    lo = c1.serving_band_lo
+    b1, c1 = _verdicts(f"{0.9 * lo:.1f} tok/s")
+    assert (b1.status, c1.status) == ("fail", "fail")
+    assert b1.lo == pytest.approx(lo)  # the interval drawn is the one applied
+    # a quantized checkpoint: the share of the ceiling from bf16 runs is void, and the reason says so
+    assert "16-bit weights" in b1.reason and "serving model's band at batch 1" in b1.reason
+
+
+def test_a_16_bit_checkpoint_keeps_the_share_of_the_ceiling_as_a_floor_too():
+    band = bands.roofline_fraction_band()
+    assert band is not None
+    b1, c1 = _verdicts("1 tok/s", hw="a100-sxm4-80gb", model="qwen3-8b")
+    ceiling = float(b1.roofline_value)
+    # the lower of the two floors: the share of the ceiling (or of the batch-1 step rate, a little lower) and the
+    # serving band's floor
+    assert b1.lo <= min(band.lo * ceiling, c1.serving_band_lo) + 1e-9
+    assert b1.hi == pytest.approx(ceiling)
+    mid = 0.5 * (b1.lo + ceiling)
+    assert _verdicts(f"{mid:.1f} tok/s", hw="a100-sxm4-80gb", model="qwen3-8b")[0].status == "pass"
+
+
+def test_an_engine_arg_the_runs_never_ran_makes_ink_below_the_ceiling_inconclusive():
+    args = ", args: {enforce_eager: true}"
+    b1, _ = _verdicts("90 tok/s", hw="h100-sxm", model="llama-3.1-8b", args=args)
+    assert b1.status == "inconclusive", b1.reason
+    assert "engine.args.enforce_eager" in b1.reason
+    ceiling = float(b1.roofline_value)
+    above, _ = _verdicts(f"{1.2 * ceiling:.0f} tok/s", hw="h100-sxm", model="llama-3.1-8b", args=args)
+    assert above.status == "fail" and "physical bound" in above.reason  # the ceiling holds whatever the engine
+
+
+SERVING = """\
+hardware: h100-sxm
+model: llama-3.1-8b
+model_column: serving
+workload: {{input_len: 1024, output_len: 256}}
+sweep: {{mode: closed, concurrency: [16]}}
+predictions:
+  - {{id: t, quantity: output_throughput, at: {{concurrency: 16}}, predicted: {ink}, tolerance: ±1%}}
+"""
+
+
+def _serving(ink: str):
+    spec = loads_spec(SERVING.format(ink=ink))
+    return score(spec, spec.predictions[0], "math", None)
+
+
+def test_where_the_band_decides_the_tolerance_shown_is_the_band():
+    ref = _serving("1 tok/s")
+    lo, hi, model = ref.serving_band_lo, ref.serving_band_hi, float(ref.model_value)
+    assert lo < 0.95 * model < hi  # outside ±1% of the model's value, inside its band
+    v = _serving(f"{0.95 * model:.1f} tok/s")
+    assert v.status == "pass"
+    assert (v.lo, v.hi) == (pytest.approx(lo), pytest.approx(hi))  # the interval drawn is the one applied
+    assert v.tolerance_text.startswith("±1% or band ")
+    # ink within ±1% of the model's value passes on the tolerance alone, which is what the column then shows
+    v = _serving(f"{model:.1f} tok/s")
+    assert v.status == "pass" and v.tolerance_text == "±1%"
