@@ -416,18 +416,22 @@ def _ring_contaminated(ch: Chart, xy: Sequence[tuple[float, float]], contaminate
 
 
 def _ink_markers(ch: Chart, inks: Sequence[Row], setup: Any, unit: str, *,
-                 keys: Sequence[str] = ("concurrency", "batch"), where: Any = _at_c) -> None:
+                 keys: Sequence[str] = ("concurrency", "batch"), where: Any = _at_c, scale: float = 1.0,
+                 stat: str = "") -> None:
     """Diamonds for the values in ink, coloured by outcome; hollow when computed for another setup. ``keys``: the
-    ``at:`` keys that place one on the x axis; ``where``: how its tooltip names that point."""
+    ``at:`` keys that place one on the x axis; ``where``: how its tooltip names that point; ``scale``: from the
+    value's SI unit to the chart's (1e3 for seconds drawn in ms); ``stat``: the statistic the chart's own line is
+    (``p50``): an ink value of another one (a TTFT p99 on the TTFT chart) says which in its label."""
     first = True
     for v, outcome, pred in inks:
         b = _at_batch(pred, keys)
         if b is None:
             continue
         other = bool(pred.setup)
-        y = float(v.predicted_value)
+        y = float(v.predicted_value) * scale
         hw = pred.setup.get("hardware") if other else None
-        tip = (f"{v.id}: ink {v.predicted_text} at {where(b)} — {outcome}"
+        which = _stat_of(v.quantity) if stat else ""
+        tip = (f"{v.id}: ink {v.predicted_text} at {where(b)} — {outcome}" + (f" ({v.quantity})" if stat else "")
                + (f" (computed for {hw or 'another setup'})" if other else "")
                + (f"; measured {v.measured_text}" if v.measured_text else "")
                + (f"; model {v.model_text}" if v.model_text else ""))
@@ -436,12 +440,34 @@ def _ink_markers(ch: Chart, inks: Sequence[Row], setup: Any, unit: str, *,
                    label="ink (colour = outcome)" if first else None, dodge=True)
         first = False
         label = str(v.predicted_text or "")
+        if which and which != stat:
+            label += f" {which}"
         if other and hw:
             label += f" ({hw})"
         if other:
             ch.annotate(b, y, label, color="#555", dx=8, dy=14, size=10)
         else:
             ch.annotate(b, y, label, color="#222", dx=-7, dy=-8, anchor="end", size=10)
+
+
+#: the quantities drawn in ink on the TTFT and TPOT charts, by the chart's metric (their mean and percentiles)
+_LATENCY_INK: dict[str, tuple[str, ...]] = {m: tuple(f"{m}_{s}" for s in ("mean", "p50", "p90", "p95", "p99"))
+                                            for m in ("ttft", "tpot")}
+
+
+def _stat_of(quantity: str) -> str:
+    """The statistic of a latency quantity: ``ttft_p99`` -> ``p99``, ``tpot_mean`` -> ``mean``."""
+    return quantity.rsplit("_", 1)[-1]
+
+
+def _latency_inks(verdicts: Sequence[Row], metric: str, keys: Sequence[str] = ("concurrency", "batch")) -> list[Row]:
+    """The ink values of ``metric``'s quantities (``_LATENCY_INK``) placed at a point by ``keys``."""
+    return [row for q in _LATENCY_INK[metric] for row in _ink(verdicts, q) if _at_batch(row[2], keys) is not None]
+
+
+def _ink_ms(inks: Sequence[Row]) -> list[float]:
+    """The ink values of time quantities in ms (their verdicts hold seconds)."""
+    return [float(v.predicted_value) * 1e3 for v, _, _ in inks]
 
 
 def per_request_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
@@ -526,6 +552,11 @@ def _latency_series(pts: Sequence[Mapping[str, Any]], metric: str, stat: str,
     return out
 
 
+#: the caption's sentence on the latency values in ink
+_INK_CAPTION = (" Diamonds: the {what} values in ink at their concurrency, coloured by verdict; one that is not a "
+                "p50 says which statistic it is (e.g. p99).")
+
+
 def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
                verdicts: Sequence[Row]) -> Figure | None:
     pts = closed_points(results)
@@ -546,8 +577,9 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         except (ValueError, AttributeError):
             floor = None
     b50 = [(c, *b) for c, pp in sp if pp.ttft_p50_ms > 0 and (b := serving_band(pp, "ttft_p50_ms"))]
+    inks = _latency_inks(verdicts, "ttft")
     vals = [y for _, y in p50 + p99 + s50 + s99] + ([slo * 1e3] if slo else []) + ([floor] if floor else [])
-    vals += [v for _c, lo_, hi_ in b50 for v in (lo_, hi_)]
+    vals += [v for _c, lo_, hi_ in b50 for v in (lo_, hi_)] + [y for y in _ink_ms(inks) if y > 0]
     lo, hi = min(vals) / 1.6, max(vals) * 1.6
     ch = Chart(x, Axis(lo, hi, "log", "TTFT (ms, log scale)"), width=600, height=340,
                title="Time to first token vs concurrency",
@@ -584,6 +616,7 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         ch.line(p99, color=C_P99, width=2, label="p99")
         ch.markers(p99, color=C_P99, titles=[f"C={c:g}: p99 TTFT {y:,.0f} ms" for c, y in p99])
     _ring_contaminated(ch, p50 + p99, _contaminated(pts, th, setup))  # both percentiles of a flattered point
+    _ink_markers(ch, inks, setup, "ms", scale=1e3, stat="p50")
     if floor:
         below = [(c, y) for c, y in p50 if y < floor]
         for c, y in below:
@@ -608,6 +641,8 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         cap += (" Dashed: the serving model's p50 and p99 (prefills queue behind the token budget and each other)"
                 + ("; the light green band is its p50's band (80% nominal)" if b50 else "")
                 + (f"; its TTFT knee is C = {sk:g}." if sk is not None else "; it predicts no TTFT knee."))
+    if inks:
+        cap += _INK_CAPTION.format(what="TTFT")
     return Figure("ttft", ch.title, ch.render(), cap.strip())
 
 
@@ -630,7 +665,9 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     sp = serving_points(spec, setup)
     s50 = [(c, pp.tpot_p50_ms) for c, pp in sp if pp.tpot_p50_ms > 0]
     b50 = [(c, *b) for c, pp in sp if pp.tpot_p50_ms > 0 and (b := serving_band(pp, "tpot_p50_ms"))]
-    vals = [y for _, y in p50 + p99 + model + s50] + ([slo * 1e3] if slo else []) + [hi for _c, _lo, hi in b50]
+    inks = _latency_inks(verdicts, "tpot")
+    vals = ([y for _, y in p50 + p99 + model + s50] + ([slo * 1e3] if slo else []) + [hi for _c, _lo, hi in b50]
+            + _ink_ms(inks))
     if not vals:
         return None
     ch = Chart(x, Axis(0, max(vals) * 1.15, "linear", "TPOT (ms)"), width=600, height=340,
@@ -675,6 +712,7 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         c, y = clean[-1]
         m = model_step(setup, c).t_step_s * 1e3
         ch.annotate(c, y, f"{y / m:.1f}× the model", color=C_MEAS, dx=-8, dy=-8, anchor="end")
+    _ink_markers(ch, inks, setup, "ms", scale=1e3, stat="p50")
     cap = ("The model is a decode-only roofline: measured TPOT above it is prefill sharing the steps plus "
            "per-step engine overhead." if model else "No model line: this setup has no roofline (the CPU "
            "engine has no bandwidth or peak in the catalog, or the setup does not resolve).")
@@ -684,6 +722,8 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         cap += (" The serving model (dashed green" + (", its band shaded" if b50 else "") + ") adds both: "
                 + (f"at C = {c_hi:g}, {TERM_LABELS.get(top[0], top[0])} is {top[1]:.0%} of its step time."
                    if top else "its steps carry them."))
+    if inks:
+        cap += _INK_CAPTION.format(what="TPOT")
     return Figure("tpot", ch.title, ch.render(), cap)
 
 
@@ -816,7 +856,7 @@ def open_loop_charts(spec: Any, setup: Any, results: Mapping[str, Any] | None, v
         return []
     figs = [_with_other_scale(lambda scale, m=m: _rate_value_chart(spec, setup, results, verdicts, m, scale),
                               y_scale) for m in _RATE_VALUES]
-    figs += [_rate_latency_chart(spec, setup, results, metric) for metric in ("ttft", "tpot")]
+    figs += [_rate_latency_chart(spec, setup, results, metric, verdicts) for metric in ("ttft", "tpot")]
     figs.append(_littles_figure(
         "open_littles", _littles_series(open_points(results), lambda p: float(p["rate_req_s"])), verdicts,
         _rate_axis(spec, results), _at_rate,
@@ -875,8 +915,10 @@ def _rate_value_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None, 
     return Figure(m.key, ch.title, ch.render(), cap), scale
 
 
-def _rate_latency_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None, metric: str) -> Figure | None:
-    """TTFT (log y) or TPOT (linear y) p50 and p99 per offered rate, with the serving model's p50 and its band."""
+def _rate_latency_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None, metric: str,
+                        verdicts: Sequence[Row] = ()) -> Figure | None:
+    """TTFT (log y) or TPOT (linear y) p50 and p99 per offered rate, with the serving model's p50 and its band, and
+    the values in ink at a rate."""
     name, pts = metric.upper(), open_points(results)
     p50 = _latency_series(pts, f"{metric}_ms", "p50", "rate_req_s")
     p99 = _latency_series(pts, f"{metric}_ms", "p99", "rate_req_s")
@@ -886,7 +928,9 @@ def _rate_latency_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None
     if not (p50 or p99 or s50):
         return None
     slo = (spec.slo or {}).get(metric)
+    inks = _latency_inks(verdicts, metric, ("rate",))
     vals = [y for _, y in p50 + p99 + s50] + [v for _r, lo, hi in b50 for v in (lo, hi)] + ([slo * 1e3] if slo else [])
+    vals += [y for y in _ink_ms(inks) if y > 0 or metric != "ttft"]
     y = (Axis(min(vals) / 1.6, max(vals) * 1.6, "log", f"{name} (ms, log scale)") if metric == "ttft" else
          Axis(0, max(vals) * 1.15, "linear", f"{name} (ms)"))
     what = "time to first token" if metric == "ttft" else "time per output token"
@@ -913,9 +957,11 @@ def _rate_latency_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None
             ch.line(series, color=color, width=2, label=stat)
             ch.markers(series, color=color, titles=[f"{_at_rate(r)}: {stat} {name} {v:,.{digits}f} ms"
                                                     for r, v in series])
+    _ink_markers(ch, inks, setup, "ms", keys=("rate",), where=_at_rate, scale=1e3, stat="p50")
     return Figure(f"open_{metric}", ch.title, ch.render(),
                   f"Measured {name} p50 and p99 at each offered rate; dashed green: the serving model's p50"
-                  + (" with its band shaded." if b50 else "."))
+                  + (" with its band shaded." if b50 else ".")
+                  + (_INK_CAPTION.format(what=name).replace("concurrency", "offered rate") if inks else ""))
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -174,6 +174,7 @@ _AT = r"(?:C=|rate=)(?P<c>[\d.]+)(?: req/s)?"
 _TIPS = [
     re.compile(rf"{_AT}: (?:serving model )?{_NUM} (?:tok|req)/s"),  # measured and serving-model points
     re.compile(rf": ink {_NUM} (?:tok|req)/s at {_AT}"),  # values in ink
+    re.compile(rf": ink {_NUM} ms at {_AT}"),  # TTFT and TPOT values in ink written in ms (the charts' unit)
     re.compile(rf"goodput at p\d+: {_NUM} tok/s at C=(?P<c>[\d.]+)"),  # the goodput star
     re.compile(rf"(?P<c>batch)1 point: {_NUM} tok/s"),  # the clean batch-1 run, at C = 1
     re.compile(rf"{_AT}: p\d+ T[TP][FO]T {_NUM} ms"),  # TTFT and TPOT percentiles
@@ -405,3 +406,95 @@ def test_the_open_loop_rows_have_the_serving_models_value() -> None:
         assert cell.startswith(f"{pp.output_throughput_tok_per_s:,.0f}"), (p["id"], cell)
         ratio = p["client"]["output_throughput_tok_s"] / pp.output_throughput_tok_per_s
         assert f'<td class="num">{ratio:.0%}</td>' in rows[p["id"]], p["id"]  # ÷ serving
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# TTFT and TPOT values in ink (trial 22, M7): drawn on their charts as throughput ink is on its own
+# ---------------------------------------------------------------------------------------------------------------
+LATENCY_INK = """\
+hardware: h100-sxm
+model: llama-3.1-8b
+model_column: serving
+engine: {name: vllm}
+workload: {input_len: 1024, output_len: 256}
+sweep: {mode: closed, concurrency: [1, 4, 16, 64]}
+defaults:
+  tolerance: ±15%
+predictions:
+  - {id: tput-c64, quantity: output_throughput, at: {concurrency: 64}, predicted: 4500 tok/s}
+  - {id: ttft-c1, quantity: ttft_p50, at: {concurrency: 1}, predicted: 35 ms}
+  - {id: ttft-c1-10s, quantity: ttft_p50, at: {concurrency: 1}, predicted: 10 s}
+  - {id: ttft-c64, quantity: ttft_p50, at: {concurrency: 64}, predicted: 150 ms}
+  - {id: ttft-p99-c64, quantity: ttft_p99, at: {concurrency: 64}, predicted: 400 ms}
+  - {id: tpot-c1, quantity: tpot_p50, at: {concurrency: 1}, predicted: 7 ms}
+  - {id: tpot-c1-below-floor, quantity: tpot_p50, at: {concurrency: 1}, predicted: 3 ms}
+  - {id: tpot-c64, quantity: tpot_p50, at: {concurrency: 64}, predicted: 14 ms}
+"""
+#: each chart's ink: id -> (C, value in ms as drawn, the statistic its label names where it is not p50)
+LATENCY_INK_DRAWN = {
+    "ttft": {"ttft-c1": (1, 35.0, ""), "ttft-c1-10s": (1, 10_000.0, ""), "ttft-c64": (64, 150.0, ""),
+             "ttft-p99-c64": (64, 400.0, "p99")},
+    "tpot": {"tpot-c1": (1, 7.0, ""), "tpot-c1-below-floor": (1, 3.0, ""), "tpot-c64": (64, 14.0, "")},
+}
+
+
+@pytest.fixture(scope="module")
+def latency_ink(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, ch.Figure], dict[str, str]]:
+    """The math check's charts of a file with TTFT and TPOT ink (no measurement), and each prediction's outcome."""
+    path = tmp_path_factory.mktemp("ink") / "ink.yaml"
+    path.write_text(LATENCY_INK, encoding="utf-8")
+    spec = load_spec(path)
+    rows = _with_outcomes(spec, score_spec(spec, None))
+    figs = {f.key: f for f in _figures(spec, spec_setup(spec), None, rows)}
+    return figs, {v.id: outcome for v, outcome, _pred in rows}
+
+
+@pytest.mark.parametrize("key", ["ttft", "tpot"])
+def test_ttft_and_tpot_ink_is_drawn_at_its_value_and_concurrency(latency_ink, key: str) -> None:
+    """The TTFT and TPOT charts drew the serving model's lines and band but none of the values in ink: each is now a
+    diamond at its concurrency and its value in ms (10 s at 10,000 ms on the log TTFT axis), coloured by its
+    outcome, its label naming a percentile other than the chart's p50 (``400 ms p99``); no other quantity's ink."""
+    from pytest_roofline.report.common import OUTCOME_COLOR
+
+    figs, outcomes = latency_ink
+    root = ET.fromstring(figs[key].svg)
+    x_of, y_of = _axes(root)
+    diamonds = [m for m in _markers(root) if m["shape"] == "diamond"]
+    drawn = {m["tip"].split(": ink ", 1)[0]: m for m in diamonds}
+    assert sorted(drawn) == sorted(LATENCY_INK_DRAWN[key]) and len(diamonds) == len(drawn)
+    labels = [t.text or "" for t in root.iter(f"{NS}text")]
+    for pid, (c, ms, stat) in LATENCY_INK_DRAWN[key].items():
+        m = drawn[pid]
+        assert x_of(m["cx"]) == pytest.approx(c, rel=1e-3)
+        assert y_of(m["cy"]) == pytest.approx(ms, rel=2e-3), (pid, y_of(m["cy"]))
+        assert m["fill"] == OUTCOME_COLOR[outcomes[pid]], pid
+        text = m["tip"].split(": ink ", 1)[1].split(" at ")[0]  # the ink as written: "35 ms", "10 s"
+        assert (f"{text} {stat}" if stat else text) in labels, (pid, labels)
+    assert "ink (colour = outcome)" in labels
+    n, bad = _misplaced(key, figs[key].svg)  # and the chart's every other marker where its tooltip says
+    assert n >= len(LATENCY_INK_DRAWN[key]) and not bad, bad
+
+
+def test_the_latency_inks_outcomes_are_the_verdicts(latency_ink) -> None:
+    # the diamonds' colours are the outcomes of the math check, which this file's ink spans: 35 ms inside the TTFT
+    # band at C = 1, 10 s far outside it, 3 ms below the weight-read floor under TPOT
+    _figs_, outcomes = latency_ink
+    assert outcomes["ttft-c1"] == "passed" and outcomes["tpot-c1"] == "passed"
+    assert outcomes["ttft-c1-10s"] == "failed" and outcomes["tpot-c1-below-floor"] == "failed"
+
+
+def test_latency_ink_at_a_rate_is_drawn_on_the_open_loop_chart() -> None:
+    # cpu-open-vs-closed.yaml writes a TTFT p50 of 25 ms at 4 req/s: on the open-loop TTFT chart (math check, no
+    # measurement), at rate 4 and 25 ms; its closed-loop one (150 ms at C = 16) on the concurrency chart only
+    spec = load_spec(REPO / "predictions" / "cpu-open-vs-closed.yaml")
+    rows = _with_outcomes(spec, score_spec(spec, None))
+    figs = {f.key: f for f in _figures(spec, spec_setup(spec), None, rows)}
+    for key, pid, at, ms in (("open_ttft", "open-ttft-is-one-prefill", 4, 25.0),
+                             ("ttft", "closed-ttft-includes-the-wait", 16, 150.0)):
+        root = ET.fromstring(figs[key].svg)
+        x_of, y_of = _axes(root)
+        [ink] = [m for m in _markers(root) if m["shape"] == "diamond"]
+        assert ink["tip"].startswith(f"{pid}: ink ")
+        assert x_of(ink["cx"]) == pytest.approx(at, rel=1e-3) and y_of(ink["cy"]) == pytest.approx(ms, rel=2e-3)
+        assert "Diamonds: the TTFT values in ink" in figs[key].caption
+    assert not [m for m in _markers(ET.fromstring(figs["open_tpot"].svg)) if m["shape"] == "diamond"]
