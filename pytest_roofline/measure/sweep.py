@@ -182,7 +182,8 @@ def engine_config_for(spec: Spec, *, device: Device, gpus_visible: int | None = 
                 "distributed_executor_backend", "gpu_memory_utilization", "block_size",
                 "max_num_seqs", "max_num_batched_tokens", "enforce_eager", "enable_prefix_caching"):
         if key in args:
-            known[key] = args.pop(key)
+            # vLLM's human-readable integers (`32k`) and byte units read as the setup read them (one number)
+            known[key] = engine_args.whole_arg_value(key, args.pop(key))
     extra: list[str] = []
     for key, value in args.items():
         flag = "--" + key.replace("_", "-")
@@ -193,6 +194,7 @@ def engine_config_for(spec: Spec, *, device: Device, gpus_visible: int | None = 
                 value = engine_args.read_flag(value, f"engine.args.{key}")
             except SetupValueError as e:
                 raise SpecError(str(e), file=spec.path, line=_engine_arg_line(spec.path, key)) from None
+        value = engine_args.whole_arg_value(key, value)
         if value is True:
             extra.append(flag)
         elif value is False:

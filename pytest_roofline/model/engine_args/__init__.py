@@ -67,13 +67,16 @@ from pytest_roofline.model.engine_args._releases import V2_BLOCK_MANAGER_NOOP_VE
 from pytest_roofline.model.engine_args._releases import async_scheduling_default as async_scheduling_default
 from pytest_roofline.model.engine_args._spellings import ALIASES as ALIASES
 from pytest_roofline.model.engine_args._spellings import EXECUTOR_BACKENDS as EXECUTOR_BACKENDS
+from pytest_roofline.model.engine_args._spellings import HUMAN_READABLE_INT_ARGS as HUMAN_READABLE_INT_ARGS
 from pytest_roofline.model.engine_args._spellings import ExecutorBackend as ExecutorBackend
 from pytest_roofline.model.engine_args._spellings import canonical_key as canonical_key
 from pytest_roofline.model.engine_args._spellings import executor_backend as executor_backend
 from pytest_roofline.model.engine_args._spellings import normalise_engine_args as normalise_engine_args
+from pytest_roofline.model.engine_args._spellings import whole_arg_value as whole_arg_value
 
 __all__ = ["MODELLED_ARGS", "NO_TIMING_EFFECT_ARGS", "KNOWN_ARGS", "FLAG_ARGS", "ALIASES", "Scope", "Problem",
            "EXECUTOR_BACKENDS", "ExecutorBackend", "executor_backend",
            "EngineArgsError", "is_off", "read_flag", "flag_arg", "canonical_key", "normalise_engine_args",
+           "HUMAN_READABLE_INT_ARGS", "whole_arg_value",
            "engine_arg_problems", "check_engine_args", "SetupFacts", "ASYNC_SCHEDULING_DEFAULT_VERSION",
            "async_scheduling_default"]

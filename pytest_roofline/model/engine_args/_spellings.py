@@ -9,11 +9,13 @@ argument exists at a given release (``dp`` only from 0.8.3) is the refusals' con
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from pytest_roofline.model.engine_args._flags import FLAG_ARGS, _flag_word
 from pytest_roofline.model.engine_args._problems import Problem
+from pytest_roofline.units import UnitError, parse_value
 
 #: vLLM's short command-line aliases (vllm/engine/arg_utils.py ``add_cli_args``, read in the 0.8.0 ... 0.10.2
 #: wheels: ``-tp``, ``-pp``, ``-q``, ``-O`` in all; ``-dp`` from 0.8.3, refused before it: ``_releases.py``)
@@ -52,6 +54,43 @@ def executor_backend(value: Any) -> Any:
     return value
 
 
+#: the integer args vLLM's command line reads with ``human_readable_int`` (vllm/engine/arg_utils.py and
+#: vllm/utils/argparse_utils.py at v0.32.0: ``1k`` = 1,000, ``1K`` = 1,024, ``25.6k`` = 25,600; ``max_model_len``
+#: by its ``_or_auto`` form) that the models read; ``kv_cache_memory_bytes`` also takes the project's byte units
+#: (``10 GiB``, ``10 GB``)
+HUMAN_READABLE_INT_ARGS: frozenset[str] = frozenset({"max_num_batched_tokens", "max_model_len",
+                                                     "kv_cache_memory_bytes"})
+
+_SUFFIX = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def whole_arg_value(key: str, value: Any) -> Any:
+    """An integer arg's value as vLLM is to receive it: text in vLLM's human-readable form (``2k`` = 2,000,
+    ``2K`` = 2,048: lowercase suffixes decimal, uppercase binary, no fraction with a binary one) or, for
+    ``kv_cache_memory_bytes``, a byte quantity in the project's units (``10 GiB`` = 10,737,418,240) as the integer
+    it means; anything else unchanged (its check refuses it, quoting it as written).  Read by the setup
+    (:func:`normalise_engine_args`) and the launch (measure/sweep.py) alike, so the number modelled is the number
+    launched."""
+    if key not in HUMAN_READABLE_INT_ARGS or not isinstance(value, str):
+        return value
+    text = value.strip()
+    m = _SUFFIX.fullmatch(text)
+    if m is not None:
+        number, suffix = m.groups()
+        if suffix in _DECIMAL:
+            return int(float(number) * _DECIMAL[suffix])
+        return int(number) * _BINARY[suffix] if number.isdigit() else value
+    if key == "kv_cache_memory_bytes":
+        try:
+            si = parse_value(text, "bytes").si
+        except UnitError:
+            return value
+        return int(si) if float(si).is_integer() else value
+    return value
+
+
 def normalise_engine_args(args: Mapping[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
     """``args`` with one spelling per argument (:func:`canonical_key`; a ``no_`` flag's value negated), and the
     problems found on the way: the same argument under two spellings, a ``no_`` flag that is neither true nor
@@ -75,6 +114,7 @@ def normalise_engine_args(args: Mapping[str, Any]) -> tuple[dict[str, Any], list
                                     "(vLLM reads both as one argument); keep one of the two"))
             continue
         first[key] = str(raw)
-        out[key] = executor_backend(value) if key == "distributed_executor_backend" else value
+        out[key] = (executor_backend(value) if key == "distributed_executor_backend"
+                    else whole_arg_value(key, value))
     return out, problems
 
