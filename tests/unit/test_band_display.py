@@ -192,3 +192,38 @@ def test_a_band_too_wide_for_its_row_keeps_the_row_on_one_line_and_the_band_unde
     assert head.split()[:8] == ["id", "quantity", "predicted", "measured/model", "src", "roofline", "serving",
                                 "error"]
     assert _band_cell(v) not in row and under == " " * (len(v.id) + 1) + f"serving {v.serving_text} {_band_cell(v)}"
+
+
+BATCH1 = """\
+hardware: h100-sxm
+model: llama-3.1-8b
+engine: {name: vllm}
+workload: {input_len: 1024, output_len: 256}
+sweep: {mode: closed, concurrency: [1, 16]}
+predictions:
+  - {id: b1, quantity: batch1_throughput, predicted: 140 tok/s}
+  - {id: c1, quantity: output_throughput, at: {concurrency: 1}, predicted: 135 tok/s}
+"""
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_batch1_throughput_shows_the_band_of_the_same_c1_value(tmp_path, width):
+    """``batch1_throughput``'s serving value (the sweep's C = 1 point, 131.29 tok/s here) was shown with no band in
+    the terminal and the scorecard while the same value under ``output_throughput`` at C = 1 showed
+    ``[108.68–153.7]`` (trial 22, L2: the band was looked up only at an ``at:`` point). Both rows now show the one
+    band, in the table (beside the value or under the row) and in the scorecard's serving cell."""
+    (tmp_path / "b1.yaml").write_text(BATCH1, encoding="utf-8")
+    spec = load_spec(tmp_path / "b1.yaml")
+    b1, c1 = (score(spec, p, "math", None) for p in spec.predictions)
+    assert b1.serving_text == c1.serving_text and c1.serving_band_range
+    cell = _band_cell(c1)
+    assert cell == "[108.68–153.7]"  # around 131.29 tok/s, as the trial's C = 1 row showed it
+    lines = summary_table([_Report(b1.to_dict()), _Report(c1.to_dict())], width=width)
+    for pid in ("b1", "c1"):
+        i = next(i for i, ln in enumerate(lines) if ln.startswith(pid + " "))
+        assert cell in lines[i] or lines[i + 1].strip() == f"serving {c1.serving_text} {cell}", lines
+    html = _predictions_table([(b1, "pass", None), (c1, "pass", None)], measured=False, anchor="x")
+    cells = [c.split("</td>", 1)[0] for c in html.split('<td class="num serving"')[1:]]
+    assert len(cells) == 2
+    for c in cells:
+        assert f'<span class="sval">{c1.serving_text}</span>' in c and f">{cell}</span>" in c, c
