@@ -84,6 +84,8 @@ class KVPool:
 
     engine: str
     engine_version: str | None
+    #: the release whose defaults the setup takes: ``engine_version``, else the newest release the project knows
+    engine_defaults_version: str
     entrypoint: str
     tensor_parallel_size: int
     pipeline_parallel_size: int
@@ -140,7 +142,8 @@ class PredictTable:
     half_saturation_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data, as ``--json`` prints it: the table's fields, the KV pool's beside them, then the rows."""
+        """Plain data, as ``--json`` prints it: the table's fields, the KV pool's beside them (hardware, model and
+        the pool: the fields :func:`setup_description` gives ``--simulate`` too), then the rows."""
         own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("kv", "rows")}
         return {**own, **self.kv.to_dict(), "rows": [dataclasses.asdict(r) for r in self.rows]}
 
@@ -290,6 +293,7 @@ def kv_pool(setup: Setup) -> KVPool:
         settings[name] = EngineSetting(value, source)
     out = KVPool(
         engine=setup.engine_name, engine_version=setup.engine_version,
+        engine_defaults_version=str(setup.engine_version or vllm_defaults.NEWEST_KNOWN_VERSION),
         entrypoint=getattr(setup, "engine_entrypoint", None) or "serve",
         tensor_parallel_size=int(setup.tensor_parallel_size),
         pipeline_parallel_size=int(getattr(setup, "pipeline_parallel_size", 1) or 1),
@@ -314,6 +318,14 @@ def kv_pool(setup: Setup) -> KVPool:
         available_kv_gib=acc.available_kv_gib,
         max_concurrency_at_max_model_len=reported.max_concurrency if mml else None,
     )
+
+
+def setup_description(setup: Setup, pool: KVPool | None = None) -> dict[str, Any]:
+    """The setup a ``--json`` object belongs to, in the same fields for the analytical table and ``--simulate``:
+    the chip and the model, then the KV pool and the engine settings behind it (:class:`KVPool`: engine, versions,
+    TP/PP, dtypes, ``max_num_seqs`` / ``max_num_batched_tokens`` / ... in ``engine_settings`` with their sources,
+    ``num_gpu_blocks``, ``kv_cache_tokens``, ...)."""
+    return {"hardware": setup.hardware.id, "model": setup.model.name, **(pool or kv_pool(setup)).to_dict()}
 
 
 def _version_text(version: str | None) -> str:
@@ -545,9 +557,24 @@ def _refuse_unstartable(setup: Setup, rebuild: Callable[[int], Setup] | None) ->
         print(f"roofline: warning: {warn}", file=sys.stderr)
 
 
+#: the words a setup vLLM will not start is refused with, by ``--simulate`` on either path and by the prediction
+#: file's reader at the line that fixes it (format/_sections.py ``_check_startable``)
+NOT_STARTED = "vLLM will not start this setup: "
+
+
 def _refuse_unsimulable(setup: Setup, rebuild: Callable[[int], Setup] | None) -> None:
-    """``--simulate``: :func:`_refuse_unstartable`, and a request longer than max_model_len (:func:`length_error`)."""
-    _refuse_unstartable(setup, rebuild)
+    """``--simulate``, from the flags or a file (with flags over it): a ValueError (exit status 2, nothing
+    simulated) where vLLM could not start ``setup`` for want of memory (:func:`memory_fit_error`) or for a KV pool
+    short of one request of max_model_len (``model.setup.max_model_len_problem``, refused in the words the
+    prediction file's reader uses: :data:`NOT_STARTED`), and for a request longer than max_model_len
+    (:func:`length_error`).  The analytical table only warns of the second: it shows the pool's arithmetic; a
+    simulation of an engine that does not start would be banded numbers of a run that cannot happen."""
+    err = memory_fit_error(setup, rebuild=rebuild)
+    if err:
+        raise ValueError(err)
+    problem = max_model_len_warning(setup)
+    if problem:
+        raise ValueError(NOT_STARTED + problem)
     err = length_error(setup)
     if err:
         raise ValueError(err)
@@ -563,9 +590,10 @@ def _as_list(value: Any, parse: Callable[[str], list[Any]], flag: str) -> list[A
         raise ValueError(f"{flag}: {exc}") from None
 
 
-def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict], str]:
+def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict], str, dict[str, Any]]:
     """The serving model's predicted sweep: from a prediction file (its setup, constants and sweep, as the
-    scorer simulates it) or from the flags."""
+    scorer simulates it) or from the flags; with the head line, the device and the setup's description
+    (:func:`_simulate_setup`, what ``--json`` puts on each row)."""
     concurrency = _as_list(args.concurrency, concurrency_list, "--concurrency")
     rates = _as_list(args.rate, rate_list, "--rate")
     cap = None
@@ -593,6 +621,7 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict], str]:
         preds = [sweep.predict(k)[1] for k in keys]
         title = f"{spec.title} · {sweep.source}"
         thresholds = spec.thresholds
+        constants, source, eng = sweep.constants, sweep.source, sweep.engine
     else:
         if not (args.hardware and args.model):
             raise ValueError("--simulate needs a prediction file, or --hardware and --model")
@@ -611,9 +640,8 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict], str]:
             workloads = [sv.workload_for_point(setup, concurrency=c)
                          for c in concurrency or [1, 2, 4, 8, 16, 32, 64, 128]]
         preds = sv.simulate_sweep(setup, workloads, engine=eng, constants=constants)
-        title = "default constants"
+        title = source = "default constants"
         thresholds = Thresholds()
-    eng = sv.EngineConfig.from_setup(setup)
     head = (f"{setup.hardware.id} · {setup.model.name} · {setup.engine_name} {_version_text(setup.engine_version)} · "
             f"in {setup.input_len} / out {setup.output_len} tokens"
             + (f" · open loop, at most {cap} requests in flight" if cap else "") + " · max_num_seqs "
@@ -625,11 +653,8 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict], str]:
         doc = load_any(args.results)  # our own results.json or a peer's file or folder
     rows = []
     for p in preds:
-        row = {("concurrency" if p.concurrency is not None and p.rate_req_per_s is None else "rate"):
-               (p.concurrency if p.rate_req_per_s is None else p.rate_req_per_s), **p.to_dict()}
+        row = p.to_dict()
         row["band_notes"] = _band_notes(row)  # every value: a band, or why it has none
-        if p.rate_req_per_s is not None:
-            row["rate"] = p.rate_req_per_s
         meas, flattered = _measured_point(doc, p.concurrency if p.rate_req_per_s is None else None,
                                           p.rate_req_per_s, setup, thresholds)
         if doc is not None:
@@ -642,7 +667,52 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict], str]:
             row["error"] = {k: e[1] for k, e in errors.items()}
             row["ratio"] = {k: e[2] for k, e in errors.items()}
         rows.append(row)
-    return head, rows, setup.device
+    return head, rows, setup.device, _simulate_setup(setup, eng, constants, source, cap)
+
+
+def _simulate_setup(setup: Setup, eng: sv.EngineConfig, constants: sv.ServingConstants, source: str,
+                    cap: int | None) -> dict[str, Any]:
+    """What ``--simulate --json`` puts on each row to say which setup it belongs to: the analytical table's setup
+    fields (:func:`setup_description`), then the workload's lengths, the scheduler the serving model ran
+    (``serving_engine``: ``EngineConfig``, whose ``num_gpu_blocks`` is ``num_gpu_blocks_override`` where given)
+    and the constants it ran with (``constants_source``: default constants, a calibration file, the file's
+    ``serving:`` overrides; ``constants``: their values)."""
+    return {
+        **setup_description(setup),
+        "input_len_tokens": int(setup.input_len), "output_len_tokens": int(setup.output_len),
+        "open_loop_max_in_flight": cap,
+        "serving_engine": {
+            "scheduler": eng.scheduler_kind, "max_num_seqs": eng.max_num_seqs,
+            "max_num_batched_tokens": eng.max_num_batched_tokens, "block_size_tokens": eng.block_size,
+            "num_gpu_blocks": eng.num_gpu_blocks, "enable_chunked_prefill": eng.chunked_prefill,
+            "enable_prefix_caching": eng.enable_prefix_caching,
+        },
+        "constants_source": source, "constants": dict(constants.to_dict()),
+    }
+
+
+#: ``--simulate --json``'s names for the serving model's unitless fields (``PointPrediction``'s own names are kept
+#: in the model): a fraction of 1 says so in its name (docs/reference/commands.md, "--simulate --json")
+JSON_NAMES: dict[str, str] = {
+    "max_kv_usage": "max_kv_usage_fraction", "mean_kv_usage": "mean_kv_usage_fraction",
+    "time_shares": "step_time_fractions", "prefix_cache_hit_rate": "prefix_cache_hit_fraction",
+    "error": "relative_error", "ratio": "measured_over_predicted",
+}
+
+
+def _json_row(row: Mapping[str, Any], setup: Mapping[str, Any]) -> dict[str, Any]:
+    """One ``--simulate --json`` line: the point's fields under :data:`JSON_NAMES` (in ``band_notes`` too), each
+    observed range of a value with no band in numbers (``observed_ranges``: measured ÷ model, and the measured
+    values that spans around the model's value, in the metric's unit), then the setup's description."""
+    out = {JSON_NAMES.get(k, k): v for k, v in row.items()}
+    out["band_notes"] = {JSON_NAMES.get(k, k): v for k, v in (row.get("band_notes") or {}).items()}
+    ranges = {}
+    for name, (lo, hi) in (row.get("observed_ranges") or {}).items():
+        value = row.get(name)
+        span = [lo * value, hi * value] if isinstance(value, (int, float)) and math.isfinite(value) else None
+        ranges[name] = {"measured_over_model": [lo, hi], "measured_range": span}
+    out["observed_ranges"] = ranges
+    return {**out, **setup}
 
 
 def _int_list(text: str, what: str = "--concurrency") -> list[int]:
@@ -746,7 +816,8 @@ NO_BAND_OTHER: dict[str, str] = {
     "duration_s": "no band: the run's length, the request count ÷ the request throughput (agg tok/s's band)",
     "steps": "no band: the simulator's count of engine steps, no measured figure",
     "time_shares": "no band: the model's own split of its step time (the dominant term), no measured figure",
-    "utilisation": "no band: the simulator's own stability estimate (offered ÷ served requests), no measured figure",
+    "arrival_to_completion_ratio": "no band: the simulator's own stability estimate (requests that arrived ÷ requests "
+                                   "that finished, about 1 at every stable load), no measured figure",
     "served_rate_req_per_s": "no band: the simulator's own stability estimate (offered ÷ served requests), no "
                              "measured figure",
 }
@@ -790,16 +861,17 @@ def _band_notes(row: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    head, rows, device = _simulate_rows(args)
+    head, rows, device, described = _simulate_rows(args)
     if args.json:
         caveat = bands_mod.band_caveat(device)  # what a CPU band does not say, on each banded row as the table does
-        for row in rows:  # JSON lines: one object per sweep point
-            print(jsonout.dumps({**row, "band_caveat": caveat} if caveat and row.get("bands") else row))
+        for row in rows:  # JSON lines: one object per sweep point, each with its setup (as the table's rows)
+            line = _json_row(row, described)
+            print(jsonout.dumps({**line, "band_caveat": caveat} if caveat and row.get("bands") else line))
         return 0
     print(head)
     cols = _SIM_COLS
-    key = "rate" if rows and "rate" in rows[0] else "concurrency"
-    print(f"{'C' if key == 'concurrency' else 'req/s':>6} " + " ".join(f"{c[1]:>18}" for c in cols)
+    open_loop = bool(rows) and rows[0].get("rate_req_per_s") is not None
+    print(f"{'req/s' if open_loop else 'C':>6} " + " ".join(f"{c[1]:>18}" for c in cols)
           + f" {'run':>6} {'KV %':>5} {'preempt':>7} {'queue ms':>8}  dominant term")
     errs: dict[str, list[float]] = {}
     contaminated: list[str] = []
@@ -816,7 +888,8 @@ def _simulate(args: argparse.Namespace) -> int:
             else:
                 cells.append(f"{pred:>18}")
         top = max(r["time_shares"], key=r["time_shares"].get) if r["time_shares"] else "—"
-        point = f"{r['rate']:g}/s" if "rate" in r else f"{r['concurrency']:g}"  # a file may sweep both
+        rate = r.get("rate_req_per_s")
+        point = f"{rate:g}/s" if rate is not None else f"{r['concurrency']:g}"  # a file may sweep both
         print(f"{point:>6} " + " ".join(cells) + f" {r['mean_running_batch']:>6.1f} {100 * r['max_kv_usage']:>5.1f} "
               f"{r['preemptions']:>7} {r['mean_queue_ms']:>8.1f}  {top} {r['time_shares'].get(top, 0):.0%}")
         bands = r.get("bands") or {}
@@ -827,10 +900,13 @@ def _simulate(args: argparse.Namespace) -> int:
         # (a value with neither: why, one line per reason; the reasons of whole metrics are said once, below)
         by_reason: dict[str, list[str]] = {}
         ranged: set[str] = set()
-        for name, label, _fmt in cols:
+        for name, label, fmt in cols:
             note = (r.get("band_notes") or {}).get(name)
             if note and note != NO_BAND_REASON.get(name):
                 reason, sep, shown = note.partition(bands_mod.NOTE_RANGE_SEP)
+                seen = (r.get("observed_ranges") or {}).get(name)
+                if shown and seen and math.isfinite(r[name]):  # the ratios, and the values they span around the model's
+                    shown += f" ({format(seen[0] * r[name], fmt)}–{format(seen[1] * r[name], fmt)})"
                 by_reason.setdefault(reason, []).append(f"{label} {shown}" if shown else label)
                 if sep:
                     ranged.add(reason)

@@ -63,10 +63,10 @@ def test_simulate_with_a_measured_zero_prints_a_table_not_a_traceback(capsys, tm
     assert rc == 0, err
     row = json.loads(out.splitlines()[0])
     pred, meas = row["tpot_p50_ms"], row["measured"]["tpot_p50_ms"]
-    assert meas == 0.0 and row["error"]["tpot_p50_ms"] == pytest.approx((0.0 - pred) / pred)
-    assert row["ratio"]["output_throughput_tok_per_s"] == pytest.approx(
+    assert meas == 0.0 and row["relative_error"]["tpot_p50_ms"] == pytest.approx((0.0 - pred) / pred)
+    assert row["measured_over_predicted"]["output_throughput_tok_per_s"] == pytest.approx(
         doc["output_throughput"] / row["output_throughput_tok_per_s"])
-    assert math.isfinite(row["error"]["output_throughput_tok_per_s"])
+    assert math.isfinite(row["relative_error"]["output_throughput_tok_per_s"])
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -177,7 +177,7 @@ def test_rate_with_concurrency_caps_the_requests_in_flight(capsys):
     rc, out, err = run(capsys, *base, "--concurrency", "4")
     assert rc == 0, err
     [capped] = _json_rows(out)
-    assert capped["rate"] == 10 and capped["concurrency"] == 4 and capped["max_running_batch"] <= 4
+    assert capped["rate_req_per_s"] == 10 and capped["concurrency"] == 4 and capped["max_running_batch"] <= 4
     rc, out, err = run(capsys, *base, "--concurrency", "4,8")
     assert rc == 2 and "give one number" in err
 
@@ -186,7 +186,7 @@ def test_a_prediction_file_takes_rate_points_and_refuses_both(capsys):
     day3 = str(PREDICTIONS / "day3.yaml")
     rc, out, err = run(capsys, "predict", "--simulate", day3, "--rate", "2", "--output-len", "4", "--json")
     assert rc == 0, err
-    assert [r["rate"] for r in _json_rows(out)] == [2]
+    assert [r["rate_req_per_s"] for r in _json_rows(out)] == [2]
     rc, out, err = run(capsys, "predict", "--simulate", day3, "--rate", "2", "--concurrency", "1")
     assert rc == 2 and out == "" and "not both" in err
 

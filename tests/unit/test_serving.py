@@ -520,7 +520,7 @@ def test_cli_predict_simulate_prints_the_sweep_and_the_measured_values(capsys):
     # the notebook's measured table rides along, with the per-point error
     assert rows[-1]["measured"]["output_throughput_tok_per_s"] == 3088.2
     # relative to the simulated value, the prediction: (measured − predicted) ÷ predicted
-    assert rows[-1]["error"]["output_throughput_tok_per_s"] == pytest.approx(
+    assert rows[-1]["relative_error"]["output_throughput_tok_per_s"] == pytest.approx(
         3088.2 / rows[-1]["output_throughput_tok_per_s"] - 1)
     # every simulated value carries the model's band (model/bands.py)
     lo, hi = rows[-1]["bands"]["tpot_p50_ms"]

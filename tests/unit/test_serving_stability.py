@@ -37,7 +37,7 @@ def test_a_point_far_below_capacity_is_stable_and_keeps_its_bands(h100):
     p = _open(h100, 5.0, 300)
     assert p.unstable is None
     # stable: what it serves is what it is offered (Little's law), rho ~ 1 within a finite run's noise
-    assert p.utilisation < 1.1
+    assert p.arrival_to_completion_ratio < 1.1
     assert p.served_rate_req_per_s == pytest.approx(5.0, rel=0.15)
     assert set(p.bands) == set(bands.BAND_METRICS)
 
@@ -48,8 +48,8 @@ def test_a_point_far_above_capacity_is_flagged_and_has_no_band(h100):
     # about 20 req/s, a third of the 60 offered
     assert p.served_rate_req_per_s == pytest.approx(p.output_throughput_tok_per_s / OUT, rel=0.3)
     assert p.served_rate_req_per_s < 30
-    assert p.utilisation == pytest.approx(60.0 / p.served_rate_req_per_s, rel=0.15)
-    assert p.utilisation > 2
+    assert p.arrival_to_completion_ratio == pytest.approx(60.0 / p.served_rate_req_per_s, rel=0.15)
+    assert p.arrival_to_completion_ratio > 2
     assert p.unstable is not None
     assert p.unstable.startswith("unstable: 60 req/s offered, ~")
     assert "latencies grow with the run's length" in p.unstable
@@ -69,7 +69,7 @@ def test_closed_loop_and_capped_points_are_not_judged(h100):
     closed = sv.simulate(h100, sv.workload_for_point(h100, concurrency=8, num_requests=40))
     capped = sv.simulate(h100, sv.workload_for_point(h100, rate_req_per_s=60.0, concurrency=8, num_requests=40))
     for p in (closed, capped):  # a closed loop, or a client cap, sends no faster than the engine serves
-        assert p.unstable is None and math.isnan(p.utilisation)
+        assert p.unstable is None and math.isnan(p.arrival_to_completion_ratio)
 
 
 def _predict(capsys, *extra):

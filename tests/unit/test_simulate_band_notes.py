@@ -12,11 +12,15 @@ from pytest_roofline import cli
 from pytest_roofline.cli.predict import NO_BAND_OTHER
 
 CORPUS = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "corpus"
-#: the --json fields the trial found without a band or a note
+#: the --json fields the trial found without a band or a note (under their --json names: predict.JSON_NAMES)
 LISTED = ("request_throughput_req_per_s", "ttft_mean_ms", "tpot_mean_ms", "itl_p50_ms", "e2e_mean_ms",
-          "mean_running_batch", "max_kv_usage", "preemptions", "mean_queue_ms", "prefix_cache_hit_rate")
+          "mean_running_batch", "max_kv_usage_fraction", "preemptions", "mean_queue_ms", "prefix_cache_hit_fraction")
 #: what a row says about its point, not a predicted value
-INPUTS = {"concurrency", "rate", "rate_req_per_s", "num_requests"}
+INPUTS = {"concurrency", "rate_req_per_s", "num_requests"}
+#: the setup's description each row carries (trial 22 M4): the analytical table's setup fields, the lengths, the
+#: scheduler and the constants the serving model ran with, not predicted values
+SIMULATE_SETUP = {"input_len_tokens", "output_len_tokens", "open_loop_max_in_flight", "serving_engine",
+                  "constants_source", "constants"}
 
 
 def _rows(capsys, *argv):
@@ -29,11 +33,14 @@ def _rows(capsys, *argv):
 def test_every_json_value_has_a_band_or_a_note(capsys):
     out = _rows(capsys, "predict", "--simulate", "--gpu", "h100", "--model", "llama-3.1-70b", "--tp", "4",
                 "--input-len", "1024", "--output-len", "256", "--concurrency", "1,128", "--json")
+    table = json.loads(_rows(capsys, "predict", "--gpu", "h100", "--model", "llama-3.1-70b", "--tp", "4",
+                             "--batch", "1", "--json").splitlines()[0])
+    setup = {k for k in table if k not in ("batch", "context_tokens") and k in json.loads(out.splitlines()[0])}
     for row in map(json.loads, out.splitlines()):
         for field in LISTED:
             assert row["band_notes"][field].startswith("no band: "), field
         values = {k for k, v in row.items() if isinstance(v, (int, float, dict)) and not isinstance(v, bool)
-                  and k not in INPUTS and k not in ("bands", "band_notes")}
+                  and k not in INPUTS | SIMULATE_SETUP | setup and k not in ("bands", "band_notes", "observed_ranges")}
         assert values - set(row["bands"]) - set(row["band_notes"]) == set()
 
 

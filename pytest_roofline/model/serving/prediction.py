@@ -63,12 +63,14 @@ class PointPrediction:
     #: prompt tokens served by the prefix cache from the workload's shared prefix / prompt tokens (first
     #: computations; ``prefix_hit_rate``'s synthetic hits are not counted)
     prefix_cache_hit_rate: float = 0.0
-    #: an open-loop point without an in-flight cap: its utilisation estimate, requests that reached the engine ÷
-    #: requests that finished over the second half of the arrivals (``simulator.stability``); NaN elsewhere
-    utilisation: float = math.nan
+    #: an open-loop point without an in-flight cap: requests that reached the engine ÷ requests that finished over
+    #: the second half of the arrivals (``simulator.stability``), a ratio near 1 at every stable load (not how busy
+    #: the engine is) and above 1 where the queue grows: the point's stability estimate; NaN elsewhere
+    arrival_to_completion_ratio: float = math.nan
     #: the same window's finished requests ÷ its length (req/s): what the engine served; NaN elsewhere
     served_rate_req_per_s: float = math.nan
-    #: why the point has no steady state (utilisation >= ``simulator.unstable_from``), None when it has one
+    #: why the point has no steady state (arrival_to_completion_ratio >= ``simulator.unstable_from``), None when it
+    #: has one
     unstable: str | None = None
     #: the model's interval around each of its values (``model.bands``: measured / model ratios of the regime on
     #: public runs), ``metric -> (low, high)``; a metric without band data is absent
@@ -76,12 +78,16 @@ class PointPrediction:
     #: for a metric whose regime has measured runs but too few sources for a band: what they showed
     #: (``model.bands.band_note``), ``metric -> text``
     band_notes: Mapping[str, str] = field(default_factory=dict)
+    #: for a metric of ``band_notes`` whose regime has measured runs but no band: the range of measured ÷ model
+    #: those runs showed (``model.bands.observed_ranges``, the numbers the note quotes), ``metric -> (low, high)``
+    observed_ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["time_shares"] = dict(self.time_shares)
         d["bands"] = {k: list(v) for k, v in self.bands.items()}
         d["band_notes"] = dict(self.band_notes)
+        d["observed_ranges"] = {k: list(v) for k, v in self.observed_ranges.items()}
         return d
 
 

@@ -73,15 +73,15 @@ from pytest_roofline.model.setup import Setup
 __all__ = ["simulate", "simulate_sweep", "client_send_delays_s", "V1_UNCHUNKED_NO_BAND", "stability",
            "UNSTABLE_UTILISATION"]
 
-#: the utilisation estimate (``stability``) from which an open-loop point is unstable: rho >= 1 has no steady state
-#: (a queue fed faster than it is served grows without bound), with a margin for a finite run's noise: 10%, or two
-#: Poisson standard errors of the window's arrival count n (2 / sqrt(n)) where that is more (a stable point of 150
-#: requests read up to 1.21 in the checks of benchmarks' kind: H100, Llama-3.1-8B, 1024/256, 5-25 req/s)
+#: the arrivals ÷ completions ratio rho (``stability``) from which an open-loop point is unstable: rho >= 1 has no
+#: steady state (a queue fed faster than it is served grows without bound), with a margin for a finite run's noise:
+#: 10%, or two Poisson standard errors of the window's arrival count n (2 / sqrt(n)) where that is more (a stable
+#: point of 150 requests read up to 1.21 in the checks of benchmarks' kind: H100, Llama-3.1-8B, 1024/256, 5-25 req/s)
 UNSTABLE_UTILISATION = 1.1
 
 
 def unstable_from(arrivals: int) -> float:
-    """The utilisation from which a point whose window saw ``arrivals`` requests is unstable."""
+    """The arrivals ÷ completions ratio from which a point whose window saw ``arrivals`` requests is unstable."""
     return max(UNSTABLE_UTILISATION, 1.0 + 2.0 / math.sqrt(max(arrivals, 1)))
 
 #: why a V1 engine with chunked prefill off has no band (``with_bands``)
@@ -530,10 +530,11 @@ class _Sim:
 
 
 def stability(done: Sequence[Request], offered_req_per_s: float | None) -> dict[str, Any]:
-    """An uncapped open-loop point's utilisation rho and, where rho >= :func:`unstable_from`, why it has no
-    steady state.  Queueing theory: a queue whose arrival rate is at least its service rate (rho = lambda / mu >= 1)
-    grows without bound, so its waits, and the TTFT, TPOT and preemptions that follow from them, depend on how long
-    the run is.
+    """An uncapped open-loop point's arrivals ÷ completions ratio rho (``arrival_to_completion_ratio``; a queue's
+    utilisation where it is unstable, about 1 at every stable load) and, where rho >= :func:`unstable_from`, why it
+    has no steady state.  Queueing theory: a queue whose arrival rate is at least its service rate (rho = lambda /
+    mu >= 1) grows without bound, so its waits, and the TTFT, TPOT and preemptions that follow from them, depend on
+    how long the run is.
 
     Both estimates are over the second half of the arrivals (the first is the warm-up), from its first arrival t1 to
     its last, t2; lambda is the requests that reached the engine in it ÷ its length.  (a) Until the end: the served
@@ -561,11 +562,12 @@ def stability(done: Sequence[Request], offered_req_per_s: float | None) -> dict[
     in_window = sum(1 for r in done if t1 < r.finish <= t2)
     if t2 - t1 >= 2 * service and in_window and arrived / in_window > rho:
         served, rho = in_window / (t2 - t1), arrived / in_window
-    out: dict[str, Any] = {"utilisation": rho, "served_rate_req_per_s": served}
+    out: dict[str, Any] = {"arrival_to_completion_ratio": rho, "served_rate_req_per_s": served}
     if rho >= unstable_from(arrived):
         offered = offered_req_per_s if offered_req_per_s else offered_est
-        out["unstable"] = (f"unstable: {offered:g} req/s offered, ~{served:.3g} served (utilisation {rho:.2f} >= 1: "
-                           "the queue grows until the last arrival): latencies grow with the run's length")
+        out["unstable"] = (f"unstable: {offered:g} req/s offered, ~{served:.3g} served (arrivals ÷ completions "
+                           f"{rho:.2f} >= 1: the queue grows until the last arrival): latencies grow with the run's "
+                           "length")
     return out
 
 
@@ -588,6 +590,7 @@ def with_bands(pred: PointPrediction, setup: Setup, engine: EngineConfig) -> Poi
     prefill off (:data:`V1_UNCHUNKED_NO_BAND`)."""
     out: dict[str, tuple[float, float]] = {}
     notes: dict[str, str] = {}
+    observed: dict[str, tuple[float, float]] = {}
     # the corpus's GPU runs are all of dense models: an MoE model's values on a GPU are a regime no run bands
     moe = setup.device != "cpu" and setup.model.is_moe and not setup.model.is_nominal
     # V1 with chunked prefill off: the corpus's V1 runs (and the CPU recordings) chunk, its V0 runs schedule
@@ -614,7 +617,12 @@ def with_bands(pred: PointPrediction, setup: Setup, engine: EngineConfig) -> Poi
             out[metric] = b.around(value)
         elif (note := bands.band_note(reg)) is not None:
             notes[metric] = note
-    return dataclasses.replace(pred, bands=out, band_notes=notes) if out or notes else pred
+            seen = bands.load_observed_ranges().get(reg.pooled_key)  # the numbers the note quotes
+            if seen is not None:
+                observed[metric] = (seen.lo, seen.hi)
+    if not (out or notes):
+        return pred
+    return dataclasses.replace(pred, bands=out, band_notes=notes, observed_ranges=observed)
 
 
 def simulate_sweep(setup: Setup, workloads: Sequence[Workload], **kw: Any) -> list[PointPrediction]:
