@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args
 
 from pytest_roofline.model.engine_args._flags import FLAG_ARGS, _flag_word
 from pytest_roofline.model.engine_args._problems import Problem
-from pytest_roofline.units import UnitError, parse_value
+from pytest_roofline.units import GB, GIB, KB, KIB, MB, MIB, TB, TIB, UnitError, parse_value
 
 #: vLLM's short command-line aliases (vllm/engine/arg_utils.py ``add_cli_args``, read in the 0.8.0 ... 0.10.2
 #: wheels: ``-tp``, ``-pp``, ``-q``, ``-O`` in all; ``-dp`` from 0.8.3, refused before it: ``_releases.py``)
@@ -62,8 +62,8 @@ HUMAN_READABLE_INT_ARGS: frozenset[str] = frozenset({"max_num_batched_tokens", "
                                                      "kv_cache_memory_bytes"})
 
 _SUFFIX = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
-_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_DECIMAL = {"k": KB, "m": MB, "g": GB, "t": TB}
+_BINARY = {"K": KIB, "M": MIB, "G": GIB, "T": TIB}
 
 
 def whole_arg_value(key: str, value: Any) -> Any:
