@@ -774,7 +774,7 @@ def _compare_to_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float
     if lo is not None:
         v.lo = lo
     # the column shows the interval applied; the reason says where its floor comes from
-    v.tolerance_text = (f"band {v.fmt(lo)} – {v.fmt(ceiling)} (the ceiling)" if lo is not None
+    v.tolerance_text = (f"band {_range_text(v, lo, ceiling)}" if lo is not None
                         else "at or below the roofline ceiling (no band)")
     v.error_abs, v.error_rel, v.ratio = relative_error(ceiling, ink)
     v.error_text = error_text(v.error_rel, None) + f" ({'+' if v.error_abs >= 0 else '−'}{v.fmt(abs(v.error_abs))})"
@@ -914,8 +914,15 @@ def _band_decides(v: Verdict, tol: Tolerance, lo: float, hi: float) -> None:
     """Where the serving model's band decides a math check (ink passes within the tolerance of the model's value
     or within the band): the tolerance shown and the interval drawn are what the check applied, both of them,
     never the tolerance alone (a pass inside the band drawn against ``±0.5 tok/s`` reads as a miss)."""
-    v.tolerance_text = f"{tol.text} or band {v.fmt(lo)} – {v.fmt(hi)}"
+    v.tolerance_text = f"{tol.text} or band {_range_text(v, lo, hi)}"
     v.lo, v.hi = lo, hi
+
+
+def _range_text(v: Verdict, lo: float, hi: float) -> str:
+    """``lo``–``hi`` for a table cell, the unit written once where both ends share it (``3,315.2–4,688.4 tok/s``)."""
+    a, b = v.fmt(lo), v.fmt(hi)
+    num, _, unit = a.partition(" ")
+    return f"{num}–{b}" if unit and b.endswith(" " + unit) else f"{a} – {b}"
 
 
 def _compare(v: Verdict, pred: Prediction, reference: Any, checked: Any, tol: Tolerance, against: str) -> Verdict:
