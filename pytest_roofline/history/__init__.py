@@ -45,6 +45,7 @@ from pytest_roofline.history._drift import (
     drift_counts,
     drift_for,
     earlier_runs,
+    runs_drift_reads,
     judge_move,
     not_judged_count,
     parse_baseline,
@@ -96,7 +97,7 @@ __all__ = [
     "identity_file", "definition_hash", "unify_keys", "same_prediction", "clean_name", "clean_setup",
     "distinguishable", "pinned_run", "changed_badge", "compared_count", "not_judged_count", "COMPARED", "parse_share",
     "DEFAULT_MIN_COMPARED", "open_store_quietly", "render_run_list", "run_list_json", "measured_in_both",
-    "measurement_id", "file_prediction_keys", "judge_move", "Move", "earlier_runs",
+    "measurement_id", "file_prediction_keys", "judge_move", "Move", "earlier_runs", "runs_drift_reads",
 ]
 
 #: the URI schemes (before any ``+driver``) that open a database store

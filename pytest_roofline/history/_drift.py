@@ -60,7 +60,7 @@ from pytest_roofline.units import format_value, shown_unit, signed_percent
 __all__ = ["DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "Drift", "drift_for", "drift_counts",
            "parse_baseline", "pinned_run", "parse_share", "DEFAULT_MIN_COMPARED", "distinguishable", "COMPARED",
            "compared_count", "not_judged_count", "ranked_p", "RANK_ALPHA", "nights_values", "outside_nights",
-           "MIN_NIGHTS", "SPREAD_RUNS", "Move", "judge_move", "changed_badge", "earlier_runs"]
+           "MIN_NIGHTS", "SPREAD_RUNS", "Move", "judge_move", "changed_badge", "earlier_runs", "runs_drift_reads"]
 
 DEFAULT_DRIFT = "10%"
 DEFAULT_BASELINE = "previous"
@@ -443,6 +443,39 @@ def earlier_runs(history_runs: Sequence[RunSummary], *, setup: SetupKey | None =
     runs = [r for r in mine if r.run_id not in copies
             and (cut is None or not r.started_at or sort_time(r.started_at) < cut)]
     return runs, itself
+
+
+def runs_drift_reads(history_runs: Sequence[RunSummary], policy: DriftPolicy, *, before: str | None = None,
+                     measurement: str | None = None) -> list[RunSummary]:
+    """The runs of ``history_runs`` that :func:`drift_for` can read for any value of a session with this ``policy``
+    (and, for a replay, its ``before`` time and ``measurement`` id), in their order: what an xdist worker is sent
+    instead of the whole index, with the same verdicts as the whole index gives (trial 21, H1). Per setup and per
+    stored key, the newest runs before the cut back to the ``max(window, SPREAD_RUNS)``-th that measured it at a
+    point that held its concurrency (the baseline's walk and the nights' spread, a prediction missing on some nights
+    included); every run that holds this very measurement (the replay's own night); every run a pinned baseline
+    can name, whatever its age. A store that holds old-scheme values (no definition hash) is sent whole: which
+    stored value is whose is then decided across all runs (:func:`unify_keys`)."""
+    runs, itself = earlier_runs(history_runs, before=before, measurement=measurement)
+    if any(not v.definition_hash for r in runs for v in r.values):
+        return list(history_runs)
+    keep = {r.run_id for r in itself}
+    if policy.pinned is not None:
+        keep |= {r.run_id for r in history_runs if r.run_id.startswith(policy.pinned)}
+    need = max(SPREAD_RUNS, policy.window)
+    by_setup: dict[SetupKey, list[RunSummary]] = {}
+    for r in sorted(runs, key=lambda r: r.started_at):
+        by_setup.setdefault(r.setup, []).append(r)
+    for mine in by_setup.values():
+        counted: dict[str, int] = {}
+        for r in reversed(mine):
+            for v in r.values:
+                n = counted.get(v.key, 0)
+                if n >= need:
+                    continue
+                keep.add(r.run_id)
+                if v.mode == "measured" and v.held and _finite(v.measured) is not None:
+                    counted[v.key] = n + 1
+    return [r for r in history_runs if r.run_id in keep]
 
 
 def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary], policy: DriftPolicy, *,

@@ -30,6 +30,7 @@ from pytest_roofline.history import (
     identity_file,
     measurement_id,
     open_store_quietly,
+    runs_drift_reads,
     parse_share,
     spec_setup_key,
     stored_value,
@@ -261,13 +262,14 @@ class RooflineSession:
                                     f"{redact.redact_text(str(exc))}") from None
 
     def runs_for_workers(self) -> list[dict[str, Any]]:
-        """What an xdist worker needs of the index: per setup, the newest runs the baseline can use (a
-        prediction missing on some nights reaches further back, so a margin over the window)."""
-        keep = max(1, self.drift_policy.window) * 3
-        by_setup: dict[Any, list[RunSummary]] = {}
-        for r in self.history_runs:
-            by_setup.setdefault(r.setup, []).append(r)
-        return [r.to_dict() for runs in by_setup.values() for r in runs[-keep:]]
+        """What an xdist worker needs of the index: every run :func:`drift_for` can read for this session
+        (:func:`~pytest_roofline.history.runs_drift_reads`: the baselines' and the nights' spread's runs per key, a
+        pinned run of any age, a replay's own night and the runs before it), so that a worker's verdicts are the
+        serial run's (trial 21, H1: the newest ``window*3`` runs alone lost the spread and pinned runs)."""
+        before = self.measured_at if self.mode == "replay" else None
+        runs = runs_drift_reads(self.history_runs, self.drift_policy, before=before,
+                                measurement=self.replay_measurement_id)
+        return [r.to_dict() for r in runs]
 
     def results_for_spec(self, spec: Spec) -> dict[str, Any] | None:
         """The results dict this file's measurements were written to (replayed or live), if any yet."""
