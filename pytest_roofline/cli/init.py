@@ -14,6 +14,7 @@ import argparse
 import math
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -401,6 +402,54 @@ def _band_text(setup: Setup, item: Item) -> str:
             f"to {format_value(ceiling, q.dimension)}, model/bands.py)")
 
 
+#: the probe prediction init's setup is loaded with to ask the serving model for its values (the file's own
+#: predictions are blank, which the reader refuses)
+_PROBE = "  - {id: probe, quantity: output_throughput, at: {concurrency: 1}, predicted: model}\n"
+
+
+def _one_line(exc: BaseException) -> str:
+    """An error as one comment line's text (a SpecError carries its fix on a line of its own)."""
+    return " ".join(str(exc).split())
+
+
+def _serving_texts(head: str, setup: Setup, concurrencies: Sequence[int]) -> dict[int, str]:
+    """For each concurrency, the line init writes under a throughput ceiling: the serving model's value and its band,
+    as the CPU-only check reads them (``scoring.serving_sweep_for`` on the file's own setup and sweep, the band's
+    ratios applied to the value as ``scoring._serving_column`` does), else why there is no band."""
+    from pytest_roofline.format.spec import SpecError, loads_spec
+    from pytest_roofline.scoring import serving_sweep_for
+
+    q = QUANTITIES["output_throughput"]
+    metric = "output_throughput_tok_per_s"
+    try:
+        spec = loads_spec(head + _PROBE, file="<roofline init>")
+        sweep = serving_sweep_for(spec, None, setup)
+    except (SpecError, RooflineError, ValueError, ArithmeticError) as exc:
+        return {c: f"serving model: not computed here ({_one_line(exc)})" for c in concurrencies}
+    out = {}
+    for c in concurrencies:
+        try:
+            value = q.serving(sweep, {"concurrency": c}, spec.thresholds).value if q.serving else None
+            _p, pp = sweep.at({"concurrency": c})
+        except (RooflineError, ValueError, ArithmeticError, KeyError) as exc:
+            out[c] = f"serving model: not computed here ({_one_line(exc)})"
+            continue
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            out[c] = "serving model: no value at this point"
+            continue
+        text = f"serving model: {format_value(float(value), q.dimension)}"
+        band, at_point = pp.bands.get(metric), float(getattr(pp, metric))
+        if band and at_point:
+            lo, hi = (float(value) * b / at_point for b in band)
+            unit = format_value(hi, q.dimension).rpartition(" ")[2]
+            out[c] = (f"{text}, band {format_value(lo, q.dimension).removesuffix(' ' + unit)}–"
+                      f"{format_value(hi, q.dimension)} (the CPU-only check passes ink inside it)")
+        else:
+            why = pp.band_notes.get(metric) or "no band: the accuracy corpus has no measured runs of this regime"
+            out[c] = f"{text}; {why.split(bands.NOTE_RANGE_SEP)[0]}"
+    return out
+
+
 def _refuse_impossible(setup: Setup, model: str, workload: dict[str, Any]) -> None:
     """A ValueError (``roofline: ...``, exit status 2, no file written) for a setup vLLM would not start (the
     weights or the reserves leave no KV pool: ``predict.memory_fit_error``) or a request it would reject (longer
@@ -421,21 +470,70 @@ def _refuse_impossible(setup: Setup, model: str, workload: dict[str, Any]) -> No
         raise ValueError(f"{err}; no file written")
 
 
-def _max_model_len_that_starts(setup: Setup, request_tokens: int) -> tuple[int | None, str]:
+def _held_at(setup: Setup, max_model_len: int, rebuild: Any) -> int:
+    """The KV tokens vLLM reports for ``setup`` run at ``max_model_len`` (``reported_kv``): a pool with
+    sliding-window layers holds more tokens of a longer max_model_len (model/kv_cache.py), so the figure is worked
+    out at the length it is asked of, on the setup ``rebuild(max_model_len)`` builds."""
+    at = rebuild(max_model_len)
+    return int(reported_kv(at, kv_accounting(at), max_model_len).kv_cache_tokens)
+
+
+def _fixed_point(start: int, held: Any, step: int) -> int:
+    """The largest multiple of ``step`` (1 for any whole number) ``m`` at or below ``start`` whose pool holds one
+    request of it (``held(m) >= m``), where the tokens held grow with ``m`` (0 when none does).  From ``m = start``
+    rounded down, ``m <- held(m)`` rounded down until it holds: a length that holds is at most each ``m`` this visits
+    while the tokens held grow with the length.  They do so block by block only (within a block a sliding-window
+    pool's figure can dip: 90,336 tokens held at max_model_len 90,336, 90,332 at 90,340), so the lengths up to
+    :data:`_SETTLE_TOKENS` above the one found are tried too, and the largest that holds is kept."""
+    m = start // step * step
+    for _ in range(256):  # each round lowers m; a pool that changes with the length settles in a few
+        if m <= 0:
+            return 0
+        h = held(m)
+        if h >= m:
+            break
+        m = min(m - step, h // step * step)
+    else:
+        return 0
+    above = [n for n in range(m + step, min(start, m + max(_SETTLE_TOKENS, 2 * step)) + 1, step) if held(n) >= n]
+    return max(above, default=m)
+
+
+#: how far above the length the iteration settles on :func:`_fixed_point` looks for a longer one that holds (well
+#: over a KV block's dip: blocks are 16 to 128 tokens)
+_SETTLE_TOKENS = 1024
+
+
+def _max_model_len_that_starts(setup: Setup, request_tokens: int, rebuild: Any) -> tuple[int | None, str]:
     """Where vLLM would refuse to start ``setup`` for a KV pool short of one request of the model's default
-    max_model_len (``model.setup.max_model_len_problem``): the max_model_len to write instead, the largest multiple
-    of 1,024 the pool holds (the pool's own size where that is below the workload's ``request_tokens``), and the
-    comment saying why; (None, "") where the default starts."""
+    max_model_len (``model.setup.max_model_len_problem``): the max_model_len to write instead and the comment
+    saying why; (None, "") where the default starts.  The value is a fixed point: the largest multiple of 1,024
+    whose pool, at that max_model_len, holds one request of it (:func:`_fixed_point`; a sliding-window model's pool
+    holds fewer tokens at a shorter max_model_len, so the pool at the default is not the bound), or, below the
+    workload's ``request_tokens``, the largest whole number that holds.  ``rebuild(n)``: the setup at max_model_len
+    ``n``, as the file writes it."""
     if max_model_len_problem(setup) is None:
         return None, ""
     acc = kv_accounting(setup)
     default = effective_max_model_len(setup.max_model_len, setup.model) or 0
-    held = reported_kv(setup, acc, default).kv_cache_tokens
-    mml = held // 1024 * 1024
+    held_default = reported_kv(setup, acc, default).kv_cache_tokens
+    cache: dict[int, int] = {}
+
+    def held(n: int) -> int:
+        if n not in cache:
+            cache[n] = _held_at(setup, n, rebuild)
+        return cache[n]
+
+    largest = _fixed_point(held_default, held, 1)  # the longest max_model_len that starts at all
+    mml = _fixed_point(largest, held, 1024)
     if mml < request_tokens:
-        mml = held
-    return mml, (f"max_model_len {mml:,}: the KV pool holds {held:,} tokens, less than one request of the model's "
-                 f"default {default:,}, and vLLM will not start so (write your own, up to {held:,})")
+        mml = largest
+    at = held(mml) if mml else 0
+    moved = (f"; at max_model_len {mml:,} it holds {at:,} (sliding-window layers hold more tokens of a longer "
+             "max_model_len)" if at != held_default else "")
+    return mml, (f"max_model_len {mml:,}: the KV pool holds {held_default:,} tokens, less than one request of the "
+                 f"model's default {default:,}, and vLLM will not start so{moved} (write your own, up to "
+                 f"{largest:,})")
 
 
 def model_as_written(model: str, output: Path | None) -> str:
@@ -466,7 +564,11 @@ def render(*, gpu: str, model: str, tp: int = 1, input_len: int = 1024, output_l
     workload = {"input_len": input_len, "output_len": output_len}
     setup = build_setup(hardware_ref=spec.id, model_ref=model, engine=engine, workload=workload)
     _refuse_impossible(setup, model, workload)
-    mml, mml_why = _max_model_len_that_starts(setup, input_len + output_len)
+    def at_length(n: int) -> Setup:  # the file's setup with max_model_len n, as the file would write it
+        return build_setup(hardware_ref=spec.id, model_ref=model, workload=workload,
+                           engine={**engine, "args": {**engine["args"], "max_model_len": n}})
+
+    mml, mml_why = _max_model_len_that_starts(setup, input_len + output_len, at_length)
     if mml is not None:  # the model's default length does not fit the pool: write one that does
         engine["args"]["max_model_len"] = mml
         setup = build_setup(hardware_ref=spec.id, model_ref=model, engine=engine, workload=workload)
@@ -506,7 +608,13 @@ def render(*, gpu: str, model: str, tp: int = 1, input_len: int = 1024, output_l
         "",
         "predictions:",
     ]
-    for item in _items(setup, input_len, tp):
+    items = _items(setup, input_len, tp)
+    # the setup as read from here (the file's model: line leads from its own folder; the probe has none)
+    head = "\n".join(lines).replace(f"\nmodel: {written_model or model}\n", f"\nmodel: {model}\n") + "\n"
+    serving = _serving_texts(head, setup,
+                             [c for c in (_at_mapping(i.at).get("concurrency") for i in items
+                                          if i.quantity == "output_throughput") if isinstance(c, int)])
+    for item in items:
         lines.append(f"  - id: {item.id}")
         lines.append(f"    quantity: {item.quantity}")
         if item.at:
@@ -514,6 +622,9 @@ def render(*, gpu: str, model: str, tp: int = 1, input_len: int = 1024, output_l
         lines.append(f"    # derivation: {item.derivation}")
         lines.append(f"    # model: {_model_text(setup, item)}" + _band_text(setup, item)
                      + (f"; ink: {item.ink_hint}" if item.ink_hint else ""))
+        c = _at_mapping(item.at).get("concurrency")
+        if item.quantity == "output_throughput" and c in serving:
+            lines.append(f"    # {serving[c]}")
         if item.quantity == "littles_law_ratio":
             lines.append("    tolerance: ±2%")
         lines.append("    predicted:              # <- your value, in ink")
