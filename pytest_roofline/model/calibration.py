@@ -299,6 +299,25 @@ class FitResult:
     #: for a fitted constant whose 1σ holds only because another constant it trades off with was not fitted: those
     #: constants and the values they were held at (``fit(held=...)``; its 1σ is conditional on them)
     conditional_on: Mapping[str, Mapping[str, float]] = dataclasses.field(default_factory=dict)
+    #: what each rms log-residual covers: (the metrics fitted, how many values, the rms, the stage), one per fit
+    #: (:func:`fit_by_metric` fits the decode-step terms and the TTFT terms apart); the residual lines show every
+    #: measured metric, fitted or not, so the rms line names which it is over (trial 22 L6)
+    rms_parts: tuple[tuple[tuple[str, ...], int, float, str], ...] = ()
+
+    def _rms_line(self) -> str:
+        """The rms log-residual(s), each naming the fitted metric and values it is over, and the metrics the
+        residual lines show that no fit was over."""
+        if not self.rms_parts:
+            return f"rms log-residual {self.rms_log_residual:.4f} after {self.iterations} iterations"
+        parts = [f"{rms:.4f} over {n} {' and '.join(_short(m) for m in metrics)} value{'' if n == 1 else 's'}"
+                 + (f" ({stage})" if stage else "") for metrics, n, rms, stage in self.rms_parts]
+        fitted = {m for metrics, _n, _r, _s in self.rms_parts for m in metrics}
+        shown = [m for m in METRICS if m not in fitted and any(m in p.measured and m in p.predicted
+                                                             for p in self.points)]
+        rest = (f"; {', '.join(_short(m) for m in shown)} not fitted: {'its' if len(shown) == 1 else 'their'} "
+                "residuals above are not in it" if shown else "")
+        return (f"rms log-residual (of the fitted values only): {'; '.join(parts)}{rest}; after {self.iterations} "
+                "iterations")
 
     def describe(self) -> str:
         """The fitted values with uncertainty, then the residuals per point (the CLI prints this)."""
@@ -312,7 +331,7 @@ class FitResult:
             lines.append(f"  {name:<24} {_fmt(name, v):>12}  ± {_fmt(name, u):<11} (±{100 * r:.1f}%{held})")
         lines.append("residuals per point (predicted vs measured; error = predicted ÷ measured − 1):")
         lines += [_point_line(p) for p in self.points]
-        lines.append(f"rms log-residual {self.rms_log_residual:.4f} after {self.iterations} iterations")
+        lines.append(self._rms_line())
         if self.held_out:
             lines.append("held-out points (not fitted on; predicted with the fitted constants):")
             lines += [_point_line(p) for p in self.held_out]
@@ -461,6 +480,8 @@ def fit(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor,
                 if not (v > 0) or not math.isfinite(v):
                     raise CalibrationError(f"the model predicts {m} = {v} at {points[i].label}: cannot fit a log-error")
                 r.append(wt * (math.log(v) - lm))
+            if extra:  # a held constant moved: never the cache's entry for x, which the residual lines read back
+                return r, preds
             cache[key] = (r, preds)
         return cache[key]
 
@@ -626,6 +647,7 @@ def fit(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor,
         uncertainty={n: values[n] * sd for n, sd in zip(names, log_sd, strict=True)},
         log_sd=dict(zip(names, log_sd, strict=True)), points=tuple(fits), rms_log_residual=rms, iterations=it,
         warnings=tuple(warnings), conditional_on=conditional,
+        rms_parts=((tuple(m for m in METRICS if w.get(m, 0.0) > 0), n_obs, rms, ""),),
     )
 
 
@@ -777,6 +799,9 @@ class MetricFit:
             constants=self.constants, fitted=tuple(n for r in stages for n in r.fitted), values=self.values,
             uncertainty={k: v for r in stages for k, v in r.uncertainty.items()}, log_sd=self.log_sd,
             points=last.points, rms_log_residual=last.rms_log_residual,
+            rms_parts=tuple((metrics, n, rms, label) for r, label in ((self.step, "the decode-step terms"),
+                                                                      (self.ttft, "the TTFT terms")) if r is not None
+                            for metrics, n, rms, _stage in r.rms_parts),
             iterations=sum(r.iterations for r in stages),
             warnings=tuple(w for r in stages for w in r.warnings) + self.notes,
             conditional_on={k: v for r in stages for k, v in r.conditional_on.items()})
@@ -1049,22 +1074,29 @@ def _step_advice(unfitted: Sequence[str], want: Sequence[str], step_points: Sequ
     def usable(cands: list[MeasuredPoint]) -> list[MeasuredPoint]:
         return [pt for pt in cands if _decode_bound([pt], current, predict, [])][:1]
 
+    # two loads fix the step time's line in the batch size: two quantities, so two of the three terms at most; the
+    # one wording of it, wherever the advice names loads for all three (trial 22 L4: the TTFT-only advice promised
+    # all three from two loads)
+    third = ("; at one prompt and output length, loads far apart part two of the three decode-step terms at "
+             f"most: the third also needs {metrics} at another context length (other prompt or output tokens)"
+             if all_three and len(lengths) <= 1 else "")
+    # what two loads identify of the terms left: all three left, two of them (the per-step from the per-sequence)
+    which = (f"two of {terms} (the per-step from the per-sequence ones)"
+             if all_three and len(lengths) <= 1 and len(unfitted) == len(STEP_FIELDS) else terms)
+
     if not spread:
         if not loads and any(_measures(pt, step_metrics) for pt in points):  # measured, but prefill-bound
             return (f"{metrics} at decode-bound points (shorter prompts or more output tokens, so that decode "
-                    f"dominates the steps), at two batch sizes far apart, would identify {terms}")
+                    f"dominates the steps), at two batch sizes far apart, would identify {which}{third}")
         if not loads:
-            return (f"{metrics} at two batch sizes far apart (e.g. C = 1 and C = 32) would identify {terms} apart "
-                    "from the other decode-step terms")
+            return (f"{metrics} at two batch sizes far apart (e.g. C = 1 and C = 32) would identify {which}"
+                    + (third if which != terms else " apart from the other decode-step terms" + third))
         span = {pt.label: max(loads[-1], c) / min(loads[0], c) for pt in spare if _closed(pt)
                 for c in [int(pt.concurrency or 0)] if c > 0}
         far = sorted((pt for pt in spare if span.get(pt.label, 0.0) >= 8), key=lambda pt: -span[pt.label])
         hint = _in_file(usable(far), points, f"its {metric} at a load far from these")
         if not hint:
             hint = f"add one at C = {1 if loads[0] >= 8 else 8 * loads[0]}"
-        third = ("; at one prompt and output length, loads far apart part two of the three decode-step terms at "
-                 f"most: the third also needs {metrics} at another context length (other prompt or output tokens)"
-                 if all_three and len(lengths) == 1 else "")
         return (f"{metrics} at two batch sizes far apart would identify {terms} apart from the other decode-step "
                 f"terms (the per-step from the per-sequence ones): the points here run at {_loads_text(loads)} "
                 f"only; {hint}{third}")
