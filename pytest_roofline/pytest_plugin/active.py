@@ -187,6 +187,8 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, rs: RooflineS
             terminalreporter.write_sep("-" if rs.show_summary else "=", "roofline drift")
         for line in lines:
             terminalreporter.write_line(line)
+    for line in rs.compared_lines:  # last: a --roofline-drift-fail failure's reason ends the output (trial 21, M3)
+        terminalreporter.write_line(line, red=line.startswith("roofline drift: FAILED"))
 
 
 def session_finish(session: pytest.Session, rs: RooflineSession) -> None:
@@ -204,8 +206,9 @@ def session_finish(session: pytest.Session, rs: RooflineSession) -> None:
         # the store's lines are printed after the scorecard's, as before
         stored_lines, store_failed = store_session(rs, stopped=stopped)
         _write_scorecard(session, rs)
-        compared_lines, too_few = compared_check(rs)
-        for line in [*rs.history_notes, *compared_lines, *stored_lines]:
+        # the drift check's lines end the drift section (terminal_summary, which runs after this), not here
+        rs.compared_lines, too_few = compared_check(rs)
+        for line in [*rs.history_notes, *stored_lines]:
             if tr is not None:
                 _end_open_line(tr)
                 tr.write_line(line)

@@ -60,7 +60,7 @@ parse_baseline_option = _option_type(parse_baseline, (ValueError,))
 parse_share_option = _option_type(parse_share, (ValueError,))
 
 
-def _why_not_compared(drifts: list[dict[str, Any]], baseline: str) -> str:
+def _why_not_compared(drifts: list[dict[str, Any]], baseline: str, stored: bool = False) -> str:
     """Why a setup's measured predictions found no baseline: the prediction files whose every measured prediction
     is new (no earlier run of this setup measured any of them: the file's first night on this setup, or it was
     moved or renamed), else the baseline that matched no run."""
@@ -72,8 +72,9 @@ def _why_not_compared(drifts: list[dict[str, Any]], baseline: str) -> str:
     if fresh:
         return (f"no earlier run of this setup measured any prediction of {', '.join(fresh)}: "
                 f"{'their' if len(fresh) > 1 else 'its'} first night in this store, or the file was moved or renamed "
-                "(a prediction's identity is its file's path from the repository root and its id); a first night "
-                "has nothing to compare: record it once without --roofline-drift-fail")
+                "(a prediction's identity is its file's path from the repository root and its id); "
+                + ("this night is stored now, so the next night compares with it" if stored else
+                   "a first night has nothing to compare: record it once without --roofline-drift-fail"))
     return (f"the store holds runs of this setup, but none of them is a baseline ({baseline}) for these "
             "predictions")
 
@@ -103,6 +104,13 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
         itself[setup] = [r.run_id for r in own]
     lines: list[str] = []
     failed = False
+    if rs.drift_fail and not rs.measured and by_setup:
+        # no --gpu, --endpoint nor --replay: every prediction was checked by the math alone (trial 21, H2)
+        checked = sum(len(ds) for ds in by_setup.values())
+        return [f"roofline drift: FAILED (--roofline-drift-fail): this session measured nothing: no --gpu, "
+                f"--endpoint or --replay was given, so its {checked} prediction{'s' if checked != 1 else ''} "
+                "were checked by the math alone (pass --gpu or --replay to measure); a night that compares "
+                "nothing cannot pass"], True
     if rs.drift_fail and rs.measured and by_setup and not any(compared_count(ds)[1] for ds in by_setup.values()):
         # -k that selects only math checks, a math-only file: the night compared nothing (issue 21); or the engine
         # (or the measurement) failed, and its measured predictions are ERRORs: said as such, not as math checks
@@ -143,7 +151,8 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
         if rs.drift_fail and compared < share * measured or (rs.drift_fail and compared == 0):
             failed = True
             unheld = not_judged_count(drifts)
-            keys = _why_not_compared(drifts, rs.drift_policy.describe())
+            keys = _why_not_compared(drifts, rs.drift_policy.describe(),
+                                     stored=setup in getattr(rs, "history_stored_setups", ()))
             if not unheld:
                 why = keys
             else:
@@ -243,6 +252,19 @@ def _add_to_stored(rs: RooflineSession, same: RunSummary, rec: Any, where: str) 
             "stores a measurement once"), False
 
 
+def _checkout_of(rs: RooflineSession, verdicts: Sequence[Verdict]) -> str:
+    """The folder whose git checkout a live run's commit, branch and environment are read from: the first prediction
+    file's (as its identity is, ``history._recording.identity_file``), not pytest's rootdir, which moves with how
+    the options are spelt (``--roofline-history DIR`` with a space makes it ``/``: trial 21, M1); the rootdir
+    when no prediction file is found."""
+    rootdir = Path(rs.config.rootpath)
+    for f in [*rs.specs, *(str(v.file) for v in verdicts if v.file)]:
+        for path in (Path(f), rootdir / f, Path.cwd() / f):
+            if path.is_file():
+                return str(path.resolve().parent)
+    return str(rootdir)
+
+
 def store_session(rs: RooflineSession, *, stopped: str = "") -> tuple[list[str], bool]:
     """Add the session's runs (one per setup) to the store; the lines to print (where each went, or why not) and
     whether a run could not be stored (a session failure unless ``--roofline-history-optional``: a night whose
@@ -254,6 +276,10 @@ def store_session(rs: RooflineSession, *, stopped: str = "") -> tuple[list[str],
     verdicts = list(rs.verdicts) or list(rs.reported_verdicts.values())
     if store is None or not verdicts:
         return [], False
+    if not rs.measured:  # math only: no night to store, whoever exported $ROOFLINE_HISTORY (trial 21, H2)
+        return [f"roofline history: not stored: this session measured nothing (no --gpu, --endpoint or --replay: "
+                f"{len(verdicts)} prediction{'s' if len(verdicts) != 1 else ''} checked by the math alone); a "
+                "session that measured nothing is not stored as a night"], False
     results = session_results(rs)
     if stopped:
         files = [str(r.get("_path")) for r in results if r.get("_path")]
@@ -274,12 +300,14 @@ def store_session(rs: RooflineSession, *, stopped: str = "") -> tuple[list[str],
     for d in rs.reported_drifts.values():
         if d.get("drift_text"):
             drift_texts[str(d.get("key"))] = str(d["drift_text"])
-    env = environment_from_specs(list(rs.specs.values()), rs.mode, cwd=str(rootdir)) if rs.specs else {}
+    checkout = _checkout_of(rs, verdicts)
+    env = environment_from_specs(list(rs.specs.values()), rs.mode, cwd=checkout) if rs.specs else {}
     for r in results:
         env.update(environment_from_results(dict(r)))
     replayed_commit, replayed = rs.measured_commit
-    commit = replayed_commit if replayed else git_commit(str(rootdir))
-    branch = None if replayed else git_branch(str(rootdir))  # a replay's branch is the file's, which it does not say
+    written = next((str(c) for r in results if (c := (r.get("setup") or {}).get("commit"))), None)
+    commit = replayed_commit if replayed else git_commit(checkout) or written
+    branch = None if replayed else git_branch(checkout)  # a replay's branch is the file's, which it does not say
     records = build_records(verdicts, setups=setups, results=results, environment=redact.redact_data(env),
                             started_at=rs.measured_at, mode=rs.mode, commit=commit, branch=branch,
                             label=rs.history_label, rootdir=rootdir, drift_texts=drift_texts,
@@ -312,5 +340,6 @@ def store_session(rs: RooflineSession, *, stopped: str = "") -> tuple[list[str],
                          + ("" if rs.history_optional else " (the session fails; --roofline-history-optional "
                                                            "makes this a warning)"))
             continue
+        rs.history_stored_setups.add(stored.setup)
         lines.append(f"roofline history: stored run {stored.run_id} ({stored.setup.text()}) in {where}")
     return [printable(x) for x in lines], failed and not rs.history_optional

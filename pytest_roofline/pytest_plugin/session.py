@@ -160,6 +160,19 @@ class RooflineSession:
         #: values this session added to a run the store held (a replay of its measurement), by run id: the drift
         #: line says they were added, not that nothing was stored (pytest_plugin/history.py ``_add_to_stored``)
         self.history_added: dict[str, int] = {}
+        #: the setups whose run this session stored (the drift check's advice says the next night compares)
+        self.history_stored_setups: set[Any] = set()
+        #: the drift check's lines (pytest_plugin/history.py ``compared_check``), printed at the end of the drift
+        #: section: a --roofline-drift-fail failure's reason is the output's last word (trial 21, M3)
+        self.compared_lines: list[str] = []
+        if not self.history_uri:  # a CI that lost its store (a secret not passed, a typo) must not go green unchecked
+            given = [name for name, dest in (("--roofline-drift-fail", "roofline_drift_fail"),
+                                             ("--roofline-drift-baseline", "roofline_drift_baseline"))
+                     if opt(dest, None)]
+            if given:
+                raise pytest.UsageError(f"{' and '.join(given)} compare{'s' if len(given) == 1 else ''} with a history "
+                                        "store, and none is given: pass --roofline-history URI or set "
+                                        "$ROOFLINE_HISTORY (or ini roofline_history)")
         if self.history_uri:
             redact.remember_url_secrets(self.history_uri)  # a password with "/", a space or "?" included
         #: what an INCONCLUSIVE verdict becomes: skip (default) | fail | pass (--roofline-inconclusive)

@@ -202,6 +202,15 @@ def test_a_night_that_compared_nothing_fails_under_drift_fail(project: Path) -> 
     assert "21 passed, 1 xpassed" in r.stdout  # no test failed: the session did
     assert ("roofline drift: FAILED (--roofline-drift-fail): cpu · roofline-tiny · vllm 0.32.0: only 0 of 19 "
             "measured predictions were compared with a baseline (at least 50% must be)") in r.stdout
+    # trial 21, M3: the reason is the drift section's last line, after the count, not above the prediction table;
+    # and the night was stored, so the advice is that the next night compares, not "record it once without"
+    lines = r.stdout.splitlines()
+    failed = next(i for i, line in enumerate(lines) if line.startswith("roofline drift: FAILED"))
+    assert lines[failed - 1].endswith("vs the previous run") and lines[failed - 1].startswith("roofline drift: 0 ")
+    assert lines[failed + 1].startswith("=") and "passed" in lines[failed + 1]
+    assert failed > next(i for i, line in enumerate(lines) if line.startswith("roofline history: stored run"))
+    assert "this night is stored now, so the next night compares with it" in lines[failed]
+    assert "record it once without --roofline-drift-fail" not in r.stdout
     hist3 = project.parent / "hist3"  # the failed night was stored in hist2 (tomorrow compares with it): afresh
     shutil.copytree(hist, hist3)
     (hist3 / "index.jsonl").write_text(index.read_text().splitlines()[0] + "\n")

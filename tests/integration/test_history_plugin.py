@@ -285,6 +285,39 @@ def test_drift_fail_fails_a_drifted_value_whatever_its_verdict(runs: dict, tmp_p
     assert "1 inconclusive" in quiet.stdout
 
 
+@pytest.mark.parametrize("options", [("--roofline-drift-fail",), ("--roofline-drift-baseline", "run:2026"),
+                                     ("--roofline-drift-fail", "--roofline-drift-baseline=median:3")])
+def test_drift_options_without_a_store_are_a_usage_error(options: tuple[str, ...]) -> None:
+    # trial 21, M4: they were silently ignored, so a CI that lost $ROOFLINE_HISTORY (a secret not passed to a fork's
+    # pull request) went green with no drift check
+    r = pytest_run("--replay", str(RECORDED), str(YAML), *options)
+    assert r.returncode == 4, r.stdout + r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if x.strip()]
+    assert line.startswith("ERROR: --roofline-drift-") and "none is given" in line
+    assert "pass --roofline-history URI or set $ROOFLINE_HISTORY" in line
+
+
+@pytest.mark.slow
+def test_a_math_only_session_is_never_a_night(runs: dict, tmp_path: Path) -> None:
+    # trial 21, H2: without --gpu/--replay every prediction is checked by the math alone; such a session passed
+    # --roofline-drift-fail (rc 0) and was stored as a night, by every plain `pytest x.yaml` with $ROOFLINE_HISTORY
+    hist = tmp_path / "h"
+    shutil.copytree(runs["after_first"], hist)
+    before = len(open_store(str(hist)).runs())
+    r = pytest_run(str(YAML), "--roofline-history", str(hist), "--roofline-drift-fail")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert ("roofline drift: FAILED (--roofline-drift-fail): this session measured nothing: no --gpu, --endpoint or "
+            "--replay was given, so its 22 predictions were checked by the math alone (pass --gpu or --replay to "
+            "measure)") in r.stdout
+    assert len(open_store(str(hist)).runs()) == before
+    plain = pytest_run(str(YAML), env={"ROOFLINE_HISTORY": str(hist)})
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert [line for line in plain.stdout.splitlines() if line.startswith("roofline history:")] == [
+        "roofline history: not stored: this session measured nothing (no --gpu, --endpoint or --replay: 22 "
+        "predictions checked by the math alone); a session that measured nothing is not stored as a night"]
+    assert len(open_store(str(hist)).runs()) == before
+
+
 @pytest.mark.slow
 def test_a_night_that_measured_nothing_is_not_stored_and_fails_drift_fail(runs: dict, tmp_path: Path) -> None:
     # trial 14n, D7: -k selecting only math checks passed --roofline-drift-fail and was stored as a night, whose
