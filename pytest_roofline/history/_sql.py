@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -196,6 +196,22 @@ class SqlStore:
 
     def add(self, record: RunRecord) -> RunSummary:
         """Insert ``record`` (its row and every file) in one transaction; a taken run id draws a new suffix."""
+        stored, _added = self.add_unless(record, None)
+        return stored
+
+    def _lock_runs(self, conn: Any) -> None:
+        """Serialise the writers that check before they add: SQLite's write lock taken at once (BEGIN IMMEDIATE),
+        PostgreSQL's runs table locked against other such writers for the transaction."""
+        name = self._engine.dialect.name
+        if name == "sqlite":
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        elif name == "postgresql":
+            conn.exec_driver_sql(f"LOCK TABLE {RUNS_TABLE} IN SHARE ROW EXCLUSIVE MODE")
+
+    def add_unless(self, record: RunRecord, same: Callable[[RunSummary], bool] | None) -> tuple[RunSummary, bool]:
+        """Store ``record`` unless a stored run of its setup is ``same`` (holds its measurement): (the run stored,
+        True), or (that run, False). The check and the insert are one transaction, under the database's write lock,
+        so two replays of one results file at once store it once (trial 21, M5)."""
         sa = self._sa
         s = redact_summary(record.summary)
         # names as the columns hold them (build_records already did this; a record made elsewhere may not have)
@@ -214,9 +230,19 @@ class SqlStore:
                                          separators=(",", ":"))}
             try:
                 with self._engine.begin() as conn:
+                    if same is not None:
+                        self._lock_runs(conn)
+                        runs = self._runs
+                        q = sa.select(runs.c.summary).where(runs.c.hardware == s.setup.hardware,
+                                                            runs.c.model == s.setup.model,
+                                                            runs.c.engine_version == s.setup.engine_version)
+                        for text in conn.execute(q).scalars().all():
+                            held = summary_from_json(json.loads(text), f"{self.uri} {RUNS_TABLE}")
+                            if same(held):
+                                return replace(held, location=held.run_id), False
                     conn.execute(self._runs.insert(), [row])
                     conn.execute(self._files.insert(), [{"run_id": run_id, "name": n, "content": t} for n, t in files])
-                return stored
+                return stored, True
             except sa.exc.IntegrityError as exc:
                 if self._exists(run_id):  # the id is taken (another runner, the same second and commit)
                     run_id = _with_new_suffix(run_id, s.started_at, s.commit)

@@ -37,8 +37,9 @@ import os
 import re
 import secrets
 import shutil
+import threading
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -455,6 +456,13 @@ class DirectoryStore:
 
     @contextlib.contextmanager
     def _locked(self, exclusive: bool) -> Iterator[None]:
+        """The writers' flock (shared for reading). Re-entrant in the thread that holds it exclusively
+        (:meth:`add_unless` reads the index and adds the run under one hold): a second flock on a new descriptor
+        would wait for the first."""
+        held = self.__dict__.setdefault("_held", threading.local())
+        if getattr(held, "exclusive", False):
+            yield
+            return
         try:
             fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError:
@@ -464,8 +472,10 @@ class DirectoryStore:
             return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            held.exclusive = exclusive
             yield
         finally:
+            held.exclusive = False
             os.close(fd)  # releases the flock
 
     # ------------------------------------------------------------------ writing
@@ -515,6 +525,17 @@ class DirectoryStore:
             raise HistoryError(f"history directory {self.root}: cannot write run {run_id} "
                                f"({exc.strerror or exc}); nothing of it was kept in the store") from exc
         return stored
+
+    def add_unless(self, record: RunRecord, same: Callable[[RunSummary], bool]) -> tuple[RunSummary, bool]:
+        """Store ``record`` unless a stored run of its setup is ``same`` (holds its measurement): (the run stored,
+        True), or (that run, False). The index is read and the run added under one hold of the writers' lock, so
+        two replays of one results file at once store it once (trial 21, M5)."""
+        self._refuse_outside(self._lock_path)
+        with self._locked(exclusive=True):
+            hit = next((r for r in self.runs(record.summary.setup) if same(r)), None)
+            if hit is not None:
+                return hit, False
+            return self.add(record), True
 
     def add_values(self, run_id: str, record: RunRecord) -> tuple[RunSummary, int, int]:
         """Add to stored run ``run_id`` the values of ``record`` (a replay of the same measurement) that it lacks

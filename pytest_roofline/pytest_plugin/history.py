@@ -323,15 +323,20 @@ def store_session(rs: RooflineSession, *, stopped: str = "") -> tuple[list[str],
                          f"{rec.summary.setup.text()} ({len(rec.summary.values)} checked by the math alone); a night "
                          "that measured nothing is not stored as a night")
             continue
-        same = next((r for r in rs.history_runs if replayed and r.setup == rec.summary.setup and (
-            r.started_at == rec.summary.started_at or set(r.measurements) & set(rec.summary.measurements))), None)
-        if same is not None:  # one measurement, one night: stored twice it would make a spread of 0
-            line, bad = _add_to_stored(rs, same, rec, where)
-            lines.append(line)
-            failed = failed or bad
-            continue
+        def holds(r: RunSummary, rec: Any = rec) -> bool:  # a stored run of this very measurement
+            return bool(replayed and r.setup == rec.summary.setup and (
+                r.started_at == rec.summary.started_at or set(r.measurements) & set(rec.summary.measurements)))
+
+        same = next((r for r in rs.history_runs if holds(r)), None)
+        stored = None
         try:
-            stored = store.add(rec)
+            if same is None and replayed and hasattr(store, "add_unless"):
+                # checked again under the store's lock (its transaction): another replay of this file may have
+                # stored it since the session read the index (trial 21, M5)
+                held, added = store.add_unless(rec, holds)
+                stored, same = (held, None) if added else (None, held)
+            elif same is None:
+                stored = store.add(rec)
         except Exception as exc:  # HistoryError, OSError, or a driver's own error: never a silent green night
             failed = True
             detail = str(exc) if isinstance(exc, (HistoryError, OSError)) else f"{type(exc).__name__}: {exc}"
@@ -340,6 +345,12 @@ def store_session(rs: RooflineSession, *, stopped: str = "") -> tuple[list[str],
                          + ("" if rs.history_optional else " (the session fails; --roofline-history-optional "
                                                            "makes this a warning)"))
             continue
+        if same is not None:  # one measurement, one night: stored twice it would make a spread of 0
+            line, bad = _add_to_stored(rs, same, rec, where)
+            lines.append(line)
+            failed = failed or bad
+            continue
+        assert stored is not None
         rs.history_stored_setups.add(stored.setup)
         lines.append(f"roofline history: stored run {stored.run_id} ({stored.setup.text()}) in {where}")
     return [printable(x) for x in lines], failed and not rs.history_optional
