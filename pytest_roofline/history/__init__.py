@@ -45,12 +45,12 @@ from pytest_roofline.history._drift import (
     drift_counts,
     drift_for,
     earlier_runs,
-    runs_drift_reads,
     judge_move,
     not_judged_count,
     parse_baseline,
     parse_share,
     pinned_run,
+    runs_drift_reads,
 )
 from pytest_roofline.history._recording import (
     build_records,

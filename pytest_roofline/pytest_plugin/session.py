@@ -30,8 +30,8 @@ from pytest_roofline.history import (
     identity_file,
     measurement_id,
     open_store_quietly,
-    runs_drift_reads,
     parse_share,
+    runs_drift_reads,
     spec_setup_key,
     stored_value,
 )
