@@ -26,7 +26,7 @@ from pytest_roofline.history import (
     parse_share,
     spec_setup_key,
 )
-from pytest_roofline.history._recording import results_for_file, verdict_key
+from pytest_roofline.history._recording import _repository_root, identity_file, results_for_file, verdict_key
 from pytest_roofline.measure.results import git_branch, git_commit
 from pytest_roofline.pytest_plugin.collect import limits_from_ini
 from pytest_roofline.pytest_plugin.session import RooflineSession, session_results
@@ -60,7 +60,25 @@ parse_baseline_option = _option_type(parse_baseline, (ValueError,))
 parse_share_option = _option_type(parse_share, (ValueError,))
 
 
-def _why_not_compared(drifts: list[dict[str, Any]], baseline: str, stored: bool = False) -> str:
+def _key_of(file: str, held: set[str]) -> str:
+    """How a prediction file is named in the history (its key's file part), and why when it is not its path from a
+    repository root: outside a git checkout the key is the file's name alone, so the store's series of the same
+    file measured from a checkout (``predictions/x.yaml``) is not this one (trial 21, M2)."""
+    key = identity_file(file)
+    try:
+        in_git = _repository_root(Path(file).resolve().parent) is not None
+    except (OSError, RuntimeError):
+        in_git = True
+    if in_git:
+        return key
+    elsewhere = sorted(f for f in held if f.endswith("/" + key))
+    return (f"{key} (no git checkout found above {Path(file).name}, so its key is its name alone"
+            + (f"; this setup's runs in the store hold {', '.join(elsewhere)}, measured from a git checkout: run "
+               "from a checkout with its .git for the nights to join" if elsewhere else "") + ")")
+
+
+def _why_not_compared(drifts: list[dict[str, Any]], baseline: str, stored: bool = False,
+                      held: set[str] | None = None) -> str:
     """Why a setup's measured predictions found no baseline: the prediction files whose every measured prediction
     is new (no earlier run of this setup measured any of them: the file's first night on this setup, or it was
     moved or renamed), else the baseline that matched no run."""
@@ -70,7 +88,8 @@ def _why_not_compared(drifts: list[dict[str, Any]], baseline: str, stored: bool 
             by_file.setdefault(str(d.get("file") or "?"), []).append(str(d.get("status")))
     fresh = sorted(f for f, statuses in by_file.items() if all(x == "new" for x in statuses))
     if fresh:
-        return (f"no earlier run of this setup measured any prediction of {', '.join(fresh)}: "
+        named = ", ".join(_key_of(f, held or set()) for f in fresh)
+        return (f"no earlier run of this setup measured any prediction of {named}: "
                 f"{'their' if len(fresh) > 1 else 'its'} first night in this store, or the file was moved or renamed "
                 "(a prediction's identity is its file's path from the repository root and its id); "
                 + ("this night is stored now, so the next night compares with it" if stored else
@@ -152,7 +171,8 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
             failed = True
             unheld = not_judged_count(drifts)
             keys = _why_not_compared(drifts, rs.drift_policy.describe(),
-                                     stored=setup in getattr(rs, "history_stored_setups", ()))
+                                     stored=setup in getattr(rs, "history_stored_setups", ()),
+                                     held={v.file for r in rs.history_runs if r.setup == setup for v in r.values})
             if not unheld:
                 why = keys
             else:
