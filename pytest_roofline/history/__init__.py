@@ -130,7 +130,7 @@ def open_store(uri: str | os.PathLike[str], *, create: bool = True) -> HistorySt
     raise HistoryError(
         f"{redact_url(text)}: history storage {scheme}:// is not supported. Use a directory (a path or file://...; "
         "the default: plain JSON files that git and CI artefacts keep) or a database by SQLAlchemy URL "
-        "(sqlite:///history.db, postgresql+psycopg://user@host:5432/db). Object stores (s3://, gs://, az://) are "
+        "(sqlite:///history.db, postgresql+psycopg://<user>@host:5432/db). Object stores (s3://, gs://, az://) are "
         "not supported on purpose: several runners append to one index at once, which needs an atomic append or a "
         "transaction, and object stores offer neither append nor, portably, a conditional write. Keep the history "
         "in a directory and sync that directory with the bucket (aws s3 sync, gsutil rsync) before and after the "

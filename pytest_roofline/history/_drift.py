@@ -44,7 +44,8 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -226,12 +227,24 @@ def _day(iso: str) -> str:
     return iso[:10]
 
 
-def _date_span(dates: Sequence[str]) -> str:
-    """``2026-11-30``; ``2026-11-26..30`` within one month; ``2026-11-28..2026-12-02`` across months."""
+def _time(iso: str) -> str:
+    """``HH:MM`` (UTC) of an ISO start time; "" when it holds none."""
+    t = sort_time(iso)  # YYYYmmddTHHMMSS...Z
+    return f"{t[9:11]}:{t[11:13]}" if len(t) >= 13 and t[8:9] == "T" else ""
+
+
+def _date_span(dates: Sequence[str], crowded: Collection[str] = ()) -> str:
+    """``2026-11-30``; ``2026-11-26..30`` within one month; ``2026-11-28..2026-12-02`` across months. On a day of
+    ``crowded`` (the store holds more than one run of the setup that day) the times too, UTC: ``2026-12-12 17:00
+    UTC``, ``2026-12-12 02:00..17:00 UTC`` (trial 21, L1: three runs of one day read alike)."""
     days = sorted(_day(d) for d in dates if d)
     if not days:
         return ""
     first, last = days[0], days[-1]
+    if first == last and first in crowded:
+        times = sorted(t for t in (_time(d) for d in dates if d) if t)
+        if times:
+            return f"{first} {times[0]}{'..' + times[-1] if times[-1] != times[0] else ''} UTC"
     if first == last:
         return first
     if first[:8] == last[:8]:
@@ -475,6 +488,9 @@ def runs_drift_reads(history_runs: Sequence[RunSummary], policy: DriftPolicy, *,
                 keep.add(r.run_id)
                 if v.mode == "measured" and v.held and _finite(v.measured) is not None:
                     counted[v.key] = n + 1
+    # a kept run's day-mates: whether a day holds several runs decides if a baseline's date shows its time
+    days = {(r.setup, _day(r.started_at)) for r in runs if r.run_id in keep}
+    keep |= {r.run_id for r in runs if (r.setup, _day(r.started_at)) in days}
     return [r for r in history_runs if r.run_id in keep]
 
 
@@ -507,6 +523,8 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
     runs = unify_keys(runs, values)
     runs.sort(key=lambda r: r.started_at)
     pinned = _pinned(runs, policy.pinned) if policy.pinned is not None else None
+    per_day = Counter(_day(r.started_at) for r in runs if r.started_at)
+    crowded = {day for day, n in per_day.items() if n > 1}  # a date alone would not say which run
     out: dict[str, Drift] = {}
     for v in values:
         tol, tol_text = policy.threshold_for(v)
@@ -563,12 +581,12 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         skip = f"; {_skipped_text(skipped)}" if skipped else ""
         was = f"; baseline {_fmt(v, base)}"  # the value itself: a change in % alone hides what it was
         if pinned is not None:
-            against = f"vs pinned run {pinned.run_id} ({_date_span(dates)}{was})"
+            against = f"vs pinned run {pinned.run_id} ({_date_span(dates, crowded)}{was})"
         elif len(found) == 1:
             commit = f", {found[0][0].commit}" if found[0][0].commit else ""
-            against = f"vs previous run ({_date_span(dates)}{commit}{skip}{was})"
+            against = f"vs previous run ({_date_span(dates, crowded)}{commit}{skip}{was})"
         else:
-            against = f"vs median of {len(found)} runs ({_date_span(dates)}{skip}{was})"
+            against = f"vs median of {len(found)} runs ({_date_span(dates, crowded)}{skip}{was})"
         change = (now - base) / abs(base) if base != 0 else (0.0 if now == 0 else None)
         moved = _pct(change) if change is not None else f"{_fmt(v, base)} → {_fmt(v, now)}"
         beyond = _beyond(tol, now, base)

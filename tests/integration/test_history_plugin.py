@@ -285,6 +285,13 @@ def test_drift_fail_fails_a_drifted_value_whatever_its_verdict(runs: dict, tmp_p
     assert "1 inconclusive" in quiet.stdout
 
 
+def test_the_object_store_refusal_keeps_its_own_example() -> None:
+    # trial 21, L7: the refusal's example database URL was redacted as if it held a secret (***@host)
+    r = pytest_run("--replay", str(RECORDED), str(YAML), "--roofline-history", "s3://bucket/roofline")
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "postgresql+psycopg://<user>@host:5432/db" in r.stderr and "***@host" not in r.stderr
+
+
 @pytest.mark.parametrize("options", [("--roofline-drift-fail",), ("--roofline-drift-baseline", "run:2026"),
                                      ("--roofline-drift-fail", "--roofline-drift-baseline=median:3")])
 def test_drift_options_without_a_store_are_a_usage_error(options: tuple[str, ...]) -> None:

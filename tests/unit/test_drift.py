@@ -317,3 +317,18 @@ def test_a_replays_earlier_nights_are_chosen_by_time_not_by_how_the_time_is_writ
     assert d.status is DriftStatus.STEADY and d.baseline == 1000.0
     later = drift_for([value(1010.0)], [night], DriftPolicy("10%"), setup=SETUP, before="2026-11-30T01:30:00Z")[KEY]
     assert later.status is DriftStatus.NEW
+
+
+def test_a_baseline_on_a_day_of_several_runs_names_its_time() -> None:
+    # trial 21, L1: three runs on 2026-12-12 (02:00, 09:30, 17:00) each read "vs previous run (2026-12-12, ...)"
+    def at(hm: str, x: float) -> RunSummary:
+        return RunSummary(run_id=f"20261212T{hm.replace(':', '')}00Z-c-aaaaaa", setup=SETUP,
+                          started_at=f"2026-12-12T{hm}:00Z", mode="engine", values=(value(x),))
+
+    runs = [at("02:00", 1000.0), at("09:30", 1000.0), at("17:00", 1000.0)]
+    assert one([value(1000.0)], runs, DriftPolicy("10%")).text.startswith(
+        "0.0% vs previous run (2026-12-12 17:00 UTC; baseline")
+    assert "vs median of 3 runs (2026-12-12 02:00..17:00 UTC;" in one([value(1000.0)], runs,
+                                                                       DriftPolicy("10%", "median:3")).text
+    # one run a day: the date alone, as before
+    assert "(2026-11-30; baseline" in one([value(1000.0)], [run(29, 1000.0), run(30, 1000.0)], DriftPolicy()).text
