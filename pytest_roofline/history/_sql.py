@@ -120,7 +120,13 @@ class SqlStore:
                     conn.execute(sa.select(self._runs.c.run_id).limit(1))
         except Exception as exc:
             self._engine.dispose()
-            raise self._error("cannot open the history database", exc) from exc
+            error = self._error("cannot open the history database", exc)
+            if "file is not a database" in str(exc):  # trial 21, L3: an SQLite URL naming some other file
+                database = self._engine.url.database or ""
+                error = HistoryError(f"{error}: {database} is not an SQLite database (another kind of file); give "
+                                     "the path of a history database, or a new file's (it is made on the first "
+                                     "night), or a directory for a directory store")
+            raise error from exc
 
     def _refuse_missing_sqlite_file(self) -> None:
         """A store opened only to be read (``roofline history``, ``roofline compare``) that names an SQLite file

@@ -427,6 +427,10 @@ class DirectoryStore:
                 # error, not a new empty store whose first night compares nothing and passes
                 raise HistoryError(f"history directory {self.root}: its folder {self.root.parent} does not exist; "
                                    "check the path, or create the folder first (mkdir -p) for a new store")
+            if self.root.exists() and not self.root.is_dir():  # trial 21, L3: "cannot create it (File exists)"
+                raise HistoryError(f"history directory {self.root}: is a file, not a store directory; give a "
+                                   "directory (a new one is made inside a folder that exists) or a database URL "
+                                   "(sqlite:///FILE.db for an SQLite file)")
             try:
                 self.root.mkdir(exist_ok=True)
             except OSError as exc:

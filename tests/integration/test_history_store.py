@@ -489,3 +489,17 @@ def test_the_index_benchmark_runs():
     out = subprocess.run([sys.executable, str(script), "--nights", "3", "--values", "4"], capture_output=True,
                          text=True, timeout=120, check=True)
     assert "3 nights x 4 predictions" in out.stdout and "directory store" in out.stdout and "sqlite" in out.stdout
+
+
+def test_a_store_path_that_is_some_other_file_says_so(tmp_path):
+    # trial 21, L3: a regular file as a directory store read "cannot create it ([Errno 17] File exists ...)", and as
+    # an SQLite URL "DatabaseError: file is not a database" with no fix
+    other = tmp_path / "afile"
+    other.write_text("not a store\n" * 200)
+    with pytest.raises(HistoryError) as exc:
+        open_store(str(other))
+    assert f"history directory {other}: is a file, not a store directory" in str(exc.value)
+    pytest.importorskip("sqlalchemy")
+    with pytest.raises(HistoryError) as exc:
+        open_store(f"sqlite:///{other}")
+    assert f"{other} is not an SQLite database (another kind of file)" in str(exc.value)
