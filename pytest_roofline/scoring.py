@@ -470,7 +470,7 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
                    else None)
         if x is not None and model_x is not None and v.model_source == "serving":
             return _compare_to_serving(v, pred, x, tol, setup, spec.default_math_tolerance)
-        if (x is not None and model_x is not None and q.name in model_bands.ROOFLINE_CEILINGS
+        if (x is not None and model_x is not None and _batch1_ceiling_check(q.name, pred.at)
                 and not tol.contains(float(model_x), x)):
             return _compare_to_ceiling(v, pred, x, float(model_x), tol, setup, spec.default_math_tolerance)
         if (x is not None and model_x is not None and q.name in ROOFLINE_CEILING_QUANTITIES and x < float(model_x)
@@ -813,6 +813,16 @@ def _compare_to_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float
     return v
 
 
+def _batch1_ceiling_check(quantity: str, at: Mapping[str, Any]) -> bool:
+    """Whether the math check reads ink as a batch-1 throughput below the roofline's ceiling
+    (:func:`_compare_to_ceiling`): the batch-1 quantities, and ``output_throughput`` at concurrency 1, which is
+    the figure ``batch1_throughput`` measures where the sweep has no `batch1` point (one number, one rule)."""
+    if quantity in model_bands.ROOFLINE_CEILINGS:
+        return True
+    c = at.get("concurrency") if quantity == "output_throughput" else None
+    return isinstance(c, (int, float)) and not isinstance(c, bool) and c == 1
+
+
 def _fraction_void(setup: Setup) -> str:
     """Why the share of the ceiling that measured low-load runs reach (bf16/fp16 checkpoints of the default engine)
     does not apply to ``setup`` (``""`` where it does): a quantized checkpoint (dequantisation and per-step costs
@@ -879,7 +889,7 @@ def _compare_to_serving(v: Verdict, pred: Prediction, ink: float, tol: Tolerance
     share of the ceiling measured runs reach passes too (:func:`_compare_to_ceiling`); anything else fails."""
     q = pred.q
     roof = v.roofline_value
-    ceiling = roof if (q.name in model_bands.ROOFLINE_CEILINGS and isinstance(roof, (int, float))
+    ceiling = roof if (_batch1_ceiling_check(q.name, pred.at) and isinstance(roof, (int, float))
                        and not isinstance(roof, bool)) else None
     model = float(v.model_value)
     if ceiling is not None and ink > float(ceiling):

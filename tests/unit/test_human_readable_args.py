@@ -57,3 +57,15 @@ def test_the_launch_passes_the_integer_the_setup_read():
     flags = cfg.vllm_flags()
     assert flags[flags.index("--kv-cache-memory-bytes") + 1] == str(10 * GIB)
     assert flags[flags.index("--max-model-len") + 1] == "8192"
+
+
+def test_the_applied_pool_check_reads_the_pool_as_the_setup_did():
+    # measure/engine/applied.py compares the declared pool with the one the engine reports after it starts: it
+    # read the text as written, so `1GiB` (launched as 1,073,741,824) ended the run in int('1GiB') (review s16 H1)
+    from pytest_roofline.measure.engine.applied import applied_differences
+
+    log_1gib = {"sources": {"log": {"cpu_kv_cache_gib": "1.0"}}}
+    assert applied_differences({"args": {"kv_cache_memory_bytes": "1GiB"}}, log_1gib) == []
+    assert applied_differences({"args": {"kv_cache_memory_bytes": "1G"}}, log_1gib) == []  # vLLM's G is GiB
+    (d,) = applied_differences({"args": {"kv_cache_memory_bytes": "1 GB"}}, log_1gib)
+    assert d.declared.endswith("(1,000,000,000 B)") and d.applied.endswith("(1,073,741,824 B)")

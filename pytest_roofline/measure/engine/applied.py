@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_roofline.model.engine_args import whole_arg_value
 from pytest_roofline.units import GIB
 
 __all__ = ["Difference", "applied_differences", "differences_text"]
@@ -67,8 +68,12 @@ def applied_differences(engine: Mapping[str, Any], report: Mapping[str, Any] | N
     args = engine.get("args") or {}
     out: list[Difference] = []
     # the KV pool: engine.cpu_kvcache_space (VLLM_CPU_KVCACHE_SPACE) or engine.args.kv_cache_memory_bytes
-    declared_kv = args.get("kv_cache_memory_bytes", engine.get("cpu_kvcache_space"))
+    # read as the setup and the launch read it (`10GiB`, vLLM's `10G`: engine_args.whole_arg_value), one integer
+    declared_kv = whole_arg_value("kv_cache_memory_bytes",
+                                  args.get("kv_cache_memory_bytes", engine.get("cpu_kvcache_space")))
     field = "engine.args.kv_cache_memory_bytes" if "kv_cache_memory_bytes" in args else "engine.cpu_kvcache_space"
+    if isinstance(declared_kv, str):
+        declared_kv = _float(declared_kv)  # a plain number as text; anything else was refused before the launch
     if declared_kv is not None:
         applied = _int(cc.get("kv_cache_memory_bytes"))
         src = "/metrics cache_config_info kv_cache_memory_bytes"
