@@ -585,7 +585,7 @@ def build_setup(
     if kv_mem is None and engine.get("cpu_kvcache_space") is not None:
         kv_mem = engine["cpu_kvcache_space"]
     _check_unchunked_budget(args, arch, defaults)
-    return Setup(
+    setup = Setup(
         hardware=hw,
         model=arch,
         engine_name=str(engine.get("name", "vllm")),
@@ -620,6 +620,10 @@ def build_setup(
         enable_prefix_caching=engine_args.flag_arg(args, "enable_prefix_caching", defaults.enable_prefix_caching),
         replicas=_replicas(engine.get("replicas")),
     )
+    problem = _kv_pool_beside_weights_problem(setup)
+    if problem:
+        raise SetupValueError(problem, field="engine.args.kv_cache_memory_bytes")
+    return setup
 
 
 def _longest_length(workload: Mapping[str, Any], key: str) -> float | None:
@@ -854,6 +858,39 @@ def _kv_memory_problem(value: Any, hw: HardwareSpec | None) -> str | None:
             "this KV pool on each GPU, so the engine cannot start: write a pool that fits in what the weights and "
             f"activations leave of the {memory / GIB:,.2f} GiB, or remove {field} to let gpu_memory_utilization size "
             "the pool")
+
+
+def _kv_pool_beside_weights_problem(setup: Setup) -> str | None:
+    """Why ``engine.args.kv_cache_memory_bytes`` cannot sit beside the weights one GPU holds, or None: vLLM
+    allocates a pool of that many bytes on every GPU after loading its weights (``gpu_memory_utilization`` is then
+    ignored: vllm/config/cache.py), so the pool, the weights per GPU (the largest pipeline stage's share / TP) and
+    the reserves :func:`kv_accounting` models (activations, non-torch memory, CUDA graphs) must fit in one GPU's
+    memory (the hardware catalog's ``memory_bytes``).  The CPU engine (host memory) and a device without a memory
+    figure are not checked; a pool larger than the GPU alone is :func:`_kv_memory_problem`'s."""
+    pool, memory = setup.kv_cache_memory_bytes, setup.hardware.memory_bytes
+    if pool is None or not memory or setup.device == "cpu" or pool > memory:
+        return None
+    try:
+        acc = kv_accounting(setup)
+    except (SetupError, ValueError):
+        return None  # the accounting's own error says why elsewhere
+    weights = float(setup.weight_bytes_per_gpu)
+    reserves = acc.activation_bytes + acc.non_torch_bytes + acc.cuda_graph_bytes
+    if pool + weights + reserves <= memory:
+        return None
+    field = "engine.args.kv_cache_memory_bytes"
+
+    def size(b: float) -> str:
+        return f"{int(b):,} bytes ({b / GIB:,.2f} GiB, {b / 1e9:,.2f} GB)"
+
+    room = int(memory - weights - reserves)
+    fix = (f"write kv_cache_memory_bytes: {room} or less" if room > 0 else
+           "the weights and reserves alone fill the GPU: use more GPUs (tensor_parallel_size)")
+    return (f"{field}: a pool of {size(pool)} beside the weights one GPU holds, {size(weights)}, and the reserves "
+            f"the KV accounting models (activations, non-torch memory, CUDA graphs), {size(reserves)}, needs "
+            f"{size(pool + weights + reserves)}, more than the memory of one {setup.hardware.id}, {size(memory)} "
+            "(the hardware catalog's memory_bytes); vLLM allocates this pool on each GPU after loading the weights, "
+            f"so the engine cannot start: {fix}, or remove {field} to let gpu_memory_utilization size the pool")
 
 
 def _arg_value_problems(args: Mapping[str, Any], hw: HardwareSpec | None = None) -> list[engine_args.Problem]:

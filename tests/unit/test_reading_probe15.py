@@ -112,10 +112,40 @@ def test_kv_cache_memory_bytes_larger_than_the_gpu_is_refused_at_its_line(writte
         f"GiB, or remove {field} to let gpu_memory_utilization size the pool")
 
 
-def test_kv_cache_memory_bytes_up_to_the_gpu_memory_passes_this_check():
-    # the whole 85,520,809,984 bytes leaves nothing for the weights, but that is the KV accounting's refusal, not this
-    spec = loads_spec(H100 + f"    kv_cache_memory_bytes: {H100_BYTES}\nworkload:\n  input_len: 1024\n"
-                      "  output_len: 256\n" + WEIGHTS, file="o.yaml")
+# llama-3.1-8b: 8,030,261,248 parameters x 2 bytes (bf16) = 16,060,522,496 bytes of weights on one GPU; with the
+# reserves set to 1 GB of activations and nothing else, 85,520,809,984 - 16,060,522,496 - 1,000,000,000 =
+# 68,460,287,488 bytes are left for the pool
+RESERVES = "  reserves: {activation: 1 GB, non_torch: 0, cuda_graphs: 0}\n"
+ROOM = 68_460_287_488
+
+
+def _pool_text(pool: str) -> str:
+    return (H100 + f"    kv_cache_memory_bytes: {pool}\n" + RESERVES
+            + "workload:\n  input_len: 1024\n  output_len: 256\n" + WEIGHTS)
+
+
+@pytest.mark.parametrize(("written", "pool"), [(str(H100_BYTES), H100_BYTES), ("80e9", 80_000_000_000),
+                                               (str(ROOM + 1), ROOM + 1)])
+def test_kv_cache_memory_bytes_that_fits_the_gpu_but_not_beside_the_weights_is_refused_at_its_line(written, pool):
+    # review s16 M1: only a pool larger than the whole GPU was refused; 80 GB beside 16 GB of weights on an 85.5 GB
+    # H100 was modelled as 38,146 blocks, and the whole GPU's memory as a pool passed too
+    with pytest.raises(SpecError) as exc:
+        loads_spec(_pool_text(written), file="o.yaml")
+    field = "engine.args.kv_cache_memory_bytes"
+    need = pool + 16_060_522_496 + 1_000_000_000
+    assert exc.value.line == 8
+    assert exc.value.message == (
+        f"setup does not resolve: {field}: a pool of {pool:,} bytes ({pool / 2**30:,.2f} GiB, {pool / 1e9:,.2f} GB) "
+        "beside the weights one GPU holds, 16,060,522,496 bytes (14.96 GiB, 16.06 GB), and the reserves the KV "
+        "accounting models (activations, non-torch memory, CUDA graphs), 1,000,000,000 bytes (0.93 GiB, 1.00 GB), "
+        f"needs {need:,} bytes ({need / 2**30:,.2f} GiB, {need / 1e9:,.2f} GB), more than the memory of one "
+        f"h100-sxm, {H100_BYTES:,} bytes (79.65 GiB, 85.52 GB) (the hardware catalog's memory_bytes); vLLM "
+        "allocates this pool on each GPU after loading the weights, so the engine cannot start: write "
+        f"kv_cache_memory_bytes: {ROOM} or less, or remove {field} to let gpu_memory_utilization size the pool")
+
+
+def test_the_largest_kv_cache_memory_bytes_that_fits_beside_the_weights_is_accepted():
+    spec = loads_spec(_pool_text(str(ROOM)), file="o.yaml")
     assert all(p.error is None for p in spec.predictions)
 
 
