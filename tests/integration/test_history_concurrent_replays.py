@@ -16,15 +16,22 @@ from support.paths import CPU_TINY
 from support.pytest_run import NO_HTML
 from support.recordings import recording_path
 
+import pytest_roofline
 from pytest_roofline.history import open_store
+
+#: the tree under test: the folder holding the pytest_roofline this test imported (a clone, or the checkout)
+TREE = Path(pytest_roofline.__file__).resolve().parent.parent
 
 BARRIER = '''
 import os, pathlib, time
 import pytest
+import pytest_roofline
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session):
     here = pathlib.Path(os.environ["BARRIER_DIR"])
+    # which pytest_roofline this session scored with, for the test to check it is the tree under test
+    (here.parent / (os.environ["BARRIER_NAME"] + ".package")).write_text(pytest_roofline.__file__)
     (here / os.environ["BARRIER_NAME"]).touch()
     deadline = time.monotonic() + 240  # a limit for a broken test, not a timing the test relies on
     while len(list(here.iterdir())) < 2 and time.monotonic() < deadline:
@@ -45,7 +52,10 @@ def test_two_replays_of_one_file_at_once_store_it_once(tmp_path: Path, kind: str
     procs = []
     for n in range(2):
         env = {k: v for k, v in os.environ.items() if k != "ROOFLINE_HISTORY"}
-        env.update(BARRIER_DIR=str(tmp_path / "gate"), BARRIER_NAME=f"s{n}", PYTHONPATH=str(tmp_path))
+        # s16 review L5: prepended, not replaced, so the children import the tree under test, not whatever
+        # pytest_roofline site-packages holds
+        path = os.pathsep.join(p for p in (str(tmp_path), str(TREE), os.environ.get("PYTHONPATH", "")) if p)
+        env.update(BARRIER_DIR=str(tmp_path / "gate"), BARRIER_NAME=f"s{n}", PYTHONPATH=path)
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "pytest", *NO_HTML, "-p", "no:randomly", "-p", "barrier_plugin", "-q",
              "--no-roofline-progress", "--replay", str(recording_path("cpu-tiny")), "predictions/cpu-tiny.yaml",
@@ -53,6 +63,8 @@ def test_two_replays_of_one_file_at_once_store_it_once(tmp_path: Path, kind: str
             text=True))
     outs = [p.communicate(timeout=300)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
+    for n in range(2):  # each child scored with the package of the tree under test
+        assert Path((tmp_path / f"s{n}.package").read_text()).resolve() == Path(pytest_roofline.__file__).resolve()
     assert sum("roofline history: stored run" in out for out in outs) == 1, outs
     assert sum("already holds the measurement this replay was made at" in out for out in outs) == 1, outs
     assert len(open_store(uri).runs()) == 1
