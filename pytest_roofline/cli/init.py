@@ -34,7 +34,10 @@ from pytest_roofline.model.setup import (
     Setup,
     build_setup,
     effective_max_model_len,
+    fixed_point_max_model_len,
+    held_at,
     kv_accounting,
+    longest_max_model_len,
     max_model_len_problem,
     reported_kv,
 )
@@ -470,45 +473,12 @@ def _refuse_impossible(setup: Setup, model: str, workload: dict[str, Any]) -> No
         raise ValueError(f"{err}; no file written")
 
 
-def _held_at(setup: Setup, max_model_len: int, rebuild: Any) -> int:
-    """The KV tokens vLLM reports for ``setup`` run at ``max_model_len`` (``reported_kv``): a pool with
-    sliding-window layers holds more tokens of a longer max_model_len (model/kv_cache.py), so the figure is worked
-    out at the length it is asked of, on the setup ``rebuild(max_model_len)`` builds."""
-    at = rebuild(max_model_len)
-    return int(reported_kv(at, kv_accounting(at), max_model_len).kv_cache_tokens)
-
-
-def _fixed_point(start: int, held: Any, step: int) -> int:
-    """The largest multiple of ``step`` (1 for any whole number) ``m`` at or below ``start`` whose pool holds one
-    request of it (``held(m) >= m``), where the tokens held grow with ``m`` (0 when none does).  From ``m = start``
-    rounded down, ``m <- held(m)`` rounded down until it holds: a length that holds is at most each ``m`` this visits
-    while the tokens held grow with the length.  They do so block by block only (within a block a sliding-window
-    pool's figure can dip: 90,336 tokens held at max_model_len 90,336, 90,332 at 90,340), so the lengths up to
-    :data:`_SETTLE_TOKENS` above the one found are tried too, and the largest that holds is kept."""
-    m = start // step * step
-    for _ in range(256):  # each round lowers m; a pool that changes with the length settles in a few
-        if m <= 0:
-            return 0
-        h = held(m)
-        if h >= m:
-            break
-        m = min(m - step, h // step * step)
-    else:
-        return 0
-    above = [n for n in range(m + step, min(start, m + max(_SETTLE_TOKENS, 2 * step)) + 1, step) if held(n) >= n]
-    return max(above, default=m)
-
-
-#: how far above the length the iteration settles on :func:`_fixed_point` looks for a longer one that holds (well
-#: over a KV block's dip: blocks are 16 to 128 tokens)
-_SETTLE_TOKENS = 1024
-
-
 def _max_model_len_that_starts(setup: Setup, request_tokens: int, rebuild: Any) -> tuple[int | None, str]:
     """Where vLLM would refuse to start ``setup`` for a KV pool short of one request of the model's default
     max_model_len (``model.setup.max_model_len_problem``): the max_model_len to write instead and the comment
     saying why; (None, "") where the default starts.  The value is a fixed point: the largest multiple of 1,024
-    whose pool, at that max_model_len, holds one request of it (:func:`_fixed_point`; a sliding-window model's pool
+    whose pool, at that max_model_len, holds one request of it (``model.setup.fixed_point_max_model_len``, the
+    search ``max_model_len_problem``'s advice uses too; a sliding-window model's pool
     holds fewer tokens at a shorter max_model_len, so the pool at the default is not the bound), or, below the
     workload's ``request_tokens``, the largest whole number that holds.  ``rebuild(n)``: the setup at max_model_len
     ``n``, as the file writes it."""
@@ -521,11 +491,11 @@ def _max_model_len_that_starts(setup: Setup, request_tokens: int, rebuild: Any) 
 
     def held(n: int) -> int:
         if n not in cache:
-            cache[n] = _held_at(setup, n, rebuild)
+            cache[n] = held_at(setup, n, rebuild)
         return cache[n]
 
-    largest = _fixed_point(held_default, held, 1)  # the longest max_model_len that starts at all
-    mml = _fixed_point(largest, held, 1024)
+    largest = longest_max_model_len(setup, rebuild, held=held)  # the longest max_model_len that starts at all
+    mml = fixed_point_max_model_len(largest, held, 1024)
     if mml < request_tokens:
         mml = largest
     at = held(mml) if mml else 0

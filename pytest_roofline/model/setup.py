@@ -8,7 +8,7 @@ units in its name, and :meth:`Setup.describe` lists those inputs for failure mes
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -1125,6 +1125,67 @@ def reported_kv(setup: Setup, acc: an.KVAccounting, request_tokens: int | None =
                       "full attention: num_blocks x block_size tokens")
 
 
+def at_max_model_len(setup: Setup, max_model_len: int) -> Setup:
+    """``setup`` with ``engine.args.max_model_len`` set to ``max_model_len`` (the default rebuild of
+    :func:`longest_max_model_len`).  The other fields are kept as resolved: where an engine default follows
+    max_model_len (V0 without chunked prefill sizes ``max_num_batched_tokens`` from it) a caller that can rebuild
+    the setup from its inputs passes that rebuild instead."""
+    return replace(setup, max_model_len=int(max_model_len),
+                   engine_args={**setup.engine_args, "max_model_len": int(max_model_len)})
+
+
+def held_at(setup: Setup, max_model_len: int, rebuild: Callable[[int], Setup] | None = None) -> int:
+    """The KV tokens vLLM reports for ``setup`` run at ``max_model_len`` (:func:`reported_kv`): a pool with
+    sliding-window layers holds more tokens of a longer max_model_len (model/kv_cache.py), so the figure is worked
+    out at the length it is asked of, on the setup ``rebuild(max_model_len)`` builds (default
+    :func:`at_max_model_len`)."""
+    at = rebuild(max_model_len) if rebuild is not None else at_max_model_len(setup, max_model_len)
+    return int(reported_kv(at, kv_accounting(at), max_model_len).kv_cache_tokens)
+
+
+#: how far above the length the iteration settles on :func:`fixed_point_max_model_len` looks for a longer one that
+#: holds (well over a KV block's dip: blocks are 16 to 128 tokens)
+SETTLE_TOKENS = 1024
+
+
+def fixed_point_max_model_len(start: int, held: Callable[[int], int], step: int) -> int:
+    """The largest multiple of ``step`` (1 for any whole number) ``m`` at or below ``start`` whose pool holds one
+    request of it (``held(m) >= m``), where the tokens held grow with ``m`` (0 when none does).  From ``m = start``
+    rounded down, ``m <- held(m)`` rounded down until it holds: a length that holds is at most each ``m`` this visits
+    while the tokens held grow with the length.  They do so block by block only (within a block a sliding-window
+    pool's figure can dip: 90,336 tokens held at max_model_len 90,336, 90,332 at 90,340), so the lengths up to
+    :data:`SETTLE_TOKENS` above the one found are tried too, and the largest that holds is kept."""
+    m = start // step * step
+    for _ in range(256):  # each round lowers m; a pool that changes with the length settles in a few
+        if m <= 0:
+            return 0
+        h = held(m)
+        if h >= m:
+            break
+        m = min(m - step, h // step * step)
+    else:
+        return 0
+    above = [n for n in range(m + step, min(start, m + max(SETTLE_TOKENS, 2 * step)) + 1, step) if held(n) >= n]
+    return max(above, default=m)
+
+
+def longest_max_model_len(setup: Setup, rebuild: Callable[[int], Setup] | None = None, *,
+                          held: Callable[[int], int] | None = None) -> int:
+    """The longest max_model_len, at most the setup's own (given, else the model's default), at which vLLM starts
+    ``setup`` (its pool holds one request of it; 0 when none does): :func:`fixed_point_max_model_len` from the
+    setup's own length.  Not the tokens the pool holds at that length: a sliding-window model's pool holds fewer
+    at a shorter max_model_len (gemma-3-27b on an H100: 108,410 at the default 131,072, 99,206 at 108,410; 90,336
+    starts).  The one home of the search: :func:`max_model_len_problem`'s advice and ``roofline init``'s written
+    max_model_len.  ``rebuild(n)``: the setup at max_model_len ``n`` (:func:`held_at`); ``held``: the tokens held
+    at ``n``, where the caller caches them."""
+    mml = effective_max_model_len(setup.max_model_len, setup.model)
+    if held is None:
+        def held(n: int) -> int:
+            return held_at(setup, n, rebuild)
+    start = mml if mml else reported_kv(setup, kv_accounting(setup)).kv_cache_tokens
+    return fixed_point_max_model_len(int(start), held, 1)
+
+
 def max_model_len_problem(setup: Setup, *, fix: str = "engine.args.max_model_len") -> str | None:
     """Why vLLM will not start ``setup`` for a KV pool short of one request of max_model_len, or None when the pool
     holds one (or cannot be worked out: the pool's own error says why elsewhere).  The one home of the rule that
@@ -1155,7 +1216,11 @@ def max_model_len_problem(setup: Setup, *, fix: str = "engine.args.max_model_len
                 else "raise engine.args.kv_cache_memory_bytes")
     else:
         grow = "raise gpu_memory_utilization, or use more GPUs"
-    lower = f"lower {fix} to {tokens:,} or less, or " if tokens > 0 else ""  # no block at all: no length fits
+    try:  # the longest length that starts, not the pool at this one (a sliding-window pool shrinks with it)
+        longest = longest_max_model_len(setup) if tokens > 0 else 0
+    except (SetupError, ValueError):
+        longest = min(tokens, int(mml) - 1)
+    lower = f"lower {fix} to {longest:,} or less, or " if longest > 0 else ""  # no length fits at all
     return (f"the KV pool holds {tokens:,} tokens, less than one request of max_model_len {int(mml):,}{whose} "
             f"({math.floor(conc * 100) / 100:.2f}x), and vLLM refuses to start a pool that cannot hold one; "
             f"{lower}{grow}")
