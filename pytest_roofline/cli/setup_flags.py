@@ -57,6 +57,27 @@ def whole_at_least_1(text: str) -> int:
     return n
 
 
+def human_whole(key: str) -> Any:
+    """The parser of the flag of ``engine.args.<key>``: a whole number >= 1, and where vLLM's flag takes its
+    human-readable form (``engine_args.HUMAN_READABLE_INT_ARGS``: ``8K`` = 8,192, ``2k`` = 2,000) that too, read by
+    ``engine_args.whole_arg_value``, the one reader the setup and the launch use, so ``--max-model-len 8K`` is the
+    ``max_model_len: 8K`` of a file."""
+    def parse(text: str) -> int:
+        value = engine_args.whole_arg_value(key, text)
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value < 1:
+                raise ValueError("must be a whole number >= 1")
+            return value
+        try:
+            return whole_at_least_1(text)
+        except ValueError:
+            if key in engine_args.HUMAN_READABLE_INT_ARGS:
+                raise ValueError("must be a whole number >= 1, or vLLM's human-readable form: 8K = 8,192, "
+                                 "2k = 2,000 (lowercase decimal, uppercase binary, no fraction with K/M/G/T)") from None
+            raise
+    return parse
+
+
 def _share_of_memory(text: str) -> float:
     x = float(to_si(text, "ratio"))  # 0.9 or 90%
     if not (math.isfinite(x) and 0 < x <= 1):  # vLLM refuses it outside (0, 1] too (setup.py cites where)
@@ -346,9 +367,11 @@ def add_setup_flags(pr: argparse.ArgumentParser) -> None:
                    help="vllm serve or the offline LLM class: their defaults differ (engine.entrypoint)")
     g.add_argument("--gpu-memory-utilization", type=flag_type(_share_of_memory, "share"), metavar="X",
                    help="share of each GPU's memory vLLM budgets, 0 < X <= 1 (engine.args.gpu_memory_utilization)")
-    g.add_argument("--max-model-len", type=whole, metavar="N", help="engine.args.max_model_len (tokens)")
+    g.add_argument("--max-model-len", type=flag_type(human_whole("max_model_len"), "N"), metavar="N",
+                   help="engine.args.max_model_len (tokens; 8K = 8,192 as vLLM reads it)")
     g.add_argument("--max-num-seqs", type=whole, metavar="N", help="engine.args.max_num_seqs")
-    g.add_argument("--max-num-batched-tokens", type=whole, metavar="N", help="engine.args.max_num_batched_tokens")
+    g.add_argument("--max-num-batched-tokens", type=flag_type(human_whole("max_num_batched_tokens"), "N"), metavar="N",
+                   help="engine.args.max_num_batched_tokens (2k = 2,000, 2K = 2,048 as vLLM reads it)")
     g.add_argument("--block-size", type=whole, metavar="N", help="tokens per KV block (engine.args.block_size)")
     g.add_argument("--set", action="append", type=flag_type(set_item, "SECTION.FIELD=VALUE"),
                    metavar="SECTION.FIELD=VALUE",
