@@ -306,10 +306,31 @@ def _pipeline_problem(value: Any, field: str) -> str | None:
             "predict one stage group, or compare with the roofline's quantities only")
 
 
+#: engine.args the plugin sets on the launch itself (measure/engine/_config.py ``EngineConfig.argv``: ``--model``,
+#: ``--host``, ``--port``): written again in engine.args they would reach vLLM as a second flag, which vLLM takes
+#: over the plugin's ("Found duplicate keys --port"), so the engine listens where the plugin does not look (trial
+#: s16 M5: a busy port 8011 failed after 77 s with a traceback).  Refused at their line, with where the file says
+#: it instead.
+PLUGIN_OWNED_ARGS: dict[str, str] = {
+    "port": ("the plugin picks the engine's port itself (a free one, passed as --port) and checks /health and sends "
+             "the load there; a second --port makes vLLM listen elsewhere while the plugin waits on its own until "
+             "engine.startup_timeout: remove it (engine.command's {port} places the plugin's port in a command of "
+             "your own; --endpoint measures a server you started on a port of yours)"),
+    "host": ("the plugin sets the address the engine listens on itself (--host 127.0.0.1, the address it measures "
+             "from) and checks /health and sends the load there: remove it (engine.command's {host} places it in a "
+             "command of your own; --endpoint measures a server you started at an address of yours)"),
+    "model": ("the plugin passes the model the engine serves as --model itself; a second --model would serve "
+              "another model than the one predicted and measured: write it as engine.model (a HF id or a local "
+              "path) and remove engine.args.model"),
+}
+
+
 def _problem(key: str, value: Any, args: Mapping[str, Any], *, device: str, scope: Scope,
              version: Any, facts: SetupFacts | None = None) -> str | None:
     """The line saying why ``key: value`` cannot be predicted, or None when it can."""
     field = f"engine.args.{key}"
+    if key in PLUGIN_OWNED_ARGS:
+        return f"{field}: {PLUGIN_OWNED_ARGS[key]}"
     if key in FLAG_ARGS and _flag_word(value) is None:
         try:
             read_flag(value, field)

@@ -1,0 +1,56 @@
+"""``engine.args`` the plugin sets on the launch itself are refused at their line (trial s16 M5): ``port`` was
+accepted and reached vLLM as a second ``--port`` after the plugin's own, vLLM listened on the user's (a busy one
+failed after 77 s with a traceback) while the plugin checked its own; ``host`` and ``model`` go the same way
+(``EngineConfig.argv`` passes ``--model``, ``--host`` and ``--port``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_roofline import cli
+from pytest_roofline.format.spec import SpecError, loads_spec
+from pytest_roofline.measure.engine import EngineConfig
+
+HEAD = "hardware: h100-sxm\nmodel: llama-3.1-8b\nengine:\n  name: vllm\n  args:\n    max_model_len: 8192\n"
+TAIL = ("workload:\n  input_len: 1024\n  output_len: 256\npredictions:\n  - id: w\n    quantity: weight_bytes\n"
+        "    predicted: 16.06 GB\n")
+WHY = {
+    "port": ("the plugin picks the engine's port itself (a free one, passed as --port) and checks /health and sends "
+             "the load there; a second --port makes vLLM listen elsewhere while the plugin waits on its own until "
+             "engine.startup_timeout: remove it (engine.command's {port} places the plugin's port in a command of "
+             "your own; --endpoint measures a server you started on a port of yours)"),
+    "host": ("the plugin sets the address the engine listens on itself (--host 127.0.0.1, the address it measures "
+             "from) and checks /health and sends the load there: remove it (engine.command's {host} places it in a "
+             "command of your own; --endpoint measures a server you started at an address of yours)"),
+    "model": ("the plugin passes the model the engine serves as --model itself; a second --model would serve "
+              "another model than the one predicted and measured: write it as engine.model (a HF id or a local "
+              "path) and remove engine.args.model"),
+}
+
+
+def test_the_plugin_sets_these_flags_itself() -> None:
+    argv = EngineConfig(model="m").argv("python", 8000)
+    assert {"--model", "--host", "--port"} <= set(argv)
+
+
+@pytest.mark.parametrize(("written", "key"), [("port: 8011", "port"),
+                                              ("host: 0.0.0.0", "host"), ("model: meta-llama/Llama-3.1-8B", "model")])
+def test_a_plugin_owned_arg_is_refused_at_its_line(written, key) -> None:
+    with pytest.raises(SpecError) as exc:
+        loads_spec(HEAD + f"    {written}\n" + TAIL, file="p.yaml")
+    assert exc.value.line == 7
+    assert exc.value.message == f"setup does not resolve: engine.args.{key}: {WHY[key]}"
+
+
+def test_roofline_check_names_the_field_and_the_fix(tmp_path, capsys) -> None:
+    f = tmp_path / "p.yaml"
+    f.write_text(HEAD + "    port: 8011\n" + TAIL)
+    assert cli.main(["check", str(f)]) != 0
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "p.yaml:7" in text and "engine.args.port: the plugin picks the engine's port itself" in text
+
+
+def test_engine_model_is_where_the_served_model_goes() -> None:
+    spec = loads_spec(HEAD.replace("  args:", "  model: meta-llama/Llama-3.1-8B\n  args:") + TAIL, file="p.yaml")
+    assert all(p.error is None for p in spec.predictions)
