@@ -549,6 +549,14 @@ def build_setup(
     _check_values(engine, workload)
     problems += _arg_value_problems(args, hw)
     problems += engine_args.engine_arg_problems(args, device=device, scope="setup", version=version)
+    if str(model_ref) == TINY_MODEL and "served_model_name" in args:
+        # the launch serves the tiny model as --served-model-name roofline-tiny and asks /v1/models for that name
+        # (measure/sweep.py engine_config_for): a second flag would win in vLLM and the engine would not start
+        field = "engine.args.served_model_name"
+        problems.append(engine_args.Problem(field, (
+            f"{field}: the plugin serves {TINY_MODEL} under that name itself (--served-model-name {TINY_MODEL}) and "
+            "looks for it in /v1/models; a second --served-model-name would win in vLLM and the engine would not "
+            "be found: remove it")))
     weights_raw = model_overrides.pop("dtype", None)  # model: {dtype: fp8}: every weight at that width
     kv_dtype_raw = model_overrides.pop("kv_cache_dtype", None) or args.get("kv_cache_dtype")
     quant_raw = model_overrides.pop("quantization", None)

@@ -54,3 +54,18 @@ def test_roofline_check_names_the_field_and_the_fix(tmp_path, capsys) -> None:
 def test_engine_model_is_where_the_served_model_goes() -> None:
     spec = loads_spec(HEAD.replace("  args:", "  model: meta-llama/Llama-3.1-8B\n  args:") + TAIL, file="p.yaml")
     assert all(p.error is None for p in spec.predictions)
+
+
+def test_the_tiny_models_served_name_is_the_plugins() -> None:
+    # the tiny model is launched as --served-model-name roofline-tiny (measure/sweep.py); a model of the user's
+    # keeps its served_model_name (the plugin reads the name from /v1/models)
+    text = ("hardware: cpu\nmodel: roofline-tiny\nengine:\n  name: vllm\n  cpu_kvcache_space: 1 GiB\n  args:\n"
+            "    served_model_name: mine\n" + TAIL.replace("16.06 GB", "1 MB"))
+    with pytest.raises(SpecError) as exc:
+        loads_spec(text, file="p.yaml")
+    assert exc.value.line == 7 and exc.value.message == (
+        "setup does not resolve: engine.args.served_model_name: the plugin serves roofline-tiny under that name "
+        "itself (--served-model-name roofline-tiny) and looks for it in /v1/models; a second --served-model-name "
+        "would win in vLLM and the engine would not be found: remove it")
+    spec = loads_spec(HEAD + "    served_model_name: mine\n" + TAIL, file="p.yaml")
+    assert all(p.error is None for p in spec.predictions)
