@@ -372,6 +372,7 @@ def test_a_timing_only_arg_leaves_the_setup_and_is_refused_by_the_serving_model(
 
 
 def test_args_without_a_timing_effect_and_eager_mode_on_the_cpu_engine_are_accepted():
-    check_engine_args({"host": "0.0.0.0", "served_model_name": ["x"], "seed": 0, "async_scheduling": True,
+    # host/port/model are the plugin's own (refused: tests/unit/test_plugin_owned_engine_args.py)
+    check_engine_args({"disable_log_stats": True, "served_model_name": ["x"], "seed": 0, "async_scheduling": True,
                        "reasoning_parser": "qwen3", "otlp_traces_endpoint": "http://collector:4317"})
     check_engine_args({"enforce_eager": True}, device="cpu")
