@@ -59,9 +59,12 @@ from pytest_roofline.history._recording import (
     file_prediction_keys,
     identity_file,
     relative_file,
+    repository_root,
+    results_for_file,
     setup_key,
     spec_setup_key,
     stored_value,
+    verdict_key,
 )
 from pytest_roofline.history._records import (
     SCHEMA,
@@ -98,6 +101,8 @@ __all__ = [
     "distinguishable", "pinned_run", "changed_badge", "compared_count", "not_judged_count", "COMPARED", "parse_share",
     "DEFAULT_MIN_COMPARED", "open_store_quietly", "render_run_list", "run_list_json", "measured_in_both",
     "measurement_id", "file_prediction_keys", "judge_move", "Move", "earlier_runs", "runs_drift_reads",
+    # a checkout's top level and a verdict's key, for the pytest plugin (s16 review L4)
+    "repository_root", "results_for_file", "verdict_key",
 ]
 
 #: the URI schemes (before any ``+driver``) that open a database store

@@ -101,7 +101,7 @@ def topology_suffix(engine: Mapping[str, Any]) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _repository_root(folder: Path) -> Path | None:
+def repository_root(folder: Path) -> Path | None:
     """The nearest folder at or above ``folder`` holding ``.git`` (a directory, or a file in a worktree or a
     submodule): git's top level, found without running git."""
     for d in (folder, *folder.parents):
@@ -121,7 +121,7 @@ def identity_file(file: str) -> str:
         path = Path(file).resolve()
     except (OSError, RuntimeError):
         return Path(file).as_posix()
-    root = _repository_root(path.parent)
+    root = repository_root(path.parent)
     if root is None:
         return path.name
     return path.relative_to(root).as_posix()

@@ -21,12 +21,15 @@ from pytest_roofline.history import (
     compared_count,
     earlier_runs,
     file_prediction_keys,
+    identity_file,
     not_judged_count,
     parse_baseline,
     parse_share,
+    repository_root,
+    results_for_file,
     spec_setup_key,
+    verdict_key,
 )
-from pytest_roofline.history._recording import _repository_root, identity_file, results_for_file, verdict_key
 from pytest_roofline.measure.results import git_branch, git_commit
 from pytest_roofline.pytest_plugin.collect import limits_from_ini
 from pytest_roofline.pytest_plugin.session import RooflineSession, session_results
@@ -66,7 +69,7 @@ def _key_of(file: str, held: set[str]) -> str:
     file measured from a checkout (``predictions/x.yaml``) is not this one (trial 21, M2)."""
     key = identity_file(file)
     try:
-        in_git = _repository_root(Path(file).resolve().parent) is not None
+        in_git = repository_root(Path(file).resolve().parent) is not None
     except (OSError, RuntimeError):
         in_git = True
     if in_git:
@@ -98,6 +101,22 @@ def _why_not_compared(drifts: list[dict[str, Any]], baseline: str, stored: bool 
             "predictions")
 
 
+def unmeasured_counts(verdicts: list[Verdict]) -> str:
+    """What happened to the predictions of a session that measured nothing, counted (s16 review L3): those the
+    math answered, those skipped because they need a measurement (nothing checked them) and any that errored;
+    e.g. "22 predictions, none measured (6 checked by the math, 16 skipped for want of a measurement)"."""
+    skipped = sum(1 for v in verdicts if v.status is VerdictStatus.SKIP)
+    errored = sum(1 for v in verdicts if v.status is VerdictStatus.ERROR)
+    checked = len(verdicts) - skipped - errored
+    parts = [f"{checked} checked by the math"]
+    if skipped:
+        parts.append(f"{skipped} skipped for want of a measurement")
+    if errored:
+        parts.append(f"{errored} errored")
+    n = len(verdicts)
+    return f"{n} prediction{'s' if n != 1 else ''}, none measured ({', '.join(parts)})"
+
+
 def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
     """How many measured predictions were compared with a baseline, per setup, and whether that is too few: with
     ``--roofline-drift-fail``, a setup the store already held a run of whose compared share is below
@@ -125,11 +144,10 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
     failed = False
     if rs.drift_fail and not rs.measured and by_setup:
         # no --gpu, --endpoint nor --replay: every prediction was checked by the math alone (trial 21, H2)
-        checked = sum(len(ds) for ds in by_setup.values())
+        verdicts = list(rs.verdicts) or list(rs.reported_verdicts.values())
         return [f"roofline drift: FAILED (--roofline-drift-fail): this session measured nothing: no --gpu, "
-                f"--endpoint or --replay was given, so its {checked} prediction{'s' if checked != 1 else ''} "
-                "were checked by the math alone (pass --gpu or --replay to measure); a night that compares "
-                "nothing cannot pass"], True
+                f"--endpoint or --replay was given: {unmeasured_counts(verdicts)}; pass --gpu or --replay to "
+                "measure; a night that compares nothing cannot pass"], True
     if rs.drift_fail and rs.measured and by_setup and not any(compared_count(ds)[1] for ds in by_setup.values()):
         # -k that selects only math checks, a math-only file: the night compared nothing (issue 21); or the engine
         # (or the measurement) failed, and its measured predictions are ERRORs: said as such, not as math checks
@@ -298,8 +316,7 @@ def store_session(rs: RooflineSession, *, stopped: str = "") -> tuple[list[str],
         return [], False
     if not rs.measured:  # math only: no night to store, whoever exported $ROOFLINE_HISTORY (trial 21, H2)
         return [f"roofline history: not stored: this session measured nothing (no --gpu, --endpoint or --replay: "
-                f"{len(verdicts)} prediction{'s' if len(verdicts) != 1 else ''} checked by the math alone); a "
-                "session that measured nothing is not stored as a night"], False
+                f"{unmeasured_counts(verdicts)}); a session that measured nothing is not stored as a night"], False
     results = session_results(rs)
     if stopped:
         files = [str(r.get("_path")) for r in results if r.get("_path")]

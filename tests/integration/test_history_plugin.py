@@ -314,14 +314,17 @@ def test_a_math_only_session_is_never_a_night(runs: dict, tmp_path: Path) -> Non
     r = pytest_run(str(YAML), "--roofline-history", str(hist), "--roofline-drift-fail")
     assert r.returncode == 1, r.stdout + r.stderr
     assert ("roofline drift: FAILED (--roofline-drift-fail): this session measured nothing: no --gpu, --endpoint or "
-            "--replay was given, so its 22 predictions were checked by the math alone (pass --gpu or --replay to "
-            "measure)") in r.stdout
+            "--replay was given: 22 predictions, none measured (6 checked by the math, 16 skipped for want of a "
+            "measurement); pass --gpu or --replay to measure; a night that compares nothing cannot pass") in r.stdout
+    # s16 review L3: the 16 that need a measurement were skipped, not "checked by the math alone"
+    assert "checked by the math alone" not in r.stdout
     assert len(open_store(str(hist)).runs()) == before
     plain = pytest_run(str(YAML), env={"ROOFLINE_HISTORY": str(hist)})
     assert plain.returncode == 0, plain.stdout + plain.stderr
     assert [line for line in plain.stdout.splitlines() if line.startswith("roofline history:")] == [
         "roofline history: not stored: this session measured nothing (no --gpu, --endpoint or --replay: 22 "
-        "predictions checked by the math alone); a session that measured nothing is not stored as a night"]
+        "predictions, none measured (6 checked by the math, 16 skipped for want of a measurement)); a session that "
+        "measured nothing is not stored as a night"]
     assert len(open_store(str(hist)).runs()) == before
 
 
