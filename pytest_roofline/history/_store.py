@@ -708,22 +708,23 @@ class DirectoryStore:
             return out, "truncated (no newline at the end)"
         return out, ""
 
-    def _scan_runs(self) -> tuple[list[RunSummary], list[str]]:
+    def _scan_runs(self) -> tuple[list[RunSummary], list[tuple[str, str]]]:
+        """The run.json files' summaries, and each unreadable run.json (its path in the store, why)."""
         found: list[RunSummary] = []
-        skipped: list[str] = []
+        skipped: list[tuple[str, str]] = []
         for f in sorted(self.root.glob("*/*/*/*/run.json")):
             where = f.relative_to(self.root).as_posix()
             try:
                 d = json.loads(f.read_text(encoding="utf-8"))
             except (OSError, ValueError, RecursionError) as exc:
-                skipped.append(f"{where} ({type(exc).__name__})")
+                skipped.append((where, type(exc).__name__))
                 continue
             try:
                 s = summary_from_json(d, str(f))
             except HistoryError:
                 if _is_newer(d):
                     raise
-                skipped.append(f"{where} (not a run summary)")
+                skipped.append((where, "not a run summary"))
                 continue
             found.append(replace(s, location=f.parent.relative_to(self.root).as_posix()))
         return found, skipped
@@ -733,8 +734,41 @@ class DirectoryStore:
         with self._locked(exclusive=True):
             return self._rebuild_locked(reason)
 
+    def _intact_index_lines(self) -> dict[str, RunSummary]:
+        """The summaries of the index's lines that still read, by run id, whatever is wrong with other lines (a
+        damaged index's intact lines)."""
+        try:
+            raw = self.index_path.read_bytes()
+        except OSError:
+            return {}
+        out: dict[str, RunSummary] = {}
+        for n, line in enumerate(raw.split(b"\n"), 1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+                s = summary_from_json(d, f"{self.index_path}:{n}")
+            except (ValueError, RecursionError, KeyError, TypeError, AttributeError, HistoryError):
+                continue
+            out[s.run_id] = s
+        return out
+
     def _rebuild_locked(self, reason: str) -> int:
-        found, skipped = self._scan_runs()
+        found, broken = self._scan_runs()
+        # a run whose run.json is unreadable but whose index line is intact keeps that line (trial 21, L2): a
+        # rebuild from the run.json files alone dropped it from drift, trend and compare for good
+        intact = self._intact_index_lines() if broken else {}
+        skipped: list[str] = []
+        kept: list[str] = []
+        ids = {f.run_id for f in found}
+        for where, why in broken:
+            run_dir = where.rsplit("/", 1)[0]  # <hardware>/<model>/<engine>/<run id>
+            line = intact.get(run_dir.rsplit("/", 1)[-1])
+            if line is not None and line.run_id not in ids:
+                found.append(replace(line, location=run_dir))
+                kept.append(f"{where} ({why})")
+            else:
+                skipped.append(f"{where} ({why})")
         found = _ordered(found)
         tmp = self.root / f".{INDEX_NAME}.{secrets.token_hex(4)}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
@@ -746,8 +780,11 @@ class DirectoryStore:
         os.replace(tmp, self.index_path)
         if reason:
             warnings.warn(HistoryIndexRebuiltWarning(
-                f"{self.index_path} was {reason}; rebuilt it from the run.json files of {len(found)} stored run(s)"
-                + (f"; skipped {len(skipped)} unreadable: {', '.join(skipped[:5])}" if skipped else "")),
+                f"{self.index_path} was {reason}; rebuilt it from the run.json files of {len(found) - len(kept)} "
+                "stored run(s)"
+                + (f"; skipped {len(skipped)} unreadable: {', '.join(skipped[:5])}" if skipped else "")
+                + (f"; kept the intact index line of {len(kept)} run(s) whose run.json is unreadable (repair or "
+                   f"restore it: {', '.join(kept[:5])})" if kept else "")),
                 stacklevel=3)
         return len(found)
 

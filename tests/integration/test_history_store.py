@@ -211,6 +211,34 @@ def test_corrupt_index_is_rebuilt(tmp_path):
         assert list(store.runs()) == runs
 
 
+def test_a_rebuild_keeps_the_intact_index_line_of_a_run_whose_run_json_is_broken(tmp_path):
+    # trial 21, L2: the last index line cut and another run's run.json broken: the rebuild read the run.json files
+    # only, so it kept 2 of 3 runs and rewrote the index without the broken one, whose index line was intact: that
+    # run was gone from drift, trend and compare for good (its folder still there). Its intact line is kept now,
+    # and the warning names its run.json
+    store = DirectoryStore(tmp_path)
+    runs = _three(store)
+    broken = tmp_path / runs[0].location / "run.json"
+    broken.write_text("{broken")
+    raw = store.index_path.read_bytes()
+    store.index_path.write_bytes(raw[: len(raw) - 40])  # the third line cut: a rebuild is due
+    where = f"{runs[0].location}/run.json"
+    with pytest.warns(HistoryIndexRebuiltWarning) as caught:
+        assert list(store.runs()) == runs  # the first from its index line, the third from its run.json
+    (message,) = [str(w.message) for w in caught]
+    assert "rebuilt it from the run.json files of 2 stored run(s)" in message
+    assert (f"kept the intact index line of 1 run(s) whose run.json is unreadable (repair or restore it: {where} "
+            "(JSONDecodeError))") in message
+    assert "skipped" not in message
+    assert [json.loads(line)["run_id"] for line in _index_lines(store)] == [r.run_id for r in runs]
+    with _no_warnings():  # the index is sound from then on
+        assert list(DirectoryStore(tmp_path).runs()) == runs
+    (tmp_path / runs[1].location / "run.json").write_text("{broken")  # broken, and its index line cut too: gone
+    store.index_path.write_text("\n".join(_index_lines(store)[:1] + ['{"run_id": "cut']) + "\n")
+    with pytest.warns(HistoryIndexRebuiltWarning, match=rf"skipped 1 unreadable: {runs[1].location}/run.json"):
+        assert list(store.runs()) == [runs[0], runs[2]]
+
+
 def test_an_add_after_a_cut_line_starts_a_fresh_line(tmp_path):
     store = DirectoryStore(tmp_path)
     runs = _three(store)
