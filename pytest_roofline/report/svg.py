@@ -418,7 +418,8 @@ class Chart:
                 axis: str = "y", stroke: str | None = None, css_class: str = "", overlay: bool = True,
                 dodge: bool = False, ring: bool = False) -> None:
         """One marker per point; ``titles`` become hover tooltips. Markers outside the axes are clamped to the
-        edge and drawn as an arrowhead so an off-scale value is still visible. ``dodge``: where this marker would
+        edge and drawn as an arrowhead so an off-scale value is still visible; so is a value of 0 (or less) on a
+        log axis, at its floor. ``dodge``: where this marker would
         cover one drawn before it, draw it beneath that one, grown into a frame around it (it stays at its value,
         see :meth:`_nest`); ``ring``: an outline with no fill, marking a point another series draws
         without hiding it."""
@@ -426,10 +427,12 @@ class Chart:
         for i, (x, y) in enumerate(pts):
             if x is None or y is None or not (math.isfinite(x) and math.isfinite(y)):
                 continue
-            if (self.x.scale == "log" and x <= 0) or (ax.scale == "log" and y <= 0):
+            if self.x.scale == "log" and x <= 0:
                 continue
             shape = marker
-            if not ax.contains(y):
+            if ax.scale == "log" and y <= 0:  # 0 (or less) has no place on a log axis: below it (s16 review L6)
+                y, shape = ax.lo, "down"
+            elif not ax.contains(y):
                 y = ax.hi if ax.frac(y) > 1 else ax.lo
                 shape = "up" if y == ax.hi else "down"
             cx, cy = self.px(x), self.py(y, axis)
@@ -663,9 +666,9 @@ class Chart:
         if x is None or y is None or not (math.isfinite(x) and math.isfinite(y)):
             return
         ax = self._ax(axis)
-        if (self.x.scale == "log" and x <= 0) or (ax.scale == "log" and y <= 0):
+        if self.x.scale == "log" and x <= 0:
             return
-        px, py = self.px(x), self.py(min(max(y, ax.lo), ax.hi), axis)
+        px, py = self.px(x), self.py(min(max(y, ax.lo), ax.hi), axis)  # 0 on a log axis: at its floor, as markers
         flip = {"start": "end", "end": "start", "middle": "middle"}
         g = max(abs(dx), abs(dy), 7.0)
         cands = [(dx, dy, anchor), (-dx, dy, flip[anchor]), (dx, -dy + size * 0.7, anchor),
