@@ -20,7 +20,7 @@ import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_roofline import redact
 from pytest_roofline.cli import jsonout
@@ -34,6 +34,9 @@ from pytest_roofline.model import calibration, hardware, serving
 from pytest_roofline.model.setup import RequestLengthWarning, build_setup
 from pytest_roofline.quantities.registry import QUANTITIES
 from pytest_roofline.units import GB, GIB
+
+if TYPE_CHECKING:
+    from pytest_roofline.history import RunMode
 
 __all__ = ["cmd_calibrate", "cmd_check", "cmd_compare", "cmd_hardware", "cmd_history", "cmd_quantities", "cmd_report",
            "cmd_schema", "cmd_tiny_model", "drift_baseline", "drift_threshold"]
@@ -241,6 +244,28 @@ def _stored_runs(uri: str) -> list[Any]:
             store.close()
 
 
+#: the ``source`` of a results file another tool's files were read into (measure.results.peers)
+_PEER_SOURCES = ("vllm bench serve", "GuideLLM", "AIPerf")
+
+
+def _results_kind(data: Mapping[str, Any]) -> tuple[RunMode, str]:
+    """What a results file given to ``roofline compare`` is, from its own fields (trial 21, L6: a live run's file
+    read ``replay``): the mode a session measuring it would have stored (``engine`` or ``endpoint`` for a live
+    run's file; ``replay`` for one read from a peer tool or transcribed, which only a replay can score) and a label
+    saying which: ``live results file``, ``peer results file (GuideLLM)``, ``transcribed results file``."""
+    source = str(data.get("source") or "")
+    made = str((data.get("setup") or {}).get("mode") or "")
+    if source in _PEER_SOURCES or made == "imported":
+        return "replay", f"peer results file ({source or 'imported'})"
+    if source == "transcribed" or made == "transcribed":
+        return "replay", "transcribed results file"
+    if made == "engine":
+        return "engine", "live results file"
+    if made == "endpoint":
+        return "endpoint", "live results file"
+    return "replay", "results file"
+
+
 def _compare_side(ref: str, store_uri: str | None, predictions: str | None,
                   stored: Callable[[str], list[Any]] | None = None) -> Any:
     """One side of ``roofline compare``: a stored run's directory, a results.json (scored against its prediction
@@ -261,9 +286,10 @@ def _compare_side(ref: str, store_uri: str | None, predictions: str | None,
         spec = load_spec(found)
         verdicts = score_spec(spec, data, source=f"results file {path}")
         setup = data.get("setup") or {}
+        mode, label = _results_kind(data)
         rec = build_records(verdicts, setups={spec.path: spec_setup_key(spec, data)}, results=[data],
-                            started_at=str(data.get("created_at") or ""), mode="replay",
-                            commit=setup.get("commit"), rootdir=Path.cwd())[0]
+                            started_at=str(data.get("created_at") or ""), mode=mode,
+                            commit=setup.get("commit"), rootdir=Path.cwd(), label=label)[0]
         return dataclasses.replace(rec.summary, run_id=str(path))
     uri = store_uri or os.environ.get("ROOFLINE_HISTORY")
     if not uri:
