@@ -337,14 +337,6 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
         server = {"replica_count": replicas, "replicas": [], "note": (
             f"{replicas} replicas and no per-replica /metrics (--roofline-replica-metrics or engine.replica_metrics): "
             "the load balancer's /metrics shows one replica at most, so no server-side figure was taken")}
-    if server is not None and not urls and scrapers and server.get("timeline"):
-        # the client's measurement window in the timeline's clock (seconds since the scraper started; the records
-        # are perf_counter, the scraper monotonic): Little's law's server-side L of an open-loop point is the mean
-        # of the polls inside it (quantities/littles.py), not of the idle polls before and after the load
-        off = time.perf_counter() - time.monotonic()
-        end = stats.measurement_window_s(results[-1].records, results[-1].measure_start_s)[1]
-        server["timeline_window_s"] = [round(results[0].measure_start_s - off - scrapers[0].t0, 3),
-                                       round(end - off - scrapers[0].t0, 3)]
     record = point_record(plan.to_dict(), started_at=result.started_at, finished_at=results[-1].finished_at,
                           duration_s=sum(stats.measured_duration_s(r) for r in results) / len(results),
                           client=cast(ClientStats, client),

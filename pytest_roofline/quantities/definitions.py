@@ -122,15 +122,10 @@ DEFINITIONS: dict[str, Definition] = {
         why=_GOODPUT),
     "goodput_concurrency": Definition("the swept concurrency at which `goodput` is reached", why=_GOODPUT),
     "littles_law_ratio": Definition(
-        "λ·W ÷ L at a point, λ·W = request throughput × mean E2E latency over the whole run; L is the configured "
-        "concurrency C in a closed loop (a peer's file's configured clients too), so a ratio below 1 means the loop "
-        "did not hold C (a load generator that sent late, client think time, a long fill or drain), and in an open "
-        "loop the server's own count, the mean of vLLM's `num_requests_running` + `num_requests_waiting` over the "
-        "point's /metrics timeline polls (`sweep.timeline`; without one it is not measured: an open loop fixes the "
-        "arrival rate, not L); W at the client also holds the frontend's time, which the server's count does not. "
-        "The client's own time-averaged in-flight count is never L: over this window it equals λ·W by construction",
-        why="a consistency check of the load against what was asked for (closed loop) or what the server counted "
-            "(open loop), not a figure it prints", windowed=False),
+        "λ·W ÷ L at a point: request throughput × mean E2E latency, over L, the time-averaged requests in flight "
+        "from the client's own send and end times (Little's law), always over the whole run",
+        why=f"a consistency check: L needs the client's in-flight record, which {PEER} does not keep (it records "
+        "the configured `--max-concurrency`), so a peer's file skips it", windowed=False),
     "max_concurrency_without_preemption": Definition(
         "the largest swept concurrency with zero preemptions (the rise of `vllm:num_preemptions_total` over the "
         "point) there and at every lower point: a lower bound",

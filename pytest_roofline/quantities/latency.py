@@ -14,10 +14,11 @@ from pytest_roofline.model import analytical as an
 from pytest_roofline.model.setup import Setup, SetupError
 from pytest_roofline.quantities.analysis import Thresholds, goodput_table, is_flattered, point_notes, ttft_knee
 from pytest_roofline.quantities.declare import client_quantity, point_at, serve_point, sim_explanation, sweep_points
-from pytest_roofline.quantities.littles import littles_reading
 from pytest_roofline.quantities.measurement import (
     Measurement,
+    PointRecord,
     client_number,
+    client_value,
     concurrency,
     point_id,
 )
@@ -47,8 +48,30 @@ def _ttft_knee_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, t
 
 def _little_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     pt = point_at(meas, at)
-    r = littles_reading(pt)  # NotMeasured, with its reason, where the point has no independent L
-    return MeasuredValue(r.ratio, (point_id(pt),), (r.detail(),))
+    lam_w, in_flight = client_number(pt, "littles_law", "lambda_W"), client_number(pt, "littles_law", "L")
+    if lam_w is not None and in_flight:
+        ratio = lam_w / in_flight
+    else:
+        why = client_value(pt, "littles_law", "not_checked")
+        reason = (f"point {pt.get('id')}: {why}" if isinstance(why, str) and why
+                  else f"point {pt.get('id')} has no Little's-law record")
+        raise NotMeasured(reason + littles_law_kept(pt))
+    detail = f"L (time-averaged in flight) = {in_flight:.3g}, λ·W = {lam_w:.3g}"
+    return MeasuredValue(ratio, (point_id(pt),), (detail,))
+
+
+def littles_law_kept(pt: PointRecord) -> str:
+    """What a point without L (a peer's file) still says about Little's law: ``"; λ·W = 0.9951 (12.431 req/s ×
+    80.047 ms), 0.995 of the configured C = 1"``; empty where it has no λ·W. The skip line carries it, as the docs
+    promise ("kept and shown beside the configured C"); it is never scored (L is the configured C, not measured)."""
+    lam_w = client_number(pt, "littles_law", "lambda_W")
+    if lam_w is None:
+        return ""
+    lam, w_s = client_number(pt, "littles_law", "lambda_req_s"), client_number(pt, "littles_law", "W_s")
+    parts = f" ({lam:.5g} req/s × {w_s * 1e3:.5g} ms)" if lam is not None and w_s is not None else ""
+    conf = client_number(pt, "littles_law", "L_configured")
+    share = f", {lam_w / conf:.3f} of the configured C = {conf:g}" if conf else ""
+    return f"; λ·W = {lam_w:.4g}{parts}{share}"
 
 
 def _goodput(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> an.Goodput:
@@ -150,9 +173,8 @@ QUANTITIES: tuple[Quantity, ...] = (
              "thresholds.ttft_knee_ratio × its p50 TTFT (none = never)", kind=QuantityKind.OPTIONAL_NUMBER,
              measure=_ttft_knee_measure, points=QuantityPoints.ALL,
              serving=_serve_ttft_knee, replicas="sweep"),
-    Quantity("littles_law_ratio", "ratio", "λ·W ÷ L at a sweep point: throughput (req/s) × mean latency over "
-             "the configured concurrency (closed loop) or the server's mean running + waiting (open loop, "
-             "needs sweep.timeline); 1.0 when the loop holds what it claims",
+    Quantity("littles_law_ratio", "ratio", "λ·W ÷ L at a sweep point: throughput (req/s) × mean latency "
+             "over the time-averaged requests in flight; 1.0 when Little's law holds",
              at=("concurrency", "rate"), measure=_little_measure, points=QuantityPoints.AT),
     Quantity("goodput", "throughput", "the highest output throughput among sweep points that meet every SLO "
              "(TTFT and TPOT at the chosen percentile)", at=("percentile", "ttft", "tpot"),

@@ -74,15 +74,13 @@ class Distribution(TypedDict, total=False):
 class LittlesLaw(TypedDict, total=False):
     """L = λ·W over a point: time-averaged requests in flight against throughput × mean latency."""
 
-    # the client's own time-averaged count in flight: λ·W by construction over the point's window (every measured
-    # request lies inside it), so bookkeeping, never the L checked; None when the source does not record it
-    L: float | None
-    L_configured: float | None  # a closed loop: the configured concurrency C, the L checked (λ·W ÷ C)
-    not_checked: str  # files written before the check took L = C: why it was skipped then (not read any more)
+    L: float | None  # the time-averaged count in flight; None when the source does not record it
+    L_configured: float | None  # a peer's file: the configured number of clients (not L: the loop drains)
+    not_checked: str  # why Little's law cannot be checked on this source (a skip, never a FAIL)
     lambda_req_s: float | None
     W_s: float | None
     lambda_W: float | None
-    ratio: float | None  # λ·W ÷ C in a closed loop; None in an open loop (its L is the server's, scored from there)
+    ratio: float | None
 
 
 class ClientStats(TypedDict, total=False):
@@ -150,9 +148,6 @@ class ServerStats(TypedDict, total=False):
     decode_ms: Distribution | None
     inference_ms: Distribution | None
     timeline: list[TimelineSample]
-    # the client's measurement window [start, end] in the timeline's t_s (seconds since the first poll): Little's
-    # law's server-side L of an open-loop point is the mean of the polls inside it (quantities/littles.py)
-    timeline_window_s: list[float]
     not_measured: dict[str, str]  # figure -> why it is null (e.g. max_* without a timeline)
     counter_resets: list[str]
     contamination_threshold: float

@@ -15,7 +15,6 @@ from typing import Any
 
 from pytest_roofline.model import analytical as an
 from pytest_roofline.quantities.analysis import closed_points, goodput_rows, is_flattered, throughput_knee, ttft_knee
-from pytest_roofline.quantities.littles import reading_or_none
 from pytest_roofline.quantities.measurement import concurrency
 from pytest_roofline.quantities.serving_values import TERM_LABELS, dominant_term, shares_text
 from pytest_roofline.report.common import OUTCOME_COLOR, Row, is_number
@@ -731,47 +730,43 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
 # ----------------------------------------------------------------------------------------------------------------
 # Little's law
 # ----------------------------------------------------------------------------------------------------------------
-#: the band drawn (and the points table's ✓) where no littles_law_ratio prediction gives one: the shipped files'
-#: ±5% (a closed loop's fill and drain alone take a few per cent off λ·W ÷ C on a short point)
-LITTLES_TOL = 0.05
-
-
 def littles_chart(spec: Any, results: Mapping[str, Any] | None,
                   verdicts: Sequence[Row]) -> Figure | None:
     series = _littles_series(closed_points(results), lambda p: float(concurrency(p)))
     return _littles_figure("littles", series, verdicts, _x_axis(sweep_batches(spec, results)), _at_c,
-                           "λ·W ÷ C: request throughput × mean latency over the configured concurrency C. Below 1 "
-                           "the loop did not hold C: a load generator that sent late, client think time, or a long "
-                           "fill or drain at the ends of the run (the client's own in-flight count is not the L "
-                           "here: it equals λ·W by construction).", "λ·W ÷ C")
+                           "In a closed loop at concurrency C, L is C; a ratio away from 1 means the load generator "
+                           "was not holding what it claims (or the latency it reports is not the latency requests "
+                           "spent).")
 
 
-def _littles_series(pts: Sequence[Mapping[str, Any]], x_of: Any) -> list[tuple[float, float, Any]]:
-    """(x, λ·W ÷ L, the point's reading) per point with an independent L (quantities/littles.py): the configured C
-    of a closed loop (a peer's file's too), the server's running + waiting of an open loop with a timeline."""
+def _littles_series(pts: Sequence[Mapping[str, Any]], x_of: Any) -> list[tuple[float, float, Mapping[str, Any]]]:
+    """(x, λ·W ÷ L, the point's littles_law dict) per point that records the ratio (or λ·W and L)."""
     series = []
     for p in pts:
-        r = reading_or_none(p)
-        if r is not None:
-            series.append((x_of(p), float(r.ratio), r))
+        ll = _get(p, "client", "littles_law") or {}
+        r = ll.get("ratio")
+        if not is_number(r) and is_number(ll.get("lambda_W")) and ll.get("L"):
+            r = ll["lambda_W"] / ll["L"]
+        if is_number(r):
+            series.append((x_of(p), float(r), ll))
     return series
 
 
-def _littles_figure(key: str, series: Sequence[tuple[float, float, Any]], verdicts: Sequence[Row],
-                    x: Axis, where: Any, caption: str, ylabel: str) -> Figure | None:
+def _littles_figure(key: str, series: Sequence[tuple[float, float, Mapping[str, Any]]], verdicts: Sequence[Row],
+                    x: Axis, where: Any, caption: str) -> Figure | None:
     """Little's law per point on the x axis ``x`` (concurrency or offered rate; ``where`` names a point)."""
     if not series:
         return None
-    tol = LITTLES_TOL
+    tol = 0.02
     for v, _, _ in _ink(verdicts, "littles_law_ratio"):
         if is_number(v.lo) and is_number(v.hi) and is_number(v.reference_value):
             tol = max(abs(v.hi - v.reference_value), abs(v.reference_value - v.lo))
             break
     dev = max(abs(r - 1) for _, r, _ in series)
     span = max(tol * 2.5, dev * 1.4, 0.01)
-    ch = Chart(x, Axis(1 - span, 1 + span, "linear", ylabel, fmt=lambda t: f"{t:.3g}"), width=600, height=260,
+    ch = Chart(x, Axis(1 - span, 1 + span, "linear", "λ·W ÷ L", fmt=lambda t: f"{t:.3g}"), width=600, height=260,
                title="Little's law per sweep point",
-               subtitle=f"throughput (req/s) × mean latency, {ylabel} — 1.0 when the loop is what it claims",
+               subtitle="throughput (req/s) × mean latency ÷ requests in flight — 1.0 when the loop is what it claims",
                description="Little's law ratio per point with the tolerance band")
     ch.hband(1 - tol, 1 + tol, color=C_GOODPUT, opacity=0.14, label=f"1 ± {tol:.0%} (the prediction's tolerance)")
     ch.hline(1.0, color="#555", dash=None, width=1)
@@ -786,18 +781,23 @@ def _littles_figure(key: str, series: Sequence[tuple[float, float, Any]], verdic
     return Figure(key, ch.title, ch.render(), caption)
 
 
-def _littles_tip(c: float, ratio: float, r: Any, where: Any = _at_c) -> str:
-    """A point's Little's-law tooltip: λ (req/s), W (s), λ·W, the L divided by (C or the server's mean running +
-    waiting) and the client's own in-flight as bookkeeping, each where the point has it. A file that records λ·W
-    alone (the Day 3 notebook's column) says so instead of printing a λ or W it does not have."""
-    parts = [f"λ={r.lam:.3g} req/s"] if r.lam is not None else []
-    parts += [f"W={r.w_s:.3g} s"] if r.w_s is not None else []
-    parts += [f"λW={r.lam_w:.3g}"]
-    if r.lam is None and r.w_s is None:
+def _littles_tip(c: float, ratio: float, ll: Mapping[str, Any], where: Any = _at_c) -> str:
+    """A point's Little's-law tooltip, with the figures the point has: L, λ (req/s), W (s) and λ·W where each is a
+    number. A file that records λ·W alone (the Day 3 notebook's column) says so instead of printing a λ or W
+    it does not have."""
+    def num(key: str) -> float | None:
+        v = ll.get(key)
+        return float(v) if is_number(v) else None  # finite: never a NaN in the text
+
+    big_l, lam, w, lw = num("L"), num("lambda_req_s"), num("W_s"), num("lambda_W")
+    if lw is None and lam is not None and w is not None:
+        lw = lam * w
+    parts = [f"L={big_l:.3g}"] if big_l is not None else []
+    parts += [f"λ={lam:.3g} req/s"] if lam is not None else []
+    parts += [f"W={w:.3g} s"] if w is not None else []
+    parts += [f"λW={lw:.3g}"] if lw is not None else []
+    if lam is None and w is None:
         parts.append("λ and W not recorded separately")
-    parts.append(f"C={r.big_l:g}" if r.source == "configured" else f"server L={r.big_l:.3g} (running + waiting)")
-    if r.client_l is not None:
-        parts.append(f"client in flight {r.client_l:.3g} (= λW by construction)")
     return f"{where(c)}: {', '.join(parts)} → ratio {ratio:.3f}"
 
 
@@ -860,10 +860,8 @@ def open_loop_charts(spec: Any, setup: Any, results: Mapping[str, Any] | None, v
     figs.append(_littles_figure(
         "open_littles", _littles_series(open_points(results), lambda p: float(p["rate_req_s"])), verdicts,
         _rate_axis(spec, results), _at_rate,
-        "λ·W ÷ L with L the server's own count, the mean of vLLM's num_requests_running + num_requests_waiting over "
-        "the point's /metrics timeline (sweep.timeline): an open loop fixes the arrival rate, not L. W at the client "
-        "also holds the frontend's time, which the server's count does not, so a healthy server reads a little "
-        "above 1. A point without a timeline is not drawn.", "λ·W ÷ L (server)"))
+        "In an open loop L is whatever the arrivals and the latency make it; a ratio away from 1 means the requests "
+        "in flight the client counted do not match its throughput and latency."))
     return [f for f in figs if f is not None]
 
 

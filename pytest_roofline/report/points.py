@@ -13,7 +13,6 @@ from pytest_roofline.format.spec import Spec
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model.setup import Setup
 from pytest_roofline.quantities.analysis import cache_hit_reason, goodput_rows
-from pytest_roofline.quantities.littles import reading_or_none
 from pytest_roofline.report import charts as ch
 from pytest_roofline.report.common import esc, is_number
 
@@ -80,26 +79,20 @@ def _flags_cells(flags: list[str]) -> tuple[str, str]:
     return cell, "".join(f'<div class="flagnote">⚑ {esc(f)}</div>' for f in long)
 
 
-def _littles_cell(p: Mapping[str, Any]) -> tuple[str, float | None]:
-    """The λW ÷ L cell and the ratio in it: λ·W over the configured C (closed loop, a peer's file too) or over the
-    server's mean running + waiting (open loop with a timeline), as the littles_law_ratio verdict scores it
-    (quantities/littles.py); an open-loop point without a timeline shows its λ·W alone, unjudged."""
-    r = reading_or_none(p)
-    if r is not None:
-        tip = r.detail()
-        return f'<span class="nw" title="{esc(tip)}">{r.ratio:.3f}</span>', r.ratio
-    ll = _get_ll(p)
-    lam_w = ll.get("lambda_W")
+def _littles_cell(ratio: Any, ll: Mapping[str, Any]) -> str:
+    """The λW ÷ L cell: the ratio where the point has L; a peer's file records no L (its C is the configured one),
+    so the cell shows the λ·W it keeps and its share of the configured C instead, unjudged (no ✓/✗), as the skipped
+    littles_law verdict does."""
+    if is_number(ratio):
+        return f"{ratio:.3f}"
+    lam_w, conf = ll.get("lambda_W"), ll.get("L_configured")
     if not is_number(lam_w):
-        return "—", None
-    tip = ("λ·W (request throughput × mean E2E latency); an open loop fixes the arrival rate, not L, and this "
-           "point has no server timeline (sweep.timeline) to take L from, so Little's law is not checked here")
-    return f'<span class="nw" title="{esc(tip)}">λW {lam_w:.4g}</span>', None
-
-
-def _get_ll(p: Mapping[str, Any]) -> Mapping[str, Any]:
-    c = p.get("client") or {}
-    return (c.get("littles_law") or {}) if isinstance(c, Mapping) else {}
+        return "—"
+    tip = ("λ·W (request throughput × mean E2E latency); L, the time-averaged requests in flight, is not in this "
+           "file, so Little's law is not checked: the share is λ·W ÷ the configured C, below 1 where the closed "
+           "loop drained at its end")
+    share = f" ÷ C {lam_w / conf:.3f}" if is_number(conf) and conf else ""
+    return f'<span class="nw" title="{esc(tip)}">λW {lam_w:.4g}{share}</span>'
 
 
 def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) -> str:
@@ -123,8 +116,7 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
              ("TPOT p50/p99 ms", "time per output token, ms"),
              ("run/wait", "most requests running / waiting (server)"), ("KV", "peak KV-cache usage"),
              ("cache hits", "prefix-cache hit rate"), ("preempt", "preemptions"),
-             ("λW ÷ L", "Little's law: throughput × mean latency ÷ L, the configured concurrency (closed loop) or the "
-                        "server's mean running + waiting (open loop with a timeline)"), ("flags", "")]
+             ("λW ÷ L", "Little's law: throughput × mean latency ÷ requests in flight"), ("flags", "")]
     head = "<tr>" + "".join(f'<th title="{esc(t)}">{esc(h)}</th>' if t else f"<th>{esc(h)}</th>"
                             for h, t in heads) + "</tr>"
     body = []
@@ -146,8 +138,11 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
         per = per.get("mean", per.get("p50")) if isinstance(per, Mapping) else per
         ttft = c.get("ttft_ms") or {}
         tpot = c.get("tpot_ms") or {}
-        ll_cell, ratio = _littles_cell(p)
-        ll_ok = is_number(ratio) and abs(ratio - 1) <= ch.LITTLES_TOL
+        ll = c.get("littles_law") or {}
+        ratio = ll.get("ratio")
+        if not is_number(ratio) and is_number(ll.get("lambda_W")) and ll.get("L"):
+            ratio = ll["lambda_W"] / ll["L"]
+        ll_ok = is_number(ratio) and abs(ratio - 1) <= 0.02
         why = cache_hit_reason(p, th, setup)
         cont = why is not None
         flags = list(p.get("flags") or [])
@@ -183,7 +178,7 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
             f"{_num_or(s.get('max_num_requests_running'), '{:g}')} / "
             f"{_num_or(s.get('max_num_requests_waiting'), '{:g}')}",
             _num_or(s.get("max_kv_cache_usage"), "{:.0%}"), _num_or(hit, "{:.1%}"),
-            _num_or(s.get("preemptions"), "{:g}"), ll_cell + ll_mark, flag_cell,
+            _num_or(s.get("preemptions"), "{:g}"), _littles_cell(ratio, ll) + ll_mark, flag_cell,
         ]
         classes = ["", "num", "num", "num model", "num", "num serving", "num", "num", "num", "num", "num", "num",
                    f"num{hot}", "num", "num", "flags"]

@@ -120,7 +120,7 @@ def test_drift_fail_fails_the_drifted_test_only(runs: dict, tmp_path: Path) -> N
     r = pytest_run("--replay", str(runs["scaled"]), str(YAML), "--roofline-history", str(hist),
                    "--roofline-drift-fail", "-rf")
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "1 failed, 19 passed, 1 xfailed, 1 xpassed" in r.stdout
+    assert "1 failed, 20 passed, 1 xpassed" in r.stdout
     assert "FAILED predictions/cpu-tiny.yaml::queueing-past-the-cap - drifted: +25.0% vs previous run" in r.stdout
     assert "PredictionDrifted" in r.stdout and "predicted" in r.stdout  # the drift and the verdict
     # the table says why it failed: its tolerance passed, its drift failed the test (not the prediction's own FAIL)
@@ -158,7 +158,7 @@ def test_drift_fail_under_xdist(runs: dict, tmp_path: Path) -> None:
     r = pytest_run("-n", "2", "--replay", str(runs["scaled"]), str(YAML), "--roofline-history", str(hist),
                    "--roofline-drift-fail")
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "1 failed, 19 passed, 1 xfailed, 1 xpassed" in r.stdout
+    assert "1 failed, 20 passed, 1 xpassed" in r.stdout
     assert "roofline drift: 19 compared (1 drifted, 18 steady), 3 not measured vs the previous run" in r.stdout
     assert len(open_store(str(hist)).runs()) == 4
 
@@ -212,7 +212,7 @@ def test_a_point_that_did_not_hold_its_concurrency_is_not_judged(runs: dict, tmp
     shutil.copytree(runs["after_first"], hist)
     r = pytest_run("--replay", str(unheld), str(YAML), "--roofline-history", str(hist), "--roofline-drift-fail")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "16 passed, 1 xfailed, 5 inconclusive" in r.stdout
+    assert "17 passed, 5 inconclusive" in r.stdout
     out = " ".join(r.stdout.split())  # the drift lines wrap at 120 columns
     assert re.search(r"queueing-past-the-cap UNCERTAIN \+25\.0% vs previous run \(2026-\d\d-\d\d[^)]*\), not "
                      r"judged: point closed-c32 did not hold its concurrency in this run", out)
@@ -275,7 +275,7 @@ def test_drift_fail_fails_a_drifted_value_whatever_its_verdict(runs: dict, tmp_p
                    str(hist), "--roofline-drift-fail", "-rf", env=env)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "FAILED predictions/cpu-tiny.yaml::queueing-past-the-cap - drifted: +25.0% vs previous run" in r.stdout
-    assert "1 failed, 19 passed, 1 xfailed, 1 xpassed" in r.stdout  # not "1 inconclusive"
+    assert "1 failed, 20 passed, 1 xpassed" in r.stdout  # not "1 inconclusive"
     # without --roofline-drift-fail it stays what its verdict says
     hist2 = tmp_path / "h2"
     shutil.copytree(runs["after_first"], hist2)
@@ -490,7 +490,7 @@ def test_a_drift_failure_is_drifted_in_every_artefact(runs: dict, tmp_path: Path
     latest = max(store.runs(), key=lambda s: s.started_at)
     v = latest.value("predictions/cpu-tiny.yaml::queueing-past-the-cap::concurrency=32")
     assert v is not None and (v.status, v.outcome, v.shown) == ("pass", "drifted", "drifted")
-    assert latest.outcomes == {"pass": 19, "xfail": 1, "xpass": 1, "drifted": 1}
+    assert latest.outcomes == {"pass": 20, "xpass": 1, "drifted": 1}
     html = render_trend(list(store.runs()))
     row = next(t for t in re.findall(r"<tr[^>]*>.*?</tr>", html, re.S) if ">queueing-past-the-cap" in t)
     assert '<span class="rl-badge rl-failed">DRIFTED</span>' in row and ">FAIL<" not in row

@@ -100,13 +100,12 @@ def test_the_store_keeps_the_outcomes_pytest_reported(trial: dict[str, Any]) -> 
     assert run.counts == {"pass": 26, "fail": 10}  # the verdicts: an expected miss is a FAIL verdict
     assert {v.prediction_id for v in run.values if v.outcome == "xfail"} == xfailed
     assert all(v.status == "fail" for v in run.values if v.outcome == "xfail")
-    # cpu-tiny on 12-05: two unexpected passes, which their verdicts call passes (littles-law-c2 is xfail for the
-    # 12-01 recording, whose loop did not hold C = 2)
+    # cpu-tiny on 12-05: one unexpected pass, which its verdict calls a pass
     tiny = trial["cpu-tiny", "2026-12-05"]
-    assert counts(tiny) == {"passed": 20, "xpassed": 2} and listed(tiny, "XPASS") == {"knee", "littles-law-c2"}
+    assert counts(tiny) == {"passed": 21, "xpassed": 1} and listed(tiny, "XPASS") == {"knee"}
     (night,) = [r for r in runs_of(trial["nightly"])
                 if r.files == ["predictions/cpu-tiny.yaml"] and r.started_at.startswith("2026-12-05")]
-    assert night.outcomes == {"pass": 20, "xpass": 2}
+    assert night.outcomes == {"pass": 21, "xpass": 1}
     knee = next(v for v in night.values if v.prediction_id == "knee")
     assert (knee.status, knee.outcome) == ("pass", "xpass")
 

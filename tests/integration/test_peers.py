@@ -30,11 +30,11 @@ def test_bench_serve_point_units_and_littles_law():
     assert pt["input_len"] == 128 and pt["output_len"] == 1024  # 5,120 ÷ 40 and 40,960 ÷ 40
     c = pt["client"]
     assert c["ttft_ms"]["p50"] == 18.0 and c["ttft_ms"]["mean"] == 20.0 and c["tpot_ms"]["p99"] == 12.0
-    # λ = 40 req ÷ 120 s = 1/3 req/s; W = 12 s; λW = 4 over the 4 configured clients: ratio 1.0 (trial s16 H2:
-    # Little's law is λ·W ÷ C, scored on a peer's file too); no L (time-averaged in flight) in the file
+    # λ = 40 req ÷ 120 s = 1/3 req/s; W = 12 s; λW = 4 beside the 4 configured clients; no L (time-averaged in
+    # flight) in the file, so no ratio: Little's law is not checked on it (issue 20)
     ll = c["littles_law"]
     assert ll["lambda_W"] == pytest.approx(4.0) and ll["L_configured"] == 4.0
-    assert ll["L"] is None and ll["ratio"] == pytest.approx(1.0) and "not_checked" not in ll
+    assert ll["L"] is None and ll["ratio"] is None and "--max-concurrency" in ll["not_checked"]
     # no --save-detailed: per-request rate = 341.33 tok/s ÷ 4 clients = 85.33, and it says so
     assert c["per_request_output_tok_s"]["mean"] == pytest.approx(40960 / 120 / 4)
     assert "concurrency" in c["per_request_output_tok_s"]["estimated_from"]
@@ -67,12 +67,13 @@ def test_day3_directory_reads_as_the_notebook_run():
 @pytest.mark.slow
 def test_day3_verdicts_reproduced_from_vllm_bench_files(pytester: pytest.Pytester):
     """The notebook's Day 3 verdicts come out the same from its table in vllm bench serve's own format as from
-    the project's transcription of it (no knee, TTFT knee at 2, KV blocks 10.5% under), Little's law included:
-    λ·W ÷ the configured C, 0.996-1.000 at the 8 points in both (trial s16 H2; it was skipped on the peer's file)."""
+    the project's transcription of it (no knee, TTFT knee at 2, KV blocks 10.5% under), except Little's law: a
+    vllm bench serve file records the configured concurrency, not the mean in flight, so its 8 checks are skipped
+    (issue 20), where the transcription records L and passes them."""
     pytester.syspathinsert(str(REPO))
     outcomes = {}
     for results, counts in ((DAY3_RESULTS, "*26 passed, 10 xfailed*"),
-                            (DAY3_DIR, "*26 passed, 10 xfailed*")):
+                            (DAY3_DIR, "*18 passed, 8 skipped, 10 xfailed*")):
         junit = pytester.path / f"{results.name}.xml"
         r = pytester.runpytest_subprocess(*NO_HTML, "--replay", str(results), str(DAY3),
                                           f"--junitxml={junit}", timeout=300)
@@ -81,8 +82,9 @@ def test_day3_verdicts_reproduced_from_vllm_bench_files(pytester: pytest.Pyteste
         outcomes[results.name] = sorted((tc.get("name", ""), tc.find("skipped") is not None)
                                         for tc in ElementTree.parse(junit).iter("testcase"))
     littles = {name for name, _ in outcomes[DAY3_DIR.name] if name.startswith("littles-law")}
-    assert len(littles) == 8 and not any(skipped for name, skipped in outcomes[DAY3_DIR.name] if name in littles)
-    assert outcomes[DAY3_RESULTS.name] == outcomes[DAY3_DIR.name]
+    assert len(littles) == 8 and all(skipped for name, skipped in outcomes[DAY3_DIR.name] if name in littles)
+    assert ([o for o in outcomes[DAY3_RESULTS.name] if o[0] not in littles]
+            == [o for o in outcomes[DAY3_DIR.name] if o[0] not in littles])
 
 
 def test_sweep_output_layout_merges_repeats(tmp_path: Path):
@@ -122,9 +124,9 @@ def test_guidellm_definitions_converted():
     assert c4["tpot_ms"]["p50"] == 5.5  # GuideLLM's inter_token_latency_ms is vLLM's TPOT
     assert "itl_ms" not in c4 and "itl_ms" in by["closed-c4"]["not_reported"]
     assert c4["e2e_ms"]["mean"] == pytest.approx(390.0)  # 0.39 s -> ms
-    # λW = 10 req/s × 0.39 s = 3.9 over the 4 streams: 0.975; request_concurrency (3.9) is λ·W itself, not L
+    # λW = 10 req/s × 0.39 s = 3.9 beside the 4 streams; request_concurrency (3.9) is λ·W itself: not checked
     assert c4["littles_law"]["lambda_W"] == pytest.approx(3.9) and c4["littles_law"]["L_configured"] == 4.0
-    assert c4["littles_law"]["ratio"] == pytest.approx(0.975) and c4["mean_in_flight"] == 3.9
+    assert c4["littles_law"]["ratio"] is None and c4["mean_in_flight"] == 3.9
     assert by["closed-c1"]["input_len"] == 128 and by["closed-c1"]["output_len"] == 64
 
 
@@ -180,13 +182,14 @@ def test_real_vllm_bench_serve_files_replay(pytester: pytest.Pytester, tmp_path:
     assert f"PASSED predictions/cpu-tiny.yaml::{ok}" in out or f"PASSED cpu-tiny.yaml::{ok}" in out \
         or f"::{ok} PASSED" in out or f"PASSED {REPO}/predictions/cpu-tiny.yaml::{ok}" in out \
         or any(line.startswith("PASSED") and line.endswith(f"::{ok}") for line in out.splitlines()), out[-3000:]
-    # Little's law is λ·W ÷ the configured C (trial s16 H2): C=1 reads 0.998 and passes; at C=4 the 40-request
-    # run (10 per client) gives λ·W = 3.65 of 4, 0.911: the closed loop's drain at its end, a real shortfall that
-    # the ±5% check now reports (issue 20's M11 had it skipped); C=2 (0.996) is cpu-tiny.yaml's xfail (XPASS)
+    # the newcomer's M11 (issue 20): at C=4 with 40 requests λ·W = 3.65 against the 4 clients (0.911 in the file)
+    # FAILED, because vllm bench serve's closed loop drains at the end and the file records the configured
+    # concurrency, not the time-averaged count in flight. Little's law is skipped with that reason, never failed.
     lines = out.splitlines()
-    assert any(line.startswith("PASSED") and "littles-law[concurrency=1]" in line for line in lines), out[-3000:]
-    assert any(line.startswith("FAILED") and "littles-law[concurrency=4]" in line for line in lines), out[-3000:]
-    assert "0.91138" in out or "0.9114" in out, out[-3000:]
+    assert not any(line.startswith("FAILED") and "littles-law" in line for line in lines), out[-3000:]
+    for c in (1, 2, 4):
+        assert any(line.startswith("SKIPPED") and f"point closed-c{c}:" in line
+                   and "configured --max-concurrency" in line for line in lines), out[-3000:]
 
 
 def test_real_aiperf_export_uses_the_servers_token_counts():
@@ -243,7 +246,7 @@ def test_real_guidellm_file():
     assert c["completed"] == 20 and c["failed"] == 0
     # GuideLLM's own request_concurrency is λ·W (5.219 req/s × 0.3679 s = 1.920): shown, but L is the 2 streams
     assert c["mean_in_flight"] == pytest.approx(c["request_throughput_req_s"] * c["e2e_ms"]["mean"] / 1e3)
-    assert c["littles_law"]["L_configured"] == 2.0 and c["littles_law"]["ratio"] == pytest.approx(0.96018, abs=1e-5)
+    assert c["littles_law"]["L_configured"] == 2.0 and c["littles_law"]["ratio"] is None
     assert c["tpot_ms"]["count"] == 20 * 63  # token-weighted: 63 gaps per 64-token request
     assert data["setup"]["model"]["name"] == "roofline-tiny"
 

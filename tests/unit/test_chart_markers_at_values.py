@@ -330,14 +330,12 @@ def test_no_nan_on_the_day3_page() -> None:
 def test_littles_tooltips_show_the_figures_the_point_has(day3: dict[str, ch.Figure]) -> None:
     # the notebook recorded L and λ·W per point, not λ and W: the tooltip gives those two and says so
     tips = [m["tip"] for m in _markers(ET.fromstring(day3["littles"].svg))]
-    assert ("C=8: λW=7.97, λ and W not recorded separately, C=8, client in flight 8 (= λW by construction) → "
-            "ratio 0.996") in tips
+    assert "C=8: L=8, λW=7.97, λ and W not recorded separately → ratio 0.996" in tips
     assert len(tips) == 8 and all("λ=" not in t and "W=" not in t.replace("λW=", "") for t in tips)
-    # a run the plugin measured has λ, W, λ·W, C and the client's own in-flight count (bookkeeping)
+    # a run the plugin measured has all four
     figs = _figs(RECORDED / "cpu-tiny-2026-12-05.results.json")
     tips = [m["tip"] for m in _markers(ET.fromstring(figs["littles"].svg))]
-    assert tips and all(re.search(r"λ=[\d.]+ req/s, W=[\d.]+ s, λW=[\d.]+, C=\d+, client in flight [\d.]+ "
-                                  r"\(= λW by construction\) → ratio", t) for t in tips), tips
+    assert tips and all(re.search(r"L=[\d.]+, λ=[\d.]+ req/s, W=[\d.]+ s, λW=[\d.]+ → ratio", t) for t in tips)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -352,10 +350,8 @@ def open_loop() -> dict[str, ch.Figure]:
 
 
 def test_an_open_loop_sweep_is_charted_against_its_offered_rate(open_loop: dict[str, ch.Figure]) -> None:
-    # no Little's-law chart: the recording has no server timeline, so no open-loop point has an independent L
-    assert {"open_requests", "open_throughput", "open_ttft", "open_tpot"} <= set(open_loop)
-    assert "open_littles" not in open_loop
-    for key in ("open_requests", "open_throughput", "open_ttft", "open_tpot"):
+    assert {"open_requests", "open_throughput", "open_ttft", "open_tpot", "open_littles"} <= set(open_loop)
+    for key in ("open_requests", "open_throughput", "open_ttft", "open_tpot", "open_littles"):
         root = ET.fromstring(open_loop[key].svg)
         assert "offered request rate (req/s" in " ".join(t.text or "" for t in root.iter(f"{NS}text")), key
     # the serving model is drawn beside the measured points, with its band where it has one

@@ -486,11 +486,6 @@ class MetricsScraper:
     def __repr__(self) -> str:  # never shows the api key
         return f"MetricsScraper({self.base_url!r}, interval_s={self.interval_s})"
 
-    @property
-    def t0(self) -> float:
-        """``time.monotonic()`` when the scraper started: the zero of the timeline's ``t_s``."""
-        return self._t0
-
     def _scrape(self) -> dict | None:
         try:
             assert self._client is not None

@@ -104,15 +104,11 @@ GLOSSARY: dict[str, str] = {
         "sum of every request's time in flight divided by the window length."
     ),
     "littles_law": (
-        "Little's law, L = λ·W, as a check that can fail: λ (lambda_req_s) is the request throughput, W (W_s) "
-        "the mean E2E latency of completed requests in seconds, lambda_W their product. In a closed loop L is "
-        "the configured concurrency (L_configured) and ratio = λ·W ÷ C: below 1 when the loop did not hold C "
-        "(a load generator that sent late, failed requests, a long fill or drain). In an open loop ratio is "
-        "null here: the check takes L from the server's num_requests_running + num_requests_waiting over the "
-        "point's /metrics timeline (sweep.timeline). L in this object is mean_in_flight, the client's own "
-        "count, kept as bookkeeping: over this window every measured request lies wholly inside it, so it "
-        "equals λ·W up to the gap between the last token and the end of the response, and is never the L "
-        "checked."
+        "A consistency check by Little's law, L = λ·W: L is mean_in_flight, λ (lambda_req_s) is the request "
+        "throughput, W (W_s) is the mean E2E latency of completed requests in seconds; ratio = (λ·W) / L, "
+        "what Little's law gives back over the concurrency actually held. It is close to 1 in a steady, "
+        "error-free run; it drops below 1 when failed requests held slots, when responses took long after "
+        "their last token, or when the window holds long ramp-up/ramp-down phases."
     ),
     "token_count_mismatches": (
         "Completed requests whose server-reported usage differs from what was requested: prompt_tokens ≠ "

@@ -95,16 +95,12 @@ def summarize_records(
 
     w_s = float(np.mean(e2e)) if e2e else None
     lam_w = req_tput * w_s if (req_tput is not None and w_s is not None) else None
-    # L here is the client's own time-averaged in flight: over this window (first measured send → last end) every
-    # measured request lies wholly inside, so L equals λ·W by construction and is kept as bookkeeping, never as the
-    # divisor of the check. The ratio is λ·W over an independent L: the configured C of a closed loop (summarize),
-    # the server's running + waiting of an open loop (quantities/littles.py, from the point's timeline).
     littles = {
         "L": mean_in_flight,
         "lambda_req_s": req_tput,
         "W_s": w_s,
         "lambda_W": lam_w,
-        "ratio": None,
+        "ratio": (lam_w / mean_in_flight) if (mean_in_flight and lam_w is not None) else None,
     }
 
     lag = None
@@ -179,9 +175,6 @@ def summarize(result: LoadResult, *, steady_state: str | None = "detect", level:
     )
     if result.spec.mode == PointMode.CLOSED and result.spec.concurrency:
         out["held_mean_in_flight"] = held_in_flight(result.records, result.spec.concurrency)
-        ll, c = out["littles_law"], float(result.spec.concurrency)
-        ll["L_configured"] = c  # Little's law's L in a closed loop: λ·W ÷ C (quantities/littles.py)
-        ll["ratio"] = ll["lambda_W"] / c if ll["lambda_W"] is not None else None
     if steady_state is not None:
         out.update(steady_summary(result.records, result.measure_start_s, method=steady_state, level=level,
                                   concurrency=(result.spec.concurrency if result.spec.mode == PointMode.CLOSED

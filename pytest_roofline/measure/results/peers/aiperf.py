@@ -149,13 +149,16 @@ def aiperf_point(doc: Mapping[str, Any], where: str) -> PointRecord:
     w_ms = number((e2e or {}).get("mean"))
     # v0.13's effective_concurrency is the time-averaged count in flight, but it equals request_throughput × mean
     # request_latency to 1e-7 in a real export (tests/data/peers/aiperf-cpu-tiny): it is λ·W itself, so it cannot
-    # check Little's law; L is the configured --concurrency (λ·W ÷ C), as for vllm bench serve
+    # check Little's law; L is the configured --concurrency, as for vllm bench serve
     eff = _avg(doc, "effective_concurrency")
     if eff is not None:
         client["mean_in_flight"] = eff
     if mode == PointMode.CLOSED and conc and lam is not None and w_ms is not None:
         client["littles_law"] = {"L": None, "L_configured": float(conc), "lambda_req_s": lam, "W_s": w_ms / 1e3,
-                                 "lambda_W": lam * w_ms / 1e3, "ratio": lam * w_ms / 1e3 / float(conc)}
+                                 "lambda_W": lam * w_ms / 1e3, "ratio": None,
+                                 "not_checked": "AIPerf records its configured --concurrency, and its "
+                                                "effective_concurrency is λ·W itself, so Little's law cannot be "
+                                                "checked on its export"}
     else:
         not_reported["littles_law"] = "needs a closed loop, request_throughput and request_latency"
     isl, osl = _avg(doc, "input_sequence_length"), _avg(doc, "output_sequence_length")

@@ -190,14 +190,17 @@ def guidellm_point(bench: Mapping[str, Any], where: str) -> PointRecord:
                     "server": "GuideLLM does not scrape the engine's /metrics"}
     # request_concurrency is GuideLLM's time-averaged count in flight, but in a real file it equals
     # requests_per_second × mean request_latency to 1e-15 (tests/data/peers/guidellm-cpu-tiny): it is λ·W itself,
-    # so it cannot check Little's law; L is the configured streams (λ·W ÷ C), as for vllm bench serve
+    # so it cannot check Little's law; L is the configured streams, as for vllm bench serve
     conc_avg = number((_ok(metrics, "request_concurrency") or {}).get("mean"))
     if conc_avg is not None:
         client["mean_in_flight"] = conc_avg
     w_s = number((_ok(metrics, "request_latency") or {}).get("mean"))
     if mode == PointMode.CLOSED and conc and lam is not None and w_s is not None:
         client["littles_law"] = {"L": None, "L_configured": float(conc), "lambda_req_s": lam, "W_s": w_s,
-                                 "lambda_W": lam * w_s, "ratio": lam * w_s / float(conc)}
+                                 "lambda_W": lam * w_s, "ratio": None,
+                                 "not_checked": "GuideLLM records its configured streams, and its "
+                                                "request_concurrency is λ·W itself, so Little's law cannot be "
+                                                "checked on its file"}
     else:
         not_reported["littles_law"] = ("needs a closed loop (synchronous / concurrent), requests_per_second and "
                                        "request_latency")

@@ -193,12 +193,14 @@ def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> 
         w_s = statistics.fmean(float(x) for x in lat)  # seconds, one per request (kept since v0.30)
     lam = client["request_throughput_req_s"]
     if mode == PointMode.CLOSED and w_s is not None and lam is not None:
-        # L, the time-averaged count in flight, is not in the file; Little's law is checked against the configured
-        # clients C (--max-concurrency): λ·W ÷ C below 1 means the loop did not hold C (a slow load generator, a
-        # long fill or drain), as for this project's own closed-loop points (quantities/littles.py)
+        # λ·W is kept (the clients' busy share, λ·W ÷ C, is worth showing) but L, the time-averaged count in
+        # flight, is not in the file: its max_concurrency is the configured number of clients, and a closed loop
+        # drains at its end, so λ·W ÷ C < 1 on a healthy server. Little's law is not checked (a skip, never a FAIL).
         client["littles_law"] = {
             "L": None, "L_configured": float(conc) if conc else None, "lambda_req_s": lam, "W_s": w_s,
-            "lambda_W": lam * w_s, "ratio": (lam * w_s / float(conc)) if conc else None}
+            "lambda_W": lam * w_s, "ratio": None,
+            "not_checked": "vllm bench serve records the configured --max-concurrency, not the time-averaged "
+                           "number of requests in flight, so Little's law cannot be checked on its file"}
     else:
         not_reported["littles_law"] = ("needs the mean end-to-end latency (--percentile-metrics …,e2el) and a "
                                        "closed loop (--max-concurrency)" if mode == PointMode.CLOSED else
