@@ -115,7 +115,7 @@ sweep:
     quantity: littles_law_ratio
     at: {{concurrency: 2}}
     predicted: 1.00
-    tolerance: ±99%   # λ·W ÷ C: a stub answering in 0.2 ms leaves the client's own gaps most of the time (0.41)
+    tolerance: ±99%   # plumbing, not Little's law: λ·W ÷ C read 0.41 against a 0.2 ms stub (the client's gaps)
 """
 
 
