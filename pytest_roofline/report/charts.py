@@ -734,9 +734,10 @@ def littles_chart(spec: Any, results: Mapping[str, Any] | None,
                   verdicts: Sequence[Row]) -> Figure | None:
     series = _littles_series(closed_points(results), lambda p: float(concurrency(p)))
     return _littles_figure("littles", series, verdicts, _x_axis(sweep_batches(spec, results)), _at_c,
-                           "In a closed loop at concurrency C, L is C; a ratio away from 1 means the load generator "
-                           "was not holding what it claims (or the latency it reports is not the latency requests "
-                           "spent).")
+                           "L is the client's own time-averaged count in flight over the measurement window, so the "
+                           "ratio is close to 1 by construction: it checks the client's bookkeeping (failed requests "
+                           "holding slots, time after a response's last token), not whether the load generator held "
+                           "C; the points' held concurrency (the sweep table) says that.")
 
 
 def _littles_series(pts: Sequence[Mapping[str, Any]], x_of: Any) -> list[tuple[float, float, Mapping[str, Any]]]:

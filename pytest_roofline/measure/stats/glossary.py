@@ -106,9 +106,10 @@ GLOSSARY: dict[str, str] = {
     "littles_law": (
         "A consistency check by Little's law, L = λ·W: L is mean_in_flight, λ (lambda_req_s) is the request "
         "throughput, W (W_s) is the mean E2E latency of completed requests in seconds; ratio = (λ·W) / L, "
-        "what Little's law gives back over the concurrency actually held. It is close to 1 in a steady, "
-        "error-free run; it drops below 1 when failed requests held slots, when responses took long after "
-        "their last token, or when the window holds long ramp-up/ramp-down phases."
+        "what Little's law gives back over the concurrency actually held. L and λ·W come from the same requests "
+        "over the same window, so it is close to 1 by construction: it drops below 1 only when failed requests "
+        "held slots or responses took long after their last token. It does not say whether a closed loop held "
+        "its concurrency C (the held figures do)."
     ),
     "token_count_mismatches": (
         "Completed requests whose server-reported usage differs from what was requested: prompt_tokens ≠ "
