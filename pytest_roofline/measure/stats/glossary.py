@@ -157,9 +157,7 @@ GLOSSARY: dict[str, str] = {
         "on, as vllm bench serve reports it), with the number of samples (n) and requests behind it: "
         "distribution-free order-statistic intervals for percentiles (the binomial "
         "distribution of the order statistics), batch-means Student-t intervals for means (up to 20 contiguous "
-        "batches, so correlated neighbours widen it) and for throughputs (up to 20 sub-windows, each completed request "
-        "counting its tokens at its completion, as vllm bench serve's throughputs count them; an interval of a "
-        "figure that cannot be negative is clipped at 0). A side that n samples "
+        "batches, so correlated neighbours widen it) and for throughputs (20 sub-windows). A side that n samples "
         "cannot bound is null: a p99 from 80 requests has no upper bound at 95%. With sweep.repeats >= 2 it is a "
         "Student-t interval over the repeats' values."
     ),

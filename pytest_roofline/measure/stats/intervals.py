@@ -251,8 +251,7 @@ def rate_interval(event_times_s: Iterable[float] | np.ndarray, window_s: tuple[f
     idx = np.minimum(((t - start) / span * k).astype(np.int64), k - 1)
     rates = np.bincount(idx, weights=w, minlength=k) / (span / k)
     iv = _t_interval(rates, level, "batch-means", n, f"{k} sub-windows of {span / k:.3g} s")
-    # a rate is >= 0: the interval clipped there keeps its coverage (2 sub-windows reached -40.9 req/s)
-    return replace(iv, estimate=est, lo=max(iv.lo, 0.0) if (w >= 0).all() else iv.lo)
+    return replace(iv, estimate=est)
 
 
 def requests_to_decide(interval: Interval, bound: float, samples_n: int,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -195,31 +195,30 @@ def steady_statistics(records: Sequence[RequestRecord], window: SteadyWindow, le
         if not values:
             continue
         iv = mean_interval(values, level)
-        if iv.lo < 0 <= min(values):  # a mean of non-negative values is >= 0: the interval clipped there keeps
-            iv = replace(iv, lo=0.0)  # its coverage (a Student-t on 2 batches reached -11 ms for a TPOT mean)
         intervals[f"{name}.mean"] = {**iv.to_json(), "requests": len(rs)}
         for p in PERCENTILES:
             iv = percentile_interval(values, p / 100.0, level)
             intervals[f"{name}.p{p}"] = {**iv.to_json(), "requests": len(rs)}
     span = (window.start_s, window.end_s)
-    # throughputs as vLLM defines them (tokens of completed requests over the duration): each completed request
-    # counts its output (and, for the total, its prompt) tokens at its completion, so the three throughputs share
-    # one sub-window structure and are exact multiples of each other where every request has the same lengths.
-    # Token chunks as events measured the step cadence inside requests instead, an interval far narrower than the
-    # request-to-request variation (3 requests gave output throughput +-10% and request throughput none;
-    # benchmarks/RESULTS-intervals.md: the chunk interval held the next run 35% of the time, the completions' 83%)
+    chunk_t: list[float] = []
+    chunk_w: list[float] = []
+    chunk_total_w: list[float] = []
     done_t: list[float] = []
-    done_out: list[float] = []
-    done_total: list[float] = []
     for r in (r for r in records if r.in_sample and r.ok):
+        n_out = output_tokens(r)
+        if r.chunk_times_s:
+            per = n_out / len(r.chunk_times_s)
+            # prompt tokens counted at the first chunk (prefill done), output tokens at their chunk
+            for j, t in enumerate(r.chunk_times_s):
+                chunk_t.append(t)
+                chunk_w.append(per)
+                chunk_total_w.append(per + (prompt_tokens(r) if j == 0 else 0))
         if r.end_s is not None:
-            n_out = output_tokens(r)
             done_t.append(r.end_s)
-            done_out.append(float(n_out))
-            done_total.append(float(n_out + prompt_tokens(r)))
-    for key, weights in (("output_throughput_tok_s", done_out), ("total_throughput_tok_s", done_total),
-                         ("request_throughput_req_s", None)):
-        iv = rate_interval(done_t, span, level, weights=weights)
+    for key, times, weights in (("output_throughput_tok_s", chunk_t, chunk_w),
+                                ("total_throughput_tok_s", chunk_t, chunk_total_w),
+                                ("request_throughput_req_s", done_t, None)):
+        iv = rate_interval(times, span, level, weights=weights)
         steady[key] = iv.estimate if math.isfinite(iv.estimate) else None
         if math.isfinite(iv.estimate):
             intervals[key] = {**iv.to_json(), "requests": len(rs)}
