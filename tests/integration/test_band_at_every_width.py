@@ -8,20 +8,12 @@ import re
 
 import pytest
 from support.pytest_run import run_pytest
+from support.specs import serving_h100_head
 
 from pytest_roofline.format.spec import load_spec
 from pytest_roofline.scoring import score
 
-SPEC = """\
-hardware: h100-sxm
-model: llama-3.1-8b
-model_column: serving
-engine: {name: vllm}
-workload: {input_len: 1024, output_len: 256}
-sweep: {mode: closed, concurrency: [1, 64]}
-defaults:
-  tolerance: ±15%
-predictions:
+SPEC = serving_h100_head([1, 64]) + """\
   - {id: tput-c64, quantity: output_throughput, at: {concurrency: 64}, predicted: 4500 tok/s}
   - {id: ttft-c1, quantity: ttft_p50, at: {concurrency: 1}, predicted: 35 ms}
   - {id: tpot-c1, quantity: tpot_p50, at: {concurrency: 1}, predicted: 7 ms}

@@ -34,6 +34,17 @@ predictions:
     tolerance: ±1%
 """
 
+#: The serving model's setup the scorecard-chart and band tests share: Llama-3.1-8B on an H100 SXM, ``model_column:
+#: serving``, 1,024 in / 256 out, a closed loop at the concurrencies given, ±15 %. It ends at ``predictions:``, so a
+#: test appends its own list entries (its ink is what it asserts on).
+def serving_h100_head(concurrency: list[int]) -> str:
+    levels = ", ".join(str(c) for c in concurrency)
+    return ("hardware: h100-sxm\nmodel: llama-3.1-8b\nmodel_column: serving\nengine: {name: vllm}\n"
+            "workload: {input_len: 1024, output_len: 256}\n"
+            f"sweep: {{mode: closed, concurrency: [{levels}]}}\n"
+            "defaults:\n  tolerance: ±15%\npredictions:\n")
+
+
 # ------------------------------------------------------------------------------------- Qwen3-8B on a declared GPU
 
 

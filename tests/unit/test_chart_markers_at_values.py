@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from support.paths import DAY3, DAY3_RESULTS, RECORDED, REPO
+from support.specs import serving_h100_head
 from support.svg_markers import markers
 
 from pytest_roofline.format.spec import load_spec
@@ -411,16 +412,7 @@ def test_the_open_loop_rows_have_the_serving_models_value() -> None:
 # ---------------------------------------------------------------------------------------------------------------
 # TTFT and TPOT values in ink (trial 22, M7): drawn on their charts as throughput ink is on its own
 # ---------------------------------------------------------------------------------------------------------------
-LATENCY_INK = """\
-hardware: h100-sxm
-model: llama-3.1-8b
-model_column: serving
-engine: {name: vllm}
-workload: {input_len: 1024, output_len: 256}
-sweep: {mode: closed, concurrency: [1, 4, 16, 64]}
-defaults:
-  tolerance: ±15%
-predictions:
+LATENCY_INK = serving_h100_head([1, 4, 16, 64]) + """\
   - {id: tput-c64, quantity: output_throughput, at: {concurrency: 64}, predicted: 4500 tok/s}
   - {id: ttft-c1, quantity: ttft_p50, at: {concurrency: 1}, predicted: 35 ms}
   - {id: ttft-c1-10s, quantity: ttft_p50, at: {concurrency: 1}, predicted: 10 s}

@@ -6,22 +6,14 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
+from support.specs import serving_h100_head
 from support.svg_markers import NS, markers
 
 from pytest_roofline.format.spec import load_spec
 from pytest_roofline.report.environment import spec_setup
 from pytest_roofline.report.scorecard import _figures, _with_outcomes, score_spec
 
-ZERO_TTFT_INK = """\
-hardware: h100-sxm
-model: llama-3.1-8b
-model_column: serving
-engine: {name: vllm}
-workload: {input_len: 1024, output_len: 256}
-sweep: {mode: closed, concurrency: [1, 4, 16, 64]}
-defaults:
-  tolerance: ±15%
-predictions:
+ZERO_TTFT_INK = serving_h100_head([1, 4, 16, 64]) + """\
   - {id: ttft-c1, quantity: ttft_p50, at: {concurrency: 1}, predicted: 35 ms}
   - {id: ttft-zero, quantity: ttft_p50, at: {concurrency: 4}, predicted: 0 ms}
 """
