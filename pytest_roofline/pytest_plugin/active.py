@@ -214,6 +214,40 @@ def session_finish(session: pytest.Session, rs: RooflineSession) -> None:
                 tr.write_line(line)
         if (store_failed or too_few) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a lost run or a night that compared nothing
+        if (store_failed or too_few) and tr is not None:
+            _count_line_says_failed(tr, [word for word, why in ((DRIFT_CHECK_FAILED, too_few),
+                                                                (HISTORY_NOT_STORED, store_failed)) if why])
+
+
+#: the part the count line gains when --roofline-drift-fail failed the session itself (a night that compared too
+#: few of its measured predictions), and when its run could not be stored: no test failed, the session did
+DRIFT_CHECK_FAILED = "roofline drift check failed"
+HISTORY_NOT_STORED = "roofline run not stored"
+
+
+def _count_line_says_failed(tr: Any, words: list[str]) -> None:
+    """Make pytest's closing count line (``21 passed, 1 xpassed in 3.1s``) say the session failed, in red: a
+    session-level failure (exit code 1) left it green, and a CI log skimmer reads the last line (issue 21).
+
+    pytest colours that line from its counts alone (``_pytest/terminal.py`` ``_determine_main_color``: red only for
+    a ``failed`` or ``error`` count; a count under a key of a plugin's own is yellow). Adding a report to
+    ``stats["error"]`` would print ``1 error`` for a test that does not exist and hand pytest's short summary a
+    report to list; raising from a hook, as pytest-benchmark does for ``--benchmark-compare-fail``, ends the
+    session in a Python traceback with no count line at all. So the line pytest built is kept and one part is added,
+    ``21 passed, 1 xpassed, roofline drift check failed``, and its colour set red, by wrapping this reporter's
+    ``build_summary_stats_line`` (the method pytest documents as building that line). The tests' own counts, and
+    everything --junitxml writes, are untouched: no prediction failed."""
+    build = getattr(tr, "build_summary_stats_line", None)
+    if build is None or not words:  # another terminal reporter: the exit code and the red reason still say it
+        return
+
+    def build_failed() -> tuple[list[tuple[str, dict[str, bool]]], str]:
+        parts, _colour = build()
+        # pytest bolds the parts of the line's own colour: now red, not the green of "21 passed"
+        parts = [(text, {**markup, "bold": bool(markup.get("red"))}) for text, markup in parts]
+        return [*parts, *((word, {"red": True, "bold": True}) for word in words)], "red"
+
+    tr.build_summary_stats_line = build_failed
 
 
 def _end_open_line(tr: Any) -> None:
