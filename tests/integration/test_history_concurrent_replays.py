@@ -1,8 +1,9 @@
 """Two replays of one results file at once store it once (trial 21, M5): the "already stored" check read the index
 the session read at its start, so two sessions that both started before either stored stored the file twice (two
 identical nights: a spread of 0 for every later night). The check is now made under the store's lock (a
-directory's flock, a database's transaction). Here both sessions are held at a barrier after each read the index
-and before either stores (a plugin in both, at the start of pytest_sessionfinish): no timing is assumed."""
+directory's flock, SQLite's BEGIN IMMEDIATE, PostgreSQL's LOCK TABLE). Here both sessions are held at a barrier
+after each read the index and before either stores (a plugin in both, at the start of pytest_sessionfinish): no
+timing is assumed."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.paths import CPU_TINY
@@ -39,14 +41,31 @@ def pytest_sessionfinish(session):
 '''
 
 
+def _fresh_database(server: Any, name: str) -> str:
+    """A new database on the throwaway server (tests/integration/conftest.py ``postgres``): its URL."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(server.url(), isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text(f"CREATE DATABASE {name}"))
+    engine.dispose()
+    return str(server.url().rsplit("/", 1)[0] + f"/{name}")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["dir", "sqlite"])
-def test_two_replays_of_one_file_at_once_store_it_once(tmp_path: Path, kind: str) -> None:
+@pytest.mark.parametrize("kind", ["dir", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_two_replays_of_one_file_at_once_store_it_once(tmp_path: Path, kind: str,
+                                                       request: pytest.FixtureRequest) -> None:
+    # postgres: the lock is _sql.py's LOCK TABLE ... IN SHARE ROW EXCLUSIVE MODE (READ COMMITTED alone lets both
+    # transactions read "not stored" and both insert)
     (tmp_path / "barrier_plugin.py").write_text(BARRIER)
     (tmp_path / "predictions").mkdir()
     (tmp_path / "predictions" / "cpu-tiny.yaml").write_text(CPU_TINY.read_text())
     (tmp_path / "gate").mkdir()
-    uri = str(tmp_path / "hist") if kind == "dir" else f"sqlite:///{tmp_path / 'hist.db'}"
+    if kind == "postgres":
+        uri = _fresh_database(request.getfixturevalue("postgres"), "replays")
+    else:
+        uri = str(tmp_path / "hist") if kind == "dir" else f"sqlite:///{tmp_path / 'hist.db'}"
     if kind == "dir":
         (tmp_path / "hist").mkdir()
     procs = []
