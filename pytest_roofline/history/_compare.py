@@ -252,6 +252,9 @@ class _Layout:
     own_line: bool = False
     quantity_on_id_line: bool = False
     model_left_out: bool = False
+    #: no table fits: each prediction is its id line and then its figures as ``name value`` fields, packed into
+    #: lines of the width (a narrow terminal, below about 72 columns)
+    stacked: bool = False
 
     @property
     def indent(self) -> str:
@@ -266,8 +269,8 @@ def _layout(cells: list[dict[str, str]], width: int) -> _Layout:
     row (ids of one prediction at several points differ at their end: an id is never cut in a row, and on its own
     line only in its middle, where it is longer than the whole width); the quantity moved onto that line; the
     model column left out (said under the table). Columns are never widened beyond their longest cell, and the
-    significance column ("beyond noise") and the measured values are never given up. Below about 75 columns the
-    last layout may still be wider than ``width``."""
+    significance column ("beyond noise") and the measured values are never given up. When even that is wider than
+    ``width`` (below about 72 columns), no table: each prediction is stacked (:func:`_stacked_fields`)."""
     natural = {c: max([len(c)] + [len(x[c]) for x in cells]) for c in _TABLE_COLUMNS}
     one = _Layout(_TABLE_COLUMNS, dict(natural))
     if one.line_width() <= width:
@@ -280,8 +283,45 @@ def _layout(cells: list[dict[str, str]], width: int) -> _Layout:
     moved = _Layout(no_quantity, dict(natural), own_line=True, quantity_on_id_line=True)
     if moved.line_width() <= width:
         return moved
-    return _Layout(tuple(c for c in no_quantity if c != "model"), dict(natural), own_line=True,
-                   quantity_on_id_line=True, model_left_out=True)
+    narrow = _Layout(tuple(c for c in no_quantity if c != "model"), dict(natural), own_line=True,
+                     quantity_on_id_line=True, model_left_out=True)
+    if narrow.line_width() <= width:
+        return narrow
+    return _Layout(no_quantity, dict(natural), own_line=True, quantity_on_id_line=True, stacked=True)
+
+
+#: a stacked prediction's fields: (the column, the word it is shown with), in the table's order
+_STACKED = (("predicted", "predicted"), ("A", "A"), ("measured A", ""), ("B", "B"), ("measured B", ""),
+            ("change", "change"), ("beyond noise", "beyond noise"), ("model", "model"))
+
+
+def _stacked_fields(x: dict[str, str], width: int) -> list[str]:
+    """A prediction's figures below its id line when no table fits ``width``: ``predicted 1.00 · A pass 0.9976 ·
+    B pass 0.9976 · change 0.0 % · beyond noise no ±0.01 · model 1.00``, packed into lines indented by two, a field
+    never split across lines (one longer than the line alone is cut at its end)."""
+    fields: list[str] = []
+    for col, word in _STACKED:
+        value = x[col]
+        if col in ("measured A", "measured B"):
+            if value and fields:
+                fields[-1] = f"{fields[-1]} {value}"  # "A pass 0.9976": the side's outcome and its measurement
+            continue
+        if value:
+            fields.append(f"{word} {value}")
+    room = max(1, width - 2)
+    lines: list[str] = []
+    line = ""
+    for f in fields:
+        f = _clip(f, room)
+        if line and len(line) + 3 + len(f) <= room:
+            line = f"{line} · {f}"
+        else:
+            if line:
+                lines.append("  " + line)
+            line = f
+    if line:
+        lines.append("  " + line)
+    return lines
 
 
 def _id_line(pid: str, quantity: str, width: int) -> str:
@@ -331,11 +371,16 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
         return f"{x[c]:>{w[c]}}" if c in _RIGHT else f"{x[c]:<{w[c]}}"
 
     lines = [*_head("A", a, width), *_head("B", b, width), ""]
+    if lay.stacked:  # no table fits: each id on its own line, its figures packed below it
+        for x in cells:
+            lines.append(_id_line(x["id"], x["quantity"], width))
+            lines += _stacked_fields(x, width)
     head = lay.indent + "  ".join(f"{c:>{w[c]}}" if c in _RIGHT else f"{c:<{w[c]}}" for c in lay.cols).rstrip()
-    if lay.own_line:
+    if lay.own_line and not lay.stacked:
         lines.append("id · quantity" if lay.quantity_on_id_line else "id")
-    lines += [head, "-" * min(width, len(head))]
-    for x in cells:
+    if not lay.stacked:
+        lines += [head, "-" * min(width, len(head))]
+    for x in cells if not lay.stacked else ():
         if lay.own_line:
             lines.append(_id_line(x["id"], x["quantity"] if lay.quantity_on_id_line else "", width))
         lines.append((lay.indent + "  ".join(cell(x, c) for c in lay.cols)).rstrip())
@@ -367,7 +412,7 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
             + (f"; {unheld} not judged (a point did not hold its concurrency in one run)" if unheld else "")
             + (f"; largest change {printable(largest.prediction_id)} {_percent(largest.change_rel or 0)}"
                if largest is not None else ""))
-    lines += textwrap.wrap(text, width) or [text]
+    lines += textwrap.wrap(text, width, break_on_hyphens=False) or [text]  # an id is not cut at its hyphens
     return lines
 
 

@@ -249,3 +249,38 @@ def test_a_two_night_store_reads_the_same_in_compare_as_in_drift(tmp_path: Path,
     assert row.noise == pytest.approx(16.4012, abs=1e-3) == drift.noise  # max(16.40, a spread of 0)
 
 
+
+
+# ------------------------------------------------------------------------------------------------ narrow terminals
+
+@pytest.mark.parametrize("width", [60, 50, 40])
+def test_below_a_tables_width_each_prediction_is_stacked_within_the_width(width: int) -> None:
+    # issue 21: below about 70 columns the rows overflowed (the narrowest table, model column left out, is
+    # "  predicted  A      measured A  B      measured B  change  beyond noise": 71 columns with these cells)
+    pid = "littles-law[concurrency=16]"
+    a = night(1, val(pid, 1000.0, lo=900.0, hi=1100.0), val("tput", 2000.0, lo=1900.0, hi=2100.0))
+    b = night(2, val(pid, 1500.0, lo=1400.0, hi=1600.0), val("tput", 2000.0, lo=1900.0, hi=2100.0))
+    lines = render_comparison(a, b, width=width)
+    assert max(len(line) for line in lines) <= width, "\n".join(lines)
+    # each id whole on its own line, with its quantity (cut at its end where the line is too short for both: at 40
+    # "littles-law[concurrency=16] · output_throughput" is 47); its figures indented below it
+    (at,) = [i for i, line in enumerate(lines) if line.startswith(f"{pid} · output_th")]
+    assert lines[at] == f"{pid} · output_throughput"[:width - 1] + "…" if width < 47 else lines[at] == (
+        f"{pid} · output_throughput")
+    below = []
+    for line in lines[at + 1:]:
+        if not line.startswith("  "):
+            break
+        below.append(line)
+    fields = [f.strip() for line in below for f in line.split(" · ")]
+    # +50 %: 1500 / 1000 - 1; the 95 % intervals [900, 1100] and [1400, 1600] do not overlap
+    assert fields[:5] == ["predicted ink", "A pass 1,000 tok/s", "B pass 1,500 tok/s", "change +50.0 %",
+                          "beyond noise uncertain"], below
+    assert "measured A" not in "\n".join(lines)  # no table head above stacked rows
+
+
+def test_a_table_that_fits_is_kept() -> None:
+    a = night(1, val("tput", 1000.0, lo=900.0, hi=1100.0))
+    b = night(2, val("tput", 1500.0, lo=1400.0, hi=1600.0))
+    lines = render_comparison(a, b, width=120)
+    assert cells(lines, "tput")[:3] == ["tput", "output_throughput", "ink"]
