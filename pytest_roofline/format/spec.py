@@ -54,6 +54,7 @@ from pytest_roofline.format._schema import json_schema
 from pytest_roofline.format._sections import (
     DRIFT_HELP,
     OwnSetup,
+    check_engine_model,
     check_setup,
     own_setup_of,
     parse_drift_threshold,
@@ -144,6 +145,8 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
     hardware, hw_over = read(lambda: read_hardware(ctx, hw_node), ("", no_overrides))
     model, model_over = read(lambda: read_model(ctx, top["model"][1]), ("", no_overrides))
     engine = read(lambda: read_engine(ctx, top["engine"][1]), {"name": "vllm"}) if "engine" in top else {"name": "vllm"}
+    if "engine" in top and not errors:
+        read(lambda: check_engine_model(ctx, top["engine"][1], engine, model), None)
     empty: dict[str, Any] = {}
     workload = read(lambda: read_workload(ctx, top["workload"][1]), empty) if "workload" in top else {}
     sweep = read(lambda: read_sweep(ctx, top["sweep"][1]), Sweep()) if "sweep" in top else Sweep()

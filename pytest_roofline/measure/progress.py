@@ -44,6 +44,8 @@ class PointUpdate:
     total: int | None
     in_flight: int
     output_tok_per_s: float | None
+    #: why the point ended before its cap (an adaptive stop's reason, at ``point_done``); None: it ran to the cap
+    stopped: str | None = None
 
 
 def output_tok_per_s(completed: int, output_len: int, elapsed_s: float) -> float | None:

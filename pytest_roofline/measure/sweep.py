@@ -110,6 +110,40 @@ def failed_point_reason(result: Any, *, allowed: int = ALLOWED_FAILED_REQUESTS) 
     return out
 
 
+def partial_requests_name(requests_file: Path) -> Path:
+    """Where an interrupted point's finished requests go: ``<point>.partial.requests.jsonl`` beside the point's
+    file, a name no results file points at (so no replay reads it as a measurement)."""
+    return requests_file.with_name(requests_file.name.removesuffix(".requests.jsonl") + ".partial.requests.jsonl")
+
+
+def _keep_partial_records(exc: BaseException, requests_file: Path) -> None:
+    """On a Ctrl-C or SIGTERM inside a point's load: write the requests that had finished (the load generator
+    hands them over on ``exc.partial_records``) to :func:`partial_requests_name`, each marked ``"partial": true``,
+    and say where on ``exc.partial_requests_file``. A failure to write is never raised over the interrupt."""
+    records = getattr(exc, "partial_records", None)
+    if isinstance(exc, Exception) or records is None:
+        return
+    path = partial_requests_name(requests_file)
+    with contextlib.suppress(OSError), _interrupts_held():
+        with path.open("w", encoding="utf-8") as fh:
+            for rec in records:
+                fh.write(json.dumps(redact.redact_data({**rec.to_dict(), "partial": True})) + "\n")
+        exc.partial_requests_file = (path, len(records))  # type: ignore[attr-defined]
+
+
+def small_sample_flag(completed: Any) -> str | None:
+    """The flag of a point too small for the figures its row shows: fewer completed measured requests than a p99
+    needs for an upper bound at 95% (:func:`measure.stats.min_samples_for_bound`: ln(0.025)/ln(0.99) → 368), so
+    its p99 is the largest sample with no bound above it, and its intervals are wide or absent. None otherwise."""
+    from pytest_roofline.measure import stats
+
+    need = stats.min_samples_for_bound(0.99)
+    if not isinstance(completed, int) or isinstance(completed, bool) or completed >= need:
+        return None
+    return (f"small sample: {completed} completed request{'s' if completed != 1 else ''} (a p99 needs ≥ {need} for "
+            "an upper bound at 95%: its p99 has none)")
+
+
 #: how long a point waits, after an adaptive stop cancelled requests, for the server to show none running
 ABORT_SETTLE_TIMEOUT_S = 5.0
 
@@ -309,10 +343,14 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
     try:
         for k in range(repeats):
             run = load if k == 0 else dataclasses.replace(load, seed=load.seed + k)
-            result = loadgen.run_load(target.base_url, run, api_key=api_key, on_progress=on_progress,
-                                      stop_check=stop_check if one_process else None)
-            results.append(result)
             requests_file = out_dir / (f"{plan.id}.requests.jsonl" if k == 0 else f"{plan.id}.r{k + 1}.requests.jsonl")
+            try:
+                result = loadgen.run_load(target.base_url, run, api_key=api_key, on_progress=on_progress,
+                                          stop_check=stop_check if one_process else None)
+            except BaseException as exc:  # Ctrl-C, SIGTERM: keep what had finished, marked partial, never scored
+                _keep_partial_records(exc, requests_file)
+                raise
+            results.append(result)
             files.append(requests_file.name)
             with requests_file.open("w", encoding="utf-8") as fh:
                 for rec in result.records:
@@ -342,9 +380,13 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
                           client=cast(ClientStats, client),
                           server=cast("ServerStats | None", server), requests_file=requests_file.name,
                           loadgen=cast(LoadgenChecks, stats.loadgen_checks(result)),
-                          flags=[f for f in (stats.burst_flag(client.get("bursts")),
+                          flags=[f for f in (small_sample_flag(client.get("completed")),
+                                             stats.burst_flag(client.get("bursts")),
                                              stats.held_flag(client, plan.concurrency if plan.mode == "closed"
-                                                             else None, result.read_lag_ms, plan.num_requests))
+                                                             else None, result.read_lag_ms, plan.num_requests),
+                                             # open loop: the engine completed requests below the offered rate
+                                             stats.rate_flag(result.records, plan.rate_req_s if plan.mode == "open"
+                                                             else None, plan.burstiness))
                                  if f])
     if len(results) > 1:  # every repeat's per-request file (the first is requests_file)
         record["requests_files"] = files  # type: ignore[typeddict-unknown-key]
@@ -356,6 +398,10 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
                               "discarded": sum(1 for r in result.records if r.discarded),
                               "abort_settle_s": settle_s,
                               **({} if one_process else {"note": "multi-process load generator: ran to the cap"})}
+        if stop_check.stopped is not None and plan.num_requests is not None:
+            # what ran, not the cap (the cap keeps its own name): the measured requests sent before the stop
+            record["num_requests_cap"] = plan.num_requests  # type: ignore[typeddict-unknown-key]
+            record["num_requests"] = sum(1 for r in result.records if r.in_sample)
     return record
 
 
@@ -466,6 +512,20 @@ class _LiveMeasurement(RecordedMeasurement):
         return rep
 
 
+def _engine_death(target: Any, exc: BaseException) -> str | None:
+    """One line when the point failed because the engine's process died (which process, its exit code or signal,
+    the log's path); None for an endpoint (not ours to watch) and for a point that failed with the engine alive."""
+    from pytest_roofline.errors import EngineDied
+
+    death = getattr(target, "death", None)
+    if death is None or isinstance(exc, EngineDied):  # EngineDied says it on its first line already
+        return None
+    line = death()
+    if line is None or line in str(exc):
+        return None
+    return str(line)
+
+
 def _interrupt_name(exc: BaseException) -> str:
     """How the run was stopped, in words: a SIGTERM reaches it as ``KeyboardInterrupt("SIGTERM")``
     (``measure.engine._process.install_hooks``), a Ctrl-C as a plain KeyboardInterrupt."""
@@ -499,21 +559,25 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _sweep_interrupted(run: _Run, how: str, *, for_file: bool = False) -> str:
+def _sweep_interrupted(run: _Run, how: str, *, for_file: bool = False,
+                       partial: tuple[Path, int] | None = None) -> str:
     """What an interrupted sweep says: where it was, which points were measured and kept, and (for the terminal)
-    where, and that no measured prediction was scored. ``for_file``: the results file's error message."""
+    where, and that no measured prediction was scored. ``for_file``: the results file's error message.
+    ``partial``: the file the interrupted point's finished requests were kept in, and how many."""
     assert run.writer is not None
     kept = [str(p.get("id")) for p in run.writer.data.get("points", [])]
     where = (f"during point {run.current[0]} ({run.current[1]}/{run.current[2]})" if run.current
              else "between points")
+    part = (f"; its {_plural(partial[1], 'finished request')} kept in {partial[0].name} (partial: not a "
+            "measurement, never scored)" if partial is not None else "")
     if for_file:
         return (f"interrupted by {how} {where}; "
                 + (f"the {_plural(len(kept), 'point')} above ({', '.join(kept)}) "
                    f"{'was' if len(kept) == 1 else 'were'} measured before it and kept"
-                   if kept else "no point was measured before it"))
+                   if kept else "no point was measured before it") + part)
     return (f"{how} {where} of {Path(run.spec.path).name}: "
             + (f"{_plural(len(kept), 'measured point')} kept ({', '.join(kept)})" if kept else "no point measured")
-            + f" in {run.writer.path} (status: interrupted); no measured prediction was scored")
+            + f" in {run.writer.path} (status: interrupted){part}; no measured prediction was scored")
 
 
 def _start_interrupted(name: str, log_path: Path, waited_s: float, stop_s: float | None, exc: BaseException) -> str:
@@ -560,11 +624,11 @@ class _PointTracker:
                                 if p.phase == "measure" else None)
         self.owner._tell("point_update", self.last)
 
-    def done(self, error: str | None) -> None:
+    def done(self, error: str | None, *, stopped: str | None = None) -> None:
         last = self.last
         self.owner._tell("point_done", PointUpdate(
             last.file, last.point_id, last.index, last.count, last.phase, time.monotonic() - self.t0,
-            last.completed, last.failed, last.total, last.in_flight, last.output_tok_per_s), error)
+            last.completed, last.failed, last.total, last.in_flight, last.output_tok_per_s, stopped), error)
 
 
 class Measurements(MeasurementProvider):
@@ -797,10 +861,12 @@ class Measurements(MeasurementProvider):
                 with contextlib.suppress(Exception):
                     if not isinstance(exc, Exception):
                         run.writer.add_error(run.current[0] if run.current else None,
-                                             _sweep_interrupted(run, _interrupt_name(exc), for_file=True))
+                                             _sweep_interrupted(run, _interrupt_name(exc), for_file=True,
+                                                                partial=getattr(exc, "partial_requests_file", None)))
                     run.writer.finish("interrupted")
             if not isinstance(exc, Exception):
-                self.interruption = _sweep_interrupted(run, _interrupt_name(exc))
+                self.interruption = _sweep_interrupted(run, _interrupt_name(exc),
+                                                       partial=getattr(exc, "partial_requests_file", None))
 
     def _run_points(self, spec: Spec, run: Any, target: Any, order: Any, out: Path, token_range: Any,
                     api_key: str | None, replica_urls: list[str], stem: str) -> None:
@@ -826,7 +892,7 @@ class Measurements(MeasurementProvider):
                                   on_progress=tracker.on_progress if self.progress is not None else None,
                                   replica_metrics=replica_urls, stop_check=stop)
                 target.check_alive()
-                tracker.done(None)
+                tracker.done(None, stopped=(point.get("adaptive") or {}).get("stopped"))  # type: ignore[attr-defined]
                 if stop is not None and "adaptive" in point:  # (sweep.repeats > 1: every repeat ran to its cap)
                     decided.append((plan, list(stop.decisions) + implied))
                     point["adaptive"]["implied"] = [d.to_dict() for d in implied]  # type: ignore[typeddict-item]
@@ -834,6 +900,9 @@ class Measurements(MeasurementProvider):
                     order.record(plan, point)
                 run.writer.add_point(point)  # a disk that is full: this point and the rest are errors, said once
             except Exception as exc:  # engine died, or the load could not run: this point and the rest fail
+                died = _engine_death(target, exc)
+                if died:  # said first, on a line of its own; the requests' failure reasons follow it
+                    exc = PointError(f"{died}\n{exc}", getattr(exc, "log_tail", ""))
                 tracker.done(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
                 tail = target.log_tail(60)
                 err = PointError(f"point {plan.id} could not be measured: {exc}", tail)

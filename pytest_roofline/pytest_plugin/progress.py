@@ -172,6 +172,7 @@ class TerminalProgress:
         self._last_shown.pop(f"point:{update.file}:{update.point_id}", None)
         head = f"roofline:   {update.point_id} ({update.index}/{update.count}) "
         if error is None:
-            self._line(head + f"done in {update.elapsed_s:.1f} s: {_count(update)}{_rate(update)}")
+            stopped = f"; stopped before the cap: {update.stopped}" if update.stopped else ""
+            self._line(head + f"done in {update.elapsed_s:.1f} s: {_count(update)}{_rate(update)}{stopped}")
         else:
             self._line(head + f"FAILED after {update.elapsed_s:.1f} s: {error}")

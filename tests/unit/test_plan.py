@@ -11,7 +11,7 @@ SPEC = textwrap.dedent("""
     hardware: a100-sxm4-80gb
     model: qwen3-8b
     workload: {input_len: 512, output_len: 128}
-    sweep: {concurrency: [1, 4, 16], rates: [2.5], requests_per_point: 5x, warmup: 2, batch1: {requests: 3}}
+    sweep: {concurrency: [1, 4, 16], rates: [2.5], requests_per_point: 80, warmup: 2, batch1: {requests: 3}}
     predictions:
       - {id: ridge, quantity: ridge_point, predicted: 153 FLOP/byte}
       - {id: kv, quantity: num_gpu_blocks, predicted: "25,600"}
@@ -40,7 +40,7 @@ def test_one_selected_prediction_runs_only_its_point():
     spec = loads_spec(SPEC)
     (p,) = plan_points(spec, _preds(spec, "c16"))
     assert (p.id, p.mode, p.concurrency, p.input_len, p.output_len) == ("closed-c16", "closed", 16, 512, 128)
-    assert p.num_requests == 80  # 5x the concurrency
+    assert p.num_requests == 80  # the plain requests_per_point (Nx is refused beside sweep.rates)
     assert p.warmup_requests == 16  # at least one warm-up request per client
 
 

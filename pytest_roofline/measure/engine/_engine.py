@@ -34,6 +34,33 @@ from pytest_roofline.measure.engine.startup_log import parse_startup_log, startu
 __all__ = ["Engine"]
 
 
+def _process_name(pid: int) -> str:
+    """``/proc/<pid>/comm`` ("" when unreadable: gone, or no /proc)."""
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+#: how the lines the plugin writes at the top of an engine log start (every other line is vLLM's)
+LAUNCH_HEADER_PREFIX = "[pytest-roofline] "
+
+
+def launch_header(argv: list[str], env: dict[str, str]) -> str:
+    """The lines written at the top of the engine log before vLLM's own: the exact command, shell-quoted (paste
+    it to start the same server by hand, e.g. for a peer's ``vllm bench serve``), and the environment variables
+    the plugin set on top of its own environment, each as ``NAME=value``; secrets redacted
+    (:mod:`pytest_roofline.redact`)."""
+    import shlex
+
+    cmd = shlex.join(str(a) for a in redact.redact_argv(argv))
+    pairs = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(redact_env(env).items()))
+    return (f"{LAUNCH_HEADER_PREFIX}command: {cmd}\n"
+            f"{LAUNCH_HEADER_PREFIX}environment set by the plugin (on top of its own): {pairs or '(none)'}\n"
+            f"{LAUNCH_HEADER_PREFIX}to start this server by hand: env {pairs + ' ' if pairs else ''}{cmd}\n")
+
+
 class Engine:
     """A vLLM server subprocess. Use as a context manager or call ``start()`` / ``stop()``."""
 
@@ -54,6 +81,7 @@ class Engine:
         self._log_fh: IO[bytes] | None = None
         self._watchdog: _process.Watchdog | None = None
         self._known_pids: set[int] = set()
+        self._pid_names: dict[int, str] = {}  # the processes' names (/proc/<pid>/comm) as they started
         #: the engine process's start time (clock ticks since boot), read once it runs: a worker the log names is
         #: one of its own only if it started later, and the engine may be gone (and reaped) when that is asked
         self._start_ticks: int | None = None
@@ -156,6 +184,8 @@ class Engine:
         self.argv = self.config.argv(self.python_executable, self.port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_fh = open(self.log_path, "ab" if append else "wb")
+        self._log_fh.write(launch_header(self.argv, self.config.env_overrides()).encode("utf-8"))
+        self._log_fh.flush()  # before the child's first byte: it writes through its own descriptor
         main_thread = threading.current_thread() is threading.main_thread()
         try:
             self._proc = subprocess.Popen(
@@ -289,6 +319,32 @@ class Engine:
     def _remember_descendants(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
             self._known_pids |= _process.descendants(self._proc.pid)
+            for pid in self._known_pids - set(self._pid_names):
+                self._pid_names[pid] = _process_name(pid)
+
+    def death(self, wait_s: float = 3.0) -> str | None:
+        """After a point failed: one line saying that the engine's process died — the server process (its exit
+        code or signal) or one of the processes it had started (vLLM's EngineCore, a worker) — with the log's
+        path; None while every process it had at its start still runs. Waits up to ``wait_s`` for the server to
+        exit after the loss of its EngineCore (vLLM shuts the API server down then)."""
+        if self._proc is None:
+            return None
+        gone = sorted(p for p in self._known_pids if p != self._proc.pid and not _process.pid_alive(p))
+        deadline = time.monotonic() + (wait_s if gone else 0.0)
+        while self._proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        rc = self._proc.poll()
+        if rc is None and not gone:
+            return None
+        children = ", ".join(f"pid {p}{f' ({self._pid_names[p]})' if self._pid_names.get(p) else ''}"
+                             for p in gone[:3]) + (f" and {len(gone) - 3} more" if len(gone) > 3 else "")
+        if rc is not None:
+            what = f"the vLLM server process (pid {self._proc.pid}) exited: {_process.describe_returncode(rc)}"
+            if gone:
+                what += f"; before it, {children} had gone"
+        else:
+            what = f"{children} of the vLLM server (pid {self._proc.pid}) died; the server process still runs"
+        return f"the engine died: {what}; log: {self.log_path}"
 
     def _remember_logged_workers(self) -> None:
         """Local workers the log names (rank, pid) that are still alive and started after this engine did: a

@@ -173,6 +173,10 @@ def run_part(
         loop.offset_ns_end = clock_offset_ns()
         loop.t_offset1 = time.perf_counter_ns()
         loop.finalize_all()
+    except BaseException as exc:
+        if not isinstance(exc, Exception):  # Ctrl-C, SIGTERM: the requests that finished before it, for the caller
+            exc.partial_records = [loop.records[i] for i in sorted(loop.records)]  # type: ignore[attr-defined]
+        raise
     finally:
         loop.close()
         if gc_was_enabled:

@@ -1,0 +1,185 @@
+"""The measured path's rough edges (trial s16 live, L2-L8, L10): the engine log's launch header, engine.model
+refused before a start, the engine's death said in one line, an interrupted point's finished requests kept, an
+adaptive point's count as run, Nx refused beside open-loop rates, small samples marked. Every expected value is
+worked out here by hand, not copied from the code's output."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_roofline.errors import NotMeasured, SpecError
+from pytest_roofline.format.spec import loads_spec
+from pytest_roofline.measure import sweep
+from pytest_roofline.measure.engine._engine import launch_header
+from pytest_roofline.measure.plan import plan_points
+from pytest_roofline.measure.progress import PointUpdate
+from pytest_roofline.measure.results.file import RecordedMeasurement
+from pytest_roofline.pytest_plugin.progress import TerminalProgress
+
+PREDS = "predictions:\n  - {id: ridge, quantity: ridge_point, predicted: 153 FLOP/byte}\n"
+
+
+def _spec(body: str):
+    return loads_spec(textwrap.dedent(body) + PREDS, file="p.yaml")
+
+
+def _refusal(body: str) -> SpecError:
+    with pytest.raises(SpecError) as exc:
+        _spec(body)
+    errors = getattr(exc.value, "errors", [exc.value])
+    assert len(errors) == 1, [str(e) for e in errors]
+    return errors[0]
+
+
+# ---- L10: requests_per_point: Nx beside sweep.rates -------------------------------------------------------------
+def test_nx_beside_open_loop_rates_is_refused_at_its_line() -> None:
+    err = _refusal("""\
+        hardware: a100-sxm4-80gb
+        model: qwen3-8b
+        sweep:
+          concurrency: [4]
+          rates: [4 req/s]
+          requests_per_point: 6x
+        """)
+    assert err.line == 6  # the requests_per_point line, counted by hand
+    assert "6x is N × concurrency" in err.message and "sweep.rates: [4] req/s" in err.message
+    assert "max(10, rate × 30)" in err.message  # the rule an open point follows
+    assert "plain number" in (err.hint or "")
+
+
+def test_nx_without_rates_and_a_plain_number_with_rates_are_kept() -> None:
+    spec = _spec("hardware: a100-sxm4-80gb\nmodel: qwen3-8b\nsweep: {concurrency: [1, 4], requests_per_point: 6x}\n")
+    assert [p.num_requests for p in plan_points(spec, spec.predictions)] == []  # ridge needs no point
+    assert spec.sweep.num_requests(4) == 24  # 6 × 4
+    spec = _spec("hardware: a100-sxm4-80gb\nmodel: qwen3-8b\n"
+                 "sweep: {concurrency: [4], rates: [4], requests_per_point: 96}\n")
+    from pytest_roofline.measure.plan.points import all_points
+
+    assert {p.id: p.num_requests for p in all_points(spec)} == {"closed-c4": 96, "open-r4": 96}
+    spec = _spec("hardware: a100-sxm4-80gb\nmodel: qwen3-8b\nsweep: {concurrency: [4], rates: [4, 0.2]}\n")
+    # unset: 10 × C closed; an open point 30 s of arrivals, at least 10 (4 × 30 = 120; 0.2 × 30 = 6 -> 10)
+    assert {p.id: p.num_requests for p in all_points(spec)} == {"closed-c4": 40, "open-r4": 120, "open-r0.2": 10}
+
+
+# ---- L3/L4: engine.model refused before any engine starts ---------------------------------------------------------
+def test_engine_model_with_the_tiny_model_is_refused() -> None:
+    err = _refusal("hardware: cpu\nmodel: roofline-tiny\nengine:\n  name: vllm\n  model: /tmp/no-such-model\n")
+    assert err.line == 5
+    assert "is not served" in err.message and "roofline-tiny" in err.message
+
+
+@pytest.mark.parametrize("value", ["/no/such/model-dir", "./no-such-model-dir", "../no-such-model-dir",
+                                   "~/no-such-model-dir-for-roofline"])
+def test_a_path_looking_engine_model_that_does_not_exist_is_refused(value: str) -> None:
+    err = _refusal(f"hardware: a100-sxm4-80gb\nmodel: qwen3-8b\nengine:\n  name: vllm\n  model: {value}\n")
+    assert err.line == 5
+    assert "looks like a local path" in err.message and "does not exist" in err.message
+    assert "config.json" in (err.hint or "")
+
+
+def test_an_existing_directory_a_hub_id_and_a_container_path_are_kept(tmp_path: Path) -> None:
+    for value in (str(tmp_path), "Qwen/Qwen3-8B"):
+        spec = _spec(f"hardware: a100-sxm4-80gb\nmodel: qwen3-8b\nengine:\n  name: vllm\n  model: {value}\n")
+        assert spec.engine["model"] == value
+    # inside engine.command (a container) the path is the container's: not checked on this machine
+    spec = _spec("hardware: a100-sxm4-80gb\nmodel: qwen3-8b\nengine:\n  name: vllm\n  model: /models/in-container\n"
+                 "  command: [docker, run, img, --model, '{model}', --port, '{port}']\n")
+    assert spec.engine["model"] == "/models/in-container"
+
+
+# ---- L2: the launch header at the top of the engine log ----------------------------------------------------------
+def test_the_launch_header_has_the_quoted_command_and_the_env_the_plugin_set() -> None:
+    argv = ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m/my model", "--port", "8011",
+            "--api-key", "sk-secret-123"]
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_TOKEN": "hf_abcdef", "A": "x y"}
+    text = launch_header(argv, env)
+    lines = text.splitlines()
+    assert len(lines) == 3 and all(line.startswith("[pytest-roofline] ") for line in lines)
+    command = lines[0].removeprefix("[pytest-roofline] command: ")
+    # the shell reads it back as the argv, the secret flag's value redacted and the space kept
+    assert shlex.split(command) == argv[:-1] + ["***"]
+    assert lines[1].endswith("A='x y' HF_TOKEN='***' VLLM_CPU_KVCACHE_SPACE=1")  # sorted, quoted for a shell
+    assert "sk-secret-123" not in text and "hf_abcdef" not in text
+    assert lines[2].endswith(f"env A='x y' HF_TOKEN='***' VLLM_CPU_KVCACHE_SPACE=1 {command}")
+
+
+# ---- L5: the engine's death in one line (the Engine side: tests/integration/test_engine_death_line.py) ----------
+def test_the_death_line_comes_first_and_an_endpoint_says_nothing() -> None:
+    from pytest_roofline.errors import PointError
+
+    target = SimpleNamespace(death=lambda: "the engine died: X; log: /l")
+    assert sweep._engine_death(target, PointError("3 of 141 measured requests failed")) == \
+        "the engine died: X; log: /l"
+    assert sweep._engine_death(SimpleNamespace(), PointError("x")) is None  # an endpoint has no death()
+
+
+# ---- L6: an interrupted point's finished requests are kept ---------------------------------------------------------
+class _Rec:
+    def __init__(self, i: int) -> None:
+        self.i = i
+
+    def to_dict(self) -> dict:
+        return {"index": self.i, "status": "ok"}
+
+
+def test_an_interrupted_points_finished_requests_are_kept_marked_partial(tmp_path: Path) -> None:
+    exc = KeyboardInterrupt()
+    exc.partial_records = [_Rec(0), _Rec(1)]  # type: ignore[attr-defined]
+    sweep._keep_partial_records(exc, tmp_path / "closed-c2.requests.jsonl")
+    path = tmp_path / "closed-c2.partial.requests.jsonl"
+    assert [json.loads(x) for x in path.read_text().splitlines()] == [
+        {"index": 0, "status": "ok", "partial": True}, {"index": 1, "status": "ok", "partial": True}]
+    assert exc.partial_requests_file == (path, 2)  # type: ignore[attr-defined]
+    assert not (tmp_path / "closed-c2.requests.jsonl").exists()  # no results file points at the partial one
+    err = ValueError("not an interrupt")
+    err.partial_records = [_Rec(0)]  # type: ignore[attr-defined]
+    sweep._keep_partial_records(err, tmp_path / "x.requests.jsonl")
+    assert not (tmp_path / "x.partial.requests.jsonl").exists()
+
+
+def test_replaying_an_interrupted_file_says_so_when_a_point_is_missing() -> None:
+    data = {"status": "interrupted", "points": [{"id": "closed-c1", "mode": "closed", "concurrency": 1}]}
+    with pytest.raises(NotMeasured) as exc:
+        RecordedMeasurement(data).point(concurrency=2)
+    assert "has no point at concurrency 2 (it has: closed-c1); the file is an interrupted run" in str(exc.value)
+    with pytest.raises(NotMeasured) as exc:
+        RecordedMeasurement({**data, "status": "complete"}).point(concurrency=2)
+    assert "interrupted" not in str(exc.value)
+
+
+# ---- L7: the progress line says why a point stopped before its cap -------------------------------------------------
+def test_the_done_line_says_why_an_adaptive_point_stopped() -> None:
+    out: list[str] = []
+    writer = SimpleNamespace(line=out.append, write=lambda t: None, fullwidth=300, width_of_current_line=0)
+    p = TerminalProgress(writer, tty=False, clock=lambda: 0.0)
+    why = "adaptive: 2 of 2 targets decided after 136 requests (look 6 of 8)"
+    p.point_done(PointUpdate("f.yaml", "closed-c8", 2, 3, "measure", 3.6, 136, 0, 400, 0, None, why), None)
+    assert out[-1].endswith(f"done in 3.6 s: 136/400 requests; stopped before the cap: {why}")
+
+
+# ---- L8: small samples ----------------------------------------------------------------------------------------
+def test_a_point_too_small_for_a_bounded_p99_is_flagged() -> None:
+    # the p99's upper bound at 95% needs P(all n samples below the p99) = 0.99**n <= 0.025
+    need = math.ceil(math.log(0.025) / math.log(0.99))
+    assert need == 368 and 0.99 ** 367 > 0.025 >= 0.99 ** 368
+    flag = sweep.small_sample_flag(3)
+    assert flag is not None and flag.startswith("small sample: 3 completed requests") and "≥ 368" in flag
+    assert sweep.small_sample_flag(367) is not None
+    assert sweep.small_sample_flag(368) is None and sweep.small_sample_flag(None) is None
+
+
+def test_the_sweep_table_marks_a_small_point_beside_its_id() -> None:
+    from pytest_roofline.report.points import points_table
+
+    spec = loads_spec("hardware: cpu\nmodel: roofline-tiny\n" + PREDS, file="p.yaml")
+    results = {"points": [{"id": "closed-c1", "mode": "closed", "concurrency": 1, "client": {"completed": 3}},
+                          {"id": "closed-c4", "mode": "closed", "concurrency": 4, "client": {"completed": 400}}]}
+    html = points_table(spec, None, results)
+    assert ">n=3</span>" in html and "n=400" not in html
