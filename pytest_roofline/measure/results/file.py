@@ -595,7 +595,13 @@ class RecordedMeasurement(Measurement):
                 return p
         what = f"concurrency {concurrency}" if concurrency is not None else f"rate {rate:g} req/s"
         have = ", ".join(point_id(p) for p in RecordedMeasurement.points(self)) or "none"
-        raise NotMeasured(f"the {self.source} has no point at {what} (it has: {have})")
+        status = self.data.get("status")
+        why = {"interrupted": "an interrupted run (status: interrupted: Ctrl-C or SIGTERM stopped its sweep), so a "
+                              "point it has not may simply not have been reached",
+               "aborted": "an aborted run (status: aborted: its sweep stopped at a point that could not be measured; "
+                          "see its errors)"}.get(str(status))
+        raise NotMeasured(f"the {self.source} has no point at {what} (it has: {have})"
+                          + (f"; the file is {why}" if why else ""))
 
     def engine_report(self) -> EngineReport | None:
         return self.data.get("engine_report")
