@@ -34,6 +34,7 @@ directory gives the version and the KV-cache lines.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -50,7 +51,9 @@ from pytest_roofline.measure.results.peers._common import (
     read_json_text,
     results_document,
 )
+from pytest_roofline.measure.results.peers._vllm_detail import detail_client, detail_records
 from pytest_roofline.measure.stats.bursts import burst_flag, bursts_from_gaps, summary_burst_flag
+from pytest_roofline.measure.stats.held import held_flag
 from pytest_roofline.quantities.measurement import BATCH1_ID, Distribution, PointMode, PointRecord
 
 __all__ = ["FORMAT", "is_bench_serve", "read_bench_serve_file", "read_bench_dir", "bench_point"]
@@ -61,6 +64,8 @@ FORMAT = "vllm bench serve"
 _METRICS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2el": "e2e_ms"}
 #: metadata keys (``--metadata KEY=VALUE``) this reader understands
 META_POINT, META_HARDWARE, META_ENGINE_VERSION = "roofline_point", "roofline_hardware", "roofline_engine_version"
+#: ``--metadata roofline_goodput=ttft:50,tpot:3``: the --goodput SLOs, which vLLM does not write into the file
+META_GOODPUT = "roofline_goodput"
 #: how much of a ``vllm serve`` log is read: its startup (the version, the KV-cache lines) is at its head
 MAX_LOG_BYTES = 64 * bounded.MIB
 
@@ -139,7 +144,6 @@ def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> 
         "server": "vllm bench serve does not scrape the engine's /metrics (no preemptions, queue, KV usage, "
                   "prefix-cache hits)",
         "per_request_output_tok_s": "vllm bench serve reports no per-request output rate without --save-detailed",
-        "mean_in_flight": "vllm bench serve records no time-averaged count of requests in flight",
     }
     if rate is None:
         if conc is None:
@@ -185,26 +189,31 @@ def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> 
     if per_req is not None:
         client["per_request_output_tok_s"] = per_req
         not_reported.pop("per_request_output_tok_s")
-    e2e = client.get("e2e_ms") or {}
-    mean_e2e_ms = number(e2e.get("mean"))
-    w_s = mean_e2e_ms / 1e3 if mean_e2e_ms is not None else None
-    lat = doc.get("latencies")
-    if w_s is None and isinstance(lat, list) and lat and all(number(x) is not None for x in lat):
-        w_s = statistics.fmean(float(x) for x in lat)  # seconds, one per request (kept since v0.30)
-    lam = client["request_throughput_req_s"]
-    if mode == PointMode.CLOSED and w_s is not None and lam is not None:
-        # λ·W is kept (the clients' busy share, λ·W ÷ C, is worth showing) but L, the time-averaged count in
-        # flight, is not in the file: its max_concurrency is the configured number of clients, and a closed loop
-        # drains at its end, so λ·W ÷ C < 1 on a healthy server. Little's law is not checked (a skip, never a FAIL).
-        client["littles_law"] = {
-            "L": None, "L_configured": float(conc) if conc else None, "lambda_req_s": lam, "W_s": w_s,
-            "lambda_W": lam * w_s, "ratio": None,
-            "not_checked": "vllm bench serve records the configured --max-concurrency, not the time-averaged "
-                           "number of requests in flight, so Little's law cannot be checked on its file"}
+    detail, no_detail = _detail(doc, conc if mode == PointMode.CLOSED else None, rate, int(completed))
+    if detail is not None:
+        # --save-detailed: the live path's statistics over the rebuilt requests (peers._vllm_detail); the figures
+        # stay vLLM's summary keys, the intervals, L and the in-flight counts come from the per-request arrays
+        client.update(detail)
+        for key in ("mean_in_flight", "littles_law"):
+            not_reported.pop(key, None)
+        held = held_flag(client, conc if mode == PointMode.CLOSED else None, None, int(completed))
+        if held:
+            flags.append(held)
     else:
-        not_reported["littles_law"] = ("needs the mean end-to-end latency (--percentile-metrics …,e2el) and a "
-                                       "closed loop (--max-concurrency)" if mode == PointMode.CLOSED else
-                                       "an open-loop file records no count of requests in flight")
+        _summary_littles_law(doc, client, not_reported, mode, conc, no_detail)
+    goodput = number(doc.get("request_goodput"))
+    if goodput is not None:
+        # vLLM's own goodput (requests meeting every --goodput SLO ÷ duration); the file does not record the SLOs
+        client["goodput"] = {"req_s": goodput, "source": "vllm bench serve request_goodput",
+                             "slo": _goodput_slo(doc),
+                             "slo_note": "vllm bench serve does not write its --goodput SLOs into the file"
+                             + (f"; --metadata {META_GOODPUT} says {doc[META_GOODPUT]}"
+                                if doc.get(META_GOODPUT) else f" (add --metadata {META_GOODPUT}=ttft:…,tpot:… "
+                                "to keep them)")}
+    else:
+        not_reported["goodput"] = ("vllm bench serve writes request_goodput only when --goodput gives its SLOs"
+                                   if "request_goodput" in doc else
+                                   "this vllm bench serve file has no request_goodput")
     # bursts from the per-chunk data (--save-detailed: itls per request, seconds), by this project's rule
     itls, lens, errs = doc.get("itls"), doc.get("output_lens"), doc.get("errors")
     if isinstance(itls, list) and isinstance(lens, list) and len(itls) == len(lens):
@@ -231,6 +240,59 @@ def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> 
         "client": client, "server": None, "contaminated": None, "flags": flags, "requests_file": None,
         "loadgen": None, "not_reported": not_reported, "source_file": where,
     })
+
+
+def _detail(doc: Mapping[str, Any], conc: int | None, rate: float | None,
+            completed: int) -> tuple[dict[str, Any] | None, str]:
+    """The live path's statistics over a ``--save-detailed`` file's requests, or None with why not."""
+    records, why = detail_records(doc)
+    if records is None:
+        return None, why
+    return detail_client(doc, records, concurrency=conc, rate_req_s=rate, completed=completed)
+
+
+def _goodput_slo(doc: Mapping[str, Any]) -> dict[str, float] | None:
+    """The SLOs of ``--metadata roofline_goodput=ttft:50,tpot:3`` (ms, vLLM's --goodput keys), else None."""
+    text = doc.get(META_GOODPUT)
+    if not isinstance(text, str):
+        return None
+    slo: dict[str, float] = {}
+    for part in text.replace(",", " ").split():
+        key, _, val = part.partition(":")
+        x = _float_or_none(val)
+        if key.strip() in ("ttft", "tpot", "e2el") and x is not None and math.isfinite(x):
+            slo[f"{key.strip()}_ms"] = x
+    return slo or None
+
+
+def _summary_littles_law(doc: Mapping[str, Any], client: dict[str, Any], not_reported: dict[str, str], mode: str,
+                         conc: int | None, no_detail: str) -> None:
+    """Little's law from the summary keys alone (no per-request arrays): λ·W kept beside the configured C, L not
+    measured."""
+    e2e = client.get("e2e_ms") or {}
+    mean_e2e_ms = number(e2e.get("mean"))
+    w_s = mean_e2e_ms / 1e3 if mean_e2e_ms is not None else None
+    lat = doc.get("latencies")
+    if w_s is None and isinstance(lat, list) and lat and all(number(x) is not None for x in lat):
+        w_s = statistics.fmean(float(x) for x in lat)  # seconds, one per request (kept since v0.30)
+    lam = client["request_throughput_req_s"]
+    not_reported["mean_in_flight"] = f"vllm bench serve's summary records no count of requests in flight: {no_detail}"
+    if mode == PointMode.CLOSED and w_s is not None and lam is not None:
+        # λ·W is kept (the clients' busy share, λ·W ÷ C, is worth showing) but L, the time-averaged count in
+        # flight, is not in the summary: its max_concurrency is the configured number of clients, and a closed loop
+        # drains at its end, so λ·W ÷ C < 1 on a healthy server. Little's law is not checked (a skip, never a FAIL).
+        client["littles_law"] = {
+            "L": None, "L_configured": float(conc) if conc else None, "lambda_req_s": lam, "W_s": w_s,
+            "lambda_W": lam * w_s, "ratio": None,
+            "not_checked": "vllm bench serve records the configured --max-concurrency, not the time-averaged "
+                           "number of requests in flight (that needs --save-detailed's start_times and "
+                           f"latencies: {no_detail}), so Little's law cannot be checked on its file"}
+    else:
+        not_reported["littles_law"] = ("needs the mean end-to-end latency (--percentile-metrics …,e2el) and a "
+                                       "closed loop (--max-concurrency), or --save-detailed's start_times and "
+                                       f"latencies ({no_detail})" if mode == PointMode.CLOSED else
+                                       "an open-loop summary records no count of requests in flight; "
+                                       f"--save-detailed's start_times and latencies give it ({no_detail})")
 
 
 def _per_request_rate(doc: Mapping[str, Any], mode: str, conc: int | None,
