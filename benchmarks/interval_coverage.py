@@ -20,6 +20,12 @@ give a Student-t interval of the mean and a next-run interval (``next_lo``/``nex
 mean should land); each is checked against the following 3 repeats' mean. Nominal for exchangeable runs: 91 % for
 the interval of the mean (P(|T2| < t(0.975, 2)/√2)) and 95 % for the next-run interval.
 
+Last, the throughput interval methods side by side over the same repeats (whole measurement window): the token
+chunks as events (the rule before 2026-12-06), completions in 20 time sub-windows (ad61acc, reverted), the shipped
+completion interval (``intervals.completion_rate_interval``: batches of whole multiples of C completions, else the
+count interval) and the count interval alone; for each, next-run coverage and the median relative half-width.
+``--requests 16`` is the small point (C = 4, 16 requests) that failed the live proxy test under ad61acc.
+
 Usage: python benchmarks/interval_coverage.py [--repeats 16] [--concurrency 4] [--requests 64] [--group 3]
 Keep it to a few minutes; the figures go into benchmarks/RESULTS-intervals.md.
 """
@@ -40,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pytest_roofline.measure import loadgen, stats  # noqa: E402
 from pytest_roofline.measure.engine import Engine, EngineConfig  # noqa: E402
 from pytest_roofline.measure.engine import tiny_model as tinymodel  # noqa: E402
+from pytest_roofline.measure.stats import intervals as ivs  # noqa: E402
 
 FIGURES = ("ttft_ms.p50", "ttft_ms.p90", "ttft_ms.p99", "ttft_ms.mean", "tpot_ms.p50", "tpot_ms.mean",
            "itl_ms.p50", "e2e_ms.p50", "e2e_ms.mean", "output_throughput_tok_s", "request_throughput_req_s")
@@ -85,6 +92,51 @@ def _repeats_coverage(clients: list[dict], group: int) -> None:
           f"(nominal for exchangeable runs: {'91%' if group == 3 else 'see the docstring'} and 95%)")
 
 
+def _throughput_methods(results: list, concurrency: int) -> None:
+    """Next-run coverage and width of each throughput interval method over the repeats' whole windows."""
+    def parts(res):
+        recs = [r for r in res.records if r.in_sample and r.ok and r.end_s is not None]
+        span = (res.measure_start_s, max(r.end_s for r in recs))
+        chunk_t, chunk_w = [], []
+        for r in recs:
+            n_out = float(r.completion_tokens or r.output_len)
+            for t in r.chunk_times_s:
+                chunk_t.append(t)
+                chunk_w.append(n_out / len(r.chunk_times_s))
+        ends = [r.end_s for r in recs]
+        outs = [float(r.completion_tokens or r.output_len) for r in recs]
+        return span, chunk_t, chunk_w, ends, outs
+
+    def clip(iv):
+        return iv.lo if iv.lo > 0 else 0.0, iv.hi
+
+    methods = {
+        "chunks (before)": lambda span, ct, cw, e, o, req: ivs.rate_interval(ct, span, weights=None if req else cw)
+        if not req else ivs.rate_interval(e, span),
+        "time sub-windows (ad61acc)": lambda span, ct, cw, e, o, req: ivs.rate_interval(
+            e, span, weights=None if req else o),
+        "completion batches (shipped)": lambda span, ct, cw, e, o, req: ivs.completion_rate_interval(
+            e, span, concurrency=concurrency, weights=None if req else o),
+        "count interval only": lambda span, ct, cw, e, o, req: ivs.completion_rate_interval(
+            e, span, concurrency=None, weights=None if req else o),
+    }
+    # the wider of the two (the count interval as a floor under the batches' width), a candidate rule
+    methods["batches, count floor"] = lambda *a: max(
+        (methods["completion batches (shipped)"](*a), methods["count interval only"](*a)), key=lambda iv: iv.hi)
+    print(f"\nthroughput interval methods, whole window, {len(results)} repeats at C={concurrency} "
+          f"({len(results) - 1} pairs)")
+    print(f"{'method':<30} {'figure':<10} {'CI→next':>8} {'median ±':>9} {'lo ≤ 0':>7} {'unbounded':>9}")
+    ps = [parts(r) for r in results]
+    for name, fn in methods.items():
+        for fig, req in (("output", False), ("request", True)):
+            cis = [fn(*p, req) for p in ps]
+            hits = sum(clip(a)[0] <= b.estimate <= clip(a)[1] for a, b in zip(cis, cis[1:]))
+            rel = [(iv.hi - iv.estimate) / iv.estimate for iv in cis if math.isfinite(iv.hi)]
+            print(f"{name:<30} {fig:<10} {hits / max(len(cis) - 1, 1):>8.0%} "
+                  f"{(float(np.median(rel)) if rel else math.inf):>9.1%} {sum(iv.lo <= 0 for iv in cis):>7d} "
+                  f"{sum(not iv.bounded for iv in cis):>9d}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=16)
@@ -99,6 +151,7 @@ def main() -> int:
                        max_model_len=1024, enforce_eager=True, kv_cache_space_gib=1, max_num_seqs=8)
     clients_det: list[dict] = []
     clients_off: list[dict] = []
+    results: list = []
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp, Engine(cfg, Path(tmp) / "engine.log").start(timeout_s=600) as eng:
         print(f"engine up in {time.monotonic() - t0:.0f} s; {args.repeats} repeats of closed c={args.concurrency}, "
@@ -109,6 +162,7 @@ def main() -> int:
                                     output_len=64, seed=k, point_id=f"rep{k}",
                                     token_id_range=(tinymodel.PROMPT_TOKEN_ID_MIN, tinymodel.PROMPT_TOKEN_ID_MAX + 1))
             res = loadgen.run_load(eng.base_url, spec)
+            results.append(res)
             clients_det.append(stats.summarize(res, steady_state="detect"))
             clients_off.append(stats.summarize(res, steady_state="off"))
             w = clients_det[-1]["steady_window"]
@@ -141,6 +195,7 @@ def main() -> int:
         print(f"{key:<26} {n_run:>6} {hits_ci / max(pairs, 1):>8.0%} {hits_pi / max(pairs, 1):>8.0%} "
               f"{_cv(det):>7.1%} {_cv(off):>7.1%} {det.mean():>12.4g} ± {det.std(ddof=1):<8.3g}{note}")
     _repeats_coverage(clients_det, args.group)
+    _throughput_methods(results, args.concurrency)
     print("\nCI→next: the 95% interval of repeat i holds repeat i+1's estimate (a perfect CI of a mean: ~83%, "
           "see the docstring);\nPI→next: the same interval widened by √2 (a prediction interval for the next run's "
           "estimate: ~95% if runs were exchangeable);\nCV det/off: run-to-run coefficient of variation with "

@@ -21,7 +21,8 @@ import numpy as np
 from pytest_roofline.quantities.measurement import Interval, IntervalMethod
 
 __all__ = ["Interval", "INTERVAL_METHODS", "percentile_interval", "mean_interval", "rate_interval",
-           "requests_to_decide", "order_statistic_ranks", "min_samples_for_bound", "t_quantile", "t_half_width",
+           "completion_rate_interval", "MIN_RATE_BATCHES", "requests_to_decide", "order_statistic_ranks",
+           "min_samples_for_bound", "t_quantile", "t_half_width",
            "batch_means", "BATCHES", "MIN_BATCH"]
 
 #: How an :class:`Interval` was computed (``Interval.method``).
@@ -252,6 +253,76 @@ def rate_interval(event_times_s: Iterable[float] | np.ndarray, window_s: tuple[f
     rates = np.bincount(idx, weights=w, minlength=k) / (span / k)
     iv = _t_interval(rates, level, "batch-means", n, f"{k} sub-windows of {span / k:.3g} s")
     return replace(iv, estimate=est)
+
+
+#: The fewest batches of completions a throughput's batch-means interval is taken over (Student-t with 2 degrees
+#: of freedom); a point with fewer gets the count interval (:func:`completion_rate_interval`).
+MIN_RATE_BATCHES = 3
+
+
+def completion_rate_interval(end_times_s: Iterable[float] | np.ndarray, window_s: tuple[float, float],
+                             level: float = 0.95, *, concurrency: int | None = None,
+                             weights: Iterable[float] | np.ndarray | None = None) -> Interval:
+    """A throughput as ``vllm bench serve`` counts it — ``weights`` (tokens; 1 per request without them) of the
+    requests completed inside ``window_s = (start, end)`` over its length — with its interval from the
+    completion events, never below 0.
+
+    Closed loop (``concurrency`` = C): the completions, in time order, are cut into up to :data:`BATCHES`
+    contiguous batches of whole multiples of ``u`` completions, ``u`` the smallest multiple of C that is at least
+    :data:`MIN_BATCH`; batch ``j`` spans the time from the previous batch's last completion (the window's start
+    for the first) to its own last (the window's end for the last, which also takes the leftover completions),
+    so the spans add up to the window and the batches' weights to the total. With equal lengths a closed loop
+    completes its C requests in lockstep bursts, and a batch of whole multiples of C holds whole bursts
+    wherever its edges fall (about one cycle of the loop per C completions), where equal time sub-windows hold
+    one burst or two. The throughput is the ratio ``R = Σw_j / Σd_j``; its half-width is the delta method's,
+    ``t(k−1) · s_e / (d̄ · √k)`` with ``e_j = w_j − R·d_j`` (the ratio estimator of batch means: Law & Kelton,
+    *Simulation Modeling and Analysis*, §9.7). Weights that are a fixed multiple of 1 per request scale ``e``
+    and ``R`` alike, so output, total and request throughput get the same relative interval.
+
+    The count interval ``R · (1 ± z · √Σw² / Σw)`` — for N equal requests ``1 ± z/√N``, the Poisson count's
+    normal interval — is the interval of an open loop (``concurrency`` None: its arrivals are Poisson), of a
+    closed loop with fewer than :data:`MIN_RATE_BATCHES` batches (3 requests give ``±113 %``, honest about 3
+    requests), and the floor under the batches' half-width: a closed loop's completions vary less than a Poisson
+    count's within one run, but the batches' spread, estimated from a few batches, was measured too narrow
+    to hold the next run (benchmarks/RESULTS-intervals.md, 2026-12-06: 48 % of next runs held at ±15 %, 61 %
+    with the floor, C = 4, 64 requests); ``method`` names whichever is wider. ``n`` is the number of
+    completions; every interval is clipped at 0."""
+    t = np.asarray(list(end_times_s) if not isinstance(end_times_s, np.ndarray) else end_times_s, dtype=np.float64)
+    w = np.ones_like(t) if weights is None else np.asarray(
+        list(weights) if not isinstance(weights, np.ndarray) else weights, dtype=np.float64)
+    start, end = window_s
+    span = end - start
+    inside = (t >= start) & (t <= end)
+    order = np.argsort(t[inside], kind="stable")
+    t, w = t[inside][order], w[inside][order]
+    n = int(t.size)
+    if span <= 0:
+        return Interval(math.nan, -math.inf, math.inf, level, "count", n, "empty window")
+    est = float(w.sum()) / span
+    if n == 0:
+        return Interval(est, 0.0, math.inf, level, "count", 0, "no completed requests")
+    rel = _z(level) * math.sqrt(float((w * w).sum())) / float(w.sum()) if w.sum() > 0 else math.inf
+    count_half = est * rel
+    why = "open loop"
+    if concurrency:
+        unit = concurrency * math.ceil(MIN_BATCH / concurrency)
+        k = min(BATCHES, n // unit)
+        why = f"{n} completions: too few for {MIN_RATE_BATCHES} batches of {unit}"
+        if k >= MIN_RATE_BATCHES:
+            size = (n // unit // k) * unit
+            last = np.arange(1, k) * size - 1  # index of each batch's last completion but the last batch's
+            edges = np.concatenate(([start], t[last], [end]))
+            d = np.diff(edges)
+            cum = np.concatenate(([0.0], np.cumsum(w)))
+            wb = np.diff(cum[np.concatenate(([0], last + 1, [n]))])
+            e = wb - est * d
+            half = t_quantile(0.5 + level / 2, k - 1) * float(e.std(ddof=1)) / (float(d.mean()) * math.sqrt(k))
+            batches = f"{k} batches of {size}+ completions (whole multiples of concurrency {concurrency})"
+            if half >= count_half:
+                return Interval(est, max(0.0, est - half), est + half, level, "batch-means", n, batches)
+            why = f"the floor under {batches}, ±{half / est:.0%}"
+    return Interval(est, max(0.0, est - count_half), est + count_half, level, "count", n,
+                    f"count interval ±{rel:.0%} from {n} completions ({why})")
 
 
 def requests_to_decide(interval: Interval, bound: float, samples_n: int,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,7 @@ import numpy as np
 from pytest_roofline.measure.loadgen import RequestRecord
 from pytest_roofline.measure.stats.glossary import PERCENTILES, distribution, output_tokens, prompt_tokens
 from pytest_roofline.measure.stats.held import first_full_s
-from pytest_roofline.measure.stats.intervals import mean_interval, percentile_interval, rate_interval
+from pytest_roofline.measure.stats.intervals import completion_rate_interval, mean_interval, percentile_interval
 
 __all__ = ["MSER_BATCH", "STEADY_MODES", "MAX_DISCARD_SHARE", "MIN_STEADY_REQUESTS", "mser_truncation", "SteadyWindow",
            "steady_window", "run_window", "INTERVAL_FIGURES", "steady_statistics", "steady_summary"]
@@ -165,14 +165,16 @@ INTERVAL_FIGURES: tuple[str, ...] = (
 )
 
 
-def steady_statistics(records: Sequence[RequestRecord], window: SteadyWindow, level: float = 0.95
-                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+def steady_statistics(records: Sequence[RequestRecord], window: SteadyWindow, level: float = 0.95, *,
+                      concurrency: int | None = None) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The point's figures over its steady window (``client.steady``) and each one's interval at ``level``
     (``client.intervals``, keyed like :data:`INTERVAL_FIGURES`, in the figure's own unit: ms for ``*_ms``).
 
     Percentiles get distribution-free order-statistic intervals, means batch-means intervals over the requests
-    in send order, throughputs batch-means intervals over sub-windows of the steady window. ITL pools every
-    token gap of the window's requests (its ``n`` counts gaps, ``requests`` the requests behind them)."""
+    in send order (clipped at 0: every sample is), throughputs one interval from the completion events
+    (:func:`~pytest_roofline.measure.stats.intervals.completion_rate_interval`: batches of whole multiples of
+    ``concurrency`` completions in a closed loop, the count interval in an open loop or a small point). ITL pools
+    every token gap of the window's requests (its ``n`` counts gaps, ``requests`` the requests behind them)."""
     keep = set(window.indices)
     rs = sorted((r for r in records if r.index in keep and r.in_sample), key=lambda r: r.sent_s or 0.0)
     per_metric: dict[str, list[float]] = {"ttft_ms": [], "tpot_ms": [], "itl_ms": [], "e2e_ms": [],
@@ -195,30 +197,28 @@ def steady_statistics(records: Sequence[RequestRecord], window: SteadyWindow, le
         if not values:
             continue
         iv = mean_interval(values, level)
+        if iv.lo < 0 <= min(values):  # a mean of non-negative samples is >= 0: clipped there, it keeps its coverage
+            iv = replace(iv, lo=0.0)  # (a Student-t over 2 batches reached -11 ms for a TPOT mean, trial s16 H1)
         intervals[f"{name}.mean"] = {**iv.to_json(), "requests": len(rs)}
         for p in PERCENTILES:
             iv = percentile_interval(values, p / 100.0, level)
             intervals[f"{name}.p{p}"] = {**iv.to_json(), "requests": len(rs)}
     span = (window.start_s, window.end_s)
-    chunk_t: list[float] = []
-    chunk_w: list[float] = []
-    chunk_total_w: list[float] = []
+    # the throughputs as vLLM counts them (tokens of completed requests over the duration), each request counted at
+    # its completion, so the three share one interval: exact multiples of each other where every request has the
+    # same lengths (token chunks as events measured the step cadence inside requests: 3 requests gave output
+    # throughput ±10%, total ±76% and request throughput none, one point FAIL and INCONCLUSIVE at once, trial s16 H1)
     done_t: list[float] = []
+    done_out: list[float] = []
+    done_total: list[float] = []
     for r in (r for r in records if r.in_sample and r.ok):
-        n_out = output_tokens(r)
-        if r.chunk_times_s:
-            per = n_out / len(r.chunk_times_s)
-            # prompt tokens counted at the first chunk (prefill done), output tokens at their chunk
-            for j, t in enumerate(r.chunk_times_s):
-                chunk_t.append(t)
-                chunk_w.append(per)
-                chunk_total_w.append(per + (prompt_tokens(r) if j == 0 else 0))
         if r.end_s is not None:
             done_t.append(r.end_s)
-    for key, times, weights in (("output_throughput_tok_s", chunk_t, chunk_w),
-                                ("total_throughput_tok_s", chunk_t, chunk_total_w),
-                                ("request_throughput_req_s", done_t, None)):
-        iv = rate_interval(times, span, level, weights=weights)
+            done_out.append(float(output_tokens(r)))
+            done_total.append(float(output_tokens(r) + prompt_tokens(r)))
+    for key, weights in (("output_throughput_tok_s", done_out), ("total_throughput_tok_s", done_total),
+                         ("request_throughput_req_s", None)):
+        iv = completion_rate_interval(done_t, span, level, concurrency=concurrency, weights=weights)
         steady[key] = iv.estimate if math.isfinite(iv.estimate) else None
         if math.isfinite(iv.estimate):
             intervals[key] = {**iv.to_json(), "requests": len(rs)}
@@ -234,7 +234,7 @@ def steady_summary(records: Sequence[RequestRecord], window_start_s: float, *, c
     or a point too short for one, has no steady state: ``steady_window.method`` is ``"none"`` with the reason, and
     its figures are the whole run's."""
     whole = run_window(records, window_start_s)
-    run_stats, run_intervals = steady_statistics(records, whole, level)
+    run_stats, run_intervals = steady_statistics(records, whole, level, concurrency=concurrency)
     win = steady_window(records, window_start_s, concurrency=concurrency, method=method)
     if win.method == "detect":
         why = _no_steady_state(win, len(whole.indices))
@@ -244,6 +244,6 @@ def steady_summary(records: Sequence[RequestRecord], window_start_s: float, *, c
     if win.method in ("none", "off"):
         steady, steady_intervals = run_stats, run_intervals
     else:
-        steady, steady_intervals = steady_statistics(records, win, level)
+        steady, steady_intervals = steady_statistics(records, win, level, concurrency=concurrency)
     return {"steady_window": win.to_json(window_start_s), "steady": steady, "steady_intervals": steady_intervals,
             "intervals": run_intervals, "intervals_window": "run"}
