@@ -8,14 +8,15 @@ run's full record, so a history of hundreds of nights renders in about a second.
 
 * one section per hardware × model. Runs of different engine versions are different setups for drift (they are
   never each other's baseline), but an upgrade is what a reader looks for, so a section holds every version of its
-  hardware × model on one time axis, and a vertical rule labelled with the new version marks each change;
+  hardware × model on one axis, and a vertical rule labelled with the new version marks each change;
 * a summary table: each prediction's latest status, its latest measured (or model) value, its drift against the
   previous night of the same setup, and on how many nights it was checked. "Latest" is the latest run of the
   prediction's *file*: a nightly that runs each prediction file in its own pytest session stores one run per file,
   and the setup's last run then holds one file only. A night is one run of a prediction file;
 * one small chart per prediction, over the runs of its file: the measured value night by night (each point
   coloured by that night's outcome as pytest reported it: an expected miss is xfail, an unexpected pass XPASS; a
-  run stored before outcomes were kept shows its verdict status),
+  run stored before outcomes were kept shows its verdict status; the x axis is ordinal, a place per run evenly
+  spaced whatever the time between runs, labelled "runs in order, not to time scale", its ticks the runs' dates),
   the predicted band (lo..hi, shaded, stepping where the YAML changed) and the model's value as a line (it moves
   when the model or the YAML changes). A math-only prediction draws its model line alone. Hovering a point shows
   the night's date, commit, engine version, measured value and verdict; hovering a step of the band or of the model
@@ -216,7 +217,10 @@ class _Nights:
         self.tick_texts = [d[5:] for d in self.days] if self.one_year else self.days
         if len(set(self.days)) < n:  # nights that share a date: their time of day tells them apart
             self.tick_texts = [f"{t} {w[11:]}{k}" for t, w, k in zip(self.tick_texts, self.whens, self.nths)]
-        self.axis_label = f"night (UTC, {years[0]})" if self.one_year else "night (UTC)"
+        # the axis is ordinal: each run of the file has one place, evenly spaced whatever the time between runs
+        # (a week's gap and two runs an hour apart are one step each); its ticks are the dates of the runs there
+        self.axis_label = (f"runs in order, not to time scale (UTC, {years[0]})" if self.one_year
+                           else "runs in order, not to time scale (UTC)")
         plot_px = _CHART_WIDTH - _CHART_MARGIN_LEFT - _margin_right(self.one_year)
         self.ticks = _x_ticks(n, min_gap=_tick_gap(n, self.tick_texts, plot_px))
         self.heads = [f"{w} UTC{k} · {_commit(r)} · vllm {r.setup.engine_version}"
@@ -452,6 +456,16 @@ def _margin_right(one_year: bool) -> int:
     return 28 if one_year else 40
 
 
+def _edge_pad(n: int, size: float, plot_px: float) -> float:
+    """How far (in nights) the x axis reaches beyond the first and the latest night: half a night, or more where
+    the nights are closer than a dot, so the latest point (a dot of radius ``size + 0.5`` and its whisker's cap)
+    sits inside the plot rather than on its right edge (on a 406-night page a night is about 1.2 px wide)."""
+    need = size + 2.0  # px from the dot's centre to the plot's edge: its radius, and a pixel and a half of room
+    if n <= 1 or plot_px <= 2 * need:
+        return 0.5
+    return max(0.5, need * (n - 1) / (plot_px - 2 * need))
+
+
 def _tick_format(ticks: Sequence[float]) -> Callable[[float], str]:
     """Tick labels with as many decimals as the step needs, so neighbouring ticks never read the same
     (511.5, 512, 512.5 B rather than 512, 512, 512); millions and up in the compact k/M/G style."""
@@ -504,7 +518,16 @@ def _chart(group: _Group, s: _Series, *, width: int = _CHART_WIDTH, height: int 
     lo, hi = lo - span * 0.12, hi + span * 0.12
     if nums and min(nums) >= 0 > lo:  # a quantity that cannot be negative: no negative axis
         lo = 0.0
-    x_axis = Axis(-0.5, n - 0.5, ticks=nights.ticks, fmt=nights.tick_text, label=nights.axis_label)
+    size = 3.6 if n <= 60 else (2.4 if n <= 150 else 1.7)
+    pad = _edge_pad(n, size, width - _CHART_MARGIN_LEFT - _margin_right(nights.one_year))
+    first, last = -pad, n - 1 + pad
+
+    def lo_edge(a: int) -> float:  # where night a's place begins (the first reaches the plot's edge)
+        return first if a == 0 else a - 0.5
+
+    def hi_edge(b: int) -> float:
+        return last if b == n - 1 else b + 0.5
+    x_axis = Axis(first, last, ticks=nights.ticks, fmt=nights.tick_text, label=nights.axis_label)
     y_ticks = nice_ticks(lo, hi, 4)
     y_axis = Axis(lo, hi, ticks=y_ticks, label=unit, fmt=_tick_format(y_ticks))
     v0 = s.latest
@@ -516,7 +539,7 @@ def _chart(group: _Group, s: _Series, *, width: int = _CHART_WIDTH, height: int 
               description=f"{v0.quantity} of {v0.prediction_id}, {n} night{'s' if n != 1 else ''}")
     # the predicted band, stepping where the YAML changed; each step's tooltip: its band and its nights
     bands = [(a, b, lo_hi) for a, b, lo_hi in _spans(values, lambda v: (v.lo, v.hi)) if lo_hi != (None, None)]
-    c.step_band([(a - 0.5, b + 0.5, d(lo_hi[0]), d(lo_hi[1])) for a, b, lo_hi in bands], color=_BAND_COLOR,
+    c.step_band([(lo_edge(a), hi_edge(b), d(lo_hi[0]), d(lo_hi[1])) for a, b, lo_hi in bands], color=_BAND_COLOR,
                 label="predicted band",
                 titles=[f"predicted {_band_text(at(b))} · {nights.span_text(a, b)}" for a, b, _ in bands])
     # the model's value, as a step line across the nights it was computed; each step's tooltip: value, nights
@@ -526,10 +549,10 @@ def _chart(group: _Group, s: _Series, *, width: int = _CHART_WIDTH, height: int 
         if m is None or not is_number(m):
             model_pts.append((math.nan, math.nan))
             continue
-        if model_pts and model_pts[-1][0] != a - 0.5:
+        if model_pts and model_pts[-1][0] != lo_edge(a):
             model_pts.append((math.nan, math.nan))
-        model_pts += [(a - 0.5, float(m) / scale), (b + 0.5, float(m) / scale)]
-        model_tips.append((a - 0.5, b + 0.5, float(m) / scale, f"model {_fmt(at(b), m)} · "
+        model_pts += [(lo_edge(a), float(m) / scale), (hi_edge(b), float(m) / scale)]
+        model_tips.append((lo_edge(a), hi_edge(b), float(m) / scale, f"model {_fmt(at(b), m)} · "
                                                                 f"{nights.span_text(a, b)}"))
     if model_tips:
         c.line(model_pts, color=_MODEL_COLOR, width=1.8, dash="5 3", label="model")
@@ -540,7 +563,6 @@ def _chart(group: _Group, s: _Series, *, width: int = _CHART_WIDTH, height: int 
     measured = [(i, float(v.measured) / scale, v) for i, v in enumerate(values)
                 if v is not None and is_number(v.measured)]
     tips: list[tuple[float, float, float, str]] = []
-    size = 3.6 if n <= 60 else (2.4 if n <= 150 else 1.7)
     if measured:
         if n <= 150:  # beyond that the nights are a pixel apart: the points alone read better than a zigzag
             ys = [math.nan] * n
@@ -567,7 +589,8 @@ def _chart(group: _Group, s: _Series, *, width: int = _CHART_WIDTH, height: int 
             ci = (f", {_level_text(v)} interval [{_fmt(v, v.measured_lo) if is_number(v.measured_lo) else '−∞'}, "
                   f"{_fmt(v, v.measured_hi) if is_number(v.measured_hi) else '+∞'}]" if _has_interval(v) else
                   ", no interval stored" if whiskers else "")
-            tips.append((i - 0.5, i + 0.5, y, f"{nights.heads[i]} — measured {_fmt_measured(v)}{ci}: {_shown_text(v)}"))
+            tips.append((lo_edge(i), hi_edge(i), y,
+                         f"{nights.heads[i]} — measured {_fmt_measured(v)}{ci}: {_shown_text(v)}"))
         for status in _DOT_ORDER:
             if status in by_status:
                 c.dots(by_status.pop(status), color=_status_color(status), size=size,
@@ -768,7 +791,8 @@ def render_trend(runs: Sequence[RunSummary], *, title: str | None = None, source
             "for its date, commit and version; the band or the model line for its value and nights. A prediction's "
             "latest status, value and drift are those of the latest run of its prediction file: a nightly that runs "
             "each file in its own pytest session stores one run per file. A night is one run of a prediction "
-            "file; a chart has a place for each run of its file.</p>")
+            "file; a chart has a place for each run of its file, evenly spaced: its x axis is the runs in order, "
+            "not a time scale (a week without a run is one step, as is an hour between two).</p>")
     head = (f'<header class="top"><div class="brand">pytest-roofline trend</div><h1>{esc(page_title)}</h1>'
             f'{src}<div class="src">{span}</div>{nav}{hint}</header>')
     body = head + ("".join(_group_section(i, g, policy) for i, g in enumerate(groups)) or

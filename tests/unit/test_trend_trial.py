@@ -441,3 +441,45 @@ def test_a_signed_percentage_never_puts_a_sign_on_zero() -> None:
 
     assert [signed_percent(x) for x in (-0.0003, 0.0, 0.25, -0.25)] == ["0.0%", "0.0%", "+25.0%", "-25.0%"]
     assert signed_percent(0.0003, 2) == "+0.03%" and signed_percent(-0.004, 0) == "0%"
+
+
+# ------------------------------------------------------------------------------------------------ the x axis
+
+
+def _dot_extents(svg: ET.Element) -> tuple[float, float, float, float]:
+    """(the plot frame's left and right edges, the leftmost and rightmost edge of a measured dot): each dot a
+    zero-length ``Mx,yh0`` subpath whose round cap is a disc of half the path's stroke width."""
+    frame = next(r for r in svg.iter(f"{SVG_NS}rect") if r.get("fill") == "#fcfcfd")
+    left = float(frame.get("x", "0"))
+    right = left + float(frame.get("width", "0"))
+    xs: list[tuple[float, float]] = []
+    for p in svg.iter(f"{SVG_NS}path"):
+        if "rl-pt" in (p.get("class") or ""):
+            r = float(p.get("stroke-width", "0")) / 2
+            xs += [(float(x), r) for x in re.findall(r"M([0-9.]+),[0-9.]+h0", p.get("d") or "")]
+    return left, right, min(x - r for x, r in xs), max(x + r for x, r in xs)
+
+
+@pytest.mark.parametrize("n", [5, 60, 406])
+def test_the_first_and_newest_points_are_inside_the_plot(n: int) -> None:
+    # trial: on a 406-night page the newest point sat on the plot's right edge (half a night, about 0.6 px, from
+    # it, a dot's radius 2.2 px): every dot, whisker caps included in the room, now lies inside the frame
+    import datetime as dt
+
+    start = dt.datetime(2025, 1, 1, 2, tzinfo=dt.UTC)
+    runs = [run((start + dt.timedelta(days=2 * i)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                val("p", 0.1 + 0.0001 * (i % 7), lo=0.09, hi=0.12)) for i in range(n)]
+    left, right, first, newest = _dot_extents(charts(render_trend(runs))["p"])
+    assert left < first and newest < right, (left, first, newest, right)
+
+
+def test_the_x_axis_says_it_is_not_to_time_scale() -> None:
+    # runs are evenly spaced whatever the time between them (a place per run): 12-01, 12-02 and 12-09 are one
+    # step apart each, and the axis says so rather than read as a time axis
+    runs = [run(f"2026-12-{d:02d}T02:00:00Z", val("p", 0.1)) for d in (1, 2, 9)]
+    svg = charts(render_trend(runs))["p"]
+    xs = [x for x, _t in x_labels(svg)]
+    assert [t for _x, t in x_labels(svg)] == ["12-01", "12-02", "12-09"]
+    assert xs[1] - xs[0] == pytest.approx(xs[2] - xs[1])
+    texts = [t.text for t in svg.iter(f"{SVG_NS}text")]
+    assert "runs in order, not to time scale (UTC, 2026)" in texts
