@@ -538,9 +538,15 @@ def _interval_fields(v: Verdict, interval: Mapping[str, Any] | None) -> None:
     hi = v.fmt(iv.hi) if math.isfinite(iv.hi) else "+∞"
     requests = interval.get("requests")
     behind = f"n={iv.n}" + (f" from {requests} requests" if requests and requests != iv.n else "")
-    v.interval_text = f"[{lo}, {hi}] ({iv.level:.0%}, {iv.method}, {behind})"
+    v.interval_text = f"[{lo}, {hi}] ({iv.level:.0%} {_interval_scope(iv.method)}, {iv.method}, {behind})"
     if not (math.isfinite(iv.lo) and math.isfinite(iv.hi)) and iv.note:
         v.interval_text += f": {iv.note}"
+
+
+def _interval_scope(method: str) -> str:
+    """What an interval's spread holds: the sampling within this run, or (``sweep.repeats``) the spread between
+    runs. A within-run interval says nothing of how far the next run lands (drift and sweep.repeats measure that)."""
+    return "run-to-run" if method == "repeats" else "within-run"
 
 
 def _unheld(v: Verdict) -> None:
@@ -623,7 +629,8 @@ def _inconclusive(v: Verdict) -> None:
     was = "within" if v.status is VerdictStatus.PASS else "outside"
     v.status = VerdictStatus.INCONCLUSIVE
     bounds = " and ".join(v.fmt(b) for b in straddled)
-    v.reason = (f"measured {v.measured_text} is {was} the band, but its {iv.level:.0%} interval "
+    v.reason = (f"measured {v.measured_text} is {was} the band, but its {iv.level:.0%} "
+                f"{_interval_scope(iv.method)} interval "
                 f"{v.interval_text.split(' (')[0]} straddles the tolerance boundary {bounds}: the measurement cannot "
                 "tell on which side the value lies; " + (
                     f"about {v.requests_to_decide} more requests at the point would decide it"

@@ -47,30 +47,42 @@ def _ttft_knee_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, t
 
 
 def _little_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    """λ·W ÷ C over the held window in a closed loop (the check that the load generator held C: a starved one
+    reads the share it held and fails; the drain after the last send is outside the window), λ·W ÷ the client's
+    own L in an open loop (bookkeeping): :func:`~pytest_roofline.measure.stats.held.littles_reading`. The point's
+    held flag is not a note here: this verdict is the check of exactly that, so it must stay decisive."""
+    from pytest_roofline.measure.stats.held import is_held_flag, littles_reading
+
     pt = point_at(meas, at)
-    lam_w, in_flight = client_number(pt, "littles_law", "lambda_W"), client_number(pt, "littles_law", "L")
-    if lam_w is not None and in_flight:
-        ratio = lam_w / in_flight
-    else:
+    c = concurrency(pt) if str(pt.get("mode") or "closed") != "open" else 0
+    closed = c > 0
+    reading = littles_reading(pt.get("client"), c if closed else None)
+    if reading is None:
         why = client_value(pt, "littles_law", "not_checked")
-        reason = (f"point {pt.get('id')}: {why}" if isinstance(why, str) and why
-                  else f"point {pt.get('id')} has no Little's-law record")
+        if isinstance(why, str) and why:
+            reason = f"point {pt.get('id')}: {why}"
+        elif closed and client_value(pt, "littles_law", "held_requests") is not None:
+            reason = (f"point {pt.get('id')}: no request was sent after its {c} clients were first all in flight, "
+                      "so it has no held window to read λ·W over (more requests per point: sweep.requests_per_point)")
+        else:
+            reason = f"point {pt.get('id')} has no Little's-law record"
         raise NotMeasured(reason + littles_law_kept(pt))
-    detail = f"L (time-averaged in flight) = {in_flight:.3g}, λ·W = {lam_w:.3g}"
-    return MeasuredValue(ratio, (point_id(pt),), (detail,))
+    notes = [n for n in point_notes(pt, th, setup) if not is_held_flag(n.split(": ", 1)[-1])]
+    return MeasuredValue(reading.ratio, (point_id(pt),), (reading.detail, *notes))
 
 
 def littles_law_kept(pt: PointRecord) -> str:
-    """What a point without L (a peer's file) still says about Little's law: ``"; λ·W = 0.9951 (12.431 req/s ×
-    80.047 ms), 0.995 of the configured C = 1"``; empty where it has no λ·W. The skip line carries it, as the docs
-    promise ("kept and shown beside the configured C"); it is never scored (L is the configured C, not measured)."""
+    """What a point without a Little's-law reading (a peer's file) still says: ``"; λ·W = 0.9951 (12.431 req/s ×
+    80.047 ms), 0.995 of the configured C = 1 over the whole run, drain included"``; empty where it has no λ·W. The
+    skip line carries it; it is never scored: the whole run holds the drain after the last send, which is not the
+    loop failing to hold C, and the file keeps no send times to find the held window."""
     lam_w = client_number(pt, "littles_law", "lambda_W")
     if lam_w is None:
         return ""
     lam, w_s = client_number(pt, "littles_law", "lambda_req_s"), client_number(pt, "littles_law", "W_s")
     parts = f" ({lam:.5g} req/s × {w_s * 1e3:.5g} ms)" if lam is not None and w_s is not None else ""
     conf = client_number(pt, "littles_law", "L_configured")
-    share = f", {lam_w / conf:.3f} of the configured C = {conf:g}" if conf else ""
+    share = f", {lam_w / conf:.3f} of the configured C = {conf:g} over the whole run, drain included" if conf else ""
     return f"; λ·W = {lam_w:.4g}{parts}{share}"
 
 
@@ -173,8 +185,9 @@ QUANTITIES: tuple[Quantity, ...] = (
              "thresholds.ttft_knee_ratio × its p50 TTFT (none = never)", kind=QuantityKind.OPTIONAL_NUMBER,
              measure=_ttft_knee_measure, points=QuantityPoints.ALL,
              serving=_serve_ttft_knee, replicas="sweep"),
-    Quantity("littles_law_ratio", "ratio", "λ·W ÷ L at a sweep point: throughput (req/s) × mean latency "
-             "over the time-averaged requests in flight; 1.0 when Little's law holds",
+    Quantity("littles_law_ratio", "ratio", "λ·W ÷ C at a closed-loop sweep point, over the held window (from C "
+             "in flight to the last send): below 1 by the share of C the load generator did not hold; in an open "
+             "loop λ·W ÷ the client's own L, a bookkeeping check",
              at=("concurrency", "rate"), measure=_little_measure, points=QuantityPoints.AT),
     Quantity("goodput", "throughput", "the highest output throughput among sweep points that meet every SLO "
              "(TTFT and TPOT at the chosen percentile)", at=("percentile", "ttft", "tpot"),

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_roofline.measure.stats.held import RATE_SHARE, is_rate_flag, littles_reading
 from pytest_roofline.model import analytical as an
 from pytest_roofline.quantities.analysis import closed_points, goodput_rows, is_flattered, throughput_knee, ttft_knee
 from pytest_roofline.quantities.measurement import concurrency
@@ -661,6 +662,10 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
             model = [(b, model_step(setup, b).t_step_s * 1e3) for b in _geom(x.lo, x.hi)]
         except (ValueError, ZeroDivisionError, AttributeError):
             model = []
+    sw: Any = getattr(spec, "sweep", None)
+    if not (p50 or p99) and (open_points(results) or (getattr(sw, "rates", None) and
+                                                       not getattr(sw, "concurrency", None))):
+        return None  # an open-loop sweep: its TPOT is drawn against the offered rate, the batch axis stays empty
     slo = (spec.slo or {}).get("tpot")
     sp = serving_points(spec, setup)
     s50 = [(c, pp.tpot_p50_ms) for c, pp in sp if pp.tpot_p50_ms > 0]
@@ -734,27 +739,29 @@ def littles_chart(spec: Any, results: Mapping[str, Any] | None,
                   verdicts: Sequence[Row]) -> Figure | None:
     series = _littles_series(closed_points(results), lambda p: float(concurrency(p)))
     return _littles_figure("littles", series, verdicts, _x_axis(sweep_batches(spec, results)), _at_c,
-                           "L is the client's own time-averaged count in flight over the measurement window, so the "
-                           "ratio is close to 1 by construction: it checks the client's bookkeeping (failed requests "
-                           "holding slots, time after a response's last token), not whether the load generator held "
-                           "C; the points' held concurrency (the sweep table) says that.")
+                           "λ·W over the held window (from the moment C requests were first in flight to the last "
+                           "send: request throughput × mean E2E latency of the requests that completed in it) ÷ C. "
+                           "A load generator slow to send the next request reads the share of C it held, below the "
+                           "band; the drain after the last send is outside the window. A file written before the "
+                           "held window's λ and W were recorded shows its held in-flight average ÷ C.",
+                           "λ·W ÷ C")
 
 
 def _littles_series(pts: Sequence[Mapping[str, Any]], x_of: Any) -> list[tuple[float, float, Mapping[str, Any]]]:
-    """(x, λ·W ÷ L, the point's littles_law dict) per point that records the ratio (or λ·W and L)."""
+    """(x, the Little's-law ratio the check reads, the point's littles_law dict) per point that has one
+    (``measure.stats.held.littles_reading``: λ·W over the held window ÷ C in a closed loop, λ·W ÷ L in an open
+    one)."""
     series = []
     for p in pts:
-        ll = _get(p, "client", "littles_law") or {}
-        r = ll.get("ratio")
-        if not is_number(r) and is_number(ll.get("lambda_W")) and ll.get("L"):
-            r = ll["lambda_W"] / ll["L"]
-        if is_number(r):
-            series.append((x_of(p), float(r), ll))
+        c = p.get("concurrency") if p.get("mode") != "open" else None
+        reading = littles_reading(p.get("client"), c if isinstance(c, int) and c > 0 else None)
+        if reading is not None:
+            series.append((x_of(p), reading.ratio, _get(p, "client", "littles_law") or {}))
     return series
 
 
 def _littles_figure(key: str, series: Sequence[tuple[float, float, Mapping[str, Any]]], verdicts: Sequence[Row],
-                    x: Axis, where: Any, caption: str) -> Figure | None:
+                    x: Axis, where: Any, caption: str, ylabel: str = "λ·W ÷ L") -> Figure | None:
     """Little's law per point on the x axis ``x`` (concurrency or offered rate; ``where`` names a point)."""
     if not series:
         return None
@@ -765,9 +772,11 @@ def _littles_figure(key: str, series: Sequence[tuple[float, float, Mapping[str, 
             break
     dev = max(abs(r - 1) for _, r, _ in series)
     span = max(tol * 2.5, dev * 1.4, 0.01)
-    ch = Chart(x, Axis(1 - span, 1 + span, "linear", "λ·W ÷ L", fmt=lambda t: f"{t:.3g}"), width=600, height=260,
+    ch = Chart(x, Axis(1 - span, 1 + span, "linear", ylabel, fmt=lambda t: f"{t:.3g}"), width=600, height=260,
                title="Little's law per sweep point",
-               subtitle="throughput (req/s) × mean latency ÷ requests in flight — 1.0 when the loop is what it claims",
+               subtitle=("throughput (req/s) × mean latency ÷ C over the held window — 1.0 when the loop held C"
+                         if ylabel == "λ·W ÷ C" else
+                         "throughput (req/s) × mean latency ÷ the client's own count in flight (bookkeeping)"),
                description="Little's law ratio per point with the tolerance band")
     ch.hband(1 - tol, 1 + tol, color=C_GOODPUT, opacity=0.14, label=f"1 ± {tol:.0%} (the prediction's tolerance)")
     ch.hline(1.0, color="#555", dash=None, width=1)
@@ -791,6 +800,12 @@ def _littles_tip(c: float, ratio: float, ll: Mapping[str, Any], where: Any = _at
         return float(v) if is_number(v) else None  # finite: never a NaN in the text
 
     big_l, lam, w, lw = num("L"), num("lambda_req_s"), num("W_s"), num("lambda_W")
+    if num("held_lambda_W") is not None:  # a closed loop's held window: λ and W there, over C
+        big_l, lam, w, lw = num("L_configured"), num("held_lambda_req_s"), num("held_W_s"), num("held_lambda_W")
+        parts = [f"held window: λ={lam:.3g} req/s" if lam is not None else "held window"]
+        parts += [f"W={w:.3g} s"] if w is not None else []
+        parts += [f"λW={lw:.3g}"] + ([f"C={big_l:g}"] if big_l is not None else [])
+        return f"{where(c)}: {', '.join(parts)} → ratio {ratio:.3f}"
     if lw is None and lam is not None and w is not None:
         lw = lam * w
     parts = [f"L={big_l:.3g}"] if big_l is not None else []
@@ -814,9 +829,8 @@ def _arrivals(spec: Any, results: Mapping[str, Any] | None) -> str:
     if found == {1.0}:
         return "Poisson arrivals"
     return "gamma arrivals, burstiness " + ", ".join(f"{b:g}" for b in sorted(found))
-#: achieved below this share of the offered rate: the engine no longer keeps up (a point of 120 Poisson arrivals
-#: carries about ±9% sampling noise, so a smaller shortfall is not read as saturation)
-SATURATION_SHARE = 0.9
+#: achieved below this share of the offered rate, beyond chance: the engine no longer keeps up (the point's flag)
+SATURATION_SHARE = RATE_SHARE
 
 
 @dataclass(frozen=True)
@@ -861,8 +875,10 @@ def open_loop_charts(spec: Any, setup: Any, results: Mapping[str, Any] | None, v
     figs.append(_littles_figure(
         "open_littles", _littles_series(open_points(results), lambda p: float(p["rate_req_s"])), verdicts,
         _rate_axis(spec, results), _at_rate,
-        "In an open loop L is whatever the arrivals and the latency make it; a ratio away from 1 means the requests "
-        "in flight the client counted do not match its throughput and latency."))
+        "In an open loop L is whatever the arrivals and the latency make it: the ratio divides λ·W by the client's "
+        "own time-averaged count in flight over the run, which holds every request whole, so it is close to 1 by "
+        "construction, a check of the client's bookkeeping (failed requests, time after a response's last token), "
+        "not of the engine (the offered-rate flag and the achieved-rate chart say whether it kept up)."))
     return [f for f in figs if f is not None]
 
 
@@ -905,15 +921,23 @@ def _rate_value_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None, 
     cap = "Serving model (dashed green): the step-level simulation of each point's arrivals" + (
         ", its band shaded." if band else ".")
     if m.offered and meas:
-        sat = next((r for r, y in meas if y < SATURATION_SHARE * r), None)
+        sat = next((float(p["rate_req_s"]) for p in open_points(results) if _saturated(p)), None)
         if sat is not None:
             ch.vline(sat, color=C_KNEE_MEAS, text=f"saturated from {sat:g} req/s", text_pos=0.05,
                      text_side="left" if sat > ch.x.hi / 3 else "right")
         cap = (f"Below the grey diagonal the engine falls behind its arrivals and the queue grows for as long as the "
-               f"point runs; a point under {SATURATION_SHARE:.0%} of its offered rate is read as saturated. "
+               f"point runs; a point under {SATURATION_SHARE:.0%} of its offered rate, by more than its arrivals' "
+               f"sampling explains (its flag 'offered rate not sustained'), is read as saturated. "
                + (f"Measured: saturated from {sat:g} req/s. " if sat is not None else
                   f"Measured: keeps up through {meas[-1][0]:g} req/s. ") + cap)
     return Figure(m.key, ch.title, ch.render(), cap), scale
+
+
+def _saturated(p: Mapping[str, Any]) -> bool:
+    """Whether an open-loop point fell behind its offered rate: its ``offered rate not sustained`` flag, the one
+    rule (``measure.stats.held.rate_flag``: under 90% of the offered rate by more than the arrivals' sampling
+    explains). A file written before that flag carries none, and draws no saturation line."""
+    return any(is_rate_flag(f) for f in p.get("flags") or [])
 
 
 def _rate_latency_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None, metric: str,

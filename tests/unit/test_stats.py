@@ -71,7 +71,10 @@ def test_shape_and_json(mixed):
     assert set(c) == CLIENT_KEYS
     for key in ("per_request_output_tok_s", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
         assert set(c[key]) == DIST_KEYS
-    assert set(c["littles_law"]) == {"L", "lambda_req_s", "W_s", "lambda_W", "ratio"}
+    # a closed loop adds the held window's λ and W and C (stats.held.held_littles_law); these 4 requests at C = 4
+    # never had 4 in flight, so the window is empty: held_lambda_W null, held_requests 0
+    assert set(c["littles_law"]) == {"L", "lambda_req_s", "W_s", "lambda_W", "ratio", "L_configured",
+                                     "held_lambda_W", "held_requests"}
     assert c["schedule_lag_ms"] is None  # closed loop
     json.dumps(c)
 
@@ -139,7 +142,10 @@ def test_in_flight_and_littles_law_with_errors(mixed):
     assert ll["lambda_req_s"] == pytest.approx(3 / 1.1)
     assert ll["W_s"] == pytest.approx(0.2)                     # mean E2E of completed requests
     assert ll["lambda_W"] == pytest.approx(0.6 / 1.1)
-    assert ll["ratio"] == pytest.approx(0.6 / 0.86)            # < 1: the failed request held a slot
+    # the whole run's λ·W ÷ L (bookkeeping): 0.6 / 0.86 < 1, the failed request held a slot
+    assert ll["lambda_W"] / ll["L"] == pytest.approx(0.6 / 0.86)
+    # the check's ratio is λ·W over the held window ÷ C: 4 clients were never all in flight, so it has none
+    assert ll["ratio"] is None and ll["held_requests"] == 0
 
 
 def test_littles_law_on_a_closed_schedule():
@@ -156,7 +162,12 @@ def test_littles_law_on_a_closed_schedule():
     ll = c["littles_law"]
     assert ll["lambda_req_s"] == pytest.approx(2.0)
     assert ll["W_s"] == pytest.approx(1.0)
-    assert ll["ratio"] == pytest.approx(1.0)
+    # the whole run's λ·W ÷ L is 1 (bookkeeping); the check divides λ·W over the held window by C = 4 (the
+    # spec's): the two workers' sends at t = 11 come before the two ends at that instant, so the count first
+    # reaches 4 at t = 11; inside the window (11, 13] are the requests sent at 11 and 12 by both workers, 1 s each:
+    # λ = 4 / 2 s = 2/s, W = 1 s, λ·W = 2 of C = 4 → 0.5 (two clients held of four)
+    assert ll["lambda_W"] / ll["L"] == pytest.approx(1.0)
+    assert ll["ratio"] == pytest.approx(0.5)
     assert c["output_throughput_tok_s"] == pytest.approx(24 / 4)
 
 

@@ -479,7 +479,8 @@ _ENGINE_REPORT: dict[str, str] = {
 }
 #: the statistics of a distribution (and of littles_law) that are read as numbers
 _DIST_NUMBERS = frozenset({"mean", "median", "min", "max", "p50", "p90", "p95", "p99", "count", "L", "lambda_req_s",
-                           "W_s", "lambda_W", "ratio"})
+                           "W_s", "lambda_W", "ratio", "L_configured", "held_lambda_req_s", "held_W_s",
+                           "held_lambda_W", "held_requests", "held_window_s"})
 _TOP: dict[str, str] = {"setup": _OBJ, "engine_report": _OBJ, "errors": _LIST, "status": _STR, "source": _STR}
 _SETUP: dict[str, str] = {k: _OBJ for k in ("hardware", "model", "engine", "workload")}
 

@@ -30,9 +30,15 @@ from pytest_roofline.measure.stats.glossary import GLOSSARY, PERCENTILES, distri
 from pytest_roofline.measure.stats.held import (
     HELD_FLAG_PREFIX,
     HELD_SHARE,
+    LittlesReading,
     held_flag,
     held_in_flight,
+    held_littles_law,
     is_held_flag,
+    is_rate_flag,
+    littles_reading,
+    rate_flag,
+    rate_shortfall,
     unheld_points,
 )
 from pytest_roofline.measure.stats.intervals import (
@@ -76,5 +82,6 @@ __all__ = ["GLOSSARY", "PERCENTILES", "distribution", "summarize", "summarize_re
            "min_samples_for_bound", "t_quantile", "t_half_width", "batch_means", "BATCHES", "MIN_BATCH",
            "mser_truncation", "MSER_BATCH", "SteadyWindow", "steady_window", "steady_statistics", "steady_summary",
            "STEADY_MODES", "INTERVAL_FIGURES", "combine_repeats", "next_run_interval", "bursts", "burst_flag",
-           "held_flag", "HELD_SHARE", "HELD_FLAG_PREFIX", "is_held_flag", "held_in_flight", "unheld_points",
+           "held_flag", "held_littles_law", "littles_reading", "LittlesReading", "rate_flag", "is_rate_flag",
+           "rate_shortfall", "HELD_SHARE", "HELD_FLAG_PREFIX", "is_held_flag", "held_in_flight", "unheld_points",
            "FrontendLegs", "frontend_legs", "closed_loop_turnarounds_ms"]

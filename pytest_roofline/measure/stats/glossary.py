@@ -79,7 +79,8 @@ GLOSSARY: dict[str, str] = {
         "Closed loop only: the time-averaged number of measured requests in flight from the moment their count "
         "first reached the concurrency to the last measured send (null when it never reached it). Below 90% of "
         "the concurrency the point is flagged 'concurrency not held' and a pass or fail resting on it is "
-        "inconclusive; the fill before it is left to the steady window."
+        "inconclusive (except littles_law_ratio, the check of exactly this); the fill before it is left to the "
+        "steady window."
     ),
     "total_throughput_tok_s": (
         "Prompt plus output tokens of all completed requests (usage prompt_tokens + completion_tokens) "
@@ -104,12 +105,16 @@ GLOSSARY: dict[str, str] = {
         "sum of every request's time in flight divided by the window length."
     ),
     "littles_law": (
-        "A consistency check by Little's law, L = λ·W: L is mean_in_flight, λ (lambda_req_s) is the request "
-        "throughput, W (W_s) is the mean E2E latency of completed requests in seconds; ratio = (λ·W) / L, "
-        "what Little's law gives back over the concurrency actually held. L and λ·W come from the same requests "
-        "over the same window, so it is close to 1 by construction: it drops below 1 only when failed requests "
-        "held slots or responses took long after their last token. It does not say whether a closed loop held "
-        "its concurrency C (the held figures do)."
+        "Little's law, L = λ·W, as the check that a closed loop held its concurrency C (the Day-3 notebook's "
+        "req/s × mean latency = C): held_lambda_req_s (λ) is the requests in flight inside the held window (from the "
+        "moment C were first in flight to the last measured send; held_window_s long) ÷ its length, held_W_s (W) "
+        "their mean time inside it, held_requests how many; ratio = held_lambda_W ÷ C (L_configured). A "
+        "load generator slow to send the next request reads the share of C it held, and the drain after the last "
+        "send (the last requests finishing with fewer in flight, an adaptive stop's) is outside the window. null "
+        "when no request was sent after C were first in flight. L (mean_in_flight), lambda_req_s, W_s and lambda_W "
+        "are the whole run's, kept as bookkeeping: over that window L equals λ·W by construction. In an open loop "
+        "ratio is λ·W ÷ L over the whole run, that bookkeeping check (an open loop fixes λ, not L; only failed "
+        "requests and time after a response's last token move it)."
     ),
     "token_count_mismatches": (
         "Completed requests whose server-reported usage differs from what was requested: prompt_tokens ≠ "

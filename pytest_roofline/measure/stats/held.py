@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from pytest_roofline.measure.loadgen import RequestRecord
 
 __all__ = ["HELD_SHARE", "HELD_FLAG_PREFIX", "held_flag", "is_held_flag", "held_in_flight", "unheld_points",
-           "first_full_s"]
+           "first_full_s", "held_littles_law", "littles_reading", "LittlesReading", "RATE_SHARE", "RATE_FLAG_PREFIX",
+           "rate_flag", "is_rate_flag", "rate_shortfall", "completion_rate"]
 
 #: a closed-loop point is flagged when it held less than this share of its concurrency in flight on average
 HELD_SHARE = 0.9
@@ -121,3 +122,157 @@ def unheld_points(notes: Iterable[object]) -> tuple[str, ...]:
             if point not in out:
                 out.append(point)
     return tuple(out)
+
+
+# --- Little's law over the held window: the check that the closed loop held C ------------------------------------
+def held_littles_law(records: Sequence[RequestRecord], concurrency: int) -> dict[str, Any] | None:
+    """Little's law over the held window of a closed loop at ``concurrency``: from the moment the requests in
+    flight first reached ``concurrency`` (:func:`first_full_s`) to the last measured send. λ = the requests in
+    flight at some time inside the window (as :func:`held_in_flight` counts them: failed and discarded ones too,
+    the server had them) ÷ its length; W = their mean time inside it (a request sent before the window or ending
+    after it counts its part inside). λ·W is then the window's time-averaged count in flight, which a loop that
+    held C reads as C, and a load generator late to send the next request as the share of C it held; the drain
+    after the last send (the last requests finishing with fewer in flight, an adaptive stop's) is outside it.
+
+    Not the whole E2E latency of the requests completed in the window: its edges are not alike (at its start the
+    C requests were just sent, at its end they are midway), so with few requests per client that count reads low
+    — 0.70 on a held (7.997 of 8) live point of 3 requests per client with a 5 s E2E. None when the window is
+    empty (no request was sent after the count reached ``concurrency``)."""
+    out = [r for r in records if not r.warmup and r.sent_s is not None]
+    sends = [r.sent_s for r in out if r.in_sample and r.sent_s is not None]
+    if not sends or concurrency < 1:
+        return None
+    start, end = first_full_s(out, concurrency), max(sends)
+    if start is None or end <= start:
+        return None
+    inside = []
+    for r in out:
+        lo = max(r.sent_s or start, start)
+        hi = min(r.end_s if r.end_s is not None else end, end)
+        if hi > lo:
+            inside.append(hi - lo)
+    if not inside:
+        return None
+    lam = len(inside) / (end - start)
+    w_s = sum(inside) / len(inside)
+    return {"held_lambda_req_s": lam, "held_W_s": w_s, "held_lambda_W": lam * w_s, "held_requests": len(inside),
+            "held_window_s": end - start}
+
+
+class LittlesReading(NamedTuple):
+    """What ``littles_law_ratio`` reads at a point (:func:`littles_reading`): the ratio and how it was taken."""
+
+    ratio: float
+    detail: str
+
+
+def _num(d: Mapping[str, Any] | None, key: str) -> float | None:
+    v = d.get(key) if isinstance(d, Mapping) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def littles_reading(client: Mapping[str, Any] | None, concurrency: int | None) -> LittlesReading | None:
+    """The Little's-law ratio of a point's ``client`` object, the one reading the check, the scorecard's chart
+    and the sweep table share; None where the point has none (the caller says why).
+
+    Closed loop (``concurrency`` C): λ·W over the held window ÷ C (``littles_law.held_lambda_W``,
+    :func:`held_littles_law`), below 1 by the share of C the load generator failed to hold. A file written before
+    it was recorded reads the held window's time-averaged in flight ÷ C instead (``held_mean_in_flight``, else
+    the steady window's ``steady_mean_in_flight``): Little's law makes it λ·W over that window. A file with
+    neither but with the client's L (the Day-3 notebook's transcription) reads the whole run's λ·W ÷ C. A peer's
+    file (``not_checked``) has none: its whole-run λ·W ÷ C holds the drain, which is not a failure to hold C.
+
+    Open loop (``concurrency`` None): λ·W ÷ L with L the client's own time-averaged in flight over the run, a
+    bookkeeping check (an open loop fixes λ, not L, and L over a window that holds every request whole is λ·W
+    itself: only failed requests and the time after a request's last token move it)."""
+    ll = client.get("littles_law") if isinstance(client, Mapping) else None
+    if not isinstance(ll, Mapping):
+        return None
+    if isinstance(concurrency, int) and not isinstance(concurrency, bool) and concurrency >= 1:
+        c = concurrency
+        lam_w = _num(ll, "held_lambda_W")
+        if lam_w is not None:
+            lam, w_s, n = _num(ll, "held_lambda_req_s"), _num(ll, "held_W_s"), _num(ll, "held_requests")
+            parts = (f" ({lam:.4g} req/s × {w_s * 1e3:.4g} ms, {n:.0f} requests)"
+                     if lam is not None and w_s is not None and n is not None else "")
+            return LittlesReading(lam_w / c, f"λ·W over the held window (from C in flight to the last send; W "
+                                             f"the requests' time inside it) = {lam_w:.4g}{parts} ÷ C = {c}")
+        if isinstance(ll.get("not_checked"), str) or "held_lambda_W" in ll or "held_requests" in ll:
+            return None  # a peer's file; or one of ours whose held window is empty (no send after C in flight)
+        for key, what in (("held_mean_in_flight", "the held window"), ("steady_mean_in_flight", "the steady window")):
+            held = _num(client, key)
+            if held is not None:
+                return LittlesReading(held / c, f"a file without the held window's λ and W: its time-averaged "
+                                                f"in flight over {what} ({key}) = {held:.4g}, which Little's law "
+                                                f"makes λ·W there, ÷ C = {c}")
+        lam_w = _num(ll, "lambda_W")
+        if lam_w is not None and _num(ll, "L") is not None:
+            return LittlesReading(lam_w / c, f"a file without a held window: the whole run's λ·W = {lam_w:.4g} "
+                                             f"÷ C = {c}")
+        return None
+    lam_w, big_l = _num(ll, "lambda_W"), _num(ll, "L")
+    if lam_w is None or not big_l:
+        return None
+    return LittlesReading(lam_w / big_l, f"open loop: L (the client's time-averaged in flight) = {big_l:.4g}, "
+                                         f"λ·W = {lam_w:.4g}; a bookkeeping check, close to 1 by construction")
+
+
+# --- open loop: an offered rate the engine did not sustain -------------------------------------------------------
+#: an open-loop point is flagged when its engine completed requests at less than this share of the offered rate
+RATE_SHARE = 0.9
+#: how every offered-rate flag begins
+RATE_FLAG_PREFIX = "offered rate not sustained:"
+#: the two-sided 95% normal quantile of the count bound
+_Z = 1.959964
+
+
+def is_rate_flag(flag: object) -> bool:
+    """A point flag of :func:`rate_flag`'s: the engine fell behind the point's arrivals."""
+    return isinstance(flag, str) and flag.startswith(RATE_FLAG_PREFIX)
+
+
+def completion_rate(records: Sequence[RequestRecord]) -> tuple[float, int] | None:
+    """(requests/s, intervals) the engine completed the measured requests at, from the first completion to the
+    last: (n − 1) ÷ (last end − first end). Unlike the whole run's request throughput it holds neither the time to
+    the first completion nor the drain after the last send, so a point whose engine keeps up reads its arrival
+    rate however long its requests take. None below two completions."""
+    ends = sorted(r.end_s for r in records if r.in_sample and r.ok and r.end_s is not None)
+    if len(ends) < 2 or ends[-1] <= ends[0]:
+        return None
+    return (len(ends) - 1) / (ends[-1] - ends[0]), len(ends) - 1
+
+
+def rate_shortfall(achieved: float, offered: float, n: int, burstiness: float = 1.0) -> float | None:
+    """The achieved share of the offered rate when the engine fell behind it, not by chance: below
+    :data:`RATE_SHARE`, and the offered rate above the count bound of the achieved one, achieved × (1 + z ÷
+    √(n·k)) (n intervals; k the gamma arrivals' burstiness, 1 for Poisson, whose count variance is n ÷ k); None
+    otherwise. With 60 Poisson arrivals (59 intervals) the bound is +26%: 46.5 req/s achieved of 60 offered (78%)
+    is flagged, as 46.5 × 1.255 = 58.4 < 60; 50 of 60 (83%) is not (62.8)."""
+    if offered <= 0 or n < 1 or achieved < 0:
+        return None
+    share = achieved / offered
+    k = burstiness if burstiness > 0 else 1.0
+    if share >= RATE_SHARE or achieved * (1 + _Z / math.sqrt(n * k)) >= offered:
+        return None
+    return share
+
+
+def rate_flag(records: Sequence[RequestRecord], offered_req_s: float | None,
+              burstiness: float | None = None) -> str | None:
+    """The flag of an open-loop point whose engine completed requests at less than :data:`RATE_SHARE` of the
+    offered rate, beyond what the arrivals' sampling explains (:func:`completion_rate`, :func:`rate_shortfall`):
+    its queue grew for as long as the point ran, so its latencies grow with the point's length. None otherwise,
+    for a closed loop (``offered_req_s`` None) or an infinite rate."""
+    if offered_req_s is None or not math.isfinite(offered_req_s) or offered_req_s <= 0:
+        return None
+    got = completion_rate(records)
+    if got is None:
+        return None
+    achieved, n = got
+    share = rate_shortfall(achieved, offered_req_s, n, burstiness or 1.0)
+    if share is None:
+        return None
+    return (f"{RATE_FLAG_PREFIX} the engine completed {achieved:,.3g} req/s of the {offered_req_s:g} offered "
+            f"({share:.0%}, from the first completion to the last; chance explains up to "
+            f"{_Z / math.sqrt(n * (burstiness or 1.0)):.0%} of {n + 1} requests): requests queued for as long as the "
+            f"point ran, so its latencies grow with its length (requests_per_point)")

@@ -14,7 +14,7 @@ import numpy as np
 from pytest_roofline.measure.loadgen import LoadResult, RequestRecord
 from pytest_roofline.measure.stats.bursts import bursts
 from pytest_roofline.measure.stats.glossary import distribution, output_tokens, prompt_tokens
-from pytest_roofline.measure.stats.held import held_in_flight
+from pytest_roofline.measure.stats.held import held_in_flight, held_littles_law
 from pytest_roofline.measure.stats.steady import steady_summary
 from pytest_roofline.quantities.measurement import PointMode
 
@@ -174,7 +174,14 @@ def summarize(result: LoadResult, *, steady_state: str | None = "detect", level:
         result.records, result.measure_start_s, open_loop=result.spec.mode == PointMode.OPEN
     )
     if result.spec.mode == PointMode.CLOSED and result.spec.concurrency:
-        out["held_mean_in_flight"] = held_in_flight(result.records, result.spec.concurrency)
+        c = result.spec.concurrency
+        out["held_mean_in_flight"] = held_in_flight(result.records, c)
+        # Little's law as the check that the loop held C: λ·W over the held window ÷ C (held.littles_reading);
+        # ``ratio`` is that reading (None without a held window), ``L`` stays the client's whole-run in flight
+        held: dict[str, Any] = held_littles_law(result.records, c) or {"held_lambda_W": None, "held_requests": 0}
+        lam_w = held["held_lambda_W"]
+        out["littles_law"] = {**out["littles_law"], "L_configured": float(c), **held,
+                              "ratio": lam_w / c if lam_w is not None else None}
     if steady_state is not None:
         out.update(steady_summary(result.records, result.measure_start_s, method=steady_state, level=level,
                                   concurrency=(result.spec.concurrency if result.spec.mode == PointMode.CLOSED
