@@ -23,11 +23,18 @@ swept parameters), ``warmup.json`` (``run_number`` −1) and ``summary.json`` (t
 repeats of one point are merged by taking the run of median output throughput; the others are listed in the
 point's notes.
 
+With ``--save-detailed`` the per-request arrays (``start_times``, ``ttfts``, ``itls``, ``latencies``,
+``output_lens``, ``errors``) are rebuilt into the load generator's records and summarised by the live path's own
+functions (``peers._vllm_detail``): the point gets ``client.intervals``, the steady window, Little's law's L and the
+held in-flight count, the figures staying vLLM's summary keys. ``request_goodput`` (``--goodput``) is kept as
+``client.goodput``.
+
 Mapping to a sweep point: ``request_rate`` ``"inf"`` with ``--max-concurrency C`` is the closed-loop point C
 (``closed-cC``); a finite rate is the open-loop point at that rate (``open-r<rate>``, a concurrency cap noted);
 ``--metadata roofline_point=batch1`` (or a file named ``batch1*.json``) marks the batch-1 run. What vLLM does not
 record is absent with the reason: the GPU, the engine version and server-side figures (no /metrics scrape),
-unless ``--metadata roofline_hardware=… roofline_engine_version=…`` names them or a ``vllm serve`` log in the
+unless ``--metadata roofline_hardware=… roofline_engine_version=…`` names them (and ``roofline_goodput=ttft:50,tpot:3``
+the goodput SLOs) or a ``vllm serve`` log in the
 directory gives the version and the KV-cache lines.
 """
 
