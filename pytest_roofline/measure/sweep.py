@@ -27,7 +27,7 @@ from pytest_roofline import redact
 from pytest_roofline.errors import NotMeasured, PointError, ResultsError, SetupValueError, SpecError, WorkloadError
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.measure import gpu as gpu_mod
-from pytest_roofline.measure.engine import applied
+from pytest_roofline.measure.engine import LAUNCH_HEADER_PREFIX, applied
 from pytest_roofline.measure.plan import PointPlan, is_knee_only, needs_engine, plan_points, unmeasured_reason
 from pytest_roofline.measure.progress import EngineWait, PointUpdate, SweepProgress, output_tok_per_s
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsWriter, new_results, point_record
@@ -128,7 +128,8 @@ def _keep_partial_records(exc: BaseException, requests_file: Path) -> None:
         with path.open("w", encoding="utf-8") as fh:
             for rec in records:
                 fh.write(json.dumps(redact.redact_data({**rec.to_dict(), "partial": True})) + "\n")
-        exc.partial_requests_file = (path, len(records))  # type: ignore[attr-defined]
+        warm = sum(1 for r in records if getattr(r, "warmup", False))
+        exc.partial_requests_file = (path, len(records), warm)  # type: ignore[attr-defined]
 
 
 def small_sample_flag(completed: Any) -> str | None:
@@ -560,16 +561,16 @@ def _plural(n: int, word: str) -> str:
 
 
 def _sweep_interrupted(run: _Run, how: str, *, for_file: bool = False,
-                       partial: tuple[Path, int] | None = None) -> str:
+                       partial: tuple[Path, int, int] | None = None) -> str:
     """What an interrupted sweep says: where it was, which points were measured and kept, and (for the terminal)
     where, and that no measured prediction was scored. ``for_file``: the results file's error message.
-    ``partial``: the file the interrupted point's finished requests were kept in, and how many."""
+    ``partial``: the file the interrupted point's finished requests were kept in, how many, how many warm-up."""
     assert run.writer is not None
     kept = [str(p.get("id")) for p in run.writer.data.get("points", [])]
     where = (f"during point {run.current[0]} ({run.current[1]}/{run.current[2]})" if run.current
              else "between points")
-    part = (f"; its {_plural(partial[1], 'finished request')} kept in {partial[0].name} (partial: not a "
-            "measurement, never scored)" if partial is not None else "")
+    part = (f"; its {_plural(partial[1], 'finished request')}{f' ({partial[2]} warm-up)' if partial[2] else ''} "
+            f"kept in {partial[0].name} (partial: not a measurement, never scored)" if partial is not None else "")
     if for_file:
         return (f"interrupted by {how} {where}; "
                 + (f"the {_plural(len(kept), 'point')} above ({', '.join(kept)}) "
@@ -942,7 +943,8 @@ class Measurements(MeasurementProvider):
                 return
             last[0] = now
             tail = eng.log_tail(1).strip().splitlines()
-            self._tell("engine_waiting", EngineWait(name, now - t0, stage, tail[-1] if tail else ""))
+            line = tail[-1] if tail and not tail[-1].startswith(LAUNCH_HEADER_PREFIX) else ""  # vLLM's, not ours
+            self._tell("engine_waiting", EngineWait(name, now - t0, stage, line))
         return on_wait
 
     def results_paths(self) -> list[Path]:

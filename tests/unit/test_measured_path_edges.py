@@ -136,7 +136,7 @@ def test_an_interrupted_points_finished_requests_are_kept_marked_partial(tmp_pat
     path = tmp_path / "closed-c2.partial.requests.jsonl"
     assert [json.loads(x) for x in path.read_text().splitlines()] == [
         {"index": 0, "status": "ok", "partial": True}, {"index": 1, "status": "ok", "partial": True}]
-    assert exc.partial_requests_file == (path, 2)  # type: ignore[attr-defined]
+    assert exc.partial_requests_file == (path, 2, 0)  # type: ignore[attr-defined]
     assert not (tmp_path / "closed-c2.requests.jsonl").exists()  # no results file points at the partial one
     err = ValueError("not an interrupt")
     err.partial_records = [_Rec(0)]  # type: ignore[attr-defined]

@@ -53,7 +53,7 @@ from __future__ import annotations
 from pytest_roofline.errors import EndpointError, EngineDied, EngineError, EngineStartError
 from pytest_roofline.measure.engine._config import Device, EngineConfig, ExecutorBackend
 from pytest_roofline.measure.engine._endpoint import Endpoint
-from pytest_roofline.measure.engine._engine import Engine
+from pytest_roofline.measure.engine._engine import LAUNCH_HEADER_PREFIX, Engine, launch_header
 from pytest_roofline.measure.engine._process import free_port, process_group_members
 from pytest_roofline.measure.engine._report import build_report, engine_version_from_metadata
 
@@ -62,6 +62,8 @@ __all__ = [
     "Device",
     "ExecutorBackend",
     "Engine",
+    "LAUNCH_HEADER_PREFIX",
+    "launch_header",
     "Endpoint",
     "EngineError",
     "EngineStartError",

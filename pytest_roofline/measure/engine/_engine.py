@@ -319,8 +319,8 @@ class Engine:
     def _remember_descendants(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
             self._known_pids |= _process.descendants(self._proc.pid)
-            for pid in self._known_pids - set(self._pid_names):
-                self._pid_names[pid] = _process_name(pid)
+            for pid in self._known_pids:  # the latest name: vLLM retitles a process (VLLM::EngineCore) once it runs
+                self._pid_names[pid] = _process_name(pid) or self._pid_names.get(pid, "")
 
     def death(self, wait_s: float = 3.0) -> str | None:
         """After a point failed: one line saying that the engine's process died — the server process (its exit
