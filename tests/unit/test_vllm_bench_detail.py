@@ -6,7 +6,7 @@ Worked by hand: three requests at --max-concurrency 2, vLLM's ``duration`` 1.25 
 10.0 and done at 11.0 (1.0 s), request 2 sent at 10.5 and done at 11.0 (0.5 s). In flight: 0 over [9.75, 10.0),
 2 over [10.0, 11.0], so L = (0 × 0.25 + 2 × 1.0) ÷ 1.25 = 1.6; λ = 3 ÷ 1.25 = 2.4 req/s, W = (0.5 + 1.0 + 0.5) ÷ 3
 = 2/3 s, λ·W = 1.6. From the moment two were in flight (10.0) to the last send (10.5) two stayed in flight: held
-in flight = 2.
+in flight = 2, and λ·W over that held window = 2.
 """
 
 from __future__ import annotations
@@ -60,6 +60,9 @@ def test_littles_law_l_from_start_times_and_latencies_by_hand() -> None:
     assert ll["lambda_W"] == pytest.approx(1.6)
     assert pt["client"]["mean_in_flight"] == pytest.approx(1.6)
     assert pt["client"]["held_mean_in_flight"] == pytest.approx(2.0)
+    # the closed loop's check (the live summary's held window, from 2 in flight at 10.0 to the last send at 10.5):
+    # requests 0 and 1 are in flight over all of it, 2 × 0.5 s of 0.5 s, so λ·W there = 2 = C
+    assert ll["held_lambda_W"] == pytest.approx(2.0) and ll["L_configured"] == 2.0
     assert "littles_law" not in pt["not_reported"] and "mean_in_flight" not in pt["not_reported"]
 
 
