@@ -122,10 +122,14 @@ DEFINITIONS: dict[str, Definition] = {
         why=_GOODPUT),
     "goodput_concurrency": Definition("the swept concurrency at which `goodput` is reached", why=_GOODPUT),
     "littles_law_ratio": Definition(
-        "λ·W ÷ L at a point: request throughput × mean E2E latency, over L, the time-averaged requests in flight "
-        "from the client's own send and end times (Little's law), always over the whole run",
-        why=f"a consistency check: L needs the client's in-flight record, which {PEER} does not keep (it records "
-        "the configured `--max-concurrency`), so a peer's file skips it", windowed=False),
+        "λ·W ÷ C at a closed-loop point over its held window, from the moment C requests were first in flight to "
+        "the last measured send: λ the requests in flight inside it per second, W their mean time inside it, so a "
+        "load generator that held C reads 1 and one slow to send the next request the share of C it held (the "
+        "drain after the last send is outside the window); at an open-loop point λ·W ÷ L, L the client's own "
+        "time-averaged requests in flight over the whole run (Little's law)",
+        why=f"a check of the load generator (closed loop) or of the client's bookkeeping (open loop: L over a "
+        f"window holding every request whole is λ·W itself); {PEER} records the configured `--max-concurrency` and "
+        "no send times, so its file is skipped unless `--save-detailed` rebuilds the requests", windowed=False),
     "max_concurrency_without_preemption": Definition(
         "the largest swept concurrency with zero preemptions (the rise of `vllm:num_preemptions_total` over the "
         "point) there and at every lower point: a lower bound",
