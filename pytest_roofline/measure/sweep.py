@@ -588,10 +588,13 @@ def _start_interrupted(name: str, log_path: Path, waited_s: float, stop_s: float
     try:
         with open(log_path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
-            printed = fh.tell() > 0
-            if printed:
+            written = fh.tell() > 0
+            if written:
                 fh.seek(-1, os.SEEK_END)
-            open_line = printed and fh.read(1) != b"\n"
+            open_line = written and fh.read(1) != b"\n"
+            fh.seek(0)  # the engine printed something: a line that is not the plugin's own launch header
+            printed = written and any(line.strip() and not line.startswith(LAUNCH_HEADER_PREFIX.encode())
+                                      for line in fh)
     except OSError:
         printed = open_line = False
     note = (f"[pytest-roofline] interrupted by {how} {waited_s:.0f} s into the engine's start: the engine was "

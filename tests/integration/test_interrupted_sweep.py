@@ -232,7 +232,8 @@ def test_ctrl_c_during_engine_start_says_so_and_keeps_the_engine_log(tmp_path, p
     assert "KeyboardInterrupt" not in out and "pytest_roofline/" not in out.replace("p.roofline", ""), out[-3000:]
     (engine_log,) = (tmp_path / "out").glob("engine-*.log")
     assert str(engine_log.name) in line
-    text = engine_log.read_text()
+    header, text = _split_launch_header(engine_log.read_text())
+    assert header[0].startswith("[pytest-roofline] command: ")  # the launch header comes first (trial s16 L2)
     note = "[pytest-roofline] interrupted by Ctrl-C (SIGINT)"
     if prints:
         assert "what it printed" in line
@@ -240,6 +241,12 @@ def test_ctrl_c_during_engine_start_says_so_and_keeps_the_engine_log(tmp_path, p
     else:
         assert "it printed nothing by then" in line
         assert text.startswith(note) and text.rstrip().endswith("it had printed nothing by then")
+
+
+def _split_launch_header(text: str) -> tuple[list[str], str]:
+    """The engine log's launch header (its first 3 lines, the plugin's) and the rest."""
+    lines = text.splitlines(keepends=True)
+    return [x.rstrip("\n") for x in lines[:3]], "".join(lines[3:])
 
 
 def test_the_guard_marks_a_running_file_and_leaves_a_finished_one(tmp_path):

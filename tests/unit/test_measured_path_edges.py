@@ -183,3 +183,13 @@ def test_the_sweep_table_marks_a_small_point_beside_its_id() -> None:
                           {"id": "closed-c4", "mode": "closed", "concurrency": 4, "client": {"completed": 400}}]}
     html = points_table(spec, None, results)
     assert ">n=3</span>" in html and "n=400" not in html
+
+
+def test_the_log_tail_leaves_the_launch_header_out(tmp_path: Path) -> None:
+    from pytest_roofline.measure.engine import Engine, EngineConfig
+
+    log = tmp_path / "engine.log"
+    log.write_text(launch_header(["python", "-m", "x"], {"A": "1"}) + "INFO one\nINFO two\n")
+    eng = Engine(EngineConfig(model="m", device="cpu"), log, use_watchdog=False)
+    assert eng.log_tail(5) == "INFO one\nINFO two"  # the command and env live in setup.engine, not in a tail
+    assert log.read_text().startswith("[pytest-roofline] command: python -m x\n")

@@ -47,6 +47,11 @@ def _process_name(pid: int) -> str:
 LAUNCH_HEADER_PREFIX = "[pytest-roofline] "
 
 
+#: the launch header's lines (an engine's log tail leaves them out: the results file's setup.engine has both)
+_HEADER_LINES = tuple(LAUNCH_HEADER_PREFIX + x for x in ("command: ", "environment set by the plugin",
+                                                         "to start this server by hand: "))
+
+
 def launch_header(argv: list[str], env: dict[str, str]) -> str:
     """The lines written at the top of the engine log before vLLM's own: the exact command, shell-quoted (paste
     it to start the same server by hand, e.g. for a peer's ``vllm bench serve``), and the environment variables
@@ -305,6 +310,7 @@ class Engine:
         lines = data.splitlines()
         if chunk < size and lines:
             lines = lines[1:]  # first line may be cut
+        lines = [x for x in lines if not x.startswith(_HEADER_LINES)]  # the launch is in launch_info, not a tail
         return redact.redact_text("\n".join(lines[-n_lines:]))  # the log prints the engine's arguments
 
     def pids(self) -> set[int]:
