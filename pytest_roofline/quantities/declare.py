@@ -99,8 +99,14 @@ def step_quantity(name: str, dim: str, desc: str, attr: str, *, kind: QuantityKi
                   measure: MeasureFn | None = None, points: QuantityPoints | None = None,
                   choices: tuple[str, ...] = (), serving: ServingFn | None = None,
                   replicas: ReplicaScaling | None = None) -> Quantity:
-    """A figure of the decode step at batch B (``Setup.decode_step``), attribute ``attr`` of it."""
+    """A figure of the decode step at batch B (``Setup.decode_step``), attribute ``attr`` of it. A quantity that is
+    also measured (``measure``) is taken at an open-loop ``rate`` too, where the roofline has no batch to step: its
+    model column says so there (the serving model, which simulates the rate, still predicts it)."""
     def model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
+        if "rate" in at:
+            raise SetupError("the roofline's decode step is taken at a batch (or concurrency); an open-loop rate "
+                             "names neither, so it has no value at a rate: predict it with 'predicted: model' "
+                             "(the serving model simulates the rate) or a number")
         s = decode_step(setup, at)
         ar = f", + all-reduce {s.t_allreduce_s * 1e3:.4g} ms (TP {setup.tensor_parallel_size})" \
             if s.t_allreduce_s else ""
@@ -109,7 +115,8 @@ def step_quantity(name: str, dim: str, desc: str, attr: str, *, kind: QuantityKi
                           f"decode step at B={s.batch:g}{per_gpu}: t_mem {s.t_mem_s * 1e3:.4g} ms, "
                           f"t_comp {s.t_comp_s * 1e3:.4g} ms, {s.bound}-bound{ar}")
 
-    return Quantity(name, dim, desc, kind=kind, at=("batch", "concurrency", "context"), model=model, measure=measure,
+    at = ("batch", "concurrency", "rate", "context") if measure is not None else ("batch", "concurrency", "context")
+    return Quantity(name, dim, desc, kind=kind, at=at, model=model, measure=measure,
                     points=points, choices=choices, serving=serving, replicas=replicas)
 
 

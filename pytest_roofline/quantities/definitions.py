@@ -84,8 +84,16 @@ def _latency(metric: str, stat: str) -> Definition:
 
 
 _SWEEP = f"a reading of the whole sweep, which {PEER} (one run at a time) does not make"
-_GOODPUT = ("its `request_goodput` counts one run's requests that met every SLO, per second; this judges each "
-            "point's percentile against the SLO and takes the best point of the sweep")
+_GOODPUT = ("its `request_goodput` (`--goodput ttft:… tpot:…`) is requests per second, not tokens: the requests of one "
+            "run that met every SLO ÷ its duration; this judges each point's percentile against the SLO and takes "
+            "the best point of the sweep, in output tok/s. The relation: at a point whose TTFT and TPOT at quantile "
+            "q both meet their SLOs, at most 2(1 − q) of the requests miss one, so vLLM's `request_goodput` there is "
+            "at least (2q − 1) × its request throughput (98% at p99, 80% at p90), and × the output tokens per request "
+            "at least (2q − 1) × this goodput; a point that misses at the percentile can still have most requests "
+            "good, which vLLM counts and this does not")
+_UNDECIDED = ("A point whose percentile's 95% interval (`client.intervals`) reaches both sides of the threshold "
+              "leaves the reading undecided when it could change it: the verdict is then inconclusive, never a "
+              "pass or fail on the estimates")
 _COUNTER = "vLLM's own counter on /metrics over the point, not a client figure"
 _LOG = "vLLM's own report of its KV pool (startup log, cross-checked with /metrics `vllm:cache_config_info`)"
 
@@ -114,12 +122,14 @@ DEFINITIONS: dict[str, Definition] = {
         why=f"{_SWEEP}; the steady window keeps a short point's drain from flattening the curve", windowed=False),
     "ttft_knee_concurrency": Definition(
         "the smallest swept closed-loop concurrency whose TTFT p99 exceeds `thresholds.ttft_knee_ratio` × its TTFT "
-        f"p50 (none: never), TTFT as {PEER} defines `p99_ttft_ms` and `median_ttft_ms`", why=_SWEEP),
+        f"p50 (none: never), TTFT as {PEER} defines `p99_ttft_ms` and `median_ttft_ms`. A point is surely above "
+        "the ratio when its p99's lower bound exceeds the ratio × its p50's upper bound, surely below when its p99's "
+        f"upper bound is at most the ratio × its p50's lower bound. {_UNDECIDED}", why=_SWEEP),
     "goodput": Definition(
         "the highest whole-point output throughput (output tokens of the completed requests ÷ the run's duration) "
         "among the closed-loop sweep points whose TTFT and TPOT at the chosen percentile each meet their SLO (a "
-        "value equal to its SLO meets it)",
-        why=_GOODPUT),
+        "value equal to its SLO meets it). A point surely meets them when each percentile's upper bound is at most "
+        f"its SLO, surely misses when one lower bound is above it. {_UNDECIDED}", why=_GOODPUT),
     "goodput_concurrency": Definition("the swept concurrency at which `goodput` is reached", why=_GOODPUT),
     "littles_law_ratio": Definition(
         "λ·W ÷ C at a closed-loop point over its held window, from the moment C requests were first in flight to "

@@ -34,16 +34,101 @@ _SIMULATED = {"ttft": ("mean", "p50", "p99"), "tpot": ("mean", "p50", "p99"), "i
 
 def _ttft_knee_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     pts = sweep_points(meas)
-    raw = [(float(concurrency(p)), client_number(p, "ttft_ms", "p50"), client_number(p, "ttft_ms", "p99")) for p in pts]
-    rows = [(c, p50, p99) for c, p50, p99 in raw if p50 is not None and p99 is not None]
-    if not rows:
+    raw = [(p, float(concurrency(p)), client_number(p, "ttft_ms", "p50"), client_number(p, "ttft_ms", "p99"))
+           for p in pts]
+    kept = [(p, c, p50, p99) for p, c, p50, p99 in raw if p50 is not None and p99 is not None]
+    if not kept:
         raise NotMeasured("the TTFT knee needs TTFT p50/p99 at closed-loop sweep points")
+    rows = [(c, p50, p99) for _, c, p50, p99 in kept]
     knee = ttft_knee(rows, th.ttft_knee_ratio)
     detail = ", ".join(f"{c:g}: {p99 / p50:.1f}×" for c, p50, p99 in rows)
-    return MeasuredValue(knee, tuple(point_id(p) for p in pts),
-                         (f"TTFT knee = smallest concurrency with p99 > {th.ttft_knee_ratio:g} × p50; "
-                          f"p99/p50: {detail}", *[n for p in pts for n in point_notes(p, th, setup)]),
-                         any(is_flattered(p, th, setup) for p in pts))
+    sides = sorted((c, _knee_side(p, th.ttft_knee_ratio)) for p, c, _, _ in kept)
+    swept = [c for c, _ in sides]
+    cands, none_possible = _first_above([(c, side) for c, (side, _) in sides])
+    notes = [f"TTFT knee = smallest concurrency with p99 > {th.ttft_knee_ratio:g} × p50; p99/p50: {detail}"]
+    undecided = [why for _, (side, why) in sides if side == _UNDECIDED]
+    ids, flattered = tuple(point_id(p) for p in pts), any(is_flattered(p, th, setup) for p in pts)
+    notes += [n for p in pts for n in point_notes(p, th, setup)]
+    if _decided(cands, none_possible):
+        return MeasuredValue(knee, ids, tuple(notes), flattered)
+    may = ", ".join(f"{c:g}" for c in cands) + (" or none" if none_possible else "")
+    notes.insert(1, "the knee is undecided by the 95% intervals of the percentiles it reads: "
+                 + "; ".join(undecided) + f"; it may be C = {may}")
+    return _undecided_reading(knee, cands, none_possible, swept, tuple(notes), (ids, flattered),
+                              min(_requests(p) for p in pts))
+
+
+#: a point's side of a sweep reading's threshold, by its figures' 95% intervals (measure/stats/intervals.py):
+#: above it (or: misses the SLO), below it (meets the SLO), or undecided (an interval reaches both sides)
+_ABOVE, _BELOW, _UNDECIDED = "above", "below", "undecided"
+
+
+def _iv(pt: PointRecord, metric: str, stat: str) -> tuple[float, float] | None:
+    """The 95% interval (ms) the point recorded for ``metric``'s ``stat`` (``client.intervals["ttft_ms.p99"]``), an
+    unbounded side as ±inf; None where it recorded none (a peer's file, a file from before intervals)."""
+    iv = client_value(pt, "intervals", f"{metric}.{stat}")
+    if not isinstance(iv, Mapping):
+        return None
+    lo, hi = iv.get("lo"), iv.get("hi")
+    return (-math.inf if lo is None else float(lo)), (math.inf if hi is None else float(hi))
+
+
+def _iv_text(iv: tuple[float, float]) -> str:
+    return f"[{iv[0]:.4g}, {'+∞' if math.isinf(iv[1]) else f'{iv[1]:.4g}'}] ms"
+
+
+def _requests(pt: PointRecord) -> int:
+    return int(client_number(pt, "completed") or 0)
+
+
+def _knee_side(pt: PointRecord, ratio: float) -> tuple[str, str]:
+    """Whether the point's TTFT p99 exceeds ``ratio`` × its p50: surely (p99's lower bound above ``ratio`` × p50's
+    upper bound), surely not (p99's upper bound at or below ``ratio`` × p50's lower bound), or undecided; a point
+    without intervals is read from its estimates, as before intervals."""
+    p50, p99 = client_number(pt, "ttft_ms", "p50"), client_number(pt, "ttft_ms", "p99")
+    est = _ABOVE if p50 and p99 is not None and p99 > ratio * p50 else _BELOW
+    i50, i99 = _iv(pt, "ttft_ms", "p50"), _iv(pt, "ttft_ms", "p99")
+    if i50 is None or i99 is None:
+        return est, ""
+    if i99[0] > ratio * i50[1]:
+        return _ABOVE, ""
+    if i99[1] <= ratio * i50[0]:
+        return _BELOW, ""
+    return _UNDECIDED, (f"C = {concurrency(pt)}: p99 {_iv_text(i99)} against {ratio:g} × p50 {_iv_text(i50)} "
+                        f"({_requests(pt)} requests)")
+
+
+def _first_above(sides: list[tuple[float, str]]) -> tuple[list[float], bool]:
+    """The swept values (in order) that may be the first one above the threshold, and whether none may be."""
+    cands: list[float] = []
+    for c, side in sides:
+        if side == _ABOVE:
+            return [*cands, c], False
+        if side == _UNDECIDED:
+            cands.append(c)
+    return cands, True
+
+
+def _decided(cands: list[float], none_possible: bool) -> bool:
+    return len(cands) + none_possible == 1
+
+
+def _undecided_reading(value: float | None, cands: list[float], none_possible: bool, swept: list[float],
+                       notes: tuple[str, ...], base: tuple[tuple[str, ...], bool], requests: int) -> MeasuredValue:
+    """A sweep reading (a concurrency) that its points' intervals leave undecided among ``cands`` (and none, where
+    ``none_possible``). A value carries the open interval between the swept concurrencies around the candidates
+    (the knee lies strictly between them; above the last swept point, up to its doubling): a band it straddles is
+    INCONCLUSIVE. A measured none carries the smallest candidate as the value from which the points say nothing
+    (``unknown_from``): a numeric ink there or above is INCONCLUSIVE, one wholly below still fails."""
+    if value is None:
+        return MeasuredValue(None, base[0], notes, base[1], unknown_from=min(cands))
+    lo = max((c for c in swept if c < min(cands)), default=0.0)
+    hi = None if none_possible else min((c for c in swept if c > max(cands)), default=2 * max(cands))
+    interval = {"estimate": value, "lo": lo, "hi": hi, "level": 0.95, "method": "percentile intervals", "n": 0,
+                "requests": requests,
+                "note": "the swept concurrencies the reading may be lie strictly inside (the percentiles' intervals "
+                        "leave it undecided)"}
+    return MeasuredValue(value, base[0], notes, base[1], interval=interval)
 
 
 def _little_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
@@ -109,21 +194,98 @@ def _goodput_points_notes(meas: Measurement, th: Thresholds, setup: Setup) -> li
     return [n for p in sweep_points(meas) for n in point_notes(p, th, setup)]
 
 
-def _goodput_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+def _slo_side(pt: PointRecord, at: Mapping[str, Any]) -> tuple[str, str]:
+    """Whether the point meets every SLO at the chosen percentile by its figures' 95% intervals: surely
+    (``_BELOW``: each interval's upper bound at or below its SLO), surely not (``_ABOVE``: an interval's lower
+    bound above its SLO), or undecided; a point without intervals is read from its estimates."""
+    pct = str(at.get("percentile", "p99"))
+    sides, whys = [], []
+    for metric in ("ttft", "tpot"):
+        limit = _slo_ms(at[metric])
+        if limit is None:
+            continue
+        est = client_number(pt, f"{metric}_ms", pct)
+        iv = _iv(pt, f"{metric}_ms", pct)
+        if iv is None:
+            sides.append(_BELOW if est is not None and est <= limit else _ABOVE)
+        elif iv[0] > limit:
+            sides.append(_ABOVE)
+        elif iv[1] <= limit:
+            sides.append(_BELOW)
+        else:
+            sides.append(_UNDECIDED)
+            whys.append(f"{metric.upper()} {pct} {_iv_text(iv)} against its {limit:g} ms SLO")
+    if _ABOVE in sides:
+        return _ABOVE, ""
+    if _UNDECIDED in sides:
+        return _UNDECIDED, f"C = {concurrency(pt)}: " + ", ".join(whys) + f" ({_requests(pt)} requests)"
+    return _BELOW, ""
+
+
+def _goodput_reading(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds,
+                     ) -> tuple[an.Goodput, list[tuple[float, float, str]], list[str], list[str]]:
+    """The goodput of the sweep by its estimates, each point's (concurrency, output throughput, side of the SLO),
+    the undecided points' reasons and the points' notes."""
     g = _goodput(meas, at, setup, th)
-    return MeasuredValue(g.best_tok_per_s, (), (_goodput_note(g, at), *_goodput_points_notes(meas, th, setup)))
+    pts = [p for p in sweep_points(meas) if client_number(p, "output_throughput_tok_s") is not None]
+    rows, whys = [], []
+    for p in pts:
+        side, why = _slo_side(p, at)
+        rows.append((float(concurrency(p)), float(client_number(p, "output_throughput_tok_s") or 0.0), side))
+        if why:
+            whys.append(why)
+    return g, sorted(rows), whys, _goodput_points_notes(meas, th, setup)
+
+
+def _possible_best(rows: list[tuple[float, float, str]]) -> tuple[float | None, list[tuple[float, float, str]]]:
+    """The best output throughput among the points that surely meet the SLOs (None: none does), and the undecided
+    points above it: each may be the best point, so they leave goodput undecided."""
+    sure = max((t for _, t, side in rows if side == _BELOW), default=None)
+    return sure, [r for r in rows if r[2] == _UNDECIDED and (sure is None or r[1] > sure)]
+
+
+def _goodput_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
+    g, rows, whys, notes = _goodput_reading(meas, at, setup, th)
+    sure, undecided = _possible_best(rows)
+    head = (_goodput_note(g, at),)
+    if not undecided:
+        return MeasuredValue(g.best_tok_per_s, (), (*head, *notes))
+    why = _goodput_undecided_note(whys, sure, undecided)
+    if g.best_tok_per_s is None:
+        return MeasuredValue(None, (), (*head, why, *notes), unknown_from=min(t for _, t, _ in undecided))
+    interval = {"estimate": g.best_tok_per_s, "lo": sure or 0.0, "hi": max(t for _, t, _ in undecided),
+                "level": 0.95, "method": "percentile intervals", "n": 0,
+                "requests": min((_requests(p) for p in sweep_points(meas)), default=0),
+                "note": "between the best point that surely meets the SLOs and the best one that may"}
+    return MeasuredValue(g.best_tok_per_s, (), (*head, why, *notes), interval=interval)
+
+
+def _goodput_undecided_note(whys: list[str], sure: float | None, undecided: list[tuple[float, float, str]]) -> str:
+    best = f"{sure:,.1f} tok/s" if sure is not None else "none"
+    return ("goodput is undecided by the 95% intervals of the percentiles it reads: " + "; ".join(whys)
+            + f"; surely meeting the SLOs: best {best}; may also meet them: "
+            + ", ".join(f"C = {c:g} ({t:,.1f} tok/s)" for c, t, _ in undecided))
 
 
 def _goodput_c_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
-    g = _goodput(meas, at, setup, th)
-    return MeasuredValue(g.best_concurrency, (), (_goodput_note(g, at), *_goodput_points_notes(meas, th, setup)))
+    g, rows, whys, notes = _goodput_reading(meas, at, setup, th)
+    sure, undecided = _possible_best(rows)
+    head = (_goodput_note(g, at),)
+    if not undecided:
+        return MeasuredValue(g.best_concurrency, (), (*head, *notes))
+    cands = sorted({c for c, _, _ in undecided} | {c for c, t, side in rows if side == _BELOW and t == sure})
+    return _undecided_reading(None if g.best_concurrency is None else float(g.best_concurrency), cands,
+                              sure is None, [c for c, _, _ in rows],
+                              (*head, _goodput_undecided_note(whys, sure, undecided), *notes), ((), False),
+                              min((_requests(p) for p in sweep_points(meas)), default=0))
 
 
 def _goodput_note(g: an.Goodput, at: Mapping[str, Any]) -> str:
     return (f"SLO TTFT ≤ {float(at['ttft']) * 1e3:g} ms and TPOT ≤ {float(at['tpot']) * 1e3:g} ms at "
-            f"{at.get('percentile', 'p99')} (a value equal to its SLO meets it): best "
-            f"{g.best_tok_per_s or 0:,.1f} tok/s at concurrency {g.best_concurrency}; raw max "
-            f"{g.raw_max_tok_per_s:,.1f} tok/s")
+            f"{at.get('percentile', 'p99')} (a value equal to its SLO meets it): "
+            + (f"best {g.best_tok_per_s:,.1f} tok/s at concurrency {g.best_concurrency}"
+               if g.best_tok_per_s is not None else "no point meets them")
+            + f"; raw max {g.raw_max_tok_per_s:,.1f} tok/s")
 
 
 def _serve_total(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:

@@ -99,12 +99,14 @@ QUANTITIES: tuple[Quantity, ...] = (
              at=("batch", "concurrency", "context"), model=_attainable),
     Quantity("compute_utilization", "ratio", "attainable ÷ peak FLOP/s of a decode step",
              at=("batch", "concurrency", "context"), model=_utilisation),
-    step_quantity("output_throughput", "throughput", "aggregate output tokens/s at batch/concurrency B "
-                  "(model: B ÷ t_step; measured: the sweep point's output throughput)", "throughput_tok_per_s",
+    step_quantity("output_throughput", "throughput", "aggregate output tokens/s at batch/concurrency B or an "
+                  "open-loop rate (model: B ÷ t_step, none at a rate; measured: the sweep point's output throughput)",
+                  "throughput_tok_per_s",
                   measure=_measured_output_tput, points=QuantityPoints.AT,
                   serving=serve_point("output_throughput_tok_per_s"), replicas="total"),
-    step_quantity("per_request_throughput", "throughput", "output tokens/s each request sees at B "
-                  "(model: 1 ÷ t_step; measured: mean per-request output tok/s)", "per_request_tok_per_s",
+    step_quantity("per_request_throughput", "throughput", "output tokens/s each request sees at B or an open-loop "
+                  "rate (model: 1 ÷ t_step, none at a rate; measured: mean per-request output tok/s)",
+                  "per_request_tok_per_s",
                   measure=_measured_per_request, points=QuantityPoints.AT,
                   serving=serve_point("per_request_output_tok_per_s")),
     fact("intensity_asymptote", "intensity", "limit of the KV-inclusive intensity as B → ∞: 2P ÷ KV bytes per seq "

@@ -123,10 +123,14 @@ GLOSSARY: dict[str, str] = {
         "prompts, or EOS honoured)."
     ),
     "goodput": (
-        "Requests per second that met every service-level objective given (TTFT and/or TPOT at the "
-        "stated limits), divided by the measurement window; the goodput fraction divides the good requests "
-        "by all measured requests, failed ones included. A request with one output token has TPOT 0 for "
-        "this purpose (vLLM's convention). Computed by the scoring step from these per-point statistics."
+        "vLLM's `request_goodput` (`vllm bench serve --goodput ttft:… tpot:…`) is requests per second that met "
+        "every service-level objective, ÷ the run's duration; a request with one output token has TPOT 0 for "
+        "this purpose. This tool's own runs record no such per-point figure (a replayed vllm bench serve file "
+        "keeps vLLM's as client.goodput, recorded, not scored): its `goodput` quantity is a reading of the "
+        "whole sweep, the best output throughput (tok/s) among the closed-loop points whose TTFT and TPOT at the "
+        "chosen percentile meet their SLOs, judged by each percentile's 95% interval (undecided: inconclusive). "
+        "At a point meeting both at quantile q, vLLM's request_goodput is at least (2q − 1) × the request "
+        "throughput."
     ),
     "steady_window": (
         "The part of the measurement window a point's steady_intervals are computed over, found by measurement: the "
