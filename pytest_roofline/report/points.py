@@ -10,7 +10,7 @@ from typing import Any
 
 from pytest_roofline.errors import SetupError
 from pytest_roofline.format.spec import Spec
-from pytest_roofline.measure.stats import min_samples_for_bound
+from pytest_roofline.measure.stats import littles_reading, min_samples_for_bound
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model.setup import Setup
 from pytest_roofline.quantities.analysis import cache_hit_reason, goodput_rows
@@ -120,7 +120,8 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
              ("TPOT p50/p99 ms", "time per output token, ms"),
              ("run/wait", "most requests running / waiting (server)"), ("KV", "peak KV-cache usage"),
              ("cache hits", "prefix-cache hit rate"), ("preempt", "preemptions"),
-             ("λW ÷ L", "Little's law: throughput × mean latency ÷ requests in flight"), ("flags", "")]
+             ("λW ÷ C", "Little's law: throughput × mean latency over the held window ÷ C (closed loop); ÷ the "
+              "client's own requests in flight (open loop)"), ("flags", "")]
     head = "<tr>" + "".join(f'<th title="{esc(t)}">{esc(h)}</th>' if t else f"<th>{esc(h)}</th>"
                             for h, t in heads) + "</tr>"
     body = []
@@ -143,9 +144,10 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
         ttft = c.get("ttft_ms") or {}
         tpot = c.get("tpot_ms") or {}
         ll = c.get("littles_law") or {}
-        ratio = ll.get("ratio")
-        if not is_number(ratio) and is_number(ll.get("lambda_W")) and ll.get("L"):
-            ratio = ll["lambda_W"] / ll["L"]
+        # the reading littles_law_ratio scores (closed loop: λ·W over the held window ÷ C; open: ÷ the client's L)
+        reading = littles_reading(c, conc if p.get("mode") != "open" and isinstance(conc, int) and conc > 0
+                                  else None)
+        ratio = reading.ratio if reading is not None else None
         ll_ok = is_number(ratio) and abs(ratio - 1) <= 0.02
         why = cache_hit_reason(p, th, setup)
         cont = why is not None
