@@ -92,8 +92,9 @@ _GOODPUT = ("its `request_goodput` (`--goodput ttft:… tpot:…`) is requests p
             "at least (2q − 1) × this goodput; a point that misses at the percentile can still have most requests "
             "good, which vLLM counts and this does not")
 _UNDECIDED = ("A point whose percentile's 95% interval (`client.intervals`) reaches both sides of the threshold "
-              "leaves the reading undecided when it could change it: the verdict is then inconclusive, never a "
-              "pass or fail on the estimates")
+              "leaves the reading undecided when it could change it: a numeric ink is then inconclusive, never a "
+              "pass or fail on the estimates; an ink of none against a measured none still passes (the verdict "
+              "takes no interval on a none), with the undecided points in its notes")
 _COUNTER = "vLLM's own counter on /metrics over the point, not a client figure"
 _LOG = "vLLM's own report of its KV pool (startup log, cross-checked with /metrics `vllm:cache_config_info`)"
 

@@ -74,7 +74,8 @@ def _iv(pt: PointRecord, metric: str, stat: str) -> tuple[float, float] | None:
 
 
 def _iv_text(iv: tuple[float, float]) -> str:
-    return f"[{iv[0]:.4g}, {'+∞' if math.isinf(iv[1]) else f'{iv[1]:.4g}'}] ms"
+    lo = "−∞" if math.isinf(iv[0]) else f"{iv[0]:.4g}"
+    return f"[{lo}, {'+∞' if math.isinf(iv[1]) else f'{iv[1]:.4g}'}] ms"
 
 
 def _requests(pt: PointRecord) -> int:
