@@ -37,8 +37,8 @@ def _sig3(x: Any, dash: str = "—") -> str:
     return f"{x:,.{max(0, 2 - magnitude)}f}"
 
 
-#: fewer completed requests than this and a point's p99 has no upper bound at 95% (measure.stats: 368): its row is
-#: marked ``n=<count>`` beside its id
+#: fewer completed requests than this and a point's p99 has no upper bound at 95% (measure.stats: 368): its row's
+#: flags start with ``small sample: n=<count>``
 P99_BOUND_REQUESTS = min_samples_for_bound(0.99)
 #: a flag longer than this goes under its point's row, across the table, instead of into the narrow flags column
 LONG_FLAG = 32
@@ -158,17 +158,16 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
         if (pt_floor is not None and is_number(ttft.get("p50")) and ttft["p50"] < pt_floor
                 and not any(str(f).startswith("ttft_p50_below_prefill_floor") for f in flags)):
             flags.append(f"TTFT p50 below the {pt_floor:,.1f} ms prefill compute floor: prefix-cache hits")
+        flags = [f for f in flags if not str(f).startswith("small sample:")]  # the long form: shown short, first
+        n_done = c.get("completed")
+        if isinstance(n_done, int) and not isinstance(n_done, bool) and n_done < P99_BOUND_REQUESTS:
+            flags.insert(0, f"small sample: n={n_done}")  # files recorded before the flag included
         flags = list(dict.fromkeys(str(f) for f in flags))
         flag_cell, flag_note = _flags_cells(flags)
         hit = s.get("prefix_cache_hit_rate")
         row_cls = " ".join(k for k, on in (("contam", cont), ("noted", bool(flag_note))) if on)
         cls = f' class="{row_cls}"' if row_cls else ""
         warn = f' <span class="warn" title="contaminated: {esc(why)}">⚠</span>' if cont else ""
-        n_done = c.get("completed")
-        if isinstance(n_done, int) and not isinstance(n_done, bool) and n_done < P99_BOUND_REQUESTS:
-            warn += (f' <span class="warn" title="small sample: {n_done} completed requests; a p99 needs ≥ '
-                     f'{P99_BOUND_REQUESTS} for an upper bound at 95%, so this row\'s p99 has none and its '
-                     f'intervals are wide">n={n_done}</span>')
         notes = [str(x) for x in (s.get("note"), c.get("note"), p.get("note")) if x]
         if notes:
             warn += f' <span class="info" title="{esc(" / ".join(notes))}">i</span>'
@@ -201,8 +200,8 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
     note = ('<p class="hint">⚠ marks a contaminated point: its prefix-cache hit rate is above '
             f"{th.contamination:.0%}, or its TTFT p50 beats the compute floor of its prefill — prompts were partly "
             "served from cache, so its TTFT and throughput look better than a cold cache would give. "
-            f"<b>n=…</b> marks a small sample: fewer than {P99_BOUND_REQUESTS} completed requests, too few for a p99 "
-            "with an upper bound at 95% (its p99 has no bound above it). Model tok/s "
+            f"<b>small sample: n=…</b> in a row's flags: fewer than {P99_BOUND_REQUESTS} completed requests, too few "
+            "for a p99 with an upper bound at 95% (its p99 has no bound above it). Model tok/s "
             "is the decode-only roofline at that batch; serving tok/s is the step-level serving model's simulation of "
             "the same point (prefill, engine overhead, scheduling and the KV pool included), with its band [lo–hi] "
             "under it where the model has one: where a run from a source the band was not built from lands, 80% "

@@ -175,14 +175,21 @@ def test_a_point_too_small_for_a_bounded_p99_is_flagged() -> None:
     assert sweep.small_sample_flag(368) is None and sweep.small_sample_flag(None) is None
 
 
-def test_the_sweep_table_marks_a_small_point_beside_its_id() -> None:
+def test_the_sweep_table_marks_a_small_point_in_its_flags() -> None:
     from pytest_roofline.report.points import points_table
 
     spec = loads_spec("hardware: cpu\nmodel: roofline-tiny\n" + PREDS, file="p.yaml")
-    results = {"points": [{"id": "closed-c1", "mode": "closed", "concurrency": 1, "client": {"completed": 3}},
+    long = sweep.small_sample_flag(3)
+    results = {"points": [{"id": "closed-c1", "mode": "closed", "concurrency": 1, "client": {"completed": 3},
+                           "flags": [long]},
+                          {"id": "closed-c2", "mode": "closed", "concurrency": 2, "client": {"completed": 12}},
                           {"id": "closed-c4", "mode": "closed", "concurrency": 4, "client": {"completed": 400}}]}
-    html = points_table(spec, None, results)
-    assert ">n=3</span>" in html and "n=400" not in html
+    rows = {r.split("</td>", 1)[0].split(">")[-1]: r for r in points_table(spec, None, results).split("<tr")[2:]
+            if "closed-c" in r}
+    assert set(rows) == {"closed-c1", "closed-c2", "closed-c4"}  # the id cell stays the id alone
+    assert '<td class="flags">small sample: n=3</td>' in rows["closed-c1"] and str(long) not in rows["closed-c1"]
+    assert "small sample: n=12" in rows["closed-c2"]  # a file recorded before the flag: from client.completed
+    assert "small sample" not in rows["closed-c4"].split("</tr>", 1)[0]
 
 
 def test_the_log_tail_leaves_the_launch_header_out(tmp_path: Path) -> None:
