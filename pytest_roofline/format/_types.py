@@ -121,7 +121,7 @@ class Sweep:
     rates: tuple[float, ...] = ()
     burstiness: float = 1.0
     requests_per_point: int | None = None
-    requests_per_concurrency: float | None = 10.0
+    requests_per_concurrency: float | None = None  # the N of a written `Nx`; None: a number, or unset (10 x C)
     duration_s: float | None = None
     warmup: int = 1
     batch1: Mapping[str, Any] | None = None

@@ -68,6 +68,17 @@ def test_nx_without_rates_and_a_plain_number_with_rates_are_kept() -> None:
     assert {p.id: p.num_requests for p in all_points(spec)} == {"closed-c4": 40, "open-r4": 120, "open-r0.2": 10}
 
 
+def test_nx_with_a_prediction_at_a_rate_is_refused_at_its_at_line() -> None:
+    # no sweep.rates, but a prediction at a rate makes an open-loop point all the same
+    text = ("hardware: a100-sxm4-80gb\nmodel: qwen3-8b\nsweep: {concurrency: [4], requests_per_point: 6x}\n"
+            "predictions:\n  - id: open\n    quantity: ttft_p50\n    at: {rate: 2}\n    predicted: 100 ms\n")
+    (pred,) = loads_spec(text, file="p.yaml").predictions  # the prediction's own error: it errors, the file loads
+    assert pred.error is not None and pred.error.line == 7  # the at: line, counted by hand
+    assert "at.rate: 2 is an open-loop point" in pred.error.message and "6x" in pred.error.message
+    ok = loads_spec(text.replace("6x", "24"), file="p.yaml")  # a plain number is every point's
+    assert ok.predictions[0].error is None and ok.sweep.num_requests(4) == 24
+
+
 # ---- L3/L4: engine.model refused before any engine starts ---------------------------------------------------------
 def test_engine_model_with_the_tiny_model_is_refused() -> None:
     err = _refusal("hardware: cpu\nmodel: roofline-tiny\nengine:\n  name: vllm\n  model: /tmp/no-such-model\n")
