@@ -292,6 +292,8 @@ class Engine:
         if self._proc is None:
             raise EngineError("engine was never started")
         rc = self._proc.poll()
+        if rc is None:
+            self._remember_descendants()  # before each point: the processes (and their titles) a death would name
         if rc is not None:
             raise EngineDied(f"vLLM engine (pid {self._proc.pid}) is gone: {_process.describe_returncode(rc)}; "
                              f"log: {self.log_path}", log_tail=self.log_tail(60), returncode=rc)
@@ -331,12 +333,15 @@ class Engine:
     def death(self, wait_s: float = 3.0) -> str | None:
         """After a point failed: one line saying that the engine's process died — the server process (its exit
         code or signal) or one of the processes it had started (vLLM's EngineCore, a worker) — with the log's
-        path; None while every process it had at its start still runs. Waits up to ``wait_s`` for the server to
-        exit after the loss of its EngineCore (vLLM shuts the API server down then)."""
+        path; None while the server and every ``VLLM::``-titled process it had started still run. Waits up to
+        ``wait_s`` for the server to exit after the loss of its EngineCore (vLLM shuts the API server down then)."""
         if self._proc is None:
             return None
-        gone = sorted(p for p in self._known_pids if p != self._proc.pid and not _process.pid_alive(p))
-        deadline = time.monotonic() + (wait_s if gone else 0.0)
+        lost = [p for p in self._known_pids if p != self._proc.pid and not _process.pid_alive(p)]
+        # named: vLLM's own processes only (it titles them VLLM::EngineCore, VLLM::Worker...); a helper that ran at
+        # the start and ended is no death, but any loss waits a moment for the server to follow
+        gone = sorted(p for p in lost if self._pid_names.get(p, "").startswith("VLLM"))
+        deadline = time.monotonic() + (wait_s if lost else 0.0)
         while self._proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
         rc = self._proc.poll()
