@@ -178,7 +178,9 @@ def littles_reading(client: Mapping[str, Any] | None, concurrency: int | None) -
     Closed loop (``concurrency`` C): λ·W over the held window ÷ C (``littles_law.held_lambda_W``,
     :func:`held_littles_law`), below 1 by the share of C the load generator failed to hold. A file written before
     it was recorded reads the held window's time-averaged in flight ÷ C instead (``held_mean_in_flight``, else
-    the steady window's ``steady_mean_in_flight``): Little's law makes it λ·W over that window. A file with
+    the steady window's ``steady_mean_in_flight``): Little's law makes it λ·W over that window; so does a point
+    whose held window is empty (every measured request was out when C were first in flight: held by construction,
+    ``held_mean_in_flight`` = C; fewer requests than clients never reach C and read their share). A file with
     neither but with the client's L (the Day-3 notebook's transcription) reads the whole run's λ·W ÷ C. A peer's
     file (``not_checked``) has none: its whole-run λ·W ÷ C holds the drain, which is not a failure to hold C.
 
@@ -197,11 +199,17 @@ def littles_reading(client: Mapping[str, Any] | None, concurrency: int | None) -
                      if lam is not None and w_s is not None and n is not None else "")
             return LittlesReading(lam_w / c, f"λ·W over the held window (from C in flight to the last send; W "
                                              f"the requests' time inside it) = {lam_w:.4g}{parts} ÷ C = {c}")
-        if isinstance(ll.get("not_checked"), str) or "held_lambda_W" in ll or "held_requests" in ll:
-            return None  # a peer's file; or one of ours whose held window is empty (no send after C in flight)
+        if isinstance(ll.get("not_checked"), str):
+            return None  # a peer's summary-only file
+        empty = "held_requests" in ll  # one of ours whose held window is empty: no send after C were in flight
         for key, what in (("held_mean_in_flight", "the held window"), ("steady_mean_in_flight", "the steady window")):
             held = _num(client, key)
             if held is not None:
+                if empty and key == "held_mean_in_flight":
+                    return LittlesReading(held / c, f"no request was sent after the {c} clients were first all in "
+                                                    f"flight (every measured request was out by then: an adaptive "
+                                                    f"stop, or requests_per_point = C), so the loop held C by "
+                                                    f"construction (held_mean_in_flight = {held:.4g}) ÷ C = {c}")
                 return LittlesReading(held / c, f"a file without the held window's λ and W: its time-averaged "
                                                 f"in flight over {what} ({key}) = {held:.4g}, which Little's law "
                                                 f"makes λ·W there, ÷ C = {c}")
