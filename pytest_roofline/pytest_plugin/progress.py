@@ -45,6 +45,13 @@ def _rate(u: PointUpdate) -> str:
     return f", {u.output_tok_per_s:,.1f} tok/s" if u.output_tok_per_s is not None else ""
 
 
+def _stop_reason(text: str) -> str:
+    """An adaptive stop's reason, short enough for a terminal line: ``adaptive: 2 of 2 targets decided after 136
+    requests (look 6 of 8, level 0.9938)`` reads ``2 of 2 targets decided`` (the counts are on the line already;
+    the whole reason is in the results file's ``adaptive.stopped``)."""
+    return text.removeprefix("adaptive: ").split(" after ", 1)[0]
+
+
 class TerminalProgress:
     """A :class:`~pytest_roofline.measure.progress.SweepProgress` drawn on pytest's terminal.
 
@@ -172,7 +179,7 @@ class TerminalProgress:
         self._last_shown.pop(f"point:{update.file}:{update.point_id}", None)
         head = f"roofline:   {update.point_id} ({update.index}/{update.count}) "
         if error is None:
-            stopped = f"; stopped before the cap: {update.stopped}" if update.stopped else ""
-            self._line(head + f"done in {update.elapsed_s:.1f} s: {_count(update)}{_rate(update)}{stopped}")
+            stopped = f" (stopped early: {_stop_reason(update.stopped)})" if update.stopped else ""
+            self._line(head + f"done in {update.elapsed_s:.1f} s: {_count(update)}{stopped}{_rate(update)}")
         else:
             self._line(head + f"FAILED after {update.elapsed_s:.1f} s: {error}")

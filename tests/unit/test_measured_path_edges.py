@@ -170,9 +170,13 @@ def test_the_done_line_says_why_an_adaptive_point_stopped() -> None:
     out: list[str] = []
     writer = SimpleNamespace(line=out.append, write=lambda t: None, fullwidth=300, width_of_current_line=0)
     p = TerminalProgress(writer, tty=False, clock=lambda: 0.0)
-    why = "adaptive: 2 of 2 targets decided after 136 requests (look 6 of 8)"
+    why = ("adaptive: 1 of 2 targets decided, 1 undecidable within the cap after 136 requests (look 6 of 8, "
+           "level 0.9938)")  # the reason as the stopping rule words it (measure/plan/stopping.py)
     p.point_done(PointUpdate("f.yaml", "closed-c8", 2, 3, "measure", 3.6, 136, 0, 400, 0, None, why), None)
-    assert out[-1].endswith(f"done in 3.6 s: 136/400 requests; stopped before the cap: {why}")
+    assert out[-1] == ("roofline:   closed-c8 (2/3) done in 3.6 s: 136/400 requests (stopped early: 1 of 2 targets "
+                       "decided, 1 undecidable within the cap)")
+    p.point_done(PointUpdate("f.yaml", "closed-c4", 3, 3, "measure", 1.0, 40, 0, 40, 0, None), None)
+    assert out[-1] == "roofline:   closed-c4 (3/3) done in 1.0 s: 40/40 requests"  # ran to its cap: no reason
 
 
 # ---- L8: small samples ----------------------------------------------------------------------------------------
