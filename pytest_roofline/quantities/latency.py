@@ -14,6 +14,7 @@ from pytest_roofline.model import analytical as an
 from pytest_roofline.model.setup import Setup, SetupError
 from pytest_roofline.quantities.analysis import Thresholds, goodput_table, is_flattered, point_notes, ttft_knee
 from pytest_roofline.quantities.declare import client_quantity, point_at, serve_point, sim_explanation, sweep_points
+from pytest_roofline.quantities.littles import is_held_flag, littles_reading
 from pytest_roofline.quantities.measurement import (
     Measurement,
     PointRecord,
@@ -135,10 +136,8 @@ def _undecided_reading(value: float | None, cands: list[float], none_possible: b
 def _little_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
     """λ·W ÷ C over the held window in a closed loop (the check that the load generator held C: a starved one
     reads the share it held and fails; the drain after the last send is outside the window), λ·W ÷ the client's
-    own L in an open loop (bookkeeping): :func:`~pytest_roofline.measure.stats.held.littles_reading`. The point's
+    own L in an open loop (bookkeeping): :func:`~pytest_roofline.quantities.littles.littles_reading`. The point's
     held flag is not a note here: this verdict is the check of exactly that, so it must stay decisive."""
-    from pytest_roofline.measure.stats.held import is_held_flag, littles_reading
-
     pt = point_at(meas, at)
     c = concurrency(pt) if str(pt.get("mode") or "closed") != "open" else 0
     closed = c > 0

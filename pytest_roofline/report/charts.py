@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_roofline.measure.stats.held import RATE_SHARE, is_rate_flag, littles_reading
+from pytest_roofline.measure.stats.held import RATE_SHARE, is_rate_flag
 from pytest_roofline.model import analytical as an
 from pytest_roofline.quantities.analysis import closed_points, goodput_rows, is_flattered, throughput_knee, ttft_knee
+from pytest_roofline.quantities.littles import littles_reading
 from pytest_roofline.quantities.measurement import concurrency
 from pytest_roofline.quantities.serving_values import TERM_LABELS, dominant_term, shares_text
 from pytest_roofline.report.common import OUTCOME_COLOR, Row, is_number
@@ -749,7 +750,7 @@ def littles_chart(spec: Any, results: Mapping[str, Any] | None,
 
 def _littles_series(pts: Sequence[Mapping[str, Any]], x_of: Any) -> list[tuple[float, float, Mapping[str, Any]]]:
     """(x, the Little's-law ratio the check reads, the point's littles_law dict) per point that has one
-    (``measure.stats.held.littles_reading``: λ·W over the held window ÷ C in a closed loop, λ·W ÷ L in an open
+    (``quantities.littles.littles_reading``: λ·W over the held window ÷ C in a closed loop, λ·W ÷ L in an open
     one)."""
     series = []
     for p in pts:

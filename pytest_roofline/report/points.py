@@ -10,10 +10,11 @@ from typing import Any
 
 from pytest_roofline.errors import SetupError
 from pytest_roofline.format.spec import Spec
-from pytest_roofline.measure.stats import littles_reading, min_samples_for_bound
+from pytest_roofline.measure.stats import min_samples_for_bound
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model.setup import Setup
 from pytest_roofline.quantities.analysis import cache_hit_reason, goodput_rows
+from pytest_roofline.quantities.littles import littles_reading
 from pytest_roofline.report import charts as ch
 from pytest_roofline.report.common import esc, is_number
 

@@ -176,7 +176,8 @@ def summarize(result: LoadResult, *, steady_state: str | None = "detect", level:
     if result.spec.mode == PointMode.CLOSED and result.spec.concurrency:
         c = result.spec.concurrency
         out["held_mean_in_flight"] = held_in_flight(result.records, c)
-        # Little's law as the check that the loop held C: λ·W over the held window ÷ C (held.littles_reading);
+        # Little's law as the check that the loop held C: λ·W over the held window ÷ C
+        # (quantities.littles.littles_reading);
         # ``ratio`` is that reading (None without a held window), ``L`` stays the client's whole-run in flight
         held: dict[str, Any] = held_littles_law(result.records, c) or {"held_lambda_W": None, "held_requests": 0}
         lam_w = held["held_lambda_W"]
