@@ -35,6 +35,7 @@ from pytest_roofline.measure.target import MeasurementProvider, Target
 from pytest_roofline.model import engine_args
 from pytest_roofline.model import hardware as hw_mod
 from pytest_roofline.model.tiny import TINY_MODEL
+from pytest_roofline.quantities.analysis import SMALL_SAMPLE_PREFIX
 from pytest_roofline.quantities.measurement import (
     ClientStats,
     EngineReport,
@@ -141,8 +142,8 @@ def small_sample_flag(completed: Any) -> str | None:
     need = stats.min_samples_for_bound(0.99)
     if not isinstance(completed, int) or isinstance(completed, bool) or completed >= need:
         return None
-    return (f"small sample: {completed} completed request{'s' if completed != 1 else ''} (a p99 needs ≥ {need} for "
-            "an upper bound at 95%: its p99 has none)")
+    return (f"{SMALL_SAMPLE_PREFIX} {completed} completed request{'s' if completed != 1 else ''} (a p99 needs "
+            f"≥ {need} for an upper bound at 95%: its p99 has none)")
 
 
 #: how long a point waits, after an adaptive stop cancelled requests, for the server to show none running

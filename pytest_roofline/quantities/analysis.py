@@ -21,8 +21,8 @@ from pytest_roofline.quantities.measurement import (
     prefix_cache_hit_rate,
 )
 
-__all__ = ["Thresholds", "closed_points", "throughput_knee", "ttft_knee", "cache_hit_reason", "is_flattered",
-           "point_notes", "goodput_rows", "goodput_table"]
+__all__ = ["SMALL_SAMPLE_PREFIX", "Thresholds", "closed_points", "throughput_knee", "ttft_knee", "cache_hit_reason",
+           "is_flattered", "point_notes", "goodput_rows", "goodput_table"]
 
 
 @dataclass(frozen=True)
@@ -115,9 +115,17 @@ def is_flattered(pt: PointRecord, th: Thresholds, setup: Any = None) -> bool:
     return cache_hit_reason(pt, th, setup) is not None
 
 
+#: how the small-sample flag of a point begins (``measure.sweep.small_sample_flag``: fewer completed requests than
+#: a p99 needs for an upper bound). It marks the point in the results file and the sweep table, and is not a
+#: verdict's note: most points of a CPU run carry it, and each verdict's own interval already says what its
+#: figure's sample decides (a p99 from 64 requests: "no upper bound at 95%").
+SMALL_SAMPLE_PREFIX = "small sample:"
+
+
 def point_notes(pt: PointRecord, th: Thresholds, setup: Any = None) -> list[str]:
     """What a verdict that uses this point must say about it: cache hits (by rate or by the prefill floor, the
-    rule of :func:`cache_hit_reason`) and the flags the measurement raised."""
+    rule of :func:`cache_hit_reason`) and the flags the measurement raised (but the small-sample mark,
+    :data:`SMALL_SAMPLE_PREFIX`)."""
     notes = []
     below = _below_floor(pt, setup)
     if below is not None:
@@ -130,7 +138,8 @@ def point_notes(pt: PointRecord, th: Thresholds, setup: Any = None) -> list[str]
         notes.append(f"point {pt.get('id')} is contaminated: prefix-cache hit rate {rate:.0%} > "
                      f"{th.contamination:.0%} — prompts were served partly from cache")
     for flag in pt.get("flags") or ():
-        notes.append(f"point {point_id(pt)}: {flag}")
+        if not str(flag).startswith(SMALL_SAMPLE_PREFIX):
+            notes.append(f"point {point_id(pt)}: {flag}")
     return notes
 
 

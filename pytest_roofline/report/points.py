@@ -13,7 +13,7 @@ from pytest_roofline.format.spec import Spec
 from pytest_roofline.measure.stats import min_samples_for_bound
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model.setup import Setup
-from pytest_roofline.quantities.analysis import cache_hit_reason, goodput_rows
+from pytest_roofline.quantities.analysis import SMALL_SAMPLE_PREFIX, cache_hit_reason, goodput_rows
 from pytest_roofline.quantities.littles import littles_reading
 from pytest_roofline.report import charts as ch
 from pytest_roofline.report.common import esc, is_number
@@ -159,10 +159,10 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
         if (pt_floor is not None and is_number(ttft.get("p50")) and ttft["p50"] < pt_floor
                 and not any(str(f).startswith("ttft_p50_below_prefill_floor") for f in flags)):
             flags.append(f"TTFT p50 below the {pt_floor:,.1f} ms prefill compute floor: prefix-cache hits")
-        flags = [f for f in flags if not str(f).startswith("small sample:")]  # the long form: shown short, first
+        flags = [f for f in flags if not str(f).startswith(SMALL_SAMPLE_PREFIX)]  # the long form: shown short, first
         n_done = c.get("completed")
         if isinstance(n_done, int) and not isinstance(n_done, bool) and n_done < P99_BOUND_REQUESTS:
-            flags.insert(0, f"small sample: n={n_done}")  # files recorded before the flag included
+            flags.insert(0, f"{SMALL_SAMPLE_PREFIX} n={n_done}")  # files recorded before the flag included
         flags = list(dict.fromkeys(str(f) for f in flags))
         flag_cell, flag_note = _flags_cells(flags)
         hit = s.get("prefix_cache_hit_rate")

@@ -207,6 +207,17 @@ def test_the_sweep_table_marks_a_small_point_in_its_flags() -> None:
     assert "small sample" not in rows["closed-c4"].split("</tr>", 1)[0]
 
 
+def test_the_small_sample_mark_is_not_a_verdict_note_but_other_flags_are() -> None:
+    # nearly every point of a CPU run has fewer than 368 requests: the mark stays in the results file and the sweep
+    # table, and a verdict's notes keep only what changes how it reads (here the held-concurrency flag)
+    from pytest_roofline.quantities.analysis import Thresholds, point_notes
+
+    held = "concurrency not held: 3.1 of 4 in flight on average"
+    pt = {"id": "closed-c4", "mode": "closed", "concurrency": 4, "client": {"completed": 40},
+          "flags": [sweep.small_sample_flag(40), held]}
+    assert point_notes(pt, Thresholds()) == [f"point closed-c4: {held}"]  # type: ignore[arg-type]
+
+
 def test_the_log_tail_leaves_the_launch_header_out(tmp_path: Path) -> None:
     from pytest_roofline.measure.engine import Engine, EngineConfig
 
