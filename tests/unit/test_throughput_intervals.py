@@ -2,9 +2,9 @@
 duration): one interval from the completion events, so output, total and request throughput are exact multiples of
 each other where every request has the same lengths (trial s16 H1: 3 requests gave output throughput ±10% from the
 token cadence, total ±76%, request none, so one point was FAIL and INCONCLUSIVE at once). A closed loop's
-completions are cut into batches of whole multiples of C (lockstep bursts stay inside a batch), with the count
-interval 1 ± z/√N as the floor under their width; a point with fewer than 3 such batches, and an open loop, get the
-count interval; nothing reaches below 0.
+completions are cut into batches of whole rounds of C (lockstep bursts stay inside a batch) and the ratio of their
+tokens to their spans gets a delta-method Student-t interval; a point with fewer than 3 rounds, and an open loop,
+get the count interval 1 ± z/√N; nothing reaches below 0.
 
 Every expected value below is worked by hand from the definitions in the test's comments."""
 
@@ -21,7 +21,9 @@ from pytest_roofline.measure.stats.intervals import completion_rate_interval
 
 IN, OUT = 128, 64
 Z95 = 1.959964  # standard normal 0.975 quantile
+T2 = 4.302653  # Student t(0.975, 2 dof)
 T3 = 3.182446  # Student t(0.975, 3 dof)
+T7 = 2.364624  # Student t(0.975, 7 dof)
 
 
 def _rec(i: int, sent: float, end: float) -> RequestRecord:
@@ -54,13 +56,14 @@ def _multiples(iv: dict) -> None:
 
 
 def test_equal_lengths_give_three_intervals_that_are_exact_multiples():
-    # 120 requests at C = 4: 15 batches of 8 completions whose spans alternate 0.2 s and 2 s, far wider than the
-    # count floor (the batches' branch), then 12 requests (the count interval) and an open loop (the count interval)
+    # 120 requests at C = 4: 30 rounds, 15 batches of 2 rounds (8 completions) whose spans alternate 0.2 s and 2 s
+    # (the batches' branch), then 8 requests (2 rounds: the count interval) and an open loop (the count interval)
     closed = _lockstep([0.1, 0.1, 1.0, 1.0] * 7 + [0.1, 0.1], 4)
     iv = _iv(closed, 4)
     assert iv["request_throughput_req_s"]["method"] == "batch-means"
+    assert iv["request_throughput_req_s"]["note"].startswith("15 batches of 8")
     _multiples(iv)
-    _multiples(_iv(closed[:12], 4))  # the count interval
+    _multiples(_iv(closed[:8], 4))  # the count interval
     _multiples(_iv(closed, None))  # an open loop: the count interval
     # the estimate stays vLLM's figure: completed requests' output tokens over first send -> last end
     duration = max(r.end_s for r in closed if r.end_s is not None) - 10.0
@@ -70,60 +73,68 @@ def test_equal_lengths_give_three_intervals_that_are_exact_multiples():
 
 
 def test_batches_of_whole_bursts_by_the_delta_method():
-    # C = 4: batches of 8 completions (the smallest multiple of 4 that is >= 5), 32 completions -> 4 batches.
-    # Bursts end at 0.5, 1, 1.5, 2, 3, 4, 5, 6 s after the window start, so the batches span d = [1, 1, 2, 2] s
-    # with w = 8 requests each: R = 32/6 req/s, e = w - R d = [8/3, 8/3, -8/3, -8/3],
-    # s_e = (8/3) sqrt(4/3), half-width = t(3) s_e / (mean(d) sqrt(4)) = T3 (8/3) sqrt(4/3) / 3 = 3.27 req/s,
-    # wider than the count floor 32/6 * z/sqrt(32) = 1.85 req/s
+    # C = 4: batches of one round (4 completions), 32 completions -> 8 batches. Bursts end at 0.5, 1, 1.5, 2, 3, 4,
+    # 5, 6 s after the window start, so the batches span d = [0.5] * 4 + [1] * 4 s with w = 4 requests each:
+    # R = 32/6 req/s, e = w - R d = [4/3] * 4 + [-4/3] * 4, s_e = (4/3) sqrt(8/7), mean d = 0.75 s,
+    # half-width = t(7) s_e / (0.75 sqrt(8)) = 1.589 req/s
     recs = _lockstep([0.5] * 4 + [1.0] * 4, 4, t0=0.0)
     iv = completion_rate_interval([r.end_s for r in recs], (0.0, 6.0), concurrency=4)
-    half = T3 * (8 / 3) * math.sqrt(4 / 3) / 3
+    half = T7 * (4 / 3) * math.sqrt(8 / 7) / (0.75 * math.sqrt(8))
     assert iv.estimate == pytest.approx(32 / 6, rel=1e-12)
     assert (iv.lo, iv.hi) == (pytest.approx(32 / 6 - half, rel=1e-5), pytest.approx(32 / 6 + half, rel=1e-5))
     assert iv.method == "batch-means" and iv.n == 32
 
 
-def test_the_count_interval_is_the_floor_under_the_batches():
-    # bursts ending at 1, 2, 3, 4, 5, 6.5, 7.5, 9 s: batches span d = [2, 2, 2.5, 2.5] s, R = 32/9 req/s,
-    # e = [8/9, 8/9, -8/9, -8/9], batch half-width T3 (16/sqrt(243)) / 4.5 = 0.73 req/s; the count interval's
-    # 32/9 * z/sqrt(32) = 1.23 req/s is wider and is the interval
+def test_a_closed_loop_gets_its_batches_interval_not_the_poisson_count():
+    # a closed loop's completions are paced by its cycles, not Poisson: bursts ending at 1, 2, 3, 4, 5, 6.5, 7.5,
+    # 9 s give batches d = [1] * 5 + [1.5, 1, 1.5] s, R = 32/9 req/s, e = 4 - R d: six of 4/9, two of -12/9
+    # (mean 0), s_e^2 = (6 * 16 + 2 * 144) / 81 / 7, mean d = 9/8 s: half-width t(7) s_e / (1.125 sqrt(8)) =
+    # 0.612 req/s, narrower than the count interval's 32/9 * z/sqrt(32) = 1.23 req/s, and it is the interval
     recs = _lockstep([1, 1, 1, 1, 1, 1.5, 1, 1.5], 4, t0=0.0)
     iv = completion_rate_interval([r.end_s for r in recs], (0.0, 9.0), concurrency=4)
-    assert T3 * (16 / math.sqrt(243)) / 4.5 < 32 / 9 * Z95 / math.sqrt(32)
-    half = 32 / 9 * Z95 / math.sqrt(32)
+    half = T7 * math.sqrt((6 * 16 + 2 * 144) / 81 / 7) / (1.125 * math.sqrt(8))
+    assert half < 32 / 9 * Z95 / math.sqrt(32)
     assert (iv.lo, iv.hi) == (pytest.approx(32 / 9 - half, rel=1e-5), pytest.approx(32 / 9 + half, rel=1e-5))
-    assert iv.method == "count"
+    assert iv.method == "batch-means"
 
 
 def test_three_lockstep_bursts_of_four_give_a_finite_interval_at_or_above_zero():
-    # 12 completions at C = 4 make 1 batch of 8: too few, so the count interval: 12 requests in 3 s (bursts end at
-    # 1, 2, 3 s) is 4 req/s, +-z/sqrt(12) = +-56.6%
-    recs = _lockstep([1.0, 1.0, 1.0], 4)
+    # 12 completions at C = 4 are 3 rounds: cycles 0.9, 1.0, 1.1 s end at 0.9, 1.9, 3.0 s of a 3 s window:
+    # R = 4 req/s, e = 4 - 4 d = [0.4, 0, -0.4], s_e = 0.4, half-width t(2) * 0.4 / (1 * sqrt(3)) = 0.994 req/s
+    recs = _lockstep([0.9, 1.0, 1.1], 4)
     req = _iv(recs, 4)["request_throughput_req_s"]
-    rel = Z95 / math.sqrt(12)
-    assert req["method"] == "count"
+    half = T2 * 0.4 / math.sqrt(3)
+    assert req["method"] == "batch-means"
     assert req["estimate"] == pytest.approx(4.0, rel=1e-12)
-    assert (req["lo"], req["hi"]) == (pytest.approx(4 * (1 - rel), rel=1e-5), pytest.approx(4 * (1 + rel), rel=1e-5))
+    assert (req["lo"], req["hi"]) == (pytest.approx(4 - half, rel=1e-5), pytest.approx(4 + half, rel=1e-5))
     assert 0 <= req["lo"] <= req["estimate"] <= req["hi"] < math.inf
 
 
 def test_the_small_point_that_failed_live_decides_a_floor_far_below_it():
     # test_two_cpu_engines_behind_a_round_robin_proxy under ad61acc: 16 requests at C = 4 in 0.8 s, 3 time
     # sub-windows, t(2) took the output-throughput interval to 0 and '>= 1 tok/s' read INCONCLUSIVE.
-    # Now: 2 batches of 8 < 3, the count interval: 16 * 64 / 0.8 = 1280 tok/s, +-z/4 = +-49%
-    out = _iv(_lockstep([0.2] * 4, 4), 4)["output_throughput_tok_s"]
+    # Now 4 rounds (cycles 0.18, 0.2, 0.22, 0.2 s): R = 20 req/s = 1280 tok/s, e = 4 - 20 d = [0.4, 0, -0.4, 0],
+    # s_e = sqrt(0.32 / 3), half-width t(3) s_e / (0.2 * 2) = 2.598 req/s: +-13.0%
+    out = _iv(_lockstep([0.18, 0.2, 0.22, 0.2], 4), 4)["output_throughput_tok_s"]
+    rel = T3 * math.sqrt(0.32 / 3) / 0.4 / 20
     assert out["estimate"] == pytest.approx(1280.0, rel=1e-12)
-    assert out["lo"] == pytest.approx(1280.0 * (1 - Z95 / 4), rel=1e-5) and out["lo"] > 1.0
+    assert out["lo"] == pytest.approx(1280.0 * (1 - rel), rel=1e-5) and out["lo"] > 1.0
 
 
-def test_a_three_request_point_is_wide_not_ten_percent():
-    # C = 1, 3 requests of 0.3 s back to back: 3 in 0.9 s = 10/3 req/s; count interval +-z/sqrt(3) = +-113%,
-    # clipped at 0 below
-    iv = _iv(_lockstep([0.3, 0.3, 0.3], 1), 1)
+def test_a_three_request_point_is_a_student_t_on_three_cycles_and_two_get_the_count():
+    # C = 1, 3 requests back to back of 0.28, 0.3, 0.32 s: 3 in 0.9 s = 10/3 req/s; e = 1 - (10/3) d =
+    # [1/15, 0, -1/15], s_e = 1/15, half-width t(2) (1/15) / (0.3 sqrt(3)) = +-16.6% (t with 2 degrees of freedom:
+    # wide because 3 cycles are few, not because of a token cadence)
+    iv = _iv(_lockstep([0.28, 0.3, 0.32], 1), 1)
+    half = T2 * (1 / 15) / (0.3 * math.sqrt(3))
     for key, scale in (("request_throughput_req_s", 1), ("output_throughput_tok_s", OUT)):
         assert iv[key]["estimate"] == pytest.approx(10 / 3 * scale, rel=1e-12)
-        assert iv[key]["lo"] == 0.0 and iv[key]["method"] == "count"
-        assert iv[key]["hi"] == pytest.approx(10 / 3 * scale * (1 + Z95 / math.sqrt(3)), rel=1e-5)
+        assert iv[key]["method"] == "batch-means"
+        assert iv[key]["hi"] == pytest.approx((10 / 3 + half) * scale, rel=1e-5)
+    # 2 requests are 2 rounds: the count interval +-z/sqrt(2) = +-139%, clipped at 0
+    two = _iv(_lockstep([0.3, 0.3], 1), 1)["request_throughput_req_s"]
+    assert two["method"] == "count" and two["lo"] == 0.0
+    assert two["hi"] == pytest.approx(2 / 0.6 * (1 + Z95 / math.sqrt(2)), rel=1e-5)
 
 
 def test_unequal_lengths_count_the_tokens_a_request_carries():

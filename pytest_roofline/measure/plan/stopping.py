@@ -169,24 +169,23 @@ def _samples(metric: str, done: Sequence[RequestRecord]) -> list[float]:
 
 
 def statistic_interval(statistic: str, records: Sequence[RequestRecord], window_s: tuple[float, float],
-                       level: float) -> tuple[stats.Interval, list[float] | None]:
+                       level: float, concurrency: int | None = None) -> tuple[stats.Interval, list[float] | None]:
     """The interval of ``statistic`` over the completed measured ``records`` and the samples behind it (None for
     rates). ``window_s``: (measurement start, horizon) — the horizon is a time before which every token the point
     received belongs to a finished request (the oldest in-flight request's send time), so a rate taken over it is
     not biased low by the tokens of requests still streaming; per-request statistics are taken over the requests
-    sent by the horizon (:func:`_cohort`), not over those that happen to have finished."""
+    sent by the horizon (:func:`_cohort`), not over those that happen to have finished. Throughputs take the
+    interval the point's results will carry (``stats.completion_rate_interval``: the completed requests, in
+    rounds of ``concurrency`` for a closed loop), so a point stopped as decided is decided in its results too."""
     done = _cohort(records, window_s[1])
-    if statistic == "output_throughput":
-        times: list[float] = []
-        weights: list[float] = []
-        for r in done:
-            chunks = r.chunk_times_s
-            if chunks:
-                times.extend(chunks)
-                weights.extend([_out_tokens(r) / len(chunks)] * len(chunks))
-        return stats.rate_interval(times, window_s, level, weights=weights), None
-    if statistic == "request_throughput":
-        return stats.rate_interval([r.end_s for r in done if r.end_s is not None], window_s, level), None
+    if statistic in ("output_throughput", "request_throughput"):
+        # the cohort's requests have all finished, some after the horizon: the duration runs to the last of
+        # them, as the results' would if the point stopped here (first send to last end of the kept requests)
+        ends = [r.end_s for r in done if r.end_s is not None]
+        weights = [float(_out_tokens(r)) for r in done if r.end_s is not None] \
+            if statistic == "output_throughput" else None
+        window = (window_s[0], max([window_s[1], *ends]))
+        return stats.completion_rate_interval(ends, window, level, concurrency=concurrency, weights=weights), None
     if statistic == "per_request_throughput":
         vals = [_out_tokens(r) / e for r in done if (e := r.e2e_s) is not None and e > 0]
         return stats.mean_interval(vals, level), vals
@@ -228,13 +227,15 @@ def _side(target: DecisionTarget, iv: stats.Interval) -> str:
 
 
 def evaluate(targets: Sequence[DecisionTarget], records: Sequence[RequestRecord], window_s: tuple[float, float],
-             level: float, cap_requests: int, rule: StoppingRule = StoppingRule()) -> list[TargetDecision]:
-    """Every target's state at one look (see the module docstring for the states)."""
+             level: float, cap_requests: int, rule: StoppingRule = StoppingRule(),
+             concurrency: int | None = None) -> list[TargetDecision]:
+    """Every target's state at one look (see the module docstring for the states); ``concurrency``: a closed
+    loop's C (None for an open loop), which a throughput's interval is taken in rounds of."""
     done_n = len(_cohort(records, window_s[1]))
     left = max(0, cap_requests - done_n)
     out = []
     for t in targets:
-        iv, samples = statistic_interval(t.statistic, records, window_s, level)
+        iv, samples = statistic_interval(t.statistic, records, window_s, level, concurrency)
         need_min = max(min_samples(t.statistic), rule.min_requests)
         state = _side(t, iv)
         why = ""
@@ -330,7 +331,8 @@ class AdaptiveStop:
             self._next += 1
         cap = self.cap_requests if self.cap_requests is not None else _projected_cap(records, elapsed_s,
                                                                                      self.plan.duration_s)
-        self.decisions = evaluate(self.plan.targets, records, window_s, self.level, cap, self.rule)
+        self.decisions = evaluate(self.plan.targets, records, window_s, self.level, cap, self.rule,
+                                  self.plan.concurrency if self.plan.mode == PointMode.CLOSED else None)
         self.looks_taken.append(n)
         if self._looks and n >= self._looks[-1]:
             return None  # the cap: the point ends by itself

@@ -47,6 +47,7 @@ from pytest_roofline.measure.stats.intervals import (
     MIN_BATCH,
     Interval,
     batch_means,
+    completion_rate_interval,
     mean_interval,
     min_samples_for_bound,
     order_statistic_ranks,
@@ -78,7 +79,8 @@ from pytest_roofline.measure.stats.summary import (
 
 __all__ = ["GLOSSARY", "PERCENTILES", "distribution", "summarize", "summarize_records", "measurement_window_s",
            "measured_duration_s", "failure_reasons", "loadgen_checks", "Interval", "INTERVAL_METHODS",
-           "percentile_interval", "mean_interval", "rate_interval", "requests_to_decide", "order_statistic_ranks",
+           "percentile_interval", "mean_interval", "rate_interval", "completion_rate_interval", "requests_to_decide",
+           "order_statistic_ranks",
            "min_samples_for_bound", "t_quantile", "t_half_width", "batch_means", "BATCHES", "MIN_BATCH",
            "mser_truncation", "MSER_BATCH", "SteadyWindow", "steady_window", "steady_statistics", "steady_summary",
            "STEADY_MODES", "INTERVAL_FIGURES", "combine_repeats", "next_run_interval", "bursts", "burst_flag",

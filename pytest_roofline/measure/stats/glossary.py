@@ -168,9 +168,10 @@ GLOSSARY: dict[str, str] = {
         "distribution of the order statistics), batch-means Student-t intervals for means (up to 20 contiguous "
         "batches, so correlated neighbours widen it; clipped at 0). The three throughputs share one interval, from "
         "the completed requests (what vLLM's throughputs count), so they are exact multiples where lengths are "
-        "fixed: in a closed loop a ratio (delta-method) interval over batches of whole multiples of C completions, "
-        "never narrower than the count interval estimate x (1 +- 1.96/sqrt(N)) for N completions, which an open "
-        "loop and a point with fewer than 3 such batches get; clipped at 0. A side that n samples "
+        "fixed: in a closed loop a ratio (delta-method) interval over up to 20 batches of whole rounds of C "
+        "completions; an open loop and a point with fewer than 3 rounds get the count interval estimate x (1 +- "
+        "1.96/sqrt(N)) for N completions; clipped at 0. Within-run: the run-to-run spread is sweep.repeats' and "
+        "drift's to measure. A side that n samples "
         "cannot bound is null: a p99 from 80 requests has no upper bound at 95%. With sweep.repeats >= 2 it is a "
         "Student-t interval over the repeats' values."
     ),

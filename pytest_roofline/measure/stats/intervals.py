@@ -268,25 +268,26 @@ def completion_rate_interval(end_times_s: Iterable[float] | np.ndarray, window_s
     completion events, never below 0.
 
     Closed loop (``concurrency`` = C): the completions, in time order, are cut into up to :data:`BATCHES`
-    contiguous batches of whole multiples of ``u`` completions, ``u`` the smallest multiple of C that is at least
-    :data:`MIN_BATCH`; batch ``j`` spans the time from the previous batch's last completion (the window's start
-    for the first) to its own last (the window's end for the last, which also takes the leftover completions),
-    so the spans add up to the window and the batches' weights to the total. With equal lengths a closed loop
-    completes its C requests in lockstep bursts, and a batch of whole multiples of C holds whole bursts
-    wherever its edges fall (about one cycle of the loop per C completions), where equal time sub-windows hold
-    one burst or two. The throughput is the ratio ``R = Σw_j / Σd_j``; its half-width is the delta method's,
-    ``t(k−1) · s_e / (d̄ · √k)`` with ``e_j = w_j − R·d_j`` (the ratio estimator of batch means: Law & Kelton,
-    *Simulation Modeling and Analysis*, §9.7). Weights that are a fixed multiple of 1 per request scale ``e``
-    and ``R`` alike, so output, total and request throughput get the same relative interval.
+    contiguous batches of whole rounds of the loop (multiples of C completions: at C = 1 each request is a batch,
+    an independent cycle of the loop); batch ``j`` spans the time from the previous batch's last completion (the
+    window's start for the first) to its own last (the window's end for the last, which also takes the leftover
+    completions), so the spans add up to the window and the batches' weights to the total. With equal lengths a
+    closed loop completes its C requests in lockstep bursts, and a batch of whole rounds holds whole bursts
+    wherever its edges fall, where equal time sub-windows hold one burst or two (3 sub-windows of a 16-request
+    point at C = 4 reached 0). The throughput is the ratio ``R = Σw_j / Σd_j``; its half-width is the delta
+    method's, ``t(k−1) · s_e / (d̄ · √k)`` with ``e_j = w_j − R·d_j`` (the ratio estimator of batch means: Law &
+    Kelton, *Simulation Modeling and Analysis*, §9.7). Weights that are a fixed multiple of 1 per request scale
+    ``e`` and ``R`` alike, so output, total and request throughput get the same relative interval. It is the
+    within-run interval: how far this run's throughput is from the one its own cycles would average to, not how
+    far the next run lands (a machine whose speed moves from run to run is drift's and ``sweep.repeats``' to
+    measure: benchmarks/RESULTS-intervals.md).
 
     The count interval ``R · (1 ± z · √Σw² / Σw)`` — for N equal requests ``1 ± z/√N``, the Poisson count's
-    normal interval — is the interval of an open loop (``concurrency`` None: its arrivals are Poisson), of a
-    closed loop with fewer than :data:`MIN_RATE_BATCHES` batches (3 requests give ``±113 %``, honest about 3
-    requests), and the floor under the batches' half-width: a closed loop's completions vary less than a Poisson
-    count's within one run, but the batches' spread, estimated from a few batches, was measured too narrow
-    to hold the next run (benchmarks/RESULTS-intervals.md, 2026-12-06: 48 % of next runs held at ±15 %, 61 %
-    with the floor, C = 4, 64 requests); ``method`` names whichever is wider. ``n`` is the number of
-    completions; every interval is clipped at 0."""
+    normal interval — is the interval of an open loop (``concurrency`` None: its arrivals are Poisson) and of a
+    closed loop with fewer than :data:`MIN_RATE_BATCHES` rounds (too few cycles to estimate their spread).
+    It is not a floor under a closed loop's batches: a closed loop's completions are paced by its service times,
+    not Poisson, and the count interval at C = 1 with the batch-1 point's 4 requests is ±98 % where the requests'
+    own cycles vary by a few percent. ``n`` is the number of completions; every interval is clipped at 0."""
     t = np.asarray(list(end_times_s) if not isinstance(end_times_s, np.ndarray) else end_times_s, dtype=np.float64)
     w = np.ones_like(t) if weights is None else np.asarray(
         list(weights) if not isinstance(weights, np.ndarray) else weights, dtype=np.float64)
@@ -305,11 +306,12 @@ def completion_rate_interval(end_times_s: Iterable[float] | np.ndarray, window_s
     count_half = est * rel
     why = "open loop"
     if concurrency:
-        unit = concurrency * math.ceil(MIN_BATCH / concurrency)
-        k = min(BATCHES, n // unit)
-        why = f"{n} completions: too few for {MIN_RATE_BATCHES} batches of {unit}"
+        rounds = n // concurrency
+        per_batch = max(1, math.ceil(rounds / BATCHES))  # whole rounds per batch, so at most BATCHES batches
+        k = rounds // per_batch  # the last batch also takes the leftover (fewer than per_batch rounds, and < C)
+        why = f"{n} completions: fewer than {MIN_RATE_BATCHES} rounds of concurrency {concurrency}"
         if k >= MIN_RATE_BATCHES:
-            size = (n // unit // k) * unit
+            size = per_batch * concurrency
             last = np.arange(1, k) * size - 1  # index of each batch's last completion but the last batch's
             edges = np.concatenate(([start], t[last], [end]))
             d = np.diff(edges)
@@ -317,10 +319,8 @@ def completion_rate_interval(end_times_s: Iterable[float] | np.ndarray, window_s
             wb = np.diff(cum[np.concatenate(([0], last + 1, [n]))])
             e = wb - est * d
             half = t_quantile(0.5 + level / 2, k - 1) * float(e.std(ddof=1)) / (float(d.mean()) * math.sqrt(k))
-            batches = f"{k} batches of {size}+ completions (whole multiples of concurrency {concurrency})"
-            if half >= count_half:
-                return Interval(est, max(0.0, est - half), est + half, level, "batch-means", n, batches)
-            why = f"the floor under {batches}, ±{half / est:.0%}"
+            batches = f"{k} batches of {size}+ completions (whole rounds of concurrency {concurrency})"
+            return Interval(est, max(0.0, est - half), est + half, level, "batch-means", n, batches)
     return Interval(est, max(0.0, est - count_half), est + count_half, level, "count", n,
                     f"count interval ±{rel:.0%} from {n} completions ({why})")
 
