@@ -22,8 +22,9 @@ the interval of the mean (P(|T2| < t(0.975, 2)/√2)) and 95 % for the next-run 
 
 Last, the throughput interval methods side by side over the same repeats (whole measurement window): the token
 chunks as events (the rule before 2026-12-06), completions in 20 time sub-windows (ad61acc, reverted), the shipped
-completion interval (``intervals.completion_rate_interval``: batches of whole multiples of C completions, else the
-count interval) and the count interval alone; for each, next-run coverage and the median relative half-width.
+completion interval (``intervals.completion_rate_interval``: batches of whole rounds of C completions, else the
+count interval), the count interval alone and the two's wider (the count floor of 8f42715, replaced); for each,
+next-run coverage and the median relative half-width.
 ``--requests 16`` is the small point (C = 4, 16 requests) that failed the live proxy test under ad61acc.
 
 Usage: python benchmarks/interval_coverage.py [--repeats 16] [--concurrency 4] [--requests 64] [--group 3]
