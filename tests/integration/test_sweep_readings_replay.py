@@ -7,23 +7,11 @@ from __future__ import annotations
 import pytest
 from support.paths import DATA, RECORDED
 from support.pytest_run import NO_CACHE
+from support.specs import t3_closed_probe_head
 
 CLOSED = DATA / "s17" / "closed-c1-4-16.results.json"
 
-CLOSED_YAML = """\
-title: t3 closed probe
-hardware: cpu
-model: roofline-tiny
-engine:
-  name: vllm
-  version: "0.32.0"
-  cpu_kvcache_space: 1 GiB
-  args: {dtype: bfloat16, max_model_len: 1024, enforce_eager: true, max_num_seqs: 8}
-workload: {input_len: 128, output_len: 64}
-sweep: {mode: closed, concurrency: [1, 4, 16], requests_per_point: 3x, warmup: 1}
-slo: {ttft: 210 ms, tpot: 10 ms, percentile: p90}
-defaults: {tolerance: ±10%}
-predictions:
+CLOSED_YAML = t3_closed_probe_head(ttft="210 ms", tpot="10 ms") + """\
   - {id: tk, quantity: ttft_knee_concurrency, predicted: 16, tolerance: exact}
   - {id: gp, quantity: goodput, predicted: 800 tok/s}
 """

@@ -203,3 +203,16 @@ DEFINITION_MISSES = """
     at: {concurrency: 4}
     predicted: 1 ms
 """
+
+
+#: The setup of the trial's closed-loop probe (tests/data/s17/closed-c1-4-16.results.json: the CPU engine, C = 1, 4,
+#: 16 at 3 requests per client, 128 in / 64 out) with goodput SLOs at p90, ending at ``predictions:``: the sweep
+#: readings' tests (TTFT knee, goodput) append their own entries.
+def t3_closed_probe_head(*, ttft: str, tpot: str) -> str:
+    return ("title: t3 closed probe\nhardware: cpu\nmodel: roofline-tiny\nengine:\n  name: vllm\n"
+            '  version: "0.32.0"\n  cpu_kvcache_space: 1 GiB\n'
+            "  args: {dtype: bfloat16, max_model_len: 1024, enforce_eager: true, max_num_seqs: 8}\n"
+            "workload: {input_len: 128, output_len: 64}\n"
+            "sweep: {mode: closed, concurrency: [1, 4, 16], requests_per_point: 3x, warmup: 1}\n"
+            f"slo: {{ttft: {ttft}, tpot: {tpot}, percentile: p90}}\n"
+            "defaults: {tolerance: ±10%}\npredictions:\n")

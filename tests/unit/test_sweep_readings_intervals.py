@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from support.paths import DATA, RECORDED
+from support.specs import t3_closed_probe_head
 
 from pytest_roofline.format.spec import loads_spec
 from pytest_roofline.measure.results import RecordedMeasurement
@@ -21,26 +22,11 @@ from pytest_roofline.scoring import Verdict, score
 
 CLOSED = DATA / "s17" / "closed-c1-4-16.results.json"
 
-HEAD = """\
-title: t3 closed probe
-hardware: cpu
-model: roofline-tiny
-engine:
-  name: vllm
-  version: "0.32.0"
-  cpu_kvcache_space: 1 GiB
-  args: {{dtype: bfloat16, max_model_len: 1024, enforce_eager: true, max_num_seqs: 8}}
-workload: {{input_len: 128, output_len: 64}}
-sweep: {{mode: closed, concurrency: [1, 4, 16], requests_per_point: 3x, warmup: 1}}
-slo: {{ttft: {ttft}, tpot: {tpot}, percentile: p90}}
-defaults: {{tolerance: ±10%}}
-predictions:
-"""
 
 
 def _verdict(prediction: str, data: dict[str, Any] | None = None, *, ttft: str = "50 ms",
              tpot: str = "3 ms") -> Verdict:
-    spec = loads_spec(HEAD.format(ttft=ttft, tpot=tpot) + prediction, file="probe.yaml")
+    spec = loads_spec(t3_closed_probe_head(ttft=ttft, tpot=tpot) + prediction, file="probe.yaml")
     (pred,) = spec.predictions
     return score(spec, pred, "measured", RecordedMeasurement(data or _closed()))
 
