@@ -172,8 +172,9 @@ def _is_tiny(spec: Spec) -> bool:
     return bool(spec.model == TINY_MODEL)
 
 
-def _engine_arg_line(path: str, key: str) -> int | None:
-    """The line of ``engine.args.<key>`` (else of ``engine.args``, else ``engine``) in the YAML file; None if unread."""
+def _engine_arg_line(path: str, key: str, names: tuple[str, ...] = ("engine", "args")) -> int | None:
+    """The line of ``engine.args.<key>`` (else of ``engine.args``, else ``engine``) in the YAML file; None if unread.
+    ``names``: the mappings above ``key`` (``("engine",)`` for ``engine.<key>``)."""
     import yaml
 
     try:
@@ -182,7 +183,7 @@ def _engine_arg_line(path: str, key: str) -> int | None:
         return None
     node: Any = root
     line = None
-    for name in ("engine", "args", key):
+    for name in (*names, key):
         if not isinstance(node, yaml.MappingNode):
             break
         hit = next(((k, v) for k, v in node.value if getattr(k, "value", None) == name), None)
@@ -190,6 +191,28 @@ def _engine_arg_line(path: str, key: str) -> int | None:
             break
         line, node = hit[0].start_mark.line + 1, hit[1]
     return line
+
+
+#: how an engine.model value that names a local directory starts (anything else is a Hub id)
+_PATH_PREFIXES = ("/", "./", "../", "~")
+
+
+def _check_model_path(spec: Spec) -> None:
+    """Refuse, at its line and before the engine starts, an ``engine.model`` that looks like a local path (``/``,
+    ``./``, ``../``, ``~``) and is not there: vLLM would spend its start and then read it as a Hub repo id, the cause
+    the last of ~120 traceback lines. Checked at launch only (the file is written for the GPU box that has the
+    path; the math and a replay read it anywhere), and not when ``engine.command`` runs it (a container's path)."""
+    value = spec.engine.get("model")
+    if not value or "command" in spec.engine or not str(value).startswith(_PATH_PREFIXES):
+        return
+    path = Path(str(value)).expanduser()
+    if not path.exists():
+        where = "" if path.is_absolute() else f" (relative to the current directory, {Path.cwd()})"
+        raise SpecError(f"engine.model: {value!r} looks like a local path, and {path}{where} does not exist on this "
+                        "machine, so the engine cannot start", file=spec.path,
+                        line=_engine_arg_line(spec.path, "model", ("engine",)),
+                        hint="give the directory that holds the model's config.json and weights, or a Hub id "
+                            "(org/name) to download")
 
 
 #: engine.args keys that spread one server over several nodes: the single-box GPU count says nothing then
@@ -212,6 +235,7 @@ def engine_config_for(spec: Spec, *, device: Device, gpus_visible: int | None = 
     else:
         model = spec.engine.get("model") or str(spec.model)
         served = None
+        _check_model_path(spec)
     known = {}
     multi_node = any(k in args for k in _MULTI_NODE_ARGS)
     for key in ("dtype", "max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
@@ -368,6 +392,10 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
     # each repeat's figures with its steady window and intervals (measure.stats.steady_summary); several repeats
     # are averaged, with a Student-t interval over them (stats.combine_repeats)
     client = stats.combine_repeats([stats.summarize(r, steady_state=spec.sweep.steady_state) for r in results])
+    slo_ms = stats.slo_ms_of(spec.slo)
+    if slo_ms:  # vLLM's request_goodput under the file's slo: (measure.stats.goodput), every repeat's requests
+        client["goodput"] = stats.goodput_of_records([rec for r in results for rec in r.records], slo_ms,
+                                                     client.get("request_throughput_req_s"))
     server: dict[str, Any] | None
     if urls:  # counters summed, gauge peaks maxed over the replicas (metrics.aggregate_replicas)
         server = metrics.aggregate_replicas(urls, befores, afters, timelines, contamination_threshold=contamination)

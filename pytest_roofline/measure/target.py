@@ -98,11 +98,25 @@ class MeasurementProvider(Protocol):
 class ReplayProvider(MeasurementProvider):
     """``--replay FILE``: one stored results file answers for every prediction file of the run."""
 
-    def __init__(self, measurement: Measurement):
+    def __init__(self, measurement: Measurement, folder: Path | None = None):
         self.measurement = measurement
+        self.folder = folder  # where the replayed file's requests files are (request goodput is recomputed there)
+        self._by_slo: dict[tuple[tuple[str, float], ...], Measurement] = {}
 
     def for_spec(self, spec: Spec) -> Measurement:
-        return self.measurement
+        """The replayed file, its points' request goodput under ``spec``'s ``slo:`` (recomputed from the requests
+        files where the file recorded it under other SLOs: measure.stats.goodput.with_request_goodput)."""
+        from pytest_roofline.measure.results.file import RecordedMeasurement
+        from pytest_roofline.measure.stats.goodput import slo_ms_of, with_request_goodput
+
+        slo_ms = slo_ms_of(spec.slo)
+        if not slo_ms or not isinstance(self.measurement, RecordedMeasurement):
+            return self.measurement
+        key = tuple(sorted(slo_ms.items()))
+        if key not in self._by_slo:
+            self._by_slo[key] = RecordedMeasurement(with_request_goodput(self.measurement.data, slo_ms, self.folder),
+                                                    source=self.measurement.source)
+        return self._by_slo[key]
 
     def hardware_override(self, spec: Spec) -> str | None:
         return None

@@ -105,7 +105,8 @@ def measurements(request: pytest.FixtureRequest) -> Iterator[MeasurementProvider
     """The ``roofline_measurements`` fixture's body: a replayed file, or live sweeps (engines start on first use)."""
     rs = get_session(request.config)
     if rs.mode == "replay":
-        yield ReplayProvider(rs.replay_measurement())
+        where = Path(rs.replay) if rs.replay else None  # the requests files lie beside the results file
+        yield ReplayProvider(rs.replay_measurement(), where if where is None or where.is_dir() else where.parent)
         return
     selected = [i for i in request.session.items if isinstance(i, PredictionItem)]
     provider = Measurements.from_options(rs, selected)

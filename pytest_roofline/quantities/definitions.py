@@ -126,6 +126,12 @@ DEFINITIONS: dict[str, Definition] = {
         f"p50 (none: never), TTFT as {PEER} defines `p99_ttft_ms` and `median_ttft_ms`. A point is surely above "
         "the ratio when its p99's lower bound exceeds the ratio × its p50's upper bound, surely below when its p99's "
         f"upper bound is at most the ratio × its p50's lower bound. {_UNDECIDED}", why=_SWEEP),
+    "request_goodput": Definition(
+        f"the completed requests that met every SLO of the file's `slo:` (or the prediction's at:) ÷ {_RUN}, by "
+        "vLLM's rule: a request is good when each given SLO is at least its TTFT, its TPOT ((E2E − TTFT) ÷ "
+        "(output tokens − 1), 0 for one output token); = request throughput × good ÷ completed. Its 95% interval "
+        "is the good share's Wilson score interval × the request throughput (`client.goodput`)",
+        vllm="request_goodput", windowed=False),
     "goodput": Definition(
         "the highest whole-point output throughput (output tokens of the completed requests ÷ the run's duration) "
         "among the closed-loop sweep points whose TTFT and TPOT at the chosen percentile each meet their SLO (a "

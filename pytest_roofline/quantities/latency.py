@@ -288,6 +288,68 @@ def _goodput_note(g: an.Goodput, at: Mapping[str, Any]) -> str:
             + f"; raw max {g.raw_max_tok_per_s:,.1f} tok/s")
 
 
+def _wanted_slo_ms(at: Mapping[str, Any]) -> dict[str, float]:
+    """The SLOs a ``request_goodput`` prediction asks for (its at: or the file's ``slo:``), in ms: vLLM's --goodput
+    keys (``ttft_ms``, ``tpot_ms``), an unbounded one left out."""
+    out: dict[str, float] = {}
+    for key in ("ttft", "tpot"):
+        val = at.get(key)
+        if isinstance(val, (int, float)) and math.isfinite(float(val)):
+            out[f"{key}_ms"] = float(val) * 1e3
+    return out
+
+
+def _slo_text(slo_ms: Mapping[str, Any]) -> str:
+    names = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2el_ms": "E2E latency"}  # in vLLM's --goodput order
+    keys = [k for k in names if k in slo_ms] + sorted(k for k in slo_ms if k not in names)
+    return " and ".join(f"{names.get(k, k)} ≤ {float(slo_ms[k]):g} ms" for k in keys)
+
+
+def _same_slo(a: Mapping[str, Any], b: Mapping[str, float]) -> bool:
+    return set(a) == set(b) and all(math.isclose(float(a[k]), b[k], rel_tol=1e-9, abs_tol=1e-9) for k in b)
+
+
+def _request_goodput_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup,
+                             th: Thresholds) -> MeasuredValue:
+    """vLLM's request_goodput at the point (``client.goodput``, measure.stats.goodput): the completed requests
+    meeting every SLO ÷ the point's duration, with the good share's Wilson score interval × request throughput."""
+    want = _wanted_slo_ms(at)
+    if not want:
+        raise NotMeasured("request_goodput needs SLOs: slo: {ttft: …, tpot: …} in the file, or at: {ttft: …, tpot: …}")
+    pt = point_at(meas, at)
+    gp = client_value(pt, "goodput")
+    pid = pt.get("id")
+    if not isinstance(gp, Mapping):
+        raise NotMeasured(f"point {pid} recorded no request goodput (client.goodput): a run records it when its "
+                          "file has an slo: section with ttft or tpot (a file from before 2026-12-06 has none)")
+    if isinstance(gp.get("not_measured"), str):  # a replay that could not recompute it (measure.stats.goodput)
+        raise NotMeasured(f"point {pid}: {gp['not_measured']}")
+    have = gp.get("slo_ms")
+    if not isinstance(have, Mapping):
+        raise NotMeasured(f"point {pid}'s request goodput ({gp.get('req_s')} req/s) does not record the SLOs it was "
+                          f"measured under, so it cannot be scored against {_slo_text(want)} "
+                          "(vllm bench serve: --metadata roofline_goodput=ttft:…,tpot:… records them)")
+    if not _same_slo(have, want):
+        raise NotMeasured(f"point {pid}'s request goodput was measured under {_slo_text(have)}, not the "
+                          f"prediction's {_slo_text(want)} (a run records it, and a replay recomputes it, under the "
+                          "file's slo:; an at: that names other SLOs is not recomputed)")
+    req_s, good, done = gp.get("req_s"), gp.get("good"), gp.get("completed")
+    if not isinstance(req_s, (int, float)):
+        raise NotMeasured(f"point {pid} has no request goodput (no completed request or no request throughput)")
+    iv = gp.get("interval")
+    interval = None
+    if isinstance(iv, Mapping) and iv.get("lo") is not None and iv.get("hi") is not None:
+        interval = {"estimate": float(req_s), "lo": float(iv["lo"]), "hi": float(iv["hi"]),
+                    "level": iv.get("level", 0.95), "method": iv.get("method", "Wilson score"),
+                    "n": int(done or 0), "requests": int(done or 0),
+                    "note": "the good share's Wilson score interval × the request throughput"}
+    count = f"{good} of {done} requests" if good is not None and done is not None else "the requests"
+    head = (f"{count} met {_slo_text(have)} (vLLM's --goodput rule: a value equal to its SLO meets it, TPOT 0 for "
+            "one output token) ÷ the point's duration")
+    return MeasuredValue(float(req_s), (point_id(pt),), (head, *point_notes(pt, th, setup)),
+                         is_flattered(pt, th, setup), interval)
+
+
 def _serve_total(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
     p, pp = sweep.at(at)
     tokens_in = p.input_len or sweep.setup.input_len
@@ -351,6 +413,9 @@ QUANTITIES: tuple[Quantity, ...] = (
              "in flight to the last send): below 1 by the share of C the load generator did not hold; in an open "
              "loop λ·W ÷ the client's own L, a bookkeeping check",
              at=("concurrency", "rate"), measure=_little_measure, points=QuantityPoints.AT),
+    Quantity("request_goodput", "request_rate", "vLLM's request_goodput at a sweep point: completed requests "
+             "meeting every SLO (TTFT, TPOT) ÷ the point's duration", at=("concurrency", "rate", "ttft", "tpot"),
+             measure=_request_goodput_measure, points=QuantityPoints.AT, replicas="total"),
     Quantity("goodput", "throughput", "the highest output throughput among sweep points that meet every SLO "
              "(TTFT and TPOT at the chosen percentile)", at=("percentile", "ttft", "tpot"),
              measure=_goodput_measure, points=QuantityPoints.ALL, serving=_serve_goodput, replicas="sweep"),

@@ -115,6 +115,8 @@ class ClientStats(TypedDict, total=False):
     steady: dict[str, Any]
     intervals: dict[str, dict[str, Any]]
     repeats: list[dict[str, Any]]
+    # vLLM's request_goodput under the file's slo: (measure.stats.goodput): slo_ms, good, completed, req_s, interval
+    goodput: dict[str, Any]
 
 
 class TimelineSample(TypedDict, total=False):

@@ -110,9 +110,13 @@ def test_without_save_detailed_the_point_is_as_before_and_says_why() -> None:
 
 def test_goodput_is_vllms_request_goodput_with_the_slo_the_metadata_gives() -> None:
     g = bench_point(_hand_doc(request_goodput=1.6), "hand.json")["client"]["goodput"]
-    assert g["req_s"] == 1.6 and g["slo"] is None and "does not write its --goodput SLOs" in g["slo_note"]
+    assert g["req_s"] == 1.6 and g["slo_ms"] is None and "does not write its --goodput SLOs" in g["slo_note"]
     g = bench_point(_hand_doc(request_goodput=1.6, roofline_goodput="ttft:50 tpot:3"), "hand.json")["client"]["goodput"]
-    assert g["slo"] == {"ttft_ms": 50.0, "tpot_ms": 3.0}
+    assert g["slo_ms"] == {"ttft_ms": 50.0, "tpot_ms": 3.0}
+    # the same key shape as a live run's (measure.stats.goodput): good = 1.6 req/s × 1.25 s = 2 of the 3 completed,
+    # interval = 2.4 req/s × Wilson(2, 3) = 2.4 × [0.207660, 0.938508] (z = 1.959964, by hand)
+    assert (g["good"], g["completed"]) == (2, 3)
+    assert (g["interval"]["lo"], g["interval"]["hi"]) == pytest.approx((0.498383, 2.252419), abs=2e-6)
     assert "goodput" in bench_point(_hand_doc(request_goodput=None), "hand.json")["not_reported"]
 
 

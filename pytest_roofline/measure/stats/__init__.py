@@ -15,6 +15,8 @@
   detected and flagged;
 - :mod:`~pytest_roofline.measure.stats.frontend`: a point's TTFT split into vLLM's queue and prefill, the API
   server and HTTP (vLLM's own histograms), and the closed loop's send turnarounds;
+- :mod:`~pytest_roofline.measure.stats.goodput`: vLLM's request goodput at a point under the file's SLOs, with
+  a Wilson score interval;
 - :mod:`~pytest_roofline.measure.stats.repeats`: one ``client`` object from ``sweep.repeats`` runs, and where a
   rerun should land.
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 from pytest_roofline.measure.stats.bursts import burst_flag, bursts
 from pytest_roofline.measure.stats.frontend import FrontendLegs, closed_loop_turnarounds_ms, frontend_legs
 from pytest_roofline.measure.stats.glossary import GLOSSARY, PERCENTILES, distribution
+from pytest_roofline.measure.stats.goodput import goodput_of_records, request_goodput, slo_ms_of, wilson
 from pytest_roofline.measure.stats.held import (
     HELD_FLAG_PREFIX,
     HELD_SHARE,
@@ -77,7 +80,8 @@ from pytest_roofline.measure.stats.summary import (
     summarize_records,
 )
 
-__all__ = ["GLOSSARY", "PERCENTILES", "distribution", "summarize", "summarize_records", "measurement_window_s",
+__all__ = ["goodput_of_records", "request_goodput", "slo_ms_of", "wilson",
+           "GLOSSARY", "PERCENTILES", "distribution", "summarize", "summarize_records", "measurement_window_s",
            "measured_duration_s", "failure_reasons", "loadgen_checks", "Interval", "INTERVAL_METHODS",
            "percentile_interval", "mean_interval", "rate_interval", "completion_rate_interval", "requests_to_decide",
            "order_statistic_ranks",

@@ -123,14 +123,17 @@ GLOSSARY: dict[str, str] = {
         "prompts, or EOS honoured)."
     ),
     "goodput": (
-        "vLLM's `request_goodput` (`vllm bench serve --goodput ttft:… tpot:…`) is requests per second that met "
-        "every service-level objective, ÷ the run's duration; a request with one output token has TPOT 0 for "
-        "this purpose. This tool's own runs record no such per-point figure (a replayed vllm bench serve file "
-        "keeps vLLM's as client.goodput, recorded, not scored): its `goodput` quantity is a reading of the "
-        "whole sweep, the best output throughput (tok/s) among the closed-loop points whose TTFT and TPOT at the "
-        "chosen percentile meet their SLOs, judged by each percentile's 95% interval (undecided: inconclusive). "
-        "At a point meeting both at quantile q, vLLM's request_goodput is at least (2q − 1) × the request "
-        "throughput."
+        "Two figures. vLLM's `request_goodput` (`vllm bench serve --goodput ttft:… tpot:…`): the completed "
+        "requests that met every service-level objective ÷ the run's duration (req/s; a value equal to its SLO "
+        "meets it, a request with one output token has TPOT 0). A run whose file has an slo: section records it "
+        "at every point as client.goodput by that rule, the `request_goodput` quantity: slo_ms (the SLOs used), "
+        "good, completed, req_s (= request throughput × good ÷ completed) and its 95% interval, the good share's "
+        "Wilson score interval × the request throughput; a replay under other SLOs recomputes it from the point's "
+        "requests file, and a replayed vllm bench serve file keeps vLLM's. The `goodput` quantity is a different "
+        "reading, of the whole sweep: the best output throughput (tok/s) among the closed-loop points whose TTFT "
+        "and TPOT at the chosen percentile meet their SLOs, judged by each percentile's 95% interval (undecided: "
+        "inconclusive). At a point meeting both at quantile q, vLLM's request_goodput is at least (2q − 1) × the "
+        "request throughput."
     ),
     "steady_window": (
         "The part of the measurement window a point's steady_intervals are computed over, found by measurement: the "

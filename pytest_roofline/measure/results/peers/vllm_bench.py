@@ -60,6 +60,8 @@ from pytest_roofline.measure.results.peers._common import (
 )
 from pytest_roofline.measure.results.peers._vllm_detail import detail_client, detail_records
 from pytest_roofline.measure.stats.bursts import burst_flag, bursts_from_gaps, summary_burst_flag
+from pytest_roofline.measure.stats.goodput import METHOD as GOODPUT_METHOD
+from pytest_roofline.measure.stats.goodput import wilson
 from pytest_roofline.measure.stats.held import held_flag
 from pytest_roofline.quantities.measurement import BATCH1_ID, Distribution, PointMode, PointRecord
 
@@ -211,8 +213,10 @@ def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> 
     goodput = number(doc.get("request_goodput"))
     if goodput is not None:
         # vLLM's own goodput (requests meeting every --goodput SLO ÷ duration); the file does not record the SLOs
-        client["goodput"] = {"req_s": goodput, "source": "vllm bench serve request_goodput",
-                             "slo": _goodput_slo(doc),
+        client["goodput"] = {**_goodput_counts(goodput, number(doc.get("duration")), int(completed),
+                                               client.get("request_throughput_req_s")),
+                             "req_s": goodput, "source": "vllm bench serve request_goodput",
+                             "slo_ms": _goodput_slo(doc),
                              "slo_note": "vllm bench serve does not write its --goodput SLOs into the file"
                              + (f"; --metadata {META_GOODPUT} says {doc[META_GOODPUT]}"
                                 if doc.get(META_GOODPUT) else f" (add --metadata {META_GOODPUT}=ttft:…,tpot:… "
@@ -256,6 +260,20 @@ def _detail(doc: Mapping[str, Any], conc: int | None, rate: float | None,
     if records is None:
         return None, why
     return detail_client(doc, records, concurrency=conc, rate_req_s=rate, completed=completed)
+
+
+def _goodput_counts(goodput: float, duration: float | None, completed: int,
+                    req_s: float | None) -> dict[str, Any]:
+    """``good`` (vLLM's good requests: request_goodput × duration, a whole number), ``completed`` and the interval
+    of ``client.goodput`` (measure.stats.goodput: the good share's Wilson score interval × request throughput)."""
+    if duration is None or not completed:
+        return {"good": None, "completed": completed, "interval": None}
+    good = min(completed, max(0, round(goodput * duration)))
+    interval = None
+    if req_s is not None:
+        lo, hi = wilson(good, completed)
+        interval = {"lo": req_s * lo, "hi": req_s * hi, "level": 0.95, "method": GOODPUT_METHOD, "n": completed}
+    return {"good": good, "completed": completed, "interval": interval}
 
 
 def _goodput_slo(doc: Mapping[str, Any]) -> dict[str, float] | None:
