@@ -44,10 +44,11 @@ hardware: cpu
 model: roofline-tiny
 engine: {name: vllm, version: "0.32.0", args: {max_model_len: 1024}}
 workload: {input_len: 16, output_len: 4}
-sweep: {mode: closed, concurrency: [2], requests_per_point: 8, warmup: 1}
+sweep: {concurrency: [2], rates: [20], requests_per_point: 8, warmup: 1}
 slo: {ttft: 10 s, tpot: 5 s}
 predictions:
   - {id: rg, quantity: request_goodput, at: {concurrency: 2}, predicted: 1000 req/s}
+  - {id: rgo, quantity: request_goodput, at: {rate: 20}, predicted: 1000 req/s}
 """
 
 
@@ -57,11 +58,15 @@ def test_a_live_run_records_and_scores_it(pytester: pytest.Pytester, stub_server
     (pytester.path / "p.roofline.yaml").write_text(SPEC)
     r = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:html", "p.roofline.yaml", "--endpoint",
                            srv.url + "/v1", "--roofline-out", "out", "-rA")
-    r.assert_outcomes(failed=1)  # 1000 req/s is far above any stub run
+    r.assert_outcomes(failed=2)  # 1000 req/s is far above any stub run
     (results,) = list((pytester.path / "out").rglob("results.json"))
-    client = json.loads(results.read_text())["points"][0]["client"]
-    gp, rt = client["goodput"], client["request_throughput_req_s"]
-    assert gp["slo_ms"] == {"ttft_ms": 10000.0, "tpot_ms": 5000.0}
-    assert (gp["good"], gp["completed"]) == (8, 8) and gp["req_s"] == pytest.approx(rt)
-    assert gp["interval"]["lo"] == pytest.approx(rt * 8 / (8 + Z2)) and gp["interval"]["hi"] == pytest.approx(rt)
-    assert "8 of 8 requests met" in r.stdout.str()
+    points = json.loads(results.read_text())["points"]
+    assert sorted(p["mode"] for p in points) == ["closed", "open"]
+    for p in points:  # the closed loop's point and the open loop's
+        client = p["client"]
+        gp, rt = client["goodput"], client["request_throughput_req_s"]
+        assert gp["slo_ms"] == {"ttft_ms": 10000.0, "tpot_ms": 5000.0}
+        assert (gp["good"], gp["completed"]) == (8, 8) and gp["req_s"] == pytest.approx(rt)
+        assert gp["interval"]["lo"] == pytest.approx(rt * 8 / (8 + Z2))
+        assert gp["interval"]["hi"] == pytest.approx(rt)
+    assert r.stdout.str().count("8 of 8 requests met TTFT ≤ 10000 ms and TPOT ≤ 5000 ms") == 2

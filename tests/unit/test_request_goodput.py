@@ -163,3 +163,15 @@ def test_without_an_slo_it_is_not_measured() -> None:
         get_quantity("request_goodput").measure(RecordedMeasurement(load_any(RESULTS)), {"concurrency": 16},
                                             None, None)  # type: ignore[arg-type]
     assert spec.slo == {}
+
+
+def test_every_concurrency_and_a_point_with_no_good_request() -> None:
+    spec = loads_spec(t3_closed_probe_head(ttft="50 ms", tpot="3 ms")
+                      + "  - {id: rga, quantity: request_goodput, at: {concurrency: every}, predicted: 8 req/s}\n")
+    assert [p.id for p in spec.predictions] == ["rga[concurrency=1]", "rga[concurrency=4]", "rga[concurrency=16]"]
+    meas = ReplayProvider(RecordedMeasurement(load_any(RESULTS)), RESULTS.parent).for_spec(spec)
+    c1 = meas.point(concurrency=1)["client"]["goodput"]
+    # C = 1: none of its 3 requests meets TTFT ≤ 50 ms, so 0 req/s, interval 3.204965 × [0, z²/(3 + z²)]
+    assert (c1["good"], c1["completed"], c1["req_s"]) == (0, 3, 0.0)
+    assert c1["interval"]["hi"] == pytest.approx(3.204965 * Z2 / (3 + Z2), rel=1e-6)
+    assert _count_by_hand(S17 / "closed-c1.requests.jsonl") == (0, 3)
