@@ -39,6 +39,7 @@
     └── PredictionDrifted         --roofline-drift-fail: a measured value moved too far               (AssertionError)
 
     CalibrationMismatchWarning    a calibration file used on a setup it was not fitted on         (UserWarning)
+    RequestCountWarning           requests_per_point: Nx where open-loop points do not take it     (UserWarning)
     UnknownEngineVersionWarning   an engine version outside the releases known; names the one used (UserWarning)
     HistoryIndexRebuiltWarning    a missing, truncated or corrupt history index, rebuilt from the runs   (UserWarning)
 
@@ -61,6 +62,7 @@ __all__ = [
     "ResultsMismatchError",
     "MeasureError", "PointError", "LoadgenError", "GPUDetectionError", "EndpointError",
     "EngineError", "EngineStartError", "EngineDied", "PredictionMismatch", "CalibrationMismatchWarning",
+    "RequestCountWarning",
     "UnknownEngineVersionWarning", "HistoryError", "HistoryIndexRebuiltWarning", "PredictionDrifted",
 ]
 
@@ -296,6 +298,11 @@ class PredictionDrifted(RooflineError, AssertionError):
 
 class CalibrationMismatchWarning(UserWarning):
     """A prediction file names a calibration fitted on another setup; the message names what differs."""
+
+
+class RequestCountWarning(UserWarning):
+    """``sweep.requests_per_point: Nx`` (N × concurrency) in a file with open-loop points, which have no
+    concurrency: they send max(10, rate × 30) requests; the message names the line and the fix."""
 
 
 class UnknownEngineVersionWarning(UserWarning):

@@ -160,13 +160,6 @@ def _at_values(ctx: NodeReader, spec: Spec, param: qreg.AtParam, node: yaml.Node
             out.append((int(v) if float(v).is_integer() else v, text))
         else:
             out.append((ctx.value(n, what, param.dimension), text))
-            if param.name == "rate" and spec.sweep.requests_per_concurrency is not None:
-                nx = f"{spec.sweep.requests_per_concurrency:g}x"
-                raise ctx.err(n, f"{what}: {text} is an open-loop point, and sweep.requests_per_point: {nx} is N × "
-                              "concurrency, which it has none of (an open point sends a plain requests_per_point, "
-                              "else max(10, rate × 30) requests: 30 s of arrivals)",
-                              "write requests_per_point as a plain number of requests for every point, or "
-                              "sweep.duration, or leave it out (closed points: 10 × C)")
     return out
 
 

@@ -152,7 +152,7 @@ SWEEP_FIELDS: dict[str, F] = {
     "rates": F("list", "open-loop arrival rates (req/s)"),
     "burstiness": F("number", "open loop: gamma shape (1 = Poisson)"),
     "requests_per_point": F("value", "requests per point: a number (every point), or '10x' for 10 × concurrency "
-                               "(refused beside sweep.rates: an open point has no concurrency). Unset: 10 × C at a "
+                               "(a warning beside sweep.rates: an open point has no concurrency). Unset: 10 × C at a "
                                "closed point, max(10, rate × 30) at an open point (30 s of arrivals)"),
     "duration": F("value", "run each point this long instead, e.g. 3 min"),
     "warmup": F("int", "warm-up requests per point, excluded from statistics (closed loop: at least one per client)"),

@@ -465,15 +465,10 @@ def _engine_args(ctx: NodeReader, node: yaml.Node) -> dict[str, Any]:
     return out
 
 
-#: how an engine.model value that names a local directory starts (anything else is a Hub id)
-_PATH_PREFIXES = ("/", "./", "../", "~")
-
-
 def check_engine_model(ctx: NodeReader, node: yaml.Node, engine: Mapping[str, Any], model: str) -> None:
-    """Refuse, at its line and before any engine starts, an ``engine.model`` the launch would ignore (the tiny
-    model serves its own weights) or that names a local path that is not there (vLLM would spend its start and
-    then read it as a Hub repo id). A path run inside ``engine.command`` (a container) is not checked here; a Hub
-    id is never looked up."""
+    """Refuse, at its line, an ``engine.model`` the launch would ignore: the tiny model serves its own weights. (A
+    local path that is not there is refused at launch, ``measure.sweep``: the file is read for the math and
+    replays on machines that do not hold it.) A Hub id is never looked up."""
     value = engine.get("model")
     if not value or not isinstance(node, yaml.MappingNode):
         return
@@ -483,14 +478,6 @@ def check_engine_model(ctx: NodeReader, node: yaml.Node, engine: Mapping[str, An
                       "model's own weights (engine.model is ignored with it)",
                       "remove engine.model, or write the model you mean to serve as model: (a preset, a Hub id or "
                       "a config.json) with engine.model: its weights")
-    if "command" in engine or not str(value).startswith(_PATH_PREFIXES):
-        return
-    path = Path(str(value)).expanduser()
-    if not path.exists():
-        where = "" if path.is_absolute() else f" (relative to the current directory, {Path.cwd()})"
-        raise ctx.err(v_node, f"engine.model: {value!r} looks like a local path, and {path}{where} does not exist",
-                      "give the directory that holds the model's config.json and weights, or a Hub id "
-                      "(org/name) to download")
 
 
 def read_engine(ctx: NodeReader, node: yaml.Node) -> dict[str, Any]:
@@ -620,15 +607,6 @@ def read_sweep(ctx: NodeReader, node: yaml.Node) -> Sweep:
                 kw["timeline_interval_s"] = None
             else:
                 kw["timeline_interval_s"] = ctx.value(v, "sweep.timeline", "time")
-    if kw.get("rates") and "requests_per_point" in m and kw.get("requests_per_concurrency") is not None:
-        n_x = ctx.scalar(m["requests_per_point"][1], "sweep.requests_per_point").strip()
-        rates = ", ".join(f"{r:g}" for r in kw["rates"])
-        raise ctx.err(m["requests_per_point"][1], f"sweep.requests_per_point: {n_x} is N × concurrency, which an "
-                      f"open-loop point (sweep.rates: [{rates}] req/s) has none of: an open point sends a plain "
-                      "requests_per_point, else max(10, rate × 30) requests (30 s of arrivals)",
-                      "write a plain number of requests for every point (e.g. requests_per_point: 120), or "
-                      "sweep.duration, or leave requests_per_point out (closed points: 10 × C; open points: 30 s "
-                      "of arrivals)")
     if kw.get("adaptive") and isinstance(kw.get("processes"), int) and kw["processes"] > 1:
         raise ctx.err(m["processes"][1], f"sweep.processes: {kw['processes']} client processes cannot stop a point "
                       f"early, and sweep.adaptive: true (line {m['adaptive'][1].start_mark.line + 1}) needs that",

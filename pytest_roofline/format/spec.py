@@ -23,13 +23,14 @@ re-exported from the private modules that hold one concept each:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 
-from pytest_roofline.errors import SpecError, SpecErrors
+from pytest_roofline.errors import RequestCountWarning, SpecError, SpecErrors
 from pytest_roofline.format._expand import read_predictions
 from pytest_roofline.format._fields import (
     DEFAULTS_FIELDS,
@@ -48,7 +49,7 @@ from pytest_roofline.format._fields import (
     FieldKind,
     serving_fields,
 )
-from pytest_roofline.format._lengths import check_lengths
+from pytest_roofline.format._lengths import check_lengths, key_of
 from pytest_roofline.format._reader import AmbiguousScalar, NodeReader, compose, decode, plain_scalar
 from pytest_roofline.format._schema import json_schema
 from pytest_roofline.format._sections import (
@@ -225,6 +226,8 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
     if setup is not None and not errors:
         # engine settings the serving model does not simulate: an error of each prediction that takes its value
         refuse_serving_settings(ctx, spec, setup, root, own_setups)
+    if not errors and "sweep" in top:
+        _warn_nx_beside_rates(ctx, spec, top["sweep"][1])
     if errors:
         # a prediction error that only echoes a setup section read as its default (a sweep with a typo has no
         # concurrency for `every`) is left out: the section's own error above is the one to fix
@@ -235,3 +238,25 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
             raise errors[0]  # one error: as it always read
         raise SpecErrors([*errors, *own])
     return spec
+
+
+def _warn_nx_beside_rates(ctx: NodeReader, spec: Spec, sweep_node: yaml.Node) -> None:
+    """``requests_per_point: Nx`` is N × concurrency; an open-loop point (``sweep.rates``, or a prediction ``at:
+    {rate: …}``) has none and sends max(10, rate × 30) requests: said once, at the line, as a warning (the closed
+    points take Nx; the file's math and replays are unaffected, so it is not an error: the notebook's files wrote
+    ``10x`` beside rates)."""
+    nx = spec.sweep.requests_per_concurrency
+    if nx is None:
+        return
+    rates = {float(r) for r in spec.sweep.rates}
+    rates |= {float(p.at["rate"]) for p in spec.predictions
+              if isinstance(p.at, Mapping) and isinstance(p.at.get("rate"), (int, float))}
+    if not rates:
+        return
+    node = key_of(sweep_node, "requests_per_point") or sweep_node
+    listed = ", ".join(f"{r:g}" for r in sorted(rates))
+    msg = (f"{ctx.file}:{node.start_mark.line + 1}: sweep.requests_per_point: {nx:g}x is N × concurrency, and the "
+           f"open-loop points (rates {listed} req/s) have none: they send max(10, rate × 30) requests (30 s of "
+           "arrivals) — write a plain number of requests, or sweep.duration, to set theirs")
+    spec.warnings.append(msg)
+    warnings.warn(RequestCountWarning(msg), stacklevel=3)

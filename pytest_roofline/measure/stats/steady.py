@@ -173,8 +173,9 @@ def steady_statistics(records: Sequence[RequestRecord], window: SteadyWindow, le
     Percentiles get distribution-free order-statistic intervals, means batch-means intervals over the requests
     in send order (clipped at 0: every sample is), throughputs one interval from the completion events
     (:func:`~pytest_roofline.measure.stats.intervals.completion_rate_interval`: batches of whole rounds of
-    ``concurrency`` completions in a closed loop, the count interval in an open loop or a point of under 3 rounds). ITL pools
-    every token gap of the window's requests (its ``n`` counts gaps, ``requests`` the requests behind them)."""
+    ``concurrency`` completions in a closed loop, the count interval in an open loop or a point of under 3
+    rounds). ITL pools every token gap of the window's requests (its ``n`` counts gaps, ``requests`` the requests
+    behind them)."""
     keep = set(window.indices)
     rs = sorted((r for r in records if r.index in keep and r.in_sample), key=lambda r: r.sent_s or 0.0)
     per_metric: dict[str, list[float]] = {"ttft_ms": [], "tpot_ms": [], "itl_ms": [], "e2e_ms": [],
