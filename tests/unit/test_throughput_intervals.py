@@ -154,3 +154,9 @@ def test_no_interval_of_a_rate_or_a_latency_mean_reaches_below_zero():
             for key, v in _iv(recs, c).items():
                 if v["lo"] is not None and (key.endswith(".mean") or key.endswith("_s")):
                     assert v["lo"] >= 0.0, (n, key, v)
+
+
+def test_completions_that_carried_no_tokens_read_zero_with_no_upper_bound_not_nan():
+    # review s17 L5: two completions of 0 tokens gave hi = NaN (0 x inf), written as null ("unbounded") by luck
+    iv = completion_rate_interval([1.0, 2.0], (0.0, 2.0), weights=[0.0, 0.0])
+    assert (iv.estimate, iv.lo, iv.hi) == (0.0, 0.0, math.inf)

@@ -302,7 +302,9 @@ def completion_rate_interval(end_times_s: Iterable[float] | np.ndarray, window_s
     est = float(w.sum()) / span
     if n == 0:
         return Interval(est, 0.0, math.inf, level, "count", 0, "no completed requests")
-    rel = _z(level) * math.sqrt(float((w * w).sum())) / float(w.sum()) if w.sum() > 0 else math.inf
+    if not w.sum() > 0:  # completions that carried no tokens: 0, with no bound above (not NaN)
+        return Interval(est, 0.0, math.inf, level, "count", n, f"{n} completions with no tokens")
+    rel = _z(level) * math.sqrt(float((w * w).sum())) / float(w.sum())
     count_half = est * rel
     why = "open loop"
     if concurrency:
