@@ -114,7 +114,7 @@ def _at(ctx: NodeReader, spec: Spec, q: qreg.Quantity, node: yaml.Node | None
 
 
 def _defaults_for_at(spec: Spec, q: qreg.Quantity, vals: dict[str, Any], texts: dict[str, str]) -> None:
-    for key in ("ttft", "tpot", "percentile"):
+    for key in ("ttft", "tpot", "e2el", "percentile"):
         if key in q.at and key not in vals:
             if key in spec.slo:
                 vals[key] = spec.slo[key]

@@ -171,6 +171,8 @@ SWEEP_FIELDS: dict[str, F] = {
                           "adaptive: true, whose stopping rule needs one process)"),
 }
 SLO_FIELDS = {"ttft": F("value", "TTFT SLO, e.g. 500 ms"), "tpot": F("value", "TPOT SLO, e.g. 50 ms"),
+              "e2el": F("value", "E2E latency SLO, e.g. 2 s: request_goodput's only (vllm bench serve's --goodput "
+                                 "e2el:); goodput and goodput_concurrency read TTFT and TPOT"),
               "percentile": F("str", "p50 | p90 | p95 | p99", enum=get_args(SloPercentile))}
 DEFAULTS_FIELDS = {"tolerance": F("any", "default tolerance of measured checks"),
                    "math_tolerance": F("any", "default tolerance of math checks"),

@@ -129,8 +129,9 @@ DEFINITIONS: dict[str, Definition] = {
     "request_goodput": Definition(
         f"the completed requests that met every SLO of the file's `slo:` (or the prediction's at:) ÷ {_RUN}, by "
         "vLLM's rule: a request is good when each given SLO is at least its TTFT, its TPOT ((E2E − TTFT) ÷ "
-        "(output tokens − 1), 0 for one output token); = request throughput × good ÷ completed. Its 95% interval "
-        "is the good share's Wilson score interval × the request throughput (`client.goodput`)",
+        "(output tokens − 1), 0 for one output token) and its E2E latency (`slo.e2el`); = request throughput × "
+        "good ÷ completed. Its 95% interval is the good share's Wilson score interval × the request throughput "
+        "(`client.goodput`)",
         vllm="request_goodput", windowed=False),
     "goodput": Definition(
         "the highest whole-point output throughput (output tokens of the completed requests ÷ the run's duration) "

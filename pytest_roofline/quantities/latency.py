@@ -290,9 +290,9 @@ def _goodput_note(g: an.Goodput, at: Mapping[str, Any]) -> str:
 
 def _wanted_slo_ms(at: Mapping[str, Any]) -> dict[str, float]:
     """The SLOs a ``request_goodput`` prediction asks for (its at: or the file's ``slo:``), in ms: vLLM's --goodput
-    keys (``ttft_ms``, ``tpot_ms``), an unbounded one left out."""
+    keys (``ttft_ms``, ``tpot_ms``, ``e2el_ms``), an unbounded one left out."""
     out: dict[str, float] = {}
-    for key in ("ttft", "tpot"):
+    for key in ("ttft", "tpot", "e2el"):
         val = at.get(key)
         if isinstance(val, (int, float)) and math.isfinite(float(val)):
             out[f"{key}_ms"] = float(val) * 1e3
@@ -315,13 +315,14 @@ def _request_goodput_measure(meas: Measurement, at: Mapping[str, Any], setup: Se
     meeting every SLO ÷ the point's duration, with the good share's Wilson score interval × request throughput."""
     want = _wanted_slo_ms(at)
     if not want:
-        raise NotMeasured("request_goodput needs SLOs: slo: {ttft: …, tpot: …} in the file, or at: {ttft: …, tpot: …}")
+        raise NotMeasured("request_goodput needs SLOs: slo: {ttft: …, tpot: …, e2el: …} in the file (any of them), "
+                          "or at: {ttft: …}")
     pt = point_at(meas, at)
     gp = client_value(pt, "goodput")
     pid = pt.get("id")
     if not isinstance(gp, Mapping):
         raise NotMeasured(f"point {pid} recorded no request goodput (client.goodput): a run records it when its "
-                          "file has an slo: section with ttft or tpot (a file from before 2026-12-06 has none)")
+                          "file has an slo: section with ttft, tpot or e2el (a file from before 2026-12-06 has none)")
     if isinstance(gp.get("not_measured"), str):  # a replay that could not recompute it (measure.stats.goodput)
         raise NotMeasured(f"point {pid}: {gp['not_measured']}")
     have = gp.get("slo_ms")
@@ -414,7 +415,8 @@ QUANTITIES: tuple[Quantity, ...] = (
              "loop λ·W ÷ the client's own L, a bookkeeping check",
              at=("concurrency", "rate"), measure=_little_measure, points=QuantityPoints.AT),
     Quantity("request_goodput", "request_rate", "vLLM's request_goodput at a sweep point: completed requests "
-             "meeting every SLO (TTFT, TPOT) ÷ the point's duration", at=("concurrency", "rate", "ttft", "tpot"),
+             "meeting every SLO (TTFT, TPOT, E2E latency: those given) ÷ the point's duration",
+             at=("concurrency", "rate", "ttft", "tpot", "e2el"),
              measure=_request_goodput_measure, points=QuantityPoints.AT, replicas="total"),
     Quantity("goodput", "throughput", "the highest output throughput among sweep points that meet every SLO "
              "(TTFT and TPOT at the chosen percentile)", at=("percentile", "ttft", "tpot"),

@@ -58,6 +58,7 @@ AT_PARAMS: dict[str, AtParam] = {p.name: p for p in [
     AtParam("percentile", "choice", "percentile an SLO is judged at", choices=("p50", "p90", "p95", "p99", "mean")),
     AtParam("ttft", "time", "TTFT SLO (default: slo.ttft)"),
     AtParam("tpot", "time", "TPOT SLO (default: slo.tpot)"),
+    AtParam("e2el", "time", "E2E latency SLO of request_goodput: --goodput e2el (default: slo.e2el)"),
     AtParam("dtype", "choice", "tensor-core dtype of a ridge point", choices=("bf16", "fp16", "fp8", "tf32", "int8")),
 ]}
 

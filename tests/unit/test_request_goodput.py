@@ -175,3 +175,23 @@ def test_every_concurrency_and_a_point_with_no_good_request() -> None:
     assert (c1["good"], c1["completed"], c1["req_s"]) == (0, 3, 0.0)
     assert c1["interval"]["hi"] == pytest.approx(3.204965 * Z2 / (3 + Z2), rel=1e-6)
     assert _count_by_hand(S17 / "closed-c1.requests.jsonl") == (0, 3)
+
+
+def test_an_e2e_latency_slo_from_the_file() -> None:
+    # slo: {e2el: 330 ms} alone (vllm bench serve --goodput e2el:330): a request is good when its E2E latency (last
+    # chunk - send) is at most 330 ms; counted here from the JSONL, separately from the code
+    head = t3_closed_probe_head(ttft="50 ms", tpot="3 ms").replace(
+        "slo: {ttft: 50 ms, tpot: 3 ms, percentile: p90}", "slo: {e2el: 330 ms}")
+    spec = loads_spec(head + "  - {id: rg16, quantity: request_goodput, at: {concurrency: 16}, predicted: 8 req/s}\n")
+    rows = [json.loads(line) for line in (S17 / "closed-c16.requests.jsonl").read_text().splitlines()]
+    done = [r for r in rows if not r["warmup"] and r["status"] == "ok"]
+    good = sum(1 for r in done if r["chunk_times_s"][-1] - r["sent_s"] <= 0.330)
+    assert (good, len(done)) == (24, 48)  # E2E latencies 0.178-0.325 s, then 0.331-0.383 s
+    meas = ReplayProvider(RecordedMeasurement(load_any(RESULTS)), RESULTS.parent).for_spec(spec)
+    pt = meas.point(concurrency=16)
+    gp = pt["client"]["goodput"]
+    assert gp["slo_ms"] == {"e2el_ms": 330.0} and (gp["good"], gp["completed"]) == (24, 48)
+    assert gp["req_s"] == pytest.approx(pt["client"]["request_throughput_req_s"] * 24 / 48, rel=1e-12)
+    (pred,) = spec.predictions
+    v = score(spec, pred, "measured", meas)
+    assert v.measured_value == pytest.approx(gp["req_s"], rel=1e-12)

@@ -123,7 +123,7 @@ GLOSSARY: dict[str, str] = {
         "prompts, or EOS honoured)."
     ),
     "goodput": (
-        "Two figures. vLLM's `request_goodput` (`vllm bench serve --goodput ttft:… tpot:…`): the completed "
+        "Two figures. vLLM's `request_goodput` (`vllm bench serve --goodput ttft:… tpot:… e2el:…`): the completed "
         "requests that met every service-level objective ÷ the run's duration (req/s; a value equal to its SLO "
         "meets it, a request with one output token has TPOT 0). A run whose file has an slo: section records it "
         "at every point as client.goodput by that rule, the `request_goodput` quantity: slo_ms (the SLOs used), "

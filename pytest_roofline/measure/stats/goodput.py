@@ -33,7 +33,7 @@ def slo_ms_of(slo: Mapping[str, Any] | None) -> dict[str, float] | None:
     """A file's ``slo:`` (seconds; ``ttft``/``tpot``) as the ms SLOs of ``client.goodput.slo_ms``; None without
     any (an unbounded one is left out, as vLLM's --goodput would not name it)."""
     out: dict[str, float] = {}
-    for key in ("ttft", "tpot"):
+    for key in ("ttft", "tpot", "e2el"):
         val = (slo or {}).get(key)
         if isinstance(val, (int, float)) and math.isfinite(float(val)):
             out[f"{key}_ms"] = float(val) * 1e3
