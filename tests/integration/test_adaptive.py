@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -182,6 +183,35 @@ def test_throughput_target_uses_only_finished_tokens():
     band = DecisionTarget("output_throughput", "output_throughput", 500.0, 700.0, "tput")
     stop, used = adaptive.replay_point(_plan([band], cap=200), recs)
     assert stop.decisions[0].state == adaptive.OUTSIDE and len(used) < 200
+
+
+def test_total_throughput_is_a_target_with_prompt_tokens_counted():
+    # 4 clients, requests of 8 prompt + 16 output tokens over 0.05 + 15 x 0.01 = 0.2 s: 4 x 24 / 0.2 = 480 tok/s
+    # total (320 tok/s output), the band [700, 900] decided outside well before the cap (trial s17 H1: total
+    # throughput had no target, so its point stopped at the floor with a +-139% interval)
+    recs = _records(np.full(200, 0.05), concurrency=4, tpot_s=0.01)
+    iv, _ = adaptive.statistic_interval("total_throughput", recs, (0.0, 8.0), 0.95, 4)
+    assert iv.estimate == pytest.approx(480, rel=0.03)
+    out, _ = adaptive.statistic_interval("output_throughput", recs, (0.0, 8.0), 0.95, 4)
+    assert (iv.hi - iv.lo) / iv.estimate == pytest.approx((out.hi - out.lo) / out.estimate, rel=1e-9)  # one interval
+    band = DecisionTarget("total_throughput", "total_throughput", 700.0, 900.0, "tt")
+    stop, used = adaptive.replay_point(_plan([band], cap=200), recs)
+    assert stop.decisions[0].state == adaptive.OUTSIDE and len(used) < 200
+
+
+def test_a_point_read_by_request_goodput_runs_to_its_cap():
+    # request_goodput's band is one the stopping rule cannot read (measure.plan.RUN_TO_CAP_QUANTITIES): its point
+    # must not stop at the floor the way a point without targets does
+    spec = loads_spec("hardware: a100-sxm4-80gb\nmodel: qwen3-8b\nslo: {ttft: 50 ms}\n"
+                      "sweep: {concurrency: [4], adaptive: true}\ndefaults: {tolerance: ±10%}\npredictions:\n"
+                      "  - {id: rg, quantity: request_goodput, at: {concurrency: 4}, predicted: 2 req/s}\n"
+                      "  - {id: tt, quantity: total_throughput, at: {concurrency: 4}, predicted: 600 tok/s}\n")
+    (point,) = plan_points(spec, spec.predictions)
+    assert point.to_cap == ("rg",) and [t.statistic for t in point.targets] == ["total_throughput"]
+    recs = _records(np.full(64, 0.05), concurrency=4)
+    plan = replace(_plan([], cap=64), to_cap=("rg",))
+    stop, used = adaptive.replay_point(plan, recs)
+    assert stop.stopped is None and sum(r.in_sample for r in used) == 64
 
 
 def test_a_point_without_targets_stops_at_its_floor():

@@ -163,3 +163,27 @@ def test_real_replay_verdicts_get_the_intervals_the_live_run_gets(real: dict[str
     assert v["rt"].status == VerdictStatus.INCONCLUSIVE, v["rt"].reason
     # Little's law is measured (the live reading of client.littles_law), no longer skipped for want of L
     assert v["ll"].status == VerdictStatus.PASS and v["ll"].measured_value is not None, v["ll"].reason
+
+
+def test_a_detailed_file_recomputes_request_goodput_under_the_files_slo(real: dict[str, Any]) -> None:
+    # trial s17 M1: a --save-detailed file run with --goodput but no --metadata keeps no SLOs, and was 'not
+    # measured' under any slo:; its per-request arrays (ttfts, latencies, output_lens) give it back by vLLM's rule
+    from pytest_roofline.measure.target import ReplayProvider
+
+    doc = json.loads((DETAILED / "closed_c4.json").read_text())
+    head = "hardware: cpu\nmodel: roofline-tiny\nsweep: {concurrency: [4]}\n"
+    pred = "predictions:\n  - {id: rg, quantity: request_goodput, at: {concurrency: 4}, predicted: 8 req/s}\n"
+    # the SLOs the trial gave vllm bench serve (--goodput ttft:50 tpot:3): vLLM's own figure back, exactly
+    spec = loads_spec(head + "slo: {ttft: 50 ms, tpot: 3 ms}\n" + pred)
+    meas = ReplayProvider(RecordedMeasurement(real), DETAILED).for_spec(spec)
+    gp = meas.point(concurrency=4)["client"]["goodput"]
+    assert gp["req_s"] == pytest.approx(doc["request_goodput"], rel=1e-9) and "per-request arrays" in gp["source"]
+    # another SLO, E2E latency <= 200 ms, counted here from the file's own latencies: good / duration
+    good = sum(1 for lat in doc["latencies"] if lat <= 0.200)
+    spec = loads_spec(head + "slo: {e2el: 200 ms}\n" + pred)
+    meas = ReplayProvider(RecordedMeasurement(real), DETAILED).for_spec(spec)
+    gp = meas.point(concurrency=4)["client"]["goodput"]
+    assert 0 < good < 64 and gp["good"] == good
+    assert gp["req_s"] == pytest.approx(good / doc["duration"], rel=1e-9)
+    v = score(spec, spec.predictions[0], "measured", meas)
+    assert v.measured_value == pytest.approx(good / doc["duration"], rel=1e-9)

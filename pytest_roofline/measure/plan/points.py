@@ -20,6 +20,7 @@ from pytest_roofline.format.spec import PredictedKind, Prediction, Spec
 from pytest_roofline.quantities.measurement import PointMode
 
 __all__ = ["PointPlan", "DecisionTarget", "plan_points", "needs_engine", "targets_for", "STATISTIC_OF_QUANTITY",
+           "RUN_TO_CAP_QUANTITIES",
            "is_knee_only", "KNEE_QUANTITIES", "workload_override", "unmeasured_reason", "MODEL_ONLY_WORKLOAD_KEYS"]
 
 
@@ -28,7 +29,7 @@ class DecisionTarget:
     """The band a per-point prediction's measured statistic must fall in (SI units; None: unbounded side).
 
     ``statistic`` names what ``measure/plan/stopping.py`` computes from the point's requests, with an interval:
-    ``output_throughput`` / ``request_throughput`` (tok/s, req/s over the steady window), ``per_request_throughput``
+    ``output_throughput`` / ``total_throughput`` / ``request_throughput`` (tok/s, req/s), ``per_request_throughput``
     (the mean of each request's tok/s), ``ttft_p99``, ``tpot_p50``, ``e2e_mean``, ``itl_p99`` ... (seconds)."""
 
     quantity: str
@@ -48,10 +49,16 @@ class DecisionTarget:
 #: from the point's client stats: quantities/registry.py)
 STATISTIC_OF_QUANTITY: dict[str, str] = {
     "output_throughput": "output_throughput",
+    "total_throughput": "total_throughput",
     "per_request_throughput": "per_request_throughput",
     "request_throughput": "request_throughput",
     **{f"{m}_{s}": f"{m}_{s}" for m in ("ttft", "tpot", "itl", "e2e") for s in ("mean", "p50", "p90", "p95", "p99")},
 }
+#: per-point quantities whose verdict rests on the point's sample (an interval that narrows with its requests) but
+#: whose band the stopping rule cannot read: a point one of them reads runs to its cap in an adaptive sweep (stopped
+#: at its floor, 2 requests gave request_goodput a +-139% interval: trial s17 H1). Little's law, the knees and the
+#: hygiene checks read the point at whatever count it stops at (untargeted)
+RUN_TO_CAP_QUANTITIES = frozenset({"request_goodput"})
 
 
 @dataclass(frozen=True)
@@ -72,12 +79,16 @@ class PointPlan:
     targets: tuple[DecisionTarget, ...] = field(default=(), compare=False)
     #: ids of predictions that read this point but give no per-point band (Little's law, knees, hygiene)
     untargeted: tuple[str, ...] = field(default=(), compare=False)
+    #: ids of per-point predictions the stopping rule cannot read (RUN_TO_CAP_QUANTITIES): an adaptive sweep runs
+    #: this point to its cap
+    to_cap: tuple[str, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The point as the results file records it (its decision targets are recorded by the adaptive sweep)."""
         d = asdict(self)
         d.pop("targets")
         d.pop("untargeted")
+        d.pop("to_cap")
         return d
 
     @property
@@ -276,6 +287,7 @@ def plan_points(spec: Spec, predictions: Iterable[Prediction]) -> list[PointPlan
     seen: dict[str, PointPlan] = {}
     targets: dict[str, list[DecisionTarget]] = {}
     untargeted: dict[str, list[str]] = {}
+    to_cap: dict[str, list[str]] = {}
     for pred in predictions:
         if pred.error is not None or unmeasured_reason(spec, pred) is not None:
             continue
@@ -286,8 +298,10 @@ def plan_points(spec: Spec, predictions: Iterable[Prediction]) -> list[PointPlan
                 targets.setdefault(p.id, []).extend(t for t in got if t not in targets.get(p.id, []))
             elif pred.id not in untargeted.setdefault(p.id, []):
                 untargeted[p.id].append(pred.id)
-    out = [replace(p, targets=tuple(targets.get(pid, ())), untargeted=tuple(untargeted.get(pid, ())))
-           for pid, p in seen.items()]
+            if pred.quantity in RUN_TO_CAP_QUANTITIES and pred.id not in to_cap.setdefault(p.id, []):
+                to_cap[p.id].append(pred.id)
+    out = [replace(p, targets=tuple(targets.get(pid, ())), untargeted=tuple(untargeted.get(pid, ())),
+                   to_cap=tuple(to_cap.get(pid, ()))) for pid, p in seen.items()]
     return sorted(out, key=lambda p: p.sort_key)
 
 

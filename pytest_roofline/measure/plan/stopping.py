@@ -69,6 +69,7 @@ from typing import Any
 from pytest_roofline.measure import stats
 from pytest_roofline.measure.loadgen import RequestRecord
 from pytest_roofline.measure.plan import DecisionTarget, PointPlan
+from pytest_roofline.measure.stats.glossary import prompt_tokens
 from pytest_roofline.quantities.analysis import throughput_knee
 from pytest_roofline.quantities.measurement import PointMode, PointRecord, client_number
 
@@ -178,12 +179,13 @@ def statistic_interval(statistic: str, records: Sequence[RequestRecord], window_
     interval the point's results will carry (``stats.completion_rate_interval``: the completed requests, in
     rounds of ``concurrency`` for a closed loop), so a point stopped as decided is decided in its results too."""
     done = _cohort(records, window_s[1])
-    if statistic in ("output_throughput", "request_throughput"):
+    if statistic in ("output_throughput", "total_throughput", "request_throughput"):
         # the cohort's requests have all finished, some after the horizon: the duration runs to the last of
         # them, as the results' would if the point stopped here (first send to last end of the kept requests)
-        ends = [r.end_s for r in done if r.end_s is not None]
-        weights = [float(_out_tokens(r)) for r in done if r.end_s is not None] \
-            if statistic == "output_throughput" else None
+        ended = [r for r in done if r.end_s is not None]
+        ends = [r.end_s for r in ended if r.end_s is not None]
+        weights = None if statistic == "request_throughput" else [
+            float(_out_tokens(r) + (prompt_tokens(r) if statistic == "total_throughput" else 0)) for r in ended]
         window = (window_s[0], max([window_s[1], *ends]))
         return stats.completion_rate_interval(ends, window, level, concurrency=concurrency, weights=weights), None
     if statistic == "per_request_throughput":
@@ -336,6 +338,8 @@ class AdaptiveStop:
         self.looks_taken.append(n)
         if self._looks and n >= self._looks[-1]:
             return None  # the cap: the point ends by itself
+        if self.plan.to_cap:
+            return None  # a prediction here whose band the rule cannot read (RUN_TO_CAP_QUANTITIES): to the cap
         if all(d.state != UNDECIDED for d in self.decisions):
             decided = sum(d.state in DECIDED for d in self.decisions)
             self.stopped = (f"adaptive: {decided} of {len(self.decisions)} targets decided"

@@ -132,13 +132,21 @@ def with_request_goodput(data: Mapping[str, Any], slo_ms: Mapping[str, float], f
             continue
         old = client.get("goodput")
         records, why = _point_records(folder, pt) if folder is not None else (None, "no folder to read it from")
+        arrays = client.get("goodput_requests")  # a vllm bench serve --save-detailed file's (peers._vllm_detail)
         if records is not None:
             gp = goodput_of_records(records, slo_ms, client.get("request_throughput_req_s"))
             gp["source"] += ", recomputed on replay from the point's requests file"
+        elif isinstance(arrays, list) and arrays:
+            gp = request_goodput(((t, e, int(n)) for t, e, n in arrays), slo_ms,
+                                 client.get("request_throughput_req_s"))
+            gp["source"] += ", recomputed on replay from the vllm bench serve file's per-request arrays"
         else:
             had = ("it recorded no request goodput" if not isinstance(old, Mapping) else
                    "it recorded request goodput under SLOs the file does not name" if not old.get("slo_ms") else
                    "it recorded request goodput under other SLOs")
+            if isinstance(old, Mapping) and old.get("slo_note"):  # a vllm bench serve file without the arrays
+                why = ("the file keeps no per-request arrays (vllm bench serve --save-detailed writes them); "
+                       f"{old['slo_note']}")
             gp = {"slo_ms": dict(slo_ms), "req_s": None,
                   "not_measured": f"{had}; it cannot be recomputed under the file's slo: {why}"}
         points.append({**pt, "client": {**client, "goodput": gp}})

@@ -125,4 +125,9 @@ def detail_client(doc: Mapping[str, Any], records: list[RequestRecord], *, concu
     run = LoadResult(spec=spec, records=records, run_start_s=start, measure_start_s=start, run_end_s=last_end,
                      wall_anchor=0.0, perf_anchor_s=start)
     live = summarize(run, steady_state="detect")
-    return {k: live[k] for k in LIVE_KEYS if k in live}, ""
+    out = {k: live[k] for k in LIVE_KEYS if k in live}
+    # what vLLM's --goodput rule reads of each completed request (TTFT s, E2E s, output tokens), so a replay under
+    # the prediction file's slo: recomputes request_goodput from the arrays (measure.stats.goodput)
+    out["goodput_requests"] = [[r.ttft_s, r.e2e_s, r.completion_tokens if r.completion_tokens is not None
+                                else len(r.chunk_times_s)] for r in records if r.ok]
+    return out, ""
