@@ -127,7 +127,8 @@ DEFINITIONS: dict[str, Definition] = {
         "the ratio when its p99's lower bound exceeds the ratio × its p50's upper bound, surely below when its p99's "
         f"upper bound is at most the ratio × its p50's lower bound. {_UNDECIDED}", why=_SWEEP),
     "request_goodput": Definition(
-        f"the completed requests that met every SLO of the file's `slo:` (or the prediction's at:) ÷ {_RUN}, by "
+        f"the completed requests that met every SLO of the file's `slo:` (a key the prediction's at: names replaces "
+        f"the file's) ÷ {_RUN}, by "
         "vLLM's rule: a request is good when each given SLO is at least its TTFT, its TPOT ((E2E − TTFT) ÷ "
         "(output tokens − 1), 0 for one output token) and its E2E latency (`slo.e2el`); = request throughput × "
         "good ÷ completed. Its 95% interval is the good share's Wilson score interval × the request throughput "

@@ -112,6 +112,10 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
             floor_ms = an.prefill_floor_s(setup.input_len, setup.flop_per_token, setup.peak_flop_per_s) * 1e3
         except (ValueError, SetupError):
             floor_ms = None
+    modes = {str(p.get("mode") or "closed") for p in pts if isinstance(p, Mapping)}
+    # Little's law's divisor as the points read it: C in a closed loop, the client's own L in an open one
+    littles_head = {frozenset({"open"}): "λW ÷ L"}.get(frozenset(modes), "λW ÷ C" if modes <= {"closed"} else
+                                                         "λW ÷ C or L")
     heads = [("point", ""), ("C", "concurrency"), ("agg tok/s", "aggregate output tok/s"),
              ("model", "the decode-roofline model's aggregate tok/s at this batch"), ("÷ model", "measured ÷ model"),
              ("serving", "the serving model's aggregate tok/s at this point (step-level simulation); under it, its "
@@ -121,7 +125,7 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
              ("TPOT p50/p99 ms", "time per output token, ms"),
              ("run/wait", "most requests running / waiting (server)"), ("KV", "peak KV-cache usage"),
              ("cache hits", "prefix-cache hit rate"), ("preempt", "preemptions"),
-             ("λW ÷ C", "Little's law: throughput × mean latency over the held window ÷ C (closed loop); ÷ the "
+             (littles_head, "Little's law: throughput × mean latency over the held window ÷ C (closed loop); ÷ the "
               "client's own requests in flight (open loop)"), ("flags", "")]
     head = "<tr>" + "".join(f'<th title="{esc(t)}">{esc(h)}</th>' if t else f"<th>{esc(h)}</th>"
                             for h, t in heads) + "</tr>"

@@ -242,3 +242,15 @@ def test_the_log_tail_leaves_the_launch_header_out(tmp_path: Path) -> None:
     eng = Engine(EngineConfig(model="m", device="cpu"), log, use_watchdog=False)
     assert eng.log_tail(5) == "INFO one\nINFO two"  # the command and env live in setup.engine, not in a tail
     assert log.read_text().startswith("[pytest-roofline] command: python -m x\n")
+
+
+def test_the_sweep_tables_littles_law_header_names_the_divisor_its_points_read() -> None:
+    # trial s17 L2: an open-loop scorecard's column said "λW ÷ C" while its cells are λW ÷ L
+    from pytest_roofline.report.points import points_table
+
+    spec = loads_spec("hardware: cpu\nmodel: roofline-tiny\n" + PREDS, file="p.yaml")
+    closed = {"id": "closed-c1", "mode": "closed", "concurrency": 1, "client": {"completed": 3}}
+    opened = {"id": "open-r8", "mode": "open", "rate_req_s": 8, "client": {"completed": 80}}
+    heads = {name: points_table(spec, None, {"points": pts}).split("</tr>", 1)[0]
+             for name, pts in (("closed", [closed]), ("open", [opened]), ("both", [closed, opened]))}
+    assert ">λW ÷ C<" in heads["closed"] and ">λW ÷ L<" in heads["open"] and ">λW ÷ C or L<" in heads["both"]
