@@ -249,14 +249,17 @@ def _warn_nx_beside_rates(ctx: NodeReader, spec: Spec, sweep_node: yaml.Node) ->
     if nx is None:
         return
     rates = {float(r) for r in spec.sweep.rates}
-    rates |= {float(p.at["rate"]) for p in spec.predictions
-              if isinstance(p.at, Mapping) and isinstance(p.at.get("rate"), (int, float))}
+    at_rate = [p for p in spec.predictions if isinstance(p.at, Mapping) and isinstance(p.at.get("rate"), (int, float))]
+    rates |= {float(p.at["rate"]) for p in at_rate}
     if not rates:
         return
     node = key_of(sweep_node, "requests_per_point") or sweep_node
     listed = ", ".join(f"{r:g}" for r in sorted(rates))
+    lines = sorted({p.line for p in at_rate if p.line})
+    made_by = (f"; the predictions at a rate on line{'s' if len(lines) > 1 else ''} "
+               f"{', '.join(str(n) for n in lines)} make them" if lines and not spec.sweep.rates else "")
     msg = (f"{ctx.file}:{node.start_mark.line + 1}: sweep.requests_per_point: {nx:g}x is N × concurrency, and the "
-           f"open-loop points (rates {listed} req/s) have none: they send max(10, rate × 30) requests (30 s of "
-           "arrivals) — write a plain number of requests, or sweep.duration, to set theirs")
+           f"open-loop points (rates {listed} req/s{made_by}) have none: they send max(10, rate × 30) requests (30 s "
+           "of arrivals) — write a plain number of requests, or sweep.duration, to set theirs")
     spec.warnings.append(msg)
     warnings.warn(RequestCountWarning(msg), stacklevel=3)

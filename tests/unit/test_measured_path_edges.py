@@ -80,7 +80,8 @@ def test_nx_with_a_prediction_at_a_rate_is_the_same_warning() -> None:
     # is kept (its point sends 30 s of arrivals: 2 × 30 = 60 requests)
     text = ("hardware: a100-sxm4-80gb\nmodel: qwen3-8b\nsweep: {concurrency: [4], requests_per_point: 6x}\n"
             "predictions:\n  - id: open\n    quantity: ttft_p50\n    at: {rate: 2}\n    predicted: 100 ms\n")
-    with pytest.warns(RequestCountWarning, match=r"p\.yaml:3: .*6x is N × concurrency.*rates 2 req/s"):
+    with pytest.warns(RequestCountWarning, match=r"p\.yaml:3: .*6x is N × concurrency.*rates 2 req/s; the "
+                      r"predictions at a rate on line 5 make them"):  # the prediction's line, counted by hand
         (pred,) = loads_spec(text, file="p.yaml").predictions
     assert pred.error is None
     ok = loads_spec(text.replace("6x", "24"), file="p.yaml")  # a plain number is every point's: no warning
