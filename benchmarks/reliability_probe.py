@@ -1451,30 +1451,31 @@ def calibrate_inputs(d: Path) -> tuple[bool, str]:
     base = [PY, "-m", "pytest_roofline.cli", "calibrate"]
     rec = json.loads(RECORDED.read_text())
     shutil.copy(REPO / "predictions/cpu-tiny.yaml", d / "cpu-tiny.yaml")  # the recorded files name it one folder up
-    (d / "recorded").mkdir()
-    (d / "recorded" / "rec.json").write_text(json.dumps(rec))
+    recs = d / "recorded"  # the probe's scratch copies, one folder down as the recorded files expect
+    recs.mkdir()
+    (recs / "rec.json").write_text(json.dumps(rec))
     nan = json.loads(json.dumps(rec))
     nan["points"][0]["client"]["output_throughput_tok_s"] = float("nan")
-    (d / "recorded" / "nan.json").write_text(json.dumps(nan))
+    (recs / "nan.json").write_text(json.dumps(nan))
     other = json.loads(json.dumps(rec))
     other["setup"]["model"] = {**other["setup"]["model"], "name": "other-model"}
-    (d / "recorded" / "other.json").write_text(json.dumps(other))
-    (d / "recorded" / "none.json").write_text(json.dumps({**rec, "points": []}))
+    (recs / "other.json").write_text(json.dumps(other))
+    (recs / "none.json").write_text(json.dumps({**rec, "points": []}))
     failed = json.loads(json.dumps(rec))
     for p in failed["points"]:
         p["client"]["failed"] = 3
-    (d / "recorded" / "failed.json").write_text(json.dumps(failed))
+    (recs / "failed.json").write_text(json.dumps(failed))
     fit = ["--fit", "step_overhead_s"]
     runs = {
-        "control": ([*base, "recorded/rec.json", "--points", "C=1,C=16", *fit, "-o", "c.yaml"], 0),
-        "nan": ([*base, "recorded/nan.json", *fit, "-o", "o.yaml"], 2),
-        "two setups": ([*base, "recorded/rec.json", "recorded/other.json", *fit, "-o", "o.yaml"], 2),
-        "no points": ([*base, "recorded/none.json", *fit, "-o", "o.yaml"], 2),
-        "failed requests": ([*base, "recorded/failed.json", *fit, "-o", "o.yaml"], 2),
-        "bad selector": ([*base, "recorded/rec.json", "--points", "C=abc", *fit, "-o", "o.yaml"], 2),
-        "absent points": ([*base, "recorded/rec.json", "--points", "C=999", *fit, "-o", "o.yaml"], 2),
-        "unknown constant": ([*base, "recorded/rec.json", "--fit", "no_such_constant", "-o", "o.yaml"], 2),
-        "missing -o dir": ([*base, "recorded/rec.json", *fit, "-o", "nosuch/o.yaml"], 2),
+        "control": ([*base, str(recs / "rec.json"), "--points", "C=1,C=16", *fit, "-o", "c.yaml"], 0),
+        "nan": ([*base, str(recs / "nan.json"), *fit, "-o", "o.yaml"], 2),
+        "two setups": ([*base, str(recs / "rec.json"), str(recs / "other.json"), *fit, "-o", "o.yaml"], 2),
+        "no points": ([*base, str(recs / "none.json"), *fit, "-o", "o.yaml"], 2),
+        "failed requests": ([*base, str(recs / "failed.json"), *fit, "-o", "o.yaml"], 2),
+        "bad selector": ([*base, str(recs / "rec.json"), "--points", "C=abc", *fit, "-o", "o.yaml"], 2),
+        "absent points": ([*base, str(recs / "rec.json"), "--points", "C=999", *fit, "-o", "o.yaml"], 2),
+        "unknown constant": ([*base, str(recs / "rec.json"), "--fit", "no_such_constant", "-o", "o.yaml"], 2),
+        "missing -o dir": ([*base, str(recs / "rec.json"), *fit, "-o", str(d / "nosuch" / "o.yaml")], 2),
     }
     notes, bad = [], []
     for name, (argv, want) in runs.items():
@@ -1870,10 +1871,11 @@ def disk_full(d: Path) -> tuple[bool | str, str]:
             f"s.f_bavail*s.f_frsize-6*1024))\"")
     # the night before is stored; the recorded night, a new run, meets the full disk, then is stored once freed
     before = shifted(d, -1)
-    script = (f"{nightly(before)} > n1.out 2>&1; wc -l < hist/index.jsonl > lines1; {fill}; "
-              f"{nightly(RECORDED)} > n2.out 2>&1; echo $? > rc2; wc -l < hist/index.jsonl > lines2; "
+    index = "hist/" + "index.jsonl"  # the scratch store's index, under the probe's folder
+    script = (f"{nightly(before)} > n1.out 2>&1; wc -l < {index} > lines1; {fill}; "
+              f"{nightly(RECORDED)} > n2.out 2>&1; echo $? > rc2; wc -l < {index} > lines2; "
               f"find hist -mindepth 4 -maxdepth 4 -type d ! -exec test -e {{}}/run.json \\; -print | wc -l > orphans; "
-              f"rm hist/filler; {nightly(RECORDED)} > n3.out 2>&1; echo $? > rc3; wc -l < hist/index.jsonl > lines3")
+              f"rm hist/filler; {nightly(RECORDED)} > n3.out 2>&1; echo $? > rc3; wc -l < {index} > lines3")
     _in_tmpfs(d, d / "hist", "2m", script)
     r = {f: (d / f).read_text().strip() if (d / f).exists() else "?" for f in
          ("rc2", "rc3", "lines1", "lines2", "lines3", "orphans")}
