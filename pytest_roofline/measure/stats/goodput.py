@@ -16,8 +16,9 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from statistics import NormalDist
 from typing import Any
+
+from pytest_roofline.measure.stats.intervals import z_quantile
 
 __all__ = ["SLO_KEYS", "slo_ms_of", "is_good", "wilson", "request_goodput", "goodput_of_records",
            "with_request_goodput"]
@@ -54,7 +55,7 @@ def wilson(good: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """The Wilson score interval of a binomial share ``good`` of ``n`` at ``level``."""
     if n <= 0:
         return 0.0, 1.0
-    z = NormalDist().inv_cdf(0.5 + level / 2)
+    z = z_quantile(level)
     p, z2 = good / n, z * z
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))

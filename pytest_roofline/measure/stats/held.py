@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_roofline.measure.loadgen import RequestRecord
+from pytest_roofline.measure.stats.intervals import z_quantile
 from pytest_roofline.quantities.littles import HELD_FLAG_PREFIX, LittlesReading, is_held_flag, littles_reading
 
 __all__ = ["HELD_SHARE", "HELD_FLAG_PREFIX", "held_flag", "is_held_flag", "held_in_flight", "unheld_points",
@@ -159,7 +160,7 @@ RATE_SHARE = 0.9
 #: how every offered-rate flag begins
 RATE_FLAG_PREFIX = "offered rate not sustained:"
 #: the two-sided 95% normal quantile of the count bound
-_Z = 1.959964
+_Z = z_quantile(0.95)
 
 
 def is_rate_flag(flag: object) -> bool:

@@ -14,13 +14,14 @@ import functools
 import math
 from collections.abc import Iterable
 from dataclasses import replace
+from statistics import NormalDist
 from typing import get_args
 
 import numpy as np
 
 from pytest_roofline.quantities.measurement import Interval, IntervalMethod
 
-__all__ = ["Interval", "INTERVAL_METHODS", "percentile_interval", "mean_interval", "rate_interval",
+__all__ = ["Interval", "INTERVAL_METHODS", "percentile_interval", "mean_interval", "rate_interval", "z_quantile",
            "completion_rate_interval", "MIN_RATE_BATCHES", "requests_to_decide", "order_statistic_ranks",
            "min_samples_for_bound", "t_quantile", "t_half_width",
            "batch_means", "BATCHES", "MIN_BATCH"]
@@ -304,7 +305,7 @@ def completion_rate_interval(end_times_s: Iterable[float] | np.ndarray, window_s
         return Interval(est, 0.0, math.inf, level, "count", 0, "no completed requests")
     if not w.sum() > 0:  # completions that carried no tokens: 0, with no bound above (not NaN)
         return Interval(est, 0.0, math.inf, level, "count", n, f"{n} completions with no tokens")
-    rel = _z(level) * math.sqrt(float((w * w).sum())) / float(w.sum())
+    rel = z_quantile(level) * math.sqrt(float((w * w).sum())) / float(w.sum())
     count_half = est * rel
     why = "open loop"
     if concurrency:
@@ -359,7 +360,7 @@ def requests_to_decide(interval: Interval, bound: float, samples_n: int,
             if arr.size:
                 p_b = float(np.mean(arr <= bound))
                 if p_b != q:
-                    z = _z(interval.level)
+                    z = z_quantile(interval.level)
                     need_n = (z * math.sqrt(q * (1 - q)) / abs(p_b - q)) ** 2 + 1.0
         if need_n is None and math.isfinite(half) and half > 0:
             need_n = interval.n * (half / dist) ** 2
@@ -374,14 +375,7 @@ def requests_to_decide(interval: Interval, bound: float, samples_n: int,
     return max(1, more)
 
 
-def _z(level: float) -> float:
-    """The standard normal (1+level)/2 quantile, by bisection on erf."""
-    target = 0.5 + level / 2
-    lo, hi = 0.0, 10.0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < target:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+def z_quantile(level: float) -> float:
+    """The standard normal (1+level)/2 quantile: the z of a two-sided interval at ``level`` (1.959964 at 0.95);
+    the one home of it for every normal-approximation interval (count, Wilson, the offered-rate bound)."""
+    return NormalDist().inv_cdf(0.5 + level / 2)
