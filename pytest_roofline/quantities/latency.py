@@ -142,13 +142,14 @@ def _little_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: 
     c = concurrency(pt) if str(pt.get("mode") or "closed") != "open" else 0
     closed = c > 0
     reading = littles_reading(pt.get("client"), c if closed else None)
-    if reading is None:
+    if reading is None or reading.vacuous:
         why = client_value(pt, "littles_law", "not_checked")
         if isinstance(why, str) and why:
             reason = f"point {pt.get('id')}: {why}"
         elif closed and client_value(pt, "littles_law", "held_requests") is not None:
             reason = (f"point {pt.get('id')}: no request was sent after its {c} clients were first all in flight, "
-                      "so it has no held window to read λ·W over (more requests per point: sweep.requests_per_point)")
+                      "so it has no held window to read λ·W over: C in flight there is true by construction, not "
+                      "measured (more requests per point: sweep.requests_per_point)")
         else:
             reason = f"point {pt.get('id')} has no Little's-law record"
         raise NotMeasured(reason + littles_law_kept(pt))

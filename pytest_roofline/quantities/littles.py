@@ -26,6 +26,9 @@ class LittlesReading(NamedTuple):
 
     ratio: float
     detail: str
+    #: read where it cannot differ from 1: no request was sent after C were first in flight, so the held window is
+    #: empty and its in-flight count is C by construction. Shown, never scored (the check would pass by definition)
+    vacuous: bool = False
 
 
 def _num(d: Mapping[str, Any] | None, key: str) -> float | None:
@@ -41,9 +44,10 @@ def littles_reading(client: Mapping[str, Any] | None, concurrency: int | None) -
     ``measure.stats.held.held_littles_law``), below 1 by the share of C the load generator failed to hold. A file
     written before
     it was recorded reads the held window's time-averaged in flight ÷ C instead (``held_mean_in_flight``, else
-    the steady window's ``steady_mean_in_flight``): Little's law makes it λ·W over that window; so does a point
-    whose held window is empty (every measured request was out when C were first in flight: held by construction,
-    ``held_mean_in_flight`` = C; fewer requests than clients never reach C and read their share). A file with
+    the steady window's ``steady_mean_in_flight``): Little's law makes it λ·W over that window. A point whose held
+    window is empty (every measured request was out when C were first in flight: an adaptive stop after C, or
+    requests_per_point = C) reads ``held_mean_in_flight`` = C by construction, marked :attr:`LittlesReading.vacuous`
+    (the check does not score it); fewer requests than clients never reach C and read their share. A file with
     neither but with the client's L (the Day-3 notebook's transcription) reads the whole run's λ·W ÷ C. A peer's
     file (``not_checked``) has none: its whole-run λ·W ÷ C holds the drain, which is not a failure to hold C.
 
@@ -72,7 +76,8 @@ def littles_reading(client: Mapping[str, Any] | None, concurrency: int | None) -
                     return LittlesReading(held / c, f"no request was sent after the {c} clients were first all in "
                                                     f"flight (every measured request was out by then: an adaptive "
                                                     f"stop, or requests_per_point = C), so the loop held C by "
-                                                    f"construction (held_mean_in_flight = {held:.4g}) ÷ C = {c}")
+                                                    f"construction (held_mean_in_flight = {held:.4g}) ÷ C = {c}",
+                                          vacuous=True)
                 return LittlesReading(held / c, f"a file without the held window's λ and W: its time-averaged "
                                                 f"in flight over {what} ({key}) = {held:.4g}, which Little's law "
                                                 f"makes λ·W there, ÷ C = {c}")

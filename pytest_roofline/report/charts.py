@@ -751,12 +751,13 @@ def littles_chart(spec: Any, results: Mapping[str, Any] | None,
 def _littles_series(pts: Sequence[Mapping[str, Any]], x_of: Any) -> list[tuple[float, float, Mapping[str, Any]]]:
     """(x, the Little's-law ratio the check reads, the point's littles_law dict) per point that has one
     (``quantities.littles.littles_reading``: λ·W over the held window ÷ C in a closed loop, λ·W ÷ L in an open
-    one)."""
+    one). A reading that holds by construction (every request out at once: ``LittlesReading.vacuous``) is not
+    drawn: it measured nothing."""
     series = []
     for p in pts:
         c = p.get("concurrency") if p.get("mode") != "open" else None
         reading = littles_reading(p.get("client"), c if isinstance(c, int) and c > 0 else None)
-        if reading is not None:
+        if reading is not None and not reading.vacuous:
             series.append((x_of(p), reading.ratio, _get(p, "client", "littles_law") or {}))
     return series
 

@@ -177,7 +177,10 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
         if notes:
             warn += f' <span class="info" title="{esc(" / ".join(notes))}">i</span>'
         ll_mark = ""
-        if is_number(ratio):
+        if reading is not None and reading.vacuous:  # every request out at once: C in flight by construction
+            ll_mark = (' <span class="info" title="no request was sent after C were first in flight: the held '
+                       'window is empty and this 1.0 holds by construction (not checked)">n/c</span>')
+        elif is_number(ratio):
             ll_mark = ' <span class="ok">✓</span>' if ll_ok else ' <span class="bad">✗</span>'
         ratio_model = agg / model_tps if is_number(agg) and model_tps else None
         serv_tps = spp.output_throughput_tok_per_s if spp is not None else None

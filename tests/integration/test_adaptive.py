@@ -222,6 +222,23 @@ def test_a_point_without_targets_stops_at_its_floor():
     assert sum(r.in_sample for r in used) == 4 and all(r.discarded for r in used if not r.in_sample)
 
 
+def test_a_point_read_by_littles_law_runs_two_rounds_so_its_held_window_is_measured():
+    # Little's law reads the held window (from C in flight to the last send); stopped after one round of 4, every
+    # request was sent at t = 0 and the window is empty (C by construction, not scored). Its floor is 2 rounds.
+    spec = loads_spec("hardware: a100-sxm4-80gb\nmodel: qwen3-8b\nsweep: {concurrency: [4], adaptive: true}\n"
+                      "defaults: {tolerance: ±5%}\npredictions:\n"
+                      "  - {id: ll, quantity: littles_law_ratio, at: {concurrency: 4}, predicted: 1.0}\n")
+    (point,) = plan_points(spec, spec.predictions)
+    assert point.held_window == ("ll",) and point.targets == () and "held_window" not in point.to_dict()
+    assert adaptive.StoppingRule().looks(64, 4, rounds=2)[0] == 8
+    recs = _records(np.full(64, 0.05), concurrency=4)
+    stop, used = adaptive.replay_point(replace(_plan([], cap=64), held_window=("ll",)), recs)
+    assert stop.looks_taken == [8] and sum(r.in_sample for r in used) == 8
+    # the second round's 4 were sent while the first 4 were in flight: a held window with requests in it
+    held = adaptive.stats.held_littles_law([r for r in used if r.in_sample], 4)
+    assert held is not None and held["held_requests"] >= 4
+
+
 # --------------------------------------------------------------------------------------------------------------
 # ordering: implications between points, bisection of a knee
 # --------------------------------------------------------------------------------------------------------------

@@ -129,15 +129,19 @@ def test_a_held_loop_with_staggered_long_requests_reads_1_where_completions_woul
     assert held["held_lambda_W"] / 2 == pytest.approx(1.0)
 
 
-def test_a_point_whose_requests_were_all_out_at_once_held_c_by_construction() -> None:
+def test_a_point_whose_requests_were_all_out_at_once_is_not_scored() -> None:
     # an adaptive stop after C requests: 4 clients, 4 requests, all sent at t = 0 (ends 0.3, 0.4, 0.5, 0.6). The
     # count reached 4 at the last send: no held window (held_requests 0), held_mean_in_flight = C by construction
-    # (stats.held.held_in_flight) → 4 / 4 = 1.0, as the fixed run's verdict
+    # (stats.held.held_in_flight) → 4 / 4 = 1.0, which the check cannot fail: shown (the sweep table, the chart's
+    # reading) but not scored, a SKIP that says why and what to change
     records = [_rec(i, 0.0, 0.3 + 0.1 * i) for i in range(4)]
     client = _summary(records)
     assert client["littles_law"]["held_requests"] == 0 and client["held_mean_in_flight"] == 4
+    reading = littles_reading(client, 4)
+    assert reading is not None and reading.vacuous and reading.ratio == pytest.approx(1.0)
     v = _verdict(client)
-    assert v.status is VerdictStatus.PASS and v.measured_value == pytest.approx(1.0), v.reason
+    assert v.status is VerdictStatus.SKIP and v.measured_value is None, v.reason
+    assert "by construction" in v.reason and "requests_per_point" in v.reason
     # 3 requests for 4 clients never reached 4 in flight: no held figure; the steady window (first to last send)
     # spans no time, so the whole run's λ·W ÷ C: λ = 3 / 0.5 s = 6 req/s, W = (0.3 + 0.4 + 0.5) / 3 = 0.4 s,
     # λ·W = 2.4 → 2.4 / 4 = 0.6: FAIL (the held flag names why: fewer requests than clients)

@@ -20,7 +20,7 @@ from pytest_roofline.format.spec import PredictedKind, Prediction, Spec
 from pytest_roofline.quantities.measurement import PointMode
 
 __all__ = ["PointPlan", "DecisionTarget", "plan_points", "needs_engine", "targets_for", "STATISTIC_OF_QUANTITY",
-           "RUN_TO_CAP_QUANTITIES",
+           "RUN_TO_CAP_QUANTITIES", "HELD_WINDOW_QUANTITIES",
            "is_knee_only", "KNEE_QUANTITIES", "workload_override", "unmeasured_reason", "MODEL_ONLY_WORKLOAD_KEYS"]
 
 
@@ -59,6 +59,10 @@ STATISTIC_OF_QUANTITY: dict[str, str] = {
 #: at its floor, 2 requests gave request_goodput a +-139% interval: trial s17 H1). Little's law, the knees and the
 #: hygiene checks read the point at whatever count it stops at (untargeted)
 RUN_TO_CAP_QUANTITIES = frozenset({"request_goodput"})
+#: per-point quantities read over a closed loop's held window (from the moment C were first in flight to the last
+#: send): an adaptive point one of them reads runs at least two rounds (2·C), since a point stopped after its first
+#: round sent every request at once and holds C by construction (quantities.littles: not scored)
+HELD_WINDOW_QUANTITIES = frozenset({"littles_law_ratio"})
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,9 @@ class PointPlan:
     #: ids of per-point predictions the stopping rule cannot read (RUN_TO_CAP_QUANTITIES): an adaptive sweep runs
     #: this point to its cap
     to_cap: tuple[str, ...] = field(default=(), compare=False)
+    #: ids of per-point predictions read over the held window (HELD_WINDOW_QUANTITIES): an adaptive closed-loop
+    #: point runs at least two rounds
+    held_window: tuple[str, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The point as the results file records it (its decision targets are recorded by the adaptive sweep)."""
@@ -89,6 +96,7 @@ class PointPlan:
         d.pop("targets")
         d.pop("untargeted")
         d.pop("to_cap")
+        d.pop("held_window")
         return d
 
     @property
@@ -288,6 +296,7 @@ def plan_points(spec: Spec, predictions: Iterable[Prediction]) -> list[PointPlan
     targets: dict[str, list[DecisionTarget]] = {}
     untargeted: dict[str, list[str]] = {}
     to_cap: dict[str, list[str]] = {}
+    held: dict[str, list[str]] = {}
     for pred in predictions:
         if pred.error is not None or unmeasured_reason(spec, pred) is not None:
             continue
@@ -300,8 +309,11 @@ def plan_points(spec: Spec, predictions: Iterable[Prediction]) -> list[PointPlan
                 untargeted[p.id].append(pred.id)
             if pred.quantity in RUN_TO_CAP_QUANTITIES and pred.id not in to_cap.setdefault(p.id, []):
                 to_cap[p.id].append(pred.id)
+            if pred.quantity in HELD_WINDOW_QUANTITIES and pred.id not in held.setdefault(p.id, []):
+                held[p.id].append(pred.id)
     out = [replace(p, targets=tuple(targets.get(pid, ())), untargeted=tuple(untargeted.get(pid, ())),
-                   to_cap=tuple(to_cap.get(pid, ()))) for pid, p in seen.items()]
+                   to_cap=tuple(to_cap.get(pid, ())), held_window=tuple(held.get(pid, ())))
+           for pid, p in seen.items()]
     return sorted(out, key=lambda p: p.sort_key)
 
 

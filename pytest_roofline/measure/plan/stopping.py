@@ -24,7 +24,9 @@ percentile of the finished ones would be biased low.
 
 The point stops at the first look where no target is ``undecided`` (and the floor, one full round of the closed
 loop and at least :attr:`StoppingRule.min_requests`, is reached), else at its cap. A point with no target (only
-Little's law, knees, hygiene read it) stops at the floor.
+Little's law, knees, hygiene read it) stops at the floor. A closed-loop point Little's law reads has a floor of two
+rounds (``points.HELD_WINDOW_QUANTITIES``): stopped after one, every request was sent at once and the held window
+is empty (C in flight by construction, which the check does not score).
 
 **Optional stopping.** Looking at the data after every round and stopping at the first decisive look inflates the
 error rate of a fixed-level interval (Armitage, McPherson & Rowe, "Repeated significance tests on accumulating
@@ -97,12 +99,13 @@ class StoppingRule:
     max_looks: int = 8
     futility_factor: float = 2.0  # projected requests beyond this × the requests left: futile
 
-    def looks(self, cap_requests: int, concurrency: int | None) -> list[int]:
-        """The completed-request counts at which the rule looks, up to and including the cap: from the floor to
-        the cap in a geometric progression (an interval narrows as 1/√n, so equal ratios of n are equal steps of
-        precision), at most :attr:`max_looks` of them."""
+    def looks(self, cap_requests: int, concurrency: int | None, rounds: int = 1) -> list[int]:
+        """The completed-request counts at which the rule looks, up to and including the cap: from the floor
+        (``rounds`` full rounds of a closed loop, at least :attr:`min_requests`) to the cap in a geometric
+        progression (an interval narrows as 1/√n, so equal ratios of n are equal steps of precision), at most
+        :attr:`max_looks` of them."""
         cap = max(1, cap_requests)
-        first = min(cap, max(self.min_requests, concurrency or 1))
+        first = min(cap, max(self.min_requests, rounds * (concurrency or 1)))
         if first >= cap or self.max_looks <= 1:
             return [cap]
         ratio = (cap / first) ** (1.0 / (self.max_looks - 1))
@@ -306,11 +309,18 @@ class AdaptiveStop:
             self.cap_requests = None
             self.level = self.rule.look_level(self.rule.max_looks)
         else:
-            self._looks = self.rule.looks(cap, self.plan.concurrency)
+            self._looks = self.rule.looks(cap, self.plan.concurrency, self.rounds)
             self._time_looks = []
             self.cap_requests = cap
             self.level = self.rule.look_level(len(self._looks))
         self._next = 0
+
+    @property
+    def rounds(self) -> int:
+        """The full rounds of a closed loop before the first look: two where a prediction reads the point's held
+        window (``points.HELD_WINDOW_QUANTITIES``: after one round every request was sent at once, so C in flight
+        holds by construction), else one."""
+        return 2 if self.plan.held_window and self.plan.mode == PointMode.CLOSED else 1
 
     @property
     def planned_looks(self) -> int:
@@ -321,7 +331,7 @@ class AdaptiveStop:
             return False
         if self._looks:
             return completed >= self._looks[self._next]
-        floor = max(self.rule.min_requests, self.plan.concurrency or 1)
+        floor = max(self.rule.min_requests, self.rounds * (self.plan.concurrency or 1))
         return elapsed_s >= self._time_looks[self._next] and completed >= floor
 
     def __call__(self, records: Sequence[RequestRecord], window_s: tuple[float, float], elapsed_s: float
