@@ -352,6 +352,25 @@ def _request_goodput_measure(meas: Measurement, at: Mapping[str, Any], setup: Se
                          is_flattered(pt, th, setup), interval)
 
 
+def _serve_request_goodput(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
+    """The serving model's request_goodput at the point: its simulated requests meeting every SLO the prediction
+    names (at: over the file's slo:), by vLLM's --goodput rule (``model.serving.prediction.meets_slos``, the rule
+    the measured value counts by), ÷ the simulated duration. No band: no public run of the accuracy corpus reports
+    request goodput (model.bands)."""
+    want = _wanted_slo_ms(at)
+    if not want:
+        raise SetupError("request_goodput needs SLOs: slo: {ttft: …, tpot: …, e2el: …} in the file (any of them), "
+                         "or at: {ttft: …}")
+    p, pp = sweep.at(at)
+    if not pp.requests:
+        raise SetupError(f"the serving model kept no simulated requests at {p.id} to count against the SLOs")
+    good, done = pp.good_requests(want), len(pp.requests)
+    return ModelValue(pp.goodput_req_per_s(want), sweep.inputs(),
+                      sim_explanation(p.id, pp) + f"; {good} of {done} met {_slo_text(want)} (vLLM's --goodput "
+                      f"rule) ÷ the simulated duration {pp.duration_s:.4g} s; no band: no public run of the "
+                      "accuracy corpus reports request goodput")
+
+
 def _serve_total(sweep: ServingSweep, at: Mapping[str, Any], th: Thresholds) -> ModelValue:
     p, pp = sweep.at(at)
     tokens_in = p.input_len or sweep.setup.input_len
@@ -418,7 +437,8 @@ QUANTITIES: tuple[Quantity, ...] = (
     Quantity("request_goodput", "request_rate", "vLLM's request_goodput at a sweep point: completed requests "
              "meeting every SLO (TTFT, TPOT, E2E latency: those given) ÷ the point's duration",
              at=("concurrency", "rate", "ttft", "tpot", "e2el"),
-             measure=_request_goodput_measure, points=QuantityPoints.AT, replicas="total"),
+             measure=_request_goodput_measure, points=QuantityPoints.AT, serving=_serve_request_goodput,
+             replicas="total"),
     Quantity("goodput", "throughput", "the highest output throughput among sweep points that meet every SLO "
              "(TTFT and TPOT at the chosen percentile)", at=("percentile", "ttft", "tpot"),
              measure=_goodput_measure, points=QuantityPoints.ALL, serving=_serve_goodput, replicas="sweep"),

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_roofline.measure.stats.intervals import z_quantile
+from pytest_roofline.model.serving.prediction import meets_slos
 
 __all__ = ["SLO_KEYS", "slo_ms_of", "is_good", "wilson", "request_goodput", "goodput_of_records",
            "with_request_goodput"]
@@ -42,13 +43,10 @@ def slo_ms_of(slo: Mapping[str, Any] | None) -> dict[str, float] | None:
 
 
 def is_good(ttft_s: float | None, e2e_s: float | None, output_tokens: int, slo_ms: Mapping[str, float]) -> bool:
-    """vLLM's rule for one completed request: every given SLO ≥ the request's value (TPOT 0 for one token)."""
-    if ttft_s is None or e2e_s is None:
-        return False
-    tpot_s = (e2e_s - ttft_s) / (output_tokens - 1) if output_tokens > 1 else 0.0
-    values = {"ttft_ms": ttft_s, "tpot_ms": tpot_s, "e2el_ms": e2e_s}
-    # in seconds, the SLO ÷ 1000, as vLLM compares (a value on the SLO meets it there too)
-    return all(float(limit) / 1000 >= values[key] for key, limit in slo_ms.items() if key in values)
+    """vLLM's rule for one completed request: every given SLO ≥ the request's value (TPOT 0 for one token). The
+    rule's one home is ``model.serving.prediction.meets_slos``, which the serving model counts its simulated
+    requests by too."""
+    return meets_slos(ttft_s, e2e_s, output_tokens, slo_ms)
 
 
 def wilson(good: int, n: int, level: float = 0.95) -> tuple[float, float]:

@@ -3,7 +3,9 @@ trace (``StepRecord``) and the percentile arithmetic behind them.
 
 Metrics follow ``vllm bench serve``: TTFT from arrival to the first token; TPOT = (E2E - TTFT)/(n - 1); ITL =
 every gap between a request's consecutive tokens; duration from the first arrival to the last completion;
-percentiles by linear interpolation (numpy's default).  Network and HTTP time are not modelled.
+percentiles by linear interpolation (numpy's default).  Network and HTTP time are not modelled.  Request goodput
+follows ``vllm bench serve --goodput``: the completed requests meeting every SLO given ÷ the duration
+(:func:`meets_slos`, the rule's one home: ``measure.stats.goodput`` counts measured requests by it too).
 """
 
 from __future__ import annotations
@@ -15,7 +17,30 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PointPrediction", "StepRecord", "mean", "percentile", "weighted_percentile", "weighted_percentiles"]
+__all__ = ["PointPrediction", "StepRecord", "SimulatedRequest", "meets_slos", "mean", "percentile",
+           "weighted_percentile", "weighted_percentiles"]
+
+
+def meets_slos(ttft_s: float | None, e2e_s: float | None, output_tokens: int, slo_ms: Mapping[str, float]) -> bool:
+    """vLLM's ``--goodput`` rule for one completed request (vllm/benchmarks/serve.py ``calculate_metrics``): every
+    SLO given (``ttft_ms``, ``tpot_ms``, ``e2el_ms``) is at least the request's value, TPOT = (E2E − TTFT) ÷ (output
+    tokens − 1) and 0 for a request of one output token; a request without a TTFT or E2E is not good."""
+    if ttft_s is None or e2e_s is None:
+        return False
+    tpot_s = (e2e_s - ttft_s) / (output_tokens - 1) if output_tokens > 1 else 0.0
+    values = {"ttft_ms": ttft_s, "tpot_ms": tpot_s, "e2el_ms": e2e_s}
+    # in seconds, the SLO ÷ 1000, as vLLM compares (a value on the SLO meets it there too)
+    return all(float(limit) / 1000 >= values[key] for key, limit in slo_ms.items() if key in values)
+
+
+@dataclass(frozen=True)
+class SimulatedRequest:
+    """One completed simulated request as the client sees it: TTFT and end-to-end latency from its send (seconds,
+    the API server's time included) and its output tokens: what request goodput counts."""
+
+    ttft_s: float
+    e2e_s: float
+    output_tokens: int
 
 
 @dataclass(frozen=True)
@@ -81,9 +106,25 @@ class PointPrediction:
     #: for a metric of ``band_notes`` whose regime has measured runs but no band: the range of measured ÷ model
     #: those runs showed (``model.bands.observed_ranges``, the numbers the note quotes), ``metric -> (low, high)``
     observed_ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    #: every completed request's TTFT, E2E and output tokens, in request order (:class:`SimulatedRequest`): what
+    #: :meth:`goodput_req_per_s` counts under SLOs a prediction names; internal, left out of :meth:`to_dict`
+    requests: tuple[SimulatedRequest, ...] = field(default=(), repr=False, compare=False)
+
+    def good_requests(self, slo_ms: Mapping[str, float]) -> int:
+        """How many simulated requests meet every SLO of ``slo_ms`` (ms, vLLM's ``--goodput`` keys) by
+        :func:`meets_slos`."""
+        return sum(1 for r in self.requests if meets_slos(r.ttft_s, r.e2e_s, r.output_tokens, slo_ms))
+
+    def goodput_req_per_s(self, slo_ms: Mapping[str, float]) -> float:
+        """vLLM's ``request_goodput`` at this point: the requests meeting every SLO ÷ the duration (the request
+        throughput's, first arrival to last completion); NaN without simulated requests or a duration."""
+        if not self.requests or not self.duration_s > 0:
+            return math.nan
+        return self.good_requests(slo_ms) / self.duration_s
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        # every field but the per-request records (scalars, and the mappings copied below)
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "requests"}
         d["time_shares"] = dict(self.time_shares)
         d["bands"] = {k: list(v) for k, v in self.bands.items()}
         d["band_notes"] = dict(self.band_notes)

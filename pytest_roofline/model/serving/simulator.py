@@ -60,6 +60,7 @@ from pytest_roofline.model.serving.engine import EngineConfig
 from pytest_roofline.model.serving.point import ArrivalKind, Workload, arrival_times
 from pytest_roofline.model.serving.prediction import (
     PointPrediction,
+    SimulatedRequest,
     StepRecord,
     mean,
     percentile,
@@ -526,6 +527,9 @@ class _Sim:
             time_shares={k: v / total_share for k, v in self.shares.items()},
             prefix_cache_hit_rate=sum(self.prefix_hits) / max(sum(self.prompts), 1),
             **(stability(done, self.w.rate_req_per_s) if not self.closed and self.cap is None else {}),
+            # each request as the client sees it, for request goodput under a prediction's SLOs
+            requests=tuple(SimulatedRequest(r.first_token + f_out - r.arrival, e, r.out)
+                           for r, e in zip(done, e2e, strict=True)),
         )
 
 
