@@ -180,3 +180,12 @@ def test_with_replicas_it_is_the_replicas_sum_at_their_share_of_the_load():
         "at: {concurrency: 8}", "at: {concurrency: 16}"))
     two = score(spec, spec.predictions[1], "math", None)
     assert float(two.serving_value) == pytest.approx(2 * float(one.serving_value), rel=1e-12)
+
+
+def test_without_model_column_serving_the_math_check_skips_naming_the_value_as_for_request_throughput():
+    spec = loads_spec(SPEC.format(slo="ttft: 100 s", ink="1 req/s", at="").replace("model_column: serving\n", ""))
+    rt, gp = (score(spec, p, "math", None) for p in spec.predictions)
+    assert rt.status == gp.status == "skip"
+    # loose SLOs: every request is good, so both name the same value (request_throughput's serving value)
+    assert f"the serving model predicts {rt.serving_text}" in gp.reason
+    assert f"the serving model predicts {rt.serving_text}" in rt.reason
