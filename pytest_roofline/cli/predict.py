@@ -20,7 +20,7 @@ from typing import Any
 from pytest_roofline.cli import jsonout
 from pytest_roofline.cli.setup_flags import build, setup_tree
 from pytest_roofline.errors import NotMeasured
-from pytest_roofline.format.spec import load_spec
+from pytest_roofline.format.spec import load_spec, locate_settings
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.measure.results.peers import load_any
 from pytest_roofline.model import analytical as an
@@ -28,6 +28,7 @@ from pytest_roofline.model import bands as bands_mod
 from pytest_roofline.model import hardware as hw_catalog
 from pytest_roofline.model import serving as sv
 from pytest_roofline.model import vllm_defaults
+from pytest_roofline.model.engine_args import EngineArgsError
 from pytest_roofline.model.setup import (
     RooflineLandmarks,
     Setup,
@@ -41,7 +42,7 @@ from pytest_roofline.model.setup import (
 from pytest_roofline.quantities.analysis import Thresholds, cache_hit_reason
 from pytest_roofline.quantities.measurement import client_value
 from pytest_roofline.scoring import relative_error, serving_sweep_for
-from pytest_roofline.units import GIB, MIB, signed_percent, to_si
+from pytest_roofline.units import GIB, MIB, format_value, signed_percent, to_si
 
 __all__ = ["DecodeRow", "EngineSetting", "KVPool", "NO_BAND_REASON", "PredictTable", "batch_list", "cannot_run",
            "cmd_predict", "concurrency_list", "kv_pool", "length_error", "max_model_len_warning", "memory_fit_error",
@@ -597,6 +598,7 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict], str, dict
     concurrency = _as_list(args.concurrency, concurrency_list, "--concurrency")
     rates = _as_list(args.rate, rate_list, "--rate")
     cap = None
+    unsimulated: list[dict[str, Any]] = []
     if isinstance(args.simulate, str):
         if args.hardware or args.model:  # the file names its chip and model; a field of either is a --set
             raise ValueError("--simulate FILE.yaml takes the file's hardware and model; change a field of them with "
@@ -605,6 +607,9 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict], str, dict
             raise ValueError("--simulate FILE.yaml: give --concurrency (closed-loop points) or --rate (open-loop "
                              "points), not both; an open-loop in-flight cap is the file's sweep")
         spec = load_spec(args.simulate)
+        # a prediction's own ``setup:`` is another engine than the file's: this table is the file's setup alone
+        unsimulated = [{"id": p.id, "line": p.line, "setup": {k: v for k, v in p.setup.items() if v}}
+                       for p in spec.predictions if any(p.setup.values())]
         tree = setup_tree(args, base={"engine": spec.engine, "workload": spec.workload},
                            workload={"input_len": args.input_len, "output_len": args.output_len})
         setup = build(spec.hardware, spec.model, tree, hardware_overrides=spec.hardware_overrides,
@@ -612,7 +617,10 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict], str, dict
         _refuse_unsimulable(setup, _rebuilder(spec.hardware, spec.model, tree,
                                               hardware_overrides=spec.hardware_overrides,
                                               model_overrides=spec.model_overrides))
-        sweep = serving_sweep_for(spec, None, setup)
+        try:
+            sweep = serving_sweep_for(spec, None, setup)
+        except EngineArgsError as exc:  # a setting the serving model does not simulate: at the file's line
+            raise ValueError(locate_settings(spec, exc)) from exc
         keys = [p.key for p in sweep.points if p.key[0] != "batch1"]
         if concurrency:
             keys = [("closed", float(c)) for c in concurrency]
@@ -667,7 +675,9 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict], str, dict
             row["error"] = {k: e[1] for k, e in errors.items()}
             row["ratio"] = {k: e[2] for k, e in errors.items()}
         rows.append(row)
-    return head, rows, setup.device, _simulate_setup(setup, eng, constants, source, cap)
+    described = _simulate_setup(setup, eng, constants, source, cap)
+    described["setup_overrides_not_simulated"] = unsimulated
+    return head, rows, setup.device, described
 
 
 def _simulate_setup(setup: Setup, eng: sv.EngineConfig, constants: sv.ServingConstants, source: str,
@@ -688,6 +698,9 @@ def _simulate_setup(setup: Setup, eng: sv.EngineConfig, constants: sv.ServingCon
             "enable_prefix_caching": eng.enable_prefix_caching,
         },
         "constants_source": source, "constants": dict(constants.to_dict()),
+        # what every ``bands`` interval is: its nominal coverage and how it was built (model/bands.py)
+        "band_level": bands_mod.NOMINAL_COVERAGE, "band_basis": bands_mod.BAND_BASIS,
+        "band_meaning": bands_mod.BAND_MEANING,
     }
 
 
@@ -773,11 +786,24 @@ def batch_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--batch: ")) from None
 
 
-#: the columns of ``--simulate``'s table: the PointPrediction field, its header (with its unit) and its format
-_SIM_COLS = [("output_throughput_tok_per_s", "agg tok/s", ".1f"), ("per_request_output_tok_per_s", "tok/s/req", ".1f"),
-             ("ttft_p50_ms", "TTFT p50 ms", ".0f"), ("ttft_p99_ms", "TTFT p99 ms", ".0f"),
-             ("tpot_p50_ms", "TPOT p50 ms", ".2f"), ("tpot_p99_ms", "TPOT p99 ms", ".2f"),
-             ("itl_p99_ms", "ITL p99 ms", ".1f")]
+#: the columns of ``--simulate``'s table: the PointPrediction field, its header (with its unit) and its number of
+#: significant figures (:func:`sim_number`)
+_SIM_COLS = [("output_throughput_tok_per_s", "agg tok/s", 5), ("per_request_output_tok_per_s", "tok/s/req", 4),
+             ("ttft_p50_ms", "TTFT p50 ms", 4), ("ttft_p99_ms", "TTFT p99 ms", 4),
+             ("tpot_p50_ms", "TPOT p50 ms", 4), ("tpot_p99_ms", "TPOT p99 ms", 4),
+             ("itl_p99_ms", "ITL p99 ms", 4)]
+#: the significant figures of a band's ends, as the plugin prints a serving band (scoring: digits=5)
+_BAND_DIGITS = 5
+
+
+def sim_number(value: float, digits: int = 5) -> str:
+    """A number of ``--simulate``'s text as the plugin prints its values (``units.format_value``: ``digits``
+    significant figures, thousands separators: 1,415.1), its unit in the column's header."""
+    return format_value(value, "count", digits=digits)
+
+
+#: ``--simulate``'s legend line for the bands it prints (model/bands.py: NOMINAL_COVERAGE, BAND_MEANING)
+SIM_BAND_LEGEND = f"the band lines: the serving model's interval around its value, {bands_mod.BAND_MEANING}"
 
 #: why a value ``--simulate`` prints has no band, for the metrics outside ``model.bands.BAND_METRICS``: a band
 #: needs measured values from several public sources (model/bands.py), and the accuracy corpus
@@ -878,13 +904,14 @@ def _simulate(args: argparse.Namespace) -> int:
     for r in rows:
         cells = []
         for name, _, fmt in cols:
-            pred = format(r[name], fmt) if math.isfinite(r[name]) else "—"
+            pred = sim_number(r[name], fmt) if math.isfinite(r[name]) else "—"
             meas = r.get("measured", {}).get(name)
             if meas is not None:
                 err = r["error"][name]
                 if err is not None and not r.get("contaminated"):  # a flattered point is no test of the model
                     errs.setdefault(name, []).append(abs(err))
-                cells.append(f"{pred}|{format(meas, fmt)} {'—' if err is None else signed_percent(err, 0)}".rjust(18))
+                shown_err = "—" if err is None else signed_percent(err, 0)
+                cells.append(f"{pred}|{sim_number(meas, fmt)} {shown_err}".rjust(18))
             else:
                 cells.append(f"{pred:>18}")
         top = max(r["time_shares"], key=r["time_shares"].get) if r["time_shares"] else "—"
@@ -894,7 +921,8 @@ def _simulate(args: argparse.Namespace) -> int:
               f"{r['preemptions']:>7} {r['mean_queue_ms']:>8.1f}  {top} {r['time_shares'].get(top, 0):.0%}")
         bands = r.get("bands") or {}
         if bands:  # the model's interval around its values (model/bands.py; docs/explanation/models.md)
-            print(f"{'':>6} band: " + ", ".join(f"{label} {format(bands[name][0], fmt)}–{format(bands[name][1], fmt)}"
+            print(f"{'':>6} band: " + ", ".join(f"{label} {sim_number(bands[name][0], _BAND_DIGITS)}–"
+                                                 f"{sim_number(bands[name][1], _BAND_DIGITS)}"
                                                  for name, label, fmt in cols if name in bands))
         # a regime with measured runs but too few sources for a band: what they showed, one line per reason
         # (a value with neither: why, one line per reason; the reasons of whole metrics are said once, below)
@@ -906,7 +934,7 @@ def _simulate(args: argparse.Namespace) -> int:
                 reason, sep, shown = note.partition(bands_mod.NOTE_RANGE_SEP)
                 seen = (r.get("observed_ranges") or {}).get(name)
                 if shown and seen and math.isfinite(r[name]):  # the ratios, and the values they span around the model's
-                    shown += f" ({format(seen[0] * r[name], fmt)}–{format(seen[1] * r[name], fmt)})"
+                    shown += f" ({sim_number(seen[0] * r[name], fmt)}–{sim_number(seen[1] * r[name], fmt)})"
                 by_reason.setdefault(reason, []).append(f"{label} {shown}" if shown else label)
                 if sep:
                     ranged.add(reason)
@@ -917,6 +945,8 @@ def _simulate(args: argparse.Namespace) -> int:
             contaminated.append(point)
             print(f"{'':>6} measured point contaminated ({r['contaminated']}): prefix-cache hits flatter it, so its "
                   "errors are left out of the mean |error|")
+    if any(r.get("bands") for r in rows):  # what a band is, once (its coverage: bands.NOMINAL_COVERAGE)
+        print(SIM_BAND_LEGEND)
     unbanded = [label for name, label, _ in cols if name in NO_BAND_REASON]
     if rows and unbanded:
         print(f"no band for {', '.join(unbanded)}: {_NO_BAND_LEGEND}")
@@ -925,9 +955,12 @@ def _simulate(args: argparse.Namespace) -> int:
     caveat = bands_mod.band_caveat(device)  # CPU bands: one host's recordings (model/bands.py CPU_BAND_CAVEAT)
     if caveat and any(r.get("bands") for r in rows):
         print(caveat)
+    for o in described.get("setup_overrides_not_simulated") or []:
+        print(f"not simulated here: prediction {o['id']} (line {o['line']}) sets its own setup: "
+              f"{jsonout.dumps(o['setup'])}; this table is the file's setup, and pytest checks {o['id']} against "
+              "its own")
     if errs:
         print("cells: predicted|measured error, (measured − predicted) ÷ predicted ('—': none, a predicted 0); "
-              "band: the range measured runs of this regime fell in around the model's value "
               "· mean |error|" + (f" (without the contaminated point(s) {', '.join(contaminated)})"
                                   if contaminated else "") + ": " + ", ".join(
             f"{n} {sum(v) / len(v):.1%} (n={len(v)})" for n, v in errs.items()))

@@ -55,7 +55,7 @@ __all__ = ["Band", "BAND_METRICS", "MOE_CEILING_NO_BAND", "MOE_SERVING_NO_BAND",
            "roofline_fraction_band", "ceiling_no_band_reason",
            "NOMINAL_COVERAGE", "MIN_POINTS", "PREFILL_BOUND_SHARE", "Regime", "regime_of", "band_for",
            "derive_bands", "load_bands", "observed_ranges", "band_note", "NOTE_RANGE_SEP", "load_observed_ranges",
-           "CPU_BAND_CAVEAT", "band_caveat",
+           "CPU_BAND_CAVEAT", "band_caveat", "BAND_BASIS", "BAND_MEANING",
            "ratio_quantile", "percentile_band", "regime_centre", "out_of_source_scores", "conformal_half_width",
            "hierarchical_half_width", "loso_inside"]
 
@@ -364,6 +364,15 @@ def band_note(regime: Regime, ranges: Mapping[str, Band] | None = None) -> str |
     return (f"no band: {what} has {r.n} measured value(s) from {len(r.sources)} public source(s) "
             f"({', '.join(r.sources)}), too few sources to bound a new one's error{NOTE_RANGE_SEP}"
             f"{r.lo:.2f}-{r.hi:.2f}")
+
+
+#: how the bands are built, in one phrase (this module's docstring): ``roofline predict --simulate --json``'s
+#: ``band_basis``
+BAND_BASIS = ("split-conformal on the public accuracy corpus (benchmarks/data/corpus), coverage leave-one-source-out: "
+              "docs/explanation/models.md")
+#: what a band is, in one phrase, for every place that shows one (its coverage read from NOMINAL_COVERAGE)
+BAND_MEANING = (f"where a run from a source the band was not built from lands, {NOMINAL_COVERAGE:.0%} nominal "
+                "(docs/explanation/models.md)")
 
 
 #: what a CPU-engine band does not say: its runs (cpu-tiny, cpu-kv-pressure, cpu-prefill-heavy, cpu-open-loop) were all

@@ -20,7 +20,9 @@ INPUTS = {"concurrency", "rate_req_per_s", "num_requests"}
 #: the setup's description each row carries (trial 22 M4): the analytical table's setup fields, the lengths, the
 #: scheduler and the constants the serving model ran with, not predicted values
 SIMULATE_SETUP = {"input_len_tokens", "output_len_tokens", "open_loop_max_in_flight", "serving_engine",
-                  "constants_source", "constants"}
+                  "constants_source", "constants",
+                  # what the bands are (trial s18 M1): their nominal coverage, not a predicted value
+                  "band_level"}
 
 
 def _rows(capsys, *argv):

@@ -133,7 +133,7 @@ def test_the_prefill_bound_range_is_in_numbers(capsys):
     rc, out, _ = run(capsys, "predict", "--simulate", *L8, "--input-len", "8192", "--output-len", "64",
                      "--concurrency", "16")
     lo, hi = (unbanded["ttft_p50_ms|*|gpu-prefill"][k] * row["ttft_p50_ms"] for k in ("lo", "hi"))
-    assert rc == 0 and f"TTFT p50 ms 1.04-7.49 ({lo:.0f}–{hi:.0f})" in out
+    assert rc == 0 and f"TTFT p50 ms 1.04-7.49 ({lo:,.4g}–{hi:,.4g})" in out
 
 
 def test_the_table_has_no_utilisation_column_or_word(capsys):
