@@ -415,7 +415,8 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
     _serving_column(v, spec, pred, setup, hardware_override)
     bound: PhysicalBound | None = None
     try:
-        bound = physical_bound(q.name, setup, pred.at)
+        bound = physical_bound(q.name, setup, pred.at, concurrencies=spec.sweep.concurrency,  # goodput's points
+                               chat_prompts=pred.setup.get("workload", spec.workload).get("api") == "chat")
     except (SetupError, ValueError, ZeroDivisionError):
         bound = None  # a setup the roofline cannot take (pipeline stages): no bound to test
     if bound is not None and v.serving_band_lo is not None and v.serving_band_hi is not None:
