@@ -40,6 +40,7 @@
 
     CalibrationMismatchWarning    a calibration file used on a setup it was not fitted on         (UserWarning)
     RequestCountWarning           requests_per_point: Nx where open-loop points do not take it     (UserWarning)
+    UnsimulatedSettingWarning     an engine setting the serving model does not simulate, at its line (UserWarning)
     UnknownEngineVersionWarning   an engine version outside the releases known; names the one used (UserWarning)
     HistoryIndexRebuiltWarning    a missing, truncated or corrupt history index, rebuilt from the runs   (UserWarning)
 
@@ -62,7 +63,7 @@ __all__ = [
     "ResultsMismatchError",
     "MeasureError", "PointError", "LoadgenError", "GPUDetectionError", "EndpointError",
     "EngineError", "EngineStartError", "EngineDied", "PredictionMismatch", "CalibrationMismatchWarning",
-    "RequestCountWarning",
+    "RequestCountWarning", "UnsimulatedSettingWarning",
     "UnknownEngineVersionWarning", "HistoryError", "HistoryIndexRebuiltWarning", "PredictionDrifted",
 ]
 
@@ -303,6 +304,13 @@ class CalibrationMismatchWarning(UserWarning):
 class RequestCountWarning(UserWarning):
     """``sweep.requests_per_point: Nx`` (N × concurrency) in a file with open-loop points, which have no
     concurrency: they send max(10, rate × 30) requests; the message names the line and the fix."""
+
+
+class UnsimulatedSettingWarning(UserWarning):
+    """An engine setting (``engine.args.scheduling_policy: priority``, ``num_scheduler_steps: 10`` on V0) the serving
+    model does not simulate, in a file whose predictions of quantities it computes then have no serving-model value:
+    the message names the setting's line, those predictions and the fix (vLLM honours the setting, so a measured run
+    is unaffected)."""
 
 
 class UnknownEngineVersionWarning(UserWarning):

@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_roofline import redact
 from pytest_roofline.cli import jsonout
-from pytest_roofline.errors import CalibrationError, CalibrationMismatchWarning, HistoryError, RequestCountWarning
+from pytest_roofline.errors import (
+    CalibrationError,
+    CalibrationMismatchWarning,
+    HistoryError,
+    RequestCountWarning,
+    UnsimulatedSettingWarning,
+)
 from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, parse_limit
 from pytest_roofline.format.spec import SpecError, json_schema, load_spec
 from pytest_roofline.measure.engine import tiny_model as tinymodel
@@ -100,6 +106,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 warnings.simplefilter("ignore", CalibrationMismatchWarning)
                 warnings.simplefilter("ignore", RequestLengthWarning)
                 warnings.simplefilter("ignore", RequestCountWarning)
+                warnings.simplefilter("ignore", UnsimulatedSettingWarning)
                 spec = load_spec(f, limits=limits)
         except SpecError as exc:
             print(exc)

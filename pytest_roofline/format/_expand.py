@@ -283,7 +283,8 @@ def _resolve_setup_check(ctx: NodeReader, spec: Spec, setup: Mapping[str, Any], 
     line; and refuse a setup vLLM would not start, a KV pool short of one request of max_model_len, as the file's
     own setup is (``model.setup.max_model_len_problem``, format._sections.check_setup): at the prediction's
     ``engine.args.max_model_len`` where its setup writes one, else at its ``setup:`` line.  (The settings the
-    serving model refuses are checked once the file is read, with the file's: ``_sections.refuse_serving_settings``.)"""
+    serving model refuses are checked once the file is read, with the file's:
+    ``_serving_settings.refuse_serving_settings``.)"""
     if not setup:
         return
     from pytest_roofline.model.setup import max_model_len_problem

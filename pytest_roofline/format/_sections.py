@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,6 @@ from pytest_roofline.model.setup import (
     build_setup,
     cpu_kvcache_space_problem,
     max_model_len_problem,
-    serving_arg_problems,
 )
 from pytest_roofline.model.tiny import TINY_MODEL
 from pytest_roofline.quantities import registry as qreg
@@ -63,7 +62,7 @@ __all__ = [
     "setup_error_node", "check_setup", "read_serving", "read_calibration", "read_hardware", "read_model",
     "read_engine", "check_engine_model", "read_workload", "read_sweep", "read_slo", "read_thresholds",
     "read_tolerance", "DRIFT_HELP",
-    "parse_drift_threshold", "read_drift", "refuse_serving_settings", "takes_serving_value", "written_at",
+    "parse_drift_threshold", "read_drift", "takes_serving_value", "written_at",
     "prediction_setup", "OwnSetup", "own_setup_of",
 ]
 
@@ -234,77 +233,6 @@ def own_setup_of(item: yaml.Node, predictions: list[Prediction]) -> OwnSetup | N
         if isinstance(k, yaml.ScalarNode) and k.value == "setup":
             return OwnSetup(k, v, [p for p in predictions if p.error is None and p.setup])
     return None
-
-
-def refuse_serving_settings(ctx: NodeReader, spec: Spec, setup: Setup, root: yaml.Node | None,
-                            own: Sequence[OwnSetup] = ()) -> None:
-    """Each engine setting the serving model does not simulate (``model.setup.serving_arg_problems``:
-    multi-step scheduling, eager mode on a GPU, async scheduling at the non-default value, pipeline parallelism,
-    ...) is an error, at the setting's own line, of the predictions whose check is the serving model's value
-    (:func:`takes_serving_value`), and only where it is: ``roofline check`` reports every error of the file.
-
-    * ``predicted: model``: the ink is the serving model's value, so there is nothing to check in any mode
-      (``pred.error``).
-    * A number in ink under ``model_column: serving``: the CPU-only math check compares it with the serving model's
-      value, so it is that check's error (``pred.math_error``); a measured run (``--gpu``, ``--replay``) still
-      measures it and scores the ink against the measurement, the refusal in the model column's note (the serving
-      model's "does not compute it here", ``scoring``).  A quantity no run measures is checked by the math alone,
-      so it is an error in every run (``Prediction.error_in``).
-
-    The file's setup (``setup``, its lines in ``root``) is checked for the predictions without a ``setup:`` of their
-    own; each item's own ``setup:`` (``own``, a table's included) is resolved (:func:`prediction_setup`) and checked
-    the same way for its tests, one error for all of them, at the setting's line in that ``setup:`` (the fix:
-    ``setup.engine.args...``), else at the file's line where the setting is the file's (a ``setup:`` that leaves
-    ``engine.args`` out keeps the file's), else at the ``setup:`` line."""
-    takers = [p for p in spec.predictions if p.error is None and not p.setup and takes_serving_value(spec, p)]
-    _refuse_serving(ctx, spec, setup, takers, lambda field: (_find(root, field) if root is not None else None, ""))
-    for item in own:
-        takers = [p for p in item.predictions if p.error is None and takes_serving_value(spec, p)]
-        if not takers:
-            continue
-        try:
-            resolved = prediction_setup(spec, takers[0].setup)
-        except Exception:  # noqa: BLE001 - a setup that does not resolve is its item's error already (_expand)
-            continue
-
-        def at(field: str, item: OwnSetup = item) -> tuple[yaml.Node | None, str]:
-            mine = written_at(item.node, field)
-            if mine is not None:
-                return mine, "setup."
-            return written_at(root, field) or item.key, ""
-        _refuse_serving(ctx, spec, resolved, takers, at)
-
-
-def _refuse_serving(ctx: NodeReader, spec: Spec, setup: Setup, takers: list[Prediction],
-                    at: Callable[[str], tuple[yaml.Node | None, str]]) -> None:
-    """:func:`refuse_serving_settings` for the ``takers`` of one setup: ``at(field)`` is where the setting is
-    written and the prefix its fix takes there ("" in the file's sections, "setup." in a prediction's own)."""
-    problems = serving_arg_problems(setup) if takers else []
-    if not problems:
-        return
-    everywhere = [p for p in takers if p.predicted.kind is PredictedKind.MODEL]
-    math_only = [p for p in takers if p.predicted.kind is not PredictedKind.MODEL]
-    for group, why, attr in ((everywhere, "predicted: model", "error"),
-                             (math_only, "model_column: serving", "math_error")):
-        if not group:
-            continue
-        ids = list(dict.fromkeys(p.id.split("[", 1)[0] for p in group))
-        named = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-        where = ("" if attr == "error" else
-                 "; an error of the math check only: a measured run (--gpu, --replay) scores the ink against its "
-                 "measurement, this refusal in the model column's note")
-        errors = []
-        for problem in problems:
-            node, prefix = at(problem.field)
-            errors.append(SpecError(
-                f"{problem.text} (refused where the serving model runs: {named} take{'s' if len(ids) == 1 else ''} "
-                f"its value, {why}{where})", file=ctx.file,
-                line=node.start_mark.line + 1 if node is not None else None,
-                hint=f"change or remove {prefix}{problem.field} as the line says, or check these predictions against "
-                     "the roofline (model_column: roofline, a number in ink) where it computes them"))
-        error = errors[0] if len(errors) == 1 else SpecErrors(errors)
-        for p in group:
-            setattr(p, attr, error)
 
 
 def read_serving(ctx: NodeReader, node: yaml.Node) -> dict[str, float]:

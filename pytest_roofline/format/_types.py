@@ -93,9 +93,15 @@ class Prediction:
     at_text: dict[str, str] = field(default_factory=dict)
     error: SpecError | None = None  # a prediction that did not validate becomes an error test
     #: an error of the math check only: an engine setting the serving model does not simulate, for a number in ink
-    #: checked against the serving model's value (``model_column: serving``; format._sections.
+    #: checked against the serving model's value (``model_column: serving``; format._serving_settings.
     #: refuse_serving_settings).  A measured run scores that ink against its measurement (:meth:`error_in`)
     math_error: SpecError | None = None
+    #: why the serving model has no value for it although it computes its quantity: the engine settings of its
+    #: setup it does not simulate, each at its file:line ("no value: it does not simulate
+    #: engine.args.scheduling_policy at f.yaml:8; remove it for a model check"); "" where none.  Said once as a
+    #: warning at each setting's line (format._serving_settings.refuse_serving_settings) and in the reason of a verdict
+    #: the missing value leaves undecided (scoring)
+    no_serving_value: str = ""
     tolerance_written: bool = False  # ``tolerance`` was written on the prediction, not taken from defaults.tolerance
     #: the drift threshold written for it (``drift: 5%``, or the file's ``defaults.drift``); "" when none is written
     drift: str = ""
@@ -264,6 +270,11 @@ class Spec:
     model_column: ModelColumnSetting = "auto"
     #: problems that do not stop the file (a calibration fitted on another setup), also issued as warnings
     warnings: list[str] = field(default_factory=list)
+    #: the engine settings of the file's own sections the serving model does not simulate, each field
+    #: (``engine.args.<key>``, ``engine.env.VLLM_ATTENTION_BACKEND``) with where it is written ("f.yaml:8"; the
+    #: file alone where no line is known): ``roofline predict --simulate`` refuses them there
+    #: (``format.spec.locate_settings``)
+    unsimulated_settings: dict[str, str] = field(default_factory=dict)
     #: the serving model's simulated sweeps, per setup (filled by scoring; one simulation per point, not per test)
     serving_cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
     #: ``defaults.drift``: the drift threshold of predictions that write none ("" when the file gives none)

@@ -17,6 +17,8 @@ re-exported from the private modules that hold one concept each:
   :func:`plain_scalar`);
 - ``_sections.py``: the setup sections' readers (hardware, model, engine, workload, sweep, slo, thresholds,
   serving, calibration, tolerances, drift);
+- ``_serving_settings.py``: the engine settings the serving model does not simulate, at their lines (an error of
+  the predictions that take its value, a warning for those that lose it);
 - ``_expand.py``: predictions and their expansion (``at:`` lists and ``every``, tables);
 - ``_schema.py``: :func:`json_schema`, from the same field tables.
 """
@@ -71,8 +73,8 @@ from pytest_roofline.format._sections import (
     read_thresholds,
     read_tolerance,
     read_workload,
-    refuse_serving_settings,
 )
+from pytest_roofline.format._serving_settings import locate_settings, refuse_serving_settings
 from pytest_roofline.format._types import (
     MODEL_COLUMNS,
     XFAIL_CHECKS,
@@ -104,6 +106,8 @@ __all__ = [
     "DRIFT_HELP", "parse_drift_threshold",
     # the setup one prediction is computed against (the file's sections, its own setup: replacing them)
     "prediction_setup",
+    # the file's engine settings the serving model does not simulate, each at its line (roofline predict --simulate)
+    "locate_settings",
     # the kinds: each a Literal whose words the field tables and the readers take from it
     "FieldKind", "XfailCheck", "XFAIL_CHECKS", "SteadyState", "Processes", "ModelColumn", "MODEL_COLUMNS",
     "ModelColumnSetting",
