@@ -863,8 +863,9 @@ def _below_ceiling(v: Verdict, pred: Prediction, ink: float, tol: Tolerance) -> 
         out.status = VerdictStatus.INCONCLUSIVE
         out.diagnosis = []
         out.reason = (f"predicted {v.fmt(ink)} is below the roofline ceiling {v.fmt(float(v.model_value))}, outside "
-                      f"{tol.text} of it, and the serving model ({v.serving_text or 'no value'}) has no band to check "
-                      f"it against" + (f": {v.serving_band_note}" if v.serving_band_note else "")
+                      f"{tol.text} of it, and the serving model "
+                      f"({v.serving_text or pred.no_serving_value or 'no value'}) has no band to check it against"
+                      + (f": {v.serving_band_note}" if v.serving_band_note else "")
                       + "; a measurement decides")
         return out
     _band_decides(out, tol, lo, hi)
