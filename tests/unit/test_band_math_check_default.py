@@ -1,0 +1,135 @@
+"""The CPU-only math check uses the serving model's band for every quantity that has one, by default (issue 22,
+trial s18 H2-H3, M3-M4): TPOT p50 and TTFT p50 ink inside the band passes and outside fails naming the band; a
+physical bound is tested first; the verdict shows what decided (the band and its coverage in the tolerance column,
+the error against the serving model's value); an outside-band failure says what moves the band (no tolerance widens
+it) and that an 80% band leaves about 1 in 5 correct values outside; on the CPU device the band is one host's.
+
+The bands themselves come from the serving model (not hand-computable); what the tests work out by hand is where
+ink lies against them, the relative error (serving − ink) ÷ ink, and the weight-read floor.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pytest_roofline.format.spec import loads_spec
+from pytest_roofline.model import bands
+from pytest_roofline.report.terminal import _tolerance_short
+from pytest_roofline.scoring import score
+
+H100 = """\
+hardware: h100-sxm
+model: llama-3.1-8b
+engine: {{name: vllm, version: "0.33.0"}}
+workload: {{input_len: 1024, output_len: 1024}}
+sweep: {{mode: closed, concurrency: [1, 16, 64]}}
+predictions:
+  - {{id: p, quantity: {quantity}, at: {{concurrency: {c}}}, predicted: {ink}{extra}}}
+"""
+
+CPU = """\
+hardware: cpu
+model: roofline-tiny
+engine: {{name: vllm, version: "0.32.0", cpu_kvcache_space: 1 GiB, args: {{max_model_len: 1024, max_num_seqs: 8}}}}
+workload: {{input_len: 128, output_len: 64}}
+sweep: {{mode: closed, concurrency: [1, 8]}}
+predictions:
+  - {{id: p, quantity: {quantity}, at: {{concurrency: {c}}}, predicted: {ink}}}
+"""
+
+
+def _v(quantity: str, ink: str, c: int = 64, extra: str = "", template: str = H100):
+    spec = loads_spec(template.format(quantity=quantity, c=c, ink=ink, extra=extra))
+    return score(spec, spec.predictions[0], "math", None)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms"
+
+
+@pytest.mark.parametrize("quantity", ["tpot_p50", "ttft_p50"])
+def test_latency_ink_inside_the_band_passes_by_default(quantity):
+    ref = _v(quantity, "1 s")
+    lo, hi, serving = ref.serving_band_lo, ref.serving_band_hi, ref.serving_value
+    assert ref.model_source == "" and lo is not None and lo < serving < hi  # no roofline value: the band decides
+    ink = round(0.5 * (serving + hi), 6)  # halfway from the model's value to the band's top: inside, not its value
+    v = _v(quantity, _ms(ink))
+    assert v.status == "pass", v.reason
+    assert "within the serving model's band" in v.reason
+    # what decided: the band and its coverage, the serving model's value, the error against it worked out here
+    assert v.tolerance_text.startswith("serving band ") and v.tolerance_text.endswith(" (80%)")
+    assert _tolerance_short(v) == v.tolerance_text
+    assert (v.lo, v.hi) == (pytest.approx(lo), pytest.approx(hi))
+    assert v.checked_value == pytest.approx(serving)
+    assert v.error_rel == pytest.approx((serving - ink) / ink, rel=1e-3)
+    assert dict(v.explanation_rows())["error"].endswith(f"(serving model − ink, relative to the ink; serving "
+                                                        f"model ÷ ink ×{serving / ink:.4g})")
+
+
+def test_ttft_ink_far_outside_the_band_fails_naming_it_and_what_moves_it():
+    ref = _v("ttft_p50", "1 s")
+    hi = ref.serving_band_hi
+    v = _v("ttft_p50", _ms(3 * hi))
+    assert v.status == "fail"
+    assert f"above the serving model's band {v.fmt(ref.serving_band_lo)} – {v.fmt(hi)}" in v.reason
+    assert "about 1 in 5 correct values land outside it" in v.reason
+    assert "weaker evidence than a physical bound" in v.reason
+    # M3: the fix offered is one that moves the band, never a tolerance said to widen it
+    assert "no tolerance: or math_tolerance: widens the band" in v.reason and "calibration:" in v.reason
+    assert "(e.g. ±1%)" not in v.reason
+
+
+def test_a_physical_bound_comes_before_the_band():
+    # one read of Llama-3.1-8B's bf16 weights per decode step: 8,030,261,248 x 2 B / 3.35e12 B/s = 4.7942 ms
+    floor = 8_030_261_248 * 2 / 3.35e12
+    v = _v("tpot_p50", "3 ms")
+    assert v.status == "fail" and "physical bound" in v.reason
+    assert v.checked_value == pytest.approx(floor, rel=1e-4)
+
+
+def test_a_claimed_interval_that_holds_the_serving_value_passes_on_the_tolerance():
+    # ">= 1 ms" claims every TTFT from 1 ms up: the serving model's value (tens of ms at C=64) is in it
+    v = _v("ttft_p50", "1 ms", extra=', tolerance: ">= 1 ms"')
+    assert v.status == "pass" and "within >= 1 ms" in v.reason, v.reason
+
+
+def test_throughput_below_the_band_fails_until_a_tolerance_claims_the_serving_value():
+    """M3: math_tolerance ±15% on ink at 80% of the band's floor does not reach the serving model's value, so the
+    FAIL stands; a tolerance wide enough to claim that value passes on the tolerance, not on a widened band."""
+    ref = _v("output_throughput", "1 tok/s", c=16)
+    lo, serving = ref.serving_band_lo, ref.serving_value
+    ink = round(0.8 * lo)
+    assert ink * 1.15 < serving  # ±15% of the ink stops short of the serving value
+    v = _v("output_throughput", f"{ink} tok/s", c=16, extra=", math_tolerance: ±15%")
+    assert v.status == "fail" and "below the serving model's band" in v.reason
+    band = f"serving band {v.fmt(lo).split()[0]}–{v.fmt(ref.serving_band_hi)} (80%)"
+    assert _tolerance_short(v) == v.tolerance_text == band
+    wide = math.ceil(100 * (serving / ink - 1)) + 1  # the least whole percentage that reaches it
+    w = _v("output_throughput", f"{ink} tok/s", c=16, extra=f", math_tolerance: ±{wide}%")
+    assert w.status == "pass" and "serving model" in w.reason and w.tolerance_text.startswith(f"±{wide}%")
+
+
+def test_the_batch1_path_reads_like_the_sweep_point_path():
+    # C = 1 on an H100 (the trial's 125 tok/s): the floor is the serving band's, the top the roofline ceiling
+    v = _v("output_throughput", "125 tok/s", c=1)
+    assert v.status == "pass"
+    assert _tolerance_short(v).startswith("serving band ") and "(80%, top: the roofline ceiling)" in v.tolerance_text
+    assert v.checked_value == pytest.approx(v.serving_value)
+    assert v.error_rel == pytest.approx((v.serving_value - 125) / 125, rel=1e-3)
+
+
+def test_cpu_throughput_is_checked_against_the_cpu_band_with_its_caveat():
+    """M4: the roofline has no memory-bandwidth figure for the CPU device; the serving model's band still checks
+    the ink, says it is one 2-core host's recordings, and no fix asks for hbm_bytes_per_s."""
+    ref = _v("output_throughput", "1 tok/s", c=8, template=CPU)
+    lo, hi, serving = ref.serving_band_lo, ref.serving_band_hi, ref.serving_value
+    assert lo is not None and lo < serving < hi
+    assert bands.CPU_BAND_CAVEAT in ref.serving_band_text and "not built from" not in ref.serving_band_text
+    inside = _v("output_throughput", f"{round(0.5 * (serving + hi))} tok/s", c=8, template=CPU)
+    assert inside.status == "pass" and bands.CPU_BAND_CAVEAT in inside.reason
+    assert "hbm_bytes_per_s" not in inside.reason and "one CPU host" in inside.tolerance_text
+    far = _v("output_throughput", f"{round(10 * hi)} tok/s", c=8, template=CPU)
+    assert far.status == "fail" and "above the serving model's band" in far.reason
+    assert bands.CPU_BAND_CAVEAT in far.reason and "hbm_bytes_per_s" not in far.reason
