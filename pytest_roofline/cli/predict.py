@@ -459,8 +459,11 @@ _SUB_16_BIT = frozenset({"fp8", "int8", "int4", "fp4", "nf4"})
 
 #: what a pool under tensor or pipeline parallelism is worth: the public TP startup logs measured it smaller than
 #: the model's (per-rank memory vLLM holds that the reserves do not: benchmarks/kv_capacity.py)
-TP_POOL_CAVEAT = ("  (more than one GPU: public startup logs have measured such pools smaller than this model's, "
-                  "never larger; read it as an upper bound: benchmarks/RESULTS-kv-capacity.md)")
+#: (the mean error there: docs/explanation/models.md and benchmarks/RESULTS-kv-capacity.md, "tensor parallel")
+TP_POOL_CAVEAT_TEXT = ("more than one GPU: public startup logs have measured such pools smaller than this model's, "
+                       "never larger; read it as an upper bound: benchmarks/RESULTS-kv-capacity.md, "
+                       "docs/explanation/models.md")
+TP_POOL_CAVEAT = f"  ({TP_POOL_CAVEAT_TEXT})"
 
 
 def _kv_pool_lines(kv: KVPool) -> list[str]:

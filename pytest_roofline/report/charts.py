@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_roofline.measure.stats.held import RATE_SHARE, is_rate_flag
 from pytest_roofline.model import analytical as an
+from pytest_roofline.model.bands import BAND_MEANING, NOMINAL_COVERAGE
 from pytest_roofline.quantities.analysis import closed_points, goodput_rows, is_flattered, throughput_knee, ttft_knee
 from pytest_roofline.quantities.littles import littles_reading
 from pytest_roofline.quantities.measurement import concurrency
@@ -25,7 +26,8 @@ from pytest_roofline.scoring import serving_sweep_for
 
 __all__ = ["Figure", "sweep_batches", "throughput_chart",
            "per_request_chart", "ttft_chart", "tpot_chart", "littles_chart", "timeline_charts", "roofline_chart",
-           "model_step", "serving_points", "serving_band", "SERVING_BAND_LABEL", "open_points",
+           "model_step", "serving_points", "serving_band", "SERVING_BAND_LABEL", "SERVING_P50_BAND_LABEL",
+           "PER_REQUEST_NO_BAND", "open_points",
            "open_loop_charts"]
 
 C_MODEL = PALETTE["blue"]
@@ -188,9 +190,13 @@ def _at_rate(r: float) -> str:
 
 
 #: the legend entry of the serving model's band in the charts (docs/explanation/models.md: what the band means)
-SERVING_BAND_LABEL = "serving model band (80% nominal)"
-_SERVING_BAND_TIP = ("the serving model's band: where a run from a source the band was not built from lands, 80% "
-                     "nominal (docs/explanation/models.md)")
+SERVING_BAND_LABEL = f"serving model band ({NOMINAL_COVERAGE:.0%} nominal)"
+_SERVING_BAND_TIP = f"the serving model's band: {BAND_MEANING}"
+#: the legend entry of a serving p50 band (TTFT, TPOT charts)
+SERVING_P50_BAND_LABEL = f"serving model p50 band ({NOMINAL_COVERAGE:.0%} nominal)"
+#: the per-request chart's serving line has no band: no public source of the accuracy corpus reports per-request
+#: tok/s (cli.predict.NO_BAND_REASON, the reason ``roofline predict --simulate`` prints)
+PER_REQUEST_NO_BAND = "no band: no public source of the accuracy corpus reports per-request tok/s"
 
 
 def serving_band(pp: Any, metric: str) -> tuple[float, float] | None:
@@ -387,8 +393,7 @@ def _throughput_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         c_hi, _y, pp_hi = serv[-1]
         top = dominant_term(pp_hi.time_shares, beyond_roofline=True)
         cap += (" Serving model (dashed green): the step-level simulation of the sweep"
-                + ("; the light green band around it is where a run from a source the band was not built from "
-                   "lands, 80% nominal" if serv_band else "")
+                + (f"; the light green band around it is {BAND_MEANING}" if serv_band else "")
                 + (f", knee C = {sknee:g}" if sknee is not None else ", no knee")
                 + (f"; at C = {c_hi:g} {TERM_LABELS.get(top[0], top[0])} takes {top[1]:.0%} of its step time, "
                    "a term the decode roofline leaves out." if top else "."))
@@ -509,8 +514,9 @@ def per_request_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
         ch.line(curve, color=C_MODEL, width=2.2, label="model: 1 ÷ t_step")
     if serv:
         ch.line([(c, y) for c, y, _ in serv], color=C_SERV, width=2.0, dash="6 3",
-                label="serving model (step-level vLLM simulation)",
-                title="serving model: mean per-request output tok/s (tokens ÷ E2E), prefill and overhead included")
+                label="serving model (step-level vLLM simulation; no band)",
+                title="serving model: mean per-request output tok/s (tokens ÷ E2E), prefill and overhead included; "
+                      + PER_REQUEST_NO_BAND)
         ch.markers([(c, y) for c, y, _ in serv], color=C_SERV, marker="square", size=3.5,
                    titles=[_serving_tip(c, pp, f"{y:,.1f} tok/s per request") for c, y, pp in serv])
     if meas:
@@ -605,7 +611,7 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if s50:
         band_key = _band_ribbon(ch, b50, color=C_SERV, opacity=0.1)
         ch.line(s50, color=C_SERV, width=1.8, dash="6 3", label="serving model p50")
-        _add_legend(ch, band_key, "serving model p50 band (80% nominal)")
+        _add_legend(ch, band_key, SERVING_P50_BAND_LABEL)
         ch.line(s99, color=C_SERV_P99, width=1.8, dash="6 3", label="serving model p99")
         ch.markers(s99, color=C_SERV_P99, marker="square", size=3.5,
                    titles=[_serving_tip(c, pp, f"p99 TTFT {pp.ttft_p99_ms:,.0f} ms, p50 {pp.ttft_p50_ms:,.0f} ms, "
@@ -641,7 +647,7 @@ def ttft_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if s50:
         sk = ttft_knee([(c, pp.ttft_p50_ms, pp.ttft_p99_ms) for c, pp in sp], th.ttft_knee_ratio)
         cap += (" Dashed: the serving model's p50 and p99 (prefills queue behind the token budget and each other)"
-                + ("; the light green band is its p50's band (80% nominal)" if b50 else "")
+                + (f"; the light green band is its p50's band ({NOMINAL_COVERAGE:.0%} nominal)" if b50 else "")
                 + (f"; its TTFT knee is C = {sk:g}." if sk is not None else "; it predicts no TTFT knee."))
     if inks:
         cap += _INK_CAPTION.format(what="TTFT")
@@ -695,7 +701,7 @@ def tpot_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None,
     if s50:
         band_key = _band_ribbon(ch, b50, color=C_SERV)
         ch.line(s50, color=C_SERV, width=2.0, dash="6 3", label="serving model p50 TPOT")
-        _add_legend(ch, band_key, "serving model p50 band (80% nominal)")
+        _add_legend(ch, band_key, SERVING_P50_BAND_LABEL)
         ch.markers(s50, color=C_SERV, marker="square", size=3.5,
                    titles=[_serving_tip(c, pp, f"p50 TPOT {pp.tpot_p50_ms:,.2f} ms (p99 {pp.tpot_p99_ms:,.2f} ms, "
                                               f"p99 ITL {pp.itl_p99_ms:,.1f} ms)") for c, pp in sp
@@ -974,7 +980,7 @@ def _rate_latency_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None
     if s50:
         band_key = _band_ribbon(ch, b50, color=C_SERV, opacity=0.1)
         ch.line(s50, color=C_SERV, width=1.8, dash="6 3", label="serving model p50")
-        _add_legend(ch, band_key, "serving model p50 band (80% nominal)")
+        _add_legend(ch, band_key, SERVING_P50_BAND_LABEL)
         ch.markers(s50, color=C_SERV, marker="square", size=3.5,
                    titles=[_serving_tip(r, pp, f"p50 {name} {getattr(pp, f'{metric}_p50_ms'):,.{digits}f} ms (p99 "
                                               f"{getattr(pp, f'{metric}_p99_ms'):,.{digits}f} ms)", _at_rate)

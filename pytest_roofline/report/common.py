@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, TypeGuard
 
+from pytest_roofline.model.bands import BAND_MEANING
 from pytest_roofline.report.resources import css
 from pytest_roofline.report.svg import PALETTE, esc, text_box
 from pytest_roofline.scoring import Verdict, VerdictMode, VerdictStatus
@@ -21,6 +22,7 @@ __all__ = [
     "OUTCOMES", "OUTCOME_LABEL", "OUTCOME_COLOR", "outcome_of_verdict", "outcome_of_report", "sort_key", "fmt",
     "at_text", "label_of", "is_number", "explain_lines", "explain_html", "band_svg", "band_values", "band_domain",
     "EXPLAIN_CSS", "id_html", "Row", "finite_or_none", "fmt_value", "band_short", "serving_html",
+    "no_band_reason", "tp_pool_caveat", "KV_POOL_QUANTITIES",
 ]
 
 #: outcomes in the order they are listed (worst first)
@@ -160,23 +162,75 @@ def band_short(band: str, value_text: str = "") -> str:
 
 def serving_html(v: Verdict) -> str:
     """The serving column's cell content: the serving model's value on one line that never breaks inside it, and
-    under it, smaller, its band as ``[lo–hi]`` (the full range and what it means in the tooltip) where it has one."""
+    under it, smaller, its band as ``[lo–hi]`` (the full range and what it means in the tooltip) where it has one,
+    else "no band" with the reason (:func:`no_band_reason`) as its tooltip and in a screen reader's text."""
     if not v.serving_text:
         return ""
     out = f'<span class="sval">{esc(v.serving_text)}</span>'
     if v.serving_band_range:
-        tip = (f"the serving model's band: {v.serving_band_range}, where a run from a source the band was not built "
-               "from lands, 80% nominal (docs/explanation/models.md)")
+        tip = f"the serving model's band: {v.serving_band_range}, {BAND_MEANING}"
         out += f'<span class="sband" title="{esc(tip)}">{esc(band_short(v.serving_band_range, v.serving_text))}</span>'
+    else:
+        why = no_band_reason(v)
+        out += (f'<span class="snb" title="{esc(why)}">no band'
+                f'<span class="rl-sr">: {esc(why.removeprefix("no band: "))}</span></span>')
     return out
+
+
+#: a quantity the serving model computes over the whole sweep (a knee, goodput over the points): no point's band
+_WHOLE_SWEEP_NO_BAND = ("no band: a whole-sweep figure; the serving model's bands are per sweep point, for output "
+                        "tok/s, TTFT p50 and TPOT p50 (model/bands.py)")
+_WHOLE_SWEEP = frozenset({"goodput", "goodput_concurrency", "max_concurrency_without_queueing",
+                          "max_concurrency_without_preemption"})
+#: a verdict quantity's serving-model field where the names differ (``roofline predict --simulate``'s band notes)
+_SERVING_FIELD = {"request_throughput": "request_throughput_req_per_s",
+                  "per_request_throughput": "per_request_output_tok_per_s", "e2e_p50": "e2e_mean_ms",
+                  "e2e_mean": "e2e_mean_ms"}
+
+
+def no_band_reason(v: Verdict) -> str:
+    """Why the serving model's value of ``v`` has no band: the point's own note (a regime with too few sources,
+    ``model.bands.band_note``), else the reason ``roofline predict --simulate`` gives for the field
+    (``cli.predict.NO_BAND_REASON`` / ``NO_BAND_OTHER``), else why a whole-sweep or other figure has none."""
+    if v.serving_band_note:
+        return v.serving_band_note
+    from pytest_roofline.cli.predict import NO_BAND_OTHER, NO_BAND_REASON  # the CLI's reasons, one home
+    reasons = {**NO_BAND_OTHER, **NO_BAND_REASON}
+    q = str(v.quantity)
+    for name in (_SERVING_FIELD.get(q, ""), f"{q}_ms", q):
+        if name in reasons:
+            return reasons[name]
+    if "knee" in q or q in _WHOLE_SWEEP:
+        return _WHOLE_SWEEP_NO_BAND
+    return ("no band: the serving model's bands cover output tok/s, TTFT p50 and TPOT p50 at a sweep point "
+            "(model/bands.py); this quantity is none of them")
+
+
+#: the KV-pool quantities whose model value under tensor or pipeline parallelism is an upper bound
+KV_POOL_QUANTITIES = frozenset({"available_kv_bytes", "num_gpu_blocks", "kv_cache_tokens", "max_concurrency",
+                                "max_concurrency_without_preemption"})
+
+
+def tp_pool_caveat(v: Verdict) -> str:
+    """The documented caveat of a KV-pool value on more than one GPU (``cli.predict.TP_POOL_CAVEAT_TEXT``:
+    public TP startup logs measured such pools smaller, never larger), "" on one GPU or another quantity. The GPU
+    count is the model's own ``parallel`` input ("tensor_parallel_size 4 x pipeline_parallel_size 1 = 4 GPUs")."""
+    if v.quantity not in KV_POOL_QUANTITIES:
+        return ""
+    m = re.search(r"= (\d+) GPUs", str((v.model_inputs or {}).get("parallel", "")))
+    if not m or int(m.group(1)) <= 1:
+        return ""
+    from pytest_roofline.cli.predict import TP_POOL_CAVEAT_TEXT
+    return f"{int(m.group(1))} GPUs: {TP_POOL_CAVEAT_TEXT.removeprefix('more than one GPU: ')}"
 
 
 def id_html(pid: str) -> str:
     """A prediction id as HTML that may wrap only between its tokens, never inside one: each token (up to and
-    including a ``[`` or ``,``) is a ``<span class="rl-tok">`` kept whole by ``white-space: nowrap``, with a
-    ``<wbr>`` between them. ``littles-law[concurrency=16]`` breaks after ``[`` or not at all, so C=16 never
-    reads as C=1 at a line end."""
-    toks = re.findall(r"[^\[,]*[\[,]|[^\[,]+", str(pid))
+    including a ``[``, ``,``, ``-`` or ``_``) is a ``<span class="rl-tok">`` kept whole by ``white-space: nowrap``,
+    with a ``<wbr>`` between them. ``littles-law[concurrency=16]`` breaks after ``-``, after ``[`` or not at all, so
+    C=16 never reads as C=1 at a line end, and a long id (``WRONG-tput-c16-outside-band-below``) wraps in its column
+    instead of running over the next one (trial s18 M5)."""
+    toks = re.findall(r"[^\[,\-_]*[\[,\-_]|[^\[,\-_]+", str(pid))
     return "<wbr>".join(f'<span class="rl-tok">{esc(t)}</span>' for t in toks if t)
 
 

@@ -12,6 +12,7 @@ from pytest_roofline.errors import SetupError
 from pytest_roofline.format.spec import Spec
 from pytest_roofline.measure.stats import min_samples_for_bound
 from pytest_roofline.model import analytical as an
+from pytest_roofline.model.bands import BAND_MEANING
 from pytest_roofline.model.setup import Setup
 from pytest_roofline.quantities.analysis import SMALL_SAMPLE_PREFIX, cache_hit_reason, goodput_rows
 from pytest_roofline.quantities.littles import littles_reading
@@ -57,8 +58,7 @@ def serving_cell(spp: Any) -> str:
         note = (getattr(spp, "band_notes", None) or {}).get("output_throughput_tok_per_s")
         return f'<span title="{esc(note)}">{_num_or(value, "{:,.0f}")}</span>' if note else _num_or(value, "{:,.0f}")
     lo, hi = band
-    tip = (f"the serving model's band: {lo:,.1f} – {hi:,.1f} tok/s, where a run from a source the band was not built "
-           "from lands, 80% nominal (docs/explanation/models.md)")
+    tip = f"the serving model's band: {lo:,.1f} – {hi:,.1f} tok/s, {BAND_MEANING}"
     return (f'{_num_or(value, "{:,.0f}")}<span class="sband" title="{esc(tip)}">[{lo:,.0f}–{hi:,.0f}]</span>')
 
 
@@ -212,8 +212,7 @@ def points_table(spec: Spec, setup: Setup | None, results: Mapping[str, Any]) ->
             "for a p99 with an upper bound at 95% (its p99 has no bound above it). Model tok/s "
             "is the decode-only roofline at that batch; serving tok/s is the step-level serving model's simulation of "
             "the same point (prefill, engine overhead, scheduling and the KV pool included), with its band [lo–hi] "
-            "under it where the model has one: where a run from a source the band was not built from lands, 80% "
-            "nominal.</p>")
+            f"under it where the model has one: {esc(BAND_MEANING)}.</p>")
     return (f'<h3>Sweep points</h3><div class="scroll"><table class="points">{head}{"".join(body)}</table></div>'
             + note)
 

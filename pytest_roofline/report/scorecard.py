@@ -31,6 +31,7 @@ from pytest_roofline.history import changed_badge, drift_counts
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.measure.results import match as mismatch
 from pytest_roofline.measure.results.peers import load_any
+from pytest_roofline.model.bands import BAND_MEANING, NOMINAL_COVERAGE
 from pytest_roofline.model.setup import Setup
 from pytest_roofline.quantities.analysis import (
     closed_points,
@@ -54,8 +55,10 @@ from pytest_roofline.report.common import (
     id_html,
     is_number,
     label_of,
+    no_band_reason,
     outcome_of_verdict,
     serving_html,
+    tp_pool_caveat,
 )
 from pytest_roofline.report.environment import spec_setup
 from pytest_roofline.report.points import errors_html, goodput_table, points_table
@@ -516,8 +519,13 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
         top = max(pp_hi.time_shares, key=pp_hi.time_shares.get) if pp_hi.time_shares else None
         knee_txt = f"C = {sknee:g}" if sknee is not None else "none"
         ttft_txt = f"C = {stk:g}" if stk is not None else "none"
-        out.append(("serving model", f"throughput knee {knee_txt}, TTFT knee {ttft_txt}; "
-                                     f"{pp_hi.output_throughput_tok_per_s:,.1f} tok/s at C = {c_hi:g}"
+        band = ch.serving_band(pp_hi, "output_throughput_tok_per_s")
+        note = (getattr(pp_hi, "band_notes", None) or {}).get("output_throughput_tok_per_s")
+        band_txt = (f" (band {band[0]:,.1f}–{band[1]:,.1f}, {NOMINAL_COVERAGE:.0%} nominal)" if band else
+                    f" ({note})" if note else "")
+        out.append(("serving model", f"throughput knee {knee_txt}, TTFT knee {ttft_txt} (knees: "
+                                     f"{_WHOLE_SWEEP_SHORT}); "
+                                     f"{pp_hi.output_throughput_tok_per_s:,.1f} tok/s at C = {c_hi:g}{band_txt}"
                                      + (f", {top.replace('_', ' ')} {pp_hi.time_shares[top]:.0%} of its step time"
                                         if top else "")))
     cont = [p for p in pts if is_flattered(p, th, setup)]
@@ -525,6 +533,10 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
         out.append(("contaminated", f"{len(cont)} of {len(pts)} points flattered by prefix-cache hits: "
                                     + ", ".join(str(p.get("id")) for p in cont)))
     return out
+
+
+#: why the serving model's knees have no band, in the headline (common.no_band_reason's whole-sweep reason)
+_WHOLE_SWEEP_SHORT = "no band, whole-sweep figures"
 
 
 def _one_point_text(c: float) -> str:
@@ -605,7 +617,7 @@ def _predictions_table(rows: Sequence[Row], *, measured: bool, anchor: str,
     with_drift = drifts is not None and bool(rows)  # a run with a history
     # drift sits next to the verdict: the last column of a table this wide is the first to leave the screen
     cols = ["", *(["drift"] if with_drift else []), "prediction", "quantity", "ink", "model"] + (
-        ["measured"] if measured else []) + ["roofline", "serving", "error", "tolerance", "against the band"]
+        ["measured"] if measured else []) + ["roofline", "serving", "error", "tolerance", ALLOWED_HEAD]
     head = "<tr>" + "".join(f'<th class="{_HEAD_CLASS[c]}">{esc(c)}</th>' if c in _HEAD_CLASS
                             else f"<th>{esc(c)}</th>" for c in cols) + "</tr>"
     body = []
@@ -618,7 +630,7 @@ def _predictions_table(rows: Sequence[Row], *, measured: bool, anchor: str,
         band = band_svg(v, width=BAND_WIDTH, height=22, domain=domains.get((v.quantity, v.mode.value)))
         meas_cell = ""
         if measured:
-            meas_cell = (f'<td class="num">{esc(v.measured_text or "")}'
+            meas_cell = (f'<td class="num" data-l="measured">{esc(v.measured_text or "")}'
                          + (' <span class="warn" title="contaminated by prefix-cache hits">⚠</span>'
                             if v.contaminated else "") + "</td>")
         at = label_of(v)
@@ -627,26 +639,51 @@ def _predictions_table(rows: Sequence[Row], *, measured: bool, anchor: str,
             f'<td><span class="rl-badge rl-{o}">{OUTCOME_LABEL.get(o, o)}</span></td>'
             f'{_drift_cell(_drift_of(drifts, v)) if with_drift else ""}'
             f'<td class="pid">{id_html(v.id)}</td><td class="q">{_breakable(at)}</td>'
-            f'<td class="num ink">{esc(v.predicted_text or "")}</td>'
-            f'<td class="num">{esc(v.model_text or "")}</td>{meas_cell}'
-            f'<td class="num model">{esc(v.roofline_text or "")}</td>'
-            f'<td class="num serving" title="{esc(v.serving_explanation or "")}">{serving_html(v)}</td>'
-            f'<td class="num err">{_err_pct(v)}</td>'
-            f'<td class="tol" title="{esc(v.tolerance_text or "")}">{esc(_short_tol(v))}</td>'
-            f'<td class="band">{band}</td></tr>'
+            f'<td class="num ink" data-l="ink">{esc(v.predicted_text or "")}</td>'
+            f'<td class="num" data-l="model">{esc(v.model_text or "")}'
+            f'{_pool_note(v, v.model_source != "serving")}</td>'
+            f'{meas_cell}'
+            f'<td class="num model" data-l="roofline">{esc(v.roofline_text or "")}'
+            f'</td>'
+            f'<td class="num serving" data-l="serving" title="{esc(v.serving_explanation or "")}">'
+            f'{serving_html(v)}</td>'
+            f'<td class="num err" data-l="error">{_err_pct(v)}</td>'
+            f'<td class="tol" data-l="tolerance" title="{esc(v.tolerance_text or "")}">{esc(_short_tol(v))}</td>'
+            f'<td class="band" data-l="{ALLOWED_HEAD}">{band}</td></tr>'
             f'<tr class="more"><td></td><td colspan="{len(cols) - 1}"><details><summary>{esc(_short_reason(v))}'
-            f"</summary>{explain_html(v, o, heading=False)}</details></td></tr></tbody>")
-    legend = ('<p class="hint">Against the band: shaded = the allowed interval around the reference; black tick = '
+            f"</summary>{explain_html(v, o, heading=False)}{_model_notes_html(v)}</details></td></tr></tbody>")
+    legend = ('<p class="hint">Allowed interval: shaded = the interval the check allows around the reference '
+              "(the tolerance, or the serving model's band where that decides); black tick = "
               "the value in ink; dot = the value checked (measured, or the model in a math check), green inside and "
-              "red outside; hollow diamond = the model in a measured check. Click a row's reason for the "
-              "explanation.</p>")
+              "red outside; hollow diamond = the model in a measured check. Serving: the serving model's value, "
+              f"with its band [lo–hi] under it ({esc(BAND_MEANING)}) or \u201cno band\u201d (hover it, or open the "
+              "row, for why). Click a row's reason for the explanation.</p>")
     return (f'<h3>Predictions</h3>{legend}<div class="scroll"><table class="preds" id="{anchor}-predictions">'
             f"<thead>{head}</thead>{''.join(body)}</table></div>")
 
 
 #: the width of a row's band drawing (px): with the other columns it keeps the table inside the 1280-px page
 BAND_WIDTH = 128
-_HEAD_CLASS = {"drift": "drift", "against the band": "band"}
+#: the last column's head: the tolerance glyph (the interval the check allows), never called a band, a word kept for
+#: the serving model's band
+ALLOWED_HEAD = "allowed interval"
+_HEAD_CLASS = {"drift": "drift", ALLOWED_HEAD: "band"}
+
+
+def _pool_note(v: Verdict, shown: bool) -> str:
+    """Under a KV-pool value on more than one GPU: "upper bound", the documented caveat its tooltip."""
+    why = tp_pool_caveat(v) if shown else ""
+    return f'<span class="snote" title="{esc(why)}">upper bound</span>' if why else ""
+
+
+def _model_notes_html(v: Verdict) -> str:
+    """What the row's details add about the model values shown: why the serving value has no band, the TP caveat."""
+    notes = []
+    if v.serving_text and not v.serving_band_range:
+        notes.append(f"serving model {v.serving_text}: {no_band_reason(v)}")
+    if tp_pool_caveat(v):
+        notes.append(f"model {v.model_text or v.roofline_text}: {tp_pool_caveat(v)}")
+    return "".join(f'<p class="mnote">{esc(n)}</p>' for n in notes)
 
 
 def _breakable(text: str) -> str:

@@ -100,7 +100,7 @@ def test_replayed_page_tables(replayed: Page) -> None:
     preds = replayed.find("table", class_="preds")[0]
     heads = [" ".join(h["text"].split()) for h in replayed.inside(replayed.inside(preds, "thead")[0], "th")]
     assert heads == ["", "prediction", "quantity", "ink", "model", "measured", "roofline", "serving", "error",
-                     "tolerance", "against the band"]
+                     "tolerance", "allowed interval"]
     bodies = replayed.inside(preds, "tbody")
     assert len(bodies) == 1 + 1 + 1 + 8 + 1
     for b in bodies:
@@ -285,7 +285,10 @@ def test_predictions_serving_cell_is_compact(day3_recorded: tuple[Any, Any, dict
     assert "td.serving .sval{white-space:nowrap}" in page
     assert "td.serving .sband{display:block;white-space:nowrap" in page
     knee = page.split('id="p-knee"', 1)[1].split("</tbody>", 1)[0]  # a whole-sweep quantity: no band
-    assert "sband" not in knee.split('<td class="num serving"', 1)[1].split("</td>", 1)[0]
+    knee_cell = knee.split('<td class="num serving"', 1)[1].split("</td>", 1)[0]
+    assert "sband" not in knee_cell
+    # ... and says so, with why (trial s18 M2): a knee is a whole-sweep figure, bands are per point
+    assert ">no band<" in knee_cell and "whole-sweep figure" in knee_cell
 
 
 def test_band_short() -> None:

@@ -85,7 +85,7 @@ def test_h3_every_column_is_on_screen_at_1400(tmp_path: Path, run: str) -> None:
     [table] = got["preds"]
     assert table["scroll"] <= table["box"], table  # nothing to scroll to
     heads = dict(table["heads"])
-    assert "drift" in heads and "against the band" in heads
+    assert "drift" in heads and "allowed interval" in heads
     assert max(right for _h, right in table["heads"]) <= table["right"] + 0.5 <= got["viewport"]
 
 
