@@ -168,7 +168,8 @@ def serving_html(v: Verdict) -> str:
         return ""
     out = f'<span class="sval">{esc(v.serving_text)}</span>'
     if v.serving_band_range:
-        tip = f"the serving model's band: {v.serving_band_range}, {BAND_MEANING}"
+        # the verdict's own band text: its range and what it means, one host's recordings on the CPU (scoring)
+        tip = f"the serving model's band: {v.serving_band_text or v.serving_band_range + ', ' + BAND_MEANING}"
         out += f'<span class="sband" title="{esc(tip)}">{esc(band_short(v.serving_band_range, v.serving_text))}</span>'
     else:
         why = no_band_reason(v)

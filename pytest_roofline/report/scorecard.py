@@ -31,7 +31,7 @@ from pytest_roofline.history import changed_badge, drift_counts
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.measure.results import match as mismatch
 from pytest_roofline.measure.results.peers import load_any
-from pytest_roofline.model.bands import BAND_MEANING, NOMINAL_COVERAGE
+from pytest_roofline.model.bands import BAND_MEANING, NOMINAL_COVERAGE, band_caveat
 from pytest_roofline.model.setup import Setup
 from pytest_roofline.quantities.analysis import (
     closed_points,
@@ -521,7 +521,10 @@ def _headlines(spec: Spec, setup: Setup | None, results: Mapping[str, Any] | Non
         ttft_txt = f"C = {stk:g}" if stk is not None else "none"
         band = ch.serving_band(pp_hi, "output_throughput_tok_per_s")
         note = (getattr(pp_hi, "band_notes", None) or {}).get("output_throughput_tok_per_s")
-        band_txt = (f" (band {band[0]:,.1f}–{band[1]:,.1f}, {NOMINAL_COVERAGE:.0%} nominal)" if band else
+        # a CPU band is one host's recordings, not other sources' runs
+        caveat = band_caveat(setup.device) if setup is not None else None
+        band_txt = (f" (band {band[0]:,.1f}–{band[1]:,.1f}, {NOMINAL_COVERAGE:.0%} nominal"
+                    + (f"; {caveat}" if caveat else "") + ")" if band else
                     f" ({note})" if note else "")
         out.append(("serving model", f"throughput knee {knee_txt}, TTFT knee {ttft_txt} (knees: "
                                      f"{_WHOLE_SWEEP_SHORT}); "

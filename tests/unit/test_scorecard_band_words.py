@@ -76,3 +76,10 @@ def test_a_kv_pool_on_more_than_one_gpu_reads_as_an_upper_bound(tmp_path):
     assert "upper bound" in four
     # the caveat cites where the measured TP error lives, not a copied figure
     assert "benchmarks/RESULTS-kv-capacity.md" in four and "4 GPUs" in four
+
+
+def test_a_cpu_headline_band_carries_the_cpu_caveat():
+    spec = load_spec(Path(__file__).resolve().parents[2] / "predictions" / "cpu-tiny.yaml")
+    page = render_scorecard(spec, score_spec(spec, None), None)
+    head = page.split("<dt>serving model</dt><dd>", 1)[1].split("</dd>", 1)[0]
+    assert "nominal" in head and bands.CPU_BAND_CAVEAT.split(";")[0] in head  # one host's recordings
