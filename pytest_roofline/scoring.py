@@ -458,7 +458,7 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
             return _beyond_bound(v, x, bound)  # whatever the column, the tolerance or a band
         if by_band and x is not None:
             return _against_band(v, pred, x, _math_tolerance(pred, spec.default_math_tolerance), setup,
-                                 why="" if roofline_error is None else "not a value the roofline computes here")
+                                 why="" if roofline_error is None else _no_roofline(roofline_error, setup))
         if not v.model_source:
             v.status, v.reason = VerdictStatus.SKIP, not_this_run or MEASURE_HOW
             if v.serving_explanation.startswith(_SERVING_FAILED):
@@ -893,6 +893,15 @@ def _below_ceiling(v: Verdict, pred: Prediction, ink: float, tol: Tolerance, set
         return out
     return _against_band(v, pred, ink, tol, setup,
                          why=f"below the roofline ceiling {v.fmt(float(v.model_value))}, outside {tol.text} of it")
+
+
+def _no_roofline(err: Exception, setup: Setup) -> str:
+    """Why the roofline has no value where the band decides instead: its own reason, less the fix of setting a
+    memory bandwidth on the CPU device (whose catalog figures are orders of magnitude: its band is the check)."""
+    why = str(err)
+    if _is_cpu(setup) and "memory-bandwidth figure" in why:
+        why = why.split("; ", 1)[0]  # "hardware 'cpu' has no memory-bandwidth figure", without "set it in the YAML"
+    return f"not a value the roofline computes here ({why})"
 
 
 def _has_band(v: Verdict) -> bool:

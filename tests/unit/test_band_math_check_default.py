@@ -133,3 +133,15 @@ def test_cpu_throughput_is_checked_against_the_cpu_band_with_its_caveat():
     far = _v("output_throughput", f"{round(10 * hi)} tok/s", c=8, template=CPU)
     assert far.status == "fail" and "above the serving model's band" in far.reason
     assert bands.CPU_BAND_CAVEAT in far.reason and "hbm_bytes_per_s" not in far.reason
+
+
+def test_an_unstable_open_loop_point_is_never_failed_by_a_band():
+    """50 req/s of 1,024 + 1,024 tokens is far more than one H100 serves an 8B model (the serving model serves ~6):
+    its TTFT grows with the run's length, so the model gives it no band and 1 ms ink is not failed by one."""
+    spec = loads_spec(H100.replace("sweep: {{mode: closed, concurrency: [1, 16, 64]}}",
+                                   "sweep: {{mode: open, rates: [1 req/s, 50 req/s]}}")
+                      .replace("concurrency: {c}", "rate: {c} req/s").format(quantity="ttft_p50", c=50, ink="1 ms",
+                                                                            extra=""))
+    v = score(spec, spec.predictions[0], "math", None)
+    assert v.serving_unstable and v.serving_band_lo is None
+    assert v.status == "skip"
