@@ -91,6 +91,12 @@ def _tolerance_short(v: Verdict) -> str:
     return text.split(" (", 1)[0]
 
 
+def _band_decided(v: Verdict) -> bool:
+    """Whether the serving model's band decided a math verdict (``scoring._against_band``): its value, not the
+    roofline's, is what the error is taken against, so it is the value the row shows."""
+    return _plain(v.tolerance_text).startswith("serving band ") and bool(v.serving_text)
+
+
 def _error_message(reason: str) -> str:
     """The first line of an error without its ``file:line:`` prefix (the id already says which prediction)."""
     first = reason.strip().splitlines()[0] if reason.strip() else reason
@@ -141,8 +147,9 @@ def failure_line(v: Verdict) -> str:
     if v.status is VerdictStatus.ERROR:
         return f"{v.id}: ERROR {_error_message(v.reason)}"
     measured = v.mode is VerdictMode.MEASURED
-    what = "measured" if measured else "model"
-    got = v.measured_text if measured else v.model_text
+    banded = not measured and _band_decided(v)
+    what = "measured" if measured else ("serving model" if banded else "model")
+    got = v.measured_text if measured else (v.serving_text if banded else v.model_text)
     parts = [f"{v.id}: {status} {v.quantity} predicted {_plain(v.predicted_text) or '—'}",
              f"{what} {_plain(got) or '—'}"]
     tail = []
@@ -170,8 +177,9 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
     for r in reports:
         v = Verdict.from_dict(r.roofline)  # the dict form a pytest report carries (across xdist too)
         measured = v.mode is VerdictMode.MEASURED
-        got = v.measured_text if measured else v.model_text
-        src = "meas" if measured else ("serv" if v.model_source == "serving" else "model")
+        banded = not measured and _band_decided(v)  # the serving model's value decided: it is the one shown
+        got = v.measured_text if measured else (v.serving_text if banded else v.model_text)
+        src = "meas" if measured else ("serv" if v.model_source == "serving" or banded else "model")
         roof = v.roofline_text or (v.model_text if v.model_source == "roofline" else "")
         quantity = v.quantity
         if v.status is VerdictStatus.ERROR and quantity in ("", "?"):  # an invalid prediction: what is wrong

@@ -145,3 +145,26 @@ def test_an_unstable_open_loop_point_is_never_failed_by_a_band():
     v = score(spec, spec.predictions[0], "math", None)
     assert v.serving_unstable and v.serving_band_lo is None
     assert v.status == "skip"
+
+
+class _Report:
+    def __init__(self, roofline: dict) -> None:
+        self.roofline, self.outcome, self.when = roofline, "failed", "call"
+
+
+def test_the_terminal_row_shows_the_value_that_decided():
+    """H3: a band verdict's row shows the serving model's value (src serv), the error against it and the band with
+    its coverage, never the roofline's 2,779.8 tok/s beside the ±0.5 tok/s that did not decide."""
+    from pytest_roofline.report.terminal import failure_line, summary_table
+
+    ref = _v("output_throughput", "1 tok/s", c=16)
+    ink = round(0.8 * ref.serving_band_lo)
+    v = _v("output_throughput", f"{ink} tok/s", c=16)
+    assert v.status == "fail" and v.model_source == "roofline"
+    row = next(ln for ln in summary_table([_Report(v.to_dict())], width=200) if ln.startswith("p "))
+    cells = row.split()
+    # id, quantity, predicted (2 cells), measured/model (2 cells), src: the serving model's value, not the roofline's
+    assert cells[4:7] == [*v.serving_text.split(), "serv"] and cells[4] != v.roofline_text.split()[0]
+    assert f"{100 * (ref.serving_value - ink) / ink:+.2f}%" in cells  # (serving − ink) ÷ ink, worked out here
+    assert v.tolerance_text in row and "±0.5" not in row
+    assert f"serving model {v.serving_text}" in failure_line(v)
