@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_roofline.model.bands import BAND_MEANING, CPU_BAND_CAVEAT, NOMINAL_COVERAGE
 from pytest_roofline.scoring import Verdict, VerdictMode, VerdictStatus
 
 __all__ = ["summary_table", "failure_line", "elide_ids", "drift_lines", "wrap_count", "OUTCOME_WORD",
@@ -174,8 +175,10 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
     models' values where they exist, error, verdict), then the counts. ``verbosity`` is pytest's: -1 (``-q``)
     keeps the FAIL/ERROR/XPASS rows and the counts, -2 (``-qq``) the counts alone."""
     rows: list[dict[str, str]] = []
+    cpu_band = False
     for r in reports:
         v = Verdict.from_dict(r.roofline)  # the dict form a pytest report carries (across xdist too)
+        cpu_band = cpu_band or CPU_BAND_CAVEAT in v.serving_band_text
         measured = v.mode is VerdictMode.MEASURED
         banded = not measured and _band_decided(v)  # the serving model's value decided: it is the one shown
         got = v.measured_text if measured else (v.serving_text if banded else v.model_text)
@@ -206,7 +209,17 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
         rows = [row for row in rows if row["verdict"] in FAILING_WORDS]
         if not rows:
             return [count_line]
-    return _layout(rows, width) + [count_line]
+    legend = (textwrap.wrap(band_legend(cpu=cpu_band), max(width, 40), break_on_hyphens=False)
+              if any(row.get("serving_band") for row in rows) else [])
+    return _layout(rows, width) + legend + [count_line]
+
+
+def band_legend(*, cpu: bool = False) -> str:
+    """The line under the summary table saying what its ``[lo–hi]`` brackets are (trial s18 M1): the serving model's
+    band, its nominal coverage from ``model.bands``; on the CPU, one host's recordings (``CPU_BAND_CAVEAT``)."""
+    if cpu:
+        return f"[lo–hi]: the serving model's band ({NOMINAL_COVERAGE:.0%} nominal; {CPU_BAND_CAVEAT})"
+    return f"[lo–hi]: the serving model's band, {BAND_MEANING}"
 
 
 def _layout(rows: list[dict[str, str]], width: int) -> list[str]:

@@ -186,15 +186,18 @@ def test_no_width_drops_a_band(verdict, width):
         else:  # on the next line, indented (not a row of its own), saying whose band it is
             assert under.startswith(" ") and under.strip() == f"serving {verdict.serving_text} {cell}", under
     i = next(i for i, ln in enumerate(lines) if ln.startswith("no-band "))
-    assert lines[i + 1] == "3 pass"  # the bare row is the last: no band line under it, the count follows
-    if width >= 160:  # room for the band beside the value: no extra lines
-        assert len(lines) == 2 + 3 + 1
+    # the bare row is the last: no band line under it; the brackets' legend follows (trial s18 M1), then the count
+    assert lines[i + 1].startswith("[lo–hi]: the serving model's band") and lines[-1] == "3 pass"
+    legend = " ".join(lines[i + 1:-1])
+    assert f"{round(100 * bands.NOMINAL_COVERAGE)}% nominal" in legend and "not built from lands" in legend
+    if width >= 160:  # room for the band beside the value: no band lines, the three rows under the head and rule
+        assert i == 2 + 3 - 1
 
 
 def test_a_band_too_wide_for_its_row_keeps_the_row_on_one_line_and_the_band_under_it(verdict):
     """The table keeps its columns (the models' values, the quantity) and moves the band, not the other way round."""
     v = dataclasses.replace(verdict, id="throughput-1k-c32")
-    [head, _rule, row, under, _count] = summary_table([_Report(v.to_dict())], width=120)
+    [head, _rule, row, under, *_legend, _count] = summary_table([_Report(v.to_dict())], width=120)
     assert head.split()[:8] == ["id", "quantity", "predicted", "measured/model", "src", "roofline", "serving",
                                 "error"]
     assert _band_cell(v) not in row and under == " " * (len(v.id) + 1) + f"serving {v.serving_text} {_band_cell(v)}"
