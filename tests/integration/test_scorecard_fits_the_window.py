@@ -161,3 +161,41 @@ def test_l1_no_label_as_drawn_is_crossed_by_another_vertical_line(tmp_path: Path
                 assert not (x0 < a1 and a0 < x1 and y0 + 1 < b1 and b0 + 1 < y1), (c["chart"], text, t2)
     assert "measured TTFT knee C = 2" in texts and "ink TTFT knee C = 4" in texts
     assert sum(len(c["lines"]) for c in charts) >= 8  # knees, the half-saturation B, the ridge, the asymptote
+
+
+_MEASURE_NARROW = r"""<script>
+addEventListener('load', () => setTimeout(() => {
+  const vw = document.documentElement.clientWidth;
+  const past = el => el.getBoundingClientRect().right > vw + 0.5;
+  const out = {viewport: vw, page: document.documentElement.scrollWidth,
+               cards: [...document.querySelectorAll('.card, figure.chart, header.top')].filter(past).length,
+               cells: [...document.querySelectorAll('table.preds td[data-l]')].filter(
+                 td => td.offsetParent !== null && past(td)).map(td => td.dataset.l),
+               labelled: [...document.querySelectorAll('table.preds td[data-l]')].filter(
+                 td => td.offsetParent !== null && getComputedStyle(td, '::before').content.includes(td.dataset.l)
+               ).length,
+               thead: [...document.querySelectorAll('table.preds thead')].filter(t => t.offsetParent !== null).length,
+               misses: [...document.querySelectorAll('table.misses td')].filter(past).length};
+  document.body.textContent = 'MEASURED' + JSON.stringify(out) + 'MEASURED';
+}, 300));
+</script>"""
+
+
+def test_m5_at_420_px_nothing_is_cut_and_each_value_is_labelled(tmp_path: Path) -> None:
+    """Trial s18 M5: at 420 px the Verdicts and Setup cards ran off the window and the predictions table hid its
+    values in a sideways scroller with no hint. Now nothing on the page is wider than the window, and every value
+    cell of a prediction is on screen under its own label (the table's head, which would be off screen, is hidden).
+    Headless Chromium's --dump-dom lays a 420-px window out 500 px wide (its smallest); the narrow layout is the same
+    from 700 px down, and without it this page was 835 px wide there with every value cell off screen."""
+    html = _scorecard(DAY3, DAY3_RESULTS, drift=False)
+    page = tmp_path / "narrow.html"
+    page.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
+                    .replace("</body>", _MEASURE_NARROW + "</body>"), encoding="utf-8")
+    out = run_chromium(tmp_path, page.as_uri(), "--window-size=420,1200", "--virtual-time-budget=10000",
+                       "--dump-dom").stdout
+    m = re.search(r"MEASURED(.*?)MEASURED", out, flags=re.S)
+    assert m is not None, out[-2000:]
+    got = json.loads(m.group(1))
+    assert got["page"] <= got["viewport"], got
+    assert got["cards"] == 0 and got["misses"] == 0 and got["cells"] == [], got
+    assert got["thead"] == 0 and got["labelled"] > 0, got
