@@ -28,6 +28,13 @@ from pytest_roofline.model import bands as bands_mod
 from pytest_roofline.model import hardware as hw_catalog
 from pytest_roofline.model import serving as sv
 from pytest_roofline.model import vllm_defaults
+from pytest_roofline.model.band_reasons import (  # re-exported: their home is the model layer
+    _ENGINE_FIGURES,
+    NO_BAND_OTHER,
+    NO_BAND_REASON,
+    TP_POOL_CAVEAT_TEXT,
+    _not_reported,
+)
 from pytest_roofline.model.engine_args import EngineArgsError
 from pytest_roofline.model.setup import (
     RooflineLandmarks,
@@ -457,12 +464,6 @@ def length_error(setup: Setup, *, lengths_flag: str = "--input-len / --output-le
 _SUB_16_BIT = frozenset({"fp8", "int8", "int4", "fp4", "nf4"})
 
 
-#: what a pool under tensor or pipeline parallelism is worth: the public TP startup logs measured it smaller than
-#: the model's (per-rank memory vLLM holds that the reserves do not: benchmarks/kv_capacity.py)
-#: (the mean error there: docs/explanation/models.md and benchmarks/RESULTS-kv-capacity.md, "tensor parallel")
-TP_POOL_CAVEAT_TEXT = ("more than one GPU: public startup logs have measured such pools smaller than this model's, "
-                       "never larger; read it as an upper bound: benchmarks/RESULTS-kv-capacity.md, "
-                       "docs/explanation/models.md")
 TP_POOL_CAVEAT = f"  ({TP_POOL_CAVEAT_TEXT})"
 
 
@@ -808,48 +809,6 @@ def sim_number(value: float, digits: int = 5) -> str:
 #: ``--simulate``'s legend line for the bands it prints (model/bands.py: NOMINAL_COVERAGE, BAND_MEANING)
 SIM_BAND_LEGEND = f"the band lines: the serving model's interval around its value, {bands_mod.BAND_MEANING}"
 
-#: why a value ``--simulate`` prints has no band, for the metrics outside ``model.bands.BAND_METRICS``: a band
-#: needs measured values from several public sources (model/bands.py), and the accuracy corpus
-#: (benchmarks/data/corpus: LambdaLabsML/vllm-benchmark and the five sources of v1-public-runs.json) has at most
-#: one source for each of these (tests/unit/test_predict_refusals.py reads the corpus to check it)
-NO_BAND_REASON: dict[str, str] = {
-    "per_request_output_tok_per_s": "no band: no public source of the accuracy corpus reports per-request tok/s",
-    "ttft_p99_ms": "no band: one public source of the accuracy corpus reports TTFT p99 (LambdaLabsML/vllm-benchmark, "
-                   "vLLM 0.5.4), too few sources to bound a new one's error",
-    "tpot_p99_ms": "no band: no public source of the accuracy corpus reports TPOT p99",
-    "itl_p99_ms": "no band: no public source of the accuracy corpus reports ITL p99",
-}
-#: the engine figures of vLLM's /metrics ``--simulate`` prints, by field: what the accuracy corpus would have to report
-_ENGINE_FIGURES: dict[str, str] = {
-    "mean_running_batch": "the running batch", "max_running_batch": "the running batch",
-    "max_kv_usage": "KV-cache usage", "mean_kv_usage": "KV-cache usage", "preemptions": "preemptions",
-    "mean_queue_ms": "the time in the engine's queue", "prefix_cache_hit_rate": "the prefix-cache hit rate"}
-
-
-def _not_reported(what: str, *, figures: str = "an engine figure") -> str:
-    return f"no public source of the accuracy corpus reports {what} ({figures} of vLLM's /metrics)"
-
-
-#: why the other values ``--simulate`` prints (the table's last columns, and the --json fields beside the columns')
-#: have no band: what the accuracy corpus reports of each (tests/unit/test_simulate_band_notes.py reads the corpus)
-NO_BAND_OTHER: dict[str, str] = {
-    "request_throughput_req_per_s": "no band: the accuracy corpus bands output tok/s (six public sources), two report "
-                                    "requests/s; with every output of the same length it is agg tok/s ÷ that length",
-    "ttft_mean_ms": "no band: one public source of the accuracy corpus reports mean TTFT (gpustack-qwen3-bursts), too "
-                    "few sources to bound a new one's error",
-    "tpot_mean_ms": "no band: one public source of the accuracy corpus reports mean TPOT (gpustack-qwen3-bursts), too "
-                    "few sources to bound a new one's error",
-    "itl_p50_ms": "no band: no public source of the accuracy corpus reports ITL p50",
-    "e2e_mean_ms": "no band: no public source of the accuracy corpus reports end-to-end latency",
-    **{name: f"no band: {_not_reported(what)}" for name, what in _ENGINE_FIGURES.items()},
-    "duration_s": "no band: the run's length, the request count ÷ the request throughput (agg tok/s's band)",
-    "steps": "no band: the simulator's count of engine steps, no measured figure",
-    "time_shares": "no band: the model's own split of its step time (the dominant term), no measured figure",
-    "arrival_to_completion_ratio": "no band: the simulator's own stability estimate (requests that arrived ÷ requests "
-                                   "that finished, about 1 at every stable load), no measured figure",
-    "served_rate_req_per_s": "no band: the simulator's own stability estimate (offered ÷ served requests), no "
-                             "measured figure",
-}
 #: the table's last columns: header -> the field whose reason the legend gives
 _OTHER_COLS = (("run", "mean_running_batch"), ("KV %", "max_kv_usage"), ("preempt", "preemptions"),
                ("queue ms", "mean_queue_ms"))

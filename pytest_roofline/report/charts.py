@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_roofline.measure.stats.held import RATE_SHARE, is_rate_flag
 from pytest_roofline.model import analytical as an
+from pytest_roofline.model.band_reasons import NO_BAND_REASON
 from pytest_roofline.model.bands import BAND_MEANING, NOMINAL_COVERAGE
 from pytest_roofline.quantities.analysis import closed_points, goodput_rows, is_flattered, throughput_knee, ttft_knee
 from pytest_roofline.quantities.littles import littles_reading
@@ -195,8 +196,8 @@ _SERVING_BAND_TIP = f"the serving model's band: {BAND_MEANING}"
 #: the legend entry of a serving p50 band (TTFT, TPOT charts)
 SERVING_P50_BAND_LABEL = f"serving model p50 band ({NOMINAL_COVERAGE:.0%} nominal)"
 #: the per-request chart's serving line has no band: no public source of the accuracy corpus reports per-request
-#: tok/s (cli.predict.NO_BAND_REASON, the reason ``roofline predict --simulate`` prints)
-PER_REQUEST_NO_BAND = "no band: no public source of the accuracy corpus reports per-request tok/s"
+#: tok/s (model.band_reasons.NO_BAND_REASON, the reason ``roofline predict --simulate`` prints)
+PER_REQUEST_NO_BAND = NO_BAND_REASON["per_request_output_tok_per_s"]
 
 
 def serving_band(pp: Any, metric: str) -> tuple[float, float] | None:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, TypeGuard
 
+from pytest_roofline.model.band_reasons import NO_BAND_OTHER, NO_BAND_REASON, TP_POOL_CAVEAT_TEXT
 from pytest_roofline.model.bands import BAND_MEANING
 from pytest_roofline.report.resources import css
 from pytest_roofline.report.svg import PALETTE, esc, text_box
@@ -192,10 +193,9 @@ _SERVING_FIELD = {"request_throughput": "request_throughput_req_per_s",
 def no_band_reason(v: Verdict) -> str:
     """Why the serving model's value of ``v`` has no band: the point's own note (a regime with too few sources,
     ``model.bands.band_note``), else the reason ``roofline predict --simulate`` gives for the field
-    (``cli.predict.NO_BAND_REASON`` / ``NO_BAND_OTHER``), else why a whole-sweep or other figure has none."""
+    (``model.band_reasons.NO_BAND_REASON`` / ``NO_BAND_OTHER``), else why a whole-sweep or other figure has none."""
     if v.serving_band_note:
         return v.serving_band_note
-    from pytest_roofline.cli.predict import NO_BAND_OTHER, NO_BAND_REASON  # the CLI's reasons, one home
     reasons = {**NO_BAND_OTHER, **NO_BAND_REASON}
     q = str(v.quantity)
     for name in (_SERVING_FIELD.get(q, ""), f"{q}_ms", q):
@@ -213,7 +213,7 @@ KV_POOL_QUANTITIES = frozenset({"available_kv_bytes", "num_gpu_blocks", "kv_cach
 
 
 def tp_pool_caveat(v: Verdict) -> str:
-    """The documented caveat of a KV-pool value on more than one GPU (``cli.predict.TP_POOL_CAVEAT_TEXT``:
+    """The documented caveat of a KV-pool value on more than one GPU (``model.band_reasons.TP_POOL_CAVEAT_TEXT``:
     public TP startup logs measured such pools smaller, never larger), "" on one GPU or another quantity. The GPU
     count is the model's own ``parallel`` input ("tensor_parallel_size 4 x pipeline_parallel_size 1 = 4 GPUs")."""
     if v.quantity not in KV_POOL_QUANTITIES:
@@ -221,7 +221,6 @@ def tp_pool_caveat(v: Verdict) -> str:
     m = re.search(r"= (\d+) GPUs", str((v.model_inputs or {}).get("parallel", "")))
     if not m or int(m.group(1)) <= 1:
         return ""
-    from pytest_roofline.cli.predict import TP_POOL_CAVEAT_TEXT
     return f"{int(m.group(1))} GPUs: {TP_POOL_CAVEAT_TEXT.removeprefix('more than one GPU: ')}"
 
 
