@@ -17,6 +17,14 @@ the load average and the other processes' CPU share recorded; a starved load gen
 (the first 11, at 12x). The three older files are the record of a starved client; only the first three are what the
 plugin measures now.
 
+**A longer history** (``drift-cpu-runs-long.json``, 2026-12-06 23:24-23:46 UTC: 16 runs per configuration, read
+only with ``--data``): ``--depths 1,3,5,8,11,15 --max-histories 40`` gives the figures at up to 15 earlier nights
+(40 choices of earlier nights drawn per tonight where there are more, the same draws for every rule);
+``--baseline median`` judges against ``median:N``; ``--spread-runs N`` reads the nights' spread from the latest N
+(shipped 5). On that set 4 of the 32 runs moved in every figure at once (three consecutive runs ~1.7x slower, the
+machine; one at C=8 only), and false drift is 4.7-9.7 % and detection 47-66 % at every depth: the figures and the
+reading are in benchmarks/RESULTS-drift.md ("A longer history").
+
 **The shipped rule measures the nights' spread from their mean** (the 95 % prediction interval's centre; since
 2026-12-05's afternoon; ``--center baseline`` prints the rule before, which measured it from the baseline: on the
 three held sets 4.2 / 8.8 / 3.3 % false drift and 87.5 / 66.0 / 58.9 % detection, against the figures below).
@@ -422,6 +430,38 @@ def _factor_splits(history: list[list[StoredValue]], now: list[StoredValue]) -> 
                           {v.key: _factor_group(v) for v in now}, residual=FACTOR_RESIDUAL, level=FACTOR_LEVEL)
 
 
+#: the depths (earlier nights) the figures are given at (--depths), and the most histories drawn per tonight at a
+#: depth whose choices are more (--max-histories; 0: every choice)
+DEPTHS: tuple[int, ...] = (1, 3, 5)
+MAX_HISTORIES = 0
+SEED = 21
+
+
+def _policy(depth: int) -> DriftPolicy:
+    """The drift policy a night is judged by: the shipped ``previous`` baseline, or (``--baseline median``) the
+    median of the ``depth`` earlier nights (``median:N``, whose nights' spread reads max(N, SPREAD_RUNS) nights)."""
+    return DriftPolicy(THRESHOLD, "previous" if BASELINE == "previous" else f"median:{max(1, depth)}")
+
+
+BASELINE = "previous"
+
+
+def _histories(others: list[Any], depth: int) -> list[tuple[Any, ...]]:
+    """Every choice of ``depth`` of ``others`` (kept in their recorded order: oldest first), or, where there are
+    more than :data:`MAX_HISTORIES`, that many drawn at random without repeats (seeded by --seed, the number of
+    runs and the depth, so every rule and variant is judged on the same histories)."""
+    n = len(others)
+    if depth > n:
+        return []
+    if not MAX_HISTORIES or math.comb(n, depth) <= MAX_HISTORIES:
+        return list(itertools.combinations(others, depth))
+    rng = np.random.default_rng([SEED, n, depth])  # the same draws for every rule compared at this depth
+    picks: set[tuple[int, ...]] = set()
+    while len(picks) < MAX_HISTORIES:
+        picks.add(tuple(sorted(int(i) for i in rng.choice(n, size=depth, replace=False))))
+    return [tuple(others[i] for i in idx) for idx in sorted(picks)]
+
+
 def _judge(history: list[list[StoredValue]], now: list[StoredValue], keys: set[str] | None = None,
            with_keys: bool = False, keep_new: bool = False) -> list[Any]:
     """(status, beyond the threshold alone) of each value of ``now`` against the earlier nights ``history``
@@ -433,13 +473,13 @@ def _judge(history: list[list[StoredValue]], now: list[StoredValue], keys: set[s
     nights = [_night(i, h) for i, h in enumerate(history)]
     if SPREAD == "none":
         with mock.patch.object(_drift, "_runs_spread", lambda xs, level=0.95: 0.0):
-            drifts = drift_for(now, nights, DriftPolicy(THRESHOLD), setup=SETUP)
+            drifts = drift_for(now, nights, _policy(len(history)), setup=SETUP)
     elif SPREAD == "nights" and CENTER == "mean":
-        drifts = drift_for(now, nights, DriftPolicy(THRESHOLD), setup=SETUP)
+        drifts = drift_for(now, nights, _policy(len(history)), setup=SETUP)
     else:
         shipped = _drift._runs_spread
         with mock.patch.object(_drift, "_runs_spread", lambda xs, level=0.95: 0.0):
-            drifts = drift_for(now, nights, DriftPolicy(THRESHOLD), setup=SETUP)
+            drifts = drift_for(now, nights, _policy(len(history)), setup=SETUP)
         splits = _factor_splits(history, now) if SPREAD == "factor" else {}
         for v in now:
             d = drifts[v.key]
@@ -645,7 +685,7 @@ def real_runs(runs: list[dict[str, Any]], name: str) -> None:
         test = ("stored 95 % intervals AND the rank test on per-request samples where both nights kept them "
                 "(latency p50s): the shipped rule" if rank else "stored 95 % intervals only (the store before samples)")
         print(f"  -- {test}")
-        for depth in (1, 3, 5):
+        for depth in DEPTHS:
             figures = {rule: _four_to_two(runs, rank, rule, depth, affected, unaffected)
                        for rule in ((False, True) if has_held else (False,))}
             same, hit, miss_ok, per_key = figures[False]
@@ -653,7 +693,7 @@ def real_runs(runs: list[dict[str, Any]], name: str) -> None:
                 continue
             label = (f"vs 1 earlier night (no night-to-night spread yet: nothing is called drifted before "
                      f"{_drift.MIN_NIGHTS} earlier nights)" if depth == 1 else
-                     f"vs {depth} earlier nights (previous baseline + the nights' own spread)")
+                     f"vs {depth} earlier nights (baseline: {_policy(depth).describe()}, plus the nights' spread)")
             print(f"    tonight {label}:")
             print(f"      identical configuration, {len(same)} prediction-nights: drifted {_share(same, 'drifted')}"
                   f" (goal <= 5%), uncertain {_share(same, 'uncertain')}; old rule (10% alone) {_old_rule(same)}")
@@ -703,9 +743,9 @@ def _four_to_two(runs: list[dict[str, Any]], rank: bool, rule: bool, depth: int,
     for s in (4, 2):
         for tonight in range(len(by[s])):
             others = [n for i, n in enumerate(by[s]) if i != tonight]
-            for history in itertools.combinations(others, depth):
+            for history in _histories(others, depth):
                 same += _judge(list(history), by[s][tonight], keep_new=rule)
-    for history in itertools.combinations(by[4], depth):
+    for history in _histories(by[4], depth):
         for tonight in by[2]:
             judged = _judge(list(history), tonight, affected, with_keys=True, keep_new=rule)
             for k, st, _b in judged:
@@ -762,7 +802,7 @@ def scaled(runs: list[dict[str, Any]], name: str, rule: bool = False) -> dict[in
           + (f", WITH the held rule (under {HELD_SHARE:.0%} held: uncertain, no baseline)" if rule else ""))
     by = {s: [_values(r, rank=True, rule=rule) for r in runs if r["max_num_seqs"] == s] for s in (4, 2)}
     out: dict[int, dict[float, tuple[int, int]]] = {}
-    for depth in (3, 5):
+    for depth in (d for d in DEPTHS if d >= _drift.MIN_NIGHTS):
         if all(len(nights) <= depth for nights in by.values()):
             continue
         row: dict[float, tuple[int, int]] = {}
@@ -774,7 +814,7 @@ def scaled(runs: list[dict[str, Any]], name: str, rule: bool = False) -> dict[in
                 for t in range(len(nights)):
                     others = [n for i, n in enumerate(nights) if i != t]
                     now = [_scaled(v, factor) for v in nights[t]]
-                    for history in itertools.combinations(others, depth):
+                    for history in _histories(others, depth):
                         for k, st, b in _judge(list(history), now, with_keys=True, keep_new=rule):
                             judged.append((st, b))
                             keyed.setdefault(k, []).append(st)
@@ -872,11 +912,31 @@ def main(argv: list[str] | None = None) -> int:
                         "prediction interval's centre) or, the rule before 2026-12-05's afternoon, from the baseline")
     p.add_argument("--scale", choices=("log", "relative"), default="log",
                    help="what a pooled spread pools: the nights' log values, or each value's nights over their mean")
+    p.add_argument("--depths", default="1,3,5",
+                   help="the numbers of earlier nights to give the figures at (default 1,3,5; a data file of more "
+                        "runs per configuration allows more, e.g. 1,3,5,8,11,15)")
+    p.add_argument("--max-histories", type=int, default=0,
+                   help="at most this many choices of earlier nights per tonight, drawn at random (seeded) where "
+                        "there are more (default 0: every choice)")
+    p.add_argument("--baseline", choices=("previous", "median"), default="previous",
+                   help="the baseline: the previous night (shipped default) or the median of the N earlier nights "
+                        "(--roofline-baseline median:N, N the depth)")
+    p.add_argument("--spread-runs", type=int, default=None,
+                   help="what-if: the nights' spread from the latest N nights (shipped: "
+                        f"history._drift.SPREAD_RUNS = {_drift.SPREAD_RUNS})")
     p.add_argument("--data", type=Path, nargs="+", default=None,
                    help="the data files to read (default: the four in benchmarks/data/); --record writes the first "
                         f"({DATA_FILES[0].name} by default)")
     args = p.parse_args(argv)
-    global SPREAD, SCALE, CENTER, FACTOR_GROUPS, FACTOR_RESIDUAL, FACTOR_LEVEL
+    global SPREAD, SCALE, CENTER, FACTOR_GROUPS, FACTOR_RESIDUAL, FACTOR_LEVEL, DEPTHS, MAX_HISTORIES, SEED, BASELINE
+    DEPTHS = tuple(int(d) for d in args.depths.split(","))
+    MAX_HISTORIES, SEED = args.max_histories, args.seed
+    BASELINE = args.baseline
+    if BASELINE != "previous":
+        print("baseline: the median of the N earlier nights (median:N)")
+    if args.spread_runs is not None:
+        _drift.SPREAD_RUNS = args.spread_runs
+        print(f"what-if: the nights' spread from the latest {args.spread_runs} nights (shipped: 5)")
     SPREAD, SCALE, CENTER = args.spread, args.scale, args.center
     FACTOR_GROUPS, FACTOR_RESIDUAL, FACTOR_LEVEL = args.factor_groups, args.factor_residual, args.factor_level
     print(f"nights' spread rule: {SPREAD}"
