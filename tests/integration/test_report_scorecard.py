@@ -281,7 +281,8 @@ def test_predictions_serving_cell_is_compact(day3_recorded: tuple[Any, Any, dict
     # "87.072 tok/s" on one line that never breaks, "[72.078–101.93]" under it, not "87.072 tok/s 72.078 tok/s –
     # 101.93 tok/s" wrapped over five lines
     assert '<span class="sval">87.072 tok/s</span>' in cell
-    assert '">[72.078–101.93]</span>' in cell and "72.078 tok/s – 101.93 tok/s (where a run" in cell  # the verdict's own band text
+    # the tooltip is the verdict's own band text
+    assert '">[72.078–101.93]</span>' in cell and "72.078 tok/s – 101.93 tok/s (where a run" in cell
     assert "td.serving .sval{white-space:nowrap}" in page
     assert "td.serving .sband{display:block;white-space:nowrap" in page
     knee = page.split('id="p-knee"', 1)[1].split("</tbody>", 1)[0]  # a whole-sweep quantity: no band
