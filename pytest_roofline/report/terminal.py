@@ -209,17 +209,22 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
         rows = [row for row in rows if row["verdict"] in FAILING_WORDS]
         if not rows:
             return [count_line]
-    legend = (textwrap.wrap(band_legend(cpu=cpu_band), max(width, 40), break_on_hyphens=False)
-              if any(row.get("serving_band") for row in rows) else [])
+    bare = any(row["serving"] and not row.get("serving_band") for row in rows)  # a serving value with no band
+    legend = (textwrap.wrap(band_legend(cpu=cpu_band, bare=bare), max(width, 40), break_on_hyphens=False)
+              if any(row.get("serving_band") for row in rows) or bare else [])
     return _layout(rows, width) + legend + [count_line]
 
 
-def band_legend(*, cpu: bool = False) -> str:
+def band_legend(*, cpu: bool = False, bare: bool = False) -> str:
     """The line under the summary table saying what its ``[lo–hi]`` brackets are (trial s18 M1): the serving model's
-    band, its nominal coverage from ``model.bands``; on the CPU, one host's recordings (``CPU_BAND_CAVEAT``)."""
-    if cpu:
-        return f"[lo–hi]: the serving model's band ({NOMINAL_COVERAGE:.0%} nominal; {CPU_BAND_CAVEAT})"
-    return f"[lo–hi]: the serving model's band, {BAND_MEANING}"
+    band, its nominal coverage from ``model.bands``; on the CPU, one host's recordings (``CPU_BAND_CAVEAT``).
+    ``bare``: a serving value is shown without one (trial s18 M2): it has no band, and where the reason is."""
+    text = (f"[lo–hi]: the serving model's band ({NOMINAL_COVERAGE:.0%} nominal; {CPU_BAND_CAVEAT})" if cpu
+            else f"[lo–hi]: the serving model's band, {BAND_MEANING}")
+    if bare:
+        text += ("; a serving value without one has no band (why: the scorecard's serving column, or "
+                 "`roofline predict --simulate --json`'s band_notes)")
+    return text
 
 
 def _layout(rows: list[dict[str, str]], width: int) -> list[str]:

@@ -190,6 +190,7 @@ def test_no_width_drops_a_band(verdict, width):
     assert lines[i + 1].startswith("[lo–hi]: the serving model's band") and lines[-1] == "3 pass"
     legend = " ".join(lines[i + 1:-1])
     assert f"{round(100 * bands.NOMINAL_COVERAGE)}% nominal" in legend and "not built from lands" in legend
+    assert "a serving value without one has no band" in legend  # the bare row's serving value (trial s18 M2)
     if width >= 160:  # room for the band beside the value: no band lines, the three rows under the head and rule
         assert i == 2 + 3 - 1
 
