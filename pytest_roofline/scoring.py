@@ -434,13 +434,20 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
     ink_v = pred.predicted.value
     ink_x = (float(ink_v) if pred.predicted.kind is PredictedKind.NUMBER and isinstance(ink_v, (int, float))
              and not isinstance(ink_v, bool) else None)
-    # the math check of ink the roofline does not compute but the serving model bands (TPOT/TTFT p50; throughput on
-    # the CPU device, which has no memory-bandwidth figure): the band decides, whatever the column (issue 22)
-    by_band = effective is VerdictMode.MATH and ink_x is not None and not v.model_source and _has_band(v)
+    # the math check of ink the roofline does not compute but the serving model bands (TPOT/TTFT p50): the band
+    # decides, whatever the column (issue 22). Not on the CPU device: its bands are one host's recordings, and another
+    # host's speed differs by whole factors (the replacement machine took 3x as long to a first token), so there the
+    # band is shown and `model_column: serving` opts in
+    by_band = (effective is VerdictMode.MATH and ink_x is not None and not v.model_source and _has_band(v)
+               and not _is_cpu(setup))
     if roofline_error is not None and v.model_source != "serving" and not by_band:
         # the roofline cannot compute it here, and the serving model does not stand in
         err = roofline_error
         if effective is VerdictMode.MATH and q.measure is not None:
+            if _is_cpu(setup) and setup is not None:
+                v.status, v.reason = (VerdictStatus.SKIP, f"{_no_roofline(err, setup)}; "
+                                      + _cpu_serving_hint(v) + (not_this_run or MEASURE_HOW))
+                return v
             v.status, v.reason = (VerdictStatus.SKIP,
                                   f"the model cannot compute {q.name} here ({err}); {not_this_run or MEASURE_HOW}")
             return v
@@ -902,6 +909,20 @@ def _no_roofline(err: Exception, setup: Setup) -> str:
     if _is_cpu(setup) and "memory-bandwidth figure" in why:
         why = why.split("; ", 1)[0]  # "hardware 'cpu' has no memory-bandwidth figure", without "set it in the YAML"
     return f"not a value the roofline computes here ({why})"
+
+
+def _cpu_serving_hint(v: Verdict) -> str:
+    """On the CPU device, what the serving model says of a value the math check does not decide: its value and band,
+    and whose band it is (``"the serving model predicts 598.41 tok/s [513.85–661.96] (CPU bands: derived from ...):
+    `model_column: serving` checks the ink against it; "``); empty without a serving value."""
+    if not v.serving_text:
+        return ""
+    band = (f" [{_range_text(v, float(v.serving_band_lo), float(v.serving_band_hi))}]"
+            if v.serving_band_lo is not None and v.serving_band_hi is not None else "")
+    caveat = model_bands.band_caveat("cpu")
+    return (f"the serving model predicts {v.serving_text}{band}"
+            + (f" ({caveat})" if band and caveat else "")
+            + ": `model_column: serving` checks the ink against it; ")
 
 
 def _has_band(v: Verdict) -> bool:

@@ -85,10 +85,15 @@ def _band_short(band: str) -> str:
 def _tolerance_short(v: Verdict) -> str:
     """The tolerance the verdict was checked with, without where it came from ('±0.5 ms (precision written)'
     -> '±0.5 ms'): beside the error it says why a -0.93% passes and a +361.73% too (``>= 100 ms``). A band the
-    check applied keeps its coverage ('serving band 1,415.1–2,001.3 tok/s (80%)'): the parenthesis is what it is."""
+    check applied keeps its coverage and no more ('serving band 1,415.1–2,001.3 tok/s (80%, top: the roofline
+    ceiling)' -> 'band 1,415.1–2,001.3 (80%)'): the parenthesis is what it is; the unit is the predicted column's,
+    the row's src (serv) and the legend under the table say whose band it is, and the failure line has the rest."""
     text = _plain(v.tolerance_text)
     if text.startswith(("serving band ", "band ")) and " (" in text:
-        return text.split(")", 1)[0] + ")"
+        head, _, rest = text.removeprefix("serving ").partition(" (")
+        rng = head.removeprefix("band ")
+        numbers = rng.rsplit(" ", 1)[0] if "–" in rng and " – " not in rng else _band_short(rng)
+        return f"band {numbers} ({rest.split(')', 1)[0].split(',', 1)[0]})"
     return text.split(" (", 1)[0]
 
 

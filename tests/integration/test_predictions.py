@@ -32,9 +32,11 @@ MATH_XFAILS = {
 # ... and of the measured check, scored against the notebook's recorded run
 REPLAY_XFAILS = {"throughput-c1", "throughput-c16", "throughput-c64", "per-request-c64", "throughput-c128",
                  "per-request-c128", "post-draft-c64", "kv-blocks", "kv-tokens", "ttft-knee"}
-# quantities only a measurement gives: skipped in CPU-only mode
+# quantities only a measurement gives: skipped in CPU-only mode (batch1-fraction, 75% of the ceiling ±10%, is
+# checked against the serving model's batch-1 value since the CPU-only check reads every banded quantity: its
+# tolerance covers it)
 DAY3_MEASURED_ONLY = {f"littles-law[concurrency={c}]" for c in (1, 2, 4, 8, 16, 32, 64, 128)} | {
-    "ttft-knee", "batch1-fraction", "goodput-p99", "goodput-p50"}
+    "ttft-knee", "goodput-p99", "goodput-p50"}
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -174,14 +174,20 @@ predictions:
 def test_default_column_keeps_cpu_only_checks_and_names_the_serving_value(tmp_path: Path) -> None:
     spec = _spec(tmp_path, """\
 predictions:
-  - {id: ttft, quantity: ttft_p50, at: {concurrency: 8}, predicted: 90 ms}
+  - {id: ttft, quantity: ttft_p99, at: {concurrency: 8}, predicted: 90 ms}
   - {id: tput, quantity: output_throughput, at: {concurrency: 8}, predicted: 900 tok/s}
+  - {id: ttft50, quantity: ttft_p50, at: {concurrency: 8}, predicted: 90 ms}
 """)
-    ttft, tput = (scoring.score(spec, p, "math") for p in spec.predictions)
+    ttft, tput, ttft50 = (scoring.score(spec, p, "math") for p in spec.predictions)
+    # a p99 has no band (the corpus bands p50s): the default column skips it, naming the serving value
     assert ttft.status == "skip" and "the serving model predicts" in ttft.reason
     assert "model_column: serving" in ttft.reason
-    assert ttft.serving_value == pytest.approx(_direct(spec, concurrency=8).ttft_p50_ms / 1e3)
+    assert ttft.serving_value == pytest.approx(_direct(spec, concurrency=8).ttft_p99_ms / 1e3)
     assert tput.model_source == "roofline" and tput.status == "fail"  # 900 is not the roofline's B ÷ t_step
+    # a TTFT p50 has a band: whatever the column, the CPU-only check reads the ink against it (issue 22)
+    assert ttft50.serving_value == pytest.approx(_direct(spec, concurrency=8).ttft_p50_ms / 1e3)
+    inside = ttft50.serving_band_lo <= 0.090 <= ttft50.serving_band_hi
+    assert ttft50.status == ("pass" if inside else "fail") and ttft50.tolerance_text.startswith("serving band ")
 
 
 def test_model_column_serving_checks_ink_within_the_measured_band(tmp_path: Path) -> None:
