@@ -584,11 +584,19 @@ def _summary_card(rows: Sequence[Row], headlines: Sequence[tuple[str, str]] = ()
             lines.append(f'<tr><td><span class="rl-badge rl-{o}">{OUTCOME_LABEL[o]}</span></td>'
                          f'<td><a href="#p-{esc(_slug(v.id))}">{id_html(v.id)}</a></td>'
                          f'<td class="num">{esc(v.predicted_text)}</td>'
-                         f'<td class="num">{esc(v.measured_text or v.model_text or "")}</td>'
+                         f'<td class="num">{esc(v.measured_text or _decided_by(v))}</td>'
                          f'<td class="num err">{_err_pct(v)}</td></tr>')
         lines.append("</table>")
     lines.append("</div>")
     return "".join(lines)
+
+
+def _decided_by(v: Verdict) -> str:
+    """The model value a math verdict was checked against: the serving model's where its band decided (the error is
+    taken against it: ``scoring._against_band``), else the model column's."""
+    if v.tolerance_text.startswith("serving band ") and v.serving_text:
+        return v.serving_text
+    return v.model_text or ""
 
 
 _OUTCOME_WORDS = {"passed": "within tolerance", "failed": "outside tolerance, not expected",

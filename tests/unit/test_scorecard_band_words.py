@@ -83,3 +83,20 @@ def test_a_cpu_headline_band_carries_the_cpu_caveat():
     page = render_scorecard(spec, score_spec(spec, None), None)
     head = page.split("<dt>serving model</dt><dd>", 1)[1].split("</dd>", 1)[0]
     assert "nominal" in head and bands.CPU_BAND_CAVEAT.split(";")[0] in head  # one host's recordings
+
+
+def test_largest_misses_show_the_value_a_band_verdict_was_checked_against(tmp_path: Path) -> None:
+    """A FAIL the serving band decided takes its error against the serving model's value (trial s18 H3): the
+    Largest-misses row shows that value, not the roofline's, beside the error."""
+    f = tmp_path / "m.yaml"
+    f.write_text(HEAD.format(model="llama-3.1-8b", tp=1).replace('predicted: "1,800 tok/s"', 'predicted: "900 tok/s"'),
+                 encoding="utf-8")
+    spec = load_spec(f)
+    verdicts = score_spec(spec, None)
+    v = next(x for x in verdicts if x.id == "tput-c16")
+    assert v.status.value == "fail" and v.tolerance_text.startswith("serving band ")
+    assert v.serving_text != v.model_text  # the roofline's 2,779.8 tok/s against the serving model's value
+    page = render_scorecard(spec, verdicts, None)
+    misses = page.split("<h4>Largest misses</h4>", 1)[1].split("</table>", 1)[0]
+    row = next(r for r in misses.split("<tr>") if 'href="#p-tput-c16"' in r)
+    assert f'<td class="num">{v.serving_text}</td>' in row and v.model_text not in row
