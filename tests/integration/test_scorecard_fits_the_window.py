@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.browser import needs_chromium, run_chromium
+from support.browser import measure_in_chromium, needs_chromium, run_chromium
 from support.paths import CPU_TINY, DAY3, DAY3_RESULTS
 from support.pytest_run import NO_CACHE
 from support.recordings import recording_path
@@ -59,14 +59,7 @@ addEventListener('load', () => setTimeout(() => {
 
 
 def _measure(tmp_path: Path, html: str, width: int, name: str) -> dict[str, Any]:
-    page = tmp_path / f"{name}-{width}.html"
-    page.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
-                    .replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
-    out = run_chromium(tmp_path, page.as_uri(), f"--window-size={width},1200", "--virtual-time-budget=10000",
-                       "--dump-dom").stdout
-    m = re.search(r"MEASURED(.*?)MEASURED", out, flags=re.S)
-    assert m is not None, out[-2000:]
-    return json.loads(m.group(1))
+    return measure_in_chromium(tmp_path, html, _MEASURE, "MEASURED", f"{width},1200", f"{name}-{width}")
 
 
 def _scorecard(yaml_path: Path, results: Path, *, drift: bool) -> str:
@@ -188,14 +181,7 @@ def test_m5_at_420_px_nothing_is_cut_and_each_value_is_labelled(tmp_path: Path) 
     Headless Chromium's --dump-dom lays a 420-px window out 500 px wide (its smallest); the narrow layout is the same
     from 700 px down, and without it this page was 835 px wide there with every value cell off screen."""
     html = _scorecard(DAY3, DAY3_RESULTS, drift=False)
-    page = tmp_path / "narrow.html"
-    page.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
-                    .replace("</body>", _MEASURE_NARROW + "</body>"), encoding="utf-8")
-    out = run_chromium(tmp_path, page.as_uri(), "--window-size=420,1200", "--virtual-time-budget=10000",
-                       "--dump-dom").stdout
-    m = re.search(r"MEASURED(.*?)MEASURED", out, flags=re.S)
-    assert m is not None, out[-2000:]
-    got = json.loads(m.group(1))
+    got = measure_in_chromium(tmp_path, html, _MEASURE_NARROW, "MEASURED", "420,1200", "narrow")
     assert got["page"] <= got["viewport"], got
     assert got["cards"] == 0 and got["misses"] == 0 and got["cells"] == [], got
     assert got["thead"] == 0 and got["labelled"] > 0, got

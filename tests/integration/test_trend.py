@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import datetime
-import json
 import math
 import os
 import re
@@ -29,7 +28,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 import pytest
-from support.browser import needs_chromium, run_chromium
+from support.browser import measure_in_chromium, needs_chromium, run_chromium
 from support.paths import CPU_TINY, REPO
 from support.recordings import starved_recording_path
 
@@ -661,14 +660,7 @@ def test_every_point_shows_its_tooltip_in_a_browser(tmp_path: Path, demo_page: s
     # hit test (elementFromPoint, which honours pointer-events) must find, at each point's centre, that night's
     # tooltip: the one the markup puts there (points()), and for night 0 of queueing-past-the-cap the recording's
     # 1,382.42 ms × (1 + 0.03·sin 0) = 1,382 ms on 2026-11-18, commit 0x5eed0, vLLM 0.32.0 (demo_nights)
-    page = tmp_path / "hit.html"
-    page.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", demo_page)
-                    .replace("</body>", _HIT_SCRIPT + "</body>"), encoding="utf-8")
-    out = run_chromium(tmp_path, page.as_uri(), "--window-size=1320,1000", "--virtual-time-budget=10000",
-                    "--dump-dom").stdout
-    m = re.search(r"HITS(.*?)HITS", out, flags=re.S)
-    assert m is not None, out[-2000:]
-    seen = json.loads(m.group(1))
+    seen = measure_in_chromium(tmp_path, demo_page, _HIT_SCRIPT, "HITS", "1320,1000", "hit")
     tips = [p.tip for svg in re.findall(r"<svg.*?</svg>", demo_page, flags=re.S) for p in points(ET.fromstring(svg))]
     expected = [t for t in tips if t is not None]
     assert len(expected) == len(tips) >= 14 * 10  # every point has a tooltip; 14 nights of each measured prediction

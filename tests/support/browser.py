@@ -7,10 +7,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,3 +38,17 @@ def run_chromium(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedP
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc
+
+
+def measure_in_chromium(tmp_path: Path, html: str, script: str, marker: str, window: str, name: str) -> Any:
+    """Lay ``html`` out in headless Chromium at ``window`` ("W,H") with ``script`` appended to its body (the page's
+    Content-Security-Policy, which would block it, removed), and return the JSON the script wrote into the DOM
+    between two ``marker`` words (``--dump-dom`` after a virtual-time budget, so the layout has settled)."""
+    page = tmp_path / f"{name}.html"
+    page.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
+                    .replace("</body>", script + "</body>"), encoding="utf-8")
+    out = run_chromium(tmp_path, page.as_uri(), f"--window-size={window}", "--virtual-time-budget=10000",
+                       "--dump-dom").stdout
+    m = re.search(rf"{marker}(.*?){marker}", out, flags=re.S)
+    assert m is not None, out[-2000:]
+    return json.loads(m.group(1))
