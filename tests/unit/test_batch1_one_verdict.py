@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_roofline.errors import UnsimulatedSettingWarning
 from pytest_roofline.format.spec import loads_spec
 from pytest_roofline.model import bands
 from pytest_roofline.scoring import score
@@ -90,11 +91,13 @@ def test_above_tp4_only_the_serving_band_is_a_floor():
 
 def test_an_engine_arg_the_runs_never_ran_makes_ink_below_the_ceiling_inconclusive():
     args = ", args: {enforce_eager: true}"
-    b1, _ = _verdicts("90 tok/s", hw="h100-sxm", model="llama-3.1-8b", args=args)
+    with pytest.warns(UnsimulatedSettingWarning, match="engine.args.enforce_eager"):  # said once, at its line
+        b1, _ = _verdicts("90 tok/s", hw="h100-sxm", model="llama-3.1-8b", args=args)
     assert b1.status == "inconclusive", b1.reason
     assert "engine.args.enforce_eager" in b1.reason
     ceiling = float(b1.roofline_value)
-    above, _ = _verdicts(f"{1.2 * ceiling:.0f} tok/s", hw="h100-sxm", model="llama-3.1-8b", args=args)
+    with pytest.warns(UnsimulatedSettingWarning):
+        above, _ = _verdicts(f"{1.2 * ceiling:.0f} tok/s", hw="h100-sxm", model="llama-3.1-8b", args=args)
     assert above.status == "fail" and "physical bound" in above.reason  # the ceiling holds whatever the engine
 
 

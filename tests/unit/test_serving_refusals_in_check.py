@@ -27,6 +27,7 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_roofline import cli
+from pytest_roofline.errors import UnsimulatedSettingWarning
 from pytest_roofline.format._sections import takes_serving_value
 from pytest_roofline.format.spec import PredictedKind, SpecError, loads_spec
 from pytest_roofline.quantities.registry import QUANTITIES
@@ -133,7 +134,8 @@ def test_a_measured_run_measures_a_serving_column_file_with_a_refused_setting():
 
 def test_with_the_roofline_column_and_ink_in_numbers_nothing_is_refused():
     # tpot_p50 in ink with the default column: the math check skips it (no roofline value), a run measures it
-    spec = loads_spec(_file("0.11.0", "enforce_eager: true", column="", tpot_ink="10 ms"), file="args.yaml")
+    with pytest.warns(UnsimulatedSettingWarning, match=r"args\.yaml:8: engine\.args\.enforce_eager"):
+        spec = loads_spec(_file("0.11.0", "enforce_eager: true", column="", tpot_ink="10 ms"), file="args.yaml")
     assert _errors(spec) == {"tpot-c16": None, "weights": None}
 
 
