@@ -46,7 +46,8 @@ NO_BAND_OTHER: dict[str, str] = {
     "tpot_mean_ms": "no band: one public source of the accuracy corpus reports mean TPOT (gpustack-qwen3-bursts), too "
                     "few sources to bound a new one's error",
     "itl_p50_ms": "no band: no public source of the accuracy corpus reports ITL p50",
-    "e2e_mean_ms": "no band: no public source of the accuracy corpus reports end-to-end latency",
+    **{f"e2e_{stat}_ms": "no band: no public source of the accuracy corpus reports end-to-end latency"
+       for stat in ("mean", "p50", "p99")},
     **{name: f"no band: {_not_reported(what)}" for name, what in _ENGINE_FIGURES.items()},
     "duration_s": "no band: the run's length, the request count ÷ the request throughput (agg tok/s's band)",
     "steps": "no band: the simulator's count of engine steps, no measured figure",

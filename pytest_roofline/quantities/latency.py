@@ -30,7 +30,8 @@ from pytest_roofline.quantities.serving_values import ServingSweep
 _LATENCIES = (("ttft", "time to first token"), ("tpot", "time per output token (excl. the first)"),
               ("itl", "inter-token latency (chunk gaps)"), ("e2e", "end-to-end request latency"))
 #: the statistics of each the serving model predicts (PointPrediction.<metric>_<stat>_ms)
-_SIMULATED = {"ttft": ("mean", "p50", "p99"), "tpot": ("mean", "p50", "p99"), "itl": ("p50", "p99"), "e2e": ("mean",)}
+_SIMULATED = {"ttft": ("mean", "p50", "p99"), "tpot": ("mean", "p50", "p99"), "itl": ("p50", "p99"),
+              "e2e": ("mean", "p50", "p99")}
 
 
 def _ttft_knee_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:

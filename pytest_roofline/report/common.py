@@ -186,8 +186,8 @@ _WHOLE_SWEEP = frozenset({"goodput", "goodput_concurrency", "max_concurrency_wit
                           "max_concurrency_without_preemption"})
 #: a verdict quantity's serving-model field where the names differ (``roofline predict --simulate``'s band notes)
 _SERVING_FIELD = {"request_throughput": "request_throughput_req_per_s",
-                  "per_request_throughput": "per_request_output_tok_per_s", "e2e_p50": "e2e_mean_ms",
-                  "e2e_mean": "e2e_mean_ms"}
+                  "per_request_throughput": "per_request_output_tok_per_s", "e2e_p50": "e2e_p50_ms",
+                  "e2e_p99": "e2e_p99_ms", "e2e_mean": "e2e_mean_ms"}
 
 
 def no_band_reason(v: Verdict) -> str:

@@ -67,6 +67,10 @@ def test_each_simulated_request_is_kept_with_its_ttft_and_e2e_worked_out_by_hand
         (1 / 64, 3 / 64, 3), (2 / 64, 4 / 64, 3), (2 / 64, 4 / 64, 3)]
     assert pp.duration_s == 4 / 64  # first send (0) to the last completion
     assert pp.request_throughput_req_per_s == 3 / (4 / 64)  # 48 req/s
+    # the E2E percentiles over 46.875, 62.5, 62.5 ms (linear interpolation, as vllm bench serve): p50 the middle
+    # one, p99 at position 0.99 x 2 = 1.98, between two 62.5s; the mean 171.875 / 3
+    assert pp.e2e_p50_ms == pytest.approx(62.5) and pp.e2e_p99_ms == pytest.approx(62.5)
+    assert pp.e2e_mean_ms == pytest.approx(171.875 / 3)
 
 
 @pytest.mark.parametrize(("slo_ms", "good"), [

@@ -77,6 +77,8 @@ class PointPrediction:
     itl_p50_ms: float
     itl_p99_ms: float
     e2e_mean_ms: float
+    e2e_p50_ms: float
+    e2e_p99_ms: float
     mean_running_batch: float
     max_running_batch: int
     max_kv_usage: float

@@ -521,6 +521,8 @@ class _Sim:
             tpot_mean_ms=mean(tpot) if tpot else math.nan,
             itl_p50_ms=itl_p50, itl_p99_ms=itl_p99,
             e2e_mean_ms=mean(e2e) * 1e3,
+            e2e_p50_ms=percentile(sorted(e * 1e3 for e in e2e), 50),
+            e2e_p99_ms=percentile(sorted(e * 1e3 for e in e2e), 99),
             mean_running_batch=self.run_area / busy, max_running_batch=self.max_run,
             max_kv_usage=self.max_blocks / self.pool, mean_kv_usage=self.kv_area / busy / self.pool,
             preemptions=self.preemptions, mean_queue_ms=mean(queue), steps=self.steps,
