@@ -599,11 +599,15 @@ def _decided_by(v: Verdict) -> str:
     return v.model_text or ""
 
 
-_OUTCOME_WORDS = {"passed": "within tolerance", "failed": "outside tolerance, not expected",
+#: what each outcome means, for the Verdicts card ("band" only ever means the serving model's band, trial s18 M1; a
+#: math FAIL may be past a physical bound, which no tolerance moves, trial s18 L3)
+_OUTCOME_WORDS = {"passed": "within tolerance (or the model's band)",
+                  "failed": "outside tolerance (or the model's band), or past a physical bound",
                   "xfailed": "missed, as the file says it would (xfail)",
                   "xpassed": "expected to miss but landed inside", "skipped": "not checkable in this mode",
                   "error": "could not be scored",
-                  "inconclusive": "the measured interval straddles the band's edge: more requests would decide"}
+                  "inconclusive": "the measured interval straddles an edge of the allowed interval: more requests "
+                                  "would decide"}
 
 
 def _err_pct(v: Verdict) -> str:
