@@ -29,11 +29,11 @@ from pytest_roofline.model import hardware as hw_catalog
 from pytest_roofline.model import serving as sv
 from pytest_roofline.model import vllm_defaults
 from pytest_roofline.model.band_reasons import (  # re-exported: their home is the model layer
-    _ENGINE_FIGURES,
+    ENGINE_FIGURES,
     NO_BAND_OTHER,
     NO_BAND_REASON,
     TP_POOL_CAVEAT_TEXT,
-    _not_reported,
+    not_reported,
 )
 from pytest_roofline.model.engine_args import EngineArgsError
 from pytest_roofline.model.setup import (
@@ -816,11 +816,11 @@ _OTHER_COLS = (("run", "mean_running_batch"), ("KV %", "max_kv_usage"), ("preemp
 
 def _other_cols_legend() -> str:
     """The one line under the table for its last columns and the dominant term, from :data:`NO_BAND_OTHER`'s
-    reasons (their figures named once: :data:`_ENGINE_FIGURES`)."""
-    whats = list(dict.fromkeys(_ENGINE_FIGURES[field] for _h, field in _OTHER_COLS))
+    reasons (their figures named once: :data:`ENGINE_FIGURES`)."""
+    whats = list(dict.fromkeys(ENGINE_FIGURES[field] for _h, field in _OTHER_COLS))
     listed = ", ".join(whats[:-1]) + f" or {whats[-1]}" if len(whats) > 1 else whats[0]
     dominant = NO_BAND_OTHER["time_shares"].removeprefix("no band: ")
-    return (f"no band for {', '.join(h for h, _ in _OTHER_COLS)}: {_not_reported(listed, figures='figures')}; "
+    return (f"no band for {', '.join(h for h, _ in _OTHER_COLS)}: {not_reported(listed, figures='figures')}; "
             f"nor for {dominant}")
 _NO_BAND_LEGEND = ("the accuracy corpus (benchmarks/data/corpus) has no public source that reports tok/s/req, "
                    "TPOT p99 or ITL p99 and one that reports TTFT p99, too few to bound a new source's error; "

@@ -4,7 +4,7 @@ KV pool's caveat share, in the model layer so both the CLI and the reports read 
 
 from __future__ import annotations
 
-__all__ = ["NO_BAND_REASON", "NO_BAND_OTHER", "TP_POOL_CAVEAT_TEXT"]
+__all__ = ["NO_BAND_REASON", "NO_BAND_OTHER", "TP_POOL_CAVEAT_TEXT", "ENGINE_FIGURES", "not_reported"]
 
 #: what a pool under tensor or pipeline parallelism is worth: the public TP startup logs measured it smaller than
 #: the model's (per-rank memory vLLM holds that the reserves do not: benchmarks/kv_capacity.py)
@@ -26,13 +26,13 @@ NO_BAND_REASON: dict[str, str] = {
     "itl_p99_ms": "no band: no public source of the accuracy corpus reports ITL p99",
 }
 #: the engine figures of vLLM's /metrics ``--simulate`` prints, by field: what the accuracy corpus would have to report
-_ENGINE_FIGURES: dict[str, str] = {
+ENGINE_FIGURES: dict[str, str] = {
     "mean_running_batch": "the running batch", "max_running_batch": "the running batch",
     "max_kv_usage": "KV-cache usage", "mean_kv_usage": "KV-cache usage", "preemptions": "preemptions",
     "mean_queue_ms": "the time in the engine's queue", "prefix_cache_hit_rate": "the prefix-cache hit rate"}
 
 
-def _not_reported(what: str, *, figures: str = "an engine figure") -> str:
+def not_reported(what: str, *, figures: str = "an engine figure") -> str:
     return f"no public source of the accuracy corpus reports {what} ({figures} of vLLM's /metrics)"
 
 
@@ -48,7 +48,7 @@ NO_BAND_OTHER: dict[str, str] = {
     "itl_p50_ms": "no band: no public source of the accuracy corpus reports ITL p50",
     **{f"e2e_{stat}_ms": "no band: no public source of the accuracy corpus reports end-to-end latency"
        for stat in ("mean", "p50", "p99")},
-    **{name: f"no band: {_not_reported(what)}" for name, what in _ENGINE_FIGURES.items()},
+    **{name: f"no band: {not_reported(what)}" for name, what in ENGINE_FIGURES.items()},
     "duration_s": "no band: the run's length, the request count ÷ the request throughput (agg tok/s's band)",
     "steps": "no band: the simulator's count of engine steps, no measured figure",
     "time_shares": "no band: the model's own split of its step time (the dominant term), no measured figure",
