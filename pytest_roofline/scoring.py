@@ -771,6 +771,8 @@ def _beyond_bound(v: Verdict, ink: float, bound: PhysicalBound) -> Verdict:
     v.error_abs, v.error_rel, v.ratio = relative_error(bound.value, ink)
     v.error_text = error_text(v.error_rel, None) + f" ({'+' if v.error_abs >= 0 else '−'}{v.fmt(abs(v.error_abs))})"
     side = "above the ceiling" if bound.side == "upper" else "below the floor"
+    # what the check applied, for the tolerance column: the bound, never a tolerance (trial s18 L3)
+    v.tolerance_text = f"physical {'ceiling' if bound.side == 'upper' else 'floor'} {v.fmt(bound.value)}"
     v.status = VerdictStatus.FAIL
     v.reason = (f"predicted {v.fmt(ink)} is {side} {v.fmt(bound.value)}, a physical bound no run can cross: "
                 f"{bound.why} (no tolerance or band reaches past it)")
