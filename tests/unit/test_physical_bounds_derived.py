@@ -69,6 +69,7 @@ def test_total_throughput_is_the_output_ceiling_times_the_tokens_a_request_carri
     v = _verdict("total_throughput", "5600 tok/s", "concurrency: 16")
     assert _past(v) and v.hi == pytest.approx(bound, rel=1e-4), v.reason
     assert "(1,024 + 1,024) ÷ 1,024" in v.reason and "2,780 tok/s" in v.reason
+    assert v.tolerance_text == f"physical ceiling {v.fmt(bound)}"  # what the check applied: the bound, no tolerance
     inside = _verdict("total_throughput", "5500 tok/s", "concurrency: 16")
     assert inside.status == "skip" and "needs a measurement" in inside.reason  # as before: no band, no roofline
     # the trial's ink, 50,000 tok/s
@@ -100,6 +101,7 @@ def test_e2e_is_at_least_one_weight_read_per_output_token(at):
     v = _verdict("e2e_p50", "4.85 s", at)
     assert _past(v) and v.lo == pytest.approx(floor, rel=1e-5), v.reason
     assert "1,023 decode steps" in v.reason and "3,350 GB/s" in v.reason
+    assert v.tolerance_text == f"physical floor {v.fmt(floor)}"
     assert not _past(_verdict("e2e_p50", "4.912 s", at))  # 4.912 s is above 4.9093 s
     assert _past(_verdict("e2e_p50", "1 s", at))  # the trial's ink
 
