@@ -67,6 +67,10 @@ MEASURE_HOW = ("needs a measurement: run with --gpu <family> (a GPU box), --gpu 
 ModelSource = Literal["", "roofline", "serving"]
 
 
+#: how a band verdict's tolerance text begins (:func:`_band_label`; :attr:`Verdict.band_decided` reads it)
+BAND_LABEL_PREFIX = "serving band "
+
+
 class VerdictStatus(StrEnum):
     """How a prediction came out; the plugin maps it to a pytest outcome (xfail marks aside)."""
 
@@ -243,6 +247,12 @@ class Verdict:
     def _bound_text(self, bound: float | None, open_text: str) -> str:
         return self.fmt(bound) if bound is not None and math.isfinite(bound) else open_text
 
+    @property
+    def band_decided(self) -> bool:
+        """Whether the serving model's band decided this verdict (:func:`_against_band`): its tolerance text is the
+        band's label (:func:`_band_label`), and the error is taken against the serving model's value."""
+        return self.tolerance_text.startswith(BAND_LABEL_PREFIX)
+
     def band(self) -> tuple[float, float] | None:
         """The allowed interval (±inf where open), or None when the check was not a numeric band."""
         lo = self.lo if self.lo is not None and math.isfinite(self.lo) else None
@@ -282,7 +292,7 @@ class Verdict:
         if self.error_text:
             # a band verdict's error is the serving model's value against the ink (scoring._against_band)
             what = ("measured" if measured else
-                    "serving model" if self.tolerance_text.startswith("serving band ") else "model")
+                    "serving model" if self.band_decided else "model")
             ratio = f"; {what} ÷ ink ×{self.ratio:.4g}" if self.ratio is not None else ""
             rows.append(("error", f"{self.error_text}  ({what} − ink, relative to the ink{ratio})"))
         if self.tolerance_text:
@@ -941,7 +951,7 @@ def _band_label(v: Verdict, lo: float, hi: float, setup: Setup | None, hi_is_cei
         what.append("one CPU host")
     if hi_is_ceiling:
         what.append("top: the roofline ceiling")
-    return f"serving band {_range_text(v, lo, hi)} ({', '.join(what)})"
+    return f"{BAND_LABEL_PREFIX}{_range_text(v, lo, hi)} ({', '.join(what)})"
 
 
 def _is_cpu(setup: Setup | None) -> bool:

@@ -503,6 +503,7 @@ class _Sim:
         ttft = sorted((r.first_token + f_out - r.arrival) * 1e3 for r in done)
         tpot = sorted((r.finish - r.first_token) / (r.out - 1) * 1e3 for r in done if r.out > 1)
         e2e = [(r.finish + f_out - r.arrival) for r in done]
+        e2e_ms = sorted(e * 1e3 for e in e2e)
         queue = [(r.scheduled_at - r.ready) * 1e3 for r in done]  # in the engine's queue, after the frontend
         per_req = [r.out / e for r, e in zip(done, e2e, strict=True) if e > 0]
         itl_p50, itl_p99 = weighted_percentiles([(v * 1e3, c) for v, c in self.itl], (50, 99))
@@ -521,8 +522,7 @@ class _Sim:
             tpot_mean_ms=mean(tpot) if tpot else math.nan,
             itl_p50_ms=itl_p50, itl_p99_ms=itl_p99,
             e2e_mean_ms=mean(e2e) * 1e3,
-            e2e_p50_ms=percentile(sorted(e * 1e3 for e in e2e), 50),
-            e2e_p99_ms=percentile(sorted(e * 1e3 for e in e2e), 99),
+            e2e_p50_ms=percentile(e2e_ms, 50), e2e_p99_ms=percentile(e2e_ms, 99),
             mean_running_batch=self.run_area / busy, max_running_batch=self.max_run,
             max_kv_usage=self.max_blocks / self.pool, mean_kv_usage=self.kv_area / busy / self.pool,
             preemptions=self.preemptions, mean_queue_ms=mean(queue), steps=self.steps,
