@@ -186,6 +186,7 @@ from moderated_spread import fit_variance_prior, moderated_variance  # the what-
 
 import pytest_roofline.history._drift as _drift
 from pytest_roofline.history import DriftPolicy, DriftStatus, RunSummary, SetupKey, StoredValue, drift_for, stored_value
+from pytest_roofline.history._machine import value_probe
 from pytest_roofline.history._samples import per_request_metric, sketch
 from pytest_roofline.measure.loadgen import RequestRecord
 from pytest_roofline.measure.stats import HELD_SHARE, held_in_flight
@@ -282,7 +283,9 @@ def record(dirs: list[Path], out: Path) -> None:
             sv = stored_value(v.to_dict(), file="drift_cpu.yaml")
             values.append({k: getattr(sv, k) for k in ("key", "prediction_id", "quantity", "dimension", "unit",
                                                        "measured", "measured_lo", "measured_hi", "interval_method",
-                                                       "interval_level")} | {"at": sv.at})
+                                                       "interval_level")} | {"at": sv.at}
+                          | ({"host_probe_gflop_per_s": probe}
+                             if (probe := value_probe(data, [str(x) for x in v.measured_points])) is not None else {}))
         points = {p["id"]: _samples(results.parent / p["requests_file"]) for p in data["points"]
                   if p.get("requests_file")}
         run = {"name": d.name, "max_num_seqs": seqs, "created_at": data.get("created_at"),
@@ -350,7 +353,8 @@ def _value(d: dict[str, Any]) -> StoredValue:
                        dimension=d["dimension"], status="pass", mode="measured", at=dict(d["at"]), unit=d["unit"],
                        measured=d["measured"], measured_lo=d["measured_lo"], measured_hi=d["measured_hi"],
                        interval_method=d["interval_method"], interval_level=d["interval_level"],
-                       predicted_text="ink", definition_hash="same")
+                       predicted_text="ink", definition_hash="same",
+                       host_probe_gflop_per_s=d.get("host_probe_gflop_per_s") if MACHINE_RULE else None)
 
 
 def _night(i: int, values: list[StoredValue]) -> RunSummary:
@@ -375,6 +379,9 @@ SCALE = "log"
 #: what the nights' spread is measured from: ``mean`` (the shipped rule: the prediction interval's own centre,
 #: |tonight - the mean of the nights| on the rule's scale) or ``baseline`` (the rule before: |tonight - baseline|)
 CENTER = "mean"
+#: whether each value keeps its host probe (drift's machine rule, history/_machine.py); ``--no-machine`` reads every
+#: value as stored without one (the rule before 2026-12-07), the what-if that shows the rule's effect
+MACHINE_RULE = True
 
 
 def _base_id(v: StoredValue) -> str:
@@ -921,6 +928,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--baseline", choices=("previous", "median"), default="previous",
                    help="the baseline: the previous night (shipped default) or the median of the N earlier nights "
                         "(--roofline-baseline median:N, N the depth)")
+    p.add_argument("--no-machine", action="store_true",
+                   help="what-if: read every value without its host probe (drift's machine rule off)")
     p.add_argument("--spread-runs", type=int, default=None,
                    help="what-if: the nights' spread from the latest N nights (shipped: "
                         f"history._drift.SPREAD_RUNS = {_drift.SPREAD_RUNS})")
@@ -929,11 +938,15 @@ def main(argv: list[str] | None = None) -> int:
                         f"({DATA_FILES[0].name} by default)")
     args = p.parse_args(argv)
     global SPREAD, SCALE, CENTER, FACTOR_GROUPS, FACTOR_RESIDUAL, FACTOR_LEVEL, DEPTHS, MAX_HISTORIES, SEED, BASELINE
+    global MACHINE_RULE
     DEPTHS = tuple(int(d) for d in args.depths.split(","))
     MAX_HISTORIES, SEED = args.max_histories, args.seed
     BASELINE = args.baseline
     if BASELINE != "previous":
         print("baseline: the median of the N earlier nights (median:N)")
+    if args.no_machine:
+        MACHINE_RULE = False
+        print("what-if: every value read without its host probe (the machine rule off)")
     if args.spread_runs is not None:
         _drift.SPREAD_RUNS = args.spread_runs
         print(f"what-if: the nights' spread from the latest {args.spread_runs} nights (shipped: 5)")

@@ -46,12 +46,14 @@ from pytest_roofline.history._drift import (
     drift_for,
     earlier_runs,
     judge_move,
+    machine_count,
     not_judged_count,
     parse_baseline,
     parse_share,
     pinned_run,
     runs_drift_reads,
 )
+from pytest_roofline.history._machine import MACHINE_SHIFT
 from pytest_roofline.history._recording import (
     build_records,
     clean_setup,
@@ -103,6 +105,8 @@ __all__ = [
     "measurement_id", "file_prediction_keys", "judge_move", "Move", "earlier_runs", "runs_drift_reads",
     # a checkout's top level and a verdict's key, for the pytest plugin (s16 review L4)
     "repository_root", "results_for_file", "verdict_key",
+    # the host probe: a night whose machine ran apart (issue 21, 2026-12-07)
+    "MACHINE_SHIFT", "machine_count",
 ]
 
 #: the URI schemes (before any ``+driver``) that open a database store

@@ -53,6 +53,7 @@ from typing import Any
 from pytest_roofline.errors import ToleranceError
 from pytest_roofline.format.spec import parse_drift_threshold
 from pytest_roofline.format.tolerance import Tolerance
+from pytest_roofline.history._machine import MACHINE_SHIFT, machine_apart, machine_moved, reference_probe
 from pytest_roofline.history._records import RunSummary, SetupKey, StoredValue, sort_time, unify_keys
 from pytest_roofline.history._samples import MIN_SAMPLES, mann_whitney_p
 from pytest_roofline.measure.stats.intervals import t_quantile
@@ -61,7 +62,8 @@ from pytest_roofline.units import format_value, shown_unit, signed_percent
 __all__ = ["DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "Drift", "drift_for", "drift_counts",
            "parse_baseline", "pinned_run", "parse_share", "DEFAULT_MIN_COMPARED", "distinguishable", "COMPARED",
            "compared_count", "not_judged_count", "ranked_p", "RANK_ALPHA", "nights_values", "outside_nights",
-           "MIN_NIGHTS", "SPREAD_RUNS", "Move", "judge_move", "changed_badge", "earlier_runs", "runs_drift_reads"]
+           "MIN_NIGHTS", "SPREAD_RUNS", "Move", "night_machine", "machine_count", "judge_move", "changed_badge",
+           "earlier_runs", "runs_drift_reads"]
 
 DEFAULT_DRIFT = "10%"
 DEFAULT_BASELINE = "previous"
@@ -191,6 +193,10 @@ class Drift:
     #: what of the prediction's definition changed since the baseline night (``quantity``, ``window``, in that
     #: order) where the status is PREDICTION_CHANGED (:func:`_redefinition`); () otherwise
     changed: tuple[str, ...] = ()
+    #: why tonight's value was not judged because the machine itself ran apart from the other nights (the host
+    #: probe: :func:`~pytest_roofline.history._machine.machine_moved`); "" otherwise. Such a value is ``uncertain``
+    #: and, like one at a point that did not hold its concurrency, does not count as compared
+    machine: str = ""
 
     @property
     def drifted(self) -> bool:
@@ -212,7 +218,7 @@ class Drift:
                    baseline_commits=tuple(d.get("baseline_commits") or ()), change_rel=d.get("change_rel"),
                    threshold_text=str(d.get("threshold_text") or ""), noise=d.get("noise"),
                    held=d.get("held") is not False, stored_as=str(d.get("stored_as") or ""),
-                   changed=tuple(str(x) for x in d.get("changed") or ()))
+                   changed=tuple(str(x) for x in d.get("changed") or ()), machine=str(d.get("machine") or ""))
 
 
 def changed_badge(d: Drift | Mapping[str, Any]) -> str:
@@ -322,19 +328,39 @@ def _runs_spread(xs: Sequence[float], level: float = 0.95) -> float:
     return t_quantile(0.5 + level / 2, n - 1) * sigma * math.sqrt(1.0 + 1.0 / n)
 
 
-def nights_values(key: str, runs: Sequence[RunSummary], *, limit: int = SPREAD_RUNS) -> list[float]:
+def nights_values(key: str, runs: Sequence[RunSummary], *, limit: int = SPREAD_RUNS,
+                  machine: float | None = None) -> list[float]:
     """The earlier nights' measured values of ``key`` for the nights' spread: from the latest ``limit`` of ``runs``
     (oldest first, as :func:`drift_for` sorts them) that measured it at a point that held its concurrency, newest
-    first."""
+    first. ``machine`` (the nights' reference host probe, :func:`night_machine`): a night whose probe departs from
+    it (:func:`~pytest_roofline.history._machine.machine_apart`) is left out, as if it had not measured the value."""
     xs: list[float] = []
     for r in reversed(runs):
         old = r.value(key)
         x = _finite(old.measured) if old is not None and old.mode == "measured" and old.held else None
+        if x is not None and old is not None and machine_apart(old.host_probe_gflop_per_s, machine):
+            continue
         if x is not None:
             xs.append(x)
             if len(xs) >= limit:
                 break
     return xs
+
+
+def night_machine(key: str, runs: Sequence[RunSummary], *, limit: int = SPREAD_RUNS) -> float | None:
+    """The earlier nights' machine for ``key``: the median host probe of the latest ``limit`` of ``runs`` that
+    measured it at a point that held its concurrency and kept a probe; None when none did (runs stored before probes
+    were kept: no night is then judged by its machine)."""
+    probes: list[float | None] = []
+    for r in reversed(runs):
+        old = r.value(key)
+        if old is None or old.mode != "measured" or not old.held or _finite(old.measured) is None:
+            continue
+        if old.host_probe_gflop_per_s is not None:
+            probes.append(old.host_probe_gflop_per_s)
+            if len(probes) >= limit:
+                break
+    return reference_probe(probes)
 
 
 def outside_nights(now: float, nights: Sequence[float]) -> tuple[bool | None, float]:
@@ -431,6 +457,12 @@ def _skipped_text(n: int) -> str:
     """How many earlier nights were no baseline because their point did not hold its concurrency."""
     return (f"{n} earlier night{'s' if n > 1 else ''} skipped: {'their points' if n > 1 else 'its point'} did not "
             f"hold {'their' if n > 1 else 'its'} concurrency")
+
+
+def _machine_skipped_text(n: int) -> str:
+    """How many earlier nights were no baseline because their machine ran apart from the others'."""
+    return (f"{n} earlier night{'s' if n > 1 else ''} skipped: {'their' if n > 1 else 'its'} machine ran more than "
+            f"{MACHINE_SHIFT:.0%} apart from the other nights' (host probe)")
 
 
 def _pinned(runs: Sequence[RunSummary], pinned: str) -> RunSummary | None:
@@ -534,16 +566,23 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
             continue
         found: list[tuple[RunSummary, StoredValue, float]] = []
         skipped = 0  # earlier nights that measured it at a point that did not hold its concurrency: no baseline
+        # the other nights' machine (their median host probe): a night whose machine ran apart is no baseline
+        machine = night_machine(v.key, runs, limit=max(SPREAD_RUNS, policy.window))
+        off_machine = 0
         for r in ([pinned] if pinned is not None else [] if policy.pinned is not None else reversed(runs)):
             old = r.value(v.key)
             x = _finite(old.measured) if old is not None and old.mode == "measured" else None
             if old is not None and x is not None and not old.held:
                 skipped += 1
+            elif (old is not None and x is not None and pinned is None
+                  and machine_apart(old.host_probe_gflop_per_s, machine)):
+                off_machine += 1
             elif old is not None and x is not None:
                 found.append((r, old, x))
                 if len(found) >= policy.window:
                     break
         unheld_now = "" if v.held else _unheld_text(v)
+        machine_now = "" if unheld_now else machine_moved(v.host_probe_gflop_per_s, machine)
         if not found:
             if skipped and pinned is not None:
                 why = (f"new: the pinned run {policy.pinned} measured it at a point that did not hold its "
@@ -563,6 +602,8 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
             elif stored_as and policy.pinned is None and not skipped:
                 why = (f"new: the store already holds this measurement (run {stored_as}), which a replay is not "
                        "compared with, and no earlier run on this setup measured it")
+            if off_machine:
+                why += f"; {_machine_skipped_text(off_machine)}"
             if unheld_now:
                 why += f"; {unheld_now}"
             out[v.key] = Drift(v.key, DriftStatus.NEW, why, now=now, threshold_text=tol_text, stored_as=stored_as)
@@ -570,7 +611,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         found.reverse()  # oldest first
         xs = [x for _r, _o, x in found]
         # the night-to-night spread, from the latest SPREAD_RUNS nights that measured it (whatever the baseline)
-        spread_xs = nights_values(v.key, runs, limit=max(SPREAD_RUNS, policy.window))
+        spread_xs = nights_values(v.key, runs, limit=max(SPREAD_RUNS, policy.window), machine=machine)
         base = statistics.median(xs) if len(found) > 1 else found[-1][2]
         # the baseline's own measurement: the run whose value is the median (the nearer one for an even N)
         _br, base_v, _bx = min(found, key=lambda t: (abs(t[2] - base), -found.index(t)))
@@ -578,7 +619,8 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         ids = tuple(r.run_id for r, _o, _x in found)
         dates = tuple(r.started_at for r, _o, _x in found)
         commits = tuple(r.commit for r, _o, _x in found)
-        skip = f"; {_skipped_text(skipped)}" if skipped else ""
+        skip = (f"; {_skipped_text(skipped)}" if skipped else "") + (
+            f"; {_machine_skipped_text(off_machine)}" if off_machine else "")
         was = f"; baseline {_fmt(v, base)}"  # the value itself: a change in % alone hides what it was
         if pinned is not None:
             against = f"vs pinned run {pinned.run_id} ({_date_span(dates, crowded)}{was})"
@@ -602,8 +644,8 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         inked = not redefined and (latest.predicted_text != v.predicted_text or latest.lo != v.lo
                                    or latest.hi != v.hi or bool(hashes and latest.definition_hash and v.definition_hash
                                                                 and latest.definition_hash != v.definition_hash))
-        if unheld_now:
-            verdict = f"not judged: {unheld_now}"
+        if unheld_now or machine_now:
+            verdict = f"not judged: {unheld_now or machine_now}"
         elif not beyond:
             verdict = f"within {tol_text}"
         elif move.apart and not move.known:
@@ -633,7 +675,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
             status = DriftStatus.PREDICTION_CHANGED
             text = f"{moved} {against}, {verdict}; the prediction changed since: {redone} (not judged as drift)"
         else:
-            status = (DriftStatus.UNCERTAIN if unheld_now else DriftStatus.STEADY if not beyond
+            status = (DriftStatus.UNCERTAIN if unheld_now or machine_now else DriftStatus.STEADY if not beyond
                       else DriftStatus.DRIFTED if apart else DriftStatus.UNCERTAIN)
             text = f"{moved} {against}, {verdict}"
             if inked:  # a note: the measured value's move is judged whatever the ink says
@@ -643,7 +685,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         out[v.key] = Drift(v.key, status, text, now=now, baseline=base, baseline_run_ids=ids, baseline_dates=dates,
                            baseline_commits=commits, change_rel=change, threshold_text=tol_text,
                            noise=margin if math.isfinite(margin) else None, held=not unheld_now,
-                           changed=changed if redefined else ())
+                           changed=changed if redefined else (), machine=machine_now)
     return out
 
 
@@ -652,11 +694,24 @@ COMPARED = ("steady", "drifted", "uncertain", "prediction_changed")
 
 
 def _held(d: Drift | Mapping[str, Any]) -> bool:
-    return d.held if isinstance(d, Drift) else d.get("held") is not False
+    """Judged: measured at points that held their concurrency, on a machine that did not run apart."""
+    if isinstance(d, Drift):
+        return d.held and not d.machine
+    return d.get("held") is not False and not d.get("machine")
+
+
+def _machine(d: Drift | Mapping[str, Any]) -> bool:
+    return bool(d.machine if isinstance(d, Drift) else d.get("machine"))
 
 
 def _status(d: Drift | Mapping[str, Any]) -> str:
     return d.status.value if isinstance(d, Drift) else str(d.get("status"))
+
+
+def machine_count(drifts: Iterable[Drift | Mapping[str, Any]]) -> int:
+    """How many of ``drifts`` were not judged because the machine itself ran apart tonight (:attr:`Drift.machine`):
+    a part of :func:`not_judged_count`."""
+    return sum(1 for d in drifts if _status(d) in COMPARED and _machine(d))
 
 
 def not_judged_count(drifts: Iterable[Drift | Mapping[str, Any]]) -> int:
@@ -697,7 +752,10 @@ def drift_counts(drifts: Iterable[Drift | Mapping[str, Any]], policy: DriftPolic
     parts = [f"{n[s.value]} {w}" for s, w in words if n.get(s.value)]
     line = f"{compared} compared" + (f" ({', '.join(parts)})" if parts else "")
     if not_judged:
-        line += f", {not_judged} not judged (their point did not hold its concurrency)"
+        by_machine = machine_count(drifts)
+        why = [w for n_w, w in ((not_judged - by_machine, "their point did not hold its concurrency"),
+                                (by_machine, "the machine itself ran apart from the other nights")) if n_w]
+        line += f", {not_judged} not judged ({'; '.join(why)})"
     if n.get(DriftStatus.NEW.value):
         line += f", {n[DriftStatus.NEW.value]} new"
         itself = sorted({x for d in drifts if _status(d) == DriftStatus.NEW.value and (x := _stored_as(d))})

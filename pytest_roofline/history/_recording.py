@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_roofline.format.spec import Spec
+from pytest_roofline.history._machine import value_probe
 from pytest_roofline.history._records import (
     NAME_LIMITS,
     RunMode,
@@ -254,7 +255,8 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
             measured_in = results_for_file(results, str(v.get("file") or "")) if sv.mode == "measured" else None
             if measured_in is not None and sv.measured is not None:
                 points = [str(p) for p in v.get("measured_points") or ()]
-                sv = replace(sv, samples=point_samples(measured_in, points, sv.quantity, sample_cache))
+                sv = replace(sv, samples=point_samples(measured_in, points, sv.quantity, sample_cache),
+                             host_probe_gflop_per_s=value_probe(measured_in, points))
             values.append(sv)
             counts[sv.status] = counts.get(sv.status, 0) + 1
             if sv.outcome:

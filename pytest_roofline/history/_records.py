@@ -163,6 +163,11 @@ class StoredValue:
     #: the outcome pytest reported for the test (:data:`StoredOutcome`): what the terminal, the scorecard and
     #: pytest-html showed; "" in a run stored before it was kept
     outcome: StoredOutcome = ""
+    #: the slowest host probe (GFLOP/s, :mod:`pytest_roofline.measure.probe`) of the points behind the value, just
+    #: before or after their load: the machine at its worst while the value was measured, which drift compares with
+    #: the other nights' (:mod:`pytest_roofline.history._machine`). None for a math value, a results file without
+    #: probes (a peer's, an older one) and a run stored before probes were kept
+    host_probe_gflop_per_s: float | None = None
 
     @property
     def shown(self) -> str:

@@ -350,6 +350,9 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
                 [api_key])) from None
 
     befores = [snapshot(u) for u in sources]
+    from pytest_roofline.measure import probe
+
+    probe_before = probe.probe_host()  # the machine just before the load (measure/probe.py), the engine idle
     # The server-side timeline is opt-in (sweep.timeline): on this project's 2-core machine, polling the CPU
     # engine's /metrics while a point ran — from a thread or from a child process, every 0.25 s or every 2 s —
     # cut a closed loop of 8 to 1.3–2.6 requests in flight and delayed the client's reads by up to 1.1 s;
@@ -389,6 +392,7 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
     result, requests_file = results[0], out_dir / files[0]
     settle_s = _settle_after_discards(result, sources, snapshot)
     afters = [snapshot(u) for u in sources]
+    probe_after = probe.probe_host()  # and just after it
     # each repeat's figures with its steady window and intervals (measure.stats.steady_summary); several repeats
     # are averaged, with a Student-t interval over them (stats.combine_repeats)
     client = stats.combine_repeats([stats.summarize(r, steady_state=spec.sweep.steady_state) for r in results])
@@ -418,6 +422,9 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
                                              stats.rate_flag(result.records, plan.rate_req_s if plan.mode == "open"
                                                              else None, plan.burstiness))
                                  if f])
+    record["host_probe"] = {"before_gflop_per_s": round(probe_before.gflop_per_s, 4),
+                            "after_gflop_per_s": round(probe_after.gflop_per_s, 4),
+                            "threads": probe_before.threads, "method": probe.PROBE_METHOD}
     if len(results) > 1:  # every repeat's per-request file (the first is requests_file)
         record["requests_files"] = files  # type: ignore[typeddict-unknown-key]
     if shape != datasets.ResolvedWorkload():  # the workload as run: its description and realised lengths

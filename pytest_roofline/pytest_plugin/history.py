@@ -15,6 +15,7 @@ from pytest_roofline import redact
 from pytest_roofline.errors import HistoryError, SpecError, ToleranceError
 from pytest_roofline.format.spec import load_spec, parse_drift_threshold
 from pytest_roofline.history import (
+    MACHINE_SHIFT,
     RunSummary,
     SetupKey,
     build_records,
@@ -22,6 +23,7 @@ from pytest_roofline.history import (
     earlier_runs,
     file_prediction_keys,
     identity_file,
+    machine_count,
     not_judged_count,
     parse_baseline,
     parse_share,
@@ -194,8 +196,15 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
             if not unheld:
                 why = keys
             else:
-                why = (f"{unheld} were measured at points that did not hold their concurrency (not judged: the "
-                       "load generator fell behind; see the verdicts' notes)")
+                by_machine = machine_count(drifts)
+                parts = [p for n, p in (
+                    (unheld - by_machine, f"{unheld - by_machine} were measured at points that did not hold their "
+                                          "concurrency (not judged: the load generator fell behind; see the verdicts' "
+                                          "notes)"),
+                    (by_machine, f"{by_machine} were measured while the machine itself ran more than "
+                                 f"{MACHINE_SHIFT:.0%} apart from the other nights (not judged: the host probe; see "
+                                 "their drift lines)")) if n]
+                why = " and ".join(parts)
                 if unheld < measured - compared:
                     why += f", and for the rest {keys}"
             lines.append(f"roofline drift: FAILED (--roofline-drift-fail): {setup.text()}: only {compared} of "

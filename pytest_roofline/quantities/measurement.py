@@ -30,6 +30,7 @@ from pytest_roofline.errors import PointError
 
 __all__ = [
     "Distribution", "LittlesLaw", "ClientStats", "ServerStats", "TimelineSample", "LoadgenChecks", "PointRecord",
+    "HostProbeRecord",
     "CrossCheck", "EngineReport", "PointMode", "Measurement", "point_id", "point_mode", "client_stats", "server_stats",
     "client_value", "server_value", "concurrency", "prefix_cache_hit_rate", "is_sweep_point", "BATCH1_ID",
     "client_number", "server_number", "measured_number", "point_failure", "Interval", "IntervalMethod",
@@ -199,6 +200,17 @@ class PointRecord(TypedDict, total=False):
     flags: list[str]
     requests_file: str | None
     loadgen: LoadgenChecks | None
+    host_probe: HostProbeRecord | None  # the machine just before and after the load (measure/probe.py)
+
+
+class HostProbeRecord(TypedDict, total=False):
+    """A point's ``host_probe`` object: the host probe (``measure.probe``) timed just before and just after the
+    point's load, with the engine idle: what drift reads to tell a slower machine from a slower engine."""
+
+    before_gflop_per_s: float
+    after_gflop_per_s: float
+    threads: int
+    method: str
 
 
 class CrossCheck(TypedDict, total=False):

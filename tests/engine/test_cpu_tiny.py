@@ -112,6 +112,17 @@ def test_cpu_tiny_end_to_end(cpu_tiny_run: LiveRun) -> None:
     assert len(stored.verdicts) == 22  # every prediction, keyed by its path relative to the rootdir
     tokens = run.value("cpu-tiny.roofline.yaml::kv-tokens")
     assert tokens is not None and tokens.measured == rep["kv_cache_tokens"] and tokens.status == "pass"
+    # every point timed the host probe just before and after its load (measure/probe.py); a value at one point keeps
+    # the slower of its point's two, the machine at its worst while it was measured (history._machine); a value read
+    # from the engine's log (the KV tokens) has no point and no probe
+    for p in results["points"]:
+        probe = p["host_probe"]
+        assert probe["before_gflop_per_s"] > 0 and probe["after_gflop_per_s"] > 0 and probe["threads"] >= 1
+    c4 = next(p for p in results["points"] if p["concurrency"] == 4)["host_probe"]
+    at_c4 = [v for v in run.values if v.at == {"concurrency": "4"} and v.measured is not None]
+    assert at_c4 and all(v.host_probe_gflop_per_s == min(c4["before_gflop_per_s"], c4["after_gflop_per_s"])
+                         for v in at_c4)
+    assert tokens.host_probe_gflop_per_s is None
     # the same scorecard as for a replayed run, now from live measurements
     from support.html_pages import Page, assert_self_contained
 

@@ -1,0 +1,84 @@
+"""A night's machine, as the host probe saw it: the one home of "was the machine itself slower tonight?".
+
+Each sweep point records the host probe (:mod:`pytest_roofline.measure.probe`) just before and just after its load;
+a stored value keeps the slowest probe of its points (:func:`value_probe`: the machine at its worst while the value
+was measured). Drift and ``roofline compare`` read two or more nights' probes: where one night's departs from the
+others' by more than :data:`MACHINE_SHIFT`, that night's machine was another machine in effect (a co-tenant, a
+throttled host, other work on it), and a move of its figures says nothing about the engine: tonight's move is
+``uncertain`` with the reason (:func:`machine_moved`), and an earlier such night is no baseline and no part of the
+nights' spread (:func:`machine_apart`). A value stored without a probe (a run before probes were kept, a replay of
+an older results file, a peer's file) is not judged by it: nothing changes for it.
+
+The threshold: five probes on the idle 2-core machine spread by about 5 % (7.4-7.8 GFLOP/s) and one busy loop beside
+the probe halved it (3.5-4.4); the machines behind the slow nights of benchmarks/RESULTS-drift.md ran 1.6-3.7x slower.
+A 20 % departure is four times the idle spread and well inside what a co-tenant does.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["MACHINE_SHIFT", "value_probe", "machine_ratio", "machine_moved", "machine_apart", "reference_probe"]
+
+#: how far (as a ratio, either way) a night's host probe may depart from the other nights' median before that
+#: night's machine counts as another machine
+MACHINE_SHIFT = 0.20
+
+
+def _positive(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
+        return None
+    return float(x)
+
+
+def value_probe(results: Mapping[str, Any], point_ids: Sequence[str]) -> float | None:
+    """The slowest host probe (GFLOP/s) of the points ``point_ids`` of a results file, before or after each load;
+    None when none of them recorded one (a results file written before probes were kept, a peer's file)."""
+    want = {str(p) for p in point_ids}
+    found: list[float] = []
+    for p in results.get("points") or ():
+        if not isinstance(p, Mapping) or str(p.get("id")) not in want:
+            continue
+        probe = p.get("host_probe")
+        if isinstance(probe, Mapping):
+            found += [x for x in (_positive(probe.get("before_gflop_per_s")), _positive(probe.get("after_gflop_per_s")))
+                      if x is not None]
+    return min(found) if found else None
+
+
+def machine_ratio(probe: float | None, reference: float | None) -> float | None:
+    """``probe`` over ``reference`` (above 1: a faster machine); None when either is unknown."""
+    if probe is None or reference is None or reference <= 0:
+        return None
+    return probe / reference
+
+
+def _apart(ratio: float | None) -> bool:
+    return ratio is not None and abs(math.log(ratio)) > math.log1p(MACHINE_SHIFT)
+
+
+def reference_probe(probes: Sequence[float | None]) -> float | None:
+    """The other nights' machine: the median of their probes (None when none has one)."""
+    xs = [x for x in probes if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def machine_apart(probe: float | None, reference: float | None) -> bool:
+    """A night whose probe departs from ``reference`` by more than :data:`MACHINE_SHIFT`, either way: another
+    machine in effect. False when either is unknown."""
+    return _apart(machine_ratio(probe, reference))
+
+
+def machine_moved(probe: float | None, reference: float | None) -> str:
+    """Why a move measured on this night is not judged, when its machine departed from the other nights' (""
+    otherwise): ``the host probe ran 45% slower than on the earlier nights (4.1 vs 7.5 GFLOP/s)...``."""
+    ratio = machine_ratio(probe, reference)
+    if not _apart(ratio) or ratio is None or probe is None or reference is None:
+        return ""
+    how = f"{(1 - ratio) * 100:.0f}% slower" if ratio < 1 else f"{(ratio - 1) * 100:.0f}% faster"
+    return (f"the machine itself ran {how} than on the other nights (host probe {probe:.3g} vs {reference:.3g} "
+            f"GFLOP/s, beyond the {MACHINE_SHIFT:.0%} a machine may move): a slower or faster machine moves every "
+            "figure at once, so this move says nothing about the engine")

@@ -1,0 +1,103 @@
+"""The host probe: a fixed piece of work timed on every core just before and just after each sweep point, so a
+night can tell a slower machine from a slower engine.
+
+Why. A slower machine moves every time-based figure of a point by about one factor, and so does a uniformly slower
+engine: nothing in the figures tells them apart. On this project's shared 2-core machine, 4 of 32 identical CPU-engine
+nights were 1.7-3.7x slower in every figure at once (benchmarks/RESULTS-drift.md, "A longer history"), with neither the
+load average nor the other processes' CPU share showing it. A number measured on the machine itself, at the time the
+point ran, does: drift (:mod:`pytest_roofline.history._drift`) calls a move on a night whose probe ran well away from
+the other nights' ``uncertain`` with the reason, and leaves such a night out of the baseline and the nights' spread.
+
+What. One thread per CPU the process may run on (its affinity mask; at most :data:`MAX_THREADS`), each multiplying two
+float64 vectors of :data:`VECTOR_LEN` elements (256 KiB each, so the three of them stay in a core's L2 cache) into a
+third, again and again for :data:`BUDGET_S` seconds. NumPy drops the GIL inside the multiply loop, so the threads run
+on every core at once; the probe's figure is the multiplies done by all threads over the wall time they took
+(``gflop_per_s``, one multiply counted as one floating-point operation). A core that another process (or a noisy
+neighbour on the host) takes away shows as fewer multiplies: with one busy loop running beside it on the 2-core
+machine the figure fell from 7.4-7.8 to 3.5-4.4 GFLOP/s (about half), and five probes on the idle machine spread by
+about 5 %. It is taken while the point's load is not running (the engine idle between points), so it measures the
+machine, not the engine; it costs :data:`BUDGET_S` before and after each point.
+
+What it is not. It probes the host's CPUs, the ones the load generator, vLLM's API server and its scheduler run on;
+a GPU's clocks or a co-tenant on the GPU are not in it. Against a remote endpoint it probes the machine that runs the
+load generator, not the server.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["HostProbe", "probe_host", "BUDGET_S", "VECTOR_LEN", "MAX_THREADS", "PROBE_METHOD", "probe_threads"]
+
+#: how long each probe keeps every core busy, in seconds
+BUDGET_S = 0.25
+#: elements of each float64 vector (256 KiB: three of them fit a core's L2 cache, so the probe is not a test of the
+#: memory bus, which the engine's threads would share)
+VECTOR_LEN = 32768
+#: the most threads a probe starts (a 192-core host need not be probed on every core to see it is slower)
+MAX_THREADS = 64
+#: how the probe's figure is made, as each results file records it
+PROBE_METHOD = (f"one thread per usable CPU (at most {MAX_THREADS}), each numpy.multiply of two float64 vectors of "
+                f"{VECTOR_LEN} elements, repeated for {BUDGET_S} s; gflop_per_s = multiplies of all threads / wall "
+                "time")
+
+
+@dataclass(frozen=True)
+class HostProbe:
+    """One probe: how many multiplies per second every core together did (GFLOP/s), on how many threads, over how
+    long (seconds of wall time)."""
+
+    gflop_per_s: float
+    threads: int
+    wall_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def probe_threads() -> int:
+    """One thread per CPU this process may run on (its affinity mask, else the machine's count), at most
+    :data:`MAX_THREADS`."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        n = os.cpu_count() or 1
+    return max(1, min(MAX_THREADS, n))
+
+
+def probe_host(*, threads: int | None = None, budget_s: float = BUDGET_S) -> HostProbe:
+    """Time the probe's fixed work on ``threads`` threads (default :func:`probe_threads`) for ``budget_s``."""
+    import numpy as np
+
+    n = threads or probe_threads()
+    done = [0] * n
+    start = threading.Barrier(n + 1)
+
+    def work(i: int) -> None:
+        a = np.full(VECTOR_LEN, 1.0001)
+        b = np.full(VECTOR_LEN, 0.9999)
+        c = np.empty(VECTOR_LEN)
+        start.wait()
+        t0 = time.perf_counter()
+        k = 0
+        while True:
+            for _ in range(16):
+                np.multiply(a, b, out=c)
+            k += 16
+            if time.perf_counter() - t0 >= budget_s:
+                break
+        done[i] = k
+
+    workers = [threading.Thread(target=work, args=(i,), name=f"roofline-probe-{i}", daemon=True) for i in range(n)]
+    for w in workers:
+        w.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for w in workers:
+        w.join()
+    wall_s = time.perf_counter() - t0
+    return HostProbe(gflop_per_s=sum(done) * VECTOR_LEN / wall_s / 1e9, threads=n, wall_s=wall_s)
