@@ -51,8 +51,9 @@ def make_parser() -> argparse.ArgumentParser:
                     help="JSON lines: one object per batch, each carrying the ridge, asymptote, knee and the KV "
                          "pool (num_gpu_blocks, kv_cache_tokens, available_kv_bytes, weight_bytes_per_gpu, ...)")
     pr.add_argument("--simulate", nargs="?", const=True, metavar="FILE.yaml",
-                    help="the serving model's predicted sweep: for a prediction file's setup and sweep, or (without "
-                         "a file) for --hardware/--model/--input-len/--output-len/--concurrency or --rate")
+                    help="the serving model's predicted sweep: over a prediction file's sweep, one table for each "
+                         "setup its predictions use (the file's, and each own setup:), or (without a file) for "
+                         "--hardware/--model/--input-len/--output-len/--concurrency or --rate")
     pr.add_argument("--results", help="with --simulate: a results file; prints the measured value and the error "
                                       "beside each predicted one")
     pr.add_argument("--input-len", type=flag_type(whole_at_least_1, "tokens"),

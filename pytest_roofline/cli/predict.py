@@ -13,14 +13,16 @@ import dataclasses
 import io
 import math
 import sys
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_roofline import redact
 from pytest_roofline.cli import jsonout
 from pytest_roofline.cli.setup_flags import build, setup_tree
-from pytest_roofline.errors import NotMeasured
-from pytest_roofline.format.spec import load_spec, locate_settings
+from pytest_roofline.errors import NotMeasured, RooflineError, UnsimulatedSettingWarning
+from pytest_roofline.format.spec import Prediction, Spec, load_spec, locate_settings
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.measure.results.peers import load_any
 from pytest_roofline.model import analytical as an
@@ -595,74 +597,191 @@ def _as_list(value: Any, parse: Callable[[str], list[Any]], flag: str) -> list[A
         raise ValueError(f"{flag}: {exc}") from None
 
 
-def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict], str, dict[str, Any]]:
-    """The serving model's predicted sweep: from a prediction file (its setup, constants and sweep, as the
-    scorer simulates it) or from the flags; with the head line, the device and the setup's description
-    (:func:`_simulate_setup`, what ``--json`` puts on each row)."""
+@dataclass
+class SimTable:
+    """One table of ``--simulate``: the serving model's sweep under one setup (``rows``: a ``PointPrediction``'s
+    fields, its band notes, and with ``--results`` the measured values), its head line, the setup's device and its
+    description (:func:`_simulate_setup`, what ``--json`` puts on each row). From a prediction file there is one a
+    distinct setup its predictions use: ``predictions`` ([{id, line}]) are the ones computed against it, ``differs``
+    what it changes of the file's setup ({dotted field: {value, file_value}}, {} for the file's own); ``refused``
+    says why it was not simulated (its rows empty): a setup vLLM will not start, or an engine setting the serving
+    model does not simulate, at its file:line."""
+
+    head: str = ""
+    rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    device: str = ""
+    described: dict[str, Any] = dataclasses.field(default_factory=dict)
+    predictions: list[dict[str, Any]] | None = None
+    differs: dict[str, dict[str, Any]] | None = None
+    refused: str | None = None
+
+
+def _file_sections(spec: Spec, own: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The setup sections a prediction of ``spec`` is computed against: the file's, each one its own ``setup:``
+    (``own``) writes replacing the file's, as ``format.spec.prediction_setup`` merges them."""
+    own = own or {}
+    return {"hardware": own.get("hardware", spec.hardware),
+            "hardware_overrides": own.get("hardware_overrides", spec.hardware_overrides if "hardware" not in own
+                                          else {}),
+            "model": own.get("model", spec.model),
+            "model_overrides": own.get("model_overrides", spec.model_overrides if "model" not in own else {}),
+            "engine": own.get("engine", spec.engine), "workload": own.get("workload", spec.workload)}
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A section as dotted fields (``engine.args.max_num_seqs``); a list or a scalar is one value."""
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}
+
+
+def _differs(file: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """What ``own``'s sections change of ``file``'s: {dotted field: {value, file_value}}, None where unset."""
+    a, b = _flat(file), _flat(own)
+    return {k: {"value": b.get(k), "file_value": a.get(k)} for k in sorted(set(a) | set(b))
+            if b.get(k) != a.get(k) and not (b.get(k) in (None, {}) and a.get(k) in (None, {}))}
+
+
+def _setup_groups(spec: Spec) -> list[tuple[Prediction | None, list[Prediction], dict[str, dict[str, Any]]]]:
+    """The distinct setups ``spec``'s predictions are computed against, the file's first (simulated whether or not
+    a prediction uses it): (a prediction of the group whose ``setup:`` it is, None for the file's; the group's
+    predictions; what it changes of the file's setup). A ``setup:`` that changes nothing is the file's."""
+    base = _file_sections(spec)
+    groups: dict[str, tuple[Prediction | None, list[Prediction], dict[str, dict[str, Any]]]] = {
+        "": (None, [], {})}
+    for p in spec.predictions:
+        differs = _differs(base, _file_sections(spec, p.setup)) if any(p.setup.values()) else {}
+        key = jsonout.dumps(differs) if differs else ""
+        groups.setdefault(key, (p, [], differs))[1].append(p)
+    return list(groups.values())
+
+
+def _load_said_once(path: str) -> tuple[Spec, list[str]]:
+    """``load_spec(path)``, holding back its :class:`UnsimulatedSettingWarning`\\ s: ``--simulate`` refuses each such
+    setting at its line with the fix, so the warning would say it a second time (:func:`_simulate`)."""
+    with warnings.catch_warnings(record=True) as caught:
+        spec = load_spec(path)
+    held = []
+    for w in caught:
+        if issubclass(w.category, UnsimulatedSettingWarning):
+            held.append(str(w.message))
+        else:  # every other warning as it was
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return spec, held
+
+
+def _simulate_rows(args: argparse.Namespace) -> tuple[list[SimTable], list[str]]:
+    """The serving model's predicted sweeps: from a prediction file, one a distinct setup its predictions use
+    (:func:`_setup_groups`: its setup, constants and sweep, as the scorer simulates each), or from the flags; and the
+    file's :class:`UnsimulatedSettingWarning`\\ s, held back (:func:`_load_said_once`)."""
     concurrency = _as_list(args.concurrency, concurrency_list, "--concurrency")
     rates = _as_list(args.rate, rate_list, "--rate")
-    cap = None
-    unsimulated: list[dict[str, Any]] = []
-    if isinstance(args.simulate, str):
-        if args.hardware or args.model:  # the file names its chip and model; a field of either is a --set
-            raise ValueError("--simulate FILE.yaml takes the file's hardware and model; change a field of them with "
-                             "--set hardware.FIELD=VALUE / --set model.FIELD=VALUE, or drop the file")
-        if concurrency and rates:
-            raise ValueError("--simulate FILE.yaml: give --concurrency (closed-loop points) or --rate (open-loop "
-                             "points), not both; an open-loop in-flight cap is the file's sweep")
-        spec = load_spec(args.simulate)
-        # a prediction's own ``setup:`` is another engine than the file's: this table is the file's setup alone
-        unsimulated = [{"id": p.id, "line": p.line, "setup": {k: v for k, v in p.setup.items() if v}}
-                       for p in spec.predictions if any(p.setup.values())]
-        tree = setup_tree(args, base={"engine": spec.engine, "workload": spec.workload},
-                           workload={"input_len": args.input_len, "output_len": args.output_len})
-        setup = build(spec.hardware, spec.model, tree, hardware_overrides=spec.hardware_overrides,
-                       model_overrides=spec.model_overrides)
-        _refuse_unsimulable(setup, _rebuilder(spec.hardware, spec.model, tree,
-                                              hardware_overrides=spec.hardware_overrides,
-                                              model_overrides=spec.model_overrides))
-        try:
-            sweep = serving_sweep_for(spec, None, setup)
-        except EngineArgsError as exc:  # a setting the serving model does not simulate: at the file's line
-            raise ValueError(locate_settings(spec, exc)) from exc
-        keys = [p.key for p in sweep.points if p.key[0] != "batch1"]
-        if concurrency:
-            keys = [("closed", float(c)) for c in concurrency]
-        elif rates:
-            keys = [("open", float(r)) for r in rates]
-        preds = [sweep.predict(k)[1] for k in keys]
-        title = f"{spec.title} · {sweep.source}"
-        thresholds = spec.thresholds
-        constants, source, eng = sweep.constants, sweep.source, sweep.engine
+    doc = load_any(args.results) if args.results else None  # our own results.json or a peer's file or folder
+    if not isinstance(args.simulate, str):
+        return [_simulate_flags(args, concurrency, rates, doc)], []
+    if args.hardware or args.model:  # the file names its chip and model; a field of either is a --set
+        raise ValueError("--simulate FILE.yaml takes the file's hardware and model; change a field of them with "
+                         "--set hardware.FIELD=VALUE / --set model.FIELD=VALUE, or drop the file")
+    if concurrency and rates:
+        raise ValueError("--simulate FILE.yaml: give --concurrency (closed-loop points) or --rate (open-loop "
+                         "points), not both; an open-loop in-flight cap is the file's sweep")
+    spec, held = _load_said_once(args.simulate)
+    tables = []
+    groups = _setup_groups(spec)
+    for rep, preds, differs in groups:
+        named = [{"id": p.id, "line": p.line} for p in preds]
+        try:  # a measured run measures the file's setup alone (measure.plan.points): --results is its
+            table = _simulate_file_setup(args, spec, rep, concurrency, rates, doc if rep is None else None)
+        except (RooflineError, SetupError, ValueError, KeyError) as exc:
+            table = SimTable(refused=str(exc))
+        tables.append(dataclasses.replace(table, predictions=named, differs=differs))
+    if len(tables) > 1:  # several setups: each refusal names whose it is, and that the others print
+        tables = [dataclasses.replace(t, refused=_refusal_text(spec, rep, preds, t.refused))
+                  if t.refused else t for t, (rep, preds, _d) in zip(tables, groups, strict=True)]
+    return tables, held
+
+
+def _refusal_text(spec: Spec, rep: Prediction | None, preds: Sequence[Prediction], text: str) -> str:
+    """Why one of several setups' tables was not simulated (``text``: at the settings' own file:line where the
+    reader located them, ``format.spec.locate_settings``; else put at the first prediction's line), naming whose
+    setup it is."""
+    if rep is None:
+        whose = "the file's setup"
     else:
-        if not (args.hardware and args.model):
-            raise ValueError("--simulate needs a prediction file, or --hardware and --model")
-        if rates and concurrency and len(concurrency) > 1:
-            raise ValueError(f"--concurrency with --rate is the most requests in flight at each rate: give one "
-                             f"number, not {len(concurrency)}")
-        tree = setup_tree(args, workload={"input_len": args.input_len, "output_len": args.output_len})
-        setup = build(args.hardware, args.model, tree)
-        _refuse_unsimulable(setup, _rebuilder(args.hardware, args.model, tree))
-        eng = sv.EngineConfig.from_setup(setup)
-        constants = sv.default_constants(setup)
-        if rates:
-            cap = concurrency[0] if concurrency else None  # the load generator's in-flight cap (open loop)
-            workloads = [sv.workload_for_point(setup, rate_req_per_s=r, concurrency=cap) for r in rates]
-        else:
-            workloads = [sv.workload_for_point(setup, concurrency=c)
-                         for c in concurrency or [1, 2, 4, 8, 16, 32, 64, 128]]
-        preds = sv.simulate_sweep(setup, workloads, engine=eng, constants=constants)
-        title = source = "default constants"
-        thresholds = Thresholds()
+        whose = f"the setup of {_named_preds(preds)}"
+        if not text.startswith(f"{spec.path}:"):
+            text = f"{spec.path}:{rep.line}: {text}"
+    return f"{text} (not simulated: {whose}; the other setups' tables are printed)"
+
+
+def _named_preds(preds: Sequence[Prediction]) -> str:
+    """``prediction a (line 8)``, ``predictions a (line 8), b (line 12)``: the first five, then how many more."""
+    ids = list(dict.fromkeys((p.id.split("[", 1)[0], p.line) for p in preds))
+    shown = ", ".join(f"{i} (line {ln})" for i, ln in ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    return ("predictions " if len(ids) > 1 else "prediction ") + shown
+
+
+def _simulate_file_setup(args: argparse.Namespace, spec: Spec, rep: Prediction | None, concurrency: list[int],
+                         rates: list[float], doc: Any) -> SimTable:
+    """The table of one setup of a prediction file: the file's (``rep`` None) or ``rep``'s own ``setup:`` over it,
+    with the flags over either."""
+    secs = _file_sections(spec, rep.setup if rep else None)
+    tree = setup_tree(args, base={"engine": secs["engine"], "workload": secs["workload"]},
+                      workload={"input_len": args.input_len, "output_len": args.output_len})
+    setup = build(secs["hardware"], secs["model"], tree, hardware_overrides=secs["hardware_overrides"],
+                  model_overrides=secs["model_overrides"])
+    _refuse_unsimulable(setup, _rebuilder(secs["hardware"], secs["model"], tree,
+                                          hardware_overrides=secs["hardware_overrides"],
+                                          model_overrides=secs["model_overrides"]))
+    try:
+        sweep = serving_sweep_for(spec, rep, setup)
+    except EngineArgsError as exc:  # a setting the serving model does not simulate: at the file's line
+        raise ValueError(locate_settings(spec, exc, rep.setup if rep else None)) from exc
+    keys = [p.key for p in sweep.points if p.key[0] != "batch1"]
+    if concurrency:
+        keys = [("closed", float(c)) for c in concurrency]
+    elif rates:
+        keys = [("open", float(r)) for r in rates]
+    preds = [sweep.predict(k)[1] for k in keys]
+    return _table(setup, sweep.engine, sweep.constants, sweep.source, None, preds,
+                  f"{spec.title} · {sweep.source}", doc, spec.thresholds)
+
+
+def _simulate_flags(args: argparse.Namespace, concurrency: list[int], rates: list[float], doc: Any) -> SimTable:
+    """The table of the flags' setup (no prediction file)."""
+    if not (args.hardware and args.model):
+        raise ValueError("--simulate needs a prediction file, or --hardware and --model")
+    if rates and concurrency and len(concurrency) > 1:
+        raise ValueError(f"--concurrency with --rate is the most requests in flight at each rate: give one "
+                         f"number, not {len(concurrency)}")
+    tree = setup_tree(args, workload={"input_len": args.input_len, "output_len": args.output_len})
+    setup = build(args.hardware, args.model, tree)
+    _refuse_unsimulable(setup, _rebuilder(args.hardware, args.model, tree))
+    eng = sv.EngineConfig.from_setup(setup)
+    constants = sv.default_constants(setup)
+    cap = None
+    if rates:
+        cap = concurrency[0] if concurrency else None  # the load generator's in-flight cap (open loop)
+        workloads = [sv.workload_for_point(setup, rate_req_per_s=r, concurrency=cap) for r in rates]
+    else:
+        workloads = [sv.workload_for_point(setup, concurrency=c)
+                     for c in concurrency or [1, 2, 4, 8, 16, 32, 64, 128]]
+    preds = sv.simulate_sweep(setup, workloads, engine=eng, constants=constants)
+    return _table(setup, eng, constants, "default constants", cap, preds, "default constants", doc, Thresholds())
+
+
+def _table(setup: Setup, eng: sv.EngineConfig, constants: sv.ServingConstants, source: str, cap: int | None,
+           preds: Sequence[Any], title: str, doc: Any, thresholds: Thresholds) -> SimTable:
+    """A :class:`SimTable` of simulated points ``preds``, beside ``doc``'s measured values where given."""
     head = (f"{setup.hardware.id} · {setup.model.name} · {setup.engine_name} {_version_text(setup.engine_version)} · "
             f"in {setup.input_len} / out {setup.output_len} tokens"
             + (f" · open loop, at most {cap} requests in flight" if cap else "") + " · max_num_seqs "
             f"{eng.max_num_seqs}, "
             f"max_num_batched_tokens {eng.max_num_batched_tokens}, chunked prefill "
             f"{'on' if eng.chunked_prefill else 'off'}, {eng.num_gpu_blocks:,} KV blocks · {title}")
-    doc = None
-    if args.results:
-        doc = load_any(args.results)  # our own results.json or a peer's file or folder
     rows = []
     for p in preds:
         row = p.to_dict()
@@ -679,9 +798,8 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[str, list[dict], str, dict
             row["error"] = {k: e[1] for k, e in errors.items()}
             row["ratio"] = {k: e[2] for k, e in errors.items()}
         rows.append(row)
-    described = _simulate_setup(setup, eng, constants, source, cap)
-    described["setup_overrides_not_simulated"] = unsimulated
-    return head, rows, setup.device, described
+    return SimTable(head=head, rows=rows, device=setup.device,
+                    described=_simulate_setup(setup, eng, constants, source, cap))
 
 
 def _simulate_setup(setup: Setup, eng: sv.EngineConfig, constants: sv.ServingConstants, source: str,
@@ -848,21 +966,69 @@ def _band_notes(row: Mapping[str, Any]) -> dict[str, str]:
     return notes
 
 
+def _setup_heading(t: SimTable) -> str:
+    """The line over a table of a prediction's own ``setup:``: whose it is and what it changes of the file's."""
+    def shown(v: Any) -> str:
+        return "not set" if v is None else v if isinstance(v, str) else jsonout.dumps(v)
+    changes = "; ".join(f"{k} {shown(d['value'])} (the file's: {shown(d['file_value'])})"
+                        for k, d in (t.differs or {}).items())
+    ids = list(dict.fromkeys((p["id"].split("[", 1)[0], p["line"]) for p in t.predictions or []))
+    whose = ", ".join(f"{i} (line {ln})" for i, ln in ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    return f"the setup of prediction{'s' if len(ids) > 1 else ''} {whose}: {changes}"
+
+
 def _simulate(args: argparse.Namespace) -> int:
-    head, rows, device, described = _simulate_rows(args)
+    """``--simulate``: each setup's table (a file: one a distinct setup its predictions use, the file's first), the
+    legends once under them; each refused setup once on stderr, at its line with the fix. Exit status 2 where a
+    setup was refused (the others still printed), else 0."""
+    tables, held = _simulate_rows(args)
+    refusals = [t.refused for t in tables if t.refused]
+    for text in refusals:
+        print(f"roofline: {redact.printable(redact.redact_text(text))}", file=sys.stderr)
+    for msg in held:  # a setting the refusals above do not already say (a flag replaced it)
+        if not any(msg.split(". A warning, not an error", 1)[0] in r for r in refusals):
+            print(f"roofline: warning: {msg}", file=sys.stderr)
+    shown = [t for t in tables if not t.refused]
+    status = 2 if refusals else 0
     if args.json:
-        caveat = bands_mod.band_caveat(device)  # what a CPU band does not say, on each banded row as the table does
-        for row in rows:  # JSON lines: one object per sweep point, each with its setup (as the table's rows)
-            line = _json_row(row, described)
-            print(jsonout.dumps({**line, "band_caveat": caveat} if caveat and row.get("bands") else line))
-        return 0
-    print(head)
+        for t in shown:
+            caveat = bands_mod.band_caveat(t.device)  # what a CPU band does not say, on each banded row
+            described = {**t.described, "setup_predictions": t.predictions, "setup_differs_from_file": t.differs}
+            for row in t.rows:  # JSON lines: one object per sweep point, each with its setup (as the table's rows)
+                line = _json_row(row, described)
+                print(jsonout.dumps({**line, "band_caveat": caveat} if caveat and row.get("bands") else line))
+        return status
+    for i, t in enumerate(shown):
+        if i:
+            print()
+        if t.differs:
+            print(_setup_heading(t))
+        _print_table(t)
+    rows = [r for t in shown for r in t.rows]
+    if any(r.get("bands") for r in rows):  # what a band is, once (its coverage: bands.NOMINAL_COVERAGE)
+        print(SIM_BAND_LEGEND)
+    unbanded = [label for name, label, _ in _SIM_COLS if name in NO_BAND_REASON]
+    if rows and unbanded:
+        print(f"no band for {', '.join(unbanded)}: {_NO_BAND_LEGEND}")
+    if rows:  # the last columns: engine figures the corpus does not report (once; per value in --json's band_notes)
+        print(_other_cols_legend())
+    # CPU bands: one host's recordings (model/bands.py CPU_BAND_CAVEAT)
+    for caveat in dict.fromkeys(bands_mod.band_caveat(t.device) for t in shown if any(r.get("bands") for r in t.rows)):
+        if caveat:
+            print(caveat)
+    for t in shown:
+        _print_errors(t)
+    return status
+
+
+def _print_table(t: SimTable) -> None:
+    """One setup's head line and table, each row's band and notes under it."""
+    print(t.head)
     cols = _SIM_COLS
+    rows = t.rows
     open_loop = bool(rows) and rows[0].get("rate_req_per_s") is not None
     print(f"{'req/s' if open_loop else 'C':>6} " + " ".join(f"{c[1]:>18}" for c in cols)
           + f" {'run':>6} {'KV %':>5} {'preempt':>7} {'queue ms':>8}  dominant term")
-    errs: dict[str, list[float]] = {}
-    contaminated: list[str] = []
     for r in rows:
         cells = []
         for name, _, fmt in cols:
@@ -870,15 +1036,12 @@ def _simulate(args: argparse.Namespace) -> int:
             meas = r.get("measured", {}).get(name)
             if meas is not None:
                 err = r["error"][name]
-                if err is not None and not r.get("contaminated"):  # a flattered point is no test of the model
-                    errs.setdefault(name, []).append(abs(err))
                 shown_err = "—" if err is None else signed_percent(err, 0)
                 cells.append(f"{pred}|{sim_number(meas, fmt)} {shown_err}".rjust(18))
             else:
                 cells.append(f"{pred:>18}")
         top = max(r["time_shares"], key=r["time_shares"].get) if r["time_shares"] else "—"
-        rate = r.get("rate_req_per_s")
-        point = f"{rate:g}/s" if rate is not None else f"{r['concurrency']:g}"  # a file may sweep both
+        point = _point_text(r)
         print(f"{point:>6} " + " ".join(cells) + f" {r['mean_running_batch']:>6.1f} {100 * r['max_kv_usage']:>5.1f} "
               f"{r['preemptions']:>7} {r['mean_queue_ms']:>8.1f}  {top} {r['time_shares'].get(top, 0):.0%}")
         bands = r.get("bands") or {}
@@ -904,29 +1067,32 @@ def _simulate(args: argparse.Namespace) -> int:
             print(f"{'':>6} {reason}" + ("; measured / model there: " if reason in ranged else ": ")
                   + ", ".join(shown))
         if r.get("contaminated"):
-            contaminated.append(point)
             print(f"{'':>6} measured point contaminated ({r['contaminated']}): prefix-cache hits flatter it, so its "
                   "errors are left out of the mean |error|")
-    if any(r.get("bands") for r in rows):  # what a band is, once (its coverage: bands.NOMINAL_COVERAGE)
-        print(SIM_BAND_LEGEND)
-    unbanded = [label for name, label, _ in cols if name in NO_BAND_REASON]
-    if rows and unbanded:
-        print(f"no band for {', '.join(unbanded)}: {_NO_BAND_LEGEND}")
-    if rows:  # the last columns: engine figures the corpus does not report (once; per value in --json's band_notes)
-        print(_other_cols_legend())
-    caveat = bands_mod.band_caveat(device)  # CPU bands: one host's recordings (model/bands.py CPU_BAND_CAVEAT)
-    if caveat and any(r.get("bands") for r in rows):
-        print(caveat)
-    for o in described.get("setup_overrides_not_simulated") or []:
-        print(f"not simulated here: prediction {o['id']} (line {o['line']}) sets its own setup: "
-              f"{jsonout.dumps(o['setup'])}; this table is the file's setup, and pytest checks {o['id']} against "
-              "its own")
+
+
+def _point_text(r: Mapping[str, Any]) -> str:
+    """A row's point as the table's first column prints it: ``16`` clients, or ``2.5/s`` (a file may sweep both)."""
+    rate = r.get("rate_req_per_s")
+    return f"{rate:g}/s" if rate is not None else f"{r['concurrency']:g}"
+
+
+def _print_errors(t: SimTable) -> None:
+    """With ``--results``: the cells' legend and each metric's mean |error| over the table's measured points, a
+    contaminated point left out (a flattered point is no test of the model)."""
+    errs: dict[str, list[float]] = {}
+    contaminated = [_point_text(r) for r in t.rows if r.get("contaminated")]
+    for r in t.rows:
+        for name, _, _fmt in _SIM_COLS:
+            if r.get("measured", {}).get(name) is not None and not r.get("contaminated"):
+                err = r["error"][name]
+                if err is not None:
+                    errs.setdefault(name, []).append(abs(err))
     if errs:
         print("cells: predicted|measured error, (measured − predicted) ÷ predicted ('—': none, a predicted 0); "
               "· mean |error|" + (f" (without the contaminated point(s) {', '.join(contaminated)})"
                                   if contaminated else "") + ": " + ", ".join(
             f"{n} {sum(v) / len(v):.1%} (n={len(v)})" for n, v in errs.items()))
-    return 0
 
 
 def cmd_predict(args: argparse.Namespace) -> int:

@@ -7,8 +7,10 @@ file's lines (:func:`locate_settings`).  Which settings they are is ``model.setu
 
 from __future__ import annotations
 
+import json
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import yaml
 
@@ -25,7 +27,7 @@ from pytest_roofline.format._types import PredictedKind, Prediction, Spec
 from pytest_roofline.model import engine_args
 from pytest_roofline.model.setup import Setup, serving_arg_problems
 
-__all__ = ["refuse_serving_settings", "locate_settings"]
+__all__ = ["refuse_serving_settings", "locate_settings", "own_setup_key"]
 
 
 def refuse_serving_settings(ctx: NodeReader, spec: Spec, setup: Setup, root: yaml.Node | None,
@@ -54,7 +56,8 @@ def refuse_serving_settings(ctx: NodeReader, spec: Spec, setup: Setup, root: yam
     the same way for its tests, one error for all of them, at the setting's line in that ``setup:`` (the fix:
     ``setup.engine.args...``), else at the file's line where the setting is the file's (a ``setup:`` that leaves
     ``engine.args`` out keeps the file's), else at the ``setup:`` line.  Where each of the file's own settings is
-    written is kept in :attr:`Spec.unsimulated_settings` (``roofline predict --simulate`` refuses it there)."""
+    written is kept in :attr:`Spec.unsimulated_settings`, and each own ``setup:``'s in
+    :attr:`Spec.own_unsimulated_settings` (``roofline predict --simulate`` refuses each setup's table there)."""
     # each setting at its line warned once, whatever setups share it: its line's text and the predictions it leaves
     # without a serving-model value
     warned: dict[tuple[str, int | None], tuple[str, list[str]]] = {}
@@ -80,7 +83,11 @@ def refuse_serving_settings(ctx: NodeReader, spec: Spec, setup: Setup, root: yam
             if mine is not None:
                 return mine, "setup."
             return written_at(root, field) or item.key, ""
-        _refuse_serving(ctx, spec, _serving_problems(resolved, strict=bool(takers)), preds, at, warned)
+        problems = _serving_problems(resolved, strict=bool(takers))
+        located = spec.own_unsimulated_settings.setdefault(own_setup_key(preds[0].setup), {})
+        for problem in problems:  # the first item's line where several write the same setup
+            located.setdefault(problem.field, _where(ctx.file, at(problem.field)[0]))
+        _refuse_serving(ctx, spec, problems, preds, at, warned)
     for head, ids in warned.values():
         many = len(dict.fromkeys(i.split("[", 1)[0] for i in ids)) > 1
         msg = (f"{head}. A warning, not an error: the serving model does not simulate it, so {_named(ids)} "
@@ -91,12 +98,19 @@ def refuse_serving_settings(ctx: NodeReader, spec: Spec, setup: Setup, root: yam
         warnings.warn(UnsimulatedSettingWarning(msg), stacklevel=3)
 
 
-def locate_settings(spec: Spec, exc: engine_args.EngineArgsError) -> str:
+def own_setup_key(setup: Mapping[str, Any]) -> str:
+    """The key of a prediction's own setup (:attr:`Prediction.setup`) in :attr:`Spec.own_unsimulated_settings`."""
+    return json.dumps(setup, sort_keys=True, default=str)
+
+
+def locate_settings(spec: Spec, exc: engine_args.EngineArgsError, own: Mapping[str, Any] | None = None) -> str:
     """``exc``'s text with each setting the file's own sections write (:attr:`Spec.unsimulated_settings`) at its
     ``file:line``: how ``roofline predict --simulate FILE`` refuses the settings the serving model does not
-    simulate (a setting set only by a flag keeps its bare line)."""
-    lines = [f"{spec.unsimulated_settings[p.field]}: {p.text}" if p.field in spec.unsimulated_settings else p.text
-             for p in exc.problems]
+    simulate (a setting set only by a flag keeps its bare line).  ``own``: the prediction's own setup the settings
+    are of (:attr:`Spec.own_unsimulated_settings`: its lines, the file's where it keeps the file's setting; none
+    where the reader located none, a setup of predictions the serving model computes nothing for)."""
+    where = spec.unsimulated_settings if own is None else spec.own_unsimulated_settings.get(own_setup_key(own), {})
+    lines = [f"{where[p.field]}: {p.text}" if p.field in where else p.text for p in exc.problems]
     if len(lines) == 1:
         return lines[0]
     return (f"{len(lines)} engine settings the serving model does not simulate (fix each, then run again):\n"

@@ -275,6 +275,10 @@ class Spec:
     #: file alone where no line is known): ``roofline predict --simulate`` refuses them there
     #: (``format.spec.locate_settings``)
     unsimulated_settings: dict[str, str] = field(default_factory=dict)
+    #: the same for each prediction's own ``setup:`` that holds one (format._serving_settings.own_setup_key of the
+    #: prediction's setup -> field -> where: its line in that ``setup:``, else the file's line where the setting
+    #: is the file's, else the ``setup:`` line): ``roofline predict --simulate`` refuses that setup's table there
+    own_unsimulated_settings: dict[str, dict[str, str]] = field(default_factory=dict)
     #: the serving model's simulated sweeps, per setup (filled by scoring; one simulation per point, not per test)
     serving_cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
     #: ``defaults.drift``: the drift threshold of predictions that write none ("" when the file gives none)

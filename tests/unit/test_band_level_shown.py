@@ -1,6 +1,7 @@
 """Wherever ``roofline predict --simulate`` shows a band it says what one is (trial s18 M1, L1, L2): the text says
 once its nominal coverage and meaning, ``--json`` carries ``band_level`` and ``band_basis``, its numbers carry
-thousands separators as the plugin's do, and a prediction's own ``setup:`` (not simulated there) is named."""
+thousands separators as the plugin's do, and a prediction's own ``setup:`` gets its own table, headed by what it
+changes (tests/unit/test_simulate_setups.py checks the values)."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def test_numbers_carry_thousands_separators(capsys):
     assert f"agg tok/s {lo:,.1f}–{hi:,.1f}" in band_line
 
 
-def test_a_predictions_own_setup_is_named_as_not_simulated(capsys, tmp_path: Path):
+def test_a_predictions_own_setup_gets_its_own_table_headed_by_what_it_changes(capsys, tmp_path: Path):
     f = tmp_path / "p.yaml"
     f.write_text(
         "title: t\nhardware: h100-sxm\nmodel: llama-3.1-8b\n"
@@ -67,8 +68,11 @@ def test_a_predictions_own_setup_is_named_as_not_simulated(capsys, tmp_path: Pat
         "    at: {concurrency: 1}\n"
         "    predicted: 100 tok/s\n", encoding="utf-8")
     text = _out(capsys, "predict", "--simulate", str(f))
-    notes = [ln for ln in text.splitlines() if ln.startswith("not simulated here")]
-    assert len(notes) == 1 and "own-gpu (line 8)" in notes[0] and "a100-sxm4-80gb" in notes[0]
-    row = json.loads(_out(capsys, "predict", "--simulate", str(f), "--json").splitlines()[0])
-    assert row["setup_overrides_not_simulated"] == [{"id": "own-gpu", "line": 8,
-                                                     "setup": {"hardware": "a100-sxm4-80gb"}}]
+    heads = [ln for ln in text.splitlines() if ln.startswith("the setup of")]
+    assert heads == ["the setup of prediction own-gpu (line 8): hardware a100-sxm4-80gb (the file's: h100-sxm)"]
+    assert "not simulated here" not in text
+    rows = [json.loads(ln) for ln in _out(capsys, "predict", "--simulate", str(f), "--json").splitlines()]
+    assert [(r["hardware"], r["setup_predictions"]) for r in rows] == [
+        ("h100-sxm", [{"id": "file-setup", "line": 12}]), ("a100-sxm4-80gb", [{"id": "own-gpu", "line": 8}])]
+    assert rows[0]["setup_differs_from_file"] == {}
+    assert rows[1]["setup_differs_from_file"] == {"hardware": {"value": "a100-sxm4-80gb", "file_value": "h100-sxm"}}

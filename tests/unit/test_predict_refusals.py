@@ -186,7 +186,9 @@ def test_a_prediction_file_takes_rate_points_and_refuses_both(capsys):
     day3 = str(PREDICTIONS / "day3.yaml")
     rc, out, err = run(capsys, "predict", "--simulate", day3, "--rate", "2", "--output-len", "4", "--json")
     assert rc == 0, err
-    assert [r["rate_req_per_s"] for r in _json_rows(out)] == [2]
+    # one point a setup: the file's, and its predictions' own (an A100 PCIe)
+    assert [(r["rate_req_per_s"], r["hardware"]) for r in _json_rows(out)] == [(2, "a100-sxm4-80gb"),
+                                                                               (2, "a100-pcie-80gb")]
     rc, out, err = run(capsys, "predict", "--simulate", day3, "--rate", "2", "--concurrency", "1")
     assert rc == 2 and out == "" and "not both" in err
 
