@@ -54,7 +54,7 @@ from pytest_roofline.quantities.serving_values import TERM_LABELS, ServingSweep,
 from pytest_roofline.quantities.window import windowed
 from pytest_roofline.units import GB, GIB, format_value, signed_percent
 
-__all__ = ["Verdict", "VerdictStatus", "VerdictMode", "PointError", "setup_for", "score", "diagnose",
+__all__ = ["Verdict", "VerdictStatus", "VerdictMode", "BandCheck", "PointError", "setup_for", "score", "diagnose",
            "serving_sweep_for", "column_model", "ModelSource",
            "DEFAULT_MEASURED_TOLERANCE", "MEASURE_HOW"]
 
@@ -67,8 +67,59 @@ MEASURE_HOW = ("needs a measurement: run with --gpu <family> (a GPU box), --gpu 
 ModelSource = Literal["", "roofline", "serving"]
 
 
-#: how a band verdict's tolerance text begins (:func:`_band_label`; :attr:`Verdict.band_decided` reads it)
+#: how a serving-band verdict's tolerance text begins (:meth:`BandCheck.label`)
 BAND_LABEL_PREFIX = "serving band "
+
+
+@dataclass(frozen=True)
+class BandCheck:
+    """The band a math verdict was decided by, as fields: what :attr:`Verdict.band_decided`, the terminal's tolerance
+    column and the label in :attr:`Verdict.tolerance_text` are made from, so no reader parses that label.
+
+    ``lo``..``hi``: the interval the ink was checked against, SI like the verdict's values. ``source``: whose band it
+    is: ``serving``, the serving model's band (``model.bands``; ``level`` its nominal coverage, ``one_cpu_host`` where
+    it is one CPU host's recordings, ``top_is_ceiling`` where a batch-1 band's top is the roofline ceiling), or
+    ``ceiling_share``, the share of the roofline ceiling that measured low-load runs reach, up to the ceiling
+    (``level`` None). A verdict dict without the field (one written before it existed) has no band."""
+
+    lo: float
+    hi: float
+    source: Literal["serving", "ceiling_share"] = "serving"
+    level: float | None = None
+    one_cpu_host: bool = False
+    top_is_ceiling: bool = False
+
+    def label(self, v: Verdict) -> str:
+        """The tolerance text of the verdict it decided: ``serving band 1,415.1–2,001.3 tok/s (80%)`` (and that the
+        band is one CPU host's, that its top is the ceiling), ``band 30.848–53.13 tok/s (measured share of the
+        ceiling, top: the ceiling)``."""
+        rng = _range_text(v, self.lo, self.hi)
+        if self.source == "ceiling_share":
+            return f"band {rng} (measured share of the ceiling, top: the ceiling)"
+        what = [f"{self.level:.0%}"] if self.level is not None else []
+        if self.one_cpu_host:
+            what.append("one CPU host")
+        if self.top_is_ceiling:
+            what.append("top: the roofline ceiling")
+        return f"{BAND_LABEL_PREFIX}{rng}" + (f" ({', '.join(what)})" if what else "")
+
+    @classmethod
+    def from_json(cls, d: Any) -> BandCheck | None:
+        """The band a verdict dict's ``band_check`` holds; None for a missing or unreadable one (no band)."""
+        if isinstance(d, BandCheck) or d is None:
+            return d
+        if not isinstance(d, Mapping):
+            return None
+        try:
+            lo, hi = float(d["lo"]), float(d["hi"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        source: Literal["serving", "ceiling_share"] = (
+            "ceiling_share" if d.get("source") == "ceiling_share" else "serving")
+        level = d.get("level")
+        return cls(lo=lo, hi=hi, source=source,
+                   level=float(level) if isinstance(level, (int, float)) and not isinstance(level, bool) else None,
+                   one_cpu_host=bool(d.get("one_cpu_host")), top_is_ceiling=bool(d.get("top_is_ceiling")))
 
 
 class VerdictStatus(StrEnum):
@@ -165,6 +216,9 @@ class Verdict:
     tolerance_text: str = ""
     lo: float | None = None
     hi: float | None = None
+    #: the band that decided a math verdict (the serving model's, or the share of the ceiling measured runs reach),
+    #: as fields; None where a tolerance, a physical bound or nothing decided
+    band_check: BandCheck | None = None
     notes: str = ""
     xfail_reason: str = ""
     diagnosis: list[str] = field(default_factory=list)
@@ -221,6 +275,7 @@ class Verdict:
         kwargs: dict[str, Any] = {"id": "", "quantity": "", "dimension": "", "mode": VerdictMode.MATH,
                                   "status": VerdictStatus.SKIP, "reason": ""}
         kwargs.update({k: v for k, v in d.items() if k in known})
+        kwargs["band_check"] = BandCheck.from_json(kwargs.get("band_check"))  # missing (an older dict): no band
         return cls(**kwargs).final()
 
     def amended(self, *, notes_before: Sequence[str] = (), notes_after: Sequence[str] = (),
@@ -249,9 +304,10 @@ class Verdict:
 
     @property
     def band_decided(self) -> bool:
-        """Whether the serving model's band decided this verdict (:func:`_against_band`): its tolerance text is the
-        band's label (:func:`_band_label`), and the error is taken against the serving model's value."""
-        return self.tolerance_text.startswith(BAND_LABEL_PREFIX)
+        """Whether the serving model's band decided this verdict (:func:`_against_band`, and the batch-1 check where
+        the floor is that band's): its :attr:`band_check` is the serving model's, and the error is taken against the
+        serving model's value."""
+        return self.band_check is not None and self.band_check.source == "serving"
 
     def band(self) -> tuple[float, float] | None:
         """The allowed interval (±inf where open), or None when the check was not a numeric band."""
@@ -455,8 +511,9 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
         err = roofline_error
         if effective is VerdictMode.MATH and q.measure is not None:
             if _is_cpu(setup) and setup is not None:
+                hint = _serving_hint(v, setup)
                 v.status, v.reason = (VerdictStatus.SKIP, f"{_no_roofline(err, setup)}; "
-                                      + _cpu_serving_hint(v) + (not_this_run or MEASURE_HOW))
+                                      + (f"{hint}; " if hint else "") + (not_this_run or MEASURE_HOW))
                 return v
             v.status, v.reason = (VerdictStatus.SKIP,
                                   f"the model cannot compute {q.name} here ({err}); {not_this_run or MEASURE_HOW}")
@@ -481,8 +538,7 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
             if v.serving_explanation.startswith(_SERVING_FAILED):
                 v.reason += f" ({v.serving_explanation})"
             if v.serving_text:
-                v.reason += (f" (the serving model predicts {v.serving_text}; `model_column: serving` checks the "
-                             "ink against it without a measurement)")
+                v.reason += f" ({_serving_hint(v, setup)})"
             return v
         if v.model_source == "serving":  # the serving model stands in for the measurement: the measured band
             tol = pred.math_tolerance or pred.tolerance or parse_tolerance(default_tolerance, q.dimension, unit)
@@ -812,14 +868,14 @@ def _compare_to_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float
     if lo is not None:
         v.lo = lo
     # the column shows the interval applied; the reason says where its floor comes from
-    # the column shows the interval applied (labelled as the sweep-point band verdict is: _band_label), the checked
+    # the column shows the interval applied (labelled as the sweep-point band verdict is: BandCheck.label), the checked
     # value and the error the serving model's at batch 1 where it has one (what the band is built around)
     if lo is None:
         v.tolerance_text = "at or below the roofline ceiling (no band)"
     elif s_lo is not None and lo == s_lo:
-        v.tolerance_text = _band_label(v, lo, ceiling, setup, hi_is_ceiling=True)
+        _decided_by_band(v, _serving_band_check(lo, ceiling, setup, top_is_ceiling=True))
     else:
-        v.tolerance_text = f"band {_range_text(v, lo, ceiling)} (measured share of the ceiling, top: the ceiling)"
+        _decided_by_band(v, BandCheck(lo=lo, hi=ceiling, source="ceiling_share"))
     versus = ceiling
     if lo is not None and s_lo is not None and _has_band(v) and not _past(pred, ceiling, "upper", ink,
                                                                           file_math_tolerance):
@@ -923,18 +979,19 @@ def _no_roofline(err: Exception, setup: Setup) -> str:
     return f"not a value the roofline computes here ({why})"
 
 
-def _cpu_serving_hint(v: Verdict) -> str:
-    """On the CPU device, what the serving model says of a value the math check does not decide: its value and band,
-    and whose band it is (``"the serving model predicts 598.41 tok/s [513.85–661.96] (CPU bands: derived from ...):
-    `model_column: serving` checks the ink against it; "``); empty without a serving value."""
+def _serving_hint(v: Verdict, setup: Setup | None) -> str:
+    """What the serving model says of a value the math check does not decide, and how to check the ink against it:
+    its value and band, and on the CPU device whose band it is (``the serving model predicts 598.41 tok/s
+    [513.85–661.96] (CPU bands: derived from ...): `model_column: serving` checks the ink against it``); "" without a
+    serving value. The one wording of both skips that point to it: the CPU device's, whose roofline has no value,
+    and a measured quantity's in CPU-only mode."""
     if not v.serving_text:
         return ""
     band = (f" [{_range_text(v, float(v.serving_band_lo), float(v.serving_band_hi))}]"
             if v.serving_band_lo is not None and v.serving_band_hi is not None else "")
-    caveat = model_bands.band_caveat("cpu")
-    return (f"the serving model predicts {v.serving_text}{band}"
-            + (f" ({caveat})" if band and caveat else "")
-            + ": `model_column: serving` checks the ink against it; ")
+    caveat = model_bands.band_caveat("cpu") if _is_cpu(setup) else None
+    return (f"the serving model predicts {v.serving_text}{band}" + (f" ({caveat})" if band and caveat else "")
+            + ": `model_column: serving` checks the ink against it")
 
 
 def _has_band(v: Verdict) -> bool:
@@ -943,15 +1000,18 @@ def _has_band(v: Verdict) -> bool:
             and isinstance(v.serving_value, (int, float)) and not isinstance(v.serving_value, bool))
 
 
-def _band_label(v: Verdict, lo: float, hi: float, setup: Setup | None, hi_is_ceiling: bool = False) -> str:
-    """What the tolerance column says a band verdict applied: ``serving band 1,415.1–2,001.3 tok/s (80%)``, the
-    coverage in the parenthesis (and that a CPU band is one host's, that a batch-1 band's top is the ceiling)."""
-    what = [f"{NOMINAL:.0%}"]
-    if _is_cpu(setup):
-        what.append("one CPU host")
-    if hi_is_ceiling:
-        what.append("top: the roofline ceiling")
-    return f"{BAND_LABEL_PREFIX}{_range_text(v, lo, hi)} ({', '.join(what)})"
+def _serving_band_check(lo: float, hi: float, setup: Setup | None, top_is_ceiling: bool = False) -> BandCheck:
+    """The serving model's band ``lo``..``hi`` as the check a band verdict applied: its nominal coverage, whether it
+    is one CPU host's, whether its top is the roofline ceiling (a batch-1 band)."""
+    return BandCheck(lo=lo, hi=hi, source="serving", level=NOMINAL, one_cpu_host=_is_cpu(setup),
+                     top_is_ceiling=top_is_ceiling)
+
+
+def _decided_by_band(v: Verdict, band: BandCheck) -> None:
+    """Record that ``band`` decided ``v``: the fields, and the tolerance text made from them (the one place both are
+    written)."""
+    v.band_check = band
+    v.tolerance_text = band.label(v)
 
 
 def _is_cpu(setup: Setup | None) -> bool:
@@ -976,7 +1036,7 @@ def _against_band(v: Verdict, pred: Prediction, ink: float, tol: Tolerance, setu
         return out
     v.reference_value, v.checked_value = ink, serving
     v.lo, v.hi = lo, hi
-    v.tolerance_text = _band_label(v, lo, hi, setup)
+    _decided_by_band(v, _serving_band_check(lo, hi, setup))
     v.error_abs, v.error_rel, v.ratio = relative_error(serving, ink)
     v.error_text = error_text(v.error_rel, None) + f" ({'+' if v.error_abs >= 0 else '−'}{v.fmt(abs(v.error_abs))})"
     v.diagnosis = []
@@ -1058,6 +1118,7 @@ def _compare(v: Verdict, pred: Prediction, reference: Any, checked: Any, tol: To
     v.reference_value = reference
     v.checked_value = checked
     v.tolerance_text = tol.text
+    v.band_check = None  # a tolerance decides, not a band
     kind = pred.predicted.kind if pred.predicted.kind is not PredictedKind.MODEL else (
         PredictedKind.NUMBER if isinstance(reference, (int, float)) and not isinstance(reference, bool)
         else PredictedKind.WORD)

@@ -5,7 +5,9 @@ the columns are sized to what they hold, a number is never cut, each row shows t
 with, the columns a reader can do without (the two models' values, then the quantity) give way first, and an id
 too long for its column loses its middle, never its end, so ``littles-law[concurrency=16]`` and
 ``littles-law[concurrency=1]`` stay two different rows. A serving value's band sits beside it where it fits, else
-on a line of its own under its row: no width leaves it out.
+on a line of its own under its row: no width leaves it out. An INCONCLUSIVE or SKIP row's reason is under the table,
+one line each (skips with the same reason shown once, counted), as pytest's ``-r`` summary is: clipped to the width,
+whole at ``-vv``.
 ``-q`` shortens the table to the rows that failed and the count; ``-qq`` prints the count alone.
 """
 
@@ -19,8 +21,8 @@ from typing import Any
 from pytest_roofline.model.bands import BAND_MEANING, CPU_BAND_CAVEAT, NOMINAL_COVERAGE
 from pytest_roofline.scoring import Verdict, VerdictMode, VerdictStatus
 
-__all__ = ["summary_table", "failure_line", "elide_ids", "drift_lines", "wrap_count", "OUTCOME_WORD",
-           "FAILING_WORDS", "INCONCLUSIVE_WORD"]
+__all__ = ["summary_table", "failure_line", "elide_ids", "drift_lines", "wrap_count", "reason_lines", "OUTCOME_WORD",
+           "FAILING_WORDS", "INCONCLUSIVE_WORD", "REASON_WORDS"]
 
 OUTCOME_WORD = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "xfailed": "XFAIL", "xpassed": "XPASS",
                 "error": "ERROR"}
@@ -32,6 +34,10 @@ FAILING_WORDS = ("FAIL", "ERROR", "XPASS", "INCONCLUSIVE", DRIFT_FAIL_WORD)
 #: the verdict word of a prediction whose measured interval straddles its tolerance boundary, whatever pytest
 #: outcome --roofline-inconclusive gave it
 INCONCLUSIVE_WORD = "INCONCLUSIVE"
+
+#: the verdict words whose reason the table prints under it: neither row says why by itself (a FAIL's failure report
+#: and an ERROR's message in the quantity column do)
+REASON_WORDS = (INCONCLUSIVE_WORD, "SKIP")
 
 #: the narrowest an elided id may become (below it the table overflows rather than hide which row is which)
 MIN_ID_WIDTH = 12
@@ -75,26 +81,35 @@ def _number_only(text: str) -> str:
     return head if any(ch.isdigit() for ch in head) else text
 
 
-def _band_short(band: str) -> str:
-    """The serving band without its units, which the serving value beside it already says
-    ('9.4 ms – 14.4 ms' -> '9.4–14.4')."""
-    lo, _, hi = _plain(band).partition(" – ")
-    return f"{_number_only(lo)}–{_number_only(hi)}" if hi else _number_only(_plain(band))
+def _band_numbers(v: Verdict, lo: float, hi: float) -> str:
+    """A band's bounds without the unit the column beside it already says (9.4 ms and 14.4 ms -> '9.4–14.4'); bounds
+    written in two units keep them (900 ms and 1.2 s -> '900 ms–1.2 s', never '900–1.2')."""
+    a, b = _plain(v.fmt(lo)), _plain(v.fmt(hi))
+    (num_a, _, unit_a), (num_b, _, unit_b) = a.partition(" "), b.partition(" ")
+    return f"{num_a}–{num_b}" if unit_a == unit_b else f"{a}–{b}"
+
+
+def _band_short(v: Verdict) -> str:
+    """The serving band beside the serving value, from its bounds (``serving_band_lo``/``hi``), without the unit
+    the value already says ('9.4–14.4'); "" where the value has no band."""
+    if v.serving_band_lo is None or v.serving_band_hi is None:
+        return ""
+    return _band_numbers(v, v.serving_band_lo, v.serving_band_hi)
 
 
 def _tolerance_short(v: Verdict) -> str:
     """The tolerance the verdict was checked with, without where it came from ('±0.5 ms (precision written)'
-    -> '±0.5 ms'): beside the error it says why a -0.93% passes and a +361.73% too (``>= 100 ms``). A band the
-    check applied keeps its coverage and no more ('serving band 1,415.1–2,001.3 tok/s (80%, top: the roofline
-    ceiling)' -> 'band 1,415.1–2,001.3 (80%)'): the parenthesis is what it is; the unit is the predicted column's,
-    the row's src (serv) and the legend under the table say whose band it is, and the failure line has the rest."""
-    text = _plain(v.tolerance_text)
-    if text.startswith(("serving band ", "band ")) and " (" in text:
-        head, _, rest = text.removeprefix("serving ").partition(" (")
-        rng = head.removeprefix("band ")
-        numbers = rng.rsplit(" ", 1)[0] if "–" in rng and " – " not in rng else _band_short(rng)
-        return f"band {numbers} ({rest.split(')', 1)[0].split(',', 1)[0]})"
-    return text.split(" (", 1)[0]
+    -> '±0.5 ms'): beside the error it says why a -0.93% passes and a +361.73% too (``>= 100 ms``). A band that
+    decided (:attr:`Verdict.band_check`) shows its bounds and its coverage and no more ('band 1,415.1–2,001.3 (80%)'
+    for a serving band, whose label also says when its top is the roofline ceiling; 'band 30.848–53.13 (measured
+    share of the ceiling)'): the unit is the predicted column's, the row's src (serv) and the legend under the table
+    say whose band it is, and the failure line has the rest."""
+    band = v.band_check
+    if band is not None:
+        what = ("measured share of the ceiling" if band.source == "ceiling_share"
+                else f"{band.level:.0%}" if band.level is not None else "")
+        return f"band {_band_numbers(v, band.lo, band.hi)}" + (f" ({what})" if what else "")
+    return _plain(v.tolerance_text).split(" (", 1)[0]
 
 
 def _band_decided(v: Verdict) -> bool:
@@ -197,12 +212,13 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
             "id": v.id, "quantity": _plain(quantity), "predicted": _plain(v.predicted_text),
             "measured/model": _plain(got) or "—", "src": src, "roofline": _short(roof),
             "serving": _short(v.serving_text),
-            "serving_band": f" [{_band_short(v.serving_band_range)}]" if v.serving_band_range else "",
+            "serving_band": f" [{_band_short(v)}]" if v.serving_band_range and _band_short(v) else "",
             "error": v.error_text.split(" (")[0] or ("" if v.status is not VerdictStatus.SKIP else "—"),
             "tolerance": _tolerance_short(v),
             "verdict": INCONCLUSIVE_WORD if v.status is VerdictStatus.INCONCLUSIVE and not hasattr(r, "wasxfail")
             else DRIFT_FAIL_WORD if _failed_by_drift(r, v)
             else OUTCOME_WORD.get(_outcome(r), _outcome(r).upper()),
+            "reason": _plain(v.reason),
         })
     counts: dict[str, int] = {}
     for row in rows:
@@ -217,7 +233,71 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
     bare = any(row["serving"] and not row.get("serving_band") for row in rows)  # a serving value with no band
     legend = (textwrap.wrap(band_legend(cpu=cpu_band, bare=bare), max(width, 40), break_on_hyphens=False)
               if any(row.get("serving_band") for row in rows) or bare else [])
-    return _layout(rows, width) + legend + [count_line]
+    return _layout(rows, width) + legend + reason_lines(rows, width, verbosity) + [count_line]
+
+
+def reason_lines(rows: Sequence[Mapping[str, str]], width: int, verbosity: int = 0) -> list[str]:
+    """Why each INCONCLUSIVE and SKIP row is what it is, under the table, as pytest's ``-r`` summary says it:
+    ``INCONCLUSIVE gp: measured 809.83 tok/s is within the band, but…; about 445 more requests would decide it``,
+    one line each, clipped to ``width`` (:func:`_short_reason`: the head, and the last clause, what decides it,
+    where it fits). Skips whose shown reason is the same are one line with their count (``SKIP (58): needs a
+    measurement: …``): a math run skips every measured prediction for one reason. At ``-vv`` (``verbosity`` 2) each
+    reason is whole, wrapped to the width. Rows without a reason add nothing."""
+    full = verbosity >= 2
+    width = max(width, 40)
+    lines: list[str] = []
+    for row in rows:
+        if row["verdict"] == INCONCLUSIVE_WORD and row.get("reason"):
+            lines += _reason_text(f"{INCONCLUSIVE_WORD} {row['id']}: ", row["reason"], width, full)
+    skips: dict[str, list[str]] = {}  # the reason shown -> the ids it stands for, in the table's order
+    for row in rows:
+        if row["verdict"] == "SKIP" and row.get("reason"):
+            shown = row["reason"] if full else _short_reason(row["reason"], width - len("SKIP (999): "))
+            skips.setdefault(shown, []).append(row["id"])
+    for shown, ids in skips.items():
+        head = f"SKIP {ids[0]}: " if len(ids) == 1 else f"SKIP ({len(ids)}): "
+        lines += _reason_text(head, shown, width, full)
+    return lines
+
+
+def _reason_text(head: str, reason: str, width: int, full: bool) -> list[str]:
+    """``head`` and ``reason`` on one line of ``width`` (the reason shortened), or, ``full``, the whole reason
+    wrapped, its further lines indented by two."""
+    if not full:
+        return [_clip(head + _short_reason(reason, width - len(head)), width)]
+    return textwrap.wrap(head + reason, width, subsequent_indent="  ", break_long_words=False,
+                         break_on_hyphens=False) or [head.rstrip()]
+
+
+#: the least of a shortened reason's room its head keeps where the last clause is kept beside it
+_MIN_REASON_HEAD = 0.4
+#: the most characters a shortened reason's head gives up to end at a word
+_MAX_WORD_CUT = 12
+
+
+def _short_reason(reason: str, room: int) -> str:
+    """``reason`` in ``room`` characters: whole where it fits; else its head and its last clause (after the last
+    ``"; "`` outside brackets: what decides it, ``about 445 more requests at the point would decide it``) where that
+    leaves the head at least 40% of the room; else its head, cut with ``…``."""
+    if len(reason) <= room:
+        return reason
+    depth, cut = 0, -1
+    for i, ch in enumerate(reason):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif depth == 0 and reason.startswith("; ", i):
+            cut = i
+    tail = reason[cut:] if cut > 0 else ""
+    keep = room - len(tail) - 1  # the head, then "…" before the tail
+    if tail and keep >= _MIN_REASON_HEAD * room:
+        head = reason[:keep]
+        space = head.rfind(" ")
+        if space > 0 and keep - space <= _MAX_WORD_CUT:  # at a word, where one ends near the cut
+            head = head[:space]
+        return head.rstrip(" ,;:") + "…" + tail
+    return _clip(reason, room)
 
 
 def band_legend(*, cpu: bool = False, bare: bool = False) -> str:
