@@ -711,15 +711,19 @@ def _refusal_text(spec: Spec, rep: Prediction | None, preds: Sequence[Prediction
     if rep is None:
         whose = "the file's setup"
     else:
-        whose = f"the setup of {_named_preds(preds)}"
+        whose = f"the setup of {_whose([{'id': p.id, 'line': p.line} for p in preds])}"
         if not text.startswith(f"{spec.path}:"):
             text = f"{spec.path}:{rep.line}: {text}"
     return f"{text} (not simulated: {whose}; the other setups' tables are printed)"
 
 
-def _named_preds(preds: Sequence[Prediction]) -> str:
-    """``prediction a (line 8)``, ``predictions a (line 8), b (line 12)``: the first five, then how many more."""
-    ids = list(dict.fromkeys((p.id.split("[", 1)[0], p.line) for p in preds))
+def _whose(preds: Sequence[Mapping[str, Any]]) -> str:
+    """``prediction a (line 8)``, ``predictions a (line 8), b (line 12)`` ({id, line} each; a table's cells, ``a[1]``,
+    as the table, at its first cell's line): the first five, then how many more."""
+    first: dict[str, int] = {}
+    for p in preds:
+        first.setdefault(str(p["id"]).split("[", 1)[0], int(p["line"]))
+    ids = list(first.items())
     shown = ", ".join(f"{i} (line {ln})" for i, ln in ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
     return ("predictions " if len(ids) > 1 else "prediction ") + shown
 
@@ -972,9 +976,7 @@ def _setup_heading(t: SimTable) -> str:
         return "not set" if v is None else v if isinstance(v, str) else jsonout.dumps(v)
     changes = "; ".join(f"{k} {shown(d['value'])} (the file's: {shown(d['file_value'])})"
                         for k, d in (t.differs or {}).items())
-    ids = list(dict.fromkeys((p["id"].split("[", 1)[0], p["line"]) for p in t.predictions or []))
-    whose = ", ".join(f"{i} (line {ln})" for i, ln in ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-    return f"the setup of prediction{'s' if len(ids) > 1 else ''} {whose}: {changes}"
+    return f"the setup of {_whose(t.predictions or [])}: {changes}"
 
 
 def _simulate(args: argparse.Namespace) -> int:

@@ -158,3 +158,24 @@ def test_an_own_setup_the_model_cannot_simulate_is_refused_at_its_line_and_the_r
                              "are printed)")
     assert lines[1].startswith(f"roofline: {f}:22: engine.args.scheduling_policy: ")
     assert "blocks-prio (line 22)" in lines[1]
+
+
+def test_a_tables_cells_are_one_setup_and_a_setup_that_changes_nothing_is_the_files(tmp_path, capsys):
+    f = _write(tmp_path, SEQS.replace("    setup: {engine: {args: {max_num_seqs: 4}}}\n",
+                                      "    setup: {hardware: h100-sxm}\n") + (
+        "  - id: cells\n"                                                # 17
+        "    setup: {engine: {args: {max_num_seqs: 4}}}\n"
+        "    table:\n"
+        "      at: concurrency\n"
+        "      quantities: [output_throughput]\n"
+        "      rows:\n"
+        "        - [1, 100 tok/s]\n"                                     # 23
+        "        - [64, 700 tok/s]\n"))                                  # 24
+    rc, text, err, _said = _run(capsys, "predict", "--simulate", f)
+    assert rc == 0, err
+    # tput-4's setup: {hardware: h100-sxm} is the file's chip: simulated with the file's setup, no table of its own
+    assert [ln for ln in text.splitlines() if ln.startswith("the setup of")] == [
+        "the setup of prediction cells (line 23): engine.args.max_num_seqs 4 (the file's: 64)"]
+    rc, out, err, _said = _run(capsys, "predict", "--simulate", f, "--json")
+    first = json.loads(out.splitlines()[0])
+    assert [p["id"] for p in first["setup_predictions"]] == ["tput-64", "tput-4"]
