@@ -242,7 +242,11 @@ def _common(ctx: NodeReader, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.N
             elif key == "model":
                 setup["model"], setup["model_overrides"] = read_model(ctx, v)
             elif key == "engine":
-                setup["engine"] = {**spec.engine, **read_engine(ctx, v)}
+                own_engine = read_engine(ctx, v)
+                setup["engine"] = {**spec.engine, **own_engine}
+                for sub in ("args", "env", "reserves"):  # one arg written here changes that arg, not the file's others
+                    if isinstance(own_engine.get(sub), dict) and isinstance(spec.engine.get(sub), dict):
+                        setup["engine"][sub] = {**spec.engine[sub], **own_engine[sub]}
             elif key == "workload":
                 own = read_workload(ctx, v)  # a length written here replaces the file's distribution too
                 prefix = {"prefix_share", "shared_prefix_len"}  # and either prefix form replaces the other

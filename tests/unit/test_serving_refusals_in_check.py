@@ -344,6 +344,15 @@ def test_an_own_setup_that_keeps_the_files_args_is_refused_at_the_files_line():
 
 
 def test_an_own_setup_that_clears_the_files_setting_is_not_refused():
-    # its engine.args replace the file's: enforce_eager is the file's alone
-    spec = loads_spec(_own("seed: 1", file_arg="enforce_eager: true"), file="own.yaml")
+    # its engine.args are merged over the file's, arg by arg: writing enforce_eager: false clears the file's true
+    spec = loads_spec(_own("enforce_eager: false", file_arg="enforce_eager: true"), file="own.yaml")
     assert [p.error for p in spec.predictions if p.id.startswith("tpot-own")] == [None, None]
+
+
+def test_an_own_setup_keeps_the_files_other_args():
+    # an own setup that writes another arg (seed) keeps the file's enforce_eager: true, and is refused with it
+    spec = loads_spec(_own("seed: 1", file_arg="enforce_eager: true"), file="own.yaml")
+    own = [p for p in spec.predictions if p.id.startswith("tpot-own")]
+    merged = {"max_model_len": 8192, "enforce_eager": True, "seed": 1}
+    assert own and all(p.setup["engine"]["args"] == merged for p in own)
+    assert all(p.error is not None and EAGER_TEXT in p.error.message for p in own)

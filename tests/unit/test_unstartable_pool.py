@@ -118,13 +118,23 @@ def test_a_predictions_own_max_model_len_past_the_pool_is_its_error_at_that_line
     assert "lower setup.engine.args.max_model_len to 7,280 or less" in text
 
 
-def test_a_predictions_own_setup_without_max_model_len_is_refused_at_its_setup_line() -> None:
-    # its engine args replace the file's: max_model_len is Qwen3-8B's default 40,960 again (0.17x of one request)
+def test_a_predictions_own_setup_keeps_the_files_max_model_len() -> None:
+    # its engine args are merged over the file's, arg by arg: the file's max_model_len 7,280 stays, and the pool holds
+    # one request of it (it was Qwen3-8B's default 40,960 when an own setup replaced the file's args whole)
     errors = _errors(_own_setup(f"      engine: {{args: {{kv_cache_memory_bytes: {POOL_BYTES}}}}}\n"))
-    err = errors["own"]
-    assert err is not None and err.line == 16  # `setup:`
-    assert "less than one request of max_model_len 40,960 (the model's max_position_embeddings" in str(err)
-    assert "(0.17x)" in str(err)
+    assert errors == {"blocks": None, "own": None}
+
+
+def test_a_predictions_own_setup_without_max_model_len_is_refused_at_its_setup_line() -> None:
+    # a file without max_model_len: the own setup's (twice the file's) pool still holds less than 40,960 tokens
+    text = (_file("").replace(f"    kv_cache_memory_bytes: {POOL_BYTES}\n", f"    kv_cache_memory_bytes: {POOL_BYTES}\n"
+                                                                          f"    max_model_len: {POOL_TOKENS}\n")
+            + "  - id: own\n    quantity: num_gpu_blocks\n    predicted: 455\n    setup:\n"
+            + f"      engine: {{args: {{kv_cache_memory_bytes: {2 * POOL_BYTES}, max_model_len: 40960}}}}\n")
+    err = _errors(text)["own"]
+    assert err is not None
+    # twice the pool: 910 blocks x 16 = 14,560 tokens; 14,560 / 40,960 = 0.355, which the refusal cuts to 0.35
+    assert "the KV pool holds 14,560 tokens, less than one request of max_model_len 40,960 (0.35x)" in str(err)
 
 
 def test_a_predictions_own_setup_the_pool_holds_is_accepted() -> None:
