@@ -22,7 +22,7 @@ from pytest_roofline.model.bands import BAND_MEANING, CPU_BAND_CAVEAT, NOMINAL_C
 from pytest_roofline.scoring import Verdict, VerdictMode, VerdictStatus
 
 __all__ = ["summary_table", "failure_line", "elide_ids", "drift_lines", "wrap_count", "reason_lines", "OUTCOME_WORD",
-           "FAILING_WORDS", "INCONCLUSIVE_WORD", "REASON_WORDS"]
+           "FAILING_WORDS", "INCONCLUSIVE_WORD"]
 
 OUTCOME_WORD = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "xfailed": "XFAIL", "xpassed": "XPASS",
                 "error": "ERROR"}
@@ -35,9 +35,8 @@ FAILING_WORDS = ("FAIL", "ERROR", "XPASS", "INCONCLUSIVE", DRIFT_FAIL_WORD)
 #: outcome --roofline-inconclusive gave it
 INCONCLUSIVE_WORD = "INCONCLUSIVE"
 
-#: the verdict words whose reason the table prints under it: neither row says why by itself (a FAIL's failure report
-#: and an ERROR's message in the quantity column do)
-REASON_WORDS = (INCONCLUSIVE_WORD, "SKIP")
+#: the most lines the skips' reasons take below -vv (an INCONCLUSIVE row's reason is never left out)
+MAX_SKIP_LINES = 10
 
 #: the narrowest an elided id may become (below it the table overflows rather than hide which row is which)
 MIN_ID_WIDTH = 12
@@ -237,26 +236,38 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
 
 
 def reason_lines(rows: Sequence[Mapping[str, str]], width: int, verbosity: int = 0) -> list[str]:
-    """Why each INCONCLUSIVE and SKIP row is what it is, under the table, as pytest's ``-r`` summary says it:
+    """Why each INCONCLUSIVE and SKIP row is what it is (neither row says it; a FAIL's failure report and an ERROR's
+    message in the quantity column do), under the table, as pytest's ``-r`` summary says it:
     ``INCONCLUSIVE gp: measured 809.83 tok/s is within the band, but…; about 445 more requests would decide it``,
     one line each, clipped to ``width`` (:func:`_short_reason`: the head, and the last clause, what decides it,
     where it fits). Skips whose shown reason is the same are one line with their count (``SKIP (58): needs a
-    measurement: …``): a math run skips every measured prediction for one reason. At ``-vv`` (``verbosity`` 2) each
-    reason is whole, wrapped to the width. Rows without a reason add nothing."""
+    measurement: …``): a math run skips every measured prediction for one reason; past :data:`MAX_SKIP_LINES`, the
+    rest is one line that counts them. At ``-vv`` (``verbosity`` 2) each reason is whole, wrapped to the width, and
+    every one is listed. Rows without a reason add nothing."""
     full = verbosity >= 2
     width = max(width, 40)
     lines: list[str] = []
     for row in rows:
         if row["verdict"] == INCONCLUSIVE_WORD and row.get("reason"):
             lines += _reason_text(f"{INCONCLUSIVE_WORD} {row['id']}: ", row["reason"], width, full)
-    skips: dict[str, list[str]] = {}  # the reason shown -> the ids it stands for, in the table's order
+    skips: dict[str, list[Mapping[str, str]]] = {}  # the reason shown -> the rows it stands for, in order
     for row in rows:
         if row["verdict"] == "SKIP" and row.get("reason"):
             shown = row["reason"] if full else _short_reason(row["reason"], width - len("SKIP (999): "))
-            skips.setdefault(shown, []).append(row["id"])
-    for shown, ids in skips.items():
-        head = f"SKIP {ids[0]}: " if len(ids) == 1 else f"SKIP ({len(ids)}): "
-        lines += _reason_text(head, shown, width, full)
+            skips.setdefault(shown, []).append(row)
+    listed = list(skips.items())
+    if not full and len(listed) > MAX_SKIP_LINES:  # bounded: the first ones, then how many more
+        more = sum(len(same) for _shown, same in listed[MAX_SKIP_LINES - 1:])
+        listed = listed[:MAX_SKIP_LINES - 1]
+    else:
+        more = 0
+    for shown, same in listed:
+        if len(same) == 1:  # its own id, and its own reason in the room the id leaves
+            lines += _reason_text(f"SKIP {same[0]['id']}: ", same[0]["reason"], width, full)
+        else:
+            lines += _reason_text(f"SKIP ({len(same)}): ", shown, width, full)
+    if more:
+        lines.append(_clip(f"SKIP: {more} more, for other reasons (-vv lists every one)", width))
     return lines
 
 

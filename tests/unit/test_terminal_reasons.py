@@ -100,6 +100,16 @@ def test_skips_with_one_reason_are_one_line_with_their_count():
     assert table[-3:] == ["SKIP (2): needs a measurement: run with --gpu", "SKIP c: no serving value here", "3 skip"]
 
 
+def test_the_skips_reasons_take_at_most_ten_lines_below_minus_vv():
+    vs = [_verdict(f"s{i}", VerdictStatus.SKIP, f"reason number {i}") for i in range(12)]
+    table = summary_table([_report(v) for v in vs], width=100)
+    # 12 different reasons: 9 listed, the 10th line counts the other 3
+    assert table[-11:-1] == [*(f"SKIP s{i}: reason number {i}" for i in range(9)),
+                             "SKIP: 3 more, for other reasons (-vv lists every one)"]
+    assert [ln for ln in summary_table([_report(v) for v in vs], width=100, verbosity=2)
+            if ln.startswith("SKIP")] == [f"SKIP s{i}: reason number {i}" for i in range(12)]
+
+
 def test_rows_without_a_reason_are_unchanged():
     passing = _verdict("lat", VerdictStatus.PASS, "measured 95 ms is within ±10% of predicted 100 ms")
     table = summary_table([_report(passing, "passed")], width=100)
