@@ -75,7 +75,8 @@ def probe_host(*, threads: int | None = None, budget_s: float = BUDGET_S) -> Hos
 
     n = threads or probe_threads()
     done = [0] * n
-    start = threading.Barrier(n + 1)
+    spans: list[tuple[float, float]] = [(0.0, 0.0)] * n
+    start = threading.Barrier(n)
 
     def work(i: int) -> None:
         a = np.full(VECTOR_LEN, 1.0001)
@@ -88,16 +89,16 @@ def probe_host(*, threads: int | None = None, budget_s: float = BUDGET_S) -> Hos
             for _ in range(16):
                 np.multiply(a, b, out=c)
             k += 16
-            if time.perf_counter() - t0 >= budget_s:
+            t1 = time.perf_counter()
+            if t1 - t0 >= budget_s:
                 break
-        done[i] = k
+        done[i], spans[i] = k, (t0, t1)
 
     workers = [threading.Thread(target=work, args=(i,), name=f"roofline-probe-{i}", daemon=True) for i in range(n)]
     for w in workers:
         w.start()
-    start.wait()
-    t0 = time.perf_counter()
     for w in workers:
         w.join()
-    wall_s = time.perf_counter() - t0
+    # from the first thread's start to the last one's end: each ran at least budget_s, so wall_s >= budget_s
+    wall_s = max(t1 for _t0, t1 in spans) - min(t0 for t0, _t1 in spans)
     return HostProbe(gflop_per_s=sum(done) * VECTOR_LEN / wall_s / 1e9, threads=n, wall_s=wall_s)

@@ -65,6 +65,7 @@ def test_apart_means_more_than_the_shift_either_way() -> None:
 def test_the_probe_runs_on_every_usable_cpu_and_says_what_it_did() -> None:
     p = probe_host(budget_s=0.02)
     assert isinstance(p, HostProbe) and p.threads == probe_threads() >= 1
+    # every thread works at least the budget from its own start, and wall_s spans the first start to the last end
     assert p.gflop_per_s > 0 and p.wall_s >= 0.02
     assert set(p.to_dict()) == {"gflop_per_s", "threads", "wall_s"}
 
