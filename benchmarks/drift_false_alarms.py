@@ -161,6 +161,14 @@ A run folder may also hold ``loadavg.txt`` (lines of ``<unix s> <contents of /pr
 while the run went), ``cpu.txt`` (``before|after <unix s> <the cpu line of /proc/stat>``) and ``times.txt``
 (bash's ``times`` after the run): the run's load average and the other processes' CPU share are then kept.
 
+``drift-cpu-runs-probe.json`` (2026-12-07, not in the default run: ``--data`` it) was recorded by the same loop,
+8 nights a configuration, with one busy loop (``python3 -c "while True: pass"``) started before and stopped after
+the run on nights 03 and 07 of each (a ``cotenant.txt`` in the run folder, kept as the run's ``cotenant``); its values
+keep their host probe (``host_probe_gflop_per_s``: measure/probe.py), which drift's machine rule reads
+(history/_machine.py; ``--machine 20%`` turns the rule on, as ``--roofline-drift-machine 20%`` does).
+``drift-cpu-runs-probe-quiet.json``: 12 nights
+the same way with no co-tenant.
+
 Then ``python benchmarks/drift_false_alarms.py`` prints the figures from the data files. The 48x file's held
 figures were added with ``python benchmarks/drift_false_alarms.py --held <the run folders>`` (the folders of
 ``--record``; each holds ``*/results.json`` and its points' ``*.requests.jsonl``).
@@ -297,6 +305,8 @@ def record(dirs: list[Path], out: Path) -> None:
         other = _other_cpu_share(d / "cpu.txt", d / "times.txt")
         if other is not None:
             run["other_cpu_share"] = other
+        if (d / "cotenant.txt").is_file():  # a co-tenant the recording loop ran beside the whole run, on purpose
+            run["cotenant"] = (d / "cotenant.txt").read_text().strip()
         runs.append(run)
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"about": "benchmarks/drift_false_alarms.py: real CPU-engine runs of "
@@ -304,7 +314,10 @@ def record(dirs: list[Path], out: Path) -> None:
                                         "machine's 1-minute load average polled every 2 s during the run "
                                         "(mean, max; 2 cores); other_cpu_share: the share of the machine's "
                                         "CPU time that processes other than the run's own used during it; "
-                                        "requests_per_point: the sweep's; held: each closed-loop point's "
+                                        "requests_per_point: the sweep's; host_probe_gflop_per_s (a value's): the "
+                                        "slowest host probe of its points (measure/probe.py; runs recorded from "
+                                        "2026-12-07); cotenant: a busy loop the recording ran beside the whole run; "
+                                        "held: each closed-loop point's "
                                         "held_in_flight over its concurrency (measure/stats/held.py)",
                                "runs": runs},
                               indent=1) + "\n")
@@ -354,7 +367,7 @@ def _value(d: dict[str, Any]) -> StoredValue:
                        measured=d["measured"], measured_lo=d["measured_lo"], measured_hi=d["measured_hi"],
                        interval_method=d["interval_method"], interval_level=d["interval_level"],
                        predicted_text="ink", definition_hash="same",
-                       host_probe_gflop_per_s=d.get("host_probe_gflop_per_s") if MACHINE_RULE else None)
+                       host_probe_gflop_per_s=d.get("host_probe_gflop_per_s"))
 
 
 def _night(i: int, values: list[StoredValue]) -> RunSummary:
@@ -379,9 +392,9 @@ SCALE = "log"
 #: what the nights' spread is measured from: ``mean`` (the shipped rule: the prediction interval's own centre,
 #: |tonight - the mean of the nights| on the rule's scale) or ``baseline`` (the rule before: |tonight - baseline|)
 CENTER = "mean"
-#: whether each value keeps its host probe (drift's machine rule, history/_machine.py); ``--no-machine`` reads every
-#: value as stored without one (the rule before 2026-12-07), the what-if that shows the rule's effect
-MACHINE_RULE = True
+#: ``--machine 20%``: drift's machine rule on (``--roofline-drift-machine``, history/_machine.py): a night whose host
+#: probe is further than this from the other nights' is not judged; "" (the shipped default) judges every night
+MACHINE = ""
 
 
 def _base_id(v: StoredValue) -> str:
@@ -447,7 +460,7 @@ SEED = 21
 def _policy(depth: int) -> DriftPolicy:
     """The drift policy a night is judged by: the shipped ``previous`` baseline, or (``--baseline median``) the
     median of the ``depth`` earlier nights (``median:N``, whose nights' spread reads max(N, SPREAD_RUNS) nights)."""
-    return DriftPolicy(THRESHOLD, "previous" if BASELINE == "previous" else f"median:{max(1, depth)}")
+    return DriftPolicy(THRESHOLD, "previous" if BASELINE == "previous" else f"median:{max(1, depth)}", MACHINE)
 
 
 BASELINE = "previous"
@@ -928,8 +941,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--baseline", choices=("previous", "median"), default="previous",
                    help="the baseline: the previous night (shipped default) or the median of the N earlier nights "
                         "(--roofline-baseline median:N, N the depth)")
-    p.add_argument("--no-machine", action="store_true",
-                   help="what-if: read every value without its host probe (drift's machine rule off)")
+    p.add_argument("--machine", default="", metavar="SHARE",
+                   help="drift's machine rule on (--roofline-drift-machine SHARE, e.g. 20%%; shipped default: off)")
     p.add_argument("--spread-runs", type=int, default=None,
                    help="what-if: the nights' spread from the latest N nights (shipped: "
                         f"history._drift.SPREAD_RUNS = {_drift.SPREAD_RUNS})")
@@ -938,15 +951,16 @@ def main(argv: list[str] | None = None) -> int:
                         f"({DATA_FILES[0].name} by default)")
     args = p.parse_args(argv)
     global SPREAD, SCALE, CENTER, FACTOR_GROUPS, FACTOR_RESIDUAL, FACTOR_LEVEL, DEPTHS, MAX_HISTORIES, SEED, BASELINE
-    global MACHINE_RULE
+    global MACHINE
     DEPTHS = tuple(int(d) for d in args.depths.split(","))
     MAX_HISTORIES, SEED = args.max_histories, args.seed
     BASELINE = args.baseline
     if BASELINE != "previous":
         print("baseline: the median of the N earlier nights (median:N)")
-    if args.no_machine:
-        MACHINE_RULE = False
-        print("what-if: every value read without its host probe (the machine rule off)")
+    if args.machine:
+        MACHINE = args.machine
+        print(f"the machine rule on: a night whose host probe is further than {args.machine} from the other nights' "
+              "is not judged (--roofline-drift-machine)")
     if args.spread_runs is not None:
         _drift.SPREAD_RUNS = args.spread_runs
         print(f"what-if: the nights' spread from the latest {args.spread_runs} nights (shipped: 5)")

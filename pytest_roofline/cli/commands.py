@@ -369,7 +369,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 raise
             print(f"roofline: note: ROOFLINE_HISTORY not read ({redact.redact_text(str(exc))}): without earlier "
                   "nights a move beyond the runs' own intervals is 'uncertain', as drift says", file=sys.stderr)
-    rows = compare_runs(a, b, history)
+    rows = compare_runs(a, b, history, machine_shift=getattr(args, "machine", None))
     if args.json:
         print(jsonout.dumps(comparison_json(a, b, rows), indent=2, ensure_ascii=False))
     else:

@@ -35,6 +35,19 @@ from pytest_roofline.model.setup import SetupError
 __all__ = ["main", "make_parser"]
 
 
+
+def _machine_share(text: str) -> float:
+    """``--machine 20%``: a share above 0 (argparse's one-line usage error otherwise)."""
+    from pytest_roofline.history import parse_share
+
+    try:
+        share = parse_share(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if share <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: a host probe always moves a little; give a share above 0, e.g. 20%")
+    return share
+
 def make_parser() -> argparse.ArgumentParser:
     """The ``roofline`` parser: every command, its flags, and the function that runs it (``fn``)."""
     p = argparse.ArgumentParser(prog="roofline", description="pytest-roofline: performance predictions as tests")
@@ -137,6 +150,10 @@ def make_parser() -> argparse.ArgumentParser:
                     help="the rows as JSON, every number the stored SI base value and each row's unit its SI "
                          "unit (s, tok/s, B; a ratio a fraction; change_rel a fraction); written_unit is the "
                          "table's unit; with no runs named: the store's runs")
+    co.add_argument("--machine", metavar="SHARE", type=_machine_share,
+                    help="leave unjudged a pair whose host probes (the machine, timed around each point) are "
+                         "further apart than SHARE, e.g. 20%%: one machine ran slower and every figure moved with it "
+                         "(as --roofline-drift-machine; default: every pair judged)")
     co.set_defaults(fn=cmd_compare, usage_error=co.error)  # cmd_compare: one run alone is a usage error
     tm = sub.add_parser("tiny-model", help="make the tiny CPU test model")
     tm.add_argument("--dest")

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pytest_roofline.history._drift import judge_move, night_machine, nights_values
-from pytest_roofline.history._machine import MACHINE_SHIFT, machine_apart
+from pytest_roofline.history._machine import machine_apart
 from pytest_roofline.history._records import RunSummary, StoredValue, sort_time, unify_keys
 from pytest_roofline.redact import printable
 from pytest_roofline.units import DEFAULT_UNIT, UnitError, parse_number, unit_scale
@@ -93,7 +93,7 @@ def _change(a: float | None, b: float | None) -> float | None:
 
 
 def _significance(va: StoredValue | None, vb: StoredValue | None,
-                  nights: Sequence[float] = ()) -> tuple[str, float | None, int]:
+                  nights: Sequence[float] = (), machine_shift: float | None = None) -> tuple[str, float | None, int]:
     """Drift's own test of B against A (:func:`~pytest_roofline.history._drift.judge_move`, the decision drift
     makes): both runs' 95 % intervals, the rank test where both kept their requests and, with 3 or more earlier
     ``nights`` of B's setup, B outside their prediction interval. With fewer earlier nights the run-to-run noise is
@@ -104,7 +104,7 @@ def _significance(va: StoredValue | None, vb: StoredValue | None,
         return "", None, 0
     if not (va.held and vb.held):
         return "not held", None, 0  # a lower load than the prediction names in one run: the move says nothing
-    if machine_apart(vb.host_probe_gflop_per_s, va.host_probe_gflop_per_s):
+    if machine_apart(vb.host_probe_gflop_per_s, va.host_probe_gflop_per_s, machine_shift):
         return "machine", None, 0  # one run's machine was slower: every figure moves with it (history._machine)
     if va.measured == vb.measured:
         return "same", 0.0, 0
@@ -127,11 +127,14 @@ def earlier_nights(b: RunSummary, store_runs: Sequence[RunSummary]) -> list[RunS
     return sorted(runs, key=lambda r: sort_time(r.started_at))
 
 
-def compare_runs(a: RunSummary, b: RunSummary, history: Sequence[RunSummary] = ()) -> list[ComparisonRow]:
+def compare_runs(a: RunSummary, b: RunSummary, history: Sequence[RunSummary] = (),
+                 machine_shift: float | None = None) -> list[ComparisonRow]:
     """Every prediction of either run, in A's order, then those only B has. A run stored under the old key scheme
     (file relative to pytest's rootdir) is matched to the other's keys first (:func:`unify_keys`). ``history``: the
     runs of a store (:func:`earlier_nights` keeps B's setup before B); with 3 or more earlier nights of a value, B
-    must also lie outside their spread to count as moved, as drift judges a night."""
+    must also lie outside their spread to count as moved, as drift judges a night. ``machine_shift`` (``roofline
+    compare --machine 20%``, as ``--roofline-drift-machine``): a pair whose host probes are further apart is not
+    judged (``machine``); None (the default) judges every pair."""
     if a.setup == b.setup:
         a, b = unify_keys([a, b])
     else:  # different setups: the keys are still those of one prediction file each
@@ -144,8 +147,9 @@ def compare_runs(a: RunSummary, b: RunSummary, history: Sequence[RunSummary] = (
         ref: StoredValue = vb or va  # type: ignore[assignment]  # one of the two exists: the key came from them
         ma = va.measured if va is not None else None
         mb = vb.measured if vb is not None else None
-        spread = nights_values(key, earlier, machine=night_machine(key, earlier)) if earlier else ()
-        sig, noise, nights = _significance(va, vb, spread)
+        spread = (nights_values(key, earlier, machine=night_machine(key, earlier), shift=machine_shift)
+                  if earlier else ())
+        sig, noise, nights = _significance(va, vb, spread, machine_shift)
         rows.append(ComparisonRow(
             key=key, prediction_id=ref.prediction_id, quantity=ref.quantity, at=dict(ref.at),
             dimension=ref.dimension, unit=ref.unit, status_a=va.status if va else "", status_b=vb.status if vb else "",
@@ -417,9 +421,8 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
                "measured it: the run-to-run noise is not known yet, as drift says)" if uncertain else "")
             + (f"; {unknown} without an interval in either run (?)" if unknown else "")
             + (f"; {unheld} not judged (a point did not hold its concurrency in one run)" if unheld else "")
-            + (f"; {off_machine} not judged (machine): the two runs' host probes are more than "
-               f"{MACHINE_SHIFT:.0%} apart, so one machine ran slower and every figure moved with it"
-               if off_machine else "")
+            + (f"; {off_machine} not judged (machine): the two runs' host probes are further apart than --machine "
+               "allows, so one machine ran slower and every figure moved with it" if off_machine else "")
             + (f"; largest change {printable(largest.prediction_id)} {_percent(largest.change_rel or 0)}"
                if largest is not None else ""))
     lines += textwrap.wrap(text, width, break_on_hyphens=False) or [text]  # an id is not cut at its hyphens

@@ -131,14 +131,24 @@ class DriftPolicy:
     baseline: str = DEFAULT_BASELINE
     threshold: Tolerance = field(init=False, repr=False, compare=False)
     window: int = field(init=False, compare=False)
+    #: ``--roofline-drift-machine``: how far (a share, "20%") a night's host probe may depart from the other nights'
+    #: before the night is not judged (history._machine); "" (the default) judges every night and notes the probe
+    machine: str = ""
     #: the run id (or its unique beginning) of a pinned baseline; None for previous / median:N
     pinned: str | None = field(init=False, compare=False)
+    #: ``machine`` as a share; None when the rule is off
+    machine_shift: float | None = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         # ToleranceError (a ValueError) for a bad threshold, ValueError for a bad baseline: usage errors upstream
         object.__setattr__(self, "threshold", parse_drift_threshold(self.threshold_text))
         object.__setattr__(self, "window", parse_baseline(self.baseline))
         object.__setattr__(self, "pinned", pinned_run(self.baseline))
+        shift = parse_share(self.machine) if self.machine else None
+        if shift is not None and shift <= 0:
+            raise ValueError(f"machine shift {self.machine}: a night's host probe always moves a little; give a share "
+                             "above 0, e.g. 20%")
+        object.__setattr__(self, "machine_shift", shift)
 
     def threshold_for(self, value: StoredValue) -> tuple[Tolerance, str]:
         """The prediction's own ``drift:`` when it wrote one, else the policy's threshold."""
@@ -329,16 +339,17 @@ def _runs_spread(xs: Sequence[float], level: float = 0.95) -> float:
 
 
 def nights_values(key: str, runs: Sequence[RunSummary], *, limit: int = SPREAD_RUNS,
-                  machine: float | None = None) -> list[float]:
+                  machine: float | None = None, shift: float | None = MACHINE_SHIFT) -> list[float]:
     """The earlier nights' measured values of ``key`` for the nights' spread: from the latest ``limit`` of ``runs``
     (oldest first, as :func:`drift_for` sorts them) that measured it at a point that held its concurrency, newest
     first. ``machine`` (the nights' reference host probe, :func:`night_machine`): a night whose probe departs from
-    it (:func:`~pytest_roofline.history._machine.machine_apart`) is left out, as if it had not measured the value."""
+    it by more than ``shift`` (:func:`~pytest_roofline.history._machine.machine_apart`; None: none is) is left out,
+    as if it had not measured the value."""
     xs: list[float] = []
     for r in reversed(runs):
         old = r.value(key)
         x = _finite(old.measured) if old is not None and old.mode == "measured" and old.held else None
-        if x is not None and old is not None and machine_apart(old.host_probe_gflop_per_s, machine):
+        if x is not None and old is not None and machine_apart(old.host_probe_gflop_per_s, machine, shift):
             continue
         if x is not None:
             xs.append(x)
@@ -459,10 +470,10 @@ def _skipped_text(n: int) -> str:
             f"hold {'their' if n > 1 else 'its'} concurrency")
 
 
-def _machine_skipped_text(n: int) -> str:
+def _machine_skipped_text(n: int, shift: float | None) -> str:
     """How many earlier nights were no baseline because their machine ran apart from the others'."""
     return (f"{n} earlier night{'s' if n > 1 else ''} skipped: {'their' if n > 1 else 'its'} machine ran more than "
-            f"{MACHINE_SHIFT:.0%} apart from the other nights' (host probe)")
+            f"{shift or MACHINE_SHIFT:.0%} apart from the other nights' (host probe)")
 
 
 def _pinned(runs: Sequence[RunSummary], pinned: str) -> RunSummary | None:
@@ -575,14 +586,17 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
             if old is not None and x is not None and not old.held:
                 skipped += 1
             elif (old is not None and x is not None and pinned is None
-                  and machine_apart(old.host_probe_gflop_per_s, machine)):
+                  and machine_apart(old.host_probe_gflop_per_s, machine, policy.machine_shift)):
                 off_machine += 1
             elif old is not None and x is not None:
                 found.append((r, old, x))
                 if len(found) >= policy.window:
                     break
         unheld_now = "" if v.held else _unheld_text(v)
-        machine_now = "" if unheld_now else machine_moved(v.host_probe_gflop_per_s, machine)
+        machine_now = ("" if unheld_now or policy.machine_shift is None
+                       else machine_moved(v.host_probe_gflop_per_s, machine, policy.machine_shift))
+        # the rule off (the default): a night whose machine ran apart is judged, and its line says so
+        machine_note = (machine_moved(v.host_probe_gflop_per_s, machine) if policy.machine_shift is None else "")
         if not found:
             if skipped and pinned is not None:
                 why = (f"new: the pinned run {policy.pinned} measured it at a point that did not hold its "
@@ -603,7 +617,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
                 why = (f"new: the store already holds this measurement (run {stored_as}), which a replay is not "
                        "compared with, and no earlier run on this setup measured it")
             if off_machine:
-                why += f"; {_machine_skipped_text(off_machine)}"
+                why += f"; {_machine_skipped_text(off_machine, policy.machine_shift)}"
             if unheld_now:
                 why += f"; {unheld_now}"
             out[v.key] = Drift(v.key, DriftStatus.NEW, why, now=now, threshold_text=tol_text, stored_as=stored_as)
@@ -611,7 +625,8 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         found.reverse()  # oldest first
         xs = [x for _r, _o, x in found]
         # the night-to-night spread, from the latest SPREAD_RUNS nights that measured it (whatever the baseline)
-        spread_xs = nights_values(v.key, runs, limit=max(SPREAD_RUNS, policy.window), machine=machine)
+        spread_xs = nights_values(v.key, runs, limit=max(SPREAD_RUNS, policy.window), machine=machine,
+                                  shift=policy.machine_shift)
         base = statistics.median(xs) if len(found) > 1 else found[-1][2]
         # the baseline's own measurement: the run whose value is the median (the nearer one for an even N)
         _br, base_v, _bx = min(found, key=lambda t: (abs(t[2] - base), -found.index(t)))
@@ -620,7 +635,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         dates = tuple(r.started_at for r, _o, _x in found)
         commits = tuple(r.commit for r, _o, _x in found)
         skip = (f"; {_skipped_text(skipped)}" if skipped else "") + (
-            f"; {_machine_skipped_text(off_machine)}" if off_machine else "")
+            f"; {_machine_skipped_text(off_machine, policy.machine_shift)}" if off_machine else "")
         was = f"; baseline {_fmt(v, base)}"  # the value itself: a change in % alone hides what it was
         if pinned is not None:
             against = f"vs pinned run {pinned.run_id} ({_date_span(dates, crowded)}{was})"
@@ -678,6 +693,9 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
             status = (DriftStatus.UNCERTAIN if unheld_now or machine_now else DriftStatus.STEADY if not beyond
                       else DriftStatus.DRIFTED if apart else DriftStatus.UNCERTAIN)
             text = f"{moved} {against}, {verdict}"
+            if machine_note and beyond:  # judged as usual; what the probe saw is said beside it
+                text += (f"; note: {machine_note} (--roofline-drift-machine {MACHINE_SHIFT:.0%} leaves such a night "
+                         "unjudged)")
             if inked:  # a note: the measured value's move is judged whatever the ink says
                 ink = (f" ({latest.predicted_text or '—'} → {v.predicted_text or '—'})"
                        if latest.predicted_text != v.predicted_text else " (its tolerance, band or drift threshold)")

@@ -56,8 +56,8 @@ def machine_ratio(probe: float | None, reference: float | None) -> float | None:
     return probe / reference
 
 
-def _apart(ratio: float | None) -> bool:
-    return ratio is not None and abs(math.log(ratio)) > math.log1p(MACHINE_SHIFT)
+def _apart(ratio: float | None, shift: float = MACHINE_SHIFT) -> bool:
+    return ratio is not None and abs(math.log(ratio)) > math.log1p(shift)
 
 
 def reference_probe(probes: Sequence[float | None]) -> float | None:
@@ -66,19 +66,19 @@ def reference_probe(probes: Sequence[float | None]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def machine_apart(probe: float | None, reference: float | None) -> bool:
-    """A night whose probe departs from ``reference`` by more than :data:`MACHINE_SHIFT`, either way: another
-    machine in effect. False when either is unknown."""
-    return _apart(machine_ratio(probe, reference))
+def machine_apart(probe: float | None, reference: float | None, shift: float | None = MACHINE_SHIFT) -> bool:
+    """A night whose probe departs from ``reference`` by more than ``shift`` (a share; :data:`MACHINE_SHIFT`), either
+    way: another machine in effect. False when either is unknown, or ``shift`` is None (the rule off)."""
+    return shift is not None and _apart(machine_ratio(probe, reference), shift)
 
 
-def machine_moved(probe: float | None, reference: float | None) -> str:
-    """Why a move measured on this night is not judged, when its machine departed from the other nights' (""
-    otherwise): ``the host probe ran 45% slower than on the earlier nights (4.1 vs 7.5 GFLOP/s)...``."""
+def machine_moved(probe: float | None, reference: float | None, shift: float = MACHINE_SHIFT) -> str:
+    """What the host probe says of this night when its machine departed from the other nights' by more than
+    ``shift`` ("" otherwise): ``the machine itself ran 45% slower than on the other nights (host probe 4.1 vs 7.5
+    GFLOP/s, beyond 20%)...``: drift's reason not to judge the move (``--roofline-drift-machine``), or its note."""
     ratio = machine_ratio(probe, reference)
-    if not _apart(ratio) or ratio is None or probe is None or reference is None:
+    if not _apart(ratio, shift) or ratio is None or probe is None or reference is None:
         return ""
     how = f"{(1 - ratio) * 100:.0f}% slower" if ratio < 1 else f"{(ratio - 1) * 100:.0f}% faster"
     return (f"the machine itself ran {how} than on the other nights (host probe {probe:.3g} vs {reference:.3g} "
-            f"GFLOP/s, beyond the {MACHINE_SHIFT:.0%} a machine may move): a slower or faster machine moves every "
-            "figure at once, so this move says nothing about the engine")
+            f"GFLOP/s, beyond {shift:.0%}): a slower or faster machine moves every figure at once")

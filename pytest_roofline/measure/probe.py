@@ -15,8 +15,10 @@ on every core at once; the probe's figure is the multiplies done by all threads 
 (``gflop_per_s``, one multiply counted as one floating-point operation). A core that another process (or a noisy
 neighbour on the host) takes away shows as fewer multiplies: with one busy loop running beside it on the 2-core
 machine the figure fell from 7.4-7.8 to 3.5-4.4 GFLOP/s (about half), and five probes on the idle machine spread by
-about 5 %. It is taken while the point's load is not running (the engine idle between points), so it measures the
-machine, not the engine; it costs :data:`BUDGET_S` before and after each point.
+about 5 %. It is taken while the point's load is not running, and only once the machine has gone quiet
+(:func:`wait_quiet`, at most :data:`SETTLE_MAX_S`): vLLM goes on working for 0.3-0.6 s after a load's last response,
+and probes taken at once read ~4 GFLOP/s on a quiet machine that read ~7 before the load. It costs :data:`BUDGET_S`
+(and the wait) before and after each point.
 
 What it is not. It probes the host's CPUs, the ones the load generator, vLLM's API server and its scheduler run on;
 a GPU's clocks or a co-tenant on the GPU are not in it. Against a remote endpoint it probes the machine that runs the
@@ -31,7 +33,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["HostProbe", "probe_host", "BUDGET_S", "VECTOR_LEN", "MAX_THREADS", "PROBE_METHOD", "probe_threads"]
+__all__ = ["HostProbe", "probe_host", "BUDGET_S", "VECTOR_LEN", "MAX_THREADS", "PROBE_METHOD", "probe_threads",
+           "SETTLE_MAX_S", "QUIET_SHARE", "wait_quiet"]
 
 #: how long each probe keeps every core busy, in seconds
 BUDGET_S = 0.25
@@ -40,10 +43,48 @@ BUDGET_S = 0.25
 VECTOR_LEN = 32768
 #: the most threads a probe starts (a 192-core host need not be probed on every core to see it is slower)
 MAX_THREADS = 64
+#: the longest the probe waits for the machine to go quiet first, in seconds: vLLM keeps working for a while after
+#: a load's last response (on the 2-core CPU engine 0.3-0.6 s at 0.5-1.2 cores), and a probe taken then measured
+#: the engine's tail, not the machine (its figure fell from ~7 to ~4 GFLOP/s on a quiet machine)
+SETTLE_MAX_S = 1.5
+#: quiet: the machine's CPUs busy less than this share of the time over a 0.1 s window (from /proc/stat)
+QUIET_SHARE = 0.25
 #: how the probe's figure is made, as each results file records it
-PROBE_METHOD = (f"one thread per usable CPU (at most {MAX_THREADS}), each numpy.multiply of two float64 vectors of "
+PROBE_METHOD = (f"after waiting (at most {SETTLE_MAX_S} s) for the machine to be under {QUIET_SHARE:.0%} busy, one "
+                f"thread per usable CPU (at most {MAX_THREADS}), each numpy.multiply of two float64 vectors of "
                 f"{VECTOR_LEN} elements, repeated for {BUDGET_S} s; gflop_per_s = multiplies of all threads / wall "
                 "time")
+
+
+def _busy_total() -> tuple[int, int] | None:
+    """The machine's busy and total CPU time so far, in clock ticks (``/proc/stat``'s ``cpu`` line: user, nice,
+    system, idle, iowait, irq, softirq, steal); None where there is no /proc/stat."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            f = [int(x) for x in fh.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return sum(f) - f[3] - f[4], sum(f)
+
+
+def wait_quiet(*, max_s: float = SETTLE_MAX_S, share: float = QUIET_SHARE, window_s: float = 0.1) -> float:
+    """Wait until the machine's CPUs were busy less than ``share`` of a ``window_s`` window (an engine finishing its
+    last steps, the load generator writing its records), at most ``max_s``; the seconds waited. A machine that
+    another process keeps busy is waited on for ``max_s`` and then probed as it is: that is what the probe is for."""
+    t0 = time.monotonic()
+    last = _busy_total()
+    if last is None:
+        return 0.0
+    while time.monotonic() - t0 < max_s:
+        time.sleep(window_s)
+        now = _busy_total()
+        if now is None:
+            break
+        busy, total = now[0] - last[0], now[1] - last[1]
+        last = now
+        if total > 0 and busy / total < share:
+            break
+    return time.monotonic() - t0
 
 
 @dataclass(frozen=True)
@@ -69,10 +110,13 @@ def probe_threads() -> int:
     return max(1, min(MAX_THREADS, n))
 
 
-def probe_host(*, threads: int | None = None, budget_s: float = BUDGET_S) -> HostProbe:
-    """Time the probe's fixed work on ``threads`` threads (default :func:`probe_threads`) for ``budget_s``."""
+def probe_host(*, threads: int | None = None, budget_s: float = BUDGET_S, settle: bool = True) -> HostProbe:
+    """Time the probe's fixed work on ``threads`` threads (default :func:`probe_threads`) for ``budget_s``, after
+    :func:`wait_quiet` (``settle``)."""
     import numpy as np
 
+    if settle:
+        wait_quiet()
     n = threads or probe_threads()
     done = [0] * n
     spans: list[tuple[float, float]] = [(0.0, 0.0)] * n

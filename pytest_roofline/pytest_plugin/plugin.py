@@ -165,6 +165,11 @@ MORE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         help="with --roofline-drift-fail: the least share of a setup's measured predictions that must be "
              "compared with a baseline when the store holds an earlier run of that setup (default 50%%; with "
              "0%% a night must still compare at least one)")),
+    ("--roofline-drift-machine", dict(
+        dest="roofline_drift_machine", metavar="SHARE", type=parse_share_option, default=None,
+        help="leave unjudged (uncertain) a night whose host probe, the machine timed around each point, is further "
+             "than SHARE (e.g. 20%%) from the other nights', and skip such nights as baselines: a slower machine "
+             "moves every figure at once (default: every night judged, its line notes a probe 20%% apart)")),
     ("--roofline-history-optional", dict(
         dest="roofline_history_optional", action="store_true",
         help="a run that cannot be stored in the history is a warning, not a session failure")),
@@ -180,6 +185,8 @@ INI_KEYS: tuple[tuple[str, str], ...] = (
     ("roofline_history_label", "label stored with each run (see --roofline-history-label)"),
     ("roofline_drift", "drift threshold (see --roofline-drift; default 10%)"),
     ("roofline_drift_baseline", "drift baseline: previous, median:N or run:ID (see --roofline-drift-baseline)"),
+    ("roofline_drift_machine", "how far a night's host probe may move before it is not judged (see "
+                               "--roofline-drift-machine)"),
 )
 _SHORT_NAMES_ADDED: weakref.WeakSet[pytest.Parser] = weakref.WeakSet()
 

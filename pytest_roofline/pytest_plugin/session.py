@@ -145,8 +145,9 @@ class RooflineSession:
                                           or config.getini("roofline_history_label") or None)
         threshold = opt("roofline_drift", None) or config.getini("roofline_drift") or DEFAULT_DRIFT
         baseline = opt("roofline_drift_baseline", None) or config.getini("roofline_drift_baseline") or DEFAULT_BASELINE
+        machine = opt("roofline_drift_machine", None) or config.getini("roofline_drift_machine") or ""
         try:
-            self.drift_policy = DriftPolicy(str(threshold).strip(), str(baseline).strip())
+            self.drift_policy = DriftPolicy(str(threshold).strip(), str(baseline).strip(), str(machine).strip())
         except ValueError as exc:  # ToleranceError is one
             raise pytest.UsageError(f"roofline drift: {exc}") from None
         self.drift_fail: bool = bool(opt("roofline_drift_fail", False))

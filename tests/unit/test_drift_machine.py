@@ -30,8 +30,12 @@ def night(day: int, measured: float, probe: float | None) -> RunSummary:
                       started_at=f"2026-11-{day:02d}T02:00:00Z", mode="engine", values=(value(measured, probe),))
 
 
+#: --roofline-drift-machine 20%: the rule on
+RULE = DriftPolicy("10%", "previous", "20%")
+
+
 def one(now: StoredValue, nights: list[RunSummary], policy: DriftPolicy | None = None):
-    return drift_for([now], nights, policy or DriftPolicy("10%"), setup=SETUP)[KEY]
+    return drift_for([now], nights, policy or RULE, setup=SETUP)[KEY]
 
 
 # --------------------------------------------------------------------------- the rule's pieces
@@ -58,12 +62,14 @@ def test_apart_means_more_than_the_shift_either_way() -> None:
     assert not machine_apart(8.9, 7.5)  # 18.7 % faster
     assert not machine_apart(None, 7.5) and not machine_apart(4.0, None)
     why = machine_moved(3.75, 7.5)
-    assert "50% slower" in why and "3.75 vs 7.5 GFLOP/s" in why and "20%" in why
+    assert "50% slower" in why and "3.75 vs 7.5 GFLOP/s" in why and "beyond 20%" in why
+    assert not machine_apart(5.9, 7.5, None)  # the rule off
+    assert machine_apart(6.3, 7.5, 0.15)  # 16 % slower, beyond a 15 % shift
     assert machine_moved(7.0, 7.5) == ""
 
 
 def test_the_probe_runs_on_every_usable_cpu_and_says_what_it_did() -> None:
-    p = probe_host(budget_s=0.02)
+    p = probe_host(budget_s=0.02, settle=False)
     assert isinstance(p, HostProbe) and p.threads == probe_threads() >= 1
     # every thread works at least the budget from its own start, and wall_s spans the first start to the last end
     assert p.gflop_per_s > 0 and p.wall_s >= 0.02
@@ -87,6 +93,22 @@ def test_a_slow_machine_tonight_is_uncertain_not_drifted() -> None:
     assert "not judged" in slow.text and "51% slower" in slow.text and "3.7 vs 7.5 GFLOP/s" in slow.text
     assert compared_count([slow]) == (0, 1)  # measured, not compared: a night on another machine compared nothing
     assert "1 not judged (the machine itself ran apart from the other nights)" in drift_counts([slow])
+
+
+def test_without_the_rule_the_night_is_judged_and_its_line_says_what_the_probe_saw() -> None:
+    # the shipped default (no --roofline-drift-machine): -40 % beyond the nights' spread is drifted, with the note
+    d = one(value(600.0, 3.7), NIGHTS, DriftPolicy("10%"))
+    assert d.status is DriftStatus.DRIFTED and not d.machine
+    assert "note: the machine itself ran 51% slower than on the other nights (host probe 3.7 vs 7.5 GFLOP/s" in d.text
+    assert "--roofline-drift-machine 20% leaves such a night unjudged" in d.text
+    # and a slow earlier night stays a baseline: the previous night's 550 against tonight's 1,005 is +82.7 %
+    assert one(value(1005.0, 7.5), [*NIGHTS, night(4, 550.0, 3.8)], DriftPolicy("10%")).baseline == 550.0
+
+
+def test_the_rule_takes_a_share_above_zero() -> None:
+    assert RULE.machine_shift == pytest.approx(0.2) and DriftPolicy("10%").machine_shift is None
+    with pytest.raises(ValueError, match="above 0"):
+        DriftPolicy("10%", "previous", "0%")
 
 
 def test_tonight_without_a_probe_is_judged_as_before() -> None:
@@ -116,7 +138,7 @@ def test_nights_without_probes_change_nothing() -> None:
 
 def test_a_pinned_baseline_is_kept_whatever_its_machine() -> None:
     nights = [*NIGHTS, night(4, 550.0, 3.8)]
-    d = one(value(1005.0, 7.5), nights, DriftPolicy("10%", "run:20261104"))
+    d = one(value(1005.0, 7.5), nights, DriftPolicy("10%", "run:20261104", "20%"))
     assert d.baseline == 550.0  # the user named that run: it is the baseline (tonight's machine is the usual one)
 
 
@@ -125,12 +147,13 @@ def test_a_pinned_baseline_is_kept_whatever_its_machine() -> None:
 
 def test_compare_does_not_judge_two_runs_on_machines_apart() -> None:
     a, b = night(1, 1000.0, 7.5), night(2, 600.0, 3.7)
-    rows = compare_runs(a, b)
+    assert compare_runs(a, b)[0].significance != "machine"  # roofline compare without --machine: judged
+    rows = compare_runs(a, b, machine_shift=0.2)
     assert rows[0].significance == "machine"
     text = "\n".join(render_comparison(a, b, rows, width=160))
     assert "not judged (machine)" in text
-    assert "1 not judged (machine): the two runs' host probes are more than 20%" in text
+    assert "1 not judged (machine): the two runs' host probes are further apart than --machine allows" in text
     j = comparison_json(a, b, rows)
     assert j["compared"] == 0 and j["measured_in_both"] == 1
-    same = compare_runs(a, night(2, 600.0, 7.2))
+    same = compare_runs(a, night(2, 600.0, 7.2), machine_shift=0.2)
     assert same[0].significance != "machine"
