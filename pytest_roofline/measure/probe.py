@@ -5,8 +5,9 @@ Why. A slower machine moves every time-based figure of a point by about one fact
 engine: nothing in the figures tells them apart. On this project's shared 2-core machine, 4 of 32 identical CPU-engine
 nights were 1.7-3.7x slower in every figure at once (benchmarks/RESULTS-drift.md, "A longer history"), with neither the
 load average nor the other processes' CPU share showing it. A number measured on the machine itself, at the time the
-point ran, does: drift (:mod:`pytest_roofline.history._drift`) calls a move on a night whose probe ran well away from
-the other nights' ``uncertain`` with the reason, and leaves such a night out of the baseline and the nights' spread.
+point ran, can: each drift line notes a night whose probe ran well away from the other nights', and with
+``--roofline-drift-machine`` drift calls its moves ``uncertain`` and leaves such a night out of the baseline and the
+nights' spread (:mod:`pytest_roofline.history._machine`, where the rule and why it is an option live).
 
 What. One thread per CPU the process may run on (its affinity mask; at most :data:`MAX_THREADS`), each multiplying two
 float64 vectors of :data:`VECTOR_LEN` elements (256 KiB each, so the three of them stay in a core's L2 cache) into a
