@@ -53,7 +53,7 @@ from pytest_roofline.history._drift import (
     pinned_run,
     runs_drift_reads,
 )
-from pytest_roofline.history._machine import MACHINE_SHIFT
+from pytest_roofline.history._machine import MACHINE_SHIFT, value_probe
 from pytest_roofline.history._recording import (
     build_records,
     clean_setup,
@@ -85,6 +85,7 @@ from pytest_roofline.history._records import (
     same_prediction,
     unify_keys,
 )
+from pytest_roofline.history._samples import point_samples
 from pytest_roofline.history._sql import SqlStore
 from pytest_roofline.history._store import DirectoryStore, new_run_id, read_run_dir
 from pytest_roofline.redact import redact_text, redact_url
@@ -106,7 +107,9 @@ __all__ = [
     # a checkout's top level and a verdict's key, for the pytest plugin (s16 review L4)
     "repository_root", "results_for_file", "verdict_key",
     # the host probe: a night whose machine ran apart (issue 21, 2026-12-07)
-    "MACHINE_SHIFT", "machine_count",
+    "MACHINE_SHIFT", "machine_count", "value_probe",
+    # tonight's value as the store keeps it, for drift at test time (the rank test's samples)
+    "point_samples",
 ]
 
 #: the URI schemes (before any ``+driver``) that open a database store

@@ -31,9 +31,11 @@ from pytest_roofline.history import (
     measurement_id,
     open_store_quietly,
     parse_share,
+    point_samples,
     runs_drift_reads,
     spec_setup_key,
     stored_value,
+    value_probe,
 )
 from pytest_roofline.measure import gpu as gpu_mod
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsData, load_results
@@ -185,6 +187,8 @@ class RooflineSession:
         self.history_store: HistoryStore | None = None
         #: the store's index as read once at session start (on an xdist worker: what the controller sent)
         self.history_runs: list[RunSummary] = []
+        #: each requests file's per-request sketches, read once for the session's drift (history.point_samples)
+        self._sample_cache: dict[Any, dict[str, tuple[float, ...]]] = {}
         #: drift dicts that arrived on test reports, by node id (the controller's view, xdist included)
         self.reported_drifts: dict[str, dict[str, Any]] = {}
 
@@ -289,20 +293,36 @@ class RooflineSession:
         """The results dict this file's measurements were written to (replayed or live), if any yet."""
         if self.mode == "replay":
             try:
-                return dict(self.replay_data())
+                data = dict(self.replay_data())
             except pytest.UsageError:
                 return None
+            if self.replay:  # where its points' requests files lie (their per-request samples)
+                data.setdefault("_path", str(self.replay))
+            return data
         run = getattr(self.provider, "runs", {}).get(spec.path) if self.provider is not None else None
         writer = getattr(run, "writer", None)
-        return dict(writer.data) if writer is not None else None
+        if writer is None:
+            return None
+        data = dict(writer.data)
+        data.setdefault("_path", str(writer.path))  # where its points' requests files lie (their per-request samples)
+        return data
 
     def drift_of(self, spec: Spec, pred: Prediction, verdict: Verdict) -> dict[str, Any] | None:
         """The prediction's drift against the stored runs of its setup, as a plain dict for its test report (None
         without a history)."""
         if not self.history_enabled:
             return None
-        setup = spec_setup_key(spec, self.results_for_spec(spec), self.gpu)
-        value = stored_value(verdict.to_dict(), file=identity_file(verdict.file or spec.path), drift_text=pred.drift)
+        results = self.results_for_spec(spec)
+        setup = spec_setup_key(spec, results, self.gpu)
+        as_dict = verdict.to_dict()
+        value = stored_value(as_dict, file=identity_file(verdict.file or spec.path), drift_text=pred.drift)
+        if results is not None and value.mode == "measured" and value.measured is not None:
+            # tonight's value as the store will keep it (history.build_records): its point's per-request samples, so
+            # the rank test drift documents (and its benchmark measures) is made live too, and its host probe
+            points = [str(p) for p in as_dict.get("measured_points") or ()]
+            value = dataclasses.replace(value, samples=point_samples(results, points, value.quantity,
+                                                                     self._sample_cache),
+                                        host_probe_gflop_per_s=value_probe(results, points))
         before = self.measured_at if self.mode == "replay" else None
         d = drift_for([value], self.history_runs, self.drift_policy, setup=setup, before=before,
                       measurement=self.replay_measurement_id)[value.key]
