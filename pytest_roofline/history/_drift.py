@@ -339,7 +339,7 @@ def _runs_spread(xs: Sequence[float], level: float = 0.95) -> float:
 
 
 def nights_values(key: str, runs: Sequence[RunSummary], *, limit: int = SPREAD_RUNS,
-                  machine: float | None = None, shift: float | None = MACHINE_SHIFT) -> list[float]:
+                  machine: float | None = None, shift: float | None = None) -> list[float]:
     """The earlier nights' measured values of ``key`` for the nights' spread: from the latest ``limit`` of ``runs``
     (oldest first, as :func:`drift_for` sorts them) that measured it at a point that held its concurrency, newest
     first. ``machine`` (the nights' reference host probe, :func:`night_machine`): a night whose probe departs from
@@ -470,10 +470,11 @@ def _skipped_text(n: int) -> str:
             f"hold {'their' if n > 1 else 'its'} concurrency")
 
 
-def _machine_skipped_text(n: int, shift: float | None) -> str:
-    """How many earlier nights were no baseline because their machine ran apart from the others'."""
+def _machine_skipped_text(n: int, shift: float) -> str:
+    """How many earlier nights were no baseline because their machine ran more than ``shift`` apart from the others'
+    (only with the rule on: ``DriftPolicy.machine_shift``)."""
     return (f"{n} earlier night{'s' if n > 1 else ''} skipped: {'their' if n > 1 else 'its'} machine ran more than "
-            f"{shift or MACHINE_SHIFT:.0%} apart from the other nights' (host probe)")
+            f"{shift:.0%} apart from the other nights' (host probe)")
 
 
 def _pinned(runs: Sequence[RunSummary], pinned: str) -> RunSummary | None:
@@ -617,7 +618,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
                 why = (f"new: the store already holds this measurement (run {stored_as}), which a replay is not "
                        "compared with, and no earlier run on this setup measured it")
             if off_machine:
-                why += f"; {_machine_skipped_text(off_machine, policy.machine_shift)}"
+                why += f"; {_machine_skipped_text(off_machine, policy.machine_shift or MACHINE_SHIFT)}"
             if unheld_now:
                 why += f"; {unheld_now}"
             out[v.key] = Drift(v.key, DriftStatus.NEW, why, now=now, threshold_text=tol_text, stored_as=stored_as)
@@ -635,7 +636,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         dates = tuple(r.started_at for r, _o, _x in found)
         commits = tuple(r.commit for r, _o, _x in found)
         skip = (f"; {_skipped_text(skipped)}" if skipped else "") + (
-            f"; {_machine_skipped_text(off_machine, policy.machine_shift)}" if off_machine else "")
+            f"; {_machine_skipped_text(off_machine, policy.machine_shift or MACHINE_SHIFT)}" if off_machine else "")
         was = f"; baseline {_fmt(v, base)}"  # the value itself: a change in % alone hides what it was
         if pinned is not None:
             against = f"vs pinned run {pinned.run_id} ({_date_span(dates, crowded)}{was})"

@@ -221,7 +221,8 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
                   label: str | None = None, rootdir: str | os.PathLike[str] | None = None,
                   drift_texts: Mapping[str, str] | None = None,
                   outcomes: Mapping[str, str] | None = None,
-                  file_keys: Mapping[str, Sequence[str]] | None = None) -> list[RunRecord]:
+                  file_keys: Mapping[str, Sequence[str]] | None = None,
+                  sample_cache: dict[Path, dict[str, tuple[float, ...]]] | None = None) -> list[RunRecord]:
     """The session's runs, one per setup (in the order their first verdict came).
 
     ``setups`` maps each verdict's ``file`` to its SetupKey (from :func:`spec_setup_key`); a verdict whose file
@@ -240,7 +241,8 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
         key = setups.get(file) or SetupKey("unknown", "unknown", "unknown")
         groups.setdefault(key, []).append(v)
     records = []
-    sample_cache: dict[Path, dict[str, tuple[float, ...]]] = {}  # each requests file read once (point_samples)
+    # each requests file read once (point_samples); the session's drift read them already and passes its cache
+    sample_cache = {} if sample_cache is None else sample_cache
     for key, vs in groups.items():
         values = []
         counts: dict[str, int] = {}

@@ -357,7 +357,8 @@ def store_session(rs: RooflineSession, *, stopped: str = "") -> tuple[list[str],
     records = build_records(verdicts, setups=setups, results=results, environment=redact.redact_data(env),
                             started_at=rs.measured_at, mode=rs.mode, commit=commit, branch=branch,
                             label=rs.history_label, rootdir=rootdir, drift_texts=drift_texts,
-                            outcomes=_outcomes(rs), file_keys=_file_keys(rs, verdicts))
+                            outcomes=_outcomes(rs), file_keys=_file_keys(rs, verdicts),
+                            sample_cache=rs.sample_cache)
     lines = []
     failed = False
     where = redact.redact_url(store.uri)

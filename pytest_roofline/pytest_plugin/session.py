@@ -188,7 +188,7 @@ class RooflineSession:
         #: the store's index as read once at session start (on an xdist worker: what the controller sent)
         self.history_runs: list[RunSummary] = []
         #: each requests file's per-request sketches, read once for the session's drift (history.point_samples)
-        self._sample_cache: dict[Any, dict[str, tuple[float, ...]]] = {}
+        self.sample_cache: dict[Any, dict[str, tuple[float, ...]]] = {}
         #: drift dicts that arrived on test reports, by node id (the controller's view, xdist included)
         self.reported_drifts: dict[str, dict[str, Any]] = {}
 
@@ -321,7 +321,7 @@ class RooflineSession:
             # the rank test drift documents (and its benchmark measures) is made live too, and its host probe
             points = [str(p) for p in as_dict.get("measured_points") or ()]
             value = dataclasses.replace(value, samples=point_samples(results, points, value.quantity,
-                                                                     self._sample_cache),
+                                                                     self.sample_cache),
                                         host_probe_gflop_per_s=value_probe(results, points))
         before = self.measured_at if self.mode == "replay" else None
         d = drift_for([value], self.history_runs, self.drift_policy, setup=setup, before=before,

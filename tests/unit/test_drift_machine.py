@@ -125,7 +125,8 @@ def test_a_slow_earlier_night_is_no_baseline_and_no_part_of_the_spread() -> None
     assert "1 earlier night skipped: its machine ran more than 20% apart" in d.text
     # the spread leaves night 4 out: the median of the probes 7.5, 7.4, 7.6, 3.8 is 7.45, and 3.8 is 49 % below it
     assert night_machine(KEY, nights) == pytest.approx(7.45)
-    assert nights_values(KEY, nights, machine=7.45) == [990.0, 1010.0, 1000.0]
+    assert nights_values(KEY, nights, machine=7.45, shift=0.2) == [990.0, 1010.0, 1000.0]
+    assert nights_values(KEY, nights, machine=7.45) == [550.0, 990.0, 1010.0, 1000.0]  # the rule off
     assert nights_values(KEY, nights) == [550.0, 990.0, 1010.0, 1000.0]
 
 
