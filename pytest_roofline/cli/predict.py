@@ -22,7 +22,7 @@ from pytest_roofline import redact
 from pytest_roofline.cli import jsonout
 from pytest_roofline.cli.setup_flags import build, setup_tree
 from pytest_roofline.errors import NotMeasured, RooflineError, UnsimulatedSettingWarning
-from pytest_roofline.format.spec import Prediction, Spec, load_spec, locate_settings
+from pytest_roofline.format.spec import Prediction, Spec, load_spec, locate_settings, prediction_sections
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.measure.results.peers import load_any
 from pytest_roofline.model import analytical as an
@@ -616,18 +616,6 @@ class SimTable:
     refused: str | None = None
 
 
-def _file_sections(spec: Spec, own: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The setup sections a prediction of ``spec`` is computed against: the file's, each one its own ``setup:``
-    (``own``) writes replacing the file's, as ``format.spec.prediction_setup`` merges them."""
-    own = own or {}
-    return {"hardware": own.get("hardware", spec.hardware),
-            "hardware_overrides": own.get("hardware_overrides", spec.hardware_overrides if "hardware" not in own
-                                          else {}),
-            "model": own.get("model", spec.model),
-            "model_overrides": own.get("model_overrides", spec.model_overrides if "model" not in own else {}),
-            "engine": own.get("engine", spec.engine), "workload": own.get("workload", spec.workload)}
-
-
 def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     """A section as dotted fields (``engine.args.max_num_seqs``); a list or a scalar is one value."""
     if isinstance(value, Mapping):
@@ -649,11 +637,11 @@ def _setup_groups(spec: Spec) -> list[tuple[Prediction | None, list[Prediction],
     """The distinct setups ``spec``'s predictions are computed against, the file's first (simulated whether or not
     a prediction uses it): (a prediction of the group whose ``setup:`` it is, None for the file's; the group's
     predictions; what it changes of the file's setup). A ``setup:`` that changes nothing is the file's."""
-    base = _file_sections(spec)
+    base = prediction_sections(spec)
     groups: dict[str, tuple[Prediction | None, list[Prediction], dict[str, dict[str, Any]]]] = {
         "": (None, [], {})}
     for p in spec.predictions:
-        differs = _differs(base, _file_sections(spec, p.setup)) if any(p.setup.values()) else {}
+        differs = _differs(base, prediction_sections(spec, p.setup)) if any(p.setup.values()) else {}
         key = jsonout.dumps(differs) if differs else ""
         groups.setdefault(key, (p, [], differs))[1].append(p)
     return list(groups.values())
@@ -732,7 +720,7 @@ def _simulate_file_setup(args: argparse.Namespace, spec: Spec, rep: Prediction |
                          rates: list[float], doc: Any) -> SimTable:
     """The table of one setup of a prediction file: the file's (``rep`` None) or ``rep``'s own ``setup:`` over it,
     with the flags over either."""
-    secs = _file_sections(spec, rep.setup if rep else None)
+    secs = prediction_sections(spec, rep.setup if rep else None)
     tree = setup_tree(args, base={"engine": secs["engine"], "workload": secs["workload"]},
                       workload={"input_len": args.input_len, "output_len": args.output_len})
     setup = build(secs["hardware"], secs["model"], tree, hardware_overrides=secs["hardware_overrides"],

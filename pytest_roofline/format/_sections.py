@@ -200,19 +200,29 @@ def takes_serving_value(spec: Spec, pred: Prediction) -> bool:
     return False
 
 
-def prediction_setup(spec: Spec, overrides: Mapping[str, Any], *, hardware_override: str | None = None) -> Setup:
-    """The setup a prediction is computed against: the file's sections, each one its own ``setup:`` writes
+def prediction_sections(spec: Spec, overrides: Mapping[str, Any] | None = None, *,
+                        hardware_override: str | None = None) -> dict[str, Any]:
+    """The setup sections a prediction is computed against: the file's, each one its own ``setup:`` writes
     (``overrides``, :attr:`Prediction.setup`) replacing the file's (``hardware_override``: the GPU a run names, where
-    the prediction names none).  The one merge the reader's checks and the scorer (``scoring.setup_for``) use."""
-    hw = overrides.get("hardware", hardware_override or spec.hardware)
-    return build_setup(
-        hardware_ref=hw,
-        hardware_overrides=overrides.get("hardware_overrides",
-                                         spec.hardware_overrides if "hardware" not in overrides else {}),
-        model_ref=overrides.get("model", spec.model),
-        model_overrides=overrides.get("model_overrides", spec.model_overrides if "model" not in overrides else {}),
-        engine=overrides.get("engine", spec.engine), workload=overrides.get("workload", spec.workload),
-    )
+    the prediction names none). The one merge :func:`prediction_setup` builds and ``roofline predict --simulate``
+    compares setups by."""
+    overrides = overrides or {}
+    return {"hardware": overrides.get("hardware", hardware_override or spec.hardware),
+            "hardware_overrides": overrides.get("hardware_overrides",
+                                                spec.hardware_overrides if "hardware" not in overrides else {}),
+            "model": overrides.get("model", spec.model),
+            "model_overrides": overrides.get("model_overrides",
+                                             spec.model_overrides if "model" not in overrides else {}),
+            "engine": overrides.get("engine", spec.engine), "workload": overrides.get("workload", spec.workload)}
+
+
+def prediction_setup(spec: Spec, overrides: Mapping[str, Any], *, hardware_override: str | None = None) -> Setup:
+    """The setup a prediction is computed against (:func:`prediction_sections`, built). The one merge the reader's
+    checks and the scorer (``scoring.setup_for``) use."""
+    secs = prediction_sections(spec, overrides, hardware_override=hardware_override)
+    return build_setup(hardware_ref=secs["hardware"], hardware_overrides=secs["hardware_overrides"],
+                       model_ref=secs["model"], model_overrides=secs["model_overrides"], engine=secs["engine"],
+                       workload=secs["workload"])
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ from pytest_roofline.format._sections import (
     check_setup,
     own_setup_of,
     parse_drift_threshold,
+    prediction_sections,
     prediction_setup,
     read_calibration,
     read_drift,
@@ -105,7 +106,7 @@ __all__ = [
     "NodeReader", "AmbiguousScalar", "plain_scalar",
     "DRIFT_HELP", "parse_drift_threshold",
     # the setup one prediction is computed against (the file's sections, its own setup: replacing them)
-    "prediction_setup",
+    "prediction_setup", "prediction_sections",
     # the file's engine settings the serving model does not simulate, each at its line (roofline predict --simulate)
     "locate_settings",
     # the kinds: each a Literal whose words the field tables and the readers take from it
