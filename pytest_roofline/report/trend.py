@@ -21,6 +21,12 @@ run's full record, so a history of hundreds of nights renders in about a second.
   when the model or the YAML changes). A math-only prediction draws its model line alone. Hovering a point shows
   the night's date, commit, engine version, measured value and verdict; hovering a step of the band or of the model
   line, its value and the nights it held. The latest ten nights are also listed under the chart.
+* the nights a chart cannot judge, marked (:func:`_night_marks`): a night whose machine ran more than
+  :data:`~pytest_roofline.history.MACHINE_SHIFT` apart from the earlier nights of its setup (the host probe, by
+  drift's own rule and reference) has a shaded column behind it, a night measured at a point that did not hold its
+  concurrency a ring around its dot; the point's tooltip and a row under the night in its table say why, with the
+  numbers, and the legend explains a mark only on a chart that has one. A store without probes whose points all
+  held renders byte for byte as it did before marks were drawn.
 
 Size: the points of one verdict are one SVG ``<path>`` and each night's tooltip an invisible strip over its point,
 so 500 nights × 100 predictions (50,000 points, each with its own tooltip) make a page of about 8 MB that renders
@@ -47,6 +53,7 @@ from pytest_roofline import redact
 from pytest_roofline.history import (
     DEFAULT_BASELINE,
     DEFAULT_DRIFT,
+    MACHINE_SHIFT,
     Drift,
     DriftPolicy,
     HistoryStore,
@@ -56,6 +63,10 @@ from pytest_roofline.history import (
     drift_for,
     unify_keys,
 )
+
+# drift's reference machine and its note, which the package does not export (yet): see _night_marks
+from pytest_roofline.history._drift import SPREAD_RUNS, night_machine
+from pytest_roofline.history._machine import machine_moved, machine_ratio
 from pytest_roofline.report.common import (
     EXPLAIN_CSS,
     OUTCOME_COLOR,
@@ -89,6 +100,10 @@ _VERSION_COLOR = PALETTE["purple"]
 _MODEL_COLOR = PALETTE["blue"]
 _BAND_COLOR = PALETTE["sky"]
 _WHISKER_COLOR = "#3d4650"
+#: a night whose machine ran apart (a shaded column behind it) and a night whose point did not hold its concurrency
+#: (a ring around its dot): apart from the outcomes' colours and the predicted band's
+_MACHINE_COLOR = PALETTE["yellow"]
+_UNHELD_COLOR = PALETTE["black"]
 #: a trend chart's width and left margin (px), and the x axis' tick label size: its 11 px font at an average glyph
 #: width of 0.62 em (DejaVu Sans, the widest of the fonts the page names, is about 0.6) and 10 px between labels
 _CHART_WIDTH = 560
@@ -320,6 +335,77 @@ def _drift_html(d: Drift | None, *, short: bool = False) -> str:
 
 
 # ----------------------------------------------------------------------------------------------------------------
+# the nights a chart cannot judge: the machine ran apart (host probe), or a point did not hold its concurrency
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Mark:
+    """Why one night's value is not like the others (both "" for an ordinary night).
+
+    ``machine``: history's own sentence (:func:`~pytest_roofline.history._machine.machine_moved`) where the night's
+    host probe departs from drift's reference (:func:`~pytest_roofline.history._drift.night_machine`: the median probe
+    of the same setup's earlier nights that measured it at a point that held its concurrency) by more than
+    :data:`~pytest_roofline.history.MACHINE_SHIFT`, the very note the drift column prints beside a move;
+    ``machine_short`` its few words for the nights table. ``unheld``: the points behind the value that did not hold
+    their concurrency (``StoredValue.unheld_points``)."""
+
+    machine: str = ""
+    machine_short: str = ""
+    unheld: str = ""
+    unheld_short: str = ""
+
+    @property
+    def texts(self) -> list[str]:
+        return [t for t in (self.machine, self.unheld) if t]
+
+
+def _night_marks(group: _Group, policy: DriftPolicy) -> dict[tuple[int, str], _Mark]:
+    """Each measured value of ``group`` whose night drift would not judge as usual, by (run index, prediction key):
+    a night whose machine ran apart from the earlier nights of its setup (by drift's rule and reference, with the
+    shift drift's note uses: :data:`~pytest_roofline.history.MACHINE_SHIFT`), a night measured at a point that did
+    not hold its concurrency. Empty for a store without probes whose points all held: such a page is as before."""
+    out: dict[tuple[int, str], _Mark] = {}
+    limit = max(SPREAD_RUNS, policy.window)  # the nights drift_for takes the reference from
+    earlier: dict[Any, list[RunSummary]] = {}  # each setup's runs so far, oldest first (drift compares within one)
+    for i, r in enumerate(group.runs):
+        before = earlier.setdefault(r.setup, [])
+        for v in r.values:
+            if v.mode != "measured" or not is_number(v.measured):
+                continue
+            probe = v.host_probe_gflop_per_s
+            machine = short = ""
+            if probe is not None:
+                reference = night_machine(v.key, before, limit=limit)
+                machine = machine_moved(probe, reference)
+                ratio = machine_ratio(probe, reference)
+                if machine and ratio is not None:
+                    how = f"{(1 - ratio) * 100:.0f}% slower" if ratio < 1 else f"{(ratio - 1) * 100:.0f}% faster"
+                    short = f"machine {how}: host probe {probe:.3g} vs {reference:.3g} GFLOP/s"
+            unheld = unheld_short = ""
+            if not v.held:
+                many = len(v.unheld_points) > 1
+                names = ", ".join(v.unheld_points)
+                unheld = (f"point{'s' if many else ''} {names} did not hold {'their' if many else 'its'} concurrency "
+                          "this night: it measured a lower load than the prediction names, so drift does not judge "
+                          "the value (see that night's verdict notes)")
+                unheld_short = f"concurrency not held ({names})"
+            if machine or unheld:
+                out[(i, v.key)] = _Mark(machine, short, unheld, unheld_short)
+        before.append(r)
+    return out
+
+
+def _marks_row(m: _Mark) -> str:
+    """A night's marks as the nights table writes them, in a row of their own under the night's (a few words each,
+    the whole sentence on hover), so the table keeps its width."""
+    parts = []
+    if m.machine:
+        parts.append(f'<span class="tmark tmark-machine" title="{esc(m.machine)}">{esc(m.machine_short)}</span>')
+    if m.unheld:
+        parts.append(f'<span class="tmark tmark-unheld" title="{esc(m.unheld)}">{esc(m.unheld_short)}</span>')
+    return f'<tr class="tmarks"><td colspan="8">{" ".join(parts)}</td></tr>'
+
+
+# ----------------------------------------------------------------------------------------------------------------
 # numbers in the prediction's unit
 # ----------------------------------------------------------------------------------------------------------------
 def _display_unit(s: _Series, numbers: Sequence[float]) -> tuple[str, float]:
@@ -491,8 +577,10 @@ def _spans(values: Sequence[StoredValue | None], get: Callable[[StoredValue], An
     return out
 
 
-def _chart(group: _Group, s: _Series, *, width: int = _CHART_WIDTH, height: int = 230) -> str:
-    """``s`` night by night, over the runs that ran its prediction file (:meth:`_Group.view`)."""
+def _chart(group: _Group, s: _Series, marks: Mapping[tuple[int, str], _Mark] | None = None, *,
+           width: int = _CHART_WIDTH, height: int = 230) -> str:
+    """``s`` night by night, over the runs that ran its prediction file (:meth:`_Group.view`); ``marks``
+    (:func:`_night_marks`) flag the nights drift would not judge as usual."""
     view = group.view(s)
     nights = view.nights
     n = len(view.runs)
@@ -556,6 +644,13 @@ def _chart(group: _Group, s: _Series, *, width: int = _CHART_WIDTH, height: int 
                                                                 f"{nights.span_text(a, b)}"))
     if model_tips:
         c.line(model_pts, color=_MODEL_COLOR, width=1.8, dash="5 3", label="model")
+    # the nights whose machine ran apart (host probe): a shaded column behind each, under everything else drawn
+    mark_of = ({j: m for j, i in enumerate(view.index) if (m := (marks or {}).get((i, s.key))) is not None}
+               if marks else {})
+    apart = [j for j, m in sorted(mark_of.items()) if m.machine]
+    for k, j in enumerate(apart):
+        c.vband(lo_edge(j), hi_edge(j), color=_MACHINE_COLOR, opacity=0.28,
+                label="machine ran apart (host probe)" if k == 0 else None)
     # engine-version changes
     for i, version in nights.upgrades:
         c.vline(i - 0.5, color=_VERSION_COLOR, dash="3 3", width=1.4, text=f"vllm {_clip(version, 24)}")
@@ -589,8 +684,9 @@ def _chart(group: _Group, s: _Series, *, width: int = _CHART_WIDTH, height: int 
             ci = (f", {_level_text(v)} interval [{_fmt(v, v.measured_lo) if is_number(v.measured_lo) else '−∞'}, "
                   f"{_fmt(v, v.measured_hi) if is_number(v.measured_hi) else '+∞'}]" if _has_interval(v) else
                   ", no interval stored" if whiskers else "")
+            why = "".join(f" · {t}" for t in mark_of[i].texts) if i in mark_of else ""
             tips.append((lo_edge(i), hi_edge(i), y,
-                         f"{nights.heads[i]} — measured {_fmt_measured(v)}{ci}: {_shown_text(v)}"))
+                         f"{nights.heads[i]} — measured {_fmt_measured(v)}{ci}: {_shown_text(v)}{why}"))
         for status in _DOT_ORDER:
             if status in by_status:
                 c.dots(by_status.pop(status), color=_status_color(status), size=size,
@@ -598,6 +694,11 @@ def _chart(group: _Group, s: _Series, *, width: int = _CHART_WIDTH, height: int 
                        css_class=f"rl-pt rl-pt-{status}")
         for status, p in by_status.items():  # a status this page does not know: grey
             c.dots(p, color=PALETTE["grey"], size=size, label=f"measured · {status}", css_class="rl-pt")
+        # a night measured at a point that did not hold its concurrency: a ring around its dot
+        unheld = [(float(i), y) for i, y, _v in measured if i in mark_of and mark_of[i].unheld]
+        if unheld:
+            c.markers(unheld, color=_UNHELD_COLOR, size=size + 2.6, ring=True, css_class="rl-unheld",
+                      label="concurrency not held")
     # hover targets above everything: the model's steps, then each night's point (which wins where they meet)
     c.hover(model_tips, thickness=6)
     c.hover(tips, thickness=2 * size + 8, max_width=2 * size + 8)
@@ -629,7 +730,8 @@ def _anchor(gi: int, key: str) -> str:
     return f"t{gi}-" + hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
-def _nights_table(group: _Group, s: _Series, drifts: Mapping[int, Mapping[str, Drift]]) -> str:
+def _nights_table(group: _Group, s: _Series, drifts: Mapping[int, Mapping[str, Drift]],
+                  marks: Mapping[tuple[int, str], _Mark] | None = None) -> str:
     view = group.view(s)
     rows = []
     shown = 0
@@ -646,6 +748,8 @@ def _nights_table(group: _Group, s: _Series, drifts: Mapping[int, Mapping[str, D
                     f"<td>{esc(r.setup.engine_version)}</td><td>{_badge(v.shown)}</td>"
                     f'<td class="num">{esc(_fmt(v, v.measured))}</td><td class="num model">{esc(_fmt(v, v.model))}'
                     f'</td><td class="num">{esc(_band_text(v))}</td><td>{drift}</td></tr>')
+        if marks and (mark := marks.get((i, s.key))) is not None:
+            rows.append(_marks_row(mark))
         shown += 1
     total = sum(v is not None for v in s.values)
     head = ("<tr><th>night (UTC)</th><th>commit</th><th>vllm</th><th>status</th><th>measured</th><th>model</th>"
@@ -691,7 +795,8 @@ def _summary_table(gi: int, group: _Group, drifts: Mapping[int, Mapping[str, Dri
     return f'<div class="scroll"><table class="summary">{head}{"".join(rows)}</table></div>'
 
 
-def _group_section(gi: int, group: _Group, policy: DriftPolicy) -> str:
+def _group_section(gi: int, group: _Group, policy: DriftPolicy,
+                   marks: Mapping[tuple[int, str], _Mark] | None = None) -> str:
     versions = group.versions
     ver = " → ".join(f"vllm {v}" for v in versions[-6:]) + (" (and earlier)" if len(versions) > 6 else "")
     drifts = _night_drifts(group, policy)
@@ -724,8 +829,8 @@ def _group_section(gi: int, group: _Group, policy: DriftPolicy) -> str:
              '<div class="trends">']
     for s in group.series:
         parts.append(f'<figure class="chart trend" id="{_anchor(gi, s.key)}">'
-                     f'<div class="tchart">{_chart(group, s)}</div>'
-                     f'<div class="ttable">{_nights_table(group, s, drifts)}</div></figure>')
+                     f'<div class="tchart">{_chart(group, s, marks)}</div>'
+                     f'<div class="ttable">{_nights_table(group, s, drifts, marks)}</div></figure>')
     parts.append("</div></section>")
     return "".join(parts)
 
@@ -775,6 +880,7 @@ def render_trend(runs: Sequence[RunSummary], *, title: str | None = None, source
     generated_at = generated_at or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     page_title = title or "pytest-roofline trend"
     groups = _groups(runs)
+    marks = [_night_marks(g, policy) for g in groups]  # none: the page is as it was before marks were drawn
     nav = ""
     if len(groups) > 1:
         nav = '<nav class="files">' + " · ".join(f'<a href="#g{i}">{esc(g.hardware)} · {esc(g.model)}</a>'
@@ -792,10 +898,11 @@ def render_trend(runs: Sequence[RunSummary], *, title: str | None = None, source
             "latest status, value and drift are those of the latest run of its prediction file: a nightly that runs "
             "each file in its own pytest session stores one run per file. A night is one run of a prediction "
             "file; a chart has a place for each run of its file, evenly spaced: its x axis is the runs in order, "
-            "not a time scale (a week without a run is one step, as is an hour between two).</p>")
+            "not a time scale (a week without a run is one step, as is an hour between two)."
+            + (" " + _MARKS_HINT if any(marks) else "") + "</p>")  # only where a night is marked
     head = (f'<header class="top"><div class="brand">pytest-roofline trend</div><h1>{esc(page_title)}</h1>'
             f'{src}<div class="src">{span}</div>{nav}{hint}</header>')
-    body = head + ("".join(_group_section(i, g, policy) for i, g in enumerate(groups)) or
+    body = head + ("".join(_group_section(i, g, policy, m) for i, (g, m) in enumerate(zip(groups, marks))) or
                    '<p class="missing">The store holds no runs yet: run pytest with --roofline-history.</p>')
     body += (f"<footer>Generated {esc(generated_at)} by pytest-roofline. This page is self-contained: no scripts, "
              "no fonts, no requests.</footer>")
@@ -804,7 +911,8 @@ def render_trend(runs: Sequence[RunSummary], *, title: str | None = None, source
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f'<meta name="color-scheme" content="light dark">'
             f'<meta name="generator" content="pytest-roofline">'
-            f"<title>{esc(page_title)}</title><style>{PAGE_CSS}{EXPLAIN_CSS}{TREND_CSS}</style></head>"
+            f"<title>{esc(page_title)}</title><style>{PAGE_CSS}{EXPLAIN_CSS}{TREND_CSS}"
+            f"{TREND_MARKS_CSS if any(marks) else ''}</style></head>"
             f'<body><main class="page">{body}</main></body></html>\n')
 
 
@@ -833,3 +941,11 @@ def write_trend(store: HistoryStore, path: Path | str, *, setup: Sequence[str] =
 
 #: the style sheet, package data (report/static/trend.css)
 TREND_CSS = css("trend")
+#: the marks' style (report/static/trend-marks.css), on a page only where a night is marked
+TREND_MARKS_CSS = css("trend-marks")
+#: the hint's sentence on the marks, on a page only where a night is marked
+_MARKS_HINT = ("A yellow column behind a night: its machine ran more than "
+               f"{MACHINE_SHIFT:.0%} slower or faster than the earlier nights of its setup (the host probe; drift "
+               "notes it too), so its dip or rise may be the machine's, not the engine's. A black ring around a "
+               "point: that night's point did not hold its concurrency (it measured a lower load), and drift does "
+               "not judge it. Hover the point, or see the nights table, for the numbers.")

@@ -600,8 +600,13 @@ def png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
 
 
 @pytest.fixture(scope="module")
-def demo_page(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return render_trend(demo_nights(tmp_path_factory.mktemp("demo")).runs(), source="history/")
+def demo_runs(tmp_path_factory: pytest.TempPathFactory) -> list[RunSummary]:
+    return demo_nights(tmp_path_factory.mktemp("demo")).runs()
+
+
+@pytest.fixture(scope="module")
+def demo_page(demo_runs: list[RunSummary]) -> str:
+    return render_trend(demo_runs, source="history/")
 
 
 @pytest.mark.slow
@@ -677,3 +682,18 @@ def test_select_runs_counts_nights_per_prediction_file() -> None:
             for night in range(4) for i, f in enumerate(("a", "b"))]
     kept = [r.run_id for r in select_runs(runs, last=2)]
     assert kept == ["n2-a", "n2-b", "n3-a", "n3-b"]
+
+
+
+def test_the_demo_store_without_probes_renders_as_before_the_marks(demo_runs: list[RunSummary],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # the recording's nights keep no host probe and every point held its concurrency: the page the marks' code makes
+    # is byte for byte the page without it (no column, no ring, no style, no hint, no table row; the marks
+    # themselves: tests/unit/test_trend_marks.py)
+    from pytest_roofline.report import trend
+
+    assert all(v.host_probe_gflop_per_s is None and v.held for r in demo_runs for v in r.values)
+    with_marks = render_trend(demo_runs, source="history/", generated_at="2026-12-07 06:00 UTC")
+    monkeypatch.setattr(trend, "_night_marks", lambda group, policy: {})
+    assert render_trend(demo_runs, source="history/", generated_at="2026-12-07 06:00 UTC") == with_marks
+    assert "tmark" not in with_marks and "rl-unheld" not in with_marks

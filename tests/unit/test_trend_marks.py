@@ -1,0 +1,182 @@
+"""The trend page marks the nights drift would not judge as usual (issue 21's leftover): a night whose machine ran
+more than 20 % slower or faster than the earlier nights of its setup (the host probe, by drift's own rule and
+reference: history/_machine.py, history/_drift.py's ``night_machine``) gets a shaded column behind it, and a night
+measured at a point that did not hold its concurrency a ring around its dot; each says why, with its numbers, in
+the point's tooltip and in a row under the night in the nights table, and the chart's legend explains a mark only
+where the chart has one. A store without probes, whose points all held, renders as before.
+
+Every expected number below is worked out here from the probes the nights are given.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from pytest_roofline.history import RunSummary, SetupKey, StoredValue, prediction_key
+from pytest_roofline.report import trend
+from pytest_roofline.report.svg import PALETTE
+from pytest_roofline.report.trend import render_trend
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+SETUP = SetupKey("cpu", "roofline-tiny", "0.32.0")
+FILE = "predictions/cpu.yaml"
+#: the measured TTFT (s) of the five nights, and each night's host probe (GFLOP/s)
+TTFT_S = (0.100, 0.102, 0.160, 0.101, 0.099)
+PROBES = (7.5, 7.0, None, 8.0, 7.2)  # night 3's is set by each test
+
+
+def value(measured: float, probe: float | None, *, unheld: tuple[str, ...] = (), pid: str = "ttft",
+          at: str = "8") -> StoredValue:
+    return StoredValue(key=prediction_key(FILE, pid, {"concurrency": at}), prediction_id=pid, file=FILE,
+                       quantity="ttft_p50", dimension="time", status="pass", mode="measured",
+                       at={"concurrency": at}, unit="ms", measured=measured, model=0.095, predicted=0.1, lo=0.05,
+                       hi=0.2, predicted_text="100 ms", definition_hash="d1", host_probe_gflop_per_s=probe,
+                       unheld_points=unheld)
+
+
+def nights(probes: tuple[float | None, ...], *, setup: SetupKey = SETUP, unheld_night: int | None = None,
+           setups: tuple[SetupKey, ...] = ()) -> list[RunSummary]:
+    """Five nights (2026-12-01 to 05, 02:00 UTC) of one prediction, with these probes; ``unheld_night`` (1-based):
+    that night's C=8 point did not hold its concurrency; ``setups``: each night's setup (default: ``setup``)."""
+    out = []
+    for n, (ttft, probe) in enumerate(zip(TTFT_S, probes), start=1):
+        unheld = ("closed-c8",) if n == unheld_night else ()
+        out.append(RunSummary(run_id=f"2026120{n}T020000Z-abc{n}-000000", setup=setups[n - 1] if setups else setup,
+                              started_at=f"2026-12-0{n}T02:00:00Z", mode="engine", commit=f"abc{n}def",
+                              values=(value(ttft, probe, unheld=unheld),)))
+    return out
+
+
+def page(runs: list[RunSummary]) -> str:
+    return render_trend(runs, source="history/", generated_at="2026-12-07 06:00 UTC")
+
+
+def chart(html: str) -> ET.Element:
+    svg = re.search(r'<figure class="chart trend".*?(<svg.*?</svg>)', html, flags=re.S)
+    assert svg is not None
+    return ET.fromstring(svg.group(1))
+
+
+def dots_x(svg: ET.Element) -> list[float]:
+    """The measured points' centres (px), left to right."""
+    xs = [float(x) for e in svg.iter() if "rl-pt" in (e.get("class") or "")
+          for x, _y in re.findall(r"M([-\d.]+),([-\d.]+)h0", e.get("d") or "")]
+    return sorted(xs)
+
+
+def tooltips(svg: ET.Element) -> list[str]:
+    """The points' tooltips (the hover strips of ``<g class="rl-hover">``), left to right."""
+    strips = []
+    for g in svg.iter(f"{SVG_NS}g"):
+        for path in g.iter(f"{SVG_NS}path") if "rl-hover" in (g.get("class") or "") else ():
+            title = path.find(f"{SVG_NS}title")
+            m = re.match(r"M([-\d.]+),", path.get("d") or "")
+            if m and title is not None and (title.text or "").startswith("2026-"):
+                strips.append((float(m[1]), title.text or ""))
+    return [t for _x, t in sorted(strips)]
+
+
+def columns(svg: ET.Element) -> list[tuple[float, float]]:
+    """The shaded columns behind nights whose machine ran apart: (left, right) px (the plot's height, not the
+    legend's swatch)."""
+    return [(float(r.get("x", 0)), float(r.get("x", 0)) + float(r.get("width", 0)))
+            for r in svg.iter(f"{SVG_NS}rect") if r.get("fill") == PALETTE["yellow"] and float(r.get("height", 0)) > 40]
+
+
+def legend(svg: ET.Element) -> list[str]:
+    return [t.text or "" for t in svg.iter(f"{SVG_NS}text")]
+
+
+def note_rows(html: str) -> list[str]:
+    """The nights table's rows, newest first: a night's cells as text, and its marks' row as ``marks: <text>``."""
+    table = re.search(r'<table class="nights">(.*?)</table>', html, flags=re.S)
+    assert table is not None
+    rows = []
+    for tr in re.findall(r"<tr[^>]*>.*?</tr>", table.group(1), flags=re.S)[1:]:
+        text = " ".join(re.sub(r"<[^>]+>", " ", tr).split())
+        rows.append(f"marks: {text}" if 'class="tmarks"' in tr else text.split(" ")[0] + " " + text.split(" ")[1])
+    return rows
+
+
+def test_a_night_on_a_machine_forty_percent_slower_is_marked_and_says_why() -> None:
+    # night 3's earlier nights of its setup are nights 1 and 2: their probes' median is (7.5 + 7.0) / 2 = 7.25, and
+    # night 3's probe 0.6 × 7.25 = 4.35 is 40 % below it, beyond the 20 % rule. The nights within it: night 2
+    # (7.0 vs 7.5: 7 % slower), night 4 (8.0 vs median(7.5, 7.0, 4.35) = 7.0: 14 % faster), night 5 (7.2 vs
+    # median(7.5, 7.0, 4.35, 8.0) = 7.25: 1 % slower); night 1 has no earlier night to be compared with
+    probes = (7.5, 7.0, 4.35, 8.0, 7.2)
+    html = page(nights(probes))
+    svg = chart(html)
+    xs = dots_x(svg)
+    assert len(xs) == 5
+    cols = columns(svg)
+    assert len(cols) == 1
+    left, right = cols[0]
+    assert left < xs[2] < right and right < xs[3] and left > xs[1]  # behind night 3 alone
+    tips = tooltips(svg)
+    assert len(tips) == 5
+    why = ("the machine itself ran 40% slower than on the other nights (host probe 4.35 vs 7.25 GFLOP/s, beyond "
+           "20%)")
+    assert why in tips[2] and tips[2].startswith("2026-12-03 02:00 UTC · abc3def")
+    assert not any("machine" in t for n, t in enumerate(tips) if n != 2)
+    assert "machine ran apart (host probe)" in legend(svg)
+    assert "concurrency not held" not in legend(svg)  # a mark the chart does not have is not explained
+    assert note_rows(html) == ["2026-12-05 02:00", "2026-12-04 02:00", "2026-12-03 02:00",
+                               "marks: machine 40% slower: host probe 4.35 vs 7.25 GFLOP/s",
+                               "2026-12-02 02:00", "2026-12-01 02:00"]
+    assert f'title="{why}' in html  # the whole sentence on hovering the table's note
+    assert "A yellow column behind a night" in html  # the header's hint says what the marks are
+
+
+def test_a_faster_machine_is_marked_too() -> None:
+    # 1.3 × 7.25 = 9.425 GFLOP/s: 30 % faster than nights 1 and 2's median
+    tips = tooltips(chart(page(nights((7.5, 7.0, 9.425, 8.0, 7.2)))))
+    assert "the machine itself ran 30% faster than on the other nights (host probe 9.43 vs 7.25 GFLOP/s" in tips[2]
+
+
+def test_nights_within_twenty_percent_are_not_marked_and_render_as_without_probes() -> None:
+    # night 3 at 0.85 × 7.25 = 6.1625 (15 % slower) and every other night within 20 % of its earlier nights' median:
+    # no mark anywhere, and the page is byte for byte the page of the same nights stored without probes
+    probes = (7.5, 7.0, 6.1625, 8.0, 7.2)
+    with_probes = page(nights(probes))
+    assert page(nights((None,) * 5)) == with_probes
+    assert "tmark" not in with_probes and not columns(chart(with_probes))
+
+
+def test_the_reference_is_the_earlier_nights_of_the_same_setup() -> None:
+    # drift compares a night with the earlier nights of its own setup (hardware, model, engine version): night 3 is
+    # the first of vLLM 0.33.0, so it has no reference however slow its probe, and nights 4 and 5 are compared with
+    # it alone (8.0 vs 4.35 GFLOP/s: 84 % faster; 7.2 vs median(4.35, 8.0) = 6.175: 17 % faster, within 20 %)
+    upgraded = replace(SETUP, engine_version="0.33.0")
+    tips = tooltips(chart(page(nights((7.5, 7.0, 4.35, 8.0, 7.2), setups=(SETUP, SETUP) + (upgraded,) * 3))))
+    assert [("machine" in t) for t in tips] == [False, False, False, True, False]
+    assert "ran 84% faster than on the other nights (host probe 8 vs 4.35 GFLOP/s" in tips[3]
+
+
+def test_a_night_whose_point_did_not_hold_its_concurrency_is_ringed() -> None:
+    html = page(nights((None,) * 5, unheld_night=4))
+    svg = chart(html)
+    xs = dots_x(svg)
+    rings = [e for e in svg.iter() if "rl-unheld" in (e.get("class") or "")]
+    assert len(rings) == 1
+    assert abs(float(rings[0].get("cx", "nan")) - xs[3]) < 0.06  # around night 4's dot
+    assert rings[0].get("fill") == "none" and float(rings[0].get("data-r", 0)) > 3.6 + 0.5  # wider than the dot
+    tips = tooltips(svg)
+    assert "point closed-c8 did not hold its concurrency this night" in tips[3]
+    assert not any("concurrency" in t for n, t in enumerate(tips) if n != 3)
+    assert "concurrency not held" in legend(svg) and "machine ran apart (host probe)" not in legend(svg)
+    assert note_rows(html)[:3] == ["2026-12-05 02:00", "2026-12-04 02:00", "marks: concurrency not held (closed-c8)"]
+    assert not columns(svg)
+
+
+def test_marks_add_nothing_to_a_page_without_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the marks' machinery switched off gives the same page for nights without probes that all held: no style, no
+    # hint, no legend line, no table row of its own
+    runs = nights((None,) * 5)
+    with_marks = page(runs)
+    monkeypatch.setattr(trend, "_night_marks", lambda group, policy: {})
+    assert page(runs) == with_marks
+    assert trend.TREND_MARKS_CSS not in with_marks
