@@ -944,8 +944,8 @@ TREND_CSS = css("trend")
 #: the marks' style (report/static/trend-marks.css), on a page only where a night is marked
 TREND_MARKS_CSS = css("trend-marks")
 #: the hint's sentence on the marks, on a page only where a night is marked
-_MARKS_HINT = ("A yellow column behind a night: its machine ran more than "
-               f"{MACHINE_SHIFT:.0%} slower or faster than the earlier nights of its setup (the host probe; drift "
-               "notes it too), so its dip or rise may be the machine's, not the engine's. A black ring around a "
+_MARKS_HINT = ("A yellow column behind a night: its machine ran apart from the earlier nights of its setup, its "
+               f"host probe {1 + MACHINE_SHIFT:g} times theirs or more, or that much below (drift's machine rule; "
+               "drift notes it too), so its dip or rise may be the machine's, not the engine's. A ring around a "
                "point: that night's point did not hold its concurrency (it measured a lower load), and drift does "
                "not judge it. Hover the point, or see the nights table, for the numbers.")

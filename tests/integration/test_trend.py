@@ -22,7 +22,7 @@ import struct
 import time
 import zlib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -697,3 +697,34 @@ def test_the_demo_store_without_probes_renders_as_before_the_marks(demo_runs: li
     monkeypatch.setattr(trend, "_night_marks", lambda group, policy: {})
     assert render_trend(demo_runs, source="history/", generated_at="2026-12-07 06:00 UTC") == with_marks
     assert "tmark" not in with_marks and "rl-unheld" not in with_marks
+
+
+def _marked_nights() -> list[RunSummary]:
+    """Five nights of one prediction whose host probes are 7.5, 7.0, 4.35, 8.0 and 7.2 GFLOP/s: night 3's is 0.6 ×
+    the median of nights 1 and 2 (7.25), its machine 40 % slower; night 4's C=8 point did not hold its concurrency
+    (tests/unit/test_trend_marks.py works out the same nights' marks)."""
+    out = []
+    for n, (ttft, probe) in enumerate(zip((0.100, 0.102, 0.160, 0.101, 0.099), (7.5, 7.0, 4.35, 8.0, 7.2)), start=1):
+        v = replace(_value("ttft", ttft), host_probe_gflop_per_s=probe,
+                    unheld_points=("closed-c8",) if n == 4 else ())
+        out.append(_night_at(f"2026-12-0{n}T02:00:00Z", v, commit=f"abc{n}def", run_id=f"n{n}"))
+    return out
+
+
+@needs_chromium
+def test_the_marks_show_in_a_browser(tmp_path: Path) -> None:
+    # the shaded column paints behind night 3 (#F0E442 at opacity 0.28 over the plot's #fcfcfd: about
+    # (249, 245, 201)); each point's tooltip, as Chromium's own hit test finds it at the point's centre (the ring
+    # around night 4's dot takes no pointer from it), says why the night is marked
+    html = render_trend(_marked_nights(), source="history/")
+    seen = measure_in_chromium(tmp_path, html, _HIT_SCRIPT, "HITS", "1280,900", "marks")
+    assert len(seen) == 5
+    assert "the machine itself ran 40% slower than on the other nights (host probe 4.35 vs 7.25 GFLOP/s" in seen[2]
+    assert "point closed-c8 did not hold its concurrency this night" in seen[3]
+    assert not any("machine" in t or "concurrency" in t for n, t in enumerate(seen) if n not in (2, 3))
+    page = tmp_path / "marks-shot.html"
+    page.write_text(html, encoding="utf-8")
+    shot = tmp_path / "marks.png"
+    run_chromium(tmp_path, page.as_uri(), "--window-size=1280,900", f"--screenshot={shot}")
+    _w, _h, px = png_pixels(shot)
+    assert sum(abs(p[0] - 249) <= 3 and abs(p[1] - 245) <= 3 and abs(p[2] - 201) <= 4 for p in px) > 500

@@ -131,10 +131,14 @@ def test_a_night_on_a_machine_forty_percent_slower_is_marked_and_says_why() -> N
     assert "A yellow column behind a night" in html  # the header's hint says what the marks are
 
 
-def test_a_faster_machine_is_marked_too() -> None:
+def test_a_faster_machine_is_marked_too_and_the_rule_is_a_ratio_either_way() -> None:
     # 1.3 × 7.25 = 9.425 GFLOP/s: 30 % faster than nights 1 and 2's median
     tips = tooltips(chart(page(nights((7.5, 7.0, 9.425, 8.0, 7.2)))))
     assert "the machine itself ran 30% faster than on the other nights (host probe 9.43 vs 7.25 GFLOP/s" in tips[2]
+    # the rule is 1.2 times either way: 6.56 = 0.82 × 8 is 18 % slower, and 1 / 0.82 = 1.22 is beyond 1.2
+    tips = tooltips(chart(page(nights((8.0, 8.0, 6.56, 8.0, 8.0)))))
+    assert "the machine itself ran 18% slower than on the other nights (host probe 6.56 vs 8 GFLOP/s" in tips[2]
+    assert [("machine" in t) for t in tips] == [False, False, True, False, False]
 
 
 def test_nights_within_twenty_percent_are_not_marked_and_render_as_without_probes() -> None:
