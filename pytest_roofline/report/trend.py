@@ -25,7 +25,7 @@ run's full record, so a history of hundreds of nights renders in about a second.
   :data:`~pytest_roofline.history.MACHINE_SHIFT` apart from the earlier nights of its setup (the host probe, by
   drift's own rule and reference) has a shaded column behind it, a night measured at a point that did not hold its
   concurrency a ring around its dot; the point's tooltip and a row under the night in its table say why, with the
-  numbers, and the legend explains a mark only on a chart that has one. A store without probes whose points all
+  numbers (the summary table the latest night's), and the legend explains a mark only on a chart that has one. A store without probes whose points all
   held renders byte for byte as it did before marks were drawn.
 
 Size: the points of one verdict are one SVG ``<path>`` and each night's tooltip an invisible strip over its point,
@@ -395,14 +395,19 @@ def _night_marks(group: _Group, policy: DriftPolicy) -> dict[tuple[int, str], _M
 
 
 def _marks_row(m: _Mark) -> str:
-    """A night's marks as the nights table writes them, in a row of their own under the night's (a few words each,
-    the whole sentence on hover), so the table keeps its width."""
+    """A night's marks as the nights table writes them, in a row of their own under the night's, so the table keeps
+    its width."""
+    return f'<tr class="tmarks"><td colspan="8">{_mark_spans(m)}</td></tr>'
+
+
+def _mark_spans(m: _Mark) -> str:
+    """A night's marks in a few words each, the whole sentence on hover."""
     parts = []
     if m.machine:
         parts.append(f'<span class="tmark tmark-machine" title="{esc(m.machine)}">{esc(m.machine_short)}</span>')
     if m.unheld:
         parts.append(f'<span class="tmark tmark-unheld" title="{esc(m.unheld)}">{esc(m.unheld_short)}</span>')
-    return f'<tr class="tmarks"><td colspan="8">{" ".join(parts)}</td></tr>'
+    return " ".join(parts)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -763,7 +768,8 @@ def _last_index(s: _Series) -> int:
     return max(i for i, x in enumerate(s.values) if x is not None)
 
 
-def _summary_table(gi: int, group: _Group, drifts: Mapping[int, Mapping[str, Drift]], baseline_words: str) -> str:
+def _summary_table(gi: int, group: _Group, drifts: Mapping[int, Mapping[str, Drift]], baseline_words: str,
+                   marks: Mapping[tuple[int, str], _Mark] | None = None) -> str:
     rows = []
     for s in group.series:
         v = s.latest
@@ -778,6 +784,8 @@ def _summary_table(gi: int, group: _Group, drifts: Mapping[int, Mapping[str, Dri
                  '<span class="drift none">not in the latest run of its file</span>' if stale else
                  '<span class="drift none">— (a math check: only measured values drift)</span>'
                  if v.mode != "measured" else _drift_html(drifts.get(last, {}).get(s.key)))
+        if marks and not stale and (mark := marks.get((last, s.key))) is not None:
+            drift += " " + _mark_spans(mark)  # the latest night's marks, as its table's row says them
         nights = sum(x is not None for x in s.values)
         measured_nights = sum(x is not None and is_number(x.measured) for x in s.values)
         at = ", ".join(f"{k}={x}" for k, x in v.at.items())
@@ -825,7 +833,7 @@ def _group_section(gi: int, group: _Group, policy: DriftPolicy,
     parts = [f'<section class="setup" id="g{gi}"><h2 class="spec-title">{esc(group.hardware)} · '
              f"{esc(group.model)}</h2>"
              f'<div class="meta">{esc(ver)} · {span} · {where} · {pills}</div>',
-             _summary_table(gi, group, drifts, _baseline_words(policy)),
+             _summary_table(gi, group, drifts, _baseline_words(policy), marks),
              '<div class="trends">']
     for s in group.series:
         parts.append(f'<figure class="chart trend" id="{_anchor(gi, s.key)}">'

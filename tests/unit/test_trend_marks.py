@@ -184,3 +184,17 @@ def test_marks_add_nothing_to_a_page_without_them(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(trend, "_night_marks", lambda group, policy: {})
     assert page(runs) == with_marks
     assert trend.TREND_MARKS_CSS not in with_marks
+
+
+def test_the_summary_table_marks_the_latest_night() -> None:
+    # night 5 (the latest) at 4.35 GFLOP/s against the median of 7.5, 7.0, 7.2 and 8.0, (7.2 + 7.5) / 2 = 7.35:
+    # 4.35 / 7.35 = 0.592, 41 % slower; the summary row, which shows the latest night, says so beside its drift
+    html = page(nights((7.5, 7.0, 7.2, 8.0, 4.35)))
+    summary = re.search(r'<table class="summary">(.*?)</table>', html, flags=re.S)
+    assert summary is not None
+    text = " ".join(re.sub(r"<[^>]+>", " ", summary.group(1)).split())
+    assert "machine 41% slower: host probe 4.35 vs 7.35 GFLOP/s" in text
+    # an earlier night's mark stays in the chart and its table: the summary speaks of the latest night only
+    earlier = page(nights((7.5, 7.0, 4.35, 8.0, 7.2)))
+    summary = re.search(r'<table class="summary">(.*?)</table>', earlier, flags=re.S)
+    assert summary is not None and "tmark" not in summary.group(1)
