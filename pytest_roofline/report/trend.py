@@ -25,8 +25,8 @@ run's full record, so a history of hundreds of nights renders in about a second.
   :data:`~pytest_roofline.history.MACHINE_SHIFT` apart from the earlier nights of its setup (the host probe, by
   drift's own rule and reference) has a shaded column behind it, a night measured at a point that did not hold its
   concurrency a ring around its dot; the point's tooltip and a row under the night in its table say why, with the
-  numbers (the summary table the latest night's), and the legend explains a mark only on a chart that has one. A store without probes whose points all
-  held renders byte for byte as it did before marks were drawn.
+  numbers (the summary table the latest night's), and the legend explains a mark only on a chart that has one. A
+  store without probes whose points all held renders byte for byte as it did before marks were drawn.
 
 Size: the points of one verdict are one SVG ``<path>`` and each night's tooltip an invisible strip over its point,
 so 500 nights × 100 predictions (50,000 points, each with its own tooltip) make a page of about 8 MB that renders
