@@ -322,9 +322,12 @@ V1_CORPUS = "v1-public-runs.json"
 
 def _v1_setup(src: dict, run: dict):
     # a source whose runs span GPUs or models (one publisher's pages) names them per run
-    return build_setup(hardware_ref=run.get("gpu", src["gpu"]), model_ref=run.get("model", src["model"]),
+    # a model outside the presets is named by its config.json, committed beside the corpus
+    model = CORPUS / src["model_config"] if "model_config" in src else run.get("model", src["model"])
+    return build_setup(hardware_ref=run.get("gpu", src["gpu"]), model_ref=model,
                        engine={"name": "vllm", "version": src["vllm"],
-                               "args": {**src.get("engine_args", {}), "tensor_parallel_size": run["tp"]}})
+                               "args": {**src.get("engine_args", {}), **run.get("engine_args", {}),
+                                        "tensor_parallel_size": run["tp"]}})
 
 
 def cached_hit_rate(input_len: int, block_size: int) -> float:
@@ -361,22 +364,35 @@ def _prefill_bound(row: dict) -> bool:
     return row["device"] != "cpu" and row.get("prefill_share", 0.0) >= bands.PREFILL_BOUND_SHARE
 
 
+#: GuideLLM's constant rate (evenly spaced requests) as gamma arrivals of this shape: a coefficient of variation of
+#: 1/sqrt(shape) = 0.1 %
+CONSTANT_RATE_SHAPE = 1e6
+
+
 def _simulate_reps(setup, run: dict, c: int | None, n: int, rate, inp, out, cached: float) -> list:
-    """The serving model's prediction of each published repetition of ``run`` (cold, or with the prompts cached)."""
+    """The serving model's prediction of each published repetition of ``run`` (cold, or with the prompts cached).
+    A run's ``shared_prefix_len`` is a prefix every prompt starts with (cached after the first request; from the
+    start when ``prefix_cached_before``: an earlier benchmark on the same server sent it, simulated as one warm-up
+    request)."""
     preds = []
+    shape = {"shared_prefix_len": int(run.get("shared_prefix_len", 0)),
+             "warmup_requests": 1 if run.get("prefix_cached_before") else 0}
+    burstiness = CONSTANT_RATE_SHAPE if run.get("arrivals") == "constant" else 1.0
     for rep in run.get("repetitions", ["cold"]):
         hit = cached if rep == "cached" else 0.0
         if c is not None:
             wl = serving.workload_for_point(setup, concurrency=c, num_requests=n, seed=0, point_id=f"c{c}",
-                                            input_len=inp, output_len=out, prefix_hit_rate=hit)
+                                            input_len=inp, output_len=out, prefix_hit_rate=hit, **shape)
         else:
             wl = serving.workload_for_point(setup, rate_req_per_s=float(rate), num_requests=n, seed=0,
-                                            point_id=f"r{rate}", input_len=inp, output_len=out, prefix_hit_rate=hit)
+                                            point_id=f"r{rate}", input_len=inp, output_len=out, prefix_hit_rate=hit,
+                                            burstiness=burstiness, **shape)
         preds.append(serving.simulate(setup, wl))
     return preds
 
 
-def corpus_v1(*, fixed_outputs: bool = False, refused: list[tuple[str, str]] | None = None) -> list[dict]:
+def corpus_v1(*, fixed_outputs: bool = False, refused: list[tuple[str, str]] | None = None,
+              excluded: list[tuple[str, str]] | None = None) -> list[dict]:
     """The public V1-era runs (``benchmarks/data/corpus/v1-public-runs.json``): fixed input/output lengths, a closed
     loop at the published max concurrency; (a) and (b) per run, each source its own name (held out: no default was
     set from them)."""
@@ -385,6 +401,11 @@ def corpus_v1(*, fixed_outputs: bool = False, refused: list[tuple[str, str]] | N
     rows = []
     for src in doc["sources"]:
         for run in src["runs"]:
+            if run.get("excluded"):  # the run did not send the load it names: not scored, its reason printed
+                (excluded if excluded is not None else []).append((
+                    f"{src['source']} {run.get('experiment', '')} benchmark {run.get('benchmark', '')} "
+                    f"({run.get('strategy', '')} {float(run.get('request_rate', 0)):.4g} req/s)", run["excluded"]))
+                continue
             setup = _v1_setup(src, run).with_changes(input_len=run["input_len"], output_len=run["output_len"])
             eng = serving.EngineConfig.from_setup(setup)
             block = eng.block_size
@@ -434,7 +455,11 @@ def corpus_v1(*, fixed_outputs: bool = False, refused: list[tuple[str, str]] | N
                                          run["input_len"] + run["output_len"] / 2)
                 a = {"output_throughput_tok_per_s": step.throughput_tok_per_s, "tpot_p50_ms": step.t_step_s * 1e3}
             reps = "+".join(run.get("repetitions", ["cold"]))
-            load = f"C={c}" if c is not None else f"{rate:g} req/s"
+            load = f"C={c}" if c is not None else f"{float(rate):.3g} req/s"
+            if run.get("arrivals") == "constant":
+                load += " constant"
+            if "max_num_batched_tokens" in run.get("engine_args", {}):  # runs of one source that differ in it
+                load += f", budget {run['engine_args']['max_num_batched_tokens']}"
             rows.append({"source": src["source"], "label": f"{src['source']} TP{run['tp']} "
                          f"{run['input_len']}/{run['output_len']}{' (mean)' if per_request else ''} {load} ({reps})",
                          "tp": run["tp"], "engine": "v1", "gpu": run.get("gpu", src["gpu"]),
@@ -515,7 +540,8 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
     lam, note = corpus_lambda()
     rec = corpus_recorded()
     refused: list[tuple[str, str]] = []  # runs the serving model refuses (label, its reason): findings, printed
-    v1 = corpus_v1(fixed_outputs=fixed_outputs, refused=refused)
+    excluded: list[tuple[str, str]] = []  # runs that did not send the load they name (label, why)
+    v1 = corpus_v1(fixed_outputs=fixed_outputs, refused=refused, excluded=excluded)
     rows = lam + rec + v1
     samples = _samples(rows)
     sources = sorted({s for _, _, s, _ in samples})
@@ -536,7 +562,11 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
           "`gpustack-h100-qwen3` = public V1-era runs (benchmarks/data/corpus/v1-public-runs.json: vLLM 0.19.0, "
           "Qwen2.5-7B, A100 80GB PCIe TP 1/2, C = 8-32; Mistral-7B-v0.3 on an RTX 4090, C = 4-48; vLLM 0.8.3, "
           "Llama-3.3-70B on 8 x A100 40GB SXM4 TP 8, ShareGPT at 1/4/16/inf req/s with its per-request lengths; "
-          "vLLM 0.11.0, Qwen3-8B on an H100 SXM, ShareGPT C = 1-8; held out). MAPE over the points (count). "
+          "vLLM 0.11.0, Qwen3-8B on an H100 SXM, ShareGPT C = 1-8; held out); `gpustack-qwen3-bursts` = bursts of "
+          "100-1,000 requests, Qwen3-14B/32B on an A100 or H100 (vLLM 0.11.0; held out); `blis-h100-codellama34b` "
+          "= BLIS's validation runs (vLLM 0.11.0, CodeLlama-34B on an H100, GuideLLM sweeps of 40 requests with a "
+          "shared 1,024-token prefix, chunked-prefill budgets 64 and 4,096, each request's lengths from vLLM's "
+          "traces; held out). MAPE over the points (count). "
           "(a) decode roofline, (b) serving "
           "model defaults, (c) lambda only: roofline calibrate's rule (calibration.fit_by_metric) on the TP1 "
           "runs, N = 10 and 160 (step terms on TPOT, frontend/prefill terms on TTFT, only what they identify), "
@@ -564,6 +594,13 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
     allcov = [x for v in inside.values() for x in v]
     print(f"\nBand coverage over every source, leave-one-source-out: {100 * sum(allcov) / max(1, len(allcov)):.0f}% "
           f"of {len(allcov)} values (nominal {100 * bands.NOMINAL_COVERAGE:.0f}%).")
+    shipped = json.loads((ROOT / "pytest_roofline" / "model" / "data" / "bands.json").read_text())
+    newer = sorted({r["source"] for r in rows} - set(shipped.get("sources", [])))
+    if newer and not write_bands:
+        print(f"\nThe shipped bands (pytest_roofline/model/data/bands.json) were derived before {', '.join(newer)} "
+              f"joined the corpus: the 'committed' widths below are what `--write-bands` would write now, not the "
+              f"bands the tool prints today (those are of the sources the file lists: "
+              f"{', '.join(shipped.get('sources', []))}).")
     # per metric and device class: coverage and the width of the bands (conformal half-width, model/bands.py)
     by_class: dict[str, list[bool]] = {}
     by_class_src: dict[str, list[tuple[str, bool]]] = {}
@@ -670,6 +707,10 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
     if refused:
         print("\nRuns the serving model refuses (not scored; each is a finding about the model):\n")
         for label, why in refused:
+            print(f"- {label}: {why}")
+    if excluded:
+        print("\nRuns not scored because they did not send the load they name:\n")
+        for label, why in excluded:
             print(f"- {label}: {why}")
     # the roofline as a ceiling: the decode step's share, roofline TPOT / measured TPOT p50, at low load on GPUs (a
     # burst's throughput is set by its longest request, not by the step: TPOT is the per-step figure)

@@ -222,3 +222,35 @@ def test_a_figure_a_peer_does_not_report_is_skipped_with_the_peers_own_reason() 
     at = {"concurrency": pt["concurrency"]} if pt.get("concurrency") else {"rate": pt["rate"]}
     with pytest.raises(NotMeasured, match="GuideLLM does not report ITL"):
         client_measured(RecordedMeasurement(data), at, Thresholds(), ("itl_ms", "p50"), "ITL p50")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# GuideLLM: a rate point it says it sent late is flagged (a real public H100 file)
+# ---------------------------------------------------------------------------------------------------------------
+GL_BLIS = PEERS / "guidellm-blis-h100" / "guidellm-results.json"
+
+
+def test_guidellm_rate_point_sent_late_is_flagged_with_guidellms_own_figure():
+    doc = json.loads(GL_BLIS.read_text())
+    delays = [b["scheduler_metrics"]["request_targeted_start_delay_avg"] for b in doc["benchmarks"]]
+    rates = [b["config"]["strategy"].get("rate") for b in doc["benchmarks"]]
+    points = load_any(GL_BLIS)["points"]
+    assert [p["id"] for p in points] == ["closed-c1", "open-r1.952", "open-r2.89677"]
+    late = [[f for f in p["flags"] if f.startswith("arrivals not at the rate named")] for p in points]
+    # synchronous: no schedule to be late for; 1.952 req/s: 0.971 s late, 0.971 x 1.952 = 1.9 intervals (> 0.5);
+    # 2.897 req/s: on time (2.3 ms late, 0.007 of its 0.345 s interval)
+    assert rates[1] == pytest.approx(1.9519971) and delays[1] == pytest.approx(0.9714, abs=1e-4)
+    assert delays[2] == pytest.approx(0.00227, abs=1e-5)
+    assert late[0] == [] and late[2] == []
+    assert "sent these requests 0.971 s after their scheduled times" in late[1][0]
+    assert "1.9 intervals at 1.952 req/s" in late[1][0]
+
+
+@pytest.mark.parametrize(("delay_s", "flagged"), [(0.2, False), (0.25, False), (0.3, True)])
+def test_guidellm_late_share_is_half_an_interval(delay_s: float, flagged: bool):
+    # at 2 req/s the interval is 0.5 s: half of it is 0.25 s
+    from pytest_roofline.measure.results.peers.guidellm import late_flag
+    bench = {"scheduler_metrics": {"request_targeted_start_delay_avg": delay_s}}
+    assert (late_flag(bench, 2.0) is not None) is flagged
+    assert late_flag(bench, None) is None
+    assert late_flag({}, 2.0) is None

@@ -40,7 +40,7 @@ from pytest_roofline.measure.results.peers._common import (
 from pytest_roofline.measure.stats.bursts import summary_burst_flag
 from pytest_roofline.quantities.measurement import Distribution, PointMode, PointRecord
 
-__all__ = ["FORMAT", "is_guidellm", "load", "guidellm_point", "check_counts"]
+__all__ = ["FORMAT", "is_guidellm", "load", "guidellm_point", "check_counts", "late_flag", "LATE_SHARE"]
 
 FORMAT = "GuideLLM"
 
@@ -136,6 +136,27 @@ def _definition_notes(metrics: Mapping[str, Any]) -> list[str]:
     return notes
 
 
+#: a rate point whose requests GuideLLM sent, on average, more than this share of one interval after their scheduled
+#: times is flagged: its arrivals bunched (a public H100 run: 0.97 s late at 1.95 req/s, 13 requests within 0.23 s
+#: by vLLM's own traces; its on-time neighbours 0.00 s: tests/data/peers/guidellm-blis-h100)
+LATE_SHARE = 0.5
+
+
+def late_flag(bench: Mapping[str, Any], rate: float | None) -> str | None:
+    """The flag of a rate point GuideLLM itself says it sent late: ``scheduler_metrics.
+    request_targeted_start_delay_avg`` (the mean of each request's send time minus its scheduled time, s) beyond
+    :data:`LATE_SHARE` of the interval ``1 / rate``. A late scheduler sends its backlog at once, so the point's
+    arrivals are a burst and then the rate, not the rate it names: every verdict at it repeats the flag. None for a
+    closed loop, an on-time point, or a file without the figure."""
+    late_s = number((bench.get("scheduler_metrics") or {}).get("request_targeted_start_delay_avg"))
+    if rate is None or rate <= 0 or late_s is None or late_s <= LATE_SHARE / rate:
+        return None
+    return (f"arrivals not at the rate named: GuideLLM sent these requests {late_s:.3g} s after their scheduled times "
+            f"on average (scheduler_metrics.request_targeted_start_delay_avg), {late_s * rate:.1f} intervals at "
+            f"{rate:.4g} req/s: a late scheduler sends its backlog at once, so the point measured a burst and then "
+            "the rate; rerun it, or read its latencies as a burst's")
+
+
 def guidellm_point(bench: Mapping[str, Any], where: str) -> PointRecord:
     check_counts(bench, where)
     strategy = ((bench.get("config") or {}).get("strategy") or {})
@@ -150,6 +171,9 @@ def guidellm_point(bench: Mapping[str, Any], where: str) -> PointRecord:
         mode, conc, rate = PointMode.OPEN, None, number(strategy.get("rate"))
         if kind == "constant":
             flags.append("GuideLLM constant rate: evenly spaced arrivals, not Poisson")
+        late = late_flag(bench, rate)
+        if late:
+            flags.append(late)
     else:
         raise ResultsError(f"{where}: GuideLLM strategy {kind!r} has no sweep point here (synchronous, concurrent, "
                            "constant and poisson do; throughput sends as fast as it can)")
