@@ -5,14 +5,18 @@ the columns are sized to what they hold, a number is never cut, each row shows t
 with, the columns a reader can do without (the two models' values, then the quantity) give way first, and an id
 too long for its column loses its middle, never its end, so ``littles-law[concurrency=16]`` and
 ``littles-law[concurrency=1]`` stay two different rows. A serving value's band sits beside it where it fits, else
-on a line of its own under its row: no width leaves it out. An INCONCLUSIVE or SKIP row's reason is under the table,
-one line each (skips with the same reason shown once, counted), as pytest's ``-r`` summary is: clipped to the width,
-whole at ``-vv``.
+on a line of its own under its row: no width leaves it out; the line saying what the ``[lo–hi]`` brackets are follows
+a table that shows one, and only such a table. An INCONCLUSIVE or SKIP row's reason is under the table, one line
+each (one prediction's points whose reasons differ only in the point on one line naming them, skips with the same
+reason shown once, counted), as pytest's ``-r`` summary is: clipped to the width, whole at ``-vv``. An id that
+another file of the session also has is qualified by its file's name, ``day3.yaml::batch1-throughput``, in the rows
+and the reasons.
 ``-q`` shortens the table to the rows that failed and the count; ``-qq`` prints the count alone.
 """
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,8 +25,8 @@ from typing import Any
 from pytest_roofline.model.bands import BAND_MEANING, CPU_BAND_CAVEAT, NOMINAL_COVERAGE
 from pytest_roofline.scoring import Verdict, VerdictMode, VerdictStatus
 
-__all__ = ["summary_table", "failure_line", "elide_ids", "drift_lines", "wrap_count", "reason_lines", "OUTCOME_WORD",
-           "FAILING_WORDS", "INCONCLUSIVE_WORD"]
+__all__ = ["summary_table", "failure_line", "elide_ids", "drift_lines", "wrap_count", "reason_lines", "qualified_ids",
+           "OUTCOME_WORD", "FAILING_WORDS", "INCONCLUSIVE_WORD"]
 
 OUTCOME_WORD = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "xfailed": "XFAIL", "xpassed": "XPASS",
                 "error": "ERROR"}
@@ -189,14 +193,54 @@ _COLUMNS = ("id", "quantity", "predicted", "measured/model", "src", "roofline", 
 _RIGHT = {"predicted", "measured/model", "roofline", "serving", "error"}
 
 
+def _file_of(report: Any) -> str:
+    """The prediction file a report's test was collected from, as its node id says it
+    (``predictions/day3.yaml::batch1-throughput`` -> ``predictions/day3.yaml``); "" where it has none."""
+    nodeid = str(getattr(report, "nodeid", "") or "")
+    return nodeid.split("::", 1)[0] if "::" in nodeid else ""
+
+
+def _short_names(files: Iterable[str]) -> dict[str, str]:
+    """Each file by its shortest name no other file of ``files`` ends with: its own name, else as many of its
+    folders as tell it apart (``a/day3.yaml`` beside ``b/day3.yaml``)."""
+    parts = {f: tuple(p for p in f.replace("\\", "/").split("/") if p) for f in files}
+    out: dict[str, str] = {}
+    for f, mine in parts.items():
+        out[f] = f
+        for k in range(1, len(mine) + 1):
+            if all(theirs[-k:] != mine[-k:] for g, theirs in parts.items() if g != f):
+                out[f] = "/".join(mine[-k:])
+                break
+    return out
+
+
+def qualified_ids(ids: Sequence[tuple[str, str]]) -> list[str]:
+    """Each (prediction id, its file) as the table and the reasons name it: the id alone, unless another file of
+    the session has a prediction of the same id (two files may each have ``batch1-throughput``): then the id
+    qualified by its file's shortest unambiguous name, ``day3.yaml::batch1-throughput``, as pytest's node ids are.
+    Only the ids that collide are qualified; a session of one file reads as it always did."""
+    files: dict[str, set[str]] = {}
+    for pid, f in ids:
+        if f:
+            files.setdefault(pid, set()).add(f)
+    clash = {pid for pid, fs in files.items() if len(fs) > 1}
+    if not clash:
+        return [pid for pid, _f in ids]
+    short = _short_names(dict.fromkeys(f for _pid, f in ids if f))
+    return [f"{short[f]}::{pid}" if pid in clash and f else pid for pid, f in ids]
+
+
 def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) -> list[str]:
     """The table: one line per prediction (id, quantity, predicted, measured or model value, its source, both
     models' values where they exist, error, verdict), then the counts. ``verbosity`` is pytest's: -1 (``-q``)
-    keeps the FAIL/ERROR/XPASS rows and the counts, -2 (``-qq``) the counts alone."""
+    keeps the FAIL/ERROR/XPASS rows and the counts, -2 (``-qq``) the counts alone. A report's file is its
+    ``nodeid``'s (:func:`qualified_ids`: an id two files have says whose it is)."""
     rows: list[dict[str, str]] = []
     cpu_band = False
-    for r in reports:
-        v = Verdict.from_dict(r.roofline)  # the dict form a pytest report carries (across xdist too)
+    reports = list(reports)
+    verdicts = [Verdict.from_dict(r.roofline) for r in reports]  # the dict form a pytest report carries (xdist too)
+    names = qualified_ids([(v.id, _file_of(r)) for r, v in zip(reports, verdicts, strict=True)])
+    for r, v, name in zip(reports, verdicts, names, strict=True):
         cpu_band = cpu_band or CPU_BAND_CAVEAT in v.serving_band_text
         measured = v.mode is VerdictMode.MEASURED
         banded = not measured and _band_decided(v)  # the serving model's value decided: it is the one shown
@@ -208,7 +252,7 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
             quantity = _error_message(v.reason or "invalid prediction")
             src = ""
         rows.append({
-            "id": v.id, "quantity": _plain(quantity), "predicted": _plain(v.predicted_text),
+            "id": name, "quantity": _plain(quantity), "predicted": _plain(v.predicted_text),
             "measured/model": _plain(got) or "—", "src": src, "roofline": _short(roof),
             "serving": _short(v.serving_text),
             "serving_band": f" [{_band_short(v)}]" if v.serving_band_range and _band_short(v) else "",
@@ -230,8 +274,10 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
         if not rows:
             return [count_line]
     bare = any(row["serving"] and not row.get("serving_band") for row in rows)  # a serving value with no band
+    # the legend explains the [lo–hi] brackets: only under a table that shows one (a table whose serving values
+    # all have no band, `none` or a bandless value, has nothing for it to explain)
     legend = (textwrap.wrap(band_legend(cpu=cpu_band, bare=bare), max(width, 40), break_on_hyphens=False)
-              if any(row.get("serving_band") for row in rows) or bare else [])
+              if any(row.get("serving_band") and row["serving"] for row in rows) else [])
     return _layout(rows, width) + legend + reason_lines(rows, width, verbosity) + [count_line]
 
 
@@ -240,35 +286,114 @@ def reason_lines(rows: Sequence[Mapping[str, str]], width: int, verbosity: int =
     message in the quantity column do), under the table, as pytest's ``-r`` summary says it:
     ``INCONCLUSIVE gp: measured 809.83 tok/s is within the band, but…; about 445 more requests would decide it``,
     one line each, clipped to ``width`` (:func:`_short_reason`: the head, and the last clause, what decides it,
-    where it fits). Skips whose shown reason is the same are one line with their count (``SKIP (58): needs a
-    measurement: …``): a math run skips every measured prediction for one reason; past :data:`MAX_SKIP_LINES`, the
-    rest is one line that counts them. At ``-vv`` (``verbosity`` 2) each reason is whole, wrapped to the width, and
-    every one is listed. Rows without a reason add nothing."""
+    where it fits). The points of one prediction whose reasons differ only in the point (``point closed-c4 has no
+    TTFT p50`` / ``point closed-c8 has no TTFT p50``) are one line naming the points (:func:`_point_groups`:
+    ``SKIP lat[concurrency=4, 8]: point closed-c4, closed-c8 has no TTFT p50``). Other skips whose shown reason is
+    the same are one line with their count (``SKIP (58): needs a measurement: …``): a math run skips every measured
+    prediction for one reason. Past :data:`MAX_SKIP_LINES`, the rest of the skips is one line that counts them. At
+    ``-vv`` (``verbosity`` 2) each reason is whole, wrapped to the width, and every one is listed, each point on its
+    own line. Rows without a reason add nothing."""
     full = verbosity >= 2
     width = max(width, 40)
     lines: list[str] = []
-    for row in rows:
-        if row["verdict"] == INCONCLUSIVE_WORD and row.get("reason"):
-            lines += _reason_text(f"{INCONCLUSIVE_WORD} {row['id']}: ", row["reason"], width, full)
+    at = {id(row): i for i, row in enumerate(rows)}  # each row's place: the lines keep the table's order
+    undecided = [row for row in rows if row["verdict"] == INCONCLUSIVE_WORD and row.get("reason")]
+    points, alone = ([], undecided) if full else _point_groups(undecided)
+    for shown, same in sorted([*points, *(("", [row]) for row in alone)], key=lambda g: at[id(g[1][0])]):
+        lines += _group_text(INCONCLUSIVE_WORD, same, shown, width, full)
+    skipped = [row for row in rows if row["verdict"] == "SKIP" and row.get("reason")]
+    points, alone = ([], skipped) if full else _point_groups(skipped)
     skips: dict[str, list[Mapping[str, str]]] = {}  # the reason shown -> the rows it stands for, in order
-    for row in rows:
-        if row["verdict"] == "SKIP" and row.get("reason"):
-            shown = row["reason"] if full else _short_reason(row["reason"], width - len("SKIP (999): "))
-            skips.setdefault(shown, []).append(row)
-    listed = list(skips.items())
+    for row in alone:
+        shown = row["reason"] if full else _short_reason(row["reason"], width - len("SKIP (999): "))
+        skips.setdefault(shown, []).append(row)
+    listed = sorted([*points, *skips.items()], key=lambda g: at[id(g[1][0])])
     if not full and len(listed) > MAX_SKIP_LINES:  # bounded: the first ones, then how many more
         more = sum(len(same) for _shown, same in listed[MAX_SKIP_LINES - 1:])
         listed = listed[:MAX_SKIP_LINES - 1]
     else:
         more = 0
     for shown, same in listed:
-        if len(same) == 1:  # its own id, and its own reason in the room the id leaves
-            lines += _reason_text(f"SKIP {same[0]['id']}: ", same[0]["reason"], width, full)
-        else:
-            lines += _reason_text(f"SKIP ({len(same)}): ", shown, width, full)
+        lines += _group_text("SKIP", same, shown, width, full)
     if more:
         lines.append(_clip(f"SKIP: {more} more, for other reasons (-vv lists every one)", width))
     return lines
+
+
+def _group_text(word: str, same: Sequence[Mapping[str, str]], shown: str, width: int, full: bool) -> list[str]:
+    """The reason line of one group of rows: one row, its id and its reason; rows whose shown reason is the same
+    (``shown``), their count and it; one prediction's points (``shown`` ""), their ids and their reasons merged
+    (:func:`_merge_points`)."""
+    if len(same) == 1:  # its own id, and its own reason in the room the id leaves
+        return _reason_text(f"{word} {same[0]['id']}: ", same[0]["reason"], width, full)
+    if shown:
+        return _reason_text(f"{word} ({len(same)}): ", shown, width, full)
+    pid, reason, elided = _merge_points(same)
+    return _reason_text(f"{word} {pid}{f' ({len(same)})' if elided else ''}: ", reason, width, full)
+
+
+#: a reason's (or an id's) words and what lies between them: a number with its decimals is one word (``1.5``)
+_TOKENS = re.compile(r"\w+(?:\.\d+)*|\W+")
+#: a word that names a point by its number: the number alone (``C = 4``) or after one letter, as a point's id has it
+#: (``closed-c4``, ``open-r2``); never a longer word that ends in a number (``bf16``, ``fp8``)
+_POINT_WORD = re.compile(r"[A-Za-z]?(\d+(?:\.\d+)?)")
+#: the most of a merged point list that is shown (more: the first two, "…", the last)
+MAX_POINTS_LISTED = 3
+
+
+def _point_numbers(pid: str) -> set[str]:
+    """The numbers of the point an id names in its brackets (``lat[concurrency=16]`` -> ``{"16"}``); none without."""
+    _base, bracket, point = pid.partition("[")
+    return set(re.findall(r"\d+(?:\.\d+)?", point)) if bracket else set()
+
+
+def _point_words(row: Mapping[str, str]) -> list[str]:
+    """A row's id and reason as words, one list (so two rows compare in both at once)."""
+    return [*_TOKENS.findall(row["id"]), "\0", *_TOKENS.findall(row["reason"])]
+
+
+def _point_key(row: Mapping[str, str]) -> tuple[str, ...] | None:
+    """A row's id and reason with each word that names its own point (its id's number: ``4`` or ``c4`` for
+    ``lat[concurrency=4]``) masked: the same for two points of one prediction whose reasons differ only in the
+    point; None for an id that names no point."""
+    numbers = _point_numbers(row["id"])
+    if not numbers:
+        return None
+
+    def own(word: str) -> bool:
+        m = _POINT_WORD.fullmatch(word)
+        return m is not None and m.group(1) in numbers
+    return tuple("\1" if own(w) else w for w in _point_words(row))
+
+
+def _point_groups(rows: Sequence[Mapping[str, str]]
+                  ) -> tuple[list[tuple[str, list[Mapping[str, str]]]], list[Mapping[str, str]]]:
+    """``rows`` parted into the groups of points of one prediction whose reasons differ only in the point (their
+    :func:`_point_key` the same, their reasons not), each with "" for the reason shown, and the rest, in order
+    (points whose reasons are word for word the same are among the rest: the shown-reason count says them)."""
+    keyed: dict[tuple[str, ...], list[Mapping[str, str]]] = {}
+    for row in rows:
+        key = _point_key(row)
+        if key is not None:
+            keyed.setdefault(key, []).append(row)
+    groups = [same for same in keyed.values() if len({row["reason"] for row in same}) > 1]
+    grouped = {id(row) for same in groups for row in same}
+    return [("", same) for same in groups], [row for row in rows if id(row) not in grouped]
+
+
+def _merge_points(rows: Sequence[Mapping[str, str]]) -> tuple[str, str, bool]:
+    """One prediction's points whose reasons differ only in the point, as one id and one reason: each word that
+    names the point lists the points' (``lat[concurrency=4, 8]``, ``point closed-c4, closed-c8 has no TTFT p50``),
+    past :data:`MAX_POINTS_LISTED` the first two, "…" and the last; and whether a list was so shortened."""
+    merged: list[str] = []
+    elided = False
+    for at in zip(*(_point_words(row) for row in rows), strict=True):
+        values = list(dict.fromkeys(at))
+        if len(values) > MAX_POINTS_LISTED:
+            values, elided = [*values[:2], "…", values[-1]], True
+        merged.append(", ".join(values))
+    pid, _sep, reason = "".join(merged).partition("\0")
+    return pid, reason, elided
 
 
 def _reason_text(head: str, reason: str, width: int, full: bool) -> list[str]:
