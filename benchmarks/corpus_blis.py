@@ -207,6 +207,9 @@ def source_entry(folders: list[Path]) -> dict:
         "model_config": "configs/codellama-34b-instruct-hf.json",
         "vllm": "0.11.0",
         "engine_args": {},
+        # (c) in model_accuracy.py: roofline calibrate's rule fitted on each experiment's C = 1 benchmark, the
+        # other runs predicted with the fitted constants
+        "calibrate_on": [f"{fa['experiment']}/0" for fa in facts],
         "runs": runs,
     }
 

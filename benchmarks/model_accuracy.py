@@ -369,7 +369,8 @@ def _prefill_bound(row: dict) -> bool:
 CONSTANT_RATE_SHAPE = 1e6
 
 
-def _simulate_reps(setup, run: dict, c: int | None, n: int, rate, inp, out, cached: float) -> list:
+def _simulate_reps(setup, run: dict, c: int | None, n: int, rate, inp, out, cached: float,
+                   constants=None) -> list:
     """The serving model's prediction of each published repetition of ``run`` (cold, or with the prompts cached).
     A run's ``shared_prefix_len`` is a prefix every prompt starts with (cached after the first request; from the
     start when ``prefix_cached_before``: an earlier benchmark on the same server sent it, simulated as one warm-up
@@ -387,8 +388,13 @@ def _simulate_reps(setup, run: dict, c: int | None, n: int, rate, inp, out, cach
             wl = serving.workload_for_point(setup, rate_req_per_s=float(rate), num_requests=n, seed=0,
                                             point_id=f"r{rate}", input_len=inp, output_len=out, prefix_hit_rate=hit,
                                             burstiness=burstiness, **shape)
-        preds.append(serving.simulate(setup, wl))
+        preds.append(serving.simulate(setup, wl, constants=constants))
     return preds
+
+
+def _run_key(run: dict) -> str:
+    """A run's name in its source's ``calibrate_on`` list: ``<experiment>/<benchmark index>``."""
+    return f"{run.get('experiment', '')}/{run.get('benchmark', '')}"
 
 
 def corpus_v1(*, fixed_outputs: bool = False, refused: list[tuple[str, str]] | None = None,
@@ -400,6 +406,7 @@ def corpus_v1(*, fixed_outputs: bool = False, refused: list[tuple[str, str]] | N
     doc = json.loads((CORPUS / V1_CORPUS).read_text())
     rows = []
     for src in doc["sources"]:
+        sims: dict[str, tuple] = {}  # run key -> (row index, the arguments that simulate it), for (c)
         for run in src["runs"]:
             if run.get("excluded"):  # the run did not send the load it names: not scored, its reason printed
                 (excluded if excluded is not None else []).append((
@@ -473,7 +480,42 @@ def corpus_v1(*, fixed_outputs: bool = False, refused: list[tuple[str, str]] | N
                          "a": a,
                          "b": {m: sum(float(getattr(p, m)) for p in preds) / len(preds) for m, _ in BAND_METRICS},
                          "c": None})
+            sims[_run_key(run)] = (len(rows) - 1, (setup, run, c, n, rate, inp, out, cached))
+        if src.get("calibrate_on"):
+            _calibrate_source(src, sims, rows)
     return rows
+
+
+#: the fitted values of each source calibrated in corpus_v1 (source -> text), for the report
+V1_FITTED: dict[str, str] = {}
+
+
+def _calibrate_source(src: dict, sims: dict[str, tuple], rows: list[dict]) -> None:
+    """(c) for a V1 source that names the runs to fit on (``calibrate_on``): ``roofline calibrate``'s rule
+    (``calibration.fit_by_metric``: step terms on TPOT, frontend and prefill terms on TTFT, only what the points
+    identify) on those runs, every other run of the source predicted with the fitted constants."""
+    train = [k for k in src["calibrate_on"] if k in sims]
+    runs = {k: sims[k][1][1] for k in sims}
+    points = [cal.MeasuredPoint(id=k, concurrency=runs[k].get("concurrency"), num_requests=int(runs[k]["num_prompts"]),
+                                input_len=int(runs[k]["input_len"]), output_len=int(runs[k]["output_len"]),
+                                **{m: runs[k]["measured"].get(m) for m, _ in BAND_METRICS}) for k in train]
+
+    def predict(constants, pt):
+        preds = _simulate_reps(*sims[pt.id][1], constants=constants)
+        return {m: sum(float(getattr(p, m)) for p in preds) / len(preds) for m in cal.METRICS}
+
+    base = serving.default_constants(sims[train[0]][1][0])
+    res = cal.fit_by_metric(points, base, predict=predict)
+    left = [n for n in cal.STEP_FIELDS + cal.TTFT_FIELDS if n not in res.values]
+    V1_FITTED[src["source"]] = (", ".join(f"{n} {cal._fmt(n, v)} ± {100 * res.log_sd[n]:.0f}%"
+                                          for n, v in res.values.items())
+                                + f" (fit on {', '.join(train)}; not identified, kept at the defaults: "
+                                  f"{', '.join(left) or 'none'})")
+    for k, (i, args) in sims.items():
+        if k in train:
+            continue
+        preds = _simulate_reps(*args, constants=res.constants)
+        rows[i]["c"] = {m: sum(float(getattr(p, m)) for p in preds) / len(preds) for m, _ in BAND_METRICS}
 
 
 def corpus_recorded() -> list[dict]:
@@ -568,11 +610,13 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
           "shared 1,024-token prefix, chunked-prefill budgets 64 and 4,096, each request's lengths from vLLM's "
           "traces; held out). MAPE over the points (count). "
           "(a) decode roofline, (b) serving "
-          "model defaults, (c) lambda only: roofline calibrate's rule (calibration.fit_by_metric) on the TP1 "
-          "runs, N = 10 and 160 (step terms on TPOT, frontend/prefill terms on TTFT, only what they identify), "
-          "scored on TP2/TP4. Band coverage: share of the source's points inside the band derived from the other "
+          "model defaults, (c) roofline calibrate's rule (calibration.fit_by_metric: step terms on TPOT, "
+          "frontend/prefill terms on TTFT, only what the points identify): lambda's TP1 runs, N = 10 and 160, "
+          "scored on TP2/TP4; blis-h100-codellama34b's two C = 1 runs (one per budget), scored on its other runs. "
+          "Band coverage: share of the source's points inside the band derived from the other "
           f"sources (leave-one-source-out), nominal {100 * bands.NOMINAL_COVERAGE:.0f}%.\n")
-    print(f"(c) fitted values: {note}\n")
+    v1_note = "; ".join(f"{k}: {v}" for k, v in V1_FITTED.items())
+    print(f"(c) fitted values: {note}" + (f"; {v1_note}" if v1_note else "") + "\n")
     print("| source | metric | (a) roofline | (b) defaults | (c) calibrated | band coverage (LOSO) |")
     print("|---|---|---|---|---|---|")
 
