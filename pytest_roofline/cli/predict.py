@@ -20,9 +20,16 @@ from typing import Any
 
 from pytest_roofline import redact
 from pytest_roofline.cli import jsonout
-from pytest_roofline.cli.setup_flags import build, setup_tree
+from pytest_roofline.cli.setup_flags import build, flag_fields, setup_tree
 from pytest_roofline.errors import NotMeasured, RooflineError, UnsimulatedSettingWarning
-from pytest_roofline.format.spec import Prediction, Spec, load_spec, locate_settings, prediction_sections
+from pytest_roofline.format.spec import (
+    Prediction,
+    Spec,
+    load_spec,
+    locate_settings,
+    prediction_sections,
+    replaced_by_flags,
+)
 from pytest_roofline.measure.results import RecordedMeasurement
 from pytest_roofline.measure.results.peers import load_any
 from pytest_roofline.model import analytical as an
@@ -647,13 +654,16 @@ def _setup_groups(spec: Spec) -> list[tuple[Prediction | None, list[Prediction],
     return list(groups.values())
 
 
-def _load_said_once(path: str) -> tuple[Spec, list[str]]:
+def _load_said_once(path: str, flags: Mapping[str, str]) -> tuple[Spec, list[str]]:
     """``load_spec(path)``, holding back its :class:`UnsimulatedSettingWarning`\\ s: ``--simulate`` refuses each such
-    setting at its line with the fix, so the warning would say it a second time (:func:`_simulate`)."""
+    setting at its line with the fix, so the warning would say it a second time (:func:`_simulate`); one about a
+    setting a flag replaces (``flags``, ``--set engine.args.X=...``) is dropped: the value simulated is the flag's."""
     with warnings.catch_warnings(record=True) as caught:
         spec = load_spec(path)
     held = []
     for w in caught:
+        if replaced_by_flags(w.message, flags):
+            continue
         if issubclass(w.category, UnsimulatedSettingWarning):
             held.append(str(w.message))
         else:  # every other warning as it was
@@ -676,7 +686,7 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[list[SimTable], list[str]]
     if concurrency and rates:
         raise ValueError("--simulate FILE.yaml: give --concurrency (closed-loop points) or --rate (open-loop "
                          "points), not both; an open-loop in-flight cap is the file's sweep")
-    spec, held = _load_said_once(args.simulate)
+    spec, held = _load_said_once(args.simulate, flag_fields(args))
     tables = []
     groups = _setup_groups(spec)
     for rep, preds, differs in groups:
@@ -731,7 +741,7 @@ def _simulate_file_setup(args: argparse.Namespace, spec: Spec, rep: Prediction |
     try:
         sweep = serving_sweep_for(spec, rep, setup)
     except EngineArgsError as exc:  # a setting the serving model does not simulate: at the file's line
-        raise ValueError(locate_settings(spec, exc, rep.setup if rep else None)) from exc
+        raise ValueError(locate_settings(spec, exc, rep.setup if rep else None, flag_fields(args))) from exc
     keys = [p.key for p in sweep.points if p.key[0] != "batch1"]
     if concurrency:
         keys = [("closed", float(c)) for c in concurrency]

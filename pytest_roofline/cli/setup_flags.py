@@ -28,7 +28,8 @@ from pytest_roofline.model import dtypes, engine_args, quantization, vllm_defaul
 from pytest_roofline.model.setup import RESERVE_NAMES, Setup, build_setup
 from pytest_roofline.units import parse_printed_number, to_int, to_si
 
-__all__ = ["SETUP_FLAGS", "add_setup_flags", "build", "flag_type", "set_item", "setup_tree", "whole_at_least_1"]
+__all__ = ["SETUP_FLAGS", "add_setup_flags", "build", "flag_fields", "flag_type", "set_item", "setup_tree",
+           "whole_at_least_1"]
 
 #: the sections ``--set`` writes into, as a prediction file names them
 _SET_SECTIONS = ("hardware", "model", "engine", "workload")
@@ -242,6 +243,20 @@ def setup_tree(args: argparse.Namespace, base: Mapping[str, Any] | None = None,
         _put(tree, path, value, given, f"--set {'.'.join(written)}")
     tree.flags = given
     return tree
+
+
+def flag_fields(args: argparse.Namespace) -> dict[str, str]:
+    """Each field of a setup the flags set, as a prediction file names it (``engine.args.scheduling_policy``), with
+    the flag that set it (``--set engine.args.scheduling_policy``, ``--pp``), as :func:`setup_tree` names them: the
+    fields whose value is the flag's over a prediction file's own (its warning at the file's line no longer applies,
+    ``format.spec.replaced_by_flags``; a refusal names the flag, ``format.spec.locate_settings``). The values are
+    not read: a bad one is :func:`setup_tree`'s error."""
+    out = {".".join(path): flag for flag, dest, path in SETUP_FLAGS if getattr(args, dest, None) is not None}
+    for path, _text in getattr(args, "set", None) or []:
+        spelt = (*path[:2], engine_args.canonical_key(path[2])[0]) if path[:2] == ("engine", "args") and len(
+            path) == 3 else path
+        out[".".join(spelt)] = f"--set {'.'.join(path)}"
+    return out
 
 
 def _arg_spelling(path: tuple[str, ...], value: Any) -> tuple[tuple[str, ...], Any]:

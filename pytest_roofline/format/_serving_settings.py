@@ -27,7 +27,17 @@ from pytest_roofline.format._types import PredictedKind, Prediction, Spec
 from pytest_roofline.model import engine_args
 from pytest_roofline.model.setup import Setup, serving_arg_problems
 
-__all__ = ["refuse_serving_settings", "locate_settings", "own_setup_key"]
+__all__ = ["refuse_serving_settings", "locate_settings", "own_setup_key", "SettingLineWarning", "replaced_by_flags"]
+
+
+class SettingLineWarning(UnsimulatedSettingWarning):
+    """The :class:`~pytest_roofline.errors.UnsimulatedSettingWarning` of one setting at its line, keeping the field it
+    is about (``engine.args.scheduling_policy``, in :attr:`field`): a command whose flag replaces that field's value
+    (``roofline predict --simulate FILE --set engine.args.scheduling_policy=fcfs``) no longer runs the file's value,
+    and drops the warning about it (:func:`replaced_by_flags`)."""
+
+    #: the setting's field, as a prediction file names it
+    field: str = ""
 
 
 def refuse_serving_settings(ctx: NodeReader, spec: Spec, setup: Setup, root: yaml.Node | None,
@@ -88,14 +98,24 @@ def refuse_serving_settings(ctx: NodeReader, spec: Spec, setup: Setup, root: yam
         for problem in problems:  # the first item's line where several write the same setup
             located.setdefault(problem.field, _where(ctx.file, at(problem.field)[0]))
         _refuse_serving(ctx, spec, problems, preds, at, warned)
-    for head, ids in warned.values():
+    for (field, _line), (head, ids) in warned.items():
         many = len(dict.fromkeys(i.split("[", 1)[0] for i in ids)) > 1
         msg = (f"{head}. A warning, not an error: the serving model does not simulate it, so {_named(ids)} "
                f"{'have' if many else 'has'} no serving-model value and no band (a math check that needs them cannot "
                "decide); the roofline's and the KV pool's checks still run, and a measured run (--gpu, --replay) is "
                "unaffected (vLLM runs the setting): remove it for a model check, or measure")
         spec.warnings.append(msg)
-        warnings.warn(UnsimulatedSettingWarning(msg), stacklevel=3)
+        warning = SettingLineWarning(msg)
+        warning.field = field.removeprefix("setup.")  # a prediction's own setup writes the same field
+        warnings.warn(warning, stacklevel=3)
+
+
+def replaced_by_flags(warning: Warning | str, flags: Mapping[str, str]) -> bool:
+    """Whether ``warning`` is a setting's warning at the file's line (:class:`SettingLineWarning`) whose field a
+    command-line flag sets (``flags``: field -> the flag, ``cli.setup_flags.flag_fields``): the value used is the
+    flag's, not the line's, so the line's warning no longer applies (the flag's value, where the serving model does
+    not simulate it either, is refused naming the flag: :func:`locate_settings`)."""
+    return isinstance(warning, SettingLineWarning) and warning.field in flags
 
 
 def own_setup_key(setup: Mapping[str, Any]) -> str:
@@ -103,14 +123,19 @@ def own_setup_key(setup: Mapping[str, Any]) -> str:
     return json.dumps(setup, sort_keys=True, default=str)
 
 
-def locate_settings(spec: Spec, exc: engine_args.EngineArgsError, own: Mapping[str, Any] | None = None) -> str:
+def locate_settings(spec: Spec, exc: engine_args.EngineArgsError, own: Mapping[str, Any] | None = None,
+                    flags: Mapping[str, str] | None = None) -> str:
     """``exc``'s text with each setting the file's own sections write (:attr:`Spec.unsimulated_settings`) at its
     ``file:line``: how ``roofline predict --simulate FILE`` refuses the settings the serving model does not
-    simulate (a setting set only by a flag keeps its bare line).  ``own``: the prediction's own setup the settings
-    are of (:attr:`Spec.own_unsimulated_settings`: its lines, the file's where it keeps the file's setting; none
-    where the reader located none, a setup of predictions the serving model computes nothing for)."""
+    simulate.  ``flags`` (field -> the flag that set it, ``cli.setup_flags.flag_fields``): a setting a flag set is
+    the flag's value, not the line's, and is said naming the flag (``--set engine.args.scheduling_policy: ...``)
+    wherever the file writes it too.  ``own``: the prediction's own setup the settings are of
+    (:attr:`Spec.own_unsimulated_settings`: its lines, the file's where it keeps the file's setting; none where the
+    reader located none, a setup of predictions the serving model computes nothing for)."""
     where = spec.unsimulated_settings if own is None else spec.own_unsimulated_settings.get(own_setup_key(own), {})
-    lines = [f"{where[p.field]}: {p.text}" if p.field in where else p.text for p in exc.problems]
+    flags = flags or {}
+    lines = [f"{flags[p.field]}: {p.text}" if p.field in flags else f"{where[p.field]}: {p.text}"
+             if p.field in where else p.text for p in exc.problems]
     if len(lines) == 1:
         return lines[0]
     return (f"{len(lines)} engine settings the serving model does not simulate (fix each, then run again):\n"

@@ -75,7 +75,7 @@ from pytest_roofline.format._sections import (
     read_tolerance,
     read_workload,
 )
-from pytest_roofline.format._serving_settings import locate_settings, refuse_serving_settings
+from pytest_roofline.format._serving_settings import locate_settings, refuse_serving_settings, replaced_by_flags
 from pytest_roofline.format._types import (
     MODEL_COLUMNS,
     XFAIL_CHECKS,
@@ -108,7 +108,7 @@ __all__ = [
     # the setup one prediction is computed against (the file's sections, its own setup: replacing them)
     "prediction_setup", "prediction_sections",
     # the file's engine settings the serving model does not simulate, each at its line (roofline predict --simulate)
-    "locate_settings",
+    "locate_settings", "replaced_by_flags",
     # the kinds: each a Literal whose words the field tables and the readers take from it
     "FieldKind", "XfailCheck", "XFAIL_CHECKS", "SteadyState", "Processes", "ModelColumn", "MODEL_COLUMNS",
     "ModelColumnSetting",
