@@ -26,7 +26,9 @@ run's full record, so a history of hundreds of nights renders in about a second.
   drift's own rule and reference) has a shaded column behind it, a night measured at a point that did not hold its
   concurrency a ring around its dot; the point's tooltip and a row under the night in its table say why, with the
   numbers (the summary table the latest night's), and the legend explains a mark only on a chart that has one. A
-  store without probes whose points all held renders byte for byte as it did before marks were drawn.
+  store without probes whose points all held renders byte for byte as it did before marks were drawn. Whether a
+  machine ran apart is drift's decision (:func:`drift_for`, the rule on), asked only about the nights whose probe
+  could be: with probes on every value, 500 nights × 100 predictions take about 1.5 s more (``_night_marks``).
 
 Size: the points of one verdict are one SVG ``<path>`` and each night's tooltip an invisible strip over its point,
 so 500 nights × 100 predictions (50,000 points, each with its own tooltip) make a page of about 8 MB that renders
@@ -42,6 +44,8 @@ import functools
 import hashlib
 import math
 import os
+import re
+import statistics
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -58,15 +62,13 @@ from pytest_roofline.history import (
     DriftPolicy,
     HistoryStore,
     RunSummary,
+    SetupKey,
     StoredValue,
     changed_badge,
     drift_for,
+    runs_drift_reads,
     unify_keys,
 )
-
-# drift's reference machine and its note, which the package does not export (yet): see _night_marks
-from pytest_roofline.history._drift import SPREAD_RUNS, night_machine
-from pytest_roofline.history._machine import machine_moved, machine_ratio
 from pytest_roofline.report.common import (
     EXPLAIN_CSS,
     OUTCOME_COLOR,
@@ -341,12 +343,11 @@ def _drift_html(d: Drift | None, *, short: bool = False) -> str:
 class _Mark:
     """Why one night's value is not like the others (both "" for an ordinary night).
 
-    ``machine``: history's own sentence (:func:`~pytest_roofline.history._machine.machine_moved`) where the night's
-    host probe departs from drift's reference (:func:`~pytest_roofline.history._drift.night_machine`: the median probe
-    of the same setup's earlier nights that measured it at a point that held its concurrency) by more than
-    :data:`~pytest_roofline.history.MACHINE_SHIFT`, the very note the drift column prints beside a move;
-    ``machine_short`` its few words for the nights table. ``unheld``: the points behind the value that did not hold
-    their concurrency (``StoredValue.unheld_points``)."""
+    ``machine``: drift's own sentence (``Drift.machine``) where the night's host probe departs from drift's reference
+    (the median probe of the same setup's earlier nights that measured it at a point that held its concurrency) by
+    more than :data:`~pytest_roofline.history.MACHINE_SHIFT`, the very note the drift line prints beside a move;
+    ``machine_short`` its few words for the tables. ``unheld``: the points behind the value that did not hold their
+    concurrency (``StoredValue.unheld_points``), and its few words."""
 
     machine: str = ""
     machine_short: str = ""
@@ -360,38 +361,83 @@ class _Mark:
 
 def _night_marks(group: _Group, policy: DriftPolicy) -> dict[tuple[int, str], _Mark]:
     """Each measured value of ``group`` whose night drift would not judge as usual, by (run index, prediction key):
-    a night whose machine ran apart from the earlier nights of its setup (by drift's rule and reference, with the
-    shift drift's note uses: :data:`~pytest_roofline.history.MACHINE_SHIFT`), a night measured at a point that did
-    not hold its concurrency. Empty for a store without probes whose points all held: such a page is as before."""
+    a night measured at a point that did not hold its concurrency, and a night whose machine ran apart from the
+    earlier nights of its setup. The latter is drift's own decision, not a copy of it: :func:`drift_for` with the
+    machine rule on at :data:`~pytest_roofline.history.MACHINE_SHIFT` (the shift drift's note uses), whose
+    ``Drift.machine`` is the sentence the drift line notes, against the runs drift reads for that night
+    (:func:`runs_drift_reads`, kept from night to night so each night reads a few runs, not the whole history).
+    Empty for a store without probes whose points all held: such a page is as before."""
     out: dict[tuple[int, str], _Mark] = {}
-    limit = max(SPREAD_RUNS, policy.window)  # the nights drift_for takes the reference from
-    earlier: dict[Any, list[RunSummary]] = {}  # each setup's runs so far, oldest first (drift compares within one)
     for i, r in enumerate(group.runs):
-        before = earlier.setdefault(r.setup, [])
         for v in r.values:
-            if v.mode != "measured" or not is_number(v.measured):
-                continue
-            probe = v.host_probe_gflop_per_s
-            machine = short = ""
-            if probe is not None:
-                reference = night_machine(v.key, before, limit=limit)
-                machine = machine_moved(probe, reference)
-                ratio = machine_ratio(probe, reference)
-                if machine and ratio is not None:
-                    how = f"{(1 - ratio) * 100:.0f}% slower" if ratio < 1 else f"{(ratio - 1) * 100:.0f}% faster"
-                    short = f"machine {how}: host probe {probe:.3g} vs {reference:.3g} GFLOP/s"
-            unheld = unheld_short = ""
-            if not v.held:
+            if v.mode == "measured" and is_number(v.measured) and not v.held:
                 many = len(v.unheld_points) > 1
                 names = ", ".join(v.unheld_points)
-                unheld = (f"point{'s' if many else ''} {names} did not hold {'their' if many else 'its'} concurrency "
-                          "this night: it measured a lower load than the prediction names, so drift does not judge "
-                          "the value (see that night's verdict notes)")
-                unheld_short = f"concurrency not held ({names})"
-            if machine or unheld:
-                out[(i, v.key)] = _Mark(machine, short, unheld, unheld_short)
-        before.append(r)
+                out[(i, v.key)] = _Mark(
+                    unheld=(f"point{'s' if many else ''} {names} did not hold {'their' if many else 'its'} "
+                            "concurrency this night: it measured a lower load than the prediction names, so drift "
+                            "does not judge the value (see that night's verdict notes)"),
+                    unheld_short=f"concurrency not held ({names})")
+    if not any(v.host_probe_gflop_per_s is not None for r in group.runs for v in r.values):
+        return out  # a store without probes: no night is judged by its machine
+    rule = DriftPolicy(policy.threshold_text, policy.baseline, machine=f"{MACHINE_SHIFT * 100:g}%")
+    reads: dict[SetupKey, list[RunSummary]] = {}  # per setup: the earlier runs drift reads for its next night
+    keyed: dict[int, dict[str, StoredValue]] = {}
+
+    def by_key(run: RunSummary) -> dict[str, StoredValue]:  # a run's values by key, made once a run
+        got = keyed.get(id(run))
+        if got is None:
+            got = keyed[id(run)] = {x.key: x for x in run.values}
+        return got
+
+    last: dict[SetupKey, RunSummary] = {}
+    for i, r in enumerate(group.runs):
+        if r.setup in last:  # the runs drift reads now: those it read last night and last night's run, trimmed
+            reads[r.setup] = runs_drift_reads([*reads.get(r.setup, ()), last[r.setup]], rule)
+        last[r.setup] = r
+        earlier = [by_key(e) for e in reads.get(r.setup, ())]
+        probed = [v for v in r.values if v.mode == "measured" and is_number(v.measured) and v.held
+                  and v.host_probe_gflop_per_s is not None and _maybe_apart(v, earlier)]
+        if not probed:
+            continue
+        try:
+            drifts = drift_for(probed, reads.get(r.setup, []), rule, setup=r.setup)
+        except Exception:  # noqa: BLE001 - a drift bug must not cost the whole page: the night goes unmarked
+            continue
+        for v in probed:
+            d = drifts.get(v.key)
+            if d is not None and d.machine:
+                out[(i, v.key)] = _Mark(machine=d.machine, machine_short=_machine_short(d.machine))
     return out
+
+
+def _maybe_apart(v: StoredValue, earlier: Sequence[Mapping[str, StoredValue]]) -> bool:
+    """Whether ``v``'s probe could be apart from drift's reference, so that drift must be asked. The reference is
+    the median probe of the latest so many (at least one) of the nights drift reads for it that measured it at a
+    point that held its concurrency (``earlier``: those runs' values by key, oldest first): whatever that number,
+    it lies between the least and the greatest of the medians of the latest 1, 2, 3, ... of them. A probe within
+    :data:`~pytest_roofline.history.MACHINE_SHIFT` of both (either way, as a ratio) is within it of the reference,
+    and drift would not mark it: at 500 nights × 100 predictions, asking drift about every night takes seconds."""
+    probe = v.host_probe_gflop_per_s
+    xs = [p for e in reversed(earlier) if (x := e.get(v.key)) is not None and x.mode == "measured" and x.held
+          and is_number(x.measured) and (p := x.host_probe_gflop_per_s) is not None]
+    if probe is None or not xs:
+        return False  # no earlier probe: drift has no reference, and judges no night by its machine
+    medians = [statistics.median(xs[:n]) for n in range(1, len(xs) + 1)]
+    slack = 1 + MACHINE_SHIFT
+    return probe * slack < max(medians) or probe > min(medians) * slack
+
+
+def _machine_short(sentence: str) -> str:
+    """The few words the nights table shows for drift's machine sentence (``machine 40% slower: host probe 4.35
+    vs 7.25 GFLOP/s``); the sentence's head where its form is not the one expected."""
+    m = _MACHINE_WORDS.search(sentence)
+    return f"machine {m[1]}: host probe {m[2]} vs {m[3]} GFLOP/s" if m else sentence.split(" (")[0]
+
+
+#: drift's machine sentence (history's ``machine_moved``): "the machine itself ran 40% slower than on the other
+#: nights (host probe 4.35 vs 7.25 GFLOP/s, beyond 20%): ..."
+_MACHINE_WORDS = re.compile(r"ran (\d+% (?:slower|faster)) than .*?\(host probe ([\d.eE+-]+) vs ([\d.eE+-]+) GFLOP/s")
 
 
 def _marks_row(m: _Mark) -> str:

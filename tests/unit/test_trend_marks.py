@@ -198,3 +198,27 @@ def test_the_summary_table_marks_the_latest_night() -> None:
     earlier = page(nights((7.5, 7.0, 4.35, 8.0, 7.2)))
     summary = re.search(r'<table class="summary">(.*?)</table>', earlier, flags=re.S)
     assert summary is not None and "tmark" not in summary.group(1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_page_marks_exactly_the_nights_drift_says_ran_apart(seed: int) -> None:
+    # the page asks drift only about nights whose probe could be apart from its reference (trend._maybe_apart):
+    # every night drift itself, asked about each night against all the earlier ones, says ran apart (Drift.machine,
+    # the rule on at 20%) is marked, and no other; twelve nights of probes from a quiet machine (6.5-8 GFLOP/s)
+    # with about one night in four on a busy one (half that)
+    import random
+
+    from pytest_roofline.history import DriftPolicy, drift_for
+
+    rng = random.Random(seed)
+    runs = []
+    for n in range(12):
+        probe = round(rng.uniform(6.5, 8.0) * (0.5 if rng.random() < 0.25 else 1.0), 3)
+        runs.append(RunSummary(run_id=f"202612{n + 1:02d}T020000Z-abc-000000", setup=SETUP,
+                               started_at=f"2026-12-{n + 1:02d}T02:00:00Z", mode="engine", commit=f"c{n}",
+                               values=(value(0.1 + 0.001 * n, probe),)))
+    rule = DriftPolicy(machine="20%")
+    expected = [bool(drift_for(r.values, runs[:n], rule, setup=SETUP)[r.values[0].key].machine)
+                for n, r in enumerate(runs)]
+    tips = tooltips(chart(page(runs)))
+    assert [("the machine itself ran" in t) for t in tips] == expected
