@@ -44,6 +44,8 @@ MAX_SKIP_LINES = 10
 
 #: the narrowest an elided id may become (below it the table overflows rather than hide which row is which)
 MIN_ID_WIDTH = 12
+#: the fewest characters of a file's name a qualified id keeps where the name gives way (``day3…::knee``)
+MIN_QUALIFIER_WIDTH = 4
 #: the narrowest quantity column worth showing
 MIN_QUANTITY_WIDTH = 8
 
@@ -152,6 +154,15 @@ def elide_ids(ids: Sequence[str], width: int) -> dict[str, str | None]:
     out: dict[str, str | None] = {i: (i if len(i) <= width else None) for i in unique}
     taken = {i for i in unique if len(i) <= width}
     pending = [i for i in unique if len(i) > width]
+    # an id qualified by its file (``cpu-kv-pressure.yaml::kv-blocks``, :func:`qualified_ids`): the file's name gives
+    # way first, its head kept (``cpu-kv-pr…::kv-blocks``), so the id itself stays whole where that tells them apart
+    cut = {i: f"{i.split('::', 1)[0][:keep]}…::{i.split('::', 1)[1]}" for i in pending if "::" in i
+           for keep in [width - len(i.split("::", 1)[1]) - len("…::")] if keep >= MIN_QUALIFIER_WIDTH}
+    seen = Counter(cut.values())
+    for i in [i for i in pending if i in cut and seen[cut[i]] == 1 and cut[i] not in taken]:
+        out[i] = cut[i]
+        taken.add(cut[i])
+        pending.remove(i)
     shift = 0
     while pending and width >= MIN_ID_WIDTH and shift < width:  # the preferred cut, then longer tails
         cut = {i: _elide_one(i, width, preferred(i) - shift) for i in pending}

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.report.terminal import qualified_ids, reason_lines, summary_table
+from pytest_roofline.report.terminal import elide_ids, qualified_ids, reason_lines, summary_table
 from pytest_roofline.scoring import Verdict
 
 MEASURED = {"quantity": "littles_law_ratio", "dimension": "ratio", "mode": "measured", "predicted_text": "1.00"}
@@ -175,3 +175,17 @@ def test_a_session_of_one_file_prints_what_it_printed_before():
         for verbosity in (-2, -1, 0, 2):
             assert (summary_table(reports(True), width=width, verbosity=verbosity)
                     == summary_table(reports(False), width=width, verbosity=verbosity))
+
+
+def test_a_qualified_id_too_long_for_its_column_gives_up_its_files_name_first():
+    ids = ["batching-and-throughput.yaml::kv-bytes-per-token", "cpu-tiny.yaml::kv-bytes-per-token"]
+    # 40 columns: the id after "::" (18) and "…::" (3) leave 19 of the file's name, "batching-and-throug"; the
+    # second (33) fits whole
+    assert elide_ids(ids, 40) == {ids[0]: "batching-and-throug…::kv-bytes-per-token", ids[1]: ids[1]}
+    # two files whose names' heads are the same: the cut that keeps the id whole would read the same, so the
+    # middle cut of any id (its own line where none tells them apart); never two alike
+    ids = ["llama-3.1-70b-tp4-h100.yaml::kv-blocks", "llama-3.1-70b-tp8-a100.yaml::kv-blocks"]
+    for width in (20, 30):
+        cut = elide_ids(ids, width)
+        assert cut[ids[0]] is None or cut[ids[0]] != cut[ids[1]]
+        assert all(c is None or len(c) <= width for c in cut.values())
