@@ -214,6 +214,24 @@ def source_entry(folders: list[Path]) -> dict:
     }
 
 
+def append_source(entry: dict) -> None:
+    """Append a source to v1-public-runs.json in the file's own layout (two-space indent, lists of numbers on one
+    line), the other sources' text untouched; refuses a source already there."""
+    text = json.dumps(entry, indent=2, ensure_ascii=False)
+    text = re.sub(r"\[\s*(-?[\d.]+(?:,\s*-?[\d.]+)*)\s*\]", lambda m: "[" + re.sub(r",\s*", ", ", m.group(1)) + "]",
+                  text)
+    text = "\n".join("    " + line for line in text.splitlines())
+    doc_text = CORPUS_FILE.read_text()
+    doc = json.loads(doc_text)
+    if any(s["source"] == entry["source"] for s in doc["sources"]):
+        raise SystemExit(f"{entry['source']} is already in {CORPUS_FILE.name}: remove it first")
+    tail = "\n  ]\n}\n"
+    if not doc_text.endswith(tail):
+        raise SystemExit(f"{CORPUS_FILE.name} does not end as expected")
+    CORPUS_FILE.write_text(doc_text[:-len(tail)] + ",\n" + text + tail)
+    assert json.loads(CORPUS_FILE.read_text())["sources"][-1] == json.loads(json.dumps(entry))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dirs", nargs="+", type=Path)
@@ -223,20 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.write:
         print(json.dumps(entry, indent=1))
         return 0
-    # the file's own layout (two-space indent, lists of numbers on one line), the other sources' text untouched
-    text = json.dumps(entry, indent=2, ensure_ascii=False)
-    text = re.sub(r"\[\s*(-?[\d.]+(?:,\s*-?[\d.]+)*)\s*\]", lambda m: "[" + re.sub(r",\s*", ", ", m.group(1)) + "]",
-                  text)
-    text = "\n".join("    " + line for line in text.splitlines())
-    doc_text = CORPUS_FILE.read_text()
-    doc = json.loads(doc_text)
-    if any(s["source"] == SOURCE for s in doc["sources"]):
-        raise SystemExit(f"{SOURCE} is already in {CORPUS_FILE.name}: remove it first (git checkout the file)")
-    tail = "\n  ]\n}\n"
-    if not doc_text.endswith(tail):
-        raise SystemExit(f"{CORPUS_FILE.name} does not end as expected")
-    CORPUS_FILE.write_text(doc_text[:-len(tail)] + ",\n" + text + tail)
-    assert json.loads(CORPUS_FILE.read_text())["sources"][-1] == json.loads(json.dumps(entry))
+    append_source(entry)
     print(f"wrote {SOURCE}: {len(entry['runs'])} runs")
     return 0
 

@@ -323,7 +323,8 @@ V1_CORPUS = "v1-public-runs.json"
 def _v1_setup(src: dict, run: dict):
     # a source whose runs span GPUs or models (one publisher's pages) names them per run
     # a model outside the presets is named by its config.json, committed beside the corpus
-    model = CORPUS / src["model_config"] if "model_config" in src else run.get("model", src["model"])
+    config = run.get("model_config", src.get("model_config"))
+    model = CORPUS / config if config else run.get("model", src["model"])
     return build_setup(hardware_ref=run.get("gpu", src["gpu"]), model_ref=model,
                        engine={"name": "vllm", "version": src["vllm"],
                                "args": {**src.get("engine_args", {}), **run.get("engine_args", {}),
@@ -398,7 +399,7 @@ def _run_key(run: dict) -> str:
 
 
 def corpus_v1(*, fixed_outputs: bool = False, refused: list[tuple[str, str]] | None = None,
-              excluded: list[tuple[str, str]] | None = None) -> list[dict]:
+              excluded: list[tuple[str, str]] | None = None, sources: set[str] | None = None) -> list[dict]:
     """The public V1-era runs (``benchmarks/data/corpus/v1-public-runs.json``): fixed input/output lengths, a closed
     loop at the published max concurrency; (a) and (b) per run, each source its own name (held out: no default was
     set from them)."""
@@ -406,6 +407,8 @@ def corpus_v1(*, fixed_outputs: bool = False, refused: list[tuple[str, str]] | N
     doc = json.loads((CORPUS / V1_CORPUS).read_text())
     rows = []
     for src in doc["sources"]:
+        if sources is not None and src["source"] not in sources:
+            continue
         sims: dict[str, tuple] = {}  # run key -> (row index, the arguments that simulate it), for (c)
         for run in src["runs"]:
             if run.get("excluded"):  # the run did not send the load it names: not scored, its reason printed
@@ -479,6 +482,8 @@ def corpus_v1(*, fixed_outputs: bool = False, refused: list[tuple[str, str]] | N
                          "measured": {m: run["measured"].get(m) for m, _ in BAND_METRICS},
                          "a": a,
                          "b": {m: sum(float(getattr(p, m)) for p in preds) / len(preds) for m, _ in BAND_METRICS},
+                         # the model found no steady state (the queue grows with the run: its TTFT is the run's)
+                         "unstable": next((p.unstable for p in preds if p.unstable), None),
                          "c": None})
             sims[_run_key(run)] = (len(rows) - 1, (setup, run, c, n, rate, inp, out, cached))
         if src.get("calibrate_on"):
@@ -620,6 +625,13 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
     print("| source | metric | (a) roofline | (b) defaults | (c) calibrated | band coverage (LOSO) |")
     print("|---|---|---|---|---|---|")
 
+    def median_ape(rs, key, m):
+        """The median absolute percentage error: the typical point, which one run a hundred times off (a model that
+        saturates where the server did not) moves no more than any other miss."""
+        errs = [abs(r[key][m] - r["measured"][m]) / r["measured"][m] for r in rs
+                if r.get(key) and r[key].get(m) is not None and r["measured"].get(m)]
+        return statistics.median(errs) if errs else None
+
     def mape_of(rs, key, m):
         errs = [abs(r[key][m] - r["measured"][m]) / r["measured"][m] for r in rs
                 if r.get(key) and r[key].get(m) is not None and r["measured"].get(m)]
@@ -716,7 +728,8 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
             print(f"| TP{tp} | {label} | {pct(b)} ({nb}) | {pct(c)} ({nc}) |")
     # the held-out GPU sources together (no default was set from them) and the V1-era ones alone, by TP degree
     held = lam + v1
-    print("\nHeld-out GPU sources, serving model with defaults (MAPE, count): all of them (lambda, "
+    print("\nHeld-out GPU sources, serving model with defaults (MAPE (count; the median absolute error)): all of "
+          "them (lambda, "
           + ", ".join(sorted({r["source"] for r in v1})) + ") and the V1-era ones alone:\n")
     print("| subset | throughput | TPOT p50 | TTFT p50 |")
     print("|---|---|---|---|")
@@ -724,13 +737,16 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
                                                                                          if r["tp"] == t])
                                                                   for t in (1, 2, 4, 8)] + [
             ("all held-out, decode-bound", [r for r in held if not _prefill_bound(r)]),
+            ("all held-out, decode-bound, where the model found a steady state",
+             [r for r in held if not _prefill_bound(r) and not r.get("unstable")]),
             (f"all held-out, prefill-bound (>= {100 * bands.PREFILL_BOUND_SHARE:.0f}% of the model's step time on "
              "prefill)",
              [r for r in held if _prefill_bound(r)])]:
         cells = []
         for m, _label in BAND_METRICS:
             v, n = mape_of(rs, "b", m)
-            cells.append(f"{pct(v)} ({n})")
+            med = median_ape(rs, "b", m)
+            cells.append(f"{pct(v)} ({n}; median {pct(med)})")
         print(f"| {name} | " + " | ".join(cells) + " |")
     # a source whose runs span GPUs and models: each pair apart (the GPU's own bias shows here)
     for src_ in sorted({r["source"] for r in v1}):
@@ -752,6 +768,12 @@ def corpus_report(write_bands: bool, fixed_outputs: bool = False) -> None:
         print("\nRuns the serving model refuses (not scored; each is a finding about the model):\n")
         for label, why in refused:
             print(f"- {label}: {why}")
+    unstable = [r for r in lam + v1 if r.get("unstable") and r["source"] != "lambda"]
+    if unstable:
+        print("\nRuns the model calls unstable (no steady state: its TTFT grows with the run's length), scored "
+              "as predicted:\n")
+        for r in unstable:
+            print(f"- {r['label']}: {r['unstable']}; measured TTFT p50 {r['measured']['ttft_p50_ms']:,.4g} ms")
     if excluded:
         print("\nRuns not scored because they did not send the load they name:\n")
         for label, why in excluded:

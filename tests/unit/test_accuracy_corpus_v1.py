@@ -174,7 +174,7 @@ def test_the_model_cannot_hold_one_32k_prompt_of_qwen3_32b_on_an_h100_that_serve
     assert eng.requests_held(32001) == 0 and -(-32001 // 16) == 2001
     assert run["published"]["total_input_tokens"] == 100 * 32000  # the run served all hundred
     refused: list[tuple[str, str]] = []
-    rows = mab.corpus_v1(refused=refused)
+    rows = mab.corpus_v1(refused=refused, sources={"gpustack-qwen3-bursts"})
     assert [label for label, _ in refused] == ["gpustack-qwen3-bursts qwen3-32b on h100-sxm TP1 32000/100 x 100"]
     assert "1530 usable blocks" in refused[0][1]
     assert not any(r["label"].startswith("gpustack-qwen3-bursts") and "32000/100" in r["label"]
@@ -182,7 +182,7 @@ def test_the_model_cannot_hold_one_32k_prompt_of_qwen3_32b_on_an_h100_that_serve
 
 
 def test_open_loop_and_per_request_runs_reach_the_model_with_their_rate_and_lengths():
-    rows = [r for r in mab.corpus_v1() if r["source"] == "azure-a100-tp8"]
+    rows = mab.corpus_v1(sources={"azure-a100-tp8"})
     assert len(rows) == 4
     # open loop: no roofline (it has no arrival rate); the closed burst of 200 gets one
     assert [r["a"] is None for r in rows] == [True, True, True, False]

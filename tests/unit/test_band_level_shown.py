@@ -49,7 +49,7 @@ def test_numbers_carry_thousands_separators(capsys):
     text = _out(capsys, "predict", "--simulate", *L8, "--concurrency", "16")
     band_line = next(ln for ln in text.splitlines() if ln.strip().startswith("band: "))
     # five significant figures with a thousands separator, as pytest prints a serving band ("1,415.1")
-    assert f"agg tok/s {lo:,.1f}–{hi:,.1f}" in band_line
+    assert f"agg tok/s {lo:,.5g}–{hi:,.5g}" in band_line
 
 
 def test_a_predictions_own_setup_gets_its_own_table_headed_by_what_it_changes(capsys, tmp_path: Path):

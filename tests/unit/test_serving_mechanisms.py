@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -54,26 +55,34 @@ def test_a_lone_request_pays_the_frontend_before_and_after_its_prefill_step():
     assert p.ttft_p50_ms - p0.ttft_p50_ms == pytest.approx(2.7, rel=1e-9)
 
 
-def test_a_closed_loop_request_waits_for_the_step_the_engine_started_without_it():
-    """Two clients: A's request is long, B's short; when B's finishes, B's next request reaches the engine core
-    f_out + f_in later, mid-way through one of A's decode steps, and is prefilled in the step after it."""
+@pytest.mark.parametrize("async_scheduling", [False, True])
+def test_a_closed_loop_request_waits_for_the_step_the_engine_started_without_it(async_scheduling: bool):
+    """Two clients: A's request is long, B's short (3 tokens); when B's finishes, B's next request reaches the engine
+    core f_out + f_in later, mid-way through one of A's decode steps, and is prefilled in the step after it; with async
+    scheduling (vLLM 0.26's default on a GPU: tests/unit/test_async_scheduling.py), in the step after that, which was
+    scheduled when the step it arrived in was launched."""
     s = h100()
+    eng = dataclasses.replace(sv.EngineConfig.from_setup(s), async_scheduling=async_scheduling)
     c = sv.default_constants(s).replace(frontend_in_s=1e-3, frontend_out_s=0.5e-3, client_jitter_s=0.0)
     w = sv.Workload(input_len=sv.LengthDist(64), output_len=sv.LengthDist(1, "file", values=(400, 3, 3),
                                                                                order="sequential"),
                     num_requests=3, concurrency=2)
     trace: list[sv.StepRecord] = []
-    sv.simulate(s, w, constants=c, trace=trace)
-    # B's first request finishes at the end of the step that made its 3rd token
-    done_b = [r for r in trace if r.prefill_tokens == 0][1]  # steps: prefill(A+B), decode, decode (B's 3rd)
+    sv.simulate(s, w, engine=eng, constants=c, trace=trace)
+    # B's first request finishes at the end of the step that made its 3rd token, two after its prefill (sync: A and
+    # B prefilled together in the second step, the API server handing B over 1 ms after A; async: in the third)
+    prefills = [i for i, r in enumerate(trace) if r.prefill_tokens == 64]
+    assert prefills[:2] == ([0, 2] if async_scheduling else [0, 1])
+    done_b = trace[prefills[1] + 2]
     finish_b = done_b.start_s + done_b.time_s
     ready = finish_b + 0.5e-3 + 1e-3
     prefill = next(r for r in trace if r.start_s > finish_b and r.prefill_tokens == 64)
-    # the first step boundary at or after the request is in the engine core
-    boundary = min(r.start_s for r in trace if r.start_s >= ready - 1e-12)
+    # the first step boundary at or after the request is in the engine core (async: the second)
+    boundaries = sorted(r.start_s for r in trace if r.start_s >= ready - 1e-12)
+    boundary = boundaries[1] if async_scheduling else boundaries[0]
     assert prefill.start_s == pytest.approx(boundary, abs=1e-12)
     before = [r for r in trace if finish_b - 1e-12 <= r.start_s < boundary]
-    assert len(before) >= 1 and all(r.prefill_tokens == 0 for r in before)  # A decoded alone meanwhile
+    assert len(before) >= 1 + async_scheduling and all(r.prefill_tokens == 0 for r in before)  # A decoded alone
 
 
 RECORDED = Path(__file__).resolve().parents[2] / "predictions" / "recorded"
@@ -128,12 +137,15 @@ def test_closed_loop_send_delays_are_uniform_up_to_the_client_jitter_and_seeded(
 
 
 def _first_prefill_steps(constants, n_clients=4):
-    """The start times of the steps that prefilled each wave of a closed loop of equal requests (64 in, 40 out)."""
+    """The start times of the steps that prefilled each wave of a closed loop of equal requests (64 in, 40 out), on
+    a synchronous scheduler: the CPU engine's, whose recorded bursts these steps are compared with (vLLM's CPU
+    platform forces async scheduling off)."""
     s = h100()
     w = sv.Workload(input_len=sv.LengthDist(64), output_len=sv.LengthDist(40), num_requests=3 * n_clients,
                     concurrency=n_clients)
     trace: list[sv.StepRecord] = []
-    sv.simulate(s, w, constants=constants, trace=trace)
+    eng = dataclasses.replace(sv.EngineConfig.from_setup(s), async_scheduling=False)
+    sv.simulate(s, w, engine=eng, constants=constants, trace=trace)
     return [r for r in trace if r.prefill_tokens > 0]
 
 

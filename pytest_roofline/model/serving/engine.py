@@ -11,7 +11,13 @@ from typing import Literal
 from pytest_roofline.errors import SetupError, SimulationError
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import vllm_defaults
-from pytest_roofline.model.engine_args import MODELLED_ARGS, NO_TIMING_EFFECT_ARGS, check_engine_args, flag_arg
+from pytest_roofline.model.engine_args import (
+    MODELLED_ARGS,
+    NO_TIMING_EFFECT_ARGS,
+    async_scheduling_default,
+    check_engine_args,
+    flag_arg,
+)
 from pytest_roofline.model.setup import Setup, serving_engine_args
 from pytest_roofline.model.setup import kv_accounting as setup_kv_accounting
 
@@ -52,6 +58,12 @@ class EngineConfig:
     #: V1 without chunked prefill: a waiting prompt longer than the step's remaining budget is skipped and later
     #: ones are tried (vLLM before :data:`V1_STOPS_AT_LONG_PROMPT`), instead of ending the step's admissions
     skip_long_prompts: bool = False
+    #: the engine core schedules the next step while one runs (vLLM's async scheduling, the default on CUDA from
+    #: 0.14.0: ``max_concurrent_batches`` 2, vllm/config/vllm.py; vllm/v1/engine/core.py ``step_with_batch_queue``
+    #: schedules step k + 1 as soon as step k is launched), so a request that arrives while the engine is busy joins
+    #: the step after the next one: the simulator admits, at a step's start, only what arrived before the previous
+    #: step started (model/serving/simulator.py)
+    async_scheduling: bool = False
 
     @property
     def scheduler_kind(self) -> Literal["v0", "v1"]:
@@ -105,4 +117,7 @@ class EngineConfig:
             reserve_full_prompt=flag_arg(args, "scheduler_reserve_full_isl", True),
             engine_kind=setup.engine_kind,
             skip_long_prompts=vllm_defaults.parse_version(version) < V1_STOPS_AT_LONG_PROMPT,
+            # V1 on CUDA only: the CPU platform forces it off (vllm/platforms/cpu.py), V0 has no batch queue
+            async_scheduling=(setup.device == "cuda" and setup.engine_kind != "v0"
+                              and flag_arg(args, "async_scheduling", async_scheduling_default(version, args))),
         )

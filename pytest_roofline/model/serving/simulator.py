@@ -148,6 +148,11 @@ class _Sim:
         self.f_in = constants.frontend_in_s
         self.api_free = 0.0  # when the one API-server process is free to take the next request (the docstring)
         self.f_out = constants.frontend_out_s
+        # async scheduling (EngineConfig.async_scheduling): the start of the step before the next one and the end of
+        # the last step; while the engine is busy, a step takes only what arrived before the previous step started
+        self.async_sched = engine.async_scheduling
+        self.prev_start = -math.inf
+        self.last_end = -math.inf
         self.closed = workload.arrival is ArrivalKind.CLOSED
         self.send_delay = client_send_delays_s(workload, constants)  # closed loop (the module's docstring: jitter)
         if not self.closed:
@@ -209,6 +214,14 @@ class _Sim:
 
     def _cap_full(self) -> bool:
         return self.cap is not None and self._in_flight() >= self.cap
+
+    def _cutoff(self, start: float, prev_start: float) -> float:
+        """The latest arrival (``ready``) a step starting at ``start`` can take: its start, or with async scheduling
+        and the engine busy up to it (the previous step ended there) the previous step's start, when this step was
+        scheduled (vllm/v1/engine/core.py ``step_with_batch_queue``). An idle engine schedules at once."""
+        if self.async_sched and self.last_end >= start and (self.running or self.waiting):
+            return prev_start
+        return start
 
     def _admit_arrivals(self, until: float | None = None) -> None:
         t = self.now if until is None else until
@@ -307,6 +320,7 @@ class _Sim:
         self._shares_add(sc)
         start = self.now
         self.now = start + d
+        self.prev_start, self.last_end = start, self.now
         self._record_step(d, n_dec, dec_ctx, pf_tok, pf_kv, pf_pairs, n_seqs)
         if self.trace is not None:
             self.trace.append(StepRecord(start_s=start, time_s=d, decode_seqs=n_dec, prefill_tokens=pf_tok,
@@ -417,8 +431,11 @@ class _Sim:
         last_start = t
         itl_d: dict[float, int] = {}
         max_used = self.max_blocks
+        last_start_prev = self.prev_start
         while j < k:
-            if j > 0 and not blocked_wait and t >= next_arrival:
+            # the step starting at t takes an arrival that came before it (synchronous scheduling) or before the
+            # previous step's start (async scheduling): stop there and let _step admit it
+            if j > 0 and not blocked_wait and (last_start if self.async_sched else t) >= next_arrival:
                 break
             need = phase[(j + 1) % bs]
             if need > free:
@@ -428,7 +445,7 @@ class _Sim:
             used += need
             d = cost(B, S + B * j, 0, 0, 0.0, B)
             start = t
-            last_start = start
+            last_start_prev, last_start = last_start, start
             t = start + d
             # accumulated in the same order as _record_step, so both paths give the same floats
             self.busy += d
@@ -459,7 +476,8 @@ class _Sim:
         self.free = free
         # arrivals during the run join the queue (or the client's hold) as the step-by-step path would have put
         # them there at the start of each step: nothing else changed meanwhile, so all at once is the same
-        self._admit_arrivals(until=last_start)
+        self._admit_arrivals(until=last_start_prev if self.async_sched else last_start)
+        self.prev_start, self.last_end = last_start, t
         self.now = t
         finished = []
         for r in run:
@@ -479,7 +497,7 @@ class _Sim:
             self._new_closed([(0.0, c, False) for c in range(min(self.w.concurrency or 1, n))])
         guard = 0
         while len(self.done) < n:
-            self._admit_arrivals()
+            self._admit_arrivals(until=self._cutoff(self.now, self.prev_start))
             if not self.running and not self.waiting:
                 if not self.arrivals:
                     raise SimulationError("simulation stalled: nothing running, waiting or arriving")
