@@ -783,7 +783,10 @@ def _table(setup: Setup, eng: sv.EngineConfig, constants: sv.ServingConstants, s
             + (f" · open loop, at most {cap} requests in flight" if cap else "") + " · max_num_seqs "
             f"{eng.max_num_seqs}, "
             f"max_num_batched_tokens {eng.max_num_batched_tokens}, chunked prefill "
-            f"{'on' if eng.chunked_prefill else 'off'}, {eng.num_gpu_blocks:,} KV blocks · {title}")
+            f"{'on' if eng.chunked_prefill else 'off'}"
+            # vLLM >= 0.14 on a GPU: a request reaching a busy engine joins one step later (EngineConfig)
+            + (", async scheduling" if eng.async_scheduling else "")
+            + f", {eng.num_gpu_blocks:,} KV blocks · {title}")
     rows = []
     for p in preds:
         row = p.to_dict()

@@ -157,7 +157,8 @@ class ServingSweep:
             d[k] = constant_text(k, val)
         e = self.engine
         d["scheduler"] = (f"max_num_seqs {e.max_num_seqs}, max_num_batched_tokens {e.max_num_batched_tokens}, "
-                          f"chunked prefill {'on' if e.chunked_prefill else 'off'}")
+                          f"chunked prefill {'on' if e.chunked_prefill else 'off'}"
+                          + (", async scheduling" if e.async_scheduling else ""))
         d["kv_pool"] = f"{e.num_gpu_blocks:,} blocks × {e.block_size} tokens"
         return d
 
