@@ -15,8 +15,8 @@ import warnings
 from pathlib import Path
 
 import pytest
+from support.cli_run import run_cli
 
-from pytest_roofline import cli
 from pytest_roofline.cli.setup_flags import flag_fields
 from pytest_roofline.errors import UnsimulatedSettingWarning
 from pytest_roofline.format.spec import load_spec, replaced_by_flags
@@ -39,13 +39,7 @@ def _file(tmp_path: Path) -> str:
     return str(f)
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str, list[str]]:
-    """rc, stdout, stderr and every UnsimulatedSettingWarning the command let out."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        rc = cli.main(list(argv))
-    got = capsys.readouterr()
-    return rc, got.out, got.err, [str(w.message) for w in caught if issubclass(w.category, UnsimulatedSettingWarning)]
+_run = run_cli  # rc, stdout, stderr and every UnsimulatedSettingWarning the command let out
 
 
 def test_the_file_warns_at_its_line_and_the_warning_keeps_its_field(tmp_path):

@@ -22,13 +22,9 @@ The directions asserted are worked out by hand from datasheet and config figures
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 
-import pytest
-
-from pytest_roofline import cli
-from pytest_roofline.errors import UnsimulatedSettingWarning
+from support.cli_run import run_cli
 
 WEIGHTS_B = 2 * 8_030_261_248
 H100_BW, A100_BW = 3.35e12, 2.039e12
@@ -40,13 +36,7 @@ def _write(tmp_path: Path, text: str) -> str:
     return str(f)
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str, list[str]]:
-    """rc, stdout, stderr and every UnsimulatedSettingWarning the command let out."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        rc = cli.main(list(argv))
-    got = capsys.readouterr()
-    return rc, got.out, got.err, [str(w.message) for w in caught if issubclass(w.category, UnsimulatedSettingWarning)]
+_run = run_cli  # rc, stdout, stderr and every UnsimulatedSettingWarning the command let out
 
 
 SEQS = ("title: t\n"                                                     # 1
