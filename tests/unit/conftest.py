@@ -37,3 +37,33 @@ def hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv("HF_TOKEN", raising=False)
     return cache
+
+
+#: the GPU prefill-bound class as the bands had it with one public source (gpustack-qwen3-bursts, bands.json before
+#: 2026-12-07): no band, the range its 13 values showed (measured / model)
+ONE_SOURCE_PREFILL_RANGES = {
+    "output_throughput_tok_per_s|*|gpu-prefill": (0.2131, 0.9767),
+    "tpot_p50_ms|*|gpu-prefill": (0.9817, 3.177),
+    "ttft_p50_ms|*|gpu-prefill": (1.041, 7.4879),
+}
+
+
+@pytest.fixture
+def prefill_one_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The committed bands with the GPU prefill-bound class as it was with one public source: its bands dropped and
+    the range that source showed in their place (``unbanded``), so the no-band path a class with too few sources
+    takes is tested whatever the corpus holds now."""
+    from pytest_roofline.model import bands
+
+    doc = dict(bands._load_doc())
+    doc["bands"] = {k: v for k, v in dict(doc.get("bands", {})).items()  # type: ignore[call-overload]
+                    if "gpu-prefill" not in k and not k.endswith("|prefill")}
+    doc["unbanded"] = {k: {"lo": lo, "hi": hi, "n": 13, "sources": ["gpustack-qwen3-bursts"], "pooled": True,
+                           "half_width_log": 0.0} for k, (lo, hi) in ONE_SOURCE_PREFILL_RANGES.items()}
+    monkeypatch.setattr(bands, "_load_doc", lambda: doc)
+    bands.load_bands.cache_clear()
+    bands.load_observed_ranges.cache_clear()
+    yield
+    monkeypatch.undo()
+    bands.load_bands.cache_clear()
+    bands.load_observed_ranges.cache_clear()

@@ -97,9 +97,11 @@ def test_a_value_whose_regime_has_no_band_shows_why_in_its_explanation_and_no_br
     assert ("serving band", note) in v.explanation_rows()
 
 
-def test_a_prefill_bound_gpu_prediction_is_scored_with_its_regimes_range_in_place_of_a_band(tmp_path):
+def test_a_prefill_bound_gpu_prediction_is_scored_with_its_regimes_range_in_place_of_a_band(
+        tmp_path, prefill_one_source):
     # 4,000-token prompts at C = 64 on an H100 (the model spends ~60% of its step time on prefill): prefill-bound,
-    # a class with one public source, so the verdict says what that source showed instead of a band
+    # a class with one public source (the fixture: the corpus before 2026-12-07), so the verdict says what that
+    # source showed instead of a band
     (tmp_path / "p.yaml").write_text(
         "hardware: h100-sxm\nmodel: qwen3-14b\nengine: {name: vllm, version: \"0.26.0\"}\n"
         "workload: {input_len: 4000, output_len: 200}\n"
@@ -228,7 +230,11 @@ def test_batch1_throughput_shows_the_band_of_the_same_c1_value(tmp_path, width):
     b1, c1 = (score(spec, p, "math", None) for p in spec.predictions)
     assert b1.serving_text == c1.serving_text and c1.serving_band_range
     cell = _band_cell(c1)
-    assert cell == "[108.68–153.7]"  # around 131.29 tok/s, as the trial's C = 1 row showed it
+    b = bands.band_for(bands.regime_of("output_throughput_tok_per_s", mean_running_batch=1.0, tp=1,
+                                       chunked_prefill=True, device="cuda"))
+    assert b is not None
+    lo, hi = b.around(float(c1.serving_value))  # around 131.29 tok/s (the trial's C = 1 row: [108.68–153.7])
+    assert cell == f"[{lo:,.5g}–{hi:,.5g}]"
     lines = summary_table([_Report(b1.to_dict()), _Report(c1.to_dict())], width=width)
     for pid in ("b1", "c1"):
         i = next(i for i, ln in enumerate(lines) if ln.startswith(pid + " "))

@@ -165,7 +165,7 @@ def test_a_class_with_one_source_gets_no_band_but_the_range_its_runs_showed():
     assert bands.band_note(reg(), ranges) is None
 
 
-def test_a_prefill_bound_gpu_value_carries_the_committed_range_instead_of_a_band():
+def test_a_prefill_bound_gpu_value_carries_the_committed_range_instead_of_a_band(prefill_one_source):
     # the committed corpus has one public source of prefill-bound GPU runs (gpustack-qwen3-bursts): no band, its range
     committed = bands.load_observed_ranges()
     assert {f"{m}|*|gpu-prefill" for m in bands.BAND_METRICS} <= set(committed)
@@ -185,3 +185,22 @@ def test_a_prefill_bound_gpu_value_carries_the_committed_range_instead_of_a_band
                                       concurrency=4))
     assert chat.time_shares["prefill_compute"] < bands.PREFILL_BOUND_SHARE
     assert set(chat.bands) == set(bands.BAND_METRICS) and not chat.band_notes
+
+
+def test_a_prefill_bound_gpu_value_has_the_band_two_public_sources_give():
+    # since 2026-12-07 the corpus holds prefill-bound GPU runs of two public sources (BLIS's GuideLLM sweeps of
+    # CodeLlama-34B, GPUStack's bursts): their out-of-source scores give the class a band, wide as they disagree
+    committed = bands.load_bands()
+    b = committed["output_throughput_tok_per_s|*|gpu-prefill"]
+    assert set(b.sources) == {"blis-h100-codellama34b", "gpustack-qwen3-bursts"}
+    assert b.hi / b.lo > 3  # x/÷ 1.96 around its centre: the width two disagreeing sources leave
+    s = build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b", engine={"name": "vllm", "version": "0.26.0"})
+    w = sv.Workload(input_len=sv.LengthDist(8000), output_len=sv.LengthDist(16), num_requests=16, concurrency=8)
+    p = sv.simulate(s, w)
+    assert p.time_shares["prefill_compute"] >= bands.PREFILL_BOUND_SHARE
+    lo, hi = p.bands["output_throughput_tok_per_s"]
+    reg = bands.regime_of("output_throughput_tok_per_s", mean_running_batch=p.mean_running_batch, tp=1,
+                          chunked_prefill=True, device="cuda", prefill_share=p.time_shares["prefill_compute"])
+    band = bands.band_for(reg)
+    assert band is not None and (lo, hi) == pytest.approx(band.around(p.output_throughput_tok_per_s))
+    assert not p.band_notes

@@ -545,7 +545,7 @@ def test_cli_predict_simulate_prints_the_sweep_and_the_measured_values(capsys):
     assert len([ln for ln in out.splitlines() if ln.strip().startswith("band: ")]) == 2
 
 
-def test_cli_predict_simulate_shows_a_prefill_bound_point_with_its_sources_range_not_a_band(capsys):
+def test_cli_predict_simulate_shows_a_prefill_bound_point_with_its_sources_range_not_a_band(capsys, prefill_one_source):
     from pytest_roofline import cli
     from pytest_roofline.model import bands
     # 4,000-token prompts at C = 64 on an H100: the model spends ~60% of its step time on prefill (prefill-bound);

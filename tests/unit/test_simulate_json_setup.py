@@ -22,7 +22,6 @@ from pytest_roofline.model import vllm_defaults
 from pytest_roofline.model.setup import build_setup
 
 REPO = Path(__file__).resolve().parents[2]
-BANDS_JSON = REPO / "pytest_roofline" / "model" / "data" / "bands.json"
 L8 = ("--hardware", "h100-sxm", "--model", "llama-3.1-8b")
 SEVENTY_TP2 = ("--simulate", "--hardware", "h100-sxm", "--model", "llama-3.1-70b", "--tp", "2", "--input-len", "2048",
                "--output-len", "256", "--concurrency", "1,16,128")
@@ -118,11 +117,12 @@ def test_fractions_say_so_and_one_rate_field(capsys):
     assert opened["served_rate_req_per_s"] == pytest.approx(2, rel=0.2)
 
 
-def test_the_prefill_bound_range_is_in_numbers(capsys):
+def test_the_prefill_bound_range_is_in_numbers(capsys, prefill_one_source):
     [row] = rows(capsys, "predict", "--simulate", *L8, "--input-len", "8192", "--output-len", "64",
                  "--concurrency", "16", "--json")
     assert row["bands"] == {}  # prefill-bound: too few sources for a band, the observed range instead
-    unbanded = json.loads(BANDS_JSON.read_text(encoding="utf-8"))["unbanded"]
+    from pytest_roofline.model import bands
+    unbanded = bands._load_doc()["unbanded"]  # the one-source class of the fixture
     for metric in ("output_throughput_tok_per_s", "tpot_p50_ms", "ttft_p50_ms"):
         seen = unbanded[f"{metric}|*|gpu-prefill"]
         got = row["observed_ranges"][metric]
