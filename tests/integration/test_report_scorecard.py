@@ -281,8 +281,12 @@ def test_predictions_serving_cell_is_compact(day3_recorded: tuple[Any, Any, dict
     # "87.072 tok/s" on one line that never breaks, "[72.078–101.93]" under it, not "87.072 tok/s 72.078 tok/s –
     # 101.93 tok/s" wrapped over five lines
     assert '<span class="sval">87.072 tok/s</span>' in cell
-    # the tooltip is the verdict's own band text
-    assert '">[72.078–101.93]</span>' in cell and "72.078 tok/s – 101.93 tok/s (where a run" in cell
+    # the tooltip is the verdict's own band text: the committed band around the serving value (bands.json, rewritten
+    # 2026-12-07: [78.164–96.754]; [72.078–101.93] before)
+    v = next(x for x in score_spec(spec, data) if x.id == "throughput-c1")
+    lo, hi = v.serving_band_range.split(" – ")
+    assert f'">{band_short(v.serving_band_range, v.serving_text)}</span>' in cell
+    assert f"{lo} – {hi} (where a run" in cell and lo.endswith(" tok/s")
     assert "td.serving .sval{white-space:nowrap}" in page
     assert "td.serving .sband{display:block;white-space:nowrap" in page
     knee = page.split('id="p-knee"', 1)[1].split("</tbody>", 1)[0]  # a whole-sweep quantity: no band
