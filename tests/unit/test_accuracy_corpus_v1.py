@@ -213,3 +213,42 @@ def test_the_rtx4090_outputs_are_simulated_as_an_eos_hazard_of_the_published_mea
     assert sum(lens) / 300 == pytest.approx(100, abs=0.5) and max(lens) == 128 and min(lens) >= 1
     assert lens.count(128) / 300 == pytest.approx((1 - p) ** 127, abs=1 / 300)  # ~60% run to the cap
     assert lens[:8] != tuple(sorted(lens[:8]))  # shuffled: the first clients are not all the short ones
+
+
+_tspec = importlib.util.spec_from_file_location("corpus_blis_training", REPO / "benchmarks" / "corpus_blis_training.py")
+assert _tspec is not None and _tspec.loader is not None
+cbt = importlib.util.module_from_spec(_tspec)
+_tspec.loader.exec_module(cbt)
+
+
+def test_the_prompt_cycle_is_the_smallest_lag_at_which_nine_in_ten_lengths_repeat():
+    # 100 fixed prompts sent in turn: lengths repeat at lag 100 (and 200, ...), not at any smaller lag
+    lens = [500 + (i * 37) % 101 for i in range(100)]  # 100 distinct lengths (37 is coprime to 101)
+    assert len(set(lens)) == 100
+    reqs = [{"input_tokens": lens[i % 100]} for i in range(1_000)]
+    assert cbt.prompt_period(reqs) == 100
+    # one request in twenty with another length still leaves 95% of the pairs equal at lag 100
+    noisy = [{"input_tokens": r["input_tokens"] + (1 if i % 20 == 7 else 0)} for i, r in enumerate(reqs)]
+    assert cbt.prompt_period(noisy) == 100
+
+
+def test_blis_training_stages_are_transcribed_as_their_reports_say():
+    src = SOURCES["blis-training-h100"]
+    runs = src["runs"]
+    assert len(runs) == 24 and {r["tp"] for r in runs} == {1, 2, 4}
+    scored = [r for r in runs if not r.get("excluded")]
+    excluded = [r for r in runs if r.get("excluded")]
+    # the four reasoning experiments (one 4 req/s stage each) had failed requests: kept, not scored
+    assert len(excluded) == 4 and all("reasoning" in r["experiment"] and r["published"]["failures"] > 0
+                                      for r in excluded)
+    for r in scored:
+        assert r["published"]["failures"] == 0
+        assert r["num_prompts"] == len(r["input_lens"]) == len(r["output_lens"])
+        # the whole stage is simulated, but for the first stage's first cycle of 100 prompts (sent cold)
+        first = r["benchmark"] == 0
+        assert r["num_prompts"] == r["stage_requests"] - (r["prompts_repeat_every"] if first else 0)
+        assert r["prompts_repeat_every"] == 100 and r["repetitions"] == ["cached"]
+        # an open loop below saturation: the stage's output throughput is its rate x the mean output length, within
+        # the send window's edges (inference-perf's achieved rate is the requested one to 0.1%)
+        assert r["measured"]["output_throughput_tok_per_s"] == pytest.approx(
+            r["request_rate"] * sum(r["output_lens"]) / len(r["output_lens"]), rel=0.03)
