@@ -77,10 +77,6 @@ def _yaml_scalars(path: Path) -> dict[str, str]:
     return out
 
 
-def _round(x: float, nd: int = 3) -> float:
-    return float(f"{x:.{nd}g}") if abs(x) < 1 else round(x, nd)
-
-
 def experiment_runs(folder: Path) -> tuple[dict, list[dict]]:
     from pytest_roofline.measure.results.peers import guidellm
     cfg = _yaml_scalars(folder / "exp-config.yaml")
@@ -232,18 +228,25 @@ def append_source(entry: dict) -> None:
     assert json.loads(CORPUS_FILE.read_text())["sources"][-1] == json.loads(json.dumps(entry))
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dirs", nargs="+", type=Path)
+def run_main(argv: list[str] | None, doc: str, source: str, *,
+             name: str, nargs: str | None = None, entry_of=None) -> int:
+    """The command line both corpus scripts share: print the source entry, or with ``--write`` append it
+    (:func:`append_source`)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument(name, nargs=nargs, type=Path)
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args(argv)
-    entry = source_entry(args.dirs)
+    entry = entry_of(getattr(args, name))
     if not args.write:
         print(json.dumps(entry, indent=1))
         return 0
     append_source(entry)
-    print(f"wrote {SOURCE}: {len(entry['runs'])} runs")
+    print(f"wrote {source}: {len(entry['runs'])} runs")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_main(argv, __doc__, SOURCE, name="dirs", nargs="+", entry_of=source_entry)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ long as the measured one. A stage with failed requests is kept but not scored (`
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import statistics
@@ -188,19 +187,9 @@ def source_entry(repo: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("repo", type=Path)
-    ap.add_argument("--write", action="store_true")
-    args = ap.parse_args(argv)
-    entry = source_entry(args.repo)
-    if not args.write:
-        print(json.dumps(entry, indent=1))
-        return 0
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from corpus_blis import append_source
-    append_source(entry)
-    print(f"wrote {SOURCE}: {len(entry['runs'])} runs")
-    return 0
+    from corpus_blis import run_main
+    return run_main(argv, __doc__, SOURCE, name="repo", entry_of=source_entry)
 
 
 if __name__ == "__main__":

@@ -500,7 +500,7 @@ def _calibrate_source(src: dict, sims: dict[str, tuple], rows: list[dict]) -> No
     (``calibration.fit_by_metric``: step terms on TPOT, frontend and prefill terms on TTFT, only what the points
     identify) on those runs, every other run of the source predicted with the fitted constants."""
     train = [k for k in src["calibrate_on"] if k in sims]
-    runs = {k: sims[k][1][1] for k in sims}
+    runs = {k: sims[k][1][1] for k in train}
     points = [cal.MeasuredPoint(id=k, concurrency=runs[k].get("concurrency"), num_requests=int(runs[k]["num_prompts"]),
                                 input_len=int(runs[k]["input_len"]), output_len=int(runs[k]["output_len"]),
                                 **{m: runs[k]["measured"].get(m) for m, _ in BAND_METRICS}) for k in train]
