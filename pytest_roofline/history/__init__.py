@@ -35,6 +35,7 @@ from pytest_roofline.history._drift import (
     DEFAULT_BASELINE,
     DEFAULT_DRIFT,
     DEFAULT_MIN_COMPARED,
+    SPREAD_RUNS,
     Drift,
     DriftPolicy,
     DriftStatus,
@@ -47,13 +48,20 @@ from pytest_roofline.history._drift import (
     earlier_runs,
     judge_move,
     machine_count,
+    night_machine,
     not_judged_count,
     parse_baseline,
     parse_share,
     pinned_run,
     runs_drift_reads,
 )
-from pytest_roofline.history._machine import MACHINE_SHIFT, value_probe
+from pytest_roofline.history._machine import (
+    MACHINE_SHIFT,
+    machine_apart,
+    machine_moved,
+    reference_probe,
+    value_probe,
+)
 from pytest_roofline.history._recording import (
     build_records,
     clean_setup,
@@ -108,6 +116,8 @@ __all__ = [
     "repository_root", "results_for_file", "verdict_key",
     # the host probe: a night whose machine ran apart (issue 21, 2026-12-07)
     "MACHINE_SHIFT", "machine_count", "value_probe",
+    # the machine rule's reference and decision, for the trend page's marks (issue 21 leftover, T2)
+    "night_machine", "machine_apart", "machine_moved", "reference_probe", "SPREAD_RUNS",
     # tonight's value as the store keeps it, for drift at test time (the rank test's samples)
     "point_samples",
 ]

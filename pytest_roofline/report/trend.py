@@ -23,12 +23,19 @@ run's full record, so a history of hundreds of nights renders in about a second.
   line, its value and the nights it held. The latest ten nights are also listed under the chart.
 * the nights a chart cannot judge, marked (:func:`_night_marks`): a night whose machine ran more than
   :data:`~pytest_roofline.history.MACHINE_SHIFT` apart from the earlier nights of its setup (the host probe, by
-  drift's own rule and reference) has a shaded column behind it, a night measured at a point that did not hold its
-  concurrency a ring around its dot; the point's tooltip and a row under the night in its table say why, with the
-  numbers (the summary table the latest night's), and the legend explains a mark only on a chart that has one. A
-  store without probes whose points all held renders byte for byte as it did before marks were drawn. Whether a
-  machine ran apart is drift's decision (:func:`drift_for`, the rule on), asked only about the nights whose probe
-  could be: with probes on every value, 500 nights × 100 predictions take about 1.5 s more (``_night_marks``).
+  drift's own rule and reference: :func:`~pytest_roofline.history.night_machine`'s median of the earlier nights,
+  :func:`~pytest_roofline.history.machine_apart`) has a shaded column behind it, a night measured at a point that did
+  not hold its concurrency a ring around its dot; the point's tooltip and a row under the night in its table say
+  why, with the numbers (the summary table the latest night's), and the legend explains a mark only on a chart that
+  has one. The rule marks a night whether or not drift compared it: also the first night that measured a value,
+  which drift calls ``new``. The reference is the earlier nights, as drift's, for every night that has one; where no
+  earlier night of the setup kept a probe for the value (the first night of a setup, or of a store that began
+  keeping probes), the nearest nights *after* it (as many as drift reads before a night), so that a slow first
+  night is marked as a reader of the chart expects (its sentence says which nights it was compared with); the
+  setup's only probed night is never marked. A store without probes whose points all held renders byte for byte as
+  it did before marks were drawn. The marks are worked out in one pass over a group's values, without asking drift
+  about each night: with probes on every value, 500 nights × 100 predictions render in about the time they take
+  without probes.
 
 Size: the points of one verdict are one SVG ``<path>`` and each night's tooltip an invisible strip over its point,
 so 500 nights × 100 predictions (50,000 points, each with its own tooltip) make a page of about 8 MB that renders
@@ -45,7 +52,6 @@ import hashlib
 import math
 import os
 import re
-import statistics
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -58,6 +64,7 @@ from pytest_roofline.history import (
     DEFAULT_BASELINE,
     DEFAULT_DRIFT,
     MACHINE_SHIFT,
+    SPREAD_RUNS,
     Drift,
     DriftPolicy,
     HistoryStore,
@@ -66,7 +73,9 @@ from pytest_roofline.history import (
     StoredValue,
     changed_badge,
     drift_for,
-    runs_drift_reads,
+    machine_apart,
+    machine_moved,
+    reference_probe,
     unify_keys,
 )
 from pytest_roofline.report.common import (
@@ -343,9 +352,10 @@ def _drift_html(d: Drift | None, *, short: bool = False) -> str:
 class _Mark:
     """Why one night's value is not like the others (both "" for an ordinary night).
 
-    ``machine``: drift's own sentence (``Drift.machine``) where the night's host probe departs from drift's reference
-    (the median probe of the same setup's earlier nights that measured it at a point that held its concurrency) by
-    more than :data:`~pytest_roofline.history.MACHINE_SHIFT`, the very note the drift line prints beside a move;
+    ``machine``: drift's own sentence (:func:`~pytest_roofline.history.machine_moved`, the very note the drift line
+    prints beside a move) where the night's host probe departs from drift's reference (the median probe of the same
+    setup's latest earlier nights that measured it at a point that held its concurrency; the nearest later ones where
+    none did, which the sentence then says) by more than :data:`~pytest_roofline.history.MACHINE_SHIFT`;
     ``machine_short`` its few words for the tables. ``unheld``: the points behind the value that did not hold their
     concurrency (``StoredValue.unheld_points``), and its few words."""
 
@@ -361,12 +371,20 @@ class _Mark:
 
 def _night_marks(group: _Group, policy: DriftPolicy) -> dict[tuple[int, str], _Mark]:
     """Each measured value of ``group`` whose night drift would not judge as usual, by (run index, prediction key):
-    a night measured at a point that did not hold its concurrency, and a night whose machine ran apart from the
-    earlier nights of its setup. The latter is drift's own decision, not a copy of it: :func:`drift_for` with the
-    machine rule on at :data:`~pytest_roofline.history.MACHINE_SHIFT` (the shift drift's note uses), whose
-    ``Drift.machine`` is the sentence the drift line notes, against the runs drift reads for that night
-    (:func:`runs_drift_reads`, kept from night to night so each night reads a few runs, not the whole history).
-    Empty for a store without probes whose points all held: such a page is as before."""
+    a night measured at a point that did not hold its concurrency, and a night whose machine ran apart.
+
+    "Ran apart" is drift's own rule and reference, worked out here directly rather than by asking :func:`drift_for`
+    about each night (which judged only the nights it compared, and cost seconds on a long store): a value measured
+    at a point that held its concurrency whose host probe departs by more than
+    :data:`~pytest_roofline.history.MACHINE_SHIFT` (:func:`machine_apart`) from the median probe of the latest
+    ``max(SPREAD_RUNS, window)`` earlier nights of its setup that measured it at a point that held and kept a probe
+    (:func:`night_machine`'s reference, computed night by night with :func:`reference_probe`). The mark says it in
+    drift's sentence (:func:`machine_moved`). A night drift calls ``new`` is marked by the same rule: the first night
+    that measured the value, or one whose every earlier night ran apart. Where no earlier night of the setup kept a
+    probe for it (the first night of a setup, or of a store that began keeping probes), the reference is the nearest
+    nights *after* it instead, as many, so a slow first night is marked as a reader of the chart expects; its
+    sentence says so. A night with neither (the setup's only probed night) is not marked. Empty for a store without
+    probes whose points all held: such a page is as before."""
     out: dict[tuple[int, str], _Mark] = {}
     for i, r in enumerate(group.runs):
         for v in r.values:
@@ -378,54 +396,34 @@ def _night_marks(group: _Group, policy: DriftPolicy) -> dict[tuple[int, str], _M
                             "concurrency this night: it measured a lower load than the prediction names, so drift "
                             "does not judge the value (see that night's verdict notes)"),
                     unheld_short=f"concurrency not held ({names})")
-    if not any(v.host_probe_gflop_per_s is not None for r in group.runs for v in r.values):
-        return out  # a store without probes: no night is judged by its machine
-    rule = DriftPolicy(policy.threshold_text, policy.baseline, machine=f"{MACHINE_SHIFT * 100:g}%")
-    reads: dict[SetupKey, list[RunSummary]] = {}  # per setup: the earlier runs drift reads for its next night
-    keyed: dict[int, dict[str, StoredValue]] = {}
-
-    def by_key(run: RunSummary) -> dict[str, StoredValue]:  # a run's values by key, made once a run
-        got = keyed.get(id(run))
-        if got is None:
-            got = keyed[id(run)] = {x.key: x for x in run.values}
-        return got
-
-    last: dict[SetupKey, RunSummary] = {}
+    # per setup and key, the nights that count for the machine's reference, in order: a value measured at a point
+    # that held its concurrency and kept a probe (night_machine's own filter; a probe that is not a positive number,
+    # which only a hand-edited index holds, is left out rather than stop the page)
+    probed: dict[tuple[SetupKey, str], list[tuple[int, float]]] = {}
     for i, r in enumerate(group.runs):
-        if r.setup in last:  # the runs drift reads now: those it read last night and last night's run, trimmed
-            reads[r.setup] = runs_drift_reads([*reads.get(r.setup, ()), last[r.setup]], rule)
-        last[r.setup] = r
-        earlier = [by_key(e) for e in reads.get(r.setup, ())]
-        probed = [v for v in r.values if v.mode == "measured" and is_number(v.measured) and v.held
-                  and v.host_probe_gflop_per_s is not None and _maybe_apart(v, earlier)]
-        if not probed:
-            continue
-        try:
-            drifts = drift_for(probed, reads.get(r.setup, []), rule, setup=r.setup)
-        except Exception:  # noqa: BLE001 - a drift bug must not cost the whole page: the night goes unmarked
-            continue
-        for v in probed:
-            d = drifts.get(v.key)
-            if d is not None and d.machine:
-                out[(i, v.key)] = _Mark(machine=d.machine, machine_short=_machine_short(d.machine))
+        for v in r.values:
+            p = v.host_probe_gflop_per_s
+            if v.mode == "measured" and v.held and is_number(v.measured) and is_number(p) and p > 0:
+                probed.setdefault((r.setup, v.key), []).append((i, float(p)))
+    limit = max(SPREAD_RUNS, policy.window)  # how many nights night_machine reads, as drift calls it
+    for (_setup, key), seen in probed.items():
+        probes = [p for _i, p in seen]
+        for n, (i, probe) in enumerate(seen):
+            reference = reference_probe(probes[max(0, n - limit):n])
+            after = probes[n + 1:n + 1 + limit] if reference is None else []
+            if after:
+                reference = reference_probe(after)
+            if not machine_apart(probe, reference, MACHINE_SHIFT):
+                continue
+            sentence = machine_moved(probe, reference)
+            short = _machine_short(sentence)
+            if after:
+                nights = f"{len(after)} night{'s' if len(after) != 1 else ''}"
+                sentence += (f"; compared with the {nights} after it, since no earlier night of its setup measured "
+                             "it with a host probe")
+                short += f" (the {nights} after it)"
+            out[(i, key)] = _Mark(machine=sentence, machine_short=short)
     return out
-
-
-def _maybe_apart(v: StoredValue, earlier: Sequence[Mapping[str, StoredValue]]) -> bool:
-    """Whether ``v``'s probe could be apart from drift's reference, so that drift must be asked. The reference is
-    the median probe of the latest so many (at least one) of the nights drift reads for it that measured it at a
-    point that held its concurrency (``earlier``: those runs' values by key, oldest first): whatever that number,
-    it lies between the least and the greatest of the medians of the latest 1, 2, 3, ... of them. A probe within
-    :data:`~pytest_roofline.history.MACHINE_SHIFT` of both (either way, as a ratio) is within it of the reference,
-    and drift would not mark it: at 500 nights × 100 predictions, asking drift about every night takes seconds."""
-    probe = v.host_probe_gflop_per_s
-    xs = [p for e in reversed(earlier) if (x := e.get(v.key)) is not None and x.mode == "measured" and x.held
-          and is_number(x.measured) and (p := x.host_probe_gflop_per_s) is not None]
-    if probe is None or not xs:
-        return False  # no earlier probe: drift has no reference, and judges no night by its machine
-    medians = [statistics.median(xs[:n]) for n in range(1, len(xs) + 1)]
-    slack = 1 + MACHINE_SHIFT
-    return probe * slack < max(medians) or probe > min(medians) * slack
 
 
 def _machine_short(sentence: str) -> str:
@@ -998,8 +996,9 @@ TREND_CSS = css("trend")
 #: the marks' style (report/static/trend-marks.css), on a page only where a night is marked
 TREND_MARKS_CSS = css("trend-marks")
 #: the hint's sentence on the marks, on a page only where a night is marked
-_MARKS_HINT = ("A yellow column behind a night: its machine ran apart from the earlier nights of its setup, its "
-               f"host probe {1 + MACHINE_SHIFT:g} times theirs or more, or that much below (drift's machine rule; "
+_MARKS_HINT = ("A yellow column behind a night: its machine ran apart from the earlier nights of its setup (the "
+               "first night with a probe: from the nights after it), its host probe "
+               f"{1 + MACHINE_SHIFT:g} times theirs or more, or that much below (drift's machine rule; "
                "drift notes it too), so its dip or rise may be the machine's, not the engine's. A ring around a "
                "point: that night's point did not hold its concurrency (it measured a lower load), and drift does "
                "not judge it. Hover the point, or see the nights table, for the numbers.")

@@ -152,12 +152,17 @@ def test_nights_within_twenty_percent_are_not_marked_and_render_as_without_probe
 
 def test_the_reference_is_the_earlier_nights_of_the_same_setup() -> None:
     # drift compares a night with the earlier nights of its own setup (hardware, model, engine version): night 3 is
-    # the first of vLLM 0.33.0, so it has no reference however slow its probe, and nights 4 and 5 are compared with
-    # it alone (8.0 vs 4.35 GFLOP/s: 84 % faster; 7.2 vs median(4.35, 8.0) = 6.175: 17 % faster, within 20 %)
+    # the first of vLLM 0.33.0, so no earlier night is its reference, and nights 4 and 5 are compared with it alone
+    # (8.0 vs 4.35 GFLOP/s: 84 % faster; 7.2 vs median(4.35, 8.0) = 6.175: 17 % faster, within 20 %). The page
+    # compares night 3 with the nights after it of its setup instead (T2; before, it was unmarked): median(8.0, 7.2)
+    # = 7.6, and 4.35 / 7.6 = 0.572, 43 % slower. Night 1 too has no earlier night: 7.5 vs night 2's 7.0 is 7 %.
     upgraded = replace(SETUP, engine_version="0.33.0")
     tips = tooltips(chart(page(nights((7.5, 7.0, 4.35, 8.0, 7.2), setups=(SETUP, SETUP) + (upgraded,) * 3))))
-    assert [("machine" in t) for t in tips] == [False, False, False, True, False]
+    assert [("machine" in t) for t in tips] == [False, False, True, True, False]
+    assert ("ran 43% slower than on the other nights (host probe 4.35 vs 7.6 GFLOP/s, beyond 20%)" in tips[2]
+            and "compared with the 2 nights after it" in tips[2])
     assert "ran 84% faster than on the other nights (host probe 8 vs 4.35 GFLOP/s" in tips[3]
+    assert "after it" not in tips[3]
 
 
 def test_a_night_whose_point_did_not_hold_its_concurrency_is_ringed() -> None:
@@ -200,15 +205,70 @@ def test_the_summary_table_marks_the_latest_night() -> None:
     assert summary is not None and "tmark" not in summary.group(1)
 
 
+def test_a_slow_first_night_is_marked_against_the_nights_after_it() -> None:
+    # night 1 has no earlier night, so drift calls its value "new" and judges nothing of its machine; the page
+    # compares it with the nights after it of its setup (T2's documented rule): median(7.5, 7.0, 8.0, 7.2) =
+    # (7.2 + 7.5) / 2 = 7.35, and night 1's 0.6 × 7.35 = 4.41 is 40 % below it. Night 2, by drift's own rule, is
+    # compared with night 1 alone: 7.5 / 4.41 = 1.70, 70 % faster, marked too (drift, the rule on, leaves it
+    # unjudged). Night 3: 7.0 vs median(4.41, 7.5) = 5.955, 18 % faster; night 4: 8.0 vs median(4.41, 7.5, 7.0) = 7.0,
+    # 14 %; night 5: 7.2 vs median(4.41, 7.5, 7.0, 8.0) = 7.25: within 20 %, unmarked
+    from pytest_roofline.history import DriftPolicy, drift_for
+
+    runs = nights((4.41, 7.5, 7.0, 8.0, 7.2))
+    first = drift_for(runs[0].values, [], DriftPolicy(machine="20%"), setup=SETUP)[runs[0].values[0].key]
+    assert first.status.value == "new" and not first.machine  # the case drift does not mark
+    html = page(runs)
+    svg = chart(html)
+    tips = tooltips(svg)
+    assert [("the machine itself ran" in t) for t in tips] == [True, True, False, False, False]
+    assert ("the machine itself ran 40% slower than on the other nights (host probe 4.41 vs 7.35 GFLOP/s, beyond "
+            "20%)" in tips[0])
+    assert "compared with the 4 nights after it, since no earlier night of its setup measured it" in tips[0]
+    assert "ran 70% faster than on the other nights (host probe 7.5 vs 4.41 GFLOP/s" in tips[1]
+    assert "after it" not in tips[1]
+    xs, cols = dots_x(svg), columns(svg)
+    assert len(cols) == 2 and cols[0][0] < xs[0] < cols[0][1] < xs[1] and cols[1][0] < xs[1] < cols[1][1] < xs[2]
+    assert note_rows(html)[-2:] == [
+        "2026-12-01 02:00", "marks: machine 40% slower: host probe 4.41 vs 7.35 GFLOP/s (the 4 nights after it)"]
+    # the setup's only night with a probe has no other night to be compared with: never marked
+    alone = page(nights((4.41, None, None, None, None)))
+    assert "tmark" not in alone and alone == page(nights((None,) * 5))
+
+
+def test_a_first_night_fifteen_percent_below_the_nights_after_it_is_not_marked() -> None:
+    # 0.85 × 7.5 = 6.375: 15 % below the four nights after it (all 7.5), within 20 %; night 2 is 7.5 / 6.375 = 1.18
+    # times night 1's, night 3 7.5 / median(6.375, 7.5) = 1.08 times: no mark, the page as without probes
+    html = page(nights((6.375, 7.5, 7.5, 7.5, 7.5)))
+    assert "tmark" not in html and html == page(nights((None,) * 5))
+
+
+def test_a_night_whose_earlier_nights_all_ran_apart_is_marked() -> None:
+    # night 3's earlier nights' median is median(8.0, 4.0) = 6.0, and each of them is 1.33 times or 0.67 times it:
+    # with the rule on drift takes neither as a baseline and calls night 3 "new". The page still marks it against
+    # that reference, drift's own: 9.0 / 6.0 = 1.5, 50 % faster. Night 2 is 4.0 vs night 1's 8.0: 50 % slower.
+    # Night 1 (vs the nights after it, median(4.0, 9.0, 8.0, 8.0) = 8.0), 4 and 5 (vs median 8.0): 0 %
+    from pytest_roofline.history import DriftPolicy, drift_for
+
+    runs = nights((8.0, 4.0, 9.0, 8.0, 8.0))
+    third = drift_for(runs[2].values, runs[:2], DriftPolicy(machine="20%"), setup=SETUP)[runs[2].values[0].key]
+    assert third.status.value == "new" and not third.machine
+    tips = tooltips(chart(page(runs)))
+    assert [("the machine itself ran" in t) for t in tips] == [False, True, True, False, False]
+    assert "ran 50% slower than on the other nights (host probe 4 vs 8 GFLOP/s, beyond 20%)" in tips[1]
+    assert "ran 50% faster than on the other nights (host probe 9 vs 6 GFLOP/s, beyond 20%)" in tips[2]
+
+
 @pytest.mark.parametrize("seed", range(6))
-def test_the_page_marks_exactly_the_nights_drift_says_ran_apart(seed: int) -> None:
-    # the page asks drift only about nights whose probe could be apart from its reference (trend._maybe_apart):
-    # every night drift itself, asked about each night against all the earlier ones, says ran apart (Drift.machine,
-    # the rule on at 20%) is marked, and no other; twelve nights of probes from a quiet machine (6.5-8 GFLOP/s)
-    # with about one night in four on a busy one (half that)
+def test_the_page_marks_the_nights_drifts_own_reference_says_ran_apart(seed: int) -> None:
+    # twelve nights of probes from a quiet machine (6.5-8 GFLOP/s) with about one night in four on a busy one (half
+    # that). A night is marked where drift's own reference (night_machine over the earlier nights; over the nights
+    # after it where no earlier one kept a probe) is more than 20 % from its probe, and nowhere else. Every night
+    # drift itself, asked about each night with the rule on (Drift.machine), says ran apart is among them; a night
+    # marked that drift does not say so of is one drift calls "new" (no earlier night to compare with, or every
+    # earlier one ran apart): the case the page marked no more before T2
     import random
 
-    from pytest_roofline.history import DriftPolicy, drift_for
+    from pytest_roofline.history import DriftPolicy, drift_for, machine_apart, night_machine
 
     rng = random.Random(seed)
     runs = []
@@ -217,8 +277,18 @@ def test_the_page_marks_exactly_the_nights_drift_says_ran_apart(seed: int) -> No
         runs.append(RunSummary(run_id=f"202612{n + 1:02d}T020000Z-abc-000000", setup=SETUP,
                                started_at=f"2026-12-{n + 1:02d}T02:00:00Z", mode="engine", commit=f"c{n}",
                                values=(value(0.1 + 0.001 * n, probe),)))
-    rule = DriftPolicy(machine="20%")
-    expected = [bool(drift_for(r.values, runs[:n], rule, setup=SETUP)[r.values[0].key].machine)
-                for n, r in enumerate(runs)]
+    key = runs[0].values[0].key
+    expected = []
+    for n, r in enumerate(runs):
+        reference = night_machine(key, runs[:n])
+        if reference is None:  # night_machine reads the latest of the runs it is given: the nearest later nights
+            reference = night_machine(key, runs[:n:-1])
+        expected.append(machine_apart(r.values[0].host_probe_gflop_per_s, reference, 0.20))
     tips = tooltips(chart(page(runs)))
-    assert [("the machine itself ran" in t) for t in tips] == expected
+    marked = [("the machine itself ran" in t) for t in tips]
+    assert marked == expected
+    rule = DriftPolicy(machine="20%")
+    drifts = [drift_for(r.values, runs[:n], rule, setup=SETUP)[key] for n, r in enumerate(runs)]
+    for m, d in zip(marked, drifts):
+        assert m or not d.machine  # drift's every machine night is marked
+        assert not m or d.machine or d.status.value == "new"
