@@ -230,7 +230,11 @@ CONSTANT_SOURCES: Mapping[str, str] = {
                           "single_step.py); one detokenize_incrementally call was logged at 19-21 us "
                           "(github.com/vllm-project/vllm/issues/5206, vLLM 0.3.0), a lower bound of that "
                           "synchronous per-sequence work; vLLM 0.6.0 moved it off the critical path (async output "
-                          "processing, blog.vllm.ai/2024/09/05/perf-update.html)",
+                          "processing, blog.vllm.ai/2024/09/05/perf-update.html). With async scheduling (vLLM's "
+                          "default on cuda from 0.14.0) the engine core schedules step k + 1 and processes step k's "
+                          "outputs while the GPU runs (vllm/v1/engine/core.py step_with_batch_queue; vLLM's "
+                          "SchedulerConfig.async_scheduling: it 'helps to avoid gaps in GPU utilization'), so this "
+                          "work overlaps the GPU's step: the step takes the longer of the two (model/serving/cost.py)",
     "interconnect_efficiency": "0.8: the same empirical factor aiconfigurator applies to bandwidth",
     "allreduce_latency_s": "NCCL's small-message ring latency for the TP degree, 5.6 us + 2.0 us x 2 (t - 1) "
                            "(9.6 us at TP 2, 17.6 us at TP 4: a line through nccl-tests' published DGX-A100 "

@@ -7,7 +7,9 @@ Linear layers and attention are separate kernels, so each is bounded on its own 
 
     linear    = (w^p + c^p)^(1/p),  w = W_step / (e_m BW),  c = F_lin / (e_f peak)
     attention = max(KV_step / (e_kv BW), F_attn / (e_f peak)) + layers x attn_layer_latency
-    time      = linear + attention + kernels x mem_latency + allreduce + step_overhead + per_seq x sequences
+    gpu       = linear + attention + kernels x mem_latency + allreduce + step_overhead
+    time      = gpu + per_seq x sequences             (synchronous scheduling)
+    time      = max(gpu, per_seq x sequences)         (async scheduling: ``EngineConfig.async_scheduling``)
 
 * ``p`` (``linear_overlap_p``, 1.75 on cuda): a GEMM near its ridge point reaches neither bound, so the two
   times combine as a p-norm, not the roofline's ``max`` (p = infinity, the constant unset: the CPU engine's
@@ -33,6 +35,13 @@ Linear layers and attention are separate kernels, so each is bounded on its own 
   one home the roofline uses too (the roofline keeps the catalog's latency: a ceiling).  Pipeline parallelism
   is refused (SimulationError).
 * dtypes change bytes (``Setup.weight_dtype``, ``Setup.kv_dtype``), not code.
+* ``per_seq`` (``per_seq_overhead_s``) is the engine core's CPU work per running sequence (scheduling, input
+  preparation, output processing).  A synchronous engine does it between two GPU steps, so it adds; with async
+  scheduling (vLLM's default on CUDA from 0.14.0) the engine core schedules step k + 1 while step k runs and
+  processes step k's outputs while step k + 1 runs (vllm/v1/engine/core.py ``step_with_batch_queue``; vLLM's
+  ``SchedulerConfig.async_scheduling``: "helps to avoid gaps in GPU utilization"), so a step takes the longer of
+  the GPU's work and that CPU work, not their sum.  ``step_overhead`` stays in the GPU's part: its 1 ms was
+  measured at batch 1 on an async-scheduling engine (the Day 3 notebook, vLLM 0.26; ``constants.CONSTANT_SOURCES``).
 
 When each attention ``max`` is memory-bound and the linear part far below its ridge point this is
 ``analytical.decode_step`` at ``e_m BW``: the decode roofline of the rest of the project, plus overheads.
@@ -51,7 +60,7 @@ from pytest_roofline.model.serving.constants import (
     default_constants,
     ring_allreduce_latency_s,
 )
-from pytest_roofline.model.serving.engine import EngineConfig
+from pytest_roofline.model.serving.engine import EngineConfig, async_scheduling_of
 from pytest_roofline.model.setup import Setup
 
 __all__ = ["StepCost", "CostModel", "step_cost"]
@@ -64,7 +73,8 @@ class StepCost:
     A ``max`` goes to its winner (the linear part's p-norm likewise, whole): a memory-bound linear part is
     ``weights_s``, a compute-bound one is split
     into ``prefill_compute_s``/``decode_compute_s`` by token share; attention likewise (``kv_s`` or compute).
-    ``overhead_s`` holds the kernel latencies, the per-step and the per-sequence overheads."""
+    ``overhead_s`` holds the kernel latencies, the per-step overhead and what the per-sequence overhead adds (all of it,
+    or with async scheduling only what outlasts the GPU's part of the step)."""
 
     time_s: float
     weights_s: float
@@ -138,6 +148,8 @@ class CostModel:
                                        + arch.num_layers * constants.attn_layer_latency_s)
         self.step_overhead_s = constants.step_overhead_s
         self.per_seq_overhead_s = constants.per_seq_overhead_s
+        #: async scheduling: the per-sequence CPU work overlaps the GPU's step (the module's docstring)
+        self.cpu_overlaps_gpu = bool(engine.async_scheduling)
         self.overlap_p: float | None = constants.linear_overlap_p
         self.allreduce_per_token_s = 0.0
         self.allreduce_fixed_s = 0.0
@@ -177,12 +189,25 @@ class CostModel:
         a = self.attn_flop_per_pair * (dec_ctx + pf_pairs) / self.peak
         return w, c, kv, a
 
-    def _total(self, linear_s: float, attention_s: float, n_tok: int, n_seqs: int) -> float:
-        """The step time from its linear and attention parts: the one sum ``time`` and ``terms`` both give."""
-        t = linear_s + attention_s + self.fixed_latency_s + self.step_overhead_s + self.per_seq_overhead_s * n_seqs
+    def _gpu(self, linear_s: float, attention_s: float, n_tok: int) -> float:
+        """The GPU's part of the step: every term but the per-sequence CPU work."""
+        t = linear_s + attention_s + self.fixed_latency_s + self.step_overhead_s
         if self.tp > 1:
             t += self.allreduce_fixed_s + self.allreduce_per_token_s * n_tok
         return t
+
+    def _cpu_visible(self, gpu_s: float, n_seqs: int) -> float:
+        """What the per-sequence CPU work adds to a step whose GPU part takes ``gpu_s``: all of it when the engine
+        schedules synchronously, only what outlasts the GPU's step with async scheduling."""
+        cpu_s = self.per_seq_overhead_s * n_seqs
+        if self.cpu_overlaps_gpu:
+            return cpu_s - gpu_s if cpu_s > gpu_s else 0.0
+        return cpu_s
+
+    def _total(self, linear_s: float, attention_s: float, n_tok: int, n_seqs: int) -> float:
+        """The step time from its linear and attention parts: the one sum ``time`` and ``terms`` both give."""
+        gpu = self._gpu(linear_s, attention_s, n_tok)
+        return gpu + self._cpu_visible(gpu, n_seqs)
 
     def time(self, n_dec: int, dec_ctx: float, pf_tokens: int, pf_kv_tokens: int, pf_pairs: float,
              n_seqs: int) -> float:
@@ -212,9 +237,11 @@ class CostModel:
             a_pf = self.attn_flop_per_pair * pf_pairs / self.peak
             pf_s += a_pf
             dec_s += a - a_pf
-        over = self.fixed_latency_s + self.step_overhead_s + self.per_seq_overhead_s * n_seqs
+        att = kv if kv >= a else a
+        over = (self.fixed_latency_s + self.step_overhead_s
+                + self._cpu_visible(self._gpu(lin, att, n_tok), n_seqs))
         ar = (self.allreduce_fixed_s + self.allreduce_per_token_s * n_tok) if self.tp > 1 else 0.0
-        return StepCost(time_s=self._total(lin, kv if kv >= a else a, n_tok, n_seqs),
+        return StepCost(time_s=self._total(lin, att, n_tok, n_seqs),
                         weights_s=weights_s, kv_s=kv_s, prefill_compute_s=pf_s, decode_compute_s=dec_s,
                         overhead_s=over, allreduce_s=ar)
 
@@ -234,13 +261,15 @@ def step_cost(setup: Setup, constants: ServingConstants | None = None, *,
               engine: EngineConfig | None = None) -> StepCost:
     """One step's cost.  ``decode_ctx_tokens``: the context (KV tokens including the new one) of each decoding
     sequence, or one int for a single sequence; ``prefill_tokens``: (chunk_len, already_computed_len) per
-    prefilling sequence.  ``engine`` only supplies the TP degree (default: the setup's)."""
+    prefilling sequence.  ``engine`` only supplies the TP degree and whether it schedules asynchronously (default:
+    the setup's own, :func:`~pytest_roofline.model.serving.engine.async_scheduling_of`)."""
     constants = constants or default_constants(setup)
     if engine is None:
         engine = EngineConfig(max_num_seqs=max(1, int(setup.max_num_seqs)),
                               max_num_batched_tokens=max(1, int(setup.max_num_batched_tokens)),
                               block_size=int(setup.block_size), num_gpu_blocks=2,
-                              tensor_parallel_size=int(setup.tensor_parallel_size))
+                              tensor_parallel_size=int(setup.tensor_parallel_size),
+                              async_scheduling=async_scheduling_of(setup))
     ctx = [int(decode_ctx_tokens)] if isinstance(decode_ctx_tokens, int) else [int(c) for c in decode_ctx_tokens]
     pf = [(int(n), int(a)) for n, a in prefill_tokens]
     model = CostModel(setup, constants, engine)

@@ -21,8 +21,8 @@ from pytest_roofline.model.engine_args import (
 from pytest_roofline.model.setup import Setup, serving_engine_args
 from pytest_roofline.model.setup import kv_accounting as setup_kv_accounting
 
-__all__ = ["EngineConfig", "kv_accounting", "MODELLED_ARGS", "NO_TIMING_EFFECT_ARGS", "check_engine_args",
-           "V1_STOPS_AT_LONG_PROMPT"]
+__all__ = ["EngineConfig", "async_scheduling_of", "kv_accounting", "MODELLED_ARGS", "NO_TIMING_EFFECT_ARGS",
+           "check_engine_args", "V1_STOPS_AT_LONG_PROMPT"]
 
 #: the first release whose V1 scheduler, with chunked prefill off, stops admitting at the first waiting prompt that
 #: does not fit the step's remaining token budget (``break``: vllm-project/vllm PR #28911, merged 2025-11-18, "If
@@ -117,7 +117,16 @@ class EngineConfig:
             reserve_full_prompt=flag_arg(args, "scheduler_reserve_full_isl", True),
             engine_kind=setup.engine_kind,
             skip_long_prompts=vllm_defaults.parse_version(version) < V1_STOPS_AT_LONG_PROMPT,
-            # V1 on CUDA only: the CPU platform forces it off (vllm/platforms/cpu.py), V0 has no batch queue
-            async_scheduling=(setup.device == "cuda" and setup.engine_kind != "v0"
-                              and flag_arg(args, "async_scheduling", async_scheduling_default(version, args))),
+            async_scheduling=async_scheduling_of(setup),
         )
+
+
+def async_scheduling_of(setup: Setup) -> bool:
+    """Whether ``setup``'s engine schedules asynchronously (:attr:`EngineConfig.async_scheduling`): V1 on CUDA only
+    (the CPU platform forces it off, vllm/platforms/cpu.py; V0 has no batch queue), at ``engine.args``'
+    ``async_scheduling`` or the release's default (:func:`async_scheduling_default`). It reads the args as given:
+    refusing what the serving model does not simulate is :meth:`EngineConfig.from_setup`'s."""
+    args = dict(setup.engine_args or {})
+    version = setup.engine_version or str(vllm_defaults.NEWEST_KNOWN_VERSION)
+    return (setup.device == "cuda" and setup.engine_kind != "v0"
+            and flag_arg(args, "async_scheduling", async_scheduling_default(version, args)))
