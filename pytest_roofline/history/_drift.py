@@ -360,8 +360,12 @@ def nights_values(key: str, runs: Sequence[RunSummary], *, limit: int = SPREAD_R
 
 def night_machine(key: str, runs: Sequence[RunSummary], *, limit: int = SPREAD_RUNS) -> float | None:
     """The earlier nights' machine for ``key``: the median host probe of the latest ``limit`` of ``runs`` that
-    measured it at a point that held its concurrency and kept a probe; None when none did (runs stored before probes
-    were kept: no night is then judged by its machine)."""
+    measured it at a point that held its concurrency and kept a probe; None (the machine not known: no night is
+    judged by it, and no drift line notes it) when fewer than :data:`MIN_NIGHTS` did, as the nights' spread is not
+    known before that many (:func:`outside_nights`). With one or two earlier probes their median is those nights
+    themselves: after a slow first night (4.2 GFLOP/s against 7.5 on every later night) night 2 read "79% faster" and
+    was left unjudged by ``--roofline-drift-machine 20%``; from three on, the median holds against one odd night.
+    Runs stored before probes were kept count as nights without one."""
     probes: list[float | None] = []
     for r in reversed(runs):
         old = r.value(key)
@@ -371,7 +375,7 @@ def night_machine(key: str, runs: Sequence[RunSummary], *, limit: int = SPREAD_R
             probes.append(old.host_probe_gflop_per_s)
             if len(probes) >= limit:
                 break
-    return reference_probe(probes)
+    return reference_probe(probes) if len(probes) >= MIN_NIGHTS else None
 
 
 def outside_nights(now: float, nights: Sequence[float]) -> tuple[bool | None, float]:
@@ -578,7 +582,8 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
             continue
         found: list[tuple[RunSummary, StoredValue, float]] = []
         skipped = 0  # earlier nights that measured it at a point that did not hold its concurrency: no baseline
-        # the other nights' machine (their median host probe): a night whose machine ran apart is no baseline
+        # the earlier nights' machine (their median host probe; None, not known, before MIN_NIGHTS of them kept one): a
+        # night whose machine ran apart from it is no baseline
         machine = night_machine(v.key, runs, limit=max(SPREAD_RUNS, policy.window))
         off_machine = 0
         for r in ([pinned] if pinned is not None else [] if policy.pinned is not None else reversed(runs)):

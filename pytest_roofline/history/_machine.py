@@ -4,7 +4,10 @@ Each sweep point records the host probe (:mod:`pytest_roofline.measure.probe`) j
 a stored value keeps the slowest probe of its points (:func:`value_probe`: the machine at its worst while the value
 was measured). Drift and ``roofline compare`` read two or more nights' probes: where one night's departs from the
 others' by more than :data:`MACHINE_SHIFT`, that night's machine was another machine in effect (a co-tenant, a
-throttled host, other work on it), and a move of its figures may say nothing about the engine. By default drift
+throttled host, other work on it), and a move of its figures may say nothing about the engine. Drift's "others" are
+the median probe of the latest earlier nights (``_drift.night_machine``), known once three of them kept one, as the
+nights' spread is (``MIN_NIGHTS``): with one or two the median is those nights themselves, and a night after a slow
+first night would read "79% faster". ``roofline compare`` sets run B's probe against run A's. By default drift
 judges the night as usual and its line notes what the probe saw (:func:`machine_moved`); with
 ``--roofline-drift-machine SHARE`` (``DriftPolicy.machine``) tonight's move is ``uncertain`` with that reason, and an
 earlier such night is no baseline and no part of the nights' spread (:func:`machine_apart`). The rule is an option

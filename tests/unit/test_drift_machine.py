@@ -137,6 +137,46 @@ def test_nights_without_probes_change_nothing() -> None:
     assert d.baseline == 550.0  # the previous night, as before probes were kept
 
 
+def test_the_machine_is_not_known_before_three_earlier_nights_kept_a_probe() -> None:
+    # as the nights' spread (MIN_NIGHTS): with one or two earlier probes their median is those nights themselves, so
+    # drift, the rule on, says nothing of the machine: no reason not to judge, no note, no night skipped
+    two = NIGHTS[:2]  # probes 7.5 and 7.4
+    assert night_machine(KEY, two) is None and night_machine(KEY, NIGHTS[:1]) is None
+    d = one(value(600.0, 3.7), two)  # 3.7 is 50 % below either night, but their machine is not known yet
+    assert not d.machine and "machine" not in d.text
+    # -40 % from the previous night (1010), exact values: beyond the threshold and distinguishable, but 2 of 3
+    # earlier nights: uncertain for the run-to-run noise, as without probes
+    assert d.status is DriftStatus.UNCERTAIN
+    assert "2 of 3 earlier nights: the run-to-run noise is not known yet" in d.text
+    assert d == one(value(600.0, None), two)  # the very drift of a value without a probe
+    assert compared_count([d]) == (1, 1)  # judged (as far as two nights allow), not "not judged: machine"
+    # without the rule, no note either
+    assert "machine" not in one(value(600.0, 3.7), two, DriftPolicy("10%")).text
+    # the fault this fixes: a slow first night (probe 4.2) and the usual machine after it (7.5). Night 2 was "the
+    # machine ran 79% faster" (7.5 / 4.2 = 1.786) and, the rule on, not judged; it is judged now: +0.5 %, steady
+    slow_first = [night(1, 1000.0, 4.2)]
+    second = one(value(1005.0, 7.5), slow_first)
+    assert second.status is DriftStatus.STEADY and not second.machine and "machine" not in second.text
+    # night 3 read "25% faster" (7.5 against median(4.2, 7.5) = 5.85: 1.282) and both earlier nights, 28 % from that
+    # median either way, were skipped as baselines (it was "new"); now night 2 is its baseline: 1005 -> 1008, steady
+    third = one(value(1008.0, 7.5), [*slow_first, night(2, 1005.0, 7.5)])
+    assert third.status is DriftStatus.STEADY and third.baseline == 1005.0 and "machine" not in third.text
+    # from three earlier probes the median holds against the one odd night: median(4.2, 7.5, 7.5) = 7.5
+    nights = [*slow_first, night(2, 1005.0, 7.5), night(3, 1008.0, 7.5)]
+    assert night_machine(KEY, nights) == 7.5
+    assert not one(value(1002.0, 7.5), nights).machine
+    # and night 1, the slow one, is no baseline (4.2 / 7.5 = 0.56: 44 % slower): the previous held night is night 3
+    d4 = one(value(1002.0, 7.5), nights)
+    assert d4.baseline == 1008.0 and d4.status is DriftStatus.STEADY
+
+
+def test_a_slow_night_after_three_usual_ones_is_not_judged() -> None:
+    # night 4 at 4.2 against median(7.5, 7.4, 7.6) = 7.5: 4.2 / 7.5 = 0.56, 44 % slower, beyond 20 %
+    d = one(value(1001.0, 4.2), NIGHTS)
+    assert d.status is DriftStatus.UNCERTAIN
+    assert "not judged: the machine itself ran 44% slower than on the other nights (host probe 4.2 vs 7.5" in d.text
+
+
 def test_a_pinned_baseline_is_kept_whatever_its_machine() -> None:
     nights = [*NIGHTS, night(4, 550.0, 3.8)]
     d = one(value(1005.0, 7.5), nights, DriftPolicy("10%", "run:20261104", "20%"))
