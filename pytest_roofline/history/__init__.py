@@ -35,6 +35,7 @@ from pytest_roofline.history._drift import (
     DEFAULT_BASELINE,
     DEFAULT_DRIFT,
     DEFAULT_MIN_COMPARED,
+    MIN_NIGHTS,
     SPREAD_RUNS,
     Drift,
     DriftPolicy,
@@ -118,6 +119,7 @@ __all__ = [
     "MACHINE_SHIFT", "machine_count", "value_probe",
     # the machine rule's reference and decision, for the trend page's marks (issue 21 leftover, T2)
     "night_machine", "machine_apart", "machine_moved", "reference_probe", "SPREAD_RUNS",
+    "MIN_NIGHTS",
     # tonight's value as the store keeps it, for drift at test time (the rank test's samples)
     "point_samples",
 ]

@@ -27,14 +27,16 @@ run's full record, so a history of hundreds of nights renders in about a second.
   :func:`~pytest_roofline.history.machine_apart`) has a shaded column behind it, a night measured at a point that did
   not hold its concurrency a ring around its dot; the point's tooltip and a row under the night in its table say
   why, with the numbers (the summary table the latest night's), and the legend explains a mark only on a chart that
-  has one. The rule marks a night whether or not drift compared it: also the first night that measured a value,
-  which drift calls ``new``. The reference is the earlier nights, as drift's, for every night that has one; where no
-  earlier night of the setup kept a probe for the value (the first night of a setup, or of a store that began
-  keeping probes), the nearest nights *after* it (as many as drift reads before a night), so that a slow first
-  night is marked as a reader of the chart expects (its sentence says which nights it was compared with); the
-  setup's only probed night is never marked. A store without probes whose points all held renders byte for byte as
-  it did before marks were drawn. The marks are worked out in one pass over a group's values, without asking drift
-  about each night: with probes on every value, 500 nights × 100 predictions render in about the time they take
+  has one. The rule marks a night whether or not drift compared it, also a night drift calls ``new``. The
+  reference is the earlier nights, as drift's, for every night with 3 or more earlier probed nights (drift's
+  :data:`~pytest_roofline.history.MIN_NIGHTS`: with fewer it knows no machine, as it knows no spread); a night
+  with fewer (the first three of a setup, or of a store that began keeping probes) is compared with the nearest as
+  many other nights, earlier and later, as drift reads before a night, where 3 or more there are, so that a slow
+  first night is marked as a reader of the chart expects and the nights just after it are not marked "faster" for
+  being compared with it alone (its sentence says which nights it was compared with); a setup with fewer than four
+  probed nights has none marked. A store without probes whose points all held renders byte for byte as it did
+  before marks were drawn. The marks are worked out in one pass over a group's values, without asking drift about
+  each night: with probes on every value, 500 nights × 100 predictions render in about the time they take
   without probes.
 
 Size: the points of one verdict are one SVG ``<path>`` and each night's tooltip an invisible strip over its point,
@@ -64,6 +66,7 @@ from pytest_roofline.history import (
     DEFAULT_BASELINE,
     DEFAULT_DRIFT,
     MACHINE_SHIFT,
+    MIN_NIGHTS,
     SPREAD_RUNS,
     Drift,
     DriftPolicy,
@@ -354,8 +357,9 @@ class _Mark:
 
     ``machine``: drift's own sentence (:func:`~pytest_roofline.history.machine_moved`, the very note the drift line
     prints beside a move) where the night's host probe departs from drift's reference (the median probe of the same
-    setup's latest earlier nights that measured it at a point that held its concurrency; the nearest later ones where
-    none did, which the sentence then says) by more than :data:`~pytest_roofline.history.MACHINE_SHIFT`;
+    setup's latest earlier nights that measured it at a point that held its concurrency, once 3 did; the nearest
+    other nights, earlier and later, where fewer did, which the sentence then says) by more than
+    :data:`~pytest_roofline.history.MACHINE_SHIFT`;
     ``machine_short`` its few words for the tables. ``unheld``: the points behind the value that did not hold their
     concurrency (``StoredValue.unheld_points``), and its few words."""
 
@@ -378,13 +382,17 @@ def _night_marks(group: _Group, policy: DriftPolicy) -> dict[tuple[int, str], _M
     at a point that held its concurrency whose host probe departs by more than
     :data:`~pytest_roofline.history.MACHINE_SHIFT` (:func:`machine_apart`) from the median probe of the latest
     ``max(SPREAD_RUNS, window)`` earlier nights of its setup that measured it at a point that held and kept a probe
-    (:func:`night_machine`'s reference, computed night by night with :func:`reference_probe`). The mark says it in
-    drift's sentence (:func:`machine_moved`). A night drift calls ``new`` is marked by the same rule: the first night
-    that measured the value, or one whose every earlier night ran apart. Where no earlier night of the setup kept a
-    probe for it (the first night of a setup, or of a store that began keeping probes), the reference is the nearest
-    nights *after* it instead, as many, so a slow first night is marked as a reader of the chart expects; its
-    sentence says so. A night with neither (the setup's only probed night) is not marked. Empty for a store without
-    probes whose points all held: such a page is as before."""
+    (:func:`night_machine`'s reference, computed night by night with :func:`reference_probe`), once
+    :data:`~pytest_roofline.history.MIN_NIGHTS` (3) such earlier nights give one: drift knows no machine before
+    (nor the nights' spread). The mark says it in drift's sentence (:func:`machine_moved`). A night drift calls
+    ``new`` is marked by the same rule: one whose every earlier night ran apart. A night with fewer than 3 earlier
+    probes (one of the first three probed nights of its setup and value: the first night of a setup, or of a store
+    that began keeping probes) is compared instead with the nearest as many other nights, its earlier ones and the
+    nights after it (the first ``max(SPREAD_RUNS, window) + 1`` probed nights but itself), when 3 or more there are;
+    its sentence says which. So a slow first night is marked, as a reader of the chart expects, and the nights just
+    after it are not marked "faster" for being compared with it alone (drift's median of one or two earlier nights
+    is those nights). A setup with fewer than 4 probed nights of the value has no night marked for its machine.
+    Empty for a store without probes whose points all held: such a page is as before."""
     out: dict[tuple[int, str], _Mark] = {}
     for i, r in enumerate(group.runs):
         for v in r.values:
@@ -409,19 +417,29 @@ def _night_marks(group: _Group, policy: DriftPolicy) -> dict[tuple[int, str], _M
     for (_setup, key), seen in probed.items():
         probes = [p for _i, p in seen]
         for n, (i, probe) in enumerate(seen):
-            reference = reference_probe(probes[max(0, n - limit):n])
-            after = probes[n + 1:n + 1 + limit] if reference is None else []
-            if after:
-                reference = reference_probe(after)
+            if n >= MIN_NIGHTS:  # drift's own reference: the latest `limit` earlier nights
+                reference = reference_probe(probes[max(0, n - limit):n])
+                others = []
+            else:  # drift knows no machine yet: the nearest `limit` other nights, its first ones but itself
+                others = probes[:n] + probes[n + 1:limit + 1]
+                if len(others) < MIN_NIGHTS:  # nor does the page: too few nights of the setup kept a probe
+                    continue
+                reference = reference_probe(others)
             if not machine_apart(probe, reference, MACHINE_SHIFT):
                 continue
             sentence = machine_moved(probe, reference)
             short = _machine_short(sentence)
-            if after:
-                nights = f"{len(after)} night{'s' if len(after) != 1 else ''}"
-                sentence += (f"; compared with the {nights} after it, since no earlier night of its setup measured "
-                             "it with a host probe")
-                short += f" (the {nights} after it)"
+            if others:
+                after = len(others) - n
+                if n == 0:
+                    sentence += (f"; compared with the {after} nights after it, since no earlier night of its setup "
+                                 "measured it with a host probe")
+                    short += f" (the {after} nights after it)"
+                else:
+                    sentence += (f"; compared with the {len(others)} nearest nights of its setup ({n} before it, "
+                                 f"{after} after it), since fewer than {MIN_NIGHTS} earlier nights measured it with a "
+                                 "host probe")
+                    short += f" (the {len(others)} nearest nights)"
             out[(i, key)] = _Mark(machine=sentence, machine_short=short)
     return out
 
@@ -997,7 +1015,7 @@ TREND_CSS = css("trend")
 TREND_MARKS_CSS = css("trend-marks")
 #: the hint's sentence on the marks, on a page only where a night is marked
 _MARKS_HINT = ("A yellow column behind a night: its machine ran apart from the earlier nights of its setup (the "
-               "first night with a probe: from the nights after it), its host probe "
+               "first three nights with a probe: from the nearest nights, later ones too), its host probe "
                f"{1 + MACHINE_SHIFT:g} times theirs or more, or that much below (drift's machine rule; "
                "drift notes it too), so its dip or rise may be the machine's, not the engine's. A ring around a "
                "point: that night's point did not hold its concurrency (it measured a lower load), and drift does "

@@ -700,9 +700,10 @@ def test_the_demo_store_without_probes_renders_as_before_the_marks(demo_runs: li
 
 
 def _marked_nights() -> list[RunSummary]:
-    """Five nights of one prediction whose host probes are 7.5, 7.0, 4.35, 8.0 and 7.2 GFLOP/s: night 3's is 0.6 ×
-    the median of nights 1 and 2 (7.25), its machine 40 % slower; night 4's C=8 point did not hold its concurrency
-    (tests/unit/test_trend_marks.py works out the same nights' marks)."""
+    """Five nights of one prediction whose host probes are 7.5, 7.0, 4.35, 8.0 and 7.2 GFLOP/s; night 4's C=8 point
+    did not hold its concurrency, so its probe counts for no night's reference. Night 3 has two earlier probed nights
+    (too few for drift to know the machine) and is compared with its nearest three others, median(7.5, 7.0, 7.2) =
+    7.2: 4.35 / 7.2 = 0.604, its machine 40 % slower (tests/unit/test_trend_marks.py works out such marks)."""
     out = []
     for n, (ttft, probe) in enumerate(zip((0.100, 0.102, 0.160, 0.101, 0.099), (7.5, 7.0, 4.35, 8.0, 7.2)), start=1):
         v = replace(_value("ttft", ttft), host_probe_gflop_per_s=probe,
@@ -719,7 +720,7 @@ def test_the_marks_show_in_a_browser(tmp_path: Path) -> None:
     html = render_trend(_marked_nights(), source="history/")
     seen = measure_in_chromium(tmp_path, html, _HIT_SCRIPT, "HITS", "1280,900", "marks")
     assert len(seen) == 5
-    assert "the machine itself ran 40% slower than on the other nights (host probe 4.35 vs 7.25 GFLOP/s" in seen[2]
+    assert "the machine itself ran 40% slower than on the other nights (host probe 4.35 vs 7.2 GFLOP/s" in seen[2]
     assert "point closed-c8 did not hold its concurrency this night" in seen[3]
     assert not any("machine" in t or "concurrency" in t for n, t in enumerate(seen) if n not in (2, 3))
     page = tmp_path / "marks-shot.html"
