@@ -39,7 +39,7 @@ def not_reported(what: str, *, figures: str = "an engine figure") -> str:
 #: why the other values ``--simulate`` prints (the table's last columns, and the --json fields beside the columns')
 #: have no band: what the accuracy corpus reports of each (tests/unit/test_simulate_band_notes.py reads the corpus)
 NO_BAND_OTHER: dict[str, str] = {
-    "request_throughput_req_per_s": "no band: the accuracy corpus holds output tok/s from eight public sources, two "
+    "request_throughput_req_per_s": "no band: the accuracy corpus holds output tok/s from nine public sources, two "
                                     "report requests/s; with every output of the same length it is agg tok/s ÷ that "
                                     "length",
     "ttft_mean_ms": "no band: one public source of the accuracy corpus reports mean TTFT (gpustack-qwen3-bursts), too "
