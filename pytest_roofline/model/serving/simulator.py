@@ -25,9 +25,9 @@ the server has streamed them (``frontend_out_s`` after the step, or later when i
 tokens faster than one server streams them is held to 1 / ``api_out_per_token_s`` tokens a second: its clients get
 their tokens late, closed-loop clients send late, and a burst reaches the engine a few requests at a time
 (tests/unit/test_api_server_streaming.py).  A burst of N with nothing to stream reaches the engine core over
-N x ``frontend_in_s``, and the first steps take it in a staircase: on the CPU engine a burst of 8 got its first tokens in three waves of
-1, 4 and 3 requests, one step apart (docs/sources.md), and vLLM's own stamps put the API-server leg at 2.0 ms
-at C = 1 and 4.2 ms at C = 8 (the model: 2.0 and 4.4 ms; benchmarks/frontend_split.py).  vLLM's
+N x ``frontend_in_s``, and the first steps take it in a staircase: on the CPU engine a burst of 8 got its first
+tokens in three waves of 1, 4 and 3 requests, one step apart (docs/sources.md), and vLLM's own stamps put the
+API-server leg at 2.0 ms at C = 1 and 4.2 ms at C = 8 (the model: 2.0 and 4.4 ms; benchmarks/frontend_split.py).  vLLM's
 ``--api-server-count`` (several such processes) is not modelled; the engine arg is refused like every unknown one.
 
 Jitter: in a closed loop each client sends its next request a seeded draw in [0, ``client_jitter_s``) after it
