@@ -950,6 +950,8 @@ _NO_BAND_LEGEND = ("the accuracy corpus (benchmarks/data/corpus) has no public s
                    "bands cover agg tok/s, TTFT p50 and TPOT p50 (model/bands.py)")
 #: a banded metric whose regime has neither a band nor measured runs (band_note None), or a value that is not finite
 _NO_RUNS_REASON = "no band: the accuracy corpus has no measured runs of this regime's class (model/bands.py)"
+#: from this share of the run busy, the table says the API server holds the point (PointPrediction field)
+API_SERVER_BOUND_SHARE = 0.9
 _NO_VALUE_REASON = "no band: no finite value to band"
 
 
@@ -1069,6 +1071,10 @@ def _print_table(t: SimTable) -> None:
         for reason, shown in by_reason.items():
             print(f"{'':>6} {reason}" + ("; measured / model there: " if reason in ranged else ": ")
                   + ", ".join(shown))
+        busy = r.get("api_server_busy_share")
+        if busy is not None and math.isfinite(busy) and busy >= API_SERVER_BOUND_SHARE:
+            print(f"{'':>6} API server busy {busy:.0%} of the run (taking requests, streaming every token): the point "
+                  "is held by vLLM's one API-server process, not by the GPU (docs/explanation/models.md)")
         if r.get("contaminated"):
             print(f"{'':>6} measured point contaminated ({r['contaminated']}): prefix-cache hits flatter it, so its "
                   "errors are left out of the mean |error|")

@@ -57,4 +57,6 @@ NO_BAND_OTHER: dict[str, str] = {
                                    "that finished, about 1 at every stable load), no measured figure",
     "served_rate_req_per_s": "no band: the simulator's own stability estimate (offered ÷ served requests), no "
                              "measured figure",
+    "api_server_busy_share": "no band: the simulator's own share of the run the API server was busy, no measured "
+                             "figure (benchmarks/api_server_cost.py measures its CPU per request and per token)",
 }

@@ -97,3 +97,39 @@ def test_the_default_is_the_cpu_engines_measured_cost_per_streamed_token():
     assert default_us == pytest.approx(statistics.median(one_per_chunk), rel=0.1)
     coalesced = [r for r in runs if r["streamed_chunks_per_burst"] < 0.5 * r["output_tokens_per_burst"]]
     assert all(r["api_server_cpu_us_per_streamed_token"] < default_us for r in coalesced)
+
+
+SPEC = """hardware: h100-sxm
+model: llama-3.1-8b
+engine: {name: vllm, version: "0.26.0"}
+serving: {api_out_per_token: 0.5 ms}
+workload: {input_len: 128, output_len: 256}
+sweep: {mode: closed, concurrency: [1, 256]}
+predictions:
+  - id: t
+    quantity: output_throughput
+    at: {concurrency: 256}
+    predicted: 2000 tok/s
+    tolerance: ±50%
+"""
+
+
+def test_the_table_says_when_the_api_server_holds_the_point(tmp_path, capsys):
+    """A file's ``serving: api_out_per_token: 0.5 ms`` caps the server at 2,000 streamed tokens a second: 256
+    clients of an H100 are held there (1,969 tok/s), the table says so under that point, and not under C = 1, whose
+    server is idle but for 3% of the run; --json carries the share."""
+    from support.cli_run import run_cli
+
+    path = tmp_path / "api.yaml"
+    path.write_text(SPEC)
+    rc, out, _err, _warns = run_cli(capsys, "predict", "--simulate", str(path))
+    assert rc == 0
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("256 "))
+    assert 1900 <= float(lines[at].split()[1].replace(",", "")) <= 2000
+    held = [line for line in lines if "API server busy" in line]
+    assert len(held) == 1 and lines.index(held[0]) > at and "held by vLLM's one API-server process" in held[0]
+    rc, out, _err, _warns = run_cli(capsys, "predict", "--simulate", str(path), "--json")
+    rows = [json.loads(line) for line in out.splitlines() if line.strip()]  # one JSON line a point
+    shares = {r["concurrency"]: r["api_server_busy_share"] for r in rows}
+    assert shares[1] < 0.1 and shares[256] > 0.9

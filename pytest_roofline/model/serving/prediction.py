@@ -96,6 +96,9 @@ class PointPrediction:
     arrival_to_completion_ratio: float = math.nan
     #: the same window's finished requests ÷ its length (req/s): what the engine served; NaN elsewhere
     served_rate_req_per_s: float = math.nan
+    #: the share of the run vLLM's one API-server process was busy taking requests (``frontend_in_s`` each) and
+    #: streaming tokens (``api_out_per_token_s`` each): near 1, the point is held by it, not by the GPU
+    api_server_busy_share: float = math.nan
     #: why the point has no steady state (arrival_to_completion_ratio >= ``simulator.unstable_from``), None when it
     #: has one
     unstable: str | None = None

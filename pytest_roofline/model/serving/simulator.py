@@ -165,6 +165,7 @@ class _Sim:
         # request (its output handler runs as each step's outputs arrive), so requests wait for the streaming
         # (api_free) and the streaming waits only for itself (stream_free)
         self.stream_free = 0.0
+        self.api_busy = 0.0  # the API server's work so far, seconds (PointPrediction.api_server_busy_share)
         # async scheduling (EngineConfig.async_scheduling): the start of the step before the next one and the end of
         # the last step; while the engine is busy, a step takes only what arrived before the previous step started
         self.async_sched = engine.async_scheduling
@@ -211,6 +212,7 @@ class _Sim:
             sends.popleft()
             req.ready = start + self.f_in
             self.api_free = req.ready
+            self.api_busy += self.f_in
             # sorted by when the engine core sees them; _admit_arrivals moves them to the queue at the step that
             # can take them (with async scheduling, not the one already scheduled: _cutoff)
             bisect.insort(self.arrivals, req, key=lambda r: r.ready)
@@ -221,6 +223,7 @@ class _Sim:
         when the client has them: ``frontend_out_s`` after the step, or when the streaming is done if later."""
         if self.c_out > 0 and tokens:
             work = tokens * self.c_out
+            self.api_busy += work
             self.api_free = (end if end > self.api_free else self.api_free) + work
             self.stream_free = (end if end > self.stream_free else self.stream_free) + work
             seen = end + self.f_out
@@ -469,7 +472,7 @@ class _Sim:
         # the run stops before such a step, and _step takes it
         next_send = self.sends[0].arrival if self.sends else math.inf
         c_out, f_out = self.c_out, self.f_out
-        api_free, stream_free = self.api_free, self.stream_free
+        api_free, stream_free, api_busy = self.api_free, self.stream_free, self.api_busy
         seen = t_seen = -1.0
         # waiting exists but cannot be admitted, or the client cap is full: arrivals change nothing
         blocked_wait = bool(self.waiting) or self._cap_full()
@@ -504,6 +507,7 @@ class _Sim:
             # the API server streams the step's B tokens (_stream, inline: the same arithmetic)
             if c_out > 0:
                 work = B * c_out
+                api_busy += work
                 api_free = (t if t > api_free else api_free) + work
                 stream_free = (t if t > stream_free else stream_free) + work
                 t_seen = t + f_out
@@ -542,7 +546,7 @@ class _Sim:
         self._admit_arrivals(until=last_start_prev if self.async_sched else last_start)
         self.prev_start, self.last_end = last_start, t
         self.now = t
-        self.api_free, self.stream_free = api_free, stream_free
+        self.api_free, self.stream_free, self.api_busy = api_free, stream_free, api_busy
         finished = []
         for r in run:
             r.computed += j
@@ -616,6 +620,7 @@ class _Sim:
             mean_running_batch=self.run_area / busy, max_running_batch=self.max_run,
             max_kv_usage=self.max_blocks / self.pool, mean_kv_usage=self.kv_area / busy / self.pool,
             preemptions=self.preemptions, mean_queue_ms=mean(queue), steps=self.steps,
+            api_server_busy_share=min(1.0, self.api_busy / duration) if duration > 0 else math.nan,
             time_shares={k: v / total_share for k, v in self.shares.items()},
             prefix_cache_hit_rate=sum(self.prefix_hits) / max(sum(self.prompts), 1),
             **(stability(done, self.w.rate_req_per_s) if not self.closed and self.cap is None else {}),
