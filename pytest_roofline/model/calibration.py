@@ -63,6 +63,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import math
+import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Self
@@ -207,7 +208,19 @@ def serving_predictor(setup: Setup, *, engine: serving.EngineConfig | None = Non
         return {**{m: float(getattr(pred, m)) for m in METRICS},
                 PREFILL_SHARE_KEY: float(pred.time_shares.get("prefill_compute", 0.0))}
 
+    if engine_cfg.async_scheduling:  # fit_by_metric leaves per_seq_overhead_s out (ASYNC_PER_SEQ_NOTE)
+        HIDES_PER_SEQ.add(predict)
     return predict
+
+
+#: the serving predictors whose engine schedules asynchronously (:func:`serving_predictor`): the per-sequence CPU
+#: work runs while the GPU steps (model/serving/cost.py), so no TPOT or throughput sees ``per_seq_overhead_s`` until
+#: it outlasts the GPU's step, and :func:`fit_by_metric` does not try to fit it
+HIDES_PER_SEQ: weakref.WeakSet[Callable[..., Any]] = weakref.WeakSet()
+#: the note :func:`fit_by_metric` gives when it leaves ``per_seq_overhead_s`` out for that reason
+ASYNC_PER_SEQ_NOTE = ("per_seq_overhead_s kept at its value: this engine schedules asynchronously (vLLM >= 0.14 on a "
+                      "GPU), so the per-sequence CPU work runs while the GPU steps and no TPOT or throughput sees it "
+                      "until it outlasts the GPU's step (model/serving/cost.py)")
 
 
 def screen_points(points: Sequence[MeasuredPoint], setup: Setup, *,
@@ -942,6 +955,10 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
     check_fields(want, known)
     screened = dict(screened or {})
     step_names = [n for n in STEP_FIELDS if n in want]
+    hidden_per_seq = "per_seq_overhead_s" in step_names and predict in HIDES_PER_SEQ
+    if hidden_per_seq:  # an async engine hides it behind the GPU's step: nothing the points measure moves it
+        step_names.remove("per_seq_overhead_s")
+        want = tuple(n for n in want if n != "per_seq_overhead_s")
     prefill_notes: list[str] = []
     step_points = _decode_bound(points, base, predict, prefill_notes) if step_names else list(points)
     step_metrics, step_what = _step_metrics(step_points or points)
@@ -1014,6 +1031,8 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
         notes.append("no point measured TPOT: the decode-step terms were fitted on throughput, which in a closed "
                      "loop also carries the API server's time between a client's requests (frontend_in_s at its "
                      "value); a measured TPOT would fit them on the decode step alone")
+    if hidden_per_seq:
+        notes.append(ASYNC_PER_SEQ_NOTE)
     unfitted = [n for n in STEP_FIELDS if n in want and not (step and n in step.fitted)]
     if unfitted:
         notes.append(_step_advice(unfitted, want, step_points, step_metrics, points, held_out, current, predict))

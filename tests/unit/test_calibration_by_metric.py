@@ -366,3 +366,26 @@ def test_a_constant_outside_both_stages_or_unknown_is_refused_naming_it():
         cal.fit_by_metric(pts, base, fields=("no_such_constant",), **kw)
     with pytest.raises(cal.CalibrationError, match="mem_latency_s: not fitted on a metric of its own.*--joint"):
         cal.fit_by_metric(pts, base, fields=("mem_latency_s",), **kw)
+
+
+def test_an_async_engine_hides_the_per_sequence_work_so_the_fit_leaves_it_out():
+    """On a GPU engine that schedules asynchronously (vLLM >= 0.14) the per-sequence CPU work runs while the GPU
+    steps (model/serving/cost.py): at 10 us a sequence it moves no TPOT, so the step stage does not try it and the
+    notes say why; on a synchronous one (vLLM 0.11) it is tried."""
+    def gpu(version):
+        return build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-8b",
+                           engine={"name": "vllm", "version": version}, workload={"input_len": 512, "output_len": 64})
+
+    for version, hidden in (("0.15.1", True), ("0.11.0", False)):
+        setup = gpu(version)
+        base = serving.default_constants(setup)
+        predict = cal.serving_predictor(setup)
+        assert (predict in cal.HIDES_PER_SEQ) is hidden
+        pts = _points(setup, base.replace(hbm_efficiency=0.7), loads=(1, 32), num_requests=(8, 64))
+        res = cal.fit_by_metric(pts, base, predict=predict, fields=cal.STEP_FIELDS)
+        assert (cal.ASYNC_PER_SEQ_NOTE in res.notes) is hidden
+        tried = set(res.step.fitted) if res.step else set()
+        assert "hbm_efficiency" in tried
+        if hidden:
+            assert "per_seq_overhead_s" not in tried
+            assert res.values["hbm_efficiency"] == pytest.approx(0.7, rel=0.03)

@@ -98,9 +98,15 @@ def test_day3_c1_c128_keeps_the_unpinned_constants_at_their_defaults_and_says_on
     assert c.constants["per_seq_overhead_s"] == 10e-6
     assert c.constants["step_overhead_s"] == 1e-3
     assert c.constants["frontend_in_s"] == 2e-3
-    assert "per_seq_overhead_s held at 10 us" in out
-    note = next(ln for ln in out.splitlines() if "more loads will not do it" in ln)
-    assert "per_seq_overhead_s" in note.split(" not identified")[0] and "another context length" in note
+    # vLLM 0.26 schedules asynchronously: the per-sequence CPU work runs while the GPU steps, so no TPOT sees it and
+    # the fit does not try it (model/serving/cost.py); the header does not list it, the note says why
+    assert cal.ASYNC_PER_SEQ_NOTE in out
+    header = next(ln for ln in out.splitlines() if ln.startswith("calibrating "))
+    assert "per_seq_overhead_s" not in header and "step_overhead_s" in header
+    # two loads far apart fix the step time's intercept and slope, which two terms identify: more TPOTs narrow
+    # step_overhead_s (no call for another context length, which a third term would need)
+    note = next(ln for ln in out.splitlines() if "step_overhead_s not determined" in ln)
+    assert "fit with C=2 too" in note and "another context length" not in note
     # C = 1's TTFT (23 ms) was measured and screened out below the 1,024-token prefill's floor: the warnings say
     # so once, and never that C = 1 has no TTFT
     warnings = [ln for ln in out.splitlines() if ln.startswith("warning: ")]
