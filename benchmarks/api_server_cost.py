@@ -1,7 +1,7 @@
 """The API server's own CPU cost per request and per streamed token, on the CPU engine (issue 22). Prints; asserts
 nothing.
 
-    flock /tmp/roofline-engine.lock .venv/bin/python benchmarks/api_server_cost.py [--requests 64] [--tokens 128]
+    .venv/bin/python benchmarks/api_server_cost.py [--requests 64] [--tokens 128]   # nothing else running
 
 vLLM's OpenAI server is one process (``vllm serve``'s own, or ``python -m vllm.entrypoints.openai.api_server``'s,
 as here; the engine core is a child process): it parses and tokenises each request, then detokenises and writes
@@ -29,6 +29,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -87,7 +88,7 @@ def _wait_ready(proc: subprocess.Popen, deadline_s: float = 600.0) -> None:
     t0 = time.monotonic()
     while time.monotonic() - t0 < deadline_s:
         if proc.poll() is not None:
-            raise SystemExit(f"vllm serve exited with {proc.returncode} before it was ready")
+            raise SystemExit(f"the server exited with {proc.returncode} before it was ready (its log says why)")
         try:
             if httpx.get(f"http://127.0.0.1:{PORT}/v1/models", timeout=2.0).status_code == 200:
                 return
@@ -112,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
            "--max-model-len", "512",
            "--dtype", "bfloat16", "--enforce-eager", "--max-num-seqs",
            str(max(args.requests, 8))]
-    log = open("/tmp/api_server_cost.log", "w")  # noqa: SIM115 - closed below
+    log = tempfile.NamedTemporaryFile("w", prefix="api_server_cost-", suffix=".log", delete=False)  # noqa: SIM115
+    print(f"server log: {log.name}", file=sys.stderr)
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         _wait_ready(proc)

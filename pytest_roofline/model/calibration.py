@@ -92,7 +92,7 @@ __all__ = [
     "MeasuredPoint", "screen_points", "PointFit", "FitResult", "Calibration", "fit", "serving_predictor",
     "calibration_from_fit", "load_calibration", "dump_calibration", "METRICS", "DEFAULT_WEIGHTS",
     "NOISE_FLOOR_LOG", "MAX_LOG_SD", "RANK_RTOL", "SCHEMA", "SCHEMA_VERSION", "fit_by_metric", "MetricFit",
-    "residuals_at", "screen_points_why", "check_fields", "pinned",
+    "residuals_at", "screen_points_why", "check_fields", "pinned", "HIDES_PER_SEQ", "ASYNC_PER_SEQ_NOTE",
 ]
 
 #: the metrics the fit compares, as PointPrediction attribute names (and MeasuredPoint fields)
