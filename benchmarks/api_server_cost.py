@@ -133,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
         long_cpu = statistics.median(c for c, _ch, _k, _w in rows[args.tokens])
         chunks = statistics.median(ch for _c, ch, _k, _w in rows[args.tokens])
         per_tok = (long_cpu - per_req * args.requests) / (args.requests * (args.tokens - 1))
+        tick = 1.0 / os.sysconf("SC_CLK_TCK")
+        if long_cpu < 20 * tick:  # /proc counts CPU in clock ticks: a few of them say nothing
+            raise SystemExit(f"the bursts used {long_cpu:.2f} s of the server's CPU, under 20 clock ticks of "
+                             f"{tick * 1e3:.0f} ms: too little to measure; send more requests or tokens")
         result = {"requests": args.requests, "max_tokens": args.tokens,
                           "prompt_words": args.prompt_words,
                           "bursts_max_tokens_1": rows[1], f"bursts_max_tokens_{args.tokens}": rows[args.tokens],
