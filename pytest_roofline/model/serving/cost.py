@@ -237,11 +237,11 @@ class CostModel:
             a_pf = self.attn_flop_per_pair * pf_pairs / self.peak
             pf_s += a_pf
             dec_s += a - a_pf
-        att = kv if kv >= a else a
-        over = (self.fixed_latency_s + self.step_overhead_s
-                + self._cpu_visible(self._gpu(lin, att, n_tok), n_seqs))
+        gpu = self._gpu(lin, kv if kv >= a else a, n_tok)
+        cpu = self._cpu_visible(gpu, n_seqs)  # _total's sum, worked out once for both fields
+        over = self.fixed_latency_s + self.step_overhead_s + cpu
         ar = (self.allreduce_fixed_s + self.allreduce_per_token_s * n_tok) if self.tp > 1 else 0.0
-        return StepCost(time_s=self._total(lin, att, n_tok, n_seqs),
+        return StepCost(time_s=gpu + cpu,
                         weights_s=weights_s, kv_s=kv_s, prefill_compute_s=pf_s, decode_compute_s=dec_s,
                         overhead_s=over, allreduce_s=ar)
 

@@ -242,7 +242,7 @@ class _Sim:
             self.next_idx += 1
             reqs.append(Request(i, self.prompts[i], self.outs[i], t + (self.send_delay[i] if turnaround else 0.0),
                                 client))
-        for req in sorted(reqs, key=lambda r: (r.arrival, r.idx)):
+        for req in reqs:  # the API server takes them in the order they were sent
             bisect.insort(self.sends, req, key=lambda r: (r.arrival, r.idx))
         self._api_take(self.now)
 
