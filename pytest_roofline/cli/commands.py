@@ -480,8 +480,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     tried = fields or (type(base).FIELDS_FITTABLE if joint else calibration.STEP_FIELDS + calibration.TTFT_FIELDS)
     seed = int(spec.workload.get("seed", 0))  # with each point's id: the load generator's arrivals
     predict = calibration.serving_predictor(setup, seed=seed)
-    if not joint and predict in calibration.HIDES_PER_SEQ:  # fit_by_metric leaves it out, and says why
-        tried = tuple(n for n in tried if n != "per_seq_overhead_s")
+    if not joint:  # fit_by_metric leaves out what this engine hides, and says why
+        tried = tuple(n for n in tried if n not in predict.hidden)
     print(f"calibrating {setup.hardware.id} / {setup.model.name} / {setup.engine_name} "
           f"{setup.engine_version or ''} on {', '.join(p.label for p in points)} "
           f"({', '.join(tried)})", flush=True)

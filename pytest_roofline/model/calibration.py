@@ -63,7 +63,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import math
-import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Self
@@ -92,7 +91,7 @@ __all__ = [
     "MeasuredPoint", "screen_points", "PointFit", "FitResult", "Calibration", "fit", "serving_predictor",
     "calibration_from_fit", "load_calibration", "dump_calibration", "METRICS", "DEFAULT_WEIGHTS",
     "NOISE_FLOOR_LOG", "MAX_LOG_SD", "RANK_RTOL", "SCHEMA", "SCHEMA_VERSION", "fit_by_metric", "MetricFit",
-    "residuals_at", "screen_points_why", "check_fields", "pinned", "HIDES_PER_SEQ", "ASYNC_PER_SEQ_NOTE",
+    "residuals_at", "screen_points_why", "check_fields", "pinned", "ServingPredictor", "ASYNC_PER_SEQ_NOTE",
 ]
 
 #: the metrics the fit compares, as PointPrediction attribute names (and MeasuredPoint fields)
@@ -169,9 +168,24 @@ class Constants(Protocol):
 Predictor = Callable[[Any, MeasuredPoint], Mapping[str, float]]
 
 
+@dataclass(frozen=True)
+class ServingPredictor:
+    """The :data:`Predictor` :func:`serving_predictor` returns: ``run`` simulates a point, and ``hidden`` names the
+    decode-step terms no measured point can move on this engine (``per_seq_overhead_s`` where it schedules
+    asynchronously: the per-sequence CPU work runs while the GPU steps, model/serving/cost.py), which
+    :func:`fit_by_metric` does not try (:data:`ASYNC_PER_SEQ_NOTE`)."""
+
+    run: Callable[[Any, MeasuredPoint], Mapping[str, float]]
+    hidden: tuple[str, ...] = ()
+
+    def __call__(self, constants: Any, point: MeasuredPoint) -> Mapping[str, float]:
+        return self.run(constants, point)
+
+
 def serving_predictor(setup: Setup, *, engine: serving.EngineConfig | None = None, measured_hit_rates: bool = True,
-                      **workload_kw: Any) -> Predictor:
-    """A :data:`Predictor` that simulates each point with the serving model on ``setup``.
+                      **workload_kw: Any) -> ServingPredictor:
+    """A :data:`Predictor` that simulates each point with the serving model on ``setup`` (a :class:`ServingPredictor`,
+    which also says which step terms this engine hides).
 
     The point's own input/output lengths and request count are used where it records them (the same workload
     the load generator ran), else the setup's; its id is the load generator's point id, which (with the
@@ -208,16 +222,10 @@ def serving_predictor(setup: Setup, *, engine: serving.EngineConfig | None = Non
         return {**{m: float(getattr(pred, m)) for m in METRICS},
                 PREFILL_SHARE_KEY: float(pred.time_shares.get("prefill_compute", 0.0))}
 
-    if engine_cfg.async_scheduling:  # fit_by_metric leaves per_seq_overhead_s out (ASYNC_PER_SEQ_NOTE)
-        HIDES_PER_SEQ.add(predict)
-    return predict
+    return ServingPredictor(predict, hidden=("per_seq_overhead_s",) if engine_cfg.async_scheduling else ())
 
 
-#: the serving predictors whose engine schedules asynchronously (:func:`serving_predictor`): the per-sequence CPU
-#: work runs while the GPU steps (model/serving/cost.py), so no TPOT or throughput sees ``per_seq_overhead_s`` until
-#: it outlasts the GPU's step, and :func:`fit_by_metric` does not try to fit it
-HIDES_PER_SEQ: weakref.WeakSet[Callable[..., Any]] = weakref.WeakSet()
-#: the note :func:`fit_by_metric` gives when it leaves ``per_seq_overhead_s`` out for that reason
+#: the note :func:`fit_by_metric` gives when it leaves ``per_seq_overhead_s`` out (``ServingPredictor.hidden``)
 ASYNC_PER_SEQ_NOTE = ("per_seq_overhead_s kept at its value: this engine schedules asynchronously (vLLM >= 0.14 on a "
                       "GPU), so the per-sequence CPU work runs while the GPU steps and no TPOT or throughput sees it "
                       "until it outlasts the GPU's step (model/serving/cost.py)")
@@ -955,7 +963,7 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
     check_fields(want, known)
     screened = dict(screened or {})
     step_names = [n for n in STEP_FIELDS if n in want]
-    hidden_per_seq = "per_seq_overhead_s" in step_names and predict in HIDES_PER_SEQ
+    hidden_per_seq = "per_seq_overhead_s" in step_names and "per_seq_overhead_s" in getattr(predict, "hidden", ())
     if hidden_per_seq:  # an async engine hides it behind the GPU's step: nothing the points measure moves it
         step_names.remove("per_seq_overhead_s")
         want = tuple(n for n in want if n != "per_seq_overhead_s")
