@@ -50,6 +50,7 @@ from pytest_roofline.history._drift import (
     judge_move,
     machine_count,
     night_machine,
+    night_probe,
     not_judged_count,
     parse_baseline,
     parse_share,
@@ -118,7 +119,7 @@ __all__ = [
     # the host probe: a night whose machine ran apart (issue 21, 2026-12-07)
     "MACHINE_SHIFT", "machine_count", "value_probe",
     # the machine rule's reference and decision, for the trend page's marks (issue 21 leftover, T2)
-    "night_machine", "machine_apart", "machine_moved", "reference_probe", "SPREAD_RUNS",
+    "night_machine", "night_probe", "machine_apart", "machine_moved", "reference_probe", "SPREAD_RUNS",
     "MIN_NIGHTS",
     # tonight's value as the store keeps it, for drift at test time (the rank test's samples)
     "point_samples",

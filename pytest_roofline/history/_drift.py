@@ -358,6 +358,16 @@ def nights_values(key: str, runs: Sequence[RunSummary], *, limit: int = SPREAD_R
     return xs
 
 
+def night_probe(v: StoredValue | None) -> float | None:
+    """The host probe a stored value gives its machine's reference (:func:`night_machine`, and the trend page's
+    marks): its probe where it was measured, at a point that held its concurrency, and kept one (a positive finite
+    number); None otherwise."""
+    if v is None or v.mode != "measured" or not v.held or _finite(v.measured) is None:
+        return None
+    p = _finite(v.host_probe_gflop_per_s)
+    return p if p is not None and p > 0 else None
+
+
 def night_machine(key: str, runs: Sequence[RunSummary], *, limit: int = SPREAD_RUNS) -> float | None:
     """The earlier nights' machine for ``key``: the median host probe of the latest ``limit`` of ``runs`` that
     measured it at a point that held its concurrency and kept a probe; None (the machine not known: no night is
@@ -368,11 +378,9 @@ def night_machine(key: str, runs: Sequence[RunSummary], *, limit: int = SPREAD_R
     Runs stored before probes were kept count as nights without one."""
     probes: list[float | None] = []
     for r in reversed(runs):
-        old = r.value(key)
-        if old is None or old.mode != "measured" or not old.held or _finite(old.measured) is None:
-            continue
-        if old.host_probe_gflop_per_s is not None:
-            probes.append(old.host_probe_gflop_per_s)
+        p = night_probe(r.value(key))
+        if p is not None:
+            probes.append(p)
             if len(probes) >= limit:
                 break
     return reference_probe(probes) if len(probes) >= MIN_NIGHTS else None

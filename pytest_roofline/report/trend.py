@@ -78,6 +78,7 @@ from pytest_roofline.history import (
     drift_for,
     machine_apart,
     machine_moved,
+    night_probe,
     reference_probe,
     unify_keys,
 )
@@ -404,15 +405,14 @@ def _night_marks(group: _Group, policy: DriftPolicy) -> dict[tuple[int, str], _M
                             "concurrency this night: it measured a lower load than the prediction names, so drift "
                             "does not judge the value (see that night's verdict notes)"),
                     unheld_short=f"concurrency not held ({names})")
-    # per setup and key, the nights that count for the machine's reference, in order: a value measured at a point
-    # that held its concurrency and kept a probe (night_machine's own filter; a probe that is not a positive number,
-    # which only a hand-edited index holds, is left out rather than stop the page)
+    # per setup and key, the nights that count for the machine's reference, in order (night_probe: drift's own
+    # filter, a value measured at a point that held its concurrency with a probe)
     probed: dict[tuple[SetupKey, str], list[tuple[int, float]]] = {}
     for i, r in enumerate(group.runs):
         for v in r.values:
-            p = v.host_probe_gflop_per_s
-            if v.mode == "measured" and v.held and is_number(v.measured) and is_number(p) and p > 0:
-                probed.setdefault((r.setup, v.key), []).append((i, float(p)))
+            p = night_probe(v)
+            if p is not None:
+                probed.setdefault((r.setup, v.key), []).append((i, p))
     limit = max(SPREAD_RUNS, policy.window)  # how many nights night_machine reads, as drift calls it
     for (_setup, key), seen in probed.items():
         probes = [p for _i, p in seen]
