@@ -252,3 +252,25 @@ def test_blis_training_stages_are_transcribed_as_their_reports_say():
         # the send window's edges (inference-perf's achieved rate is the requested one to 0.1%)
         assert r["measured"]["output_throughput_tok_per_s"] == pytest.approx(
             r["request_rate"] * sum(r["output_lens"]) / len(r["output_lens"]), rel=0.03)
+
+
+def test_the_kvcached_figures_are_the_three_seeds_means_and_their_totals_hold():
+    """kvcached's plain-vLLM runs (benchmarks/corpus_kvcached.py): each run's measured figure is the mean of its three
+    seeds' vllm bench serve figures; every seed sent 500 requests of exactly 512 in / 128 out (256,000 and 64,000
+    tokens), so the corpus simulates fixed lengths; output throughput is those 64,000 tokens over each seed's
+    duration; the burst is 500 requests at once (a closed loop of 500), the other 16 req/s."""
+    src = next(s for s in DOC["sources"] if s["source"] == "kvcached-h100-qwen3-0.6b")
+    assert (src["gpu"], src["vllm"], src["model_config"]) == ("h100-sxm", "0.19.0", "configs/qwen3-0.6b.json")
+    loads = set()
+    for run in src["runs"]:
+        seeds = run["published"]["seeds"]
+        assert sorted(s["seed"] for s in seeds) == [7, 42, 99]
+        for s in seeds:
+            assert (s["total_input_tokens"], s["total_output_tokens"], s["completed"]) == (256_000, 64_000, 500)
+            assert s["output_throughput_tok_per_s"] == pytest.approx(64_000 / s["duration_s"], rel=1e-3)
+        for metric, field in (("output_throughput_tok_per_s", "output_throughput_tok_per_s"),
+                              ("tpot_p50_ms", "median_tpot_ms"), ("ttft_p50_ms", "median_ttft_ms")):
+            assert run["measured"][metric] == pytest.approx(sum(s[field] for s in seeds) / 3, rel=1e-4)
+        assert (run["input_len"], run["output_len"], run["num_prompts"]) == (512, 128, 500)
+        loads.add(("C", run["concurrency"]) if "concurrency" in run else ("rate", run["request_rate"]))
+    assert loads == {("C", 500), ("rate", 16.0)}
