@@ -212,9 +212,12 @@ args = sys.argv[1:]
 port, model = int(args[args.index("--port") + 1]), args[args.index("--model") + 1]
 tp = int(args[args.index("--tensor-parallel-size") + 1])
 missing = os.environ.get("FAKE_TP_MISSING")
+# each worker's line, newline included, in one write(2): print() writes the text and the newline apart, and under
+# PYTHONUNBUFFERED two workers' lines then interleave mid-line on a busy machine, which hides one of them (a fresh
+# CI run read "... TP rank 1(Worker_TP2 ...) ... TP rank 2" on one line); vLLM's logging writes a record whole
 kid = ("import os, sys, time\nos.setsid()\nr = int(sys.argv[1]); n = int(sys.argv[2])\n"
-       "print(f'(Worker_TP{r} pid={os.getpid()}) INFO 12-01 10:00:00 [parallel_state.py:1] rank {r} in world size '"
-       "      f'{n} is assigned as DP rank 0, PP rank 0, TP rank {r}', flush=True)\n"
+       "os.write(1, (f'(Worker_TP{r} pid={os.getpid()}) INFO 12-01 10:00:00 [parallel_state.py:1] rank {r} in world '"
+       "      f'size {n} is assigned as DP rank 0, PP rank 0, TP rank {r}\\n').encode())\n"
        "open(os.path.join(sys.argv[3], str(r)), 'w').close()\ntime.sleep(600)\n")
 ready = tempfile.mkdtemp()
 started = [r for r in range(tp) if missing is None or r != int(missing)]
