@@ -120,7 +120,7 @@ def serving_prediction(setup, pt, constants, *, seed: int = 0, hits: bool = Fals
     if pt.rate_req_per_s is not None:
         wl = serving.workload_for_point(s, rate_req_per_s=pt.rate_req_per_s, burstiness=pt.burstiness,
                                         num_requests=pt.num_requests, seed=seed, point_id=pt.id,
-                                        prefix_hit_rate=hit)
+                                        prefix_hit_rate=hit, arrival_span=pt.arrival_span)
     else:
         wl = serving.workload_for_point(s, concurrency=pt.concurrency, num_requests=pt.num_requests, seed=seed,
                                         point_id=pt.id, prefix_hit_rate=hit)
@@ -388,7 +388,10 @@ def _simulate_reps(setup, run: dict, c: int | None, n: int, rate, inp, out, cach
         else:
             wl = serving.workload_for_point(setup, rate_req_per_s=float(rate), num_requests=n, seed=0,
                                             point_id=f"r{rate}", input_len=inp, output_len=out, prefix_hit_rate=hit,
-                                            burstiness=burstiness, **shape)
+                                            burstiness=burstiness,
+                                            # how the client spread its sends (model/workload.py): vllm bench serve
+                                            # from PR #21108 "fixed"; older clients and other peers' draws "drawn"
+                                            arrival_span=run.get("arrival_span", "drawn"), **shape)
         preds.append(serving.simulate(setup, wl, constants=constants))
     return preds
 

@@ -1321,7 +1321,8 @@ def serving_sweep_for(spec: Spec, pred: Prediction | None, setup: Setup, *,
         return SweepPoint(id=pp.id, concurrency=pp.concurrency if pp.mode == "closed" else None,
                           rate_req_per_s=pp.rate_req_s if pp.mode == "open" else None, num_requests=int(n),
                           burstiness=pp.burstiness, input_len=pp.input_len if own else None,
-                          output_len=pp.output_len if own else None, warmup_requests=pp.warmup_requests)
+                          output_len=pp.output_len if own else None, warmup_requests=pp.warmup_requests,
+                          arrival_span=pp.arrival_span)
 
     plans = mplan.all_points(spec)
     if spec.sweep.batch1 is not None:

@@ -15,6 +15,7 @@ from typing import Literal, get_args
 from pytest_roofline.format._types import MODEL_COLUMNS, STEADY_STATES, XFAIL_CHECKS, Api, Entrypoint
 from pytest_roofline.format.tolerance import TOLERANCE_HELP
 from pytest_roofline.model import serving
+from pytest_roofline.model.workload import ARRIVAL_SPANS
 from pytest_roofline.quantities.measurement import PointMode
 from pytest_roofline.quantities.window import WINDOWS
 
@@ -151,6 +152,11 @@ SWEEP_FIELDS: dict[str, F] = {
     "concurrency": F("list", "closed-loop concurrencies to run"),
     "rates": F("list", "open-loop arrival rates (req/s)"),
     "burstiness": F("number", "open loop: gamma shape (1 = Poisson)"),
+    "arrival_span": F("str", "open loop: fixed (the default: a point's N requests are sent over exactly N ÷ rate, "
+                             "first send to last, as vllm bench serve sends them, so the rate a point is named by is "
+                             "the rate it sent) or drawn (the gamma draw's own span, as GuideLLM's poisson and this "
+                             "tool's runs before 2026-12-07: at 60 requests it can be a third short)",
+                      enum=ARRIVAL_SPANS),
     "requests_per_point": F("value", "requests per point: a number (every point), or '10x' for 10 × concurrency "
                                "(a warning beside sweep.rates: an open point has no concurrency). Unset: 10 × C at a "
                                "closed point, max(10, rate × 30) at an open point (30 s of arrivals)"),

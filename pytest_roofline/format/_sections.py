@@ -513,6 +513,8 @@ def read_sweep(ctx: NodeReader, node: yaml.Node) -> Sweep:
             kw["rates"] = tuple(ctx.value(i, "sweep.rates", "request_rate") for i in items)
         elif key == "burstiness":
             kw["burstiness"] = ctx.number(v, "sweep.burstiness")
+        elif key == "arrival_span":
+            kw["arrival_span"] = ctx.string(v, "sweep.arrival_span", SWEEP_FIELDS["arrival_span"].enum)
         elif key == "requests_per_point":
             text = ctx.scalar(v, "sweep.requests_per_point").strip()
             if text.endswith("x"):

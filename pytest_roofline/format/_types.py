@@ -17,6 +17,7 @@ from typing import Any, Literal, get_args
 from pytest_roofline.errors import SpecError
 from pytest_roofline.format.tolerance import Tolerance
 from pytest_roofline.model.calibration import Calibration
+from pytest_roofline.model.workload import ArrivalSpan
 from pytest_roofline.quantities import registry as qreg
 from pytest_roofline.quantities.measurement import PointMode
 from pytest_roofline.quantities.window import Window
@@ -126,6 +127,7 @@ class Sweep:
     concurrency: tuple[int, ...] = ()
     rates: tuple[float, ...] = ()
     burstiness: float = 1.0
+    arrival_span: ArrivalSpan = "fixed"  # sweep.arrival_span (model.workload.arrival_offsets_s)
     requests_per_point: int | None = None
     requests_per_concurrency: float | None = None  # the N of a written `Nx`; None: a number, or unset (10 x C)
     duration_s: float | None = None

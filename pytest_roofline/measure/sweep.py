@@ -321,7 +321,8 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
     load = loadgen.LoadSpec(
         model=served, token_id_range=token_id_range, mode=plan.mode,
         concurrency=plan.concurrency, rate_req_s=plan.rate_req_s, burstiness=plan.burstiness,
-        num_requests=plan.num_requests, duration_s=plan.duration_s, warmup_requests=plan.warmup_requests,
+        arrival_span=plan.arrival_span, num_requests=plan.num_requests, duration_s=plan.duration_s,
+        warmup_requests=plan.warmup_requests,
         input_len=plan.input_len, output_len=plan.output_len, seed=int(spec.workload.get("seed", 0)),
         point_id=plan.id, shared_prefix_len=int(spec.workload.get("shared_prefix_len", 0)), extra_body=sampling,
         request_timeout_s=spec.sweep.request_timeout_s or default_request_timeout_s(plan.input_len, plan.output_len),

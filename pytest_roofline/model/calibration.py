@@ -123,6 +123,8 @@ class MeasuredPoint:
     concurrency: int | None = None
     rate_req_per_s: float | None = None
     burstiness: float = 1.0
+    #: open loop: how the point's sends spanned (model.workload.ARRIVAL_SPANS)
+    arrival_span: str = "fixed"
     num_requests: int | None = None
     input_len: int | None = None
     output_len: int | None = None
@@ -209,6 +211,7 @@ def serving_predictor(setup: Setup, *, engine: serving.EngineConfig | None = Non
             kw["rate_req_per_s"] = float(point.rate_req_per_s)
             if point.burstiness != 1.0:
                 kw["burstiness"] = float(point.burstiness)
+            kw["arrival_span"] = point.arrival_span
         else:
             kw["concurrency"] = int(point.concurrency or 1)
         if point.num_requests:

@@ -9,6 +9,20 @@ seeded by (seed, stream id) through :class:`numpy.random.SeedSequence`. The load
 (``pytest_roofline.measure.loadgen._prompts.arrival_offsets``) passes its ``LoadSpec.seed`` and
 ``LoadSpec.point_id``; the simulator (``model.serving``) passes ``Workload.seed`` and ``Workload.point_id``.
 
+**The span of a point's sends** (``arrival_span``, :data:`ARRIVAL_SPANS`). A drawn schedule's span varies with the
+draw: the N - 1 gaps of N requests sum to (N - 1) / rate only on average, with a relative spread of 1 / sqrt(N - 1)
+for Poisson arrivals, so a point of 60 requests at 2 req/s can send them at 2.9 req/s (seed 0, ``open-r2``: the
+last send at 20.6 s instead of 30). ``vllm bench serve`` rescales its draw so that its N-th request goes out exactly
+N / rate after the run's start (vllm/benchmarks/serve.py ``get_request`` at v0.32.0: ``target_total_delay_s =
+total_requests / request_rate``; github.com/vllm-project/vllm/pull/21108), so the rate it prints a run at is the
+rate it sent. The default, ``fixed``, does the same to this schedule: the times are scaled so that the last send
+is N / rate after the first. The run's duration here starts at the first send (vLLM's at the start of its gather,
+one drawn gap before its first send), so both runs last N / rate plus the last request's latency, and an
+unsaturated point's request throughput is N / (N / rate + that latency) in both. ``drawn`` keeps the draw:
+GuideLLM's poisson profile, ``vllm bench serve`` before the rescaling, and every open-loop run this tool recorded
+before 2026-12-07 (a results point without ``arrival_span`` was sent so). A duration-bound point (no N) and a
+ramp-up are never rescaled (:func:`fixed_span_applies`).
+
 numpy is used (not ``random``) because the load generator's schedule was drawn with it from the start: the
 recorded open-loop runs under ``predictions/recorded/`` were sent on numpy's draws, and only the same generator
 reproduces them.
@@ -43,7 +57,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_roofline import bounded
 from pytest_roofline.errors import BoundedInputError, WorkloadError
@@ -51,7 +65,8 @@ from pytest_roofline.errors import BoundedInputError, WorkloadError
 if TYPE_CHECKING:  # numpy is imported where a schedule is drawn, not when the plugin loads (every pytest start)
     import numpy as np
 
-__all__ = ["seeded_rng", "arrival_offsets_s", "STREAM_PROMPT", "STREAM_PREFIX", "STREAM_SCHEDULE",
+__all__ = ["seeded_rng", "arrival_offsets_s", "ArrivalSpan", "ARRIVAL_SPANS", "fixed_span_applies",
+           "STREAM_PROMPT", "STREAM_PREFIX", "STREAM_SCHEDULE",
            "STREAM_WARMUP_SCHEDULE", "STREAM_PERMUTATION", "STREAM_INPUT_LEN", "STREAM_OUTPUT_LEN",
            "STREAM_DATASET_ENTRY", "LengthDist", "DatasetLengths", "DatasetEntry", "RampUp", "RequestLengths",
            "request_lengths", "prefix_lens", "prefix_cache_hits", "parse_length", "parse_length_file", "parse_sharegpt",
@@ -70,6 +85,10 @@ ORDERS = ("sample", "sequential")
 #: integer is a typo or a hostile file, never a request to send)
 MAX_OUTPUT_LEN = 10_000_000
 RAMP_STRATEGIES = ("linear", "exponential")
+#: how an open-loop point's N send times span: ``fixed`` (N / rate from the first send to the last, the schedule
+#: ``vllm bench serve`` sends) or ``drawn`` (as the gamma draw falls): :func:`arrival_offsets_s`
+ArrivalSpan = Literal["fixed", "drawn"]
+ARRIVAL_SPANS: tuple[ArrivalSpan, ...] = ("fixed", "drawn")
 
 _BLOCK = 1024  # gaps drawn per call to the generator (the draws do not depend on it: numpy fills in order)
 _LEN_BLOCK = 1024  # per-request draws come in blocks of this many, each from its own generator (spawn key)
@@ -117,9 +136,17 @@ class RampUp:
         return {"strategy": self.strategy, "start_rps": self.start_rps, "end_rps": self.end_rps}
 
 
+def fixed_span_applies(*, count: int | None, ramp_up: RampUp | None) -> bool:
+    """Whether an ``arrival_span: fixed`` schedule is rescaled: a point of ``count`` requests (2 or more) at one
+    rate. A duration-bound point (no count) has no N to span, and a ramp-up keeps its drawn gaps, as ``vllm bench
+    serve`` rescales only without ``--ramp-up-strategy``."""
+    return count is not None and count >= 2 and ramp_up is None
+
+
 def arrival_offsets_s(*, rate_req_per_s: float, burstiness: float = 1.0, seed: int = 0, stream_id: str = "point",
                       count: int | None = None, horizon_s: float | None = None,
-                      warmup: bool = False, ramp_up: RampUp | None = None) -> np.ndarray:
+                      warmup: bool = False, ramp_up: RampUp | None = None,
+                      span: ArrivalSpan = "fixed") -> np.ndarray:
     """Send times of an open-loop point's requests, seconds after the phase start (the first is 0).
 
     ``count`` arrivals, or (with ``horizon_s``) those before the horizon, whichever comes first; one of them is
@@ -127,8 +154,32 @@ def arrival_offsets_s(*, rate_req_per_s: float, burstiness: float = 1.0, seed: i
     gaps exactly ``1/rate`` (vLLM's convention for an infinite burstiness). ``ramp_up`` (needs ``count``)
     replaces ``rate_req_per_s``: the gap before request ``i`` is drawn at ``ramp_up.rate_at(i, count)``, so with
     an infinite burstiness ``t_i = sum_{k=1..i} 1 / rate_at(k, count)``.
+
+    ``span`` (:data:`ARRIVAL_SPANS`): ``"fixed"`` rescales the drawn times so that the last of ``count`` requests
+    goes out exactly ``count / rate`` after the first (where :func:`fixed_span_applies`; else the draw is kept),
+    the schedule ``vllm bench serve`` sends (the module's docstring); ``"drawn"`` keeps the draw, whose span
+    varies with it (GuideLLM's poisson, vllm bench serve before the rescaling).
     """
+    if span not in ARRIVAL_SPANS:
+        raise ValueError(f"span must be one of {', '.join(ARRIVAL_SPANS)}, not {span!r}")
+    times = _drawn_offsets_s(rate_req_per_s=rate_req_per_s, burstiness=burstiness, seed=seed, stream_id=stream_id,
+                             count=count, horizon_s=horizon_s, warmup=warmup, ramp_up=ramp_up,
+                             whole=span == "fixed" and fixed_span_applies(count=count, ramp_up=ramp_up))
+    if span == "fixed" and fixed_span_applies(count=count, ramp_up=ramp_up) and len(times) >= 2 and times[-1] > 0:
+        times = times * (float(count) / float(rate_req_per_s) / float(times[-1]))  # type: ignore[arg-type]
+        if horizon_s is not None:
+            times = times[times < horizon_s]
+    return times
+
+
+def _drawn_offsets_s(*, rate_req_per_s: float, burstiness: float, seed: int, stream_id: str, count: int | None,
+                     horizon_s: float | None, warmup: bool, ramp_up: RampUp | None, whole: bool) -> np.ndarray:
+    """The drawn schedule (``span="drawn"``); ``whole``: all ``count`` times, the horizon not applied (the fixed
+    span rescales them first)."""
     import numpy as np
+
+    if whole:
+        horizon_s = None
 
     if not (rate_req_per_s > 0 and np.isfinite(rate_req_per_s)):
         raise ValueError("arrival_offsets_s needs a finite rate_req_per_s > 0")

@@ -187,6 +187,7 @@ class PointRecord(TypedDict, total=False):
     concurrency: int | None
     rate_req_s: float | None
     burstiness: float
+    arrival_span: str  # open loop: "fixed" or "drawn" (model.workload.ARRIVAL_SPANS); absent: "drawn" (older files)
     input_len: int
     output_len: int
     num_requests: int | None

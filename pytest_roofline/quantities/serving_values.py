@@ -50,6 +50,7 @@ class SweepPoint:
     input_len: int | None = None
     output_len: int | None = None
     warmup_requests: int = 0  # not simulated; a shared prefix is cached by them before the point
+    arrival_span: str = "fixed"  # open loop: how the sends span (model.workload.ARRIVAL_SPANS)
 
     @property
     def key(self) -> tuple[str, float]:
@@ -105,6 +106,7 @@ class ServingSweep:
             shape.pop("ramp_up", None)  # a ramp-up shapes open-loop arrivals only
         return sv.workload_for_point(self.setup, concurrency=p.concurrency, rate_req_per_s=p.rate_req_per_s,
                                      num_requests=p.num_requests, burstiness=p.burstiness, seed=self.seed,
+                                     arrival_span=p.arrival_span,  # type: ignore[arg-type]
                                      point_id=p.id,  # the load generator's point_id: same arrivals and lengths
                                      warmup_requests=p.warmup_requests, **lengths, **shape)
 

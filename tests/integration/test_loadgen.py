@@ -133,6 +133,8 @@ def test_open_loop_follows_the_seeded_schedule(burstiness):
     offsets = np.array([r.scheduled_s - res.measure_start_s for r in meas])
     np.testing.assert_allclose(offsets, arrival_offsets(s), atol=1e-9)
     assert offsets[0] == 0.0
+    # arrival_span fixed (the default): the 30 sends span 30 / 200 req/s, as vllm bench serve's do
+    assert offsets[-1] == pytest.approx(30 / 200.0, abs=1e-9)
     warm = [r for r in res.records if r.warmup]
     assert len(warm) == 2 and all(r.scheduled_s is not None for r in warm)
     for r in meas:

@@ -108,6 +108,7 @@ def test_a_replica_whose_metrics_fail_is_an_error_naming_it(tmp_path: Path) -> N
         dead = s.getsockname()[1]
     spec = loads_spec(_yaml(replicas=2), file="dep.yaml")
     plan = SimpleNamespace(id="closed-c2", mode="closed", concurrency=2, rate_req_s=None, burstiness=1.0,
+                           arrival_span="fixed",
                            num_requests=4, duration_s=None, warmup_requests=0, input_len=16, output_len=4)
     target = SimpleNamespace(served_model_name="tiny", base_url="http://127.0.0.1:9")
     with pytest.raises(PointError) as err:
@@ -125,6 +126,7 @@ def test_without_replica_urls_the_balancers_metrics_is_not_taken_for_the_deploym
                                                         preempt=0, ttft_buckets=(0, 0, 0)))
     spec = loads_spec(_yaml(replicas=2), file="dep.yaml")
     plan = SimpleNamespace(id="closed-c2", mode="closed", concurrency=2, rate_req_s=None, burstiness=1.0,
+                           arrival_span="fixed",
                            num_requests=4, duration_s=None, warmup_requests=0, input_len=16, output_len=4,
                            to_dict=lambda: {"id": "closed-c2"})
     target = SimpleNamespace(served_model_name="tiny", base_url=server.url)

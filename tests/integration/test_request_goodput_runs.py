@@ -62,6 +62,8 @@ def test_a_live_run_records_and_scores_it(pytester: pytest.Pytester, stub_server
     (results,) = list((pytester.path / "out").rglob("results.json"))
     points = json.loads(results.read_text())["points"]
     assert sorted(p["mode"] for p in points) == ["closed", "open"]
+    # the open point says how its sends spanned (vllm bench serve's fixed N / rate); a closed loop has no schedule
+    assert {p["mode"]: p.get("arrival_span") for p in points} == {"closed": None, "open": "fixed"}
     for p in points:  # the closed loop's point and the open loop's
         client = p["client"]
         gp, rt = client["goodput"], client["request_throughput_req_s"]

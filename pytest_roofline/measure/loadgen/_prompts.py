@@ -300,8 +300,8 @@ def arrival_offsets(spec: LoadSpec, count: int | None = None, *, warmup: bool = 
 
     Gaps are ``gamma(shape=burstiness, scale=1/(rate*burstiness))`` drawn from a generator seeded by
     (seed, point_id) (a separate stream for the warm-up phase): ``model.workload.arrival_offsets_s``, the
-    schedule the serving model simulates.  With ``count`` the first ``count`` arrivals
-    are returned; otherwise the spec's limits apply (``num_requests`` and/or arrivals before ``duration_s``).
+    schedule the serving model simulates, spanned as ``spec.arrival_span`` says.  With ``count`` the first ``count``
+    arrivals are returned; otherwise the spec's limits apply (``num_requests`` and/or arrivals before ``duration_s``).
     """
     if spec.rate_req_s is None:
         raise ValueError("arrival_offsets needs rate_req_s")
@@ -309,4 +309,4 @@ def arrival_offsets(spec: LoadSpec, count: int | None = None, *, warmup: bool = 
         rate_req_per_s=spec.rate_req_s, burstiness=spec.burstiness, seed=spec.seed, stream_id=spec.point_id,
         count=count if count is not None else spec.num_requests,
         horizon_s=None if count is not None else spec.duration_s, warmup=warmup,
-        ramp_up=None if warmup else spec.ramp_up)
+        ramp_up=None if warmup else spec.ramp_up, span=spec.arrival_span)

@@ -83,6 +83,9 @@ class LoadSpec:
             requests (``model.workload.prefix_lens``); exclusive with ``shared_prefix_len``.
         ramp_up: open loop: the rate rises from ``ramp_up.start_rps`` to ``end_rps`` over ``num_requests``
             (``vllm bench serve --ramp-up-strategy``; ``model.workload.arrival_offsets_s``).
+        arrival_span: open loop: ``"fixed"`` (the default) sends the ``num_requests`` over exactly
+            ``num_requests / rate_req_s`` from the first send to the last, as ``vllm bench serve`` does;
+            ``"drawn"`` keeps the gamma draw's own span (``model.workload.arrival_offsets_s``).
     """
 
     model: str
@@ -111,6 +114,7 @@ class LoadSpec:
     dataset_texts: tuple[str, ...] = ()
     prefix_share: float = 0.0
     ramp_up: _workload.RampUp | None = None
+    arrival_span: _workload.ArrivalSpan = "fixed"
 
     @property
     def variable(self) -> bool:
@@ -139,6 +143,9 @@ class LoadSpec:
                 raise ValueError("open loop needs a finite rate_req_s > 0")
             if not self.burstiness > 0:
                 raise ValueError("burstiness must be > 0")
+            if self.arrival_span not in _workload.ARRIVAL_SPANS:
+                raise ValueError(f"arrival_span must be one of {', '.join(_workload.ARRIVAL_SPANS)}, "
+                                 f"not {self.arrival_span!r}")
             if self.concurrency is not None and self.concurrency < 1:
                 raise ValueError("concurrency cap must be >= 1")
         if self.num_requests is None and self.duration_s is None:

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pytest_roofline.format.spec import PredictedKind, Prediction, Spec
+from pytest_roofline.model.workload import ArrivalSpan
 from pytest_roofline.quantities.measurement import PointMode
 
 __all__ = ["PointPlan", "DecisionTarget", "plan_points", "needs_engine", "targets_for", "STATISTIC_OF_QUANTITY",
@@ -79,6 +80,8 @@ class PointPlan:
     input_len: int
     output_len: int
     burstiness: float = 1.0
+    #: open loop: how the point's sends span (``sweep.arrival_span``; ``model.workload.arrival_offsets_s``)
+    arrival_span: ArrivalSpan = "fixed"
     #: the bands of the per-point predictions that read this point (adaptive sweeps stop on them)
     targets: tuple[DecisionTarget, ...] = field(default=(), compare=False)
     #: ids of predictions that read this point but give no per-point band (Little's law, knees, hygiene)
@@ -97,6 +100,8 @@ class PointPlan:
         d.pop("untargeted")
         d.pop("to_cap")
         d.pop("held_window")
+        if self.mode != PointMode.OPEN:  # a closed loop sends on completions: no schedule to span
+            d.pop("arrival_span")
         return d
 
     @property
@@ -124,7 +129,7 @@ def _open(spec: Spec, rate: float) -> PointPlan:
         num_requests=None if sw.duration_s else (sw.requests_per_point or max(10, int(rate * 30))),
         duration_s=sw.duration_s, warmup_requests=sw.warmup,
         input_len=int(spec.workload.get("input_len", 1024)), output_len=int(spec.workload.get("output_len", 1024)),
-        burstiness=sw.burstiness,
+        burstiness=sw.burstiness, arrival_span=sw.arrival_span,
     )
 
 

@@ -47,6 +47,8 @@ def measured_points(doc: Mapping[str, Any], *, include_batch1: bool = False) -> 
             rate_req_per_s=(float(p["rate_req_s"]) if mode == PointMode.OPEN and p.get("rate_req_s") is not None
                             else None),
             burstiness=float(p.get("burstiness") or 1.0),
+            # a point recorded before spans were recorded was sent on the drawn schedule
+            arrival_span=str(p.get("arrival_span") or "drawn"),
             num_requests=int(p["num_requests"]) if p.get("num_requests") else None,
             input_len=int(p.get("input_len") or wl.get("input_len") or 0) or None,
             output_len=int(p.get("output_len") or wl.get("output_len") or 0) or None,

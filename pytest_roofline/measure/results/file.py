@@ -466,7 +466,8 @@ _SERVER: dict[str, str] = {
     "timeline": _LIST, "counter_resets": _LIST, "contaminated": _BOOL, "not_measured": _OBJ,
 }
 _POINT: dict[str, str] = {
-    "id": _STR, "mode": _STR, "concurrency": _INT, "rate_req_s": _NUM, "burstiness": _NUM, "input_len": _INT,
+    "id": _STR, "mode": _STR, "concurrency": _INT, "rate_req_s": _NUM, "burstiness": _NUM, "arrival_span": _STR,
+    "input_len": _INT,
     "output_len": _INT, "num_requests": _INT, "warmup_requests": _INT, "duration_s": _NUM, "client": _OBJ,
     "server": _OBJ, "contaminated": _BOOL, "flags": _LIST, "requests_file": _STR, "loadgen": _OBJ,
     "workload": _OBJ,  # the workload as run (loadgen/datasets.py): distributions, dataset + sha256, realised lengths

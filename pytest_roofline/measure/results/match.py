@@ -14,12 +14,15 @@ from typing import Any
 
 from pytest_roofline.errors import HardwareError, ModelArchError, ResultsMismatchError
 from pytest_roofline.format.spec import Spec
+from pytest_roofline.measure.results.peers import aiperf, guidellm, vllm_bench
 from pytest_roofline.model import architecture, hardware
 from pytest_roofline.quantities.measurement import BATCH1_ID, PointMode, point_mode
 
 __all__ = ["Comparison", "compare", "refuse_message", "ALLOW_OPTION"]
 
 ALLOW_OPTION = "--roofline-allow-mismatch"
+#: the ``source`` of a peer's file read as results (measure/results/peers)
+PEER_FORMATS = frozenset({vllm_bench.FORMAT, guidellm.FORMAT, aiperf.FORMAT})
 #: relative slack on mean token lengths read from a peer's totals (token counts ÷ requests)
 _LENGTH_SLACK = 0.02
 
@@ -125,6 +128,7 @@ def compare(data: Mapping[str, Any], spec: Spec) -> Comparison:
         elif mode is PointMode.OPEN and p.get("rate_req_s") is not None and round(float(p["rate_req_s"]),
                                                                                      9) not in want_r:
             extra.append(f"{float(p['rate_req_s']):g} req/s")
+    _arrival_span(data, points, spec, cmp)
     # a superset of the sweep (a fuller run) or a subset (a run cut short: the missing points' predictions skip)
     # belongs; a file with points outside the sweep that also lacks some of it measured another grid
     if extra and missing:
@@ -132,6 +136,30 @@ def compare(data: Mapping[str, Any], spec: Spec) -> Comparison:
         cmp.differences.append(f"sweep points: the file has {', '.join(extra)}, not in the predictions' sweep "
                                f"({sweep}), and lacks {', '.join(missing)}")
     return cmp
+
+
+def _arrival_span(data: Mapping[str, Any], points: list[Any], spec: Spec, cmp: Comparison) -> None:
+    """A difference when the file's open-loop points were sent on another span than the sweep asks for
+    (``sweep.arrival_span``, model/workload.py): the serving model simulates the sweep's, so it would be checked
+    against sends it did not model. This tool's own points without the field were sent ``drawn`` (files before
+    2026-12-07); a peer's file that does not say goes to "not checked"."""
+    open_pts = [p for p in points if point_mode(p) is PointMode.OPEN]
+    if not open_pts:
+        return
+    peer = data.get("source") in PEER_FORMATS
+    spans = {str(p["arrival_span"]) for p in open_pts if p.get("arrival_span")}
+    if peer and not spans:
+        cmp.unchecked.append("arrival span (the file does not say whether its open-loop sends spanned N ÷ rate)")
+        return
+    if not peer and any(not p.get("arrival_span") for p in open_pts):
+        spans.add("drawn")
+    want = spec.sweep.arrival_span
+    other = sorted(spans - {want})
+    if other:
+        cmp.differences.append(
+            f"arrivals: the file's open-loop points were sent with arrival_span {', '.join(other)}, the predictions' "
+            f"sweep asks for {want} (the serving model simulates the sweep's schedule); to score this file, write "
+            f"`arrival_span: {other[0]}` under sweep:")
 
 
 def refuse_message(where: str, spec: Spec, cmp: Comparison) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 from pytest_roofline.errors import SimulationError
 from pytest_roofline.model import workload as _schedule
 from pytest_roofline.model.setup import Setup
-from pytest_roofline.model.workload import DatasetLengths, LengthDist, RampUp
+from pytest_roofline.model.workload import ARRIVAL_SPANS, ArrivalSpan, DatasetLengths, LengthDist, RampUp
 
 __all__ = ["ArrivalKind", "LengthDist", "Workload", "workload_for_point", "arrival_times"]
 
@@ -43,6 +43,7 @@ class Workload:
     prefix_share: float = 0.0  # the shared prefix the load generator's prompts carry (workload.prefix_lens)
     shared_prefix_len: int = 0
     ramp_up: RampUp | None = None  # open loop: the rate rises over the requests (workload.arrival_offsets_s)
+    arrival_span: ArrivalSpan = "fixed"  # open loop: how the sends span (workload.arrival_offsets_s)
     warmup_requests: int = 0  # the load generator's warm-up: not simulated, but its prefixes are cached
 
     def __post_init__(self) -> None:
@@ -57,6 +58,9 @@ class Workload:
                 raise SimulationError("an open-loop workload needs a finite rate_req_per_s > 0")
             if not self.burstiness > 0:
                 raise SimulationError("burstiness must be > 0")
+            if self.arrival_span not in ARRIVAL_SPANS:
+                raise SimulationError(f"arrival_span must be one of {', '.join(ARRIVAL_SPANS)}, "
+                                      f"not {self.arrival_span!r}")
         if not 0.0 <= self.prefix_hit_rate < 1.0:
             raise SimulationError("prefix_hit_rate must be in [0, 1)")
         if not 0.0 <= self.prefix_share < 1.0:
@@ -76,7 +80,8 @@ def arrival_times(workload: Workload) -> list[float]:
     offsets: list[float] = _schedule.arrival_offsets_s(rate_req_per_s=float(rate), burstiness=shape,
                                                        seed=workload.seed, stream_id=workload.point_id,
                                                        count=workload.num_requests,
-                                                       ramp_up=workload.ramp_up).tolist()
+                                                       ramp_up=workload.ramp_up,
+                                                       span=workload.arrival_span).tolist()
     return offsets
 
 
@@ -87,14 +92,14 @@ def workload_for_point(setup: Setup, *, concurrency: int | None = None, rate_req
                        output_len: int | LengthDist | None = None, prefix_hit_rate: float = 0.0,
                        point_id: str = "point", dataset: DatasetLengths | None = None, prefix_share: float = 0.0,
                        shared_prefix_len: int = 0, ramp_up: RampUp | None = None,
-                       warmup_requests: int = 0) -> Workload:
+                       warmup_requests: int = 0, arrival_span: ArrivalSpan = "fixed") -> Workload:
     """The workload a sweep point sends (lengths from the Setup unless given), as the load generator does:
     closed loop at ``concurrency`` with ``num_requests`` (default ``requests_per_concurrency x C``), or open loop
     at ``rate_req_per_s`` (Poisson when ``burstiness`` is 1, gamma otherwise; default ``max(10, 30 x rate)``
     requests, as measure/plan.py). ``seed`` and ``point_id`` are the load generator's (the prediction file's
     ``workload.seed`` and the sweep point's id): together they give the same arrival times it sends on, and
-    the same per-request lengths (``dataset``, ``prefix_share``, ``shared_prefix_len``, ``ramp_up`` and
-    ``warmup_requests`` are the rest of the load generator's description: model/workload.py)."""
+    the same per-request lengths (``dataset``, ``prefix_share``, ``shared_prefix_len``, ``ramp_up``,
+    ``warmup_requests`` and ``arrival_span`` are the rest of the load generator's description: model/workload.py)."""
     def dist(x: int | LengthDist | None, default: int) -> LengthDist:
         if isinstance(x, LengthDist):
             return x
@@ -111,7 +116,8 @@ def workload_for_point(setup: Setup, *, concurrency: int | None = None, rate_req
         kind = ArrivalKind.POISSON if burstiness == 1.0 else ArrivalKind.GAMMA
         return Workload(input_len=inp, output_len=out, num_requests=int(n), arrival=kind,
                         concurrency=concurrency, rate_req_per_s=float(rate_req_per_s), burstiness=float(burstiness),
-                        seed=seed, prefix_hit_rate=prefix_hit_rate, point_id=point_id, **shape)
+                        seed=seed, prefix_hit_rate=prefix_hit_rate, point_id=point_id, arrival_span=arrival_span,
+                        **shape)
     if concurrency is None:
         raise SimulationError("give concurrency (closed loop) or rate_req_per_s (open loop)")
     n = num_requests if num_requests is not None else max(1, int(round(requests_per_concurrency * concurrency)))

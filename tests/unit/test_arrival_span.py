@@ -1,0 +1,114 @@
+"""An open-loop point is sent at the rate it is named by: ``arrival_span: fixed`` (the default) spreads its N sends
+over exactly N ÷ rate, as ``vllm bench serve`` does (vllm/benchmarks/serve.py ``get_request``: the draw rescaled to
+``total_requests / request_rate``); ``drawn`` keeps the draw's own span, as every run this tool recorded before.
+Known answers: the seeded draw of the default sweep's 2 req/s point (60 requests, ``open-r2``) ends at 20.6 s, so it
+sent 2.9 req/s; fixed, it ends at 60 ÷ 2 = 30 s."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import numpy as np
+import pytest
+from support.paths import PREDICTIONS, RECORDED
+
+from pytest_roofline.format.spec import load_spec
+from pytest_roofline.measure.loadgen import LoadSpec
+from pytest_roofline.measure.results import match
+from pytest_roofline.measure.results.calibration_points import measured_points
+from pytest_roofline.model import serving
+from pytest_roofline.model.setup import build_setup
+from pytest_roofline.model.workload import RampUp, arrival_offsets_s
+
+
+def test_the_drawn_schedule_of_the_2_req_s_point_sends_at_2_9_and_the_fixed_one_at_2():
+    drawn = arrival_offsets_s(rate_req_per_s=2.0, count=60, stream_id="open-r2", span="drawn")
+    fixed = arrival_offsets_s(rate_req_per_s=2.0, count=60, stream_id="open-r2")
+    assert drawn[-1] == pytest.approx(20.6, abs=0.05)  # 60 requests over 20.6 s: 2.9 req/s
+    assert fixed[0] == 0.0 and fixed[-1] == pytest.approx(30.0, abs=1e-12)
+    # the same draw, scaled: every gap keeps its share of the span
+    np.testing.assert_allclose(fixed / fixed[-1], drawn / drawn[-1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("rate,count,burstiness", [(0.5, 15, 1.0), (16.0, 480, 1.0), (4.0, 120, 0.25),
+                                                   (3.3, 99, 4.0)])
+def test_every_fixed_point_spans_n_over_rate_whatever_its_draw(rate, count, burstiness):
+    for seed in range(5):
+        t = arrival_offsets_s(rate_req_per_s=rate, count=count, burstiness=burstiness, seed=seed,
+                              stream_id=f"open-r{rate:g}")
+        assert len(t) == count and t[0] == 0.0 and np.all(np.diff(t) >= 0)
+        assert t[-1] == pytest.approx(count / rate, rel=1e-12)
+
+
+def test_constant_gaps_are_spread_over_the_same_span():
+    t = arrival_offsets_s(rate_req_per_s=2.0, count=5, burstiness=math.inf)
+    np.testing.assert_allclose(t, [0.0, 0.625, 1.25, 1.875, 2.5])  # 5 / 2 s over 4 gaps
+    np.testing.assert_allclose(arrival_offsets_s(rate_req_per_s=2.0, count=5, burstiness=math.inf, span="drawn"),
+                               [0.0, 0.5, 1.0, 1.5, 2.0])
+
+
+def test_what_is_never_rescaled_a_duration_point_a_ramp_up_one_request():
+    kw = {"rate_req_per_s": 3.0, "stream_id": "p"}
+    np.testing.assert_array_equal(arrival_offsets_s(horizon_s=20.0, **kw),
+                                  arrival_offsets_s(horizon_s=20.0, span="drawn", **kw))
+    ramp = RampUp("linear", 1.0, 5.0)
+    np.testing.assert_array_equal(arrival_offsets_s(count=40, ramp_up=ramp, **kw),
+                                  arrival_offsets_s(count=40, ramp_up=ramp, span="drawn", **kw))
+    assert arrival_offsets_s(count=1, **kw).tolist() == [0.0]
+    # a count and a horizon: the fixed span first, then the horizon cuts it
+    both = arrival_offsets_s(count=60, horizon_s=10.0, **kw)
+    np.testing.assert_array_equal(both, arrival_offsets_s(count=60, **kw)[arrival_offsets_s(count=60, **kw) < 10.0])
+    with pytest.raises(ValueError, match="span must be one of fixed, drawn"):
+        arrival_offsets_s(count=3, span="rescaled", **kw)  # type: ignore[arg-type]
+
+
+def test_the_serving_model_simulates_the_span_the_load_generator_sends():
+    setup = build_setup(hardware_ref="a100-sxm4-80gb", model_ref="qwen3-8b",
+                        engine={"name": "vllm", "version": "0.26.0"})
+    wl = serving.workload_for_point(setup, rate_req_per_s=2.0, num_requests=60, point_id="open-r2")
+    assert wl.arrival_span == "fixed"
+    assert serving._arrival_times(wl)[-1] == pytest.approx(30.0)
+    load = LoadSpec(model="m", token_id_range=(10, 100), mode="open", rate_req_s=2.0, num_requests=60,
+                    point_id="open-r2")
+    from pytest_roofline.measure.loadgen import arrival_offsets
+    np.testing.assert_array_equal(arrival_offsets(load), serving._arrival_times(wl))
+    drawn = serving.workload_for_point(setup, rate_req_per_s=2.0, num_requests=60, point_id="open-r2",
+                                       arrival_span="drawn")
+    assert serving._arrival_times(drawn)[-1] == pytest.approx(20.6, abs=0.05)
+    bad = copy.copy(load)
+    bad.arrival_span = "uneven"  # type: ignore[assignment]
+    with pytest.raises(ValueError, match="arrival_span must be one of fixed, drawn"):
+        bad.validate()
+
+
+def test_a_recording_sent_on_the_drawn_schedule_is_another_run_unless_the_file_says_so(tmp_path):
+    """The committed open-loop recordings predate the field: cpu-open-loop.yaml says `arrival_span: drawn`, and
+    without that line they do not belong to it (the model would simulate sends they did not make)."""
+    rec = json.loads((RECORDED / "cpu-open-loop-2026-12-05.results.json").read_text())
+    spec = load_spec(PREDICTIONS / "cpu-open-loop.yaml")
+    assert spec.sweep.arrival_span == "drawn"
+    assert match.compare(rec, spec).differences == []
+    text = (PREDICTIONS / "cpu-open-loop.yaml").read_text().replace("  arrival_span: drawn\n", "")
+    (tmp_path / "cpu-open-loop.yaml").write_text(text.replace("../pytest_roofline", "pytest_roofline"))
+    fixed = load_spec(tmp_path / "cpu-open-loop.yaml")
+    assert fixed.sweep.arrival_span == "fixed"
+    diffs = match.compare(rec, fixed).differences
+    assert len(diffs) == 1 and "sent with arrival_span drawn" in diffs[0] and "`arrival_span: drawn`" in diffs[0]
+    # a new recording says how it was sent
+    for p in rec["points"]:
+        p["arrival_span"] = "fixed"
+    assert match.compare(rec, fixed).differences == []
+    # a peer's file that does not say is "not checked", never a difference
+    peer = {**copy.deepcopy(rec), "source": "vllm bench serve"}
+    for p in peer["points"]:
+        p.pop("arrival_span")
+    cmp = match.compare(peer, fixed)
+    assert cmp.differences == [] and any(u.startswith("arrival span") for u in cmp.unchecked)
+
+
+def test_calibration_reads_an_old_recording_as_drawn():
+    rec = json.loads((RECORDED / "cpu-open-loop-2026-12-05.results.json").read_text())
+    pts = measured_points(rec)
+    assert pts and all(p.arrival_span == "drawn" for p in pts if p.rate_req_per_s is not None)
