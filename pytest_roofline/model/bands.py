@@ -22,8 +22,13 @@ The band is a split-conformal interval in log space, built so that a run from a 
 release) the corpus has never seen lands in it at the nominal rate :data:`NOMINAL_COVERAGE`:
 
 * **Centre** (:func:`regime_centre`): the regime's median log-ratio, each source counted once (the median of the
-  sources' own medians there); a regime without data takes its class's centre (the same median over the class's
-  points), and its band is marked ``pooled``.
+  sources' own medians there); a regime with data from fewer than :data:`MIN_CENTRE_SOURCES` sources takes its
+  class's centre (the same median over the class's points), and its band is marked ``pooled``. One source's median
+  is that source's bias (its GPU, release and harness), not the regime's: with the regime's own centre from one
+  source, a held-out source in that regime was judged around another source's bias, and the class's TPOT band
+  covered 61% of held-out values (blis-training-h100's 20 values around azure-a100-tp8's centre for TP > 1 at high
+  load: 20%); from two sources up, 77% with a narrower band (×/÷ 1.20 against 1.38;
+  benchmarks/RESULTS-model-corpus.md, 2026-12-07).
 * **Scores** (:func:`out_of_source_scores`): for every point of every source, ``|log(measured / model) - centre|``
   with the centre derived from the *other* sources.  A score is the error a point showed as a source the centres had
   never seen, so the scores hold the sources' own biases as well as the scatter within each source.
@@ -53,7 +58,8 @@ from typing import Literal
 __all__ = ["Band", "BAND_METRICS", "MOE_CEILING_NO_BAND", "MOE_SERVING_NO_BAND", "ROOFLINE_CEILINGS",
            "ROOFLINE_FRACTION_KEY",
            "roofline_fraction_band", "ceiling_no_band_reason",
-           "NOMINAL_COVERAGE", "MIN_POINTS", "PREFILL_BOUND_SHARE", "Regime", "regime_of", "band_for",
+           "NOMINAL_COVERAGE", "MIN_POINTS", "MIN_CENTRE_SOURCES", "PREFILL_BOUND_SHARE", "Regime", "regime_of",
+           "band_for",
            "derive_bands", "load_bands", "observed_ranges", "band_note", "NOTE_RANGE_SEP", "load_observed_ranges",
            "CPU_BAND_CAVEAT", "band_caveat", "BAND_BASIS", "BAND_MEANING",
            "ratio_quantile", "percentile_band", "regime_centre", "out_of_source_scores", "conformal_half_width",
@@ -70,6 +76,9 @@ ROOFLINE_FRACTION_KEY = "roofline_fraction|low|gpu"
 NOMINAL_COVERAGE = 0.80
 #: below this many ratios :func:`percentile_band` is their min-max, not percentiles
 MIN_POINTS = 5
+#: a regime's own centre needs this many sources with data there; with fewer its band takes the class's centre (one
+#: source's median is that source's bias, not the regime's: the module's docstring)
+MIN_CENTRE_SOURCES = 2
 #: the load classes' boundary, in mean running sequences
 LOW_LOAD_MAX_BATCH = 16.0
 #: a point is prefill-bound when the model spends at least this share of its step time on prefill compute (its
@@ -109,7 +118,7 @@ class Regime:
 @dataclass(frozen=True)
 class Band:
     """``measured / model`` between ``lo`` and ``hi`` at the nominal coverage, centred on ``n`` ratios of ``sources``;
-    ``pooled``: the class's centre (the regime had no data)."""
+    ``pooled``: the class's centre (the regime had data from fewer than MIN_CENTRE_SOURCES sources)."""
 
     lo: float
     hi: float
@@ -169,12 +178,18 @@ def _usable(samples: Sequence[tuple[Regime, float, str]]) -> list[tuple[Regime, 
     return [(reg, math.log(r), src) for reg, r, src in samples if r > 0 and math.isfinite(r)]
 
 
-def _centre_of(logs: Sequence[tuple[Regime, float, str]], regime: Regime) -> float | None:
+def _regime_sources(logs: Sequence[tuple[Regime, float, str]], regime: Regime) -> dict[str, list[float]]:
     by_source: dict[str, list[float]] = {}
     for reg, x, src in logs:
         if reg.key == regime.key:
             by_source.setdefault(src, []).append(x)
-    if not by_source:  # no data in the regime: the class's points
+    return by_source
+
+
+def _centre_of(logs: Sequence[tuple[Regime, float, str]], regime: Regime) -> float | None:
+    by_source = _regime_sources(logs, regime)
+    if len(by_source) < MIN_CENTRE_SOURCES:  # no data, or one source's bias: the class's points
+        by_source = {}
         for reg, x, src in logs:
             if reg.pooled_key == regime.pooled_key:
                 by_source.setdefault(src, []).append(x)
@@ -183,8 +198,9 @@ def _centre_of(logs: Sequence[tuple[Regime, float, str]], regime: Regime) -> flo
 
 def regime_centre(samples: Sequence[tuple[Regime, float, str]], regime: Regime) -> float | None:
     """The log centre of ``regime``'s band from ``(regime, measured / model, source)`` samples: the median of each
-    source's median log-ratio in the regime (every source counted once), else the same over the regime's device class
-    (the pooled centre); None when the class has no data."""
+    source's median log-ratio in the regime (every source counted once) where at least :data:`MIN_CENTRE_SOURCES`
+    sources have data there, else the same over the regime's device class (the pooled centre); None when the class
+    has no data."""
     return _centre_of(_usable(samples), regime)
 
 
@@ -256,8 +272,9 @@ def derive_bands(samples: Sequence[tuple[Regime, float, str]]) -> dict[str, Band
             assert c is not None  # the regime has data
             groups[reg.key] = (c, [x for x in cls if x[0].key == reg.key])
         for key, (c, pts) in groups.items():
+            own = key != pkey and len({s for _, _, s in pts}) >= MIN_CENTRE_SOURCES
             out[key] = Band(math.exp(c - half), math.exp(c + half), len(pts), tuple(sorted({s for _, _, s in pts})),
-                            pooled=key == pkey, half_width_log=half)
+                            pooled=not own, half_width_log=half)
     return out
 
 

@@ -53,7 +53,13 @@ def test_a_regimes_centre_is_the_median_of_its_sources_medians_else_its_device_c
                + [(reg(), math.exp(0.6), "b")]  # b: 0.6; the regime's centre: median(0.3, 0.6) = 0.45
                + [(reg(load="high"), math.exp(-0.3), "c")])  # c only at high load
     assert bands.regime_centre(samples, reg()) == pytest.approx(0.45)
-    assert bands.regime_centre(samples, reg(load="high")) == pytest.approx(-0.3)
+    # one source at high load is its own bias, not the regime's (MIN_CENTRE_SOURCES 2): the class's centre, the
+    # sources' medians over all the class's points, a 0.3, b 0.6, c -0.3: 0.3
+    assert bands.MIN_CENTRE_SOURCES == 2
+    assert bands.regime_centre(samples, reg(load="high")) == pytest.approx(0.3)
+    # a second source there gives the regime its own centre: median(c -0.3, d -0.1) = -0.2
+    assert bands.regime_centre(samples + [(reg(load="high"), math.exp(-0.1), "d")],
+                               reg(load="high")) == pytest.approx(-0.2)
     # no data at TP > 1: the class's sources' medians over all its points, a 0.3, b 0.6, c -0.3: median 0.3
     assert bands.regime_centre(samples, reg(tp="tpN")) == pytest.approx(0.3)
     # no class lends to the other: the CPU engine has no data here
@@ -86,6 +92,19 @@ def test_a_band_is_its_centre_times_and_divided_by_exp_of_the_conformal_half_wid
     assert high is not None and high.pooled and high.lo == pytest.approx(math.exp(-0.05))
     # and the CPU engine, without data, gets none
     assert bands.band_for(reg(engine="cpu"), out) is None
+
+
+def test_a_regime_one_source_measured_gets_the_class_centre_marked_pooled():
+    # A..E at low load as above (class centre 0.2), F alone at high load at log 1.0: F's regime has one source, so
+    # its band is centred on the class (median of the six sources' medians 0, 0.1, 0.2, 0.3, 0.4, 1.0: 0.25), not
+    # on F's 1.0
+    six = _five_sources() + [(reg(load="high"), math.exp(1.0), "F")]
+    out = bands.derive_bands(six)
+    high = out[reg(load="high").key]
+    assert high.pooled and high.sources == ("F",) and high.n == 1
+    assert math.log(high.lo) + high.half_width_log == pytest.approx(0.25)
+    assert not out[reg().key].pooled  # five sources at low load: its own centre, 0.2
+    assert math.log(out[reg().key].lo) + out[reg().key].half_width_log == pytest.approx(0.2)
 
 
 def test_a_class_with_too_few_scores_for_the_nominal_rank_has_no_band():

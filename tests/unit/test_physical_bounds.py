@@ -42,14 +42,17 @@ def _l4(quantity: str, ink: str, *, at: str = "", tol: str = "", serving: bool =
 
 
 @pytest.mark.parametrize("ink, c", [("48 ms", 1), ("50 ms", 8)])
-def test_tpot_ink_below_the_weight_read_fails_though_the_band_reached_it(ink, c):
+def test_tpot_ink_below_the_weight_read_fails_whether_or_not_the_band_reached_it(ink, c):
     floor_s = QWEN3_8B_WEIGHTS / L4_BW  # 54.60 ms
     v = _l4("tpot_p50", ink, at=f"concurrency: {c}")
     assert v.status == "fail"
     assert "below the floor" in v.reason and "physical bound" in v.reason and "300 GB/s" in v.reason
     assert v.lo == pytest.approx(floor_s, rel=1e-3)
-    # the serving model's band no longer reaches below the floor
-    assert v.serving_band_lo == pytest.approx(floor_s, rel=1e-3) and v.serving_band_hi > floor_s
+    # the serving model's band never reaches below the floor: at C = 1 it would (it is cut there); at C = 8 its
+    # low end is above it
+    assert v.serving_band_lo >= floor_s * (1 - 1e-3) and v.serving_band_hi > floor_s
+    if c == 1:
+        assert v.serving_band_lo == pytest.approx(floor_s, rel=1e-3)
 
 
 def test_tpot_ink_just_above_the_floor_inside_the_band_passes():
