@@ -144,12 +144,22 @@ class SqlStore:
         """``CREATE TABLE`` when absent, safe with several runners starting on a fresh database at once: on
         PostgreSQL two sessions that both find no table both create it, and the second fails (a duplicate
         ``pg_type`` row, or the relation existing). A failed attempt is retried after the others finished; it
-        succeeds as soon as the tables are there. SQLite serialises its writers (no such race), and a file
-        another process holds locked would cost a whole busy timeout per attempt: one attempt there (review case
-        9.14: six attempts made a locked file a 70 s wait before its one-line error)."""
+        succeeds as soon as the tables are there. SQLite serialises its writers, but SQLAlchemy's check
+        (``checkfirst``) reads before it writes, so two runners on a fresh file both found no table and the second's
+        ``CREATE TABLE`` failed ("table roofline_runs already exists", a fresh-clone CI run of 2026-12-07): there
+        every statement is ``CREATE ... IF NOT EXISTS``, in one transaction, which the second runner waits for and
+        then finds done. A file another process holds locked would cost a whole busy timeout per attempt: one
+        attempt there (review case 9.14: six attempts made a locked file a 70 s wait before its one-line error)."""
         sa = self._sa
+        if self._engine.dialect.name == "sqlite":
+            with self._engine.begin() as conn:
+                for table in self._md.sorted_tables:
+                    conn.execute(sa.schema.CreateTable(table, if_not_exists=True))
+                    for index in sorted(table.indexes, key=lambda ix: str(ix.name)):
+                        conn.execute(sa.schema.CreateIndex(index, if_not_exists=True))
+            return
         last: Exception | None = None
-        attempts = 1 if self._engine.dialect.name == "sqlite" else 6
+        attempts = 6
         for attempt in range(attempts):
             try:
                 self._md.create_all(self._engine, checkfirst=True)
