@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pytest_roofline.history._drift import judge_move, night_machine, nights_values
+from pytest_roofline.history._drift import judge_move, night_machine, nights_values, other_span
 from pytest_roofline.history._machine import machine_apart
 from pytest_roofline.history._records import RunSummary, StoredValue, sort_time, unify_keys
 from pytest_roofline.redact import printable
@@ -68,7 +68,9 @@ class ComparisonRow:
     #: "no interval" (neither run kept an interval for it), "not held" (measured in both, but in one of them at a
     #: point that did not hold its concurrency: not judged, as drift does not judge it), "machine" (the two runs'
     #: host probes are more than 20 % apart: one machine ran slower than the other, which moves every figure; not
-    #: judged, as drift does not judge a night whose machine ran apart), "" (not measured in both)
+    #: judged, as drift does not judge a night whose machine ran apart), "arrivals" (its open-loop point spread its
+    #: sends otherwise in the two runs, ``sweep.arrival_span``: another load, not judged, as drift calls it
+    #: ``arrivals changed``), "" (not measured in both)
     significance: str = ""
     #: the smallest move the two measurements can tell from noise (SI); None when not measured in both or unbounded
     noise: float | None = None
@@ -106,6 +108,8 @@ def _significance(va: StoredValue | None, vb: StoredValue | None,
         return "not held", None, 0  # a lower load than the prediction names in one run: the move says nothing
     if machine_apart(vb.host_probe_gflop_per_s, va.host_probe_gflop_per_s, machine_shift):
         return "machine", None, 0  # one run's machine was slower: every figure moves with it (history._machine)
+    if other_span(va, vb):
+        return "arrivals", None, 0  # its open-loop point sent the same rate otherwise (sweep.arrival_span)
     if va.measured == vb.measured:
         return "same", 0.0, 0
     move = judge_move(vb, vb.measured, va, va.measured, nights)
@@ -147,7 +151,7 @@ def compare_runs(a: RunSummary, b: RunSummary, history: Sequence[RunSummary] = (
         ref: StoredValue = vb or va  # type: ignore[assignment]  # one of the two exists: the key came from them
         ma = va.measured if va is not None else None
         mb = vb.measured if vb is not None else None
-        spread = (nights_values(key, earlier, machine=night_machine(key, earlier), shift=machine_shift)
+        spread = (nights_values(key, earlier, machine=night_machine(key, earlier), shift=machine_shift, like=vb)
                   if earlier else ())
         sig, noise, nights = _significance(va, vb, spread, machine_shift)
         rows.append(ComparisonRow(
@@ -363,7 +367,8 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
         if not change and r.measured_a is not None and r.measured_b is not None:
             change = f"{_fmt(r.measured_a, r)} → {_fmt(r.measured_b, r)}"  # from zero: no relative change exists
         sig = {"significant": "yes", "uncertain": "uncertain", "noise": "no", "no interval": "?",
-               "not held": "not judged", "machine": "not judged (machine)"}.get(
+               "not held": "not judged", "machine": "not judged (machine)",
+               "arrivals": "not judged (arrivals)"}.get(
             r.significance, "")
         if r.significance == "noise" and r.noise:
             # within this much the two measurements cannot tell a move from noise
@@ -408,6 +413,7 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
     unknown = sum(r.significance == "no interval" for r in rows)
     unheld = sum(r.significance == "not held" for r in rows)
     off_machine = sum(r.significance == "machine" for r in rows)
+    respanned = sum(r.significance == "arrivals" for r in rows)
     with_nights = sum(r.nights > 0 for r in moved)
     uncertain = sum(r.significance == "uncertain" for r in rows)
     noise_text = ("both runs' 95 % intervals and, for " + (f"{with_nights} of them" if with_nights < len(moved)
@@ -423,6 +429,8 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
             + (f"; {unheld} not judged (a point did not hold its concurrency in one run)" if unheld else "")
             + (f"; {off_machine} not judged (machine): the two runs' host probes are further apart than --machine "
                "allows, so one machine ran slower and every figure moved with it" if off_machine else "")
+            + (f"; {respanned} not judged (arrivals): their open-loop point spread its sends otherwise in the two "
+               "runs (sweep.arrival_span)" if respanned else "")
             + (f"; largest change {printable(largest.prediction_id)} {_percent(largest.change_rel or 0)}"
                if largest is not None else ""))
     lines += textwrap.wrap(text, width, break_on_hyphens=False) or [text]  # an id is not cut at its hyphens
@@ -444,7 +452,7 @@ def comparison_json(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | No
         d["unit"], d["written_unit"] = SI_UNIT.get(r.dimension, ""), r.unit
         return d
 
-    both = [r for r in rows if r.significance and r.significance not in ("not held", "machine")]
+    both = [r for r in rows if r.significance and r.significance not in ("not held", "machine", "arrivals")]
     return {"a": head(a), "b": head(b), "rows": [row(r) for r in rows],
             "measured_in_both": len(measured_in_both(rows)), "compared": len(both),
             "significant": sum(r.significance == "significant" for r in both),

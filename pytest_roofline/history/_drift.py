@@ -200,8 +200,8 @@ class Drift:
     #: setup and start time), which a replay is never compared with; "" otherwise. Set on a NEW value only: the
     #: replay had no earlier run to compare with, and the plugin does not store it again
     stored_as: str = ""
-    #: what of the prediction's definition changed since the baseline night (``quantity``, ``window``, in that
-    #: order) where the status is PREDICTION_CHANGED (:func:`_redefinition`); () otherwise
+    #: what of the prediction's definition changed since the baseline night (``quantity``, ``window``,
+    #: ``arrivals``, in that order) where the status is PREDICTION_CHANGED (:func:`_redefinition`); () otherwise
     changed: tuple[str, ...] = ()
     #: why tonight's value was not judged because the machine itself ran apart from the other nights (the host
     #: probe: :func:`~pytest_roofline.history._machine.machine_moved`); "" otherwise. Such a value is ``uncertain``
@@ -338,18 +338,31 @@ def _runs_spread(xs: Sequence[float], level: float = 0.95) -> float:
     return t_quantile(0.5 + level / 2, n - 1) * sigma * math.sqrt(1.0 + 1.0 / n)
 
 
+def other_span(old: StoredValue | None, now: StoredValue | None) -> bool:
+    """Whether ``old`` was measured on open-loop sends spread otherwise than ``now`` (``sweep.arrival_span``:
+    :meth:`StoredValue.open_loop_span`, both known): another figure, as another window is."""
+    if old is None or now is None:
+        return False
+    a, b = old.open_loop_span(), now.open_loop_span()
+    return bool(a and b and a != b)
+
+
 def nights_values(key: str, runs: Sequence[RunSummary], *, limit: int = SPREAD_RUNS,
-                  machine: float | None = None, shift: float | None = None) -> list[float]:
+                  machine: float | None = None, shift: float | None = None,
+                  like: StoredValue | None = None) -> list[float]:
     """The earlier nights' measured values of ``key`` for the nights' spread: from the latest ``limit`` of ``runs``
     (oldest first, as :func:`drift_for` sorts them) that measured it at a point that held its concurrency, newest
     first. ``machine`` (the nights' reference host probe, :func:`night_machine`): a night whose probe departs from
     it by more than ``shift`` (:func:`~pytest_roofline.history._machine.machine_apart`; None: none is) is left out,
-    as if it had not measured the value."""
+    as if it had not measured the value; so is a night whose open-loop sends spread otherwise than ``like``'s
+    (:func:`other_span`: another figure)."""
     xs: list[float] = []
     for r in reversed(runs):
         old = r.value(key)
         x = _finite(old.measured) if old is not None and old.mode == "measured" and old.held else None
         if x is not None and old is not None and machine_apart(old.host_probe_gflop_per_s, machine, shift):
+            continue
+        if x is not None and other_span(old, like):
             continue
         if x is not None:
             xs.append(x)
@@ -451,16 +464,23 @@ _WINDOW_WORDS = {"run": "the whole run", "steady": "the steady window"}
 
 def _redefinition(was: StoredValue, now: StoredValue) -> tuple[tuple[str, ...], str]:
     """What changed in what a prediction measures since ``was`` (the latest baseline night's value): the parts
-    (``quantity``, ``window``: :attr:`Drift.changed`) and the same in words; ``((), "")`` when nothing did. Its
-    quantity, or the window its figure is read over (``window: steady`` against the whole run: another figure of the
-    same requests); a value that does not say its window (stored before it was kept, or a math value) is not
-    compared on it."""
+    (``quantity``, ``window``, ``arrivals``: :attr:`Drift.changed`) and the same in words; ``((), "")`` when nothing
+    did. Its quantity, or the window its figure is read over (``window: steady`` against the whole run: another
+    figure of the same requests); a value that does not say its window (stored before it was kept, or a math value)
+    is not compared on it. Or how its open-loop point spread its sends (``sweep.arrival_span``: the same rate sent
+    over N ÷ rate, or as the draw fell, is another load; a value stored before spans were kept at a ``rate`` point
+    was sent drawn: :meth:`StoredValue.open_loop_span`)."""
     changed: dict[str, str] = {}
     if was.quantity and now.quantity and was.quantity != now.quantity:
         changed["quantity"] = f"it measures {now.quantity}, where it measured {was.quantity}"
     if was.window and now.window and was.window != now.window:
         changed["window"] = (f"it reads its figure over {_WINDOW_WORDS.get(now.window, now.window)}, where it read "
                              f"{_WINDOW_WORDS.get(was.window, was.window)} (window:)")
+    was_span, now_span = was.open_loop_span(), now.open_loop_span()
+    if was_span and now_span and was_span != now_span:
+        changed["arrivals"] = (f"its open-loop point was sent on the {now_span} schedule, where it was sent "
+                               f"{was_span} (sweep.arrival_span: a fixed span sends N requests over N ÷ rate, a "
+                               "drawn one as the draw falls)")
     return tuple(changed), "; ".join(changed.values())
 
 
@@ -602,9 +622,13 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
             elif (old is not None and x is not None and pinned is None
                   and machine_apart(old.host_probe_gflop_per_s, machine, policy.machine_shift)):
                 off_machine += 1
+            elif old is not None and x is not None and found and other_span(old, v):
+                # sent on another span than tonight's and than the newest baseline night: another figure, no
+                # baseline (the newest night is always kept, so a night that changed the span says so below)
+                continue
             elif old is not None and x is not None:
                 found.append((r, old, x))
-                if len(found) >= policy.window:
+                if len(found) >= policy.window or other_span(old, v):
                     break
         unheld_now = "" if v.held else _unheld_text(v)
         machine_now = ("" if unheld_now or policy.machine_shift is None
@@ -640,7 +664,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         xs = [x for _r, _o, x in found]
         # the night-to-night spread, from the latest SPREAD_RUNS nights that measured it (whatever the baseline)
         spread_xs = nights_values(v.key, runs, limit=max(SPREAD_RUNS, policy.window), machine=machine,
-                                  shift=policy.machine_shift)
+                                  shift=policy.machine_shift, like=v)
         base = statistics.median(xs) if len(found) > 1 else found[-1][2]
         # the baseline's own measurement: the run whose value is the median (the nearer one for an even N)
         _br, base_v, _bx = min(found, key=lambda t: (abs(t[2] - base), -found.index(t)))

@@ -36,11 +36,12 @@ from pytest_roofline.history._records import (
     prediction_key,
 )
 from pytest_roofline.history._samples import point_samples
+from pytest_roofline.measure.results.match import PEER_FORMATS
 from pytest_roofline.measure.stats import unheld_points
 from pytest_roofline.scoring import Verdict
 
 __all__ = ["setup_key", "spec_setup_key", "topology_suffix", "identity_file", "relative_file", "definition_hash",
-           "stored_value", "results_for_file", "build_records", "clean_setup", "verdict_key",
+           "stored_value", "value_arrival_span", "results_for_file", "build_records", "clean_setup", "verdict_key",
            "file_prediction_keys"]
 
 
@@ -192,6 +193,27 @@ def stored_value(verdict: Mapping[str, Any], *, file: str, drift_text: str = "",
         unheld_points=unheld_points(verdict.get("measured_notes") or ()), outcome=as_outcome(outcome))
 
 
+def value_arrival_span(results: Mapping[str, Any], point_ids: Sequence[str]) -> str | None:
+    """How the open-loop points ``point_ids`` of a results file spread their sends: their ``arrival_span``
+    (``fixed`` / ``drawn``; a point of this tool's file without one was sent ``drawn``), ``mixed`` when they differ;
+    None without open-loop points among them, or for a peer's file that does not say
+    (measure/results/match.py ``PEER_FORMATS``)."""
+    want = {str(p) for p in point_ids}
+    peer = results.get("source") in PEER_FORMATS
+    spans: set[str] = set()
+    for p in results.get("points") or ():
+        if not isinstance(p, Mapping) or str(p.get("id")) not in want or p.get("mode") != "open":
+            continue
+        span = p.get("arrival_span")
+        if span:
+            spans.add(str(span))
+        elif not peer:
+            spans.add("drawn")
+    if not spans:
+        return None
+    return spans.pop() if len(spans) == 1 else "mixed"
+
+
 def results_for_file(results: Sequence[Mapping[str, Any]], file: str) -> Mapping[str, Any] | None:
     """The results dict measured for a prediction file: the one whose ``setup.predictions_file`` is that file
     (same path, else same name), else the only one there is (a replayed file), else None."""
@@ -258,7 +280,8 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
             if measured_in is not None and sv.measured is not None:
                 points = [str(p) for p in v.get("measured_points") or ()]
                 sv = replace(sv, samples=point_samples(measured_in, points, sv.quantity, sample_cache),
-                             host_probe_gflop_per_s=value_probe(measured_in, points))
+                             host_probe_gflop_per_s=value_probe(measured_in, points),
+                             arrival_span=value_arrival_span(measured_in, points))
             values.append(sv)
             counts[sv.status] = counts.get(sv.status, 0) + 1
             if sv.outcome:

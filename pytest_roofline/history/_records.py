@@ -168,6 +168,21 @@ class StoredValue:
     #: the other nights' (:mod:`pytest_roofline.history._machine`). None for a math value, a results file without
     #: probes (a peer's, an older one) and a run stored before probes were kept
     host_probe_gflop_per_s: float | None = None
+    #: how the open-loop points behind the value spread their sends (``fixed`` or ``drawn``,
+    #: model/workload.py ``ARRIVAL_SPANS``; ``mixed`` when they differ): part of what an open-loop figure means,
+    #: which drift compares night to night (:func:`open_loop_span`). None for a value of closed-loop points or no
+    #: points, a peer's file that does not say, and a run stored before this was kept
+    arrival_span: str | None = None
+
+    def open_loop_span(self) -> str | None:
+        """:attr:`arrival_span`, or ``drawn`` for a measured value at an open-loop point (``rate`` in its ``at:``)
+        stored before spans were kept (every open-loop run before 2026-12-07 was sent on the drawn schedule);
+        None where it is not known or not an open-loop figure."""
+        if self.arrival_span:
+            return self.arrival_span
+        if self.mode == "measured" and self.measured is not None and "rate" in self.at:
+            return "drawn"
+        return None
 
     @property
     def shown(self) -> str:

@@ -166,6 +166,9 @@ def _check_value(d: dict[str, Any]) -> None:
             d["unheld_points"] = tuple(points)
         else:
             raise ValueError(f"value {d.get('prediction_id')!r}: unheld_points is not a list of point ids")
+    span = d.get("arrival_span")  # absent from a line written before it was kept: not known (None)
+    if span is not None and not isinstance(span, str):
+        raise ValueError(f"value {d.get('prediction_id')!r}: arrival_span is {type(span).__name__}, not a text")
     if "outcome" in d:  # absent from a line written before it was kept; an unknown (newer) outcome reads as ""
         d["outcome"] = as_outcome(d["outcome"]) if isinstance(d["outcome"], str) else ""
     at = d.get("at")

@@ -35,6 +35,7 @@ from pytest_roofline.history import (
     runs_drift_reads,
     spec_setup_key,
     stored_value,
+    value_arrival_span,
     value_probe,
 )
 from pytest_roofline.measure import gpu as gpu_mod
@@ -322,7 +323,8 @@ class RooflineSession:
             points = [str(p) for p in as_dict.get("measured_points") or ()]
             value = dataclasses.replace(value, samples=point_samples(results, points, value.quantity,
                                                                      self.sample_cache),
-                                        host_probe_gflop_per_s=value_probe(results, points))
+                                        host_probe_gflop_per_s=value_probe(results, points),
+                                        arrival_span=value_arrival_span(results, points))
         before = self.measured_at if self.mode == "replay" else None
         d = drift_for([value], self.history_runs, self.drift_policy, setup=setup, before=before,
                       measurement=self.replay_measurement_id)[value.key]
