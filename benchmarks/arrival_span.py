@@ -1,8 +1,8 @@
 """What an open-loop point measures at a named rate, drawn span against fixed, on the CPU engine (2026-12-07).
 Prints; asserts nothing.
 
-    flock /tmp/roofline-engine.lock .venv/bin/python benchmarks/arrival_span.py [--rate 4] [--requests 40] \\
-        [--seeds 6] [--write benchmarks/data/arrival-span-cpu.json]
+    .venv/bin/python benchmarks/arrival_span.py [--rate 4] [--requests 40] [--seeds 6] \\
+        [--write benchmarks/data/arrival-span-cpu.json]          # nothing else running on the machine
 
 A point of N requests at R req/s is sent on the seeded gamma draw (model/workload.py). ``drawn`` keeps the draw,
 whose N - 1 gaps add up to (N - 1) / R only on average; ``fixed`` (the default since 2026-12-07) scales it so the
