@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_roofline.measure.results.match import PEER_FORMATS
 from pytest_roofline.measure.stats.held import RATE_SHARE, is_rate_flag
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model.band_reasons import NO_BAND_REASON
@@ -831,13 +832,31 @@ def _littles_tip(c: float, ratio: float, ll: Mapping[str, Any], where: Any = _at
 # ----------------------------------------------------------------------------------------------------------------
 def _arrivals(spec: Any, results: Mapping[str, Any] | None) -> str:
     """How the open-loop points' requests arrive: Poisson (burstiness 1, vllm bench serve's default), else gamma
-    with the burstiness the points (or the sweep) name."""
-    found = {float(p.get("burstiness") or 1.0) for p in open_points(results)}
+    with the burstiness the points (or the sweep) name; and how each point's sends spanned (``arrival_span``:
+    ``fixed``, N over N ÷ rate as vllm bench serve sends them, or ``drawn``; a point of this tool's file without
+    one was sent drawn, a peer's file that does not say is not described)."""
+    points = open_points(results)
+    found = {float(p.get("burstiness") or 1.0) for p in points}
     if not found:
         found = {float(getattr(getattr(spec, "sweep", None), "burstiness", None) or 1.0)}
-    if found == {1.0}:
-        return "Poisson arrivals"
-    return "gamma arrivals, burstiness " + ", ".join(f"{b:g}" for b in sorted(found))
+    kind = ("Poisson arrivals" if found == {1.0}
+            else "gamma arrivals, burstiness " + ", ".join(f"{b:g}" for b in sorted(found)))
+    if points:
+        peer = (results or {}).get("source") in PEER_FORMATS
+        spans = {str(p.get("arrival_span") or ("" if peer else "drawn")) for p in points} - {""}
+    else:
+        spans = {str(getattr(getattr(spec, "sweep", None), "arrival_span", "fixed"))}
+    words = {"fixed": "N sent over N ÷ rate", "drawn": "span as drawn"}
+    return kind + "".join(f"; {words.get(s, s)}" for s in sorted(spans))
+
+
+def _arrivals_subtitle(spec: Any, results: Mapping[str, Any] | None) -> str:
+    """The open-loop charts' subtitle: :func:`_arrivals` as a sentence."""
+    kind, _, span = _arrivals(spec, results).partition("; ")
+    tail = {"N sent over N ÷ rate": ", each point's N requests sent over N ÷ rate (as vllm bench serve)",
+            "span as drawn": ", each point's sends spanning as its draw fell"}
+    return f"open loop: each point offers {kind} at a fixed rate" + "".join(tail.get(s, f"; {s}")
+                                                                         for s in span.split("; ") if s)
 #: achieved below this share of the offered rate, beyond chance: the engine no longer keeps up (the point's flag)
 SATURATION_SHARE = RATE_SHARE
 
@@ -911,7 +930,7 @@ def _rate_value_chart(spec: Any, setup: Any, results: Mapping[str, Any] | None, 
                Axis(ymin, max(ys) * (1.12 if scale == "linear" else 1.6), scale,
                     m.ylabel + (" (log scale)" if scale == "log" else "")),
                width=600, height=340, title=m.title,
-               subtitle=f"open loop: each point offers {_arrivals(spec, results)} at a fixed rate",
+               subtitle=_arrivals_subtitle(spec, results),
                description=f"measured {m.ylabel} per offered rate against the serving model")
     fmt = m.fmt.format
     if offered:

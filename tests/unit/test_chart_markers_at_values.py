@@ -367,13 +367,18 @@ def test_the_rate_axis_names_how_the_requests_arrive() -> None:
     # the recording's points are Poisson (burstiness 1, vllm bench serve's default); gamma arrivals say so
     spec = load_spec(_predictions_for(OPEN_LOOP))
     data = json.loads(OPEN_LOOP.read_text(encoding="utf-8"))
-    assert ch._arrivals(spec, data) == "Poisson arrivals"
+    # its points were sent before arrival_span was recorded: drawn
+    assert ch._arrivals(spec, data) == "Poisson arrivals; span as drawn"
     for p in data["points"]:
         p["burstiness"] = 0.5
-    assert ch._arrivals(spec, data) == "gamma arrivals, burstiness 0.5"
+    assert ch._arrivals(spec, data) == "gamma arrivals, burstiness 0.5; span as drawn"
+    fixed = {**data, "points": [{**p, "arrival_span": "fixed"} for p in data["points"]]}
+    assert ch._arrivals(spec, fixed) == "gamma arrivals, burstiness 0.5; N sent over N ÷ rate"
+    peer = {**data, "source": "vllm bench serve"}  # a peer's file that does not say: not described
+    assert ch._arrivals(spec, peer) == "gamma arrivals, burstiness 0.5"
     rows = _with_outcomes(spec, score_spec(spec, data))
     figs = {f.key: f for f in _figures(spec, spec_setup(spec), data, rows)}
-    assert "offered request rate (req/s, gamma arrivals, burstiness 0.5)" in figs["open_requests"].svg
+    assert "offered request rate (req/s, gamma arrivals, burstiness 0.5; span as drawn)" in figs["open_requests"].svg
     assert "Poisson" not in figs["open_requests"].svg
 
 
