@@ -112,3 +112,16 @@ def test_calibration_reads_an_old_recording_as_drawn():
     rec = json.loads((RECORDED / "cpu-open-loop-2026-12-05.results.json").read_text())
     pts = measured_points(rec)
     assert pts and all(p.arrival_span == "drawn" for p in pts if p.rate_req_per_s is not None)
+
+
+def test_a_span_that_is_neither_is_an_error_at_its_line():
+    from pytest_roofline.errors import SpecError
+    from pytest_roofline.format.spec import loads_spec
+    text = ("hardware: cpu\nmodel: roofline-tiny\nengine: {name: vllm, version: \"0.32.0\"}\n"
+            "sweep:\n  rates: [4]\n  arrival_span: uneven\n"
+            "predictions:\n  - {id: r, quantity: request_throughput, at: {rate: 4}, predicted: 4 req/s}\n")
+    with pytest.raises(SpecError) as info:
+        loads_spec(text, file="span.yaml")
+    assert "span.yaml:6" in str(info.value) and "'uneven' is not one of fixed, drawn" in str(info.value)
+    ok = loads_spec(text.replace("uneven", "drawn"), file="span.yaml")
+    assert ok.sweep.arrival_span == "drawn"
