@@ -125,3 +125,22 @@ def test_a_span_that_is_neither_is_an_error_at_its_line():
     assert "span.yaml:6" in str(info.value) and "'uneven' is not one of fixed, drawn" in str(info.value)
     ok = loads_spec(text.replace("uneven", "drawn"), file="span.yaml")
     assert ok.sweep.arrival_span == "drawn"
+
+
+def test_a_fixed_span_runs_throughput_interval_is_the_last_latencys():
+    """Ten sends a second apart (a fixed span's), each 0.1 s long but the last 0.2 s: the window is 9.2 s, the
+    request rate 10 / 9.2. The count interval says ±62 % (1.96 / sqrt 10); with the sends fixed, only the last
+    request's latency is a draw: 10 / (9 + the run's E2E at 2.5 % .. 97.5 %, 0.1 .. 0.1775 s)."""
+    from pytest_roofline.measure.stats.intervals import completion_rate_interval, fixed_span_rate_interval
+    sends = [float(i) for i in range(10)]
+    ends = [s + 0.1 for s in sends[:-1]] + [9.2]
+    iv = fixed_span_rate_interval(sends, ends, (0.0, 9.2))
+    assert iv.method == "fixed-span" and iv.estimate == pytest.approx(10 / 9.2)
+    assert iv.hi == pytest.approx(10 / 9.1) and iv.lo == pytest.approx(10 / 9.2)  # widened to hold the estimate
+    assert iv.hi - iv.lo < 0.02 * iv.estimate
+    count = completion_rate_interval(ends, (0.0, 9.2))
+    assert count.method == "count" and (count.hi - count.lo) / count.estimate == pytest.approx(2 * 1.96 / 10 ** 0.5,
+                                                                                            rel=1e-4)
+    # token-weighted: the same relative interval
+    tok = fixed_span_rate_interval(sends, ends, (0.0, 9.2), weights=[64.0] * 10)
+    assert tok.estimate == pytest.approx(640 / 9.2) and tok.hi == pytest.approx(640 / 9.1)

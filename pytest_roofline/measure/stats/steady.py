@@ -16,7 +16,12 @@ import numpy as np
 from pytest_roofline.measure.loadgen import RequestRecord
 from pytest_roofline.measure.stats.glossary import PERCENTILES, distribution, output_tokens, prompt_tokens
 from pytest_roofline.measure.stats.held import first_full_s
-from pytest_roofline.measure.stats.intervals import completion_rate_interval, mean_interval, percentile_interval
+from pytest_roofline.measure.stats.intervals import (
+    completion_rate_interval,
+    fixed_span_rate_interval,
+    mean_interval,
+    percentile_interval,
+)
 
 __all__ = ["MSER_BATCH", "STEADY_MODES", "MAX_DISCARD_SHARE", "MIN_STEADY_REQUESTS", "mser_truncation", "SteadyWindow",
            "steady_window", "run_window", "INTERVAL_FIGURES", "steady_statistics", "steady_summary"]
@@ -166,7 +171,8 @@ INTERVAL_FIGURES: tuple[str, ...] = (
 
 
 def steady_statistics(records: Sequence[RequestRecord], window: SteadyWindow, level: float = 0.95, *,
-                      concurrency: int | None = None) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+                      concurrency: int | None = None,
+                      fixed_span: bool = False) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The point's figures over its steady window (``client.steady``) and each one's interval at ``level``
     (``client.intervals``, keyed like :data:`INTERVAL_FIGURES`, in the figure's own unit: ms for ``*_ms``).
 
@@ -210,16 +216,21 @@ def steady_statistics(records: Sequence[RequestRecord], window: SteadyWindow, le
     # same lengths (token chunks as events measured the step cadence inside requests: 3 requests gave output
     # throughput ±10%, total ±76% and request throughput none, one point FAIL and INCONCLUSIVE at once, trial s16 H1)
     done_t: list[float] = []
+    done_sent: list[float] = []
     done_out: list[float] = []
     done_total: list[float] = []
     for r in (r for r in records if r.in_sample and r.ok):
         if r.end_s is not None:
             done_t.append(r.end_s)
+            done_sent.append(r.sent_s if r.sent_s is not None else r.end_s)
             done_out.append(float(output_tokens(r)))
             done_total.append(float(output_tokens(r) + prompt_tokens(r)))
     for key, weights in (("output_throughput_tok_s", done_out), ("total_throughput_tok_s", done_total),
                          ("request_throughput_req_s", None)):
-        iv = completion_rate_interval(done_t, span, level, concurrency=concurrency, weights=weights)
+        if fixed_span:  # an open loop whose sends span N ÷ rate (intervals.fixed_span_rate_interval)
+            iv = fixed_span_rate_interval(done_sent, done_t, span, level, weights=weights)
+        else:
+            iv = completion_rate_interval(done_t, span, level, concurrency=concurrency, weights=weights)
         steady[key] = iv.estimate if math.isfinite(iv.estimate) else None
         if math.isfinite(iv.estimate):
             intervals[key] = {**iv.to_json(), "requests": len(rs)}
@@ -227,7 +238,7 @@ def steady_statistics(records: Sequence[RequestRecord], window: SteadyWindow, le
 
 
 def steady_summary(records: Sequence[RequestRecord], window_start_s: float, *, concurrency: int | None = None,
-                   method: str = "detect", level: float = 0.95) -> dict[str, Any]:
+                   method: str = "detect", level: float = 0.95, fixed_span: bool = False) -> dict[str, Any]:
     """The keys :func:`summarize` adds to a point's ``client``: ``intervals`` (each figure's interval over the whole
     run: what a verdict is scored on, the figure ``vllm bench serve`` prints), ``intervals_window: "run"``, and the
     steady window's ``steady_window``, ``steady`` (its figures) and ``steady_intervals`` (for a prediction with
@@ -235,7 +246,10 @@ def steady_summary(records: Sequence[RequestRecord], window_start_s: float, *, c
     or a point too short for one, has no steady state: ``steady_window.method`` is ``"none"`` with the reason, and
     its figures are the whole run's."""
     whole = run_window(records, window_start_s)
-    run_stats, run_intervals = steady_statistics(records, whole, level, concurrency=concurrency)
+    # the whole run of an open loop sent on a fixed span: its throughputs' interval is the last latency's
+    # (intervals.fixed_span_rate_interval); a steady window cuts the span, so it keeps the count interval
+    run_stats, run_intervals = steady_statistics(records, whole, level, concurrency=concurrency,
+                                                 fixed_span=fixed_span)
     win = steady_window(records, window_start_s, concurrency=concurrency, method=method)
     if win.method == "detect":
         why = _no_steady_state(win, len(whole.indices))

@@ -16,6 +16,7 @@ from pytest_roofline.measure.stats.bursts import bursts
 from pytest_roofline.measure.stats.glossary import distribution, output_tokens, prompt_tokens
 from pytest_roofline.measure.stats.held import held_in_flight, held_littles_law
 from pytest_roofline.measure.stats.steady import steady_summary
+from pytest_roofline.model import workload as _workload
 from pytest_roofline.quantities.measurement import PointMode
 
 __all__ = ["summarize", "summarize_records", "measurement_window_s", "measured_duration_s",
@@ -186,8 +187,21 @@ def summarize(result: LoadResult, *, steady_state: str | None = "detect", level:
     if steady_state is not None:
         out.update(steady_summary(result.records, result.measure_start_s, method=steady_state, level=level,
                                   concurrency=(result.spec.concurrency if result.spec.mode == PointMode.CLOSED
-                                               else None)))
+                                               else None), fixed_span=sent_on_fixed_span(result)))
     return out
+
+
+def sent_on_fixed_span(result: LoadResult) -> bool:
+    """Whether an open-loop run sent every one of its ``num_requests`` on a fixed span (``arrival_span: fixed``,
+    model/workload.py ``fixed_span_applies``): then its sends span N ÷ rate exactly, and its throughputs take
+    :func:`~pytest_roofline.measure.stats.intervals.fixed_span_rate_interval`. A run stopped early (an adaptive
+    point, a duration limit) sent fewer: its span is not fixed."""
+    spec = result.spec
+    if spec.mode != PointMode.OPEN or getattr(spec, "arrival_span", "drawn") != "fixed":
+        return False
+    if not _workload.fixed_span_applies(count=spec.num_requests, ramp_up=spec.ramp_up):
+        return False
+    return sum(1 for r in result.records if not r.warmup) == spec.num_requests
 
 
 def failure_reasons(records: Sequence[RequestRecord], *, limit: int = 3, width: int = 200) -> list[tuple[str, int]]:

@@ -121,7 +121,8 @@ def detail_client(doc: Mapping[str, Any], records: list[RequestRecord], *, concu
     closed = rate_req_s is None
     spec = LoadSpec(model=str(doc.get("model_id") or ""), token_id_range=(0, 1),
                     mode=PointMode.CLOSED if closed else PointMode.OPEN, concurrency=concurrency if closed else None,
-                    rate_req_s=rate_req_s, num_requests=len(records))
+                    rate_req_s=rate_req_s, num_requests=len(records),
+                    arrival_span="drawn")  # the file does not say how its sends spanned: the count interval
     run = LoadResult(spec=spec, records=records, run_start_s=start, measure_start_s=start, run_end_s=last_end,
                      wall_anchor=0.0, perf_anchor_s=start)
     live = summarize(run, steady_state="detect")
