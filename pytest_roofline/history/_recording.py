@@ -36,7 +36,7 @@ from pytest_roofline.history._records import (
     prediction_key,
 )
 from pytest_roofline.history._samples import point_samples
-from pytest_roofline.measure.results.match import PEER_FORMATS
+from pytest_roofline.measure.results.match import recorded_span
 from pytest_roofline.measure.stats import unheld_points
 from pytest_roofline.scoring import Verdict
 
@@ -194,21 +194,12 @@ def stored_value(verdict: Mapping[str, Any], *, file: str, drift_text: str = "",
 
 
 def value_arrival_span(results: Mapping[str, Any], point_ids: Sequence[str]) -> str | None:
-    """How the open-loop points ``point_ids`` of a results file spread their sends: their ``arrival_span``
-    (``fixed`` / ``drawn``; a point of this tool's file without one was sent ``drawn``), ``mixed`` when they differ;
-    None without open-loop points among them, or for a peer's file that does not say
-    (measure/results/match.py ``PEER_FORMATS``)."""
+    """How the open-loop points ``point_ids`` of a results file spread their sends (each point's
+    :func:`~pytest_roofline.measure.results.match.recorded_span`), ``mixed`` when they differ; None without
+    open-loop points among them, or for a peer's file that does not say."""
     want = {str(p) for p in point_ids}
-    peer = results.get("source") in PEER_FORMATS
-    spans: set[str] = set()
-    for p in results.get("points") or ():
-        if not isinstance(p, Mapping) or str(p.get("id")) not in want or p.get("mode") != "open":
-            continue
-        span = p.get("arrival_span")
-        if span:
-            spans.add(str(span))
-        elif not peer:
-            spans.add("drawn")
+    spans = {s for p in results.get("points") or ()
+             if isinstance(p, Mapping) and str(p.get("id")) in want and (s := recorded_span(results, p)) is not None}
     if not spans:
         return None
     return spans.pop() if len(spans) == 1 else "mixed"

@@ -162,10 +162,10 @@ def arrival_offsets_s(*, rate_req_per_s: float, burstiness: float = 1.0, seed: i
     """
     if span not in ARRIVAL_SPANS:
         raise ValueError(f"span must be one of {', '.join(ARRIVAL_SPANS)}, not {span!r}")
+    rescale = span == "fixed" and fixed_span_applies(count=count, ramp_up=ramp_up)
     times = _drawn_offsets_s(rate_req_per_s=rate_req_per_s, burstiness=burstiness, seed=seed, stream_id=stream_id,
-                             count=count, horizon_s=horizon_s, warmup=warmup, ramp_up=ramp_up,
-                             whole=span == "fixed" and fixed_span_applies(count=count, ramp_up=ramp_up))
-    if span == "fixed" and fixed_span_applies(count=count, ramp_up=ramp_up) and len(times) >= 2 and times[-1] > 0:
+                             count=count, horizon_s=horizon_s, warmup=warmup, ramp_up=ramp_up, whole=rescale)
+    if rescale and len(times) >= 2 and times[-1] > 0:
         times = times * (float(count) / float(rate_req_per_s) / float(times[-1]))  # type: ignore[arg-type]
         if horizon_s is not None:
             times = times[times < horizon_s]

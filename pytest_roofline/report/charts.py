@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_roofline.measure.results.match import PEER_FORMATS
+from pytest_roofline.measure.results.match import recorded_span
 from pytest_roofline.measure.stats.held import RATE_SHARE, is_rate_flag
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model.band_reasons import NO_BAND_REASON
@@ -842,8 +842,7 @@ def _arrivals(spec: Any, results: Mapping[str, Any] | None) -> str:
     kind = ("Poisson arrivals" if found == {1.0}
             else "gamma arrivals, burstiness " + ", ".join(f"{b:g}" for b in sorted(found)))
     if points:
-        peer = (results or {}).get("source") in PEER_FORMATS
-        spans = {str(p.get("arrival_span") or ("" if peer else "drawn")) for p in points} - {""}
+        spans = {s for p in points if (s := recorded_span(results or {}, p)) is not None}
     else:
         spans = {str(getattr(getattr(spec, "sweep", None), "arrival_span", "fixed"))}
     words = {"fixed": "N sent over N ÷ rate", "drawn": "span as drawn"}

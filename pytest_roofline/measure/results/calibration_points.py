@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_roofline.errors import CalibrationError
+from pytest_roofline.measure.results.match import recorded_span
 from pytest_roofline.model.calibration import MeasuredPoint
 from pytest_roofline.quantities.measurement import PointMode
 
@@ -47,8 +48,9 @@ def measured_points(doc: Mapping[str, Any], *, include_batch1: bool = False) -> 
             rate_req_per_s=(float(p["rate_req_s"]) if mode == PointMode.OPEN and p.get("rate_req_s") is not None
                             else None),
             burstiness=float(p.get("burstiness") or 1.0),
-            # a point recorded before spans were recorded was sent on the drawn schedule
-            arrival_span=str(p.get("arrival_span") or "drawn"),
+            # a point recorded before spans were recorded was sent on the drawn schedule, and so is read a peer's
+            # that does not say (match.recorded_span: None there)
+            arrival_span=recorded_span(doc, p) or "drawn",
             num_requests=int(p["num_requests"]) if p.get("num_requests") else None,
             input_len=int(p.get("input_len") or wl.get("input_len") or 0) or None,
             output_len=int(p.get("output_len") or wl.get("output_len") or 0) or None,

@@ -14,15 +14,15 @@ from typing import Any
 
 from pytest_roofline.errors import HardwareError, ModelArchError, ResultsMismatchError
 from pytest_roofline.format.spec import Spec
-from pytest_roofline.measure.results.peers import aiperf, guidellm, vllm_bench
+from pytest_roofline.measure.results import peers
 from pytest_roofline.model import architecture, hardware
 from pytest_roofline.quantities.measurement import BATCH1_ID, PointMode, point_mode
 
-__all__ = ["Comparison", "compare", "refuse_message", "ALLOW_OPTION"]
+__all__ = ["Comparison", "compare", "refuse_message", "ALLOW_OPTION", "PEER_FORMATS", "recorded_span"]
 
 ALLOW_OPTION = "--roofline-allow-mismatch"
-#: the ``source`` of a peer's file read as results (measure/results/peers)
-PEER_FORMATS = frozenset({vllm_bench.FORMAT, guidellm.FORMAT, aiperf.FORMAT})
+#: the ``source`` of a peer's file read as results (measure/results/peers: every format but this tool's own)
+PEER_FORMATS = frozenset(peers.FORMATS) - {peers.OWN}
 #: relative slack on mean token lengths read from a peer's totals (token counts ÷ requests)
 _LENGTH_SLACK = 0.02
 
@@ -138,21 +138,29 @@ def compare(data: Mapping[str, Any], spec: Spec) -> Comparison:
     return cmp
 
 
+def recorded_span(results: Mapping[str, Any], point: Mapping[str, Any]) -> str | None:
+    """How a results file's open-loop ``point`` spread its sends (``sweep.arrival_span``, model/workload.py): its
+    ``arrival_span``; ``drawn`` for a point of this tool's own file without one (every open-loop run before
+    2026-12-07 was sent so); None for a peer's file that does not say, and for a closed loop (no schedule)."""
+    if point_mode(point) is not PointMode.OPEN:  # type: ignore[arg-type]
+        return None
+    if point.get("arrival_span"):
+        return str(point["arrival_span"])
+    return None if results.get("source") in PEER_FORMATS else "drawn"
+
+
 def _arrival_span(data: Mapping[str, Any], points: list[Any], spec: Spec, cmp: Comparison) -> None:
     """A difference when the file's open-loop points were sent on another span than the sweep asks for
     (``sweep.arrival_span``, model/workload.py): the serving model simulates the sweep's, so it would be checked
-    against sends it did not model. This tool's own points without the field were sent ``drawn`` (files before
-    2026-12-07); a peer's file that does not say goes to "not checked"."""
+    against sends it did not model (:func:`recorded_span`); a peer's file that does not say goes to "not
+    checked"."""
     open_pts = [p for p in points if point_mode(p) is PointMode.OPEN]
     if not open_pts:
         return
-    peer = data.get("source") in PEER_FORMATS
-    spans = {str(p["arrival_span"]) for p in open_pts if p.get("arrival_span")}
-    if peer and not spans:
+    spans = {s for p in open_pts if (s := recorded_span(data, p)) is not None}
+    if not spans:
         cmp.unchecked.append("arrival span (the file does not say whether its open-loop sends spanned N ÷ rate)")
         return
-    if not peer and any(not p.get("arrival_span") for p in open_pts):
-        spans.add("drawn")
     want = spec.sweep.arrival_span
     other = sorted(spans - {want})
     if other:

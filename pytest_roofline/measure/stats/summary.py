@@ -197,7 +197,7 @@ def sent_on_fixed_span(result: LoadResult) -> bool:
     :func:`~pytest_roofline.measure.stats.intervals.fixed_span_rate_interval`. A run stopped early (an adaptive
     point, a duration limit) sent fewer: its span is not fixed."""
     spec = result.spec
-    if spec.mode != PointMode.OPEN or getattr(spec, "arrival_span", "drawn") != "fixed":
+    if spec.mode != PointMode.OPEN or spec.arrival_span != "fixed":
         return False
     if not _workload.fixed_span_applies(count=spec.num_requests, ramp_up=spec.ramp_up):
         return False
