@@ -34,10 +34,13 @@ from pytest_roofline.errors import (
 from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, parse_limit
 from pytest_roofline.format.spec import SpecError, json_schema, load_spec
 from pytest_roofline.measure.engine import tiny_model as tinymodel
-from pytest_roofline.measure.results import load_results, named_prediction_file
+from pytest_roofline.measure.results import named_prediction_file
 from pytest_roofline.measure.results.calibration_points import measured_points, parse_point_selector, select_points
+from pytest_roofline.measure.results.match import recorded_span
+from pytest_roofline.measure.results.peers import load_any
 from pytest_roofline.model import calibration, hardware, serving
 from pytest_roofline.model.setup import RequestLengthWarning, build_setup
+from pytest_roofline.quantities.measurement import PointMode, point_mode
 from pytest_roofline.quantities.registry import QUANTITIES
 from pytest_roofline.units import GB, GIB
 
@@ -285,7 +288,7 @@ def _compare_side(ref: str, store_uri: str | None, predictions: str | None,
     if path.is_dir():
         return read_run_dir(path).summary
     if path.is_file():
-        data = load_results(path)
+        data = load_any(path)  # this tool's results.json or a peer's file, as --replay reads it
         named = predictions or str((data.get("setup") or {}).get("predictions_file") or "")
         found = (Path(named) if Path(named).is_file() else None) if predictions else named_prediction_file(named, path)
         if found is None:
@@ -441,11 +444,28 @@ def _calibrate_predictions(named: str, results: Path) -> Path:
     return found
 
 
+def _schedule_notes(doc: Mapping[str, Any]) -> list[str]:
+    """How each open-loop point of a results document is simulated when its sends were not recorded and its file
+    does not say how they spanned (a peer's summary file): on a drawn schedule, which a current ``vllm bench
+    serve`` does not send (model/workload.py), so the fit may read the schedule's span as the engine's speed."""
+    out = []
+    for p in doc.get("points") or ():
+        if point_mode(p) is not PointMode.OPEN or p.get("sent_offsets_s") or recorded_span(doc, p):
+            continue
+        out.append(f"{p.get('id')}: the file records neither its open-loop sends nor how they spanned; simulated "
+                   "on a drawn schedule at its rate (GuideLLM's poisson; vllm bench serve before vLLM PR #21108, "
+                   "merged 2025-07, since which its N sends span N / rate); vllm bench serve --save-detailed keeps "
+                   "the sends, and they are simulated as sent")
+    return out
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Fit the serving model's constants to measured points; print values ± 1σ and residuals; write the file."""
     fields = _calibrate_fields(args)
     joint = bool(getattr(args, "joint", False))
-    docs = _distinct_points([(f, load_results(f)) for f in args.results])
+    # this tool's results files and peers' (vllm bench serve, GuideLLM, AIPerf: measure.results.peers), read as
+    # --replay reads them; a peer's file names no prediction file, so --predictions gives the setup
+    docs = _distinct_points([(f, load_any(f)) for f in args.results])
 
     def run_of(d: Mapping[str, Any]) -> tuple[Any, ...]:
         st = d.get("setup") or {}
@@ -465,6 +485,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                         model_ref=spec.model, model_overrides=spec.model_overrides, engine=spec.engine,
                         workload=spec.workload)
     points = [p for _, d in docs for p in measured_points(d)]
+    for f, d in docs:
+        for note in _schedule_notes(d):
+            print(f"note: {f}: {note}")
     held: list[calibration.MeasuredPoint] = []
     if args.points:
         chosen = select_points(points, parse_point_selector(args.points))

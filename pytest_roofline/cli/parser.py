@@ -159,7 +159,10 @@ def make_parser() -> argparse.ArgumentParser:
     tm.add_argument("--dest")
     tm.set_defaults(fn=cmd_tiny_model)
     cb = sub.add_parser("calibrate", help="fit the serving model's constants to measured points")
-    cb.add_argument("results", nargs="+", help="results files (results.json) of the same setup")
+    cb.add_argument("results", nargs="+",
+                    help="results files of the same setup: this tool's results.json, or a peer's as --replay reads "
+                         "them (vllm bench serve --save-result files or their folder, GuideLLM's benchmarks JSON, "
+                         "AIPerf's profile export), which need --predictions for the setup")
     cb.add_argument("--points", help="which points to fit on, e.g. C=1,C=64 or R=4,R=32 (default: all)")
     cb.add_argument("--fit", help="comma-separated constants to fit (default: the decode-step terms and "
                     "frontend_in_s / flop_efficiency, each where the points identify it; with --joint: "

@@ -125,6 +125,9 @@ class MeasuredPoint:
     burstiness: float = 1.0
     #: open loop: how the point's sends spanned (model.workload.ARRIVAL_SPANS)
     arrival_span: str = "fixed"
+    #: open loop: the sends the run recorded (s after the first), simulated in place of any schedule (a peer's
+    #: per-request file); None: the schedule ``arrival_span`` names, seeded as the load generator seeds it
+    sent_offsets_s: tuple[float, ...] | None = None
     num_requests: int | None = None
     input_len: int | None = None
     output_len: int | None = None
@@ -149,11 +152,16 @@ class MeasuredPoint:
         return None if v is None or not (v > 0) or not math.isfinite(v) else float(v)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__ if getattr(self, k) is not None}
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if getattr(self, k) is not None}
+        if "sent_offsets_s" in out:
+            out["sent_offsets_s"] = list(out["sent_offsets_s"])
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> MeasuredPoint:
         known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        if known.get("sent_offsets_s") is not None:
+            known["sent_offsets_s"] = tuple(float(t) for t in known["sent_offsets_s"])
         return cls(**known)
 
 
@@ -212,6 +220,8 @@ def serving_predictor(setup: Setup, *, engine: serving.EngineConfig | None = Non
             if point.burstiness != 1.0:
                 kw["burstiness"] = float(point.burstiness)
             kw["arrival_span"] = point.arrival_span
+            if point.sent_offsets_s is not None:
+                kw["sent_offsets_s"] = point.sent_offsets_s
         else:
             kw["concurrency"] = int(point.concurrency or 1)
         if point.num_requests:

@@ -188,6 +188,7 @@ class PointRecord(TypedDict, total=False):
     rate_req_s: float | None
     burstiness: float
     arrival_span: str  # open loop: "fixed" or "drawn" (model.workload.ARRIVAL_SPANS); absent: "drawn" (older files)
+    sent_offsets_s: list[float]  # open loop: each send, s after the first (a peer's start_times): calibrate simulates
     input_len: int
     output_len: int
     num_requests: int | None

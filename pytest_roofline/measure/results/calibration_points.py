@@ -6,6 +6,7 @@ The results schema (docs/results-schema.md) stays here, in the measurement layer
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -41,6 +42,7 @@ def measured_points(doc: Mapping[str, Any], *, include_batch1: bool = False) -> 
         if not c or not c.get("completed") or c.get("failed"):
             continue
         mode = p.get("mode", PointMode.CLOSED)
+        sent = _sent_offsets(p) if mode == PointMode.OPEN else None
         out.append(MeasuredPoint(
             id=str(p.get("id")),
             concurrency=(int(p["concurrency"]) if p.get("concurrency") is not None and mode == PointMode.CLOSED
@@ -51,7 +53,8 @@ def measured_points(doc: Mapping[str, Any], *, include_batch1: bool = False) -> 
             # a point recorded before spans were recorded was sent on the drawn schedule, and so is read a peer's
             # that does not say (match.recorded_span: None there)
             arrival_span=recorded_span(doc, p) or "drawn",
-            num_requests=int(p["num_requests"]) if p.get("num_requests") else None,
+            sent_offsets_s=sent,
+            num_requests=len(sent) if sent else int(p["num_requests"]) if p.get("num_requests") else None,
             input_len=int(p.get("input_len") or wl.get("input_len") or 0) or None,
             output_len=int(p.get("output_len") or wl.get("output_len") or 0) or None,
             output_throughput_tok_per_s=_num(c.get("output_throughput_tok_s")),
@@ -62,6 +65,21 @@ def measured_points(doc: Mapping[str, Any], *, include_batch1: bool = False) -> 
             prefix_cache_hit_rate=_num((p.get("server") or {}).get("prefix_cache_hit_rate")),
         ))
     return out
+
+
+def _sent_offsets(point: Mapping[str, Any]) -> tuple[float, ...] | None:
+    """A point's recorded sends (``sent_offsets_s``: a peer's per-request file), or None where it has none or they
+    are not a send order (the point is then simulated on the schedule ``arrival_span`` names)."""
+    raw = point.get("sent_offsets_s")
+    if not isinstance(raw, list) or not raw:
+        return None
+    try:
+        sent = tuple(float(t) for t in raw)
+    except (TypeError, ValueError):
+        return None
+    if any(not math.isfinite(t) for t in sent) or sent[0] != 0.0 or any(b < a for a, b in zip(sent, sent[1:])):
+        return None
+    return sent
 
 
 def _num(v: Any) -> float | None:

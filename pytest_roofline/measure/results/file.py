@@ -467,7 +467,7 @@ _SERVER: dict[str, str] = {
 }
 _POINT: dict[str, str] = {
     "id": _STR, "mode": _STR, "concurrency": _INT, "rate_req_s": _NUM, "burstiness": _NUM, "arrival_span": _STR,
-    "input_len": _INT,
+    "sent_offsets_s": _LIST, "input_len": _INT,
     "output_len": _INT, "num_requests": _INT, "warmup_requests": _INT, "duration_s": _NUM, "client": _OBJ,
     "server": _OBJ, "contaminated": _BOOL, "flags": _LIST, "requests_file": _STR, "loadgen": _OBJ,
     "workload": _OBJ,  # the workload as run (loadgen/datasets.py): distributions, dataset + sha256, realised lengths

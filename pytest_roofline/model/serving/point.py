@@ -45,6 +45,9 @@ class Workload:
     ramp_up: RampUp | None = None  # open loop: the rate rises over the requests (workload.arrival_offsets_s)
     arrival_span: ArrivalSpan = "fixed"  # open loop: how the sends span (workload.arrival_offsets_s)
     warmup_requests: int = 0  # the load generator's warm-up: not simulated, but its prefixes are cached
+    #: open loop: the sends a run recorded (s after its first send, one per request, in send order): simulated in
+    #: place of the drawn schedule, so a peer's file whose schedule is unknown is simulated on what it sent
+    sent_offsets_s: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.num_requests < 1:
@@ -61,6 +64,8 @@ class Workload:
             if self.arrival_span not in ARRIVAL_SPANS:
                 raise SimulationError(f"arrival_span must be one of {', '.join(ARRIVAL_SPANS)}, "
                                       f"not {self.arrival_span!r}")
+        if self.sent_offsets_s is not None:
+            _check_sent_offsets(self.sent_offsets_s, self.num_requests, closed=self.arrival is ArrivalKind.CLOSED)
         if not 0.0 <= self.prefix_hit_rate < 1.0:
             raise SimulationError("prefix_hit_rate must be in [0, 1)")
         if not 0.0 <= self.prefix_share < 1.0:
@@ -71,8 +76,25 @@ class Workload:
 
 
 
+def _check_sent_offsets(offsets: tuple[float, ...], num_requests: int, *, closed: bool) -> None:
+    """Recorded sends (``Workload.sent_offsets_s``): an open loop's, one per request, finite, from 0, in order."""
+    if closed:
+        raise SimulationError("sent_offsets_s are an open loop's recorded sends: a closed loop sends as requests end")
+    if len(offsets) != num_requests:
+        raise SimulationError(f"sent_offsets_s holds {len(offsets)} sends for {num_requests} requests")
+    prev = 0.0
+    for i, t in enumerate(offsets):
+        if not (isinstance(t, float) and math.isfinite(t) and t >= prev):
+            raise SimulationError(f"sent_offsets_s[{i}] = {t!r}: recorded sends are finite seconds after the first "
+                                  "send (the first 0), in send order")
+        prev = t
+
+
 def arrival_times(workload: Workload) -> list[float]:
-    """The open-loop send times: the load generator's schedule for the same (rate, burstiness, seed, point_id)."""
+    """The open-loop send times: the sends the run recorded (``sent_offsets_s``) where given, else the load
+    generator's schedule for the same (rate, burstiness, seed, point_id, span)."""
+    if workload.sent_offsets_s is not None:
+        return list(workload.sent_offsets_s)
     shape = float(workload.burstiness) if workload.arrival is ArrivalKind.GAMMA else 1.0
     rate = workload.rate_req_per_s
     if rate is None:  # Workload refuses an open-loop point without one; a closed loop has no send times
@@ -92,14 +114,17 @@ def workload_for_point(setup: Setup, *, concurrency: int | None = None, rate_req
                        output_len: int | LengthDist | None = None, prefix_hit_rate: float = 0.0,
                        point_id: str = "point", dataset: DatasetLengths | None = None, prefix_share: float = 0.0,
                        shared_prefix_len: int = 0, ramp_up: RampUp | None = None,
-                       warmup_requests: int = 0, arrival_span: ArrivalSpan = "fixed") -> Workload:
+                       warmup_requests: int = 0, arrival_span: ArrivalSpan = "fixed",
+                       sent_offsets_s: tuple[float, ...] | None = None) -> Workload:
     """The workload a sweep point sends (lengths from the Setup unless given), as the load generator does:
     closed loop at ``concurrency`` with ``num_requests`` (default ``requests_per_concurrency x C``), or open loop
     at ``rate_req_per_s`` (Poisson when ``burstiness`` is 1, gamma otherwise; default ``max(10, 30 x rate)``
     requests, as measure/plan.py). ``seed`` and ``point_id`` are the load generator's (the prediction file's
     ``workload.seed`` and the sweep point's id): together they give the same arrival times it sends on, and
     the same per-request lengths (``dataset``, ``prefix_share``, ``shared_prefix_len``, ``ramp_up``,
-    ``warmup_requests`` and ``arrival_span`` are the rest of the load generator's description: model/workload.py)."""
+    ``warmup_requests`` and ``arrival_span`` are the rest of the load generator's description: model/workload.py).
+    ``sent_offsets_s``: an open loop's recorded sends (s after the first), simulated in place of any schedule;
+    the point's request count is theirs."""
     def dist(x: int | LengthDist | None, default: int) -> LengthDist:
         if isinstance(x, LengthDist):
             return x
@@ -113,6 +138,9 @@ def workload_for_point(setup: Setup, *, concurrency: int | None = None, rate_req
     out = dist(output_len, int(setup.output_len))
     if rate_req_per_s is not None:
         n = num_requests if num_requests is not None else max(10, int(rate_req_per_s * 30))
+        if sent_offsets_s is not None:
+            shape["sent_offsets_s"] = tuple(float(t) for t in sent_offsets_s)
+            n = len(sent_offsets_s)
         kind = ArrivalKind.POISSON if burstiness == 1.0 else ArrivalKind.GAMMA
         return Workload(input_len=inp, output_len=out, num_requests=int(n), arrival=kind,
                         concurrency=concurrency, rate_req_per_s=float(rate_req_per_s), burstiness=float(burstiness),

@@ -32,7 +32,7 @@ from pytest_roofline.measure.results.peers._common import number
 from pytest_roofline.measure.stats.summary import summarize
 from pytest_roofline.quantities.measurement import PointMode
 
-__all__ = ["DETAIL_KEYS", "LIVE_KEYS", "detail_records", "detail_client"]
+__all__ = ["DETAIL_KEYS", "LIVE_KEYS", "detail_records", "detail_client", "sent_offsets"]
 
 #: the per-request arrays the records are rebuilt from (``errors`` and ``input_lens`` are optional)
 DETAIL_KEYS: tuple[str, ...] = ("start_times", "ttfts", "itls", "latencies", "output_lens")
@@ -90,6 +90,13 @@ def detail_records(doc: Mapping[str, Any]) -> tuple[list[RequestRecord] | None, 
                                      prompt_tokens=int(n_in) if n_in is not None else None,
                                      completion_tokens=int(n_out), status="ok"))
     return records, ""
+
+
+def sent_offsets(start_times: list[Any]) -> list[float]:
+    """The sends of ``start_times`` (already checked by :func:`detail_records`) as seconds after the first, in
+    send order, to the µs: a point's ``sent_offsets_s`` (docs/results-schema.md)."""
+    sends = sorted(float(t) for t in start_times)
+    return [round(t - sends[0], 6) for t in sends]
 
 
 #: the keys of the live ``client`` object taken from the rebuilt requests: what vLLM's summary keys do not hold
