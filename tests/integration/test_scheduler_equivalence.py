@@ -14,6 +14,14 @@ Difference found and fixed by this test: vLLM 0.32 admits a waiting request only
 are free (``SchedulerConfig.scheduler_reserve_full_isl``, default True); the model admitted a first chunk whenever
 that chunk's blocks were free (``EngineConfig.reserve_full_prompt``).
 
+With prefix caching on (vLLM V1's default), block by block (model/serving/kv_pool.py): the requests share a prefix
+of random length (their first tokens are the same token ids) and vLLM hashes its blocks as the engine does; each
+request samples its own token id, so no two requests' outputs share a block. Compared the same way, this checks
+the hits a request gets when admitted (what is cached by then, evictions included), the blocks shared prefixes
+save, and a preempted request resuming on what is left of its own blocks. Differences found and fixed by it: the
+model had counted every earlier request's prefix as cached whether or not it had been scheduled yet, allocated a
+shared prefix once per request, and recomputed a preempted request from its first token.
+
 Importing vLLM takes ~20 s on the project's 2-core machine: one module-scoped import, marked slow.
 """
 
@@ -41,6 +49,8 @@ def vllm_mod(tmp_path_factory):
         import torch
         from vllm.config import CacheConfig, ModelConfig, SchedulerConfig, VllmConfig
         from vllm.sampling_params import SamplingParams
+        from vllm.utils.hashing import get_hash_fn_by_name
+        from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
         from vllm.v1.core.sched.scheduler import Scheduler
         from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
         from vllm.v1.outputs import ModelRunnerOutput
@@ -55,14 +65,14 @@ def vllm_mod(tmp_path_factory):
         "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 256,
         "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "torch_dtype": "float32"}))
 
-    def run_vllm(reqs, *, max_num_seqs, budget, num_blocks, chunked=True):
+    def run_vllm(reqs, *, max_num_seqs, budget, num_blocks, chunked=True, prefix=None):
         # without chunked prefill vLLM refuses a budget under max_model_len: these runs cap it at 512
         mml = 1024 if chunked else 512
         mc = ModelConfig(model=str(model_dir), tokenizer=str(model_dir), dtype="float32", max_model_len=mml,
                          skip_tokenizer_init=True)
         sc = SchedulerConfig(max_num_seqs=max_num_seqs, max_num_batched_tokens=budget, max_model_len=mml,
                              enable_chunked_prefill=chunked, is_encoder_decoder=False)
-        cc = CacheConfig(block_size=BLOCK, enable_prefix_caching=False)
+        cc = CacheConfig(block_size=BLOCK, enable_prefix_caching=prefix is not None)
         vc = VllmConfig(model_config=mc, cache_config=cc, scheduler_config=sc)
         vc.cache_config.num_gpu_blocks = num_blocks
         spec = FullAttentionSpec(block_size=BLOCK, num_kv_heads=2, head_size=16, dtype=torch.float32)
@@ -70,10 +80,18 @@ def vllm_mod(tmp_path_factory):
                             kv_cache_groups=[KVCacheGroupSpec(["layer"], spec)])
         s = Scheduler(vllm_config=vc, kv_cache_config=kvc, structured_output_manager=StructuredOutputManager(vc),
                       block_size=BLOCK)
+        hasher = None
+        if prefix is not None:  # the engine core's block hasher (vllm/v1/engine/core.py)
+            hash_fn = get_hash_fn_by_name(vc.cache_config.prefix_caching_hash_algo)
+            init_none_hash(hash_fn)
+            hasher = get_request_block_hasher(BLOCK, hash_fn)
         rng = random.Random(0)
+        shared = [rng.randint(3, 250) for _ in range(prefix or 0)]
         for i, (p, o) in enumerate(reqs):
-            s.add_request(Request(f"r{i}", [rng.randint(3, 250) for _ in range(p)],
-                                  SamplingParams(max_tokens=o, ignore_eos=True), None, arrival_time=0.0))
+            k = min(len(shared), p)
+            s.add_request(Request(f"r{i}", shared[:k] + [rng.randint(3, 250) for _ in range(p - k)],
+                                  SamplingParams(max_tokens=o, ignore_eos=True), None, arrival_time=0.0,
+                                  block_hasher=hasher))
         steps = []
         while s.has_unfinished_requests():
             out = s.schedule()
@@ -81,7 +99,9 @@ def vllm_mod(tmp_path_factory):
             assert ids, "vLLM scheduled nothing"
             # schedule() has advanced num_computed_tokens: a request whose computed tokens reach its known tokens
             # samples one (a prefill chunk that ends mid-prompt samples none)
-            toks = [[7] if s.requests[r].num_computed_tokens >= s.requests[r].num_tokens else [] for r in ids]
+            # each request its own token id (3 + its index), so no two outputs share a block
+            toks = [[3 + int(r[1:])] if s.requests[r].num_computed_tokens >= s.requests[r].num_tokens else []
+                    for r in ids]
             s.update_from_output(out, ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
                                                         sampled_token_ids=toks, logprobs=None,
                                                         prompt_logprobs_dict={}, pooler_output=[]))
@@ -92,18 +112,18 @@ def vllm_mod(tmp_path_factory):
     return run_vllm
 
 
-def run_model(reqs, *, max_num_seqs, budget, num_blocks, chunked=True):
+def run_model(reqs, *, max_num_seqs, budget, num_blocks, chunked=True, prefix=None):
     setup = build_setup(hardware_ref="cpu", model_ref="roofline-tiny",
                         engine={"name": "vllm", "version": "0.32.0"})
     # the engine as EngineConfig.from_setup resolves a 0.32 V1 engine: V1's scheduler with chunking on or off,
     # stopping at a prompt over the budget left (PR #28911)
     eng = sv.EngineConfig(max_num_seqs=max_num_seqs, max_num_batched_tokens=budget, block_size=BLOCK,
-                          num_gpu_blocks=num_blocks, chunked_prefill=chunked, enable_prefix_caching=False,
-                          engine_kind="v1", skip_long_prompts=False)
+                          num_gpu_blocks=num_blocks, chunked_prefill=chunked,
+                          enable_prefix_caching=prefix is not None, engine_kind="v1", skip_long_prompts=False)
     constants = sv.default_constants(setup).replace(frontend_in_s=0.0, frontend_out_s=0.0)
     w = sv.Workload(input_len=LengthDist(1, "file", values=tuple(p for p, _ in reqs), order="sequential"),
                     output_len=LengthDist(1, "file", values=tuple(o for _, o in reqs), order="sequential"),
-                    num_requests=len(reqs), concurrency=len(reqs))
+                    num_requests=len(reqs), concurrency=len(reqs), shared_prefix_len=prefix or 0)
     sim = sv._Sim(setup, w, eng, constants, False, [])
     steps = []
     policy = sim.scheduler.schedule
@@ -154,3 +174,33 @@ def test_the_v1_scheduler_without_chunked_prefill_matches_vllms_step_by_step(vll
     for i, (a, b) in enumerate(zip(ours, theirs, strict=False)):
         assert a == b, f"step {i} of {kw} with {reqs}: model {a}, vLLM {b}"
     assert len(ours) == len(theirs)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_v1_scheduler_with_prefix_caching_matches_vllms_step_by_step(vllm_mod, seed):
+    # a shared prefix of 0-160 tokens (0: only a preempted request's own blocks can be hit); pools from barely
+    # enough for the largest request (preemptions, evictions) to roomy
+    rng = random.Random(1000 + seed)
+    n = rng.randint(6, 16)
+    prefix = rng.choice([0, 16, 40, 64, 100, 160])
+    reqs = [(rng.randint(1, 300), rng.randint(1, 60)) for _ in range(n)]
+    biggest = max(-(-(p + o) // BLOCK) for p, o in reqs)
+    kw = {"max_num_seqs": rng.choice([2, 4, 8]), "budget": rng.choice([64, 128, 256, 512]),
+          "num_blocks": rng.randint(biggest + 2, biggest + 60), "prefix": prefix}
+    theirs = vllm_mod(reqs, **kw)
+    ours = run_model(reqs, **kw)
+    for i, (a, b) in enumerate(zip(ours, theirs, strict=False)):
+        assert a == b, f"step {i} of {kw} with {reqs}: model {a}, vLLM {b}"
+    assert len(ours) == len(theirs)
+
+
+def test_prefix_caching_changes_what_vllm_schedules(vllm_mod):
+    """The traces above would not tell the pool from the counting it replaced if caching changed nothing: on one
+    of them, vLLM with caching on schedules otherwise than with it off (fewer prompt tokens: the hits)."""
+    rng = random.Random(7)
+    reqs = [(rng.randint(100, 300), rng.randint(10, 60)) for _ in range(10)]
+    kw = {"max_num_seqs": 4, "budget": 256, "num_blocks": 80}
+    on = vllm_mod(reqs, prefix=96, **kw)
+    off = vllm_mod(reqs, **kw)
+    assert sum(n for step in on for _, n in step) < sum(n for step in off for _, n in step)
+    assert on == run_model(reqs, prefix=96, **kw)

@@ -65,11 +65,13 @@ def _sweep(spec: Spec, pid: str):
 
 def _simulated(spec: Spec, pid: str, concurrency: int = 4) -> tuple[sv.Workload, sv._Sim, sv.PointPrediction]:
     """The workload the serving model simulates for ``pid`` at a closed-loop point, its per-request lengths
-    (``_Sim.prompts`` / ``outs``) and the point's prediction."""
+    (``_Sim.prompts`` / ``outs``) and prefix-cache hits (``_Sim.prefix_hits``, known once it has run: the pool
+    decides them as requests are admitted) and the point's prediction."""
     sweep = _sweep(spec, pid)
     point, pp = sweep.predict(("closed", float(concurrency)))
     work = sweep.workload(point)
     sim = sv._Sim(sweep.setup, work, sweep.engine, sweep.constants, True)
+    sim.run()
     return work, sim, pp
 
 

@@ -435,6 +435,11 @@ SMALL_CASES = [
     dict(rate=6.0, n=50, inp=256, out=128, sync=True),
     dict(c=12, n=40, inp=("uniform", 300), out=("normal", 150), sync=True),
     dict(c=16, n=40, inp=512, out=256, blocks=200, sync=True),
+    # the prefix-cache pool block by block (model/serving/kv_pool.py): a shared prefix, with preemptions whose
+    # requests find what is left of their own blocks when they resume
+    dict(c=16, n=40, inp=512, out=256, blocks=200, prefix=300),
+    dict(c=16, n=40, inp=("uniform", 600), out=("normal", 200), blocks=160, prefix=200, sync=True),
+    dict(rate=20.0, n=60, inp=("uniform", 400), out=128, blocks=120, prefix=96),
 ]
 
 
@@ -460,10 +465,11 @@ def test_bulk_decode_runs_equal_the_step_by_step_reference(a100, a100_engine, ca
         kind = sv.ArrivalKind.GAMMA if "burst" in case else sv.ArrivalKind.POISSON
         w = sv.Workload(input_len=_length(case["inp"]), output_len=_length(case["out"]), num_requests=case["n"],
                         arrival=kind, rate_req_per_s=case["rate"], burstiness=case.get("burst", 1.0), seed=5,
-                        concurrency=case.get("cap"))
+                        concurrency=case.get("cap"), shared_prefix_len=case.get("prefix", 0))
     else:
         w = sv.Workload(input_len=_length(case["inp"]), output_len=_length(case["out"]), num_requests=case["n"],
-                        concurrency=case["c"], seed=5, prefix_hit_rate=case.get("hit", 0.0))
+                        concurrency=case["c"], seed=5, prefix_hit_rate=case.get("hit", 0.0),
+                        shared_prefix_len=case.get("prefix", 0))
     fast = sv.simulate(a100, w, engine=eng).to_dict()
     slow = sv.simulate(a100, w, engine=eng, _bulk=False).to_dict()
     fs, ss = fast.pop("time_shares"), slow.pop("time_shares")

@@ -33,7 +33,8 @@ class Request:
     blocks held, its timestamps); plain slots, for the step loop's speed."""
 
     __slots__ = ("idx", "prompt", "out", "arrival", "ready", "computed", "produced", "blocks", "first_token",
-                 "last_token", "finish", "scheduled_at", "client", "preempted", "seen_first", "seen_last")
+                 "last_token", "finish", "scheduled_at", "client", "preempted", "seen_first", "seen_last",
+                 "block_ids", "hits", "n_cached", "prev_ids")
 
     def __init__(self, idx: int, prompt: int, out: int, arrival: float, client: int, ready: float | None = None
                  ) -> None:
@@ -57,6 +58,13 @@ class Request:
         #: that step's tokens (model/serving/simulator.py, "Frontend")
         self.seen_first = -1.0
         self.seen_last = -1.0
+        #: with a prefix-cache pool (model/serving/kv_pool.py): the blocks it holds, in order; the cached blocks its
+        #: last look-up found (taken when it is admitted); how many of its leading blocks are cached; the blocks it
+        #: held before it was preempted (where what is left of its own content is found)
+        self.block_ids: list[int] = []
+        self.hits: list[int] = []
+        self.n_cached = 0
+        self.prev_ids: list[int] = []
 
 
 #: one step's work: each scheduled request with the number of new tokens it computes in the step
@@ -85,6 +93,11 @@ class SchedulerState(Protocol):
 
     def initial_computed(self, req: Request) -> int:
         """The tokens of a newly admitted request already in the prefix cache."""
+        ...
+
+    def admission_blocks(self, req: Request, tokens: int) -> int:
+        """The free blocks a waiting request holding nothing needs for its first ``tokens`` tokens, its prefix-cache
+        hits (:meth:`initial_computed`'s) counted as vLLM counts them (``get_num_blocks_to_allocate``)."""
         ...
 
     def admit(self, req: Request, n_new: int, sched: Batch) -> bool:

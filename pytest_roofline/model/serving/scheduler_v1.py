@@ -66,7 +66,7 @@ class V1Scheduler:
             skipped: list[Request] = []  # vLLM's skipped_waiting_requests: back at the queue's head after the step
             while state.waiting and budget > 0 and len(state.running) < state.engine.max_num_seqs:
                 req = state.waiting[0]
-                if req.computed == 0:
+                if req.blocks == 0:  # holds nothing: its hits as the prefix cache holds them now
                     req.computed = state.initial_computed(req)
                 n_new = req.prompt + req.produced - req.computed
                 if not chunked and n_new > budget:
@@ -76,8 +76,7 @@ class V1Scheduler:
                     continue
                 n_new = min(n_new, budget)
                 if state.engine.reserve_full_prompt:
-                    full = -(-(req.prompt + req.produced) // bs) - req.blocks
-                    if full > state.free:
+                    if state.admission_blocks(req, req.prompt + req.produced) > state.free:
                         break
                 if not state.admit(req, n_new, sched):
                     break

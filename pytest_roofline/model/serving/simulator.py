@@ -65,6 +65,7 @@ from pytest_roofline.model import workload as _schedule
 from pytest_roofline.model.serving.constants import ServingConstants, default_constants
 from pytest_roofline.model.serving.cost import CostModel, StepCost
 from pytest_roofline.model.serving.engine import EngineConfig
+from pytest_roofline.model.serving.kv_pool import PrefixCachePool
 from pytest_roofline.model.serving.point import ArrivalKind, Workload, arrival_times
 from pytest_roofline.model.serving.prediction import (
     PointPrediction,
@@ -137,6 +138,13 @@ class _Sim:
         if self.hit > 0 and not engine.enable_prefix_caching:
             raise SimulationError("prefix_hit_rate > 0 needs an engine with enable_prefix_caching")
         self.prefix_hits = [0] * n
+        #: V1 with prefix caching (its default) and no measured hit rate: the block pool itself, its prefix cache
+        #: block by block (model/serving/kv_pool.py): shared prefixes are shared blocks, hits are what is cached
+        #: when a request is admitted, and a preempted request finds what is left of its own blocks
+        self.kv: PrefixCachePool | None = None
+        self.prefix_len = [0] * n
+        if engine.enable_prefix_caching and engine.scheduler_kind == "v1" and self.hit <= 0:
+            self.kv = PrefixCachePool(engine.usable_blocks, self.bs)
         if (workload.prefix_share or workload.shared_prefix_len) and engine.enable_prefix_caching:
             pkw: dict[str, Any] = {"prefix_share": workload.prefix_share,
                                    "shared_prefix_len": workload.shared_prefix_len}
@@ -146,8 +154,18 @@ class _Sim:
                                                  output_len=workload.output_len, dataset=workload.dataset,
                                                  seed=workload.seed, stream_id=workload.point_id, warmup=True)
                 warm_prefix = max(_schedule.prefix_lens(warm.input_lens, **pkw))
-            self.prefix_hits = _schedule.prefix_cache_hits(self.prompts, _schedule.prefix_lens(self.prompts, **pkw),
-                                                           block_size=self.bs, warm_prefix=warm_prefix)
+            self.prefix_len = _schedule.prefix_lens(self.prompts, **pkw)
+            if self.kv is not None:
+                # the warm-up's requests computed the prefix and let it go: cached, at the free queue's end
+                warm_blocks = min(warm_prefix // self.bs, self.kv.num_blocks)
+                if warm_blocks:
+                    held = self.kv.allocate(warm_blocks)
+                    for j, b in enumerate(held):
+                        self.kv.cache_prefix(b, j)
+                    self.kv.free(held)
+            else:
+                self.prefix_hits = _schedule.prefix_cache_hits(self.prompts, self.prefix_len, block_size=self.bs,
+                                                               warm_prefix=warm_prefix)
         for p, o in zip(self.prompts, self.outs, strict=True):
             if engine.requests_held(p + o) < 1:
                 raise SimulationError(f"a request of {p} + {o} tokens needs more KV blocks than the pool holds "
@@ -271,6 +289,8 @@ class _Sim:
 
     # -- one step, request by request ---------------------------------------------------------------------
     def alloc(self, req: Request, n_new: int) -> bool:
+        if self.kv is not None:
+            return self._alloc_pool(req, n_new)
         need = -(-(req.computed + n_new) // self.bs) - req.blocks
         if need <= self.free:
             if need > 0:
@@ -279,8 +299,51 @@ class _Sim:
             return True
         return False
 
+    def _cache_full(self, req: Request, tokens: int) -> None:
+        """``req``'s blocks full once it has ``tokens`` tokens scheduled are cached (kv_pool): the shared prefix's
+        blocks as such, the rest as its own."""
+        kv = self.kv
+        assert kv is not None
+        full = tokens // self.bs
+        if full <= req.n_cached:
+            return
+        shared = min(self.prefix_len[req.idx] // self.bs, full)
+        ids = req.block_ids
+        for j in range(req.n_cached, shared):
+            kv.cache_prefix(ids[j], j)
+        kv.cache_own(ids, req.idx, max(req.n_cached, shared), full)
+        req.n_cached = full
+
+    def _alloc_pool(self, req: Request, n_new: int) -> bool:
+        """``alloc`` on the prefix-cache pool: a request admitted now takes its hits (a hit in the free queue costs a
+        free block), then new blocks; the full blocks of what it computes this step are cached at once."""
+        kv = self.kv
+        assert kv is not None
+        hits = req.hits if not req.block_ids else []
+        held = len(req.block_ids) + len(hits)
+        need = max(-(-(req.computed + n_new) // self.bs) - held, 0)
+        if need + kv.evictable(hits) > kv.num_free:
+            return False
+        if hits:
+            kv.touch(hits)
+            req.block_ids.extend(hits)
+            req.n_cached = len(hits)
+            req.hits = []
+        if need:
+            req.block_ids.extend(kv.allocate(need))
+        self._cache_full(req, req.computed + n_new)
+        req.blocks = len(req.block_ids)
+        self.free = kv.num_free
+        return True
+
     def _release(self, req: Request) -> None:
-        self.free += req.blocks
+        if self.kv is not None:
+            self.kv.free(req.block_ids)
+            req.prev_ids, req.block_ids = req.block_ids, []
+            req.n_cached = 0
+            self.free = self.kv.num_free
+        else:
+            self.free += req.blocks
         req.blocks = 0
 
     def preempt_last(self) -> Request:
@@ -293,6 +356,16 @@ class _Sim:
         return victim
 
     def initial_computed(self, req: Request) -> int:
+        if self.kv is not None:
+            # vLLM's get_computed_blocks: the longest run of its leading blocks cached now, never its last token
+            # (a preempted request finds what is left of its own blocks, outputs included)
+            known = req.prompt + req.produced
+            req.hits = self.kv.lookup(req.idx, self.prefix_len[req.idx] // self.bs, (known - 1) // self.bs,
+                                      req.prev_ids)
+            hit = len(req.hits) * self.bs
+            if not req.preempted:
+                self.prefix_hits[req.idx] = hit
+            return hit
         if req.preempted:
             return 0
         shared = self.prefix_hits[req.idx]
@@ -300,6 +373,12 @@ class _Sim:
             return shared
         cached = int(self.hit * req.prompt) // self.bs * self.bs
         return max(min(cached, req.prompt - 1), shared)
+
+    def admission_blocks(self, req: Request, tokens: int) -> int:
+        blocks = -(-tokens // self.bs)
+        if self.kv is None:
+            return blocks - req.blocks
+        return max(blocks - len(req.hits), 0) + self.kv.evictable(req.hits)
 
 
     def admit(self, req: Request, n_new: int, sched: list[tuple[Request, int]]) -> bool:
@@ -340,6 +419,11 @@ class _Sim:
         sched = self.scheduler.schedule(self)
         if not sched:
             raise SimulationError("the scheduler could not schedule anything (a request larger than the pool?)")
+        if self.kv is not None:  # vLLM caches a block as soon as it is full and scheduled, allocation or not
+            bs = self.bs
+            for req, n in sched:
+                if (req.computed + n) // bs > req.n_cached:
+                    self._cache_full(req, req.computed + n)
         n_dec = dec_ctx = pf_tok = pf_kv = 0
         pf_pairs = 0.0
         for req, n in sched:
@@ -433,25 +517,34 @@ class _Sim:
                 if self.engine.chunked_prefill:
                     # could it be admitted now?  Budget is left (len(run) < max_num_batched_tokens); the
                     # blocks it asks for stay the same and the free blocks only shrink while decodes run.
-                    comp = head.computed or self.initial_computed(head)
+                    comp = self.initial_computed(head) if head.blocks == 0 else head.computed
                     n_new = min(head.prompt + head.produced - comp, left)
-                    need = -(-(comp + n_new) // self.bs) - head.blocks
-                    if need <= self.free - self._decode_need():
+                    if self._head_fits(head, comp, n_new):
                         return 0
                 elif self.engine.scheduler_kind == "v1" and not self.engine.skip_long_prompts:
                     # V1 without chunking, stopping at a prompt that does not fit: one longer than the budget the
                     # decodes leave stays out for the whole run (and so does everything behind it)
-                    comp = head.computed or self.initial_computed(head)
+                    comp = self.initial_computed(head) if head.blocks == 0 else head.computed
                     n_new = head.prompt + head.produced - comp
-                    if n_new <= left:
-                        need = -(-(comp + n_new) // self.bs) - head.blocks
-                        if need <= self.free - self._decode_need():
-                            return 0
+                    if n_new <= left and self._head_fits(head, comp, n_new):
+                        return 0
                 else:
                     # V0: a waiting prefill takes the next step if it fits; V1 skipping long prompts may admit a
                     # later one: let the normal path decide
                     return 0
         return int(k) if k >= 2 else 0
+
+    def _head_fits(self, head: Request, comp: int, n_new: int) -> bool:
+        """Whether the waiting ``head`` (``comp`` tokens cached, ``n_new`` to schedule) could be admitted while the
+        running requests decode (the blocks they take this step set aside); a run of decode steps only shrinks
+        the free blocks (and evicts hits), so one that cannot now cannot during the run either."""
+        spare = self.free - self._decode_need()
+        if self.kv is None:
+            return -(-(comp + n_new) // self.bs) - head.blocks <= spare
+        need = max(-(-(comp + n_new) // self.bs) - len(head.hits), 0) + self.kv.evictable(head.hits)
+        if self.engine.reserve_full_prompt and self.admission_blocks(head, head.prompt + head.produced) > spare:
+            return False
+        return need <= spare
 
     def _decode_need(self) -> int:
         bs = self.bs
@@ -547,6 +640,8 @@ class _Sim:
         self.prev_start, self.last_end = last_start, t
         self.now = t
         self.api_free, self.stream_free, self.api_busy = api_free, stream_free, api_busy
+        if self.kv is not None:
+            self._bulk_blocks(run, j)
         finished = []
         for r in run:
             r.computed += j
@@ -558,6 +653,29 @@ class _Sim:
                 finished.append(r)
         if finished:
             self._finish(finished)
+
+    def _bulk_blocks(self, run: list[Request], j: int) -> None:
+        """The pool's side of ``j`` decode steps of ``run`` (before their ``computed`` advances): the blocks each step
+        took, in step order and running order (the step-by-step path's), and the blocks that filled, cached."""
+        kv = self.kv
+        assert kv is not None
+        bs = self.bs
+        # step i takes a block for each request whose token computed + i - 1 starts one: the requests of phase
+        # (i - 1) % bs, in running order
+        by_phase: list[list[Request]] = [[] for _ in range(bs)]
+        for r in run:
+            by_phase[((1 - r.computed) % bs or bs) - 1].append(r)
+        takes: list[Request] = []
+        for i in range(j):
+            group = by_phase[i % bs]
+            if group:
+                takes.extend(group)
+        if takes:
+            for r, b in zip(takes, kv.allocate(len(takes)), strict=True):
+                r.block_ids.append(b)
+        for r in run:
+            self._cache_full(r, r.computed + j)
+        self.free = kv.num_free
 
     # -- main loop --------------------------------------------------------------------------------------
     def run(self) -> None:
