@@ -129,8 +129,9 @@ def test_a_span_that_is_neither_is_an_error_at_its_line():
 
 def test_a_fixed_span_runs_throughput_interval_is_the_last_latencys():
     """Ten sends a second apart (a fixed span's), each 0.1 s long but the last 0.2 s: the window is 9.2 s, the
-    request rate 10 / 9.2. The count interval says ±62 % (1.96 / sqrt 10); with the sends fixed, only the last
-    request's latency is a draw: 10 / (9 + the run's E2E at 2.5 % .. 97.5 %, 0.1 .. 0.1775 s)."""
+    request rate 10 / 9.2. The count interval says ±62 % (1.96 / sqrt 10); with the sends fixed, only the window's
+    end is a draw: the last 5 requests' latencies (0.1 s four times, 0.2 s once) resampled onto their sends, the
+    last send + 0.1 s (p = 0.8) or + 0.2 s (p = 0.2), so 10 / 9.2 .. 10 / 9.1."""
     from pytest_roofline.measure.stats.intervals import completion_rate_interval, fixed_span_rate_interval
     sends = [float(i) for i in range(10)]
     ends = [s + 0.1 for s in sends[:-1]] + [9.2]
@@ -144,3 +145,19 @@ def test_a_fixed_span_runs_throughput_interval_is_the_last_latencys():
     # token-weighted: the same relative interval
     tok = fixed_span_rate_interval(sends, ends, (0.0, 9.2), weights=[64.0] * 10)
     assert tok.estimate == pytest.approx(640 / 9.2) and tok.hi == pytest.approx(640 / 9.1)
+
+
+def test_a_fixed_span_run_the_engine_fell_behind_on_reads_its_service_rate():
+    """Ten sends 0.1 s apart (10 req/s offered) to an engine that ends one every 0.2 s: the queue grows to the
+    last send, latencies 0.2 + 0.1 i s, the window 2.0 s, 5 req/s. The run's E2E quantiles in the last latency's
+    place (the rule trial s23 found wrong) read up to 10 / (0.9 + 0.22) = 8.9 req/s, near the rate it could not
+    serve; the last 5 requests' own latencies (0.7-1.1 s) end the window no earlier than 0.5 + 1.1 = 1.6 s, so
+    the interval stays within [5, 10 / 1.6]: 5 at its low end (every draw ends by 2.0 s)."""
+    from pytest_roofline.measure.stats.intervals import fixed_span_rate_interval
+    sends = [0.1 * i for i in range(10)]
+    ends = [0.2 * (i + 1) for i in range(10)]
+    iv = fixed_span_rate_interval(sends, ends, (0.0, 2.0))
+    assert iv.estimate == pytest.approx(5.0)
+    assert iv.lo == pytest.approx(5.0)
+    assert 5.0 < iv.hi <= 10 / 1.6 + 1e-9
+    assert fixed_span_rate_interval(sends, ends, (0.0, 2.0)) == iv  # seeded: the same run, the same interval

@@ -329,16 +329,29 @@ def completion_rate_interval(end_times_s: Iterable[float] | np.ndarray, window_s
                     f"count interval ±{rel:.0%} from {n} completions ({why})")
 
 
+#: the share of a fixed-span run's requests, the last sent, whose latencies are resampled (at least
+#: :data:`FIXED_SPAN_TAIL_MIN`), and the bootstrap's size and seed (:func:`fixed_span_rate_interval`)
+FIXED_SPAN_TAIL_SHARE = 0.25
+FIXED_SPAN_TAIL_MIN = 5
+FIXED_SPAN_RESAMPLES = 2000
+FIXED_SPAN_SEED = 0
+
+
 def fixed_span_rate_interval(sends_s: Sequence[float], ends_s: Sequence[float], window_s: tuple[float, float],
                              level: float = 0.95, *, weights: Sequence[float] | None = None) -> Interval:
     """The throughput interval of an open-loop point sent on a fixed span (``arrival_span: fixed``, every request
     sent): its N sends span exactly N ÷ rate, so the count of arrivals in the window is not a sample and the count
-    interval (±1.96 ÷ √N) no longer describes it. What remains is the window's end: the send of the request that
-    ended last plus its latency, one draw of the point's latencies. The interval is the throughput with that latency
-    replaced by the run's own E2E at ``(1 ∓ level) ÷ 2`` (completed requests: ``sends_s`` / ``ends_s`` pairwise,
-    ``weights`` per request, 1 each for the request rate), widened to hold the estimate. On the CPU engine, six
-    seeds of one 40-request point at 4 req/s read 0.979-0.988 of the rate (benchmarks/arrival_span.py), where the
-    count interval said ±31 %."""
+    interval (±1.96 ÷ √N) no longer describes it. What remains random is the window's end, the latest of the
+    requests' send + latency, which the last requests sent decide. Their latencies are resampled: the last
+    :data:`FIXED_SPAN_TAIL_SHARE` of the requests by send (at least :data:`FIXED_SPAN_TAIL_MIN`) each draw a
+    latency from that same group's, and the window ends at the latest send + drawn latency (or an earlier
+    request's end, kept as it was); the interval is the ``level`` percentile interval of the throughput over
+    :data:`FIXED_SPAN_RESAMPLES` such ends (seeded: the same run gives the same interval), widened to hold the
+    estimate. The group's own latencies, not the run's: an engine that fell behind (its queue growing until the
+    last send) has its longest latencies there, and the run's shortest would read a throughput near the offered
+    rate it could not serve (trial s23: 18.65 req/s of 30 offered read [18.64, 23.60] from the run's E2E
+    quantiles; the group's give [18.22, 20.43]). ``sends_s`` / ``ends_s`` are the completed requests' pairwise,
+    ``weights`` per request (1 each for the request rate)."""
     s = np.asarray(list(sends_s), dtype=np.float64)
     t = np.asarray(list(ends_s), dtype=np.float64)
     w = np.ones_like(t) if weights is None else np.asarray(list(weights), dtype=np.float64)
@@ -348,15 +361,23 @@ def fixed_span_rate_interval(sends_s: Sequence[float], ends_s: Sequence[float], 
     if n == 0 or span <= 0 or s.size != n or not w.sum() > 0:
         return completion_rate_interval(t, window_s, level, weights=None if weights is None else w)
     est = float(w.sum()) / span
-    last = int(np.argmax(t))
-    base = float(s[last]) - start  # the window without the last request's latency
-    lat = t - s
-    q_lo, q_hi = (float(np.quantile(lat, q)) for q in ((1 - level) / 2, (1 + level) / 2))
-    lo = float(w.sum()) / (base + q_hi) if base + q_hi > 0 else 0.0
-    hi = float(w.sum()) / (base + q_lo) if base + q_lo > 0 else math.inf
+    order = np.argsort(s, kind="stable")
+    s, t = s[order], t[order]
+    k = min(n, max(FIXED_SPAN_TAIL_MIN, math.ceil(n * FIXED_SPAN_TAIL_SHARE)))
+    lat = t[-k:] - s[-k:]
+    before = float(t[:-k].max()) if n > k else -math.inf
+    rng = np.random.default_rng(FIXED_SPAN_SEED)
+    drawn = rng.choice(lat, size=(FIXED_SPAN_RESAMPLES, k), replace=True)
+    ends = np.maximum((s[-k:] + drawn).max(axis=1), before)
+    spans = span + (ends - float(t.max()))  # the window's end moved as the drawn latencies move it
+    rates = float(w.sum()) / spans[spans > 0]
+    if rates.size == 0:
+        return completion_rate_interval(t, window_s, level, weights=None if weights is None else w)
+    lo, hi = (float(np.quantile(rates, q)) for q in ((1 - level) / 2, (1 + level) / 2))
     return Interval(est, min(lo, est), max(hi, est), level, "fixed-span", n,
-                    f"fixed span: the last request's latency, one of the run's ({q_lo * 1e3:.0f}-{q_hi * 1e3:.0f} ms "
-                    f"E2E), sets the window's end; the sends span it exactly")
+                    f"fixed span: the sends span it exactly; the window's end, the last {k} requests' send + "
+                    f"latency, resampled from their own {float(lat.min()) * 1e3:.0f}-{float(lat.max()) * 1e3:.0f} ms "
+                    f"E2E ({FIXED_SPAN_RESAMPLES} draws)")
 
 
 def requests_to_decide(interval: Interval, bound: float, samples_n: int,
