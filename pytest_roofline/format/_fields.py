@@ -153,8 +153,10 @@ SWEEP_FIELDS: dict[str, F] = {
     "rates": F("list", "open-loop arrival rates (req/s)"),
     "burstiness": F("number", "open loop: gamma shape (1 = Poisson)"),
     "arrival_span": F("str", "open loop: fixed (the default: a point's N requests are sent over exactly N ÷ rate, "
-                             "first send to last, as vllm bench serve sends them, so the rate a point is named by is "
-                             "the rate it sent) or drawn (the gamma draw's own span, as GuideLLM's poisson and this "
+                             "first send to last; vllm bench serve's last send is N ÷ rate after its start, one gap "
+                             "before its first, so both runs last N ÷ rate + the last latency and the rate a point "
+                             "is named by is the rate it sent; a duration-bound point and a ramp-up stay drawn) or "
+                             "drawn (the gamma draw's own span, as GuideLLM's poisson and this "
                              "tool's runs before 2026-12-07: at 60 requests it can be a third short)",
                       enum=ARRIVAL_SPANS),
     "requests_per_point": F("value", "requests per point: a number (every point), or '10x' for 10 × concurrency "

@@ -547,6 +547,12 @@ def read_sweep(ctx: NodeReader, node: yaml.Node) -> Sweep:
                 kw["timeline_interval_s"] = None
             else:
                 kw["timeline_interval_s"] = ctx.value(v, "sweep.timeline", "time")
+    n = kw.get("requests_per_point")
+    if n is not None and n < 2 and (kw.get("rates") or kw.get("mode") == PointMode.OPEN):
+        raise ctx.err(m["requests_per_point"][1], f"sweep.requests_per_point: {n} request cannot measure an open "
+                      "loop's rate: its throughputs are the requests over the span of their sends plus the last "
+                      "latency, so 1 request reads 1 / its latency (vllm bench serve would also count the wait "
+                      "before its send)", "write requests_per_point: 2 or more (the default is max(10, 30 x rate))")
     if kw.get("adaptive") and isinstance(kw.get("processes"), int) and kw["processes"] > 1:
         raise ctx.err(m["processes"][1], f"sweep.processes: {kw['processes']} client processes cannot stop a point "
                       f"early, and sweep.adaptive: true (line {m['adaptive'][1].start_mark.line + 1}) needs that",

@@ -161,3 +161,49 @@ def test_a_fixed_span_run_the_engine_fell_behind_on_reads_its_service_rate():
     assert iv.lo == pytest.approx(5.0)
     assert 5.0 < iv.hi <= 10 / 1.6 + 1e-9
     assert fixed_span_rate_interval(sends, ends, (0.0, 2.0)) == iv  # seeded: the same run, the same interval
+
+
+_SPAN_FILE = ("hardware: cpu\nmodel: roofline-tiny\nengine: {name: vllm, version: \"0.32.0\"}\n"
+              "workload: {input_len: 128, output_len: 64%s}\nsweep:\n  mode: open\n  rates: [4 req/s]\n%s"
+              "predictions:\n  - {id: r, quantity: request_throughput, at: {rate: 4}, predicted: 4 req/s}\n")
+
+
+def _span_spec(sweep_extra="", workload_extra=""):
+    from pytest_roofline.format.spec import loads_spec
+    return loads_spec(_SPAN_FILE % (workload_extra, sweep_extra), file="span.yaml")
+
+
+def test_a_point_no_fixed_span_applies_to_is_planned_and_recorded_drawn():
+    """Trial s23 M1: a duration-bound point (no N to span), a ramp-up (vllm bench serve rescales only without one)
+    and the default 120 requests: the first two are sent drawn and say so, the last fixed."""
+    from pytest_roofline.measure.plan import points as plan
+    [count] = plan.all_points(_span_spec())
+    assert count.num_requests == 120 and count.arrival_span == "fixed"
+    [timed] = plan.all_points(_span_spec("  duration: 8 s\n"))
+    assert timed.num_requests is None and timed.arrival_span == "drawn"
+    assert timed.to_dict()["arrival_span"] == "drawn"
+    ramp = ", ramp_up: {strategy: linear, start_rps: 1, end_rps: 4}"
+    [ramped] = plan.all_points(_span_spec(workload_extra=ramp))
+    assert ramped.arrival_span == "drawn"
+
+
+def test_a_recorded_fixed_that_cannot_have_applied_reads_drawn_and_replays_against_a_drawn_sweep():
+    """A duration-bound point of a file written on 2026-12-07 says fixed though it was sent drawn (trial s23 M1):
+    read as drawn, it belongs to a drawn sweep and to the fixed default (whose plan sends that point drawn)."""
+    rec = json.loads((RECORDED / "cpu-open-loop-2026-12-05.results.json").read_text())
+    point = {**rec["points"][0], "arrival_span": "fixed", "num_requests": None, "rate_req_s": 4.0}
+    doc = {**rec, "points": [point]}
+    assert match.recorded_span(doc, point) == "drawn"
+    for extra in ("  duration: 8 s\n  arrival_span: drawn\n", "  duration: 8 s\n"):
+        cmp = match.compare(doc, _span_spec(extra))
+        assert not any(d.startswith("arrivals") for d in cmp.differences), cmp.differences
+
+
+def test_an_open_loop_of_one_request_is_refused_at_its_line():
+    """Trial s23 M2: 1 request at 0.5 req/s read 5.93 req/s (1 / its latency)."""
+    from pytest_roofline.errors import SpecError
+    with pytest.raises(SpecError) as info:
+        _span_spec("  requests_per_point: 1\n")
+    text = str(info.value)
+    assert "span.yaml:8" in text and "1 request cannot measure an open loop's rate" in text
+    assert _span_spec("  requests_per_point: 2\n").sweep.requests_per_point == 2

@@ -116,7 +116,8 @@ def test_on_the_real_file_the_recorded_sends_read_the_rate_it_was_sent_at():
     on_sends = predict(base, mp)["output_throughput_tok_per_s"]
     measured = mp.output_throughput_tok_per_s
     assert on_sends == pytest.approx(measured, rel=0.03)
-    drawn = predict(base, dataclasses.replace(mp, sent_offsets_s=None))["output_throughput_tok_per_s"]
+    drawn = predict(base, dataclasses.replace(mp, sent_offsets_s=None, arrival_span="drawn"))[
+        "output_throughput_tok_per_s"]
     assert drawn > 1.08 * measured
 
 
@@ -172,3 +173,30 @@ def test_compare_reads_two_peers_files(capsys, tmp_path):
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert "measured in both runs" in out
+
+
+def test_a_detailed_file_shows_its_fixed_span_and_gets_the_fixed_span_interval():
+    """Trial s23 M3: vllm bench serve 0.32 sent open_r8's last request 10.0014 s after its own start (the last end
+    less ``duration``), N / rate = 80 / 8 = 10 s: a fixed span, recorded as such, with the fixed-span throughput
+    interval (within 1% here) where the count interval said +-22%."""
+    [point] = load_any(DETAILED / "open_r8.json")["points"]
+    assert point["arrival_span"] == "fixed"
+    iv = point["client"]["intervals"]["request_throughput_req_s"]
+    assert iv["method"] == "fixed-span"
+    assert iv["lo"] <= iv["estimate"] <= iv["hi"] and (iv["hi"] - iv["lo"]) / iv["estimate"] < 0.02
+    raw = json.loads((DETAILED / "open_r8.json").read_text(encoding="utf-8"))
+    start = max(s + lat for s, lat in zip(raw["start_times"], raw["latencies"], strict=True)) - raw["duration"]
+    assert max(raw["start_times"]) - start == pytest.approx(10.0, abs=0.005)
+
+
+def test_a_detailed_file_sent_on_another_span_says_nothing(tmp_path):
+    """The same requests in a run 0.3 s longer (its start 0.3 s before the first send's draw: the last send 10.3 s
+    after the start, a draw's span, not N / rate): the file does not show its span, so it says none and keeps the
+    count interval."""
+    raw = json.loads((DETAILED / "open_r8.json").read_text(encoding="utf-8"))
+    raw["duration"] += 0.3
+    path = tmp_path / "open_r8_drawn.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    [point] = load_any(path)["points"]
+    assert "arrival_span" not in point
+    assert point["client"]["intervals"]["request_throughput_req_s"]["method"] == "count"

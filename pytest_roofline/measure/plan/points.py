@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pytest_roofline.format.spec import PredictedKind, Prediction, Spec
-from pytest_roofline.model.workload import ArrivalSpan
+from pytest_roofline.model.workload import ArrivalSpan, fixed_span_applies
 from pytest_roofline.quantities.measurement import PointMode
 
 __all__ = ["PointPlan", "DecisionTarget", "plan_points", "needs_engine", "targets_for", "STATISTIC_OF_QUANTITY",
@@ -122,14 +122,25 @@ def _closed(spec: Spec, c: int) -> PointPlan:
     )
 
 
+def open_span(spec: Spec, count: int | None) -> ArrivalSpan:
+    """How an open point of ``count`` requests (None: duration-bound) is sent: the sweep's ``arrival_span``, but
+    ``drawn`` where a fixed span cannot apply (model.workload.fixed_span_applies: a duration-bound point, a
+    ramp-up, fewer than 2 requests), so the point records the schedule it was sent on (trial s23 M1: a
+    duration-bound point recorded ``fixed`` and was then refused against a ``drawn`` sweep it had been sent as)."""
+    want = spec.sweep.arrival_span
+    if want == "fixed" and (spec.workload.get("ramp_up") or not fixed_span_applies(count=count, ramp_up=None)):
+        return "drawn"
+    return want
+
+
 def _open(spec: Spec, rate: float) -> PointPlan:
     sw = spec.sweep
+    n = None if sw.duration_s else (sw.requests_per_point or max(10, int(rate * 30)))
     return PointPlan(
         id=f"open-r{rate:g}", mode=PointMode.OPEN, concurrency=None, rate_req_s=rate,
-        num_requests=None if sw.duration_s else (sw.requests_per_point or max(10, int(rate * 30))),
-        duration_s=sw.duration_s, warmup_requests=sw.warmup,
+        num_requests=n, duration_s=sw.duration_s, warmup_requests=sw.warmup,
         input_len=int(spec.workload.get("input_len", 1024)), output_len=int(spec.workload.get("output_len", 1024)),
-        burstiness=sw.burstiness, arrival_span=sw.arrival_span,
+        burstiness=sw.burstiness, arrival_span=open_span(spec, n),
     )
 
 

@@ -14,8 +14,10 @@ from typing import Any
 
 from pytest_roofline.errors import HardwareError, ModelArchError, ResultsMismatchError
 from pytest_roofline.format.spec import Spec
+from pytest_roofline.measure.plan.points import all_points
 from pytest_roofline.measure.results import peers
 from pytest_roofline.model import architecture, hardware
+from pytest_roofline.model.workload import fixed_span_applies
 from pytest_roofline.quantities.measurement import BATCH1_ID, PointMode, point_mode
 
 __all__ = ["Comparison", "compare", "refuse_message", "ALLOW_OPTION", "PEER_FORMATS", "recorded_span"]
@@ -144,8 +146,18 @@ def recorded_span(results: Mapping[str, Any], point: Mapping[str, Any]) -> str |
     2026-12-07 was sent so); None for a peer's file that does not say, and for a closed loop (no schedule)."""
     if point_mode(point) is not PointMode.OPEN:  # type: ignore[arg-type]
         return None
-    if point.get("arrival_span"):
-        return str(point["arrival_span"])
+    span = point.get("arrival_span")
+    if span == "fixed":
+        # a point no fixed span applies to was sent drawn whatever it says (files of 2026-12-07 recorded the sweep's
+        # setting on every open point: trial s23 M1): a duration-bound one, a ramp-up, fewer than 2 requests
+        # (a point that does not record its request count is taken at its word)
+        n = point.get("num_requests")
+        ramp = ((results.get("setup") or {}).get("workload") or {}).get("ramp_up")
+        if ramp or ("num_requests" in point and not fixed_span_applies(count=n if isinstance(n, int) else None,
+                                                                      ramp_up=None)):
+            return "drawn"
+    if span:
+        return str(span)
     return None if results.get("source") in PEER_FORMATS else "drawn"
 
 
@@ -161,8 +173,11 @@ def _arrival_span(data: Mapping[str, Any], points: list[Any], spec: Spec, cmp: C
     if not spans:
         cmp.unchecked.append("arrival span (the file does not say whether its open-loop sends spanned N ÷ rate)")
         return
+    # each point against the span the sweep sends that rate on (plan.open_span: drawn where fixed cannot apply)
+    planned = {p.rate_req_s: p.arrival_span for p in all_points(spec) if p.mode == PointMode.OPEN}
     want = spec.sweep.arrival_span
-    other = sorted(spans - {want})
+    other = sorted({s for p in open_pts if (s := recorded_span(data, p)) is not None
+                    and s != planned.get(p.get("rate_req_s"), want)})
     if other:
         cmp.differences.append(
             f"arrivals: the file's open-loop points were sent with arrival_span {', '.join(other)}, the predictions' "

@@ -30,9 +30,10 @@ from typing import Any
 from pytest_roofline.measure.loadgen import LoadResult, LoadSpec, RequestRecord
 from pytest_roofline.measure.results.peers._common import number
 from pytest_roofline.measure.stats.summary import summarize
+from pytest_roofline.model.workload import ArrivalSpan
 from pytest_roofline.quantities.measurement import PointMode
 
-__all__ = ["DETAIL_KEYS", "LIVE_KEYS", "detail_records", "detail_client", "sent_offsets"]
+__all__ = ["DETAIL_KEYS", "LIVE_KEYS", "detail_records", "detail_client", "sent_offsets", "fixed_span_sent"]
 
 #: the per-request arrays the records are rebuilt from (``errors`` and ``input_lens`` are optional)
 DETAIL_KEYS: tuple[str, ...] = ("start_times", "ttfts", "itls", "latencies", "output_lens")
@@ -92,6 +93,31 @@ def detail_records(doc: Mapping[str, Any]) -> tuple[list[RequestRecord] | None, 
     return records, ""
 
 
+#: how close a file's last send must be to N ÷ rate after vLLM's own start to read as sent on a fixed span: 5 ms for
+#: the client's lateness, plus 0.05 % of the span (:func:`fixed_span_sent`)
+FIXED_SPAN_SLACK_S = 0.005
+FIXED_SPAN_SLACK_SHARE = 0.0005
+
+
+def fixed_span_sent(doc: Mapping[str, Any], records: list[RequestRecord], rate_req_s: float | None) -> bool:
+    """Whether a ``--save-detailed`` open loop was sent on a fixed span: ``vllm bench serve`` since PR #21108 rescales
+    its schedule so that the N-th request goes out N ÷ rate after the benchmark starts (``get_request``), and the
+    file's ``duration`` runs from that start to the last request's end, so the start is the last end less the
+    duration. A drawn schedule ends there only by chance (its span's standard deviation is √N ÷ rate: 1.1 s for
+    80 requests at 8 req/s, against a tolerance of :data:`FIXED_SPAN_SLACK_S` + :data:`FIXED_SPAN_SLACK_SHARE` of
+    the span: 10 ms). A ramp-up (``ramp_up_strategy``) is never rescaled."""
+    if rate_req_s is None or not math.isfinite(rate_req_s) or rate_req_s <= 0 or doc.get("ramp_up_strategy"):
+        return False
+    duration = _finite(doc.get("duration"))
+    sends = [r.sent_s for r in records if r.sent_s is not None]
+    ends = [r.end_s for r in records if r.end_s is not None]
+    if duration is None or len(sends) < 2 or not ends:
+        return False
+    span = len(records) / rate_req_s
+    last_send = max(sends) - (max(ends) - duration)
+    return abs(last_send - span) <= FIXED_SPAN_SLACK_S + FIXED_SPAN_SLACK_SHARE * span
+
+
 def sent_offsets(start_times: list[Any]) -> list[float]:
     """The sends of ``start_times`` (already checked by :func:`detail_records`) as seconds after the first, in
     send order, to the µs: a point's ``sent_offsets_s`` (docs/results-schema.md)."""
@@ -126,10 +152,12 @@ def detail_client(doc: Mapping[str, Any], records: list[RequestRecord], *, concu
     # requests' span (not one vLLM wrote) falls back to the requests' own span, first send to last end
     start = min(last_end - duration, min(sends))
     closed = rate_req_s is None
+    # sent on a fixed span (fixed_span_sent: the last send N / rate after vLLM's start), the fixed-span interval;
+    # else the count interval
+    span: ArrivalSpan = "fixed" if not closed and fixed_span_sent(doc, records, rate_req_s) else "drawn"
     spec = LoadSpec(model=str(doc.get("model_id") or ""), token_id_range=(0, 1),
                     mode=PointMode.CLOSED if closed else PointMode.OPEN, concurrency=concurrency if closed else None,
-                    rate_req_s=rate_req_s, num_requests=len(records),
-                    arrival_span="drawn")  # the file does not say how its sends spanned: the count interval
+                    rate_req_s=rate_req_s, num_requests=len(records), arrival_span=span)
     run = LoadResult(spec=spec, records=records, run_start_s=start, measure_start_s=start, run_end_s=last_end,
                      wall_anchor=0.0, perf_anchor_s=start)
     live = summarize(run, steady_state="detect")

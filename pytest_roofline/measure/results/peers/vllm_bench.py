@@ -58,7 +58,12 @@ from pytest_roofline.measure.results.peers._common import (
     read_json_text,
     results_document,
 )
-from pytest_roofline.measure.results.peers._vllm_detail import detail_client, detail_records, sent_offsets
+from pytest_roofline.measure.results.peers._vllm_detail import (
+    detail_client,
+    detail_records,
+    fixed_span_sent,
+    sent_offsets,
+)
 from pytest_roofline.measure.stats.bursts import burst_flag, bursts_from_gaps, summary_burst_flag
 from pytest_roofline.measure.stats.goodput import METHOD as GOODPUT_METHOD
 from pytest_roofline.measure.stats.goodput import wilson
@@ -245,10 +250,17 @@ def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> 
     # an open loop's sends as the client made them (--save-detailed's start_times): the serving model simulates
     # them where it simulates this point (calibration), since the file does not say how its schedule spanned
     sent = sent_offsets(doc["start_times"]) if detail is not None and mode == PointMode.OPEN else None
+    # how its sends spanned, where the file shows it (peers._vllm_detail.fixed_span_sent); else not said
+    span = None
+    if detail is not None and mode == PointMode.OPEN:
+        records, _ = detail_records(doc)
+        if records is not None and fixed_span_sent(doc, records, rate):
+            span = "fixed"
     return cast(PointRecord, {
         "id": pid, "mode": mode, "concurrency": conc if mode == PointMode.CLOSED else None,
         "rate_req_s": rate, "burstiness": number(doc.get("burstiness")),
         **({"sent_offsets_s": sent} if sent is not None else {}),
+        **({"arrival_span": span} if span is not None else {}),
         "input_len": input_len, "output_len": output_len,
         "num_requests": int(num_prompts) if num_prompts is not None else None,
         "duration_s": number(doc.get("duration")), "started_at": None, "finished_at": None,
