@@ -648,7 +648,7 @@ def _unheld(v: Verdict) -> None:
         return
     was = "within" if v.status is VerdictStatus.PASS else "outside"
     v.status = VerdictStatus.INCONCLUSIVE
-    v.reason = (f"measured {v.measured_text} is {was} the band, but point{'s' if len(unheld) > 1 else ''} "
+    v.reason = (f"measured {v.measured_text} is {was} its tolerance, but point{'s' if len(unheld) > 1 else ''} "
                 f"{', '.join(unheld)} did not hold {'their' if len(unheld) > 1 else 'its'} concurrency (see the "
                 "notes: the load generator fell behind, or the point had fewer requests than clients), so it "
                 "measured a lower load than the prediction names; rerun on a machine with a core to spare for "
@@ -714,7 +714,7 @@ def _inconclusive(v: Verdict) -> None:
     was = "within" if v.status is VerdictStatus.PASS else "outside"
     v.status = VerdictStatus.INCONCLUSIVE
     bounds = " and ".join(v.fmt(b) for b in straddled)
-    v.reason = (f"measured {v.measured_text} is {was} the band, but its {iv.level:.0%} "
+    v.reason = (f"measured {v.measured_text} is {was} its tolerance, but its {iv.level:.0%} "
                 f"{_interval_scope(iv.method)} interval "
                 f"{v.interval_text.split(' (')[0]} straddles the tolerance boundary {bounds}: the measurement cannot "
                 "tell on which side the value lies; " + (

@@ -725,8 +725,12 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
             else:
                 verdict = f"beyond {tol_text} but within the measurements' noise ({noise})"
         if redefined:
+            # not judged: the move is said against the threshold only (the nights' spread and the intervals are of
+            # the other definition's nights: trial s23 L2 read "within the earlier nights' spread" of drawn nights
+            # under a fixed night's baseline)
             status = DriftStatus.PREDICTION_CHANGED
-            text = f"{moved} {against}, {verdict}; the prediction changed since: {redone} (not judged as drift)"
+            side = "beyond" if beyond else "within"
+            text = f"{moved} {against}, {side} {tol_text}; the prediction changed since: {redone} (not judged as drift)"
         else:
             status = (DriftStatus.UNCERTAIN if unheld_now or machine_now else DriftStatus.STEADY if not beyond
                       else DriftStatus.DRIFTED if apart else DriftStatus.UNCERTAIN)

@@ -295,7 +295,7 @@ def summary_table(reports: Iterable[Any], width: int = 100, verbosity: int = 0) 
 def reason_lines(rows: Sequence[Mapping[str, str]], width: int, verbosity: int = 0) -> list[str]:
     """Why each INCONCLUSIVE and SKIP row is what it is (neither row says it; a FAIL's failure report and an ERROR's
     message in the quantity column do), under the table, as pytest's ``-r`` summary says it:
-    ``INCONCLUSIVE gp: measured 809.83 tok/s is within the band, but…; about 445 more requests would decide it``,
+    ``INCONCLUSIVE gp: measured 809.83 tok/s is within its tolerance, but…; about 445 more requests would decide it``,
     one line each, clipped to ``width`` (:func:`_short_reason`: the head, and the last clause, what decides it,
     where it fits). The points of one prediction whose reasons differ only in the point (``point closed-c4 has no
     TTFT p50`` / ``point closed-c8 has no TTFT p50``) are one line naming the points (:func:`_point_groups`:

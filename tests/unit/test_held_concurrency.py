@@ -82,7 +82,7 @@ def test_a_pass_or_fail_on_a_point_that_did_not_hold_its_concurrency_is_inconclu
         v = score(spec, pred, "measured", RecordedMeasurement(data))
         assert v.status == want, (flagged_c, v.reason)
         if want == "inconclusive":
-            assert "did not hold its concurrency" in v.reason and "0.546 s is within the band" in v.reason
+            assert "did not hold its concurrency" in v.reason and "0.546 s is within its tolerance" in v.reason
             assert any("concurrency not held: 1.32 of 16" in n for n in v.measured_notes)
 
 

@@ -50,7 +50,7 @@ def _verdict(pid: str, status: VerdictStatus, reason: str, **kw: object) -> Verd
                               "measured_text": "95 ms", **kw})
 
 
-STRADDLE = ("measured 95 ms is within the band, but its interval straddles the boundary 100 ms; about 40 more "
+STRADDLE = ("measured 95 ms is within its tolerance, but its interval straddles the boundary 100 ms; about 40 more "
             "requests would decide it")
 
 
@@ -59,8 +59,8 @@ def test_an_inconclusive_row_gets_its_reason_under_the_table():
     v = _verdict("lat", VerdictStatus.INCONCLUSIVE, STRADDLE)
     table = summary_table([_report(v)], width=100)
     # 100 columns: "INCONCLUSIVE lat: " (18) leaves 82; the last clause "; about 40 more requests would decide it"
-    # (40) leaves the head 41 characters, cut back to the word before ("…, but"), then "…" and the clause
-    assert table[-2] == ("INCONCLUSIVE lat: measured 95 ms is within the band, but…; about 40 more requests would "
+    # (40) leaves the head 41 characters, cut back to the word before ("…tolerance,"), then "…" and the clause
+    assert table[-2] == ("INCONCLUSIVE lat: measured 95 ms is within its tolerance…; about 40 more requests would "
                          "decide it")
     assert table[-1] == "1 inconclusive"
     assert "INCONCLUSIVE" in table[2]  # the row itself is as before

@@ -799,14 +799,30 @@ def simulate(setup: Setup, workload: Workload, *, engine: EngineConfig | None = 
     constants = constants or default_constants(setup)
     sim = _Sim(setup, workload, engine, constants, _bulk, trace)
     sim.run()
-    return with_bands(sim.result(), setup, engine)
+    return with_bands(sim.result(), setup, engine, ceilings=_sent_ceilings(sim))
 
 
-def with_bands(pred: PointPrediction, setup: Setup, engine: EngineConfig) -> PointPrediction:
+def _sent_ceilings(sim: _Sim) -> dict[str, float]:
+    """What an open loop's sends allow: its output tokens over the span of its sends (first to last). A client's
+    window runs from the first send (or before it) to the last response, which ends after the last send, so no
+    measured output throughput of these sends reaches it: N x the output length x the rate on a fixed span."""
+    if sim.closed or len(sim.done) < 2:
+        return {}
+    sends = [r.arrival for r in sim.done]
+    span = max(sends) - min(sends)
+    if not span > 0:
+        return {}
+    return {"output_throughput_tok_per_s": sum(r.out for r in sim.done) / span}
+
+
+def with_bands(pred: PointPrediction, setup: Setup, engine: EngineConfig, *,
+               ceilings: dict[str, float] | None = None) -> PointPrediction:
     """``pred`` with the band around each of its values (``model.bands``), for its regime: its mean running
     batch, the TP degree, V0/V1 (chunked prefill), the device and its share of step time on prefill compute; an MoE
     model on a GPU has none, with the reason (``bands.MOE_SERVING_NO_BAND``), nor has a V1 engine with chunked
-    prefill off (:data:`V1_UNCHUNKED_NO_BAND`)."""
+    prefill off (:data:`V1_UNCHUNKED_NO_BAND`). A band stops at the value's ``ceilings`` (an open loop's throughput
+    at what its sends offer, :func:`_sent_ceilings`: trial s23 found 435-560 tok/s at a point that could send
+    512)."""
     out: dict[str, tuple[float, float]] = {}
     notes: dict[str, str] = {}
     observed: dict[str, tuple[float, float]] = {}
@@ -833,7 +849,9 @@ def with_bands(pred: PointPrediction, setup: Setup, engine: EngineConfig) -> Poi
                               device=setup.device, prefill_share=pred.time_shares.get("prefill_compute", 0.0))
         b = bands.band_for(reg)
         if b is not None:
-            out[metric] = b.around(value)
+            lo, hi = b.around(value)
+            top = (ceilings or {}).get(metric)
+            out[metric] = (lo, hi) if top is None or hi <= top else (min(lo, top), top)
         elif (note := bands.band_note(reg)) is not None:
             notes[metric] = note
             seen = bands.load_observed_ranges().get(reg.pooled_key)  # the numbers the note quotes
