@@ -18,6 +18,7 @@ import pytest
 
 from pytest_roofline import redact
 from pytest_roofline.measure.results import named_prediction_file
+from pytest_roofline.measure.results.match import ALLOW_OPTION
 from pytest_roofline.measure.sweep import Measurements
 from pytest_roofline.measure.target import MeasurementProvider, ReplayProvider
 from pytest_roofline.pytest_plugin.base import SESSION_KEY
@@ -176,6 +177,8 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, rs: RooflineS
             terminalreporter.write_sep("=", "roofline predictions")
         for line in summary_table(reports, width=width, verbosity=verbosity):
             terminalreporter.write_line(line)
+        for line in allowed_mismatch_lines(rs):  # every verdict says so; the table says it once (trial s23 L7)
+            terminalreporter.write_line(line, yellow=True)
         if rs.provider is not None and verbosity > -2:
             for line in rs.provider.summary_lines():
                 terminalreporter.write_line(line)
@@ -190,6 +193,17 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config, rs: RooflineS
             terminalreporter.write_line(line)
     for line in rs.compared_lines:  # last: a --roofline-drift-fail failure's reason ends the output (trial 21, M3)
         terminalreporter.write_line(line, red=line.startswith("roofline drift: FAILED"))
+
+
+def allowed_mismatch_lines(rs: RooflineSession) -> list[str]:
+    """One line per prediction file scored on a replayed file that does not belong to it, under
+    ``--roofline-allow-mismatch`` (its verdicts carry it as a note and in their reason; a PASS row shows no reason,
+    so without this line the terminal never said it)."""
+    if not getattr(rs, "allow_mismatch", False):
+        return []
+    return [f"MISMATCHED RESULTS, allowed ({ALLOW_OPTION}): {Path(path).name} scored on --replay {rs.replay}, "
+            f"which does not belong to it: {'; '.join(cmp.differences)}"
+            for path, cmp in getattr(rs, "mismatches", {}).items() if cmp.differences]
 
 
 def session_finish(session: pytest.Session, rs: RooflineSession) -> None:

@@ -73,6 +73,16 @@ def test_allow_mismatch_says_so_in_every_verdict_and_the_scorecard(pytester: pyt
     assert "Mismatched results, scored anyway" in html and "h100-sxm" in html
 
 
+def test_allow_mismatch_is_said_under_the_table_without_rA(pytester: pytest.Pytester):
+    """Trial s23 L7: a PASS row shows no reason, so without -rA the terminal never said the results were
+    mismatched; one line under the table says it for the file."""
+    r = pytester.runpytest_subprocess(*NO_HTML, "--replay", str(DAY3_RESULTS), str(H100), "--roofline-allow-mismatch",
+                                      "-k", "blocks", timeout=300)
+    lines = [ln for ln in r.stdout.lines if ln.startswith("MISMATCHED RESULTS, allowed (--roofline-allow-mismatch): ")]
+    assert len(lines) == 1, r.stdout.str()[-3000:]
+    assert f"{H100.name} scored on --replay {DAY3_RESULTS}" in lines[0] and "does not belong to it" in lines[0]
+
+
 def test_report_cli_refuses_then_allows(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     from pytest_roofline.cli import main
 

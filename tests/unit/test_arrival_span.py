@@ -207,3 +207,14 @@ def test_an_open_loop_of_one_request_is_refused_at_its_line():
     text = str(info.value)
     assert "span.yaml:8" in text and "1 request cannot measure an open loop's rate" in text
     assert _span_spec("  requests_per_point: 2\n").sweep.requests_per_point == 2
+
+
+def test_a_count_bound_file_against_a_duration_bound_sweep_names_the_kind_of_point():
+    """A file of 40-request points sent fixed replayed against a duration-bound sweep (whose points are sent drawn
+    whatever arrival_span says): another kind of point, said as such, never 'write arrival_span: fixed', which the
+    sweep already says."""
+    rec = json.loads((RECORDED / "cpu-open-loop-2026-12-05.results.json").read_text())
+    point = {**rec["points"][0], "arrival_span": "fixed", "num_requests": 40, "rate_req_s": 4.0}
+    cmp = match.compare({**rec, "points": [point]}, _span_spec("  duration: 8 s\n"))
+    [diff] = [d for d in cmp.differences if d.startswith("arrivals")]
+    assert "sends its points drawn (a duration-bound point" in diff and "write `arrival_span" not in diff

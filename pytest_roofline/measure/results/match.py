@@ -176,13 +176,20 @@ def _arrival_span(data: Mapping[str, Any], points: list[Any], spec: Spec, cmp: C
     # each point against the span the sweep sends that rate on (plan.open_span: drawn where fixed cannot apply)
     planned = {p.rate_req_s: p.arrival_span for p in all_points(spec) if p.mode == PointMode.OPEN}
     want = spec.sweep.arrival_span
-    other = sorted({s for p in open_pts if (s := recorded_span(data, p)) is not None
-                    and s != planned.get(p.get("rate_req_s"), want)})
+    pairs = {(s, planned.get(p.get("rate_req_s"), want)) for p in open_pts
+             if (s := recorded_span(data, p)) is not None}
+    other = sorted({got for got, plan in pairs if got != plan and plan == want})
     if other:
         cmp.differences.append(
             f"arrivals: the file's open-loop points were sent with arrival_span {', '.join(other)}, the predictions' "
             f"sweep asks for {want} (the serving model simulates the sweep's schedule); to score this file, write "
             f"`arrival_span: {other[0]}` under sweep:")
+    never = sorted({got for got, plan in pairs if got != plan and plan != want})
+    if never:  # the sweep's points are sent drawn whatever it says (plan.open_span): another kind of point
+        cmp.differences.append(
+            f"arrivals: the file's open-loop points were sent with arrival_span {', '.join(never)}, where the "
+            "predictions' sweep sends its points drawn (a duration-bound point, a ramp-up or fewer than 2 requests is "
+            "never rescaled), so they are other points")
 
 
 def refuse_message(where: str, spec: Spec, cmp: Comparison) -> str:
