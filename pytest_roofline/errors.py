@@ -306,6 +306,11 @@ class RequestCountWarning(UserWarning):
     concurrency: they send max(10, rate × 30) requests; the message names the line and the fix."""
 
 
+class ArrivalSpanWarning(UserWarning):
+    """``sweep.arrival_span: fixed`` written where it changes nothing: no open-loop point, duration-bound points or a
+    ramp-up, which are sent drawn (model.workload.fixed_span_applies); the message names the line and why."""
+
+
 class UnsimulatedSettingWarning(UserWarning):
     """An engine setting (``engine.args.scheduling_policy: priority``, ``num_scheduler_steps: 10`` on V0) the serving
     model does not simulate, in a file whose predictions of quantities it computes then have no serving-model value:

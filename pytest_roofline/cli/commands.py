@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_roofline import redact
 from pytest_roofline.cli import jsonout
 from pytest_roofline.errors import (
+    ArrivalSpanWarning,
     CalibrationError,
     CalibrationMismatchWarning,
     HistoryError,
@@ -109,6 +110,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 warnings.simplefilter("ignore", CalibrationMismatchWarning)
                 warnings.simplefilter("ignore", RequestLengthWarning)
                 warnings.simplefilter("ignore", RequestCountWarning)
+                warnings.simplefilter("ignore", ArrivalSpanWarning)
                 warnings.simplefilter("ignore", UnsimulatedSettingWarning)
                 spec = load_spec(f, limits=limits)
         except SpecError as exc:

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from pytest_roofline.errors import RequestCountWarning, SpecError, SpecErrors
+from pytest_roofline.errors import ArrivalSpanWarning, RequestCountWarning, SpecError, SpecErrors
 from pytest_roofline.format._expand import read_predictions
 from pytest_roofline.format._fields import (
     DEFAULTS_FIELDS,
@@ -233,6 +233,7 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
         refuse_serving_settings(ctx, spec, setup, root, own_setups)
     if not errors and "sweep" in top:
         _warn_nx_beside_rates(ctx, spec, top["sweep"][1])
+        _warn_span_without_effect(ctx, spec, top["sweep"][1])
     if errors:
         # a prediction error that only echoes a setup section read as its default (a sweep with a typo has no
         # concurrency for `every`) is left out: the section's own error above is the one to fix
@@ -243,6 +244,28 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
             raise errors[0]  # one error: as it always read
         raise SpecErrors([*errors, *own])
     return spec
+
+
+def _warn_span_without_effect(ctx: NodeReader, spec: Spec, sweep_node: yaml.Node) -> None:
+    """``sweep.arrival_span: fixed`` written where no point is sent on it (trial s23 L5): a sweep without open-loop
+    points, a duration-bound one, a ramp-up (model.workload.fixed_span_applies; measure.plan.points.open_span sends
+    those drawn). Said once, at its line, as a warning: the file is valid, the line only changes nothing."""
+    node = key_of(sweep_node, "arrival_span")
+    if node is None or spec.sweep.arrival_span != "fixed":
+        return
+    at_rate = any(isinstance(p.at, Mapping) and isinstance(p.at.get("rate"), (int, float)) for p in spec.predictions)
+    if not (spec.sweep.rates or at_rate):
+        why = "the sweep has no open-loop point (a closed loop sends each request as one ends)"
+    elif spec.sweep.duration_s:
+        why = "its points are duration-bound (sweep.duration): no N to spread over N ÷ rate, so they are sent drawn"
+    elif spec.workload.get("ramp_up"):
+        why = ("a ramp-up (workload.ramp_up) keeps its drawn gaps, as vllm bench serve does, so its points are sent "
+               "drawn")
+    else:
+        return
+    msg = f"{ctx.file}:{node.start_mark.line + 1}: sweep.arrival_span: fixed changes nothing here: {why}"
+    spec.warnings.append(msg)
+    warnings.warn(ArrivalSpanWarning(msg), stacklevel=3)
 
 
 def _warn_nx_beside_rates(ctx: NodeReader, spec: Spec, sweep_node: yaml.Node) -> None:

@@ -218,3 +218,25 @@ def test_a_count_bound_file_against_a_duration_bound_sweep_names_the_kind_of_poi
     cmp = match.compare({**rec, "points": [point]}, _span_spec("  duration: 8 s\n"))
     [diff] = [d for d in cmp.differences if d.startswith("arrivals")]
     assert "sends its points drawn (a duration-bound point" in diff and "write `arrival_span" not in diff
+
+
+@pytest.mark.parametrize(("sweep_extra", "workload_extra", "why"), [
+    ("  duration: 8 s\n", "", "its points are duration-bound"),
+    ("", ", ramp_up: {strategy: linear, start_rps: 1, end_rps: 4}", "a ramp-up (workload.ramp_up)"),
+])
+def test_a_written_fixed_span_that_changes_nothing_is_a_warning_at_its_line(sweep_extra, workload_extra, why):
+    """Trial s23 L5: `roofline check` said ok; the line changes nothing, so it is said once, at its line."""
+    from pytest_roofline.errors import ArrivalSpanWarning
+    with pytest.warns(ArrivalSpanWarning) as got:
+        spec = _span_spec(sweep_extra + "  arrival_span: fixed\n", workload_extra)
+    [msg] = [str(w.message) for w in got]
+    line = 8 + sweep_extra.count("\n")
+    assert msg.startswith(f"span.yaml:{line}: sweep.arrival_span: fixed changes nothing here: ") and why in msg
+    assert spec.warnings == [msg]
+
+
+def test_a_written_fixed_span_that_applies_is_no_warning():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _span_spec("  arrival_span: fixed\n").warnings == []
