@@ -30,7 +30,7 @@ from pytest_roofline.format.spec import (
     prediction_sections,
     replaced_by_flags,
 )
-from pytest_roofline.measure.results import RecordedMeasurement
+from pytest_roofline.measure.results import RecordedMeasurement, match
 from pytest_roofline.measure.results.peers import load_any
 from pytest_roofline.model import analytical as an
 from pytest_roofline.model import bands as bands_mod
@@ -687,6 +687,11 @@ def _simulate_rows(args: argparse.Namespace) -> tuple[list[SimTable], list[str]]
         raise ValueError("--simulate FILE.yaml: give --concurrency (closed-loop points) or --rate (open-loop "
                          "points), not both; an open-loop in-flight cap is the file's sweep")
     spec, held = _load_said_once(args.simulate, flag_fields(args))
+    if doc is not None:  # a results file of other points is compared all the same, and said so (trial s23 L1)
+        cmp = match.compare(doc, spec)
+        if cmp.differences:
+            held.append(f"--results {args.results} does not belong to {args.simulate} (the simulated sweep is the "
+                        f"file's, the measured column is the results'): {'; '.join(cmp.differences)}")
     tables = []
     groups = _setup_groups(spec)
     for rep, preds, differs in groups:

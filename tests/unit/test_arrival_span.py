@@ -240,3 +240,22 @@ def test_a_written_fixed_span_that_applies_is_no_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert _span_spec("  arrival_span: fixed\n").warnings == []
+
+
+def test_simulate_with_results_of_other_points_says_so(capsys, tmp_path):
+    """Trial s23 L1: `roofline predict --simulate FILE --results R` compared a fixed-span model with a drawn run
+    (+27% at 2 req/s) silently, where pytest refuses the pair; it prints them and says why they differ."""
+    from pytest_roofline import cli
+    text = (PREDICTIONS / "cpu-open-loop.yaml").read_text().replace("  arrival_span: drawn\n", "")
+    path = tmp_path / "cpu-open-loop.yaml"
+    path.write_text(text.replace("../pytest_roofline", "pytest_roofline"))
+    rec = RECORDED / "cpu-open-loop-2026-12-05.results.json"
+    rc = cli.main(["predict", "--simulate", str(path), "--results", str(rec)])
+    out, err = capsys.readouterr()
+    assert rc == 0 and "agg tok/s" in out
+    [line] = [ln for ln in err.splitlines() if "does not belong to" in ln]
+    assert line.startswith(f"roofline: warning: --results {rec} does not belong to {path}")
+    assert "sent with arrival_span drawn" in line
+    # the recording's own prediction file: no such line
+    assert cli.main(["predict", "--simulate", str(PREDICTIONS / "cpu-open-loop.yaml"), "--results", str(rec)]) == 0
+    assert "does not belong to" not in capsys.readouterr().err
