@@ -34,7 +34,7 @@ class Request:
 
     __slots__ = ("idx", "prompt", "out", "arrival", "ready", "computed", "produced", "blocks", "first_token",
                  "last_token", "finish", "scheduled_at", "client", "preempted", "seen_first", "seen_last",
-                 "block_ids", "hits", "n_cached", "prev_ids")
+                 "block_ids", "hits", "n_cached", "prev_ids", "finishing")
 
     def __init__(self, idx: int, prompt: int, out: int, arrival: float, client: int, ready: float | None = None
                  ) -> None:
@@ -65,6 +65,9 @@ class Request:
         self.hits: list[int] = []
         self.n_cached = 0
         self.prev_ids: list[int] = []
+        #: async scheduling: its last token is computed, but the engine core has not processed that step's output
+        #: yet: it holds its slot and blocks through the next step's scheduling, with nothing to schedule
+        self.finishing = False
 
 
 #: one step's work: each scheduled request with the number of new tokens it computes in the step

@@ -39,6 +39,9 @@ class V1Scheduler:
         i = 0
         while i < len(running) and budget > 0:
             req = running[i]
+            if req.finishing:  # async: done, its output not processed yet; it keeps its slot (vLLM's AsyncScheduler)
+                i += 1
+                continue
             n_new = req.prompt + req.produced - req.computed
             if n_new > budget:
                 n_new = budget

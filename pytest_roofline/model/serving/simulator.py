@@ -187,6 +187,7 @@ class _Sim:
         # async scheduling (EngineConfig.async_scheduling): the start of the step before the next one and the end of
         # the last step; while the engine is busy, a step takes only what arrived before the previous step started
         self.async_sched = engine.async_scheduling
+        self.finishing: list[Request] = []  # async: done last step, released once the next step is scheduled
         self.prev_start = -math.inf
         self.last_end = -math.inf
         self.closed = workload.arrival is ArrivalKind.CLOSED
@@ -265,7 +266,7 @@ class _Sim:
         self._api_take(self.now)
 
     def _in_flight(self) -> int:
-        return len(self.running) + len(self.waiting)
+        return len(self.running) - len(self.finishing) + len(self.waiting)
 
     def _cap_full(self) -> bool:
         return self.cap is not None and self._in_flight() >= self.cap
@@ -314,6 +315,16 @@ class _Sim:
         kv.cache_own(ids, req.idx, max(req.n_cached, shared), full)
         req.n_cached = full
 
+    def _cacheable(self, req: Request, n_new: int) -> int:
+        """The tokens of ``req`` whose full blocks are cached when ``n_new`` more are scheduled: those scheduled, but
+        with async scheduling not a token whose output the engine core has not processed yet (the one sampled in the
+        step that just ended: vLLM's ``AsyncScheduler`` caches up to ``num_computed_tokens -
+        num_output_placeholders``, and ``allocate_slots`` no further than ``request.num_tokens``)."""
+        tokens = req.computed + n_new
+        if self.async_sched and req.produced and req.last_token == self.now:
+            return min(tokens, req.prompt + req.produced - 1)
+        return tokens
+
     def _alloc_pool(self, req: Request, n_new: int) -> bool:
         """``alloc`` on the prefix-cache pool: a request admitted now takes its hits (a hit in the free queue costs a
         free block), then new blocks; the full blocks of what it computes this step are cached at once."""
@@ -331,7 +342,7 @@ class _Sim:
             req.hits = []
         if need:
             req.block_ids.extend(kv.allocate(need))
-        self._cache_full(req, req.computed + n_new)
+        self._cache_full(req, self._cacheable(req, n_new))
         req.blocks = len(req.block_ids)
         self.free = kv.num_free
         return True
@@ -417,13 +428,18 @@ class _Sim:
 
     def _step(self) -> None:
         sched = self.scheduler.schedule(self)
+        if self.finishing:  # async: the previous step's outputs are processed once this step is scheduled
+            done, self.finishing = self.finishing, []
+            self._release_finished(done)
+            if not sched:  # nothing was schedulable while they held their slots: schedule again, no time passes
+                return
         if not sched:
             raise SimulationError("the scheduler could not schedule anything (a request larger than the pool?)")
         if self.kv is not None:  # vLLM caches a block as soon as it is full and scheduled, allocation or not
             bs = self.bs
             for req, n in sched:
                 if (req.computed + n) // bs > req.n_cached:
-                    self._cache_full(req, req.computed + n)
+                    self._cache_full(req, self._cacheable(req, n))
         n_dec = dec_ctx = pf_tok = pf_kv = 0
         pf_pairs = 0.0
         for req, n in sched:
@@ -482,12 +498,20 @@ class _Sim:
             self._finish(finished)
 
     def _finish(self, finished: list[Request]) -> None:
-        ids = {id(r) for r in finished}
-        self.running = [r for r in self.running if id(r) not in ids]
+        """``finished`` computed their last token in the step that just ended: done for their clients. With async
+        scheduling the engine core schedules the next step before it processes this one's outputs
+        (vllm/v1/engine/core.py ``step_with_batch_queue``), so they keep their slots and blocks through that
+        scheduling (``finishing``; released by the next ``_step``); synchronously, at once. Found by the step-by-step
+        comparison with vLLM's own ``AsyncScheduler`` (tests/integration/test_scheduler_equivalence.py)."""
         for req in finished:
             req.finish = self.now
-            self._release(req)
             self.done.append(req)
+        if self.async_sched:
+            for req in finished:
+                req.finishing = True
+            self.finishing.extend(finished)
+        else:
+            self._release_finished(finished)
         if self.closed:  # each client sends its next request when it has this one's last token
             self._new_closed([(req.seen_last, req.client, True) for req in finished])
         while self.held and not self._cap_full():
@@ -496,6 +520,13 @@ class _Sim:
             # in-flight cap counts it from here; a request in the API server would not be counted by the engine)
             req.arrival = req.ready = self.now  # the engine's queue starts here, not at the original arrival
             self.waiting.append(req)
+
+    def _release_finished(self, finished: list[Request]) -> None:
+        ids = {id(r) for r in finished}
+        self.running = [r for r in self.running if id(r) not in ids]
+        for req in finished:
+            req.finishing = False
+            self._release(req)
 
     # -- a run of pure-decode steps ---------------------------------------------------------------------
     def _bulk_len(self) -> int:
@@ -548,7 +579,7 @@ class _Sim:
 
     def _decode_need(self) -> int:
         bs = self.bs
-        return sum(1 for r in self.running if r.computed % bs == 0)
+        return sum(1 for r in self.running if r.computed % bs == 0 and not r.finishing)
 
     def _bulk(self, k: int) -> None:
         run = self.running
@@ -673,8 +704,8 @@ class _Sim:
         if takes:
             for r, b in zip(takes, kv.allocate(len(takes)), strict=True):
                 r.block_ids.append(b)
-        for r in run:
-            self._cache_full(r, r.computed + j)
+        for r in run:  # async: the last step's token not yet processed (_cacheable)
+            self._cache_full(r, r.computed + j - (1 if self.async_sched else 0))
         self.free = kv.num_free
 
     # -- main loop --------------------------------------------------------------------------------------
