@@ -35,7 +35,7 @@ from pytest_roofline.errors import (
 from pytest_roofline.format.limits import DEFAULT_LIMITS, Limits, parse_limit
 from pytest_roofline.format.spec import SpecError, json_schema, load_spec
 from pytest_roofline.measure.engine import tiny_model as tinymodel
-from pytest_roofline.measure.results import named_prediction_file
+from pytest_roofline.measure.results import match, named_prediction_file
 from pytest_roofline.measure.results.calibration_points import measured_points, parse_point_selector, select_points
 from pytest_roofline.measure.results.match import recorded_span
 from pytest_roofline.measure.results.peers import load_any
@@ -446,6 +446,27 @@ def _calibrate_predictions(named: str, results: Path) -> Path:
     return found
 
 
+def _setup_differences(docs: list[tuple[str, Any]]) -> list[str]:
+    """Where results files disagree about their setup: hardware, model and engine version where both say (a peer's
+    file without its server log does not say the version: not a difference), and this tool's own files' workload
+    (a peer's lengths are its points', which the fit simulates one by one)."""
+    def fields(d: Mapping[str, Any]) -> dict[str, Any]:
+        st = d.get("setup") or {}
+        out = {"hardware": (st.get("hardware") or {}).get("declared"), "model": (st.get("model") or {}).get("name"),
+               "engine version": (st.get("engine") or {}).get("version")}
+        if d.get("source") not in match.PEER_FORMATS:
+            out["workload"] = json.dumps(st.get("workload") or {}, sort_keys=True)
+        return out
+
+    first_f, first = docs[0][0], fields(docs[0][1])
+    out = []
+    for f, d in docs[1:]:
+        for k, v in fields(d).items():
+            if v is not None and first.get(k) is not None and v != first[k]:
+                out.append(f"{k}: {first[k]} in {first_f}, {v} in {f}")
+    return out
+
+
 def _schedule_notes(doc: Mapping[str, Any]) -> list[str]:
     """How each open-loop point of a results document is simulated when its sends were not recorded and its file
     does not say how they spanned (a peer's summary file): on a drawn schedule, which a current ``vllm bench
@@ -469,20 +490,22 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     # --replay reads them; a peer's file names no prediction file, so --predictions gives the setup
     docs = _distinct_points([(f, load_any(f)) for f in args.results])
 
-    def run_of(d: Mapping[str, Any]) -> tuple[Any, ...]:
-        st = d.get("setup") or {}
-        return ((st.get("hardware") or {}).get("declared"), (st.get("model") or {}).get("name"),
-                (st.get("engine") or {}).get("version"), json.dumps(st.get("workload") or {}, sort_keys=True))
-
-    differ = {str(f): run_of(d) for f, d in docs if run_of(d) != run_of(docs[0][1])}
+    differ = _setup_differences(docs)
     if differ:
-        raise CalibrationError(f"the results files are not of one setup (hardware, model, engine version, "
-                               f"workload): {docs[0][0]} has {run_of(docs[0][1])}, "
-                               + "; ".join(f"{f} has {r}" for f, r in differ.items()))
+        raise CalibrationError("the results files are not of one setup: " + "; ".join(differ))
     named = (docs[0][1].get("setup") or {}).get("predictions_file")
     if not args.predictions and not named:
         raise CalibrationError("the results file does not name its predictions file: pass --predictions FILE.yaml")
     spec = load_spec(args.predictions or _calibrate_predictions(str(named), Path(docs[0][0])))
+    # the files must be of the prediction file's setup, as --replay checks them (measure.results.match): the fit is
+    # written as that setup's calibration (trial s23b H1: a CPU run of the tiny model was written as an A100's).
+    # Its points and lengths may differ: each point is simulated at its own load and lengths
+    wrong = [f"{f}: {d}" for f, doc in docs for d in match.compare(doc, spec).differences
+             if not d.startswith(("sweep points:", "workload:", "arrivals:"))]
+    if wrong:
+        raise CalibrationError(f"the results are not of {spec.path}'s setup, so a fit on them is not its "
+                               f"calibration: {'; '.join(wrong)}; name the prediction file they were measured "
+                               "with (--predictions FILE.yaml)")
     setup = build_setup(hardware_ref=spec.hardware, hardware_overrides=spec.hardware_overrides,
                         model_ref=spec.model, model_overrides=spec.model_overrides, engine=spec.engine,
                         workload=spec.workload)

@@ -200,3 +200,28 @@ def test_a_detailed_file_sent_on_another_span_says_nothing(tmp_path):
     [point] = load_any(path)["points"]
     assert "arrival_span" not in point
     assert point["client"]["intervals"]["request_throughput_req_s"]["method"] == "count"
+
+
+def test_calibrate_refuses_files_of_another_setup_than_the_prediction_file(capsys, tmp_path):
+    """Trial s23b H1: a CPU run of the tiny model was fitted and written as day3's A100 / Qwen3-8B calibration.
+    The files are checked as --replay checks them; their points and lengths may differ, their setup may not."""
+    out_file = tmp_path / "wrong.yaml"
+    rc = cli.main(["calibrate", str(REPO / "tests" / "data" / "peers" / "cpu-tiny-vllm-bench"),
+                   "--predictions", str(REPO / "predictions" / "day3.yaml"), "-o", str(out_file)])
+    out, err = capsys.readouterr()
+    assert rc != 0 and not out_file.exists()
+    text = out + err
+    assert "are not of" in text and "day3.yaml's setup" in text
+    assert "model: the file served roofline-tiny, the predictions are for qwen3-8b" in text
+
+
+def test_files_of_one_setup_calibrate_together_whatever_their_lengths_or_logs(capsys):
+    """Trial s23b M1: a folder with its server log (vLLM 0.32.0) and a file without one (version not said), at
+    64 and 32 output tokens, are one setup: the version is unknown on one side, and each point is simulated at its
+    own lengths."""
+    peers = REPO / "tests" / "data" / "peers"
+    rc = cli.main(["calibrate", str(peers / "cpu-tiny-vllm-bench"), str(DETAILED / "closed_c4.json"),
+                   str(peers / "cpu-tiny-vllm-bench-32" / "sweep_c1.json"), "--predictions", str(SPEC)])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "fitted constants" in out
