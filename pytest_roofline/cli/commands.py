@@ -40,7 +40,7 @@ from pytest_roofline.measure.results.calibration_points import measured_points, 
 from pytest_roofline.measure.results.match import recorded_span
 from pytest_roofline.measure.results.peers import load_any
 from pytest_roofline.model import calibration, hardware, serving
-from pytest_roofline.model.setup import RequestLengthWarning, build_setup
+from pytest_roofline.model.setup import RequestLengthWarning, build_setup, effective_max_model_len
 from pytest_roofline.quantities.measurement import PointMode, point_mode
 from pytest_roofline.quantities.registry import QUANTITIES
 from pytest_roofline.units import GB, GIB
@@ -537,8 +537,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         result = calibration.fit(points, base, predict=predict, fields=fields, held=type(base).FIELDS_FITTABLE,
                                  screened=why)
     else:  # each constant on the metric that measures it (the default)
+        # the longest prompt the engine serves beside these outputs: no note asks for a longer one (trial s23b L1)
+        mml = effective_max_model_len(setup.max_model_len, setup.model)
+        outs = [int(p.output_len) for p in [*points, *held] if p.output_len]
+        max_prompt = mml - max(outs or [1]) if mml else None
         result = calibration.fit_by_metric(points, base, predict=predict, fields=fields,
-                                           screened={**why_held, **why}, held_out=spare).as_fit_result()
+                                           screened={**why_held, **why}, held_out=spare,
+                                           max_prompt=max_prompt if max_prompt and max_prompt > 0 else None
+                                           ).as_fit_result()
     if held:  # the results' other points: how the fitted constants predict what they were not fitted on
         result = dataclasses.replace(result, held_out=calibration.residuals_at(result.constants, held,
                                                                                  predict=predict))

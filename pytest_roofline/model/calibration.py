@@ -948,7 +948,7 @@ def check_fields(fields: Sequence[str] | None, known: Iterable[str], *, joint: b
 
 def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor,
                   fields: Sequence[str] | None = None, screened: Mapping[str, str] | None = None,
-                  held_out: Sequence[MeasuredPoint] = ()) -> MetricFit:
+                  held_out: Sequence[MeasuredPoint] = (), max_prompt: int | None = None) -> MetricFit:
     """Fit each constant on the metric that measures it, never one metric's residual into another's parameter:
     the decode-step terms (:data:`STEP_FIELDS`) on TPOT alone (on throughput where no point measured TPOT), the
     API-server and prefill terms (:data:`TTFT_FIELDS`) on TTFT alone.  ``fields`` limits both (default: all).
@@ -968,6 +968,7 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
     TTFTs of two prompt lengths; the decode-step terms need TPOTs at two batch sizes far apart, and all three of
     them TPOTs at two context lengths too.  ``screened`` (label → the measured TTFT and why it was left out:
     :func:`screen_points_why`) lets them say a TTFT was measured and screened out rather than not measured;
+    ``max_prompt``: the longest prompt the engine serves beside the points' outputs, so no note asks for a longer one.
     ``held_out`` (the results' other points, screened alike) lets them name a point the results already hold:
     "fit with C = 8 too (it is in the file)"."""
     want = tuple(fields) if fields is not None else STEP_FIELDS + TTFT_FIELDS
@@ -1060,7 +1061,7 @@ def fit_by_metric(points: Sequence[MeasuredPoint], base: Constants, *, predict: 
     if "frontend_in_s" in want and not (ttft and "frontend_in_s" in ttft.fitted):
         notes.append(_frontend_advice(points, held_out, screened))
     if "flop_efficiency" in want and not (ttft and "flop_efficiency" in ttft.fitted):
-        notes.append(_prefill_advice(points, held_out, tried=len(prompts) >= 2))
+        notes.append(_prefill_advice(points, held_out, tried=len(prompts) >= 2, max_prompt=max_prompt))
     return MetricFit(constants=current, step=step, ttft=ttft, notes=tuple(notes),
                      metrics={"step": step_metrics if step else (), "ttft": TTFT_METRICS if ttft else ()},
                      rounds=rounds)
@@ -1187,7 +1188,8 @@ def _frontend_advice(points: Sequence[MeasuredPoint], held_out: Sequence[Measure
     return "a measured TTFT at concurrency 1 would identify frontend_in_s"
 
 
-def _prefill_advice(points: Sequence[MeasuredPoint], held_out: Sequence[MeasuredPoint], *, tried: bool) -> str:
+def _prefill_advice(points: Sequence[MeasuredPoint], held_out: Sequence[MeasuredPoint], *, tried: bool,
+                    max_prompt: int | None = None) -> str:
     """What would identify ``flop_efficiency`` apart from ``frontend_in_s``: TTFTs at two prompt lengths (a
     per-token cost and a per-request cost move one prompt length's TTFT alike); one the results hold is named."""
     lens = sorted({int(pt.input_len) for pt in points if pt.value("ttft_p50_ms") is not None and pt.input_len})
@@ -1202,13 +1204,19 @@ def _prefill_advice(points: Sequence[MeasuredPoint], held_out: Sequence[Measured
                                            f"{lens[0]:,}-token ones would identify flop_efficiency apart from "
                                            "frontend_in_s")
         return (f"TTFTs at two prompt lengths would identify flop_efficiency apart from frontend_in_s: these points' "
-                f"TTFTs all have {lens[0]:,}-token prompts; add one at {_other_length(lens[0]):,} tokens")
+                f"TTFTs all have {lens[0]:,}-token prompts; add one at "
+                f"{_other_length(lens[0], max_prompt):,} tokens")
     given = sorted({int(pt.input_len) for pt in points if pt.input_len})
-    pair = (given[0], _other_length(given[0])) if len(given) == 1 else (128, 2048)
+    pair = (given[0], _other_length(given[0], max_prompt)) if len(given) == 1 else (128, 2048)
     return (f"TTFTs at two prompt lengths (e.g. {pair[0]:,} and {pair[1]:,} tokens) would identify flop_efficiency "
             "apart from frontend_in_s: no point here has a TTFT the fit could use")
 
 
-def _other_length(n: int) -> int:
-    """A prompt length far from ``n`` (8x): long enough apart that a per-token cost shows beside a per-request one."""
-    return 8 * n if n <= 512 else n // 8
+def _other_length(n: int, cap: int | None = None) -> int:
+    """A prompt length far from ``n`` (8x): long enough apart that a per-token cost shows beside a per-request one;
+    no longer than ``cap`` (the longest prompt the engine serves beside the points' outputs: trial s23b L1 was told
+    to add 1,032 tokens under a max_model_len of 1,024), shorter instead where ``cap`` leaves less than 2 x ``n``."""
+    far = 8 * n if n <= 512 else n // 8
+    if cap is not None and far > cap:
+        return cap if cap >= 2 * n else max(16, n // 8)
+    return far

@@ -225,3 +225,14 @@ def test_files_of_one_setup_calibrate_together_whatever_their_lengths_or_logs(ca
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert "fitted constants" in out
+
+
+def test_the_advice_never_asks_for_a_prompt_the_engine_refuses(capsys):
+    """Trial s23b L1: 129-token prompts under max_model_len 1,024 were told to add one at 1,032 tokens; with 64
+    output tokens the longest prompt served is 960."""
+    rc = cli.main(["calibrate", str(DETAILED / "closed_c4.json"), str(DETAILED / "open_r8.json"),
+                   "--predictions", str(SPEC)])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    [line] = [ln for ln in out.splitlines() if "two prompt lengths would identify flop_efficiency" in ln]
+    assert "add one at 960 tokens" in line
