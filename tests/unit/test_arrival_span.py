@@ -259,3 +259,21 @@ def test_simulate_with_results_of_other_points_says_so(capsys, tmp_path):
     # the recording's own prediction file: no such line
     assert cli.main(["predict", "--simulate", str(PREDICTIONS / "cpu-open-loop.yaml"), "--results", str(rec)]) == 0
     assert "does not belong to" not in capsys.readouterr().err
+
+
+def test_simulate_prints_a_files_warning_as_one_line(capsys, tmp_path):
+    """Trial s23b L4: `roofline predict --simulate` printed a file's warnings as Python's, with the plugin's own
+    source line; one `roofline: warning: FILE:LINE: ...` line now, as roofline check prints it."""
+    from pytest_roofline import cli
+    path = tmp_path / "closed.yaml"
+    path.write_text("hardware: cpu\nmodel: roofline-tiny\n"
+                    "engine: {name: vllm, version: \"0.32.0\", cpu_kvcache_space: 1 GiB}\n"
+                    "workload: {input_len: 128, output_len: 64}\nsweep:\n  concurrency: [1, 2]\n"
+                    "  arrival_span: fixed\npredictions:\n"
+                    "  - {id: t, quantity: tpot_p50, at: {concurrency: 1}, predicted: model}\n")
+    rc = cli.main(["predict", "--simulate", str(path)])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    [line] = [ln for ln in err.splitlines() if "arrival_span" in ln]
+    assert line.startswith(f"roofline: warning: {path}:") and "changes nothing here" in line
+    assert "warnings.warn" not in err and "Warning:" not in err
