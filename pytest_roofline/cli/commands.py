@@ -287,9 +287,10 @@ def _compare_side(ref: str, store_uri: str | None, predictions: str | None,
     from pytest_roofline.report.scorecard import score_spec
 
     path = Path(ref)
-    if path.is_dir():
+    if path.is_dir() and (path / "run.json").is_file():
         return read_run_dir(path).summary
-    if path.is_file():
+    if path.is_file() or path.is_dir() and not (path / "run.json").exists():
+        # a results file, or a peer's output folder (a folder of vllm bench serve files, GuideLLM's, AIPerf's)
         data = load_any(path)  # this tool's results.json or a peer's file, as --replay reads it
         named = predictions or str((data.get("setup") or {}).get("predictions_file") or "")
         found = (Path(named) if Path(named).is_file() else None) if predictions else named_prediction_file(named, path)

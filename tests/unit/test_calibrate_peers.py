@@ -236,3 +236,12 @@ def test_the_advice_never_asks_for_a_prompt_the_engine_refuses(capsys):
     assert rc == 0, err
     [line] = [ln for ln in out.splitlines() if "two prompt lengths would identify flop_efficiency" in ln]
     assert "add one at 960 tokens" in line
+
+
+def test_compare_reads_a_peers_folder(capsys):
+    """Trial s23b L3: a folder of vllm bench serve files was read as a stored run ('no run.json')."""
+    rc = cli.main(["compare", str(REPO / "predictions" / "recorded" / "cpu-tiny-2026-12-05.results.json"),
+                   str(REPO / "tests" / "data" / "peers" / "cpu-tiny-vllm-bench"), "--predictions", str(SPEC)])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "measured in both runs" in out and "run.json" not in out + err
