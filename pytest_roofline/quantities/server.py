@@ -31,6 +31,8 @@ def _server_q(name: str, dim: str, desc: str, key: str, serving: ServingFn | Non
 QUANTITIES: tuple[Quantity, ...] = (
     _server_q("preemptions", "count", "preemptions vLLM counted during a sweep point", "preemptions",
               serving=serve_point("preemptions"), replicas="total"),
+    # the serving model's value: its prefix cache block by block (model/serving/kv_pool.py), the hits each request
+    # found when admitted ÷ the prompt tokens
     _server_q("prefix_cache_hit_rate", "ratio", "prefix-cache hits ÷ queries (tokens) during a sweep point",
-              "prefix_cache_hit_rate"),
+              "prefix_cache_hit_rate", serving=serve_point("prefix_cache_hit_rate")),
 )
