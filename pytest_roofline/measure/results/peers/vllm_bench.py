@@ -203,7 +203,11 @@ def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> 
     if per_req is not None:
         client["per_request_output_tok_s"] = per_req
         not_reported.pop("per_request_output_tok_s")
-    detail, no_detail = _detail(doc, conc if mode == PointMode.CLOSED else None, rate, int(completed))
+    records, no_detail = detail_records(doc)
+    detail = None
+    if records is not None:
+        detail, no_detail = detail_client(doc, records, concurrency=conc if mode == PointMode.CLOSED else None,
+                                          rate_req_s=rate, completed=int(completed))
     if detail is not None:
         # --save-detailed: the live path's statistics over the rebuilt requests (peers._vllm_detail); the figures
         # stay vLLM's summary keys, the intervals, L and the in-flight counts come from the per-request arrays
@@ -251,11 +255,8 @@ def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> 
     # them where it simulates this point (calibration), since the file does not say how its schedule spanned
     sent = sent_offsets(doc["start_times"]) if detail is not None and mode == PointMode.OPEN else None
     # how its sends spanned, where the file shows it (peers._vllm_detail.fixed_span_sent); else not said
-    span = None
-    if detail is not None and mode == PointMode.OPEN:
-        records, _ = detail_records(doc)
-        if records is not None and fixed_span_sent(doc, records, rate):
-            span = "fixed"
+    span = "fixed" if detail is not None and records and mode == PointMode.OPEN and fixed_span_sent(
+        doc, records, rate) else None
     return cast(PointRecord, {
         "id": pid, "mode": mode, "concurrency": conc if mode == PointMode.CLOSED else None,
         "rate_req_s": rate, "burstiness": number(doc.get("burstiness")),
@@ -267,15 +268,6 @@ def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> 
         "client": client, "server": None, "contaminated": None, "flags": flags, "requests_file": None,
         "loadgen": None, "not_reported": not_reported, "source_file": where,
     })
-
-
-def _detail(doc: Mapping[str, Any], conc: int | None, rate: float | None,
-            completed: int) -> tuple[dict[str, Any] | None, str]:
-    """The live path's statistics over a ``--save-detailed`` file's requests, or None with why not."""
-    records, why = detail_records(doc)
-    if records is None:
-        return None, why
-    return detail_client(doc, records, concurrency=conc, rate_req_s=rate, completed=completed)
 
 
 def _goodput_counts(goodput: float, duration: float | None, completed: int,
