@@ -937,18 +937,21 @@ def sim_number(value: float, digits: int = 5) -> str:
 #: ``--simulate``'s legend line for the bands it prints (model/bands.py: NOMINAL_COVERAGE, BAND_MEANING)
 SIM_BAND_LEGEND = f"the band lines: the serving model's interval around its value, {bands_mod.BAND_MEANING}"
 
+#: the column of the prompt tokens the prefix cache holds (``prefix_cache_hit_rate``), printed where a point has any
+HIT_COLUMN = "hit %"
 #: the table's last columns: header -> the field whose reason the legend gives
 _OTHER_COLS = (("run", "mean_running_batch"), ("KV %", "max_kv_usage"), ("preempt", "preemptions"),
                ("queue ms", "mean_queue_ms"))
 
 
-def _other_cols_legend() -> str:
+def _other_cols_legend(hits: bool = False) -> str:
     """The one line under the table for its last columns and the dominant term, from :data:`NO_BAND_OTHER`'s
-    reasons (their figures named once: :data:`ENGINE_FIGURES`)."""
-    whats = list(dict.fromkeys(ENGINE_FIGURES[field] for _h, field in _OTHER_COLS))
+    reasons (their figures named once: :data:`ENGINE_FIGURES`); ``hits``: the hit % column was printed."""
+    shown = _OTHER_COLS + (((HIT_COLUMN, "prefix_cache_hit_rate"),) if hits else ())
+    whats = list(dict.fromkeys(ENGINE_FIGURES[field] for _h, field in shown))
     listed = ", ".join(whats[:-1]) + f" or {whats[-1]}" if len(whats) > 1 else whats[0]
     dominant = NO_BAND_OTHER["time_shares"].removeprefix("no band: ")
-    return (f"no band for {', '.join(h for h, _ in _OTHER_COLS)}: {not_reported(listed, figures='figures')}; "
+    return (f"no band for {', '.join(h for h, _ in shown)}: {not_reported(listed, figures='figures')}; "
             f"nor for {dominant}")
 _NO_BAND_LEGEND = ("the accuracy corpus (benchmarks/data/corpus) has no public source that reports tok/s/req, "
                    "TPOT p99 or ITL p99 and one that reports TTFT p99, too few to bound a new source's error; "
@@ -1021,7 +1024,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if rows and unbanded:
         print(f"no band for {', '.join(unbanded)}: {_NO_BAND_LEGEND}")
     if rows:  # the last columns: engine figures the corpus does not report (once; per value in --json's band_notes)
-        print(_other_cols_legend())
+        print(_other_cols_legend(any((r.get("prefix_cache_hit_rate") or 0.0) > 0.0 for r in rows)))
     # CPU bands: one host's recordings (model/bands.py CPU_BAND_CAVEAT)
     for caveat in dict.fromkeys(bands_mod.band_caveat(t.device) for t in shown if any(r.get("bands") for r in t.rows)):
         if caveat:
@@ -1037,8 +1040,11 @@ def _print_table(t: SimTable) -> None:
     cols = _SIM_COLS
     rows = t.rows
     open_loop = bool(rows) and rows[0].get("rate_req_per_s") is not None
+    # the prefix cache's share of prompt tokens (kv_pool.py, block by block), where any point finds one
+    hits = any((r.get("prefix_cache_hit_rate") or 0.0) > 0.0 for r in rows)
     print(f"{'req/s' if open_loop else 'C':>6} " + " ".join(f"{c[1]:>18}" for c in cols)
-          + f" {'run':>6} {'KV %':>5} {'preempt':>7} {'queue ms':>8}  dominant term")
+          + f" {'run':>6} {'KV %':>5} {'preempt':>7} {'queue ms':>8}" + (f" {HIT_COLUMN:>5}" if hits else "")
+          + "  dominant term")
     for r in rows:
         cells = []
         for name, _, fmt in cols:
@@ -1053,7 +1059,9 @@ def _print_table(t: SimTable) -> None:
         top = max(r["time_shares"], key=r["time_shares"].get) if r["time_shares"] else "—"
         point = _point_text(r)
         print(f"{point:>6} " + " ".join(cells) + f" {r['mean_running_batch']:>6.1f} {100 * r['max_kv_usage']:>5.1f} "
-              f"{r['preemptions']:>7} {r['mean_queue_ms']:>8.1f}  {top} {r['time_shares'].get(top, 0):.0%}")
+              f"{r['preemptions']:>7} {r['mean_queue_ms']:>8.1f}"
+              + (f" {100 * (r.get('prefix_cache_hit_rate') or 0.0):>5.1f}" if hits else "")
+              + f"  {top} {r['time_shares'].get(top, 0):.0%}")
         bands = r.get("bands") or {}
         if bands:  # the model's interval around its values (model/bands.py; docs/explanation/models.md)
             print(f"{'':>6} band: " + ", ".join(f"{label} {sim_number(bands[name][0], _BAND_DIGITS)}–"

@@ -274,10 +274,13 @@ class RunSummary:
 def measurement_id(results: Mapping[str, Any]) -> str:
     """One results file's identity, whoever reads it (the live run storing it, a replay of it days later): 16 hex
     digits of SHA-256 over its ``created_at`` and each point's id and start and end times. Not the file's bytes:
-    ``updated_at`` and the status move as a run closes."""
+    ``updated_at`` and the status move as a run closes. A file that states no time (a peer's file without its
+    date) adds each point's client figures, so two such runs of the same points are two measurements, not one."""
+    created = str(results.get("created_at") or "")
     points = [[str(p.get(k)) for k in ("id", "started_at", "finished_at")]
+              + ([] if created else [json.dumps(p.get("client"), sort_keys=True, default=str)])
               for p in results.get("points") or () if isinstance(p, Mapping)]
-    doc = json.dumps({"created_at": str(results.get("created_at") or ""), "points": points}, sort_keys=True)
+    doc = json.dumps({"created_at": created, "points": points}, sort_keys=True)
     return hashlib.sha256(doc.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 

@@ -21,3 +21,22 @@ def test_the_hit_rate_has_the_pools_value(shared, rate):
     [pred] = spec.predictions
     v = scoring.score(spec, pred, "math")
     assert v.serving_value == pytest.approx(rate, abs=1e-12)
+
+
+def test_simulate_prints_the_hit_share_where_a_point_has_one(tmp_path, capsys):
+    """``roofline predict --simulate``'s table has a ``hit %`` column where a point finds prompt tokens cached
+    (trial s23b: the value was in --json alone), and none where no point does (the legend names it only then)."""
+    from pytest_roofline.cli import main
+    for shared, shown in ((256, "66.7"), (64, None)):
+        f = tmp_path / f"hits{shared}.yaml"
+        f.write_text(FILE % shared)
+        assert main(["predict", "--simulate", str(f)]) == 0
+        out = capsys.readouterr().out
+        header = next(line for line in out.splitlines() if "dominant term" in line)
+        row = next(line for line in out.splitlines() if line.lstrip().startswith("4 "))
+        if shown:
+            assert header.split()[-3:] == ["%", "dominant", "term"] and "hit %" in header
+            assert row.split()[-3] == shown
+            assert "no band for run, KV %, preempt, queue ms, hit %:" in out and "the prefix-cache hit rate" in out
+        else:
+            assert "hit %" not in out and "prefix-cache hit rate" not in out

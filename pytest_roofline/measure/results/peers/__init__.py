@@ -27,7 +27,7 @@ from typing import Any
 from pytest_roofline.errors import ResultsError
 from pytest_roofline.measure.results.file import SCHEMA, ResultsData, load_results
 from pytest_roofline.measure.results.peers import aiperf, guidellm, vllm_bench
-from pytest_roofline.measure.results.peers._common import load_json, results_document
+from pytest_roofline.measure.results.peers._common import earliest_time, load_json, results_document
 
 __all__ = ["load_any", "detect_format", "FORMATS"]
 
@@ -102,6 +102,7 @@ def _merged(folder: Path, fmt: str) -> ResultsData:
     return results_document(source=fmt, where=str(folder), points=[p for d in docs for p in d["points"]],
                             setup={k: v for k, v in first["setup"].items() if k not in ("mode", "unchecked")},
                             unchecked=unchecked if isinstance(unchecked, Mapping) else None,
+                            created_at=earliest_time([d.get("created_at") for d in docs]),
                             notes=f"{len(docs)} {fmt} files merged: "
                                   + ", ".join(str(f.relative_to(folder)) for f in _layout_files(folder, fmt)))
 

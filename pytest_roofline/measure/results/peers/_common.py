@@ -8,6 +8,7 @@ reason is listed under the point's ``not_reported``; it is never 0.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import math
 from collections import Counter
@@ -21,7 +22,7 @@ from pytest_roofline.measure.results.file import SCHEMA, SCHEMA_VERSION, Results
 from pytest_roofline.quantities.measurement import PointRecord
 
 __all__ = ["MAX_PEER_FILE_BYTES", "read_json_text", "loads_json", "load_json", "number", "results_document",
-           "closed_point_id", "open_point_id"]
+           "closed_point_id", "open_point_id", "peer_time", "earliest_time"]
 
 
 #: the largest peer's file read (a 120 MB vllm bench --save-detailed file reads in ~14 s; bounded.py's bound)
@@ -74,12 +75,55 @@ def open_point_id(rate_req_s: float) -> str:
     return f"open-r{rate_req_s:g}"
 
 
+def peer_time(value: Any) -> str | None:
+    """A time a peer's file states, as ISO 8601 to the second, or None when it states none readable.
+
+    A number is a Unix time (GuideLLM's ``start_time``/``end_time``): UTC, ``Z``. ``YYYYMMDD-HHMMSS`` is vllm bench
+    serve's ``date`` (``datetime.now()`` on the client when it saved the file: the client's local time, no zone)
+    and an ISO string AIPerf's ``start_time``/``end_time``; both are kept as the file states them, a zone only
+    where it gives one (a time with no zone is read as UTC where runs are ordered: history)."""
+    x = number(value)
+    if x is not None:
+        try:
+            return _dt.datetime.fromtimestamp(x, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        except (OverflowError, OSError, ValueError):
+            return None
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    text = value.strip()
+    for fmt in ("%Y%m%d-%H%M%S",):
+        try:
+            return _dt.datetime.strptime(text, fmt).strftime("%Y-%m-%dT%H:%M:%S")
+        except ValueError:
+            pass
+    try:
+        t = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if t.tzinfo is None:
+        return t.strftime("%Y-%m-%dT%H:%M:%S")
+    return t.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _utc(text: str) -> _dt.datetime:
+    t = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return t if t.tzinfo is not None else t.replace(tzinfo=_dt.UTC)
+
+
+def earliest_time(times: Sequence[str | None]) -> str | None:
+    """The earliest of :func:`peer_time`'s answers (a time with no zone read as UTC), None when none is known."""
+    known = [t for t in times if t]
+    return min(known, key=_utc) if known else None
+
+
 def results_document(*, source: str, where: str, points: Sequence[PointRecord], setup: Mapping[str, Any],
                      engine_report: Mapping[str, Any] | None = None, notes: str = "",
-                     unchecked: Mapping[str, str] | None = None) -> ResultsData:
+                     unchecked: Mapping[str, str] | None = None, created_at: str | None = None) -> ResultsData:
     """A results document holding a peer's points, checked with the same shape check as a file of our own.
 
-    ``unchecked``: setup field -> why the peer's file cannot say it (the mismatch check lists these)."""
+    ``unchecked``: setup field -> why the peer's file cannot say it (the mismatch check lists these).
+    ``created_at``: when the peer's run was made, where its files say (:func:`peer_time`): ``roofline compare``
+    heads a run with it and a replay is stored in history at it; the earliest point's time when not given."""
     counts = Counter(str(p.get("id")) for p in points)  # linear: a folder of 10,000 files is 10,000 points
     dup = sorted(i for i, n in counts.items() if n > 1)
     if dup:
@@ -87,6 +131,8 @@ def results_document(*, source: str, where: str, points: Sequence[PointRecord], 
                            "point (a `vllm bench sweep` directory's repeats are merged, loose files are not)")
     data: dict[str, Any] = {
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "source": source, "status": "complete",
+        **({"created_at": made} if (made := created_at or earliest_time(
+            [str(p.get("started_at") or p.get("finished_at") or "") for p in points])) else {}),
         "transcription": notes or None,
         "setup": {"mode": "imported", **setup, "unchecked": dict(unchecked or {})},
         "engine_report": dict(engine_report) if engine_report else None,

@@ -33,6 +33,7 @@ from pytest_roofline.measure.results.peers._common import (
     load_json,
     number,
     open_point_id,
+    peer_time,
     results_document,
 )
 from pytest_roofline.measure.stats.bursts import summary_burst_flag
@@ -207,6 +208,7 @@ def aiperf_point(doc: Mapping[str, Any], where: str) -> PointRecord:
         "input_len": int(round(isl)) if isl is not None else None,
         "output_len": int(round(osl)) if osl is not None else None,
         "num_requests": client["completed"], "duration_s": _seconds(doc, "benchmark_duration"),
+        "started_at": peer_time(doc.get("start_time")), "finished_at": peer_time(doc.get("end_time")),
         "client": client, "server": None, "contaminated": None, "flags": flags, "requests_file": None,
         "loadgen": None,
         "not_reported": not_reported, "source_file": where,

@@ -35,6 +35,7 @@ from pytest_roofline.measure.results.peers._common import (
     load_json,
     number,
     open_point_id,
+    peer_time,
     results_document,
 )
 from pytest_roofline.measure.stats.bursts import summary_burst_flag
@@ -234,7 +235,8 @@ def guidellm_point(bench: Mapping[str, Any], where: str) -> PointRecord:
         "input_len": int(round(in_len)) if in_len is not None else None,
         "output_len": int(round(out_len)) if out_len is not None else None,
         "num_requests": int(number(totals.get("total")) or 0) or None,
-        "duration_s": number(bench.get("duration")), "client": client, "server": None, "contaminated": None,
+        "duration_s": number(bench.get("duration")), "started_at": peer_time(bench.get("start_time")),
+        "finished_at": peer_time(bench.get("end_time")), "client": client, "server": None, "contaminated": None,
         "flags": flags, "requests_file": None, "loadgen": None, "not_reported": not_reported, "source_file": where,
     })
 

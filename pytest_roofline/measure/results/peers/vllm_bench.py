@@ -55,6 +55,7 @@ from pytest_roofline.measure.results.peers._common import (
     loads_json,
     number,
     open_point_id,
+    peer_time,
     read_json_text,
     results_document,
 )
@@ -264,7 +265,8 @@ def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> 
         **({"arrival_span": span} if span is not None else {}),
         "input_len": input_len, "output_len": output_len,
         "num_requests": int(num_prompts) if num_prompts is not None else None,
-        "duration_s": number(doc.get("duration")), "started_at": None, "finished_at": None,
+        # vllm bench serve stamps ``date`` when it saves the file, after the run: when the point finished
+        "duration_s": number(doc.get("duration")), "started_at": None, "finished_at": peer_time(doc.get("date")),
         "client": client, "server": None, "contaminated": None, "flags": flags, "requests_file": None,
         "loadgen": None, "not_reported": not_reported, "source_file": where,
     })
