@@ -47,6 +47,7 @@ from pytest_roofline.quantities.bounds import (
     batch1_step_rate,
     physical_bound,
 )
+from pytest_roofline.quantities.declare import sim_explanation
 from pytest_roofline.quantities.definitions import definition_text
 from pytest_roofline.quantities.measurement import Measurement
 from pytest_roofline.quantities.registry import QuantityKind
@@ -309,6 +310,18 @@ class Verdict:
         serving model's value."""
         return self.band_check is not None and self.band_check.source == "serving"
 
+    @property
+    def serving_checked(self) -> bool:
+        """Whether a math verdict took the serving model's value as the one the ink is checked against: its band
+        decided (:attr:`band_decided`), or a tolerance whose interval around the ink holds that value
+        (:func:`_against_band`, trial s24 M3: such a row read ``— model``): the value the reports show."""
+        if self.band_decided:
+            return True
+        return (self.mode is VerdictMode.MATH and self.model_source != "roofline"
+                and isinstance(self.serving_value, (int, float)) and not isinstance(self.serving_value, bool)
+                and isinstance(self.checked_value, (int, float)) and not isinstance(self.checked_value, bool)
+                and self.checked_value == self.serving_value)
+
     def band(self) -> tuple[float, float] | None:
         """The allowed interval (±inf where open), or None when the check was not a numeric band."""
         lo = self.lo if self.lo is not None and math.isfinite(self.lo) else None
@@ -348,7 +361,7 @@ class Verdict:
         if self.error_text:
             # a band verdict's error is the serving model's value against the ink (scoring._against_band)
             what = ("measured" if measured else
-                    "serving model" if self.band_decided else "model")
+                    "serving model" if self.serving_checked else "model")
             ratio = f"; {what} ÷ ink ×{self.ratio:.4g}" if self.ratio is not None else ""
             rows.append(("error", f"{self.error_text}  ({what} − ink, relative to the ink{ratio})"))
         if self.tolerance_text:
@@ -1231,6 +1244,8 @@ def _serving_column(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hard
     if v.model_source == "roofline":
         v.roofline_value, v.roofline_text = v.model_value, v.model_text
     if q.serving is None:
+        if q.name in model_bands.ROOFLINE_CEILINGS:
+            _batch1_reading(v, spec, pred, setup, hardware_override)
         return
     try:
         sweep = serving_sweep_for(spec, pred, setup, hardware_override=hardware_override)
@@ -1269,6 +1284,29 @@ def _serving_column(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hard
             differs = list(spec.calibration.mismatches(setup))
             if differs:
                 v.model_inputs["calibration_mismatch"] = "; ".join(differs)
+
+
+def _batch1_reading(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hardware_override: str | None) -> None:
+    """A roofline ceiling with no serving value of its own (``batch1_ceiling``, the roofline's fact): ink written as
+    its realistic value is read as ``batch1_throughput``'s is (one number, one verdict, trial s24 H1), so the
+    verdict's serving reading is the serving model's throughput at its batch-1 point with that point's band; the
+    model column stays the roofline's ceiling."""
+    try:
+        p, pp = serving_sweep_for(spec, pred, setup, hardware_override=hardware_override).batch1()
+    except (SetupError, ValueError, ZeroDivisionError, KeyError) as exc:
+        v.serving_explanation = f"{_SERVING_FAILED}: {exc}"
+        return
+    metric = _BAND_METRIC["output_throughput"]
+    v.serving_value = _plain(pp.output_throughput_tok_per_s)
+    v.serving_text = _value_text(v.serving_value, pred.q.dimension, v.display_unit)
+    v.serving_explanation = ("the serving model's throughput at batch 1, where a realistic value of this ceiling "
+                             f"lands: {sim_explanation(p.id, pp)}")
+    v.serving_shares = {k: float(x) for k, x in pp.time_shares.items()}
+    band = pp.bands.get(metric)
+    if band:
+        _set_serving_band(v, float(band[0]), float(band[1]), setup)
+    elif pp.band_notes.get(metric):
+        v.serving_band_note = f"{pp.band_notes[metric]} (docs/explanation/models.md)"
 
 
 def _set_serving_band(v: Verdict, lo: float, hi: float, setup: Setup | None = None) -> None:

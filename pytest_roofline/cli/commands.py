@@ -547,8 +547,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                                            max_prompt=max_prompt if max_prompt and max_prompt > 0 else None
                                            ).as_fit_result()
     if held:  # the results' other points: how the fitted constants predict what they were not fitted on
-        result = dataclasses.replace(result, held_out=calibration.residuals_at(result.constants, held,
-                                                                                 predict=predict))
+        # a held-out TTFT the screen would leave out of a fit (prefix-cache hits, below the prefill's floor) is
+        # shown with why: it is not the model's to match (trial s24 M5)
+        shown = calibration.residuals_at(result.constants, held, predict=predict)
+        shown = tuple(dataclasses.replace(p, caveats={"ttft_p50_ms": why_held[p.label].split(", ", 1)[-1]})
+                      if p.label in why_held and "ttft_p50_ms" in p.measured else p for p in shown)
+        result = dataclasses.replace(result, held_out=shown)
     print(result.describe())
     cal = calibration.calibration_from_fit(result, setup, sources=[str(f) for f, _ in docs],
                                            notes=args.notes or "")

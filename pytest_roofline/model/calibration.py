@@ -308,11 +308,15 @@ class PointFit:
     measured: Mapping[str, float]
     predicted: Mapping[str, float]
     residuals: Mapping[str, float]
+    #: metric -> why its measured value is not the model's to match (a held-out TTFT the fit's screen would leave
+    #: out: prefix-cache hits set it), printed beside its residual (trial s24 M5)
+    caveats: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "label": self.label, "measured": {k: _round(v) for k, v in self.measured.items()},
                 "predicted": {k: _round(v) for k, v in self.predicted.items()},
-                "log_residual": {k: _round(v, 4) for k, v in self.residuals.items()}}
+                "log_residual": {k: _round(v, 4) for k, v in self.residuals.items()},
+                **({"caveats": dict(self.caveats)} if self.caveats else {})}
 
 
 @dataclass(frozen=True)
@@ -363,7 +367,8 @@ class FitResult:
                                             for i, (o, hv) in enumerate(given.items()))
                     + f", {'a term' if len(given) == 1 else 'terms'} it trades off with, not fitted" if given else "")
             lines.append(f"  {name:<24} {_fmt(name, v):>12}  ± {_fmt(name, u):<11} (±{100 * r:.1f}%{held})")
-        lines.append("residuals per point (predicted vs measured; error = predicted ÷ measured − 1):")
+        lines.append("residuals per point (predicted vs measured; error = (measured − predicted) ÷ predicted, as "
+                     "pytest's and predict --simulate's):")
         lines += [_point_line(p) for p in self.points]
         lines.append(self._rms_line())
         if self.held_out:
@@ -373,8 +378,16 @@ class FitResult:
         return "\n".join(lines)
 
 
+def _measured_error(p: PointFit, metric: str) -> str:
+    """(measured − predicted) ÷ predicted, the sign every other report of the project gives a model's miss (trial
+    s24 M4: calibrate printed predicted ÷ measured − 1, the opposite sign of the same gap)."""
+    predicted, measured = p.predicted[metric], p.measured[metric]
+    return signed_percent(measured / predicted - 1) if predicted else "—"
+
+
 def _point_line(p: PointFit) -> str:
-    cells = [f"{_short(m)} {p.predicted[m]:,.4g} vs {p.measured[m]:,.4g} ({signed_percent(math.expm1(p.residuals[m]))})"
+    cells = [f"{_short(m)} {p.predicted[m]:,.4g} vs {p.measured[m]:,.4g} ({_measured_error(p, m)}"
+             + (f"; not the model's to match: {p.caveats[m]}" if m in p.caveats else "") + ")"
              for m in METRICS if m in p.measured and m in p.predicted]
     return f"  {p.label:<8} " + "; ".join(cells)
 
@@ -1156,6 +1169,24 @@ def _step_advice(unfitted: Sequence[str], want: Sequence[str], step_points: Sequ
                 "per_seq_overhead_s does not"
                 + (f"; {hint}" if hint else ""))
     kinds = "load and context length" if len(lengths) >= 2 else "load"
+    if list(unfitted) == ["step_overhead_s"] and tpot:
+        # the per-step term left alone beside a fitted hbm_efficiency: it sits in every step's fixed part with the
+        # weight read ÷ hbm_efficiency, so only the precision of hbm_efficiency (read off the KV read's slope in
+        # the load) separates the two; another load of the same lengths barely helps (trial s24 M6)
+        low = min((pt for pt in measured if _closed(pt) and pt.concurrency), key=lambda pt: int(pt.concurrency or 0),
+                  default=None)
+        step_ms = low.value("tpot_p50_ms") if low is not None else None
+        overhead_ms = 1e3 * float(getattr(current, "step_overhead_s", 0.0) or 0.0)
+        if low is not None and step_ms and overhead_ms and step_ms > overhead_ms:
+            rest = step_ms - overhead_ms
+            need = 50.0 * overhead_ms / rest
+            return (f"step_overhead_s not determined beyond the measurement noise (see above): at {low.label} a "
+                    f"decode step takes {step_ms:,.4g} ms, of which step_overhead_s is {overhead_ms:,.3g} ms at its "
+                    f"value and the rest ({rest:,.4g} ms) the weight read ÷ hbm_efficiency, so telling it to ±50% "
+                    f"needs hbm_efficiency to ±{need:.1f}%, which only the KV read's slope across loads gives; more "
+                    f"loads of these lengths add little: {metrics} at high load and a longer context (more KV read "
+                    "per sequence: longer prompts or outputs) sharpen that slope. Its value stays the default, the "
+                    "Day-3 notebook's measured gap (docs/sources.md)")
     hint = _in_file(usable(spare), points, f"one more {metric} narrows it")
     return (f"{terms} not determined beyond the measurement noise (see above), although the points differ in "
             f"{kinds} ({_loads_text(loads)}) enough to identify {'it' if len(unfitted) == 1 else 'them'} in the "

@@ -594,7 +594,7 @@ def _summary_card(rows: Sequence[Row], headlines: Sequence[tuple[str, str]] = ()
 def _decided_by(v: Verdict) -> str:
     """The model value a math verdict was checked against: the serving model's where its band decided (the error is
     taken against it: ``scoring._against_band``), else the model column's."""
-    if v.band_decided and v.serving_text:
+    if v.serving_checked and v.serving_text:
         return v.serving_text
     return v.model_text or ""
 

@@ -120,7 +120,7 @@ def _tolerance_short(v: Verdict) -> str:
 def _band_decided(v: Verdict) -> bool:
     """Whether the serving model's band decided a math verdict (``scoring._against_band``): its value, not the
     roofline's, is what the error is taken against, so it is the value the row shows."""
-    return v.band_decided and bool(v.serving_text)
+    return v.serving_checked and bool(v.serving_text)
 
 
 def _error_message(reason: str) -> str:

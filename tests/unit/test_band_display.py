@@ -244,3 +244,25 @@ def test_batch1_throughput_shows_the_band_of_the_same_c1_value(tmp_path, width):
     assert len(cells) == 2
     for c in cells:
         assert f'<span class="sval">{c1.serving_text}</span>' in c and f">{cell}</span>" in c, c
+
+
+def test_ink_a_tolerance_matches_to_the_serving_value_shows_that_value():
+    """Ink whose tolerance holds the serving model's value (``_against_band``'s tolerance branch) is checked against
+    that value, so the row shows it as the serving model's (trial s24 M3: TPOT 9 ms ±0.5 ms against the serving
+    model's 9.0195 ms read ``—  model`` in the terminal, where 8 ms, decided by the band, read ``9.0195 ms serv``)."""
+    from pytest_roofline.format.spec import loads_spec
+    text = ("hardware: h100-sxm\nmodel: llama-3.1-8b\nengine: {name: vllm, version: \"0.26.0\"}\n"
+            "workload: {input_len: 1024, output_len: 1024}\nsweep: {mode: closed, concurrency: [16]}\n"
+            "predictions:\n  - {id: probe, quantity: tpot_p50, at: {concurrency: 16}, predicted: 1 ms}\n")
+    spec = loads_spec(text)
+    serving = float(score(spec, spec.predictions[0], "math", None).serving_value)
+    for ink, tol, decided in ((serving, "±1%", "tolerance"), (serving * 1.12, "±1%", "band")):
+        spec = loads_spec(text.replace("predicted: 1 ms", f"predicted: {ink * 1000:.4f} ms, "
+                                                               f"math_tolerance: \"{tol}\""))
+        v = score(spec, spec.predictions[0], "math", None)
+        assert v.status == "pass" and v.model_source == "" and v.serving_checked
+        assert v.band_decided == (decided == "band")
+        line = next(ln for ln in summary_table([_Report(v.to_dict())], width=200) if ln.startswith("probe"))
+        assert f"{v.serving_text} serv" in line, line
+        assert "(serving model − ink" in dict(v.explanation_rows())["error"]
+        assert _predictions_table([(v, "pass", None)], measured=False, anchor="x").count(v.serving_text) >= 1

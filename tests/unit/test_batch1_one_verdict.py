@@ -129,3 +129,33 @@ def test_where_the_band_decides_the_tolerance_shown_is_the_band():
     # ink within ±1% of the model's value passes on the tolerance alone, which is what the column then shows
     v = _serving(f"{model:.1f} tok/s")
     assert v.status == "pass" and v.tolerance_text == "±1%"
+
+
+CEILING_SPEC = SPEC.replace("  - {{id: b1, quantity: batch1_throughput",
+                            "  - {{id: ceil, quantity: batch1_ceiling, predicted: {ink}}}\n"
+                            "  - {{id: b1, quantity: batch1_throughput")
+
+
+@pytest.mark.parametrize("hw, model", [("h100-sxm", "llama-3.1-8b"), ("l40s", "llama-3.1-8b-instruct-awq-int4")])
+def test_ink_for_the_ceiling_itself_gets_the_batch1_verdict(hw, model):
+    """``batch1_ceiling`` is the roofline's fact, but ink written as its realistic value is the batch-1 number
+    (trial s24 H1/H2): 121 tok/s on an H100 / Llama-3.1-8B failed as `batch1_ceiling` (the share's floor alone,
+    122.98) and passed as `batch1_throughput` (the serving band's 120.53); on an AWQ checkpoint, whose share is
+    void, it was inconclusive where `batch1_throughput` passed. Now the ceiling carries the serving model's
+    batch-1 value and band, the model column stays the ceiling, and the three names give one verdict."""
+    spec = loads_spec(CEILING_SPEC.format(hw=hw, model=model, ink="1 tok/s", args=""))
+    ceil, b1, c1 = (score(spec, p, "math", None) for p in spec.predictions)
+    assert ceil.roofline_value == pytest.approx(float(ceil.model_value))  # the ceiling, from the roofline
+    assert float(ceil.serving_value) == pytest.approx(float(b1.serving_value))
+    assert (ceil.serving_band_lo, ceil.serving_band_hi) == (pytest.approx(b1.serving_band_lo),
+                                                            pytest.approx(b1.serving_band_hi))
+    lo = b1.serving_band_lo
+    for ink, status in ((lo * 1.002, "pass"), (float(b1.serving_value), "pass"), (lo * 0.9, "fail")):
+        spec = loads_spec(CEILING_SPEC.format(hw=hw, model=model, ink=f"{ink:.2f} tok/s", args=""))
+        got = [score(spec, p, "math", None).status for p in spec.predictions]
+        assert got == [status] * 3, (ink, got)
+    # the ceiling's own value passes, and ink above it fails whatever the band
+    top = float(ceil.roofline_value)
+    for ink, status in ((top, "pass"), (top * 1.05, "fail")):
+        spec = loads_spec(CEILING_SPEC.format(hw=hw, model=model, ink=f"{ink:.2f} tok/s", args=""))
+        assert score(spec, spec.predictions[0], "math", None).status == status, ink
