@@ -185,7 +185,7 @@ def drift_baseline(text: str) -> str:
 
 def cmd_history(args: argparse.Namespace) -> int:
     """``roofline history URI``: the trend page of a history store (its index only), written to ``-o``."""
-    from pytest_roofline.history import DEFAULT_BASELINE, DEFAULT_DRIFT, open_store
+    from pytest_roofline.history import open_store
     from pytest_roofline.report.trend import DEFAULT_OUTPUT, write_trend
 
     out = Path(args.output or DEFAULT_OUTPUT)
@@ -197,8 +197,9 @@ def cmd_history(args: argparse.Namespace) -> int:
         try:
             if args.baseline:
                 _check_pinned_baseline(store, args.baseline)
+            # not given: each setup's columns judge as its latest night was judged (RunSummary.drift_baseline)
             path, n = write_trend(store, out, setup=args.setup or (), last=args.last,
-                                  drift=args.drift or DEFAULT_DRIFT, baseline=args.baseline or DEFAULT_BASELINE)
+                                  drift=args.drift or None, baseline=args.baseline or None)
         finally:
             store.close()
     if notes and not n:

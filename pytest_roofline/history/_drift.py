@@ -731,6 +731,12 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
             status = DriftStatus.PREDICTION_CHANGED
             side = "beyond" if beyond else "within"
             text = f"{moved} {against}, {side} {tol_text}; the prediction changed since: {redone} (not judged as drift)"
+            if "quantity" in changed:
+                # another quantity: a move from one to the other, or a threshold on it, means nothing (trial s24 M2:
+                # "-99.2% ... beyond 10%" of a block count against a token count)
+                change = None
+                text = (f"not compared: the prediction changed since: {redone}; {_fmt(latest, base)} then "
+                        f"({_date_span(dates, crowded)}), {_fmt(v, now)} now (not judged as drift)")
         else:
             status = (DriftStatus.UNCERTAIN if unheld_now or machine_now else DriftStatus.STEADY if not beyond
                       else DriftStatus.DRIFTED if apart else DriftStatus.UNCERTAIN)
@@ -749,8 +755,10 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
     return out
 
 
-#: the statuses of a value that was compared with a baseline
-COMPARED = ("steady", "drifted", "uncertain", "prediction_changed")
+#: the statuses of a value that was compared with a baseline (judged as drift, or too close to call): a
+#: ``prediction_changed`` value was not (its move is said, not judged), so it is not one (trial s24 H1: a night whose
+#: every prediction changed read "4 compared" and passed --roofline-drift-fail, having judged nothing)
+COMPARED = ("steady", "drifted", "uncertain")
 
 
 def _held(d: Drift | Mapping[str, Any]) -> bool:
@@ -806,11 +814,13 @@ def drift_counts(drifts: Iterable[Drift | Mapping[str, Any]], policy: DriftPolic
         if status in COMPARED and not _held(d):
             continue
         n[status] = n.get(status, 0) + 1
-    words = [(DriftStatus.DRIFTED, "drifted"), (DriftStatus.UNCERTAIN, "uncertain"), (DriftStatus.STEADY, "steady"),
-             (DriftStatus.PREDICTION_CHANGED, "prediction changed")]
+    words = [(DriftStatus.DRIFTED, "drifted"), (DriftStatus.UNCERTAIN, "uncertain"), (DriftStatus.STEADY, "steady")]
     compared = sum(n.get(s, 0) for s in COMPARED)
     parts = [f"{n[s.value]} {w}" for s, w in words if n.get(s.value)]
     line = f"{compared} compared" + (f" ({', '.join(parts)})" if parts else "")
+    if n.get(DriftStatus.PREDICTION_CHANGED.value):
+        line += (f", {n[DriftStatus.PREDICTION_CHANGED.value]} prediction changed (measured against another "
+                 "definition: not judged as drift)")
     if not_judged:
         by_machine = machine_count(drifts)
         why = [w for n_w, w in ((not_judged - by_machine, "their point did not hold its concurrency"),

@@ -235,7 +235,8 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
                   drift_texts: Mapping[str, str] | None = None,
                   outcomes: Mapping[str, str] | None = None,
                   file_keys: Mapping[str, Sequence[str]] | None = None,
-                  sample_cache: dict[Path, dict[str, tuple[float, ...]]] | None = None) -> list[RunRecord]:
+                  sample_cache: dict[Path, dict[str, tuple[float, ...]]] | None = None,
+                  drift_policy: tuple[str, str] = ("", "")) -> list[RunRecord]:
     """The session's runs, one per setup (in the order their first verdict came).
 
     ``setups`` maps each verdict's ``file`` to its SetupKey (from :func:`spec_setup_key`); a verdict whose file
@@ -246,7 +247,9 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
     :func:`identity_file` (``rootdir`` is not used: kept so older callers still work). Names are bounded and
     cleaned here, before any store sees them (:func:`clean_setup`, :func:`clean_name`). ``file_keys`` maps a
     verdict's ``file`` to the keys of every prediction that file holds (:func:`file_prediction_keys`): those the
-    run has no verdict of were left out by ``-k`` or ``-m``, and the run keeps them (``RunSummary.unchecked``)."""
+    run has no verdict of were left out by ``-k`` or ``-m``, and the run keeps them (``RunSummary.unchecked``).
+    ``drift_policy``: the (threshold, baseline) the night's drift was judged under, kept so the trend page judges it
+    alike (``RunSummary.drift_threshold``, ``drift_baseline``)."""
     groups: dict[SetupKey, list[Mapping[str, Any]]] = {}
     # the store keeps JSON: a Verdict becomes its dict form here, at the history's boundary
     for v in (x.to_dict() if isinstance(x, Verdict) else x for x in verdicts):
@@ -291,7 +294,7 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
                              commit=clean_name(commit, NAME_LIMITS["commit"]),
                              branch=clean_name(branch, NAME_LIMITS["branch"]),
                              label=clean_name(label, NAME_LIMITS["label"]), counts=counts, values=tuple(values),
-                             outcomes=seen)
+                             outcomes=seen, drift_threshold=drift_policy[0], drift_baseline=drift_policy[1])
         records.append(RunRecord(summary=summary, verdicts=tuple(dict(v) for v in vs),
                                  results=tuple({k: x for k, x in r.items() if k != "_path"} for r in own),
                                  environment=dict(environment or {})))

@@ -241,6 +241,11 @@ class RunSummary:
     #: trend page says so rather than "not in the latest run of its file" (removed); () when it checked them all,
     #: or in a run stored before this was kept
     unchecked: tuple[str, ...] = ()
+    #: the drift policy the night's own drift was judged under (``--roofline-drift``, ``--roofline-drift-baseline``):
+    #: the trend page judges it the same way unless told otherwise (trial s24 M4); "" in a run stored before they
+    #: were kept, or a run stored outside pytest
+    drift_threshold: str = ""
+    drift_baseline: str = ""
 
     @property
     def files(self) -> list[str]:
@@ -268,7 +273,9 @@ class RunSummary:
                    values=tuple(StoredValue.from_dict(v) for v in d.get("values") or ()),
                    location=str(d.get("location") or ""), outcomes=dict(d.get("outcomes") or {}),
                    measurements=tuple(str(x) for x in d.get("measurements") or ()),
-                   unchecked=tuple(str(x) for x in d.get("unchecked") or ()))
+                   unchecked=tuple(str(x) for x in d.get("unchecked") or ()),
+                   drift_threshold=str(d.get("drift_threshold") or ""),
+                   drift_baseline=str(d.get("drift_baseline") or ""))
 
 
 def measurement_id(results: Mapping[str, Any]) -> str:

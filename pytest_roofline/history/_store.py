@@ -177,6 +177,11 @@ def _check_value(d: dict[str, Any]) -> None:
         raise ValueError(f"value {d.get('prediction_id')!r}: at is not an object of texts")
 
 
+def _text_or_empty(x: Any) -> str:
+    """A stored text field, or "" where it is absent or not a text (a hand-edited index)."""
+    return x if isinstance(x, str) and len(x) <= 200 else ""
+
+
 def _decode_values(obj: Any) -> tuple[StoredValue, ...]:
     """StoredValues from :func:`_encode_values`' columns, or from a list of dicts (run.json's form)."""
     if isinstance(obj, list):
@@ -275,7 +280,9 @@ def summary_from_json(d: Any, where: str) -> RunSummary:
                           outcomes=dict(d.get("outcomes") or {}),
                           measurements=tuple(str(x) for x in d.get("measurements") or ()
                                              if isinstance(x, str)),
-                          unchecked=tuple(str(x) for x in d.get("unchecked") or () if isinstance(x, str)))
+                          unchecked=tuple(str(x) for x in d.get("unchecked") or () if isinstance(x, str)),
+                          drift_threshold=_text_or_empty(d.get("drift_threshold")),
+                          drift_baseline=_text_or_empty(d.get("drift_baseline")))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise HistoryError(f"{where}: not a run summary ({type(exc).__name__}: {exc})") from exc
 

@@ -91,6 +91,14 @@ def _why_not_compared(drifts: list[dict[str, Any]], baseline: str, stored: bool 
     for d in drifts:
         if d.get("status") != "not_measured":
             by_file.setdefault(str(d.get("file") or "?"), []).append(str(d.get("status")))
+    changed = sum(1 for statuses in by_file.values() for x in statuses if x == "prediction_changed")
+    if changed:
+        # the predictions' definitions moved (quantity, at:, window ...): their values are measured, not judged
+        return (f"{changed} measured prediction{'s' if changed != 1 else ''} changed definition since the baseline "
+                f"({'their' if changed != 1 else 'its'} drift lines say what changed): a move across definitions is "
+                "not judged as drift; "
+                + ("this night is stored now, so the next night compares the new definitions" if stored else
+                   "record it once without --roofline-drift-fail, so the next night compares the new definitions"))
     fresh = sorted(f for f, statuses in by_file.items() if all(x == "new" for x in statuses))
     if fresh:
         named = ", ".join(_key_of(f, held or set()) for f in fresh)
@@ -358,7 +366,8 @@ def store_session(rs: RooflineSession, *, stopped: str = "") -> tuple[list[str],
                             started_at=rs.measured_at, mode=rs.mode, commit=commit, branch=branch,
                             label=rs.history_label, rootdir=rootdir, drift_texts=drift_texts,
                             outcomes=_outcomes(rs), file_keys=_file_keys(rs, verdicts),
-                            sample_cache=rs.sample_cache)
+                            sample_cache=rs.sample_cache,
+                            drift_policy=(rs.drift_policy.threshold_text, rs.drift_policy.baseline))
     lines = []
     failed = False
     where = redact.redact_url(store.uri)

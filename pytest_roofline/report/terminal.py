@@ -615,6 +615,10 @@ def _clauses(text: str) -> list[str]:
     return [c for c in out if c]
 
 
+#: the first words of the count line's two-word statuses (``prediction changed``, ``not judged``, ``not measured``)
+_TWO_WORD_STATUS = frozenset({"prediction", "not"})
+
+
 def _atoms(clause: str, room: int) -> list[str]:
     """A clause too long for a line in pieces: its parts between commas (``1 drifted,`` ``2 prediction changed),``),
     and a part longer than ``room`` in words, each count kept with the word after it (``21 new``)."""
@@ -629,7 +633,9 @@ def _atoms(clause: str, room: int) -> list[str]:
                 out[-1] += " " + word
             else:
                 out.append(word)
-            glue = word.rstrip(",").replace(",", "").replace(".", "").isdigit()
+            # a count keeps the word after it, and a two-word status its second (``2 prediction changed``)
+            glue = word.rstrip(",").replace(",", "").replace(".", "").isdigit() or (
+                word in _TWO_WORD_STATUS and len(out[-1].split(" ")) == 2 and out[-1].split(" ")[0].isdigit())
     return out
 
 

@@ -940,17 +940,32 @@ def _rank(status: str) -> int:
     return order.index(status) if status in order else len(order)
 
 
+def _group_policy(group: _Group, drift: str | None, baseline: str | None) -> DriftPolicy:
+    """The drift policy of a setup's columns: ``drift`` / ``baseline`` where given, else what its latest night was
+    judged under (``RunSummary.drift_threshold`` / ``drift_baseline``, so the page agrees with that night's log:
+    trial s24 M4), else the defaults."""
+    stored = next((r for r in reversed(group.runs) if r.drift_threshold or r.drift_baseline), None)
+    try:
+        return DriftPolicy(drift or (stored.drift_threshold if stored else "") or DEFAULT_DRIFT,
+                           baseline or (stored.drift_baseline if stored else "") or DEFAULT_BASELINE)
+    except ValueError:  # a stored policy this version does not read (a hand-edited index): the defaults
+        return DriftPolicy(drift or DEFAULT_DRIFT, baseline or DEFAULT_BASELINE)
+
+
 def render_trend(runs: Sequence[RunSummary], *, title: str | None = None, source: str = "",
-                 drift: str = DEFAULT_DRIFT, baseline: str = DEFAULT_BASELINE, generated_at: str | None = None) -> str:
+                 drift: str | None = None, baseline: str | None = None, generated_at: str | None = None) -> str:
     """The trend page for ``runs`` (any order; :func:`select_runs` filters them). ``source`` names the store in
     the header (credentials masked); ``drift`` and ``baseline`` are the drift policy of the drift columns, as
-    ``--roofline-drift`` and ``--roofline-drift-baseline`` take them (a prediction's own ``drift:`` wins)."""
-    policy = DriftPolicy(drift, baseline)
+    ``--roofline-drift`` and ``--roofline-drift-baseline`` take them (a prediction's own ``drift:`` wins); where
+    not given, each setup's latest night's own (:func:`_group_policy`)."""
     runs = sorted(runs, key=lambda r: (r.started_at, r.run_id))
     generated_at = generated_at or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     page_title = title or "pytest-roofline trend"
     groups = _groups(runs)
-    marks = [_night_marks(g, policy) for g in groups]  # none: the page is as it was before marks were drawn
+    policies = [_group_policy(g, drift, baseline) for g in groups]
+    policy = policies[0] if policies else DriftPolicy(drift or DEFAULT_DRIFT, baseline or DEFAULT_BASELINE)
+    one_policy = len({(p.threshold_text, p.baseline) for p in policies}) <= 1
+    marks = [_night_marks(g, p) for g, p in zip(groups, policies, strict=True)]  # none: as before marks were drawn
     nav = ""
     if len(groups) > 1:
         nav = '<nav class="files">' + " · ".join(f'<a href="#g{i}">{esc(g.hardware)} · {esc(g.model)}</a>'
@@ -962,8 +977,15 @@ def render_trend(runs: Sequence[RunSummary], *, title: str | None = None, source
     hint = ('<p class="hint">Each chart: the measured value night by night (points coloured by that night\'s '
             "outcome as pytest reported it: an expected miss is xfail, not FAIL), the predicted band shaded, the "
             "model's value dashed. A purple rule marks a new vLLM version. "
-            f"Drift: a measured value against {esc(policy.describe())} of the same setup (hardware, model, engine "
-            f"version), beyond {esc(policy.threshold_text)} unless the prediction sets its own drift:. Hover a point "
+            + (f"Drift: a measured value against {esc(policy.describe())} of the same setup (hardware, model, engine "
+               f"version), beyond {esc(policy.threshold_text)} unless the prediction sets its own drift: threshold"
+               if one_policy else
+               "Drift: a measured value against the baseline each setup's table names, of the same setup (hardware, "
+               "model, engine version), beyond its threshold unless the prediction sets its own drift: threshold")
+            + (" (the policy its latest night was judged under; roofline history --baseline and --drift set "
+               "another)" if not (drift or baseline) and any(r.drift_threshold or r.drift_baseline for r in runs)
+               else "")
+            + ". Hover a point "
             "for its date, commit and version; the band or the model line for its value and nights. A prediction's "
             "latest status, value and drift are those of the latest run of its prediction file: a nightly that runs "
             "each file in its own pytest session stores one run per file. A night is one run of a prediction "
@@ -972,7 +994,8 @@ def render_trend(runs: Sequence[RunSummary], *, title: str | None = None, source
             + (" " + _MARKS_HINT if any(marks) else "") + "</p>")  # only where a night is marked
     head = (f'<header class="top"><div class="brand">pytest-roofline trend</div><h1>{esc(page_title)}</h1>'
             f'{src}<div class="src">{span}</div>{nav}{hint}</header>')
-    body = head + ("".join(_group_section(i, g, policy, m) for i, (g, m) in enumerate(zip(groups, marks))) or
+    body = head + ("".join(_group_section(i, g, p, m) for i, (g, p, m) in enumerate(zip(groups, policies, marks)))
+                   or
                    '<p class="missing">The store holds no runs yet: run pytest with --roofline-history.</p>')
     body += (f"<footer>Generated {esc(generated_at)} by pytest-roofline. This page is self-contained: no scripts, "
              "no fonts, no requests.</footer>")
@@ -987,7 +1010,7 @@ def render_trend(runs: Sequence[RunSummary], *, title: str | None = None, source
 
 
 def write_trend(store: HistoryStore, path: Path | str, *, setup: Sequence[str] = (), last: int | None = None,
-                drift: str = DEFAULT_DRIFT, baseline: str = DEFAULT_BASELINE,
+                drift: str | None = None, baseline: str | None = None,
                 title: str | None = None) -> tuple[Path, int]:
     """Render ``store``'s index (filtered as :func:`select_runs` does) and write it atomically to ``path``;
     returns the path and the number of runs drawn."""

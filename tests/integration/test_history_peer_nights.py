@@ -56,6 +56,8 @@ def test_two_vllm_bench_nights_are_two_runs(tmp_path: Path) -> None:
     runs = sorted(open_store(str(store)).runs(), key=lambda r: r.started_at)
     # stored at the nights the files were saved (vllm bench serve's date), not at the replays' own time
     assert [r.started_at for r in runs] == ["2026-12-01T12:28:41Z", "2026-12-02T12:28:41Z"]
+    # each run keeps the drift policy it was judged under (the trend page judges it alike: trial s24 M4)
+    assert {(r.drift_threshold, r.drift_baseline) for r in runs} == {("10%", "previous")}
     assert "roofline drift: 2 compared" in second.stdout
 
 
@@ -69,3 +71,4 @@ def test_undated_peer_files_with_other_figures_are_other_measurements(tmp_path: 
     d["output_throughput"] *= 0.9
     (tmp_path / "b" / "sweep_c1.json").write_text(json.dumps(d))
     assert measurement_id(load_any(night1)) != measurement_id(load_any(tmp_path / "b"))
+

@@ -14,6 +14,7 @@ from pytest_roofline.history import (
     StoredValue,
     build_records,
     compare_runs,
+    compared_count,
     drift_counts,
     drift_for,
     render_comparison,
@@ -184,8 +185,17 @@ def test_a_changed_quantity_is_prediction_changed() -> None:
     now = replace(value(1300.0), quantity="request_throughput")
     d = one([now], before, DriftPolicy("10%"))
     assert d.status is DriftStatus.PREDICTION_CHANGED
-    assert d.text.endswith("the prediction changed since: it measures request_throughput, where it measured "
-                           "output_throughput (not judged as drift)")
+    # no move in % and no threshold across two quantities (trial s24 M2: "-99.2% ... beyond 10%" of a block count
+    # against a token count): the two values, and what changed
+    assert d.text == ("not compared: the prediction changed since: it measures request_throughput, where it measured "
+                      "output_throughput; 1,000 tok/s then (2026-11-30), 1,300 tok/s now (not judged as drift)")
+    assert d.change_rel is None
+    # and it is not compared: a night whose every value changed definition compared nothing, so it cannot pass
+    # --roofline-drift-fail (trial s24 H1: "4 compared (4 prediction changed)", exit 0)
+    steady = one([value(1010.0)], before, DriftPolicy("10%"))
+    assert compared_count([d]) == (0, 1) and compared_count([d.to_dict(), steady.to_dict()]) == (1, 2)
+    assert drift_counts([d, steady]) == ("1 compared (1 steady), 1 prediction changed (measured against another "
+                                         "definition: not judged as drift)")
 
 
 def test_counts_line() -> None:

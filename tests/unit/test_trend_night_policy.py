@@ -1,0 +1,53 @@
+"""The trend page judges a night as the night judged itself (trial s24 M4): a nightly run with
+``--roofline-drift-baseline median:3`` said its values were steady, and ``roofline history`` (run without
+``--baseline``, as the nightly script does) recomputed them against the previous run and showed +41 % "beyond 10%".
+A run now keeps the policy its drift was judged under, and the page uses it unless told otherwise."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from test_trend_trial import run, summary_rows, val
+
+from pytest_roofline.history import DriftPolicy, drift_for
+from pytest_roofline.history._records import RunSummary
+from pytest_roofline.report.trend import render_trend
+
+# five nights of one TTFT: 140, 140, 140, 100 ms, then tonight 141 ms: +41 % against the previous night (100 ms),
+# +0.7 % against the median of the last 3 (140, 140, 100: 140 ms)
+NIGHTS = [("2026-12-01T02:00:00Z", 140.0), ("2026-12-02T02:00:00Z", 140.0), ("2026-12-03T02:00:00Z", 140.0),
+          ("2026-12-04T02:00:00Z", 100.0), ("2026-12-05T02:00:00Z", 141.0)]
+
+
+def _runs(baseline: str) -> list[RunSummary]:
+    runs = [run(t, val("ttft", x / 1e3)) for t, x in NIGHTS]
+    return [replace(r, drift_threshold="10%", drift_baseline=baseline) for r in runs]
+
+
+def test_the_page_judges_tonight_under_the_policy_tonight_was_judged_under() -> None:
+    runs = _runs("median:3")
+    # what the night itself said: the median of 140, 140, 100 is 140, so 141 is +0.7 %, steady
+    d = drift_for(runs[-1].values, runs[:-1], DriftPolicy("10%", "median:3"), setup=runs[-1].setup)
+    (only,) = d.values()
+    assert only.status.value == "steady"
+    html = render_trend(runs)
+    row = summary_rows(html)["ttft"]
+    assert "+0.7" in row and "+41" not in row, row
+    assert "median of 3 nights" in html and "the policy its latest night was judged under" in html
+    # --baseline previous on the command line sets another: +41 % against 100 ms
+    prev = summary_rows(render_trend(runs, baseline="previous"))["ttft"]
+    assert "+41" in prev, prev
+
+
+def test_runs_stored_before_the_policy_was_kept_read_as_the_defaults() -> None:
+    runs = _runs("")
+    assert all(not r.drift_baseline for r in runs)
+    assert RunSummary.from_dict(runs[-1].to_dict()).drift_baseline == ""
+    html = render_trend([replace(r, drift_threshold="") for r in runs])
+    assert "+41" in summary_rows(html)["ttft"]  # the previous run, the default
+    assert "the policy its latest night was judged under" not in html
+    kept = _runs("median:3")[-1]
+    back = RunSummary.from_dict(kept.to_dict())
+    assert (back.drift_threshold, back.drift_baseline) == ("10%", "median:3")
+    assert re.search(r"median:3", str(kept.to_dict()))
