@@ -123,7 +123,8 @@ OPTIONS: tuple[tuple[str | None, str, dict[str, Any]], ...] = (
 MORE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--roofline-out", dict(
         dest="roofline_out", metavar="DIR",
-        help="folder for results files and engine logs (default: roofline-runs/<timestamp>)")),
+        help="folder for results files and engine logs (default: roofline-runs/<timestamp> in the rootdir "
+             "where a pytest configuration file sets it, else where pytest runs)")),
     ("--roofline-scorecard", dict(
         dest="roofline_scorecard", metavar="PATH", help="write a standalone HTML scorecard of the run")),
     ("--no-roofline-summary", dict(

@@ -50,6 +50,17 @@ __all__ = ["RooflineSession", "SESSION_KEY", "DEFAULT_PATTERNS", "get_session", 
 
 
 
+def results_base(config: pytest.Config) -> Path:
+    """Where ``roofline-runs/`` goes without ``--roofline-out``: pytest's rootdir where a configuration file fixes
+    it (``pytest.ini``, ``[tool.pytest.ini_options]``...), else the folder pytest was started in. Without a
+    configuration file the rootdir is the common folder of the arguments, which moves with how an option is spelt
+    (``--roofline-history DIR`` with a space makes DIR an argument once it exists: trial s24 M5, the results of night
+    2 landed one folder up from night 1's and a CI uploading ``roofline-runs/`` lost them)."""
+    if config.inipath is not None:
+        return Path(str(config.rootpath))
+    return Path(str(config.invocation_params.dir))
+
+
 def _iso_utc(text: str) -> str:
     """``text`` (an ISO 8601 time, with or without its zone; naive is UTC) as the history's
     ``YYYY-MM-DDTHH:MM:SSZ``; "" when it is not one."""
@@ -113,7 +124,7 @@ class RooflineSession:
                 _require_a_gpu(config, self.gpu)
         out = opt("roofline_out")
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        self.out_dir = Path(out) if out else Path(str(config.rootpath)) / "roofline-runs" / stamp
+        self.out_dir = Path(out) if out else results_base(config) / "roofline-runs" / stamp
         self.default_tolerance = config.getini("roofline_default_tolerance") or DEFAULT_MEASURED_TOLERANCE
         #: (file, error text) -> the id of the prediction that reported a file's setup error in full: the others
         #: of the file say "not run" in one line (an engine that cannot start fails every test of its file)
