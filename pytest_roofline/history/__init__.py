@@ -77,6 +77,7 @@ from pytest_roofline.history._recording import (
     spec_setup_key,
     stored_value,
     value_arrival_span,
+    value_workload,
     verdict_key,
 )
 from pytest_roofline.history._records import (
@@ -118,7 +119,7 @@ __all__ = [
     # a checkout's top level and a verdict's key, for the pytest plugin (s16 review L4)
     "repository_root", "results_for_file", "verdict_key",
     # the host probe: a night whose machine ran apart (issue 21, 2026-12-07)
-    "MACHINE_SHIFT", "machine_count", "value_probe", "value_arrival_span",
+    "MACHINE_SHIFT", "machine_count", "value_probe", "value_arrival_span", "value_workload",
     # the machine rule's reference and decision, for the trend page's marks (issue 21 leftover, T2)
     "night_machine", "night_probe", "machine_apart", "machine_moved", "reference_probe", "SPREAD_RUNS",
     "MIN_NIGHTS",

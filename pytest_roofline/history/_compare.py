@@ -70,7 +70,8 @@ class ComparisonRow:
     #: host probes are more than 20 % apart: one machine ran slower than the other, which moves every figure; not
     #: judged, as drift does not judge a night whose machine ran apart), "arrivals" (its open-loop point spread its
     #: sends otherwise in the two runs, ``sweep.arrival_span``: another load, not judged, as drift calls it
-    #: ``arrivals changed``), "" (not measured in both)
+    #: ``arrivals changed``), "workload" (its points ran other prompt or output lengths or another dataset in the
+    #: two runs: another figure, not judged, as drift calls it ``workload changed``), "" (not measured in both)
     significance: str = ""
     #: the smallest move the two measurements can tell from noise (SI); None when not measured in both or unbounded
     noise: float | None = None
@@ -108,6 +109,8 @@ def _significance(va: StoredValue | None, vb: StoredValue | None,
         return "not held", None, 0  # a lower load than the prediction names in one run: the move says nothing
     if machine_apart(vb.host_probe_gflop_per_s, va.host_probe_gflop_per_s, machine_shift):
         return "machine", None, 0  # one run's machine was slower: every figure moves with it (history._machine)
+    if va.workload and vb.workload and va.workload != vb.workload:
+        return "workload", None, 0  # its points ran other lengths or another dataset: another figure
     if other_span(va, vb):
         return "arrivals", None, 0  # its open-loop point sent the same rate otherwise (sweep.arrival_span)
     if va.measured == vb.measured:
@@ -368,7 +371,7 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
             change = f"{_fmt(r.measured_a, r)} → {_fmt(r.measured_b, r)}"  # from zero: no relative change exists
         sig = {"significant": "yes", "uncertain": "uncertain", "noise": "no", "no interval": "?",
                "not held": "not judged", "machine": "not judged (machine)",
-               "arrivals": "not judged (arrivals)"}.get(
+               "arrivals": "not judged (arrivals)", "workload": "not judged (workload)"}.get(
             r.significance, "")
         if r.significance == "noise" and r.noise:
             # within this much the two measurements cannot tell a move from noise
@@ -414,6 +417,7 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
     unheld = sum(r.significance == "not held" for r in rows)
     off_machine = sum(r.significance == "machine" for r in rows)
     respanned = sum(r.significance == "arrivals" for r in rows)
+    reworked = sum(r.significance == "workload" for r in rows)
     with_nights = sum(r.nights > 0 for r in moved)
     uncertain = sum(r.significance == "uncertain" for r in rows)
     noise_text = ("both runs' 95 % intervals and, for " + (f"{with_nights} of them" if with_nights < len(moved)
@@ -431,6 +435,8 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
                "allows, so one machine ran slower and every figure moved with it" if off_machine else "")
             + (f"; {respanned} not judged (arrivals): their open-loop point spread its sends otherwise in the two "
                "runs (sweep.arrival_span)" if respanned else "")
+            + (f"; {reworked} not judged (workload): their points ran other prompt or output lengths, or another "
+               "dataset, in the two runs" if reworked else "")
             + (f"; largest change {printable(largest.prediction_id)} {_percent(largest.change_rel or 0)}"
                if largest is not None else ""))
     lines += textwrap.wrap(text, width, break_on_hyphens=False) or [text]  # an id is not cut at its hyphens
@@ -452,7 +458,8 @@ def comparison_json(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | No
         d["unit"], d["written_unit"] = SI_UNIT.get(r.dimension, ""), r.unit
         return d
 
-    both = [r for r in rows if r.significance and r.significance not in ("not held", "machine", "arrivals")]
+    both = [r for r in rows
+            if r.significance and r.significance not in ("not held", "machine", "arrivals", "workload")]
     return {"a": head(a), "b": head(b), "rows": [row(r) for r in rows],
             "measured_in_both": len(measured_in_both(rows)), "compared": len(both),
             "significant": sum(r.significance == "significant" for r in both),

@@ -339,12 +339,14 @@ def _runs_spread(xs: Sequence[float], level: float = 0.95) -> float:
 
 
 def other_span(old: StoredValue | None, now: StoredValue | None) -> bool:
-    """Whether ``old`` was measured on open-loop sends spread otherwise than ``now`` (``sweep.arrival_span``:
-    :meth:`StoredValue.open_loop_span`, both known): another figure, as another window is."""
+    """Whether ``old`` was measured under another load than ``now``: open-loop sends spread otherwise
+    (``sweep.arrival_span``: :meth:`StoredValue.open_loop_span`), or another workload (:attr:`StoredValue.workload`:
+    other prompt or output lengths, another dataset), each where both are known: another figure, as another window
+    is."""
     if old is None or now is None:
         return False
     a, b = old.open_loop_span(), now.open_loop_span()
-    return bool(a and b and a != b)
+    return bool(a and b and a != b) or bool(old.workload and now.workload and old.workload != now.workload)
 
 
 def nights_values(key: str, runs: Sequence[RunSummary], *, limit: int = SPREAD_RUNS,
@@ -481,6 +483,8 @@ def _redefinition(was: StoredValue, now: StoredValue) -> tuple[tuple[str, ...], 
         changed["arrivals"] = (f"its open-loop point was sent on the {now_span} schedule, where it was sent "
                                f"{was_span} (sweep.arrival_span: a fixed span sends N requests over N ÷ rate, a "
                                "drawn one as the draw falls)")
+    if was.workload and now.workload and was.workload != now.workload:
+        changed["workload"] = f"its points ran {now.workload}, where they ran {was.workload} (workload:)"
     return tuple(changed), "; ".join(changed.values())
 
 

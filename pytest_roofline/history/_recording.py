@@ -41,8 +41,8 @@ from pytest_roofline.measure.stats import unheld_points
 from pytest_roofline.scoring import Verdict
 
 __all__ = ["setup_key", "spec_setup_key", "topology_suffix", "identity_file", "relative_file", "definition_hash",
-           "stored_value", "value_arrival_span", "results_for_file", "build_records", "clean_setup", "verdict_key",
-           "file_prediction_keys"]
+           "stored_value", "value_arrival_span", "value_workload", "results_for_file", "build_records", "clean_setup",
+           "verdict_key", "file_prediction_keys"]
 
 
 def _text(x: Any) -> str:
@@ -205,6 +205,32 @@ def value_arrival_span(results: Mapping[str, Any], point_ids: Sequence[str]) -> 
     return spans.pop() if len(spans) == 1 else "mixed"
 
 
+def value_workload(results: Mapping[str, Any], point_ids: Sequence[str]) -> str | None:
+    """The workload the points ``point_ids`` of a results file ran (:attr:`StoredValue.workload`): their prompt and
+    output lengths, and a digest of the workload's shape where the point recorded one (a dataset, distributions, a
+    shared prefix; its realised lengths left out); ``mixed`` when the points differ. None for a peer's file (its
+    lengths are measured means, which move night to night) or points that say no lengths."""
+    if str((results.get("setup") or {}).get("mode") or "") == "imported":  # a peer's file (measure.results.peers)
+        return None
+    want = {str(p) for p in point_ids}
+    texts = set()
+    for p in results.get("points") or ():
+        if not (isinstance(p, Mapping) and str(p.get("id")) in want):
+            continue
+        n_in, n_out = p.get("input_len"), p.get("output_len")
+        if not isinstance(n_in, int) or not isinstance(n_out, int):
+            return None
+        text = f"in {n_in} / out {n_out} tokens"
+        shape = p.get("workload")
+        if isinstance(shape, Mapping):
+            core = json.dumps({k: v for k, v in shape.items() if k != "realised"}, sort_keys=True, default=str)
+            text += f", workload {hashlib.sha256(core.encode()).hexdigest()[:8]}"
+        texts.add(text)
+    if not texts:
+        return None
+    return texts.pop() if len(texts) == 1 else "mixed"
+
+
 def results_for_file(results: Sequence[Mapping[str, Any]], file: str) -> Mapping[str, Any] | None:
     """The results dict measured for a prediction file: the one whose ``setup.predictions_file`` is that file
     (same path, else same name), else the only one there is (a replayed file), else None."""
@@ -275,7 +301,8 @@ def build_records(verdicts: Iterable[Verdict | Mapping[str, Any]], *, setups: Ma
                 points = [str(p) for p in v.get("measured_points") or ()]
                 sv = replace(sv, samples=point_samples(measured_in, points, sv.quantity, sample_cache),
                              host_probe_gflop_per_s=value_probe(measured_in, points),
-                             arrival_span=value_arrival_span(measured_in, points))
+                             arrival_span=value_arrival_span(measured_in, points),
+                             workload=value_workload(measured_in, points))
             values.append(sv)
             counts[sv.status] = counts.get(sv.status, 0) + 1
             if sv.outcome:

@@ -173,6 +173,12 @@ class StoredValue:
     #: which drift compares night to night (:func:`open_loop_span`). None for a value of closed-loop points or no
     #: points, a peer's file that does not say, and a run stored before this was kept
     arrival_span: str | None = None
+    #: the workload the points behind the value ran (``in 128 / out 64 tokens``, and a digest of the workload's
+    #: shape where it is more than fixed lengths: a dataset, distributions, a shared prefix): part of what a measured
+    #: figure means, which drift compares night to night (trial s24 M6: a prompt five times longer read as "steady"
+    #: or "drifted"). None for a math value, a peer's file (its lengths are the measured means, which move night to
+    #: night), and a run stored before this was kept
+    workload: str | None = None
 
     def open_loop_span(self) -> str | None:
         """:attr:`arrival_span`, or ``drawn`` for a measured value at an open-loop point (``rate`` in its ``at:``)

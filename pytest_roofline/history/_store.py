@@ -166,9 +166,10 @@ def _check_value(d: dict[str, Any]) -> None:
             d["unheld_points"] = tuple(points)
         else:
             raise ValueError(f"value {d.get('prediction_id')!r}: unheld_points is not a list of point ids")
-    span = d.get("arrival_span")  # absent from a line written before it was kept: not known (None)
-    if span is not None and not isinstance(span, str):
-        raise ValueError(f"value {d.get('prediction_id')!r}: arrival_span is {type(span).__name__}, not a text")
+    for name in ("arrival_span", "workload"):  # absent from a line written before it was kept: not known (None)
+        text = d.get(name)
+        if text is not None and not isinstance(text, str):
+            raise ValueError(f"value {d.get('prediction_id')!r}: {name} is {type(text).__name__}, not a text")
     if "outcome" in d:  # absent from a line written before it was kept; an unknown (newer) outcome reads as ""
         d["outcome"] = as_outcome(d["outcome"]) if isinstance(d["outcome"], str) else ""
     at = d.get("at")

@@ -37,6 +37,7 @@ from pytest_roofline.history import (
     stored_value,
     value_arrival_span,
     value_probe,
+    value_workload,
 )
 from pytest_roofline.measure import gpu as gpu_mod
 from pytest_roofline.measure.results import RecordedMeasurement, ResultsData, load_results
@@ -335,7 +336,8 @@ class RooflineSession:
             value = dataclasses.replace(value, samples=point_samples(results, points, value.quantity,
                                                                      self.sample_cache),
                                         host_probe_gflop_per_s=value_probe(results, points),
-                                        arrival_span=value_arrival_span(results, points))
+                                        arrival_span=value_arrival_span(results, points),
+                                        workload=value_workload(results, points))
         before = self.measured_at if self.mode == "replay" else None
         d = drift_for([value], self.history_runs, self.drift_policy, setup=setup, before=before,
                       measurement=self.replay_measurement_id)[value.key]
