@@ -284,7 +284,8 @@ def _compare_side(ref: str, store_uri: str | None, predictions: str | None,
                   stored: Callable[[str], list[Any]] | None = None) -> Any:
     """One side of ``roofline compare``: a stored run's directory, a results.json (scored against its prediction
     file, the way --replay would), or a run id (or its unique prefix) in the store."""
-    from pytest_roofline.history import build_records, read_run_dir, spec_setup_key
+    from pytest_roofline.history import build_records, read_run_dir, spec_setup_key, verdict_key
+    from pytest_roofline.report.common import outcome_of_verdict
     from pytest_roofline.report.scorecard import score_spec
 
     path = Path(ref)
@@ -302,9 +303,12 @@ def _compare_side(ref: str, store_uri: str | None, predictions: str | None,
         verdicts = score_spec(spec, data, source=f"results file {path}")
         setup = data.get("setup") or {}
         mode, label = _results_kind(data)
+        # the outcome pytest would report for each (an expected miss is xfail, not fail: trial s24 M7)
+        outcomes = {verdict_key(v.to_dict()): outcome_of_verdict(v, pred.xfail)
+                    for pred, v in zip(spec.predictions, verdicts, strict=False)}
         rec = build_records(verdicts, setups={spec.path: spec_setup_key(spec, data)}, results=[data],
                             started_at=str(data.get("created_at") or ""), mode=mode,
-                            commit=setup.get("commit"), rootdir=Path.cwd(), label=label)[0]
+                            commit=setup.get("commit"), rootdir=Path.cwd(), label=label, outcomes=outcomes)[0]
         return dataclasses.replace(rec.summary, run_id=str(path))
     uri = store_uri or os.environ.get("ROOFLINE_HISTORY")
     if not uri:

@@ -82,6 +82,13 @@ class ComparisonRow:
     #: "" where the side lacks the prediction or its run was stored before outcomes were kept (its status_* then)
     outcome_a: str = ""
     outcome_b: str = ""
+    #: which model ``model_a``/``model_b`` are (``roofline``, ``serving``; "" where the runs did not say), and B's
+    #: serving-model value with its band (A's where B lacks the prediction): where the model column is the
+    #: roofline's ceiling, the value runs land near (trial s24 M7)
+    model_source: str = ""
+    serving_b: float | None = None
+    serving_lo_b: float | None = None
+    serving_hi_b: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -162,7 +169,9 @@ def compare_runs(a: RunSummary, b: RunSummary, history: Sequence[RunSummary] = (
             dimension=ref.dimension, unit=ref.unit, status_a=va.status if va else "", status_b=vb.status if vb else "",
             measured_a=ma, measured_b=mb, change_rel=_change(ma, mb), model_a=va.model if va else None,
             model_b=vb.model if vb else None, predicted=ref.predicted_text, significance=sig, noise=noise,
-            nights=nights, outcome_a=va.outcome if va else "", outcome_b=vb.outcome if vb else ""))
+            nights=nights, outcome_a=va.outcome if va else "", outcome_b=vb.outcome if vb else "",
+            model_source=ref.model_source, serving_b=ref.serving, serving_lo_b=ref.serving_lo,
+            serving_hi_b=ref.serving_hi))
     return rows
 
 
@@ -349,6 +358,18 @@ def _id_line(pid: str, quantity: str, width: int) -> str:
     return _clip(f"{pid} · {quantity}", width)
 
 
+def _model_cell(r: ComparisonRow) -> str:
+    """The model column: the serving model's value with its band where the runs kept one (the value runs land
+    near, not the roofline's ceiling: trial s24 M7), ``serving`` after it; else the verdict's model value (the
+    roofline's), A → B where it moved between the runs."""
+    if r.serving_b is not None:
+        band = (f" [{_fmt(r.serving_lo_b, r)}–{_fmt(r.serving_hi_b, r)}]"
+                if r.serving_lo_b is not None and r.serving_hi_b is not None else "")
+        return f"{_fmt(r.serving_b, r)}{band} serving"
+    model = _fmt(r.model_b, r) if r.model_a == r.model_b else f"{_fmt(r.model_a, r)} → {_fmt(r.model_b, r)}"
+    return f"{model} serving" if model and r.model_source == "serving" else model
+
+
 def _shown(outcome: str, status: str) -> str:
     """A side's outcome as the terminal named it (``xfail``, ``xpass``), else its verdict status (a run stored
     before outcomes were kept); ``absent`` where the run lacks the prediction."""
@@ -365,7 +386,7 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
     rows = compare_runs(a, b) if rows is None else rows
     cells = []
     for r in rows:
-        model = _fmt(r.model_b, r) if r.model_a == r.model_b else f"{_fmt(r.model_a, r)} → {_fmt(r.model_b, r)}"
+        model = _model_cell(r)
         change = _percent(r.change_rel) if r.change_rel is not None else ""
         if not change and r.measured_a is not None and r.measured_b is not None:
             change = f"{_fmt(r.measured_a, r)} → {_fmt(r.measured_b, r)}"  # from zero: no relative change exists

@@ -190,7 +190,9 @@ def stored_value(verdict: Mapping[str, Any], *, file: str, drift_text: str = "",
         interval_method=str(interval.get("method") or "") if isinstance(interval, Mapping) else "",
         interval_level=_number(interval.get("level")) if isinstance(interval, Mapping) else None,
         definition_hash=definition_hash(verdict, drift_text), window=str(verdict.get("window") or ""),
-        unheld_points=unheld_points(verdict.get("measured_notes") or ()), outcome=as_outcome(outcome))
+        unheld_points=unheld_points(verdict.get("measured_notes") or ()), outcome=as_outcome(outcome),
+        model_source=str(verdict.get("model_source") or ""), serving=_number(verdict.get("serving_value")),
+        serving_lo=_number(verdict.get("serving_band_lo")), serving_hi=_number(verdict.get("serving_band_hi")))
 
 
 def value_arrival_span(results: Mapping[str, Any], point_ids: Sequence[str]) -> str | None:

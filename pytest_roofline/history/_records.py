@@ -179,6 +179,13 @@ class StoredValue:
     #: or "drifted"). None for a math value, a peer's file (its lengths are the measured means, which move night to
     #: night), and a run stored before this was kept
     workload: str | None = None
+    #: which model :attr:`model` is (``roofline``, ``serving``; "" in a run stored before this was kept), and the
+    #: serving model's value with its band where the verdict had one (``roofline compare`` shows it beside the
+    #: model's: trial s24 M7, where the model column was a roofline ceiling twice the measured throughput)
+    model_source: str = ""
+    serving: float | None = None
+    serving_lo: float | None = None
+    serving_hi: float | None = None
 
     def open_loop_span(self) -> str | None:
         """:attr:`arrival_span`, or ``drawn`` for a measured value at an open-loop point (``rate`` in its ``at:``)
