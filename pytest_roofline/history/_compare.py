@@ -363,8 +363,11 @@ def _model_cell(r: ComparisonRow) -> str:
     near, not the roofline's ceiling: trial s24 M7), ``serving`` after it; else the verdict's model value (the
     roofline's), A → B where it moved between the runs."""
     if r.serving_b is not None:
-        band = (f" [{_fmt(r.serving_lo_b, r)}–{_fmt(r.serving_hi_b, r)}]"
-                if r.serving_lo_b is not None and r.serving_hi_b is not None else "")
+        band = ""
+        if r.serving_lo_b is not None and r.serving_hi_b is not None:
+            lo, hi = _fmt(r.serving_lo_b, r), _fmt(r.serving_hi_b, r)
+            num, _, unit = lo.rpartition(" ")
+            band = f" [{num if num and hi.endswith(' ' + unit) else lo}–{hi}]"  # one unit, at the end
         return f"{_fmt(r.serving_b, r)}{band} serving"
     model = _fmt(r.model_b, r) if r.model_a == r.model_b else f"{_fmt(r.model_a, r)} → {_fmt(r.model_b, r)}"
     return f"{model} serving" if model and r.model_source == "serving" else model

@@ -299,9 +299,13 @@ def _add_to_stored(rs: RooflineSession, same: RunSummary, rec: Any, where: str) 
                                                       "this a warning)")), True
         if added:
             rs.history_added[stored.run_id] = rs.history_added.get(stored.run_id, 0) + added
+            # tonight's values are stored now (in that run): the next night compares with them, so the drift check's
+            # advice does not ask for a night recorded without --roofline-drift-fail (trial s24 M7)
+            rs.history_stored_setups.add(stored.setup)
+            files = ", ".join(dict.fromkeys(v.file for v in same.values))
             return (f"roofline history: added {added} value{'s' if added != 1 else ''} to run {stored.run_id}, which "
-                    f"held {had} of this measurement's ({setup}; the night it was measured, "
-                    f"{rec.summary.started_at})"), False
+                    f"held {had} other value{'s' if had != 1 else ''} of this measurement (of {files}; {setup}; the "
+                    f"night it was measured, {rec.summary.started_at})"), False
     return (f"roofline history: not stored: run {same.run_id} of {setup} already holds the measurement this replay "
             f"was made at ({rec.summary.started_at}, its results file's created_at), every value of it; a replay "
             "stores a measurement once"), False

@@ -184,8 +184,8 @@ def test_roofline_compare_prints_both_runs(runs: dict) -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"A: {a}") and f"B: {b}" in r.stdout
     # 1,382.4 ms × 1.25 = 1,728.0 ms
-    assert re.search(r"queueing-past-the-cap\s+ttft_p50\s+100 ms\s+pass\s+1,382 ms\s+pass\s+1,728 ms\s+\+25\.0 %",
-                     r.stdout)
+    assert re.search(r"queueing-past-the-cap\s+(· )?ttft_p50\s+100 ms\s+pass\s+1,382 ms\s+pass\s+1,728 ms\s+"
+                     r"\+25\.0 %", r.stdout)
     assert all(len(line) <= 120 for line in r.stdout.splitlines())
     j = subprocess.run([sys.executable, "-m", "pytest_roofline.cli", "compare", str(RECORDED), str(runs["scaled"]),
                         "--predictions", str(YAML), "--json"], cwd=REPO, capture_output=True, text=True, timeout=120)

@@ -98,8 +98,9 @@ def test_a_k_replay_stored_first_gets_the_rest_of_its_night(project: Path, kind:
     whole = _replay(project, store, "--roofline-scorecard", "card.html")
     assert whole.returncode == 0, whole.stdout + whole.stderr
     assert _line(whole.stdout, "roofline history:") == (
-        f"roofline history: added {WHOLE - 1} values to run {run.run_id}, which held 1 of this measurement's "
-        f"(cpu · roofline-tiny · vllm 0.32.0; the night it was measured, 2026-12-05T08:54:28Z)")
+        f"roofline history: added {WHOLE - 1} values to run {run.run_id}, which held 1 other value of this "
+        f"measurement (of cpu-tiny.yaml; cpu · roofline-tiny · vllm 0.32.0; the night it was measured, "
+        f"2026-12-05T08:54:28Z)")
     # the drift line (terminal and scorecard) says what storing did; it said "nor stored again"
     added = (f"(this measurement is already stored as run {run.run_id}: a replay is not compared with it; "
              f"{WHOLE - 1} values it lacked were added to it, those it held not stored again)")

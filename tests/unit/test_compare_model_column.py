@@ -32,7 +32,7 @@ def test_the_model_column_shows_the_serving_model_with_its_band(capsys, monkeypa
     lines = out.splitlines()
     row = _row(lines, "throughput-c64")
     # the serving model's value and band, named; not the roofline's ceiling (5,054 tok/s)
-    assert row.endswith("2,407 tok/s [2,200 tok/s–2,640 tok/s] serving"), row
+    assert row.endswith("2,407 tok/s [2,200–2,640 tok/s] serving"), row
     assert "5,054" not in row
     # an expected miss is xfail in both runs, as pytest reports it (it read "fail")
     assert row.count(" xfail ") == 2 and " fail " not in row
