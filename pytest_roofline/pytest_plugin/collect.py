@@ -161,7 +161,12 @@ class PredictionItem(pytest.Function):
     def _own_message(self, exc: BaseException) -> str | None:
         """The plugin's own words for an exception it raises on purpose; None for any other exception."""
         if isinstance(exc, PredictionMismatch):
-            return f"{exc.verdict.explain()}\n{self.location[0]}:{self.prediction.line}: PredictionMismatch"
+            # a value that failed its ink and drifted too: both are said (trial s24 L8: the drift was lost here)
+            drift = self.stash.get(DRIFT_KEY, None)
+            drifted = (f"drifted too: {drift.get('text')}"
+                       + (" (--roofline-drift-fail)" if get_session(self.config).drift_fail else "") + "\n"
+                       if drift is not None and drift.get("status") == "drifted" else "")
+            return f"{drifted}{exc.verdict.explain()}\n{self.location[0]}:{self.prediction.line}: PredictionMismatch"
         if isinstance(exc, PredictionDrifted):
             return (f"drifted: {exc.drift.get('text')} (--roofline-drift-fail)\n{exc.verdict.explain()}\n"
                     f"{self.location[0]}:{self.prediction.line}: PredictionDrifted")

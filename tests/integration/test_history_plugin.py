@@ -196,6 +196,27 @@ def test_roofline_compare_prints_both_runs(runs: dict) -> None:
 
 
 @pytest.mark.slow
+def test_a_value_that_fails_its_ink_and_drifts_says_both(runs: dict, tmp_path: Path) -> None:
+    """Trial s24 L8: a prediction that FAILed and drifted showed only its FAIL in the failure report. The same
+    night with queueing-past-the-cap's ink at <= 1,000 ms (the scaled night measured 1,728 ms), from a checkout
+    whose prediction file has the same key (predictions/cpu-tiny.yaml from its repository root)."""
+    hist = tmp_path / "h"
+    shutil.copytree(runs["after_first"], hist)
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    (checkout / "predictions").mkdir()
+    text = YAML.read_text().replace('    predicted: 100 ms\n    tolerance: ">= 100 ms"',
+                                    '    predicted: 1,000 ms\n    tolerance: "<= 1,000 ms"')
+    assert "<= 1,000 ms" in text
+    (checkout / "predictions" / "cpu-tiny.yaml").write_text(text)
+    r = pytest_run("--replay", str(runs["scaled"]), str(checkout / "predictions" / "cpu-tiny.yaml"),
+                   "--roofline-history", str(hist), "--roofline-drift-fail", "-rf")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "drifted too: +25.0% vs previous run" in r.stdout and "(--roofline-drift-fail)" in r.stdout
+    assert "PredictionMismatch" in r.stdout
+
+
+@pytest.mark.slow
 def test_a_point_that_did_not_hold_its_concurrency_is_not_judged(runs: dict, tmp_path: Path) -> None:
     # the scaled run (+25.0 % on queueing-past-the-cap, a DRIFTED failure under --roofline-drift-fail above) with
     # its C=32 point flagged: 12 of 32 in flight. Its five predictions resting on closed-c32 (queueing-past-the-cap,
