@@ -281,6 +281,25 @@ def _common(ctx: NodeReader, spec: Spec, m: Mapping[str, tuple[yaml.Node, yaml.N
     return out
 
 
+def _own_problems(spec: Spec, exc: Exception) -> Exception | None:
+    """What of a prediction's setup error is its own: None where the file's setup, without the override, fails the
+    same way (its bad engine args are reported once, at the file's lines: trial s24 L9 blamed the prediction's
+    ``setup:`` for them), the override's extra engine-arg problems alone where it adds some, else ``exc``."""
+    from pytest_roofline.model.engine_args import EngineArgsError
+
+    try:
+        prediction_setup(spec, {})
+    except Exception as base:
+        if str(base) == str(exc):
+            return None
+        if isinstance(base, EngineArgsError) and isinstance(exc, EngineArgsError):
+            known = {p.field for p in base.problems}
+            extra = [p for p in exc.problems if p.field not in known]
+            return EngineArgsError(extra) if extra else None
+        return exc
+    return exc
+
+
 def _resolve_setup_check(ctx: NodeReader, spec: Spec, setup: Mapping[str, Any], node: yaml.Node,
                          key: yaml.Node | None = None, *, lengths: bool = True) -> None:
     """Resolve a prediction's own ``setup:`` (``node``, written after ``key``) so a bad value is refused at its
@@ -295,7 +314,10 @@ def _resolve_setup_check(ctx: NodeReader, spec: Spec, setup: Mapping[str, Any], 
 
     try:
         resolved = prediction_setup(spec, setup)
-    except Exception as exc:
+    except Exception as failed:
+        exc = _own_problems(spec, failed)
+        if exc is None:  # the file's own setup fails the same way: reported at the file's lines, not blamed here
+            return
         raise ctx.err(setup_error_node(exc, node) or node, f"setup override does not resolve: {exc}",
                       "fix this value of the prediction's setup: (it overrides the file's sections)") from None
     if lengths:  # only where the prediction serves its workload's requests (_lengths.uses_workload)

@@ -570,7 +570,10 @@ def build_setup(
     parallel = (None if any(p.field in parallel_fields for p in problems) else
                 _collect(problems, lambda: _check_parallel(arch, args, hw)))
     if problems or parallel is None:
-        raise engine_args.EngineArgsError(problems)
+        # what the serving model would refuse beyond these (its own checks need the resolved setup, which this is
+        # not): said beside them, so one check names every arg to change (trial s24 L8)
+        later = engine_args.engine_arg_problems(args, device=device, scope="serving", version=version)
+        raise engine_args.EngineArgsError(problems, later=later)
     tp, pp = parallel
     scheme = _quant_scheme(quant_raw, args.get("quantization"), arch)
     if scheme is not None and weights_raw is not None:

@@ -19,7 +19,7 @@ class EngineArgsError(SetupValueError):
     """Every bad engine arg of a setup at once.  ``field`` is the first's (where a YAML error points);
     ``problems`` are all of them, each with its own field (``roofline check`` names each one's line)."""
 
-    def __init__(self, problems: list[Problem]):
+    def __init__(self, problems: list[Problem], *, later: list[Problem] | tuple[Problem, ...] = ()):
         first: dict[str, Problem] = {}
         for p in problems:
             first.setdefault(p.field, p)  # one line per field: the first reason found
@@ -27,6 +27,9 @@ class EngineArgsError(SetupValueError):
         if not problems:
             raise ValueError("EngineArgsError needs at least one problem")
         self.problems = tuple(problems)
+        #: the args the serving model would not simulate once these are fixed (warned then, not refused): named
+        #: beside the error so one check lists every arg to change
+        self.later = tuple(p for p in dict((p.field, p) for p in later).values() if p.field not in first)
         if len(problems) == 1:
             message = problems[0].text
         else:
