@@ -1070,8 +1070,28 @@ def _against_band(v: Verdict, pred: Prediction, ink: float, tol: Tolerance, setu
     v.status = VerdictStatus.FAIL
     v.reason = (f"{head} {'below' if ink < lo else 'above'} {band}; {meaning}: about 1 in "
                 f"{round(1 / (1 - NOMINAL))} correct values land outside it, so this is weaker evidence than a "
-                f"physical bound); {_band_hint(v, tol)}")
+                f"physical bound){_prefill_floor_note(pred, ink, setup)}; {_band_hint(v, tol)}")
     return v
+
+
+def _prefill_floor_note(pred: Prediction, ink: float, setup: Setup | None) -> str:
+    """For TTFT ink below the prompt's prefill compute floor (prompt tokens × 2P ÷ one GPU's peak, at 100% of it):
+    that only prefix-cache hits reach (trial s24 L11: the band alone said "about 1 in 5 correct values land outside
+    it" of ink no full prefill can reach). "" elsewhere."""
+    if not pred.q.name.startswith("ttft") or setup is None:
+        return ""
+    try:
+        from pytest_roofline.model import analytical as an
+        from pytest_roofline.quantities.declare import flop_gpu
+
+        n_in = int(setup.input_len)
+        floor = an.prefill_floor_s(n_in, flop_gpu(setup), float(setup.peak_flop_per_s))
+    except (AttributeError, TypeError, ValueError, ZeroDivisionError):
+        return ""
+    if not (floor > 0 and ink < floor):
+        return ""
+    return (f"; it is also below the {n_in:,}-token prefill's compute floor ({format_value(floor, 'time', 'ms')} "
+            "at 100% of the GPU's peak FLOP/s): only prefix-cache hits reach a TTFT there")
 
 
 def _band_hint(v: Verdict, tol: Tolerance) -> str:

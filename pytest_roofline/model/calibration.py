@@ -409,11 +409,14 @@ def _short(metric: str) -> str:
         metric, metric)
 
 
-def _fmt(name: str, v: float) -> str:
-    if name.endswith("_s") and abs(v) < 1e-9:
+def _fmt(name: str, v: float, *, like: float | None = None) -> str:
+    """A constant in its unit (a time in ms from 1 ms, else us); ``like``: another value the text sets beside it,
+    whose unit it takes, so a value and its uncertainty read in one unit."""
+    if name.endswith("_s") and abs(v) < 1e-9 and like is None:
         return "0 s"
     if name.endswith("_s"):
-        return f"{v * 1e3:.4g} ms" if abs(v) >= 1e-3 else f"{v * 1e6:.4g} us"
+        ref = abs(like) if like is not None else abs(v)
+        return f"{v * 1e3:.4g} ms" if ref >= 1e-3 else f"{v * 1e6:.4g} us"
     return f"{v:.4g}"
 
 
@@ -630,7 +633,11 @@ def fit(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor,
         sd = sd_scaled[i] * scale[i]  # 1σ in the constant's own unit
         if n not in bad and not pinned(sd, vals[i], max_log_sd):
             partners = _partners(h, i, names)
-            bad[n] = (f"is determined only to ±{_fmt(n, sd)} (1σ; fitted {_fmt(n, vals[i])}"
+            # a fit at a thousandth of its own uncertainty is at its bound: said as about 0, in the sd's unit
+            # (trial s24 L10 read "±856.2 ms (1σ; fitted 0.001663 us")
+            fitted = (f"about 0 ({_fmt(n, vals[i], like=sd)})" if abs(vals[i]) < 1e-3 * sd
+                      else _fmt(n, vals[i], like=sd))
+            bad[n] = (f"is determined only to ±{_fmt(n, sd)} (1σ; fitted {fitted}"
                       + (f", ±{100 * sd / vals[i]:.0f}% of it" if vals[i] > 0 and sd < 1e3 * vals[i] else "")
                       + f": over {100 * max_log_sd:.0f}% of its value)"
                       + (f", trading off against {', '.join(partners)}" if partners else ""))

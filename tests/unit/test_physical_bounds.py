@@ -13,6 +13,8 @@ Every bound here is worked out from the datasheet and the model's config, writte
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pytest_roofline.format.spec import loads_spec
@@ -222,3 +224,18 @@ predictions:
     v = score(spec, spec.predictions[0], "math", None)
     assert v.serving_unstable.startswith("unstable") and v.status == "inconclusive", v.reason
     assert "a measurement decides" in v.reason
+
+
+def test_ttft_ink_below_the_prefill_floor_says_only_cache_hits_reach_it():
+    # Llama-3.1-8B on an H100, 1,024-token prompts: 2 x 8.03e9 x 1,024 / 989.4e12 = 16.6 ms of compute at the
+    # GPU's peak (trial s24 L11: 5 ms ink read only "below the serving model's band")
+    spec = loads_spec("hardware: h100-sxm\nmodel: llama-3.1-8b\nengine: {name: vllm, version: \"0.26.0\"}\n"
+                      "workload: {input_len: 1024, output_len: 1024}\nsweep: {mode: closed, concurrency: [1]}\n"
+                      "predictions:\n  - {id: t, quantity: ttft_p50, at: {concurrency: 1}, predicted: 5 ms}\n"
+                      "  - {id: u, quantity: ttft_p50, at: {concurrency: 1}, predicted: 18 ms}\n")
+    low, above_floor = (score(spec, p, "math", None) for p in spec.predictions)
+    assert low.status == "fail"
+    m = re.search(r"below the 1,024-token prefill's compute floor \(([\d.]+) ms at 100% of the GPU's peak FLOP/s\): "
+                  r"only prefix-cache hits reach a TTFT there", low.reason)
+    assert m and float(m.group(1)) == pytest.approx(2 * 8.03e9 * 1024 / 989.4e12 * 1e3, rel=0.01)
+    assert "prefill's compute floor" not in above_floor.reason
