@@ -358,6 +358,17 @@ def _id_line(pid: str, quantity: str, width: int) -> str:
     return _clip(f"{pid} · {quantity}", width)
 
 
+def _at_value(text: str) -> int | float | str:
+    """A stored ``at:`` value (a text, as the history keys it) as JSON gives it: a number where it is one."""
+    try:
+        x = float(text)
+    except (TypeError, ValueError):
+        return text
+    if not math.isfinite(x):
+        return text
+    return int(x) if x.is_integer() and "." not in str(text) and "e" not in str(text).lower() else x
+
+
 def _model_cell(r: ComparisonRow) -> str:
     """The model column: the serving model's value with its band where the runs kept one (the value runs land
     near, not the roofline's ceiling: trial s24 M7), ``serving`` after it; else the verdict's model value (the
@@ -444,8 +455,8 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
     reworked = sum(r.significance == "workload" for r in rows)
     with_nights = sum(r.nights > 0 for r in moved)
     uncertain = sum(r.significance == "uncertain" for r in rows)
-    noise_text = ("both runs' 95 % intervals and, for " + (f"{with_nights} of them" if with_nights < len(moved)
-                                                            else "each")
+    noise_text = ("both runs' 95 % intervals and, for " + (f"{with_nights} of the {len(moved)} measured in both"
+                                                            if with_nights < len(moved) else "each")
                   + ", the spread of B's 3 or more earlier nights in the store: drift's test") if with_nights else (
         "both runs' 95 % intervals; the run-to-run noise needs 3 or more earlier nights of B's setup in a store "
         "(--store), as drift needs them")
@@ -480,6 +491,7 @@ def comparison_json(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | No
     def row(r: ComparisonRow) -> dict[str, Any]:
         d = r.to_dict()
         d["unit"], d["written_unit"] = SI_UNIT.get(r.dimension, ""), r.unit
+        d["at"] = {k: _at_value(x) for k, x in r.at.items()}  # {"concurrency": 32}, not "32" (trial s24 L9)
         return d
 
     both = [r for r in rows

@@ -48,3 +48,11 @@ def test_the_json_carries_the_serving_value_in_si(capsys) -> None:
     assert row["serving_lo_b"] < row["serving_b"] < row["serving_hi_b"]
     assert row["serving_b"] == pytest.approx(2407, rel=1e-3)
     assert row["model_b"] == pytest.approx(5054, rel=1e-3)  # the verdict's model value is kept as it was
+
+
+def test_the_json_gives_a_points_at_as_numbers(capsys) -> None:
+    # trial s24 L9: "at": {"concurrency": "32"} (the history's text keys) in compare --json
+    doc = json.loads(_compare(capsys, "--json"))
+    ats = [r["at"] for r in doc["rows"] if r["at"]]
+    assert {"concurrency": 64} in ats
+    assert all(isinstance(x, (int, float)) for at in ats for x in at.values() if str(x).replace(".", "").isdigit())
