@@ -1070,16 +1070,18 @@ def _against_band(v: Verdict, pred: Prediction, ink: float, tol: Tolerance, setu
     v.status = VerdictStatus.FAIL
     v.reason = (f"{head} {'below' if ink < lo else 'above'} {band}; {meaning}: about 1 in "
                 f"{round(1 / (1 - NOMINAL))} correct values land outside it, so this is weaker evidence than a "
-                f"physical bound){_prefill_floor_note(pred, ink, setup)}; {_band_hint(v, tol)}")
+                f"physical bound){_prefill_floor_note(v, pred, ink, setup)}; {_band_hint(v, tol)}")
     return v
 
 
-def _prefill_floor_note(pred: Prediction, ink: float, setup: Setup | None) -> str:
+def _prefill_floor_note(v: Verdict, pred: Prediction, ink: float, setup: Setup | None) -> str:
     """For TTFT ink below the prompt's prefill compute floor (prompt tokens × 2P ÷ one GPU's peak, at 100% of it):
     that only prefix-cache hits reach (trial s24 L11: the band alone said "about 1 in 5 correct values land outside
-    it" of ink no full prefill can reach). "" elsewhere."""
+    it" of ink no full prefill can reach). "" elsewhere, and where the serving model's own TTFT is below the floor
+    too (its workload shares a prefix the cache serves: trial s24c M4)."""
     if not pred.q.name.startswith("ttft") or setup is None:
         return ""
+    serving = v.serving_value if isinstance(v.serving_value, (int, float)) else None
     try:
         from pytest_roofline.model import analytical as an
         from pytest_roofline.quantities.declare import flop_gpu
@@ -1088,7 +1090,7 @@ def _prefill_floor_note(pred: Prediction, ink: float, setup: Setup | None) -> st
         floor = an.prefill_floor_s(n_in, flop_gpu(setup), float(setup.peak_flop_per_s))
     except (AttributeError, TypeError, ValueError, ZeroDivisionError):
         return ""
-    if not (floor > 0 and ink < floor):
+    if not (floor > 0 and ink < floor) or (serving is not None and serving < floor):
         return ""
     return (f"; it is also below the {n_in:,}-token prefill's compute floor ({format_value(floor, 'time', 'ms')} "
             "at 100% of the GPU's peak FLOP/s): only prefix-cache hits reach a TTFT there")

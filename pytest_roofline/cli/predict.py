@@ -769,12 +769,17 @@ def _simulate_flags(args: argparse.Namespace, concurrency: list[int], rates: lis
     _refuse_unsimulable(setup, _rebuilder(args.hardware, args.model, tree))
     eng = sv.EngineConfig.from_setup(setup)
     constants = sv.default_constants(setup)
+    # the workload the flags describe beyond its lengths (--set workload.shared_prefix_len=256, prefix_share, a
+    # distribution, a ramp), read as a prediction file's is (trial s24c H3: they were accepted and not simulated)
+    from pytest_roofline.measure.loadgen import datasets
+
+    shape = datasets.resolve(dict(tree.get("workload") or {})).serving_kwargs()
     cap = None
     if rates:
         cap = concurrency[0] if concurrency else None  # the load generator's in-flight cap (open loop)
-        workloads = [sv.workload_for_point(setup, rate_req_per_s=r, concurrency=cap) for r in rates]
+        workloads = [sv.workload_for_point(setup, rate_req_per_s=r, concurrency=cap, **shape) for r in rates]
     else:
-        workloads = [sv.workload_for_point(setup, concurrency=c)
+        workloads = [sv.workload_for_point(setup, concurrency=c, **shape)
                      for c in concurrency or [1, 2, 4, 8, 16, 32, 64, 128]]
     preds = sv.simulate_sweep(setup, workloads, engine=eng, constants=constants)
     return _table(setup, eng, constants, "default constants", cap, preds, "default constants", doc, Thresholds())

@@ -293,8 +293,8 @@ def _own_problems(spec: Spec, exc: Exception) -> Exception | None:
         if str(base) == str(exc):
             return None
         if isinstance(base, EngineArgsError) and isinstance(exc, EngineArgsError):
-            known = {p.field for p in base.problems}
-            extra = [p for p in exc.problems if p.field not in known]
+            known = {(p.field, p.text) for p in base.problems}  # the same arg at another value is its own problem
+            extra = [p for p in exc.problems if (p.field, p.text) not in known]
             return EngineArgsError(extra) if extra else None
         return exc
     return exc

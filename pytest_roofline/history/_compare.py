@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pytest_roofline.history._drift import judge_move, night_machine, nights_values, other_span
+from pytest_roofline.history._drift import judge_move, night_machine, nights_values, other_span, redefinition
 from pytest_roofline.history._machine import machine_apart
 from pytest_roofline.history._records import RunSummary, StoredValue, sort_time, unify_keys
 from pytest_roofline.redact import printable
@@ -71,7 +71,9 @@ class ComparisonRow:
     #: judged, as drift does not judge a night whose machine ran apart), "arrivals" (its open-loop point spread its
     #: sends otherwise in the two runs, ``sweep.arrival_span``: another load, not judged, as drift calls it
     #: ``arrivals changed``), "workload" (its points ran other prompt or output lengths or another dataset in the
-    #: two runs: another figure, not judged, as drift calls it ``workload changed``), "" (not measured in both)
+    #: two runs: another figure, not judged, as drift calls it ``workload changed``), "redefined" (the prediction
+    #: measures another quantity or window in B: not judged, no change where the quantity differs, as drift calls it
+    #: ``prediction changed``), "" (not measured in both)
     significance: str = ""
     #: the smallest move the two measurements can tell from noise (SI); None when not measured in both or unbounded
     noise: float | None = None
@@ -164,10 +166,17 @@ def compare_runs(a: RunSummary, b: RunSummary, history: Sequence[RunSummary] = (
         spread = (nights_values(key, earlier, machine=night_machine(key, earlier), shift=machine_shift, like=vb)
                   if earlier else ())
         sig, noise, nights = _significance(va, vb, spread, machine_shift)
+        change = _change(ma, mb)
+        changed = redefinition(va, vb)[0] if va is not None and vb is not None else ()
+        if "quantity" in changed or "window" in changed:
+            # the prediction measures another figure in B (its quantity or window): said, never judged, as drift
+            # says it (trial s24c H2: +110 % "yes" across output_throughput and total_throughput)
+            sig, noise, nights = "redefined", None, 0
+            change = None if "quantity" in changed else change
         rows.append(ComparisonRow(
             key=key, prediction_id=ref.prediction_id, quantity=ref.quantity, at=dict(ref.at),
             dimension=ref.dimension, unit=ref.unit, status_a=va.status if va else "", status_b=vb.status if vb else "",
-            measured_a=ma, measured_b=mb, change_rel=_change(ma, mb), model_a=va.model if va else None,
+            measured_a=ma, measured_b=mb, change_rel=change, model_a=va.model if va else None,
             model_b=vb.model if vb else None, predicted=ref.predicted_text, significance=sig, noise=noise,
             nights=nights, outcome_a=va.outcome if va else "", outcome_b=vb.outcome if vb else "",
             model_source=ref.model_source, serving_b=ref.serving, serving_lo_b=ref.serving_lo,
@@ -406,7 +415,8 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
             change = f"{_fmt(r.measured_a, r)} → {_fmt(r.measured_b, r)}"  # from zero: no relative change exists
         sig = {"significant": "yes", "uncertain": "uncertain", "noise": "no", "no interval": "?",
                "not held": "not judged", "machine": "not judged (machine)",
-               "arrivals": "not judged (arrivals)", "workload": "not judged (workload)"}.get(
+               "arrivals": "not judged (arrivals)", "workload": "not judged (workload)",
+               "redefined": "not judged (prediction changed)"}.get(
             r.significance, "")
         if r.significance == "noise" and r.noise:
             # within this much the two measurements cannot tell a move from noise
@@ -453,6 +463,7 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
     off_machine = sum(r.significance == "machine" for r in rows)
     respanned = sum(r.significance == "arrivals" for r in rows)
     reworked = sum(r.significance == "workload" for r in rows)
+    redefined = sum(r.significance == "redefined" for r in rows)
     with_nights = sum(r.nights > 0 for r in moved)
     uncertain = sum(r.significance == "uncertain" for r in rows)
     noise_text = ("both runs' 95 % intervals and, for " + (f"{with_nights} of the {len(moved)} measured in both"
@@ -472,6 +483,8 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
                "runs (sweep.arrival_span)" if respanned else "")
             + (f"; {reworked} not judged (workload): their points ran other prompt or output lengths, or another "
                "dataset, in the two runs" if reworked else "")
+            + (f"; {redefined} not judged (prediction changed): the prediction measures another quantity or window "
+               "in B" if redefined else "")
             + (f"; largest change {printable(largest.prediction_id)} {_percent(largest.change_rel or 0)}"
                if largest is not None else ""))
     lines += textwrap.wrap(text, width, break_on_hyphens=False) or [text]  # an id is not cut at its hyphens
@@ -495,7 +508,7 @@ def comparison_json(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | No
         return d
 
     both = [r for r in rows
-            if r.significance and r.significance not in ("not held", "machine", "arrivals", "workload")]
+            if r.significance and r.significance not in ("not held", "machine", "arrivals", "workload", "redefined")]
     return {"a": head(a), "b": head(b), "rows": [row(r) for r in rows],
             "measured_in_both": len(measured_in_both(rows)), "compared": len(both),
             "significant": sum(r.significance == "significant" for r in both),

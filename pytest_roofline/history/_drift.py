@@ -63,7 +63,7 @@ __all__ = ["DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "D
            "parse_baseline", "pinned_run", "parse_share", "DEFAULT_MIN_COMPARED", "distinguishable", "COMPARED",
            "compared_count", "not_judged_count", "ranked_p", "RANK_ALPHA", "nights_values", "outside_nights",
            "MIN_NIGHTS", "SPREAD_RUNS", "Move", "night_machine", "machine_count", "judge_move", "changed_badge",
-           "earlier_runs", "runs_drift_reads"]
+           "earlier_runs", "runs_drift_reads", "redefinition"]
 
 DEFAULT_DRIFT = "10%"
 DEFAULT_BASELINE = "previous"
@@ -201,7 +201,7 @@ class Drift:
     #: replay had no earlier run to compare with, and the plugin does not store it again
     stored_as: str = ""
     #: what of the prediction's definition changed since the baseline night (``quantity``, ``window``,
-    #: ``arrivals``, in that order) where the status is PREDICTION_CHANGED (:func:`_redefinition`); () otherwise
+    #: ``arrivals``, in that order) where the status is PREDICTION_CHANGED (:func:`redefinition`); () otherwise
     changed: tuple[str, ...] = ()
     #: why tonight's value was not judged because the machine itself ran apart from the other nights (the host
     #: probe: :func:`~pytest_roofline.history._machine.machine_moved`); "" otherwise. Such a value is ``uncertain``
@@ -464,7 +464,7 @@ def judge_move(now_v: StoredValue, now: float, base_v: StoredValue, base: float,
 _WINDOW_WORDS = {"run": "the whole run", "steady": "the steady window"}
 
 
-def _redefinition(was: StoredValue, now: StoredValue) -> tuple[tuple[str, ...], str]:
+def redefinition(was: StoredValue, now: StoredValue) -> tuple[tuple[str, ...], str]:
     """What changed in what a prediction measures since ``was`` (the latest baseline night's value): the parts
     (``quantity``, ``window``, ``arrivals``: :attr:`Drift.changed`) and the same in words; ``((), "")`` when nothing
     did. Its quantity, or the window its figure is read over (``window: steady`` against the whole run: another
@@ -484,7 +484,8 @@ def _redefinition(was: StoredValue, now: StoredValue) -> tuple[tuple[str, ...], 
                                f"{was_span} (sweep.arrival_span: a fixed span sends N requests over N ÷ rate, a "
                                "drawn one as the draw falls)")
     if was.workload and now.workload and was.workload != now.workload:
-        changed["workload"] = f"its points ran {now.workload}, where they ran {was.workload} (workload:)"
+        changed["workload"] = (f"its points ran {now.workload}, where they ran {was.workload} (the workload: "
+                               "section)")
     return tuple(changed), "; ".join(changed.values())
 
 
@@ -530,8 +531,11 @@ def earlier_runs(history_runs: Sequence[RunSummary], *, setup: SetupKey | None =
     only one has nothing to compare with, as its first replay had)."""
     cut = sort_time(before) if before is not None else None  # compared as times, not as the strings written
     mine = [r for r in history_runs if setup is None or r.setup == setup]
+    # by the results files' ids; by the time alone only for a run stored before ids were kept (another night may
+    # share its time: a peer's folder is dated by its earliest file, trial s24c H1)
     itself = [r for r in mine if (measurement and measurement in r.measurements)
-              or (cut is not None and r.started_at and sort_time(r.started_at) == cut)]
+              or (cut is not None and not (measurement and r.measurements) and r.started_at
+                  and sort_time(r.started_at) == cut)]
     copies = {r.run_id for r in itself}
     runs = [r for r in mine if r.run_id not in copies
             and (cut is None or not r.started_at or sort_time(r.started_at) < cut)]
@@ -694,7 +698,7 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
         # what the prediction measures changed (its quantity or window: the at: point is part of the key): the number
         # may have moved because of the edit, so it is "prediction changed", never judged. An edited ink, tolerance,
         # band or drift threshold cannot move a measured value: the move is judged as usual, and the edit is a note
-        changed, redone = _redefinition(latest, v)
+        changed, redone = redefinition(latest, v)
         redefined = bool(changed)
         # a hash stored before windows were kept lacks a steady window that tonight's has: not comparable
         hashes = latest.window is not None or v.window in (None, "", "run")
@@ -733,14 +737,15 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
             # the other definition's nights: trial s23 L2 read "within the earlier nights' spread" of drawn nights
             # under a fixed night's baseline)
             status = DriftStatus.PREDICTION_CHANGED
-            side = "beyond" if beyond else "within"
-            text = f"{moved} {against}, {side} {tol_text}; the prediction changed since: {redone} (not judged as drift)"
+            # the move, and why it is not judged: no threshold verdict to take back (trial s24c L9 read "beyond
+            # 10%; ... (not judged as drift)")
+            text = f"{moved} {against}, not judged as drift: the prediction changed since: {redone}"
             if "quantity" in changed:
                 # another quantity: a move from one to the other, or a threshold on it, means nothing (trial s24 M2:
                 # "-99.2% ... beyond 10%" of a block count against a token count)
                 change = None
                 text = (f"not compared: the prediction changed since: {redone}; {_fmt(latest, base)} then "
-                        f"({_date_span(dates, crowded)}), {_fmt(v, now)} now (not judged as drift)")
+                        f"({_date_span(dates, crowded)}), {_fmt(v, now)} now")
         else:
             status = (DriftStatus.UNCERTAIN if unheld_now or machine_now else DriftStatus.STEADY if not beyond
                       else DriftStatus.DRIFTED if apart else DriftStatus.UNCERTAIN)

@@ -1145,6 +1145,31 @@ def _step_advice(unfitted: Sequence[str], want: Sequence[str], step_points: Sequ
     which = (f"two of {terms} (the per-step from the per-sequence ones)"
              if all_three and len(lengths) <= 1 and len(unfitted) == len(STEP_FIELDS) else terms)
 
+    if list(unfitted) == ["step_overhead_s"] and tpot and "hbm_efficiency" in want and "per_seq_overhead_s" not in want:
+        # the per-step term left alone beside hbm_efficiency (an async engine hides the per-sequence one): it sits in
+        # every step's fixed part with the weight read ÷ hbm_efficiency, so only the precision of hbm_efficiency
+        # (read off the KV read's slope in the load) separates the two; another load of the same lengths barely
+        # helps (trial s24 M6)
+        low = min((pt for pt in measured if _closed(pt) and pt.concurrency), key=lambda pt: int(pt.concurrency or 0),
+                  default=None)
+        step_ms = low.value("tpot_p50_ms") if low is not None else None
+        overhead_ms = 1e3 * float(getattr(current, "step_overhead_s", 0.0) or 0.0)
+        if low is not None and step_ms and overhead_ms and step_ms > overhead_ms:
+            rest = step_ms - overhead_ms
+            need = 50.0 * overhead_ms / rest
+            return (f"step_overhead_s not determined beyond the measurement noise (see above): at {low.label} a "
+                    f"decode step takes {step_ms:,.4g} ms, of which step_overhead_s is {overhead_ms:,.3g} ms at its "
+                    f"value and the rest ({rest:,.4g} ms) the weight "
+                    + ("read" if int(low.concurrency or 0) == 1 else "and KV reads") + " ÷ hbm_efficiency, so "
+                    "telling it to ±50% "
+                    f"needs hbm_efficiency to ±{need:.1f}% with step_overhead_s free (its ±σ above holds with "
+                    "step_overhead_s at its value), which only the KV read's slope across loads gives; "
+                    + ("more loads of these lengths add little: " if spread else
+                       f"these run at {_loads_text(loads)} only, so loads far apart come first (C = "
+                       f"{1 if loads and loads[0] >= 8 else 8 * (loads[-1] if loads else 1)} beside them), then ")
+                    + f"{metrics} at high load and a longer context (more KV read per sequence: longer prompts or "
+                    "outputs) sharpen that slope. Its value stays the default, the Day-3 notebook's measured gap "
+                    "(docs/sources.md)")
     if not spread:
         if not loads and any(_measures(pt, step_metrics) for pt in points):  # measured, but prefill-bound
             return (f"{metrics} at decode-bound points (shorter prompts or more output tokens, so that decode "
@@ -1176,24 +1201,6 @@ def _step_advice(unfitted: Sequence[str], want: Sequence[str], step_points: Sequ
                 "per_seq_overhead_s does not"
                 + (f"; {hint}" if hint else ""))
     kinds = "load and context length" if len(lengths) >= 2 else "load"
-    if list(unfitted) == ["step_overhead_s"] and tpot:
-        # the per-step term left alone beside a fitted hbm_efficiency: it sits in every step's fixed part with the
-        # weight read ÷ hbm_efficiency, so only the precision of hbm_efficiency (read off the KV read's slope in
-        # the load) separates the two; another load of the same lengths barely helps (trial s24 M6)
-        low = min((pt for pt in measured if _closed(pt) and pt.concurrency), key=lambda pt: int(pt.concurrency or 0),
-                  default=None)
-        step_ms = low.value("tpot_p50_ms") if low is not None else None
-        overhead_ms = 1e3 * float(getattr(current, "step_overhead_s", 0.0) or 0.0)
-        if low is not None and step_ms and overhead_ms and step_ms > overhead_ms:
-            rest = step_ms - overhead_ms
-            need = 50.0 * overhead_ms / rest
-            return (f"step_overhead_s not determined beyond the measurement noise (see above): at {low.label} a "
-                    f"decode step takes {step_ms:,.4g} ms, of which step_overhead_s is {overhead_ms:,.3g} ms at its "
-                    f"value and the rest ({rest:,.4g} ms) the weight read ÷ hbm_efficiency, so telling it to ±50% "
-                    f"needs hbm_efficiency to ±{need:.1f}%, which only the KV read's slope across loads gives; more "
-                    f"loads of these lengths add little: {metrics} at high load and a longer context (more KV read "
-                    "per sequence: longer prompts or outputs) sharpen that slope. Its value stays the default, the "
-                    "Day-3 notebook's measured gap (docs/sources.md)")
     hint = _in_file(usable(spare), points, f"one more {metric} narrows it")
     return (f"{terms} not determined beyond the measurement noise (see above), although the points differ in "
             f"{kinds} ({_loads_text(loads)}) enough to identify {'it' if len(unfitted) == 1 else 'them'} in the "

@@ -53,13 +53,18 @@ __all__ = ["RooflineSession", "SESSION_KEY", "DEFAULT_PATTERNS", "get_session", 
 
 def results_base(config: pytest.Config) -> Path:
     """Where ``roofline-runs/`` goes without ``--roofline-out``: pytest's rootdir where a configuration file fixes
-    it (``pytest.ini``, ``[tool.pytest.ini_options]``...), else the folder pytest was started in. Without a
+    it (``pytest.ini``, ``[tool.pytest.ini_options]``...) and pytest was started inside it, else the folder pytest
+    was started in. Without a
     configuration file the rootdir is the common folder of the arguments, which moves with how an option is spelt
     (``--roofline-history DIR`` with a space makes DIR an argument once it exists: trial s24 M5, the results of night
     2 landed one folder up from night 1's and a CI uploading ``roofline-runs/`` lost them)."""
-    if config.inipath is not None:
-        return Path(str(config.rootpath))
-    return Path(str(config.invocation_params.dir))
+    here = Path(str(config.invocation_params.dir))
+    root = Path(str(config.rootpath))
+    # a configuration file of the project pytest runs in (its folder holds where pytest was started); not one found
+    # above an argument elsewhere, such as the history store's folder (trial s24c M5)
+    if config.inipath is not None and (here == root or root in here.parents):
+        return root
+    return here
 
 
 def _iso_utc(text: str) -> str:

@@ -72,3 +72,23 @@ def test_undated_peer_files_with_other_figures_are_other_measurements(tmp_path: 
     (tmp_path / "b" / "sweep_c1.json").write_text(json.dumps(d))
     assert measurement_id(load_any(night1)) != measurement_id(load_any(tmp_path / "b"))
 
+
+
+def test_a_folder_sharing_a_nights_date_but_not_its_files_is_another_run(tmp_path: Path) -> None:
+    """Trial s24c H1: a folder holding the first night's C=1 file beside re-measured C=2 and C=4 files is dated by
+    its earliest file, the first night's time; the store took the time alone for the same measurement and said "not
+    stored: ... already holds the measurement ..., every value of it", dropping the new values. The results files'
+    ids decide now (the time alone only for a run stored before ids were kept)."""
+    night1 = PEERS / "cpu-tiny-vllm-bench"
+    mixed = tmp_path / "mixed"
+    shutil.copytree(night1, mixed)
+    for name, day in (("sweep_c2.json", "20261202"), ("sweep_c4.json", "20261203")):
+        d = json.loads((mixed / name).read_text())
+        d["date"], d["output_throughput"] = day + d["date"][8:], d["output_throughput"] * 1.05
+        (mixed / name).write_text(json.dumps(d))
+    store = tmp_path / "history"
+    assert _replay(tmp_path, night1, store).returncode == 0
+    second = _replay(tmp_path, mixed, store)
+    assert second.returncode == 0, second.stdout[-3000:]
+    assert "not stored" not in second.stdout and "roofline history: stored run" in second.stdout
+    assert len(open_store(str(store)).runs()) == 2

@@ -38,18 +38,23 @@ def _out_dir(cwd: Path, *args: str) -> tuple[Path, str]:
     return Path((cwd / "out_dir.txt").read_text()), rootdir
 
 
-@pytest.mark.parametrize("ini", [False, True])
-def test_the_results_folder_stays_where_pytest_runs(tmp_path: Path, ini: bool) -> None:
+@pytest.mark.parametrize("ini", [False, True, "store"])
+def test_the_results_folder_stays_where_pytest_runs(tmp_path: Path, ini: bool | str) -> None:
     project = tmp_path / "proj"
     project.mkdir()
     shutil.copy(CPU_TINY, project / "small.yaml")
     (project / "conftest.py").write_text(PROBE)
-    if ini:
+    if ini is True:
         (project / "pytest.ini").write_text("[pytest]\n")
     hist = tmp_path / "hist"  # outside the project; it exists from night 2 on
+    if ini == "store":  # a pytest.ini beside the store, not the project's (trial s24c M5): found through the store
+        (tmp_path / "cfg").mkdir()
+        (tmp_path / "cfg" / "pytest.ini").write_text("[pytest]\n")
+        hist = tmp_path / "cfg" / "hist"
     first, _ = _out_dir(project, "small.yaml", "-k", "kv-tokens", "--roofline-history", str(hist), "-v")
     assert hist.is_dir()
     second, rootdir = _out_dir(project, "small.yaml", "-k", "kv-tokens", "--roofline-history", str(hist), "-v")
     assert first == second == project / "roofline-runs"
-    if not ini:  # the rootdir did move (pytest's rule), the results folder did not
-        assert rootdir.endswith(str(tmp_path)), rootdir
+    if ini is not True:  # the rootdir did move (pytest's rule: to the arguments' common folder, or the store's
+        # pytest.ini), the results folder did not
+        assert rootdir.endswith(str(tmp_path / "cfg") if ini == "store" else str(tmp_path)), rootdir

@@ -54,3 +54,16 @@ def test_the_files_bad_args_are_not_blamed_on_a_predictions_setup(tmp_path, caps
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if "setup override does not resolve" in ln)
     assert "speculative_config" in line and "cpu_offload_gb" not in line
+
+
+def test_an_override_that_sets_a_refused_arg_again_at_another_value_is_named(tmp_path, capsys) -> None:
+    # trial s24c L8: the file refuses cpu_offload_gb: 4 and the prediction's setup: sets cpu_offload_gb: 8; the
+    # override was left out as the file's own problem
+    out = _check(tmp_path, capsys, args="    cpu_offload_gb: 4")
+    assert "setup override does not resolve" not in out
+    f = tmp_path / "f.yaml"
+    f.write_text(f.read_text().replace("max_num_seqs: 64", "max_num_seqs: 64, cpu_offload_gb: 8"))
+    main(["check", str(f)])
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if "setup override does not resolve" in ln)
+    assert "cpu_offload_gb: 8" in line

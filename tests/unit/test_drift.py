@@ -188,7 +188,7 @@ def test_a_changed_quantity_is_prediction_changed() -> None:
     # no move in % and no threshold across two quantities (trial s24 M2: "-99.2% ... beyond 10%" of a block count
     # against a token count): the two values, and what changed
     assert d.text == ("not compared: the prediction changed since: it measures request_throughput, where it measured "
-                      "output_throughput; 1,000 tok/s then (2026-11-30), 1,300 tok/s now (not judged as drift)")
+                      "output_throughput; 1,000 tok/s then (2026-11-30), 1,300 tok/s now")
     assert d.change_rel is None
     # and it is not compared: a night whose every value changed definition compared nothing, so it cannot pass
     # --roofline-drift-fail (trial s24 H1: "4 compared (4 prediction changed)", exit 0)

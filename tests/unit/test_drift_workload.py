@@ -28,7 +28,8 @@ def test_a_value_of_another_workload_is_prediction_changed() -> None:
     d = one([replace(value(600.0), workload=LONG)], three, DriftPolicy("10%"))
     assert d.status is DriftStatus.PREDICTION_CHANGED and d.changed == ("workload",)
     assert changed_badge(d) == "workload changed"
-    assert "its points ran in 640 / out 64 tokens, where they ran in 128 / out 64 tokens (workload:)" in d.text
+    assert ("its points ran in 640 / out 64 tokens, where they ran in 128 / out 64 tokens (the workload: section)"
+            in d.text)
     # the same workload: judged as usual (-40 % against three nights of 1,000 is drifted)
     assert one([replace(value(600.0), workload=SHORT)], three, DriftPolicy("10%")).status is DriftStatus.DRIFTED
     # a value stored before workloads were kept (None) is compared as before
@@ -58,3 +59,15 @@ def test_the_workload_a_value_ran() -> None:
     assert value_workload(own, []) is None
     # a peer's lengths are measured means, which move night to night: not kept
     assert value_workload(load_any(PEERS / "cpu-tiny-vllm-bench"), ["closed-c1"]) is None
+
+
+def test_compare_does_not_judge_a_move_across_quantities() -> None:
+    # trial s24c H2: A measured output_throughput, B total_throughput under the same id: "+110.0 % yes"
+    a = _run(28, 530.7, SHORT)
+    b = _run(29, 1115.0, SHORT)
+    b = replace(b, values=tuple(replace(v, quantity="total_throughput") for v in b.values))
+    [row] = compare_runs(a, b)
+    assert row.significance == "redefined" and row.change_rel is None
+    from pytest_roofline.history import render_comparison
+    text = "\n".join(render_comparison(a, b, width=200))
+    assert "not judged (prediction changed)" in text and "+110" not in text

@@ -63,8 +63,8 @@ def test_an_edited_window_is_a_redefinition_not_drift() -> None:
     assert same.status is DriftStatus.DRIFTED
     edited = drift_for([_value(360.0, window="steady", definition="h2")], nights, DriftPolicy(), setup=SETUP)[KEY]
     assert edited.status is DriftStatus.PREDICTION_CHANGED
-    assert ("the prediction changed since: it reads its figure over the steady window, where it read the whole run "
-            "(window:) (not judged as drift)") in edited.text
+    assert ("not judged as drift: the prediction changed since: it reads its figure over the steady window, where it "
+            "read the whole run (window:)") in edited.text
     assert "note: the prediction's ink changed" not in edited.text
 
 

@@ -239,3 +239,14 @@ def test_ttft_ink_below_the_prefill_floor_says_only_cache_hits_reach_it():
                   r"only prefix-cache hits reach a TTFT there", low.reason)
     assert m and float(m.group(1)) == pytest.approx(2 * 8.03e9 * 1024 / 989.4e12 * 1e3, rel=0.01)
     assert "prefill's compute floor" not in above_floor.reason
+
+
+def test_no_floor_note_where_the_workload_shares_a_prefix():
+    # 896 of 1,024 prompt tokens shared: the serving model's own TTFT is below the full prefill's floor, so the floor
+    # is no bound here (trial s24c M4)
+    spec = loads_spec("hardware: h100-sxm\nmodel: llama-3.1-8b\nengine: {name: vllm, version: \"0.26.0\"}\n"
+                      "workload: {input_len: 1024, output_len: 1024, shared_prefix_len: 896}\n"
+                      "sweep: {mode: closed, concurrency: [1], warmup: 2}\n"
+                      "predictions:\n  - {id: t, quantity: ttft_p50, at: {concurrency: 1}, predicted: 2 ms}\n")
+    v = score(spec, spec.predictions[0], "math", None)
+    assert float(v.serving_value) < 0.0166 and "prefill's compute floor" not in v.reason

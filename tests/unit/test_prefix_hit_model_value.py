@@ -40,3 +40,19 @@ def test_simulate_prints_the_hit_share_where_a_point_has_one(tmp_path, capsys):
             assert "no band for run, KV %, preempt, queue ms, hit %:" in out and "the prefix-cache hit rate" in out
         else:
             assert "hit %" not in out and "prefix-cache hit rate" not in out
+
+
+def test_the_flags_shared_prefix_is_simulated(capsys):
+    """``--set workload.shared_prefix_len=256`` without a file was accepted and not simulated (trial s24c H3): the
+    same TTFT and no hit % column as without it. Now it is read as a file's workload is."""
+    from pytest_roofline.cli import main
+    base = ["predict", "--simulate", "--hardware", "cpu", "--model", "roofline-tiny", "--set",
+            "engine.cpu_kvcache_space=1GiB", "--input-len", "384", "--output-len", "16", "--concurrency", "4"]
+    assert main(base) == 0
+    plain = capsys.readouterr().out
+    assert main([*base, "--set", "workload.shared_prefix_len=256"]) == 0
+    shared = capsys.readouterr().out
+    assert "hit %" not in plain and "hit %" in shared
+    ttft = [float(next(ln for ln in out.splitlines() if ln.lstrip().startswith("4 ")).split()[3])
+            for out in (plain, shared)]
+    assert ttft[1] < ttft[0]  # two of three prompt blocks found cached: a shorter prefill
