@@ -752,6 +752,8 @@ def _chart(group: _Group, s: _Series, marks: Mapping[tuple[int, str], _Mark] | N
                   f"{_fmt(v, v.measured_hi) if is_number(v.measured_hi) else '+∞'}]" if _has_interval(v) else
                   ", no interval stored" if whiskers else "")
             why = "".join(f" · {t}" for t in mark_of[i].texts) if i in mark_of else ""
+            if v.quantity and s.latest.quantity and v.quantity != s.latest.quantity:
+                why += f" · this night measured {v.quantity}, not {s.latest.quantity}"
             tips.append((lo_edge(i), hi_edge(i), y,
                          f"{nights.heads[i]} — measured {_fmt_measured(v)}{ci}: {_shown_text(v)}{why}"))
         for status in _DOT_ORDER:
@@ -811,9 +813,14 @@ def _nights_table(group: _Group, s: _Series, drifts: Mapping[int, Mapping[str, D
             break
         r = group.runs[i]
         drift = _drift_html(drifts[i].get(s.key), short=True) if i in drifts else ""
+        # a night that measured another quantity under the same id says which (trial s24c M7: the table listed
+        # output_throughput's 530.7 tok/s under total_throughput)
+        other = (f' <span class="other-q">({esc(v.quantity)})</span>'
+                 if v.quantity and s.latest.quantity and v.quantity != s.latest.quantity else "")
         rows.append(f"<tr><td>{esc(view.nights.when(j))}</td><td><code>{esc(_commit(r))}</code></td>"
                     f"<td>{esc(r.setup.engine_version)}</td><td>{_badge(v.shown)}</td>"
-                    f'<td class="num">{esc(_fmt(v, v.measured))}</td><td class="num model">{esc(_fmt(v, v.model))}'
+                    f'<td class="num">{esc(_fmt(v, v.measured))}{other}</td>'
+                    f'<td class="num model">{esc(_fmt(v, v.model))}'
                     f'</td><td class="num">{esc(_band_text(v))}</td><td>{drift}</td></tr>')
         if marks and (mark := marks.get((i, s.key))) is not None:
             rows.append(_marks_row(mark))

@@ -51,3 +51,13 @@ def test_runs_stored_before_the_policy_was_kept_read_as_the_defaults() -> None:
     back = RunSummary.from_dict(kept.to_dict())
     assert (back.drift_threshold, back.drift_baseline) == ("10%", "median:3")
     assert re.search(r"median:3", str(kept.to_dict()))
+
+
+def test_a_night_of_another_quantity_says_which_in_the_table_and_the_hover() -> None:
+    """Trial s24c M7: a chart of total_throughput drew and listed the nights that measured output_throughput under
+    the same id, with nothing saying so."""
+    runs = [run(t, val("ttft", x / 1e3, quantity="ttft_p90" if t < "2026-12-05" else "ttft_p50"))
+            for t, x in NIGHTS]
+    html = render_trend(runs)
+    assert html.count('<span class="other-q">(ttft_p90)</span>') == 4
+    assert "this night measured ttft_p90, not ttft_p50" in html
