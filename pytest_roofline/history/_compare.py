@@ -266,7 +266,8 @@ def _clip_middle(text: str, width: int) -> str:
 
 def _head(name: str, s: RunSummary, width: int) -> list[str]:
     """Two lines per run: which run (id, date, commit, label), then its setup and mode."""
-    bits = [s.run_id or "(not stored)", s.started_at, s.commit or "no commit"] + ([s.label] if s.label else [])
+    bits = ([s.run_id or "(not stored)", s.started_at or "no date", s.commit or "no commit"]
+            + ([s.label] if s.label else []))
     return [_clip(printable(f"{name}: " + " · ".join(bits)), width),
             _clip(printable(f"   {s.setup.text()} · {s.mode}"), width)]
 

@@ -278,6 +278,15 @@ def whole_night_command(results_files: Sequence[str], specs: Sequence[str], uri:
                       for f in results_files)
 
 
+def _replay_dated(rs: RooflineSession) -> bool:
+    """Whether the replayed file states when it was measured (``created_at``; a peer's file: the date its files
+    give), so that a replay is stored at that time rather than at the session's."""
+    try:
+        return bool(rs.replay_data().get("created_at"))
+    except Exception:  # noqa: BLE001 - a file that cannot be read again: say the session's time
+        return False
+
+
 def _add_to_stored(rs: RooflineSession, same: RunSummary, rec: Any, where: str) -> tuple[str, bool]:
     """A replay of a measurement that run ``same`` already holds: the values of it that the run lacks (a ``-k``
     replay stored first, then the whole night) are added to that run, the same run id and night, and the line says
@@ -307,7 +316,9 @@ def _add_to_stored(rs: RooflineSession, same: RunSummary, rec: Any, where: str) 
                     f"held {had} other value{'s' if had != 1 else ''} of this measurement (of {files}; {setup}; the "
                     f"night it was measured, {rec.summary.started_at})"), False
     return (f"roofline history: not stored: run {same.run_id} of {setup} already holds the measurement this replay "
-            f"was made at ({rec.summary.started_at}, its results file's created_at), every value of it; a replay "
+            f"was made at ({rec.summary.started_at}, "
+            + ("its results file's created_at" if _replay_dated(rs) else "this replay's time: its file states none")
+            + "), every value of it; a replay "
             "stores a measurement once"), False
 
 

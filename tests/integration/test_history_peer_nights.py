@@ -92,3 +92,14 @@ def test_a_folder_sharing_a_nights_date_but_not_its_files_is_another_run(tmp_pat
     assert second.returncode == 0, second.stdout[-3000:]
     assert "not stored" not in second.stdout and "roofline history: stored run" in second.stdout
     assert len(open_store(str(store)).runs()) == 2
+
+
+def test_an_undated_folder_replayed_twice_is_stored_once_and_says_its_time_is_the_replays(tmp_path: Path) -> None:
+    undated = _next_day(PEERS / "cpu-tiny-vllm-bench", tmp_path / "undated", keep_date=False)
+    store = tmp_path / "history"
+    assert _replay(tmp_path, undated, store).returncode == 0
+    again = _replay(tmp_path, undated, store)
+    assert again.returncode == 0, again.stdout[-3000:]
+    line = next(ln for ln in again.stdout.splitlines() if ln.startswith("roofline history: not stored"))
+    assert "this replay's time: its file states none" in line and "created_at" not in line
+    assert len(open_store(str(store)).runs()) == 1
