@@ -728,9 +728,16 @@ def _chart(group: _Group, s: _Series, marks: Mapping[tuple[int, str], _Mark] | N
     if measured:
         if n <= 150:  # beyond that the nights are a pixel apart: the points alone read better than a zigzag
             ys = [math.nan] * n
-            for i, y, _ in measured:
-                ys[i] = y
-            c.line(list(zip(map(float, range(n)), ys)), color="#9aa3ad", width=1.2)
+            quantity = [""] * n
+            for i, y, v in measured:
+                ys[i], quantity[i] = y, v.quantity
+            pts: list[tuple[float, float]] = []
+            for i in range(n):
+                # nights of another quantity under the same id are not joined to this one's (trial s24c M7)
+                if pts and quantity[i] and quantity[i - 1] and quantity[i] != quantity[i - 1]:
+                    pts.append((i - 0.5, math.nan))
+                pts.append((float(i), ys[i]))
+            c.line(pts, color="#9aa3ad", width=1.2)
         # each measured point's confidence interval as a capped whisker under its dot, the caps wider than the dot
         # (a short interval still shows); an unbounded side is not drawn, a night that stored none has none
         whiskers: list[tuple[float, float | None, float, float | None]] = []

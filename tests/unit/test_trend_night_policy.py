@@ -61,3 +61,15 @@ def test_a_night_of_another_quantity_says_which_in_the_table_and_the_hover() -> 
     html = render_trend(runs)
     assert html.count('<span class="other-q">(ttft_p90)</span>') == 4
     assert "this night measured ttft_p90, not ttft_p50" in html
+
+
+def test_the_chart_does_not_join_nights_of_another_quantity() -> None:
+    """Trial s24c M7: the measured line ran from the ttft_p90 nights into the ttft_p50 one; it breaks there now."""
+    def lines(quantity_of) -> list[str]:
+        runs = [run(t, val("ttft", x / 1e3, quantity=quantity_of(t))) for t, x in NIGHTS]
+        return re.findall(r'<polyline points="([^"]*)" fill="none" stroke="#9aa3ad"', render_trend(runs))
+
+    one = lines(lambda t: "ttft_p50")
+    assert len(one) == 1 and len(one[0].split()) == 5  # five nights, one line
+    two = lines(lambda t: "ttft_p90" if t < "2026-12-05" else "ttft_p50")
+    assert len(two) == 1 and len(two[0].split()) == 4  # the four ttft_p90 nights; the last night stands alone
