@@ -1084,10 +1084,9 @@ def _prefill_floor_note(v: Verdict, pred: Prediction, ink: float, setup: Setup |
     serving = v.serving_value if isinstance(v.serving_value, (int, float)) else None
     try:
         from pytest_roofline.model import analytical as an
-        from pytest_roofline.quantities.declare import flop_gpu
 
         n_in = int(setup.input_len)
-        floor = an.prefill_floor_s(n_in, flop_gpu(setup), float(setup.peak_flop_per_s))
+        floor = an.prefill_floor_s(n_in, setup.flop_per_token_per_gpu, float(setup.peak_flop_per_s))
     except (AttributeError, TypeError, ValueError, ZeroDivisionError):
         return ""
     if not (floor > 0 and ink < floor) or (serving is not None and serving < floor):
@@ -1286,14 +1285,8 @@ def _serving_column(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hard
         v.serving_shares = {k: float(x) for k, x in pp.time_shares.items()}
         v.serving_unstable = pp.unstable or ""
         metric = _BAND_METRIC["output_throughput"] if batch1 else _BAND_METRIC.get(q.name)
-        band = pp.bands.get(metric) if metric else None
-        value = getattr(pp, metric) if metric else None
-        if band and value and isinstance(v.serving_value, (int, float)) and not isinstance(v.serving_value, bool):
-            # the band's ratios around the point's value, applied to the verdict's value (its own unit)
-            lo, hi = (float(v.serving_value) * b / float(value) for b in band)
-            _set_serving_band(v, lo, hi, setup)
-        elif metric and pp.band_notes.get(metric):
-            v.serving_band_note = f"{pp.band_notes[metric]} (docs/explanation/models.md)"
+        if metric:
+            _band_of_point(v, pp, metric, setup)
     except (SetupError, ValueError, KeyError):
         pass  # a whole-sweep quantity (a knee, goodput): no single point's shares
     source = column_model(spec.model_column, model_prediction=pred.predicted.kind is PredictedKind.MODEL,
@@ -1324,9 +1317,18 @@ def _batch1_reading(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hard
     v.serving_explanation = ("the serving model's throughput at batch 1, where a realistic value of this ceiling "
                              f"lands: {sim_explanation(p.id, pp)}")
     v.serving_shares = {k: float(x) for k, x in pp.time_shares.items()}
+    _band_of_point(v, pp, metric, setup)
+
+
+def _band_of_point(v: Verdict, pp: Any, metric: str, setup: Setup) -> None:
+    """The serving band of ``metric`` at the simulated point ``pp`` on the verdict: its ratios around the point's
+    value applied to the verdict's serving value (in the verdict's own unit), or the point's note on why it has
+    none."""
     band = pp.bands.get(metric)
-    if band:
-        _set_serving_band(v, float(band[0]), float(band[1]), setup)
+    value = getattr(pp, metric)
+    if band and value and isinstance(v.serving_value, (int, float)) and not isinstance(v.serving_value, bool):
+        lo, hi = (float(v.serving_value) * b / float(value) for b in band)
+        _set_serving_band(v, lo, hi, setup)
     elif pp.band_notes.get(metric):
         v.serving_band_note = f"{pp.band_notes[metric]} (docs/explanation/models.md)"
 
