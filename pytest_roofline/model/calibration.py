@@ -287,7 +287,7 @@ def screen_points_why(points: Sequence[MeasuredPoint], setup: Setup, *, contamin
         ttft = pt.value("ttft_p50_ms")
         n_in = pt.input_len or setup.input_len
         if ttft is not None and n_in:
-            floor_ms = 1e3 * an.prefill_floor_s(int(n_in), setup.flop_per_token, peak)
+            floor_ms = 1e3 * an.prefill_floor_s(int(n_in), setup.flop_per_token_per_gpu, peak)
             if ttft < floor_ms:
                 notes.append(f"{pt.label}: TTFT p50 {ttft:,.4g} ms is below the {n_in}-token prefill's compute floor "
                              f"({floor_ms:,.4g} ms at 100% of peak): left out of the fit (prefix-cache hits?)")

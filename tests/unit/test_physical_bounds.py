@@ -250,3 +250,24 @@ def test_no_floor_note_where_the_workload_shares_a_prefix():
                       "predictions:\n  - {id: t, quantity: ttft_p50, at: {concurrency: 1}, predicted: 2 ms}\n")
     v = score(spec, spec.predictions[0], "math", None)
     assert float(v.serving_value) < 0.0166 and "prefill's compute floor" not in v.reason
+
+
+def test_calibrations_prefill_floor_is_one_gpus_share_under_tensor_parallelism():
+    # calibration's screen left out a TTFT "below the prompt's compute floor" reckoned with the whole model's FLOPs on
+    # one GPU's peak: at TP 4 four times the floor, so a TTFT twice the real floor was dropped as impossible. The
+    # floor is one GPU's share of the prompt's FLOPs at that GPU's peak, as the math check's floor note reads it
+    from pytest_roofline.model import analytical as an
+    from pytest_roofline.model import calibration as cal
+    from pytest_roofline.model.setup import build_setup
+
+    setup = build_setup(hardware_ref="h100-sxm", model_ref="llama-3.1-70b",
+                        engine={"name": "vllm", "args": {"tensor_parallel_size": 4}},
+                        workload={"input_len": 1024, "output_len": 256})
+    floor_ms = 1e3 * an.prefill_floor_s(1024, setup.flop_per_token_per_gpu, setup.peak_flop_per_s)
+    whole_ms = 1e3 * an.prefill_floor_s(1024, setup.flop_per_token, setup.peak_flop_per_s)
+    assert whole_ms == pytest.approx(4 * floor_ms, rel=0.05)
+    pt = cal.MeasuredPoint(id="closed-c1", concurrency=1, input_len=1024, output_len=256, ttft_p50_ms=2 * floor_ms)
+    kept, _notes, why = cal.screen_points_why([pt], setup)
+    assert not why and kept[0].ttft_p50_ms == pytest.approx(2 * floor_ms)
+    low = cal.MeasuredPoint(id="closed-c1", concurrency=1, input_len=1024, output_len=256, ttft_p50_ms=0.5 * floor_ms)
+    assert cal.screen_points_why([low], setup)[2]  # below the real floor: still left out
