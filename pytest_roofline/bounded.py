@@ -36,6 +36,7 @@ from pytest_roofline.units import MIB
 
 __all__ = [
     "MIB",
+    "json_syntax_error",
     "MAX_DEPTH",
     "MAX_DOCUMENT_BYTES",
     "MAX_YAML_NODES",
@@ -178,6 +179,19 @@ def loads_json(text: str | bytes, source: str, *, max_depth: int = MAX_DEPTH, li
         ) from None
     check_depth(value, f"{source}:{line}" if line else source, max_depth)
     return value
+
+
+def json_syntax_error(exc: json.JSONDecodeError, where: str, *, line: int | None = None) -> str:
+    """A JSON syntax error worded for a person: ``where:line: not valid JSON (msg)``, and where the text ends before
+    its JSON closes (the error at its last byte, or a string never closed), that the file was cut short: an
+    interrupted write or copy leaves that, and "line 1: Expecting ','" of a one-line file said nothing (trial
+    s25b #7). ``line``: the file's line the text was (a JSON-lines file), else the error's own."""
+    text = exc.doc if isinstance(exc.doc, str) else ""
+    end = len(text.rstrip())
+    if text and (exc.pos >= end - 1 or exc.msg.startswith("Unterminated string")):
+        return (f"{where}: not valid JSON: the text ends (byte {len(text.encode('utf-8')):,}) before its JSON "
+                f"closes ({exc.msg}): the file was cut short, by an interrupted write or copy? Write or copy it again")
+    return f"{where}:{line or exc.lineno}: not valid JSON ({exc.msg})"
 
 
 def load_json_file(

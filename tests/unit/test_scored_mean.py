@@ -58,3 +58,38 @@ def test_a_live_mean_is_scored_on_every_completed_request() -> None:
     assert ttft.interval is not None
     assert ttft.interval["lo"] == pytest.approx(ref["ttft"] / 1e3 - half / 1e3, rel=1e-9)
     assert ttft.interval["hi"] == pytest.approx(ref["ttft"] / 1e3 + half / 1e3, rel=1e-9)
+
+
+def test_a_latency_means_interval_stays_above_its_smallest_batch_mean() -> None:
+    """Trial s25b #9: three slow batches among sixteen put a TTFT mean's Student-t interval below every request.
+    80 samples: 13 batches of five at 10 ms, then 3 at 500 ms; mean (65·10 + 15·500) ÷ 80 = 101.875 ms; the batch
+    means' sd is 197.5 ms, t(15) · 197.5 ÷ √16 = 105.2 ms, so the t-interval starts at −3.4 ms. With 16 batches all
+    above the true mean with probability ≤ 2^-16, the lower side is the smallest batch mean, 10 ms."""
+    from pytest_roofline.measure.stats.steady import latency_mean_interval
+
+    values = [10.0] * 65 + [500.0] * 15
+    iv = latency_mean_interval(values, 0.95)
+    assert iv.estimate == pytest.approx(101.875)
+    assert iv.lo == 10.0 and iv.hi == pytest.approx(101.875 + 105.2, abs=0.2)
+    # four batches (20 samples): 2^-4 > 2.5 %, so only the clip at 0 applies
+    few = latency_mean_interval([10.0] * 15 + [500.0] * 5, 0.95)
+    assert few.lo == 0.0
+
+
+def test_a_replayed_bursty_ttft_mean_far_below_every_request_fails() -> None:
+    """The same on vllm bench serve's own --save-detailed file (80 requests at 8 req/s, a burst of slow TTFTs):
+    5 ms ±10% against a 74.2 ms mean whose every request took 6.48 ms or more is a FAIL, not INCONCLUSIVE."""
+    from support.paths import PEERS
+
+    from pytest_roofline.measure.results.peers import load_any
+
+    path = PEERS / "cpu-tiny-vllm-bench-detailed" / "open_r8.json"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    spec = loads_spec(
+        "hardware: cpu\nmodel: roofline-tiny\nworkload: {input_len: 128, output_len: 64}\n"
+        "sweep: {mode: open, rates: [8]}\npredictions:\n"
+        "  - {id: t, quantity: ttft_mean, at: {rate: 8}, predicted: 5 ms, tolerance: ±10%}\n")
+    v = score(spec, spec.predictions[0], "measured", RecordedMeasurement(load_any(path)))
+    assert v.measured_value == pytest.approx(statistics.fmean(raw["ttfts"]), rel=1e-9)
+    assert v.interval is not None and v.interval["lo"] >= min(raw["ttfts"]) > 0.0055
+    assert v.status.value == "fail"

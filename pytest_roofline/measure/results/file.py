@@ -422,7 +422,7 @@ def load_results(path: str | os.PathLike[str]) -> ResultsData:
     try:
         data = bounded.loads_json(text, str(p))
     except json.JSONDecodeError as exc:
-        raise ResultsError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        raise ResultsError(bounded.json_syntax_error(exc, str(p))) from None
     except BoundedInputError as exc:
         raise ResultsError(f"{p}: nested too deeply to be a results file ({exc})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:

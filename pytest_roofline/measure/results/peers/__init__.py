@@ -45,15 +45,18 @@ def detect_format(path: str | os.PathLike[str]) -> str:
             doc = _try_json(own)
             if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
                 return OWN
-        if _layout_files(p, aiperf.FORMAT):
-            return aiperf.FORMAT
-        if _layout_files(p, guidellm.FORMAT):
-            return guidellm.FORMAT
         files = sorted(p.rglob("*.json"))
-        for f in files:
-            if vllm_bench.sniff(f):
-                return vllm_bench.FORMAT
-        why = next((w for f in files if (w := vllm_bench.unreadable(f))), None)
+        found = {fmt: got for fmt, got in ((aiperf.FORMAT, _layout_files(p, aiperf.FORMAT)),
+                                           (guidellm.FORMAT, _layout_files(p, guidellm.FORMAT)),
+                                           (vllm_bench.FORMAT, [f for f in files if vllm_bench.sniff(f)])) if got}
+        if len(found) > 1:  # trial s25b #4: a vllm bench file beside a GuideLLM one was dropped without a word
+            raise ResultsError(f"{p}: holds the files of more than one tool: " + "; ".join(
+                f"{fmt}: {', '.join(str(f.relative_to(p)) for f in got[:3])}" + (" …" if len(got) > 3 else "")
+                for fmt, got in found.items()) + "; a folder is one run of one tool: give each tool's files "
+                "their own folder (and --replay one of them)")
+        if found:
+            return next(iter(found))
+        why = next((w for f in files if (w := _why_unread(f))), None)
         raise ResultsError(f"{p}: is a directory with no results this project reads (give a results.json, a "
                            "folder of vllm bench serve --save-result files, AIPerf's artifact folder or GuideLLM's "
                            "output folder)" + (f"; a file in it could not be read: {why}" if why else ""))
@@ -68,7 +71,15 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return aiperf.FORMAT
     if vllm_bench.sniff(p):
         return vllm_bench.FORMAT
+    near = vllm_bench.near_miss(doc, p)
+    if near:
+        raise ResultsError(near)
     return OWN  # not JSON, unreadable, or no known format: our own reader names what is wrong
+
+
+def _why_unread(f: Path) -> str | None:
+    """Why a folder's JSON file was not read: not JSON (the reader's error), or nearly a vllm bench serve file."""
+    return vllm_bench.unreadable(f) or vllm_bench.near_miss(_try_json(f), f)
 
 
 #: the files a peer writes into its output folder, by the names it gives them

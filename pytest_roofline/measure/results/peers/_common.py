@@ -56,7 +56,7 @@ def load_json(path: Path) -> Any:
     try:
         return loads_json(text, path)
     except json.JSONDecodeError as exc:
-        raise ResultsError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        raise ResultsError(bounded.json_syntax_error(exc, str(path))) from None
 
 
 def number(value: Any) -> float | None:

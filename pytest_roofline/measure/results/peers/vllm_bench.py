@@ -71,7 +71,7 @@ from pytest_roofline.measure.stats.goodput import wilson
 from pytest_roofline.measure.stats.held import held_flag
 from pytest_roofline.quantities.measurement import BATCH1_ID, Distribution, PointMode, PointRecord
 
-__all__ = ["FORMAT", "is_bench_serve", "read_bench_serve_file", "read_bench_dir", "bench_point"]
+__all__ = ["FORMAT", "is_bench_serve", "read_bench_serve_file", "read_bench_dir", "bench_point", "near_miss"]
 
 FORMAT = "vllm bench serve"
 
@@ -367,7 +367,7 @@ def _docs_of(path: Path) -> list[dict[str, Any]]:
             try:
                 docs.append(loads_json(line, path, line=n))
             except json.JSONDecodeError as exc:
-                raise ResultsError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
+                raise ResultsError(bounded.json_syntax_error(exc, str(path), line=n)) from None
         return [d for d in docs if isinstance(d, dict)]
     if isinstance(doc, list):  # sweep summary.json: the runs of one point
         return [d for d in doc if isinstance(d, dict)]
@@ -530,3 +530,25 @@ def unreadable(path: Path) -> str | None:
         return str(exc)
     return None
 
+
+
+#: the run keys every ``vllm bench serve --save-result`` file has written since v0.10 (``benchmarks/serve.py``)
+_RUN_KEYS = ("date", "backend", "model_id", "num_prompts", "request_rate", "duration", "completed")
+#: the keys :func:`is_bench_serve` needs
+_NEEDED = ("duration", "completed", "output_throughput")
+
+
+def near_miss(doc: Any, path: Path) -> str | None:
+    """The one-line error for a file that is plainly a ``vllm bench serve`` result but lacks a key this reader
+    needs (a newer vLLM renamed it, or the file was edited): it names the keys missing, where the generic "not a
+    results file" named none (trial s25b #6); None for anything else."""
+    if not isinstance(doc, dict) or is_bench_serve(doc):
+        return None
+    run = [k for k in _RUN_KEYS if k in doc]
+    if len(run) < 3 or not any(isinstance(k, str) and k.endswith("_ttft_ms") for k in doc):
+        return None
+    missing = [k for k in (*_NEEDED, "model_id") if k not in doc and not (k == "model_id" and "request_rate" in doc)]
+    return (f"{path}: looks like a vllm bench serve --save-result file (it has {', '.join(run)}) but has no "
+            f"{', '.join(repr(k) for k in missing)}: a vLLM release whose keys this reader does not know (it reads "
+            "the keys vllm bench serve has written since v0.10), or an edited file; rename the key back or save the "
+            "result again with a vLLM in the supported range")
