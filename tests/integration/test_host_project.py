@@ -163,8 +163,11 @@ def test_an_explicit_pattern_collects_what_it_matches(pytester: pytest.Pytester)
 @pytest.mark.parametrize("text, expected", [
     (H100_RIDGE, True),
     ("# yaml-language-server: $schema=../pytest_roofline/schema/predictions.schema.json\nhardware: x\n", True),
-    ('"predictions":\n  - id: a\n"model": llama-3.1-8b\n', True),
+    ('"predictions":\n  - id: a\n"hardware": h100-sxm\n', True),
     ("model: gpt-4o\nlabels: [a]\n", False),
+    # an ML project's eval file and a Helm template (trial s25a #12: collected, exit 2 for the whole project)
+    ("model: qwen3-8b\npredictions:\n  - {id: 1, label: positive, score: 0.93}\n", False),
+    ("model: {{ .Values.model }}\npredictions: {{ .Values.preds }}\n", False),
     ("predictions:\n  - 0.5\n", False),
     ("- hardware: h100\n  model: x\n  predictions: []\n", False),  # a list whose items look like ours
     ("settings:\n  predictions: []\n  model: x\n", False),  # nested keys are not top-level keys
