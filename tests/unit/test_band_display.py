@@ -266,3 +266,37 @@ def test_ink_a_tolerance_matches_to_the_serving_value_shows_that_value():
         assert f"{v.serving_text} serv" in line, line
         assert "(serving model − ink" in dict(v.explanation_rows())["error"]
         assert _predictions_table([(v, "pass", None)], measured=False, anchor="x").count(v.serving_text) >= 1
+
+
+def test_a_roofline_quantity_checked_against_its_serving_value_shows_that_value():
+    """Trial s25a #2: output_throughput's model is the roofline's; ink 1% from the serving model's value was checked
+    against that value (error -0.47%) but the row showed the roofline's 1,355.4 tok/s beside it."""
+    from pytest_roofline.format.spec import loads_spec
+    text = ("hardware: h100-sxm\nmodel: llama-3.1-8b-instruct-fp8\nworkload: {input_len: 1024, output_len: 1024}\n"
+            "sweep: {mode: closed, concurrency: [4]}\npredictions:\n"
+            "  - {id: probe, quantity: output_throughput, at: {concurrency: 4}, predicted: 1 tok/s}\n")
+    spec = loads_spec(text)
+    first = score(spec, spec.predictions[0], "math", None)
+    serving, roofline = float(first.serving_value), float(first.model_value)
+    assert first.model_source == "roofline" and roofline > 1.5 * serving
+    spec = loads_spec(text.replace("predicted: 1 tok/s", f"predicted: {serving * 1.005:.2f} tok/s, "
+                                                         "math_tolerance: ±1%"))
+    v = score(spec, spec.predictions[0], "math", None)
+    assert v.status == "pass" and v.checked_value == v.serving_value and v.serving_checked
+    line = next(ln for ln in summary_table([_Report(v.to_dict())], width=80) if ln.startswith("probe"))
+    assert v.serving_text in line and v.model_text not in line, line
+
+
+def test_ink_above_a_band_topped_by_the_ceiling_names_the_ceiling_in_its_error():
+    """Trial s25a #17: at TP 8 batch-1 ink above the band's top (the roofline ceiling with its all-reduces) is
+    checked against that ceiling; the error row read "serving model ÷ ink ×0.9507" with the serving model at
+    66.2 tok/s against 160 (×0.414)."""
+    from pytest_roofline.format.spec import loads_spec
+    spec = loads_spec("hardware: h100-sxm\nmodel: llama-3.1-70b\nengine: {name: vllm, args: {tensor_parallel_size: 8,"
+                      " max_model_len: 8192}}\nworkload: {input_len: 1024, output_len: 1024}\n"
+                      "predictions:\n  - {id: b1, quantity: batch1_throughput, predicted: 160 tok/s}\n")
+    v = score(spec, spec.predictions[0], "math", None)
+    assert v.status == "fail" and v.checked_value == v.model_value != v.serving_value
+    assert not v.serving_checked
+    ratio = float(v.model_value) / 160
+    assert f"(model − ink, relative to the ink; model ÷ ink ×{ratio:.4g})" in dict(v.explanation_rows())["error"]
