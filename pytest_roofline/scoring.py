@@ -595,6 +595,8 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
     except PointError as exc:
         v.status, v.reason, v.log_tail = VerdictStatus.ERROR, str(exc), exc.log_tail
         return v
+    if meas.interval and meas.interval.get("method") == "rank rule":  # a GuideLLM percentile: its own rule, said
+        v.definition += f"; this file's figure is GuideLLM's own: {meas.interval.get('note', '')}"
     v.measured_value = _plain(meas.value)
     if isinstance(v.measured_value, float) and not math.isfinite(v.measured_value):
         # NaN compares false with every bound and ±inf passes an open one: a figure that is not a number was not
@@ -646,8 +648,9 @@ def _interval_fields(v: Verdict, interval: Mapping[str, Any] | None) -> None:
 
 def _interval_scope(method: str) -> str:
     """What an interval's spread holds: the sampling within this run, or (``sweep.repeats``) the spread between
-    runs. A within-run interval says nothing of how far the next run lands (drift and sweep.repeats measure that)."""
-    return "run-to-run" if method == "repeats" else "within-run"
+    runs. A within-run interval says nothing of how far the next run lands (drift and sweep.repeats measure that).
+    A ``rank rule`` interval is neither: where vllm bench serve's definition of the figure lies, given a peer's."""
+    return "run-to-run" if method == "repeats" else "definition" if method == "rank rule" else "within-run"
 
 
 def _unheld(v: Verdict) -> None:
@@ -724,12 +727,19 @@ def _inconclusive(v: Verdict) -> None:
     straddled = [b for b in (v.lo, v.hi) if b is not None and math.isfinite(b) and iv.straddles(b)]
     if not straddled:
         return
+    was = "within" if v.status is VerdictStatus.PASS else "outside"
+    bounds = " and ".join(v.fmt(b) for b in straddled)
+    if iv.method == "rank rule":  # a peer's percentile under its own rank rule (peers.guidellm.rank_rule_intervals)
+        v.status, v.requests_to_decide, v.diagnosis = VerdictStatus.INCONCLUSIVE, None, []
+        v.reason = (f"measured {v.measured_text} (GuideLLM's nearest-rank value) is {was} its tolerance, but "
+                    f"vllm bench serve's figure for the same requests (numpy's linear interpolation) lies anywhere "
+                    f"in {v.interval_text.split(' (')[0]}, which straddles the tolerance boundary {bounds}: the "
+                    "file's percentiles cannot decide it (per-request values, or a vllm bench serve run, would)")
+        return
     requests = int(v.interval.get("requests") or iv.n)
     needs = [requests_to_decide(iv, b, requests) for b in straddled]
     v.requests_to_decide = None if any(n is None for n in needs) else max(n for n in needs if n is not None)
-    was = "within" if v.status is VerdictStatus.PASS else "outside"
     v.status = VerdictStatus.INCONCLUSIVE
-    bounds = " and ".join(v.fmt(b) for b in straddled)
     v.reason = (f"measured {v.measured_text} is {was} its tolerance, but its {iv.level:.0%} "
                 f"{_interval_scope(iv.method)} interval "
                 f"{v.interval_text.split(' (')[0]} straddles the tolerance boundary {bounds}: the measurement cannot "

@@ -52,7 +52,8 @@ class PointMode(StrEnum):
 #: (SO_TIMESTAMPNS), ``perf_counter`` at read in user space, or both over a multi-process run
 TimestampSource = Literal["kernel", "user", "mixed"]
 #: how an :class:`Interval` was computed (``Interval.method``; ``measure.stats.INTERVAL_METHODS``)
-IntervalMethod = Literal["order-statistic", "bootstrap", "batch-means", "repeats", "count", "fixed-span"]
+IntervalMethod = Literal["order-statistic", "bootstrap", "batch-means", "repeats", "count", "fixed-span",
+                         "rank rule"]
 #: who made an engine report: an engine the plugin started, or a server it was pointed at (--endpoint)
 EngineReportMode = Literal["engine", "endpoint"]
 

@@ -16,7 +16,9 @@ has no counterpart here; the gaps between streamed chunks (vLLM's ITL) are not r
 the last token chunk; the point's flags say which GuideLLM figure stands for TPOT and E2E, and how it differs
 (every verdict at the point repeats them). ``request_concurrency`` (the time-averaged count in
 flight) is kept as ``mean_in_flight`` but is λ·W itself, so Little's law takes L = the configured streams.
-``inter_token_latency_ms`` is summarised over tokens, not requests (its ``count`` is the number of gaps). A
+``inter_token_latency_ms`` is summarised over tokens, not requests (its ``count`` is the number of gaps). Its
+percentiles are its nearest rank, not numpy's interpolation: each is scored with the interval in which
+vllm bench serve's figure for the same requests lies (:func:`rank_rule_intervals`). A
 distribution with ``count`` 0 (no successful request) is written as zeros by GuideLLM and read as absent; a
 benchmark whose counts cannot have been measured (:func:`check_counts`) is refused, naming the inconsistency.
 The file holds no per-request chunk times: bursts are judged from its TPOT p50 (``measure.stats.bursts``).
@@ -24,9 +26,12 @@ The file holds no per-request chunk times: bursts are judged from its TPOT p50 (
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
+
+import numpy as np
 
 from pytest_roofline.errors import ResultsError
 from pytest_roofline.measure.results.file import ResultsData
@@ -84,6 +89,99 @@ def _token_weighted(dist: Distribution | None) -> Distribution | None:
                                "÷ (output − 1), summarised over output tokens (token-weighted percentiles)"})
 
 
+#: GuideLLM's percentile keys and the probability each is (``schemas/statistics.py`` ``Percentiles.from_pdf``)
+_GUIDELLM_PCT = {"p001": 0.001, "p01": 0.01, "p05": 0.05, "p10": 0.1, "p25": 0.25, "p50": 0.5, "p75": 0.75,
+                 "p90": 0.9, "p95": 0.95, "p99": 0.99, "p999": 0.999}
+#: the percentiles this project scores, by its Distribution key
+_SCORED_PCT = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
+
+
+def _rank(n: int, q: float) -> int:
+    """The 0-based rank of GuideLLM's value for ``q`` of ``n`` values: the first whose cumulative probability
+    reaches ``q`` (its lower inverse CDF, the nearest rank ⌈n·q⌉), computed as GuideLLM computes it, each of n
+    distinct values weighing 1.0 ÷ n, summed by ``np.cumsum`` (v0.4+ ``Percentiles.from_pdf``: ``np.searchsorted(cdf,
+    q, side="left")``; v0.3: ``np.argmax(cdf >= q)``, the same index): where n·q is whole, the sum's rounding decides
+    the rank (at n = 20 the 19th value's sum is 0.9500000000000003 > 0.95: GuideLLM's p95 is the 19th value, p90 the
+    18th). Tied values, merged into one with their summed weight, can move a whole-number rank by one; their values
+    are equal there."""
+    cdf = np.cumsum(np.full(n, 1.0 / n))
+    return min(int(np.searchsorted(cdf, q, side="left")), n - 1)
+
+
+def _nth(k: int) -> str:
+    return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
+
+
+def rank_rule_intervals(s: Mapping[str, Any], n: int, scale: float = 1.0) -> dict[str, dict[str, Any]]:
+    """Where ``vllm bench serve``'s percentiles of the same ``n`` requests lie, from a GuideLLM summary ``s``.
+
+    GuideLLM gives a percentile as the value at the nearest rank (:func:`_rank`); vllm bench serve interpolates
+    numpy's way, between the values at ranks ⌊(n−1)·q⌋ and ⌈(n−1)·q⌉, of which GuideLLM's is one. The other is not
+    in the file, so vLLM's figure lies between GuideLLM's and the nearest value the file does give on the other side:
+    another of its percentiles (p001 … p999), its median, min or max, each at its own rank. At 20 requests GuideLLM's
+    p99 is the slowest request and vLLM's lies between the 19th and 20th: between the file's p95 (the 19th) and its
+    p99. Where both rules land on one value (n = 21, p50) the interval has no width. Keyed by the Distribution's
+    stat (``p99``), in the figure's unit × ``scale``; level 1 (a bracket, not a sampling interval), method
+    ``rank rule``."""
+    raw = s.get("percentiles")
+    pct: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+    known: list[tuple[int, int, float]] = []  # (rank, rank, value) of every figure the file gives
+    for key, q in _GUIDELLM_PCT.items():
+        v = number(pct.get(key))
+        if v is not None:
+            known.append((_rank(n, q), _rank(n, q), v))
+    for key, rank in (("min", 0), ("max", n - 1)):
+        v = number(s.get(key))
+        if v is not None:
+            known.append((rank, rank, v))
+    out: dict[str, dict[str, Any]] = {}
+    for stat, q in _SCORED_PCT.items():
+        theirs = number(s.get("median")) if stat == "p50" else number(pct.get(stat))
+        if theirs is None:
+            continue
+        a = (n - 1) * q  # numpy's position: vLLM's figure lies between the values at floor(a) and ceil(a)
+        below = [v for lo_r, hi_r, v in known if hi_r <= math.floor(a)]
+        above = [v for lo_r, hi_r, v in known if lo_r >= math.ceil(a)]
+        lo = max(below) if below else -math.inf
+        hi = min(above) if above else math.inf
+        lo, hi = min(lo, theirs), max(hi, theirs)  # GuideLLM's own value is one end
+        out[stat] = {"estimate": theirs * scale, "lo": lo * scale if math.isfinite(lo) else None,
+                     "hi": hi * scale if math.isfinite(hi) else None, "level": 1.0, "method": "rank rule", "n": n,
+                     "requests": n, "quantile": q,
+                     "note": (f"GuideLLM's {stat} is the {_nth(_rank(n, q) + 1)} smallest of {n} (its nearest rank); "
+                              f"vllm bench serve's interpolates between the {_nth(math.floor(a) + 1)} and the "
+                              f"{_nth(math.ceil(a) + 1)}, which the file's other percentiles bound")}
+    return out
+
+
+def _rank_rule_client_intervals(metrics: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The point's ``client.intervals`` for its percentiles: where vllm bench serve's would lie
+    (:func:`rank_rule_intervals`; trial s25b #1: GuideLLM's p99 of 20 requests, its slowest, scored 2,271.7 ms as
+    if it were vLLM's 1,945.8, and the verdict flipped). TTFT and E2E are per request; GuideLLM's TPOT is weighted
+    by tokens, the same as per request only where every request made as many tokens."""
+    out: dict[str, dict[str, Any]] = {}
+    out_tokens = _ok(metrics, "output_token_count") or {}
+    same_lengths = (number(out_tokens.get("min")) is not None
+                    and number(out_tokens.get("min")) == number(out_tokens.get("max")))
+    requests: int | None = None
+    for name, key, scale in (("time_to_first_token_ms", "ttft_ms", 1.0), ("request_latency", "e2e_ms", 1e3),
+                             ("inter_token_latency_ms", "tpot_ms", 1.0)):
+        s = _ok(metrics, name)
+        if s is None:
+            continue
+        n = number(s.get("count"))
+        if key == "tpot_ms":
+            if not same_lengths or requests is None:
+                continue
+            n = requests
+        if n is None or n < 1 or n != int(n):
+            continue
+        requests = requests or int(n)
+        for stat, iv in rank_rule_intervals(s, int(n), scale).items():
+            out[f"{key}.{stat}"] = iv
+    return out
+
+
 def check_counts(bench: Mapping[str, Any], where: str) -> None:
     """A benchmark whose counts cannot have been measured is refused, never scored (as ``vllm bench serve``'s are):
     ``request_totals`` are whole numbers >= 0 that add up to at most ``total``; successful requests have latencies
@@ -124,9 +222,10 @@ def _definition_notes(metrics: Mapping[str, Any]) -> list[str]:
     if _ok(metrics, "inter_token_latency_ms") is not None:
         theirs = number((_ok(metrics, "time_per_output_token_ms") or {}).get("median"))
         notes.append("TPOT is GuideLLM's inter_token_latency_ms: (last − first token) ÷ (output tokens − 1) per "
-                     "request, vllm bench serve's TPOT, but with percentiles over tokens, not requests"
-                     + (f" (the same here: every request made {lo:g} tokens)" if lo is not None and lo == hi else
-                        " (a long reply weighs more)")
+                     "request, vllm bench serve's TPOT, but summarised over tokens, not requests: its mean is "
+                     "Σ (last − first) ÷ Σ (output − 1) and its percentiles weigh a reply by its tokens"
+                     + (f" (the same as per request here: every request made {lo:g} tokens)" if lo is not None
+                        and lo == hi else " (a long reply weighs more; vLLM averages the requests' TPOTs)")
                      + "; GuideLLM's time_per_output_token_ms" + (f" (p50 {theirs:.5g} ms)" if theirs is not None
                                                                   else "")
                      + " also counts the TTFT")
@@ -206,6 +305,9 @@ def guidellm_point(bench: Mapping[str, Any], where: str) -> PointRecord:
         "e2e_ms": _dist(metrics, "request_latency", 1e3),  # seconds -> ms
     }
     flags.extend(_definition_notes(metrics))
+    intervals = _rank_rule_client_intervals(metrics)
+    if intervals:
+        client["intervals"] = intervals
     burst = summary_burst_flag(tpot_p50_ms=number((client.get("tpot_ms") or {}).get("p50")), itl_p50_ms=None,
                                output_tokens=out_len, tool="GuideLLM's benchmarks JSON")
     if burst:
