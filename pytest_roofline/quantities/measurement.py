@@ -31,7 +31,8 @@ from pytest_roofline.errors import PointError
 __all__ = [
     "Distribution", "LittlesLaw", "ClientStats", "ServerStats", "TimelineSample", "LoadgenChecks", "PointRecord",
     "HostProbeRecord",
-    "CrossCheck", "EngineReport", "PointMode", "Measurement", "point_id", "point_mode", "client_stats", "server_stats",
+    "CrossCheck", "EngineReport", "PointMode", "Measurement", "point_id", "point_mode", "same_rate", "RATE_REL_TOL",
+    "client_stats", "server_stats",
     "client_value", "server_value", "concurrency", "prefix_cache_hit_rate", "is_sweep_point", "BATCH1_ID",
     "client_number", "server_number", "measured_number", "point_failure", "Interval", "IntervalMethod",
     "TimestampSource", "StopCheck",
@@ -359,6 +360,17 @@ class Measurement(Protocol):
 # --------------------------------------------------------------------------------------------------------------
 def point_id(pt: PointRecord) -> str:
     return str(pt.get("id"))
+
+
+#: how close two arrival rates are to be one sweep point: 0.1 %. A peer computes its rates (GuideLLM's sweep:
+#: 1.9519971415157467 req/s) and prints them rounded; a user who writes the printed 1.952 names that point
+#: (trial s25b #3: "the file has 1.952 req/s … and lacks 1.952 req/s"). Rates of one sweep are never that close.
+RATE_REL_TOL = 1e-3
+
+
+def same_rate(a: float, b: float) -> bool:
+    """Whether two arrival rates (req/s) name one sweep point (:data:`RATE_REL_TOL`)."""
+    return math.isclose(float(a), float(b), rel_tol=RATE_REL_TOL, abs_tol=1e-9)
 
 
 def point_mode(pt: PointRecord) -> PointMode | None:

@@ -113,3 +113,49 @@ def test_a_guidellm_p99_the_rules_could_place_either_side_is_inconclusive(tmp_pa
         assert "nearest rank" in v.definition
         if status == "inconclusive":
             assert "vllm bench serve's figure for the same requests" in v.reason and v.requests_to_decide is None
+
+
+def test_a_peers_computed_rate_is_named_by_the_rate_it_prints() -> None:
+    """#3: GuideLLM computes its sweep's constant rates (1.9519971415157467 req/s) and prints them rounded; a
+    prediction file naming 1.952 and 2.897 req/s was refused ("the file has … 1.952 req/s … and lacks 1.952 req/s")
+    and, let through, skipped every prediction. Rates within 0.1 % are one point; 1.96 is not 1.952."""
+    from pytest_roofline.errors import NotMeasured
+    from pytest_roofline.format.spec import loads_spec
+    from pytest_roofline.measure.results import RecordedMeasurement
+    from pytest_roofline.measure.results.match import compare
+
+    data = load_any(PEERS / "guidellm-blis-h100")
+    rates = sorted(float(p["rate_req_s"]) for p in data["points"] if p.get("rate_req_s"))
+    assert rates[0] == pytest.approx(1.952, rel=1e-5) and rates[0] != 1.952
+    spec = loads_spec("hardware: h100-sxm\nmodel: llama-3.1-8b\nsweep: {mode: open, rates: [1.952, 2.897]}\n"
+                      "predictions:\n  - {id: t, quantity: request_throughput, at: {rate: 1.952}, predicted: 60}\n")
+    assert not [d for d in compare(data, spec).differences if d.startswith("sweep points")]
+    meas = RecordedMeasurement(data)
+    assert meas.point(rate=1.952)["rate_req_s"] == rates[0]
+    with pytest.raises(NotMeasured):
+        meas.point(rate=1.96)
+
+
+def test_an_aiperf_export_without_server_counts_says_its_tokens_are_aiperfs(tmp_path: Path) -> None:
+    """#12: without usage_* the export's token figures are AIPerf's re-tokenized text (109.6 output tokens a request
+    where the server made 64: output throughput 1,008 tok/s where vLLM counts about 590), and nothing said so."""
+    from pytest_roofline.format.spec import loads_spec
+    from pytest_roofline.measure.results.match import compare
+    from pytest_roofline.measure.results.peers.aiperf import RETOKENIZED
+
+    src = next((PEERS / "aiperf-cpu-tiny").rglob("profile_export_aiperf.json"))
+    doc = json.loads(src.read_text(encoding="utf-8"))
+    full = load_any(src)
+    assert RETOKENIZED not in full["points"][0]["flags"]
+    stripped = {k: v for k, v in doc.items() if not k.startswith(("usage_", "total_usage_"))}
+    f = tmp_path / "profile_export_aiperf.json"
+    f.write_text(json.dumps(stripped), encoding="utf-8")
+    data = load_any(f)
+    pt = data["points"][0]
+    assert RETOKENIZED in pt["flags"]
+    assert pt["client"]["output_throughput_tok_s"] > 1.5 * full["points"][0]["client"]["output_throughput_tok_s"]
+    spec = loads_spec("hardware: cpu\nmodel: roofline-tiny\nworkload: {input_len: 128, output_len: 64}\n"
+                      "sweep: {mode: closed, concurrency: [4]}\npredictions:\n"
+                      "  - {id: t, quantity: output_throughput, at: {concurrency: 4}, predicted: 600 tok/s}\n")
+    diff = next(d for d in compare(data, spec).differences if d.startswith("workload: output"))
+    assert "counted by AIPerf, re-tokenizing the streamed text" in diff

@@ -37,6 +37,7 @@ from pytest_roofline.quantities.measurement import (
     ServerStats,
     point_id,
     point_mode,
+    same_rate,
 )
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "ResultsError", "ResultsWriter", "RecordedMeasurement", "load_results",
@@ -592,8 +593,7 @@ class RecordedMeasurement(Measurement):
             if concurrency is not None and mode is PointMode.CLOSED and p.get("concurrency") == concurrency:
                 return p
             rate_req_s = p.get("rate_req_s")
-            if rate is not None and mode is PointMode.OPEN and rate_req_s is not None and abs(
-                    float(rate_req_s) - rate) < 1e-9:
+            if rate is not None and mode is PointMode.OPEN and rate_req_s is not None and same_rate(rate_req_s, rate):
                 return p
         what = f"concurrency {concurrency}" if concurrency is not None else f"rate {rate:g} req/s"
         have = ", ".join(point_id(p) for p in RecordedMeasurement.points(self)) or "none"

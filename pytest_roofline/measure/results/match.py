@@ -18,7 +18,7 @@ from pytest_roofline.measure.plan.points import all_points
 from pytest_roofline.measure.results import peers
 from pytest_roofline.model import architecture, hardware
 from pytest_roofline.model.workload import fixed_span_applies
-from pytest_roofline.quantities.measurement import BATCH1_ID, PointMode, point_mode
+from pytest_roofline.quantities.measurement import BATCH1_ID, PointMode, point_mode, same_rate
 
 __all__ = ["Comparison", "compare", "refuse_message", "ALLOW_OPTION", "PEER_FORMATS", "recorded_span"]
 
@@ -114,21 +114,24 @@ def compare(data: Mapping[str, Any], spec: Spec) -> Comparison:
         have = sorted({float(x) for p in points if isinstance(x := p.get(key), (int, float))})
         off = [h for h in have if _len_differs(h, float(want))]
         if off:
+            counted = ((data.get("setup") or {}).get("workload") or {}).get("lengths_counted_by")
             cmp.differences.append(f"workload: {what} length {', '.join(f'{h:g}' for h in off)} tokens in the "
-                                   f"file, {want:g} in the predictions")
+                                   f"file, {want:g} in the predictions"
+                                   + (f" (counted by {counted})" if counted else ""))
     want_c = set(spec.sweep.concurrency)
-    want_r = {round(float(r), 9) for r in spec.sweep.rates}
+    want_r = [float(r) for r in spec.sweep.rates]
     extra: list[str] = []
     have_c = {p.get("concurrency") for p in points if point_mode(p) is PointMode.CLOSED}  # type: ignore[arg-type]
-    have_r = {round(float(p["rate_req_s"]), 9) for p in points
-              if point_mode(p) is PointMode.OPEN and p.get("rate_req_s") is not None}  # type: ignore[arg-type]
-    missing = [f"C={c}" for c in sorted(want_c - have_c)] + [f"{r:g} req/s" for r in sorted(want_r - have_r)]
+    have_r = [float(p["rate_req_s"]) for p in points
+              if point_mode(p) is PointMode.OPEN and p.get("rate_req_s") is not None]  # type: ignore[arg-type]
+    missing = [f"C={c}" for c in sorted(want_c - have_c)] + [
+        f"{r:g} req/s" for r in sorted(want_r) if not any(same_rate(r, h) for h in have_r)]
     for p in points:
         mode = point_mode(p)  # type: ignore[arg-type]
         if mode is PointMode.CLOSED and p.get("concurrency") is not None and p["concurrency"] not in want_c:
             extra.append(f"C={p['concurrency']}")
-        elif mode is PointMode.OPEN and p.get("rate_req_s") is not None and round(float(p["rate_req_s"]),
-                                                                                     9) not in want_r:
+        elif mode is PointMode.OPEN and p.get("rate_req_s") is not None and not any(
+                same_rate(float(p["rate_req_s"]), r) for r in want_r):
             extra.append(f"{float(p['rate_req_s']):g} req/s")
     _arrival_span(data, points, spec, cmp)
     # a superset of the sweep (a fuller run) or a subset (a run cut short: the missing points' predictions skip)
