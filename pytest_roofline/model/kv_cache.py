@@ -96,6 +96,7 @@ class CapacitySetup(Protocol):
     def pipeline_parallel_size(self) -> int: ...
 
 __all__ = [
+    "logs_tokens_from_concurrency",
     "KVCacheGroup",
     "KVCacheLayout",
     "KVCapacity",
@@ -180,6 +181,13 @@ class KVCacheLayout:
             else:
                 total += _cdiv(max_model_len, self.block_size)
         return total
+
+
+def logs_tokens_from_concurrency(engine_version: str | None) -> bool:
+    """Whether vLLM ``engine_version`` (None: the newest read) logs ``KV cache size: N tokens`` as
+    ``int(max_concurrency x max_model_len)`` (0.21+), not ``num_blocks x block_size``: the two differ where
+    max_model_len is not a multiple of the block (305 CPU blocks of 128 at max_model_len 1,000: 38,125, not 39,040)."""
+    return _version(engine_version) >= _TOKENS_FROM_CONCURRENCY
 
 
 def _version(engine_version: str | None) -> vllm_defaults.VllmVersion:

@@ -1132,8 +1132,15 @@ def reported_kv(setup: Setup, acc: an.KVAccounting, request_tokens: int | None =
         if conc is None and length:
             conc = acc.max_concurrency(int(length))
         return ReportedKV(cap.kv_cache_tokens, conc, cap.rule)
-    return ReportedKV(acc.kv_tokens, acc.max_concurrency(int(length)) if length else None,
-                      "full attention: num_blocks x block_size tokens")
+    conc = acc.max_concurrency(int(length)) if length else None
+    mml = setup.max_model_len
+    if mml and setup.pipeline_parallel_size == 1 and kv_cache.logs_tokens_from_concurrency(setup.engine_version):
+        # vLLM 0.21+ logs int(concurrency x max_model_len) (trial s25c #1: 38,125 tokens on the CPU engine at
+        # max_model_len 1,000, where 305 blocks x 128 = 39,040 failed the ink copied from the log)
+        return ReportedKV(acc.logged_kv_tokens(int(mml)), conc,
+                          "full attention, vLLM 0.21+: int(num_blocks ÷ cdiv(max_model_len, block_size) × "
+                          "max_model_len) tokens")
+    return ReportedKV(acc.kv_tokens, conc, "full attention: num_blocks x block_size tokens")
 
 
 def at_max_model_len(setup: Setup, max_model_len: int) -> Setup:

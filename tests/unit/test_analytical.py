@@ -651,3 +651,25 @@ def test_moe_profile_peak_is_the_fused_experts_workspace():
     assert an.estimate_activation_bytes(**common) == 285_212_672 + 3_422_814_208
     assert an.estimate_activation_bytes(**common, moe_intermediate_size=384, experts_per_token=8) == (
         88_064 * 8192 + 3_422_814_208)
+
+
+def test_the_logged_kv_tokens_follow_vllms_rule_where_max_model_len_is_off_the_block() -> None:
+    """Trial s25c #1: the CPU engine (vLLM 0.32, blocks of 128) with a 20,000,000 B pool and max_model_len 1,000
+    holds 20,000,000 // 65,536 = 305 blocks and logs 'CPU KV cache size: 38,125 tokens' = int(305 ÷ cdiv(1,000,
+    128) × 1,000) = int(305 / 8 × 1,000); the model said 305 × 128 = 39,040 and failed ink copied from the log.
+    Before 0.21 vLLM logged blocks × block size."""
+    from pytest_roofline.format.spec import loads_spec
+    from pytest_roofline.model.setup import kv_accounting, reported_kv
+    from pytest_roofline.scoring import setup_for
+
+    text = ("hardware: cpu\nmodel: roofline-tiny\nengine: {name: vllm, version: \"0.32.0\", "
+            "args: {max_model_len: 1000, kv_cache_memory_bytes: 20000000}}\npredictions:\n"
+            "  - {id: t, quantity: kv_cache_tokens, predicted: 38125}\n")
+    spec = loads_spec(text)
+    setup = setup_for(spec, spec.predictions[0])
+    acc = kv_accounting(setup)
+    assert acc.num_blocks == 305 and acc.kv_tokens == 39_040
+    assert reported_kv(setup, acc).kv_cache_tokens == 38_125
+    old_spec = loads_spec(text.replace('"0.32.0"', '"0.20.0"'))
+    old = setup_for(old_spec, old_spec.predictions[0])
+    assert reported_kv(old, kv_accounting(old)).kv_cache_tokens == 39_040
