@@ -176,7 +176,7 @@ def _why_not_recorded(pt: Mapping[str, Any], path: Sequence[str]) -> str:
 def client_measured(meas: Measurement, at: Mapping[str, Any], th: Thresholds, path: Sequence[str], what: str,
             setup: Setup | None = None, scale: float = 1.0) -> MeasuredValue:
     pt = point_at(meas, at)
-    interval = _client_interval(pt, path, scale)
+    interval = client_interval(pt, path, scale)
     # the stored figure is the one scored (the mean over every completed request, as vllm bench serve defines
     # mean_*_ms); its interval is centred on it: a batch-means interval written before 2026-12-06 was centred on
     # the mean of the batches, which leave the last few requests out (30 of 32: TTFT mean 8.851 for 8.661 ms)
@@ -205,7 +205,7 @@ def _centred(interval: dict[str, Any], value: float) -> dict[str, Any]:
     return out
 
 
-def _client_interval(pt: PointRecord, path: Sequence[str], scale: float) -> dict[str, Any] | None:
+def client_interval(pt: PointRecord, path: Sequence[str], scale: float) -> dict[str, Any] | None:
     """The figure's interval over the point's steady window (``client.intervals``, written by a live sweep since
     issue 13), scaled to SI; None for a point without one, which is then scored on its stored figure as before."""
     ivs = client_value(pt, "intervals")
