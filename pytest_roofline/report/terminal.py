@@ -310,8 +310,13 @@ def reason_lines(rows: Sequence[Mapping[str, str]], width: int, verbosity: int =
     at = {id(row): i for i, row in enumerate(rows)}  # each row's place: the lines keep the table's order
     undecided = [row for row in rows if row["verdict"] == INCONCLUSIVE_WORD and row.get("reason")]
     points, alone = ([], undecided) if full else _point_groups(undecided)
+    # an INCONCLUSIVE's reason is why it is undecided: whole from -v (trial s25a #3: "…has no…; a measurement
+    # decides" at 250 columns, the why cut away and no option that showed it)
+    cut = False
     for shown, same in sorted([*points, *(("", [row]) for row in alone)], key=lambda g: at[id(g[1][0])]):
-        lines += _group_text(INCONCLUSIVE_WORD, same, shown, width, full)
+        text = _group_text(INCONCLUSIVE_WORD, same, shown, width, verbosity >= 1)
+        cut = cut or text != _group_text(INCONCLUSIVE_WORD, same, shown, width, True)
+        lines += text
     skipped = [row for row in rows if row["verdict"] == "SKIP" and row.get("reason")]
     points, alone = ([], skipped) if full else _point_groups(skipped)
     skips: dict[str, list[Mapping[str, str]]] = {}  # the reason shown -> the rows it stands for, in order
@@ -328,6 +333,8 @@ def reason_lines(rows: Sequence[Mapping[str, str]], width: int, verbosity: int =
         lines += _group_text("SKIP", same, shown, width, full)
     if more:
         lines.append(_clip(f"SKIP: {more} more, for other reasons (-vv lists every one)", width))
+    if cut:
+        lines.append(_clip("(an INCONCLUSIVE's reason is cut to the width: -v shows it whole)", width))
     return lines
 
 

@@ -60,10 +60,15 @@ def test_an_inconclusive_row_gets_its_reason_under_the_table():
     table = summary_table([_report(v)], width=100)
     # 100 columns: "INCONCLUSIVE lat: " (18) leaves 82; the last clause "; about 40 more requests would decide it"
     # (40) leaves the head 41 characters, cut back to the word before ("…tolerance,"), then "…" and the clause
-    assert table[-2] == ("INCONCLUSIVE lat: measured 95 ms is within its tolerance…; about 40 more requests would "
+    assert table[-3] == ("INCONCLUSIVE lat: measured 95 ms is within its tolerance…; about 40 more requests would "
                          "decide it")
+    # trial s25a #3: where the reason was cut, the line says so and -v shows it whole
+    assert table[-2] == "(an INCONCLUSIVE's reason is cut to the width: -v shows it whole)"
     assert table[-1] == "1 inconclusive"
     assert "INCONCLUSIVE" in table[2]  # the row itself is as before
+    whole = summary_table([_report(v)], width=100, verbosity=1)
+    assert " ".join(ln.strip() for ln in whole[whole.index(next(ln for ln in whole if ln.startswith(
+        "INCONCLUSIVE lat:"))):-1]) == f"INCONCLUSIVE lat: {STRADDLE}"
 
 
 def test_a_reason_that_fits_is_whole_and_every_line_fits_the_width():
@@ -72,7 +77,8 @@ def test_a_reason_that_fits_is_whole_and_every_line_fits_the_width():
     long_v = _verdict("lat", VerdictStatus.INCONCLUSIVE, STRADDLE * 3)
     for width in (40, 60, 80, 120):
         lines = reason_lines([{"id": "lat", "verdict": "INCONCLUSIVE", "reason": long_v.reason}], width)
-        assert len(lines) == 1 and len(lines[0]) <= width and lines[0].startswith("INCONCLUSIVE lat: measured")
+        assert len(lines) == 2 and all(len(ln) <= width for ln in lines)
+        assert lines[0].startswith("INCONCLUSIVE lat: measured") and lines[1].startswith("(an INCONCLUSIVE's")
 
 
 def test_at_minus_vv_the_reason_is_whole():
