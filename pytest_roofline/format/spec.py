@@ -217,9 +217,12 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
                 raise SpecError(f"the file expands into more than max_tests_per_file "
                                 f"({limits.max_tests_per_file:,}) tests (reached at this prediction)", file=file,
                                 line=pred.line, hint=how_to_raise("max_tests_per_file"))
-            if pred.id in seen and pred.error is None:
-                pred.error = SpecError(f"prediction id {pred.id!r} is used twice (first on line {seen[pred.id]})",
-                                       file=file, line=pred.line, hint="give each prediction a unique id")
+            if pred.id in seen:
+                twice = SpecError(f"prediction id {pred.id!r} is used twice (first on line {seen[pred.id]})",
+                                  file=file, line=pred.line, hint="give each prediction a unique id")
+                # beside the item's own errors, not instead of being found after they are fixed (trial s25a #7)
+                pred.error = twice if pred.error is None else SpecErrors(
+                    [*getattr(pred.error, "errors", [pred.error]), twice])
             seen.setdefault(pred.id, pred.line)
             spec.predictions.append(pred)
         if (item_setup := own_setup_of(node, spec.predictions[first:])) is not None:

@@ -9,6 +9,7 @@ import hypothesis  # noqa: F401  (imported here once: pytester's inline runs wou
 import pytest
 from support.pytest_run import run_pytest
 
+from pytest_roofline.errors import SpecErrors
 from pytest_roofline.format.spec import Spec, SpecError, load_spec, loads_spec
 
 HEAD = """\
@@ -397,3 +398,12 @@ def test_an_unquoted_engine_version_is_refused_as_the_schema_does(tmp_path):
     with pytest.raises(SpecError) as exc:
         load_spec(f)
     assert "p.yaml:3" in str(exc.value) and 'version: "0.10"' in str(exc.value)
+
+
+def test_a_duplicate_id_with_an_error_of_its_own_reports_both():
+    """Trial s25a #7: the duplicate that also had a bad unit showed only the unit; its id was found next run."""
+    spec = load(HEAD + GOOD + "  - id: ridge\n    quantity: param_count\n    predicted: 14.8B\n")
+    second = spec.predictions[1]
+    assert isinstance(second.error, SpecErrors) and len(second.error.errors) == 2
+    text = str(second.error)
+    assert "unit 'B' does not fit a count quantity" in text and "'ridge' is used twice" in text
