@@ -59,7 +59,8 @@ from pytest_roofline.redact import redact_url
 from pytest_roofline.units import UnitError, parse_number, parse_value
 
 __all__ = [
-    "setup_error_node", "check_setup", "read_serving", "read_calibration", "read_hardware", "read_model",
+    "setup_error_node", "check_setup", "check_engine_arg_names", "read_serving", "read_calibration",
+    "read_hardware", "read_model",
     "read_engine", "check_engine_model", "read_workload", "read_sweep", "read_slo", "read_thresholds",
     "read_tolerance", "DRIFT_HELP",
     "parse_drift_threshold", "read_drift", "takes_serving_value", "written_at",
@@ -163,6 +164,25 @@ def check_setup(ctx: NodeReader, spec: Spec, hw_node: yaml.Node, model_node: yam
     _check_startable(ctx, spec, setup, model_node, root)
     # the workload's lengths are judged once the predictions are read (_lengths.check_lengths), where served
     return setup
+
+
+def check_engine_arg_names(ctx: NodeReader, spec: Spec, root: yaml.Node | None) -> None:
+    """The engine args this project does not know (a typo: ``gpu_memory_utilisation``, with its did-you-mean) and
+    two spellings of one arg, each at its line, where another section's error keeps the setup from resolving: the
+    setup's own check names them too, but only once the other errors are fixed, so a file with three typos took
+    three rounds of ``roofline check`` (trial s25a #14)."""
+    from pytest_roofline.model import engine_args
+
+    normal, problems = engine_args.normalise_engine_args(spec.engine.args)
+    unknown = {k: v for k, v in normal.items() if k not in engine_args.KNOWN_ARGS}
+    problems += engine_args.engine_arg_problems(unknown, scope="setup")
+    errors = [SpecError(f"setup does not resolve: {p.text}", file=ctx.file,
+                        line=node.start_mark.line + 1 if (node := _find(root, p.field)) is not None else None,
+                        hint=f"change or remove {p.field} as the line says (the args the models read, accept and "
+                             "refuse: docs/reference/refusals.md)")
+              for p in problems]
+    if errors:
+        raise errors[0] if len(errors) == 1 else SpecErrors(errors)
 
 
 def _check_startable(ctx: NodeReader, spec: Spec, setup: Setup, model_node: yaml.Node | None,

@@ -57,6 +57,7 @@ from pytest_roofline.format._schema import json_schema
 from pytest_roofline.format._sections import (
     DRIFT_HELP,
     OwnSetup,
+    check_engine_arg_names,
     check_engine_model,
     check_setup,
     own_setup_of,
@@ -187,6 +188,8 @@ def loads_spec(text: str, *, file: str = "<string>", limits: Limits | None = Non
     setup = None
     if not errors:  # the setup resolves only from sections that read
         setup = read(lambda: check_setup(ctx, spec, hw_node, top["model"][1], root), None)
+    elif "engine" in top:  # its args' names are checked all the same: one round of errors, not one per section
+        read(lambda: check_engine_arg_names(ctx, spec, root), None)
     if "serving" in top:
         spec.serving_overrides = read(lambda: read_serving(ctx, top["serving"][1]), spec.serving_overrides)
     if "model_column" in top:

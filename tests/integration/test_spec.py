@@ -407,3 +407,16 @@ def test_a_duplicate_id_with_an_error_of_its_own_reports_both():
     assert isinstance(second.error, SpecErrors) and len(second.error.errors) == 2
     text = str(second.error)
     assert "unit 'B' does not fit a count quantity" in text and "'ridge' is used twice" in text
+
+
+def test_an_engine_arg_typo_is_named_beside_the_other_sections_errors():
+    """Trial s25a #14: a workload and a defaults error hid a typo in engine.args until they were fixed (three rounds
+    of `roofline check` for three typos)."""
+    text = ("hardware: h100-sxm\nmodel: qwen3-8b\nengine: {name: vllm, args: {gpu_memory_utilisation: 0.9}}\n"
+            "workload: {input_len: 1k, output_len: 256}\ndefaults: {tolerance: 15}\npredictions:\n"
+            "  - {id: r, quantity: ridge_point, predicted: 295 FLOP/byte}\n")
+    with pytest.raises(SpecErrors) as err:
+        loads_spec(text)
+    lines = sorted((e.line, e.message.split(":")[0]) for e in err.value.errors)
+    assert lines == [(3, "setup does not resolve"), (4, "workload.input_len"), (5, "defaults.tolerance")]
+    assert "did you mean 'gpu_memory_utilization'" in str(err.value)
