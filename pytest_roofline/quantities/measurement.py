@@ -91,6 +91,7 @@ class ClientStats(TypedDict, total=False):
 
     completed: int
     failed: int
+    failure_reasons: list[list[Any]]  # a peer's file: [reason as the tool wrote it, how many], the commonest first
     output_throughput_tok_s: float | None
     steady_output_throughput_tok_s: float | None
     steady_mean_in_flight: float | None
@@ -454,10 +455,16 @@ def point_failure(pt: PointRecord) -> str | None:
     stores such a point (measure.sweep makes it an error); a file written otherwise may hold one."""
     failed = client_number(pt, "failed")
     completed = client_number(pt, "completed")
+    src = pt.get("source_file")  # a peer's point: the file it was read from
+    where = f"point {point_id(pt)}" + (f" ({src})" if src else "")
+    reasons = client_value(pt, "failure_reasons")
+    said = (" (" + ", ".join(f"{r[0]!r} ×{r[1]}" for r in reasons if isinstance(r, list) and len(r) == 2) + ")"
+            if isinstance(reasons, list) and reasons else "")
     if failed:
         of = f" of {failed + completed:g}" if completed is not None else ""
-        return (f"point {point_id(pt)}: {failed:g}{of} measured requests failed; a point with failed requests "
-                "is not a measurement")
+        return (f"{where}: {failed:g}{of} measured requests failed{said}; a point with failed requests is not a "
+                "measurement (vllm bench serve prints its figures over the completed ones; the load the point "
+                "names was not served): rerun the point")
     if completed == 0:
-        return f"point {point_id(pt)}: no measured request completed (completed: 0); nothing was measured"
+        return f"{where}: no measured request completed (completed: 0){said}; nothing was measured"
     return None

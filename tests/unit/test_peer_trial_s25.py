@@ -159,3 +159,18 @@ def test_an_aiperf_export_without_server_counts_says_its_tokens_are_aiperfs(tmp_
                       "  - {id: t, quantity: output_throughput, at: {concurrency: 4}, predicted: 600 tok/s}\n")
     diff = next(d for d in compare(data, spec).differences if d.startswith("workload: output"))
     assert "counted by AIPerf, re-tokenizing the streamed text" in diff
+
+
+def test_a_failed_request_names_the_file_and_vllms_reason(tmp_path: Path) -> None:
+    """#5: one failed request of 32 made every prediction at the point an ERROR naming neither the file nor the
+    reason vLLM's client wrote in `errors`."""
+    from pytest_roofline.quantities.measurement import point_failure
+
+    doc = json.loads(VLLM_C2.read_text(encoding="utf-8"))
+    doc["errors"][5] = "Bad Request"
+    doc["completed"], doc["failed"] = doc["completed"] - 1, 1
+    f = tmp_path / "sweep_c2.json"
+    f.write_text(json.dumps(doc), encoding="utf-8")
+    why = point_failure(load_any(f)["points"][0])
+    assert why is not None and str(f) in why and "1 of 32 measured requests failed ('Bad Request' ×1)" in why
+    assert "rerun the point" in why

@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -237,6 +238,9 @@ def bench_point(doc: Mapping[str, Any], where: str, *, batch1: bool = False) -> 
                                    "this vllm bench serve file has no request_goodput")
     # bursts from the per-chunk data (--save-detailed: itls per request, seconds), by this project's rule
     itls, lens, errs = doc.get("itls"), doc.get("output_lens"), doc.get("errors")
+    if isinstance(errs, list) and any(errs):  # what vLLM's client wrote for each failed request, counted
+        counts = Counter(str(e).strip().splitlines()[0][:200] for e in errs if e and str(e).strip())
+        client["failure_reasons"] = [[why, n] for why, n in counts.most_common(3)]
     if isinstance(itls, list) and isinstance(lens, list) and len(itls) == len(lens):
         errs = errs if isinstance(errs, list) and len(errs) == len(lens) else [None] * len(lens)
         replies = [([float(g) for g in gaps if number(g) is not None], int(n))
