@@ -56,7 +56,8 @@ def make_parser() -> argparse.ArgumentParser:
     pr.add_argument("--hardware", "--gpu", help="catalog id, e.g. a100-sxm4-80gb (see `roofline hardware`)")
     pr.add_argument("--model", help="preset (qwen3-8b) or path to a HF config.json")
     pr.add_argument("--context", type=flag_type(positive_number, "tokens"),
-                    help="KV context per sequence in tokens (default 1024)")
+                    help="KV context per sequence in tokens (default: the workload's input + output ÷ 2, as a "
+                         "prediction file's checks take it: 1,536 for 1,024/1,024)")
     pr.add_argument("--batch", type=batch_list, help="comma-separated batch sizes (default 1,2,4,...,256)")
     pr.add_argument("--dtype", help="weight dtype: bf16, fp8, int4 (default: the model's, bf16)")
     add_setup_flags(pr)
@@ -70,9 +71,10 @@ def make_parser() -> argparse.ArgumentParser:
     pr.add_argument("--results", help="with --simulate: a results file; prints the measured value and the error "
                                       "beside each predicted one")
     pr.add_argument("--input-len", type=flag_type(whole_at_least_1, "tokens"),
-                    help="with --simulate: prompt tokens (default 1024, or the file's)")
+                    help="prompt tokens (default 1024, or the --simulate file's); the table's KV context is "
+                         "input + output ÷ 2 unless --context says")
     pr.add_argument("--output-len", type=flag_type(whole_at_least_1, "tokens"),
-                    help="with --simulate: output tokens (default 1024, or the file's)")
+                    help="output tokens (default 1024, or the --simulate file's)")
     pr.add_argument("--concurrency", type=concurrency_list, metavar="C[,C...]",
                     help="with --simulate: comma-separated closed-loop concurrencies (default 1,2,4,...,128); with "
                          "--rate, one number: the most requests in flight at each rate (an open loop with a "

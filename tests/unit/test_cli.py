@@ -72,7 +72,7 @@ def test_predict_json_rows_are_internally_consistent(capsys):
     rc, out, _ = roofline(capsys, "predict", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--json")
     assert rc == 0
     rows = json_lines(out)
-    kv_seq = 1024 * LLAMA_KV_TOKEN  # the default context is 1,024 tokens
+    kv_seq = 1536 * LLAMA_KV_TOKEN  # the default context: the default workload's 1,024 in + 1,024 out ÷ 2
     prev = 0.0
     for r in rows:
         b = r["batch"]
@@ -88,13 +88,30 @@ def test_predict_json_rows_are_internally_consistent(capsys):
         assert r["intensity_flop_per_byte"] == pytest.approx(
             (r["t_comp_ms"] * 989e12) / (r["t_mem_ms"] * 3.35e12), rel=1e-9)
         assert r["weight_only_intensity_flop_per_byte"] == pytest.approx(b)
-        assert r["kv_total_gib"] == pytest.approx(b * 0.125)  # 1,024 × 131,072 B = 128 MiB per sequence
+        assert r["kv_total_gib"] == pytest.approx(b * 0.1875)  # 1,536 × 131,072 B = 192 MiB per sequence
         assert r["bound"] == ("memory" if r["t_mem_ms"] >= r["t_comp_ms"] else "compute")
         assert r["throughput_tok_per_s"] > prev
         prev = r["throughput_tok_per_s"]
         assert r["ridge_flop_per_byte"] == pytest.approx(989 / 3.35)  # 295.22
         assert r["intensity_flop_per_byte"] < r["intensity_asymptote_flop_per_byte"] < r["ridge_flop_per_byte"]
         assert r["knee_batch"] is None
+
+
+def test_the_tables_default_context_is_the_prediction_files(capsys):
+    """Trial s25a #13: the table took 1,024 tokens of KV context where a prediction file of the same setup takes
+    input + output ÷ 2 (1,536 for 1,024/1,024): 5,323.5 tok/s at B = 64 against the file's 4,697."""
+    from pytest_roofline.format.spec import loads_spec
+    from pytest_roofline.scoring import score
+
+    rc, out, _ = roofline(capsys, "predict", "--hardware", "h100-sxm", "--model", "qwen3-14b", "--batch", "64",
+                          "--input-len", "512", "--output-len", "256", "--json")
+    assert rc == 0
+    row = json_lines(out)[0]
+    assert row["context_tokens"] == 640  # 512 + 256 ÷ 2
+    spec = loads_spec("hardware: h100-sxm\nmodel: qwen3-14b\nworkload: {input_len: 512, output_len: 256}\n"
+                      "predictions:\n  - {id: t, quantity: output_throughput, at: {batch: 64}, predicted: 1 tok/s}\n")
+    v = score(spec, spec.predictions[0], "math", None)
+    assert row["throughput_tok_per_s"] == pytest.approx(float(v.model_value), rel=1e-9)
 
 
 def test_predict_custom_batches_and_context(capsys):
