@@ -28,7 +28,8 @@ import pytest
 
 from pytest_roofline import cli
 
-BASE70 = ("predict", "--hardware", "h100-sxm", "--model", "llama-3.1-70b", "--tp", "4", "--engine-version", "0.33.0")
+BASE70 = ("predict", "--hardware", "h100-sxm", "--model", "llama-3.1-70b", "--tp", "4", "--engine-version", "0.33.0",
+          "--context", "1024")  # the worked figures below are at 1,024 tokens of context
 W = 141_107_412_992 / 4
 F = 2 * 70_553_706_496 / 4
 RIDGE = 989e12 / 3.35e12

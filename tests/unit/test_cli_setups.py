@@ -199,9 +199,10 @@ def test_tp4_llama70b_on_h100(capsys):
     assert d["activation_bytes"] == 3_510_108_160
     assert d["available_kv_bytes"] == 34_845_597_207
     assert d["num_gpu_blocks"] == 26_585
-    # the decode step of one GPU: (35,276,853,248 + 1,024 x 81,920) B / 3.35e12 B/s = 10.5556 ms, plus
+    # the decode step of one GPU at the default KV context, 1,024 in + 1,024 out ÷ 2 = 1,536 tokens:
+    # (35,276,853,248 + 1,536 x 81,920) B / 3.35e12 B/s = 10.5680 ms, plus
     # 2 x 80 all-reduces of 8,192 x 2 B: 160 x (2 x 3/4 x 16,384 / 450e9 + 8 us) = 1.28874 ms
-    t_mem = (LLAMA70_WEIGHTS / 4 + 1024 * 81_920) / 3.35e12
+    t_mem = (LLAMA70_WEIGHTS / 4 + 1536 * 81_920) / 3.35e12
     assert d["t_mem_ms"] == pytest.approx(t_mem * 1e3, rel=1e-9)
     assert d["t_allreduce_ms"] == pytest.approx(160 * (1.5 * 16_384 / 450e9 + 8e-6) * 1e3, rel=1e-9)
     assert d["t_step_ms"] == pytest.approx(t_mem * 1e3 + d["t_allreduce_ms"], rel=1e-9)
@@ -236,10 +237,10 @@ def test_set_hardware_fields_with_units(capsys):
     # memory 80 GiB = 85,899,345,920 B: budget ceil(x 0.92) = 79,027,398,247
     d = first_json(capsys, *BASE, "--set", "hardware.memory_bytes=80GiB")
     assert d["kv_budget_bytes"] == math.ceil(80 * GIB * 0.92) == 79_027_398_247
-    # bandwidth 3.0e12 B/s: t_mem(B=1) = (16,060,522,496 + 1,024 x 131,072) / 3.0e12 = 5.3983 ms
+    # bandwidth 3.0e12 B/s: t_mem(B=1) = (16,060,522,496 + 1,536 x 131,072) / 3.0e12 = 5.4206 ms
     d = first_json(capsys, *BASE, "--set", "hardware.hbm_bytes_per_s=3.0e12", "--set",
                    "hardware.peak_flop_per_s.bf16=500 TFLOP/s")
-    assert d["t_mem_ms"] == pytest.approx((LLAMA8_WEIGHTS + 1024 * LLAMA8_KV_TOKEN) / 3.0e12 * 1e3, rel=1e-12)
+    assert d["t_mem_ms"] == pytest.approx((LLAMA8_WEIGHTS + 1536 * LLAMA8_KV_TOKEN) / 3.0e12 * 1e3, rel=1e-12)
     assert d["t_comp_ms"] == pytest.approx(LLAMA8_WEIGHTS / 500e12 * 1e3, rel=1e-12)  # 2P FLOP = bf16 bytes
     assert d["ridge_flop_per_byte"] == pytest.approx(500 / 3.0)
 

@@ -296,7 +296,7 @@ def test_decode_rows_vllm_cannot_run_are_marked_with_the_reason(capsys):
     """vLLM 0.6.3 runs at most 256 sequences (its max_num_seqs default); 512 sequences of 1,024 tokens need
     512 x 64 = 32,768 blocks of 16 tokens. Those rows are the roofline's arithmetic only, and say so."""
     rc, out, err = run(capsys, "predict", "--hardware", "h100-sxm", "--model", "llama-3.1-8b",
-                       "--batch", "1,256,512", "--engine-version", "0.6.3")
+                       "--batch", "1,256,512", "--engine-version", "0.6.3", "--context", "1024")
     assert rc == 0, err
     rows = {line.split()[0]: line for line in out.splitlines() if line[:5].strip().isdigit()}
     assert not rows["1"].endswith("*") and not rows["256"].endswith("*") and rows["512"].endswith("memory *")
