@@ -25,7 +25,7 @@ from typing import Any
 
 from pytest_roofline.history._drift import judge_move, night_machine, nights_values, other_span, redefinition
 from pytest_roofline.history._machine import machine_apart
-from pytest_roofline.history._records import RunSummary, StoredValue, sort_time, unify_keys
+from pytest_roofline.history._records import RunSummary, StoredValue, other_workload, sort_time, unify_keys
 from pytest_roofline.redact import printable
 from pytest_roofline.units import DEFAULT_UNIT, UnitError, parse_number, unit_scale
 
@@ -96,6 +96,10 @@ class ComparisonRow:
         return asdict(self)
 
 
+#: the significances of rows compare does not judge (another figure than A's): they have no "largest change"
+_NOT_JUDGED = frozenset({"not held", "machine", "arrivals", "workload", "redefined"})
+
+
 def _change(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
         return None
@@ -118,7 +122,7 @@ def _significance(va: StoredValue | None, vb: StoredValue | None,
         return "not held", None, 0  # a lower load than the prediction names in one run: the move says nothing
     if machine_apart(vb.host_probe_gflop_per_s, va.host_probe_gflop_per_s, machine_shift):
         return "machine", None, 0  # one run's machine was slower: every figure moves with it (history._machine)
-    if va.workload and vb.workload and va.workload != vb.workload:
+    if other_workload(va.workload, vb.workload):
         return "workload", None, 0  # its points ran other lengths or another dataset: another figure
     if other_span(va, vb):
         return "arrivals", None, 0  # its open-loop point sent the same rate otherwise (sweep.arrival_span)
@@ -458,7 +462,9 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
         lines += textwrap.wrap(f"{len(rows)} predictions; 0 measured in both runs: NOTHING WAS COMPARED (the runs "
                                "share no measured prediction: different setups or prediction files?)", width)
         return lines
-    largest = max((r for r in moved if r.change_rel is not None), key=lambda r: abs(r.change_rel or 0), default=None)
+    # the largest change among the rows compared: a figure of another workload, window or machine is not a change
+    largest = max((r for r in moved if r.change_rel is not None and r.significance not in _NOT_JUDGED),
+                  key=lambda r: abs(r.change_rel or 0), default=None)
     unknown = sum(r.significance == "no interval" for r in rows)
     unheld = sum(r.significance == "not held" for r in rows)
     off_machine = sum(r.significance == "machine" for r in rows)
@@ -509,7 +515,7 @@ def comparison_json(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | No
         return d
 
     both = [r for r in rows
-            if r.significance and r.significance not in ("not held", "machine", "arrivals", "workload", "redefined")]
+            if r.significance and r.significance not in _NOT_JUDGED]
     return {"a": head(a), "b": head(b), "rows": [row(r) for r in rows],
             "measured_in_both": len(measured_in_both(rows)), "compared": len(both),
             "significant": sum(r.significance == "significant" for r in both),

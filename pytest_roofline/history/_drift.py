@@ -54,7 +54,14 @@ from pytest_roofline.errors import ToleranceError
 from pytest_roofline.format.spec import parse_drift_threshold
 from pytest_roofline.format.tolerance import Tolerance
 from pytest_roofline.history._machine import MACHINE_SHIFT, machine_apart, machine_moved, reference_probe
-from pytest_roofline.history._records import RunSummary, SetupKey, StoredValue, sort_time, unify_keys
+from pytest_roofline.history._records import (
+    RunSummary,
+    SetupKey,
+    StoredValue,
+    other_workload,
+    sort_time,
+    unify_keys,
+)
 from pytest_roofline.history._samples import MIN_SAMPLES, mann_whitney_p
 from pytest_roofline.measure.stats.intervals import t_quantile
 from pytest_roofline.units import format_value, shown_unit, signed_percent
@@ -346,7 +353,7 @@ def other_span(old: StoredValue | None, now: StoredValue | None) -> bool:
     if old is None or now is None:
         return False
     a, b = old.open_loop_span(), now.open_loop_span()
-    return bool(a and b and a != b) or bool(old.workload and now.workload and old.workload != now.workload)
+    return bool(a and b and a != b) or other_workload(old.workload, now.workload)
 
 
 def nights_values(key: str, runs: Sequence[RunSummary], *, limit: int = SPREAD_RUNS,
@@ -483,7 +490,7 @@ def redefinition(was: StoredValue, now: StoredValue) -> tuple[tuple[str, ...], s
         changed["arrivals"] = (f"its open-loop point was sent on the {now_span} schedule, where it was sent "
                                f"{was_span} (sweep.arrival_span: a fixed span sends N requests over N ÷ rate, a "
                                "drawn one as the draw falls)")
-    if was.workload and now.workload and was.workload != now.workload:
+    if other_workload(was.workload, now.workload):
         changed["workload"] = (f"its points ran {now.workload}, where they ran {was.workload} (the workload: "
                                "section)")
     return tuple(changed), "; ".join(changed.values())

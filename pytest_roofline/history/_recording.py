@@ -210,10 +210,11 @@ def value_arrival_span(results: Mapping[str, Any], point_ids: Sequence[str]) -> 
 def value_workload(results: Mapping[str, Any], point_ids: Sequence[str]) -> str | None:
     """The workload the points ``point_ids`` of a results file ran (:attr:`StoredValue.workload`): their prompt and
     output lengths, and a digest of the workload's shape where the point recorded one (a dataset, distributions, a
-    shared prefix; its realised lengths left out); ``mixed`` when the points differ. None for a peer's file (its
-    lengths are measured means, which move night to night) or points that say no lengths."""
-    if str((results.get("setup") or {}).get("mode") or "") == "imported":  # a peer's file (measure.results.peers)
-        return None
+    shared prefix; its realised lengths left out); ``mixed`` when the points differ. A peer's file gives its measured
+    mean lengths (``in ~128 / out ~64 tokens (means)``), which :func:`other_workload` compares within 2 %: two
+    vllm bench serve runs of 64 and 32 output tokens were compared as one figure (trial s25b #10). None for points
+    that say no lengths."""
+    imported = str((results.get("setup") or {}).get("mode") or "") == "imported"  # a peer's (measure.results.peers)
     want = {str(p) for p in point_ids}
     texts = set()
     for p in results.get("points") or ():
@@ -222,6 +223,9 @@ def value_workload(results: Mapping[str, Any], point_ids: Sequence[str]) -> str 
         n_in, n_out = p.get("input_len"), p.get("output_len")
         if not isinstance(n_in, int) or not isinstance(n_out, int):
             return None
+        if imported:
+            texts.add(f"in ~{n_in} / out ~{n_out} tokens (means)")
+            continue
         text = f"in {n_in} / out {n_out} tokens"
         shape = p.get("workload")
         if isinstance(shape, Mapping):

@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol, get_args
 __all__ = [
     "SCHEMA", "SCHEMA_VERSION", "SetupKey", "StoredValue", "RunSummary", "RunRecord", "HistoryStore",
     "prediction_key", "clean_name", "NAME_LIMITS", "same_prediction", "unify_keys", "mend_error_keys", "StoredOutcome",
-    "as_outcome", "measurement_id",
+    "as_outcome", "measurement_id", "other_workload", "MEAN_LENGTH_SLACK",
     "OUTCOME_OF_PYTEST",
 ]
 
@@ -110,6 +110,25 @@ def as_outcome(value: object) -> StoredOutcome:
     text = str(value or "").strip()
     stored: StoredOutcome = as_kind(OUTCOME_OF_PYTEST.get(text, text), StoredOutcome)
     return stored
+
+
+#: how far two runs' mean token lengths (a peer's file: tokens ÷ requests) may differ and still be one workload:
+#: 2 %, and at least one token (the replay's own rule, measure.results.match)
+MEAN_LENGTH_SLACK = 0.02
+_MEAN_WORKLOAD = re.compile(r"^in ~([0-9.]+) / out ~([0-9.]+) tokens \(means\)$")
+
+
+def other_workload(a: str | None, b: str | None) -> bool:
+    """Whether two stored workloads (:attr:`StoredValue.workload`) are other workloads, where both are known: fixed
+    lengths and shapes by their text; a peer's measured means (``in ~128 / out ~64 tokens (means)``) within
+    :data:`MEAN_LENGTH_SLACK` are one workload (EOS-ended replies move the mean a little night to night)."""
+    if not a or not b or a == b:
+        return False
+    ma, mb = _MEAN_WORKLOAD.match(a), _MEAN_WORKLOAD.match(b)
+    if ma and mb:
+        return any(abs(float(x) - float(y)) > max(1.0, MEAN_LENGTH_SLACK * float(y))
+                   for x, y in zip(ma.groups(), mb.groups(), strict=True))
+    return True
 
 
 @dataclass(frozen=True)
