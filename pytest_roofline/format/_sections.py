@@ -185,12 +185,39 @@ def check_engine_arg_names(ctx: NodeReader, spec: Spec, root: yaml.Node | None) 
         raise errors[0] if len(errors) == 1 else SpecErrors(errors)
 
 
+def _check_model_length(ctx: NodeReader, spec: Spec, setup: Setup, root: yaml.Node | None) -> None:
+    """Refuse ``engine.args.max_model_len`` above the model's ``max_position_embeddings`` where vLLM refuses it: a
+    model without ``rope_scaling`` (whose factor may lengthen it) and no ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` in
+    ``engine.env``. vLLM's model config raises "User-specified max_model_len (N) is greater than the derived
+    max_model_len (max_position_embeddings=M ...)" at startup (vllm/config/model.py ``_get_and_verify_max_len``,
+    v0.32.0; a config.json ``model_max_length`` above the limit, which vLLM also accepts, is not read). Trial s25c
+    #9: the file passed roofline check and the math, and the reason came at line 72 of the output after a full
+    engine start."""
+    arch = setup.model
+    limit = getattr(arch, "max_position_embeddings", None)
+    asked = (setup.engine_args or {}).get("max_model_len")
+    if not isinstance(asked, int) or not limit or asked <= limit or getattr(arch, "rope_type", None):
+        return
+    allow = str((spec.engine.env or {}).get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "")).strip().lower()
+    if allow in ("1", "true"):
+        return
+    node = _find(root, "engine.args.max_model_len") if root is not None else None
+    raise SpecError(f"vLLM will not start this setup: engine.args.max_model_len {asked:,} is above the model's "
+                    f"max_position_embeddings {limit:,}, and vLLM refuses a max_model_len above the model's own "
+                    "('User-specified max_model_len ... is greater than the derived max_model_len', "
+                    "vllm/config/model.py _get_and_verify_max_len)", file=ctx.file,
+                    line=node.start_mark.line + 1 if node is not None else None,
+                    hint=f"write max_model_len: {limit} or less, or set engine.env.VLLM_ALLOW_LONG_MAX_MODEL_LEN: 1 "
+                         "as vLLM's message says (the model may then give wrong output past its trained length)")
+
+
 def _check_startable(ctx: NodeReader, spec: Spec, setup: Setup, model_node: yaml.Node | None,
                      root: yaml.Node | None) -> None:
     """Refuse a pool short of one request of max_model_len (``model.setup.max_model_len_problem``) at the line that
     fixes it: ``engine.args.max_model_len`` where the file gives it, else the ``engine:`` line (where the arg goes),
     else the ``model:`` line (whose max_position_embeddings is vLLM's default max_model_len)."""
     given = "max_model_len" in (setup.engine_args or {})
+    _check_model_length(ctx, spec, setup, root)
     problem = max_model_len_problem(setup, fix="engine.args.max_model_len")
     if problem is None:
         return

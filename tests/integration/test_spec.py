@@ -420,3 +420,18 @@ def test_an_engine_arg_typo_is_named_beside_the_other_sections_errors():
     lines = sorted((e.line, e.message.split(":")[0]) for e in err.value.errors)
     assert lines == [(3, "setup does not resolve"), (4, "workload.input_len"), (5, "defaults.tolerance")]
     assert "did you mean 'gpu_memory_utilization'" in str(err.value)
+
+
+def test_a_max_model_len_above_the_models_is_refused_at_its_line():
+    """Trial s25c #9: 8,192 over the tiny model's max_position_embeddings 4,096 passed the check and the math, and
+    vLLM refused it after a full engine start; VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is vLLM's own way past it."""
+    text = ("hardware: cpu\nmodel: roofline-tiny\nengine:\n  name: vllm\n  cpu_kvcache_space: 1 GiB\n"
+            "  args: {max_model_len: 8192}\npredictions:\n"
+            "  - {id: b, quantity: kv_bytes_per_token, predicted: 512 B}\n")
+    with pytest.raises(SpecError) as err:
+        loads_spec(text)
+    assert err.value.line == 6 and "above the model's max_position_embeddings 4,096" in err.value.message
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN" in err.value.hint
+    allowed = text.replace("  args:", "  env: {VLLM_ALLOW_LONG_MAX_MODEL_LEN: '1'}\n  args:")
+    assert loads_spec(allowed).predictions[0].error is None
+    assert loads_spec(text.replace("8192", "4096")).predictions[0].error is None
