@@ -117,8 +117,9 @@ class PredictionItem(pytest.Function):
         # JUnit XML properties (numbers, the unit in the name), set before any report of this item is built
         self.user_properties.extend(junit_properties(verdict))
         if verdict.status == "error":
-            raise PointError(verdict.reason + (f"\n--- engine log tail ---\n{verdict.log_tail}" if verdict.log_tail
-                                                else ""))
+            # the tail once: an engine's start error carries it in its message already (trial s25c #8: printed twice)
+            tail = verdict.log_tail if verdict.log_tail and verdict.log_tail.strip() not in verdict.reason else ""
+            raise PointError(verdict.reason + (f"\n--- engine log tail ---\n{tail}" if tail else ""))
 
     def runtest(self) -> None:
         verdict = self.stash[VERDICT_KEY]

@@ -436,3 +436,30 @@ def test_engine_report_names_a_failed_start_as_the_reason():
     rep = build_report(log=log, log_reason=None, metrics=None, metrics_reason="engine not running",
                        version=None, version_source=None, max_model_len=None, configured_block_size=16)
     assert "-0.53 GiB" in rep["reasons"]["kv_cache_tokens"]
+
+
+def test_a_failed_start_names_the_workers_exception_not_the_re_raise():
+    """Trial s25c #8: vLLM 0.32's CPU engine refused block_size 100 in a worker; the log ends with the engine core's
+    and the API server's re-raises ("Engine core initialization failed. See root cause above"), and the cause reached
+    the terminal 0 times. The lines are the real log's (its process prefixes and headers)."""
+    log = "\n".join([
+        "(APIServer pid=25347) WARNING 12-07 21:23:39 [system_utils.py:255] Found ulimit of 20000 and failed to "
+        "automatically increase with error current limit exceeds maximum limit. This can cause fd limit errors like "
+        "`OSError: [Errno 24] Too many open files`. Consider increasing with ulimit -n",
+        "(Worker pid=25373) ERROR 12-07 21:23:55 [multiproc_executor.py:1063]     raise ValueError(",
+        "(Worker pid=25373) ERROR 12-07 21:23:55 [multiproc_executor.py:1063] ValueError: No common block size for "
+        "100 (CPU_ATTN: [MultipleOf(32)]).",
+        "(EngineCore pid=25360) ERROR 12-07 21:23:55 [core.py:1510] RuntimeError: Worker failed with error 'No common "
+        "block size for 100 (CPU_ATTN: [MultipleOf(32)]).', please check the stack trace above for the root cause",
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ])
+    assert startup_failure_reason(log) == "ValueError: No common block size for 100 (CPU_ATTN: [MultipleOf(32)])."
+    pydantic = ("Traceback (most recent call last):\n"
+                "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+                "  Value error, User-specified max_model_len (8192) is greater than the derived max_model_len\n"
+                "    For further information visit https://errors.pydantic.dev/2.14/v/value_error\n")
+    assert startup_failure_reason(pydantic) == (
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig Value error, "
+        "User-specified max_model_len (8192) is greater than the derived max_model_len")
+    only_wrapper = "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"
+    assert startup_failure_reason(only_wrapper) == only_wrapper

@@ -58,6 +58,7 @@ __all__ = [
     "parse_startup_log",
     "read_startup_log",
     "startup_failure_reason",
+    "first_exception",
     "parse_log_prefix",
     "parse_number",
     "LOG_FIELDS",
@@ -589,8 +590,40 @@ def _failure_reason(occ: list[Occurrence]) -> str | None:
 
 
 def startup_failure_reason(text: str) -> str | None:
-    """Why a vLLM start failed for lack of KV-cache memory, read from its log; None if the log does not say."""
-    return read_startup_log(text).failure_reason
+    """Why a vLLM start failed, read from its log: lack of KV-cache memory (a sentence with the numbers), else the
+    first exception a process raised (:func:`first_exception`); None if the log says neither."""
+    return read_startup_log(text).failure_reason or first_exception(text)
+
+
+#: an exception as a traceback's last line prints it, after any process prefix and log header vLLM adds:
+#: ``(Worker pid=25373) ERROR 12-07 21:23:55 [multiproc_executor.py:1063] ValueError: No common block size ...``
+_EXCEPTION_LINE = re.compile(r"^(?:\([^)]*\)\s+)?(?:ERROR\s+\S+\s+\S+\s+\[[^\]]*\]\s+)?"
+                             r"((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)): (\S.*)$")
+#: the wrappers that only point back at the cause (vLLM's engine core and API server re-raise a worker's error)
+_WRAPPERS = ("Engine core initialization failed", "Worker failed with error")
+
+
+def first_exception(text: str, limit: int = 300) -> str | None:
+    """The first exception a vLLM process raised, as ``Type: message`` (at most ``limit`` characters): the root
+    cause, where the log's last lines hold the API server's re-raise of it ("Engine core initialization failed.
+    See root cause above"). A startup that refused ``block_size: 100`` on the CPU engine ended its log with 60 lines
+    of that re-raise, and the worker's ``ValueError: No common block size for 100 (CPU_ATTN: [MultipleOf(32)])``
+    reached the terminal 0 times (trial s25c #8). A warning that quotes an exception name is not one."""
+    wrapped: str | None = None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _EXCEPTION_LINE.match(line.strip())
+        if not m:
+            continue
+        found = f"{m.group(1)}: {m.group(2).strip()}"
+        nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if nxt and lines[i + 1].startswith("  ") and not nxt.startswith(("File ", "Traceback")):
+            found += f" {nxt}"  # a message on the next line (pydantic)
+        found = found if len(found) <= limit else found[:limit - 1] + "…"
+        if not any(w in m.group(2) for w in _WRAPPERS):
+            return found
+        wrapped = wrapped or found
+    return wrapped
 
 
 def parse_startup_log(text: str) -> dict[str, Any]:
