@@ -620,6 +620,8 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
     out = _compare(v, pred, reference, v.measured_value, tol, "measured")
     if meas.unknown_from is not None and v.measured_value is None:
         _none_up_to(out, tol, reference, meas.unknown_from)
+    if meas.undecided and v.measured_value is None and out.status is VerdictStatus.PASS:
+        _none_undecided(out, meas.undecided)
     _inconclusive(out)
     _unheld(out)
     if out.contaminated and out.status is VerdictStatus.PASS:
@@ -689,6 +691,19 @@ def _none_up_to(v: Verdict, tol: Tolerance, reference: Any, unknown_from: float)
     v.reason = (f"predicted {v.predicted_text}, and the measured points show no knee up to C = {unknown_from:g}, "
                 f"whose doubling was never run: a knee at C = {unknown_from:g} or above is neither confirmed nor "
                 f"refuted; a point at C = {2 * unknown_from:g} would decide")
+    v.diagnosis = []
+
+
+def _none_undecided(v: Verdict, undecided: Sequence[float]) -> None:
+    """An ink of none against a measured none that the points' intervals leave undecided (they allow a reading at
+    ``undecided`` too): the estimates agree with the ink, the measurement does not confirm it, so INCONCLUSIVE, as a
+    numeric ink there is (trial s25c #2: a TTFT knee of none passed where the notes said it may be C = 1, 2, 4, 8 or
+    none, from 6-48 requests a point)."""
+    may = ", ".join(f"{x:,.4g}" for x in undecided)
+    v.status = VerdictStatus.INCONCLUSIVE
+    v.requests_to_decide = None
+    v.reason = (f"predicted none, and the points' estimates show none, but their 95% intervals leave it undecided: "
+                f"it may also be {may} (the notes say which points); more requests at those points would decide")
     v.diagnosis = []
 
 

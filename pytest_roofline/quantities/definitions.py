@@ -93,8 +93,8 @@ _GOODPUT = ("its `request_goodput` (`--goodput ttft:… tpot:…`) is requests p
             "good, which vLLM counts and this does not")
 _UNDECIDED = ("A point whose percentile's 95% interval (`client.intervals`) reaches both sides of the threshold "
               "leaves the reading undecided when it could change it: a numeric ink is then inconclusive, never a "
-              "pass or fail on the estimates; an ink of none against a measured none still passes (the verdict "
-              "takes no interval on a none), with the undecided points in its notes")
+              "pass or fail on the estimates, and so is an ink of none against a measured none the intervals "
+              "leave undecided (the readings they still allow in its reason, the points in its notes)")
 _COUNTER = "vLLM's own counter on /metrics over the point, not a client figure"
 _LOG = "vLLM's own report of its KV pool (startup log, cross-checked with /metrics `vllm:cache_config_info`)"
 

@@ -124,7 +124,7 @@ def _undecided_reading(value: float | None, cands: list[float], none_possible: b
     INCONCLUSIVE. A measured none carries the smallest candidate as the value from which the points say nothing
     (``unknown_from``): a numeric ink there or above is INCONCLUSIVE, one wholly below still fails."""
     if value is None:
-        return MeasuredValue(None, base[0], notes, base[1], unknown_from=min(cands))
+        return MeasuredValue(None, base[0], notes, base[1], unknown_from=min(cands), undecided=tuple(cands))
     lo = max((c for c in swept if c < min(cands)), default=0.0)
     hi = None if none_possible else min((c for c in swept if c > max(cands)), default=2 * max(cands))
     interval = {"estimate": value, "lo": lo, "hi": hi, "level": 0.95, "method": "percentile intervals", "n": 0,
@@ -254,7 +254,8 @@ def _goodput_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th:
         return MeasuredValue(g.best_tok_per_s, (), (*head, *notes))
     why = _goodput_undecided_note(whys, sure, undecided)
     if g.best_tok_per_s is None:
-        return MeasuredValue(None, (), (*head, why, *notes), unknown_from=min(t for _, t, _ in undecided))
+        return MeasuredValue(None, (), (*head, why, *notes), unknown_from=min(t for _, t, _ in undecided),
+                             undecided=tuple(t for _, t, _ in undecided))
     interval = {"estimate": g.best_tok_per_s, "lo": sure or 0.0, "hi": max(t for _, t, _ in undecided),
                 "level": 0.95, "method": "percentile intervals", "n": 0,
                 "requests": min((_requests(p) for p in sweep_points(meas)), default=0),

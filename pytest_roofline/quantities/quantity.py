@@ -84,6 +84,9 @@ class MeasuredValue:
     #: largest concurrency measured (its doubling was never run), so a knee there or above is neither confirmed nor
     #: refuted; None where a "none" is the whole answer
     unknown_from: float | None = None
+    #: for a measured "none" its points' intervals leave undecided: the readings the intervals still allow (the
+    #: concurrencies a knee may be at; goodput's best throughput); an ink of none against it is not confirmed
+    undecided: tuple[float, ...] = ()
 
 
 class QuantityKind(StrEnum):

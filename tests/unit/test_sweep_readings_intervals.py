@@ -142,9 +142,11 @@ def test_output_throughput_is_taken_at_an_open_loop_rate() -> None:
 
 
 
-def test_an_ink_of_none_against_an_undecided_none_passes_with_the_undecided_points_in_its_notes() -> None:
-    """What the definition says of the case the verdict cannot make inconclusive: the scorer takes no interval on
-    a measured none, so ink none passes; the notes name the undecided points (C = 1's p50 has no bound at all)."""
+def test_an_ink_of_none_against_an_undecided_none_is_inconclusive_with_the_undecided_points_in_its_notes() -> None:
+    """Trial s25c #2: an ink of none against a measured none the intervals leave undecided passed, where a numeric
+    ink was INCONCLUSIVE; now both are, the readings still possible in the reason, the points in the notes (C = 1's
+    p50 has no bound at all)."""
     v = _verdict("  - {id: tk, quantity: ttft_knee_concurrency, predicted: none}\n")
-    assert v.status == "pass" and v.measured_value is None
+    assert v.status == "inconclusive" and v.measured_value is None
+    assert "their 95% intervals leave it undecided: it may also be 1" in v.reason
     assert any("C = 1: p99 [12.98, +∞] ms against 2 × p50 [−∞, +∞] ms (3 requests)" in n for n in v.measured_notes)
