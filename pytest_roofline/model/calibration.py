@@ -374,8 +374,29 @@ class FitResult:
         if self.held_out:
             lines.append("held-out points (not fitted on; predicted with the fitted constants):")
             lines += [_point_line(p) for p in self.held_out]
+            carry = self._held_out_line()
+            if carry:
+                lines.append(carry)
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+    def _held_out_line(self) -> str | None:
+        """Where the held-out residuals dwarf the fitted ones (rms over 3× theirs and over 10 %), that the constants do
+        not carry to those points, naming the worst: a held-out C = 4 missed by 29-77 % after a fit at 0.027 rms, with
+        no word (trial s25c #5). A point measured on a slowed machine, or in another regime, reads so."""
+        vals = [(p.label, m, r) for p in self.held_out for m, r in p.residuals.items()
+                if m not in p.caveats and math.isfinite(r)]
+        if not vals:
+            return None
+        rms = math.sqrt(sum(r * r for _, _, r in vals) / len(vals))
+        if rms <= max(3 * self.rms_log_residual, 0.1):
+            return None
+        label, metric, worst = max(vals, key=lambda v: abs(v[2]))
+        times, err = rms / max(self.rms_log_residual, 1e-9), signed_percent(math.exp(-worst) - 1)
+        return (f"warning: the held-out points miss by rms log-residual {rms:.3f}, {times:.0f}× the fitted "
+                f"{self.rms_log_residual:.3f} (worst: {label} {_short(metric)} {err}): "
+                "the fitted constants do not carry to them; check that point (a machine that ran slower then, "
+                "another regime: the running batch, preemption, prefill-bound) or fit on it too")
 
 
 def _measured_error(p: PointFit, metric: str) -> str:
@@ -635,8 +656,11 @@ def fit(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor,
             partners = _partners(h, i, names)
             # a fit at a thousandth of its own uncertainty is at its bound: said as about 0, in the sd's unit
             # (trial s24 L10 read "±856.2 ms (1σ; fitted 0.001663 us")
-            fitted = (f"about 0 ({_fmt(n, vals[i], like=sd)})" if abs(vals[i]) < 1e-3 * sd
-                      else _fmt(n, vals[i], like=sd))
+            if abs(vals[i]) < 1e-3 * sd:  # "fitted about 0 (4.126e-11 us): over 50% of its value" (s25c #5)
+                bad[n] = (f"is determined only to ±{_fmt(n, sd)} (1σ), fitted about 0: the points cannot tell it "
+                          "from 0" + (f", trading off against {', '.join(partners)}" if partners else ""))
+                continue
+            fitted = _fmt(n, vals[i], like=sd)
             bad[n] = (f"is determined only to ±{_fmt(n, sd)} (1σ; fitted {fitted}"
                       + (f", ±{100 * sd / vals[i]:.0f}% of it" if vals[i] > 0 and sd < 1e3 * vals[i] else "")
                       + f": over {100 * max_log_sd:.0f}% of its value)"
