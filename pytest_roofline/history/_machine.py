@@ -29,11 +29,13 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_roofline.measure import probe
+
 __all__ = ["MACHINE_SHIFT", "value_probe", "machine_ratio", "machine_moved", "machine_apart", "reference_probe"]
 
 #: how far (as a ratio, either way) a night's host probe may depart from the other nights' median before that
-#: night's machine counts as another machine
-MACHINE_SHIFT = 0.20
+#: night's machine counts as another machine (its one home: measure.probe)
+MACHINE_SHIFT = probe.MACHINE_SHIFT
 
 
 def _positive(x: Any) -> float | None:

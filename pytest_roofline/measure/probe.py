@@ -34,10 +34,14 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["HostProbe", "probe_host", "BUDGET_S", "VECTOR_LEN", "MAX_THREADS", "PROBE_METHOD", "probe_threads",
+__all__ = ["HostProbe", "probe_host", "MACHINE_SHIFT", "slower_machine_flag", "BUDGET_S", "VECTOR_LEN", "MAX_THREADS",
+           "PROBE_METHOD", "probe_threads",
            "SETTLE_MAX_S", "QUIET_SHARE", "wait_quiet"]
 
 #: how long each probe keeps every core busy, in seconds
+#: how far (as a ratio, either way) a host probe may depart from a reference (the other nights' median in drift,
+#: the run's fastest point in a sweep) before that machine counts as another machine (history._machine re-exports it)
+MACHINE_SHIFT = 0.20
 BUDGET_S = 0.25
 #: elements of each float64 vector (256 KiB: three of them fit a core's L2 cache, so the probe is not a test of the
 #: memory bus, which the engine's threads would share)
@@ -147,3 +151,18 @@ def probe_host(*, threads: int | None = None, budget_s: float = BUDGET_S, settle
     # from the first thread's start to the last one's end: each ran at least budget_s, so wall_s >= budget_s
     wall_s = max(t1 for _t0, t1 in spans) - min(t0 for t0, _t1 in spans)
     return HostProbe(gflop_per_s=sum(done) * VECTOR_LEN / wall_s / 1e9, threads=n, wall_s=wall_s)
+
+
+def slower_machine_flag(probe_gflop_per_s: float, reference_gflop_per_s: float | None) -> str | None:
+    """A point's flag where the host probe around it (the mean of before and after) is over :data:`MACHINE_SHIFT`
+    below the run's fastest point before it: every figure at the point moves with the machine, not only with the
+    engine (trial s25c #3: the probe read 3.44 GFLOP/s at C = 4 and C = 8 against 6.92 at C = 1, which explained a
+    TPOT that fell from C = 4 to C = 8 at one running batch, and no report said so). None where it is not."""
+    if not reference_gflop_per_s or probe_gflop_per_s <= 0:
+        return None
+    ratio = probe_gflop_per_s / reference_gflop_per_s
+    if ratio >= 1 / (1 + MACHINE_SHIFT):
+        return None
+    return (f"machine slower: the host probe around this point read {probe_gflop_per_s:.3g} GFLOP/s, {ratio:.2f}x the "
+            f"run's fastest point before it ({reference_gflop_per_s:.3g}): its figures move with the machine too "
+            "(measure/probe.py; rerun the point on a quiet machine)")

@@ -917,6 +917,7 @@ class Measurements(MeasurementProvider):
         assert run.writer is not None
         decided: list[tuple[PointPlan, list[Any]]] = []
         measured_ids: set[str] = set()
+        fastest_probe: float | None = None  # the host probe of the run's fastest point so far (GFLOP/s)
         for i, plan in enumerate(order):
             stop: Any = None
             implied: list[Any] = []
@@ -939,6 +940,14 @@ class Measurements(MeasurementProvider):
                     point["adaptive"]["implied"] = [d.to_dict() for d in implied]  # type: ignore[typeddict-item]
                 if spec.sweep.adaptive:
                     order.record(plan, point)
+                from pytest_roofline.measure import probe
+
+                hp = point.get("host_probe") or {}
+                here = (hp.get("before_gflop_per_s", 0.0) + hp.get("after_gflop_per_s", 0.0)) / 2
+                flag = probe.slower_machine_flag(here, fastest_probe)
+                if flag:
+                    point["flags"] = [*(point.get("flags") or []), flag]
+                fastest_probe = max(fastest_probe or 0.0, here) or None
                 run.writer.add_point(point)  # a disk that is full: this point and the rest are errors, said once
             except Exception as exc:  # engine died, or the load could not run: this point and the rest fail
                 died = _engine_death(target, exc)
