@@ -390,6 +390,7 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
                 raise PointError(f"{failure} (requests: {requests_file.name})")
     finally:
         timelines = [sc.stop() for sc in scrapers] if scrapers else [[] for _ in sources]
+    _defer_interrupts()  # every request completed: a Ctrl-C now waits until the point is stored (the sweep raises it)
     result, requests_file = results[0], out_dir / files[0]
     settle_s = _settle_after_discards(result, sources, snapshot)
     afters = [snapshot(u) for u in sources]
@@ -591,6 +592,36 @@ def _interrupts_held() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+
+
+#: the SIGINT handler a point's after-work replaced (:func:`_defer_interrupts`), and the interrupts it deferred
+_DEFERRAL: dict[str, Any] = {"previous": None, "held": False, "seen": 0}
+
+
+def _defer_interrupts() -> None:
+    """From the end of a point's load to its storing: a Ctrl-C is noted, not raised, so a point whose every request
+    completed is stored before the run stops (trial s25c #7: a Ctrl-C during the final /metrics scrape and host probe
+    left a complete 60-request point out of results.json, its records on disk and never named). The sweep raises it
+    once the point is stored (:func:`_end_deferral`); the after-work takes about 2 s. Only the main thread can."""
+    if threading.current_thread() is not threading.main_thread() or _DEFERRAL["held"]:
+        return
+    def note(signum: int, frame: Any) -> None:
+        _DEFERRAL["seen"] += 1
+    try:
+        _DEFERRAL["previous"] = signal.signal(signal.SIGINT, note)
+    except (ValueError, OSError):
+        return
+    _DEFERRAL["held"], _DEFERRAL["seen"] = True, 0
+
+
+def _end_deferral() -> bool:
+    """Restore the handler :func:`_defer_interrupts` replaced; whether a Ctrl-C came meanwhile."""
+    if not _DEFERRAL["held"]:
+        return False
+    previous = _DEFERRAL["previous"]
+    signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+    _DEFERRAL["held"] = False
+    return bool(_DEFERRAL["seen"])
 
 
 def _plural(n: int, word: str) -> str:
@@ -949,6 +980,10 @@ class Measurements(MeasurementProvider):
                     point["flags"] = [*(point.get("flags") or []), flag]
                 fastest_probe = max(fastest_probe or 0.0, here) or None
                 run.writer.add_point(point)  # a disk that is full: this point and the rest are errors, said once
+                if _end_deferral():  # a Ctrl-C during its after-work: the point is stored, now the run stops
+                    measured_ids.add(plan.id)
+                    run.current = None
+                    raise KeyboardInterrupt
             except Exception as exc:  # engine died, or the load could not run: this point and the rest fail
                 died = _engine_death(target, exc)
                 if died:  # said first, on a line of its own; the requests' failure reasons follow it
@@ -964,6 +999,8 @@ class Measurements(MeasurementProvider):
                 with contextlib.suppress(ResultsError):
                     run.writer.finish("aborted")
                 return
+            finally:
+                _end_deferral()  # whatever ended the point, Ctrl-C is Ctrl-C again
             measured_ids.add(plan.id)
             run.current = None
             self.timings.append((f"{stem}:{plan.id}", time.monotonic() - t0))
