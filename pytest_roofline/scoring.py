@@ -1239,12 +1239,17 @@ def _unit_slip(v: Verdict, model: float, ink: float) -> str | None:
     """A byte figure whose ink is the model's with a binary and a decimal prefix swapped (model ÷ ink within 0.1% of
     2^30 ÷ 10^9 = 1.0737, 1.024 for KiB/KB, …, or the inverse): the slip, named, with the ink that would pass. The
     notebook's slip (a GiB figure read as GB) read only "widen the tolerance" (trial s25a #6)."""
-    if v.dimension not in ("bytes", "bandwidth") or not ink or not model:
+    if v.dimension not in ("bytes", "bandwidth") or not ink or not model or not v.unit_given:
         return None
     ratio = model / ink
     per_s = "/s" if v.dimension == "bandwidth" else ""
+    written = {"kB": "KB"}.get(v.unit.removesuffix("/s"), v.unit.removesuffix("/s"))
     for binary, decimal, factor in _PREFIX_PAIRS:
+        if written not in (binary, decimal):  # only the pair the ink's own unit is in (16 GB against 16.381 GB is
+            continue                          # ×1.0238, near KiB ÷ KB, but no prefix was swapped)
         for k, (said, meant) in ((factor, (binary, decimal)), (1 / factor, (decimal, binary))):
+            if meant != written:
+                continue
             if abs(ratio / k - 1) <= _SLIP_REL:
                 units = DIMENSIONS[v.dimension]
                 return (f"model ÷ ink = ×{ratio:.4f}, the factor between {binary} and {decimal}: the ink's number is "

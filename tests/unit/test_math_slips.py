@@ -42,3 +42,12 @@ def test_the_kv_pools_gib_hint_needs_a_miss_of_the_slips_size() -> None:
     assert near.status.value == far.status.value == "fail"
     assert not any("check GiB vs GB" in d for d in near.diagnosis)
     assert any("check GiB vs GB" in d for d in far.diagnosis)
+
+
+def test_a_miss_near_another_pairs_factor_is_not_a_slip() -> None:
+    """The integration suite's case: 16.0 GB against Qwen3-8B's 16.381 GB is ×1.0238, within 0.1% of KiB ÷ KB, but the
+    ink is in GB and no prefix of its pair (GiB/GB) was swapped: the tolerance advice, no slip."""
+    spec = loads_spec("hardware: h100-sxm\nmodel: qwen3-8b\npredictions:\n"
+                      "  - {id: w, quantity: weight_bytes, predicted: 16.0 GB}\n")
+    v = score(spec, spec.predictions[0], "math", None)
+    assert v.status.value == "fail" and "factor between" not in v.reason
