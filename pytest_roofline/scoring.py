@@ -596,7 +596,8 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
         v.status, v.reason, v.log_tail = VerdictStatus.ERROR, str(exc), exc.log_tail
         return v
     if meas.interval and meas.interval.get("method") == "rank rule":  # a GuideLLM percentile: its own rule, said
-        v.definition += f"; this file's figure is GuideLLM's own: {meas.interval.get('note', '')}"
+        v.definition += (f"; here {meas.interval.get('note', '')}" if meas.interval.get("exact") else
+                         f"; this file's figure is GuideLLM's own: {meas.interval.get('note', '')}")
     v.measured_value = _plain(meas.value)
     if isinstance(v.measured_value, float) and not math.isfinite(v.measured_value):
         # NaN compares false with every bound and ±inf passes an open one: a figure that is not a number was not

@@ -185,18 +185,27 @@ def check_engine_arg_names(ctx: NodeReader, spec: Spec, root: yaml.Node | None) 
         raise errors[0] if len(errors) == 1 else SpecErrors(errors)
 
 
+#: the rope_scaling kinds vLLM does not lengthen max_position_embeddings by (vllm/config/model.py
+#: _get_and_verify_max_len: their factor is not applied to the derived max_model_len)
+_UNSCALED_ROPE = ("llama3", "su", "longrope")
+
+
 def _check_model_length(ctx: NodeReader, spec: Spec, setup: Setup, root: yaml.Node | None) -> None:
     """Refuse ``engine.args.max_model_len`` above the model's ``max_position_embeddings`` where vLLM refuses it: a
-    model without ``rope_scaling`` (whose factor may lengthen it) and no ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` in
-    ``engine.env``. vLLM's model config raises "User-specified max_model_len (N) is greater than the derived
-    max_model_len (max_position_embeddings=M ...)" at startup (vllm/config/model.py ``_get_and_verify_max_len``,
-    v0.32.0; a config.json ``model_max_length`` above the limit, which vLLM also accepts, is not read). Trial s25c
-    #9: the file passed roofline check and the math, and the reason came at line 72 of the output after a full
-    engine start."""
+    model without a ``rope_scaling`` factor vLLM applies (``llama3``'s it does not) and no
+    ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` in ``engine.env``. vLLM's model config raises "User-specified max_model_len
+    (N) is greater than the derived max_model_len (max_position_embeddings=M ...)" at startup
+    (vllm/config/model.py ``_get_and_verify_max_len``, v0.32.0; a config.json ``model_max_length`` above the limit,
+    which vLLM also accepts, is not read). Trial s25c #9: the file passed roofline check and the math, and the
+    reason came at line 72 of the output after a full engine start."""
     arch = setup.model
     limit = getattr(arch, "max_position_embeddings", None)
     asked = (setup.engine_args or {}).get("max_model_len")
-    if not isinstance(asked, int) or not limit or asked <= limit or getattr(arch, "rope_type", None):
+    rope = getattr(arch, "rope_type", None)
+    # a rope_scaling factor lengthens vLLM's limit, except for the kinds it does not scale by (llama3, su, longrope:
+    # vllm/config/model.py at v0.32.0 and earlier; yarn's rule changed between releases, so it is left to vLLM).
+    # Llama-3.1-8B at 200,000 over its 131,072 was left alone (trial s25d #4)
+    if not isinstance(asked, int) or not limit or asked <= limit or rope not in (None, "default", *_UNSCALED_ROPE):
         return
     allow = str((spec.engine.env or {}).get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "")).strip().lower()
     if allow in ("1", "true"):

@@ -63,15 +63,18 @@ SNIFF_BYTES = 256 * 1024
 #: the editor comment the project's files carry (``# yaml-language-server: $schema=.../predictions.schema.json``)
 _SCHEMA_COMMENT = re.compile(r"^[ \t]*#.*\$schema[ \t]*[=:][ \t]*\S*predictions\.schema\.json", re.MULTILINE)
 #: a top-level (column 0) key of a block mapping, bare or quoted
-_TOP_KEY = re.compile(r"""^(["']?)(predictions|hardware)\1[ \t]*:""", re.MULTILINE)
+_TOP_KEY = re.compile(r"""^(["']?)(predictions|hardware|model)\1[ \t]*:""", re.MULTILINE)
+#: a prediction's ``quantity:`` key, in block (``  quantity: x``) or flow (``{id: a, quantity: x}``) style
+_QUANTITY_KEY = re.compile(r"""(?:^[ \t-]*|[{,][ \t]*)["']?quantity["']?[ \t]*:""", re.MULTILINE)
 
 
 def looks_like_prediction_file(path: Path, limit_bytes: int = SNIFF_BYTES) -> bool:
     """Whether a YAML file is recognisably a prediction file, from its first ``limit_bytes`` without parsing it
     and without raising: the ``$schema`` comment naming ``predictions.schema.json``, or top-level
-    ``predictions:`` and ``hardware:`` keys (both required by the format). A list, a mapping without them, a binary
-    or unreadable file is not one; nor is an ML project's eval file with ``model:`` and ``predictions:`` (trial
-    s25a #12: ``predictions/eval.yaml`` stopped that project's collection, exit 2)."""
+    ``predictions:`` and ``hardware:`` keys (both required by the format), or ``predictions:`` and ``model:`` with a
+    ``quantity:`` key in it (a file whose ``hardware:`` is missing, to be told so). A list, a mapping without them, a
+    binary or unreadable file is not one; nor is an ML project's eval file with ``model:`` and ``predictions:`` and
+    no quantity (trial s25a #12: ``predictions/eval.yaml`` stopped that project's collection, exit 2)."""
     try:
         with open(path, "rb") as f:
             head = f.read(limit_bytes)
@@ -81,7 +84,11 @@ def looks_like_prediction_file(path: Path, limit_bytes: int = SNIFF_BYTES) -> bo
     if _SCHEMA_COMMENT.search(text):
         return True
     keys = {m.group(2) for m in _TOP_KEY.finditer(text)}
-    return {"predictions", "hardware"} <= keys
+    if {"predictions", "hardware"} <= keys:
+        return True
+    # a prediction file whose hardware: is missing or misspelt is still one, and its error is named (trial s25d #5):
+    # top-level predictions: and model:, and items that name a quantity: (an eval file's do not)
+    return {"predictions", "model"} <= keys and _QUANTITY_KEY.search(text) is not None
 
 
 def named_on_command_line(config: pytest.Config, path: Path) -> bool:

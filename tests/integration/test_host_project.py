@@ -168,6 +168,9 @@ def test_an_explicit_pattern_collects_what_it_matches(pytester: pytest.Pytester)
     # an ML project's eval file and a Helm template (trial s25a #12: collected, exit 2 for the whole project)
     ("model: qwen3-8b\npredictions:\n  - {id: 1, label: positive, score: 0.93}\n", False),
     ("model: {{ .Values.model }}\npredictions: {{ .Values.preds }}\n", False),
+    # a prediction file whose hardware: is misspelt is one, so its error is named (trial s25d #5)
+    ("hardwre: h100-sxm\nmodel: qwen3-8b\npredictions:\n  - id: r\n    quantity: ridge_point\n", True),
+    ("model: qwen3-8b\npredictions:\n  - {id: r, quantity: ridge_point, predicted: 295}\n", True),
     ("predictions:\n  - 0.5\n", False),
     ("- hardware: h100\n  model: x\n  predictions: []\n", False),  # a list whose items look like ours
     ("settings:\n  predictions: []\n  model: x\n", False),  # nested keys are not top-level keys

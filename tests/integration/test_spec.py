@@ -435,3 +435,13 @@ def test_a_max_model_len_above_the_models_is_refused_at_its_line():
     allowed = text.replace("  args:", "  env: {VLLM_ALLOW_LONG_MAX_MODEL_LEN: '1'}\n  args:")
     assert loads_spec(allowed).predictions[0].error is None
     assert loads_spec(text.replace("8192", "4096")).predictions[0].error is None
+
+
+def test_llama3_rope_scaling_does_not_lengthen_the_limit():
+    """Trial s25d #4: vLLM applies no rope_scaling factor of kind llama3 to the limit (vllm/config/model.py), so
+    Llama-3.1-8B at 200,000 over its 131,072 is refused as vLLM refuses it; at 131,072 it is not."""
+    text = ("hardware: h100-sxm\nmodel: llama-3.1-8b\nengine: {name: vllm, args: {max_model_len: 200000}}\n"
+            "predictions:\n  - {id: r, quantity: ridge_point, predicted: 295 FLOP/byte}\n")
+    with pytest.raises(SpecError, match="above the model's max_position_embeddings 131,072"):
+        loads_spec(text)
+    assert loads_spec(text.replace("200000", "131072")).predictions[0].error is None

@@ -145,6 +145,19 @@ def rank_rule_intervals(s: Mapping[str, Any], n: int, scale: float = 1.0) -> dic
         lo = max(below) if below else -math.inf
         hi = min(above) if above else math.inf
         lo, hi = min(lo, theirs), max(hi, theirs)  # GuideLLM's own value is one end
+        f, c = math.floor(a), math.ceil(a)
+        at_f = [v for lo_r, hi_r, v in known if lo_r == hi_r == f]
+        at_c = [v for lo_r, hi_r, v in known if lo_r == hi_r == c]
+        if at_f and at_c:  # both neighbours are in the file: vLLM's figure exactly (trial s25d #1: 20 requests' p99
+            # is the 19th (GuideLLM's p95) + 0.81 x (20th - 19th), 1,945.8 ms, no interval needed)
+            exact = at_f[0] + (a - f) * (at_c[0] - at_f[0])
+            out[stat] = {"estimate": exact * scale, "lo": exact * scale, "hi": exact * scale, "level": 1.0,
+                         "method": "rank rule", "n": n, "requests": n, "quantile": q, "exact": True,
+                         "note": (f"vllm bench serve's {stat} of these {n} requests, worked out from the file: the "
+                                  f"{_nth(f + 1)} value + {a - f:.4g} × (the {_nth(c + 1)} − the {_nth(f + 1)}), "
+                                  f"numpy's rule; GuideLLM's own {stat} ({theirs * scale:.6g}) is its nearest "
+                                  f"rank, the {_nth(_rank(n, q) + 1)}")}
+            continue
         out[stat] = {"estimate": theirs * scale, "lo": lo * scale if math.isfinite(lo) else None,
                      "hi": hi * scale if math.isfinite(hi) else None, "level": 1.0, "method": "rank rule", "n": n,
                      "requests": n, "quantile": q,
@@ -308,6 +321,10 @@ def guidellm_point(bench: Mapping[str, Any], where: str) -> PointRecord:
     intervals = _rank_rule_client_intervals(metrics)
     if intervals:
         client["intervals"] = intervals
+        for path, iv in intervals.items():  # where the file pins vLLM's figure, that is the figure scored
+            key, stat = path.split(".")
+            if iv.get("exact") and isinstance(client.get(key), dict):
+                client[key] = cast(Distribution, {**client[key], stat: iv["estimate"]})
     burst = summary_burst_flag(tpot_p50_ms=number((client.get("tpot_ms") or {}).get("p50")), itl_p50_ms=None,
                                output_tokens=out_len, tool="GuideLLM's benchmarks JSON")
     if burst:
