@@ -166,6 +166,13 @@ def check_setup(ctx: NodeReader, spec: Spec, hw_node: yaml.Node, model_node: yam
     return setup
 
 
+def _child(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    """The value of ``key`` in the mapping ``node``, or None (where :func:`_find` gives the deepest node found)."""
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    return next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+
+
 def check_engine_arg_names(ctx: NodeReader, spec: Spec, root: yaml.Node | None) -> None:
     """The engine args this project does not know (a typo: ``gpu_memory_utilisation``, with its did-you-mean) and
     two spellings of one arg, each at its line, where another section's error keeps the setup from resolving: the
@@ -175,6 +182,16 @@ def check_engine_arg_names(ctx: NodeReader, spec: Spec, root: yaml.Node | None) 
 
     normal, problems = engine_args.normalise_engine_args(spec.engine.args)
     unknown = {k: v for k, v in normal.items() if k not in engine_args.KNOWN_ARGS}
+    node = _child(_child(root, "engine"), "args")
+    if not spec.engine.args and isinstance(node, yaml.MappingNode):
+        # the engine section itself did not read (an arg written twice): its keys as written, the unknown ones
+        # named all the same; the section's own error is already said (trial s25d #3)
+        problems = []
+        for k, _v in node.value:
+            if isinstance(k, yaml.ScalarNode):
+                name, _neg = engine_args.canonical_key(k.value)
+                if name not in engine_args.KNOWN_ARGS:
+                    unknown[name] = None
     problems += engine_args.engine_arg_problems(unknown, scope="setup")
     errors = [SpecError(f"setup does not resolve: {p.text}", file=ctx.file,
                         line=node.start_mark.line + 1 if (node := _find(root, p.field)) is not None else None,

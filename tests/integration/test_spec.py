@@ -445,3 +445,16 @@ def test_llama3_rope_scaling_does_not_lengthen_the_limit():
     with pytest.raises(SpecError, match="above the model's max_position_embeddings 131,072"):
         loads_spec(text)
     assert loads_spec(text.replace("200000", "131072")).predictions[0].error is None
+
+
+def test_an_engine_arg_typo_is_named_beside_an_arg_written_twice():
+    """Trial s25d #3: an arg written twice fails the engine section's read, which hid a did-you-mean typo in the same
+    args: until it was fixed."""
+    text = ("hardware: h100-sxm\nmodel: qwen3-8b\nengine: {name: vllm, args: {gpu_memory_utilisation: 0.9, "
+            "max_model_len: 4096, max-model-len: 4096}}\npredictions:\n"
+            "  - {id: r, quantity: ridge_point, predicted: 295 FLOP/byte}\n")
+    with pytest.raises(SpecErrors) as err:
+        loads_spec(text)
+    text = str(err.value)
+    assert "max-model-len is engine.args.max_model_len again" in text
+    assert "did you mean 'gpu_memory_utilization'" in text and text.count("again") == 1
