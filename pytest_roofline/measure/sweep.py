@@ -390,58 +390,63 @@ def run_point(target: Target, plan: PointPlan, spec: Spec, *, out_dir: Path, tok
                 raise PointError(f"{failure} (requests: {requests_file.name})")
     finally:
         timelines = [sc.stop() for sc in scrapers] if scrapers else [[] for _ in sources]
-    _defer_interrupts()  # every request completed: a Ctrl-C now waits until the point is stored (the sweep raises it)
-    result, requests_file = results[0], out_dir / files[0]
-    settle_s = _settle_after_discards(result, sources, snapshot)
-    afters = [snapshot(u) for u in sources]
-    probe_after = probe.probe_host()  # and just after it
-    # each repeat's figures with its steady window and intervals (measure.stats.steady_summary); several repeats
-    # are averaged, with a Student-t interval over them (stats.combine_repeats)
-    client = stats.combine_repeats([stats.summarize(r, steady_state=spec.sweep.steady_state) for r in results])
-    slo_ms = stats.slo_ms_of(spec.slo)
-    if slo_ms:  # vLLM's request_goodput under the file's slo: (measure.stats.goodput), every repeat's requests
-        client["goodput"] = stats.goodput_of_records([rec for r in results for rec in r.records], slo_ms,
-                                                     client.get("request_throughput_req_s"))
-    server: dict[str, Any] | None
-    if urls:  # counters summed, gauge peaks maxed over the replicas (metrics.aggregate_replicas)
-        server = metrics.aggregate_replicas(urls, befores, afters, timelines, contamination_threshold=contamination)
-    elif sources:
-        server = metrics.summarize(befores[0], afters[0], timelines[0], contamination_threshold=contamination)
-    else:
-        server = {"replica_count": replicas, "replicas": [], "note": (
-            f"{replicas} replicas and no per-replica /metrics (--roofline-replica-metrics or engine.replica_metrics): "
-            "the load balancer's /metrics shows one replica at most, so no server-side figure was taken")}
-    record = point_record(plan.to_dict(), started_at=result.started_at, finished_at=results[-1].finished_at,
-                          duration_s=sum(stats.measured_duration_s(r) for r in results) / len(results),
-                          client=cast(ClientStats, client),
-                          server=cast("ServerStats | None", server), requests_file=requests_file.name,
-                          loadgen=cast(LoadgenChecks, stats.loadgen_checks(result)),
-                          flags=[f for f in (small_sample_flag(client.get("completed")),
-                                             stats.burst_flag(client.get("bursts")),
-                                             stats.held_flag(client, plan.concurrency if plan.mode == "closed"
-                                                             else None, result.read_lag_ms, plan.num_requests),
-                                             # open loop: the engine completed requests below the offered rate
-                                             stats.rate_flag(result.records, plan.rate_req_s if plan.mode == "open"
-                                                             else None, plan.burstiness))
-                                 if f])
-    record["host_probe"] = {"before_gflop_per_s": round(probe_before.gflop_per_s, 4),
-                            "after_gflop_per_s": round(probe_after.gflop_per_s, 4),
-                            "threads": probe_before.threads, "method": probe.PROBE_METHOD}
-    if len(results) > 1:  # every repeat's per-request file (the first is requests_file)
-        record["requests_files"] = files  # type: ignore[typeddict-unknown-key]
-    if shape != datasets.ResolvedWorkload():  # the workload as run: its description and realised lengths
-        record["workload"] = {**shape.to_dict(),  # type: ignore
-                              "realised": datasets.realised([x for r in results for x in r.records])}
-    if stop_check is not None:  # the adaptive sweep's decision: looks, targets, why it stopped (plan/stopping.py)
-        record["adaptive"] = {**stop_check.summary(result.records),  # type: ignore[typeddict-unknown-key]
-                              "discarded": sum(1 for r in result.records if r.discarded),
-                              "abort_settle_s": settle_s,
-                              **({} if one_process else {"note": "multi-process load generator: ran to the cap"})}
-        if stop_check.stopped is not None and plan.num_requests is not None:
-            # what ran, not the cap (the cap keeps its own name): the measured requests sent before the stop
-            record["num_requests_cap"] = plan.num_requests  # type: ignore[typeddict-unknown-key]
-            record["num_requests"] = sum(1 for r in result.records if r.in_sample)
-    return record
+    held = _defer_interrupts()  # every request completed: a Ctrl-C now waits until the point is stored (the sweep
+    try:                        # raises it after storing it: _raise_deferred)
+        result, requests_file = results[0], out_dir / files[0]
+        settle_s = _settle_after_discards(result, sources, snapshot)
+        afters = [snapshot(u) for u in sources]
+        probe_after = probe.probe_host()  # and just after it
+        # each repeat's figures with its steady window and intervals (measure.stats.steady_summary); several repeats
+        # are averaged, with a Student-t interval over them (stats.combine_repeats)
+        client = stats.combine_repeats([stats.summarize(r, steady_state=spec.sweep.steady_state) for r in results])
+        slo_ms = stats.slo_ms_of(spec.slo)
+        if slo_ms:  # vLLM's request_goodput under the file's slo: (measure.stats.goodput), every repeat's requests
+            client["goodput"] = stats.goodput_of_records([rec for r in results for rec in r.records], slo_ms,
+                                                         client.get("request_throughput_req_s"))
+        server: dict[str, Any] | None
+        if urls:  # counters summed, gauge peaks maxed over the replicas (metrics.aggregate_replicas)
+            server = metrics.aggregate_replicas(urls, befores, afters, timelines, contamination_threshold=contamination)
+        elif sources:
+            server = metrics.summarize(befores[0], afters[0], timelines[0], contamination_threshold=contamination)
+        else:
+            server = {"replica_count": replicas, "replicas": [], "note": (
+                f"{replicas} replicas and no per-replica /metrics (--roofline-replica-metrics or "
+                "engine.replica_metrics): the load balancer's /metrics shows one replica at most, so no server-side "
+                "figure was taken")}
+        record = point_record(plan.to_dict(), started_at=result.started_at, finished_at=results[-1].finished_at,
+                              duration_s=sum(stats.measured_duration_s(r) for r in results) / len(results),
+                              client=cast(ClientStats, client),
+                              server=cast("ServerStats | None", server), requests_file=requests_file.name,
+                              loadgen=cast(LoadgenChecks, stats.loadgen_checks(result)),
+                              flags=[f for f in (small_sample_flag(client.get("completed")),
+                                                 stats.burst_flag(client.get("bursts")),
+                                                 stats.held_flag(client, plan.concurrency if plan.mode == "closed"
+                                                                 else None, result.read_lag_ms, plan.num_requests),
+                                                 # open loop: the engine completed requests below the offered rate
+                                                 stats.rate_flag(result.records, plan.rate_req_s if plan.mode == "open"
+                                                                 else None, plan.burstiness))
+                                     if f])
+        record["host_probe"] = {"before_gflop_per_s": round(probe_before.gflop_per_s, 4),
+                                "after_gflop_per_s": round(probe_after.gflop_per_s, 4),
+                                "threads": probe_before.threads, "method": probe.PROBE_METHOD}
+        if len(results) > 1:  # every repeat's per-request file (the first is requests_file)
+            record["requests_files"] = files  # type: ignore[typeddict-unknown-key]
+        if shape != datasets.ResolvedWorkload():  # the workload as run: its description and realised lengths
+            record["workload"] = {**shape.to_dict(),  # type: ignore
+                                  "realised": datasets.realised([x for r in results for x in r.records])}
+        if stop_check is not None:  # the adaptive sweep's decision: looks, targets, why it stopped (plan/stopping.py)
+            record["adaptive"] = {**stop_check.summary(result.records),  # type: ignore[typeddict-unknown-key]
+                                  "discarded": sum(1 for r in result.records if r.discarded),
+                                  "abort_settle_s": settle_s,
+                                  **({} if one_process else {"note": "multi-process load generator: ran to the cap"})}
+            if stop_check.stopped is not None and plan.num_requests is not None:
+                # what ran, not the cap (the cap keeps its own name): the measured requests sent before the stop
+                record["num_requests_cap"] = plan.num_requests  # type: ignore[typeddict-unknown-key]
+                record["num_requests"] = sum(1 for r in result.records if r.in_sample)
+        return record
+    finally:
+        if held:
+            _end_deferral()
 
 
 def workload_shape(spec: Spec, plan: PointPlan | None = None, *, for_load: bool = False,
@@ -598,30 +603,41 @@ def _interrupts_held() -> Iterator[None]:
 _DEFERRAL: dict[str, Any] = {"previous": None, "held": False, "seen": 0}
 
 
-def _defer_interrupts() -> None:
-    """From the end of a point's load to its storing: a Ctrl-C is noted, not raised, so a point whose every request
+def _defer_interrupts() -> bool:
+    """From the end of a point's load to its record: a Ctrl-C is noted, not raised, so a point whose every request
     completed is stored before the run stops (trial s25c #7: a Ctrl-C during the final /metrics scrape and host probe
-    left a complete 60-request point out of results.json, its records on disk and never named). The sweep raises it
-    once the point is stored (:func:`_end_deferral`); the after-work takes about 2 s. Only the main thread can."""
+    left a complete 60-request point out of results.json, its records on disk and never named). The after-work takes
+    about 2 s; :func:`_end_deferral` puts the handler back as it ends, whatever ends it, and the sweep raises the
+    noted Ctrl-C once the point is stored (:func:`_raise_deferred`). Whether it took the handler (only the main
+    thread can)."""
     if threading.current_thread() is not threading.main_thread() or _DEFERRAL["held"]:
-        return
+        return False
     def note(signum: int, frame: Any) -> None:
         _DEFERRAL["seen"] += 1
     try:
         _DEFERRAL["previous"] = signal.signal(signal.SIGINT, note)
     except (ValueError, OSError):
-        return
+        return False
     _DEFERRAL["held"], _DEFERRAL["seen"] = True, 0
+    return True
 
 
 def _end_deferral() -> bool:
-    """Restore the handler :func:`_defer_interrupts` replaced; whether a Ctrl-C came meanwhile."""
+    """Restore the handler :func:`_defer_interrupts` replaced; whether a Ctrl-C came while it was held (the count is
+    kept for :func:`_raise_deferred`)."""
     if not _DEFERRAL["held"]:
         return False
     previous = _DEFERRAL["previous"]
     signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
     _DEFERRAL["held"] = False
     return bool(_DEFERRAL["seen"])
+
+
+def _raise_deferred() -> None:
+    """Raise the Ctrl-C a point's after-work noted (once: the count is cleared)."""
+    if _DEFERRAL["seen"]:
+        _DEFERRAL["seen"] = 0
+        raise KeyboardInterrupt
 
 
 def _plural(n: int, word: str) -> str:
@@ -980,10 +996,10 @@ class Measurements(MeasurementProvider):
                     point["flags"] = [*(point.get("flags") or []), flag]
                 fastest_probe = max(fastest_probe or 0.0, here) or None
                 run.writer.add_point(point)  # a disk that is full: this point and the rest are errors, said once
-                if _end_deferral():  # a Ctrl-C during its after-work: the point is stored, now the run stops
+                if _DEFERRAL["seen"]:  # a Ctrl-C during its after-work: the point is stored, now the run stops
                     measured_ids.add(plan.id)
                     run.current = None
-                    raise KeyboardInterrupt
+                    _raise_deferred()
             except Exception as exc:  # engine died, or the load could not run: this point and the rest fail
                 died = _engine_death(target, exc)
                 if died:  # said first, on a line of its own; the requests' failure reasons follow it
@@ -999,8 +1015,6 @@ class Measurements(MeasurementProvider):
                 with contextlib.suppress(ResultsError):
                     run.writer.finish("aborted")
                 return
-            finally:
-                _end_deferral()  # whatever ended the point, Ctrl-C is Ctrl-C again
             measured_ids.add(plan.id)
             run.current = None
             self.timings.append((f"{stem}:{plan.id}", time.monotonic() - t0))
