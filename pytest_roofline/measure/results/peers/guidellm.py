@@ -26,6 +26,7 @@ The file holds no per-request chunk times: bursts are judged from its TPOT p50 (
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -104,8 +105,16 @@ def _rank(n: int, q: float) -> int:
     the rank (at n = 20 the 19th value's sum is 0.9500000000000003 > 0.95: GuideLLM's p95 is the 19th value, p90 the
     18th). Tied values, merged into one with their summed weight, can move a whole-number rank by one; their values
     are equal there."""
+    return min(int(np.searchsorted(_cdf(n), q, side="left")), n - 1)
+
+
+@functools.lru_cache(maxsize=32)
+def _cdf(n: int) -> np.ndarray:
+    """GuideLLM's cumulative probabilities of ``n`` distinct values (:func:`_rank`), summed once per ``n``: a file's
+    every percentile and every point of one sweep ask for the same ``n`` (read-only, as the cache shares it)."""
     cdf = np.cumsum(np.full(n, 1.0 / n))
-    return min(int(np.searchsorted(cdf, q, side="left")), n - 1)
+    cdf.flags.writeable = False
+    return cdf
 
 
 def _nth(k: int) -> str:
