@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,21 +141,13 @@ def check_setup(ctx: NodeReader, spec: Spec, hw_node: yaml.Node, model_node: yam
                       "write a Hub id (owner/name), a preset name, a path to a config.json, or a nominal model "
                       "mapping {name, params, num_layers, num_kv_heads, head_dim}") from None
     except engine_args.EngineArgsError as exc:  # every bad engine arg at once, each at its own line
-        errors = []
         # the serving model's own refusals, warned once these are fixed: named now, so one check lists every arg
         # to change (trial s24 L8)
         also = ("; once fixed, the serving model will also warn of "
                 + ", ".join(p.field + (f" (line {n.start_mark.line + 1})" if (n := _find(root, p.field)) is not None
                                        else "") for p in exc.later)
                 + ": it does not simulate them") if exc.later else ""
-        for i, problem in enumerate(exc.problems):
-            node = _find(root, problem.field)
-            errors.append(SpecError(f"setup does not resolve: {problem.text}", file=ctx.file,
-                                    line=node.start_mark.line + 1 if node is not None else None,
-                                    hint=f"change or remove {problem.field} as the line says (the args the models "
-                                         "read, accept and refuse: docs/reference/refusals.md)"
-                                         + (also if i == len(exc.problems) - 1 else "")))
-        raise (errors[0] if len(errors) == 1 else SpecErrors(errors)) from None
+        raise _engine_arg_error(ctx, root, exc.problems, also_last=also) from None
     except (ValueError, KeyError, TypeError) as exc:
         node = setup_error_node(exc, root)
         raise SpecError(f"setup does not resolve: {exc}", file=ctx.file,
@@ -193,13 +185,21 @@ def check_engine_arg_names(ctx: NodeReader, spec: Spec, root: yaml.Node | None) 
                 if name not in engine_args.KNOWN_ARGS:
                     unknown[name] = None
     problems += engine_args.engine_arg_problems(unknown, scope="setup")
+    if problems:
+        raise _engine_arg_error(ctx, root, problems)
+
+
+def _engine_arg_error(ctx: NodeReader, root: yaml.Node | None, problems: Sequence[engine_args.Problem],
+                      also_last: str = "") -> SpecError:
+    """One error per engine-arg problem (:class:`engine_args.Problem`: its field and text; at least one), each at
+    the line that writes its field, with the fix; ``also_last`` joins the last one's hint (what the serving model
+    will refuse once these are fixed). The one error, or all of them as :class:`SpecErrors`."""
     errors = [SpecError(f"setup does not resolve: {p.text}", file=ctx.file,
                         line=node.start_mark.line + 1 if (node := _find(root, p.field)) is not None else None,
                         hint=f"change or remove {p.field} as the line says (the args the models read, accept and "
-                             "refuse: docs/reference/refusals.md)")
-              for p in problems]
-    if errors:
-        raise errors[0] if len(errors) == 1 else SpecErrors(errors)
+                             "refuse: docs/reference/refusals.md)" + (also_last if i == len(problems) - 1 else ""))
+              for i, p in enumerate(problems)]
+    return errors[0] if len(errors) == 1 else SpecErrors(errors)
 
 
 #: the rope_scaling kinds vLLM does not lengthen max_position_embeddings by (vllm/config/model.py

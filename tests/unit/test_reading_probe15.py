@@ -286,7 +286,17 @@ EXEC = ("hardware: cpu\nmodel: roofline-tiny\nengine:\n  name: vllm\n  version: 
         "    predicted: 1.0\n    tolerance: ±50%\n")
 
 
-def test_a_backend_the_check_accepts_is_the_one_launched():
+@pytest.fixture
+def tiny_model_in_place(monkeypatch):
+    """The launch configuration names the tiny model's folder; these tests read the flags, so the model is not made
+    (making it starts a child process: on a fresh machine, where no earlier test made it, the unit tests' in-process
+    rule failed the test)."""
+    from pytest_roofline.measure.engine import tiny_model
+
+    monkeypatch.setattr(tiny_model, "make_tiny_model", lambda dest, **_kw: dest)
+
+
+def test_a_backend_the_check_accepts_is_the_one_launched(tiny_model_in_place):
     from pytest_roofline.measure.sweep import engine_config_for
 
     spec = loads_spec(EXEC.format(backend='" mp "'), file="exec.yaml")
@@ -354,7 +364,7 @@ def test_an_on_off_arg_that_is_neither_is_refused(value, shown):
 @pytest.mark.parametrize(("value", "flags"), [
     (" true", ["--disable-custom-all-reduce"]), (' "true"', ["--disable-custom-all-reduce"]),
     (" 1", ["--disable-custom-all-reduce"]), (" false", ["--no-disable-custom-all-reduce"])])
-def test_an_on_off_arg_is_launched_as_a_flag_never_with_a_value(value, flags):
+def test_an_on_off_arg_is_launched_as_a_flag_never_with_a_value(value, flags, tiny_model_in_place):
     from pytest_roofline.measure.sweep import engine_config_for
 
     text = EXEC.format(backend="mp").replace(", distributed_executor_backend: mp}",
