@@ -97,11 +97,14 @@ class BandCheck:
         rng = _range_text(v, self.lo, self.hi)
         if self.source == "ceiling_share":
             return f"band {rng} (measured share of the ceiling, top: the ceiling)"
+        if self.top_is_ceiling:  # the serving band's floor, the ceiling's top: neither an 80% band nor the serving
+            # model's band (trial s26b #9: it read "serving band 120.01–208.59 tok/s" and "(80%)")
+            floor = f"floor: the serving band's {self.level:.0%} edge" if self.level is not None else "floor: serving"
+            return (f"band {rng} ({floor}{', one CPU host' if self.one_cpu_host else ''}; "
+                    "top: the roofline ceiling)")
         what = [f"{self.level:.0%}"] if self.level is not None else []
         if self.one_cpu_host:
             what.append("one CPU host")
-        if self.top_is_ceiling:
-            what.append("top: the roofline ceiling")
         return f"{BAND_LABEL_PREFIX}{rng}" + (f" ({', '.join(what)})" if what else "")
 
     @classmethod
@@ -556,7 +559,12 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
             if v.serving_text:
                 v.reason += f" ({_serving_hint(v, setup)})"
             return v
-        if v.model_source == "serving":  # the serving model stands in for the measurement: the measured band
+        if v.model_source == "serving" and _has_band(v):
+            # a band says where runs land: the tolerances that may pass ink outside it are the prediction's own, as
+            # in the default column (_math_tolerance); a file's defaults.tolerance or the ini's measured default
+            # never widens a band (trial s26b #1: 5,300 tok/s passed "±40%" above a band topping at 4,209.6)
+            tol, against = _math_tolerance(pred, spec.default_math_tolerance), "serving model"
+        elif v.model_source == "serving":  # no band: the serving model stands in for the measurement, at its tolerance
             tol = pred.math_tolerance or pred.tolerance or parse_tolerance(default_tolerance, q.dimension, unit)
             against = "serving model"
         else:
@@ -577,7 +585,11 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
         if (x is not None and model_x is not None and q.name in ROOFLINE_CEILING_QUANTITIES and x < float(model_x)
                 and not tol.contains(float(model_x), x)):
             return _below_ceiling(v, pred, x, tol, setup)
-        return _compare(v, pred, ink, v.model_value, tol, against)
+        out = _compare(v, pred, ink, v.model_value, tol, against)
+        if (q.name == "batch1_ceiling" and out.status is VerdictStatus.FAIL and x is not None and model_x is not None
+                and x < float(model_x)):
+            out.reason += _ceiling_not_measured(v, spec, pred, setup, x, hardware_override)
+        return out
 
     # measured
     if q.measure is None or measurement is None:
@@ -832,6 +844,26 @@ def _past(pred: Prediction, bound: float, side: Literal["upper", "lower"], x: fl
     return over > slack
 
 
+#: the significant figures a band's edges are printed to (Verdict.fmt, `roofline predict --simulate`)
+BAND_EDGE_DIGITS = 5
+
+
+def _edge_slack(pred: Prediction, edge: float) -> float:
+    """How far ink may sit past a band's ``edge`` and still be on it: half a unit in the last digit the ink was
+    written to, or half a unit in the edge's last printed figure (:data:`BAND_EDGE_DIGITS`), whichever is more. Ink
+    copied from the printed edge (``10.493 ms`` for 10.4925) and the number anyone writes for an open loop's
+    offered rate (``1280`` for 600 × 256 ÷ 120 computed as 1279.9999999999998) are on it (trial s26b #5, #8)."""
+    slack = pred.predicted.half_ulp_si
+    if edge and math.isfinite(edge):
+        slack = max(slack, 0.5 * 10 ** (math.floor(math.log10(abs(edge))) - (BAND_EDGE_DIGITS - 1)))
+    return slack
+
+
+def _inside_band(pred: Prediction, ink: float, lo: float, hi: float) -> bool:
+    """Whether ink lies in the band ``lo``..``hi`` to the precision either is written to (:func:`_edge_slack`)."""
+    return lo - _edge_slack(pred, lo) <= ink <= hi + _edge_slack(pred, hi)
+
+
 def _widened(precision: Tolerance, tol: Tolerance, ref: float, text: str) -> Tolerance:
     """The union of the precision written and ``tol`` around ``ref`` (the precision itself when it is wider)."""
     lo1, hi1 = precision.bounds(ref)
@@ -953,7 +985,7 @@ def _compare_to_ceiling(v: Verdict, pred: Prediction, ink: float, ceiling: float
     if s_lo is not None:
         wheres.append(f"the serving model's band at batch 1 from {v.fmt(s_lo)} (serving model {v.serving_text}, "
                       "80% nominal)")
-    low = ink < lo
+    low = ink < lo - _edge_slack(pred, lo)
     v.status = VerdictStatus.FAIL if low else VerdictStatus.PASS
     v.reason = (f"predicted {v.fmt(ink)} is {'below' if low else 'within'} the model's band, from "
                 f"{v.fmt(lo)} up to {bound}: " + "; ".join(wheres))
@@ -1087,7 +1119,7 @@ def _against_band(v: Verdict, pred: Prediction, ink: float, tol: Tolerance, setu
     meaning = (f"{NOMINAL:.0%} nominal; {caveat}" if caveat else
                f"where runs from sources the band was not built from land, {NOMINAL:.0%} nominal")
     head = f"predicted {v.fmt(ink)} is" + (f" {why}, and" if why else "")
-    if lo <= ink <= hi:
+    if _inside_band(pred, ink, lo, hi):
         v.status = VerdictStatus.PASS
         v.reason = (f"{head} within {band}): a realistic value ({meaning}; docs/explanation/models.md); a "
                     "measurement decides")
@@ -1162,8 +1194,8 @@ def _compare_to_serving(v: Verdict, pred: Prediction, ink: float, tol: Tolerance
         out.status, out.diagnosis = VerdictStatus.INCONCLUSIVE, []
         out.reason += f"; the point is {v.serving_unstable}: a measurement decides"
         return out
-    if ceiling is not None and not (_has_band(v) and float(v.serving_band_lo) <= ink  # type: ignore[arg-type]
-                                    <= float(v.serving_band_hi)):  # type: ignore[arg-type]
+    if ceiling is not None and not (_has_band(v) and _inside_band(pred, ink, float(v.serving_band_lo),  # type: ignore[arg-type]
+                                                                  float(v.serving_band_hi))):  # type: ignore[arg-type]
         return _compare_to_ceiling(v, pred, ink, float(ceiling), tol, setup, file_math_tolerance)
     if _has_band(v):
         return _against_band(v, pred, ink, tol, setup, why=f"outside {tol.text} of the serving model's {v.fmt(model)}")
@@ -1280,7 +1312,27 @@ def diagnose(v: Verdict, pred: Prediction) -> list[str]:
             short = 1 - GB / GIB  # a budget read as N GB instead of N GiB: 6.87% short
             out.append("check GiB vs GB: the card's memory is " + mem + " — a budget taken from the decimal figure "
                        f"is {short:.1%} smaller (the notebook's slip)")
+    if pred.quantity == "batch1_ceiling" and pred.predicted.kind is PredictedKind.NUMBER:
+        out += _ceiling_prefix_slip(v)
     return out
+
+
+def _ceiling_prefix_slip(v: Verdict) -> list[str]:
+    """``batch1_ceiling`` ink off the model by exactly GiB ÷ GB (either way): one of the quotient's two byte figures
+    (bandwidth, weights) was read with the other prefix; the slip named with both figures in both units (trial s26b
+    #2: 194.3 for 208.59 tok/s, 3.35 TB/s taken as 3,120 GiB/s)."""
+    model, ink = v.model_value, v.predicted_value
+    if not isinstance(model, (int, float)) or not isinstance(ink, (int, float)) or not ink or not model:
+        return []
+    ratio, k = float(model) / float(ink), GIB / GB
+    if not (abs(ratio / k - 1) <= _SLIP_REL or abs(ratio * k - 1) <= _SLIP_REL):
+        return []
+    inputs = v.model_inputs
+    figures = ", ".join(f"{name} {inputs[key]}" for name, key in (("bandwidth", "hbm_bandwidth"),
+                                                                   ("weights", "weights")) if key in inputs)
+    return [f"model ÷ ink = ×{ratio:.4f}, the factor between GiB and GB (2^30 ÷ 10^9): the bandwidth or the "
+            f"weights was read with the other prefix" + (f" ({figures})" if figures else "")
+            + "; datasheet bandwidths are decimal (TB/s = 10^12 B/s), and a checkpoint's size in GB is decimal too"]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -1329,8 +1381,6 @@ def _serving_column(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hard
     if v.model_source == "roofline":
         v.roofline_value, v.roofline_text = v.model_value, v.model_text
     if q.serving is None:
-        if q.name in model_bands.ROOFLINE_CEILINGS:
-            _batch1_reading(v, spec, pred, setup, hardware_override)
         return
     try:
         sweep = serving_sweep_for(spec, pred, setup, hardware_override=hardware_override)
@@ -1365,11 +1415,26 @@ def _serving_column(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hard
                 v.model_inputs["calibration_mismatch"] = "; ".join(differs)
 
 
+def _ceiling_not_measured(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, ink: float,
+                          hardware_override: str | None) -> str:
+    """For ``batch1_ceiling`` ink that failed below the ceiling: the ceiling is the weight read's arithmetic, never
+    a figure a run measures, and ink that lies where batch-1 runs land (the serving model's batch-1 band) is
+    ``batch1_throughput``'s: said, with that band, so the writer of a realistic value (trial s24 H1) learns which
+    quantity takes it, while a slip (trial s26b #2: 194.3 for 208.59 tok/s, bandwidth in GiB/s) fails as
+    arithmetic. "" where ink is outside that band or the serving model has none."""
+    b1 = replace(v, serving_band_lo=None, serving_band_hi=None)  # a scratch copy: v's serving reading stays empty
+    _batch1_reading(b1, spec, pred, setup, hardware_override)
+    lo, hi = b1.serving_band_lo, b1.serving_band_hi
+    if lo is None or hi is None or not _inside_band(pred, ink, lo, hi):
+        return ""
+    return (f"; {v.fmt(ink)} is where batch-1 runs land (the serving model's batch-1 band "
+            f"{v.fmt(lo)} – {v.fmt(hi)}), but batch1_ceiling is the weight read's arithmetic (bandwidth ÷ weight "
+            "bytes), which no run measures: for the figure a run measures write quantity: batch1_throughput")
+
+
 def _batch1_reading(v: Verdict, spec: Spec, pred: Prediction, setup: Setup, hardware_override: str | None) -> None:
-    """A roofline ceiling with no serving value of its own (``batch1_ceiling``, the roofline's fact): ink written as
-    its realistic value is read as ``batch1_throughput``'s is (one number, one verdict, trial s24 H1), so the
-    verdict's serving reading is the serving model's throughput at its batch-1 point with that point's band; the
-    model column stays the roofline's ceiling."""
+    """The serving model's throughput at the sweep's batch-1 point, with that point's band, as ``v``'s serving
+    reading (:func:`_ceiling_not_measured` reads it for ``batch1_ceiling`` ink)."""
     try:
         p, pp = serving_sweep_for(spec, pred, setup, hardware_override=hardware_override).batch1()
     except (SetupError, ValueError, ZeroDivisionError, KeyError) as exc:

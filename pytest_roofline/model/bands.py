@@ -67,9 +67,12 @@ __all__ = ["Band", "BAND_METRICS", "MOE_CEILING_NO_BAND", "MOE_SERVING_NO_BAND",
 
 #: the PointPrediction metrics that carry a band
 BAND_METRICS: tuple[str, ...] = ("output_throughput_tok_per_s", "tpot_p50_ms", "ttft_p50_ms")
-#: roofline quantities whose value is a physical ceiling on what a run can measure (tokens/s at batch 1): the CPU-only
-#: math check passes realistic ink between the share of the ceiling measured runs reach and the ceiling itself
-ROOFLINE_CEILINGS: frozenset[str] = frozenset({"batch1_throughput", "batch1_ceiling"})
+#: roofline quantities a run measures whose roofline value is a physical ceiling on it (tokens/s at batch 1): the
+#: CPU-only math check passes realistic ink between the share of the ceiling measured runs reach and the ceiling
+#: itself. Not ``batch1_ceiling``: that is the ceiling's own arithmetic (bandwidth ÷ weight bytes), never measured, so
+#: its ink is checked as arithmetic, to the precision written (trial s26b #2: a GiB-for-GB slip, 194.3 for 208.59
+#: tok/s, passed as "a realistic value")
+ROOFLINE_CEILINGS: frozenset[str] = frozenset({"batch1_throughput"})
 #: the key of that share in bands.json: measured / roofline at low load (mean running batch <= 16) on GPUs
 ROOFLINE_FRACTION_KEY = "roofline_fraction|low|gpu"
 #: the share of a never-seen source's values a band is built to cover

@@ -52,9 +52,10 @@ __all__ = ["PhysicalBound", "physical_bound", "batch1_step_rate", "ROOFLINE_CEIL
 
 Side = Literal["upper", "lower"]
 
-#: quantities whose decode-roofline value at their point is a ceiling on what a run measures
+#: quantities whose decode-roofline value at their point is a ceiling on what a run measures (``batch1_ceiling`` is
+#: bounded by its own value too, :func:`physical_bound`, but it is arithmetic, not a figure a run measures)
 ROOFLINE_CEILING_QUANTITIES: frozenset[str] = frozenset({"output_throughput", "per_request_throughput",
-                                                         "batch1_throughput", "batch1_ceiling"})
+                                                         "batch1_throughput"})
 #: quantities a run counts with its output tokens at a point, each bounded by that point's output ceiling: requests
 #: (÷ output_len), requests meeting SLOs (a subset of them), prompt + output tokens (× (in + out) ÷ out)
 PER_REQUEST_CEILING_QUANTITIES: frozenset[str] = frozenset({"request_throughput", "request_goodput",

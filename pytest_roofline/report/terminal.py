@@ -106,12 +106,13 @@ def _tolerance_short(v: Verdict) -> str:
     """The tolerance the verdict was checked with, without where it came from ('±0.5 ms (precision written)'
     -> '±0.5 ms'): beside the error it says why a -0.93% passes and a +361.73% too (``>= 100 ms``). A band that
     decided (:attr:`Verdict.band_check`) shows its bounds and its coverage and no more ('band 1,415.1–2,001.3 (80%)'
-    for a serving band, whose label also says when its top is the roofline ceiling; 'band 30.848–53.13 (measured
-    share of the ceiling)'): the unit is the predicted column's, the row's src (serv) and the legend under the table
+    for a serving band; 'band 120.01–206.64 (80% floor, top: ceiling)' for a batch-1 band whose top is the roofline
+    ceiling; 'band 30.848–53.13 (measured share of the ceiling)'): the unit is the predicted column's, the row's src (serv) and the legend under the table
     say whose band it is, and the failure line has the rest."""
     band = v.band_check
     if band is not None:
         what = ("measured share of the ceiling" if band.source == "ceiling_share"
+                else f"{band.level:.0%} floor, top: ceiling" if band.top_is_ceiling and band.level is not None
                 else f"{band.level:.0%}" if band.level is not None else "")
         return f"band {_band_numbers(v, band.lo, band.hi)}" + (f" ({what})" if what else "")
     return _plain(v.tolerance_text).split(" (", 1)[0]
@@ -525,6 +526,10 @@ def _layout_rows(rows: list[dict[str, str]], width: int, band_lines: bool = Fals
         shown["id"] = max(MIN_ID_WIDTH, shown["id"] - (total(shown) - width))
     ids = elide_ids([row["id"] for row in rows], shown["id"])
     shown["id"] = max(len(x) for x in ids.values() if x is not None) if any(ids.values()) else MIN_ID_WIDTH
+    if total(shown) > width and "tolerance" in shown:
+        # still too wide (a band's label in the tolerance column, 80 columns): the label loses its end, where its
+        # coverage is; the band's range is on the line under the row, the failure detail says the rest
+        shown["tolerance"] = max(len("tolerance"), shown["tolerance"] - (total(shown) - width))
     order = [c for c in _COLUMNS if c in shown]
     error_rows_lose_message = "quantity" not in shown
 
@@ -534,6 +539,8 @@ def _layout_rows(rows: list[dict[str, str]], width: int, band_lines: bool = Fals
             text = ids[text] or ""
         elif c == "quantity":
             text = _clip(text, w)
+        elif c == "tolerance" and len(text) > w:  # the label's parenthesis goes first, then its end
+            text = _clip(text.split(" (", 1)[0], w)
         return f"{text:>{w}}" if c in _RIGHT else f"{text:<{w}}"
 
     head = " ".join(cell(c, heads[c]) if c != "id" else f"{'id':<{shown['id']}}" for c in order).rstrip()

@@ -123,8 +123,8 @@ def test_the_batch1_path_reads_like_the_sweep_point_path():
     # C = 1 on an H100 (the trial's 125 tok/s): the floor is the serving band's, the top the roofline ceiling
     v = _v("output_throughput", "125 tok/s", c=1)
     assert v.status == "pass"
-    assert _tolerance_short(v).startswith("band ") and _tolerance_short(v).endswith(" (80%)")
-    assert "(80%, top: the roofline ceiling)" in v.tolerance_text
+    assert _tolerance_short(v).startswith("band ") and _tolerance_short(v).endswith(" (80% floor, top: ceiling)")
+    assert "(floor: the serving band's 80% edge; top: the roofline ceiling)" in v.tolerance_text
     assert v.checked_value == pytest.approx(v.serving_value)
     assert v.error_rel == pytest.approx((v.serving_value - 125) / 125, rel=1e-3)
 

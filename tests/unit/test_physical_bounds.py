@@ -173,24 +173,27 @@ def test_the_batch1_band_is_a_share_of_the_step_rate_with_its_all_reduces():
     assert band is not None and band.tp_max == 4  # lambda's TP 1/2/4 runs are the largest TP behind it
     # Llama-3.1-70B at TP 4 on H100: the ceiling 3.35e12 / (141.1e9 / 4) = 95.0 tok/s, but the roofline's step
     # also pays 2 x 80 all-reduces and the KV read, so its rate is lower; the band's floor is a share of that rate
-    v = _h100("batch1_ceiling", "40 tok/s", model="llama-3.1-70b", tp=4)
-    ceiling = float(v.model_value)
+    ceiling = float(_h100("batch1_ceiling", "1 tok/s", model="llama-3.1-70b", tp=4).model_value)
     assert ceiling == pytest.approx(3.35e12 / (2 * 70_553_706_496 / 4), rel=1e-3)
-    assert v.status == "fail" and "batch-1 step rate" in v.reason
-    assert v.lo < band.lo * ceiling  # the floor sits below the share of the bandwidth-only ceiling
-    assert _h100("batch1_ceiling", "52 tok/s", model="llama-3.1-70b", tp=4).status == "pass"
+    v = _h100("batch1_throughput", "40 tok/s", model="llama-3.1-70b", tp=4)
+    rate = float(v.model_value)  # batch1_throughput's roofline value is that step rate: 84.34 tok/s
+    assert rate < 0.9 * ceiling
+    assert v.status == "fail" and f"the {100 * band.lo:.0f}% of it that measured low-load runs reach" in v.reason
+    assert v.hi == pytest.approx(rate) and v.lo <= band.lo * rate < band.lo * ceiling
+    assert _h100("batch1_throughput", "52 tok/s", model="llama-3.1-70b", tp=4).status == "pass"
+    # the ceiling itself is arithmetic (trial s26b #2): realistic ink there fails, naming batch1_throughput
+    ceil = _h100("batch1_ceiling", "52 tok/s", model="llama-3.1-70b", tp=4)
+    assert ceil.status == "fail" and ceil.reason.endswith("write quantity: batch1_throughput")
 
 
 def test_beyond_the_shares_largest_tp_the_serving_band_alone_is_the_floor():
     # Llama-3.1-8B at TP 8: no run behind the share of the ceiling ran above TP 4, and the serving model's own C = 1
     # value (about 210 tok/s) lies far below 58% of the ceiling, so that share is no floor here; the serving
-    # model's band at batch 1 is (the corpus holds a TP-8 source), for batch1_ceiling as for batch1_throughput
-    # (trial s24 H1: one number, one verdict; the ceiling was inconclusive where the throughput passed)
+    # model's band at batch 1 is (the corpus holds a TP-8 source)
     for ink, status in (("220 tok/s", "pass"), ("150 tok/s", "fail")):
-        ceil = _h100("batch1_ceiling", ink, model="llama-3.1-8b", tp=8)
         b1 = _h100("batch1_throughput", ink, model="llama-3.1-8b", tp=8)
-        assert (ceil.status, b1.status) == (status, status), ink
-        assert "serving model's band at batch 1" in ceil.reason and "low-load runs reach" not in ceil.reason
+        assert b1.status == status, ink
+        assert "serving model's band at batch 1" in b1.reason and "low-load runs reach" not in b1.reason
     assert _h100("batch1_ceiling", "2000 tok/s", model="llama-3.1-8b", tp=8).status == "fail"  # above: physics
 
 
