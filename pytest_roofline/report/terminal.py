@@ -107,8 +107,8 @@ def _tolerance_short(v: Verdict) -> str:
     -> '±0.5 ms'): beside the error it says why a -0.93% passes and a +361.73% too (``>= 100 ms``). A band that
     decided (:attr:`Verdict.band_check`) shows its bounds and its coverage and no more ('band 1,415.1–2,001.3 (80%)'
     for a serving band; 'band 120.01–206.64 (80% floor, top: ceiling)' for a batch-1 band whose top is the roofline
-    ceiling; 'band 30.848–53.13 (measured share of the ceiling)'): the unit is the predicted column's, the row's src (serv) and the legend under the table
-    say whose band it is, and the failure line has the rest."""
+    ceiling; 'band 30.848–53.13 (measured share of the ceiling)'): the unit is the predicted column's, the row's
+    src (serv) and the legend under the table say whose band it is, and the failure line has the rest."""
     band = v.band_check
     if band is not None:
         what = ("measured share of the ceiling" if band.source == "ceiling_share"
