@@ -41,6 +41,7 @@ A value stored before this was kept reads as held.
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
 import re
 import statistics
@@ -615,6 +616,9 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
     runs.sort(key=lambda r: r.started_at)
     pinned = _pinned(runs, policy.pinned) if policy.pinned is not None else None
     per_day = Counter(_day(r.started_at) for r in runs if r.started_at)
+    # tonight counts too: a baseline of this very day is named by its time, so a CI re-run an hour after the night
+    # tells this morning's run from the failed retry (trial s26a #7: "vs previous run (2026-12-07, ...)" on 12-07)
+    per_day[_day(before) if before else _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d")] += 1
     crowded = {day for day, n in per_day.items() if n > 1}  # a date alone would not say which run
     out: dict[str, Drift] = {}
     for v in values:

@@ -83,10 +83,13 @@ def _key_of(file: str, held: set[str]) -> str:
 
 
 def _why_not_compared(drifts: list[dict[str, Any]], baseline: str, stored: bool = False,
-                      held: set[str] | None = None) -> str:
-    """Why a setup's measured predictions found no baseline: the prediction files whose every measured prediction
-    is new (no earlier run of this setup measured any of them: the file's first night on this setup, or it was
-    moved or renamed), else the baseline that matched no run."""
+                      held: set[str] | None = None, pinned_elsewhere: str = "") -> str:
+    """Why a setup's measured predictions found no baseline: a pinned baseline run of another setup
+    (``pinned_elsewhere``, its text: it can never be this setup's baseline, trial s26a #3), the prediction files
+    whose every measured prediction is new (no earlier run of this setup measured any of them: the file's first
+    night on this setup, or it was moved or renamed), else the baseline that matched no run."""
+    if pinned_elsewhere:
+        return pinned_elsewhere
     by_file: dict[str, list[str]] = {}
     for d in drifts:
         if d.get("status") != "not_measured":
@@ -127,11 +130,59 @@ def unmeasured_counts(verdicts: list[Verdict]) -> str:
     return f"{n} prediction{'s' if n != 1 else ''}, none measured ({', '.join(parts)})"
 
 
+def _pinned_elsewhere(rs: RooflineSession, setup: SetupKey) -> str:
+    """Where the pinned baseline (``--roofline-drift-baseline run:ID``) is a run of another setup than ``setup``: that
+    it can never be its baseline, naming both (trial s26a #3: every night compared nothing, and the failure said
+    "its first night in this store ... the next night compares with it"); "" otherwise."""
+    pinned = rs.drift_policy.pinned
+    if pinned is None:
+        return ""
+    runs = [r for r in rs.history_runs if r.run_id.startswith(pinned)]
+    if len(runs) != 1 or runs[0].setup == setup:
+        return ""
+    return (f"the pinned baseline run {runs[0].run_id} is of {runs[0].setup.text()}, not of {setup.text()}: it is "
+            "never this setup's baseline; pin a run of this setup (`roofline history` lists them) or use previous")
+
+
+def _held_elsewhere(rs: RooflineSession, setup: SetupKey, drifts: list[dict[str, Any]]) -> str:
+    """What the store holds of this night's prediction files on other setups (trial s26a #9: "no earlier run of this
+    setup" with the file's 5 runs on vLLM 0.32.0 unsaid, where an accidental setup change, a model spelt as a path
+    one night and a Hub id the next, needs it seen): '; the store holds predictions/x.yaml on cpu · tiny · vllm
+    0.32.0 (5 runs, latest 2026-12-05)', or ''."""
+    files = {identity_file(str(d["file"])) for d in drifts if d.get("file")}
+    by_setup: dict[SetupKey, list[Any]] = {}
+    for r in rs.history_runs:
+        if r.setup != setup and files & set(r.files):
+            by_setup.setdefault(r.setup, []).append(r)
+    if not by_setup:
+        return ""
+    named = ", ".join(sorted(files))
+    parts = [f"{k.text()} ({len(v)} run{'s' if len(v) != 1 else ''}, latest {max(r.started_at for r in v)[:10]})"
+             for k, v in sorted(by_setup.items(), key=lambda kv: max(r.started_at for r in kv[1]), reverse=True)[:3]]
+    more = f" and {len(by_setup) - 3} more setups" if len(by_setup) > 3 else ""
+    return f"; the store holds {named} on {', '.join(parts)}{more}: if tonight's setup was not meant to change, see why"
+
+
+def _first_night_files(rs: RooflineSession, drifts: list[dict[str, Any]]) -> dict[str, int]:
+    """The prediction files of a night whose first night in the store this is: every measured prediction of the file
+    new, and no stored run (of any setup) measured the file. By file, how many measured predictions each has."""
+    held = {f for r in rs.history_runs for f in r.files}
+    by_file: dict[str, list[str]] = {}
+    for d in drifts:
+        if d.get("status") != "not_measured" and d.get("file"):
+            by_file.setdefault(str(d["file"]), []).append(str(d.get("status")))
+    return {f: len(st) for f, st in by_file.items()
+            if all(x == "new" for x in st) and identity_file(f) not in held}
+
+
 def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
     """How many measured predictions were compared with a baseline, per setup, and whether that is too few: with
     ``--roofline-drift-fail``, a setup the store already held a run of whose compared share is below
     ``--roofline-drift-min-compared`` fails the session (a night that compared nothing must not pass, whatever
-    happened to the server). A setup's first run has nothing to compare with: said, not failed."""
+    happened to the server). A setup the store holds no earlier run of compared nothing either: with
+    ``--roofline-drift-fail`` that fails too, naming what the store does hold of the night's files (trial s26a #2: a
+    CI whose cache restore missed was green forever). A prediction file new to the store, beside files that were
+    compared, is its first night: said, and left out of the share (trial s26a #4)."""
     share = rs.drift_min_compared
     by_setup: dict[SetupKey, list[dict[str, Any]]] = {}
     for d in rs.reported_drifts.values():
@@ -192,15 +243,39 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
                          else redact.redact_url(str(getattr(store, "uri", ""))))
                 empty = (f" (the store at {where} held no run at all: if this night meant an existing store, check "
                          f"the path; a relative one is read from where pytest runs, {Path.cwd()})")
-            lines.append(f"roofline drift: {setup.text()}: the store holds no earlier run of this setup: "
-                         f"{measured} measured, nothing to compare with yet{empty}")
+            elsewhere = _held_elsewhere(rs, setup, drifts)
+            if not rs.drift_fail or share == 0:  # --roofline-drift-min-compared 0: a setup's first night is said
+                lines.append(f"roofline drift: {setup.text()}: the store holds no earlier run of this setup: "
+                             f"{measured} measured, nothing to compare with yet{empty}{elsewhere}"
+                             + ("; not failed: --roofline-drift-min-compared 0" if rs.drift_fail else ""))
+                continue
+            failed = True
+            now = setup in getattr(rs, "history_stored_setups", ())
+            lines.append(f"roofline drift: FAILED (--roofline-drift-fail): {setup.text()}: the store holds no earlier "
+                         f"run of this setup: {measured} measured, none compared{empty}{elsewhere}; "
+                         + ("this night is stored now, so the next night compares with it" if now else
+                            "a setup's first night has nothing to compare: record it once without "
+                            "--roofline-drift-fail, or let a setup's first night pass with "
+                            "--roofline-drift-min-compared 0")
+                         + ": a night that compares nothing cannot pass")
             continue
+        pinned = _pinned_elsewhere(rs, setup)
+        if pinned and not compared and not rs.drift_fail:  # said every night, not only when it fails the session
+            lines.append(f"roofline drift: {setup.text()}: nothing compared: {pinned}")
+        first = _first_night_files(rs, drifts) if compared else {}
+        if first:  # files new to the store beside files that were compared: their first night, said, not counted
+            measured -= sum(first.values())
+            lines.append(f"roofline drift: {setup.text()}: first night in this store of "
+                         + ", ".join(f"{identity_file(f)} ({n} measured)" for f, n in first.items())
+                         + ": not counted in the compared share; the next night compares "
+                         + ("them" if len(first) > 1 else "it"))
         if rs.drift_fail and compared < share * measured or (rs.drift_fail and compared == 0):
             failed = True
             unheld = not_judged_count(drifts)
             keys = _why_not_compared(drifts, rs.drift_policy.describe(),
                                      stored=setup in getattr(rs, "history_stored_setups", ()),
-                                     held={v.file for r in rs.history_runs if r.setup == setup for v in r.values})
+                                     held={v.file for r in rs.history_runs if r.setup == setup for v in r.values},
+                                     pinned_elsewhere=pinned)
             if not unheld:
                 why = keys
             else:
@@ -217,7 +292,9 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
                     why += f", and for the rest {keys}"
             lines.append(f"roofline drift: FAILED (--roofline-drift-fail): {setup.text()}: only {compared} of "
                          f"{measured} measured predictions were compared with a baseline (at least "
-                         f"{share:.0%} must be); {why}: a night that compares nothing cannot pass")
+                         f"{share:.0%} must be); {why}: "
+                         + ("a night that compares nothing cannot pass" if not compared else
+                            "a night that compares too few cannot pass"))
     return lines, failed
 
 

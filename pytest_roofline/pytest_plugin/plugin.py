@@ -164,8 +164,9 @@ MORE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--roofline-drift-min-compared", dict(
         dest="roofline_drift_min_compared", metavar="SHARE", type=parse_share_option, default=None,
         help="with --roofline-drift-fail: the least share of a setup's measured predictions that must be "
-             "compared with a baseline when the store holds an earlier run of that setup (default 50%%; with "
-             "0%% a night must still compare at least one)")),
+             "compared with a baseline (default 50%%; a night that compared none fails, a setup's first night "
+             "included; 0%% lets a setup's first night pass, said, never a night of a setup the store holds; a "
+             "prediction file's first night beside compared files is not counted)")),
     ("--roofline-drift-machine", dict(
         dest="roofline_drift_machine", metavar="SHARE", type=parse_share_option, default=None,
         help="leave unjudged (uncertain) a night whose host probe, the machine timed around each point, is further "

@@ -6,6 +6,7 @@ import dataclasses
 import datetime as _dt
 import functools
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,17 @@ def get_session(config: pytest.Config) -> RooflineSession:
     return config.stash[SESSION_KEY]
 
 
+def _ini_history(config: pytest.Config) -> str | None:
+    """ini ``roofline_history``, a relative directory path read from the ini file's folder, as pytest reads the
+    paths an ini file writes (trial s26a #1: ``roofline_history = hist`` in the project's pytest.ini made a second
+    store under predictions/ for a night started there); a URL (``sqlite:///...``, ``file://...``) as written."""
+    value = str(config.getini("roofline_history") or "").strip()
+    inipath = getattr(config, "inipath", None)
+    if not value or inipath is None or re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", value) or Path(value).is_absolute():
+        return value or None
+    return str(Path(inipath).parent / Path(value).expanduser())
+
+
 class RooflineSession:
     """Options parsed once, the specs collected, and the measurement providers of this run."""
 
@@ -159,8 +171,14 @@ class RooflineSession:
         """``--roofline-history`` (else ``ROOFLINE_HISTORY``, else ini ``roofline_history``), the label and the
         drift policy, checked here: a bad ini threshold or baseline is a usage error before collection."""
         opt = config.getoption
-        self.history_uri: str | None = (opt("roofline_history", None) or os.environ.get("ROOFLINE_HISTORY")
-                                        or config.getini("roofline_history") or None)
+        given = opt("roofline_history", None)
+        if given is not None and not str(given).strip():
+            # --roofline-history="$SECRET" with the secret unset: history silently off, the night stored nowhere
+            # and no drift line (trial s26a #5)
+            raise pytest.UsageError("--roofline-history is given an empty value (an unset CI secret or variable?): "
+                                    "pass the store's path or URI, or leave the option out")
+        self.history_uri: str | None = (given or os.environ.get("ROOFLINE_HISTORY")
+                                        or _ini_history(config) or None)
         self.history_label: str | None = (opt("roofline_history_label", None)
                                           or config.getini("roofline_history_label") or None)
         threshold = opt("roofline_drift", None) or config.getini("roofline_drift") or DEFAULT_DRIFT

@@ -107,19 +107,29 @@ def test_the_replays_own_stored_night_is_not_an_earlier_run() -> None:
 
 
 @pytest.mark.parametrize("baseline", ["previous", "run:20261205T085428Z-nocommit-aaaaaa"])
-def test_a_re_replay_of_a_setups_only_night_passes_drift_fail(baseline: str) -> None:
+def test_a_re_replay_of_a_setups_only_night_fails_drift_fail_and_says_why(baseline: str) -> None:
     # the store holds the night once (run aaaaaa, the first replay's); replayed again under --roofline-drift-fail,
-    # by default or pinned to that very run: 1 measured, 0 compared, and nothing before it to compare with, as the
-    # first replay had: said, not failed, naming the run that holds it
+    # by default or pinned to that very run: 1 measured, 0 compared, and nothing before it to compare with: a night
+    # that compared nothing fails (trial s26a #2, as the first replay did), naming the run that holds it;
+    # --roofline-drift-min-compared 0 lets it pass, said
     own = _run("20261205T085428Z-nocommit-aaaaaa", NIGHT, _value("a", 300.0), measurements=(MID,))
     policy = DriftPolicy(baseline=baseline)
     rs = _session([own], [_value("a", 300.0)], policy)
+    lines, failed = compared_check(rs)
+    assert failed
+    assert lines == ["roofline drift: FAILED (--roofline-drift-fail): cpu · roofline-tiny · vllm 0.32.0: the store "
+                     "holds no earlier run of this setup: 1 measured, none compared (already stored: run "
+                     "20261205T085428Z-nocommit-aaaaaa holds this very measurement, which a replay is not compared "
+                     "with); a setup's first night has nothing to compare: record it once without "
+                     "--roofline-drift-fail, or let a setup's first night pass with --roofline-drift-min-compared 0: "
+                     "a night that compares nothing cannot pass"]
+    rs.drift_min_compared = 0.0
     lines, failed = compared_check(rs)
     assert not failed
     assert lines == ["roofline drift: cpu · roofline-tiny · vllm 0.32.0: the store holds no earlier run of this "
                      "setup: 1 measured, nothing to compare with yet (already stored: run "
                      "20261205T085428Z-nocommit-aaaaaa holds this very measurement, which a replay is not compared "
-                     "with)"]
+                     "with); not failed: --roofline-drift-min-compared 0"]
 
 
 def test_a_re_replay_with_an_earlier_night_still_compares_and_fails_when_it_cannot() -> None:
@@ -138,10 +148,10 @@ def test_a_replay_older_than_every_stored_night_has_nothing_before_it() -> None:
     # the store holds only a later night (12-06) of the setup: the 12-05 replay is compared with nothing before it
     later = _run("20261206T085428Z-nocommit-cccccc", "2026-12-06T08:54:28Z", _value("a", 320.0))
     lines, failed = compared_check(_session([later], [_value("a", 300.0)], DriftPolicy(), measurement="m-other"))
-    assert not failed
-    assert lines == ["roofline drift: cpu · roofline-tiny · vllm 0.32.0: the store holds no earlier run of this "
-                     "setup: 1 measured, nothing to compare with yet (its runs in the store were measured after this "
-                     "replayed night)"]
+    assert failed
+    assert lines[0].startswith("roofline drift: FAILED (--roofline-drift-fail): cpu · roofline-tiny · vllm 0.32.0: "
+                               "the store holds no earlier run of this setup: 1 measured, none compared (its runs in "
+                               "the store were measured after this replayed night)")
 
 
 def test_a_baseline_pinned_to_the_replays_own_run_says_so() -> None:
