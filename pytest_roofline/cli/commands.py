@@ -562,6 +562,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     cal = calibration.calibration_from_fit(result, setup, sources=[str(f) for f, _ in docs],
                                            notes=args.notes or "")
     if args.output:
+        # a folder the file names is made, as `roofline init -o` makes one: calibration.md's `-o calib/x.yaml` failed
+        # after the whole fit on a fresh checkout (trial s26c #5)
+        Path(args.output).expanduser().parent.mkdir(parents=True, exist_ok=True)
         calibration.dump_calibration(cal, args.output)
         print(f"wrote {args.output}")
     return 0

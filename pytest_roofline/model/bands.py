@@ -312,7 +312,7 @@ MOE_CEILING_NO_BAND = ("no band: the accuracy corpus has no MoE runs, so how far
 MOE_SERVING_NO_BAND = ("no band: the accuracy corpus has one mixture-of-experts source, too few to bound the model's "
                        "error there (Mixtral-8x7B at TP 2 on H100s, vLLM 0.15.1: TPOT 11% above the measured (mean), "
                        "blis-training-h100; and one public run elsewhere, Qwen3-30B-A3B on an A100 at C = 1 with "
-                       "128/128 tokens, measured TPOT 9.6 ms and TTFT 35.7 ms where the model says 6.05 ms: "
+                       "128/128 tokens, measured TPOT 9.6 ms and TTFT 35.7 ms where the model says 6.04 ms: "
                        "github.com/tenstorrent/tt-inference-server/issues/340); a measurement or `roofline "
                        "calibrate` decides")
 

@@ -325,7 +325,7 @@ def test_cli_calibrate_end_to_end(tmp_path, capsys, monkeypatch):
     from pytest_roofline import cli
 
     monkeypatch.chdir(REPO)  # the results file names its prediction file relative to the repository
-    out = tmp_path / "calib.yaml"
+    out = tmp_path / "calib" / "calib.yaml"  # a folder that does not exist yet is made (trial s26c #5)
     rc = cli.main(["calibrate", str(CPU_TINY_RUN), "--points", "C=1,C=16", "--joint", "-o", str(out)])
     err = capsys.readouterr().err
     assert rc == 2 and not out.exists()  # every fittable field at once: refused, with the reason and the way out

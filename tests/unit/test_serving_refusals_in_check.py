@@ -82,7 +82,8 @@ def test_a_number_in_ink_under_the_serving_column_errors_the_math_check_only(arg
     assert pred.error_in("math") is err and pred.error_in("measured") is None
 
 
-#: the review's reproducer (/tmp/review14/scripts/measured_eager.py): H100, Qwen3-8B, eager mode, the serving column
+#: the review's reproducer (a script of review 14, not kept in the repository): H100, Qwen3-8B, eager mode,
+#: the serving column
 EAGER = """\
 hardware: h100-sxm
 model: qwen3-8b
