@@ -48,6 +48,7 @@ from pytest_roofline.format.tolerance import TOLERANCE_HELP, Tolerance, Toleranc
 from pytest_roofline.model import calibration, engine_args
 from pytest_roofline.model.setup import (
     Setup,
+    blocks_override_problem,
     build_setup,
     cpu_kvcache_space_problem,
     max_model_len_problem,
@@ -244,6 +245,13 @@ def _check_startable(ctx: NodeReader, spec: Spec, setup: Setup, model_node: yaml
     else the ``model:`` line (whose max_position_embeddings is vLLM's default max_model_len)."""
     given = "max_model_len" in (setup.engine_args or {})
     _check_model_length(ctx, spec, setup, root)
+    too_many = blocks_override_problem(setup)
+    if too_many is not None:
+        node = _find(root, "engine.args.num_gpu_blocks_override") if root is not None else None
+        raise SpecError(f"vLLM will not start this setup: {too_many}", file=ctx.file,
+                        line=node.start_mark.line + 1 if node is not None else None,
+                        hint="lower engine.args.num_gpu_blocks_override to what the GPU holds, or leave it out (vLLM "
+                             "then sizes the pool from gpu_memory_utilization)")
     problem = max_model_len_problem(setup, fix="engine.args.max_model_len")
     if problem is None:
         return

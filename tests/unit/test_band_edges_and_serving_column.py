@@ -76,3 +76,26 @@ def test_ink_copied_from_a_printed_edge_is_on_it():
     above = hi * 1e3 * 1.001
     v = _v(f"{{id: t, quantity: tpot_p50, at: {{concurrency: 16}}, predicted: {above:.4f} ms}}")
     assert v.status == "fail" and "above the serving model's band" in v.reason
+
+
+def test_the_simulators_band_stops_at_the_weight_read_as_the_check_does():
+    """#6: Llama-3.1-8B on an L4 at C = 1: one read of its weights, 16,060,522,496 B ÷ 300e9 B/s = 53.535 ms, is a
+    floor on TPOT. ``--simulate``/``--json`` printed a band from 52.057 ms (the ratio below the value), the CPU-only
+    check and the scorecard one from 53.535: the simulator's band now stops there too, one band everywhere."""
+    from pytest_roofline.model import serving as sv
+    from pytest_roofline.model.setup import build_setup
+
+    setup = build_setup(hardware_ref="l4", model_ref="llama-3.1-8b",
+                        engine={"name": "vllm", "version": "0.33.0", "args": {"max_model_len": 4096}})
+    work = sv.workload_for_point(setup, concurrency=1, num_requests=8, seed=0, point_id="c1", input_len=1024,
+                                 output_len=256)
+    p = sv.simulate(setup, work)
+    lo, hi = p.bands["tpot_p50_ms"]
+    assert lo == pytest.approx(16_060_522_496 / 300e9 * 1e3, rel=1e-9)
+    assert lo < p.tpot_p50_ms < hi
+    spec = loads_spec(HEAD.replace("h100-sxm", "l4").replace('version: "0.33.0"}}', 'version: "0.33.0", args: '
+                                                                                    '{{max_model_len: 4096}}}}')
+                      .format(sweep="{mode: closed, concurrency: [1]}", extra="")
+                      + "  - {id: t, quantity: tpot_p50, at: {concurrency: 1}, predicted: 60 ms}\n")
+    v = score(spec, spec.predictions[0], "math", None)
+    assert (v.serving_band_lo, v.serving_band_hi) == (pytest.approx(lo / 1e3), pytest.approx(hi / 1e3))

@@ -106,8 +106,7 @@ class EngineConfig:
         prefix_default = setup.enable_prefix_caching
         if prefix_default is None:
             prefix_default = vllm_defaults.default_enable_prefix_caching(version)
-        blocks = args.get("num_gpu_blocks_override")
-        num_blocks = int(blocks) if blocks is not None else kv_accounting(setup).num_blocks
+        num_blocks = kv_accounting(setup).num_blocks  # num_gpu_blocks_override where given (model.setup)
         return cls(
             max_num_seqs=int(setup.max_num_seqs), max_num_batched_tokens=int(setup.max_num_batched_tokens),
             block_size=int(setup.block_size), num_gpu_blocks=num_blocks,

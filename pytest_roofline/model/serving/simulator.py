@@ -846,6 +846,20 @@ def _sent_ceilings(sim: _Sim) -> dict[str, float]:
     return {"output_throughput_tok_per_s": sum(r.out for r in sim.done) / span}
 
 
+def _physical_floors(setup: Setup) -> dict[str, float]:
+    """The values no run of ``setup`` measures below, by band metric: on a GPU, TPOT at one read of the weights one
+    GPU holds at its datasheet bandwidth (1 ÷ the roofline's batch-1 ceiling, as ``quantities.bounds`` bounds
+    ``tpot_*``). A band stops there, in every printout alike (trial s26b #6: ``--simulate`` printed an L4 TPOT band
+    from 52.057 ms, under the 53.535 ms read, where the CPU-only check clipped it)."""
+    if setup.device == "cpu":
+        return {}
+    try:
+        ceiling = float(setup.roofline_landmarks().batch1_ceiling_tok_per_s)
+    except (ValueError, ZeroDivisionError, ArithmeticError, AttributeError):
+        return {}
+    return {"tpot_p50_ms": 1e3 / ceiling} if math.isfinite(ceiling) and ceiling > 0 else {}
+
+
 def with_bands(pred: PointPrediction, setup: Setup, engine: EngineConfig, *,
                ceilings: dict[str, float] | None = None) -> PointPrediction:
     """``pred`` with the band around each of its values (``model.bands``), for its regime: its mean running
@@ -853,7 +867,7 @@ def with_bands(pred: PointPrediction, setup: Setup, engine: EngineConfig, *,
     model on a GPU has none, with the reason (``bands.MOE_SERVING_NO_BAND``), nor has a V1 engine with chunked
     prefill off (:data:`V1_UNCHUNKED_NO_BAND`). A band stops at the value's ``ceilings`` (an open loop's throughput
     at what its sends offer, :func:`_sent_ceilings`: trial s23 found 435-560 tok/s at a point that could send
-    512)."""
+    512) and at its physical floor (:func:`_physical_floors`)."""
     out: dict[str, tuple[float, float]] = {}
     notes: dict[str, str] = {}
     observed: dict[str, tuple[float, float]] = {}
@@ -862,6 +876,7 @@ def with_bands(pred: PointPrediction, setup: Setup, engine: EngineConfig, *,
     # V1 with chunked prefill off: the corpus's V1 runs (and the CPU recordings) chunk, its V0 runs schedule
     # prefill-only steps: no measured run has this engine's scheduling
     unchunked_v1 = engine.scheduler_kind == "v1" and not engine.chunked_prefill
+    floors = _physical_floors(setup)
     for metric in bands.BAND_METRICS:
         value = float(getattr(pred, metric))
         if not math.isfinite(value):
@@ -882,7 +897,9 @@ def with_bands(pred: PointPrediction, setup: Setup, engine: EngineConfig, *,
         if b is not None:
             lo, hi = b.around(value)
             top = (ceilings or {}).get(metric)
-            out[metric] = (lo, hi) if top is None or hi <= top else (min(lo, top), top)
+            lo, hi = (lo, hi) if top is None or hi <= top else (min(lo, top), top)
+            floor = floors.get(metric)
+            out[metric] = (lo, hi) if floor is None else (max(lo, floor), max(hi, floor))
         elif (note := bands.band_note(reg)) is not None:
             notes[metric] = note
             seen = bands.load_observed_ranges().get(reg.pooled_key)  # the numbers the note quotes
