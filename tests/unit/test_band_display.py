@@ -275,7 +275,7 @@ def test_a_roofline_quantity_checked_against_its_serving_value_shows_that_value(
     """Trial s25a #2: output_throughput's model is the roofline's; ink 1% from the serving model's value was checked
     against that value (error -0.47%) but the row showed the roofline's 1,355.4 tok/s beside it."""
     from pytest_roofline.format.spec import loads_spec
-    text = ("hardware: h100-sxm\nmodel: llama-3.1-8b-instruct-fp8\nworkload: {input_len: 1024, output_len: 1024}\n"
+    text = ("hardware: h100-sxm\nmodel: llama-3.1-8b\nworkload: {input_len: 1024, output_len: 1024}\n"
             "sweep: {mode: closed, concurrency: [4]}\npredictions:\n"
             "  - {id: probe, quantity: output_throughput, at: {concurrency: 4}, predicted: 1 tok/s}\n")
     spec = loads_spec(text)

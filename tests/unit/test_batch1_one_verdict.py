@@ -31,8 +31,7 @@ def _verdicts(ink: str, *, hw: str = "h100-sxm", model: str = "llama-3.1-8b-inst
     return [score(spec, p, "math", None) for p in spec.predictions]
 
 
-@pytest.mark.parametrize("hw, model", [("h100-sxm", "llama-3.1-8b-instruct-awq-int4"),
-                                       ("h100-sxm", "llama-3.1-8b-instruct-fp8"),
+@pytest.mark.parametrize("hw, model", [("h100-sxm", "llama-3.1-8b"), ("a100-sxm4-80gb", "qwen3-8b"),
                                        ("b200", "llama-3.1-8b")])
 def test_the_serving_models_own_batch1_value_passes_under_both_names(hw, model):
     b1, c1 = _verdicts("1 tok/s", hw=hw, model=model)
@@ -46,14 +45,20 @@ def test_the_serving_models_own_batch1_value_passes_under_both_names(hw, model):
         assert (b1.status, c1.status) == ("pass", "pass"), (ink, b1.reason, c1.reason)
 
 
-def test_ink_below_every_floor_fails_and_names_where_the_floor_comes_from():
-    b1, c1 = _verdicts("1 tok/s")
-    lo = c1.serving_band_lo
-    b1, c1 = _verdicts(f"{0.9 * lo:.1f} tok/s")
+@pytest.mark.parametrize("model", ["llama-3.1-8b-instruct-awq-int4", "llama-3.1-8b-instruct-fp8"])
+def test_a_quantized_checkpoint_has_no_band_so_realistic_ink_is_inconclusive_under_both_names(model):
+    """Every GPU run behind the bands served 16-bit weights (trial s26b #4: AWQ and FP8 checkpoints got the bf16
+    band, "80% nominal"): no band, said; ink below the ceiling is inconclusive under both names, one verdict, and
+    ink above the ceiling fails whatever the format."""
+    b1, c1 = _verdicts("1 tok/s", model=model)
+    assert b1.serving_band_lo is None and c1.serving_band_lo is None
+    assert "16-bit weights" in c1.serving_band_note
+    ceiling = float(b1.roofline_value)
+    b1, c1 = _verdicts(f"{0.7 * ceiling:.1f} tok/s", model=model)
+    assert (b1.status, c1.status) == ("inconclusive", "inconclusive"), (b1.reason, c1.reason)
+    assert "16-bit weights" in b1.reason and "16-bit weights" in c1.reason
+    b1, c1 = _verdicts(f"{1.1 * ceiling:.1f} tok/s", model=model)
     assert (b1.status, c1.status) == ("fail", "fail")
-    assert b1.lo == pytest.approx(lo)  # the interval drawn is the one applied
-    # a quantized checkpoint: the share of the ceiling from bf16 runs is void, and the reason says so
-    assert "16-bit weights" in b1.reason and "serving model's band at batch 1" in b1.reason
 
 
 def test_a_16_bit_checkpoint_keeps_the_share_of_the_ceiling_as_a_floor_too():
@@ -136,7 +141,7 @@ CEILING_SPEC = SPEC.replace("  - {{id: b1, quantity: batch1_throughput",
                             "  - {{id: b1, quantity: batch1_throughput")
 
 
-@pytest.mark.parametrize("hw, model", [("h100-sxm", "llama-3.1-8b"), ("l40s", "llama-3.1-8b-instruct-awq-int4")])
+@pytest.mark.parametrize("hw, model", [("h100-sxm", "llama-3.1-8b"), ("l40s", "llama-3.1-8b")])
 def test_the_ceiling_is_arithmetic_and_realistic_ink_is_sent_to_batch1_throughput(hw, model):
     """``batch1_ceiling`` is the weight read's arithmetic (bandwidth ÷ weight bytes), which no run measures: its ink
     is checked to the precision written (trial s26b #2: 194.3 tok/s, the H100's 3.35 TB/s taken as 3,120 GiB/s over

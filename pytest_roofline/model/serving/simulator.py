@@ -846,6 +846,30 @@ def _sent_ceilings(sim: _Sim) -> dict[str, float]:
     return {"output_throughput_tok_per_s": sum(r.out for r in sim.done) / span}
 
 
+#: vLLM issue #9535 ("bitsandbytes quantization slow", vLLM 0.6.3.post1 on an A100): a 4-bit bitsandbytes
+#: Llama took 71 s where its bf16 checkpoint took 45 s; its kernels dequantise the weights at every step
+BNB_SLOWER = ("bitsandbytes dequantises the weights at every step: vLLM issue #9535 measured a 4-bit model 1.6x "
+              "slower than its bf16 checkpoint, where this model reads 4-bit weights as faster")
+
+
+def _precision_no_band(setup: Setup) -> str:
+    """Why a GPU setup's values get no band for its numeric formats: every GPU run behind the bands served 16-bit
+    weights and a 16-bit KV cache (``benchmarks/data/corpus``), so a quantized checkpoint (its dequantisation and
+    per-step costs) or an fp8 KV cache is a regime no run bands (trial s26b #4: an AWQ, FP8 or bitsandbytes model
+    got the bf16 band, "80% nominal"); "" where the bands apply."""
+    if setup.device == "cpu":
+        return ""
+    scheme = getattr(setup, "quantization", None)
+    if scheme is not None:
+        bnb = getattr(getattr(scheme, "method", None), "value", "") == "bitsandbytes"
+        return (f"no band: every GPU run behind the bands served 16-bit weights, not {setup.quantization_label}"
+                + (f" ({BNB_SLOWER})" if bnb else "") + "; a measurement or `roofline calibrate` decides")
+    if str(getattr(setup, "kv_dtype", "bf16")).startswith("fp8"):
+        return ("no band: every GPU run behind the bands kept a 16-bit KV cache, not fp8; a measurement or "
+                "`roofline calibrate` decides")
+    return ""
+
+
 def _physical_floors(setup: Setup) -> dict[str, float]:
     """The values no run of ``setup`` measures below, by band metric: on a GPU, TPOT at one read of the weights one
     GPU holds at its datasheet bandwidth (1 ÷ the roofline's batch-1 ceiling, as ``quantities.bounds`` bounds
@@ -877,6 +901,7 @@ def with_bands(pred: PointPrediction, setup: Setup, engine: EngineConfig, *,
     # prefill-only steps: no measured run has this engine's scheduling
     unchunked_v1 = engine.scheduler_kind == "v1" and not engine.chunked_prefill
     floors = _physical_floors(setup)
+    unbanded = _precision_no_band(setup)
     for metric in bands.BAND_METRICS:
         value = float(getattr(pred, metric))
         if not math.isfinite(value):
@@ -889,6 +914,9 @@ def with_bands(pred: PointPrediction, setup: Setup, engine: EngineConfig, *,
             continue
         if unchunked_v1:
             notes[metric] = V1_UNCHUNKED_NO_BAND
+            continue
+        if unbanded:
+            notes[metric] = unbanded
             continue
         reg = bands.regime_of(metric, mean_running_batch=pred.mean_running_batch,
                               tp=engine.tensor_parallel_size, chunked_prefill=engine.chunked_prefill,
