@@ -73,6 +73,9 @@ class Setup:
     #: ``engine.env.VLLM_ATTENTION_BACKEND`` when the file sets it (the environment's way to name an attention
     #: backend, like ``engine.args.attention_backend``): the serving model refuses it; None when unset
     attention_backend_env: str | None = None
+    #: ``engine.env`` as the file writes it: the serving model refuses the variables that change the engine's timing
+    #: and that it does not simulate (:func:`serving_arg_problems`, ``engine_args.env_problems``)
+    engine_env: Mapping[str, Any] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)
     # resolved in build_setup from model/vllm_defaults.py (engine.args win): the entrypoint, the engine V0/V1,
     # and chunked prefill / prefix caching (None: not resolved, the serving model asks vllm_defaults)
@@ -624,6 +627,7 @@ def build_setup(
         **{attr: _opt(reserves.get(name)) for name, attr in RESERVE_NAMES.items()},
         engine_args=args,
         attention_backend_env=_env_text(engine, "VLLM_ATTENTION_BACKEND"),
+        engine_env=dict(engine.get("env") or {}),
         sources=dict(defaults.sources),
         engine_entrypoint=defaults.usage,
         engine_kind=defaults.engine,
@@ -1391,7 +1395,8 @@ def serving_arg_problems(setup: Setup) -> list[engine_args.Problem]:
     """Every engine setting of ``setup`` the serving model does not simulate, each at its field: the engine args
     refused where it runs (``engine_args.engine_arg_problems(scope="serving")``: multi-step scheduling, async
     scheduling at the value that is not the release's default, eager mode on a GPU, pipeline parallelism, ...)
-    and ``engine.env.VLLM_ATTENTION_BACKEND`` (the environment's spelling of ``engine.args.attention_backend``).
+    and ``engine.env.VLLM_ATTENTION_BACKEND`` (the environment's spelling of ``engine.args.attention_backend``) and
+    the other environment variables that change its timing (``engine_args.env_problems``).
     The setup itself (the roofline, the KV pool) holds: these change only the serving model's step timing.  The one
     list ``roofline check`` and the math check report at each field's line (format/_sections.py) and the serving
     model refuses (:func:`serving_engine_args`)."""
@@ -1408,6 +1413,7 @@ def serving_arg_problems(setup: Setup) -> list[engine_args.Problem]:
             f"engine.env.VLLM_ATTENTION_BACKEND: {setup.attention_backend_env!r} is not modelled: a named attention "
             "backend replaces the one vLLM picks for the GPU, and the serving model's attention costs are those of "
             "the default choice; remove it to predict the default engine"))
+    problems += engine_args.env_problems(setup.engine_env, tensor_parallel_size=int(setup.tensor_parallel_size))
     return problems
 
 

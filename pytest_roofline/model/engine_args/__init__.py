@@ -36,6 +36,8 @@ concept (a module imports only those above it in this list, and nothing from a l
 ``_releases``     what changes with the vLLM release: :func:`async_scheduling_default`
                   (:data:`ASYNC_SCHEDULING_DEFAULT_VERSION`), ``V2_BLOCK_MANAGER_NOOP_VERSION``,
                   ``DATA_PARALLEL_SIZE_VERSION`` (``data_parallel_size``/``dp`` is refused before 0.8.3)
+``_env``          the engine's environment: :data:`ENV_READ`, :data:`ENV_NO_TIMING_EFFECT`,
+                  :data:`ENV_NOT_SIMULATED`, :func:`env_problems`
 ``_refusals``     the tables (:data:`MODELLED_ARGS`, :data:`NO_TIMING_EFFECT_ARGS`, ``_REFUSED_ARGS``,
                   :data:`KNOWN_ARGS`, :data:`Scope`, the launchable :data:`EXECUTOR_BACKENDS`, the setup's figures some
                   refusals read, :class:`SetupFacts`) and the check:
@@ -46,6 +48,10 @@ concept (a module imports only those above it in this list, and nothing from a l
 
 from __future__ import annotations
 
+from pytest_roofline.model.engine_args._env import ENV_NO_TIMING_EFFECT as ENV_NO_TIMING_EFFECT
+from pytest_roofline.model.engine_args._env import ENV_NOT_SIMULATED as ENV_NOT_SIMULATED
+from pytest_roofline.model.engine_args._env import ENV_READ as ENV_READ
+from pytest_roofline.model.engine_args._env import env_problems as env_problems
 from pytest_roofline.model.engine_args._flags import FLAG_ARGS as FLAG_ARGS
 from pytest_roofline.model.engine_args._flags import flag_arg as flag_arg
 from pytest_roofline.model.engine_args._flags import is_off as is_off
@@ -79,4 +85,4 @@ __all__ = ["MODELLED_ARGS", "NO_TIMING_EFFECT_ARGS", "KNOWN_ARGS", "FLAG_ARGS", 
            "EngineArgsError", "is_off", "read_flag", "flag_arg", "canonical_key", "normalise_engine_args",
            "HUMAN_READABLE_INT_ARGS", "whole_arg_value",
            "engine_arg_problems", "check_engine_args", "SetupFacts", "ASYNC_SCHEDULING_DEFAULT_VERSION",
-           "async_scheduling_default"]
+           "async_scheduling_default", "ENV_READ", "ENV_NO_TIMING_EFFECT", "ENV_NOT_SIMULATED", "env_problems"]
