@@ -10,7 +10,7 @@ from typing import Any
 
 from pytest_roofline.errors import NotMeasured
 from pytest_roofline.model import analytical as an
-from pytest_roofline.model.setup import Setup, SetupError
+from pytest_roofline.model.setup import Setup, SetupError, kv_accounting
 from pytest_roofline.quantities.analysis import Thresholds, is_flattered, point_notes, throughput_knee
 from pytest_roofline.quantities.declare import (
     checked,
@@ -37,7 +37,42 @@ from pytest_roofline.quantities.serving_values import ServingSweep
 
 def _knee_model(setup: Setup, at: Mapping[str, Any]) -> ModelValue:
     k = setup.roofline_knee(at.get("context"))
-    return ModelValue(k.batch, roofline_inputs(setup, at), k.reason)
+    inputs = dict(roofline_inputs(setup, at))
+    if k.batch is not None:
+        beyond = _beyond_what_runs(setup, float(k.batch), at.get("context"))
+        if beyond:
+            # vLLM never runs that batch: the throughput flattens where the cap stops the batch growing, which the
+            # roofline does not place (trial s26b #10: ink `none` failed against a knee of 1,404.3 at TP 4, past
+            # max_num_seqs 1,024 and the 369 sequences the KV pool holds; `roofline predict` said so, the check
+            # not). The arithmetic is still the value ink written from it is checked against; other ink is not
+            # failed on it (scoring reads this input)
+            inputs[UNREACHABLE_INPUT] = (f"the roofline's knee, B = {k.batch:,.1f}, lies {beyond}: vLLM never runs "
+                                         "that batch, so where the throughput flattens is set by that cap, which "
+                                         "the roofline does not place")
+    return ModelValue(k.batch, inputs, k.reason)
+
+
+#: the model input that says a roofline value lies where vLLM never runs (the knee past its caps): ink that is not
+#: that arithmetic is not failed on it
+UNREACHABLE_INPUT = "unreachable"
+
+
+def _beyond_what_runs(setup: Setup, batch: float, context: Any) -> str:
+    """Why vLLM cannot run ``batch`` sequences of the KV ``context`` at once: past ``max_num_seqs``, past the
+    sequences the KV pool holds (whole blocks each); "" where it can, or where the pool cannot be worked out."""
+    why = []
+    if batch > setup.max_num_seqs:
+        why.append(f"beyond max_num_seqs {setup.max_num_seqs:,}")
+    try:
+        ctx = float(context if context is not None else setup.kv_context_tokens)
+        blocks = kv_accounting(setup).num_blocks
+        per_seq = max(1, -(-int(ctx) // int(setup.block_size)))
+        held = max(0, blocks - 1) // per_seq  # less vLLM's null block
+        if batch > held:
+            why.append(f"beyond the {held:,} sequences of {ctx:,.0f} tokens the KV pool holds")
+    except (SetupError, ValueError, ZeroDivisionError, TypeError):
+        pass
+    return " and ".join(why)
 
 
 def _knee_measure(meas: Measurement, at: Mapping[str, Any], setup: Setup, th: Thresholds) -> MeasuredValue:
