@@ -341,6 +341,10 @@ class FitResult:
     #: (:func:`fit_by_metric` fits the decode-step terms and the TTFT terms apart); the residual lines show every
     #: measured metric, fitted or not, so the rms line names which it is over (trial 22 L6)
     rms_parts: tuple[tuple[tuple[str, ...], int, float, str], ...] = ()
+    #: whether a fit's noise, from which its 1σ is scaled, is the measurement-noise floor (:data:`NOISE_FLOOR_LOG`)
+    #: rather than its residuals (RSS ÷ (n − p)): as many values as constants leave no residual to measure it, or
+    #: the residuals were smaller (trial s26b #13: the heading said "from the covariance" alone)
+    noise_floor: bool = False
 
     def _rms_line(self) -> str:
         """The rms log-residual(s), each naming the fitted metric and values it is over, and the metrics the
@@ -359,7 +363,10 @@ class FitResult:
 
     def describe(self) -> str:
         """The fitted values with uncertainty, then the residuals per point (the CLI prints this)."""
-        lines = ["fitted constants (1σ from the Gauss–Newton covariance at the optimum):"]
+        lines = ["fitted constants (1σ from the Gauss–Newton covariance at the optimum"
+                 + (f", scaled by the assumed {NOISE_FLOOR_LOG:.0%} measurement noise, its floor: the fit's "
+                    "residuals are smaller, or too few to measure it" if self.noise_floor
+                    else ", scaled by the fit's residuals") + "):"]
         for name in self.fitted:
             v, u, r = self.values[name], self.uncertainty[name], self.log_sd[name]
             given = self.conditional_on.get(name) or {}
@@ -720,12 +727,13 @@ def fit(points: Sequence[MeasuredPoint], base: Constants, *, predict: Predictor,
         elif not _is_share(n) and v < 1e-3 * _start_value(n, float(known[n])):
             warnings.append(f"{n} was driven to ~0 ({_fmt(n, v)}): the points leave no room for it")
     rms = math.sqrt(cost / max(n_obs, 1))
+    floor = not (n_obs > p and cost / (n_obs - p) > NOISE_FLOOR_LOG ** 2)
     return FitResult(
         constants=constants_at(x), fitted=names, values=values,
         uncertainty={n: values[n] * sd for n, sd in zip(names, log_sd, strict=True)},
         log_sd=dict(zip(names, log_sd, strict=True)), points=tuple(fits), rms_log_residual=rms, iterations=it,
         warnings=tuple(warnings), conditional_on=conditional,
-        rms_parts=((tuple(m for m in METRICS if w.get(m, 0.0) > 0), n_obs, rms, ""),),
+        rms_parts=((tuple(m for m in METRICS if w.get(m, 0.0) > 0), n_obs, rms, ""),), noise_floor=floor,
     )
 
 
@@ -882,7 +890,8 @@ class MetricFit:
                             for metrics, n, rms, _stage in r.rms_parts),
             iterations=sum(r.iterations for r in stages),
             warnings=tuple(w for r in stages for w in r.warnings) + self.notes,
-            conditional_on={k: v for r in stages for k, v in r.conditional_on.items()})
+            conditional_on={k: v for r in stages for k, v in r.conditional_on.items()},
+            noise_floor=any(r.noise_floor for r in stages))
 
 
 def _at_defaults(c: Constants, names: Iterable[str], defaults: Constants | None) -> Constants:
@@ -1225,6 +1234,17 @@ def _step_advice(unfitted: Sequence[str], want: Sequence[str], step_points: Sequ
                 "per_seq_overhead_s does not"
                 + (f"; {hint}" if hint else ""))
     kinds = "load and context length" if len(lengths) >= 2 else "load"
+    if len(lengths) == 1:
+        # one prompt and output length: every step lies on one line in the batch, which the loads here already
+        # fix, so another load of these lengths narrows little (trial s26b #12: "fit with C=2 too", then "C=4 too",
+        # and all eight points left step_overhead_s at ±105%); a point at another context length is what parts it
+        other = [pt for pt in spare if (pt.input_len or 0, pt.output_len or 0) != lengths[0]]
+        hint = _in_file(usable(other), points, f"its {metric} is at another context length")
+        return (f"{terms} not determined beyond the measurement noise (see above): at one prompt and output length "
+                f"every decode step's time lies on one line in the batch size, which the loads here "
+                f"({_loads_text(loads)}) already fix, so more loads of these lengths narrow it little; {metrics} at "
+                "another context length (other prompt or output tokens) would"
+                + (f"; {hint}" if hint else ""))
     hint = _in_file(usable(spare), points, f"one more {metric} narrows it")
     return (f"{terms} not determined beyond the measurement noise (see above), although the points differ in "
             f"{kinds} ({_loads_text(loads)}) enough to identify {'it' if len(unfitted) == 1 else 'them'} in the "
@@ -1243,7 +1263,8 @@ def _frontend_advice(points: Sequence[MeasuredPoint], held_out: Sequence[Measure
             return ("the TTFTs disagree about frontend_in_s (a mechanism at the higher load the model prices "
                     "differently: preemption, prefix-cache hits, the API server's work per output stream): "
                     "fit it on the concurrency-1 point's TTFT alone (--points C=1 --fit frontend_in_s)")
-        return "the concurrency-1 TTFT did not identify frontend_in_s beyond the measurement noise (see above)"
+        return ("the concurrency-1 TTFT did not identify frontend_in_s beyond the measurement noise (see above): "
+                + _short_prompt_ttft(ones[0]))
     spare = [pt for pt in held_out if _closed(pt) and pt.concurrency == 1 and pt.value("ttft_p50_ms") is not None
              and pt not in points]
     hint = _in_file(spare, points, "its TTFT would identify frontend_in_s")
@@ -1253,8 +1274,18 @@ def _frontend_advice(points: Sequence[MeasuredPoint], held_out: Sequence[Measure
             and pt.label in screened]
     if gone:
         return (f"{gone[0]}'s TTFT p50 was measured, {screened[gone[0]]}, so it was left out of the fit and "
-                "frontend_in_s keeps its value: a concurrency-1 TTFT that passes this screen would identify it")
-    return "a measured TTFT at concurrency 1 would identify frontend_in_s"
+                "frontend_in_s keeps its value: a concurrency-1 TTFT that passes this screen would identify it, "
+                + _short_prompt_ttft(None))
+    return "a measured TTFT at concurrency 1 would identify frontend_in_s, " + _short_prompt_ttft(None)
+
+
+def _short_prompt_ttft(pt: MeasuredPoint | None) -> str:
+    """Which concurrency-1 TTFT identifies ``frontend_in_s``: one of a short prompt, where the API server's few ms are
+    not lost under the prefill's (trial s26b #12: a C = 1 TTFT at 1,024 prompt tokens on an A100, 75 ms, left it at
+    ±84%, after the advice had asked for exactly that point)."""
+    n = int(pt.input_len) if pt is not None and pt.input_len else None
+    at = f"; at {n:,} prompt tokens the prefill's time hides it" if n and n > 64 else ""
+    return f"of a short prompt (a few dozen tokens, so the prefill does not dwarf the API server's few ms){at}"
 
 
 def _prefill_advice(points: Sequence[MeasuredPoint], held_out: Sequence[MeasuredPoint], *, tried: bool,

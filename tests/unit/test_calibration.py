@@ -576,3 +576,48 @@ def test_points_with_failed_requests_are_not_calibration_points():
     bad = {"id": "closed-c2", "concurrency": 2, "client": {"completed": 9, "failed": 1,
                                                            "output_throughput_tok_s": 90.0}}
     assert [p.id for p in measured_points({"points": [ok, bad]})] == ["closed-c1"]  # case 9.51: c2 was fitted
+
+
+def test_the_heading_says_when_the_1_sigma_rests_on_the_assumed_noise(capsys, monkeypatch):
+    """Trial s26b #13: one point, one TPOT value, one constant: the residual variance is undefined and the 1σ is the
+    5% noise floor's, which the heading, "1σ from the Gauss–Newton covariance", did not say."""
+    import dataclasses
+
+    from pytest_roofline import cli
+
+    monkeypatch.chdir(REPO)
+    run = REPO / "predictions" / "recorded" / "day3-2026-07-31.results.json"  # the notebook's A100 sweep
+    assert cli.main(["calibrate", str(run), "--points", "C=1"]) == 0
+    out = capsys.readouterr().out
+    assert ("fitted constants (1σ from the Gauss–Newton covariance at the optimum, scaled by the assumed 5% "
+            "measurement noise, its floor: the fit's residuals are smaller, or too few to measure it):") in out
+    res = cal.FitResult(constants=None, fitted=(), values={}, uncertainty={}, log_sd={},  # type: ignore[arg-type]
+                        points=(), rms_log_residual=0.0, iterations=0)
+    assert dataclasses.replace(res, noise_floor=False).describe().startswith(
+        "fitted constants (1σ from the Gauss–Newton covariance at the optimum, scaled by the fit's residuals):")
+
+
+def test_advice_at_one_context_length_asks_for_another_length_not_another_load(tmp_path, capsys, monkeypatch):
+    """Trial s26b #12: throughput alone, at the notebook's one prompt and output length: the advice asked for C=2, then
+    C=4, and all eight points still left step_overhead_s at ±105%; at one context length every step lies on one
+    line in the batch, which the loads already fix, so the advice is another context length. And a concurrency-1
+    TTFT is asked for with a short prompt, where the API server's few ms are not lost under the prefill."""
+    import json
+
+    from pytest_roofline import cli
+
+    monkeypatch.chdir(REPO)
+    d = json.loads((REPO / "predictions" / "recorded" / "day3-2026-07-31.results.json").read_text())
+    for p in d["points"]:
+        c = p.get("client") or {}
+        c["tpot_ms"] = c["ttft_ms"] = c["itl_ms"] = None
+    run = tmp_path / "tput-only.results.json"
+    run.write_text(json.dumps(d))
+    rc = cli.main(["calibrate", str(run), "--points", "C=1,C=2,C=4,C=8,C=16,C=32,C=64,C=128",
+                   "--predictions", str(REPO / "predictions" / "day3.yaml")])
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert rc == 0, text
+    assert "more loads of these lengths narrow it little" in text and "another context length" in text
+    assert "fit with C=" not in text
+    assert "a measured TTFT at concurrency 1 would identify frontend_in_s, of a short prompt" in text
