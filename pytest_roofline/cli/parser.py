@@ -129,11 +129,11 @@ def make_parser() -> argparse.ArgumentParser:
                          "each file)")
     hi.add_argument("--drift", type=flag_type(drift_threshold, "threshold"), metavar="THRESHOLD",
                     help="the drift columns' threshold, as --roofline-drift takes it (a prediction's own drift: "
-                         "wins); default: the one each setup's latest night was judged under, else 10%%")
+                         "wins); default: each night's own, the one its log judged it by, else 10%%")
     hi.add_argument("--baseline", type=flag_type(drift_baseline, "baseline"), metavar="previous|median:N|run:ID",
                     help="what drift compares with, as --roofline-drift-baseline takes it: the previous run on the "
                          "same setup, the median of the last N, or a pinned run (run:ID, a stored run's id or its "
-                         "unique beginning); default: the one each setup's latest night was judged under, else "
+                         "unique beginning); default: each night's own, the one its log judged it by, else "
                          "previous")
     hi.set_defaults(fn=cmd_history)
     co = sub.add_parser("compare", help="print two runs side by side (ids in a history store, stored run "

@@ -320,17 +320,21 @@ def _groups(runs: Sequence[RunSummary]) -> list[_Group]:
 # ----------------------------------------------------------------------------------------------------------------
 # drift: the one definition is pytest_roofline.history.drift_for (its statuses, baselines and thresholds)
 # ----------------------------------------------------------------------------------------------------------------
-def _night_drifts(group: _Group, policy: DriftPolicy) -> dict[int, dict[str, Drift]]:
+def _night_drifts(group: _Group, policy: DriftPolicy, *, own: bool = False) -> dict[int, dict[str, Drift]]:
     """The drift of each of the latest :data:`TABLE_NIGHTS` runs of each prediction file of ``group`` (the nights
     its tables list, its latest run's among them), against the earlier nights of its own setup (``drift_for``
-    keeps only those), by run index and prediction key."""
+    keeps only those), by run index and prediction key. ``own``: each night is judged under the policy it stored
+    (the one its own log judged it by), ``policy`` filling what it did not store; else all under ``policy`` (a page
+    drawn with --drift/--baseline). Trial s26a #6: a night judged at 5% read DRIFTED beside a green "-6.5%, within
+    10%" cell, the latest night's policy."""
     out: dict[int, dict[str, Drift]] = {}
     wanted = sorted({i for ix in group.file_runs.values() for i in ix[-TABLE_NIGHTS:]}
                     or range(max(0, len(group.runs) - TABLE_NIGHTS), len(group.runs)))
     for i in wanted:
         r = group.runs[i]
+        night = _run_policy(r, policy) if own else policy
         try:
-            out[i] = drift_for(r.values, group.runs[:i], policy, setup=r.setup)
+            out[i] = drift_for(r.values, group.runs[:i], night, setup=r.setup)
         except Exception:  # noqa: BLE001 - a drift bug must not cost the whole page; the column says n/a
             out[i] = {}
     return out
@@ -880,10 +884,10 @@ def _summary_table(gi: int, group: _Group, drifts: Mapping[int, Mapping[str, Dri
 
 
 def _group_section(gi: int, group: _Group, policy: DriftPolicy,
-                   marks: Mapping[tuple[int, str], _Mark] | None = None) -> str:
+                   marks: Mapping[tuple[int, str], _Mark] | None = None, *, own: bool = False) -> str:
     versions = group.versions
     ver = " → ".join(f"vllm {v}" for v in versions[-6:]) + (" (and earlier)" if len(versions) > 6 else "")
-    drifts = _night_drifts(group, policy)
+    drifts = _night_drifts(group, policy, own=own)
     group.series = _attention_order(group, drifts)
     latest = group.latest_of_files()
     counts: dict[str, int] = {}  # the outcomes of each file's latest run, as its terminal counted them
@@ -954,6 +958,18 @@ def _rank(status: str) -> int:
     return order.index(status) if status in order else len(order)
 
 
+def _run_policy(run: RunSummary, fallback: DriftPolicy) -> DriftPolicy:
+    """The drift policy ``run`` was judged under (``RunSummary.drift_threshold`` / ``drift_baseline``), ``fallback``
+    filling what it did not store (a run stored before they were kept, or outside pytest)."""
+    if not (run.drift_threshold or run.drift_baseline):
+        return fallback
+    try:
+        return DriftPolicy(run.drift_threshold or fallback.threshold_text, run.drift_baseline or fallback.baseline,
+                           fallback.machine)
+    except ValueError:  # a stored policy this version does not read (a hand-edited index)
+        return fallback
+
+
 def _group_policy(group: _Group, drift: str | None, baseline: str | None) -> DriftPolicy:
     """The drift policy of a setup's columns: ``drift`` / ``baseline`` where given, else what its latest night was
     judged under (``RunSummary.drift_threshold`` / ``drift_baseline``, so the page agrees with that night's log:
@@ -996,9 +1012,9 @@ def render_trend(runs: Sequence[RunSummary], *, title: str | None = None, source
                if one_policy else
                "Drift: a measured value against the baseline each setup's table names, of the same setup (hardware, "
                "model, engine version), beyond its threshold unless the prediction sets its own drift: threshold")
-            + (" (the policy its latest night was judged under; roofline history --baseline and --drift set "
-               "another)" if not (drift or baseline) and any(r.drift_threshold or r.drift_baseline for r in runs)
-               else "")
+            + (" (the policy its latest night was judged under; each night's drift cells, the one its own log "
+               "judged it by; roofline history --baseline and --drift set another)"
+               if not (drift or baseline) and any(r.drift_threshold or r.drift_baseline for r in runs) else "")
             + ". Hover a point "
             "for its date, commit and version; the band or the model line for its value and nights. A prediction's "
             "latest status, value and drift are those of the latest run of its prediction file: a nightly that runs "
@@ -1008,7 +1024,9 @@ def render_trend(runs: Sequence[RunSummary], *, title: str | None = None, source
             + (" " + _MARKS_HINT if any(marks) else "") + "</p>")  # only where a night is marked
     head = (f'<header class="top"><div class="brand">pytest-roofline trend</div><h1>{esc(page_title)}</h1>'
             f'{src}<div class="src">{span}</div>{nav}{hint}</header>')
-    body = head + ("".join(_group_section(i, g, p, m) for i, (g, p, m) in enumerate(zip(groups, policies, marks)))
+    own = drift is None and baseline is None  # each night judged as its own log judged it (trial s26a #6)
+    body = head + ("".join(_group_section(i, g, p, m, own=own) for i, (g, p, m) in enumerate(zip(groups, policies,
+                                                                                               marks)))
                    or
                    '<p class="missing">The store holds no runs yet: run pytest with --roofline-history.</p>')
     body += (f"<footer>Generated {esc(generated_at)} by pytest-roofline. This page is self-contained: no scripts, "

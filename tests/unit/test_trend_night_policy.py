@@ -73,3 +73,21 @@ def test_the_chart_does_not_join_nights_of_another_quantity() -> None:
     assert len(one) == 1 and len(one[0].split()) == 5  # five nights, one line
     two = lines(lambda t: "ttft_p90" if t < "2026-12-05" else "ttft_p50")
     assert len(two) == 1 and len(two[0].split()) == 4  # the four ttft_p90 nights; the last night stands alone
+
+
+def test_each_night_is_judged_under_its_own_stored_policy() -> None:
+    """Trial s26a #6: a night judged with --roofline-drift 5% failed on a -6.5 % move, and the page, judging every
+    night under the latest night's 10 %, showed that night's row DRIFTED beside a green "-6.5%, within 10%" cell."""
+    nights = [("2026-12-01T02:00:00Z", 100.0), ("2026-12-02T02:00:00Z", 100.0), ("2026-12-03T02:00:00Z", 100.0),
+              ("2026-12-04T02:00:00Z", 93.5), ("2026-12-05T02:00:00Z", 93.6)]
+    runs = [run(t, val("ttft", x / 1e3)) for t, x in nights]
+    runs = [replace(r, drift_threshold="5%" if r.started_at.startswith("2026-12-04") else "10%",
+                    drift_baseline="previous") for r in runs]
+    html = render_trend(runs)
+    cells = re.findall(r'class="drift drift-([a-z]+)" title="([^"]*)"', html)
+    night4 = [(st, title) for st, title in cells if title.startswith("-6.5%")]
+    assert night4 and all(st != "steady" for st, _t in night4), cells
+    assert all("beyond 5%" in t for _st, t in night4), night4
+    # given on the command line, one policy judges every night: the 5% night's move is within 10% there
+    again = re.findall(r'class="drift drift-([a-z]+)" title="(-6.5%[^"]*)"', render_trend(runs, drift="10%"))
+    assert again and all(st == "steady" for st, _t in again), again
