@@ -346,7 +346,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """``roofline compare A B``: two runs side by side (run ids in --store, run directories or results.json); exit
     status 1 when the two share no measured prediction (NOTHING WAS COMPARED), so that a script can tell.
     ``roofline compare --store URI`` alone lists the store's runs; one run alone is a usage error."""
-    from pytest_roofline.history import compare_runs, comparison_json, measured_in_both, render_comparison
+    from pytest_roofline.history import (
+        compare_runs,
+        comparison_json,
+        earlier_nights,
+        measured_in_both,
+        render_comparison,
+    )
 
     if args.a is None:
         return _list_runs(args)
@@ -385,7 +391,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(jsonout.dumps(comparison_json(a, b, rows), indent=2, ensure_ascii=False))
     else:
         width = min(shutil.get_terminal_size((120, 24)).columns, 200)  # the terminal table's cap too
-        print("\n".join(render_comparison(a, b, rows, width=width)))
+        before = len(earlier_nights(b, history)) if history else None
+        print("\n".join(render_comparison(a, b, rows, width=width, earlier=before)))
     return 0 if measured_in_both(rows) else 1
 
 

@@ -25,6 +25,7 @@ from pytest_roofline.history._compare import (
     ComparisonRow,
     compare_runs,
     comparison_json,
+    earlier_nights,
     measured_in_both,
     render_comparison,
     render_run_list,
@@ -109,7 +110,8 @@ __all__ = [
     "DirectoryStore", "SqlStore", "open_store", "new_run_id", "read_run_dir", "SQL_SCHEMES",
     # drift, comparison and recording (H2)
     "DEFAULT_DRIFT", "DEFAULT_BASELINE", "DriftPolicy", "DriftStatus", "Drift", "drift_for", "drift_counts",
-    "parse_baseline", "ComparisonRow", "compare_runs", "render_comparison", "comparison_json", "build_records",
+    "parse_baseline", "ComparisonRow", "compare_runs", "earlier_nights", "render_comparison", "comparison_json",
+    "build_records",
     "setup_key", "spec_setup_key", "relative_file", "stored_value",
     # identity, significance, bounded names (issue 21)
     "identity_file", "definition_hash", "unify_keys", "same_prediction", "clean_name", "clean_setup",

@@ -156,7 +156,11 @@ def compare_runs(a: RunSummary, b: RunSummary, history: Sequence[RunSummary] = (
     compare --machine 20%``, as ``--roofline-drift-machine``): a pair whose host probes are further apart is not
     judged (``machine``); None (the default) judges every pair."""
     if a.setup == b.setup:
-        a, b = unify_keys([a, b])
+        # two old-scheme nights (keys under two rootdirs) have no current-scheme key of their own to meet at: the
+        # store's later runs of the setup give it, as they do for drift and the trend page (trial s26a #8: two
+        # such nights read "NOTHING WAS COMPARED", exit 1, where drift matched them)
+        current = [v for r in history if r.setup == a.setup for v in r.values if v.definition_hash]
+        a, b = unify_keys([a, b], current)
     else:  # different setups: the keys are still those of one prediction file each
         a, b = unify_keys([a], b.values)[0], unify_keys([b], a.values)[0]
     earlier = unify_keys(earlier_nights(b, history), b.values) if history else []
@@ -405,12 +409,13 @@ def _shown(outcome: str, status: str) -> str:
 
 
 def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | None = None, *,
-                      width: int = 120) -> list[str]:
+                      width: int = 120, earlier: int | None = None) -> list[str]:
     """Aligned columns that fit ``width`` (120 by default; the CLI passes the terminal's, ``COLUMNS``): id,
     quantity, predicted, A and B (the outcome pytest reported: ``xfail`` for an expected miss; measured), the
     change, whether it is beyond the measurements' noise, and the model values. What gives way when they do not
     fit is :func:`_layout`'s. Each row's values in its prediction's unit, one number style throughout (the module's
-    docstring)."""
+    docstring). ``earlier``: how many earlier nights of B's setup the store given holds (None: no store was given),
+    so the footer says what is missing, not to pass ``--store`` where it was (trial s26a #10)."""
     rows = compare_runs(a, b) if rows is None else rows
     cells = []
     for r in rows:
@@ -477,7 +482,9 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
                                                             if with_nights < len(moved) else "each")
                   + ", the spread of B's 3 or more earlier nights in the store: drift's test") if with_nights else (
         "both runs' 95 % intervals; the run-to-run noise needs 3 or more earlier nights of B's setup in a store "
-        "(--store), as drift needs them")
+        + ("(--store), as drift needs them" if earlier is None else
+           f"as drift needs them, and the store holds {earlier} before B of its setup"
+           + (" with these measured" if earlier >= 3 else "")))
     text = (f"{len(rows)} predictions; {len(moved)} measured in both runs; {len(significant)} moved beyond the "
             f"noise ({noise_text})"
             + (f"; {uncertain} uncertain (beyond both runs' intervals, but fewer than 3 earlier nights of B's setup "
@@ -494,7 +501,9 @@ def render_comparison(a: RunSummary, b: RunSummary, rows: list[ComparisonRow] | 
                "in B" if redefined else "")
             + (f"; largest change {printable(largest.prediction_id)} {_percent(largest.change_rel or 0)}"
                if largest is not None else ""))
-    lines += textwrap.wrap(text, width, break_on_hyphens=False) or [text]  # an id is not cut at its hyphens
+    # an id is not cut at its hyphens, nor a change from its "%" (trial s26a #11: "+40.0" / "%" on two lines)
+    kept = textwrap.wrap(text.replace(" %", "\u00a0%"), width, break_on_hyphens=False) or [text]
+    lines += [ln.replace("\u00a0", " ") for ln in kept]
     return lines
 
 

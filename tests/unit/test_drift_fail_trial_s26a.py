@@ -8,6 +8,8 @@ import dataclasses
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from pytest_roofline.history import DriftPolicy, RunSummary, SetupKey, StoredValue, drift_for, prediction_key
 from pytest_roofline.pytest_plugin.history import compared_check
 
@@ -99,3 +101,27 @@ def test_a_baseline_of_tonights_day_is_named_by_its_time() -> None:
     other = _run("20261206T010000Z-b910263-000001", "2026-12-06T01:00:00Z", _value("a", 300.0))
     d = drift_for([_value("a", 390.0)], [other], DriftPolicy(), setup=SETUP, before=NIGHT)[_value("a", 1).key]
     assert "vs previous run (2026-12-06;" in d.text
+
+
+def _old(pid: str, measured: float, file: str) -> StoredValue:
+    """A value as the old key scheme stored it: its file under pytest's rootdir, no definition hash."""
+    return dataclasses.replace(_value(pid, measured, file), definition_hash="")
+
+
+def test_compare_matches_two_old_scheme_nights_through_the_stores_later_runs() -> None:
+    # #8: two nights stored under the old scheme from two rootdirs (proj/predictions/nightly.yaml and nightly.yaml)
+    # share no key; drift and the trend page matched them through the store's current-scheme runs, compare read
+    # "NOTHING WAS COMPARED" (exit 1). The third night's current key joins them.
+    from pytest_roofline.history import compare_runs, measured_in_both, render_comparison
+
+    a = _run("20261201T020000Z-a-000001", "2026-12-01T02:00:00Z", _old("a", 300.0, "proj/predictions/nightly.yaml"))
+    b = _run("20261202T020000Z-a-000002", "2026-12-02T02:00:00Z", _old("a", 330.0, "nightly.yaml"))
+    c = _run("20261203T020000Z-a-000003", "2026-12-03T02:00:00Z", _value("a", 310.0, "predictions/nightly.yaml"))
+    assert measured_in_both(compare_runs(a, b)) == []  # alone, nothing to meet at
+    rows = compare_runs(a, b, [a, b, c])
+    [row] = measured_in_both(rows)
+    assert row.change_rel == pytest.approx(330.0 / 300.0 - 1)
+    # #10: with a store, the footer says how many earlier nights it holds, not to pass --store
+    text = " ".join(render_comparison(a, b, rows, width=100, earlier=1))
+    assert "the store holds 1 before B of its setup" in text and "(--store)" not in text
+    assert "(--store)" in " ".join(render_comparison(a, b, rows, width=100))
