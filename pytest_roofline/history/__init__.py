@@ -94,6 +94,7 @@ from pytest_roofline.history._records import (
     StoredValue,
     clean_name,
     measurement_id,
+    other_workload,
     prediction_key,
     same_prediction,
     unify_keys,
@@ -121,7 +122,7 @@ __all__ = [
     # a checkout's top level and a verdict's key, for the pytest plugin (s16 review L4)
     "repository_root", "results_for_file", "verdict_key",
     # the host probe: a night whose machine ran apart (issue 21, 2026-12-07)
-    "MACHINE_SHIFT", "machine_count", "value_probe", "value_arrival_span", "value_workload",
+    "MACHINE_SHIFT", "machine_count", "value_probe", "value_arrival_span", "value_workload", "other_workload",
     # the machine rule's reference and decision, for the trend page's marks (issue 21 leftover, T2)
     "night_machine", "night_probe", "machine_apart", "machine_moved", "reference_probe", "SPREAD_RUNS",
     "MIN_NIGHTS",

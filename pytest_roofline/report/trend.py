@@ -79,6 +79,7 @@ from pytest_roofline.history import (
     machine_apart,
     machine_moved,
     night_probe,
+    other_workload,
     reference_probe,
     unify_keys,
 )
@@ -118,6 +119,7 @@ _WHISKER_COLOR = "#3d4650"
 #: a night whose machine ran apart (a shaded column behind it) and a night whose point did not hold its concurrency
 #: (a ring around its dot): apart from the outcomes' colours and the predicted band's
 _MACHINE_COLOR = PALETTE["yellow"]
+_WORKLOAD_COLOR = PALETTE["orange"]
 _UNHELD_COLOR = PALETTE["black"]
 #: a trend chart's width and left margin (px), and the x axis' tick label size: its 11 px font at an average glyph
 #: width of 0.62 em (DejaVu Sans, the widest of the fonts the page names, is about 0.6) and 10 px between labels
@@ -320,6 +322,20 @@ def _groups(runs: Sequence[RunSummary]) -> list[_Group]:
 # ----------------------------------------------------------------------------------------------------------------
 # drift: the one definition is pytest_roofline.history.drift_for (its statuses, baselines and thresholds)
 # ----------------------------------------------------------------------------------------------------------------
+def _workload_changes(values: Sequence[StoredValue | None]) -> set[int]:
+    """The night indices whose value ran another workload than the last earlier night that measured it
+    (``history.other_workload``: other lengths or dataset; a peer's means within their slack are one)."""
+    out: set[int] = set()
+    last: StoredValue | None = None
+    for i, v in enumerate(values):
+        if v is None or not v.workload:
+            continue
+        if last is not None and other_workload(last.workload, v.workload):
+            out.add(i)
+        last = v
+    return out
+
+
 def _night_drifts(group: _Group, policy: DriftPolicy, *, own: bool = False) -> dict[int, dict[str, Drift]]:
     """The drift of each of the latest :data:`TABLE_NIGHTS` runs of each prediction file of ``group`` (the nights
     its tables list, its latest run's among them), against the earlier nights of its own setup (``drift_for``
@@ -725,6 +741,10 @@ def _chart(group: _Group, s: _Series, marks: Mapping[tuple[int, str], _Mark] | N
     # engine-version changes
     for i, version in nights.upgrades:
         c.vline(i - 0.5, color=_VERSION_COLOR, dash="3 3", width=1.4, text=f"vllm {_clip(version, 24)}")
+    # workload changes: another figure starts there, as at a new version (trial s26a #12: only a table cell said so)
+    reworked = _workload_changes(values)
+    for i in reworked:
+        c.vline(i - 0.5, color=_WORKLOAD_COLOR, dash="2 2", width=1.4, text="workload changed", text_pos=0.12)
     # the measured value, each night coloured by its verdict: one path per verdict, one tooltip per night
     measured = [(i, float(v.measured) / scale, v) for i, v in enumerate(values)
                 if v is not None and is_number(v.measured)]
@@ -737,8 +757,9 @@ def _chart(group: _Group, s: _Series, marks: Mapping[tuple[int, str], _Mark] | N
                 ys[i], quantity[i] = y, v.quantity
             pts: list[tuple[float, float]] = []
             for i in range(n):
-                # nights of another quantity under the same id are not joined to this one's (trial s24c M7)
-                if pts and quantity[i] and quantity[i - 1] and quantity[i] != quantity[i - 1]:
+                # nights of another quantity under the same id are not joined to this one's (trial s24c M7), nor
+                # nights of another workload (trial s26a #12)
+                if pts and ((quantity[i] and quantity[i - 1] and quantity[i] != quantity[i - 1]) or i in reworked):
                     pts.append((i - 0.5, math.nan))
                 pts.append((float(i), ys[i]))
             c.line(pts, color="#9aa3ad", width=1.2)
@@ -1006,7 +1027,7 @@ def render_trend(runs: Sequence[RunSummary], *, title: str | None = None, source
             f"{esc(_night(runs[-1], seconds=sec))} UTC" if runs else "no runs stored yet")
     hint = ('<p class="hint">Each chart: the measured value night by night (points coloured by that night\'s '
             "outcome as pytest reported it: an expected miss is xfail, not FAIL), the predicted band shaded, the "
-            "model's value dashed. A purple rule marks a new vLLM version. "
+            "model's value dashed. A purple rule marks a new vLLM version, an orange one a workload change. "
             + (f"Drift: a measured value against {esc(policy.describe())} of the same setup (hardware, model, engine "
                f"version), beyond {esc(policy.threshold_text)} unless the prediction sets its own drift: threshold"
                if one_policy else
@@ -1015,7 +1036,10 @@ def render_trend(runs: Sequence[RunSummary], *, title: str | None = None, source
             + (" (the policy its latest night was judged under; each night's drift cells, the one its own log "
                "judged it by; roofline history --baseline and --drift set another)"
                if not (drift or baseline) and any(r.drift_threshold or r.drift_baseline for r in runs) else "")
-            + ". Hover a point "
+            + '. The drift cells: <span class="drift drift-drifted">drifted</span> (beyond the threshold and the '
+            'noise), <span class="drift drift-uncertain">uncertain</span> (beyond the threshold, within the noise or '
+            'before three earlier nights), <span class="drift drift-steady">steady</span> (within the threshold); '
+            "hover one for its baseline and why. Hover a point "
             "for its date, commit and version; the band or the model line for its value and nights. A prediction's "
             "latest status, value and drift are those of the latest run of its prediction file: a nightly that runs "
             "each file in its own pytest session stores one run per file. A night is one run of a prediction "

@@ -91,3 +91,16 @@ def test_each_night_is_judged_under_its_own_stored_policy() -> None:
     # given on the command line, one policy judges every night: the 5% night's move is within 10% there
     again = re.findall(r'class="drift drift-([a-z]+)" title="(-6.5%[^"]*)"', render_trend(runs, drift="10%"))
     assert again and all(st == "steady" for st, _t in again), again
+
+
+def test_a_workload_change_is_ruled_on_the_chart_and_breaks_its_line() -> None:
+    """Trial s26a #12: input 128 -> 256 tokens showed only as a '(workload changed)' table cell; the chart joined the
+    measured line across it. It gets a rule, as a new vLLM version does, and the line breaks there."""
+    wl = {t: ("in 128 / out 64 tokens" if t < "2026-12-04" else "in 256 / out 64 tokens") for t, _x in NIGHTS}
+    runs = [run(t, replace(val("ttft", x / 1e3), workload=wl[t])) for t, x in NIGHTS]
+    html = render_trend(runs)
+    assert html.count(">workload changed<") == 1
+    lines = re.findall(r'<polyline points="([^"]*)" fill="none" stroke="#9aa3ad"', html)
+    assert [len(ln.split()) for ln in lines] == [3, 2]  # the three 128-token nights, then the two 256-token ones
+    same = [run(t, replace(val("ttft", x / 1e3), workload="in 128 / out 64 tokens")) for t, x in NIGHTS]
+    assert ">workload changed<" not in render_trend(same)
