@@ -733,11 +733,21 @@ def drift_for(values: Iterable[StoredValue], history_runs: Sequence[RunSummary],
                 verdict = (f"beyond {tol_text} and the measurements' intervals{rank}, but {len(spread_xs)} of "
                            f"{MIN_NIGHTS} earlier nights: the run-to-run noise is not known yet")
         elif apart:
-            verdict = f"beyond {tol_text}" + (f" (rank test p={rank_p:.2g})" if rank_p is not None else "")
+            # the noise it beat, so a DRIFTED line can be checked from the log (trial s26a #14)
+            beat = ([f"the runs' intervals ±{_fmt(v, within_run)}"] if math.isfinite(within_run) and within_run > 0
+                    else [])
+            if spread > 0 and math.isfinite(spread):
+                beat.append(f"the earlier nights' spread ±{_fmt(v, spread)}")
+            if rank_p is not None:
+                beat.append(f"rank test p={rank_p:.2g}")
+            verdict = f"beyond {tol_text}" + (f" and the noise ({'; '.join(beat)})" if beat else "")
         else:
             noise = "an unbounded interval" if not math.isfinite(margin) else f"±{_fmt(v, margin)}"
             if rank_p is not None:
-                noise += f"; rank test p={rank_p:.2g}"
+                # a small p beside "within the noise" read as a contradiction (trial s26a #14): the intervals
+                # overlap, and a move must be beyond both to drift
+                noise += (f"; the rank test alone gives p={rank_p:.2g}, but a move must also be beyond the intervals"
+                          if rank_p < 0.05 else f"; rank test p={rank_p:.2g}")
             if spread > within_run and math.isfinite(within_run):  # the nights' spread decided, not the intervals
                 own = f"; the runs' own intervals ±{_fmt(v, within_run)}" if within_run > 0 else ""
                 verdict = f"beyond {tol_text} but within the earlier nights' spread ({noise}{own})"

@@ -121,7 +121,13 @@ class SqlStore:
         except Exception as exc:
             self._engine.dispose()
             error = self._error("cannot open the history database", exc)
-            if "file is not a database" in str(exc):  # trial 21, L3: an SQLite URL naming some other file
+            database = self._engine.url.database or ""
+            folder = Path(database).expanduser().parent if self._engine.url.get_backend_name() == "sqlite" else None
+            if database and database != ":memory:" and folder is not None and not folder.is_dir():
+                # as the directory store says it (trial s26a #15: a bare "unable to open database file")
+                error = HistoryError(f"{error}: its folder {folder} does not exist; check the path, or create the "
+                                     "folder first (mkdir -p) for a new store")
+            elif "file is not a database" in str(exc):  # trial 21, L3: an SQLite URL naming some other file
                 database = self._engine.url.database or ""
                 error = HistoryError(f"{error}: {database} is not an SQLite database (another kind of file); give "
                                      "the path of a history database, or a new file's (it is made on the first "

@@ -531,3 +531,13 @@ def test_a_store_path_that_is_some_other_file_says_so(tmp_path):
     with pytest.raises(HistoryError) as exc:
         open_store(f"sqlite:///{other}")
     assert f"{other} is not an SQLite database (another kind of file)" in str(exc.value)
+
+
+def test_an_sqlite_store_in_a_missing_folder_names_the_folder(tmp_path):
+    # trial s26a #15: "cannot open the history database (OperationalError: unable to open database file)" alone,
+    # where a directory store in a missing folder names it and the fix
+    pytest.importorskip("sqlalchemy")
+    with pytest.raises(HistoryError) as exc:
+        open_store(f"sqlite:///{tmp_path / 'nope' / 'x.db'}")
+    assert (f"its folder {tmp_path / 'nope'} does not exist; check the path, or create the folder first (mkdir -p) "
+            "for a new store") in str(exc.value)
