@@ -18,6 +18,8 @@
 #                        postgresql+psycopg://user@host:port/db
 #   ROOFLINE_OUT         where the report, scorecard, results and trend page go (default roofline-nightly/LABEL)
 #   ROOFLINE_DRIFT_FAIL  1: a prediction whose measured value drifted from the baseline fails (--roofline-drift-fail)
+#   ROOFLINE_DRIFT_MIN_COMPARED  the least share compared under ROOFLINE_DRIFT_FAIL=1 (--roofline-drift-min-compared;
+#                        0 lets a setup's first night, a new GPU label or a vLLM upgrade, pass, said)
 #   ROOFLINE_DRIFT       the drift threshold (--roofline-drift, e.g. 5%; the plugin's default when unset)
 #   ROOFLINE_PYTHON      the interpreter with pytest-roofline and vLLM (default .venv/bin/python, else python3)
 # Exit code: pytest's. 0 only when every selected prediction passed (or xfailed as declared); 1 failures or
@@ -126,6 +128,7 @@ pytest_cmd=("$py" -m pytest --gpu "$label" "${files[@]}"
   --junitxml "$out/junit.xml")
 [ -z "${ROOFLINE_DRIFT:-}" ] || pytest_cmd+=(--roofline-drift "$ROOFLINE_DRIFT")
 [ "${ROOFLINE_DRIFT_FAIL:-0}" != 1 ] || pytest_cmd+=(--roofline-drift-fail)
+[ -z "${ROOFLINE_DRIFT_MIN_COMPARED:-}" ] || pytest_cmd+=(--roofline-drift-min-compared "$ROOFLINE_DRIFT_MIN_COMPARED")
 [ ${#extra[@]} -eq 0 ] || pytest_cmd+=("${extra[@]}")
 trend_cmd=("$py" -m pytest_roofline.cli history "$history" -o "$out/trend.html")
 

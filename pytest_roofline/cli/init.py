@@ -387,8 +387,12 @@ def _band_text(setup: Setup, item: Item) -> str:
                 "queues or preempts below it") if why else ""
     if item.quantity == "num_gpu_blocks" and int(setup.tensor_parallel_size or 1) > 1:
         return f"; {TP_POOL_CAVEAT.strip().strip('()')}"
-    arithmetic = item.quantity == "batch1_ceiling"  # the ceiling itself: checked as arithmetic (trial s26b #2)
-    if (item.quantity not in bands.ROOFLINE_CEILINGS and not arithmetic) or q.model is None:
+    if item.quantity == "batch1_ceiling":  # the ceiling itself: checked as arithmetic (trial s26b #2), its landing
+        # range is batch1_throughput's to say (trial s26d #3: a range here quoted the ceiling as its top, above the
+        # batch-1 bound the check applies, and a floor the check did not use)
+        return ("; checked as arithmetic, to the precision written: a run's batch-1 figure, below it, is "
+                "batch1_throughput")
+    if item.quantity not in bands.ROOFLINE_CEILINGS or q.model is None:
         return ""
     moe = setup.model.is_moe and not setup.model.is_nominal
     tp = max(1, int(setup.tensor_parallel_size or 1))
@@ -402,10 +406,6 @@ def _band_text(setup: Setup, item: Item) -> str:
     rate = batch1_step_rate(setup, at, ceiling)
     lo = rate * band.lo
     of = "it" if rate >= ceiling else f"the roofline's batch-1 step rate {format_value(rate, q.dimension)}"
-    if arithmetic:
-        return (f"; checked as arithmetic, to the precision written; a run's batch-1 figure (batch1_throughput) "
-                f"lands from {band.lo:.0%} of {of} up to the ceiling ({format_value(lo, q.dimension)} to "
-                f"{format_value(ceiling, q.dimension)}, model/bands.py)")
     return (f"; band: measured runs reach {band.lo:.0%} of {of} up to the ceiling ({format_value(lo, q.dimension)} "
             f"to {format_value(ceiling, q.dimension)}, model/bands.py)")
 

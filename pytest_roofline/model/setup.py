@@ -1095,12 +1095,17 @@ def blocks_override_problem(setup: Setup) -> str | None:
     most = max(0, int(free // per_block)) if per_block > 0 else 0
     if n <= most:
         return None
+    digits = 4  # one more figure while the need and the room round alike (trial s26d #14: 69.46 GB both)
+    while digits < 9 and (format_value(n * per_block, "bytes", "GB", digits=digits)
+                          == format_value(free, "bytes", "GB", digits=digits)):
+        digits += 1
+
     def gb(x: float) -> str:
-        return format_value(x, "bytes", "GB", digits=4)
+        return format_value(x, "bytes", "GB", digits=digits)
 
     return (f"num_gpu_blocks_override {n:,} blocks of {format_value(per_block, 'bytes', 'MiB', digits=4)} need "
-            f"{gb(n * per_block)} a GPU, more than its {gb(float(total))} less the {gb(weights)} of weights it loads "
-            f"({most:,} blocks at most): vLLM's allocation fails at start")
+            f"{gb(n * per_block)} a GPU, more than the {gb(free)} its {gb(float(total))} leave beside the "
+            f"{gb(weights)} of weights it loads ({most:,} blocks at most): vLLM's allocation fails at start")
 
 
 @dataclass(frozen=True)

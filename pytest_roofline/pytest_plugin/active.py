@@ -212,6 +212,14 @@ def session_finish(session: pytest.Session, rs: RooflineSession) -> None:
         return
     if not rs.history_enabled:
         _write_scorecard(session, rs)
+        env = os.environ.get("ROOFLINE_HISTORY")
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        if env is not None and not env.strip() and rs.measured and rs.collected_predictions and tr is not None:
+            # a CI secret that is not set (env: {ROOFLINE_HISTORY: ${{ secrets.X }}}): history off, said once,
+            # never silently (trial s26d #7; the empty --roofline-history= is a usage error)
+            _end_open_line(tr)
+            tr.write_line("roofline history: not stored: $ROOFLINE_HISTORY is set but empty (an unset CI secret or "
+                          "variable?); give it the store's path or URI, or unset it")
     else:
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
         stopped = ("interrupted" if session.exitstatus == pytest.ExitCode.INTERRUPTED

@@ -175,6 +175,33 @@ def _first_night_files(rs: RooflineSession, drifts: list[dict[str, Any]]) -> dic
             if all(x == "new" for x in st) and identity_file(f) not in held}
 
 
+def _moved_files(rs: RooflineSession, setup: SetupKey, drifts: list[dict[str, Any]], first: dict[str, int]) -> str:
+    """Where a file new to the store shares prediction ids with a file the setup's latest earlier run measured and
+    tonight did not run: that it may be that file moved or renamed, whose series then end (trial s26d #5: a renamed
+    file beside a compared one was green and said nothing of the file the store held); "" otherwise."""
+    earlier, _own = earlier_runs(rs.history_runs, setup=setup, before=rs.measured_at if rs.mode == "replay" else None,
+                                 measurement=rs.replay_measurement_id)
+    tonight_ids = set(getattr(rs, "history_stored_run_ids", ()) or ())
+    earlier = [r for r in earlier if r.run_id not in tonight_ids]
+    if not earlier:
+        return ""
+    latest = max(earlier, key=lambda r: r.started_at)
+    tonight = {identity_file(str(d["file"])) for d in drifts if d.get("file")}
+    # the prediction ids of the new files, from their tests' node ids (``file::id[at]``; a drift's own key is
+    # redacted where it travels, as any field named "key" is)
+    new_ids = {node.split("::", 1)[1].split("[", 1)[0] for node, d in rs.reported_drifts.items()
+               if d.get("file") in first and "::" in node}
+    gone: dict[str, set[str]] = {}
+    for v in latest.values:
+        if v.file not in tonight and v.prediction_id in new_ids:
+            gone.setdefault(v.file, set()).add(v.prediction_id)
+    if not gone:
+        return ""
+    named = ", ".join(f"{f} ({len(ids)} of the same prediction ids)" for f, ids in sorted(gone.items()))
+    return (f"; the setup's previous run measured {named}, not run tonight: moved or renamed? (its series end "
+            "there; a prediction's identity is its file's path from the repository root)")
+
+
 def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
     """How many measured predictions were compared with a baseline, per setup, and whether that is too few: with
     ``--roofline-drift-fail``, a setup the store already held a run of whose compared share is below
@@ -250,10 +277,14 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
                              + ("; not failed: --roofline-drift-min-compared 0" if rs.drift_fail else ""))
                 continue
             failed = True
+            # stored tonight, or already (a retry replaying the stored night, trial s26d #10): the next new night
+            # compares with it, and recording it again changes nothing
             now = setup in getattr(rs, "history_stored_setups", ())
             lines.append(f"roofline drift: FAILED (--roofline-drift-fail): {setup.text()}: the store holds no earlier "
                          f"run of this setup: {measured} measured, none compared{empty}{elsewhere}; "
                          + ("this night is stored now, so the next night compares with it" if now else
+                            "this night is stored already, so the next new night compares with it"
+                            if itself.get(setup) else
                             "a setup's first night has nothing to compare: record it once without "
                             "--roofline-drift-fail, or let a setup's first night pass with "
                             "--roofline-drift-min-compared 0")
@@ -268,7 +299,7 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
             lines.append(f"roofline drift: {setup.text()}: first night in this store of "
                          + ", ".join(f"{identity_file(f)} ({n} measured)" for f, n in first.items())
                          + ": not counted in the compared share; the next night compares "
-                         + ("them" if len(first) > 1 else "it"))
+                         + ("them" if len(first) > 1 else "it") + _moved_files(rs, setup, drifts, first))
         if rs.drift_fail and compared < share * measured or (rs.drift_fail and compared == 0):
             failed = True
             unheld = not_judged_count(drifts)
@@ -290,9 +321,11 @@ def compared_check(rs: RooflineSession) -> tuple[list[str], bool]:
                 why = " and ".join(parts)
                 if unheld < measured - compared:
                     why += f", and for the rest {keys}"
+            need = (f"(at least {share:.0%} must be)" if share > 0 else
+                    "(--roofline-drift-min-compared 0 passes a setup's first night only, and the store holds this "
+                    "setup's runs)")
             lines.append(f"roofline drift: FAILED (--roofline-drift-fail): {setup.text()}: only {compared} of "
-                         f"{measured} measured predictions were compared with a baseline (at least "
-                         f"{share:.0%} must be); {why}: "
+                         f"{measured} measured predictions were compared with a baseline {need}; {why}: "
                          + ("a night that compares nothing cannot pass" if not compared else
                             "a night that compares too few cannot pass"))
     return lines, failed
@@ -503,5 +536,6 @@ def store_session(rs: RooflineSession, *, stopped: str = "") -> tuple[list[str],
             continue
         assert stored is not None
         rs.history_stored_setups.add(stored.setup)
+        rs.history_stored_run_ids.add(stored.run_id)
         lines.append(f"roofline history: stored run {stored.run_id} ({stored.setup.text()}) in {where}")
     return [printable(x) for x in lines], failed and not rs.history_optional

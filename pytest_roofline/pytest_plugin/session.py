@@ -101,9 +101,16 @@ def _ini_history(config: pytest.Config) -> str | None:
     store under predictions/ for a night started there); a URL (``sqlite:///...``, ``file://...``) as written."""
     value = str(config.getini("roofline_history") or "").strip()
     inipath = getattr(config, "inipath", None)
-    if not value or inipath is None or re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", value) or Path(value).is_absolute():
+    if not value or inipath is None:
         return value or None
-    return str(Path(inipath).parent / Path(value).expanduser())
+    folder = Path(inipath).parent
+    # an SQLite file written relative (sqlite:///hist.db: three slashes, then no fourth) is a path too (trial s26d #4)
+    m = re.match(r"^(sqlite(?:\+[A-Za-z0-9_]+)?:///)(?!/)(.+)$", value)
+    if m and m.group(2) != ":memory:" and not Path(m.group(2)).expanduser().is_absolute():
+        return m.group(1) + str(folder / Path(m.group(2)).expanduser())
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", value) or Path(value).is_absolute():
+        return value
+    return str(folder / Path(value).expanduser())
 
 
 class RooflineSession:
@@ -201,6 +208,8 @@ class RooflineSession:
         self.history_added: dict[str, int] = {}
         #: the setups whose run this session stored (the drift check's advice says the next night compares)
         self.history_stored_setups: set[Any] = set()
+        #: the runs this session stored (a drift check's "earlier run" is never one of them)
+        self.history_stored_run_ids: set[str] = set()
         #: the drift check's lines (pytest_plugin/history.py ``compared_check``), printed at the end of the drift
         #: section: a --roofline-drift-fail failure's reason is the output's last word (trial 21, M3)
         self.compared_lines: list[str] = []

@@ -47,3 +47,34 @@ def test_an_empty_history_option_is_a_usage_error(tmp_path: Path) -> None:
     assert result.returncode == pytest.ExitCode.USAGE_ERROR
     assert ("--roofline-history is given an empty value (an unset CI secret or variable?): pass the store's path or "
             "URI, or leave the option out") in result.stderr + result.stdout
+
+
+@pytest.mark.slow
+def test_an_ini_sqlite_path_is_read_from_the_ini_files_folder_too(tmp_path: Path) -> None:
+    # trial s26d #4: `roofline_history = sqlite:///hist.db` followed the current directory (a second database under
+    # predictions/ for a night started there)
+    pytest.importorskip("sqlalchemy")
+    _project(tmp_path)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nroofline_history = sqlite:///hist.db\n")
+    replay = (f"--replay={recording_path('cpu-tiny')}",)
+    first = _pytest(tmp_path, *replay, "predictions/cpu-tiny.yaml")
+    assert first.returncode == 0, first.stdout[-3000:]
+    again = _pytest(tmp_path / "predictions", *replay, "cpu-tiny.yaml")
+    assert "already stored: run" in again.stdout, again.stdout[-3000:]
+    assert (tmp_path / "hist.db").is_file() and not (tmp_path / "predictions" / "hist.db").exists()
+
+
+@pytest.mark.slow
+def test_an_empty_history_variable_is_said(tmp_path: Path) -> None:
+    # trial s26d #7: env: {ROOFLINE_HISTORY: ${{ secrets.X }}} with the secret unset turned the history off, silently
+    import os
+
+    _project(tmp_path)
+    (tmp_path / "pytest.ini").unlink()
+    env = {**os.environ, "ROOFLINE_HISTORY": ""}
+    r = subprocess.run([sys.executable, "-m", "pytest", *NO_HTML, "-p", "no:randomly", "--no-roofline-progress",
+                        f"--replay={recording_path('cpu-tiny')}", "predictions/cpu-tiny.yaml"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert ("roofline history: not stored: $ROOFLINE_HISTORY is set but empty (an unset CI secret or variable?)"
+            in r.stdout)

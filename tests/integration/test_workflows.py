@@ -176,6 +176,7 @@ def test_nightly_workflow_shape() -> None:
     assert 'scripts/nightly.sh "$GPU"' in runs
     night = next(s for s in steps if "scripts/nightly.sh" in s.get("run", ""))
     assert night["env"]["ROOFLINE_DRIFT_FAIL"].startswith("${{ (inputs.drift_fail ")
+    assert night["env"]["ROOFLINE_DRIFT_MIN_COMPARED"] == "${{ vars.ROOFLINE_DRIFT_MIN_COMPARED }}"
     # the history: restored from this label's newest entry, saved under a fresh key (cache entries are immutable)
     restore = next(s for s in steps if s.get("uses", "").startswith("actions/cache/restore@"))
     save = next(s for s in steps if s.get("uses", "").startswith("actions/cache/save@"))
@@ -242,9 +243,11 @@ def test_dry_run_prints_a_pytest_command_line_the_plugin_accepts(tmp_path: Path,
 
 
 def test_dry_run_knobs_and_extra_args(knobs: dict[str, str]) -> None:
-    env = {**knobs, "ROOFLINE_DRIFT_FAIL": "1", "ROOFLINE_DRIFT": "5%"}
+    env = {**knobs, "ROOFLINE_DRIFT_FAIL": "1", "ROOFLINE_DRIFT": "5%", "ROOFLINE_DRIFT_MIN_COMPARED": "0"}
     argv = shlex.split(_nightly("--dry-run", "l40s", "--", "--reanchor", "-k", "kv", env=env).stdout.splitlines()[0])
     assert argv[argv.index("--roofline-drift") + 1] == "5%" and "--roofline-drift-fail" in argv
+    # a setup's first night passes where the workflow says so (trial s26d #6)
+    assert argv[argv.index("--roofline-drift-min-compared") + 1] == "0"
     assert argv[-3:] == ["--reanchor", "-k", "kv"]  # the extra pytest args come last, as given
     # the one L40S file (hardware: l40s)
     assert [a for a in argv if a.endswith(".yaml")] == ["predictions/llama-3.1-8b-awq-l40s.yaml"]

@@ -99,3 +99,26 @@ def test_the_simulators_band_stops_at_the_weight_read_as_the_check_does():
                       + "  - {id: t, quantity: tpot_p50, at: {concurrency: 1}, predicted: 60 ms}\n")
     v = score(spec, spec.predictions[0], "math", None)
     assert (v.serving_band_lo, v.serving_band_hi) == (pytest.approx(lo / 1e3), pytest.approx(hi / 1e3))
+
+
+def test_a_files_math_tolerance_widens_no_band_in_either_column():
+    """Trial s26d #2: ``defaults: {math_tolerance: ±40%}`` (a rounding allowance for the file's arithmetic) passed
+    5,300 tok/s over a band topping at 4,209.6, under ``model_column: serving`` and the default column alike."""
+    for extra in ("model_column: serving\ndefaults: {math_tolerance: ±40%}\n", "defaults: {math_tolerance: ±40%}\n"):
+        v = _v("{id: t, quantity: output_throughput, at: {concurrency: 64}, predicted: 5300 tok/s}", extra=extra)
+        assert v.status == "fail" and v.band_decided, (extra, v.reason)
+        t = _v("{id: t, quantity: tpot_p50, at: {concurrency: 64}, predicted: 10.8 ms}", extra=extra)
+        assert t.status == "fail" and t.band_decided, (extra, t.reason)
+
+
+def test_an_fp8_kv_cache_voids_the_share_floor_as_it_voids_the_band():
+    """Trial s26d #1: with ``kv_cache_dtype: fp8`` the serving band was void and the share of the ceiling alone was
+    the floor (0.597 x 207.61 = 123.94), so 121 tok/s failed where it passed with a 16-bit cache: no run behind either
+    floor kept an fp8 cache, so realistic ink below the ceiling is inconclusive, under both batch-1 names."""
+    spec = loads_spec(HEAD.replace('version: "0.33.0"}}', 'version: "0.33.0", args: {{kv_cache_dtype: fp8}}}}')
+                      .format(sweep="{mode: closed, concurrency: [1]}", extra="")
+                      + "  - {id: b, quantity: batch1_throughput, predicted: 121 tok/s}\n"
+                      + "  - {id: c, quantity: output_throughput, at: {concurrency: 1}, predicted: 121 tok/s}\n")
+    got = [score(spec, p, "math", None) for p in spec.predictions]
+    assert [v.status for v in got] == ["inconclusive", "inconclusive"], [v.reason for v in got]
+    assert all("fp8" in v.reason for v in got)

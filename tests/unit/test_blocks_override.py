@@ -42,6 +42,11 @@ def test_an_override_past_the_gpus_memory_is_refused_at_its_line() -> None:
         loads_spec(SPEC.format(n=100000), file="o.yaml")
     err = exc.value
     assert err.line == 3
-    assert ("num_gpu_blocks_override 100,000 blocks of 2 MiB need 209.7 GB a GPU, more than its 85.52 GB less the "
-            "16.06 GB of weights it loads (33,121 blocks at most)") in err.message
+    assert ("num_gpu_blocks_override 100,000 blocks of 2 MiB need 209.7 GB a GPU, more than the 69.46 GB its 85.52 "
+            "GB leave beside the 16.06 GB of weights it loads (33,121 blocks at most)") in err.message
     loads_spec(SPEC.format(n=33121), file="o.yaml")  # the most it holds: accepted
+    # one block more: the need and the room differ in the fifth figure, and are printed to it (trial s26d #14)
+    with pytest.raises(SpecError) as exc:
+        loads_spec(SPEC.format(n=33122), file="o.yaml")
+    # 33,122 x 2,097,152 = 69,461,868,544 B; 85,520,809,984 - 16,060,522,496 = 69,460,287,488 B
+    assert "need 69.462 GB a GPU, more than the 69.46 GB" in exc.value.message

@@ -125,3 +125,18 @@ def test_compare_matches_two_old_scheme_nights_through_the_stores_later_runs() -
     text = " ".join(render_comparison(a, b, rows, width=100, earlier=1))
     assert "the store holds 1 before B of its setup" in text and "(--store)" not in text
     assert "(--store)" in " ".join(render_comparison(a, b, rows, width=100))
+
+
+def test_a_renamed_file_beside_a_compared_one_is_named_as_maybe_moved() -> None:
+    # trial s26d #5: nightly.yaml renamed renamed.yaml, run beside cpu.yaml: cpu.yaml's value compared, renamed.yaml
+    # its first night (green), and nothing said that the previous run measured nightly.yaml with the same ids
+    old = _run("20261206T020000Z-a-000001", "2026-12-06T02:00:00Z", _value("a", 300.0), _value("b", 200.0),
+               _value("c", 100.0, "cpu.yaml"))
+    tonight = [_value("c", 101.0, "cpu.yaml"), _value("a", 300.0, "renamed.yaml"), _value("b", 200.0, "renamed.yaml")]
+    lines, failed = compared_check(_session([old], tonight))
+    assert not failed
+    assert lines == ["roofline drift: cpu · roofline-tiny · vllm 0.32.0: first night in this store of renamed.yaml "
+                     "(2 measured): not counted in the compared share; the next night compares it; the setup's "
+                     "previous run measured nightly.yaml (2 of the same prediction ids), not run tonight: moved or "
+                     "renamed? (its series end there; a prediction's identity is its file's path from the "
+                     "repository root)"]

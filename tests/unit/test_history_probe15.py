@@ -120,9 +120,8 @@ def test_a_re_replay_of_a_setups_only_night_fails_drift_fail_and_says_why(baseli
     assert lines == ["roofline drift: FAILED (--roofline-drift-fail): cpu · roofline-tiny · vllm 0.32.0: the store "
                      "holds no earlier run of this setup: 1 measured, none compared (already stored: run "
                      "20261205T085428Z-nocommit-aaaaaa holds this very measurement, which a replay is not compared "
-                     "with); a setup's first night has nothing to compare: record it once without "
-                     "--roofline-drift-fail, or let a setup's first night pass with --roofline-drift-min-compared 0: "
-                     "a night that compares nothing cannot pass"]
+                     "with); this night is stored already, so the next new night compares with it: a night that "
+                     "compares nothing cannot pass"]
     rs.drift_min_compared = 0.0
     lines, failed = compared_check(rs)
     assert not failed

@@ -16,7 +16,6 @@ from support.hf_cache import QWEN25_14B_ID, QWEN25_14B_PARAMS
 from pytest_roofline import cli
 from pytest_roofline.cli.init import render
 from pytest_roofline.format.spec import load_spec
-from pytest_roofline.model import bands
 from pytest_roofline.scoring import VerdictStatus, score
 
 
@@ -30,18 +29,10 @@ def test_init_writes_the_notebooks_style_with_the_ink_blank(hub_cache: Path) -> 
         assert "# derivation: " in block and "# model: " in block
         assert re.search(r"^    predicted: +# <- your value", block, re.M)
     assert "# model: 29.54 GB" in text and "# model: 196,608 B" in text and "# model: none" in text
-    # the batch-1 ceiling: 3.35e12 / 29.54e9 = 113.4 tok/s, and where runs reach (model/bands.py)
-    band = bands.roofline_fraction_band()
-    assert band is not None
+    # the batch-1 ceiling: 3.35e12 / 29.54e9 = 113.4 tok/s, checked as arithmetic (trial s26b #2, s26d #3)
     ceiling = 3.35e12 / (2 * QWEN25_14B_PARAMS)
-    # the band is a share of the roofline's batch-1 step rate, which also reads the KV of one sequence at the mean
-    # decode context, 1,024 + 1,024 / 2 = 1,536 tokens of 48 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes:
-    # 3.35e12 / (29.54e9 + 1,536 x 196,608 B) = 112.3 tok/s (one GPU: no all-reduce)
-    rate = 3.35e12 / (2 * QWEN25_14B_PARAMS + 1536 * 48 * 8 * 128 * 2 * 2)
-    # the ceiling is arithmetic (trial s26b #2): the band is where a run's batch-1 figure lands, said as such
-    assert (f"# model: {ceiling:.1f} tok/s; checked as arithmetic, to the precision written; a run's batch-1 figure "
-            f"(batch1_throughput) lands from {band.lo:.0%} of the roofline's batch-1 step rate {rate:.1f} tok/s up "
-            f"to the ceiling ({rate * band.lo:.2f} tok/s to {ceiling:.1f} tok/s" in text)
+    assert (f"# model: {ceiling:.1f} tok/s; checked as arithmetic, to the precision written: a run's batch-1 figure, "
+            "below it, is batch1_throughput" in text)
 
 
 def test_check_names_every_blank_then_accepts_the_filled_file(hub_cache: Path, tmp_path: Path,
