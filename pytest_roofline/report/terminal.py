@@ -522,8 +522,14 @@ def _layout_rows(rows: list[dict[str, str]], width: int, band_lines: bool = Fals
     room = width - total(shown) - 1
     if room >= MIN_QUANTITY_WIDTH:
         shown["quantity"] = min(natural["quantity"], room)
-    elif total(shown) > width:  # no room for the quantity, nor for the whole ids: they lose their middles
-        shown["id"] = max(MIN_ID_WIDTH, shown["id"] - (total(shown) - width))
+    else:
+        if total(shown) > width and "tolerance" in shown:
+            # a band label's parenthesis gives way before the ids do: the band's range stays, and is on the line
+            # under the row too (the failure detail has the rest)
+            short = max([len("tolerance")] + [len(row["tolerance"].split(" (", 1)[0]) for row in rows])
+            shown["tolerance"] = max(short, shown["tolerance"] - (total(shown) - width))
+        if total(shown) > width:  # no room for the quantity, nor for the whole ids: they lose their middles
+            shown["id"] = max(MIN_ID_WIDTH, shown["id"] - (total(shown) - width))
     ids = elide_ids([row["id"] for row in rows], shown["id"])
     shown["id"] = max(len(x) for x in ids.values() if x is not None) if any(ids.values()) else MIN_ID_WIDTH
     if total(shown) > width and "tolerance" in shown:
