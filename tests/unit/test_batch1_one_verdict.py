@@ -177,3 +177,13 @@ def test_a_gib_for_gb_slip_in_the_ceiling_fails_and_is_named():
     [slip] = [d for d in v.diagnosis if "GiB and GB" in d]
     assert slip.startswith("model ÷ ink = ×1.0735, the factor between GiB and GB")
     assert "bandwidth 3,350 GB/s" in slip and "weights 16.061 GB" in slip
+
+
+def test_the_slip_written_to_three_figures_is_named_too():
+    """Trial s26d #8: 194 tok/s is the same slip as 194.3 written to three figures: 208.586 / 194 = 1.07519, 0.135%
+    from 2^30/10^9, outside a fixed 0.1% but inside the ink's own ±0.5 (0.26%). 200 is no slip."""
+    def diag(ink: str) -> list[str]:
+        spec = loads_spec(CEILING_SPEC.format(hw="h100-sxm", model="llama-3.1-8b", ink=ink, args=""))
+        return [d for d in score(spec, spec.predictions[0], "math", None).diagnosis if "GiB and GB" in d]
+
+    assert len(diag("194 tok/s")) == 1 and diag("200 tok/s") == []
