@@ -19,7 +19,7 @@ import yaml
 
 from pytest_roofline.bounded import CountingYamlLoader
 from pytest_roofline.errors import SpecError
-from pytest_roofline.format._fields import BOOL_TRAPS, F
+from pytest_roofline.format._fields import BOOL_TRAPS, TOP_FIELDS, F
 from pytest_roofline.format.limits import DEFAULT_LIMITS, MAX_DEPTH, Limits, how_to_raise
 from pytest_roofline.units import GB, GIB, KB, KIB, MB, MIB, UnitError, parse_number, parse_printed_number, parse_value
 
@@ -52,6 +52,14 @@ class NodeReader:
             if key in out:
                 raise self.err(k, f"{what}: key {key!r} appears twice", "remove one of them")
             if fields is not None and key not in fields:
+                if fields is not TOP_FIELDS and key in TOP_FIELDS and not did_you_mean(key, fields).startswith("did"):
+                    # a file-level key written one level down (trial s26b L15: `model_column:` on a prediction got
+                    # the list of prediction keys and nothing more)
+                    own = (f"; for this prediction alone write it under its setup: (setup: {{{key}: ...}})"
+                           if key in _SETUP_KEYS and what == "prediction" else "")
+                    raise self.err(k, f"{what}: unknown key {key!r}",
+                                   f"{key}: is a key of the file's top level (it applies to every prediction): move "
+                                   f"it there, unindented{own}")
                 raise self.err(k, f"{what}: unknown key {key!r}", did_you_mean(key, fields))
             out[key] = (k, v)
         if fields is not None:
@@ -178,6 +186,10 @@ def plain_scalar(text: str) -> Any:
 _SHORTHAND_MULTIPLIERS: dict[str, tuple[int, int]] = {
     "k": (KB, KIB), "K": (KB, KIB), "M": (MB, MIB), "G": (GB, GIB),
 }
+
+
+#: the file-level sections a prediction's own ``setup:`` may override (format/_types.py Prediction.setup)
+_SETUP_KEYS = frozenset({"hardware", "model", "engine", "workload"})
 
 
 def did_you_mean(word: str, options: Mapping[str, Any] | tuple[str, ...] | list[str]) -> str:
