@@ -551,7 +551,7 @@ def score(spec: Spec, pred: Prediction, mode: VerdictMode | str, measurement: Me
                                                          spec.default_math_tolerance):
             return _beyond_bound(v, x, bound)  # whatever the column, the tolerance or a band
         if by_band and x is not None:  # the prediction's own tolerance only: no file default widens a band
-            return _against_band(v, pred, x, _math_tolerance(pred), setup,
+            return _against_band(v, pred, x, setup,
                                  why="" if roofline_error is None else _no_roofline(roofline_error, setup))
         if not v.model_source:
             v.status, v.reason = VerdictStatus.SKIP, not_this_run or MEASURE_HOW
@@ -1051,7 +1051,7 @@ def _below_ceiling(v: Verdict, pred: Prediction, ink: float, tol: Tolerance, set
                       + (f": {v.serving_band_note}" if v.serving_band_note else "")
                       + "; a measurement decides")
         return out
-    return _against_band(v, pred, ink, tol, setup,
+    return _against_band(v, pred, ink, setup,
                          why=f"below the roofline ceiling {v.fmt(float(v.model_value))}, outside {tol.text} of it")
 
 
@@ -1103,14 +1103,14 @@ def _is_cpu(setup: Setup | None) -> bool:
     return str(getattr(setup, "device", "")).lower() == "cpu"
 
 
-def _against_band(v: Verdict, pred: Prediction, ink: float, tol: Tolerance, setup: Setup | None, *,
-                  why: str = "") -> Verdict:
+def _against_band(v: Verdict, pred: Prediction, ink: float, setup: Setup | None, *, why: str = "") -> Verdict:
     """The one band verdict of the CPU-only math check (issue 22): ink inside the serving model's band passes; ink
     outside it fails naming the band, the coverage (80%: about 1 in 5 correct values land outside, so this is
     weaker evidence than a physical bound, which the caller tested first) and what moves the band; at a point the
     serving model flags unstable ink outside it is inconclusive. The verdict shows what decided: the tolerance
     column the band, the checked value and the error the serving model's value (not the roofline's).
-    ``why``: why the band decides rather than ``tol`` (the ink is not the roofline's arithmetic, say)."""
+    ``why``: why the band decides rather than a tolerance (the ink is not the roofline's arithmetic, say). The one
+    tolerance that may pass ink outside the band is the prediction's own (:func:`_math_tolerance`)."""
     lo, hi = float(v.serving_band_lo), float(v.serving_band_hi)  # type: ignore[arg-type]
     serving = float(v.serving_value)
     # the prediction's own claim only: a file-wide rounding allowance (defaults.math_tolerance) or the measured
@@ -1212,7 +1212,7 @@ def _compare_to_serving(v: Verdict, pred: Prediction, ink: float, tol: Tolerance
                                                                   float(v.serving_band_hi))):  # type: ignore[arg-type]
         return _compare_to_ceiling(v, pred, ink, float(ceiling), tol, setup, file_math_tolerance)
     if _has_band(v):
-        return _against_band(v, pred, ink, tol, setup, why=f"outside {tol.text} of the serving model's {v.fmt(model)}")
+        return _against_band(v, pred, ink, setup, why=f"outside {tol.text} of the serving model's {v.fmt(model)}")
     return _compare(v, pred, ink, model, tol, "serving model")
 
 
